@@ -1,0 +1,28 @@
+/** Error codes of the GraphQL contract (DESIGN §7). */
+export const ERROR_CODES = [
+  'SESSION_NOT_FOUND',
+  'SEQ_OUT_OF_RANGE',
+  'BAD_USER_INPUT',
+  'SESSION_BUSY',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** An error meant for the user: its message and code reach the client unmasked. */
+export class ForklineError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'ForklineError';
+  }
+}
+
+export const badInput = (message: string, details?: Record<string, unknown>) =>
+  new ForklineError('BAD_USER_INPUT', message, details);
+
+export const sessionNotFound = (id: string) =>
+  new ForklineError('SESSION_NOT_FOUND', `session ${id} not found`, { sessionId: id });

@@ -1,0 +1,136 @@
+// Event codec: one zod schema per core event type (DESIGN §1), per log format
+// version (DESIGN §5). V3 is frozen; V4 only widens it with the fork variants.
+import { z } from 'zod';
+import { badInput } from './errors.ts';
+
+export const CURRENT_FORMAT_VERSION = 4;
+export const FORMAT_VERSIONS = [3, 4] as const;
+export type FormatVersion = (typeof FORMAT_VERSIONS)[number];
+
+const nonNegInt = z.number().int().nonnegative();
+const positiveInt = z.number().int().positive();
+const id = z.string().min(1).max(200);
+
+export const toolCallSchema = z.strictObject({
+  id,
+  name: z.string().min(1).max(200),
+  /** The arguments exactly as the model produced them (JSON text). */
+  arguments: z.string(),
+});
+export type ToolCall = z.infer<typeof toolCallSchema>;
+
+// ---- V3: released; never edited. ----
+const v3 = {
+  'session/title': z.strictObject({ title: z.string().max(500) }),
+  'session/model': z.strictObject({
+    provider: z.string().min(1),
+    model: z.string().min(1),
+    settings: z.record(z.string(), z.unknown()).optional(),
+  }),
+  'inbox/add': z.strictObject({ inputId: id, text: z.string() }),
+  'inbox/remove': z.strictObject({ inputId: id, reason: z.enum(['taken', 'cancelled']) }),
+  'turn/start': z.strictObject({ turn: positiveInt, inputId: id }),
+  'step/start': z.strictObject({ turn: positiveInt, step: positiveInt }),
+  'model/message': z.strictObject({
+    turn: positiveInt,
+    step: positiveInt,
+    text: z.string(),
+    toolCalls: z.array(toolCallSchema),
+  }),
+  'tool/result': z.strictObject({
+    turn: positiveInt,
+    step: positiveInt,
+    callId: id,
+    resultId: id,
+    status: z.enum(['ok', 'error', 'interrupted']),
+    content: z.string(),
+    name: z.string().optional(),
+  }),
+  'step/end': z.strictObject({
+    turn: positiveInt,
+    step: positiveInt,
+    reason: z.enum(['completed', 'failed', 'interrupted']),
+  }),
+  'turn/end': z.strictObject({
+    turn: positiveInt,
+    reason: z.enum(['completed', 'failed', 'cancelled', 'interrupted']),
+  }),
+  'surface/replace': z.strictObject({ fromSeq: nonNegInt, toSeq: nonNegInt, content: z.string() }),
+} as const;
+
+// ---- V4: V3 plus the fork variants (seed 000). ----
+const v4 = {
+  ...v3,
+  'tool/result': v3['tool/result'].extend({
+    status: z.enum([...v3['tool/result'].shape.status.options, 'not-started']),
+  }),
+  'step/end': v3['step/end'].extend({
+    reason: z.enum([...v3['step/end'].shape.reason.options, 'forked']),
+  }),
+  'turn/end': v3['turn/end'].extend({
+    reason: z.enum([...v3['turn/end'].shape.reason.options, 'forked']),
+  }),
+  'session/end-seed': z.strictObject({
+    parentSessionId: id,
+    cutSeq: z.number().int().min(-1),
+    inheritedEventCount: nonNegInt,
+  }),
+} as const;
+
+const codecs: Record<FormatVersion, Record<string, z.ZodType>> = { 3: v3, 4: v4 };
+
+export type CoreEventType = keyof typeof v4;
+export const CORE_EVENT_TYPES = Object.keys(v4) as CoreEventType[];
+export type EventData<T extends CoreEventType> = z.infer<(typeof v4)[T]>;
+
+/** Plugin events: `plugin/<name>/<event>`; data is the plugin's business. */
+export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$/;
+const pluginData = z.record(z.string(), z.json());
+
+export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
+
+/** An event as written to a log (seq assigned by the store). */
+export interface LogEvent {
+  seq: number;
+  type: string;
+  data: any;
+  inherited?: boolean;
+  synthetic?: boolean;
+}
+
+/** An event to append: seq is assigned by the store. */
+export interface NewEvent {
+  type: string;
+  data: unknown;
+  synthetic?: boolean;
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => `${['data', ...i.path].join('.')}: ${i.message}`)
+    .join('; ');
+}
+
+/**
+ * Validates one event payload against the codec of a format version and
+ * returns the parsed data. Throws BAD_USER_INPUT naming the field.
+ */
+export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = 4): unknown {
+  if (typeof type !== 'string' || type.length === 0) throw badInput('event type must be a non-empty string');
+  const schema = codecs[version]?.[type] ?? (isPluginType(type) ? pluginData : undefined);
+  if (!schema) {
+    const known = (codecs[version] as object) ? ` (format V${version})` : '';
+    throw badInput(`unknown event type "${type}"${known}`, { type });
+  }
+  const result = schema.safeParse(data);
+  if (!result.success) throw badInput(`invalid ${type} event: ${describeIssues(result.error)}`, { type });
+  return result.data;
+}
+
+/** Type guard for a core event type, giving typed data. */
+export function isEvent<T extends CoreEventType>(
+  e: { type: string; data: unknown },
+  type: T,
+): e is { type: T; data: EventData<T> } & typeof e {
+  return e.type === type;
+}

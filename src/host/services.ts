@@ -1,0 +1,8 @@
+import type { SessionStore } from '../store/session-store.ts';
+import type { SessionController } from './controller.ts';
+
+/** What the GraphQL layer may call. */
+export interface Services {
+  store: SessionStore;
+  controller: SessionController;
+}
