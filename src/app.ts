@@ -12,6 +12,8 @@ export interface AppOptions {
   host?: string;
   port?: number;
   log?: (msg: string, err?: unknown) => void;
+  /** Observes every SQL statement Prisma sends (tests and bench count them). */
+  onQuery?: (sql: string) => void;
 }
 
 export interface App {
@@ -23,7 +25,7 @@ export interface App {
 }
 
 export async function createApp(opts: AppOptions): Promise<App> {
-  const db = openDatabase(opts.databaseUrl);
+  const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
   const store = new SessionStore(db.prisma, db.pool, toolEffectOf);
   const controller = new SessionController(store);
   const services: Services = { store, controller };

@@ -16,7 +16,8 @@ export interface TestApp extends App {
 
 export async function startTestApp(opts: Partial<AppOptions> = {}): Promise<TestApp> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
-  const app = await createApp({ log: () => {}, ...opts, databaseUrl });
+  const log = process.env.FORKLINE_TEST_LOG ? (m: string, e?: unknown) => console.error(m, e ?? '') : () => {};
+  const app = await createApp({ log, ...opts, databaseUrl });
   const gql = async (query: string, variables?: Record<string, unknown>, headers: Record<string, string> = {}) => {
     const res = await fetch(app.url, {
       method: 'POST',

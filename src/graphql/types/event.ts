@@ -2,6 +2,7 @@ import { builder } from '../builder.ts';
 
 export const EventRef = builder.prismaNode('Event', {
   id: { field: 'id' },
+  nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
   // node(id) stays inside the caller's tenant.
   findUnique: (id, ctx) => ({ id, session: { tenant: ctx.scope.tenant } }),
   fields: (t) => ({

@@ -11,6 +11,7 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
 
 export const SessionRef = builder.prismaNode('Session', {
   id: { field: 'id' },
+  nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
   findUnique: (id, ctx) => ({ id, tenant: ctx.scope.tenant }),
   fields: (t) => ({
     title: t.exposeString('title', { nullable: true }),

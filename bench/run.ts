@@ -1,0 +1,38 @@
+// `npm run bench`: prints a table and writes bench/results.json. Each section
+// measures forkline and a raw-SQL baseline in the same run. BENCH_QUICK=1: small N.
+// BENCH_ONLY=append,fork runs a subset.
+import fs from 'node:fs';
+import { openBenchContext, QUICK } from './context.ts';
+import { benchAppend } from './append.ts';
+import { benchFork } from './fork.ts';
+
+const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
+  append: benchAppend,
+  fork: benchFork,
+};
+
+async function main() {
+  const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+  const ctx = await openBenchContext();
+  const results: Record<string, unknown> = { quick: QUICK, node: process.version, at: new Date().toISOString() };
+  try {
+    for (const [name, run] of Object.entries(sections)) {
+      if (only && !only.includes(name)) continue;
+      process.stdout.write(`running ${name}…\n`);
+      results[name] = await run(ctx);
+    }
+  } finally {
+    await ctx.close();
+  }
+  fs.writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+  for (const [name, figures] of Object.entries(results)) {
+    if (typeof figures !== 'object' || figures === null) continue;
+    console.log(`\n${name}`);
+    console.table(figures);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

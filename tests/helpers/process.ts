@@ -1,0 +1,55 @@
+// Runs the real service (`src/main.ts`, what `npm start` runs) as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
+
+export interface ServiceProcess {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startService(opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<ServiceProcess> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...process.env, PORT: '0', ...opts.env })) if (v !== undefined) env[k] = v;
+  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}src/main.ts`], { cwd: opts.cwd ?? PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start in time:\n${out}`)), opts.timeoutMs ?? 60_000);
+    const check = () => {
+      const m = out.match(/serving GraphQL and GraphiQL at (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on('data', check);
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited with ${code} before serving:\n${out}`));
+    });
+  });
+  return {
+    url,
+    child,
+    output: () => out,
+    exited,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function postGraphQL(url: string, query: string, variables?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query, variables }) });
+  return { status: res.status, body: (await res.json()) as any };
+}
