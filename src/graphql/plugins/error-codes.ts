@@ -22,6 +22,11 @@ export function maskError(log: (msg: string, err: unknown) => void) {
       return new GraphQLError(cause.message, { path, extensions: { code: 'BAD_USER_INPUT' } });
     }
     if (cause instanceof GraphQLError && cause.extensions?.code) return cause;
+    // graphql-js's own errors (parse, validation, variable coercion) carry no
+    // originalError: they describe the client's request.
+    if (cause instanceof GraphQLError && !cause.originalError) {
+      return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code: 'BAD_USER_INPUT' } });
+    }
     const requestId = Math.random().toString(36).slice(2, 10);
     log(`unexpected error (request ${requestId})`, cause);
     return new GraphQLError(message, { path, extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } });

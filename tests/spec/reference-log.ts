@@ -1,0 +1,94 @@
+// The fork/repair contract as data (DESIGN §2, §3.1; seed 000): one reference
+// log and, for a cut at every seq, the closers a child must get. The pure core
+// (tests/core/fork-spec.test.ts) and the GraphQL layer (tests/graphql/fork.test.ts)
+// both run this table.
+import type { LogEvent, NewEvent } from '../../src/core/events.ts';
+
+const call = (id: string, name: string) => ({ id, name, arguments: '{}' });
+const result = (turn: number, step: number, callId: string, status = 'ok') =>
+  ({ type: 'tool/result', data: { turn, step, callId, resultId: `r_${callId}`, status, content: `${callId} done` } });
+
+/** Two turns, multi-call steps, a closed failed step with an unanswered call,
+ *  an unclosed plugin bracket, a surface/replace and input queued mid-turn. */
+export const REFERENCE_LOG: NewEvent[] = [
+  /* 0 */ { type: 'session/title', data: { title: 'reference' } },
+  /* 1 */ { type: 'session/model', data: { provider: 'scripted', model: 'echo' } },
+  /* 2 */ { type: 'inbox/add', data: { inputId: 'in_1', text: 'first question' } },
+  /* 3 */ { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
+  /* 4 */ { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
+  /* 5 */ { type: 'step/start', data: { turn: 1, step: 1 } },
+  /* 6 */ { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [call('c1', 'clock'), call('c2', 'note_write')] } },
+  /* 7 */ result(1, 1, 'c1'),
+  /* 8 */ { type: 'step/end', data: { turn: 1, step: 1, reason: 'failed' } }, // c2 stays unanswered: history
+  /* 9 */ { type: 'step/start', data: { turn: 1, step: 2 } },
+  /* 10 */ { type: 'model/message', data: { turn: 1, step: 2, text: 'three calls', toolCalls: [call('c3', 'note_read'), call('c4', 'note_write'), call('c5', 'mystery')] } },
+  /* 11 */ { type: 'plugin/compaction/start', data: { reason: 'size' } }, // never ended: the plugin's business
+  /* 12 */ result(1, 2, 'c4'),
+  /* 13 */ { type: 'inbox/add', data: { inputId: 'in_2', text: 'queued while running' } },
+  /* 14 */ result(1, 2, 'c3'),
+  /* 15 */ result(1, 2, 'c5', 'error'),
+  /* 16 */ { type: 'step/end', data: { turn: 1, step: 2, reason: 'completed' } },
+  /* 17 */ { type: 'step/start', data: { turn: 1, step: 3 } },
+  /* 18 */ { type: 'model/message', data: { turn: 1, step: 3, text: 'first answer', toolCalls: [] } },
+  /* 19 */ { type: 'step/end', data: { turn: 1, step: 3, reason: 'completed' } },
+  /* 20 */ { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+  /* 21 */ { type: 'surface/replace', data: { fromSeq: 2, toSeq: 20, content: 'summary of turn 1' } },
+  /* 22 */ { type: 'inbox/remove', data: { inputId: 'in_2', reason: 'taken' } },
+  /* 23 */ { type: 'turn/start', data: { turn: 2, inputId: 'in_2' } },
+  /* 24 */ { type: 'step/start', data: { turn: 2, step: 1 } },
+  /* 25 */ { type: 'model/message', data: { turn: 2, step: 1, text: '', toolCalls: [call('c6', 'clock'), call('c7', 'note_write')] } },
+  /* 26 */ result(2, 1, 'c7'),
+  /* 27 */ { type: 'step/end', data: { turn: 2, step: 1, reason: 'completed' } },
+  /* 28 */ { type: 'step/start', data: { turn: 2, step: 2 } },
+  /* 29 */ { type: 'model/message', data: { turn: 2, step: 2, text: 'second answer', toolCalls: [] } },
+  /* 30 */ { type: 'step/end', data: { turn: 2, step: 2, reason: 'completed' } },
+  /* 31 */ { type: 'turn/end', data: { turn: 2, reason: 'completed' } },
+];
+
+/** Closers by cut, in order: `r:<callId>` a synthetic result, `step:<turn>/<step>`, `turn:<turn>`. */
+export const EXPECTED_CLOSERS: string[][] = [
+  /* 0-3: nothing open */ [], [], [], [],
+  /* 4 */ ['turn:1'],
+  /* 5 */ ['step:1/1', 'turn:1'],
+  /* 6 */ ['r:c1', 'r:c2', 'step:1/1', 'turn:1'],
+  /* 7 */ ['r:c2', 'step:1/1', 'turn:1'],
+  /* 8: the failed step is closed; c2 is not repaired */ ['turn:1'],
+  /* 9 */ ['step:1/2', 'turn:1'],
+  /* 10 */ ['r:c3', 'r:c4', 'r:c5', 'step:1/2', 'turn:1'],
+  /* 11: the plugin bracket gets no end */ ['r:c3', 'r:c4', 'r:c5', 'step:1/2', 'turn:1'],
+  /* 12 */ ['r:c3', 'r:c5', 'step:1/2', 'turn:1'],
+  /* 13 */ ['r:c3', 'r:c5', 'step:1/2', 'turn:1'],
+  /* 14 */ ['r:c5', 'step:1/2', 'turn:1'],
+  /* 15 */ ['step:1/2', 'turn:1'],
+  /* 16 */ ['turn:1'],
+  /* 17 */ ['step:1/3', 'turn:1'],
+  /* 18 */ ['step:1/3', 'turn:1'],
+  /* 19 */ ['turn:1'],
+  /* 20-22 */ [], [], [],
+  /* 23 */ ['turn:2'],
+  /* 24 */ ['step:2/1', 'turn:2'],
+  /* 25 */ ['r:c6', 'r:c7', 'step:2/1', 'turn:2'],
+  /* 26 */ ['r:c6', 'step:2/1', 'turn:2'],
+  /* 27 */ ['turn:2'],
+  /* 28 */ ['step:2/2', 'turn:2'],
+  /* 29 */ ['step:2/2', 'turn:2'],
+  /* 30 */ ['turn:2'],
+  /* 31 */ [],
+];
+
+/** Compact name of a closer, as used in EXPECTED_CLOSERS. */
+export function closerName(e: { type: string; data: any }): string {
+  if (e.type === 'tool/result') return `r:${e.data.callId}`;
+  if (e.type === 'step/end') return `step:${e.data.turn}/${e.data.step}`;
+  if (e.type === 'turn/end') return `turn:${e.data.turn}`;
+  return e.type;
+}
+
+export const withSeqs = (events: NewEvent[]): LogEvent[] => events.map((e, seq) => ({ ...e, seq }));
+
+/** What the store reads for a cut: from the last turn/start at or before it. */
+export function openTailOf(log: LogEvent[], cut: number): LogEvent[] {
+  let start = -1;
+  for (let i = 0; i <= cut; i++) if (log[i].type === 'turn/start') start = i;
+  return start < 0 ? [] : log.slice(start, cut + 1);
+}
