@@ -2,5 +2,6 @@ import { builder } from './builder.ts';
 import './types/session.ts';
 import './types/event.ts';
 import './types/mutations.ts';
+import './types/recordings.ts';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -1,0 +1,362 @@
+// Recordings (DESIGN §5): a session as JSON Lines — a header line, then one line
+// per event in seq order. Pure: line splitting, the streaming validator and the
+// serializers; store/recordings.ts reads and writes sessions with them.
+import { z } from 'zod';
+import { ForklineError } from './errors.ts';
+import {
+  CURRENT_FORMAT_VERSION,
+  FORMAT_VERSIONS,
+  decodeEvent,
+  type EventData,
+  type FormatVersion,
+  type LogEvent,
+} from './events.ts';
+
+export const RECORDING_FORMAT = 'forkline.recording';
+export const MAX_RECORDING_BYTES = 64 * 1024 * 1024;
+
+export const recordingHeaderSchema = z.strictObject({
+  format: z.literal(RECORDING_FORMAT),
+  version: z.literal(FORMAT_VERSIONS),
+  session: z.strictObject({
+    id: z.string().min(1).max(200),
+    title: z.string().max(500).nullish(),
+  }),
+});
+export type RecordingHeader = z.infer<typeof recordingHeaderSchema>;
+
+export const recordingLineSchema = z.strictObject({
+  seq: z.number().int().nonnegative(),
+  type: z.string(),
+  data: z.unknown(),
+  createdAt: z.iso.datetime({ offset: true }).optional(),
+  inherited: z.boolean().optional(),
+  synthetic: z.boolean().optional(),
+});
+
+/** One validated event line: `data` is the decoded original (fork ids and wording kept). */
+export interface RecordingEvent extends LogEvent {
+  createdAt?: string;
+  inherited: boolean;
+  synthetic: boolean;
+}
+
+/** What a whole valid recording says about the session it describes. */
+export interface RecordingSummary {
+  header: RecordingHeader;
+  eventCount: number;
+  turnCount: number;
+  /** The log ends inside an open turn (a crashed session): import repairs it. */
+  openTurn: boolean;
+  /** Inputs added to the inbox and never removed: queued for the session's agent. */
+  pendingInputs: number;
+  /** Last `session/title` of the log, if any. */
+  lastTitle?: string;
+  /** From the session's own marker, when the recording is of a fork. */
+  fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
+}
+
+const fail = (line: number, rule: string, detail: string) =>
+  new ForklineError('BAD_USER_INPUT', `line ${line}: ${rule}: ${detail}`, { line, rule });
+
+const describeIssues = (error: z.ZodError) =>
+  error.issues.map((i) => `${i.path.join('.') || 'line'}: ${i.message}`).join('; ');
+
+/**
+ * V4's fork variants seen as their V3 crash-repair equivalent (seed 000: a
+ * private canonical `interrupted` view). The relationship checks are written
+ * once against this view; the validator hands back the original data.
+ */
+function canonicalView(type: string, data: any): any {
+  if (type === 'tool/result' && data.status === 'not-started') return { ...data, status: 'interrupted' };
+  if ((type === 'step/end' || type === 'turn/end') && data.reason === 'forked') return { ...data, reason: 'interrupted' };
+  return data;
+}
+
+function parseHeader(value: unknown, line: number): RecordingHeader {
+  const v = value as Partial<Record<string, unknown>> | null;
+  if (typeof v !== 'object' || v === null || v.format !== RECORDING_FORMAT) {
+    throw fail(line, 'header', `not a forkline recording (the first line must be {"format": "${RECORDING_FORMAT}", "version": …, "session": …})`);
+  }
+  if (!(FORMAT_VERSIONS as readonly unknown[]).includes(v.version)) {
+    throw fail(line, 'header', `unknown format version ${JSON.stringify(v.version)} (supported: ${FORMAT_VERSIONS.join(', ')})`);
+  }
+  const r = recordingHeaderSchema.safeParse(v);
+  if (!r.success) throw fail(line, 'header', describeIssues(r.error));
+  return r.data;
+}
+
+/**
+ * Streaming validator: feed the lines one at a time with `push`, then call
+ * `finish`. It keeps only what is open (pending inputs, the open turn and step
+ * with its calls), never the log. Rules, each named in its error:
+ * - `invalid JSON`, `header`, `event shape`, `codec` (the header version's codec);
+ * - `seq order`: seqs are 0, 1, 2, … contiguous;
+ * - `turn bracket` / `turn numbering`: one open turn at a time, numbered previous + 1;
+ * - `step bracket` / `step numbering`: step events only inside the open turn's open
+ *   step, steps increasing within a turn (a turn/end also closes an open step);
+ * - `result pairing`: a tool/result answers a call of the open step with the same
+ *   (turn, step) that has no earlier result; `call ids`: call ids unique per step;
+ * - `inbox`: inbox/remove names a pending input, inbox/add a new one;
+ * - `surface range`: surface/replace covers earlier events;
+ * - `synthetic closer`: a synthetic result or end carries a repair cause;
+ * - `inherited prefix` / `marker placement`: inherited events form a prefix of the
+ *   log; every session/end-seed sits at seq = its inheritedEventCount = cutSeq + 1
+ *   with only inherited events before it (ancestor markers are copied inside the
+ *   prefix, DESIGN §3.1); a non-empty inherited prefix is followed directly by the
+ *   session's own marker, which is therefore its last.
+ */
+export class RecordingValidator {
+  #line = 0;
+  #header?: RecordingHeader;
+  #nextSeq = 0;
+  #turnCount = 0;
+  #lastTurn = 0;
+  #turn?: number;
+  #lastStep = 0;
+  #step?: { step: number; calls: Set<string>; answered: Set<string> };
+  #pending = new Set<string>();
+  #inherited = 0;
+  #ownStarted = false;
+  #lastTitle?: string;
+  #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
+  #inSeed = false;
+
+  /** Validates the next line: undefined for the header, else the event. */
+  push(text: string): RecordingEvent | undefined {
+    this.#line++;
+    if (!this.#header && text.trim() === '') throw this.#fail('header', 'missing header line');
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw this.#fail('invalid JSON', (err as Error).message);
+    }
+    if (!this.#header) {
+      this.#header = parseHeader(value, this.#line);
+      return undefined;
+    }
+    const shape = recordingLineSchema.safeParse(value);
+    if (!shape.success) throw this.#fail('event shape', describeIssues(shape.error));
+    const { seq, type, createdAt } = shape.data;
+    if (seq !== this.#nextSeq) throw this.#fail('seq order', `expected seq ${this.#nextSeq}, got ${seq}`);
+    let data: unknown;
+    try {
+      data = decodeEvent(type, shape.data.data, this.#header.version);
+    } catch (err) {
+      if (err instanceof ForklineError) throw this.#fail('codec', err.message);
+      throw err;
+    }
+    const event: RecordingEvent = {
+      seq,
+      type,
+      data,
+      ...(createdAt !== undefined ? { createdAt } : {}),
+      inherited: shape.data.inherited ?? false,
+      synthetic: shape.data.synthetic ?? false,
+    };
+    this.#checkPrefix(event);
+    this.#checkRelations({ ...event, data: canonicalView(type, data) });
+    this.#trackSeed(event);
+    this.#nextSeq++;
+    return event;
+  }
+
+  finish(): RecordingSummary {
+    if (!this.#header) throw fail(1, 'header', 'the recording is empty');
+    if (this.#inherited > 0 && !this.#ownStarted) {
+      throw fail(this.#line, 'marker placement', "the inherited prefix is not followed by the session's own session/end-seed");
+    }
+    return {
+      header: this.#header,
+      eventCount: this.#nextSeq,
+      turnCount: this.#turnCount,
+      openTurn: this.#turn !== undefined,
+      pendingInputs: this.#pending.size,
+      ...(this.#lastTitle !== undefined ? { lastTitle: this.#lastTitle } : {}),
+      ...(this.#fork ? { fork: { ...this.#fork } } : {}),
+    };
+  }
+
+  #fail(rule: string, detail: string): ForklineError {
+    return fail(this.#line, rule, detail);
+  }
+
+  #checkPrefix(e: RecordingEvent) {
+    if (e.inherited) {
+      if (this.#ownStarted) throw this.#fail('inherited prefix', 'an inherited event follows events of the session itself');
+      this.#inherited++;
+      return;
+    }
+    if (!this.#ownStarted) {
+      this.#ownStarted = true;
+      if (this.#inherited > 0 && e.type !== 'session/end-seed') {
+        throw this.#fail('marker placement', `the inherited prefix (${this.#inherited} events) must be followed by the session's own session/end-seed`);
+      }
+    }
+  }
+
+  /** The shared relationship checks, on the canonical view of the event. */
+  #checkRelations(e: RecordingEvent) {
+    const d = e.data;
+    if (e.synthetic && ['tool/result', 'step/end', 'turn/end'].includes(e.type)) {
+      const cause = e.type === 'tool/result' ? d.status : d.reason;
+      if (cause !== 'interrupted') throw this.#fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);
+    }
+    switch (e.type) {
+      case 'session/title':
+        this.#lastTitle = (d as EventData<'session/title'>).title;
+        break;
+      case 'inbox/add':
+        if (this.#pending.has(d.inputId)) throw this.#fail('inbox', `input ${d.inputId} is already pending`);
+        this.#pending.add(d.inputId);
+        break;
+      case 'inbox/remove':
+        if (!this.#pending.delete(d.inputId)) throw this.#fail('inbox', `inbox/remove names input ${d.inputId}, which is not pending`);
+        break;
+      case 'turn/start':
+        if (this.#turn !== undefined) throw this.#fail('turn bracket', `turn/start of turn ${d.turn} while turn ${this.#turn} is open`);
+        if (d.turn !== this.#lastTurn + 1) throw this.#fail('turn numbering', `expected turn ${this.#lastTurn + 1}, got turn ${d.turn}`);
+        this.#turn = this.#lastTurn = d.turn;
+        this.#turnCount++;
+        this.#lastStep = 0;
+        break;
+      case 'turn/end':
+        if (d.turn !== this.#turn) throw this.#fail('turn bracket', `turn/end of turn ${d.turn}, but ${this.#openTurnText()}`);
+        this.#turn = this.#step = undefined;
+        break;
+      case 'step/start':
+        if (d.turn !== this.#turn) throw this.#fail('step bracket', `step/start in turn ${d.turn}, but ${this.#openTurnText()}`);
+        if (this.#step) throw this.#fail('step bracket', `step/start of step ${d.step} while step ${this.#step.step} is open`);
+        if (d.step <= this.#lastStep) throw this.#fail('step numbering', `step ${d.step} does not follow step ${this.#lastStep} of turn ${d.turn}`);
+        this.#step = { step: d.step, calls: new Set(), answered: new Set() };
+        this.#lastStep = d.step;
+        break;
+      case 'step/end':
+        this.#requireOpenStep(d, 'step bracket');
+        this.#step = undefined;
+        break;
+      case 'model/message': {
+        const step = this.#requireOpenStep(d, 'step bracket');
+        for (const call of (d as EventData<'model/message'>).toolCalls) {
+          if (step.calls.has(call.id)) throw this.#fail('call ids', `tool call id ${call.id} is used twice in turn ${d.turn} step ${d.step}`);
+          step.calls.add(call.id);
+        }
+        break;
+      }
+      case 'tool/result': {
+        const step = this.#requireOpenStep(d, 'result pairing');
+        if (!step.calls.has(d.callId)) throw this.#fail('result pairing', `no call ${d.callId} in turn ${d.turn} step ${d.step} (orphan result)`);
+        if (step.answered.has(d.callId)) throw this.#fail('result pairing', `call ${d.callId} already has a result (duplicate result)`);
+        step.answered.add(d.callId);
+        break;
+      }
+      case 'surface/replace':
+        if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) {
+          throw this.#fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
+        }
+        break;
+      case 'session/end-seed': {
+        const m = d as EventData<'session/end-seed'>;
+        if (m.inheritedEventCount !== e.seq || m.cutSeq !== e.seq - 1) {
+          throw this.#fail('marker placement', `session/end-seed at seq ${e.seq} must have inheritedEventCount ${e.seq} and cutSeq ${e.seq - 1}`);
+        }
+        const before = this.#inherited - (e.inherited ? 1 : 0);
+        if (before !== e.seq) throw this.#fail('marker placement', 'a session/end-seed must directly follow inherited events only');
+        break;
+      }
+    }
+  }
+
+  /** The fork seed (DESIGN §3.1): the session's own marker and the synthetic closers right after it. */
+  #trackSeed(e: RecordingEvent) {
+    if (e.type === 'session/end-seed' && !e.inherited) {
+      const m = e.data as EventData<'session/end-seed'>;
+      this.#fork = { forkedAtSeq: m.cutSeq, inheritedEventCount: m.inheritedEventCount, firstLiveSeq: e.seq + 1 };
+      this.#inSeed = true;
+    } else if (this.#inSeed && e.synthetic) {
+      this.#fork!.firstLiveSeq = e.seq + 1;
+    } else {
+      this.#inSeed = false;
+    }
+  }
+
+  #openTurnText() {
+    return this.#turn === undefined ? 'no turn is open' : `turn ${this.#turn} is open`;
+  }
+
+  #requireOpenStep(d: { turn: number; step: number }, rule: string) {
+    const step = this.#step;
+    if (this.#turn === undefined || d.turn !== this.#turn || !step || d.step !== step.step) {
+      const open = step ? `step ${step.step} of turn ${this.#turn} is open` : `no step is open (${this.#openTurnText()})`;
+      throw this.#fail(rule, `turn ${d.turn} step ${d.step} is not the open step: ${open}`);
+    }
+    return step;
+  }
+}
+
+/**
+ * Splits a recording into lines as its text arrives (a string or chunks), never
+ * holding more than one line besides the current chunk. A final newline ends
+ * the last line; CRLF is accepted. Rejects recordings over MAX_RECORDING_BYTES.
+ */
+export async function* recordingLines(
+  source: string | Iterable<string> | AsyncIterable<string>,
+  maxBytes = MAX_RECORDING_BYTES,
+): AsyncGenerator<string> {
+  let bytes = 0;
+  let line = 0;
+  let rest = '';
+  const strip = (l: string) => (l.endsWith('\r') ? l.slice(0, -1) : l);
+  for await (const chunk of typeof source === 'string' ? [source] : source) {
+    bytes += Buffer.byteLength(chunk);
+    if (bytes > maxBytes) throw fail(line + 1, 'size', `the recording exceeds the size limit of ${maxBytes} bytes`);
+    // Only the new chunk is searched: a long line arriving in many chunks is scanned once.
+    let start = 0;
+    for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
+      const text = rest + chunk.slice(start, nl);
+      rest = '';
+      line++;
+      yield strip(text);
+      start = nl + 1;
+    }
+    rest += chunk.slice(start);
+  }
+  if (rest !== '') yield strip(rest);
+}
+
+/**
+ * V3 → V4: every event is kept unchanged, since V4 only widens V3 (seed 000).
+ * This is where a future version's migration of an event line would go.
+ */
+export function upgradeToV4(event: RecordingEvent): RecordingEvent {
+  return event;
+}
+
+export function recordingHeader(
+  session: { id: string; title?: string | null },
+  version: FormatVersion = CURRENT_FORMAT_VERSION,
+): RecordingHeader {
+  return { format: RECORDING_FORMAT, version, session: { id: session.id, title: session.title ?? null } };
+}
+
+/** One event as a recording line; optional fields are written only when they say something. */
+export function recordingLine(e: LogEvent & { createdAt?: Date | string }): string {
+  return JSON.stringify({
+    seq: e.seq,
+    type: e.type,
+    data: e.data,
+    createdAt: e.createdAt instanceof Date ? e.createdAt.toISOString() : e.createdAt,
+    inherited: e.inherited || undefined,
+    synthetic: e.synthetic || undefined,
+  });
+}
+
+/** The recording as newline-terminated lines: the header, then the events in order. */
+export async function* exportLines(
+  header: RecordingHeader,
+  events: Iterable<LogEvent & { createdAt?: Date | string }> | AsyncIterable<LogEvent & { createdAt?: Date | string }>,
+): AsyncGenerator<string> {
+  yield `${JSON.stringify(header)}\n`;
+  for await (const e of events) yield `${recordingLine(e)}\n`;
+}

@@ -1,0 +1,109 @@
+// Recordings in and out of Postgres (DESIGN §5). Export streams the log in
+// pages; import validates the whole recording before it writes anything, then
+// writes the session in one transaction, in batches.
+import type pg from 'pg';
+import { closeOpenTail } from '../core/repair.ts';
+import { badInput } from '../core/errors.ts';
+import {
+  RecordingValidator,
+  exportLines,
+  recordingHeader,
+  recordingLines,
+  upgradeToV4,
+  type RecordingEvent,
+  type RecordingSummary,
+} from '../core/recording.ts';
+import type { LogEvent } from '../core/events.ts';
+import { SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
+import { EVENT_ID_SQL, newSessionId } from './ids.ts';
+
+/** A recording's text, or a way to read it from the start (import reads it twice). */
+export type RecordingSource = string | (() => AsyncIterable<string>);
+
+export const IMPORT_BATCH_SIZE = 1000;
+
+/** The session as recording lines (format V4), newline-terminated. */
+export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
+  const session = await store.requireSession(scope, sessionId);
+  yield* exportLines(recordingHeader(session), eventsBefore(store.iterateEvents(sessionId), session.eventCount));
+}
+
+export async function exportRecordingText(store: SessionStore, scope: Scope, sessionId: string): Promise<string> {
+  let text = '';
+  for await (const line of exportRecording(store, scope, sessionId)) text += line;
+  return text;
+}
+
+// A live session keeps appending: export the log as it was when the export began.
+async function* eventsBefore<E extends LogEvent>(events: AsyncIterable<E>, end: number): AsyncGenerator<E> {
+  for await (const e of events) {
+    if (e.seq >= end) return;
+    yield e;
+  }
+}
+
+/**
+ * Imports a recording as a new session of the caller's tenant (format V4, new
+ * id, no parent). Pass 1 validates every line and writes nothing; pass 2
+ * validates again while it writes, so a source that changed in between rolls
+ * back. A log ending inside an open turn gets its `interrupted` closers here,
+ * in the same transaction (DESIGN §2, §5), so recovery finds nothing to repair.
+ */
+export async function importRecording(store: SessionStore, scope: Scope, source: RecordingSource): Promise<SessionRow> {
+  const read = () => recordingLines(typeof source === 'string' ? source : source());
+  const check = new RecordingValidator();
+  for await (const line of read()) check.push(line);
+  const summary = check.finish();
+
+  const id = newSessionId();
+  const client = await store.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await insertSession(client, id, scope, summary);
+    const replay = new RecordingValidator();
+    let batch: RecordingEvent[] = [];
+    for await (const line of read()) {
+      const e = replay.push(line);
+      if (e) batch.push(summary.header.version < 4 ? upgradeToV4(e) : e);
+      if (batch.length >= IMPORT_BATCH_SIZE) {
+        await insertEvents(client, id, batch);
+        batch = [];
+      }
+    }
+    await insertEvents(client, id, batch);
+    if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
+    if (summary.openTurn) {
+      const tail = await store.readOpenTail(id, summary.eventCount - 1, client);
+      await store.append(id, closeOpenTail(tail, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
+    }
+    await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [id]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+  return store.requireSession(scope, id);
+}
+
+function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: RecordingSummary) {
+  return client.query(
+    `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId",
+                            "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
+     VALUES ($1, $2, $3, $4, 4, $5, $6, NULL, $7, $8, $9)`,
+    [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
+     s.turnCount, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
+  );
+}
+
+async function insertEvents(client: pg.PoolClient, sessionId: string, events: RecordingEvent[]) {
+  if (events.length === 0) return;
+  await client.query(
+    `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")
+     SELECT ${EVENT_ID_SQL}, $1, e.seq, e.type, e.data, e.inherited, e.synthetic, COALESCE(e."createdAt", now())
+       FROM jsonb_to_recordset($2::jsonb)
+         AS e(seq int, type text, data jsonb, inherited boolean, synthetic boolean, "createdAt" timestamptz)`,
+    [sessionId, JSON.stringify(events)],
+  );
+}

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { ForklineError } from '../../src/core/errors.ts';
+import { decodeEvent } from '../../src/core/events.ts';
+import {
+  MAX_RECORDING_BYTES,
+  RecordingValidator,
+  exportLines,
+  recordingHeader,
+  recordingLine,
+  recordingLines,
+  upgradeToV4,
+  type RecordingEvent,
+} from '../../src/core/recording.ts';
+import { FIXTURES, MALFORMED, notStartedLog, readFixture } from '../fixtures/recordings/recordings.ts';
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of items) out.push(x);
+  return out;
+}
+
+async function validate(source: string | Iterable<string>) {
+  const v = new RecordingValidator();
+  const events: RecordingEvent[] = [];
+  for await (const line of recordingLines(source)) {
+    const e = v.push(line);
+    if (e) events.push(e);
+  }
+  return { events, summary: v.finish() };
+}
+
+async function rejection(source: string): Promise<ForklineError> {
+  const err = await validate(source).then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ForklineError);
+  return err as ForklineError;
+}
+
+describe('recording fixtures', () => {
+  it.each(FIXTURES)('%s is valid under the version of its header', async (name) => {
+    const { events, summary } = await validate(readFixture(name));
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(summary.eventCount).toBe(events.length);
+  });
+
+  it('summarises completed, crashed and forked logs', async () => {
+    const completed = (await validate(readFixture('v3-completed.jsonl'))).summary;
+    expect(completed).toMatchObject({ eventCount: 28, turnCount: 2, openTurn: false, pendingInputs: 0, lastTitle: 'Clock and notes' });
+    expect(completed.fork).toBeUndefined();
+    expect((await validate(readFixture('v3-crashed.jsonl'))).summary).toMatchObject({ turnCount: 2, openTurn: true, pendingInputs: 1 });
+    // child: 7 inherited events, marker at 7, three closers: first live seq 11
+    expect((await validate(readFixture('v4-forked-child.jsonl'))).summary.fork)
+      .toEqual({ forkedAtSeq: 6, inheritedEventCount: 7, firstLiveSeq: 11 });
+    // nested: the ancestor marker (seq 7) is inherited; its own marker is the last one
+    const nested = await validate(readFixture('v4-nested-fork.jsonl'));
+    expect(nested.events.filter((e) => e.type === 'session/end-seed').map((e) => [e.seq, e.inherited])).toEqual([[7, true], [18, false]]);
+    expect(nested.summary.fork).toEqual({ forkedAtSeq: 17, inheritedEventCount: 18, firstLiveSeq: 22 });
+  });
+});
+
+describe('format versions', () => {
+  it('V4 hands back a not-started result with its original id and wording', async () => {
+    const { events } = await validate(readFixture('v4-forked-child.jsonl'));
+    const result = events.find((e) => e.type === 'tool/result' && e.synthetic)!;
+    expect(result.data).toMatchObject({ status: 'not-started', resultId: 'forked:ses_fixturev4tools@6:call_v4t_1' });
+    expect(result.data.content).toMatch(/forked at event 6 of session ses_fixturev4tools/);
+    expect(events.filter((e) => e.type.endsWith('/end') && e.synthetic).map((e) => e.data.reason)).toEqual(['forked', 'forked']);
+  });
+
+  it('a not-started result is rejected as V3 and the same log accepted as V4', async () => {
+    expect((await rejection(notStartedLog(3))).message).toMatch(/^line 18: codec: invalid tool\/result event: data\.status/);
+    const { summary } = await validate(notStartedLog(4));
+    expect(summary.openTurn).toBe(false);
+  });
+
+  it('V3 rejects forked reasons and markers; V3 logs stay valid under V3 unchanged', async () => {
+    expect(() => decodeEvent('step/end', { turn: 1, step: 1, reason: 'forked' }, 3)).toThrow(/data\.reason/);
+    expect(() => decodeEvent('session/end-seed', { parentSessionId: 's', cutSeq: 0, inheritedEventCount: 1 }, 3)).toThrow(/unknown event type/);
+    const { events } = await validate(readFixture('v3-completed.jsonl'));
+    for (const e of events) {
+      // V4 is a superset: every V3 event decodes to the same data, and the upgrade keeps it.
+      expect(decodeEvent(e.type, e.data, 4)).toEqual(e.data);
+      expect(upgradeToV4(e)).toEqual(e);
+    }
+  });
+});
+
+describe('malformed recordings', () => {
+  it.each(MALFORMED)('$name: rejected naming line $line and rule "$rule"', async ({ text, line, rule }) => {
+    const err = await rejection(text);
+    expect(err.code).toBe('BAD_USER_INPUT');
+    expect(err.message.startsWith(`line ${line}: ${rule}: `)).toBe(true);
+    expect(err.details).toEqual({ line, rule });
+  });
+
+  it('names the field of a wrong type', async () => {
+    const wrong = MALFORMED.find((m) => m.name === 'wrong field type')!;
+    expect((await rejection(wrong.text)).message).toContain('data.turn');
+  });
+});
+
+describe('recordingLines', () => {
+  it('splits across chunk boundaries, accepts CRLF and a missing final newline', async () => {
+    expect(await collect(recordingLines(['{"a"', ':1}\r', '\n{"b":2}\n{"c"', ':3}']))).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);
+    expect(await collect(recordingLines('x\n\ny\n'))).toEqual(['x', '', 'y']);
+    expect(await collect(recordingLines(''))).toEqual([]);
+  });
+
+  it(`rejects recordings over ${MAX_RECORDING_BYTES / 2 ** 20} MB`, async () => {
+    const err = await collect(recordingLines(['ab\n', 'cd\n', 'é\n'], 8)).catch((e: unknown) => e);
+    expect((err as Error).message).toBe('line 3: size: the recording exceeds the size limit of 8 bytes');
+    expect(await collect(recordingLines(['ab\n', 'cd\n'], 6))).toEqual(['ab', 'cd']);
+  });
+});
+
+describe('serializers', () => {
+  it('write optional fields only when they say something', () => {
+    expect(recordingLine({ seq: 0, type: 'session/title', data: { title: 't' } })).toBe('{"seq":0,"type":"session/title","data":{"title":"t"}}');
+    expect(recordingLine({ seq: 1, type: 'turn/end', data: { turn: 1, reason: 'forked' }, inherited: true, synthetic: true, createdAt: new Date(0) }))
+      .toBe('{"seq":1,"type":"turn/end","data":{"turn":1,"reason":"forked"},"createdAt":"1970-01-01T00:00:00.000Z","inherited":true,"synthetic":true}');
+    expect(recordingHeader({ id: 'ses_1' })).toEqual({ format: 'forkline.recording', version: 4, session: { id: 'ses_1', title: null } });
+  });
+
+  it.each(FIXTURES)('%s: validate → export → validate gives the same events', async (name) => {
+    const { events, summary } = await validate(readFixture(name));
+    const text = (await collect(exportLines(recordingHeader(summary.header.session), events))).join('');
+    const again = await validate(text);
+    expect(again.events).toEqual(events);
+    expect(again.summary.header.version).toBe(4);
+  });
+});
