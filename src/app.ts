@@ -1,11 +1,20 @@
 // Composition root: database, store, host services and the GraphQL server.
 // Used by main.ts and by the tests (which start real servers through it).
+import path from 'node:path';
 import { openDatabase, type Database } from './db/database.ts';
-import { SessionStore } from './store/session-store.ts';
+import { pgConfigFromUrl } from './db/pg-config.ts';
+import { EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
+import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
+import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
+import { LeaseManager } from './host/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
+import { ModelRegistry } from './agent/models/registry.ts';
+import type { TurnUpdate } from './agent/turn-updates.ts';
+import type { ToolCall } from './core/events.ts';
+import { EventEmitter } from 'node:events';
 
 export interface AppOptions {
   databaseUrl: string;
@@ -14,35 +23,79 @@ export interface AppOptions {
   log?: (msg: string, err?: unknown) => void;
   /** Observes every SQL statement Prisma sends (tests and bench count them). */
   onQuery?: (sql: string) => void;
+  defaultModel?: { provider: string; model: string };
+  openai?: { baseUrl?: string; apiKey?: string; model?: string };
+  /** Where tools keep per-session files. */
+  sandboxRoot?: string;
+  toolTimeoutMs?: number;
+  maxSteps?: number;
+  /** How often to look for sessions a dead process left (0: only at start). */
+  sweepMs?: number;
+  onToolRun?: (sessionId: string, call: ToolCall) => void;
 }
 
 export interface App {
   url: string;
   db: Database;
   services: Services;
+  models: ModelRegistry;
+  /** In-process stream of turn updates (the sessionTurns subscription reads it). */
+  turnUpdates: EventEmitter;
   server: RunningServer;
   close(): Promise<void>;
 }
 
 export async function createApp(opts: AppOptions): Promise<App> {
+  const log = opts.log ?? ((m: string, e?: unknown) => console.error(m, e ?? ''));
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
+  const pgConfig = pgConfigFromUrl(opts.databaseUrl);
+  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, CONTROL_CHANNEL]);
+  await listener.start();
+  const leases = new LeaseManager(pgConfig);
   const store = new SessionStore(db.prisma, db.pool, toolEffectOf);
-  const controller = new SessionController(store);
-  const services: Services = { store, controller };
+  const models = new ModelRegistry({
+    openaiBaseUrl: opts.openai?.baseUrl,
+    openaiApiKey: opts.openai?.apiKey,
+    defaultModel: opts.openai?.model,
+  });
+  const turnUpdates = new EventEmitter().setMaxListeners(0);
+  const host = new SessionHost(
+    store,
+    leases,
+    {
+      resolveModel: (p) => models.resolve(p),
+      defaultModel: opts.defaultModel ?? { provider: 'scripted', model: 'scripted' },
+      sandboxRoot: opts.sandboxRoot ?? path.resolve('.data', 'sandbox'),
+      toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
+      maxSteps: opts.maxSteps ?? 16,
+      now: () => new Date(),
+      onUpdate: (u: TurnUpdate) => turnUpdates.emit(u.sessionId, u),
+      onToolRun: opts.onToolRun,
+    },
+    { listener, sweepMs: opts.sweepMs, log },
+  );
+  const controller = new SessionController(store, host, models.names);
+  const services: Services = { store, controller, host };
+  await host.start();
   const server = await startServer({
     services,
     prisma: db.prisma,
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 0,
-    log: opts.log,
+    log,
   });
   return {
     url: server.url,
     db,
     services,
+    models,
+    turnUpdates,
     server,
     async close() {
       await server.close();
+      await host.stop();
+      await listener.close();
+      await leases.close();
       await db.close();
     },
   };

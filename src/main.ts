@@ -36,7 +36,15 @@ async function main() {
   try {
     await ensureDatabase(databaseUrl);
     await migrate(databaseUrl);
-    app = await createApp({ databaseUrl, host: config.HOST, port: config.PORT });
+    app = await createApp({
+      databaseUrl,
+      host: config.HOST,
+      port: config.PORT,
+      defaultModel: { provider: config.MODEL_PROVIDER, model: config.MODEL ?? config.MODEL_PROVIDER },
+      openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
+      sandboxRoot: path.resolve(config.FORKLINE_DATA_DIR, 'sandbox'),
+      sweepMs: 5000,
+    });
   } catch (err) {
     await embedded?.stop();
     throw err;

@@ -1,11 +1,116 @@
-// Built-in tools and their declared effects (DESIGN §6).
+// Built-in tools (DESIGN §6). Each declares its effect, which drives the retry
+// advice that repair writes into synthetic results.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import type { ToolDefinition } from '../core/chat.ts';
 import type { ToolEffect } from '../core/tools.ts';
 
-export const BUILTIN_TOOL_EFFECTS: Record<string, ToolEffect> = {
-  clock: 'read-only',
-  sleep: 'read-only',
-  note_read: 'idempotent',
-  note_write: 'side-effects',
-};
+export interface ToolContext {
+  sessionId: string;
+  signal: AbortSignal;
+  /** The session's sandbox folder (created on demand). */
+  sandbox: string;
+  now: () => Date;
+}
 
-export const toolEffectOf = (name: string): ToolEffect | undefined => BUILTIN_TOOL_EFFECTS[name];
+export interface Tool extends ToolDefinition {
+  run(args: unknown, ctx: ToolContext): Promise<string>;
+}
+
+/** A tool failure the model should see as an `error` result. */
+export class ToolError extends Error {
+  name = 'ToolError';
+}
+
+function parse<T extends z.ZodType>(schema: T, args: unknown): z.infer<T> {
+  const r = schema.safeParse(args);
+  if (!r.success) throw new ToolError(`invalid arguments: ${r.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+}
+
+type Notes = Record<string, { value: string; writes: number }>;
+const notesFile = (ctx: ToolContext) => path.join(ctx.sandbox, 'notes.json');
+async function readNotes(ctx: ToolContext): Promise<Notes> {
+  try {
+    return JSON.parse(await fs.readFile(notesFile(ctx), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+const sleepArgs = z.strictObject({ ms: z.number().int().min(0).max(600_000) });
+const readArgs = z.strictObject({ key: z.string().min(1).max(200) });
+const writeArgs = z.strictObject({
+  key: z.string().min(1).max(200),
+  value: z.string().max(100_000),
+  /** Keeps the call in flight after the write (to exercise crash repair). */
+  delayMs: z.number().int().min(0).max(600_000).optional(),
+});
+
+export const BUILTIN_TOOLS: Tool[] = [
+  {
+    name: 'clock',
+    description: 'Current date and time (ISO 8601, UTC).',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    effect: 'read-only',
+    run: async (_args, ctx) => ctx.now().toISOString(),
+  },
+  {
+    name: 'sleep',
+    description: 'Waits for `ms` milliseconds, then answers.',
+    parameters: { type: 'object', properties: { ms: { type: 'integer', minimum: 0 } }, required: ['ms'], additionalProperties: false },
+    effect: 'read-only',
+    run: async (args, ctx) => {
+      const { ms } = parse(sleepArgs, args);
+      await abortableSleep(ms, ctx.signal);
+      return `slept ${ms} ms`;
+    },
+  },
+  {
+    name: 'note_read',
+    description: "Reads a note from the session's note store.",
+    parameters: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false },
+    effect: 'idempotent',
+    run: async (args, ctx) => {
+      const { key } = parse(readArgs, args);
+      const note = (await readNotes(ctx))[key];
+      if (!note) throw new ToolError(`no note named "${key}"`);
+      return note.value;
+    },
+  },
+  {
+    name: 'note_write',
+    description: "Writes a note to the session's note store (a side effect).",
+    parameters: {
+      type: 'object',
+      properties: { key: { type: 'string' }, value: { type: 'string' }, delayMs: { type: 'integer', minimum: 0 } },
+      required: ['key', 'value'],
+      additionalProperties: false,
+    },
+    effect: 'side-effects',
+    run: async (args, ctx) => {
+      const { key, value, delayMs } = parse(writeArgs, args);
+      await fs.mkdir(ctx.sandbox, { recursive: true });
+      const notes = await readNotes(ctx);
+      notes[key] = { value, writes: (notes[key]?.writes ?? 0) + 1 };
+      await fs.writeFile(notesFile(ctx), JSON.stringify(notes, null, 2));
+      if (delayMs) await abortableSleep(delayMs, ctx.signal);
+      return `wrote note "${key}"`;
+    },
+  },
+];
+
+const BY_NAME = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+export const findTool = (name: string) => BY_NAME.get(name);
+export const toolEffectOf = (name: string): ToolEffect | undefined => BY_NAME.get(name)?.effect;
+export const toolDefinitions = (): ToolDefinition[] =>
+  BUILTIN_TOOLS.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect }));

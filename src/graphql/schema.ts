@@ -2,6 +2,7 @@ import { builder } from './builder.ts';
 import './types/session.ts';
 import './types/event.ts';
 import './types/mutations.ts';
+import './types/agent.ts';
 import './types/recordings.ts';
 
 export const schema = builder.toSchema({ sortSchema: false });

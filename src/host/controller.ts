@@ -1,7 +1,11 @@
 // SessionController: the use cases behind the GraphQL mutations. It owns
-// turn-level branch selection (seed 003); the store owns exact forks (seed 000).
+// turn-level branch selection (seed 003); the store owns exact forks (seed 000);
+// the host runs the agents.
 import { selectBranchCut } from '../core/cut.ts';
-import type { ForkResult, Scope, SessionRow, SessionStore } from '../store/session-store.ts';
+import { ForklineError } from '../core/errors.ts';
+import type { ForkResult, Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
+import { newInputId } from '../store/ids.ts';
+import type { SessionHost } from './session-host.ts';
 
 export interface ModelConfig {
   provider: string;
@@ -12,18 +16,18 @@ export interface ModelConfig {
 export class SessionController {
   constructor(
     private readonly store: SessionStore,
-    private readonly hooks: { onForked?: (r: ForkResult) => void } = {},
+    private readonly host: SessionHost,
+    private readonly knownProviders: readonly string[],
   ) {}
 
-  createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null }): Promise<SessionRow> {
+  async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null }): Promise<SessionRow> {
+    if (input.model) this.checkProvider(input.model.provider);
     return this.store.createSession(scope, input);
   }
 
   /** Exact fork: an explicit seq never moves (seed 000). */
   async forkSession(scope: Scope, sessionId: string, atSeq: number | undefined, title?: string | null): Promise<ForkResult> {
-    const r = await this.store.fork(scope, sessionId, atSeq, { title });
-    this.hooks.onForked?.(r);
-    return r;
+    return this.afterFork(await this.store.fork(scope, sessionId, atSeq, { title }));
   }
 
   /**
@@ -32,13 +36,48 @@ export class SessionController {
    * fork's own snapshot so a running parent cannot leak later events in.
    */
   async branchSession(scope: Scope, sessionId: string, anchorSeq: number | undefined, title?: string | null): Promise<ForkResult> {
-    const r = await this.store.fork(
-      scope,
-      sessionId,
-      async (parent) => selectBranchCut(await parent.turnEndSeqs(), anchorSeq),
-      { title },
-    );
-    this.hooks.onForked?.(r);
+    const r = await this.store.fork(scope, sessionId, async (parent) => selectBranchCut(await parent.turnEndSeqs(), anchorSeq), { title });
+    return this.afterFork(r);
+  }
+
+  /** Input queued inside an exact fork's prefix is the child's pending input (DESIGN §3.1). */
+  private afterFork(r: ForkResult): ForkResult {
+    if (r.session.pendingInputCount > 0) void this.host.wake(r.session.id);
     return r;
+  }
+
+  /** Queues a user input in the durable inbox and wakes the session's agent. */
+  async sendMessage(scope: Scope, sessionId: string, text: string): Promise<{ session: SessionRow; inputId: string; event: StoredEvent }> {
+    await this.store.requireSession(scope, sessionId);
+    const inputId = newInputId();
+    const [event] = await this.store.append(sessionId, [{ type: 'inbox/add', data: { inputId, text } }]);
+    void this.host.wake(sessionId);
+    return { session: await this.store.requireSession(scope, sessionId), inputId, event };
+  }
+
+  async cancelTurn(scope: Scope, sessionId: string): Promise<SessionRow> {
+    const s = await this.store.requireSession(scope, sessionId);
+    if (s.status !== 'RUNNING') throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} has no running turn to cancel`);
+    await this.host.cancel(sessionId);
+    return s;
+  }
+
+  async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {
+    this.checkProvider(model.provider);
+    await this.store.requireSession(scope, sessionId);
+    await this.store.append(sessionId, [{ type: 'session/model', data: model }]);
+    return this.store.requireSession(scope, sessionId);
+  }
+
+  async setSessionTitle(scope: Scope, sessionId: string, title: string): Promise<SessionRow> {
+    await this.store.requireSession(scope, sessionId);
+    await this.store.append(sessionId, [{ type: 'session/title', data: { title } }]);
+    return this.store.requireSession(scope, sessionId);
+  }
+
+  private checkProvider(provider: string) {
+    if (!this.knownProviders.includes(provider)) {
+      throw new ForklineError('BAD_USER_INPUT', `unknown model provider "${provider}" (known: ${this.knownProviders.join(', ')})`);
+    }
   }
 }

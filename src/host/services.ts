@@ -1,8 +1,10 @@
 import type { SessionStore } from '../store/session-store.ts';
 import type { SessionController } from './controller.ts';
+import type { SessionHost } from './session-host.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {
   store: SessionStore;
   controller: SessionController;
+  host: SessionHost;
 }

@@ -89,11 +89,11 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
 
 function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: RecordingSummary) {
   return client.query(
-    `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId",
-                            "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-     VALUES ($1, $2, $3, $4, 4, $5, $6, NULL, $7, $8, $9)`,
+    `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
+                            "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
+     VALUES ($1, $2, $3, $4, 4, $5, $6, $7, NULL, $8, $9, $10)`,
     [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
+     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
   );
 }
 

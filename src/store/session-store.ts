@@ -50,6 +50,7 @@ export const MAX_APPEND_BATCH = 10_000;
 
 function summarize(events: NewEvent[]) {
   let turnStarts = 0;
+  let pendingDelta = 0;
   let status: 'IDLE' | 'RUNNING' | null = null;
   let title: string | undefined;
   for (const e of events) {
@@ -58,8 +59,10 @@ function summarize(events: NewEvent[]) {
       status = 'RUNNING';
     } else if (e.type === 'turn/end') status = 'IDLE';
     else if (e.type === 'session/title') title = (e.data as { title: string }).title;
+    else if (e.type === 'inbox/add') pendingDelta++;
+    else if (e.type === 'inbox/remove') pendingDelta--;
   }
-  return { turnStarts, status, title };
+  return { turnStarts, status, title, pendingDelta };
 }
 
 export class SessionStore {
@@ -109,13 +112,14 @@ export class SessionStore {
     if (events.length === 0) return [];
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
     const rows = events.map((e) => ({ type: e.type, data: decodeEvent(e.type, e.data), synthetic: e.synthetic ?? false }));
-    const { turnStarts, status, title } = summarize(rows);
+    const { turnStarts, status, title, pendingDelta } = summarize(rows);
     const n = rows.length;
     const { rows: out } = await (opts.client ?? this.pool).query<StoredEvent & { notified: unknown }>(
       `WITH s AS (
          UPDATE "Session"
             SET "eventCount" = "eventCount" + $2,
                 "turnCount" = "turnCount" + $3,
+                "pendingInputCount" = "pendingInputCount" + $9,
                 status = COALESCE($4::"SessionStatus", status),
                 title = CASE WHEN $5::boolean THEN $6 ELSE title END,
                 "updatedAt" = now()
@@ -129,7 +133,7 @@ export class SessionStore {
        )
        SELECT ins.*, (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
          FROM ins ORDER BY seq`,
-      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(rows)],
+      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(rows), pendingDelta],
     );
     if (out.length === 0) {
       const exists = await this.pool.query('SELECT "eventCount" FROM "Session" WHERE id = $1', [sessionId]);
@@ -182,6 +186,15 @@ export class SessionStore {
     return start === null ? [] : this.readRange(sessionId, start, seq, client);
   }
 
+  /** Events of the given types only, ascending (served by the (sessionId, type, seq) index). */
+  async readEventsOfTypes(sessionId: string, types: string[]): Promise<StoredEvent[]> {
+    const { rows } = await this.pool.query<StoredEvent>(
+      `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND type = ANY($2::text[]) ORDER BY seq`,
+      [sessionId, types],
+    );
+    return rows;
+  }
+
   async turnEndSeqs(sessionId: string, client: pg.Pool | pg.PoolClient = this.pool): Promise<number[]> {
     const { rows } = await client.query<{ seq: number }>(
       `SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'turn/end' ORDER BY seq`,
@@ -223,8 +236,10 @@ export class SessionStore {
 
       const openTail = cutSeq >= 0 ? await this.readOpenTail(parentId, cutSeq, client) : [];
       const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail, effectOf: this.effectOf });
-      const inherited = await client.query<{ turns: number; title: string | null }>(
+      const inherited = await client.query<{ turns: number; pending: number; title: string | null }>(
         `SELECT (SELECT count(*)::int FROM "Event" WHERE "sessionId" = $1 AND type = 'turn/start' AND seq <= $2) AS turns,
+                (SELECT (count(*) FILTER (WHERE type = 'inbox/add') - count(*) FILTER (WHERE type = 'inbox/remove'))::int
+                   FROM "Event" WHERE "sessionId" = $1 AND type IN ('inbox/add', 'inbox/remove') AND seq <= $2) AS pending,
                 (SELECT data->>'title' FROM "Event" WHERE "sessionId" = $1 AND type = 'session/title' AND seq <= $2
                   ORDER BY seq DESC LIMIT 1) AS title`,
         [parentId, cutSeq],
@@ -235,11 +250,11 @@ export class SessionStore {
 
       const childId = newSessionId();
       await client.query(
-        `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId",
-                                "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-         VALUES ($1, $2, $3, 'IDLE', 4, $4, $5, $6, $7, $8, $9)`,
+        `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
+                                "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
+         VALUES ($1, $2, $3, 'IDLE', 4, $4, $5, $6, $7, $8, $9, $10)`,
         [childId, parent.tenant, opts.title ?? inherited.rows[0].title, seed.firstLiveSeq + (own.length - seed.events.length),
-         inherited.rows[0].turns, parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq],
+         inherited.rows[0].turns, inherited.rows[0].pending, parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq],
       );
       await client.query(
         `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")

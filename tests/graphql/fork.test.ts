@@ -29,7 +29,9 @@ describe('forkSession over GraphQL: the reference spec at every seq', () => {
     const parentEvents = await events(parentId);
     for (let cut = 0; cut < REFERENCE_LOG.length; cut++) {
       const { forkSession: f } = await app.ok(FORK, { input: { sessionId: parentId, atSeq: cut } });
-      const child = await events(f.session.id);
+      // The seed is complete before anyone sees the child; a queued input in the
+      // prefix (cuts 13..21) is then answered by the child's agent after it.
+      const child = (await events(f.session.id)).slice(0, f.session.firstLiveSeq);
       const strip = (e: any) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, createdAt: e.createdAt });
       expect(child.slice(0, cut + 1).map(strip), `cut ${cut}`).toEqual(parentEvents.slice(0, cut + 1).map(strip));
       expect(child.slice(0, cut + 1).every((e: any) => e.inherited)).toBe(true);
@@ -39,8 +41,22 @@ describe('forkSession over GraphQL: the reference spec at every seq', () => {
       expect(closers.every((e: any) => e.synthetic && !e.inherited)).toBe(true);
       expect(f.syntheticEvents.map((e: any) => e.seq)).toEqual(closers.map((e: any) => e.seq));
       expect(f.session).toMatchObject({ forkedAtSeq: cut, inheritedEventCount: cut + 1, firstLiveSeq: child.length, eventCount: child.length, status: 'IDLE', parent: { id: parentId } });
+      expect(child.at(-1).seq).toBe(child.length - 1);
       expect(f.cutSeq).toBe(cut);
     }
+  });
+});
+
+describe('queued input inside an exact fork', () => {
+  it('is pending input of the child, which its agent then answers (ordinary replay semantics)', async () => {
+    const { forkSession: f } = await app.ok(FORK, { input: { sessionId: parentId, atSeq: 13 } });
+    await app.services.host.idle();
+    const child = await events(f.session.id);
+    const own = child.slice(f.session.firstLiveSeq);
+    expect(own.map((e: any) => e.type).slice(0, 2)).toEqual(['inbox/remove', 'turn/start']);
+    expect(own[0].data).toEqual({ inputId: 'in_2', reason: 'taken' });
+    expect(own[1].data).toEqual({ turn: 2, inputId: 'in_2' });
+    expect(own.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
   });
 });
 

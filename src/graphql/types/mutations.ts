@@ -2,20 +2,8 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
+import { ModelConfigInput, modelSchema } from './inputs.ts';
 
-const ModelConfigInput = builder.inputType('ModelConfigInput', {
-  fields: (t) => ({
-    provider: t.string({ required: true, description: '`scripted` (keyless, default) or `openai`.' }),
-    model: t.string({ required: true }),
-    settings: t.field({ type: 'JSON' }),
-  }),
-});
-
-const modelSchema = z.object({
-  provider: z.string().min(1).max(100),
-  model: z.string().min(1).max(200),
-  settings: z.record(z.string(), z.unknown()).nullish().transform((v) => v ?? undefined),
-});
 const titleSchema = z.string().max(500).nullish();
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
 

@@ -1,0 +1,93 @@
+// The keyless, deterministic default model. It answers from the request alone,
+// so a fork and its parent given the same history answer the same way.
+//
+// Cues, one per line in the user's message (documented in the README):
+//   !call <tool> <json arguments>   call a tool in the current step
+//   !then                           start the next step's group of calls
+//   !fail <message>                 the model errors (the turn ends failed)
+//   !slow <ms>                      wait this long between streamed words
+// Without cues it answers `Echo: <text>`. After the last group of calls it
+// answers with a summary of the tool results it was given.
+import type { ChatMessage, ModelAnswer, ModelRequest } from '../../core/chat.ts';
+import type { ToolCall } from '../../core/events.ts';
+import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
+
+interface Script {
+  groups: Array<Array<{ name: string; arguments: string }>>;
+  fail?: string;
+  slowMs: number;
+  text: string;
+}
+
+export function parseScript(userText: string): Script {
+  const script: Script = { groups: [], slowMs: 0, text: '' };
+  let group: Script['groups'][number] = [];
+  const prose: string[] = [];
+  for (const line of userText.split('\n')) {
+    const m = line.trim().match(/^!(call|then|fail|slow)\b\s*(.*)$/);
+    if (!m) {
+      prose.push(line);
+      continue;
+    }
+    const [, cue, rest] = m;
+    if (cue === 'call') {
+      const [, name, args] = rest.match(/^(\S+)\s*(.*)$/) ?? [];
+      if (name) group.push({ name, arguments: args.trim() || '{}' });
+    } else if (cue === 'then') {
+      if (group.length) script.groups.push(group);
+      group = [];
+    } else if (cue === 'fail') script.fail = rest || 'scripted failure';
+    else if (cue === 'slow') script.slowMs = Math.max(0, Math.min(10_000, Number(rest) || 0));
+  }
+  if (group.length) script.groups.push(group);
+  script.text = prose.join('\n').trim();
+  return script;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+
+export class ScriptedModel implements ChatModel {
+  /** Every request received, in order (tests assert on them). */
+  readonly requests: ModelRequest[] = [];
+
+  async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
+    this.requests.push(structuredClone(request));
+    const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
+    if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
+    const script = parseScript((request.messages[lastUser] as { content: string }).content);
+    if (script.fail) throw new ModelError(script.fail);
+    const since = request.messages.slice(lastUser + 1);
+    const step = since.filter((m) => m.role === 'assistant').length; // steps already answered this turn
+    const turnIndex = request.messages.filter((m) => m.role === 'user').length;
+
+    let answer: ModelAnswer;
+    if (step < script.groups.length) {
+      const toolCalls: ToolCall[] = script.groups[step].map((c, i) => ({
+        id: `call_${turnIndex}_${step + 1}_${i + 1}`,
+        name: c.name,
+        arguments: c.arguments,
+      }));
+      answer = { text: '', toolCalls };
+    } else {
+      answer = { text: finalText(script, since), toolCalls: [] };
+    }
+    for (const word of answer.text.match(/\S+\s*/g) ?? []) {
+      if (script.slowMs) await sleep(script.slowMs, signal);
+      else if (signal.aborted) throw signal.reason;
+      onDelta(word);
+    }
+    return answer;
+  }
+}
+
+function finalText(script: Script, since: ChatMessage[]): string {
+  const results = since.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
+  if (script.groups.length === 0) return `Echo: ${script.text}`;
+  const lines = results.map((r) => `- ${r.tool_call_id}: ${r.content.length > 300 ? `${r.content.slice(0, 300)}…` : r.content}`);
+  return [`Done${script.text ? ` (${script.text})` : ''}. Tool results:`, ...lines].join('\n');
+}

@@ -1,0 +1,35 @@
+// The model-facing shapes, in OpenAI chat-completions format (DESIGN §6).
+import type { ToolCall } from './events.ts';
+import type { ToolEffect } from './tools.ts';
+
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+  effect: ToolEffect;
+}
+
+export interface ModelRequest {
+  provider: string;
+  model: string;
+  settings?: Record<string, unknown>;
+  messages: ChatMessage[];
+  tools: ToolDefinition[];
+}
+
+/** The model's complete answer for one step (persisted as model/message). */
+export interface ModelAnswer {
+  text: string;
+  toolCalls: ToolCall[];
+}

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs } from '../input.ts';
+import { EventRef } from './event.ts';
+import { ModelConfigInput, modelSchema } from './inputs.ts';
+import { replaySession, summarizeTurns, type PendingInput, type TurnSummary } from '../../core/session-state.ts';
+
+const MAX_MESSAGE_CHARS = 200_000;
+
+const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
+  description: 'A user input waiting in the durable inbox.',
+  fields: (t) => ({
+    inputId: t.exposeID('inputId'),
+    text: t.exposeString('text'),
+    seq: t.exposeInt('seq', { description: 'Seq of its inbox/add event.' }),
+  }),
+});
+
+const TurnRef = builder.objectRef<TurnSummary & { input: string | null }>('Turn').implement({
+  fields: (t) => ({
+    turn: t.exposeInt('turn'),
+    inputId: t.exposeID('inputId'),
+    input: t.exposeString('input', { nullable: true, description: 'Text of the input the turn consumed.' }),
+    startSeq: t.exposeInt('startSeq'),
+    endSeq: t.exposeInt('endSeq', { nullable: true }),
+    reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
+  }),
+});
+
+builder.prismaObjectFields('Session', (t) => ({
+  pendingInputs: t.field({
+    type: [PendingInputRef],
+    select: { id: true, pendingInputCount: true },
+    resolve: async (s, _a, ctx) =>
+      s.pendingInputCount === 0
+        ? []
+        : replaySession(await ctx.store.readEventsOfTypes(s.id, ['inbox/add', 'inbox/remove'])).pendingInputs,
+  }),
+  turns: t.field({
+    type: [TurnRef],
+    select: { id: true },
+    resolve: async (s, _a, ctx) => {
+      const events = await ctx.store.readEventsOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end']);
+      const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
+      return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null }));
+    },
+  }),
+}));
+
+const SendMessageInput = builder.inputType('SendMessageInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    text: t.string({ required: true }),
+  }),
+});
+
+const SendMessagePayload = builder
+  .objectRef<{ sessionId: string; inputId: string; eventId: string }>('SendMessagePayload')
+  .implement({
+    fields: (t) => ({
+      session: t.prismaField({
+        type: 'Session',
+        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
+      }),
+      inputId: t.exposeID('inputId'),
+      event: t.prismaField({
+        type: EventRef,
+        description: 'The inbox/add event that queued the input.',
+        resolve: (query, p, _a, ctx) => ctx.prisma.event.findUniqueOrThrow({ ...query, where: { id: p.eventId } }),
+      }),
+    }),
+  });
+
+const sessionId = z.string().min(1).max(200);
+
+builder.mutationFields((t) => ({
+  sendMessage: t.field({
+    type: SendMessagePayload,
+    description: "Queues a user input in the session's inbox; its agent answers it in a later turn.",
+    args: { input: t.arg({ type: SendMessageInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(z.object({ sessionId, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
+      const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text);
+      return { sessionId: r.session.id, inputId: r.inputId, eventId: r.event.id };
+    },
+  }),
+  cancelTurn: t.prismaField({
+    type: 'Session',
+    description: 'Ends the running turn with reason `cancelled`.',
+    args: { sessionId: t.arg.id({ required: true }) },
+    resolve: async (query, _root, args, ctx) => {
+      const id = parseArgs(sessionId, args.sessionId);
+      await ctx.services.controller.cancelTurn(ctx.scope, id);
+      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id } });
+    },
+  }),
+  setSessionModel: t.prismaField({
+    type: 'Session',
+    description: 'Records a session/model event: later turns use this model.',
+    args: { sessionId: t.arg.id({ required: true }), model: t.arg({ type: ModelConfigInput, required: true }) },
+    resolve: async (query, _root, args, ctx) => {
+      const p = parseArgs(z.object({ sessionId, model: modelSchema }), args);
+      await ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
+      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+    },
+  }),
+  setSessionTitle: t.prismaField({
+    type: 'Session',
+    description: 'Records a session/title event.',
+    args: { sessionId: t.arg.id({ required: true }), title: t.arg.string({ required: true }) },
+    resolve: async (query, _root, args, ctx) => {
+      const p = parseArgs(z.object({ sessionId, title: z.string().max(500) }), args);
+      await ctx.services.controller.setSessionTitle(ctx.scope, p.sessionId, p.title);
+      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+    },
+  }),
+}));

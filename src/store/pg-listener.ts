@@ -1,0 +1,50 @@
+// One LISTEN connection per process, shared by every subscriber. Notifications
+// are only wake-ups: the log in Postgres stays the source of truth, so after a
+// reconnect listeners re-read what they may have missed.
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+
+export class PgListener extends EventEmitter {
+  private client?: pg.Client;
+  private closed = false;
+  private retryMs = 100;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly channels: string[],
+  ) {
+    super();
+    this.setMaxListeners(0);
+  }
+
+  async start(): Promise<void> {
+    const client = new pg.Client(this.config);
+    client.on('notification', (n) => this.emit(n.channel, n.payload ?? ''));
+    client.on('error', () => this.reconnect(client));
+    client.on('end', () => this.reconnect(client));
+    await client.connect();
+    for (const ch of this.channels) await client.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
+    this.client = client;
+    this.retryMs = 100;
+  }
+
+  private reconnect(client: pg.Client) {
+    if (this.closed || this.client !== client) return;
+    this.client = undefined;
+    const retry = () => {
+      if (this.closed) return;
+      this.start().then(
+        () => this.emit('reconnect'),
+        () => setTimeout(retry, (this.retryMs = Math.min(this.retryMs * 2, 5000))),
+      );
+    };
+    setTimeout(retry, this.retryMs);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => {});
+  }
+}

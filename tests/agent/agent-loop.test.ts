@@ -1,0 +1,207 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import type { ToolCall } from '../../src/core/events.ts';
+
+let app: TestApp;
+const toolRuns: Array<{ sessionId: string; call: ToolCall }> = [];
+const sandboxRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-sandbox-'));
+
+beforeAll(async () => {
+  app = await startTestApp({ sandboxRoot, toolTimeoutMs: 1500, onToolRun: (sessionId, call) => toolRuns.push({ sessionId, call }) });
+});
+afterAll(async () => {
+  await app.close();
+  fs.rmSync(sandboxRoot, { recursive: true, force: true });
+});
+
+const create = async (title = 'agent') => (await app.ok(`mutation { createSession(input: { title: "${title}" }) { id } }`)).createSession.id as string;
+const send = async (sessionId: string, text: string) =>
+  (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId event { seq type data } session { id pendingInputs { inputId text } } } }`, { i: { sessionId, text } })).sendMessage;
+const log = async (id: string) => (await app.services.store.readEvents(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, inherited: e.inherited }));
+const types = async (id: string) => (await log(id)).map((e) => e.type);
+const idle = () => app.services.host.idle();
+const FORK = `mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id firstLiveSeq } syntheticEvents { seq type data } } }`;
+
+describe('agent loop with the scripted model', () => {
+  it('sendMessage queues an input; the agent answers it in one turn and streams deltas', async () => {
+    const id = await create();
+    const updates: TurnUpdate[] = [];
+    app.turnUpdates.on(id, (u: TurnUpdate) => updates.push(u));
+    const r = await send(id, 'hello there');
+    expect(r.inputId).toMatch(/^in_/);
+    expect(r.event).toEqual({ seq: 1, type: 'inbox/add', data: { inputId: r.inputId, text: 'hello there' } });
+    await idle();
+    expect(await types(id)).toEqual(['session/title', 'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end']);
+    const events = await log(id);
+    expect(events[5].data).toEqual({ turn: 1, step: 1, text: 'Echo: hello there', toolCalls: [] });
+    expect(events[7].data).toEqual({ turn: 1, reason: 'completed' });
+    expect(updates.filter((u) => u.kind === 'TEXT_DELTA').map((u) => u.text).join('')).toBe('Echo: hello there');
+    expect(updates.map((u) => u.kind)).toEqual(['TURN_STARTED', 'STEP_STARTED', 'TEXT_DELTA', 'TEXT_DELTA', 'TEXT_DELTA', 'STEP_ENDED', 'TURN_ENDED']);
+    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { status turnCount pendingInputs { inputId } turns { turn input reason startSeq endSeq } } }`, { id });
+    expect(session).toEqual({ status: 'IDLE', turnCount: 1, pendingInputs: [], turns: [{ turn: 1, input: 'hello there', reason: 'completed', startSeq: 3, endSeq: 7 }] });
+  });
+
+  it('runs multi-step turns with tools, in call order, one step per group of calls', async () => {
+    const id = await create();
+    await send(id, 'remember this\n!call note_write {"key":"k","value":"v1"}\n!call clock\n!then\n!call note_read {"key":"k"}');
+    await idle();
+    const events = await log(id);
+    const results = events.filter((e) => e.type === 'tool/result').map((e: any) => [e.data.step, e.data.name, e.data.status, e.data.content]);
+    expect(results[0]).toEqual([1, 'note_write', 'ok', 'wrote note "k"']);
+    expect(results[1].slice(0, 3)).toEqual([1, 'clock', 'ok']);
+    expect(results[2]).toEqual([2, 'note_read', 'ok', 'v1']);
+    expect(events.filter((e) => e.type === 'step/end').map((e: any) => e.data.step)).toEqual([1, 2, 3]);
+    expect(events.at(-2)).toMatchObject({ type: 'step/end', data: { step: 3, reason: 'completed' } });
+    expect((events.at(-3) as any).data.text).toMatch(/^Done \(remember this\)\. Tool results:\n- call_1_1_1: wrote note "k"\n- call_1_1_2: \d{4}-.*\n- call_1_2_1: v1$/);
+  });
+
+  it('input sent during a turn waits in the inbox for the next turn', async () => {
+    const id = await create();
+    await send(id, '!call sleep {"ms": 300}');
+    await new Promise((r) => setTimeout(r, 100));
+    const second = await send(id, 'second');
+    expect(second.session.pendingInputs.map((p: any) => p.text)).toContain('second');
+    await idle();
+    const events = await log(id);
+    const at = (pred: (e: any) => boolean) => events.findIndex(pred);
+    const end1 = at((e) => e.type === 'turn/end' && e.data.turn === 1);
+    const add2 = at((e) => e.type === 'inbox/add' && e.data.text === 'second');
+    const start2 = at((e) => e.type === 'turn/start' && e.data.turn === 2);
+    expect(add2).toBeLessThan(end1);
+    expect(start2).toBeGreaterThan(end1);
+    expect(events[start2].data.inputId).toBe(second.inputId);
+  });
+
+  it('cancelTurn ends the running turn with cancelled', async () => {
+    const id = await create();
+    const updates: TurnUpdate[] = [];
+    app.turnUpdates.on(id, (u: TurnUpdate) => updates.push(u));
+    await send(id, '!call sleep {"ms": 10000}');
+    await new Promise<void>((resolve) => app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TOOL_RUNNING' && resolve()));
+    const t = Date.now();
+    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    await idle();
+    expect(Date.now() - t).toBeLessThan(3000);
+    const events = await log(id);
+    expect(events.slice(-2).map((e: any) => [e.type, e.data.reason])).toEqual([['step/end', 'interrupted'], ['turn/end', 'cancelled']]);
+    expect(updates.at(-1)).toMatchObject({ kind: 'TURN_ENDED', reason: 'cancelled' });
+    const again = await app.gql(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    expect(again.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('tool failures become error results and the loop keeps serving', async () => {
+    const id = await create();
+    await send(id, '!call note_read {"key":"missing"}\n!call teleport {}\n!call sleep {"ms": 5000}\n!call clock not-json');
+    await idle();
+    const results = (await log(id)).filter((e) => e.type === 'tool/result').map((e: any) => [e.data.status, e.data.content]);
+    expect(results).toEqual([
+      ['error', 'no note named "missing"'],
+      ['error', 'unknown tool "teleport"'],
+      ['error', 'timed out after 1500 ms'],
+      ['error', 'arguments are not valid JSON: not-json'],
+    ]);
+    await send(id, 'still there?');
+    await idle();
+    expect((await log(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
+  });
+
+  it('a model error ends the turn failed and records why', async () => {
+    const id = await create();
+    await send(id, '!fail the model is down');
+    await idle();
+    const events = await log(id);
+    expect(events.slice(-3).map((e: any) => [e.type, e.data.reason ?? e.data.message])).toEqual([
+      ['plugin/agent/error', 'the model is down'],
+      ['step/end', 'failed'],
+      ['turn/end', 'failed'],
+    ]);
+  });
+
+  it('setSessionModel and setSessionTitle record events; unknown providers are rejected', async () => {
+    const id = await create();
+    const s = await app.ok(`mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "renamed") { title } }`, { id });
+    expect(s.setSessionTitle.title).toBe('renamed');
+    await app.ok(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "scripted", model: "v2", settings: { temperature: 0 } }) { id } }`, { id });
+    expect((await log(id)).slice(-2).map((e) => [e.type, e.data])).toEqual([
+      ['session/title', { title: 'renamed' }],
+      ['session/model', { provider: 'scripted', model: 'v2', settings: { temperature: 0 } }],
+    ]);
+    await send(id, 'which model?');
+    await idle();
+    expect(app.models.scripted.requests.at(-1)).toMatchObject({ provider: 'scripted', model: 'v2', settings: { temperature: 0 } });
+    const bad = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "nope", model: "x" }) { id } }`, { id });
+    expect(bad.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const missing = await app.gql(`mutation { sendMessage(input: { sessionId: "ses_missing", text: "x" }) { inputId } }`);
+    expect(missing.errors?.[0].extensions?.code).toBe('SESSION_NOT_FOUND');
+    const empty = await app.gql(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "" }) { inputId } }`, { id });
+    expect(empty.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
+  it('sends exactly the expected next model request, numbers the turn on, never re-runs inherited calls', async () => {
+    const parent = await create('parent');
+    await send(parent, 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}');
+    await idle();
+    const parentLog = await log(parent);
+    const callMsg = parentLog.find((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
+    const firstResult = parentLog.find((e) => e.type === 'tool/result')!;
+    // Fork right after the first tool result: call 1 answered, call 2 missing in the branch.
+    const { forkSession: f } = await app.ok(FORK, { i: { sessionId: parent, atSeq: firstResult.seq } });
+    expect(f.syntheticEvents.map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
+      ['tool/result', 'not-started'], ['step/end', 'forked'], ['turn/end', 'forked'],
+    ]);
+    const child = f.session.id;
+    const runsBefore = toolRuns.length;
+    const requestsBefore = app.models.scripted.requests.length;
+    await send(child, 'continue please');
+    await idle();
+
+    expect(app.models.scripted.requests.length - requestsBefore).toBe(1);
+    const request = app.models.scripted.requests.at(-1)!;
+    const [c1, c2] = callMsg.data.toolCalls;
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}' },
+      { role: 'assistant', content: null, tool_calls: [
+        { id: c1.id, type: 'function', function: { name: 'clock', arguments: '{}' } },
+        { id: c2.id, type: 'function', function: { name: 'note_write', arguments: '{"key":"a","value":"1"}' } },
+      ] },
+      { role: 'tool', tool_call_id: c1.id, content: firstResult.data.content },
+      { role: 'tool', tool_call_id: c2.id, content: f.syntheticEvents[0].data.content },
+      { role: 'user', content: 'continue please' },
+    ]);
+    expect(f.syntheticEvents[0].data.content).toContain(`forked at event ${firstResult.seq} of session ${parent}`);
+    expect(f.syntheticEvents[0].data.content).toContain('may already have changed the world');
+    expect(toolRuns.length).toBe(runsBefore); // nothing inherited ran again
+    const childLog = await log(child);
+    expect(childLog.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2]);
+    const own = childLog.slice(f.session.firstLiveSeq);
+    expect(own.every((e) => !e.inherited)).toBe(true);
+    // The parent's later events (its step 2 answer) never reach the child.
+    const parentAnswer = parentLog.filter((e) => e.type === 'model/message').at(-1)!;
+    expect(childLog.some((e) => e.type === 'model/message' && e.data.text === parentAnswer.data.text)).toBe(false);
+    expect((await log(parent)).length).toBe(parentLog.length);
+  });
+
+  it('keyless cold scenario: import a recording, fork between a tool call and its result, continue', async () => {
+    const recording = fs.readFileSync(new URL('../fixtures/recordings/v4-completed-tools.jsonl', import.meta.url), 'utf8');
+    const { importRecording: imported } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording });
+    const source = await log(imported.id);
+    expect(source[6]).toMatchObject({ type: 'model/message' });
+    expect(source[7]).toMatchObject({ type: 'tool/result' });
+    const { forkSession: f } = await app.ok(FORK, { i: { sessionId: imported.id, atSeq: 6 } });
+    await send(f.session.id, 'and now?');
+    await idle();
+    const request = app.models.scripted.requests.at(-1)!;
+    const toolMessages = request.messages.filter((m) => m.role === 'tool');
+    expect(toolMessages).toHaveLength(1);
+    expect((toolMessages[0] as any).content).toContain(`forked at event 6 of session ${imported.id} before the result was recorded`);
+    expect((toolMessages[0] as any).content).toContain('"clock" is read-only, so it is safe to call it again');
+    expect(request.messages.at(-1)).toEqual({ role: 'user', content: 'and now?' });
+    expect((await log(f.session.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
+  });
+});
