@@ -4,5 +4,6 @@ import './types/event.ts';
 import './types/mutations.ts';
 import './types/agent.ts';
 import './types/recordings.ts';
+import './types/subscriptions.ts';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -1,0 +1,74 @@
+// Subscriptions (DESIGN §7). Resolvers only validate and map: ordering,
+// catch-up and cross-process delivery live in host/live-events.ts.
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs } from '../input.ts';
+import { EventRef } from './event.ts';
+import { SessionRef } from './session.ts';
+import type { TurnUpdate } from '../../agent/turn-updates.ts';
+
+const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
+  values: {
+    TURN_STARTED: {},
+    STEP_STARTED: {},
+    TEXT_DELTA: { description: 'A piece of the model text as it streams (the complete text is persisted as model/message).' },
+    TOOL_RUNNING: {},
+    TOOL_FINISHED: {},
+    STEP_ENDED: {},
+    TURN_ENDED: {},
+  } as const,
+});
+
+const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
+  description: 'Live progress of a turn: status changes and model text deltas (not persisted as such).',
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId'),
+    kind: t.field({ type: TurnUpdateKindEnum, resolve: (u) => u.kind }),
+    turn: t.exposeInt('turn'),
+    step: t.exposeInt('step', { nullable: true }),
+    text: t.exposeString('text', { nullable: true, description: 'TEXT_DELTA: the streamed text.' }),
+    callId: t.exposeString('callId', { nullable: true }),
+    toolName: t.exposeString('toolName', { nullable: true }),
+    status: t.exposeString('status', { nullable: true, description: 'TOOL_FINISHED: the result status.' }),
+    reason: t.exposeString('reason', { nullable: true, description: 'STEP_ENDED / TURN_ENDED: the reason.' }),
+  }),
+});
+
+const sessionId = z.string().min(1).max(200);
+// Schema first (issue 7): the live delivery lands in the next commit.
+const notYet = (): AsyncIterable<never> => {
+  throw new Error('subscriptions are not available yet');
+};
+
+builder.subscriptionType({});
+
+builder.subscriptionFields((t) => ({
+  sessionEvents: t.field({
+    type: EventRef,
+    description: 'Catch-up from the log after afterSeq (omitted: from the start), then live: in seq order, no gaps, no duplicates.',
+    args: { sessionId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
+    subscribe: async (_root, args, ctx) => {
+      const p = parseArgs(z.object({ sessionId, afterSeq: z.number().int().min(-1).nullish() }), args);
+      await ctx.store.requireSession(ctx.scope, p.sessionId);
+      return notYet();
+    },
+    resolve: (event) => event,
+  }),
+  sessionTurns: t.field({
+    type: TurnUpdateRef,
+    description: "Live progress of the session's turns, whichever process runs them.",
+    args: { sessionId: t.arg.id({ required: true }) },
+    subscribe: async (_root, args, ctx) => {
+      const p = parseArgs(z.object({ sessionId }), args);
+      await ctx.store.requireSession(ctx.scope, p.sessionId);
+      return notYet();
+    },
+    resolve: (update) => update,
+  }),
+  sessionsChanged: t.field({
+    type: SessionRef,
+    description: "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters).",
+    subscribe: () => notYet(),
+    resolve: (session) => session,
+  }),
+}));
