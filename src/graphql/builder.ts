@@ -1,8 +1,8 @@
 import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
-import type PrismaTypes from '@pothos/plugin-prisma/generated';
-import { getDatamodel } from '@pothos/plugin-prisma/generated';
+import type PrismaTypes from '../generated/pothos-prisma-types.ts';
+import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Context } from './context.ts';
 

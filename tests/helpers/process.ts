@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
+
 
 export interface ServiceProcess {
   url: string;
@@ -17,7 +17,9 @@ export interface ServiceProcess {
 export async function startService(opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<ServiceProcess> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, PORT: '0', ...opts.env })) if (v !== undefined) env[k] = v;
-  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}src/main.ts`], { cwd: opts.cwd ?? PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // `node --import tsx` runs the service in this very process (the tsx CLI would
+  // add a parent process that a SIGKILL would not reach through).
+  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}src/main.ts`], { cwd: opts.cwd ?? PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));

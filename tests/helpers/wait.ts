@@ -1,11 +1,11 @@
 /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(check: () => Promise<T> | T, { timeoutMs = 20_000, intervalMs = 25, what = 'condition' } = {}): Promise<T> {
+export async function waitFor<T>(check: () => Promise<T> | T, { timeoutMs = 20_000, intervalMs = 25, what = "condition" } = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const v = await check();
-      if (v) return v;
+      if (v) return v as NonNullable<T>;
     } catch (err) {
       last = err;
     }
