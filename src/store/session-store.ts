@@ -77,13 +77,32 @@ export class SessionStore {
     input: { title?: string | null; model?: { provider: string; model: string; settings?: Record<string, unknown> } | null },
   ): Promise<SessionRow> {
     const id = newSessionId();
-    await this.prisma.session.create({ data: { id, tenant: scope.tenant } });
     const initial: NewEvent[] = [];
     if (input.title != null) initial.push({ type: 'session/title', data: { title: input.title } });
     if (input.model) initial.push({ type: 'session/model', data: input.model });
-    if (initial.length) await this.append(id, initial);
-    await this.notifySessions(id);
+    // One transaction: a session never exists without its initial events.
+    await this.transaction(async (client) => {
+      await client.query('INSERT INTO "Session" (id, tenant) VALUES ($1, $2)', [id, scope.tenant]);
+      await this.append(id, initial, { client });
+      await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [id]);
+    });
     return this.requireSession(scope, id);
+  }
+
+  /** Runs `fn` in a transaction on one pooled connection. */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, isolation = 'READ COMMITTED'): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
   }
 
   async getSession(scope: Scope, id: string): Promise<SessionRow | null> {
@@ -212,9 +231,7 @@ export class SessionStore {
    * same snapshot (turn-level branches, seed 003). Omitted: through the last turn/end.
    */
   async fork(scope: Scope, parentId: string, cut: CutSelector | undefined, opts: { title?: string | null } = {}): Promise<ForkResult> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    const result = await this.transaction(async (client) => {
       const { rows } = await client.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1 AND tenant = $2', [parentId, scope.tenant]);
       const parent = rows[0];
       if (!parent) throw sessionNotFound(parentId);
@@ -270,20 +287,14 @@ export class SessionStore {
         [childId, JSON.stringify(own.map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false })))],
       );
       await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [childId]);
-      await client.query('COMMIT');
-      const child = await this.prisma.session.findUniqueOrThrow({ where: { id: childId } });
-      return {
-        session: child,
-        parent,
-        cutSeq,
-        syntheticEvents: written.filter((e) => e.synthetic).sort((a, b) => a.seq - b.seq),
-      };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+      return { childId, parent, cutSeq, synthetic: written.filter((e) => e.synthetic).sort((a, b) => a.seq - b.seq) };
+    }, 'REPEATABLE READ');
+    return {
+      session: await this.prisma.session.findUniqueOrThrow({ where: { id: result.childId } }),
+      parent: result.parent,
+      cutSeq: result.cutSeq,
+      syntheticEvents: result.synthetic,
+    };
   }
 
   async listSessions(
@@ -302,7 +313,13 @@ export class SessionStore {
     });
   }
 
-  async notifySessions(sessionId: string): Promise<void> {
-    await this.pool.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [sessionId]);
+  /** Session rows by id (any tenant: callers filter), one query. */
+  async sessionsByIds(ids: string[]): Promise<SessionRow[]> {
+    return ids.length ? this.prisma.session.findMany({ where: { id: { in: ids } } }) : [];
+  }
+
+  /** One NOTIFY per payload, in order, in one statement (one transaction: delivered together). */
+  async notifyAll(channel: string, payloads: string[]): Promise<void> {
+    if (payloads.length) await this.pool.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
   }
 }
