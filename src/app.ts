@@ -7,6 +7,7 @@ import { EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
 import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
+import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
 import { LeaseManager } from './host/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { Services } from './host/services.ts';
@@ -49,7 +50,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const log = opts.log ?? ((m: string, e?: unknown) => console.error(m, e ?? ''));
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
   const pgConfig = pgConfigFromUrl(opts.databaseUrl);
-  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, CONTROL_CHANNEL]);
+  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL]);
   await listener.start();
   const leases = new LeaseManager(pgConfig);
   const store = new SessionStore(db.prisma, db.pool, toolEffectOf);
@@ -59,6 +60,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     defaultModel: opts.openai?.model,
   });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
+  const live = new LiveEvents(store, listener, { log });
   const host = new SessionHost(
     store,
     leases,
@@ -69,13 +71,16 @@ export async function createApp(opts: AppOptions): Promise<App> {
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
       now: () => new Date(),
-      onUpdate: (u: TurnUpdate) => turnUpdates.emit(u.sessionId, u),
+      onUpdate: (u: TurnUpdate) => {
+        turnUpdates.emit(u.sessionId, u);
+        live.publishTurnUpdate(u); // every process's sessionTurns subscribers
+      },
       onToolRun: opts.onToolRun,
     },
     { listener, sweepMs: opts.sweepMs, log },
   );
   const controller = new SessionController(store, host, models.names);
-  const services: Services = { store, controller, host };
+  const services: Services = { store, controller, host, live };
   await host.start();
   const server = await startServer({
     services,
@@ -94,6 +99,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     async close() {
       await server.close();
       await host.stop();
+      await live.close();
       await listener.close();
       await leases.close();
       await db.close();

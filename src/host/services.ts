@@ -1,10 +1,13 @@
 import type { SessionStore } from '../store/session-store.ts';
 import type { SessionController } from './controller.ts';
 import type { SessionHost } from './session-host.ts';
+import type { LiveEvents } from './live-events.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {
   store: SessionStore;
   controller: SessionController;
   host: SessionHost;
+  /** Subscriptions: live events, turn updates, changed sessions. */
+  live: LiveEvents;
 }

@@ -35,10 +35,6 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
 });
 
 const sessionId = z.string().min(1).max(200);
-// Schema first (issue 7): the live delivery lands in the next commit.
-const notYet = (): AsyncIterable<never> => {
-  throw new Error('subscriptions are not available yet');
-};
 
 builder.subscriptionType({});
 
@@ -50,7 +46,7 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(z.object({ sessionId, afterSeq: z.number().int().min(-1).nullish() }), args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
-      return notYet();
+      return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
     },
     resolve: (event) => event,
   }),
@@ -61,14 +57,14 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(z.object({ sessionId }), args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
-      return notYet();
+      return ctx.services.live.sessionTurns(p.sessionId);
     },
     resolve: (update) => update,
   }),
   sessionsChanged: t.field({
     type: SessionRef,
     description: "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters).",
-    subscribe: () => notYet(),
+    subscribe: (_root, _args, ctx) => ctx.services.live.sessionsChanged(ctx.scope),
     resolve: (session) => session,
   }),
 }));
