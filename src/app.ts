@@ -10,6 +10,7 @@ import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
 import { LeaseManager } from './host/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
+import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
@@ -88,6 +89,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 0,
     log,
+    onOtherRequest: serveDashboard(),
   });
   return {
     url: server.url,

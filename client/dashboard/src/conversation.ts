@@ -1,0 +1,163 @@
+// Folds a session's raw event log into what a reader follows: user inputs,
+// assistant text, tool calls with their results, fork markers and turn ends.
+// Pure (no DOM), so the compare view can fold parent and child the same way.
+import type { EventFieldsFragment } from '../../generated/graphql.ts';
+
+export type LogEvent = EventFieldsFragment;
+
+export interface ToolCallView {
+  id: string;
+  name: string;
+  arguments: string;
+  result?: {
+    seq: number;
+    status: string;
+    content: string;
+    synthetic: boolean;
+    inherited: boolean;
+  };
+}
+
+interface ItemBase {
+  /** Every seq that contributed to this item (the compare view filters on them). */
+  seqs: number[];
+  inherited: boolean;
+}
+
+export type ConversationItem =
+  | (ItemBase & { kind: 'user'; inputId: string; text: string; state: 'queued' | 'taken' | 'cancelled' })
+  | (ItemBase & { kind: 'assistant'; turn: number; step: number; text: string; toolCalls: ToolCallView[] })
+  | (ItemBase & { kind: 'turn-end'; turn: number; reason: string; synthetic: boolean; endSeq: number })
+  | (ItemBase & { kind: 'step-end'; turn: number; step: number; reason: string; synthetic: boolean })
+  | (ItemBase & { kind: 'fork-marker'; parentSessionId: string; cutSeq: number; inheritedEventCount: number })
+  | (ItemBase & { kind: 'note'; text: string });
+
+const str = (v: unknown) => (typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v));
+const num = (v: unknown) => (typeof v === 'number' ? v : Number(v));
+
+/** Reasons that end a step or turn abnormally; normal ones are not shown. */
+const NOTABLE_STEP_REASONS = new Set(['failed', 'interrupted', 'forked']);
+
+export function foldConversation(events: readonly LogEvent[]): ConversationItem[] {
+  const items: ConversationItem[] = [];
+  const users = new Map<string, Extract<ConversationItem, { kind: 'user' }>>();
+  const calls = new Map<string, { item: Extract<ConversationItem, { kind: 'assistant' }>; call: ToolCallView }>();
+
+  for (const e of events) {
+    const d = (e.data ?? {}) as Record<string, unknown>;
+    const base = { seqs: [e.seq], inherited: e.inherited };
+    switch (e.type) {
+      case 'inbox/add': {
+        const item = { ...base, kind: 'user' as const, inputId: str(d.inputId), text: str(d.text), state: 'queued' as const };
+        users.set(item.inputId, item as Extract<ConversationItem, { kind: 'user' }>);
+        items.push(item);
+        break;
+      }
+      case 'inbox/remove': {
+        const user = users.get(str(d.inputId));
+        if (user) {
+          user.state = d.reason === 'cancelled' ? 'cancelled' : 'taken';
+          user.seqs.push(e.seq);
+        }
+        break;
+      }
+      case 'model/message': {
+        const toolCalls = Array.isArray(d.toolCalls) ? (d.toolCalls as Array<Record<string, unknown>>) : [];
+        const item: Extract<ConversationItem, { kind: 'assistant' }> = {
+          ...base,
+          kind: 'assistant',
+          turn: num(d.turn),
+          step: num(d.step),
+          text: str(d.text),
+          toolCalls: toolCalls.map((c) => ({ id: str(c.id), name: str(c.name), arguments: str(c.arguments) })),
+        };
+        for (const call of item.toolCalls) calls.set(call.id, { item, call });
+        items.push(item);
+        break;
+      }
+      case 'tool/result': {
+        const owner = calls.get(str(d.callId));
+        const result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited };
+        if (owner) {
+          owner.call.result = result;
+          owner.item.seqs.push(e.seq);
+        } else {
+          items.push({ ...base, kind: 'note', text: `result for unknown call ${str(d.callId)}: ${result.status}` });
+        }
+        break;
+      }
+      case 'step/end':
+        if (NOTABLE_STEP_REASONS.has(str(d.reason))) {
+          items.push({ ...base, kind: 'step-end', turn: num(d.turn), step: num(d.step), reason: str(d.reason), synthetic: e.synthetic });
+        }
+        break;
+      case 'turn/end':
+        items.push({ ...base, kind: 'turn-end', turn: num(d.turn), reason: str(d.reason), synthetic: e.synthetic, endSeq: e.seq });
+        break;
+      case 'session/end-seed':
+        items.push({
+          ...base,
+          kind: 'fork-marker',
+          parentSessionId: str(d.parentSessionId),
+          cutSeq: num(d.cutSeq),
+          inheritedEventCount: num(d.inheritedEventCount),
+        });
+        break;
+      case 'session/title':
+        items.push({ ...base, kind: 'note', text: `title: ${str(d.title)}` });
+        break;
+      case 'session/model':
+        items.push({ ...base, kind: 'note', text: `model: ${str(d.provider)}/${str(d.model)}` });
+        break;
+      case 'surface/replace':
+        items.push({ ...base, kind: 'note', text: `history ${num(d.fromSeq)}–${num(d.toSeq)} replaced (compaction)` });
+        break;
+      default:
+        if (e.type.startsWith('plugin/')) items.push({ ...base, kind: 'note', text: e.type });
+    }
+  }
+  return items;
+}
+
+/** Items that changed after `cutSeq` (the compare view shows each side from its cut). */
+export function itemsAfter(items: readonly ConversationItem[], cutSeq: number): ConversationItem[] {
+  return items.filter((item) => item.seqs.some((s) => s > cutSeq));
+}
+
+/** One line describing an event in the raw timeline. */
+export function eventSummary(e: LogEvent): string {
+  const d = (e.data ?? {}) as Record<string, unknown>;
+  switch (e.type) {
+    case 'inbox/add':
+      return `${str(d.inputId)}: ${clip(str(d.text))}`;
+    case 'inbox/remove':
+      return `${str(d.inputId)} ${str(d.reason)}`;
+    case 'turn/start':
+      return `turn ${num(d.turn)} ← ${str(d.inputId)}`;
+    case 'step/start':
+      return `turn ${num(d.turn)} step ${num(d.step)}`;
+    case 'model/message': {
+      const calls = Array.isArray(d.toolCalls) ? (d.toolCalls as Array<Record<string, unknown>>) : [];
+      const callText = calls.map((c) => `${str(c.name)}(${str(c.arguments)})`).join(', ');
+      return [clip(str(d.text)), callText && `calls ${callText}`].filter(Boolean).join(' · ');
+    }
+    case 'tool/result':
+      return `${str(d.callId)} ${str(d.status)}: ${clip(str(d.content))}`;
+    case 'step/end':
+      return `turn ${num(d.turn)} step ${num(d.step)} ${str(d.reason)}`;
+    case 'turn/end':
+      return `turn ${num(d.turn)} ${str(d.reason)}`;
+    case 'session/end-seed':
+      return `forked from ${str(d.parentSessionId)} at event ${num(d.cutSeq)} (${num(d.inheritedEventCount)} inherited)`;
+    case 'session/title':
+      return str(d.title);
+    case 'session/model':
+      return `${str(d.provider)}/${str(d.model)}`;
+    case 'surface/replace':
+      return `${num(d.fromSeq)}–${num(d.toSeq)}`;
+    default:
+      return clip(JSON.stringify(d));
+  }
+}
+
+const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);

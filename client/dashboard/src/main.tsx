@@ -1,0 +1,31 @@
+// The forkline dashboard: sessions tree on the left, the routed page on the right.
+import { render } from 'preact';
+import { ComparePage } from './compare.tsx';
+import { useRoute } from './router.ts';
+import { SessionPage } from './session-page.tsx';
+import { Sidebar, useSessions } from './sessions.tsx';
+import './styles.css';
+
+function App() {
+  const route = useRoute();
+  const { sessions, error, needsToken, add } = useSessions();
+  const currentId = route.name === 'home' ? undefined : route.id;
+  return (
+    <div class="layout">
+      <Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />
+      {route.name === 'session' && <SessionPage key={route.id} id={route.id} onCreated={add} />}
+      {route.name === 'compare' && <ComparePage key={`compare-${route.id}`} id={route.id} />}
+      {route.name === 'home' && (
+        <main class="home">
+          <h1>Sessions</h1>
+          <p class="muted">
+            Pick a session on the left, or import a recording (JSON Lines, format V3 or V4). Each session is an append-only
+            event log: fork it at any event, branch from a completed turn, and continue the child with a message.
+          </p>
+        </main>
+      )}
+    </div>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

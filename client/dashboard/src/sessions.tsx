@@ -1,0 +1,184 @@
+// The sidebar: every session as a lineage tree, kept live by sessionsChanged,
+// with title search and recording import.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import {
+  ImportRecordingDocument,
+  SessionsChangedDocument,
+  SessionsDocument,
+  type SessionSummaryFragment,
+} from '../../generated/graphql.ts';
+import { forkline, GraphQLRequestError } from './api.ts';
+import { lineageForest, type LineageNode } from './lineage.ts';
+import { navigate, onLinkClick, sessionPath } from './router.ts';
+import { errorText, StatusBadge } from './widgets.tsx';
+
+const PAGE = 500;
+
+/** All sessions by id; loaded page by page, then updated by sessionsChanged. */
+export function useSessions() {
+  const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
+  const [error, setError] = useState<string | null>(null);
+  const [needsToken, setNeedsToken] = useState(false);
+
+  useEffect(() => {
+    let cancelled = false;
+    const upsert = (list: SessionSummaryFragment[]) =>
+      setSessions((prev) => {
+        const next = new Map(prev);
+        for (const s of list) {
+          const old = next.get(s.id);
+          // Live updates may overtake the initial load: keep the newer row.
+          if (!old || old.updatedAt <= s.updatedAt || old.eventCount <= s.eventCount) next.set(s.id, s);
+        }
+        return next;
+      });
+    // Subscribe first so nothing that changes during the load is missed.
+    const unsubscribe = forkline.subscribe(SessionsChangedDocument, {}, {
+      next: (r) => upsert([r.sessionsChanged]),
+      error: (err) => setError(`live updates: ${errorText(err)}`),
+    });
+    (async () => {
+      let after: string | null | undefined;
+      do {
+        const r = await forkline.query(SessionsDocument, { first: PAGE, after });
+        if (cancelled) return;
+        upsert(r.sessions.edges.map((e) => e.node));
+        after = r.sessions.pageInfo.hasNextPage ? r.sessions.pageInfo.endCursor : null;
+      } while (after);
+    })().catch((err) => {
+      if (cancelled) return;
+      setError(errorText(err));
+      setNeedsToken(err instanceof GraphQLRequestError && err.code === 'UNAUTHENTICATED');
+    });
+    return () => {
+      cancelled = true;
+      unsubscribe();
+    };
+  }, []);
+
+  return { sessions, error, needsToken, add: (s: SessionSummaryFragment) => setSessions((prev) => new Map(prev).set(s.id, s)) };
+}
+
+export function Sidebar(props: {
+  sessions: ReadonlyMap<string, SessionSummaryFragment>;
+  error: string | null;
+  needsToken: boolean;
+  currentId?: string;
+  onImported(s: SessionSummaryFragment): void;
+}) {
+  const [search, setSearch] = useState('');
+  const forest = useMemo(() => lineageForest(props.sessions.values(), search), [props.sessions, search]);
+  return (
+    <aside class="sidebar">
+      <header class="sidebar-head">
+        <a href="/" class="brand" onClick={onLinkClick}>
+          forkline
+        </a>
+        <ImportButton onImported={props.onImported} />
+      </header>
+      <input
+        class="search"
+        type="search"
+        placeholder="Search titles…"
+        aria-label="Search sessions by title"
+        value={search}
+        onInput={(e) => setSearch(e.currentTarget.value)}
+      />
+      {props.error && <p class="error">{props.error}</p>}
+      {props.needsToken && <TokenForm />}
+      <nav class="tree" aria-label="Sessions">
+        {forest.length ? (
+          <ul>
+            {forest.map((node) => (
+              <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
+            ))}
+          </ul>
+        ) : (
+          <p class="muted">{search ? 'No session matches.' : 'No sessions yet: import a recording.'}</p>
+        )}
+      </nav>
+    </aside>
+  );
+}
+
+function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }) {
+  const s = node.session;
+  return (
+    <li class="tree-node" data-session-id={s.id}>
+      <a
+        href={sessionPath(s.id)}
+        onClick={onLinkClick}
+        class={`tree-link${s.id === currentId ? ' current' : ''}${node.matched ? '' : ' context'}`}
+        aria-current={s.id === currentId ? 'page' : undefined}
+      >
+        <span class="tree-title">{s.title || 'Untitled'}</span>
+        <span class="tree-meta">
+          {s.forkedAtSeq != null && <span class="fork-at" title="forked at this event of its parent">fork @{s.forkedAtSeq}</span>}
+          <StatusBadge status={s.status} />
+          <span title="events · turns">
+            {s.eventCount} ev · {s.turnCount} t
+          </span>
+        </span>
+      </a>
+      {node.children.length > 0 && (
+        <ul>
+          {node.children.map((child) => (
+            <TreeNode key={child.session.id} node={child} currentId={currentId} />
+          ))}
+        </ul>
+      )}
+    </li>
+  );
+}
+
+function ImportButton({ onImported }: { onImported(s: SessionSummaryFragment): void }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const onChange = async () => {
+    const file = input.current?.files?.[0];
+    if (!file) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const r = await forkline.mutate(ImportRecordingDocument, { recording: await file.text() });
+      onImported(r.importRecording);
+      navigate(sessionPath(r.importRecording.id));
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+      if (input.current) input.current.value = '';
+    }
+  };
+  return (
+    <div class="import">
+      <label class={`button${busy ? ' busy' : ''}`}>
+        {busy ? 'Importing…' : 'Import recording'}
+        <input ref={input} type="file" accept=".jsonl,.json,.txt,application/x-ndjson" onChange={onChange} data-testid="import-file" hidden />
+      </label>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** Shown when the server asks for an API token (FORKLINE_API_TOKENS). */
+function TokenForm() {
+  const [value, setValue] = useState('');
+  return (
+    <form
+      class="token-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        forkline.setToken(value.trim());
+      }}
+    >
+      <input type="password" placeholder="API token" aria-label="API token" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+      <button type="submit">Use token</button>
+    </form>
+  );
+}

@@ -1,0 +1,74 @@
+// Serves the built dashboard (client/dashboard/dist, made by `npm run build`)
+// for the server's non-GraphQL paths: files by extension, and index.html for
+// client-side routes such as /sessions/<id>.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type http from 'node:http';
+
+export const DASHBOARD_DIST = fileURLToPath(new URL('../client/dashboard/dist/', import.meta.url));
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+// Same-origin only; the dashboard talks to /graphql over fetch and WebSocket.
+const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+};
+
+export type OtherRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean>;
+
+/** A handler for server.ts's `onOtherRequest`: true when it answered. */
+export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHandler {
+  const root = path.resolve(distDir);
+  return async (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    let pathname: string;
+    try {
+      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://dashboard').pathname);
+    } catch {
+      return false;
+    }
+    const file = path.resolve(root, `.${pathname}`);
+    if (file !== root && !file.startsWith(root + path.sep)) return false;
+    const ext = path.extname(file);
+    // A path with an extension is an asset: it exists or it is a 404. Anything
+    // else is a client-side route and gets the app shell.
+    const target = ext ? file : path.join(root, 'index.html');
+    let body: Buffer;
+    try {
+      body = await fs.readFile(target);
+    } catch (err: any) {
+      if (err?.code !== 'ENOENT' && err?.code !== 'EISDIR') throw err;
+      if (ext) return false;
+      res
+        .writeHead(503, { 'content-type': 'text/plain; charset=utf-8' })
+        .end('The dashboard is not built: run `npm run build` (npm start does it).\n');
+      return true;
+    }
+    const hashedAsset = pathname.startsWith('/assets/');
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'content-type': CONTENT_TYPES[path.extname(target)] ?? 'application/octet-stream',
+      'content-length': body.length,
+      'cache-control': hashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache',
+    });
+    res.end(req.method === 'HEAD' ? undefined : body);
+    return true;
+  };
+}

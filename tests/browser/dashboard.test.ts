@@ -1,0 +1,171 @@
+// The dashboard in a real browser (issue 8): Debian's Chromium through
+// playwright-core against a real server (startTestApp serves `/` too).
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
+import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+
+const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
+const TIMEOUT = { timeout: 10_000 };
+
+let app: TestApp;
+let browser: Browser;
+let origin: string;
+
+beforeAll(async () => {
+  // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
+    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
+      cwd: PROJECT_ROOT,
+      stdio: 'inherit',
+    });
+  }
+  [app, browser] = await Promise.all([startTestApp(), launchChromium()]);
+  origin = new URL(app.url).origin;
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  const errors = collectPageErrors(page);
+  return { page, errors };
+}
+
+const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
+
+describe('dashboard', () => {
+  it('serves the app shell at / and for client-side routes, assets with their types', async () => {
+    for (const route of ['/', '/sessions/ses_missing', '/sessions/ses_missing/compare']) {
+      const res = await fetch(origin + route);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(await res.text()).toContain('<div id="app">');
+    }
+    const html = await (await fetch(origin + '/')).text();
+    const script = html.match(/src="(\/assets\/[^"]+\.js)"/)?.[1];
+    expect(script).toBeTruthy();
+    const js = await fetch(origin + script);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect((await fetch(origin + '/assets/missing.js')).status).toBe(404);
+    expect((await fetch(origin + '/..%2f..%2fpackage.json')).status).toBe(404);
+  });
+
+  it('forks a cold recording mid-turn and continues the child through the composer', async () => {
+    const { page, errors } = await openPage();
+    await page.goto(origin + '/');
+
+    // Import through the page's file picker; the page opens the new session.
+    await page.locator('[data-testid="import-file"]').setInputFiles(path.join(RECORDINGS, 'v4-completed-tools.jsonl'));
+    await page.waitForURL(/\/sessions\/ses_/, TIMEOUT);
+    const parentId = sessionIdOf(page);
+    await expect.poll(() => page.locator('h1').textContent(), TIMEOUT).toBe('What time is it');
+    await page.locator('table.timeline tr[data-seq="19"]').waitFor(TIMEOUT);
+
+    // Fork at the tool call (seq 6): before its result (seq 7) was recorded.
+    await page.getByRole('button', { name: 'Fork at event 6', exact: true }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(parentId), TIMEOUT);
+    const childId = sessionIdOf(page);
+    expect(childId).toMatch(/^ses_/);
+
+    const marker = page.getByTestId('fork-marker');
+    await expect.poll(() => marker.textContent(), TIMEOUT).toContain('at event 6');
+    expect(await marker.textContent()).toContain('7 events inherited');
+    const result = page.locator('[data-testid="tool-result"][data-status="not-started"]');
+    const wording = await result.locator('.tool-result-text').textContent();
+    expect(wording).toContain(`forked at event 6 of session ${parentId} before the result was recorded`);
+    expect(wording).toContain('The parent session may have executed the call after the cut.');
+    expect(wording).toContain('"clock" is read-only, so it is safe to call it again');
+    expect(await result.textContent()).toContain('synthetic');
+    expect(await page.locator('.turn-end.reason-forked').textContent()).toContain('forked');
+    // Timeline badges: the copy is inherited, the closers synthetic.
+    expect(await page.locator('table.timeline tr[data-seq="6"]').textContent()).toContain('inherited');
+    expect(await page.locator('table.timeline tr[data-seq="7"]').textContent()).toContain('session/end-seed');
+    expect(await page.locator('table.timeline tr[data-seq="8"]').textContent()).toMatch(/tool\/result.*synthetic/);
+
+    // Continue the child: the answer streams in word by word, then is persisted.
+    await page.getByLabel('Message').fill('!slow 120\nhello from the fork, one word at a time please');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const liveText = page.getByTestId('live-text');
+    await expect.poll(() => liveText.textContent().catch(() => ''), TIMEOUT).toMatch(/Echo:/);
+    const partial = (await liveText.textContent().catch(() => '')) ?? '';
+    expect(partial).not.toContain('one word at a time please'); // seen before the last word arrived
+    const finalAnswer = page.locator('li.msg.assistant:not(.streaming)', { hasText: 'Echo: hello from the fork, one word at a time please' });
+    await finalAnswer.waitFor(TIMEOUT);
+    await liveText.waitFor({ state: 'detached', ...TIMEOUT });
+    await expect.poll(() => page.locator('.turn-end[data-turn="2"]').textContent(), TIMEOUT).toContain('completed');
+
+    // The child sits under its parent in the sessions tree.
+    await page.locator(`li[data-session-id="${parentId}"] li[data-session-id="${childId}"]`).waitFor(TIMEOUT);
+    await screenshot(page, 'dashboard-fork-mid-turn.png');
+
+    // Compare: the parent's real result against the child's synthetic one.
+    await page.getByRole('link', { name: 'Compare with parent' }).click();
+    await page.waitForURL(/\/compare$/, TIMEOUT);
+    await page.getByTestId('compare-parent').locator('[data-testid="tool-result"][data-status="ok"]').waitFor(TIMEOUT);
+    await page.getByTestId('compare-child').locator('[data-testid="tool-result"][data-status="not-started"]').waitFor(TIMEOUT);
+    await page.getByTestId('compare-child').getByText('Echo: hello from the fork').first().waitFor(TIMEOUT);
+    expect(await page.getByTestId('compare-parent').textContent()).toContain('It is 10:00 UTC.');
+    expect(await page.getByTestId('compare-child').textContent()).not.toContain('It is 10:00 UTC.');
+    await screenshot(page, 'dashboard-compare.png');
+
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('branches from a completed turn without the input queued after it', async () => {
+    const { session } = await app.ok(`mutation { createSession(input: {title: "Queued after turn 1"}) { session: id } }`).then((d) => ({
+      session: d.createSession.session as string,
+    }));
+    const send = (text: string) =>
+      app.ok(`mutation($input: SendMessageInput!) { sendMessage(input: $input) { inputId } }`, { input: { sessionId: session, text } });
+    const turns = async () =>
+      (await app.ok(`query($id: ID!) { session(id: $id) { turns { turn reason } } }`, { id: session })).session.turns as Array<{
+        turn: number;
+        reason: string | null;
+      }>;
+    await send('first question');
+    await waitFor(async () => (await turns()).some((t) => t.turn === 1 && t.reason === 'completed'), { what: 'turn 1 completed' });
+    // B keeps turn 2 running; C waits in the inbox behind it.
+    await send('!call sleep {"ms": 20000}\nsecond question');
+    await waitFor(async () => (await turns()).some((t) => t.turn === 2 && t.reason === null), { what: 'turn 2 running' });
+    await send('third question');
+
+    const { page, errors } = await openPage();
+    await page.goto(`${origin}/sessions/${session}`);
+    await page.locator('li.msg.user', { hasText: 'third question' }).getByText('queued').waitFor(TIMEOUT);
+    await page.locator('li.msg.user', { hasText: 'second question' }).waitFor(TIMEOUT);
+
+    await page.locator('.turn-end[data-turn="1"]').getByRole('button', { name: 'Branch from here' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(session), TIMEOUT);
+    const childId = sessionIdOf(page);
+    await page.getByTestId('fork-marker').waitFor(TIMEOUT);
+
+    const conversation = page.getByRole('list', { name: 'Conversation' });
+    expect(await conversation.textContent()).toContain('first question');
+    expect(await conversation.textContent()).toContain('Echo: first question');
+    expect(await conversation.textContent()).not.toContain('second question');
+    expect(await conversation.textContent()).not.toContain('third question');
+    const timeline = await page.locator('table.timeline').textContent();
+    expect(timeline).not.toContain('second question');
+    expect(timeline).not.toContain('third question');
+    const child = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount pendingInputs { text } parent { id } } }`, { id: childId })).session;
+    expect(child.parent.id).toBe(session);
+    expect(child.pendingInputs).toEqual([]);
+    expect(await page.locator('table.timeline tbody tr[data-seq]').count()).toBe(child.eventCount);
+    await screenshot(page, 'dashboard-branch.png');
+
+    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id: session });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,85 @@
+// The dashboard's pure view models: the conversation fold and the lineage forest.
+import { describe, expect, it } from 'vitest';
+import { foldConversation, itemsAfter, type LogEvent } from '../../client/dashboard/src/conversation.ts';
+import { lineageForest } from '../../client/dashboard/src/lineage.ts';
+import type { SessionSummaryFragment } from '../../client/generated/graphql.ts';
+
+const ev = (seq: number, type: string, data: Record<string, unknown>, flags: Partial<LogEvent> = {}): LogEvent => ({
+  id: `evt_${seq}`,
+  seq,
+  type,
+  data,
+  inherited: false,
+  synthetic: false,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  ...flags,
+});
+
+describe('foldConversation', () => {
+  // A child forked at the tool call (seq 3): marker, then the fork closers.
+  const child = [
+    ev(0, 'inbox/add', { inputId: 'in_1', text: 'time?' }, { inherited: true }),
+    ev(1, 'inbox/remove', { inputId: 'in_1', reason: 'taken' }, { inherited: true }),
+    ev(2, 'turn/start', { turn: 1, inputId: 'in_1' }, { inherited: true }),
+    ev(3, 'model/message', { turn: 1, step: 1, text: 'Checking.', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }] }, { inherited: true }),
+    ev(4, 'session/end-seed', { parentSessionId: 'ses_p', cutSeq: 3, inheritedEventCount: 4 }),
+    ev(5, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'not-started', content: 'forked wording' }, { synthetic: true }),
+    ev(6, 'step/end', { turn: 1, step: 1, reason: 'forked' }, { synthetic: true }),
+    ev(7, 'turn/end', { turn: 1, reason: 'forked' }, { synthetic: true }),
+    ev(8, 'inbox/add', { inputId: 'in_2', text: 'queued one' }),
+  ];
+
+  it('pairs tool calls with their results and keeps repair visible', () => {
+    const items = foldConversation(child);
+    expect(items.map((i) => i.kind)).toEqual(['user', 'assistant', 'fork-marker', 'step-end', 'turn-end', 'user']);
+    const assistant = items[1] as Extract<(typeof items)[number], { kind: 'assistant' }>;
+    expect(assistant.toolCalls[0].result).toMatchObject({ status: 'not-started', synthetic: true, content: 'forked wording', seq: 5 });
+    expect(assistant.seqs).toEqual([3, 5]);
+    expect(items[0]).toMatchObject({ state: 'taken', inherited: true });
+    expect(items[5]).toMatchObject({ state: 'queued', text: 'queued one' });
+    expect(items[4]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 7 });
+  });
+
+  it('keeps the items touched after a cut (a call whose result came later included)', () => {
+    expect(itemsAfter(foldConversation(child), 3).map((i) => i.seqs[0])).toEqual([3, 4, 6, 7, 8]);
+  });
+});
+
+describe('lineageForest', () => {
+  const s = (id: string, title: string, createdAt: string, parent?: string): SessionSummaryFragment => ({
+    id,
+    title,
+    status: 'IDLE',
+    formatVersion: 4,
+    createdAt,
+    updatedAt: createdAt,
+    eventCount: 1,
+    turnCount: 0,
+    forkedAtSeq: parent ? 0 : null,
+    inheritedEventCount: 0,
+    firstLiveSeq: 0,
+    parent: parent ? { id: parent, title: null } : null,
+  });
+  const sessions = [
+    s('a', 'Alpha', '2026-01-01'),
+    s('b', 'Beta', '2026-01-02'),
+    s('a2', 'Alpha fork two', '2026-01-04', 'a'),
+    s('a1', 'Alpha fork one', '2026-01-03', 'a'),
+    s('a1x', 'Deep needle', '2026-01-05', 'a1'),
+    s('orphan', 'Orphan', '2026-01-06', 'gone'),
+  ];
+
+  it('nests children under parents: roots newest first, children in fork order', () => {
+    const forest = lineageForest(sessions);
+    expect(forest.map((n) => n.session.id)).toEqual(['orphan', 'b', 'a']);
+    expect(forest[2].children.map((n) => n.session.id)).toEqual(['a1', 'a2']);
+    expect(forest[2].children[0].children.map((n) => n.session.id)).toEqual(['a1x']);
+  });
+
+  it('search keeps matches and the ancestors leading to them', () => {
+    const forest = lineageForest(sessions, 'NEEDLE');
+    expect(forest.map((n) => [n.session.id, n.matched])).toEqual([['a', false]]);
+    expect(forest[0].children.map((n) => [n.session.id, n.matched])).toEqual([['a1', false]]);
+    expect(forest[0].children[0].children.map((n) => [n.session.id, n.matched])).toEqual([['a1x', true]]);
+  });
+});
