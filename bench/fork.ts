@@ -36,28 +36,39 @@ export async function benchFork({ store, db }: BenchContext) {
   const { eventCount } = await store.requireSession(scope, parent.id);
   await db.pool.query('VACUUM ANALYZE "Event"');
 
-  const rssBefore = rssMB();
-  let t = performance.now();
-  const fork = await store.fork(scope, parent.id, eventCount - 1);
-  const ms = performance.now() - t;
-  const rssGrowthMB = rssMB() - rssBefore;
+  // Alternate fork and raw copy (raw first, so neither gets a warmer cache) and
+  // keep the best of each: the machine may be busy with other work.
+  const forkMs: number[] = [];
+  const rawMs: number[] = [];
+  let rssGrowthMB = 0;
+  let closers = 0;
+  for (let rep = 0; rep < 2; rep++) {
+    const rawTarget = await store.createSession(scope, {});
+    let t = performance.now();
+    await db.pool.query(
+      `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")
+       SELECT ${EVENT_ID_SQL}, $1, seq, type, data, true, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $2 AND seq <= $3`,
+      [rawTarget.id, parent.id, eventCount - 1],
+    );
+    rawMs.push(performance.now() - t);
 
-  const rawTarget = await store.createSession(scope, {});
-  t = performance.now();
-  await db.pool.query(
-    `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")
-     SELECT ${EVENT_ID_SQL}, $1, seq, type, data, true, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $2 AND seq <= $3`,
-    [rawTarget.id, parent.id, eventCount - 1],
-  );
-  const rawMs = performance.now() - t;
+    const rssBefore = rssMB();
+    t = performance.now();
+    const fork = await store.fork(scope, parent.id, eventCount - 1);
+    forkMs.push(performance.now() - t);
+    rssGrowthMB = Math.max(rssGrowthMB, rssMB() - rssBefore);
+    closers = fork.syntheticEvents.length;
+  }
+  const ms = Math.min(...forkMs);
+  const raw = Math.min(...rawMs);
 
   return {
     events: eventCount,
     ms: round(ms, 1),
-    rawMs: round(rawMs, 1),
-    ratio: round(ms / rawMs),
+    rawMs: round(raw, 1),
+    ratio: round(ms / raw),
     rssGrowthMB: round(rssGrowthMB, 1),
-    closers: fork.syntheticEvents.length,
+    closers,
     goal: 'ratio <= 1.5, rssGrowthMB < 50',
   };
 }

@@ -289,8 +289,9 @@ export class SessionStore {
       await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [childId]);
       return { childId, parent, cutSeq, synthetic: written.filter((e) => e.synthetic).sort((a, b) => a.seq - b.seq) };
     }, 'REPEATABLE READ');
+    const { rows } = await this.pool.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1', [result.childId]);
     return {
-      session: await this.prisma.session.findUniqueOrThrow({ where: { id: result.childId } }),
+      session: rows[0],
       parent: result.parent,
       cutSeq: result.cutSeq,
       syntheticEvents: result.synthetic,
