@@ -47,8 +47,10 @@ export function parseScript(userText: string): Script {
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
+    const onAbort = () => (clearTimeout(t), reject(signal.reason));
+    // One listener per streamed word: remove it when the wait ends normally.
+    const t = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 export class ScriptedModel implements ChatModel {
