@@ -1,0 +1,253 @@
+#!/usr/bin/env -S npx tsx
+// `npx forkline …`: the typed client (client/client.ts) from a shell.
+// FORKLINE_URL / --url and FORKLINE_TOKEN / --token say where and as whom.
+import fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  BranchSessionDocument,
+  createForklineClient,
+  ForkSessionDocument,
+  ForklineClientError,
+  ImportRecordingDocument,
+  SendMessageDocument,
+  SessionEventsDocument,
+  SessionEventsLiveDocument,
+  SessionRecordingDocument,
+  SessionsDocument,
+  SessionTurnsDocument,
+  type EventFieldsFragment,
+  type ForklineClient,
+  type SessionSummaryFragment,
+} from './client.ts';
+
+const USAGE = `usage: forkline <command> [options]
+
+commands:
+  sessions [--first N] [--parent ID]        list sessions, newest first
+  events <id> [--after N] [--follow]        print events as JSON lines (--follow: keep printing live ones)
+  fork <id> [--at SEQ] [--title T]          fork at an exact event (omitted: through the last turn/end)
+  branch <id> [--anchor SEQ] [--title T]    branch through the first turn/end at or after the anchor
+  send <id> <text> [--wait]                 queue a message (--wait: stream the answer until its turn ends)
+  export <id>                               print the session's recording (JSON Lines, format V4)
+  import <file|->                           import a recording as a new session
+
+options:
+  --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
+  --token T      API token (FORKLINE_TOKEN)
+  --json         machine-readable output (sessions, fork, branch, send, import)
+`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  first: { type: 'string' },
+  parent: { type: 'string' },
+  after: { type: 'string' },
+  follow: { type: 'boolean' },
+  at: { type: 'string' },
+  anchor: { type: 'string' },
+  title: { type: 'string' },
+  wait: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Options = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+function int(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be an integer, got "${value}"`);
+  return Number(value);
+}
+
+function need(args: string[], count: number, what: string): string[] {
+  if (args.length !== count) throw new UsageError(`expected ${what}`);
+  return args;
+}
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+
+function summaryLine(s: SessionSummaryFragment): string {
+  const parent = s.parent ? `  fork of ${s.parent.id}@${s.forkedAtSeq}` : '';
+  return `${s.id}  ${s.status.padEnd(7)}  ${String(s.eventCount).padStart(5)} events  ${String(s.turnCount).padStart(3)} turns  ${s.title ?? '(untitled)'}${parent}`;
+}
+
+const eventLine = (e: EventFieldsFragment) =>
+  JSON.stringify({ seq: e.seq, type: e.type, data: e.data, ...(e.inherited ? { inherited: true } : {}), ...(e.synthetic ? { synthetic: true } : {}) });
+
+async function printEvents(client: ForklineClient, id: string, after: number | undefined, follow: boolean) {
+  if (follow) {
+    for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) out(eventLine(sessionEvents));
+    return;
+  }
+  let cursor = after;
+  for (;;) {
+    const { session } = await client.query(SessionEventsDocument, { id, afterSeq: cursor, first: 500 });
+    if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+    const events = session.events.edges.map((e) => e.node);
+    for (const e of events) out(eventLine(e));
+    if (!session.events.pageInfo.hasNextPage || events.length === 0) return;
+    cursor = events[events.length - 1].seq;
+  }
+}
+
+/**
+ * Sends the message, then prints the model text of the turn that takes it as
+ * it streams. The log decides which turn that is and when it ends; text the
+ * stream did not deliver is completed from the persisted model messages.
+ * Returns the turn's end reason.
+ */
+async function sendAndWait(client: ForklineClient, sessionId: string, text: string, json: boolean): Promise<string> {
+  const turns = client.subscribe(SessionTurnsDocument, { sessionId });
+  const pendingTurns = turns.next(); // opens the socket and the subscription before the message goes out
+  await new Promise((r) => setTimeout(r, 150));
+  const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId, text } });
+  if (json) out(JSON.stringify({ inputId: sendMessage.inputId, seq: sendMessage.event.seq }));
+  let turn: number | undefined;
+  let printed = '';
+  const early: Array<{ turn: number; text: string }> = [];
+  let streamDone = false;
+  const print = (t: string) => {
+    printed += t;
+    if (!json) process.stdout.write(t);
+  };
+  const streaming = (async () => {
+    let r = await pendingTurns;
+    for (; !r.done; r = await turns.next()) {
+      const u = r.value.sessionTurns;
+      if (u.kind === 'TEXT_DELTA' && u.text) {
+        if (turn === undefined) early.push({ turn: u.turn, text: u.text });
+        else if (u.turn === turn) print(u.text);
+      }
+      if (u.kind === 'TURN_ENDED' && u.turn === turn) break;
+    }
+    streamDone = true;
+  })().catch(() => {}); // deltas are best effort: the log below is authoritative
+
+  const texts: string[] = [];
+  let reason = 'unknown';
+  for await (const { sessionEvents: e } of client.subscribe(SessionEventsLiveDocument, { sessionId, afterSeq: sendMessage.event.seq })) {
+    const data = e.data as { turn?: number; inputId?: string; text?: string; reason?: string };
+    if (e.type === 'turn/start' && data.inputId === sendMessage.inputId) {
+      turn = data.turn!;
+      for (const d of early.splice(0)) if (d.turn === turn) print(d.text);
+    } else if (turn !== undefined && data.turn === turn && e.type === 'model/message' && data.text) {
+      texts.push(data.text);
+    } else if (turn !== undefined && data.turn === turn && e.type === 'turn/end') {
+      reason = data.reason!;
+      break;
+    } else if (e.type === 'inbox/remove' && data.inputId === sendMessage.inputId && (data as { reason?: string }).reason === 'cancelled') {
+      reason = 'cancelled';
+      break;
+    }
+  }
+  // Give the stream a moment to deliver its last deltas, then complete from the log.
+  for (let i = 0; i < 20 && !streamDone; i++) await new Promise((r) => setTimeout(r, 25));
+  await turns.return?.(undefined);
+  const full = texts.join('');
+  if (full.startsWith(printed)) print(full.slice(printed.length));
+  if (json) out(JSON.stringify({ turn, reason, text: full }));
+  else {
+    if (printed && !printed.endsWith('\n')) process.stdout.write('\n');
+    process.stderr.write(`[turn ${turn ?? '?'} ${reason}]\n`);
+  }
+  return reason;
+}
+
+async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    process.stderr.write(`forkline: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const opts: Options = parsed.values;
+  const [command, ...args] = parsed.positionals;
+  if (opts.help || !command) {
+    (opts.help ? process.stdout : process.stderr).write(USAGE);
+    return opts.help ? 0 : 2;
+  }
+  const client = createForklineClient({
+    url: opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql',
+    token: opts.token ?? process.env.FORKLINE_TOKEN,
+  });
+  try {
+    switch (command) {
+      case 'sessions': {
+        need(args, 0, 'no arguments');
+        const { sessions } = await client.query(SessionsDocument, { first: int('first', opts.first) ?? 50, parentId: opts.parent });
+        for (const { node } of sessions.edges) out(opts.json ? JSON.stringify(node) : summaryLine(node));
+        return 0;
+      }
+      case 'events': {
+        const [id] = need(args, 1, 'a session id: forkline events <id>');
+        await printEvents(client, id, int('after', opts.after), opts.follow ?? false);
+        return 0;
+      }
+      case 'fork':
+      case 'branch': {
+        const [id] = need(args, 1, `a session id: forkline ${command} <id>`);
+        const r =
+          command === 'fork'
+            ? (await client.mutate(ForkSessionDocument, { input: { sessionId: id, atSeq: int('at', opts.at), title: opts.title } })).forkSession
+            : (await client.mutate(BranchSessionDocument, { input: { sessionId: id, anchorSeq: int('anchor', opts.anchor), title: opts.title } })).branchSession;
+        if (opts.json) out(JSON.stringify(r));
+        else {
+          out(summaryLine(r.session));
+          out(`cut at seq ${r.cutSeq}; ${r.syntheticEvents.length} synthetic closer(s); the child's agent writes from seq ${r.session.firstLiveSeq}`);
+        }
+        return 0;
+      }
+      case 'send': {
+        const [id, text] = need(args, 2, 'a session id and a text: forkline send <id> <text>');
+        if (opts.wait) return (await sendAndWait(client, id, text, opts.json ?? false)) === 'completed' ? 0 : 1;
+        const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: id, text } });
+        out(opts.json ? JSON.stringify(sendMessage) : `queued ${sendMessage.inputId} at seq ${sendMessage.event.seq}`);
+        return 0;
+      }
+      case 'export': {
+        const [id] = need(args, 1, 'a session id: forkline export <id>');
+        const { session } = await client.query(SessionRecordingDocument, { id });
+        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+        process.stdout.write(session.recording.endsWith('\n') ? session.recording : `${session.recording}\n`);
+        return 0;
+      }
+      case 'import': {
+        const [file] = need(args, 1, 'a file: forkline import <file|->');
+        const recording = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+        const { importRecording } = await client.mutate(ImportRecordingDocument, { recording });
+        out(opts.json ? JSON.stringify(importRecording) : summaryLine(importRecording));
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`forkline: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof ForklineClientError) {
+      process.stderr.write(`forkline: ${err.code}: ${err.message}\n`);
+      return 1;
+    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      process.stderr.write(`forkline: ${(err as Error).message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`forkline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

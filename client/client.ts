@@ -1,0 +1,127 @@
+// Typed forkline client: queries and mutations over HTTP (fetch), subscriptions
+// over graphql-ws. Documents are the TypedDocumentNodes that `npm run build`
+// generates from client/operations/*.graphql into client/generated/.
+//
+//   const client = createForklineClient({ url: 'http://127.0.0.1:4000/graphql' });
+//   const { sessions } = await client.query(SessionsDocument, { first: 10 });
+//   for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId })) …
+import { print, type DocumentNode } from 'graphql';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+
+export * from './generated/graphql.ts';
+
+export interface ForklineClientOptions {
+  /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (ws:// is derived from it). */
+  url: string;
+  /** API token (sent as `Authorization: Bearer <token>`; WebSocket: connectionParams.authorization). */
+  token?: string;
+  /** WebSocket constructor; default: the global one (browsers), else the `ws` package (Node 20 has none). */
+  webSocketImpl?: unknown;
+  fetch?: typeof fetch;
+}
+
+export interface GraphQLErrorInfo {
+  message: string;
+  path?: ReadonlyArray<string | number>;
+  extensions?: Record<string, unknown>;
+}
+
+/** A GraphQL or transport error; `code` is the first error's extensions.code (DESIGN §7). */
+export class ForklineClientError extends Error {
+  readonly code: string;
+  constructor(
+    readonly errors: GraphQLErrorInfo[],
+    readonly status?: number,
+  ) {
+    super(errors.map((e) => e.message).join('; ') || 'GraphQL request failed');
+    this.name = 'ForklineClientError';
+    this.code = String(errors.find((e) => e.extensions?.code)?.extensions?.code ?? (status ? `HTTP_${status}` : 'NETWORK_ERROR'));
+  }
+}
+
+/** Variables may be left out when none is required. */
+type Vars<V> = {} extends V ? [variables?: V] : [variables: V];
+
+export interface ForklineClient {
+  query<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): Promise<R>;
+  mutate<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): Promise<R>;
+  /** Each `next` payload's data; ends when the server completes; throws ForklineClientError on errors. */
+  subscribe<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): AsyncIterableIterator<R>;
+  /** Closes the WebSocket (if one was opened). */
+  close(): Promise<void>;
+}
+
+export function createForklineClient(opts: ForklineClientOptions): ForklineClient {
+  const doFetch = opts.fetch ?? fetch;
+  const authorization = opts.token ? `Bearer ${opts.token}` : undefined;
+  let ws: Client | undefined;
+  const socket = () =>
+    (ws ??= createClient({
+      url: opts.url.replace(/^http/, 'ws'),
+      webSocketImpl: opts.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? WebSocket,
+      connectionParams: authorization ? { authorization } : {},
+      lazy: true,
+      retryAttempts: 0,
+    }));
+
+  async function request<R>(doc: DocumentNode, variables: unknown): Promise<R> {
+    let res: Response;
+    try {
+      res = await doFetch(opts.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ query: print(doc), variables: variables ?? {} }),
+      });
+    } catch (err) {
+      throw new ForklineClientError([{ message: `cannot reach ${opts.url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+    }
+    const text = await res.text();
+    let body: { data?: R; errors?: GraphQLErrorInfo[] };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+    }
+    if (body.errors?.length) throw new ForklineClientError(body.errors, res.status);
+    if (!res.ok || body.data == null) throw new ForklineClientError([{ message: `HTTP ${res.status}` }], res.status);
+    return body.data;
+  }
+
+  async function* subscribe<R>(doc: DocumentNode, variables: unknown): AsyncGenerator<R> {
+    const results = socket().iterate<R>({ query: print(doc), variables: (variables ?? {}) as Record<string, unknown> });
+    try {
+      for await (const r of results) {
+        if (r.errors?.length) throw new ForklineClientError(r.errors as GraphQLErrorInfo[]);
+        yield r.data as R;
+      }
+    } catch (err) {
+      throw asClientError(err);
+    } finally {
+      await results.return?.();
+    }
+  }
+
+  return {
+    query: (doc, ...v) => request(doc, v[0]),
+    mutate: (doc, ...v) => request(doc, v[0]),
+    subscribe: (doc, ...v) => subscribe(doc, v[0]),
+    async close() {
+      await ws?.dispose();
+      ws = undefined;
+    },
+  };
+}
+
+/** graphql-ws rejects with a list of GraphQL errors, an Error, or a CloseEvent. */
+function asClientError(err: unknown): ForklineClientError {
+  if (err instanceof ForklineClientError) return err;
+  if (Array.isArray(err)) return new ForklineClientError(err as GraphQLErrorInfo[]);
+  if (err instanceof Error) return new ForklineClientError([{ message: err.message }]);
+  const close = err as { code?: number; reason?: string };
+  if (close && typeof close.code === 'number') {
+    return new ForklineClientError([{ message: `WebSocket closed (${close.code}${close.reason ? `: ${close.reason}` : ''})` }]);
+  }
+  return new ForklineClientError([{ message: String(err) }]);
+}
