@@ -37,6 +37,7 @@ afterAll(async () => {
 
 async function openPage(): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  page.setDefaultTimeout(10_000); // a missing element fails fast, well inside the test timeout
   const errors = collectPageErrors(page);
   return { page, errors };
 }
@@ -96,8 +97,8 @@ describe('dashboard', () => {
     await page.getByLabel('Message').fill('!slow 120\nhello from the fork, one word at a time please');
     await page.getByRole('button', { name: 'Send', exact: true }).click();
     const liveText = page.getByTestId('live-text');
-    await expect.poll(() => liveText.textContent().catch(() => ''), TIMEOUT).toMatch(/Echo:/);
-    const partial = (await liveText.textContent().catch(() => '')) ?? '';
+    await expect.poll(() => liveText.textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toMatch(/Echo:/);
+    const partial = (await liveText.textContent({ timeout: 500 }).catch(() => '')) ?? '';
     expect(partial).not.toContain('one word at a time please'); // seen before the last word arrived
     const finalAnswer = page.locator('li.msg.assistant:not(.streaming)', { hasText: 'Echo: hello from the fork, one word at a time please' });
     await finalAnswer.waitFor(TIMEOUT);
@@ -107,6 +108,12 @@ describe('dashboard', () => {
     // The child sits under its parent in the sessions tree.
     await page.locator(`li[data-session-id="${parentId}"] li[data-session-id="${childId}"]`).waitFor(TIMEOUT);
     await screenshot(page, 'dashboard-fork-mid-turn.png');
+
+    // Export downloads the child's recording (JSON Lines, V4).
+    const [download] = await Promise.all([page.waitForEvent('download', TIMEOUT), page.getByRole('button', { name: 'Export recording' }).click()]);
+    const lines = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
+    expect(JSON.parse(lines[0])).toMatchObject({ format: 'forkline.recording', version: 4 });
+    expect(JSON.parse(lines[8])).toMatchObject({ seq: 7, type: 'session/end-seed' });
 
     // Compare: the parent's real result against the child's synthetic one.
     await page.getByRole('link', { name: 'Compare with parent' }).click();
@@ -164,7 +171,11 @@ describe('dashboard', () => {
     expect(await page.locator('table.timeline tbody tr[data-seq]').count()).toBe(child.eventCount);
     await screenshot(page, 'dashboard-branch.png');
 
-    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id: session });
+    // Back on the parent, the composer's cancel ends the sleeping turn 2.
+    await page.locator(`li[data-session-id="${session}"] > a`).click();
+    await page.waitForURL((url) => url.pathname.endsWith(session), TIMEOUT);
+    await page.getByRole('button', { name: 'Cancel turn' }).click();
+    await expect.poll(() => page.locator('.turn-end[data-turn="2"]').textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toContain('cancelled');
     expect(errors).toEqual([]);
     await page.close();
   });

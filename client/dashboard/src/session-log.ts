@@ -10,7 +10,7 @@ import {
   type DashboardSessionQuery,
   type EventFieldsFragment,
 } from '../../generated/graphql.ts';
-import { forkline } from './api.ts';
+import { follow, forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
 
 export type SessionDetails = NonNullable<DashboardSessionQuery['session']>;
@@ -105,20 +105,16 @@ export function useSessionLog(id: string) {
       log.current = initial;
       setEvents(initial);
       stops.push(
-        forkline.subscribe(
-          SessionEventsLiveDocument,
-          { sessionId: id, afterSeq: initial.length - 1 },
-          {
-            next: (r) => void append([r.sessionEvents]),
-            error: (err) => {
-              if (closed) return;
-              setError(`live events: ${errorText(err)}; polling instead`);
-              const timer = setInterval(async () => append(await loadEvents(id, log.current.length - 1)), 1500);
-              stops.push(() => clearInterval(timer));
-            },
+        // Resumes after the last seq held, so a reconnect loses nothing.
+        follow(() => forkline.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: log.current.length - 1 }), {
+          next: (r) => {
+            setError(null);
+            void append([r.sessionEvents]);
           },
-        ),
-        forkline.subscribe(SessionTurnsDocument, { sessionId: id }, {
+          error: (err) => !closed && setError(`live events: ${errorText(err)}`),
+          reconnecting: () => !closed && setError('live events: reconnecting…'),
+        }),
+        follow(() => forkline.subscribe(SessionTurnsDocument, { sessionId: id }), {
           next: ({ sessionTurns: u }) => {
             const step = u.step ?? 0;
             switch (u.kind) {

@@ -5,8 +5,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/ho
 import {
   BranchSessionDocument,
   DashboardCancelTurnDocument,
-  DashboardSendMessageDocument,
   ForkSessionDocument,
+  SendMessageDocument,
   SessionRecordingDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
@@ -162,7 +162,7 @@ function Composer({ sessionId, running, pending }: { sessionId: string; running:
     setSending(true);
     setError(null);
     try {
-      await forkline.mutate(DashboardSendMessageDocument, { input: { sessionId, text } });
+      await forkline.mutate(SendMessageDocument, { input: { sessionId, text } });
       setText('');
     } catch (err) {
       setError(errorText(err));

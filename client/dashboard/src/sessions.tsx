@@ -7,7 +7,7 @@ import {
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { forkline, GraphQLRequestError } from './api.ts';
+import { follow, forkline, ForklineClientError, setToken } from './api.ts';
 import { lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, onLinkClick, sessionPath } from './router.ts';
 import { errorText, StatusBadge } from './widgets.tsx';
@@ -33,9 +33,13 @@ export function useSessions() {
         return next;
       });
     // Subscribe first so nothing that changes during the load is missed.
-    const unsubscribe = forkline.subscribe(SessionsChangedDocument, {}, {
-      next: (r) => upsert([r.sessionsChanged]),
+    const unsubscribe = follow(() => forkline.subscribe(SessionsChangedDocument), {
+      next: (r) => {
+        setError(null);
+        upsert([r.sessionsChanged]);
+      },
       error: (err) => setError(`live updates: ${errorText(err)}`),
+      reconnecting: () => setError('live updates: reconnecting…'),
     });
     (async () => {
       let after: string | null | undefined;
@@ -48,7 +52,7 @@ export function useSessions() {
     })().catch((err) => {
       if (cancelled) return;
       setError(errorText(err));
-      setNeedsToken(err instanceof GraphQLRequestError && err.code === 'UNAUTHENTICATED');
+      setNeedsToken(err instanceof ForklineClientError && err.code === 'UNAUTHENTICATED');
     });
     return () => {
       cancelled = true;
@@ -174,7 +178,7 @@ function TokenForm() {
       class="token-form"
       onSubmit={(e) => {
         e.preventDefault();
-        forkline.setToken(value.trim());
+        setToken(value.trim());
       }}
     >
       <input type="password" placeholder="API token" aria-label="API token" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
