@@ -5,10 +5,13 @@ import fs from 'node:fs';
 import { openBenchContext, QUICK } from './context.ts';
 import { benchAppend } from './append.ts';
 import { benchFork } from './fork.ts';
+import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
   fork: benchFork,
+  subscriptionFanout: benchSubscriptionFanout,
+  sessionsList: benchSessionsList,
 };
 
 async function main() {

@@ -1,0 +1,110 @@
+// subscriptionFanout: N sessionEvents subscribers on one session, each on its
+// own WebSocket (in a client process) to a real server (createApp); append →
+// receive latency per subscriber (goal: p99 < 50 ms).
+// sessionsList: `sessions(first: 50)` with counts and parent over 10,000
+// sessions, and the SQL statements one request costs (goal: ≤ 3, p50 < 20 ms).
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createApp } from '../src/app.ts';
+import { percentile, QUICK, round, type BenchContext } from './context.ts';
+
+const quiet = () => {};
+
+export async function benchSubscriptionFanout({ databaseUrl, store }: BenchContext) {
+  const subscribers = QUICK ? 100 : 500;
+  const rounds = QUICK ? 20 : 40;
+  const warmup = 3;
+  const app = await createApp({ databaseUrl, log: quiet });
+  let clients: ChildProcess | undefined;
+  try {
+    const session = await store.createSession({ tenant: 'local' }, { title: 'fanout bench' });
+    clients = fork(fileURLToPath(new URL('./fanout-clients.ts', import.meta.url)), [app.url.replace(/^http/, 'ws'), session.id, String(subscribers)], {
+      execArgv: ['--import', 'tsx'],
+    });
+    const arrived = new Map<number, (times: number[]) => void>();
+    const received = (seq: number) => new Promise<number[]>((resolve) => arrived.set(seq, resolve));
+    clients.on('message', (m: { seq: number; times: number[] } | { error: string }) => {
+      if ('error' in m) throw new Error(`subscriber error: ${m.error}`);
+      arrived.get(m.seq)?.(m.times);
+    });
+    await received(0); // every subscriber caught up on the title: all are listening
+
+    const latencies: number[] = [];
+    for (let r = 0, seq = 1; r < rounds; r++, seq++) {
+      const all = received(seq);
+      const sentAt = performance.timeOrigin + performance.now();
+      await store.append(session.id, [{ type: 'session/title', data: { title: `round ${r}` } }]);
+      const times = await all;
+      if (r >= warmup) for (const t of times) latencies.push(t - sentAt);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    latencies.sort((a, b) => a - b);
+    return {
+      subscribers,
+      appends: rounds - warmup,
+      p50Ms: round(percentile(latencies, 50)),
+      p99Ms: round(percentile(latencies, 99)),
+      maxMs: round(latencies[latencies.length - 1]),
+      goal: 'p99 < 50 ms',
+    };
+  } finally {
+    if (clients && clients.exitCode === null) {
+      const c = clients;
+      c.send('close');
+      await new Promise((r) => c.once('exit', r));
+    }
+    await app.close();
+  }
+}
+
+const LIST = `{ sessions(first: 50) { edges { node { id title status eventCount turnCount parent { id title } } } pageInfo { hasNextPage endCursor } } }`;
+
+export async function benchSessionsList({ databaseUrl, db }: BenchContext) {
+  const sessions = 10_000;
+  const runs = QUICK ? 40 : 200;
+  // In bulk, one statement: every tenth session is a fork of the one before it.
+  await db.pool.query(`DELETE FROM "Session" WHERE id LIKE 'ses_list_%' AND "parentId" IS NOT NULL`);
+  await db.pool.query(`DELETE FROM "Session" WHERE id LIKE 'ses_list_%'`);
+  await db.pool.query(
+    `INSERT INTO "Session" (id, tenant, title, "eventCount", "turnCount", "parentId", "forkedAtSeq", "createdAt", "updatedAt")
+     SELECT 'ses_list_' || lpad(i::text, 6, '0'), 'local', 'session ' || i, (i % 97) + 1, i % 7,
+            CASE WHEN i % 10 = 0 THEN 'ses_list_' || lpad((i - 1)::text, 6, '0') END,
+            CASE WHEN i % 10 = 0 THEN 0 END,
+            now() + (i || ' milliseconds')::interval, now()
+       FROM generate_series(1, $1) AS i`,
+    [sessions],
+  );
+  let queries = 0;
+  let counting = false;
+  const app = await createApp({ databaseUrl, log: quiet, onQuery: () => counting && queries++ });
+  try {
+    const request = async () => {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: LIST }) });
+      const body = (await res.json()) as { data?: { sessions: { edges: Array<{ node: { parent: unknown } }> } }; errors?: unknown };
+      if (body.errors || body.data?.sessions.edges.length !== 50) throw new Error(`sessions query failed: ${JSON.stringify(body.errors)}`);
+      return body.data.sessions.edges;
+    };
+    for (let i = 0; i < 5; i++) await request(); // warm-up (query plans, Prisma compile)
+    counting = true;
+    const edges = await request();
+    counting = false;
+    const sqlQueries = queries;
+    const times: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const t = performance.now();
+      await request();
+      times.push(performance.now() - t);
+    }
+    times.sort((a, b) => a - b);
+    return {
+      sessions,
+      withParent: edges.filter((e) => e.node.parent).length,
+      p50Ms: round(percentile(times, 50)),
+      p99Ms: round(percentile(times, 99)),
+      sqlQueries,
+      goal: 'sqlQueries <= 3, p50 < 20 ms',
+    };
+  } finally {
+    await app.close();
+  }
+}
