@@ -115,6 +115,15 @@ export class LiveEvents {
     return entry.stream;
   }
 
+  /** Live subscribers in this process (metrics; tests check that disconnects clean up). */
+  stats() {
+    let events = 0;
+    let turns = 0;
+    for (const tail of this.tails.values()) events += tail.subscribers.size;
+    for (const set of this.turnStreams.values()) turns += set.size;
+    return { watchedSessions: this.tails.size, events, turns, sessions: this.sessionStreams.size };
+  }
+
   /** Sends a turn update to every process's subscribers (the host's onUpdate sink). */
   publishTurnUpdate(update: TurnUpdate): void {
     if (this.closed) return;

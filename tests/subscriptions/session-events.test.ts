@@ -56,6 +56,27 @@ describe.each<Transport>(['ws', 'sse'])('sessionEvents over %s', (transport) => 
   });
 });
 
+describe('subscriber lifecycle', () => {
+  it.each<Transport>(['ws', 'sse'])('a client that goes away over %s leaves nothing behind', async (transport) => {
+    const id = await create();
+    const subs = [subscribe(transport, app.url, EVENTS, { id }), subscribe(transport, app.url, TURNS, { id }), subscribe(transport, app.url, `subscription { sessionsChanged { id } }`)];
+    await subs[0].count(1);
+    await waitFor(() => app.services.live.stats().turns === 1 && app.services.live.stats().sessions === 1, { what: 'registered' });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1 });
+    await Promise.all(subs.map((s) => s.close()));
+    await waitFor(() => app.services.live.stats().events === 0 && app.services.live.stats().turns === 0 && app.services.live.stats().sessions === 0, { what: 'cleanup' });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0 });
+  });
+
+  it('the schema carries the subscription contract of DESIGN §7', async () => {
+    const { printedSchema } = await import('../../src/graphql/print-schema.ts');
+    const sdl = printedSchema();
+    for (const field of ['sessionEvents(afterSeq: Int, sessionId: ID!): Event!', 'sessionTurns(sessionId: ID!): TurnUpdate!', 'sessionsChanged: Session!']) {
+      expect(sdl).toContain(field);
+    }
+  });
+});
+
 describe('a fork mid-turn, followed live', () => {
   it('the child subscriber sees the marker and closers first, then the new turn and its model text', async () => {
     const parent = await create('parent');
