@@ -15,7 +15,8 @@ const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
 const TIMEOUT = { timeout: 10_000 };
 
 let app: TestApp;
-let browser: Browser;
+// Awaited by every test that drives the page: a missing Chromium fails them (never skips).
+let browser: Promise<Browser>;
 let origin: string;
 
 beforeAll(async () => {
@@ -26,17 +27,19 @@ beforeAll(async () => {
       stdio: 'inherit',
     });
   }
-  [app, browser] = await Promise.all([startTestApp(), launchChromium()]);
+  browser = launchChromium();
+  browser.catch(() => {}); // reported by the tests that use it
+  app = await startTestApp();
   origin = new URL(app.url).origin;
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await (await browser?.catch(() => undefined))?.close();
   await app?.close();
 });
 
 async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+  const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
   page.setDefaultTimeout(10_000); // a missing element fails fast, well inside the test timeout
   const errors = collectPageErrors(page);
   return { page, errors };
