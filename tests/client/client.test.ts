@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 import {
   createForklineClient,
   CreateSessionDocument,
@@ -42,7 +43,7 @@ describe('createForklineClient', () => {
   it('queries, mutates and subscribes with typed documents', async () => {
     const changed = client.subscribe(SessionsChangedDocument);
     const firstChange = changed.next();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => app.services.live.stats().sessions === 1, { what: 'sessionsChanged registered' });
     const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'typed' } });
     expect(createSession).toMatchObject({ title: 'typed', status: 'IDLE', eventCount: 1, parent: null });
     expect((await firstChange).value?.sessionsChanged.id).toBe(createSession.id);
@@ -53,7 +54,7 @@ describe('createForklineClient', () => {
     const turns = client.subscribe(SessionTurnsDocument, { sessionId: id });
     expect((await take(events, 1)).map((e) => e.sessionEvents.type)).toEqual(['session/title']);
     const firstTurn = turns.next();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(() => app.services.live.stats().turns === 1, { what: 'sessionTurns registered' });
     const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: id, text: 'typed hello' } });
     expect(sendMessage.event.seq).toBe(1);
     const live = await take(events, 7);

@@ -35,8 +35,10 @@ describe('two processes, one database', () => {
     const viaSse = subscribeSse(a.url, EVENTS, { id });
     const turnsWs = subscribeWs(a.url, TURNS, { id });
     const turnsSse = subscribeSse(a.url, TURNS, { id });
-    await Promise.all([viaWs.count(1), viaSse.count(1)]); // both are live (caught up on the title)
-    await new Promise((r) => setTimeout(r, 100));
+    // Both event subscriptions caught up on the title, so they listen; the turn
+    // subscriptions, opened with them, have fewer steps to take.
+    await Promise.all([viaWs.count(1), viaSse.count(1)]);
+    await new Promise((r) => setTimeout(r, 250));
 
     const inputs = [
       '!slow 5\nfirst turn answers in words',

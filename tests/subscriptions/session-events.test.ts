@@ -101,7 +101,7 @@ describe('a fork mid-turn, followed live', () => {
     expect(seed.slice(1).every((i) => i.sessionEvents.synthetic)).toBe(true);
     expect(seed[1].sessionEvents.data.status).toBe('not-started');
 
-    await new Promise((r) => setTimeout(r, 100)); // the turn subscription is registered
+    await waitFor(() => app.services.live.stats().turns === 1, { what: 'the turn subscription' });
     await send(child, '!slow 20\nthe child speaks in several words');
     await turns.until((u) => u.some((x) => x.sessionTurns.kind === 'TURN_ENDED'), 'TURN_ENDED');
     await app.services.host.idle();
