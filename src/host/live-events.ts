@@ -201,6 +201,7 @@ export class LiveEvents {
       while (this.outbox.length) {
         const batch = this.outbox;
         this.outbox = [];
+        // `n` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one.
         const payloads = turnPayloads(batch).map((u) => JSON.stringify({ n: ++this.publishSerial, u }));
         await this.store.notifyAll(TURNS_CHANNEL, payloads).catch((err) => this.opts.log?.('publishing turn updates failed', err));
       }
