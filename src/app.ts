@@ -10,6 +10,12 @@ import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
 import { LeaseManager } from './host/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
+import type { ErrorLog } from './graphql/plugins/error-codes.ts';
+import type { SecurityOptions } from './graphql/security.ts';
+import { ServiceMetrics } from './metrics.ts';
+import { errorLogOf, type Logger } from './logger.ts';
+import { databaseReadiness } from './db/readiness.ts';
+import { expectedMigrations } from './db/migrate.ts';
 import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
@@ -22,7 +28,13 @@ export interface AppOptions {
   databaseUrl: string;
   host?: string;
   port?: number;
-  log?: (msg: string, err?: unknown) => void;
+  log?: ErrorLog;
+  /** Structured logger (main.ts: pino); `log` writes to it when unset. */
+  logger?: Logger;
+  /** Authentication and limits (config.ts securityOptions); unset: local mode, default limits. */
+  security?: SecurityOptions;
+  /** Prometheus metrics served at /metrics; created when unset. */
+  metrics?: ServiceMetrics;
   /** Observes every SQL statement Prisma sends (tests and bench count them). */
   onQuery?: (sql: string) => void;
   defaultModel?: { provider: string; model: string };
@@ -44,12 +56,16 @@ export interface App {
   /** In-process stream of turn updates (the sessionTurns subscription reads it). */
   turnUpdates: EventEmitter;
   server: RunningServer;
+  metrics: ServiceMetrics;
   close(): Promise<void>;
 }
 
 export async function createApp(opts: AppOptions): Promise<App> {
-  const log = opts.log ?? ((m: string, e?: unknown) => console.error(m, e ?? ''));
+  const log = opts.log ?? (opts.logger ? errorLogOf(opts.logger) : (m: string, e?: unknown) => console.error(m, e ?? ''));
+  const metrics = opts.metrics ?? new ServiceMetrics();
+  let closing = false;
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
+  const migrations = expectedMigrations();
   const pgConfig = pgConfigFromUrl(opts.databaseUrl);
   const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL]);
   await listener.start();
@@ -75,6 +91,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       onUpdate: (u: TurnUpdate) => {
         turnUpdates.emit(u.sessionId, u);
         live.publishTurnUpdate(u); // every process's sessionTurns subscribers
+        metrics.observeTurnUpdate(u);
       },
       onToolRun: opts.onToolRun,
     },
@@ -89,6 +106,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 0,
     log,
+    security: opts.security,
+    metrics,
+    readiness: async () => (closing ? { ready: false, checks: { process: 'stopping' } } : databaseReadiness(db.pool, migrations)),
     onOtherRequest: serveDashboard(),
   });
   return {
@@ -98,7 +118,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     models,
     turnUpdates,
     server,
+    metrics,
     async close() {
+      closing = true;
       await server.close();
       await host.stop();
       await live.close();

@@ -1,5 +1,35 @@
 // Environment configuration (DESIGN §8), parsed once with zod.
 import { z } from 'zod';
+import { DEFAULT_LIMITS, type SecurityOptions } from './graphql/security.ts';
+
+const flag = z.enum(['0', '1', 'true', 'false']).optional().transform((v) => v === '1' || v === 'true');
+
+const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const MIN_TOKEN_LENGTH = 16;
+
+/** `token=tenant,token2=tenant2` → token → tenant (unset or empty: local single-tenant mode). */
+function parseApiTokens(value: string | undefined, ctx: z.RefinementCtx): Map<string, string> | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const tokens = new Map<string, string>();
+  for (const entry of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const eq = entry.lastIndexOf('=');
+    const token = entry.slice(0, eq).trim();
+    const tenant = entry.slice(eq + 1).trim();
+    const problem =
+      eq < 0 ? 'an entry is not token=tenant'
+      : token.length < MIN_TOKEN_LENGTH ? `a token is shorter than ${MIN_TOKEN_LENGTH} characters`
+      : /\s/.test(token) ? 'a token contains whitespace'
+      : !TENANT.test(tenant) ? `tenant "${tenant}" is not 1-64 of [A-Za-z0-9._-]`
+      : tokens.has(token) && tokens.get(token) !== tenant ? 'a token is listed for two tenants'
+      : undefined;
+    if (problem) {
+      ctx.addIssue({ code: 'custom', message: `${problem} (expected "token=tenant,token2=tenant2")` });
+      return z.NEVER;
+    }
+    tokens.set(token, tenant);
+  }
+  return tokens.size ? tokens : undefined;
+}
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
@@ -10,6 +40,18 @@ const envSchema = z.object({
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().optional(),
   MODEL: z.string().optional(),
+  // Security and operations (README "Security and operations").
+  FORKLINE_API_TOKENS: z.string().optional().transform((v, ctx) => parseApiTokens(v, ctx)),
+  FORKLINE_ALLOW_INSECURE: flag,
+  FORKLINE_CORS_ORIGINS: z.string().optional().transform((v) => v?.split(',').map((o) => o.trim()).filter(Boolean) ?? []),
+  FORKLINE_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxBodyBytes),
+  FORKLINE_MAX_QUERY_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_LIMITS.maxTokens),
+  FORKLINE_MAX_QUERY_DEPTH: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxDepth),
+  FORKLINE_MAX_ALIASES: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxAliases),
+  FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
+  FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
+  FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
 export type Config = z.infer<typeof envSchema>;
@@ -20,4 +62,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   return r.data;
+}
+
+/** The security and limit settings the server takes from the environment. */
+export function securityOptions(config: Config): SecurityOptions {
+  return {
+    apiTokens: config.FORKLINE_API_TOKENS,
+    allowInsecure: config.FORKLINE_ALLOW_INSECURE,
+    corsOrigins: config.FORKLINE_CORS_ORIGINS,
+    maxBodyBytes: config.FORKLINE_MAX_BODY_BYTES,
+    maxTokens: config.FORKLINE_MAX_QUERY_TOKENS,
+    maxDepth: config.FORKLINE_MAX_QUERY_DEPTH,
+    maxAliases: config.FORKLINE_MAX_ALIASES,
+    maxCost: config.FORKLINE_MAX_QUERY_COST,
+    rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
+  };
 }

@@ -1,18 +1,28 @@
 // `npm start`: embedded Postgres under .data/ unless DATABASE_URL is set,
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
-import { loadConfig } from './config.ts';
+import { loadConfig, securityOptions } from './config.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { assertSafeBinding } from './graphql/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { ensureDatabase, migrate } from './db/migrate.ts';
 import { createApp, type App } from './app.ts';
 
+/** SIGTERM to exit: well inside the 10 s an orchestrator usually allows. */
+const SHUTDOWN_DEADLINE_MS = 9_000;
+
+let logger: Logger = createLogger(); // until the configuration names a level
+
 async function main() {
   const config = loadConfig();
+  logger = createLogger(config.LOG_LEVEL);
+  const security = securityOptions(config);
+  assertSafeBinding(config.HOST, security); // before anything starts
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     const dir = path.resolve(config.FORKLINE_DATA_DIR, 'pg');
-    console.log(`starting embedded Postgres in ${dir}`);
+    logger.info({ dir }, 'starting embedded Postgres');
     embedded = await startEmbeddedPostgres(dir);
     databaseUrl = `${embedded.serverUrl}/forkline`;
   }
@@ -21,14 +31,24 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: shutting down`);
-    const force = setTimeout(() => process.exit(1), 15_000);
+    logger.info({ signal }, 'shutting down');
+    const started = Date.now();
+    const force = setTimeout(() => {
+      logger.error({ signal }, `shutdown did not finish in ${SHUTDOWN_DEADLINE_MS} ms; exiting`);
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
     force.unref();
+    let code = 0;
     try {
+      // Stops accepting, closes subscriptions, closes running turns as interrupted, releases leases.
       await app?.close();
+    } catch (err) {
+      code = 1;
+      logger.error({ err }, 'shutdown failed');
     } finally {
-      await embedded?.stop();
-      process.exit(0);
+      await embedded?.stop().catch((err: unknown) => logger.error({ err }, 'embedded Postgres did not stop'));
+      logger.info({ ms: Date.now() - started }, 'stopped');
+      process.exit(code);
     }
   };
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -38,6 +58,8 @@ async function main() {
     await migrate(databaseUrl);
     app = await createApp({
       databaseUrl,
+      logger,
+      security,
       host: config.HOST,
       port: config.PORT,
       defaultModel: { provider: config.MODEL_PROVIDER, model: config.MODEL ?? config.MODEL_PROVIDER },
@@ -49,10 +71,13 @@ async function main() {
     await embedded?.stop();
     throw err;
   }
-  console.log(`forkline is serving GraphQL and GraphiQL at ${app.url}`);
+  logger.info(
+    { url: app.url, auth: security.apiTokens ? 'tokens' : 'local', tenants: new Set(security.apiTokens?.values()).size },
+    `forkline is serving GraphQL and GraphiQL at ${app.url} (dashboard at /)`,
+  );
 }
 
 main().catch((err) => {
-  console.error(err);
+  logger.fatal({ err }, err instanceof Error ? err.message : String(err));
   process.exit(1);
 });

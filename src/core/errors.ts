@@ -6,6 +6,7 @@ export const ERROR_CODES = [
   'SESSION_BUSY',
   'UNAUTHENTICATED',
   'FORBIDDEN',
+  'RATE_LIMITED',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -1,6 +1,8 @@
 // Applies prisma/migrations with the Prisma CLI (`migrate deploy`, offline-safe
 // through prisma.config.ts: JS engine + pg adapter).
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -61,4 +63,13 @@ export async function pendingMigrations(pool: pg.Pool, expected: string[]): Prom
   );
   const applied = new Set(rows.map((r) => r.migration_name));
   return expected.filter((m) => !applied.has(m));
+}
+
+/** The migrations this build expects: the folders of prisma/migrations. */
+export function expectedMigrations(dir = path.join(root, 'prisma', 'migrations')): string[] {
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && fs.existsSync(path.join(dir, d.name, 'migration.sql')))
+    .map((d) => d.name)
+    .sort();
 }

@@ -2,25 +2,49 @@
 // and GraphiQL at /graphql; graphql-ws serves subscriptions on the same path.
 import http from 'node:http';
 import { createYoga, type Plugin } from 'graphql-yoga';
+import { GraphQLError } from 'graphql';
 import { WebSocketServer } from 'ws';
+import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { schema } from './schema.ts';
 import type { Context } from './context.ts';
 import type { Services } from '../host/services.ts';
 import type { PrismaClient } from '@prisma/client';
-import { maskError, useInputErrorCodes } from './plugins/error-codes.ts';
+import { maskError, useInputErrorCodes, type ErrorLog } from './plugins/error-codes.ts';
+import { TenantAuth, connectionAuthorization, useTenantAuth } from './plugins/auth.ts';
+import { TokenBuckets, rateLimitedMessage, useRateLimit } from './plugins/rate-limit.ts';
+import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention, useLoopbackHostCheck } from './plugins/browser.ts';
+import { useQueryLimits } from './plugins/limits.ts';
+import { useStorableText } from './plugins/text-input.ts';
+import { countErrors, useMetrics } from './plugins/metrics.ts';
+import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
+import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
+import type { ServiceMetrics } from '../metrics.ts';
+
+/** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
+const MAX_WS_MESSAGE_BYTES = 1024 * 1024;
 
 export interface ServerOptions {
   services: Services;
   prisma: PrismaClient;
   host: string;
   port: number;
-  log?: (msg: string, err?: unknown) => void;
-  /** Extra yoga plugins (auth, limits, metrics), registered in one place. */
+  log?: ErrorLog;
+  /** Authentication, limits, CORS (README "Security and operations"); unset: local mode with default limits. */
+  security?: SecurityOptions;
+  metrics?: ServiceMetrics;
+  /** /readyz; unset: ready whenever the process answers. */
+  readiness?: () => Promise<ReadinessReport>;
+  /** How long close() lets in-flight HTTP requests finish before it cuts them. */
+  drainMs?: number;
+  /** Extra yoga plugins, appended to the list below. */
   plugins?: Plugin[];
   /** Handles non-GraphQL paths (dashboard, health); return false to 404. */
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
+
+const ROUTES = new Set(['/graphql', '/healthz', '/readyz', '/metrics', '/']);
+const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 
 export interface RunningServer {
   url: string;
@@ -30,52 +54,124 @@ export interface RunningServer {
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const log = opts.log ?? ((m, e) => console.error(m, e ?? ''));
+  const security = opts.security ?? {};
+  assertSafeBinding(opts.host, security);
+  const { metrics } = opts;
+  const auth = new TenantAuth(security.apiTokens);
+  // Local mode is reachable only through loopback names (DNS rebinding).
+  const loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
+  const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
+  const buckets = auth.enabled && rateLimit ? new TokenBuckets(rateLimit.perSecond, rateLimit.burst) : undefined;
+  const corsOrigins = security.corsOrigins ?? [];
+  const toClientError = maskError(log);
+
   const yoga = createYoga<{ req?: http.IncomingMessage }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    graphiql: { title: 'forkline', subscriptionsProtocol: 'WS' },
+    // With tokens, GraphiQL subscribes over SSE: that request carries the headers set in its editor.
+    graphiql: { title: 'forkline', subscriptionsProtocol: auth.enabled ? 'SSE' : 'WS' },
     landingPage: false,
     logging: false,
-    maskedErrors: { maskError: maskError(log) },
-    plugins: [useInputErrorCodes(), ...(opts.plugins ?? [])],
-    context: (): Omit<Context, never> => ({
-      scope: { tenant: 'local' },
+    maskedErrors: { maskError: toClientError },
+    maxRequestBodySize: security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes,
+    // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
+    cors: corsOrigins.length ? { origin: corsOrigins, allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
+    // Every cross-cutting concern, registered here and only here, in request order.
+    plugins: [
+      loopbackOnly && useLoopbackHostCheck(),
+      useTenantAuth(auth, () => metrics?.rejected.inc({ reason: 'unauthenticated' })),
+      buckets && useRateLimit(buckets, auth, () => metrics?.rejected.inc({ reason: 'rate_limited' })),
+      useCsrfPrevention(),
+      useQueryLimits({
+        maxTokens: security.maxTokens ?? DEFAULT_LIMITS.maxTokens,
+        maxDepth: security.maxDepth ?? DEFAULT_LIMITS.maxDepth,
+        maxAliases: security.maxAliases ?? DEFAULT_LIMITS.maxAliases,
+        maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
+      }),
+      useStorableText(),
+      useInputErrorCodes(),
+      metrics && useMetrics(metrics),
+      ...(opts.plugins ?? []),
+    ].filter((p): p is Plugin => Boolean(p)),
+    context: (initial): Omit<Context, never> => ({
+      scope: { tenant: auth.principalOf(initial).tenant },
       prisma: opts.prisma,
       store: opts.services.store,
       services: opts.services,
     }),
   });
 
+  const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const httpServer = http.createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/graphql') return yoga(req, res);
-    if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+    if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
+    try {
+      if (path === '/graphql') return await yoga(req, res);
+      if (await endpoints(req, res, path)) return;
+      if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+    } catch (err) {
+      log('request failed', err, { path });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end('internal server error');
+      else res.destroy();
+    }
   });
 
-  const wss = new WebSocketServer({ server: httpServer, path: '/graphql' });
+  const wss = new WebSocketServer({
+    server: httpServer,
+    path: '/graphql',
+    maxPayload: MAX_WS_MESSAGE_BYTES,
+    // Browsers open WebSockets cross-site without CORS: only this origin (or configured ones).
+    verifyClient: ({ req }, done) =>
+      isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host)) ? done(true) : done(false, 403, 'Forbidden'),
+  });
+  const authorizationOf = (ctx: { connectionParams?: Record<string, unknown>; extra: { request: http.IncomingMessage } }) =>
+    connectionAuthorization(ctx.connectionParams, ctx.extra.request);
   const wsCleanup = useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
     {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
+      // graphql-ws clients treat 4401 as final (no reconnect loop with a bad token).
+      onConnect: (ctx) => {
+        if (auth.authenticate(authorizationOf(ctx))) return true;
+        metrics?.rejected.inc({ reason: 'unauthenticated' });
+        ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
+        return false;
+      },
       onSubscribe: async (ctx, _id, params) => {
-        const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          ...ctx,
-          req: ctx.extra.request,
-          socket: ctx.extra.socket,
-          params,
-        });
-        const document = parse(params.query);
-        const errors = validate(s, document);
-        if (errors.length) return errors;
-        return {
-          schema: s,
-          operationName: params.operationName,
-          document,
-          variableValues: params.variables,
-          contextValue: await contextFactory(),
-          rootValue: { execute, subscribe },
-        };
+        // Errors here answer this operation only; thrown, they would close the whole socket.
+        try {
+          const principal = auth.authenticate(authorizationOf(ctx));
+          const wait = buckets && principal ? buckets.take(principal.key) : 0;
+          if (wait) {
+            metrics?.rejected.inc({ reason: 'rate_limited' });
+            throw new GraphQLError(rateLimitedMessage(wait), { extensions: { code: 'RATE_LIMITED' } });
+          }
+          const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+            ...ctx,
+            req: ctx.extra.request,
+            socket: ctx.extra.socket,
+            params,
+          });
+          const document = parse(params.query);
+          const errors = validate(s, document);
+          if (errors.length) throw errors;
+          return {
+            schema: s,
+            operationName: params.operationName,
+            document,
+            variableValues: params.variables,
+            contextValue: await contextFactory(),
+            rootValue: { execute, subscribe },
+          };
+        } catch (err) {
+          const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
+          if (metrics) countErrors(metrics, errors);
+          return errors;
+        }
+      },
+      onNext: (_ctx, _id, _payload, _args, result) => {
+        if (metrics && 'errors' in result) countErrors(metrics, result.errors);
       },
     },
     wss,
@@ -90,11 +186,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     url: `http://${hostForUrl}:${addr.port}/graphql`,
     httpServer,
+    /** Stops accepting, closes WebSockets (1001), lets HTTP requests finish for drainMs, then cuts the rest (SSE). */
     async close() {
-      await wsCleanup.dispose();
-      wss.close();
-      httpServer.closeAllConnections();
-      await new Promise<void>((r) => httpServer.close(() => r()));
+      const closed = Promise.all([new Promise<void>((r) => httpServer.close(() => r())), wsCleanup.dispose()]);
+      httpServer.closeIdleConnections();
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), opts.drainMs ?? 1000).unref());
+      if ((await Promise.race([closed, timer])) === 'timeout') {
+        for (const socket of wss.clients) socket.terminate();
+        httpServer.closeAllConnections();
+      }
+      await closed;
     },
   };
 }

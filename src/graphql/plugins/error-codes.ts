@@ -1,5 +1,6 @@
 // Every error a client sees carries extensions.code (DESIGN §7). User errors
 // keep their message; anything unexpected is masked and logged with a request id.
+import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
 import type { Plugin } from 'graphql-yoga';
@@ -11,7 +12,23 @@ function rootCause(error: unknown): unknown {
   return e;
 }
 
-export function maskError(log: (msg: string, err: unknown) => void) {
+// Postgres refuses text it cannot parse or store (U+0000, lone surrogates inside
+// a recording's JSON): only client input carries such text (see also
+// text-input.ts), and the failed statement wrote nothing.
+const UNSTORABLE_TEXT = new Set(['22021', '22P02', '22P05']);
+
+function postgresCode(error: unknown): string | undefined {
+  for (let e = error, i = 0; e && typeof e === 'object' && i < 5; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/** Structured error log: a message, the error, and fields such as the request id. */
+export type ErrorLog = (msg: string, err?: unknown, fields?: Record<string, unknown>) => void;
+
+export function maskError(log: ErrorLog) {
   return (error: unknown, message: string): Error => {
     const cause = rootCause(error);
     const path = error instanceof GraphQLError ? error.path : undefined;
@@ -24,11 +41,20 @@ export function maskError(log: (msg: string, err: unknown) => void) {
     if (cause instanceof GraphQLError && cause.extensions?.code) return cause;
     // graphql-js's own errors (parse, validation, variable coercion) carry no
     // originalError: they describe the client's request.
+    // A request refused by status alone (yoga's CSRF check: 403) keeps that meaning.
     if (cause instanceof GraphQLError && !cause.originalError) {
-      return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code: 'BAD_USER_INPUT' } });
+      const status = (cause.extensions?.http as { status?: number } | undefined)?.status;
+      const code = status === 403 ? 'FORBIDDEN' : 'BAD_USER_INPUT';
+      return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code } });
     }
-    const requestId = Math.random().toString(36).slice(2, 10);
-    log(`unexpected error (request ${requestId})`, cause);
+    if (UNSTORABLE_TEXT.has(postgresCode(cause) ?? '')) {
+      return new GraphQLError('the input contains text that cannot be stored (for example a NUL character, U+0000)', {
+        path,
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
+    }
+    const requestId = randomUUID();
+    log('unexpected error', cause, { requestId });
     return new GraphQLError(message, { path, extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } });
   };
 }
@@ -38,6 +64,25 @@ export function maskError(log: (msg: string, err: unknown) => void) {
  * code from graphql-js; they are the client's input errors.
  */
 export function useInputErrorCodes(): Plugin {
+  return {
+    ...tagInputErrors(),
+    // yoga's parsers throw plain errors for some malformed requests (GET
+    // `variables=` that is not JSON): they are the client's, not ours.
+    onRequestParse({ requestParser, setRequestParser }) {
+      if (!requestParser) return;
+      setRequestParser(async (request) => {
+        try {
+          return await requestParser(request);
+        } catch (err) {
+          if (err instanceof GraphQLError) throw err;
+          throw new GraphQLError(`malformed request: ${(err as Error).message}`, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
+        }
+      });
+    },
+  };
+}
+
+function tagInputErrors(): Plugin {
   const tag = (errors: readonly GraphQLError[] | undefined) => {
     for (const e of errors ?? []) {
       if (!e.extensions?.code) (e.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';

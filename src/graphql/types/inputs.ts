@@ -9,8 +9,23 @@ export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   }),
 });
 
+const MAX_SETTINGS_BYTES = 16 * 1024;
+
+/** Serialized size, or Infinity when the value cannot be serialized (nested too deep to stringify). */
+function jsonSize(value: unknown): number {
+  try {
+    return JSON.stringify(value).length;
+  } catch {
+    return Infinity;
+  }
+}
+
 export const modelSchema = z.object({
   provider: z.string().min(1).max(100),
   model: z.string().min(1).max(200),
-  settings: z.record(z.string(), z.unknown()).nullish().transform((v) => v ?? undefined),
+  settings: z
+    .record(z.string(), z.unknown())
+    .refine((v) => jsonSize(v) <= MAX_SETTINGS_BYTES, `at most ${MAX_SETTINGS_BYTES} bytes of JSON`)
+    .nullish()
+    .transform((v) => v ?? undefined),
 });

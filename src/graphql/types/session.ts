@@ -34,12 +34,14 @@ export const SessionRef = builder.prismaNode('Session', {
     }),
     children: t.relatedConnection('children', {
       cursor: 'id',
-      query: () => ({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+      // Pothos would clamp an oversized page silently; every connection rejects it instead.
+      query: (args) => (pageArgs(args), { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
     }),
     events: t.relatedConnection('events', {
       cursor: 'id',
       args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
       query: (args) => {
+        pageArgs(args as Parameters<typeof pageArgs>[0]); // connection args (first, last) arrive here too
         const { afterSeq } = parseArgs(z.object({ afterSeq: z.number().int().min(-1).nullish() }), args);
         return { where: afterSeq != null ? { seq: { gt: afterSeq } } : {}, orderBy: { seq: 'asc' } };
       },

@@ -1,0 +1,59 @@
+// Security settings of the HTTP/WebSocket front (README "Security and
+// operations"). The plugins that enforce them live in ./plugins/ and are
+// registered in one place: server.ts.
+import { isIP } from 'node:net';
+import { MAX_RECORDING_BYTES } from '../core/recording.ts';
+
+export interface SecurityOptions {
+  /** token → tenant. Unset or empty: local single-tenant mode (tenant `local`, loopback only). */
+  apiTokens?: ReadonlyMap<string, string>;
+  /** Local mode may bind a non-loopback HOST only with this set (FORKLINE_ALLOW_INSECURE=1). */
+  allowInsecure?: boolean;
+  /** Browser origins allowed cross-origin (CORS, WebSocket); the server's own origin always is. */
+  corsOrigins?: string[];
+  maxBodyBytes?: number;
+  maxTokens?: number;
+  maxDepth?: number;
+  maxAliases?: number;
+  maxCost?: number;
+  /** Token bucket per API token (auth mode only); false: off. */
+  rateLimit?: { perSecond: number; burst: number } | false;
+}
+
+export const DEFAULT_LIMITS = {
+  // One body limit for every request: importRecording must accept a recording up
+  // to MAX_RECORDING_BYTES, which JSON string escaping can double. Smaller
+  // inputs have their own limits (sendMessage text: 200,000 characters).
+  maxBodyBytes: 2 * MAX_RECORDING_BYTES + 1024 * 1024,
+  // 2 tokens per nesting level at least: keeps documents far from the depth
+  // (~2,000 levels) where graphql-js's parser overflows the stack.
+  maxTokens: 2000,
+  maxDepth: 12,
+  maxAliases: 30,
+  maxCost: 100_000,
+  ratePerSecond: 20,
+  rateBurst: 100,
+} as const;
+
+export const LOCAL_TENANT = 'local';
+
+/** Loopback interfaces and names (a name other than localhost may resolve anywhere). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || h.startsWith('::ffff:127.');
+  return false;
+}
+
+/**
+ * Without API tokens anyone who reaches the port owns every session: refuse to
+ * listen beyond loopback unless the operator says so explicitly.
+ */
+export function assertSafeBinding(host: string, security: SecurityOptions): void {
+  if (security.apiTokens?.size || security.allowInsecure || isLoopbackHost(host)) return;
+  throw new Error(
+    `refusing to listen on HOST=${host} without authentication: set FORKLINE_API_TOKENS="token=tenant,…" ` +
+      `(recommended), or FORKLINE_ALLOW_INSECURE=1 to serve every session unauthenticated on that interface`,
+  );
+}

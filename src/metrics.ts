@@ -1,0 +1,70 @@
+// Prometheus metrics of one service instance (served at /metrics). Each app
+// has its own registry, so several apps in one process (tests) don't collide.
+// Labels are bounded sets: routes, operation types, schema root fields, error
+// codes, reasons; never ids, tenants or client-chosen names.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TurnUpdate } from './agent/turn-updates.ts';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'forkline_http_requests_total',
+    help: 'HTTP requests by route, method and status code.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly operations = new Counter({
+    name: 'forkline_graphql_operations_total',
+    help: 'GraphQL operations executed (HTTP, SSE and WebSocket) by type and root field.',
+    labelNames: ['type', 'field'] as const,
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: 'forkline_graphql_errors_total',
+    help: 'Errors returned to clients, by extensions.code.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+  readonly rejected = new Counter({
+    name: 'forkline_rejected_requests_total',
+    help: 'Requests and connections refused before execution (unauthenticated, rate_limited).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly activeSubscriptions = new Gauge({
+    name: 'forkline_active_subscriptions',
+    help: 'Subscriptions currently open (SSE and WebSocket).',
+    registers: [this.registry],
+  });
+  readonly turnDuration = this.durations('forkline_turn_duration_seconds', 'Duration of agent turns run by this process, by turn/end reason.', 'reason');
+  readonly forkDuration = this.durations('forkline_fork_duration_seconds', 'Duration of forkSession (kind=fork) and branchSession (kind=branch) mutations.', 'kind');
+
+  private readonly turnStarts = new Map<string, number>();
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Turn durations from the host's turn updates (the sessionTurns stream). */
+  observeTurnUpdate(u: TurnUpdate): void {
+    const key = `${u.sessionId}:${u.turn}`;
+    if (u.kind === 'TURN_STARTED') {
+      if (this.turnStarts.size > 100_000) this.turnStarts.clear(); // turns ended by a crash never report
+      this.turnStarts.set(key, performance.now());
+    } else if (u.kind === 'TURN_ENDED') {
+      const start = this.turnStarts.get(key);
+      this.turnStarts.delete(key);
+      if (start !== undefined) this.turnDuration.observe({ reason: u.reason ?? 'unknown' }, (performance.now() - start) / 1000);
+    }
+  }
+
+  private durations<L extends string>(name: string, help: string, label: L) {
+    return new Histogram<L>({ name, help, labelNames: [label], buckets: DURATION_BUCKETS, registers: [this.registry] });
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
