@@ -1,6 +1,6 @@
 // subscriptionFanout: N sessionEvents subscribers on one session, each on its
 // own WebSocket (in a client process) to a real server (createApp); append →
-// receive latency per subscriber (goal: p99 < 50 ms).
+// receive latency per subscriber (goal: p99 < 50 ms). BENCH_SUBSCRIBERS=N overrides N.
 // sessionsList: `sessions(first: 50)` with counts and parent over 10,000
 // sessions, and the SQL statements one request costs (goal: ≤ 3, p50 < 20 ms).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -11,7 +11,7 @@ import { percentile, QUICK, round, type BenchContext } from './context.ts';
 const quiet = () => {};
 
 export async function benchSubscriptionFanout({ databaseUrl, store }: BenchContext) {
-  const subscribers = QUICK ? 100 : 500;
+  const subscribers = Number(process.env.BENCH_SUBSCRIBERS) || (QUICK ? 100 : 500);
   const rounds = QUICK ? 20 : 40;
   const warmup = 3;
   const app = await createApp({ databaseUrl, log: quiet });
