@@ -39,7 +39,7 @@ export interface ServerOptions {
   drainMs?: number;
   /** Extra yoga plugins, appended to the list below. */
   plugins?: Plugin[];
-  /** Handles non-GraphQL paths (dashboard, health); return false to 404. */
+  /** Handles other paths (the dashboard) after /healthz, /readyz and /metrics; return false to 404. */
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
 
