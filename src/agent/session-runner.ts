@@ -24,6 +24,9 @@ export interface RunnerDeps {
   onToolRun?: (sessionId: string, call: ToolCall) => void;
 }
 
+/** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
+const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
+
 /** Why a running turn stops early. */
 export type StopReason = 'cancel' | 'shutdown';
 
@@ -126,7 +129,7 @@ export class SessionRunner {
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
         return endTurn('failed', [agentError(step, message), endStep(step, 'failed')]);
       }
-      await append([{ type: 'model/message', data: { turn, step, text: answer.text, toolCalls: answer.toolCalls } }]);
+      await append([{ type: 'model/message', data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) } }]);
       if (answer.toolCalls.length === 0) return endTurn('completed', [endStep(step, 'completed')]);
 
       for (const call of answer.toolCalls) {
@@ -136,7 +139,7 @@ export class SessionRunner {
         if (this.stopReason && status !== 'ok') return this.closeStopped(log);
         await append([{
           type: 'tool/result',
-          data: { turn, step, callId: call.id, resultId: `res_${this.sessionId}_${call.id}`, status, content, name: call.name },
+          data: { turn, step, callId: call.id, resultId: `res_${this.sessionId}_${call.id}`, status, content: storable(content), name: call.name },
         }]);
         onUpdate({ sessionId: this.sessionId, kind: 'TOOL_FINISHED', turn, step, callId: call.id, toolName: call.name, status });
       }

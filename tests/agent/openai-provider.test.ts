@@ -87,6 +87,16 @@ describe('openai provider', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
+  it('model text that Postgres cannot store (NUL) is kept readable instead of failing the turn', async () => {
+    const id = await session();
+    replies.push({ chunks: [delta({ content: 'a\u0000b' })] });
+    await send(id, 'binary please');
+    await app.services.host.idle();
+    const events = await log(id);
+    expect(events.find((e) => e.type === 'model/message')!.data.text).toBe('a\uFFFDb');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
   it('an error response fails the turn; the loop keeps serving', async () => {
     const id = await session();
     replies.push({ status: 429, body: '{"error":{"message":"rate limited"}}' });
