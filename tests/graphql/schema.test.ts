@@ -12,7 +12,11 @@ describe('schema/schema.graphql', () => {
     for (const name of ['session(id: ID!): Session', 'sessions(', 'node(id: ID!): Node', 'eventCount: Int!', 'turnCount: Int!',
       'forkedAtSeq: Int', 'inheritedEventCount: Int!', 'firstLiveSeq: Int!', 'inherited: Boolean!', 'synthetic: Boolean!',
       'forkSession(input: ForkSessionInput!): ForkSessionPayload!', 'branchSession(input: BranchSessionInput!): ForkSessionPayload!',
-      'createSession(input: CreateSessionInput!): Session!', 'cutSeq: Int!', 'syntheticEvents: [Event!]!']) {
+      'createSession(input: CreateSessionInput!): Session!', 'cutSeq: Int!', 'syntheticEvents: [Event!]!',
+      'status: SessionStatus): SessionConnection!', 'last: Int): SessionConnection!', '): EventConnection!',
+      'cancelTurn(sessionId: ID!): Session!', 'importRecording(recording: String!): Session!', 'recording: String!',
+      'sendMessage(input: SendMessageInput!): SendMessagePayload!', 'pendingInputs: [PendingInput!]!', 'turns: [Turn!]!',
+      'sessionEvents(afterSeq: Int, sessionId: ID!): Event!', 'sessionTurns(sessionId: ID!): TurnUpdate!', 'sessionsChanged: Session!']) {
       expect(sdl).toContain(name);
     }
   });

@@ -1,6 +1,7 @@
 import { builder } from '../builder.ts';
 import { parseArgs, pageArgs } from '../input.ts';
 import { z } from 'zod';
+import { EventRef } from './event.ts';
 
 export const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -32,22 +33,31 @@ export const SessionRef = builder.prismaNode('Session', {
     firstLiveSeq: t.exposeInt('firstLiveSeq', {
       description: "Length of the fork seed: the first seq written by this session's own agent.",
     }),
-    children: t.relatedConnection('children', {
-      cursor: 'id',
-      // Pothos would clamp an oversized page silently; every connection rejects it instead.
-      query: (args) => (pageArgs(args), { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
-    }),
-    events: t.relatedConnection('events', {
-      cursor: 'id',
-      args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
-      query: (args) => {
-        pageArgs(args as Parameters<typeof pageArgs>[0]); // connection args (first, last) arrive here too
-        const { afterSeq } = parseArgs(z.object({ afterSeq: z.number().int().min(-1).nullish() }), args);
-        return { where: afterSeq != null ? { seq: { gt: afterSeq } } : {}, orderBy: { seq: 'asc' } };
-      },
-    }),
   }),
 });
+
+
+// Connection type names are part of the contract (DESIGN §7): one SessionConnection
+// for sessions and children, one EventConnection.
+const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
+const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
+
+builder.prismaObjectFields('Session', (t) => ({
+  children: t.relatedConnection('children', {
+    cursor: 'id',
+    // Pothos would clamp an oversized page silently; every connection rejects it instead.
+    query: (args) => (pageArgs(args), { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+  }, SessionConnection),
+  events: t.relatedConnection('events', {
+    cursor: 'id',
+    args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
+    query: (args) => {
+      pageArgs(args as Parameters<typeof pageArgs>[0]); // connection args (first, last) arrive here too
+      const { afterSeq } = parseArgs(z.object({ afterSeq: z.number().int().min(-1).nullish() }), args);
+      return { where: afterSeq != null ? { seq: { gt: afterSeq } } : {}, orderBy: { seq: 'asc' } };
+    },
+  }, EventConnection),
+}));
 
 builder.queryFields((t) => ({
   session: t.prismaField({
@@ -78,5 +88,6 @@ builder.queryFields((t) => ({
         });
       },
     },
+    SessionConnection,
   ),
 }));
