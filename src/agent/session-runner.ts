@@ -72,7 +72,10 @@ export class SessionRunner {
   async repairInterrupted(log?: LogEvent[]): Promise<number> {
     const events = log ?? (await this.readLog());
     const closers = closeOpenTail(events, { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
-    if (closers.length) await this.deps.store.append(this.sessionId, closers);
+    if (closers.length === 0) return 0;
+    await this.deps.store.append(this.sessionId, closers);
+    const turnEnd = closers.at(-1)!.data as { turn: number };
+    this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn: turnEnd.turn, reason: 'interrupted' });
     return closers.length;
   }
 

@@ -205,3 +205,27 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
     expect((await log(f.session.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
   });
 });
+
+describe('stopping the host (graceful shutdown)', () => {
+  it('closes a running turn with the shared repair, cause interrupted, and reports the turn ended', async () => {
+    const own = await startTestApp({ sandboxRoot });
+    try {
+      const { createSession: s } = await own.ok(`mutation { createSession(input: { title: "stop" }) { id } }`);
+      const updates: TurnUpdate[] = [];
+      own.turnUpdates.on(s.id, (u: TurnUpdate) => updates.push(u));
+      const running = new Promise<void>((resolve) => own.turnUpdates.on(s.id, (u: TurnUpdate) => u.kind === 'TOOL_RUNNING' && resolve()));
+      await own.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: s.id, text: '!call sleep {"ms": 20000}' } });
+      await running;
+      await own.services.host.stop();
+      const events = await own.services.store.readEvents(s.id, -1, 100);
+      expect(events.slice(-3).map((e) => [e.type, e.data.status ?? e.data.reason, e.synthetic])).toEqual([
+        ['tool/result', 'interrupted', true],
+        ['step/end', 'interrupted', true],
+        ['turn/end', 'interrupted', true],
+      ]);
+      expect(updates.at(-1)).toMatchObject({ kind: 'TURN_ENDED', turn: 1, reason: 'interrupted' });
+    } finally {
+      await own.close();
+    }
+  });
+});
