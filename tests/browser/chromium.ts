@@ -1,5 +1,6 @@
 // Debian's Chromium driven by playwright-core (no browser download). Missing
-// Chromium fails the suite: .ci/run installs it with apt.
+// Chromium fails the suite: `npm test` installs it with apt first
+// (scripts/ensure-chromium.mjs).
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
