@@ -8,7 +8,7 @@ import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
 import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
-import { LeaseManager } from './host/leases.ts';
+import { LeaseManager } from './store/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { ErrorLog } from './graphql/plugins/error-codes.ts';
 import type { SecurityOptions } from './graphql/security.ts';

@@ -5,7 +5,7 @@
 import type { SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
-import type { LeaseManager } from './leases.ts';
+import type { LeaseManager } from '../store/leases.ts';
 
 export const CONTROL_CHANNEL = 'forkline_control';
 
@@ -22,8 +22,13 @@ export class SessionHost {
   ) {
     // A cancel may arrive at any process; the one running the session acts on it.
     opts.listener?.on(CONTROL_CHANNEL, (payload: string) => {
-      const msg = JSON.parse(payload) as { cancel?: string };
-      if (msg.cancel) this.runners.get(msg.cancel)?.runner?.stop('cancel');
+      let msg: { cancel?: unknown };
+      try {
+        msg = JSON.parse(payload);
+      } catch {
+        return opts.log?.(`ignored a malformed control message: ${payload.slice(0, 100)}`);
+      }
+      if (typeof msg.cancel === 'string') this.runners.get(msg.cancel)?.runner?.stop('cancel');
     });
   }
 
@@ -38,11 +43,8 @@ export class SessionHost {
 
   /** Sessions with an open turn or queued input that no live process is running. */
   async sweep(): Promise<void> {
-    const { rows } = await this.store.pool.query<{ id: string }>(
-      `SELECT id FROM "Session" WHERE status = 'RUNNING' OR "pendingInputCount" > 0`,
-    );
     // Not awaited: a runner repairs an open turn before it takes input, under the lease.
-    for (const { id } of rows) if (!this.runners.has(id)) void this.wake(id);
+    for (const id of await this.store.sessionsNeedingWork()) if (!this.runners.has(id)) void this.wake(id);
   }
 
   /** Resolves when every runner of this process is idle (tests, shutdown). */
@@ -78,25 +80,17 @@ export class SessionHost {
           await lease.release();
         }
         // Re-check after releasing: input appended while we were finishing must not wait.
-      } while (!this.stopped && (entry.again || (await this.hasWork(sessionId))));
+      } while (!this.stopped && (entry.again || (await this.store.needsWork(sessionId))));
     } catch (err) {
       this.opts.log?.(`agent of session ${sessionId} failed`, err);
     }
-  }
-
-  private async hasWork(sessionId: string): Promise<boolean> {
-    const { rows } = await this.store.pool.query<{ work: boolean }>(
-      `SELECT status = 'RUNNING' OR "pendingInputCount" > 0 AS work FROM "Session" WHERE id = $1`,
-      [sessionId],
-    );
-    return rows[0]?.work ?? false;
   }
 
   /** Ends the running turn with `cancelled`, wherever it runs. */
   async cancel(sessionId: string): Promise<void> {
     const local = this.runners.get(sessionId)?.runner;
     if (local) local.stop('cancel');
-    else await this.store.pool.query(`SELECT pg_notify($1, $2)`, [CONTROL_CHANNEL, JSON.stringify({ cancel: sessionId })]);
+    else await this.store.notify(CONTROL_CHANNEL, JSON.stringify({ cancel: sessionId }));
   }
 
   isRunningHere(sessionId: string): boolean {

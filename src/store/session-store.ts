@@ -319,6 +319,26 @@ export class SessionStore {
     return ids.length ? this.prisma.session.findMany({ where: { id: { in: ids } } }) : [];
   }
 
+  /** Sessions with an open turn or queued input: what a host must (re)start. */
+  async sessionsNeedingWork(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT id FROM "Session" WHERE status = 'RUNNING' OR "pendingInputCount" > 0`,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async needsWork(sessionId: string): Promise<boolean> {
+    const { rows } = await this.pool.query<{ work: boolean }>(
+      `SELECT status = 'RUNNING' OR "pendingInputCount" > 0 AS work FROM "Session" WHERE id = $1`,
+      [sessionId],
+    );
+    return rows[0]?.work ?? false;
+  }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    await this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  }
+
   /** One NOTIFY per payload, in order, in one statement (one transaction: delivered together). */
   async notifyAll(channel: string, payloads: string[]): Promise<void> {
     if (payloads.length) await this.pool.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);

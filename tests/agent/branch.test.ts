@@ -1,7 +1,7 @@
 // Turn-level branches (seed 003, DESIGN §3.2) through the production loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { LeaseManager } from '../../src/host/leases.ts';
+import { LeaseManager } from '../../src/store/leases.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 
