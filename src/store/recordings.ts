@@ -56,9 +56,7 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
   const summary = check.finish();
 
   const id = newSessionId();
-  const client = await store.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await store.transaction(async (client) => {
     await insertSession(client, id, scope, summary);
     const replay = new RecordingValidator();
     let batch: RecordingEvent[] = [];
@@ -76,14 +74,8 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
       const tail = await store.readOpenTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
     }
-    await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [id]);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+    await store.notify(SESSIONS_CHANNEL, id, client);
+  });
   return store.requireSession(scope, id);
 }
 

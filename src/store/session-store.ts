@@ -84,7 +84,7 @@ export class SessionStore {
     await this.transaction(async (client) => {
       await client.query('INSERT INTO "Session" (id, tenant) VALUES ($1, $2)', [id, scope.tenant]);
       await this.append(id, initial, { client });
-      await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [id]);
+      await this.notify(SESSIONS_CHANNEL, id, client);
     });
     return this.requireSession(scope, id);
   }
@@ -286,7 +286,7 @@ export class SessionStore {
          RETURNING ${EVENT_COLUMNS}`,
         [childId, JSON.stringify(own.map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false })))],
       );
-      await client.query(`SELECT pg_notify('${SESSIONS_CHANNEL}', $1)`, [childId]);
+      await this.notify(SESSIONS_CHANNEL, childId, client);
       return { childId, parent, cutSeq, synthetic: written.filter((e) => e.synthetic).sort((a, b) => a.seq - b.seq) };
     }, 'REPEATABLE READ');
     const { rows } = await this.pool.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1', [result.childId]);
@@ -335,8 +335,9 @@ export class SessionStore {
     return rows[0]?.work ?? false;
   }
 
-  async notify(channel: string, payload: string): Promise<void> {
-    await this.pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+  /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */
+  async notify(channel: string, payload: string, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
+    await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
   }
 
   /** One NOTIFY per payload, in order, in one statement (one transaction: delivered together). */
