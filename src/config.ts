@@ -52,7 +52,13 @@ const envSchema = z.object({
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+}).refine((c) => c.MODEL_PROVIDER !== 'openai' || c.MODEL, {
+  path: ['MODEL'],
+  message: 'MODEL_PROVIDER=openai needs MODEL (the model name the server knows, e.g. gpt-4o-mini or llama3)',
 });
+
+/** The model new sessions use until a session/model event says otherwise. */
+export const defaultModelOf = (c: Config) => ({ provider: c.MODEL_PROVIDER, model: c.MODEL ?? 'scripted' });
 
 export type Config = z.infer<typeof envSchema>;
 

@@ -1,7 +1,7 @@
 // `npm start`: embedded Postgres under .data/ unless DATABASE_URL is set,
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
-import { loadConfig, securityOptions } from './config.ts';
+import { defaultModelOf, loadConfig, securityOptions } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { assertSafeBinding } from './graphql/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
@@ -62,7 +62,7 @@ async function main() {
       security,
       host: config.HOST,
       port: config.PORT,
-      defaultModel: { provider: config.MODEL_PROVIDER, model: config.MODEL ?? config.MODEL_PROVIDER },
+      defaultModel: defaultModelOf(config),
       openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
       sandboxRoot: path.resolve(config.FORKLINE_DATA_DIR, 'sandbox'),
       sweepMs: 5000,
