@@ -132,7 +132,7 @@ describe('agent loop with the scripted model', () => {
     ]);
     await send(id, 'which model?');
     await idle();
-    expect(app.models.scripted.requests.at(-1)).toMatchObject({ provider: 'scripted', model: 'v2', settings: { temperature: 0 } });
+    expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'v2', settings: { temperature: 0 } });
     const bad = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "nope", model: "x" }) { id } }`, { id });
     expect(bad.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     const missing = await app.gql(`mutation { sendMessage(input: { sessionId: "ses_missing", text: "x" }) { inputId } }`);
@@ -157,12 +157,12 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
     ]);
     const child = f.session.id;
     const runsBefore = toolRuns.length;
-    const requestsBefore = app.models.scripted.requests.length;
+    const requestsBefore = app.models.scripted.requestCount;
     await send(child, 'continue please');
     await idle();
 
-    expect(app.models.scripted.requests.length - requestsBefore).toBe(1);
-    const request = app.models.scripted.requests.at(-1)!;
+    expect(app.models.scripted.requestCount - requestsBefore).toBe(1);
+    const request = app.models.scripted.lastRequest!;
     const [c1, c2] = callMsg.data.toolCalls;
     expect(request.messages).toEqual([
       { role: 'user', content: 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}' },
@@ -196,7 +196,7 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
     const { forkSession: f } = await app.ok(FORK, { i: { sessionId: imported.id, atSeq: 6 } });
     await send(f.session.id, 'and now?');
     await idle();
-    const request = app.models.scripted.requests.at(-1)!;
+    const request = app.models.scripted.lastRequest!;
     const toolMessages = request.messages.filter((m) => m.role === 'tool');
     expect(toolMessages).toHaveLength(1);
     expect((toolMessages[0] as any).content).toContain(`forked at event 6 of session ${imported.id} before the result was recorded`);

@@ -56,11 +56,11 @@ async function expectBranchExcludesB(parentId: string, anchorSeq: number | undef
   expect(b.session.inheritedEventCount).toBe(turn1End.seq + 1);
   expect(b.syntheticEvents).toEqual([]); // a closed turn needs no closers
   const child = b.session.id;
-  const before = app.models.scripted.requests.length;
+  const before = app.models.scripted.requestCount;
   await send(child, 'C');
   await idle();
-  expect(app.models.scripted.requests.length - before).toBe(1);
-  expect(app.models.scripted.requests.at(-1)!.messages).toEqual([
+  expect(app.models.scripted.requestCount - before).toBe(1);
+  expect(app.models.scripted.lastRequest!.messages).toEqual([
     { role: 'user', content: 'A' },
     { role: 'assistant', content: 'Echo: A' },
     { role: 'user', content: 'C' },
@@ -136,12 +136,12 @@ describe('what a branch inherits', () => {
     const b = await branch(p);
     await send(b.session.id, 'C');
     await idle();
-    expect(app.models.scripted.requests.at(-1)).toMatchObject({ provider: 'scripted', model: 'm1' });
+    expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'm1' });
     expect((await log(b.session.id)).some((e) => e.type === 'session/model' && e.data.model === 'm2')).toBe(false);
     // the parent itself now uses m2
     await send(p, 'D');
     await idle();
-    expect(app.models.scripted.requests.at(-1)).toMatchObject({ model: 'm2' });
+    expect(app.models.scripted.lastRequest).toMatchObject({ model: 'm2' });
   });
 
   it('a session/title after the selected turn is not inherited; the mutation may name the child', async () => {

@@ -53,12 +53,21 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
+const RECENT_REQUESTS = 20;
+
 export class ScriptedModel implements ChatModel {
-  /** Every request received, in order (tests assert on them). */
-  readonly requests: ModelRequest[] = [];
+  /** How many requests it answered, and the most recent ones (tests assert on them; bounded for a long-running server). */
+  requestCount = 0;
+  readonly recentRequests: ModelRequest[] = [];
+
+  get lastRequest(): ModelRequest | undefined {
+    return this.recentRequests.at(-1);
+  }
 
   async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
-    this.requests.push(structuredClone(request));
+    this.requestCount++;
+    this.recentRequests.push(structuredClone(request));
+    if (this.recentRequests.length > RECENT_REQUESTS) this.recentRequests.shift();
     const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
     if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
     const script = parseScript((request.messages[lastUser] as { content: string }).content);
