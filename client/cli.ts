@@ -2,14 +2,15 @@
 // `npx forkline …`: the typed client (client/client.ts) from a shell.
 // FORKLINE_URL / --url and FORKLINE_TOKEN / --token say where and as whom.
 import fs from 'node:fs';
+import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import {
   BranchSessionDocument,
   createForklineClient,
   ForkSessionDocument,
   ForklineClientError,
-  ImportRecordingDocument,
   SendMessageDocument,
+  SessionDocument,
   SessionEventsDocument,
   SessionEventsLiveDocument,
   SessionRecordingDocument,
@@ -217,9 +218,12 @@ async function run(argv: string[]): Promise<number> {
       }
       case 'import': {
         const [file] = need(args, 1, 'a file: forkline import <file|->');
-        const recording = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
-        const { importRecording } = await client.mutate(ImportRecordingDocument, { recording });
-        out(opts.json ? JSON.stringify(importRecording) : summaryLine(importRecording));
+        // Streamed: recordings may be far larger than a GraphQL argument should be.
+        const input = file === '-' ? process.stdin : fs.createReadStream(file);
+        const { id } = await client.uploadRecording(Readable.toWeb(input) as ReadableStream<Uint8Array>);
+        const { session } = await client.query(SessionDocument, { id });
+        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+        out(opts.json ? JSON.stringify(session) : summaryLine(session));
         return 0;
       }
       default:

@@ -49,6 +49,11 @@ export interface ForklineClient {
   mutate<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): Promise<R>;
   /** Each `next` payload's data; ends when the server completes; throws ForklineClientError on errors. */
   subscribe<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): AsyncIterableIterator<R>;
+  /**
+   * Streams a recording (JSON Lines) to POST /recordings, the import path for
+   * recordings too large for a GraphQL string; resolves with the new session.
+   */
+  uploadRecording(body: ReadableStream<Uint8Array> | string): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
   /** Closes the WebSocket (if one was opened). */
   close(): Promise<void>;
 }
@@ -89,6 +94,30 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return body.data;
   }
 
+  async function uploadRecording(body: ReadableStream<Uint8Array> | string) {
+    const url = opts.url.replace(/\/graphql\/?$/, '/recordings');
+    let res: Response;
+    try {
+      res = await doFetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', ...(authorization ? { authorization } : {}) },
+        body,
+        duplex: 'half', // a streamed request body (Node's fetch requires saying so)
+      } as RequestInit);
+    } catch (err) {
+      throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+    }
+    const text = await res.text();
+    let parsed: { session?: { id: string; eventCount: number; formatVersion: number; title: string | null }; errors?: GraphQLErrorInfo[] };
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+    }
+    if (!res.ok || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${res.status}` }], res.status);
+    return parsed.session;
+  }
+
   async function* subscribe<R>(doc: DocumentNode, variables: unknown): AsyncGenerator<R> {
     const results = socket().iterate<R>({ query: print(doc), variables: (variables ?? {}) as Record<string, unknown> });
     try {
@@ -107,6 +136,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     query: (doc, ...v) => request(doc, v[0]),
     mutate: (doc, ...v) => request(doc, v[0]),
     subscribe: (doc, ...v) => subscribe(doc, v[0]),
+    uploadRecording,
     async close() {
       await ws?.dispose();
       ws = undefined;

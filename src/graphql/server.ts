@@ -19,6 +19,7 @@ import { useStorableText } from './plugins/text-input.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
+import { recordingUpload } from './recording-upload.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -43,7 +44,7 @@ export interface ServerOptions {
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
 
-const ROUTES = new Set(['/graphql', '/healthz', '/readyz', '/metrics', '/']);
+const ROUTES = new Set(['/graphql', '/recordings', '/healthz', '/readyz', '/metrics', '/']);
 const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 
 export interface RunningServer {
@@ -101,12 +102,20 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }),
   });
 
+  const upload = recordingUpload({
+    store: opts.services.store,
+    auth,
+    allowed: (req) => isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host)),
+    rateLimit: buckets ? (key) => buckets.take(key) : undefined,
+    log,
+  });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const httpServer = http.createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
       if (path === '/graphql') return await yoga(req, res);
+      if (path === '/recordings') return await upload(req, res);
       if (await endpoints(req, res, path)) return;
       if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');

@@ -118,5 +118,10 @@ describe('forkline CLI', () => {
     expect(down.stderr).toMatch(/^forkline: NETWORK_ERROR: cannot reach/);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('ENOENT');
+    const bad = path.join(tmp, 'bad.jsonl');
+    fs.writeFileSync(bad, '{"format":"forkline.recording","version":4,"session":{"id":"s","title":"t"}}\n{"seq":0,"type":"turn/pause","data":{}}\n');
+    const rejected = await cli(['import', bad]);
+    expect(rejected.code).toBe(1);
+    expect(rejected.stderr).toMatch(/^forkline: BAD_USER_INPUT: line 2: /);
   });
 });

@@ -1,0 +1,84 @@
+// POST /recordings: imports a recording streamed as the raw request body
+// (JSON Lines), for recordings too large to send as a GraphQL string argument.
+// The body is spooled to a temporary file, so memory stays at one chunk and
+// one batch whatever the size; importRecording reads the file twice (validate,
+// then write). Same rules as the mutation: tenant, limits, errors with codes.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { Transform } from 'node:stream';
+import type http from 'node:http';
+import { ForklineError } from '../core/errors.ts';
+import { MAX_RECORDING_BYTES } from '../core/recording.ts';
+import { importRecording } from '../store/recordings.ts';
+import type { SessionStore } from '../store/session-store.ts';
+import type { TenantAuth } from './plugins/auth.ts';
+import { unauthenticated } from './plugins/auth.ts';
+
+/** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
+const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
+
+export interface RecordingUploadOptions {
+  store: SessionStore;
+  auth: TenantAuth;
+  /** Browser guards shared with /graphql (origin, loopback host names). */
+  allowed: (req: http.IncomingMessage) => boolean;
+  /** Seconds to wait before retrying (0: go ahead), per principal key. */
+  rateLimit?: (key: string) => number;
+  log: (msg: string, err?: unknown) => void;
+  maxBytes?: number;
+}
+
+function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
+}
+const error = (res: http.ServerResponse, status: number, code: string, message: string, headers?: Record<string, string>) =>
+  reply(res, status, { errors: [{ message, extensions: { code } }] }, headers);
+
+class TooLarge extends Error {}
+
+export function recordingUpload(opts: RecordingUploadOptions) {
+  const maxBytes = opts.maxBytes ?? MAX_RECORDING_BYTES;
+  return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    if (req.method !== 'POST') return error(res, 405, 'BAD_USER_INPUT', 'POST a recording (JSON Lines) to /recordings', { allow: 'POST' });
+    if (!opts.allowed(req)) return error(res, 403, 'FORBIDDEN', 'cross-site or non-loopback request refused');
+    const principal = opts.auth.authenticate(req.headers.authorization);
+    if (!principal) return error(res, 401, 'UNAUTHENTICATED', unauthenticated().message, { 'www-authenticate': 'Bearer' });
+    const wait = opts.rateLimit?.(principal.key) ?? 0;
+    if (wait) return error(res, 429, 'RATE_LIMITED', `too many requests: retry in ${Math.ceil(wait)} s`, { 'retry-after': String(Math.ceil(wait)) });
+    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (!CONTENT_TYPES.has(type)) {
+      return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);
+    }
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
+      // The unread body makes the connection unusable for another request.
+      return error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${maxBytes} bytes`, { connection: 'close' });
+    }
+
+    const spool = path.join(os.tmpdir(), `forkline-recording-${randomUUID()}.jsonl`);
+    try {
+      let bytes = 0;
+      const limit = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          bytes += chunk.length;
+          done(bytes > maxBytes ? new TooLarge() : null, chunk);
+        },
+      });
+      await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
+      const session = await importRecording(opts.store, { tenant: principal.tenant }, () => fs.createReadStream(spool, { encoding: 'utf8' }));
+      reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
+    } catch (err) {
+      if (err instanceof TooLarge) error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${maxBytes} bytes`, { connection: 'close' });
+      else if (err instanceof ForklineError) error(res, 400, err.code, err.message);
+      else if (!res.headersSent) {
+        const requestId = randomUUID().slice(0, 8);
+        opts.log(`recording upload failed (request ${requestId})`, err);
+        error(res, 500, 'INTERNAL_SERVER_ERROR', `Unexpected error (request ${requestId})`);
+      }
+    } finally {
+      await fs.promises.rm(spool, { force: true });
+    }
+  };
+}

@@ -1,0 +1,105 @@
+// POST /recordings: a recording streamed as the request body (for large ones).
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { MALFORMED, readFixture } from '../fixtures/recordings/recordings.ts';
+
+let app: TestApp;
+let authed: TestApp;
+const TOKEN = 'tenant-a-token-0123456789';
+beforeAll(async () => {
+  app = await startTestApp();
+  authed = await startTestApp({ security: { apiTokens: new Map([[TOKEN, 'tenant-a']]) } });
+});
+afterAll(async () => {
+  await app.close();
+  await authed.close();
+});
+
+const uploadUrl = (a: TestApp) => a.url.replace(/\/graphql$/, '/recordings');
+async function upload(a: TestApp, body: BodyInit, headers: Record<string, string> = {}) {
+  const res = await fetch(uploadUrl(a), { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' } as RequestInit);
+  return { status: res.status, body: (await res.json()) as any };
+}
+/** Posts `mb` megabytes of one long line with raw node:http (fetch cannot send a lying content-length). */
+function rawPost(url: string, headers: Record<string, string>, mb: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson', ...headers } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    const chunk = Buffer.alloc(2 ** 20, 'x');
+    let sent = 0;
+    const pump = () => {
+      while (sent < mb) {
+        sent++;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      req.end();
+    };
+    pump();
+  });
+}
+const sessionCount = async (a: TestApp) => (await a.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "Session"')).rows[0].n;
+
+describe('POST /recordings', () => {
+  it('imports a streamed recording exactly like the importRecording mutation', async () => {
+    const text = readFixture('v4-completed-tools.jsonl');
+    // Streamed in small chunks that split lines (and a multi-byte character) anywhere.
+    const bytes = new TextEncoder().encode(text);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += 37) controller.enqueue(bytes.slice(i, i + 37));
+        controller.close();
+      },
+    });
+    const streamed = await upload(app, stream);
+    expect(streamed.status).toBe(201);
+    const viaGraphQL = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id eventCount } }`, { r: text })).importRecording;
+    expect(streamed.body.session).toMatchObject({ eventCount: viaGraphQL.eventCount, formatVersion: 4 });
+    const recording = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
+    expect((await recording(streamed.body.session.id)).replace(streamed.body.session.id, 'X')).toBe((await recording(viaGraphQL.id)).replace(viaGraphQL.id, 'X'));
+  });
+
+  it('repairs a crashed recording once, like the mutation', async () => {
+    const r = await upload(app, readFixture('v3-crashed.jsonl'));
+    expect(r.status).toBe(201);
+    const events = await app.services.store.readEvents(r.body.session.id);
+    expect(events.slice(-1)[0]).toMatchObject({ type: 'turn/end', synthetic: true, data: { reason: 'interrupted' } });
+  });
+
+  it.each(MALFORMED.slice(0, 8).map((m) => [m.name, m] as const))('rejects %s with its line, writing nothing', async (_name, m) => {
+    const before = await sessionCount(app);
+    const r = await upload(app, m.text);
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(r.body.errors[0].message).toContain(`line ${m.line}`);
+    expect(await sessionCount(app)).toBe(before);
+  });
+
+  it('refuses other methods, CORS-simple content types (CSRF) and oversized bodies', async () => {
+    expect((await fetch(uploadUrl(app))).status).toBe(405);
+    const plain = await upload(app, readFixture('v4-completed-tools.jsonl'), { 'content-type': 'text/plain' });
+    expect(plain.status).toBe(415);
+    const crossSite = await upload(app, readFixture('v4-completed-tools.jsonl'), { origin: 'https://evil.example' });
+    expect(crossSite.status).toBe(403);
+  });
+
+  it('refuses a recording over 64 MB, announced or streamed, and writes nothing', async () => {
+    const before = await sessionCount(app);
+    expect(await rawPost(uploadUrl(app), { 'content-length': String(65 * 2 ** 20) }, 1)).toBe(413);
+    expect(await rawPost(uploadUrl(app), { 'transfer-encoding': 'chunked' }, 65)).toBe(413);
+    expect(await sessionCount(app)).toBe(before);
+  });
+
+  it('needs the tenant token when auth is on, and imports into that tenant', async () => {
+    const denied = await upload(authed, readFixture('v4-completed-tools.jsonl'));
+    expect(denied.status).toBe(401);
+    expect(denied.body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    const ok = await upload(authed, readFixture('v4-completed-tools.jsonl'), { authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(201);
+    const { rows } = await authed.db.pool.query('SELECT tenant FROM "Session" WHERE id = $1', [ok.body.session.id]);
+    expect(rows[0].tenant).toBe('tenant-a');
+  });
+});
