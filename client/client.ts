@@ -53,7 +53,7 @@ export interface ForklineClient {
    * Streams a recording (JSON Lines) to POST /recordings, the import path for
    * recordings too large for a GraphQL string; resolves with the new session.
    */
-  uploadRecording(body: ReadableStream<Uint8Array> | string): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
+  uploadRecording(body: ReadableStream<Uint8Array> | Blob | string): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
   /** Closes the WebSocket (if one was opened). */
   close(): Promise<void>;
 }
@@ -94,7 +94,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return body.data;
   }
 
-  async function uploadRecording(body: ReadableStream<Uint8Array> | string) {
+  async function uploadRecording(body: ReadableStream<Uint8Array> | Blob | string) {
     const url = opts.url.replace(/\/graphql\/?$/, '/recordings');
     let res: Response;
     try {

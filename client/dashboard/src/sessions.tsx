@@ -2,7 +2,7 @@
 // with title search and recording import.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
-  ImportRecordingDocument,
+  SessionDocument,
   SessionsChangedDocument,
   SessionsDocument,
   type SessionSummaryFragment,
@@ -145,9 +145,11 @@ function ImportButton({ onImported }: { onImported(s: SessionSummaryFragment): v
     setBusy(true);
     setError(null);
     try {
-      const r = await forkline.mutate(ImportRecordingDocument, { recording: await file.text() });
-      onImported(r.importRecording);
-      navigate(sessionPath(r.importRecording.id));
+      // Streamed to POST /recordings: a file picker may hand us a large recording.
+      const { id } = await forkline.uploadRecording(file);
+      const { session } = await forkline.query(SessionDocument, { id });
+      if (session) onImported(session);
+      navigate(sessionPath(id));
     } catch (err) {
       setError(errorText(err));
     } finally {
