@@ -131,9 +131,16 @@ function probes(ids: { session: string; event: string }): Probe[] {
     }
   }
 
+  // Streamed recordings (POST /recordings): junk bodies and content types.
+  for (const ct of ['application/x-ndjson', 'application/jsonl', 'text/plain', 'application/json', '']) {
+    for (const body of ['', 'junk', '{"format":"forkline.recording","version":4}', '{"format":"forkline.recording","version":4,"session":{"id":"s"}}\n{"seq":"0"}', '\u0000\n\n', '[]\n{}\n', 'x'.repeat(100_000)]) {
+      out.push({ kind: 'recording upload', method: 'POST', path: '/recordings', body, headers: { 'content-type': ct } });
+    }
+  }
+
   // Methods, query strings and paths.
   for (const method of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD']) {
-    for (const path of ['/graphql', '/graphql?query=%7B__typename%7D', '/graphql?query=%ZZ', '/graphql?variables=%7Bbad', '/graphql?query=mutation%7BcreateSession(input:%7B%7D)%7Bid%7D%7D', '/graphql?extensions=1&query=x', '/healthz', '/readyz', '/metrics', '/nope', '/%2e%2e/%2e%2e/etc/passwd', '/graphql/../graphql']) {
+    for (const path of ['/graphql', '/recordings', '/graphql?query=%7B__typename%7D', '/graphql?query=%ZZ', '/graphql?variables=%7Bbad', '/graphql?query=mutation%7BcreateSession(input:%7B%7D)%7Bid%7D%7D', '/graphql?extensions=1&query=x', '/healthz', '/readyz', '/metrics', '/nope', '/%2e%2e/%2e%2e/etc/passwd', '/graphql/../graphql']) {
       out.push({ kind: 'method/path', method, path, headers: method === 'GET' ? csrf : {} });
     }
   }
