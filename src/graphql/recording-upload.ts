@@ -16,6 +16,7 @@ import { importRecording } from '../store/recordings.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import type { TenantAuth } from './plugins/auth.ts';
 import { unauthenticated } from './plugins/auth.ts';
+import { rateLimitedMessage } from './plugins/rate-limit.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -47,7 +48,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     const principal = opts.auth.authenticate(req.headers.authorization);
     if (!principal) return error(res, 401, 'UNAUTHENTICATED', unauthenticated().message, { 'www-authenticate': 'Bearer' });
     const wait = opts.rateLimit?.(principal.key) ?? 0;
-    if (wait) return error(res, 429, 'RATE_LIMITED', `too many requests: retry in ${Math.ceil(wait)} s`, { 'retry-after': String(Math.ceil(wait)) });
+    if (wait) return error(res, 429, 'RATE_LIMITED', rateLimitedMessage(wait), { 'retry-after': String(Math.ceil(wait)) });
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (!CONTENT_TYPES.has(type)) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);

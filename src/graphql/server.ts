@@ -102,10 +102,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }),
   });
 
+  // Non-yoga entry points (WebSocket upgrades, recording uploads) apply the same browser guards.
+  const browserAllowed = (req: http.IncomingMessage) =>
+    isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host));
   const upload = recordingUpload({
     store: opts.services.store,
     auth,
-    allowed: (req) => isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host)),
+    allowed: browserAllowed,
     rateLimit: buckets ? (key) => buckets.take(key) : undefined,
     log,
   });
@@ -132,7 +135,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     maxPayload: MAX_WS_MESSAGE_BYTES,
     // Browsers open WebSockets cross-site without CORS: only this origin (or configured ones).
     verifyClient: ({ req }, done) =>
-      isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host)) ? done(true) : done(false, 403, 'Forbidden'),
+      browserAllowed(req) ? done(true) : done(false, 403, 'Forbidden'),
   });
   const authorizationOf = (ctx: { connectionParams?: Record<string, unknown>; extra: { request: http.IncomingMessage } }) =>
     connectionAuthorization(ctx.connectionParams, ctx.extra.request);
