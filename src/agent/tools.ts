@@ -102,7 +102,10 @@ export const BUILTIN_TOOLS: Tool[] = [
       await fs.mkdir(ctx.sandbox, { recursive: true });
       const notes = await readNotes(ctx);
       notes[key] = { value, writes: (notes[key]?.writes ?? 0) + 1 };
-      await fs.writeFile(notesFile(ctx), JSON.stringify(notes, null, 2));
+      // Write then rename: a crash mid-write must not leave a truncated note store.
+      const tmp = `${notesFile(ctx)}.${process.pid}.${Date.now()}.tmp`;
+      await fs.writeFile(tmp, JSON.stringify(notes, null, 2));
+      await fs.rename(tmp, notesFile(ctx));
       if (delayMs) await abortableSleep(delayMs, ctx.signal);
       return `wrote note "${key}"`;
     },

@@ -47,7 +47,7 @@ describe('crash recovery', () => {
       i: { sessionId: s.id, text: '!call note_write {"key":"k","value":"v","delayMs":60000}' },
     });
     // The write happened and the call is still in flight (its result is not recorded).
-    await waitFor(() => fs.existsSync(path.join(dataDir, 'sandbox', s.id, 'notes.json')), { what: 'the tool to run' });
+    await waitFor(() => notes(s.id).k?.writes === 1, { what: 'the tool to write its note' });
     a.child.kill('SIGKILL');
     await a.exited;
     const crashed = await events(s.id);
