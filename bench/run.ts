@@ -5,11 +5,15 @@ import fs from 'node:fs';
 import { openBenchContext, QUICK } from './context.ts';
 import { benchAppend } from './append.ts';
 import { benchFork } from './fork.ts';
+import { benchReadPage } from './read-page.ts';
+import { benchTurn } from './turn.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
   fork: benchFork,
+  readPage: benchReadPage,
+  turn: benchTurn,
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
 };

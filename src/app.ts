@@ -1,7 +1,7 @@
 // Composition root: database, store, host services and the GraphQL server.
 // Used by main.ts and by the tests (which start real servers through it).
 import path from 'node:path';
-import { openDatabase, type Database } from './db/database.ts';
+import { openDatabase, type Database, type QueryObserver } from './db/database.ts';
 import { pgConfigFromUrl } from './db/pg-config.ts';
 import { EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
@@ -35,8 +35,8 @@ export interface AppOptions {
   security?: SecurityOptions;
   /** Prometheus metrics served at /metrics; created when unset. */
   metrics?: ServiceMetrics;
-  /** Observes every SQL statement Prisma sends (tests and bench count them). */
-  onQuery?: (sql: string) => void;
+  /** Observes every SQL statement the pool runs, with the rows it returned (tests and bench count them). */
+  onQuery?: QueryObserver;
   defaultModel?: { provider: string; model: string };
   openai?: { baseUrl?: string; apiKey?: string; model?: string };
   /** Where tools keep per-session files. */

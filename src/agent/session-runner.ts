@@ -2,11 +2,11 @@
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
 import path from 'node:path';
-import type { LogEvent, NewEvent, ToolCall } from '../core/events.ts';
-import { buildModelMessages } from '../core/model-request.ts';
-import { closeOpenTail, findOpenTail } from '../core/repair.ts';
-import { replaySession, type PendingInput } from '../core/session-state.ts';
-import type { SessionStore } from '../store/session-store.ts';
+import type { NewEvent, ToolCall } from '../core/events.ts';
+import { closersFor } from '../core/repair.ts';
+import type { PendingInput } from '../core/log-state.ts';
+import type { SessionStore, StoredEvent } from '../store/session-store.ts';
+import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
 import { findTool, toolDefinitions, toolEffectOf, ToolError } from './tools.ts';
 import type { TurnUpdateSink } from './turn-updates.ts';
@@ -27,65 +27,65 @@ export interface RunnerDeps {
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
 const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
 
-/** Why a running turn stops early. */
-export type StopReason = 'cancel' | 'shutdown';
+/** Why a running turn stops early (`deleted`: the session is gone, nothing is written). */
+export type StopReason = 'cancel' | 'shutdown' | 'deleted';
 
 export class SessionRunner {
   private readonly abort = new AbortController();
+  private readonly sessionId: string;
 
+  /** `fold` is the host's running view of the session (cold or kept from an earlier lease). */
   constructor(
-    private readonly sessionId: string,
+    private readonly fold: SessionFold,
     private readonly deps: RunnerDeps,
-  ) {}
+  ) {
+    this.sessionId = fold.sessionId;
+  }
 
   stop(reason: StopReason) {
     if (!this.abort.signal.aborted) this.abort.abort(reason);
   }
 
-  private get stopReason(): StopReason | undefined {
+  get stopReason(): StopReason | undefined {
     return this.abort.signal.aborted ? (this.abort.signal.reason as StopReason) : undefined;
   }
 
   /** Runs turns until the inbox is empty (or the runner is stopped). */
   async run(): Promise<void> {
     while (!this.abort.signal.aborted) {
-      const log = await this.readLog();
-      const state = replaySession(log);
+      await this.fold.catchUp(this.deps.store.log); // input and settings others appended
+      const { state } = this.fold;
       if (state.openTurn !== undefined) {
         // The previous holder of the lease died mid-turn (DESIGN §4).
-        await this.repairInterrupted(log);
+        await this.repairInterrupted();
         continue;
       }
       const input = state.pendingInputs[0];
       if (!input) return;
-      await this.runTurn(log, state.lastTurn + 1, input);
+      await this.runTurn(state.lastTurn + 1, input);
     }
   }
 
-  private async readLog(): Promise<LogEvent[]> {
-    const log: LogEvent[] = [];
-    for await (const e of this.deps.store.iterateEvents(this.sessionId, 5000)) log.push(e);
-    return log;
+  /** Appends, and keeps the fold in step with the log. */
+  private async append(events: NewEvent[]): Promise<StoredEvent[]> {
+    const written = await this.deps.store.append(this.sessionId, events);
+    await this.fold.appended(this.deps.store.log, written);
+    return written;
   }
 
-  /** Closes an open tail with the shared repair function, cause `interrupted`. */
-  async repairInterrupted(log?: LogEvent[]): Promise<number> {
-    const events = log ?? (await this.readLog());
-    const closers = closeOpenTail(events, { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
+  /** Closes the open tail with the shared repair function, cause `interrupted`. */
+  private async repairInterrupted(): Promise<number> {
+    const closers = closersFor(this.fold.state.openTail(), { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
     if (closers.length === 0) return 0;
-    await this.deps.store.append(this.sessionId, closers);
+    await this.append(closers);
     const turnEnd = closers.at(-1)!.data as { turn: number };
     this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn: turnEnd.turn, reason: 'interrupted' });
     return closers.length;
   }
 
-  private async runTurn(log: LogEvent[], turn: number, input: PendingInput): Promise<void> {
-    const { store, onUpdate } = this.deps;
-    const append = async (events: NewEvent[]) => {
-      const written = await store.append(this.sessionId, events);
-      log.push(...written);
-      return written;
-    };
+  private async runTurn(turn: number, input: PendingInput): Promise<void> {
+    const { onUpdate } = this.deps;
+    const append = (events: NewEvent[]) => this.append(events);
     await append([
       { type: 'inbox/remove', data: { inputId: input.inputId, reason: 'taken' } },
       { type: 'turn/start', data: { turn, inputId: input.inputId } },
@@ -105,12 +105,11 @@ export class SessionRunner {
     });
 
     for (let step = 1; step <= this.deps.maxSteps; step++) {
-      if (await this.stoppedBetweenSteps(log)) return;
+      if (await this.stoppedBetweenSteps()) return;
       await append([{ type: 'step/start', data: { turn, step } }]);
       onUpdate({ sessionId: this.sessionId, kind: 'STEP_STARTED', turn, step });
 
-      const state = replaySession(log);
-      const config = state.model ?? this.deps.defaultModel;
+      const config = this.fold.state.model ?? this.deps.defaultModel;
       let answer;
       try {
         const model = this.deps.resolveModel(config.provider);
@@ -119,7 +118,7 @@ export class SessionRunner {
             provider: config.provider,
             model: config.model,
             settings: (config as { settings?: Record<string, unknown> }).settings,
-            messages: buildModelMessages(log),
+            messages: this.fold.conversation.messages(),
             tools: toolDefinitions(),
           },
           {
@@ -128,7 +127,7 @@ export class SessionRunner {
           },
         );
       } catch (err) {
-        if (this.stopReason) return this.closeStopped(log);
+        if (this.stopReason) return this.closeStopped();
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
         return endTurn('failed', [agentError(step, message), endStep(step, 'failed')]);
       }
@@ -136,10 +135,10 @@ export class SessionRunner {
       if (answer.toolCalls.length === 0) return endTurn('completed', [endStep(step, 'completed')]);
 
       for (const call of answer.toolCalls) {
-        if (this.stopReason) return this.closeStopped(log);
+        if (this.stopReason) return this.closeStopped();
         onUpdate({ sessionId: this.sessionId, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const { status, content } = await this.runTool(call);
-        if (this.stopReason && status !== 'ok') return this.closeStopped(log);
+        if (this.stopReason && status !== 'ok') return this.closeStopped();
         await append([{
           type: 'tool/result',
           data: { turn, step, callId: call.id, resultId: `res_${this.sessionId}_${call.id}`, status, content: storable(content), name: call.name },
@@ -151,26 +150,28 @@ export class SessionRunner {
     await endTurn('failed', [agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`)]);
   }
 
-  private async stoppedBetweenSteps(log: LogEvent[]): Promise<boolean> {
+  private async stoppedBetweenSteps(): Promise<boolean> {
     if (!this.stopReason) return false;
-    await this.closeStopped(log);
+    await this.closeStopped();
     return true;
   }
 
   /**
    * A user cancel ends the turn `cancelled` (the open step `interrupted`); a
-   * shutdown closes the open tail exactly as crash recovery would.
+   * shutdown closes the open tail exactly as crash recovery would; a deleted
+   * session gets nothing.
    */
-  private async closeStopped(log: LogEvent[]): Promise<void> {
+  private async closeStopped(): Promise<void> {
+    if (this.stopReason === 'deleted') return;
     if (this.stopReason === 'shutdown') {
-      await this.repairInterrupted(log);
+      await this.repairInterrupted();
       return;
     }
-    const open = findOpenTail(log);
+    const open = this.fold.state.openTail();
     if (!open) return;
     const { turn } = open;
     const closers: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
-    await this.deps.store.append(this.sessionId, [...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }]);
+    await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }]);
     this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn, reason: 'cancelled' });
   }
 

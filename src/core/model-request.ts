@@ -1,10 +1,22 @@
 // History → model request (DESIGN §3.3): the model-visible conversation of a
 // log, in OpenAI chat format. Pure.
+//
+// The conversation is built incrementally: the agent keeps one per session and
+// applies only the events appended since (a turn on a long session costs the
+// new events, not a replay). buildModelMessages is the same fold over a whole log.
 import type { ChatMessage } from './chat.ts';
 import type { EventData, LogEvent } from './events.ts';
 
+type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+
+/** A message-producing event, kept so that a surface/replace can re-render history. */
+type Entry =
+  | { seq: number; kind: 'user'; inputId: string }
+  | { seq: number; kind: 'assistant'; data: EventData<'model/message'> }
+  | { seq: number; kind: 'tool'; data: EventData<'tool/result'> };
+
 /**
- * Builds the conversation from a log:
+ * The conversation of a log:
  * - a user message when a turn starts, with the text of the input it took;
  * - an assistant message per model/message, with its tool calls;
  * - a tool message per tool/result (real or synthetic, with its wording);
@@ -12,49 +24,129 @@ import type { EventData, LogEvent } from './events.ts';
  * A call that never got a result (a historical failure in a closed step) is left
  * out of its assistant message: chat APIs reject calls without answers.
  */
-export function buildModelMessages(events: readonly LogEvent[], opts: { system?: string } = {}): ChatMessage[] {
-  const replacements = new Map<number, { toSeq: number; content: string }>();
-  const answered = new Set<string>();
-  const inputs = new Map<string, string>();
-  for (const e of events) {
-    if (e.type === 'surface/replace') {
-      const d = e.data as EventData<'surface/replace'>;
-      replacements.set(d.fromSeq, { toSeq: d.toSeq, content: d.content });
-    } else if (e.type === 'tool/result') answered.add((e.data as EventData<'tool/result'>).callId);
-    else if (e.type === 'inbox/add') inputs.set(e.data.inputId, e.data.text);
-  }
+export class Conversation {
+  private readonly entries: Entry[] = [];
+  private readonly inputs = new Map<string, string>();
+  private readonly answered = new Set<string>();
+  private readonly replacements = new Map<number, { toSeq: number; content: string }>();
+  /** The rendered messages; undefined after a surface/replace until the next render. */
+  private rendered?: ChatMessage[] = [];
+  /** Index in `rendered` of the assistant message that made each call. */
+  private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
+  /** Rough size of the text held (the agent's fold cache is bounded by it). */
+  approxChars = 0;
 
-  const messages: ChatMessage[] = opts.system ? [{ role: 'system', content: opts.system }] : [];
-  let hiddenThrough = -1;
-  for (const e of events) {
-    const replacement = replacements.get(e.seq);
-    if (replacement && e.seq > hiddenThrough) {
-      messages.push({ role: 'system', content: `Summary of earlier conversation (events ${e.seq}..${replacement.toSeq}):\n${replacement.content}` });
-      hiddenThrough = replacement.toSeq;
-    }
-    if (e.seq <= hiddenThrough) continue;
+  apply(e: LogEvent): this {
     switch (e.type) {
+      case 'inbox/add': {
+        const d = e.data as EventData<'inbox/add'>;
+        this.inputs.set(d.inputId, d.text);
+        this.approxChars += d.text.length;
+        break;
+      }
       case 'turn/start':
-        messages.push({ role: 'user', content: inputs.get(e.data.inputId) ?? '' });
+        this.add({ seq: e.seq, kind: 'user', inputId: (e.data as EventData<'turn/start'>).inputId });
         break;
       case 'model/message': {
-        const d = e.data as EventData<'model/message'>;
-        const calls = d.toolCalls.filter((c) => answered.has(c.id));
-        messages.push({
-          role: 'assistant',
-          content: d.text === '' && calls.length ? null : d.text,
-          ...(calls.length
-            ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-            : {}),
-        });
+        const data = e.data as EventData<'model/message'>;
+        this.approxChars += data.text.length + data.toolCalls.reduce((n, c) => n + c.arguments.length + 64, 0);
+        this.add({ seq: e.seq, kind: 'assistant', data });
         break;
       }
       case 'tool/result': {
-        const d = e.data as EventData<'tool/result'>;
-        messages.push({ role: 'tool', tool_call_id: d.callId, content: d.status === 'error' ? `Error: ${d.content}` : d.content });
+        const data = e.data as EventData<'tool/result'>;
+        this.approxChars += data.content.length;
+        this.answered.add(data.callId);
+        this.add({ seq: e.seq, kind: 'tool', data });
+        // Its call is now answered: the assistant message that made it shows it.
+        const made = this.callMessage.get(data.callId);
+        if (made && this.rendered) this.rendered[made.index] = this.assistantMessage(made.entry.data);
+        break;
+      }
+      case 'surface/replace': {
+        const d = e.data as EventData<'surface/replace'>;
+        this.replacements.set(d.fromSeq, { toSeq: d.toSeq, content: d.content });
+        this.approxChars += d.content.length;
+        this.rendered = undefined; // a range of history changes: render again, once
+        break;
+      }
+    }
+    return this;
+  }
+
+  applyAll(events: Iterable<LogEvent>): this {
+    for (const e of events) this.apply(e);
+    return this;
+  }
+
+  /** The messages so far: a fresh array (the caller may keep it), shared message objects (never mutated). */
+  messages(opts: { system?: string } = {}): ChatMessage[] {
+    this.rendered ??= this.renderAll();
+    return opts.system ? [{ role: 'system', content: opts.system }, ...this.rendered] : this.rendered.slice();
+  }
+
+  private add(entry: Entry) {
+    this.entries.push(entry);
+    // New events come after every replaced range (a surface/replace covers earlier events only).
+    if (this.rendered) this.push(this.rendered, entry);
+  }
+
+  private push(out: ChatMessage[], entry: Entry) {
+    switch (entry.kind) {
+      case 'user':
+        out.push({ role: 'user', content: this.inputs.get(entry.inputId) ?? '' });
+        break;
+      case 'assistant':
+        for (const c of entry.data.toolCalls) this.callMessage.set(c.id, { index: out.length, entry });
+        out.push(this.assistantMessage(entry.data));
+        break;
+      case 'tool': {
+        const d = entry.data;
+        out.push({ role: 'tool', tool_call_id: d.callId, content: d.status === 'error' ? `Error: ${d.content}` : d.content });
         break;
       }
     }
   }
-  return messages;
+
+  private assistantMessage(d: EventData<'model/message'>): AssistantMessage {
+    const calls = d.toolCalls.filter((c) => this.answered.has(c.id));
+    return {
+      role: 'assistant',
+      content: d.text === '' && calls.length ? null : d.text,
+      ...(calls.length
+        ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+        : {}),
+    };
+  }
+
+  /**
+   * Renders history with its replacements: a replacement stands at its fromSeq
+   * (unless an earlier one already hides that seq) and hides its range.
+   */
+  private renderAll(): ChatMessage[] {
+    this.callMessage.clear();
+    const out: ChatMessage[] = [];
+    const replacements = [...this.replacements].sort(([a], [b]) => a - b);
+    let next = 0;
+    let hiddenThrough = -1;
+    const replaceThrough = (seq: number) => {
+      for (; next < replacements.length && replacements[next][0] <= seq; next++) {
+        const [fromSeq, r] = replacements[next];
+        if (fromSeq <= hiddenThrough) continue;
+        out.push({ role: 'system', content: `Summary of earlier conversation (events ${fromSeq}..${r.toSeq}):\n${r.content}` });
+        hiddenThrough = r.toSeq;
+      }
+    };
+    for (const entry of this.entries) {
+      replaceThrough(entry.seq);
+      if (entry.seq > hiddenThrough) this.push(out, entry);
+    }
+    replaceThrough(Infinity);
+    return out;
+  }
+}
+
+/** The conversation of a whole log (the agent keeps a Conversation instead). */
+export function buildModelMessages(events: Iterable<LogEvent>, opts: { system?: string } = {}): ChatMessage[] {
+  return new Conversation().applyAll(events).messages(opts);
 }

@@ -1,70 +1,15 @@
 // The one repair algorithm (DESIGN §2, seed 000): crash recovery and forks both
 // close an open tail with closeOpenTail; only the cause differs.
 import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
+import { foldLog, type OpenTail } from './log-state.ts';
 import type { ToolEffect, ToolEffectLookup } from './tools.ts';
 
 export type RepairCause =
   | { kind: 'interrupted'; sessionId: string }
   | { kind: 'forked'; parentSessionId: string; cutSeq: number };
 
-export interface OpenTail {
-  turn: number;
-  /** The open step of the open turn, with its calls still lacking a result, in call order. */
-  step?: { step: number; unanswered: ToolCall[] };
-}
-
-/**
- * Finds what is open at the end of `events`: the open turn and, inside it, the
- * open step with its unanswered calls. Closed steps and turns are ignored even
- * when they hold unanswered calls (their failures are history). Plugin events
- * are never inspected. `events` may be any suffix of a log that starts at or
- * before the last `turn/start`.
- */
-export function findOpenTail(events: Iterable<LogEvent>): OpenTail | undefined {
-  let turn: number | undefined;
-  let step: number | undefined;
-  let calls: ToolCall[] = [];
-  let answered = new Set<string>();
-  for (const e of events) {
-    switch (e.type) {
-      case 'turn/start':
-        turn = (e.data as EventData<'turn/start'>).turn;
-        step = undefined;
-        break;
-      case 'turn/end':
-        if ((e.data as EventData<'turn/end'>).turn === turn) turn = step = undefined;
-        break;
-      case 'step/start': {
-        const d = e.data as EventData<'step/start'>;
-        if (d.turn !== turn) break;
-        step = d.step;
-        calls = [];
-        answered = new Set();
-        break;
-      }
-      case 'step/end': {
-        const d = e.data as EventData<'step/end'>;
-        if (d.turn === turn && d.step === step) step = undefined;
-        break;
-      }
-      case 'model/message': {
-        const d = e.data as EventData<'model/message'>;
-        if (d.turn === turn && d.step === step) calls.push(...d.toolCalls);
-        break;
-      }
-      case 'tool/result': {
-        const d = e.data as EventData<'tool/result'>;
-        if (d.turn === turn && d.step === step) answered.add(d.callId);
-        break;
-      }
-    }
-  }
-  if (turn === undefined) return undefined;
-  return {
-    turn,
-    step: step === undefined ? undefined : { step, unanswered: calls.filter((c) => !answered.has(c.id)) },
-  };
-}
+/** What is open at the end of `events` (see LogState); `events` may be any suffix of a log that starts at or before the last `turn/start`. */
+export const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
 
 /** Deterministic: the same cause and call always give the same id. */
 export function syntheticResultId(cause: RepairCause, callId: string): string {
@@ -99,7 +44,11 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
  * the open turn's end. Nothing open gives no closers.
  */
 export function closeOpenTail(events: Iterable<LogEvent>, cause: RepairCause, effectOf: ToolEffectLookup): NewEvent[] {
-  const open = findOpenTail(events);
+  return closersFor(findOpenTail(events), cause, effectOf);
+}
+
+/** The closers for an open tail already folded (the agent keeps its fold: LogState.openTail()). */
+export function closersFor(open: OpenTail | undefined, cause: RepairCause, effectOf: ToolEffectLookup): NewEvent[] {
   if (!open) return [];
   const reason = cause.kind;
   const status = cause.kind === 'forked' ? 'not-started' : 'interrupted';

@@ -1,5 +1,5 @@
 // One pg pool per process, shared by Prisma (through the pg adapter) and by the
-// store's raw-SQL hot paths (append, fork copy).
+// store's raw-SQL hot paths (append, fork, log reads).
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
@@ -12,14 +12,14 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function openDatabase(url: string, opts: { max?: number; onQuery?: (sql: string) => void } = {}): Database {
+/** Called after every statement the pool runs (Prisma's and the store's): its SQL, the rows it returned and its parameters. */
+export type QueryObserver = (sql: string, rows: number, params: unknown[]) => void;
+
+export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver } = {}): Database {
   const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 20 });
   pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
-  const prisma = new PrismaClient({
-    adapter: new PrismaPg(pool),
-    log: opts.onQuery ? [{ emit: 'event', level: 'query' }] : [],
-  });
-  if (opts.onQuery) (prisma as any).$on('query', (e: { query: string }) => opts.onQuery!(e.query));
+  if (opts.onQuery) observeQueries(pool, opts.onQuery);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     pool,
     prisma,
@@ -29,4 +29,24 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: (sql: 
       await pool.end().catch(() => {});
     },
   };
+}
+
+type Result = pg.QueryResult | pg.QueryResult[] | undefined;
+const rowsOf = (r: Result) => (Array.isArray(r) ? r.reduce((n, x) => n + (x.rows?.length ?? 0), 0) : (r?.rows?.length ?? 0));
+
+/** Tests and benchmarks count statements and rows: every pooled client reports what it ran. */
+function observeQueries(pool: pg.Pool, observe: QueryObserver) {
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string; values?: unknown[] };
+      const sql = typeof first === 'string' ? first : (first?.text ?? '');
+      const params = (Array.isArray(args[1]) ? args[1] : typeof first === 'object' ? first?.values : undefined) ?? [];
+      const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as (err: unknown, r: Result) => void) : undefined;
+      if (cb) return query(...args, (err: unknown, r: Result) => (err || observe(sql, rowsOf(r), params), cb(err, r)));
+      const out = query(...args) as Promise<Result> | undefined;
+      out?.then?.((r) => observe(sql, rowsOf(r), params), () => {});
+      return out;
+    };
+  });
 }

@@ -1,7 +1,6 @@
 // SessionController: the use cases behind the GraphQL mutations. It owns
 // turn-level branch selection (seed 003); the store owns exact forks (seed 000);
 // the host runs the agents.
-import { selectBranchCut } from '../core/cut.ts';
 import { ForklineError } from '../core/errors.ts';
 import type { ForkResult, Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { newInputId } from '../store/ids.ts';
@@ -25,9 +24,9 @@ export class SessionController {
     return this.store.createSession(scope, input);
   }
 
-  /** Exact fork: an explicit seq never moves (seed 000). */
+  /** Exact fork: an explicit seq never moves (seed 000); omitted, the same cut as a branch without anchor. */
   async forkSession(scope: Scope, sessionId: string, atSeq: number | undefined, title?: string | null): Promise<ForkResult> {
-    return this.afterFork(await this.store.fork(scope, sessionId, atSeq, { title }));
+    return this.afterFork(await this.store.fork(scope, sessionId, atSeq ?? {}, { title }));
   }
 
   /**
@@ -36,8 +35,17 @@ export class SessionController {
    * fork's own snapshot so a running parent cannot leak later events in.
    */
   async branchSession(scope: Scope, sessionId: string, anchorSeq: number | undefined, title?: string | null): Promise<ForkResult> {
-    const r = await this.store.fork(scope, sessionId, async (parent) => selectBranchCut(await parent.turnEndSeqs(), anchorSeq), { title });
-    return this.afterFork(r);
+    return this.afterFork(await this.store.fork(scope, sessionId, { anchorSeq }, { title }));
+  }
+
+  /**
+   * Deletes a session (with its descendants when asked): its agent stops
+   * without writing, here at once and in other processes on the notification.
+   */
+  async deleteSession(scope: Scope, sessionId: string, withDescendants: boolean): Promise<string[]> {
+    const ids = await this.store.deleteSession(scope, sessionId, { withDescendants });
+    this.host.deleted(ids);
+    return ids;
   }
 
   /** Input queued inside an exact fork's prefix is the child's pending input (DESIGN §3.1). */

@@ -12,7 +12,15 @@
 // TURNS_CHANNEL, batched while a NOTIFY is in flight and split below the
 // payload limit, and every process re-emits them to its local subscribers.
 import type { PgListener } from '../store/pg-listener.ts';
-import { EVENTS_CHANNEL, SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore, type StoredEvent } from '../store/session-store.ts';
+import {
+  DELETED_CHANNEL,
+  EVENTS_CHANNEL,
+  SESSIONS_CHANNEL,
+  type Scope,
+  type SessionRow,
+  type SessionStore,
+  type StoredEvent,
+} from '../store/session-store.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 
 export const TURNS_CHANNEL = 'forkline_turns';
@@ -29,6 +37,10 @@ const SESSIONS_COALESCE_MS = 25;
 /** A subscriber this far behind on turn updates is closed with an error. */
 const MAX_QUEUED_UPDATES = 10_000;
 
+export interface SessionsDeleted {
+  deletedSessionIds: string[];
+}
+
 export interface LiveEventsOptions {
   log?: (msg: string, err?: unknown) => void;
   /** Page and window sizes (tests shrink them to exercise the re-read paths). */
@@ -40,6 +52,7 @@ export class LiveEvents {
   private readonly tails = new Map<string, SessionTail>();
   private readonly turnStreams = new Map<string, Set<PushStream<TurnUpdate>>>();
   private readonly sessionStreams = new Set<{ scope: Scope; stream: PushStream<SessionRow> }>();
+  private readonly deletionStreams = new Set<{ scope: Scope; stream: PushStream<SessionsDeleted> }>();
   private changedSessions = new Set<string>();
   private changedTimer?: NodeJS.Timeout;
   private outbox: TurnUpdate[] = [];
@@ -62,6 +75,7 @@ export class LiveEvents {
       [EVENTS_CHANNEL, (p) => this.onEventsCommitted(p)],
       [SESSIONS_CHANNEL, (id) => this.onSessionChanged(id)],
       [TURNS_CHANNEL, (p) => this.onTurnUpdates(p)],
+      [DELETED_CHANNEL, (p) => this.onSessionsDeleted(p)],
       ['reconnect', () => this.onReconnect()],
     ];
     for (const [channel, handler] of this.handlers) listener.on(channel, handler);
@@ -115,13 +129,23 @@ export class LiveEvents {
     return entry.stream;
   }
 
+  /** Ids of the caller's tenant's sessions as they are deleted. */
+  sessionsDeleted(scope: Scope): AsyncIterableIterator<SessionsDeleted> {
+    const entry = {
+      scope,
+      stream: new PushStream<SessionsDeleted>({ max: MAX_QUEUED_UPDATES, onClose: () => this.deletionStreams.delete(entry) }),
+    };
+    this.deletionStreams.add(entry);
+    return entry.stream;
+  }
+
   /** Live subscribers in this process (metrics; tests check that disconnects clean up). */
   stats() {
     let events = 0;
     let turns = 0;
     for (const tail of this.tails.values()) events += tail.subscribers.size;
     for (const set of this.turnStreams.values()) turns += set.size;
-    return { watchedSessions: this.tails.size, events, turns, sessions: this.sessionStreams.size };
+    return { watchedSessions: this.tails.size, events, turns, sessions: this.sessionStreams.size, deletions: this.deletionStreams.size };
   }
 
   /** Sends a turn update to every process's subscribers (the host's onUpdate sink). */
@@ -139,6 +163,22 @@ export class LiveEvents {
     for (const tail of this.tails.values()) for (const s of tail.subscribers) s.close();
     for (const set of this.turnStreams.values()) for (const s of set) s.close();
     for (const { stream } of this.sessionStreams) stream.close();
+    for (const { stream } of this.deletionStreams) stream.close();
+  }
+
+  /** A deleted session's subscriptions complete; its tenant's sessionsDeleted subscribers are told. */
+  private onSessionsDeleted(payload: string) {
+    let msg: { tenant: string; ids: string[] };
+    try {
+      msg = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    for (const id of msg.ids) {
+      for (const s of this.tails.get(id)?.subscribers ?? []) s.close();
+      for (const s of this.turnStreams.get(id) ?? []) s.close();
+    }
+    for (const { scope, stream } of this.deletionStreams) if (scope.tenant === msg.tenant) stream.push({ deletedSessionIds: msg.ids });
   }
 
   private onEventsCommitted(payload: string) {
@@ -304,7 +344,7 @@ class SessionTail {
       if (!this.unknown && this.notifiedLast <= seq && seq >= this.hi) return [];
       if (seq < this.lo - 1 && this.window.length) {
         // Behind the shared window: this subscriber reads its own page.
-        return contiguousAfter(seq, await this.store.readEvents(this.sessionId, seq, this.pageSize));
+        return contiguousAfter(seq, await this.store.log.page(this.sessionId, seq, this.pageSize));
       }
       if (this.fetching) {
         await this.fetching; // someone else's read: look again
@@ -319,7 +359,7 @@ class SessionTail {
   private async fetch(seq: number): Promise<number> {
     const generation = this.generation;
     if (seq !== this.hi) this.window = [];
-    const page = contiguousAfter(seq, await this.store.readEvents(this.sessionId, seq, this.pageSize));
+    const page = contiguousAfter(seq, await this.store.log.page(this.sessionId, seq, this.pageSize));
     if (page.length) {
       this.window.push(...page);
       if (this.window.length > this.windowSize) this.window.splice(0, this.window.length - this.windowSize);

@@ -1,16 +1,20 @@
 // SessionHost: runs session agents in this process. It wakes a session when
 // input arrives, holds the session's lease while its runner works, recovers
 // sessions left inside an open turn (at start, and when a dead process's lease
-// is found free), and stops runners on cancel or shutdown.
-import type { SessionStore } from '../store/session-store.ts';
+// is found free), and stops runners on cancel, deletion or shutdown. It keeps
+// each session's fold between turns, so a turn reads only the new events.
+import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
+import { FoldCache } from '../agent/session-fold.ts';
+import { ForklineError } from '../core/errors.ts';
 import type { LeaseManager } from '../store/leases.ts';
 
 export const CONTROL_CHANNEL = 'forkline_control';
 
 export class SessionHost {
   private readonly runners = new Map<string, { runner?: SessionRunner; again: boolean; done: Promise<void> }>();
+  private readonly folds = new FoldCache();
   private sweepTimer?: NodeJS.Timeout;
   private stopped = false;
 
@@ -30,6 +34,23 @@ export class SessionHost {
       }
       if (typeof msg.cancel === 'string') this.runners.get(msg.cancel)?.runner?.stop('cancel');
     });
+    opts.listener?.on(DELETED_CHANNEL, (payload: string) => {
+      try {
+        const { ids } = JSON.parse(payload) as { ids: string[] };
+        this.deleted(ids);
+      } catch {
+        opts.log?.(`ignored a malformed deletion message: ${payload.slice(0, 100)}`);
+      }
+    });
+  }
+
+  /** Sessions deleted (here or by another process): their runners stop without writing, their folds go. */
+  deleted(ids: readonly string[]): void {
+    this.store.log.forget(ids);
+    for (const id of ids) {
+      this.runners.get(id)?.runner?.stop('deleted');
+      this.folds.forget(id);
+    }
   }
 
   /** Recovers what a previous process left behind, then keeps sweeping for orphaned sessions. */
@@ -72,9 +93,12 @@ export class SessionHost {
         entry.again = false;
         const lease = await this.leases.tryAcquire(sessionId);
         if (!lease) return; // another process runs it; it re-checks the inbox after releasing
+        const fold = this.folds.take(sessionId);
         try {
-          entry.runner = new SessionRunner(sessionId, { ...this.runnerDeps, store: this.store });
+          entry.runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store });
           await entry.runner.run();
+          // Only a fold that ended in step with the log is kept, and none of a deleted session.
+          if (entry.runner.stopReason !== 'deleted') this.folds.put(fold);
         } finally {
           entry.runner = undefined;
           await lease.release();
@@ -82,6 +106,8 @@ export class SessionHost {
         // Re-check after releasing: input appended while we were finishing must not wait.
       } while (!this.stopped && (entry.again || (await this.store.needsWork(sessionId))));
     } catch (err) {
+      // A session deleted under its running agent is not a failure: the agent just stops.
+      if (err instanceof ForklineError && err.code === 'SESSION_NOT_FOUND') return;
       this.opts.log?.(`agent of session ${sessionId} failed`, err);
     }
   }

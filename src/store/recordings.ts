@@ -13,9 +13,8 @@ import {
   type RecordingEvent,
   type RecordingSummary,
 } from '../core/recording.ts';
-import type { LogEvent } from '../core/events.ts';
-import { SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
-import { EVENT_ID_SQL, newSessionId } from './ids.ts';
+import { SESSIONS_CHANNEL, inboxDelta, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
+import { newSessionId } from './ids.ts';
 
 /** A recording's text, or a way to read it from the start (import reads it twice). */
 export type RecordingSource = string | (() => AsyncIterable<string>);
@@ -25,21 +24,14 @@ export const IMPORT_BATCH_SIZE = 1000;
 /** The session as recording lines (format V4), newline-terminated. */
 export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
   const session = await store.requireSession(scope, sessionId);
-  yield* exportLines(recordingHeader(session), eventsBefore(store.iterateEvents(sessionId), session.eventCount));
+  // A live session keeps appending: export the log as it was when the export began.
+  yield* exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq: session.eventCount }));
 }
 
 export async function exportRecordingText(store: SessionStore, scope: Scope, sessionId: string): Promise<string> {
   let text = '';
   for await (const line of exportRecording(store, scope, sessionId)) text += line;
   return text;
-}
-
-// A live session keeps appending: export the log as it was when the export began.
-async function* eventsBefore<E extends LogEvent>(events: AsyncIterable<E>, end: number): AsyncGenerator<E> {
-  for await (const e of events) {
-    if (e.seq >= end) return;
-    yield e;
-  }
 }
 
 /**
@@ -59,10 +51,11 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
   await store.transaction(async (client) => {
     await insertSession(client, id, scope, summary);
     const replay = new RecordingValidator();
-    let batch: RecordingEvent[] = [];
+    let batch: Array<RecordingEvent & { pendingInputCount: number }> = [];
+    let pending = 0;
     for await (const line of read()) {
       const e = replay.push(line);
-      if (e) batch.push(summary.header.version < 4 ? upgradeToV4(e) : e);
+      if (e) batch.push({ ...(summary.header.version < 4 ? upgradeToV4(e) : e), pendingInputCount: (pending += inboxDelta(e.type)) });
       if (batch.length >= IMPORT_BATCH_SIZE) {
         await insertEvents(client, id, batch);
         batch = [];
@@ -71,8 +64,8 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
     await insertEvents(client, id, batch);
     if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
     if (summary.openTurn) {
-      const tail = await store.readOpenTail(id, summary.eventCount - 1, client);
-      await store.append(id, closeOpenTail(tail, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
+      const tail = await store.log.openTail(id, summary.eventCount - 1, client);
+      await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
     }
     await store.notify(SESSIONS_CHANNEL, id, client);
   });
@@ -81,21 +74,24 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
 
 function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: RecordingSummary) {
   return client.query(
-    `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
+    `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                             "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-     VALUES ($1, $2, $3, $4, 4, $5, $6, $7, NULL, $8, $9, $10)`,
+     VALUES ($1, $2, $1, $3, $4, 4, $5, $6, $7, NULL, $8, $9, $10)`,
     [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
      s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
   );
 }
 
-async function insertEvents(client: pg.PoolClient, sessionId: string, events: RecordingEvent[]) {
+// An imported session owns all its rows, its inherited prefix included: there
+// is no parent to share it with. `inherited` is derived from its marker
+// (inheritedEventCount), which the validator checked against the lines' flags.
+async function insertEvents(client: pg.PoolClient, sessionId: string, events: Array<RecordingEvent & { pendingInputCount: number }>) {
   if (events.length === 0) return;
   await client.query(
-    `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")
-     SELECT ${EVENT_ID_SQL}, $1, e.seq, e.type, e.data, e.inherited, e.synthetic, COALESCE(e."createdAt", now())
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
+     SELECT $1, e.seq, $1, e.type, e.data, e.synthetic, e."pendingInputCount", COALESCE(e."createdAt", now())
        FROM jsonb_to_recordset($2::jsonb)
-         AS e(seq int, type text, data jsonb, inherited boolean, synthetic boolean, "createdAt" timestamptz)`,
+         AS e(seq int, type text, data jsonb, synthetic boolean, "pendingInputCount" int, "createdAt" timestamptz)`,
     [sessionId, JSON.stringify(events)],
   );
 }

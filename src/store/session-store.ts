@@ -1,27 +1,25 @@
-// SessionStore: the only module that talks to Postgres. It owns seq allocation,
-// the session counters, fork validation and copying (DESIGN §1, §3.1).
+// SessionStore: the only module that writes to Postgres. It owns seq
+// allocation, the session counters, forks and deletion (DESIGN §1, §3.1, §7);
+// reads go through SessionLog (store/session-log.ts).
 import type pg from 'pg';
 import type { PrismaClient, Session } from '@prisma/client';
-import { decodeEvent, type LogEvent, type NewEvent } from '../core/events.ts';
+import { decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import { buildForkSeed } from '../core/fork-seed.ts';
 import { selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
-import { EVENT_ID_SQL, newSessionId } from './ids.ts';
+import { eventId, newSessionId } from './ids.ts';
+import { childRanges } from './lineage.ts';
+import { SessionLog, type StoredEvent } from './session-log.ts';
 
+export type { StoredEvent } from './session-log.ts';
 export type SessionRow = Session;
-
-export interface StoredEvent extends LogEvent {
-  id: string;
-  sessionId: string;
-  inherited: boolean;
-  synthetic: boolean;
-  createdAt: Date;
-}
 
 /** Postgres NOTIFY channel: one notification per committed batch. */
 export const EVENTS_CHANNEL = 'forkline_events';
 export const SESSIONS_CHANNEL = 'forkline_sessions';
+/** Deleted sessions: `{"tenant", "ids"}` per notification (split below the payload limit). */
+export const DELETED_CHANNEL = 'forkline_deleted';
 
 /** Who is asking: every read and write is confined to one tenant. */
 export interface Scope {
@@ -35,18 +33,15 @@ export interface ForkResult {
   syntheticEvents: StoredEvent[];
 }
 
-/**
- * What a fork's cut selector may look at: one consistent snapshot of the
- * parent, the same one the copy and the closers are built from.
- */
-export interface ParentObservation {
-  session: SessionRow;
-  turnEndSeqs(): Promise<number[]>;
-}
-export type CutSelector = number | ((observation: ParentObservation) => Promise<number> | number);
+/** An exact seq (never moves, seed 000), or a turn-level branch through the turn/end at or after an anchor (seed 003). */
+export type Cut = number | { anchorSeq?: number | null };
 
-const EVENT_COLUMNS = `id, "sessionId", seq, type, data, inherited, synthetic, "createdAt"`;
 export const MAX_APPEND_BATCH = 10_000;
+/** Postgres rejects NOTIFY payloads of 8000 bytes or more. */
+const MAX_NOTIFY_IDS = 100;
+
+/** +1 for an input entering the inbox, -1 for one leaving it. */
+export const inboxDelta = (type: string) => (type === 'inbox/add' ? 1 : type === 'inbox/remove' ? -1 : 0);
 
 function summarize(events: NewEvent[]) {
   let turnStarts = 0;
@@ -59,18 +54,28 @@ function summarize(events: NewEvent[]) {
       status = 'RUNNING';
     } else if (e.type === 'turn/end') status = 'IDLE';
     else if (e.type === 'session/title') title = (e.data as { title: string }).title;
-    else if (e.type === 'inbox/add') pendingDelta++;
-    else if (e.type === 'inbox/remove') pendingDelta--;
+    pendingDelta += inboxDelta(e.type);
   }
   return { turnStarts, status, title, pendingDelta };
 }
 
+/** Rows as the INSERTs below read them: `p` is the pending-input delta through this event. */
+function eventRows(events: Array<NewEvent & { seq?: number }>) {
+  let p = 0;
+  return events.map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false, p: (p += inboxDelta(e.type)) }));
+}
+
 export class SessionStore {
+  /** The one way to read logs. */
+  readonly log: SessionLog;
+
   constructor(
     readonly prisma: PrismaClient,
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
-  ) {}
+  ) {
+    this.log = new SessionLog(pool);
+  }
 
   async createSession(
     scope: Scope,
@@ -82,7 +87,7 @@ export class SessionStore {
     if (input.model) initial.push({ type: 'session/model', data: input.model });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
-      await client.query('INSERT INTO "Session" (id, tenant) VALUES ($1, $2)', [id, scope.tenant]);
+      await client.query('INSERT INTO "Session" (id, tenant, "treeId") VALUES ($1, $2, $1)', [id, scope.tenant]);
       await this.append(id, initial, { client });
       await this.notify(SESSIONS_CHANNEL, id, client);
     });
@@ -106,7 +111,9 @@ export class SessionStore {
   }
 
   async getSession(scope: Scope, id: string): Promise<SessionRow | null> {
-    return this.prisma.session.findFirst({ where: { id, tenant: scope.tenant } });
+    const row = await this.prisma.session.findFirst({ where: { id, tenant: scope.tenant } });
+    if (row) this.log.remember(row);
+    return row;
   }
 
   async requireSession(scope: Scope, id: string): Promise<SessionRow> {
@@ -130,10 +137,10 @@ export class SessionStore {
   ): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
-    const rows = events.map((e) => ({ type: e.type, data: decodeEvent(e.type, e.data), synthetic: e.synthetic ?? false }));
-    const { turnStarts, status, title, pendingDelta } = summarize(rows);
-    const n = rows.length;
-    const { rows: out } = await (opts.client ?? this.pool).query<StoredEvent & { notified: unknown }>(
+    const decoded = events.map((e) => ({ ...e, data: decodeEvent(e.type, e.data) }));
+    const { turnStarts, status, title, pendingDelta } = summarize(decoded);
+    const n = decoded.length;
+    const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown }>(
       `WITH s AS (
          UPDATE "Session"
             SET "eventCount" = "eventCount" + $2,
@@ -143,153 +150,99 @@ export class SessionStore {
                 title = CASE WHEN $5::boolean THEN $6 ELSE title END,
                 "updatedAt" = now()
           WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int)
-          RETURNING "eventCount" - $2 AS base
+          RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId"
        ), ins AS (
-         INSERT INTO "Event" (id, "sessionId", seq, type, data, synthetic)
-         SELECT ${EVENT_ID_SQL}, $1, s.base + (t.ord - 1)::int, t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+         SELECT $1, s.base + (t.ord - 1)::int, s."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s.pending + (t.e->>'p')::int
            FROM s, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
-         RETURNING ${EVENT_COLUMNS}
+         RETURNING seq, type, data, synthetic, "createdAt"
        )
        SELECT ins.*, (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
          FROM ins ORDER BY seq`,
-      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(rows), pendingDelta],
+      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta],
     );
     if (out.length === 0) {
       const exists = await this.pool.query('SELECT "eventCount" FROM "Session" WHERE id = $1', [sessionId]);
       if (!exists.rowCount) throw sessionNotFound(sessionId);
       throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${exists.rows[0].eventCount})`);
     }
-    for (const e of out) delete (e as { notified?: unknown }).notified;
-    return out;
-  }
-
-  /** Events with afterSeq < seq, ascending, at most `limit`. */
-  async readEvents(sessionId: string, afterSeq = -1, limit = 1000): Promise<StoredEvent[]> {
-    const { rows } = await this.pool.query<StoredEvent>(
-      `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [sessionId, afterSeq, limit],
-    );
-    return rows;
-  }
-
-  /** Events fromSeq..toSeq inclusive. */
-  async readRange(sessionId: string, fromSeq: number, toSeq: number, client: pg.Pool | pg.PoolClient = this.pool): Promise<StoredEvent[]> {
-    const { rows } = await client.query<StoredEvent>(
-      `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
-      [sessionId, fromSeq, toSeq],
-    );
-    return rows;
-  }
-
-  /** Streams the whole log in pages (never holds more than one page). */
-  async *iterateEvents(sessionId: string, pageSize = 1000): AsyncGenerator<StoredEvent> {
-    let after = -1;
-    for (;;) {
-      const page = await this.readEvents(sessionId, after, pageSize);
-      yield* page;
-      if (page.length < pageSize) return;
-      after = page[page.length - 1].seq;
-    }
-  }
-
-  /**
-   * The events from the last `turn/start` at or before `seq` through `seq`: all
-   * that repair needs to close whatever is open at `seq` (DESIGN §3.1 cost).
-   */
-  async readOpenTail(sessionId: string, seq: number, client: pg.Pool | pg.PoolClient = this.pool): Promise<StoredEvent[]> {
-    const { rows } = await client.query<{ start: number | null }>(
-      `SELECT max(seq) AS start FROM "Event" WHERE "sessionId" = $1 AND type = 'turn/start' AND seq <= $2`,
-      [sessionId, seq],
-    );
-    const start = rows[0].start;
-    return start === null ? [] : this.readRange(sessionId, start, seq, client);
-  }
-
-  /** Events of the given types only, ascending (served by the (sessionId, type, seq) index). */
-  async readEventsOfTypes(sessionId: string, types: string[]): Promise<StoredEvent[]> {
-    const { rows } = await this.pool.query<StoredEvent>(
-      `SELECT ${EVENT_COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND type = ANY($2::text[]) ORDER BY seq`,
-      [sessionId, types],
-    );
-    return rows;
-  }
-
-  async turnEndSeqs(sessionId: string, client: pg.Pool | pg.PoolClient = this.pool): Promise<number[]> {
-    const { rows } = await client.query<{ seq: number }>(
-      `SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'turn/end' ORDER BY seq`,
-      [sessionId],
-    );
-    return rows.map((r) => r.seq);
+    // Appended events are the session's own: never inherited.
+    return out.map(({ notified: _, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false }));
   }
 
   /**
    * Exact fork (DESIGN §3.1, seed 000). In one REPEATABLE READ transaction — one
-   * snapshot of the parent even while it is being appended to — it validates the
-   * cut, copies events 0..cut inside Postgres, and writes the child's marker and
-   * closers (and its title, when given) before the child is visible.
-   * A numeric cut is exact and never moves; a function selects the cut from the
-   * same snapshot (turn-level branches, seed 003). Omitted: through the last turn/end.
+   * snapshot of the parent even while it is being appended to — it validates or
+   * selects the cut, reads the open tail at the cut, and writes the child: its
+   * row, recording the ancestor ranges it shares (store/lineage.ts), and its own
+   * marker and closers (and title, when given), before the child is visible.
+   * Nothing is copied: the cost is a few index lookups whatever the parent's length.
+   * A numeric cut is exact and never moves; an anchor selects a turn-level
+   * branch from the same snapshot (seed 003). Omitted: through the last turn/end.
    */
-  async fork(scope: Scope, parentId: string, cut: CutSelector | undefined, opts: { title?: string | null } = {}): Promise<ForkResult> {
+  async fork(scope: Scope, parentId: string, cut: Cut | undefined, opts: { title?: string | null } = {}): Promise<ForkResult> {
     const result = await this.transaction(async (client) => {
       const { rows } = await client.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1 AND tenant = $2', [parentId, scope.tenant]);
       const parent = rows[0];
       if (!parent) throw sessionNotFound(parentId);
-      const observation: ParentObservation = { session: parent, turnEndSeqs: () => this.turnEndSeqs(parentId, client) };
-      const selector = cut ?? ((o: ParentObservation) => o.turnEndSeqs().then((seqs) => selectBranchCut(seqs)));
+      const lineage = this.log.remember(parent);
+      const last = parent.eventCount - 1;
       let cutSeq: number;
-      if (typeof selector === 'number') {
-        if (!Number.isSafeInteger(selector) || selector < 0 || selector >= parent.eventCount) {
+      if (typeof cut === 'number') {
+        if (!Number.isSafeInteger(cut) || cut < 0 || cut > last) {
           throw new ForklineError(
             'SEQ_OUT_OF_RANGE',
-            `atSeq ${selector} is not an event of session ${parentId} (valid: 0..${parent.eventCount - 1})`,
-            { atSeq: selector, eventCount: parent.eventCount },
+            `atSeq ${cut} is not an event of session ${parentId} (valid: 0..${last})`,
+            { atSeq: cut, eventCount: parent.eventCount },
           );
         }
-        cutSeq = selector;
+        cutSeq = cut;
       } else {
-        cutSeq = await selector(observation);
+        const seqOf = (e: StoredEvent | undefined) => e?.seq;
+        cutSeq = await selectBranchCut(
+          {
+            atOrAfter: async (seq) => seqOf(await this.log.firstOfType(lineage, 'turn/end', seq, client)),
+            last: async () => seqOf(await this.log.lastOfType(lineage, 'turn/end', last, client)),
+          },
+          cut?.anchorSeq,
+        );
       }
 
-      const openTail = cutSeq >= 0 ? await this.readOpenTail(parentId, cutSeq, client) : [];
-      const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail, effectOf: this.effectOf });
-      const inherited = await client.query<{ turns: number; pending: number; title: string | null }>(
-        `SELECT (SELECT count(*)::int FROM "Event" WHERE "sessionId" = $1 AND type = 'turn/start' AND seq <= $2) AS turns,
-                (SELECT (count(*) FILTER (WHERE type = 'inbox/add') - count(*) FILTER (WHERE type = 'inbox/remove'))::int
-                   FROM "Event" WHERE "sessionId" = $1 AND type IN ('inbox/add', 'inbox/remove') AND seq <= $2) AS pending,
-                (SELECT data->>'title' FROM "Event" WHERE "sessionId" = $1 AND type = 'session/title' AND seq <= $2
-                  ORDER BY seq DESC LIMIT 1) AS title`,
-        [parentId, cutSeq],
-      );
+      // The child's counters as of the cut: indexed lookups, never a scan of the prefix.
+      const tail = cutSeq >= 0 ? await this.log.openTail(lineage, cutSeq, client) : { events: [] };
+      const title = cutSeq >= 0 ? (await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title : undefined;
+      const pending = await this.log.pendingInputCountAt(lineage, cutSeq, client);
+      const turnCount = (tail.turnStart?.data.turn as number | undefined) ?? 0; // turns are numbered 1, 2, … (DESIGN §1)
+
+      const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: tail.events, effectOf: this.effectOf });
       const own: Array<NewEvent & { seq: number }> = [...seed.events];
       if (opts.title != null) own.push({ type: 'session/title', data: { title: opts.title }, seq: seed.firstLiveSeq });
       for (const e of own) e.data = decodeEvent(e.type, e.data);
 
       const childId = newSessionId();
       await client.query(
-        `INSERT INTO "Session" (id, tenant, title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                                "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-         VALUES ($1, $2, $3, 'IDLE', 4, $4, $5, $6, $7, $8, $9, $10)`,
-        [childId, parent.tenant, opts.title ?? inherited.rows[0].title, seed.firstLiveSeq + (own.length - seed.events.length),
-         inherited.rows[0].turns, inherited.rows[0].pending, parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq],
-      );
-      await client.query(
-        `INSERT INTO "Event" (id, "sessionId", seq, type, data, inherited, synthetic, "createdAt")
-         SELECT ${EVENT_ID_SQL}, $1, seq, type, data, true, synthetic, "createdAt"
-           FROM "Event" WHERE "sessionId" = $2 AND seq <= $3`,
-        [childId, parentId, cutSeq],
+        `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
+                                "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
+         VALUES ($1, $2, $3, $4, 'IDLE', 4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [childId, parent.tenant, parent.treeId, opts.title ?? title ?? null, cutSeq + 1 + own.length, turnCount, pending,
+         parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq))],
       );
       const { rows: written } = await client.query<StoredEvent>(
-        `INSERT INTO "Event" (id, "sessionId", seq, type, data, synthetic)
-         SELECT ${EVENT_ID_SQL}, $1, (e->>'seq')::int, e->>'type', e->'data', (e->>'synthetic')::boolean
-           FROM jsonb_array_elements($2::jsonb) AS e
-         RETURNING ${EVENT_COLUMNS}`,
-        [childId, JSON.stringify(own.map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false })))],
+        `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+         SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int
+           FROM jsonb_array_elements($4::jsonb) AS e
+         RETURNING seq, type, data, synthetic, "createdAt"`,
+        [childId, parent.treeId, pending, JSON.stringify(eventRows(own))],
       );
       await this.notify(SESSIONS_CHANNEL, childId, client);
-      return { childId, parent, cutSeq, synthetic: written.filter((e) => e.synthetic).sort((a, b) => a.seq - b.seq) };
+      const synthetic = written
+        .filter((e) => e.synthetic)
+        .sort((a, b) => a.seq - b.seq)
+        .map((e) => ({ ...e, id: eventId(childId, e.seq), sessionId: childId, inherited: false }));
+      return { childId, parent, cutSeq, synthetic };
     }, 'REPEATABLE READ');
     const { rows } = await this.pool.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1', [result.childId]);
+    this.log.remember(rows[0]);
     return {
       session: rows[0],
       parent: result.parent,
@@ -298,20 +251,56 @@ export class SessionStore {
     };
   }
 
-  async listSessions(
-    scope: Scope,
-    args: { first: number; after?: string | null; parentId?: string | null; status?: 'IDLE' | 'RUNNING' | null },
-  ): Promise<SessionRow[]> {
-    return this.prisma.session.findMany({
-      where: {
-        tenant: scope.tenant,
-        ...(args.parentId ? { parentId: args.parentId } : {}),
-        ...(args.status ? { status: args.status } : {}),
-      },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      take: args.first,
-      ...(args.after ? { cursor: { id: args.after }, skip: 1 } : {}),
+  /**
+   * Deletes a session, and with `withDescendants` its whole subtree, in one
+   * transaction: rows, events (the immutability trigger lets only this path
+   * through) and lineage. A session with children is refused otherwise
+   * (SESSION_HAS_CHILDREN): a child shares its ancestors' events, so no
+   * surviving session ever loses an inherited event. Returns the deleted ids,
+   * the session first.
+   */
+  async deleteSession(scope: Scope, id: string, opts: { withDescendants?: boolean } = {}): Promise<string[]> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.deleteOnce(scope, id, opts.withDescendants ?? false);
+      } catch (err) {
+        // A child forked while we collected the subtree: the parentId key refuses
+        // the delete at the end of the statement. Collect again.
+        if (!opts.withDescendants || attempt >= 5 || (err as { code?: string }).code !== '23503') throw err;
+      }
+    }
+  }
+
+  private async deleteOnce(scope: Scope, id: string, withDescendants: boolean): Promise<string[]> {
+    const ids = await this.transaction(async (client) => {
+      // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
+      const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND tenant = $2 FOR UPDATE', [id, scope.tenant]);
+      if (!rowCount) throw sessionNotFound(id);
+      const { rows } = await client.query<{ id: string }>(
+        `WITH RECURSIVE subtree AS (
+           SELECT id FROM "Session" WHERE "parentId" = $1
+           UNION ALL
+           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id
+         ) SELECT id FROM subtree`,
+        [id],
+      );
+      if (rows.length && !withDescendants) {
+        throw new ForklineError(
+          'SESSION_HAS_CHILDREN',
+          `session ${id} has ${rows.length} descendant session(s) sharing its events; delete them first or pass withDescendants: true`,
+          { sessionId: id, descendants: rows.length },
+        );
+      }
+      const all = [id, ...rows.map((r) => r.id)];
+      await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
+      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[])', [all]); // events go with them (ON DELETE CASCADE)
+      for (let i = 0; i < all.length; i += MAX_NOTIFY_IDS) {
+        await this.notify(DELETED_CHANNEL, JSON.stringify({ tenant: scope.tenant, ids: all.slice(i, i + MAX_NOTIFY_IDS) }), client);
+      }
+      return all;
     });
+    this.log.forget(ids);
+    return ids;
   }
 
   /** Session rows by id (any tenant: callers filter), one query. */

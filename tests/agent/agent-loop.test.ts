@@ -21,7 +21,7 @@ afterAll(async () => {
 const create = async (title = 'agent') => (await app.ok(`mutation { createSession(input: { title: "${title}" }) { id } }`)).createSession.id as string;
 const send = async (sessionId: string, text: string) =>
   (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId event { seq type data } session { id pendingInputs { inputId text } } } }`, { i: { sessionId, text } })).sendMessage;
-const log = async (id: string) => (await app.services.store.readEvents(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, inherited: e.inherited }));
+const log = async (id: string) => (await app.services.store.log.page(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, inherited: e.inherited }));
 const types = async (id: string) => (await log(id)).map((e) => e.type);
 const idle = () => app.services.host.idle();
 const FORK = `mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id firstLiveSeq } syntheticEvents { seq type data } } }`;
@@ -217,7 +217,7 @@ describe('stopping the host (graceful shutdown)', () => {
       await own.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: s.id, text: '!call sleep {"ms": 20000}' } });
       await running;
       await own.services.host.stop();
-      const events = await own.services.store.readEvents(s.id, -1, 100);
+      const events = await own.services.store.log.page(s.id, -1, 100);
       expect(events.slice(-3).map((e) => [e.type, e.data.status ?? e.data.reason, e.synthetic])).toEqual([
         ['tool/result', 'interrupted', true],
         ['step/end', 'interrupted', true],

@@ -45,7 +45,7 @@ async function session() {
   return r.createSession.id as string;
 }
 const send = (id: string, text: string) => app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
-const log = async (id: string) => app.services.store.readEvents(id, -1, 1000);
+const log = async (id: string) => app.services.store.log.page(id, -1, 1000);
 
 describe('openai provider', () => {
   it('streams text deltas and persists the complete answer', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildForkSeed } from '../../src/core/fork-seed.ts';
 import { closeOpenTail, syntheticResultId, type RepairCause } from '../../src/core/repair.ts';
-import { selectBranchCut } from '../../src/core/cut.ts';
+import { selectBranchCut, turnEndsOf } from '../../src/core/cut.ts';
 import { decodeEvent, type LogEvent } from '../../src/core/events.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { closerName, EXPECTED_CLOSERS, openTailOf, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
@@ -120,11 +120,11 @@ describe('selectBranchCut (seed 003)', () => {
     [21, 31],
     [31, 31],
     [500, 31],
-  ])('anchor %s → %s', (anchor, expected) => {
-    expect(selectBranchCut(turnEnds, anchor)).toBe(expected);
+  ])('anchor %s → %s', async (anchor, expected) => {
+    expect(await selectBranchCut(turnEndsOf(turnEnds), anchor)).toBe(expected);
   });
-  it('no turn/end: marker only (-1)', () => {
-    expect(selectBranchCut([], 3)).toBe(-1);
-    expect(selectBranchCut([])).toBe(-1);
+  it('no turn/end: marker only (-1)', async () => {
+    expect(await selectBranchCut(turnEndsOf([]), 3)).toBe(-1);
+    expect(await selectBranchCut(turnEndsOf([]))).toBe(-1);
   });
 });

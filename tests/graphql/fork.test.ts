@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { closerName, EXPECTED_CLOSERS, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
-import { replaySession } from '../../src/core/session-state.ts';
+import { foldLog } from '../../src/core/log-state.ts';
 
 let app: TestApp;
 let parentId: string;
@@ -44,7 +44,7 @@ describe('forkSession over GraphQL: the reference spec at every seq', () => {
       expect(f.session).toMatchObject({ forkedAtSeq: cut, inheritedEventCount: cut + 1, firstLiveSeq: child.length, parent: { id: parentId } });
       // eventCount and status are live: the child's agent may already answer a queued input.
       expect(f.session.eventCount).toBeGreaterThanOrEqual(child.length);
-      if (replaySession(withSeqs(REFERENCE_LOG.slice(0, cut + 1))).pendingInputs.length === 0) {
+      if (foldLog(withSeqs(REFERENCE_LOG.slice(0, cut + 1))).pendingInputCount === 0) {
         expect(f.session).toMatchObject({ eventCount: child.length, status: 'IDLE' });
       }
       expect(child.at(-1).seq).toBe(child.length - 1);
@@ -149,10 +149,10 @@ describe('a fork of a live parent', () => {
       forks.push({ atSeq, f: (await app.ok(FORK, { input: { sessionId: live, atSeq } })).forkSession });
     }
     await appender;
-    const parentEvents = await app.services.store.readEvents(live, -1, 5000);
+    const parentEvents = await app.services.store.log.page(live, -1, 5000);
     expect(parentEvents.length).toBe(1011);
     for (const { atSeq, f } of forks) {
-      const child = await app.services.store.readEvents(f.session.id, -1, 5000);
+      const child = await app.services.store.log.page(f.session.id, -1, 5000);
       const bytes = (es: any[]) => es.map((e) => JSON.stringify([e.seq, e.type, e.data, e.synthetic, e.createdAt]));
       expect(bytes(child.slice(0, atSeq + 1))).toEqual(bytes(parentEvents.slice(0, atSeq + 1)));
       expect(child[atSeq + 1].type).toBe('session/end-seed');

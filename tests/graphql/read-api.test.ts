@@ -79,12 +79,16 @@ describe('GraphQL read API over HTTP', () => {
   });
 
   it('bad arguments give BAD_USER_INPUT, never a 500', async () => {
+    const { createSession: s } = await app.ok(CREATE, { input: { title: 'args' } });
     const bad = [
       `{ sessions(first: -1) { edges { node { id } } } }`,
       `{ sessions(first: "x") { edges { node { id } } } }`,
       `{ sessions(first: 100000) { edges { node { id } } } }`,
       `{ sessions(after: 12) { edges { node { id } } } }`,
-      `{ session(id: "ses_x") { events(afterSeq: -5) { edges { node { id } } } } }`,
+      `{ session(id: "${s.id}") { events(afterSeq: -5) { edges { node { id } } } } }`,
+      `{ session(id: "${s.id}") { events(after: "x") { edges { node { id } } } } }`,
+      `{ session(id: "${s.id}") { events(first: 501) { edges { node { id } } } } }`,
+      `{ session(id: "${s.id}") { events(last: -1) { edges { node { id } } } } }`,
       `mutation { createSession(input: { title: 5 }) { id } }`,
       `mutation { createSession(input: { model: { provider: "", model: "m" } }) { id } }`,
       `{ nope }`,

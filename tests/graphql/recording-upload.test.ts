@@ -65,7 +65,7 @@ describe('POST /recordings', () => {
   it('repairs a crashed recording once, like the mutation', async () => {
     const r = await upload(app, readFixture('v3-crashed.jsonl'));
     expect(r.status).toBe(201);
-    const events = await app.services.store.readEvents(r.body.session.id);
+    const events = await app.services.store.log.page(r.body.session.id, -1, 100_000);
     expect(events.slice(-1)[0]).toMatchObject({ type: 'turn/end', synthetic: true, data: { reason: 'interrupted' } });
   });
 

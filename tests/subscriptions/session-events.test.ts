@@ -62,10 +62,10 @@ describe('subscriber lifecycle', () => {
     const subs = [subscribe(transport, app.url, EVENTS, { id }), subscribe(transport, app.url, TURNS, { id }), subscribe(transport, app.url, `subscription { sessionsChanged { id } }`)];
     await subs[0].count(1);
     await waitFor(() => app.services.live.stats().turns === 1 && app.services.live.stats().sessions === 1, { what: 'registered' });
-    expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1 });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1, deletions: 0 });
     await Promise.all(subs.map((s) => s.close()));
     await waitFor(() => app.services.live.stats().events === 0 && app.services.live.stats().turns === 0 && app.services.live.stats().sessions === 0, { what: 'cleanup' });
-    expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0 });
+    expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0, deletions: 0 });
   });
 
   it('the schema carries the subscription contract of DESIGN §7', async () => {

@@ -66,15 +66,19 @@ export class ScriptedModel implements ChatModel {
 
   async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
     this.requestCount++;
-    this.recentRequests.push(structuredClone(request));
+    // Kept as given: the agent hands each request a fresh array of messages it never mutates.
+    this.recentRequests.push(request);
     if (this.recentRequests.length > RECENT_REQUESTS) this.recentRequests.shift();
-    const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
+    const { messages } = request;
+    let lastUser = messages.length - 1;
+    while (lastUser >= 0 && messages[lastUser].role !== 'user') lastUser--;
     if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
-    const script = parseScript((request.messages[lastUser] as { content: string }).content);
+    const script = parseScript((messages[lastUser] as { content: string }).content);
     if (script.fail) throw new ModelError(script.fail);
-    const since = request.messages.slice(lastUser + 1);
+    const since = messages.slice(lastUser + 1);
     const step = since.filter((m) => m.role === 'assistant').length; // steps already answered this turn
-    const turnIndex = request.messages.filter((m) => m.role === 'user').length;
+    let turnIndex = 0;
+    for (const m of messages) if (m.role === 'user') turnIndex++;
 
     let answer: ModelAnswer;
     if (step < script.groups.length) {

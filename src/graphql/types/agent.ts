@@ -3,7 +3,9 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
-import { replaySession, summarizeTurns, type PendingInput, type TurnSummary } from '../../core/session-state.ts';
+import { summarizeTurns, type TurnSummary } from '../../core/turn-summary.ts';
+import type { PendingInput } from '../../core/log-state.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
 
 const MAX_MESSAGE_CHARS = 200_000;
 
@@ -31,16 +33,14 @@ builder.prismaObjectFields('Session', (t) => ({
   pendingInputs: t.field({
     type: [PendingInputRef],
     select: { id: true, pendingInputCount: true },
-    resolve: async (s, _a, ctx) =>
-      s.pendingInputCount === 0
-        ? []
-        : replaySession(await ctx.store.readEventsOfTypes(s.id, ['inbox/add', 'inbox/remove'])).pendingInputs,
+    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(s.id, s.pendingInputCount),
   }),
   turns: t.field({
     type: [TurnRef],
     select: { id: true },
     resolve: async (s, _a, ctx) => {
-      const events = await ctx.store.readEventsOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end']);
+      const events: StoredEvent[] = [];
+      for await (const e of ctx.store.log.streamOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
       return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null }));
     },
@@ -55,7 +55,7 @@ const SendMessageInput = builder.inputType('SendMessageInput', {
 });
 
 const SendMessagePayload = builder
-  .objectRef<{ sessionId: string; inputId: string; eventId: string }>('SendMessagePayload')
+  .objectRef<{ sessionId: string; inputId: string; event: StoredEvent }>('SendMessagePayload')
   .implement({
     fields: (t) => ({
       session: t.prismaField({
@@ -63,10 +63,10 @@ const SendMessagePayload = builder
         resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
       }),
       inputId: t.exposeID('inputId'),
-      event: t.prismaField({
+      event: t.field({
         type: EventRef,
         description: 'The inbox/add event that queued the input.',
-        resolve: (query, p, _a, ctx) => ctx.prisma.event.findUniqueOrThrow({ ...query, where: { id: p.eventId } }),
+        resolve: (p) => p.event,
       }),
     }),
   });
@@ -81,7 +81,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(z.object({ sessionId, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
       const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text);
-      return { sessionId: r.session.id, inputId: r.inputId, eventId: r.event.id };
+      return { sessionId: r.session.id, inputId: r.inputId, event: r.event };
     },
   }),
   cancelTurn: t.prismaField({

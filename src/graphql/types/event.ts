@@ -1,19 +1,29 @@
+// Events are read through the session log (store/session-log.ts), never through
+// Prisma: their ids are derived from (the session read through, seq), and a
+// fork's inherited events live in its ancestors' rows.
 import { builder } from '../builder.ts';
+import { parseEventId } from '../../store/ids.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
 
-export const EventRef = builder.prismaNode('Event', {
-  id: { field: 'id' },
-  nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
-  // node(id) stays inside the caller's tenant.
-  findUnique: (id, ctx) => ({ id, session: { tenant: ctx.scope.tenant } }),
+export const EventRef = builder.node(builder.objectRef<StoredEvent>('Event'), {
+  id: { resolve: (e) => e.id },
+  // node(id) stays inside the caller's tenant; a missing or other tenant's id is null.
+  loadOne: async (id, ctx) => {
+    const ref = parseEventId(id);
+    const session = ref && (await ctx.store.getSession(ctx.scope, ref.sessionId));
+    if (!ref || !session || ref.seq >= session.eventCount) return null;
+    return (await ctx.store.log.event(session.id, ref.seq)) ?? null;
+  },
+  isTypeOf: (value) => typeof value === 'object' && value !== null && typeof (value as StoredEvent).seq === 'number' && 'synthetic' in value,
   fields: (t) => ({
     seq: t.exposeInt('seq'),
     type: t.exposeString('type'),
     data: t.expose('data', { type: 'JSON' }),
-    inherited: t.exposeBoolean('inherited', { description: 'Copied from a parent by a fork.' }),
+    inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork took from its parent.' }),
     synthetic: t.exposeBoolean('synthetic', {
       description: 'Written by repair (fork or crash recovery), not by a real actor.',
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    sessionId: t.exposeID('sessionId'),
+    sessionId: t.exposeID('sessionId', { description: 'The session this event was read through.' }),
   }),
 });

@@ -3,8 +3,11 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
+import type { ForkResult } from '../../store/session-store.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = z.string().max(500).nullish();
+const sessionIdSchema = z.string().min(1).max(200);
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
 
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
@@ -31,7 +34,7 @@ const BranchSessionInput = builder.inputType('BranchSessionInput', {
 });
 
 const ForkSessionPayload = builder
-  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEventIds: string[] }>('ForkSessionPayload')
+  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEvents: StoredEvent[] }>('ForkSessionPayload')
   .implement({
     fields: (t) => ({
       session: t.prismaField({
@@ -43,16 +46,33 @@ const ForkSessionPayload = builder
         resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.parentId } }),
       }),
       cutSeq: t.exposeInt('cutSeq', { description: 'Last copied parent seq (-1: nothing copied).' }),
-      syntheticEvents: t.prismaField({
+      syntheticEvents: t.field({
         type: [EventRef],
         description: 'The closers repair wrote for the open tail at the cut, in seq order.',
-        resolve: (query, p, _a, ctx) =>
-          ctx.prisma.event.findMany({ ...query, where: { id: { in: p.syntheticEventIds } }, orderBy: { seq: 'asc' } }),
+        resolve: (p) => p.syntheticEvents,
       }),
     }),
   });
 
+export const DeleteSessionPayload = builder.objectRef<{ deletedSessionIds: string[] }>('DeleteSessionPayload').implement({
+  fields: (t) => ({
+    deletedSessionIds: t.exposeIDList('deletedSessionIds', { description: 'The session first, then its descendants.' }),
+  }),
+});
+
 builder.mutationFields((t) => ({
+  deleteSession: t.field({
+    type: DeleteSessionPayload,
+    description:
+      'Deletes a session and its events. A session with children is refused (SESSION_HAS_CHILDREN: they share its events) ' +
+      'unless withDescendants, which deletes the whole subtree. Running agents of deleted sessions stop; ' +
+      'their subscriptions complete; sessionsDeleted reports the ids.',
+    args: { id: t.arg.id({ required: true }), withDescendants: t.arg.boolean({ defaultValue: false }) },
+    resolve: async (_root, args, ctx) => {
+      const p = parseArgs(z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish() }), args);
+      return { deletedSessionIds: await ctx.services.controller.deleteSession(ctx.scope, p.id, p.withDescendants ?? false) };
+    },
+  }),
   createSession: t.prismaField({
     type: 'Session',
     args: { input: t.arg({ type: CreateSessionInput, required: true }) },
@@ -82,6 +102,6 @@ builder.mutationFields((t) => ({
   }),
 }));
 
-function toPayload(r: { session: { id: string }; parent: { id: string }; cutSeq: number; syntheticEvents: { id: string }[] }) {
-  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEventIds: r.syntheticEvents.map((e) => e.id) };
+function toPayload(r: ForkResult) {
+  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEvents: r.syntheticEvents };
 }

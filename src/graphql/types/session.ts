@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts';
-import { parseArgs, pageArgs } from '../input.ts';
-import { z } from 'zod';
+import { pageArgs } from '../input.ts';
 import { EventRef } from './event.ts';
+import { eventsConnection } from '../events-connection.ts';
 
 export const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -48,14 +48,14 @@ builder.prismaObjectFields('Session', (t) => ({
     // Pothos would clamp an oversized page silently; every connection rejects it instead.
     query: (args) => (pageArgs(args), { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
   }, SessionConnection),
-  events: t.relatedConnection('events', {
-    cursor: 'id',
+  // Keyset pages through the session log (store/session-log.ts): a page costs
+  // its own rows, wherever it lies in the log and however deep the fork.
+  events: t.connection({
+    type: EventRef,
+    description: 'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end.',
     args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
-    query: (args) => {
-      pageArgs(args as Parameters<typeof pageArgs>[0]); // connection args (first, last) arrive here too
-      const { afterSeq } = parseArgs(z.object({ afterSeq: z.number().int().min(-1).nullish() }), args);
-      return { where: afterSeq != null ? { seq: { gt: afterSeq } } : {}, orderBy: { seq: 'asc' } };
-    },
+    select: { eventCount: true },
+    resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, args),
   }, EventConnection),
 }));
 

@@ -5,6 +5,7 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
+import { DeleteSessionPayload } from './mutations.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 
 const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
@@ -63,8 +64,16 @@ builder.subscriptionFields((t) => ({
   }),
   sessionsChanged: t.field({
     type: SessionRef,
-    description: "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters).",
+    description:
+      "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters). " +
+      'Deletions are reported by sessionsDeleted.',
     subscribe: (_root, _args, ctx) => ctx.services.live.sessionsChanged(ctx.scope),
     resolve: (session) => session,
+  }),
+  sessionsDeleted: t.field({
+    type: DeleteSessionPayload,
+    description: "Ids of the caller's tenant's sessions as they are deleted (a subtree in one payload, the deleted session first).",
+    subscribe: (_root, _args, ctx) => ctx.services.live.sessionsDeleted(ctx.scope),
+    resolve: (deleted) => deleted,
   }),
 }));

@@ -1,0 +1,95 @@
+// The agent's running view of a session (issue: a turn costs the new events,
+// not the log): the reducer state and the model conversation, applied only to
+// events appended since. The log is append-only and immutable, so a fold kept
+// from an earlier lease is still a correct prefix: catching up reads what
+// others appended in between. A cold start replays once.
+import { LogState } from '../core/log-state.ts';
+import { Conversation } from '../core/model-request.ts';
+import type { LogEvent } from '../core/events.ts';
+import type { SessionLog } from '../store/session-log.ts';
+
+const CATCH_UP_PAGE = 5000;
+
+export class SessionFold {
+  readonly state = new LogState();
+  readonly conversation = new Conversation();
+
+  constructor(readonly sessionId: string) {}
+
+  /** The seq of the next event the fold expects. */
+  get nextSeq(): number {
+    return this.state.nextSeq;
+  }
+
+  /** Applies events that continue the fold exactly (the caller reads any gap first). */
+  apply(events: Iterable<LogEvent>): void {
+    for (const e of events) {
+      if (e.seq !== this.state.nextSeq) throw new Error(`session fold of ${this.sessionId}: expected seq ${this.state.nextSeq}, got ${e.seq}`);
+      this.state.apply(e);
+      this.conversation.apply(e);
+    }
+  }
+
+  /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
+  async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
+    let read = 0;
+    for await (const e of log.stream(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE })) {
+      this.apply([e]);
+      read++;
+    }
+    return read;
+  }
+
+  /** Applies events the runner just appended, after reading any that others appended before them. */
+  async appended(log: SessionLog, written: readonly LogEvent[]): Promise<void> {
+    if (written.length === 0) return;
+    if (written[0].seq > this.nextSeq) await this.catchUp(log, written[0].seq);
+    this.apply(written);
+  }
+}
+
+/**
+ * Folds of recently run sessions, bounded by count and by the text they hold
+ * (a fold holds its session's conversation). Only the host that holds a
+ * session's lease uses its fold, so an entry is taken out while it is in use.
+ */
+export class FoldCache {
+  private readonly folds = new Map<string, SessionFold>();
+  private chars = 0;
+
+  constructor(
+    private readonly maxSessions = 1000,
+    private readonly maxChars = 64 * 1024 * 1024,
+  ) {}
+
+  /** The cached fold of the session (removed from the cache), or a new empty one. */
+  take(sessionId: string): SessionFold {
+    const fold = this.folds.get(sessionId);
+    if (!fold) return new SessionFold(sessionId);
+    this.folds.delete(sessionId);
+    this.chars -= fold.conversation.approxChars;
+    return fold;
+  }
+
+  put(fold: SessionFold): void {
+    this.forget(fold.sessionId);
+    this.folds.set(fold.sessionId, fold);
+    this.chars += fold.conversation.approxChars;
+    for (const [id, f] of this.folds) {
+      if (this.folds.size <= this.maxSessions && this.chars <= this.maxChars) break;
+      this.folds.delete(id);
+      this.chars -= f.conversation.approxChars;
+    }
+  }
+
+  forget(sessionId: string): void {
+    const fold = this.folds.get(sessionId);
+    if (!fold) return;
+    this.folds.delete(sessionId);
+    this.chars -= fold.conversation.approxChars;
+  }
+
+  get size(): number {
+    return this.folds.size;
+  }
+}

@@ -1,0 +1,53 @@
+// Where a session's events are stored (DESIGN §3.1: the prefix is shared, not
+// copied). A fork records the ancestor ranges it inherits as a flat list, like
+// Temporal's history branches: (session, fromSeq, toSeq) per ancestor, copied
+// from the parent's list plus one range at fork time, so no read walks a chain.
+// Inherited events keep their seqs, so seq s of a session is row (source, s) of
+// the one range or own part that covers s. Pure.
+
+export interface InheritedRange {
+  sessionId: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
+export interface Lineage {
+  sessionId: string;
+  /** Contiguous from seq 0, in seq order (empty: the session stores all its rows). */
+  ranges: readonly InheritedRange[];
+  /** Seqs below this were inherited by a fork (Event.inherited). */
+  inheritedEventCount: number;
+}
+
+/** One stretch of seqs stored under one session id. */
+export interface Segment {
+  sessionId: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
+/** The first seq stored under the session's own id. */
+export const ownFromSeq = (l: Lineage): number => (l.ranges.length ? l.ranges[l.ranges.length - 1].toSeq + 1 : 0);
+
+export function lineageOf(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number }): Lineage {
+  return { sessionId: row.id, ranges: (row.inheritedRanges ?? []) as InheritedRange[], inheritedEventCount: row.inheritedEventCount };
+}
+
+/** Where seqs lo..hi (inclusive) are stored, in seq order. `hi` may lie past the end of the log. */
+export function segmentsOf(l: Lineage, lo: number, hi: number): Segment[] {
+  const out: Segment[] = [];
+  if (hi < lo) return out;
+  for (const r of l.ranges) {
+    if (r.toSeq < lo) continue;
+    if (r.fromSeq > hi) return out;
+    out.push({ sessionId: r.sessionId, fromSeq: Math.max(lo, r.fromSeq), toSeq: Math.min(hi, r.toSeq) });
+  }
+  const own = ownFromSeq(l);
+  if (hi >= own) out.push({ sessionId: l.sessionId, fromSeq: Math.max(lo, own), toSeq: hi });
+  return out;
+}
+
+/** The ranges of a child forked from `parent` at `cut` (its events 0..cut), -1: none. */
+export function childRanges(parent: Lineage, cut: number): InheritedRange[] {
+  return segmentsOf(parent, 0, cut);
+}

@@ -1,0 +1,268 @@
+// The one way to read a session's log (DESIGN §1: cost never grows with the
+// log). Every reader — the GraphQL events connection, node(id), fork payloads,
+// subscription catch-up, export, the agent — goes through here; nothing else
+// reads the Event table.
+//
+// Reads are keyset scans on (sessionId, seq) or (sessionId, type, seq) with
+// their bounds in SQL. A fork's inherited prefix is resolved through its
+// lineage (store/lineage.ts): since the log is contiguous, a page of seqs
+// lo..hi maps to exact (source, from, to) segments, and one statement reads
+// them all. Nobody above the store knows whether a prefix is shared.
+import type pg from 'pg';
+import type { LogEvent } from '../core/events.ts';
+import type { PendingInput } from '../core/log-state.ts';
+import { sessionNotFound } from '../core/errors.ts';
+import { eventId } from './ids.ts';
+import { lineageOf, segmentsOf, type Lineage, type Segment } from './lineage.ts';
+
+/** An event as read through a session. */
+export interface StoredEvent extends LogEvent {
+  /** Derived from (the session read through, seq): a row shared by a parent and a child has two ids. */
+  id: string;
+  /** The session it was read through. */
+  sessionId: string;
+  inherited: boolean;
+  synthetic: boolean;
+  createdAt: Date;
+}
+
+/** A connection or the pool: reads inside a transaction see its snapshot. */
+export type Db = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+/** A session to read: its id (lineage looked up, cached) or its lineage. */
+export type LogRef = string | Lineage;
+
+interface Row {
+  seq: number;
+  type: string;
+  data: unknown;
+  synthetic: boolean;
+  createdAt: Date;
+}
+
+const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
+const LINEAGE_CACHE_SIZE = 10_000;
+/** Seqs are Postgres int4. */
+const MAX_SEQ = 2 ** 31 - 1;
+
+export class SessionLog {
+  /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
+  private readonly lineages = new Map<string, Lineage>();
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** The lineage of a session, or undefined when it does not exist. */
+  async lineage(ref: LogRef, db: Db = this.pool): Promise<Lineage | undefined> {
+    if (typeof ref !== 'string') return ref;
+    const cached = this.lineages.get(ref);
+    if (cached) return cached;
+    const { rows } = await db.query<{ id: string; inheritedRanges: unknown; inheritedEventCount: number }>(
+      'SELECT id, "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1',
+      [ref],
+    );
+    return rows[0] && this.remember(rows[0]);
+  }
+
+  /** Caches the lineage of a session row the caller already holds. */
+  remember(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number }): Lineage {
+    const l = lineageOf(row);
+    if (this.lineages.size >= LINEAGE_CACHE_SIZE) this.lineages.delete(this.lineages.keys().next().value!);
+    this.lineages.set(l.sessionId, l);
+    return l;
+  }
+
+  forget(sessionIds: Iterable<string>) {
+    for (const id of sessionIds) this.lineages.delete(id);
+  }
+
+  /** Events with seq > afterSeq, ascending, at most `limit`. */
+  async page(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
+    return this.read(ref, afterSeq + 1, afterSeq + limit, db);
+  }
+
+  /** The (at most) `limit` events right before `beforeSeq`, ascending. */
+  async pageBefore(ref: LogRef, beforeSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
+    return this.read(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, db);
+  }
+
+  /** Events fromSeq..toSeq inclusive, ascending. */
+  range(ref: LogRef, fromSeq: number, toSeq: number, db: Db = this.pool): Promise<StoredEvent[]> {
+    return this.read(ref, fromSeq, toSeq, db);
+  }
+
+  async event(ref: LogRef, seq: number, db: Db = this.pool): Promise<StoredEvent | undefined> {
+    return (await this.read(ref, seq, seq, db))[0];
+  }
+
+  /** The last event of `type` at or before `seq`: one index probe per segment. */
+  async lastOfType(ref: LogRef, type: string, seq: number, db: Db = this.pool): Promise<StoredEvent | undefined> {
+    return (await this.ofTypes(ref, [type], { fromSeq: 0, toSeq: seq, limit: 1, descending: true }, db))[0];
+  }
+
+  /** The first event of `type` at or after `seq`. */
+  async firstOfType(ref: LogRef, type: string, seq: number, db: Db = this.pool): Promise<StoredEvent | undefined> {
+    return (await this.ofTypes(ref, [type], { fromSeq: seq, toSeq: MAX_SEQ, limit: 1 }, db))[0];
+  }
+
+  /**
+   * Events of the given types within fromSeq..toSeq, at most `limit`, ascending
+   * (or from the end when `descending`, returned newest first). Each type and
+   * segment is its own index scan with the limit, so a page reads at most
+   * types × segments × limit rows, whatever the log's length.
+   */
+  async ofTypes(
+    ref: LogRef,
+    types: readonly string[],
+    opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
+    db: Db = this.pool,
+  ): Promise<StoredEvent[]> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, Math.max(0, opts.fromSeq), Math.min(opts.toSeq, MAX_SEQ));
+    if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return [];
+    const dir = opts.descending ? 'DESC' : 'ASC';
+    // One index scan per (segment, type), each with the limit. Each type is its
+    // own parameter, so the planner sees which type is asked and its frequency:
+    // behind an unnest it guessed 716 rows for a type that had 1, one sampling
+    // away from a primary-key scan filtering on type (measured 407 ms on a 1M log).
+    const perType = types
+      .map((_, i) => `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = r.sid AND type = $${i + 5} AND seq BETWEEN r.lo AND r.hi ORDER BY seq ${dir} LIMIT $4)`)
+      .join(' UNION ALL ');
+    const { rows } = await db.query<Row>(
+      `SELECT e.* FROM unnest($1::text[], $2::int[], $3::int[]) AS r(sid, lo, hi)
+         CROSS JOIN LATERAL (${perType}) e
+        ORDER BY e.seq ${dir} LIMIT $4`,
+      [...segmentArrays(segments), opts.limit, ...types],
+    );
+    return rows.map((r) => toStored(l, r));
+  }
+
+  /** Every event of the given types, ascending, a page at a time. */
+  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
+    const lineage = await this.requireLineage(ref);
+    for (let from = 0; ; ) {
+      const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize });
+      yield* page;
+      if (page.length < pageSize) return;
+      from = page[page.length - 1].seq + 1;
+    }
+  }
+
+  /**
+   * The inputs waiting in the inbox, oldest first, given how many there are
+   * (Session.pendingInputCount). Reads inbox events backwards from the end
+   * until it has found them all: the cost is the inbox activity since the
+   * oldest waiting input, not the log.
+   */
+  async pendingInputs(ref: LogRef, count: number): Promise<PendingInput[]> {
+    if (count <= 0) return [];
+    const lineage = await this.requireLineage(ref);
+    const removed = new Set<string>();
+    const found: PendingInput[] = [];
+    // The first page usually holds them all; pages grow when inputs wait long.
+    for (let to = MAX_SEQ, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
+      const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true });
+      for (const e of page) {
+        const { inputId } = e.data as { inputId: string };
+        if (e.type === 'inbox/remove') removed.add(inputId);
+        else if (!removed.has(inputId)) found.push({ inputId, text: (e.data as { text: string }).text, seq: e.seq });
+      }
+      if (page.length < pageSize) break;
+      to = page[page.length - 1].seq - 1;
+    }
+    return found.reverse();
+  }
+
+  /**
+   * What repair needs to close whatever is open at `seq` (DESIGN §3.1 cost):
+   * the last `turn/start` at or before it and, when that turn is still open
+   * there, the events from it through `seq`. A closed last turn reads nothing
+   * more, however many events follow it.
+   */
+  async openTail(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; events: StoredEvent[] }> {
+    const l = await this.requireLineage(ref, db);
+    const turnStart = await this.lastOfType(l, 'turn/start', seq, db);
+    if (!turnStart) return { events: [] };
+    const turnEnd = await this.lastOfType(l, 'turn/end', seq, db);
+    const closed = turnEnd && turnEnd.seq > turnStart.seq && turnEnd.data.turn === turnStart.data.turn;
+    return { turnStart, events: closed ? [] : await this.range(l, turnStart.seq, seq, db) };
+  }
+
+  /** The session's pendingInputCount right after `seq` (stored with each event: no count over the prefix). */
+  async pendingInputCountAt(ref: LogRef, seq: number, db: Db = this.pool): Promise<number> {
+    if (seq < 0) return 0;
+    const l = await this.requireLineage(ref, db);
+    const [segment] = segmentsOf(l, seq, seq);
+    const { rows } = await db.query<{ n: number }>(
+      'SELECT "pendingInputCount" AS n FROM "Event" WHERE "sessionId" = $1 AND seq = $2',
+      [segment.sessionId, seq],
+    );
+    if (!rows[0]) throw new Error(`event ${seq} of session ${l.sessionId} is missing`);
+    return rows[0].n;
+  }
+
+  /** The log in pages, from afterSeq (exclusive) to endSeq (exclusive): never more than a page in memory. */
+  async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent> {
+    const pageSize = opts.pageSize ?? 1000;
+    const end = opts.endSeq ?? Infinity;
+    let after = opts.afterSeq ?? -1;
+    const lineage = await this.requireLineage(ref);
+    while (after + 1 < end) {
+      const limit = Math.min(pageSize, end - after - 1);
+      const page = await this.page(lineage, after, limit);
+      yield* page;
+      if (page.length < limit) return;
+      after = page[page.length - 1].seq;
+    }
+  }
+
+  private async requireLineage(ref: LogRef, db: Db = this.pool): Promise<Lineage> {
+    const l = await this.lineage(ref, db);
+    if (!l) throw sessionNotFound(ref as string);
+    return l;
+  }
+
+  /** Seqs lo..hi (hi may lie past the end): one statement, whatever the number of segments. */
+  private async read(ref: LogRef, lo: number, hi: number, db: Db): Promise<StoredEvent[]> {
+    if (hi < lo || hi < 0) return [];
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
+    let rows: Row[];
+    if (segments.length === 1) {
+      const [s] = segments;
+      ({ rows } = await db.query<Row>(
+        `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
+        [s.sessionId, s.fromSeq, s.toSeq],
+      ));
+    } else {
+      // The LIMIT keeps the planner from flattening the lateral subquery into a
+      // hash join over a scan of the whole table (measured: 124 ms on a 1M-event
+      // table instead of 0.17 ms): each segment stays one index range scan.
+      ({ rows } = await db.query<Row>(
+        `SELECT e.* FROM unnest($1::text[], $2::int[], $3::int[]) AS r(sid, lo, hi)
+           CROSS JOIN LATERAL (
+             SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = r.sid AND seq BETWEEN r.lo AND r.hi
+              ORDER BY seq LIMIT r.hi - r.lo + 1) e
+          ORDER BY e.seq`,
+        segmentArrays(segments),
+      ));
+    }
+    return rows.map((r) => toStored(l, r));
+  }
+}
+
+function segmentArrays(segments: Segment[]): [string[], number[], number[]] {
+  return [segments.map((s) => s.sessionId), segments.map((s) => s.fromSeq), segments.map((s) => s.toSeq)];
+}
+
+function toStored(l: Lineage, r: Row): StoredEvent {
+  return {
+    id: eventId(l.sessionId, r.seq),
+    sessionId: l.sessionId,
+    seq: r.seq,
+    type: r.type,
+    data: r.data,
+    inherited: r.seq < l.inheritedEventCount,
+    synthetic: r.synthetic,
+    createdAt: r.createdAt,
+  };
+}

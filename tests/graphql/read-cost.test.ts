@@ -1,0 +1,159 @@
+// Cost never grows with the log (DESIGN §1). For each read a client makes on a
+// 20,000-event session and on forks nested in it, every statement that touches
+// the Event table is run again under EXPLAIN ANALYZE: the rows Postgres scans
+// (not only those it returns: a flattened join can scan the whole table and
+// still return a page) stay within the page plus a small constant, and no plan
+// scans the table sequentially.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { subscribe } from '../helpers/subscribe.ts';
+import type { NewEvent } from '../../src/core/events.ts';
+
+let app: TestApp;
+let recording = false;
+const statements: Array<{ sql: string; params: unknown[]; rows: number }> = [];
+const scope = { tenant: 'local' };
+const LOG = 20_000;
+let long: string;
+let nested: string;
+
+function turnEvents(turn: number): NewEvent[] {
+  const inputId = `in_${turn}`;
+  return [
+    { type: 'inbox/add', data: { inputId, text: `question ${turn}` } },
+    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+    { type: 'turn/start', data: { turn, inputId } },
+    { type: 'step/start', data: { turn, step: 1 } },
+    { type: 'model/message', data: { turn, step: 1, text: `answer ${turn}`, toolCalls: [] } },
+    { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
+    { type: 'turn/end', data: { turn, reason: 'completed' } },
+  ];
+}
+
+async function createLog(events: number): Promise<string> {
+  const id = (await app.services.store.createSession(scope, { title: 'long' })).id;
+  const all: NewEvent[] = [];
+  for (let turn = 1; all.length < events - 1; turn++) all.push(...turnEvents(turn));
+  for (let i = 0; i < events - 1; i += 5000) await app.services.store.append(id, all.slice(i, Math.min(i + 5000, events - 1)));
+  return id;
+}
+
+/** Runs `fn` and returns the statements on "Event" it caused, with the rows each returned and scanned. */
+async function costOf(fn: () => Promise<unknown>) {
+  statements.length = 0;
+  recording = true;
+  try {
+    await fn();
+  } finally {
+    recording = false;
+  }
+  const out: Array<{ sql: string; returned: number; scanned: number; seqScan: boolean }> = [];
+  for (const s of statements.splice(0)) {
+    if (!/^\s*(SELECT|WITH)\b/i.test(s.sql) || /\b(INSERT|UPDATE|DELETE)\b/i.test(s.sql)) continue;
+    const { rows } = await app.db.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params);
+    let scanned = 0;
+    let seqScan = false;
+    const walk = (n: any) => {
+      if (n['Relation Name'] === 'Event') {
+        scanned += n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'];
+        if (n['Node Type'] === 'Seq Scan') seqScan = true;
+      }
+      for (const c of n.Plans ?? []) walk(c);
+    };
+    walk(rows[0]['QUERY PLAN'][0].Plan);
+    out.push({ sql: s.sql.replace(/\s+/g, ' ').slice(0, 120), returned: s.rows, scanned, seqScan });
+  }
+  return out;
+}
+
+function expectBounded(cost: Awaited<ReturnType<typeof costOf>>, bound: number, what: string) {
+  expect(cost.length, `${what}: no statement read events`).toBeGreaterThan(0);
+  for (const c of cost) expect(c.seqScan, `${what}: sequential scan in ${c.sql}`).toBe(false);
+  const scanned = cost.reduce((n, c) => n + c.scanned, 0);
+  const returned = cost.reduce((n, c) => n + c.returned, 0);
+  expect(returned, `${what}: rows returned ${JSON.stringify(cost)}`).toBeLessThanOrEqual(bound);
+  expect(scanned, `${what}: rows scanned ${JSON.stringify(cost)}`).toBeLessThanOrEqual(bound);
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ onQuery: (sql, rows, params) => recording && /"Event"/.test(sql) && statements.push({ sql, rows, params }) });
+  long = await createLog(LOG);
+  await createLog(LOG); // a second long session: the table is big enough for a bad plan to prefer a scan
+  // Three nested forks, each cut inside its parent's own events, each with 1,000 events of its own.
+  nested = long;
+  for (let depth = 0; depth < 3; depth++) {
+    const { session } = await app.services.store.fork(scope, nested, (await app.services.store.requireSession(scope, nested)).eventCount - 1);
+    await app.services.store.append(session.id, Array.from({ length: 1000 }, (_, i) => ({ type: 'plugin/test/own', data: { depth, i } })));
+    nested = session.id;
+  }
+  await app.db.pool.query('ANALYZE "Event"');
+});
+afterAll(() => app.close());
+
+const PAGE = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { events(afterSeq: $after, first: $first) { edges { node { id seq type data inherited } } pageInfo { hasNextPage } } } }`;
+
+describe('reads on a 20,000-event log cost what their page costs', () => {
+  it.each([
+    ['the first page', -1],
+    ['a middle page', 10_000],
+    ['the last page', LOG - 51],
+  ])('%s of 50 events', async (_name, after) => {
+    for (const id of [long, nested]) {
+      const cost = await costOf(() => app.ok(PAGE, { id, after, first: 50 }));
+      expectBounded(cost, 51 + 5, `${id} after ${after}`);
+    }
+  });
+
+  it('a page across the ranges of a nested fork, and the end of the log backwards', async () => {
+    const { rows } = await app.db.pool.query(`SELECT "inheritedRanges" FROM "Session" WHERE id = $1`, [nested]);
+    const boundary = rows[0].inheritedRanges.at(-1).fromSeq;
+    expectBounded(await costOf(() => app.ok(PAGE, { id: nested, after: boundary - 20, first: 50 })), 51 + 5, 'across ranges');
+    const last = `query($id: ID!) { session(id: $id) { events(last: 50) { edges { node { seq } } } } }`;
+    expectBounded(await costOf(() => app.ok(last, { id: nested })), 50 + 5, 'last 50');
+  });
+
+  it('node(id) of an inherited event, pendingInputs and a fork mid-log', async () => {
+    const { session } = await app.ok(PAGE, { id: nested, after: 12_344, first: 1 });
+    const id = session.events.edges[0].node.id;
+    expectBounded(await costOf(() => app.ok(`query($id: ID!) { node(id: $id) { ... on Event { seq data } } }`, { id })), 3, 'node');
+    await app.services.store.append(nested, [{ type: 'inbox/add', data: { inputId: 'in_waiting', text: 'waiting' } }]);
+    expectBounded(await costOf(() => app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId } } }`, { id: nested })), 2 * 17 * 4 + 5, 'pendingInputs');
+    // A fork in the middle of a turn deep inside the inherited prefix: index lookups and the open tail only.
+    const cost = await costOf(() => app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { syntheticEvents { seq } } }`, { i: { sessionId: nested, atSeq: 12_345 } }));
+    expectBounded(cost, 30, 'fork');
+    const branch = await costOf(() => app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { cutSeq } }`, { i: { sessionId: nested, anchorSeq: 5_000 } }));
+    expectBounded(branch, 30, 'branch');
+  });
+
+  it('a subscription from the middle catches up page by page', async () => {
+    const cost = await costOf(async () => {
+      const sub = subscribe('ws', app.url, `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq } }`, { id: long, after: LOG - 301 });
+      await sub.count(300);
+      await sub.close();
+    });
+    expectBounded(cost, 300 + 10, 'catch-up');
+  });
+});
+
+describe('one way in', () => {
+  it('no code outside the session log reads the Event table', () => {
+    const root = path.resolve(import.meta.dirname, '../../src');
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          if (entry.name !== 'generated') walk(file);
+          continue;
+        }
+        if (!file.endsWith('.ts') || file.endsWith(path.join('store', 'session-log.ts'))) continue;
+        const text = fs.readFileSync(file, 'utf8');
+        if (/FROM\s+"Event"|JOIN\s+"Event"|prisma\.event\b|\.event\.find/.test(text)) offenders.push(path.relative(root, file));
+      }
+    };
+    walk(root);
+    expect(offenders).toEqual([]);
+  });
+});
