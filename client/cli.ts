@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import {
   BranchSessionDocument,
   createForklineClient,
+  DeleteSessionDocument,
   ForkSessionDocument,
   ForklineClientError,
   SendMessageDocument,
@@ -31,6 +32,7 @@ commands:
   send <id> <text> [--wait]                 queue a message (--wait: stream the answer until its turn ends)
   export <id>                               print the session's recording (JSON Lines, format V4)
   import <file|->                           import a recording as a new session
+  delete <id> [--with-descendants]          delete a session (and, with the flag, every fork below it)
 
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
@@ -52,6 +54,7 @@ const OPTIONS = {
   title: { type: 'string' },
   wait: { type: 'boolean' },
   json: { type: 'boolean' },
+  'with-descendants': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -224,6 +227,13 @@ async function run(argv: string[]): Promise<number> {
         const { session } = await client.query(SessionDocument, { id });
         if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
         out(opts.json ? JSON.stringify(session) : summaryLine(session));
+        return 0;
+      }
+      case 'delete': {
+        const [id] = need(args, 1, 'a session id: forkline delete <id> [--with-descendants]');
+        const { deleteSession } = await client.mutate(DeleteSessionDocument, { id, withDescendants: opts['with-descendants'] ?? false });
+        if (opts.json) out(JSON.stringify(deleteSession));
+        else out(`deleted ${deleteSession.deletedSessionIds.length} session(s): ${deleteSession.deletedSessionIds.join(' ')}`);
         return 0;
       }
       default:

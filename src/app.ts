@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { openDatabase, type Database, type QueryObserver } from './db/database.ts';
 import { pgConfigFromUrl } from './db/pg-config.ts';
-import { EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
+import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
 import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
@@ -67,7 +67,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
   const migrations = expectedMigrations();
   const pgConfig = pgConfigFromUrl(opts.databaseUrl);
-  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL]);
+  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL]);
   await listener.start();
   const leases = new LeaseManager(pgConfig);
   const store = new SessionStore(db.prisma, db.pool, toolEffectOf);

@@ -182,4 +182,28 @@ describe('dashboard', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it('deletes a session with its forks after confirming; the sidebar and an open page follow', async () => {
+    const root = (await app.services.store.createSession({ tenant: 'local' }, { title: 'Short-lived root' })).id;
+    await app.services.store.append(root, [{ type: 'session/title', data: { title: 'Short-lived root' } }]);
+    const child = (await app.services.store.fork({ tenant: 'local' }, root, 1, { title: 'Short-lived child' })).session.id;
+    const { page, errors } = await openPage();
+    const watcher = (await openPage()).page; // another tab showing the child
+    await watcher.goto(`${origin}/sessions/${child}`);
+    await watcher.getByRole('heading', { name: 'Short-lived child' }).waitFor(TIMEOUT);
+    await page.goto(`${origin}/sessions/${root}`);
+    await page.locator(`li[data-session-id="${child}"]`).waitFor(TIMEOUT);
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => (dialogs.push(d.message()), void d.accept()));
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.waitForURL((url) => url.pathname === '/', TIMEOUT);
+    expect(dialogs).toEqual(['Delete "Short-lived root" and every fork below it (1 direct)? Their events go too.']);
+    await page.locator(`li[data-session-id="${root}"]`).waitFor({ state: 'detached', ...TIMEOUT });
+    expect(await page.locator(`li[data-session-id="${child}"]`).count()).toBe(0);
+    await watcher.getByText(`No session ${child}: it does not exist or was deleted.`).waitFor(TIMEOUT);
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { id } }`, { id: child })).session).toBeNull();
+    expect(errors).toEqual([]);
+    await watcher.close();
+    await page.close();
+  });
 });

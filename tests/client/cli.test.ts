@@ -97,6 +97,18 @@ describe('forkline CLI', () => {
     expect(s.eventCount).toBe(recording.length - 1);
   });
 
+  it('deletes a session; one with children only with --with-descendants', async () => {
+    const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 2 }) { session { id } } }`, { id: childId });
+    const refused = await cli(['delete', childId]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^forkline: SESSION_HAS_CHILDREN: /);
+    const deleted = await cli(['delete', childId, '--with-descendants', '--json']);
+    expect(deleted.code).toBe(0);
+    expect(new Set(JSON.parse(deleted.stdout).deletedSessionIds)).toEqual(new Set([childId, forkSession.session.id]));
+    const gone = await cli(['events', childId]);
+    expect(gone.stderr).toMatch(/SESSION_NOT_FOUND/);
+  });
+
   it('fails clearly: GraphQL error codes, usage errors, unreachable server', async () => {
     const [missing, range, usage, badInt, down, noFile] = await Promise.all([
       cli(['events', 'ses_missing', '--follow']),

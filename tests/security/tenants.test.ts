@@ -113,7 +113,7 @@ describe("another tenant's sessions do not exist", () => {
     expect(list.data).toEqual({ all: { edges: [] }, children: { edges: [] } });
   });
 
-  it('B cannot fork, branch, send to, cancel, retitle or re-model them: SESSION_NOT_FOUND, nothing written', async () => {
+  it('B cannot fork, branch, send to, cancel, retitle, re-model or delete them: SESSION_NOT_FOUND, nothing written', async () => {
     const before = (await asA('query($id: ID!) { session(id: $id) { eventCount title children { edges { node { id } } } } }', { id: sessionA })).data.session;
     const attempts: Array<[string, Record<string, unknown>]> = [
       ['mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 0 }) { session { id } } }', { id: sessionA }],
@@ -124,6 +124,8 @@ describe("another tenant's sessions do not exist", () => {
       ['mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }', { id: sessionA }],
       ['mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "mine now") { id } }', { id: sessionA }],
       ['mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "scripted", model: "x" }) { id } }', { id: sessionA }],
+      ['mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: childA }],
+      ['mutation($id: ID!) { deleteSession(id: $id, withDescendants: true) { deletedSessionIds } }', { id: sessionA }],
     ];
     for (const [query, variables] of attempts) {
       const r = await asB(query, variables);
@@ -132,6 +134,22 @@ describe("another tenant's sessions do not exist", () => {
     }
     const after = (await asA('query($id: ID!) { session(id: $id) { eventCount title children { edges { node { id } } } } }', { id: sessionA })).data.session;
     expect(after).toEqual(before);
+    expect((await asA('query($id: ID!) { session(id: $id) { id } }', { id: childA })).data.session).toEqual({ id: childA });
+  });
+
+  it("sessionsDeleted tells each tenant of its own deletions only", async () => {
+    const clients = [TOKEN_A, TOKEN_B].map((t) => wsClient(app.url, { connectionParams: { authorization: `Bearer ${t}` } }));
+    const [a, b] = clients.map((c) => subscribeWs(app.url, 'subscription { sessionsDeleted { deletedSessionIds } }', {}, c));
+    await waitFor(() => app.services.live.stats().deletions === 2, { what: 'registered' });
+    const mine = (await asA('mutation { createSession(input: { title: "A temporary" }) { id } }')).data.createSession.id;
+    const theirs = (await asB('mutation { createSession(input: { title: "B temporary" }) { id } }')).data.createSession.id;
+    await asA('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: mine });
+    await asB('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: theirs });
+    expect((await a.count(1)).map((x) => x.sessionsDeleted.deletedSessionIds)).toEqual([[mine]]);
+    expect((await b.count(1)).map((x) => x.sessionsDeleted.deletedSessionIds)).toEqual([[theirs]]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(a.items.length + b.items.length).toBe(2);
+    await Promise.all(clients.map((c) => c.dispose()));
   });
 
   it("A sees its own fork through parent and children; B's own sessions are B's alone", async () => {

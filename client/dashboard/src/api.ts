@@ -11,6 +11,8 @@ export interface Sink<T> {
   error?(err: unknown): void;
   /** The connection was lost; `follow` resubscribes. */
   reconnecting?(err: unknown): void;
+  /** The server ended the subscription (e.g. its session was deleted). */
+  complete?(): void;
 }
 
 const TOKEN_KEY = 'forkline.token';
@@ -52,6 +54,7 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
           attempt = 0;
           sink.next(r);
         }
+        if (!stopped) sink.complete?.();
         return;
       } catch (err) {
         if (stopped) return;

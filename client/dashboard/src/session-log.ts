@@ -113,6 +113,7 @@ export function useSessionLog(id: string) {
           },
           error: (err) => !closed && setError(`live events: ${errorText(err)}`),
           reconnecting: () => !closed && setError('live events: reconnecting…'),
+          complete: refreshSummary, // the session was deleted: the page says so
         }),
         follow(() => forkline.subscribe(SessionTurnsDocument, { sessionId: id }), {
           next: ({ sessionTurns: u }) => {

@@ -5,6 +5,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/ho
 import {
   BranchSessionDocument,
   DashboardCancelTurnDocument,
+  DeleteSessionDocument,
   ForkSessionDocument,
   SendMessageDocument,
   SessionRecordingDocument,
@@ -51,7 +52,7 @@ export function SessionPage({ id, onCreated }: { id: string; onCreated(s: Sessio
   if (session === null)
     return (
       <main class="session-page">
-        <p class="error">No session {id}.</p>
+        <p class="error">No session {id}: it does not exist or was deleted.</p>
       </main>
     );
 
@@ -105,6 +106,19 @@ function SessionHeader({ session, busy, onError }: { session: SessionDetails; bu
     }
   };
   const children = session.children.edges.map((e) => e.node);
+  const deleteSession = async () => {
+    const name = session.title || session.id;
+    const question = children.length
+      ? `Delete "${name}" and every fork below it (${children.length} direct)? Their events go too.`
+      : `Delete "${name}" and its events?`;
+    if (!confirm(question)) return;
+    try {
+      await forkline.mutate(DeleteSessionDocument, { id: session.id, withDescendants: children.length > 0 });
+      navigate(session.parent ? sessionPath(session.parent.id) : '/');
+    } catch (err) {
+      onError(errorText(err));
+    }
+  };
   return (
     <header class="session-head">
       <div class="session-title">
@@ -147,6 +161,9 @@ function SessionHeader({ session, busy, onError }: { session: SessionDetails; bu
         )}
         <button type="button" onClick={exportRecording} disabled={busy}>
           Export recording
+        </button>
+        <button type="button" class="danger" onClick={deleteSession} disabled={busy}>
+          Delete…
         </button>
       </div>
     </header>

@@ -4,6 +4,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   SessionDocument,
   SessionsChangedDocument,
+  SessionsDeletedDocument,
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
@@ -14,7 +15,7 @@ import { errorText, StatusBadge } from './widgets.tsx';
 
 const PAGE = 500;
 
-/** All sessions by id; loaded page by page, then updated by sessionsChanged. */
+/** All sessions by id; loaded page by page, then updated by sessionsChanged and sessionsDeleted. */
 export function useSessions() {
   const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
   const [error, setError] = useState<string | null>(null);
@@ -22,10 +23,13 @@ export function useSessions() {
 
   useEffect(() => {
     let cancelled = false;
+    // A change notified just before a deletion may arrive after it: deleted ids stay out.
+    const deleted = new Set<string>();
     const upsert = (list: SessionSummaryFragment[]) =>
       setSessions((prev) => {
         const next = new Map(prev);
         for (const s of list) {
+          if (deleted.has(s.id)) continue;
           const old = next.get(s.id);
           // Live updates may overtake the initial load: keep the newer row.
           if (!old || old.updatedAt <= s.updatedAt || old.eventCount <= s.eventCount) next.set(s.id, s);
@@ -40,6 +44,18 @@ export function useSessions() {
       },
       error: (err) => setError(`live updates: ${errorText(err)}`),
       reconnecting: () => setError('live updates: reconnecting…'),
+    });
+    const unsubscribeDeleted = follow(() => forkline.subscribe(SessionsDeletedDocument), {
+      next: ({ sessionsDeleted: { deletedSessionIds } }) =>
+        setSessions((prev) => {
+          const next = new Map(prev);
+          for (const id of deletedSessionIds) {
+            deleted.add(id);
+            next.delete(id);
+          }
+          return next;
+        }),
+      error: (err) => setError(`live updates: ${errorText(err)}`),
     });
     (async () => {
       let after: string | null | undefined;
@@ -57,6 +73,7 @@ export function useSessions() {
     return () => {
       cancelled = true;
       unsubscribe();
+      unsubscribeDeleted();
     };
   }, []);
 
