@@ -22,11 +22,11 @@ export async function benchAppend({ store, db }: BenchContext) {
     const params: unknown[] = [];
     for (let j = 0; j < batch; j++) {
       const p = params.length;
-      values.push(`($${p + 1}, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5})`);
+      values.push(`($${p + 1}, $${p + 2}, $${p + 1}, $${p + 3}, $${p + 4})`);
       const e = payload(i + j);
-      params.push(`evt_raw_${raw.id}_${i + j}`, raw.id, i + j, e.type, JSON.stringify(e.data));
+      params.push(raw.id, i + j, e.type, JSON.stringify(e.data));
     }
-    await db.pool.query(`INSERT INTO "Event" (id, "sessionId", seq, type, data) VALUES ${values.join(',')}`, params);
+    await db.pool.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data) VALUES ${values.join(',')}`, params);
   }
   const rawMs = performance.now() - t;
 

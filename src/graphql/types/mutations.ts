@@ -45,7 +45,7 @@ const ForkSessionPayload = builder
         type: 'Session',
         resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.parentId } }),
       }),
-      cutSeq: t.exposeInt('cutSeq', { description: 'Last copied parent seq (-1: nothing copied).' }),
+      cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq the child inherits (-1: none).' }),
       syntheticEvents: t.field({
         type: [EventRef],
         description: 'The closers repair wrote for the open tail at the cut, in seq order.',

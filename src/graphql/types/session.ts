@@ -25,10 +25,10 @@ export const SessionRef = builder.prismaNode('Session', {
     parent: t.relation('parent', { nullable: true }),
     forkedAtSeq: t.exposeInt('forkedAtSeq', {
       nullable: true,
-      description: 'Last parent seq copied into this fork (-1: nothing copied).',
+      description: 'Last parent seq this fork inherits (-1: none).',
     }),
     inheritedEventCount: t.exposeInt('inheritedEventCount', {
-      description: 'Number of parent events copied by the fork (marker and closers not counted).',
+      description: 'Number of parent events the fork inherits, shared with the parent, not copied (marker and closers not counted).',
     }),
     firstLiveSeq: t.exposeInt('firstLiveSeq', {
       description: "Length of the fork seed: the first seq written by this session's own agent.",
