@@ -7,6 +7,7 @@ import { benchAppend } from './append.ts';
 import { benchFork } from './fork.ts';
 import { benchReadPage } from './read-page.ts';
 import { benchTurn } from './turn.ts';
+import { benchTurns } from './turns.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
@@ -14,6 +15,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   fork: benchFork,
   readPage: benchReadPage,
   turn: benchTurn,
+  turns: benchTurns,
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
 };

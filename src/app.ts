@@ -6,9 +6,9 @@ import { pgConfigFromUrl } from './db/pg-config.ts';
 import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
-import { CONTROL_CHANNEL, SessionHost } from './host/session-host.ts';
+import { CONTROL_CHANNEL, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
-import { LeaseManager } from './store/leases.ts';
+import { LeaseStore } from './store/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { ErrorLog } from './graphql/plugins/error-codes.ts';
 import type { SecurityOptions } from './graphql/security.ts';
@@ -23,9 +23,19 @@ import { ModelRegistry } from './agent/models/registry.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
 
 export interface AppOptions {
   databaseUrl: string;
+  /** A direct URL for the LISTEN connection when `databaseUrl` points at a transaction-mode pooler. */
+  listenUrl?: string;
+  /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
+  poolMax?: number;
+  /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
+  maxActiveSessions?: number;
+  /** How long a session's lease outlives its last renewal (a dead process's sessions wait this long). */
+  leaseTtlMs?: number;
   host?: string;
   port?: number;
   log?: ErrorLog;
@@ -41,6 +51,8 @@ export interface AppOptions {
   openai?: { baseUrl?: string; apiKey?: string; model?: string };
   /** Where tools keep per-session files. */
   sandboxRoot?: string;
+  /** Where POST /recordings spools bodies (main: under the data directory). */
+  uploadDir?: string;
   toolTimeoutMs?: number;
   maxSteps?: number;
   /** How often to look for sessions a dead process left (0: only at start). */
@@ -64,12 +76,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const log = opts.log ?? (opts.logger ? errorLogOf(opts.logger) : (m: string, e?: unknown) => console.error(m, e ?? ''));
   const metrics = opts.metrics ?? new ServiceMetrics();
   let closing = false;
-  const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery });
+  const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax });
   const migrations = expectedMigrations();
-  const pgConfig = pgConfigFromUrl(opts.databaseUrl);
-  const listener = new PgListener(pgConfig, [EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL]);
+  const listener = new PgListener(pgConfigFromUrl(opts.listenUrl ?? opts.databaseUrl), [
+    EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL, WORK_CHANNEL,
+  ]);
   await listener.start();
-  const leases = new LeaseManager(pgConfig);
+  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs);
   const store = new SessionStore(db.prisma, db.pool, toolEffectOf);
   const models = new ModelRegistry({
     openaiBaseUrl: opts.openai?.baseUrl,
@@ -95,7 +108,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       },
       onToolRun: opts.onToolRun,
     },
-    { listener, sweepMs: opts.sweepMs, log },
+    { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
   );
   const controller = new SessionController(store, host, models.names);
   const services: Services = { store, controller, host, live };
@@ -110,6 +123,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     metrics,
     readiness: async () => (closing ? { ready: false, checks: { process: 'stopping' } } : databaseReadiness(db.pool, migrations)),
     onOtherRequest: serveDashboard(),
+    uploadDir: opts.uploadDir ?? path.join(os.tmpdir(), 'forkline-uploads'),
   });
   return {
     url: server.url,
@@ -125,7 +139,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await host.stop();
       await live.close();
       await listener.close();
-      await leases.close();
       await db.close();
     },
   };

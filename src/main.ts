@@ -58,6 +58,10 @@ async function main() {
     await migrate(databaseUrl);
     app = await createApp({
       databaseUrl,
+      listenUrl: config.DATABASE_LISTEN_URL,
+      poolMax: config.DATABASE_POOL_MAX,
+      maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
+      leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,
       host: config.HOST,
@@ -65,7 +69,8 @@ async function main() {
       defaultModel: defaultModelOf(config),
       openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
       sandboxRoot: path.resolve(config.FORKLINE_DATA_DIR, 'sandbox'),
-      sweepMs: 5000,
+      uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
+      sweepMs: 2000,
     });
   } catch (err) {
     await embedded?.stop();

@@ -6,13 +6,16 @@ import type { NewEvent, ToolCall } from '../core/events.ts';
 import { closersFor } from '../core/repair.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
+import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
 import { findTool, toolDefinitions, toolEffectOf, ToolError } from './tools.ts';
-import type { TurnUpdateSink } from './turn-updates.ts';
+import type { TurnUpdate, TurnUpdateSink } from './turn-updates.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
+  /** The lease this runner works under: every append is fenced by it. */
+  lease: Lease;
   resolveModel(provider: string): ChatModel;
   defaultModel: { provider: string; model: string };
   sandboxRoot: string;
@@ -27,8 +30,11 @@ export interface RunnerDeps {
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
 const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
 
-/** Why a running turn stops early (`deleted`: the session is gone, nothing is written). */
-export type StopReason = 'cancel' | 'shutdown' | 'deleted';
+/**
+ * Why a running turn stops early. `deleted` (the session is gone) and
+ * `lease-lost` (another process runs it now) write nothing.
+ */
+export type StopReason = 'cancel' | 'shutdown' | 'deleted' | 'lease-lost';
 
 export class SessionRunner {
   private readonly abort = new AbortController();
@@ -50,10 +56,16 @@ export class SessionRunner {
     return this.abort.signal.aborted ? (this.abort.signal.reason as StopReason) : undefined;
   }
 
-  /** Runs turns until the inbox is empty (or the runner is stopped). */
+  /**
+   * Runs what the log asks for: repairs an open turn left by a dead holder,
+   * then takes queued inputs one turn at a time. It reads the log once (what
+   * was appended since its fold); input that arrives later is seen when its
+   * append lands among ours, or by the host, whose release of the lease
+   * refuses while input waits.
+   */
   async run(): Promise<void> {
+    await this.fold.catchUp(this.deps.store.log);
     while (!this.abort.signal.aborted) {
-      await this.fold.catchUp(this.deps.store.log); // input and settings others appended
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
         // The previous holder of the lease died mid-turn (DESIGN §4).
@@ -68,7 +80,7 @@ export class SessionRunner {
 
   /** Appends, and keeps the fold in step with the log. */
   private async append(events: NewEvent[]): Promise<StoredEvent[]> {
-    const written = await this.deps.store.append(this.sessionId, events);
+    const written = await this.deps.store.append(this.sessionId, events, { lease: this.deps.lease });
     await this.fold.appended(this.deps.store.log, written);
     return written;
   }
@@ -83,31 +95,44 @@ export class SessionRunner {
     return closers.length;
   }
 
+  /**
+   * One turn. Events go out in as few appends as durability allows: a step's
+   * start is stored before its model call, a tool call before the tool runs,
+   * each result as soon as it exists. What follows with nothing in between —
+   * the last result, its step's end and the next step's start; an answer, its
+   * step's end and the turn's end — shares one append (one commit instead of
+   * three). Turn updates go out once their events are stored.
+   */
   private async runTurn(turn: number, input: PendingInput): Promise<void> {
-    const { onUpdate } = this.deps;
-    const append = (events: NewEvent[]) => this.append(events);
-    await append([
+    const id = this.sessionId;
+    let carry: NewEvent[] = [
       { type: 'inbox/remove', data: { inputId: input.inputId, reason: 'taken' } },
       { type: 'turn/start', data: { turn, inputId: input.inputId } },
-    ]);
-    onUpdate({ sessionId: this.sessionId, kind: 'TURN_STARTED', turn });
-    const endTurn = async (reason: 'completed' | 'failed' | 'cancelled', extra: NewEvent[] = []) => {
-      await append([...extra, { type: 'turn/end', data: { turn, reason } }]);
-      onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn, reason });
+    ];
+    let carried: TurnUpdate[] = [{ sessionId: id, kind: 'TURN_STARTED', turn }];
+    const write = async (events: NewEvent[], updates: TurnUpdate[] = []) => {
+      await this.append([...carry, ...events]);
+      for (const u of [...carried, ...updates]) this.deps.onUpdate(u);
+      carry = [];
+      carried = [];
     };
-    const endStep = (step: number, reason: 'completed' | 'failed' | 'interrupted'): NewEvent => {
-      onUpdate({ sessionId: this.sessionId, kind: 'STEP_ENDED', turn, step, reason });
-      return { type: 'step/end', data: { turn, step, reason } };
-    };
-    const agentError = (step: number, message: string): NewEvent => ({
-      type: 'plugin/agent/error',
-      data: { turn, step, message },
-    });
+    const stepEnd = (step: number, reason: 'completed' | 'failed'): [NewEvent, TurnUpdate] => [
+      { type: 'step/end', data: { turn, step, reason } },
+      { sessionId: id, kind: 'STEP_ENDED', turn, step, reason },
+    ];
+    const turnEnd = (reason: 'completed' | 'failed'): [NewEvent, TurnUpdate] => [
+      { type: 'turn/end', data: { turn, reason } },
+      { sessionId: id, kind: 'TURN_ENDED', turn, reason },
+    ];
+    const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
 
     for (let step = 1; step <= this.deps.maxSteps; step++) {
-      if (await this.stoppedBetweenSteps()) return;
-      await append([{ type: 'step/start', data: { turn, step } }]);
-      onUpdate({ sessionId: this.sessionId, kind: 'STEP_STARTED', turn, step });
+      if (this.stopReason) {
+        if (step === 1) return; // nothing stored yet: the input stays queued
+        await write([]);
+        return this.closeStopped();
+      }
+      await write([{ type: 'step/start', data: { turn, step } }], [{ sessionId: id, kind: 'STEP_STARTED', turn, step }]);
 
       const config = this.fold.state.model ?? this.deps.defaultModel;
       let answer;
@@ -123,46 +148,58 @@ export class SessionRunner {
           },
           {
             signal: this.abort.signal,
-            onDelta: (text) => onUpdate({ sessionId: this.sessionId, kind: 'TEXT_DELTA', turn, step, text }),
+            onDelta: (text) => this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text }),
           },
         );
       } catch (err) {
         if (this.stopReason) return this.closeStopped();
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
-        return endTurn('failed', [agentError(step, message), endStep(step, 'failed')]);
+        const [endS, stepUpdate] = stepEnd(step, 'failed');
+        const [endT, turnUpdate] = turnEnd('failed');
+        return write([agentError(step, message), endS, endT], [stepUpdate, turnUpdate]);
       }
-      await append([{ type: 'model/message', data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) } }]);
-      if (answer.toolCalls.length === 0) return endTurn('completed', [endStep(step, 'completed')]);
+      const message: NewEvent = {
+        type: 'model/message',
+        data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) },
+      };
+      if (answer.toolCalls.length === 0) {
+        const [endS, stepUpdate] = stepEnd(step, 'completed');
+        const [endT, turnUpdate] = turnEnd('completed');
+        return write([message, endS, endT], [stepUpdate, turnUpdate]);
+      }
+      await write([message]);
 
-      for (const call of answer.toolCalls) {
+      for (const [i, call] of answer.toolCalls.entries()) {
         if (this.stopReason) return this.closeStopped();
-        onUpdate({ sessionId: this.sessionId, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
+        this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const { status, content } = await this.runTool(call);
         if (this.stopReason && status !== 'ok') return this.closeStopped();
-        await append([{
+        const result: NewEvent = {
           type: 'tool/result',
-          data: { turn, step, callId: call.id, resultId: `res_${this.sessionId}_${call.id}`, status, content: storable(content), name: call.name },
-        }]);
-        onUpdate({ sessionId: this.sessionId, kind: 'TOOL_FINISHED', turn, step, callId: call.id, toolName: call.name, status });
+          data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
+        };
+        const finished: TurnUpdate = { sessionId: id, kind: 'TOOL_FINISHED', turn, step, callId: call.id, toolName: call.name, status };
+        if (i < answer.toolCalls.length - 1) {
+          await write([result], [finished]);
+        } else {
+          // Nothing happens between the last result, the step's end and what comes next.
+          const [endS, stepUpdate] = stepEnd(step, 'completed');
+          carry = [result, endS];
+          carried = [finished, stepUpdate];
+        }
       }
-      await append([endStep(step, 'completed')]);
     }
-    await endTurn('failed', [agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`)]);
-  }
-
-  private async stoppedBetweenSteps(): Promise<boolean> {
-    if (!this.stopReason) return false;
-    await this.closeStopped();
-    return true;
+    const [endT, turnUpdate] = turnEnd('failed');
+    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), endT], [turnUpdate]);
   }
 
   /**
    * A user cancel ends the turn `cancelled` (the open step `interrupted`); a
    * shutdown closes the open tail exactly as crash recovery would; a deleted
-   * session gets nothing.
+   * session, or one another process runs now, gets nothing.
    */
   private async closeStopped(): Promise<void> {
-    if (this.stopReason === 'deleted') return;
+    if (this.stopReason === 'deleted' || this.stopReason === 'lease-lost') return;
     if (this.stopReason === 'shutdown') {
       await this.repairInterrupted();
       return;

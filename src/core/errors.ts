@@ -8,6 +8,8 @@ export const ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'RATE_LIMITED',
+  /** Retryable: the database is unreachable or out of connections (HTTP 503 with Retry-After). */
+  'SERVICE_UNAVAILABLE',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

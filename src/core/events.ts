@@ -2,6 +2,7 @@
 // version (DESIGN §5). V3 is frozen; V4 only widens it with the fork variants.
 import { z } from 'zod';
 import { badInput } from './errors.ts';
+import { unstorableReason } from './storable.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -122,6 +123,9 @@ export function decodeEvent(type: unknown, data: unknown, version: FormatVersion
     const known = (codecs[version] as object) ? ` (format V${version})` : '';
     throw badInput(`unknown event type "${type}"${known}`, { type });
   }
+  // Before zod: a value nested thousands deep would exhaust its stack.
+  const unstorable = unstorableReason(data);
+  if (unstorable) throw badInput(`invalid ${type} event: data ${unstorable}`, { type });
   const result = schema.safeParse(data);
   if (!result.success) throw badInput(`invalid ${type} event: ${describeIssues(result.error)}`, { type });
   return result.data;

@@ -3,6 +3,7 @@
 // serializers; store/recordings.ts reads and writes sessions with them.
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
+import { unstorableReason } from './storable.ts';
 import {
   CURRENT_FORMAT_VERSION,
   FORMAT_VERSIONS,
@@ -81,6 +82,8 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
   if (!(FORMAT_VERSIONS as readonly unknown[]).includes(v.version)) {
     throw fail(line, 'header', `unknown format version ${JSON.stringify(v.version)} (supported: ${FORMAT_VERSIONS.join(', ')})`);
   }
+  const unstorable = unstorableReason(v);
+  if (unstorable) throw fail(line, 'header', unstorable);
   const r = recordingHeaderSchema.safeParse(v);
   if (!r.success) throw fail(line, 'header', describeIssues(r.error));
   return r.data;
@@ -296,33 +299,60 @@ export class RecordingValidator {
 }
 
 /**
- * Splits a recording into lines as its text arrives (a string or chunks), never
- * holding more than one line besides the current chunk. A final newline ends
- * the last line; CRLF is accepted. Rejects recordings over MAX_RECORDING_BYTES.
+ * Splits a recording into lines as it arrives — a string, text chunks, or
+ * byte chunks (an upload) — never holding more than one line besides the
+ * current chunk. Bytes are decoded line by line, strictly: invalid UTF-8 is
+ * rejected naming its line, never stored as U+FFFD. A final newline ends the
+ * last line; CRLF is accepted. Rejects recordings over MAX_RECORDING_BYTES.
  */
 export async function* recordingLines(
-  source: string | Iterable<string> | AsyncIterable<string>,
+  source: string | Iterable<string | Uint8Array> | AsyncIterable<string | Uint8Array>,
   maxBytes = MAX_RECORDING_BYTES,
 ): AsyncGenerator<string> {
   let bytes = 0;
   let line = 0;
   let rest = '';
+  let restBytes: Uint8Array[] = [];
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
   const strip = (l: string) => (l.endsWith('\r') ? l.slice(0, -1) : l);
+  const decode = (parts: Uint8Array[]) => {
+    try {
+      return utf8.decode(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    } catch {
+      throw fail(line, 'encoding', 'the line is not valid UTF-8');
+    }
+  };
   for await (const chunk of typeof source === 'string' ? [source] : source) {
-    bytes += Buffer.byteLength(chunk);
+    bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
     if (bytes > maxBytes) throw fail(line + 1, 'size', `the recording exceeds the size limit of ${maxBytes} bytes`);
     // Only the new chunk is searched: a long line arriving in many chunks is scanned once.
     let start = 0;
-    for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
-      const text = rest + chunk.slice(start, nl);
-      rest = '';
-      line++;
-      yield strip(text);
-      start = nl + 1;
+    if (typeof chunk === 'string') {
+      for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
+        const text = rest + chunk.slice(start, nl);
+        rest = '';
+        line++;
+        yield strip(text);
+        start = nl + 1;
+      }
+      rest += chunk.slice(start);
+    } else {
+      // A newline byte never occurs inside a multi-byte UTF-8 character.
+      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        line++;
+        const text = decode([...restBytes, chunk.subarray(start, nl)]);
+        restBytes = [];
+        yield strip(text);
+        start = nl + 1;
+      }
+      if (start < chunk.length) restBytes.push(chunk.subarray(start));
     }
-    rest += chunk.slice(start);
   }
   if (rest !== '') yield strip(rest);
+  if (restBytes.length) {
+    line++;
+    yield strip(decode(restBytes));
+  }
 }
 
 /**

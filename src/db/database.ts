@@ -15,8 +15,12 @@ export interface Database {
 /** Called after every statement the pool runs (Prisma's and the store's): its SQL, the rows it returned and its parameters. */
 export type QueryObserver = (sql: string, rows: number, params: unknown[]) => void;
 
+/** Connections per process (DATABASE_POOL_MAX), whatever the number of sessions it runs. */
+export const DEFAULT_POOL_MAX = 10;
+
 export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver } = {}): Database {
-  const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 20 });
+  // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
+  const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 });
   pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });

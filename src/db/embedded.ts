@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { lockDataDir } from './data-dir-lock.ts';
 
 export interface EmbeddedDatabase {
   /** Server URL without a database name appended: `${url}/<db>`. */
@@ -25,7 +26,11 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** A postmaster left running by a killed process holds the data dir: stop it first. */
+/**
+ * A postmaster left running by a killed forkline holds the data dir: stop it
+ * first. Called only once this process holds the data dir's lock, so a
+ * postmaster still running there has no live forkline of its own.
+ */
 async function stopStalePostmaster(dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
   if (!fs.existsSync(pidFile)) return;
@@ -67,34 +72,59 @@ async function loadEmbeddedPostgres() {
 
 export async function startEmbeddedPostgres(dataDir: string, log: (m: string) => void = () => {}): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir);
-  const port = await freePort();
   const isRoot = process.getuid?.() === 0;
   if (isRoot) {
     // initdb runs as the `postgres` user: it must be able to create the data dir.
     fs.mkdirSync(path.dirname(databaseDir), { recursive: true });
   }
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    persistent: true,
-    createPostgresUser: isRoot,
-    onLog: log,
-    onError: (e) => log(String(e)),
-    postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', 'max_connections=500',
-      '-c', 'fsync=on',
-    ],
-  });
-  if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
-  else await stopStalePostmaster(databaseDir);
-  await pg.start();
-  return {
-    serverUrl: `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}`,
-    stop: () => pg.stop(),
-  };
+  // One forkline per data directory: a second start refuses, naming the running one.
+  const lock = lockDataDir(path.dirname(databaseDir));
+  try {
+    const port = await freePort();
+    // Postgres' last words, for an error that says why it did not start.
+    const recent: string[] = [];
+    const remember = (m: string) => {
+      recent.push(String(m).trim());
+      if (recent.length > 20) recent.shift();
+      log(m);
+    };
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
+    const pg = new EmbeddedPostgres({
+      databaseDir,
+      port,
+      user: USER,
+      password: PASSWORD,
+      persistent: true,
+      createPostgresUser: isRoot,
+      onLog: remember,
+      onError: (e) => remember(String(e)),
+      postgresFlags: [
+        '-c', 'listen_addresses=127.0.0.1',
+        '-c', 'unix_socket_directories=',
+        '-c', 'max_connections=500',
+        '-c', 'fsync=on',
+      ],
+    });
+    try {
+      if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
+      else await stopStalePostmaster(databaseDir);
+      await pg.start();
+    } catch (err) {
+      const why = err instanceof Error ? err.message : recent.filter(Boolean).slice(-5).join(' | ') || 'no output';
+      throw new Error(`the embedded Postgres in ${databaseDir} did not start: ${why}`, { cause: err });
+    }
+    return {
+      serverUrl: `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+      async stop() {
+        try {
+          await pg.stop();
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
 }

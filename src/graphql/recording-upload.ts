@@ -1,10 +1,10 @@
 // POST /recordings: imports a recording streamed as the raw request body
 // (JSON Lines), for recordings too large to send as a GraphQL string argument.
-// The body is spooled to a temporary file, so memory stays at one chunk and
-// one batch whatever the size; importRecording reads the file twice (validate,
-// then write). Same rules as the mutation: tenant, limits, errors with codes.
+// The body is spooled to a file under the data directory, so memory stays at
+// one chunk and one batch whatever the size; importRecording reads the file
+// twice (validate, then write), as bytes: invalid UTF-8 is rejected naming its
+// line. Same rules as the mutation: tenant, limits, errors with codes.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -17,6 +17,8 @@ import type { SessionStore } from '../store/session-store.ts';
 import type { TenantAuth } from './plugins/auth.ts';
 import { unauthenticated } from './plugins/auth.ts';
 import { rateLimitedMessage } from './plugins/rate-limit.ts';
+import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -30,6 +32,8 @@ export interface RecordingUploadOptions {
   rateLimit?: (key: string) => number;
   log: (msg: string, err?: unknown) => void;
   maxBytes?: number;
+  /** Where bodies are spooled while they are imported (leftovers of a killed process are removed at start). */
+  spoolDir: string;
 }
 
 function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -40,8 +44,50 @@ const error = (res: http.ServerResponse, status: number, code: string, message: 
 
 class TooLarge extends Error {}
 
+const SPOOL_FILE = /^(\d+)-[0-9a-f-]+\.jsonl$/;
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** Spool files are named `<pid>-<uuid>.jsonl`: those of a process that is gone (killed mid-upload) are removed. */
+export function removeSpoolLeftovers(dir: string): number {
+  let removed = 0;
+  for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    const m = SPOOL_FILE.exec(name);
+    if (m && !isAlive(Number(m[1]))) {
+      fs.rmSync(path.join(dir, name), { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
+
+/**
+ * Answers 413 in a way the client sees: a client that announced or is
+ * streaming a body reads no answer until it has sent it, and a connection
+ * closed under it is an EPIPE, not a 413. So the rest of the body is read and
+ * dropped — up to another `limit` bytes, then the connection is cut.
+ */
+function refuseTooLarge(req: http.IncomingMessage, res: http.ServerResponse, limit: number) {
+  let dropped = 0;
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > limit) req.socket.destroy();
+  });
+  req.resume();
+  error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`);
+}
+
 export function recordingUpload(opts: RecordingUploadOptions) {
   const maxBytes = opts.maxBytes ?? MAX_RECORDING_BYTES;
+  fs.mkdirSync(opts.spoolDir, { recursive: true, mode: 0o700 });
+  const removed = removeSpoolLeftovers(opts.spoolDir);
+  if (removed) opts.log(`removed ${removed} upload spool file(s) left by a stopped process`);
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     if (req.method !== 'POST') return error(res, 405, 'BAD_USER_INPUT', 'POST a recording (JSON Lines) to /recordings', { allow: 'POST' });
     if (!opts.allowed(req)) return error(res, 403, 'FORBIDDEN', 'cross-site or non-loopback request refused');
@@ -53,12 +99,10 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     if (!CONTENT_TYPES.has(type)) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);
     }
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) {
-      // The unread body makes the connection unusable for another request.
-      return error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${maxBytes} bytes`, { connection: 'close' });
-    }
+    // Checked before reading anything.
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, maxBytes);
 
-    const spool = path.join(os.tmpdir(), `forkline-recording-${randomUUID()}.jsonl`);
+    const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     try {
       let bytes = 0;
       const limit = new Transform({
@@ -68,11 +112,15 @@ export function recordingUpload(opts: RecordingUploadOptions) {
         },
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
-      const session = await importRecording(opts.store, { tenant: principal.tenant }, () => fs.createReadStream(spool, { encoding: 'utf8' }));
+      const session = await importRecording(opts.store, { tenant: principal.tenant }, () => fs.createReadStream(spool));
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
-      if (err instanceof TooLarge) error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${maxBytes} bytes`, { connection: 'close' });
+      if (err instanceof TooLarge) refuseTooLarge(req, res, maxBytes);
       else if (err instanceof ForklineError) error(res, 400, err.code, err.message);
+      else if (isDatabaseUnavailable(err)) {
+        opts.log('recording upload: database unavailable', err);
+        error(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      }
       else if (!res.headersSent) {
         const requestId = randomUUID().slice(0, 8);
         opts.log(`recording upload failed (request ${requestId})`, err);

@@ -40,6 +40,8 @@ export interface ServerOptions {
   drainMs?: number;
   /** Extra yoga plugins, appended to the list below. */
   plugins?: Plugin[];
+  /** Where POST /recordings spools bodies. */
+  uploadDir: string;
   /** Handles other paths (the dashboard) after /healthz, /readyz and /metrics; return false to 404. */
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
@@ -111,6 +113,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     allowed: browserAllowed,
     rateLimit: buckets ? (key) => buckets.take(key) : undefined,
     log,
+    spoolDir: opts.uploadDir,
   });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const httpServer = http.createServer(async (req, res) => {

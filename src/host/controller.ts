@@ -55,12 +55,12 @@ export class SessionController {
   }
 
   /** Queues a user input in the durable inbox and wakes the session's agent. */
-  async sendMessage(scope: Scope, sessionId: string, text: string): Promise<{ session: SessionRow; inputId: string; event: StoredEvent }> {
-    await this.store.requireSession(scope, sessionId);
+  async sendMessage(scope: Scope, sessionId: string, text: string): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
     const inputId = newInputId();
-    const [event] = await this.store.append(sessionId, [{ type: 'inbox/add', data: { inputId, text } }]);
+    // The append checks the tenant: one statement, no read before it.
+    const [event] = await this.store.append(sessionId, [{ type: 'inbox/add', data: { inputId, text } }], { scope });
     void this.host.wake(sessionId);
-    return { session: await this.store.requireSession(scope, sessionId), inputId, event };
+    return { sessionId, inputId, event };
   }
 
   async cancelTurn(scope: Scope, sessionId: string): Promise<SessionRow> {

@@ -1,133 +1,259 @@
-// SessionHost: runs session agents in this process. It wakes a session when
-// input arrives, holds the session's lease while its runner works, recovers
-// sessions left inside an open turn (at start, and when a dead process's lease
-// is found free), and stops runners on cancel, deletion or shutdown. It keeps
-// each session's fold between turns, so a turn reads only the new events.
+// SessionHost: runs session agents in this process, at most `maxActive` at a
+// time. A session is run under its lease (store/leases.ts): claimed when input
+// arrives here, or — for work nobody runs (a dead process's sessions, input
+// queued where the receiving process was full) — claimed in batches that
+// processes share through SKIP LOCKED, when notified and on a timer. Leases
+// are renewed by one heartbeat per process; a runner whose lease is taken
+// over stops. Runners stop on cancel, deletion or shutdown, wait and resume
+// when the database is unreachable, and keep each session's fold between
+// turns so a turn reads only the new events.
 import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
+import type { Lease, LeaseStore } from '../store/leases.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
-import type { LeaseManager } from '../store/leases.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
 export const CONTROL_CHANNEL = 'forkline_control';
+/** "There is work nobody here could take": processes with room claim it. */
+export const WORK_CHANNEL = 'forkline_work';
+
+export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
+const MAX_RETRY_MS = 10_000;
+
+export interface HostOptions {
+  listener?: PgListener;
+  /** How often to claim sessions nobody runs (0: at start and when notified only). */
+  sweepMs?: number;
+  /** Sessions this process runs at once; the rest wait for a slot here or elsewhere. */
+  maxActive?: number;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+interface Running {
+  lease: Lease;
+  runner?: SessionRunner;
+  /** Input arrived while running: look again before giving the lease up. */
+  again: boolean;
+  done: Promise<void>;
+}
 
 export class SessionHost {
-  private readonly runners = new Map<string, { runner?: SessionRunner; again: boolean; done: Promise<void> }>();
+  private readonly running = new Map<string, Running>();
+  /** Targeted claims in flight (they count against capacity). */
+  private readonly claimingOne = new Set<string>();
   private readonly folds = new FoldCache();
-  private sweepTimer?: NodeJS.Timeout;
+  private readonly maxActive: number;
+  private claimingBatch?: Promise<void>;
+  private claimAgain = false;
+  /** The last batch claim filled every free slot: more may be waiting. */
+  private backlog = false;
+  private timers: NodeJS.Timeout[] = [];
   private stopped = false;
 
   constructor(
     private readonly store: SessionStore,
-    private readonly leases: LeaseManager,
-    private readonly runnerDeps: Omit<RunnerDeps, 'store'>,
-    private readonly opts: { listener?: PgListener; sweepMs?: number; log?: (msg: string, err?: unknown) => void } = {},
+    private readonly leases: LeaseStore,
+    private readonly runnerDeps: Omit<RunnerDeps, 'store' | 'lease'>,
+    private readonly opts: HostOptions = {},
   ) {
+    this.maxActive = opts.maxActive ?? DEFAULT_MAX_ACTIVE_SESSIONS;
+    const listener = opts.listener;
     // A cancel may arrive at any process; the one running the session acts on it.
-    opts.listener?.on(CONTROL_CHANNEL, (payload: string) => {
-      let msg: { cancel?: unknown };
-      try {
-        msg = JSON.parse(payload);
-      } catch {
-        return opts.log?.(`ignored a malformed control message: ${payload.slice(0, 100)}`);
-      }
-      if (typeof msg.cancel === 'string') this.runners.get(msg.cancel)?.runner?.stop('cancel');
+    listener?.on(CONTROL_CHANNEL, (payload: string) => {
+      const msg = this.parse<{ cancel?: unknown }>(payload, 'control');
+      if (typeof msg?.cancel === 'string') this.running.get(msg.cancel)?.runner?.stop('cancel');
     });
-    opts.listener?.on(DELETED_CHANNEL, (payload: string) => {
-      try {
-        const { ids } = JSON.parse(payload) as { ids: string[] };
-        this.deleted(ids);
-      } catch {
-        opts.log?.(`ignored a malformed deletion message: ${payload.slice(0, 100)}`);
-      }
+    listener?.on(DELETED_CHANNEL, (payload: string) => {
+      const msg = this.parse<{ ids?: unknown }>(payload, 'deletion');
+      if (Array.isArray(msg?.ids)) this.deleted(msg.ids.filter((id): id is string => typeof id === 'string'));
     });
+    listener?.on(WORK_CHANNEL, () => this.claimMore());
+    // Notifications sent while the listener was down are lost: look for work.
+    listener?.on('reconnect', () => this.claimMore());
+  }
+
+  private parse<T>(payload: string, what: string): T | undefined {
+    try {
+      return JSON.parse(payload) as T;
+    } catch {
+      this.opts.log?.(`ignored a malformed ${what} message: ${payload.slice(0, 100)}`);
+      return undefined;
+    }
+  }
+
+  /** Claims what a previous process left behind, then keeps renewing leases and looking for work. */
+  async start(): Promise<void> {
+    this.claimMore();
+    await this.claimingBatch;
+    const every = (ms: number, fn: () => void) => {
+      const t = setInterval(fn, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(Math.max(100, Math.floor(this.leases.ttlMs / 3)), () => void this.heartbeat());
+    if (this.opts.sweepMs) every(this.opts.sweepMs, () => this.claimMore());
+  }
+
+  /** Sessions this process runs or is claiming (metrics, tests). */
+  get active(): number {
+    return this.running.size + this.claimingOne.size;
+  }
+
+  /** Resolves when every runner of this process is idle (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size || this.claimingOne.size || this.claimingBatch) {
+      await Promise.all([...this.running.values()].map((r) => r.done));
+      await this.claimingBatch;
+      if (this.claimingOne.size) await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /**
+   * Input arrived for the session: make sure an agent runs it — here when it
+   * is free and there is room, else wherever it is held or there is room.
+   */
+  async wake(sessionId: string): Promise<void> {
+    if (this.stopped) return;
+    const current = this.running.get(sessionId);
+    if (current) {
+      current.again = true;
+      return current.done;
+    }
+    if (this.claimingOne.has(sessionId)) return;
+    if (this.active >= this.maxActive) {
+      this.backlog = true;
+      await this.store.notify(WORK_CHANNEL, '').catch((err) => this.opts.log?.('could not announce queued work', err));
+      return;
+    }
+    this.claimingOne.add(sessionId);
+    let lease: Lease | null = null;
+    try {
+      lease = await this.leases.claim(sessionId);
+    } catch (err) {
+      this.opts.log?.(`could not claim session ${sessionId}`, err);
+    } finally {
+      this.claimingOne.delete(sessionId);
+    }
+    if (lease) return this.run(lease).done; // else: another process holds it and will see the input
+  }
+
+  /** Claims runnable sessions nobody runs, up to the free slots; one batch at a time. */
+  claimMore(): void {
+    if (this.stopped) return;
+    if (this.claimingBatch) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claimingBatch = (async () => {
+      do {
+        this.claimAgain = false;
+        const room = this.maxActive - this.active;
+        if (room <= 0) {
+          this.backlog = true;
+          return;
+        }
+        const claimed = await this.leases.claimRunnable(room);
+        for (const lease of claimed) if (!this.running.has(lease.sessionId)) this.run(lease);
+        this.backlog = claimed.length === room;
+      } while (this.claimAgain && !this.stopped);
+    })()
+      .catch((err) => {
+        if (!isDatabaseUnavailable(err)) this.opts.log?.('claiming sessions failed', err);
+      })
+      .finally(() => (this.claimingBatch = undefined));
+  }
+
+  private run(lease: Lease): Running {
+    const entry: Running = { lease, again: false, done: Promise.resolve() };
+    this.running.set(lease.sessionId, entry);
+    entry.done = this.drive(entry).finally(() => {
+      this.running.delete(lease.sessionId);
+      if (this.backlog) this.claimMore(); // a slot is free and work was left waiting
+    });
+    return entry;
+  }
+
+  private async drive(entry: Running): Promise<void> {
+    const { sessionId } = entry.lease;
+    for (let retryMs = 500; ; ) {
+      const fold = this.folds.take(sessionId);
+      const runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store, lease: entry.lease });
+      entry.runner = runner;
+      try {
+        await runner.run();
+        if (runner.stopReason === 'deleted' || runner.stopReason === 'lease-lost') return;
+        this.folds.put(fold); // only a fold that ended in step with the log is kept
+        if (this.stopped) return await this.leases.release(entry.lease);
+        const again = entry.again;
+        entry.again = false;
+        if (!again && (await this.leases.releaseIfIdle(entry.lease)) !== 'busy') return;
+        retryMs = 500;
+      } catch (err) {
+        if (isGone(err)) return; // deleted, or run by another process now: nothing of ours to close
+        if (!isDatabaseUnavailable(err) || this.stopped) {
+          this.opts.log?.(`agent of session ${sessionId} failed`, err);
+          await this.leases.release(entry.lease).catch(() => {});
+          return;
+        }
+        // The database is unreachable: keep the lease (the heartbeat renews it
+        // once it is back), wait, and start again from the log.
+        this.opts.log?.(`agent of session ${sessionId} waits for the database`, err);
+        await new Promise((r) => setTimeout(r, retryMs));
+        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+      } finally {
+        entry.runner = undefined;
+      }
+    }
+  }
+
+  /** Renews this process's leases; runners whose lease was taken over stop. */
+  private async heartbeat(): Promise<void> {
+    if (this.running.size === 0) return;
+    const entries = [...this.running.values()];
+    let kept: Set<string>;
+    try {
+      kept = await this.leases.renew(entries.map((e) => e.lease));
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) this.opts.log?.('renewing leases failed', err);
+      return;
+    }
+    for (const e of entries) if (!kept.has(e.lease.sessionId) && this.running.get(e.lease.sessionId) === e) e.runner?.stop('lease-lost');
   }
 
   /** Sessions deleted (here or by another process): their runners stop without writing, their folds go. */
   deleted(ids: readonly string[]): void {
     this.store.log.forget(ids);
     for (const id of ids) {
-      this.runners.get(id)?.runner?.stop('deleted');
+      this.running.get(id)?.runner?.stop('deleted');
       this.folds.forget(id);
-    }
-  }
-
-  /** Recovers what a previous process left behind, then keeps sweeping for orphaned sessions. */
-  async start(): Promise<void> {
-    await this.sweep();
-    if (this.opts.sweepMs) {
-      this.sweepTimer = setInterval(() => void this.sweep().catch((e) => this.opts.log?.('sweep failed', e)), this.opts.sweepMs);
-      this.sweepTimer.unref();
-    }
-  }
-
-  /** Sessions with an open turn or queued input that no live process is running. */
-  async sweep(): Promise<void> {
-    // Not awaited: a runner repairs an open turn before it takes input, under the lease.
-    for (const id of await this.store.sessionsNeedingWork()) if (!this.runners.has(id)) void this.wake(id);
-  }
-
-  /** Resolves when every runner of this process is idle (tests, shutdown). */
-  async idle(): Promise<void> {
-    while (this.runners.size) await Promise.all([...this.runners.values()].map((r) => r.done));
-  }
-
-  /** Makes sure the session's agent runs (here, or in the process that holds its lease). */
-  wake(sessionId: string): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    const current = this.runners.get(sessionId);
-    if (current) {
-      current.again = true;
-      return current.done;
-    }
-    const entry: { runner?: SessionRunner; again: boolean; done: Promise<void> } = { again: false, done: Promise.resolve() };
-    entry.done = this.drive(sessionId, entry).finally(() => this.runners.delete(sessionId));
-    this.runners.set(sessionId, entry);
-    return entry.done;
-  }
-
-  private async drive(sessionId: string, entry: { runner?: SessionRunner; again: boolean }): Promise<void> {
-    try {
-      do {
-        entry.again = false;
-        const lease = await this.leases.tryAcquire(sessionId);
-        if (!lease) return; // another process runs it; it re-checks the inbox after releasing
-        const fold = this.folds.take(sessionId);
-        try {
-          entry.runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store });
-          await entry.runner.run();
-          // Only a fold that ended in step with the log is kept, and none of a deleted session.
-          if (entry.runner.stopReason !== 'deleted') this.folds.put(fold);
-        } finally {
-          entry.runner = undefined;
-          await lease.release();
-        }
-        // Re-check after releasing: input appended while we were finishing must not wait.
-      } while (!this.stopped && (entry.again || (await this.store.needsWork(sessionId))));
-    } catch (err) {
-      // A session deleted under its running agent is not a failure: the agent just stops.
-      if (err instanceof ForklineError && err.code === 'SESSION_NOT_FOUND') return;
-      this.opts.log?.(`agent of session ${sessionId} failed`, err);
     }
   }
 
   /** Ends the running turn with `cancelled`, wherever it runs. */
   async cancel(sessionId: string): Promise<void> {
-    const local = this.runners.get(sessionId)?.runner;
+    const local = this.running.get(sessionId)?.runner;
     if (local) local.stop('cancel');
     else await this.store.notify(CONTROL_CHANNEL, JSON.stringify({ cancel: sessionId }));
   }
 
   isRunningHere(sessionId: string): boolean {
-    return this.runners.get(sessionId)?.runner !== undefined;
+    return this.running.get(sessionId)?.runner !== undefined;
   }
 
   /** Graceful shutdown: running turns are closed as interrupted, leases released. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.sweepTimer);
-    for (const r of this.runners.values()) r.runner?.stop('shutdown');
-    await Promise.all([...this.runners.values()].map((r) => r.done));
+    for (const t of this.timers) clearInterval(t);
+    for (const r of this.running.values()) r.runner?.stop('shutdown');
+    await this.claimingBatch;
+    await Promise.all([...this.running.values()].map((r) => r.done));
   }
+}
+
+/** The session no longer exists, or its lease was taken over: the runner has nothing to close. */
+function isGone(err: unknown): boolean {
+  if (!(err instanceof ForklineError)) return false;
+  return err.code === 'SESSION_NOT_FOUND' || (err.code === 'SESSION_BUSY' && err.details?.leaseLost === true);
 }

@@ -1,54 +1,105 @@
-// One runner per session across processes (DESIGN §6): a session-level
-// Postgres advisory lock, held on its own connection while the agent works.
-// A process that dies loses its connection and with it the lock, so another
-// process can take the session over (and repairs it first, DESIGN §4).
-import pg from 'pg';
+// One runner per session across processes (DESIGN §6), with leases held as
+// row state on the session: owner, expiry, fencing token.
+//
+// Why rows and not advisory locks: a lock lives on a connection, so a process
+// held one connection per running session (two busy processes needed ~170
+// connections, measured) or all its locks on one connection that, once lost,
+// frees every lock at once with nothing to stop the old runners. Rows cost no
+// connection, work behind a transaction-mode pooler (nothing session-scoped),
+// survive a brief connection loss, and carry a fencing token that every append
+// of the runner must match: a takeover bumps it under the session's row lock —
+// the same lock appends take — so once a takeover commits, the old runner's
+// appends fail (SESSION_BUSY) and it stops. A dead process's leases expire;
+// live processes renew theirs in one statement per heartbeat.
+import type pg from 'pg';
 
 export interface Lease {
   sessionId: string;
-  release(): Promise<void>;
+  /** The fencing token this holder's appends must match. */
+  token: number;
 }
 
-export class LeaseManager {
-  private readonly pool: pg.Pool;
+export const DEFAULT_LEASE_TTL_MS = 10_000;
 
-  constructor(config: pg.PoolConfig, max = 64) {
-    this.pool = new pg.Pool({ ...config, max });
-    this.pool.on('error', () => {});
+export class LeaseStore {
+  constructor(
+    private readonly pool: pg.Pool,
+    /** This process, as lease owner: unique per process start. */
+    readonly owner: string,
+    readonly ttlMs = DEFAULT_LEASE_TTL_MS,
+  ) {}
+
+  /** Takes the session's lease when it is free, expired or already this process's (a stale runner of ours is fenced off). */
+  async claim(sessionId: string): Promise<Lease | null> {
+    const { rows } = await this.pool.query<{ token: number }>(
+      `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
+        WHERE id = $1 AND ("leaseOwner" IS NULL OR "leaseOwner" = $2 OR "leaseExpiresAt" < now())
+        RETURNING "leaseToken" AS token`,
+      [sessionId, this.owner, this.ttlMs],
+    );
+    return rows[0] ? { sessionId, token: rows[0].token } : null;
   }
 
-  async tryAcquire(sessionId: string): Promise<Lease | null> {
-    const client = await this.pool.connect();
-    try {
-      const { rows } = await client.query<{ ok: boolean }>(
-        `SELECT pg_try_advisory_lock(hashtextextended($1, 7469)) AS ok`,
-        [sessionId],
-      );
-      if (!rows[0].ok) {
-        client.release();
-        return null;
-      }
-    } catch (err) {
-      client.release(true);
-      throw err;
-    }
-    let released = false;
-    return {
-      sessionId,
-      async release() {
-        if (released) return;
-        released = true;
-        try {
-          await client.query(`SELECT pg_advisory_unlock(hashtextextended($1, 7469))`, [sessionId]);
-          client.release();
-        } catch {
-          client.release(true); // a broken connection drops the lock with it
-        }
-      },
-    };
+  /**
+   * Claims up to `limit` sessions that need an agent (an open turn or queued
+   * input) and that nobody holds, oldest first. SKIP LOCKED: processes claiming
+   * at the same time take different sessions instead of queueing on each other.
+   */
+  async claimRunnable(limit: number): Promise<Lease[]> {
+    if (limit <= 0) return [];
+    const { rows } = await this.pool.query<{ id: string; token: number }>(
+      `WITH runnable AS (
+         SELECT id FROM "Session"
+          WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
+            AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
+          ORDER BY "updatedAt"
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+       )
+       UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
+         FROM runnable WHERE s.id = runnable.id
+       RETURNING s.id, s."leaseToken" AS token`,
+      [this.owner, this.ttlMs, limit],
+    );
+    return rows.map((r) => ({ sessionId: r.id, token: r.token }));
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  /** Extends the leases still held, in one statement; returns the ids renewed (the others were taken over). */
+  async renew(leases: Iterable<Lease>): Promise<Set<string>> {
+    const list = [...leases];
+    if (list.length === 0) return new Set();
+    const { rows } = await this.pool.query<{ id: string }>(
+      `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
+         FROM unnest($3::text[], $4::int[]) AS l(id, token)
+        WHERE s.id = l.id AND s."leaseOwner" = $1 AND s."leaseToken" = l.token
+       RETURNING s.id`,
+      [this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token)],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /**
+   * Gives the lease up unless the session still needs its agent, in one
+   * statement: `released`; `busy` when work remains (the lease is kept and
+   * renewed); `lost` when it is no longer ours.
+   */
+  async releaseIfIdle(lease: Lease): Promise<'released' | 'busy' | 'lost'> {
+    const { rows } = await this.pool.query<{ released: boolean }>(
+      `UPDATE "Session" SET
+          "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,
+          "leaseExpiresAt" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE now() + $4 * interval '1 millisecond' END
+        WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3
+       RETURNING "leaseOwner" IS NULL AS released`,
+      [lease.sessionId, lease.token, this.owner, this.ttlMs],
+    );
+    return rows.length === 0 ? 'lost' : rows[0].released ? 'released' : 'busy';
+  }
+
+  /** Gives the lease up whatever the session's state (shutdown, deletion, a stopped runner). */
+  async release(lease: Lease): Promise<void> {
+    await this.pool.query(
+      `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
+      [lease.sessionId, lease.token, this.owner],
+    );
   }
 }

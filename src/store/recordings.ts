@@ -16,8 +16,8 @@ import {
 import { SESSIONS_CHANNEL, inboxDelta, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
 import { newSessionId } from './ids.ts';
 
-/** A recording's text, or a way to read it from the start (import reads it twice). */
-export type RecordingSource = string | (() => AsyncIterable<string>);
+/** A recording's text, or a way to read it from the start as text or bytes (import reads it twice). */
+export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
 
 export const IMPORT_BATCH_SIZE = 1000;
 

@@ -13,7 +13,7 @@ import type { LogEvent } from '../core/events.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { eventId } from './ids.ts';
-import { lineageOf, segmentsOf, type Lineage, type Segment } from './lineage.ts';
+import { lineageOf, segmentsOf, type Lineage } from './lineage.ts';
 
 /** An event as read through a session. */
 export interface StoredEvent extends LogEvent {
@@ -120,18 +120,22 @@ export class SessionLog {
     const segments = segmentsOf(l, Math.max(0, opts.fromSeq), Math.min(opts.toSeq, MAX_SEQ));
     if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return [];
     const dir = opts.descending ? 'DESC' : 'ASC';
-    // One index scan per (segment, type), each with the limit. Each type is its
-    // own parameter, so the planner sees which type is asked and its frequency:
-    // behind an unnest it guessed 716 rows for a type that had 1, one sampling
-    // away from a primary-key scan filtering on type (measured 407 ms on a 1M log).
-    const perType = types
-      .map((_, i) => `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = r.sid AND type = $${i + 5} AND seq BETWEEN r.lo AND r.hi ORDER BY seq ${dir} LIMIT $4)`)
-      .join(' UNION ALL ');
+    const params: unknown[] = [opts.limit];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    // One ordered index scan per (segment, type), each stopping at the limit.
+    // Every bound and type is its own parameter, so the planner sees the real
+    // values: behind lateral parameters it guessed 6 rows where there were 700
+    // and chose to read them all and sort, one ANALYZE sample in several.
+    const scans = segments.flatMap((seg) =>
+      types.map(
+        (type) =>
+          `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
+          ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+      ),
+    );
     const { rows } = await db.query<Row>(
-      `SELECT e.* FROM unnest($1::text[], $2::int[], $3::int[]) AS r(sid, lo, hi)
-         CROSS JOIN LATERAL (${perType}) e
-        ORDER BY e.seq ${dir} LIMIT $4`,
-      [...segmentArrays(segments), opts.limit, ...types],
+      scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`,
+      params,
     );
     return rows.map((r) => toStored(l, r));
   }
@@ -226,32 +230,17 @@ export class SessionLog {
     if (hi < lo || hi < 0) return [];
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
-    let rows: Row[];
-    if (segments.length === 1) {
-      const [s] = segments;
-      ({ rows } = await db.query<Row>(
-        `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
-        [s.sessionId, s.fromSeq, s.toSeq],
-      ));
-    } else {
-      // The LIMIT keeps the planner from flattening the lateral subquery into a
-      // hash join over a scan of the whole table (measured: 124 ms on a 1M-event
-      // table instead of 0.17 ms): each segment stays one index range scan.
-      ({ rows } = await db.query<Row>(
-        `SELECT e.* FROM unnest($1::text[], $2::int[], $3::int[]) AS r(sid, lo, hi)
-           CROSS JOIN LATERAL (
-             SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = r.sid AND seq BETWEEN r.lo AND r.hi
-              ORDER BY seq LIMIT r.hi - r.lo + 1) e
-          ORDER BY e.seq`,
-        segmentArrays(segments),
-      ));
-    }
+    if (segments.length === 0) return [];
+    // One index range scan per segment, each with its own bounds as parameters
+    // (the planner sees real values), in one statement.
+    const params: unknown[] = [];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
+    );
+    const { rows } = await db.query<Row>(scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));
   }
-}
-
-function segmentArrays(segments: Segment[]): [string[], number[], number[]] {
-  return [segments.map((s) => s.sessionId), segments.map((s) => s.fromSeq), segments.map((s) => s.toSeq)];
 }
 
 function toStored(l: Lineage, r: Row): StoredEvent {

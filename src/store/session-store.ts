@@ -11,6 +11,7 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { eventId, newSessionId } from './ids.ts';
 import { childRanges } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
+import type { Lease } from './leases.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type SessionRow = Session;
@@ -94,19 +95,28 @@ export class SessionStore {
     return this.requireSession(scope, id);
   }
 
-  /** Runs `fn` in a transaction on one pooled connection. */
+  /**
+   * Runs `fn` in a transaction on one pooled connection. A checked-out client
+   * has no error listener of the pool's: a connection lost between statements
+   * would be an unhandled 'error' and kill the process. Ours records it; the
+   * failed statement rejects, and the broken client is discarded.
+   */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, isolation = 'READ COMMITTED'): Promise<T> {
     const client = await this.pool.connect();
+    let lost: Error | undefined;
+    const onError = (err: Error) => (lost = err);
+    client.on('error', onError);
     try {
       await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
+      if (!lost) await client.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
-      client.release();
+      client.off('error', onError);
+      client.release(lost ?? undefined);
     }
   }
 
@@ -129,11 +139,14 @@ export class SessionStore {
    * Every payload is validated by the V4 codec first; nothing is written when one
    * is invalid. `expectedEventCount` makes the append conditional (the writer's
    * view of the log must still be current), failing with SESSION_BUSY otherwise.
+   * `lease` fences a runner's appends (store/leases.ts): once another process
+   * has taken the session over, they fail with SESSION_BUSY and write nothing.
+   * `scope` confines the append to a tenant's session (SESSION_NOT_FOUND otherwise).
    */
   async append(
     sessionId: string,
     events: NewEvent[],
-    opts: { expectedEventCount?: number; client?: pg.PoolClient } = {},
+    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope } = {},
   ): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
@@ -149,7 +162,7 @@ export class SessionStore {
                 status = COALESCE($4::"SessionStatus", status),
                 title = CASE WHEN $5::boolean THEN $6 ELSE title END,
                 "updatedAt" = now()
-          WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int)
+          WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int) AND ($10::int IS NULL OR "leaseToken" = $10::int) AND ($11::text IS NULL OR tenant = $11::text)
           RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId"
        ), ins AS (
          INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
@@ -159,12 +172,20 @@ export class SessionStore {
        )
        SELECT ins.*, (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
          FROM ins ORDER BY seq`,
-      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta],
+      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta,
+       opts.lease?.token ?? null, opts.scope?.tenant ?? null],
     );
     if (out.length === 0) {
-      const exists = await this.pool.query('SELECT "eventCount" FROM "Session" WHERE id = $1', [sessionId]);
+      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
+        'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
+        [sessionId, opts.scope?.tenant ?? null],
+      );
       if (!exists.rowCount) throw sessionNotFound(sessionId);
-      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${exists.rows[0].eventCount})`);
+      const found = exists.rows[0];
+      if (opts.lease && found.leaseToken !== opts.lease.token) {
+        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over)`, { leaseLost: true });
+      }
+      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
     }
     // Appended events are the session's own: never inherited.
     return out.map(({ notified: _, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false }));
@@ -306,22 +327,6 @@ export class SessionStore {
   /** Session rows by id (any tenant: callers filter), one query. */
   async sessionsByIds(ids: string[]): Promise<SessionRow[]> {
     return ids.length ? this.prisma.session.findMany({ where: { id: { in: ids } } }) : [];
-  }
-
-  /** Sessions with an open turn or queued input: what a host must (re)start. */
-  async sessionsNeedingWork(): Promise<string[]> {
-    const { rows } = await this.pool.query<{ id: string }>(
-      `SELECT id FROM "Session" WHERE status = 'RUNNING' OR "pendingInputCount" > 0`,
-    );
-    return rows.map((r) => r.id);
-  }
-
-  async needsWork(sessionId: string): Promise<boolean> {
-    const { rows } = await this.pool.query<{ work: boolean }>(
-      `SELECT status = 'RUNNING' OR "pendingInputCount" > 0 AS work FROM "Session" WHERE id = $1`,
-      [sessionId],
-    );
-    return rows[0]?.work ?? false;
   }
 
   /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */

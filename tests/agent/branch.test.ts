@@ -1,18 +1,17 @@
 // Turn-level branches (seed 003, DESIGN §3.2) through the production loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { LeaseManager } from '../../src/store/leases.ts';
-import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+import { LeaseStore } from '../../src/store/leases.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 
 let app: TestApp;
-let leases: LeaseManager;
+/** Leases as another process holds them. */
+let leases: LeaseStore;
 beforeAll(async () => {
   app = await startTestApp();
-  leases = new LeaseManager(pgConfigFromUrl(app.db.url));
+  leases = new LeaseStore(app.db.pool, 'another-process', 60_000);
 });
 afterAll(async () => {
-  await leases.close();
   await app.close();
 });
 
@@ -41,10 +40,10 @@ async function queuedParent() {
   const id = await create();
   await send(id, 'A');
   await idle();
-  const lease = (await leases.tryAcquire(id))!;
+  const lease = (await leases.claim(id))!;
   await send(id, 'B');
   await idle();
-  return { id, release: () => lease.release() };
+  return { id, release: () => leases.release(lease) };
 }
 
 /** Branch, send C to the child, and check it holds A's turn and C's turn only. */

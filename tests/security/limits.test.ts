@@ -234,8 +234,8 @@ describe('configuration', () => {
 describe('errors', () => {
   it('masks unexpected errors (no message, stack or SQL) and logs them as JSON with the request id', async () => {
     const store = app.services.store;
-    const original = store.getSession;
-    store.getSession = async () => {
+    const original = store.append;
+    store.append = async () => {
       throw new Error('relation "Session" exploded: SELECT * FROM "Session" WHERE secret');
     };
     try {
@@ -251,7 +251,7 @@ describe('errors', () => {
       expect(logged.err.message).toContain('exploded');
       expect(logged.err.stack).toContain('Error');
     } finally {
-      store.getSession = original;
+      store.append = original;
     }
   });
 });

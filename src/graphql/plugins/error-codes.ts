@@ -5,6 +5,17 @@ import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
 import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
+import { isDatabaseUnavailable } from '../../db/unavailable.ts';
+
+/** Seconds a client should wait before retrying while the database is away. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/** Retryable, with the HTTP answer yoga gives it (503, Retry-After): the database is unreachable or full. */
+export const serviceUnavailable = (path?: GraphQLError['path']) =>
+  new GraphQLError('the database is unavailable or out of connections; retry shortly', {
+    path,
+    extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
+  });
 
 function rootCause(error: unknown): unknown {
   let e = error;
@@ -46,6 +57,10 @@ export function maskError(log: ErrorLog) {
       const status = (cause.extensions?.http as { status?: number } | undefined)?.status;
       const code = status === 403 ? 'FORBIDDEN' : 'BAD_USER_INPUT';
       return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code } });
+    }
+    if (isDatabaseUnavailable(cause)) {
+      log('database unavailable', cause, { path: path?.join('.') });
+      return serviceUnavailable(path);
     }
     if (UNSTORABLE_TEXT.has(postgresCode(cause) ?? '')) {
       return new GraphQLError('the input contains text that cannot be stored (for example a NUL character, U+0000)', {

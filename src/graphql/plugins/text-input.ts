@@ -3,34 +3,16 @@
 // literals are the client's error: reject them before anything executes.
 import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { isStorableText, unstorableReason } from '../../core/storable.ts';
 
-// In unicode mode \p{Cs} matches only unpaired surrogates.
-const storable = (s: string) => !s.includes('\u0000') && !/\p{Cs}/u.test(s);
-
-/** The first unstorable string among the values (iteratively: variables may be nested deeply). */
-function hasUnstorableString(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (!storable(v)) return true;
-    } else if (Array.isArray(v)) {
-      stack.push(...v);
-    } else if (v && typeof v === 'object') {
-      for (const [k, x] of Object.entries(v)) {
-        if (!storable(k)) return true;
-        stack.push(x);
-      }
-    }
-  }
-  return false;
-}
+/** Variables may be nested deeply (model settings): only their text is checked here; payloads get the depth bound in the codec. */
+const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity) !== undefined;
 
 function hasUnstorableLiteral(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     [Kind.STRING]: (node) => {
-      if (!storable(node.value)) found = true;
+      if (!isStorableText(node.value)) found = true;
     },
   });
   return found;

@@ -81,7 +81,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(z.object({ sessionId, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
       const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text);
-      return { sessionId: r.session.id, inputId: r.inputId, event: r.event };
+      return r;
     },
   }),
   cancelTurn: t.prismaField({

@@ -1,0 +1,32 @@
+// What the log can hold (DESIGN §1: every payload is validated before it is
+// written): text Postgres can store — no NUL (U+0000), no unpaired UTF-16
+// surrogate — in JSON nested at most MAX_JSON_DEPTH deep (deeper values
+// exhausted zod's stack: a 2,000-level plugin event crashed the import).
+// Checked iteratively, so no value is too deep to be checked. Pure.
+
+export const MAX_JSON_DEPTH = 64;
+
+// In unicode mode \p{Cs} matches only unpaired surrogates.
+export const isStorableText = (s: string) => !s.includes('\u0000') && !/\p{Cs}/u.test(s);
+
+/** Why `value` cannot be stored, or undefined when it can. */
+export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH): string | undefined {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) return 'text contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+    } else if (v && typeof v === 'object') {
+      if (depth >= maxDepth) return `nested deeper than ${maxDepth} levels`;
+      if (Array.isArray(v)) {
+        for (const x of v) stack.push([x, depth + 1]);
+      } else {
+        for (const [k, x] of Object.entries(v)) {
+          if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+          stack.push([x, depth + 1]);
+        }
+      }
+    }
+  }
+  return undefined;
+}
