@@ -32,6 +32,8 @@ export interface AppOptions {
   listenUrl?: string;
   /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
   poolMax?: number;
+  /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
+  preparedStatements?: boolean;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
   maxActiveSessions?: number;
   /** How long a session's lease outlives its last renewal (a dead process's sessions wait this long). */
@@ -82,8 +84,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
     EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL, WORK_CHANNEL,
   ]);
   await listener.start();
-  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs);
-  const store = new SessionStore(db.prisma, db.pool, toolEffectOf);
+  const prepare = opts.preparedStatements ?? true;
+  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
+  const store = new SessionStore(db.prisma, db.pool, toolEffectOf, { prepare });
   const models = new ModelRegistry({
     openaiBaseUrl: opts.openai?.baseUrl,
     openaiApiKey: opts.openai?.apiKey,

@@ -60,6 +60,7 @@ async function main() {
       databaseUrl,
       listenUrl: config.DATABASE_LISTEN_URL,
       poolMax: config.DATABASE_POOL_MAX,
+      preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,

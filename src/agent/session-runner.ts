@@ -39,6 +39,8 @@ export type StopReason = 'cancel' | 'shutdown' | 'deleted' | 'lease-lost';
 export class SessionRunner {
   private readonly abort = new AbortController();
   private readonly sessionId: string;
+  /** The lease went back with the last events (the session was left idle): this runner is done. */
+  released = false;
 
   /** `fold` is the host's running view of the session (cold or kept from an earlier lease). */
   constructor(
@@ -65,7 +67,7 @@ export class SessionRunner {
    */
   async run(): Promise<void> {
     await this.fold.catchUp(this.deps.store.log);
-    while (!this.abort.signal.aborted) {
+    while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
         // The previous holder of the lease died mid-turn (DESIGN §4).
@@ -78,10 +80,18 @@ export class SessionRunner {
     }
   }
 
-  /** Appends, and keeps the fold in step with the log. */
-  private async append(events: NewEvent[]): Promise<StoredEvent[]> {
-    const written = await this.deps.store.append(this.sessionId, events, { lease: this.deps.lease });
-    await this.fold.appended(this.deps.store.log, written);
+  /**
+   * Appends, and keeps the fold in step with the log. The append that closes a
+   * turn gives the lease back in the same statement when it leaves the session
+   * idle (`closesTurn`): no separate release round trip.
+   */
+  private async append(events: NewEvent[], closesTurn = false): Promise<StoredEvent[]> {
+    const { store, lease } = this.deps;
+    const { events: written, released } = closesTurn
+      ? await store.appendReleasingIfIdle(this.sessionId, events, lease)
+      : { events: await store.append(this.sessionId, events, { lease }), released: false };
+    await this.fold.appended(store.log, written);
+    this.released = released;
     return written;
   }
 
@@ -89,7 +99,7 @@ export class SessionRunner {
   private async repairInterrupted(): Promise<number> {
     const closers = closersFor(this.fold.state.openTail(), { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
     if (closers.length === 0) return 0;
-    await this.append(closers);
+    await this.append(closers, true);
     const turnEnd = closers.at(-1)!.data as { turn: number };
     this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn: turnEnd.turn, reason: 'interrupted' });
     return closers.length;
@@ -110,8 +120,8 @@ export class SessionRunner {
       { type: 'turn/start', data: { turn, inputId: input.inputId } },
     ];
     let carried: TurnUpdate[] = [{ sessionId: id, kind: 'TURN_STARTED', turn }];
-    const write = async (events: NewEvent[], updates: TurnUpdate[] = []) => {
-      await this.append([...carry, ...events]);
+    const write = async (events: NewEvent[], updates: TurnUpdate[] = [], closesTurn = false) => {
+      await this.append([...carry, ...events], closesTurn);
       for (const u of [...carried, ...updates]) this.deps.onUpdate(u);
       carry = [];
       carried = [];
@@ -156,7 +166,7 @@ export class SessionRunner {
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
         const [endS, stepUpdate] = stepEnd(step, 'failed');
         const [endT, turnUpdate] = turnEnd('failed');
-        return write([agentError(step, message), endS, endT], [stepUpdate, turnUpdate]);
+        return write([agentError(step, message), endS, endT], [stepUpdate, turnUpdate], true);
       }
       const message: NewEvent = {
         type: 'model/message',
@@ -165,7 +175,7 @@ export class SessionRunner {
       if (answer.toolCalls.length === 0) {
         const [endS, stepUpdate] = stepEnd(step, 'completed');
         const [endT, turnUpdate] = turnEnd('completed');
-        return write([message, endS, endT], [stepUpdate, turnUpdate]);
+        return write([message, endS, endT], [stepUpdate, turnUpdate], true);
       }
       await write([message]);
 
@@ -190,7 +200,7 @@ export class SessionRunner {
       }
     }
     const [endT, turnUpdate] = turnEnd('failed');
-    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), endT], [turnUpdate]);
+    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), endT], [turnUpdate], true);
   }
 
   /**
@@ -208,7 +218,7 @@ export class SessionRunner {
     if (!open) return;
     const { turn } = open;
     const closers: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
-    await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }]);
+    await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
     this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn, reason: 'cancelled' });
   }
 

@@ -113,6 +113,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
       const session = await importRecording(opts.store, { tenant: principal.tenant }, () => fs.createReadStream(spool));
+      await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
       if (err instanceof TooLarge) refuseTooLarge(req, res, maxBytes);

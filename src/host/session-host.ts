@@ -21,6 +21,14 @@ export const WORK_CHANNEL = 'forkline_work';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 const MAX_RETRY_MS = 10_000;
+/**
+ * Claims and "work is waiting" announcements triggered within this window go
+ * out as one: under a backlog every finished turn frees a slot and every
+ * message arriving at a full process has work to announce, and one claim (a
+ * scan of the runnable sessions) per event made the work grow with the square
+ * of the backlog.
+ */
+const COALESCE_MS = 10;
 
 export interface HostOptions {
   listener?: PgListener;
@@ -33,6 +41,8 @@ export interface HostOptions {
 
 interface Running {
   lease: Lease;
+  /** A newer lease of ours for this session, claimed while it ran: the drive continues with it. */
+  nextLease?: Lease;
   runner?: SessionRunner;
   /** Input arrived while running: look again before giving the lease up. */
   again: boolean;
@@ -47,6 +57,8 @@ export class SessionHost {
   private readonly maxActive: number;
   private claimingBatch?: Promise<void>;
   private claimAgain = false;
+  private claimTimer?: NodeJS.Timeout;
+  private announceTimer?: NodeJS.Timeout;
   /** The last batch claim filled every free slot: more may be waiting. */
   private backlog = false;
   private timers: NodeJS.Timeout[] = [];
@@ -69,7 +81,7 @@ export class SessionHost {
       const msg = this.parse<{ ids?: unknown }>(payload, 'deletion');
       if (Array.isArray(msg?.ids)) this.deleted(msg.ids.filter((id): id is string => typeof id === 'string'));
     });
-    listener?.on(WORK_CHANNEL, () => this.claimMore());
+    listener?.on(WORK_CHANNEL, () => this.scheduleClaim());
     // Notifications sent while the listener was down are lost: look for work.
     listener?.on('reconnect', () => this.claimMore());
   }
@@ -124,7 +136,7 @@ export class SessionHost {
     if (this.claimingOne.has(sessionId)) return;
     if (this.active >= this.maxActive) {
       this.backlog = true;
-      await this.store.notify(WORK_CHANNEL, '').catch((err) => this.opts.log?.('could not announce queued work', err));
+      this.announceWork();
       return;
     }
     this.claimingOne.add(sessionId);
@@ -136,7 +148,23 @@ export class SessionHost {
     } finally {
       this.claimingOne.delete(sessionId);
     }
-    if (lease) return this.run(lease).done; // else: another process holds it and will see the input
+    if (lease) return this.adopt(lease).done; // else: another process holds it and will see the input
+  }
+
+  /** Tells every process (this one too) that input waits for a free slot: coalesced. */
+  private announceWork() {
+    this.announceTimer ??= setTimeout(() => {
+      this.announceTimer = undefined;
+      this.store.notify(WORK_CHANNEL, '').catch((err) => this.opts.log?.('could not announce queued work', err));
+    }, COALESCE_MS);
+  }
+
+  /** claimMore, once for every request made within the coalescing window. */
+  private scheduleClaim() {
+    this.claimTimer ??= setTimeout(() => {
+      this.claimTimer = undefined;
+      this.claimMore();
+    }, COALESCE_MS);
   }
 
   /** Claims runnable sessions nobody runs, up to the free slots; one batch at a time. */
@@ -154,8 +182,8 @@ export class SessionHost {
           this.backlog = true;
           return;
         }
-        const claimed = await this.leases.claimRunnable(room);
-        for (const lease of claimed) if (!this.running.has(lease.sessionId)) this.run(lease);
+        const claimed = await this.leases.claimRunnable(room, [...this.running.keys(), ...this.claimingOne]);
+        for (const lease of claimed) this.adopt(lease);
         this.backlog = claimed.length === room;
       } while (this.claimAgain && !this.stopped);
     })()
@@ -165,14 +193,33 @@ export class SessionHost {
       .finally(() => (this.claimingBatch = undefined));
   }
 
-  private run(lease: Lease): Running {
+  /**
+   * Runs the session under `lease`: one drive per session. A lease claimed for
+   * a session already running here (it was giving its lease back at that very
+   * moment) goes to that drive.
+   */
+  private adopt(lease: Lease): Running {
+    const current = this.running.get(lease.sessionId);
+    if (current) {
+      current.nextLease = lease;
+      current.again = true;
+      return current;
+    }
     const entry: Running = { lease, again: false, done: Promise.resolve() };
     this.running.set(lease.sessionId, entry);
     entry.done = this.drive(entry).finally(() => {
-      this.running.delete(lease.sessionId);
-      if (this.backlog) this.claimMore(); // a slot is free and work was left waiting
+      if (this.running.get(lease.sessionId) === entry) this.running.delete(lease.sessionId);
+      if (this.backlog) this.scheduleClaim(); // a slot is free and work was left waiting
     });
     return entry;
+  }
+
+  /** The next lease of ours for this drive, if one was claimed while it ran. */
+  private takeNextLease(entry: Running): boolean {
+    if (!entry.nextLease || this.stopped) return false;
+    entry.lease = entry.nextLease;
+    entry.nextLease = undefined;
+    return true;
   }
 
   private async drive(entry: Running): Promise<void> {
@@ -183,15 +230,33 @@ export class SessionHost {
       entry.runner = runner;
       try {
         await runner.run();
-        if (runner.stopReason === 'deleted' || runner.stopReason === 'lease-lost') return;
+        if (runner.stopReason === 'deleted') return;
+        if (runner.stopReason === 'lease-lost') {
+          if (this.takeNextLease(entry)) continue;
+          return;
+        }
         this.folds.put(fold); // only a fold that ended in step with the log is kept
-        if (this.stopped) return await this.leases.release(entry.lease);
         const again = entry.again;
         entry.again = false;
+        if (runner.released) {
+          // The lease went back with the turn's last events; input that came since needs it again.
+          if (this.takeNextLease(entry)) continue;
+          if (!again || this.stopped) return;
+          const lease = await this.leases.claim(sessionId);
+          if (!lease) return; // another process took it, and the input with it
+          entry.lease = lease;
+          continue;
+        }
+        if (this.stopped) return await this.leases.release(entry.lease);
+        if (this.takeNextLease(entry)) continue;
         if (!again && (await this.leases.releaseIfIdle(entry.lease)) !== 'busy') return;
         retryMs = 500;
       } catch (err) {
-        if (isGone(err)) return; // deleted, or run by another process now: nothing of ours to close
+        if (isGone(err)) {
+          // Deleted, or run by another process now: nothing of ours to close (unless we hold a newer lease).
+          if (this.takeNextLease(entry)) continue;
+          return;
+        }
         if (!isDatabaseUnavailable(err) || this.stopped) {
           this.opts.log?.(`agent of session ${sessionId} failed`, err);
           await this.leases.release(entry.lease).catch(() => {});
@@ -246,6 +311,8 @@ export class SessionHost {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.claimTimer);
+    clearTimeout(this.announceTimer);
     for (const r of this.running.values()) r.runner?.stop('shutdown');
     await this.claimingBatch;
     await Promise.all([...this.running.values()].map((r) => r.done));

@@ -12,6 +12,7 @@
 // appends fail (SESSION_BUSY) and it stops. A dead process's leases expire;
 // live processes renew theirs in one statement per heartbeat.
 import type pg from 'pg';
+import { statement } from './statements.ts';
 
 export interface Lease {
   sessionId: string;
@@ -21,37 +22,15 @@ export interface Lease {
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 
-export class LeaseStore {
-  constructor(
-    private readonly pool: pg.Pool,
-    /** This process, as lease owner: unique per process start. */
-    readonly owner: string,
-    readonly ttlMs = DEFAULT_LEASE_TTL_MS,
-  ) {}
-
-  /** Takes the session's lease when it is free, expired or already this process's (a stale runner of ours is fenced off). */
-  async claim(sessionId: string): Promise<Lease | null> {
-    const { rows } = await this.pool.query<{ token: number }>(
-      `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND ("leaseOwner" IS NULL OR "leaseOwner" = $2 OR "leaseExpiresAt" < now())
+const LEASE_SQL = {
+  claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
+        WHERE id = $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
         RETURNING "leaseToken" AS token`,
-      [sessionId, this.owner, this.ttlMs],
-    );
-    return rows[0] ? { sessionId, token: rows[0].token } : null;
-  }
-
-  /**
-   * Claims up to `limit` sessions that need an agent (an open turn or queued
-   * input) and that nobody holds, oldest first. SKIP LOCKED: processes claiming
-   * at the same time take different sessions instead of queueing on each other.
-   */
-  async claimRunnable(limit: number): Promise<Lease[]> {
-    if (limit <= 0) return [];
-    const { rows } = await this.pool.query<{ id: string; token: number }>(
-      `WITH runnable AS (
+  claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
             AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
+            AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
           LIMIT $3
           FOR UPDATE SKIP LOCKED
@@ -59,8 +38,54 @@ export class LeaseStore {
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
        RETURNING s.id, s."leaseToken" AS token`,
-      [this.owner, this.ttlMs, limit],
-    );
+  renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
+         FROM unnest($3::text[], $4::int[]) AS l(id, token)
+        WHERE s.id = l.id AND s."leaseOwner" = $1 AND s."leaseToken" = l.token
+       RETURNING s.id`,
+  releaseIfIdle: `UPDATE "Session" SET
+          "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,
+          "leaseExpiresAt" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE now() + $4 * interval '1 millisecond' END
+        WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3
+       RETURNING "leaseOwner" IS NULL AS released`,
+  release: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
+};
+
+export class LeaseStore {
+  private readonly sql: Record<'claim' | 'claimRunnable' | 'renew' | 'releaseIfIdle' | 'release', ReturnType<typeof statement>>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** This process, as lease owner: unique per process start. */
+    readonly owner: string,
+    readonly ttlMs = DEFAULT_LEASE_TTL_MS,
+    opts: { prepare?: boolean } = {},
+  ) {
+    const prepare = opts.prepare ?? true;
+    this.sql = Object.fromEntries(
+      Object.entries(LEASE_SQL).map(([name, text]) => [name, statement(prepare, `lease_${name}`, text)]),
+    ) as LeaseStore['sql'];
+  }
+
+  /**
+   * Takes the session's lease when it is free or expired. Not when this process
+   * holds it already: two claims of ours racing for one session (input arriving
+   * while a batch claim runs) must not fence off the runner the first one started.
+   */
+  async claim(sessionId: string): Promise<Lease | null> {
+    const { rows } = await this.pool.query<{ token: number }>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
+    return rows[0] ? { sessionId, token: rows[0].token } : null;
+  }
+
+  /**
+   * Claims up to `limit` sessions that need an agent (an open turn or queued
+   * input) and that nobody holds, oldest first. SKIP LOCKED: processes claiming
+   * at the same time take different sessions instead of queueing on each other.
+   * `excluding`: the sessions the caller runs or is claiming already (an
+   * expired lease of its own must not be claimed from under its own runner).
+   */
+  async claimRunnable(limit: number, excluding: readonly string[] = []): Promise<Lease[]> {
+    if (limit <= 0) return [];
+    const { rows } = await this.pool.query<{ id: string; token: number }>(this.sql.claimRunnable([this.owner, this.ttlMs, limit, excluding]));
     return rows.map((r) => ({ sessionId: r.id, token: r.token }));
   }
 
@@ -68,13 +93,7 @@ export class LeaseStore {
   async renew(leases: Iterable<Lease>): Promise<Set<string>> {
     const list = [...leases];
     if (list.length === 0) return new Set();
-    const { rows } = await this.pool.query<{ id: string }>(
-      `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
-         FROM unnest($3::text[], $4::int[]) AS l(id, token)
-        WHERE s.id = l.id AND s."leaseOwner" = $1 AND s."leaseToken" = l.token
-       RETURNING s.id`,
-      [this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token)],
-    );
+    const { rows } = await this.pool.query<{ id: string }>(this.sql.renew([this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token)]));
     return new Set(rows.map((r) => r.id));
   }
 
@@ -84,22 +103,12 @@ export class LeaseStore {
    * renewed); `lost` when it is no longer ours.
    */
   async releaseIfIdle(lease: Lease): Promise<'released' | 'busy' | 'lost'> {
-    const { rows } = await this.pool.query<{ released: boolean }>(
-      `UPDATE "Session" SET
-          "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,
-          "leaseExpiresAt" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE now() + $4 * interval '1 millisecond' END
-        WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3
-       RETURNING "leaseOwner" IS NULL AS released`,
-      [lease.sessionId, lease.token, this.owner, this.ttlMs],
-    );
+    const { rows } = await this.pool.query<{ released: boolean }>(this.sql.releaseIfIdle([lease.sessionId, lease.token, this.owner, this.ttlMs]));
     return rows.length === 0 ? 'lost' : rows[0].released ? 'released' : 'busy';
   }
 
   /** Gives the lease up whatever the session's state (shutdown, deletion, a stopped runner). */
   async release(lease: Lease): Promise<void> {
-    await this.pool.query(
-      `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
-      [lease.sessionId, lease.token, this.owner],
-    );
+    await this.pool.query(this.sql.release([lease.sessionId, lease.token, this.owner]));
   }
 }

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
+import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
 import { lineageOf, segmentsOf, type Lineage } from './lineage.ts';
 
@@ -49,17 +50,25 @@ export class SessionLog {
   /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
   private readonly lineages = new Map<string, Lineage>();
 
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly lineageStatement: ReturnType<typeof statement>;
+  private readonly rangeStatement: ReturnType<typeof statement>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    opts: { prepare?: boolean } = {},
+  ) {
+    const prepare = opts.prepare ?? true;
+    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1');
+    // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
+    this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`);
+  }
 
   /** The lineage of a session, or undefined when it does not exist. */
   async lineage(ref: LogRef, db: Db = this.pool): Promise<Lineage | undefined> {
     if (typeof ref !== 'string') return ref;
     const cached = this.lineages.get(ref);
     if (cached) return cached;
-    const { rows } = await db.query<{ id: string; inheritedRanges: unknown; inheritedEventCount: number }>(
-      'SELECT id, "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1',
-      [ref],
-    );
+    const { rows } = await db.query<{ id: string; inheritedRanges: unknown; inheritedEventCount: number }>(this.lineageStatement([ref]));
     return rows[0] && this.remember(rows[0]);
   }
 
@@ -231,6 +240,10 @@ export class SessionLog {
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
     if (segments.length === 0) return [];
+    if (segments.length === 1) {
+      const [seg] = segments;
+      return (await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq]))).rows.map((r) => toStored(l, r));
+    }
     // One index range scan per segment, each with its own bounds as parameters
     // (the planner sees real values), in one statement.
     const params: unknown[] = [];
@@ -238,7 +251,7 @@ export class SessionLog {
     const scans = segments.map(
       (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
     );
-    const { rows } = await db.query<Row>(scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
+    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));
   }
 }

@@ -12,6 +12,7 @@ import { eventId, newSessionId } from './ids.ts';
 import { childRanges } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease } from './leases.ts';
+import { statement } from './statements.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type SessionRow = Session;
@@ -60,6 +61,37 @@ function summarize(events: NewEvent[]) {
   return { turnStarts, status, title, pendingDelta };
 }
 
+/**
+ * One append, in one statement (see SessionStore.append). With $12, a runner
+ * gives its lease back in the same statement when the batch leaves the session
+ * idle (no open turn, no queued input): the last append of a turn needs no
+ * second round trip.
+ */
+const APPEND_SQL = `WITH s AS (
+         UPDATE "Session"
+            SET "eventCount" = "eventCount" + $2,
+                "turnCount" = "turnCount" + $3,
+                "pendingInputCount" = "pendingInputCount" + $9,
+                status = COALESCE($4::"SessionStatus", status),
+                title = CASE WHEN $5::boolean THEN $6 ELSE title END,
+                "updatedAt" = now(),
+                "leaseOwner" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0
+                                    THEN NULL ELSE "leaseOwner" END,
+                "leaseExpiresAt" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0
+                                        THEN NULL ELSE "leaseExpiresAt" END
+          WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int) AND ($10::int IS NULL OR "leaseToken" = $10::int)
+            AND ($11::text IS NULL OR tenant = $11::text)
+          RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId", "leaseOwner" IS NULL AS released
+       ), ins AS (
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+         SELECT $1, s.base + (t.ord - 1)::int, s."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s.pending + (t.e->>'p')::int
+           FROM s, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
+         RETURNING seq, type, data, synthetic, "createdAt"
+       )
+       SELECT ins.*, (SELECT released FROM s) AS released,
+              (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
+         FROM ins ORDER BY seq`;
+
 /** Rows as the INSERTs below read them: `p` is the pending-input delta through this event. */
 function eventRows(events: Array<NewEvent & { seq?: number }>) {
   let p = 0;
@@ -70,12 +102,17 @@ export class SessionStore {
   /** The one way to read logs. */
   readonly log: SessionLog;
 
+  private readonly appendStatement: ReturnType<typeof statement>;
+
   constructor(
     readonly prisma: PrismaClient,
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
+    opts: { prepare?: boolean } = {},
   ) {
-    this.log = new SessionLog(pool);
+    const prepare = opts.prepare ?? true;
+    this.log = new SessionLog(pool, { prepare });
+    this.appendStatement = statement(prepare, 'append', APPEND_SQL);
   }
 
   async createSession(
@@ -148,32 +185,32 @@ export class SessionStore {
     events: NewEvent[],
     opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope } = {},
   ): Promise<StoredEvent[]> {
-    if (events.length === 0) return [];
+    return (await this.appendAndMaybeRelease(sessionId, events, opts, false)).events;
+  }
+
+  /**
+   * A runner's append that also gives its lease back when the batch leaves the
+   * session idle (no open turn, no queued input), in the same statement:
+   * `released` says whether it did.
+   */
+  async appendReleasingIfIdle(sessionId: string, events: NewEvent[], lease: Lease): Promise<{ events: StoredEvent[]; released: boolean }> {
+    return this.appendAndMaybeRelease(sessionId, events, { lease }, true);
+  }
+
+  private async appendAndMaybeRelease(
+    sessionId: string,
+    events: NewEvent[],
+    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+    if (events.length === 0) return { events: [], released: false };
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
     const decoded = events.map((e) => ({ ...e, data: decodeEvent(e.type, e.data) }));
     const { turnStarts, status, title, pendingDelta } = summarize(decoded);
     const n = decoded.length;
-    const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown }>(
-      `WITH s AS (
-         UPDATE "Session"
-            SET "eventCount" = "eventCount" + $2,
-                "turnCount" = "turnCount" + $3,
-                "pendingInputCount" = "pendingInputCount" + $9,
-                status = COALESCE($4::"SessionStatus", status),
-                title = CASE WHEN $5::boolean THEN $6 ELSE title END,
-                "updatedAt" = now()
-          WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int) AND ($10::int IS NULL OR "leaseToken" = $10::int) AND ($11::text IS NULL OR tenant = $11::text)
-          RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId"
-       ), ins AS (
-         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
-         SELECT $1, s.base + (t.ord - 1)::int, s."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s.pending + (t.e->>'p')::int
-           FROM s, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
-         RETURNING seq, type, data, synthetic, "createdAt"
-       )
-       SELECT ins.*, (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
-         FROM ins ORDER BY seq`,
-      [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta,
-       opts.lease?.token ?? null, opts.scope?.tenant ?? null],
+    const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown; released: boolean }>(
+      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta,
+       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release]),
     );
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
@@ -188,7 +225,10 @@ export class SessionStore {
       throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
     }
     // Appended events are the session's own: never inherited.
-    return out.map(({ notified: _, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false }));
+    return {
+      events: out.map(({ notified: _n, released: _r, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false })),
+      released: release && out[0].released,
+    };
   }
 
   /**

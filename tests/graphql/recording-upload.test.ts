@@ -1,5 +1,8 @@
 // POST /recordings: a recording streamed as the request body (for large ones).
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { MALFORMED, readFixture } from '../fixtures/recordings/recordings.ts';
@@ -69,7 +72,7 @@ describe('POST /recordings', () => {
     expect(events.slice(-1)[0]).toMatchObject({ type: 'turn/end', synthetic: true, data: { reason: 'interrupted' } });
   });
 
-  it.each(MALFORMED.slice(0, 8).map((m) => [m.name, m] as const))('rejects %s with its line, writing nothing', async (_name, m) => {
+  it.each(MALFORMED.map((m) => [m.name, m] as const))('rejects %s with its line, writing nothing', async (_name, m) => {
     const before = await sessionCount(app);
     const r = await upload(app, m.text);
     expect(r.status).toBe(400);
@@ -90,7 +93,41 @@ describe('POST /recordings', () => {
     const before = await sessionCount(app);
     expect(await rawPost(uploadUrl(app), { 'content-length': String(65 * 2 ** 20) }, 1)).toBe(413);
     expect(await rawPost(uploadUrl(app), { 'transfer-encoding': 'chunked' }, 65)).toBe(413);
+    // A client that sends its whole announced body (fetch does) reads the 413, not a broken pipe.
+    const big = await upload(app, Buffer.alloc(65 * 2 ** 20, 'x'));
+    expect(big.status).toBe(413);
+    expect(big.body.errors[0].message).toMatch(/limited to 67108864 bytes/);
     expect(await sessionCount(app)).toBe(before);
+  });
+
+  it('rejects invalid UTF-8 naming its line, instead of storing U+FFFD', async () => {
+    const lines = readFixture('v4-completed-tools.jsonl').split('\n');
+    const [head, bad] = [Buffer.from(lines.slice(0, 4).join('\n') + '\n'), Buffer.from(lines[4])];
+    const invalid = Buffer.concat([head, bad.subarray(0, 60), Buffer.from([0xc3, 0x28]), bad.subarray(60), Buffer.from('\n' + lines.slice(5).join('\n'))]);
+    const r = await upload(app, invalid);
+    expect(r.status).toBe(400);
+    expect(r.body.errors[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+    expect(r.body.errors[0].message).toMatch(/^line 5: encoding: the line is not valid UTF-8/);
+  });
+
+  it('spools under its upload folder and removes what a killed process left there at start', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-spool-'));
+    const dead = path.join(dir, `99999999-${'0'.repeat(8)}-0000-0000-0000-000000000000.jsonl`);
+    const mine = path.join(dir, `${process.pid}-${'1'.repeat(8)}-0000-0000-0000-000000000000.jsonl`);
+    const other = path.join(dir, 'notes.txt');
+    for (const f of [dead, mine, other]) fs.writeFileSync(f, 'x');
+    const spooling = await startTestApp({ uploadDir: dir });
+    try {
+      expect(fs.existsSync(dead)).toBe(false);
+      expect(fs.existsSync(mine)).toBe(true); // a live process's upload in progress
+      expect(fs.existsSync(other)).toBe(true);
+      const ok = await upload(spooling, readFixture('v4-completed-tools.jsonl'));
+      expect(ok.status).toBe(201);
+      expect(fs.readdirSync(dir).sort()).toEqual([path.basename(mine), 'notes.txt'].sort()); // its own spool file is gone
+    } finally {
+      await spooling.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('needs the tenant token when auth is on, and imports into that tenant', async () => {

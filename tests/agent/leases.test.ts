@@ -1,0 +1,102 @@
+// Leases as row state (store/leases.ts): a runner's appends are fenced by its
+// lease; a runner whose lease is taken over stops and writes nothing; a
+// process runs at most its limit of sessions at once and uses at most its pool.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { LeaseStore } from '../../src/store/leases.ts';
+import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+
+let app: TestApp;
+const scope = { tenant: 'local' };
+const updates: TurnUpdate[] = [];
+
+beforeAll(async () => {
+  app = await startTestApp({ leaseTtlMs: 1500, maxActiveSessions: 3, poolMax: 4 });
+  app.turnUpdates.setMaxListeners(0);
+});
+afterAll(() => app.close());
+
+const create = async () => (await app.services.store.createSession(scope, { title: 'lease' })).id;
+const send = (id: string, text: string) => app.services.controller.sendMessage(scope, id, text);
+const types = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => e.type);
+const session = async (id: string) => (await app.db.pool.query(`SELECT status, "leaseOwner", "leaseToken" FROM "Session" WHERE id = $1`, [id])).rows[0];
+
+describe('leases', () => {
+  it("a runner whose lease is taken over stops at once and writes nothing more; the turn is repaired once", async () => {
+    const id = await create();
+    app.turnUpdates.on(id, (u: TurnUpdate) => updates.push(u));
+    await send(id, '!slow 150\none two three four five six seven eight nine ten eleven twelve');
+    await waitFor(() => updates.some((u) => u.sessionId === id && u.kind === 'TEXT_DELTA'), { what: 'streaming' });
+    const before = await types(id);
+    expect(before.slice(-3)).toEqual(['inbox/remove', 'turn/start', 'step/start']);
+
+    // Another process takes the session over: the lease expired as far as the database knows.
+    await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() - interval '1 second' WHERE id = $1`, [id]);
+    const other = new LeaseStore(app.db.pool, 'another-process', 60_000);
+    const taken = await other.claim(id);
+    expect(taken).not.toBeNull();
+    // The heartbeat finds the lease gone and stops the runner: no answer, no closers from it.
+    await waitFor(() => !app.services.host.isRunningHere(id), { what: 'the runner to stop', timeoutMs: 5000 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await types(id)).toEqual(before);
+
+    // A stale runner's append is refused by the fence, whatever it tries.
+    await expect(app.services.store.append(id, [{ type: 'session/title', data: { title: 'stale' } }], { lease: { sessionId: id, token: taken!.token - 1 } }))
+      .rejects.toMatchObject({ code: 'SESSION_BUSY', details: { leaseLost: true } });
+
+    // When the other holder goes away, this process takes the session back and repairs the turn, once.
+    await other.release(taken!);
+    app.services.host.claimMore();
+    await waitFor(async () => (await types(id)).at(-1) === 'turn/end', { what: 'repair' });
+    const after = (await app.services.store.log.page(id, -1, 1000)).slice(before.length);
+    expect(after.map((e) => [e.type, e.data.reason ?? e.data.status, e.synthetic])).toEqual([
+      ['step/end', 'interrupted', true],
+      ['turn/end', 'interrupted', true],
+    ]);
+    await app.services.host.idle();
+    expect(await session(id)).toMatchObject({ status: 'IDLE', leaseOwner: null });
+  });
+
+  it('runs at most its limit of sessions at once; the others wait for a slot and all are answered', async () => {
+    const ids = await Promise.all(Array.from({ length: 8 }, create));
+    let peak = 0;
+    const watch = setInterval(() => (peak = Math.max(peak, app.services.host.active)), 5);
+    try {
+      await Promise.all(ids.map((id) => send(id, '!call sleep {"ms": 150}')));
+      await waitFor(async () => {
+        const { rows } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE'`, [ids]);
+        return rows[0].n === ids.length;
+      }, { what: 'all eight turns', timeoutMs: 20_000 });
+    } finally {
+      clearInterval(watch);
+    }
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBeGreaterThan(0);
+    for (const id of ids) expect((await types(id)).filter((t) => t === 'turn/end')).toHaveLength(1);
+  });
+
+  it('uses at most its pool of connections, whatever the number of running sessions', async () => {
+    const ids = await Promise.all(Array.from({ length: 30 }, create));
+    let peak = 0;
+    const db = (await app.db.pool.query('SELECT current_database() AS d')).rows[0].d;
+    const sampling = (async () => {
+      const { default: pg } = await import('pg');
+      const admin = new pg.Client({ connectionString: app.db.url });
+      await admin.connect();
+      try {
+        for (let i = 0; i < 60; i++) {
+          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [db]);
+          peak = Math.max(peak, rows[0].n);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      } finally {
+        await admin.end();
+      }
+    })();
+    await Promise.all(ids.map((id) => send(id, '!call clock')));
+    await sampling;
+    await app.services.host.idle();
+    expect(peak).toBeLessThanOrEqual(4 + 1); // the pool and the LISTEN connection
+  });
+});
