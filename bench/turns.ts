@@ -77,7 +77,7 @@ async function run(ctx: BenchContext, processes: number, sessions: number) {
   const sampler = (async () => {
     while (sampling) {
       const { rows } = await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name NOT LIKE 'bench%'`,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
         [database],
       );
       peak = Math.max(peak, rows[0].n - 1); // the sampler's other pooled connection

@@ -2,6 +2,7 @@
 // `npx forkline …`: the typed client (client/client.ts) from a shell.
 // FORKLINE_URL / --url and FORKLINE_TOKEN / --token say where and as whom.
 import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import {
@@ -72,6 +73,19 @@ function need(args: string[], count: number, what: string): string[] {
 }
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+
+/** A file can be read again: a lost connection or a 503 retries the upload (same key, so it imports once). */
+async function retryUpload<T>(send: () => Promise<T>, rereadable: boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      const retryable = err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.status === 503);
+      if (!rereadable || !retryable || attempt >= 4) throw err;
+      await new Promise((r) => setTimeout(r, ((err as ForklineClientError).retryAfter ?? attempt) * 1000));
+    }
+  }
+}
 
 function summaryLine(s: SessionSummaryFragment): string {
   const parent = s.parent ? `  fork of ${s.parent.id}@${s.forkedAtSeq}` : '';
@@ -222,8 +236,13 @@ async function run(argv: string[]): Promise<number> {
       case 'import': {
         const [file] = need(args, 1, 'a file: forkline import <file|->');
         // Streamed: recordings may be far larger than a GraphQL argument should be.
-        const input = file === '-' ? process.stdin : fs.createReadStream(file);
-        const { id } = await client.uploadRecording(Readable.toWeb(input) as ReadableStream<Uint8Array>);
+        // One idempotency key for every attempt: a retry after a lost answer imports once.
+        const idempotencyKey = randomUUID();
+        const send = () => {
+          const input = file === '-' ? process.stdin : fs.createReadStream(file);
+          return client.uploadRecording(Readable.toWeb(input) as ReadableStream<Uint8Array>, { idempotencyKey });
+        };
+        const { id } = await retryUpload(send, file !== '-');
         const { session } = await client.query(SessionDocument, { id });
         if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
         out(opts.json ? JSON.stringify(session) : summaryLine(session));

@@ -15,6 +15,13 @@ export * from './generated/graphql.ts';
 export interface ForklineClientOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (ws:// is derived from it). */
   url: string;
+  /**
+   * How long to keep retrying what is safe to retry — queries, and mutations
+   * that carry an idempotency key (one is generated when the operation declares
+   * `$idempotencyKey` and none is given) — after a lost connection or a 503
+   * (SERVICE_UNAVAILABLE, honouring Retry-After). Default 15 s; 0: never retry.
+   */
+  retryForMs?: number;
   /** API token (sent as `Authorization: Bearer <token>`; WebSocket: connectionParams.authorization). */
   token?: string;
   /** WebSocket constructor; default: the global one (browsers), else the `ws` package (Node 20 has none). */
@@ -34,6 +41,8 @@ export class ForklineClientError extends Error {
   constructor(
     readonly errors: GraphQLErrorInfo[],
     readonly status?: number,
+    /** Seconds the server asked to wait before retrying (503). */
+    readonly retryAfter?: number,
   ) {
     super(errors.map((e) => e.message).join('; ') || 'GraphQL request failed');
     this.name = 'ForklineClientError';
@@ -53,7 +62,10 @@ export interface ForklineClient {
    * Streams a recording (JSON Lines) to POST /recordings, the import path for
    * recordings too large for a GraphQL string; resolves with the new session.
    */
-  uploadRecording(body: ReadableStream<Uint8Array> | Blob | string): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
+  uploadRecording(
+    body: ReadableStream<Uint8Array> | Blob | string,
+    opts?: { idempotencyKey?: string },
+  ): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
   /** Closes the WebSocket (if one was opened). */
   close(): Promise<void>;
 }
@@ -71,7 +83,8 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       retryAttempts: 0,
     }));
 
-  async function request<R>(doc: DocumentNode, variables: unknown): Promise<R> {
+  /** One POST to /graphql. */
+  async function post<R>(doc: DocumentNode, variables: unknown): Promise<R> {
     let res: Response;
     try {
       res = await doFetch(opts.url, {
@@ -87,20 +100,39 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     try {
       body = JSON.parse(text);
     } catch {
-      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
     }
-    if (body.errors?.length) throw new ForklineClientError(body.errors, res.status);
-    if (!res.ok || body.data == null) throw new ForklineClientError([{ message: `HTTP ${res.status}` }], res.status);
+    if (body.errors?.length) throw new ForklineClientError(body.errors, res.status, retryAfterOf(res));
+    if (!res.ok || body.data == null) throw new ForklineClientError([{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
     return body.data;
   }
 
-  async function uploadRecording(body: ReadableStream<Uint8Array> | Blob | string) {
+  /**
+   * Queries, and mutations given an idempotency key (generated when the
+   * operation declares `$idempotencyKey`), are retried with the same key after
+   * a lost connection or a 503: a lost response never duplicates a fork or a
+   * message. Other mutations fail at once.
+   */
+  async function request<R>(doc: DocumentNode, variables: Record<string, unknown> | undefined, mutation: boolean): Promise<R> {
+    let vars = variables;
+    if (mutation && declaresIdempotencyKey(doc) && vars?.idempotencyKey == null) vars = { ...vars, idempotencyKey: newIdempotencyKey() };
+    const safe = !mutation || vars?.idempotencyKey != null;
+    return withRetries(() => post<R>(doc, vars), safe ? (opts.retryForMs ?? 15_000) : 0);
+  }
+
+  /** A stream can be sent once; a string or Blob is retried like a keyed mutation. */
+  async function uploadRecording(body: ReadableStream<Uint8Array> | Blob | string, upload: { idempotencyKey?: string } = {}) {
+    const key = upload.idempotencyKey ?? newIdempotencyKey();
+    return withRetries(() => uploadOnce(body, key), body instanceof ReadableStream ? 0 : (opts.retryForMs ?? 15_000));
+  }
+
+  async function uploadOnce(body: ReadableStream<Uint8Array> | Blob | string, key: string) {
     const url = opts.url.replace(/\/graphql\/?$/, '/recordings');
     let res: Response;
     try {
       res = await doFetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-ndjson', ...(authorization ? { authorization } : {}) },
+        headers: { 'content-type': 'application/x-ndjson', 'idempotency-key': key, ...(authorization ? { authorization } : {}) },
         body,
         duplex: 'half', // a streamed request body (Node's fetch requires saying so)
       } as RequestInit);
@@ -114,7 +146,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     } catch {
       throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
     }
-    if (!res.ok || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${res.status}` }], res.status);
+    if (!res.ok || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
     return parsed.session;
   }
 
@@ -133,8 +165,8 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   }
 
   return {
-    query: (doc, ...v) => request(doc, v[0]),
-    mutate: (doc, ...v) => request(doc, v[0]),
+    query: (doc, ...v) => request(doc, v[0], false),
+    mutate: (doc, ...v) => request(doc, v[0], true),
     subscribe: (doc, ...v) => subscribe(doc, v[0]),
     uploadRecording,
     async close() {
@@ -142,6 +174,37 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       ws = undefined;
     },
   };
+}
+
+/** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
+const isRetryable = (err: unknown) => err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
+
+async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
+  const deadline = Date.now() + retryForMs;
+  for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      const pause = err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : wait;
+      if (!isRetryable(err) || Date.now() + pause > deadline) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
+const retryAfterOf = (res: Response) => {
+  const seconds = Number(res.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+};
+
+const declaresIdempotencyKey = (doc: DocumentNode) =>
+  doc.definitions.some((d) => d.kind === 'OperationDefinition' && d.variableDefinitions?.some((v) => v.variable.name.value === 'idempotencyKey'));
+
+/** crypto.randomUUID exists in Node and in browsers' secure contexts; elsewhere, 16 random bytes. */
+function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c?.randomUUID === 'function') return c.randomUUID();
+  return Array.from(c.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** graphql-ws rejects with a list of GraphQL errors, an Error, or a CloseEvent. */

@@ -114,6 +114,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
   );
   const controller = new SessionController(store, host, models.names);
+  const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
+  pruning.unref();
   const services: Services = { store, controller, host, live };
   await host.start();
   const server = await startServer({
@@ -138,6 +140,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     metrics,
     async close() {
       closing = true;
+      clearInterval(pruning);
       await server.close();
       await host.stop();
       await live.close();

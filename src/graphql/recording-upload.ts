@@ -6,14 +6,15 @@
 // line. Same rules as the mutation: tenant, limits, errors with codes.
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import type http from 'node:http';
 import { ForklineError } from '../core/errors.ts';
 import { MAX_RECORDING_BYTES } from '../core/recording.ts';
-import { importRecording } from '../store/recordings.ts';
-import type { SessionStore } from '../store/session-store.ts';
+import type { RecordingSource } from '../store/recordings.ts';
+import type { SessionRow } from '../store/session-store.ts';
+import type { Idempotency } from '../host/controller.ts';
 import type { TenantAuth } from './plugins/auth.ts';
 import { unauthenticated } from './plugins/auth.ts';
 import { rateLimitedMessage } from './plugins/rate-limit.ts';
@@ -24,7 +25,8 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
 
 export interface RecordingUploadOptions {
-  store: SessionStore;
+  /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
+  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency) => Promise<SessionRow>;
   auth: TenantAuth;
   /** Browser guards shared with /graphql (origin, loopback host names). */
   allowed: (req: http.IncomingMessage) => boolean;
@@ -102,17 +104,27 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     // Checked before reading anything.
     if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, maxBytes);
 
+    const key = req.headers['idempotency-key'];
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 200)) {
+      return error(res, 400, 'BAD_USER_INPUT', 'Idempotency-Key must be 1 to 200 characters');
+    }
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     try {
       let bytes = 0;
+      // Hashed as it arrives: a retry with the same key must carry the same recording.
+      const hash = createHash('sha256');
       const limit = new Transform({
         transform(chunk: Buffer, _enc, done) {
           bytes += chunk.length;
+          hash.update(chunk);
           done(bytes > maxBytes ? new TooLarge() : null, chunk);
         },
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
-      const session = await importRecording(opts.store, { tenant: principal.tenant }, () => fs.createReadStream(spool));
+      const session = await opts.importRecording({ tenant: principal.tenant }, () => fs.createReadStream(spool), {
+        key,
+        requestHash: hash.digest('hex'),
+      });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {

@@ -2,7 +2,7 @@
 // operations"). The plugins that enforce them live in ./plugins/ and are
 // registered in one place: server.ts.
 import { isIP } from 'node:net';
-import { MAX_RECORDING_BYTES } from '../core/recording.ts';
+import { MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 
 export interface SecurityOptions {
   /** token → tenant. Unset or empty: local single-tenant mode (tenant `local`, loopback only). */
@@ -22,9 +22,10 @@ export interface SecurityOptions {
 
 export const DEFAULT_LIMITS = {
   // One body limit for every request: importRecording must accept a recording up
-  // to MAX_RECORDING_BYTES, which JSON string escaping can double. Smaller
-  // inputs have their own limits (sendMessage text: 200,000 characters).
-  maxBodyBytes: 2 * MAX_RECORDING_BYTES + 1024 * 1024,
+  // to MAX_STRING_RECORDING_BYTES, which JSON string escaping can double (larger
+  // ones stream to POST /recordings). Smaller inputs have their own limits
+  // (sendMessage text: 200,000 characters).
+  maxBodyBytes: 2 * MAX_STRING_RECORDING_BYTES + 1024 * 1024,
   // 2 tokens per nesting level at least: keeps documents far from the depth
   // (~2,000 levels) where graphql-js's parser overflows the stack.
   maxTokens: 2000,

@@ -108,7 +108,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const browserAllowed = (req: http.IncomingMessage) =>
     isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host));
   const upload = recordingUpload({
-    store: opts.services.store,
+    importRecording: (scope, source, idem) => opts.services.controller.importRecording(scope, source, idem),
     auth,
     allowed: browserAllowed,
     rateLimit: buckets ? (key) => buckets.take(key) : undefined,

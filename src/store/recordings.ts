@@ -13,7 +13,7 @@ import {
   type RecordingEvent,
   type RecordingSummary,
 } from '../core/recording.ts';
-import { SESSIONS_CHANNEL, inboxDelta, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
+import { SESSIONS_CHANNEL, inboxDelta, type BeforeCommit, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
 import { newSessionId } from './ids.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes (import reads it twice). */
@@ -41,7 +41,12 @@ export async function exportRecordingText(store: SessionStore, scope: Scope, ses
  * back. A log ending inside an open turn gets its `interrupted` closers here,
  * in the same transaction (DESIGN §2, §5), so recovery finds nothing to repair.
  */
-export async function importRecording(store: SessionStore, scope: Scope, source: RecordingSource): Promise<SessionRow> {
+export async function importRecording(
+  store: SessionStore,
+  scope: Scope,
+  source: RecordingSource,
+  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
+): Promise<SessionRow> {
   const read = () => recordingLines(typeof source === 'string' ? source : source());
   const check = new RecordingValidator();
   for await (const line of read()) check.push(line);
@@ -68,6 +73,7 @@ export async function importRecording(store: SessionStore, scope: Scope, source:
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
     }
     await store.notify(SESSIONS_CHANNEL, id, client);
+    await opts.beforeCommit?.(client, { sessionId: id });
   });
   return store.requireSession(scope, id);
 }

@@ -35,6 +35,16 @@ export interface ForkResult {
   syntheticEvents: StoredEvent[];
 }
 
+/** Runs inside a mutation's transaction, before it commits (idempotency keys are written here). */
+export type BeforeCommit<T> = (client: pg.PoolClient, result: T) => Promise<void>;
+
+/** What identifies a fork's result (an idempotent retry loads the answer from it). */
+export interface ForkRecord {
+  sessionId: string;
+  parentId: string;
+  cutSeq: number;
+}
+
 /** An exact seq (never moves, seed 000), or a turn-level branch through the turn/end at or after an anchor (seed 003). */
 export type Cut = number | { anchorSeq?: number | null };
 
@@ -118,6 +128,7 @@ export class SessionStore {
   async createSession(
     scope: Scope,
     input: { title?: string | null; model?: { provider: string; model: string; settings?: Record<string, unknown> } | null },
+    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
   ): Promise<SessionRow> {
     const id = newSessionId();
     const initial: NewEvent[] = [];
@@ -128,6 +139,7 @@ export class SessionStore {
       await client.query('INSERT INTO "Session" (id, tenant, "treeId") VALUES ($1, $2, $1)', [id, scope.tenant]);
       await this.append(id, initial, { client });
       await this.notify(SESSIONS_CHANNEL, id, client);
+      await opts.beforeCommit?.(client, { sessionId: id });
     });
     return this.requireSession(scope, id);
   }
@@ -241,7 +253,12 @@ export class SessionStore {
    * A numeric cut is exact and never moves; an anchor selects a turn-level
    * branch from the same snapshot (seed 003). Omitted: through the last turn/end.
    */
-  async fork(scope: Scope, parentId: string, cut: Cut | undefined, opts: { title?: string | null } = {}): Promise<ForkResult> {
+  async fork(
+    scope: Scope,
+    parentId: string,
+    cut: Cut | undefined,
+    opts: { title?: string | null; beforeCommit?: BeforeCommit<ForkRecord> } = {},
+  ): Promise<ForkResult> {
     const result = await this.transaction(async (client) => {
       const { rows } = await client.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1 AND tenant = $2', [parentId, scope.tenant]);
       const parent = rows[0];
@@ -296,6 +313,7 @@ export class SessionStore {
         [childId, parent.treeId, pending, JSON.stringify(eventRows(own))],
       );
       await this.notify(SESSIONS_CHANNEL, childId, client);
+      await opts.beforeCommit?.(client, { sessionId: childId, parentId, cutSeq });
       const synthetic = written
         .filter((e) => e.synthetic)
         .sort((a, b) => a.seq - b.seq)
@@ -320,10 +338,14 @@ export class SessionStore {
    * surviving session ever loses an inherited event. Returns the deleted ids,
    * the session first.
    */
-  async deleteSession(scope: Scope, id: string, opts: { withDescendants?: boolean } = {}): Promise<string[]> {
+  async deleteSession(
+    scope: Scope,
+    id: string,
+    opts: { withDescendants?: boolean; beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }> } = {},
+  ): Promise<string[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.deleteOnce(scope, id, opts.withDescendants ?? false);
+        return await this.deleteOnce(scope, id, opts.withDescendants ?? false, opts.beforeCommit);
       } catch (err) {
         // A child forked while we collected the subtree: the parentId key refuses
         // the delete at the end of the statement. Collect again.
@@ -332,7 +354,12 @@ export class SessionStore {
     }
   }
 
-  private async deleteOnce(scope: Scope, id: string, withDescendants: boolean): Promise<string[]> {
+  private async deleteOnce(
+    scope: Scope,
+    id: string,
+    withDescendants: boolean,
+    beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }>,
+  ): Promise<string[]> {
     const ids = await this.transaction(async (client) => {
       // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
       const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND tenant = $2 FOR UPDATE', [id, scope.tenant]);
@@ -358,6 +385,7 @@ export class SessionStore {
       for (let i = 0; i < all.length; i += MAX_NOTIFY_IDS) {
         await this.notify(DELETED_CHANNEL, JSON.stringify({ tenant: scope.tenant, ids: all.slice(i, i + MAX_NOTIFY_IDS) }), client);
       }
+      await beforeCommit?.(client, { deletedSessionIds: all });
       return all;
     });
     this.log.forget(ids);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { ToolCall } from '../../src/core/events.ts';
 
@@ -81,7 +82,7 @@ describe('agent loop with the scripted model', () => {
     const updates: TurnUpdate[] = [];
     app.turnUpdates.on(id, (u: TurnUpdate) => updates.push(u));
     await send(id, '!call sleep {"ms": 10000}');
-    await new Promise<void>((resolve) => app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TOOL_RUNNING' && resolve()));
+    await waitFor(() => updates.some((u) => u.kind === 'TOOL_RUNNING'), { what: 'the tool to run' }); // recorded since before the message went out
     const t = Date.now();
     await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
     await idle();

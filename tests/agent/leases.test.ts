@@ -86,7 +86,7 @@ describe('leases', () => {
       await admin.connect();
       try {
         for (let i = 0; i < 60; i++) {
-          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [db]);
+          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`, [db]);
           peak = Math.max(peak, rows[0].n);
           await new Promise((r) => setTimeout(r, 20));
         }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost } from '../../src/graphql/security.ts';
-import { MAX_RECORDING_BYTES } from '../../src/core/recording.ts';
+import { MAX_STRING_RECORDING_BYTES } from '../../src/core/recording.ts';
 import { createLogger } from '../../src/logger.ts';
 
 let app: TestApp;
@@ -113,11 +113,14 @@ describe('request size', () => {
     expect((await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id: sessionId })).session.eventCount).toBe(before);
   });
 
-  it('lets bodies past yoga\'s 25 MB default through (recordings up to 64 MB), to the field limits', async () => {
-    expect(DEFAULT_LIMITS.maxBodyBytes).toBeGreaterThan(2 * MAX_RECORDING_BYTES);
-    const r = await app.gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text: 'x'.repeat(30 * 1024 * 1024) } });
+  it('sizes the body limit for an 8 MiB recording string (larger ones stream to POST /recordings), to the field limits', async () => {
+    expect(DEFAULT_LIMITS.maxBodyBytes).toBeGreaterThanOrEqual(2 * MAX_STRING_RECORDING_BYTES);
+    const r = await app.gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text: 'x'.repeat(12 * 1024 * 1024) } });
     expect(r.status).toBe(200);
     expect(r.errors![0].message).toMatch(/text: Too big/);
+    const big = await app.gql('mutation($r: String!) { importRecording(recording: $r) { id } }', { r: 'x'.repeat(MAX_STRING_RECORDING_BYTES + 1) });
+    expect(big.errors![0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(big.errors![0].message).toMatch(/limited to 8388608 bytes .* POST \/recordings/);
   });
 
   it('answers 413 REQUEST_ENTITY_TOO_LARGE past the body limit, by Content-Length or while streaming', async () => {

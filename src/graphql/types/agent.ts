@@ -3,6 +3,7 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
+import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeTurns, type TurnSummary } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
@@ -77,10 +78,11 @@ builder.mutationFields((t) => ({
   sendMessage: t.field({
     type: SendMessagePayload,
     description: "Queues a user input in the session's inbox; its agent answers it in a later turn.",
-    args: { input: t.arg({ type: SendMessageInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    args: { input: t.arg({ type: SendMessageInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const p = parseArgs(z.object({ sessionId, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
-      const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text);
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text, { key });
       return r;
     },
   }),

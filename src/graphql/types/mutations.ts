@@ -8,6 +8,15 @@ import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = z.string().max(500).nullish();
 const sessionIdSchema = z.string().min(1).max(200);
+export const idempotencyKeySchema = z.string().min(1).max(200).nullish();
+
+/** The optional idempotency key every creating mutation takes. */
+export const idempotencyKeyArg = (t: { arg: { string: (opts: { description: string }) => any } }) =>
+  t.arg.string({
+    description:
+      'Makes the call safe to retry: a retry with the same key (per tenant, kept 24 h) and the same input returns the first result ' +
+      'instead of doing it again; the same key with a different input is BAD_USER_INPUT.',
+  });
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
 
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
@@ -67,36 +76,39 @@ builder.mutationFields((t) => ({
       'Deletes a session and its events. A session with children is refused (SESSION_HAS_CHILDREN: they share its events) ' +
       'unless withDescendants, which deletes the whole subtree. Running agents of deleted sessions stop; ' +
       'their subscriptions complete; sessionsDeleted reports the ids.',
-    args: { id: t.arg.id({ required: true }), withDescendants: t.arg.boolean({ defaultValue: false }) },
+    args: { id: t.arg.id({ required: true }), withDescendants: t.arg.boolean({ defaultValue: false }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, args, ctx) => {
-      const p = parseArgs(z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish() }), args);
-      return { deletedSessionIds: await ctx.services.controller.deleteSession(ctx.scope, p.id, p.withDescendants ?? false) };
+      const p = parseArgs(z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema }), args);
+      return { deletedSessionIds: await ctx.services.controller.deleteSession(ctx.scope, p.id, p.withDescendants ?? false, { key: p.idempotencyKey }) };
     },
   }),
   createSession: t.prismaField({
     type: 'Session',
-    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
-    resolve: async (query, _root, { input }, ctx) => {
+    args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (query, _root, { input, idempotencyKey }, ctx) => {
       const parsed = parseArgs(z.object({ title: titleSchema, model: modelSchema.nullish() }), input);
-      const s = await ctx.services.controller.createSession(ctx.scope, parsed);
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const s = await ctx.services.controller.createSession(ctx.scope, parsed, { key });
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: s.id } });
     },
   }),
   forkSession: t.field({
     type: ForkSessionPayload,
-    args: { input: t.arg({ type: ForkSessionInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    args: { input: t.arg({ type: ForkSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const p = parseArgs(z.object({ sessionId: z.string().min(1), atSeq: seqSchema.nullish(), title: titleSchema }), input);
-      const r = await ctx.services.controller.forkSession(ctx.scope, p.sessionId, p.atSeq ?? undefined, p.title);
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const r = await ctx.services.controller.forkSession(ctx.scope, p.sessionId, p.atSeq ?? undefined, p.title, { key });
       return toPayload(r);
     },
   }),
   branchSession: t.field({
     type: ForkSessionPayload,
-    args: { input: t.arg({ type: BranchSessionInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    args: { input: t.arg({ type: BranchSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const p = parseArgs(z.object({ sessionId: z.string().min(1), anchorSeq: seqSchema.nullish(), title: titleSchema }), input);
-      const r = await ctx.services.controller.branchSession(ctx.scope, p.sessionId, p.anchorSeq ?? undefined, p.title);
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const r = await ctx.services.controller.branchSession(ctx.scope, p.sessionId, p.anchorSeq ?? undefined, p.title, { key });
       return toPayload(r);
     },
   }),

@@ -1,5 +1,9 @@
 import { builder } from '../builder.ts';
-import { exportRecordingText, importRecording } from '../../store/recordings.ts';
+import { exportRecordingText } from '../../store/recordings.ts';
+import { MAX_STRING_RECORDING_BYTES } from '../../core/recording.ts';
+import { badInput } from '../../core/errors.ts';
+import { parseArgs } from '../input.ts';
+import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 
 builder.prismaObjectField('Session', 'recording', (t) =>
   t.string({
@@ -12,11 +16,19 @@ builder.mutationField('importRecording', (t) =>
   t.prismaField({
     type: 'Session',
     description:
-      'Imports a recording (format V3 or V4) as a new session. Nothing is written when any line is invalid; ' +
-      'a log ending inside an open turn is repaired with cause `interrupted`.',
-    args: { recording: t.arg.string({ required: true }) },
-    resolve: async (query, _root, { recording }, ctx) => {
-      const session = await importRecording(ctx.store, ctx.scope, recording);
+      'Imports a recording (format V3 or V4, up to 8 MiB here; larger ones as the body of POST /recordings) as a new session. ' +
+      'Nothing is written when any line is invalid; a log ending inside an open turn is repaired with cause `interrupted`.',
+    args: { recording: t.arg.string({ required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (query, _root, { recording, idempotencyKey }, ctx) => {
+      const bytes = Buffer.byteLength(recording);
+      if (bytes > MAX_STRING_RECORDING_BYTES) {
+        throw badInput(
+          `recordings sent as a GraphQL string are limited to ${MAX_STRING_RECORDING_BYTES} bytes (this one has ${bytes}); ` +
+            'send larger ones (up to 64 MB) as the body of POST /recordings, which streams them (npx forkline import does)',
+        );
+      }
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const session = await ctx.services.controller.importRecording(ctx.scope, recording, { key });
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: session.id } });
     },
   }),
