@@ -55,6 +55,8 @@ export interface AppOptions {
   sandboxRoot?: string;
   /** Where POST /recordings spools bodies (main: under the data directory). */
   uploadDir?: string;
+  /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
+  wsLiveness?: { pingMs?: number; deadAfterMs?: number };
   toolTimeoutMs?: number;
   maxSteps?: number;
   /** How often to look for sessions a dead process left (0: only at start). */
@@ -129,6 +131,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     readiness: async () => (closing ? { ready: false, checks: { process: 'stopping' } } : databaseReadiness(db.pool, migrations)),
     onOtherRequest: serveDashboard(),
     uploadDir: opts.uploadDir ?? path.join(os.tmpdir(), 'forkline-uploads'),
+    wsLiveness: opts.wsLiveness,
   });
   return {
     url: server.url,

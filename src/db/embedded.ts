@@ -70,7 +70,11 @@ async function loadEmbeddedPostgres() {
   return mod.default;
 }
 
-export async function startEmbeddedPostgres(dataDir: string, log: (m: string) => void = () => {}): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (m: string) => void = () => {},
+  opts: { port?: number } = {},
+): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir);
   const isRoot = process.getuid?.() === 0;
   if (isRoot) {
@@ -80,7 +84,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (m: string) =>
   // One forkline per data directory: a second start refuses, naming the running one.
   const lock = lockDataDir(path.dirname(databaseDir));
   try {
-    const port = await freePort();
+    const port = opts.port ?? (await freePort());
     // Postgres' last words, for an error that says why it did not start.
     const recent: string[] = [];
     const remember = (m: string) => {

@@ -20,6 +20,7 @@ import { countErrors, useMetrics } from './plugins/metrics.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
+import { watchLiveness } from './ws-liveness.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -42,6 +43,8 @@ export interface ServerOptions {
   plugins?: Plugin[];
   /** Where POST /recordings spools bodies. */
   uploadDir: string;
+  /** WebSocket ping interval and how long a silent socket lives (tests shorten them). */
+  wsLiveness?: { pingMs?: number; deadAfterMs?: number };
   /** Handles other paths (the dashboard) after /healthz, /readyz and /metrics; return false to 404. */
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
@@ -190,7 +193,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       },
     },
     wss,
+    0, // graphql-ws's keep-alive drops slow readers with 1006 and no reason: ws-liveness.ts instead
   );
+  watchLiveness(wss, opts.wsLiveness);
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);

@@ -1,0 +1,80 @@
+// A subscriber that reads slowly is not dropped while it reads; one that stops
+// reading altogether is closed with a code and a reason it can see (it used to
+// be terminated after one missed pong: 1006, no reason).
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { UNRESPONSIVE_CLOSE_CODE } from '../../src/graphql/ws-liveness.ts';
+
+let app: TestApp;
+const scope = { tenant: 'local' };
+beforeAll(async () => {
+  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: 800 } });
+});
+afterAll(() => app.close());
+
+/** A graphql-ws subscriber on a raw socket, so the test controls when it reads. */
+async function rawSubscriber(sessionId: string) {
+  const ws = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+  const seqs: number[] = [];
+  let closed: { code: number; reason: string } | undefined;
+  ws.on('message', (data) => {
+    const msg = JSON.parse(String(data));
+    if (msg.type === 'connection_ack') {
+      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription($id: ID!) { sessionEvents(sessionId: $id) { seq data } }`, variables: { id: sessionId } } }));
+    } else if (msg.type === 'next') seqs.push(msg.payload.data.sessionEvents.seq);
+  });
+  ws.on('close', (code, reason) => (closed = { code, reason: String(reason) }));
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ type: 'connection_init', payload: {} }));
+  const tcp = (ws as unknown as { _socket: import('node:net').Socket })._socket;
+  return { ws, seqs, tcp, closed: () => closed };
+}
+
+async function burst(sessionId: string, events: number) {
+  const big = 'x'.repeat(20_000); // ~20 kB each: the socket buffers fill quickly
+  for (let i = 0; i < events; i += 50) {
+    await app.services.store.append(sessionId, Array.from({ length: 50 }, (_, j) => ({ type: 'plugin/test/big', data: { i: i + j, big } })));
+  }
+}
+
+describe('slow WebSocket subscribers', () => {
+  it('one that reads slowly keeps its subscription and gets every event, in order', async () => {
+    const id = (await app.services.store.createSession(scope, {})).id;
+    const sub = await rawSubscriber(id);
+    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
+    // Read for 5 ms, stop for 400 ms: it misses several pings in a row, yet keeps reading.
+    sub.tcp.pause();
+    const slow = setInterval(() => {
+      sub.tcp.resume();
+      setTimeout(() => sub.tcp.pause(), 5);
+    }, 405);
+    const started = Date.now();
+    try {
+      await burst(id, 1500);
+      await waitFor(() => sub.seqs.length === 1500 || sub.closed(), { what: 'all events', timeoutMs: 60_000 });
+    } finally {
+      clearInterval(slow);
+      sub.tcp.resume();
+    }
+    expect(sub.closed()).toBeUndefined();
+    expect(Date.now() - started).toBeGreaterThan(1000); // it really was slow: past the 800 ms a silent socket gets
+    expect(sub.seqs).toEqual(Array.from({ length: 1500 }, (_, i) => i));
+    sub.ws.close();
+  });
+
+  it('one that stops reading is closed with 4408 and a reason, which it sees when it reads again', async () => {
+    const id = (await app.services.store.createSession(scope, {})).id;
+    const sub = await rawSubscriber(id);
+    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
+    sub.tcp.pause();
+    await burst(id, 200);
+    await new Promise((r) => setTimeout(r, 1500)); // well past deadAfterMs without a pong or a byte read
+    sub.tcp.resume();
+    await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 10_000 });
+    expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
+    expect(sub.closed()!.reason).toMatch(/no answer to pings and nothing read/);
+    await waitFor(() => app.services.live.stats().events === 0, { what: 'cleanup' });
+  });
+});
