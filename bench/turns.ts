@@ -59,7 +59,7 @@ async function gql(url: string, query: string, variables: Record<string, unknown
 }
 
 async function run(ctx: BenchContext, processes: number, sessions: number) {
-  const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2 });
+  const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const ids: string[] = [];
   for (let i = 0; i < sessions; i += 500) {
@@ -77,10 +77,10 @@ async function run(ctx: BenchContext, processes: number, sessions: number) {
   const sampler = (async () => {
     while (sampling) {
       const { rows } = await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND application_name <> 'forkline-bench'`,
         [database],
       );
-      peak = Math.max(peak, rows[0].n - 1); // the sampler's other pooled connection
+      peak = Math.max(peak, rows[0].n);
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
