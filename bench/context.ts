@@ -37,7 +37,7 @@ export async function openBenchContext(): Promise<BenchContext> {
   return {
     databaseUrl,
     db,
-    store: new SessionStore(db.prisma, db.pool, toolEffectOf),
+    store: new SessionStore(db.pool, toolEffectOf),
     async close() {
       await db.close();
       await stopEmbedded();

@@ -8,6 +8,7 @@ import { benchFork } from './fork.ts';
 import { benchReadPage } from './read-page.ts';
 import { benchTurn } from './turn.ts';
 import { benchTurns } from './turns.ts';
+import { benchReadThroughput } from './read-throughput.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
@@ -16,6 +17,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   readPage: benchReadPage,
   turn: benchTurn,
   turns: benchTurns,
+  readThroughput: benchReadThroughput,
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
 };

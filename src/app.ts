@@ -23,6 +23,7 @@ import { ModelRegistry } from './agent/models/registry.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
+import type { Plugin } from 'graphql-yoga';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 
@@ -58,6 +59,10 @@ export interface AppOptions {
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
   wsLiveness?: { pingMs?: number; deadAfterMs?: number };
   toolTimeoutMs?: number;
+  /** JSON POST queries and mutations skip yoga's fetch layer (graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
+  fastLane?: boolean;
+  /** Extra yoga plugins (tests observe requests with them). */
+  yogaPlugins?: Plugin[];
   maxSteps?: number;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
@@ -88,7 +93,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
-  const store = new SessionStore(db.prisma, db.pool, toolEffectOf, { prepare });
+  const store = new SessionStore(db.pool, toolEffectOf, { prepare });
   const models = new ModelRegistry({
     openaiBaseUrl: opts.openai?.baseUrl,
     openaiApiKey: opts.openai?.apiKey,
@@ -132,6 +137,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
     onOtherRequest: serveDashboard(),
     uploadDir: opts.uploadDir ?? path.join(os.tmpdir(), 'forkline-uploads'),
     wsLiveness: opts.wsLiveness,
+    fastLane: opts.fastLane,
+    plugins: opts.yogaPlugins,
   });
   return {
     url: server.url,

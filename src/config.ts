@@ -41,6 +41,7 @@ const envSchema = z.object({
   FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
+  FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   MODEL_PROVIDER: z.enum(['scripted', 'openai']).default('scripted'),
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().optional(),

@@ -61,6 +61,7 @@ async function main() {
       listenUrl: config.DATABASE_LISTEN_URL,
       poolMax: config.DATABASE_POOL_MAX,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+      fastLane: config.FORKLINE_HTTP_FAST_LANE,
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,

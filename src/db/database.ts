@@ -4,6 +4,7 @@ import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
 import { pgConfigFromUrl } from './pg-config.ts';
+import { storeTypes } from './pg-types.ts';
 
 export interface Database {
   pool: pg.Pool;
@@ -20,7 +21,7 @@ export const DEFAULT_POOL_MAX = 10;
 
 export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver } = {}): Database {
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
-  const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000, types: storeTypes });
   pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });

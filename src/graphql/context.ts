@@ -1,6 +1,7 @@
 import type { PrismaClient } from '@prisma/client';
 import type { SessionStore, Scope } from '../store/session-store.ts';
 import type { Services } from '../host/services.ts';
+import type { SessionLoader } from './session-loader.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -8,4 +9,6 @@ export interface Context {
   prisma: PrismaClient;
   store: SessionStore;
   services: Services;
+  /** Sessions by id, batched per request. */
+  sessionLoader: SessionLoader;
 }

@@ -20,6 +20,7 @@ import { unauthenticated } from './plugins/auth.ts';
 import { rateLimitedMessage } from './plugins/rate-limit.ts';
 import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -38,13 +39,8 @@ export interface RecordingUploadOptions {
   spoolDir: string;
 }
 
-function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
-}
-const error = (res: http.ServerResponse, status: number, code: string, message: string, headers?: Record<string, string>) =>
-  reply(res, status, { errors: [{ message, extensions: { code } }] }, headers);
-
 class TooLarge extends Error {}
+const tooLargeMessage = (limit: number) => `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`;
 
 const SPOOL_FILE = /^(\d+)-[0-9a-f-]+\.jsonl$/;
 const isAlive = (pid: number) => {
@@ -69,22 +65,6 @@ export function removeSpoolLeftovers(dir: string): number {
   return removed;
 }
 
-/**
- * Answers 413 in a way the client sees: a client that announced or is
- * streaming a body reads no answer until it has sent it, and a connection
- * closed under it is an EPIPE, not a 413. So the rest of the body is read and
- * dropped — up to another `limit` bytes, then the connection is cut.
- */
-function refuseTooLarge(req: http.IncomingMessage, res: http.ServerResponse, limit: number) {
-  let dropped = 0;
-  req.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > limit) req.socket.destroy();
-  });
-  req.resume();
-  error(res, 413, 'BAD_USER_INPUT', `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`);
-}
-
 export function recordingUpload(opts: RecordingUploadOptions) {
   const maxBytes = opts.maxBytes ?? MAX_RECORDING_BYTES;
   fs.mkdirSync(opts.spoolDir, { recursive: true, mode: 0o700 });
@@ -102,7 +82,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);
     }
     // Checked before reading anything.
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, maxBytes);
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, maxBytes, 'BAD_USER_INPUT', tooLargeMessage(maxBytes));
 
     const key = req.headers['idempotency-key'];
     if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 200)) {
@@ -128,7 +108,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
-      if (err instanceof TooLarge) refuseTooLarge(req, res, maxBytes);
+      if (err instanceof TooLarge) refuseTooLarge(req, res, maxBytes, 'BAD_USER_INPUT', tooLargeMessage(maxBytes));
       else if (err instanceof ForklineError) error(res, 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);

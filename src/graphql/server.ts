@@ -8,18 +8,23 @@ import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { schema } from './schema.ts';
 import type { Context } from './context.ts';
+import { SessionLoader } from './session-loader.ts';
 import type { Services } from '../host/services.ts';
 import type { PrismaClient } from '@prisma/client';
 import { maskError, useInputErrorCodes, type ErrorLog } from './plugins/error-codes.ts';
-import { TenantAuth, connectionAuthorization, useTenantAuth } from './plugins/auth.ts';
-import { TokenBuckets, rateLimitedMessage, useRateLimit } from './plugins/rate-limit.ts';
-import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention, useLoopbackHostCheck } from './plugins/browser.ts';
+import { TenantAuth, connectionAuthorization, unauthenticated } from './plugins/auth.ts';
+import { TokenBuckets, rateLimitedMessage } from './plugins/rate-limit.ts';
+import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
+import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
 import { useStorableText } from './plugins/text-input.ts';
+import { useJitQueries } from './plugins/jit.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
+import { withinBodyLimit } from './http-body.ts';
+import { fastLane } from './fast-lane.ts';
 import { watchLiveness } from './ws-liveness.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
@@ -45,6 +50,8 @@ export interface ServerOptions {
   uploadDir: string;
   /** WebSocket ping interval and how long a silent socket lives (tests shorten them). */
   wsLiveness?: { pingMs?: number; deadAfterMs?: number };
+  /** POST queries and mutations served without yoga's fetch layer (fast-lane.ts); default on. */
+  fastLane?: boolean;
   /** Handles other paths (the dashboard) after /healthz, /readyz and /metrics; return false to 404. */
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
@@ -70,6 +77,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const buckets = auth.enabled && rateLimit ? new TokenBuckets(rateLimit.perSecond, rateLimit.burst) : undefined;
   const corsOrigins = security.corsOrigins ?? [];
   const toClientError = maskError(log);
+  const maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
+  const limits = {
+    maxTokens: security.maxTokens ?? DEFAULT_LIMITS.maxTokens,
+    maxDepth: security.maxDepth ?? DEFAULT_LIMITS.maxDepth,
+    maxAliases: security.maxAliases ?? DEFAULT_LIMITS.maxAliases,
+    maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
+  };
+  const gate = new RequestGate({
+    auth,
+    buckets,
+    loopbackOnly,
+    onRefused: (reason) => reason !== 'host' && metrics?.rejected.inc({ reason }),
+  });
 
   const yoga = createYoga<{ req?: http.IncomingMessage }, Context>({
     schema,
@@ -79,33 +99,36 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     landingPage: false,
     logging: false,
     maskedErrors: { maskError: toClientError },
-    maxRequestBodySize: security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes,
+    maxRequestBodySize: false, // withinBodyLimit (http-body.ts) instead: same limit, a fraction of the cost
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
     cors: corsOrigins.length ? { origin: corsOrigins, allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
     // Every cross-cutting concern, registered here and only here, in request order.
     plugins: [
-      loopbackOnly && useLoopbackHostCheck(),
-      useTenantAuth(auth, () => metrics?.rejected.inc({ reason: 'unauthenticated' })),
-      buckets && useRateLimit(buckets, auth, () => metrics?.rejected.inc({ reason: 'rate_limited' })),
+      useRequestGate(gate),
       useCsrfPrevention(),
-      useQueryLimits({
-        maxTokens: security.maxTokens ?? DEFAULT_LIMITS.maxTokens,
-        maxDepth: security.maxDepth ?? DEFAULT_LIMITS.maxDepth,
-        maxAliases: security.maxAliases ?? DEFAULT_LIMITS.maxAliases,
-        maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
-      }),
+      useQueryLimits(limits),
       useStorableText(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
+      useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
-    context: (initial): Omit<Context, never> => ({
-      scope: { tenant: auth.principalOf(initial).tenant },
-      prisma: opts.prisma,
-      store: opts.services.store,
-      services: opts.services,
-    }),
+    context: (initial: { req?: http.IncomingMessage; socket?: unknown; connectionParams?: Record<string, unknown> }): Context => {
+      // graphql-ws operations carry their credential in connectionParams; HTTP requests passed the gate.
+      const principal = initial.socket ? auth.principalOfConnection(initial) : initial.req && gate.check(initial.req).principal;
+      if (!principal) throw unauthenticated();
+      const { tenant } = principal;
+      return {
+        scope: { tenant },
+        prisma: opts.prisma,
+        store: opts.services.store,
+        services: opts.services,
+        sessionLoader: new SessionLoader(opts.services.store.sessions, tenant),
+      };
+    },
   });
+
+  const fast = opts.fastLane !== false && fastLane({ yoga, gate, corsEnabled: corsOrigins.length > 0, maxTokens: limits.maxTokens, onErrors: (errors) => metrics && countErrors(metrics, errors) });
 
   // Non-yoga entry points (WebSocket upgrades, recording uploads) apply the same browser guards.
   const browserAllowed = (req: http.IncomingMessage) =>
@@ -123,7 +146,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
-      if (path === '/graphql') return await yoga(req, res);
+      if (path === '/graphql') {
+        if (!(await withinBodyLimit(req, res, maxBodyBytes, () => !gate.check(req).refused))) return;
+        if (fast && (await fast(req, res))) return;
+        return await yoga(req, res);
+      }
       if (path === '/recordings') return await upload(req, res);
       if (await endpoints(req, res, path)) return;
       if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;

@@ -207,7 +207,7 @@ export class LiveEvents {
     const ids = [...this.changedSessions];
     this.changedSessions = new Set();
     try {
-      const rows = await this.store.sessionsByIds(ids);
+      const rows = await this.store.sessions.byIds(ids);
       for (const { scope, stream } of this.sessionStreams) {
         for (const row of rows) if (row.tenant === scope.tenant) stream.push(row);
       }

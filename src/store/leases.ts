@@ -18,6 +18,8 @@ export interface Lease {
   sessionId: string;
   /** The fencing token this holder's appends must match. */
   token: number;
+  /** How long each of the holder's appends extends the lease. */
+  ttlMs?: number;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -73,7 +75,7 @@ export class LeaseStore {
    */
   async claim(sessionId: string): Promise<Lease | null> {
     const { rows } = await this.pool.query<{ token: number }>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
-    return rows[0] ? { sessionId, token: rows[0].token } : null;
+    return rows[0] ? { sessionId, token: rows[0].token, ttlMs: this.ttlMs } : null;
   }
 
   /**
@@ -86,7 +88,7 @@ export class LeaseStore {
   async claimRunnable(limit: number, excluding: readonly string[] = []): Promise<Lease[]> {
     if (limit <= 0) return [];
     const { rows } = await this.pool.query<{ id: string; token: number }>(this.sql.claimRunnable([this.owner, this.ttlMs, limit, excluding]));
-    return rows.map((r) => ({ sessionId: r.id, token: r.token }));
+    return rows.map((r) => ({ sessionId: r.id, token: r.token, ttlMs: this.ttlMs }));
   }
 
   /** Extends the leases still held, in one statement; returns the ids renewed (the others were taken over). */

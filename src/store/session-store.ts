@@ -2,7 +2,6 @@
 // allocation, the session counters, forks and deletion (DESIGN §1, §3.1, §7);
 // reads go through SessionLog (store/session-log.ts).
 import type pg from 'pg';
-import type { PrismaClient, Session } from '@prisma/client';
 import { decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import { buildForkSeed } from '../core/fork-seed.ts';
@@ -13,9 +12,10 @@ import { childRanges } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease } from './leases.ts';
 import { statement } from './statements.ts';
+import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 
 export type { StoredEvent } from './session-log.ts';
-export type SessionRow = Session;
+export type { SessionRow };
 
 /** Postgres NOTIFY channel: one notification per committed batch. */
 export const EVENTS_CHANNEL = 'forkline_events';
@@ -72,10 +72,11 @@ function summarize(events: NewEvent[]) {
 }
 
 /**
- * One append, in one statement (see SessionStore.append). With $12, a runner
- * gives its lease back in the same statement when the batch leaves the session
- * idle (no open turn, no queued input): the last append of a turn needs no
- * second round trip.
+ * One append, in one statement (see SessionStore.append). A runner's append
+ * ($10: its fencing token) also extends its lease by $13 ms — a working runner
+ * keeps its lease without waiting for the heartbeat — and with $12 gives the
+ * lease back when the batch leaves the session idle (no open turn, no queued
+ * input): the last append of a turn needs no second round trip.
  */
 const APPEND_SQL = `WITH s AS (
          UPDATE "Session"
@@ -87,8 +88,9 @@ const APPEND_SQL = `WITH s AS (
                 "updatedAt" = now(),
                 "leaseOwner" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0
                                     THEN NULL ELSE "leaseOwner" END,
-                "leaseExpiresAt" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0
-                                        THEN NULL ELSE "leaseExpiresAt" END
+                "leaseExpiresAt" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0 THEN NULL
+                                        WHEN $10::int IS NOT NULL AND $13::int IS NOT NULL THEN now() + $13::int * interval '1 millisecond'
+                                        ELSE "leaseExpiresAt" END
           WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int) AND ($10::int IS NULL OR "leaseToken" = $10::int)
             AND ($11::text IS NULL OR tenant = $11::text)
           RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId", "leaseOwner" IS NULL AS released
@@ -111,17 +113,19 @@ function eventRows(events: Array<NewEvent & { seq?: number }>) {
 export class SessionStore {
   /** The one way to read logs. */
   readonly log: SessionLog;
+  /** Session rows: the hot reads, on prepared statements. */
+  readonly sessions: SessionRows;
 
   private readonly appendStatement: ReturnType<typeof statement>;
 
   constructor(
-    readonly prisma: PrismaClient,
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
     opts: { prepare?: boolean } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.log = new SessionLog(pool, { prepare });
+    this.sessions = new SessionRows(pool, prepare);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
   }
 
@@ -169,9 +173,10 @@ export class SessionStore {
     }
   }
 
-  async getSession(scope: Scope, id: string): Promise<SessionRow | null> {
-    const row = await this.prisma.session.findFirst({ where: { id, tenant: scope.tenant } });
-    if (row) this.log.remember(row);
+  /** A session's row (with `columns`, only those: the GraphQL layer reads what a query selects). */
+  async getSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
+    const row = await this.sessions.get(scope.tenant, id, columns);
+    if (row && row.inheritedRanges !== undefined) this.log.remember(row);
     return row;
   }
 
@@ -222,7 +227,7 @@ export class SessionStore {
     const n = decoded.length;
     const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown; released: boolean }>(
       this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta,
-       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release]),
+       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null]),
     );
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
@@ -390,11 +395,6 @@ export class SessionStore {
     });
     this.log.forget(ids);
     return ids;
-  }
-
-  /** Session rows by id (any tenant: callers filter), one query. */
-  async sessionsByIds(ids: string[]): Promise<SessionRow[]> {
-    return ids.length ? this.prisma.session.findMany({ where: { id: { in: ids } } }) : [];
   }
 
   /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */

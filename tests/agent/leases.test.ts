@@ -99,4 +99,20 @@ describe('leases', () => {
     await app.services.host.idle();
     expect(peak).toBeLessThanOrEqual(4 + 1); // the pool and the LISTEN connection
   });
+
+  it("a runner's appends extend its lease, so a working runner does not depend on the heartbeat", async () => {
+    const id = await create();
+    const lease = await new LeaseStore(app.db.pool, 'a-runner', 1500).claim(id);
+    expect(lease).toMatchObject({ ttlMs: 1500 });
+    const expiry = async () => (await app.db.pool.query(`SELECT "leaseExpiresAt" - now() AS left FROM "Session" WHERE id = $1`, [id])).rows[0].left;
+    await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() + interval '100 milliseconds' WHERE id = $1`, [id]);
+    await app.services.store.append(id, [{ type: 'session/title', data: { title: 'working' } }], { lease: lease! });
+    const left = await expiry();
+    expect(left.milliseconds + left.seconds * 1000).toBeGreaterThan(1000);
+    // An append without a lease (a user's message) leaves the runner's lease as it was.
+    await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() + interval '5 seconds' WHERE id = $1`, [id]);
+    await app.services.store.append(id, [{ type: 'session/title', data: { title: 'renamed' } }]);
+    const unchanged = await expiry();
+    expect(unchanged.seconds).toBeGreaterThanOrEqual(4);
+  });
 });

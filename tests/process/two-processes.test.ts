@@ -20,8 +20,8 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const start = async (databaseUrl: string) => {
-  const p = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '2000' } });
+const start = async (databaseUrl: string, env: Record<string, string> = {}) => {
+  const p = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_DATA_DIR: dataDir, ...env } });
   running.push(p);
   return p;
 };
@@ -93,15 +93,19 @@ describe('two processes on one database', () => {
   });
 
   it('when one of them is killed mid-turn, the other takes every session over, repairs each turn once and answers what waited', async () => {
-    const [a, b] = await Promise.all([start(databaseUrl), start(databaseUrl)]);
+    // Short leases so the takeover is quick. B starts only once A holds all fifty:
+    // started earlier, B would rightly claim some of them itself.
+    const fast = { FORKLINE_LEASE_TTL_MS: '2000' };
+    const a = await start(databaseUrl, fast);
     const sessions = await createSessions(50);
-    // A takes all fifty (they arrive at A), each inside a slow tool call, with a second message waiting.
+    // A takes all fifty, each inside a slow tool call, with a second message waiting.
     await Promise.all(sessions.map((id) => send(a, id, '!call sleep {"ms": 30000}')));
     await Promise.all(sessions.map((id) => send(a, id, 'after the crash')));
     await waitFor(async () => {
       const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'model/message'`, [sessions]);
       return rows[0].n === sessions.length;
     }, { what: 'fifty tool calls in flight' });
+    const b = await start(databaseUrl, fast);
     a.child.kill('SIGKILL');
     await a.exited;
     const killedAt = Date.now();

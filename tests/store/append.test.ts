@@ -10,7 +10,7 @@ let store: SessionStore;
 
 beforeAll(async () => {
   db = openDatabase(await createTestDatabase(), { max: 20 });
-  store = new SessionStore(db.prisma, db.pool, toolEffectOf);
+  store = new SessionStore(db.pool, toolEffectOf);
 });
 afterAll(() => db.close());
 

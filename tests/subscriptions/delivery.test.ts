@@ -88,7 +88,7 @@ describe('LiveEvents with tiny pages and a controllable listener', () => {
   let live: LiveEvents;
   beforeAll(async () => {
     db = openDatabase(await createTestDatabase());
-    store = new SessionStore(db.prisma, db.pool, toolEffectOf);
+    store = new SessionStore(db.pool, toolEffectOf);
     live = new LiveEvents(store, listener, { pageSize: 4, windowSize: 8 });
   });
   afterAll(async () => {

@@ -5,7 +5,6 @@
 // single-tenant mode, tenant `local`.
 import { createHash } from 'node:crypto';
 import type http from 'node:http';
-import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
 import { LOCAL_TENANT } from '../security.ts';
 
@@ -46,15 +45,12 @@ export class TenantAuth {
   }
 
   /**
-   * The principal of a GraphQL context's initial value: the HTTP request's
-   * header, or for graphql-ws the connection's `authorization` param (the
-   * upgrade request's header as a fallback for non-browser clients).
+   * The principal of a graphql-ws operation: the connection's `authorization`
+   * param, the upgrade request's header as a fallback for non-browser clients.
+   * (HTTP requests are decided by the request gate, plugins/request-gate.ts.)
    */
-  principalOf(initial: { request?: Request; connectionParams?: Record<string, unknown>; req?: http.IncomingMessage }): Principal {
-    const header = initial.request
-      ? initial.request.headers.get('authorization')
-      : connectionAuthorization(initial.connectionParams, initial.req);
-    const principal = this.authenticate(header);
+  principalOfConnection(initial: { connectionParams?: Record<string, unknown>; req?: http.IncomingMessage }): Principal {
+    const principal = this.authenticate(connectionAuthorization(initial.connectionParams, initial.req));
     if (!principal) throw unauthenticated();
     return principal;
   }
@@ -69,20 +65,3 @@ export const jsonError = (status: number, code: string, message: string, headers
     status,
     headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
   });
-
-/**
- * Rejects unauthenticated HTTP requests (queries, mutations, SSE) with 401
- * before their body is read. GraphiQL's page itself is static and is served
- * earlier by yoga; the operations it sends need the header like any other.
- */
-export function useTenantAuth(auth: TenantAuth, onRejected?: () => void): Plugin {
-  return {
-    onRequest({ request, endResponse }) {
-      if (!auth.enabled || request.method === 'OPTIONS') return;
-      if (auth.authenticate(request.headers.get('authorization'))) return;
-      onRejected?.();
-      const e = unauthenticated();
-      endResponse(jsonError(401, e.code, e.message, { 'www-authenticate': 'Bearer' }));
-    },
-  };
-}

@@ -5,7 +5,6 @@ import type http from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { isLoopbackHost } from '../security.ts';
-import { jsonError } from './auth.ts';
 
 /**
  * yoga's CSRF prevention: a request whose content type a cross-site form could
@@ -34,15 +33,6 @@ function hostnameOf(hostHeader: string | undefined | null): string | undefined {
 export function isAllowedLocalHost(hostHeader: string | undefined | null): boolean {
   const name = hostnameOf(hostHeader);
   return name !== undefined && isLoopbackHost(name);
-}
-
-export function useLoopbackHostCheck(): Plugin {
-  return {
-    onRequest({ request, endResponse }) {
-      if (isAllowedLocalHost(request.headers.get('host'))) return;
-      endResponse(jsonError(403, 'FORBIDDEN', 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])'));
-    },
-  };
 }
 
 /** Non-browser clients send no Origin; browsers may connect from this server's own origin or an allowed one. */

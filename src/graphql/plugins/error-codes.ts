@@ -98,16 +98,22 @@ export function useInputErrorCodes(): Plugin {
 }
 
 function tagInputErrors(): Plugin {
-  const tag = (errors: readonly GraphQLError[] | undefined) => {
-    for (const e of errors ?? []) {
-      if (!e.extensions?.code) (e.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
+  const tag = (e: GraphQLError) => {
+    if (e.extensions?.code) return e;
+    // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
+    if (e.extensions && Object.isExtensible(e.extensions)) {
+      (e.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
+      return e;
     }
+    return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } });
   };
   return {
-    onValidate: () => ({ result }) => tag(result as GraphQLError[]),
+    onValidate: () => ({ result, setResult }) => {
+      if (result.length) setResult((result as GraphQLError[]).map(tag));
+    },
     onExecute: () => ({
-      onExecuteDone: ({ result }) => {
-        if (result && 'errors' in result) tag(result.errors as GraphQLError[]);
+      onExecuteDone: ({ result, setResult }) => {
+        if (result && 'errors' in result && result.errors?.length) setResult({ ...result, errors: result.errors.map(tag) });
       },
     }),
   };

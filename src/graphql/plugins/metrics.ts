@@ -6,7 +6,18 @@ import type { ServiceMetrics } from '../../metrics.ts';
 
 const FORK_FIELDS: Record<string, string> = { forkSession: 'fork', branchSession: 'branch' };
 
+// Per document and operation: yoga's parse cache hands out the same document for the same text.
+const rootFieldsOf = new WeakMap<DocumentNode, Map<string, { type: string; fields: string[] }>>();
+
 function rootFields(document: DocumentNode, operationName?: string | null) {
+  let byName = rootFieldsOf.get(document);
+  if (!byName) rootFieldsOf.set(document, (byName = new Map()));
+  let found = byName.get(operationName ?? '');
+  if (!found) byName.set(operationName ?? '', (found = readRootFields(document, operationName)));
+  return found;
+}
+
+function readRootFields(document: DocumentNode, operationName?: string | null) {
   const op = getOperationAST(document, operationName);
   if (!op) return { type: 'unknown', fields: [] as string[] };
   const fields = op.selectionSet.selections.flatMap((s) => (s.kind === Kind.FIELD ? [s.name.value] : []));

@@ -1,8 +1,6 @@
 // Per-token rate limiting: one token bucket per API token (auth mode), shared
 // by HTTP requests and WebSocket operations of that token. Keys are configured
 // tokens only, so the table cannot grow without bound.
-import type { Plugin } from 'graphql-yoga';
-import { jsonError, type TenantAuth } from './auth.ts';
 
 export class TokenBuckets {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
@@ -30,18 +28,3 @@ export class TokenBuckets {
 
 export const rateLimitedMessage = (retryAfterSeconds: number) =>
   `rate limit exceeded for this API token; retry in ${Math.ceil(retryAfterSeconds)} s`;
-
-/** HTTP: 429 with Retry-After and code RATE_LIMITED (after authentication, before the body is read). */
-export function useRateLimit(buckets: TokenBuckets, auth: TenantAuth, onLimited?: () => void): Plugin {
-  return {
-    onRequest({ request, endResponse }) {
-      if (!auth.enabled || request.method === 'OPTIONS') return;
-      const principal = auth.authenticate(request.headers.get('authorization'));
-      if (!principal) return;
-      const wait = buckets.take(principal.key);
-      if (wait === 0) return;
-      onLimited?.();
-      endResponse(jsonError(429, 'RATE_LIMITED', rateLimitedMessage(wait), { 'retry-after': String(Math.ceil(wait)) }));
-    },
-  };
-}

@@ -8,13 +8,20 @@ import { isStorableText, unstorableReason } from '../../core/storable.ts';
 /** Variables may be nested deeply (model settings): only their text is checked here; payloads get the depth bound in the codec. */
 const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity) !== undefined;
 
+// Per document: yoga's parse cache hands out the same document for the same text.
+const literalChecked = new WeakMap<DocumentNode, boolean>();
+
 function hasUnstorableLiteral(document: DocumentNode): boolean {
-  let found = false;
-  visit(document, {
-    [Kind.STRING]: (node) => {
-      if (!isStorableText(node.value)) found = true;
-    },
-  });
+  let found = literalChecked.get(document);
+  if (found === undefined) {
+    found = false;
+    visit(document, {
+      [Kind.STRING]: (node) => {
+        if (!isStorableText(node.value)) found = true;
+      },
+    });
+    literalChecked.set(document, found);
+  }
   return found;
 }
 

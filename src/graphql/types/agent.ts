@@ -33,12 +33,10 @@ const TurnRef = builder.objectRef<TurnSummary & { input: string | null }>('Turn'
 builder.prismaObjectFields('Session', (t) => ({
   pendingInputs: t.field({
     type: [PendingInputRef],
-    select: { id: true, pendingInputCount: true },
     resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(s.id, s.pendingInputCount),
   }),
   turns: t.field({
     type: [TurnRef],
-    select: { id: true },
     resolve: async (s, _a, ctx) => {
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);

@@ -1,7 +1,9 @@
 import { builder } from '../builder.ts';
-import { pageArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { eventsConnection } from '../events-connection.ts';
+import { sessionsConnection } from '../sessions-connection.ts';
+import { selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
+import type { SessionRow } from '../../store/session-rows.ts';
 
 export const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -22,7 +24,6 @@ export const SessionRef = builder.prismaNode('Session', {
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
     eventCount: t.exposeInt('eventCount', { description: 'Length of the log: the next seq.' }),
     turnCount: t.exposeInt('turnCount'),
-    parent: t.relation('parent', { nullable: true }),
     forkedAtSeq: t.exposeInt('forkedAtSeq', {
       nullable: true,
       description: 'Last parent seq this fork inherits (-1: none).',
@@ -43,10 +44,21 @@ const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'Se
 const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
 
 builder.prismaObjectFields('Session', (t) => ({
-  children: t.relatedConnection('children', {
-    cursor: 'id',
-    // Pothos would clamp an oversized page silently; every connection rejects it instead.
-    query: (args) => (pageArgs(args), { orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+  // Batched per request (one statement for a page's parents); no read at all
+  // when only the id is asked (the foreign key is that id).
+  parent: t.field({
+    type: SessionRef,
+    nullable: true,
+    resolve: (s, _a, ctx, info) => {
+      if (s.parentId == null) return null;
+      return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId);
+    },
+  }),
+  children: t.connection({
+    type: SessionRef,
+    description: 'Forks and branches of this session, oldest first.',
+    resolve: (s, args, ctx, info) =>
+      sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, parentId: s.id, order: 'oldest' }, args, sessionConnectionColumns(info)),
   }, SessionConnection),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.
@@ -54,39 +66,35 @@ builder.prismaObjectFields('Session', (t) => ({
     type: EventRef,
     description: 'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end.',
     args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
-    select: { eventCount: true },
     resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, args),
   }, EventConnection),
 }));
 
+// The hot reads (a session, a sessions page) are prepared statements on the pg
+// pool (store/session-rows.ts), not Prisma, reading the columns the query
+// selects (session-columns.ts): see the bench section of the README. Rows read
+// so carry only those columns; the Session fields below read nothing else.
 builder.queryFields((t) => ({
-  session: t.prismaField({
-    type: 'Session',
+  session: t.field({
+    type: SessionRef,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, { id }, ctx) =>
-      ctx.prisma.session.findFirst({ ...query, where: { id: String(id), tenant: ctx.scope.tenant } }),
+    resolve: (_root, { id }, ctx, info) => ctx.store.getSession(ctx.scope, String(id), sessionColumns(info)),
   }),
-  sessions: t.prismaConnection(
+  sessions: t.connection(
     {
-      type: 'Session',
-      cursor: 'id',
+      type: SessionRef,
       args: {
         parentId: t.arg.id(),
         status: t.arg({ type: SessionStatusEnum }),
       },
-      resolve: (query, _root, args, ctx) => {
-        pageArgs(args);
-        return ctx.prisma.session.findMany({
-          ...query,
-          where: {
-            tenant: ctx.scope.tenant,
-            ...(args.parentId ? { parentId: String(args.parentId) } : {}),
-            ...(args.status ? { status: args.status } : {}),
-          },
-          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-        });
-      },
+      resolve: (_root, args, ctx, info) =>
+        sessionsConnection(
+          ctx.store.sessions,
+          { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, order: 'newest' },
+          args,
+          sessionConnectionColumns(info),
+        ),
     },
     SessionConnection,
   ),

@@ -1,0 +1,53 @@
+// A small HTTP load generator (no autocannon here): `connections` keep-alive
+// connections each posting the same body back to back for `ms`; requests/s and
+// latency percentiles. Every answer must be a 200 whose body `check` accepts.
+import http from 'node:http';
+import { percentile, round } from './context.ts';
+
+export interface LoadResult {
+  requestsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export async function hammer(
+  url: string,
+  body: string,
+  opts: { connections: number; ms: number; check: (json: any) => boolean; headers?: Record<string, string> },
+): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.connections });
+  const target = new URL(url);
+  const latencies: number[] = [];
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const started = performance.now();
+      const req = http.request(
+        { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...opts.headers } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            latencies.push(performance.now() - started);
+            if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${Buffer.concat(chunks).toString().slice(0, 300)}`));
+            resolve();
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  // Check one answer fully before measuring (and warm up).
+  const probe = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...opts.headers }, body });
+  const json = await probe.json();
+  if (!opts.check(json)) throw new Error(`unexpected answer from ${url}: ${JSON.stringify(json).slice(0, 300)}`);
+  const warmUntil = performance.now() + 500;
+  await Promise.all(Array.from({ length: opts.connections }, async () => { while (performance.now() < warmUntil) await post(); }));
+  latencies.length = 0;
+  const started = performance.now();
+  const until = started + opts.ms;
+  await Promise.all(Array.from({ length: opts.connections }, async () => { while (performance.now() < until) await post(); }));
+  const elapsed = performance.now() - started;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  return { requestsPerSec: round((latencies.length / elapsed) * 1000, 1), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+}

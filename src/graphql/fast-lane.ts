@@ -1,0 +1,165 @@
+// POST /graphql for queries and mutations without yoga's fetch-API layer.
+//
+// yoga turns every node:http request into a fetch Request (headers, a body
+// stream) and every result into a Response, and runs its request pipeline
+// around them; measured on the readThroughput sessions page that layer and
+// the garbage it leaves were about a third of the server's CPU. The fast lane
+// runs the same envelop pipeline yoga runs (parse and validation caches, query
+// limits, masking, metrics, the JIT) straight from the node request, and
+// answers with yoga's own result processor (processRegularResult: same status
+// codes, headers and body). It serves only what it is sure to answer exactly as
+// yoga would: a JSON POST, JSON accepted, a well-formed request body, a valid
+// query or mutation. Everything else — and every refusal yoga words itself
+// (syntax and validation errors, CORS) — goes to yoga with the body already read.
+import type http from 'node:http';
+import { getOperationAST, parse, type DocumentNode, type ExecutionResult } from 'graphql';
+import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
+import type { Context } from './context.ts';
+import type { RequestGate } from './plugins/request-gate.ts';
+
+type RegularType = 'application/json' | 'application/graphql-response+json';
+const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
+const PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
+const MAX_REMEMBERED_QUERIES = 1000;
+
+/**
+ * The media type yoga's result processors pick for a non-streamed result, or
+ * null when it would pick another processor (SSE, multipart) or none (406).
+ * Mirrors yoga's accept.js and use-result-processor.js: utf-8 types only, the
+ * last match in reversed order wins, the header's wildcards match.
+ */
+export function regularMediaType(accept: string | undefined): RegularType | null {
+  const asked = (accept || '*/*')
+    .replace(/\s/g, '')
+    .toLowerCase()
+    .split(',')
+    .flatMap((a) => {
+      const [type, ...params] = a.split(';');
+      const charset = params.find((p) => p.includes('charset=')) ?? 'charset=utf-8';
+      return charset === 'charset=utf-8' ? [type] : [];
+    })
+    .reverse();
+  let chosen: RegularType | null = null;
+  for (const type of asked) {
+    const [pre, suf] = type.split('/');
+    for (const ours of REGULAR_TYPES) {
+      const [p, s] = ours.split('/');
+      if ((pre === '*' || pre === p) && (suf === '*' || suf === s)) chosen = ours;
+    }
+  }
+  return chosen;
+}
+
+interface Params {
+  query: string;
+  variables?: Record<string, unknown> | null;
+  operationName?: string | null;
+}
+
+/** A request body yoga would accept as it is; anything else is yoga's to answer. */
+function paramsOf(body: Buffer): Params | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
+  const p = parsed as Record<string, unknown>;
+  for (const key of Object.keys(p)) if (!PARAMS.has(key)) return null;
+  if (typeof p.query !== 'string') return null;
+  if (p.variables != null && (typeof p.variables !== 'object' || Array.isArray(p.variables))) return null;
+  if (p.operationName != null && typeof p.operationName !== 'string') return null;
+  if (p.extensions != null) return null; // persisted-query and other protocol extensions: yoga's business
+  return p as unknown as Params;
+}
+
+async function readBody(req: http.IncomingMessage): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+  } catch {
+    return null; // cut or malformed: Node's HTTP parser answers the client
+  }
+  return Buffer.concat(chunks);
+}
+
+export interface FastLaneOptions {
+  yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
+  gate: RequestGate;
+  /** With CORS origins configured, cross-origin requests need yoga's CORS headers. */
+  corsEnabled: boolean;
+  /** The parser's token limit (query limits, plugins/limits.ts). */
+  maxTokens: number;
+  onErrors?: (errors: ExecutionResult['errors']) => void;
+}
+
+/**
+ * Serves the request if it can; returns false (the body, if read, handed to
+ * yoga through `req.body`) when yoga must. Call after the body limit check.
+ */
+export function fastLane(opts: FastLaneOptions) {
+  const { yoga, gate } = opts;
+  const parsed = new Set<string>();
+  const parsesCleanly = (query: string) => {
+    if (parsed.has(query)) return true;
+    try {
+      parse(query, { maxTokens: opts.maxTokens, noLocation: true });
+    } catch {
+      return false;
+    }
+    if (parsed.size >= MAX_REMEMBERED_QUERIES) parsed.clear();
+    parsed.add(query);
+    return true;
+  };
+  return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> => {
+    if (req.method !== 'POST' || req.headers['content-length'] === undefined) return false;
+    const type = req.headers['content-type']?.toLowerCase().replace(/\s/g, '');
+    if (type !== 'application/json' && type !== 'application/json;charset=utf-8') return false;
+    if (opts.corsEnabled && req.headers.origin !== undefined) return false;
+    const mediaType = regularMediaType(req.headers.accept);
+    if (!mediaType) return false;
+    const { refused, principal } = gate.check(req);
+    if (refused || !principal) return false; // yoga words the refusal (the gate's decision is kept)
+
+    const body = await readBody(req);
+    if (!body) {
+      res.destroy();
+      return true;
+    }
+    (req as { body?: Buffer }).body = body; // for yoga, should it take the request from here
+    const params = paramsOf(body);
+    if (!params) return false;
+
+    const enveloped = yoga.getEnveloped({ req, params });
+    // A query that does not parse is yoga's: its parse hooks word the error, and
+    // its parse cache keeps the worded error. So a text is tried here first.
+    if (!parsesCleanly(params.query)) return false;
+    const document: DocumentNode = enveloped.parse(params.query);
+    const operation = getOperationAST(document, params.operationName)?.operation;
+    if (operation !== 'query' && operation !== 'mutation') return false;
+    // Invalid documents are yoga's too (some limit rules throw rather than report).
+    try {
+      if (enveloped.validate(enveloped.schema, document).length) return false;
+    } catch {
+      return false;
+    }
+
+    // From here on the operation runs: a mutation must not run twice, so the fast lane answers whatever happens.
+    const result = (await enveloped.execute({
+      schema: enveloped.schema,
+      document,
+      variableValues: params.variables ?? undefined,
+      operationName: params.operationName ?? undefined,
+      contextValue: await enveloped.contextFactory(),
+    })) as ExecutionResult;
+    if (result.errors?.length) opts.onErrors?.(result.errors);
+    const response = processRegularResult(result, yoga.fetchAPI, mediaType);
+    const text = await response.text();
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, key) => (headers[key] = value));
+    headers['content-length'] = String(Buffer.byteLength(text));
+    res.writeHead(response.status, headers).end(text);
+    return true;
+  };
+}

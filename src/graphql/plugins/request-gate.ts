@@ -1,0 +1,71 @@
+// Who may send an HTTP request to /graphql, decided once per request whichever
+// path serves it (the fast lane or yoga) and whichever part asks (the refusal,
+// the context's tenant): a loopback Host in local mode, a known API token, a
+// token from its rate-limit bucket. A token's digest is computed once per
+// request, and a request takes one rate-limit token, not one per check.
+import type http from 'node:http';
+import type { Plugin } from 'graphql-yoga';
+import { jsonError, unauthenticated, type Principal, type TenantAuth } from './auth.ts';
+import { rateLimitedMessage, type TokenBuckets } from './rate-limit.ts';
+import { isAllowedLocalHost } from './browser.ts';
+
+export interface Refusal {
+  status: number;
+  code: string;
+  message: string;
+  headers: Record<string, string>;
+}
+
+/** Passed (with the caller's principal; none for a CORS preflight) or refused. */
+export type GateDecision = { principal?: Principal; refused?: undefined } | { refused: Refusal; principal?: undefined };
+
+export interface RequestGateOptions {
+  auth: TenantAuth;
+  buckets?: TokenBuckets;
+  /** Local mode on a loopback interface: only loopback Host names (DNS rebinding). */
+  loopbackOnly: boolean;
+  onRefused?: (reason: 'unauthenticated' | 'rate_limited' | 'host') => void;
+}
+
+export class RequestGate {
+  private readonly decided = new WeakMap<http.IncomingMessage, GateDecision>();
+
+  constructor(private readonly opts: RequestGateOptions) {}
+
+  check(req: http.IncomingMessage): GateDecision {
+    let d = this.decided.get(req);
+    if (!d) this.decided.set(req, (d = this.decide(req.method, req.headers.host, req.headers.authorization)));
+    return d;
+  }
+
+  private decide(method: string | undefined, host: string | undefined, authorization: string | undefined): GateDecision {
+    const { auth, buckets, loopbackOnly, onRefused } = this.opts;
+    if (loopbackOnly && !isAllowedLocalHost(host)) {
+      onRefused?.('host');
+      return { refused: { status: 403, code: 'FORBIDDEN', message: 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])', headers: {} } };
+    }
+    if (method === 'OPTIONS') return {};
+    const principal = auth.authenticate(authorization);
+    if (!principal) {
+      onRefused?.('unauthenticated');
+      return { refused: { status: 401, code: 'UNAUTHENTICATED', message: unauthenticated().message, headers: { 'www-authenticate': 'Bearer' } } };
+    }
+    const wait = auth.enabled && buckets ? buckets.take(principal.key) : 0;
+    if (wait) {
+      onRefused?.('rate_limited');
+      return { refused: { status: 429, code: 'RATE_LIMITED', message: rateLimitedMessage(wait), headers: { 'retry-after': String(Math.ceil(wait)) } } };
+    }
+    return { principal };
+  }
+}
+
+/** yoga's side: refuses before the body is read. */
+export function useRequestGate(gate: RequestGate): Plugin<{}, { req?: http.IncomingMessage }> {
+  return {
+    onRequest({ serverContext, endResponse }) {
+      if (!serverContext.req) throw new Error('forkline serves yoga through node:http only');
+      const { refused } = gate.check(serverContext.req);
+      if (refused) endResponse(jsonError(refused.status, refused.code, refused.message, refused.headers));
+    },
+  };
+}

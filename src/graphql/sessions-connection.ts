@@ -1,0 +1,60 @@
+// Sessions connections (Relay shape) over keyset pages of session rows
+// (store/session-rows.ts): the sessions list (newest first) and a session's
+// children (oldest first). A cursor is the row's keyset, `<createdAt>|<id>`:
+// it stays valid when the session it names is deleted.
+import { z } from 'zod';
+import { badInput } from '../core/errors.ts';
+import { parseArgs, pageArgs } from './input.ts';
+import type { SessionColumns, SessionKey, SessionPageQuery, SessionRow, SessionRows } from '../store/session-rows.ts';
+
+const DEFAULT_PAGE = 50;
+
+const cursor = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\|.+$/, 'must be a cursor returned by this connection')
+  .transform((s): SessionKey => {
+    const bar = s.indexOf('|');
+    return { createdAt: new Date(s.slice(0, bar)), id: s.slice(bar + 1) };
+  })
+  .refine((k) => !Number.isNaN(k.createdAt.getTime()), 'must be a cursor returned by this connection');
+
+const argsSchema = z.object({ after: cursor.nullish(), before: cursor.nullish() });
+
+export interface SessionsConnectionArgs {
+  first?: number | null;
+  last?: number | null;
+  after?: string | null;
+  before?: string | null;
+}
+
+export const sessionCursor = (s: SessionRow) => `${s.createdAt.toISOString()}|${s.id}`;
+
+export async function sessionsConnection(
+  rows: SessionRows,
+  query: Omit<SessionPageQuery, 'from' | 'backward' | 'limit'>,
+  args: SessionsConnectionArgs,
+  columns: SessionColumns = null,
+) {
+  const { first, last } = pageArgs(args);
+  const { after, before } = parseArgs(argsSchema, { after: args.after, before: args.before });
+  if (after && before) throw badInput('after and before cannot be used together');
+  if (first != null && before) throw badInput('first and before cannot be used together: use last with before');
+  if (last != null && after) throw badInput('last and after cannot be used together: use first with after');
+  const backward = last != null || before != null;
+  const limit = (backward ? last : first) ?? DEFAULT_PAGE;
+  // One more row than asked tells whether the page has a neighbour that way.
+  let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
+  const more = page.length > limit;
+  if (more) page = backward ? page.slice(1) : page.slice(0, limit);
+  // Cursors are formatted only when asked for (a page of 50 is 50 toISOString calls otherwise).
+  const edges = page.map((node) => ({ node, get cursor() { return sessionCursor(node); } }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: backward ? before != null : more,
+      hasPreviousPage: backward ? more : after != null,
+      get startCursor() { return edges[0]?.cursor ?? null; },
+      get endCursor() { return edges.at(-1)?.cursor ?? null; },
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// Session rows read on the pg pool with prepared statements: the reads a
+// dashboard makes all the time (a session, a sessions page, the parents of a
+// page). Measured under the readThroughput bench (sessions page, 8
+// connections): Prisma's query compiler (wasm) and client were 31% of the
+// server's CPU for these; the same rows through a prepared statement cost the
+// pg driver's parse alone. Prisma still owns the table and serves the rest.
+//
+// Rows have exactly the shape of Prisma's `Session` (same columns, same
+// types), so either source can back the GraphQL Session type.
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { Session as SessionRow } from '@prisma/client';
+import { statement } from './statements.ts';
+
+export type { SessionRow };
+
+/** A position in a sessions page: the keyset (createdAt, id) of a row. */
+export interface SessionKey {
+  createdAt: Date;
+  id: string;
+}
+
+export interface SessionPageQuery {
+  tenant: string;
+  parentId?: string | null;
+  status?: 'IDLE' | 'RUNNING' | null;
+  /** Newest first (the sessions list) or oldest first (a session's children). */
+  order: 'newest' | 'oldest';
+  /** Rows after (forward) or before (backward) this key in that order. */
+  from?: SessionKey | null;
+  backward?: boolean;
+  limit: number;
+}
+
+/**
+ * Columns to read: all of them (null) or a list (the GraphQL layer asks for
+ * what a query selects). A row read with a list has only those columns set.
+ */
+export type SessionColumns = readonly string[] | null;
+
+const COLUMN_NAME = /^[A-Za-z]+$/;
+/** Statements prepared per connection at most, by shape (columns, filters, order): clients use a handful. */
+const MAX_PREPARED_SHAPES = 64;
+
+export class SessionRows {
+  private readonly byIdsStatement: ReturnType<typeof statement>;
+  private readonly statements = new Map<string, ReturnType<typeof statement>>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly prepare = true,
+  ) {
+    this.byIdsStatement = statement(prepare, 'sessions_by_ids', 'SELECT * FROM "Session" WHERE id = ANY($1::text[])');
+  }
+
+  async get(tenant: string, id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
+    const { rows } = await this.pool.query<SessionRow>(this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]));
+    return rows[0] ?? null;
+  }
+
+  /** Rows by id, any tenant (callers filter), in one statement. */
+  async byIds(ids: readonly string[]): Promise<SessionRow[]> {
+    if (ids.length === 0) return [];
+    return (await this.pool.query<SessionRow>(this.byIdsStatement([ids]))).rows;
+  }
+
+  /**
+   * Up to `limit` rows of a keyset page, in page order (a backward page is
+   * returned in forward order too). The bounds are in SQL: a page costs its
+   * rows, on the (tenant, createdAt, id) or (parentId, createdAt) index.
+   */
+  async page(q: SessionPageQuery, columns: SessionColumns = null): Promise<SessionRow[]> {
+    const where = ['tenant = $1'];
+    const values: unknown[] = [q.tenant];
+    const param = (v: unknown) => (values.push(v), `$${values.length}`);
+    if (q.parentId != null) where.push(`"parentId" = ${param(q.parentId)}`);
+    if (q.status != null) where.push(`status = ${param(q.status)}::"SessionStatus"`);
+    // Newest first reads the index backwards; a backward page reverses the order again.
+    const descending = (q.order === 'newest') !== Boolean(q.backward);
+    if (q.from) {
+      where.push(`("createdAt", id) ${descending ? '<' : '>'} (${param(q.from.createdAt)}::timestamptz, ${param(q.from.id)})`);
+    }
+    const dir = descending ? 'DESC' : 'ASC';
+    const text = `SELECT ${list(columns)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY "createdAt" ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
+    // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
+    const { rows } = await this.pool.query<SessionRow>(this.run(text, q.status == null)(values));
+    return q.backward ? rows.reverse() : rows;
+  }
+
+  private run(text: string, preparable: boolean) {
+    let run = this.statements.get(text);
+    if (!run) {
+      const prepare = this.prepare && preparable && this.statements.size < MAX_PREPARED_SHAPES;
+      // Named by the text: the same shape has the same name on every connection, whoever prepares it.
+      run = statement(prepare, `sessions_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`, text);
+      if (this.statements.size < MAX_PREPARED_SHAPES * 4) this.statements.set(text, run);
+    }
+    return run;
+  }
+}
+
+function list(columns: SessionColumns): string {
+  if (!columns) return '*';
+  for (const c of columns) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
+  return columns.map((c) => `"${c}"`).join(', ');
+}

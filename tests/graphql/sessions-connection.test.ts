@@ -1,0 +1,107 @@
+// Sessions pages read on prepared statements (store/session-rows.ts): keyset
+// cursors both ways, children oldest first, the columns a query selects, and
+// what each page costs in statements.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getNamedType, type GraphQLObjectType } from 'graphql';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { schema } from '../../src/graphql/schema.ts';
+import { COLUMNS_BY_FIELD } from '../../src/graphql/session-columns.ts';
+
+let app: TestApp;
+const statements: string[] = [];
+const scope = { tenant: 'local' };
+beforeAll(async () => {
+  app = await startTestApp({ onQuery: (sql) => statements.push(sql) });
+});
+afterAll(() => app.close());
+
+async function costOf<T>(run: () => Promise<T>): Promise<{ result: T; sql: string[] }> {
+  statements.length = 0;
+  const result = await run();
+  return { result, sql: [...statements] };
+}
+
+const PAGE = `query($first: Int, $after: String, $last: Int, $before: String, $parentId: ID) {
+  sessions(first: $first, after: $after, last: $last, before: $before, parentId: $parentId) {
+    edges { cursor node { id title } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`;
+
+describe('sessions connection', () => {
+  it('pages forwards and backwards with the same cursors, and a cursor outlives its session', async () => {
+    const root = (await app.services.store.createSession(scope, { title: 'root' })).id;
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await app.services.store.fork(scope, root, 0, { title: `c${i}` })).session.id);
+    const newestFirst = [...ids].reverse();
+
+    const forward: string[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const { sessions }: any = await app.ok(PAGE, { first: 3, after, parentId: root });
+      forward.push(...sessions.edges.map((e: any) => e.node.id));
+      expect(sessions.pageInfo.hasPreviousPage).toBe(after !== null);
+      if (!sessions.pageInfo.hasNextPage) break;
+      after = sessions.pageInfo.endCursor;
+    }
+    expect(forward).toEqual(newestFirst);
+
+    const backward: string[] = [];
+    let before: string | null = null;
+    for (;;) {
+      const { sessions }: any = await app.ok(PAGE, { last: 3, before, parentId: root });
+      backward.unshift(...sessions.edges.map((e: any) => e.node.id));
+      expect(sessions.pageInfo.hasNextPage).toBe(before !== null);
+      if (!sessions.pageInfo.hasPreviousPage) break;
+      before = sessions.pageInfo.startCursor;
+    }
+    expect(backward).toEqual(newestFirst);
+
+    // The page after c4's cursor, once c4 itself is deleted, still starts right after where c4 was.
+    const { sessions: upToC4 }: any = await app.ok(PAGE, { first: 3, parentId: root });
+    const c4 = upToC4.edges[2];
+    expect(c4.node.id).toBe(ids[4]);
+    await app.services.controller.deleteSession(scope, ids[4], false);
+    const { sessions: rest }: any = await app.ok(PAGE, { first: 10, after: c4.cursor, parentId: root });
+    expect(rest.edges.map((e: any) => e.node.id)).toEqual(newestFirst.slice(3));
+
+    // A session's children: oldest first.
+    const { session }: any = await app.ok(`query($id: ID!) { session(id: $id) { children(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } }`, { id: root });
+    expect(session.children.edges.map((e: any) => e.node.id)).toEqual(ids.slice(0, 2));
+    expect(session.children.pageInfo.hasNextPage).toBe(true);
+  });
+
+  it('refuses cursors it did not make and contradictory arguments', async () => {
+    for (const args of [{ after: 'ses_x' }, { after: '2026-01-01T00:00:00.000Z' }, { first: 1, before: '2026-01-01T00:00:00.000Z|ses_x' }, { last: 1, after: '2026-01-01T00:00:00.000Z|ses_x' }]) {
+      const r = await app.gql(PAGE, args);
+      expect(r.errors?.[0]?.extensions?.code, JSON.stringify(args)).toBe('BAD_USER_INPUT');
+    }
+  });
+
+  it('a page of 50 with parents is one statement when only their ids are asked, two with more, whatever the page size', async () => {
+    const root = (await app.services.store.createSession(scope, { title: 'p' })).id;
+    for (let i = 0; i < 60; i++) await app.services.store.fork(scope, root, 0, { title: `f${i}` });
+    const ids = await costOf(() => app.ok(`{ sessions(first: 50) { edges { node { id title eventCount turnCount parent { id } } } } }`));
+    expect(ids.result.sessions.edges.filter((e: any) => e.node.parent?.id === root)).toHaveLength(50);
+    expect(ids.sql).toHaveLength(1);
+    expect(ids.sql[0]).toMatch(/^SELECT "createdAt", "eventCount", "id", "parentId", "title", "turnCount" FROM "Session"/);
+    const titles = await costOf(() => app.ok(`{ sessions(first: 50) { edges { node { id parent { id title eventCount } } } } }`));
+    expect(titles.result.sessions.edges[0].node.parent).toEqual({ id: root, title: 'p', eventCount: 1 });
+    expect(titles.sql).toHaveLength(2);
+    const small = await costOf(() => app.ok(`{ sessions(first: 3) { edges { node { id parent { id title eventCount } } } } }`));
+    expect(small.sql).toHaveLength(2);
+  });
+
+  it('an events page is two statements (the session, the page), whatever its size or place', async () => {
+    const s = (await app.services.store.createSession(scope, { title: 'log' })).id;
+    for (let i = 0; i < 6; i++) await app.services.store.append(s, Array.from({ length: 100 }, (_, j) => ({ type: 'plugin/test/x', data: { i: i * 100 + j } })));
+    const Q = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { eventCount events(afterSeq: $after, first: $first) { edges { node { id seq type data createdAt } } pageInfo { hasNextPage } } } }`;
+    for (const [after, first] of [[-1, 10], [250, 100], [100, 500], [590, 100]]) {
+      const { result, sql } = await costOf(() => app.ok(Q, { id: s, after, first }));
+      expect(result.session.events.edges[0].node.seq).toBe(after + 1);
+      expect(sql, `${after} ${first}`).toHaveLength(2);
+    }
+  });
+
+  it('knows the columns of every Session field (a field it does not know reads them all)', () => {
+    const fields = Object.keys((getNamedType(schema.getType('Session')) as GraphQLObjectType).getFields());
+    expect(fields.filter((f) => !(f in COLUMNS_BY_FIELD))).toEqual([]);
+  });
+});
