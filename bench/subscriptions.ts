@@ -1,6 +1,10 @@
 // subscriptionFanout: N sessionEvents subscribers on one session, each on its
 // own WebSocket (in a client process) to a real server (createApp); append →
 // receive latency per subscriber (goal: p99 < 50 ms). BENCH_SUBSCRIBERS=N overrides N.
+// Then throughput: 200 subscribers on raw sockets (fanout-raw-clients.ts),
+// 20,000 events appended in batches as fast as the store takes them
+// (deliveries/s until every subscriber has the last one; goal ≥ 200,000), and
+// lag while a writer appends 1,000 events/s (goal: p99 < 1 s).
 // sessionsList: `sessions(first: 50)` with counts and parent over 10,000
 // sessions, and the SQL statements one request costs (goal: ≤ 3, p50 < 20 ms).
 import { fork, type ChildProcess } from 'node:child_process';
@@ -46,6 +50,8 @@ export async function benchSubscriptionFanout({ databaseUrl, store }: BenchConte
       p99Ms: round(percentile(latencies, 99)),
       maxMs: round(latencies[latencies.length - 1]),
       goal: 'p99 < 50 ms',
+      ...(await fanoutThroughput(app.url, store)),
+      throughputGoal: 'deliveriesPerSec >= 200,000; lagP99Ms < 1000 at 1,000 events/s',
     };
   } finally {
     if (clients && clients.exitCode === null) {
@@ -106,5 +112,71 @@ export async function benchSessionsList({ databaseUrl, db }: BenchContext) {
     };
   } finally {
     await app.close();
+  }
+}
+
+async function fanoutThroughput(url: string, store: BenchContext['store']) {
+  const subscribers = 200;
+  const events = QUICK ? 5_000 : 20_000;
+  const batch = 100;
+  const sampleEvery = 50;
+  const session = await store.createSession({ tenant: 'local' }, { title: 'fanout throughput' }); // seq 0
+  const clients = fork(fileURLToPath(new URL('./fanout-raw-clients.ts', import.meta.url)), [url.replace(/^http/, 'ws'), session.id, String(subscribers), String(sampleEvery)], {
+    execArgv: ['--import', 'tsx'],
+  });
+  const waiting = new Map<number, (at: number) => void>();
+  let samples: (value: Array<[number, number[]]>) => void = () => {};
+  clients.on('message', (m: { reached?: number; at?: number; samples?: Array<[number, number[]]>; error?: string }) => {
+    if (m.error) console.error(`fanout client: ${m.error}`);
+    if (m.reached !== undefined) waiting.get(m.reached)?.(m.at!);
+    if (m.samples) samples(m.samples);
+  });
+  const reached = (seq: number) => new Promise<number>((resolve) => (waiting.set(seq, resolve), clients.send({ cmd: 'wait', seq })));
+  const takeSamples = () => new Promise<Array<[number, number[]]>>((resolve) => ((samples = resolve), clients.send({ cmd: 'samples' })));
+  const append = (from: number, n: number) =>
+    store.append(session.id, Array.from({ length: n }, (_, i) => ({ type: 'plugin/bench/tick', data: { i: from + i, text: 'a fairly ordinary event payload of a few dozen bytes' } })));
+  try {
+    await reached(0); // all subscribed
+    await takeSamples();
+    // Throughput: appended as fast as the store takes them.
+    const started = performance.timeOrigin + performance.now();
+    for (let i = 0; i < events; i += batch) await append(i, batch);
+    const allAt = await reached(events);
+    const deliveriesPerSec = Math.round((subscribers * events) / ((allAt - started) / 1000));
+    await takeSamples();
+
+    // Lag at a steady 1,000 events/s: 50 every 50 ms.
+    const seconds = QUICK ? 4 : 10;
+    const committedAt = new Map<number, number>();
+    let seq = events + 1;
+    const tickStart = performance.now();
+    for (let t = 0; t < seconds * 20; t++) {
+      const wait = tickStart + t * 50 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await append(seq, 50);
+      const at = performance.timeOrigin + performance.now();
+      for (let k = seq; k < seq + 50; k++) committedAt.set(k, at);
+      seq += 50;
+    }
+    await reached(seq - 1);
+    const lags: number[] = [];
+    for (const [s, times] of await takeSamples()) {
+      const c = committedAt.get(s);
+      if (c !== undefined) for (const t of times) lags.push(t - c);
+    }
+    lags.sort((a, b) => a - b);
+    return {
+      throughputSubscribers: subscribers,
+      throughputEvents: events,
+      deliveriesPerSec,
+      lagP50Ms: round(percentile(lags, 50)),
+      lagP99Ms: round(percentile(lags, 99)),
+      lagMaxMs: round(lags[lags.length - 1]),
+    };
+  } finally {
+    if (clients.exitCode === null) {
+      clients.send({ cmd: 'close' });
+      await new Promise((r) => clients.once('exit', r));
+    }
   }
 }

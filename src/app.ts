@@ -24,6 +24,7 @@ import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
 import type { Plugin } from 'graphql-yoga';
+import type { LivenessOptions } from './graphql/ws-liveness.ts';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 
@@ -57,7 +58,7 @@ export interface AppOptions {
   /** Where POST /recordings spools bodies (main: under the data directory). */
   uploadDir?: string;
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
-  wsLiveness?: { pingMs?: number; deadAfterMs?: number };
+  wsLiveness?: LivenessOptions;
   toolTimeoutMs?: number;
   /** JSON POST queries and mutations skip yoga's fetch layer (graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
   fastLane?: boolean;

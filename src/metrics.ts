@@ -33,6 +33,11 @@ export class ServiceMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly unresponsiveSockets = new Counter({
+    name: 'forkline_ws_unresponsive_closed_total',
+    help: 'WebSockets closed with 4408: no pong and nothing read for the liveness period.',
+    registers: [this.registry],
+  });
   readonly activeSubscriptions = new Gauge({
     name: 'forkline_active_subscriptions',
     help: 'Subscriptions currently open (SSE and WebSocket).',

@@ -25,7 +25,8 @@ import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
 import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
-import { watchLiveness } from './ws-liveness.ts';
+import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
+import { WsDelivery } from './ws-delivery.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -49,7 +50,7 @@ export interface ServerOptions {
   /** Where POST /recordings spools bodies. */
   uploadDir: string;
   /** WebSocket ping interval and how long a silent socket lives (tests shorten them). */
-  wsLiveness?: { pingMs?: number; deadAfterMs?: number };
+  wsLiveness?: LivenessOptions;
   /** POST queries and mutations served without yoga's fetch layer (fast-lane.ts); default on. */
   fastLane?: boolean;
   /** Handles other paths (the dashboard) after /healthz, /readyz and /metrics; return false to 404. */
@@ -62,6 +63,8 @@ const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 export interface RunningServer {
   url: string;
   httpServer: http.Server;
+  /** Direct sessionEvents delivery over graphql-ws (its counts). */
+  wsDelivery: WsDelivery;
   close(): Promise<void>;
 }
 
@@ -162,6 +165,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   });
 
+  const wsDelivery = new WsDelivery();
   const wss = new WebSocketServer({
     server: httpServer,
     path: '/graphql',
@@ -183,7 +187,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
         return false;
       },
-      onSubscribe: async (ctx, _id, params) => {
+      onSubscribe: async (ctx, id, params) => {
         // Errors here answer this operation only; thrown, they would close the whole socket.
         try {
           const principal = auth.authenticate(authorizationOf(ctx));
@@ -206,7 +210,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
             operationName: params.operationName,
             document,
             variableValues: params.variables,
-            contextValue: await contextFactory(),
+            contextValue: { ...(await contextFactory()), ws: { socket: ctx.extra.socket, id, delivery: wsDelivery } },
             rootValue: { execute, subscribe },
           };
         } catch (err) {
@@ -222,7 +226,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     wss,
     0, // graphql-ws's keep-alive drops slow readers with 1006 and no reason: ws-liveness.ts instead
   );
-  watchLiveness(wss, opts.wsLiveness);
+  watchLiveness(wss, {
+    ...opts.wsLiveness,
+    onUnresponsive: () => {
+      metrics?.unresponsiveSockets.inc();
+      opts.wsLiveness?.onUnresponsive?.();
+    },
+  });
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
@@ -233,6 +243,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     url: `http://${hostForUrl}:${addr.port}/graphql`,
     httpServer,
+    wsDelivery,
     /** Stops accepting, closes WebSockets (1001), lets HTTP requests finish for drainMs, then cuts the rest (SSE). */
     async close() {
       const closed = Promise.all([new Promise<void>((r) => httpServer.close(() => r())), wsCleanup.dispose()]);

@@ -1,22 +1,32 @@
 // WebSocket liveness for subscribers. graphql-ws's own keep-alive terminated a
 // socket that missed one pong (12 s) — which a subscriber that is alive but
 // slow to read always does, since its pong waits behind the events it has
-// not read — so it lost its subscriptions with 1006 and no reason. graphql-ws
-// awaits each send, so a slow reader holds one message in memory, not a
-// queue: there is no reason to drop it while it reads. A socket is closed only
-// when it neither answers pings nor takes any data for `deadAfterMs`, with a
-// close code and a reason the client sees.
+// not read — so it lost its subscriptions with 1006 and no reason. Writers
+// wait for a slow socket (graphql-ws awaits each send; ws-delivery.ts stops at
+// 1 MB queued), so a slow reader costs bounded memory: there is no reason to
+// drop it while it reads. A socket is closed only when it neither answers pings
+// nor takes any data for `deadAfterMs`, with a close code and a reason the
+// client sees.
 import type { WebSocket, WebSocketServer } from 'ws';
 
 export const UNRESPONSIVE_CLOSE_CODE = 4408;
 
-export function watchLiveness(wss: WebSocketServer, opts: { pingMs?: number; deadAfterMs?: number } = {}) {
+export interface LivenessOptions {
+  pingMs?: number;
+  deadAfterMs?: number;
+  /** Called when a socket is closed for silence (metrics; tests wait for it). */
+  onUnresponsive?: () => void;
+}
+
+export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) {
   const pingMs = opts.pingMs ?? 12_000;
   const deadAfterMs = opts.deadAfterMs ?? 60_000;
   wss.on('connection', (socket: WebSocket) => {
     const tcp = (socket as unknown as { _socket?: { bytesWritten: number; writableLength: number } })._socket;
-    /** Bytes the kernel has taken: grows while the client reads, even slowly. */
-    const handedOver = () => (tcp ? tcp.bytesWritten - tcp.writableLength : 0);
+    /** Our pings' own bytes (2 a ping): the kernel takes them whether or not the client reads. */
+    let pingBytes = 0;
+    /** Bytes the kernel has taken, pings aside: grows while the client reads, even slowly. */
+    const handedOver = () => (tcp ? tcp.bytesWritten - tcp.writableLength - pingBytes : 0);
     let lastSign = Date.now();
     let lastHandedOver = handedOver();
     socket.on('pong', () => (lastSign = Date.now()));
@@ -31,9 +41,11 @@ export function watchLiveness(wss: WebSocketServer, opts: { pingMs?: number; dea
           `no answer to pings and nothing read for ${Math.round(deadAfterMs / 1000)} s; reconnect (sessionEvents with afterSeq resumes)`,
         );
         setTimeout(() => socket.terminate(), 5000).unref();
+        opts.onUnresponsive?.();
         return;
       }
       socket.ping();
+      pingBytes += 2;
     }, pingMs);
     timer.unref();
     socket.on('close', () => clearInterval(timer));

@@ -82,7 +82,7 @@ export class LiveEvents {
   }
 
   /** The session's events with seq > afterSeq, then live ones, in seq order. */
-  sessionEvents(sessionId: string, afterSeq: number): AsyncIterableIterator<StoredEvent> {
+  sessionEvents(sessionId: string, afterSeq: number): EventStream {
     let tail = this.tails.get(sessionId);
     if (!tail) {
       tail = new SessionTail(sessionId, this.store, this.pageSize, this.windowSize);
@@ -424,7 +424,7 @@ abstract class LiveStream<T> implements AsyncIterableIterator<T> {
 }
 
 /** One sessionEvents subscriber: pulls pages after its last delivered seq. */
-class EventStream extends LiveStream<StoredEvent> {
+export class EventStream extends LiveStream<StoredEvent> {
   private page: StoredEvent[] = [];
   private index = 0;
   private pending = true;
@@ -445,6 +445,16 @@ class EventStream extends LiveStream<StoredEvent> {
 
   protected discard() {
     this.page = [];
+  }
+
+  /** Every event available now (at least one), in order; null once the stream has ended. For writers that send a batch at once. */
+  async nextBatch(): Promise<StoredEvent[] | null> {
+    const first = await this.next();
+    if (first.done) return null;
+    const batch = [first.value, ...this.page.slice(this.index)];
+    this.index = this.page.length;
+    this.delivered = batch[batch.length - 1].seq;
+    return batch;
   }
 
   async next(): Promise<IteratorResult<StoredEvent>> {

@@ -8,9 +8,10 @@ import { waitFor } from '../helpers/wait.ts';
 import { UNRESPONSIVE_CLOSE_CODE } from '../../src/graphql/ws-liveness.ts';
 
 let app: TestApp;
+let closedForSilence = 0;
 const scope = { tenant: 'local' };
 beforeAll(async () => {
-  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: 800 } });
+  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: 800, onUnresponsive: () => void closedForSilence++ } });
 });
 afterAll(() => app.close());
 
@@ -69,8 +70,10 @@ describe('slow WebSocket subscribers', () => {
     const sub = await rawSubscriber(id);
     await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
     sub.tcp.pause();
+    const closedBefore = closedForSilence;
     await burst(id, 200);
-    await new Promise((r) => setTimeout(r, 1500)); // well past deadAfterMs without a pong or a byte read
+    // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
+    await waitFor(() => closedForSilence > closedBefore, { what: 'the server to give up on it', timeoutMs: 20_000 });
     sub.tcp.resume();
     await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 10_000 });
     expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
