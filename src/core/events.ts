@@ -116,7 +116,7 @@ function describeIssues(error: z.ZodError): string {
  * Validates one event payload against the codec of a format version and
  * returns the parsed data. Throws BAD_USER_INPUT naming the field.
  */
-export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = 4): unknown {
+export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = CURRENT_FORMAT_VERSION): unknown {
   if (typeof type !== 'string' || type.length === 0) throw badInput('event type must be a non-empty string');
   const schema = codecs[version]?.[type] ?? (isPluginType(type) ? pluginData : undefined);
   if (!schema) {

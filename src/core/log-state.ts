@@ -1,7 +1,13 @@
 // The one reducer of a log (DESIGN §1): events in, session state out — the
 // inbox, turn numbering, the open turn and its open step with their calls,
-// the configured model and title. Replay, the open tail that repair closes and
-// the agent's running fold are all this fold. Pure.
+// the configured model and title. Replay, the open tail that repair closes,
+// the agent's running fold, the recording validator and the store's append
+// check are all this fold. Pure.
+//
+// `apply` is lenient: it folds any log the store holds (closed steps and turns
+// are history even with unanswered calls; plugin events are never inspected).
+// `violation` is the strict side: the relationship rules a new event must keep
+// (DESIGN §1), checked against the state before it.
 import type { EventData, LogEvent, ToolCall } from './events.ts';
 
 export interface PendingInput {
@@ -23,6 +29,15 @@ export interface OpenTail {
   step?: { step: number; unanswered: ToolCall[] };
 }
 
+/** A broken relationship rule: its name (as recordings report it) and what broke it. */
+export interface Violation {
+  rule: string;
+  detail: string;
+}
+
+/** Causes a synthetic closer may carry: repair's, or a fork's in its V4 spelling. */
+const SYNTHETIC_CAUSES = new Set(['interrupted', 'not-started', 'forked']);
+
 export class LogState {
   /** The seq after the last applied event. */
   nextSeq = 0;
@@ -32,6 +47,8 @@ export class LogState {
   turnCount = 0;
   /** The open turn, if the log ends inside one. */
   openTurn?: number;
+  /** Highest step started in the open turn (0: none yet). */
+  lastStep = 0;
   /**
    * The open step of the open turn. Closed steps and turns are history, even
    * when they hold unanswered calls; plugin events are never inspected.
@@ -39,7 +56,23 @@ export class LogState {
   openStep?: OpenStep;
   model?: EventData<'session/model'>;
   title?: string;
-  private readonly inbox = new Map<string, PendingInput>();
+  private inbox = new Map<string, PendingInput>();
+
+  /**
+   * The state at the end of a log from what the store keeps cheaply instead of
+   * a replay: its length, its turn counters, the inputs waiting in its inbox,
+   * and the events of its open turn (from its turn/start), if one is open.
+   * Title and model are not part of it.
+   */
+  static resume(at: { nextSeq: number; turnCount: number; lastTurn: number; pending: PendingInput[]; openTurn: LogEvent[] }): LogState {
+    const s = new LogState();
+    s.applyAll(at.openTurn);
+    s.nextSeq = at.nextSeq;
+    s.turnCount = at.turnCount;
+    s.lastTurn = Math.max(s.lastTurn, at.lastTurn);
+    s.inbox = new Map(at.pending.map((p) => [p.inputId, p]));
+    return s;
+  }
 
   apply(e: LogEvent): this {
     this.nextSeq = e.seq + 1;
@@ -58,6 +91,7 @@ export class LogState {
         this.lastTurn = Math.max(this.lastTurn, d.turn);
         this.openTurn = d.turn;
         this.openStep = undefined;
+        this.lastStep = 0;
         break;
       }
       case 'turn/end':
@@ -65,7 +99,10 @@ export class LogState {
         break;
       case 'step/start': {
         const d = e.data as EventData<'step/start'>;
-        if (d.turn === this.openTurn) this.openStep = { step: d.step, calls: [], answered: new Set() };
+        if (d.turn === this.openTurn) {
+          this.openStep = { step: d.step, calls: [], answered: new Set() };
+          this.lastStep = Math.max(this.lastStep, d.step);
+        }
         break;
       }
       case 'step/end':
@@ -96,6 +133,79 @@ export class LogState {
     return this;
   }
 
+  /**
+   * The relationship rule `e` would break as the next event, or undefined.
+   * Rules, named as recordings name them: `turn bracket` / `turn numbering`
+   * (one open turn at a time, numbered previous + 1), `step bracket` / `step
+   * numbering` (step events only in the open turn's open step, steps
+   * increasing within a turn), `call ids` (unique per step), `result pairing`
+   * (a result answers a call of the open step that has none yet), `inbox`
+   * (a new input id; a removal of a waiting one), `surface range` (earlier
+   * events only), `synthetic closer` (a synthetic result or end carries a
+   * repair cause).
+   */
+  violation(e: LogEvent & { synthetic?: boolean }): Violation | undefined {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each case reads its own event type's fields
+    const d = e.data as any;
+    const fail = (rule: string, detail: string): Violation => ({ rule, detail });
+    if (e.synthetic && (e.type === 'tool/result' || e.type === 'step/end' || e.type === 'turn/end')) {
+      const cause = e.type === 'tool/result' ? d.status : d.reason;
+      if (!SYNTHETIC_CAUSES.has(cause)) return fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);
+    }
+    switch (e.type) {
+      case 'inbox/add':
+        if (this.inbox.has(d.inputId)) return fail('inbox', `input ${d.inputId} is already pending`);
+        return undefined;
+      case 'inbox/remove':
+        if (!this.inbox.has(d.inputId)) return fail('inbox', `inbox/remove names input ${d.inputId}, which is not pending`);
+        return undefined;
+      case 'turn/start':
+        if (this.openTurn !== undefined) return fail('turn bracket', `turn/start of turn ${d.turn} while turn ${this.openTurn} is open`);
+        if (d.turn !== this.lastTurn + 1) return fail('turn numbering', `expected turn ${this.lastTurn + 1}, got turn ${d.turn}`);
+        return undefined;
+      case 'turn/end':
+        if (d.turn !== this.openTurn) return fail('turn bracket', `turn/end of turn ${d.turn}, but ${this.openTurnText()}`);
+        return undefined;
+      case 'step/start':
+        if (d.turn !== this.openTurn) return fail('step bracket', `step/start in turn ${d.turn}, but ${this.openTurnText()}`);
+        if (this.openStep) return fail('step bracket', `step/start of step ${d.step} while step ${this.openStep.step} is open`);
+        if (d.step <= this.lastStep) return fail('step numbering', `step ${d.step} does not follow step ${this.lastStep} of turn ${d.turn}`);
+        return undefined;
+      case 'step/end':
+        return this.notOpenStep(d, 'step bracket');
+      case 'model/message': {
+        const notOpen = this.notOpenStep(d, 'step bracket');
+        if (notOpen) return notOpen;
+        const seen = new Set(this.openStep!.calls.map((c) => c.id));
+        for (const call of d.toolCalls as ToolCall[]) {
+          if (seen.has(call.id)) return fail('call ids', `tool call id ${call.id} is used twice in turn ${d.turn} step ${d.step}`);
+          seen.add(call.id);
+        }
+        return undefined;
+      }
+      case 'tool/result': {
+        const notOpen = this.notOpenStep(d, 'result pairing');
+        if (notOpen) return notOpen;
+        const step = this.openStep!;
+        if (!step.calls.some((c) => c.id === d.callId)) return fail('result pairing', `no call ${d.callId} in turn ${d.turn} step ${d.step} (orphan result)`);
+        if (step.answered.has(d.callId)) return fail('result pairing', `call ${d.callId} already has a result (duplicate result)`);
+        return undefined;
+      }
+      case 'surface/replace':
+        if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) return fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
+        return undefined;
+    }
+    return undefined;
+  }
+
+  /** An independent copy (a candidate batch is checked on one, the state kept if it passes). */
+  clone(): LogState {
+    const c = Object.assign(new LogState(), this);
+    c.inbox = new Map(this.inbox);
+    if (this.openStep) c.openStep = { step: this.openStep.step, calls: [...this.openStep.calls], answered: new Set(this.openStep.answered) };
+    return c;
+  }
+
   /** Inputs added and not removed, in arrival order. */
   get pendingInputs(): PendingInput[] {
     return [...this.inbox.values()].sort((a, b) => a.seq - b.seq);
@@ -117,6 +227,16 @@ export class LogState {
 
   private isOpenStep(d: { turn: number; step: number }): boolean {
     return d.turn === this.openTurn && d.step === this.openStep?.step;
+  }
+
+  private openTurnText() {
+    return this.openTurn === undefined ? 'no turn is open' : `turn ${this.openTurn} is open`;
+  }
+
+  private notOpenStep(d: { turn: number; step: number }, rule: string): Violation | undefined {
+    if (this.isOpenStep(d)) return undefined;
+    const open = this.openStep ? `step ${this.openStep.step} of turn ${this.openTurn} is open` : `no step is open (${this.openTurnText()})`;
+    return { rule, detail: `turn ${d.turn} step ${d.step} is not the open step: ${open}` };
   }
 }
 

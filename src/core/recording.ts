@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { LogState } from './log-state.ts';
 import {
   CURRENT_FORMAT_VERSION,
   FORMAT_VERSIONS,
@@ -69,17 +70,6 @@ const fail = (line: number, rule: string, detail: string) =>
 const describeIssues = (error: z.ZodError) =>
   error.issues.map((i) => `${i.path.join('.') || 'line'}: ${i.message}`).join('; ');
 
-/**
- * V4's fork variants seen as their V3 crash-repair equivalent (seed 000: a
- * private canonical `interrupted` view). The relationship checks are written
- * once against this view; the validator hands back the original data.
- */
-function canonicalView(type: string, data: any): any {
-  if (type === 'tool/result' && data.status === 'not-started') return { ...data, status: 'interrupted' };
-  if ((type === 'step/end' || type === 'turn/end') && data.reason === 'forked') return { ...data, reason: 'interrupted' };
-  return data;
-}
-
 function parseHeader(value: unknown, line: number): RecordingHeader {
   const v = value as Partial<Record<string, unknown>> | null;
   if (typeof v !== 'object' || v === null || v.format !== RECORDING_FORMAT) {
@@ -118,16 +108,10 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
 export class RecordingValidator {
   #line = 0;
   #header?: RecordingHeader;
-  #nextSeq = 0;
-  #turnCount = 0;
-  #lastTurn = 0;
-  #turn?: number;
-  #lastStep = 0;
-  #step?: { step: number; calls: Set<string>; answered: Set<string> };
-  #pending = new Set<string>();
+  /** The one reducer (log-state.ts): its relationship rules are the recording's. */
+  #state = new LogState();
   #inherited = 0;
   #ownStarted = false;
-  #lastTitle?: string;
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
 
@@ -148,7 +132,7 @@ export class RecordingValidator {
     const shape = recordingLineSchema.safeParse(value);
     if (!shape.success) throw this.#fail('event shape', describeIssues(shape.error));
     const { seq, type, createdAt } = shape.data;
-    if (seq !== this.#nextSeq) throw this.#fail('seq order', `expected seq ${this.#nextSeq}, got ${seq}`);
+    if (seq !== this.#state.nextSeq) throw this.#fail('seq order', `expected seq ${this.#state.nextSeq}, got ${seq}`);
     let data: unknown;
     try {
       data = decodeEvent(type, shape.data.data, this.#header.version);
@@ -165,9 +149,11 @@ export class RecordingValidator {
       synthetic: shape.data.synthetic ?? false,
     };
     this.#checkPrefix(event);
-    this.#checkRelations({ ...event, data: canonicalView(type, data) });
+    this.#checkMarker(event);
+    const broken = this.#state.violation(event);
+    if (broken) throw this.#fail(broken.rule, broken.detail);
+    this.#state.apply(event);
     this.#trackSeed(event);
-    this.#nextSeq++;
     return event;
   }
 
@@ -176,13 +162,14 @@ export class RecordingValidator {
     if (this.#inherited > 0 && !this.#ownStarted) {
       throw fail(this.#line, 'marker placement', "the inherited prefix is not followed by the session's own session/end-seed");
     }
+    const state = this.#state;
     return {
       header: this.#header,
-      eventCount: this.#nextSeq,
-      turnCount: this.#turnCount,
-      openTurn: this.#turn !== undefined,
-      pendingInputs: this.#pending.size,
-      ...(this.#lastTitle !== undefined ? { lastTitle: this.#lastTitle } : {}),
+      eventCount: state.nextSeq,
+      turnCount: state.turnCount,
+      openTurn: state.openTurn !== undefined,
+      pendingInputs: state.pendingInputCount,
+      ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),
     };
   }
@@ -205,76 +192,15 @@ export class RecordingValidator {
     }
   }
 
-  /** The shared relationship checks, on the canonical view of the event. */
-  #checkRelations(e: RecordingEvent) {
-    const d = e.data;
-    if (e.synthetic && ['tool/result', 'step/end', 'turn/end'].includes(e.type)) {
-      const cause = e.type === 'tool/result' ? d.status : d.reason;
-      if (cause !== 'interrupted') throw this.#fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);
+  /** Fork markers (DESIGN §3.1): at seq = its inheritedEventCount = cutSeq + 1, after inherited events only. */
+  #checkMarker(e: RecordingEvent) {
+    if (e.type !== 'session/end-seed') return;
+    const m = e.data as EventData<'session/end-seed'>;
+    if (m.inheritedEventCount !== e.seq || m.cutSeq !== e.seq - 1) {
+      throw this.#fail('marker placement', `session/end-seed at seq ${e.seq} must have inheritedEventCount ${e.seq} and cutSeq ${e.seq - 1}`);
     }
-    switch (e.type) {
-      case 'session/title':
-        this.#lastTitle = (d as EventData<'session/title'>).title;
-        break;
-      case 'inbox/add':
-        if (this.#pending.has(d.inputId)) throw this.#fail('inbox', `input ${d.inputId} is already pending`);
-        this.#pending.add(d.inputId);
-        break;
-      case 'inbox/remove':
-        if (!this.#pending.delete(d.inputId)) throw this.#fail('inbox', `inbox/remove names input ${d.inputId}, which is not pending`);
-        break;
-      case 'turn/start':
-        if (this.#turn !== undefined) throw this.#fail('turn bracket', `turn/start of turn ${d.turn} while turn ${this.#turn} is open`);
-        if (d.turn !== this.#lastTurn + 1) throw this.#fail('turn numbering', `expected turn ${this.#lastTurn + 1}, got turn ${d.turn}`);
-        this.#turn = this.#lastTurn = d.turn;
-        this.#turnCount++;
-        this.#lastStep = 0;
-        break;
-      case 'turn/end':
-        if (d.turn !== this.#turn) throw this.#fail('turn bracket', `turn/end of turn ${d.turn}, but ${this.#openTurnText()}`);
-        this.#turn = this.#step = undefined;
-        break;
-      case 'step/start':
-        if (d.turn !== this.#turn) throw this.#fail('step bracket', `step/start in turn ${d.turn}, but ${this.#openTurnText()}`);
-        if (this.#step) throw this.#fail('step bracket', `step/start of step ${d.step} while step ${this.#step.step} is open`);
-        if (d.step <= this.#lastStep) throw this.#fail('step numbering', `step ${d.step} does not follow step ${this.#lastStep} of turn ${d.turn}`);
-        this.#step = { step: d.step, calls: new Set(), answered: new Set() };
-        this.#lastStep = d.step;
-        break;
-      case 'step/end':
-        this.#requireOpenStep(d, 'step bracket');
-        this.#step = undefined;
-        break;
-      case 'model/message': {
-        const step = this.#requireOpenStep(d, 'step bracket');
-        for (const call of (d as EventData<'model/message'>).toolCalls) {
-          if (step.calls.has(call.id)) throw this.#fail('call ids', `tool call id ${call.id} is used twice in turn ${d.turn} step ${d.step}`);
-          step.calls.add(call.id);
-        }
-        break;
-      }
-      case 'tool/result': {
-        const step = this.#requireOpenStep(d, 'result pairing');
-        if (!step.calls.has(d.callId)) throw this.#fail('result pairing', `no call ${d.callId} in turn ${d.turn} step ${d.step} (orphan result)`);
-        if (step.answered.has(d.callId)) throw this.#fail('result pairing', `call ${d.callId} already has a result (duplicate result)`);
-        step.answered.add(d.callId);
-        break;
-      }
-      case 'surface/replace':
-        if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) {
-          throw this.#fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
-        }
-        break;
-      case 'session/end-seed': {
-        const m = d as EventData<'session/end-seed'>;
-        if (m.inheritedEventCount !== e.seq || m.cutSeq !== e.seq - 1) {
-          throw this.#fail('marker placement', `session/end-seed at seq ${e.seq} must have inheritedEventCount ${e.seq} and cutSeq ${e.seq - 1}`);
-        }
-        const before = this.#inherited - (e.inherited ? 1 : 0);
-        if (before !== e.seq) throw this.#fail('marker placement', 'a session/end-seed must directly follow inherited events only');
-        break;
-      }
-    }
+    const before = this.#inherited - (e.inherited ? 1 : 0);
+    if (before !== e.seq) throw this.#fail('marker placement', 'a session/end-seed must directly follow inherited events only');
   }
 
   /** The fork seed (DESIGN §3.1): the session's own marker and the synthetic closers right after it. */
@@ -288,19 +214,6 @@ export class RecordingValidator {
     } else {
       this.#inSeed = false;
     }
-  }
-
-  #openTurnText() {
-    return this.#turn === undefined ? 'no turn is open' : `turn ${this.#turn} is open`;
-  }
-
-  #requireOpenStep(d: { turn: number; step: number }, rule: string) {
-    const step = this.#step;
-    if (this.#turn === undefined || d.turn !== this.#turn || !step || d.step !== step.step) {
-      const open = step ? `step ${step.step} of turn ${this.#turn} is open` : `no step is open (${this.#openTurnText()})`;
-      throw this.#fail(rule, `turn ${d.turn} step ${d.step} is not the open step: ${open}`);
-    }
-    return step;
   }
 }
 

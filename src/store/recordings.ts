@@ -13,6 +13,7 @@ import {
   type RecordingEvent,
   type RecordingSummary,
 } from '../core/recording.ts';
+import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
 import { SESSIONS_CHANNEL, inboxDelta, type BeforeCommit, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
 import { newSessionId } from './ids.ts';
 
@@ -60,7 +61,7 @@ export async function importRecording(
     let pending = 0;
     for await (const line of read()) {
       const e = replay.push(line);
-      if (e) batch.push({ ...(summary.header.version < 4 ? upgradeToV4(e) : e), pendingInputCount: (pending += inboxDelta(e.type)) });
+      if (e) batch.push({ ...(summary.header.version < CURRENT_FORMAT_VERSION ? upgradeToV4(e) : e), pendingInputCount: (pending += inboxDelta(e.type)) });
       if (batch.length >= IMPORT_BATCH_SIZE) {
         await insertEvents(client, id, batch);
         batch = [];
@@ -82,9 +83,9 @@ function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: Recor
   return client.query(
     `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                             "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-     VALUES ($1, $2, $1, $3, $4, 4, $5, $6, $7, NULL, $8, $9, $10)`,
+     VALUES ($1, $2, $1, $3, $4, $11, $5, $6, $7, NULL, $8, $9, $10)`,
     [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
+     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0, CURRENT_FORMAT_VERSION],
   );
 }
 

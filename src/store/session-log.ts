@@ -166,14 +166,14 @@ export class SessionLog {
    * until it has found them all: the cost is the inbox activity since the
    * oldest waiting input, not the log.
    */
-  async pendingInputs(ref: LogRef, count: number): Promise<PendingInput[]> {
+  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool): Promise<PendingInput[]> {
     if (count <= 0) return [];
-    const lineage = await this.requireLineage(ref);
+    const lineage = await this.requireLineage(ref, db);
     const removed = new Set<string>();
     const found: PendingInput[] = [];
     // The first page usually holds them all; pages grow when inputs wait long.
     for (let to = MAX_SEQ, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
-      const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true });
+      const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true }, db);
       for (const e of page) {
         const { inputId } = e.data as { inputId: string };
         if (e.type === 'inbox/remove') removed.add(inputId);

@@ -2,7 +2,7 @@
 // allocation, the session counters, forks and deletion (DESIGN §1, §3.1, §7);
 // reads go through SessionLog (store/session-log.ts).
 import type pg from 'pg';
-import { decodeEvent, type NewEvent } from '../core/events.ts';
+import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import { buildForkSeed } from '../core/fork-seed.ts';
 import { selectBranchCut } from '../core/cut.ts';
@@ -13,6 +13,8 @@ import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease } from './leases.ts';
 import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
+import { TailStates } from './tail-states.ts';
+import type { LogState } from '../core/log-state.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type { SessionRow };
@@ -104,6 +106,23 @@ const APPEND_SQL = `WITH s AS (
               (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
          FROM ins ORDER BY seq`;
 
+/** Appends retried after a concurrent writer got in first (each re-checks the batch). */
+const MAX_APPEND_ATTEMPTS = 5;
+
+/** The state after `events`, or BAD_USER_INPUT naming the first event that breaks a relationship rule. */
+function checkedAppend(sessionId: string, state: LogState, events: NewEvent[]): LogState {
+  const after = state.clone();
+  for (const e of events) {
+    const event = { ...e, seq: after.nextSeq };
+    const broken = after.violation(event);
+    if (broken) {
+      throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, { rule: broken.rule, seq: event.seq });
+    }
+    after.apply(event);
+  }
+  return after;
+}
+
 /** Rows as the INSERTs below read them: `p` is the pending-input delta through this event. */
 function eventRows(events: Array<NewEvent & { seq?: number }>) {
   let p = 0;
@@ -115,6 +134,8 @@ export class SessionStore {
   readonly log: SessionLog;
   /** Session rows: the hot reads, on prepared statements. */
   readonly sessions: SessionRows;
+  /** Reducer states at the end of logs this process appends to: appends are checked against them. */
+  private readonly tails: TailStates;
 
   private readonly appendStatement: ReturnType<typeof statement>;
 
@@ -126,6 +147,7 @@ export class SessionStore {
     const prepare = opts.prepare ?? true;
     this.log = new SessionLog(pool, { prepare });
     this.sessions = new SessionRows(pool, prepare);
+    this.tails = new TailStates(this.log);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
   }
 
@@ -140,7 +162,7 @@ export class SessionStore {
     if (input.model) initial.push({ type: 'session/model', data: input.model });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
-      await client.query('INSERT INTO "Session" (id, tenant, "treeId") VALUES ($1, $2, $1)', [id, scope.tenant]);
+      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3)', [id, scope.tenant, CURRENT_FORMAT_VERSION]);
       await this.append(id, initial, { client });
       await this.notify(SESSIONS_CHANNEL, id, client);
       await opts.beforeCommit?.(client, { sessionId: id });
@@ -223,10 +245,64 @@ export class SessionStore {
     if (events.length === 0) return { events: [], released: false };
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
     const decoded = events.map((e) => ({ ...e, data: decodeEvent(e.type, e.data) }));
+    // Writers in this process take turns per session (they would only race each
+    // other's checks); an append inside a caller's transaction does not wait in
+    // line, since that transaction may already hold the row the line waits for.
+    return opts.client ? this.checkAndAppend(sessionId, decoded, opts, release) : this.inLine(sessionId, () => this.checkAndAppend(sessionId, decoded, opts, release));
+  }
+
+  private readonly lines = new Map<string, Promise<unknown>>();
+
+  private inLine<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.lines.get(sessionId) ?? Promise.resolve()).then(work, work);
+    const settled = run.catch(() => {});
+    this.lines.set(sessionId, settled);
+    void settled.then(() => this.lines.get(sessionId) === settled && this.lines.delete(sessionId));
+    return run;
+  }
+
+  private async checkAndAppend(
+    sessionId: string,
+    decoded: NewEvent[],
+    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+    const db = opts.client ?? this.pool;
+    // The batch must keep the log's relationship rules (core/log-state.ts), checked
+    // against the reducer state at the end of the log. The append is conditional
+    // on the length that state was taken at: when another writer got in between,
+    // the state is reloaded and the batch checked again (unless the caller made
+    // the append conditional itself: then SESSION_BUSY is its answer).
+    for (let attempt = 1; ; attempt++) {
+      let state = opts.client ? undefined : this.tails.cached(sessionId);
+      if (!state || (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount)) {
+        state = await this.tails.load(sessionId, db, opts.scope?.tenant);
+      }
+      const after = checkedAppend(sessionId, state, decoded);
+      try {
+        const result = await this.runAppend(sessionId, decoded, { ...opts, expectedEventCount: opts.expectedEventCount ?? state.nextSeq }, release);
+        // Inside a transaction the batch may still roll back: keep nothing.
+        if (opts.client) this.tails.forget([sessionId]);
+        else this.tails.remember(sessionId, after);
+        return result;
+      } catch (err) {
+        this.tails.forget([sessionId]);
+        const raced = err instanceof ForklineError && err.code === 'SESSION_BUSY' && !err.details?.leaseLost;
+        if (!raced || opts.expectedEventCount !== undefined || attempt >= MAX_APPEND_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  private async runAppend(
+    sessionId: string,
+    decoded: NewEvent[],
+    opts: { expectedEventCount: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
     const { turnStarts, status, title, pendingDelta } = summarize(decoded);
     const n = decoded.length;
     const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown; released: boolean }>(
-      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount ?? null, JSON.stringify(eventRows(decoded)), pendingDelta,
+      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded)), pendingDelta,
        opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null]),
     );
     if (out.length === 0) {
@@ -306,9 +382,9 @@ export class SessionStore {
       await client.query(
         `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                                 "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
-         VALUES ($1, $2, $3, $4, 'IDLE', 4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+         VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12)`,
         [childId, parent.tenant, parent.treeId, opts.title ?? title ?? null, cutSeq + 1 + own.length, turnCount, pending,
-         parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq))],
+         parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION],
       );
       const { rows: written } = await client.query<StoredEvent>(
         `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
@@ -394,6 +470,7 @@ export class SessionStore {
       return all;
     });
     this.log.forget(ids);
+    this.tails.forget(ids);
     return ids;
   }
 

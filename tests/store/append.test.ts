@@ -89,4 +89,69 @@ describe('SessionStore.append', () => {
     await expect(store.append(s.id, [note(2)], { expectedEventCount: 0 })).rejects.toMatchObject({ code: 'SESSION_BUSY' });
     await expect(store.append('ses_missing', [note(2)])).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
   });
+
+  describe('relationship rules (DESIGN §1), checked against the end of the log', () => {
+    const call = { id: 'call_1', name: 'clock', arguments: '{}' };
+    const openStep = [
+      { type: 'inbox/add', data: { inputId: 'in_1', text: 'hi' } },
+      { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
+      { type: 'step/start', data: { turn: 1, step: 1 } },
+      { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [call] } },
+    ];
+    const result = (callId: string) => ({
+      type: 'tool/result', data: { turn: 1, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'noon' },
+    });
+
+    it('refuses an orphan result, a duplicate result, a step/end with no open step and a misnumbered turn; writes nothing', async () => {
+      const s = await store.createSession(scope, {});
+      await store.append(s.id, openStep);
+      const refused = async (events: Array<{ type: string; data: unknown }>, rule: string, seq: number) => {
+        await expect(store.append(s.id, events)).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: { rule, seq } });
+      };
+      await refused([result('call_404')], 'result pairing', 5);
+      await refused([note(1), { type: 'step/end', data: { turn: 1, step: 2, reason: 'completed' } }], 'step bracket', 6);
+      await refused([{ type: 'turn/start', data: { turn: 2, inputId: 'in_2' } }], 'turn bracket', 5);
+      await refused([{ type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } }], 'inbox', 5);
+      expect((await store.requireSession(scope, s.id)).eventCount).toBe(5);
+      await store.append(s.id, [result('call_1')]);
+      await refused([result('call_1')], 'result pairing', 6);
+      await store.append(s.id, [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }, { type: 'turn/end', data: { turn: 1, reason: 'completed' } }]);
+      await refused([{ type: 'turn/start', data: { turn: 3, inputId: 'in_1' } }], 'turn numbering', 8);
+      await store.append(s.id, [{ type: 'turn/start', data: { turn: 2, inputId: 'in_1' } }]);
+    });
+
+    it('a writer whose remembered end of log went stale (another process appended) checks against the new end', async () => {
+      const s = await store.createSession(scope, {});
+      await store.append(s.id, openStep); // `store` now remembers the open step
+      const elsewhere = new SessionStore(db.pool, toolEffectOf);
+      await elsewhere.append(s.id, [result('call_1')]);
+      await expect(store.append(s.id, [result('call_1')])).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: { rule: 'result pairing', seq: 6 } });
+      await store.append(s.id, [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }]);
+      expect((await store.log.page(s.id, -1, 100)).map((e) => e.type).slice(-2)).toEqual(['tool/result', 'step/end']);
+    });
+
+    it('checking an append on a long log reads its open turn and inbox, not the log', async () => {
+      const s = await store.createSession(scope, {});
+      for (let i = 0; i < 5; i++) await store.append(s.id, Array.from({ length: 2000 }, (_, j) => note(i * 2000 + j)));
+      await store.append(s.id, openStep);
+      let rowsRead = 0;
+      // A fresh store (as after a restart): it must load the end of the log to check.
+      const counting = new Proxy(db.pool, {
+        get(pool, key) {
+          if (key !== 'query') return Reflect.get(pool, key, pool);
+          return async (...args: Parameters<typeof pool.query>) => {
+            const res = await (pool.query as (...a: unknown[]) => Promise<{ rowCount: number | null; command: string }>)(...args);
+            if (res.command === 'SELECT') rowsRead += res.rowCount ?? 0;
+            return res;
+          };
+        },
+      });
+      const fresh = new SessionStore(counting, toolEffectOf);
+      await fresh.append(s.id, [result('call_1')]);
+      expect(rowsRead).toBeGreaterThan(0);
+      expect(rowsRead).toBeLessThan(20);
+    });
+  });
 });
+

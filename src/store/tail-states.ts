@@ -1,0 +1,54 @@
+// The reducer state (core/log-state.ts) at the end of each session's log, for
+// checking appends against the relationship rules without a replay. It is
+// loaded from the session's counters, its open turn and its inbox — reads
+// bounded by the open turn and the waiting inputs, never the log — and kept
+// for the sessions this process appends to, so an append usually reads
+// nothing. Appends are conditional on the length the state was taken at: a
+// state another writer made stale costs a reload, never a wrong check.
+import { LogState } from '../core/log-state.ts';
+import { sessionNotFound } from '../core/errors.ts';
+import type { Db, SessionLog } from './session-log.ts';
+
+const MAX_SESSIONS = 10_000;
+
+export class TailStates {
+  private readonly states = new Map<string, LogState>();
+
+  constructor(
+    private readonly log: SessionLog,
+    private readonly max = MAX_SESSIONS,
+  ) {}
+
+  cached(sessionId: string): LogState | undefined {
+    return this.states.get(sessionId);
+  }
+
+  /** Reads the state at the end of the session's log (as `db` sees it: inside a transaction, its snapshot). */
+  async load(sessionId: string, db: Db, tenant?: string): Promise<LogState> {
+    const { rows } = await db.query<{ eventCount: number; turnCount: number; pendingInputCount: number }>(
+      'SELECT "eventCount", "turnCount", "pendingInputCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
+      [sessionId, tenant ?? null],
+    );
+    const row = rows[0];
+    if (!row) throw sessionNotFound(sessionId);
+    const tail = row.eventCount > 0 ? await this.log.openTail(sessionId, row.eventCount - 1, db) : { events: [] };
+    return LogState.resume({
+      nextSeq: row.eventCount,
+      turnCount: row.turnCount,
+      // Turns are numbered previous + 1: the last one started is the highest.
+      lastTurn: (tail.turnStart?.data as { turn?: number } | undefined)?.turn ?? 0,
+      pending: await this.log.pendingInputs(sessionId, row.pendingInputCount, db),
+      openTurn: tail.events,
+    });
+  }
+
+  remember(sessionId: string, state: LogState): void {
+    this.states.delete(sessionId);
+    this.states.set(sessionId, state);
+    if (this.states.size > this.max) this.states.delete(this.states.keys().next().value!);
+  }
+
+  forget(sessionIds: Iterable<string>): void {
+    for (const id of sessionIds) this.states.delete(id);
+  }
+}
