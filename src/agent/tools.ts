@@ -23,10 +23,30 @@ export class ToolError extends Error {
   name = 'ToolError';
 }
 
-function parse<T extends z.ZodType>(schema: T, args: unknown): z.infer<T> {
-  const r = schema.safeParse(args);
-  if (!r.success) throw new ToolError(`invalid arguments: ${r.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
-  return r.data;
+/**
+ * A tool from one zod schema of its arguments: the JSON Schema the model sees
+ * is generated from it, and `run` gets the arguments parsed by it (invalid
+ * ones are the model's error, an `error` result naming them).
+ */
+function tool<T extends z.ZodObject>(def: {
+  name: string;
+  description: string;
+  args: T;
+  effect: ToolEffect;
+  run: (args: z.infer<T>, ctx: ToolContext) => Promise<string>;
+}): Tool {
+  const { $schema: _, ...parameters } = z.toJSONSchema(def.args);
+  return {
+    name: def.name,
+    description: def.description,
+    parameters,
+    effect: def.effect,
+    run: (raw, ctx) => {
+      const r = def.args.safeParse(raw);
+      if (!r.success) throw new ToolError(`invalid arguments: ${r.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
+      return def.run(r.data, ctx);
+    },
+  };
 }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -47,58 +67,45 @@ async function readNotes(ctx: ToolContext): Promise<Notes> {
   }
 }
 
-const sleepArgs = z.strictObject({ ms: z.number().int().min(0).max(600_000) });
-const readArgs = z.strictObject({ key: z.string().min(1).max(200) });
-const writeArgs = z.strictObject({
-  key: z.string().min(1).max(200),
-  value: z.string().max(100_000),
-  /** Keeps the call in flight after the write (to exercise crash repair). */
-  delayMs: z.number().int().min(0).max(600_000).optional(),
-});
-
 export const BUILTIN_TOOLS: Tool[] = [
-  {
+  tool({
     name: 'clock',
     description: 'Current date and time (ISO 8601, UTC).',
-    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    args: z.strictObject({}),
     effect: 'read-only',
     run: async (_args, ctx) => ctx.now().toISOString(),
-  },
-  {
+  }),
+  tool({
     name: 'sleep',
     description: 'Waits for `ms` milliseconds, then answers.',
-    parameters: { type: 'object', properties: { ms: { type: 'integer', minimum: 0 } }, required: ['ms'], additionalProperties: false },
+    args: z.strictObject({ ms: z.number().int().min(0).max(600_000) }),
     effect: 'read-only',
-    run: async (args, ctx) => {
-      const { ms } = parse(sleepArgs, args);
+    run: async ({ ms }, ctx) => {
       await abortableSleep(ms, ctx.signal);
       return `slept ${ms} ms`;
     },
-  },
-  {
+  }),
+  tool({
     name: 'note_read',
     description: "Reads a note from the session's note store.",
-    parameters: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false },
+    args: z.strictObject({ key: z.string().min(1).max(200) }),
     effect: 'idempotent',
-    run: async (args, ctx) => {
-      const { key } = parse(readArgs, args);
+    run: async ({ key }, ctx) => {
       const note = (await readNotes(ctx))[key];
       if (!note) throw new ToolError(`no note named "${key}"`);
       return note.value;
     },
-  },
-  {
+  }),
+  tool({
     name: 'note_write',
     description: "Writes a note to the session's note store (a side effect).",
-    parameters: {
-      type: 'object',
-      properties: { key: { type: 'string' }, value: { type: 'string' }, delayMs: { type: 'integer', minimum: 0 } },
-      required: ['key', 'value'],
-      additionalProperties: false,
-    },
+    args: z.strictObject({
+      key: z.string().min(1).max(200),
+      value: z.string().max(100_000),
+      delayMs: z.number().int().min(0).max(600_000).optional().describe('Keeps the call in flight after the write (to exercise crash repair).'),
+    }),
     effect: 'side-effects',
-    run: async (args, ctx) => {
-      const { key, value, delayMs } = parse(writeArgs, args);
+    run: async ({ key, value, delayMs }, ctx) => {
       await fs.mkdir(ctx.sandbox, { recursive: true });
       const notes = await readNotes(ctx);
       notes[key] = { value, writes: (notes[key]?.writes ?? 0) + 1 };
@@ -109,7 +116,7 @@ export const BUILTIN_TOOLS: Tool[] = [
       if (delayMs) await abortableSleep(delayMs, ctx.signal);
       return `wrote note "${key}"`;
     },
-  },
+  }),
 ];
 
 const BY_NAME = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));

@@ -12,6 +12,9 @@ export function parseArgs<T extends z.ZodType>(schema: T, value: unknown): z.inf
   return r.data;
 }
 
+/** A session id argument (ids are opaque: their shape is checked by the lookup, not here). */
+export const sessionIdSchema = z.string().min(1).max(200);
+
 const pageSchema = z.object({
   first: z.number().int().min(0).max(MAX_PAGE_SIZE).nullish(),
   last: z.number().int().min(0).max(MAX_PAGE_SIZE).nullish(),

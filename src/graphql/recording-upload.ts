@@ -15,9 +15,7 @@ import { MAX_RECORDING_BYTES } from '../core/recording.ts';
 import type { RecordingSource } from '../store/recordings.ts';
 import type { SessionRow } from '../store/session-store.ts';
 import type { Idempotency } from '../host/controller.ts';
-import type { TenantAuth } from './plugins/auth.ts';
-import { unauthenticated } from './plugins/auth.ts';
-import { rateLimitedMessage } from './plugins/rate-limit.ts';
+import type { RequestGate } from './plugins/request-gate.ts';
 import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
@@ -28,11 +26,10 @@ const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'app
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
   importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency) => Promise<SessionRow>;
-  auth: TenantAuth;
-  /** Browser guards shared with /graphql (origin, loopback host names). */
+  /** Who is calling (the same gate as /graphql). */
+  gate: RequestGate;
+  /** The browser guard shared with /graphql's WebSocket: the origin. */
   allowed: (req: http.IncomingMessage) => boolean;
-  /** Seconds to wait before retrying (0: go ahead), per principal key. */
-  rateLimit?: (key: string) => number;
   log: (msg: string, err?: unknown) => void;
   maxBytes?: number;
   /** Where bodies are spooled while they are imported (leftovers of a killed process are removed at start). */
@@ -72,11 +69,10 @@ export function recordingUpload(opts: RecordingUploadOptions) {
   if (removed) opts.log(`removed ${removed} upload spool file(s) left by a stopped process`);
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     if (req.method !== 'POST') return error(res, 405, 'BAD_USER_INPUT', 'POST a recording (JSON Lines) to /recordings', { allow: 'POST' });
-    if (!opts.allowed(req)) return error(res, 403, 'FORBIDDEN', 'cross-site or non-loopback request refused');
-    const principal = opts.auth.authenticate(req.headers.authorization);
-    if (!principal) return error(res, 401, 'UNAUTHENTICATED', unauthenticated().message, { 'www-authenticate': 'Bearer' });
-    const wait = opts.rateLimit?.(principal.key) ?? 0;
-    if (wait) return error(res, 429, 'RATE_LIMITED', rateLimitedMessage(wait), { 'retry-after': String(Math.ceil(wait)) });
+    if (!opts.allowed(req)) return error(res, 403, 'FORBIDDEN', 'cross-site request refused');
+    const { principal, refused } = opts.gate.check(req);
+    if (refused) return error(res, refused.status, refused.code, refused.message, refused.headers);
+    if (!principal) return error(res, 401, 'UNAUTHENTICATED', 'missing credentials');
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (!CONTENT_TYPES.has(type)) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);

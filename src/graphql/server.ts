@@ -12,8 +12,8 @@ import { SessionLoader } from './session-loader.ts';
 import type { Services } from '../host/services.ts';
 import type { PrismaClient } from '@prisma/client';
 import { maskError, useInputErrorCodes, type ErrorLog } from './plugins/error-codes.ts';
-import { TenantAuth, connectionAuthorization, unauthenticated } from './plugins/auth.ts';
-import { TokenBuckets, rateLimitedMessage } from './plugins/rate-limit.ts';
+import { TenantAuth, connectionAuthorization, unauthenticated, type Principal } from './plugins/auth.ts';
+import { TokenBuckets } from './plugins/rate-limit.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
@@ -116,9 +116,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
-    context: (initial: { req?: http.IncomingMessage; socket?: unknown; connectionParams?: Record<string, unknown> }): Context => {
-      // graphql-ws operations carry their credential in connectionParams; HTTP requests passed the gate.
-      const principal = initial.socket ? auth.principalOfConnection(initial) : initial.req && gate.check(initial.req).principal;
+    context: (initial: { req?: http.IncomingMessage; principal?: Principal }): Context => {
+      // graphql-ws operations come with their caller; HTTP requests passed the gate.
+      const principal = initial.principal ?? (initial.req && gate.check(initial.req).principal);
       if (!principal) throw unauthenticated();
       const { tenant } = principal;
       return {
@@ -138,9 +138,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     isAllowedOrigin(req, corsOrigins) && (!loopbackOnly || isAllowedLocalHost(req.headers.host));
   const upload = recordingUpload({
     importRecording: (scope, source, idem) => opts.services.controller.importRecording(scope, source, idem),
-    auth,
-    allowed: browserAllowed,
-    rateLimit: buckets ? (key) => buckets.take(key) : undefined,
+    gate,
+    allowed: (req) => isAllowedOrigin(req, corsOrigins),
     log,
     spoolDir: opts.uploadDir,
   });
@@ -166,6 +165,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
 
   const wsDelivery = new WsDelivery();
+  /** The caller of each WebSocket, resolved when it connects. */
+  const callers = new WeakMap<object, Principal>();
   const wss = new WebSocketServer({
     server: httpServer,
     path: '/graphql',
@@ -182,24 +183,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       subscribe: (args: any) => args.rootValue.subscribe(args),
       // graphql-ws clients treat 4401 as final (no reconnect loop with a bad token).
       onConnect: (ctx) => {
-        if (auth.authenticate(authorizationOf(ctx))) return true;
-        metrics?.rejected.inc({ reason: 'unauthenticated' });
+        const { principal } = gate.authenticate(authorizationOf(ctx));
+        if (principal) return void callers.set(ctx.extra.socket, principal), true;
         ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
         return false;
       },
       onSubscribe: async (ctx, id, params) => {
         // Errors here answer this operation only; thrown, they would close the whole socket.
         try {
-          const principal = auth.authenticate(authorizationOf(ctx));
-          const wait = buckets && principal ? buckets.take(principal.key) : 0;
-          if (wait) {
-            metrics?.rejected.inc({ reason: 'rate_limited' });
-            throw new GraphQLError(rateLimitedMessage(wait), { extensions: { code: 'RATE_LIMITED' } });
-          }
+          const caller = callers.get(ctx.extra.socket);
+          const { principal, refused } = caller ? gate.admit(caller) : gate.authenticate(undefined);
+          if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code } });
           const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
             ...ctx,
             req: ctx.extra.request,
             socket: ctx.extra.socket,
+            principal,
             params,
           });
           const document = parse(params.query);

@@ -25,7 +25,7 @@ beforeAll(async () => {
       done();
     },
   });
-  app = await startTestApp({ log: undefined, logger: createLogger('info', sink) });
+  app = await startTestApp({ log: undefined, logger: createLogger('info', { destination: sink }) });
   sessionId = (await app.ok('mutation { createSession(input: { title: "limits" }) { id } }')).createSession.id;
 });
 afterAll(() => app?.close());

@@ -43,17 +43,6 @@ export class TenantAuth {
     const tenant = this.byDigest.get(key);
     return tenant === undefined ? undefined : { tenant, key };
   }
-
-  /**
-   * The principal of a graphql-ws operation: the connection's `authorization`
-   * param, the upgrade request's header as a fallback for non-browser clients.
-   * (HTTP requests are decided by the request gate, plugins/request-gate.ts.)
-   */
-  principalOfConnection(initial: { connectionParams?: Record<string, unknown>; req?: http.IncomingMessage }): Principal {
-    const principal = this.authenticate(connectionAuthorization(initial.connectionParams, initial.req));
-    if (!principal) throw unauthenticated();
-    return principal;
-  }
 }
 
 export function unauthenticated(): ForklineError {

@@ -1,8 +1,10 @@
-// Who may send an HTTP request to /graphql, decided once per request whichever
-// path serves it (the fast lane or yoga) and whichever part asks (the refusal,
-// the context's tenant): a loopback Host in local mode, a known API token, a
-// token from its rate-limit bucket. A token's digest is computed once per
-// request, and a request takes one rate-limit token, not one per check.
+// Who is calling, decided once per request or operation, the same way for
+// every entry point: HTTP requests to /graphql (the fast lane or yoga, the
+// refusal and the context's tenant alike), POST /recordings, and graphql-ws
+// (the caller once per connection, a rate-limit token per operation). A
+// loopback Host in local mode, a known API token, a token from its rate-limit
+// bucket: a token's digest is computed once, and a request takes one
+// rate-limit token, not one per check.
 import type http from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { jsonError, unauthenticated, type Principal, type TenantAuth } from './auth.ts';
@@ -38,24 +40,31 @@ export class RequestGate {
     return d;
   }
 
+  /** The caller of a credential (`Bearer <token>`; anything in local mode), or a 401 refusal. */
+  authenticate(authorization: unknown): GateDecision {
+    const principal = this.opts.auth.authenticate(authorization);
+    if (principal) return { principal };
+    this.opts.onRefused?.('unauthenticated');
+    return { refused: { status: 401, code: 'UNAUTHENTICATED', message: unauthenticated().message, headers: { 'www-authenticate': 'Bearer' } } };
+  }
+
+  /** One operation of an authenticated caller (a graphql-ws operation): its rate-limit token, or a 429 refusal. */
+  admit(principal: Principal): GateDecision {
+    const { auth, buckets, onRefused } = this.opts;
+    const wait = auth.enabled && buckets ? buckets.take(principal.key) : 0;
+    if (!wait) return { principal };
+    onRefused?.('rate_limited');
+    return { refused: { status: 429, code: 'RATE_LIMITED', message: rateLimitedMessage(wait), headers: { 'retry-after': String(Math.ceil(wait)) } } };
+  }
+
   private decide(method: string | undefined, host: string | undefined, authorization: string | undefined): GateDecision {
-    const { auth, buckets, loopbackOnly, onRefused } = this.opts;
-    if (loopbackOnly && !isAllowedLocalHost(host)) {
-      onRefused?.('host');
+    if (this.opts.loopbackOnly && !isAllowedLocalHost(host)) {
+      this.opts.onRefused?.('host');
       return { refused: { status: 403, code: 'FORBIDDEN', message: 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])', headers: {} } };
     }
     if (method === 'OPTIONS') return {};
-    const principal = auth.authenticate(authorization);
-    if (!principal) {
-      onRefused?.('unauthenticated');
-      return { refused: { status: 401, code: 'UNAUTHENTICATED', message: unauthenticated().message, headers: { 'www-authenticate': 'Bearer' } } };
-    }
-    const wait = auth.enabled && buckets ? buckets.take(principal.key) : 0;
-    if (wait) {
-      onRefused?.('rate_limited');
-      return { refused: { status: 429, code: 'RATE_LIMITED', message: rateLimitedMessage(wait), headers: { 'retry-after': String(Math.ceil(wait)) } } };
-    }
-    return { principal };
+    const caller = this.authenticate(authorization);
+    return caller.principal ? this.admit(caller.principal) : caller;
   }
 }
 

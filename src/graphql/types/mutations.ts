@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
-import { parseArgs } from '../input.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
 import type { ForkResult } from '../../store/session-store.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = z.string().max(500).nullish();
-const sessionIdSchema = z.string().min(1).max(200);
 export const idempotencyKeySchema = z.string().min(1).max(200).nullish();
 
 /** The optional idempotency key every creating mutation takes. */
@@ -96,7 +95,7 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: ForkSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId: z.string().min(1), atSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), title: titleSchema }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.forkSession(ctx.scope, p.sessionId, p.atSeq ?? undefined, p.title, { key });
       return toPayload(r);
@@ -106,7 +105,7 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: BranchSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId: z.string().min(1), anchorSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), title: titleSchema }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.branchSession(ctx.scope, p.sessionId, p.anchorSeq ?? undefined, p.title, { key });
       return toPayload(r);

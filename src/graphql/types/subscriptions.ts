@@ -2,7 +2,7 @@
 // catch-up and cross-process delivery live in host/live-events.ts.
 import { z } from 'zod';
 import { builder } from '../builder.ts';
-import { parseArgs } from '../input.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { eventProjection } from '../event-projection.ts';
 import { SessionRef } from './session.ts';
@@ -27,6 +27,7 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
     sessionId: t.exposeID('sessionId'),
     kind: t.field({ type: TurnUpdateKindEnum, resolve: (u) => u.kind }),
     turn: t.exposeInt('turn'),
+    inputId: t.exposeID('inputId', { nullable: true, description: 'TURN_STARTED: the input the turn takes (the inputId sendMessage returned).' }),
     step: t.exposeInt('step', { nullable: true }),
     text: t.exposeString('text', { nullable: true, description: 'TEXT_DELTA: the streamed text.' }),
     callId: t.exposeString('callId', { nullable: true }),
@@ -36,7 +37,7 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
   }),
 });
 
-const sessionId = z.string().min(1).max(200);
+
 
 builder.subscriptionType({});
 
@@ -46,7 +47,7 @@ builder.subscriptionFields((t) => ({
     description: 'Catch-up from the log after afterSeq (omitted: from the start), then live: in seq order, no gaps, no duplicates.',
     args: { sessionId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
     subscribe: async (_root, args, ctx, info) => {
-      const p = parseArgs(z.object({ sessionId, afterSeq: z.number().int().min(-1).nullish() }), args);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() }), args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
       const stream = ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
       // Over graphql-ws, a plain selection is written straight to the socket, one payload per event for all (ws-delivery.ts).
@@ -60,7 +61,7 @@ builder.subscriptionFields((t) => ({
     description: "Live progress of the session's turns, whichever process runs them.",
     args: { sessionId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
-      const p = parseArgs(z.object({ sessionId }), args);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema }), args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
       return ctx.services.live.sessionTurns(p.sessionId);
     },
