@@ -17,11 +17,11 @@ import {
   SessionEventsLiveDocument,
   SessionRecordingDocument,
   SessionsDocument,
-  SessionTurnsDocument,
   type EventFieldsFragment,
   type ForklineClient,
   type SessionSummaryFragment,
 } from './client.ts';
+import { sendAndWait } from './send-and-wait.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
@@ -109,69 +109,6 @@ async function printEvents(client: ForklineClient, id: string, after: number | u
     if (!session.events.pageInfo.hasNextPage || events.length === 0) return;
     cursor = events[events.length - 1].seq;
   }
-}
-
-/**
- * Sends the message, then prints the model text of the turn that takes it as
- * it streams. The log decides which turn that is and when it ends; text the
- * stream did not deliver is completed from the persisted model messages.
- * Returns the turn's end reason.
- */
-async function sendAndWait(client: ForklineClient, sessionId: string, text: string, json: boolean): Promise<string> {
-  const turns = client.subscribe(SessionTurnsDocument, { sessionId });
-  const pendingTurns = turns.next(); // opens the socket and the subscription before the message goes out
-  await new Promise((r) => setTimeout(r, 150));
-  const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId, text } });
-  if (json) out(JSON.stringify({ inputId: sendMessage.inputId, seq: sendMessage.event.seq }));
-  let turn: number | undefined;
-  let printed = '';
-  const early: Array<{ turn: number; text: string }> = [];
-  let streamDone = false;
-  const print = (t: string) => {
-    printed += t;
-    if (!json) process.stdout.write(t);
-  };
-  const streaming = (async () => {
-    let r = await pendingTurns;
-    for (; !r.done; r = await turns.next()) {
-      const u = r.value.sessionTurns;
-      if (u.kind === 'TEXT_DELTA' && u.text) {
-        if (turn === undefined) early.push({ turn: u.turn, text: u.text });
-        else if (u.turn === turn) print(u.text);
-      }
-      if (u.kind === 'TURN_ENDED' && u.turn === turn) break;
-    }
-    streamDone = true;
-  })().catch(() => {}); // deltas are best effort: the log below is authoritative
-
-  const texts: string[] = [];
-  let reason = 'unknown';
-  for await (const { sessionEvents: e } of client.subscribe(SessionEventsLiveDocument, { sessionId, afterSeq: sendMessage.event.seq })) {
-    const data = e.data as { turn?: number; inputId?: string; text?: string; reason?: string };
-    if (e.type === 'turn/start' && data.inputId === sendMessage.inputId) {
-      turn = data.turn!;
-      for (const d of early.splice(0)) if (d.turn === turn) print(d.text);
-    } else if (turn !== undefined && data.turn === turn && e.type === 'model/message' && data.text) {
-      texts.push(data.text);
-    } else if (turn !== undefined && data.turn === turn && e.type === 'turn/end') {
-      reason = data.reason!;
-      break;
-    } else if (e.type === 'inbox/remove' && data.inputId === sendMessage.inputId && (data as { reason?: string }).reason === 'cancelled') {
-      reason = 'cancelled';
-      break;
-    }
-  }
-  // Give the stream a moment to deliver its last deltas, then complete from the log.
-  for (let i = 0; i < 20 && !streamDone; i++) await new Promise((r) => setTimeout(r, 25));
-  await turns.return?.(undefined);
-  const full = texts.join('');
-  if (full.startsWith(printed)) print(full.slice(printed.length));
-  if (json) out(JSON.stringify({ turn, reason, text: full }));
-  else {
-    if (printed && !printed.endsWith('\n')) process.stdout.write('\n');
-    process.stderr.write(`[turn ${turn ?? '?'} ${reason}]\n`);
-  }
-  return reason;
 }
 
 async function run(argv: string[]): Promise<number> {

@@ -150,18 +150,39 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return parsed.session;
   }
 
-  async function* subscribe<R>(doc: DocumentNode, variables: unknown): AsyncGenerator<R> {
+  // A plain iterator, not an async generator: return() must end a subscription
+  // at once, even while a next() is waiting (a generator would queue it until
+  // the next item arrived, which may be never).
+  function subscribe<R>(doc: DocumentNode, variables: unknown): AsyncIterableIterator<R> {
     const results = socket().iterate<R>({ query: print(doc), variables: (variables ?? {}) as Record<string, unknown> });
-    try {
-      for await (const r of results) {
-        if (r.errors?.length) throw new ForklineClientError(r.errors as GraphQLErrorInfo[]);
-        yield r.data as R;
-      }
-    } catch (err) {
-      throw asClientError(err);
-    } finally {
-      await results.return?.();
-    }
+    const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
+    return {
+      async next(): Promise<IteratorResult<R>> {
+        let r;
+        try {
+          r = await results.next();
+        } catch (err) {
+          throw asClientError(err);
+        }
+        if (r.done) return done;
+        if (r.value.errors?.length) {
+          await results.return?.();
+          throw new ForklineClientError(r.value.errors as GraphQLErrorInfo[]);
+        }
+        return { done: false, value: r.value.data as R };
+      },
+      async return() {
+        await results.return?.();
+        return done;
+      },
+      async throw(err: unknown) {
+        await results.return?.();
+        throw err;
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
   }
 
   return {

@@ -75,7 +75,11 @@ export interface App {
   db: Database;
   services: Services;
   models: ModelRegistry;
-  /** In-process stream of turn updates (the sessionTurns subscription reads it). */
+  /**
+   * Turn updates of the agents this process runs, by session id, as they
+   * happen (tests and embedders observe them here; sessionTurns subscribers get
+   * every process's updates through live-events.ts, not from this emitter).
+   */
   turnUpdates: EventEmitter;
   server: RunningServer;
   metrics: ServiceMetrics;

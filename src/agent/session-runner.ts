@@ -10,7 +10,7 @@ import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
 import { findTool, toolDefinitions, toolEffectOf, ToolError } from './tools.ts';
-import type { TurnUpdate, TurnUpdateSink } from './turn-updates.ts';
+import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -92,6 +92,8 @@ export class SessionRunner {
       : { events: await store.append(this.sessionId, events, { lease }), released: false };
     await this.fold.appended(store.log, written);
     this.released = released;
+    // Progress that is in the log is announced from what was stored, once it is stored.
+    for (const u of turnUpdatesOf(this.sessionId, written)) this.deps.onUpdate(u);
     return written;
   }
 
@@ -100,8 +102,6 @@ export class SessionRunner {
     const closers = closersFor(this.fold.state.openTail(), { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
     if (closers.length === 0) return 0;
     await this.append(closers, true);
-    const turnEnd = closers.at(-1)!.data as { turn: number };
-    this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn: turnEnd.turn, reason: 'interrupted' });
     return closers.length;
   }
 
@@ -111,7 +111,7 @@ export class SessionRunner {
    * each result as soon as it exists. What follows with nothing in between —
    * the last result, its step's end and the next step's start; an answer, its
    * step's end and the turn's end — shares one append (one commit instead of
-   * three). Turn updates go out once their events are stored.
+   * three). Turn updates go out once their events are stored (append).
    */
   private async runTurn(turn: number, input: PendingInput): Promise<void> {
     const id = this.sessionId;
@@ -119,21 +119,12 @@ export class SessionRunner {
       { type: 'inbox/remove', data: { inputId: input.inputId, reason: 'taken' } },
       { type: 'turn/start', data: { turn, inputId: input.inputId } },
     ];
-    let carried: TurnUpdate[] = [{ sessionId: id, kind: 'TURN_STARTED', turn }];
-    const write = async (events: NewEvent[], updates: TurnUpdate[] = [], closesTurn = false) => {
+    const write = async (events: NewEvent[], closesTurn = false) => {
       await this.append([...carry, ...events], closesTurn);
-      for (const u of [...carried, ...updates]) this.deps.onUpdate(u);
       carry = [];
-      carried = [];
     };
-    const stepEnd = (step: number, reason: 'completed' | 'failed'): [NewEvent, TurnUpdate] => [
-      { type: 'step/end', data: { turn, step, reason } },
-      { sessionId: id, kind: 'STEP_ENDED', turn, step, reason },
-    ];
-    const turnEnd = (reason: 'completed' | 'failed'): [NewEvent, TurnUpdate] => [
-      { type: 'turn/end', data: { turn, reason } },
-      { sessionId: id, kind: 'TURN_ENDED', turn, reason },
-    ];
+    const stepEnd = (step: number, reason: 'completed' | 'failed'): NewEvent => ({ type: 'step/end', data: { turn, step, reason } });
+    const turnEnd = (reason: 'completed' | 'failed'): NewEvent => ({ type: 'turn/end', data: { turn, reason } });
     const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
 
     for (let step = 1; step <= this.deps.maxSteps; step++) {
@@ -142,7 +133,7 @@ export class SessionRunner {
         await write([]);
         return this.closeStopped();
       }
-      await write([{ type: 'step/start', data: { turn, step } }], [{ sessionId: id, kind: 'STEP_STARTED', turn, step }]);
+      await write([{ type: 'step/start', data: { turn, step } }]);
 
       const config = this.fold.state.model ?? this.deps.defaultModel;
       let answer;
@@ -164,18 +155,14 @@ export class SessionRunner {
       } catch (err) {
         if (this.stopReason) return this.closeStopped();
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
-        const [endS, stepUpdate] = stepEnd(step, 'failed');
-        const [endT, turnUpdate] = turnEnd('failed');
-        return write([agentError(step, message), endS, endT], [stepUpdate, turnUpdate], true);
+        return write([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], true);
       }
       const message: NewEvent = {
         type: 'model/message',
         data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) },
       };
       if (answer.toolCalls.length === 0) {
-        const [endS, stepUpdate] = stepEnd(step, 'completed');
-        const [endT, turnUpdate] = turnEnd('completed');
-        return write([message, endS, endT], [stepUpdate, turnUpdate], true);
+        return write([message, stepEnd(step, 'completed'), turnEnd('completed')], true);
       }
       await write([message]);
 
@@ -188,19 +175,15 @@ export class SessionRunner {
           type: 'tool/result',
           data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
         };
-        const finished: TurnUpdate = { sessionId: id, kind: 'TOOL_FINISHED', turn, step, callId: call.id, toolName: call.name, status };
         if (i < answer.toolCalls.length - 1) {
-          await write([result], [finished]);
+          await write([result]);
         } else {
           // Nothing happens between the last result, the step's end and what comes next.
-          const [endS, stepUpdate] = stepEnd(step, 'completed');
-          carry = [result, endS];
-          carried = [finished, stepUpdate];
+          carry = [result, stepEnd(step, 'completed')];
         }
       }
     }
-    const [endT, turnUpdate] = turnEnd('failed');
-    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), endT], [turnUpdate], true);
+    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), turnEnd('failed')], true);
   }
 
   /**
@@ -219,7 +202,6 @@ export class SessionRunner {
     const { turn } = open;
     const closers: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
     await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
-    this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TURN_ENDED', turn, reason: 'cancelled' });
   }
 
   private async runTool(call: ToolCall): Promise<{ status: 'ok' | 'error'; content: string }> {

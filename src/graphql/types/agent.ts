@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
-import { parseArgs } from '../input.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
@@ -70,7 +70,7 @@ const SendMessagePayload = builder
     }),
   });
 
-const sessionId = z.string().min(1).max(200);
+
 
 builder.mutationFields((t) => ({
   sendMessage: t.field({
@@ -78,7 +78,7 @@ builder.mutationFields((t) => ({
     description: "Queues a user input in the session's inbox; its agent answers it in a later turn.",
     args: { input: t.arg({ type: SendMessageInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text, { key });
       return r;
@@ -89,7 +89,7 @@ builder.mutationFields((t) => ({
     description: 'Ends the running turn with reason `cancelled`.',
     args: { sessionId: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const id = parseArgs(sessionId, args.sessionId);
+      const id = parseArgs(sessionIdSchema, args.sessionId);
       await ctx.services.controller.cancelTurn(ctx.scope, id);
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id } });
     },
@@ -99,7 +99,7 @@ builder.mutationFields((t) => ({
     description: 'Records a session/model event: later turns use this model.',
     args: { sessionId: t.arg.id({ required: true }), model: t.arg({ type: ModelConfigInput, required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const p = parseArgs(z.object({ sessionId, model: modelSchema }), args);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, model: modelSchema }), args);
       await ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
     },
@@ -109,7 +109,7 @@ builder.mutationFields((t) => ({
     description: 'Records a session/title event.',
     args: { sessionId: t.arg.id({ required: true }), title: t.arg.string({ required: true }) },
     resolve: async (query, _root, args, ctx) => {
-      const p = parseArgs(z.object({ sessionId, title: z.string().max(500) }), args);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, title: z.string().max(500) }), args);
       await ctx.services.controller.setSessionTitle(ctx.scope, p.sessionId, p.title);
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
     },
