@@ -157,6 +157,11 @@ export class RecordingValidator {
     return event;
   }
 
+  /** Inputs waiting in the inbox after the last event pushed (stored with each event). */
+  get pendingInputCount(): number {
+    return this.#state.pendingInputCount;
+  }
+
   finish(): RecordingSummary {
     if (!this.#header) throw fail(1, 'header', 'the recording is empty');
     if (this.#inherited > 0 && !this.#ownStarted) {

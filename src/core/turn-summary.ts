@@ -1,5 +1,6 @@
 // The turns of a log, as the Session.turns field lists them. Pure.
 import type { LogEvent } from './events.ts';
+import { LogState } from './log-state.ts';
 
 export interface TurnSummary {
   turn: number;
@@ -10,22 +11,19 @@ export interface TurnSummary {
   reason: string | null;
 }
 
-/** Turns in log order, from turn/start and turn/end events (others are ignored). */
+/** Turns in log order, as the reducer brackets them (turn/start and turn/end events are enough). */
 export function summarizeTurns(events: Iterable<LogEvent>): TurnSummary[] {
   const turns: TurnSummary[] = [];
-  const open = new Map<number, TurnSummary>();
+  const state = new LogState();
   for (const e of events) {
-    if (e.type === 'turn/start') {
-      const t: TurnSummary = { turn: e.data.turn, inputId: e.data.inputId, startSeq: e.seq, endSeq: null, reason: null };
-      turns.push(t);
-      open.set(t.turn, t);
-    } else if (e.type === 'turn/end') {
-      const t = open.get(e.data.turn);
-      if (t) {
-        t.endSeq = e.seq;
-        t.reason = e.data.reason;
-        open.delete(t.turn);
-      }
+    const wasOpen = state.openTurn;
+    state.apply(e);
+    if (e.type === 'turn/start' && state.openTurn === e.data.turn) {
+      turns.push({ turn: e.data.turn, inputId: e.data.inputId, startSeq: e.seq, endSeq: null, reason: null });
+    } else if (e.type === 'turn/end' && wasOpen !== undefined && state.openTurn === undefined) {
+      const t = turns[turns.length - 1];
+      t.endSeq = e.seq;
+      t.reason = e.data.reason;
     }
   }
   return turns;

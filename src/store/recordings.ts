@@ -14,7 +14,7 @@ import {
   type RecordingSummary,
 } from '../core/recording.ts';
 import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
-import { SESSIONS_CHANNEL, inboxDelta, type BeforeCommit, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
+import { SESSIONS_CHANNEL, type BeforeCommit, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
 import { newSessionId } from './ids.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes (import reads it twice). */
@@ -58,10 +58,9 @@ export async function importRecording(
     await insertSession(client, id, scope, summary);
     const replay = new RecordingValidator();
     let batch: Array<RecordingEvent & { pendingInputCount: number }> = [];
-    let pending = 0;
     for await (const line of read()) {
       const e = replay.push(line);
-      if (e) batch.push({ ...(summary.header.version < CURRENT_FORMAT_VERSION ? upgradeToV4(e) : e), pendingInputCount: (pending += inboxDelta(e.type)) });
+      if (e) batch.push({ ...(summary.header.version < CURRENT_FORMAT_VERSION ? upgradeToV4(e) : e), pendingInputCount: replay.pendingInputCount });
       if (batch.length >= IMPORT_BATCH_SIZE) {
         await insertEvents(client, id, batch);
         batch = [];

@@ -161,18 +161,19 @@ export class SessionLog {
   }
 
   /**
-   * The inputs waiting in the inbox, oldest first, given how many there are
-   * (Session.pendingInputCount). Reads inbox events backwards from the end
-   * until it has found them all: the cost is the inbox activity since the
-   * oldest waiting input, not the log.
+   * The inputs waiting in the inbox right after `atSeq` (default: the end),
+   * oldest first, given how many there are (Session.pendingInputCount, or the
+   * count stored with the event at `atSeq`). Reads inbox events backwards until
+   * it has found them all: the cost is the inbox activity since the oldest
+   * waiting input, not the log.
    */
-  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool): Promise<PendingInput[]> {
+  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool, atSeq = MAX_SEQ): Promise<PendingInput[]> {
     if (count <= 0) return [];
     const lineage = await this.requireLineage(ref, db);
     const removed = new Set<string>();
     const found: PendingInput[] = [];
     // The first page usually holds them all; pages grow when inputs wait long.
-    for (let to = MAX_SEQ, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
+    for (let to = atSeq, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
       const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true }, db);
       for (const e of page) {
         const { inputId } = e.data as { inputId: string };

@@ -54,23 +54,15 @@ export const MAX_APPEND_BATCH = 10_000;
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more. */
 const MAX_NOTIFY_IDS = 100;
 
-/** +1 for an input entering the inbox, -1 for one leaving it. */
-export const inboxDelta = (type: string) => (type === 'inbox/add' ? 1 : type === 'inbox/remove' ? -1 : 0);
-
-function summarize(events: NewEvent[]) {
-  let turnStarts = 0;
-  let pendingDelta = 0;
-  let status: 'IDLE' | 'RUNNING' | null = null;
-  let title: string | undefined;
-  for (const e of events) {
-    if (e.type === 'turn/start') {
-      turnStarts++;
-      status = 'RUNNING';
-    } else if (e.type === 'turn/end') status = 'IDLE';
-    else if (e.type === 'session/title') title = (e.data as { title: string }).title;
-    pendingDelta += inboxDelta(e.type);
-  }
-  return { turnStarts, status, title, pendingDelta };
+/** What a batch changes in the session row, from the reducer's states before and after it. */
+function rowChanges(before: LogState, after: LogState) {
+  const turnMoved = after.turnCount !== before.turnCount || after.openTurn !== before.openTurn;
+  return {
+    turnStarts: after.turnCount - before.turnCount,
+    pendingDelta: after.pendingInputCount - before.pendingInputCount,
+    status: turnMoved ? (after.openTurn === undefined ? 'IDLE' : 'RUNNING') : null,
+    title: after.title !== before.title ? after.title : undefined,
+  };
 }
 
 /**
@@ -109,24 +101,27 @@ const APPEND_SQL = `WITH s AS (
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
 
-/** The state after `events`, or BAD_USER_INPUT naming the first event that breaks a relationship rule. */
-function checkedAppend(sessionId: string, state: LogState, events: NewEvent[]): LogState {
+/**
+ * The batch checked against the relationship rules (core/log-state.ts) from
+ * `state`, or BAD_USER_INPUT naming the first event that breaks one. Returns
+ * the state after it and, per event, the change in waiting inputs through it.
+ */
+function checkedAppend(sessionId: string, state: LogState, events: NewEvent[]): { after: LogState; pendingDeltas: number[] } {
   const after = state.clone();
-  for (const e of events) {
+  const pendingDeltas = events.map((e) => {
     const event = { ...e, seq: after.nextSeq };
     const broken = after.violation(event);
     if (broken) {
       throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, { rule: broken.rule, seq: event.seq });
     }
-    after.apply(event);
-  }
-  return after;
+    return after.apply(event).pendingInputCount - state.pendingInputCount;
+  });
+  return { after, pendingDeltas };
 }
 
-/** Rows as the INSERTs below read them: `p` is the pending-input delta through this event. */
-function eventRows(events: Array<NewEvent & { seq?: number }>) {
-  let p = 0;
-  return events.map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false, p: (p += inboxDelta(e.type)) }));
+/** Rows as the INSERTs below read them: `p` is the change in waiting inputs through this event. */
+function eventRows(events: Array<NewEvent & { seq?: number }>, pendingDeltas: number[]) {
+  return events.map((e, i) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false, p: pendingDeltas[i] }));
 }
 
 export class SessionStore {
@@ -278,9 +273,10 @@ export class SessionStore {
       if (!state || (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount)) {
         state = await this.tails.load(sessionId, db, opts.scope?.tenant);
       }
-      const after = checkedAppend(sessionId, state, decoded);
+      const { after, pendingDeltas } = checkedAppend(sessionId, state, decoded);
       try {
-        const result = await this.runAppend(sessionId, decoded, { ...opts, expectedEventCount: opts.expectedEventCount ?? state.nextSeq }, release);
+        const rows = { changes: rowChanges(state, after), pendingDeltas };
+        const result = await this.runAppend(sessionId, decoded, rows, { ...opts, expectedEventCount: opts.expectedEventCount ?? state.nextSeq }, release);
         // Inside a transaction the batch may still roll back: keep nothing.
         if (opts.client) this.tails.forget([sessionId]);
         else this.tails.remember(sessionId, after);
@@ -296,13 +292,14 @@ export class SessionStore {
   private async runAppend(
     sessionId: string,
     decoded: NewEvent[],
+    rows: { changes: ReturnType<typeof rowChanges>; pendingDeltas: number[] },
     opts: { expectedEventCount: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
-    const { turnStarts, status, title, pendingDelta } = summarize(decoded);
+    const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
     const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown; released: boolean }>(
-      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded)), pendingDelta,
+      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
        opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null]),
     );
     if (out.length === 0) {
@@ -367,23 +364,23 @@ export class SessionStore {
         );
       }
 
-      // The child's counters as of the cut: indexed lookups, never a scan of the prefix.
-      const tail = cutSeq >= 0 ? await this.log.openTail(lineage, cutSeq, client) : { events: [] };
+      // The reducer's state at the cut — indexed lookups, never a scan of the
+      // prefix — gives the seed; the seed is checked like any append, and the
+      // child's counters are the state after it.
+      const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
       const title = cutSeq >= 0 ? (await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title : undefined;
-      const pending = await this.log.pendingInputCountAt(lineage, cutSeq, client);
-      const turnCount = (tail.turnStart?.data.turn as number | undefined) ?? 0; // turns are numbered 1, 2, … (DESIGN §1)
-
-      const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: tail.events, effectOf: this.effectOf });
+      const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
       const own: Array<NewEvent & { seq: number }> = [...seed.events];
       if (opts.title != null) own.push({ type: 'session/title', data: { title: opts.title }, seq: seed.firstLiveSeq });
       for (const e of own) e.data = decodeEvent(e.type, e.data);
 
       const childId = newSessionId();
+      const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
       await client.query(
         `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                                 "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
          VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [childId, parent.tenant, parent.treeId, opts.title ?? title ?? null, cutSeq + 1 + own.length, turnCount, pending,
+        [childId, parent.tenant, parent.treeId, opts.title ?? title ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
          parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION],
       );
       const { rows: written } = await client.query<StoredEvent>(
@@ -391,7 +388,7 @@ export class SessionStore {
          SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int
            FROM jsonb_array_elements($4::jsonb) AS e
          RETURNING seq, type, data, synthetic, "createdAt"`,
-        [childId, parent.treeId, pending, JSON.stringify(eventRows(own))],
+        [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas))],
       );
       await this.notify(SESSIONS_CHANNEL, childId, client);
       await opts.beforeCommit?.(client, { sessionId: childId, parentId, cutSeq });
@@ -399,8 +396,9 @@ export class SessionStore {
         .filter((e) => e.synthetic)
         .sort((a, b) => a.seq - b.seq)
         .map((e) => ({ ...e, id: eventId(childId, e.seq), sessionId: childId, inherited: false }));
-      return { childId, parent, cutSeq, synthetic };
+      return { childId, parent, cutSeq, synthetic, after };
     }, 'REPEATABLE READ');
+    this.tails.remember(result.childId, result.after);
     const { rows } = await this.pool.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1', [result.childId]);
     this.log.remember(rows[0]);
     return {

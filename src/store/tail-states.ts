@@ -7,7 +7,7 @@
 // state another writer made stale costs a reload, never a wrong check.
 import { LogState } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
-import type { Db, SessionLog } from './session-log.ts';
+import type { Db, LogRef, SessionLog, StoredEvent } from './session-log.ts';
 
 const MAX_SESSIONS = 10_000;
 
@@ -25,21 +25,35 @@ export class TailStates {
 
   /** Reads the state at the end of the session's log (as `db` sees it: inside a transaction, its snapshot). */
   async load(sessionId: string, db: Db, tenant?: string): Promise<LogState> {
-    const { rows } = await db.query<{ eventCount: number; turnCount: number; pendingInputCount: number }>(
-      'SELECT "eventCount", "turnCount", "pendingInputCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
+    const { rows } = await db.query<{ eventCount: number; pendingInputCount: number }>(
+      'SELECT "eventCount", "pendingInputCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
       [sessionId, tenant ?? null],
     );
     const row = rows[0];
     if (!row) throw sessionNotFound(sessionId);
-    const tail = row.eventCount > 0 ? await this.log.openTail(sessionId, row.eventCount - 1, db) : { events: [] };
-    return LogState.resume({
-      nextSeq: row.eventCount,
-      turnCount: row.turnCount,
-      // Turns are numbered previous + 1: the last one started is the highest.
-      lastTurn: (tail.turnStart?.data as { turn?: number } | undefined)?.turn ?? 0,
-      pending: await this.log.pendingInputs(sessionId, row.pendingInputCount, db),
+    return (await this.at(sessionId, row.eventCount - 1, db, row.pendingInputCount)).state;
+  }
+
+  /**
+   * The state right after `seq` (a fork's cut, or the end of the log): the open
+   * turn's events, the last turn's number and the waiting inputs. Title and
+   * model are not part of it. Also returns the open turn's events (what a
+   * fork's seed closes).
+   */
+  async at(ref: LogRef, seq: number, db: Db, pendingInputCount?: number): Promise<{ state: LogState; openTurn: StoredEvent[] }> {
+    if (seq < 0) return { state: new LogState(), openTurn: [] };
+    const tail = await this.log.openTail(ref, seq, db);
+    // Turns are numbered 1, 2, … (DESIGN §1): the last one started is the count.
+    const lastTurn = (tail.turnStart?.data as { turn?: number } | undefined)?.turn ?? 0;
+    const waiting = pendingInputCount ?? (await this.log.pendingInputCountAt(ref, seq, db));
+    const state = LogState.resume({
+      nextSeq: seq + 1,
+      turnCount: lastTurn,
+      lastTurn,
+      pending: await this.log.pendingInputs(ref, waiting, db, seq),
       openTurn: tail.events,
     });
+    return { state, openTurn: tail.events };
   }
 
   remember(sessionId: string, state: LogState): void {

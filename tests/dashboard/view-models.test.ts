@@ -16,32 +16,50 @@ const ev = (seq: number, type: string, data: Record<string, unknown>, flags: Par
 });
 
 describe('foldConversation', () => {
-  // A child forked at the tool call (seq 3): marker, then the fork closers.
+  // A child forked at the tool call (seq 4): marker, then the fork closers.
   const child = [
     ev(0, 'inbox/add', { inputId: 'in_1', text: 'time?' }, { inherited: true }),
     ev(1, 'inbox/remove', { inputId: 'in_1', reason: 'taken' }, { inherited: true }),
     ev(2, 'turn/start', { turn: 1, inputId: 'in_1' }, { inherited: true }),
-    ev(3, 'model/message', { turn: 1, step: 1, text: 'Checking.', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }] }, { inherited: true }),
-    ev(4, 'session/end-seed', { parentSessionId: 'ses_p', cutSeq: 3, inheritedEventCount: 4 }),
-    ev(5, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'not-started', content: 'forked wording' }, { synthetic: true }),
-    ev(6, 'step/end', { turn: 1, step: 1, reason: 'forked' }, { synthetic: true }),
-    ev(7, 'turn/end', { turn: 1, reason: 'forked' }, { synthetic: true }),
-    ev(8, 'inbox/add', { inputId: 'in_2', text: 'queued one' }),
+    ev(3, 'step/start', { turn: 1, step: 1 }, { inherited: true }),
+    ev(4, 'model/message', { turn: 1, step: 1, text: 'Checking.', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }] }, { inherited: true }),
+    ev(5, 'session/end-seed', { parentSessionId: 'ses_p', cutSeq: 4, inheritedEventCount: 5 }),
+    ev(6, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'not-started', content: 'forked wording' }, { synthetic: true }),
+    ev(7, 'step/end', { turn: 1, step: 1, reason: 'forked' }, { synthetic: true }),
+    ev(8, 'turn/end', { turn: 1, reason: 'forked' }, { synthetic: true }),
+    ev(9, 'inbox/add', { inputId: 'in_2', text: 'queued one' }),
   ];
 
   it('pairs tool calls with their results and keeps repair visible', () => {
     const items = foldConversation(child);
     expect(items.map((i) => i.kind)).toEqual(['user', 'assistant', 'fork-marker', 'step-end', 'turn-end', 'user']);
     const assistant = items[1] as Extract<(typeof items)[number], { kind: 'assistant' }>;
-    expect(assistant.toolCalls[0].result).toMatchObject({ status: 'not-started', synthetic: true, content: 'forked wording', seq: 5 });
-    expect(assistant.seqs).toEqual([3, 5]);
+    expect(assistant.toolCalls[0].result).toMatchObject({ status: 'not-started', synthetic: true, content: 'forked wording', seq: 6 });
+    expect(assistant.seqs).toEqual([4, 6]);
     expect(items[0]).toMatchObject({ state: 'taken', inherited: true });
     expect(items[5]).toMatchObject({ state: 'queued', text: 'queued one' });
-    expect(items[4]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 7 });
+    expect(items[4]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 8 });
+  });
+
+  it('tells a call still running from one whose step ended without a result, and shows events that break the rules (the server reducer)', () => {
+    const call = (id: string) => ({ id, name: 'clock', arguments: '{}' });
+    const items = foldConversation([
+      ev(0, 'turn/start', { turn: 1, inputId: 'in_1' }),
+      ev(1, 'step/start', { turn: 1, step: 1 }),
+      ev(2, 'model/message', { turn: 1, step: 1, text: '', toolCalls: [call('c1')] }),
+      ev(3, 'step/end', { turn: 1, step: 1, reason: 'failed' }),
+      ev(4, 'step/start', { turn: 1, step: 2 }),
+      ev(5, 'model/message', { turn: 1, step: 2, text: '', toolCalls: [call('c2'), call('c3')] }),
+      ev(6, 'tool/result', { turn: 1, step: 2, callId: 'c3', resultId: 'r3', status: 'ok', content: 'noon' }),
+      ev(7, 'tool/result', { turn: 1, step: 2, callId: 'c9', resultId: 'r9', status: 'ok', content: '?' }),
+    ]);
+    const calls = items.flatMap((i) => (i.kind === 'assistant' ? i.toolCalls : []));
+    expect(calls.map((c) => [c.id, c.waiting ?? c.result?.status])).toEqual([['c1', 'unanswered'], ['c2', 'running'], ['c3', 'ok']]);
+    expect(items.at(-1)).toMatchObject({ kind: 'note', seqs: [7], text: expect.stringMatching(/result pairing.*c9/) });
   });
 
   it('keeps the items touched after a cut (a call whose result came later included)', () => {
-    expect(itemsAfter(foldConversation(child), 3).map((i) => i.seqs[0])).toEqual([3, 4, 6, 7, 8]);
+    expect(itemsAfter(foldConversation(child), 4).map((i) => i.seqs[0])).toEqual([4, 5, 7, 8, 9]);
   });
 });
 

@@ -149,7 +149,9 @@ function ToolCall({ call }: { call: ToolCallView }) {
           <div class="tool-result-text">{r.content}</div>
         </div>
       ) : (
-        <div class="tool-result pending muted">no result recorded</div>
+        <div class="tool-result pending muted" data-testid="tool-waiting">
+          {call.waiting === 'running' ? 'running…' : 'no result recorded (its step ended without one)'}
+        </div>
       )}
     </div>
   );

@@ -1,7 +1,11 @@
 // Folds a session's raw event log into what a reader follows: user inputs,
 // assistant text, tool calls with their results, fork markers and turn ends.
 // Pure (no DOM), so the compare view can fold parent and child the same way.
+// Built on the server's own reducer (src/core/log-state.ts, pure): it says
+// which calls are still running and which events break the log's rules.
 import type { EventFieldsFragment } from '../../generated/graphql.ts';
+import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
+import { LogState } from '../../../src/core/log-state.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -9,6 +13,8 @@ export interface ToolCallView {
   id: string;
   name: string;
   arguments: string;
+  /** Without a result: `running` while its step is open, else `unanswered` (its step closed without one). */
+  waiting?: 'running' | 'unanswered';
   result?: {
     seq: number;
     status: string;
@@ -43,9 +49,19 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
   const users = new Map<string, Extract<ConversationItem, { kind: 'user' }>>();
   const calls = new Map<string, { item: Extract<ConversationItem, { kind: 'assistant' }>; call: ToolCallView }>();
 
+  const state = new LogState();
+
   for (const e of events) {
     const d = (e.data ?? {}) as Record<string, unknown>;
     const base = { seqs: [e.seq], inherited: e.inherited };
+    const core = { seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic } as CoreEvent & { synthetic: boolean };
+    const broken = state.violation(core);
+    state.apply(core);
+    if (broken) {
+      // The store refuses such events; a log that has one anyway shows it.
+      items.push({ ...base, kind: 'note', text: `${e.type} breaks the log's rules (${broken.rule}): ${broken.detail}` });
+      continue;
+    }
     switch (e.type) {
       case 'inbox/add': {
         const item = { ...base, kind: 'user' as const, inputId: str(d.inputId), text: str(d.text), state: 'queued' as const };
@@ -76,14 +92,9 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
         break;
       }
       case 'tool/result': {
-        const owner = calls.get(str(d.callId));
-        const result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited };
-        if (owner) {
-          owner.call.result = result;
-          owner.item.seqs.push(e.seq);
-        } else {
-          items.push({ ...base, kind: 'note', text: `result for unknown call ${str(d.callId)}: ${result.status}` });
-        }
+        const owner = calls.get(str(d.callId))!; // the reducer checked it answers a call of the open step
+        owner.call.result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited };
+        owner.item.seqs.push(e.seq);
         break;
       }
       case 'step/end':
@@ -116,6 +127,8 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
         if (e.type.startsWith('plugin/')) items.push({ ...base, kind: 'note', text: e.type });
     }
   }
+  const running = new Set(state.openTail()?.step?.unanswered.map((c) => c.id));
+  for (const { call } of calls.values()) if (!call.result) call.waiting = running.has(call.id) ? 'running' : 'unanswered';
   return items;
 }
 
