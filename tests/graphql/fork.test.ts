@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { closerName, EXPECTED_CLOSERS, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
-import { foldLog } from '../../src/core/log-state.ts';
+import { closerName, REFERENCE_LOG } from '../spec/reference-log.ts';
 
 let app: TestApp;
 let parentId: string;
@@ -25,33 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-describe('forkSession over GraphQL: the reference spec at every seq', () => {
-  it('every cut gives the parent prefix, the marker, then exactly the expected closers', async () => {
-    const parentEvents = await events(parentId);
-    for (let cut = 0; cut < REFERENCE_LOG.length; cut++) {
-      const { forkSession: f } = await app.ok(FORK, { input: { sessionId: parentId, atSeq: cut } });
-      // The seed is complete before anyone sees the child; a queued input in the
-      // prefix (cuts 13..21) is then answered by the child's agent after it.
-      const child = (await events(f.session.id)).slice(0, f.session.firstLiveSeq);
-      const strip = (e: any) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, createdAt: e.createdAt });
-      expect(child.slice(0, cut + 1).map(strip), `cut ${cut}`).toEqual(parentEvents.slice(0, cut + 1).map(strip));
-      expect(child.slice(0, cut + 1).every((e: any) => e.inherited)).toBe(true);
-      expect(child[cut + 1]).toMatchObject({ type: 'session/end-seed', inherited: false, synthetic: false, data: { parentSessionId: parentId, cutSeq: cut, inheritedEventCount: cut + 1 } });
-      const closers = child.slice(cut + 2);
-      expect(closers.map(closerName), `cut ${cut}`).toEqual(EXPECTED_CLOSERS[cut]);
-      expect(closers.every((e: any) => e.synthetic && !e.inherited)).toBe(true);
-      expect(f.syntheticEvents.map((e: any) => e.seq)).toEqual(closers.map((e: any) => e.seq));
-      expect(f.session).toMatchObject({ forkedAtSeq: cut, inheritedEventCount: cut + 1, firstLiveSeq: child.length, parent: { id: parentId } });
-      // eventCount and status are live: the child's agent may already answer a queued input.
-      expect(f.session.eventCount).toBeGreaterThanOrEqual(child.length);
-      if (foldLog(withSeqs(REFERENCE_LOG.slice(0, cut + 1))).pendingInputCount === 0) {
-        expect(f.session).toMatchObject({ eventCount: child.length, status: 'IDLE' });
-      }
-      expect(child.at(-1).seq).toBe(child.length - 1);
-      expect(f.cutSeq).toBe(cut);
-    }
-  });
-});
+// Every exact cut and every branch row of the contract: tests/graphql/fork-spec.test.ts.
 
 describe('queued input inside an exact fork', () => {
   it('is pending input of the child, which its agent then answers (ordinary replay semantics)', async () => {

@@ -1,7 +1,7 @@
-// The fork/repair contract as data (DESIGN §2, §3.1; seed 000): one reference
-// log and, for a cut at every seq, the closers a child must get. The pure core
-// (tests/core/fork-spec.test.ts) and the GraphQL layer (tests/graphql/fork.test.ts)
-// both run this table.
+// The fork/repair contract as data (DESIGN §2, §3.1–3.2; seeds 000, 003): one
+// reference log; for an exact cut at every seq, the closers a child must get;
+// for a turn-level branch, the anchor → cut rows. tests/spec/fork-spec.ts runs
+// these rows against the pure core, the store and the GraphQL API.
 import type { LogEvent, NewEvent } from '../../src/core/events.ts';
 
 const call = (id: string, name: string) => ({ id, name, arguments: '{}' });
@@ -74,6 +74,37 @@ export const EXPECTED_CLOSERS: string[][] = [
   /* 29 */ ['step:2/2', 'turn:2'],
   /* 30 */ ['turn:2'],
   /* 31 */ [],
+];
+
+/** A log with no turn/end (an answered input, no turn yet): a branch of it holds only the marker. */
+export const NO_TURN_END_LOG: NewEvent[] = REFERENCE_LOG.slice(0, 4);
+
+/** A turn-level branch (seed 003): the anchor given, the cut it selects, the closers the child gets. */
+export interface BranchRow {
+  log: 'reference' | 'no turn/end';
+  /** Omitted (undefined) and null both mean "no anchor". */
+  anchorSeq?: number | null;
+  cutSeq: number;
+  closers: string[];
+}
+
+/**
+ * REFERENCE_LOG's turn/ends are at 20 and 31. A branch cuts at a turn/end, so
+ * nothing is ever open and the closers are always empty: a row with closers
+ * would mean the selection stopped mid-turn.
+ */
+export const BRANCH_ROWS: BranchRow[] = [
+  { log: 'reference', anchorSeq: undefined, cutSeq: 31, closers: [] }, // no anchor: the last turn/end
+  { log: 'reference', anchorSeq: null, cutSeq: 31, closers: [] },
+  // The 20-cut keeps in_2 (queued at 13, taken at 22) pending: ordinary replay semantics (seed 003).
+  { log: 'reference', anchorSeq: 0, cutSeq: 20, closers: [] }, // first turn/end at or after the anchor
+  { log: 'reference', anchorSeq: 4, cutSeq: 20, closers: [] },
+  { log: 'reference', anchorSeq: 20, cutSeq: 20, closers: [] }, // the turn/end itself
+  { log: 'reference', anchorSeq: 21, cutSeq: 31, closers: [] }, // between turns: the next turn/end
+  { log: 'reference', anchorSeq: 31, cutSeq: 31, closers: [] },
+  { log: 'reference', anchorSeq: 500, cutSeq: 31, closers: [] }, // past the end: the last turn/end
+  { log: 'no turn/end', anchorSeq: undefined, cutSeq: -1, closers: [] }, // marker only
+  { log: 'no turn/end', anchorSeq: 3, cutSeq: -1, closers: [] },
 ];
 
 /** Compact name of a closer, as used in EXPECTED_CLOSERS. */
