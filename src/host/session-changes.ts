@@ -1,0 +1,96 @@
+// The session list's live side (sessionsChanged, sessionsDeleted; DESIGN §7).
+// Changed sessions are coalesced for SESSIONS_COALESCE_MS, then read once for
+// all subscribers, each getting its tenant's rows; a slow dashboard gets each
+// session's latest row once, not every intermediate one. Deletions go to the
+// deleting tenant's subscribers as they are announced.
+import type { Scope, SessionRow, SessionStore } from '../store/session-store.ts';
+import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
+
+const SESSIONS_COALESCE_MS = 25;
+
+export interface SessionsDeleted {
+  deletedSessionIds: string[];
+}
+
+interface Subscriber<T> {
+  scope: Scope;
+  queue: UpdateQueue<T>;
+}
+
+export class SessionChanges {
+  private readonly changedSubscribers = new Set<Subscriber<SessionRow>>();
+  private readonly deletedSubscribers = new Set<Subscriber<SessionsDeleted>>();
+  private changedSessions = new Set<string>();
+  private changedTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly log?: (msg: string, err?: unknown) => void,
+  ) {}
+
+  /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */
+  changed(scope: Scope): AsyncIterableIterator<SessionRow> {
+    const entry: Subscriber<SessionRow> = {
+      scope,
+      queue: new UpdateQueue<SessionRow>({
+        keyOf: (s) => s.id, // the latest row per session
+        max: MAX_QUEUED_UPDATES,
+        onClose: () => this.changedSubscribers.delete(entry),
+      }),
+    };
+    this.changedSubscribers.add(entry);
+    return entry.queue;
+  }
+
+  /** Ids of the scope's tenant's sessions as they are deleted. */
+  deleted(scope: Scope): AsyncIterableIterator<SessionsDeleted> {
+    const entry: Subscriber<SessionsDeleted> = {
+      scope,
+      queue: new UpdateQueue<SessionsDeleted>({ max: MAX_QUEUED_UPDATES, onClose: () => this.deletedSubscribers.delete(entry) }),
+    };
+    this.deletedSubscribers.add(entry);
+    return entry.queue;
+  }
+
+  /** A session was created or changed: its row goes out with the others changed meanwhile. */
+  sessionChanged(id: string) {
+    if (this.changedSubscribers.size === 0 || this.closed) return;
+    this.changedSessions.add(id);
+    this.changedTimer ??= setTimeout(() => void this.emitChanged(), SESSIONS_COALESCE_MS);
+  }
+
+  /** The tenant's sessions `ids` were deleted. */
+  sessionsDeleted(tenant: string, ids: string[]) {
+    for (const { scope, queue } of this.deletedSubscribers) if (scope.tenant === tenant) queue.push({ deletedSessionIds: ids });
+  }
+
+  stats() {
+    return { sessions: this.changedSubscribers.size, deletions: this.deletedSubscribers.size };
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.changedTimer);
+    for (const { queue } of this.changedSubscribers) queue.close();
+    for (const { queue } of this.deletedSubscribers) queue.close();
+  }
+
+  private async emitChanged() {
+    const ids = [...this.changedSessions];
+    this.changedSessions = new Set();
+    try {
+      const rows = await this.store.sessions.byIds(ids);
+      for (const { scope, queue } of this.changedSubscribers) {
+        for (const row of rows) if (row.tenant === scope.tenant) queue.push(row);
+      }
+    } catch (err) {
+      this.log?.('sessionsChanged: loading sessions failed', err);
+    } finally {
+      this.changedTimer = undefined;
+      if (this.changedSessions.size && !this.closed) {
+        this.changedTimer = setTimeout(() => void this.emitChanged(), SESSIONS_COALESCE_MS);
+      }
+    }
+  }
+}

@@ -1,0 +1,146 @@
+// Turn updates across processes (the sessionTurns subscription, DESIGN §7).
+// Turn updates are not in the log: they travel as NOTIFY payloads on
+// TURNS_CHANNEL, batched while a NOTIFY is in flight and split below the
+// payload limit, and every process (the sender included) re-emits them to its
+// local subscribers. A subscriber's queue merges adjacent text deltas and is
+// bounded (update-queue.ts).
+import type { TurnUpdate } from '../agent/turn-updates.ts';
+import type { SessionStore } from '../store/session-store.ts';
+import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
+
+export const TURNS_CHANNEL = 'forkline_turns';
+
+/** Postgres rejects NOTIFY payloads of 8000 bytes or more; keep a margin for the envelope. */
+const MAX_PAYLOAD_BYTES = 7000;
+const MAX_DELTA_CHARS = 1500; // ≤ 4 bytes per char in UTF-8, JSON escapes aside: well under the limit
+/** First turn update waits this long for company before it is sent. */
+const TURN_COALESCE_MS = 10;
+
+export class TurnUpdateRelay {
+  private readonly subscribers = new Map<string, Set<UpdateQueue<TurnUpdate>>>();
+  private outbox: TurnUpdate[] = [];
+  private publishing?: Promise<void>;
+  private publishSerial = 0;
+  private closed = false;
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly log?: (msg: string, err?: unknown) => void,
+  ) {}
+
+  /** Turn updates of the session from now on, whichever process runs its agent. */
+  subscribe(sessionId: string): AsyncIterableIterator<TurnUpdate> {
+    let set = this.subscribers.get(sessionId);
+    if (!set) this.subscribers.set(sessionId, (set = new Set()));
+    const subscribers = set;
+    const queue: UpdateQueue<TurnUpdate> = new UpdateQueue<TurnUpdate>({
+      max: MAX_QUEUED_UPDATES,
+      merge: mergeDeltas,
+      onClose: () => {
+        subscribers.delete(queue);
+        if (subscribers.size === 0 && this.subscribers.get(sessionId) === subscribers) this.subscribers.delete(sessionId);
+      },
+    });
+    subscribers.add(queue);
+    return queue;
+  }
+
+  /** Sends a turn update to every process's subscribers. */
+  publish(update: TurnUpdate): void {
+    if (this.closed) return;
+    this.outbox.push(update);
+    if (!this.publishing) this.publishing = this.flush();
+  }
+
+  /** A TURNS_CHANNEL payload (from any process, this one included): its updates to local subscribers. */
+  received(payload: string) {
+    let msg: { u: TurnUpdate[] };
+    try {
+      msg = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    for (const u of msg.u) {
+      const set = this.subscribers.get(u.sessionId);
+      if (set) for (const s of set) s.push(u);
+    }
+  }
+
+  /** The session is gone: its subscribers' streams end. */
+  endSession(sessionId: string) {
+    for (const s of this.subscribers.get(sessionId) ?? []) s.close();
+  }
+
+  subscriberCount() {
+    let n = 0;
+    for (const set of this.subscribers.values()) n += set.size;
+    return n;
+  }
+
+  /** Stops publishing (what is queued is still sent) and ends every subscriber's stream. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.publishing;
+    for (const set of this.subscribers.values()) for (const s of set) s.close();
+  }
+
+  // Updates queued while one NOTIFY is in flight go out together, in order.
+  private async flush(): Promise<void> {
+    await new Promise((r) => setTimeout(r, TURN_COALESCE_MS));
+    try {
+      while (this.outbox.length) {
+        const batch = this.outbox;
+        this.outbox = [];
+        // `n` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one.
+        const payloads = turnPayloads(batch).map((u) => JSON.stringify({ n: ++this.publishSerial, u }));
+        await this.store.notifyAll(TURNS_CHANNEL, payloads).catch((err) => this.log?.('publishing turn updates failed', err));
+      }
+    } finally {
+      this.publishing = undefined;
+    }
+  }
+}
+
+/** Consecutive text deltas of one step become one; order is kept. */
+export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefined {
+  if (a.kind !== 'TEXT_DELTA' || b.kind !== 'TEXT_DELTA') return undefined;
+  if (a.sessionId !== b.sessionId || a.turn !== b.turn || a.step !== b.step) return undefined;
+  return { ...a, text: (a.text ?? '') + (b.text ?? '') };
+}
+
+/**
+ * Groups updates into NOTIFY payloads below the size limit, in order: adjacent
+ * deltas are merged, long ones split. Exported for tests.
+ */
+export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
+  const merged: TurnUpdate[] = [];
+  for (const u of updates) {
+    const m = merged.length ? mergeDeltas(merged[merged.length - 1], u) : undefined;
+    if (m) merged[merged.length - 1] = m;
+    else merged.push(u);
+  }
+  const pieces: TurnUpdate[] = [];
+  for (const u of merged) {
+    const text = u.kind === 'TEXT_DELTA' ? (u.text ?? '') : '';
+    if (text.length <= MAX_DELTA_CHARS) pieces.push(u);
+    else {
+      const chars = Array.from(text); // never split a surrogate pair
+      for (let i = 0; i < chars.length; i += MAX_DELTA_CHARS) pieces.push({ ...u, text: chars.slice(i, i + MAX_DELTA_CHARS).join('') });
+    }
+  }
+  const out: TurnUpdate[][] = [];
+  let group: TurnUpdate[] = [];
+  let bytes = 0;
+  for (const u of pieces) {
+    const size = Buffer.byteLength(JSON.stringify(u)) + 1;
+    if (group.length && bytes + size > MAX_PAYLOAD_BYTES) {
+      out.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(u);
+    bytes += size;
+  }
+  if (group.length) out.push(group);
+  return out;
+}
