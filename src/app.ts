@@ -7,7 +7,7 @@ import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from 
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
 import { CONTROL_CHANNEL, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
-import { LiveEvents, TURNS_CHANNEL } from './host/live-events.ts';
+import { LiveEvents, TURNS_CHANNEL } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { ErrorLog } from './graphql/plugins/error-codes.ts';

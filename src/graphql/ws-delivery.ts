@@ -12,7 +12,7 @@
 // is bounded by HIGH_WATER and one page (ws-liveness.ts closes a dead one).
 import type net from 'node:net';
 import { WebSocket } from 'ws';
-import type { EventStream } from '../host/event-window.ts';
+import type { EventStream } from '../host/live/event-window.ts';
 import type { StoredEvent } from '../store/session-log.ts';
 import type { EventProjection } from './event-projection.ts';
 

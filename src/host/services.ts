@@ -1,7 +1,7 @@
 import type { SessionStore } from '../store/session-store.ts';
 import type { SessionController } from './controller.ts';
 import type { SessionHost } from './session-host.ts';
-import type { LiveEvents } from './live-events.ts';
+import type { LiveEvents } from './live/live-events.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {

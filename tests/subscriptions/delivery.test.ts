@@ -10,7 +10,7 @@ import { subscribe, subscribeWs, type Transport } from '../helpers/subscribe.ts'
 import { waitFor } from '../helpers/wait.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore, type StoredEvent } from '../../src/store/session-store.ts';
-import { LiveEvents, turnPayloads } from '../../src/host/live-events.ts';
+import { LiveEvents, turnPayloads } from '../../src/host/live/live-events.ts';
 import type { PgListener } from '../../src/store/pg-listener.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';

@@ -3,8 +3,8 @@
 // key, overflow closes with an error, and return() unregisters at once. No
 // database: the relay is fed payloads as the listener would.
 import { describe, expect, it } from 'vitest';
-import { MAX_QUEUED_UPDATES, TOO_SLOW_MESSAGE, UpdateQueue, type UpdateQueueOptions } from '../../src/host/update-queue.ts';
-import { TurnUpdateRelay, mergeDeltas } from '../../src/host/turn-update-relay.ts';
+import { MAX_QUEUED_UPDATES, TOO_SLOW_MESSAGE, UpdateQueue, type UpdateQueueOptions } from '../../src/host/live/update-queue.ts';
+import { TurnUpdateRelay, mergeDeltas } from '../../src/host/live/turn-update-relay.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { SessionStore } from '../../src/store/session-store.ts';
 

@@ -1,5 +1,5 @@
 // Subscriptions (DESIGN §7). Resolvers only validate and map: ordering,
-// catch-up and cross-process delivery live in host/live-events.ts.
+// catch-up and cross-process delivery live in host/live/live-events.ts.
 import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';

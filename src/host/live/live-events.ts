@@ -7,9 +7,9 @@
 //   update-queue.ts      a subscriber's bounded, coalescing queue of pushed updates
 // Handlers are registered before any subscriber exists: a subscriber always
 // listens before it catches up.
-import type { PgListener } from '../store/pg-listener.ts';
-import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore } from '../store/session-store.ts';
-import type { TurnUpdate } from '../agent/turn-updates.ts';
+import type { PgListener } from '../../store/pg-listener.ts';
+import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore } from '../../store/session-store.ts';
+import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import { EventWindows, type EventStream } from './event-window.ts';
 import { TURNS_CHANNEL, TurnUpdateRelay } from './turn-update-relay.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';

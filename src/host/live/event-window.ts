@@ -6,7 +6,7 @@
 // its subscribers (one query per commit, not one per subscriber); a subscriber
 // behind that window reads its own pages. Nothing grows with a slow subscriber
 // but the page it is reading.
-import type { SessionStore, StoredEvent } from '../store/session-store.ts';
+import type { SessionStore, StoredEvent } from '../../store/session-store.ts';
 
 export const PAGE_SIZE = 200;
 /** Recent events kept per watched session and process (shared by its subscribers). */

@@ -4,8 +4,8 @@
 // payload limit, and every process (the sender included) re-emits them to its
 // local subscribers. A subscriber's queue merges adjacent text deltas and is
 // bounded (update-queue.ts).
-import type { TurnUpdate } from '../agent/turn-updates.ts';
-import type { SessionStore } from '../store/session-store.ts';
+import type { TurnUpdate } from '../../agent/turn-updates.ts';
+import type { SessionStore } from '../../store/session-store.ts';
 import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
 
 export const TURNS_CHANNEL = 'forkline_turns';

@@ -3,7 +3,7 @@
 // all subscribers, each getting its tenant's rows; a slow dashboard gets each
 // session's latest row once, not every intermediate one. Deletions go to the
 // deleting tenant's subscribers as they are announced.
-import type { Scope, SessionRow, SessionStore } from '../store/session-store.ts';
+import type { Scope, SessionRow, SessionStore } from '../../store/session-store.ts';
 import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
 
 const SESSIONS_COALESCE_MS = 25;
