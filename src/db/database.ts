@@ -23,6 +23,12 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryO
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
   const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000, types: storeTypes });
   pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
+  // A checked-out client has no listener of the pool's: a connection lost between
+  // its holder's statements (Prisma's adapter, a transaction) would be an
+  // unhandled 'error' and kill the process (seen on Node 22 with backends
+  // terminated under load). Its holder's next statement fails instead, and
+  // pg-pool discards the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
