@@ -9,6 +9,8 @@ import {
   BranchSessionDocument,
   createForklineClient,
   DeleteSessionDocument,
+  EditMessageDocument,
+  FanOutDocument,
   ForkSessionDocument,
   ForklineClientError,
   SendMessageDocument,
@@ -19,9 +21,10 @@ import {
   SessionsDocument,
   type EventFieldsFragment,
   type ForklineClient,
+  type ModelConfigInput,
   type SessionSummaryFragment,
 } from './client.ts';
-import { sendAndWait } from './send-and-wait.ts';
+import { sendAndWait, turnOf } from './send-and-wait.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
@@ -30,6 +33,13 @@ commands:
   events <id> [--after N] [--follow]        print events as JSON lines (--follow: keep printing live ones)
   fork <id> [--at SEQ] [--title T]          fork at an exact event (omitted: through the last turn/end)
   branch <id> [--anchor SEQ] [--title T]    branch through the first turn/end at or after the anchor
+      fork and branch also take [--model P:M] [--message TEXT] [--wait]: the child's model, and a message
+      its agent starts on at once (--wait: until that turn ends, printing its answer)
+  edit <id> <inputId> <text> [--model P:M] [--title T] [--wait]
+                                            edit and re-run: a child forked right before that input, answering TEXT
+  fanout <id> [--at SEQ | --anchor SEQ] [<message>...] [--model P:M]... [--wait]
+                                            one child per variant (at most 16): one message or model each (a single
+                                            one goes to every variant); --wait prints each child's answer
   send <id> <text> [--wait]                 queue a message (--wait: stream the answer until its turn ends)
   export <id>                               print the session's recording (JSON Lines, format V4)
   import <file|->                           import a recording as a new session
@@ -38,7 +48,8 @@ commands:
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, send, import)
+  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import)
+  --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
 class UsageError extends Error {}
@@ -53,6 +64,8 @@ const OPTIONS = {
   at: { type: 'string' },
   anchor: { type: 'string' },
   title: { type: 'string' },
+  model: { type: 'string', multiple: true },
+  message: { type: 'string' },
   wait: { type: 'boolean' },
   json: { type: 'boolean' },
   'with-descendants': { type: 'boolean' },
@@ -73,6 +86,39 @@ function need(args: string[], count: number, what: string): string[] {
 }
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
+
+/** `provider:model` (the model name may itself hold colons: `openai:llama3:8b`). */
+function model(value: string): ModelConfigInput {
+  const colon = value.indexOf(':');
+  if (colon <= 0 || colon === value.length - 1) throw new UsageError(`--model must be provider:model (e.g. scripted:m2), got "${value}"`);
+  return { provider: value.slice(0, colon), model: value.slice(colon + 1) };
+}
+
+/** At most one --model (fork, branch, edit). */
+function oneModel(values: string[] | undefined): ModelConfigInput | undefined {
+  if (values && values.length > 1) throw new UsageError('give --model once here');
+  return values?.[0] === undefined ? undefined : model(values[0]);
+}
+
+/** Fan-out variants: the longer of messages and models sets the count; a list of one goes to every variant. */
+function variants(messages: string[], models: string[]): Array<{ message?: string; model?: ModelConfigInput }> {
+  const n = Math.max(messages.length, models.length);
+  if (n === 0) throw new UsageError('expected at least one message or --model: forkline fanout <id> <message>... [--model P:M]...');
+  for (const [name, list] of [['messages', messages], ['--model values', models]] as const) {
+    if (list.length > 1 && list.length !== n) throw new UsageError(`${list.length} ${name} for ${n} variants: give one, or one per variant`);
+  }
+  const pick = <T>(list: T[], i: number) => (list.length === 1 ? list[0] : list[i]);
+  return Array.from({ length: n }, (_, i) => ({ message: pick(messages, i), model: models.length ? model(pick(models, i)) : undefined }));
+}
+
+/** Waits for each child's queued input to be answered; prints the answers; true when every turn completed. */
+async function waitForAnswers(client: ForklineClient, children: Array<{ id: string; firstLiveSeq: number; inputId?: string | null }>, json: boolean) {
+  const answers = await Promise.all(
+    children.map(async (c) => (c.inputId ? { id: c.id, ...(await turnOf(client, c.id, c.inputId, c.firstLiveSeq - 1)) } : { id: c.id, turn: undefined, reason: 'idle', text: '' })),
+  );
+  for (const a of answers) out(json ? JSON.stringify(a) : `${a.id}  ${a.reason.padEnd(9)}  ${a.text.replace(/\n/g, ' ')}`);
+  return answers.every((a) => a.reason === 'completed' || a.reason === 'idle');
+}
 
 /** A file can be read again: a lost connection or a 503 retries the upload (same key, so it imports once). */
 async function retryUpload<T>(send: () => Promise<T>, rereadable: boolean): Promise<T> {
@@ -143,18 +189,48 @@ async function run(argv: string[]): Promise<number> {
         return 0;
       }
       case 'fork':
-      case 'branch': {
-        const [id] = need(args, 1, `a session id: forkline ${command} <id>`);
-        const r =
-          command === 'fork'
-            ? (await client.mutate(ForkSessionDocument, { input: { sessionId: id, atSeq: int('at', opts.at), title: opts.title } })).forkSession
-            : (await client.mutate(BranchSessionDocument, { input: { sessionId: id, anchorSeq: int('anchor', opts.anchor), title: opts.title } })).branchSession;
+      case 'branch':
+      case 'edit': {
+        const overrides = { title: opts.title, model: oneModel(opts.model) };
+        let r;
+        if (command === 'edit') {
+          if (opts.message !== undefined) throw new UsageError('edit takes its text as an argument, not --message');
+          const [id, inputId, text] = need(args, 3, 'a session id, an input id and a text: forkline edit <id> <inputId> <text>');
+          r = (await client.mutate(EditMessageDocument, { input: { sessionId: id, inputId, text, ...overrides } })).editMessage;
+        } else {
+          const [id] = need(args, 1, `a session id: forkline ${command} <id>`);
+          const input = { sessionId: id, ...overrides, message: opts.message };
+          r =
+            command === 'fork'
+              ? (await client.mutate(ForkSessionDocument, { input: { ...input, atSeq: int('at', opts.at) } })).forkSession
+              : (await client.mutate(BranchSessionDocument, { input: { ...input, anchorSeq: int('anchor', opts.anchor) } })).branchSession;
+        }
         if (opts.json) out(JSON.stringify(r));
         else {
           out(summaryLine(r.session));
-          out(`cut at seq ${r.cutSeq}; ${r.syntheticEvents.length} synthetic closer(s); the child's agent writes from seq ${r.session.firstLiveSeq}`);
+          const queued = r.inputId ? `; queued ${r.inputId}` : '';
+          out(`cut at seq ${r.cutSeq}; ${r.syntheticEvents.length} synthetic closer(s)${queued}; the child's agent writes from seq ${r.session.firstLiveSeq}`);
         }
+        if (opts.wait && r.inputId) return (await waitForAnswers(client, [{ ...r.session, inputId: r.inputId }], opts.json ?? false)) ? 0 : 1;
         return 0;
+      }
+      case 'fanout': {
+        const [id, ...messages] = args;
+        if (opts.message !== undefined) throw new UsageError('fanout takes its messages as arguments, not --message');
+        if (!id) throw new UsageError('expected a session id: forkline fanout <id> <message>... [--model P:M]...');
+        const at = int('at', opts.at);
+        const anchor = int('anchor', opts.anchor);
+        if (at !== undefined && anchor !== undefined) throw new UsageError('give --at or --anchor, not both');
+        const input = { sessionId: id, atSeq: at, anchorSeq: anchor, variants: variants(messages, opts.model ?? []) };
+        const { fanOut } = await client.mutate(FanOutDocument, { input });
+        if (opts.json) out(JSON.stringify(fanOut));
+        else {
+          out(`cut at seq ${fanOut.cutSeq} of ${fanOut.parent.id}; ${fanOut.children.length} children:`);
+          for (const c of fanOut.children) out(summaryLine(c));
+        }
+        if (!opts.wait) return 0;
+        const children = fanOut.children.map((c, i) => ({ ...c, inputId: fanOut.forks[i].inputId }));
+        return (await waitForAnswers(client, children, opts.json ?? false)) ? 0 : 1;
       }
       case 'send': {
         const [id, text] = need(args, 2, 'a session id and a text: forkline send <id> <text>');

@@ -39,10 +39,35 @@ export async function sendAndWait(client: ForklineClient, sessionId: string, tex
   for (const u of early.splice(0)) onUpdate(u);
   if (json) out(JSON.stringify({ inputId, seq: sendMessage.event.seq }));
 
+  const { turn, reason, text: full } = await turnOf(client, sessionId, inputId, sendMessage.event.seq);
+  await turns.return?.(undefined);
+  await streaming;
+  // The log has the whole text: print what the stream did not.
+  if (full.startsWith(printed)) print(full.slice(printed.length));
+  if (json) out(JSON.stringify({ turn, reason, text: full }));
+  else {
+    if (printed && !printed.endsWith('\n')) process.stdout.write('\n');
+    process.stderr.write(`[turn ${turn ?? '?'} ${reason}]\n`);
+  }
+  return reason;
+}
+
+/**
+ * Waits for the turn that takes `inputId` to end, reading the session's log
+ * from `afterSeq` on the event subscription (catch-up, then live): its number,
+ * end reason (`cancelled` when the input left the inbox untaken) and the text
+ * of its model messages. No sleeps, no polls.
+ */
+export async function turnOf(
+  client: ForklineClient,
+  sessionId: string,
+  inputId: string,
+  afterSeq: number,
+): Promise<{ turn: number | undefined; reason: string; text: string }> {
   let turn: number | undefined;
   const texts: string[] = [];
   let reason = 'unknown';
-  for await (const { sessionEvents: e } of client.subscribe(SessionEventsLiveDocument, { sessionId, afterSeq: sendMessage.event.seq })) {
+  for await (const { sessionEvents: e } of client.subscribe(SessionEventsLiveDocument, { sessionId, afterSeq })) {
     const data = e.data as { turn?: number; inputId?: string; text?: string; reason?: string };
     if (e.type === 'turn/start' && data.inputId === inputId) {
       turn = data.turn!;
@@ -56,15 +81,5 @@ export async function sendAndWait(client: ForklineClient, sessionId: string, tex
       break;
     }
   }
-  await turns.return?.(undefined);
-  await streaming;
-  // The log has the whole text: print what the stream did not.
-  const full = texts.join('');
-  if (full.startsWith(printed)) print(full.slice(printed.length));
-  if (json) out(JSON.stringify({ turn, reason, text: full }));
-  else {
-    if (printed && !printed.endsWith('\n')) process.stdout.write('\n');
-    process.stderr.write(`[turn ${turn ?? '?'} ${reason}]\n`);
-  }
-  return reason;
+  return { turn, reason, text: texts.join('') };
 }

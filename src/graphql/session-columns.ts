@@ -20,6 +20,8 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   inheritedEventCount: ['inheritedEventCount'],
   firstLiveSeq: ['firstLiveSeq'],
   children: [],
+  siblings: ['parentId'],
+  lastAnswer: ['inheritedRanges', 'inheritedEventCount'],
   // The log read needs the lineage (store/lineage.ts) beside the length.
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   pendingInputs: ['pendingInputCount'],

@@ -3,17 +3,29 @@
 // the host runs the agents. Mutations that create something take an optional
 // idempotency key: a retry with it gets the first result.
 import { ForklineError } from '../core/errors.ts';
-import type { BeforeCommit, Cut, ForkRecord, ForkResult, Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
+import type {
+  BeforeCommit,
+  ChildOverrides,
+  Cut,
+  ForkManyRecord,
+  ForkManyResult,
+  ForkRecord,
+  ForkResult,
+  ModelConfig,
+  Scope,
+  SessionRow,
+  SessionStore,
+  StoredEvent,
+} from '../store/session-store.ts';
 import { newInputId } from '../store/ids.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 
-export interface ModelConfig {
-  provider: string;
-  model: string;
-  settings?: Record<string, unknown>;
-}
+export type { ChildOverrides, ModelConfig };
+
+/** Where a fan-out cuts: an exact seq, or a turn-level branch (neither: through the last turn/end). */
+export type FanOutCut = { atSeq: number; anchorSeq?: undefined } | { anchorSeq?: number; atSeq?: undefined };
 
 /** An optional idempotency key, and (for bodies hashed while they stream) the request's hash. */
 export interface Idempotency {
@@ -41,9 +53,13 @@ export class SessionController {
     );
   }
 
-  /** Exact fork: an explicit seq never moves (seed 000); omitted, the same cut as a branch without anchor. */
-  async forkSession(scope: Scope, sessionId: string, atSeq: number | undefined, title?: string | null, idem: Idempotency = {}): Promise<ForkResult> {
-    return this.fork(scope, 'forkSession', sessionId, atSeq ?? {}, title, idem);
+  /**
+   * Exact fork: an explicit seq never moves (seed 000); omitted, the same cut as
+   * a branch without anchor. Overrides (title, model, a message queued as the
+   * child's input) are written with the fork, in its transaction.
+   */
+  async forkSession(scope: Scope, sessionId: string, atSeq: number | undefined, overrides: ChildOverrides = {}, idem: Idempotency = {}): Promise<ForkResult> {
+    return this.fork(scope, 'forkSession', sessionId, atSeq ?? {}, overrides, idem);
   }
 
   /**
@@ -51,18 +67,62 @@ export class SessionController {
    * after the anchor (omitted or past the end: the last one), selected inside the
    * fork's own snapshot so a running parent cannot leak later events in.
    */
-  async branchSession(scope: Scope, sessionId: string, anchorSeq: number | undefined, title?: string | null, idem: Idempotency = {}): Promise<ForkResult> {
-    return this.fork(scope, 'branchSession', sessionId, { anchorSeq }, title, idem);
+  async branchSession(scope: Scope, sessionId: string, anchorSeq: number | undefined, overrides: ChildOverrides = {}, idem: Idempotency = {}): Promise<ForkResult> {
+    return this.fork(scope, 'branchSession', sessionId, { anchorSeq }, overrides, idem);
   }
 
-  private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, title: string | null | undefined, idem: Idempotency): Promise<ForkResult> {
+  /**
+   * Edit and re-run (issue 17): an exact fork right before the inbox/add that
+   * queued `inputId` (what is open there is closed with cause `forked`), with
+   * `text` queued as the child's input. The original session is untouched.
+   * An input the session never had is BAD_USER_INPUT naming it.
+   */
+  async editMessage(
+    scope: Scope,
+    sessionId: string,
+    inputId: string,
+    text: string,
+    overrides: Omit<ChildOverrides, 'message'> = {},
+    idem: Idempotency = {},
+  ): Promise<ForkResult> {
+    return this.fork(scope, 'editMessage', sessionId, { beforeInput: inputId }, { ...overrides, message: text }, idem);
+  }
+
+  private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
+    if (overrides.model) this.checkProvider(overrides.model.provider);
+    const { title, model, message } = overrides;
+    // Absent overrides hash as before they existed: a retry from an older client still matches.
+    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined };
     const r = await this.once<ForkResult, ForkRecord>(
-      this.call(scope, operation, { sessionId, cut, title }, idem),
-      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, beforeCommit }),
+      this.call(scope, operation, hashed, idem),
+      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, beforeCommit }),
       (record) => this.forkResultOf(scope, record),
     );
-    // Input queued inside an exact fork's prefix is the child's pending input (DESIGN §3.1).
+    // Input queued inside an exact fork's prefix is the child's pending input
+    // (DESIGN §3.1), and so is a message given with the fork: its agent starts now.
     if (r.session.pendingInputCount > 0) void this.host.wake(r.session.id);
+    return r;
+  }
+
+  /**
+   * Fan-out (issue 17): one child per variant, all at one cut of one snapshot,
+   * in one transaction; each continues on its own (its agent starts on its
+   * message once the fan-out commits).
+   */
+  async fanOut(scope: Scope, sessionId: string, at: FanOutCut, variants: readonly ChildOverrides[], idem: Idempotency = {}): Promise<ForkManyResult> {
+    if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
+    for (const v of variants) if (v.model) this.checkProvider(v.model.provider);
+    const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
+    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined })) };
+    const r = await this.once<ForkManyResult, ForkManyRecord>(
+      this.call(scope, 'fanOut', hashed, idem),
+      (beforeCommit) => this.store.forkMany(scope, sessionId, cut, variants, { beforeCommit }),
+      async (record) => {
+        const children = await Promise.all(record.children.map((c) => this.forkResultOf(scope, { ...c, parentId: record.parentId, cutSeq: record.cutSeq })));
+        return { parent: children[0].parent, cutSeq: record.cutSeq, children };
+      },
+    );
+    for (const c of r.children) if (c.session.pendingInputCount > 0) void this.host.wake(c.session.id);
     return r;
   }
 
@@ -70,7 +130,7 @@ export class SessionController {
   private async forkResultOf(scope: Scope, r: ForkRecord): Promise<ForkResult> {
     const [session, parent] = await Promise.all([this.store.requireSession(scope, r.sessionId), this.store.requireSession(scope, r.parentId)]);
     const seed = await this.store.log.range(session.id, r.cutSeq + 1, session.firstLiveSeq - 1);
-    return { session, parent, cutSeq: r.cutSeq, syntheticEvents: seed.filter((e) => e.synthetic) };
+    return { session, parent, cutSeq: r.cutSeq, syntheticEvents: seed.filter((e) => e.synthetic), inputId: r.inputId };
   }
 
   /** Queues a user input in the durable inbox and wakes the session's agent. */

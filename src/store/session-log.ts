@@ -149,6 +149,27 @@ export class SessionLog {
     return rows.map((r) => toStored(l, r));
   }
 
+  /**
+   * The `inbox/add` that queued `inputId` at or before `toSeq` (the newest, were
+   * an id ever queued twice), or undefined. Per segment one scan of the
+   * (sessionId, type, seq) index over the session's inbox/add rows, the input id
+   * compared in SQL: the cost is the session's inputs, never its log.
+   */
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0) return undefined;
+    const params: unknown[] = [inputId];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) =>
+        `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
+        ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1 ORDER BY seq DESC LIMIT 1)`,
+    );
+    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC LIMIT 1`, params);
+    return rows[0] && toStored(l, rows[0]);
+  }
+
   /** Every event of the given types, ascending, a page at a time. */
   async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
     const lineage = await this.requireLineage(ref);

@@ -23,6 +23,8 @@ export interface SessionKey {
 export interface SessionPageQuery {
   tenant: string;
   parentId?: string | null;
+  /** Leave this session out (a session's siblings). */
+  excludeId?: string | null;
   status?: 'IDLE' | 'RUNNING' | null;
   /** Newest first (the sessions list) or oldest first (a session's children). */
   order: 'newest' | 'oldest';
@@ -74,6 +76,7 @@ export class SessionRows {
     const values: unknown[] = [q.tenant];
     const param = (v: unknown) => (values.push(v), `$${values.length}`);
     if (q.parentId != null) where.push(`"parentId" = ${param(q.parentId)}`);
+    if (q.excludeId != null) where.push(`id <> ${param(q.excludeId)}`);
     if (q.status != null) where.push(`status = ${param(q.status)}::"SessionStatus"`);
     // Newest first reads the index backwards; a backward page reverses the order again.
     const descending = (q.order === 'newest') !== Boolean(q.backward);

@@ -4,11 +4,11 @@
 import type pg from 'pg';
 import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
-import { buildForkSeed } from '../core/fork-seed.ts';
+import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
 import { selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
-import { eventId, newSessionId } from './ids.ts';
-import { childRanges } from './lineage.ts';
+import { eventId, newInputId, newSessionId } from './ids.ts';
+import { childRanges, type Lineage } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease } from './leases.ts';
 import { statement } from './statements.ts';
@@ -35,7 +35,42 @@ export interface ForkResult {
   parent: SessionRow;
   cutSeq: number;
   syntheticEvents: StoredEvent[];
+  /** The input the fork queued in the child (its `message`), if any. */
+  inputId?: string;
 }
+
+export interface ModelConfig {
+  provider: string;
+  model: string;
+  settings?: Record<string, unknown>;
+}
+
+/**
+ * What a fork's child gets after its seed, in the fork's own transaction
+ * (issue 17): a title, a model, and a message queued as its input, so its
+ * agent starts on it as soon as the fork commits.
+ */
+export interface ChildOverrides {
+  title?: string | null;
+  model?: ModelConfig | null;
+  message?: string | null;
+}
+
+/** Children of one parent at one cut (fanOut). */
+export interface ForkManyResult {
+  parent: SessionRow;
+  cutSeq: number;
+  children: Array<{ session: SessionRow; syntheticEvents: StoredEvent[]; inputId?: string }>;
+}
+
+export interface ForkManyRecord {
+  parentId: string;
+  cutSeq: number;
+  children: Array<{ sessionId: string; inputId?: string }>;
+}
+
+/** At most this many children per fork (fanOut variants). */
+export const MAX_FORK_CHILDREN = 16;
 
 /** Runs inside a mutation's transaction, before it commits (idempotency keys are written here). */
 export type BeforeCommit<T> = (client: pg.PoolClient, result: T) => Promise<void>;
@@ -45,10 +80,15 @@ export interface ForkRecord {
   sessionId: string;
   parentId: string;
   cutSeq: number;
+  inputId?: string;
 }
 
-/** An exact seq (never moves, seed 000), or a turn-level branch through the turn/end at or after an anchor (seed 003). */
-export type Cut = number | { anchorSeq?: number | null };
+/**
+ * An exact seq (never moves, seed 000), a turn-level branch through the
+ * turn/end at or after an anchor (seed 003), or right before the inbox/add of
+ * an input (editMessage: an exact cut at its seq - 1).
+ */
+export type Cut = number | { anchorSeq?: number | null; beforeInput?: undefined } | { beforeInput: string; anchorSeq?: undefined };
 
 export const MAX_APPEND_BATCH = 10_000;
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more. */
@@ -148,7 +188,7 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: { provider: string; model: string; settings?: Record<string, unknown> } | null },
+    input: { title?: string | null; model?: ModelConfig | null },
     opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
   ): Promise<SessionRow> {
     const id = newSessionId();
@@ -326,87 +366,146 @@ export class SessionStore {
    * snapshot of the parent even while it is being appended to — it validates or
    * selects the cut, reads the open tail at the cut, and writes the child: its
    * row, recording the ancestor ranges it shares (store/lineage.ts), and its own
-   * marker and closers (and title, when given), before the child is visible.
+   * marker and closers (then its title, model and queued message, when given),
+   * before the child is visible.
    * Nothing is copied: the cost is a few index lookups whatever the parent's length.
    * A numeric cut is exact and never moves; an anchor selects a turn-level
-   * branch from the same snapshot (seed 003). Omitted: through the last turn/end.
+   * branch from the same snapshot (seed 003); an input cuts right before the
+   * inbox/add that queued it (editMessage). Omitted: through the last turn/end.
    */
   async fork(
     scope: Scope,
     parentId: string,
     cut: Cut | undefined,
-    opts: { title?: string | null; beforeCommit?: BeforeCommit<ForkRecord> } = {},
+    opts: ChildOverrides & { beforeCommit?: BeforeCommit<ForkRecord> } = {},
   ): Promise<ForkResult> {
+    const { beforeCommit, ...overrides } = opts;
+    const r = await this.forkMany(scope, parentId, cut, [overrides], {
+      beforeCommit: beforeCommit && ((client, rec) => beforeCommit(client, { ...rec.children[0], parentId: rec.parentId, cutSeq: rec.cutSeq })),
+    });
+    return { ...r.children[0], parent: r.parent, cutSeq: r.cutSeq };
+  }
+
+  /**
+   * Several children of one parent at one cut (fanOut), in one REPEATABLE READ
+   * transaction: the cut, the state at it and the seed are read once, from one
+   * snapshot, and each child gets its own row, marker and closers and its own
+   * overrides. All of them or none exist once it commits.
+   */
+  async forkMany(
+    scope: Scope,
+    parentId: string,
+    cut: Cut | undefined,
+    children: readonly ChildOverrides[],
+    opts: { beforeCommit?: BeforeCommit<ForkManyRecord> } = {},
+  ): Promise<ForkManyResult> {
+    if (children.length < 1 || children.length > MAX_FORK_CHILDREN) throw badInput(`a fork writes 1..${MAX_FORK_CHILDREN} children, not ${children.length}`);
     const result = await this.transaction(async (client) => {
       const { rows } = await client.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1 AND tenant = $2', [parentId, scope.tenant]);
       const parent = rows[0];
       if (!parent) throw sessionNotFound(parentId);
       const lineage = this.log.remember(parent);
-      const last = parent.eventCount - 1;
-      let cutSeq: number;
-      if (typeof cut === 'number') {
-        if (!Number.isSafeInteger(cut) || cut < 0 || cut > last) {
-          throw new ForklineError(
-            'SEQ_OUT_OF_RANGE',
-            `atSeq ${cut} is not an event of session ${parentId} (valid: 0..${last})`,
-            { atSeq: cut, eventCount: parent.eventCount },
-          );
-        }
-        cutSeq = cut;
-      } else {
-        const seqOf = (e: StoredEvent | undefined) => e?.seq;
-        cutSeq = await selectBranchCut(
-          {
-            atOrAfter: async (seq) => seqOf(await this.log.firstOfType(lineage, 'turn/end', seq, client)),
-            last: async () => seqOf(await this.log.lastOfType(lineage, 'turn/end', last, client)),
-          },
-          cut?.anchorSeq,
-        );
-      }
+      const cutSeq = await this.selectCut(parent, lineage, cut, client);
 
       // The reducer's state at the cut — indexed lookups, never a scan of the
-      // prefix — gives the seed; the seed is checked like any append, and the
-      // child's counters are the state after it.
+      // prefix — gives the seed; each child's events are checked like any
+      // append, and its counters are the state after them.
       const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
-      const title = cutSeq >= 0 ? (await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title : undefined;
+      const inheritedTitle = cutSeq >= 0 ? ((await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title as string | undefined) : undefined;
       const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
-      const own: Array<NewEvent & { seq: number }> = [...seed.events];
-      if (opts.title != null) own.push({ type: 'session/title', data: { title: opts.title }, seq: seed.firstLiveSeq });
-      for (const e of own) e.data = decodeEvent(e.type, e.data);
-
-      const childId = newSessionId();
-      const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
-      await client.query(
-        `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                                "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
-         VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [childId, parent.tenant, parent.treeId, opts.title ?? title ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
-         parentId, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION],
-      );
-      const { rows: written } = await client.query<StoredEvent>(
-        `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
-         SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int
-           FROM jsonb_array_elements($4::jsonb) AS e
-         RETURNING seq, type, data, synthetic, "createdAt"`,
-        [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas))],
-      );
-      await this.notify(SESSIONS_CHANNEL, childId, client);
-      await opts.beforeCommit?.(client, { sessionId: childId, parentId, cutSeq });
-      const synthetic = written
-        .filter((e) => e.synthetic)
-        .sort((a, b) => a.seq - b.seq)
-        .map((e) => ({ ...e, id: eventId(childId, e.seq), sessionId: childId, inherited: false }));
-      return { childId, parent, cutSeq, synthetic, after };
+      // Children written together share a createdAt (the transaction's): ids in
+      // ascending order keep them listed (createdAt, id) in the order given.
+      const ids = children.map(() => newSessionId()).sort();
+      const made: Array<{ sessionId: string; inputId?: string; after: LogState; synthetic: StoredEvent[] }> = [];
+      for (const [i, overrides] of children.entries()) {
+        made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));
+      }
+      await opts.beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ sessionId, inputId }) => ({ sessionId, inputId })) });
+      return { parent, cutSeq, made };
     }, 'REPEATABLE READ');
-    this.tails.remember(result.childId, result.after);
-    const { rows } = await this.pool.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1', [result.childId]);
-    this.log.remember(rows[0]);
+    for (const c of result.made) this.tails.remember(c.sessionId, c.after);
+    const rows = new Map((await this.sessions.byIds(result.made.map((c) => c.sessionId))).map((r) => [r.id, r]));
     return {
-      session: rows[0],
       parent: result.parent,
       cutSeq: result.cutSeq,
-      syntheticEvents: result.synthetic,
+      children: result.made.map((c) => {
+        const session = rows.get(c.sessionId)!;
+        this.log.remember(session);
+        return { session, syntheticEvents: c.synthetic, inputId: c.inputId };
+      }),
     };
+  }
+
+  /** The cut a fork takes, from the transaction's snapshot of the parent. */
+  private async selectCut(parent: SessionRow, lineage: Lineage, cut: Cut | undefined, client: pg.PoolClient): Promise<number> {
+    const last = parent.eventCount - 1;
+    if (typeof cut === 'number') {
+      if (!Number.isSafeInteger(cut) || cut < 0 || cut > last) {
+        throw new ForklineError(
+          'SEQ_OUT_OF_RANGE',
+          `atSeq ${cut} is not an event of session ${parent.id} (valid: 0..${last})`,
+          { atSeq: cut, eventCount: parent.eventCount },
+        );
+      }
+      return cut;
+    }
+    if (cut?.beforeInput !== undefined) {
+      // Right before the input's inbox/add (-1 when it is the first event: the child holds only its seed).
+      const added = await this.log.inboxAddOf(lineage, cut.beforeInput, last, client);
+      if (!added) throw badInput(`input ${cut.beforeInput} is not an input of session ${parent.id}`, { inputId: cut.beforeInput });
+      return added.seq - 1;
+    }
+    const seqOf = (e: StoredEvent | undefined) => e?.seq;
+    return selectBranchCut(
+      {
+        atOrAfter: async (seq) => seqOf(await this.log.firstOfType(lineage, 'turn/end', seq, client)),
+        last: async () => seqOf(await this.log.lastOfType(lineage, 'turn/end', last, client)),
+      },
+      cut?.anchorSeq,
+    );
+  }
+
+  /** One child of a fork: its row and its own events (seed, then its overrides), inside the fork's transaction. */
+  private async writeChild(
+    client: pg.PoolClient,
+    childId: string,
+    at: { parent: SessionRow; lineage: Lineage; cutSeq: number; atCut: LogState; seed: ForkSeed; inheritedTitle: string | undefined },
+    overrides: ChildOverrides,
+  ) {
+    const { parent, lineage, cutSeq, atCut, seed } = at;
+    const own: Array<NewEvent & { seq: number }> = seed.events.map((e) => ({ ...e }));
+    // After the seed (firstLiveSeq counts marker and closers only), as if appended at once.
+    const add = (e: NewEvent) => own.push({ ...e, seq: seed.firstLiveSeq + own.length - seed.events.length });
+    if (overrides.title != null) add({ type: 'session/title', data: { title: overrides.title } });
+    if (overrides.model) add({ type: 'session/model', data: overrides.model });
+    let inputId: string | undefined;
+    if (overrides.message != null) {
+      inputId = newInputId();
+      add({ type: 'inbox/add', data: { inputId, text: overrides.message } });
+    }
+    for (const e of own) e.data = decodeEvent(e.type, e.data);
+
+    const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
+    await client.query(
+      `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
+                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
+       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [childId, parent.tenant, parent.treeId, overrides.title ?? at.inheritedTitle ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
+       parent.id, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION],
+    );
+    const { rows: written } = await client.query<StoredEvent>(
+      `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+       SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int
+         FROM jsonb_array_elements($4::jsonb) AS e
+       RETURNING seq, type, data, synthetic, "createdAt"`,
+      [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas))],
+    );
+    await this.notify(SESSIONS_CHANNEL, childId, client);
+    const synthetic = written
+      .filter((e) => e.synthetic)
+      .sort((a, b) => a.seq - b.seq)
+      .map((e) => ({ ...e, id: eventId(childId, e.seq), sessionId: childId, inherited: false }));
+    return { sessionId: childId, inputId, after, synthetic };
   }
 
   /**

@@ -137,3 +137,69 @@ describe('forkline CLI', () => {
     expect(rejected.stderr).toMatch(/^forkline: BAD_USER_INPUT: line 2: /);
   });
 });
+
+describe('forkline CLI: branching workflows', () => {
+  /** A session with two answered turns; returns its id and the input id of the second. */
+  async function twoTurns() {
+    const id = (await app.ok(`mutation { createSession(input: { title: "cli branching", model: { provider: "scripted", model: "m1" } }) { id } }`)).createSession.id as string;
+    await cli(['send', id, 'first', '--wait']);
+    const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "second" }) { inputId } }`, { id });
+    await app.services.host.idle();
+    return { id, second: sendMessage.inputId as string };
+  }
+
+  it('edit re-runs from right before an input and prints the answer (--wait)', async () => {
+    const { id, second } = await twoTurns();
+    const r = await cli(['edit', id, second, 'second, edited', '--model', 'scripted:m2', '--wait']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const [summary, cut, answer] = lines(r.stdout);
+    expect(summary).toMatch(/^ses_\S+\s+\S+\s+\d+ events .* cli branching {2}fork of /);
+    expect(cut).toMatch(/^cut at seq 8; 0 synthetic closer\(s\); queued in_\S+; the child's agent writes from seq 10$/);
+    expect(answer).toMatch(/^ses_\S+ {2}completed {2}Echo: second, edited$/);
+    expect(app.models.scripted.lastRequest).toMatchObject({ model: 'm2' });
+
+    const unknown = await cli(['edit', id, 'in_nope', 'x']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^forkline: BAD_USER_INPUT: input in_nope /);
+  });
+
+  it('fork with --model and --message starts the child at once', async () => {
+    const { id } = await twoTurns();
+    const r = await cli(['fork', id, '--at', '8', '--model', 'scripted:m3', '--message', 'from the fork', '--wait', '--json']);
+    expect(r.code).toBe(0);
+    const [fork, answer] = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(fork).toMatchObject({ cutSeq: 8, inputId: expect.stringMatching(/^in_/) });
+    expect(answer).toMatchObject({ id: fork.session.id, reason: 'completed', text: 'Echo: from the fork', turn: 2 });
+    expect(app.models.scripted.lastRequest).toMatchObject({ model: 'm3' });
+  });
+
+  it('fanout: one child per message, a single model for all; --wait prints every answer', async () => {
+    const { id } = await twoTurns();
+    const r = await cli(['fanout', id, '--anchor', '3', 'alpha', 'beta', 'gamma', '--model', 'scripted:m4', '--wait']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = lines(r.stdout);
+    expect(out[0]).toBe(`cut at seq 8 of ${id}; 3 children:`);
+    const answers = out.slice(4).map((l) => l.split(/ {2}/));
+    expect(answers.map(([, reason, text]) => [reason.trim(), text])).toEqual([
+      ['completed', 'Echo: alpha'],
+      ['completed', 'Echo: beta'],
+      ['completed', 'Echo: gamma'],
+    ]);
+    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { children { edges { node { id lastAnswer { text } } } } } }`, { id });
+    expect(session.children.edges.map((e: any) => e.node.id)).toEqual(answers.map(([child]) => child));
+
+    const [mismatch, both, none] = await Promise.all([
+      cli(['fanout', id, 'a', 'b', '--model', 'scripted:x', '--model', 'scripted:y', '--model', 'scripted:z']),
+      cli(['fanout', id, 'a', '--at', '1', '--anchor', '2']),
+      cli(['fanout', id]),
+    ]);
+    expect(mismatch.code).toBe(2);
+    expect(mismatch.stderr).toContain('2 messages for 3 variants');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --at or --anchor, not both');
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('expected at least one message or --model');
+  });
+});

@@ -2,13 +2,12 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema } from './inputs.ts';
+import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeTurns, type TurnSummary } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
-
-const MAX_MESSAGE_CHARS = 200_000;
+import { lineageOf } from '../../store/lineage.ts';
 
 const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
@@ -30,7 +29,31 @@ const TurnRef = builder.objectRef<TurnSummary & { input: string | null }>('Turn'
   }),
 });
 
+type ModelMessage = { turn: number; step: number; text: string; toolCalls: unknown[] };
+
+const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
+  description: "A model's complete answer for one step: a model/message event.",
+  fields: (t) => ({
+    seq: t.exposeInt('seq'),
+    turn: t.int({ resolve: (e) => (e.data as ModelMessage).turn }),
+    step: t.int({ resolve: (e) => (e.data as ModelMessage).step }),
+    text: t.string({ resolve: (e) => (e.data as ModelMessage).text }),
+    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => (e.data as ModelMessage).toolCalls.length }),
+    inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork inherited: not written by this session.' }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
 builder.prismaObjectFields('Session', (t) => ({
+  lastAnswer: t.field({
+    type: AnswerRef,
+    nullable: true,
+    description:
+      "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
+      "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
+    // The row's own lineage when it was read (no lineage lookup per child of a page).
+    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, 'model/message', 2 ** 31 - 1),
+  }),
   pendingInputs: t.field({
     type: [PendingInputRef],
     resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(s.id, s.pendingInputCount),
@@ -78,7 +101,7 @@ builder.mutationFields((t) => ({
     description: "Queues a user input in the session's inbox; its agent answers it in a later turn.",
     args: { input: t.arg({ type: SendMessageInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId: sessionIdSchema, text: z.string().min(1).max(MAX_MESSAGE_CHARS) }), input);
+      const p = parseArgs(z.object({ sessionId: sessionIdSchema, text: messageTextSchema }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text, { key });
       return r;

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema } from './inputs.ts';
-import type { ForkResult } from '../../store/session-store.ts';
+import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
+import { SessionRef } from './session.ts';
+import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = z.string().max(500).nullish();
@@ -17,6 +18,8 @@ export const idempotencyKeyArg = (t: { arg: { string: (opts: { description: stri
       'instead of doing it again; the same key with a different input is BAD_USER_INPUT.',
   });
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
+/** A fork's overrides (issue 17). */
+const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish() };
 
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
   fields: (t) => ({
@@ -25,11 +28,16 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
   }),
 });
 
+const MODEL_OVERRIDE = "The child's model (a session/model event in its seed). Omitted: the model in force at the cut.";
+const MESSAGE_OVERRIDE = "Queued as the child's input in the fork's own transaction: its agent starts on it at once.";
+
 const ForkSessionInput = builder.inputType('ForkSessionInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
     atSeq: t.int({ description: 'Exact event to fork at (inclusive). Omitted: through the last turn/end.' }),
     title: t.string(),
+    model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
+    message: t.string({ description: MESSAGE_OVERRIDE }),
   }),
 });
 
@@ -38,11 +46,40 @@ const BranchSessionInput = builder.inputType('BranchSessionInput', {
     sessionId: t.id({ required: true }),
     anchorSeq: t.int({ description: 'Branch through the first turn/end at or after this seq. Omitted or past the end: the last turn/end.' }),
     title: t.string(),
+    model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
+    message: t.string({ description: MESSAGE_OVERRIDE }),
+  }),
+});
+
+const EditMessageInput = builder.inputType('EditMessageInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    inputId: t.id({ required: true, description: 'The input to edit (sendMessage.inputId, PendingInput.inputId, Turn.inputId).' }),
+    text: t.string({ required: true, description: "The new text, queued as the child's input." }),
+    model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
+    title: t.string(),
+  }),
+});
+
+const FanOutVariantInput = builder.inputType('FanOutVariantInput', {
+  fields: (t) => ({
+    message: t.string({ description: MESSAGE_OVERRIDE }),
+    model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
+    title: t.string(),
+  }),
+});
+
+const FanOutInput = builder.inputType('FanOutInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    atSeq: t.int({ description: 'Exact event every child forks at (inclusive). Not with anchorSeq.' }),
+    anchorSeq: t.int({ description: 'Branch every child through the first turn/end at or after this seq. Neither given: through the last turn/end.' }),
+    variants: t.field({ type: [FanOutVariantInput], required: true, description: `One child per variant, ${MAX_FORK_CHILDREN} at most.` }),
   }),
 });
 
 const ForkSessionPayload = builder
-  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEvents: StoredEvent[] }>('ForkSessionPayload')
+  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEvents: StoredEvent[]; inputId?: string }>('ForkSessionPayload')
   .implement({
     fields: (t) => ({
       session: t.prismaField({
@@ -59,8 +96,27 @@ const ForkSessionPayload = builder
         description: 'The closers repair wrote for the open tail at the cut, in seq order.',
         resolve: (p) => p.syntheticEvents,
       }),
+      inputId: t.exposeID('inputId', { nullable: true, description: "The input the fork queued in the child (its message, or editMessage's text)." }),
     }),
   });
+
+const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; children: SessionRow[]; forks: ReturnType<typeof toPayload>[] }>('FanOutPayload').implement({
+  fields: (t) => ({
+    parent: t.field({ type: SessionRef, nullable: false, resolve: (p) => p.parent }),
+    cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq every child inherits (-1: none).' }),
+    children: t.field({
+      type: [SessionRef],
+      nullable: { list: false, items: false },
+      description: 'One child per variant, in the order given. `Session.siblings` and the parent\'s `children` list them later.',
+      resolve: (p) => p.children,
+    }),
+    forks: t.field({
+      type: [ForkSessionPayload],
+      description: "Each child's fork, in the order given: its closers (syntheticEvents) and the input its message queued (inputId).",
+      resolve: (p) => p.forks,
+    }),
+  }),
+});
 
 export const DeleteSessionPayload = builder.objectRef<{ deletedSessionIds: string[] }>('DeleteSessionPayload').implement({
   fields: (t) => ({
@@ -95,9 +151,9 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: ForkSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const { sessionId, atSeq, ...overrides } = parseArgs(z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const r = await ctx.services.controller.forkSession(ctx.scope, p.sessionId, p.atSeq ?? undefined, p.title, { key });
+      const r = await ctx.services.controller.forkSession(ctx.scope, sessionId, atSeq ?? undefined, overrides, { key });
       return toPayload(r);
     },
   }),
@@ -105,14 +161,58 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: BranchSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), title: titleSchema }), input);
+      const { sessionId, anchorSeq, ...overrides } = parseArgs(z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema }), input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const r = await ctx.services.controller.branchSession(ctx.scope, p.sessionId, p.anchorSeq ?? undefined, p.title, { key });
+      const r = await ctx.services.controller.branchSession(ctx.scope, sessionId, anchorSeq ?? undefined, overrides, { key });
       return toPayload(r);
+    },
+  }),
+  editMessage: t.field({
+    type: ForkSessionPayload,
+    description:
+      'Edit and re-run: an exact fork right before the inbox/add of that input (what is open there is closed with cause `forked`), ' +
+      "with the new text queued as the child's input. The original session is untouched. An unknown input is BAD_USER_INPUT.",
+    args: { input: t.arg({ type: EditMessageInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (_root, { input, idempotencyKey }, ctx) => {
+      const { sessionId, inputId, text, ...overrides } = parseArgs(
+        z.object({ sessionId: sessionIdSchema, inputId: z.string().min(1).max(200), text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() }),
+        input,
+      );
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      return toPayload(await ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, overrides, { key }));
+    },
+  }),
+  fanOut: t.field({
+    type: FanOutPayload,
+    description:
+      'One child per variant, all at one cut (atSeq: exact; anchorSeq: turn-level branch; neither: through the last turn/end) ' +
+      "of one snapshot, in one transaction; each child's agent starts on its message at once.",
+    args: { input: t.arg({ type: FanOutInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
+    resolve: async (_root, { input, idempotencyKey }, ctx) => {
+      const p = parseArgs(
+        z
+          .object({
+            sessionId: sessionIdSchema,
+            atSeq: seqSchema.nullish(),
+            anchorSeq: seqSchema.nullish(),
+            variants: z.array(z.object(overridesSchema)).min(1).max(MAX_FORK_CHILDREN),
+          })
+          .refine((v) => v.atSeq == null || v.anchorSeq == null, { message: 'give atSeq or anchorSeq, not both', path: ['atSeq'] }),
+        input,
+      );
+      const key = parseArgs(idempotencyKeySchema, idempotencyKey);
+      const at = p.atSeq != null ? { atSeq: p.atSeq } : { anchorSeq: p.anchorSeq ?? undefined };
+      const r = await ctx.services.controller.fanOut(ctx.scope, p.sessionId, at, p.variants, { key });
+      return {
+        parent: r.parent,
+        cutSeq: r.cutSeq,
+        children: r.children.map((c) => c.session),
+        forks: r.children.map((c) => toPayload({ ...c, parent: r.parent, cutSeq: r.cutSeq })),
+      };
     },
   }),
 }));
 
 function toPayload(r: ForkResult) {
-  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEvents: r.syntheticEvents };
+  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEvents: r.syntheticEvents, inputId: r.inputId };
 }

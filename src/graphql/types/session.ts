@@ -60,6 +60,19 @@ builder.prismaObjectFields('Session', (t) => ({
     resolve: (s, args, ctx, info) =>
       sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, parentId: s.id, order: 'oldest' }, args, sessionConnectionColumns(info)),
   }, SessionConnection),
+  siblings: t.connection({
+    type: SessionRef,
+    description: "The parent's other forks and branches (a fan-out's other variants), oldest first; none for a session without parent.",
+    resolve: (s, args, ctx, info) =>
+      s.parentId == null
+        ? { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } }
+        : sessionsConnection(
+            ctx.store.sessions,
+            { tenant: ctx.scope.tenant, parentId: s.parentId, excludeId: s.id, order: 'oldest' },
+            args,
+            sessionConnectionColumns(info),
+          ),
+  }, SessionConnection),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.
   events: t.connection({
