@@ -13,6 +13,7 @@ import {
   FanOutDocument,
   ForkSessionDocument,
   ForklineClientError,
+  SearchSessionsDocument,
   SendMessageDocument,
   SessionDocument,
   SessionEventsDocument,
@@ -22,6 +23,7 @@ import {
   type EventFieldsFragment,
   type ForklineClient,
   type ModelConfigInput,
+  type SearchSessionsQuery,
   type SessionSummaryFragment,
 } from './client.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
@@ -44,6 +46,9 @@ commands:
   export <id>                               print the session's recording (JSON Lines, format V4)
   import <file|->                           import a recording as a new session
   delete <id> [--with-descendants]          delete a session (and, with the flag, every fork below it)
+  search <query> [--first N] [--after CURSOR] [--json]
+                                            full-text search over titles, inputs and answers, best first:
+                                            session@seq, kind, title, snippet (--json: one hit per line)
 
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
@@ -157,6 +162,13 @@ async function printEvents(client: ForklineClient, id: string, after: number | u
   }
 }
 
+/** A search hit on one line; matched words in bold on a terminal, between ⟦ ⟧ otherwise. */
+function searchLine(h: SearchSessionsQuery['searchSessions']['edges'][number]['node'], tty: boolean): string {
+  const snippet = (tty ? h.snippet.replace(/⟦/g, '\x1b[1m').replace(/⟧/g, '\x1b[22m') : h.snippet).replace(/\s+/g, ' ');
+  const shared = h.descendants ? `  (shared by ${h.descendants} fork${h.descendants === 1 ? '' : 's'})` : '';
+  return `${h.session.id}@${h.seq}  ${h.kind.padEnd(7)}  ${h.session.title ?? '(untitled)'}  ${snippet}${shared}`;
+}
+
 async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -266,6 +278,15 @@ async function run(argv: string[]): Promise<number> {
         const { deleteSession } = await client.mutate(DeleteSessionDocument, { id, withDescendants: opts['with-descendants'] ?? false });
         if (opts.json) out(JSON.stringify(deleteSession));
         else out(`deleted ${deleteSession.deletedSessionIds.length} session(s): ${deleteSession.deletedSessionIds.join(' ')}`);
+        return 0;
+      }
+      case 'search': {
+        const [query] = need(args, 1, 'a query: forkline search <query> (quote several words)');
+        const { searchSessions } = await client.query(SearchSessionsDocument, { query, first: int('first', opts.first), after: opts.after });
+        for (const { node, cursor } of searchSessions.edges) out(opts.json ? JSON.stringify({ ...node, cursor }) : searchLine(node, process.stdout.isTTY));
+        const { hasNextPage, endCursor } = searchSessions.pageInfo;
+        if (hasNextPage && !opts.json) process.stderr.write(`more: forkline search ${JSON.stringify(query)} --after ${endCursor}\n`);
+        if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
         return 0;
       }
       default:

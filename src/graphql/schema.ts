@@ -5,5 +5,6 @@ import './types/mutations.ts';
 import './types/agent.ts';
 import './types/recordings.ts';
 import './types/subscriptions.ts';
+import './types/search.ts';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -126,6 +126,13 @@ describe('migrating a database of copied forks', () => {
     expect(pending.rows.map((r) => r.n)).toEqual([0, 1, 1, 0]);
   });
 
+  it('existing events are searchable: each matches once, where it is stored, counting the forks sharing it', async () => {
+    const { searchSessions } = await app.ok(`{ searchSessions(query: "first question") { edges { node { kind seq descendants session { id } } } } }`);
+    const hits = searchSessions.edges.map((e: any) => [e.node.session.id, e.node.kind, e.node.seq, e.node.descendants]);
+    // ses_a, ses_b and ses_c share the root's seq 2; ses_t kept its own (edited) copy of it.
+    expect(hits.sort()).toEqual([['ses_root', 'INPUT', 2, 3], ['ses_t', 'INPUT', 2, 0]]);
+  });
+
   it('the service works on the migrated data: fork, continue, delete', async () => {
     const f = await app.ok(`mutation { forkSession(input: { sessionId: "ses_c", atSeq: 5 }) { session { id inheritedEventCount } syntheticEvents { type } } }`);
     expect(f.forkSession.session.inheritedEventCount).toBe(6);

@@ -13,7 +13,7 @@ function App() {
   return (
     <div class="layout">
       <Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />
-      {route.name === 'session' && <SessionPage key={route.id} id={route.id} onCreated={add} />}
+      {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
       {route.name === 'compare' && <ComparePage key={`compare-${route.id}`} id={route.id} />}
       {route.name === 'home' && (
         <main class="home">

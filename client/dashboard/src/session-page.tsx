@@ -19,7 +19,7 @@ import { useSessionLog, type SessionDetails } from './session-log.ts';
 import { Timeline } from './timeline.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
-export function SessionPage({ id, onCreated }: { id: string; onCreated(s: SessionSummaryFragment): void }) {
+export function SessionPage({ id, seq, onCreated }: { id: string; /** An event to show (a search hit). */ seq?: number; onCreated(s: SessionSummaryFragment): void }) {
   const { session, events, live, error } = useSessionLog(id);
   const items = useMemo(() => foldConversation(events), [events]);
   const [busy, setBusy] = useState(false);
@@ -82,7 +82,7 @@ export function SessionPage({ id, onCreated }: { id: string; onCreated(s: Sessio
             Events <span class="muted">({events.length})</span>
           </h2>
           <div class="scroll">
-            <Timeline events={events} onFork={fork} busy={busy} />
+            <Timeline events={events} onFork={fork} busy={busy} targetSeq={seq} />
           </div>
         </section>
       </div>

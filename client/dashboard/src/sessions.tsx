@@ -1,5 +1,5 @@
 // The sidebar: every session as a lineage tree, kept live by sessionsChanged,
-// with title search and recording import.
+// with full-text search (search.tsx) and recording import.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   SessionDocument,
@@ -11,6 +11,7 @@ import {
 import { follow, forkline, ForklineClientError, setToken } from './api.ts';
 import { lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, onLinkClick, sessionPath } from './router.ts';
+import { SearchResults } from './search.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
 const PAGE = 500;
@@ -88,7 +89,8 @@ export function Sidebar(props: {
   onImported(s: SessionSummaryFragment): void;
 }) {
   const [search, setSearch] = useState('');
-  const forest = useMemo(() => lineageForest(props.sessions.values(), search), [props.sessions, search]);
+  const query = search.trim();
+  const forest = useMemo(() => lineageForest(props.sessions.values()), [props.sessions]);
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
@@ -100,24 +102,28 @@ export function Sidebar(props: {
       <input
         class="search"
         type="search"
-        placeholder="Search titles…"
-        aria-label="Search sessions by title"
+        placeholder="Search sessions…"
+        aria-label="Search titles, inputs and answers"
         value={search}
         onInput={(e) => setSearch(e.currentTarget.value)}
       />
       {props.error && <p class="error">{props.error}</p>}
       {props.needsToken && <TokenForm />}
-      <nav class="tree" aria-label="Sessions">
-        {forest.length ? (
-          <ul>
-            {forest.map((node) => (
-              <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
-            ))}
-          </ul>
-        ) : (
-          <p class="muted">{search ? 'No session matches.' : 'No sessions yet: import a recording.'}</p>
-        )}
-      </nav>
+      {query ? (
+        <SearchResults query={query} currentId={props.currentId} />
+      ) : (
+        <nav class="tree" aria-label="Sessions">
+          {forest.length ? (
+            <ul>
+              {forest.map((node) => (
+                <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
+              ))}
+            </ul>
+          ) : (
+            <p class="muted">No sessions yet: import a recording.</p>
+          )}
+        </nav>
+      )}
     </aside>
   );
 }

@@ -1,14 +1,20 @@
 // The raw event log: seq, type, inherited/synthetic badges, a one-line
 // summary (the full data on demand) and "Fork at this event" on every row.
+// A target seq (a search hit) is highlighted and scrolled to once it is loaded.
 import { Fragment } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import { Badge } from './widgets.tsx';
 
-export function Timeline(props: { events: readonly LogEvent[]; onFork?: (seq: number) => void; busy?: boolean }) {
+export function Timeline(props: { events: readonly LogEvent[]; onFork?: (seq: number) => void; busy?: boolean; targetSeq?: number }) {
   const [open, setOpen] = useState<number | null>(null);
+  const table = useRef<HTMLTableElement>(null);
+  const loaded = props.targetSeq !== undefined && props.events.length > props.targetSeq;
+  useEffect(() => {
+    if (loaded) table.current?.querySelector(`tr[data-seq="${props.targetSeq}"]`)?.scrollIntoView({ block: 'center' });
+  }, [loaded, props.targetSeq]);
   return (
-    <table class="timeline" aria-label="Event timeline">
+    <table class="timeline" aria-label="Event timeline" ref={table}>
       <thead>
         <tr>
           <th>seq</th>
@@ -22,7 +28,8 @@ export function Timeline(props: { events: readonly LogEvent[]; onFork?: (seq: nu
           <Fragment key={e.seq}>
             <tr
               data-seq={e.seq}
-              class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''} type-${e.type.replace(/\W/g, '-')}`}
+              class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''} type-${e.type.replace(/\W/g, '-')}${e.seq === props.targetSeq ? ' target' : ''}`}
+              aria-current={e.seq === props.targetSeq ? 'location' : undefined}
             >
               <td class="seq">{e.seq}</td>
               <td class="type">

@@ -1,0 +1,129 @@
+// searchSessions (issue 17): full-text search over the caller's sessions, one
+// call onto store/session-search.ts. Cursors are opaque keysets of the ranked
+// list (title hits first, then rank, session id, seq): a page costs the
+// ranking of the matches and the snippets of its own hits.
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs } from '../input.ts';
+import { EventRef } from './event.ts';
+import { SessionRef } from './session.ts';
+import { SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey } from '../../store/session-search.ts';
+import type { SessionStore } from '../../store/session-store.ts';
+
+export const MAX_SEARCH_PAGE = 50;
+const DEFAULT_SEARCH_PAGE = 20;
+export const MAX_QUERY_CHARS = 500;
+
+/** One search per store (its pool and its cached lineages). */
+const searches = new WeakMap<SessionStore, SessionSearch>();
+function searchOf(store: SessionStore): SessionSearch {
+  let s = searches.get(store);
+  if (!s) searches.set(store, (s = new SessionSearch(store.pool, store.log)));
+  return s;
+}
+
+export const encodeSearchCursor = (k: SearchKey) => Buffer.from(JSON.stringify([k.title ? 0 : 1, k.rank, k.sessionId, k.seq])).toString('base64url');
+
+const BAD_CURSOR = 'must be a cursor returned by searchSessions';
+const cursorSchema = z
+  .string()
+  .max(1000)
+  .transform((s, ctx) => {
+    try {
+      return JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: BAD_CURSOR });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.tuple([z.union([z.literal(0), z.literal(1)]), z.number().finite(), z.string().min(1).max(200), z.number().int().min(-1).max(2 ** 31 - 1)], { error: BAD_CURSOR }),
+  )
+  .transform(([t, rank, sessionId, seq]): SearchKey => ({ title: t === 0, rank, sessionId, seq }));
+
+const argsSchema = z.object({
+  query: z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(MAX_QUERY_CHARS, `at most ${MAX_QUERY_CHARS} characters`)
+    .refine((q) => !q.includes('\0'), 'must not contain NUL characters'),
+  first: z.number().int().min(0).max(MAX_SEARCH_PAGE).nullish(),
+  after: cursorSchema.nullish(),
+});
+
+const SearchHitKindEnum = builder.enumType('SearchHitKind', {
+  values: {
+    TITLE: { description: "The session's title." },
+    INPUT: { description: 'A user input (inbox/add text).' },
+    MESSAGE: { description: "A model's answer (model/message text)." },
+  } as const,
+});
+
+const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
+  description:
+    'One match. An event matches once, at the session that wrote it: a fork shares its inherited prefix with its ancestors instead of ' +
+    'copying it, so the forks that share the event are counted in `descendants`, not listed.',
+  fields: (t) => ({
+    session: t.field({
+      type: SessionRef,
+      description: 'The session that wrote the matching event (or has the title).',
+      resolve: async (h, _a, ctx) => {
+        const s = await ctx.sessionLoader.load(h.sessionId);
+        if (!s) throw new Error(`session ${h.sessionId} of a search hit is gone`);
+        return s;
+      },
+    }),
+    seq: t.exposeInt('seq', {
+      description: "The matching event's seq; for a title, the seq of the session/title event that set it (0 when none did, e.g. an import's header).",
+    }),
+    snippet: t.exposeString('snippet', {
+      description: `The text around the match, plain text (not HTML), with the matched words between ${SNIPPET_START} and ${SNIPPET_STOP}.`,
+    }),
+    rank: t.exposeFloat('rank', { description: 'ts_rank of the match (title matches are listed before all others).' }),
+    kind: t.expose('kind', { type: SearchHitKindEnum }),
+    descendants: t.exposeInt('descendants', {
+      description: 'Sessions forked from this one, at any depth, that share the matching event (or the title).',
+    }),
+    event: t.field({
+      type: EventRef,
+      nullable: true,
+      description: 'The matching event, read through `session` (null for a title).',
+      resolve: (h, _a, ctx) => (h.kind === 'TITLE' ? null : ctx.store.log.event(h.sessionId, h.seq)),
+    }),
+  }),
+});
+
+const SearchHitConnection = builder.connectionObject({ type: SearchHitRef, name: 'SearchHitConnection' });
+
+builder.queryFields((t) => ({
+  searchSessions: t.field({
+    type: SearchHitConnection,
+    description:
+      `Full-text search over the caller's session titles, user inputs and model messages (English stemming; websearch syntax: ` +
+      `words, "a phrase", -excluded, or). Title matches first, then by rank. At most ${MAX_SEARCH_PAGE} hits per page.`,
+    args: {
+      query: t.arg.string({ required: true }),
+      first: t.arg.int({ description: `Hits per page (default ${DEFAULT_SEARCH_PAGE}, at most ${MAX_SEARCH_PAGE}).` }),
+      after: t.arg.string({ description: "A previous page's endCursor." }),
+    },
+    resolve: async (_root, args, ctx) => {
+      const { query, first, after } = parseArgs(argsSchema, { query: args.query, first: args.first, after: args.after });
+      const limit = first ?? DEFAULT_SEARCH_PAGE;
+      // One more hit than asked tells whether a next page exists.
+      let hits = limit > 0 ? await searchOf(ctx.store).search(ctx.scope.tenant, query, { limit: limit + 1, after }) : [];
+      const hasNextPage = hits.length > limit;
+      if (hasNextPage) hits = hits.slice(0, limit);
+      const edges = hits.map((node) => ({ node, cursor: encodeSearchCursor(node.key) }));
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage,
+          hasPreviousPage: after != null,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      };
+    },
+  }),
+}));
