@@ -27,6 +27,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { LivenessOptions } from './graphql/ws-liveness.ts';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { GenAiTracing, type TracingOptions } from './telemetry/genai-tracing.ts';
 
 export interface AppOptions {
   databaseUrl: string;
@@ -68,6 +69,8 @@ export interface AppOptions {
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
   onToolRun?: (sessionId: string, call: ToolCall) => void;
+  /** OpenTelemetry GenAI traces (main: tracingOptionsFromEnv); unset: off. */
+  tracing?: TracingOptions;
 }
 
 export interface App {
@@ -83,6 +86,8 @@ export interface App {
   turnUpdates: EventEmitter;
   server: RunningServer;
   metrics: ServiceMetrics;
+  /** The trace exporter, when tracing is on (tests flush it). */
+  tracing?: GenAiTracing;
   close(): Promise<void>;
 }
 
@@ -105,6 +110,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     defaultModel: opts.openai?.model,
   });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
+  const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const host = new SessionHost(
     store,
@@ -122,6 +128,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
         metrics.observeTurnUpdate(u);
       },
       onToolRun: opts.onToolRun,
+      observer: tracing,
     },
     { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
   );
@@ -153,11 +160,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
     turnUpdates,
     server,
     metrics,
+    tracing,
     async close() {
       closing = true;
       clearInterval(pruning);
       await server.close();
       await host.stop();
+      await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported
       await live.close();
       await listener.close();
       await db.close();

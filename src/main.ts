@@ -7,6 +7,7 @@ import { assertSafeBinding } from './graphql/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { ensureDatabase, migrate } from './db/migrate.ts';
 import { createApp, type App } from './app.ts';
+import { tracingOptionsFromEnv } from './telemetry/genai-tracing.ts';
 
 /** SIGTERM to exit: well inside the 10 s an orchestrator usually allows. */
 const SHUTDOWN_DEADLINE_MS = 9_000;
@@ -73,6 +74,7 @@ async function main() {
       sandboxRoot: path.resolve(config.FORKLINE_DATA_DIR, 'sandbox'),
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
       sweepMs: 2000,
+      tracing: tracingOptionsFromEnv(process.env),
     });
   } catch (err) {
     await embedded?.stop();

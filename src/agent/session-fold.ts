@@ -7,12 +7,18 @@ import { LogState } from '../core/log-state.ts';
 import { Conversation } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
 import type { SessionLog } from '../store/session-log.ts';
+import type { ForkOrigin, SyntheticResult } from './agent-observer.ts';
 
 const CATCH_UP_PAGE = 5000;
 
 export class SessionFold {
   readonly state = new LogState();
   readonly conversation = new Conversation();
+  /** Where the session was forked (its last seed), for telemetry's fork link. */
+  forkOrigin?: ForkOrigin;
+  /** Turns started since the last seed (0 with a forkOrigin: the next turn is the fork's first). */
+  turnsSinceSeed = 0;
+  private lastTurnStartSeq = -1;
 
   constructor(readonly sessionId: string) {}
 
@@ -27,6 +33,32 @@ export class SessionFold {
       if (e.seq !== this.state.nextSeq) throw new Error(`session fold of ${this.sessionId}: expected seq ${this.state.nextSeq}, got ${e.seq}`);
       this.state.apply(e);
       this.conversation.apply(e);
+      this.track(e);
+    }
+  }
+
+  /** Fork origin bookkeeping: a few comparisons per event. */
+  private track(e: LogEvent): void {
+    if (e.type === 'turn/start') {
+      this.turnsSinceSeed++;
+      this.lastTurnStartSeq = e.seq;
+    } else if (e.type === 'tool/result' && e.synthetic && this.forkOrigin && this.turnsSinceSeed === 0) {
+      // The seed's closers follow its end-seed marker.
+      const d = e.data;
+      const cause: SyntheticResult['cause'] = d.status === 'interrupted' ? 'interrupted' : 'forked';
+      this.forkOrigin.synthetic.push({ turn: d.turn, step: d.step, callId: d.callId, name: d.name, status: d.status, cause });
+    } else if (e.type === 'session/end-seed') {
+      const d = e.data as { parentSessionId: string; cutSeq: number };
+      this.forkOrigin = {
+        parentSessionId: d.parentSessionId,
+        cutSeq: d.cutSeq,
+        turn: this.state.lastTurn,
+        turnStartSeq: this.lastTurnStartSeq,
+        // Who ran that turn: the parent, unless the cut falls in what the parent inherited (the runner asks the lineage).
+        turnSessionId: d.parentSessionId,
+        synthetic: [],
+      };
+      this.turnsSinceSeed = 0;
     }
   }
 

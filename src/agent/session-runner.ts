@@ -11,6 +11,8 @@ import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
 import { findTool, toolDefinitions, toolEffectOf, ToolError } from './tools.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
+import { segmentsOf } from '../store/lineage.ts';
+import { NOOP_OBSERVER, type AgentObserver, type ForkOrigin, type SyntheticResult, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -25,6 +27,8 @@ export interface RunnerDeps {
   onUpdate: TurnUpdateSink;
   /** Counts tool executions (tests assert calls are never repeated). */
   onToolRun?: (sessionId: string, call: ToolCall) => void;
+  /** Telemetry (src/telemetry/): told of turns, model calls and tool calls; unset: nothing. */
+  observer?: AgentObserver;
 }
 
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
@@ -41,6 +45,9 @@ export class SessionRunner {
   private readonly sessionId: string;
   /** The lease went back with the last events (the session was left idle): this runner is done. */
   released = false;
+  private readonly observer: AgentObserver;
+  /** The observation of the turn this runner is in (ended once its turn/end is stored). */
+  private turnObs?: TurnObserver;
 
   /** `fold` is the host's running view of the session (cold or kept from an earlier lease). */
   constructor(
@@ -48,6 +55,33 @@ export class SessionRunner {
     private readonly deps: RunnerDeps,
   ) {
     this.sessionId = fold.sessionId;
+    this.observer = deps.observer ?? NOOP_OBSERVER;
+  }
+
+  /** The model configuration the next model call uses. */
+  private modelConfig(): { provider: string; model: string; settings?: Record<string, unknown> } {
+    return this.fold.state.model ?? this.deps.defaultModel;
+  }
+
+  /**
+   * Where this session was forked, when the next turn is its first (telemetry
+   * links the turn to the one at the cut). The turn at the cut was run by the
+   * session that stores its turn/start: the parent, or an ancestor when the cut
+   * falls in what the parent inherited (one cached lineage lookup).
+   */
+  private async forkOrigin(): Promise<ForkOrigin | undefined> {
+    const origin = this.fold.forkOrigin;
+    if (!origin || this.fold.turnsSinceSeed > 0) return undefined;
+    if (origin.turnStartSeq < 0) return origin;
+    const lineage = await this.deps.store.log.lineage(this.sessionId);
+    const owner = lineage && segmentsOf(lineage, origin.turnStartSeq, origin.turnStartSeq)[0]?.sessionId;
+    return owner ? { ...origin, turnSessionId: owner } : origin;
+  }
+
+  /** Tells the observer the open turn ended (its end is stored). */
+  private endTurnObservation(reason: TurnEndReason, error?: string) {
+    this.turnObs?.end(reason, error);
+    this.turnObs = undefined;
   }
 
   stop(reason: StopReason) {
@@ -99,9 +133,23 @@ export class SessionRunner {
 
   /** Closes the open tail with the shared repair function, cause `interrupted`. */
   private async repairInterrupted(): Promise<number> {
-    const closers = closersFor(this.fold.state.openTail(), { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
+    const open = this.fold.state.openTail();
+    const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
     if (closers.length === 0) return 0;
     await this.append(closers, true);
+    if (this.observer.enabled && open) {
+      // A turn this runner did not start (its holder died) is observed only as it closes.
+      const { provider, model } = this.modelConfig();
+      this.turnObs ??= this.observer.turnStarted({ sessionId: this.sessionId, turn: open.turn, provider, model, recovered: true });
+      const synthetic: SyntheticResult[] = closers
+        .filter((c) => c.type === 'tool/result')
+        .map((c) => {
+          const d = c.data as { turn: number; step: number; callId: string; name?: string; status: string };
+          return { turn: d.turn, step: d.step, callId: d.callId, name: d.name, status: d.status, cause: 'interrupted' };
+        });
+      if (synthetic.length) this.turnObs.synthetic(synthetic);
+    }
+    this.endTurnObservation('interrupted');
     return closers.length;
   }
 
@@ -125,6 +173,11 @@ export class SessionRunner {
     };
     const stepEnd = (step: number, reason: 'completed' | 'failed'): NewEvent => ({ type: 'step/end', data: { turn, step, reason } });
     const turnEnd = (reason: 'completed' | 'failed'): NewEvent => ({ type: 'turn/end', data: { turn, reason } });
+    /** Stores the turn's last events, then tells the observer. */
+    const finish = async (events: NewEvent[], reason: 'completed' | 'failed', error?: string) => {
+      await write(events, true);
+      this.endTurnObservation(reason, error);
+    };
     const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
 
     for (let step = 1; step <= this.deps.maxSteps; step++) {
@@ -133,9 +186,23 @@ export class SessionRunner {
         await write([]);
         return this.closeStopped();
       }
+      const config = this.modelConfig();
+      if (step === 1 && this.observer.enabled) {
+        const forkedFrom = await this.forkOrigin();
+        this.turnObs = this.observer.turnStarted({
+          sessionId: id,
+          turn,
+          provider: config.provider,
+          model: config.model,
+          inputId: input.inputId,
+          input: input.text,
+          forkedFrom,
+        });
+      }
       await write([{ type: 'step/start', data: { turn, step } }]);
 
-      const config = this.fold.state.model ?? this.deps.defaultModel;
+      const messages = this.fold.conversation.messages();
+      const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
       let answer;
       try {
         const model = this.deps.resolveModel(config.provider);
@@ -143,8 +210,8 @@ export class SessionRunner {
           {
             provider: config.provider,
             model: config.model,
-            settings: (config as { settings?: Record<string, unknown> }).settings,
-            messages: this.fold.conversation.messages(),
+            settings: config.settings,
+            messages,
             tools: toolDefinitions(),
           },
           {
@@ -153,23 +220,27 @@ export class SessionRunner {
           },
         );
       } catch (err) {
+        modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
         if (this.stopReason) return this.closeStopped();
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
-        return write([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], true);
+        return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
       }
+      modelObs?.end(answer);
       const message: NewEvent = {
         type: 'model/message',
         data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) },
       };
       if (answer.toolCalls.length === 0) {
-        return write([message, stepEnd(step, 'completed'), turnEnd('completed')], true);
+        return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');
       }
       await write([message]);
 
       for (const [i, call] of answer.toolCalls.entries()) {
         if (this.stopReason) return this.closeStopped();
         this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
+        const toolObs = this.turnObs?.toolCall({ step, call });
         const { status, content } = await this.runTool(call);
+        toolObs?.end({ status, content });
         if (this.stopReason && status !== 'ok') return this.closeStopped();
         const result: NewEvent = {
           type: 'tool/result',
@@ -183,7 +254,8 @@ export class SessionRunner {
         }
       }
     }
-    await write([agentError(this.deps.maxSteps, `stopped after ${this.deps.maxSteps} steps`), turnEnd('failed')], true);
+    const tooMany = `stopped after ${this.deps.maxSteps} steps`;
+    await finish([agentError(this.deps.maxSteps, tooMany), turnEnd('failed')], 'failed', tooMany);
   }
 
   /**
@@ -192,6 +264,8 @@ export class SessionRunner {
    * session, or one another process runs now, gets nothing.
    */
   private async closeStopped(): Promise<void> {
+    // A deleted session's turn ends here; one another process runs now is closed (and observed) there.
+    if (this.stopReason === 'deleted') this.endTurnObservation('deleted', 'session deleted');
     if (this.stopReason === 'deleted' || this.stopReason === 'lease-lost') return;
     if (this.stopReason === 'shutdown') {
       await this.repairInterrupted();
@@ -202,6 +276,7 @@ export class SessionRunner {
     const { turn } = open;
     const closers: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
     await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
+    this.endTurnObservation('cancelled');
   }
 
   private async runTool(call: ToolCall): Promise<{ status: 'ok' | 'error'; content: string }> {

@@ -32,4 +32,6 @@ export interface ModelRequest {
 export interface ModelAnswer {
   text: string;
   toolCalls: ToolCall[];
+  /** Tokens the provider counted, when it says (telemetry only; not stored). */
+  usage?: { inputTokens?: number; outputTokens?: number };
 }

@@ -47,6 +47,7 @@ export class OpenAIChatModel implements ChatModel {
     }
 
     let text = '';
+    let usage: ModelAnswer['usage'];
     const calls: Array<{ id: string; name: string; arguments: string }> = [];
     const decoder = new TextDecoder();
     let buffer = '';
@@ -66,6 +67,10 @@ export class OpenAIChatModel implements ChatModel {
           throw new ModelError(`openai provider: malformed stream chunk: ${payload.slice(0, 200)}`);
         }
         if (json.error) throw new ModelError(`openai provider: ${json.error.message ?? JSON.stringify(json.error)}`);
+        // Sent by servers that report usage on streams (OpenAI with stream_options.include_usage, vLLM, …).
+        if (json.usage && typeof json.usage === 'object') {
+          usage = { inputTokens: json.usage.prompt_tokens, outputTokens: json.usage.completion_tokens };
+        }
         const delta = json.choices?.[0]?.delta ?? {};
         if (typeof delta.content === 'string' && delta.content) {
           text += delta.content;
@@ -83,6 +88,6 @@ export class OpenAIChatModel implements ChatModel {
     const toolCalls: ToolCall[] = calls
       .filter(Boolean)
       .map((c, i) => ({ id: c.id || `call_${Date.now()}_${i}`, name: c.name, arguments: c.arguments || '{}' }));
-    return { text, toolCalls };
+    return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
 }

@@ -91,6 +91,12 @@ export class ScriptedModel implements ChatModel {
     } else {
       answer = { text: finalText(script, since), toolCalls: [] };
     }
+    // Usage as a provider would report it, counted in words (telemetry shows it).
+    const words = (t: string | null | undefined) => (t ? (t.match(/\S+/g)?.length ?? 0) : 0);
+    answer.usage = {
+      inputTokens: messages.reduce((n, m) => n + words(m.content), 0),
+      outputTokens: words(answer.text) + answer.toolCalls.reduce((n, c) => n + 1 + words(c.arguments), 0),
+    };
     for (const word of answer.text.match(/\S+\s*/g) ?? []) {
       if (script.slowMs) await sleep(script.slowMs, signal);
       else if (signal.aborted) throw signal.reason;
