@@ -23,6 +23,7 @@ import { countErrors, useMetrics } from './plugins/metrics.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
+import { aguiHandler } from '../agui/agui-handler.ts';
 import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
@@ -57,7 +58,7 @@ export interface ServerOptions {
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
 
-const ROUTES = new Set(['/graphql', '/recordings', '/healthz', '/readyz', '/metrics', '/']);
+const ROUTES = new Set(['/graphql', '/recordings', '/agui', '/healthz', '/readyz', '/metrics', '/']);
 const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 
 export interface RunningServer {
@@ -143,6 +144,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log,
     spoolDir: opts.uploadDir,
   });
+  // AG-UI (src/agui/): same gate, origin guard and body limit as /graphql.
+  const agui = aguiHandler({ services: opts.services, gate, allowed: (req) => isAllowedOrigin(req, corsOrigins), corsOrigins, maxBodyBytes, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const httpServer = http.createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -154,6 +157,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         return await yoga(req, res);
       }
       if (path === '/recordings') return await upload(req, res);
+      if (path === '/agui') return await agui(req, res);
       if (await endpoints(req, res, path)) return;
       if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');

@@ -1,0 +1,184 @@
+// Stored events and turn updates → AG-UI events (README "AG-UI"). Pure: the
+// HTTP side (agui-handler.ts) feeds a RunTranslator what the log and the turn
+// relay deliver, in any interleaving, and writes what it emits.
+import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
+import type { LogEvent } from '../core/events.ts';
+import type { TurnUpdate } from '../agent/turn-updates.ts';
+
+/** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
+export const assistantMessageId = (turn: number, step: number) => `msg_${turn}_${step}`;
+export const stepName = (step: number) => `step ${step}`;
+
+/** The conversation of a log as AG-UI messages: user inputs as their turns take them, answers, tool results. */
+export function messagesOf(events: Iterable<LogEvent>): Message[] {
+  const inputs = new Map<string, string>();
+  const out: Message[] = [];
+  for (const e of events) {
+    const d = e.data;
+    switch (e.type) {
+      case 'inbox/add':
+        inputs.set(d.inputId, d.text);
+        break;
+      case 'turn/start':
+        out.push({ id: d.inputId, role: 'user', content: inputs.get(d.inputId) ?? '' });
+        inputs.delete(d.inputId);
+        break;
+      case 'model/message':
+        out.push({
+          id: assistantMessageId(d.turn, d.step),
+          role: 'assistant',
+          ...(d.text ? { content: d.text } : {}),
+          ...(d.toolCalls.length
+            ? { toolCalls: d.toolCalls.map((c: { id: string; name: string; arguments: string }) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+            : {}),
+        });
+        break;
+      case 'tool/result':
+        out.push({ id: d.resultId, role: 'tool', toolCallId: d.callId, content: d.content, ...(d.status !== 'ok' ? { error: d.status } : {}) });
+        break;
+    }
+  }
+  return out;
+}
+
+const MAX_EARLY_UPDATES = 10_000;
+
+/**
+ * Follows the turn that takes one input and emits its AG-UI events: steps,
+ * the answer's text (streamed from TEXT_DELTA updates, completed from the
+ * stored model/message), tool calls and results, then RUN_FINISHED or
+ * RUN_ERROR. Events of other turns are ignored.
+ */
+export class RunTranslator {
+  turn?: number;
+  finished = false;
+  private readonly started = new Set<number>();
+  /** Steps whose model/message was seen (later deltas are late copies). */
+  private readonly answered = new Set<number>();
+  /** Deltas of steps whose step/start has not been seen yet. */
+  private readonly pending = new Map<number, string>();
+  private early: TurnUpdate[] = [];
+  private text?: { step: number; messageId: string; streamed: string };
+  private lastError?: string;
+
+  constructor(
+    private readonly run: { threadId: string; runId: string; inputId: string },
+    private readonly emit: (event: BaseEvent) => void,
+  ) {}
+
+  event(e: LogEvent): void {
+    if (this.finished) return;
+    const d = e.data ?? {};
+    if (this.turn === undefined) {
+      if (e.type === 'turn/start' && d.inputId === this.run.inputId) this.begin(d.turn);
+      else if (e.type === 'inbox/remove' && d.inputId === this.run.inputId && d.reason === 'cancelled') {
+        this.fail('the input was cancelled before a turn took it', 'CANCELLED');
+      }
+      return;
+    }
+    if (d.turn !== this.turn) return;
+    switch (e.type) {
+      case 'step/start': {
+        this.started.add(d.step);
+        this.emit({ type: EventType.STEP_STARTED, stepName: stepName(d.step) });
+        const early = this.pending.get(d.step);
+        this.pending.delete(d.step);
+        if (early) this.delta(d.step, early);
+        break;
+      }
+      case 'model/message': {
+        const messageId = assistantMessageId(d.turn, d.step);
+        if (this.text && this.text.step !== d.step) this.closeText();
+        if (d.text) {
+          if (!this.text) {
+            this.text = { step: d.step, messageId, streamed: '' };
+            this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
+          }
+          const { streamed } = this.text;
+          // Deltas the relay did not deliver (or not yet): the stored answer completes the text.
+          if (d.text.length > streamed.length && d.text.startsWith(streamed)) {
+            this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: d.text.slice(streamed.length) });
+          }
+        }
+        this.closeText();
+        this.answered.add(d.step);
+        for (const c of d.toolCalls as Array<{ id: string; name: string; arguments: string }>) {
+          this.emit({ type: EventType.TOOL_CALL_START, toolCallId: c.id, toolCallName: c.name, parentMessageId: messageId });
+          if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId: c.id, delta: c.arguments });
+          this.emit({ type: EventType.TOOL_CALL_END, toolCallId: c.id });
+        }
+        break;
+      }
+      case 'tool/result':
+        this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: d.resultId, toolCallId: d.callId, content: d.content, role: 'tool' });
+        break;
+      case 'step/end':
+        this.endStep(d.step);
+        break;
+      case 'plugin/agent/error':
+        if (typeof d.message === 'string') this.lastError = d.message;
+        break;
+      case 'turn/end': {
+        for (const step of [...this.started]) this.endStep(step);
+        if (d.reason === 'completed') {
+          this.finished = true;
+          this.emit({ type: EventType.RUN_FINISHED, threadId: this.run.threadId, runId: this.run.runId, result: { sessionId: this.run.threadId, turn: this.turn } });
+        } else {
+          this.fail(this.lastError ?? `the turn ended ${d.reason}`, String(d.reason).toUpperCase());
+        }
+        break;
+      }
+    }
+  }
+
+  update(u: TurnUpdate): void {
+    if (this.finished) return;
+    if (this.turn === undefined) {
+      if (u.kind === 'TURN_STARTED' && u.inputId === this.run.inputId) this.begin(u.turn);
+      else if (this.early.length < MAX_EARLY_UPDATES) this.early.push(u);
+      return;
+    }
+    if (u.turn !== this.turn || u.kind !== 'TEXT_DELTA' || u.step === undefined || !u.text) return;
+    if (this.answered.has(u.step)) return; // its model/message came first: the text is out already
+    if (!this.started.has(u.step)) this.pending.set(u.step, (this.pending.get(u.step) ?? '') + u.text);
+    else this.delta(u.step, u.text);
+  }
+
+  /** Ends the run with RUN_ERROR (once). */
+  fail(message: string, code: string): void {
+    if (this.finished) return;
+    this.closeText();
+    this.finished = true;
+    this.emit({ type: EventType.RUN_ERROR, message, code });
+  }
+
+  private begin(turn: number) {
+    this.turn = turn;
+    const early = this.early;
+    this.early = [];
+    for (const u of early) this.update(u);
+  }
+
+  private delta(step: number, text: string) {
+    if (this.text && this.text.step !== step) this.closeText();
+    if (!this.text) {
+      this.text = { step, messageId: assistantMessageId(this.turn!, step), streamed: '' };
+      this.emit({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' });
+    }
+    this.text.streamed += text;
+    this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text.messageId, delta: text });
+  }
+
+  private closeText() {
+    if (this.text) this.emit({ type: EventType.TEXT_MESSAGE_END, messageId: this.text.messageId });
+    this.text = undefined;
+  }
+
+  private endStep(step: number) {
+    if (!this.started.has(step)) return;
+    if (this.text?.step === step) this.closeText();
+    this.answered.add(step);
+    this.started.delete(step);
+    this.emit({ type: EventType.STEP_FINISHED, stepName: stepName(step) });
+  }
+}

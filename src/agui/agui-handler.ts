@@ -1,0 +1,243 @@
+// POST /agui: the AG-UI protocol (README "AG-UI"). A RunAgentInput queues its
+// last user message in the thread (a session: the given one, or a new one),
+// and the answer streams back as AG-UI events over SSE (or AG-UI protobuf when
+// the client asks for it). `parentRunId` forks the thread at the end of that
+// run's turn first (time travel / branching). The caller is decided by the
+// same RequestGate as /graphql: tokens, tenants, rate limits.
+import type http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message, type RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { EventEncoder } from '@ag-ui/encoder';
+import { ForklineError } from '../core/errors.ts';
+import { isStorableText } from '../core/storable.ts';
+import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
+import type { Services } from '../host/services.ts';
+import type { TurnUpdate } from '../agent/turn-updates.ts';
+import type { RequestGate } from '../graphql/plugins/request-gate.ts';
+import { refuseTooLarge, replyError } from '../graphql/http-body.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { messagesOf, RunTranslator } from './agui-events.ts';
+
+/** Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it). */
+export const RUN_EVENT = 'plugin/agui/run';
+
+export interface AguiOptions {
+  services: Pick<Services, 'store' | 'controller' | 'live'>;
+  gate: RequestGate;
+  /** The browser guard shared with /graphql (the Origin). */
+  allowed: (req: http.IncomingMessage) => boolean;
+  /** Origins allowed cross-site (FORKLINE_CORS_ORIGINS): they get CORS headers and preflights. */
+  corsOrigins: readonly string[];
+  maxBodyBytes: number;
+  log: (msg: string, err?: unknown) => void;
+}
+
+const SNAPSHOT_PAGE = 2000;
+/** What messagesOf reads. */
+const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
+
+export function aguiHandler(opts: AguiOptions) {
+  const { store, controller, live } = opts.services;
+
+  const cors = (req: http.IncomingMessage): Record<string, string> => {
+    const origin = req.headers.origin;
+    if (!origin || !(opts.corsOrigins.includes('*') || opts.corsOrigins.includes(origin))) return {};
+    return { 'access-control-allow-origin': origin, vary: 'origin' };
+  };
+
+  return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    if (req.method === 'OPTIONS' && opts.allowed(req) && Object.keys(cors(req)).length) {
+      res.writeHead(204, { ...cors(req), 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-max-age': '600' }).end();
+      return;
+    }
+    if (req.method !== 'POST') return replyError(res, 405, 'BAD_USER_INPUT', 'POST an AG-UI RunAgentInput to /agui', { allow: 'POST' });
+    if (!opts.allowed(req)) return replyError(res, 403, 'FORBIDDEN', 'cross-site request refused');
+    const { principal, refused } = opts.gate.check(req);
+    if (refused) return replyError(res, refused.status, refused.code, refused.message, { ...refused.headers, ...cors(req) });
+    if (!principal) return replyError(res, 401, 'UNAUTHENTICATED', 'missing credentials', cors(req));
+    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the RunAgentInput as application/json', cors(req));
+    if (Number(req.headers['content-length'] ?? 0) > opts.maxBodyBytes) {
+      return refuseTooLarge(req, res, opts.maxBodyBytes, 'REQUEST_ENTITY_TOO_LARGE', 'Request body too large');
+    }
+
+    // The body, within the limit.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > opts.maxBodyBytes) return refuseTooLarge(req, res, opts.maxBodyBytes, 'REQUEST_ENTITY_TOO_LARGE', 'Request body too large');
+      chunks.push(chunk);
+    }
+    let input: RunAgentInput;
+    try {
+      const parsed = RunAgentInputSchema.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      if (!parsed.success) return replyError(res, 400, 'BAD_USER_INPUT', `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, cors(req));
+      input = parsed.data as RunAgentInput;
+    } catch {
+      return replyError(res, 400, 'BAD_USER_INPUT', 'the body is not JSON', cors(req));
+    }
+
+    // From here on every answer is an event stream; failures are RUN_ERROR.
+    const encoder = new EventEncoder({ accept: req.headers.accept });
+    res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-store', 'x-accel-buffering': 'no', ...cors(req) });
+    res.flushHeaders();
+    let open = true;
+    const closed = new Promise<void>((resolve) => res.once('close', () => ((open = false), resolve())));
+    const send = (event: BaseEvent) => {
+      if (open) res.write(encoder.encodeBinary(event));
+    };
+    let runStarted = false;
+    const runError = (message: string, code: string) => {
+      if (!runStarted) send({ type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId });
+      runStarted = true;
+      send({ type: EventType.RUN_ERROR, message, code });
+    };
+    try {
+      await runTurn({ tenant: principal.tenant }, input, send, closed, () => (runStarted = true), runError);
+    } catch (err) {
+      if (err instanceof ForklineError) runError(err.message, err.code);
+      else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
+      else {
+        const requestId = randomUUID().slice(0, 8);
+        opts.log(`AG-UI run failed (request ${requestId})`, err);
+        runError(`Unexpected error (request ${requestId})`, 'INTERNAL_SERVER_ERROR');
+      }
+    } finally {
+      res.end();
+    }
+  };
+
+  /** Resolves the thread, queues the message, and streams the turn that answers it. */
+  async function runTurn(
+    scope: Scope,
+    input: RunAgentInput,
+    send: (e: BaseEvent) => void,
+    closed: Promise<void>,
+    markStarted: () => void,
+    runError: (message: string, code: string) => void,
+  ): Promise<void> {
+    const text = lastUserText(input.messages);
+    if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
+    if (!isStorableText(text)) return runError('the user message holds characters that cannot be stored (NUL or lone surrogates)', 'BAD_USER_INPUT');
+
+    // The thread: an existing session (by id), a fork of it at a run's end, or a new session.
+    let session: SessionRow;
+    if (input.parentRunId) {
+      const parent = await store.requireSession(scope, input.threadId);
+      const cut = await runEndSeq(parent.id, input.parentRunId);
+      if (typeof cut === 'string') return runError(cut, 'BAD_USER_INPUT');
+      const fork = await controller.forkSession(scope, parent.id, cut, {}, { key: `agui-fork:${input.runId}` });
+      session = fork.session;
+    } else if (input.threadId.startsWith('ses_')) {
+      session = await store.requireSession(scope, input.threadId);
+    } else {
+      session = await controller.createSession(scope, { title: `AG-UI thread ${input.threadId}`.slice(0, 200) }, { key: `agui-thread:${input.runId}` });
+    }
+    const sessionId = session.id;
+
+    // Listen before anything is queued, then snapshot what the thread holds.
+    const turns = live.sessionTurns(sessionId);
+    let events: AsyncIterableIterator<StoredEvent> | undefined;
+    try {
+      // Nothing of this run exists yet: the stream from the session's end sees all of it.
+      events = live.sessionEvents(sessionId, session.eventCount - 1);
+      const history: StoredEvent[] = [];
+      for await (const e of store.log.streamOfTypes(sessionId, SNAPSHOT_TYPES, SNAPSHOT_PAGE)) history.push(e);
+
+      const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
+      await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });
+
+      send({ type: EventType.RUN_STARTED, threadId: sessionId, runId: input.runId, protocolVersion: PROTOCOL_VERSION, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) });
+      markStarted();
+      const messages: Message[] = [...messagesOf(history)];
+      if (!messages.some((m) => m.id === sent.inputId)) messages.push({ id: sent.inputId, role: 'user', content: text });
+      send({ type: EventType.MESSAGES_SNAPSHOT, messages });
+
+      const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send);
+      await follow(translator, events, turns, closed);
+      if (!translator.finished) translator.fail(`session ${sessionId} was deleted during the run`, 'SESSION_NOT_FOUND');
+    } finally {
+      await Promise.allSettled([turns.return?.(), events?.return?.()]);
+    }
+  }
+
+  /** The seq of the turn/end of the turn that took the input of run `runId` in the session's log, or why there is none. */
+  async function runEndSeq(sessionId: string, runId: string): Promise<number | string> {
+    let inputId: string | undefined;
+    for await (const e of store.log.streamOfTypes(sessionId, [RUN_EVENT])) {
+      if (e.data?.runId === runId) inputId = e.data.inputId;
+    }
+    if (!inputId) return `no run ${runId} in thread ${sessionId}`;
+    const added = await store.log.inboxAddOf(sessionId, inputId);
+    if (!added) return `no run ${runId} in thread ${sessionId}`;
+    for (let from = added.seq; ; ) {
+      const starts = await store.log.ofTypes(sessionId, ['turn/start'], { fromSeq: from, toSeq: Number.MAX_SAFE_INTEGER, limit: 50 });
+      const start = starts.find((e) => e.data.inputId === inputId);
+      if (start) {
+        const end = await store.log.firstOfType(sessionId, 'turn/end', start.seq);
+        if (!end || end.data.turn !== start.data.turn) return `run ${runId} has not finished yet`;
+        return end.seq;
+      }
+      if (starts.length < 50) return `run ${runId} has not started yet`;
+      from = starts[starts.length - 1].seq + 1;
+    }
+  }
+}
+
+/** Feeds the translator the log's events and the turn updates as they come, until the run ends or the client leaves. */
+async function follow(
+  translator: RunTranslator,
+  events: AsyncIterableIterator<StoredEvent>,
+  turns: AsyncIterableIterator<TurnUpdate>,
+  closed: Promise<void>,
+): Promise<void> {
+  type Item = { event: StoredEvent } | { update: TurnUpdate } | { end: 'events' | 'turns' | 'client' };
+  const queue: Item[] = [];
+  let wake: (() => void) | undefined;
+  const push = (item: Item) => {
+    queue.push(item);
+    wake?.();
+  };
+  const pump = async <T>(it: AsyncIterableIterator<T>, wrap: (v: T) => Item, name: 'events' | 'turns') => {
+    try {
+      for (;;) {
+        const r = await it.next();
+        if (r.done) break;
+        push(wrap(r.value));
+        if (translator.finished) break;
+      }
+    } catch {
+      // a closed subscription ends like a finished one
+    }
+    push({ end: name });
+  };
+  void pump(events, (event) => ({ event }), 'events');
+  void pump(turns, (update) => ({ update }), 'turns');
+  void closed.then(() => push({ end: 'client' }));
+  while (!translator.finished) {
+    if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+    wake = undefined;
+    for (const item of queue.splice(0)) {
+      if ('event' in item) translator.event(item.event);
+      else if ('update' in item) translator.update(item.update);
+      else if (item.end !== 'turns') return; // the log's stream ended (session deleted) or the client left
+      if (translator.finished) return;
+    }
+  }
+}
+
+/** The text of the last user message (text parts joined). */
+function lastUserText(messages: readonly Message[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role !== 'user') continue;
+    if (typeof m.content === 'string') return m.content;
+    return m.content
+      .filter((p): p is Extract<typeof p, { type: 'text' }> => p.type === 'text')
+      .map((p) => p.text)
+      .join('\n');
+  }
+  return undefined;
+}
