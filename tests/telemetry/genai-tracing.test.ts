@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
-import { tracingOptionsFromEnv, turnSpanIds } from '../../src/telemetry/genai-tracing.ts';
+import { GenAiTracing, tracingOptionsFromEnv, turnSpanIds } from '../../src/telemetry/genai-tracing.ts';
 
 const SPAN_KIND_INTERNAL = 1;
 const SPAN_KIND_CLIENT = 3;
@@ -211,6 +211,58 @@ describe('OpenTelemetry GenAI traces', () => {
       expect(Date.now() - started).toBeLessThan(8000);
     }
     expect(receiver.requests).toBeGreaterThanOrEqual(before);
+  });
+
+  it('a turn a dead holder left open is closed by recovery: its span (the same ids) ends with error status interrupted', async () => {
+    const id = await create();
+    // What a process that died mid-tool-call leaves behind.
+    await app.services.store.append(id, [
+      { type: 'inbox/add', data: { inputId: 'in_dead', text: '!call note_write {"key":"k","value":"v"}' } },
+      { type: 'inbox/remove', data: { inputId: 'in_dead', reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId: 'in_dead' } },
+      { type: 'step/start', data: { turn: 1, step: 1 } },
+      { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_dead', name: 'note_write', arguments: '{"key":"k","value":"v"}' }] } },
+    ]);
+    await app.services.host.wake(id);
+    await idle();
+    expect((await log(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } });
+    const spans = await spansOf(id, 2);
+    const turn = spans.find((s) => s.name === 'invoke_agent')!;
+    expect({ traceId: turn.traceId, spanId: turn.spanId }).toEqual(turnSpanIds(id, 1));
+    expect(turn.status).toEqual({ code: STATUS_ERROR, message: 'interrupted' });
+    expect(turn.attributes['forkline.recovered']).toBe(true);
+    const synthetic = spans.find((s) => s.name === 'execute_tool note_write')!;
+    expect(synthetic.attributes).toMatchObject({ 'forkline.synthetic': true, 'forkline.synthetic.cause': 'interrupted', 'gen_ai.tool.call.id': 'call_dead' });
+    expect(synthetic.parentSpanId).toBe(turn.spanId);
+  });
+
+  it('the standard OTEL_* variables configure the exporter: endpoint (+ /v1/traces), headers, service name', async () => {
+    const own = await startOtlpReceiver();
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: own.url.replace(/\/v1\/traces$/, ''),
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=secret',
+      OTEL_SERVICE_NAME: 'forkline-from-env',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test',
+    });
+    try {
+      const tracing = new GenAiTracing(tracingOptionsFromEnv(process.env));
+      const turn = tracing.turnStarted({ sessionId: 'ses_env', turn: 1, provider: 'scripted', model: 'scripted' });
+      turn.toolCall({ step: 1, call: { id: 'c1', name: 'clock', arguments: '{}' } }).end({ status: 'ok', content: 'now' });
+      turn.end('completed');
+      await tracing.forceFlush();
+      const spans = await waitFor(() => (own.spans.length >= 2 ? own.spans : undefined), { what: 'spans exported by env configuration' });
+      expect(spans.map((s) => s.name).sort()).toEqual(['execute_tool clock', 'invoke_agent']);
+      expect(spans[0].resource).toMatchObject({ 'service.name': 'forkline-from-env', 'deployment.environment': 'test' });
+      // Without the capture variable, no content.
+      expect(spans.find((s) => s.name === 'execute_tool clock')!.attributes['gen_ai.tool.call.result']).toBeUndefined();
+      expect(own.headers.at(-1)?.['x-api-key']).toBe('secret');
+      await tracing.shutdown();
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+      await own.close();
+    }
   });
 
   it('a turn closed by shutdown ends with error status interrupted, its unanswered call marked synthetic', async () => {

@@ -36,17 +36,19 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   requests: number;
   contentTypes: string[];
+  headers: http.IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
-  const receiver: OtlpReceiver = { url: '', spans: [], requests: 0, contentTypes: [], close: async () => {} };
+  const receiver: OtlpReceiver = { url: '', spans: [], requests: 0, contentTypes: [], headers: [], close: async () => {} };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       receiver.requests++;
       receiver.contentTypes.push(String(req.headers['content-type']));
+      receiver.headers.push(req.headers);
       let body = Buffer.concat(chunks);
       if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
       if (req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
