@@ -13,7 +13,11 @@ export const EVENTS_PER_TURN = 7;
  * plugin fillers to make the count exact), and with `openStep` a last turn
  * left inside an open step with an unanswered call, appended through the store.
  */
-export async function createLongSession({ store, db }: BenchContext, events: number, opts: { tenant?: string; title?: string; openStep?: boolean } = {}) {
+export async function createLongSession(
+  { store, db }: BenchContext,
+  events: number,
+  opts: { tenant?: string; title?: string; openStep?: boolean; /** Appended to every model answer (a word only this session's answers hold). */ answerSuffix?: string } = {},
+) {
   const scope = { tenant: opts.tenant ?? 'local' };
   const tailLength = opts.openStep ? OPEN_STEP_TAIL_LENGTH : 0;
   const s = await store.createSession(scope, { title: opts.title ?? `long ${events}` }); // seq 0
@@ -32,10 +36,10 @@ export async function createLongSession({ store, db }: BenchContext, events: num
                    WHEN x.k = 1 THEN jsonb_build_object('inputId', 'in_' || x.turn, 'reason', 'taken')
                    WHEN x.k = 2 THEN jsonb_build_object('turn', x.turn, 'inputId', 'in_' || x.turn)
                    WHEN x.k = 3 THEN jsonb_build_object('turn', x.turn, 'step', 1)
-                   WHEN x.k = 4 THEN jsonb_build_object('turn', x.turn, 'step', 1, 'text', 'Echo: question ' || x.turn || repeat(' lorem ipsum', 8), 'toolCalls', '[]'::jsonb)
+                   WHEN x.k = 4 THEN jsonb_build_object('turn', x.turn, 'step', 1, 'text', 'Echo: question ' || x.turn || repeat(' lorem ipsum', 8) || $4, 'toolCalls', '[]'::jsonb)
                    WHEN x.k = 5 THEN jsonb_build_object('turn', x.turn, 'step', 1, 'reason', 'completed')
                    ELSE jsonb_build_object('turn', x.turn, 'reason', 'completed') END AS data) AS t`,
-    [s.id, body, turns * EVENTS_PER_TURN],
+    [s.id, body, turns * EVENTS_PER_TURN, opts.answerSuffix ? ` ${opts.answerSuffix}` : ''],
   );
   await db.pool.query(
     `UPDATE "Session" SET "eventCount" = $2, "turnCount" = $3 WHERE id = $1`,

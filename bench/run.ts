@@ -10,6 +10,7 @@ import { benchTurn } from './turn.ts';
 import { benchTurns } from './turns.ts';
 import { benchReadThroughput } from './read-throughput.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
+import { benchSearch } from './search.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -20,6 +21,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   readThroughput: benchReadThroughput,
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
+  search: benchSearch,
 };
 
 async function main() {

@@ -1,7 +1,8 @@
 // The one way to read a session's log (DESIGN §1: cost never grows with the
 // log). Every reader — the GraphQL events connection, node(id), fork payloads,
 // subscription catch-up, export, the agent — goes through here; nothing else
-// reads the Event table.
+// reads the Event table but full-text search (session-search.ts), which finds
+// matching rows across logs, not logs.
 //
 // Reads are keyset scans on (sessionId, seq) or (sessionId, type, seq) with
 // their bounds in SQL. A fork's inherited prefix is resolved through its

@@ -3,8 +3,9 @@
 // ts_rank, title matches first, with ts_headline snippets.
 //
 // Migration 20261204000000_session_search keeps each searched event's tsvector
-// (Event."searchVector") and GIN indexes it and the titles; the title
-// expression below must stay exactly that of its index. Events are
+// (Event."searchVector") and GIN-indexes it, the titles (the title expression
+// below must stay exactly that of its index) and forks' inheritedRanges (a
+// partial index: the `<> '[]'` below lets the planner use it). Events are
 // matched where they are stored: a fork's inherited prefix stays in the
 // ancestor that wrote it (store/lineage.ts), so an inherited event matches
 // once, at that session, and the hit counts the descendants sharing it (their
@@ -115,7 +116,7 @@ export class SessionSearch {
              ELSE (
                SELECT count(*) FROM "Session" d
                 WHERE d."inheritedRanges" @> jsonb_build_array(jsonb_build_object('sessionId', page.sid))
-                  AND d.tenant = $1
+                  AND d."inheritedRanges" <> '[]'::jsonb AND d.tenant = $1
                   AND EXISTS (SELECT 1 FROM jsonb_to_recordset(d."inheritedRanges") AS r("sessionId" text, "fromSeq" int, "toSeq" int)
                                WHERE r."sessionId" = page.sid AND page.seq BETWEEN r."fromSeq" AND r."toSeq"))
              END::int AS descendants
