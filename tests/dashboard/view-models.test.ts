@@ -30,15 +30,53 @@ describe('foldConversation', () => {
     ev(9, 'inbox/add', { inputId: 'in_2', text: 'queued one' }),
   ];
 
-  it('pairs tool calls with their results and keeps repair visible', () => {
+  it('pairs tool calls with their results and keeps repair visible; a fork closer comes after its marker', () => {
     const items = foldConversation(child);
-    expect(items.map((i) => i.kind)).toEqual(['user', 'assistant', 'fork-marker', 'step-end', 'turn-end', 'user']);
+    expect(items.map((i) => i.kind)).toEqual(['user', 'assistant', 'fork-marker', 'closer-result', 'step-end', 'turn-end', 'user']);
     const assistant = items[1] as Extract<(typeof items)[number], { kind: 'assistant' }>;
-    expect(assistant.toolCalls[0].result).toMatchObject({ status: 'not-started', synthetic: true, content: 'forked wording', seq: 6 });
-    expect(assistant.seqs).toEqual([4, 6]);
+    expect(assistant.toolCalls[0].result).toMatchObject({ status: 'not-started', synthetic: true, content: 'forked wording', seq: 6, afterMarker: true });
+    expect(assistant.seqs).toEqual([4]);
+    expect(items[3]).toMatchObject({ kind: 'closer-result', seqs: [6], call: { id: 'c1' } });
     expect(items[0]).toMatchObject({ state: 'taken', inherited: true });
-    expect(items[5]).toMatchObject({ state: 'queued', text: 'queued one' });
-    expect(items[4]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 8 });
+    expect(items[6]).toMatchObject({ state: 'queued', text: 'queued one' });
+    expect(items[5]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 8 });
+  });
+
+  it("shows a failed turn's reason (plugin/agent/error)", () => {
+    const items = foldConversation([
+      ev(0, 'turn/start', { turn: 1, inputId: 'in_1' }),
+      ev(1, 'step/start', { turn: 1, step: 1 }),
+      ev(2, 'plugin/agent/error', { turn: 1, step: 1, message: 'scripted failure: why' }),
+      ev(3, 'step/end', { turn: 1, step: 1, reason: 'failed' }),
+      ev(4, 'turn/end', { turn: 1, reason: 'failed' }),
+    ]);
+    expect(items[0]).toMatchObject({ kind: 'agent-error', turn: 1, step: 1, message: 'scripted failure: why' });
+  });
+
+  it('folds a window of the log from its first turn start, or from inside a turn, without false rule breaks', () => {
+    const turn = (n: number, at: number) => [
+      ev(at, 'inbox/add', { inputId: `in_${n}`, text: `q${n}` }),
+      ev(at + 1, 'inbox/remove', { inputId: `in_${n}`, reason: 'taken' }),
+      ev(at + 2, 'turn/start', { turn: n, inputId: `in_${n}` }),
+      ev(at + 3, 'step/start', { turn: n, step: 1 }),
+      ev(at + 4, 'model/message', { turn: n, step: 1, text: '', toolCalls: [{ id: `c${n}`, name: 'clock', arguments: '{}' }] }),
+      ev(at + 5, 'tool/result', { turn: n, step: 1, callId: `c${n}`, resultId: `r${n}`, status: 'ok', content: 'noon' }),
+      ev(at + 6, 'step/end', { turn: n, step: 1, reason: 'completed' }),
+      ev(at + 7, 'turn/end', { turn: n, reason: 'completed' }),
+    ];
+    const log = [...turn(1, 0), ...turn(2, 8), ...turn(3, 16)];
+    // From turn 2's inbox/remove (its add is before the window): no note, turns numbered on.
+    const window = foldConversation(log.slice(9), { partial: true });
+    expect(window.filter((i) => i.kind === 'note')).toEqual([]);
+    expect(window.map((i) => i.kind)).toEqual(['assistant', 'turn-end', 'user', 'assistant', 'turn-end']);
+    // From inside turn 3's step: the result's call is before the window.
+    const midStep = foldConversation(log.slice(21), { partial: true });
+    expect(midStep.map((i) => i.kind)).toEqual(['note', 'turn-end']);
+    expect(midStep[0]).toMatchObject({ text: expect.stringContaining('its call is before the loaded events') });
+    // A call whose result lies beyond a window that stops before the log's end is not "running".
+    const cut = foldConversation(log.slice(16, 21), { partial: true, endsBeforeLog: true });
+    const call = cut.flatMap((i) => (i.kind === 'assistant' ? i.toolCalls : []))[0];
+    expect(call.waiting).toBe('not-loaded');
   });
 
   it('tells a call still running from one whose step ended without a result, and shows events that break the rules (the server reducer)', () => {
@@ -59,7 +97,7 @@ describe('foldConversation', () => {
   });
 
   it('keeps the items touched after a cut (a call whose result came later included)', () => {
-    expect(itemsAfter(foldConversation(child), 4).map((i) => i.seqs[0])).toEqual([4, 5, 7, 8, 9]);
+    expect(itemsAfter(foldConversation(child), 4).map((i) => i.seqs[0])).toEqual([5, 6, 7, 8, 9]);
   });
 });
 

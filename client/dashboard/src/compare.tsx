@@ -7,6 +7,7 @@ import { ConversationView } from './conversation-view.tsx';
 import { onLinkClick, sessionPath } from './router.ts';
 import { useSessionLog, type LiveStep, type SessionDetails } from './session-log.ts';
 import { Timeline } from './timeline.tsx';
+import { useSessionTitles } from './session-titles.ts';
 
 export function ComparePage({ id }: { id: string }) {
   const child = useSessionLog(id);
@@ -56,7 +57,6 @@ function CompareLoaded({ child, parentId }: { child: ReturnType<typeof useSessio
           live={child.live}
           cut={cut}
           testId="compare-child"
-          parentTitle={parent.session?.title}
         />
       </div>
     </main>
@@ -70,9 +70,9 @@ function Side(props: {
   live: LiveStep | null;
   cut: number;
   testId: string;
-  parentTitle?: string | null;
 }) {
   const items = useMemo(() => itemsAfter(foldConversation(props.events), props.cut), [props.events, props.cut]);
+  const titleOf = useSessionTitles(items.flatMap((i) => (i.kind === 'fork-marker' ? [i.parentSessionId] : [])));
   const after = useMemo(() => props.events.filter((e) => e.seq >= props.cut), [props.events, props.cut]);
   const s = props.session;
   return (
@@ -89,7 +89,7 @@ function Side(props: {
         <span class="muted">{s && `${s.eventCount} events`}</span>
       </h2>
       <div class="scroll">
-        {items.length ? <ConversationView items={items} live={props.live} parentTitle={props.parentTitle} /> : <p class="muted">Nothing after the cut.</p>}
+        {items.length ? <ConversationView items={items} live={props.live} titleOf={titleOf} /> : <p class="muted">Nothing after the cut.</p>}
         <h3>Events from #{props.cut}</h3>
         <Timeline events={after} />
       </div>

@@ -12,48 +12,55 @@ const RESULT_LABELS: Record<string, string> = {
   'not-started': 'forked: not run in this branch',
 };
 
-export function ConversationView(props: {
-  items: readonly ConversationItem[];
-  live?: LiveStep | null;
+export interface ItemProps {
   /** Offers "Branch from here" on ended turns. */
   onBranch?: (turnEndSeq: number, turn: number) => void;
   busy?: boolean;
-  parentTitle?: string | null;
-}) {
+  /** Title of a fork marker's parent (each marker names its own ancestor). */
+  titleOf?: (sessionId: string) => string | null | undefined;
+}
+
+export function ConversationView(props: ItemProps & { items: readonly ConversationItem[]; live?: LiveStep | null }) {
   return (
     <ol class="conversation" aria-label="Conversation">
       {props.items.map((item) => (
-        <Item key={`${item.kind}-${item.seqs[0]}`} item={item} {...props} />
+        <Item key={itemKey(item)} item={item} {...props} />
       ))}
-      {props.live && (props.live.text || props.live.tool) && (
-        <li class="msg assistant streaming" data-testid="live-text" aria-live="polite">
-          <div class="msg-head">
-            assistant · turn {props.live.turn} step {props.live.step} <Badge tone="live">streaming</Badge>
-          </div>
-          {props.live.text && <div class="msg-text">{props.live.text}</div>}
-          {props.live.tool && <div class="muted">running {props.live.tool}…</div>}
-        </li>
-      )}
+      {props.live && (props.live.text || props.live.tool) && <LiveStepItem live={props.live} />}
     </ol>
   );
 }
 
-function Item({
-  item,
-  onBranch,
-  busy,
-  parentTitle,
-}: {
-  item: ConversationItem;
-  onBranch?: (turnEndSeq: number, turn: number) => void;
-  busy?: boolean;
-  parentTitle?: string | null;
-}) {
+export const itemKey = (item: ConversationItem) => `${item.kind}-${item.seqs[0]}`;
+
+/** The running step's text as it streams, until its model/message is stored. */
+export function LiveStepItem({ live, row }: { live: LiveStep; row?: RowProps }) {
+  return (
+    <li {...row} class="msg assistant streaming" data-testid="live-text" aria-live="polite">
+      <div class="msg-head">
+        assistant · turn {live.turn} step {live.step} <Badge tone="live">streaming</Badge>
+      </div>
+      {live.text && <div class="msg-text">{live.text}</div>}
+      {live.tool && <div class="muted">running {live.tool}…</div>}
+    </li>
+  );
+}
+
+/** Placement of an item in a windowed list (see conversation-pane.tsx), spread on its root element. */
+export interface RowProps {
+  'data-index': number;
+  ref: (el: Element | null) => void;
+  style: Record<string, string>;
+  /** The seq jumped to is in this item. */
+  'data-target'?: boolean;
+}
+
+export function Item({ item, onBranch, busy, titleOf, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
   const inherited = item.inherited ? ' inherited' : '';
   switch (item.kind) {
     case 'user':
       return (
-        <li class={`msg user${inherited}`} data-seq={item.seqs[0]} data-input-id={item.inputId}>
+        <li {...row} class={`msg user${inherited}`} data-seq={item.seqs[0]} data-input-id={item.inputId}>
           <div class="msg-head">
             you <Seq seq={item.seqs[0]} />
             {item.state !== 'taken' && <Badge tone={item.state}>{item.state}</Badge>}
@@ -63,23 +70,23 @@ function Item({
       );
     case 'assistant':
       return (
-        <li class={`msg assistant${inherited}`} data-seq={item.seqs[0]}>
+        <li {...row} class={`msg assistant${inherited}`} data-seq={item.seqs[0]}>
           <div class="msg-head">
             assistant · turn {item.turn} step {item.step} <Seq seq={item.seqs[0]} />
           </div>
           {item.text && <div class="msg-text">{item.text}</div>}
           {item.toolCalls.map((call) => (
-            <ToolCall key={call.id} call={call} />
+            <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} />
           ))}
         </li>
       );
     case 'fork-marker':
       return (
-        <li class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
+        <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
             Forked from{' '}
             <a href={sessionPath(item.parentSessionId)} onClick={onLinkClick}>
-              {parentTitle || item.parentSessionId}
+              {titleOf?.(item.parentSessionId) || item.parentSessionId}
             </a>{' '}
             at event {item.cutSeq} · {item.inheritedEventCount} events inherited
           </span>
@@ -88,7 +95,7 @@ function Item({
       );
     case 'turn-end':
       return (
-        <li class={`turn-end reason-${item.reason}${inherited}`} data-seq={item.seqs[0]} data-turn={item.turn}>
+        <li {...row} class={`turn-end reason-${item.reason}${inherited}`} data-seq={item.seqs[0]} data-turn={item.turn}>
           <span>
             turn {item.turn} <Badge tone={`reason-${item.reason}`}>{item.reason}</Badge>
             {item.synthetic && <Badge tone="synthetic">synthetic</Badge>}
@@ -111,21 +118,46 @@ function Item({
       );
     case 'step-end':
       return (
-        <li class={`step-end reason-${item.reason}${inherited}`} data-seq={item.seqs[0]}>
+        <li {...row} class={`step-end reason-${item.reason}${inherited}`} data-seq={item.seqs[0]}>
           turn {item.turn} step {item.step} ended <Badge tone={`reason-${item.reason}`}>{item.reason}</Badge>
           {item.synthetic && <Badge tone="synthetic">synthetic</Badge>}
         </li>
       );
+    case 'closer-result':
+      return (
+        <li {...row} class={`msg closer${inherited}`} data-seq={item.seqs[0]}>
+          <div class="msg-head">
+            closer for the call above the marker <Seq seq={item.seqs[0]} />
+          </div>
+          <ToolCall call={item.call} />
+        </li>
+      );
+    case 'agent-error':
+      return (
+        <li {...row} class={`agent-error${inherited}`} data-seq={item.seqs[0]} data-testid="agent-error">
+          <span>
+            <Badge tone="reason-failed">error</Badge> turn {item.turn} step {item.step}: {item.message}
+          </span>
+          <Seq seq={item.seqs[0]} />
+        </li>
+      );
     case 'note':
       return (
-        <li class={`note${inherited}`} data-seq={item.seqs[0]}>
+        <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]}>
           {item.text} <Seq seq={item.seqs[0]} />
         </li>
       );
   }
 }
 
-function ToolCall({ call }: { call: ToolCallView }) {
+const WAITING_TEXT = {
+  running: 'running…',
+  unanswered: 'no result recorded (its step ended without one)',
+  'not-loaded': 'result not loaded yet (later in the log)',
+};
+
+/** A call and its result; `closerBelow`: the result is a fork closer shown after the marker. */
+function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boolean }) {
   const r = call.result;
   return (
     <div class="tool-call" data-call-id={call.id}>
@@ -135,7 +167,11 @@ function ToolCall({ call }: { call: ToolCallView }) {
         </code>
         <span class="muted">{call.id}</span>
       </div>
-      {r ? (
+      {r && closerBelow ? (
+        <div class="tool-result pending muted">
+          result #{r.seq} written by the fork, below its marker
+        </div>
+      ) : r ? (
         <div class={`tool-result status-${r.status}${r.synthetic ? ' synthetic' : ''}`} data-testid="tool-result" data-status={r.status}>
           <div class="tool-result-head">
             <Badge tone={`status-${r.status}`}>{RESULT_LABELS[r.status] ?? r.status}</Badge>
@@ -149,8 +185,9 @@ function ToolCall({ call }: { call: ToolCallView }) {
           <div class="tool-result-text">{r.content}</div>
         </div>
       ) : (
-        <div class="tool-result pending muted" data-testid="tool-waiting">
-          {call.waiting === 'running' ? 'running…' : 'no result recorded (its step ended without one)'}
+        <div class={`tool-result pending waiting-${call.waiting}`} data-testid="tool-waiting" data-waiting={call.waiting}>
+          {call.waiting === 'running' && <span class="spinner" aria-hidden="true" />}
+          {WAITING_TEXT[call.waiting ?? 'unanswered']}
         </div>
       )}
     </div>

@@ -13,14 +13,19 @@ export interface ToolCallView {
   id: string;
   name: string;
   arguments: string;
-  /** Without a result: `running` while its step is open, else `unanswered` (its step closed without one). */
-  waiting?: 'running' | 'unanswered';
+  /**
+   * Without a result: `running` while its step is open, `unanswered` when its
+   * step closed without one, `not-loaded` when the fold stops before the log's end.
+   */
+  waiting?: 'running' | 'unanswered' | 'not-loaded';
   result?: {
     seq: number;
     status: string;
     content: string;
     synthetic: boolean;
     inherited: boolean;
+    /** Written after a fork marker (a fork's closer): shown below the marker, not in the call. */
+    afterMarker?: boolean;
   };
 }
 
@@ -36,7 +41,22 @@ export type ConversationItem =
   | (ItemBase & { kind: 'turn-end'; turn: number; reason: string; synthetic: boolean; endSeq: number })
   | (ItemBase & { kind: 'step-end'; turn: number; step: number; reason: string; synthetic: boolean })
   | (ItemBase & { kind: 'fork-marker'; parentSessionId: string; cutSeq: number; inheritedEventCount: number })
+  /** A fork's closer for a call made before its marker, shown after the marker (the order of the log). */
+  | (ItemBase & { kind: 'closer-result'; call: ToolCallView })
+  /** The agent's own error report (plugin/agent/error): why a turn failed. */
+  | (ItemBase & { kind: 'agent-error'; turn: number; step: number; message: string })
   | (ItemBase & { kind: 'note'; text: string });
+
+export interface FoldOptions {
+  /**
+   * The events are a window of the log, not its start: the fold begins at the
+   * window's first turn/start (or, inside a turn, at its first turn event),
+   * and removals of inputs added before the window are not rule breaks.
+   */
+  partial?: boolean;
+  /** The window stops before the log's end: open calls are `not-loaded`, not `running`. */
+  endsBeforeLog?: boolean;
+}
 
 const str = (v: unknown) => (typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v));
 const num = (v: unknown) => (typeof v === 'number' ? v : Number(v));
@@ -44,18 +64,35 @@ const num = (v: unknown) => (typeof v === 'number' ? v : Number(v));
 /** Reasons that end a step or turn abnormally; normal ones are not shown. */
 const NOTABLE_STEP_REASONS = new Set(['failed', 'interrupted', 'forked']);
 
-export function foldConversation(events: readonly LogEvent[]): ConversationItem[] {
+export function foldConversation(events: readonly LogEvent[], opts: FoldOptions = {}): ConversationItem[] {
   const items: ConversationItem[] = [];
   const users = new Map<string, Extract<ConversationItem, { kind: 'user' }>>();
   const calls = new Map<string, { item: Extract<ConversationItem, { kind: 'assistant' }>; call: ToolCallView }>();
+  let markerSeq = -1;
 
   const state = new LogState();
+  // A window starts with no turn history: the reducer is put in step with the
+  // first turn event it sees, so the rules it checks hold from there on.
+  let inStep = !opts.partial;
 
   for (const e of events) {
     const d = (e.data ?? {}) as Record<string, unknown>;
     const base = { seqs: [e.seq], inherited: e.inherited };
     const core = { seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic } as CoreEvent & { synthetic: boolean };
-    const broken = state.violation(core);
+    if (!inStep && typeof d.turn === 'number') {
+      inStep = true;
+      state.lastTurn = d.turn - 1;
+      if (e.type !== 'turn/start') syncMidTurn(state, e.seq, d.turn, e.type, d.step);
+    }
+    let broken = state.violation(core);
+    // Its inbox/add lies before the window.
+    if (broken?.rule === 'inbox' && opts.partial && e.type === 'inbox/remove' && !users.has(str(d.inputId))) broken = undefined;
+    // Its call lies before the window (a window that starts inside a step).
+    if (broken?.rule === 'result pairing' && opts.partial && !calls.has(str(d.callId)) && state.openStep?.calls.length === 0) {
+      state.apply(core);
+      items.push({ ...base, kind: 'note', text: `result of ${str(d.callId)} (${str(d.status)}); its call is before the loaded events` });
+      continue;
+    }
     state.apply(core);
     if (broken) {
       // The store refuses such events; a log that has one anyway shows it.
@@ -93,8 +130,10 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
       }
       case 'tool/result': {
         const owner = calls.get(str(d.callId))!; // the reducer checked it answers a call of the open step
-        owner.call.result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited };
-        owner.item.seqs.push(e.seq);
+        const afterMarker = markerSeq > owner.item.seqs[0];
+        owner.call.result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited, afterMarker };
+        if (afterMarker) items.push({ ...base, kind: 'closer-result', call: owner.call });
+        else owner.item.seqs.push(e.seq);
         break;
       }
       case 'step/end':
@@ -106,6 +145,7 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
         items.push({ ...base, kind: 'turn-end', turn: num(d.turn), reason: str(d.reason), synthetic: e.synthetic, endSeq: e.seq });
         break;
       case 'session/end-seed':
+        markerSeq = e.seq;
         items.push({
           ...base,
           kind: 'fork-marker',
@@ -123,13 +163,26 @@ export function foldConversation(events: readonly LogEvent[]): ConversationItem[
       case 'surface/replace':
         items.push({ ...base, kind: 'note', text: `history ${num(d.fromSeq)}–${num(d.toSeq)} replaced (compaction)` });
         break;
+      case 'plugin/agent/error':
+        items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
+        break;
       default:
         if (e.type.startsWith('plugin/')) items.push({ ...base, kind: 'note', text: e.type });
     }
   }
-  const running = new Set(state.openTail()?.step?.unanswered.map((c) => c.id));
-  for (const { call } of calls.values()) if (!call.result) call.waiting = running.has(call.id) ? 'running' : 'unanswered';
+  const open = new Set(state.openTail()?.step?.unanswered.map((c) => c.id));
+  for (const { call } of calls.values()) {
+    if (!call.result) call.waiting = !open.has(call.id) ? 'unanswered' : opts.endsBeforeLog ? 'not-loaded' : 'running';
+  }
   return items;
+}
+
+/** Opens the turn (and step) a window starts inside, as if their starts had been folded. */
+function syncMidTurn(state: LogState, seq: number, turn: number, type: string, step: unknown) {
+  state.apply({ seq: seq - 1, type: 'turn/start', data: { turn, inputId: '' } } as CoreEvent);
+  if (typeof step === 'number' && type !== 'step/start' && type !== 'turn/end') {
+    state.apply({ seq: seq - 1, type: 'step/start', data: { turn, step } } as CoreEvent);
+  }
 }
 
 /** Items that changed after `cutSeq` (the compare view shows each side from its cut). */
@@ -168,6 +221,8 @@ export function eventSummary(e: LogEvent): string {
       return `${str(d.provider)}/${str(d.model)}`;
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
+    case 'plugin/agent/error':
+      return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
     default:
       return clip(JSON.stringify(d));
   }

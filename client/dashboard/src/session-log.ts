@@ -115,38 +115,7 @@ export function useSessionLog(id: string) {
           reconnecting: () => !closed && setError('live events: reconnecting…'),
           complete: refreshSummary, // the session was deleted: the page says so
         }),
-        follow(() => forkline.subscribe(SessionTurnsDocument, { sessionId: id }), {
-          next: ({ sessionTurns: u }) => {
-            const step = u.step ?? 0;
-            switch (u.kind) {
-              case 'STEP_STARTED':
-                setLive({ turn: u.turn, step, text: '' });
-                break;
-              case 'TEXT_DELTA':
-                if (answeredSteps.has(`${u.turn}:${step}`)) break;
-                setLive((l) =>
-                  l && l.turn === u.turn && l.step === step
-                    ? { ...l, text: l.text + (u.text ?? '') }
-                    : { turn: u.turn, step, text: u.text ?? '' },
-                );
-                break;
-              case 'TOOL_RUNNING':
-                setLive((l) => ({ turn: u.turn, step, text: l?.text ?? '', tool: u.toolName ?? 'tool' }));
-                break;
-              case 'TOOL_FINISHED':
-                setLive((l) => (l ? { ...l, tool: undefined } : l));
-                break;
-              case 'TURN_ENDED':
-                setLive(null);
-                refreshSummary();
-                break;
-              case 'TURN_STARTED':
-                refreshSummary();
-                break;
-            }
-          },
-          error: (err) => !closed && setError(`live output: ${errorText(err)}`),
-        }),
+        followLiveSteps(id, answeredSteps, setLive, refreshSummary, (err) => !closed && setError(`live output: ${errorText(err)}`)),
       );
     })().catch((err) => !closed && setError(errorText(err)));
 
@@ -158,4 +127,47 @@ export function useSessionLog(id: string) {
   }, [id]);
 
   return { session, events, live, error, setSession };
+}
+
+/**
+ * The running step's streamed text and tool (sessionTurns), until its
+ * model/message is stored (then `answeredSteps` holds it and the log shows it).
+ */
+export function followLiveSteps(
+  id: string,
+  answeredSteps: Set<string>,
+  setLive: (update: (l: LiveStep | null) => LiveStep | null) => void,
+  onTurnBoundary: () => void,
+  onError: (err: unknown) => void,
+): () => void {
+  return follow(() => forkline.subscribe(SessionTurnsDocument, { sessionId: id }), {
+    next: ({ sessionTurns: u }) => {
+      const step = u.step ?? 0;
+      switch (u.kind) {
+        case 'STEP_STARTED':
+          setLive(() => ({ turn: u.turn, step, text: '' }));
+          break;
+        case 'TEXT_DELTA':
+          if (answeredSteps.has(`${u.turn}:${step}`)) break;
+          setLive((l) =>
+            l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' },
+          );
+          break;
+        case 'TOOL_RUNNING':
+          setLive((l) => ({ turn: u.turn, step, text: l?.text ?? '', tool: u.toolName ?? 'tool' }));
+          break;
+        case 'TOOL_FINISHED':
+          setLive((l) => (l ? { ...l, tool: undefined } : l));
+          break;
+        case 'TURN_ENDED':
+          setLive(() => null);
+          onTurnBoundary();
+          break;
+        case 'TURN_STARTED':
+          onTurnBoundary();
+          break;
+      }
+    },
+    error: onError,
+  });
 }

@@ -1,7 +1,7 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
-import { Fragment, type ComponentChildren } from 'preact';
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { Fragment } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
 import {
   BranchSessionDocument,
   DashboardCancelTurnDocument,
@@ -12,19 +12,23 @@ import {
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { foldConversation } from './conversation.ts';
-import { ConversationView } from './conversation-view.tsx';
+import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { comparePath, navigate, onLinkClick, sessionPath } from './router.ts';
-import { useSessionLog, type SessionDetails } from './session-log.ts';
-import { Timeline } from './timeline.tsx';
+import { useSessionFeed } from './session-feed.ts';
+import type { SessionDetails } from './session-log.ts';
+import { VirtualTimeline } from './timeline.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
-export function SessionPage({ id, seq, onCreated }: { id: string; /** An event to show (a search hit). */ seq?: number; onCreated(s: SessionSummaryFragment): void }) {
-  const { session, events, live, error } = useSessionLog(id);
-  const items = useMemo(() => foldConversation(events), [events]);
+/** `seq`: open at that event (a link to it) instead of the latest ones. */
+export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
+  const { session, pages, version, live, status, error } = useSessionFeed(id);
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
+  const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   useEffect(() => setActionError(null), [id]);
+  useEffect(() => {
+    if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
+  }, [seq]);
 
   const run = async (action: () => Promise<void>) => {
     setBusy(true);
@@ -48,49 +52,74 @@ export function SessionPage({ id, seq, onCreated }: { id: string; /** An event t
       openChild((await forkline.mutate(BranchSessionDocument, { input: { sessionId: id, anchorSeq } })).branchSession.session),
     );
 
-  if (session === undefined) return <main class="session-page loading">Loading…</main>;
-  if (session === null)
+  if (session === undefined || (session && !pages)) return <main class="session-page loading">Loading…</main>;
+  if (session === null || !pages)
     return (
       <main class="session-page">
         <p class="error">No session {id}: it does not exist or was deleted.</p>
       </main>
     );
 
-  const running = session.status === 'RUNNING' || !!live;
+  const running = status === 'RUNNING' || !!live;
+  const jumpTo = (seq: number) => setJump((j) => ({ seq, nonce: (j?.nonce ?? 0) + 1 }));
   return (
     <main class="session-page" data-session-id={id}>
-      <SessionHeader session={session} busy={busy} onError={setActionError} />
+      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} />
       {(error || actionError) && (
         <p class="error" role="alert">
           {actionError ?? error}
         </p>
       )}
+      <JumpBar length={pages.length} onJump={jumpTo} />
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
-          <AutoScroll class="scroll" dep={[items, live]}>
-            {items.length ? (
-              <ConversationView items={items} live={live} onBranch={branch} busy={busy} parentTitle={session.parent?.title} />
-            ) : (
-              <p class="muted">Nothing yet: send a message.</p>
-            )}
-          </AutoScroll>
+          <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} />
           <Composer sessionId={id} running={running} pending={session.pendingInputs.length} />
         </section>
         <section class="pane events" aria-label="Events pane">
           <h2>
-            Events <span class="muted">({events.length})</span>
+            Events <span class="muted">({pages.length})</span>
           </h2>
-          <div class="scroll">
-            <Timeline events={events} onFork={fork} busy={busy} targetSeq={seq} />
-          </div>
+          <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} />
         </section>
       </div>
     </main>
   );
 }
 
-function SessionHeader({ session, busy, onError }: { session: SessionDetails; busy: boolean; onError(msg: string): void }) {
+/** Jump to the log's start, its latest events, or a seq (both panes follow). */
+function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void }) {
+  const [seq, setSeq] = useState('');
+  return (
+    <form
+      class="jump-bar"
+      aria-label="Jump"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const n = Number(seq);
+        if (seq.trim() && Number.isInteger(n) && n >= 0) onJump(Math.min(n, length - 1));
+      }}
+    >
+      <button type="button" class="small" onClick={() => onJump(0)} disabled={!length}>
+        Jump to start
+      </button>
+      <button type="button" class="small" onClick={() => onJump(-1)} disabled={!length}>
+        Jump to latest
+      </button>
+      <label>
+        seq{' '}
+        <input type="number" min={0} max={Math.max(0, length - 1)} value={seq} onInput={(e) => setSeq(e.currentTarget.value)} aria-label="Seq to jump to" />
+      </label>
+      <button type="submit" class="small" disabled={!length || !seq.trim()}>
+        Jump to seq
+      </button>
+    </form>
+  );
+}
+
+function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void }) {
+  const { session, busy, onError } = props;
   const exportRecording = async () => {
     try {
       const r = await forkline.query(SessionRecordingDocument, { id: session.id });
@@ -124,8 +153,8 @@ function SessionHeader({ session, busy, onError }: { session: SessionDetails; bu
       <div class="session-title">
         <h1>{session.title || 'Untitled'}</h1>
         <div class="meta">
-          <StatusBadge status={session.status} />
-          <span>{session.eventCount} events</span>
+          <StatusBadge status={props.status} />
+          <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
           <span>V{session.formatVersion}</span>
           <code class="muted">{session.id}</code>
@@ -228,27 +257,6 @@ function Composer({ sessionId, running, pending }: { sessionId: string; running:
         </button>
       </div>
     </form>
-  );
-}
-
-/** A scroll box that follows new content while the reader is at its bottom. */
-function AutoScroll(props: { class: string; dep: unknown[]; children: ComponentChildren }) {
-  const box = useRef<HTMLDivElement>(null);
-  const atBottom = useRef(true);
-  useLayoutEffect(() => {
-    if (box.current && atBottom.current) box.current.scrollTop = box.current.scrollHeight;
-  }, props.dep);
-  return (
-    <div
-      ref={box}
-      class={props.class}
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-      }}
-    >
-      {props.children}
-    </div>
   );
 }
 

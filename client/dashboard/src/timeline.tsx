@@ -1,78 +1,201 @@
 // The raw event log: seq, type, inherited/synthetic badges, a one-line
 // summary (the full data on demand) and "Fork at this event" on every row.
-// A target seq (a search hit) is highlighted and scrolled to once it is loaded.
-import { Fragment } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+// `Timeline` renders the events it is given (the compare view);
+// `VirtualTimeline` a whole log of any length: only the rows near the
+// viewport exist, their pages fetched as they come into view.
+import type { Ref } from 'preact';
+import { memo } from 'preact/compat';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
+import type { EventPages } from './event-pages.ts';
+import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
 
-export function Timeline(props: { events: readonly LogEvent[]; onFork?: (seq: number) => void; busy?: boolean; targetSeq?: number }) {
+interface RowActions {
+  onFork?: (seq: number) => void;
+  busy?: boolean;
+}
+
+export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
   const [open, setOpen] = useState<number | null>(null);
-  const table = useRef<HTMLTableElement>(null);
-  const loaded = props.targetSeq !== undefined && props.events.length > props.targetSeq;
-  useEffect(() => {
-    if (loaded) table.current?.querySelector(`tr[data-seq="${props.targetSeq}"]`)?.scrollIntoView({ block: 'center' });
-  }, [loaded, props.targetSeq]);
+  const toggle = useCallback((seq: number) => setOpen((o) => (o === seq ? null : seq)), []);
   return (
-    <table class="timeline" aria-label="Event timeline" ref={table}>
-      <thead>
-        <tr>
-          <th>seq</th>
-          <th>type</th>
-          <th>event</th>
-          {props.onFork && <th aria-label="actions" />}
-        </tr>
-      </thead>
-      <tbody>
-        {props.events.map((e) => (
-          <Fragment key={e.seq}>
-            <tr
-              data-seq={e.seq}
-              class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''} type-${e.type.replace(/\W/g, '-')}${e.seq === props.targetSeq ? ' target' : ''}`}
-              aria-current={e.seq === props.targetSeq ? 'location' : undefined}
-            >
-              <td class="seq">{e.seq}</td>
-              <td class="type">
-                <button type="button" class="link" aria-expanded={open === e.seq} onClick={() => setOpen(open === e.seq ? null : e.seq)}>
-                  {e.type}
-                </button>
-                {e.inherited && (
-                  <Badge tone="inherited" title="Copied from the parent by the fork">
-                    inherited
-                  </Badge>
-                )}
-                {e.synthetic && (
-                  <Badge tone="synthetic" title="Written by repair, not by a real actor">
-                    synthetic
-                  </Badge>
-                )}
-              </td>
-              <td class="summary">{eventSummary(e)}</td>
-              {props.onFork && (
-                <td class="actions">
-                  <button
-                    type="button"
-                    class="small fork-button"
-                    disabled={props.busy}
-                    aria-label={`Fork at event ${e.seq}`}
-                    title={`Fork at this event: a new session with events 0–${e.seq}`}
-                    onClick={() => props.onFork!(e.seq)}
-                  >
-                    Fork here
-                  </button>
-                </td>
-              )}
-            </tr>
-            {open === e.seq && (
-              <tr class="event-data">
-                <td colSpan={props.onFork ? 4 : 3}>
-                  <pre>{JSON.stringify({ id: e.id, createdAt: e.createdAt, data: e.data }, null, 2)}</pre>
-                </td>
-              </tr>
-            )}
-          </Fragment>
-        ))}
-      </tbody>
+    <table class="timeline" aria-label="Event timeline">
+      <TimelineHead withActions={!!props.onFork} />
+      {props.events.map((e) => (
+        <EventRow key={e.seq} event={e} open={open === e.seq} onToggle={toggle} onFork={props.onFork} busy={props.busy} />
+      ))}
     </table>
   );
 }
+
+/** A row's height (styles.css fixes it), so rows not yet loaded take their final place. */
+const ROW_HEIGHT = 28;
+
+/** `version`: EventPages.version, so a change of the log renders the rows again. */
+export function VirtualTimeline(props: RowActions & { pages: EventPages; version: number; jump: { seq: number; nonce: number } | null }) {
+  const { pages } = props;
+  const [open, setOpen] = useState<number | null>(null);
+  const toggle = useCallback((seq: number) => setOpen((o) => (o === seq ? null : seq)), []);
+  // Stable for the memoized rows: a scroll renders only the rows it brings in.
+  const forkRef = useRef(props.onFork);
+  forkRef.current = props.onFork;
+  const fork = useCallback((seq: number) => forkRef.current?.(seq), []);
+  const box = useRef<HTMLDivElement>(null);
+  const head = useRef<HTMLTableSectionElement>(null);
+  const [headHeight, setHeadHeight] = useState(ROW_HEIGHT);
+  useLayoutEffect(() => setHeadHeight(head.current?.offsetHeight ?? ROW_HEIGHT), []);
+  const v = useVirtualizer({
+    count: pages.length,
+    getScrollElement: () => box.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 25,
+    scrollMargin: headHeight,
+    getItemKey: (i) => i,
+    // At the bottom, new events scroll in (virtual-core follows appends only for lists anchored at the end).
+    anchorTo: 'end',
+    followOnAppend: true,
+    scrollEndThreshold: 40,
+  });
+  const rows = v.getVirtualItems();
+  const first = rows[0]?.index ?? 0;
+  const last = rows.at(-1)?.index ?? -1;
+  useEffect(() => {
+    if (last >= 0) void pages.ensure(first, last).catch(() => {}); // retried on the next scroll
+  }, [first, last, pages]);
+
+  // Opens at the latest events; a jump centres its seq.
+  const placed = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    const nonce = props.jump?.nonce ?? 0;
+    if (!pages.length || placed.current === nonce) return;
+    placed.current = nonce;
+    const seq = props.jump && props.jump.seq >= 0 ? Math.min(props.jump.seq, pages.length - 1) : pages.length - 1;
+    v.scrollToIndex(seq, { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
+  }, [props.jump, pages.length > 0]);
+
+  const target = props.jump && props.jump.seq >= 0 ? props.jump.seq : undefined;
+  // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
+  const before = (rows[0]?.start ?? headHeight) - headHeight;
+  const after = v.getTotalSize() + headHeight - (rows.at(-1)?.end ?? headHeight);
+  const cols = props.onFork ? 4 : 3;
+  return (
+    <div ref={box} class="scroll timeline-scroll" data-testid="timeline-scroll">
+      <table class="timeline virtual" aria-label="Event timeline" aria-rowcount={pages.length}>
+        <TimelineHead headRef={head} withActions={!!props.onFork} />
+        <Spacer height={before} cols={cols} />
+        {rows.map((row) => {
+          const e = pages.get(row.index);
+          return e ? (
+            <EventRow
+              key={row.key}
+              event={e}
+              index={row.index}
+              measure={v.measureElement}
+              target={target === row.index}
+              open={open === e.seq}
+              onToggle={toggle}
+              onFork={props.onFork && fork}
+              busy={props.busy}
+            />
+          ) : (
+            <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
+              <tr class="placeholder">
+                <td class="seq">{row.index}</td>
+                <td colSpan={cols - 1} class="muted">
+                  …
+                </td>
+              </tr>
+            </tbody>
+          );
+        })}
+        <Spacer height={after} cols={cols} />
+      </table>
+    </div>
+  );
+}
+
+function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
+  return (
+    <thead ref={headRef}>
+      <tr>
+        <th class="seq">seq</th>
+        <th class="type">type</th>
+        <th>event</th>
+        {withActions && <th class="actions" aria-label="actions" />}
+      </tr>
+    </thead>
+  );
+}
+
+/** Stands in for the rows above or below the rendered ones. */
+const Spacer = ({ height, cols }: { height: number; cols: number }) =>
+  height > 0 ? (
+    <tbody aria-hidden="true">
+      <tr class="spacer" style={{ height: `${height}px` }}>
+        <td colSpan={cols} />
+      </tr>
+    </tbody>
+  ) : null;
+
+/** One event: its row and, when open, its data. A tbody of its own, so a windowed list measures both. */
+const EventRow = memo(function EventRow(
+  props: RowActions & {
+    event: LogEvent;
+    open: boolean;
+    onToggle(seq: number): void;
+    index?: number;
+    measure?: (el: Element | null) => void;
+    target?: boolean;
+  },
+) {
+  const e = props.event;
+  return (
+    <tbody data-index={props.index} ref={props.measure}>
+      <tr
+        data-seq={e.seq}
+        class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''}${props.target ? ' target' : ''} type-${e.type.replace(/\W/g, '-')}`}
+        aria-current={props.target ? 'location' : undefined}
+      >
+        <td class="seq">{e.seq}</td>
+        <td class="type">
+          <button type="button" class="link" aria-expanded={props.open} onClick={() => props.onToggle(e.seq)}>
+            {e.type}
+          </button>
+          {e.inherited && (
+            <Badge tone="inherited" title="Copied from the parent by the fork">
+              inherited
+            </Badge>
+          )}
+          {e.synthetic && (
+            <Badge tone="synthetic" title="Written by repair, not by a real actor">
+              synthetic
+            </Badge>
+          )}
+        </td>
+        <td class="summary">{eventSummary(e)}</td>
+        {props.onFork && (
+          <td class="actions">
+            <button
+              type="button"
+              class="small fork-button"
+              disabled={props.busy}
+              aria-label={`Fork at event ${e.seq}`}
+              title={`Fork at this event: a new session with events 0–${e.seq}`}
+              onClick={() => props.onFork!(e.seq)}
+            >
+              Fork here
+            </button>
+          </td>
+        )}
+      </tr>
+      {props.open && (
+        <tr class="event-data">
+          <td colSpan={props.onFork ? 4 : 3}>
+            <pre>{JSON.stringify({ id: e.id, createdAt: e.createdAt, data: e.data }, null, 2)}</pre>
+          </td>
+        </tr>
+      )}
+    </tbody>
+  );
+});

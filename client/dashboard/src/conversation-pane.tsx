@@ -1,0 +1,197 @@
+// The conversation of a long session, windowed twice: only a window of the
+// log's pages is loaded and folded (it opens on the latest pages, grows as the
+// reader scrolls up or down, jumps to the start or to a seq), and only the
+// items near the viewport are in the DOM (@tanstack/virtual-core).
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { foldConversation, type ConversationItem } from './conversation.ts';
+import { Item, itemKey, LiveStepItem, type ItemProps, type RowProps } from './conversation-view.tsx';
+import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
+import type { LiveStep } from './session-log.ts';
+import { useSessionTitles } from './session-titles.ts';
+import { useVirtualizer } from './use-virtualizer.ts';
+
+/** A fold needs its turn's start: look back this many pages for one before folding mid-turn. */
+const MAX_LOOKBACK_PAGES = 5;
+/** Pages folded at most; growing past it drops the far side. */
+const MAX_WINDOW_PAGES = 40;
+/** Scrolled this close to an edge of the window, the next page loads. */
+const EDGE_PX = 600;
+
+/** Pages lo..hi of the log; hi null: through the end, following live appends. */
+interface LogWindow {
+  lo: number;
+  hi: number | null;
+  /** Pages added below `lo` only to reach a turn start. */
+  lookback: number;
+  /** A seq to scroll to and highlight once folded. */
+  target?: number;
+}
+
+export interface Jump {
+  /** -1: the latest events. */
+  seq: number;
+  nonce: number;
+}
+
+export const openingWindow = (length: number): LogWindow => ({ lo: Math.max(0, pageOf(Math.max(0, length - 1)) - 1), hi: null, lookback: 0 });
+
+export function windowForJump(seq: number, length: number): LogWindow {
+  if (seq < 0) return openingWindow(length);
+  const page = pageOf(Math.min(seq, Math.max(0, length - 1)));
+  const lastPage = pageOf(Math.max(0, length - 1));
+  return { lo: page, hi: page + 1 >= lastPage ? null : page + 1, lookback: 0, target: seq };
+}
+
+/** Where the fold of a window starts: at its first turn start (the log's start for page 0). */
+export function foldStart(events: readonly { seq: number; type: string }[], lo: number): number | undefined {
+  if (lo === 0) return 0;
+  return events.find((e) => e.type === 'turn/start')?.seq;
+}
+
+export function ConversationPane(
+  /** `version`: EventPages.version, so a change of the log renders the pane again. */
+  props: ItemProps & { pages: EventPages; version: number; live: LiveStep | null; jump: Jump | null },
+) {
+  const { pages } = props;
+  const [win, setWin] = useState<LogWindow>(() => openingWindow(pages.length));
+  useEffect(() => {
+    if (props.jump) setWin(windowForJump(props.jump.seq, pages.length));
+  }, [props.jump]);
+
+  const lastPage = pageOf(Math.max(0, pages.length - 1));
+  const hi = win.hi ?? lastPage;
+  const from = win.lo * PAGE_SIZE;
+  const to = (hi + 1) * PAGE_SIZE - 1;
+  useEffect(() => {
+    void pages.ensure(from, to).catch(() => {}); // the feed reports errors; a later scroll retries
+  }, [from, to, pages.length]);
+
+  // The loaded window, folded from its first turn start (or mid-turn when none is near).
+  const folded = useMemo(() => {
+    const events = pages.slice(from, to);
+    if (!events) return undefined;
+    let start = foldStart(events, win.lo);
+    const needsEarlier = win.lo > 0 && (start === undefined || (win.target !== undefined && start > win.target));
+    if (needsEarlier && win.lookback < MAX_LOOKBACK_PAGES) return { needsEarlier: true as const };
+    const midTurn = win.lo > 0 && (start === undefined || needsEarlier);
+    if (midTurn) start = from;
+    const items = foldConversation(
+      events.filter((e) => e.seq >= start!),
+      { partial: win.lo > 0, endsBeforeLog: win.hi !== null },
+    );
+    return { items, midTurn, start: start! };
+  }, [pages, pages.rangeVersion(from, to), from, to, win]); // not refolded when the timeline loads pages elsewhere
+
+  useEffect(() => {
+    if (folded && 'needsEarlier' in folded) setWin((w) => ({ ...w, lo: w.lo - 1, lookback: w.lookback + 1 }));
+  }, [folded]);
+
+  const [items, setItems] = useState<{ items: ConversationItem[]; start: number; midTurn: boolean } | null>(null);
+  useLayoutEffect(() => {
+    if (folded && !('needsEarlier' in folded)) setItems(folded);
+  }, [folded]);
+
+  const markerParents = useMemo(() => items?.items.flatMap((i) => (i.kind === 'fork-marker' ? [i.parentSessionId] : [])) ?? [], [items]);
+  const titleOf = useSessionTitles(markerParents);
+
+  const list = items?.items ?? [];
+  const showLive = win.hi === null && !!props.live && !!(props.live.text || props.live.tool);
+  const count = list.length + (showLive ? 1 : 0);
+  const box = useRef<HTMLDivElement>(null);
+  const v = useVirtualizer({
+    count,
+    getScrollElement: () => box.current,
+    estimateSize: () => 64,
+    overscan: 6,
+    gap: 8,
+    paddingStart: 34, // room for the window's edge line
+    paddingEnd: 10,
+    getItemKey: (i) => (i < list.length ? itemKey(list[i]) : 'live'),
+    // Prepending earlier pages keeps the reader's item in place; at the bottom, appends are followed.
+    anchorTo: 'end',
+    followOnAppend: true,
+    scrollEndThreshold: 40,
+  });
+
+  // Opens at the latest item; a jump scrolls to its target's item.
+  const placed = useRef<string | null>(null);
+  useLayoutEffect(() => {
+    if (!items || !count) return;
+    const place = `${win.target ?? 'end'}:${props.jump?.nonce ?? 0}`;
+    if (placed.current === place) return;
+    placed.current = place;
+    if (win.target === undefined) v.scrollToIndex(count - 1, { align: 'end' });
+    else v.scrollToIndex(Math.max(0, targetIndex(list, win.target)), { align: 'start' });
+  }, [items, count]);
+
+  // Near the top of the window: fold the page before it; near its bottom (when it stops short of the end): the next.
+  const grow = () => {
+    const el = box.current;
+    if (!el || !items || placed.current === null) return;
+    if (el.scrollTop < EDGE_PX && win.lo > 0) {
+      setWin((w) => ({ ...w, lo: w.lo - 1, lookback: 0, hi: trimmedHi(w.lo - 1, w.hi, lastPage) }));
+    } else if (win.hi !== null && el.scrollHeight - el.scrollTop - el.clientHeight < EDGE_PX) {
+      setWin((w) => {
+        const next = (w.hi ?? lastPage) + 1;
+        const lo = Math.max(w.lo, next - MAX_WINDOW_PAGES + 1);
+        const target = w.target !== undefined && w.target >= lo * PAGE_SIZE ? w.target : undefined;
+        return { lo, lookback: 0, hi: next >= lastPage ? null : next, target };
+      });
+    }
+  };
+  // A window shorter than the viewport grows at once.
+  useEffect(() => {
+    const el = box.current;
+    if (el && items && el.scrollHeight <= el.clientHeight + EDGE_PX) grow();
+  }, [items]);
+
+  const rows = v.getVirtualItems();
+  // The item holding the seq jumped to, or the first after it (turn and step starts have no item).
+  const targetAt = useMemo(() => (win.target === undefined ? -1 : targetIndex(list, win.target)), [list, win.target]);
+  const rowProps = (index: number, start: number): RowProps => ({
+    'data-index': index,
+    ref: v.measureElement,
+    style: { transform: `translateY(${start}px)` },
+    'data-target': index === targetAt ? true : undefined,
+  });
+  return (
+    <div ref={box} class="scroll virtual" onScroll={grow} data-testid="conversation-scroll">
+      {items === null ? (
+        <p class="muted">Loading…</p>
+      ) : !count ? (
+        <p class="muted">Nothing yet: send a message.</p>
+      ) : (
+        <ol class="conversation virtual-list" aria-label="Conversation" style={{ height: `${v.getTotalSize()}px` }}>
+          {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} />}
+          {rows.map((row) =>
+            row.index < list.length ? (
+              <Item key={row.key} item={list[row.index]} row={rowProps(row.index, row.start)} onBranch={props.onBranch} busy={props.busy} titleOf={titleOf} />
+            ) : (
+              props.live && <LiveStepItem key="live" live={props.live} row={rowProps(row.index, row.start)} />
+            ),
+          )}
+        </ol>
+      )}
+    </div>
+  );
+}
+
+/** The first loaded event: earlier ones load on scrolling up. */
+function WindowEdge({ start, midTurn }: { start: number; midTurn: boolean }) {
+  return (
+    <li class="window-edge muted" data-testid="window-edge">
+      {midTurn ? `From event #${start}, inside a turn whose start is not loaded` : `From event #${start}`} · scroll up for earlier events
+    </li>
+  );
+}
+
+const trimmedHi = (lo: number, hi: number | null, lastPage: number): number | null =>
+  (hi ?? lastPage) - lo + 1 > MAX_WINDOW_PAGES ? lo + MAX_WINDOW_PAGES - 1 : hi;
+
+const coversSeq = (item: ConversationItem, seq: number) => item.seqs[0] <= seq && seq <= Math.max(...item.seqs);
+
+/** The item holding `seq`, else the first after it. */
+function targetIndex(items: readonly ConversationItem[], seq: number): number {
+  const holding = items.findIndex((i) => coversSeq(i, seq));
+  return holding >= 0 ? holding : items.findIndex((i) => i.seqs[0] >= seq);
+}

@@ -1,0 +1,106 @@
+// The part of one session's log the page has seen: fixed pages of PAGE_SIZE
+// seqs, each fetched once on demand (a keyset read, as cheap at seq 1,000,000
+// as at 0), plus the events the live subscription appends. Both panes read
+// from here, so nothing is fetched twice and nothing loads the whole log.
+import type { LogEvent } from './conversation.ts';
+
+export const PAGE_SIZE = 200;
+
+/** Fetches up to `first` events after `afterSeq`; returns them and the log's length then. */
+export type PageFetcher = (afterSeq: number, first: number) => Promise<{ events: LogEvent[]; eventCount: number }>;
+
+export const pageOf = (seq: number) => Math.floor(seq / PAGE_SIZE);
+
+export class EventPages {
+  /** Length of the log as far as this page knows (the next seq). */
+  length: number;
+  /** Bumped on every change; views re-read when it moves. */
+  version = 0;
+  private readonly events = new Map<number, LogEvent>();
+  private readonly pageVersions = new Map<number, number>();
+  private readonly requested = new Map<number, Promise<void>>();
+  private readonly listeners = new Set<() => void>();
+  private notifyQueued = false;
+
+  constructor(
+    private readonly fetchPage: PageFetcher,
+    length: number,
+  ) {
+    this.length = length;
+  }
+
+  get(seq: number): LogEvent | undefined {
+    return this.events.get(seq);
+  }
+
+  /** Events from..to (inclusive) when all are here, else undefined. */
+  slice(from: number, to: number): LogEvent[] | undefined {
+    const out: LogEvent[] = [];
+    for (let seq = Math.max(0, from); seq <= Math.min(to, this.length - 1); seq++) {
+      const e = this.events.get(seq);
+      if (!e) return undefined;
+      out.push(e);
+    }
+    return out;
+  }
+
+  /** Changes when an event in from..to arrives (a view of that range recomputes only then). */
+  rangeVersion(from: number, to: number): string {
+    const parts: number[] = [];
+    for (let page = pageOf(Math.max(0, from)); page <= pageOf(Math.max(0, to)); page++) parts.push(this.pageVersions.get(page) ?? 0);
+    return parts.join(',');
+  }
+
+  /** Loads the pages covering from..to (clamped to the log). */
+  ensure(from: number, to: number): Promise<void> {
+    const last = Math.min(to, this.length - 1);
+    const loads: Promise<void>[] = [];
+    for (let page = pageOf(Math.max(0, from)); page <= pageOf(Math.max(0, last)) && last >= 0; page++) loads.push(this.loadPage(page));
+    return Promise.all(loads).then(() => undefined);
+  }
+
+  loadPage(page: number): Promise<void> {
+    let load = this.requested.get(page);
+    if (!load) {
+      load = this.fetchPage(page * PAGE_SIZE - 1, PAGE_SIZE).then(
+        ({ events, eventCount }) => {
+          this.length = Math.max(this.length, eventCount);
+          this.add(events);
+        },
+        (err) => {
+          this.requested.delete(page); // a later view asks again
+          throw err;
+        },
+      );
+      this.requested.set(page, load);
+    }
+    return load;
+  }
+
+  /** Live or fetched events; seqs already held are ignored. */
+  add(events: readonly LogEvent[]) {
+    for (const e of events) {
+      if (this.events.has(e.seq)) continue;
+      this.events.set(e.seq, e);
+      this.pageVersions.set(pageOf(e.seq), (this.pageVersions.get(pageOf(e.seq)) ?? 0) + 1);
+      this.length = Math.max(this.length, e.seq + 1);
+    }
+    this.changed();
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // One notification per burst of pages and live events.
+  private changed() {
+    this.version++;
+    if (this.notifyQueued) return;
+    this.notifyQueued = true;
+    queueMicrotask(() => {
+      this.notifyQueued = false;
+      for (const l of this.listeners) l();
+    });
+  }
+}

@@ -1,0 +1,99 @@
+// One session for the session page: its summary, the pages of its log the
+// panes ask for (EventPages, nothing up front), the live appends after the
+// length it opened at, the streaming step, and its status as the log says it
+// (turn/start and turn/end as they arrive, so the header moves with the rows).
+import { useEffect, useState } from 'preact/hooks';
+import { DashboardSessionDocument, SessionEventsDocument, SessionEventsLiveDocument } from '../../generated/graphql.ts';
+import { follow, forkline } from './api.ts';
+import { EventPages } from './event-pages.ts';
+import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
+import { errorText } from './widgets.tsx';
+
+export interface SessionFeed {
+  /** undefined while loading, null when the session does not exist. */
+  session: SessionDetails | null | undefined;
+  pages: EventPages | null;
+  /** EventPages.version as last rendered: a new value means new events. */
+  version: number;
+  live: LiveStep | null;
+  /** RUNNING/IDLE from the last turn bracket event seen live, else the summary's. */
+  status: string | undefined;
+  error: string | null;
+}
+
+export function useSessionFeed(id: string): SessionFeed {
+  const [session, setSession] = useState<SessionDetails | null | undefined>(undefined);
+  const [pages, setPages] = useState<EventPages | null>(null);
+  const [version, setVersion] = useState(0);
+  const [live, setLive] = useState<LiveStep | null>(null);
+  const [logStatus, setLogStatus] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let closed = false;
+    const stops: Array<() => void> = [];
+    setSession(undefined);
+    setPages(null);
+    setLive(null);
+    setLogStatus(undefined);
+    setError(null);
+    const answeredSteps = new Set<string>();
+
+    let summaryTimer: ReturnType<typeof setTimeout> | undefined;
+    const refreshSummary = () => {
+      clearTimeout(summaryTimer);
+      summaryTimer = setTimeout(async () => {
+        try {
+          const r = await forkline.query(DashboardSessionDocument, { id });
+          if (!closed) setSession(r.session);
+        } catch (err) {
+          if (!closed) setError(errorText(err));
+        }
+      }, 80);
+    };
+
+    (async () => {
+      const summary = await forkline.query(DashboardSessionDocument, { id });
+      if (closed) return;
+      if (!summary.session) return setSession(null);
+      const log = new EventPages(async (afterSeq, first) => {
+        const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
+        return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
+      }, summary.session.eventCount);
+      stops.push(log.subscribe(() => !closed && setVersion(log.version)));
+      setSession(summary.session);
+      setPages(log);
+      // Live from the length the page opened at; a reconnect resumes after the last seq received.
+      let lastLive = summary.session.eventCount - 1;
+      stops.push(
+        follow(() => forkline.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: lastLive }), {
+          next: ({ sessionEvents: e }) => {
+            setError(null);
+            lastLive = Math.max(lastLive, e.seq);
+            if (e.type === 'model/message') {
+              const d = e.data as { turn: number; step: number };
+              answeredSteps.add(`${d.turn}:${d.step}`);
+              setLive((l) => (l && l.turn === d.turn && l.step === d.step ? { ...l, text: '' } : l));
+            }
+            if (e.type === 'turn/start') setLogStatus('RUNNING');
+            if (e.type === 'turn/end') setLogStatus('IDLE');
+            log.add([e]);
+            refreshSummary();
+          },
+          error: (err) => !closed && setError(`live events: ${errorText(err)}`),
+          reconnecting: () => !closed && setError('live events: reconnecting…'),
+          complete: refreshSummary, // the session was deleted: the page says so
+        }),
+        followLiveSteps(id, answeredSteps, setLive, refreshSummary, (err) => !closed && setError(`live output: ${errorText(err)}`)),
+      );
+    })().catch((err) => !closed && setError(errorText(err)));
+
+    return () => {
+      closed = true;
+      clearTimeout(summaryTimer);
+      for (const stop of stops) stop();
+    };
+  }, [id]);
+
+  return { session, pages, version, live, status: logStatus ?? session?.status, error };
+}
