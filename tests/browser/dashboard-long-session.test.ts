@@ -239,4 +239,27 @@ describe('dashboard on a 20,000-event session', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it('restores the running indicator of a tool call when the page opens mid-call, and the header says running', async () => {
+    const id = (await app.ok(`mutation { createSession(input: {title: "Sleeping tool"}) { id } }`)).createSession.id as string;
+    await app.ok(`mutation($input: SendMessageInput!) { sendMessage(input: $input) { inputId } }`, {
+      input: { sessionId: id, text: '!call sleep {"ms": 20000}\nwake me later' },
+    });
+    // The call is made (its model/message stored): the sleep runs for 20 s.
+    const callMade = async () => (await app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { toolCallCount } } }`, { id })).session.lastAnswer?.toolCallCount;
+    await expect.poll(callMade, { timeout: 15_000 }).toBe(1);
+
+    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
+    page.setDefaultTimeout(15_000);
+    const errors = collectPageErrors(page);
+    await page.goto(`${origin}/sessions/${id}`);
+    await page.locator('[data-testid="tool-waiting"][data-waiting="running"]').waitFor(TIMEOUT);
+    expect(await page.locator('.session-head .badge.status-running').textContent()).toBe('running');
+    await screenshot(page, 'dashboard-running-tool.png');
+    await page.getByRole('button', { name: 'Cancel turn' }).click();
+    await page.locator('.turn-end[data-turn="1"]').getByText('cancelled').waitFor(TIMEOUT);
+    await expect.poll(() => page.locator('.session-head .badge').first().textContent(), TIMEOUT).toBe('idle');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
 });

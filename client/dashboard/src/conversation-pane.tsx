@@ -104,8 +104,9 @@ export function ConversationPane(
     estimateSize: () => 64,
     overscan: 6,
     gap: 8,
-    paddingStart: 34, // room for the window's edge line
+    paddingStart: items && items.start > 0 ? 34 : 10, // room for the window's edge line
     paddingEnd: 10,
+    scrollPaddingStart: 12, // a jumped-to item's outline stays in view
     getItemKey: (i) => (i < list.length ? itemKey(list[i]) : 'live'),
     // Prepending earlier pages keeps the reader's item in place; at the bottom, appends are followed.
     anchorTo: 'end',
