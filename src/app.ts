@@ -112,12 +112,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
+  const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const host = new SessionHost(
     store,
     leases,
     {
       resolveModel: (p) => models.resolve(p),
-      defaultModel: opts.defaultModel ?? { provider: 'scripted', model: 'scripted' },
+      defaultModel,
       sandboxRoot: opts.sandboxRoot ?? path.resolve('.data', 'sandbox'),
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
@@ -135,7 +136,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const controller = new SessionController(store, host, models.names);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
-  const services: Services = { store, controller, host, live };
+  const services: Services = { store, controller, host, live, models: { offers: () => models.offers(), defaultModel } };
   await host.start();
   const server = await startServer({
     services,

@@ -6,5 +6,6 @@ import './types/agent.ts';
 import './types/recordings.ts';
 import './types/subscriptions.ts';
 import './types/search.ts';
+import './types/models.ts';
 
 export const schema = builder.toSchema({ sortSchema: false });

@@ -1,3 +1,4 @@
+import type { ModelOffer } from '../agent/models/registry.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import type { SessionController } from './controller.ts';
 import type { SessionHost } from './session-host.ts';
@@ -10,4 +11,6 @@ export interface Services {
   host: SessionHost;
   /** Subscriptions: live events, turn updates, changed sessions. */
   live: LiveEvents;
+  /** The `models` query: providers the host knows and the model new sessions get. */
+  models: { offers(): ModelOffer[]; defaultModel: { provider: string; model: string } };
 }

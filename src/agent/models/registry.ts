@@ -9,11 +9,17 @@ export interface ModelSettings {
   defaultModel?: string;
 }
 
+/** A provider and the model names the host knows for it (empty: any name the provider's server accepts). */
+export interface ModelOffer {
+  provider: string;
+  models: string[];
+}
+
 export class ModelRegistry {
   readonly scripted = new ScriptedModel();
   private readonly providers = new Map<string, ChatModel>();
 
-  constructor(settings: ModelSettings = {}) {
+  constructor(private readonly settings: ModelSettings = {}) {
     this.providers.set('scripted', this.scripted);
     this.providers.set(
       'openai',
@@ -23,6 +29,17 @@ export class ModelRegistry {
 
   get names(): string[] {
     return [...this.providers.keys()];
+  }
+
+  /**
+   * What the dashboard's picker offers. The host only knows the scripted model
+   * and the configured OpenAI-compatible MODEL; other names stay free text.
+   */
+  offers(): ModelOffer[] {
+    return this.names.map((provider) => ({
+      provider,
+      models: provider === 'scripted' ? ['scripted'] : provider === 'openai' && this.settings.defaultModel ? [this.settings.defaultModel] : [],
+    }));
   }
 
   /** Replaces or adds a provider (tests plug in recording models this way). */
