@@ -77,6 +77,10 @@ describe('dashboard', () => {
 
     // Fork at the tool call (seq 6): before its result (seq 7) was recorded.
     await page.getByRole('button', { name: 'Fork at event 6', exact: true }).click();
+    // The dialog names the child before it is made.
+    const forkDialog = page.getByRole('dialog', { name: 'Fork at event 6' });
+    expect(await forkDialog.getByLabel('Title of the new session').inputValue()).toBe('What time is it · fork @6');
+    await forkDialog.getByRole('button', { name: 'Fork', exact: true }).click();
     await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(parentId), TIMEOUT);
     const childId = sessionIdOf(page);
     expect(childId).toMatch(/^ses_/);
@@ -155,7 +159,8 @@ describe('dashboard', () => {
     await page.locator('li.msg.user', { hasText: 'third question' }).getByText('queued').waitFor(TIMEOUT);
     await page.locator('li.msg.user', { hasText: 'second question' }).waitFor(TIMEOUT);
 
-    await page.locator('.turn-end[data-turn="1"]').getByRole('button', { name: 'Branch from here' }).click();
+    await page.locator('.turn-end[data-turn="1"]').getByRole('button', { name: 'Branch from turn 1', exact: true }).click();
+    await page.getByRole('dialog', { name: 'Branch from turn 1' }).getByRole('button', { name: 'Branch', exact: true }).click();
     await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(session), TIMEOUT);
     const childId = sessionIdOf(page);
     await page.getByTestId('fork-marker').waitFor(TIMEOUT);

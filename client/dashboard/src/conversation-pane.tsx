@@ -39,7 +39,9 @@ export function windowForJump(seq: number, length: number): LogWindow {
   if (seq < 0) return openingWindow(length);
   const page = pageOf(Math.min(seq, Math.max(0, length - 1)));
   const lastPage = pageOf(Math.max(0, length - 1));
-  return { lo: page, hi: page + 1 >= lastPage ? null : page + 1, lookback: 0, target: seq };
+  // A page of margin above the target: placed near the window's top edge, it would grow the window
+  // upward while virtual-core still settles the jump, which skips its scroll anchoring (the target is lost).
+  return { lo: Math.max(0, page - 1), hi: page + 1 >= lastPage ? null : page + 1, lookback: 0, target: seq };
 }
 
 /** Where the fold of a window starts: at its first turn start (the log's start for page 0). */
@@ -53,7 +55,8 @@ export function ConversationPane(
   props: ItemProps & { pages: EventPages; version: number; live: LiveStep | null; jump: Jump | null },
 ) {
   const { pages } = props;
-  const [win, setWin] = useState<LogWindow>(() => openingWindow(pages.length));
+  // A page opened at an event (a deep link) starts at that event's window, not at the latest one and then jumps.
+  const [win, setWin] = useState<LogWindow>(() => (props.jump ? windowForJump(props.jump.seq, pages.length) : openingWindow(pages.length)));
   useEffect(() => {
     if (props.jump) setWin(windowForJump(props.jump.seq, pages.length));
   }, [props.jump]);

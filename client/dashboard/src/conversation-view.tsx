@@ -13,7 +13,7 @@ const RESULT_LABELS: Record<string, string> = {
 };
 
 export interface ItemProps {
-  /** Offers "Branch from here" on ended turns. */
+  /** Offers "Branch from turn N" on ended turns. */
   onBranch?: (turnEndSeq: number, turn: number) => void;
   busy?: boolean;
   /** Title of a fork marker's parent (each marker names its own ancestor). */
@@ -110,7 +110,8 @@ export function Item({ item, onBranch, busy, titleOf, row }: ItemProps & { item:
                 title={`New session with events through this turn's end (seq ${item.endSeq})`}
                 onClick={() => onBranch(item.endSeq, item.turn)}
               >
-                Branch from here
+                {/* Visible text = accessible name, one per turn (screen readers list them apart). */}
+                Branch from turn {item.turn}
               </button>
             )}
           </span>

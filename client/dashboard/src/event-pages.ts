@@ -33,6 +33,16 @@ export class EventPages {
     return this.events.get(seq);
   }
 
+  /** Events held so far (fetched pages and live appends), in seq order: what a filter may read without fetching. */
+  loaded(): LogEvent[] {
+    return [...this.events.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Pages fetched or being fetched. */
+  get requestedPages(): number[] {
+    return [...this.requested.keys()].sort((a, b) => a - b);
+  }
+
   /** Events from..to (inclusive) when all are here, else undefined. */
   slice(from: number, to: number): LogEvent[] | undefined {
     const out: LogEvent[] = [];

@@ -7,6 +7,9 @@ export type Route =
   | { name: 'compare'; id: string };
 
 export function parseRoute(pathname: string, hash = ''): Route {
+  // A deep link to an event, #/s/<id>/e/<seq>: the whole route in the hash, so it works from any path.
+  const deep = /^#\/s\/([^/]+)(?:\/e\/(\d+))?\/?$/.exec(hash);
+  if (deep) return deep[2] === undefined ? { name: 'session', id: decodeURIComponent(deep[1]) } : { name: 'session', id: decodeURIComponent(deep[1]), seq: Number(deep[2]) };
   const m = pathname.match(/^\/sessions\/([^/]+)(\/compare)?\/?$/);
   if (!m) return { name: 'home' };
   const id = decodeURIComponent(m[1]);
@@ -19,6 +22,8 @@ export const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`
 export const comparePath = (id: string) => `${sessionPath(id)}/compare`;
 /** A session opened at one event (search hits link there). */
 export const eventPath = (id: string, seq: number) => `${sessionPath(id)}#seq-${seq}`;
+/** The shareable deep link to one event (both panes scroll to it and highlight it). */
+export const eventDeepLink = (id: string, seq: number) => `${location.origin}/#/s/${encodeURIComponent(id)}/e/${seq}`;
 
 const ROUTE_CHANGED = 'forkline:route';
 
@@ -33,9 +38,11 @@ export function useRoute(): Route {
   useEffect(() => {
     const update = () => setRoute(parseRoute(location.pathname, location.hash));
     addEventListener('popstate', update);
+    addEventListener('hashchange', update); // a deep link pasted into the address bar of an open page
     addEventListener(ROUTE_CHANGED, update);
     return () => {
       removeEventListener('popstate', update);
+      removeEventListener('hashchange', update);
       removeEventListener(ROUTE_CHANGED, update);
     };
   }, []);

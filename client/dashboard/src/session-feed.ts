@@ -3,7 +3,7 @@
 // length it opened at, the streaming step, and its status as the log says it
 // (turn/start and turn/end as they arrive, so the header moves with the rows).
 import { useEffect, useState } from 'preact/hooks';
-import { DashboardSessionDocument, SessionEventsDocument, SessionEventsLiveDocument } from '../../generated/graphql.ts';
+import { DashboardSessionDocument, SessionEventsDocument, SessionEventsLiveDocument, SessionsChangedDocument } from '../../generated/graphql.ts';
 import { follow, forkline } from './api.ts';
 import { EventPages } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
@@ -85,6 +85,12 @@ export function useSessionFeed(id: string): SessionFeed {
           complete: refreshSummary, // the session was deleted: the page says so
         }),
         followLiveSteps(id, answeredSteps, setLive, refreshSummary, (err) => !closed && setError(`live output: ${errorText(err)}`)),
+        // A new or renamed child changes no event of this log: the header's "children:" line follows sessionsChanged.
+        follow(() => forkline.subscribe(SessionsChangedDocument), {
+          next: ({ sessionsChanged: s }) => {
+            if (s.parent?.id === id) refreshSummary();
+          },
+        }),
       );
     })().catch((err) => !closed && setError(errorText(err)));
 

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import {
   BranchSessionDocument,
   DashboardCancelTurnDocument,
+  DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
   ForkSessionDocument,
   SendMessageDocument,
@@ -13,10 +14,13 @@ import {
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
+import { ChildDialog, type ChildRequest } from './dialogs.tsx';
 import { comparePath, navigate, onLinkClick, sessionPath } from './router.ts';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
+import type { EventPages as SessionPages } from './event-pages.ts';
 import { VirtualTimeline } from './timeline.tsx';
+import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
@@ -25,6 +29,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
+  const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
   useEffect(() => setActionError(null), [id]);
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
@@ -45,12 +50,18 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     onCreated(child);
     navigate(sessionPath(child.id));
   };
-  const fork = (atSeq: number) =>
-    run(async () => openChild((await forkline.mutate(ForkSessionDocument, { input: { sessionId: id, atSeq } })).forkSession.session));
-  const branch = (anchorSeq: number) =>
-    run(async () =>
-      openChild((await forkline.mutate(BranchSessionDocument, { input: { sessionId: id, anchorSeq } })).branchSession.session),
-    );
+  // Fork and branch ask for the child's title first (ChildDialog), then make it and open it.
+  const [childRequest, setChildRequest] = useState<ChildRequest | null>(null);
+  const fork = (seq: number) => setChildRequest({ kind: 'fork', seq });
+  const branch = (seq: number, turn: number) => setChildRequest({ kind: 'branch', seq, turn });
+  const makeChild = async (request: ChildRequest, title: string) => {
+    const input = { sessionId: id, title: title || null };
+    const child =
+      request.kind === 'fork'
+        ? (await forkline.mutate(ForkSessionDocument, { input: { ...input, atSeq: request.seq } })).forkSession.session
+        : (await forkline.mutate(BranchSessionDocument, { input: { ...input, anchorSeq: request.seq } })).branchSession.session;
+    openChild(child);
+  };
 
   if (session === undefined || (session && !pages)) return <main class="session-page loading">Loading…</main>;
   if (session === null || !pages)
@@ -65,6 +76,14 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   return (
     <main class="session-page" data-session-id={id}>
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} />
+      {childRequest && (
+        <ChildDialog
+          request={childRequest}
+          parentTitle={session.title}
+          onCreate={(title) => makeChild(childRequest, title)}
+          onClose={() => setChildRequest(null)}
+        />
+      )}
       {(error || actionError) && (
         <p class="error" role="alert">
           {actionError ?? error}
@@ -81,11 +100,21 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
           <h2>
             Events <span class="muted">({pages.length})</span>
           </h2>
-          <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} />
+          <EventsFilter pages={pages} version={version} filter={filter} onChange={setFilter} />
+          {isFiltering(filter) ? (
+            <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
+          ) : (
+            <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} />
+          )}
         </section>
       </div>
     </main>
   );
+}
+
+function EventsFilter(props: { pages: SessionPages; version: number; filter: EventFilter; onChange(f: EventFilter): void }) {
+  const types = useLoadedTypes(props.pages, props.version);
+  return <FilterBar filter={props.filter} types={types} onChange={props.onChange} />;
 }
 
 /** Jump to the log's start, its latest events, or a seq (both panes follow). */
@@ -151,7 +180,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
   return (
     <header class="session-head">
       <div class="session-title">
-        <h1>{session.title || 'Untitled'}</h1>
+        <SessionTitle id={session.id} title={session.title} onError={onError} />
         <div class="meta">
           <StatusBadge status={props.status} />
           <span>{Math.max(props.length, session.eventCount)} events</span>
@@ -166,6 +195,12 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
               {session.parent.title || session.parent.id}
             </a>{' '}
             at event {session.forkedAtSeq} · {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
+          </div>
+        )}
+        {!session.parent && session.forkedAtSeq != null && (
+          <div class="meta lineage" data-testid="imported-lineage">
+            Imported fork: the recording was forked at event {session.forkedAtSeq} of a parent that is not in this instance ·{' '}
+            {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
         {children.length > 0 && (
@@ -196,6 +231,57 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
         </button>
       </div>
     </header>
+  );
+}
+
+/** The title, renamed in place (setSessionTitle); the new title arrives through the session's feed. */
+function SessionTitle({ id, title, onError }: { id: string; title: string | null | undefined; onError(msg: string): void }) {
+  const [draft, setDraft] = useState<string | null>(null);
+  const [saving, setSaving] = useState(false);
+  const save = async () => {
+    if (draft === null) return;
+    setSaving(true);
+    try {
+      await forkline.mutate(DashboardSetSessionTitleDocument, { sessionId: id, title: draft.trim() });
+      setDraft(null);
+    } catch (err) {
+      onError(errorText(err));
+    } finally {
+      setSaving(false);
+    }
+  };
+  if (draft === null)
+    return (
+      <div class="title-row">
+        <h1>{title || 'Untitled'}</h1>
+        <button type="button" class="small" onClick={() => setDraft(title ?? '')} aria-label="Rename session">
+          Rename
+        </button>
+      </div>
+    );
+  return (
+    <form
+      class="title-row rename"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save();
+      }}
+    >
+      <input
+        aria-label="Session title"
+        value={draft}
+        maxLength={200}
+        autoFocus
+        onInput={(e) => setDraft(e.currentTarget.value)}
+        onKeyDown={(e) => e.key === 'Escape' && setDraft(null)}
+      />
+      <button type="submit" class="small primary" disabled={saving}>
+        Save
+      </button>
+      <button type="button" class="small" onClick={() => setDraft(null)}>
+        Cancel
+      </button>
+    </form>
   );
 }
 

@@ -2,6 +2,7 @@
 // with full-text search (search.tsx) and recording import.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
+  CreateSessionDocument,
   SessionDocument,
   SessionsChangedDocument,
   SessionsDeletedDocument,
@@ -9,6 +10,7 @@ import {
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { follow, forkline, ForklineClientError, setToken } from './api.ts';
+import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, onLinkClick, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
@@ -89,6 +91,14 @@ export function Sidebar(props: {
   onImported(s: SessionSummaryFragment): void;
 }) {
   const [search, setSearch] = useState('');
+  const [creating, setCreating] = useState(false);
+  const [importError, setImportError] = useState<{ file: string; message: string } | null>(null);
+  const create = async ({ title, model }: NewSessionChoice) => {
+    const { createSession } = await forkline.mutate(CreateSessionDocument, { input: { title: title || null, model } });
+    props.onImported(createSession);
+    setCreating(false);
+    navigate(sessionPath(createSession.id));
+  };
   const query = search.trim();
   const forest = useMemo(() => lineageForest(props.sessions.values()), [props.sessions]);
   return (
@@ -97,8 +107,15 @@ export function Sidebar(props: {
         <a href="/" class="brand" onClick={onLinkClick}>
           forkline
         </a>
-        <ImportButton onImported={props.onImported} />
       </header>
+      <div class="sidebar-actions">
+        <button type="button" class="primary" onClick={() => setCreating(true)}>
+          New session
+        </button>
+        <ImportButton onImported={props.onImported} onError={setImportError} />
+      </div>
+      {creating && <NewSessionDialog onCreate={create} onClose={() => setCreating(false)} />}
+      {importError && <ImportErrorBanner {...importError} onDismiss={() => setImportError(null)} />}
       <input
         class="search"
         type="search"
@@ -120,7 +137,7 @@ export function Sidebar(props: {
               ))}
             </ul>
           ) : (
-            <p class="muted">No sessions yet: import a recording.</p>
+            <p class="muted">No sessions yet: start a new session or import a recording.</p>
           )}
         </nav>
       )}
@@ -140,7 +157,16 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
       >
         <span class="tree-title">{s.title || 'Untitled'}</span>
         <span class="tree-meta">
-          {s.forkedAtSeq != null && <span class="fork-at" title="forked at this event of its parent">fork @{s.forkedAtSeq}</span>}
+          {s.forkedAtSeq != null &&
+            (s.parent ? (
+              <span class="fork-at" title="forked at this event of its parent">
+                fork @{s.forkedAtSeq}
+              </span>
+            ) : (
+              <span class="fork-at imported" title="imported from a recording of a fork; its parent is not in this instance">
+                imported fork @{s.forkedAtSeq}
+              </span>
+            ))}
           <StatusBadge status={s.status} />
           <span title="events · turns">
             {s.eventCount} ev · {s.turnCount} t
@@ -158,39 +184,51 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
   );
 }
 
-function ImportButton({ onImported }: { onImported(s: SessionSummaryFragment): void }) {
+/**
+ * A real button that opens a hidden file input, so Tab reaches it and Enter or
+ * Space opens the picker (a label around a hidden input is not focusable).
+ */
+function ImportButton(props: { onImported(s: SessionSummaryFragment): void; onError(e: { file: string; message: string } | null): void }) {
   const input = useRef<HTMLInputElement>(null);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const onChange = async () => {
     const file = input.current?.files?.[0];
     if (!file) return;
     setBusy(true);
-    setError(null);
+    props.onError(null);
     try {
       // Streamed to POST /recordings: a file picker may hand us a large recording.
       const { id } = await forkline.uploadRecording(file);
       const { session } = await forkline.query(SessionDocument, { id });
-      if (session) onImported(session);
+      if (session) props.onImported(session);
       navigate(sessionPath(id));
     } catch (err) {
-      setError(errorText(err));
+      props.onError({ file: file.name, message: errorText(err) });
     } finally {
       setBusy(false);
       if (input.current) input.current.value = '';
     }
   };
   return (
-    <div class="import">
-      <label class={`button${busy ? ' busy' : ''}`}>
+    <>
+      <button type="button" class={busy ? 'busy' : ''} disabled={busy} onClick={() => input.current?.click()}>
         {busy ? 'Importing…' : 'Import recording'}
-        <input ref={input} type="file" accept=".jsonl,.json,.txt,application/x-ndjson" onChange={onChange} data-testid="import-file" hidden />
-      </label>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      </button>
+      <input ref={input} type="file" accept=".jsonl,.json,.txt,application/x-ndjson" onChange={onChange} data-testid="import-file" hidden />
+    </>
+  );
+}
+
+/** A failed import, named by its file, until dismissed (or the next import). */
+function ImportErrorBanner(props: { file: string; message: string; onDismiss(): void }) {
+  return (
+    <div class="banner error" role="alert" data-testid="import-error">
+      <span>
+        Could not import <strong>{props.file}</strong>: {props.message}
+      </span>
+      <button type="button" class="small" onClick={props.onDismiss} aria-label={`Dismiss the import error for ${props.file}`}>
+        Dismiss
+      </button>
     </div>
   );
 }

@@ -8,12 +8,16 @@ import { memo } from 'preact/compat';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import type { EventPages } from './event-pages.ts';
+import { CopyButton, JsonView } from './json-view.tsx';
+import { eventDeepLink } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
 
 interface RowActions {
   onFork?: (seq: number) => void;
   busy?: boolean;
+  /** For the deep link an open event offers to copy. */
+  sessionId?: string;
 }
 
 export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
@@ -23,7 +27,7 @@ export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
     <table class="timeline" aria-label="Event timeline">
       <TimelineHead withActions={!!props.onFork} />
       {props.events.map((e) => (
-        <EventRow key={e.seq} event={e} open={open === e.seq} onToggle={toggle} onFork={props.onFork} busy={props.busy} />
+        <EventRow key={e.seq} event={e} open={open === e.seq} onToggle={toggle} onFork={props.onFork} busy={props.busy} sessionId={props.sessionId} />
       ))}
     </table>
   );
@@ -97,6 +101,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               onToggle={toggle}
               onFork={props.onFork && fork}
               busy={props.busy}
+              sessionId={props.sessionId}
             />
           ) : (
             <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
@@ -192,10 +197,26 @@ const EventRow = memo(function EventRow(
       {props.open && (
         <tr class="event-data">
           <td colSpan={props.onFork ? 4 : 3}>
-            <pre>{JSON.stringify({ id: e.id, createdAt: e.createdAt, data: e.data }, null, 2)}</pre>
+            <EventData event={e} sessionId={props.sessionId} />
           </td>
         </tr>
       )}
     </tbody>
   );
 });
+
+/** An open event: its data as a collapsible tree, copyable, and a link to it. */
+function EventData({ event: e, sessionId }: { event: LogEvent; sessionId?: string }) {
+  const json = () => JSON.stringify({ id: e.id, seq: e.seq, type: e.type, createdAt: e.createdAt, data: e.data }, null, 2);
+  return (
+    <div class="event-detail" data-testid="event-data">
+      <div class="event-detail-bar">
+        <code class="muted">{e.id}</code>
+        <span class="muted">{e.createdAt}</span>
+        <CopyButton text={json} label="Copy JSON" what={`event ${e.seq}`} />
+        {sessionId && <CopyButton text={() => eventDeepLink(sessionId, e.seq)} label="Copy link" what={`event ${e.seq}`} />}
+      </div>
+      <JsonView value={e.data} name="data" />
+    </div>
+  );
+}

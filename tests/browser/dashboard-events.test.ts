@@ -1,0 +1,167 @@
+// The events pane's tools (issue 16): a deep link #/s/<id>/e/<seq> scrolls both
+// panes to its event and highlights it; the filter by type and origin reads
+// only the pages already fetched (and says so) on a log of 2,200 events; an
+// event's data opens as a collapsible JSON tree that copies.
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { NewEvent } from '../../src/core/events.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
+import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
+import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+
+const TIMEOUT = { timeout: 10_000 };
+const TURNS = 200; // 11 events a turn: 2,200 events, 11 pages of 200
+
+let app: TestApp;
+let browser: Promise<Browser>;
+let context: BrowserContext;
+let origin: string;
+let sessionId: string;
+let length: number;
+
+function turn(n: number): NewEvent[] {
+  const inputId = `in_${n}`;
+  const c = { id: `c_${n}`, name: 'clock', arguments: '{"zone":"UTC"}' };
+  return [
+    { type: 'inbox/add', data: { inputId, text: `question ${n}` } },
+    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+    { type: 'turn/start', data: { turn: n, inputId } },
+    { type: 'step/start', data: { turn: n, step: 1 } },
+    { type: 'model/message', data: { turn: n, step: 1, text: '', toolCalls: [c] } },
+    { type: 'tool/result', data: { turn: n, step: 1, callId: c.id, resultId: `r_${n}`, status: 'ok', content: `It is ${n} o'clock.` } },
+    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
+    { type: 'step/start', data: { turn: n, step: 2 } },
+    { type: 'model/message', data: { turn: n, step: 2, text: `answer ${n}`, toolCalls: [] } },
+    { type: 'step/end', data: { turn: n, step: 2, reason: 'completed' } },
+    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
+  ] as NewEvent[];
+}
+
+beforeAll(async () => {
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
+    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
+      cwd: PROJECT_ROOT,
+      stdio: 'inherit',
+    });
+  }
+  browser = launchChromium();
+  browser.catch(() => {});
+  app = await startTestApp();
+  origin = new URL(app.url).origin;
+  sessionId = (await app.ok(`mutation { createSession(input: {title: "Events tools"}) { id } }`)).createSession.id;
+  await app.services.store.append(sessionId, Array.from({ length: TURNS }, (_, i) => turn(i + 1)).flat());
+  length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
+  context = await (await browser).newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
+}, 60_000);
+
+afterAll(async () => {
+  await context?.close();
+  await (await browser?.catch(() => undefined))?.close();
+  await app?.close();
+});
+
+async function openPage(): Promise<{ page: Page; errors: string[] }> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  return { page, errors: collectPageErrors(page) };
+}
+
+/** The element's box lies inside the scroll box's visible area. */
+const inView = (page: Page, testId: string, selector: string) =>
+  page.waitForFunction(
+    ({ testId, selector }) => {
+      const box = document.querySelector(`[data-testid="${testId}"]`)?.getBoundingClientRect();
+      const el = document.querySelector(selector)?.getBoundingClientRect();
+      return !!box && !!el && el.height > 0 && el.top >= box.top - 1 && el.bottom <= box.bottom + 1;
+    },
+    { testId, selector },
+    { timeout: 10_000, polling: 'raf' },
+  );
+
+describe('dashboard events pane', () => {
+  it('opens a deep link #/s/<id>/e/<seq>: both panes scroll to the event and highlight it; old routes still work', async () => {
+    const { page, errors } = await openPage();
+    const seq = 1_008; // turn 92's step 1 end: no item of its own, so the conversation highlights the next one, answer 92
+    await page.goto(`${origin}/#/s/${sessionId}/e/${seq}`);
+    await inView(page, 'timeline-scroll', `table.timeline tr[data-seq="${seq}"].target`);
+    expect(await page.locator(`table.timeline tr[data-seq="${seq}"]`).getAttribute('aria-current')).toBe('location');
+    await inView(page, 'conversation-scroll', '.conversation > li[data-target]');
+    expect(await page.locator('.conversation > li[data-target]').textContent()).toContain('answer 92');
+    await screenshot(page, 'dashboard-deep-link.png');
+
+    // The path routes stay: /sessions/<id>#seq-N opens at an event too.
+    await page.goto(`${origin}/sessions/${sessionId}#seq-50`);
+    await inView(page, 'timeline-scroll', 'table.timeline tr[data-seq="50"].target');
+    // A deep link typed into an open page moves it (hashchange).
+    await page.evaluate((id) => (location.hash = `#/s/${id}/e/1500`), sessionId);
+    await inView(page, 'timeline-scroll', 'table.timeline tr[data-seq="1500"].target');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('filters the loaded pages by type and origin, says how much of the log that is, and widens on request', async () => {
+    const { page, errors } = await openPage();
+    await page.goto(`${origin}/sessions/${sessionId}`);
+    await page.locator(`table.timeline tr[data-seq="${length - 1}"]`).waitFor(TIMEOUT);
+    await page.getByLabel('Filter by event type').selectOption('turn/end');
+    const filtered = page.getByTestId('filtered-timeline');
+    const note = filtered.locator('.filter-note');
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(new RegExp(`of the \\d+ loaded events match \\(the log has ${length}; only loaded pages are searched\\)`));
+    const loadedBefore = Number((await note.textContent())!.match(/of the (\d+) loaded/)![1]);
+    expect(loadedBefore).toBeLessThan(length); // the filter fetched nothing
+    const rows = filtered.locator('tr[data-seq]');
+    const types = await filtered.locator('td.type button').allTextContents();
+    expect(types.length).toBeGreaterThan(0);
+    expect(new Set(types)).toEqual(new Set(['turn/end']));
+    const shownBefore = await rows.count();
+    await screenshot(page, 'dashboard-filter.png');
+
+    // Widening fetches a few more pages, not the whole log.
+    await filtered.getByRole('button', { name: /Load \d+ more pages?/ }).click();
+    await expect.poll(() => rows.count(), TIMEOUT).toBeGreaterThan(shownBefore);
+    const loadedAfter = Number((await note.textContent())!.match(/of the (\d+) loaded/)![1]);
+    expect(loadedAfter).toBeGreaterThan(loadedBefore);
+    expect(loadedAfter).toBeLessThanOrEqual(loadedBefore + 5 * 200);
+
+    // Origin: nothing in this log is synthetic; "own" keeps every row (nothing inherited).
+    await page.getByLabel('Filter by origin').selectOption('synthetic');
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^0 of the/);
+    await page.getByRole('button', { name: 'Clear filter' }).click();
+    await page.getByTestId('timeline-scroll').waitFor(TIMEOUT);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("opens an event's data as a collapsible JSON tree with copy", async () => {
+    const { page, errors } = await openPage();
+    const seq = length - 7; // the last turn's tool call (model/message with toolCalls)
+    await page.goto(`${origin}/#/s/${sessionId}/e/${seq}`);
+    const row = page.locator(`table.timeline tr[data-seq="${seq}"]`);
+    await row.waitFor(TIMEOUT);
+    await row.getByRole('button', { name: 'model/message' }).click();
+    const data = page.getByTestId('event-data');
+    await data.waitFor(TIMEOUT);
+    // Two levels open; the tool call's fields folded until opened.
+    // data ⊃ toolCalls ⊃ 0: the innermost node whose subtree has a "0:" summary is the call itself.
+    const call = data.locator('details.json-node', { has: page.locator('summary', { hasText: /^0:/ }) }).last();
+    expect(await call.getAttribute('open')).toBeNull();
+    await call.locator('summary').first().click();
+    await expect.poll(() => call.textContent(), TIMEOUT).toContain('"clock"');
+    await data.locator('summary', { hasText: /^data:/ }).first().press('Enter'); // folds by keyboard
+    await expect.poll(() => data.locator('details.json-node').first().getAttribute('open')).toBeNull();
+
+    await data.getByRole('button', { name: `Copy JSON (event ${seq})` }).click();
+    await data.getByRole('button', { name: 'Copied' }).or(data.getByText('Copied')).first().waitFor(TIMEOUT);
+    const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    expect(copied).toMatchObject({ seq, type: 'model/message', data: { turn: TURNS, step: 1, toolCalls: [{ name: 'clock' }] } });
+    await data.getByRole('button', { name: `Copy link (event ${seq})` }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText()), TIMEOUT).toBe(`${origin}/#/s/${sessionId}/e/${seq}`);
+    await screenshot(page, 'dashboard-json-viewer.png');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
