@@ -26,7 +26,6 @@ import { errorText, StatusBadge } from './widgets.tsx';
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
   const { session, pages, version, live, status, error } = useSessionFeed(id);
-  const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
@@ -35,23 +34,14 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
   }, [seq]);
 
-  const run = async (action: () => Promise<void>) => {
-    setBusy(true);
-    setActionError(null);
-    try {
-      await action();
-    } catch (err) {
-      setActionError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
-  };
   const openChild = (child: SessionSummaryFragment) => {
     onCreated(child);
     navigate(sessionPath(child.id));
   };
   // Fork and branch ask for the child's title first (ChildDialog), then make it and open it.
   const [childRequest, setChildRequest] = useState<ChildRequest | null>(null);
+  // While a child is being named and made, the fork and branch buttons wait (its errors stay in the dialog).
+  const busy = childRequest !== null;
   const fork = (seq: number) => setChildRequest({ kind: 'fork', seq });
   const branch = (seq: number, turn: number) => setChildRequest({ kind: 'branch', seq, turn });
   const makeChild = async (request: ChildRequest, title: string) => {
