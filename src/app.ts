@@ -54,8 +54,6 @@ export interface AppOptions {
   onQuery?: QueryObserver;
   defaultModel?: { provider: string; model: string };
   openai?: { baseUrl?: string; apiKey?: string; model?: string };
-  /** Where tools keep per-session files. */
-  sandboxRoot?: string;
   /** Where POST /recordings spools bodies (main: under the data directory). */
   uploadDir?: string;
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
@@ -119,7 +117,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     {
       resolveModel: (p) => models.resolve(p),
       defaultModel,
-      sandboxRoot: opts.sandboxRoot ?? path.resolve('.data', 'sandbox'),
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
       now: () => new Date(),

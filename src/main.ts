@@ -71,7 +71,6 @@ async function main() {
       port: config.PORT,
       defaultModel: defaultModelOf(config),
       openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
-      sandboxRoot: path.resolve(config.FORKLINE_DATA_DIR, 'sandbox'),
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),

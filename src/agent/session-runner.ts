@@ -1,7 +1,6 @@
 // The agent loop for one session (DESIGN §6): takes inputs from the durable
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
-import path from 'node:path';
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { closersFor } from '../core/repair.ts';
 import type { PendingInput } from '../core/log-state.ts';
@@ -9,7 +8,8 @@ import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
-import { findTool, toolDefinitions, toolEffectOf, ToolError } from './tools.ts';
+import { findTool, toolDefinitions, toolEffectOf, ToolError, WORKSPACE_MAX_KEYS } from './tools.ts';
+import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
 import { NOOP_OBSERVER, type AgentObserver, type ForkOrigin, type SyntheticResult, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
@@ -20,7 +20,6 @@ export interface RunnerDeps {
   lease: Lease;
   resolveModel(provider: string): ChatModel;
   defaultModel: { provider: string; model: string };
-  sandboxRoot: string;
   toolTimeoutMs: number;
   maxSteps: number;
   now(): Date;
@@ -239,18 +238,20 @@ export class SessionRunner {
         if (this.stopReason) return this.closeStopped();
         this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const toolObs = this.turnObs?.toolCall({ step, call });
-        const { status, content } = await this.runTool(call);
+        const { status, content, writes } = await this.runTool(call);
         toolObs?.end({ status, content });
         if (this.stopReason && status !== 'ok') return this.closeStopped();
+        // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites).
+        const recorded: NewEvent[] = status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : [];
         const result: NewEvent = {
           type: 'tool/result',
           data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
         };
         if (i < answer.toolCalls.length - 1) {
-          await write([result]);
+          await write([...recorded, result]);
         } else {
           // Nothing happens between the last result, the step's end and what comes next.
-          carry = [result, stepEnd(step, 'completed')];
+          carry = [...recorded, result, stepEnd(step, 'completed')];
         }
       }
     }
@@ -279,15 +280,17 @@ export class SessionRunner {
     this.endTurnObservation('cancelled');
   }
 
-  private async runTool(call: ToolCall): Promise<{ status: 'ok' | 'error'; content: string }> {
+  private async runTool(call: ToolCall): Promise<{ status: 'ok' | 'error'; content: string; writes: Array<{ key: string; value: string }> }> {
+    const writes: Array<{ key: string; value: string }> = [];
     const tool = findTool(call.name);
-    if (!tool) return { status: 'error', content: `unknown tool "${call.name}"` };
+    if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes };
     let args: unknown;
     try {
       args = JSON.parse(call.arguments || '{}');
     } catch {
-      return { status: 'error', content: `arguments are not valid JSON: ${call.arguments.slice(0, 200)}` };
+      return { status: 'error', content: `arguments are not valid JSON: ${call.arguments.slice(0, 200)}`, writes };
     }
+    const { log } = this.deps.store;
     const timeout = AbortSignal.timeout(this.deps.toolTimeoutMs);
     const signal = AbortSignal.any([this.abort.signal, timeout]);
     this.deps.onToolRun?.(this.sessionId, call);
@@ -295,14 +298,23 @@ export class SessionRunner {
       const content = await tool.run(args, {
         sessionId: this.sessionId,
         signal,
-        sandbox: path.join(this.deps.sandboxRoot, this.sessionId),
+        // The workspace is the log's (issue 17): reads as of now, writes stored with the ok result.
+        workspace: {
+          read: async (key) => writes.findLast((w) => w.key === key)?.value ?? (await log.workspaceEntry(this.sessionId, key))?.value,
+          hasRoomFor: async (key) =>
+            writes.some((w) => w.key === key) ||
+            (await log.workspaceEntry(this.sessionId, key)) !== undefined ||
+            (await log.workspace(this.sessionId, WORKSPACE_MAX_KEYS)).entries.length + new Set(writes.map((w) => w.key)).size < WORKSPACE_MAX_KEYS,
+          write: (key, value) => void writes.push({ key, value }),
+        },
         now: this.deps.now,
       });
-      return { status: 'ok', content };
+      return { status: 'ok', content, writes };
     } catch (err) {
-      if (timeout.aborted) return { status: 'error', content: `timed out after ${this.deps.toolTimeoutMs} ms` };
-      if (this.abort.signal.aborted) return { status: 'error', content: 'stopped before the tool finished' };
-      return { status: 'error', content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}` };
+      writes.length = 0; // a failed call writes nothing
+      if (timeout.aborted) return { status: 'error', content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes };
+      if (this.abort.signal.aborted) return { status: 'error', content: 'stopped before the tool finished', writes };
+      return { status: 'error', content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes };
     }
   }
 }

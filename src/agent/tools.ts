@@ -1,16 +1,35 @@
 // Built-in tools (DESIGN §6). Each declares its effect, which drives the retry
 // advice that repair writes into synthetic results.
-import fs from 'node:fs/promises';
-import path from 'node:path';
+//
+// The notes tools keep their state in the session's log, not in files: the
+// workspace (issue 17). note_write asks for a write, which the runner stores
+// as a `plugin/workspace/write` event in the same append as the call's `ok`
+// result (an error result stores none); note_read answers from the log as of
+// now, inherited writes included (store/session-log.ts `workspaceEntry`). So a
+// fork sees exactly the notes written before its cut, a write whose result was
+// never recorded (a crash, a fork before the result) is absent, and deleting a
+// session deletes its notes.
 import { z } from 'zod';
 import type { ToolDefinition } from '../core/chat.ts';
 import type { ToolEffect } from '../core/tools.ts';
 
+/** The session's workspace as a tool sees it. */
+export interface ToolWorkspace {
+  /** The value of a key as of now (the log, inherited writes included). */
+  read(key: string): Promise<string | undefined>;
+  /** Whether the workspace can take one more key (it holds at most WORKSPACE_MAX_KEYS). */
+  hasRoomFor(key: string): Promise<boolean>;
+  /** Asks for a write: it is stored with the call's result, and only if that result is `ok`. */
+  write(key: string, value: string): void;
+}
+
+/** A workspace holds at most this many keys (a new key beyond it is refused); Session.workspace lists them all. */
+export const WORKSPACE_MAX_KEYS = 1000;
+
 export interface ToolContext {
   sessionId: string;
   signal: AbortSignal;
-  /** The session's sandbox folder (created on demand). */
-  sandbox: string;
+  workspace: ToolWorkspace;
   now: () => Date;
 }
 
@@ -57,16 +76,6 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-type Notes = Record<string, { value: string; writes: number }>;
-const notesFile = (ctx: ToolContext) => path.join(ctx.sandbox, 'notes.json');
-async function readNotes(ctx: ToolContext): Promise<Notes> {
-  try {
-    return JSON.parse(await fs.readFile(notesFile(ctx), 'utf8'));
-  } catch {
-    return {};
-  }
-}
-
 export const BUILTIN_TOOLS: Tool[] = [
   tool({
     name: 'clock',
@@ -91,9 +100,9 @@ export const BUILTIN_TOOLS: Tool[] = [
     args: z.strictObject({ key: z.string().min(1).max(200) }),
     effect: 'idempotent',
     run: async ({ key }, ctx) => {
-      const note = (await readNotes(ctx))[key];
-      if (!note) throw new ToolError(`no note named "${key}"`);
-      return note.value;
+      const value = await ctx.workspace.read(key);
+      if (value === undefined) throw new ToolError(`no note named "${key}"`);
+      return value;
     },
   }),
   tool({
@@ -102,17 +111,12 @@ export const BUILTIN_TOOLS: Tool[] = [
     args: z.strictObject({
       key: z.string().min(1).max(200),
       value: z.string().max(100_000),
-      delayMs: z.number().int().min(0).max(600_000).optional().describe('Keeps the call in flight after the write (to exercise crash repair).'),
+      delayMs: z.number().int().min(0).max(600_000).optional().describe('Keeps the call in flight before its write is recorded (to exercise crash repair).'),
     }),
     effect: 'side-effects',
     run: async ({ key, value, delayMs }, ctx) => {
-      await fs.mkdir(ctx.sandbox, { recursive: true });
-      const notes = await readNotes(ctx);
-      notes[key] = { value, writes: (notes[key]?.writes ?? 0) + 1 };
-      // Write then rename: a crash mid-write must not leave a truncated note store.
-      const tmp = `${notesFile(ctx)}.${process.pid}.${Date.now()}.tmp`;
-      await fs.writeFile(tmp, JSON.stringify(notes, null, 2));
-      await fs.rename(tmp, notesFile(ctx));
+      if (!(await ctx.workspace.hasRoomFor(key))) throw new ToolError(`the note store is full (${WORKSPACE_MAX_KEYS} notes): overwrite an existing note instead`);
+      ctx.workspace.write(key, value);
       if (delayMs) await abortableSleep(delayMs, ctx.signal);
       return `wrote note "${key}"`;
     },

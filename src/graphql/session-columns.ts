@@ -22,6 +22,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   children: [],
   siblings: ['parentId'],
   lastAnswer: ['inheritedRanges', 'inheritedEventCount'],
+  workspace: ['inheritedRanges', 'inheritedEventCount'],
   // The log read needs the lineage (store/lineage.ts) beside the length.
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   pendingInputs: ['pendingInputCount'],

@@ -171,6 +171,67 @@ export class SessionLog {
     return rows[0] && toStored(l, rows[0]);
   }
 
+  /**
+   * The workspace value of `key` as of `toSeq` (default: the end of the log),
+   * inherited writes included, or undefined (DESIGN §1 cost: one index probe
+   * per lineage segment, whatever the log's length). See `workspaceWrites`.
+   */
+  async workspaceEntry(ref: LogRef, key: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<WorkspaceEntry | undefined> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0) return undefined;
+    const params: unknown[] = [key];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map((seg) => `(SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(seg, p)} AND w.data->>'key' = $1 ORDER BY w.seq DESC LIMIT 1)`);
+    const { rows } = await db.query<{ seq: number; data: { key: string; value: string } }>(
+      `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC LIMIT 1`,
+      params,
+    );
+    return rows[0] && { key: rows[0].data.key, value: rows[0].data.value, seq: rows[0].seq };
+  }
+
+  /**
+   * The whole workspace at the end of the log: the latest write of each key,
+   * inherited writes included, in key order, at most `limit` keys (`truncated`
+   * when there are more). Per segment a skip scan of the workspace index (one
+   * probe per distinct key, then one for its latest write): the cost is the
+   * keys, never the log or the number of writes.
+   */
+  async workspace(ref: LogRef, limit: number, db: Db = this.pool): Promise<{ entries: WorkspaceEntry[]; truncated: boolean }> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, MAX_SEQ);
+    const params: unknown[] = [limit + 1];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const ctes: string[] = [];
+    const selects: string[] = [];
+    segments.forEach((seg, i) => {
+      // The segment's bounds once, reused by the key probes and the lookups.
+      const [sid, from, to] = [p(seg.sessionId), p(seg.fromSeq), p(seg.toSeq)];
+      const bounds = { sessionId: sid, fromSeq: from, toSeq: to };
+      const keyAfter = (after: string) =>
+        `SELECT w.data->>'key' FROM "Event" w WHERE w."sessionId" = ${sid} AND w.type = '${WORKSPACE_WRITE}'` +
+        ` AND w.seq BETWEEN ${from} AND ${to}::int - 1${after} ORDER BY w.data->>'key' LIMIT 1`;
+      ctes.push(`k${i}(key) AS ((${keyAfter('')}) UNION ALL SELECT (${keyAfter(` AND w.data->>'key' > k${i}.key`)}) FROM k${i} WHERE k${i}.key IS NOT NULL)`);
+      selects.push(
+        `(SELECT w.seq, w.data FROM (SELECT key FROM k${i} WHERE key IS NOT NULL LIMIT $1) k CROSS JOIN LATERAL ` +
+          `(SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(bounds, (v) => String(v))} AND w.data->>'key' = k.key ORDER BY w.seq DESC LIMIT 1) w)`,
+      );
+    });
+    if (segments.length === 0) return { entries: [], truncated: false };
+    const { rows } = await db.query<{ seq: number; data: { key: string; value: string } }>(
+      `WITH RECURSIVE ${ctes.join(', ')} ${selects.join(' UNION ALL ')}`,
+      params,
+    );
+    // A later segment's write of a key replaces an earlier one's.
+    const latest = new Map<string, WorkspaceEntry>();
+    for (const r of rows) {
+      const seen = latest.get(r.data.key);
+      if (!seen || seen.seq < r.seq) latest.set(r.data.key, { key: r.data.key, value: r.data.value, seq: r.seq });
+    }
+    const entries = [...latest.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    return { entries: entries.slice(0, limit), truncated: entries.length > limit };
+  }
+
   /** Every event of the given types, ascending, a page at a time. */
   async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
     const lineage = await this.requireLineage(ref);
@@ -277,6 +338,34 @@ export class SessionLog {
     const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));
   }
+}
+
+/** The event type a workspace write is stored as (tools.ts note_write; the partial index Event_workspace_idx). */
+export const WORKSPACE_WRITE = 'plugin/workspace/write';
+
+/** One key of a session's workspace: its value and the seq of the write that set it. */
+export interface WorkspaceEntry {
+  key: string;
+  value: string;
+  seq: number;
+}
+
+/**
+ * The SQL condition (on alias `w`) for the workspace writes in effect within a
+ * segment. A write is stored right before its `tool/result`, in the same
+ * append, and takes effect with that result: it counts only when the event
+ * after it, in the same stored session and inside the segment, is an `ok`
+ * result of its call. So a cut between the two (a fork at the write's seq)
+ * leaves the write out, as it leaves out the result; repair's synthetic
+ * results never carry a write. The type is a literal: the partial index
+ * matches it.
+ */
+function workspaceWrites(seg: { sessionId: unknown; fromSeq: unknown; toSeq: unknown }, p: (v: unknown) => string): string {
+  return (
+    `w."sessionId" = ${p(seg.sessionId)} AND w.type = '${WORKSPACE_WRITE}' AND w.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
+    ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = w."sessionId" AND r.seq = w.seq + 1 AND r.type = 'tool/result'` +
+    ` AND r.data->>'status' = 'ok' AND r.data->>'callId' = w.data->>'callId')`
+  );
 }
 
 function toStored(l: Lineage, r: Row): StoredEvent {

@@ -1,6 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -9,14 +7,12 @@ import type { ToolCall } from '../../src/core/events.ts';
 
 let app: TestApp;
 const toolRuns: Array<{ sessionId: string; call: ToolCall }> = [];
-const sandboxRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-sandbox-'));
 
 beforeAll(async () => {
-  app = await startTestApp({ sandboxRoot, toolTimeoutMs: 1500, onToolRun: (sessionId, call) => toolRuns.push({ sessionId, call }) });
+  app = await startTestApp({ toolTimeoutMs: 1500, onToolRun: (sessionId, call) => toolRuns.push({ sessionId, call }) });
 });
 afterAll(async () => {
   await app.close();
-  fs.rmSync(sandboxRoot, { recursive: true, force: true });
 });
 
 const create = async (title = 'agent') => (await app.ok(`mutation { createSession(input: { title: "${title}" }) { id } }`)).createSession.id as string;
@@ -209,7 +205,7 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
 
 describe('stopping the host (graceful shutdown)', () => {
   it('closes a running turn with the shared repair, cause interrupted, and reports the turn ended', async () => {
-    const own = await startTestApp({ sandboxRoot });
+    const own = await startTestApp();
     try {
       const { createSession: s } = await own.ok(`mutation { createSession(input: { title: "stop" }) { id } }`);
       const updates: TurnUpdate[] = [];

@@ -1,8 +1,5 @@
 // POST /agui (issue 18) driven by the official AG-UI client, HttpAgent; every
 // event is validated against @ag-ui/core's schemas.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpAgent } from '@ag-ui/client';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
@@ -11,15 +8,13 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 
 let app: TestApp;
 let url: string;
-const sandboxRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-agui-'));
 
 beforeAll(async () => {
-  app = await startTestApp({ sandboxRoot });
+  app = await startTestApp();
   url = app.url.replace(/\/graphql$/, '/agui');
 });
 afterAll(async () => {
   await app?.close();
-  fs.rmSync(sandboxRoot, { recursive: true, force: true });
 });
 
 /** HttpAgent with the protocol's parentRunId (runAgent's parameters do not carry it). */
@@ -150,7 +145,7 @@ describe('AG-UI endpoint', () => {
   it('same tokens and tenants as GraphQL: no token is 401, another tenant cannot see the thread', async () => {
     const tokenA = 'agui-token-aaaaaaaaaaaa';
     const tokenB = 'agui-token-bbbbbbbbbbbb';
-    const secured = await startTestApp({ sandboxRoot, security: { apiTokens: new Map([[tokenA, 'tenant-a'], [tokenB, 'tenant-b']]) } });
+    const secured = await startTestApp({ security: { apiTokens: new Map([[tokenA, 'tenant-a'], [tokenB, 'tenant-b']]) } });
     try {
       const securedUrl = secured.url.replace(/\/graphql$/, '/agui');
       const anonymous = await run(new HttpAgent({ url: securedUrl, threadId: 't' }), 'hi', 'sec-1');

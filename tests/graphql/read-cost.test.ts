@@ -137,6 +137,76 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
   });
 });
 
+describe('the workspace on a long log costs its keys', () => {
+  /** A turn whose one call is a note_write of `key`: the write stored right before its ok result. */
+  const writeTurn = (turn: number, key: string): NewEvent[] => {
+    const inputId = `in_w${turn}`;
+    const callId = `call_w${turn}`;
+    return [
+      { type: 'inbox/add', data: { inputId, text: `write ${key}` } },
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn, inputId } },
+      { type: 'step/start', data: { turn, step: 1 } },
+      { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'note_write', arguments: '{}' }] } },
+      { type: 'plugin/workspace/write', data: { callId, key, value: `${key}@${turn}` } },
+      { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'note_write' } },
+      { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
+      { type: 'turn/end', data: { turn, reason: 'completed' } },
+    ];
+  };
+  const appendTurns = async (id: string, from: number, to: number, keys: number) => {
+    const all = Array.from({ length: to - from + 1 }, (_, i) => writeTurn(from + i, `k${(from + i) % keys}`)).flat();
+    for (let i = 0; i < all.length; i += 5000) await app.services.store.append(id, all.slice(i, i + 5000));
+  };
+  /** The workspace by the rule, from the whole log: a write counts when the next event is its ok result. */
+  const replayed = async (id: string) => {
+    const log = await app.services.store.log.page(id, -1, 100_000);
+    const ws = new Map<string, { key: string; value: string; seq: number }>();
+    for (const e of log) {
+      const next = log[e.seq + 1];
+      if (e.type === 'plugin/workspace/write' && next?.type === 'tool/result' && next.data.status === 'ok' && next.data.callId === e.data.callId) {
+        ws.set(e.data.key as string, { key: e.data.key as string, value: e.data.value as string, seq: e.seq });
+      }
+    }
+    return [...ws.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
+  };
+
+  it('note_read (one probe per range) and Session.workspace (a skip scan per range) on 2,000 writes through nested forks', async () => {
+    // 2,000 turns writing 20 keys (18,000 events); a child cut at a write (the write is out: its result is not), then 100 turns
+    // of its own on 5 keys; a grandchild of that, 100 more.
+    const root = (await app.services.store.createSession(scope, { title: 'workspace' })).id;
+    await appendTurns(root, 1, 2000, 20);
+    const cutWrite = await app.services.store.log.lastOfType(root, 'plugin/workspace/write', 9_000);
+    const child = (await app.services.store.fork(scope, root, cutWrite!.seq)).session.id;
+    const turnsBefore = Number(String(cutWrite!.data.callId).slice(6));
+    await appendTurns(child, turnsBefore + 1, turnsBefore + 100, 5);
+    const grandchild = (await app.services.store.fork(scope, child, (await app.services.store.requireSession(scope, child)).eventCount - 1)).session.id;
+    await appendTurns(grandchild, turnsBefore + 101, turnsBefore + 200, 5);
+    await app.db.pool.query('ANALYZE "Event"');
+
+    for (const id of [root, child, grandchild]) {
+      const expected = await replayed(id);
+      expect(expected.length).toBe(20);
+      const { session } = await app.ok(`query($id: ID!) { session(id: $id) { workspace { key value seq } } }`, { id });
+      expect(session.workspace).toEqual(expected);
+      const listing = await costOf(() => app.ok(`query($id: ID!) { session(id: $id) { workspace { key } } }`, { id }));
+      expect(listing.length, JSON.stringify(listing)).toBe(1); // one statement, whatever the number of ranges
+      expectBounded(listing, 3 * 20 * 4 + 10, `workspace of ${id}`);
+      const k = expected.find((e) => e.key === 'k7')!;
+      const read = await costOf(async () => expect(await app.services.store.log.workspaceEntry(id, 'k7')).toEqual(k));
+      expect(read.length).toBe(1);
+      expectBounded(read, 3 * 3 + 2, `note_read of ${id}`);
+    }
+    // The write at the child's cut is not in the child's workspace (its result is not): the key's value is the one
+    // before, until the child writes it. In the root it counts from its result on.
+    const { key } = cutWrite!.data as { key: string };
+    const firstLive = (await app.services.store.requireSession(scope, child)).firstLiveSeq;
+    expect((await app.services.store.log.workspaceEntry(child, key, firstLive - 1))!.seq).toBe(cutWrite!.seq - 20 * 9);
+    expect((await app.services.store.log.workspaceEntry(root, key, cutWrite!.seq))!.seq).toBe(cutWrite!.seq - 20 * 9);
+    expect((await app.services.store.log.workspaceEntry(root, key, cutWrite!.seq + 1))!.seq).toBe(cutWrite!.seq);
+  });
+});
+
 describe('one way in', () => {
   it('no code outside the session log reads the Event table', () => {
     const root = path.resolve(import.meta.dirname, '../../src');

@@ -37,17 +37,18 @@ const gql = async (p: ServiceProcess, query: string, variables?: unknown) => {
 };
 const events = async (id: string) =>
   (await pool.query('SELECT seq, type, data, synthetic FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id])).rows;
-const notes = (id: string) => JSON.parse(fs.readFileSync(path.join(dataDir, 'sandbox', id, 'notes.json'), 'utf8'));
+const workspace = async (p: ServiceProcess, id: string) => (await gql(p, 'query($id: ID!) { session(id: $id) { workspace { key value seq } } }', { id })).session.workspace;
 
 describe('crash recovery', () => {
-  it('a SIGKILLed turn inside a slow side-effect tool is closed with interrupted closers once; the tool ran once', async () => {
+  it('a SIGKILLed turn inside a slow side-effect tool is closed with interrupted closers once; its write never happened', async () => {
     const a = await start();
     const { createSession: s } = await gql(a, 'mutation { createSession(input: { title: "crash" }) { id } }');
     await gql(a, 'mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
       i: { sessionId: s.id, text: '!call note_write {"key":"k","value":"v","delayMs":60000}' },
     });
-    // The write happened and the call is still in flight (its result is not recorded).
-    await waitFor(() => notes(s.id).k?.writes === 1, { what: 'the tool to write its note' });
+    // The call is in flight (its result, which would carry the write, is not recorded).
+    await waitFor(async () => (await events(s.id)).at(-1)?.type === 'model/message', { what: 'the tool call' });
+    await new Promise((r) => setTimeout(r, 300));
     a.child.kill('SIGKILL');
     await a.exited;
     const crashed = await events(s.id);
@@ -68,13 +69,26 @@ describe('crash recovery', () => {
     expect(closers[0].data.content).toContain('"note_write" has side effects');
     const { session } = await gql(b, 'query($id: ID!) { session(id: $id) { status eventCount } }', { id: s.id });
     expect(session).toEqual({ status: 'IDLE', eventCount: repaired.length });
+    // The workspace is the log's: the write whose result was never recorded is absent after recovery.
+    expect(repaired.some((e: any) => e.type === 'plugin/workspace/write')).toBe(false);
+    expect(await workspace(b, s.id)).toEqual([]);
     expect(await b.stop('SIGTERM')).toBe(0);
 
     const c = await start();
     await new Promise((r) => setTimeout(r, 1000));
     expect((await events(s.id)).length).toBe(repaired.length); // nothing new
+    // Asked through the agent, the note is not there; the interrupted call was not run again.
+    await gql(c, 'mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: s.id, text: '!call note_read {"key":"k"}' } });
+    const after = await waitFor(async () => {
+      const e = await events(s.id);
+      return e.at(-1).type === 'turn/end' && e.length > repaired.length ? e : null;
+    }, { what: 'the note_read turn' });
+    expect(after.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.name, e.data.status, e.data.content])).toEqual([
+      ['note_write', 'interrupted', closers[0].data.content],
+      ['note_read', 'error', 'no note named "k"'],
+    ]);
+    expect(await workspace(c, s.id)).toEqual([]);
     await c.stop('SIGTERM');
-    expect(notes(s.id).k.writes).toBe(1); // the tool ran once
   });
 
   it('a live process takes over the lease of a dead one and repairs the session', async () => {

@@ -1,8 +1,5 @@
 // OpenTelemetry GenAI traces (issue 18), exported over OTLP/HTTP to a real
 // receiver in the test.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -15,13 +12,11 @@ const STATUS_ERROR = 2;
 
 let receiver: OtlpReceiver;
 let app: TestApp;
-const sandboxRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-otel-'));
 const logged: string[] = [];
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   app = await startTestApp({
-    sandboxRoot,
     tracing: { url: receiver.url, scheduledDelayMillis: 20, captureContent: true },
     log: (m) => logged.push(m),
   });
@@ -29,7 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await receiver?.close();
-  fs.rmSync(sandboxRoot, { recursive: true, force: true });
 });
 
 const create = async () => (await app.ok(`mutation { createSession(input: { title: "traced" }) { id } }`)).createSession.id as string;
@@ -175,7 +169,7 @@ describe('OpenTelemetry GenAI traces', () => {
     // Off: a second app shares the database; nothing reaches any receiver.
     const quiet = await startOtlpReceiver();
     const before = receiver.requests;
-    const untraced = await startTestApp({ sandboxRoot });
+    const untraced = await startTestApp();
     try {
       expect(untraced.tracing).toBeUndefined();
       const id = (await untraced.ok(`mutation { createSession(input: { title: "untraced" }) { id } }`)).createSession.id;
@@ -193,8 +187,7 @@ describe('OpenTelemetry GenAI traces', () => {
     await quiet.close();
     const downLog: Array<[string, unknown]> = [];
     const down = await startTestApp({
-      sandboxRoot,
-      tracing: { url: quiet.url, scheduledDelayMillis: 10, timeoutMillis: 300 },
+        tracing: { url: quiet.url, scheduledDelayMillis: 10, timeoutMillis: 300 },
       log: (m, e) => downLog.push([m, e]),
     });
     try {

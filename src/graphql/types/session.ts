@@ -83,6 +83,9 @@ builder.prismaObjectFields('Session', (t) => ({
   }, EventConnection),
 }));
 
+// Session.workspace lives beside the tools that write it.
+import './workspace.ts';
+
 // The hot reads (a session, a sessions page) are prepared statements on the pg
 // pool (store/session-rows.ts), not Prisma, reading the columns the query
 // selects (session-columns.ts): see the bench section of the README. Rows read

@@ -1,0 +1,27 @@
+// Session.workspace (issue 17): the notes tools' state, derived from the log
+// (store/session-log.ts `workspace`). Mapping only.
+import { builder } from '../builder.ts';
+import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
+import type { WorkspaceEntry } from '../../store/session-log.ts';
+import { lineageOf } from '../../store/lineage.ts';
+
+const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').implement({
+  description: 'One key of a session workspace: its latest value and the seq of the `plugin/workspace/write` event that set it.',
+  fields: (t) => ({
+    key: t.exposeString('key'),
+    value: t.exposeString('value'),
+    seq: t.exposeInt('seq', { description: 'The write event (its ok `tool/result` is at seq + 1); below inheritedEventCount: inherited.' }),
+  }),
+});
+
+builder.prismaObjectFields('Session', (t) => ({
+  workspace: t.field({
+    type: [WorkspaceEntryRef],
+    description:
+      'The workspace as of the end of the log, inherited writes included, in key order: the latest completed write of each key ' +
+      `(a write whose result was never recorded is absent). A workspace holds at most ${WORKSPACE_MAX_KEYS} keys. ` +
+      'The cost is the keys, never the log.',
+    // The row's own lineage when it was read (no lineage lookup per session of a page).
+    resolve: async (s, _a, ctx) => (await ctx.store.log.workspace(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, WORKSPACE_MAX_KEYS)).entries,
+  }),
+}));
