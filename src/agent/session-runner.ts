@@ -227,7 +227,13 @@ export class SessionRunner {
       modelObs?.end(answer);
       const message: NewEvent = {
         type: 'model/message',
-        data: { turn, step, text: storable(answer.text), toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })) },
+        data: {
+          turn,
+          step,
+          text: storable(answer.text),
+          toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })),
+          ...(answer.usage ? { usage: answer.usage } : {}),
+        },
       };
       if (answer.toolCalls.length === 0) {
         return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');

@@ -32,6 +32,6 @@ export interface ModelRequest {
 export interface ModelAnswer {
   text: string;
   toolCalls: ToolCall[];
-  /** Tokens the provider counted, when it says (telemetry only; not stored). */
+  /** Tokens the provider counted, when it says (stored on model/message, traced). */
   usage?: { inputTokens?: number; outputTokens?: number };
 }

@@ -71,6 +71,10 @@ const v4 = {
   'turn/end': v3['turn/end'].extend({
     reason: z.enum([...v3['turn/end'].shape.reason.options, 'forked']),
   }),
+  // Tokens the provider reported for this answer (optional: not every provider does).
+  'model/message': v3['model/message'].extend({
+    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
+  }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),

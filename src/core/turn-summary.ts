@@ -9,22 +9,83 @@ export interface TurnSummary {
   endSeq: number | null;
   /** The turn/end reason; null while the turn is open. */
   reason: string | null;
+  /** When its turn/start and turn/end were stored (when the events carry their times). */
+  startedAt?: Date;
+  endedAt?: Date;
 }
 
+/** Tokens as the provider reported them; a sum over answers (absent counts add nothing). */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface StepSummary {
+  step: number;
+  startSeq: number;
+  endSeq: number | null;
+  /** The step/end reason; null while the step is open. */
+  reason: string | null;
+  startedAt?: Date;
+  endedAt?: Date;
+  toolCallCount: number;
+  /** From the step's model/message, when the provider reported it. */
+  usage: Usage | null;
+}
+
+/** Events as the store returns them: with the time each was stored. */
+type Timed = LogEvent & { createdAt?: Date };
+
 /** Turns in log order, as the reducer brackets them (turn/start and turn/end events are enough). */
-export function summarizeTurns(events: Iterable<LogEvent>): TurnSummary[] {
+export function summarizeTurns(events: Iterable<Timed>): TurnSummary[] {
   const turns: TurnSummary[] = [];
   const state = new LogState();
   for (const e of events) {
     const wasOpen = state.openTurn;
     state.apply(e);
     if (e.type === 'turn/start' && state.openTurn === e.data.turn) {
-      turns.push({ turn: e.data.turn, inputId: e.data.inputId, startSeq: e.seq, endSeq: null, reason: null });
+      turns.push({ turn: e.data.turn, inputId: e.data.inputId, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt });
     } else if (e.type === 'turn/end' && wasOpen !== undefined && state.openTurn === undefined) {
       const t = turns[turns.length - 1];
       t.endSeq = e.seq;
       t.reason = e.data.reason;
+      t.endedAt = e.createdAt;
     }
   }
   return turns;
+}
+
+/**
+ * The steps of one turn, from its turn/start, step/start, model/message and
+ * step/end events (others are ignored), bracketed by the reducer like the
+ * turns above.
+ */
+export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
+  const steps: StepSummary[] = [];
+  const state = new LogState();
+  for (const e of events) {
+    const wasOpen = state.openStep;
+    state.apply(e);
+    if (e.type === 'step/start' && state.openStep?.step === e.data.step) {
+      steps.push({ step: e.data.step, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt, toolCallCount: 0, usage: null });
+    } else if (e.type === 'model/message' && state.openStep?.step === e.data.step) {
+      const s = steps[steps.length - 1];
+      s.toolCallCount = e.data.toolCalls.length;
+      const u = (e.data as { usage?: Partial<Usage> }).usage;
+      if (u) s.usage = { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 };
+    } else if (e.type === 'step/end' && wasOpen && !state.openStep) {
+      const s = steps[steps.length - 1];
+      s.endSeq = e.seq;
+      s.reason = e.data.reason;
+      s.endedAt = e.createdAt;
+    }
+  }
+  return steps;
+}
+
+/** Usage summed over steps; null when no step reported any. */
+export function totalUsage(steps: readonly StepSummary[]): Usage | null {
+  const reported = steps.filter((s) => s.usage);
+  if (reported.length === 0) return null;
+  return reported.reduce((t, s) => ({ inputTokens: t.inputTokens + s.usage!.inputTokens, outputTokens: t.outputTokens + s.usage!.outputTokens }), { inputTokens: 0, outputTokens: 0 });
 }

@@ -26,7 +26,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   // The log read needs the lineage (store/lineage.ts) beside the length.
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   pendingInputs: ['pendingInputCount'],
-  turns: [],
+  turns: ['eventCount'],
   recording: [],
 };
 

@@ -34,7 +34,8 @@ describe('agent loop with the scripted model', () => {
     await idle();
     expect(await types(id)).toEqual(['session/title', 'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end']);
     const events = await log(id);
-    expect(events[5].data).toEqual({ turn: 1, step: 1, text: 'Echo: hello there', toolCalls: [] });
+    // Usage as the scripted model reports it: words in, words out.
+    expect(events[5].data).toEqual({ turn: 1, step: 1, text: 'Echo: hello there', toolCalls: [], usage: { inputTokens: 2, outputTokens: 3 } });
     expect(events[7].data).toEqual({ turn: 1, reason: 'completed' });
     expect(updates.filter((u) => u.kind === 'TEXT_DELTA').map((u) => u.text).join('')).toBe('Echo: hello there');
     expect(updates.map((u) => u.kind)).toEqual(['TURN_STARTED', 'STEP_STARTED', 'TEXT_DELTA', 'TEXT_DELTA', 'TEXT_DELTA', 'STEP_ENDED', 'TURN_ENDED']);
@@ -54,6 +55,30 @@ describe('agent loop with the scripted model', () => {
     expect(events.filter((e) => e.type === 'step/end').map((e: any) => e.data.step)).toEqual([1, 2, 3]);
     expect(events.at(-2)).toMatchObject({ type: 'step/end', data: { step: 3, reason: 'completed' } });
     expect((events.at(-3) as any).data.text).toMatch(/^Done \(remember this\)\. Tool results:\n- call_1_1_1: wrote note "k"\n- call_1_1_2: \d{4}-.*\n- call_1_2_1: v1$/);
+  });
+
+  it('Session.turns gives each turn and step its duration and token usage, from the stored events', async () => {
+    const id = await create();
+    await send(id, 'time it\n!call sleep {"ms": 120}\n!then\n!call clock');
+    await idle();
+    const { session } = await app.ok(
+      `query($id: ID!) { session(id: $id) { turns { turn startedAt endedAt durationMs usage { inputTokens outputTokens }
+         steps { step startSeq endSeq reason durationMs toolCallCount usage { inputTokens outputTokens } } } } }`,
+      { id },
+    );
+    const [turn] = session.turns;
+    const events = await log(id);
+    const messages = events.filter((e) => e.type === 'model/message').map((e: any) => e.data);
+    expect(turn.steps.map((s: any) => [s.step, s.reason, s.toolCallCount])).toEqual([[1, 'completed', 1], [2, 'completed', 1], [3, 'completed', 0]]);
+    expect(turn.steps.map((s: any) => s.usage)).toEqual(messages.map((m: any) => m.usage));
+    expect(turn.usage).toEqual({
+      inputTokens: messages.reduce((n: number, m: any) => n + m.usage.inputTokens, 0),
+      outputTokens: messages.reduce((n: number, m: any) => n + m.usage.outputTokens, 0),
+    });
+    for (const s of turn.steps) expect(events[s.startSeq].type).toBe('step/start'), expect(events[s.endSeq].type).toBe('step/end');
+    expect(turn.steps[0].durationMs).toBeGreaterThanOrEqual(100); // the step that slept
+    expect(turn.durationMs).toBe(new Date(turn.endedAt).getTime() - new Date(turn.startedAt).getTime());
+    expect(turn.durationMs).toBeGreaterThanOrEqual(turn.steps[0].durationMs);
   });
 
   it('input sent during a turn waits in the inbox for the next turn', async () => {

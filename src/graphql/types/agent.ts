@@ -4,7 +4,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
-import { summarizeTurns, type TurnSummary } from '../../core/turn-summary.ts';
+import { summarizeSteps, summarizeTurns, totalUsage, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { lineageOf } from '../../store/lineage.ts';
@@ -18,7 +18,38 @@ const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implemen
   }),
 });
 
-const TurnRef = builder.objectRef<TurnSummary & { input: string | null }>('Turn').implement({
+const UsageRef = builder.objectRef<Usage>('Usage').implement({
+  description: 'Tokens as the model provider reported them (the scripted model counts words).',
+  fields: (t) => ({
+    inputTokens: t.exposeInt('inputTokens'),
+    outputTokens: t.exposeInt('outputTokens'),
+  }),
+});
+
+const durationMs = (from?: Date, to?: Date) => (from && to ? to.getTime() - from.getTime() : null);
+
+const StepRef = builder.objectRef<StepSummary>('Step').implement({
+  description: 'One model round trip of a turn and the tool calls it asked for.',
+  fields: (t) => ({
+    step: t.exposeInt('step'),
+    startSeq: t.exposeInt('startSeq'),
+    endSeq: t.exposeInt('endSeq', { nullable: true }),
+    reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
+    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored; null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
+    toolCallCount: t.exposeInt('toolCallCount'),
+    usage: t.field({ type: UsageRef, nullable: true, resolve: (s) => s.usage }),
+  }),
+});
+
+type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
+
+/** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
+const stepsOf = (turn: TurnRow, log: { ofTypes: (ref: string, types: string[], o: { fromSeq: number; toSeq: number; limit: number }) => Promise<StoredEvent[]> }) =>
+  (turn.steps ??= log
+    .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
+    .then(summarizeSteps));
+
+const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId'),
@@ -26,6 +57,11 @@ const TurnRef = builder.objectRef<TurnSummary & { input: string | null }>('Turn'
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
+    startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
+    endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
+    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored; null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
+    steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(turn, ctx.store.log) }),
+    usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(turn, ctx.store.log)) }),
   }),
 });
 
@@ -64,7 +100,7 @@ builder.prismaObjectFields('Session', (t) => ({
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
-      return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null }));
+      return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
     },
   }),
 }));
