@@ -177,6 +177,10 @@ describe('dashboard workflow', () => {
     const { page, errors } = await openPage();
     await page.goto(origin + '/');
     await page.getByRole('button', { name: 'Import recording' }).waitFor(TIMEOUT);
+    // Playwright turns on file-chooser interception when the first listener is
+    // added, without waiting for the browser: listen early, or the first chooser
+    // may open natively (nothing in headless) before interception is on.
+    page.on('filechooser', () => {});
     let focused = '';
     for (let i = 0; i < 10 && focused !== 'Import recording'; i++) {
       await page.keyboard.press('Tab');
