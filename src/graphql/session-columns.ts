@@ -27,6 +27,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   pendingInputs: ['pendingInputCount'],
   turns: ['eventCount'],
+  turnAt: ['eventCount'],
   recording: [],
 };
 

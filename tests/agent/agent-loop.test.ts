@@ -79,6 +79,14 @@ describe('agent loop with the scripted model', () => {
     expect(turn.steps[0].durationMs).toBeGreaterThanOrEqual(100); // the step that slept
     expect(turn.durationMs).toBe(new Date(turn.endedAt).getTime() - new Date(turn.startedAt).getTime());
     expect(turn.durationMs).toBeGreaterThanOrEqual(turn.steps[0].durationMs);
+    // turnAt finds the same turn from any of its events, and nothing outside turns.
+    const TURN_AT = `query($id: ID!, $seq: Int!) { session(id: $id) { turnAt(seq: $seq) { turn input startSeq endSeq durationMs usage { inputTokens outputTokens } steps { step } } } }`;
+    const inside = events.find((e) => e.type === 'tool/result')!.seq;
+    for (const seq of [turn.steps[0].startSeq - 1, inside, turn.steps[2].endSeq + 1]) {
+      const { session: at } = await app.ok(TURN_AT, { id, seq });
+      expect(at.turnAt).toMatchObject({ turn: 1, input: expect.stringMatching(/^time it/), durationMs: turn.durationMs, usage: turn.usage, steps: [{ step: 1 }, { step: 2 }, { step: 3 }] });
+    }
+    for (const seq of [-1, 0, events.length + 5]) expect((await app.ok(TURN_AT, { id, seq })).session.turnAt, `seq ${seq}`).toBeNull();
   });
 
   it('input sent during a turn waits in the inbox for the next turn', async () => {

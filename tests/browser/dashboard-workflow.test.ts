@@ -144,6 +144,11 @@ describe('dashboard workflow', () => {
     await page.getByLabel('Message').fill('hello there');
     await page.getByRole('button', { name: 'Send', exact: true }).click();
     await page.locator('li.msg.assistant', { hasText: 'Echo: hello there' }).waitFor(TIMEOUT);
+    // The ended turn shows its duration, steps and tokens (scripted usage: words), with a bar per step.
+    const stats = page.locator('li.turn-end[data-turn="1"] [data-testid="turn-stats"]');
+    await expect.poll(() => stats.textContent(), TIMEOUT).toMatch(/^\d+(\.\d)? (ms|s) · 1 step · 2 → 3 tokens/);
+    expect(await stats.locator('.step-bar').count()).toBe(1);
+    expect(await stats.getByRole('img').getAttribute('aria-label')).toMatch(/^Turn 1 step latencies: step 1 \d+/);
 
     await page.getByRole('button', { name: 'Rename session' }).click();
     await page.getByLabel('Session title').fill('Renamed start');

@@ -169,7 +169,7 @@ export function ConversationPane(
           {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} />}
           {rows.map((row) =>
             row.index < list.length ? (
-              <Item key={row.key} item={list[row.index]} row={rowProps(row.index, row.start)} onBranch={props.onBranch} busy={props.busy} titleOf={titleOf} />
+              <Item key={row.key} item={list[row.index]} row={rowProps(row.index, row.start)} onBranch={props.onBranch} busy={props.busy} titleOf={titleOf} sessionId={props.sessionId} />
             ) : (
               props.live && <LiveStepItem key="live" live={props.live} row={rowProps(row.index, row.start)} />
             ),

@@ -3,6 +3,7 @@
 import type { ConversationItem, ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { onLinkClick, sessionPath } from './router.ts';
+import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge } from './widgets.tsx';
 
 const RESULT_LABELS: Record<string, string> = {
@@ -18,6 +19,8 @@ export interface ItemProps {
   busy?: boolean;
   /** Title of a fork marker's parent (each marker names its own ancestor). */
   titleOf?: (sessionId: string) => string | null | undefined;
+  /** The session shown: ended turns show their timing and usage (turn-stats.tsx). */
+  sessionId?: string;
 }
 
 export function ConversationView(props: ItemProps & { items: readonly ConversationItem[]; live?: LiveStep | null }) {
@@ -55,7 +58,7 @@ export interface RowProps {
   'data-target'?: boolean;
 }
 
-export function Item({ item, onBranch, busy, titleOf, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
+export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
   const inherited = item.inherited ? ' inherited' : '';
   switch (item.kind) {
     case 'user':
@@ -100,6 +103,7 @@ export function Item({ item, onBranch, busy, titleOf, row }: ItemProps & { item:
             turn {item.turn} <Badge tone={`reason-${item.reason}`}>{item.reason}</Badge>
             {item.synthetic && <Badge tone="synthetic">synthetic</Badge>}
           </span>
+          {sessionId && <TurnStatsLine sessionId={sessionId} endSeq={item.endSeq} />}
           <span class="turn-end-actions">
             <Seq seq={item.endSeq} />
             {onBranch && (

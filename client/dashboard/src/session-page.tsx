@@ -83,7 +83,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
-          <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} />
+          <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} sessionId={id} />
           <Composer sessionId={id} running={running} pending={session.pendingInputs.length} />
         </section>
         <section class="pane events" aria-label="Events pane">

@@ -94,6 +94,36 @@ builder.prismaObjectFields('Session', (t) => ({
     type: [PendingInputRef],
     resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(s.id, s.pendingInputCount),
   }),
+  turnAt: t.field({
+    type: TurnRef,
+    nullable: true,
+    args: { seq: t.arg.int({ required: true }) },
+    description:
+      'The turn holding event `seq` (its turn/start through its turn/end), with timing, usage and steps; null when `seq` ' +
+      "is outside every turn. A few index probes, whatever the log's length (the dashboard asks it per visible turn).",
+    resolve: async (s, { seq }, ctx) => {
+      const log = ctx.store.log;
+      const start = seq >= 0 ? await log.lastOfType(s.id, 'turn/start', seq) : undefined;
+      if (!start) return null;
+      // A turn's end is the first turn/end after its start (one turn is open at a time).
+      const end = await log.firstOfType(s.id, 'turn/end', start.seq);
+      if (end && end.seq < seq) return null;
+      const inputId = start.data.inputId as string;
+      const input = await log.inboxAddOf(s.id, inputId, start.seq);
+      return {
+        turn: start.data.turn as number,
+        inputId,
+        input: (input?.data.text as string | undefined) ?? null,
+        startSeq: start.seq,
+        endSeq: end?.seq ?? null,
+        reason: (end?.data.reason as string | undefined) ?? null,
+        startedAt: start.createdAt,
+        endedAt: end?.createdAt,
+        sessionId: s.id,
+        lastSeq: s.eventCount - 1,
+      };
+    },
+  }),
   turns: t.field({
     type: [TurnRef],
     resolve: async (s, _a, ctx) => {

@@ -1,0 +1,60 @@
+// A turn's duration and token usage under its end, with a bar per step
+// (latency), from Session.turnAt. Asked only for turn ends on screen (the
+// conversation is windowed) and kept per turn, so scrolling back is free.
+import { useEffect, useState } from 'preact/hooks';
+import { DashboardTurnStatsDocument, type DashboardTurnStatsQuery } from '../../generated/graphql.ts';
+import { forkline } from './api.ts';
+
+type TurnStats = NonNullable<NonNullable<DashboardTurnStatsQuery['session']>['turnAt']>;
+
+/** Ended turns never change: one request per (session, turn end) for the page's life. */
+const cache = new Map<string, Promise<TurnStats | null>>();
+
+const statsOf = (sessionId: string, endSeq: number) => {
+  const key = `${sessionId}@${endSeq}`;
+  let p = cache.get(key);
+  if (!p) {
+    p = forkline.query(DashboardTurnStatsDocument, { id: sessionId, seq: endSeq }).then((r) => r.session?.turnAt ?? null);
+    p.catch(() => cache.delete(key)); // a failed read is retried next time the row shows
+    cache.set(key, p);
+  }
+  return p;
+};
+
+export const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`);
+const n = (x: number) => x.toLocaleString('en-US');
+
+export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq: number }) {
+  const [stats, setStats] = useState<TurnStats | null>(null);
+  useEffect(() => {
+    let live = true;
+    statsOf(sessionId, endSeq).then((s) => live && setStats(s), () => {});
+    return () => {
+      live = false;
+    };
+  }, [sessionId, endSeq]);
+  if (!stats) return null;
+  const longest = Math.max(1, ...stats.steps.map((s) => s.durationMs ?? 0));
+  const summary = [
+    stats.durationMs != null && formatDuration(stats.durationMs),
+    `${stats.steps.length} step${stats.steps.length === 1 ? '' : 's'}`,
+    stats.usage && `${n(stats.usage.inputTokens)} → ${n(stats.usage.outputTokens)} tokens`,
+  ].filter(Boolean);
+  return (
+    <div class="turn-stats" data-testid="turn-stats">
+      <span class="muted" title={summary.join(' · ')}>
+        {summary.join(' · ')}
+      </span>
+      <span class="step-bars" role="img" aria-label={`Turn ${stats.turn} step latencies: ${stats.steps.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}>
+        {stats.steps.map((s) => (
+          <span
+            key={s.step}
+            class={`step-bar reason-${s.reason ?? 'open'}`}
+            style={{ width: `${Math.max(4, Math.round(((s.durationMs ?? 0) / longest) * 80))}px` }}
+            title={`step ${s.step}: ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}, ${s.toolCallCount} tool call${s.toolCallCount === 1 ? '' : 's'}${s.usage ? `, ${n(s.usage.inputTokens)} → ${n(s.usage.outputTokens)} tokens` : ''}`}
+          />
+        ))}
+      </span>
+    </div>
+  );
+}
