@@ -91,10 +91,11 @@ export class ScriptedModel implements ChatModel {
     } else {
       answer = { text: finalText(script, since), toolCalls: [] };
     }
-    // Usage as a provider would report it, counted in words (telemetry shows it).
-    const words = (t: string | null | undefined) => (t ? (t.match(/\S+/g)?.length ?? 0) : 0);
+    // Usage as a provider would report it, counted in words. Messages are shared
+    // objects across requests (model-request.ts): each is counted once, so a
+    // step on a long session does not re-read the whole conversation's text.
     answer.usage = {
-      inputTokens: messages.reduce((n, m) => n + words(m.content), 0),
+      inputTokens: messages.reduce((n, m) => n + wordsIn(m), 0),
       outputTokens: words(answer.text) + answer.toolCalls.reduce((n, c) => n + 1 + words(c.arguments), 0),
     };
     for (const word of answer.text.match(/\S+\s*/g) ?? []) {
@@ -104,6 +105,14 @@ export class ScriptedModel implements ChatModel {
     }
     return answer;
   }
+}
+
+const words = (t: string | null | undefined) => (t ? (t.match(/\S+/g)?.length ?? 0) : 0);
+const wordCounts = new WeakMap<ChatMessage, number>();
+function wordsIn(m: ChatMessage): number {
+  let n = wordCounts.get(m);
+  if (n === undefined) wordCounts.set(m, (n = words(m.content)));
+  return n;
 }
 
 function finalText(script: Script, since: ChatMessage[]): string {
