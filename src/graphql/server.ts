@@ -231,9 +231,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   );
   watchLiveness(wss, {
     ...opts.wsLiveness,
-    onUnresponsive: () => {
+    onUnresponsive: (socket) => {
       metrics?.unresponsiveSockets.inc();
-      opts.wsLiveness?.onUnresponsive?.();
+      opts.wsLiveness?.onUnresponsive?.(socket);
     },
   });
 

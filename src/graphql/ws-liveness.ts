@@ -14,8 +14,8 @@ export const UNRESPONSIVE_CLOSE_CODE = 4408;
 export interface LivenessOptions {
   pingMs?: number;
   deadAfterMs?: number;
-  /** Called when a socket is closed for silence (metrics; tests wait for it). */
-  onUnresponsive?: () => void;
+  /** Called when a socket is closed for silence (metrics; tests wait for theirs). */
+  onUnresponsive?: (socket: WebSocket) => void;
 }
 
 export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) {
@@ -30,7 +30,18 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
     let lastSign = Date.now();
     let lastHandedOver = handedOver();
     socket.on('pong', () => (lastSign = Date.now()));
+    let closingSince: number | undefined;
     const timer = setInterval(() => {
+      if (socket.readyState !== socket.OPEN) {
+        // Closing (the client asked): not a silent subscriber, but one whose
+        // handshake does not finish within deadAfterMs is ended all the same.
+        closingSince ??= Date.now();
+        if (Date.now() - closingSince > deadAfterMs) {
+          clearInterval(timer);
+          socket.terminate();
+        }
+        return;
+      }
       const now = handedOver();
       if (now > lastHandedOver) lastSign = Date.now(); // it read something: slow, but alive
       lastHandedOver = now;
@@ -41,7 +52,7 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
           `no answer to pings and nothing read for ${Math.round(deadAfterMs / 1000)} s; reconnect (sessionEvents with afterSeq resumes)`,
         );
         setTimeout(() => socket.terminate(), 5000).unref();
-        opts.onUnresponsive?.();
+        opts.onUnresponsive?.(socket);
         return;
       }
       socket.ping();

@@ -8,10 +8,13 @@ import { waitFor } from '../helpers/wait.ts';
 import { UNRESPONSIVE_CLOSE_CODE } from '../../src/graphql/ws-liveness.ts';
 
 let app: TestApp;
-let closedForSilence = 0;
+/** Silence the server tolerates; the slow reader below pauses for a quarter of it (margin for a loaded machine). */
+const DEAD_AFTER_MS = 1200;
+/** Client-side ports of the sockets the server closed for silence (the test waits for its own). */
+const closedForSilence = new Set<number>();
 const scope = { tenant: 'local' };
 beforeAll(async () => {
-  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: 800, onUnresponsive: () => void closedForSilence++ } });
+  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: DEAD_AFTER_MS, onUnresponsive: (socket) => void closedForSilence.add((socket as unknown as { _socket: import('node:net').Socket })._socket.remotePort!) } });
 });
 afterAll(() => app.close());
 
@@ -45,12 +48,12 @@ describe('slow WebSocket subscribers', () => {
     const id = (await app.services.store.createSession(scope, {})).id;
     const sub = await rawSubscriber(id);
     await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
-    // Read for 5 ms, stop for 400 ms: it misses several pings in a row, yet keeps reading.
+    // Read for 5 ms, stop for 300 ms: it misses several pings in a row, yet keeps reading.
     sub.tcp.pause();
     const slow = setInterval(() => {
       sub.tcp.resume();
       setTimeout(() => sub.tcp.pause(), 5);
-    }, 405);
+    }, 305);
     const started = Date.now();
     try {
       await burst(id, 1500);
@@ -60,7 +63,7 @@ describe('slow WebSocket subscribers', () => {
       sub.tcp.resume();
     }
     expect(sub.closed()).toBeUndefined();
-    expect(Date.now() - started).toBeGreaterThan(1000); // it really was slow: past the 800 ms a silent socket gets
+    expect(Date.now() - started).toBeGreaterThan(DEAD_AFTER_MS); // it really was slow: past the time a silent socket gets
     expect(sub.seqs).toEqual(Array.from({ length: 1500 }, (_, i) => i));
     sub.ws.close();
   });
@@ -70,10 +73,9 @@ describe('slow WebSocket subscribers', () => {
     const sub = await rawSubscriber(id);
     await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
     sub.tcp.pause();
-    const closedBefore = closedForSilence;
     await burst(id, 200);
     // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
-    await waitFor(() => closedForSilence > closedBefore, { what: 'the server to give up on it', timeoutMs: 20_000 });
+    await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
     sub.tcp.resume();
     await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 10_000 });
     expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
