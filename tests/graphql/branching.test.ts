@@ -21,7 +21,7 @@ const FAN_OUT = `mutation($i: FanOutInput!, $k: String) { fanOut(input: $i, idem
   cutSeq parent { id } children { id title firstLiveSeq forkedAtSeq parent { id } }
 } }`;
 const LISTING = `query($id: ID!) { session(id: $id) { children(first: 50) { edges { node {
-  id title status eventCount lastAnswer { seq turn text toolCallCount inherited }
+  id title status eventCount lastAnswer { seq turn text toolCallCount inherited usage { inputTokens outputTokens } }
 } } } } }`;
 
 const create = async (model?: string, title?: string) =>
@@ -313,6 +313,8 @@ describe('fanOut', () => {
       ['IDLE', 'Echo: v3', 2, false],
       ['IDLE', 'Echo: v4', 2, false],
     ]);
+    // What the provider reported for each answer (the scripted model counts words: "Echo: vN" is 2 out).
+    for (const n of listed) expect(n.lastAnswer.usage).toEqual({ inputTokens: expect.any(Number), outputTokens: 2 });
 
     const { session: first } = await app.ok(
       `query($id: ID!) { session(id: $id) { siblings(first: 10) { edges { node { id status lastAnswer { text } } } } } }`,

@@ -75,6 +75,15 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
     step: t.int({ resolve: (e) => (e.data as ModelMessage).step }),
     text: t.string({ resolve: (e) => (e.data as ModelMessage).text }),
     toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => (e.data as ModelMessage).toolCalls.length }),
+    usage: t.field({
+      type: UsageRef,
+      nullable: true,
+      description: 'Tokens the provider reported for this answer (null when it reported none).',
+      resolve: (e) => {
+        const u = (e.data as ModelMessage & { usage?: Partial<Usage> }).usage;
+        return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } : null;
+      },
+    }),
     inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork inherited: not written by this session.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
   }),
