@@ -202,6 +202,7 @@ export class SessionRunner {
 
       const messages = this.fold.conversation.messages();
       const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
+      let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
       try {
         const model = this.deps.resolveModel(config.provider);
@@ -215,12 +216,15 @@ export class SessionRunner {
           },
           {
             signal: this.abort.signal,
-            onDelta: (text) => this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text }),
+            onDelta: (text) => {
+              streamed += text;
+              this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+            },
           },
         );
       } catch (err) {
         modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
-        if (this.stopReason) return this.closeStopped();
+        if (this.stopReason) return this.closeStopped(streamed ? { step, text: streamed } : undefined);
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
         return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
       }
@@ -266,11 +270,13 @@ export class SessionRunner {
   }
 
   /**
-   * A user cancel ends the turn `cancelled` (the open step `interrupted`); a
-   * shutdown closes the open tail exactly as crash recovery would; a deleted
-   * session, or one another process runs now, gets nothing.
+   * A user cancel ends the turn `cancelled` (the open step `interrupted`),
+   * keeping the text the user already saw stream as that step's model/message
+   * (`partial`: the model's history then holds what it said); a shutdown closes
+   * the open tail exactly as crash recovery would; a deleted session, or one
+   * another process runs now, gets nothing.
    */
-  private async closeStopped(): Promise<void> {
+  private async closeStopped(partial?: { step: number; text: string }): Promise<void> {
     // A deleted session's turn ends here; one another process runs now is closed (and observed) there.
     if (this.stopReason === 'deleted') this.endTurnObservation('deleted', 'session deleted');
     if (this.stopReason === 'deleted' || this.stopReason === 'lease-lost') return;
@@ -281,7 +287,11 @@ export class SessionRunner {
     const open = this.fold.state.openTail();
     if (!open) return;
     const { turn } = open;
-    const closers: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
+    const closers: NewEvent[] = [];
+    if (open.step && partial?.step === open.step.step) {
+      closers.push({ type: 'model/message', data: { turn, step: partial.step, text: storable(partial.text), toolCalls: [] } });
+    }
+    if (open.step) closers.push({ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } });
     await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
     this.endTurnObservation('cancelled');
   }

@@ -123,6 +123,25 @@ describe('agent loop with the scripted model', () => {
     expect(again.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
   });
 
+  it('cancelTurn while the answer streams keeps the text already streamed as the step\'s model/message; the next turn sees it', async () => {
+    const id = await create();
+    const deltas: string[] = [];
+    app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TEXT_DELTA' && deltas.push(u.text ?? ''));
+    await send(id, 'one two three four five six seven eight nine ten\n!slow 60');
+    await waitFor(() => deltas.length >= 3, { what: 'a few words to stream' });
+    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    await idle();
+    const events = await log(id);
+    const [message, stepEnd, turnEnd] = events.slice(-3) as any[];
+    expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'cancelled']);
+    expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
+    expect(message.data.text).toMatch(/^Echo: one/);
+    expect(message.data.text.length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
+    await send(id, 'go on');
+    await idle();
+    expect(app.models.scripted.lastRequest!.messages.some((m) => m.role === 'assistant' && m.content === message.data.text)).toBe(true);
+  });
+
   it('tool failures become error results and the loop keeps serving', async () => {
     const id = await create();
     await send(id, '!call note_read {"key":"missing"}\n!call teleport {}\n!call sleep {"ms": 5000}\n!call clock not-json');
