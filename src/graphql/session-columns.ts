@@ -28,6 +28,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   pendingInputs: ['pendingInputCount'],
   turns: ['eventCount'],
   turnAt: ['eventCount'],
+  commonPrefix: [],
   recording: [],
 };
 

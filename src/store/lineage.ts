@@ -51,3 +51,30 @@ export function segmentsOf(l: Lineage, lo: number, hi: number): Segment[] {
 export function childRanges(parent: Lineage, cut: number): InheritedRange[] {
   return segmentsOf(parent, 0, cut);
 }
+
+/**
+ * The last seq two logs share (-1: none): with copy-free forks, seq s of both
+ * is the same event exactly when both read it from the same stored row, i.e.
+ * the same (owner, s). Walks both lineages' segments side by side up to the
+ * shorter log's end: siblings share their parent's rows through the lower cut,
+ * a parent and its child through the cut, cousins through the deepest range
+ * both inherited from one writer; unrelated sessions share nothing (-1).
+ * `length`: each log's eventCount.
+ */
+export function commonPrefix(a: Lineage, aLength: number, b: Lineage, bLength: number): number {
+  const end = Math.min(aLength, bLength) - 1;
+  if (a.sessionId === b.sessionId) return end;
+  const sa = segmentsOf(a, 0, end);
+  const sb = segmentsOf(b, 0, end);
+  let i = 0;
+  let j = 0;
+  let seq = 0; // the first seq not yet known to be shared
+  while (seq <= end && i < sa.length && j < sb.length) {
+    if (sa[i].sessionId !== sb[j].sessionId) return seq - 1;
+    const to = Math.min(sa[i].toSeq, sb[j].toSeq);
+    seq = to + 1;
+    if (sa[i].toSeq === to) i++;
+    if (sb[j].toSeq === to) j++;
+  }
+  return Math.min(seq - 1, end);
+}

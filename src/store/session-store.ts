@@ -8,7 +8,7 @@ import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
 import { selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
-import { childRanges, type Lineage } from './lineage.ts';
+import { childRanges, commonPrefix, lineageOf, type Lineage } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease } from './leases.ts';
 import { statement } from './statements.ts';
@@ -235,6 +235,19 @@ export class SessionStore {
     const row = await this.sessions.get(scope.tenant, id, columns);
     if (row && row.inheritedRanges !== undefined) this.log.remember(row);
     return row;
+  }
+
+  /**
+   * The last seq sessions `aId` and `bId` share, stored once for both (-1: none,
+   * e.g. sessions of different trees): their common ancestor's cut, from the two
+   * rows' lineages (store/lineage.ts `commonPrefix`). Two row reads, no event read.
+   */
+  async commonPrefix(scope: Scope, aId: string, bId: string): Promise<number> {
+    const columns = ['id', 'eventCount', 'inheritedRanges', 'inheritedEventCount'];
+    const [a, b] = await Promise.all([this.getSession(scope, aId, columns), this.getSession(scope, bId, columns)]);
+    if (!a) throw sessionNotFound(aId);
+    if (!b) throw sessionNotFound(bId);
+    return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }
 
   async requireSession(scope: Scope, id: string): Promise<SessionRow> {

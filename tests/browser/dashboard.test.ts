@@ -49,7 +49,7 @@ const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathn
 
 describe('dashboard', () => {
   it('serves the app shell at / and for client-side routes, assets with their types', async () => {
-    for (const route of ['/', '/sessions/ses_missing', '/sessions/ses_missing/compare']) {
+    for (const route of ['/', '/sessions/ses_missing', '/sessions/ses_missing/compare', '/compare/ses_a/ses_b']) {
       const res = await fetch(origin + route);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/html/);
@@ -122,14 +122,19 @@ describe('dashboard', () => {
     expect(JSON.parse(lines[0])).toMatchObject({ format: 'forkline.recording', version: 4 });
     expect(JSON.parse(lines[8])).toMatchObject({ seq: 7, type: 'session/end-seed' });
 
-    // Compare: the parent's real result against the child's synthetic one.
-    await page.getByRole('link', { name: 'Compare with parent' }).click();
-    await page.waitForURL(/\/compare$/, TIMEOUT);
-    await page.getByTestId('compare-parent').locator('[data-testid="tool-result"][data-status="ok"]').waitFor(TIMEOUT);
-    await page.getByTestId('compare-child').locator('[data-testid="tool-result"][data-status="not-started"]').waitFor(TIMEOUT);
-    await page.getByTestId('compare-child').getByText('Echo: hello from the fork').first().waitFor(TIMEOUT);
-    expect(await page.getByTestId('compare-parent').textContent()).toContain('It is 10:00 UTC.');
-    expect(await page.getByTestId('compare-child').textContent()).not.toContain('It is 10:00 UTC.');
+    // Compare with the parent: aligned by seq from the cut, the parent's real result against the child's closers.
+    await page.getByText('Compare with…').click();
+    await page.getByRole('link', { name: /^Parent: What time is it/ }).click();
+    await page.waitForURL(`${origin}/compare/${parentId}/${childId}`, TIMEOUT);
+    const firstDiff = page.locator('.diff-row.first-divergent[data-seq="7"]');
+    await expect.poll(() => firstDiff.locator('[data-testid="diff-left"]').textContent(), TIMEOUT).toContain('tool/result');
+    expect(await firstDiff.locator('[data-testid="diff-left"]').textContent()).toContain('ok: 2026-11-30T10:00:05Z');
+    await page.locator('[data-testid="diff-left"]', { hasText: 'It is 10:00 UTC.' }).first().waitFor(TIMEOUT);
+    expect(await page.locator('[data-testid="diff-right"]', { hasText: 'It is 10:00 UTC.' }).count()).toBe(0);
+    await expect.poll(() => firstDiff.locator('[data-testid="diff-right"]').textContent(), TIMEOUT).toContain('session/end-seed');
+    expect(await page.locator('.diff-row[data-seq="6"]').getAttribute('class')).toContain('shared');
+    expect(await page.locator('.diff-row[data-seq="8"] [data-testid="diff-right"]').textContent()).toMatch(/tool\/result.*synthetic/);
+    await page.locator('[data-testid="diff-right"]', { hasText: 'Echo: hello from the fork' }).first().waitFor(TIMEOUT);
     await screenshot(page, 'dashboard-compare.png');
 
     expect(errors).toEqual([]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { childRanges, ownFromSeq, segmentsOf, type Lineage } from '../../src/store/lineage.ts';
+import { childRanges, commonPrefix, ownFromSeq, segmentsOf, type Lineage } from '../../src/store/lineage.ts';
 
 const root: Lineage = { sessionId: 'ses_a', ranges: [], inheritedEventCount: 0 };
 // b forked a at 9; c forked b at 14 (inside b's own part); d forked c at 4 (inside c's range from a).
@@ -46,5 +46,56 @@ describe('lineage ranges', () => {
       }
     }
     expect(segmentsOf(c, 5, 4)).toEqual([]);
+  });
+});
+
+describe('commonPrefix: the last seq two sessions of one tree share', () => {
+  // Tree: root a; b forked a at 9; c forked b at 14; d forked c at 4; e forked a at 6 (b's sibling);
+  // f forked b at 12 (c's sibling); g forked e at 20 (a cousin of c, one level deeper).
+  const e: Lineage = { sessionId: 'ses_e', ranges: childRanges(root, 6), inheritedEventCount: 7 };
+  const f: Lineage = { sessionId: 'ses_f', ranges: childRanges(b, 12), inheritedEventCount: 13 };
+  const g: Lineage = { sessionId: 'ses_g', ranges: childRanges(e, 20), inheritedEventCount: 21 };
+  const other: Lineage = { sessionId: 'ses_x', ranges: [], inheritedEventCount: 0 };
+  const long = 1_000;
+
+  it('siblings share the parent through the lower of their cuts', () => {
+    expect(commonPrefix(b, long, e, long)).toBe(6);
+    expect(commonPrefix(e, long, b, long)).toBe(6);
+    expect(commonPrefix(c, long, f, long)).toBe(12);
+    // Siblings forked at the same event share exactly the parent's prefix through it.
+    const b2: Lineage = { sessionId: 'ses_b2', ranges: childRanges(root, 9), inheritedEventCount: 10 };
+    expect(commonPrefix(b, long, b2, long)).toBe(9);
+  });
+
+  it('a parent and its child share the child through the cut, at any depth', () => {
+    expect(commonPrefix(root, long, b, long)).toBe(9);
+    expect(commonPrefix(b, long, c, long)).toBe(14);
+    expect(commonPrefix(c, long, b, long)).toBe(14);
+    expect(commonPrefix(root, long, c, long)).toBe(9); // c reads 10..14 from b's own rows, not a's
+    expect(commonPrefix(c, long, d, long)).toBe(4);
+    expect(commonPrefix(root, long, d, long)).toBe(4);
+  });
+
+  it('cousins at different depths share what both inherited from one writer', () => {
+    expect(commonPrefix(c, long, g, long)).toBe(6); // c via b (0..9 from a), g via e (0..6 from a)
+    expect(commonPrefix(d, long, g, long)).toBe(4);
+    expect(commonPrefix(f, long, d, long)).toBe(4);
+    expect(commonPrefix(c, long, e, long)).toBe(6);
+  });
+
+  it('stops at the shorter log, and a session shares its whole log with itself', () => {
+    expect(commonPrefix(root, 5, b, long)).toBe(4); // the parent was shorter then (never, but bounded)
+    expect(commonPrefix(b, long, b, 30)).toBe(29);
+    expect(commonPrefix(b, 0, e, long)).toBe(-1);
+  });
+
+  it('unrelated sessions and forks with nothing inherited share nothing (-1)', () => {
+    expect(commonPrefix(root, long, other, long)).toBe(-1);
+    expect(commonPrefix(d, long, other, long)).toBe(-1);
+    const empty: Lineage = { sessionId: 'ses_empty', ranges: childRanges(root, -1), inheritedEventCount: 0 };
+    expect(commonPrefix(root, long, empty, long)).toBe(-1);
+    // An imported fork owns its rows: nothing is stored in common with the tree.
+    const imported: Lineage = { sessionId: 'ses_i', ranges: [], inheritedEventCount: 12 };
+    expect(commonPrefix(root, long, imported, long)).toBe(-1);
   });
 });

@@ -1,98 +1,303 @@
-// Parent and child side by side from the fork's cut: the shared cut event,
-// then what each log holds after it (the parent's later history on the left,
-// the child's marker, closers and own turns on the right).
-import { useMemo } from 'preact/hooks';
-import { eventSummary, foldConversation, itemsAfter, type LogEvent } from './conversation.ts';
-import { ConversationView } from './conversation-view.tsx';
-import { onLinkClick, sessionPath } from './router.ts';
-import { useSessionLog, type LiveStep, type SessionDetails } from './session-log.ts';
-import { Timeline } from './timeline.tsx';
-import { useSessionTitles } from './session-titles.ts';
+// Two sessions of one tree side by side from their common ancestor (parent and
+// child, siblings, cousins): row i is seq i on both sides, the seqs both share
+// (0..commonPrefix, one stored event, read once from the left log) dimmed, the
+// first divergent seq highlighted, and the view opens there. Nothing loads a
+// whole log: each side is an EventPages (the session page's pages, fetched on
+// demand through the events connection) and only the rows near the viewport
+// exist (the virtualizer), so a 5,000-event pair fetches a window or two.
+import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
+import {
+  DashboardCompareCandidatesDocument,
+  DashboardCompareDocument,
+  DashboardSessionDocument,
+  SessionEventsDocument,
+  type SessionSummaryFragment,
+} from '../../generated/graphql.ts';
+import { forkline } from './api.ts';
+import { eventSummary, type LogEvent } from './conversation.ts';
+import { diffRow, openingSeq, rightRange, type DiffRow } from './diff-rows.ts';
+import { EventPages } from './event-pages.ts';
+import { diffPath, eventPath, navigate, onLinkClick, redirect, sessionPath } from './router.ts';
+import { useVirtualizer } from './use-virtualizer.ts';
+import { Badge, errorText } from './widgets.tsx';
 
-export function ComparePage({ id }: { id: string }) {
-  const child = useSessionLog(id);
-  const parentId = child.session?.parent?.id;
-  if (child.session === undefined) return <main class="compare-page loading">Loading…</main>;
-  if (!child.session || !parentId)
-    return (
-      <main class="compare-page">
-        <p class="error">Session {id} has no parent to compare with.</p>
-      </main>
-    );
-  return <CompareLoaded child={child} parentId={parentId} />;
+type Side = SessionSummaryFragment;
+
+interface Loaded {
+  left: Side;
+  right: Side;
+  /** Last seq both share (-1: none). */
+  prefix: number;
+  leftPages: EventPages;
+  rightPages: EventPages;
 }
 
-function CompareLoaded({ child, parentId }: { child: ReturnType<typeof useSessionLog>; parentId: string }) {
-  const parent = useSessionLog(parentId);
-  const session = child.session!;
-  const cut = session.forkedAtSeq ?? -1;
-  const cutEvent = child.events.find((e) => e.seq === cut);
+const pagesOf = (id: string, length: number) =>
+  new EventPages(async (afterSeq, first) => {
+    const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
+    return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
+  }, length);
+
+/** The old `/sessions/<id>/compare` address: the diff of its parent (left) and it (right). */
+export function CompareRedirect({ id }: { id: string }) {
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    forkline
+      .query(DashboardSessionDocument, { id })
+      .then((r) => {
+        const parent = r.session?.parent?.id;
+        if (parent) redirect(diffPath(parent, id));
+        else setError(r.session ? `Session ${id} has no parent to compare with.` : `No session ${id}.`);
+      })
+      .catch((err) => setError(errorText(err)));
+  }, [id]);
+  return <main class="compare-page">{error ? <p class="error">{error}</p> : <p class="muted">Loading…</p>}</main>;
+}
+
+export function DiffPage({ a, b }: { a: string; b: string }) {
+  const [loaded, setLoaded] = useState<Loaded | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let closed = false;
+    forkline
+      .query(DashboardCompareDocument, { a, b })
+      .then((r) => {
+        if (closed) return;
+        if (!r.a || !r.b) return setError(`No session ${!r.a ? a : b}: it does not exist or was deleted.`);
+        setLoaded({ left: r.a, right: r.b, prefix: r.a.commonPrefix, leftPages: pagesOf(a, r.a.eventCount), rightPages: pagesOf(b, r.b.eventCount) });
+      })
+      .catch((err) => !closed && setError(errorText(err)));
+    return () => {
+      closed = true;
+    };
+  }, [a, b]);
+  if (error)
+    return (
+      <main class="compare-page">
+        <p class="error" role="alert">
+          {error}
+        </p>
+      </main>
+    );
+  if (!loaded) return <main class="compare-page loading">Loading…</main>;
+  return <DiffLoaded {...loaded} />;
+}
+
+function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
+  const [jump, setJump] = useState(0);
+  const rows = Math.max(left.eventCount, right.eventCount);
+  const first = prefix + 1;
+  const related = prefix >= 0;
   return (
-    <main class="compare-page" data-session-id={session.id}>
+    <main class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
       <header class="session-head">
         <div class="session-title">
-          <h1>Compare with parent</h1>
-          <div class="meta">
-            cut at event {cut} · the first {session.inheritedEventCount} events are shared
-            {cutEvent && (
-              <span class="muted">
-                {' '}
-                · #{cut} {cutEvent.type}: {eventSummary(cutEvent)}
+          <h1>Compare sessions</h1>
+          <div class="meta" data-testid="diff-summary">
+            {related ? (
+              <span>
+                Events 0–{prefix} are shared (the common ancestor's) · <strong>first divergence at #{first}</strong>
               </span>
+            ) : (
+              <span>These sessions share no events (not of one tree, or forked before event 0): compared from #0.</span>
             )}
           </div>
         </div>
         <div class="head-actions">
-          <a class="button" href={sessionPath(session.id)} onClick={onLinkClick}>
-            Back to session
+          <button type="button" onClick={() => setJump((n) => n + 1)}>
+            Jump to divergence
+          </button>
+          <a class="button" href={diffPath(right.id, left.id)} onClick={onLinkClick}>
+            Swap sides
           </a>
         </div>
       </header>
-      <div class="panes compare">
-        <Side label="Parent" session={parent.session} events={parent.events} live={parent.live} cut={cut} testId="compare-parent" />
-        <Side
-          label="Child"
-          session={session}
-          events={child.events}
-          live={child.live}
-          cut={cut}
-          testId="compare-child"
-        />
-      </div>
+      <section class="pane diff" aria-label="Compared events">
+        <div class="diff-heads" role="presentation">
+          <SideHead side={left} label="Left" />
+          <SideHead side={right} label="Right" />
+        </div>
+        <DiffTable left={left} right={right} prefix={prefix} rows={rows} leftPages={leftPages} rightPages={rightPages} jump={jump} />
+      </section>
     </main>
   );
 }
 
-function Side(props: {
-  label: string;
-  session: SessionDetails | null | undefined;
-  events: LogEvent[];
-  live: LiveStep | null;
-  cut: number;
-  testId: string;
-}) {
-  const items = useMemo(() => itemsAfter(foldConversation(props.events), props.cut), [props.events, props.cut]);
-  const titleOf = useSessionTitles(items.flatMap((i) => (i.kind === 'fork-marker' ? [i.parentSessionId] : [])));
-  const after = useMemo(() => props.events.filter((e) => e.seq >= props.cut), [props.events, props.cut]);
-  const s = props.session;
+function SideHead({ side, label }: { side: Side; label: string }) {
   return (
-    <section class="pane" aria-label={`${props.label} from the cut`} data-testid={props.testId}>
-      <h2>
-        {props.label}:{' '}
-        {s ? (
-          <a href={sessionPath(s.id)} onClick={onLinkClick}>
-            {s.title || s.id}
-          </a>
-        ) : (
-          '…'
-        )}{' '}
-        <span class="muted">{s && `${s.eventCount} events`}</span>
-      </h2>
-      <div class="scroll">
-        {items.length ? <ConversationView items={items} live={props.live} titleOf={titleOf} /> : <p class="muted">Nothing after the cut.</p>}
-        <h3>Events from #{props.cut}</h3>
-        <Timeline events={after} />
-      </div>
-    </section>
+    <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
+      {label}:{' '}
+      <a href={sessionPath(side.id)} onClick={onLinkClick}>
+        {side.title || side.id}
+      </a>{' '}
+      <span class="muted">
+        {side.eventCount} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
+      </span>
+    </h2>
   );
+}
+
+const ROW_HEIGHT = 28;
+
+function DiffTable(props: { left: Side; right: Side; prefix: number; rows: number; leftPages: EventPages; rightPages: EventPages; jump: number }) {
+  const { prefix, rows, leftPages, rightPages } = props;
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
+  useEffect(() => {
+    const stops = [leftPages.subscribe(() => rerender(0)), rightPages.subscribe(() => rerender(0))];
+    return () => stops.forEach((s) => s());
+  }, [leftPages, rightPages]);
+  const box = useRef<HTMLDivElement>(null);
+  const open = openingSeq(prefix, rows);
+  const v = useVirtualizer({
+    count: rows,
+    getScrollElement: () => box.current,
+    estimateSize: () => ROW_HEIGHT,
+    overscan: 20,
+    // Opens at the divergence: the first range rendered (and fetched) is already there.
+    initialOffset: () => Math.max(0, open * ROW_HEIGHT - (box.current?.clientHeight ?? 600) / 2),
+  });
+  const items = v.getVirtualItems();
+  const firstRow = items[0]?.index ?? 0;
+  const lastRow = items.at(-1)?.index ?? -1;
+  useEffect(() => {
+    if (lastRow < 0) return;
+    void leftPages.ensure(firstRow, lastRow).catch(() => {}); // retried on the next scroll
+    const r = rightRange(firstRow, lastRow, prefix);
+    if (r) void rightPages.ensure(r[0], r[1]).catch(() => {});
+  }, [firstRow, lastRow, leftPages, rightPages, prefix]);
+  useLayoutEffect(() => {
+    if (rows) v.scrollToIndex(open, { align: 'center' });
+  }, [props.jump]);
+
+  return (
+    <div ref={box} class="scroll diff-scroll" data-testid="diff-scroll" role="table" aria-label="Events of both sessions by seq" aria-rowcount={rows}>
+      <div style={{ height: `${v.getTotalSize()}px`, position: 'relative' }}>
+        {items.map((item) => (
+          <DiffLine key={item.index} row={diffRow(item.index, prefix, leftPages, rightPages)} left={props.left.id} right={props.right.id} top={item.start} />
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function DiffLine({ row, left, right, top }: { row: DiffRow; left: string; right: string; top: number }) {
+  const first = row.kind === 'first-divergent';
+  return (
+    <div
+      role="row"
+      aria-rowindex={row.seq + 1}
+      class={`diff-row ${row.kind}`}
+      data-seq={row.seq}
+      aria-current={first ? 'location' : undefined}
+      style={{ transform: `translateY(${top}px)`, height: `${ROW_HEIGHT}px` }}
+    >
+      <DiffCell event={row.left} seq={row.seq} sessionId={left} testId="diff-left" shared={row.kind === 'shared'} first={first} />
+      <DiffCell event={row.right} seq={row.seq} sessionId={right} testId="diff-right" shared={row.kind === 'shared'} first={first} />
+    </div>
+  );
+}
+
+function DiffCell(props: { event: LogEvent | null | undefined; seq: number; sessionId: string; testId: string; shared: boolean; first: boolean }) {
+  const e = props.event;
+  return (
+    <div role="cell" class="diff-cell" data-testid={props.testId}>
+      <span class="seq">{props.seq}</span>
+      {e === null ? (
+        <span class="muted">— past the end of this log</span>
+      ) : e === undefined ? (
+        <span class="muted">…</span>
+      ) : (
+        <>
+          <a class="type" href={eventPath(props.sessionId, e.seq)} onClick={onLinkClick} title={`Open event ${e.seq} in its session`}>
+            {e.type}
+          </a>
+          {props.first && <Badge tone="first-divergence">first divergence</Badge>}
+          {props.shared ? (
+            <Badge tone="inherited" title="The same stored event in both sessions">
+              shared
+            </Badge>
+          ) : (
+            e.inherited && (
+              <Badge tone="inherited" title="Inherited by this session's fork from an ancestor (not shared with the other side)">
+                inherited
+              </Badge>
+            )
+          )}
+          {e.synthetic && <Badge tone="synthetic">synthetic</Badge>}
+          <span class="summary">{eventSummary(e)}</span>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** "Compare with…" on a session page: its parent, siblings and children, or any session id of the tree. */
+export function CompareMenu({ id }: { id: string }) {
+  const [open, setOpen] = useState(false);
+  const [data, setData] = useState<{ parent: Peer | null; siblings: Peer[]; children: Peer[] } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [other, setOther] = useState('');
+  useEffect(() => {
+    if (!open) return;
+    let closed = false;
+    forkline
+      .query(DashboardCompareCandidatesDocument, { id })
+      .then((r) => {
+        if (closed || !r.session) return;
+        const s = r.session;
+        setData({ parent: s.parent ?? null, siblings: s.siblings.edges.map((e) => e.node), children: s.children.edges.map((e) => e.node) });
+      })
+      .catch((err) => !closed && setError(errorText(err)));
+    return () => {
+      closed = true;
+    };
+  }, [open, id]);
+  const peers = useMemo(
+    () =>
+      data
+        ? [
+            ...(data.parent ? [{ ...data.parent, rel: 'Parent', left: data.parent.id, right: id }] : []),
+            ...data.siblings.map((s) => ({ ...s, rel: 'Sibling', left: id, right: s.id })),
+            ...data.children.map((c) => ({ ...c, rel: 'Child', left: id, right: c.id })),
+          ]
+        : [],
+    [data, id],
+  );
+  return (
+    <details class="compare-menu" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary class="button">Compare with…</summary>
+      <div class="menu" role="group" aria-label="Compare with">
+        {error && <p class="error">{error}</p>}
+        {!data && !error && <p class="muted">Loading…</p>}
+        {data && !peers.length && <p class="muted">No parent, siblings or children.</p>}
+        <ul>
+          {peers.map((p) => (
+            <li key={`${p.rel}-${p.id}`}>
+              <a href={diffPath(p.left, p.right)} onClick={onLinkClick}>
+                {p.rel}: {p.title || p.id}
+                {p.rel !== 'Parent' && p.forkedAtSeq != null ? ` @${p.forkedAtSeq}` : ''}
+              </a>
+            </li>
+          ))}
+        </ul>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (other.trim()) navigate(diffPath(id, other.trim()));
+          }}
+        >
+          <input aria-label="Session id to compare with" placeholder="or a session id (ses_…)" value={other} onInput={(e) => setOther(e.currentTarget.value)} />
+          <button type="submit" class="small" disabled={!other.trim()}>
+            Compare
+          </button>
+        </form>
+      </div>
+    </details>
+  );
+}
+
+interface Peer {
+  id: string;
+  title?: string | null;
+  forkedAtSeq?: number | null;
 }

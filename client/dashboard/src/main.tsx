@@ -1,6 +1,6 @@
 // The forkline dashboard: sessions tree on the left, the routed page on the right.
 import { render } from 'preact';
-import { ComparePage } from './compare.tsx';
+import { CompareRedirect, DiffPage } from './compare.tsx';
 import { useRoute } from './router.ts';
 import { SessionPage } from './session-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
@@ -9,12 +9,13 @@ import './styles.css';
 function App() {
   const route = useRoute();
   const { sessions, error, needsToken, add } = useSessions();
-  const currentId = route.name === 'home' ? undefined : route.id;
+  const currentId = route.name === 'home' ? undefined : route.name === 'diff' ? route.b : route.id;
   return (
     <div class="layout">
       <Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />
       {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
-      {route.name === 'compare' && <ComparePage key={`compare-${route.id}`} id={route.id} />}
+      {route.name === 'compare' && <CompareRedirect key={`compare-${route.id}`} id={route.id} />}
+      {route.name === 'diff' && <DiffPage key={`diff-${route.a}-${route.b}`} a={route.a} b={route.b} />}
       {route.name === 'home' && (
         <main class="home">
           <h1>Sessions</h1>

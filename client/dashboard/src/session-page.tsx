@@ -15,7 +15,8 @@ import {
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { ChildDialog, type ChildRequest } from './dialogs.tsx';
-import { comparePath, navigate, onLinkClick, sessionPath } from './router.ts';
+import { navigate, onLinkClick, sessionPath } from './router.ts';
+import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import type { EventPages as SessionPages } from './event-pages.ts';
@@ -208,11 +209,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
         )}
       </div>
       <div class="head-actions">
-        {session.parent && (
-          <a class="button" href={comparePath(session.id)} onClick={onLinkClick}>
-            Compare with parent
-          </a>
-        )}
+        <CompareMenu id={session.id} />
         <button type="button" onClick={exportRecording} disabled={busy}>
           Export recording
         </button>
