@@ -33,9 +33,28 @@ export interface AguiOptions {
   log: (msg: string, err?: unknown) => void;
 }
 
-const SNAPSHOT_PAGE = 2000;
 /** What messagesOf reads. */
 const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
+/** Events behind MESSAGES_SNAPSHOT: the latest turns, never the whole log (DESIGN §1: a run costs what it adds). */
+export const SNAPSHOT_EVENTS = 2000;
+
+/**
+ * The events MESSAGES_SNAPSHOT is made of: the latest `limit` of SNAPSHOT_TYPES,
+ * from the first turn/start among them (a message never starts mid-turn), plus
+ * the inbox/add of each of those turns' inputs that falls before the window
+ * (one index probe each). A log shorter than the window is read whole.
+ */
+export async function snapshotHistory(log: Services['store']['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
+  const recent = (await log.ofTypes(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: 2 ** 31 - 1, limit, descending: true })).reverse();
+  if (recent.length < limit) return recent;
+  const first = recent.findIndex((e) => e.type === 'turn/start');
+  if (first < 0) return [];
+  const window = recent.slice(first);
+  const added = new Set(window.filter((e) => e.type === 'inbox/add').map((e) => e.data.inputId as string));
+  const missing = window.filter((e) => e.type === 'turn/start' && !added.has(e.data.inputId as string));
+  const inputs = await Promise.all(missing.map((e) => log.inboxAddOf(sessionId, e.data.inputId as string, e.seq)));
+  return [...inputs.filter((e): e is StoredEvent => e !== undefined), ...window];
+}
 
 export function aguiHandler(opts: AguiOptions) {
   const { store, controller, live } = opts.services;
@@ -143,8 +162,7 @@ export function aguiHandler(opts: AguiOptions) {
     try {
       // Nothing of this run exists yet: the stream from the session's end sees all of it.
       events = live.sessionEvents(sessionId, session.eventCount - 1);
-      const history: StoredEvent[] = [];
-      for await (const e of store.log.streamOfTypes(sessionId, SNAPSHOT_TYPES, SNAPSHOT_PAGE)) history.push(e);
+      const history = await snapshotHistory(store.log, sessionId);
 
       const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
       await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });

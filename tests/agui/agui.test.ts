@@ -170,3 +170,32 @@ describe('AG-UI endpoint', () => {
     expect(notJson.status).toBe(415);
   });
 });
+
+describe('MESSAGES_SNAPSHOT on a long thread', () => {
+  it('is the latest turns, from a turn start, with their inputs, whatever the log length', async () => {
+    const { snapshotHistory } = await import('../../src/agui/agui-handler.ts');
+    const { messagesOf } = await import('../../src/agui/agui-events.ts');
+    const id = (await app.services.store.createSession({ tenant: 'local' }, {})).id;
+    // Inputs queued up front: every turn's inbox/add lies far before the turn.
+    const turns = 40;
+    await app.services.store.append(id, Array.from({ length: turns }, (_, i) => ({ type: 'inbox/add', data: { inputId: `in_${i + 1}`, text: `question ${i + 1}` } })));
+    for (let t = 1; t <= turns; t++) {
+      await app.services.store.append(id, [
+        { type: 'inbox/remove', data: { inputId: `in_${t}`, reason: 'taken' } },
+        { type: 'turn/start', data: { turn: t, inputId: `in_${t}` } },
+        { type: 'step/start', data: { turn: t, step: 1 } },
+        { type: 'model/message', data: { turn: t, step: 1, text: `answer ${t}`, toolCalls: [] } },
+        { type: 'step/end', data: { turn: t, step: 1, reason: 'completed' } },
+        { type: 'turn/end', data: { turn: t, reason: 'completed' } },
+      ]);
+    }
+    const whole = messagesOf(await snapshotHistory(app.services.store.log, id, 10_000));
+    expect(whole.length).toBe(2 * turns);
+    // A window of 25 events: the latest ~12 turns, starting at a turn, each with its question.
+    const windowed = messagesOf(await snapshotHistory(app.services.store.log, id, 25));
+    expect(windowed[0]).toMatchObject({ role: 'user' });
+    expect(windowed).toEqual(whole.slice(whole.length - windowed.length));
+    expect(windowed.length).toBeLessThan(30);
+    expect(windowed.filter((m) => m.role === 'user').every((m) => /^question \d+$/.test(String(m.content)))).toBe(true);
+  });
+});
