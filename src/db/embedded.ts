@@ -78,8 +78,12 @@ export async function startEmbeddedPostgres(
   const databaseDir = path.resolve(dataDir);
   const isRoot = process.getuid?.() === 0;
   if (isRoot) {
-    // initdb runs as the `postgres` user: it must be able to create the data dir.
-    fs.mkdirSync(path.dirname(databaseDir), { recursive: true });
+    // initdb runs as the `postgres` user: it must be able to enter the data
+    // directory's parent (forkline's own data directory) to create it there.
+    const parent = path.dirname(databaseDir);
+    fs.mkdirSync(parent, { recursive: true });
+    const { mode } = fs.statSync(parent);
+    if ((mode & 0o001) === 0) fs.chmodSync(parent, mode | 0o005);
   }
   // One forkline per data directory: a second start refuses, naming the running one.
   const lock = lockDataDir(path.dirname(databaseDir));

@@ -64,6 +64,9 @@ export function removeSpoolLeftovers(dir: string): number {
 
 export function recordingUpload(opts: RecordingUploadOptions) {
   const maxBytes = opts.maxBytes ?? MAX_RECORDING_BYTES;
+  // Only the spool itself is private: a recursive mkdir would give its parents
+  // (the data directory, which the embedded Postgres's own user must enter) 0700 too.
+  fs.mkdirSync(path.dirname(opts.spoolDir), { recursive: true });
   fs.mkdirSync(opts.spoolDir, { recursive: true, mode: 0o700 });
   const removed = removeSpoolLeftovers(opts.spoolDir);
   if (removed) opts.log(`removed ${removed} upload spool file(s) left by a stopped process`);

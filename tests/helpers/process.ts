@@ -1,5 +1,8 @@
 // Runs the real service (`src/main.ts`, what `npm start` runs) as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -16,7 +19,10 @@ export interface ServiceProcess {
 
 export async function startService(opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<ServiceProcess> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, PORT: '0', ...opts.env })) if (v !== undefined) env[k] = v;
+  // A data directory of its own unless the test names one: nothing is written into the project's .data.
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-service-'));
+  fs.chmodSync(dataDir, 0o755);
+  for (const [k, v] of Object.entries({ ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, ...opts.env })) if (v !== undefined) env[k] = v;
   // `node --import tsx` runs the service in this very process (the tsx CLI would
   // add a parent process that a SIGKILL would not reach through).
   const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}src/main.ts`], { cwd: opts.cwd ?? PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });

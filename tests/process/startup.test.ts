@@ -34,4 +34,18 @@ describe('npm start with no DATABASE_URL', () => {
       expect(await second.stop('SIGINT')).toBe(0);
     }
   });
+
+  it('starts on a data directory only its owner may enter (the upload spool used to leave it 0700), which the embedded Postgres user must enter', async () => {
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-start-'));
+    fs.chmodSync(other, 0o755);
+    fs.mkdirSync(path.join(other, '.data', 'uploads'), { recursive: true, mode: 0o700 });
+    const service = await startService({ cwd: other, env: { DATABASE_URL: undefined, FORKLINE_DATA_DIR: undefined } });
+    try {
+      expect((await postGraphQL(service.url, '{ __typename }')).body).toEqual({ data: { __typename: 'Query' } });
+      expect(fs.statSync(path.join(other, '.data', 'uploads')).mode & 0o777).toBe(0o700); // the spool stays private
+    } finally {
+      expect(await service.stop('SIGTERM')).toBe(0);
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
 });
