@@ -320,7 +320,9 @@ export class SessionStore {
     // against the reducer state at the end of the log. The append is conditional
     // on the length that state was taken at: when another writer got in between,
     // the state is reloaded and the batch checked again (unless the caller made
-    // the append conditional itself: then SESSION_BUSY is its answer).
+    // the append conditional itself: then SESSION_BUSY is its answer). A writer
+    // that loses twice appends holding the session's row, so busy sessions
+    // written by several processes still make progress.
     for (let attempt = 1; ; attempt++) {
       let state = opts.client ? undefined : this.tails.cached(sessionId);
       if (!state || (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount)) {
@@ -338,6 +340,12 @@ export class SessionStore {
         this.tails.forget([sessionId]);
         const raced = err instanceof ForklineError && err.code === 'SESSION_BUSY' && !err.details?.leaseLost;
         if (!raced || opts.expectedEventCount !== undefined || attempt >= MAX_APPEND_ATTEMPTS) throw err;
+        if (attempt >= 2 && !opts.client) {
+          return this.transaction(async (client) => {
+            await client.query('SELECT 1 FROM "Session" WHERE id = $1 FOR UPDATE', [sessionId]);
+            return this.checkAndAppend(sessionId, decoded, { ...opts, client }, release);
+          });
+        }
       }
     }
   }

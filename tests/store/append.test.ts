@@ -36,6 +36,21 @@ describe('SessionStore.append', () => {
     expect(new Set(payloads.map((p) => p.i)).size).toBe(4000);
   });
 
+  it('two processes appending to one session at once all get through (a writer that keeps losing the race appends holding the row)', async () => {
+    const s = await store.createSession(scope, {});
+    const other = new SessionStore(db.pool, toolEffectOf); // another process: its own remembered end of log
+    await Promise.all(
+      [store, other].flatMap((writer, p) =>
+        Array.from({ length: 4 }, async (_, w) => {
+          for (let b = 0; b < 60; b++) await writer.append(s.id, [note(p * 10_000 + w * 1000 + b)]);
+        }),
+      ),
+    );
+    const { rows } = await db.pool.query<{ seq: number }>('SELECT seq FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [s.id]);
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 480 }, (_, i) => i));
+    expect((await store.requireSession(scope, s.id)).eventCount).toBe(480);
+  });
+
   it('a batch is atomic: one invalid event writes nothing', async () => {
     const s = await store.createSession(scope, {});
     await expect(store.append(s.id, [note(1), { type: 'turn/start', data: { turn: 'one' } }])).rejects.toThrow(/data.turn/);
