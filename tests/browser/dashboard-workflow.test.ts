@@ -160,7 +160,7 @@ describe('dashboard workflow', () => {
     // Fork: the dialog proposes "<parent> · fork @N"; the child takes the edited title.
     const last = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id })).session.eventCount - 1;
     await page.locator(`table.timeline tr[data-seq="${last}"]`).waitFor(TIMEOUT);
-    await page.getByRole('button', { name: `Fork at event ${last}`, exact: true }).click();
+    await page.getByRole('button', { name: `Fork here at event ${last}`, exact: true }).click();
     const forkDialog = page.getByRole('dialog', { name: `Fork at event ${last}` });
     const titleField = forkDialog.getByLabel('Title of the new session');
     expect(await titleField.inputValue()).toBe(`Renamed start · fork @${last}`);
@@ -221,7 +221,7 @@ describe('dashboard workflow', () => {
     await page.getByRole('button', { name: 'Branch from turn 2', exact: true }).waitFor(TIMEOUT);
     await page.getByRole('button', { name: 'Branch from turn 1', exact: true }).waitFor(TIMEOUT);
     await page.locator('table.timeline tr[data-seq="3"]').waitFor(TIMEOUT);
-    await page.getByRole('button', { name: 'Fork at event 3', exact: true }).waitFor(TIMEOUT);
+    await page.getByRole('button', { name: 'Fork here at event 3', exact: true }).waitFor(TIMEOUT);
     await expectLegibleControls(page);
 
     await page.emulateMedia({ colorScheme: 'dark' });

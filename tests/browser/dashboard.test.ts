@@ -76,7 +76,7 @@ describe('dashboard', () => {
     await page.locator('table.timeline tr[data-seq="19"]').waitFor(TIMEOUT);
 
     // Fork at the tool call (seq 6): before its result (seq 7) was recorded.
-    await page.getByRole('button', { name: 'Fork at event 6', exact: true }).click();
+    await page.getByRole('button', { name: 'Fork here at event 6', exact: true }).click();
     // The dialog names the child before it is made.
     const forkDialog = page.getByRole('dialog', { name: 'Fork at event 6' });
     expect(await forkDialog.getByLabel('Title of the new session').inputValue()).toBe('What time is it · fork @6');

@@ -181,11 +181,12 @@ const EventRow = memo(function EventRow(
         <td class="summary">{eventSummary(e)}</td>
         {props.onFork && (
           <td class="actions">
+            {/* The name starts with the visible text: voice-control users say what they see. */}
             <button
               type="button"
               class="small fork-button"
               disabled={props.busy}
-              aria-label={`Fork at event ${e.seq}`}
+              aria-label={`Fork here at event ${e.seq}`}
               title={`Fork at this event: a new session with events 0–${e.seq}`}
               onClick={() => props.onFork!(e.seq)}
             >
