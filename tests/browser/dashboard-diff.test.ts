@@ -2,21 +2,17 @@
 // 5,000-event parent at different turns, then continued apart. The view opens
 // at their first divergent seq, highlighted, each row one seq on both sides,
 // and the page fetches windows of the logs (never either log whole).
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import type { NewEvent } from '../../src/core/events.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { screenshot } from './chromium.ts';
+import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TURNS = 455; // 11 events each: with the title, 5,006 events
 const TIMEOUT = { timeout: 15_000 };
 const scope = { tenant: 'local' };
 
+let dashboard: Dashboard;
 let app: TestApp;
 let browser: Promise<Browser>;
 let origin: string;
@@ -26,39 +22,12 @@ let right: string;
 const CUT_LEFT = 11 * 400; // the turn/end of turn 400
 const CUT_RIGHT = 11 * 403;
 
-/** One completed turn: a tool call and its result, then an answer saying who wrote it. */
-function turn(n: number, who: string): NewEvent[] {
-  const inputId = `in_${who}_${n}`;
-  const c = { id: `c_${who}_${n}`, name: 'clock', arguments: '{}' };
-  return [
-    { type: 'inbox/add', data: { inputId, text: `${who} question ${n}` } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn: n, inputId } },
-    { type: 'step/start', data: { turn: n, step: 1 } },
-    { type: 'model/message', data: { turn: n, step: 1, text: '', toolCalls: [c] } },
-    { type: 'tool/result', data: { turn: n, step: 1, callId: c.id, resultId: `r_${who}_${n}`, status: 'ok', content: `It is ${n} o'clock.` } },
-    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-    { type: 'step/start', data: { turn: n, step: 2 } },
-    { type: 'model/message', data: { turn: n, step: 2, text: `${who} answer ${n}`, toolCalls: [] } },
-    { type: 'step/end', data: { turn: n, step: 2, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-  ] as NewEvent[];
-}
-const turns = (from: number, count: number, who: string) => Array.from({ length: count }, (_, i) => turn(from + i, who)).flat();
+const turns = (from: number, count: number, who: string) => Array.from({ length: count }, (_, i) => completedTurn(from + i, { who })).flat();
 
 const FORK = `mutation($id: ID!, $at: Int!, $title: String) { forkSession(input: {sessionId: $id, atSeq: $at, title: $title}) { session { id } } }`;
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {});
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
   parent = (await app.services.store.createSession(scope, { title: 'Five thousand events' })).id;
   await app.services.store.append(parent, turns(1, TURNS, 'parent'));
   left = (await app.ok(FORK, { id: parent, at: CUT_LEFT, title: 'Left sibling' })).forkSession.session.id;
@@ -68,10 +37,7 @@ beforeAll(async () => {
   await app.services.store.append(right, turns(404, 10, 'right'));
 }, 120_000);
 
-afterAll(async () => {
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
-});
+afterAll(() => dashboard?.close());
 
 describe('dashboard: compare two siblings of a 5,000-event session', () => {
   it('opens at the first divergence, highlighted, seqs aligned, fetching only windows', async () => {
@@ -81,9 +47,7 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
       p: parent,
     });
     expect(lengths.p.eventCount).toBeGreaterThan(5_000);
-    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(15_000);
-    const errors = collectPageErrors(page);
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
     // Every events page the dashboard asks for, and how many events came back.
     const eventPages: Array<{ id: string; afterSeq: number; first: number }> = [];
     let eventsFetched = 0;

@@ -2,20 +2,16 @@
 // panes to its event and highlights it; the filter by type and origin reads
 // only the pages already fetched (and says so) on a log of 2,200 events; an
 // event's data opens as a collapsible JSON tree that copies.
-import fs from 'node:fs';
-import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import type { NewEvent } from '../../src/core/events.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { screenshot } from './chromium.ts';
+import { completedTurn, openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 const TURNS = 200; // 11 events a turn: 2,200 events, 11 pages of 200
 
+let dashboard: Dashboard;
 let app: TestApp;
 let browser: Promise<Browser>;
 let context: BrowserContext;
@@ -23,52 +19,20 @@ let origin: string;
 let sessionId: string;
 let length: number;
 
-function turn(n: number): NewEvent[] {
-  const inputId = `in_${n}`;
-  const c = { id: `c_${n}`, name: 'clock', arguments: '{"zone":"UTC"}' };
-  return [
-    { type: 'inbox/add', data: { inputId, text: `question ${n}` } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn: n, inputId } },
-    { type: 'step/start', data: { turn: n, step: 1 } },
-    { type: 'model/message', data: { turn: n, step: 1, text: '', toolCalls: [c] } },
-    { type: 'tool/result', data: { turn: n, step: 1, callId: c.id, resultId: `r_${n}`, status: 'ok', content: `It is ${n} o'clock.` } },
-    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-    { type: 'step/start', data: { turn: n, step: 2 } },
-    { type: 'model/message', data: { turn: n, step: 2, text: `answer ${n}`, toolCalls: [] } },
-    { type: 'step/end', data: { turn: n, step: 2, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-  ] as NewEvent[];
-}
-
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {});
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
   sessionId = (await app.ok(`mutation { createSession(input: {title: "Events tools"}) { id } }`)).createSession.id;
-  await app.services.store.append(sessionId, Array.from({ length: TURNS }, (_, i) => turn(i + 1)).flat());
+  await app.services.store.append(sessionId, Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1, { args: '{"zone":"UTC"}' })).flat());
   length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
   context = await (await browser).newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
 }, 60_000);
 
 afterAll(async () => {
   await context?.close();
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
+  await dashboard?.close();
 });
 
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  return { page, errors: collectPageErrors(page) };
-}
+const openPage = () => openPageOn(context);
 
 /** The element's box lies inside the scroll box's visible area. */
 const inView = (page: Page, testId: string, selector: string) =>

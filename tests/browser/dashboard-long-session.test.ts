@@ -3,69 +3,34 @@
 // is a benchmark that prints its figures; it asserts only generous bounds
 // (the goals: first screen < 1 s, send → visible < 1 s, scroll p95 < 20 ms,
 // keystroke < 16 ms), so a loaded machine does not make it flake.
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import type { NewEvent } from '../../src/core/events.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { screenshot } from './chromium.ts';
+import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 // 11 events each: with the title, 20,010 events. DASHBOARD_TURNS=90910 measures a
 // 1,000,010-event session instead (minutes to write: a manual run, not the suite's).
 const TURNS = Number(process.env.DASHBOARD_TURNS ?? 1819);
 const TIMEOUT = { timeout: 15_000 };
 
+let dashboard: Dashboard;
 let app: TestApp;
 let browser: Promise<Browser>;
 let origin: string;
 let sessionId: string;
 let length: number;
 
-/** One completed turn: a tool call and its result, then an answer. */
-function turn(n: number): NewEvent[] {
-  const inputId = `in_${n}`;
-  const c = { id: `c_${n}`, name: 'clock', arguments: '{}' };
-  return [
-    { type: 'inbox/add', data: { inputId, text: `question ${n}` } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn: n, inputId } },
-    { type: 'step/start', data: { turn: n, step: 1 } },
-    { type: 'model/message', data: { turn: n, step: 1, text: '', toolCalls: [c] } },
-    { type: 'tool/result', data: { turn: n, step: 1, callId: c.id, resultId: `r_${n}`, status: 'ok', content: `It is ${n} o'clock.` } },
-    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-    { type: 'step/start', data: { turn: n, step: 2 } },
-    { type: 'model/message', data: { turn: n, step: 2, text: `answer ${n}`, toolCalls: [] } },
-    { type: 'step/end', data: { turn: n, step: 2, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-  ] as NewEvent[];
-}
-
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {});
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
   sessionId = (await app.ok(`mutation { createSession(input: {title: "Twenty thousand events"}) { id } }`)).createSession.id;
   // Batches of whole turns (≤ 10,000 events), appended through the store's checked append.
-  const all = Array.from({ length: TURNS }, (_, i) => turn(i + 1)).flat();
+  const all = Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1)).flat();
   for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
   length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
 }, 120_000 + TURNS * 10);
 
-afterAll(async () => {
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
-});
+afterAll(() => dashboard?.close());
 
 /** p95 of requestAnimationFrame deltas while `scrollBy` px are scrolled each frame for `frames` frames. */
 async function scrollFrames(page: Page, testId: string, scrollBy: number, frames: number): Promise<number[]> {
@@ -107,9 +72,7 @@ const ms = (x: number) => `${x.toFixed(1)} ms`;
 describe('dashboard on a 20,000-event session', () => {
   it('opens at the latest events, scrolls, jumps and takes a message without freezing; prints its figures', async () => {
     expect(length).toBeGreaterThanOrEqual(20_000);
-    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(15_000);
-    const errors = collectPageErrors(page);
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
     const figures: Record<string, string> = { events: String(length) };
 
     // First screen: the last answer in the conversation and the last row of the timeline.
@@ -218,7 +181,7 @@ describe('dashboard on a 20,000-event session', () => {
 
   it("shows a failed turn's reason in the conversation and titles each nested fork marker by its own ancestor", async () => {
     const root = (await app.ok(`mutation { createSession(input: {title: "Root of three"}) { id } }`)).createSession.id as string;
-    await app.services.store.append(root, turn(1));
+    await app.services.store.append(root, completedTurn(1));
     const rootLength = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: root })).session.eventCount;
     const child = (await app.services.store.fork({ tenant: 'local' }, root, rootLength - 1, { title: 'Middle child' })).session.id;
     const childLength = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: child })).session.eventCount;
@@ -227,9 +190,7 @@ describe('dashboard on a 20,000-event session', () => {
       input: { sessionId: grandchild, text: '!fail the model is out of coffee' },
     });
 
-    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(15_000);
-    const errors = collectPageErrors(page);
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
     await page.goto(`${origin}/sessions/${grandchild}`);
     await page.getByTestId('agent-error').getByText('the model is out of coffee').waitFor(TIMEOUT);
     const markers = page.getByTestId('fork-marker');
@@ -251,9 +212,7 @@ describe('dashboard on a 20,000-event session', () => {
     const callMade = async () => (await app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { toolCallCount } } }`, { id })).session.lastAnswer?.toolCallCount;
     await expect.poll(callMade, { timeout: 15_000 }).toBe(1);
 
-    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(15_000);
-    const errors = collectPageErrors(page);
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
     await page.goto(`${origin}/sessions/${id}`);
     await page.locator('[data-testid="tool-waiting"][data-waiting="running"]').waitFor(TIMEOUT);
     expect(await page.locator('.session-head .badge.status-running').textContent()).toBe('running');

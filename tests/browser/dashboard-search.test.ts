@@ -2,40 +2,25 @@
 // lists searchSessions hits (title, kind, seq, snippet with the matched words
 // in <b>, content rendered as text, never as HTML); a hit opens its session
 // at the matching event.
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { screenshot } from './chromium.ts';
+import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 
+let dashboard: Dashboard;
 let app: TestApp;
 let browser: Promise<Browser>;
 let origin: string;
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {});
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
 });
 
-afterAll(async () => {
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
-});
+afterAll(() => dashboard?.close());
 
 const turn = (n: number, input: string, answer: string): NewEvent[] => [
   { type: 'inbox/add', data: { inputId: `in_${n}`, text: input } },
@@ -56,9 +41,7 @@ describe('dashboard search', () => {
     ]);
     const answerSeq = written.find((e) => e.type === 'model/message' && String(e.data.text).includes('foghorn'))!.seq;
 
-    const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-    page.setDefaultTimeout(10_000);
-    const errors = collectPageErrors(page);
+    const { page, errors } = await openPage(browser);
     await page.goto(origin + '/');
     await page.locator(`.tree [data-session-id="${id}"]`).waitFor(TIMEOUT);
 

@@ -5,44 +5,28 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import { screenshot } from './chromium.ts';
+import { openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
 const TIMEOUT = { timeout: 10_000 };
 
+let dashboard: Dashboard;
 let app: TestApp;
 let browser: Promise<Browser>;
 let origin: string;
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {}); // reported by the tests that use it
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
 });
 
-afterAll(async () => {
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
-});
+afterAll(() => dashboard?.close());
 
-async function openPage(viewport = { width: 1440, height: 900 }): Promise<{ page: Page; errors: string[] }> {
-  const page = await (await browser).newPage({ viewport });
-  page.setDefaultTimeout(10_000);
-  return { page, errors: collectPageErrors(page) };
-}
+const openPage = (viewport?: { width: number; height: number }) => openPageOn(browser, { viewport });
 
 const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
 

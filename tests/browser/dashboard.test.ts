@@ -1,49 +1,30 @@
 // The dashboard in a real browser (issue 8): Debian's Chromium through
 // playwright-core against a real server (startTestApp serves `/` too).
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
-import { collectPageErrors, launchChromium, screenshot } from './chromium.ts';
+import { screenshot } from './chromium.ts';
+import { openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
 const TIMEOUT = { timeout: 10_000 };
 
+let dashboard: Dashboard;
 let app: TestApp;
-// Awaited by every test that drives the page: a missing Chromium fails them (never skips).
 let browser: Promise<Browser>;
 let origin: string;
 
 beforeAll(async () => {
-  // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
-    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
-      cwd: PROJECT_ROOT,
-      stdio: 'inherit',
-    });
-  }
-  browser = launchChromium();
-  browser.catch(() => {}); // reported by the tests that use it
-  app = await startTestApp();
-  origin = new URL(app.url).origin;
+  ({ app, browser, origin } = dashboard = await startDashboard());
 });
 
-afterAll(async () => {
-  await (await browser?.catch(() => undefined))?.close();
-  await app?.close();
-});
+afterAll(() => dashboard?.close());
 
-async function openPage(): Promise<{ page: Page; errors: string[] }> {
-  const page = await (await browser).newPage({ viewport: { width: 1440, height: 900 } });
-  page.setDefaultTimeout(10_000); // a missing element fails fast, well inside the test timeout
-  const errors = collectPageErrors(page);
-  return { page, errors };
-}
+const openPage = () => openPageOn(browser);
 
 const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
 

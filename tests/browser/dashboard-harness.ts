@@ -1,0 +1,73 @@
+// What every dashboard browser test starts from: the built app, Chromium and a
+// real server (startTestApp serves `/` too), a page that collects its errors,
+// and the completed turn the long-log tests append by the thousand.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { NewEvent } from '../../src/core/events.ts';
+import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
+import { collectPageErrors, launchChromium } from './chromium.ts';
+
+export interface Dashboard {
+  app: TestApp;
+  /** Awaited by every test that drives a page: a missing Chromium fails them (never skips). */
+  browser: Promise<Browser>;
+  origin: string;
+  close(): Promise<void>;
+}
+
+export async function startDashboard(): Promise<Dashboard> {
+  // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
+    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
+      cwd: PROJECT_ROOT,
+      stdio: 'inherit',
+    });
+  }
+  const browser = launchChromium();
+  browser.catch(() => {}); // reported by the tests that use it
+  const app = await startTestApp();
+  return {
+    app,
+    browser,
+    origin: new URL(app.url).origin,
+    async close() {
+      await (await browser.catch(() => undefined))?.close();
+      await app.close();
+    },
+  };
+}
+
+/** A page (in `on`: a browser, or a context with its own permissions) with its console and page errors collected. */
+export async function openPage(
+  on: Promise<Browser> | BrowserContext,
+  { viewport = { width: 1440, height: 900 }, timeoutMs = 10_000 } = {},
+): Promise<{ page: Page; errors: string[] }> {
+  const page = on instanceof Promise ? await (await on).newPage({ viewport }) : await on.newPage();
+  page.setDefaultTimeout(timeoutMs); // a missing element fails fast, well inside the test timeout
+  return { page, errors: collectPageErrors(page) };
+}
+
+/** One completed turn: a tool call and its result, then an answer (`who` prefixes its ids and texts). */
+export function completedTurn(n: number, { who, args = '{}' }: { who?: string; args?: string } = {}): NewEvent[] {
+  const id = who ? `${who}_${n}` : `${n}`;
+  const said = (what: string) => (who ? `${who} ${what} ${n}` : `${what} ${n}`);
+  const inputId = `in_${id}`;
+  const c = { id: `c_${id}`, name: 'clock', arguments: args };
+  return [
+    { type: 'inbox/add', data: { inputId, text: said('question') } },
+    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+    { type: 'turn/start', data: { turn: n, inputId } },
+    { type: 'step/start', data: { turn: n, step: 1 } },
+    { type: 'model/message', data: { turn: n, step: 1, text: '', toolCalls: [c] } },
+    { type: 'tool/result', data: { turn: n, step: 1, callId: c.id, resultId: `r_${id}`, status: 'ok', content: `It is ${n} o'clock.` } },
+    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
+    { type: 'step/start', data: { turn: n, step: 2 } },
+    { type: 'model/message', data: { turn: n, step: 2, text: said('answer'), toolCalls: [] } },
+    { type: 'step/end', data: { turn: n, step: 2, reason: 'completed' } },
+    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
+  ] as NewEvent[];
+}
