@@ -12,6 +12,7 @@ import { EventEncoder } from '@ag-ui/encoder';
 import { ForklineError } from '../core/errors.ts';
 import { isStorableText } from '../core/storable.ts';
 import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
+import { MAX_SEQ } from '../store/session-log.ts';
 import type { Services } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { RequestGate } from '../graphql/plugins/request-gate.ts';
@@ -45,7 +46,7 @@ export const SNAPSHOT_EVENTS = 2000;
  * (one index probe each). A log shorter than the window is read whole.
  */
 export async function snapshotHistory(log: Services['store']['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
-  const recent = (await log.ofTypes(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: 2 ** 31 - 1, limit, descending: true })).reverse();
+  const recent = (await log.ofTypes(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true })).reverse();
   if (recent.length < limit) return recent;
   const first = recent.findIndex((e) => e.type === 'turn/start');
   if (first < 0) return [];

@@ -45,7 +45,8 @@ interface Row {
 const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Seqs are Postgres int4. */
-const MAX_SEQ = 2 ** 31 - 1;
+/** Past any seq (seqs are int4): a bound that means "to the end of the log". */
+export const MAX_SEQ = 2 ** 31 - 1;
 
 export class SessionLog {
   /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
@@ -104,8 +105,8 @@ export class SessionLog {
     return (await this.read(ref, seq, seq, db))[0];
   }
 
-  /** The last event of `type` at or before `seq`: one index probe per segment. */
-  async lastOfType(ref: LogRef, type: string, seq: number, db: Db = this.pool): Promise<StoredEvent | undefined> {
+  /** The last event of `type` at or before `seq` (default: in the whole log): one index probe per segment. */
+  async lastOfType(ref: LogRef, type: string, seq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
     return (await this.ofTypes(ref, [type], { fromSeq: 0, toSeq: seq, limit: 1, descending: true }, db))[0];
   }
 

@@ -130,7 +130,7 @@ export class SessionSearch {
         const title = r.k === 0;
         const key = { title, rank: r.rank, sessionId: r.sid, seq: r.seq };
         // A title's seq: its last session/title event, read through the session's lineage.
-        const seq = title ? ((await this.log.lastOfType(r.sid, 'session/title', 2 ** 31 - 1))?.seq ?? 0) : r.seq;
+        const seq = title ? ((await this.log.lastOfType(r.sid, 'session/title'))?.seq ?? 0) : r.seq;
         const kind: SearchHitKind = title ? 'TITLE' : r.type === 'inbox/add' ? 'INPUT' : 'MESSAGE';
         return { kind, sessionId: r.sid, seq, rank: r.rank, snippet: r.snippet, descendants: r.descendants, key };
       }),

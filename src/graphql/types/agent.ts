@@ -97,7 +97,7 @@ builder.prismaObjectFields('Session', (t) => ({
       "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
     // The row's own lineage when it was read (no lineage lookup per child of a page).
-    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, 'model/message', 2 ** 31 - 1),
+    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, 'model/message'),
   }),
   pendingInputs: t.field({
     type: [PendingInputRef],
