@@ -116,21 +116,10 @@ builder.prismaObjectFields('Session', (t) => ({
       if (!start) return null;
       // A turn's end is the first turn/end after its start (one turn is open at a time).
       const end = await log.firstOfType(s.id, 'turn/end', start.seq);
-      if (end && end.seq < seq) return null;
-      const inputId = start.data.inputId as string;
-      const input = await log.inboxAddOf(s.id, inputId, start.seq);
-      return {
-        turn: start.data.turn as number,
-        inputId,
-        input: (input?.data.text as string | undefined) ?? null,
-        startSeq: start.seq,
-        endSeq: end?.seq ?? null,
-        reason: (end?.data.reason as string | undefined) ?? null,
-        startedAt: start.createdAt,
-        endedAt: end?.createdAt,
-        sessionId: s.id,
-        lastSeq: s.eventCount - 1,
-      };
+      const [turn] = summarizeTurns(end ? [start, end] : [start]);
+      if (turn.endSeq !== null && turn.endSeq < seq) return null;
+      const input = await log.inboxAddOf(s.id, turn.inputId, start.seq);
+      return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
     },
   }),
   turns: t.field({
