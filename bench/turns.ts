@@ -5,11 +5,34 @@
 // 2-core machine: 2 processes >= 1.0x one process, >= 150 turns/s on one,
 // peak connections <= 2 x (DATABASE_POOL_MAX + 1); and 10,000 sessions on
 // one process with the default pool (BENCH_QUICK=1: 200 and 2,000 sessions).
+import fs from 'node:fs';
+import os from 'node:os';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pgConfigFromUrl } from '../src/db/pg-config.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
+
+/** CPU time (user + system, ms) of processes matching `match`, from /proc (Linux); NaN elsewhere. */
+function cpuMs(match: (pid: number, comm: string) => boolean): number {
+  if (!fs.existsSync('/proc/self/stat')) return NaN;
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  let total = 0;
+  for (const name of fs.readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (!match(pid, comm)) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * tick;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const POOL_MAX = 10;
@@ -20,7 +43,9 @@ interface Server {
 }
 
 async function startServer(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  // BENCH_NODE_ARGS: extra node flags for the servers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: String(POOL_MAX), ...extraEnv },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -58,19 +83,59 @@ async function gql(url: string, query: string, variables: Record<string, unknown
   }
 }
 
-async function run(ctx: BenchContext, processes: number, sessions: number) {
-  const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
-  const database = pgConfigFromUrl(ctx.databaseUrl).database;
+async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
   const ids: string[] = [];
-  for (let i = 0; i < sessions; i += 500) {
+  for (let i = 0; i < n; i += 500) {
     const { rows } = await admin.query<{ id: string }>(
       `INSERT INTO "Session" (id, "treeId", tenant, title)
        SELECT v, v, 'local', 'turns bench' FROM (SELECT 'ses_turns_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, $1)) x
        RETURNING id`,
-      [Math.min(500, sessions - i)],
+      [Math.min(500, n - i)],
     );
     ids.push(...rows.map((r) => r.id));
   }
+  return ids;
+}
+
+const SEND = `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`;
+const MESSAGE = 'what time is it?\n!call clock';
+
+async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
+  for (;;) {
+    const { rows } = await admin.query<{ done: number }>(
+      `SELECT count(*)::int AS done FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE' AND "pendingInputCount" = 0`,
+      [ids],
+    );
+    if (rows[0].done === ids.length) return;
+    if (performance.now() - since > 600_000) {
+      const { rows: stuck } = await admin.query(
+        `SELECT id, status, "turnCount", "pendingInputCount", "eventCount", "leaseOwner", "leaseExpiresAt" < now() AS "leaseExpired", "leaseToken"
+           FROM "Session" WHERE id = ANY($1) AND NOT ("turnCount" = 1 AND status = 'IDLE' AND "pendingInputCount" = 0) LIMIT 3`,
+        [ids],
+      );
+      for (const s of stuck) {
+        const events = await admin.query(`SELECT seq, type FROM "Event" WHERE "sessionId" = $1 ORDER BY seq`, [s.id]);
+        console.error('stuck session', JSON.stringify(s), events.rows.map((e) => `${e.seq}:${e.type}`).join(' '));
+      }
+      throw new Error(`only ${rows[0].done} of ${ids.length} turns done after 600 s`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Each process first serves WARMUP_TURNS turns of its own, untimed: a fresh
+ * Node process spends its first few hundred turns compiling (V8's JIT), and two
+ * fresh processes pay that twice on the same cores, which would count against
+ * the two-process figure a fixed start-up cost, not what a second process adds.
+ */
+const WARMUP_TURNS = 200;
+
+async function run(ctx: BenchContext, processes: number, sessions: number) {
+  const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
+  const database = pgConfigFromUrl(ctx.databaseUrl).database;
+  const warmup = await createSessions(admin, WARMUP_TURNS * processes);
+  const ids = await createSessions(admin, sessions);
   const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl)));
   let peak = 0;
   let sampling = true;
@@ -85,17 +150,20 @@ async function run(ctx: BenchContext, processes: number, sessions: number) {
     }
   })();
   try {
+    await Promise.all(warmup.map((id, i) => gql(servers[i % processes].url, SEND, { i: { sessionId: id, text: MESSAGE } }, { n: 0 })));
+    await waitAnswered(admin, warmup, performance.now());
     const sendTimes: number[] = [];
     const failures: string[] = [];
     const retried = { n: 0 };
+    const serverPids = new Set(servers.map((sv) => sv.child.pid));
+    const cpu = () => ({ servers: cpuMs((pid) => serverPids.has(pid)), postgres: cpuMs((_, comm) => comm.startsWith('postgres')), bench: cpuMs((pid) => pid === process.pid) });
+    const cpu0 = cpu();
     const t0 = performance.now();
     await Promise.all(
       ids.map(async (id, i) => {
         const t = performance.now();
         try {
-          await gql(servers[i % processes].url, `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, {
-            i: { sessionId: id, text: 'what time is it?\n!call clock' },
-          }, retried);
+          await gql(servers[i % processes].url, SEND, { i: { sessionId: id, text: MESSAGE } }, retried);
         } catch (err) {
           failures.push(String(err));
         }
@@ -104,27 +172,9 @@ async function run(ctx: BenchContext, processes: number, sessions: number) {
     );
     const accepted = performance.now() - t0;
     if (failures.length) throw new Error(`${failures.length} messages were refused: ${failures[0]}`);
-    for (;;) {
-      const { rows } = await admin.query<{ done: number }>(
-        `SELECT count(*)::int AS done FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE' AND "pendingInputCount" = 0`,
-        [ids],
-      );
-      if (rows[0].done === ids.length) break;
-      if (performance.now() - t0 > 600_000) {
-        const { rows: stuck } = await admin.query(
-          `SELECT id, status, "turnCount", "pendingInputCount", "eventCount", "leaseOwner", "leaseExpiresAt" < now() AS "leaseExpired", "leaseToken"
-             FROM "Session" WHERE id = ANY($1) AND NOT ("turnCount" = 1 AND status = 'IDLE' AND "pendingInputCount" = 0) LIMIT 3`,
-          [ids],
-        );
-        for (const s of stuck) {
-          const events = await admin.query(`SELECT seq, type FROM "Event" WHERE "sessionId" = $1 ORDER BY seq`, [s.id]);
-          console.error('stuck session', JSON.stringify(s), events.rows.map((e) => `${e.seq}:${e.type}`).join(' '));
-        }
-        throw new Error(`only ${rows[0].done} of ${ids.length} turns done after 600 s`);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitAnswered(admin, ids, t0);
     const elapsed = performance.now() - t0;
+    const cpu1 = cpu();
     sendTimes.sort((a, b) => a - b);
     const answered = await admin.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'turn/end' AND data->>'reason' = 'completed'`,
@@ -139,6 +189,12 @@ async function run(ctx: BenchContext, processes: number, sessions: number) {
       sendRetries: retried.n,
       completedTurns: answered.rows[0].n,
       peakConnections: peak,
+      // Where the CPU went, per turn: the forkline processes, Postgres, and this load generator.
+      serverCpuMsPerTurn: round((cpu1.servers - cpu0.servers) / sessions),
+      postgresCpuMsPerTurn: round((cpu1.postgres - cpu0.postgres) / sessions),
+      loadCpuMsPerTurn: round((cpu1.bench - cpu0.bench) / sessions),
+      // How much of the machine those three kept busy: near 100%, a second process can only share it.
+      busyPercent: round((100 * (cpu1.servers - cpu0.servers + cpu1.postgres - cpu0.postgres + cpu1.bench - cpu0.bench)) / (elapsed * os.availableParallelism()), 0),
     };
   } finally {
     sampling = false;
@@ -163,6 +219,8 @@ export async function benchTurns(ctx: BenchContext) {
     twoSendP50Ms: two.sendP50Ms,
     twoSendP99Ms: two.sendP99Ms,
     onePeakConnections: one.peakConnections,
+    oneCpuMsPerTurn: `server ${one.serverCpuMsPerTurn}, postgres ${one.postgresCpuMsPerTurn}, load ${one.loadCpuMsPerTurn} (machine ${one.busyPercent}% busy)`,
+    twoCpuMsPerTurn: `servers ${two.serverCpuMsPerTurn}, postgres ${two.postgresCpuMsPerTurn}, load ${two.loadCpuMsPerTurn} (machine ${two.busyPercent}% busy)`,
     twoPeakConnections: two.peakConnections,
     sendRetries503: one.sendRetries + two.sendRetries + many.sendRetries,
     manySessions: QUICK ? 2_000 : 10_000,
