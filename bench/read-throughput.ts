@@ -15,6 +15,8 @@ import { hammer, type LoadResult } from './load.ts';
 
 const scope = { tenant: 'local' };
 const CONNECTIONS = 8;
+/** BENCH_READ_KINDS=sessions (or events): measure one read only, e.g. to profile it with BENCH_CPU_PROF. */
+const KINDS = (process.env.BENCH_READ_KINDS?.split(',') ?? ['sessions', 'events']) as Array<'sessions' | 'events'>;
 
 async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -68,7 +70,7 @@ export async function benchReadThroughput(ctx: BenchContext) {
   try {
     // Alternating runs, best of two: the machine may be busy with other work.
     for (let round = 0; round < 2; round++) {
-      for (const kind of ['sessions', 'events'] as const) {
+      for (const kind of KINDS) {
         for (const s of servers) {
           const r = await hammer(s.url, (s.bodies ?? { sessions: SESSIONS, events: EVENTS })[kind], { connections: CONNECTIONS, ms, check: (s.checks ?? checks)[kind] });
           const best = results[s.name]?.[kind];
@@ -80,7 +82,7 @@ export async function benchReadThroughput(ctx: BenchContext) {
     await Promise.all(servers.map((s) => stop(s.child)));
   }
   const out: Record<string, unknown> = { connections: CONNECTIONS, seconds: ms / 1000 };
-  for (const kind of ['sessions', 'events'] as const) {
+  for (const kind of KINDS) {
     for (const s of servers) {
       const r = results[s.name][kind];
       out[`${kind}.${s.name}`] = `${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;

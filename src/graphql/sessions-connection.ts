@@ -29,6 +29,18 @@ export interface SessionsConnectionArgs {
 
 export const sessionCursor = (s: SessionRow) => `${s.createdAt.toISOString()}|${s.id}`;
 
+/**
+ * An edge formats its cursor only when asked for (a page of 50 is 50
+ * toISOString calls otherwise); a class, not an object literal with a getter,
+ * so an edge is one small object, not an object and a closure.
+ */
+class SessionEdge {
+  constructor(readonly node: SessionRow) {}
+  get cursor(): string {
+    return sessionCursor(this.node);
+  }
+}
+
 export async function sessionsConnection(
   rows: SessionRows,
   query: Omit<SessionPageQuery, 'from' | 'backward' | 'limit'>,
@@ -46,8 +58,7 @@ export async function sessionsConnection(
   let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
   const more = page.length > limit;
   if (more) page = backward ? page.slice(1) : page.slice(0, limit);
-  // Cursors are formatted only when asked for (a page of 50 is 50 toISOString calls otherwise).
-  const edges = page.map((node) => ({ node, get cursor() { return sessionCursor(node); } }));
+  const edges = page.map((node) => new SessionEdge(node));
   return {
     edges,
     pageInfo: {

@@ -72,3 +72,19 @@ describe('schema/schema.graphql', () => {
     for (const name of ['SessionConnection', 'EventConnection', 'Node']) expect(schema.getType(name), name).toBeDefined();
   });
 });
+
+describe('the executable schema', () => {
+  it('reads node ids and connection fields as properties (no resolver: the query JIT inlines them)', async () => {
+    const { schema } = await import('../../src/graphql/schema.ts');
+    const fields = (type: string) => (schema.getType(type) as GraphQLObjectType).getFields();
+    for (const type of ['Session', 'Event']) expect(fields(type).id.resolve, `${type}.id`).toBeUndefined();
+    for (const type of ['SessionConnection', 'EventConnection', 'SearchHitConnection']) {
+      expect(fields(type).edges.resolve, `${type}.edges`).toBeUndefined();
+      expect(fields(type).pageInfo.resolve, `${type}.pageInfo`).toBeUndefined();
+    }
+    for (const type of ['SessionEdge', 'EventEdge', 'SearchHitEdge']) expect(fields(type).node.resolve, `${type}.node`).toBeUndefined();
+    // Fields that compute something keep their resolvers.
+    expect(fields('Session').parent.resolve).toBeTypeOf('function');
+    expect(fields('Session').events.resolve).toBeTypeOf('function');
+  });
+});
