@@ -35,6 +35,7 @@ export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
 
 /** A row's height (styles.css fixes it), so rows not yet loaded take their final place. */
 const ROW_HEIGHT = 28;
+const rowHeight = () => ROW_HEIGHT;
 
 /** `version`: EventPages.version, so a change of the log renders the rows again. */
 export function VirtualTimeline(props: RowActions & { pages: EventPages; version: number; jump: { seq: number; nonce: number } | null }) {
@@ -52,10 +53,13 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   const v = useVirtualizer({
     count: pages.length,
     getScrollElement: () => box.current,
-    estimateSize: () => ROW_HEIGHT,
+    // Options the virtualizer memoizes its row positions on (getItemKey, count…)
+    // must keep their identity between renders: a new getItemKey each render
+    // recomputed every row's position on every scroll frame (50 ms frames on a
+    // 1,000,000-event log). The default key is the index, as wanted here.
+    estimateSize: rowHeight,
     overscan: 25,
     scrollMargin: headHeight,
-    getItemKey: (i) => i,
     // At the bottom, new events scroll in (virtual-core follows appends only for lists anchored at the end).
     anchorTo: 'end',
     followOnAppend: true,
