@@ -65,9 +65,9 @@ export class SessionFold {
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
     let read = 0;
-    for await (const e of log.stream(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE })) {
-      this.apply([e]);
-      read++;
+    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE })) {
+      this.apply(page);
+      read += page.length;
     }
     return read;
   }
