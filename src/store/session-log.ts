@@ -308,8 +308,8 @@ export class SessionLog {
    * next page is read while the caller works on this one: replaying a
    * 1,000,000-event log overlaps Postgres' reads with the caller's folding
    * (the agent's cold replay of 1M events, by pages and reading ahead: 3.1 →
-   * 2.3–2.6 s; reading three pages ahead was no
-   * faster than one, 3.1 s: the parsing of the pages is on this thread too).
+   * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
+   * pages are parsed on this thread too).
    */
   async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
