@@ -121,6 +121,10 @@ export class FoldCache {
     this.chars -= fold.conversation.approxChars;
   }
 
+  has(sessionId: string): boolean {
+    return this.folds.has(sessionId);
+  }
+
   get size(): number {
     return this.folds.size;
   }

@@ -11,7 +11,7 @@ import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
 import type { Lease, LeaseStore } from '../store/leases.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
-import { FoldCache } from '../agent/session-fold.ts';
+import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
@@ -20,6 +20,11 @@ export const CONTROL_CHANNEL = 'forkline_control';
 export const WORK_CHANNEL = 'forkline_work';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
+/** Logs shorter than this replay in a few tens of milliseconds: not worth building ahead. */
+const PREWARM_MIN_EVENTS = 10_000;
+/** Folds built ahead at once (each is a replay of a long log). */
+const MAX_PREWARMING = 2;
+const PREWARM_DELAY_MS = 1000;
 const MAX_RETRY_MS = 10_000;
 /**
  * Claims and "work is waiting" announcements triggered within this window go
@@ -54,6 +59,8 @@ export class SessionHost {
   /** Targeted claims in flight (they count against capacity). */
   private readonly claimingOne = new Set<string>();
   private readonly folds = new FoldCache();
+  /** Folds being built ahead of a first message (prewarm), by session. */
+  private readonly warming = new Map<string, { built: Promise<void>; startNow: () => void }>();
   private readonly maxActive: number;
   private claimingBatch?: Promise<void>;
   private claimAgain = false;
@@ -113,10 +120,11 @@ export class SessionHost {
     return this.running.size + this.claimingOne.size;
   }
 
-  /** Resolves when every runner of this process is idle (tests, shutdown). */
+  /** Resolves when every runner of this process is idle and no fold is being built ahead (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.running.size || this.claimingOne.size || this.claimingBatch) {
+    while (this.running.size || this.claimingOne.size || this.claimingBatch || this.warming.size) {
       await Promise.all([...this.running.values()].map((r) => r.done));
+      await Promise.all([...this.warming.values()].map((w) => w.built));
       await this.claimingBatch;
       if (this.claimingOne.size) await new Promise((r) => setTimeout(r, 5));
     }
@@ -149,6 +157,47 @@ export class SessionHost {
       this.claimingOne.delete(sessionId);
     }
     if (lease) return this.adopt(lease).done; // else: another process holds it and will see the input
+  }
+
+  /**
+   * Someone is watching the session's turns (a chat open on it): build its
+   * fold ahead, so the first message's turn reads only the new events instead
+   * of replaying the log (1,000,000 events: about 2.5 s). Only long logs, at
+   * most MAX_PREWARMING at once, not while this process is full, and after
+   * PREWARM_DELAY_MS: the page that just opened reads its first screen first
+   * (replaying at once made a 1M-event session's first screen 500 → 720 ms).
+   * A runner that needs the fold meanwhile starts the build at once and waits
+   * for it rather than replaying alongside. The fold is a correct prefix
+   * whoever runs the session later: the log is append-only.
+   */
+  prewarm(sessionId: string, eventCount: number): void {
+    if (this.stopped || eventCount < PREWARM_MIN_EVENTS || this.warming.size >= MAX_PREWARMING) return;
+    if (this.warming.has(sessionId) || this.running.has(sessionId) || this.folds.has(sessionId) || this.active >= this.maxActive) return;
+    let startNow!: () => void;
+    const due = new Promise<void>((resolve) => {
+      startNow = resolve;
+      setTimeout(resolve, PREWARM_DELAY_MS).unref();
+    });
+    const fold = new SessionFold(sessionId);
+    const built = due
+      .then(async () => {
+        if (this.stopped) return; // shutting down: nobody will use it here
+        await fold.catchUp(this.store.log);
+        if (!this.folds.has(sessionId)) this.folds.put(fold);
+      })
+      .catch((err) => {
+        if (!isDatabaseUnavailable(err) && !(err instanceof ForklineError)) this.opts.log?.(`building the fold of session ${sessionId} failed`, err);
+      })
+      .finally(() => this.warming.delete(sessionId));
+    this.warming.set(sessionId, { built, startNow });
+  }
+
+  /** A fold being built ahead for the session, started now if it was waiting: resolves when it is in the cache. */
+  private async prewarmed(sessionId: string): Promise<void> {
+    const w = this.warming.get(sessionId);
+    if (!w) return;
+    w.startNow();
+    await w.built;
   }
 
   /** Tells every process (this one too) that input waits for a free slot: coalesced. */
@@ -225,6 +274,7 @@ export class SessionHost {
   private async drive(entry: Running): Promise<void> {
     const { sessionId } = entry.lease;
     for (let retryMs = 500; ; ) {
+      await this.prewarmed(sessionId); // a fold being built ahead: take it when ready
       const fold = this.folds.take(sessionId);
       const runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store, lease: entry.lease });
       entry.runner = runner;
@@ -316,6 +366,8 @@ export class SessionHost {
     for (const r of this.running.values()) r.runner?.stop('shutdown');
     await this.claimingBatch;
     await Promise.all([...this.running.values()].map((r) => r.done));
+    for (const w of this.warming.values()) w.startNow(); // those not started yet end at once
+    await Promise.all([...this.warming.values()].map((w) => w.built));
   }
 }
 

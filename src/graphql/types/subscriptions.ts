@@ -62,7 +62,9 @@ builder.subscriptionFields((t) => ({
     args: { sessionId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(z.object({ sessionId: sessionIdSchema }), args);
-      await ctx.store.requireSession(ctx.scope, p.sessionId);
+      const session = await ctx.store.requireSession(ctx.scope, p.sessionId);
+      // A client watching the turns is about to send: the agent gets ready.
+      ctx.services.host.prewarm(session.id, session.eventCount);
       return ctx.services.live.sessionTurns(p.sessionId);
     },
     resolve: (update) => update,
