@@ -29,6 +29,18 @@ const MAX_REMEMBERED_QUERIES = 1000;
  * last match in reversed order wins, the header's wildcards match.
  */
 export function regularMediaType(accept: string | undefined): RegularType | null {
+  // Clients send the same few Accept headers: each is worked out once.
+  const known = mediaTypes.get(accept);
+  if (known !== undefined) return known;
+  const chosen = mediaTypeOf(accept);
+  if (mediaTypes.size >= MAX_REMEMBERED_QUERIES) mediaTypes.clear();
+  mediaTypes.set(accept, chosen);
+  return chosen;
+}
+
+const mediaTypes = new Map<string | undefined, RegularType | null>();
+
+function mediaTypeOf(accept: string | undefined): RegularType | null {
   const asked = (accept || '*/*')
     .replace(/\s/g, '')
     .toLowerCase()

@@ -34,6 +34,24 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
 
 const ALWAYS = ['id', 'createdAt'];
 
+type SelectionInfo = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
+
+/**
+ * `fn` of a field's selection, computed once per document: the compiled query
+ * (plugins/jit.ts) hands every request the same `fieldNodes`, so a hot page
+ * does not walk its selection again on each request (or, for `parent`, on
+ * each row). Other executors pass new arrays: computed each time, as before.
+ */
+function perSelection<T>(fn: (info: SelectionInfo) => T): (info: SelectionInfo) => T {
+  const known = new WeakMap<SelectionInfo['fieldNodes'], T>();
+  return (info) => {
+    if (known.has(info.fieldNodes)) return known.get(info.fieldNodes) as T;
+    const value = fn(info);
+    known.set(info.fieldNodes, value);
+    return value;
+  };
+}
+
 type Fragments = Record<string, FragmentDefinitionNode>;
 
 /** Field names selected in a selection set, through fragments (conditions are ignored: more columns, never fewer). */
@@ -80,19 +98,19 @@ function columnsOf(sets: SelectionSetNode[], fragments: Fragments): string[] | n
  * True when a field returning a Session selects nothing but `id` / `__typename`:
  * a relation whose foreign key is at hand is then answered without a read.
  */
-export function selectsOnlyId(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>): boolean {
+export const selectsOnlyId = perSelection((info): boolean => {
   const names = new Set<string>();
   for (const f of info.fieldNodes) fieldNames(f.selectionSet, info.fragments, names);
   return [...names].every((n) => n === 'id' || n === '__typename');
-}
+});
 
 /** The columns a field returning a Session (session(id), parent) needs. */
-export function sessionColumns(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>): string[] | null {
-  return columnsOf(info.fieldNodes.flatMap((f) => (f.selectionSet ? [f.selectionSet] : [])), info.fragments);
-}
+export const sessionColumns = perSelection((info): string[] | null =>
+  columnsOf(info.fieldNodes.flatMap((f) => (f.selectionSet ? [f.selectionSet] : [])), info.fragments),
+);
 
 /** The columns a SessionConnection field (sessions, children) needs for its nodes. */
-export function sessionConnectionColumns(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>): string[] | null {
+export const sessionConnectionColumns = perSelection((info): string[] | null => {
   const edges = info.fieldNodes.flatMap((f) => subSelections(f.selectionSet, 'edges', info.fragments));
   return columnsOf(edges.flatMap((e) => subSelections(e, 'node', info.fragments)), info.fragments);
-}
+});

@@ -31,9 +31,19 @@ function hostnameOf(hostHeader: string | undefined | null): string | undefined {
  * Host header still names the attacker's domain.
  */
 export function isAllowedLocalHost(hostHeader: string | undefined | null): boolean {
-  const name = hostnameOf(hostHeader);
-  return name !== undefined && isLoopbackHost(name);
+  // Every request asks; clients send the same few Host headers (parsing one is a URL parse).
+  const key = hostHeader ?? '';
+  let allowed = localHosts.get(key);
+  if (allowed === undefined) {
+    const name = hostnameOf(hostHeader);
+    allowed = name !== undefined && isLoopbackHost(name);
+    if (localHosts.size >= 100) localHosts.clear();
+    localHosts.set(key, allowed);
+  }
+  return allowed;
 }
+
+const localHosts = new Map<string, boolean>();
 
 /** Non-browser clients send no Origin; browsers may connect from this server's own origin or an allowed one. */
 export function isAllowedOrigin(req: http.IncomingMessage, corsOrigins: readonly string[]): boolean {
