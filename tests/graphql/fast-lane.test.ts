@@ -85,6 +85,23 @@ describe('the fast lane', () => {
     }
   });
 
+  it('writes what JSON.stringify writes (queries are serialized by a serializer compiled for their shape)', async () => {
+    const title = 'quote " backslash \\ newline \n tab \t é 😀 line-sep \u2028 ctrl \u0001 </script>';
+    const id = (await fast.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id;
+    await fast.services.store.append(id, [{ type: 'plugin/test/note', data: { text: title, n: 1.5, big: 2 ** 53, neg: -0, nested: [null, true, { a: [] }] } }]);
+    const queries = [
+      json('{ sessions(first: 3) { edges { cursor node { id title eventCount turnCount status createdAt forkedAtSeq parent { id title } } } pageInfo { hasNextPage endCursor } } }'),
+      json('query($id: ID!) { session(id: $id) { id title events(first: 5) { edges { node { id seq type data inherited synthetic createdAt } } } } }', { id }),
+      json('query($id: ID!) { node(id: $id) { id ... on Session { title } } }', { id }),
+    ];
+    for (const body of queries) {
+      const { body: text } = await answer(fast, { body });
+      const value = JSON.parse(text);
+      expect(value.errors).toBeUndefined();
+      expect(text).toBe(JSON.stringify(value));
+    }
+  });
+
   it('serves plain queries and mutations without yoga, and leaves the rest to it', async () => {
     const before = seenByYoga;
     for (let i = 0; i < 20; i++) await fast.ok('{ sessions(first: 5) { edges { node { id } } } }');
