@@ -4,10 +4,7 @@
 // readThroughput bench (8 connections): a sessions page 1,217 → 1,717
 // requests/s, an events page of 100 events 717 → 1,284; the executor had been
 // a quarter of the server's CPU. Mutations and subscriptions keep the standard
-// executor (neither is hot; subscriptions deliver through live-events). Each
-// compiled query also brings a JSON serializer compiled for its shape
-// (fast-json-stringify), used for plain success results: sessions page server
-// CPU about 200 → 195 µs per request (4%), same bytes out.
+// executor (neither is hot; subscriptions deliver through live-events).
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { getOperationAST, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
@@ -23,7 +20,7 @@ export function useJitQueries(): Plugin {
     const key = args.operationName ?? '';
     let compiled = byOperation.get(key);
     if (compiled === undefined) {
-      const result = compileQuery(args.schema, args.document, args.operationName ?? undefined, { customJSONSerializer: true });
+      const result = compileQuery(args.schema, args.document, args.operationName ?? undefined);
       compiled = isCompiledQuery(result) ? result : null;
       byOperation.set(key, compiled);
     }
@@ -33,20 +30,7 @@ export function useJitQueries(): Plugin {
     onExecute({ args, setExecuteFn }) {
       if (getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
       const compiled = compiledFor(args);
-      if (compiled) setExecuteFn((a) => withStringify(compiled, compiled.query(a.rootValue, a.contextValue, a.variableValues) as ExecutionResult | Promise<ExecutionResult>));
+      if (compiled) setExecuteFn((a) => compiled.query(a.rootValue, a.contextValue, a.variableValues) as ExecutionResult | Promise<ExecutionResult>);
     },
   };
-}
-
-/**
- * A plain success result carries the serializer compiled for its query's shape
- * (yoga's result processor uses `result.stringify` when present). Results with
- * errors or extensions keep JSON.stringify: the compiled one knows only `data`.
- */
-function withStringify(compiled: CompiledQuery, result: ExecutionResult | Promise<ExecutionResult>): ExecutionResult | Promise<ExecutionResult> {
-  const attach = (r: ExecutionResult) => {
-    if (!r.errors && !r.extensions) Object.defineProperty(r, 'stringify', { value: compiled.stringify, enumerable: false });
-    return r;
-  };
-  return result instanceof Promise ? result.then(attach) : attach(result);
 }
