@@ -85,7 +85,7 @@ describe('the fast lane', () => {
     }
   });
 
-  it('writes what JSON.stringify writes (queries are serialized by a serializer compiled for their shape)', async () => {
+  it('writes exactly what JSON.stringify writes, escapes included', async () => {
     const title = 'quote " backslash \\ newline \n tab \t é 😀 line-sep \u2028 ctrl \u0001 </script>';
     const id = (await fast.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id;
     await fast.services.store.append(id, [{ type: 'plugin/test/note', data: { text: title, n: 1.5, big: 2 ** 53, neg: -0, nested: [null, true, { a: [] }] } }]);
