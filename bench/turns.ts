@@ -131,12 +131,12 @@ async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
  */
 const WARMUP_TURNS = 200;
 
-async function run(ctx: BenchContext, processes: number, sessions: number) {
+async function run(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX) {
   const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const warmup = await createSessions(admin, WARMUP_TURNS * processes);
   const ids = await createSessions(admin, sessions);
-  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl)));
+  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax) })));
   let peak = 0;
   let sampling = true;
   const sampler = (async () => {
@@ -208,12 +208,17 @@ export async function benchTurns(ctx: BenchContext) {
   const sessions = QUICK ? 200 : 1_000;
   const one = await run(ctx, 1, sessions);
   const two = await run(ctx, 2, sessions);
+  // The same two processes sharing one process's connections (half the pool each): on a small
+  // Postgres, more backends cost CPU per statement, so the database's budget is better split.
+  const twoShared = await run(ctx, 2, sessions, POOL_MAX / 2);
   const many = await run(ctx, 1, QUICK ? 2_000 : 10_000);
   return {
     sessions,
     oneProcessTurnsPerSec: one.turnsPerSec,
     twoProcessTurnsPerSec: two.turnsPerSec,
     ratioTwoToOne: round(two.turnsPerSec / one.turnsPerSec),
+    twoSharedPoolTurnsPerSec: twoShared.turnsPerSec,
+    ratioTwoSharedPoolToOne: round(twoShared.turnsPerSec / one.turnsPerSec),
     oneSendP50Ms: one.sendP50Ms,
     oneSendP99Ms: one.sendP99Ms,
     twoSendP50Ms: two.sendP50Ms,
@@ -222,6 +227,7 @@ export async function benchTurns(ctx: BenchContext) {
     oneCpuMsPerTurn: `server ${one.serverCpuMsPerTurn}, postgres ${one.postgresCpuMsPerTurn}, load ${one.loadCpuMsPerTurn} (machine ${one.busyPercent}% busy)`,
     twoCpuMsPerTurn: `servers ${two.serverCpuMsPerTurn}, postgres ${two.postgresCpuMsPerTurn}, load ${two.loadCpuMsPerTurn} (machine ${two.busyPercent}% busy)`,
     twoPeakConnections: two.peakConnections,
+    twoSharedPoolPeakConnections: twoShared.peakConnections,
     sendRetries503: one.sendRetries + two.sendRetries + many.sendRetries,
     manySessions: QUICK ? 2_000 : 10_000,
     manyTurnsPerSec: many.turnsPerSec,
