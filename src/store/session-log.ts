@@ -15,7 +15,7 @@ import type { PendingInput } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
-import { lineageOf, segmentsOf, type Lineage } from './lineage.ts';
+import { lineageOf, segmentsOf, type Lineage, type Segment } from './lineage.ts';
 
 /** An event as read through a session. */
 export interface StoredEvent extends LogEvent {
@@ -159,17 +159,11 @@ export class SessionLog {
    */
   async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
     const l = await this.requireLineage(ref, db);
-    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
-    if (segments.length === 0) return undefined;
-    const params: unknown[] = [inputId];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const scans = segments.map(
-      (seg) =>
-        `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
-        ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1 ORDER BY seq DESC LIMIT 1)`,
+    const row = await newestAcrossSegments<Row>(l, toSeq, inputId, db, (seg, p) =>
+      `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
+      ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
     );
-    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC LIMIT 1`, params);
-    return rows[0] && toStored(l, rows[0]);
+    return row && toStored(l, row);
   }
 
   /**
@@ -179,16 +173,10 @@ export class SessionLog {
    */
   async workspaceEntry(ref: LogRef, key: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<WorkspaceEntry | undefined> {
     const l = await this.requireLineage(ref, db);
-    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
-    if (segments.length === 0) return undefined;
-    const params: unknown[] = [key];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const scans = segments.map((seg) => `(SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(seg, p)} AND w.data->>'key' = $1 ORDER BY w.seq DESC LIMIT 1)`);
-    const { rows } = await db.query<{ seq: number; data: { key: string; value: string } }>(
-      `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC LIMIT 1`,
-      params,
+    const row = await newestAcrossSegments<{ seq: number; data: { key: string; value: string } }>(l, toSeq, key, db, (seg, p) =>
+      `SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(seg, p)} AND w.data->>'key' = $1`,
     );
-    return rows[0] && { key: rows[0].data.key, value: rows[0].data.value, seq: rows[0].seq };
+    return row && { key: row.data.key, value: row.data.value, seq: row.seq };
   }
 
   /**
@@ -381,6 +369,28 @@ export interface WorkspaceEntry {
  * results never carry a write. The type is a literal: the partial index
  * matches it.
  */
+/**
+ * The newest row (by seq) that `scan` finds in any segment of the lineage
+ * through `toSeq`, in one statement: per segment one probe, newest first.
+ * `scan` is a SELECT of a segment's rows with a `seq` column; `p` binds a
+ * parameter, `$1` is `first`.
+ */
+async function newestAcrossSegments<R extends { seq: number }>(
+  l: Lineage,
+  toSeq: number,
+  first: unknown,
+  db: Db,
+  scan: (seg: Segment, p: (v: unknown) => string) => string,
+): Promise<R | undefined> {
+  const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+  if (segments.length === 0) return undefined;
+  const params: unknown[] = [first];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const scans = segments.map((seg) => `(${scan(seg, p)} ORDER BY seq DESC LIMIT 1)`);
+  const { rows } = await db.query<R>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC LIMIT 1`, params);
+  return rows[0];
+}
+
 function workspaceWrites(seg: { sessionId: unknown; fromSeq: unknown; toSeq: unknown }, p: (v: unknown) => string): string {
   return (
     `w."sessionId" = ${p(seg.sessionId)} AND w.type = '${WORKSPACE_WRITE}' AND w.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
