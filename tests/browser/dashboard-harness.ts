@@ -11,6 +11,12 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { collectPageErrors, launchChromium } from './chromium.ts';
 
+/** Committed recordings the import tests upload. */
+export const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
+
+/** The session id in the page's URL (`/sessions/<id>…`). */
+export const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
+
 export interface Dashboard {
   app: TestApp;
   /** Awaited by every test that drives a page: a missing Chromium fails them (never skips). */

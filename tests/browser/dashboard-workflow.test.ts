@@ -8,11 +8,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
 import { screenshot } from './chromium.ts';
-import { openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage as openPageOn, RECORDINGS, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
-const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
 const TIMEOUT = { timeout: 10_000 };
 
 let dashboard: Dashboard;
@@ -27,8 +25,6 @@ beforeAll(async () => {
 afterAll(() => dashboard?.close());
 
 const openPage = (viewport?: { width: number; height: number }) => openPageOn(browser, { viewport });
-
-const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
 
 /** A session with two completed turns and a fork of it (so the page has every kind of control). */
 async function sessionWithFork(title: string) {

@@ -3,14 +3,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { screenshot } from './chromium.ts';
-import { openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage as openPageOn, RECORDINGS, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
-const RECORDINGS = path.join(PROJECT_ROOT, 'tests', 'fixtures', 'recordings');
 const TIMEOUT = { timeout: 10_000 };
 
 let dashboard: Dashboard;
@@ -25,8 +23,6 @@ beforeAll(async () => {
 afterAll(() => dashboard?.close());
 
 const openPage = () => openPageOn(browser);
-
-const sessionIdOf = (page: Page) => decodeURIComponent(new URL(page.url()).pathname.split('/')[2] ?? '');
 
 describe('dashboard', () => {
   it('serves the app shell at / and for client-side routes, assets with their types', async () => {
