@@ -44,7 +44,6 @@ interface Row {
 
 const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
 const LINEAGE_CACHE_SIZE = 10_000;
-/** Seqs are Postgres int4. */
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
 
@@ -360,16 +359,6 @@ export interface WorkspaceEntry {
 }
 
 /**
- * The SQL condition (on alias `w`) for the workspace writes in effect within a
- * segment. A write is stored right before its `tool/result`, in the same
- * append, and takes effect with that result: it counts only when the event
- * after it, in the same stored session and inside the segment, is an `ok`
- * result of its call. So a cut between the two (a fork at the write's seq)
- * leaves the write out, as it leaves out the result; repair's synthetic
- * results never carry a write. The type is a literal: the partial index
- * matches it.
- */
-/**
  * The newest row (by seq) that `scan` finds in any segment of the lineage
  * through `toSeq`, in one statement: per segment one probe, newest first.
  * `scan` is a SELECT of a segment's rows with a `seq` column; `p` binds a
@@ -391,6 +380,16 @@ async function newestAcrossSegments<R extends { seq: number }>(
   return rows[0];
 }
 
+/**
+ * The SQL condition (on alias `w`) for the workspace writes in effect within a
+ * segment. A write is stored right before its `tool/result`, in the same
+ * append, and takes effect with that result: it counts only when the event
+ * after it, in the same stored session and inside the segment, is an `ok`
+ * result of its call. So a cut between the two (a fork at the write's seq)
+ * leaves the write out, as it leaves out the result; repair's synthetic
+ * results never carry a write. The type is a literal: the partial index
+ * matches it.
+ */
 function workspaceWrites(seg: { sessionId: unknown; fromSeq: unknown; toSeq: unknown }, p: (v: unknown) => string): string {
   return (
     `w."sessionId" = ${p(seg.sessionId)} AND w.type = '${WORKSPACE_WRITE}' AND w.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
