@@ -15,6 +15,14 @@ export interface SyntheticResult {
   cause: 'forked' | 'interrupted';
 }
 
+/** A synthetic `tool/result`'s data (written by repair) as telemetry reports it. */
+export function syntheticResult(
+  d: { turn: number; step: number; callId: string; name?: string; status: string },
+  cause: SyntheticResult['cause'],
+): SyntheticResult {
+  return { turn: d.turn, step: d.step, callId: d.callId, name: d.name, status: d.status, cause };
+}
+
 /** Where a forked session was cut from its parent. */
 export interface ForkOrigin {
   parentSessionId: string;

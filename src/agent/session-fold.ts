@@ -7,7 +7,7 @@ import { LogState } from '../core/log-state.ts';
 import { Conversation } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
 import type { SessionLog } from '../store/session-log.ts';
-import type { ForkOrigin, SyntheticResult } from './agent-observer.ts';
+import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
 
 const CATCH_UP_PAGE = 5000;
 
@@ -44,9 +44,7 @@ export class SessionFold {
       this.lastTurnStartSeq = e.seq;
     } else if (e.type === 'tool/result' && e.synthetic && this.forkOrigin && this.turnsSinceSeed === 0) {
       // The seed's closers follow its end-seed marker.
-      const d = e.data;
-      const cause: SyntheticResult['cause'] = d.status === 'interrupted' ? 'interrupted' : 'forked';
-      this.forkOrigin.synthetic.push({ turn: d.turn, step: d.step, callId: d.callId, name: d.name, status: d.status, cause });
+      this.forkOrigin.synthetic.push(syntheticResult(e.data, e.data.status === 'interrupted' ? 'interrupted' : 'forked'));
     } else if (e.type === 'session/end-seed') {
       const d = e.data as { parentSessionId: string; cutSeq: number };
       this.forkOrigin = {

@@ -12,7 +12,7 @@ import { findTool, toolDefinitions, toolEffectOf, ToolError, WORKSPACE_MAX_KEYS 
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
-import { NOOP_OBSERVER, type AgentObserver, type ForkOrigin, type SyntheticResult, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
+import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -140,12 +140,9 @@ export class SessionRunner {
       // A turn this runner did not start (its holder died) is observed only as it closes.
       const { provider, model } = this.modelConfig();
       this.turnObs ??= this.observer.turnStarted({ sessionId: this.sessionId, turn: open.turn, provider, model, recovered: true });
-      const synthetic: SyntheticResult[] = closers
+      const synthetic = closers
         .filter((c) => c.type === 'tool/result')
-        .map((c) => {
-          const d = c.data as { turn: number; step: number; callId: string; name?: string; status: string };
-          return { turn: d.turn, step: d.step, callId: d.callId, name: d.name, status: d.status, cause: 'interrupted' };
-        });
+        .map((c) => syntheticResult(c.data as Parameters<typeof syntheticResult>[0], 'interrupted'));
       if (synthetic.length) this.turnObs.synthetic(synthetic);
     }
     this.endTurnObservation('interrupted');
