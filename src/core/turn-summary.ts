@@ -71,8 +71,7 @@ export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
     } else if (e.type === 'model/message' && state.openStep?.step === e.data.step) {
       const s = steps[steps.length - 1];
       s.toolCallCount = e.data.toolCalls.length;
-      const u = (e.data as { usage?: Partial<Usage> }).usage;
-      if (u) s.usage = { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 };
+      s.usage = usageOf(e.data);
     } else if (e.type === 'step/end' && wasOpen && !state.openStep) {
       const s = steps[steps.length - 1];
       s.endSeq = e.seq;
@@ -81,6 +80,12 @@ export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
     }
   }
   return steps;
+}
+
+/** The usage a model/message's data reports (counts it lacks are 0); null when it reports none. */
+export function usageOf(message: { usage?: Partial<Usage> }): Usage | null {
+  const u = message.usage;
+  return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } : null;
 }
 
 /** Usage summed over steps; null when no step reported any. */

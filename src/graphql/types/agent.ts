@@ -4,7 +4,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
-import { summarizeSteps, summarizeTurns, totalUsage, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
+import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { lineageOf } from '../../store/lineage.ts';
@@ -79,10 +79,7 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
       type: UsageRef,
       nullable: true,
       description: 'Tokens the provider reported for this answer (null when it reported none).',
-      resolve: (e) => {
-        const u = (e.data as ModelMessage & { usage?: Partial<Usage> }).usage;
-        return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } : null;
-      },
+      resolve: (e) => usageOf(e.data as ModelMessage & { usage?: Partial<Usage> }),
     }),
     inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork inherited: not written by this session.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
