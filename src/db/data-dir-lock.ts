@@ -6,6 +6,7 @@
 // running in the directory an orphan that may be stopped).
 import fs from 'node:fs';
 import path from 'node:path';
+import { isProcessAlive } from '../pid-alive.ts';
 
 export class DataDirBusyError extends Error {
   name = 'DataDirBusyError';
@@ -15,15 +16,6 @@ export interface DataDirLock {
   readonly path: string;
   release(): void;
 }
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 function ownerOf(file: string): number | undefined {
   try {
@@ -57,7 +49,7 @@ export function lockDataDir(dir: string): DataDirLock {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
       continue;
     }
-    if (owner !== process.pid && isAlive(owner)) {
+    if (owner !== process.pid && isProcessAlive(owner)) {
       throw new DataDirBusyError(
         `another forkline (pid ${owner}) is running on ${dir}; stop it first, or give this one its own FORKLINE_DATA_DIR or a DATABASE_URL`,
       );

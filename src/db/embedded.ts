@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.ts';
+import { isProcessAlive } from '../pid-alive.ts';
 
 export interface EmbeddedDatabase {
   /** Server URL without a database name appended: `${url}/<db>`. */
@@ -42,11 +43,7 @@ async function stopStalePostmaster(dataDir: string): Promise<void> {
     return; // not running: postgres removes a stale pid file itself
   }
   for (let i = 0; i < 100; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
+    if (!isProcessAlive(pid)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`a Postgres (pid ${pid}) still holds ${dataDir}; stop it and retry`);

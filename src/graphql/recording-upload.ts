@@ -19,6 +19,7 @@ import type { RequestGate } from './plugins/request-gate.ts';
 import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
+import { isProcessAlive } from '../pid-alive.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -40,21 +41,12 @@ class TooLarge extends Error {}
 const tooLargeMessage = (limit: number) => `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`;
 
 const SPOOL_FILE = /^(\d+)-[0-9a-f-]+\.jsonl$/;
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /** Spool files are named `<pid>-<uuid>.jsonl`: those of a process that is gone (killed mid-upload) are removed. */
 export function removeSpoolLeftovers(dir: string): number {
   let removed = 0;
   for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
     const m = SPOOL_FILE.exec(name);
-    if (m && !isAlive(Number(m[1]))) {
+    if (m && !isProcessAlive(Number(m[1]))) {
       fs.rmSync(path.join(dir, name), { force: true });
       removed++;
     }
