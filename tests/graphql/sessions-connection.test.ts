@@ -6,6 +6,7 @@ import { getNamedType, type GraphQLObjectType } from 'graphql';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { schema } from '../../src/graphql/schema.ts';
 import { COLUMNS_BY_FIELD } from '../../src/graphql/session-columns.ts';
+import { sessionsConnection } from '../../src/graphql/sessions-connection.ts';
 
 let app: TestApp;
 const statements: string[] = [];
@@ -103,5 +104,20 @@ describe('sessions connection', () => {
   it('knows the columns of every Session field (a field it does not know reads them all)', () => {
     const fields = Object.keys((getNamedType(schema.getType('Session')) as GraphQLObjectType).getFields());
     expect(fields.filter((f) => !(f in COLUMNS_BY_FIELD))).toEqual([]);
+  });
+  it('builds a page without per-page closures: cursors are prototype getters, not own accessors', async () => {
+    // An object literal with getters made closures over every page, and V8 then
+    // kept each page's rows past their request into the old generation (GC
+    // pauses 0.8 -> 2.1 ms, server CPU +20% on the readThroughput sessions page).
+    const root = (await app.services.store.createSession(scope, { title: 'accessors' })).id;
+    for (let i = 0; i < 3; i++) await app.services.store.fork(scope, root, 0, { title: `a${i}` });
+    const page = await sessionsConnection(app.services.store.sessions, { tenant: scope.tenant, parentId: root, order: 'oldest' }, { first: 2 });
+    const ownAccessors = (o: object) => Object.entries(Object.getOwnPropertyDescriptors(o)).filter(([, d]) => d.get || d.set).map(([k]) => k);
+    expect(ownAccessors(page.pageInfo)).toEqual([]);
+    for (const edge of page.edges) expect(ownAccessors(edge)).toEqual([]);
+    // The getters still answer: the cursors are the first and last edges'.
+    expect(page.pageInfo.startCursor).toBe(page.edges[0].cursor);
+    expect(page.pageInfo.endCursor).toBe(page.edges[1].cursor);
+    expect(page.pageInfo.hasNextPage).toBe(true);
   });
 });
