@@ -1,4 +1,4 @@
-// A subscriber's queue of pushed updates (update-queue.ts, a Repeater with a
+// A subscriber's queue of pushed updates (update-queue.ts, an async iterator with a
 // coalescing buffer): order kept, adjacent deltas merged, the latest row per
 // key, overflow closes with an error, and return() unregisters at once. No
 // database: the relay is fed payloads as the listener would.
@@ -146,6 +146,19 @@ describe('UpdateQueue', () => {
     q.push(1);
     await q.next();
     await expect(q.throw(new Error('boom'))).rejects.toThrow('boom');
+    expect(closes).toEqual([1]);
+  });
+
+  it('reads waiting together get the next updates in order; an error close rejects a waiting read once', async () => {
+    const { q, closes } = queue<number>({ max: 1 });
+    const [a, b] = [q.next(), q.next()];
+    q.push(1);
+    q.push(2);
+    expect(await Promise.all([a, b])).toEqual([{ value: 1, done: false }, { value: 2, done: false }]);
+    const waiting = q.next();
+    q.close(new Error(TOO_SLOW_MESSAGE));
+    await expect(waiting).rejects.toThrow(TOO_SLOW_MESSAGE);
+    expect(await q.next()).toEqual({ value: undefined, done: true });
     expect(closes).toEqual([1]);
   });
 
