@@ -99,6 +99,13 @@ async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
 
 const SEND = `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`;
 const MESSAGE = 'what time is it?\n!call clock';
+/**
+ * The same turn with a model that takes its time, as real ones do: the answer
+ * streams a word every 100 ms (about 0.9 s per turn). Turns then wait on the
+ * model, not on the CPU, and a process runs at most its
+ * FORKLINE_MAX_ACTIVE_SESSIONS (100) at once: what a second process adds there.
+ */
+const SLOW_MESSAGE = 'what time is it?\n!call clock\n!slow 100';
 
 async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
   for (;;) {
@@ -131,7 +138,7 @@ async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
  */
 const WARMUP_TURNS = 200;
 
-async function run(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX) {
+async function run(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX, message = MESSAGE) {
   const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const warmup = await createSessions(admin, WARMUP_TURNS * processes);
@@ -163,7 +170,7 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
       ids.map(async (id, i) => {
         const t = performance.now();
         try {
-          await gql(servers[i % processes].url, SEND, { i: { sessionId: id, text: MESSAGE } }, retried);
+          await gql(servers[i % processes].url, SEND, { i: { sessionId: id, text: message } }, retried);
         } catch (err) {
           failures.push(String(err));
         }
@@ -212,6 +219,8 @@ export async function benchTurns(ctx: BenchContext) {
   // Postgres, more backends cost CPU per statement, so the database's budget is better split.
   const twoShared = await run(ctx, 2, sessions, POOL_MAX / 2);
   const many = await run(ctx, 1, QUICK ? 2_000 : 10_000);
+  const slowOne = await run(ctx, 1, sessions, POOL_MAX, SLOW_MESSAGE);
+  const slowTwo = await run(ctx, 2, sessions, POOL_MAX, SLOW_MESSAGE);
   return {
     sessions,
     oneProcessTurnsPerSec: one.turnsPerSec,
@@ -233,6 +242,11 @@ export async function benchTurns(ctx: BenchContext) {
     manyTurnsPerSec: many.turnsPerSec,
     manyPeakConnections: many.peakConnections,
     manyCompleted: many.completedTurns,
+    // Turns that wait on the model (SLOW_MESSAGE): the case a second process is for.
+    slowModelOneProcessTurnsPerSec: slowOne.turnsPerSec,
+    slowModelTwoProcessTurnsPerSec: slowTwo.turnsPerSec,
+    slowModelRatioTwoToOne: round(slowTwo.turnsPerSec / slowOne.turnsPerSec),
+    slowModelCompleted: slowOne.completedTurns + slowTwo.completedTurns,
     goal: `2 processes >= 1.0x one; >= 150 turns/s on one; peak connections <= ${2 * (POOL_MAX + 1)}; every turn completed`,
   };
 }
