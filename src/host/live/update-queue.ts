@@ -3,10 +3,10 @@
 // taken yet, so a slow reader costs memory in proportion to what changed, not
 // to how much was said. Adjacent updates may merge (text deltas) and a keyed
 // update replaces the queued one with its key (a session's latest row); order
-// is kept. Past `max` queued updates the subscriber is
-// closed with an error instead of being buffered without bound. Whoever ends
-// the stream (return() from the client going away, close() from the producer)
-// unregisters it at once, even while a read is waiting.
+// is kept. Past `max` queued updates the subscriber is closed with an error
+// instead of being buffered without bound. Whoever ends the stream (return()
+// from the client going away, close() from the producer) unregisters it at
+// once, even while a read is waiting.
 export const TOO_SLOW_MESSAGE = 'subscriber too slow: too many updates queued';
 /** The usual bound: a subscriber this far behind is closed with an error. */
 export const MAX_QUEUED_UPDATES = 10_000;
@@ -24,13 +24,13 @@ export interface UpdateQueueOptions<T> {
 
 type Read<T> = { resolve: (r: IteratorResult<T, undefined>) => void; reject: (err: unknown) => void };
 
-const DONE: IteratorResult<never, undefined> = { value: undefined, done: true };
+const done = (): IteratorResult<never, undefined> => ({ value: undefined, done: true });
 
 /**
- * An async iterator written out rather than built on a library's: coalescing
- * needs the queued values themselves, and ending must unregister at once even
- * while a read waits, which a general-purpose channel hides behind its own
- * buffer and promises.
+ * Written out rather than built on a channel library: coalescing needs the
+ * queued values themselves. (It was a Repeater with a custom buffer, which
+ * sees pushed values only as promises; reading them relied on the order in
+ * which Repeater calls its buffer, an internal detail.)
  */
 export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
   /** Updates the reader has not taken yet, oldest first. */
@@ -62,7 +62,7 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
     const reads = this.reads;
     this.reads = [];
     if (err && reads.length === 0) this.failure = err;
-    for (const read of reads) err ? read.reject(err) : read.resolve(DONE);
+    for (const read of reads) err ? read.reject(err) : read.resolve(done());
   }
 
   next(): Promise<IteratorResult<T, undefined>> {
@@ -70,7 +70,7 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
     if (this.closed) {
       const failure = this.failure;
       this.failure = undefined;
-      return failure ? Promise.reject(failure) : Promise.resolve(DONE);
+      return failure ? Promise.reject(failure) : Promise.resolve(done());
     }
     return new Promise((resolve, reject) => this.reads.push({ resolve, reject }));
   }
@@ -78,7 +78,7 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
   /** The reader went away: unregister now, and end a read that is waiting. */
   async return(): Promise<IteratorResult<T, undefined>> {
     this.close();
-    return DONE;
+    return done();
   }
 
   async throw(err: unknown): Promise<IteratorResult<T, undefined>> {
