@@ -13,11 +13,14 @@ import pg from 'pg';
 import { pgConfigFromUrl } from '../src/db/pg-config.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
 
-/** CPU time (user + system, ms) of processes matching `match`, from /proc (Linux); NaN elsewhere. */
-function cpuMs(match: (pid: number, comm: string) => boolean): number {
-  if (!fs.existsSync('/proc/self/stat')) return NaN;
+/**
+ * CPU time (user + system, ms) and context switches (voluntary and not) of the
+ * processes matching `match`, from /proc (Linux); NaN elsewhere.
+ */
+function processTotals(match: (pid: number, comm: string) => boolean): { cpuMs: number; switches: number } {
+  if (!fs.existsSync('/proc/self/stat')) return { cpuMs: NaN, switches: NaN };
   const tick = 1000 / 100; // USER_HZ is 100 on Linux
-  let total = 0;
+  const total = { cpuMs: 0, switches: 0 };
   for (const name of fs.readdirSync('/proc')) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
@@ -26,7 +29,9 @@ function cpuMs(match: (pid: number, comm: string) => boolean): number {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       if (!match(pid, comm)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * tick;
+      total.cpuMs += (Number(fields[11]) + Number(fields[12])) * tick;
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) total.switches += Number(m[1]);
     } catch {
       // the process ended meanwhile
     }
@@ -163,7 +168,7 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
     const failures: string[] = [];
     const retried = { n: 0 };
     const serverPids = new Set(servers.map((sv) => sv.child.pid));
-    const cpu = () => ({ servers: cpuMs((pid) => serverPids.has(pid)), postgres: cpuMs((_, comm) => comm.startsWith('postgres')), bench: cpuMs((pid) => pid === process.pid) });
+    const cpu = () => ({ servers: processTotals((pid) => serverPids.has(pid)), postgres: processTotals((_, comm) => comm.startsWith('postgres')), bench: processTotals((pid) => pid === process.pid) });
     const cpu0 = cpu();
     const t0 = performance.now();
     await Promise.all(
@@ -197,11 +202,14 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
       completedTurns: answered.rows[0].n,
       peakConnections: peak,
       // Where the CPU went, per turn: the forkline processes, Postgres, and this load generator.
-      serverCpuMsPerTurn: round((cpu1.servers - cpu0.servers) / sessions),
-      postgresCpuMsPerTurn: round((cpu1.postgres - cpu0.postgres) / sessions),
-      loadCpuMsPerTurn: round((cpu1.bench - cpu0.bench) / sessions),
+      serverCpuMsPerTurn: round((cpu1.servers.cpuMs - cpu0.servers.cpuMs) / sessions),
+      postgresCpuMsPerTurn: round((cpu1.postgres.cpuMs - cpu0.postgres.cpuMs) / sessions),
+      loadCpuMsPerTurn: round((cpu1.bench.cpuMs - cpu0.bench.cpuMs) / sessions),
       // How much of the machine those three kept busy: near 100%, a second process can only share it.
-      busyPercent: round((100 * (cpu1.servers - cpu0.servers + cpu1.postgres - cpu0.postgres + cpu1.bench - cpu0.bench)) / (elapsed * os.availableParallelism()), 0),
+      busyPercent: round((100 * (cpu1.servers.cpuMs - cpu0.servers.cpuMs + cpu1.postgres.cpuMs - cpu0.postgres.cpuMs + cpu1.bench.cpuMs - cpu0.bench.cpuMs)) / (elapsed * os.availableParallelism()), 0),
+      // How often the servers and the backends (main threads) slept and were woken, or were preempted, per turn.
+      serverSwitchesPerTurn: round((cpu1.servers.switches - cpu0.servers.switches) / sessions, 1),
+      postgresSwitchesPerTurn: round((cpu1.postgres.switches - cpu0.postgres.switches) / sessions, 1),
     };
   } finally {
     sampling = false;
@@ -235,6 +243,7 @@ export async function benchTurns(ctx: BenchContext) {
     onePeakConnections: one.peakConnections,
     oneCpuMsPerTurn: `server ${one.serverCpuMsPerTurn}, postgres ${one.postgresCpuMsPerTurn}, load ${one.loadCpuMsPerTurn} (machine ${one.busyPercent}% busy)`,
     twoCpuMsPerTurn: `servers ${two.serverCpuMsPerTurn}, postgres ${two.postgresCpuMsPerTurn}, load ${two.loadCpuMsPerTurn} (machine ${two.busyPercent}% busy)`,
+    contextSwitchesPerTurn: `one: server ${one.serverSwitchesPerTurn}, postgres ${one.postgresSwitchesPerTurn}; two: servers ${two.serverSwitchesPerTurn}, postgres ${two.postgresSwitchesPerTurn}`,
     twoPeakConnections: two.peakConnections,
     twoSharedPoolPeakConnections: twoShared.peakConnections,
     sendRetries503: one.sendRetries + two.sendRetries + many.sendRetries,
