@@ -244,14 +244,12 @@ export class SessionStore {
    */
   async commonPrefix(scope: Scope, aId: string, bId: string): Promise<number> {
     const columns = ['id', 'eventCount', 'inheritedRanges', 'inheritedEventCount'];
-    const [a, b] = await Promise.all([this.getSession(scope, aId, columns), this.getSession(scope, bId, columns)]);
-    if (!a) throw sessionNotFound(aId);
-    if (!b) throw sessionNotFound(bId);
+    const [a, b] = await Promise.all([this.requireSession(scope, aId, columns), this.requireSession(scope, bId, columns)]);
     return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }
 
-  async requireSession(scope: Scope, id: string): Promise<SessionRow> {
-    const s = await this.getSession(scope, id);
+  async requireSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<SessionRow> {
+    const s = await this.getSession(scope, id, columns);
     if (!s) throw sessionNotFound(id);
     return s;
   }
