@@ -10,13 +10,13 @@ import {
   DashboardCompareCandidatesDocument,
   DashboardCompareDocument,
   DashboardSessionDocument,
-  SessionEventsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import { diffRow, openingSeq, rightRange, type DiffRow } from './diff-rows.ts';
-import { EventPages } from './event-pages.ts';
+import type { EventPages } from './event-pages.ts';
+import { sessionEventPages } from './session-feed.ts';
 import { diffPath, eventPath, navigate, onLinkClick, redirect, sessionPath } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge, errorText } from './widgets.tsx';
@@ -31,12 +31,6 @@ interface Loaded {
   leftPages: EventPages;
   rightPages: EventPages;
 }
-
-const pagesOf = (id: string, length: number) =>
-  new EventPages(async (afterSeq, first) => {
-    const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
-    return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
-  }, length);
 
 /** The old `/sessions/<id>/compare` address: the diff of its parent (left) and it (right). */
 export function CompareRedirect({ id }: { id: string }) {
@@ -64,7 +58,7 @@ export function DiffPage({ a, b }: { a: string; b: string }) {
       .then((r) => {
         if (closed) return;
         if (!r.a || !r.b) return setError(`No session ${!r.a ? a : b}: it does not exist or was deleted.`);
-        setLoaded({ left: r.a, right: r.b, prefix: r.a.commonPrefix, leftPages: pagesOf(a, r.a.eventCount), rightPages: pagesOf(b, r.b.eventCount) });
+        setLoaded({ left: r.a, right: r.b, prefix: r.a.commonPrefix, leftPages: sessionEventPages(a, r.a.eventCount), rightPages: sessionEventPages(b, r.b.eventCount) });
       })
       .catch((err) => !closed && setError(errorText(err)));
     return () => {

@@ -9,6 +9,13 @@ import { EventPages } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
 import { errorText } from './widgets.tsx';
 
+/** A session's log as EventPages fetched through the events connection (`length`: its eventCount when opened). */
+export const sessionEventPages = (id: string, length: number) =>
+  new EventPages(async (afterSeq, first) => {
+    const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
+    return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
+  }, length);
+
 export interface SessionFeed {
   /** undefined while loading, null when the session does not exist. */
   session: SessionDetails | null | undefined;
@@ -56,10 +63,7 @@ export function useSessionFeed(id: string): SessionFeed {
       const summary = await forkline.query(DashboardSessionDocument, { id });
       if (closed) return;
       if (!summary.session) return setSession(null);
-      const log = new EventPages(async (afterSeq, first) => {
-        const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
-        return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
-      }, summary.session.eventCount);
+      const log = sessionEventPages(id, summary.session.eventCount);
       stops.push(log.subscribe(() => !closed && setVersion(log.version)));
       setSession(summary.session);
       setPages(log);
