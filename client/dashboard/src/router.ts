@@ -24,7 +24,6 @@ export function parseRoute(pathname: string, hash = ''): Route {
 }
 
 export const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`;
-export const comparePath = (id: string) => `${sessionPath(id)}/compare`;
 /** The diff of two sessions (left, right) from their common ancestor. */
 export const diffPath = (a: string, b: string) => `/compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
 /** A session opened at one event (search hits link there). */
