@@ -16,6 +16,7 @@ import { getOperationAST, parse, type DocumentNode, type ExecutionResult } from 
 import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import type { Context } from './context.ts';
 import type { RequestGate } from './plugins/request-gate.ts';
+import { perHeaderValue } from './per-header-value.ts';
 
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
@@ -28,17 +29,7 @@ const MAX_REMEMBERED_QUERIES = 1000;
  * Mirrors yoga's accept.js and use-result-processor.js: utf-8 types only, the
  * last match in reversed order wins, the header's wildcards match.
  */
-export function regularMediaType(accept: string | undefined): RegularType | null {
-  // Clients send the same few Accept headers: each is worked out once.
-  const known = mediaTypes.get(accept);
-  if (known !== undefined) return known;
-  const chosen = mediaTypeOf(accept);
-  if (mediaTypes.size >= MAX_REMEMBERED_QUERIES) mediaTypes.clear();
-  mediaTypes.set(accept, chosen);
-  return chosen;
-}
-
-const mediaTypes = new Map<string | undefined, RegularType | null>();
+export const regularMediaType = perHeaderValue(mediaTypeOf, MAX_REMEMBERED_QUERIES);
 
 function mediaTypeOf(accept: string | undefined): RegularType | null {
   const asked = (accept || '*/*')

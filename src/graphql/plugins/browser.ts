@@ -5,6 +5,7 @@ import type http from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { isLoopbackHost } from '../security.ts';
+import { perHeaderValue } from '../per-header-value.ts';
 
 /**
  * yoga's CSRF prevention: a request whose content type a cross-site form could
@@ -30,20 +31,10 @@ function hostnameOf(hostHeader: string | undefined | null): string | undefined {
  * own name was rebound to 127.0.0.1 is "same origin" to the browser, but its
  * Host header still names the attacker's domain.
  */
-export function isAllowedLocalHost(hostHeader: string | undefined | null): boolean {
-  // Every request asks; clients send the same few Host headers (parsing one is a URL parse).
-  const key = hostHeader ?? '';
-  let allowed = localHosts.get(key);
-  if (allowed === undefined) {
-    const name = hostnameOf(hostHeader);
-    allowed = name !== undefined && isLoopbackHost(name);
-    if (localHosts.size >= 100) localHosts.clear();
-    localHosts.set(key, allowed);
-  }
-  return allowed;
-}
-
-const localHosts = new Map<string, boolean>();
+export const isAllowedLocalHost = perHeaderValue((hostHeader: string | undefined | null): boolean => {
+  const name = hostnameOf(hostHeader); // a URL parse: worth doing once per Host value
+  return name !== undefined && isLoopbackHost(name);
+}, 100);
 
 /** Non-browser clients send no Origin; browsers may connect from this server's own origin or an allowed one. */
 export function isAllowedOrigin(req: http.IncomingMessage, corsOrigins: readonly string[]): boolean {
