@@ -32,6 +32,15 @@ import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
 const MAX_WS_MESSAGE_BYTES = 1024 * 1024;
+/**
+ * Connections the kernel completes and holds until we accept them. libuv
+ * accepts one per event-loop iteration (libuv#3696), so under load a burst of
+ * new connections waits here. Node's default, 511, overflowed with 1,000
+ * clients sending at once to a busy process (`turns` bench on a Postgres with
+ * synchronous_commit off): dropped SYNs, and 434–870 of the 1,000 connects timed out
+ * after 10 s. With 4,096: none. Linux caps it at net.core.somaxconn.
+ */
+const LISTEN_BACKLOG = 4096;
 
 export interface ServerOptions {
   services: Services;
@@ -239,7 +248,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
-    httpServer.listen(opts.port, opts.host, () => resolve());
+    httpServer.listen({ port: opts.port, host: opts.host, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   const addr = httpServer.address() as import('node:net').AddressInfo;
   const hostForUrl = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
