@@ -23,6 +23,7 @@ beforeAll(async () => {
 afterAll(() => dashboard?.close());
 
 const openPage = () => openPageOn(browser);
+const composerStatus = (page: import('playwright-core').Page) => page.locator('.composer-bar .muted').textContent();
 
 describe('dashboard', () => {
   it('serves the app shell at / and for client-side routes, assets with their types', async () => {
@@ -140,6 +141,7 @@ describe('dashboard', () => {
     await page.goto(`${origin}/sessions/${session}`);
     await page.locator('li.msg.user', { hasText: 'third question' }).getByText('queued').waitFor(TIMEOUT);
     await page.locator('li.msg.user', { hasText: 'second question' }).waitFor(TIMEOUT);
+    expect(await composerStatus(page)).toBe('A turn is running. 1 queued.');
 
     await page.locator('.turn-end[data-turn="1"]').getByRole('button', { name: 'Branch from turn 1', exact: true }).click();
     await page.getByRole('dialog', { name: 'Branch from turn 1' }).getByRole('button', { name: 'Branch', exact: true }).click();
@@ -166,6 +168,17 @@ describe('dashboard', () => {
     await page.waitForURL((url) => url.pathname.endsWith(session), TIMEOUT);
     await page.getByRole('button', { name: 'Cancel turn' }).click();
     await expect.poll(() => page.locator('.turn-end[data-turn="2"]').textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toContain('cancelled');
+    // The composer counts from the log: in the frame where turn 3 has taken the third question, nothing is queued.
+    const whenTaken = await page.waitForFunction(
+      () => {
+        const third = [...document.querySelectorAll('li.msg.user')].find((li) => li.textContent?.includes('third question'));
+        if (!third || third.textContent?.includes('queued')) return false;
+        return document.querySelector('.composer-bar .muted')?.textContent ?? '';
+      },
+      undefined,
+      { polling: 'raf', ...TIMEOUT },
+    );
+    expect(await whenTaken.jsonValue()).not.toContain('queued');
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -1,7 +1,8 @@
 // One session for the session page: its summary, the pages of its log the
 // panes ask for (EventPages, nothing up front), the live appends after the
 // length it opened at, the streaming step, and its status as the log says it
-// (turn/start and turn/end as they arrive, so the header moves with the rows).
+// (turn/start and turn/end as they arrive, so the header moves with the rows)
+// and its queued inputs (inbox/add and inbox/remove as they arrive).
 import { useEffect, useState } from 'preact/hooks';
 import { DashboardSessionDocument, SessionEventsDocument, SessionEventsLiveDocument, SessionsChangedDocument } from '../../generated/graphql.ts';
 import { follow, forkline } from './api.ts';
@@ -25,6 +26,12 @@ export interface SessionFeed {
   live: LiveStep | null;
   /** RUNNING/IDLE from the last turn bracket event seen live, else the summary's. */
   status: string | undefined;
+  /**
+   * Inputs waiting in the inbox: the summary's when the page opened, then
+   * each inbox event as it arrives (the summary refreshes later, so a count
+   * taken from it would say "queued" for a moment after the turn took it).
+   */
+  queued: number;
   error: string | null;
 }
 
@@ -34,6 +41,7 @@ export function useSessionFeed(id: string): SessionFeed {
   const [version, setVersion] = useState(0);
   const [live, setLive] = useState<LiveStep | null>(null);
   const [logStatus, setLogStatus] = useState<string | undefined>(undefined);
+  const [queued, setQueued] = useState<ReadonlySet<string>>(new Set());
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
@@ -43,6 +51,7 @@ export function useSessionFeed(id: string): SessionFeed {
     setPages(null);
     setLive(null);
     setLogStatus(undefined);
+    setQueued(new Set());
     setError(null);
     const answeredSteps = new Set<string>();
 
@@ -66,6 +75,7 @@ export function useSessionFeed(id: string): SessionFeed {
       const log = sessionEventPages(id, summary.session.eventCount);
       stops.push(log.subscribe(() => !closed && setVersion(log.version)));
       setSession(summary.session);
+      setQueued(new Set(summary.session.pendingInputs.map((p) => p.inputId)));
       setPages(log);
       // Live from the length the page opened at; a reconnect resumes after the last seq received.
       let lastLive = summary.session.eventCount - 1;
@@ -81,6 +91,15 @@ export function useSessionFeed(id: string): SessionFeed {
             }
             if (e.type === 'turn/start') setLogStatus('RUNNING');
             if (e.type === 'turn/end') setLogStatus('IDLE');
+            if (e.type === 'inbox/add' || e.type === 'inbox/remove') {
+              const inputId = (e.data as { inputId: string }).inputId;
+              setQueued((q) => {
+                const next = new Set(q);
+                if (e.type === 'inbox/add') next.add(inputId);
+                else next.delete(inputId);
+                return next;
+              });
+            }
             log.add([e]);
             refreshSummary();
           },
@@ -105,5 +124,5 @@ export function useSessionFeed(id: string): SessionFeed {
     };
   }, [id]);
 
-  return { session, pages, version, live, status: logStatus ?? session?.status, error };
+  return { session, pages, version, live, status: logStatus ?? session?.status, queued: queued.size, error };
 }

@@ -26,7 +26,7 @@ import { errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
-  const { session, pages, version, live, status, error } = useSessionFeed(id);
+  const { session, pages, version, live, status, queued, error } = useSessionFeed(id);
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
@@ -85,7 +85,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
           <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} sessionId={id} />
-          <Composer sessionId={id} running={running} pending={session.pendingInputs.length} />
+          <Composer sessionId={id} running={running} pending={queued} />
         </section>
         <section class="pane events" aria-label="Events pane">
           <h2>
