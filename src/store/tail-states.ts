@@ -23,14 +23,20 @@ export class TailStates {
     return this.states.get(sessionId);
   }
 
-  /** Reads the state at the end of the session's log (as `db` sees it: inside a transaction, its snapshot). */
+  /**
+   * Reads the state at the end of the session's log (as `db` sees it: inside a
+   * transaction, its snapshot). The same row gives the session's lineage, which
+   * never changes: remembered, so the agent's first read of a log it was just
+   * sent a message for needs no statement of its own for it.
+   */
   async load(sessionId: string, db: Db, tenant?: string): Promise<LogState> {
-    const { rows } = await db.query<{ eventCount: number; pendingInputCount: number }>(
-      'SELECT "eventCount", "pendingInputCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
+    const { rows } = await db.query<{ eventCount: number; pendingInputCount: number; id: string; inheritedRanges: unknown; inheritedEventCount: number }>(
+      'SELECT "eventCount", "pendingInputCount", id, "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
       [sessionId, tenant ?? null],
     );
     const row = rows[0];
     if (!row) throw sessionNotFound(sessionId);
+    this.log.remember(row);
     return (await this.at(sessionId, row.eventCount - 1, db, row.pendingInputCount)).state;
   }
 

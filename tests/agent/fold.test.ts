@@ -12,11 +12,20 @@ let a: TestApp;
 let b: TestApp;
 let counting = false;
 let rowsRead = 0;
+/** Statements that read a session row (SELECT … FROM "Session"), while counting. */
+let sessionRowReads: string[] = [];
 const scope = { tenant: 'local' };
 
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
-  a = await startTestApp({ databaseUrl, onQuery: (sql, rows) => counting && /FROM "Event"/.test(sql) && (rowsRead += rows) });
+  a = await startTestApp({
+    databaseUrl,
+    onQuery: (sql, rows) => {
+      if (!counting) return;
+      if (/FROM "Event"/.test(sql)) rowsRead += rows;
+      if (/^\s*SELECT\b[^]*FROM "Session"/.test(sql)) sessionRowReads.push(sql);
+    },
+  });
   b = await startTestApp({ databaseUrl });
 });
 afterAll(async () => {
@@ -85,5 +94,16 @@ describe('the agent fold', () => {
     const events = await log(a, id);
     expect(events.length).toBeGreaterThan(50 * 7);
     expect(a.models.scripted.lastRequest!.messages).toEqual(replayedRequest(events));
+  });
+
+  it("a session's first turn in a process reads its session row once: the lineage comes with the append's state", async () => {
+    // Made by the other process: nothing about it is cached here.
+    const id = (await b.services.store.createSession(scope, { title: 'first turn' })).id;
+    sessionRowReads = [];
+    counting = true;
+    await send(a, id, 'hello\n!call clock');
+    counting = false;
+    expect((await log(a, id)).at(-1)?.type).toBe('turn/end');
+    expect(sessionRowReads, sessionRowReads.join('\n')).toHaveLength(1);
   });
 });
