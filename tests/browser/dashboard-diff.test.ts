@@ -128,4 +128,26 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it('follows appends to either side while it is open', async () => {
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
+    await page.goto(`${origin}/compare/${left}/${right}`);
+    await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
+    const length = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id })).session.eventCount as number;
+    const before = await length(left);
+    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${before} events`);
+
+    await app.services.store.append(left, turns(441, 1, 'left'));
+    const after = await length(left);
+    expect(after).toBeGreaterThan(before);
+    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${after} events`);
+    await page.getByTestId('diff-scroll').evaluate((el) => (el.scrollTop = el.scrollHeight));
+    const end = page.locator(`.diff-row[data-seq="${after - 1}"]`);
+    await expect.poll(() => end.locator('[data-testid="diff-left"]').textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toContain('turn/end');
+    expect(await end.locator('[data-testid="diff-right"]').textContent()).toContain('past the end');
+    expect(await page.locator('main.compare-page').getAttribute('data-common-prefix')).toBe(String(CUT_LEFT));
+
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });

@@ -4,7 +4,8 @@
 // first divergent seq highlighted, and the view opens there. Nothing loads a
 // whole log: each side is an EventPages (the session page's pages, fetched on
 // demand through the events connection) and only the rows near the viewport
-// exist (the virtualizer), so a 5,000-event pair fetches a window or two.
+// exist (the virtualizer), so a 5,000-event pair fetches a window or two. Both
+// sides follow their live appends: a session still running grows in place.
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
 import {
   DashboardCompareCandidatesDocument,
@@ -16,7 +17,7 @@ import { forkline } from './api.ts';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import { diffRow, openingSeq, rightRange, type DiffRow } from './diff-rows.ts';
 import type { EventPages } from './event-pages.ts';
-import { sessionEventPages } from './session-feed.ts';
+import { followAppends, sessionEventPages } from './session-feed.ts';
 import { diffPath, eventPath, navigate, onLinkClick, redirect, sessionPath } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge, errorText } from './widgets.tsx';
@@ -79,7 +80,13 @@ export function DiffPage({ a, b }: { a: string; b: string }) {
 
 function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   const [jump, setJump] = useState(0);
-  const rows = Math.max(left.eventCount, right.eventCount);
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
+  useEffect(() => {
+    const stops = [leftPages.subscribe(() => rerender(0)), rightPages.subscribe(() => rerender(0))];
+    stops.push(followAppends(left.id, leftPages), followAppends(right.id, rightPages));
+    return () => stops.forEach((s) => s());
+  }, [left.id, right.id, leftPages, rightPages]);
+  const rows = Math.max(leftPages.length, rightPages.length);
   const first = prefix + 1;
   const related = prefix >= 0;
   return (
@@ -108,8 +115,8 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
       </header>
       <section class="pane diff" aria-label="Compared events">
         <div class="diff-heads" role="presentation">
-          <SideHead side={left} label="Left" />
-          <SideHead side={right} label="Right" />
+          <SideHead side={left} label="Left" length={leftPages.length} />
+          <SideHead side={right} label="Right" length={rightPages.length} />
         </div>
         <DiffTable left={left} right={right} prefix={prefix} rows={rows} leftPages={leftPages} rightPages={rightPages} jump={jump} />
       </section>
@@ -117,7 +124,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   );
 }
 
-function SideHead({ side, label }: { side: Side; label: string }) {
+function SideHead({ side, label, length }: { side: Side; label: string; length: number }) {
   return (
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
       {label}:{' '}
@@ -125,7 +132,7 @@ function SideHead({ side, label }: { side: Side; label: string }) {
         {side.title || side.id}
       </a>{' '}
       <span class="muted">
-        {side.eventCount} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
+        {length} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
       </span>
     </h2>
   );
@@ -135,11 +142,6 @@ const ROW_HEIGHT = 28;
 
 function DiffTable(props: { left: Side; right: Side; prefix: number; rows: number; leftPages: EventPages; rightPages: EventPages; jump: number }) {
   const { prefix, rows, leftPages, rightPages } = props;
-  const [, rerender] = useReducer((n: number) => n + 1, 0);
-  useEffect(() => {
-    const stops = [leftPages.subscribe(() => rerender(0)), rightPages.subscribe(() => rerender(0))];
-    return () => stops.forEach((s) => s());
-  }, [leftPages, rightPages]);
   const box = useRef<HTMLDivElement>(null);
   const open = openingSeq(prefix, rows);
   const v = useVirtualizer({

@@ -4,8 +4,14 @@
 // (turn/start and turn/end as they arrive, so the header moves with the rows)
 // and its queued inputs (inbox/add and inbox/remove as they arrive).
 import { useEffect, useState } from 'preact/hooks';
-import { DashboardSessionDocument, SessionEventsDocument, SessionEventsLiveDocument, SessionsChangedDocument } from '../../generated/graphql.ts';
-import { follow, forkline } from './api.ts';
+import {
+  DashboardSessionDocument,
+  SessionEventsDocument,
+  SessionEventsLiveDocument,
+  SessionsChangedDocument,
+  type SessionEventsLiveSubscription,
+} from '../../generated/graphql.ts';
+import { follow, forkline, type Sink } from './api.ts';
 import { EventPages } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
 import { errorText } from './widgets.tsx';
@@ -16,6 +22,25 @@ export const sessionEventPages = (id: string, length: number) =>
     const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
     return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
   }, length);
+
+type LiveEvent = SessionEventsLiveSubscription['sessionEvents'];
+
+/**
+ * The session's appends after the end of `pages`, as they are stored, into
+ * `pages` (after `sink.next` sees each); a reconnect resumes after the last
+ * seq received.
+ */
+export function followAppends(sessionId: string, pages: EventPages, sink: Partial<Sink<LiveEvent>> = {}): () => void {
+  let last = pages.length - 1;
+  return follow(() => forkline.subscribe(SessionEventsLiveDocument, { sessionId, afterSeq: last }), {
+    ...sink,
+    next: ({ sessionEvents: e }) => {
+      last = Math.max(last, e.seq);
+      sink.next?.(e);
+      pages.add([e]);
+    },
+  });
+}
 
 export interface SessionFeed {
   /** undefined while loading, null when the session does not exist. */
@@ -77,13 +102,11 @@ export function useSessionFeed(id: string): SessionFeed {
       setSession(summary.session);
       setQueued(new Set(summary.session.pendingInputs.map((p) => p.inputId)));
       setPages(log);
-      // Live from the length the page opened at; a reconnect resumes after the last seq received.
-      let lastLive = summary.session.eventCount - 1;
+      // Live from the length the page opened at.
       stops.push(
-        follow(() => forkline.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: lastLive }), {
-          next: ({ sessionEvents: e }) => {
+        followAppends(id, log, {
+          next: (e) => {
             setError(null);
-            lastLive = Math.max(lastLive, e.seq);
             if (e.type === 'model/message') {
               const d = e.data as { turn: number; step: number };
               answeredSteps.add(`${d.turn}:${d.step}`);
@@ -100,7 +123,6 @@ export function useSessionFeed(id: string): SessionFeed {
                 return next;
               });
             }
-            log.add([e]);
             refreshSummary();
           },
           error: (err) => !closed && setError(`live events: ${errorText(err)}`),
