@@ -40,9 +40,13 @@ const LEASE_SQL = {
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
        RETURNING s.id, s."leaseToken" AS token`,
+  // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
+  // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
-         FROM unnest($3::text[], $4::int[]) AS l(id, token)
-        WHERE s.id = l.id AND s."leaseOwner" = $1 AND s."leaseToken" = l.token
+         FROM (SELECT x.id, l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
+                WHERE x."leaseOwner" = $1
+                ORDER BY x.id COLLATE "C" FOR UPDATE OF x) held
+        WHERE s.id = held.id AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
        RETURNING s.id`,
   releaseIfIdle: `UPDATE "Session" SET
           "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,

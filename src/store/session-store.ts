@@ -14,6 +14,7 @@ import type { Lease } from './leases.ts';
 import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
+import { AppendBatcher } from './append-batcher.ts';
 import type { LogState } from '../core/log-state.ts';
 
 export type { StoredEvent } from './session-log.ts';
@@ -105,38 +106,54 @@ function rowChanges(before: LogState, after: LogState) {
   };
 }
 
+/** Parameters of one session's append (appendBlock). */
+const APPEND_PARAMS = 13;
+
 /**
- * One append, in one statement (see SessionStore.append). A runner's append
- * ($10: its fencing token) also extends its lease by $13 ms — a working runner
- * keeps its lease without waiting for the heartbeat — and with $12 gives the
- * lease back when the batch leaves the session idle (no open turn, no queued
- * input): the last append of a turn needs no second round trip.
+ * One session's append (see SessionStore.append) as CTEs and the SELECT of
+ * what it stored, its parameters at $(offset + 1)…$(offset + 13) and its CTEs
+ * named s<k> and ins<k>: the whole of a lone append's statement (APPEND_SQL),
+ * or one block of a statement that appends to several sessions
+ * (append-batcher.ts). A runner's append ($10: its fencing token) also
+ * extends its lease by $13 ms — a working runner keeps its lease without
+ * waiting for the heartbeat — and with $12 gives the lease back when the
+ * batch leaves the session idle (no open turn, no queued input): the last
+ * append of a turn needs no second round trip.
  */
-const APPEND_SQL = `WITH s AS (
+function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; select: string } {
+  const $ = (n: number) => `$${offset + n}`;
+  const s = `s${k}`;
+  const ins = `ins${k}`;
+  return {
+    ctes: `${s} AS (
          UPDATE "Session"
-            SET "eventCount" = "eventCount" + $2,
-                "turnCount" = "turnCount" + $3,
-                "pendingInputCount" = "pendingInputCount" + $9,
-                status = COALESCE($4::"SessionStatus", status),
-                title = CASE WHEN $5::boolean THEN $6 ELSE title END,
+            SET "eventCount" = "eventCount" + ${$(2)},
+                "turnCount" = "turnCount" + ${$(3)},
+                "pendingInputCount" = "pendingInputCount" + ${$(9)},
+                status = COALESCE(${$(4)}::"SessionStatus", status),
+                title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "updatedAt" = now(),
-                "leaseOwner" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0
+                "leaseOwner" = CASE WHEN ${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0
                                     THEN NULL ELSE "leaseOwner" END,
-                "leaseExpiresAt" = CASE WHEN $12::boolean AND COALESCE($4::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + $9 = 0 THEN NULL
-                                        WHEN $10::int IS NOT NULL AND $13::int IS NOT NULL THEN now() + $13::int * interval '1 millisecond'
+                "leaseExpiresAt" = CASE WHEN ${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0 THEN NULL
+                                        WHEN ${$(10)}::int IS NOT NULL AND ${$(13)}::int IS NOT NULL THEN now() + ${$(13)}::int * interval '1 millisecond'
                                         ELSE "leaseExpiresAt" END
-          WHERE id = $1 AND ($7::int IS NULL OR "eventCount" = $7::int) AND ($10::int IS NULL OR "leaseToken" = $10::int)
-            AND ($11::text IS NULL OR tenant = $11::text)
-          RETURNING "eventCount" - $2 AS base, "pendingInputCount" - $9 AS pending, "treeId", "leaseOwner" IS NULL AS released
-       ), ins AS (
+          WHERE id = ${$(1)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND (${$(10)}::int IS NULL OR "leaseToken" = ${$(10)}::int)
+            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
+          RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", "leaseOwner" IS NULL AS released
+       ), ${ins} AS (
          INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
-         SELECT $1, s.base + (t.ord - 1)::int, s."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s.pending + (t.e->>'p')::int
-           FROM s, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
+         SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int
+           FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq, type, data, synthetic, "createdAt"
-       )
-       SELECT ins.*, (SELECT released FROM s) AS released,
-              (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', $1::text, 'last', max(seq))::text) FROM ins) AS notified
-         FROM ins ORDER BY seq`;
+       )`,
+    select: `SELECT ${k} AS k, ${ins}.*, (SELECT released FROM ${s}) AS released,
+              (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', ${$(1)}::text, 'last', max(seq))::text) FROM ${ins}) AS notified
+         FROM ${ins}`,
+  };
+}
+
+const APPEND_SQL = (({ ctes, select }) => `WITH ${ctes}\n       ${select} ORDER BY seq`)(appendBlock(0));
 
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
@@ -173,6 +190,8 @@ export class SessionStore {
   private readonly tails: TailStates;
 
   private readonly appendStatement: ReturnType<typeof statement>;
+  /** Appends outside a transaction: several sessions' in one statement when they wait together (group commit). */
+  private readonly appends: AppendBatcher;
 
   constructor(
     readonly pool: pg.Pool,
@@ -184,6 +203,8 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, prepare);
     this.tails = new TailStates(this.log);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
+    const poolMax = pool.options.max ?? 10;
+    this.appends = new AppendBatcher(pool, { single: this.appendStatement, block: appendBlock, params: APPEND_PARAMS, prepare }, Math.max(1, Math.floor(poolMax / 2)));
   }
 
   async createSession(
@@ -357,10 +378,10 @@ export class SessionStore {
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
     const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
-    const { rows: out } = await (opts.client ?? this.pool).query<Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { notified: unknown; released: boolean }>(
-      this.appendStatement([sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
-       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null]),
-    );
+    const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
+      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null];
+    type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { k: number; notified: unknown; released: boolean };
+    const out = (opts.client ? (await opts.client.query<Out>(this.appendStatement(params))).rows : await this.appends.run(params)) as Out[];
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
         'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
@@ -375,7 +396,7 @@ export class SessionStore {
     }
     // Appended events are the session's own: never inherited.
     return {
-      events: out.map(({ notified: _n, released: _r, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false })),
+      events: out.map(({ k: _k, notified: _n, released: _r, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false })),
       released: release && out[0].released,
     };
   }
@@ -544,9 +565,11 @@ export class SessionStore {
       try {
         return await this.deleteOnce(scope, id, opts.withDescendants ?? false, opts.beforeCommit);
       } catch (err) {
-        // A child forked while we collected the subtree: the parentId key refuses
-        // the delete at the end of the statement. Collect again.
-        if (!opts.withDescendants || attempt >= 5 || (err as { code?: string }).code !== '23503') throw err;
+        // A child forked while we collected the subtree (the parentId key refuses
+        // the delete at the end of the statement), or a deadlock with a batch of
+        // appends (append-batcher.ts) to the same sessions: again.
+        const code = (err as { code?: string }).code;
+        if (attempt >= 5 || !(code === '40P01' || (opts.withDescendants && code === '23503'))) throw err;
       }
     }
   }
