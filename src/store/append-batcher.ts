@@ -77,7 +77,7 @@ export class AppendBatcher {
     }
   }
 
-  /** The oldest waiting appends, one per session (a session's next append waits for the one before it). */
+  /** The oldest waiting appends, one per session: two of one session in one statement would both check the same length. */
   private takeBatch(): Waiting[] {
     const batch: Waiting[] = [];
     const sessions = new Set<unknown>();
