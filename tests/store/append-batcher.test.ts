@@ -16,8 +16,9 @@ const scope = { tenant: 'local' };
 let url: string;
 let db: Database;
 let store: SessionStore;
-/** Statements the store sent, by text. */
+/** Statements the store sent, by text, and the names of the prepared ones. */
 const sent: string[] = [];
+const names: string[] = [];
 
 beforeAll(async () => {
   url = await createTestDatabase();
@@ -25,8 +26,9 @@ beforeAll(async () => {
   db = openDatabase(url, { max: 2 });
   const query = db.pool.query.bind(db.pool) as (...a: unknown[]) => unknown;
   (db.pool as { query: unknown }).query = (...a: unknown[]) => {
-    const c = a[0] as string | { text: string };
+    const c = a[0] as string | { text: string; name?: string };
     sent.push(typeof c === 'string' ? c : c.text);
+    if (typeof c !== 'string' && c.name) names.push(c.name);
     return query(...a);
   };
   store = new SessionStore(db.pool, toolEffectOf);
@@ -53,6 +55,18 @@ describe('appends of several sessions in one statement', () => {
       ]);
     });
     for (const id of ids) expect(await seqsOf(id)).toEqual([0, 1, 2]);
+  });
+
+  it('without prepared statements (behind a transaction-mode pooler) too', async () => {
+    const unprepared = new SessionStore(db.pool, toolEffectOf, { prepare: false });
+    const ids = await Promise.all(Array.from({ length: 12 }, async () => (await unprepared.createSession(scope, {})).id));
+    await Promise.all(ids.map((id) => unprepared.append(id, [note(0)])));
+    sent.length = 0;
+    names.length = 0;
+    const results = await Promise.all(ids.map((id, i) => unprepared.append(id, [note(i)])));
+    expect(appendStatements().some((t) => t.includes('UNION ALL'))).toBe(true);
+    expect(names).toEqual([]);
+    results.forEach((events, i) => expect(events.map((e) => [e.sessionId, e.seq])).toEqual([[ids[i], 1]]));
   });
 
   it('a block made stale by another writer stores nothing; its append is retried alone and lands once', async () => {
