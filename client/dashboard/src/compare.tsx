@@ -38,7 +38,7 @@ export function CompareRedirect({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     forkline
-      .query(DashboardSessionDocument, { id })
+      .query(DashboardSessionDocument, { id, withInputs: false })
       .then((r) => {
         const parent = r.session?.parent?.id;
         if (parent) redirect(diffPath(parent, id));

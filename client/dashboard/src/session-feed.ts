@@ -85,7 +85,7 @@ export function useSessionFeed(id: string): SessionFeed {
       clearTimeout(summaryTimer);
       summaryTimer = setTimeout(async () => {
         try {
-          const r = await forkline.query(DashboardSessionDocument, { id });
+          const r = await forkline.query(DashboardSessionDocument, { id, withInputs: false });
           if (!closed) setSession(r.session);
         } catch (err) {
           if (!closed) setError(errorText(err));
@@ -94,13 +94,13 @@ export function useSessionFeed(id: string): SessionFeed {
     };
 
     (async () => {
-      const summary = await forkline.query(DashboardSessionDocument, { id });
+      const summary = await forkline.query(DashboardSessionDocument, { id, withInputs: true });
       if (closed) return;
       if (!summary.session) return setSession(null);
       const log = sessionEventPages(id, summary.session.eventCount);
       stops.push(log.subscribe(() => !closed && setVersion(log.version)));
       setSession(summary.session);
-      setQueued(new Set(summary.session.pendingInputs.map((p) => p.inputId)));
+      setQueued(new Set(summary.session.pendingInputs?.map((p) => p.inputId)));
       setPages(log);
       // Live from the length the page opened at.
       stops.push(
