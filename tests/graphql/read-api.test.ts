@@ -99,6 +99,25 @@ describe('GraphQL read API over HTTP', () => {
       expect(r.errors?.[0]?.extensions?.code, q).toBe('BAD_USER_INPUT');
     }
   });
+
+  it('a variable the request leaves out takes its default, even a non-null one (as graphql-js does)', async () => {
+    const { createSession: s } = await app.ok(CREATE, { input: { title: 'defaults', model: { provider: 'scripted', model: 'echo' } } });
+    const Q = `query($id: ID!, $withTitle: Boolean! = false, $first: Int! = 1) {
+      session(id: $id) { id title @include(if: $withTitle) events(first: $first) { edges { node { seq } } } }
+    }`;
+    // Twice: the first request compiles the query, the second runs the cached compiled query.
+    for (let i = 0; i < 2; i++) {
+      expect((await app.ok(Q, { id: s.id })).session).toEqual({ id: s.id, events: { edges: [{ node: { seq: 0 } }] } });
+      expect((await app.ok(Q, { id: s.id, withTitle: true, first: 2 })).session).toEqual({
+        id: s.id,
+        title: 'defaults',
+        events: { edges: [{ node: { seq: 0 } }, { node: { seq: 1 } }] },
+      });
+    }
+    // A non-null variable sent as null is still refused, default or not.
+    const r = await app.gql(Q, { id: s.id, withTitle: null });
+    expect(r.errors?.[0]?.message).toMatch(/withTitle.*must not be null/);
+  });
 });
 
 describe('no N+1', () => {

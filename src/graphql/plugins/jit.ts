@@ -6,10 +6,27 @@
 // a quarter of the server's CPU. Mutations and subscriptions keep the standard
 // executor (neither is hot; subscriptions deliver through live-events).
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { getOperationAST, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { getOperationAST, valueFromASTUntyped, type DocumentNode, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
-type Compiled = CompiledQuery | null; // null: not compilable, the standard executor runs it
+// null: not compilable, the standard executor runs it
+type Compiled = { jit: CompiledQuery; defaults: [name: string, value: unknown][] } | null;
+
+// graphql-jit 0.8 refuses a non-null variable with a default that the request
+// leaves out (`$w: Boolean! = false` → "was not provided"), where the spec and
+// graphql-js apply the default. Defaults the request omits are filled in as if
+// the client had sent them, so graphql-jit coerces them like any input.
+function variableDefaults(operation: OperationDefinitionNode | null | undefined): [string, unknown][] {
+  return (operation?.variableDefinitions ?? [])
+    .filter((d) => d.defaultValue)
+    .map((d) => [d.variable.name.value, valueFromASTUntyped(d.defaultValue!)]);
+}
+
+function withDefaults(variables: Record<string, unknown> | null | undefined, defaults: [string, unknown][]): Record<string, unknown> {
+  const values = variables ?? {};
+  const missing = defaults.filter(([name]) => !Object.hasOwn(values, name));
+  return missing.length === 0 ? values : { ...Object.fromEntries(missing), ...values };
+}
 
 export function useJitQueries(): Plugin {
   // Per document (yoga's parse cache hands out the same object for the same text), per operation.
@@ -21,7 +38,7 @@ export function useJitQueries(): Plugin {
     let compiled = byOperation.get(key);
     if (compiled === undefined) {
       const result = compileQuery(args.schema, args.document, args.operationName ?? undefined);
-      compiled = isCompiledQuery(result) ? result : null;
+      compiled = isCompiledQuery(result) ? { jit: result, defaults: variableDefaults(getOperationAST(args.document, args.operationName)) } : null;
       byOperation.set(key, compiled);
     }
     return compiled;
@@ -30,7 +47,9 @@ export function useJitQueries(): Plugin {
     onExecute({ args, setExecuteFn }) {
       if (getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
       const compiled = compiledFor(args);
-      if (compiled) setExecuteFn((a) => compiled.query(a.rootValue, a.contextValue, a.variableValues) as ExecutionResult | Promise<ExecutionResult>);
+      if (compiled) {
+        setExecuteFn((a) => compiled.jit.query(a.rootValue, a.contextValue, withDefaults(a.variableValues, compiled.defaults)) as ExecutionResult | Promise<ExecutionResult>);
+      }
     },
   };
 }
