@@ -100,6 +100,7 @@ export class SessionRunner {
    */
   async run(): Promise<void> {
     await this.fold.catchUp(this.deps.store.log);
+    this.deps.store.knowTail(this.sessionId, this.fold.state);
     while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {

@@ -248,6 +248,7 @@ export class SessionHost {
    * moment) goes to that drive.
    */
   private adopt(lease: Lease): Running {
+    if (lease.lineage) this.store.log.rememberLineage(lease.lineage);
     const current = this.running.get(lease.sessionId);
     if (current) {
       current.nextLease = lease;

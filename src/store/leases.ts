@@ -13,6 +13,7 @@
 // live processes renew theirs in one statement per heartbeat.
 import type pg from 'pg';
 import { statement } from './statements.ts';
+import { lineageOf, type Lineage } from './lineage.ts';
 
 export interface Lease {
   sessionId: string;
@@ -20,14 +21,22 @@ export interface Lease {
   token: number;
   /** How long each of the holder's appends extends the lease. */
   ttlMs?: number;
+  /**
+   * The session's lineage, from the row the claim took: the runner's first
+   * read needs it, and a process that never touched the session would look it
+   * up with a statement of its own (two processes: 0.4 per turn).
+   */
+  lineage?: Lineage;
 }
+
+type ClaimedRow = { id: string; token: number; inheritedRanges: unknown; inheritedEventCount: number };
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
-        RETURNING "leaseToken" AS token`,
+        RETURNING id, "leaseToken" AS token, "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
@@ -39,7 +48,7 @@ const LEASE_SQL = {
        )
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s."leaseToken" AS token`,
+       RETURNING s.id, s."leaseToken" AS token, s."inheritedRanges", s."inheritedEventCount"`,
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
@@ -78,8 +87,8 @@ export class LeaseStore {
    * while a batch claim runs) must not fence off the runner the first one started.
    */
   async claim(sessionId: string): Promise<Lease | null> {
-    const { rows } = await this.pool.query<{ token: number }>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
-    return rows[0] ? { sessionId, token: rows[0].token, ttlMs: this.ttlMs } : null;
+    const { rows } = await this.pool.query<ClaimedRow>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
+    return rows[0] ? this.leaseOf(rows[0]) : null;
   }
 
   /**
@@ -91,8 +100,12 @@ export class LeaseStore {
    */
   async claimRunnable(limit: number, excluding: readonly string[] = []): Promise<Lease[]> {
     if (limit <= 0) return [];
-    const { rows } = await this.pool.query<{ id: string; token: number }>(this.sql.claimRunnable([this.owner, this.ttlMs, limit, excluding]));
-    return rows.map((r) => ({ sessionId: r.id, token: r.token, ttlMs: this.ttlMs }));
+    const { rows } = await this.pool.query<ClaimedRow>(this.sql.claimRunnable([this.owner, this.ttlMs, limit, excluding]));
+    return rows.map((r) => this.leaseOf(r));
+  }
+
+  private leaseOf(row: ClaimedRow): Lease {
+    return { sessionId: row.id, token: row.token, ttlMs: this.ttlMs, lineage: lineageOf(row) };
   }
 
   /** Extends the leases still held, in one statement; returns the ids renewed (the others were taken over). */

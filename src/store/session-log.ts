@@ -75,7 +75,11 @@ export class SessionLog {
 
   /** Caches the lineage of a session row the caller already holds. */
   remember(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number }): Lineage {
-    const l = lineageOf(row);
+    return this.rememberLineage(lineageOf(row));
+  }
+
+  /** Caches a lineage the caller already holds (read with the session's lease, say). */
+  rememberLineage(l: Lineage): Lineage {
     if (this.lineages.size >= LINEAGE_CACHE_SIZE) this.lineages.delete(this.lineages.keys().next().value!);
     this.lineages.set(l.sessionId, l);
     return l;

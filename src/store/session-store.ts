@@ -303,6 +303,15 @@ export class SessionStore {
     return this.appendAndMaybeRelease(sessionId, events, { lease }, true);
   }
 
+  /**
+   * The reducer state at the end of the session's log as the caller replayed it
+   * (a runner's fold): appends check against it instead of loading one (see
+   * TailStates.offer).
+   */
+  knowTail(sessionId: string, state: LogState): void {
+    this.tails.offer(sessionId, state);
+  }
+
   private async appendAndMaybeRelease(
     sessionId: string,
     events: NewEvent[],

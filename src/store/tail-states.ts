@@ -62,6 +62,23 @@ export class TailStates {
     return { state, openTurn: tail.events };
   }
 
+  /**
+   * A state the caller replayed to the end of the log (a runner's fold, which
+   * may be the first this process holds of a session another process was
+   * sent the message for): kept unless a newer one is, with title and model
+   * left out as `load` leaves them. Saves the reload (2–3 statements) the
+   * runner's first append would make; were it stale, that append's length
+   * check fails and the state is reloaded, as with any other.
+   */
+  offer(sessionId: string, state: LogState): void {
+    const known = this.states.get(sessionId);
+    if (known && known.nextSeq >= state.nextSeq) return;
+    const copy = state.clone();
+    copy.title = undefined;
+    copy.model = undefined;
+    this.remember(sessionId, copy);
+  }
+
   remember(sessionId: string, state: LogState): void {
     this.states.delete(sessionId);
     this.states.set(sessionId, state);

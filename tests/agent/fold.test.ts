@@ -14,6 +14,8 @@ let counting = false;
 let rowsRead = 0;
 /** Statements that read a session row (SELECT … FROM "Session"), while counting. */
 let sessionRowReads: string[] = [];
+/** Every statement, while counting. */
+let statements: string[] = [];
 const scope = { tenant: 'local' };
 
 beforeAll(async () => {
@@ -22,6 +24,7 @@ beforeAll(async () => {
     databaseUrl,
     onQuery: (sql, rows) => {
       if (!counting) return;
+      statements.push(sql);
       if (/FROM "Event"/.test(sql)) rowsRead += rows;
       if (/^\s*SELECT\b[^]*FROM "Session"/.test(sql)) sessionRowReads.push(sql);
     },
@@ -105,5 +108,24 @@ describe('the agent fold', () => {
     counting = false;
     expect((await log(a, id)).at(-1)?.type).toBe('turn/end');
     expect(sessionRowReads, sessionRowReads.join('\n')).toHaveLength(1);
+  });
+
+  it('a turn claimed for input another process queued reads the new events once: no session row, no tail', async () => {
+    // b queued the input (and holds the session's tail state); a, which never touched the session, claims and runs it.
+    const id = (await b.services.store.createSession(scope, { title: 'queued elsewhere' })).id;
+    await b.services.store.append(id, [{ type: 'inbox/add', data: { inputId: 'in_1', text: 'hello\n!call clock' } }]);
+    sessionRowReads = [];
+    statements = [];
+    counting = true;
+    a.services.host.claimMore();
+    await a.services.host.idle();
+    counting = false;
+    const events = await log(a, id);
+    expect(events.at(-1)?.type).toBe('turn/end');
+    expect(events.filter((e) => e.type === 'tool/result')).toHaveLength(1);
+    // The claim brings the lineage; the fold's replay is the state appends check against.
+    expect(sessionRowReads, sessionRowReads.join('\n')).toEqual([]);
+    const eventReads = statements.filter((sql) => /FROM "Event"/.test(sql) && !/^\s*WITH s0 AS/.test(sql));
+    expect(eventReads, eventReads.join('\n')).toHaveLength(1);
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
+import { SessionLog } from '../../src/store/session-log.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 
 let app: TestApp;
@@ -114,5 +115,21 @@ describe('leases', () => {
     await app.services.store.append(id, [{ type: 'session/title', data: { title: 'renamed' } }]);
     const unchanged = await expiry();
     expect(unchanged.seconds).toBeGreaterThanOrEqual(4);
+  });
+
+  it("a claim brings the session's lineage (a fork's inherited ranges), so the runner's first read needs no lookup", async () => {
+    const parent = await create();
+    await app.services.store.append(parent, [{ type: 'session/title', data: { title: 'parent' } }]);
+    const { session: child } = await app.services.store.fork(scope, parent, 1);
+    const claims = new LeaseStore(app.db.pool, 'a-claimer', 60_000);
+    const lease = await claims.claim(child.id);
+    expect(lease!.lineage).toEqual(await new SessionLog(app.db.pool).lineage(child.id));
+    expect(lease!.lineage!.ranges).toEqual([{ sessionId: parent, fromSeq: 0, toSeq: 1 }]);
+    await claims.release(lease!);
+    // Batch claims too: queued input makes the fork runnable.
+    await app.services.store.append(child.id, [{ type: 'inbox/add', data: { inputId: 'in_lineage', text: 'hi' } }]);
+    const [batch] = await claims.claimRunnable(1_000).then((ls) => ls.filter((l) => l.sessionId === child.id));
+    expect(batch.lineage).toEqual(lease!.lineage);
+    await claims.release(batch);
   });
 });

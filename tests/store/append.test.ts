@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { SessionStore } from '../../src/store/session-store.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
+import { LogState } from '../../src/core/log-state.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 
 const scope = { tenant: 'local' };
@@ -144,6 +145,22 @@ describe('SessionStore.append', () => {
       await expect(store.append(s.id, [result('call_1')])).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: { rule: 'result pairing', seq: 6 } });
       await store.append(s.id, [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }]);
       expect((await store.log.page(s.id, -1, 100)).map((e) => e.type).slice(-2)).toEqual(['tool/result', 'step/end']);
+    });
+
+    it("a state the caller replayed (a runner's fold) is checked against like a loaded one: stale, it is reloaded; older than the known one, it is ignored", async () => {
+      const s = await store.createSession(scope, {});
+      await store.append(s.id, openStep);
+      const replayed = new LogState();
+      for (const e of await store.log.page(s.id, -1, 100)) replayed.apply(e);
+      const runner = new SessionStore(db.pool, toolEffectOf);
+      runner.knowTail(s.id, replayed);
+      await store.append(s.id, [result('call_1')]); // made stale by another writer
+      await expect(runner.append(s.id, [result('call_1')])).rejects.toMatchObject({ code: 'BAD_USER_INPUT', details: { rule: 'result pairing', seq: 6 } });
+      await runner.append(s.id, [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }]);
+      // The replay (open step, unanswered call) is older than what `runner` knows now: checked against it, turn/end would break the step bracket.
+      runner.knowTail(s.id, replayed);
+      await runner.append(s.id, [{ type: 'turn/end', data: { turn: 1, reason: 'completed' } }]);
+      expect(await store.requireSession(scope, s.id)).toMatchObject({ eventCount: 8, status: 'IDLE' });
     });
 
     it('checking an append on a long log reads its open turn and inbox, not the log', async () => {
