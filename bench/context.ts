@@ -33,7 +33,8 @@ export async function openBenchContext(): Promise<BenchContext> {
   }
   await ensureDatabase(databaseUrl);
   await migrate(databaseUrl);
-  const db = openDatabase(databaseUrl, { max: 40 });
+  // Named apart from the servers the benches start, so counts of their connections leave it out.
+  const db = openDatabase(`${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}application_name=forkline-bench`, { max: 40 });
   return {
     databaseUrl,
     db,

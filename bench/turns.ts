@@ -10,7 +10,7 @@ import os from 'node:os';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { pgConfigFromUrl } from '../src/db/pg-config.ts';
+import { APPLICATION_NAME, pgConfigFromUrl } from '../src/db/pg-config.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
 
 /**
@@ -164,8 +164,8 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
   const sampler = (async () => {
     while (sampling) {
       const { rows } = await admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND application_name <> 'forkline-bench'`,
-        [database],
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND application_name = $2`,
+        [database, APPLICATION_NAME],
       );
       peak = Math.max(peak, rows[0].n);
       await new Promise((r) => setTimeout(r, 50));

@@ -23,8 +23,7 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryO
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
   // Idle connections stay open (idleTimeoutMillis 0): pg-pool counts a closed one
   // out at once, while its backend may still be exiting, so closing an idle one
-  // and opening another can briefly hold one more than `max` — the likely
-  // reason the turns bench once saw 23 connections for 2 × (10 + 1).
+  // and opening another could briefly hold one more than `max`.
   const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 0, types: storeTypes });
   pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
   // A checked-out client has no listener of the pool's: a connection lost between

@@ -1,6 +1,9 @@
 import { parse } from 'pg-connection-string';
 import type { PoolConfig } from 'pg';
 
+/** How the service's connections show in pg_stat_activity, unless the URL names them (`?application_name=`). */
+export const APPLICATION_NAME = 'forkline';
+
 /** Discrete pg fields from a connection URL (the Prisma adapter needs them discrete). */
 export function pgConfigFromUrl(url: string): PoolConfig {
   const c = parse(url);
@@ -10,5 +13,6 @@ export function pgConfigFromUrl(url: string): PoolConfig {
     user: c.user ?? undefined,
     password: c.password ?? undefined,
     database: c.database ?? undefined,
+    application_name: c.application_name ?? APPLICATION_NAME,
   };
 }

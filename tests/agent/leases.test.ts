@@ -80,6 +80,7 @@ describe('leases', () => {
   it('uses at most its pool of connections, whatever the number of running sessions', async () => {
     const ids = await Promise.all(Array.from({ length: 30 }, create));
     let peak = 0;
+    const names = new Set<string>();
     const db = (await app.db.pool.query('SELECT current_database() AS d')).rows[0].d;
     const sampling = (async () => {
       const { default: pg } = await import('pg');
@@ -87,8 +88,12 @@ describe('leases', () => {
       await admin.connect();
       try {
         for (let i = 0; i < 60; i++) {
-          const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`, [db]);
+          const { rows } = await admin.query(
+            `SELECT count(*)::int AS n, array_agg(DISTINCT application_name) AS names FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+            [db],
+          );
           peak = Math.max(peak, rows[0].n);
+          for (const name of rows[0].names ?? []) names.add(name);
           await new Promise((r) => setTimeout(r, 20));
         }
       } finally {
@@ -99,6 +104,7 @@ describe('leases', () => {
     await sampling;
     await app.services.host.idle();
     expect(peak).toBeLessThanOrEqual(4 + 1); // the pool and the LISTEN connection
+    expect([...names]).toEqual(['forkline']); // how an operator tells them apart in pg_stat_activity
   });
 
   it("a runner's appends extend its lease, so a working runner does not depend on the heartbeat", async () => {
