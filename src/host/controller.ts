@@ -17,7 +17,6 @@ import type {
   SessionStore,
   StoredEvent,
 } from '../store/session-store.ts';
-import { newInputId } from '../store/ids.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
@@ -139,17 +138,15 @@ export class SessionController {
     const r = await this.once<{ sessionId: string; inputId: string; event: StoredEvent }, { sessionId: string; inputId: string; seq: number }>(
       call,
       async (beforeCommit) => {
-        const inputId = newInputId();
-        const events = [{ type: 'inbox/add', data: { inputId, text } }];
         // The append checks the tenant: one statement, no read before it (a transaction only to record a key with it).
-        const [event] = beforeCommit
+        const event = beforeCommit
           ? await this.store.transaction(async (client) => {
-              const written = await this.store.append(sessionId, events, { scope, client });
-              await beforeCommit(client, { sessionId, inputId, seq: written[0].seq });
-              return written;
+              const queued = await this.store.queueInput(sessionId, text, { scope, client });
+              await beforeCommit(client, { sessionId, inputId: inputIdOf(queued), seq: queued.seq });
+              return queued;
             })
-          : await this.store.append(sessionId, events, { scope });
-        return { sessionId, inputId, event };
+          : await this.store.queueInput(sessionId, text, { scope });
+        return { sessionId, inputId: inputIdOf(event), event };
       },
       async (r) => ({ sessionId: r.sessionId, inputId: r.inputId, event: (await this.store.log.event(r.sessionId, r.seq))! }),
     );
@@ -234,3 +231,6 @@ export class SessionController {
     }
   }
 }
+
+/** The input id an inbox/add queued. */
+const inputIdOf = (queued: StoredEvent): string => (queued.data as { inputId: string }).inputId;

@@ -304,6 +304,29 @@ export class SessionStore {
   }
 
   /**
+   * Queues a message (sendMessage): an inbox/add under an input id made here.
+   * The one rule an inbox/add can break is an input id already pending, which
+   * a new id cannot be, so nothing needs checking and no tail state is read:
+   * one statement, not conditional on the log's length (the session's row lock
+   * orders it among other writers, whose own appends then find the log moved).
+   * Most messages reach a process that holds no tail state of their session
+   * (another process ran its last turn), and loading one was a round trip.
+   */
+  async queueInput(sessionId: string, text: string, opts: { scope?: Scope; client?: pg.PoolClient } = {}): Promise<StoredEvent> {
+    const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text }) };
+    const queue = async () => {
+      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined }, pendingDeltas: [1] };
+      const { events } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
+      // A state this process keeps of the session moves with it when it was current; otherwise it goes.
+      const known = opts.client ? undefined : this.tails.cached(sessionId);
+      if (known && known.nextSeq === events[0].seq) this.tails.remember(sessionId, checkedAppend(sessionId, known, [event]).after);
+      else this.tails.forget([sessionId]);
+      return events[0];
+    };
+    return opts.client ? queue() : this.inLine(sessionId, queue);
+  }
+
+  /**
    * The reducer state at the end of the session's log as the caller replayed it
    * (a runner's fold): appends check against it instead of loading one (see
    * TailStates.offer).
@@ -382,7 +405,7 @@ export class SessionStore {
     sessionId: string,
     decoded: NewEvent[],
     rows: { changes: ReturnType<typeof rowChanges>; pendingDeltas: number[] },
-    opts: { expectedEventCount: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
     const { turnStarts, status, title, pendingDelta } = rows.changes;

@@ -99,15 +99,19 @@ describe('the agent fold', () => {
     expect(a.models.scripted.lastRequest!.messages).toEqual(replayedRequest(events));
   });
 
-  it("a session's first turn in a process reads its session row once: the lineage comes with the append's state", async () => {
+  it("a session's first turn in a process reads no session row: the message is queued unread, the claim brings the lineage", async () => {
     // Made by the other process: nothing about it is cached here.
     const id = (await b.services.store.createSession(scope, { title: 'first turn' })).id;
     sessionRowReads = [];
+    statements = [];
     counting = true;
     await send(a, id, 'hello\n!call clock');
     counting = false;
     expect((await log(a, id)).at(-1)?.type).toBe('turn/end');
-    expect(sessionRowReads, sessionRowReads.join('\n')).toHaveLength(1);
+    expect(sessionRowReads, sessionRowReads.join('\n')).toEqual([]);
+    // The log is read once (the fold's catch-up): no tail state is loaded for the message or the turn.
+    const eventReads = statements.filter((sql) => /FROM "Event"/.test(sql) && !/^\s*WITH s0 AS/.test(sql));
+    expect(eventReads, eventReads.join('\n')).toHaveLength(1);
   });
 
   it('a turn claimed for input another process queued reads the new events once: no session row, no tail', async () => {

@@ -237,8 +237,8 @@ describe('configuration', () => {
 describe('errors', () => {
   it('masks unexpected errors (no message, stack or SQL) and logs them as JSON with the request id', async () => {
     const store = app.services.store;
-    const original = store.append;
-    store.append = async () => {
+    const original = store.queueInput;
+    store.queueInput = async () => {
       throw new Error('relation "Session" exploded: SELECT * FROM "Session" WHERE secret');
     };
     try {
@@ -254,7 +254,7 @@ describe('errors', () => {
       expect(logged.err.message).toContain('exploded');
       expect(logged.err.stack).toContain('Error');
     } finally {
-      store.append = original;
+      store.queueInput = original;
     }
   });
 });

@@ -52,6 +52,46 @@ describe('SessionStore.append', () => {
     expect((await store.requireSession(scope, s.id)).eventCount).toBe(480);
   });
 
+  it('queueInput: one statement that reads nothing, exact among racing writers, refused for another tenant', async () => {
+    const s = await store.createSession(scope, {});
+    let statements: string[] = [];
+    const counting = new Proxy(db.pool, {
+      get(pool, key) {
+        if (key !== 'query') return Reflect.get(pool, key, pool);
+        return (...args: Parameters<typeof pool.query>) => {
+          const q = args[0] as unknown as string | { text: string };
+          statements.push(typeof q === 'string' ? q : q.text);
+          return (pool.query as (...a: unknown[]) => unknown)(...args);
+        };
+      },
+    });
+    const fresh = new SessionStore(counting, toolEffectOf); // as a process that never touched the session
+    const queued = await fresh.queueInput(s.id, 'first', { scope });
+    expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/^WITH s0 AS/);
+    // Racing other writers of the same session (their appends are conditional on the length they saw).
+    statements = [];
+    await Promise.all([
+      ...Array.from({ length: 20 }, (_, i) => fresh.queueInput(s.id, `m${i}`, { scope })),
+      ...Array.from({ length: 20 }, (_, i) => store.append(s.id, [note(i)])),
+    ]);
+    const events = await store.log.page(s.id, -1, 100);
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 41 }, (_, i) => i));
+    expect(events.filter((e) => e.type === 'inbox/add')).toHaveLength(21);
+    expect(await store.log.pendingInputCountAt(s.id, 40)).toBe(21);
+    expect(await store.requireSession(scope, s.id)).toMatchObject({ eventCount: 41, pendingInputCount: 21 });
+    // A state `fresh` keeps moves with its inputs: taking one needs no reload.
+    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: queued.data.inputId, reason: 'cancelled' } }]);
+    statements = [];
+    const last = await fresh.queueInput(s.id, 'last', { scope });
+    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: last.data.inputId, reason: 'cancelled' } }]);
+    expect(statements.filter((q) => !/^WITH s0 AS/.test(q))).toEqual([]);
+    await expect(fresh.queueInput(s.id, 'elsewhere', { scope: { tenant: 'another' } })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
+    await expect(fresh.queueInput('ses_missing', 'nobody', { scope })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
+    expect((await store.requireSession(scope, s.id)).eventCount).toBe(44);
+  });
+
   it('a batch is atomic: one invalid event writes nothing', async () => {
     const s = await store.createSession(scope, {});
     await expect(store.append(s.id, [note(1), { type: 'turn/start', data: { turn: 'one' } }])).rejects.toThrow(/data.turn/);
