@@ -20,6 +20,7 @@ import type {
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
+import type { Lease } from '../store/leases.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -135,22 +136,32 @@ export class SessionController {
   /** Queues a user input in the durable inbox and wakes the session's agent. */
   async sendMessage(scope: Scope, sessionId: string, text: string, idem: Idempotency = {}): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
     const call = this.call(scope, 'sendMessage', { sessionId, text }, idem);
-    const r = await this.once<{ sessionId: string; inputId: string; event: StoredEvent }, { sessionId: string; inputId: string; seq: number }>(
-      call,
-      async (beforeCommit) => {
-        // The append checks the tenant: one statement, no read before it (a transaction only to record a key with it).
-        const event = beforeCommit
-          ? await this.store.transaction(async (client) => {
-              const queued = await this.store.queueInput(sessionId, text, { scope, client });
-              await beforeCommit(client, { sessionId, inputId: inputIdOf(queued), seq: queued.seq });
-              return queued;
-            })
-          : await this.store.queueInput(sessionId, text, { scope });
-        return { sessionId, inputId: inputIdOf(event), event };
-      },
-      async (r) => ({ sessionId: r.sessionId, inputId: r.inputId, event: (await this.store.log.event(r.sessionId, r.seq))! }),
-    );
-    void this.host.wake(sessionId);
+    // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
+    const claimFor = this.host.reserveClaim(sessionId);
+    let lease: Lease | undefined;
+    let r: { sessionId: string; inputId: string; event: StoredEvent };
+    try {
+      r = await this.once<{ sessionId: string; inputId: string; event: StoredEvent }, { sessionId: string; inputId: string; seq: number }>(
+        call,
+        async (beforeCommit) => {
+          // The append checks the tenant: one statement, no read before it (a transaction only to record a key with it).
+          const queued = beforeCommit
+            ? await this.store.transaction(async (client) => {
+                const q = await this.store.queueInput(sessionId, text, { scope, client, claimFor });
+                await beforeCommit(client, { sessionId, inputId: inputIdOf(q.event), seq: q.event.seq });
+                return q;
+              })
+            : await this.store.queueInput(sessionId, text, { scope, claimFor });
+          lease = queued.lease; // committed
+          return { sessionId, inputId: inputIdOf(queued.event), event: queued.event };
+        },
+        async (r) => ({ sessionId: r.sessionId, inputId: r.inputId, event: (await this.store.log.event(r.sessionId, r.seq))! }),
+      );
+    } finally {
+      if (claimFor) this.host.claimSettled(sessionId, lease);
+    }
+    // Not claimed with the append: run it here if this process runs it or has room by now, else announce it.
+    if (!lease) void this.host.wake(sessionId);
     return r;
   }
 

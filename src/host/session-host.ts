@@ -9,7 +9,7 @@
 // turns so a turn reads only the new events.
 import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
-import type { Lease, LeaseStore } from '../store/leases.ts';
+import type { Lease, LeaseClaim, LeaseStore } from '../store/leases.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
@@ -157,6 +157,26 @@ export class SessionHost {
       this.claimingOne.delete(sessionId);
     }
     if (lease) return this.adopt(lease).done; // else: another process holds it and will see the input
+  }
+
+  /**
+   * Input is about to be queued for the session: when this process has room
+   * and does not run it, a slot is kept for it and the caller's append claims
+   * the lease with the input (SessionStore.queueInput), saving the claim's own
+   * round trip; `claimSettled` tells how that went. Otherwise undefined: the
+   * caller wakes the host once the input is stored.
+   */
+  reserveClaim(sessionId: string): LeaseClaim | undefined {
+    if (this.stopped || this.running.has(sessionId) || this.claimingOne.has(sessionId) || this.active >= this.maxActive) return undefined;
+    this.claimingOne.add(sessionId);
+    return { owner: this.leases.owner, ttlMs: this.leases.ttlMs };
+  }
+
+  /** The end of a reserved claim: the lease it took (the session runs here), or none (its holder sees the input). */
+  claimSettled(sessionId: string, lease: Lease | undefined): void {
+    this.claimingOne.delete(sessionId);
+    if (lease && !this.stopped) void this.adopt(lease);
+    else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
   }
 
   /**

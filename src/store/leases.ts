@@ -29,6 +29,12 @@ export interface Lease {
   lineage?: Lineage;
 }
 
+/** A process asking for a session's lease along with an append (SessionStore.queueInput). */
+export interface LeaseClaim {
+  owner: string;
+  ttlMs: number;
+}
+
 type ClaimedRow = { id: string; token: number; inheritedRanges: unknown; inheritedEventCount: number };
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;

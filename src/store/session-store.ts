@@ -10,7 +10,7 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, commonPrefix, lineageOf, type Lineage } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
-import type { Lease } from './leases.ts';
+import type { Lease, LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
@@ -107,23 +107,29 @@ function rowChanges(before: LogState, after: LogState) {
 }
 
 /** Parameters of one session's append (appendBlock). */
-const APPEND_PARAMS = 13;
+const APPEND_PARAMS = 14;
 
 /**
  * One session's append (see SessionStore.append) as CTEs and the SELECT of
- * what it stored, its parameters at $(offset + 1)…$(offset + 13) and its CTEs
+ * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
  * named s<k> and ins<k>: the whole of a lone append's statement (APPEND_SQL),
  * or one block of a statement that appends to several sessions
  * (append-batcher.ts). A runner's append ($10: its fencing token) also
  * extends its lease by $13 ms — a working runner keeps its lease without
  * waiting for the heartbeat — and with $12 gives the lease back when the
  * batch leaves the session idle (no open turn, no queued input): the last
- * append of a turn needs no second round trip.
+ * append of a turn needs no second round trip. A queued message ($14: the
+ * claiming process) takes the lease for $13 ms when nobody holds it, as
+ * LeaseStore.claim would: the process that received it runs it without a
+ * round trip of its own.
  */
 function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; select: string } {
   const $ = (n: number) => `$${offset + n}`;
   const s = `s${k}`;
   const ins = `ins${k}`;
+  // Conditions on the row before the update (SET expressions all read the old row).
+  const releases = `${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0`;
+  const claims = `${$(14)}::text IS NOT NULL AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
   return {
     ctes: `${s} AS (
          UPDATE "Session"
@@ -133,23 +139,25 @@ function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; sel
                 status = COALESCE(${$(4)}::"SessionStatus", status),
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "updatedAt" = now(),
-                "leaseOwner" = CASE WHEN ${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0
-                                    THEN NULL ELSE "leaseOwner" END,
-                "leaseExpiresAt" = CASE WHEN ${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0 THEN NULL
-                                        WHEN ${$(10)}::int IS NOT NULL AND ${$(13)}::int IS NOT NULL THEN now() + ${$(13)}::int * interval '1 millisecond'
-                                        ELSE "leaseExpiresAt" END
+                "leaseOwner" = CASE WHEN ${releases} THEN NULL WHEN ${claims} THEN ${$(14)}::text ELSE "leaseOwner" END,
+                "leaseExpiresAt" = CASE WHEN ${releases} THEN NULL
+                                        WHEN (${$(10)}::int IS NOT NULL OR ${claims}) AND ${$(13)}::int IS NOT NULL THEN now() + ${$(13)}::int * interval '1 millisecond'
+                                        ELSE "leaseExpiresAt" END,
+                "leaseToken" = CASE WHEN ${claims} THEN "leaseToken" + 1 ELSE "leaseToken" END
           WHERE id = ${$(1)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND (${$(10)}::int IS NULL OR "leaseToken" = ${$(10)}::int)
             AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
-          RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", "leaseOwner" IS NULL AS released
+          RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", "leaseOwner" IS NULL AS released,
+                    "leaseOwner" = ${$(14)}::text AS held, "leaseToken",
+                    CASE WHEN ${$(14)}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"
        ), ${ins} AS (
          INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
          SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int
            FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq, type, data, synthetic, "createdAt"
        )`,
-    select: `SELECT ${k} AS k, ${ins}.*, (SELECT released FROM ${s}) AS released,
+    select: `SELECT ${k} AS k, ${ins}.*, ${s}.released, ${s}.held, ${s}."leaseToken", ${s}."inheritedRanges", ${s}."inheritedEventCount",
               (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', ${$(1)}::text, 'last', max(seq))::text) FROM ${ins}) AS notified
-         FROM ${ins}`,
+         FROM ${ins}, ${s}`,
   };
 }
 
@@ -311,17 +319,23 @@ export class SessionStore {
    * orders it among other writers, whose own appends then find the log moved).
    * Most messages reach a process that holds no tail state of their session
    * (another process ran its last turn), and loading one was a round trip.
+   * With `claimFor`, the same statement takes the session's lease when nobody
+   * holds it (`lease`: run it), so the agent needs no claim of its own either.
    */
-  async queueInput(sessionId: string, text: string, opts: { scope?: Scope; client?: pg.PoolClient } = {}): Promise<StoredEvent> {
+  async queueInput(
+    sessionId: string,
+    text: string,
+    opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim } = {},
+  ): Promise<{ event: StoredEvent; lease?: Lease }> {
     const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text }) };
     const queue = async () => {
       const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined }, pendingDeltas: [1] };
-      const { events } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
+      const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
       // A state this process keeps of the session moves with it when it was current; otherwise it goes.
       const known = opts.client ? undefined : this.tails.cached(sessionId);
       if (known && known.nextSeq === events[0].seq) this.tails.remember(sessionId, checkedAppend(sessionId, known, [event]).after);
       else this.tails.forget([sessionId]);
-      return events[0];
+      return { event: events[0], lease };
     };
     return opts.client ? queue() : this.inLine(sessionId, queue);
   }
@@ -405,14 +419,16 @@ export class SessionStore {
     sessionId: string,
     decoded: NewEvent[],
     rows: { changes: ReturnType<typeof rowChanges>; pendingDeltas: number[] },
-    opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope; claimFor?: LeaseClaim },
     release: boolean,
-  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+  ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
     const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
     const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
-      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? null];
-    type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & { k: number; notified: unknown; released: boolean };
+      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null];
+    type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & {
+      k: number; notified: unknown; released: boolean; held: boolean | null; leaseToken: number; inheritedRanges: unknown; inheritedEventCount: number;
+    };
     const out = (opts.client ? (await opts.client.query<Out>(this.appendStatement(params))).rows : await this.appends.run(params)) as Out[];
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
@@ -426,10 +442,15 @@ export class SessionStore {
       }
       throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
     }
+    const first = out[0];
     // Appended events are the session's own: never inherited.
     return {
-      events: out.map(({ k: _k, notified: _n, released: _r, ...e }) => ({ ...e, id: eventId(sessionId, e.seq), sessionId, inherited: false })),
-      released: release && out[0].released,
+      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),
+      released: release && first.released,
+      // Held by the claimer: taken by this statement, or already its own (adopting it again is harmless: SessionHost.adopt).
+      lease: opts.claimFor && first.held
+        ? { sessionId, token: first.leaseToken, ttlMs: opts.claimFor.ttlMs, lineage: lineageOf({ id: sessionId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount }) }
+        : undefined,
     };
   }
 

@@ -112,6 +112,8 @@ describe('the agent fold', () => {
     // The log is read once (the fold's catch-up): no tail state is loaded for the message or the turn.
     const eventReads = statements.filter((sql) => /FROM "Event"/.test(sql) && !/^\s*WITH s0 AS/.test(sql));
     expect(eventReads, eventReads.join('\n')).toHaveLength(1);
+    // The message's append took the lease: no claim of its own.
+    expect(statements.filter((sql) => /"leaseToken" = "leaseToken" \+ 1/.test(sql) && !/^\s*WITH s0 AS/.test(sql))).toEqual([]);
   });
 
   it('a turn claimed for input another process queued reads the new events once: no session row, no tail', async () => {

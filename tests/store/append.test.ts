@@ -66,7 +66,7 @@ describe('SessionStore.append', () => {
       },
     });
     const fresh = new SessionStore(counting, toolEffectOf); // as a process that never touched the session
-    const queued = await fresh.queueInput(s.id, 'first', { scope });
+    const { event: queued } = await fresh.queueInput(s.id, 'first', { scope });
     expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
     expect(statements).toHaveLength(1);
     expect(statements[0]).toMatch(/^WITH s0 AS/);
@@ -84,12 +84,40 @@ describe('SessionStore.append', () => {
     // A state `fresh` keeps moves with its inputs: taking one needs no reload.
     await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: queued.data.inputId, reason: 'cancelled' } }]);
     statements = [];
-    const last = await fresh.queueInput(s.id, 'last', { scope });
+    const { event: last } = await fresh.queueInput(s.id, 'last', { scope });
     await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: last.data.inputId, reason: 'cancelled' } }]);
     expect(statements.filter((q) => !/^WITH s0 AS/.test(q))).toEqual([]);
     await expect(fresh.queueInput(s.id, 'elsewhere', { scope: { tenant: 'another' } })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     await expect(fresh.queueInput('ses_missing', 'nobody', { scope })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     expect((await store.requireSession(scope, s.id)).eventCount).toBe(44);
+  });
+
+  it('queueInput with claimFor takes a free or expired lease in the same statement, never a held one (batched too)', async () => {
+    const lease = async (id: string) =>
+      (await db.pool.query(`SELECT "leaseOwner", "leaseToken", "leaseExpiresAt" > now() AS live FROM "Session" WHERE id = $1`, [id])).rows[0];
+    const claimFor = { owner: 'me', ttlMs: 60_000 };
+    // Several at once, so the batcher puts them in one statement: each block's claim lands on its own session.
+    const free = await Promise.all(Array.from({ length: 12 }, () => store.createSession(scope, {})));
+    const results = await Promise.all(free.map((s) => store.queueInput(s.id, 'run it here', { scope, claimFor })));
+    for (const [i, r] of results.entries()) {
+      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, ranges: [], inheritedEventCount: 0 } });
+      expect(await lease(free[i].id)).toEqual({ leaseOwner: 'me', leaseToken: 1, live: true });
+    }
+    // Held by another process: the input is queued, the lease left alone.
+    const held = await store.createSession(scope, {});
+    await db.pool.query(`UPDATE "Session" SET "leaseOwner" = 'other', "leaseToken" = 7, "leaseExpiresAt" = now() + interval '1 minute' WHERE id = $1`, [held.id]);
+    const notTaken = await store.queueInput(held.id, 'theirs', { scope, claimFor });
+    expect(notTaken.lease).toBeUndefined();
+    expect(notTaken.event.seq).toBe(0);
+    expect(await lease(held.id)).toEqual({ leaseOwner: 'other', leaseToken: 7, live: true });
+    // Expired: taken over, fencing the old holder with a new token.
+    await db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() - interval '1 second' WHERE id = $1`, [held.id]);
+    expect((await store.queueInput(held.id, 'ours now', { scope, claimFor })).lease).toMatchObject({ token: 8 });
+    expect(await lease(held.id)).toEqual({ leaseOwner: 'me', leaseToken: 8, live: true });
+    // Without claimFor nothing about the lease changes.
+    await db.pool.query(`UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1`, [held.id]);
+    expect((await store.queueInput(held.id, 'just queued', { scope })).lease).toBeUndefined();
+    expect(await lease(held.id)).toEqual({ leaseOwner: null, leaseToken: 8, live: null });
   });
 
   it('a batch is atomic: one invalid event writes nothing', async () => {
