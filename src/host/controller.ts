@@ -139,6 +139,7 @@ export class SessionController {
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
     const claimFor = this.host.reserveClaim(sessionId);
     let lease: Lease | undefined;
+    let appended = false;
     let r: { sessionId: string; inputId: string; event: StoredEvent };
     try {
       r = await this.once<{ sessionId: string; inputId: string; event: StoredEvent }, { sessionId: string; inputId: string; seq: number }>(
@@ -152,7 +153,7 @@ export class SessionController {
                 return q;
               })
             : await this.store.queueInput(sessionId, text, { scope, claimFor });
-          lease = queued.lease; // committed
+          [appended, lease] = [true, queued.lease]; // committed
           return { sessionId, inputId: inputIdOf(queued.event), event: queued.event };
         },
         async (r) => ({ sessionId: r.sessionId, inputId: r.inputId, event: (await this.store.log.event(r.sessionId, r.seq))! }),
@@ -161,7 +162,8 @@ export class SessionController {
       if (claimFor) this.host.claimSettled(sessionId, lease);
     }
     // Not claimed with the append: run it here if this process runs it or has room by now, else announce it.
-    if (!lease) void this.host.wake(sessionId);
+    // (An append that tried to claim and did not found the lease held elsewhere: its holder sees the input.)
+    if (!lease && !(claimFor && appended)) void this.host.wake(sessionId);
     return r;
   }
 
