@@ -153,11 +153,24 @@ const WARMUP_TURNS = 200;
  */
 const MAX_IN_FLIGHT = 4_000;
 
+/**
+ * Every run starts from the same state: the earlier runs' dead rows vacuumed
+ * and their writes checkpointed. Otherwise autovacuum and checkpoints of what
+ * earlier runs wrote land inside later runs, unevenly: over a bench's rounds
+ * the one-process figure rose and the two-process one fell (two processes
+ * keep the machine ~96% busy and absorb none of it; one leaves ~13% idle).
+ */
+async function quiesce(admin: pg.Pool) {
+  await admin.query('VACUUM (ANALYZE) "Session", "Event"');
+  await admin.query('CHECKPOINT').catch(() => {}); // superuser or pg_checkpoint only: skipped otherwise
+}
+
 async function run(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX, message = MESSAGE) {
   const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const warmup = await createSessions(admin, WARMUP_TURNS * processes);
   const ids = await createSessions(admin, sessions);
+  await quiesce(admin);
   const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax) })));
   let peak = 0;
   let sampling = true;
