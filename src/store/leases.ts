@@ -35,18 +35,27 @@ export interface LeaseClaim {
   ttlMs: number;
 }
 
-type ClaimedRow = { id: string; token: number; inheritedRanges: unknown; inheritedEventCount: number };
+/** A session row a claim returns: what its lease and the runner's first read need. */
+export type ClaimedRow = { id: string; token: number; inheritedRanges: unknown; inheritedEventCount: number };
+
+/** The lease a claim took, from the row it returned (LeaseStore's claims, and a message's append: SessionStore.queueInput). */
+export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
+  return { sessionId: row.id, token: row.token, ttlMs, lineage: lineageOf(row) };
+}
+
+/** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
+export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
+        WHERE id = $1 AND ${LEASE_IS_FREE}
         RETURNING id, "leaseToken" AS token, "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
-            AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
+            AND ${LEASE_IS_FREE}
             AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
           LIMIT $3
@@ -94,7 +103,7 @@ export class LeaseStore {
    */
   async claim(sessionId: string): Promise<Lease | null> {
     const { rows } = await this.pool.query<ClaimedRow>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
-    return rows[0] ? this.leaseOf(rows[0]) : null;
+    return rows[0] ? leaseOf(rows[0], this.ttlMs) : null;
   }
 
   /**
@@ -107,11 +116,7 @@ export class LeaseStore {
   async claimRunnable(limit: number, excluding: readonly string[] = []): Promise<Lease[]> {
     if (limit <= 0) return [];
     const { rows } = await this.pool.query<ClaimedRow>(this.sql.claimRunnable([this.owner, this.ttlMs, limit, excluding]));
-    return rows.map((r) => this.leaseOf(r));
-  }
-
-  private leaseOf(row: ClaimedRow): Lease {
-    return { sessionId: row.id, token: row.token, ttlMs: this.ttlMs, lineage: lineageOf(row) };
+    return rows.map((r) => leaseOf(r, this.ttlMs));
   }
 
   /** Extends the leases still held, in one statement; returns the ids renewed (the others were taken over). */

@@ -10,7 +10,7 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, commonPrefix, lineageOf, type Lineage } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
-import type { Lease, LeaseClaim } from './leases.ts';
+import { LEASE_IS_FREE, leaseOf, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
@@ -129,7 +129,7 @@ function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; sel
   const ins = `ins${k}`;
   // Conditions on the row before the update (SET expressions all read the old row).
   const releases = `${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0`;
-  const claims = `${$(14)}::text IS NOT NULL AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
+  const claims = `${$(14)}::text IS NOT NULL AND ${LEASE_IS_FREE}`;
   return {
     ctes: `${s} AS (
          UPDATE "Session"
@@ -448,9 +448,7 @@ export class SessionStore {
       events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),
       released: release && first.released,
       // Held by the claimer: taken by this statement, or already its own (adopting it again is harmless: SessionHost.adopt).
-      lease: opts.claimFor && first.held
-        ? { sessionId, token: first.leaseToken, ttlMs: opts.claimFor.ttlMs, lineage: lineageOf({ id: sessionId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount }) }
-        : undefined,
+      lease: opts.claimFor && first.held ? leaseOf({ id: sessionId, token: first.leaseToken, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount }, opts.claimFor.ttlMs) : undefined,
     };
   }
 
