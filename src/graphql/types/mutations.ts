@@ -21,6 +21,21 @@ const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
 /** A fork's overrides (issue 17). */
 const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish() };
 
+// Argument schemas are built once: zod compiles each object schema on its first parse.
+const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema });
+const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish() });
+const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
+const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
+const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: z.string().min(1).max(200), text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
+const fanOutArgs = z
+  .object({
+    sessionId: sessionIdSchema,
+    atSeq: seqSchema.nullish(),
+    anchorSeq: seqSchema.nullish(),
+    variants: z.array(z.object(overridesSchema)).min(1).max(MAX_FORK_CHILDREN),
+  })
+  .refine((v) => v.atSeq == null || v.anchorSeq == null, { message: 'give atSeq or anchorSeq, not both', path: ['atSeq'] });
+
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
   fields: (t) => ({
     title: t.string(),
@@ -133,7 +148,7 @@ builder.mutationFields((t) => ({
       'their subscriptions complete; sessionsDeleted reports the ids.',
     args: { id: t.arg.id({ required: true }), withDescendants: t.arg.boolean({ defaultValue: false }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, args, ctx) => {
-      const p = parseArgs(z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema }), args);
+      const p = parseArgs(deleteSessionArgs, args);
       return { deletedSessionIds: await ctx.services.controller.deleteSession(ctx.scope, p.id, p.withDescendants ?? false, { key: p.idempotencyKey }) };
     },
   }),
@@ -141,7 +156,7 @@ builder.mutationFields((t) => ({
     type: 'Session',
     args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (query, _root, { input, idempotencyKey }, ctx) => {
-      const parsed = parseArgs(z.object({ title: titleSchema, model: modelSchema.nullish() }), input);
+      const parsed = parseArgs(createSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const s = await ctx.services.controller.createSession(ctx.scope, parsed, { key });
       return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: s.id } });
@@ -151,7 +166,7 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: ForkSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const { sessionId, atSeq, ...overrides } = parseArgs(z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema }), input);
+      const { sessionId, atSeq, ...overrides } = parseArgs(forkSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.forkSession(ctx.scope, sessionId, atSeq ?? undefined, overrides, { key });
       return toPayload(r);
@@ -161,7 +176,7 @@ builder.mutationFields((t) => ({
     type: ForkSessionPayload,
     args: { input: t.arg({ type: BranchSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const { sessionId, anchorSeq, ...overrides } = parseArgs(z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema }), input);
+      const { sessionId, anchorSeq, ...overrides } = parseArgs(branchSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.branchSession(ctx.scope, sessionId, anchorSeq ?? undefined, overrides, { key });
       return toPayload(r);
@@ -174,10 +189,7 @@ builder.mutationFields((t) => ({
       "with the new text queued as the child's input. The original session is untouched. An unknown input is BAD_USER_INPUT.",
     args: { input: t.arg({ type: EditMessageInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const { sessionId, inputId, text, ...overrides } = parseArgs(
-        z.object({ sessionId: sessionIdSchema, inputId: z.string().min(1).max(200), text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() }),
-        input,
-      );
+      const { sessionId, inputId, text, ...overrides } = parseArgs(editMessageArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       return toPayload(await ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, overrides, { key }));
     },
@@ -189,17 +201,7 @@ builder.mutationFields((t) => ({
       "of one snapshot, in one transaction; each child's agent starts on its message at once.",
     args: { input: t.arg({ type: FanOutInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
-      const p = parseArgs(
-        z
-          .object({
-            sessionId: sessionIdSchema,
-            atSeq: seqSchema.nullish(),
-            anchorSeq: seqSchema.nullish(),
-            variants: z.array(z.object(overridesSchema)).min(1).max(MAX_FORK_CHILDREN),
-          })
-          .refine((v) => v.atSeq == null || v.anchorSeq == null, { message: 'give atSeq or anchorSeq, not both', path: ['atSeq'] }),
-        input,
-      );
+      const p = parseArgs(fanOutArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const at = p.atSeq != null ? { atSeq: p.atSeq } : { anchorSeq: p.anchorSeq ?? undefined };
       const r = await ctx.services.controller.fanOut(ctx.scope, p.sessionId, at, p.variants, { key });

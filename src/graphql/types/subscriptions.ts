@@ -41,13 +41,17 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
 
 builder.subscriptionType({});
 
+// Built once (zod compiles an object schema on its first parse).
+const sessionEventsArgs = z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() });
+const sessionTurnsArgs = z.object({ sessionId: sessionIdSchema });
+
 builder.subscriptionFields((t) => ({
   sessionEvents: t.field({
     type: EventRef,
     description: 'Catch-up from the log after afterSeq (omitted: from the start), then live: in seq order, no gaps, no duplicates.',
     args: { sessionId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
     subscribe: async (_root, args, ctx, info) => {
-      const p = parseArgs(z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() }), args);
+      const p = parseArgs(sessionEventsArgs, args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
       const stream = ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
       // Over graphql-ws, a plain selection is written straight to the socket, one payload per event for all (ws-delivery.ts).
@@ -61,7 +65,7 @@ builder.subscriptionFields((t) => ({
     description: "Live progress of the session's turns, whichever process runs them.",
     args: { sessionId: t.arg.id({ required: true }) },
     subscribe: async (_root, args, ctx) => {
-      const p = parseArgs(z.object({ sessionId: sessionIdSchema }), args);
+      const p = parseArgs(sessionTurnsArgs, args);
       const session = await ctx.store.requireSession(ctx.scope, p.sessionId);
       // A client watching the turns is about to send: the agent gets ready.
       ctx.services.host.prewarm(session.id, session.eventCount);
