@@ -101,7 +101,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
-  const store = new SessionStore(db.pool, toolEffectOf, { prepare });
+  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log });
   const models = new ModelRegistry({
     openaiBaseUrl: opts.openai?.baseUrl,
     openaiApiKey: opts.openai?.apiKey,
@@ -166,6 +166,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await host.stop();
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported
       await live.close();
+      await store.notifications.drain(); // what was committed is announced
       await listener.close();
       await db.close();
     },

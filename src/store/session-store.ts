@@ -15,6 +15,7 @@ import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
 import { AppendBatcher } from './append-batcher.ts';
+import { NotifyQueue } from './notify-queue.ts';
 import type { LogState } from '../core/log-state.ts';
 
 export type { StoredEvent } from './session-log.ts';
@@ -121,9 +122,11 @@ const APPEND_PARAMS = 14;
  * append of a turn needs no second round trip. A queued message ($14: the
  * claiming process) takes the lease for $13 ms when nobody holds it, as
  * LeaseStore.claim would: the process that received it runs it without a
- * round trip of its own.
+ * round trip of its own. With `notify`, the statement NOTIFYs EVENTS_CHANNEL
+ * itself (inside a caller's transaction); otherwise its caller does once it
+ * committed (notify-queue.ts says why).
  */
-function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; select: string } {
+function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { ctes: string; select: string } {
   const $ = (n: number) => `$${offset + n}`;
   const s = `s${k}`;
   const ins = `ins${k}`;
@@ -155,13 +158,19 @@ function appendBlock(k: number, offset = APPEND_PARAMS * k): { ctes: string; sel
            FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq, type, data, synthetic, "createdAt"
        )`,
-    select: `SELECT ${k} AS k, ${ins}.*, ${s}.released, ${s}.held, ${s}."leaseToken", ${s}."inheritedRanges", ${s}."inheritedEventCount",
-              (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', ${$(1)}::text, 'last', max(seq))::text) FROM ${ins}) AS notified
+    select: `SELECT ${k} AS k, ${ins}.*, ${s}.released, ${s}.held, ${s}."leaseToken", ${s}."inheritedRanges", ${s}."inheritedEventCount"${
+      notify ? `,
+              (SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('s', ${$(1)}::text, 'last', max(seq))::text) FROM ${ins}) AS notified` : ''
+    }
          FROM ${ins}, ${s}`,
   };
 }
 
-const APPEND_SQL = (({ ctes, select }) => `WITH ${ctes}\n       ${select} ORDER BY seq`)(appendBlock(0));
+const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select} ORDER BY seq`;
+/** A lone append on its own (autocommit): its caller notifies once it committed (notify-queue.ts). */
+const APPEND_SQL = loneAppend(appendBlock(0));
+/** A lone append inside a caller's transaction: its NOTIFY is the transaction's, delivered at its commit. */
+const APPEND_IN_TRANSACTION_SQL = loneAppend(appendBlock(0, 0, true));
 
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
@@ -200,17 +209,22 @@ export class SessionStore {
   private readonly appendStatement: ReturnType<typeof statement>;
   /** Appends outside a transaction: several sessions' in one statement when they wait together (group commit). */
   private readonly appends: AppendBatcher;
+  private readonly appendInTransaction: ReturnType<typeof statement>;
+  /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
+  readonly notifications: NotifyQueue;
 
   constructor(
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
-    opts: { prepare?: boolean } = {},
+    opts: { prepare?: boolean; log?: (msg: string, err?: unknown) => void } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.notifications = new NotifyQueue(pool, opts.log);
     this.log = new SessionLog(pool, { prepare });
     this.sessions = new SessionRows(pool, prepare);
     this.tails = new TailStates(this.log);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
+    this.appendInTransaction = statement(prepare, 'append_in_transaction', APPEND_IN_TRANSACTION_SQL);
     const poolMax = pool.options.max ?? 10;
     this.appends = new AppendBatcher(pool, { single: this.appendStatement, block: appendBlock, params: APPEND_PARAMS, prepare }, Math.max(1, Math.floor(poolMax / 2)));
   }
@@ -429,7 +443,7 @@ export class SessionStore {
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & {
       k: number; notified: unknown; released: boolean; held: boolean | null; leaseToken: number; inheritedRanges: unknown; inheritedEventCount: number;
     };
-    const out = (opts.client ? (await opts.client.query<Out>(this.appendStatement(params))).rows : await this.appends.run(params)) as Out[];
+    const out = (opts.client ? (await opts.client.query<Out>(this.appendInTransaction(params))).rows : await this.appends.run(params)) as Out[];
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
         'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
@@ -443,6 +457,7 @@ export class SessionStore {
       throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
     }
     const first = out[0];
+    if (!opts.client) this.notifications.post(EVENTS_CHANNEL, JSON.stringify({ s: sessionId, last: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
     return {
       events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),
@@ -667,10 +682,5 @@ export class SessionStore {
   /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */
   async notify(channel: string, payload: string, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
     await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
-  }
-
-  /** One NOTIFY per payload, in order, in one statement (one transaction: delivered together). */
-  async notifyAll(channel: string, payloads: string[]): Promise<void> {
-    if (payloads.length) await this.pool.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [channel, payloads]);
   }
 }

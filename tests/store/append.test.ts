@@ -68,8 +68,10 @@ describe('SessionStore.append', () => {
     const fresh = new SessionStore(counting, toolEffectOf); // as a process that never touched the session
     const { event: queued } = await fresh.queueInput(s.id, 'first', { scope });
     expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
-    expect(statements).toHaveLength(1);
+    await fresh.notifications.drain();
     expect(statements[0]).toMatch(/^WITH s0 AS/);
+    // …and, once it committed, its notification (store/notify-queue.ts): nothing else.
+    expect(statements.slice(1)).toEqual([expect.stringMatching(/^SELECT pg_notify/)]);
     // Racing other writers of the same session (their appends are conditional on the length they saw).
     statements = [];
     await Promise.all([
@@ -86,7 +88,7 @@ describe('SessionStore.append', () => {
     statements = [];
     const { event: last } = await fresh.queueInput(s.id, 'last', { scope });
     await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: last.data.inputId, reason: 'cancelled' } }]);
-    expect(statements.filter((q) => !/^WITH s0 AS/.test(q))).toEqual([]);
+    expect(statements.filter((q) => !/^(WITH s0 AS|SELECT pg_notify)/.test(q))).toEqual([]); // no reload
     await expect(fresh.queueInput(s.id, 'elsewhere', { scope: { tenant: 'another' } })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     await expect(fresh.queueInput('ses_missing', 'nobody', { scope })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     expect((await store.requireSession(scope, s.id)).eventCount).toBe(44);

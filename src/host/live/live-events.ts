@@ -37,7 +37,7 @@ export class LiveEvents {
     opts: LiveEventsOptions = {},
   ) {
     this.windows = new EventWindows(store, opts);
-    this.turns = new TurnUpdateRelay(store, opts.log);
+    this.turns = new TurnUpdateRelay(store);
     this.changes = new SessionChanges(store, opts.log);
     this.handlers = [
       [EVENTS_CHANNEL, (p) => this.onEventsCommitted(p)],

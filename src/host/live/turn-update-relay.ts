@@ -23,10 +23,7 @@ export class TurnUpdateRelay {
   private publishSerial = 0;
   private closed = false;
 
-  constructor(
-    private readonly store: SessionStore,
-    private readonly log?: (msg: string, err?: unknown) => void,
-  ) {}
+  constructor(private readonly store: SessionStore) {}
 
   /** Turn updates of the session from now on, whichever process runs its agent. */
   subscribe(sessionId: string): AsyncIterableIterator<TurnUpdate> {
@@ -93,7 +90,7 @@ export class TurnUpdateRelay {
         this.outbox = [];
         // `n` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one.
         const payloads = turnPayloads(batch).map((u) => JSON.stringify({ n: ++this.publishSerial, u }));
-        await this.store.notifyAll(TURNS_CHANNEL, payloads).catch((err) => this.log?.('publishing turn updates failed', err));
+        await Promise.all(payloads.map((p) => this.store.notifications.post(TURNS_CHANNEL, p)));
       }
     } finally {
       this.publishing = undefined;

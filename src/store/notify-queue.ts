@@ -1,0 +1,91 @@
+// Notifications sent after the commit they announce, not inside it.
+//
+// A NOTIFY inside a writing transaction makes its commit take a database-wide
+// lock (async.c: the notification queue's, so that queue entries keep commit
+// order) and hold it through the commit's WAL flush: every transaction that
+// notifies commits one after another, one flush each, and group commit is
+// lost. The appends of the agent loop all notified (the events channel): with
+// the turns bench's 1,000 sessions after 3,000 warm-up turns, Postgres
+// backends waited on that lock 5 at a time on average (pg_stat_activity
+// `Lock:object`), and two processes ran at 0.81–0.82× one. Sent from a
+// transaction of its own that writes nothing, a NOTIFY holds the lock only
+// while it queues its payloads (no flush: nothing to make durable).
+//
+// So the hot appends (append-batcher.ts) notify after they commit, through
+// this queue: one statement in flight, everything posted meanwhile in the
+// next, in order. A listener learns of a commit a little later, never before
+// it. The price: a process that dies between the commit and its notification
+// leaves other processes' subscribers of that session to wake on its next
+// event (its next owner appends within the lease expiry) or on a reconnect.
+import type pg from 'pg';
+
+/** Attempts of a batch before it is dropped (a log line says so): the database may be restarting. */
+const ATTEMPTS = 5;
+const RETRY_MS = 500;
+
+interface Batch {
+  channels: string[];
+  payloads: string[];
+  /** Settles once the batch was sent or dropped. */
+  sent: Promise<void>;
+  done(): void;
+}
+
+function newBatch(): Batch {
+  let done!: () => void;
+  const sent = new Promise<void>((r) => (done = r));
+  return { channels: [], payloads: [], sent, done };
+}
+
+export class NotifyQueue {
+  private queued = newBatch();
+  private sending?: Promise<void>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log?: (msg: string, err?: unknown) => void,
+  ) {}
+
+  /**
+   * Queues NOTIFY channel, payload: sent with whatever else is queued, in the
+   * order posted. Resolves once sent (or dropped); never rejects.
+   */
+  post(channel: string, payload: string): Promise<void> {
+    const batch = this.queued;
+    batch.channels.push(channel);
+    batch.payloads.push(payload);
+    this.sending ??= this.send();
+    return batch.sent;
+  }
+
+  /** Resolves once everything posted so far was sent (or dropped). */
+  async drain(): Promise<void> {
+    while (this.sending) await this.sending;
+  }
+
+  private async send(): Promise<void> {
+    // Posts of the same tick (a batch of appends resolves together) go in one statement.
+    await Promise.resolve();
+    try {
+      while (this.queued.payloads.length) {
+        const batch = this.queued;
+        this.queued = newBatch();
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await this.pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, p)', [batch.channels, batch.payloads]);
+            break;
+          } catch (err) {
+            if (attempt >= ATTEMPTS) {
+              this.log?.(`dropped ${batch.payloads.length} notifications after ${ATTEMPTS} attempts`, err);
+              break;
+            }
+            await new Promise((r) => setTimeout(r, RETRY_MS * attempt));
+          }
+        }
+        batch.done();
+      }
+    } finally {
+      this.sending = undefined;
+    }
+  }
+}

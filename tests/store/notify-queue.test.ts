@@ -1,0 +1,141 @@
+// Notifications after the commit (store/notify-queue.ts): an append outside a
+// transaction carries no NOTIFY (its commit would take Postgres's notification
+// lock and hold it through the WAL flush, one committer at a time); its
+// notification follows the commit, batched with others, in order, retried
+// when the database refuses it. An append inside a transaction still notifies
+// at that transaction's commit, and not at all when it rolls back.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../../src/db/database.ts';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+import { EVENTS_CHANNEL, SessionStore } from '../../src/store/session-store.ts';
+import { NotifyQueue } from '../../src/store/notify-queue.ts';
+import { toolEffectOf } from '../../src/agent/tools.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const scope = { tenant: 'local' };
+let url: string;
+let db: Database;
+let store: SessionStore;
+let listener: pg.Client;
+let reader: pg.Client;
+/** Statements the store sent, by text. */
+const sent: string[] = [];
+/** EVENTS_CHANNEL payloads received, each with whether its last event was readable when it arrived. */
+const received: Array<{ s: string; last: number; visible?: boolean }> = [];
+let checkVisibility = false;
+
+beforeAll(async () => {
+  url = await createTestDatabase();
+  db = openDatabase(url, { max: 2 }); // one append statement at a time: appends wait together
+  const query = db.pool.query.bind(db.pool) as (...a: unknown[]) => unknown;
+  (db.pool as { query: unknown }).query = (...a: unknown[]) => {
+    const c = a[0] as string | { text: string };
+    sent.push(typeof c === 'string' ? c : c.text);
+    return query(...a);
+  };
+  store = new SessionStore(db.pool, toolEffectOf);
+  listener = new pg.Client(pgConfigFromUrl(url));
+  await listener.connect();
+  reader = new pg.Client(pgConfigFromUrl(url));
+  await reader.connect();
+  listener.on('notification', (n) => {
+    const msg = JSON.parse(n.payload!) as { s: string; last: number };
+    const entry: (typeof received)[number] = { ...msg };
+    received.push(entry);
+    if (checkVisibility) {
+      void reader.query('SELECT 1 FROM "Event" WHERE "sessionId" = $1 AND seq = $2', [msg.s, msg.last]).then((r) => (entry.visible = r.rowCount === 1));
+    }
+  });
+  await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
+});
+afterAll(async () => {
+  await listener.end();
+  await reader.end();
+  await db.close();
+});
+
+const note = (i: number) => ({ type: 'plugin/test/note', data: { i } });
+const lastNotified = (id: string) => Math.max(-1, ...received.filter((r) => r.s === id).map((r) => r.last));
+
+describe('notifications after the commit', () => {
+  it('an append outside a transaction carries no NOTIFY; its notification follows the commit', async () => {
+    const id = (await store.createSession(scope, {})).id;
+    await store.notifications.drain();
+    sent.length = 0;
+    checkVisibility = true;
+    const events = await store.append(id, [note(0), note(1)]);
+    await store.notifications.drain();
+    const appendStatement = sent.find((t) => t.includes('INSERT INTO "Event"'));
+    expect(appendStatement).toBeDefined();
+    expect(appendStatement).not.toContain('pg_notify');
+    expect(sent.filter((t) => t.includes('pg_notify'))).toEqual([expect.stringMatching(/^SELECT pg_notify\(c, p\) FROM unnest/)]);
+    await waitFor(() => received.find((r) => r.s === id && r.last === events[1].seq && r.visible !== undefined));
+    // When it arrived, what it announces was already committed.
+    expect(received.filter((r) => r.s === id).map((r) => [r.last, r.visible])).toEqual([[events[1].seq, true]]);
+    checkVisibility = false;
+  });
+
+  it('appends that commit together are announced together, each session its last seq', async () => {
+    const ids = await Promise.all(Array.from({ length: 12 }, async () => (await store.createSession(scope, {})).id));
+    await Promise.all(ids.map((id) => store.append(id, [note(0)])));
+    await store.notifications.drain();
+    sent.length = 0;
+    await Promise.all(ids.map((id, i) => store.append(id, Array.from({ length: 1 + (i % 3) }, (_, j) => note(j)))));
+    await store.notifications.drain();
+    const appends = sent.filter((t) => t.includes('INSERT INTO "Event"'));
+    const notifies = sent.filter((t) => t.includes('pg_notify'));
+    expect(appends.every((t) => !t.includes('pg_notify'))).toBe(true);
+    expect(notifies.length).toBeGreaterThan(0);
+    expect(notifies.length).toBeLessThan(ids.length); // batched
+    await waitFor(() => ids.every((id, i) => lastNotified(id) === 1 + (i % 3)));
+  });
+
+  it('an append inside a transaction notifies at its commit, and not at all when it rolls back', async () => {
+    const kept = (await store.createSession(scope, {})).id;
+    const undone = (await store.createSession(scope, {})).id;
+    await store.notifications.drain();
+    await expect(
+      store.transaction(async (client) => {
+        await store.append(undone, [note(0)], { client });
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    await store.transaction(async (client) => {
+      await store.append(kept, [note(0), note(1)], { client });
+    });
+    await waitFor(() => lastNotified(kept) === 1);
+    // The LISTEN connection delivers in commit order: nothing of the rolled-back one came before it, or will.
+    expect(lastNotified(undone)).toBe(-1);
+  });
+
+  it('a notification the database refused is sent again, in order with later ones', async () => {
+    const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: 1 });
+    let refusals = 1;
+    const flaky = new Proxy(pool, {
+      get(p, key) {
+        if (key !== 'query') return Reflect.get(p, key, p);
+        return (...a: unknown[]) => {
+          if (refusals > 0) {
+            refusals--;
+            return Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+          }
+          return (p.query as (...x: unknown[]) => unknown)(...a);
+        };
+      },
+    });
+    const logged: string[] = [];
+    const queue = new NotifyQueue(flaky, (m) => logged.push(m));
+    const id = 'ses_notify_retry';
+    const first = queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 1 }));
+    await Promise.resolve();
+    await Promise.resolve(); // the first batch is on its way (and refused)
+    const second = queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 2 }));
+    await Promise.all([first, second]);
+    await waitFor(() => lastNotified(id) === 2);
+    expect(received.filter((r) => r.s === id).map((r) => r.last)).toEqual([1, 2]);
+    expect(logged).toEqual([]); // retried, not dropped
+    await pool.end();
+  });
+});
