@@ -137,11 +137,17 @@ async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
 
 /**
  * Each process first serves WARMUP_TURNS turns of its own, untimed: a fresh
- * Node process spends its first few hundred turns compiling (V8's JIT), and two
- * fresh processes pay that twice on the same cores, which would count against
- * the two-process figure a fixed start-up cost, not what a second process adds.
+ * Node process spends its first few thousand turns compiling (V8's JIT), and
+ * two fresh processes pay that twice on the same cores, which would count
+ * against the two-process figure a fixed start-up cost, not what a second
+ * process adds. Measured with --trace-opt: V8 optimizes about 450 functions of
+ * the turn's path, 100–150 a second over the first ~4,000 turns and 20 a
+ * second after 3,000; that compiling runs on V8's background threads, which
+ * took a third of a server's CPU in the timed window after 200 warm-up turns
+ * (0.41–0.45 of 1.2 ms a turn). After 200, one process ran 450–510 turns/s
+ * and two 410–430; after 3,000, 810–820 and 830–880.
  */
-const WARMUP_TURNS = 200;
+const WARMUP_TURNS = QUICK ? 200 : 3_000;
 
 /**
  * Sends in flight at most (each its own connection): the 1,000-session runs
@@ -185,33 +191,38 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
     }
   })();
   try {
-    await Promise.all(warmup.map((id, i) => gql(servers[i % processes].url, SEND, { i: { sessionId: id, text: MESSAGE } }, { n: 0 })));
+    /** Sends each session its message, spread over the processes; returns each send's time. */
+    const sendAll = async (sessionIds: string[], text: string, retried: { n: number }) => {
+      const times: number[] = [];
+      const failures: string[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(sessionIds.length, MAX_IN_FLIGHT) }, async () => {
+          while (next < sessionIds.length) {
+            const i = next++;
+            const t = performance.now();
+            try {
+              await gql(servers[i % processes].url, SEND, { i: { sessionId: sessionIds[i], text } }, retried);
+            } catch (err) {
+              const cause = (err as Error).cause as Error | undefined;
+              failures.push(cause ? `${err}: ${cause.message}` : String(err));
+            }
+            times.push(performance.now() - t);
+          }
+        }),
+      );
+      if (failures.length) throw new Error(`${failures.length} of ${sessionIds.length} messages were refused (${processes} processes): ${failures[0]}`);
+      return times;
+    };
+    await sendAll(warmup, MESSAGE, { n: 0 });
     await waitAnswered(admin, warmup, performance.now());
-    const sendTimes: number[] = [];
-    const failures: string[] = [];
     const retried = { n: 0 };
     const serverPids = new Set(servers.map((sv) => sv.child.pid));
     const cpu = () => ({ servers: processTotals((pid) => serverPids.has(pid)), postgres: processTotals((_, comm) => comm.startsWith('postgres')), bench: processTotals((pid) => pid === process.pid) });
     const cpu0 = cpu();
     const t0 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(ids.length, MAX_IN_FLIGHT) }, async () => {
-        while (next < ids.length) {
-          const i = next++;
-          const t = performance.now();
-          try {
-            await gql(servers[i % processes].url, SEND, { i: { sessionId: ids[i], text: message } }, retried);
-          } catch (err) {
-            const cause = (err as Error).cause as Error | undefined;
-            failures.push(cause ? `${err}: ${cause.message}` : String(err));
-          }
-          sendTimes.push(performance.now() - t);
-        }
-      }),
-    );
+    const sendTimes = await sendAll(ids, message, retried);
     const accepted = performance.now() - t0;
-    if (failures.length) throw new Error(`${failures.length} of ${ids.length} messages were refused (${processes} processes): ${failures[0]}`);
     await waitAnswered(admin, ids, t0);
     const elapsed = performance.now() - t0;
     const cpu1 = cpu();
