@@ -11,12 +11,13 @@
 // transaction of its own that writes nothing, a NOTIFY holds the lock only
 // while it queues its payloads (no flush: nothing to make durable).
 //
-// So the hot appends (append-batcher.ts) notify after they commit, through
-// this queue: one statement in flight, everything posted meanwhile in the
-// next, in order. A listener learns of a commit a little later, never before
-// it. The price: a process that dies between the commit and its notification
-// leaves other processes' subscribers of that session to wake on its next
-// event (its next owner appends within the lease expiry) or on a reconnect.
+// So appends sent while others of the process are in flight (append-batcher.ts)
+// notify after they commit, through this queue: one statement in flight,
+// everything posted meanwhile in the next, in order. A listener learns of such
+// a commit a little later, never before it. The price: a process that dies
+// between the commit and its notification leaves other processes' subscribers
+// of that session to wake on its next event (its next owner appends within
+// the lease expiry) or on a reconnect.
 import type pg from 'pg';
 
 /** Attempts of a batch before it is dropped (a log line says so): the database may be restarting. */

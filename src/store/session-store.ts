@@ -123,8 +123,8 @@ const APPEND_PARAMS = 14;
  * claiming process) takes the lease for $13 ms when nobody holds it, as
  * LeaseStore.claim would: the process that received it runs it without a
  * round trip of its own. With `notify`, the statement NOTIFYs EVENTS_CHANNEL
- * itself (inside a caller's transaction); otherwise its caller does once it
- * committed (notify-queue.ts says why).
+ * itself; otherwise its caller does once it committed (append-batcher.ts
+ * chooses, notify-queue.ts says why).
  */
 function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { ctes: string; select: string } {
   const $ = (n: number) => `$${offset + n}`;
@@ -167,10 +167,10 @@ function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { c
 }
 
 const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select} ORDER BY seq`;
-/** A lone append on its own (autocommit): its caller notifies once it committed (notify-queue.ts). */
+/** A lone append whose caller notifies once it committed (notify-queue.ts). */
 const APPEND_SQL = loneAppend(appendBlock(0));
-/** A lone append inside a caller's transaction: its NOTIFY is the transaction's, delivered at its commit. */
-const APPEND_IN_TRANSACTION_SQL = loneAppend(appendBlock(0, 0, true));
+/** A lone append that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit). */
+const APPEND_NOTIFYING_SQL = loneAppend(appendBlock(0, 0, true));
 
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
@@ -209,7 +209,7 @@ export class SessionStore {
   private readonly appendStatement: ReturnType<typeof statement>;
   /** Appends outside a transaction: several sessions' in one statement when they wait together (group commit). */
   private readonly appends: AppendBatcher;
-  private readonly appendInTransaction: ReturnType<typeof statement>;
+  private readonly appendNotifying: ReturnType<typeof statement>;
   /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
   readonly notifications: NotifyQueue;
 
@@ -224,9 +224,18 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, prepare);
     this.tails = new TailStates(this.log);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
-    this.appendInTransaction = statement(prepare, 'append_in_transaction', APPEND_IN_TRANSACTION_SQL);
+    this.appendNotifying = statement(prepare, 'append_notify', APPEND_NOTIFYING_SQL);
     const poolMax = pool.options.max ?? 10;
-    this.appends = new AppendBatcher(pool, { single: this.appendStatement, block: appendBlock, params: APPEND_PARAMS, prepare }, Math.max(1, Math.floor(poolMax / 2)));
+    this.appends = new AppendBatcher(
+      pool,
+      {
+        single: (params, notify) => (notify ? this.appendNotifying : this.appendStatement)(params),
+        block: (k, notify) => appendBlock(k, APPEND_PARAMS * k, notify),
+        params: APPEND_PARAMS,
+        prepare,
+      },
+      Math.max(1, Math.floor(poolMax / 2)),
+    );
   }
 
   async createSession(
@@ -443,7 +452,8 @@ export class SessionStore {
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & {
       k: number; notified: unknown; released: boolean; held: boolean | null; leaseToken: number; inheritedRanges: unknown; inheritedEventCount: number;
     };
-    const out = (opts.client ? (await opts.client.query<Out>(this.appendInTransaction(params))).rows : await this.appends.run(params)) as Out[];
+    const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
+    const out = appended.rows as Out[];
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
         'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
@@ -457,7 +467,7 @@ export class SessionStore {
       throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
     }
     const first = out[0];
-    if (!opts.client) this.notifications.post(EVENTS_CHANNEL, JSON.stringify({ s: sessionId, last: out[out.length - 1].seq }));
+    if (!appended.notified) this.notifications.post(EVENTS_CHANNEL, JSON.stringify({ s: sessionId, last: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
     return {
       events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),

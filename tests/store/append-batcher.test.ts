@@ -114,10 +114,10 @@ describe('AppendBatcher failures', () => {
   it('a statement the server refuses is run again one append at a time: only the bad append fails', async () => {
     alone = 0;
     const results = await runBatched(['1', '2', 'x', '4']);
-    expect(results[0]).toMatchObject({ status: 'fulfilled', value: [{ k: 0, v: 1 }] });
-    expect(results[1]).toMatchObject({ status: 'fulfilled', value: [{ v: 2 }] });
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { rows: [{ k: 0, v: 1 }] } });
+    expect(results[1]).toMatchObject({ status: 'fulfilled', value: { rows: [{ v: 2 }] } });
     expect(results[2]).toMatchObject({ status: 'rejected', reason: { code: '22P02' } });
-    expect(results[3]).toMatchObject({ status: 'fulfilled', value: [{ v: 4 }] });
+    expect(results[3]).toMatchObject({ status: 'fulfilled', value: { rows: [{ v: 4 }] } });
     expect(alone).toBe(1 + 3); // the first, then the refused batch's three again, one by one
   });
 

@@ -1,9 +1,10 @@
-// Notifications after the commit (store/notify-queue.ts): an append outside a
-// transaction carries no NOTIFY (its commit would take Postgres's notification
-// lock and hold it through the WAL flush, one committer at a time); its
-// notification follows the commit, batched with others, in order, retried
-// when the database refuses it. An append inside a transaction still notifies
-// at that transaction's commit, and not at all when it rolls back.
+// When appends notify (store/notify-queue.ts, append-batcher.ts): an append
+// statement sent beside others of the process carries no NOTIFY (its commit
+// would take Postgres's notification lock and hold it through the WAL flush,
+// one committer at a time); its notification follows the commit, batched with
+// others, in order, retried when the database refuses it. A statement alone in
+// flight notifies from within (no second round trip), and an append inside a
+// transaction at that transaction's commit, not at all when it rolls back.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
@@ -28,7 +29,7 @@ let checkVisibility = false;
 
 beforeAll(async () => {
   url = await createTestDatabase();
-  db = openDatabase(url, { max: 2 }); // one append statement at a time: appends wait together
+  db = openDatabase(url, { max: 4 }); // two append statements in flight at most
   const query = db.pool.query.bind(db.pool) as (...a: unknown[]) => unknown;
   (db.pool as { query: unknown }).query = (...a: unknown[]) => {
     const c = a[0] as string | { text: string };
@@ -60,36 +61,39 @@ const note = (i: number) => ({ type: 'plugin/test/note', data: { i } });
 const lastNotified = (id: string) => Math.max(-1, ...received.filter((r) => r.s === id).map((r) => r.last));
 
 describe('notifications after the commit', () => {
-  it('an append outside a transaction carries no NOTIFY; its notification follows the commit', async () => {
+  it('an append alone in flight notifies from its own statement: one round trip', async () => {
     const id = (await store.createSession(scope, {})).id;
+    await store.append(id, [note(0)]); // the store now knows the end of its log: the next append reads nothing first
     await store.notifications.drain();
     sent.length = 0;
-    checkVisibility = true;
-    const events = await store.append(id, [note(0), note(1)]);
+    const events = await store.append(id, [note(1), note(2)]);
     await store.notifications.drain();
-    const appendStatement = sent.find((t) => t.includes('INSERT INTO "Event"'));
-    expect(appendStatement).toBeDefined();
-    expect(appendStatement).not.toContain('pg_notify');
-    expect(sent.filter((t) => t.includes('pg_notify'))).toEqual([expect.stringMatching(/^SELECT pg_notify\(c, p\) FROM unnest/)]);
-    await waitFor(() => received.find((r) => r.s === id && r.last === events[1].seq && r.visible !== undefined));
-    // When it arrived, what it announces was already committed.
-    expect(received.filter((r) => r.s === id).map((r) => [r.last, r.visible])).toEqual([[events[1].seq, true]]);
-    checkVisibility = false;
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain('INSERT INTO "Event"');
+    expect(sent[0]).toContain('pg_notify');
+    await waitFor(() => lastNotified(id) === events[1].seq);
   });
 
-  it('appends that commit together are announced together, each session its last seq', async () => {
+  it('appends sent beside others carry no NOTIFY: theirs follow the commit, together, each session its last seq', async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, async () => (await store.createSession(scope, {})).id));
     await Promise.all(ids.map((id) => store.append(id, [note(0)])));
     await store.notifications.drain();
     sent.length = 0;
+    checkVisibility = true;
     await Promise.all(ids.map((id, i) => store.append(id, Array.from({ length: 1 + (i % 3) }, (_, j) => note(j)))));
     await store.notifications.drain();
     const appends = sent.filter((t) => t.includes('INSERT INTO "Event"'));
-    const notifies = sent.filter((t) => t.includes('pg_notify'));
-    expect(appends.every((t) => !t.includes('pg_notify'))).toBe(true);
-    expect(notifies.length).toBeGreaterThan(0);
-    expect(notifies.length).toBeLessThan(ids.length); // batched
+    const queued = sent.filter((t) => /^SELECT pg_notify\(c, p\) FROM unnest/.test(t));
+    // The first statement went alone and notified itself; the next went while it ran, and did not.
+    expect(appends[0]).toContain('pg_notify');
+    expect(appends.filter((t) => !t.includes('pg_notify')).length).toBeGreaterThan(0);
+    expect(queued.length).toBeGreaterThan(0);
+    expect(queued.length).toBeLessThan(ids.length - 1); // batched
     await waitFor(() => ids.every((id, i) => lastNotified(id) === 1 + (i % 3)));
+    await waitFor(() => received.filter((r) => ids.includes(r.s) && r.last > 0).every((r) => r.visible !== undefined));
+    // When each arrived, what it announces was already committed.
+    expect(received.filter((r) => ids.includes(r.s) && r.last > 0).every((r) => r.visible)).toBe(true);
+    checkVisibility = false;
   });
 
   it('an append inside a transaction notifies at its commit, and not at all when it rolls back', async () => {
