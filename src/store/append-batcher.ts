@@ -73,7 +73,7 @@ export class AppendBatcher {
     private readonly maxInFlight: number,
   ) {}
 
-  /** Runs one session's append; resolves with its rows (tagged `k`). */
+  /** Runs one session's append; resolves with its rows (tagged `k`) and whether its statement notified them. */
   run(params: unknown[]): Promise<Appended> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ params, resolve, reject });
