@@ -166,7 +166,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await host.stop();
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported
       await live.close();
-      await store.notifications.drain(); // what was committed is announced
+      await store.notifications.close(); // what was committed is announced (one attempt each)
       await listener.close();
       await db.close();
     },

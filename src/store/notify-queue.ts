@@ -41,6 +41,7 @@ function newBatch(): Batch {
 export class NotifyQueue {
   private queued = newBatch();
   private sending?: Promise<void>;
+  private closing = false;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -64,6 +65,12 @@ export class NotifyQueue {
     while (this.sending) await this.sending;
   }
 
+  /** Sends what is queued without waiting to retry (shutdown has a deadline), then resolves. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.drain();
+  }
+
   private async send(): Promise<void> {
     // Posts of the same tick (a batch of appends resolves together) go in one statement.
     await Promise.resolve();
@@ -76,7 +83,7 @@ export class NotifyQueue {
             await this.pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS x(c, p)', [batch.channels, batch.payloads]);
             break;
           } catch (err) {
-            if (attempt >= ATTEMPTS) {
+            if (attempt >= ATTEMPTS || this.closing) {
               this.log?.(`dropped ${batch.payloads.length} notifications after ${ATTEMPTS} attempts`, err);
               break;
             }

@@ -142,4 +142,20 @@ describe('notifications after the commit', () => {
     expect(logged).toEqual([]); // retried, not dropped
     await pool.end();
   });
+
+  it('closing sends what is queued with one attempt, not waiting to retry (shutdown has a deadline)', async () => {
+    // A database nobody listens on: every attempt is refused.
+    const pool = new pg.Pool({ host: '127.0.0.1', port: 1, user: 'nobody', database: 'none', max: 1 });
+    let attempts = 0;
+    const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
+    (pool as { query: unknown }).query = (...a: unknown[]) => (attempts++, query(...a));
+    const down = pool;
+    const logged: string[] = [];
+    const queue = new NotifyQueue(down, (m) => logged.push(m));
+    void queue.post(EVENTS_CHANNEL, JSON.stringify({ s: 'ses_notify_close', last: 0 }));
+    await queue.close();
+    expect(attempts).toBe(1);
+    expect(logged).toEqual([expect.stringMatching(/^dropped 1 notifications/)]);
+    await pool.end();
+  });
 });
