@@ -27,6 +27,7 @@
 // notified after its commit; the turns bench's two processes ran 0.81× one
 // when every append notified from within.
 import type pg from 'pg';
+import { statement } from './statements.ts';
 
 /** Sessions per statement at most: 8 × 14 parameters (16 and 32 measured no better: README, two processes on 2 cores). */
 export const MAX_BATCH = 8;
@@ -57,7 +58,8 @@ function refusedByServer(err: unknown): boolean {
 export class AppendBatcher {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
-  private readonly texts = new Map<string, string>();
+  /** Batch statements by size and whether they notify, built once each. */
+  private readonly statements = new Map<string, ReturnType<typeof statement>>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -140,15 +142,15 @@ export class AppendBatcher {
 
   private statement(batch: Waiting[], notify: boolean): pg.QueryConfig {
     const n = batch.length;
-    const name = `forkline_append_${n}${notify ? '_notify' : ''}`;
-    let text = this.texts.get(name);
-    if (!text) {
+    const name = `append_${n}${notify ? '_notify' : ''}`;
+    let query = this.statements.get(name);
+    if (!query) {
       const blocks = Array.from({ length: n }, (_, k) => this.sql.block(k, notify));
-      text = `WITH ${blocks.map((b) => b.ctes).join(',\n')}\n${blocks.map((b) => `(${b.select})`).join('\nUNION ALL\n')}\nORDER BY k, seq`;
-      this.texts.set(name, text);
+      const text = `WITH ${blocks.map((b) => b.ctes).join(',\n')}\n${blocks.map((b) => `(${b.select})`).join('\nUNION ALL\n')}\nORDER BY k, seq`;
+      this.statements.set(name, (query = statement(this.sql.prepare, name, text)));
     }
     const values = batch.flatMap((w) => w.params);
     if (values.length !== n * this.sql.params) throw new Error(`an append takes ${this.sql.params} values`);
-    return this.sql.prepare ? { name, text, values } : { text, values };
+    return query(values);
   }
 }

@@ -84,7 +84,7 @@ export class NotifyQueue {
             break;
           } catch (err) {
             if (attempt >= ATTEMPTS || this.closing) {
-              this.log?.(`dropped ${batch.payloads.length} notifications after ${ATTEMPTS} attempts`, err);
+              this.log?.(`dropped ${batch.payloads.length} notifications after ${attempt} attempt(s)`, err);
               break;
             }
             await new Promise((r) => setTimeout(r, RETRY_MS * attempt));
