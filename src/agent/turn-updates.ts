@@ -2,7 +2,7 @@
 // What is in the log is announced from the stored events (turnUpdatesOf);
 // only what is not — the model's text as it streams, a tool starting — is
 // announced by hand.
-import type { EventData, LogEvent } from '../core/events.ts';
+import { asCoreEvent, otherThanCore, type LogEvent } from '../core/events.ts';
 
 export type TurnUpdateKind =
   | 'TURN_STARTED'
@@ -35,32 +35,37 @@ export type TurnUpdateSink = (update: TurnUpdate) => void;
 export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): TurnUpdate[] {
   const out: TurnUpdate[] = [];
   for (const e of events) {
-    switch (e.type) {
-      case 'turn/start': {
-        const d = e.data as EventData<'turn/start'>;
-        out.push({ sessionId, kind: 'TURN_STARTED', turn: d.turn, inputId: d.inputId });
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
+      case 'turn/start':
+        out.push({ sessionId, kind: 'TURN_STARTED', turn: ev.data.turn, inputId: ev.data.inputId });
         break;
-      }
-      case 'step/start': {
-        const d = e.data as EventData<'step/start'>;
-        out.push({ sessionId, kind: 'STEP_STARTED', turn: d.turn, step: d.step });
+      case 'step/start':
+        out.push({ sessionId, kind: 'STEP_STARTED', turn: ev.data.turn, step: ev.data.step });
         break;
-      }
       case 'tool/result': {
-        const d = e.data as EventData<'tool/result'>;
+        const d = ev.data;
         out.push({ sessionId, kind: 'TOOL_FINISHED', turn: d.turn, step: d.step, callId: d.callId, ...(d.name ? { toolName: d.name } : {}), status: d.status });
         break;
       }
-      case 'step/end': {
-        const d = e.data as EventData<'step/end'>;
-        out.push({ sessionId, kind: 'STEP_ENDED', turn: d.turn, step: d.step, reason: d.reason });
+      case 'step/end':
+        out.push({ sessionId, kind: 'STEP_ENDED', turn: ev.data.turn, step: ev.data.step, reason: ev.data.reason });
         break;
-      }
-      case 'turn/end': {
-        const d = e.data as EventData<'turn/end'>;
-        out.push({ sessionId, kind: 'TURN_ENDED', turn: d.turn, reason: d.reason });
+      case 'turn/end':
+        out.push({ sessionId, kind: 'TURN_ENDED', turn: ev.data.turn, reason: ev.data.reason });
         break;
-      }
+      // A stored answer is not an update (its text streamed as TEXT_DELTA; TOOL_RUNNING
+      // announced its calls); the rest is not turn status.
+      case 'model/message':
+      case 'inbox/add':
+      case 'inbox/remove':
+      case 'session/title':
+      case 'session/model':
+      case 'surface/replace':
+      case 'session/end-seed':
+        break;
+      default:
+        otherThanCore(ev);
     }
   }
   return out;

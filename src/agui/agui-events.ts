@@ -2,40 +2,64 @@
 // HTTP side (agui-handler.ts) feeds a RunTranslator what the log and the turn
 // relay deliver, in any interleaving, and writes what it emits.
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
-import type { LogEvent } from '../core/events.ts';
+import { asCoreEvent, otherThanCore, type LogEvent } from '../core/events.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 
 /** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
 export const assistantMessageId = (turn: number, step: number) => `msg_${turn}_${step}`;
 export const stepName = (step: number) => `step ${step}`;
 
-/** The conversation of a log as AG-UI messages: user inputs as their turns take them, answers, tool results. */
+/**
+ * The conversation of a log as AG-UI messages: user inputs as their turns take
+ * them, answers, tool results. Not core/model-request.ts's Conversation, on
+ * purpose: that is what the *model* reads (compacted ranges replaced by their
+ * summary, unanswered calls dropped, OpenAI chat shape); a UI's snapshot is
+ * what the *user* saw, every message with an id that stays the same in a fork
+ * and each result's status.
+ */
 export function messagesOf(events: Iterable<LogEvent>): Message[] {
   const inputs = new Map<string, string>();
   const out: Message[] = [];
   for (const e of events) {
-    const d = e.data;
-    switch (e.type) {
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
       case 'inbox/add':
-        inputs.set(d.inputId, d.text);
+        inputs.set(ev.data.inputId, ev.data.text);
         break;
       case 'turn/start':
-        out.push({ id: d.inputId, role: 'user', content: inputs.get(d.inputId) ?? '' });
-        inputs.delete(d.inputId);
+        out.push({ id: ev.data.inputId, role: 'user', content: inputs.get(ev.data.inputId) ?? '' });
+        inputs.delete(ev.data.inputId);
         break;
-      case 'model/message':
+      case 'model/message': {
+        const d = ev.data;
         out.push({
           id: assistantMessageId(d.turn, d.step),
           role: 'assistant',
           ...(d.text ? { content: d.text } : {}),
           ...(d.toolCalls.length
-            ? { toolCalls: d.toolCalls.map((c: { id: string; name: string; arguments: string }) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+            ? { toolCalls: d.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
             : {}),
         });
         break;
-      case 'tool/result':
+      }
+      case 'tool/result': {
+        const d = ev.data;
         out.push({ id: d.resultId, role: 'tool', toolCallId: d.callId, content: d.content, ...(d.status !== 'ok' ? { error: d.status } : {}) });
         break;
+      }
+      // No message of their own: brackets, settings, markers, and replacements
+      // (the user saw the replaced history as it happened).
+      case 'inbox/remove':
+      case 'step/start':
+      case 'step/end':
+      case 'turn/end':
+      case 'session/title':
+      case 'session/model':
+      case 'surface/replace':
+      case 'session/end-seed':
+        break;
+      default:
+        otherThanCore(ev);
     }
   }
   return out;
@@ -77,7 +101,12 @@ export class RunTranslator {
       return;
     }
     if (d.turn !== this.turn) return;
-    switch (e.type) {
+    if (e.type === 'plugin/agent/error') {
+      if (typeof d.message === 'string') this.lastError = d.message;
+      return;
+    }
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
       case 'step/start': {
         this.started.add(d.step);
         this.emit({ type: EventType.STEP_STARTED, stepName: stepName(d.step) });
@@ -115,9 +144,6 @@ export class RunTranslator {
       case 'step/end':
         this.endStep(d.step);
         break;
-      case 'plugin/agent/error':
-        if (typeof d.message === 'string') this.lastError = d.message;
-        break;
       case 'turn/end': {
         for (const step of [...this.started]) this.endStep(step);
         if (d.reason === 'completed') {
@@ -128,6 +154,17 @@ export class RunTranslator {
         }
         break;
       }
+      // Nothing a run's client is shown: its input and turn/start began the run.
+      case 'inbox/add':
+      case 'inbox/remove':
+      case 'turn/start':
+      case 'session/title':
+      case 'session/model':
+      case 'surface/replace':
+      case 'session/end-seed':
+        break;
+      default:
+        otherThanCore(ev);
     }
   }
 

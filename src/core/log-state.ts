@@ -8,7 +8,7 @@
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
 // (DESIGN §1), checked against the state before it.
-import type { EventData, LogEvent, ToolCall } from './events.ts';
+import { asCoreEvent, otherThanCore, type EventData, type LogEvent, type ToolCall } from './events.ts';
 
 export interface PendingInput {
   inputId: string;
@@ -76,54 +76,50 @@ export class LogState {
 
   apply(e: LogEvent): this {
     this.nextSeq = e.seq + 1;
-    switch (e.type) {
-      case 'inbox/add': {
-        const d = e.data as EventData<'inbox/add'>;
-        this.inbox.set(d.inputId, { inputId: d.inputId, text: d.text, seq: e.seq });
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
+      case 'inbox/add':
+        this.inbox.set(ev.data.inputId, { inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
         break;
-      }
       case 'inbox/remove':
-        this.inbox.delete((e.data as EventData<'inbox/remove'>).inputId);
+        this.inbox.delete(ev.data.inputId);
         break;
-      case 'turn/start': {
-        const d = e.data as EventData<'turn/start'>;
+      case 'turn/start':
         this.turnCount++;
-        this.lastTurn = Math.max(this.lastTurn, d.turn);
-        this.openTurn = d.turn;
+        this.lastTurn = Math.max(this.lastTurn, ev.data.turn);
+        this.openTurn = ev.data.turn;
         this.openStep = undefined;
         this.lastStep = 0;
         break;
-      }
       case 'turn/end':
-        if ((e.data as EventData<'turn/end'>).turn === this.openTurn) this.openTurn = this.openStep = undefined;
+        if (ev.data.turn === this.openTurn) this.openTurn = this.openStep = undefined;
         break;
-      case 'step/start': {
-        const d = e.data as EventData<'step/start'>;
-        if (d.turn === this.openTurn) {
-          this.openStep = { step: d.step, calls: [], answered: new Set() };
-          this.lastStep = Math.max(this.lastStep, d.step);
+      case 'step/start':
+        if (ev.data.turn === this.openTurn) {
+          this.openStep = { step: ev.data.step, calls: [], answered: new Set() };
+          this.lastStep = Math.max(this.lastStep, ev.data.step);
         }
         break;
-      }
       case 'step/end':
-        if (this.isOpenStep(e.data as EventData<'step/end'>)) this.openStep = undefined;
+        if (this.isOpenStep(ev.data)) this.openStep = undefined;
         break;
-      case 'model/message': {
-        const d = e.data as EventData<'model/message'>;
-        if (this.isOpenStep(d)) this.openStep!.calls.push(...d.toolCalls);
+      case 'model/message':
+        if (this.isOpenStep(ev.data)) this.openStep!.calls.push(...ev.data.toolCalls);
         break;
-      }
-      case 'tool/result': {
-        const d = e.data as EventData<'tool/result'>;
-        if (this.isOpenStep(d)) this.openStep!.answered.add(d.callId);
+      case 'tool/result':
+        if (this.isOpenStep(ev.data)) this.openStep!.answered.add(ev.data.callId);
         break;
-      }
       case 'session/model':
-        this.model = e.data as EventData<'session/model'>;
+        this.model = ev.data;
         break;
       case 'session/title':
-        this.title = (e.data as EventData<'session/title'>).title;
+        this.title = ev.data.title;
         break;
+      case 'surface/replace':
+      case 'session/end-seed':
+        break; // no state of the reducer's: a replacement is the model request's business, a marker the lineage's
+      default:
+        otherThanCore(ev);
     }
     return this;
   }
@@ -152,7 +148,8 @@ export class LogState {
       const cause = e.type === 'tool/result' ? d.status : d.reason;
       if (!SYNTHETIC_CAUSES.has(cause)) return fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);
     }
-    switch (e.type) {
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
       case 'inbox/add':
         if (this.inbox.has(d.inputId)) return fail('inbox', `input ${d.inputId} is already pending`);
         return undefined;
@@ -194,6 +191,12 @@ export class LogState {
       case 'surface/replace':
         if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) return fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
         return undefined;
+      case 'session/title':
+      case 'session/model':
+      case 'session/end-seed':
+        return undefined; // no relationship rule (a marker's placement is the recording validator's)
+      default:
+        otherThanCore(ev);
     }
     return undefined;
   }

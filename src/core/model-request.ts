@@ -5,7 +5,7 @@
 // applies only the events appended since (a turn on a long session costs the
 // new events, not a replay). buildModelMessages is the same fold over a whole log.
 import type { ChatMessage } from './chat.ts';
-import type { EventData, LogEvent } from './events.ts';
+import { asCoreEvent, otherThanCore, type EventData, type LogEvent } from './events.ts';
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 
@@ -37,24 +37,23 @@ export class Conversation {
   approxChars = 0;
 
   apply(e: LogEvent): this {
-    switch (e.type) {
-      case 'inbox/add': {
-        const d = e.data as EventData<'inbox/add'>;
-        this.inputs.set(d.inputId, d.text);
-        this.approxChars += d.text.length;
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
+      case 'inbox/add':
+        this.inputs.set(ev.data.inputId, ev.data.text);
+        this.approxChars += ev.data.text.length;
         break;
-      }
       case 'turn/start':
-        this.add({ seq: e.seq, kind: 'user', inputId: (e.data as EventData<'turn/start'>).inputId });
+        this.add({ seq: e.seq, kind: 'user', inputId: ev.data.inputId });
         break;
       case 'model/message': {
-        const data = e.data as EventData<'model/message'>;
+        const data = ev.data;
         this.approxChars += data.text.length + data.toolCalls.reduce((n, c) => n + c.arguments.length + 64, 0);
         this.add({ seq: e.seq, kind: 'assistant', data });
         break;
       }
       case 'tool/result': {
-        const data = e.data as EventData<'tool/result'>;
+        const data = ev.data;
         this.approxChars += data.content.length;
         this.answered.add(data.callId);
         this.add({ seq: e.seq, kind: 'tool', data });
@@ -63,13 +62,22 @@ export class Conversation {
         if (made && this.rendered) this.rendered[made.index] = this.assistantMessage(made.entry.data);
         break;
       }
-      case 'surface/replace': {
-        const d = e.data as EventData<'surface/replace'>;
-        this.replacements.set(d.fromSeq, { toSeq: d.toSeq, content: d.content });
-        this.approxChars += d.content.length;
+      case 'surface/replace':
+        this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content });
+        this.approxChars += ev.data.content.length;
         this.rendered = undefined; // a range of history changes: render again, once
         break;
-      }
+      // Not part of what the model reads: bookkeeping, brackets and settings.
+      case 'inbox/remove':
+      case 'step/start':
+      case 'step/end':
+      case 'turn/end':
+      case 'session/title':
+      case 'session/model':
+      case 'session/end-seed':
+        break;
+      default:
+        otherThanCore(ev);
     }
     return this;
   }

@@ -4,7 +4,7 @@
 // Built on the server's own reducer (src/core/log-state.ts, pure): it says
 // which calls are still running and which events break the log's rules.
 import type { EventFieldsFragment } from '../../generated/graphql.ts';
-import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
+import { asCoreEvent, otherThanCore, type LogEvent as CoreEvent } from '../../../src/core/events.ts';
 import { LogState } from '../../../src/core/log-state.ts';
 
 export type LogEvent = EventFieldsFragment;
@@ -99,7 +99,14 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       items.push({ ...base, kind: 'note', text: `${e.type} breaks the log's rules (${broken.rule}): ${broken.detail}` });
       continue;
     }
-    switch (e.type) {
+    if (e.type.startsWith('plugin/')) {
+      if (e.type === 'plugin/agent/error') items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
+      else items.push({ ...base, kind: 'note', text: e.type });
+      continue;
+    }
+    // The payload is read defensively (str, num): a dashboard shows whatever a log holds.
+    const ev = asCoreEvent(core);
+    switch (ev.type) {
       case 'inbox/add': {
         const item = { ...base, kind: 'user' as const, inputId: str(d.inputId), text: str(d.text), state: 'queued' as const };
         users.set(item.inputId, item as Extract<ConversationItem, { kind: 'user' }>);
@@ -163,11 +170,12 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       case 'surface/replace':
         items.push({ ...base, kind: 'note', text: `history ${num(d.fromSeq)}–${num(d.toSeq)} replaced (compaction)` });
         break;
-      case 'plugin/agent/error':
-        items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
+      // Shown by the user item they belong to and by the turn-end row.
+      case 'turn/start':
+      case 'step/start':
         break;
       default:
-        if (e.type.startsWith('plugin/')) items.push({ ...base, kind: 'note', text: e.type });
+        otherThanCore(ev);
     }
   }
   const open = new Set(state.openTail()?.step?.unanswered.map((c) => c.id));
@@ -193,7 +201,9 @@ export function itemsAfter(items: readonly ConversationItem[], cutSeq: number): 
 /** One line describing an event in the raw timeline. */
 export function eventSummary(e: LogEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
-  switch (e.type) {
+  if (e.type === 'plugin/agent/error') return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
+  const ev = asCoreEvent(e as CoreEvent);
+  switch (ev.type) {
     case 'inbox/add':
       return `${str(d.inputId)}: ${clip(str(d.text))}`;
     case 'inbox/remove':
@@ -221,9 +231,8 @@ export function eventSummary(e: LogEvent): string {
       return `${str(d.provider)}/${str(d.model)}`;
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
-    case 'plugin/agent/error':
-      return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
     default:
+      otherThanCore(ev); // other plugin events
       return clip(JSON.stringify(d));
   }
 }
