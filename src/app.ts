@@ -19,6 +19,8 @@ import { expectedMigrations } from './db/migrate.ts';
 import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
+import { ToolCatalog } from './agent/tool-catalog.ts';
+import type { McpConfig } from './agent/mcp/mcp-config.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
@@ -59,6 +61,8 @@ export interface AppOptions {
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
   wsLiveness?: LivenessOptions;
   toolTimeoutMs?: number;
+  /** MCP servers whose tools the agent may use (FORKLINE_MCP_CONFIG); unset: built-in tools only. */
+  mcp?: McpConfig;
   /** JSON POST queries and mutations skip yoga's fetch layer (graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
   fastLane?: boolean;
   /** Extra yoga plugins (tests observe requests with them). */
@@ -111,12 +115,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
+  const tools = new ToolCatalog(opts.mcp, log);
   const host = new SessionHost(
     store,
     leases,
     {
       resolveModel: (p) => models.resolve(p),
       defaultModel,
+      tools,
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
       now: () => new Date(),
@@ -164,6 +170,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       clearInterval(pruning);
       await server.close();
       await host.stop();
+      await tools.close(); // after the host: no call is running
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported
       await live.close();
       await store.notifications.close(); // what was committed is announced (one attempt each)

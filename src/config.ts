@@ -46,6 +46,8 @@ const envSchema = z.object({
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().optional(),
   MODEL: z.string().optional(),
+  /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
+  FORKLINE_MCP_CONFIG: z.string().optional(),
   // Security and operations (README "Security and operations").
   FORKLINE_API_TOKENS: z.string().optional().transform((v, ctx) => parseApiTokens(v, ctx)),
   FORKLINE_ALLOW_INSECURE: flag,

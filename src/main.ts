@@ -7,6 +7,7 @@ import { assertSafeBinding } from './graphql/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { ensureDatabase, migrate } from './db/migrate.ts';
 import { createApp, type App } from './app.ts';
+import { loadMcpConfig } from './agent/mcp/mcp-config.ts';
 import { tracingOptionsFromEnv } from './telemetry/genai-tracing.ts';
 
 /** SIGTERM to exit: well inside the 10 s an orchestrator usually allows. */
@@ -71,6 +72,7 @@ async function main() {
       port: config.PORT,
       defaultModel: defaultModelOf(config),
       openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
+      mcp: config.FORKLINE_MCP_CONFIG ? loadMcpConfig(path.resolve(config.FORKLINE_MCP_CONFIG)) : undefined,
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),

@@ -19,6 +19,8 @@ export class SessionFold {
   /** Turns started since the last seed (0 with a forkOrigin: the next turn is the fork's first). */
   turnsSinceSeed = 0;
   private lastTurnStartSeq = -1;
+  /** The session's tenant, once the runner needed it (tool-catalog.ts: servers limited to tenants). */
+  tenant?: string;
 
   constructor(readonly sessionId: string) {}
 

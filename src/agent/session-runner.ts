@@ -8,7 +8,8 @@ import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
-import { findTool, toolDefinitions, toolEffectOf, ToolError, WORKSPACE_MAX_KEYS } from './tools.ts';
+import { ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tools.ts';
+import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
@@ -20,6 +21,8 @@ export interface RunnerDeps {
   lease: Lease;
   resolveModel(provider: string): ChatModel;
   defaultModel: { provider: string; model: string };
+  /** The tools a session may be offered: built-ins and MCP servers' (tool-catalog.ts). */
+  tools: ToolCatalog;
   toolTimeoutMs: number;
   maxSteps: number;
   now(): Date;
@@ -134,7 +137,7 @@ export class SessionRunner {
   /** Closes the open tail with the shared repair function, cause `interrupted`. */
   private async repairInterrupted(): Promise<number> {
     const open = this.fold.state.openTail();
-    const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, toolEffectOf);
+    const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, this.deps.tools.builtinEffectOf);
     if (closers.length === 0) return 0;
     await this.append(closers, true);
     if (this.observer.enabled && open) {
@@ -199,6 +202,7 @@ export class SessionRunner {
       await write([{ type: 'step/start', data: { turn, step } }]);
 
       const messages = this.fold.conversation.messages();
+      const offered = await this.deps.tools.tools(await this.toolScope());
       const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
@@ -210,7 +214,7 @@ export class SessionRunner {
             model: config.model,
             settings: config.settings,
             messages,
-            tools: toolDefinitions(),
+            tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
           },
           {
             signal: this.abort.signal,
@@ -233,7 +237,11 @@ export class SessionRunner {
           turn,
           step,
           text: storable(answer.text),
-          toolCalls: answer.toolCalls.map((c) => ({ ...c, arguments: storable(c.arguments) })),
+          // Each call keeps the effect of the tool it names as offered now: repair's advice reads it from here.
+          toolCalls: answer.toolCalls.map((c) => {
+            const effect = offered.find((t) => t.name === c.name)?.effect;
+            return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}) };
+          }),
           ...(answer.usage ? { usage: answer.usage } : {}),
         },
       };
@@ -246,11 +254,15 @@ export class SessionRunner {
         if (this.stopReason) return this.closeStopped();
         this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const toolObs = this.turnObs?.toolCall({ step, call });
-        const { status, content, writes } = await this.runTool(call);
+        const { status, content, writes, kept } = await this.runTool(call, offered.find((t) => t.name === call.name), turn, step);
         toolObs?.end({ status, content });
         if (this.stopReason && status !== 'ok') return this.closeStopped();
-        // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites).
-        const recorded: NewEvent[] = status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : [];
+        // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites);
+        // what the tool asked to keep (an MCP result) goes with any result.
+        const recorded: NewEvent[] = [
+          ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...k.data } })),
+          ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
+        ];
         const result: NewEvent = {
           type: 'tool/result',
           data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
@@ -294,15 +306,27 @@ export class SessionRunner {
     this.endTurnObservation('cancelled');
   }
 
-  private async runTool(call: ToolCall): Promise<{ status: 'ok' | 'error'; content: string; writes: Array<{ key: string; value: string }> }> {
+  /** Whose tools a session may use: read once per fold, only when some server is limited to tenants. */
+  private async toolScope(): Promise<CatalogScope> {
+    if (!this.deps.tools.tenantScoped) return { tenant: '' };
+    this.fold.tenant ??= (await this.deps.store.sessions.tenantOf(this.sessionId)) ?? '';
+    return { tenant: this.fold.tenant };
+  }
+
+  private async runTool(
+    call: ToolCall,
+    tool: Tool | undefined,
+    turn: number,
+    step: number,
+  ): Promise<{ status: 'ok' | 'error'; content: string; writes: Array<{ key: string; value: string }>; kept: Array<{ type: string; data: Record<string, unknown> }> }> {
     const writes: Array<{ key: string; value: string }> = [];
-    const tool = findTool(call.name);
-    if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes };
+    const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
+    if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes, kept };
     let args: unknown;
     try {
       args = JSON.parse(call.arguments || '{}');
     } catch {
-      return { status: 'error', content: `arguments are not valid JSON: ${call.arguments.slice(0, 200)}`, writes };
+      return { status: 'error', content: `arguments are not valid JSON: ${call.arguments.slice(0, 200)}`, writes, kept };
     }
     const { log } = this.deps.store;
     const timeout = AbortSignal.timeout(this.deps.toolTimeoutMs);
@@ -322,13 +346,17 @@ export class SessionRunner {
           write: (key, value) => void writes.push({ key, value }),
         },
         now: this.deps.now,
+        timeoutMs: this.deps.toolTimeoutMs,
+        onProgress: (p) =>
+          this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TOOL_PROGRESS', turn, step, callId: call.id, toolName: call.name, progress: p.progress, total: p.total, text: p.message }),
+        record: (event) => void kept.push(event),
       });
-      return { status: 'ok', content, writes };
+      return { status: 'ok', content, writes, kept };
     } catch (err) {
       writes.length = 0; // a failed call writes nothing
-      if (timeout.aborted) return { status: 'error', content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes };
-      if (this.abort.signal.aborted) return { status: 'error', content: 'stopped before the tool finished', writes };
-      return { status: 'error', content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes };
+      if (timeout.aborted) return { status: 'error', content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes, kept };
+      if (this.abort.signal.aborted) return { status: 'error', content: 'stopped before the tool finished', writes, kept };
+      return { status: 'error', content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes, kept };
     }
   }
 }

@@ -29,11 +29,19 @@ export const WORKSPACE_MAX_KEYS = 1000;
 export interface ToolContext {
   sessionId: string;
   signal: AbortSignal;
+  /** How long the call may take (the agent's tool timeout; `signal` aborts then). */
+  timeoutMs: number;
   workspace: ToolWorkspace;
   now: () => Date;
+  /** Progress the tool reports while it runs (sessionTurns: TOOL_PROGRESS). */
+  onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
+  /** Keeps a plugin event in the log right before the call's result, in the same append (ok or error). */
+  record?: (event: { type: `plugin/${string}`; data: Record<string, unknown> }) => void;
 }
 
 export interface Tool extends ToolDefinition {
+  /** The MCP server it comes from; unset: built in. */
+  server?: string;
   run(args: unknown, ctx: ToolContext): Promise<string>;
 }
 

@@ -9,6 +9,7 @@ export type TurnUpdateKind =
   | 'STEP_STARTED'
   | 'TEXT_DELTA'
   | 'TOOL_RUNNING'
+  | 'TOOL_PROGRESS'
   | 'TOOL_FINISHED'
   | 'STEP_ENDED'
   | 'TURN_ENDED';
@@ -20,8 +21,11 @@ export interface TurnUpdate {
   /** TURN_STARTED: the input the turn takes (sendMessage's inputId). */
   inputId?: string;
   step?: number;
-  /** TEXT_DELTA: the streamed text. */
+  /** TEXT_DELTA: the streamed text; TOOL_PROGRESS: the tool's progress message. */
   text?: string;
+  /** TOOL_PROGRESS: how far the tool is, of `total` when it knows. */
+  progress?: number;
+  total?: number;
   callId?: string;
   toolName?: string;
   /** TOOL_FINISHED: result status; STEP_ENDED / TURN_ENDED: reason. */

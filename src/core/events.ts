@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { TOOL_EFFECTS, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -18,7 +19,8 @@ export const toolCallSchema = z.strictObject({
   /** The arguments exactly as the model produced them (JSON text). */
   arguments: z.string(),
 });
-export type ToolCall = z.infer<typeof toolCallSchema>;
+/** A call as a V4 log keeps it: what the model produced, and the effect recorded with it. */
+export type ToolCall = z.infer<typeof toolCallSchema> & { effect?: ToolEffect };
 
 // ---- V3: released; never edited. ----
 const v3 = {
@@ -71,8 +73,11 @@ const v4 = {
   'turn/end': v3['turn/end'].extend({
     reason: z.enum([...v3['turn/end'].shape.reason.options, 'forked']),
   }),
-  // Tokens the provider reported for this answer (optional: not every provider does).
+  // Tokens the provider reported for this answer (optional: not every provider does),
+  // and each call's effect as the agent knew it when the model made the call
+  // (repair's retry advice reads it from here, never from the tool's server later).
   'model/message': v3['model/message'].extend({
+    toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional() })),
     usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
   }),
   'session/end-seed': z.strictObject({

@@ -65,7 +65,8 @@ export function closersFor(open: OpenTail | undefined, cause: RepairCause, effec
           callId: call.id,
           resultId: syntheticResultId(cause, call.id),
           status,
-          content: syntheticResultContent(cause, call, effectOf(call.name)),
+          // The effect recorded with the call; a log from before calls recorded one: the tool's own.
+          content: syntheticResultContent(cause, call, call.effect ?? effectOf(call.name)),
           name: call.name,
         } satisfies EventData<'tool/result'>,
       });

@@ -1,5 +1,29 @@
 /** What running a tool may do to the world; drives retry advice after repair. */
-export type ToolEffect = 'read-only' | 'idempotent' | 'side-effects';
+export const TOOL_EFFECTS = ['read-only', 'idempotent', 'side-effects'] as const;
+export type ToolEffect = (typeof TOOL_EFFECTS)[number];
 
 /** Looks up a tool's declared effect by name; undefined for an unknown tool. */
 export type ToolEffectLookup = (toolName: string) => ToolEffect | undefined;
+
+/** MCP's behaviour hints on a tool (the spec's ToolAnnotations). */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  idempotentHint?: boolean;
+  destructiveHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/**
+ * A tool's effect from its MCP annotations (DESIGN §6): `readOnlyHint` →
+ * read-only; else `idempotentHint` → idempotent; else side-effects (the spec's
+ * defaults assume the worst). Hints are only hints: an untrusted server's
+ * never make an effect weaker than side-effects. The operator's `override`
+ * (config) wins over both.
+ */
+export function effectFromAnnotations(annotations: ToolAnnotations | undefined, opts: { trusted: boolean; override?: ToolEffect }): ToolEffect {
+  if (opts.override) return opts.override;
+  if (!opts.trusted) return 'side-effects';
+  if (annotations?.readOnlyHint === true) return 'read-only';
+  if (annotations?.idempotentHint === true) return 'idempotent';
+  return 'side-effects';
+}

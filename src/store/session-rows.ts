@@ -55,6 +55,12 @@ export class SessionRows {
     this.byIdsStatement = statement(prepare, 'sessions_by_ids', 'SELECT * FROM "Session" WHERE id = ANY($1::text[])');
   }
 
+  /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
+  async tenantOf(id: string): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1', [id]);
+    return rows[0]?.tenant;
+  }
+
   async get(tenant: string, id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
     const { rows } = await this.pool.query<SessionRow>(this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]));
     return rows[0] ?? null;

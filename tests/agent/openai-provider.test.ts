@@ -77,7 +77,7 @@ describe('openai provider', () => {
     await send(id, 'save a note');
     await app.services.host.idle();
     const events = await log(id);
-    expect(events.find((e) => e.type === 'model/message')!.data.toolCalls).toEqual([{ id: 'call_abc', name: 'note_write', arguments: '{"key":"k","value":"v"}' }]);
+    expect(events.find((e) => e.type === 'model/message')!.data.toolCalls).toEqual([{ id: 'call_abc', name: 'note_write', arguments: '{"key":"k","value":"v"}', effect: 'side-effects' }]);
     expect(events.find((e) => e.type === 'tool/result')!.data).toMatchObject({ callId: 'call_abc', status: 'ok' });
     const second = received.at(-1)!.body;
     expect(second.messages.slice(1)).toEqual([

@@ -1,0 +1,79 @@
+// MCP tools as the agent's tools: offered to the model as `<server>__<tool>`,
+// their effect from annotations as the operator's config allows (DESIGN §6),
+// their arguments checked against the tool's input schema before the call,
+// their results turned into text for the model (the whole MCP result is kept
+// in the log beside it, `plugin/mcp/result`, for clients).
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { effectFromAnnotations } from '../../core/tools.ts';
+import { ToolError, type Tool } from '../tools.ts';
+import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
+
+/** Separates a server's name from its tool's in the name the model sees. */
+export const MCP_NAME_SEPARATOR = '__';
+/** The event that keeps a call's whole MCP result (text, structured content, images, links). */
+export const MCP_RESULT = 'plugin/mcp/result';
+/** A result kept whole up to this size (JSON); a larger one is kept as its text. */
+const MAX_KEPT_RESULT_CHARS = 1_000_000;
+
+const validators = new AjvJsonSchemaValidator();
+
+/** What the model reads of an MCP result: its text, and a line for each other part. */
+export function mcpResultText(result: CallToolResult): string {
+  const parts: string[] = [];
+  for (const c of result.content ?? []) {
+    switch (c.type) {
+      case 'text':
+        parts.push(c.text);
+        break;
+      case 'image':
+      case 'audio':
+        parts.push(`[${c.type}: ${c.mimeType}, ${Math.floor((c.data.length * 3) / 4)} bytes]`);
+        break;
+      case 'resource_link':
+        parts.push(`[resource link: ${c.uri}${c.name ? ` (${c.name})` : ''}]`);
+        break;
+      case 'resource':
+        parts.push('text' in c.resource ? String(c.resource.text) : `[resource: ${c.resource.uri}${c.resource.mimeType ? `, ${c.resource.mimeType}` : ''}]`);
+        break;
+    }
+  }
+  if (parts.length === 0 && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
+  return parts.join('\n');
+}
+
+/** The result as the log keeps it: whole, or (too large) without its binary parts. */
+function keptResult(result: CallToolResult): unknown {
+  const whole = JSON.stringify(result);
+  if (whole.length <= MAX_KEPT_RESULT_CHARS) return JSON.parse(whole);
+  return { truncated: true, isError: result.isError ?? false, text: mcpResultText(result).slice(0, MAX_KEPT_RESULT_CHARS) };
+}
+
+export function mcpTool(
+  server: McpServerConnection,
+  info: McpToolInfo,
+  opts: { trusted: boolean; effect?: Tool['effect']; timeoutMs?: number },
+): Tool {
+  const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
+  const effect = effectFromAnnotations(info.annotations, { trusted: opts.trusted, override: opts.effect });
+  const validate = validators.getValidator(info.inputSchema as never);
+  return {
+    name,
+    description: info.description ?? info.title ?? info.name,
+    parameters: info.inputSchema as Record<string, unknown>,
+    effect,
+    server: server.name,
+    async run(args, ctx) {
+      const checked = validate(args);
+      if (!checked.valid) throw new ToolError(`invalid arguments for ${name}: ${checked.errorMessage}`);
+      const result = await server.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
+        signal: ctx.signal,
+        timeoutMs: opts.timeoutMs ?? ctx.timeoutMs,
+        onProgress: ctx.onProgress,
+      });
+      ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: keptResult(result) } });
+      const text = mcpResultText(result);
+      if (result.isError) throw new ToolError(text || `${name} reported an error`);
+      return text;
+    },
+  };
+}

@@ -1,0 +1,84 @@
+// The tools a session's agent may be offered: the built-ins (tools.ts) and the
+// tools of the MCP servers declared in FORKLINE_MCP_CONFIG (mcp/), shared by
+// the sessions of a process and limited per tenant by the config.
+import type { ToolEffect } from '../core/tools.ts';
+import { BUILTIN_TOOLS, type Tool } from './tools.ts';
+import type { McpConfig } from './mcp/mcp-config.ts';
+import { McpServerConnection } from './mcp/mcp-server.ts';
+import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
+
+export interface CatalogScope {
+  tenant: string;
+}
+
+export class ToolCatalog {
+  private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
+  private readonly builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+  /** The tools made of each tools/list answer (their argument validators compiled once). */
+  private readonly made = new WeakMap<object, Tool[]>();
+
+  constructor(
+    mcp: McpConfig | undefined,
+    private readonly log: (msg: string, err?: unknown) => void = () => {},
+  ) {
+    for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
+      this.servers.set(name, { connection: new McpServerConnection(name, config, log), config });
+    }
+  }
+
+  /** Whether some server is limited to tenants (only then must a runner know its session's). */
+  get tenantScoped(): boolean {
+    return [...this.servers.values()].some((s) => s.config.tenants);
+  }
+
+  /** Names of the configured MCP servers a tenant may use. */
+  serverNames(scope: CatalogScope): string[] {
+    return [...this.servers].filter(([, s]) => !s.config.tenants || s.config.tenants.includes(scope.tenant)).map(([name]) => name);
+  }
+
+  /**
+   * Every tool a session of this tenant may be offered, built-ins first. A
+   * server that cannot be reached is left out (and logged), not an error: the
+   * agent goes on with the rest.
+   */
+  async tools(scope: CatalogScope): Promise<Tool[]> {
+    const lists = await Promise.all(this.serverNames(scope).map((name) => this.serverTools(name)));
+    return [...this.builtins.values(), ...lists.flat()];
+  }
+
+  /** One tool by the name the model used; undefined when it is not the tenant's to use. */
+  async find(name: string, scope: CatalogScope): Promise<Tool | undefined> {
+    const builtin = this.builtins.get(name);
+    if (builtin) return builtin;
+    const at = name.indexOf(MCP_NAME_SEPARATOR);
+    if (at < 0) return undefined;
+    const server = name.slice(0, at);
+    if (!this.serverNames(scope).includes(server)) return undefined;
+    return (await this.serverTools(server)).find((t) => t.name === name);
+  }
+
+  /** A built-in tool's effect (logs from before calls recorded their effect). */
+  builtinEffectOf = (name: string): ToolEffect | undefined => this.builtins.get(name)?.effect;
+
+  async close(): Promise<void> {
+    await Promise.all([...this.servers.values()].map((s) => s.connection.close()));
+  }
+
+  private async serverTools(name: string): Promise<Tool[]> {
+    const { connection, config } = this.servers.get(name)!;
+    try {
+      const infos = await connection.listTools();
+      let tools = this.made.get(infos);
+      if (!tools) {
+        tools = infos.map((info) =>
+          mcpTool(connection, info, { trusted: config.trusted, effect: config.tools[info.name]?.effect ?? config.effect, timeoutMs: config.timeoutMs }),
+        );
+        this.made.set(infos, tools);
+      }
+      return tools;
+    } catch (err) {
+      this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, err);
+      return [];
+    }
+  }
+}
