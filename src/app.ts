@@ -136,10 +136,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
     },
     { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
   );
-  const controller = new SessionController(store, host, models.names);
+  const controller = new SessionController(store, host, models.names, tools);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
-  const services: Services = { store, controller, host, live, models: { offers: () => models.offers(), defaultModel } };
+  const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel } };
   await host.start();
   const server = await startServer({
     services,

@@ -3,6 +3,7 @@
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { closersFor } from '../core/repair.ts';
+import { toolAllowed } from '../core/tools.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
@@ -202,7 +203,8 @@ export class SessionRunner {
       await write([{ type: 'step/start', data: { turn, step } }]);
 
       const messages = this.fold.conversation.messages();
-      const offered = await this.deps.tools.tools(await this.toolScope());
+      // The tools of the session's set as of now (session/tools in its log: a fork offers those of its cut).
+      const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => toolAllowed(t.name, this.fold.state.tools));
       const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;

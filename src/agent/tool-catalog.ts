@@ -57,6 +57,26 @@ export class ToolCatalog {
     return (await this.serverTools(server)).find((t) => t.name === name);
   }
 
+  /**
+   * Why a tool set (session/tools) is not one this tenant may record, or
+   * undefined: each entry is `*`, a built-in, or `<server>__<tool>` /
+   * `<server>__*` of a server the tenant may use. (A server's tools are not
+   * listed for this: it may be down, or start later.)
+   */
+  toolSetProblem(set: readonly string[], scope: CatalogScope): string | undefined {
+    const servers = new Set(this.serverNames(scope));
+    for (const entry of set) {
+      if (entry === '*' || this.builtins.has(entry)) continue;
+      const at = entry.indexOf(MCP_NAME_SEPARATOR);
+      const server = at > 0 ? entry.slice(0, at) : undefined;
+      if (!server || !entry.slice(at + MCP_NAME_SEPARATOR.length)) {
+        return `"${entry}" is not a tool: name a built-in (${[...this.builtins.keys()].join(', ')}), <server>__<tool>, <server>__* or *`;
+      }
+      if (!servers.has(server)) return `"${entry}": no MCP server "${server}" is configured for this tenant`;
+    }
+    return undefined;
+  }
+
   /** A built-in tool's effect (logs from before calls recorded their effect). */
   builtinEffectOf = (name: string): ToolEffect | undefined => this.builtins.get(name)?.effect;
 

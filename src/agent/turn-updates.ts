@@ -65,6 +65,7 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'inbox/remove':
       case 'session/title':
       case 'session/model':
+      case 'session/tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;

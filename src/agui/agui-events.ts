@@ -55,6 +55,7 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'turn/end':
       case 'session/title':
       case 'session/model':
+      case 'session/tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;
@@ -160,6 +161,7 @@ export class RunTranslator {
       case 'turn/start':
       case 'session/title':
       case 'session/model':
+      case 'session/tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;

@@ -80,6 +80,9 @@ const v4 = {
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional() })),
     usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
   }),
+  // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
+  // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
+  'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),

@@ -56,6 +56,8 @@ export class LogState {
   openStep?: OpenStep;
   model?: EventData<'session/model'>;
   title?: string;
+  /** The session's tool set (session/tools); undefined: every tool. */
+  tools?: string[];
   private inbox = new Map<string, PendingInput>();
 
   /**
@@ -114,6 +116,9 @@ export class LogState {
         break;
       case 'session/title':
         this.title = ev.data.title;
+        break;
+      case 'session/tools':
+        this.tools = ev.data.tools;
         break;
       case 'surface/replace':
       case 'session/end-seed':
@@ -193,6 +198,7 @@ export class LogState {
         return undefined;
       case 'session/title':
       case 'session/model':
+      case 'session/tools':
       case 'session/end-seed':
         return undefined; // no relationship rule (a marker's placement is the recording validator's)
       default:

@@ -74,6 +74,7 @@ export class Conversation {
       case 'turn/end':
       case 'session/title':
       case 'session/model':
+      case 'session/tools':
       case 'session/end-seed':
         break;
       default:

@@ -5,6 +5,15 @@ export type ToolEffect = (typeof TOOL_EFFECTS)[number];
 /** Looks up a tool's declared effect by name; undefined for an unknown tool. */
 export type ToolEffectLookup = (toolName: string) => ToolEffect | undefined;
 
+/**
+ * Whether a session's tool set (session/tools: names, `<server>__*` or `*`)
+ * admits a tool. No set recorded: every tool.
+ */
+export function toolAllowed(name: string, set: readonly string[] | undefined): boolean {
+  if (!set) return true;
+  return set.some((entry) => entry === '*' || entry === name || (entry.endsWith('__*') && name.startsWith(entry.slice(0, -1))));
+}
+
 /** MCP's behaviour hints on a tool (the spec's ToolAnnotations). */
 export interface ToolAnnotations {
   readOnlyHint?: boolean;

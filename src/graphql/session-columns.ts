@@ -23,6 +23,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   siblings: ['parentId'],
   lastAnswer: ['inheritedRanges', 'inheritedEventCount'],
   workspace: ['inheritedRanges', 'inheritedEventCount'],
+  tools: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   // The log read needs the lineage (store/lineage.ts) beside the length.
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   pendingInputs: ['pendingInputCount'],

@@ -21,6 +21,7 @@ import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } fr
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
+import type { ToolCatalog } from '../agent/tool-catalog.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -40,11 +41,13 @@ export class SessionController {
     private readonly store: SessionStore,
     private readonly host: SessionHost,
     private readonly knownProviders: readonly string[],
+    private readonly tools: ToolCatalog,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
   }
 
-  async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null }, idem: Idempotency = {}): Promise<SessionRow> {
+  async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null }, idem: Idempotency = {}): Promise<SessionRow> {
+    if (input.tools) this.checkToolSet(scope, input.tools);
     if (input.model) this.checkProvider(input.model.provider);
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'createSession', input, idem),
@@ -202,6 +205,13 @@ export class SessionController {
     return this.store.requireSession(scope, sessionId);
   }
 
+  /** Records the session's tool set (session/tools): later steps offer only those tools, and so do forks after it. */
+  async setSessionTools(scope: Scope, sessionId: string, tools: string[]): Promise<SessionRow> {
+    this.checkToolSet(scope, tools);
+    await this.store.append(sessionId, [{ type: 'session/tools', data: { tools } }], { scope });
+    return this.store.requireSession(scope, sessionId);
+  }
+
   async setSessionTitle(scope: Scope, sessionId: string, title: string): Promise<SessionRow> {
     await this.store.append(sessionId, [{ type: 'session/title', data: { title } }], { scope });
     return this.store.requireSession(scope, sessionId);
@@ -210,6 +220,11 @@ export class SessionController {
   /** Idempotency keys are kept 24 hours. */
   forgetOldIdempotencyKeys(): Promise<number> {
     return this.idempotency.prune();
+  }
+
+  private checkToolSet(scope: Scope, tools: string[]) {
+    const problem = this.tools.toolSetProblem(tools, scope);
+    if (problem) throw new ForklineError('BAD_USER_INPUT', `tools: ${problem}`);
   }
 
   private checkProvider(provider: string) {

@@ -3,6 +3,7 @@ import type { SessionStore } from '../store/session-store.ts';
 import type { SessionController } from './controller.ts';
 import type { SessionHost } from './session-host.ts';
 import type { LiveEvents } from './live/live-events.ts';
+import type { ToolCatalog } from '../agent/tool-catalog.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {
@@ -11,6 +12,8 @@ export interface Services {
   host: SessionHost;
   /** Subscriptions: live events, turn updates, changed sessions. */
   live: LiveEvents;
+  /** The `tools` query and Session.tools: built-ins and MCP servers' tools. */
+  tools: ToolCatalog;
   /** The `models` query: providers the host knows and the model new sessions get. */
   models: { offers(): ModelOffer[]; defaultModel: { provider: string; model: string } };
 }

@@ -240,13 +240,14 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null },
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null },
     opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
   ): Promise<SessionRow> {
     const id = newSessionId();
     const initial: NewEvent[] = [];
     if (input.title != null) initial.push({ type: 'session/title', data: { title: input.title } });
     if (input.model) initial.push({ type: 'session/model', data: input.model });
+    if (input.tools) initial.push({ type: 'session/tools', data: { tools: input.tools } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
       await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3)', [id, scope.tenant, CURRENT_FORMAT_VERSION]);

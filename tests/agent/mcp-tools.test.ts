@@ -193,3 +193,79 @@ describe('MCP tools from the reference servers', () => {
     expect(again.filter((e) => e.type === 'tool/result').at(-1).data).toMatchObject({ status: 'ok', content: 'Echo: back' });
   });
 });
+
+describe('tool sets in the log', () => {
+  const SET = 'mutation($i: SetSessionToolsInput!) { setSessionTools(input: $i) { id tools { name } } }';
+  const TOOLS = 'query($id: ID!) { session(id: $id) { eventCount tools { name server effect } } }';
+
+  it('the catalog lists built-ins and MCP tools with their server, effect and input schema', async () => {
+    const { tools } = await app.ok('{ tools { name server description effect inputSchema } }');
+    expect(tools.find((t: any) => t.name === 'clock')).toMatchObject({ server: null, effect: 'READ_ONLY' });
+    expect(tools.find((t: any) => t.name === 'fs__edit_file')).toMatchObject({ server: 'fs', effect: 'SIDE_EFFECTS' });
+    expect(tools.find((t: any) => t.name === 'fs__write_file')).toMatchObject({ server: 'fs', effect: 'IDEMPOTENT' });
+    expect(tools.find((t: any) => t.name === 'everything__get-sum').inputSchema).toMatchObject({ type: 'object', properties: { a: {}, b: {} } });
+  });
+
+  it('a session offers only its set; a fork offers the set of its cut and may change its own', async () => {
+    const id = await newSession();
+    expect((await app.ok(TOOLS, { id })).session.tools.length).toBeGreaterThan(20); // no set: every tool
+    const { setSessionTools } = await app.ok(SET, { i: { sessionId: id, tools: ['clock', 'everything__*'] } });
+    expect(setSessionTools.tools.map((t: any) => t.name)).toContain('everything__echo');
+    expect(setSessionTools.tools.map((t: any) => t.name)).not.toContain('fs__write_file');
+    const setAt = (await app.ok(TOOLS, { id })).session.eventCount - 1;
+
+    let events = await turn(id, '!call fs__write_file {"path": "/tmp/x", "content": "x"}\n!call everything__echo {"message": "in set"}');
+    const results = events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+    expect(results).toEqual([['fs__write_file', 'error', 'unknown tool "fs__write_file"'], ['everything__echo', 'ok', 'Echo: in set']]);
+    expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).not.toContain('fs__write_file');
+
+    // Cut before the set: every tool; after it: the set; the child can change its own.
+    const before = (await app.ok(FORK, { i: { sessionId: id, atSeq: setAt - 1 } })).forkSession.session.id;
+    const after = (await app.ok(FORK, { i: { sessionId: id, atSeq: setAt } })).forkSession.session.id;
+    expect((await app.ok(TOOLS, { id: before })).session.tools.map((t: any) => t.name)).toContain('fs__write_file');
+    expect((await app.ok(TOOLS, { id: after })).session.tools.map((t: any) => t.name)).not.toContain('fs__write_file');
+    events = await turn(after, '!call fs__write_file {"path": "/tmp/x", "content": "x"}');
+    expect(events.find((e) => e.type === 'tool/result').data.content).toBe('unknown tool "fs__write_file"');
+    await app.ok(SET, { i: { sessionId: after, tools: [] } });
+    await turn(after, 'no tools at all');
+    expect(app.models.scripted.lastRequest!.tools).toEqual([]);
+    expect((await app.ok(TOOLS, { id })).session.tools.map((t: any) => t.name)).toContain('clock'); // the parent keeps its set
+  });
+
+  it('createSession takes a set; a set naming what is not there is refused', async () => {
+    const { createSession } = await app.ok('mutation { createSession(input: {tools: ["memory__*"]}) { id tools { name } } }');
+    expect(createSession.tools.map((t: any) => t.name).every((n: string) => n.startsWith('memory__'))).toBe(true);
+    for (const bad of [['nosuch__*'], ['shell'], ['fs__']]) {
+      const r = await app.gql(SET, { i: { sessionId: createSession.id, tools: bad } });
+      expect(r.errors?.[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+    }
+  });
+});
+
+describe("a tenant's servers", () => {
+  const A = 'token-for-tenant-alpha-000000';
+  const B = 'token-for-tenant-beta-0000000';
+  let tenantApp: TestApp;
+  beforeAll(async () => {
+    const config = path.join(dir, 'tenants.json');
+    fs.writeFileSync(config, JSON.stringify({ mcpServers: { alphaonly: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'], tenants: ['alpha'] } } }));
+    tenantApp = await startTestApp({ mcp: loadMcpConfig(config), security: { apiTokens: new Map([[A, 'alpha'], [B, 'beta']]), rateLimit: false } });
+  });
+  afterAll(() => tenantApp?.close());
+
+  it("are offered to that tenant's sessions only", async () => {
+    const as = (token: string) => ({ authorization: `Bearer ${token}` });
+    const names = async (token: string) => (await tenantApp.gql('{ tools { name } }', {}, as(token))).data.tools.map((t: any) => t.name);
+    expect(await names(A)).toContain('alphaonly__echo');
+    expect(await names(B)).not.toContain('alphaonly__echo');
+    const r = await tenantApp.gql('mutation { createSession(input: {tools: ["alphaonly__*"]}) { id } }', {}, as(B));
+    expect(r.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    // B's model asking for it anyway gets an unknown tool, and the server is never called for B.
+    const { createSession } = (await tenantApp.gql('mutation { createSession(input: {}) { id } }', {}, as(B))).data;
+    await tenantApp.gql(SEND, { i: { sessionId: createSession.id, text: '!call alphaonly__echo {"message": "b"}' } }, as(B));
+    await tenantApp.services.host.idle();
+    const { data } = await tenantApp.gql(EVENTS, { id: createSession.id }, as(B));
+    const result = data.session.events.edges.map((e: any) => e.node).find((e: any) => e.type === 'tool/result');
+    expect(result.data).toMatchObject({ status: 'error', content: 'unknown tool "alphaonly__echo"' });
+  });
+});

@@ -30,6 +30,9 @@ export const modelSchema = z.object({
     .transform((v) => v ?? undefined),
 });
 
+/** A session's tool set (session/tools): tool names, `<server>__*` or `*`; which exist is the controller's check. */
+export const toolSetSchema = z.array(z.string().min(1).max(200)).max(500);
+
 /** A user message (sendMessage, and the message a fork or edit queues in its child). */
 export const MAX_MESSAGE_CHARS = 200_000;
 export const messageTextSchema = z.string().min(1).max(MAX_MESSAGE_CHARS);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
+import { ModelConfigInput, messageTextSchema, modelSchema, toolSetSchema } from './inputs.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
@@ -23,7 +23,7 @@ const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), mess
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.
 const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema });
-const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish() });
+const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish(), tools: toolSetSchema.nullish() });
 const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
 const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
 const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: z.string().min(1).max(200), text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
@@ -40,6 +40,7 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
   fields: (t) => ({
     title: t.string(),
     model: t.field({ type: ModelConfigInput }),
+    tools: t.stringList({ description: 'The tools its agent may use (a session/tools event): names, "<server>__*" or "*". Omitted: all.' }),
   }),
 });
 

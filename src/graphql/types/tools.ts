@@ -1,0 +1,71 @@
+// The tool catalog (`tools`), a session's tool set (`Session.tools`, recorded
+// as session/tools events) and `setSessionTools`. Mapping only: the catalog is
+// agent/tool-catalog.ts, the rule that a set names real tools the controller's.
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
+import { toolSetSchema } from './inputs.ts';
+import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
+import type { Tool } from '../../agent/tools.ts';
+import { lineageOf } from '../../store/lineage.ts';
+
+const ToolEffectEnum = builder.enumType('ToolEffect', {
+  description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
+  values: Object.fromEntries(TOOL_EFFECTS.map((e) => [e.toUpperCase().replace('-', '_'), { value: e }])) as Record<string, { value: ToolEffect }>,
+});
+
+const ToolInfoRef = builder.objectRef<Tool>('ToolInfo').implement({
+  description: 'A tool the agent can offer its model: built in, or from an MCP server (FORKLINE_MCP_CONFIG).',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The name the model calls: built-ins by theirs, MCP tools as <server>__<tool>.' }),
+    server: t.string({ nullable: true, description: 'The MCP server it comes from; null: built in.', resolve: (tool) => tool.server ?? null }),
+    description: t.exposeString('description'),
+    effect: t.field({ type: ToolEffectEnum, resolve: (tool) => tool.effect }),
+    inputSchema: t.field({ type: 'JSON', description: 'JSON Schema of its arguments.', resolve: (tool) => tool.parameters }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  tools: t.field({
+    type: [ToolInfoRef],
+    description: 'Every tool a session of yours may be offered (an MCP server that cannot be reached is left out).',
+    resolve: (_root, _args, ctx) => ctx.services.tools.tools(ctx.scope),
+  }),
+}));
+
+builder.prismaObjectFields('Session', (t) => ({
+  tools: t.field({
+    type: [ToolInfoRef],
+    description: "The tools the session's agent may use as of the end of its log (its last session/tools event; none: all).",
+    resolve: async (s, _a, ctx) => {
+      const ref = s.inheritedRanges !== undefined ? lineageOf(s) : s.id;
+      const set = await ctx.store.log.lastOfType(ref, 'session/tools', s.eventCount - 1);
+      const tools = await ctx.services.tools.tools(ctx.scope);
+      return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools));
+    },
+  }),
+}));
+
+const setToolsArgs = z.object({ sessionId: sessionIdSchema, tools: toolSetSchema });
+
+const SetSessionToolsInput = builder.inputType('SetSessionToolsInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    tools: t.stringList({ required: true, description: 'Tool names, "<server>__*" or "*"; [] for none.' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  setSessionTools: t.prismaField({
+    type: 'Session',
+    description:
+      'Records a session/tools event: later steps offer only these tools (names, "<server>__*" or "*"; [] for none), ' +
+      'and so does a fork cut after it.',
+    args: { input: t.arg({ type: SetSessionToolsInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      const p = parseArgs(setToolsArgs, input);
+      await ctx.services.controller.setSessionTools(ctx.scope, p.sessionId, p.tools);
+      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+    },
+  }),
+}));
