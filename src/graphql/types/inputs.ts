@@ -29,7 +29,3 @@ export const modelSchema = z.object({
     .nullish()
     .transform((v) => v ?? undefined),
 });
-
-/** A user message (sendMessage, and the message a fork or edit queues in its child). */
-export const MAX_MESSAGE_CHARS = 200_000;
-export const messageTextSchema = z.string().min(1).max(MAX_MESSAGE_CHARS);
