@@ -40,7 +40,8 @@ export function refuseTooLarge(req: http.IncomingMessage, res: http.ServerRespon
     dropped += chunk.length;
     if (dropped > DRAIN_MAX_BYTES) cut();
   });
-  req.once('close', () => clearTimeout(timer));
+  const drained = () => clearTimeout(timer);
+  req.once('end', drained).once('close', drained);
   req.resume();
   const announced = Number(req.headers['content-length'] ?? 0);
   replyError(res, 413, refusal.code, refusal.message, announced > DRAIN_MAX_BYTES ? { connection: 'close' } : {});
