@@ -9,14 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { EventEncoder } from '@ag-ui/encoder';
+import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
-import { isStorableText } from '../core/storable.ts';
+import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
 import type { Services } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { RequestGate } from '../graphql/plugins/request-gate.ts';
-import { refuseTooLarge, replyError } from '../graphql/http-body.ts';
+import { BODY_TOO_LARGE, readBody, replyError } from '../graphql/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
 
@@ -33,6 +34,9 @@ export interface AguiOptions {
   maxBodyBytes: number;
   log: (msg: string, err?: unknown) => void;
 }
+
+/** The ids a run names or chooses, under the id rule of every door (the message's text is checked apart). */
+const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId: idSchema.optional(), messages: z.array(z.object({ id: idSchema })) });
 
 /** What messagesOf reads. */
 const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
@@ -78,25 +82,24 @@ export function aguiHandler(opts: AguiOptions) {
     if (!principal) return replyError(res, 401, 'UNAUTHENTICATED', 'missing credentials', cors(req));
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the RunAgentInput as application/json', cors(req));
-    if (Number(req.headers['content-length'] ?? 0) > opts.maxBodyBytes) {
-      return refuseTooLarge(req, res, opts.maxBodyBytes, 'REQUEST_ENTITY_TOO_LARGE', 'Request body too large');
-    }
 
-    // The body, within the limit.
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > opts.maxBodyBytes) return refuseTooLarge(req, res, opts.maxBodyBytes, 'REQUEST_ENTITY_TOO_LARGE', 'Request body too large');
-      chunks.push(chunk);
-    }
+    // The body (within the limit, strict UTF-8), a RunAgentInput, and the input rules of every door.
+    const body = await readBody(req, res, opts.maxBodyBytes, BODY_TOO_LARGE, cors(req));
+    if (!body) return;
     let input: RunAgentInput;
     try {
-      const parsed = RunAgentInputSchema.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      const parsed = RunAgentInputSchema.safeParse(JSON.parse(body.text));
       if (!parsed.success) return replyError(res, 400, 'BAD_USER_INPUT', `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, cors(req));
       input = parsed.data as RunAgentInput;
     } catch {
       return replyError(res, 400, 'BAD_USER_INPUT', 'the body is not JSON', cors(req));
+    }
+    const text = lastUserText(input.messages);
+    try {
+      parseInput(runIdsSchema, input);
+      if (text !== undefined) parseInput(messageTextSchema, text, 'the last user message');
+    } catch (err) {
+      return replyError(res, 400, 'BAD_USER_INPUT', (err as Error).message, cors(req));
     }
 
     // From here on every answer is an event stream; failures are RUN_ERROR.
@@ -115,7 +118,7 @@ export function aguiHandler(opts: AguiOptions) {
       send({ type: EventType.RUN_ERROR, message, code });
     };
     try {
-      await runTurn({ tenant: principal.tenant }, input, send, closed, () => (runStarted = true), runError);
+      await runTurn({ tenant: principal.tenant }, input, text, send, closed, () => (runStarted = true), runError);
     } catch (err) {
       if (err instanceof ForklineError) runError(err.message, err.code);
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
@@ -133,14 +136,13 @@ export function aguiHandler(opts: AguiOptions) {
   async function runTurn(
     scope: Scope,
     input: RunAgentInput,
+    text: string | undefined,
     send: (e: BaseEvent) => void,
     closed: Promise<void>,
     markStarted: () => void,
     runError: (message: string, code: string) => void,
   ): Promise<void> {
-    const text = lastUserText(input.messages);
     if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
-    if (!isStorableText(text)) return runError('the user message holds characters that cannot be stored (NUL or lone surrogates)', 'BAD_USER_INPUT');
 
     // The thread: an existing session (by id), a fork of it at a run's end, or a new session.
     let session: SessionRow;
@@ -157,20 +159,28 @@ export function aguiHandler(opts: AguiOptions) {
     }
     const sessionId = session.id;
 
-    // Listen before anything is queued, then snapshot what the thread holds.
+    // Turn updates (text deltas: not in the log) are listened to before anything is queued.
     const turns = live.sessionTurns(sessionId);
     let events: AsyncIterableIterator<StoredEvent> | undefined;
     try {
-      // Nothing of this run exists yet: the stream from the session's end sees all of it.
-      events = live.sessionEvents(sessionId, session.eventCount - 1);
       const history = await snapshotHistory(store.log, sessionId);
-
       const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
-      await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });
+      // runId is the idempotency key: an input older than the session read above was
+      // queued by an earlier request of this run. Such a retry records nothing new and
+      // follows the run from its turn's start in the log (a finished run answers at once).
+      const retry = sent.event.seq < session.eventCount;
+      const turnStart = retry ? await findFrom(sessionId, 'turn/start', sent.event.seq, (e) => e.data.inputId === sent.inputId) : undefined;
+      const from = turnStart?.seq ?? sent.event.seq;
+      events = live.sessionEvents(sessionId, from - 1); // the log from there (catch-up), then live
+      const recorded = retry && (await findFrom(sessionId, RUN_EVENT, sent.event.seq, (e) => e.data?.runId === input.runId));
+      if (!recorded) {
+        await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });
+      }
 
       send({ type: EventType.RUN_STARTED, threadId: sessionId, runId: input.runId, protocolVersion: PROTOCOL_VERSION, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) });
       markStarted();
-      const messages: Message[] = [...messagesOf(history)];
+      // The thread before the run's turn, and the run's message; the stream brings the rest.
+      const messages: Message[] = messagesOf(turnStart ? history.filter((e) => e.seq < turnStart.seq) : history);
       if (!messages.some((m) => m.id === sent.inputId)) messages.push({ id: sent.inputId, role: 'user', content: text });
       send({ type: EventType.MESSAGES_SNAPSHOT, messages });
 
@@ -191,16 +201,21 @@ export function aguiHandler(opts: AguiOptions) {
     if (!inputId) return `no run ${runId} in thread ${sessionId}`;
     const added = await store.log.inboxAddOf(sessionId, inputId);
     if (!added) return `no run ${runId} in thread ${sessionId}`;
-    for (let from = added.seq; ; ) {
-      const starts = await store.log.ofTypes(sessionId, ['turn/start'], { fromSeq: from, toSeq: Number.MAX_SAFE_INTEGER, limit: 50 });
-      const start = starts.find((e) => e.data.inputId === inputId);
-      if (start) {
-        const end = await store.log.firstOfType(sessionId, 'turn/end', start.seq);
-        if (!end || end.data.turn !== start.data.turn) return `run ${runId} has not finished yet`;
-        return end.seq;
-      }
-      if (starts.length < 50) return `run ${runId} has not started yet`;
-      from = starts[starts.length - 1].seq + 1;
+    const start = await findFrom(sessionId, 'turn/start', added.seq, (e) => e.data.inputId === inputId);
+    if (!start) return `run ${runId} has not started yet`;
+    const end = await store.log.firstOfType(sessionId, 'turn/end', start.seq);
+    if (!end || end.data.turn !== start.data.turn) return `run ${runId} has not finished yet`;
+    return end.seq;
+  }
+
+  /** The first event of `type` at or after `fromSeq` that `matches`, paging through the events of that type. */
+  async function findFrom(sessionId: string, type: string, fromSeq: number, matches: (e: StoredEvent) => boolean): Promise<StoredEvent | undefined> {
+    const PAGE = 50;
+    for (let from = fromSeq; ; ) {
+      const page = await store.log.ofTypes(sessionId, [type], { fromSeq: from, toSeq: MAX_SEQ, limit: PAGE });
+      const found = page.find(matches);
+      if (found || page.length < PAGE) return found;
+      from = page[page.length - 1].seq + 1;
     }
   }
 }

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { decodeUtf8, idSchema, INVALID_UTF8, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
 import {
   CURRENT_FORMAT_VERSION,
@@ -27,8 +28,8 @@ export const recordingHeaderSchema = z.strictObject({
   format: z.literal(RECORDING_FORMAT),
   version: z.literal(FORMAT_VERSIONS),
   session: z.strictObject({
-    id: z.string().min(1).max(200),
-    title: z.string().max(500).nullish(),
+    id: idSchema,
+    title: titleSchema.nullish(),
   }),
 });
 export type RecordingHeader = z.infer<typeof recordingHeaderSchema>;
@@ -237,14 +238,11 @@ export async function* recordingLines(
   let line = 0;
   let rest = '';
   let restBytes: Uint8Array[] = [];
-  const utf8 = new TextDecoder('utf-8', { fatal: true });
   const strip = (l: string) => (l.endsWith('\r') ? l.slice(0, -1) : l);
   const decode = (parts: Uint8Array[]) => {
-    try {
-      return utf8.decode(parts.length === 1 ? parts[0] : Buffer.concat(parts));
-    } catch {
-      throw fail(line, 'encoding', 'the line is not valid UTF-8');
-    }
+    const text = decodeUtf8(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    if (text === undefined) throw fail(line, 'encoding', `the line ${INVALID_UTF8}`);
+    return text;
   };
   for await (const chunk of typeof source === 'string' ? [source] : source) {
     bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;

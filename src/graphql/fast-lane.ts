@@ -17,6 +17,7 @@ import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
 import type { Context } from './context.ts';
 import type { RequestGate } from './plugins/request-gate.ts';
 import { perHeaderValue } from './per-header-value.ts';
+import { bodyTextOf } from './http-body.ts';
 
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
@@ -60,10 +61,10 @@ interface Params {
 }
 
 /** A request body yoga would accept as it is; anything else is yoga's to answer. */
-function paramsOf(body: Buffer): Params | null {
+function paramsOf(body: string): Params | null {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(body);
   } catch {
     return null;
   }
@@ -77,16 +78,6 @@ function paramsOf(body: Buffer): Params | null {
   return p as unknown as Params;
 }
 
-async function readBody(req: http.IncomingMessage): Promise<Buffer | null> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-  } catch {
-    return null; // cut or malformed: Node's HTTP parser answers the client
-  }
-  return Buffer.concat(chunks);
-}
-
 export interface FastLaneOptions {
   yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
   gate: RequestGate;
@@ -98,8 +89,8 @@ export interface FastLaneOptions {
 }
 
 /**
- * Serves the request if it can; returns false (the body, if read, handed to
- * yoga through `req.body`) when yoga must. Call after the body limit check.
+ * Serves the request if it can; returns false when yoga must. Call after
+ * withinBodyLimit, which read the body.
  */
 export function fastLane(opts: FastLaneOptions) {
   const { yoga, gate } = opts;
@@ -125,12 +116,8 @@ export function fastLane(opts: FastLaneOptions) {
     const { refused, principal } = gate.check(req);
     if (refused || !principal) return false; // yoga words the refusal (the gate's decision is kept)
 
-    const body = await readBody(req);
-    if (!body) {
-      res.destroy();
-      return true;
-    }
-    (req as { body?: Buffer }).body = body; // for yoga, should it take the request from here
+    const body = bodyTextOf(req); // read (strict UTF-8) by withinBodyLimit; yoga has its bytes
+    if (body === undefined) return false;
     const params = paramsOf(body);
     if (!params) return false;
 

@@ -1,19 +1,14 @@
 // zod at the GraphQL boundary: every argument is parsed before it reaches the
 // host or store; failures become BAD_USER_INPUT naming the argument.
+// (The rules themselves are every door's: core/input-rules.ts.)
 import { z } from 'zod';
-import { badInput } from '../core/errors.ts';
+import { idSchema, parseInput } from '../core/input-rules.ts';
 import { MAX_PAGE_SIZE } from './builder.ts';
 
-export function parseArgs<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value);
-  if (!r.success) {
-    throw badInput(r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
-  }
-  return r.data;
-}
+export const parseArgs = parseInput;
 
-/** A session id argument (ids are opaque: their shape is checked by the lookup, not here). */
-export const sessionIdSchema = z.string().min(1).max(200);
+/** A session id argument (ids are opaque: beyond the id rule, their shape is checked by the lookup). */
+export const sessionIdSchema = idSchema;
 
 const pageSchema = z.object({
   first: z.number().int().min(0).max(MAX_PAGE_SIZE).nullish(),

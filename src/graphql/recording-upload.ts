@@ -12,6 +12,7 @@ import { Transform } from 'node:stream';
 import type http from 'node:http';
 import { ForklineError } from '../core/errors.ts';
 import { MAX_RECORDING_BYTES } from '../core/recording.ts';
+import { idSchema, MAX_ID_CHARS } from '../core/input-rules.ts';
 import type { RecordingSource } from '../store/recordings.ts';
 import type { SessionRow } from '../store/session-store.ts';
 import type { Idempotency } from '../host/controller.ts';
@@ -38,7 +39,7 @@ export interface RecordingUploadOptions {
 }
 
 class TooLarge extends Error {}
-const tooLargeMessage = (limit: number) => `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`;
+const tooLarge = (limit: number) => ({ code: 'BAD_USER_INPUT', message: `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)` });
 
 const SPOOL_FILE = /^(\d+)-[0-9a-f-]+\.jsonl$/;
 /** Spool files are named `<pid>-<uuid>.jsonl`: those of a process that is gone (killed mid-upload) are removed. */
@@ -73,11 +74,11 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);
     }
     // Checked before reading anything.
-    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, maxBytes, 'BAD_USER_INPUT', tooLargeMessage(maxBytes));
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes) return refuseTooLarge(req, res, tooLarge(maxBytes));
 
     const key = req.headers['idempotency-key'];
-    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || key.length > 200)) {
-      return error(res, 400, 'BAD_USER_INPUT', 'Idempotency-Key must be 1 to 200 characters');
+    if (key !== undefined && (typeof key !== 'string' || !idSchema.safeParse(key).success)) {
+      return error(res, 400, 'BAD_USER_INPUT', `Idempotency-Key must be 1 to ${MAX_ID_CHARS} characters`);
     }
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     try {
@@ -99,7 +100,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
-      if (err instanceof TooLarge) refuseTooLarge(req, res, maxBytes, 'BAD_USER_INPUT', tooLargeMessage(maxBytes));
+      if (err instanceof TooLarge) refuseTooLarge(req, res, tooLarge(maxBytes));
       else if (err instanceof ForklineError) error(res, 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);

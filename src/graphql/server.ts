@@ -28,6 +28,7 @@ import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
+import { Utf8CheckedWebSocket } from './ws-messages.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -184,6 +185,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     server: httpServer,
     path: '/graphql',
     maxPayload: MAX_WS_MESSAGE_BYTES,
+    // Every message, text or binary, is checked as UTF-8 by the socket itself (ws-messages.ts).
+    WebSocket: Utf8CheckedWebSocket,
+    skipUTF8Validation: true,
     // Browsers open WebSockets cross-site without CORS: only this origin (or configured ones).
     verifyClient: ({ req }, done) =>
       browserAllowed(req) ? done(true) : done(false, 403, 'Forbidden'),

@@ -4,6 +4,7 @@
 import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { isStorableText, unstorableReason } from '../../core/storable.ts';
+import { UNSTORABLE_TEXT } from '../../core/input-rules.ts';
 
 /** Variables may be nested deeply (model settings): only their text is checked here; payloads get the depth bound in the codec. */
 const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity) !== undefined;
@@ -27,7 +28,7 @@ function hasUnstorableLiteral(document: DocumentNode): boolean {
 
 const rejection = () => ({
   errors: [
-    new GraphQLError('strings must be well-formed Unicode without NUL characters (U+0000)', { extensions: { code: 'BAD_USER_INPUT' } }),
+    new GraphQLError(`strings ${UNSTORABLE_TEXT}`, { extensions: { code: 'BAD_USER_INPUT' } }),
   ],
 });
 

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, messageTextSchema, modelSchema } from './inputs.ts';
+import { ModelConfigInput, modelSchema } from './inputs.ts';
+import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
@@ -160,7 +161,7 @@ const SendMessagePayload = builder
 // CPU in the turns bench).
 const sendMessageArgs = z.object({ sessionId: sessionIdSchema, text: messageTextSchema });
 const setModelArgs = z.object({ sessionId: sessionIdSchema, model: modelSchema });
-const setTitleArgs = z.object({ sessionId: sessionIdSchema, title: z.string().max(500) });
+const setTitleArgs = z.object({ sessionId: sessionIdSchema, title: titleSchema });
 
 builder.mutationFields((t) => ({
   sendMessage: t.field({

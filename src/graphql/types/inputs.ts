@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
+import { idSchema } from '../../core/input-rules.ts';
 
 export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
@@ -31,8 +32,4 @@ export const modelSchema = z.object({
 });
 
 /** A session's tool set (session/tools): tool names, `<server>__*` or `*`; which exist is the controller's check. */
-export const toolSetSchema = z.array(z.string().min(1).max(200)).max(500);
-
-/** A user message (sendMessage, and the message a fork or edit queues in its child). */
-export const MAX_MESSAGE_CHARS = 200_000;
-export const messageTextSchema = z.string().min(1).max(MAX_MESSAGE_CHARS);
+export const toolSetSchema = z.array(idSchema).max(500);

@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, messageTextSchema, modelSchema, toolSetSchema } from './inputs.ts';
+import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
+import { idSchema, messageTextSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 
-const titleSchema = z.string().max(500).nullish();
-export const idempotencyKeySchema = z.string().min(1).max(200).nullish();
+const titleSchema = title.nullish();
+export const idempotencyKeySchema = idSchema.nullish();
 
 /** The optional idempotency key every creating mutation takes. */
 export const idempotencyKeyArg = (t: { arg: { string: (opts: { description: string }) => any } }) =>
@@ -26,7 +27,7 @@ const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boo
 const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish(), tools: toolSetSchema.nullish() });
 const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
 const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
-const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: z.string().min(1).max(200), text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
+const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: idSchema, text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
 const fanOutArgs = z
   .object({
     sessionId: sessionIdSchema,

@@ -1,0 +1,41 @@
+// What a client may send, the same at every door (GraphQL over HTTP and
+// WebSocket, POST /agui, POST /recordings): bodies and messages are strict
+// UTF-8 (an invalid byte is refused, never stored as U+FFFD), text is storable
+// (storable.ts: no NUL, no lone surrogate) and within its length limit, and an
+// id a client names or chooses is 1–200 characters of it. Each door maps a
+// refusal to its own shape (400, BAD_USER_INPUT, WebSocket close 1007). Pure.
+import { z } from 'zod';
+import { badInput } from './errors.ts';
+import { isStorableText } from './storable.ts';
+
+export const MAX_ID_CHARS = 200;
+export const MAX_TITLE_CHARS = 500;
+/** A user message (sendMessage, a fork's or edit's queued message, an AG-UI run's user message). */
+export const MAX_MESSAGE_CHARS = 200_000;
+
+export const UNSTORABLE_TEXT = 'must be well-formed Unicode without NUL characters (U+0000)';
+const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);
+
+/** An id a client names (a session, an input) or chooses (an idempotency key, AG-UI thread, run and message ids). */
+export const idSchema = storable(z.string().min(1).max(MAX_ID_CHARS));
+export const titleSchema = storable(z.string().max(MAX_TITLE_CHARS));
+export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHARS));
+
+/** Parses `value`, or throws BAD_USER_INPUT naming each failing path (`label` names the whole value). */
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label = 'input'): z.infer<T> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw badInput(r.error.issues.map((i) => `${i.path.join('.') || label}: ${i.message}`).join('; '));
+  return r.data;
+}
+
+export const INVALID_UTF8 = 'is not valid UTF-8 (invalid bytes are refused, not replaced)';
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The text of strict UTF-8 bytes, or undefined when they are not UTF-8. */
+export function decodeUtf8(bytes: Uint8Array): string | undefined {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
