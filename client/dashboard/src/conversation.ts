@@ -167,6 +167,9 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       case 'session/model':
         items.push({ ...base, kind: 'note', text: `model: ${str(d.provider)}/${str(d.model)}` });
         break;
+      case 'session/tools':
+        items.push({ ...base, kind: 'note', text: `tools: ${toolSetText(d.tools)}` });
+        break;
       case 'surface/replace':
         items.push({ ...base, kind: 'note', text: `history ${num(d.fromSeq)}–${num(d.toSeq)} replaced (compaction)` });
         break;
@@ -229,6 +232,8 @@ export function eventSummary(e: LogEvent): string {
       return str(d.title);
     case 'session/model':
       return `${str(d.provider)}/${str(d.model)}`;
+    case 'session/tools':
+      return toolSetText(d.tools);
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
     default:
@@ -236,5 +241,7 @@ export function eventSummary(e: LogEvent): string {
       return clip(JSON.stringify(d));
   }
 }
+
+const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map(str).join(', ') : 'none') : '');
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
