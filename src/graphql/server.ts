@@ -15,7 +15,7 @@ import { maskError, useInputErrorCodes, type ErrorLog } from './plugins/error-co
 import { TenantAuth, connectionAuthorization, unauthenticated, type Principal } from './plugins/auth.ts';
 import { TokenBuckets } from './plugins/rate-limit.ts';
 import { AuthThrottle } from './plugins/auth-throttle.ts';
-import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, wantsEventStream } from './plugins/connection-limits.ts';
+import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './plugins/connection-limits.ts';
 import { DEFAULT_TIMEOUTS, applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
@@ -27,7 +27,7 @@ import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
-import { replyError, withinBodyLimit } from './http-body.ts';
+import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
@@ -134,6 +134,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useStorableText(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
+      held && useHttpSubscriptionLimits(held),
       useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
@@ -173,9 +174,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       if (path === '/graphql') {
         if (!(await withinBodyLimit(req, res, maxBodyBytes, () => !gate.check(req).refused))) return;
-        const tenant = held && wantsEventStream(req) && gate.check(req).principal?.tenant;
-        const capped = tenant ? held!.openStream(res, tenant) : undefined;
-        if (capped) return replyError(res, capped.status, capped.code, capped.message, capped.headers);
         if (fast && (await fast(req, res))) return;
         return await yoga(req, res);
       }

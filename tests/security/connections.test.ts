@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -51,7 +51,7 @@ function connect(url: string, headers: Record<string, string>, from?: string) {
   return { client, outcome };
 }
 
-/** A POST over SSE held open: its status, and the body when it was refused. */
+/** A POST over SSE held open: its status, and the (first) result when it was refused. */
 async function openSse(url: string, headers: Record<string, string>, query: string, variables: Record<string, unknown>) {
   const abort = new AbortController();
   const res = await fetch(url, {
@@ -60,7 +60,9 @@ async function openSse(url: string, headers: Record<string, string>, query: stri
     body: JSON.stringify({ query, variables }),
     signal: abort.signal,
   });
-  const body = res.status === 200 ? undefined : await res.json();
+  const text = res.status === 200 ? undefined : await res.text();
+  const data = text?.split('\n').find((l) => l.startsWith('data:'));
+  const body = text === undefined ? undefined : JSON.parse(data ? data.slice(5) : text);
   return { status: res.status, body, close: () => abort.abort() };
 }
 
@@ -93,6 +95,8 @@ describe('per-tenant caps on connections and subscriptions', () => {
     sessionB = await session(B);
   });
   afterAll(() => app?.close());
+  // Each test starts with nothing held.
+  afterEach(() => waitFor(() => ['alpha', 'beta'].every((t) => Object.values(app.server.tenantConnections!.heldBy(t)).every((n) => n === 0)), { what: 'everything released' }));
 
   it('refuses a tenant\'s WebSocket past its cap at connection_init (4429 TOO_MANY_CONNECTIONS) and an SSE stream with 429; others unaffected; a closed socket frees its place', async () => {
     const open = [connect(app.url, A), connect(app.url, A), connect(app.url, A)];
@@ -112,6 +116,14 @@ describe('per-tenant caps on connections and subscriptions', () => {
     await other.client.dispose();
 
     await open.pop()!.client.dispose();
+    await waitFor(() => app.server.tenantConnections!.heldBy('alpha').connections === 2, { what: 'the socket released' });
+    // SSE streams are connections too: the third place, then none.
+    const stream = await openSse(app.url, A, EVENTS, { id: sessionA });
+    expect(stream.status).toBe(200);
+    const refusedToo = connect(app.url, A);
+    expect(await refusedToo.outcome).toMatchObject({ connected: false, code: 4429 });
+    await refusedToo.client.dispose();
+    stream.close();
     const again = await waitFor(async () => {
       const c = connect(app.url, A);
       const o = await c.outcome;
@@ -160,6 +172,18 @@ describe('per-tenant caps on connections and subscriptions', () => {
       await next.dispose();
       return ok;
     }, { what: 'every place freed by the closed socket', timeoutMs: 5000 });
+  });
+
+  it('releases what an HTTP subscription held when its response ends, also one answered 406', async () => {
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...A }, body: JSON.stringify({ query: EVENTS, variables: { id: sessionA } }) });
+      await res.text();
+      expect(res.status).toBe(406);
+    }
+    const streams = await Promise.all(Array.from({ length: 3 }, () => openSse(app.url, A, EVENTS, { id: sessionA })));
+    expect(streams.map((s) => s.status)).toEqual([200, 200, 200]);
+    for (const s of streams) s.close();
+    await waitFor(() => app.server.tenantConnections!.heldBy('alpha').subscriptions === 0, { what: 'every stream released' });
   });
 
   it('holds the default caps without configuration: the 101st socket of a tenant is refused', async () => {

@@ -2,10 +2,13 @@
 // (graphql-ws sockets and SSE streams) and its subscriptions (graphql-ws
 // subscriptions, and one per SSE stream). Counted where the transport knows
 // for certain when they end: a socket's close, a graphql-ws subscription's
-// completion, an SSE response's close. Tenants come from authenticated
-// principals only, and an entry leaves the table when its counts reach 0.
+// completion, an HTTP subscription's response closing (also one yoga answers
+// 406 without reading it). Tenants come from authenticated principals only,
+// and an entry leaves the table when its counts reach 0.
 import type http from 'node:http';
 import type { WebSocket } from 'ws';
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
 import type { Refusal } from './request-gate.ts';
 
 export interface ConnectionCaps {
@@ -62,7 +65,7 @@ export class TenantConnections {
     if (entry?.subscriptions.delete(id)) this.give(entry.tenant, 'subscriptions');
   }
 
-  /** An SSE stream (`accept: text/event-stream`) of `tenant`: a connection and a subscription until the response closes. */
+  /** A subscription over HTTP (an SSE stream) of `tenant`: a connection and a subscription until its response closes. */
   openStream(res: http.ServerResponse, tenant: string): Refusal | undefined {
     const refused = this.take(tenant, 'connections') ?? this.take(tenant, 'subscriptions', () => this.give(tenant, 'connections'));
     if (refused) return refused;
@@ -93,5 +96,18 @@ export class TenantConnections {
   }
 }
 
-/** Does this request ask for an SSE stream (yoga answers it with `text/event-stream`)? */
-export const wantsEventStream = (req: http.IncomingMessage) => (req.headers.accept ?? '').includes('text/event-stream');
+/**
+ * yoga's side: every subscription it runs over HTTP. Refused with the cap's
+ * status (yoga answers with it, as it does SERVICE_UNAVAILABLE's 503).
+ * graphql-ws subscriptions (context.ws) are counted by the WebSocket front.
+ */
+export function useHttpSubscriptionLimits(held: TenantConnections): Plugin {
+  return {
+    onSubscribe({ args }) {
+      const ctx = args.contextValue as { ws?: unknown; res?: http.ServerResponse; scope?: { tenant: string } };
+      if (ctx.ws || !ctx.res || !ctx.scope) return;
+      const refused = held.openStream(ctx.res, ctx.scope.tenant);
+      if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code, http: { status: refused.status } } });
+    },
+  };
+}
