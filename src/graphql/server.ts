@@ -216,7 +216,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         const over = principal ? gate.admit(principal).refused ?? held?.openSocket(socket, principal.tenant) : refused;
         if (principal && !over) return void callers.set(socket, principal), true;
         if (over?.status === 401) socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
-        else socket.close(TOO_MANY_REQUESTS_CLOSE_CODE, `${over!.code}: ${over!.message}`);
+        else socket.close(TOO_MANY_REQUESTS_CLOSE_CODE, `${over!.code}: ${over!.message}`.slice(0, 123)); // a close reason's limit (ASCII)
         return false;
       },
       onSubscribe: async (ctx, id, params) => {
