@@ -12,6 +12,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
+import { addressKey } from '../../src/graphql/plugins/auth-throttle.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -357,5 +358,12 @@ describe('configuration', () => {
       authFailures: false,
       connectionCaps: false,
     });
+  });
+
+  it('counts an IPv6 client by its /64 and an IPv4-mapped one as IPv4', () => {
+    expect(addressKey('2001:db8:1:2:aaaa::1')).toBe(addressKey('2001:0db8:0001:0002:bbbb:cccc:dddd:eeee'));
+    expect(addressKey('2001:db8:1:2::1')).not.toBe(addressKey('2001:db8:1:3::1'));
+    expect(addressKey('::ffff:127.0.0.2')).toBe('127.0.0.2');
+    expect(addressKey('127.0.0.2')).not.toBe(addressKey('127.0.0.3'));
   });
 });
