@@ -1,6 +1,7 @@
 // Environment configuration (DESIGN §8), parsed once with zod.
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type SecurityOptions } from './graphql/security.ts';
+import { DEFAULT_TIMEOUTS } from './graphql/connection-timeouts.ts';
 
 const flag = z.enum(['0', '1', 'true', 'false']).optional().transform((v) => v === '1' || v === 'true');
 
@@ -59,6 +60,14 @@ const envSchema = z.object({
   FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
+  FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
+  FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
+  FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
+  FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
+  FORKLINE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.headersMs),
+  FORKLINE_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.requestMs),
+  FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
+  FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 }).refine((c) => c.MODEL_PROVIDER !== 'openai' || c.MODEL, {
   path: ['MODEL'],
@@ -90,5 +99,17 @@ export function securityOptions(config: Config): SecurityOptions {
     maxAliases: config.FORKLINE_MAX_ALIASES,
     maxCost: config.FORKLINE_MAX_QUERY_COST,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
+    // 0: that cap off (the other stays).
+    connectionCaps:
+      config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT
+        ? { connections: config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || Infinity, subscriptions: config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT || Infinity }
+        : false,
+    authFailures: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS > 0 ? { max: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS, windowMs: config.FORKLINE_AUTH_FAILURE_WINDOW_S * 1000 } : false,
+    timeouts: {
+      headersMs: config.FORKLINE_HTTP_HEADERS_TIMEOUT_MS,
+      requestMs: config.FORKLINE_HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveMs: config.FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS,
+      wsInitMs: config.FORKLINE_WS_INIT_TIMEOUT_MS,
+    },
   };
 }

@@ -3,6 +3,8 @@
 // registered in one place: server.ts.
 import { isIP } from 'node:net';
 import { MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
+import type { ConnectionCaps } from './plugins/connection-limits.ts';
+import type { ConnectionTimeouts } from './connection-timeouts.ts';
 
 export interface SecurityOptions {
   /** token → tenant. Unset or empty: local single-tenant mode (tenant `local`, loopback only). */
@@ -18,6 +20,12 @@ export interface SecurityOptions {
   maxCost?: number;
   /** Token bucket per API token (auth mode only); false: off. */
   rateLimit?: { perSecond: number; burst: number } | false;
+  /** Per tenant (auth mode only): open WebSockets + SSE streams, and subscriptions; false: off. */
+  connectionCaps?: ConnectionCaps | false;
+  /** Failed authentication attempts per client address before 429s (auth mode only); false: off. */
+  authFailures?: { max: number; windowMs: number } | false;
+  /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
+  timeouts?: Partial<ConnectionTimeouts>;
 }
 
 export const DEFAULT_LIMITS = {
@@ -34,6 +42,10 @@ export const DEFAULT_LIMITS = {
   maxCost: 100_000,
   ratePerSecond: 20,
   rateBurst: 100,
+  connectionsPerTenant: 100,
+  subscriptionsPerTenant: 1000,
+  authFailures: 20,
+  authFailureWindowSeconds: 60,
 } as const;
 
 export const LOCAL_TENANT = 'local';

@@ -2,7 +2,7 @@
 // and GraphiQL at /graphql; graphql-ws serves subscriptions on the same path.
 import http from 'node:http';
 import { createYoga, type Plugin } from 'graphql-yoga';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, getOperationAST } from 'graphql';
 import { WebSocketServer } from 'ws';
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
@@ -14,6 +14,9 @@ import type { PrismaClient } from '@prisma/client';
 import { maskError, useInputErrorCodes, type ErrorLog } from './plugins/error-codes.ts';
 import { TenantAuth, connectionAuthorization, unauthenticated, type Principal } from './plugins/auth.ts';
 import { TokenBuckets } from './plugins/rate-limit.ts';
+import { AuthThrottle } from './plugins/auth-throttle.ts';
+import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './plugins/connection-limits.ts';
+import { DEFAULT_TIMEOUTS, applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
@@ -76,6 +79,8 @@ export interface RunningServer {
   httpServer: http.Server;
   /** Direct sessionEvents delivery over graphql-ws (its counts). */
   wsDelivery: WsDelivery;
+  /** What each tenant holds open (auth mode with caps; connection-limits.ts). */
+  tenantConnections?: TenantConnections;
   close(): Promise<void>;
 }
 
@@ -89,6 +94,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
   const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
   const buckets = auth.enabled && rateLimit ? new TokenBuckets(rateLimit.perSecond, rateLimit.burst) : undefined;
+  const authFailures = security.authFailures ?? { max: DEFAULT_LIMITS.authFailures, windowMs: DEFAULT_LIMITS.authFailureWindowSeconds * 1000 };
+  const throttle = auth.enabled && authFailures ? new AuthThrottle({ maxFailures: authFailures.max, windowMs: authFailures.windowMs }) : undefined;
+  const caps = security.connectionCaps ?? { connections: DEFAULT_LIMITS.connectionsPerTenant, subscriptions: DEFAULT_LIMITS.subscriptionsPerTenant };
+  const held = auth.enabled && caps ? new TenantConnections(caps) : undefined;
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...security.timeouts };
   const corsOrigins = security.corsOrigins ?? [];
   const toClientError = maskError(log);
   const maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
@@ -101,6 +111,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const gate = new RequestGate({
     auth,
     buckets,
+    throttle,
     loopbackOnly,
     onRefused: (reason) => reason !== 'host' && metrics?.rejected.inc({ reason }),
   });
@@ -124,6 +135,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useStorableText(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
+      held && useHttpSubscriptionLimits(held),
       useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
@@ -157,7 +169,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // AG-UI (src/agui/): same gate, origin guard and body limit as /graphql.
   const agui = aguiHandler({ services: opts.services, gate, allowed: (req) => isAllowedOrigin(req, corsOrigins), corsOrigins, maxBodyBytes, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
-  const httpServer = http.createServer(async (req, res) => {
+  const httpServer = http.createServer(httpServerOptions(timeouts), async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
@@ -177,6 +189,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       else res.destroy();
     }
   });
+  applyKeepAlive(httpServer, timeouts);
 
   const wsDelivery = new WsDelivery();
   /** The caller of each WebSocket, resolved when it connects. */
@@ -196,13 +209,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     connectionAuthorization(ctx.connectionParams, ctx.extra.request);
   const wsCleanup = useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
     {
+      connectionInitWaitTimeout: timeouts.wsInitMs,
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
-      // graphql-ws clients treat 4401 as final (no reconnect loop with a bad token).
+      // graphql-ws clients treat 4401 and 4429 as final (no reconnect loop with a bad token or over a limit).
       onConnect: (ctx) => {
-        const { principal } = gate.authenticate(authorizationOf(ctx));
-        if (principal) return void callers.set(ctx.extra.socket, principal), true;
-        ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
+        const { socket, request } = ctx.extra;
+        const { principal, refused } = gate.authenticate(authorizationOf(ctx), request.socket.remoteAddress);
+        // connection_init is an operation of its caller: it takes a rate-limit token, and a connection under the tenant's cap.
+        const over = principal ? gate.admit(principal).refused ?? held?.openSocket(socket, principal.tenant) : refused;
+        if (principal && !over) return void callers.set(socket, principal), true;
+        if (over?.status === 401) socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
+        else socket.close(TOO_MANY_REQUESTS_CLOSE_CODE, `${over!.code}: ${over!.message}`.slice(0, 123)); // a close reason's limit (ASCII)
         return false;
       },
       onSubscribe: async (ctx, id, params) => {
@@ -221,20 +239,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           const document = parse(params.query);
           const errors = validate(s, document);
           if (errors.length) throw errors;
-          return {
-            schema: s,
-            operationName: params.operationName,
-            document,
-            variableValues: params.variables,
-            contextValue: { ...(await contextFactory()), ws: { socket: ctx.extra.socket, id, delivery: wsDelivery } },
-            rootValue: { execute, subscribe },
-          };
+          const contextValue = { ...(await contextFactory()), ws: { socket: ctx.extra.socket, id, delivery: wsDelivery } };
+          // Last: from here graphql-ws runs the operation, and onComplete (or the socket's close) releases it.
+          const capped = held && getOperationAST(document, params.operationName)?.operation === 'subscription' ? held.startSubscription(ctx.extra.socket, id) : undefined;
+          if (capped) throw new GraphQLError(capped.message, { extensions: { code: capped.code } });
+          return { schema: s, operationName: params.operationName, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
         } catch (err) {
           const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
           if (metrics) countErrors(metrics, errors);
           return errors;
         }
       },
+      onComplete: (ctx, id) => held?.endSubscription(ctx.extra.socket, id),
       onNext: (_ctx, _id, _payload, _args, result) => {
         if (metrics && 'errors' in result) countErrors(metrics, result.errors);
       },
@@ -250,6 +266,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     },
   });
 
+  cutUninitialisedSockets(wss, timeouts, (socket) => callers.has(socket));
+
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
     httpServer.listen({ port: opts.port, host: opts.host, backlog: LISTEN_BACKLOG }, () => resolve());
@@ -260,6 +278,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     url: `http://${hostForUrl}:${addr.port}/graphql`,
     httpServer,
     wsDelivery,
+    tenantConnections: held,
     /** Stops accepting, closes WebSockets (1001), lets HTTP requests finish for drainMs, then cuts the rest (SSE). */
     async close() {
       const closed = Promise.all([new Promise<void>((r) => httpServer.close(() => r())), wsCleanup.dispose()]);

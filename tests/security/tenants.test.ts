@@ -214,11 +214,14 @@ describe('rate limiting per token', () => {
       expect((await res.json()).errors[0].extensions.code).toBe('RATE_LIMITED');
       expect((await limited.gql('{ __typename }', undefined, B)).status).toBe(200);
 
-      // WebSocket operations of the same token draw from the same bucket.
-      const sub = subscribeWs(limited.url, 'subscription { sessionsChanged { id } }', {}, wsClient(limited.url, { connectionParams: A }));
-      await waitFor(() => sub.errors.length > 0, { what: 'rate-limited subscription' });
-      expect(JSON.stringify(sub.errors)).toContain('RATE_LIMITED');
+      // WebSocket operations of the same token draw from the same bucket, connection_init included (4429).
+      let closed: { code: number; reason: string } | undefined;
+      const client = wsClient(limited.url, { connectionParams: A, on: { closed: (e: any) => (closed ??= { code: e.code, reason: e.reason }) } } as any);
+      const sub = subscribeWs(limited.url, 'subscription { sessionsChanged { id } }', {}, client);
+      await waitFor(() => closed, { what: 'rate-limited connection_init' });
+      expect(closed).toMatchObject({ code: 4429, reason: expect.stringMatching(/^RATE_LIMITED: /) });
       await sub.close();
+      await client.dispose();
     } finally {
       await limited.close();
     }

@@ -9,6 +9,7 @@ import type http from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { jsonError, unauthenticated, type Principal, type TenantAuth } from './auth.ts';
 import { rateLimitedMessage, type TokenBuckets } from './rate-limit.ts';
+import { authThrottledMessage, type AuthThrottle } from './auth-throttle.ts';
 import { isAllowedLocalHost } from './browser.ts';
 
 export interface Refusal {
@@ -26,7 +27,9 @@ export interface RequestGateOptions {
   buckets?: TokenBuckets;
   /** Local mode on a loopback interface: only loopback Host names (DNS rebinding). */
   loopbackOnly: boolean;
-  onRefused?: (reason: 'unauthenticated' | 'rate_limited' | 'host') => void;
+  /** Failed authentication attempts per client address (auth-throttle.ts). */
+  throttle?: AuthThrottle;
+  onRefused?: (reason: 'unauthenticated' | 'rate_limited' | 'auth_throttled' | 'host') => void;
 }
 
 export class RequestGate {
@@ -36,14 +39,21 @@ export class RequestGate {
 
   check(req: http.IncomingMessage): GateDecision {
     let d = this.decided.get(req);
-    if (!d) this.decided.set(req, (d = this.decide(req.method, req.headers.host, req.headers.authorization)));
+    if (!d) this.decided.set(req, (d = this.decide(req.method, req.headers.host, req.headers.authorization, req.socket.remoteAddress)));
     return d;
   }
 
-  /** The caller of a credential (`Bearer <token>`; anything in local mode), or a 401 refusal. */
-  authenticate(authorization: unknown): GateDecision {
+  /** The caller of a credential (`Bearer <token>`; anything in local mode), or a 401 refusal (429 from an address with too many). */
+  authenticate(authorization: unknown, address?: string): GateDecision {
+    const { throttle } = this.opts;
+    const blocked = throttle?.blockedFor(address);
+    if (blocked) {
+      this.opts.onRefused?.('auth_throttled');
+      return { refused: { status: 429, code: 'RATE_LIMITED', message: authThrottledMessage(blocked), headers: { 'retry-after': String(Math.ceil(blocked)) } } };
+    }
     const principal = this.opts.auth.authenticate(authorization);
     if (principal) return { principal };
+    throttle?.failed(address);
     this.opts.onRefused?.('unauthenticated');
     return { refused: { status: 401, code: 'UNAUTHENTICATED', message: unauthenticated().message, headers: { 'www-authenticate': 'Bearer' } } };
   }
@@ -57,13 +67,13 @@ export class RequestGate {
     return { refused: { status: 429, code: 'RATE_LIMITED', message: rateLimitedMessage(wait), headers: { 'retry-after': String(Math.ceil(wait)) } } };
   }
 
-  private decide(method: string | undefined, host: string | undefined, authorization: string | undefined): GateDecision {
+  private decide(method: string | undefined, host: string | undefined, authorization: string | undefined, address: string | undefined): GateDecision {
     if (this.opts.loopbackOnly && !isAllowedLocalHost(host)) {
       this.opts.onRefused?.('host');
       return { refused: { status: 403, code: 'FORBIDDEN', message: 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])', headers: {} } };
     }
     if (method === 'OPTIONS') return {};
-    const caller = this.authenticate(authorization);
+    const caller = this.authenticate(authorization, address);
     return caller.principal ? this.admit(caller.principal) : caller;
   }
 }

@@ -1,0 +1,50 @@
+// How long a connection may hold the server without doing its part (issue 27).
+// HTTP: node's own timers — a connection that sends nothing, or headers that
+// never finish, gets 408 after headersMs (node checks every
+// connectionsCheckingInterval, so the check runs often enough for the
+// timeout); a whole request (an upload's body) has requestMs; an idle
+// keep-alive connection keepAliveMs. WebSocket: graphql-ws closes a socket
+// without `connection_init` after wsInitMs (4408), but its close frame waits
+// for the client's answer for 30 s (ws's close handshake) — a client that
+// sends nothing does not answer, so such a socket is cut CLOSE_GRACE_MS later.
+import type http from 'node:http';
+import type { WebSocket, WebSocketServer } from 'ws';
+
+export interface ConnectionTimeouts {
+  /** Request headers must be complete within this from the connection's start or its previous request (408). */
+  headersMs: number;
+  /** A whole request, body included (large POST /recordings uploads take minutes on slow links); 0: none. */
+  requestMs: number;
+  /** A keep-alive connection idle between requests is closed after this. */
+  keepAliveMs: number;
+  /** A WebSocket must send `connection_init` within this. */
+  wsInitMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headersMs: 20_000, requestMs: 300_000, keepAliveMs: 5_000, wsInitMs: 3_000 };
+
+/** A socket told to close gets this long to answer the close frame before its TCP connection is cut. */
+const CLOSE_GRACE_MS = 1_000;
+
+/** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`). */
+export function httpServerOptions(t: ConnectionTimeouts): http.ServerOptions {
+  return {
+    // node requires headersTimeout <= requestTimeout.
+    headersTimeout: t.requestMs ? Math.min(t.headersMs, t.requestMs) : t.headersMs,
+    requestTimeout: t.requestMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(t.headersMs / 4))),
+  };
+}
+
+export function applyKeepAlive(server: http.Server, t: ConnectionTimeouts) {
+  server.keepAliveTimeout = t.keepAliveMs;
+}
+
+/** Cuts a WebSocket that has not been admitted (`admitted`: its `connection_init` passed) wsInitMs + grace after it opened. */
+export function cutUninitialisedSockets(wss: WebSocketServer, t: ConnectionTimeouts, admitted: (socket: WebSocket) => boolean) {
+  wss.on('connection', (socket: WebSocket) => {
+    const timer = setTimeout(() => admitted(socket) || socket.terminate(), t.wsInitMs + CLOSE_GRACE_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
