@@ -39,6 +39,8 @@ const envSchema = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   DATABASE_PREPARED_STATEMENTS: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
+  FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
+  FORKLINE_MAX_TURN_MS: z.coerce.number().int().refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
