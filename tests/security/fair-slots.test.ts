@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
+import { loadConfig } from '../../src/config.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -144,5 +145,15 @@ describe('claims of waiting sessions', () => {
     // Room for three more, but alpha may hold three: two more of its sessions, the oldest.
     const next = await claims.claimRunnable(3, [], { perTenant: 3, held: new Map([['alpha', 1], ['beta', 1]]) });
     expect(next.map((l) => l.sessionId).sort()).toEqual(alpha.slice(0, 2).sort());
+  });
+});
+
+describe('configuration', () => {
+  it('takes the share per tenant and the turn limit from the environment, refusing limits a timer cannot keep', () => {
+    const c = loadConfig({ FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: '10', FORKLINE_MAX_TURN_MS: '60000' });
+    expect([c.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT, c.FORKLINE_MAX_TURN_MS]).toEqual([10, 60_000]);
+    expect(loadConfig({ FORKLINE_MAX_TURN_MS: '0' }).FORKLINE_MAX_TURN_MS).toBe(0);
+    for (const bad of ['500', String(2 ** 31)]) expect(() => loadConfig({ FORKLINE_MAX_TURN_MS: bad })).toThrow(/FORKLINE_MAX_TURN_MS/);
+    expect(() => loadConfig({ FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: '0' })).toThrow(/FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT/);
   });
 });
