@@ -285,7 +285,8 @@ export class SessionHost {
           this.backlog = true;
           return;
         }
-        const share: TenantShare = { perTenant: this.maxPerTenant, held: this.slotsHeld() };
+        // A share as large as the process cannot bind: the plain claim, oldest first.
+        const share: TenantShare | undefined = this.maxPerTenant < this.maxActive ? { perTenant: this.maxPerTenant, held: this.slotsHeld() } : undefined;
         const claimed = await this.leases.claimRunnable(room, [...this.running.keys(), ...this.claimingOne.keys()], share);
         for (const lease of claimed) this.adopt(lease, lease.tenant);
         // Work may be left waiting: every free slot was taken, or a tenant is at its share.
