@@ -6,7 +6,7 @@ import { pgConfigFromUrl } from './db/pg-config.ts';
 import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
-import { CONTROL_CHANNEL, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
+import { CONTROL_CHANNEL, DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
@@ -21,6 +21,7 @@ import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
+import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
@@ -41,6 +42,10 @@ export interface AppOptions {
   preparedStatements?: boolean;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
   maxActiveSessions?: number;
+  /** Of those, the most one tenant's sessions take (FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT; unset: defaultSlotsPerTenant). */
+  maxActiveSessionsPerTenant?: number;
+  /** A turn running longer is stopped and ends `failed` (FORKLINE_MAX_TURN_MS; 0: no limit). */
+  maxTurnMs?: number;
   /** How long a session's lease outlives its last renewal (a dead process's sessions wait this long). */
   leaseTtlMs?: number;
   host?: string;
@@ -125,6 +130,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       tools,
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
+      maxTurnMs: opts.maxTurnMs ?? DEFAULT_MAX_TURN_MS,
       now: () => new Date(),
       onUpdate: (u: TurnUpdate) => {
         turnUpdates.emit(u.sessionId, u);
@@ -134,7 +140,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
       onToolRun: opts.onToolRun,
       observer: tracing,
     },
-    { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
+    {
+      listener,
+      sweepMs: opts.sweepMs,
+      maxActive: opts.maxActiveSessions,
+      maxActivePerTenant: opts.maxActiveSessionsPerTenant ??
+        defaultSlotsPerTenant(opts.maxActiveSessions ?? DEFAULT_MAX_ACTIVE_SESSIONS, new Set(opts.security?.apiTokens?.values()).size),
+      log,
+    },
   );
   const controller = new SessionController(store, host, models.names, tools);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);

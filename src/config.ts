@@ -40,6 +40,9 @@ const envSchema = z.object({
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   DATABASE_PREPARED_STATEMENTS: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
+  FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
+  // At most what a Node timer can wait (about 24.8 days).
+  FORKLINE_MAX_TURN_MS: z.coerce.number().int().max(2 ** 31 - 1).refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),

@@ -65,6 +65,8 @@ async function main() {
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
+      maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
+      maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,

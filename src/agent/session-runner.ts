@@ -26,6 +26,8 @@ export interface RunnerDeps {
   tools: ToolCatalog;
   toolTimeoutMs: number;
   maxSteps: number;
+  /** A turn still running after this long is stopped and ends `failed` (its slot is free again); unset: no limit. */
+  maxTurnMs?: number;
   now(): Date;
   onUpdate: TurnUpdateSink;
   /** Counts tool executions (tests assert calls are never repeated). */
@@ -34,14 +36,18 @@ export interface RunnerDeps {
   observer?: AgentObserver;
 }
 
+/** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
+export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
+
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
 const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
 
 /**
  * Why a running turn stops early. `deleted` (the session is gone) and
- * `lease-lost` (another process runs it now) write nothing.
+ * `lease-lost` (another process runs it now) write nothing; `turn-limit`: it
+ * ran past `maxTurnMs`.
  */
-export type StopReason = 'cancel' | 'shutdown' | 'deleted' | 'lease-lost';
+export type StopReason = 'cancel' | 'shutdown' | 'deleted' | 'lease-lost' | 'turn-limit';
 
 export class SessionRunner {
   private readonly abort = new AbortController();
@@ -114,7 +120,28 @@ export class SessionRunner {
       }
       const input = state.pendingInputs[0];
       if (!input) return;
-      await this.runTurn(state.lastTurn + 1, input);
+      await this.runTurnWithin(state.lastTurn + 1, input);
+    }
+  }
+
+  /** The time-limit message a turn stopped by `maxTurnMs` ends with. */
+  get turnLimitMessage(): string {
+    return `the turn ran longer than its limit of ${this.deps.maxTurnMs} ms and was stopped`;
+  }
+
+  /**
+   * One turn, stopped when it runs past `maxTurnMs` the way a cancel stops it
+   * (closeStopped), so whatever held it — a slow model, a hung tool — gives
+   * the slot back.
+   */
+  private async runTurnWithin(turn: number, input: PendingInput): Promise<void> {
+    const { maxTurnMs } = this.deps;
+    const limit = maxTurnMs ? setTimeout(() => this.stop('turn-limit'), maxTurnMs) : undefined;
+    limit?.unref();
+    try {
+      await this.runTurn(turn, input);
+    } finally {
+      clearTimeout(limit);
     }
   }
 
@@ -284,7 +311,11 @@ export class SessionRunner {
   /**
    * A user cancel ends the turn `cancelled` (the open step `interrupted`),
    * keeping the text the user already saw stream as that step's model/message
-   * (`partial`: the model's history then holds what it said); a shutdown closes
+   * (`partial`: the model's history then holds what it said). The time limit
+   * closes it the same way, but the turn ends `failed` with the reason in a
+   * plugin/agent/error, as other failures the service decides (a model error,
+   * the step limit) do: `cancelled` is what a user's cancelTurn leaves, and
+   * clients (AG-UI, the dashboard) tell the two apart. A shutdown closes
    * the open tail exactly as crash recovery would; a deleted session, or one
    * another process runs now, gets nothing.
    */
@@ -304,6 +335,13 @@ export class SessionRunner {
       closers.push({ type: 'model/message', data: { turn, step: partial.step, text: storable(partial.text), toolCalls: [] } });
     }
     if (open.step) closers.push({ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } });
+    if (this.stopReason === 'turn-limit') {
+      const message = this.turnLimitMessage;
+      const step = open.step?.step ?? this.fold.state.lastStep;
+      await this.append([...closers, { type: 'plugin/agent/error', data: { turn, step, message } }, { type: 'turn/end', data: { turn, reason: 'failed' } }], true);
+      this.endTurnObservation('failed', message);
+      return;
+    }
     await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
     this.endTurnObservation('cancelled');
   }

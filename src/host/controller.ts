@@ -103,7 +103,7 @@ export class SessionController {
     );
     // Input queued inside an exact fork's prefix is the child's pending input
     // (DESIGN §3.1), and so is a message given with the fork: its agent starts now.
-    if (r.session.pendingInputCount > 0) void this.host.wake(r.session.id);
+    if (r.session.pendingInputCount > 0) void this.host.wake(r.session.id, scope.tenant);
     return r;
   }
 
@@ -125,7 +125,7 @@ export class SessionController {
         return { parent: children[0].parent, cutSeq: record.cutSeq, children };
       },
     );
-    for (const c of r.children) if (c.session.pendingInputCount > 0) void this.host.wake(c.session.id);
+    for (const c of r.children) if (c.session.pendingInputCount > 0) void this.host.wake(c.session.id, scope.tenant);
     return r;
   }
 
@@ -140,7 +140,7 @@ export class SessionController {
   async sendMessage(scope: Scope, sessionId: string, text: string, idem: Idempotency = {}): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
     const call = this.call(scope, 'sendMessage', { sessionId, text }, idem);
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
-    const claimFor = this.host.reserveClaim(sessionId);
+    const claimFor = this.host.reserveClaim(sessionId, scope.tenant);
     let lease: Lease | undefined;
     let appended = false;
     let r: { sessionId: string; inputId: string; event: StoredEvent };
@@ -166,7 +166,7 @@ export class SessionController {
     }
     // Not claimed with the append: run it here if this process runs it or has room by now, else announce it.
     // (An append that tried to claim and did not found the lease held elsewhere: its holder sees the input.)
-    if (!lease && !(claimFor && appended)) void this.host.wake(sessionId);
+    if (!lease && !(claimFor && appended)) void this.host.wake(sessionId, scope.tenant);
     return r;
   }
 

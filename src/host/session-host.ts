@@ -4,12 +4,15 @@
 // queued where the receiving process was full) — claimed in batches that
 // processes share through SKIP LOCKED, when notified and on a timer. Leases
 // are renewed by one heartbeat per process; a runner whose lease is taken
-// over stops. Runners stop on cancel, deletion or shutdown, wait and resume
-// when the database is unreachable, and keep each session's fold between
-// turns so a turn reads only the new events.
+// over stops. No tenant holds more than its share of the slots, and a tenant
+// waiting for one goes before tenants holding more (fair claims: leases.ts);
+// a turn past its time limit ends and frees its slot (SessionRunner).
+// Runners stop on cancel, deletion or shutdown, wait and resume when the
+// database is unreachable, and keep each session's fold between turns so a
+// turn reads only the new events.
 import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
 import type { PgListener } from '../store/pg-listener.ts';
-import type { Lease, LeaseClaim, LeaseStore } from '../store/leases.ts';
+import type { Lease, LeaseClaim, LeaseStore, TenantShare } from '../store/leases.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
@@ -20,6 +23,15 @@ export const CONTROL_CHANNEL = 'forkline_control';
 export const WORK_CHANNEL = 'forkline_work';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
+
+/**
+ * The slots one tenant may hold in a process, unless configured: with several
+ * tenants, half (one tenant's slow turns cannot take every slot: issue 27);
+ * with one (local mode, or a single token's tenant), all of them.
+ */
+export function defaultSlotsPerTenant(maxActive: number, tenants: number): number {
+  return tenants > 1 ? Math.max(1, Math.floor(maxActive / 2)) : maxActive;
+}
 /** Logs shorter than this replay in a few tens of milliseconds: not worth building ahead. */
 const PREWARM_MIN_EVENTS = 10_000;
 /** Folds built ahead at once (each is a replay of a long log). */
@@ -41,11 +53,15 @@ export interface HostOptions {
   sweepMs?: number;
   /** Sessions this process runs at once; the rest wait for a slot here or elsewhere. */
   maxActive?: number;
+  /** Of those, the most one tenant's sessions may take (default: all). */
+  maxActivePerTenant?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
 interface Running {
   lease: Lease;
+  /** Whose slot it takes. */
+  tenant: string;
   /** A newer lease of ours for this session, claimed while it ran: the drive continues with it. */
   nextLease?: Lease;
   runner?: SessionRunner;
@@ -56,12 +72,13 @@ interface Running {
 
 export class SessionHost {
   private readonly running = new Map<string, Running>();
-  /** Targeted claims in flight (they count against capacity). */
-  private readonly claimingOne = new Set<string>();
+  /** Targeted claims in flight, with their tenant (they count against capacity). */
+  private readonly claimingOne = new Map<string, string>();
   private readonly folds = new FoldCache();
   /** Folds being built ahead of a first message (prewarm), by session. */
   private readonly warming = new Map<string, { built: Promise<void>; startNow: () => void }>();
   private readonly maxActive: number;
+  private readonly maxPerTenant: number;
   private claimingBatch?: Promise<void>;
   private claimAgain = false;
   private claimTimer?: NodeJS.Timeout;
@@ -78,6 +95,7 @@ export class SessionHost {
     private readonly opts: HostOptions = {},
   ) {
     this.maxActive = opts.maxActive ?? DEFAULT_MAX_ACTIVE_SESSIONS;
+    this.maxPerTenant = Math.min(this.maxActive, opts.maxActivePerTenant ?? this.maxActive);
     const listener = opts.listener;
     // A cancel may arrive at any process; the one running the session acts on it.
     listener?.on(CONTROL_CHANNEL, (payload: string) => {
@@ -120,6 +138,20 @@ export class SessionHost {
     return this.running.size + this.claimingOne.size;
   }
 
+  /** The slots each tenant takes here (running and being claimed). */
+  private slotsHeld(): Map<string, number> {
+    const held = new Map<string, number>();
+    const take = (tenant: string) => held.set(tenant, (held.get(tenant) ?? 0) + 1);
+    for (const r of this.running.values()) take(r.tenant);
+    for (const tenant of this.claimingOne.values()) take(tenant);
+    return held;
+  }
+
+  /** A slot is free here for the tenant: the process is not full and the tenant holds less than its share. */
+  private hasRoomFor(tenant: string): boolean {
+    return this.active < this.maxActive && (this.slotsHeld().get(tenant) ?? 0) < this.maxPerTenant;
+  }
+
   /** Resolves when every runner of this process is idle and no fold is being built ahead (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size || this.claimingOne.size || this.claimingBatch || this.warming.size) {
@@ -134,7 +166,7 @@ export class SessionHost {
    * Input arrived for the session: make sure an agent runs it — here when it
    * is free and there is room, else wherever it is held or there is room.
    */
-  async wake(sessionId: string): Promise<void> {
+  async wake(sessionId: string, tenant: string): Promise<void> {
     if (this.stopped) return;
     const current = this.running.get(sessionId);
     if (current) {
@@ -142,12 +174,13 @@ export class SessionHost {
       return current.done;
     }
     if (this.claimingOne.has(sessionId)) return;
-    if (this.active >= this.maxActive) {
+    if (!this.hasRoomFor(tenant)) {
+      // Claimed when a slot frees here (adopt), or by a process with room for it.
       this.backlog = true;
       this.announceWork();
       return;
     }
-    this.claimingOne.add(sessionId);
+    this.claimingOne.set(sessionId, tenant);
     let lease: Lease | null = null;
     try {
       lease = await this.leases.claim(sessionId);
@@ -156,26 +189,27 @@ export class SessionHost {
     } finally {
       this.claimingOne.delete(sessionId);
     }
-    if (lease) return this.adopt(lease).done; // else: another process holds it and will see the input
+    if (lease) return this.adopt(lease, tenant).done; // else: another process holds it and will see the input
   }
 
   /**
-   * Input is about to be queued for the session: when this process has room
-   * and does not run it, a slot is kept for it and the caller's append claims
+   * Input is about to be queued for the tenant's session: when this process has
+   * room for the tenant and does not run it, a slot is kept for it and the caller's append claims
    * the lease with the input (SessionStore.queueInput), saving the claim's own
    * round trip; `claimSettled` tells how that went. Otherwise undefined: the
    * caller wakes the host once the input is stored.
    */
-  reserveClaim(sessionId: string): LeaseClaim | undefined {
-    if (this.stopped || this.running.has(sessionId) || this.claimingOne.has(sessionId) || this.active >= this.maxActive) return undefined;
-    this.claimingOne.add(sessionId);
+  reserveClaim(sessionId: string, tenant: string): LeaseClaim | undefined {
+    if (this.stopped || this.running.has(sessionId) || this.claimingOne.has(sessionId) || !this.hasRoomFor(tenant)) return undefined;
+    this.claimingOne.set(sessionId, tenant);
     return { owner: this.leases.owner, ttlMs: this.leases.ttlMs };
   }
 
   /** The end of a reserved claim: the lease it took (the session runs here), or none (its holder sees the input). */
   claimSettled(sessionId: string, lease: Lease | undefined): void {
+    const tenant = this.claimingOne.get(sessionId);
     this.claimingOne.delete(sessionId);
-    if (lease && !this.stopped) void this.adopt(lease);
+    if (lease && tenant !== undefined && !this.stopped) void this.adopt(lease, tenant);
     else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
   }
 
@@ -236,7 +270,7 @@ export class SessionHost {
     }, COALESCE_MS);
   }
 
-  /** Claims runnable sessions nobody runs, up to the free slots; one batch at a time. */
+  /** Claims runnable sessions nobody runs, up to the free slots and each tenant's share; one batch at a time. */
   claimMore(): void {
     if (this.stopped) return;
     if (this.claimingBatch) {
@@ -251,9 +285,12 @@ export class SessionHost {
           this.backlog = true;
           return;
         }
-        const claimed = await this.leases.claimRunnable(room, [...this.running.keys(), ...this.claimingOne]);
-        for (const lease of claimed) this.adopt(lease);
-        this.backlog = claimed.length === room;
+        // A share as large as the process cannot bind: the plain claim, oldest first.
+        const share: TenantShare | undefined = this.maxPerTenant < this.maxActive ? { perTenant: this.maxPerTenant, held: this.slotsHeld() } : undefined;
+        const claimed = await this.leases.claimRunnable(room, [...this.running.keys(), ...this.claimingOne.keys()], share);
+        for (const lease of claimed) this.adopt(lease, lease.tenant);
+        // Work may be left waiting: every free slot was taken, or a tenant is at its share.
+        this.backlog = claimed.length === room || [...this.slotsHeld().values()].some((n) => n >= this.maxPerTenant);
       } while (this.claimAgain && !this.stopped);
     })()
       .catch((err) => {
@@ -267,7 +304,7 @@ export class SessionHost {
    * a session already running here (it was giving its lease back at that very
    * moment) goes to that drive.
    */
-  private adopt(lease: Lease): Running {
+  private adopt(lease: Lease, tenant: string): Running {
     if (lease.lineage) this.store.log.rememberLineage(lease.lineage);
     const current = this.running.get(lease.sessionId);
     if (current) {
@@ -275,7 +312,7 @@ export class SessionHost {
       current.again = true;
       return current;
     }
-    const entry: Running = { lease, again: false, done: Promise.resolve() };
+    const entry: Running = { lease, tenant, again: false, done: Promise.resolve() };
     this.running.set(lease.sessionId, entry);
     entry.done = this.drive(entry).finally(() => {
       if (this.running.get(lease.sessionId) === entry) this.running.delete(lease.sessionId);
@@ -301,6 +338,7 @@ export class SessionHost {
       entry.runner = runner;
       try {
         await runner.run();
+        if (runner.stopReason === 'turn-limit') this.opts.log?.(`session ${sessionId}: ${runner.turnLimitMessage}`);
         if (runner.stopReason === 'deleted') return;
         if (runner.stopReason === 'lease-lost') {
           if (this.takeNextLease(entry)) continue;

@@ -216,7 +216,7 @@ describe('OpenTelemetry GenAI traces', () => {
       { type: 'step/start', data: { turn: 1, step: 1 } },
       { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_dead', name: 'note_write', arguments: '{"key":"k","value":"v"}' }] } },
     ]);
-    await app.services.host.wake(id);
+    await app.services.host.wake(id, 'local');
     await idle();
     expect((await log(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } });
     const spans = await spansOf(id, 2);
