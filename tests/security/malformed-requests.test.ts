@@ -197,7 +197,6 @@ afterAll(() => app?.close());
 
 describe('malformed requests', () => {
   it('answers 1,000+ malformed requests without a 5xx or a masked internal error, then still works', async () => {
-    const started = Date.now();
     const s = await app.ok('mutation { createSession(input: { title: "target" }) { id } }');
     await app.ok('mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "t2") { id } }', { id: s.createSession.id });
     const ev = await app.ok('query($id: ID!) { session(id: $id) { events { edges { node { id } } } } }', { id: s.createSession.id });
@@ -243,7 +242,6 @@ describe('malformed requests', () => {
     expect(failures).toEqual([]);
     expect(unexpected).toEqual([]);
     expect(byStatus.get(200)).toBeGreaterThan(100); // most GraphQL errors are ordinary responses
-    expect(Date.now() - started).toBeLessThan(20_000);
 
     // Still serving.
     expect((await fetch(app.url.replace('/graphql', '/healthz'))).status).toBe(200);
