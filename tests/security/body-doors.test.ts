@@ -40,7 +40,12 @@ function postThenRead(path: string, contentType: string, bodyBytes: number): Pro
       const chunk = Buffer.alloc(1024 * 1024, 'x');
       for (let sent = 0; sent < bodyBytes && !failed && !socket.destroyed; sent += chunk.length) {
         const piece = sent + chunk.length <= bodyBytes ? chunk : chunk.subarray(0, bodyBytes - sent);
-        if (!socket.write(piece)) await new Promise((r) => (socket.once('drain', r), socket.once('close', r)));
+        if (!socket.write(piece)) {
+          await new Promise<void>((r) => {
+            const done = () => (socket.off('drain', done), socket.off('close', done), r());
+            socket.once('drain', done).once('close', done);
+          });
+        }
       }
       // Only now does it read (and it stops at the first answer's head: enough for its status).
       socket.on('data', (d: Buffer) => {
