@@ -130,7 +130,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     },
     { listener, sweepMs: opts.sweepMs, maxActive: opts.maxActiveSessions, log },
   );
-  const controller = new SessionController(store, host, models.names);
+  const controller = new SessionController(store, host, models);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const services: Services = { store, controller, host, live, models: { offers: () => models.offers(), defaultModel } };
