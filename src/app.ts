@@ -149,7 +149,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       log,
     },
   );
-  const controller = new SessionController(store, host, models.names, tools);
+  const controller = new SessionController(store, host, models, tools);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel } };

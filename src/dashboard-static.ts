@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type http from 'node:http';
+import { pageSecurityHeaders } from './page-security-headers.ts';
 
 export const DASHBOARD_DIST = fileURLToPath(new URL('../client/dashboard/dist/', import.meta.url));
 
@@ -23,13 +24,7 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 // Same-origin only; the dashboard talks to /graphql over fetch and WebSocket.
-const SECURITY_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-  'content-security-policy':
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-};
+const SECURITY_HEADERS = pageSecurityHeaders({ 'img-src': "'self' data: blob:" });
 
 export type OtherRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean>;
 

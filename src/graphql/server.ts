@@ -29,6 +29,7 @@ import { recordingUpload } from './recording-upload.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
 import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
+import { GRAPHIQL_ASSETS_PREFIX, renderGraphiQLPage, serveGraphiQLAsset, useGraphiQLSecurityHeaders } from './graphiql.ts';
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
@@ -121,6 +122,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     graphqlEndpoint: '/graphql',
     // With tokens, GraphiQL subscribes over SSE: that request carries the headers set in its editor.
     graphiql: { title: 'forkline', subscriptionsProtocol: auth.enabled ? 'SSE' : 'WS' },
+    renderGraphiQL: renderGraphiQLPage, // from the npm package, same-origin (graphiql.ts)
     landingPage: false,
     logging: false,
     maskedErrors: { maskError: toClientError },
@@ -130,6 +132,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Every cross-cutting concern, registered here and only here, in request order.
     plugins: [
       useRequestGate(gate),
+      useGraphiQLSecurityHeaders(),
       useCsrfPrevention(),
       useQueryLimits(limits),
       useStorableText(),
@@ -178,6 +181,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (fast && (await fast(req, res))) return;
         return await yoga(req, res);
       }
+      if (path.startsWith(GRAPHIQL_ASSETS_PREFIX) && (await serveGraphiQLAsset(req, res, path))) return;
       if (path === '/recordings') return await upload(req, res);
       if (path === '/agui') return await agui(req, res);
       if (await endpoints(req, res, path)) return;

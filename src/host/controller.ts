@@ -40,7 +40,8 @@ export class SessionController {
   constructor(
     private readonly store: SessionStore,
     private readonly host: SessionHost,
-    private readonly knownProviders: readonly string[],
+    /** Checks a model configuration a session is given (agent/models/registry.ts). */
+    private readonly models: { configProblem(config: ModelConfig): string | undefined },
     private readonly tools: ToolCatalog,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
@@ -48,7 +49,7 @@ export class SessionController {
 
   async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null }, idem: Idempotency = {}): Promise<SessionRow> {
     if (input.tools) this.checkToolSet(scope, input.tools);
-    if (input.model) this.checkProvider(input.model.provider);
+    if (input.model) this.checkModel(input.model);
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'createSession', input, idem),
       (beforeCommit) => this.store.createSession(scope, input, { beforeCommit }),
@@ -92,7 +93,7 @@ export class SessionController {
   }
 
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
-    if (overrides.model) this.checkProvider(overrides.model.provider);
+    if (overrides.model) this.checkModel(overrides.model);
     const { title, model, message } = overrides;
     // Absent overrides hash as before they existed: a retry from an older client still matches.
     const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined };
@@ -114,7 +115,7 @@ export class SessionController {
    */
   async fanOut(scope: Scope, sessionId: string, at: FanOutCut, variants: readonly ChildOverrides[], idem: Idempotency = {}): Promise<ForkManyResult> {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
-    for (const v of variants) if (v.model) this.checkProvider(v.model.provider);
+    for (const v of variants) if (v.model) this.checkModel(v.model);
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
     const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined })) };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
@@ -200,7 +201,7 @@ export class SessionController {
   }
 
   async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {
-    this.checkProvider(model.provider);
+    this.checkModel(model);
     await this.store.append(sessionId, [{ type: 'session/model', data: model }], { scope });
     return this.store.requireSession(scope, sessionId);
   }
@@ -227,10 +228,10 @@ export class SessionController {
     if (problem) throw new ForklineError('BAD_USER_INPUT', `tools: ${problem}`);
   }
 
-  private checkProvider(provider: string) {
-    if (!this.knownProviders.includes(provider)) {
-      throw new ForklineError('BAD_USER_INPUT', `unknown model provider "${provider}" (known: ${this.knownProviders.join(', ')})`);
-    }
+  /** A known provider, and settings it allows: a session's settings go into requests on the operator's key. */
+  private checkModel(model: ModelConfig) {
+    const problem = this.models.configProblem(model);
+    if (problem) throw new ForklineError('BAD_USER_INPUT', problem);
   }
 
   private call(scope: Scope, operation: string, input: unknown, idem: Idempotency): IdempotentCall | undefined {

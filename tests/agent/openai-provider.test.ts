@@ -115,3 +115,60 @@ describe('openai provider', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
   });
 });
+
+// A session's settings go into the provider's request, which is sent on the
+// operator's key (issue 27 item 9): only sampling fields, within bounds.
+describe('openai provider: model settings', () => {
+  const modelWith = (settings: unknown) => ({ provider: 'openai', model: 'fake-model', settings });
+  const create = (settings: unknown) => app.gql(`mutation($m: ModelConfigInput) { createSession(input: { title: "settings", model: $m }) { id } }`, { m: modelWith(settings) });
+
+  it('refuses settings outside the allow-list or its bounds, with BAD_USER_INPUT naming them, at every mutation that sets a model', async () => {
+    const before = (await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length;
+    for (const [settings, says] of [
+      [{ n: 8 }, '"n"'],
+      [{ service_tier: 'priority', temperature: 0.5 }, '"service_tier"'],
+      [{ store: true, logprobs: true }, '"store", "logprobs"'],
+      [{ model: 'gpt-expensive' }, '"model"'],
+      [{ temperature: 5 }, 'temperature'],
+      [{ max_tokens: 10_000_000 }, 'max_tokens'],
+      [{ top_p: 'high' }, 'top_p'],
+    ] as const) {
+      const r = await create(settings);
+      expect(r.errors?.[0]?.extensions?.code, JSON.stringify(settings)).toBe('BAD_USER_INPUT');
+      expect(r.errors?.[0]?.message).toContain(says);
+    }
+    expect((await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length).toBe(before); // nothing created
+
+    const id = await session();
+    const set = await app.gql(`mutation($id: ID!, $m: ModelConfigInput!) { setSessionModel(sessionId: $id, model: $m) { id } }`, { id, m: modelWith({ n: 2 }) });
+    expect(set.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    const fork = await app.gql(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: 0, model: modelWith({ service_tier: 'flex' }) } });
+    expect(fork.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    expect((await log(id)).map((e) => e.type)).toEqual(['session/title', 'session/model']); // nothing written
+  });
+
+  it('sends the allowed settings it was given', async () => {
+    const r = await create({ temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+    expect(r.errors).toBeUndefined();
+    replies.push({ chunks: [delta({ content: 'ok' })] });
+    await send(r.data.createSession.id, 'hi');
+    await app.services.host.idle();
+    expect(received.at(-1)!.body).toMatchObject({ model: 'fake-model', temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+  });
+
+  it('never sends settings outside the allow-list that a log written before it holds (an imported recording)', async () => {
+    const settings = { temperature: 0.3, n: 8, service_tier: 'priority', max_tokens: 10_000_000, model: 'gpt-expensive', stream: false };
+    const recording = [
+      { format: 'forkline.recording', version: 4, session: { id: 'ses_oldsettings', title: 'old settings' } },
+      { seq: 0, type: 'session/model', data: { provider: 'openai', model: 'fake-model', settings } },
+    ].map((l) => JSON.stringify(l)).join('\n');
+    const { importRecording: imported } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording });
+    replies.push({ chunks: [delta({ content: 'ok' })] });
+    await send(imported.id, 'hi');
+    await app.services.host.idle();
+    const body = received.at(-1)!.body;
+    expect(body).toMatchObject({ model: 'fake-model', stream: true, temperature: 0.3 });
+    for (const field of ['n', 'service_tier', 'max_tokens']) expect(body).not.toHaveProperty(field);
+    expect((await log(imported.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+});

@@ -1,4 +1,5 @@
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
+import type { SettingsSchema } from './settings.ts';
 
 export interface CompleteOptions {
   signal: AbortSignal;
@@ -8,6 +9,8 @@ export interface CompleteOptions {
 
 /** A chat model: one round trip per agent step. */
 export interface ChatModel {
+  /** The settings a session may give it (settings.ts); unset: none. */
+  readonly settings?: SettingsSchema;
   complete(request: ModelRequest, opts: CompleteOptions): Promise<ModelAnswer>;
 }
 

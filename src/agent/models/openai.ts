@@ -3,6 +3,7 @@
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import type { ToolCall } from '../../core/events.ts';
 import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
+import { SAMPLING_SETTINGS } from './settings.ts';
 
 export interface OpenAIOptions {
   baseUrl: string;
@@ -12,6 +13,8 @@ export interface OpenAIOptions {
 }
 
 export class OpenAIChatModel implements ChatModel {
+  readonly settings = SAMPLING_SETTINGS;
+
   constructor(private readonly opts: OpenAIOptions) {}
 
   async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
@@ -28,7 +31,7 @@ export class OpenAIChatModel implements ChatModel {
           ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
         },
         body: JSON.stringify({
-          ...(request.settings ?? {}),
+          ...(request.settings ?? {}), // already limited to SAMPLING_SETTINGS (session-runner.ts)
           model,
           stream: true,
           messages: request.messages,

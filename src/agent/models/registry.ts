@@ -2,6 +2,7 @@
 import { ModelError, type ChatModel } from './model.ts';
 import { OpenAIChatModel } from './openai.ts';
 import { ScriptedModel } from './scripted.ts';
+import { settingsProblem } from './settings.ts';
 
 export interface ModelSettings {
   openaiBaseUrl?: string;
@@ -45,6 +46,14 @@ export class ModelRegistry {
   /** Replaces or adds a provider (tests plug in recording models this way). */
   register(name: string, model: ChatModel) {
     this.providers.set(name, model);
+  }
+
+  /** Why a session may not use this model configuration (unknown provider, settings it does not allow), or undefined. */
+  configProblem(config: { provider: string; settings?: Record<string, unknown> }): string | undefined {
+    const m = this.providers.get(config.provider);
+    if (!m) return `unknown model provider "${config.provider}" (known: ${this.names.join(', ')})`;
+    const problem = m.settings ? settingsProblem(m.settings, config.settings) : config.settings && Object.keys(config.settings).length ? 'takes no settings' : undefined;
+    return problem && `model settings for provider "${config.provider}": ${problem}`;
   }
 
   resolve(provider: string): ChatModel {

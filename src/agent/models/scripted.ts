@@ -11,6 +11,7 @@
 import type { ChatMessage, ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import type { ToolCall } from '../../core/events.ts';
 import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
+import { SAMPLING_SETTINGS } from './settings.ts';
 
 interface Script {
   groups: Array<Array<{ name: string; arguments: string }>>;
@@ -56,6 +57,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
 const RECENT_REQUESTS = 20;
 
 export class ScriptedModel implements ChatModel {
+  /** Taken (and ignored) like a real model's, so a session keeps its settings when it moves between providers. */
+  readonly settings = SAMPLING_SETTINGS;
   /** How many requests it answered, and the most recent ones (tests assert on them; bounded for a long-running server). */
   requestCount = 0;
   readonly recentRequests: ModelRequest[] = [];

@@ -6,7 +6,10 @@ export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
     provider: t.string({ required: true, description: '`scripted` (keyless, default) or `openai`.' }),
     model: t.string({ required: true }),
-    settings: t.field({ type: 'JSON', description: 'Extra request fields for the provider (e.g. temperature).' }),
+    settings: t.field({
+      type: 'JSON',
+      description: 'Sampling fields sent with each request: temperature, top_p, max_tokens, presence_penalty, frequency_penalty, seed, stop (within their bounds; anything else is BAD_USER_INPUT).',
+    }),
   }),
 });
 
