@@ -55,6 +55,7 @@ const envSchema = z.object({
   FORKLINE_MAX_QUERY_DEPTH: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxDepth),
   FORKLINE_MAX_ALIASES: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxAliases),
   FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
+  FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -87,6 +88,7 @@ export function securityOptions(config: Config): SecurityOptions {
     maxDepth: config.FORKLINE_MAX_QUERY_DEPTH,
     maxAliases: config.FORKLINE_MAX_ALIASES,
     maxCost: config.FORKLINE_MAX_QUERY_COST,
+    maxResponseBytes: config.FORKLINE_MAX_RESPONSE_BYTES,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
   };
 }

@@ -17,6 +17,8 @@ import { TokenBuckets } from './plugins/rate-limit.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
+import { useResponseSizeLimit } from './plugins/response-size.ts';
+import { useCloseUnsentStreams } from './plugins/unsent-streams.ts';
 import { useStorableText } from './plugins/text-input.ts';
 import { useJitQueries } from './plugins/jit.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
@@ -28,6 +30,7 @@ import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
+import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -120,9 +123,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useRequestGate(gate),
       useCsrfPrevention(),
       useQueryLimits(limits),
+      useResponseSizeLimit(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes),
       useStorableText(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
+      useCloseUnsentStreams(),
       useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
@@ -228,11 +233,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         } catch (err) {
           const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
           if (metrics) countErrors(metrics, errors);
-          return errors;
+          return errors.map(withoutInternals);
         }
       },
       onNext: (_ctx, _id, _payload, _args, result) => {
-        if (metrics && 'errors' in result) countErrors(metrics, result.errors);
+        if (!('errors' in result) || !result.errors) return;
+        if (metrics) countErrors(metrics, result.errors);
+        return resultWithoutInternals(result);
       },
     },
     wss,

@@ -17,6 +17,17 @@ export const serviceUnavailable = (path?: GraphQLError['path']) =>
     extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
   });
 
+/**
+ * How yoga marks a request error (GraphQL over HTTP): 400 under
+ * application/graphql-response+json, 200 under application/json (`spec`).
+ * Internal: yoga drops it from HTTP bodies, the WebSocket front (server.ts) too.
+ */
+const REQUEST_ERROR_HTTP = { status: 400, spec: true } as const;
+
+/** A refusal of the request as a whole, before anything runs: BAD_USER_INPUT, and no `data` in the response. */
+export const requestError = (message: string) =>
+  new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', http: REQUEST_ERROR_HTTP } });
+
 function rootCause(error: unknown): unknown {
   let e = error;
   while (e instanceof GraphQLError && e.originalError && e.originalError !== e) e = e.originalError;
@@ -98,22 +109,24 @@ export function useInputErrorCodes(): Plugin {
 }
 
 function tagInputErrors(): Plugin {
-  const tag = (e: GraphQLError) => {
-    if (e.extensions?.code) return e;
+  const tagged = (e: GraphQLError, extensions: Record<string, unknown>) => {
     // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
-    if (e.extensions && Object.isExtensible(e.extensions)) {
-      (e.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
-      return e;
-    }
-    return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } });
+    if (e.extensions && Object.isExtensible(e.extensions)) return Object.assign(e.extensions, extensions), e;
+    return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, ...extensions } });
   };
+  const tag = (e: GraphQLError) => (e.extensions?.code ? e : tagged(e, { code: 'BAD_USER_INPUT' }));
+  // A result without `data` is a request error (the variables did not coerce,
+  // no such operation): the request is refused, not executed.
+  const refusal = (e: GraphQLError) => (e.extensions?.http ? e : tagged(e, { http: REQUEST_ERROR_HTTP }));
   return {
     onValidate: () => ({ result, setResult }) => {
       if (result.length) setResult((result as GraphQLError[]).map(tag));
     },
     onExecute: () => ({
       onExecuteDone: ({ result, setResult }) => {
-        if (result && 'errors' in result && result.errors?.length) setResult({ ...result, errors: result.errors.map(tag) });
+        if (!result || !('errors' in result) || !result.errors?.length) return;
+        const errors = result.errors.map(tag);
+        setResult({ ...result, errors: 'data' in result ? errors : errors.map(refusal) });
       },
     }),
   };
