@@ -24,9 +24,19 @@ export const serviceUnavailable = (path?: GraphQLError['path']) =>
  */
 const REQUEST_ERROR_HTTP = { status: 400, spec: true } as const;
 
-/** A refusal of the request as a whole, before anything runs: BAD_USER_INPUT, and no `data` in the response. */
-export const requestError = (message: string) =>
-  new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', http: REQUEST_ERROR_HTTP } });
+/** Marks `e` (in place where it can) as a refusal of the request as a whole, before anything runs. */
+export function asRequestError(e: GraphQLError): GraphQLError {
+  return e.extensions?.http ? e : withExtensions(e, { http: REQUEST_ERROR_HTTP });
+}
+
+/** A refusal of the request as a whole: BAD_USER_INPUT, and no `data` in the response. */
+export const requestError = (message: string) => asRequestError(new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } }));
+
+function withExtensions(e: GraphQLError, extensions: Record<string, unknown>): GraphQLError {
+  // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
+  if (e.extensions && Object.isExtensible(e.extensions)) return Object.assign(e.extensions, extensions), e;
+  return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, ...extensions } });
+}
 
 function rootCause(error: unknown): unknown {
   let e = error;
@@ -109,15 +119,7 @@ export function useInputErrorCodes(): Plugin {
 }
 
 function tagInputErrors(): Plugin {
-  const tagged = (e: GraphQLError, extensions: Record<string, unknown>) => {
-    // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
-    if (e.extensions && Object.isExtensible(e.extensions)) return Object.assign(e.extensions, extensions), e;
-    return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, ...extensions } });
-  };
-  const tag = (e: GraphQLError) => (e.extensions?.code ? e : tagged(e, { code: 'BAD_USER_INPUT' }));
-  // A result without `data` is a request error (the variables did not coerce,
-  // no such operation): the request is refused, not executed.
-  const refusal = (e: GraphQLError) => (e.extensions?.http ? e : tagged(e, { http: REQUEST_ERROR_HTTP }));
+  const tag = (e: GraphQLError) => (e.extensions?.code ? e : withExtensions(e, { code: 'BAD_USER_INPUT' }));
   return {
     onValidate: () => ({ result, setResult }) => {
       if (result.length) setResult((result as GraphQLError[]).map(tag));
@@ -126,7 +128,9 @@ function tagInputErrors(): Plugin {
       onExecuteDone: ({ result, setResult }) => {
         if (!result || !('errors' in result) || !result.errors?.length) return;
         const errors = result.errors.map(tag);
-        setResult({ ...result, errors: 'data' in result ? errors : errors.map(refusal) });
+        // A result without `data` is a request error (the variables did not
+        // coerce, no such operation): the request was refused, not executed.
+        setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
       },
     }),
   };

@@ -5,14 +5,14 @@
 // themselves are capped at MAX_PAGE_SIZE by the connections (builder.ts,
 // input.ts), the request body by http-body.ts, the response by
 // response-size.ts.
-import type { ExecutionArgs, GraphQLError, ValidationContext } from 'graphql';
+import type { ExecutionArgs, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
 import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
 import { queryCost } from '../query-cost.ts';
 import { DEFAULT_PAGE_SIZE } from '../builder.ts';
-import { requestError } from './error-codes.ts';
+import { asRequestError, requestError } from './error-codes.ts';
 
 export interface QueryLimits {
   maxTokens: number;
@@ -21,10 +21,10 @@ export interface QueryLimits {
   maxCost: number;
 }
 
-// Armor throws a refusal out of validation by default, which yoga answers as
-// a 200 without data; reported, it is a validation error like any other (400
-// under application/graphql-response+json).
-const reported = { propagateOnRejection: false, onReject: [(ctx: ValidationContext | null, err: GraphQLError) => ctx?.reportError(err)] };
+// Armor throws its refusal out of validation, which stops validating a
+// document thousands of levels deep at once; yoga answers a thrown error by
+// its extensions: marked, a 400 under application/graphql-response+json.
+const refusals = { onReject: [(_ctx: unknown, err: GraphQLError) => void asRequestError(err)] };
 
 export function useQueryLimits(limits: QueryLimits): Plugin {
   const refusal = (cost: number) =>
@@ -40,9 +40,9 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
     onPluginInit({ addPlugin }) {
       addPlugin(maxTokensPlugin({ n: limits.maxTokens }));
       // Introspection (GraphiQL) is exempt from depth and cost; it is bounded by the schema.
-      addPlugin(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true, ...reported }));
+      addPlugin(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true, ...refusals }));
       // Every alias counts, `__typename` ones too (Armor's default exempts them).
-      addPlugin(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...reported }));
+      addPlugin(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...refusals }));
     },
     onExecute({ args, setResultAndStopExecution }) {
       const refused = check(args);
