@@ -26,6 +26,9 @@ const CONTENT_TYPES: Record<string, string> = {
 // Same-origin only; the dashboard talks to /graphql over fetch and WebSocket.
 const SECURITY_HEADERS = pageSecurityHeaders({ 'img-src': "'self' data: blob:" });
 
+/** Read errors that mean the path names no file (a directory, a file used as a directory, a name too long). */
+const NOT_A_FILE = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'ENAMETOOLONG']);
+
 export type OtherRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean>;
 
 /** A handler for server.ts's `onOtherRequest`: true when it answered. */
@@ -37,8 +40,10 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
     try {
       pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://dashboard').pathname);
     } catch {
-      return false;
+      return false; // not percent-decodable: no such file
     }
+    // No file has a NUL or a control character in its name (fs would throw on NUL).
+    if (/[\u0000-\u001f]/.test(pathname)) return false;
     const file = path.resolve(root, `.${pathname}`);
     if (file !== root && !file.startsWith(root + path.sep)) return false;
     const ext = path.extname(file);
@@ -49,7 +54,7 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
     try {
       body = await fs.readFile(target);
     } catch (err: any) {
-      if (err?.code !== 'ENOENT' && err?.code !== 'EISDIR') throw err;
+      if (!NOT_A_FILE.has(err?.code)) throw err;
       if (ext) return false;
       res
         .writeHead(503, { 'content-type': 'text/plain; charset=utf-8' })

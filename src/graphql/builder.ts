@@ -5,9 +5,14 @@ import type PrismaTypes from '../generated/pothos-prisma-types.ts';
 import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Context } from './context.ts';
+import { badInput } from '../core/errors.ts';
 
 /** Maximum page size of every connection; larger `first` is rejected. */
 export const MAX_PAGE_SIZE = 500;
+/** Page size of every connection when `first`/`last` are omitted (the query cost counts it too). */
+export const DEFAULT_PAGE_SIZE = 50;
+/** Most ids one `nodes(ids:)` takes: each is a lookup, and 100,000 of them took gigabytes. */
+export const MAX_NODE_IDS = 100;
 
 // Ids are typed by their prefix (ses_…, evt_…), so the Relay global id is the
 // id itself: readable in URLs, recordings and the CLI, and still resolvable by node().
@@ -30,12 +35,19 @@ export const builder = new SchemaBuilder<{
     dmmf: getDatamodel(),
     filterConnectionTotalCount: true,
     maxConnectionSize: MAX_PAGE_SIZE,
-    defaultConnectionSize: 50,
+    defaultConnectionSize: DEFAULT_PAGE_SIZE,
   },
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
     encodeGlobalID: (_typename, id) => String(id),
+    nodesQueryOptions: {
+      description: `The nodes of these ids, in order (null where there is none); at most ${MAX_NODE_IDS} ids.`,
+      resolve: (_root, { ids }, _ctx, _info, resolveNodes) => {
+        if (ids.length > MAX_NODE_IDS) throw badInput(`ids: at most ${MAX_NODE_IDS} ids per nodes query (got ${ids.length})`);
+        return resolveNodes(ids);
+      },
+    },
     decodeGlobalID: (globalID) => {
       const typename = TYPE_BY_PREFIX[globalID.split('_')[0]];
       return { typename: typename ?? 'Unknown', id: globalID };

@@ -2,9 +2,8 @@
 // Cursors are seqs; `afterSeq` is the contract's spelling of `after`.
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
+import { DEFAULT_PAGE_SIZE } from './builder.ts';
 import type { SessionLog, StoredEvent } from '../store/session-log.ts';
-
-const DEFAULT_PAGE = 50;
 
 const seqCursor = z
   .string()
@@ -36,12 +35,12 @@ export async function eventsConnection(log: SessionLog, session: { id: string; e
   if (last != null || p.before != null) {
     // Backwards from `before` (default: the end), never past `after`.
     const before = Math.min(p.before ?? session.eventCount, session.eventCount);
-    const limit = Math.min(last ?? first ?? DEFAULT_PAGE, Math.max(0, before - after - 1));
+    const limit = Math.min(last ?? first ?? DEFAULT_PAGE_SIZE, Math.max(0, before - after - 1));
     events = limit > 0 ? await log.pageBefore(session.id, before, limit) : [];
     hasPreviousPage = (events[0]?.seq ?? before) > after + 1;
     hasNextPage = before < session.eventCount;
   } else {
-    const limit = first ?? DEFAULT_PAGE;
+    const limit = first ?? DEFAULT_PAGE_SIZE;
     // One more row than asked tells whether a next page exists.
     events = limit > 0 ? await log.page(session.id, after, limit + 1) : [];
     hasNextPage = events.length > limit;

@@ -2,7 +2,7 @@
 // operations"). The plugins that enforce them live in ./plugins/ and are
 // registered in one place: server.ts.
 import { isIP } from 'node:net';
-import { MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
+import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './plugins/connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 
@@ -18,6 +18,8 @@ export interface SecurityOptions {
   maxDepth?: number;
   maxAliases?: number;
   maxCost?: number;
+  /** Largest query or mutation response sent (plugins/response-size.ts). */
+  maxResponseBytes?: number;
   /** Token bucket per API token (auth mode only); false: off. */
   rateLimit?: { perSecond: number; burst: number } | false;
   /** Per tenant (auth mode only): open WebSockets + SSE streams, and subscriptions; false: off. */
@@ -40,6 +42,9 @@ export const DEFAULT_LIMITS = {
   maxDepth: 12,
   maxAliases: 30,
   maxCost: 100_000,
+  // The largest recording POST /recordings imports, exported again through
+  // Session.recording, with room for JSON string escaping.
+  maxResponseBytes: 2 * MAX_RECORDING_BYTES,
   ratePerSecond: 20,
   rateBurst: 100,
   connectionsPerTenant: 100,

@@ -20,6 +20,8 @@ import { DEFAULT_TIMEOUTS, applyKeepAlive, cutUninitialisedSockets, httpServerOp
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
+import { useResponseSizeLimit } from './plugins/response-size.ts';
+import { useCloseUnsentStreams } from './plugins/unsent-streams.ts';
 import { useStorableText } from './plugins/text-input.ts';
 import { useJitQueries } from './plugins/jit.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
@@ -33,6 +35,7 @@ import { GRAPHIQL_ASSETS_PREFIX, renderGraphiQLPage, serveGraphiQLAsset, useGrap
 import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
+import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
@@ -135,10 +138,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useGraphiQLSecurityHeaders(),
       useCsrfPrevention(),
       useQueryLimits(limits),
+      useResponseSizeLimit(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes),
       useStorableText(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
       held && useHttpSubscriptionLimits(held),
+      useCloseUnsentStreams(),
       useJitQueries(),
       ...(opts.plugins ?? []),
     ].filter((p): p is Plugin => Boolean(p)),
@@ -251,12 +256,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         } catch (err) {
           const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
           if (metrics) countErrors(metrics, errors);
-          return errors;
+          return errors.map(withoutInternals);
         }
       },
       onComplete: (ctx, id) => held?.endSubscription(ctx.extra.socket, id),
       onNext: (_ctx, _id, _payload, _args, result) => {
-        if (metrics && 'errors' in result) countErrors(metrics, result.errors);
+        if (!('errors' in result) || !result.errors) return;
+        if (metrics) countErrors(metrics, result.errors);
+        return resultWithoutInternals(result);
       },
     },
     wss,

@@ -5,9 +5,8 @@
 import { z } from 'zod';
 import { badInput } from '../core/errors.ts';
 import { parseArgs, pageArgs } from './input.ts';
+import { DEFAULT_PAGE_SIZE } from './builder.ts';
 import type { SessionColumns, SessionKey, SessionPageQuery, SessionRow, SessionRows } from '../store/session-rows.ts';
-
-const DEFAULT_PAGE = 50;
 
 const cursor = z
   .string()
@@ -78,7 +77,7 @@ export async function sessionsConnection(
   if (first != null && before) throw badInput('first and before cannot be used together: use last with before');
   if (last != null && after) throw badInput('last and after cannot be used together: use first with after');
   const backward = last != null || before != null;
-  const limit = (backward ? last : first) ?? DEFAULT_PAGE;
+  const limit = (backward ? last : first) ?? DEFAULT_PAGE_SIZE;
   // One more row than asked tells whether the page has a neighbour that way.
   let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
   const more = page.length > limit;

@@ -17,6 +17,27 @@ export const serviceUnavailable = (path?: GraphQLError['path']) =>
     extensions: { code: 'SERVICE_UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } } },
   });
 
+/**
+ * How yoga marks a request error (GraphQL over HTTP): 400 under
+ * application/graphql-response+json, 200 under application/json (`spec`).
+ * Internal: yoga drops it from HTTP bodies, the WebSocket front (server.ts) too.
+ */
+const REQUEST_ERROR_HTTP = { status: 400, spec: true } as const;
+
+/** Marks `e` (in place where it can) as a refusal of the request as a whole, before anything runs. */
+export function asRequestError(e: GraphQLError): GraphQLError {
+  return e.extensions?.http ? e : withExtensions(e, { http: REQUEST_ERROR_HTTP });
+}
+
+/** A refusal of the request as a whole: BAD_USER_INPUT, and no `data` in the response. */
+export const requestError = (message: string) => asRequestError(new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } }));
+
+function withExtensions(e: GraphQLError, extensions: Record<string, unknown>): GraphQLError {
+  // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
+  if (e.extensions && Object.isExtensible(e.extensions)) return Object.assign(e.extensions, extensions), e;
+  return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, ...extensions } });
+}
+
 function rootCause(error: unknown): unknown {
   let e = error;
   while (e instanceof GraphQLError && e.originalError && e.originalError !== e) e = e.originalError;
@@ -98,22 +119,18 @@ export function useInputErrorCodes(): Plugin {
 }
 
 function tagInputErrors(): Plugin {
-  const tag = (e: GraphQLError) => {
-    if (e.extensions?.code) return e;
-    // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
-    if (e.extensions && Object.isExtensible(e.extensions)) {
-      (e.extensions as Record<string, unknown>).code = 'BAD_USER_INPUT';
-      return e;
-    }
-    return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } });
-  };
+  const tag = (e: GraphQLError) => (e.extensions?.code ? e : withExtensions(e, { code: 'BAD_USER_INPUT' }));
   return {
     onValidate: () => ({ result, setResult }) => {
       if (result.length) setResult((result as GraphQLError[]).map(tag));
     },
     onExecute: () => ({
       onExecuteDone: ({ result, setResult }) => {
-        if (result && 'errors' in result && result.errors?.length) setResult({ ...result, errors: result.errors.map(tag) });
+        if (!result || !('errors' in result) || !result.errors?.length) return;
+        const errors = result.errors.map(tag);
+        // A result without `data` is a request error (the variables did not
+        // coerce, no such operation): the request was refused, not executed.
+        setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
       },
     }),
   };

@@ -1,14 +1,18 @@
-// Query shape limits through GraphQL Armor: tokens (at parse time: a document
-// nested a few thousand levels deep would overflow graphql-js's recursive
-// parser), then depth, aliases and cost (which multiplies by literal
-// `first`/`last`) as validation rules. Page sizes themselves
-// are capped at MAX_PAGE_SIZE by the connections (builder.ts, input.ts), and
-// the request body by yoga's maxRequestBodySize (server.ts).
+// Query shape limits: tokens (GraphQL Armor, at parse time: a document nested
+// a few thousand levels deep would overflow graphql-js's recursive parser),
+// depth and aliases (Armor, as validation rules), and cost (query-cost.ts,
+// when the operation runs: page sizes sent as variables count). Page sizes
+// themselves are capped at MAX_PAGE_SIZE by the connections (builder.ts,
+// input.ts), the request body by http-body.ts, the response by
+// response-size.ts.
+import type { ExecutionArgs, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
-import { costLimitPlugin } from '@escape.tech/graphql-armor-cost-limit';
 import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
+import { queryCost } from '../query-cost.ts';
+import { DEFAULT_PAGE_SIZE } from '../builder.ts';
+import { asRequestError, requestError } from './error-codes.ts';
 
 export interface QueryLimits {
   maxTokens: number;
@@ -17,14 +21,36 @@ export interface QueryLimits {
   maxCost: number;
 }
 
+// Armor throws its refusal out of validation, which stops validating a
+// document thousands of levels deep at once; yoga answers a thrown error by
+// its extensions: marked, a 400 under application/graphql-response+json.
+const refusals = { onReject: [(_ctx: unknown, err: GraphQLError) => void asRequestError(err)] };
+
 export function useQueryLimits(limits: QueryLimits): Plugin {
+  const refusal = (cost: number) =>
+    requestError(
+      `Query Cost limit of ${limits.maxCost} exceeded, found ${cost}: page sizes (first/last, as literals, variables or defaults; ` +
+        `${DEFAULT_PAGE_SIZE} when omitted) multiply the cost of what they select`,
+    );
+  const check = (args: ExecutionArgs) => {
+    const cost = queryCost(args.schema, args.document, args.operationName, args.variableValues);
+    return cost > limits.maxCost ? { errors: [refusal(cost)] } : undefined;
+  };
   return {
     onPluginInit({ addPlugin }) {
       addPlugin(maxTokensPlugin({ n: limits.maxTokens }));
       // Introspection (GraphiQL) is exempt from depth and cost; it is bounded by the schema.
-      addPlugin(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true }));
-      addPlugin(maxAliasesPlugin({ n: limits.maxAliases }));
-      addPlugin(costLimitPlugin({ maxCost: limits.maxCost, ignoreIntrospection: true }));
+      addPlugin(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true, ...refusals }));
+      // Every alias counts, `__typename` ones too (Armor's default exempts them).
+      addPlugin(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...refusals }));
+    },
+    onExecute({ args, setResultAndStopExecution }) {
+      const refused = check(args);
+      if (refused) setResultAndStopExecution(refused);
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const refused = check(args);
+      if (refused) setResultAndStopExecution(refused);
     },
   };
 }

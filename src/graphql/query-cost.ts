@@ -1,0 +1,155 @@
+// The estimated cost of an operation, with the request's variables: what the
+// query limits (plugins/limits.ts) refuse before anything runs.
+//
+// The formula is GraphQL Armor's cost limit (scalars 1, objects 2, each level
+// down ×1.5, a page's size multiplies its subtree), which reads only literal
+// `first`/`last`: a page size sent as a variable, or left to the connection's
+// default, cost nothing there, so a query with 30 aliased `events(first: $n)`
+// passed with n = 500. Here a page size is the literal, else the variable's
+// value, else the variable's default, else the argument's default, else the
+// connection's default page; `nodes(ids:)` multiplies by its ids; and fields
+// that return a whole log (`Session.recording`) carry their own weight.
+import {
+  Kind,
+  getNamedType,
+  getOperationAST,
+  isListType,
+  isNonNullType,
+  type ArgumentNode,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
+} from 'graphql';
+import { DEFAULT_PAGE_SIZE } from './builder.ts';
+
+const SCALAR_COST = 1;
+const OBJECT_COST = 2;
+const DEPTH_FACTOR = 1.5;
+
+/**
+ * Leaves that cost more than a scalar. A recording is a session's whole log as
+ * one string (up to the size of the largest import): a few of them in one
+ * query reach the default limit of 100,000.
+ */
+export const FIELD_COSTS: Readonly<Record<string, number>> = { 'Session.recording': 20_000 };
+
+type Variables = Readonly<Record<string, unknown>> | null | undefined;
+
+interface Walk {
+  schema: GraphQLSchema;
+  operation: OperationDefinitionNode;
+  fragments: Map<string, FragmentDefinitionNode>;
+  variables: Variables;
+  /** Set when a variable's value was read: the cost then holds for these variables only. */
+  readVariables: boolean;
+  fragmentCosts: Map<string, number>;
+}
+
+// Per document (yoga's parse cache hands out the same object for the same
+// text) and operation: the cost of operations whose page sizes read no variable.
+const fixedCosts = new WeakMap<DocumentNode, Map<string, number>>();
+
+/** The cost of the operation `operationName` of `document` run with `variables` (0 if there is no such operation). */
+export function queryCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Variables): number {
+  const key = operationName ?? '';
+  const known = fixedCosts.get(document)?.get(key);
+  if (known !== undefined) return known;
+  const operation = getOperationAST(document, operationName);
+  if (!operation) return 0;
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+  const walk: Walk = { schema, operation, fragments, variables, readVariables: false, fragmentCosts: new Map() };
+  const root = schema.getRootType(operation.operation);
+  let cost = 0;
+  for (const selection of operation.selectionSet.selections) cost += selectionCost(walk, selection, root);
+  if (!walk.readVariables) {
+    let byOperation = fixedCosts.get(document);
+    if (!byOperation) fixedCosts.set(document, (byOperation = new Map()));
+    byOperation.set(key, cost);
+  }
+  return cost;
+}
+
+function selectionCost(walk: Walk, node: SelectionSetNode['selections'][number], parent: GraphQLNamedType | null | undefined): number {
+  if (node.kind === Kind.FIELD) return fieldCost(walk, node, parent);
+  if (node.kind === Kind.INLINE_FRAGMENT) {
+    const type = node.typeCondition ? walk.schema.getType(node.typeCondition.name.value) : parent;
+    return setCost(walk, node.selectionSet, type);
+  }
+  // A fragment spread: its definition counted once per name (a cycle counts nothing more).
+  const name = node.name.value;
+  let cost = walk.fragmentCosts.get(name);
+  if (cost === undefined) {
+    const fragment = walk.fragments.get(name);
+    walk.fragmentCosts.set(name, 0);
+    cost = fragment ? setCost(walk, fragment.selectionSet, walk.schema.getType(fragment.typeCondition.name.value)) : 0;
+    walk.fragmentCosts.set(name, cost);
+  }
+  return SCALAR_COST + DEPTH_FACTOR * cost;
+}
+
+function setCost(walk: Walk, set: SelectionSetNode, type: GraphQLNamedType | null | undefined): number {
+  let cost = OBJECT_COST;
+  for (const child of set.selections) cost += DEPTH_FACTOR * selectionCost(walk, child, type);
+  return cost;
+}
+
+function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null | undefined): number {
+  const name = node.name.value;
+  // Introspection (GraphiQL) is bounded by the schema.
+  if (name === '__schema' || name === '__type') return 0;
+  const def = parent && 'getFields' in parent ? (parent.getFields()[name] as GraphQLField<unknown, unknown> | undefined) : undefined;
+  if (!node.selectionSet) return (parent && FIELD_COSTS[`${parent.name}.${name}`]) ?? SCALAR_COST;
+  return setCost(walk, node.selectionSet, def && getNamedType(def.type)) * (def ? multiplier(walk, node, def) : 1);
+}
+
+/** How many items the field returns at most: its page size, or its number of ids. */
+function multiplier(walk: Walk, node: FieldNode, def: GraphQLField<unknown, unknown>): number {
+  const argOf = (name: string) => def.args.find((a) => a.name === name);
+  const first = argOf('first');
+  const last = argOf('last');
+  if (first || last) {
+    const sizes = [first, last].flatMap((a) => (a ? [argumentValue(walk, node.arguments, a)] : []));
+    const given = sizes.filter((s): s is number => typeof s === 'number' && Number.isFinite(s));
+    return Math.max(1, given.length ? Math.max(...given) : DEFAULT_PAGE_SIZE);
+  }
+  const ids = argOf('ids');
+  if (ids && isListType(isNonNullType(ids.type) ? ids.type.ofType : ids.type)) {
+    const list = argumentValue(walk, node.arguments, ids);
+    return Math.max(1, Array.isArray(list) ? list.length : 1);
+  }
+  return 1;
+}
+
+/** The argument's value as the request gives it (a literal, a variable or its default), else the schema's default. */
+function argumentValue(walk: Walk, args: readonly ArgumentNode[] | undefined, arg: GraphQLArgument): unknown {
+  const node = args?.find((a) => a.name.value === arg.name);
+  const value = node ? valueOf(walk, node.value) : undefined;
+  return value ?? arg.defaultValue;
+}
+
+function valueOf(walk: Walk, value: ValueNode): unknown {
+  switch (value.kind) {
+    case Kind.INT:
+      return Number(value.value);
+    case Kind.LIST:
+      return value.values;
+    case Kind.VARIABLE: {
+      const name = value.name.value;
+      walk.readVariables = true;
+      const given = walk.variables?.[name];
+      if (typeof given === 'number' || Array.isArray(given)) return given;
+      const definition = walk.operation.variableDefinitions?.find((d) => d.variable.name.value === name);
+      return definition?.defaultValue ? valueOf(walk, definition.defaultValue) : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
