@@ -4,6 +4,8 @@
 // A field not listed here reads every column: correct, only slower.
 import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 
+const LOG = ['eventCount', 'inheritedRanges', 'inheritedEventCount'];
+
 /** Columns each Session field reads from its row (id and createdAt are always read). */
 export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   __typename: [],
@@ -21,16 +23,17 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   firstLiveSeq: ['firstLiveSeq'],
   children: [],
   siblings: ['parentId'],
-  lastAnswer: ['inheritedRanges', 'inheritedEventCount'],
-  workspace: ['inheritedRanges', 'inheritedEventCount'],
-  tools: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
-  // The log read needs the lineage (store/lineage.ts) beside the length.
-  events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
-  pendingInputs: ['pendingInputCount'],
-  turns: ['eventCount'],
-  turnAt: ['eventCount'],
-  commonPrefix: [],
-  recording: [],
+  // Log reads need the lineage (store/lineage.ts) and the length: a Session's
+  // fields read the log as of the row's eventCount (lineage.ts snapshotOf).
+  lastAnswer: LOG,
+  workspace: LOG,
+  tools: LOG,
+  events: LOG,
+  pendingInputs: [...LOG, 'pendingInputCount'],
+  turns: LOG,
+  turnAt: LOG,
+  commonPrefix: LOG,
+  recording: ['title', 'eventCount'],
 };
 
 const ALWAYS = ['id', 'createdAt'];

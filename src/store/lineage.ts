@@ -17,6 +17,11 @@ export interface Lineage {
   ranges: readonly InheritedRange[];
   /** Seqs below this were inherited by a fork (Event.inherited). */
   inheritedEventCount: number;
+  /**
+   * Reads see only seqs below this: the log as of that length (a snapshot,
+   * DESIGN §1). Absent: the whole log, as it grows. Never cached.
+   */
+  endSeq?: number;
 }
 
 /** One stretch of seqs stored under one session id. */
@@ -33,9 +38,21 @@ export function lineageOf(row: { id: string; inheritedRanges: unknown; inherited
   return { sessionId: row.id, ranges: (row.inheritedRanges ?? []) as InheritedRange[], inheritedEventCount: row.inheritedEventCount };
 }
 
+/**
+ * The log as of a session row: its lineage, read no further than the row's
+ * eventCount. The row's counters and status were written with its events, so
+ * every read through this agrees with them (DESIGN §1: a session read is one
+ * snapshot), whatever was appended since the row was read.
+ */
+export function snapshotOf(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number; eventCount: number }): Lineage {
+  if (row.eventCount === undefined || row.inheritedRanges === undefined) throw new Error(`session ${row.id} was read without the columns of its log`);
+  return { ...lineageOf(row), endSeq: row.eventCount };
+}
+
 /** Where seqs lo..hi (inclusive) are stored, in seq order. `hi` may lie past the end of the log. */
 export function segmentsOf(l: Lineage, lo: number, hi: number): Segment[] {
   const out: Segment[] = [];
+  if (l.endSeq !== undefined) hi = Math.min(hi, l.endSeq - 1);
   if (hi < lo) return out;
   for (const r of l.ranges) {
     if (r.toSeq < lo) continue;

@@ -24,14 +24,21 @@ export const IMPORT_BATCH_SIZE = 1000;
 
 /** The session as recording lines (format V4), newline-terminated. */
 export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
-  const session = await store.requireSession(scope, sessionId);
-  // A live session keeps appending: export the log as it was when the export began.
-  yield* exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq: session.eventCount }));
+  yield* recordingLinesOf(store, await store.requireSession(scope, sessionId));
 }
 
-export async function exportRecordingText(store: SessionStore, scope: Scope, sessionId: string): Promise<string> {
+/**
+ * The recording of the log as of a session row (its title, its eventCount): a
+ * live session keeps appending, the export is the log the row describes.
+ */
+function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): AsyncGenerator<string> {
+  return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq: session.eventCount }));
+}
+
+/** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
+export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): Promise<string> {
   let text = '';
-  for await (const line of exportRecording(store, scope, sessionId)) text += line;
+  for await (const line of recordingLinesOf(store, session)) text += line;
   return text;
 }
 

@@ -81,7 +81,8 @@ export class SessionLog {
   /** Caches a lineage the caller already holds (read with the session's lease, say). */
   rememberLineage(l: Lineage): Lineage {
     if (this.lineages.size >= LINEAGE_CACHE_SIZE) this.lineages.delete(this.lineages.keys().next().value!);
-    this.lineages.set(l.sessionId, l);
+    // A snapshot's bound belongs to one read, not to the session.
+    this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
     return l;
   }
 
@@ -192,21 +193,28 @@ export class SessionLog {
   async workspace(ref: LogRef, limit: number, db: Db = this.pool): Promise<{ entries: WorkspaceEntry[]; truncated: boolean }> {
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, 0, MAX_SEQ);
+    // Keys are listed through the whole stored segment even when reading a
+    // snapshot (`l.endSeq`): a tight upper bound on the log's own segment led
+    // the planner to sort that segment's writes instead of skipping from key to
+    // key. A key written only after the snapshot has no write within it, so its
+    // lookup below finds nothing and it drops out.
+    const stored = segmentsOf({ ...l, endSeq: undefined }, 0, MAX_SEQ);
     const params: unknown[] = [limit + 1];
     const p = (v: unknown) => `$${params.push(v)}`;
     const ctes: string[] = [];
     const selects: string[] = [];
     segments.forEach((seg, i) => {
       // The segment's bounds once, reused by the key probes and the lookups.
-      const [sid, from, to] = [p(seg.sessionId), p(seg.fromSeq), p(seg.toSeq)];
+      const [sid, from, to, keysTo] = [p(seg.sessionId), p(seg.fromSeq), p(seg.toSeq), p(stored[i].toSeq)];
       const bounds = { sessionId: sid, fromSeq: from, toSeq: to };
       const keyAfter = (after: string) =>
         `SELECT w.data->>'key' FROM "Event" w WHERE w."sessionId" = ${sid} AND w.type = '${WORKSPACE_WRITE}'` +
-        ` AND w.seq BETWEEN ${from} AND ${to}::int - 1${after} ORDER BY w.data->>'key' LIMIT 1`;
+        ` AND w.seq BETWEEN ${from} AND ${keysTo}::int - 1${after} ORDER BY w.data->>'key' LIMIT 1`;
       ctes.push(`k${i}(key) AS ((${keyAfter('')}) UNION ALL SELECT (${keyAfter(` AND w.data->>'key' > k${i}.key`)}) FROM k${i} WHERE k${i}.key IS NOT NULL)`);
+      // The limit counts keys found, not keys listed (one listed after the snapshot finds none).
       selects.push(
-        `(SELECT w.seq, w.data FROM (SELECT key FROM k${i} WHERE key IS NOT NULL LIMIT $1) k CROSS JOIN LATERAL ` +
-          `(SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(bounds, (v) => String(v))} AND w.data->>'key' = k.key ORDER BY w.seq DESC LIMIT 1) w)`,
+        `(SELECT w.seq, w.data FROM (SELECT key FROM k${i} WHERE key IS NOT NULL) k CROSS JOIN LATERAL ` +
+          `(SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(bounds, (v) => String(v))} AND w.data->>'key' = k.key ORDER BY w.seq DESC LIMIT 1) w LIMIT $1)`,
       );
     });
     if (segments.length === 0) return { entries: [], truncated: false };
@@ -281,6 +289,7 @@ export class SessionLog {
     if (seq < 0) return 0;
     const l = await this.requireLineage(ref, db);
     const [segment] = segmentsOf(l, seq, seq);
+    if (!segment) throw new Error(`event ${seq} of session ${l.sessionId} lies past the snapshot read`);
     const { rows } = await db.query<{ n: number }>(
       'SELECT "pendingInputCount" AS n FROM "Event" WHERE "sessionId" = $1 AND seq = $2',
       [segment.sessionId, seq],

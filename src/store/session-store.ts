@@ -291,13 +291,13 @@ export class SessionStore {
   }
 
   /**
-   * The last seq sessions `aId` and `bId` share, stored once for both (-1: none,
-   * e.g. sessions of different trees): their common ancestor's cut, from the two
-   * rows' lineages (store/lineage.ts `commonPrefix`). Two row reads, no event read.
+   * The last seq session row `a` (as read: never past its eventCount) and
+   * session `bId` share, stored once for both (-1: none, e.g. sessions of
+   * different trees): their common ancestor's cut, from the two rows' lineages
+   * (store/lineage.ts `commonPrefix`). One row read, no event read.
    */
-  async commonPrefix(scope: Scope, aId: string, bId: string): Promise<number> {
-    const columns = ['id', 'eventCount', 'inheritedRanges', 'inheritedEventCount'];
-    const [a, b] = await Promise.all([this.requireSession(scope, aId, columns), this.requireSession(scope, bId, columns)]);
+  async commonPrefix(scope: Scope, a: Pick<SessionRow, 'id' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>, bId: string): Promise<number> {
+    const b = await this.requireSession(scope, bId, ['id', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
     return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }
 

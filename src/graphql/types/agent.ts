@@ -8,7 +8,7 @@ import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
-import { lineageOf } from '../../store/lineage.ts';
+import { snapshotOf } from '../../store/lineage.ts';
 
 const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
@@ -94,12 +94,13 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
-    // The row's own lineage when it was read (no lineage lookup per child of a page).
-    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, 'model/message'),
+    // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, DESIGN §1),
+    // through the row's own lineage (no lineage lookup per child of a page).
+    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(snapshotOf(s), 'model/message'),
   }),
   pendingInputs: t.field({
     type: [PendingInputRef],
-    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(s.id, s.pendingInputCount),
+    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(snapshotOf(s), s.pendingInputCount),
   }),
   turnAt: t.field({
     type: TurnRef,
@@ -110,13 +111,14 @@ builder.prismaObjectFields('Session', (t) => ({
       "is outside every turn. A few index probes, whatever the log's length (the dashboard asks it per visible turn).",
     resolve: async (s, { seq }, ctx) => {
       const log = ctx.store.log;
-      const start = seq >= 0 ? await log.lastOfType(s.id, 'turn/start', seq) : undefined;
+      const snapshot = snapshotOf(s);
+      const start = seq >= 0 && seq < s.eventCount ? await log.lastOfType(snapshot, 'turn/start', seq) : undefined;
       if (!start) return null;
       // A turn's end is the first turn/end after its start (one turn is open at a time).
-      const end = await log.firstOfType(s.id, 'turn/end', start.seq);
+      const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
       const [turn] = summarizeTurns(end ? [start, end] : [start]);
       if (turn.endSeq !== null && turn.endSeq < seq) return null;
-      const input = await log.inboxAddOf(s.id, turn.inputId, start.seq);
+      const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
       return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
     },
   }),
@@ -124,7 +126,7 @@ builder.prismaObjectFields('Session', (t) => ({
     type: [TurnRef],
     resolve: async (s, _a, ctx) => {
       const events: StoredEvent[] = [];
-      for await (const e of ctx.store.log.streamOfTypes(s.id, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
+      for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
       return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
     },

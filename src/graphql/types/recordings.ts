@@ -1,5 +1,5 @@
 import { builder } from '../builder.ts';
-import { exportRecordingText } from '../../store/recordings.ts';
+import { recordingText } from '../../store/recordings.ts';
 import { MAX_STRING_RECORDING_BYTES } from '../../core/recording.ts';
 import { badInput } from '../../core/errors.ts';
 import { parseArgs } from '../input.ts';
@@ -8,7 +8,7 @@ import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 builder.prismaObjectField('Session', 'recording', (t) =>
   t.string({
     description: 'The session as a recording: JSON Lines, format V4 (a header, then one line per event).',
-    resolve: (session, _args, ctx) => exportRecordingText(ctx.store, ctx.scope, session.id),
+    resolve: (session, _args, ctx) => recordingText(ctx.store, session),
   }),
 );
 

@@ -78,7 +78,7 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       'The last seq this session and `with` share (their common ancestor\'s cut: seqs 0..commonPrefix are the same events ' +
       'in both, stored once); the first divergent seq is one more. -1: nothing shared (e.g. sessions of different trees).',
-    resolve: (s, args, ctx) => ctx.store.commonPrefix(ctx.scope, s.id, String(args.with)),
+    resolve: (s, args, ctx) => ctx.store.commonPrefix(ctx.scope, s, String(args.with)),
   }),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.

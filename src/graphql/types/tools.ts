@@ -7,7 +7,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { Tool } from '../../agent/tools.ts';
-import { lineageOf } from '../../store/lineage.ts';
+import { snapshotOf } from '../../store/lineage.ts';
 
 const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
@@ -38,8 +38,7 @@ builder.prismaObjectFields('Session', (t) => ({
     type: [ToolInfoRef],
     description: "The tools the session's agent may use as of the end of its log (its last session/tools event; none: all).",
     resolve: async (s, _a, ctx) => {
-      const ref = s.inheritedRanges !== undefined ? lineageOf(s) : s.id;
-      const set = await ctx.store.log.lastOfType(ref, 'session/tools', s.eventCount - 1);
+      const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
       return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools));
     },

@@ -3,7 +3,7 @@
 import { builder } from '../builder.ts';
 import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
 import type { WorkspaceEntry } from '../../store/session-log.ts';
-import { lineageOf } from '../../store/lineage.ts';
+import { snapshotOf } from '../../store/lineage.ts';
 
 const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').implement({
   description: 'One key of a session workspace: its latest value and the seq of the `plugin/workspace/write` event that set it.',
@@ -21,7 +21,7 @@ builder.prismaObjectFields('Session', (t) => ({
       'The workspace as of the end of the log, inherited writes included, in key order: the latest completed write of each key ' +
       `(a write whose result was never recorded is absent). A workspace holds at most ${WORKSPACE_MAX_KEYS} keys. ` +
       'The cost is the keys, never the log.',
-    // The row's own lineage when it was read (no lineage lookup per session of a page).
-    resolve: async (s, _a, ctx) => (await ctx.store.log.workspace(s.inheritedRanges !== undefined ? lineageOf(s) : s.id, WORKSPACE_MAX_KEYS)).entries,
+    // The log as of the row's eventCount (one snapshot, DESIGN §1), through the row's own lineage.
+    resolve: async (s, _a, ctx) => (await ctx.store.log.workspace(snapshotOf(s), WORKSPACE_MAX_KEYS)).entries,
   }),
 }));
