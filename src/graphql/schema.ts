@@ -8,6 +8,7 @@ import './types/recordings.ts';
 import './types/subscriptions.ts';
 import './types/search.ts';
 import './types/models.ts';
+import './types/api-tokens.ts';
 
 export const schema = withPropertyReads(builder.toSchema({ sortSchema: false }));
 

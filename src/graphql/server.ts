@@ -17,6 +17,8 @@ import { TokenBuckets } from './plugins/rate-limit.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './plugins/browser.ts';
 import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
+import { useScopes } from './plugins/scopes.ts';
+import { TokenConnections } from './token-connections.ts';
 import { useStorableText } from './plugins/text-input.ts';
 import { useJitQueries } from './plugins/jit.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
@@ -81,9 +83,10 @@ export interface RunningServer {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const log = opts.log ?? ((m, e) => console.error(m, e ?? ''));
   const security = opts.security ?? {};
-  assertSafeBinding(opts.host, security);
   const { metrics } = opts;
-  const auth = new TenantAuth(security.apiTokens);
+  const auth = new TenantAuth(security.apiTokens, opts.services.apiTokens);
+  assertSafeBinding(opts.host, security, auth.enabled);
+  const tokens = new TokenConnections(auth, opts.services.apiTokens);
   // Local mode is reachable only through loopback names (DNS rebinding).
   const loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
   const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
@@ -121,6 +124,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useCsrfPrevention(),
       useQueryLimits(limits),
       useStorableText(),
+      useScopes(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
       useJitQueries(),
@@ -133,6 +137,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const { tenant } = principal;
       return {
         scope: { tenant },
+        caller: principal,
         prisma: opts.prisma,
         store: opts.services.store,
         services: opts.services,
@@ -160,6 +165,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
+      if (!(await tokens.admit(req, res, path))) return;
       if (path === '/graphql') {
         if (!(await withinBodyLimit(req, res, maxBodyBytes, () => !gate.check(req).refused))) return;
         if (fast && (await fast(req, res))) return;
@@ -195,9 +201,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
       // graphql-ws clients treat 4401 as final (no reconnect loop with a bad token).
-      onConnect: (ctx) => {
+      onConnect: async (ctx) => {
+        await tokens.lookUp(authorizationOf(ctx));
         const { principal } = gate.authenticate(authorizationOf(ctx));
-        if (principal) return void callers.set(ctx.extra.socket, principal), true;
+        if (principal) return void callers.set(ctx.extra.socket, principal), tokens.watchSocket(principal, ctx.extra.socket), true;
         ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
         return false;
       },
