@@ -58,6 +58,8 @@ describe('managing tokens over GraphQL', () => {
     const foreign = await as(ADMIN_B)(REVOKE, { id: token.id });
     expect(codes(foreign)).toEqual(['BAD_USER_INPUT']);
     expect((await as(secret)('{ __typename }')).status).toBe(200);
+    // Its use is recorded (by the next refresh, at most once a minute).
+    await waitFor(async () => (await as(ADMIN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, { what: 'lastUsedAt' });
   });
 
   it('a read token queries and subscribes; mutations, AG-UI runs and uploads are FORBIDDEN, and nothing is written', async () => {
