@@ -13,7 +13,8 @@ import { CloseCode } from 'graphql-ws';
 import { grants } from '../core/api-tokens.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { ApiTokens } from '../host/api-tokens.ts';
-import type { Principal, TenantAuth } from './plugins/auth.ts';
+import { isStoredTokenShape } from '../store/api-tokens.ts';
+import { bearerToken, type Principal, type TenantAuth } from './plugins/auth.ts';
 import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
 import { replyError } from './http-body.ts';
 
@@ -27,12 +28,13 @@ export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expire
 export class TokenConnections {
   constructor(
     private readonly auth: TenantAuth,
-    private readonly tokens: ApiTokens | undefined,
+    private readonly tokens: ApiTokens,
   ) {}
 
   /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
   async admit(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
-    if (!this.tokens || !GATED.has(path) || req.headers.authorization === undefined) return true;
+    const token = bearerToken(req.headers.authorization);
+    if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
     if (!(await this.lookedUp(req.headers.authorization, res))) return false;
     const principal = this.auth.authenticate(req.headers.authorization);
     if (!principal?.stored) return true; // the gate answers a missing or unknown token
@@ -53,12 +55,12 @@ export class TokenConnections {
 
   /** An open socket of a stored token closes when the token is revoked or expires. */
   watchSocket(principal: Principal, socket: WebSocket): void {
-    if (!principal.stored || !this.tokens) return;
+    if (!principal.stored) return;
     const unwatch = this.tokens.watch(principal.key, () => socket.close(CloseCode.Unauthorized, REVOKED_REASON));
     socket.once('close', unwatch);
   }
 
-  private async lookedUp(authorization: string, res: http.ServerResponse): Promise<boolean> {
+  private async lookedUp(authorization: unknown, res: http.ServerResponse): Promise<boolean> {
     try {
       await this.auth.lookUp(authorization);
       return true;

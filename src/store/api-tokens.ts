@@ -12,6 +12,8 @@ export const tokenDigest = (secret: string) => createHash('sha256').update(secre
 
 /** `fkt_` + 43 base64url characters: recognisable in a leaked config, no whitespace, longer than MIN_TOKEN_LENGTH. */
 const newSecret = () => `fkt_${randomBytes(32).toString('base64url')}`;
+/** Whether a bearer token could be a stored one: anything else is never looked up in the database. */
+export const isStoredTokenShape = (token: string) => /^fkt_[A-Za-z0-9_-]{43}$/.test(token);
 const newTokenId = () => `tok_${randomUUID().replace(/-/g, '')}`;
 
 /** A token as its admins see it (never its secret or digest). */

@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import { ForklineError } from '../../core/errors.ts';
 import { ALL_SCOPES, type Caller } from '../../core/api-tokens.ts';
-import { tokenDigest } from '../../store/api-tokens.ts';
+import { isStoredTokenShape, tokenDigest } from '../../store/api-tokens.ts';
 import type { ApiTokens } from '../../host/api-tokens.ts';
 import { LOCAL_TENANT } from '../security.ts';
 
@@ -23,11 +23,10 @@ export function connectionAuthorization(connectionParams: Record<string, unknown
   return connectionParams?.authorization ?? connectionParams?.Authorization ?? req?.headers.authorization;
 }
 
-/** The digest of an Authorization value's bearer token; undefined when it is not `Bearer <token>`. */
-function bearerDigest(authorization: unknown): string | undefined {
+/** The token of an Authorization value; undefined when it is not `Bearer <token>`. */
+export function bearerToken(authorization: unknown): string | undefined {
   if (typeof authorization !== 'string') return undefined;
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  return m ? tokenDigest(m[1]) : undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
 }
 
 export class TenantAuth {
@@ -49,19 +48,20 @@ export class TenantAuth {
   /** The principal of an Authorization value (`Bearer <token>`); undefined when it is missing or unknown. */
   authenticate(authorization: unknown): Principal | undefined {
     if (!this.enabled) return { tenant: LOCAL_TENANT, key: LOCAL_TENANT, scopes: ALL_SCOPES };
-    const key = bearerDigest(authorization);
-    if (key === undefined) return undefined;
+    const token = bearerToken(authorization);
+    if (token === undefined) return undefined;
+    const key = tokenDigest(token);
     const tenant = this.byDigest.get(key);
     if (tenant !== undefined) return { tenant, key, scopes: ALL_SCOPES };
-    const token = this.stored?.credential(key);
-    return token && { tenant: token.tenant, key, scopes: token.scopes, stored: true };
+    const stored = this.stored?.credential(key);
+    return stored && { tenant: stored.tenant, key, scopes: stored.scopes, stored: true };
   }
 
   /** Looks up a stored token `authenticate` cannot answer for yet: awaited first, when it returns a promise. */
   lookUp(authorization: unknown): Promise<void> | undefined {
     if (!this.stored || !this.enabled) return undefined;
-    const key = bearerDigest(authorization);
-    return key === undefined || this.byDigest.has(key) ? undefined : this.stored.lookUp(key);
+    const token = bearerToken(authorization);
+    return token === undefined || !isStoredTokenShape(token) ? undefined : this.stored.lookUp(tokenDigest(token));
   }
 }
 
