@@ -202,7 +202,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       subscribe: (args: any) => args.rootValue.subscribe(args),
       // graphql-ws clients treat 4401 as final (no reconnect loop with a bad token).
       onConnect: async (ctx) => {
-        await tokens.lookUp(authorizationOf(ctx));
+        if (!(await tokens.lookUp(authorizationOf(ctx), ctx.extra.socket))) return false;
         const { principal } = gate.authenticate(authorizationOf(ctx));
         if (principal) return void callers.set(ctx.extra.socket, principal), tokens.watchSocket(principal, ctx.extra.socket), true;
         ctx.extra.socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');

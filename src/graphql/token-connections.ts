@@ -48,9 +48,16 @@ export class TokenConnections {
     return true;
   }
 
-  /** A graphql-ws connection's credential, looked up before the gate authenticates it. */
-  async lookUp(authorization: unknown): Promise<void> {
-    await this.auth.lookUp(authorization);
+  /** A graphql-ws connection's credential, looked up before the gate authenticates it; false when it closed the socket (1013). */
+  async lookUp(authorization: unknown, socket: WebSocket): Promise<boolean> {
+    try {
+      await this.auth.lookUp(authorization);
+      return true;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      socket.close(1013, 'Try again later: the database is unavailable');
+      return false;
+    }
   }
 
   /** An open socket of a stored token closes when the token is revoked or expires. */
