@@ -1,27 +1,15 @@
 // `forkline tokens create|list|revoke` against a real server with an
 // environment token (the bootstrap admin): the secret alone on stdout, lists
 // without secrets, scopes, revocation, and the error codes on the way.
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const ADMIN = 'cli-bootstrap-admin-0123456789';
-const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
 
 let app: TestApp;
 
-function cli(args: string[], token: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, ...args], {
-    cwd: PROJECT_ROOT,
-    env: { ...process.env, FORKLINE_URL: app.url, FORKLINE_TOKEN: token },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => (stdout += c));
-  child.stderr.on('data', (c) => (stderr += c));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], token: string) => runCli(app.url, args, { FORKLINE_TOKEN: token });
 const lines = (s: string) => s.trim().split('\n').filter(Boolean);
 
 beforeAll(async () => {
