@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import {
+  ApiTokensDocument,
   BranchSessionDocument,
+  CreateApiTokenDocument,
   createForklineClient,
   DeleteSessionDocument,
   EditMessageDocument,
@@ -20,6 +22,9 @@ import {
   SessionEventsLiveDocument,
   SessionRecordingDocument,
   SessionsDocument,
+  RevokeApiTokenDocument,
+  type ApiTokenFieldsFragment,
+  type ApiTokenScope,
   type EventFieldsFragment,
   type ForklineClient,
   type ModelConfigInput,
@@ -49,11 +54,17 @@ commands:
   search <query> [--first N] [--after CURSOR] [--json]
                                             full-text search over titles, inputs and answers, best first:
                                             session@seq, kind, title, snippet (--json: one hit per line)
+  tokens create <name> [--scope S]... [--expires 30d|12h|ISO-DATE]
+                                            a new API token of your tenant (scopes: read, the default; write; admin;
+                                            each includes the ones before it); prints its secret, shown only once
+  tokens list                               your tenant's API tokens (never their secrets)
+  tokens revoke <id>                        revoke one: its requests are refused and its sockets closed
+      the tokens verbs need a token with the admin scope (FORKLINE_API_TOKENS' tokens have it)
 
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import)
+  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import, tokens)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -74,6 +85,8 @@ const OPTIONS = {
   wait: { type: 'boolean' },
   json: { type: 'boolean' },
   'with-descendants': { type: 'boolean' },
+  scope: { type: 'string', multiple: true },
+  expires: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -135,6 +148,61 @@ async function retryUpload<T>(send: () => Promise<T>, rereadable: boolean): Prom
       if (!rereadable || !retryable || attempt >= 4) throw err;
       await new Promise((r) => setTimeout(r, ((err as ForklineClientError).retryAfter ?? attempt) * 1000));
     }
+  }
+}
+
+const SCOPES: Record<string, ApiTokenScope> = { read: 'READ', write: 'WRITE', admin: 'ADMIN' };
+
+/** --scope values (repeated or comma-separated); none: read. */
+function scopes(values: string[] | undefined): ApiTokenScope[] {
+  const names = (values ?? ['read']).flatMap((v) => v.split(',')).map((v) => v.trim().toLowerCase());
+  return names.map((n) => {
+    if (!Object.hasOwn(SCOPES, n)) throw new UsageError(`--scope must be read, write or admin, got "${n}"`);
+    return SCOPES[n];
+  });
+}
+
+/** --expires: a duration from now (90s, 30m, 12h, 30d) or a date (ISO 8601). */
+function expiry(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const d = /^(\d+)([smhd])$/.exec(value);
+  const at = d ? Date.now() + Number(d[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[d[2] as 's' | 'm' | 'h' | 'd'] : Date.parse(value);
+  if (!Number.isFinite(at)) throw new UsageError(`--expires must be a duration (30d, 12h, 30m, 90s) or an ISO date, got "${value}"`);
+  return new Date(at).toISOString();
+}
+
+function tokenLine(k: ApiTokenFieldsFragment): string {
+  const scopes = k.scopes.map((s) => s.toLowerCase()).join(',');
+  const when = k.revokedAt ? `revoked ${k.revokedAt}` : k.expiresAt ? `expires ${k.expiresAt}` : 'no expiry';
+  return `${k.id}  ${k.status.padEnd(7)}  ${scopes.padEnd(16)}  ${when}  last used ${k.lastUsedAt ?? 'never'}  ${k.name}`;
+}
+
+async function tokens(client: ForklineClient, [verb, ...args]: string[], opts: Options): Promise<number> {
+  switch (verb) {
+    case 'create': {
+      const [name] = need(args, 1, 'a name: forkline tokens create <name> [--scope S]... [--expires 30d]');
+      const { createApiToken } = await client.mutate(CreateApiTokenDocument, { input: { name, scopes: scopes(opts.scope), expiresAt: expiry(opts.expires) } });
+      if (opts.json) out(JSON.stringify(createApiToken));
+      else {
+        out(createApiToken.secret); // alone on stdout: TOKEN=$(forkline tokens create ci --scope write)
+        process.stderr.write(`${tokenLine(createApiToken.token)}\nthe secret above is shown only now: keep it\n`);
+      }
+      return 0;
+    }
+    case 'list': {
+      need(args, 0, 'no arguments: forkline tokens list');
+      const { apiTokens } = await client.query(ApiTokensDocument);
+      for (const k of apiTokens) out(opts.json ? JSON.stringify(k) : tokenLine(k));
+      return 0;
+    }
+    case 'revoke': {
+      const [id] = need(args, 1, 'a token id: forkline tokens revoke <id> (forkline tokens list shows them)');
+      const { revokeApiToken } = await client.mutate(RevokeApiTokenDocument, { id });
+      out(opts.json ? JSON.stringify(revokeApiToken) : `revoked ${revokeApiToken.id} (${revokeApiToken.name}) at ${revokeApiToken.revokedAt}`);
+      return 0;
+    }
+    default:
+      throw new UsageError(verb ? `unknown tokens verb "${verb}" (create, list, revoke)` : 'expected create, list or revoke: forkline tokens <verb>');
   }
 }
 
@@ -289,6 +357,8 @@ async function run(argv: string[]): Promise<number> {
         if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
         return 0;
       }
+      case 'tokens':
+        return await tokens(client, args, opts);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

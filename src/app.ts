@@ -9,6 +9,8 @@ import { SessionController } from './host/controller.ts';
 import { CONTROL_CHANNEL, DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
 import { LiveEvents, TURNS_CHANNEL } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
+import { ApiTokenStore } from './store/api-tokens.ts';
+import { ApiTokens } from './host/api-tokens.ts';
 import { startServer, type RunningServer } from './graphql/server.ts';
 import type { ErrorLog } from './graphql/plugins/error-codes.ts';
 import type { SecurityOptions } from './graphql/security.ts';
@@ -152,7 +154,9 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const controller = new SessionController(store, host, models, tools);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
-  const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel } };
+  const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log });
+  await apiTokens.start();
+  const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens };
   await host.start();
   const server = await startServer({
     services,
@@ -182,6 +186,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       closing = true;
       clearInterval(pruning);
       await server.close();
+      await apiTokens.stop();
       await host.stop();
       await tools.close(); // after the host: no call is running
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported

@@ -84,7 +84,7 @@ async function main() {
     throw err;
   }
   logger.info(
-    { url: app.url, auth: security.apiTokens ? 'tokens' : 'local', tenants: new Set(security.apiTokens?.values()).size },
+    { url: app.url, auth: security.apiTokens || app.services.apiTokens.inUse ? 'tokens' : 'local', tenants: new Set(security.apiTokens?.values()).size },
     `forkline is serving GraphQL and GraphiQL at ${app.url} (dashboard at /)`,
   );
 }

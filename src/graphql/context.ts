@@ -1,5 +1,6 @@
 import type { PrismaClient } from '@prisma/client';
 import type { SessionStore, Scope } from '../store/session-store.ts';
+import type { Caller } from '../core/api-tokens.ts';
 import type { Services } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
 import type { WsOperation } from './ws-delivery.ts';
@@ -7,6 +8,8 @@ import type { WsOperation } from './ws-delivery.ts';
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
   scope: Scope;
+  /** The caller's tenant and scopes (plugins/scopes.ts, the token admin's fields). */
+  caller: Caller;
   prisma: PrismaClient;
   store: SessionStore;
   services: Services;

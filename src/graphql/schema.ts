@@ -9,6 +9,7 @@ import './types/subscriptions.ts';
 import './types/search.ts';
 import './types/models.ts';
 import './types/tools.ts';
+import './types/api-tokens.ts';
 
 export const schema = withPropertyReads(builder.toSchema({ sortSchema: false }));
 

@@ -68,8 +68,8 @@ export function isLoopbackHost(host: string): boolean {
  * Without API tokens anyone who reaches the port owns every session: refuse to
  * listen beyond loopback unless the operator says so explicitly.
  */
-export function assertSafeBinding(host: string, security: SecurityOptions): void {
-  if (security.apiTokens?.size || security.allowInsecure || isLoopbackHost(host)) return;
+export function assertSafeBinding(host: string, security: SecurityOptions, authEnabled = Boolean(security.apiTokens?.size)): void {
+  if (authEnabled || security.allowInsecure || isLoopbackHost(host)) return;
   throw new Error(
     `refusing to listen on HOST=${host} without authentication: set FORKLINE_API_TOKENS="token=tenant,…" ` +
       `(recommended), or FORKLINE_ALLOW_INSECURE=1 to serve every session unauthenticated on that interface`,

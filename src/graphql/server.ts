@@ -22,6 +22,8 @@ import { RequestGate, useRequestGate } from './plugins/request-gate.ts';
 import { useQueryLimits } from './plugins/limits.ts';
 import { useResponseSizeLimit } from './plugins/response-size.ts';
 import { useCloseUnsentStreams } from './plugins/unsent-streams.ts';
+import { useScopes } from './plugins/scopes.ts';
+import { TokenConnections } from './token-connections.ts';
 import { useStorableText } from './plugins/text-input.ts';
 import { useJitQueries } from './plugins/jit.ts';
 import { countErrors, useMetrics } from './plugins/metrics.ts';
@@ -91,9 +93,10 @@ export interface RunningServer {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const log = opts.log ?? ((m, e) => console.error(m, e ?? ''));
   const security = opts.security ?? {};
-  assertSafeBinding(opts.host, security);
   const { metrics } = opts;
-  const auth = new TenantAuth(security.apiTokens);
+  const auth = new TenantAuth(security.apiTokens, opts.services.apiTokens);
+  assertSafeBinding(opts.host, security, auth.enabled);
+  const tokens = new TokenConnections(auth, opts.services.apiTokens);
   // Local mode is reachable only through loopback names (DNS rebinding).
   const loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
   const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
@@ -140,6 +143,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       useQueryLimits(limits),
       useResponseSizeLimit(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes),
       useStorableText(),
+      useScopes(),
       useInputErrorCodes(),
       metrics && useMetrics(metrics),
       held && useHttpSubscriptionLimits(held),
@@ -154,6 +158,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const { tenant } = principal;
       return {
         scope: { tenant },
+        caller: principal,
         prisma: opts.prisma,
         store: opts.services.store,
         services: opts.services,
@@ -181,6 +186,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
+      if (!(await tokens.admit(req, res, path))) return;
       if (path === '/graphql') {
         if (!(await withinBodyLimit(req, res, maxBodyBytes, () => !gate.check(req).refused))) return;
         if (fast && (await fast(req, res))) return;
@@ -222,12 +228,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
       // graphql-ws clients treat 4401 and 4429 as final (no reconnect loop with a bad token or over a limit).
-      onConnect: (ctx) => {
+      onConnect: async (ctx) => {
         const { socket, request } = ctx.extra;
+        if (!(await tokens.lookUp(authorizationOf(ctx), socket))) return false; // a stored token, looked up first (1013 when the database is away)
         const { principal, refused } = gate.authenticate(authorizationOf(ctx), request.socket.remoteAddress);
         // connection_init is an operation of its caller: it takes a rate-limit token, and a connection under the tenant's cap.
         const over = principal ? gate.admit(principal).refused ?? held?.openSocket(socket, principal.tenant) : refused;
-        if (principal && !over) return void callers.set(socket, principal), true;
+        if (principal && !over) return void callers.set(socket, principal), tokens.watchSocket(principal, socket), true;
         if (over?.status === 401) socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
         else socket.close(TOO_MANY_REQUESTS_CLOSE_CODE, `${over!.code}: ${over!.message}`.slice(0, 123)); // a close reason's limit (ASCII)
         return false;

@@ -4,6 +4,7 @@ import type { SessionController } from './controller.ts';
 import type { SessionHost } from './session-host.ts';
 import type { LiveEvents } from './live/live-events.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
+import type { ApiTokens } from './api-tokens.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {
@@ -16,4 +17,6 @@ export interface Services {
   tools: ToolCatalog;
   /** The `models` query: providers the host knows and the model new sessions get. */
   models: { offers(): ModelOffer[]; defaultModel: { provider: string; model: string } };
+  /** Stored API tokens: the admin's use cases and the verified tokens requests are checked against. */
+  apiTokens: ApiTokens;
 }

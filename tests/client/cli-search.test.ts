@@ -1,25 +1,15 @@
 // `forkline search` against a real server: hits as lines (or JSON lines), the
 // next page's command on stderr, and errors with their codes.
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
+import { runCli } from '../helpers/cli.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 
 let app: TestApp;
 let id: string;
 let seqs: { input: number; message: number };
 
-const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
-
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, ...args], { cwd: PROJECT_ROOT, env: { ...process.env, FORKLINE_URL: app.url } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => (stdout += c));
-  child.stderr.on('data', (c) => (stderr += c));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[]) => runCli(app.url, args);
 const lines = (s: string) => s.trim().split('\n').filter(Boolean);
 
 beforeAll(async () => {

@@ -1,6 +1,8 @@
 // The dashboard's typed client (client/client.ts) for /graphql on its own
 // origin. With API tokens configured on the server, the token comes from
 // `?token=` once (then kept in localStorage) or from the sidebar's token field.
+// A `?token=` that differs from the kept one replaces it only when the user
+// says so (main.tsx asks): a link must not switch anyone into another tenant.
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { createForklineClient, ForklineClientError } from '../../client.ts';
 
@@ -17,20 +19,24 @@ export interface Sink<T> {
 
 const TOKEN_KEY = 'forkline.token';
 
-function initialToken(): string | undefined {
+/** The kept token, and a different one `?token=` offered (not kept until the user accepts it). */
+function initialTokens(): { stored?: string; offered?: string } {
   const url = new URL(location.href);
   const fromUrl = url.searchParams.get('token');
   if (fromUrl) {
-    localStorage.setItem(TOKEN_KEY, fromUrl);
     url.searchParams.delete('token');
     history.replaceState(null, '', url); // keep the token out of the address bar and history
+    if (localStorage.getItem(TOKEN_KEY) === null) localStorage.setItem(TOKEN_KEY, fromUrl);
   }
-  return localStorage.getItem(TOKEN_KEY) ?? undefined;
+  const stored = localStorage.getItem(TOKEN_KEY) ?? undefined;
+  return { stored, offered: fromUrl && fromUrl !== stored ? fromUrl : undefined };
 }
+
+export const tokens = initialTokens();
 
 const client = createForklineClient({
   url: new URL('/graphql', location.href).toString(),
-  token: initialToken(),
+  token: tokens.stored,
   webSocketImpl: WebSocket,
 });
 

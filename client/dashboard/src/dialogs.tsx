@@ -7,7 +7,7 @@ import { DashboardModelsDocument, type DashboardModelsQuery } from '../../genera
 import { forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
 
-function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: boolean; error: string | null; submitLabel: string; children: ComponentChildren }) {
+function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: boolean; error: string | null; submitLabel: string; cancelLabel?: string; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     ref.current?.showModal();
@@ -30,7 +30,7 @@ function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: 
         )}
         <div class="modal-actions">
           <button type="button" onClick={() => ref.current?.close()}>
-            Cancel
+            {props.cancelLabel ?? 'Cancel'}
           </button>
           <button type="submit" class="primary" disabled={props.busy}>
             {props.busy ? 'Working…' : props.submitLabel}
@@ -149,6 +149,25 @@ export function ChildDialog(props: { request: ChildRequest; parentTitle: string 
         Title of the new session
         <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} maxLength={200} autoFocus onFocus={(e) => e.currentTarget.select()} />
       </label>
+    </Modal>
+  );
+}
+
+/** The last characters of a token: enough to tell two apart, too few to use. */
+const tokenTail = (token: string) => `…${token.slice(-4)}`;
+
+/**
+ * A `?token=` link whose token differs from the one this browser keeps: asked
+ * before it replaces it, since a link can carry another tenant's token (the
+ * dashboard would then show that tenant's sessions and act as it).
+ */
+export function ReplaceTokenDialog(props: { stored: string; offered: string; onReplace(): void; onKeep(): void }) {
+  return (
+    <Modal title="Replace the stored API token?" submitLabel="Use the link's token" cancelLabel="Keep my token" busy={false} error={null} onClose={props.onKeep} onSubmit={props.onReplace}>
+      <p>
+        This link carries an API token ({tokenTail(props.offered)}) that differs from the one this browser uses ({tokenTail(props.stored)}).
+        A token decides which tenant's sessions you see and act on: replace yours only if you trust where the link came from.
+      </p>
     </Modal>
   );
 }

@@ -1,5 +1,8 @@
 // The forkline dashboard: sessions tree on the left, the routed page on the right.
 import { render } from 'preact';
+import { useState } from 'preact/hooks';
+import { setToken, tokens } from './api.ts';
+import { ReplaceTokenDialog } from './dialogs.tsx';
 import { CompareRedirect, DiffPage } from './compare.tsx';
 import { useRoute } from './router.ts';
 import { SessionPage } from './session-page.tsx';
@@ -10,8 +13,12 @@ function App() {
   const route = useRoute();
   const { sessions, error, needsToken, add } = useSessions();
   const currentId = route.name === 'home' ? undefined : route.name === 'diff' ? route.b : route.id;
+  const [offered, setOffered] = useState(tokens.offered);
   return (
     <div class="layout">
+      {offered && tokens.stored && (
+        <ReplaceTokenDialog stored={tokens.stored} offered={offered} onReplace={() => setToken(offered)} onKeep={() => setOffered(undefined)} />
+      )}
       <Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />
       {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
       {route.name === 'compare' && <CompareRedirect key={`compare-${route.id}`} id={route.id} />}

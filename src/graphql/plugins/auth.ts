@@ -2,16 +2,20 @@
 // and WebSocket operation carries `Authorization: Bearer <token>` (WebSocket:
 // connectionParams.authorization); the token's tenant becomes ctx.scope.tenant,
 // and the store confines every read and write to it. Without tokens: local
-// single-tenant mode, tenant `local`.
-import { createHash } from 'node:crypto';
+// single-tenant mode, tenant `local`. Stored tokens (issue 27, host/api-tokens.ts)
+// carry their scopes; environment tokens and local mode hold every scope.
 import type http from 'node:http';
 import { ForklineError } from '../../core/errors.ts';
+import { ALL_SCOPES, type Caller } from '../../core/api-tokens.ts';
+import { isStoredTokenShape, tokenDigest } from '../../store/api-tokens.ts';
+import type { ApiTokens } from '../../host/api-tokens.ts';
 import { LOCAL_TENANT } from '../security.ts';
 
-export interface Principal {
-  tenant: string;
-  /** Stable key of the credential (rate limiting); never the token itself. */
+export interface Principal extends Caller {
+  /** Stable key of the credential (rate limiting, revocation): its digest, never the token itself. */
   key: string;
+  /** A stored token, which can be revoked or expire (environment tokens cannot). */
+  stored?: boolean;
 }
 
 /** A graphql-ws connection's credential: connectionParams.authorization, else the upgrade request's header. */
@@ -19,29 +23,45 @@ export function connectionAuthorization(connectionParams: Record<string, unknown
   return connectionParams?.authorization ?? connectionParams?.Authorization ?? req?.headers.authorization;
 }
 
-const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+/** The token of an Authorization value; undefined when it is not `Bearer <token>`. */
+export function bearerToken(authorization: unknown): string | undefined {
+  if (typeof authorization !== 'string') return undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+}
 
 export class TenantAuth {
   // Keyed by the token's digest: a lookup reveals nothing about a token's bytes through timing.
   private readonly byDigest = new Map<string, string>();
 
-  constructor(tokens?: ReadonlyMap<string, string>) {
-    for (const [token, tenant] of tokens ?? []) this.byDigest.set(digest(token), tenant);
+  constructor(
+    tokens?: ReadonlyMap<string, string>,
+    private readonly stored?: ApiTokens,
+  ) {
+    for (const [token, tenant] of tokens ?? []) this.byDigest.set(tokenDigest(token), tenant);
   }
 
+  /** Environment tokens configured, or stored tokens live at start. */
   get enabled(): boolean {
-    return this.byDigest.size > 0;
+    return this.byDigest.size > 0 || (this.stored?.inUse ?? false);
   }
 
   /** The principal of an Authorization value (`Bearer <token>`); undefined when it is missing or unknown. */
   authenticate(authorization: unknown): Principal | undefined {
-    if (!this.enabled) return { tenant: LOCAL_TENANT, key: LOCAL_TENANT };
-    if (typeof authorization !== 'string') return undefined;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!m) return undefined;
-    const key = digest(m[1]);
+    if (!this.enabled) return { tenant: LOCAL_TENANT, key: LOCAL_TENANT, scopes: ALL_SCOPES };
+    const token = bearerToken(authorization);
+    if (token === undefined) return undefined;
+    const key = tokenDigest(token);
     const tenant = this.byDigest.get(key);
-    return tenant === undefined ? undefined : { tenant, key };
+    if (tenant !== undefined) return { tenant, key, scopes: ALL_SCOPES };
+    const stored = this.stored?.credential(key);
+    return stored && { tenant: stored.tenant, key, scopes: stored.scopes, stored: true };
+  }
+
+  /** Looks up a stored token `authenticate` cannot answer for yet: awaited first, when it returns a promise. */
+  lookUp(authorization: unknown): Promise<void> | undefined {
+    if (!this.stored || !this.enabled) return undefined;
+    const token = bearerToken(authorization);
+    return token === undefined || !isStoredTokenShape(token) ? undefined : this.stored.lookUp(tokenDigest(token));
   }
 }
 

@@ -1,0 +1,80 @@
+// What stored API tokens (issue 27, host/api-tokens.ts) need from the HTTP and
+// WebSocket front, before and after the request gate settles the caller:
+// - a token this process has not verified lately is looked up first (one
+//   statement; the gate itself stays synchronous);
+// - the doors that only write (POST /recordings, POST /agui) refuse a token
+//   without the `write` scope (on /graphql, plugins/scopes.ts decides per operation);
+// - a revoked or expired token's open connections end: its graphql-ws sockets
+//   close with 4401 (graphql-ws clients do not retry it), its streams (SSE
+//   subscriptions, AG-UI runs) are cut, and its next request is a 401.
+import type http from 'node:http';
+import type { WebSocket } from 'ws';
+import { CloseCode } from 'graphql-ws';
+import { grants } from '../core/api-tokens.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import type { ApiTokens } from '../host/api-tokens.ts';
+import { isStoredTokenShape } from '../store/api-tokens.ts';
+import { bearerToken, type Principal, type TenantAuth } from './plugins/auth.ts';
+import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
+import { replyError } from './http-body.ts';
+
+/** Paths the request gate guards (the rest are static pages and probes). */
+const GATED = new Set(['/graphql', '/recordings', '/agui']);
+/** Doors where every request writes. */
+const WRITE_ONLY = new Set(['/recordings', '/agui']);
+
+export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
+
+export class TokenConnections {
+  constructor(
+    private readonly auth: TenantAuth,
+    private readonly tokens: ApiTokens,
+  ) {}
+
+  /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
+  async admit(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
+    const token = bearerToken(req.headers.authorization);
+    if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
+    if (!(await this.lookedUp(req.headers.authorization, res))) return false;
+    const principal = this.auth.authenticate(req.headers.authorization);
+    if (!principal?.stored) return true; // the gate answers a missing or unknown token
+    if (WRITE_ONLY.has(path) && req.method === 'POST' && !grants(principal.scopes, 'write')) {
+      replyError(res, 403, 'FORBIDDEN', `${path} needs an API token with the write scope`);
+      return false;
+    }
+    // Streams end; a request still being answered finishes (it was admitted).
+    const unwatch = this.tokens.watch(principal.key, () => res.headersSent && res.destroy());
+    res.once('close', unwatch);
+    return true;
+  }
+
+  /** A graphql-ws connection's credential, looked up before the gate authenticates it; false when it closed the socket (1013). */
+  async lookUp(authorization: unknown, socket: WebSocket): Promise<boolean> {
+    try {
+      await this.auth.lookUp(authorization);
+      return true;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      socket.close(1013, 'Try again later: the database is unavailable');
+      return false;
+    }
+  }
+
+  /** An open socket of a stored token closes when the token is revoked or expires. */
+  watchSocket(principal: Principal, socket: WebSocket): void {
+    if (!principal.stored) return;
+    const unwatch = this.tokens.watch(principal.key, () => socket.close(CloseCode.Unauthorized, REVOKED_REASON));
+    socket.once('close', unwatch);
+  }
+
+  private async lookedUp(authorization: unknown, res: http.ServerResponse): Promise<boolean> {
+    try {
+      await this.auth.lookUp(authorization);
+      return true;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      return false;
+    }
+  }
+}
