@@ -2,7 +2,8 @@
 // What is in the log is announced from the stored events (turnUpdatesOf);
 // only what is not — the model's text as it streams, a tool starting — is
 // announced by hand.
-import { asCoreEvent, otherThanCore, type LogEvent } from '../core/events.ts';
+import type { LogEvent } from '../core/events.ts';
+import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
 
 export type TurnUpdateKind =
   | 'TURN_STARTED'

@@ -2,7 +2,8 @@
 // HTTP side (agui-handler.ts) feeds a RunTranslator what the log and the turn
 // relay deliver, in any interleaving, and writes what it emits.
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
-import { asCoreEvent, otherThanCore, type LogEvent } from '../core/events.ts';
+import type { LogEvent } from '../core/events.ts';
+import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 
 /** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */

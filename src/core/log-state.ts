@@ -8,7 +8,8 @@
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
 // (DESIGN §1), checked against the state before it.
-import { asCoreEvent, otherThanCore, type EventData, type LogEvent, type ToolCall } from './events.ts';
+import type { EventData, LogEvent, ToolCall } from './events.ts';
+import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 export interface PendingInput {
   inputId: string;

@@ -5,7 +5,8 @@
 // applies only the events appended since (a turn on a long session costs the
 // new events, not a replay). buildModelMessages is the same fold over a whole log.
 import type { ChatMessage } from './chat.ts';
-import { asCoreEvent, otherThanCore, type EventData, type LogEvent } from './events.ts';
+import type { EventData, LogEvent } from './events.ts';
+import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 

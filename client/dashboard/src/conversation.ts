@@ -4,7 +4,8 @@
 // Built on the server's own reducer (src/core/log-state.ts, pure): it says
 // which calls are still running and which events break the log's rules.
 import type { EventFieldsFragment } from '../../generated/graphql.ts';
-import { asCoreEvent, otherThanCore, type LogEvent as CoreEvent } from '../../../src/core/events.ts';
+import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
+import { asCoreEvent, otherThanCore } from '../../../src/core/core-event.ts';
 import { LogState } from '../../../src/core/log-state.ts';
 
 export type LogEvent = EventFieldsFragment;
