@@ -26,7 +26,7 @@ import { recordingUpload } from './recording-upload.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
 import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
-import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
+import { closingOptions, watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 
@@ -184,6 +184,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     server: httpServer,
     path: '/graphql',
     maxPayload: MAX_WS_MESSAGE_BYTES,
+    ...closingOptions(opts.wsLiveness),
     // Browsers open WebSockets cross-site without CORS: only this origin (or configured ones).
     verifyClient: ({ req }, done) =>
       browserAllowed(req) ? done(true) : done(false, 403, 'Forbidden'),
