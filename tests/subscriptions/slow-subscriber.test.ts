@@ -47,6 +47,18 @@ async function burst(sessionId: string, events: number) {
   }
 }
 
+/** A subscriber that stopped reading during a burst of `events`, once the server has given up on it. */
+async function givenUp(events: number) {
+  const id = (await app.services.store.createSession(scope, {})).id;
+  const sub = await rawSubscriber(id);
+  await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
+  sub.tcp.pause();
+  await burst(id, events);
+  // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
+  await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+  return sub;
+}
+
 describe('slow WebSocket subscribers', () => {
   it('one that reads slowly keeps its subscription and gets every event, in order', async () => {
     const id = (await app.services.store.createSession(scope, {})).id;
@@ -73,13 +85,7 @@ describe('slow WebSocket subscribers', () => {
   });
 
   it('one that stops reading is closed with 4408 and a reason, which it sees when it reads again', async () => {
-    const id = (await app.services.store.createSession(scope, {})).id;
-    const sub = await rawSubscriber(id);
-    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
-    sub.tcp.pause();
-    await burst(id, 200);
-    // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
-    await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+    const sub = await givenUp(200);
     sub.tcp.resume();
     await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 10_000 });
     expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
@@ -88,12 +94,7 @@ describe('slow WebSocket subscribers', () => {
   });
 
   it('one that stays stalled well past the close still sees the code and the reason when it reads again', async () => {
-    const id = (await app.services.store.createSession(scope, {})).id;
-    const sub = await rawSubscriber(id);
-    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
-    sub.tcp.pause();
-    await burst(id, 400); // more than the socket buffers take: the close frame waits behind what it has not read
-    await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+    const sub = await givenUp(400); // more than the socket buffers take: the close frame waits behind what it has not read
     // Stalled on: the server used to terminate it 5 s after the close, dropping the frame with what was queued ahead of it (1006, no reason).
     await new Promise((r) => setTimeout(r, 7000));
     sub.tcp.resume();
@@ -104,12 +105,7 @@ describe('slow WebSocket subscribers', () => {
   });
 
   it('one that never reads again is let go once the grace after its close is over', async () => {
-    const id = (await app.services.store.createSession(scope, {})).id;
-    const sub = await rawSubscriber(id);
-    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
-    sub.tcp.pause();
-    await burst(id, 400);
-    await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+    const sub = await givenUp(400);
     // Its subscription and what was queued for it are released without the client doing anything.
     await waitFor(() => app.services.live.stats().events === 0, { what: 'the socket to be let go', timeoutMs: CLOSE_GRACE_MS + 10_000 });
     sub.ws.terminate();
