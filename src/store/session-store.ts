@@ -175,7 +175,7 @@ const APPEND_NOTIFYING_SQL = loneAppend(appendBlock(0, 0, true));
 
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
-/** Forks run again after a conflict with a concurrent transaction (retries.ts), each from a new snapshot. */
+/** Forks and deletions run again after a conflict with a concurrent transaction (retries.ts); a fork from a new snapshot. */
 const MAX_FORK_ATTEMPTS = 5;
 const MAX_DELETE_ATTEMPTS = 6;
 
