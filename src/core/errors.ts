@@ -10,6 +10,8 @@ export const ERROR_CODES = [
   'RATE_LIMITED',
   /** Retryable: the database is unreachable or out of connections (HTTP 503 with Retry-After). */
   'SERVICE_UNAVAILABLE',
+  /** A subscription ended because its subscriber fell too far behind (it subscribes again). */
+  'SUBSCRIBER_TOO_SLOW',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

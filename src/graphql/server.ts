@@ -34,7 +34,7 @@ import { aguiHandler } from '../agui/agui-handler.ts';
 import { withinBodyLimit } from './http-body.ts';
 import { fastLane } from './fast-lane.ts';
 import { GRAPHIQL_ASSETS_PREFIX, renderGraphiQLPage, serveGraphiQLAsset, useGraphiQLSecurityHeaders } from './graphiql.ts';
-import { watchLiveness, type LivenessOptions } from './ws-liveness.ts';
+import { closingOptions, watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { WsDelivery } from './ws-delivery.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
@@ -216,6 +216,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Every message, text or binary, is checked as UTF-8 by the socket itself (ws-messages.ts).
     WebSocket: Utf8CheckedWebSocket,
     skipUTF8Validation: true,
+    ...closingOptions(opts.wsLiveness),
     // Browsers open WebSockets cross-site without CORS: only this origin (or configured ones).
     verifyClient: ({ req }, done) =>
       browserAllowed(req) ? done(true) : done(false, 403, 'Forbidden'),

@@ -6,21 +6,41 @@
 // 1 MB queued), so a slow reader costs bounded memory: there is no reason to
 // drop it while it reads. A socket is closed only when it neither answers pings
 // nor takes any data for `deadAfterMs`, with a close code and a reason the
-// client sees.
-import type { WebSocket, WebSocketServer } from 'ws';
+// client sees. That close frame waits behind what the client has not read:
+// terminating the socket a fixed 5 s later dropped both (1006 and no reason
+// again, for a client stalled longer). So a closed socket is kept until its
+// frame is in the kernel's hands (delivered then, even once we let go), or
+// for `closeGraceMs` (what it holds is bounded: ws-delivery.ts).
+import type { ServerOptions, WebSocket, WebSocketServer } from 'ws';
 
 export const UNRESPONSIVE_CLOSE_CODE = 4408;
+/** After its close frame reached the kernel, a socket gets this long to finish the closing handshake. */
+const HANDSHAKE_MS = 5000;
+const DEFAULT_CLOSE_GRACE_MS = 5 * 60_000;
 
 export interface LivenessOptions {
   pingMs?: number;
   deadAfterMs?: number;
+  /** How long a socket closed for silence keeps what is queued ahead of its close frame, for a client that reads again. */
+  closeGraceMs?: number;
   /** Called when a socket is closed for silence (metrics; tests wait for theirs). */
   onUnresponsive?: (socket: WebSocket) => void;
+}
+
+/**
+ * WebSocketServer options: ws destroys a socket `closeTimeout` after sending
+ * its close frame, whether or not the frame left (30 s by default), so it is
+ * set past what watchLiveness allows. (ws has the option; @types/ws lacks it.)
+ */
+export function closingOptions(opts: LivenessOptions = {}): ServerOptions {
+  const closeTimeout = Math.max(opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS, opts.deadAfterMs ?? 60_000) + HANDSHAKE_MS;
+  return { closeTimeout } as ServerOptions;
 }
 
 export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) {
   const pingMs = opts.pingMs ?? 12_000;
   const deadAfterMs = opts.deadAfterMs ?? 60_000;
+  const closeGraceMs = opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
   wss.on('connection', (socket: WebSocket) => {
     const tcp = (socket as unknown as { _socket?: { bytesWritten: number; writableLength: number } })._socket;
     /** Our pings' own bytes (2 a ping): the kernel takes them whether or not the client reads. */
@@ -51,8 +71,16 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
           UNRESPONSIVE_CLOSE_CODE,
           `no answer to pings and nothing read for ${Math.round(deadAfterMs / 1000)} s; reconnect (sessionEvents with afterSeq resumes)`,
         );
-        setTimeout(() => socket.terminate(), 5000).unref();
         opts.onUnresponsive?.(socket);
+        const closedAt = Date.now();
+        let handedOverAt: number | undefined;
+        const closing = setInterval(() => {
+          if (!tcp || tcp.writableLength === 0) handedOverAt ??= Date.now(); // the close frame included
+          const now = Date.now();
+          if ((handedOverAt !== undefined && now - handedOverAt >= HANDSHAKE_MS) || now - closedAt >= closeGraceMs) socket.terminate();
+        }, Math.min(pingMs, HANDSHAKE_MS));
+        closing.unref();
+        socket.on('close', () => clearInterval(closing));
         return;
       }
       socket.ping();

@@ -68,7 +68,7 @@ const LEASE_SQL = {
             AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
           LIMIT $3
-          FOR UPDATE SKIP LOCKED
+          FOR NO KEY UPDATE SKIP LOCKED
        )
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
@@ -106,10 +106,12 @@ const LEASE_SQL = {
        RETURNING s.id, s.tenant, s."leaseToken" AS token, s."inheritedRanges", s."inheritedEventCount"`,
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
+  // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
+  // snapshot predates it fail its child's parent-key check (a serialization failure, issue 27).
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
          FROM (SELECT x.id, l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
                 WHERE x."leaseOwner" = $1
-                ORDER BY x.id COLLATE "C" FOR UPDATE OF x) held
+                ORDER BY x.id COLLATE "C" FOR NO KEY UPDATE OF x) held
         WHERE s.id = held.id AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
        RETURNING s.id`,
   releaseIfIdle: `UPDATE "Session" SET

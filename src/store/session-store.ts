@@ -16,6 +16,7 @@ import { SessionRows, type SessionColumns, type SessionRow } from './session-row
 import { TailStates } from './tail-states.ts';
 import { AppendBatcher } from './append-batcher.ts';
 import { NotifyQueue } from './notify-queue.ts';
+import { isTransactionConflict, retried, sqlStateOf } from './retries.ts';
 import type { LogState } from '../core/log-state.ts';
 
 export type { StoredEvent } from './session-log.ts';
@@ -174,6 +175,9 @@ const APPEND_NOTIFYING_SQL = loneAppend(appendBlock(0, 0, true));
 
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
+/** Forks and deletions run again after a conflict with a concurrent transaction (retries.ts); a fork from a new snapshot. */
+const MAX_FORK_ATTEMPTS = 5;
+const MAX_DELETE_ATTEMPTS = 6;
 
 /**
  * The batch checked against the relationship rules (core/log-state.ts) from
@@ -431,7 +435,8 @@ export class SessionStore {
         if (!raced || opts.expectedEventCount !== undefined || attempt >= MAX_APPEND_ATTEMPTS) throw err;
         if (attempt >= 2 && !opts.client) {
           return this.transaction(async (client) => {
-            await client.query('SELECT 1 FROM "Session" WHERE id = $1 FOR UPDATE', [sessionId]);
+            // NO KEY: a fork's parent-key check on this row does not conflict with it (see fork()).
+            await client.query('SELECT 1 FROM "Session" WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
             return this.checkAndAppend(sessionId, decoded, { ...opts, client }, release);
           });
         }
@@ -517,7 +522,32 @@ export class SessionStore {
     opts: { beforeCommit?: BeforeCommit<ForkManyRecord> } = {},
   ): Promise<ForkManyResult> {
     if (children.length < 1 || children.length > MAX_FORK_CHILDREN) throw badInput(`a fork writes 1..${MAX_FORK_CHILDREN} children, not ${children.length}`);
-    const result = await this.transaction(async (client) => {
+    // The child's parent key is checked against the parent row as of the
+    // snapshot: a transaction that deleted or locked the row FOR UPDATE after
+    // it makes Postgres abort the fork (serialization failure). The whole fork
+    // runs again from a new snapshot, so it still reads one observation: it
+    // succeeds, or finds the parent gone (SESSION_NOT_FOUND).
+    const result = await retried(MAX_FORK_ATTEMPTS, isTransactionConflict, () => this.forkOnce(scope, parentId, cut, children, opts.beforeCommit)).catch((err) => {
+      throw isTransactionConflict(err)
+        ? new ForklineError('SESSION_BUSY', `session ${parentId} kept changing while it was being forked (${MAX_FORK_ATTEMPTS} attempts); try again`, { sessionId: parentId })
+        : err;
+    });
+    for (const c of result.made) this.tails.remember(c.sessionId, c.after);
+    const rows = new Map((await this.sessions.byIds(result.made.map((c) => c.sessionId))).map((r) => [r.id, r]));
+    return {
+      parent: result.parent,
+      cutSeq: result.cutSeq,
+      children: result.made.map((c) => {
+        const session = rows.get(c.sessionId)!;
+        this.log.remember(session);
+        return { session, syntheticEvents: c.synthetic, inputId: c.inputId };
+      }),
+    };
+  }
+
+  /** One attempt at forkMany: its REPEATABLE READ transaction. */
+  private forkOnce(scope: Scope, parentId: string, cut: Cut | undefined, children: readonly ChildOverrides[], beforeCommit?: BeforeCommit<ForkManyRecord>) {
+    return this.transaction(async (client) => {
       const { rows } = await client.query<SessionRow>('SELECT * FROM "Session" WHERE id = $1 AND tenant = $2', [parentId, scope.tenant]);
       const parent = rows[0];
       if (!parent) throw sessionNotFound(parentId);
@@ -537,20 +567,9 @@ export class SessionStore {
       for (const [i, overrides] of children.entries()) {
         made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));
       }
-      await opts.beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ sessionId, inputId }) => ({ sessionId, inputId })) });
+      await beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ sessionId, inputId }) => ({ sessionId, inputId })) });
       return { parent, cutSeq, made };
     }, 'REPEATABLE READ');
-    for (const c of result.made) this.tails.remember(c.sessionId, c.after);
-    const rows = new Map((await this.sessions.byIds(result.made.map((c) => c.sessionId))).map((r) => [r.id, r]));
-    return {
-      parent: result.parent,
-      cutSeq: result.cutSeq,
-      children: result.made.map((c) => {
-        const session = rows.get(c.sessionId)!;
-        this.log.remember(session);
-        return { session, syntheticEvents: c.synthetic, inputId: c.inputId };
-      }),
-    };
   }
 
   /** The cut a fork takes, from the transaction's snapshot of the parent. */
@@ -638,17 +657,11 @@ export class SessionStore {
     id: string,
     opts: { withDescendants?: boolean; beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }> } = {},
   ): Promise<string[]> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.deleteOnce(scope, id, opts.withDescendants ?? false, opts.beforeCommit);
-      } catch (err) {
-        // A child forked while we collected the subtree (the parentId key refuses
-        // the delete at the end of the statement), or a deadlock with a batch of
-        // appends (append-batcher.ts) to the same sessions: again.
-        const code = (err as { code?: string }).code;
-        if (attempt >= 5 || !(code === '40P01' || (opts.withDescendants && code === '23503'))) throw err;
-      }
-    }
+    // A child forked while we collected the subtree (the parentId key refuses
+    // the delete at the end of the statement), or a deadlock with a batch of
+    // appends (append-batcher.ts) to the same sessions: again.
+    const again = (err: unknown) => isTransactionConflict(err) || (opts.withDescendants === true && sqlStateOf(err) === '23503');
+    return retried(MAX_DELETE_ATTEMPTS, again, () => this.deleteOnce(scope, id, opts.withDescendants ?? false, opts.beforeCommit));
   }
 
   private async deleteOnce(

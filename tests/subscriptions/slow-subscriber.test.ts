@@ -1,6 +1,8 @@
 // A subscriber that reads slowly is not dropped while it reads; one that stops
 // reading altogether is closed with a code and a reason it can see (it used to
-// be terminated after one missed pong: 1006, no reason).
+// be terminated after one missed pong: 1006, no reason), even when it reads
+// again long after the close (the frame used to be dropped 5 s after it, with
+// what was queued ahead of it: 1006 again).
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -10,11 +12,13 @@ import { UNRESPONSIVE_CLOSE_CODE } from '../../src/graphql/ws-liveness.ts';
 let app: TestApp;
 /** Silence the server tolerates; the slow reader below pauses for a quarter of it (margin for a loaded machine). */
 const DEAD_AFTER_MS = 1200;
+/** How long the server keeps a socket it closed for silence, for the client to read to the close frame. */
+const CLOSE_GRACE_MS = 12_000;
 /** Client-side ports of the sockets the server closed for silence (the test waits for its own). */
 const closedForSilence = new Set<number>();
 const scope = { tenant: 'local' };
 beforeAll(async () => {
-  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: DEAD_AFTER_MS, onUnresponsive: (socket) => void closedForSilence.add((socket as unknown as { _socket: import('node:net').Socket })._socket.remotePort!) } });
+  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: DEAD_AFTER_MS, closeGraceMs: CLOSE_GRACE_MS, onUnresponsive: (socket) => void closedForSilence.add((socket as unknown as { _socket: import('node:net').Socket })._socket.remotePort!) } });
 });
 afterAll(() => app.close());
 
@@ -43,6 +47,18 @@ async function burst(sessionId: string, events: number) {
   }
 }
 
+/** A subscriber that stopped reading during a burst of `events`, once the server has given up on it. */
+async function givenUp(events: number) {
+  const id = (await app.services.store.createSession(scope, {})).id;
+  const sub = await rawSubscriber(id);
+  await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
+  sub.tcp.pause();
+  await burst(id, events);
+  // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
+  await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+  return sub;
+}
+
 describe('slow WebSocket subscribers', () => {
   it('one that reads slowly keeps its subscription and gets every event, in order', async () => {
     const id = (await app.services.store.createSession(scope, {})).id;
@@ -69,17 +85,29 @@ describe('slow WebSocket subscribers', () => {
   });
 
   it('one that stops reading is closed with 4408 and a reason, which it sees when it reads again', async () => {
-    const id = (await app.services.store.createSession(scope, {})).id;
-    const sub = await rawSubscriber(id);
-    await waitFor(() => app.services.live.stats().events === 1, { what: 'registered' });
-    sub.tcp.pause();
-    await burst(id, 200);
-    // Past deadAfterMs without a pong or a byte read, the server closes it (however long the burst took to write).
-    await waitFor(() => closedForSilence.has(sub.tcp.localPort!), { what: 'the server to give up on it', timeoutMs: 20_000 });
+    const sub = await givenUp(200);
     sub.tcp.resume();
     await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 10_000 });
     expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
     expect(sub.closed()!.reason).toMatch(/no answer to pings and nothing read/);
     await waitFor(() => app.services.live.stats().events === 0, { what: 'cleanup' });
+  });
+
+  it('one that stays stalled well past the close still sees the code and the reason when it reads again', async () => {
+    const sub = await givenUp(400); // more than the socket buffers take: the close frame waits behind what it has not read
+    // Stalled on: the server used to terminate it 5 s after the close, dropping the frame with what was queued ahead of it (1006, no reason).
+    await new Promise((r) => setTimeout(r, 7000));
+    sub.tcp.resume();
+    await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 20_000 });
+    expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
+    expect(sub.closed()!.reason).toMatch(/no answer to pings and nothing read/);
+    expect(sub.seqs).toEqual(Array.from({ length: sub.seqs.length }, (_, i) => i)); // what it read before, in order
+  });
+
+  it('one that never reads again is let go once the grace after its close is over', async () => {
+    const sub = await givenUp(400);
+    // Its subscription and what was queued for it are released without the client doing anything.
+    await waitFor(() => app.services.live.stats().events === 0, { what: 'the socket to be let go', timeoutMs: CLOSE_GRACE_MS + 10_000 });
+    sub.ws.terminate();
   });
 });

@@ -4,10 +4,14 @@
 // to how much was said. Adjacent updates may merge (text deltas) and a keyed
 // update replaces the queued one with its key (a session's latest row); order
 // is kept. Past `max` queued updates the subscriber is closed with an error
-// instead of being buffered without bound. Whoever ends the stream (return()
-// from the client going away, close() from the producer) unregisters it at
-// once, even while a read is waiting.
-export const TOO_SLOW_MESSAGE = 'subscriber too slow: too many updates queued';
+// instead of being buffered without bound: SUBSCRIBER_TOO_SLOW, which its
+// client sees (a plain Error reached it as INTERNAL_SERVER_ERROR "Unexpected
+// error."). Whoever ends the stream (return() from the client going away,
+// close() from the producer) unregisters it at once, even while a read is
+// waiting.
+import { ForklineError } from '../../core/errors.ts';
+
+export const TOO_SLOW_MESSAGE = 'subscriber too slow: too many updates queued; subscribe again';
 /** The usual bound: a subscriber this far behind is closed with an error. */
 export const MAX_QUEUED_UPDATES = 10_000;
 
@@ -49,7 +53,7 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
     const waiting = this.reads.shift();
     if (waiting) return waiting.resolve({ value: item, done: false });
     if (this.absorb(item)) return;
-    if (this.items.length >= this.opts.max) return this.close(new Error(TOO_SLOW_MESSAGE));
+    if (this.items.length >= this.opts.max) return this.close(new ForklineError('SUBSCRIBER_TOO_SLOW', TOO_SLOW_MESSAGE, { queued: this.items.length }));
     this.items.push(item);
   }
 
