@@ -39,13 +39,14 @@ export class SessionController {
   constructor(
     private readonly store: SessionStore,
     private readonly host: SessionHost,
-    private readonly knownProviders: readonly string[],
+    /** Checks a model configuration a session is given (agent/models/registry.ts): its provider and settings. */
+    private readonly models: { configProblem(config: ModelConfig): string | undefined },
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
   }
 
   async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null }, idem: Idempotency = {}): Promise<SessionRow> {
-    if (input.model) this.checkProvider(input.model.provider);
+    if (input.model) this.checkModel(input.model);
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'createSession', input, idem),
       (beforeCommit) => this.store.createSession(scope, input, { beforeCommit }),
@@ -89,7 +90,7 @@ export class SessionController {
   }
 
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
-    if (overrides.model) this.checkProvider(overrides.model.provider);
+    if (overrides.model) this.checkModel(overrides.model);
     const { title, model, message } = overrides;
     // Absent overrides hash as before they existed: a retry from an older client still matches.
     const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined };
@@ -111,7 +112,7 @@ export class SessionController {
    */
   async fanOut(scope: Scope, sessionId: string, at: FanOutCut, variants: readonly ChildOverrides[], idem: Idempotency = {}): Promise<ForkManyResult> {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
-    for (const v of variants) if (v.model) this.checkProvider(v.model.provider);
+    for (const v of variants) if (v.model) this.checkModel(v.model);
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
     const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined })) };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
@@ -197,7 +198,7 @@ export class SessionController {
   }
 
   async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {
-    this.checkProvider(model.provider);
+    this.checkModel(model);
     await this.store.append(sessionId, [{ type: 'session/model', data: model }], { scope });
     return this.store.requireSession(scope, sessionId);
   }
@@ -212,10 +213,9 @@ export class SessionController {
     return this.idempotency.prune();
   }
 
-  private checkProvider(provider: string) {
-    if (!this.knownProviders.includes(provider)) {
-      throw new ForklineError('BAD_USER_INPUT', `unknown model provider "${provider}" (known: ${this.knownProviders.join(', ')})`);
-    }
+  private checkModel(model: ModelConfig) {
+    const problem = this.models.configProblem(model);
+    if (problem) throw new ForklineError('BAD_USER_INPUT', problem);
   }
 
   private call(scope: Scope, operation: string, input: unknown, idem: Idempotency): IdempotentCall | undefined {

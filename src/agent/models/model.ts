@@ -1,3 +1,6 @@
+// The agent's one model interface: a step's request in, the complete answer
+// out, text streamed as it comes. Every provider, the scripted model included,
+// is an AI SDK language model behind it (language-model.ts).
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 
 export interface CompleteOptions {
@@ -11,7 +14,7 @@ export interface ChatModel {
   complete(request: ModelRequest, opts: CompleteOptions): Promise<ModelAnswer>;
 }
 
-/** The model could not answer (bad configuration, provider error): the turn fails. */
+/** The model could not answer (bad configuration, provider error): the turn fails with this message. */
 export class ModelError extends Error {
   name = 'ModelError';
 }
