@@ -3,9 +3,16 @@ import { builder } from '../builder.ts';
 
 export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
-    provider: t.string({ required: true, description: '`scripted` (keyless, default) or `openai`.' }),
+    provider: t.string({
+      required: true,
+      description: '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
+    }),
     model: t.string({ required: true }),
-    settings: t.field({ type: 'JSON', description: 'Extra request fields for the provider (e.g. temperature).' }),
+    settings: t.field({
+      type: 'JSON',
+      description:
+        'Sampling settings for each request: temperature, topP, topK, maxOutputTokens, presencePenalty, frequencyPenalty, seed, stopSequences (or top_p, top_k, max_tokens, presence_penalty, frequency_penalty, stop), within their bounds; anything else is BAD_USER_INPUT.',
+    }),
   }),
 });
 
