@@ -177,6 +177,18 @@ describe('the conversation as the SDK\'s messages', () => {
     expect(b.slice(0, a.length).every((m, i) => m === a[i])).toBe(true);
   });
 
+  it('reuses an earlier request\'s prompt only as far as the messages are the same objects', () => {
+    const user = (content: string): ChatMessage => ({ role: 'user', content });
+    const first = [user('a'), { role: 'assistant', content: 'x' } as ChatMessage, user('b')];
+    const a = toPrompt(first);
+    // The same conversation with its second message replaced (a re-render): the prompt follows the new one.
+    const second = [first[0], { role: 'assistant', content: 'y' } as ChatMessage, first[2], user('c')];
+    const b = toPrompt(second);
+    expect(b[0]).toBe(a[0]);
+    expect(b.slice(1).map((m) => (m.content[0] as { text: string }).text)).toEqual(['y', 'b', 'c']);
+    expect(toPrompt([...second, user('d')]).map((m) => (m.content[0] as { text: string }).text)).toEqual(['a', 'y', 'b', 'c', 'd']);
+  });
+
   it('a system message after the conversation began (a summary) stays one, or becomes user text for providers that take system text only first', () => {
     const messages: ChatMessage[] = [
       { role: 'system', content: 'rules' },

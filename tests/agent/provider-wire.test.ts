@@ -295,6 +295,33 @@ describe('model settings where a session gets its model', () => {
     expect((await log(id)).filter((e) => e.type === 'session/model')).toHaveLength(1);
   });
 
+  it('names each refused field; nothing is created', async () => {
+    const before = (await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length;
+    for (const [settings, says] of [
+      [{ n: 8 }, '"n"'],
+      [{ service_tier: 'priority', temperature: 0.5 }, '"service_tier"'],
+      [{ store: true, logprobs: true }, '"store", "logprobs"'],
+      [{ model: 'gpt-expensive' }, '"model"'],
+      [{ stream: false }, '"stream"'],
+      [{ temperature: 5 }, 'temperature'],
+      [{ max_tokens: 10_000_000 }, 'max_tokens'],
+      [{ top_p: 'high' }, 'top_p'],
+      [{ stopSequences: ['a', 'b', 'c', 'd', 'e'] }, 'stopSequences'],
+    ] as const) {
+      const r = await app.gql(`mutation($m: ModelConfigInput) { createSession(input: { title: "settings", model: $m }) { id } }`, { m: { provider: 'openai', model: 'm', settings } });
+      expect(r.errors?.[0]?.extensions?.code, JSON.stringify(settings)).toBe('BAD_USER_INPUT');
+      expect(r.errors?.[0]?.message).toContain(says);
+    }
+    expect((await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length).toBe(before);
+  });
+
+  it('the chat-completions names reach the provider as its own fields', async () => {
+    const id = await session('openai', { temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+    replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(id, 'hi');
+    expect(received.get('openai')!.at(-1)!.body).toMatchObject({ model: 'fake-model', temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+  });
+
   it('an older log whose session/model holds settings outside the list still runs: they are never sent', async () => {
     const id = await session('openai', {});
     await app.services.store.append(id, [{ type: 'session/model', data: { provider: 'openai', model: 'fake-model', settings: { temperature: 0.5, n: 4, logit_bias: { 1: 100 } } } }]);

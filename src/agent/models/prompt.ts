@@ -26,20 +26,40 @@ export interface PromptOptions {
 
 const converted = new WeakMap<ChatMessage, LanguageModelV3Message>();
 
+/**
+ * The last request of each conversation, by its last message: the next one
+ * starts with the same message objects (verified one by one), so its prompt
+ * starts with the same converted ones, copied, and only the rest is looked up.
+ * One entry per conversation (the previous one is dropped as the next is kept).
+ */
+const previous = new WeakMap<ChatMessage, { messages: readonly ChatMessage[]; prompt: LanguageModelV3Prompt; systemOnlyAtStart: boolean }>();
+
 export function toPrompt(messages: readonly ChatMessage[], opts: PromptOptions = {}): LanguageModelV3Prompt {
-  const out: LanguageModelV3Prompt = new Array(messages.length);
-  let leading = true;
-  for (let i = 0; i < messages.length; i++) {
+  const systemOnlyAtStart = opts.systemOnlyAtStart ?? false;
+  let firstOther = 0;
+  while (firstOther < messages.length && messages[firstOther].role === 'system') firstOther++;
+  // The request this one continues: found from the end (what is new has no entry), then checked from the start.
+  let reused = 0;
+  let out: LanguageModelV3Prompt = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const prior = previous.get(messages[i]);
+    if (prior?.messages.length !== i + 1 || prior.systemOnlyAtStart !== systemOnlyAtStart) continue;
+    while (reused <= i && prior.messages[reused] === messages[reused]) reused++;
+    out = prior.prompt.slice(0, reused);
+    previous.delete(messages[i]);
+    break;
+  }
+  for (let i = reused; i < messages.length; i++) {
     const m = messages[i];
-    if (m.role !== 'system') leading = false;
-    else if (!leading && opts.systemOnlyAtStart) {
-      out[i] = { role: 'user', content: [{ type: 'text', text: m.content }] };
+    if (m.role === 'system' && i > firstOther && systemOnlyAtStart) {
+      out.push({ role: 'user', content: [{ type: 'text', text: m.content }] });
       continue;
     }
     let c = converted.get(m);
     if (!c) converted.set(m, (c = convert(messages, i)));
-    out[i] = c;
+    out.push(c);
   }
+  if (messages.length) previous.set(messages[messages.length - 1], { messages, prompt: out, systemOnlyAtStart });
   return out;
 }
 
