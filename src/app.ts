@@ -25,6 +25,7 @@ import { ToolCatalog } from './agent/tool-catalog.ts';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
 import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
+import type { ProviderConfig } from './agent/models/providers.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
@@ -62,7 +63,8 @@ export interface AppOptions {
   /** Observes every SQL statement the pool runs, with the rows it returned (tests and bench count them). */
   onQuery?: QueryObserver;
   defaultModel?: { provider: string; model: string };
-  openai?: { baseUrl?: string; apiKey?: string; model?: string };
+  /** Provider endpoints and keys (agent/models/providers.ts; main: from the environment). */
+  providers?: ProviderConfig;
   /** Where POST /recordings spools bodies (main: under the data directory). */
   uploadDir?: string;
   /** WebSocket ping interval and how long a silent socket lives (ws-liveness.ts; tests shorten them). */
@@ -113,15 +115,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
   const store = new SessionStore(db.pool, toolEffectOf, { prepare, log });
-  const models = new ModelRegistry({
-    openaiBaseUrl: opts.openai?.baseUrl,
-    openaiApiKey: opts.openai?.apiKey,
-    defaultModel: opts.openai?.model,
-  });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
+  const models = new ModelRegistry({ ...opts.providers, defaultModel });
   const tools = new ToolCatalog(opts.mcp, log);
   const host = new SessionHost(
     store,

@@ -46,10 +46,17 @@ const envSchema = z.object({
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
-  MODEL_PROVIDER: z.enum(['scripted', 'openai']).default('scripted'),
+  // Models (README "Models"): the default provider and model, each provider's key and endpoint.
+  MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),
+  MODEL: z.string().optional(),
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
   OPENAI_API_KEY: z.string().optional(),
-  MODEL: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.string().url().optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  GOOGLE_BASE_URL: z.string().url().optional(),
+  GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
+  OPENAI_COMPATIBLE_BASE_URL: z.string().url().optional(),
+  OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
   FORKLINE_MCP_CONFIG: z.string().optional(),
   // Security and operations (README "Security and operations").
@@ -73,9 +80,24 @@ const envSchema = z.object({
   FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
   FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-}).refine((c) => c.MODEL_PROVIDER !== 'openai' || c.MODEL, {
-  path: ['MODEL'],
-  message: 'MODEL_PROVIDER=openai needs MODEL (the model name the server knows, e.g. gpt-4o-mini or llama3)',
+}).superRefine((c, ctx) => {
+  if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['MODEL'],
+    message: `MODEL_PROVIDER=${c.MODEL_PROVIDER} needs MODEL (the model name the provider knows, e.g. gpt-4o-mini, claude-sonnet-4-5, gemini-2.5-flash or llama3)`,
+  });
+}).refine((c) => c.MODEL_PROVIDER !== 'openai-compatible' || c.OPENAI_COMPATIBLE_BASE_URL, {
+  path: ['OPENAI_COMPATIBLE_BASE_URL'],
+  message: 'MODEL_PROVIDER=openai-compatible needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
+});
+
+/** Each provider's endpoint and key (agent/models/providers.ts). */
+export const providersOf = (c: Config) => ({
+  openai: { baseUrl: c.OPENAI_BASE_URL, apiKey: c.OPENAI_API_KEY },
+  anthropic: { baseUrl: c.ANTHROPIC_BASE_URL, apiKey: c.ANTHROPIC_API_KEY },
+  google: { baseUrl: c.GOOGLE_BASE_URL, apiKey: c.GOOGLE_GENERATIVE_AI_API_KEY },
+  ...(c.OPENAI_COMPATIBLE_BASE_URL ? { openaiCompatible: { baseUrl: c.OPENAI_COMPATIBLE_BASE_URL, apiKey: c.OPENAI_COMPATIBLE_API_KEY } } : {}),
 });
 
 /** The model new sessions use until a session/model event says otherwise. */

@@ -1,7 +1,7 @@
 // `npm start`: embedded Postgres under .data/ unless DATABASE_URL is set,
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
-import { defaultModelOf, loadConfig, securityOptions } from './config.ts';
+import { defaultModelOf, loadConfig, providersOf, securityOptions } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { assertSafeBinding } from './graphql/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
@@ -73,7 +73,7 @@ async function main() {
       host: config.HOST,
       port: config.PORT,
       defaultModel: defaultModelOf(config),
-      openai: { baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, model: config.MODEL },
+      providers: providersOf(config),
       mcp: config.FORKLINE_MCP_CONFIG ? loadMcpConfig(path.resolve(config.FORKLINE_MCP_CONFIG)) : undefined,
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
       sweepMs: 2000,

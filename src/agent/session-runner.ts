@@ -15,7 +15,6 @@ import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
-import { allowedSettings } from './models/settings.ts';
 
 export interface RunnerDeps {
   store: SessionStore;
@@ -242,7 +241,7 @@ export class SessionRunner {
           {
             provider: config.provider,
             model: config.model,
-            settings: allowedSettings(model.settings, config.settings),
+            settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
             messages,
             tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
           },

@@ -12,6 +12,9 @@ export type ChatMessage =
     }
   | { role: 'tool'; tool_call_id: string; content: string };
 
+/** How a tool message says its call failed (a tool/result with status `error`): the model adapter reads it back. */
+export const TOOL_ERROR_PREFIX = 'Error: ';
+
 export interface ToolDefinition {
   name: string;
   description: string;

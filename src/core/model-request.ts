@@ -4,7 +4,7 @@
 // The conversation is built incrementally: the agent keeps one per session and
 // applies only the events appended since (a turn on a long session costs the
 // new events, not a replay). buildModelMessages is the same fold over a whole log.
-import type { ChatMessage } from './chat.ts';
+import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
 import type { EventData, LogEvent } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
@@ -112,7 +112,7 @@ export class Conversation {
         break;
       case 'tool': {
         const d = entry.data;
-        out.push({ role: 'tool', tool_call_id: d.callId, content: d.status === 'error' ? `Error: ${d.content}` : d.content });
+        out.push({ role: 'tool', tool_call_id: d.callId, content: d.status === 'error' ? `${TOOL_ERROR_PREFIX}${d.content}` : d.content });
         break;
       }
     }

@@ -40,7 +40,7 @@ export class SessionController {
   constructor(
     private readonly store: SessionStore,
     private readonly host: SessionHost,
-    /** Checks a model configuration a session is given (agent/models/registry.ts). */
+    /** Checks a model configuration a session is given (agent/models/registry.ts): its provider and settings. */
     private readonly models: { configProblem(config: ModelConfig): string | undefined },
     private readonly tools: ToolCatalog,
   ) {

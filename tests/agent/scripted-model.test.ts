@@ -3,7 +3,7 @@
 // a step costs what is new, not the conversation. The totals must be exactly
 // what counting every message gives, whatever happened to the conversation.
 import { describe, expect, it } from 'vitest';
-import { ScriptedModel } from '../../src/agent/models/scripted.ts';
+import { ModelRegistry } from '../../src/agent/models/registry.ts';
 import { Conversation } from '../../src/core/model-request.ts';
 import type { ChatMessage } from '../../src/core/chat.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -13,7 +13,9 @@ const options = () => ({ signal: new AbortController().signal, onDelta: () => {}
 
 describe('the scripted model', () => {
   it('reports the words of the whole request and numbers calls by the user messages, across turns, tool calls, replacements and system prompts', async () => {
-    const model = new ScriptedModel();
+    // The scripted language model as the agent calls it: through the registry's adapter (prompt.ts converts each message once).
+    const registry = new ModelRegistry();
+    const model = registry.resolve('scripted');
     const conversation = new Conversation();
     let seq = 0;
     const log = (type: string, data: unknown) => conversation.apply({ seq: seq++, type, data } as LogEvent);
@@ -35,6 +37,6 @@ describe('the scripted model', () => {
       // A surface/replace renders the history again (new message objects): the totals still hold.
       if (turn === 3) log('surface/replace', { fromSeq: 0, toSeq: 5, content: 'an earlier exchange, summarized in eight words' });
     }
-    expect(model.requestCount).toBe(12);
+    expect(registry.scripted.requestCount).toBe(12);
   });
 });

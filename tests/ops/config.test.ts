@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultModelOf, loadConfig } from '../../src/config.ts';
+import { defaultModelOf, loadConfig, providersOf } from '../../src/config.ts';
 
 describe('configuration (DESIGN §8)', () => {
   it('defaults: port 4000 on loopback, embedded database, keyless scripted model', () => {
@@ -12,6 +12,27 @@ describe('configuration (DESIGN §8)', () => {
     expect(() => loadConfig({ MODEL_PROVIDER: 'openai' })).toThrow(/MODEL: MODEL_PROVIDER=openai needs MODEL/);
     const c = loadConfig({ MODEL_PROVIDER: 'openai', MODEL: 'llama3', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' });
     expect(defaultModelOf(c)).toEqual({ provider: 'openai', model: 'llama3' });
+  });
+
+  it('every provider but the scripted one needs a model name; an OpenAI-compatible server needs its base URL; keys and base URLs per provider', () => {
+    expect(() => loadConfig({ MODEL_PROVIDER: 'anthropic' })).toThrow(/MODEL: MODEL_PROVIDER=anthropic needs MODEL/);
+    expect(() => loadConfig({ MODEL_PROVIDER: 'openai-compatible', MODEL: 'llama3' })).toThrow(/OPENAI_COMPATIBLE_BASE_URL/);
+    const c = loadConfig({
+      MODEL_PROVIDER: 'openai-compatible',
+      MODEL: 'llama3',
+      OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:11434/v1',
+      ANTHROPIC_API_KEY: 'sk-ant',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
+      GOOGLE_GENERATIVE_AI_API_KEY: 'g-key',
+    });
+    expect(defaultModelOf(c)).toEqual({ provider: 'openai-compatible', model: 'llama3' });
+    expect(providersOf(c)).toEqual({
+      openai: { baseUrl: 'https://api.openai.com/v1', apiKey: undefined },
+      anthropic: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-ant' },
+      google: { baseUrl: undefined, apiKey: 'g-key' },
+      openaiCompatible: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: undefined },
+    });
+    expect(providersOf(loadConfig({}))).not.toHaveProperty('openaiCompatible');
   });
 
   it('rejects bad values with the variable named', () => {

@@ -1,5 +1,7 @@
+// The agent's one model interface: a step's request in, the complete answer
+// out, text streamed as it comes. Every provider, the scripted model included,
+// is an AI SDK language model behind it (language-model.ts).
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
-import type { SettingsSchema } from './settings.ts';
 
 export interface CompleteOptions {
   signal: AbortSignal;
@@ -9,12 +11,10 @@ export interface CompleteOptions {
 
 /** A chat model: one round trip per agent step. */
 export interface ChatModel {
-  /** The settings a session may give it (settings.ts); unset: none. */
-  readonly settings?: SettingsSchema;
   complete(request: ModelRequest, opts: CompleteOptions): Promise<ModelAnswer>;
 }
 
-/** The model could not answer (bad configuration, provider error): the turn fails. */
+/** The model could not answer (bad configuration, provider error): the turn fails with this message. */
 export class ModelError extends Error {
   name = 'ModelError';
 }

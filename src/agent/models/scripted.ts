@@ -1,5 +1,7 @@
-// The keyless, deterministic default model. It answers from the request alone,
-// so a fork and its parent given the same history answer the same way.
+// The keyless, deterministic default model, as an AI SDK language model
+// (LanguageModelV3): the agent calls it exactly as it calls a provider's. It
+// answers from the prompt alone, so a fork and its parent given the same
+// history answer the same way.
 //
 // Cues, one per line in the user's message (documented in the README):
 //   !call <tool> <json arguments>   call a tool in the current step
@@ -8,10 +10,19 @@
 //   !slow <ms>                      wait this long between streamed words
 // Without cues it answers `Echo: <text>`. After the last group of calls it
 // answers with a summary of the tool results it was given.
-import type { ChatMessage, ModelAnswer, ModelRequest } from '../../core/chat.ts';
-import type { ToolCall } from '../../core/events.ts';
-import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
-import { SAMPLING_SETTINGS } from './settings.ts';
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3StreamResult,
+  LanguageModelV3ToolResultPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+import { ModelError } from './model.ts';
 
 interface Script {
   groups: Array<Array<{ name: string; arguments: string }>>;
@@ -54,95 +65,146 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
-const RECENT_REQUESTS = 20;
+interface Answer {
+  text: string;
+  toolCalls: Array<{ id: string; name: string; arguments: string }>;
+  usage: LanguageModelV3Usage;
+  slowMs: number;
+}
 
-export class ScriptedModel implements ChatModel {
-  /** Taken (and ignored) like a real model's, so a session keeps its settings when it moves between providers. */
-  readonly settings = SAMPLING_SETTINGS;
-  /** How many requests it answered, and the most recent ones (tests assert on them; bounded for a long-running server). */
-  requestCount = 0;
-  readonly recentRequests: ModelRequest[] = [];
+const NEVER = new AbortController().signal;
 
-  get lastRequest(): ModelRequest | undefined {
-    return this.recentRequests.at(-1);
+export class ScriptedLanguageModel implements LanguageModelV3 {
+  readonly specificationVersion = 'v3';
+  readonly provider = 'scripted';
+  readonly supportedUrls = {};
+
+  constructor(readonly modelId = 'scripted') {}
+
+  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    const a = answer(options.prompt);
+    const content: LanguageModelV3Content[] = [
+      ...(a.text ? [{ type: 'text' as const, text: a.text }] : []),
+      ...a.toolCalls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+    ];
+    return { content, finishReason: finishReason(a), usage: a.usage, warnings: [] };
   }
 
-  async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
-    this.requestCount++;
-    // Kept as given: the agent hands each request a fresh array of messages it never mutates.
-    this.recentRequests.push(request);
-    if (this.recentRequests.length > RECENT_REQUESTS) this.recentRequests.shift();
-    const { messages } = request;
-    let lastUser = messages.length - 1;
-    while (lastUser >= 0 && messages[lastUser].role !== 'user') lastUser--;
-    if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
-    const script = parseScript((messages[lastUser] as { content: string }).content);
-    if (script.fail) throw new ModelError(script.fail);
-    const since = messages.slice(lastUser + 1);
-    const step = since.filter((m) => m.role === 'assistant').length; // steps already answered this turn
-    const { users: turnIndex, words: inputWords } = prefixTotals(messages);
-
-    let answer: ModelAnswer;
-    if (step < script.groups.length) {
-      const toolCalls: ToolCall[] = script.groups[step].map((c, i) => ({
-        id: `call_${turnIndex}_${step + 1}_${i + 1}`,
-        name: c.name,
-        arguments: c.arguments,
-      }));
-      answer = { text: '', toolCalls };
-    } else {
-      answer = { text: finalText(script, since), toolCalls: [] };
-    }
-    // Usage as a provider would report it, counted in words.
-    answer.usage = {
-      inputTokens: inputWords,
-      outputTokens: words(answer.text) + answer.toolCalls.reduce((n, c) => n + 1 + words(c.arguments), 0),
-    };
-    for (const word of answer.text.match(/\S+\s*/g) ?? []) {
-      if (script.slowMs) await sleep(script.slowMs, signal);
-      else if (signal.aborted) throw signal.reason;
-      onDelta(word);
-    }
-    return answer;
+  async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
+    const a = answer(options.prompt);
+    const signal = options.abortSignal ?? NEVER;
+    const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      async start(out) {
+        try {
+          out.enqueue({ type: 'stream-start', warnings: [] });
+          if (a.text) {
+            out.enqueue({ type: 'text-start', id: 'text' });
+            for (const word of a.text.match(/\S+\s*/g) ?? []) {
+              if (a.slowMs) await sleep(a.slowMs, signal);
+              else if (signal.aborted) throw signal.reason;
+              out.enqueue({ type: 'text-delta', id: 'text', delta: word });
+            }
+            out.enqueue({ type: 'text-end', id: 'text' });
+          }
+          for (const c of a.toolCalls) out.enqueue({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.arguments });
+          out.enqueue({ type: 'finish', finishReason: finishReason(a), usage: a.usage });
+          out.close();
+        } catch (err) {
+          out.error(err);
+        }
+      },
+    });
+    return { stream };
   }
+}
+
+const finishReason = (a: Answer) => (a.toolCalls.length ? { unified: 'tool-calls' as const, raw: undefined } : { unified: 'stop' as const, raw: undefined });
+
+function answer(prompt: LanguageModelV3Prompt): Answer {
+  let lastUser = prompt.length - 1;
+  while (lastUser >= 0 && prompt[lastUser].role !== 'user') lastUser--;
+  if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
+  const script = parseScript(textOf(prompt[lastUser]));
+  if (script.fail) throw new ModelError(script.fail);
+  const since = prompt.slice(lastUser + 1);
+  const step = since.filter((m) => m.role === 'assistant').length; // steps already answered this turn
+  const { users: turnIndex, words: inputWords } = prefixTotals(prompt);
+
+  let text = '';
+  let toolCalls: Answer['toolCalls'] = [];
+  if (step < script.groups.length) {
+    toolCalls = script.groups[step].map((c, i) => ({ id: `call_${turnIndex}_${step + 1}_${i + 1}`, name: c.name, arguments: c.arguments }));
+  } else {
+    text = finalText(script, since);
+  }
+  // Usage as a provider would report it, counted in words.
+  const output = words(text) + toolCalls.reduce((n, c) => n + 1 + words(c.arguments), 0);
+  return {
+    text,
+    toolCalls,
+    slowMs: script.slowMs,
+    usage: {
+      inputTokens: { total: inputWords, noCache: inputWords, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: output, text: output, reasoning: undefined },
+    },
+  };
 }
 
 const words = (t: string | null | undefined) => (t ? (t.match(/\S+/g)?.length ?? 0) : 0);
 
+/** The text a message holds: its text parts, or its tool results' text. */
+function textOf(m: LanguageModelV3Message): string {
+  if (m.role === 'system') return m.content;
+  let text = '';
+  for (const p of m.content) {
+    if (p.type === 'text') text += p.text;
+    else if (p.type === 'tool-result') text += resultText(p);
+  }
+  return text;
+}
+
+function resultText(p: LanguageModelV3ToolResultPart): string {
+  const o = p.output;
+  return o.type === 'text' || o.type === 'error-text' ? o.value : JSON.stringify(o);
+}
+
 /** Words and user messages through a message, at the index it had when counted. */
-const totalsThrough = new WeakMap<ChatMessage, { index: number; words: number; users: number }>();
+const totalsThrough = new WeakMap<LanguageModelV3Message, { index: number; words: number; users: number }>();
 
 /**
- * Words and user messages in `messages`, in time proportional to what is new
- * since an earlier request of the same conversation: messages are shared
- * objects across its requests (model-request.ts), so the running totals kept
- * with the last one already counted at the same index serve as the prefix.
- * Counting every message again made each step of a 200,000-event session's
- * turn cost about 2 ms more than on a short one (the turn bench).
+ * Words and user messages in `prompt`, in time proportional to what is new
+ * since an earlier request of the same conversation: its messages are shared
+ * objects across its requests (model-request.ts, prompt.ts), so the running
+ * totals kept with the last one already counted at the same index serve as the
+ * prefix. Counting every message again made each step of a 200,000-event
+ * session's turn cost about 2 ms more than on a short one (the turn bench).
  */
-function prefixTotals(messages: ChatMessage[]): { words: number; users: number } {
-  let from = messages.length - 1;
+function prefixTotals(prompt: LanguageModelV3Prompt): { words: number; users: number } {
+  let from = prompt.length - 1;
   let known: { words: number; users: number } = { words: 0, users: 0 };
   for (; from >= 0; from--) {
-    const t = totalsThrough.get(messages[from]);
+    const t = totalsThrough.get(prompt[from]);
     if (t?.index === from) {
       known = t;
       break;
     }
   }
   let { words: w, users } = known;
-  for (let i = from + 1; i < messages.length; i++) {
-    const m = messages[i];
-    w += words(m.content);
+  for (let i = from + 1; i < prompt.length; i++) {
+    const m = prompt[i];
+    w += words(textOf(m));
     if (m.role === 'user') users++;
     totalsThrough.set(m, { index: i, words: w, users });
   }
   return { words: w, users };
 }
 
-function finalText(script: Script, since: ChatMessage[]): string {
-  const results = since.filter((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool');
+function finalText(script: Script, since: LanguageModelV3Prompt): string {
   if (script.groups.length === 0) return `Echo: ${script.text}`;
-  const lines = results.map((r) => `- ${r.tool_call_id}: ${r.content.length > 300 ? `${r.content.slice(0, 300)}…` : r.content}`);
+  const results = since.flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
+  const lines = results.map((r) => {
+    const content = resultText(r);
+    return `- ${r.toolCallId}: ${content.length > 300 ? `${content.slice(0, 300)}…` : content}`;
+  });
   return [`Done${script.text ? ` (${script.text})` : ''}. Tool results:`, ...lines].join('\n');
 }

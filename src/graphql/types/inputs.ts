@@ -4,11 +4,15 @@ import { idSchema } from '../../core/input-rules.ts';
 
 export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
-    provider: t.string({ required: true, description: '`scripted` (keyless, default) or `openai`.' }),
+    provider: t.string({
+      required: true,
+      description: '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
+    }),
     model: t.string({ required: true }),
     settings: t.field({
       type: 'JSON',
-      description: 'Sampling fields sent with each request: temperature, top_p, max_tokens, presence_penalty, frequency_penalty, seed, stop (within their bounds; anything else is BAD_USER_INPUT).',
+      description:
+        'Sampling settings for each request: temperature, topP, topK, maxOutputTokens, presencePenalty, frequencyPenalty, seed, stopSequences (or top_p, top_k, max_tokens, presence_penalty, frequency_penalty, stop), within their bounds; anything else is BAD_USER_INPUT.',
     }),
   }),
 });

@@ -1,0 +1,91 @@
+// The adapter from the agent's model interface (model.ts) to an AI SDK
+// language model (LanguageModelV3): the conversation converted (prompt.ts), the
+// session's allowed settings as call options (settings.ts), one streamed call;
+// text deltas as they come, tool calls with their arguments as the model wrote
+// them, usage as the provider reported it. Whatever the model or its provider
+// fails with becomes a ModelError naming the provider (the turn fails with it).
+import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
+import type { ToolCall } from '../../core/events.ts';
+import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
+import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
+import { callSettings } from './settings.ts';
+
+export interface LanguageChatModelOptions {
+  /** The session's provider name, in error messages. */
+  provider: string;
+  /** The language model for a model name (providers create one per name; cheap). */
+  languageModel(modelId: string): LanguageModelV3;
+  prompt?: PromptOptions;
+  /** Told of each request before it is sent (the registry keeps the scripted model's for tests). */
+  onRequest?(request: ModelRequest): void;
+}
+
+export class LanguageChatModel implements ChatModel {
+  constructor(private readonly opts: LanguageChatModelOptions) {}
+
+  async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
+    this.opts.onRequest?.(request);
+    let text = '';
+    let usage: ModelAnswer['usage'];
+    const toolCalls: ToolCall[] = [];
+    try {
+      const tools = toTools(request.tools);
+      const { stream } = await this.opts.languageModel(request.model).doStream({
+        prompt: toPrompt(request.messages, this.opts.prompt),
+        ...(tools.length ? { tools, toolChoice: { type: 'auto' } } : {}),
+        ...callSettings(request.settings),
+        abortSignal: signal,
+      });
+      const reader = stream.getReader();
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        const part: LanguageModelV3StreamPart = r.value;
+        switch (part.type) {
+          case 'text-delta':
+            if (!part.delta) break;
+            text += part.delta;
+            onDelta(part.delta);
+            break;
+          case 'tool-call':
+            // Run by the provider (its own built-in tools): nothing for the agent to run.
+            if (!part.providerExecuted) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
+            break;
+          case 'finish':
+            usage = usageOf(part.usage);
+            break;
+          case 'error':
+            throw part.error;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) throw err;
+      throw modelError(this.opts.provider, err);
+    }
+    return usage ? { text, toolCalls, usage } : { text, toolCalls };
+  }
+}
+
+/** Token counts as the provider reported them (absent ones left out). */
+function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
+  const counted = (n: number | undefined) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined);
+  const inputTokens = counted(u.inputTokens.total);
+  const outputTokens = counted(u.outputTokens.total);
+  if (inputTokens === undefined && outputTokens === undefined) return undefined;
+  return { ...(inputTokens !== undefined ? { inputTokens } : {}), ...(outputTokens !== undefined ? { outputTokens } : {}) };
+}
+
+/** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
+export function modelError(provider: string, err: unknown): ModelError {
+  if (err instanceof ModelError) return err;
+  if (APICallError.isInstance(err)) {
+    const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
+    return new ModelError(`${provider} provider: ${status}${err.message}`.slice(0, 2000));
+  }
+  const message =
+    err instanceof Error
+      ? err.message
+      : typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string'
+        ? (err as { message: string }).message
+        : JSON.stringify(err);
+  return new ModelError(`${provider} provider: ${message}`.slice(0, 2000));
+}

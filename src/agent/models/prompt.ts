@@ -1,0 +1,128 @@
+// The agent's conversation (OpenAI chat shape, core/chat.ts) as the AI SDK's
+// messages. Pure.
+//
+// The target is the language-model prompt (LanguageModelV3Prompt): the AI SDK's
+// ModelMessage format in its normal form (content always an array of parts),
+// which is what every provider's model, and the scripted one, is given. The
+// adapter hands it to the model directly rather than through streamText, which
+// validates and converts the whole conversation again on every step (measured:
+// about 2.5 s a step on a 57,000-message conversation, against nothing here).
+//
+// A conversation's requests share their message objects (core/model-request.ts),
+// so each message is converted once and the same object is handed out again:
+// a step costs the new messages, and models may keep running totals with them
+// (the scripted model does).
+import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolCallPart } from '@ai-sdk/provider';
+import { TOOL_ERROR_PREFIX, type ChatMessage, type ToolDefinition } from '../../core/chat.ts';
+
+export interface PromptOptions {
+  /**
+   * System messages only before the first other message (Google's API takes no
+   * other; a compaction's summary may stand later): a later one is sent as a
+   * user message with the same text.
+   */
+  systemOnlyAtStart?: boolean;
+}
+
+const converted = new WeakMap<ChatMessage, LanguageModelV3Message>();
+
+/**
+ * The last request of each conversation, by its last message: the next one
+ * starts with the same message objects (verified one by one), so its prompt
+ * starts with the same converted ones, copied, and only the rest is looked up.
+ * One entry per conversation (the previous one is dropped as the next is kept).
+ */
+const previous = new WeakMap<ChatMessage, { messages: readonly ChatMessage[]; prompt: LanguageModelV3Prompt; systemOnlyAtStart: boolean }>();
+
+export function toPrompt(messages: readonly ChatMessage[], opts: PromptOptions = {}): LanguageModelV3Prompt {
+  const systemOnlyAtStart = opts.systemOnlyAtStart ?? false;
+  let firstOther = 0;
+  while (firstOther < messages.length && messages[firstOther].role === 'system') firstOther++;
+  // The request this one continues: found from the end (what is new has no entry), then checked from the start.
+  let reused = 0;
+  let out: LanguageModelV3Prompt = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const prior = previous.get(messages[i]);
+    if (prior?.messages.length !== i + 1 || prior.systemOnlyAtStart !== systemOnlyAtStart) continue;
+    while (reused <= i && prior.messages[reused] === messages[reused]) reused++;
+    out = prior.prompt.slice(0, reused);
+    previous.delete(messages[i]);
+    break;
+  }
+  for (let i = reused; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.role === 'system' && i > firstOther && systemOnlyAtStart) {
+      out.push({ role: 'user', content: [{ type: 'text', text: m.content }] });
+      continue;
+    }
+    let c = converted.get(m);
+    if (!c) converted.set(m, (c = convert(messages, i)));
+    out.push(c);
+  }
+  if (messages.length) previous.set(messages[messages.length - 1], { messages, prompt: out, systemOnlyAtStart });
+  return out;
+}
+
+function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Message {
+  const m = messages[i];
+  switch (m.role) {
+    case 'system':
+      return { role: 'system', content: m.content };
+    case 'user':
+      return { role: 'user', content: [{ type: 'text', text: m.content }] };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: [
+          ...(m.content !== null ? [{ type: 'text' as const, text: m.content }] : []),
+          ...(m.tool_calls ?? []).map(
+            (c): LanguageModelV3ToolCallPart => ({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: toolInput(c.function.arguments) }),
+          ),
+        ],
+      };
+    case 'tool': {
+      const error = m.content.startsWith(TOOL_ERROR_PREFIX);
+      return {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: m.tool_call_id,
+            toolName: toolNameOf(messages, i, m.tool_call_id),
+            // The whole text either way: what the model reads does not change with the provider.
+            output: error ? { type: 'error-text', value: m.content } : { type: 'text', value: m.content },
+          },
+        ],
+      };
+    }
+  }
+}
+
+/**
+ * A call's input as the SDK takes it (a JSON object; providers serialize it
+ * again). Arguments that are not a JSON object (a model's malformed call, whose
+ * result already says so) are sent as an empty object: providers such as
+ * Anthropic refuse anything else.
+ */
+export function toolInput(args: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(args || '{}');
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The name of the tool a result answers: from the assistant message that made the call (the nearest one before it). */
+function toolNameOf(messages: readonly ChatMessage[], i: number, callId: string): string {
+  for (let j = i - 1; j >= 0; j--) {
+    const m = messages[j];
+    const call = m.role === 'assistant' ? m.tool_calls?.find((c) => c.id === callId) : undefined;
+    if (call) return call.function.name;
+  }
+  return 'unknown';
+}
+
+export function toTools(tools: readonly ToolDefinition[]): LanguageModelV3FunctionTool[] {
+  return tools.map((t) => ({ type: 'function', name: t.name, description: t.description, inputSchema: t.parameters }));
+}

@@ -1,0 +1,351 @@
+// Every provider through GraphQL against a local fake server speaking its wire
+// format (never the network): OpenAI chat completions, OpenAI Responses,
+// Anthropic messages, Google generateContent, and an OpenAI-compatible server
+// (vLLM, Ollama, llama.cpp). Each answers a turn with streamed text, runs a
+// tool call round trip, records the usage the provider reported, maps the
+// session's settings, and fails its turn with the provider's error.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+
+type Reply = { status?: number; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
+type Received = { path: string; headers: http.IncomingHttpHeaders; body: any };
+
+/** A provider's wire format: how it answers, and where its requests put what the agent sent. */
+interface Wire {
+  provider: string;
+  /** The path prefix its base URL points at. */
+  prefix: string;
+  text(chunks: string[], usage: { input: number; output: number }): Reply;
+  toolCall(call: { id: string; name: string; arguments: string }): Reply;
+  error(status: number, message: string): Reply;
+  /** The texts of the user's messages a request carries. */
+  userTexts(body: any): string[];
+  /** The content the request gives the result of a call (by id, or by tool name where the format has no ids). */
+  toolResult(body: any, call: { id: string; name: string }): unknown;
+  /** The call the request repeats from the model's answer, as the format writes it. */
+  toolCallSent(body: any, call: { id: string; name: string }): { name: string; arguments: unknown } | undefined;
+  /** The sampling fields of a request: temperature and the answer's token limit. */
+  sampling(body: any): { temperature: unknown; maxTokens: unknown };
+  authorization(headers: http.IncomingHttpHeaders): string | undefined;
+}
+
+const sse = (data: unknown, event?: string) => ({ event, data });
+
+const chatCompletions = (provider: string, prefix: string): Wire => {
+  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra });
+  const end = (reason: string, usage?: { input: number; output: number }) =>
+    sse({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [{ index: 0, delta: {}, finish_reason: reason }], ...(usage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}) });
+  return {
+    provider,
+    prefix,
+    text: (chunks, usage) => ({ events: [sse(chunk({ role: 'assistant', content: '' })), ...chunks.map((c) => sse(chunk({ content: c }))), end('stop', usage), sse('[DONE]')] }),
+    toolCall: (c) => ({
+      events: [
+        sse(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] })),
+        sse(chunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(0, 5) } }] })),
+        sse(chunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(5) } }] })),
+        end('tool_calls', { input: 20, output: 7 }),
+        sse('[DONE]'),
+      ],
+    }),
+    error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } } }),
+    userTexts: (b) => b.messages.filter((m: any) => m.role === 'user').map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
+    toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
+    toolCallSent: (b, c) => {
+      const tc = b.messages.flatMap((m: any) => m.tool_calls ?? []).find((t: any) => t.id === c.id);
+      return tc && { name: tc.function.name, arguments: JSON.parse(tc.function.arguments) };
+    },
+    sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
+    authorization: (h) => h.authorization,
+  };
+};
+
+const responses: Wire = {
+  provider: 'openai-responses',
+  prefix: '/openai/v1',
+  text: (chunks, usage) => ({
+    events: [
+      sse({ type: 'response.created', response: { id: 'resp_1', created_at: 1, model: 'fake-model' } }),
+      sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
+      ...chunks.map((delta) => sse({ type: 'response.output_text.delta', item_id: 'msg_1', delta })),
+      sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
+      sse({ type: 'response.completed', response: { usage: { input_tokens: usage.input, output_tokens: usage.output } } }),
+    ],
+  }),
+  toolCall: (c) => ({
+    events: [
+      sse({ type: 'response.created', response: { id: 'resp_2', created_at: 1, model: 'fake-model' } }),
+      sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: '' } }),
+      sse({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 0, delta: c.arguments }),
+      sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' } }),
+      sse({ type: 'response.completed', response: { usage: { input_tokens: 20, output_tokens: 7 } } }),
+    ],
+  }),
+  error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
+  userTexts: (b) => b.input.filter((m: any) => m.role === 'user').map((m: any) => m.content.map((p: any) => p.text).join('')),
+  toolResult: (b, c) => b.input.find((i: any) => i.type === 'function_call_output' && i.call_id === c.id)?.output,
+  toolCallSent: (b, c) => {
+    const i = b.input.find((x: any) => x.type === 'function_call' && x.call_id === c.id);
+    return i && { name: i.name, arguments: JSON.parse(i.arguments) };
+  },
+  sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_output_tokens }),
+  authorization: (h) => h.authorization,
+};
+
+const anthropic: Wire = {
+  provider: 'anthropic',
+  prefix: '/anthropic/v1',
+  text: (chunks, usage) => ({
+    events: [
+      sse({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'fake-model', content: [], stop_reason: null, usage: { input_tokens: usage.input, output_tokens: 1 } } }, 'message_start'),
+      sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+      ...chunks.map((text) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta')),
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+      sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } }, 'message_delta'),
+      sse({ type: 'message_stop' }, 'message_stop'),
+    ],
+  }),
+  toolCall: (c) => ({
+    events: [
+      sse({ type: 'message_start', message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'fake-model', content: [], stop_reason: null, usage: { input_tokens: 20, output_tokens: 1 } } }, 'message_start'),
+      sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
+      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(0, 5) } }, 'content_block_delta'),
+      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(5) } }, 'content_block_delta'),
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+      sse({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 7 } }, 'message_delta'),
+      sse({ type: 'message_stop' }, 'message_stop'),
+    ],
+  }),
+  error: (status, message) => ({ status, body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } } }),
+  userTexts: (b) =>
+    b.messages
+      .filter((m: any) => m.role === 'user')
+      .flatMap((m: any) => (typeof m.content === 'string' ? [m.content] : m.content.filter((p: any) => p.type === 'text').map((p: any) => p.text))),
+  toolResult: (b, c) => {
+    const r = b.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).find((p: any) => p.type === 'tool_result' && p.tool_use_id === c.id);
+    return r && (typeof r.content === 'string' ? r.content : r.content.map((p: any) => p.text).join(''));
+  },
+  toolCallSent: (b, c) => {
+    const u = b.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : [])).find((p: any) => p.type === 'tool_use' && p.id === c.id);
+    return u && { name: u.name, arguments: u.input };
+  },
+  sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
+  authorization: (h) => h['x-api-key'] as string | undefined,
+};
+
+const google: Wire = {
+  provider: 'google',
+  prefix: '/google/v1beta',
+  text: (chunks, usage) => ({
+    events: chunks.map((text, i) =>
+      sse({
+        candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(i === chunks.length - 1 ? { finishReason: 'STOP' } : {}) }],
+        ...(i === chunks.length - 1 ? { usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output } } : {}),
+      }),
+    ),
+  }),
+  toolCall: (c) => ({
+    events: [
+      sse({
+        candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: c.name, args: JSON.parse(c.arguments) } }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 7, totalTokenCount: 27 },
+      }),
+    ],
+  }),
+  error: (status, message) => ({ status, body: { error: { code: status, message, status: status === 400 ? 'INVALID_ARGUMENT' : 'UNAUTHENTICATED' } } }),
+  userTexts: (b) => b.contents.filter((m: any) => m.role === 'user').flatMap((m: any) => m.parts.filter((p: any) => 'text' in p).map((p: any) => p.text)),
+  // Google matches a result to its call by the tool's name (its format has no call ids).
+  toolResult: (b, c) => b.contents.flatMap((m: any) => m.parts).find((p: any) => p.functionResponse?.name === c.name)?.functionResponse.response.content,
+  toolCallSent: (b, c) => {
+    const f = b.contents.flatMap((m: any) => m.parts).find((p: any) => p.functionCall?.name === c.name);
+    return f && { name: f.functionCall.name, arguments: f.functionCall.args };
+  },
+  sampling: (b) => ({ temperature: b.generationConfig?.temperature, maxTokens: b.generationConfig?.maxOutputTokens }),
+  authorization: (h) => h['x-goog-api-key'] as string | undefined,
+};
+
+const WIRES: Wire[] = [chatCompletions('openai', '/openai/v1'), responses, anthropic, google, chatCompletions('openai-compatible', '/compat/v1')];
+
+const replies = new Map<string, Reply[]>(WIRES.map((w) => [w.provider, []]));
+const received = new Map<string, Received[]>(WIRES.map((w) => [w.provider, []]));
+let fake: http.Server;
+let app: TestApp;
+
+/** Which provider a request is for: its path, and for the two OpenAI APIs on one base URL, the endpoint. */
+const providerOf = (path: string) =>
+  path.startsWith('/openai/v1/responses') ? 'openai-responses' : WIRES.find((w) => w.provider !== 'openai-responses' && path.startsWith(w.prefix))?.provider;
+
+beforeAll(async () => {
+  fake = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const c of req) raw += c;
+    const provider = providerOf(req.url!);
+    if (!provider) return void res.writeHead(404).end();
+    received.get(provider)!.push({ path: req.url!, headers: req.headers, body: JSON.parse(raw) });
+    const reply = replies.get(provider)!.shift() ?? { status: 500, body: { error: { message: 'no scripted reply' } } };
+    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body));
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const e of reply.events ?? []) {
+      res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    res.end();
+  });
+  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+  app = await startTestApp({
+    providers: {
+      openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
+      anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
+      google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
+      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
+    },
+  });
+});
+afterAll(async () => {
+  await app?.close();
+  await new Promise((r) => fake.close(r));
+});
+
+async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }) {
+  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "wire", model: $m }) { id } }`, { m: { provider, model: 'fake-model', settings } });
+  return r.createSession.id as string;
+}
+const send = async (id: string, text: string) => {
+  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
+  await app.services.host.idle();
+};
+const log = async (id: string) => app.services.store.log.page(id, -1, 1000);
+
+describe.each(WIRES)('provider $provider over its wire format', (wire) => {
+  const queue = (...r: Reply[]) => replies.get(wire.provider)!.push(...r);
+  const requests = () => received.get(wire.provider)!;
+
+  it('streams text deltas, persists the answer with the usage the provider reported, and sends the allowed settings', async () => {
+    const id = await session(wire.provider);
+    const deltas: string[] = [];
+    app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TEXT_DELTA' && deltas.push(u.text!));
+    queue(wire.text(['Hel', 'lo, ', 'world'], { input: 11, output: 3 }));
+    await send(id, 'hi');
+    expect(deltas).toEqual(['Hel', 'lo, ', 'world']);
+    const events = await log(id);
+    expect(events.find((e) => e.type === 'model/message')!.data).toEqual({ turn: 1, step: 1, text: 'Hello, world', toolCalls: [], usage: { inputTokens: 11, outputTokens: 3 } });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    const req = requests().at(-1)!;
+    expect(wire.userTexts(req.body)).toEqual(['hi']);
+    expect(wire.sampling(req.body)).toEqual({ temperature: 0.2, maxTokens: 300 });
+    expect(wire.authorization(req.headers)).toMatch(/sk-/);
+  });
+
+  it('runs a streamed tool call and sends its result back with the call', async () => {
+    const id = await session(wire.provider);
+    const call = { id: `call_${wire.provider}`, name: 'note_write', arguments: '{"key":"k","value":"v"}' };
+    queue(wire.toolCall(call), wire.text(['Saved.'], { input: 40, output: 2 }));
+    await send(id, 'save a note');
+    const events = await log(id);
+    const messages = events.filter((e) => e.type === 'model/message').map((e) => e.data);
+    // Google's format has no call ids: the SDK makes one.
+    const callId = wire.provider === 'google' ? messages[0].toolCalls[0]?.id : call.id;
+    expect(messages[0].toolCalls).toEqual([{ id: callId, name: 'note_write', arguments: call.arguments, effect: 'side-effects' }]);
+    expect(messages[0].usage).toEqual({ inputTokens: 20, outputTokens: 7 });
+    expect(events.find((e) => e.type === 'tool/result')!.data).toMatchObject({ callId, status: 'ok', content: 'wrote note "k"' });
+    expect(messages[1]).toMatchObject({ step: 2, text: 'Saved.' });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    const second = requests().at(-1)!.body;
+    expect(wire.toolCallSent(second, call)).toEqual({ name: 'note_write', arguments: { key: 'k', value: 'v' } });
+    expect(wire.toolResult(second, call)).toBe('wrote note "k"');
+  });
+
+  it("a provider's error (context too long, a bad key) fails the turn with the provider's reason; the session keeps serving", async () => {
+    const id = await session(wire.provider);
+    queue(wire.error(400, 'prompt is too long: 250000 tokens > 200000 maximum'));
+    await send(id, 'a very long history');
+    let events = await log(id);
+    expect(events.slice(-3).map((e) => [e.type, e.data.reason ?? e.data.message])).toEqual([
+      ['plugin/agent/error', `${wire.provider} provider: HTTP 400: prompt is too long: 250000 tokens > 200000 maximum`],
+      ['step/end', 'failed'],
+      ['turn/end', 'failed'],
+    ]);
+    queue(wire.error(401, 'invalid api key'));
+    await send(id, 'again');
+    events = await log(id);
+    expect(events.at(-3)!.data.message).toBe(`${wire.provider} provider: HTTP 401: invalid api key`);
+    queue(wire.text(['recovered'], { input: 1, output: 1 }));
+    await send(id, 'third');
+    events = await log(id);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 3, reason: 'completed' } });
+  });
+});
+
+describe('model settings where a session gets its model', () => {
+  const bad = (r: { errors?: Array<{ message: string; extensions?: Record<string, unknown> }> }) => r.errors?.map((e) => [e.extensions?.code, e.message]);
+
+  it('unknown or out-of-bounds settings are BAD_USER_INPUT in createSession, setSessionModel and fork overrides; nothing is written', async () => {
+    const create = await app.gql(`mutation { createSession(input: { title: "x", model: { provider: "openai", model: "m", settings: { n: 4 } } }) { id } }`);
+    expect(bad(create)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/^model settings: unknown setting "n" \(allowed: temperature, topP/)]]);
+    const id = await session('scripted', {});
+    const set = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "anthropic", model: "m", settings: { temperature: 5 } }) { id } }`, { id });
+    expect(bad(set)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/^model settings: temperature: /)]]);
+    await send(id, 'hello');
+    const fork = await app.gql(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 0, model: { provider: "google", model: "m", settings: { service_tier: "flex" } } }) { session { id } } }`, { id });
+    expect(bad(fork)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/unknown setting "service_tier"/)]]);
+    expect((await log(id)).filter((e) => e.type === 'session/model')).toHaveLength(1);
+  });
+
+  it('names each refused field; nothing is created', async () => {
+    const before = (await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length;
+    for (const [settings, says] of [
+      [{ n: 8 }, '"n"'],
+      [{ service_tier: 'priority', temperature: 0.5 }, '"service_tier"'],
+      [{ store: true, logprobs: true }, '"store", "logprobs"'],
+      [{ model: 'gpt-expensive' }, '"model"'],
+      [{ stream: false }, '"stream"'],
+      [{ temperature: 5 }, 'temperature'],
+      [{ max_tokens: 10_000_000 }, 'max_tokens'],
+      [{ top_p: 'high' }, 'top_p'],
+      [{ stopSequences: ['a', 'b', 'c', 'd', 'e'] }, 'stopSequences'],
+    ] as const) {
+      const r = await app.gql(`mutation($m: ModelConfigInput) { createSession(input: { title: "settings", model: $m }) { id } }`, { m: { provider: 'openai', model: 'm', settings } });
+      expect(r.errors?.[0]?.extensions?.code, JSON.stringify(settings)).toBe('BAD_USER_INPUT');
+      expect(r.errors?.[0]?.message).toContain(says);
+    }
+    expect((await app.ok('{ sessions(first: 500) { edges { node { id } } } }')).sessions.edges.length).toBe(before);
+  });
+
+  it('the chat-completions names reach the provider as its own fields', async () => {
+    const id = await session('openai', { temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+    replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(id, 'hi');
+    expect(received.get('openai')!.at(-1)!.body).toMatchObject({ model: 'fake-model', temperature: 0.2, top_p: 0.9, max_tokens: 64, seed: 7, stop: ['END'] });
+  });
+
+  it('an older log whose session/model holds settings outside the list still runs: they are never sent', async () => {
+    const id = await session('openai', {});
+    await app.services.store.append(id, [{ type: 'session/model', data: { provider: 'openai', model: 'fake-model', settings: { temperature: 0.5, n: 4, logit_bias: { 1: 100 } } } }]);
+    replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(id, 'hi');
+    const body = received.get('openai')!.at(-1)!.body;
+    expect(body.temperature).toBe(0.5);
+    expect(body).not.toHaveProperty('n');
+    expect(body).not.toHaveProperty('logit_bias');
+  });
+
+  it('the openai-compatible provider is known only with a base URL; a provider without a key fails its turn saying so', async () => {
+    const { ModelRegistry } = await import('../../src/agent/models/registry.ts');
+    expect(new ModelRegistry().names).toEqual(['scripted', 'openai', 'openai-responses', 'anthropic', 'google']);
+    expect(new ModelRegistry({ openaiCompatible: { baseUrl: 'http://127.0.0.1:1/v1' } }).names).toContain('openai-compatible');
+    const saved = process.env.ANTHROPIC_API_KEY;
+    delete process.env.ANTHROPIC_API_KEY;
+    try {
+      const keyless = new ModelRegistry({ anthropic: { baseUrl: 'http://127.0.0.1:1/v1' } }).resolve('anthropic');
+      await expect(
+        keyless.complete({ provider: 'anthropic', model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [] }, { signal: new AbortController().signal, onDelta: () => {} }),
+      ).rejects.toThrow(/^anthropic provider: .*API key is missing/);
+    } finally {
+      if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
+    }
+  });
+});
