@@ -20,11 +20,15 @@ import {
   SessionEventsLiveDocument,
   SessionRecordingDocument,
   SessionsDocument,
+  SessionToolsDocument,
+  SetSessionToolsDocument,
+  ToolsDocument,
   type EventFieldsFragment,
   type ForklineClient,
   type ModelConfigInput,
   type SearchSessionsQuery,
   type SessionSummaryFragment,
+  type ToolFieldsFragment,
 } from './client.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 
@@ -49,11 +53,15 @@ commands:
   search <query> [--first N] [--after CURSOR] [--json]
                                             full-text search over titles, inputs and answers, best first:
                                             session@seq, kind, title, snippet (--json: one hit per line)
+  tools [<id>] [--set LIST] [--json]        the tools a session may be offered (the catalog: built-ins and MCP
+                                            servers' <server>__<tool>): name, server, effect, description; with
+                                            an id, that session's set; --set 'fs__*,clock' changes it ('*': all,
+                                            '': none) from the end of its log (--json: one tool per line)
 
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import)
+  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import, search, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -74,6 +82,7 @@ const OPTIONS = {
   wait: { type: 'boolean' },
   json: { type: 'boolean' },
   'with-descendants': { type: 'boolean' },
+  set: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -167,6 +176,27 @@ function searchLine(h: SearchSessionsQuery['searchSessions']['edges'][number]['n
   const snippet = (tty ? h.snippet.replace(/⟦/g, '\x1b[1m').replace(/⟧/g, '\x1b[22m') : h.snippet).replace(/\s+/g, ' ');
   const shared = h.descendants ? `  (shared by ${h.descendants} fork${h.descendants === 1 ? '' : 's'})` : '';
   return `${h.session.id}@${h.seq}  ${h.kind.padEnd(7)}  ${h.session.title ?? '(untitled)'}  ${snippet}${shared}`;
+}
+
+/** `--set 'fs__*, clock'`: names, `<server>__*` or `*`, comma-separated; '' for none. */
+const toolSet = (value: string) =>
+  value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+
+/** Tools as aligned columns: name, server (- for built-ins), effect, the description's first line. */
+function printTools(tools: readonly ToolFieldsFragment[], json: boolean) {
+  if (json) return tools.forEach((t) => out(JSON.stringify(t)));
+  const width = (f: (t: ToolFieldsFragment) => string) => Math.max(0, ...tools.map((t) => f(t).length));
+  const server = (t: ToolFieldsFragment) => t.server ?? '-';
+  const effect = (t: ToolFieldsFragment) => t.effect.toLowerCase().replace('_', '-');
+  const [wn, ws, we] = [width((t) => t.name), width(server), width(effect)];
+  for (const t of tools) {
+    const description = t.description.split('\n')[0].trim();
+    out(`${t.name.padEnd(wn)}  ${server(t).padEnd(ws)}  ${effect(t).padEnd(we)}  ${description.length > 100 ? `${description.slice(0, 99)}…` : description}`.trimEnd());
+  }
+  if (!tools.length) process.stderr.write('no tools\n');
 }
 
 async function run(argv: string[]): Promise<number> {
@@ -287,6 +317,24 @@ async function run(argv: string[]): Promise<number> {
         const { hasNextPage, endCursor } = searchSessions.pageInfo;
         if (hasNextPage && !opts.json) process.stderr.write(`more: forkline search ${JSON.stringify(query)} --after ${endCursor}\n`);
         if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
+        return 0;
+      }
+      case 'tools': {
+        if (args.length > 1) throw new UsageError('expected at most a session id: forkline tools [<id>] [--set LIST]');
+        const [id] = args;
+        if (opts.set !== undefined) {
+          if (!id) throw new UsageError("--set changes a session's tools: forkline tools <id> --set 'fs__*,clock'");
+          const { setSessionTools } = await client.mutate(SetSessionToolsDocument, { input: { sessionId: id, tools: toolSet(opts.set) } });
+          printTools(setSessionTools.tools, opts.json ?? false);
+          return 0;
+        }
+        if (!id) {
+          printTools((await client.query(ToolsDocument)).tools, opts.json ?? false);
+          return 0;
+        }
+        const { session } = await client.query(SessionToolsDocument, { id });
+        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+        printTools(session.tools, opts.json ?? false);
         return 0;
       }
       default:
