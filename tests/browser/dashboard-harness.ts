@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { NewEvent } from '../../src/core/events.ts';
 import { DASHBOARD_DIST } from '../../src/dashboard-static.ts';
+import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { collectPageErrors, launchChromium } from './chromium.ts';
@@ -25,7 +26,8 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-export async function startDashboard(): Promise<Dashboard> {
+/** `opts`: the app's options (e.g. `mcp`, the MCP servers its agent may use). */
+export async function startDashboard(opts: Partial<AppOptions> = {}): Promise<Dashboard> {
   // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
   if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
     execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
@@ -35,7 +37,7 @@ export async function startDashboard(): Promise<Dashboard> {
   }
   const browser = launchChromium();
   browser.catch(() => {}); // reported by the tests that use it
-  const app = await startTestApp();
+  const app = await startTestApp(opts);
   return {
     app,
     browser,
