@@ -35,16 +35,18 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
     seen.current = { sessionId, upTo: pages.length };
   }, [sessionId, pages, version]);
 
-  if (error) return <div class="meta error">tools: {error}</div>;
-  if (!tools) return null;
-  const servers = [...new Set(tools.map((t) => t.server).filter((s): s is string => !!s))];
+  // The summary line is there from the first render (the header keeps its height: the panes below do not move).
+  const servers = [...new Set((tools ?? []).map((t) => t.server).filter((s): s is string => !!s))];
   return (
     <details class="session-tools" data-testid="session-tools">
       <summary>
-        Tools <span class="muted">({tools.length})</span>
+        Tools {tools && <span class="muted">({tools.length})</span>}
         {servers.length > 0 && <span class="muted"> · MCP servers: {servers.join(', ')}</span>}
+        {error && <span class="error-text"> · {error}</span>}
       </summary>
-      {tools.length === 0 ? (
+      {!tools ? (
+        <p class="muted">{error ? 'The tools could not be read.' : 'Loading…'}</p>
+      ) : tools.length === 0 ? (
         <p class="muted">This session's agent is offered no tools.</p>
       ) : (
         <div class="tools-scroll">
