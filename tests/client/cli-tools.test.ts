@@ -9,10 +9,12 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { outputLines as lines, runCli } from '../helpers/cli.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const require = createRequire(import.meta.url);
 const serverScript = (pkg: string) => require.resolve(`@modelcontextprotocol/${pkg}/dist/index.js`);
+
+const lines = (s: string) => s.trim().split('\n').filter(Boolean);
 
 const ALPHA = 'token-for-tenant-alpha-000000';
 const BETA = 'token-for-tenant-beta-0000000';

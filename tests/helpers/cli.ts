@@ -1,6 +1,9 @@
-// Runs `client/cli.ts` (the `forkline` command) as a subprocess against a test server.
+// The CLI (client/cli.ts) as a subprocess, run through tsx directly: what a
+// shell user runs, with FORKLINE_URL (and any other variables) in its environment.
 import { spawn } from 'node:child_process';
 import { PROJECT_ROOT } from './process.ts';
+
+const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
 
 export interface CliRun {
   code: number | null;
@@ -8,9 +11,6 @@ export interface CliRun {
   stderr: string;
 }
 
-const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
-
-/** `forkline <args>` with FORKLINE_URL set to `url` (and `env` added). */
 export function runCli(url: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, ...args], { cwd: PROJECT_ROOT, env: { ...process.env, FORKLINE_URL: url, ...env } });
   let stdout = '';
@@ -19,5 +19,3 @@ export function runCli(url: string, args: string[], env: Record<string, string> 
   child.stderr.on('data', (c) => (stderr += c));
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
-
-export const outputLines = (s: string) => s.trim().split('\n').filter(Boolean);
