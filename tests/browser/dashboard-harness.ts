@@ -26,7 +26,6 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** `opts`: the app's options (e.g. `mcp`, the MCP servers its agent may use). */
 export async function startDashboard(opts: Partial<AppOptions> = {}): Promise<Dashboard> {
   // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
   if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
