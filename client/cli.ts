@@ -25,11 +25,15 @@ import {
   RevokeApiTokenDocument,
   type ApiTokenFieldsFragment,
   type ApiTokenScope,
+  SessionToolsDocument,
+  SetSessionToolsDocument,
+  ToolsDocument,
   type EventFieldsFragment,
   type ForklineClient,
   type ModelConfigInput,
   type SearchSessionsQuery,
   type SessionSummaryFragment,
+  type ToolFieldsFragment,
 } from './client.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 
@@ -60,11 +64,15 @@ commands:
   tokens list                               your tenant's API tokens (never their secrets)
   tokens revoke <id>                        revoke one: its requests are refused and its sockets closed
       the tokens verbs need a token with the admin scope (FORKLINE_API_TOKENS' tokens have it)
+  tools [<id>] [--set LIST] [--json]        the tools a session may be offered (the catalog: built-ins and MCP
+                                            servers' <server>__<tool>): name, server, effect, description; with
+                                            an id, that session's set; --set 'fs__*,clock' changes it ('*': all,
+                                            '': none) from the end of its log (--json: one tool per line)
 
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import, tokens)
+  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -87,6 +95,7 @@ const OPTIONS = {
   'with-descendants': { type: 'boolean' },
   scope: { type: 'string', multiple: true },
   expires: { type: 'string' },
+  set: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -237,6 +246,27 @@ function searchLine(h: SearchSessionsQuery['searchSessions']['edges'][number]['n
   return `${h.session.id}@${h.seq}  ${h.kind.padEnd(7)}  ${h.session.title ?? '(untitled)'}  ${snippet}${shared}`;
 }
 
+/** `--set 'fs__*, clock'`: names, `<server>__*` or `*`, comma-separated; '' for none. */
+const toolSet = (value: string) =>
+  value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+
+/** Tools as aligned columns: name, server (- for built-ins), effect, the description's first line. */
+function printTools(tools: readonly ToolFieldsFragment[], json: boolean) {
+  if (json) return tools.forEach((t) => out(JSON.stringify(t)));
+  const width = (f: (t: ToolFieldsFragment) => string) => Math.max(0, ...tools.map((t) => f(t).length));
+  const server = (t: ToolFieldsFragment) => t.server ?? '-';
+  const effect = (t: ToolFieldsFragment) => t.effect.toLowerCase().replace('_', '-');
+  const [wn, ws, we] = [width((t) => t.name), width(server), width(effect)];
+  for (const t of tools) {
+    const description = t.description.split('\n')[0].trim();
+    out(`${t.name.padEnd(wn)}  ${server(t).padEnd(ws)}  ${effect(t).padEnd(we)}  ${description.length > 100 ? `${description.slice(0, 99)}…` : description}`.trimEnd());
+  }
+  if (!tools.length) process.stderr.write('no tools\n');
+}
+
 async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -359,6 +389,24 @@ async function run(argv: string[]): Promise<number> {
       }
       case 'tokens':
         return await tokens(client, args, opts);
+      case 'tools': {
+        if (args.length > 1) throw new UsageError('expected at most a session id: forkline tools [<id>] [--set LIST]');
+        const [id] = args;
+        if (opts.set !== undefined) {
+          if (!id) throw new UsageError("--set changes a session's tools: forkline tools <id> --set 'fs__*,clock'");
+          const { setSessionTools } = await client.mutate(SetSessionToolsDocument, { input: { sessionId: id, tools: toolSet(opts.set) } });
+          printTools(setSessionTools.tools, opts.json ?? false);
+          return 0;
+        }
+        if (!id) {
+          printTools((await client.query(ToolsDocument)).tools, opts.json ?? false);
+          return 0;
+        }
+        const { session } = await client.query(SessionToolsDocument, { id });
+        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+        printTools(session.tools, opts.json ?? false);
+        return 0;
+      }
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

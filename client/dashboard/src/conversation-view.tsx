@@ -3,8 +3,9 @@
 import type { ConversationItem, ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { onLinkClick, sessionPath } from './router.ts';
+import { formatDuration } from './format.ts';
 import { TurnStatsLine } from './turn-stats.tsx';
-import { Badge } from './widgets.tsx';
+import { Badge, EffectBadge } from './widgets.tsx';
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -165,12 +166,20 @@ const WAITING_TEXT = {
 function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boolean }) {
   const r = call.result;
   return (
-    <div class="tool-call" data-call-id={call.id}>
+    <div class="tool-call" data-call-id={call.id} data-server={call.server} data-effect={call.effect}>
       <div class="tool-head">
         <code>
           {call.name}({call.arguments === '{}' ? '' : call.arguments})
         </code>
-        <span class="muted">{call.id}</span>
+        <span class="tool-meta">
+          {call.server && (
+            <Badge tone="tool-server" title={`From the MCP server "${call.server}"`}>
+              {call.server}
+            </Badge>
+          )}
+          {call.effect && <EffectBadge effect={call.effect} />}
+          <span class="muted">{call.id}</span>
+        </span>
       </div>
       {r && closerBelow ? (
         <div class="tool-result pending muted">
@@ -184,6 +193,11 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
               <Badge tone="synthetic" title="Written by repair, not by the tool">
                 synthetic
               </Badge>
+            )}
+            {r.durationMs !== undefined && (
+              <span class="tool-duration muted" title="From the call's start (its message stored, or the previous call's result: a step runs its calls one after another) to its result stored">
+                {formatDuration(r.durationMs)}
+              </span>
             )}
             <Seq seq={r.seq} />
           </div>

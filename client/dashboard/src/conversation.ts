@@ -14,6 +14,10 @@ export interface ToolCallView {
   id: string;
   name: string;
   arguments: string;
+  /** The MCP server it went to (the `<server>__` of its name); unset: a built-in. */
+  server?: string;
+  /** The effect recorded with the call (`read-only`, `idempotent`, `side-effects`); unset in logs from before V4. */
+  effect?: string;
   /**
    * Without a result: `running` while its step is open, `unanswered` when its
    * step closed without one, `not-loaded` when the fold stops before the log's end.
@@ -27,6 +31,13 @@ export interface ToolCallView {
     inherited: boolean;
     /** Written after a fork marker (a fork's closer): shown below the marker, not in the call. */
     afterMarker?: boolean;
+    /**
+     * How long the call ran: from its start to its result being stored. A step's
+     * calls run one after another (session-runner.ts), so a call starts when its
+     * model/message is stored, or when the previous call's result is. Unset for
+     * synthetic results (repair wrote them).
+     */
+    durationMs?: number;
   };
 }
 
@@ -69,6 +80,8 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
   const items: ConversationItem[] = [];
   const users = new Map<string, Extract<ConversationItem, { kind: 'user' }>>();
   const calls = new Map<string, { item: Extract<ConversationItem, { kind: 'assistant' }>; call: ToolCallView }>();
+  /** Per model/message (its first seq): when its next call started (the message, then each result, stored). */
+  const callStarts = new Map<number, string>();
   let markerSeq = -1;
 
   const state = new LogState();
@@ -130,9 +143,16 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
           turn: num(d.turn),
           step: num(d.step),
           text: str(d.text),
-          toolCalls: toolCalls.map((c) => ({ id: str(c.id), name: str(c.name), arguments: str(c.arguments) })),
+          toolCalls: toolCalls.map((c) => {
+            const call: ToolCallView = { id: str(c.id), name: str(c.name), arguments: str(c.arguments) };
+            const server = serverOf(call.name);
+            if (server) call.server = server;
+            if (typeof c.effect === 'string') call.effect = c.effect;
+            return call;
+          }),
         };
         for (const call of item.toolCalls) calls.set(call.id, { item, call });
+        callStarts.set(e.seq, e.createdAt);
         items.push(item);
         break;
       }
@@ -140,6 +160,10 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         const owner = calls.get(str(d.callId))!; // the reducer checked it answers a call of the open step
         const afterMarker = markerSeq > owner.item.seqs[0];
         owner.call.result = { seq: e.seq, status: str(d.status), content: str(d.content), synthetic: e.synthetic, inherited: e.inherited, afterMarker };
+        const started = callStarts.get(owner.item.seqs[0]);
+        const durationMs = started ? Date.parse(e.createdAt) - Date.parse(started) : NaN;
+        if (!e.synthetic && durationMs >= 0) owner.call.result.durationMs = durationMs;
+        callStarts.set(owner.item.seqs[0], e.createdAt);
         if (afterMarker) items.push({ ...base, kind: 'closer-result', call: owner.call });
         else owner.item.seqs.push(e.seq);
         break;
@@ -187,6 +211,12 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
     if (!call.result) call.waiting = !open.has(call.id) ? 'unanswered' : opts.endsBeforeLog ? 'not-loaded' : 'running';
   }
   return items;
+}
+
+/** The MCP server of a tool offered as `<server>__<tool>` (docs/mcp.md); undefined for a built-in. */
+export function serverOf(toolName: string): string | undefined {
+  const at = toolName.indexOf('__');
+  return at > 0 && at + 2 < toolName.length ? toolName.slice(0, at) : undefined;
 }
 
 /** Opens the turn (and step) a window starts inside, as if their starts had been folded. */

@@ -1,6 +1,6 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
-import { Fragment } from 'preact';
+import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
   BranchSessionDocument,
@@ -20,6 +20,7 @@ import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import type { EventPages as SessionPages } from './event-pages.ts';
+import { SessionTools } from './session-tools.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
@@ -66,7 +67,9 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const jumpTo = (seq: number) => setJump((j) => ({ seq, nonce: (j?.nonce ?? 0) + 1 }));
   return (
     <main class="session-page" data-session-id={id}>
-      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} />
+      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
+        <SessionTools sessionId={id} pages={pages} version={version} />
+      </SessionHeader>
       {childRequest && (
         <ChildDialog
           request={childRequest}
@@ -138,7 +141,7 @@ function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void
   );
 }
 
-function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void }) {
+function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void; children?: ComponentChildren }) {
   const { session, busy, onError } = props;
   const exportRecording = async () => {
     try {
@@ -207,6 +210,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
             ))}
           </div>
         )}
+        {props.children}
       </div>
       <div class="head-actions">
         <CompareMenu id={session.id} />

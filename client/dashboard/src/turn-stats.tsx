@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { DashboardTurnStatsDocument, type DashboardTurnStatsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
+import { formatDuration } from './format.ts';
 
 type TurnStats = NonNullable<NonNullable<DashboardTurnStatsQuery['session']>['turnAt']>;
 
@@ -21,7 +22,6 @@ const statsOf = (sessionId: string, endSeq: number) => {
   return p;
 };
 
-export const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`);
 const n = (x: number) => x.toLocaleString('en-US');
 
 export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq: number }) {

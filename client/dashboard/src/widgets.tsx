@@ -21,3 +21,20 @@ export function Badge(props: { tone: string; title?: string; children: Component
     </span>
   );
 }
+
+/** What each effect means for a fork or crash that cuts a call off (docs/mcp.md). */
+const EFFECT_TITLES: Record<string, string> = {
+  'read-only': 'Read-only: a call cut off by a fork or crash is safe to repeat',
+  idempotent: 'Idempotent: repeating a cut-off call changes nothing more',
+  'side-effects': 'Side effects: a cut-off call may already have changed the world; check before repeating it',
+};
+
+/** A tool's effect, as the log spells it (`read-only`) or GraphQL does (`READ_ONLY`). */
+export function EffectBadge({ effect }: { effect: string }) {
+  const name = effect.toLowerCase().replace(/_/g, '-');
+  return (
+    <Badge tone={`effect effect-${name}`} title={EFFECT_TITLES[name]}>
+      {name}
+    </Badge>
+  );
+}
