@@ -46,7 +46,7 @@ const envSchema = z.object({
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
-  // Models (README "Models"): the default provider and model, each provider's key and endpoint.
+  // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
   MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),
   MODEL: z.string().optional(),
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
@@ -59,7 +59,7 @@ const envSchema = z.object({
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
   FORKLINE_MCP_CONFIG: z.string().optional(),
-  // Security and operations (README "Security and operations").
+  // Security and operations (docs/operations.md).
   FORKLINE_API_TOKENS: z.string().optional().transform((v, ctx) => parseApiTokens(v, ctx)),
   FORKLINE_ALLOW_INSECURE: flag,
   FORKLINE_CORS_ORIGINS: z.string().optional().transform((v) => v?.split(',').map((o) => o.trim()).filter(Boolean) ?? []),

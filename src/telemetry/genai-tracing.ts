@@ -1,5 +1,5 @@
 // OpenTelemetry traces of agent turns, in the GenAI semantic conventions
-// (README "Tracing"): per turn an `invoke_agent` span, per model call a
+// (docs/operations.md "Tracing"): per turn an `invoke_agent` span, per model call a
 // `chat {model}` span, per tool call an `execute_tool {name}` span, exported
 // over OTLP/HTTP (JSON). Off unless an OTLP endpoint is configured; the agent
 // loop sees only the AgentObserver interface this module implements.

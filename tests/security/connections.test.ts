@@ -19,7 +19,7 @@ const TOKEN_B = 'beta-token-0123456789abcdef0';
 const A = { authorization: `Bearer ${TOKEN_A}` };
 const B = { authorization: `Bearer ${TOKEN_B}` };
 const TOKENS = new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]);
-/** The default number of failed attempts an address may make a minute (README). */
+/** The default number of failed attempts an address may make a minute (docs/operations.md). */
 const AUTH_FAILURES = 20;
 const EVENTS = 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }';
 

@@ -79,7 +79,7 @@ describe('nodes(ids:)', () => {
 });
 
 describe('aliases', () => {
-  it(`refuses more than ${DEFAULT_LIMITS.maxAliases} aliases, __typename ones too, as the README says`, async () => {
+  it(`refuses more than ${DEFAULT_LIMITS.maxAliases} aliases, __typename ones too, as docs/operations.md says`, async () => {
     expect((await app.gql(`{ ${aliased(DEFAULT_LIMITS.maxAliases, '__typename')} }`)).errors).toBeUndefined();
     const over = await app.gql(`{ ${aliased(DEFAULT_LIMITS.maxAliases + 1, '__typename')} }`);
     expect(codeOf(over)).toBe('BAD_USER_INPUT');

@@ -3,7 +3,7 @@
 // answers from the prompt alone, so a fork and its parent given the same
 // history answer the same way.
 //
-// Cues, one per line in the user's message (documented in the README):
+// Cues, one per line in the user's message (documented in docs/agents.md):
 //   !call <tool> <json arguments>   call a tool in the current step
 //   !then                           start the next step's group of calls
 //   !fail <message>                 the model errors (the turn ends failed)
