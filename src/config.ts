@@ -45,6 +45,10 @@ const envSchema = z.object({
   FORKLINE_MAX_TURN_MS: z.coerce.number().int().max(2 ** 31 - 1).refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
+  /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
+  FORKLINE_WORKSPACES_DIR: z.string().optional(),
+  FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
+  FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   MODEL_PROVIDER: z.enum(['scripted', 'openai']).default('scripted'),
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),

@@ -18,6 +18,8 @@ export interface ToolDefinition {
   /** JSON Schema of the arguments object. */
   parameters: Record<string, unknown>;
   effect: ToolEffect;
+  /** It works in the session's file workspace (its file changes are recorded with its result). */
+  files?: boolean;
 }
 
 export interface ModelRequest {

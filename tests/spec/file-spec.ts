@@ -1,0 +1,121 @@
+// The file workspace contract (DESIGN §2, §6; issue 31) as one table: an
+// agent writes, edits and deletes files over several turns, then a fork at
+// EVERY event of that log must see exactly the files of that moment. The
+// expected tree at a seq is computed here from the calls' arguments and their
+// recorded results alone (a reference model of the file tools), never from
+// the implementation's change sets; the store and the GraphQL API each run the
+// table through a small initializer, like tests/spec/fork-spec.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/** The parent's turns: scripted-model cues (src/agent/models/scripted.ts). */
+export const FILE_SCENARIO: string[] = [
+  [
+    'turn 1: make two files, then edit one',
+    '!call write_file {"path":"a.txt","content":"one\\ntwo\\nthree\\n"}',
+    '!call write_file {"path":"dir/b.txt","content":"bee\\n"}',
+    '!then',
+    '!call edit_file {"path":"a.txt","oldText":"two","newText":"2"}',
+  ].join('\n'),
+  [
+    'turn 2: delete one, add one, read one',
+    '!call delete_file {"path":"dir/b.txt"}',
+    '!call write_file {"path":"c.md","content":"# c\\n"}',
+    '!then',
+    '!call read_file {"path":"a.txt"}',
+    '!call list_files {}',
+  ].join('\n'),
+  [
+    'turn 3: edits, a rewrite to earlier content, and calls that fail',
+    '!call edit_file {"path":"c.md","oldText":"# c","newText":"# see"}',
+    '!call write_file {"path":"a.txt","content":"one\\ntwo\\nthree\\n"}',
+    '!call edit_file {"path":"missing.txt","oldText":"x","newText":"y"}',
+    '!then',
+    '!call write_file {"path":"../escape.txt","content":"no"}',
+    '!call write_file {"path":"dir/b.txt","content":"bee again\\n"}',
+  ].join('\n'),
+];
+
+export interface SpecEvent {
+  seq: number;
+  type: string;
+  data: any;
+}
+
+/** Files as path → text content. */
+export type Files = Record<string, string>;
+
+export interface FileSpecInitializer {
+  setup?(): Promise<void>;
+  teardown?(): Promise<void>;
+  /** Runs the scenario's turns in a new session's agent; returns its id and whole log. */
+  createParent(turns: string[]): Promise<{ id: string; events: SpecEvent[] }>;
+  /** The parent's own files as of a seq (no fork). */
+  filesAt(parentId: string, seq: number): Promise<Files>;
+  /** Forks at an exact seq and reads the child's files (as of its end). */
+  forkFiles(parentId: string, seq: number): Promise<{ childId: string; files: Files }>;
+  /** What the child's own agent sees in its directory (list_files), path → size; optional. */
+  agentSees?(childId: string): Promise<Record<string, number>>;
+}
+
+/**
+ * The reference model: the files after each event. A file tool's call takes
+ * effect with its `ok` result; an error result, or a call without a result,
+ * changes nothing.
+ */
+export function expectedFilesBySeq(events: SpecEvent[]): Files[] {
+  const calls = new Map<string, { name: string; args: any }>();
+  const files: Files = {};
+  const out: Files[] = [];
+  for (const e of events) {
+    if (e.type === 'model/message') for (const c of e.data.toolCalls) calls.set(c.id, { name: c.name, args: JSON.parse(c.arguments) });
+    if (e.type === 'tool/result' && e.data.status === 'ok') {
+      const { name, args } = calls.get(e.data.callId)!;
+      if (name === 'write_file') files[args.path] = args.content;
+      else if (name === 'edit_file') files[args.path] = files[args.path].replace(args.oldText, args.newText);
+      else if (name === 'delete_file') delete files[args.path];
+    }
+    out.push({ ...files });
+  }
+  return out;
+}
+
+export function fileSpec(name: string, impl: FileSpecInitializer) {
+  describe(`file spec: ${name}`, () => {
+    let parent: { id: string; events: SpecEvent[] };
+    let expected: Files[];
+    beforeAll(async () => {
+      await impl.setup?.();
+      parent = await impl.createParent(FILE_SCENARIO);
+      expected = expectedFilesBySeq(parent.events);
+    });
+    afterAll(async () => impl.teardown?.());
+
+    it('the scenario ran as scripted: every file tool answered, two calls failed and changed nothing', () => {
+      const results = parent.events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status]);
+      expect(results).toEqual([
+        ['write_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'ok'],
+        ['delete_file', 'ok'], ['write_file', 'ok'], ['read_file', 'ok'], ['list_files', 'ok'],
+        ['edit_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'error'], ['write_file', 'error'], ['write_file', 'ok'],
+      ]);
+      expect(expected.at(-1)).toEqual({ 'a.txt': 'one\ntwo\nthree\n', 'c.md': '# see\n', 'dir/b.txt': 'bee again\n' });
+      // Every file-changing call is recorded with the effect and the workspace flag repair reads.
+      const calls = parent.events.filter((e) => e.type === 'model/message').flatMap((e) => e.data.toolCalls);
+      expect(calls.every((c: any) => c.files === true && c.effect)).toBe(true);
+    });
+
+    it('the parent, read at every seq, holds the files of that moment', async () => {
+      for (const e of parent.events) expect(await impl.filesAt(parent.id, e.seq), `seq ${e.seq} ${e.type}`).toEqual(expected[e.seq]);
+    });
+
+    it('a fork at every event holds exactly the files of that moment (a cut before a result: as before the call)', async () => {
+      for (const e of parent.events) {
+        const { childId, files } = await impl.forkFiles(parent.id, e.seq);
+        expect(files, `fork at ${e.seq} ${e.type}`).toEqual(expected[e.seq]);
+        if (impl.agentSees) {
+          const sizes = Object.fromEntries(Object.entries(expected[e.seq]).map(([p, text]) => [p, Buffer.byteLength(text)]));
+          expect(await impl.agentSees(childId), `the agent of the fork at ${e.seq}`).toEqual(sizes);
+        }
+      }
+    });
+  });
+}
