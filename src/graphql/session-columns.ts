@@ -23,6 +23,9 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   siblings: ['parentId'],
   lastAnswer: ['inheritedRanges', 'inheritedEventCount'],
   workspace: ['inheritedRanges', 'inheritedEventCount'],
+  files: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
+  file: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
+  fileChanges: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   tools: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],
   // The log read needs the lineage (store/lineage.ts) beside the length.
   events: ['eventCount', 'inheritedRanges', 'inheritedEventCount'],

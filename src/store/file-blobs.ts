@@ -6,8 +6,8 @@
 // change sets (core/file-tree.ts; store/session-log.ts `fileChangeSets`).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { ForklineError } from '../core/errors.ts';
-import { foldFileTree, listTree, textOf, treeChanges, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
+import { badInput, ForklineError } from '../core/errors.ts';
+import { foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import type { Db, LogRef, SessionLog } from './session-log.ts';
 
@@ -40,6 +40,13 @@ export interface FileChange {
 export interface FilesRef {
   ref: LogRef;
   eventCount: number;
+}
+
+/** A path as a client spells it, in its canonical form; BAD_USER_INPUT when it is not a workspace path. */
+function canonical(raw: string): string {
+  const r = workspacePath(raw);
+  if ('problem' in r) throw badInput(r.problem, { path: raw });
+  return r.path;
 }
 
 function seqWithin(seq: number, eventCount: number, what = 'atSeq'): number {
@@ -93,13 +100,15 @@ export class FileBlobs {
   /** Session.files: the entries under `dir` as of `atSeq` (default: the session's last event). */
   async files(s: FilesRef, opts: { atSeq?: number | null; dir?: string } = {}): Promise<FileEntry[]> {
     if (s.eventCount === 0) return [];
-    return listTree(await this.tree(s.ref, seqWithin(opts.atSeq ?? s.eventCount - 1, s.eventCount)), opts.dir ?? '');
+    const dir = canonical(opts.dir ?? '');
+    return listTree(await this.tree(s.ref, seqWithin(opts.atSeq ?? s.eventCount - 1, s.eventCount)), dir);
   }
 
   /** Session.file: one file as of `atSeq`, with its content when within FILE_READ_MAX_BYTES; null when there is none. */
   async file(s: FilesRef, path: string, atSeq?: number | null): Promise<FileContent | null> {
+    const at = canonical(path);
     if (s.eventCount === 0) return null;
-    const entry = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(path);
+    const entry = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
     if (!entry) return null;
     if (entry.size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const bytes = (await this.contents([entry.hash])).get(entry.hash);

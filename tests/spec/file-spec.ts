@@ -51,10 +51,14 @@ export interface FileSpecInitializer {
   createParent(turns: string[]): Promise<{ id: string; events: SpecEvent[] }>;
   /** The parent's own files as of a seq (no fork). */
   filesAt(parentId: string, seq: number): Promise<Files>;
-  /** Forks at an exact seq and reads the child's files (as of its end). */
+  /** Forks at an exact seq and reads the child's files as of the end of its seed (its own agent may go on to answer input queued in the prefix). */
   forkFiles(parentId: string, seq: number): Promise<{ childId: string; files: Files }>;
-  /** What the child's own agent sees in its directory (list_files), path → size; optional. */
-  agentSees?(childId: string): Promise<Record<string, number>>;
+  /**
+   * Once the child's agent is idle, asks it to list its directory
+   * (list_files): what it sees, and the child's files by its log right
+   * before that call, path → size; optional.
+   */
+  agentSees?(childId: string): Promise<{ sees: Record<string, number>; logSays: Record<string, number> }>;
 }
 
 /**
@@ -77,6 +81,16 @@ export function expectedFilesBySeq(events: SpecEvent[]): Files[] {
     out.push({ ...files });
   }
   return out;
+}
+
+/** Whether input waits in the inbox right after `seq` (a fork's agent answers it). */
+function queuedAt(events: SpecEvent[], seq: number): boolean {
+  const pending = new Set<string>();
+  for (const e of events.slice(0, seq + 1)) {
+    if (e.type === 'inbox/add') pending.add(e.data.inputId);
+    if (e.type === 'inbox/remove') pending.delete(e.data.inputId);
+  }
+  return pending.size > 0;
 }
 
 export function fileSpec(name: string, impl: FileSpecInitializer) {
@@ -112,8 +126,12 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
         const { childId, files } = await impl.forkFiles(parent.id, e.seq);
         expect(files, `fork at ${e.seq} ${e.type}`).toEqual(expected[e.seq]);
         if (impl.agentSees) {
-          const sizes = Object.fromEntries(Object.entries(expected[e.seq]).map(([p, text]) => [p, Buffer.byteLength(text)]));
-          expect(await impl.agentSees(childId), `the agent of the fork at ${e.seq}`).toEqual(sizes);
+          // Its directory is made from its log, wherever the cut fell (and whatever input queued in the prefix it answered first).
+          const { sees, logSays } = await impl.agentSees(childId);
+          expect(sees, `the agent of the fork at ${e.seq}`).toEqual(logSays);
+          if (!queuedAt(parent.events, e.seq)) {
+            expect(sees).toEqual(Object.fromEntries(Object.entries(expected[e.seq]).map(([p, text]) => [p, Buffer.byteLength(text)])));
+          }
         }
       }
     });

@@ -28,6 +28,6 @@ fileSpec('SessionStore', {
   filesAt: (id, seq) => filesOf(id, seq),
   async forkFiles(parentId, seq) {
     const f = await app.services.store.fork(scope, parentId, seq);
-    return { childId: f.session.id, files: await filesOf(f.session.id) };
+    return { childId: f.session.id, files: await filesOf(f.session.id, f.session.firstLiveSeq - 1) };
   },
 });
