@@ -61,7 +61,7 @@ describe('openai provider', () => {
     const req = received.at(-1)!;
     expect(req.headers.authorization).toBe('Bearer sk-test');
     expect(req.body).toMatchObject({ model: 'fake-model', stream: true, temperature: 0.2, messages: [{ role: 'user', content: 'hi' }] });
-    expect(req.body.tools.map((t: any) => t.function.name)).toEqual(['clock', 'sleep', 'note_read', 'note_write']);
+    expect(req.body.tools.map((t: any) => t.function.name)).toEqual(['clock', 'sleep', 'note_read', 'note_write', 'read_file', 'write_file', 'edit_file', 'delete_file', 'list_files']);
   });
 
   it('accumulates a streamed tool call, runs it, and sends its result back', async () => {
