@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
+import { FILES_CHANGE, foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import type { Db, LogRef, SessionLog } from './session-log.ts';
 
@@ -143,6 +143,24 @@ export class FileBlobs {
       const [a, b] = diffable(c.before) && diffable(c.after) ? [textAt(c.before), textAt(c.after)] : [null, null];
       return { path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: a === null || b === null ? null : unifiedDiff(c.path, a, b) };
     });
+  }
+
+  /**
+   * An imported session stores the contents its change sets name that the
+   * database already holds (a recording carries no contents yet): so deleting
+   * the session it was exported from does not take them from it.
+   */
+  async adoptNamed(sessionId: string, db: Db = this.pool): Promise<void> {
+    // The type test first: a CASE keeps jsonb_array_elements from a non-array a plugin event might hold.
+    await db.query(
+      `INSERT INTO "SessionBlob" ("sessionId", hash)
+       SELECT DISTINCT $1, b.hash FROM "Event" e
+         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.data->'changes') = 'array' THEN e.data->'changes' ELSE '[]'::jsonb END) c
+         JOIN "FileBlob" b ON b.hash = c->>'hash'
+        WHERE e."sessionId" = $1 AND e.type = '${FILES_CHANGE}' AND jsonb_typeof(e.data->'changes') = 'array'
+       ON CONFLICT DO NOTHING`,
+      [sessionId],
+    );
   }
 
   /** The blobs the given sessions stored (deletion checks these afterwards). */

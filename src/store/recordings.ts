@@ -68,6 +68,7 @@ export async function importRecording(
     }
     await insertEvents(client, id, batch);
     if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
+    await store.files.adoptNamed(id, client);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });

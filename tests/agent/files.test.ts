@@ -164,4 +164,15 @@ describe('deleting sessions', () => {
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: b });
     expect(await blobCount(shared)).toBe(0);
   });
+
+  it('an imported copy keeps the contents its log names that the database holds, when the original is deleted', async () => {
+    const a = await create();
+    await turn(a, write('kept.txt', 'kept by the copy'));
+    const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: a })).session.recording;
+    const copy = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording })).importRecording.id;
+    await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a });
+    expect((await file(copy, 'kept.txt')).text).toBe('kept by the copy');
+    await turn(copy, '!call read_file {"path":"kept.txt"}');
+    expect((await results(copy)).at(-1)).toEqual(['read_file', 'ok', 'kept by the copy']);
+  });
 });
