@@ -82,6 +82,8 @@ export interface AppOptions {
   tracing?: TracingOptions;
   /** Where sessions' file workspaces are made (FORKLINE_WORKSPACES_DIR; main: under the data directory); unset: a new temporary directory. */
   workspacesDir?: string;
+  /** Offer the `shell` tool (FORKLINE_SHELL=on; agent/shell-tool.ts). */
+  shell?: boolean;
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
 }
@@ -126,7 +128,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
-  const tools = new ToolCatalog(opts.mcp, log);
+  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
   const limits = Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined));

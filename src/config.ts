@@ -49,6 +49,8 @@ const envSchema = z.object({
   FORKLINE_WORKSPACES_DIR: z.string().optional(),
   FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
+  /** `on`: offer the `shell` tool (a command in the session's workspace; sandboxed with bubblewrap where installed). */
+  FORKLINE_SHELL: z.enum(['on', 'off']).default('off').transform((v) => v === 'on'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   MODEL_PROVIDER: z.enum(['scripted', 'openai']).default('scripted'),
   OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),

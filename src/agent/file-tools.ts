@@ -28,7 +28,7 @@ export const FILE_TOOLS = [
     description: "Reads a text file of the session's file workspace.",
     args: z.strictObject({ path: filePath }),
     effect: 'read-only',
-    files: true,
+    files: 'only',
     run: async ({ path }, ctx) => {
       const bytes = await workspaceOf(ctx).readFile(path);
       const text = textOf(bytes);
@@ -42,7 +42,7 @@ export const FILE_TOOLS = [
     args: z.strictObject({ path: filePath, content: z.string() }),
     // Writing the same content again changes nothing more.
     effect: 'idempotent',
-    files: true,
+    files: 'only',
     run: async ({ path, content }, ctx) => {
       const bytes = Buffer.from(content, 'utf8');
       const { rel, created } = await workspaceOf(ctx).writeFile(path, bytes);
@@ -54,7 +54,7 @@ export const FILE_TOOLS = [
     description: 'Replaces the one occurrence of `oldText` in a text file by `newText` (an error when it occurs no time or several times).',
     args: z.strictObject({ path: filePath, oldText: z.string().min(1), newText: z.string() }),
     effect: 'side-effects',
-    files: true,
+    files: 'only',
     run: async ({ path, oldText, newText }, ctx) => {
       const ws = workspaceOf(ctx);
       const text = textOf(await ws.readFile(path));
@@ -71,7 +71,7 @@ export const FILE_TOOLS = [
     description: "Deletes a file of the session's file workspace.",
     args: z.strictObject({ path: filePath }),
     effect: 'idempotent',
-    files: true,
+    files: 'only',
     run: async ({ path }, ctx) => `deleted ${await workspaceOf(ctx).deleteFile(path)}`,
   }),
   tool({
@@ -79,7 +79,7 @@ export const FILE_TOOLS = [
     description: "Lists the files of the session's file workspace under a directory (default: all), with their sizes.",
     args: z.strictObject({ path: z.string().max(1024).optional().describe('A directory relative to the workspace; default: the whole workspace.') }),
     effect: 'read-only',
-    files: true,
+    files: 'only',
     run: async ({ path }, ctx) => {
       const files = await workspaceOf(ctx).list(path ?? '.');
       if (files.length === 0) return 'no files';

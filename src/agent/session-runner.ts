@@ -285,7 +285,7 @@ export class SessionRunner {
           toolCalls: answer.toolCalls.map((c) => {
             const tool = offered.find((t) => t.name === c.name);
             const effect = tool?.effect;
-            return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: true } : {}) };
+            return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
           }),
           ...(answer.usage ? { usage: answer.usage } : {}),
         },
@@ -406,7 +406,8 @@ export class SessionRunner {
     if (!files || tool.effect === 'read-only' || !files.materialised) return result;
     // What the call changed, by what it touched or a walk of the tree; its contents stored before the change set names them.
     try {
-      const captured = await files.capture({ walk: false });
+      // A built-in file tool says what it touched; a tool that also acts elsewhere (the shell) gets a walk by size and mtime.
+      const captured = await files.capture({ walk: tool.files === 'also' });
       await this.deps.store.files.put(this.sessionId, captured.blobs);
       return { ...result, files: captured.changes };
     } catch (err) {

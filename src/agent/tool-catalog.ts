@@ -3,6 +3,7 @@
 // the sessions of a process and limited per tenant by the config.
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
+import { findBubblewrap, shellTool } from './shell-tool.ts';
 import type { McpConfig } from './mcp/mcp-config.ts';
 import { McpServerConnection } from './mcp/mcp-server.ts';
 import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
@@ -13,14 +14,22 @@ export interface CatalogScope {
 
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
-  private readonly builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+  private readonly builtins: Map<string, Tool>;
   /** The tools made of each tools/list answer (their argument validators compiled once). */
   private readonly made = new WeakMap<object, Tool[]>();
 
   constructor(
     mcp: McpConfig | undefined,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
+    /** The opt-in `shell` built-in (FORKLINE_SHELL=on; shell-tool.ts). */
+    opts: { shell?: boolean } = {},
   ) {
+    this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+    if (opts.shell) {
+      const bwrap = findBubblewrap();
+      if (!bwrap) log('FORKLINE_SHELL=on without bubblewrap (bwrap) on PATH: shell commands run unsandboxed as this OS user, in the session\'s workspace directory');
+      this.builtins.set('shell', shellTool({ bwrap }));
+    }
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
       this.servers.set(name, { connection: new McpServerConnection(name, config, log), config });
     }

@@ -3,7 +3,7 @@
 // tools.ts (file tools in file-tools.ts), MCP servers' in mcp/.
 import { z } from 'zod';
 import type { ToolDefinition } from '../core/chat.ts';
-import type { ToolEffect } from '../core/tools.ts';
+import type { FileScope, ToolEffect } from '../core/tools.ts';
 import type { FileWorkspace } from './file-workspace.ts';
 
 /** The session's workspace as a tool sees it. */
@@ -55,8 +55,8 @@ export function tool<T extends z.ZodObject>(def: {
   description: string;
   args: T;
   effect: ToolEffect;
-  /** It works in the session's file workspace, and only there. */
-  files?: boolean;
+  /** It works in the session's file workspace: only there, or also outside it. */
+  files?: FileScope;
   run: (args: z.infer<T>, ctx: ToolContext) => Promise<string>;
 }): Tool {
   const { $schema: _, ...parameters } = z.toJSONSchema(def.args);
@@ -65,7 +65,7 @@ export function tool<T extends z.ZodObject>(def: {
     description: def.description,
     parameters,
     effect: def.effect,
-    ...(def.files ? { files: true } : {}),
+    ...(def.files ? { files: def.files } : {}),
     run: (raw, ctx) => {
       const r = def.args.safeParse(raw);
       if (!r.success) throw new ToolError(`invalid arguments: ${r.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);

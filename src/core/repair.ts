@@ -32,9 +32,11 @@ function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {
  * effect: its changes are recorded with its result, which this branch does not
  * have, and the workspace is restored from the log (DESIGN §2, §6).
  */
-function restoredFiles(cause: RepairCause, call: ToolCall): string {
+function restoredFiles(cause: RepairCause, call: ToolCall, effect: ToolEffect | undefined): string {
   const where = cause.kind === 'forked' ? 'it did not run in this branch' : 'it changed no file in this session';
-  return `The files were restored to before this call; ${where}, so it is safe to call "${call.name}" again if you still need it.`;
+  if (call.files === 'only') return `The files were restored to before this call; ${where}, so it is safe to call "${call.name}" again if you still need it.`;
+  // Effects outside the workspace keep the effect's advice (DESIGN §2).
+  return `The files were restored to before this call; ${where} as far as the files go. Outside the files: ${retryAdvice(call, effect)}`;
 }
 
 /** The model-visible text of a synthetic result. */
@@ -46,7 +48,7 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
         `so the record is missing here. The parent session may have executed the call after the cut.`
       : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` +
         `so its effect is unknown.`;
-  return `${head} ${call.files ? restoredFiles(cause, call) : retryAdvice(call, effect)}`;
+  return `${head} ${call.files ? restoredFiles(cause, call, effect) : retryAdvice(call, effect)}`;
 }
 
 /**

@@ -43,7 +43,7 @@ describe('a cut between a write_file call and its result', () => {
     await turn(p, write('notes.txt', 'second\n'));
     const parentLog = await log(p);
     const call = parentLog.findLast((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
-    expect(call.data.toolCalls[0]).toMatchObject({ name: 'write_file', effect: 'idempotent', files: true });
+    expect(call.data.toolCalls[0]).toMatchObject({ name: 'write_file', effect: 'idempotent', files: 'only' });
     const change = parentLog.findLast((e) => e.type === 'plugin/files/change')!;
     expect(parentLog[change.seq + 1]).toMatchObject({ type: 'tool/result', data: { callId: change.data.callId, status: 'ok' } });
 

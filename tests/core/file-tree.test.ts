@@ -47,7 +47,7 @@ describe('unified diffs', () => {
 });
 
 describe('the repair wording of a file tool', () => {
-  const call = { id: 'c1', name: 'edit_file', arguments: '{}', effect: 'side-effects' as const, files: true };
+  const call = { id: 'c1', name: 'edit_file', arguments: '{}', effect: 'side-effects' as const, files: 'only' as const };
   it('says the files were restored, whatever the effect; other tools keep the effect advice', () => {
     const forked = syntheticResultContent({ kind: 'forked', parentSessionId: 'ses_p', cutSeq: 7 }, call, 'side-effects');
     expect(forked).toContain('forked at event 7 of session ses_p');

@@ -114,7 +114,7 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
       expect(expected.at(-1)).toEqual({ 'a.txt': 'one\ntwo\nthree\n', 'c.md': '# see\n', 'dir/b.txt': 'bee again\n' });
       // Every file-changing call is recorded with the effect and the workspace flag repair reads.
       const calls = parent.events.filter((e) => e.type === 'model/message').flatMap((e) => e.data.toolCalls);
-      expect(calls.every((c: any) => c.files === true && c.effect)).toBe(true);
+      expect(calls.every((c: any) => c.files === 'only' && c.effect)).toBe(true);
     });
 
     it('the parent, read at every seq, holds the files of that moment', async () => {
