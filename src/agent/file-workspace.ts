@@ -281,6 +281,16 @@ export class FileWorkspace {
       blobs.push({ hash, content });
     }
     this.touched.clear();
+    // The built-in tools check the quota before they write; a command is only seen afterwards.
+    const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
+    const usage = treeUsage(known.values());
+    const tooBig = changes.find((c) => c.size > maxFileBytes);
+    const problem =
+      tooBig ? `a file holds at most ${maxFileBytes} bytes, and ${tooBig.path} has ${tooBig.size}`
+      : usage.bytes > maxBytes ? `the workspace quota is ${maxBytes} bytes, and the files came to ${usage.bytes}`
+      : usage.files > maxFiles ? `the workspace quota is ${maxFiles} files, and there came to be ${usage.files}`
+      : undefined;
+    if (problem) throw new ToolError(problem);
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { changes, blobs };
   }

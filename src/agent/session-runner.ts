@@ -412,7 +412,8 @@ export class SessionRunner {
       return { ...result, files: captured.changes };
     } catch (err) {
       files.invalidate();
-      return { ...result, status: 'error', content: `${result.content}\n(its file changes could not be recorded, so they were undone: ${(err as Error).message})` };
+      const why = err instanceof ToolError ? err.message : `the files could not be recorded: ${(err as Error).message}`;
+      return { ...result, status: 'error', content: `${result.content}\n(${why}: the call's file changes were undone)` };
     }
   }
 

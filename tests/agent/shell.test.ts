@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 let app: TestApp;
 beforeAll(async () => {
   process.env.FORKLINE_TEST_SECRET = 'do-not-leak';
-  app = await startTestApp({ shell: true, toolTimeoutMs: 1500 });
+  app = await startTestApp({ shell: true, toolTimeoutMs: 1500, workspaceLimits: { maxBytes: 10_000, maxFiles: 10 } });
 });
 afterAll(async () => {
   delete process.env.FORKLINE_TEST_SECRET;
@@ -54,6 +54,17 @@ describe('the shell tool', () => {
     expect(await paths(fork.session.id)).toEqual(['a.txt:1']);
     await turn(fork.session.id, shell('ls'));
     expect((await results(fork.session.id)).at(-1)).toEqual(['shell', 'ok', 'exit code 0\n--- stdout ---\na.txt\n']);
+  });
+
+  it('a command that leaves the workspace past its quota is an error, and its file changes are undone', async () => {
+    const id = await create();
+    await turn(id, '!call write_file {"path":"keep.txt","content":"keep"}');
+    await turn(id, shell('head -c 20000 /dev/zero > big.bin && echo made') + '\n!then\n' + shell('ls'));
+    const [made, listed] = (await results(id)).slice(-2);
+    expect(made).toEqual(['shell', 'error', 'exit code 0\n--- stdout ---\nmade\n\n(the workspace quota is 10000 bytes, and the files came to 20004: the call\'s file changes were undone)']);
+    expect(listed).toEqual(['shell', 'ok', 'exit code 0\n--- stdout ---\nkeep.txt\n']);
+    expect(await paths(id)).toEqual(['keep.txt:4']);
+    expect((await log(id)).filter((e) => e.type === 'plugin/files/change')).toHaveLength(1);
   });
 
   it("sees none of forkline's environment, reports a failing exit code, and is stopped at the time limit", async () => {
