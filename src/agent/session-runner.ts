@@ -182,6 +182,9 @@ export class SessionRunner {
     const open = this.fold.state.openTail();
     const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, this.deps.tools.builtinEffectOf);
     if (closers.length === 0) return 0;
+    // A file tool cut off mid-call (here or by another process sharing the directory) may have left changes no change set records:
+    // the directory is made again from the log before the next file tool runs, as the repair's wording promises.
+    if (open?.step?.unanswered.some((c) => c.files)) this.deps.workspaces?.of(this.sessionId).invalidate();
     await this.append(closers, true);
     if (this.observer.enabled && open) {
       // A turn this runner did not start (its holder died) is observed only as it closes.

@@ -68,6 +68,31 @@ describe('a cut between a write_file call and its result', () => {
   });
 });
 
+describe('crash recovery', () => {
+  it('repairs a file tool cut off mid-call with the restored-files wording, and the next file tool sees the log\'s files, not what the crash left', async () => {
+    const id = await create();
+    await turn(id, write('a.txt', 'logged'));
+    // The process running it died mid-write_file: the call is in the log, no result; the directory holds half-done work.
+    await app.services.store.append(id, [
+      { type: 'inbox/add', data: { inputId: 'in_crash', text: write('a.txt', 'lost') } },
+      { type: 'inbox/remove', data: { inputId: 'in_crash', reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 2, inputId: 'in_crash' } },
+      { type: 'step/start', data: { turn: 2, step: 1 } },
+      { type: 'model/message', data: { turn: 2, step: 1, text: '', toolCalls: [{ id: 'call_crash', name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+    ]);
+    fs.writeFileSync(path.join(root, id, 'a.txt'), 'half-written by the dead process');
+    fs.writeFileSync(path.join(root, id, 'stray.txt'), 'left behind');
+    await turn(id, '!call list_files {}\n!call read_file {"path":"a.txt"}');
+    const repaired = (await log(id)).find((e) => e.type === 'tool/result' && e.data.callId === 'call_crash')!;
+    expect(repaired.data.status).toBe('interrupted');
+    expect(repaired.data.content).toContain('The files were restored to before this call; it changed no file in this session');
+    expect((await results(id)).slice(-2)).toEqual([
+      ['list_files', 'ok', 'a.txt (6 bytes)'],
+      ['read_file', 'ok', 'logged'],
+    ]);
+  });
+});
+
 describe('forks of one parent', () => {
   it('change the same file differently without touching each other or the parent', async () => {
     const p = await create();
