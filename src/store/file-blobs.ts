@@ -9,6 +9,7 @@ import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
 import { FILES_CHANGE, foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
+import type { RecordingBlob } from '../core/recording.ts';
 import type { Db, LogRef, SessionLog } from './session-log.ts';
 
 export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -161,6 +162,40 @@ export class FileBlobs {
        ON CONFLICT DO NOTHING`,
       [sessionId],
     );
+  }
+
+  /** The contents the change sets in effect through `toSeq` name, for a recording (a page of blobs per statement). */
+  async *recordingBlobs(ref: LogRef, toSeq: number): AsyncGenerator<RecordingBlob> {
+    if (toSeq < 0) return;
+    const hashes = [...new Set((await this.log.fileChangeSets(ref, toSeq)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))].sort();
+    for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
+      const contents = await this.contents(hashes.slice(i, i + BLOB_PAGE));
+      for (const h of hashes.slice(i, i + BLOB_PAGE)) {
+        const bytes = contents.get(h);
+        if (bytes) yield { blob: h, base64: bytes.toString('base64') };
+      }
+    }
+  }
+
+  /** Stores contents an imported recording carries, each checked against its hash. */
+  async putFromRecording(sessionId: string, blobs: readonly RecordingBlob[], db: Db): Promise<void> {
+    const checked = blobs.map((b) => {
+      const content = Buffer.from(b.base64, 'base64');
+      if (sha256(content) !== b.blob) throw badInput(`file content ${b.blob} does not match its hash`);
+      return { hash: b.blob, content };
+    });
+    await this.put(sessionId, checked, db);
+  }
+
+  /** Refuses an import whose files could not be read: a change set in effect names a content neither carried nor held. */
+  async requireNamed(sessionId: string, db: Db): Promise<void> {
+    const named = [...new Set((await this.log.fileChangeSets(sessionId, undefined, db)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
+    if (named.length === 0) return;
+    const { rows } = await db.query<{ hash: string }>(
+      'SELECT h AS hash FROM unnest($1::text[]) h WHERE NOT EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) LIMIT 1',
+      [named],
+    );
+    if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
   }
 
   /** The blobs the given sessions stored (deletion checks these afterwards). */

@@ -253,6 +253,7 @@ export class SessionLog {
     const scans = segments.map(
       (seg) =>
         `(SELECT c.seq, c.data FROM "Event" c WHERE c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
+        ` AND jsonb_typeof(c.data->'changes') = 'array'` +
         ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
         ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1 AND r.type = 'tool/result'` +
         ` AND r.data->>'callId' = c.data->>'callId') ORDER BY c.seq ${dir}${limited})`,

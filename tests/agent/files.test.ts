@@ -190,6 +190,33 @@ describe('deleting sessions', () => {
     expect(await blobCount(shared)).toBe(0);
   });
 
+  it('a recording carries the file contents its change sets name: imported after the original is gone, its files read the same', async () => {
+    const a = await create();
+    await turn(a, [write('r.txt', 'recorded\n'), write('gone.txt', 'x')].join('\n'));
+    await turn(a, '!call delete_file {"path":"gone.txt"}');
+    const recording: string = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: a })).session.recording;
+    const lines = recording.trim().split('\n').map((l) => JSON.parse(l));
+    const blobs = lines.filter((l) => 'blob' in l);
+    expect(blobs.map((b) => Buffer.from(b.base64, 'base64').toString()).sort()).toEqual(['recorded\n', 'x']);
+    expect(lines.slice(-blobs.length)).toEqual(blobs); // after every event
+    const mid = (await log(a)).findLast((e) => e.type === 'turn/end' && e.data.turn === 1)!.seq;
+    await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a });
+
+    const copy = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording })).importRecording.id;
+    expect((await files(copy)).map((f: any) => f.path)).toEqual(['r.txt']);
+    expect((await file(copy, 'gone.txt', mid)).text).toBe('x');
+    // Exported again, the copy's recording is the same stream.
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: copy })).session.recording.split('\n').filter((l: string) => l.startsWith('{"blob"')).sort())
+      .toEqual(recording.split('\n').filter((l) => l.startsWith('{"blob"')).sort());
+
+    // A content that does not match its hash, or one named but not carried (nor held): refused, nothing written.
+    const tampered = recording.replace(blobs[0].base64, Buffer.from('forged').toString('base64'));
+    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: tampered })).errors![0].message).toContain('does not match its hash');
+    await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: copy });
+    const withoutBlobs = recording.split('\n').filter((l) => !l.startsWith('{"blob"')).join('\n');
+    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: withoutBlobs })).errors![0].message).toMatch(/names file content [0-9a-f]{64} but does not carry it/);
+  });
+
   it('an imported copy keeps the contents its log names that the database holds, when the original is deleted', async () => {
     const a = await create();
     await turn(a, write('kept.txt', 'kept by the copy'));
