@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { foldFileTree, listTree, treeChanges, workspacePath } from '../../src/core/file-tree.ts';
 import { unifiedDiff } from '../../src/core/unified-diff.ts';
 import { syntheticResultContent } from '../../src/core/repair.ts';
+import { RecordingValidator, recordingHeader } from '../../src/core/recording.ts';
 
 describe('workspace paths', () => {
   it('are canonical, relative and never leave the workspace by their spelling', () => {
@@ -56,5 +57,25 @@ describe('the repair wording of a file tool', () => {
     expect(syntheticResultContent({ kind: 'interrupted', sessionId: 's' }, call, 'side-effects')).toContain('The files were restored to before this call; it changed no file in this session');
     const { files: _, ...elsewhere } = call;
     expect(syntheticResultContent({ kind: 'forked', parentSessionId: 'p', cutSeq: 7 }, elsewhere, 'side-effects')).toContain('may already have changed the world');
+  });
+});
+
+describe('file contents in a recording', () => {
+  const header = JSON.stringify(recordingHeader({ id: 'ses_x' }));
+  const event = JSON.stringify({ seq: 0, type: 'session/title', data: { title: 't' } });
+  const blob = JSON.stringify({ blob: 'a'.repeat(64), base64: 'eA==' });
+  it('come after every event, one line each', () => {
+    const v = new RecordingValidator();
+    for (const line of [header, event, blob]) v.push(line);
+    expect(v.blob).toEqual({ blob: 'a'.repeat(64), base64: 'eA==' });
+    expect(v.finish()).toMatchObject({ eventCount: 1, fileBlobs: 1 });
+  });
+  it('are refused before an event, or with a hash that is not a sha-256', () => {
+    const before = new RecordingValidator();
+    for (const line of [header, blob]) before.push(line);
+    expect(() => before.push(event)).toThrow('file contents come after every event');
+    const bad = new RecordingValidator();
+    bad.push(header);
+    expect(() => bad.push(JSON.stringify({ blob: 'xyz', base64: '' }))).toThrow('sha-256');
   });
 });
