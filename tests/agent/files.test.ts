@@ -119,6 +119,35 @@ describe('forks of one parent', () => {
   });
 });
 
+describe('every kind of cut', () => {
+  it('branchSession, editMessage and fanOut give each child the files of its cut, and its agent works on them', async () => {
+    const p = await create();
+    await turn(p, write('story.txt', 'chapter 1\n'));
+    const turn2Input = (await send(p, '!call edit_file {"path":"story.txt","oldText":"chapter 1","newText":"chapter 2"}')).sendMessage.inputId as string;
+    await app.services.host.idle();
+    const turn1End = (await log(p)).find((e) => e.type === 'turn/end')!.seq;
+
+    const branch = (await app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { session { id firstLiveSeq } } }`, { i: { sessionId: p, anchorSeq: 0 } })).branchSession.session;
+    expect((await file(branch.id, 'story.txt')).text).toBe('chapter 1\n');
+
+    // Edit turn 2's message: the child is cut right before it and answers the new text on the files of turn 1.
+    const edited = (await app.ok(`mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id firstLiveSeq } } }`, {
+      i: { sessionId: p, inputId: turn2Input, text: '!call edit_file {"path":"story.txt","oldText":"chapter 1","newText":"chapter one, edited"}' },
+    })).editMessage.session;
+    await app.services.host.idle();
+    expect((await file(edited.id, 'story.txt', edited.firstLiveSeq - 1)).text).toBe('chapter 1\n');
+    expect((await file(edited.id, 'story.txt')).text).toBe('chapter one, edited\n');
+
+    const fan = (await app.ok(`mutation($i: FanOutInput!) { fanOut(input: $i) { children { id } } }`, {
+      i: { sessionId: p, atSeq: turn1End, variants: [{ message: write('story.txt', 'variant A\n') }, { message: '!call read_file {"path":"story.txt"}' }] },
+    })).fanOut.children;
+    await app.services.host.idle();
+    expect((await file(fan[0].id, 'story.txt')).text).toBe('variant A\n');
+    expect((await results(fan[1].id)).at(-1)).toEqual(['read_file', 'ok', 'chapter 1\n']);
+    expect((await file(p, 'story.txt')).text).toBe('chapter 2\n');
+  });
+});
+
 describe('paths stay inside the workspace', () => {
   it('refuses "..", absolute paths and a symlink that leads out', async () => {
     const id = await create();
