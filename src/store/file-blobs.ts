@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { FILES_CHANGE, foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
+import { foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import type { RecordingBlob } from '../core/recording.ts';
 import type { Db, LogRef, SessionLog } from './session-log.ts';
@@ -147,21 +147,22 @@ export class FileBlobs {
   }
 
   /**
-   * An imported session stores the contents its change sets name that the
-   * database already holds (a recording carries no contents yet): so deleting
-   * the session it was exported from does not take them from it.
+   * An imported session stores the contents its change sets in effect name
+   * (carried by the recording, or already held: then deleting the session it
+   * was exported from does not take them from it). A content neither carried
+   * nor held refuses the import: its files could not be read.
    */
-  async adoptNamed(sessionId: string, db: Db = this.pool): Promise<void> {
-    // The type test first: a CASE keeps jsonb_array_elements from a non-array a plugin event might hold.
-    await db.query(
-      `INSERT INTO "SessionBlob" ("sessionId", hash)
-       SELECT DISTINCT $1, b.hash FROM "Event" e
-         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.data->'changes') = 'array' THEN e.data->'changes' ELSE '[]'::jsonb END) c
-         JOIN "FileBlob" b ON b.hash = c->>'hash'
-        WHERE e."sessionId" = $1 AND e.type = '${FILES_CHANGE}' AND jsonb_typeof(e.data->'changes') = 'array'
-       ON CONFLICT DO NOTHING`,
-      [sessionId],
+  async adoptNamed(sessionId: string, db: Db): Promise<void> {
+    const changeSets = await this.log.fileChangeSets(sessionId, undefined, db);
+    const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
+    if (named.length === 0) return;
+    const { rows } = await db.query<{ hash: string; held: boolean }>(
+      `WITH n AS (SELECT h AS hash, EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) AS held FROM unnest($2::text[]) h),
+            adopted AS (INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, hash FROM n WHERE held ON CONFLICT DO NOTHING)
+       SELECT hash, held FROM n WHERE NOT held LIMIT 1`,
+      [sessionId, named],
     );
+    if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
   }
 
   /** The contents the change sets in effect through `toSeq` name, for a recording (a page of blobs per statement). */
@@ -185,17 +186,6 @@ export class FileBlobs {
       return { hash: b.blob, content };
     });
     await this.put(sessionId, checked, db);
-  }
-
-  /** Refuses an import whose files could not be read: a change set in effect names a content neither carried nor held. */
-  async requireNamed(sessionId: string, db: Db): Promise<void> {
-    const named = [...new Set((await this.log.fileChangeSets(sessionId, undefined, db)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
-    if (named.length === 0) return;
-    const { rows } = await db.query<{ hash: string }>(
-      'SELECT h AS hash FROM unnest($1::text[]) h WHERE NOT EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) LIMIT 1',
-      [named],
-    );
-    if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
   }
 
   /** The blobs the given sessions stored (deletion checks these afterwards). */

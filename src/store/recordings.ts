@@ -79,7 +79,6 @@ export async function importRecording(
     if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
     await store.files.putFromRecording(id, blobs, client);
     await store.files.adoptNamed(id, client);
-    await store.files.requireNamed(id, client);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
