@@ -409,8 +409,8 @@ export class SessionRunner {
     if (!files || tool.effect === 'read-only' || !files.materialised) return result;
     // What the call changed, by what it touched or a walk of the tree; its contents stored before the change set names them.
     try {
-      // A built-in file tool says what it touched; a tool that also acts elsewhere (the shell) gets a walk by size and mtime.
-      const captured = await files.capture({ walk: tool.files === 'also' });
+      // A built-in file tool says what it touched; the shell and an MCP workspace server do not: a walk by size and mtime.
+      const captured = await files.capture({ walk: tool.files === 'also' || tool.server !== undefined });
       await this.deps.store.files.put(this.sessionId, captured.blobs);
       return { ...result, files: captured.changes };
     } catch (err) {
