@@ -3,7 +3,20 @@
 // Session.files and Session.file, and each fork's own agent asked what it
 // sees in its directory (list_files): its tree made from the log at the cut.
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { fileSpec, type Files } from '../spec/file-spec.ts';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
+import { fileSpec, fileSpecMcpConfig, type Files } from '../spec/file-spec.ts';
+
+const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'file-spec-'));
+/** server-filesystem in each session's workspace, beside the built-in tools and the shell. */
+function writeMcpConfig(): string {
+  const file = path.join(configDir, 'mcp.json');
+  fs.writeFileSync(file, JSON.stringify(fileSpecMcpConfig(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'))));
+  return file;
+}
 
 let app: TestApp;
 const FILES = `query($id: ID!, $atSeq: Int) { session(id: $id) { files(atSeq: $atSeq) { path size hash seq } } }`;
@@ -22,8 +35,11 @@ async function filesOf(id: string, atSeq?: number): Promise<Files> {
 }
 
 fileSpec('GraphQL API', {
-  setup: async () => void (app = await startTestApp()),
-  teardown: () => app.close(),
+  setup: async () => void (app = await startTestApp({ shell: true, mcp: loadMcpConfig(writeMcpConfig()) })),
+  teardown: async () => {
+    await app.close();
+    fs.rmSync(configDir, { recursive: true, force: true });
+  },
   async createParent(turns) {
     const { id } = (await app.ok(`mutation { createSession(input: { title: "files" }) { id } }`)).createSession;
     for (const text of turns) {

@@ -1,5 +1,6 @@
 // The file workspace contract (DESIGN §2, §6; issue 31) as one table: an
-// agent writes, edits and deletes files over several turns, then a fork at
+// agent writes, edits and deletes files over several turns (the built-in file
+// tools, the shell and server-filesystem in its workspace), then a fork at
 // EVERY event of that log must see exactly the files of that moment. The
 // expected tree at a seq is computed here from the calls' arguments and their
 // recorded results alone (a reference model of the file tools), never from
@@ -33,7 +34,27 @@ export const FILE_SCENARIO: string[] = [
     '!call write_file {"path":"../escape.txt","content":"no"}',
     '!call write_file {"path":"dir/b.txt","content":"bee again\\n"}',
   ].join('\n'),
+  [
+    'turn 4: the shell and server-filesystem (the initializer offers both)',
+    '!call shell {"command":"printf shell > s.txt && rm c.md"}',
+    '!then',
+    '!call fs__write_file {"path":"dir/fs.txt","content":"from fs\\n"}',
+    '!call fs__edit_file {"path":"a.txt","edits":[{"oldText":"three","newText":"3"}]}',
+  ].join('\n'),
 ];
+
+/** What the scenario's shell commands do to the files (the reference model cannot run a shell). */
+const SHELL_EFFECTS: Record<string, (files: Files) => void> = {
+  'printf shell > s.txt && rm c.md': (files) => {
+    files['s.txt'] = 'shell';
+    delete files['c.md'];
+  },
+};
+
+/** An MCP config for the initializers: server-filesystem in each session's workspace (docs/files.md). */
+export function fileSpecMcpConfig(serverScript: string) {
+  return { mcpServers: { fs: { command: process.execPath, args: [serverScript, '${workspace}'], cwd: '${workspace}', workspace: 'only' } } };
+}
 
 export interface SpecEvent {
   seq: number;
@@ -74,9 +95,11 @@ export function expectedFilesBySeq(events: SpecEvent[]): Files[] {
     if (e.type === 'model/message') for (const c of e.data.toolCalls) calls.set(c.id, { name: c.name, args: JSON.parse(c.arguments) });
     if (e.type === 'tool/result' && e.data.status === 'ok') {
       const { name, args } = calls.get(e.data.callId)!;
-      if (name === 'write_file') files[args.path] = args.content;
+      if (name === 'write_file' || name === 'fs__write_file') files[args.path] = args.content;
       else if (name === 'edit_file') files[args.path] = files[args.path].replace(args.oldText, args.newText);
+      else if (name === 'fs__edit_file') for (const ed of args.edits) files[args.path] = files[args.path].replace(ed.oldText, ed.newText);
       else if (name === 'delete_file') delete files[args.path];
+      else if (name === 'shell') SHELL_EFFECTS[args.command](files);
     }
     out.push({ ...files });
   }
@@ -110,11 +133,12 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
         ['write_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'ok'],
         ['delete_file', 'ok'], ['write_file', 'ok'], ['read_file', 'ok'], ['list_files', 'ok'],
         ['edit_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'error'], ['write_file', 'error'], ['write_file', 'ok'],
+        ['shell', 'ok'], ['fs__write_file', 'ok'], ['fs__edit_file', 'ok'],
       ]);
-      expect(expected.at(-1)).toEqual({ 'a.txt': 'one\ntwo\nthree\n', 'c.md': '# see\n', 'dir/b.txt': 'bee again\n' });
-      // Every file-changing call is recorded with the effect and the workspace flag repair reads.
+      expect(expected.at(-1)).toEqual({ 'a.txt': 'one\ntwo\n3\n', 'dir/b.txt': 'bee again\n', 'dir/fs.txt': 'from fs\n', 's.txt': 'shell' });
+      // Every call is recorded with the effect and the workspace scope repair reads.
       const calls = parent.events.filter((e) => e.type === 'model/message').flatMap((e) => e.data.toolCalls);
-      expect(calls.every((c: any) => c.files === 'only' && c.effect)).toBe(true);
+      expect(calls.every((c: any) => c.files === (c.name === 'shell' ? 'also' : 'only') && c.effect)).toBe(true);
     });
 
     it('the parent, read at every seq, holds the files of that moment', async () => {
