@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { agentTurns } from '../helpers/agent-turns.ts';
 
 const require = createRequire(import.meta.url);
 let app: TestApp;
@@ -29,13 +30,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const create = async () => (await app.ok(`mutation { createSession(input: { title: "mcp files" }) { id } }`)).createSession.id as string;
-const turn = async (sessionId: string, text: string) => {
-  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } });
-  await app.services.host.idle();
-};
-const log = (id: string) => app.services.store.log.page(id, -1, 10_000);
-const results = async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+const { create, turn, log, results } = agentTurns(() => app, 'mcp files');
 const files = async (id: string) =>
   Object.fromEntries(await Promise.all(((await app.ok(`query($id: ID!) { session(id: $id) { files { path } } }`, { id })).session.files as Array<{ path: string }>).map(async ({ path: p }) =>
     [p, (await app.ok(`query($id: ID!, $p: String!) { session(id: $id) { file(path: $p) { text } } }`, { id, p })).session.file.text])));

@@ -4,6 +4,7 @@
 // tools'; it sees none of forkline's environment, and a time limit kills it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { agentTurns } from '../helpers/agent-turns.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -15,13 +16,7 @@ afterAll(async () => {
   await app.close();
 });
 
-const create = async () => (await app.ok(`mutation { createSession(input: { title: "shell" }) { id } }`)).createSession.id as string;
-const turn = async (sessionId: string, text: string) => {
-  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } });
-  await app.services.host.idle();
-};
-const log = (id: string) => app.services.store.log.page(id, -1, 10_000);
-const results = async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+const { create, turn, log, results } = agentTurns(() => app, 'shell');
 const shell = (command: string) => `!call shell ${JSON.stringify({ command })}`;
 const paths = async (id: string, atSeq?: number) =>
   (await app.ok(`query($id: ID!, $a: Int) { session(id: $id) { files(atSeq: $a) { path size } } }`, { id, a: atSeq })).session.files.map((f: any) => `${f.path}:${f.size}`);

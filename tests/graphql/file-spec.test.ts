@@ -3,22 +3,10 @@
 // Session.files and Session.file, and each fork's own agent asked what it
 // sees in its directory (list_files): its tree made from the log at the cut.
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
-import { fileSpec, fileSpecMcpConfig, type Files } from '../spec/file-spec.ts';
-
-const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'file-spec-'));
-/** server-filesystem in each session's workspace, beside the built-in tools and the shell. */
-function writeMcpConfig(): string {
-  const file = path.join(configDir, 'mcp.json');
-  fs.writeFileSync(file, JSON.stringify(fileSpecMcpConfig(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'))));
-  return file;
-}
+import { fileSpec, fileSpecTools, type Files } from '../spec/file-spec.ts';
 
 let app: TestApp;
+const tools = fileSpecTools();
 const FILES = `query($id: ID!, $atSeq: Int) { session(id: $id) { files(atSeq: $atSeq) { path size hash seq } } }`;
 const FILE = `query($id: ID!, $path: String!, $atSeq: Int) { session(id: $id) { file(path: $path, atSeq: $atSeq) { path size hash text base64 } } }`;
 const FORK = `mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id firstLiveSeq } } }`;
@@ -35,11 +23,8 @@ async function filesOf(id: string, atSeq?: number): Promise<Files> {
 }
 
 fileSpec('GraphQL API', {
-  setup: async () => void (app = await startTestApp({ shell: true, mcp: loadMcpConfig(writeMcpConfig()) })),
-  teardown: async () => {
-    await app.close();
-    fs.rmSync(configDir, { recursive: true, force: true });
-  },
+  setup: async () => void (app = await startTestApp(tools)),
+  teardown: () => app.close(),
   async createParent(turns) {
     const { id } = (await app.ok(`mutation { createSession(input: { title: "files" }) { id } }`)).createSession;
     for (const text of turns) {

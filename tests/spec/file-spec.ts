@@ -6,7 +6,9 @@
 // recorded results alone (a reference model of the file tools), never from
 // the implementation's change sets; the store and the GraphQL API each run the
 // table through a small initializer, like tests/spec/fork-spec.ts.
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseMcpConfig, type McpConfig } from '../../src/agent/mcp/mcp-config.ts';
 
 /** The parent's turns: scripted-model cues (src/agent/models/scripted.ts). */
 export const FILE_SCENARIO: string[] = [
@@ -51,9 +53,16 @@ const SHELL_EFFECTS: Record<string, (files: Files) => void> = {
   },
 };
 
-/** An MCP config for the initializers: server-filesystem in each session's workspace (docs/files.md). */
-export function fileSpecMcpConfig(serverScript: string) {
-  return { mcpServers: { fs: { command: process.execPath, args: [serverScript, '${workspace}'], cwd: '${workspace}', workspace: 'only' } } };
+/**
+ * What the initializers' apps offer besides the built-in file tools: the shell,
+ * and server-filesystem in each session's workspace (docs/files.md).
+ */
+export function fileSpecTools(): { shell: true; mcp: McpConfig } {
+  const server = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
+  return {
+    shell: true,
+    mcp: parseMcpConfig(JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [server, '${workspace}'], cwd: '${workspace}', workspace: 'only' } } })),
+  };
 }
 
 export interface SpecEvent {

@@ -2,22 +2,10 @@
 // parent is made by the agent (the file tools run in its workspace), then
 // SessionStore.fork cuts it and FileBlobs reads the trees, no GraphQL.
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
-import { fileSpec, fileSpecMcpConfig, type Files } from '../spec/file-spec.ts';
-
-const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'file-spec-'));
-/** server-filesystem in each session's workspace, beside the built-in tools and the shell. */
-function writeMcpConfig(): string {
-  const file = path.join(configDir, 'mcp.json');
-  fs.writeFileSync(file, JSON.stringify(fileSpecMcpConfig(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js'))));
-  return file;
-}
+import { fileSpec, fileSpecTools, type Files } from '../spec/file-spec.ts';
 
 let app: TestApp;
+const tools = fileSpecTools();
 const scope = { tenant: 'local' };
 
 async function filesOf(id: string, atSeq?: number): Promise<Files> {
@@ -28,11 +16,8 @@ async function filesOf(id: string, atSeq?: number): Promise<Files> {
 }
 
 fileSpec('SessionStore', {
-  setup: async () => void (app = await startTestApp({ shell: true, mcp: loadMcpConfig(writeMcpConfig()) })),
-  teardown: async () => {
-    await app.close();
-    fs.rmSync(configDir, { recursive: true, force: true });
-  },
+  setup: async () => void (app = await startTestApp(tools)),
+  teardown: () => app.close(),
   async createParent(turns) {
     const { id } = await app.services.store.createSession(scope, { title: 'files' });
     for (const text of turns) {
