@@ -346,10 +346,7 @@ export class SessionRunner {
    */
   private async closeStopped(partial?: { step: number; text: string }): Promise<void> {
     // A deleted session's turn ends here; one another process runs now is closed (and observed) there.
-    if (this.stopReason === 'deleted') {
-      this.endTurnObservation('deleted', 'session deleted');
-      await this.deps.workspaces?.discard(this.sessionId);
-    }
+    if (this.stopReason === 'deleted') this.endTurnObservation('deleted', 'session deleted');
     if (this.stopReason === 'deleted' || this.stopReason === 'lease-lost') return;
     if (this.stopReason === 'shutdown') {
       await this.repairInterrupted();

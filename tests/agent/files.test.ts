@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let app: TestApp;
 let root: string;
@@ -217,6 +218,8 @@ describe('deleting sessions', () => {
     expect([await blobCount(shared), await blobCount(aOnly)]).toEqual([1, 0]);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: b });
     expect(await blobCount(shared)).toBe(0);
+    // Every process removes a deleted session's directory when it hears of the deletion.
+    await waitFor(() => !fs.existsSync(path.join(root, a)) && !fs.existsSync(path.join(root, b)), { what: 'the directories removed' });
   });
 
   it('a recording carries the file contents its change sets name: imported after the original is gone, its files read the same', async () => {
