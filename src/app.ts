@@ -22,6 +22,8 @@ import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
+import { DEFAULT_WORKSPACE_LIMITS, FileWorkspaces, type WorkspaceLimits } from './agent/file-workspace.ts';
+import fs from 'node:fs';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
 import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
@@ -82,6 +84,12 @@ export interface AppOptions {
   onToolRun?: (sessionId: string, call: ToolCall) => void;
   /** OpenTelemetry GenAI traces (main: tracingOptionsFromEnv); unset: off. */
   tracing?: TracingOptions;
+  /** Where sessions' file workspaces are made (FORKLINE_WORKSPACES_DIR; main: under the data directory); unset: a new temporary directory. */
+  workspacesDir?: string;
+  /** Offer the `shell` tool (FORKLINE_SHELL=on; agent/shell-tool.ts). */
+  shell?: boolean;
+  /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
+  workspaceLimits?: Partial<WorkspaceLimits>;
 }
 
 export interface App {
@@ -120,7 +128,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel });
-  const tools = new ToolCatalog(opts.mcp, log);
+  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell });
+  // Without a configured directory (tests, embedders): a temporary one, removed at close.
+  const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
+  const limits = Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined));
+  const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, { ...DEFAULT_WORKSPACE_LIMITS, ...limits });
   const host = new SessionHost(
     store,
     leases,
@@ -139,6 +151,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       },
       onToolRun: opts.onToolRun,
       observer: tracing,
+      workspaces,
     },
     {
       listener,
@@ -187,6 +200,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await apiTokens.stop();
       await host.stop();
       await tools.close(); // after the host: no call is running
+      if (temporaryWorkspaces) fs.rmSync(temporaryWorkspaces, { recursive: true, force: true });
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported
       await live.close();
       await store.notifications.close(); // what was committed is announced (one attempt each)

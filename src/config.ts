@@ -45,6 +45,12 @@ const envSchema = z.object({
   FORKLINE_MAX_TURN_MS: z.coerce.number().int().max(2 ** 31 - 1).refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
+  /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
+  FORKLINE_WORKSPACES_DIR: z.string().optional(),
+  FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
+  FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
+  /** `on`: offer the `shell` tool (a command in the session's workspace; sandboxed with bubblewrap where installed). */
+  FORKLINE_SHELL: z.enum(['on', 'off']).default('off').transform((v) => v === 'on'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
   MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),

@@ -76,6 +76,9 @@ async function main() {
       providers: providersOf(config),
       mcp: config.FORKLINE_MCP_CONFIG ? loadMcpConfig(path.resolve(config.FORKLINE_MCP_CONFIG)) : undefined,
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
+      workspacesDir: path.resolve(config.FORKLINE_WORKSPACES_DIR ?? path.join(config.FORKLINE_DATA_DIR, 'workspaces')),
+      shell: config.FORKLINE_SHELL,
+      workspaceLimits: { maxBytes: config.FORKLINE_WORKSPACE_MAX_BYTES, maxFiles: config.FORKLINE_WORKSPACE_MAX_FILES },
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),
     });

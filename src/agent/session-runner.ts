@@ -12,6 +12,8 @@ import { ModelError, type ChatModel } from './models/model.ts';
 import { ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tools.ts';
 import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
+import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
+import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
@@ -34,6 +36,8 @@ export interface RunnerDeps {
   onToolRun?: (sessionId: string, call: ToolCall) => void;
   /** Telemetry (src/telemetry/): told of turns, model calls and tool calls; unset: nothing. */
   observer?: AgentObserver;
+  /** The sessions' file workspaces on this process (file-workspace.ts); unset: file tools answer an error. */
+  workspaces?: FileWorkspaces;
 }
 
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
@@ -57,6 +61,8 @@ export class SessionRunner {
   private readonly observer: AgentObserver;
   /** The observation of the turn this runner is in (ended once its turn/end is stored). */
   private turnObs?: TurnObserver;
+  /** The session's file workspace, once a file tool needed it. */
+  private files?: FileWorkspace;
 
   /** `fold` is the host's running view of the session (cold or kept from an earlier lease). */
   constructor(
@@ -152,9 +158,18 @@ export class SessionRunner {
    */
   private async append(events: NewEvent[], closesTurn = false): Promise<StoredEvent[]> {
     const { store, lease } = this.deps;
-    const { events: written, released } = closesTurn
-      ? await store.appendReleasingIfIdle(this.sessionId, events, lease)
-      : { events: await store.append(this.sessionId, events, { lease }), released: false };
+    let appended;
+    try {
+      appended = closesTurn
+        ? await store.appendReleasingIfIdle(this.sessionId, events, lease)
+        : { events: await store.append(this.sessionId, events, { lease }), released: false };
+    } catch (err) {
+      // A change set that was not stored: the directory no longer matches the log.
+      if (events.some((e) => e.type === FILES_CHANGE)) this.files?.invalidate();
+      throw err;
+    }
+    const { events: written, released } = appended;
+    for (const e of written) if (e.type === FILES_CHANGE) this.files?.synced(e.seq);
     await this.fold.appended(store.log, written);
     this.released = released;
     // Progress that is in the log is announced from what was stored, once it is stored.
@@ -167,6 +182,9 @@ export class SessionRunner {
     const open = this.fold.state.openTail();
     const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, this.deps.tools.builtinEffectOf);
     if (closers.length === 0) return 0;
+    // A file tool cut off mid-call (here or by another process sharing the directory) may have left changes no change set records:
+    // the directory is made again from the log before the next file tool runs, as the repair's wording promises.
+    if (open?.step?.unanswered.some((c) => c.files)) this.deps.workspaces?.of(this.sessionId).invalidate();
     await this.append(closers, true);
     if (this.observer.enabled && open) {
       // A turn this runner did not start (its holder died) is observed only as it closes.
@@ -268,8 +286,9 @@ export class SessionRunner {
           text: storable(answer.text),
           // Each call keeps the effect of the tool it names as offered now: repair's advice reads it from here.
           toolCalls: answer.toolCalls.map((c) => {
-            const effect = offered.find((t) => t.name === c.name)?.effect;
-            return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}) };
+            const tool = offered.find((t) => t.name === c.name);
+            const effect = tool?.effect;
+            return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
           }),
           ...(answer.usage ? { usage: answer.usage } : {}),
         },
@@ -283,14 +302,20 @@ export class SessionRunner {
         if (this.stopReason) return this.closeStopped();
         this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const toolObs = this.turnObs?.toolCall({ step, call });
-        const { status, content, writes, kept } = await this.runTool(call, offered.find((t) => t.name === call.name), turn, step);
+        const { status, content, writes, kept, files } = await this.runTool(call, offered.find((t) => t.name === call.name), turn, step);
         toolObs?.end({ status, content });
-        if (this.stopReason && status !== 'ok') return this.closeStopped();
+        if (this.stopReason && status !== 'ok') {
+          // Its result (and any change set) is not recorded: what it did to the files is undone when the directory is next needed.
+          if (files) this.files?.invalidate();
+          return this.closeStopped();
+        }
         // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites);
         // what the tool asked to keep (an MCP result) goes with any result.
+        // A file change set goes last, right before the result (store/session-log.ts fileChangeSets), whatever the status: it is what the call did.
         const recorded: NewEvent[] = [
           ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...k.data } })),
           ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
+          ...(files?.length ? [{ type: FILES_CHANGE, data: { callId: call.id, changes: files } }] : []),
         ];
         const result: NewEvent = {
           type: 'tool/result',
@@ -358,7 +383,14 @@ export class SessionRunner {
     tool: Tool | undefined,
     turn: number,
     step: number,
-  ): Promise<{ status: 'ok' | 'error'; content: string; writes: Array<{ key: string; value: string }>; kept: Array<{ type: string; data: Record<string, unknown> }> }> {
+  ): Promise<{
+    status: 'ok' | 'error';
+    content: string;
+    writes: Array<{ key: string; value: string }>;
+    kept: Array<{ type: string; data: Record<string, unknown> }>;
+    /** The file change set of a call that may change files (its contents already stored), when it changed any. */
+    files?: FileChangeRecord[];
+  }> {
     const writes: Array<{ key: string; value: string }> = [];
     const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
     if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes, kept };
@@ -368,6 +400,26 @@ export class SessionRunner {
     } catch {
       return { status: 'error', content: `arguments are not valid JSON: ${call.arguments.slice(0, 200)}`, writes, kept };
     }
+    if (tool.files && !this.files && this.deps.workspaces) this.files = this.deps.workspaces.of(this.sessionId);
+    const files = tool.files ? this.files : undefined;
+    const result = await this.execute(call, tool, args, turn, step, files);
+    if (!files || tool.effect === 'read-only' || !files.materialised) return result;
+    // What the call changed, by what it touched or a walk of the tree; its contents stored before the change set names them.
+    try {
+      // A built-in file tool says what it touched; the shell and an MCP workspace server do not: a walk by size and mtime.
+      const captured = await files.capture({ walk: tool.files === 'also' || tool.server !== undefined });
+      await this.deps.store.files.put(this.sessionId, captured.blobs);
+      return { ...result, files: captured.changes };
+    } catch (err) {
+      files.invalidate();
+      const why = err instanceof ToolError ? err.message : `the files could not be recorded: ${(err as Error).message}`;
+      return { ...result, status: 'error', content: `${result.content}\n(${why}: the call's file changes were undone)` };
+    }
+  }
+
+  private async execute(call: ToolCall, tool: Tool, args: unknown, turn: number, step: number, files: FileWorkspace | undefined) {
+    const writes: Array<{ key: string; value: string }> = [];
+    const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
     const { log } = this.deps.store;
     const timeout = AbortSignal.timeout(this.deps.toolTimeoutMs);
     const signal = AbortSignal.any([this.abort.signal, timeout]);
@@ -390,13 +442,15 @@ export class SessionRunner {
         onProgress: (p) =>
           this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TOOL_PROGRESS', turn, step, callId: call.id, toolName: call.name, progress: p.progress, total: p.total, text: p.message }),
         record: (event) => void kept.push(event),
+        files,
       });
-      return { status: 'ok', content, writes, kept };
+      return { status: 'ok' as const, content, writes, kept };
     } catch (err) {
       writes.length = 0; // a failed call writes nothing
-      if (timeout.aborted) return { status: 'error', content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes, kept };
-      if (this.abort.signal.aborted) return { status: 'error', content: 'stopped before the tool finished', writes, kept };
-      return { status: 'error', content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes, kept };
+      const status = 'error' as const;
+      if (timeout.aborted) return { status, content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes, kept };
+      if (this.abort.signal.aborted) return { status, content: 'stopped before the tool finished', writes, kept };
+      return { status, content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes, kept };
     }
   }
 }

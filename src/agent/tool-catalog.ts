@@ -3,9 +3,16 @@
 // the sessions of a process and limited per tenant by the config.
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
-import type { McpConfig } from './mcp/mcp-config.ts';
+import { findBubblewrap, shellTool } from './shell-tool.ts';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isStdioServer, type McpConfig } from './mcp/mcp-config.ts';
 import { McpServerConnection } from './mcp/mcp-server.ts';
 import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
+
+/** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
+const MAX_SESSION_SERVERS = 16;
 
 export interface CatalogScope {
   tenant: string;
@@ -13,16 +20,29 @@ export interface CatalogScope {
 
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
-  private readonly builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+  private readonly builtins: Map<string, Tool>;
   /** The tools made of each tools/list answer (their argument validators compiled once). */
   private readonly made = new WeakMap<object, Tool[]>();
+  /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
+  private readonly perSession = new Map<string, McpServerConnection>();
+  /** An empty directory a workspace server is started in to list its tools (no session's). */
+  private listingDir?: string;
 
   constructor(
     mcp: McpConfig | undefined,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
+    /** The opt-in `shell` built-in (FORKLINE_SHELL=on; shell-tool.ts). */
+    opts: { shell?: boolean } = {},
   ) {
+    this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
+    if (opts.shell) {
+      const bwrap = findBubblewrap();
+      if (!bwrap) log('FORKLINE_SHELL=on without bubblewrap (bwrap) on PATH: shell commands run unsandboxed as this OS user, in the session\'s workspace directory');
+      this.builtins.set('shell', shellTool({ bwrap }));
+    }
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
-      this.servers.set(name, { connection: new McpServerConnection(name, config, log), config });
+      const listing = isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
+      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing), config });
     }
   }
 
@@ -82,6 +102,24 @@ export class ToolCatalog {
 
   async close(): Promise<void> {
     await Promise.all([...this.servers.values()].map((s) => s.connection.close()));
+    await Promise.all([...this.perSession.values()].map((c) => c.close()));
+    this.perSession.clear();
+    if (this.listingDir) fs.rmSync(this.listingDir, { recursive: true, force: true });
+  }
+
+  /** The session's own instance of a workspace server, started in its directory on first use. */
+  private sessionConnection(name: string, sessionId: string, dir: string): McpServerConnection {
+    const key = `${name}\n${sessionId}\n${dir}`;
+    let connection = this.perSession.get(key);
+    if (connection) this.perSession.delete(key);
+    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir);
+    this.perSession.set(key, connection);
+    if (this.perSession.size > MAX_SESSION_SERVERS) {
+      const [oldest, c] = this.perSession.entries().next().value!;
+      this.perSession.delete(oldest);
+      void c.close();
+    }
+    return connection;
   }
 
   private async serverTools(name: string): Promise<Tool[]> {
@@ -91,7 +129,14 @@ export class ToolCatalog {
       let tools = this.made.get(infos);
       if (!tools) {
         tools = infos.map((info) =>
-          mcpTool(connection, info, { trusted: config.trusted, effect: config.tools[info.name]?.effect ?? config.effect, timeoutMs: config.timeoutMs }),
+          mcpTool(connection, info, {
+            trusted: config.trusted,
+            effect: config.tools[info.name]?.effect ?? config.effect,
+            timeoutMs: config.timeoutMs,
+            ...(isStdioServer(config) && config.workspace
+              ? { workspace: { files: config.workspace, connectionFor: (sessionId: string, dir: string) => this.sessionConnection(name, sessionId, dir) } }
+              : {}),
+          }),
         );
         this.made.set(infos, tools);
       }

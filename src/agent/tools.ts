@@ -12,69 +12,10 @@
 import { z } from 'zod';
 import type { ToolDefinition } from '../core/chat.ts';
 import type { ToolEffect } from '../core/tools.ts';
+import { tool, ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tool-definition.ts';
+import { FILE_TOOLS } from './file-tools.ts';
 
-/** The session's workspace as a tool sees it. */
-export interface ToolWorkspace {
-  /** The value of a key as of now (the log, inherited writes included). */
-  read(key: string): Promise<string | undefined>;
-  /** Whether the workspace can take one more key (it holds at most WORKSPACE_MAX_KEYS). */
-  hasRoomFor(key: string): Promise<boolean>;
-  /** Asks for a write: it is stored with the call's result, and only if that result is `ok`. */
-  write(key: string, value: string): void;
-}
-
-/** A workspace holds at most this many keys (a new key beyond it is refused); Session.workspace lists them all. */
-export const WORKSPACE_MAX_KEYS = 1000;
-
-export interface ToolContext {
-  sessionId: string;
-  signal: AbortSignal;
-  /** How long the call may take (the agent's tool timeout; `signal` aborts then). */
-  timeoutMs: number;
-  workspace: ToolWorkspace;
-  now: () => Date;
-  /** Progress the tool reports while it runs (sessionTurns: TOOL_PROGRESS). */
-  onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
-  /** Keeps a plugin event in the log right before the call's result, in the same append (ok or error). */
-  record?: (event: { type: `plugin/${string}`; data: Record<string, unknown> }) => void;
-}
-
-export interface Tool extends ToolDefinition {
-  /** The MCP server it comes from; unset: built in. */
-  server?: string;
-  run(args: unknown, ctx: ToolContext): Promise<string>;
-}
-
-/** A tool failure the model should see as an `error` result. */
-export class ToolError extends Error {
-  name = 'ToolError';
-}
-
-/**
- * A tool from one zod schema of its arguments: the JSON Schema the model sees
- * is generated from it, and `run` gets the arguments parsed by it (invalid
- * ones are the model's error, an `error` result naming them).
- */
-function tool<T extends z.ZodObject>(def: {
-  name: string;
-  description: string;
-  args: T;
-  effect: ToolEffect;
-  run: (args: z.infer<T>, ctx: ToolContext) => Promise<string>;
-}): Tool {
-  const { $schema: _, ...parameters } = z.toJSONSchema(def.args);
-  return {
-    name: def.name,
-    description: def.description,
-    parameters,
-    effect: def.effect,
-    run: (raw, ctx) => {
-      const r = def.args.safeParse(raw);
-      if (!r.success) throw new ToolError(`invalid arguments: ${r.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ')}`);
-      return def.run(r.data, ctx);
-    },
-  };
-}
+export { ToolError, WORKSPACE_MAX_KEYS, type Tool, type ToolContext, type ToolWorkspace } from './tool-definition.ts';
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -129,10 +70,11 @@ export const BUILTIN_TOOLS: Tool[] = [
       return `wrote note "${key}"`;
     },
   }),
+  ...FILE_TOOLS,
 ];
 
 const BY_NAME = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
 export const findTool = (name: string) => BY_NAME.get(name);
 export const toolEffectOf = (name: string): ToolEffect | undefined => BY_NAME.get(name)?.effect;
 export const toolDefinitions = (): ToolDefinition[] =>
-  BUILTIN_TOOLS.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect }));
+  BUILTIN_TOOLS.map(({ name, description, parameters, effect, files }) => ({ name, description, parameters, effect, ...(files ? { files } : {}) }));

@@ -1,6 +1,6 @@
 // The model-facing shapes, in OpenAI chat-completions format (DESIGN §6).
 import type { ToolCall } from './events.ts';
-import type { ToolEffect } from './tools.ts';
+import type { FileScope, ToolEffect } from './tools.ts';
 
 export type ChatMessage =
   | { role: 'system'; content: string }
@@ -21,6 +21,8 @@ export interface ToolDefinition {
   /** JSON Schema of the arguments object. */
   parameters: Record<string, unknown>;
   effect: ToolEffect;
+  /** It works in the session's file workspace (its file changes are recorded with its result): only there, or also outside it. */
+  files?: FileScope;
 }
 
 export interface ModelRequest {

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { TOOL_EFFECTS, type ToolEffect } from './tools.ts';
+import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -20,7 +20,7 @@ export const toolCallSchema = z.strictObject({
   arguments: z.string(),
 });
 /** A call as a V4 log keeps it: what the model produced, and the effect recorded with it. */
-export type ToolCall = z.infer<typeof toolCallSchema> & { effect?: ToolEffect };
+export type ToolCall = z.infer<typeof toolCallSchema> & { effect?: ToolEffect; files?: FileScope };
 
 // ---- V3: released; never edited. ----
 const v3 = {
@@ -75,9 +75,12 @@ const v4 = {
   }),
   // Tokens the provider reported for this answer (optional: not every provider does),
   // and each call's effect as the agent knew it when the model made the call
-  // (repair's retry advice reads it from here, never from the tool's server later).
+  // (repair's retry advice reads it from here, never from the tool's server later);
+  // `files`: the tool works in the session's file workspace (`only` there, or `also`
+  // outside it), whose changes are recorded with its result, so a cut before that
+  // result restores the files (issue 31).
   'model/message': v3['model/message'].extend({
-    toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional() })),
+    toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
   }),
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).

@@ -1,5 +1,6 @@
 // Recordings (DESIGN §5): a session as JSON Lines — a header line, then one line
-// per event in seq order. Pure: line splitting, the streaming validator and the
+// per event in seq order, then one line per file content its change sets name
+// (`{"blob": <sha-256>, "base64": …}`, issue 31; none for a session without files). Pure: line splitting, the streaming validator and the
 // serializers; store/recordings.ts reads and writes sessions with them.
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
@@ -43,6 +44,13 @@ export const recordingLineSchema = z.strictObject({
   synthetic: z.boolean().optional(),
 });
 
+/** A file content a recording carries (after its events): the store checks the hash on import. */
+export const recordingBlobSchema = z.strictObject({
+  blob: z.string().regex(/^[0-9a-f]{64}$/, 'a sha-256 in lowercase hex'),
+  base64: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'base64'),
+});
+export type RecordingBlob = z.infer<typeof recordingBlobSchema>;
+
 /** One validated event line: `data` is the decoded original (fork ids and wording kept). */
 export interface RecordingEvent extends LogEvent {
   createdAt?: string;
@@ -63,6 +71,8 @@ export interface RecordingSummary {
   lastTitle?: string;
   /** From the session's own marker, when the recording is of a fork. */
   fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
+  /** File contents the recording carries after its events. */
+  fileBlobs?: number;
 }
 
 const fail = (line: number, rule: string, detail: string) =>
@@ -115,6 +125,9 @@ export class RecordingValidator {
   #ownStarted = false;
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
+  #blobs = 0;
+  /** The file content of the last line pushed, when it was one (undefined after an event line). */
+  blob?: RecordingBlob;
 
   /** Validates the next line: undefined for the header, else the event. */
   push(text: string): RecordingEvent | undefined {
@@ -130,6 +143,15 @@ export class RecordingValidator {
       this.#header = parseHeader(value, this.#line);
       return undefined;
     }
+    this.blob = undefined;
+    if (typeof value === 'object' && value !== null && 'blob' in value) {
+      const blob = recordingBlobSchema.safeParse(value);
+      if (!blob.success) throw this.#fail('file content', describeIssues(blob.error));
+      this.#blobs++;
+      this.blob = blob.data;
+      return undefined;
+    }
+    if (this.#blobs) throw this.#fail('file content', 'file contents come after every event');
     const shape = recordingLineSchema.safeParse(value);
     if (!shape.success) throw this.#fail('event shape', describeIssues(shape.error));
     const { seq, type, createdAt } = shape.data;
@@ -177,6 +199,7 @@ export class RecordingValidator {
       pendingInputs: state.pendingInputCount,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),
+      ...(this.#blobs ? { fileBlobs: this.#blobs } : {}),
     };
   }
 
@@ -304,11 +327,13 @@ export function recordingLine(e: LogEvent & { createdAt?: Date | string }): stri
   });
 }
 
-/** The recording as newline-terminated lines: the header, then the events in order. */
+/** The recording as newline-terminated lines: the header, then the events in order, then the file contents they name. */
 export async function* exportLines(
   header: RecordingHeader,
   events: Iterable<LogEvent & { createdAt?: Date | string }> | AsyncIterable<LogEvent & { createdAt?: Date | string }>,
+  blobs: () => AsyncIterable<RecordingBlob> = async function* () {},
 ): AsyncGenerator<string> {
   yield `${JSON.stringify(header)}\n`;
   for await (const e of events) yield `${recordingLine(e)}\n`;
+  for await (const b of blobs()) yield `${JSON.stringify({ blob: b.blob, base64: b.base64 })}\n`;
 }

@@ -26,6 +26,19 @@ function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {
   return `"${call.name}" ${what}: it may already have changed the world, so check its effect before repeating it.`;
 }
 
+/**
+ * A call of a file tool (`files` recorded with it: its effects are confined to
+ * the session's file workspace) changed no file in this branch, whatever its
+ * effect: its changes are recorded with its result, which this branch does not
+ * have, and the workspace is restored from the log (DESIGN §2, §6).
+ */
+function restoredFiles(cause: RepairCause, call: ToolCall, effect: ToolEffect | undefined): string {
+  const where = cause.kind === 'forked' ? 'it did not run in this branch' : 'it changed no file in this session';
+  if (call.files === 'only') return `The files were restored to before this call; ${where}, so it is safe to call "${call.name}" again if you still need it.`;
+  // Effects outside the workspace keep the effect's advice (DESIGN §2).
+  return `The files were restored to before this call; ${where} as far as the files go. Outside the files: ${retryAdvice(call, effect)}`;
+}
+
 /** The model-visible text of a synthetic result. */
 export function syntheticResultContent(cause: RepairCause, call: ToolCall, effect: ToolEffect | undefined): string {
   const head =
@@ -35,7 +48,7 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
         `so the record is missing here. The parent session may have executed the call after the cut.`
       : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` +
         `so its effect is unknown.`;
-  return `${head} ${retryAdvice(call, effect)}`;
+  return `${head} ${call.files ? restoredFiles(cause, call, effect) : retryAdvice(call, effect)}`;
 }
 
 /**

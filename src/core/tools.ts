@@ -2,6 +2,15 @@
 export const TOOL_EFFECTS = ['read-only', 'idempotent', 'side-effects'] as const;
 export type ToolEffect = (typeof TOOL_EFFECTS)[number];
 
+/**
+ * How a tool touches the session's file workspace (issue 31): `only` — its
+ * effects are the workspace's files and nothing else (the built-in file
+ * tools); `also` — it changes the workspace's files and may act outside it
+ * (the shell). Either way its file changes are recorded with its result.
+ */
+export const FILE_SCOPES = ['only', 'also'] as const;
+export type FileScope = (typeof FILE_SCOPES)[number];
+
 /** Looks up a tool's declared effect by name; undefined for an unknown tool. */
 export type ToolEffectLookup = (toolName: string) => ToolEffect | undefined;
 

@@ -396,12 +396,13 @@ export class SessionHost {
     for (const e of entries) if (!kept.has(e.lease.sessionId) && this.running.get(e.lease.sessionId) === e) e.runner?.stop('lease-lost');
   }
 
-  /** Sessions deleted (here or by another process): their runners stop without writing, their folds go. */
+  /** Sessions deleted (here or by another process): their runners stop without writing, their folds and file workspaces go. */
   deleted(ids: readonly string[]): void {
     this.store.log.forget(ids);
     for (const id of ids) {
       this.running.get(id)?.runner?.stop('deleted');
       this.folds.forget(id);
+      this.runnerDeps.workspaces?.discard(id).catch((err) => this.opts.log?.(`removing the file workspace of deleted session ${id} failed`, err));
     }
   }
 

@@ -10,6 +10,7 @@ import {
   recordingHeader,
   recordingLines,
   upgradeToV4,
+  type RecordingBlob,
   type RecordingEvent,
   type RecordingSummary,
 } from '../core/recording.ts';
@@ -32,7 +33,9 @@ export async function* exportRecording(store: SessionStore, scope: Scope, sessio
  * live session keeps appending, the export is the log the row describes.
  */
 function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): AsyncGenerator<string> {
-  return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq: session.eventCount }));
+  // Then the file contents its change sets name (the tree at any of its events can be read after import).
+  const endSeq = session.eventCount;
+  return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq }), () => store.files.recordingBlobs(session.id, endSeq - 1));
 }
 
 /** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
@@ -65,8 +68,14 @@ export async function importRecording(
     await insertSession(client, id, scope, summary);
     const replay = new RecordingValidator();
     let batch: Array<RecordingEvent & { pendingInputCount: number }> = [];
+    let blobs: RecordingBlob[] = [];
     for await (const line of read()) {
       const e = replay.push(line);
+      if (replay.blob) blobs.push(replay.blob);
+      if (blobs.length >= IMPORT_BATCH_SIZE / 10) {
+        await store.files.putFromRecording(id, blobs, client);
+        blobs = [];
+      }
       if (e) batch.push({ ...(summary.header.version < CURRENT_FORMAT_VERSION ? upgradeToV4(e) : e), pendingInputCount: replay.pendingInputCount });
       if (batch.length >= IMPORT_BATCH_SIZE) {
         await insertEvents(client, id, batch);
@@ -75,6 +84,8 @@ export async function importRecording(
     }
     await insertEvents(client, id, batch);
     if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
+    await store.files.putFromRecording(id, blobs, client);
+    await store.files.adoptNamed(id, client);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });

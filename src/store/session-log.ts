@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import type { PendingInput } from '../core/log-state.ts';
+import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
@@ -230,6 +231,43 @@ export class SessionLog {
     }
     const entries = [...latest.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return { entries: entries.slice(0, limit), truncated: entries.length > limit };
+  }
+
+  /**
+   * The file change sets in effect as of `toSeq` (default: the end of the
+   * log), inherited ones included, ascending: what core/file-tree.ts
+   * `foldFileTree` folds into the tree of that moment. A change set is stored
+   * right before its call's `tool/result`, in the same append, and takes effect
+   * with it, like a workspace write (`workspaceWrites`): a cut at the change
+   * set's own seq leaves it out. One scan of the (sessionId, type, seq) index
+   * per lineage segment: the cost is the file-changing calls, never the log.
+   */
+  async fileChangeSets(ref: LogRef, toSeq = MAX_SEQ, db: Db = this.pool): Promise<Array<{ seq: number; data: FilesChangeData }>> {
+    return this.changeSetScan(ref, toSeq, 'ASC', undefined, db);
+  }
+
+  /** The seq of the last file change set in effect (-1: none): one index probe per segment (the agent's workspace checks it is current). */
+  async lastFileChangeSeq(ref: LogRef, db: Db = this.pool): Promise<number> {
+    return (await this.changeSetScan(ref, MAX_SEQ, 'DESC', 1, db))[0]?.seq ?? -1;
+  }
+
+  private async changeSetScan(ref: LogRef, toSeq: number, dir: 'ASC' | 'DESC', limit: number | undefined, db: Db) {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0) return [];
+    const params: unknown[] = [];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const limited = limit === undefined ? '' : ` LIMIT ${p(limit)}`;
+    const scans = segments.map(
+      (seg) =>
+        `(SELECT c.seq, c.data FROM "Event" c WHERE c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
+        ` AND jsonb_typeof(c.data->'changes') = 'array'` +
+        ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
+        ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1 AND r.type = 'tool/result'` +
+        ` AND r.data->>'callId' = c.data->>'callId') ORDER BY c.seq ${dir}${limited})`,
+    );
+    const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
+    return rows;
   }
 
   /** Every event of the given types, ascending, a page at a time. */

@@ -17,6 +17,7 @@ import { TailStates } from './tail-states.ts';
 import { AppendBatcher } from './append-batcher.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { isTransactionConflict, retried, sqlStateOf } from './retries.ts';
+import { FileBlobs } from './file-blobs.ts';
 import type { LogState } from '../core/log-state.ts';
 
 export type { StoredEvent } from './session-log.ts';
@@ -207,6 +208,8 @@ export class SessionStore {
   readonly log: SessionLog;
   /** Session rows: the hot reads, on prepared statements. */
   readonly sessions: SessionRows;
+  /** File workspaces: contents by hash, and the trees the log's change sets make. */
+  readonly files: FileBlobs;
   /** Reducer states at the end of logs this process appends to: appends are checked against them. */
   private readonly tails: TailStates;
 
@@ -216,6 +219,7 @@ export class SessionStore {
   private readonly appendNotifying: ReturnType<typeof statement>;
   /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
   readonly notifications: NotifyQueue;
+  private readonly report: (msg: string, err?: unknown) => void;
 
   constructor(
     readonly pool: pg.Pool,
@@ -223,9 +227,11 @@ export class SessionStore {
     opts: { prepare?: boolean; log?: (msg: string, err?: unknown) => void } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.report = opts.log ?? (() => {});
     this.notifications = new NotifyQueue(pool, opts.log);
     this.log = new SessionLog(pool, { prepare });
     this.sessions = new SessionRows(pool, prepare);
+    this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
     this.appendNotifying = statement(prepare, 'append_notify', APPEND_NOTIFYING_SQL);
@@ -670,6 +676,7 @@ export class SessionStore {
     withDescendants: boolean,
     beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }>,
   ): Promise<string[]> {
+    let blobs: string[] = [];
     const ids = await this.transaction(async (client) => {
       // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
       const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND tenant = $2 FOR UPDATE', [id, scope.tenant]);
@@ -690,6 +697,7 @@ export class SessionStore {
         );
       }
       const all = [id, ...rows.map((r) => r.id)];
+      blobs = await this.files.storedBy(all, client);
       await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
       await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[])', [all]); // events go with them (ON DELETE CASCADE)
       for (let i = 0; i < all.length; i += MAX_NOTIFY_IDS) {
@@ -700,6 +708,8 @@ export class SessionStore {
     });
     this.log.forget(ids);
     this.tails.forget(ids);
+    // File contents no remaining session stored (after the commit: a failure here leaves blobs, never a log without its files).
+    if (blobs.length) await this.files.deleteUnreferenced(blobs).catch((err) => this.report('deleting file blobs failed (they stay until a later deletion)', err));
     return ids;
   }
 

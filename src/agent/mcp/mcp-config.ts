@@ -4,7 +4,7 @@
 // (DESIGN §6), a call timeout, and the tenants allowed to use a server.
 import fs from 'node:fs';
 import { z } from 'zod';
-import { TOOL_EFFECTS } from '../../core/tools.ts';
+import { FILE_SCOPES, TOOL_EFFECTS } from '../../core/tools.ts';
 
 const effect = z.enum(TOOL_EFFECTS);
 
@@ -33,6 +33,13 @@ const stdioServer = z.strictObject({
   type: z.literal('stdio').optional(),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
+  /**
+   * The server works in a session's file workspace (docs/files.md): started once
+   * per session, `${workspace}` in its args and cwd standing for the session's
+   * directory, its changes recorded with each call's result. `only`: its tools
+   * touch nothing but those files (server-filesystem); `also`: they may act elsewhere.
+   */
+  workspace: z.enum(FILE_SCOPES).optional(),
   /** The only environment the server gets besides HOME, PATH, USER, SHELL, TERM, LOGNAME. */
   env: z.record(z.string(), z.string()).default({}),
   cwd: z.string().optional(),

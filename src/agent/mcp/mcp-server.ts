@@ -22,6 +22,8 @@ export class McpServerConnection {
     readonly name: string,
     readonly config: McpServerConfig,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
+    /** The directory `${workspace}` stands for in a workspace server's args and cwd (mcp-config.ts `workspace`). */
+    private readonly workspaceDir?: string,
   ) {}
 
   /** The server's tools (tools/list, cached until notifications/tools/list_changed or a restart). */
@@ -92,7 +94,8 @@ export class McpServerConnection {
     if (isStdioServer(c)) {
       // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
       // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
-      const transport = new StdioClientTransport({ command: c.command, args: c.args, env: c.env, cwd: c.cwd, stderr: 'pipe' });
+      const dir = (s: string) => (this.workspaceDir === undefined ? s : s.replaceAll('${workspace}', this.workspaceDir));
+      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env: c.env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;
     }

@@ -4,7 +4,7 @@
 // their results turned into text for the model (the whole MCP result is kept
 // in the log beside it, `plugin/mcp/result`, for clients).
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { effectFromAnnotations } from '../../core/tools.ts';
+import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
 
@@ -51,7 +51,13 @@ function keptResult(result: CallToolResult): unknown {
 export function mcpTool(
   server: McpServerConnection,
   info: McpToolInfo,
-  opts: { trusted: boolean; effect?: Tool['effect']; timeoutMs?: number },
+  opts: {
+    trusted: boolean;
+    effect?: Tool['effect'];
+    timeoutMs?: number;
+    /** A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its directory. */
+    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string) => McpServerConnection };
+  },
 ): Tool {
   const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
   const effect = effectFromAnnotations(info.annotations, { trusted: opts.trusted, override: opts.effect });
@@ -62,10 +68,16 @@ export function mcpTool(
     parameters: info.inputSchema as Record<string, unknown>,
     effect,
     server: server.name,
+    ...(opts.workspace ? { files: opts.workspace.files } : {}),
     async run(args, ctx) {
       const checked = validate(args);
       if (!checked.valid) throw new ToolError(`invalid arguments for ${name}: ${checked.errorMessage}`);
-      const result = await server.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
+      let connection = server;
+      if (opts.workspace) {
+        if (!ctx.files) throw new ToolError('this process has no file workspaces');
+        connection = opts.workspace.connectionFor(ctx.sessionId, await ctx.files.ready());
+      }
+      const result = await connection.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
         signal: ctx.signal,
         timeoutMs: opts.timeoutMs ?? ctx.timeoutMs,
         onProgress: ctx.onProgress,

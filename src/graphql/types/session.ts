@@ -92,6 +92,8 @@ builder.prismaObjectFields('Session', (t) => ({
 
 // Session.workspace lives beside the tools that write it.
 import './workspace.ts';
+// Session.files, file and fileChanges: the file workspace (issue 31).
+import './files.ts';
 
 // The hot reads (a session, a sessions page) are prepared statements on the pg
 // pool (store/session-rows.ts), not Prisma, reading the columns the query

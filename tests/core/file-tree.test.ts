@@ -1,0 +1,81 @@
+// The pure parts of the file workspace (core/file-tree.ts, core/unified-diff.ts)
+// and the repair wording for file tools (core/repair.ts).
+import { describe, expect, it } from 'vitest';
+import { foldFileTree, listTree, treeChanges, workspacePath } from '../../src/core/file-tree.ts';
+import { unifiedDiff } from '../../src/core/unified-diff.ts';
+import { syntheticResultContent } from '../../src/core/repair.ts';
+import { RecordingValidator, recordingHeader } from '../../src/core/recording.ts';
+
+describe('workspace paths', () => {
+  it('are canonical, relative and never leave the workspace by their spelling', () => {
+    expect(workspacePath('./a//b/./c.txt')).toEqual({ path: 'a/b/c.txt' });
+    expect(workspacePath('.')).toEqual({ path: '' });
+    expect(workspacePath('a/../b')).toEqual({ problem: '"a/../b" leaves the workspace ("..")' });
+    expect(workspacePath('/etc/passwd')).toMatchObject({ problem: expect.stringContaining('absolute') });
+    expect(workspacePath('a\\b')).toMatchObject({ problem: expect.stringContaining('"/"') });
+    expect(workspacePath('a\0b')).toMatchObject({ problem: expect.stringContaining('NUL') });
+  });
+});
+
+describe('trees', () => {
+  const sets = [
+    { seq: 5, data: { callId: 'c1', changes: [{ path: 'a', hash: 'h1', size: 1 }, { path: 'd/b', hash: 'h2', size: 2 }] } },
+    { seq: 9, data: { callId: 'c2', changes: [{ path: 'a', hash: 'h3', size: 3 }, { path: 'd/b', hash: null, size: 0 }] } },
+  ];
+  it('fold change sets, later ones winning, deletions removing', () => {
+    expect(listTree(foldFileTree(sets.slice(0, 1)))).toEqual([
+      { path: 'a', hash: 'h1', size: 1, seq: 5 },
+      { path: 'd/b', hash: 'h2', size: 2, seq: 5 },
+    ]);
+    expect(listTree(foldFileTree(sets))).toEqual([{ path: 'a', hash: 'h3', size: 3, seq: 9 }]);
+    expect(listTree(foldFileTree(sets.slice(0, 1)), 'd').map((e) => e.path)).toEqual(['d/b']);
+  });
+  it('differ per path', () => {
+    expect(treeChanges(foldFileTree(sets.slice(0, 1)), foldFileTree(sets)).map((c) => [c.path, c.kind])).toEqual([['a', 'CHANGED'], ['d/b', 'DELETED']]);
+    expect(treeChanges(new Map(), foldFileTree(sets)).map((c) => c.kind)).toEqual(['ADDED']);
+  });
+});
+
+describe('unified diffs', () => {
+  it('show hunks with three lines of context, as diff -u does', () => {
+    const before = Array.from({ length: 20 }, (_, i) => `l${i}`).join('\n') + '\n';
+    const after = before.replace('l1\n', 'L1\n').replace('l18\n', '');
+    expect(unifiedDiff('f', before, after)).toBe(
+      '--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n l0\n-l1\n+L1\n l2\n l3\n l4\n@@ -16,5 +16,4 @@\n l15\n l16\n l17\n-l18\n l19\n',
+    );
+    expect(unifiedDiff('f', 'same\n', 'same\n')).toBe('');
+  });
+});
+
+describe('the repair wording of a file tool', () => {
+  const call = { id: 'c1', name: 'edit_file', arguments: '{}', effect: 'side-effects' as const, files: 'only' as const };
+  it('says the files were restored, whatever the effect; other tools keep the effect advice', () => {
+    const forked = syntheticResultContent({ kind: 'forked', parentSessionId: 'ses_p', cutSeq: 7 }, call, 'side-effects');
+    expect(forked).toContain('forked at event 7 of session ses_p');
+    expect(forked).toContain('The files were restored to before this call; it did not run in this branch, so it is safe to call "edit_file" again');
+    expect(forked).not.toContain('may already have changed the world');
+    expect(syntheticResultContent({ kind: 'interrupted', sessionId: 's' }, call, 'side-effects')).toContain('The files were restored to before this call; it changed no file in this session');
+    const { files: _, ...elsewhere } = call;
+    expect(syntheticResultContent({ kind: 'forked', parentSessionId: 'p', cutSeq: 7 }, elsewhere, 'side-effects')).toContain('may already have changed the world');
+  });
+});
+
+describe('file contents in a recording', () => {
+  const header = JSON.stringify(recordingHeader({ id: 'ses_x' }));
+  const event = JSON.stringify({ seq: 0, type: 'session/title', data: { title: 't' } });
+  const blob = JSON.stringify({ blob: 'a'.repeat(64), base64: 'eA==' });
+  it('come after every event, one line each', () => {
+    const v = new RecordingValidator();
+    for (const line of [header, event, blob]) v.push(line);
+    expect(v.blob).toEqual({ blob: 'a'.repeat(64), base64: 'eA==' });
+    expect(v.finish()).toMatchObject({ eventCount: 1, fileBlobs: 1 });
+  });
+  it('are refused before an event, or with a hash that is not a sha-256', () => {
+    const before = new RecordingValidator();
+    for (const line of [header, blob]) before.push(line);
+    expect(() => before.push(event)).toThrow('file contents come after every event');
+    const bad = new RecordingValidator();
+    bad.push(header);
+    expect(() => bad.push(JSON.stringify({ blob: 'xyz', base64: '' }))).toThrow('sha-256');
+  });
+});
