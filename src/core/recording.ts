@@ -20,7 +20,7 @@ export const RECORDING_FORMAT = 'forkline.recording';
 export const MAX_RECORDING_BYTES = 64 * 1024 * 1024;
 /**
  * A recording sent as a GraphQL string argument lives in memory several times
- * over (measured: 150–260 MB of RSS for a 64 MB one); larger ones go as the
+ * over (a few times its size in RSS); larger ones go as the
  * body of POST /recordings, which streams.
  */
 export const MAX_STRING_RECORDING_BYTES = 8 * 1024 * 1024;

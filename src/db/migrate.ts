@@ -1,5 +1,7 @@
 // Applies prisma/migrations with the Prisma CLI (`migrate deploy`, offline-safe
-// through prisma.config.ts: JS engine + pg adapter).
+// through prisma.config.ts: JS engine + pg adapter). Prisma owns the migrations
+// and their bookkeeping; what was applied is read from that bookkeeping (the
+// `_prisma_migrations` table), never from the CLI's wording.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,35 +13,74 @@ import { pgConfigFromUrl } from './pg-config.ts';
 const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-const DONE = /All migrations have been successfully applied|No pending migrations to apply/;
+/** How often the table is read while the CLI runs. */
+const POLL_MS = 100;
+const UNDEFINED_TABLE = '42P01';
 
 /**
- * Runs `prisma migrate deploy`. The CLI's adapter pool keeps the process alive
- * for ~10 s after it has finished, so it is stopped once it reports success.
+ * Applies the migrations of this build that the database lacks. The CLI's
+ * adapter pool keeps its process alive for seconds after the work is done, so
+ * it is stopped as soon as `_prisma_migrations` records every migration as
+ * finished; its exit code and output matter only when it ends first.
  */
-export async function migrate(databaseUrl: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
+export async function migrate(databaseUrl: string, expected = expectedMigrations()): Promise<void> {
+  const client = new pg.Client(pgConfigFromUrl(databaseUrl));
+  await client.connect();
+  const pending = async () => {
+    try {
+      return await pendingMigrations(client, expected);
+    } catch (err) {
+      if ((err as { code?: string }).code === UNDEFINED_TABLE) return expected; // a new database: Prisma creates the table
+      throw err;
+    }
+  };
+  try {
+    if ((await pending()).length === 0) return;
+    await deploy(databaseUrl, pending);
+  } finally {
+    await client.end();
+  }
+}
+
+function deploy(databaseUrl: string, pending: () => Promise<string[]>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     const cli = require.resolve('prisma/build/index.js');
     const child = spawn(process.execPath, [cli, 'migrate', 'deploy'], {
       cwd: root,
       env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: '1', CHECKPOINT_DISABLE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let output = '';
-    let succeeded = false;
-    const collect = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (!succeeded && DONE.test(output)) {
-        succeeded = true;
-        child.kill('SIGTERM');
-      }
-    };
+    let output = ''; // for the error only
+    let applied = false;
+    let exited = false;
+    const collect = (chunk: Buffer) => void (output += chunk.toString());
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    child.on('error', reject);
-    child.on('close', (code) =>
-      succeeded || code === 0 ? resolve() : reject(new Error(`migrations failed:\n${output}`)),
-    );
+    const poll = setInterval(() => {
+      pending().then(
+        (left) => {
+          if (left.length > 0 || applied || exited) return;
+          applied = true;
+          child.kill('SIGTERM');
+        },
+        () => {}, // the CLI's own result decides then
+      );
+    }, POLL_MS);
+    const fail = (why: string) => reject(new Error(`migrations failed: ${why}\n${output}`));
+    child.on('error', (err) => {
+      clearInterval(poll);
+      reject(err);
+    });
+    child.on('close', (code) => {
+      exited = true;
+      clearInterval(poll);
+      if (applied) return resolve();
+      // Ended by itself: the table says whether the migrations are in.
+      pending().then(
+        (left) => (left.length === 0 ? resolve() : fail(`exit code ${code}, not applied: ${left.join(', ')}`)),
+        (err: unknown) => fail(`exit code ${code}, ${err instanceof Error ? err.message : String(err)}`),
+      );
+    });
   });
 }
 
@@ -57,7 +98,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** True when every migration in prisma/migrations is applied (for /readyz). */
-export async function pendingMigrations(pool: pg.Pool, expected: string[]): Promise<string[]> {
+export async function pendingMigrations(pool: pg.Pool | pg.ClientBase, expected: readonly string[]): Promise<string[]> {
   const { rows } = await pool.query<{ migration_name: string }>(
     'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
   );

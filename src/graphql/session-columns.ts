@@ -1,6 +1,6 @@
 // The Session columns a query's selection needs: hot reads fetch those and no
-// more (a sessions page asking five fields reads six columns, not eighteen;
-// measured on the readThroughput sessions page, 2,050 → 3,290 requests/s).
+// more (a sessions page asking five fields reads six columns, not eighteen:
+// the readThroughput bench's sessions page serves markedly more requests).
 // A field not listed here reads every column: correct, only slower.
 import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 

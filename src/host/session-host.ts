@@ -216,10 +216,10 @@ export class SessionHost {
   /**
    * Someone is watching the session's turns (a chat open on it): build its
    * fold ahead, so the first message's turn reads only the new events instead
-   * of replaying the log (1,000,000 events: about 2.5 s). Only long logs, at
+   * of replaying the log (seconds on a million events). Only long logs, at
    * most MAX_PREWARMING at once, not while this process is full, and after
    * PREWARM_DELAY_MS: the page that just opened reads its first screen first
-   * (replaying at once made a 1M-event session's first screen 500 → 720 ms).
+   * (replaying at once made a long session's first screen visibly slower).
    * A runner that needs the fold meanwhile starts the build at once and waits
    * for it rather than replaying alongside. The fold is a correct prefix
    * whoever runs the session later: the log is append-only.

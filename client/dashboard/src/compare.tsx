@@ -18,7 +18,7 @@ import { eventSummary, type LogEvent } from './conversation.ts';
 import { diffRow, openingSeq, rightRange, type DiffRow } from './diff-rows.ts';
 import type { EventPages } from './event-pages.ts';
 import { followAppends, sessionEventPages } from './session-feed.ts';
-import { diffPath, eventPath, navigate, onLinkClick, redirect, sessionPath } from './router.ts';
+import { diffPath, eventPath, navigate, redirect, sessionPath } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge, errorText } from './widgets.tsx';
 
@@ -108,7 +108,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
           <button type="button" onClick={() => setJump((n) => n + 1)}>
             Jump to divergence
           </button>
-          <a class="button" href={diffPath(right.id, left.id)} onClick={onLinkClick}>
+          <a class="button" href={diffPath(right.id, left.id)}>
             Swap sides
           </a>
         </div>
@@ -128,7 +128,7 @@ function SideHead({ side, label, length }: { side: Side; label: string; length: 
   return (
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
       {label}:{' '}
-      <a href={sessionPath(side.id)} onClick={onLinkClick}>
+      <a href={sessionPath(side.id)}>
         {side.title || side.id}
       </a>{' '}
       <span class="muted">
@@ -204,7 +204,7 @@ function DiffCell(props: { event: LogEvent | null | undefined; seq: number; sess
         <span class="muted">…</span>
       ) : (
         <>
-          <a class="type" href={eventPath(props.sessionId, e.seq)} onClick={onLinkClick} title={`Open event ${e.seq} in its session`}>
+          <a class="type" href={eventPath(props.sessionId, e.seq)} title={`Open event ${e.seq} in its session`}>
             {e.type}
           </a>
           {props.first && <Badge tone="first-divergence">first divergence</Badge>}
@@ -269,7 +269,7 @@ export function CompareMenu({ id }: { id: string }) {
         <ul>
           {peers.map((p) => (
             <li key={`${p.rel}-${p.id}`}>
-              <a href={diffPath(p.left, p.right)} onClick={onLinkClick}>
+              <a href={diffPath(p.left, p.right)}>
                 {p.rel}: {p.title || p.id}
                 {p.rel !== 'Parent' && p.forkedAtSeq != null ? ` @${p.forkedAtSeq}` : ''}
               </a>

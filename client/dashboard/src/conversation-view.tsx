@@ -2,7 +2,7 @@
 // (synthetic ones marked with their wording), fork markers and turn ends.
 import type { ConversationItem, ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
-import { onLinkClick, sessionPath } from './router.ts';
+import { sessionPath } from './router.ts';
 import { formatDuration } from './format.ts';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
@@ -89,7 +89,7 @@ export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProp
         <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
             Forked from{' '}
-            <a href={sessionPath(item.parentSessionId)} onClick={onLinkClick}>
+            <a href={sessionPath(item.parentSessionId)}>
               {titleOf?.(item.parentSessionId) || item.parentSessionId}
             </a>{' '}
             at event {item.cutSeq} · {item.inheritedEventCount} events inherited

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { setToken, tokens } from './api.ts';
 import { ReplaceTokenDialog } from './dialogs.tsx';
 import { CompareRedirect, DiffPage } from './compare.tsx';
-import { useRoute } from './router.ts';
+import { DASHBOARD_LINKS, LocationProvider, useRoute } from './router.ts';
 import { SessionPage } from './session-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
 import './styles.css';
@@ -36,4 +36,9 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+render(
+  <LocationProvider scope={DASHBOARD_LINKS}>
+    <App />
+  </LocationProvider>,
+  document.getElementById('app')!,
+);

@@ -1,5 +1,15 @@
-// Path routing with the History API; the server answers every route with index.html.
-import { useEffect, useState } from 'preact/hooks';
+// The dashboard's addresses, routed by preact-iso: its LocationProvider keeps
+// the path (History API, Back/Forward) and turns clicks on the dashboard's own
+// links into navigations; its `exec` matches the path patterns. The server
+// answers every route with index.html.
+//
+// preact-iso routes the path and the query only, so the two addresses that
+// live in the hash (an event deep link, a search hit's #seq-N) are read here,
+// and a hash change (a deep link pasted into an open page) re-renders too.
+import { useEffect, useReducer } from 'preact/hooks';
+import { exec, useLocation } from 'preact-iso/router';
+
+export { LocationProvider } from 'preact-iso/router';
 
 export type Route =
   | { name: 'home' }
@@ -9,16 +19,23 @@ export type Route =
   /** Two sessions of one tree side by side from their common ancestor. */
   | { name: 'diff'; a: string; b: string };
 
+const SESSION = '/sessions/:id';
+const COMPARE = '/sessions/:id/compare';
+const DIFF = '/compare/:a/:b';
+/** The links LocationProvider routes without a reload; any other (GraphiQL, /recordings) loads as usual. */
+export const DASHBOARD_LINKS = /^\/(?:$|[?#]|sessions\/|compare\/)/;
+
 export function parseRoute(pathname: string, hash = ''): Route {
   // A deep link to an event, #/s/<id>/e/<seq>: the whole route in the hash, so it works from any path.
   const deep = /^#\/s\/([^/]+)(?:\/e\/(\d+))?\/?$/.exec(hash);
   if (deep) return deep[2] === undefined ? { name: 'session', id: decodeURIComponent(deep[1]) } : { name: 'session', id: decodeURIComponent(deep[1]), seq: Number(deep[2]) };
-  const diff = /^\/compare\/([^/]+)\/([^/]+)\/?$/.exec(pathname);
-  if (diff) return { name: 'diff', a: decodeURIComponent(diff[1]), b: decodeURIComponent(diff[2]) };
-  const m = pathname.match(/^\/sessions\/([^/]+)(\/compare)?\/?$/);
-  if (!m) return { name: 'home' };
-  const id = decodeURIComponent(m[1]);
-  if (m[2]) return { name: 'compare', id };
+  const diff = exec(pathname, DIFF);
+  if (diff) return { name: 'diff', a: diff.params.a!, b: diff.params.b! };
+  const compare = exec(pathname, COMPARE);
+  if (compare) return { name: 'compare', id: compare.params.id! };
+  const session = exec(pathname, SESSION);
+  if (!session) return { name: 'home' };
+  const id = session.params.id!;
   const seq = /^#seq-(\d+)$/.exec(hash);
   return seq ? { name: 'session', id, seq: Number(seq[1]) } : { name: 'session', id };
 }
@@ -31,40 +48,36 @@ export const eventPath = (id: string, seq: number) => `${sessionPath(id)}#seq-${
 /** The shareable deep link to one event (both panes scroll to it and highlight it). */
 export const eventDeepLink = (id: string, seq: number) => `${location.origin}/#/s/${encodeURIComponent(id)}/e/${seq}`;
 
-const ROUTE_CHANGED = 'forkline:route';
+/**
+ * Tells LocationProvider the address changed: it reads `location` again on a
+ * popstate, as after Back. (Its own `route()` is reachable only from inside
+ * components; these are called from handlers after an await too.)
+ */
+const moved = () => dispatchEvent(new PopStateEvent('popstate'));
 
 export function navigate(path: string) {
   if (path === location.pathname + location.hash) return;
   history.pushState(null, '', path);
-  dispatchEvent(new Event(ROUTE_CHANGED));
+  moved();
 }
 
 /** Replaces the current address (a redirect: Back skips it). */
 export function redirect(path: string) {
   history.replaceState(null, '', path);
-  dispatchEvent(new Event(ROUTE_CHANGED));
+  moved();
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(location.pathname, location.hash));
+  const { path } = useLocation(); // re-renders on every navigation of the path
+  const [, hashMoved] = useReducer((n: number) => n + 1, 0);
   useEffect(() => {
-    const update = () => setRoute(parseRoute(location.pathname, location.hash));
-    addEventListener('popstate', update);
-    addEventListener('hashchange', update); // a deep link pasted into the address bar of an open page
-    addEventListener(ROUTE_CHANGED, update);
+    // Back/Forward between #seq-N of one path, or a pasted deep link: same path, new hash.
+    addEventListener('popstate', hashMoved);
+    addEventListener('hashchange', hashMoved);
     return () => {
-      removeEventListener('popstate', update);
-      removeEventListener('hashchange', update);
-      removeEventListener(ROUTE_CHANGED, update);
+      removeEventListener('popstate', hashMoved);
+      removeEventListener('hashchange', hashMoved);
     };
   }, []);
-  return route;
-}
-
-/** Plain links that navigate without reloading (modifier clicks open tabs as usual). */
-export function onLinkClick(e: MouseEvent) {
-  const a = (e.currentTarget as HTMLAnchorElement | null) ?? null;
-  if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-  e.preventDefault();
-  navigate(a.getAttribute('href') ?? '/');
+  return parseRoute(path, location.hash);
 }

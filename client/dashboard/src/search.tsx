@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SearchSessionsDocument, type SearchSessionsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { eventPath, onLinkClick } from './router.ts';
+import { eventPath } from './router.ts';
 import { snippetParts } from './snippet.ts';
 import { errorText } from './widgets.tsx';
 
@@ -68,7 +68,6 @@ export function SearchResults({ query, currentId }: { query: string; currentId?:
             <li key={`${h.session.id}@${h.kind}@${h.seq}`} data-session-id={h.session.id} data-seq={h.seq}>
               <a
                 href={eventPath(h.session.id, h.seq)}
-                onClick={onLinkClick}
                 class={`tree-link search-hit${h.session.id === currentId ? ' current' : ''}`}
               >
                 <span class="tree-title">{h.kind === 'TITLE' ? <Snippet text={h.snippet} /> : h.session.title || 'Untitled'}</span>

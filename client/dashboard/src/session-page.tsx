@@ -15,7 +15,7 @@ import {
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { ChildDialog, type ChildRequest } from './dialogs.tsx';
-import { navigate, onLinkClick, sessionPath } from './router.ts';
+import { navigate, sessionPath } from './router.ts';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
@@ -185,7 +185,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
         {session.parent && (
           <div class="meta lineage">
             Fork of{' '}
-            <a href={sessionPath(session.parent.id)} onClick={onLinkClick}>
+            <a href={sessionPath(session.parent.id)}>
               {session.parent.title || session.parent.id}
             </a>{' '}
             at event {session.forkedAtSeq} · {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
@@ -203,7 +203,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
             {children.map((c, i) => (
               <Fragment key={c.id}>
                 {i > 0 && ', '}
-                <a href={sessionPath(c.id)} onClick={onLinkClick}>
+                <a href={sessionPath(c.id)}>
                   {c.title || c.id} @{c.forkedAtSeq}
                 </a>
               </Fragment>

@@ -12,7 +12,7 @@ import {
 import { follow, forkline, ForklineClientError, setToken } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
-import { navigate, onLinkClick, sessionPath } from './router.ts';
+import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
@@ -104,7 +104,7 @@ export function Sidebar(props: {
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
-        <a href="/" class="brand" onClick={onLinkClick}>
+        <a href="/" class="brand">
           forkline
         </a>
       </header>
@@ -151,7 +151,6 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
     <li class="tree-node" data-session-id={s.id}>
       <a
         href={sessionPath(s.id)}
-        onClick={onLinkClick}
         class={`tree-link${s.id === currentId ? ' current' : ''}${node.matched ? '' : ' context'}`}
         aria-current={s.id === currentId ? 'page' : undefined}
       >

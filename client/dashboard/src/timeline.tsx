@@ -55,8 +55,8 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     getScrollElement: () => box.current,
     // Options the virtualizer memoizes its row positions on (getItemKey, count…)
     // must keep their identity between renders: a new getItemKey each render
-    // recomputed every row's position on every scroll frame (50 ms frames on a
-    // 1,000,000-event log). The default key is the index, as wanted here.
+    // recomputed every row's position on every scroll frame (janky scrolling on
+    // a long log). The default key is the index, as wanted here.
     estimateSize: rowHeight,
     overscan: 25,
     scrollMargin: headHeight,

@@ -176,8 +176,8 @@ const totalsThrough = new WeakMap<LanguageModelV3Message, { index: number; words
  * since an earlier request of the same conversation: its messages are shared
  * objects across its requests (model-request.ts, prompt.ts), so the running
  * totals kept with the last one already counted at the same index serve as the
- * prefix. Counting every message again made each step of a 200,000-event
- * session's turn cost about 2 ms more than on a short one (the turn bench).
+ * prefix. Counting every message again made each step of a long session's
+ * turn cost more than a short one's (the turns bench shows how much).
  */
 function prefixTotals(prompt: LanguageModelV3Prompt): { words: number; users: number } {
   let from = prompt.length - 1;
