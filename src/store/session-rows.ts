@@ -40,6 +40,17 @@ export interface SessionPageQuery {
  */
 export type SessionColumns = readonly string[] | null;
 
+/** Every column of a session row, in table order (a full read names them: no `SELECT *`). */
+export const SESSION_COLUMNS = [
+  'id', 'tenant', 'treeId', 'title', 'status', 'formatVersion', 'eventCount', 'turnCount', 'pendingInputCount', 'parentId',
+  'forkedAtSeq', 'inheritedEventCount', 'firstLiveSeq', 'inheritedRanges', 'leaseOwner', 'leaseExpiresAt', 'leaseToken',
+  'createdAt', 'updatedAt',
+] as const satisfies readonly (keyof SessionRow)[];
+// A column Prisma's Session has and the list lacks fails type-checking here.
+const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;
+void everyColumnListed;
+export const SESSION_COLUMNS_SQL = SESSION_COLUMNS.map((c) => `"${c}"`).join(', ');
+
 const COLUMN_NAME = /^[A-Za-z]+$/;
 /** Statements prepared per connection at most, by shape (columns, filters, order): clients use a handful. */
 const MAX_PREPARED_SHAPES = 64;
@@ -52,7 +63,7 @@ export class SessionRows {
     private readonly pool: pg.Pool,
     private readonly prepare = true,
   ) {
-    this.byIdsStatement = statement(prepare, 'sessions_by_ids', 'SELECT * FROM "Session" WHERE id = ANY($1::text[])');
+    this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[])`);
   }
 
   /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
@@ -109,7 +120,7 @@ export class SessionRows {
 }
 
 function list(columns: SessionColumns): string {
-  if (!columns) return '*';
+  if (!columns) return SESSION_COLUMNS_SQL;
   for (const c of columns) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
   return columns.map((c) => `"${c}"`).join(', ');
 }
