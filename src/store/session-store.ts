@@ -13,7 +13,7 @@ import { newSessionId } from './ids.ts';
 import { commonPrefix, lineageOf } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
 import type { Lease, LeaseClaim } from './leases.ts';
-import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
+import { SessionRows, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
@@ -24,7 +24,7 @@ import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
 
 export type { StoredEvent } from './session-log.ts';
-export type { SessionRow };
+export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
 export type { BeforeCommit } from './transaction.ts';
 export { MAX_APPEND_BATCH } from './append.ts';
@@ -84,9 +84,13 @@ export class SessionStore {
   }
 
   /** A session's row (with `columns`, only those: the GraphQL layer reads what a query selects). */
-  async getSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
+  getSession(scope: Scope, id: string): Promise<SessionRow | null>;
+  getSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C> | null>;
+  getSession(scope: Scope, id: string, columns: SessionColumns): Promise<PartialSessionRow | null>;
+  async getSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow | null> {
     const row = await this.sessions.get(scope.tenant, id, columns);
-    if (row && row.inheritedRanges !== undefined) this.log.remember(row);
+    const { inheritedRanges, inheritedEventCount } = row ?? {};
+    if (row && inheritedRanges !== undefined && inheritedEventCount !== undefined) this.log.remember({ id: row.id, inheritedRanges, inheritedEventCount });
     return row;
   }
 
@@ -101,7 +105,10 @@ export class SessionStore {
     return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }
 
-  async requireSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<SessionRow> {
+  requireSession(scope: Scope, id: string): Promise<SessionRow>;
+  requireSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C>>;
+  requireSession(scope: Scope, id: string, columns: SessionColumns): Promise<PartialSessionRow>;
+  async requireSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow> {
     const s = await this.getSession(scope, id, columns);
     if (!s) throw sessionNotFound(id);
     return s;
