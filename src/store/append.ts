@@ -72,7 +72,7 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
            FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq, type, data, synthetic, "createdAt"
        )`,
-    select: `SELECT ${k} AS k, ${ins}.*, ${s}.released, ${s}.held, ${s}."leaseToken", ${s}."inheritedRanges", ${s}."inheritedEventCount"${
+    select: `SELECT ${k} AS k, ${ins}.*, ${lease.selected(s)}${
       notify ? `,
               (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified` : ''
     }

@@ -97,6 +97,8 @@ export function leaseOnAppend(p: { token: string; ttlMs: string; release: string
     /** `released`, `held` (by the claimer), and what leaseOf needs of the row when the claim took it. */
     returning: `"leaseOwner" IS NULL AS released, "leaseOwner" = ${p.claimer}::text AS held, "leaseToken",
                     CASE WHEN ${p.claimer}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
+    /** Those columns as the append's SELECT reads them from its UPDATE (`cte`): an AppendLeaseRow. */
+    selected: (cte: string) => `${cte}.released, ${cte}.held, ${cte}."leaseToken", ${cte}."inheritedRanges", ${cte}."inheritedEventCount"`,
   };
 }
 
