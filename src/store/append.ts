@@ -20,6 +20,14 @@ import { inTransaction } from './transaction.ts';
 import type { Scope } from './scope.ts';
 
 export const MAX_APPEND_BATCH = 10_000;
+
+/** How an append is made (see SessionAppends.append). */
+export interface AppendOptions {
+  expectedEventCount?: number;
+  client?: pg.PoolClient;
+  lease?: Lease;
+  scope?: Scope;
+}
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
 
@@ -152,7 +160,7 @@ export class SessionAppends {
   async append(
     sessionId: string,
     events: NewEvent[],
-    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope } = {},
+    opts: AppendOptions = {},
   ): Promise<StoredEvent[]> {
     return (await this.appendAndMaybeRelease(sessionId, events, opts, false)).events;
   }
@@ -207,7 +215,7 @@ export class SessionAppends {
   private async appendAndMaybeRelease(
     sessionId: string,
     events: NewEvent[],
-    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    opts: AppendOptions,
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
     if (events.length === 0) return { events: [], released: false };
@@ -232,7 +240,7 @@ export class SessionAppends {
   private async checkAndAppend(
     sessionId: string,
     decoded: NewEvent[],
-    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope },
+    opts: AppendOptions,
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
     const db = opts.client ?? this.pool;

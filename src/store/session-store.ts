@@ -8,17 +8,15 @@ import type pg from 'pg';
 import { CURRENT_FORMAT_VERSION, type NewEvent } from '../core/events.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
-import type { LogState } from '../core/log-state.ts';
 import { newSessionId } from './ids.ts';
 import { commonPrefix, lineageOf } from './lineage.ts';
-import { SessionLog, type StoredEvent } from './session-log.ts';
-import type { Lease, LeaseClaim } from './leases.ts';
+import { SessionLog } from './session-log.ts';
 import { SessionRows, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { SessionAppends } from './append.ts';
-import { Forks, type ChildOverrides, type Cut, type ForkManyRecord, type ForkManyResult, type ForkRecord, type ForkResult, type ModelConfig } from './forks.ts';
+import { Forks, type ModelConfig } from './forks.ts';
 import { SessionDeletion } from './deletion.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
@@ -114,53 +112,41 @@ export class SessionStore {
     return s;
   }
 
+  // The verbs below are their modules' own, with the same parameters.
+
   /** Appends a batch atomically, checked against the log's rules (SessionAppends.append). */
-  append(
-    sessionId: string,
-    events: NewEvent[],
-    opts: { expectedEventCount?: number; client?: pg.PoolClient; lease?: Lease; scope?: Scope } = {},
-  ): Promise<StoredEvent[]> {
-    return this.appends.append(sessionId, events, opts);
+  append(...args: Parameters<SessionAppends['append']>) {
+    return this.appends.append(...args);
   }
 
   /** A runner's append that gives its lease back when it leaves the session idle (SessionAppends.appendReleasingIfIdle). */
-  appendReleasingIfIdle(sessionId: string, events: NewEvent[], lease: Lease): Promise<{ events: StoredEvent[]; released: boolean }> {
-    return this.appends.appendReleasingIfIdle(sessionId, events, lease);
+  appendReleasingIfIdle(...args: Parameters<SessionAppends['appendReleasingIfIdle']>) {
+    return this.appends.appendReleasingIfIdle(...args);
   }
 
   /** Queues a message, claiming the session's lease with `claimFor` (SessionAppends.queueInput). */
-  queueInput(sessionId: string, text: string, opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim } = {}): Promise<{ event: StoredEvent; lease?: Lease }> {
-    return this.appends.queueInput(sessionId, text, opts);
+  queueInput(...args: Parameters<SessionAppends['queueInput']>) {
+    return this.appends.queueInput(...args);
   }
 
   /** The reducer state at the end of the log as a runner replayed it (SessionAppends.knowTail). */
-  knowTail(sessionId: string, state: LogState): void {
-    this.appends.knowTail(sessionId, state);
+  knowTail(...args: Parameters<SessionAppends['knowTail']>) {
+    this.appends.knowTail(...args);
   }
 
   /** Exact fork, turn-level branch or edit (Forks.fork). */
-  fork(scope: Scope, parentId: string, cut: Cut | undefined, opts: ChildOverrides & { beforeCommit?: BeforeCommit<ForkRecord> } = {}): Promise<ForkResult> {
-    return this.forks.fork(scope, parentId, cut, opts);
+  fork(...args: Parameters<Forks['fork']>) {
+    return this.forks.fork(...args);
   }
 
   /** Several children of one parent at one cut (Forks.forkMany). */
-  forkMany(
-    scope: Scope,
-    parentId: string,
-    cut: Cut | undefined,
-    children: readonly ChildOverrides[],
-    opts: { beforeCommit?: BeforeCommit<ForkManyRecord> } = {},
-  ): Promise<ForkManyResult> {
-    return this.forks.forkMany(scope, parentId, cut, children, opts);
+  forkMany(...args: Parameters<Forks['forkMany']>) {
+    return this.forks.forkMany(...args);
   }
 
   /** Deletes a session, or with `withDescendants` its subtree (SessionDeletion.delete). */
-  deleteSession(
-    scope: Scope,
-    id: string,
-    opts: { withDescendants?: boolean; beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }> } = {},
-  ): Promise<string[]> {
-    return this.deletion.delete(scope, id, opts);
+  deleteSession(...args: Parameters<SessionDeletion['delete']>) {
+    return this.deletion.delete(...args);
   }
 
   /** NOTIFY is transactional: given a transaction's client, it is delivered at its commit. */

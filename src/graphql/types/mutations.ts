@@ -6,7 +6,6 @@ import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
 import { idSchema, messageTextSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = title.nullish();
 export const idempotencyKeySchema = idSchema.nullish();
