@@ -28,6 +28,7 @@ export interface AppendOptions {
   lease?: Lease;
   scope?: Scope;
 }
+
 /** Appends retried after a concurrent writer got in first (each re-checks the batch). */
 const MAX_APPEND_ATTEMPTS = 5;
 
