@@ -3,11 +3,11 @@
 import path from 'node:path';
 import { openDatabase, type Database, type QueryObserver } from './db/database.ts';
 import { pgConfigFromUrl } from './db/pg-config.ts';
-import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, SessionStore } from './store/session-store.ts';
+import { SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
 import { SessionController } from './host/controller.ts';
-import { CONTROL_CHANNEL, DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost, WORK_CHANNEL } from './host/session-host.ts';
-import { LiveEvents, TURNS_CHANNEL } from './host/live/live-events.ts';
+import { DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost } from './host/session-host.ts';
+import { LiveEvents } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { ApiTokens } from './host/api-tokens.ts';
@@ -116,9 +116,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   let closing = false;
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax });
   const migrations = expectedMigrations();
-  const listener = new PgListener(pgConfigFromUrl(opts.listenUrl ?? opts.databaseUrl), [
-    EVENTS_CHANNEL, SESSIONS_CHANNEL, DELETED_CHANNEL, CONTROL_CHANNEL, TURNS_CHANNEL, WORK_CHANNEL,
-  ]);
+  const listener = new PgListener(pgConfigFromUrl(opts.listenUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });

@@ -3,6 +3,7 @@
 // events appended since. The log is append-only and immutable, so a fold kept
 // from an earlier lease is still a correct prefix: catching up reads what
 // others appended in between. A cold start replays once.
+import { LRUCache } from 'lru-cache';
 import { LogState } from '../core/log-state.ts';
 import { Conversation } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
@@ -86,39 +87,28 @@ export class SessionFold {
  * session's lease uses its fold, so an entry is taken out while it is in use.
  */
 export class FoldCache {
-  private readonly folds = new Map<string, SessionFold>();
-  private chars = 0;
+  private readonly folds: LRUCache<string, SessionFold>;
 
-  constructor(
-    private readonly maxSessions = 1000,
-    private readonly maxChars = 64 * 1024 * 1024,
-  ) {}
+  constructor(maxSessions = 1000, maxChars = 64 * 1024 * 1024) {
+    // lru-cache sizes must be positive: an empty conversation counts one char.
+    this.folds = new LRUCache({ max: maxSessions, maxSize: maxChars, sizeCalculation: (f) => Math.max(1, f.conversation.approxChars) });
+  }
 
   /** The cached fold of the session (removed from the cache), or a new empty one. */
   take(sessionId: string): SessionFold {
     const fold = this.folds.get(sessionId);
     if (!fold) return new SessionFold(sessionId);
     this.folds.delete(sessionId);
-    this.chars -= fold.conversation.approxChars;
     return fold;
   }
 
+  /** Keeps the fold, evicting the least recently used beyond either bound (one larger than `maxChars` is not kept). */
   put(fold: SessionFold): void {
-    this.forget(fold.sessionId);
     this.folds.set(fold.sessionId, fold);
-    this.chars += fold.conversation.approxChars;
-    for (const [id, f] of this.folds) {
-      if (this.folds.size <= this.maxSessions && this.chars <= this.maxChars) break;
-      this.folds.delete(id);
-      this.chars -= f.conversation.approxChars;
-    }
   }
 
   forget(sessionId: string): void {
-    const fold = this.folds.get(sessionId);
-    if (!fold) return;
     this.folds.delete(sessionId);
-    this.chars -= fold.conversation.approxChars;
   }
 
   has(sessionId: string): boolean {

@@ -3,11 +3,12 @@
 // the readThroughput bench's sessions page serves markedly more requests).
 // A field not listed here reads every column: correct, only slower.
 import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { PartialSessionRow, SessionColumn, SessionRow } from '../store/session-rows.ts';
 
-const LOG = ['eventCount', 'inheritedRanges', 'inheritedEventCount'];
+const LOG: SessionColumn[] = ['eventCount', 'inheritedRanges', 'inheritedEventCount'];
 
 /** Columns each Session field reads from its row (id and createdAt are always read). */
-export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
+export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   __typename: [],
   id: [],
   title: ['title'],
@@ -39,7 +40,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   recording: ['title', 'eventCount'],
 };
 
-const ALWAYS = ['id', 'createdAt'];
+const ALWAYS: SessionColumn[] = ['id', 'createdAt'];
 
 type SelectionInfo = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
 
@@ -89,7 +90,7 @@ function subSelections(set: SelectionSetNode | undefined, name: string, fragment
 }
 
 /** Columns for Session selections; null when one of them asks for a field not mapped above (read them all). */
-function columnsOf(sets: SelectionSetNode[], fragments: Fragments): string[] | null {
+function columnsOf(sets: SelectionSetNode[], fragments: Fragments): SessionColumn[] | null {
   const names = new Set<string>();
   for (const set of sets) fieldNames(set, fragments, names);
   const columns = new Set(ALWAYS);
@@ -112,12 +113,24 @@ export const selectsOnlyId = perSelection((info): boolean => {
 });
 
 /** The columns a field returning a Session (session(id), parent) needs. */
-export const sessionColumns = perSelection((info): string[] | null =>
+export const sessionColumns = perSelection((info): SessionColumn[] | null =>
   columnsOf(info.fieldNodes.flatMap((f) => (f.selectionSet ? [f.selectionSet] : [])), info.fragments),
 );
 
 /** The columns a SessionConnection field (sessions, children) needs for its nodes. */
-export const sessionConnectionColumns = perSelection((info): string[] | null => {
+export const sessionConnectionColumns = perSelection((info): SessionColumn[] | null => {
   const edges = info.fieldNodes.flatMap((f) => subSelections(f.selectionSet, 'edges', info.fragments));
   return columnsOf(edges.flatMap((e) => subSelections(e, 'node', info.fragments)), info.fragments);
 });
+
+/**
+ * A row read with the columns a selection needs (sessionColumns,
+ * sessionConnectionColumns) as the Session type's row: the fields of that
+ * selection read only those columns (COLUMNS_BY_FIELD), so the ones the row
+ * lacks are never touched.
+ */
+export function asSelected(row: PartialSessionRow): SessionRow;
+export function asSelected(row: PartialSessionRow | null): SessionRow | null;
+export function asSelected(row: PartialSessionRow | null): SessionRow | null {
+  return row as SessionRow | null;
+}

@@ -7,6 +7,7 @@ import { badInput } from '../core/errors.ts';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
 import type { SessionColumns, SessionKey, SessionPageQuery, SessionRow, SessionRows } from '../store/session-rows.ts';
+import { asSelected } from './session-columns.ts';
 
 const cursor = z
   .string()
@@ -81,6 +82,6 @@ export async function sessionsConnection(
   let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
   const more = page.length > limit;
   if (more) page = backward ? page.slice(1) : page.slice(0, limit);
-  const edges = page.map((node) => new SessionEdge(node));
+  const edges = page.map((node) => new SessionEdge(asSelected(node)));
   return { edges, pageInfo: new SessionPageInfo(backward ? before != null : more, backward ? more : after != null, edges) };
 }

@@ -10,7 +10,8 @@
 // Runners stop on cancel, deletion or shutdown, wait and resume when the
 // database is unreachable, and keep each session's fold between turns so a
 // turn reads only the new events.
-import { DELETED_CHANNEL, type SessionStore } from '../store/session-store.ts';
+import type { SessionStore } from '../store/session-store.ts';
+import { CONTROL_CHANNEL, DELETED_CHANNEL, WORK_CHANNEL, decodeCancel, decodeSessionsDeleted, encodeCancel } from '../store/channels.ts';
 import type { PgListener } from '../store/pg-listener.ts';
 import type { Lease, LeaseClaim, LeaseStore, TenantShare } from '../store/leases.ts';
 import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
@@ -18,9 +19,6 @@ import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 
-export const CONTROL_CHANNEL = 'forkline_control';
-/** "There is work nobody here could take": processes with room claim it. */
-export const WORK_CHANNEL = 'forkline_work';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 
@@ -99,25 +97,22 @@ export class SessionHost {
     const listener = opts.listener;
     // A cancel may arrive at any process; the one running the session acts on it.
     listener?.on(CONTROL_CHANNEL, (payload: string) => {
-      const msg = this.parse<{ cancel?: unknown }>(payload, 'control');
-      if (typeof msg?.cancel === 'string') this.running.get(msg.cancel)?.runner?.stop('cancel');
+      const cancel = decodeCancel(payload);
+      if (cancel !== undefined) this.running.get(cancel)?.runner?.stop('cancel');
+      else this.ignored('control', payload);
     });
     listener?.on(DELETED_CHANNEL, (payload: string) => {
-      const msg = this.parse<{ ids?: unknown }>(payload, 'deletion');
-      if (Array.isArray(msg?.ids)) this.deleted(msg.ids.filter((id): id is string => typeof id === 'string'));
+      const msg = decodeSessionsDeleted(payload);
+      if (msg) this.deleted(msg.ids);
+      else this.ignored('deletion', payload);
     });
     listener?.on(WORK_CHANNEL, () => this.scheduleClaim());
     // Notifications sent while the listener was down are lost: look for work.
     listener?.on('reconnect', () => this.claimMore());
   }
 
-  private parse<T>(payload: string, what: string): T | undefined {
-    try {
-      return JSON.parse(payload) as T;
-    } catch {
-      this.opts.log?.(`ignored a malformed ${what} message: ${payload.slice(0, 100)}`);
-      return undefined;
-    }
+  private ignored(what: string, payload: string) {
+    this.opts.log?.(`ignored a malformed ${what} message: ${payload.slice(0, 100)}`);
   }
 
   /** Claims what a previous process left behind, then keeps renewing leases and looking for work. */
@@ -410,7 +405,7 @@ export class SessionHost {
   async cancel(sessionId: string): Promise<void> {
     const local = this.running.get(sessionId)?.runner;
     if (local) local.stop('cancel');
-    else await this.store.notify(CONTROL_CHANNEL, JSON.stringify({ cancel: sessionId }));
+    else await this.store.notify(CONTROL_CHANNEL, encodeCancel(sessionId));
   }
 
   isRunningHere(sessionId: string): boolean {

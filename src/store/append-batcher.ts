@@ -1,7 +1,7 @@
 // Group commit: appends of different sessions that wait for a connection go
 // out together, one statement (one round trip, one commit) for up to
 // MAX_BATCH sessions, each session's append a block of its own
-// (session-store.ts appendBlock). At most `maxInFlight` append statements run
+// (append.ts appendBlock). At most `maxInFlight` append statements run
 // at once (half the pool), so the rest of the pool stays free for reads; an
 // append that finds a slot free goes out at once, alone. Measured with the
 // `turns` bench (a tool call and an answer per session; 2-core machine): 1,000

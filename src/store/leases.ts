@@ -11,6 +11,20 @@
 // the same lock appends take — so once a takeover commits, the old runner's
 // appends fail (SESSION_BUSY) and it stops. A dead process's leases expire;
 // live processes renew theirs in one statement per heartbeat.
+//
+// A lease's life, and where each step is (all of its SQL is in this file):
+// - taken: `claim` (a session woken here) or `claimRunnable` (work a process
+//   finds: left behind, or announced on WORK_CHANNEL); or by a message's own
+//   append — the controller asks the host for room (SessionHost.reserveClaim),
+//   passes the claim to SessionStore.queueInput, whose statement takes the
+//   lease when it is free (`leaseOnAppend`), and hands the outcome back
+//   (SessionHost.claimSettled): one round trip queues the input and claims it;
+// - held: every append of the runner is fenced by its token and extends the
+//   lease (`leaseOnAppend`); the host's heartbeat `renew`s the others;
+// - given back: by the turn's last append when it leaves the session idle
+//   (SessionStore.appendReleasingIfIdle), by `releaseIfIdle` when a runner
+//   stops with nothing left, by `release` on shutdown or deletion; or it
+//   expires with its process, and another process's claim takes it over.
 import type pg from 'pg';
 import { statement } from './statements.ts';
 import { lineageOf, type Lineage } from './lineage.ts';
@@ -54,6 +68,54 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
+
+/**
+ * The lease's part of an append's UPDATE of the session row (store/append.ts),
+ * the statement that also writes the events: its SET clauses, the fence in its
+ * WHERE and what it returns. The arguments are SQL expressions of the append's
+ * parameters. A runner's append (`token`: its fencing token) writes only while
+ * it holds the lease, and extends it by `ttlMs` — a working runner keeps its
+ * lease without waiting for the heartbeat — and with `release` gives it back
+ * when the batch leaves the session idle (`status`: the new status, or NULL;
+ * `pendingDelta`: the change in waiting inputs): the last append of a turn
+ * needs no second round trip. A queued message (`claimer`: the process that
+ * received it) takes the lease for `ttlMs` when nobody holds it, as
+ * LeaseStore.claim would: that process runs it without a claim of its own.
+ * SET expressions all read the row before the update.
+ */
+export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string }) {
+  const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
+  const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE}`;
+  return {
+    set: `"leaseOwner" = CASE WHEN ${releases} THEN NULL WHEN ${claims} THEN ${p.claimer}::text ELSE "leaseOwner" END,
+                "leaseExpiresAt" = CASE WHEN ${releases} THEN NULL
+                                        WHEN (${p.token}::int IS NOT NULL OR ${claims}) AND ${p.ttlMs}::int IS NOT NULL THEN now() + ${p.ttlMs}::int * interval '1 millisecond'
+                                        ELSE "leaseExpiresAt" END,
+                "leaseToken" = CASE WHEN ${claims} THEN "leaseToken" + 1 ELSE "leaseToken" END`,
+    /** Once another process took the session over, the runner's append matches no row and writes nothing. */
+    fence: `(${p.token}::int IS NULL OR "leaseToken" = ${p.token}::int)`,
+    /** `released`, `held` (by the claimer), and what leaseOf needs of the row when the claim took it. */
+    returning: `"leaseOwner" IS NULL AS released, "leaseOwner" = ${p.claimer}::text AS held, "leaseToken",
+                    CASE WHEN ${p.claimer}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
+    /** Those columns as the append's SELECT reads them from its UPDATE (`cte`): an AppendLeaseRow. */
+    selected: (cte: string) => `${cte}.released, ${cte}.held, ${cte}."leaseToken", ${cte}."inheritedRanges", ${cte}."inheritedEventCount"`,
+  };
+}
+
+/** What an append's statement returned of the lease (leaseOnAppend's `returning`). */
+export interface AppendLeaseRow {
+  released: boolean;
+  held: boolean | null;
+  leaseToken: number;
+  inheritedRanges: unknown;
+  inheritedEventCount: number;
+}
+
+/** The lease a message's append took for `claim` (its claimer holds it: taken now, or already its own), if any. */
+export function leaseTakenByAppend(sessionId: string, row: AppendLeaseRow, claim: LeaseClaim | undefined): Lease | undefined {
+  // Adopting a lease the claimer already held is harmless (SessionHost.adopt).
+  return claim && row.held ? leaseOf({ id: sessionId, token: row.leaseToken, inheritedRanges: row.inheritedRanges, inheritedEventCount: row.inheritedEventCount }, claim.ttlMs) : undefined;
+}
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 

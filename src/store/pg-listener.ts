@@ -3,6 +3,7 @@
 // reconnect listeners re-read what they may have missed.
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
+import { ALL_CHANNELS } from './channels.ts';
 
 export class PgListener extends EventEmitter {
   private client?: pg.Client;
@@ -11,7 +12,7 @@ export class PgListener extends EventEmitter {
 
   constructor(
     private readonly config: pg.ClientConfig,
-    private readonly channels: string[],
+    private readonly channels: readonly string[] = ALL_CHANNELS,
   ) {
     super();
     this.setMaxListeners(0);

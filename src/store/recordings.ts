@@ -15,7 +15,8 @@ import {
   type RecordingSummary,
 } from '../core/recording.ts';
 import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
-import { SESSIONS_CHANNEL, type BeforeCommit, type Scope, type SessionRow, type SessionStore } from './session-store.ts';
+import type { BeforeCommit, Scope, SessionRow, SessionStore } from './session-store.ts';
+import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes (import reads it twice). */

@@ -3,7 +3,7 @@
 // snapshot, fresh reads) is the answer: a serialization failure under
 // REPEATABLE READ (a fork whose parent row was deleted or locked after its
 // snapshot) or a deadlock. Forks and deletion share this loop; appends retry
-// differently (SessionStore.checkAndAppend: the batch re-checked against a
+// differently (append.ts SessionAppends.checkAndAppend: the batch re-checked against a
 // reloaded log state, then appended holding the row).
 
 /** Postgres aborted the transaction for a concurrent one (serialization_failure, deadlock_detected). */

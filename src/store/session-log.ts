@@ -9,6 +9,7 @@
 // lineage (store/lineage.ts): since the log is contiguous, a page of seqs
 // lo..hi maps to exact (source, from, to) segments, and one statement reads
 // them all. Nobody above the store knows whether a prefix is shared.
+import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import type { PendingInput } from '../core/log-state.ts';
@@ -50,7 +51,7 @@ export const MAX_SEQ = 2 ** 31 - 1;
 
 export class SessionLog {
   /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
-  private readonly lineages = new Map<string, Lineage>();
+  private readonly lineages = new LRUCache<string, Lineage>({ max: LINEAGE_CACHE_SIZE });
 
   private readonly lineageStatement: ReturnType<typeof statement>;
   private readonly rangeStatement: ReturnType<typeof statement>;
@@ -81,7 +82,6 @@ export class SessionLog {
 
   /** Caches a lineage the caller already holds (read with the session's lease, say). */
   rememberLineage(l: Lineage): Lineage {
-    if (this.lineages.size >= LINEAGE_CACHE_SIZE) this.lineages.delete(this.lineages.keys().next().value!);
     // A snapshot's bound belongs to one read, not to the session.
     this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
     return l;

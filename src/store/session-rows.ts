@@ -6,7 +6,8 @@
 // pg driver's parse alone. Prisma still owns the table and serves the rest.
 //
 // Rows have exactly the shape of Prisma's `Session` (same columns, same
-// types), so either source can back the GraphQL Session type.
+// types), so either source can back the GraphQL Session type; a row read with
+// a column list is typed as the part it holds (PartialSessionRow).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';
@@ -34,11 +35,36 @@ export interface SessionPageQuery {
   limit: number;
 }
 
+export type SessionColumn = keyof SessionRow;
+
 /**
  * Columns to read: all of them (null) or a list (the GraphQL layer asks for
  * what a query selects). A row read with a list has only those columns set.
  */
-export type SessionColumns = readonly string[] | null;
+export type SessionColumns = readonly SessionColumn[] | null;
+
+/** Read with every list: a page's keyset (createdAt, id), and what names the row. */
+const ALWAYS_READ = ['id', 'createdAt'] as const;
+
+/**
+ * A row read with a column list, typed as what it holds: id and createdAt,
+ * and whichever of the rest the list named.
+ */
+export type PartialSessionRow = Pick<SessionRow, (typeof ALWAYS_READ)[number]> & Partial<SessionRow>;
+
+/** A row read with a literal list of columns: those, id and createdAt. */
+export type SessionRowWith<C extends SessionColumn> = Pick<SessionRow, C | (typeof ALWAYS_READ)[number]>;
+
+/** Every column of a session row, in table order (a full read names them: no `SELECT *`). */
+export const SESSION_COLUMNS = [
+  'id', 'tenant', 'treeId', 'title', 'status', 'formatVersion', 'eventCount', 'turnCount', 'pendingInputCount', 'parentId',
+  'forkedAtSeq', 'inheritedEventCount', 'firstLiveSeq', 'inheritedRanges', 'leaseOwner', 'leaseExpiresAt', 'leaseToken',
+  'createdAt', 'updatedAt',
+] as const satisfies readonly (keyof SessionRow)[];
+// A column Prisma's Session has and the list lacks fails type-checking here.
+const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;
+void everyColumnListed;
+export const SESSION_COLUMNS_SQL = SESSION_COLUMNS.map((c) => `"${c}"`).join(', ');
 
 const COLUMN_NAME = /^[A-Za-z]+$/;
 /** Statements prepared per connection at most, by shape (columns, filters, order): clients use a handful. */
@@ -52,7 +78,7 @@ export class SessionRows {
     private readonly pool: pg.Pool,
     private readonly prepare = true,
   ) {
-    this.byIdsStatement = statement(prepare, 'sessions_by_ids', 'SELECT * FROM "Session" WHERE id = ANY($1::text[])');
+    this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[])`);
   }
 
   /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
@@ -61,8 +87,11 @@ export class SessionRows {
     return rows[0]?.tenant;
   }
 
-  async get(tenant: string, id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
-    const { rows } = await this.pool.query<SessionRow>(this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]));
+  get(tenant: string, id: string): Promise<SessionRow | null>;
+  get<C extends SessionColumn>(tenant: string, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C> | null>;
+  get(tenant: string, id: string, columns: SessionColumns): Promise<PartialSessionRow | null>;
+  async get(tenant: string, id: string, columns: SessionColumns = null): Promise<PartialSessionRow | null> {
+    const { rows } = await this.pool.query<PartialSessionRow>(this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]));
     return rows[0] ?? null;
   }
 
@@ -77,7 +106,9 @@ export class SessionRows {
    * returned in forward order too). The bounds are in SQL: a page costs its
    * rows, on the (tenant, createdAt, id) or (parentId, createdAt) index.
    */
-  async page(q: SessionPageQuery, columns: SessionColumns = null): Promise<SessionRow[]> {
+  page(q: SessionPageQuery): Promise<SessionRow[]>;
+  page(q: SessionPageQuery, columns: SessionColumns): Promise<PartialSessionRow[]>;
+  async page(q: SessionPageQuery, columns: SessionColumns = null): Promise<PartialSessionRow[]> {
     const where = ['tenant = $1'];
     const values: unknown[] = [q.tenant];
     const param = (v: unknown) => (values.push(v), `$${values.length}`);
@@ -92,7 +123,7 @@ export class SessionRows {
     const dir = descending ? 'DESC' : 'ASC';
     const text = `SELECT ${list(columns)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY "createdAt" ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
-    const { rows } = await this.pool.query<SessionRow>(this.run(text, q.status == null)(values));
+    const { rows } = await this.pool.query<PartialSessionRow>(this.run(text, q.status == null)(values));
     return q.backward ? rows.reverse() : rows;
   }
 
@@ -109,7 +140,8 @@ export class SessionRows {
 }
 
 function list(columns: SessionColumns): string {
-  if (!columns) return '*';
-  for (const c of columns) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
-  return columns.map((c) => `"${c}"`).join(', ');
+  if (!columns) return SESSION_COLUMNS_SQL;
+  const all = [...ALWAYS_READ.filter((c) => !columns.includes(c)), ...columns];
+  for (const c of all) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
+  return all.map((c) => `"${c}"`).join(', ');
 }

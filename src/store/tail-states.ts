@@ -5,6 +5,7 @@
 // for the sessions this process appends to, so an append usually reads
 // nothing. Appends are conditional on the length the state was taken at: a
 // state another writer made stale costs a reload, never a wrong check.
+import { LRUCache } from 'lru-cache';
 import { LogState } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import type { Db, LogRef, SessionLog, StoredEvent } from './session-log.ts';
@@ -12,12 +13,15 @@ import type { Db, LogRef, SessionLog, StoredEvent } from './session-log.ts';
 const MAX_SESSIONS = 10_000;
 
 export class TailStates {
-  private readonly states = new Map<string, LogState>();
+  /** The sessions appended to most recently. */
+  private readonly states: LRUCache<string, LogState>;
 
   constructor(
     private readonly log: SessionLog,
-    private readonly max = MAX_SESSIONS,
-  ) {}
+    max = MAX_SESSIONS,
+  ) {
+    this.states = new LRUCache({ max });
+  }
 
   cached(sessionId: string): LogState | undefined {
     return this.states.get(sessionId);
@@ -71,7 +75,7 @@ export class TailStates {
    * check fails and the state is reloaded, as with any other.
    */
   offer(sessionId: string, state: LogState): void {
-    const known = this.states.get(sessionId);
+    const known = this.states.peek(sessionId);
     if (known && known.nextSeq >= state.nextSeq) return;
     const copy = state.clone();
     copy.title = undefined;
@@ -80,9 +84,7 @@ export class TailStates {
   }
 
   remember(sessionId: string, state: LogState): void {
-    this.states.delete(sessionId);
     this.states.set(sessionId, state);
-    if (this.states.size > this.max) this.states.delete(this.states.keys().next().value!);
   }
 
   forget(sessionIds: Iterable<string>): void {

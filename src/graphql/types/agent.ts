@@ -9,6 +9,8 @@ import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, 
 import type { PendingInput } from '../../core/log-state.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { snapshotOf } from '../../store/lineage.ts';
+import { SessionRef } from './session.ts';
+import { asSelected, sessionColumns } from '../session-columns.ts';
 
 const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
@@ -144,9 +146,9 @@ const SendMessagePayload = builder
   .objectRef<{ sessionId: string; inputId: string; event: StoredEvent }>('SendMessagePayload')
   .implement({
     fields: (t) => ({
-      session: t.prismaField({
-        type: 'Session',
-        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
+      session: t.field({
+        type: SessionRef,
+        resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
       }),
       inputId: t.exposeID('inputId'),
       event: t.field({
@@ -177,34 +179,33 @@ builder.mutationFields((t) => ({
       return r;
     },
   }),
-  cancelTurn: t.prismaField({
-    type: 'Session',
+  cancelTurn: t.field({
+    type: SessionRef,
     description: 'Ends the running turn with reason `cancelled`.',
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: async (query, _root, args, ctx) => {
+    resolve: async (_root, args, ctx, info) => {
       const id = parseArgs(sessionIdSchema, args.sessionId);
       await ctx.services.controller.cancelTurn(ctx.scope, id);
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id } });
+      // Read again: the row as the cancel left it, not as the check before it saw it.
+      return asSelected(await ctx.store.requireSession(ctx.scope, id, sessionColumns(info)));
     },
   }),
-  setSessionModel: t.prismaField({
-    type: 'Session',
+  setSessionModel: t.field({
+    type: SessionRef,
     description: 'Records a session/model event: later turns use this model.',
     args: { sessionId: t.arg.id({ required: true }), model: t.arg({ type: ModelConfigInput, required: true }) },
-    resolve: async (query, _root, args, ctx) => {
+    resolve: (_root, args, ctx) => {
       const p = parseArgs(setModelArgs, args);
-      await ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+      return ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
     },
   }),
-  setSessionTitle: t.prismaField({
-    type: 'Session',
+  setSessionTitle: t.field({
+    type: SessionRef,
     description: 'Records a session/title event.',
     args: { sessionId: t.arg.id({ required: true }), title: t.arg.string({ required: true }) },
-    resolve: async (query, _root, args, ctx) => {
+    resolve: (_root, args, ctx) => {
       const p = parseArgs(setTitleArgs, args);
-      await ctx.services.controller.setSessionTitle(ctx.scope, p.sessionId, p.title);
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+      return ctx.services.controller.setSessionTitle(ctx.scope, p.sessionId, p.title);
     },
   }),
 }));

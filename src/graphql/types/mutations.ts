@@ -6,7 +6,6 @@ import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
 import { idSchema, messageTextSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
 
 const titleSchema = title.nullish();
 export const idempotencyKeySchema = idSchema.nullish();
@@ -96,17 +95,12 @@ const FanOutInput = builder.inputType('FanOutInput', {
 });
 
 const ForkSessionPayload = builder
-  .objectRef<{ sessionId: string; parentId: string; cutSeq: number; syntheticEvents: StoredEvent[]; inputId?: string }>('ForkSessionPayload')
+  .objectRef<ForkResult>('ForkSessionPayload')
   .implement({
     fields: (t) => ({
-      session: t.prismaField({
-        type: 'Session',
-        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
-      }),
-      parent: t.prismaField({
-        type: 'Session',
-        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.parentId } }),
-      }),
+      // The rows the fork wrote and read (the parent as of its snapshot): no read of their own.
+      session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+      parent: t.field({ type: SessionRef, resolve: (p) => p.parent }),
       cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq the child inherits (-1: none).' }),
       syntheticEvents: t.field({
         type: [EventRef],
@@ -117,7 +111,7 @@ const ForkSessionPayload = builder
     }),
   });
 
-const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; children: SessionRow[]; forks: ReturnType<typeof toPayload>[] }>('FanOutPayload').implement({
+const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; children: SessionRow[]; forks: ForkResult[] }>('FanOutPayload').implement({
   fields: (t) => ({
     parent: t.field({ type: SessionRef, nullable: false, resolve: (p) => p.parent }),
     cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq every child inherits (-1: none).' }),
@@ -154,14 +148,13 @@ builder.mutationFields((t) => ({
       return { deletedSessionIds: await ctx.services.controller.deleteSession(ctx.scope, p.id, p.withDescendants ?? false, { key: p.idempotencyKey }) };
     },
   }),
-  createSession: t.prismaField({
-    type: 'Session',
+  createSession: t.field({
+    type: SessionRef,
     args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
-    resolve: async (query, _root, { input, idempotencyKey }, ctx) => {
+    resolve: (_root, { input, idempotencyKey }, ctx) => {
       const parsed = parseArgs(createSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const s = await ctx.services.controller.createSession(ctx.scope, parsed, { key });
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: s.id } });
+      return ctx.services.controller.createSession(ctx.scope, parsed, { key });
     },
   }),
   forkSession: t.field({
@@ -171,7 +164,7 @@ builder.mutationFields((t) => ({
       const { sessionId, atSeq, ...overrides } = parseArgs(forkSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.forkSession(ctx.scope, sessionId, atSeq ?? undefined, overrides, { key });
-      return toPayload(r);
+      return r;
     },
   }),
   branchSession: t.field({
@@ -181,7 +174,7 @@ builder.mutationFields((t) => ({
       const { sessionId, anchorSeq, ...overrides } = parseArgs(branchSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const r = await ctx.services.controller.branchSession(ctx.scope, sessionId, anchorSeq ?? undefined, overrides, { key });
-      return toPayload(r);
+      return r;
     },
   }),
   editMessage: t.field({
@@ -193,7 +186,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const { sessionId, inputId, text, ...overrides } = parseArgs(editMessageArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      return toPayload(await ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, overrides, { key }));
+      return ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, overrides, { key });
     },
   }),
   fanOut: t.field({
@@ -211,12 +204,8 @@ builder.mutationFields((t) => ({
         parent: r.parent,
         cutSeq: r.cutSeq,
         children: r.children.map((c) => c.session),
-        forks: r.children.map((c) => toPayload({ ...c, parent: r.parent, cutSeq: r.cutSeq })),
+        forks: r.children.map((c) => ({ ...c, parent: r.parent, cutSeq: r.cutSeq })),
       };
     },
   }),
 }));
-
-function toPayload(r: ForkResult) {
-  return { sessionId: r.session.id, parentId: r.parent.id, cutSeq: r.cutSeq, syntheticEvents: r.syntheticEvents, inputId: r.inputId };
-}

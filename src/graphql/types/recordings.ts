@@ -4,6 +4,7 @@ import { MAX_STRING_RECORDING_BYTES } from '../../core/recording.ts';
 import { badInput } from '../../core/errors.ts';
 import { parseArgs } from '../input.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
+import { SessionRef } from './session.ts';
 
 builder.prismaObjectField('Session', 'recording', (t) =>
   t.string({
@@ -13,13 +14,13 @@ builder.prismaObjectField('Session', 'recording', (t) =>
 );
 
 builder.mutationField('importRecording', (t) =>
-  t.prismaField({
-    type: 'Session',
+  t.field({
+    type: SessionRef,
     description:
       'Imports a recording (format V3 or V4, up to 8 MiB here; larger ones as the body of POST /recordings) as a new session. ' +
       'Nothing is written when any line is invalid; a log ending inside an open turn is repaired with cause `interrupted`.',
     args: { recording: t.arg.string({ required: true }), idempotencyKey: idempotencyKeyArg(t) },
-    resolve: async (query, _root, { recording, idempotencyKey }, ctx) => {
+    resolve: async (_root, { recording, idempotencyKey }, ctx) => {
       const bytes = Buffer.byteLength(recording);
       if (bytes > MAX_STRING_RECORDING_BYTES) {
         throw badInput(
@@ -28,8 +29,7 @@ builder.mutationField('importRecording', (t) =>
         );
       }
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const session = await ctx.services.controller.importRecording(ctx.scope, recording, { key });
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: session.id } });
+      return ctx.services.controller.importRecording(ctx.scope, recording, { key });
     },
   }),
 );

@@ -2,7 +2,7 @@ import { builder } from '../builder.ts';
 import { EventRef } from './event.ts';
 import { eventsConnection } from '../events-connection.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
-import { selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
+import { asSelected, selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
 
 export const SessionStatusEnum = builder.enumType('SessionStatus', {
@@ -104,7 +104,7 @@ builder.queryFields((t) => ({
     type: SessionRef,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, { id }, ctx, info) => ctx.store.getSession(ctx.scope, String(id), sessionColumns(info)),
+    resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(ctx.scope, String(id), sessionColumns(info))),
   }),
   sessions: t.connection(
     {

@@ -8,6 +8,7 @@ import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { Tool } from '../../agent/tools.ts';
 import { snapshotOf } from '../../store/lineage.ts';
+import { SessionRef } from './session.ts';
 
 const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
@@ -55,16 +56,15 @@ const SetSessionToolsInput = builder.inputType('SetSessionToolsInput', {
 });
 
 builder.mutationFields((t) => ({
-  setSessionTools: t.prismaField({
-    type: 'Session',
+  setSessionTools: t.field({
+    type: SessionRef,
     description:
       'Records a session/tools event: later steps offer only these tools (names, "<server>__*" or "*"; [] for none), ' +
       'and so does a fork cut after it.',
     args: { input: t.arg({ type: SetSessionToolsInput, required: true }) },
-    resolve: async (query, _root, { input }, ctx) => {
+    resolve: (_root, { input }, ctx) => {
       const p = parseArgs(setToolsArgs, input);
-      await ctx.services.controller.setSessionTools(ctx.scope, p.sessionId, p.tools);
-      return ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } });
+      return ctx.services.controller.setSessionTools(ctx.scope, p.sessionId, p.tools);
     },
   }),
 }));

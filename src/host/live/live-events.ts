@@ -8,13 +8,14 @@
 // Handlers are registered before any subscriber exists: a subscriber always
 // listens before it catches up.
 import type { PgListener } from '../../store/pg-listener.ts';
-import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, type Scope, type SessionRow, type SessionStore } from '../../store/session-store.ts';
+import type { Scope, SessionRow, SessionStore } from '../../store/session-store.ts';
+import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, TURNS_CHANNEL, decodeEventsCommitted, decodeSessionsDeleted } from '../../store/channels.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import { EventWindows, type EventStream } from './event-window.ts';
-import { TURNS_CHANNEL, TurnUpdateRelay } from './turn-update-relay.ts';
+import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
 
-export { TURNS_CHANNEL, turnPayloads } from './turn-update-relay.ts';
+export { turnPayloads } from './turn-update-relay.ts';
 export type { EventStream } from './event-window.ts';
 export type { SessionsDeleted } from './session-changes.ts';
 
@@ -90,12 +91,8 @@ export class LiveEvents {
 
   /** A deleted session's subscriptions complete; its tenant's sessionsDeleted subscribers are told. */
   private onSessionsDeleted(payload: string) {
-    let msg: { tenant: string; ids: string[] };
-    try {
-      msg = JSON.parse(payload);
-    } catch {
-      return;
-    }
+    const msg = decodeSessionsDeleted(payload);
+    if (!msg) return;
     for (const id of msg.ids) {
       this.windows.endSession(id);
       this.turns.endSession(id);
@@ -104,13 +101,9 @@ export class LiveEvents {
   }
 
   private onEventsCommitted(payload: string) {
-    let msg: { s: string; last: number };
-    try {
-      msg = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    this.windows.committed(msg.s, msg.last);
-    this.changes.sessionChanged(msg.s); // an append changes the session's row too
+    const msg = decodeEventsCommitted(payload);
+    if (!msg) return;
+    this.windows.committed(msg.sessionId, msg.lastSeq);
+    this.changes.sessionChanged(msg.sessionId); // an append changes the session's row too
   }
 }

@@ -6,9 +6,8 @@
 // bounded (update-queue.ts).
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
+import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
 import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
-
-export const TURNS_CHANNEL = 'forkline_turns';
 
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more; keep a margin for the envelope. */
 const MAX_PAYLOAD_BYTES = 7000;
@@ -51,13 +50,7 @@ export class TurnUpdateRelay {
 
   /** A TURNS_CHANNEL payload (from any process, this one included): its updates to local subscribers. */
   received(payload: string) {
-    let msg: { u: TurnUpdate[] };
-    try {
-      msg = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    for (const u of msg.u) {
+    for (const u of decodeTurnUpdates<TurnUpdate>(payload) ?? []) {
       const set = this.subscribers.get(u.sessionId);
       if (set) for (const s of set) s.push(u);
     }
@@ -88,8 +81,7 @@ export class TurnUpdateRelay {
       while (this.outbox.length) {
         const batch = this.outbox;
         this.outbox = [];
-        // `n` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one.
-        const payloads = turnPayloads(batch).map((u) => JSON.stringify({ n: ++this.publishSerial, u }));
+        const payloads = turnPayloads(batch).map((u) => encodeTurnUpdates(++this.publishSerial, u));
         await Promise.all(payloads.map((p) => this.store.notifications.post(TURNS_CHANNEL, p)));
       }
     } finally {

@@ -1,0 +1,318 @@
+// Appends: a batch checked against the log's relationship rules from the
+// reducer state at the end of the log (tail-states.ts), written in one
+// statement that allocates seqs under the session's row lock, batched with
+// other sessions' appends when they wait together (append-batcher.ts), and
+// retried when another writer got in first. The statement also carries the
+// lease's part of an append (leases.ts `leaseOnAppend`).
+import type pg from 'pg';
+import { decodeEvent, type NewEvent } from '../core/events.ts';
+import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
+import type { LogState } from '../core/log-state.ts';
+import { eventId, newInputId } from './ids.ts';
+import type { StoredEvent } from './session-log.ts';
+import { leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
+import { statement } from './statements.ts';
+import type { TailStates } from './tail-states.ts';
+import { AppendBatcher } from './append-batcher.ts';
+import type { NotifyQueue } from './notify-queue.ts';
+import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
+import { inTransaction } from './transaction.ts';
+import type { Scope } from './scope.ts';
+
+export const MAX_APPEND_BATCH = 10_000;
+
+/** How an append is made (see SessionAppends.append). */
+export interface AppendOptions {
+  expectedEventCount?: number;
+  client?: pg.PoolClient;
+  lease?: Lease;
+  scope?: Scope;
+}
+
+/** Appends retried after a concurrent writer got in first (each re-checks the batch). */
+const MAX_APPEND_ATTEMPTS = 5;
+
+/** What a batch changes in the session row, from the reducer's states before and after it. */
+function rowChanges(before: LogState, after: LogState) {
+  const turnMoved = after.turnCount !== before.turnCount || after.openTurn !== before.openTurn;
+  return {
+    turnStarts: after.turnCount - before.turnCount,
+    pendingDelta: after.pendingInputCount - before.pendingInputCount,
+    status: turnMoved ? (after.openTurn === undefined ? 'IDLE' : 'RUNNING') : null,
+    title: after.title !== before.title ? after.title : undefined,
+  };
+}
+
+/** Parameters of one session's append (appendBlock). */
+export const APPEND_PARAMS = 14;
+
+/**
+ * One session's append (see SessionAppends.append) as CTEs and the SELECT of
+ * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
+ * named s<k> and ins<k>: the whole of a lone append's statement (APPEND_SQL),
+ * or one block of a statement that appends to several sessions
+ * (append-batcher.ts). The lease's part ($10: a runner's fencing token, $12:
+ * give it back when idle, $13: its ttl, $14: a message's claimer) is
+ * leases.ts `leaseOnAppend`. With `notify`, the statement NOTIFYs
+ * EVENTS_CHANNEL itself; otherwise its caller does once it committed
+ * (append-batcher.ts chooses, notify-queue.ts says why).
+ */
+export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { ctes: string; select: string } {
+  const $ = (n: number) => `$${offset + n}`;
+  const s = `s${k}`;
+  const ins = `ins${k}`;
+  const lease = leaseOnAppend({ token: $(10), ttlMs: $(13), release: $(12), claimer: $(14), status: $(4), pendingDelta: $(9) });
+  return {
+    ctes: `${s} AS (
+         UPDATE "Session"
+            SET "eventCount" = "eventCount" + ${$(2)},
+                "turnCount" = "turnCount" + ${$(3)},
+                "pendingInputCount" = "pendingInputCount" + ${$(9)},
+                status = COALESCE(${$(4)}::"SessionStatus", status),
+                title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
+                "updatedAt" = now(),
+                ${lease.set}
+          WHERE id = ${$(1)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
+            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
+          RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}
+       ), ${ins} AS (
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+         SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int
+           FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
+         RETURNING seq, type, data, synthetic, "createdAt"
+       )`,
+    select: `SELECT ${k} AS k, ${ins}.*, ${lease.selected(s)}${
+      notify ? `,
+              (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified` : ''
+    }
+         FROM ${ins}, ${s}`,
+  };
+}
+
+const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select} ORDER BY seq`;
+/** A lone append whose caller notifies once it committed (notify-queue.ts). */
+const APPEND_SQL = loneAppend(appendBlock(0));
+/** A lone append that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit). */
+const APPEND_NOTIFYING_SQL = loneAppend(appendBlock(0, 0, true));
+
+/**
+ * The batch checked against the relationship rules (core/log-state.ts) from
+ * `state`, or BAD_USER_INPUT naming the first event that breaks one. Returns
+ * the state after it and, per event, the change in waiting inputs through it.
+ */
+export function checkedAppend(sessionId: string, state: LogState, events: NewEvent[]): { after: LogState; pendingDeltas: number[] } {
+  const after = state.clone();
+  const pendingDeltas = events.map((e) => {
+    const event = { ...e, seq: after.nextSeq };
+    const broken = after.violation(event);
+    if (broken) {
+      throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, { rule: broken.rule, seq: event.seq });
+    }
+    return after.apply(event).pendingInputCount - state.pendingInputCount;
+  });
+  return { after, pendingDeltas };
+}
+
+/** Rows as the INSERTs of appends and forks read them: `p` is the change in waiting inputs through this event. */
+export function eventRows(events: Array<NewEvent & { seq?: number }>, pendingDeltas: number[]) {
+  return events.map((e, i) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic ?? false, p: pendingDeltas[i] }));
+}
+
+export class SessionAppends {
+  private readonly appendStatement: ReturnType<typeof statement>;
+  private readonly appendNotifying: ReturnType<typeof statement>;
+  /** Appends outside a transaction: several sessions' in one statement when they wait together (group commit). */
+  private readonly appends: AppendBatcher;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Reducer states at the end of logs this process appends to: appends are checked against them. */
+    private readonly tails: TailStates,
+    /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
+    private readonly notifications: NotifyQueue,
+    prepare: boolean,
+  ) {
+    this.appendStatement = statement(prepare, 'append', APPEND_SQL);
+    this.appendNotifying = statement(prepare, 'append_notify', APPEND_NOTIFYING_SQL);
+    const poolMax = pool.options.max ?? 10;
+    this.appends = new AppendBatcher(
+      pool,
+      {
+        single: (params, notify) => (notify ? this.appendNotifying : this.appendStatement)(params),
+        block: (k, notify) => appendBlock(k, APPEND_PARAMS * k, notify),
+        params: APPEND_PARAMS,
+        prepare,
+      },
+      Math.max(1, Math.floor(poolMax / 2)),
+    );
+  }
+
+  /**
+   * Appends a batch atomically, in one statement: the UPDATE of the session row
+   * allocates the seqs under its row lock (concurrent appenders queue on it), the
+   * INSERT writes the events, and one NOTIFY per batch is sent at commit.
+   * Every payload is validated by the V4 codec first; nothing is written when one
+   * is invalid. `expectedEventCount` makes the append conditional (the writer's
+   * view of the log must still be current), failing with SESSION_BUSY otherwise.
+   * `lease` fences a runner's appends (store/leases.ts): once another process
+   * has taken the session over, they fail with SESSION_BUSY and write nothing.
+   * `scope` confines the append to a tenant's session (SESSION_NOT_FOUND otherwise).
+   */
+  async append(
+    sessionId: string,
+    events: NewEvent[],
+    opts: AppendOptions = {},
+  ): Promise<StoredEvent[]> {
+    return (await this.appendAndMaybeRelease(sessionId, events, opts, false)).events;
+  }
+
+  /**
+   * A runner's append that also gives its lease back when the batch leaves the
+   * session idle (no open turn, no queued input), in the same statement:
+   * `released` says whether it did.
+   */
+  async appendReleasingIfIdle(sessionId: string, events: NewEvent[], lease: Lease): Promise<{ events: StoredEvent[]; released: boolean }> {
+    return this.appendAndMaybeRelease(sessionId, events, { lease }, true);
+  }
+
+  /**
+   * Queues a message (sendMessage): an inbox/add under an input id made here.
+   * The one rule an inbox/add can break is an input id already pending, which
+   * a new id cannot be, so nothing needs checking and no tail state is read:
+   * one statement, not conditional on the log's length (the session's row lock
+   * orders it among other writers, whose own appends then find the log moved).
+   * Most messages reach a process that holds no tail state of their session
+   * (another process ran its last turn), and loading one was a round trip.
+   * With `claimFor`, the same statement takes the session's lease when nobody
+   * holds it (`lease`: run it), so the agent needs no claim of its own either.
+   */
+  async queueInput(
+    sessionId: string,
+    text: string,
+    opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim } = {},
+  ): Promise<{ event: StoredEvent; lease?: Lease }> {
+    const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text }) };
+    const queue = async () => {
+      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined }, pendingDeltas: [1] };
+      const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
+      // A state this process keeps of the session moves with it when it was current; otherwise it goes.
+      const known = opts.client ? undefined : this.tails.cached(sessionId);
+      if (known && known.nextSeq === events[0].seq) this.tails.remember(sessionId, checkedAppend(sessionId, known, [event]).after);
+      else this.tails.forget([sessionId]);
+      return { event: events[0], lease };
+    };
+    return opts.client ? queue() : this.inLine(sessionId, queue);
+  }
+
+  /**
+   * The reducer state at the end of the session's log as the caller replayed it
+   * (a runner's fold): appends check against it instead of loading one (see
+   * TailStates.offer).
+   */
+  knowTail(sessionId: string, state: LogState): void {
+    this.tails.offer(sessionId, state);
+  }
+
+  private async appendAndMaybeRelease(
+    sessionId: string,
+    events: NewEvent[],
+    opts: AppendOptions,
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+    if (events.length === 0) return { events: [], released: false };
+    if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
+    const decoded = events.map((e) => ({ ...e, data: decodeEvent(e.type, e.data) }));
+    // Writers in this process take turns per session (they would only race each
+    // other's checks); an append inside a caller's transaction does not wait in
+    // line, since that transaction may already hold the row the line waits for.
+    return opts.client ? this.checkAndAppend(sessionId, decoded, opts, release) : this.inLine(sessionId, () => this.checkAndAppend(sessionId, decoded, opts, release));
+  }
+
+  private readonly lines = new Map<string, Promise<unknown>>();
+
+  private inLine<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.lines.get(sessionId) ?? Promise.resolve()).then(work, work);
+    const settled = run.catch(() => {});
+    this.lines.set(sessionId, settled);
+    void settled.then(() => this.lines.get(sessionId) === settled && this.lines.delete(sessionId));
+    return run;
+  }
+
+  private async checkAndAppend(
+    sessionId: string,
+    decoded: NewEvent[],
+    opts: AppendOptions,
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+    const db = opts.client ?? this.pool;
+    // The batch must keep the log's relationship rules (core/log-state.ts), checked
+    // against the reducer state at the end of the log. The append is conditional
+    // on the length that state was taken at: when another writer got in between,
+    // the state is reloaded and the batch checked again (unless the caller made
+    // the append conditional itself: then SESSION_BUSY is its answer). A writer
+    // that loses twice appends holding the session's row, so busy sessions
+    // written by several processes still make progress.
+    for (let attempt = 1; ; attempt++) {
+      let state = opts.client ? undefined : this.tails.cached(sessionId);
+      if (!state || (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount)) {
+        state = await this.tails.load(sessionId, db, opts.scope?.tenant);
+      }
+      const { after, pendingDeltas } = checkedAppend(sessionId, state, decoded);
+      try {
+        const rows = { changes: rowChanges(state, after), pendingDeltas };
+        const result = await this.runAppend(sessionId, decoded, rows, { ...opts, expectedEventCount: opts.expectedEventCount ?? state.nextSeq }, release);
+        // Inside a transaction the batch may still roll back: keep nothing.
+        if (opts.client) this.tails.forget([sessionId]);
+        else this.tails.remember(sessionId, after);
+        return result;
+      } catch (err) {
+        this.tails.forget([sessionId]);
+        const raced = err instanceof ForklineError && err.code === 'SESSION_BUSY' && !err.details?.leaseLost;
+        if (!raced || opts.expectedEventCount !== undefined || attempt >= MAX_APPEND_ATTEMPTS) throw err;
+        if (attempt >= 2 && !opts.client) {
+          return inTransaction(this.pool, async (client) => {
+            // NO KEY: a fork's parent-key check on this row does not conflict with it (see fork()).
+            await client.query('SELECT 1 FROM "Session" WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+            return this.checkAndAppend(sessionId, decoded, { ...opts, client }, release);
+          });
+        }
+      }
+    }
+  }
+
+  private async runAppend(
+    sessionId: string,
+    decoded: NewEvent[],
+    rows: { changes: ReturnType<typeof rowChanges>; pendingDeltas: number[] },
+    opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope; claimFor?: LeaseClaim },
+    release: boolean,
+  ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
+    const { turnStarts, status, title, pendingDelta } = rows.changes;
+    const n = decoded.length;
+    const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
+      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null];
+    type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
+    const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
+    const out = appended.rows as Out[];
+    if (out.length === 0) {
+      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
+        'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
+        [sessionId, opts.scope?.tenant ?? null],
+      );
+      if (!exists.rowCount) throw sessionNotFound(sessionId);
+      const found = exists.rows[0];
+      if (opts.lease && found.leaseToken !== opts.lease.token) {
+        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over)`, { leaseLost: true });
+      }
+      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
+    }
+    const first = out[0];
+    if (!appended.notified) this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
+    // Appended events are the session's own: never inherited.
+    return {
+      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),
+      released: release && first.released,
+      lease: leaseTakenByAppend(sessionId, first, opts.claimFor),
+    };
+  }
+}

@@ -1,0 +1,86 @@
+// Deletion: a session, or its whole subtree, in one transaction — rows,
+// events (the immutability trigger lets only this path through) and lineage —
+// announced on DELETED_CHANNEL at its commit.
+import type pg from 'pg';
+import { ForklineError, sessionNotFound } from '../core/errors.ts';
+import type { SessionLog } from './session-log.ts';
+import type { TailStates } from './tail-states.ts';
+import type { FileBlobs } from './file-blobs.ts';
+import { DELETED_CHANNEL, encodeSessionsDeleted, notify } from './channels.ts';
+import { isTransactionConflict, retried, sqlStateOf } from './retries.ts';
+import { inTransaction, type BeforeCommit } from './transaction.ts';
+import type { Scope } from './scope.ts';
+
+/** Deletions run again after a conflict with a concurrent transaction (retries.ts). */
+const MAX_DELETE_ATTEMPTS = 6;
+
+export class SessionDeletion {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: SessionLog,
+    private readonly tails: TailStates,
+    private readonly files: FileBlobs,
+    private readonly report: (msg: string, err?: unknown) => void,
+  ) {}
+
+  /**
+   * Deletes a session, and with `withDescendants` its whole subtree, in one
+   * transaction: rows, events (the immutability trigger lets only this path
+   * through) and lineage. A session with children is refused otherwise
+   * (SESSION_HAS_CHILDREN): a child shares its ancestors' events, so no
+   * surviving session ever loses an inherited event. Returns the deleted ids,
+   * the session first.
+   */
+  async delete(
+    scope: Scope,
+    id: string,
+    opts: { withDescendants?: boolean; beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }> } = {},
+  ): Promise<string[]> {
+    // A child forked while we collected the subtree (the parentId key refuses
+    // the delete at the end of the statement), or a deadlock with a batch of
+    // appends (append-batcher.ts) to the same sessions: again.
+    const again = (err: unknown) => isTransactionConflict(err) || (opts.withDescendants === true && sqlStateOf(err) === '23503');
+    return retried(MAX_DELETE_ATTEMPTS, again, () => this.deleteOnce(scope, id, opts.withDescendants ?? false, opts.beforeCommit));
+  }
+
+  private async deleteOnce(
+    scope: Scope,
+    id: string,
+    withDescendants: boolean,
+    beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }>,
+  ): Promise<string[]> {
+    let blobs: string[] = [];
+    const ids = await inTransaction(this.pool, async (client) => {
+      // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
+      const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND tenant = $2 FOR UPDATE', [id, scope.tenant]);
+      if (!rowCount) throw sessionNotFound(id);
+      const { rows } = await client.query<{ id: string }>(
+        `WITH RECURSIVE subtree AS (
+           SELECT id FROM "Session" WHERE "parentId" = $1
+           UNION ALL
+           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id
+         ) SELECT id FROM subtree`,
+        [id],
+      );
+      if (rows.length && !withDescendants) {
+        throw new ForklineError(
+          'SESSION_HAS_CHILDREN',
+          `session ${id} has ${rows.length} descendant session(s) sharing its events; delete them first or pass withDescendants: true`,
+          { sessionId: id, descendants: rows.length },
+        );
+      }
+      const all = [id, ...rows.map((r) => r.id)];
+      blobs = await this.files.storedBy(all, client);
+      await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
+      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[])', [all]); // events go with them (ON DELETE CASCADE)
+      for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
+      await beforeCommit?.(client, { deletedSessionIds: all });
+      return all;
+    });
+    this.log.forget(ids);
+    this.tails.forget(ids);
+    // File contents no remaining session stored (after the commit: a failure here leaves blobs, never a log without its files).
+    if (blobs.length) await this.files.deleteUnreferenced(blobs).catch((err) => this.report('deleting file blobs failed (they stay until a later deletion)', err));
+    return ids;
+  }
+}
