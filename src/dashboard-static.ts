@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type http from 'node:http';
-import { pageSecurityHeaders } from './page-security-headers.ts';
+import { pageSecurityHeaders } from './http/page-security-headers.ts';
 
 export const DASHBOARD_DIST = fileURLToPath(new URL('../client/dashboard/dist/', import.meta.url));
 

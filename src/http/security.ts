@@ -3,7 +3,7 @@
 // registered in one place: server.ts.
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
-import type { ConnectionCaps } from './plugins/connection-limits.ts';
+import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 
 export interface SecurityOptions {
