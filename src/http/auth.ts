@@ -9,7 +9,9 @@ import { ForklineError } from '../core/errors.ts';
 import { ALL_SCOPES, type Caller } from '../core/api-tokens.ts';
 import { isStoredTokenShape, tokenDigest } from '../store/api-tokens.ts';
 import type { ApiTokens } from '../host/api-tokens.ts';
-import { LOCAL_TENANT } from './security.ts';
+
+/** The one tenant of local mode (no tokens configured). */
+export const LOCAL_TENANT = 'local';
 
 export interface Principal extends Caller {
   /** Stable key of the credential (rate limiting, revocation): its digest, never the token itself. */

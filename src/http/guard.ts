@@ -18,9 +18,9 @@ import { AuthThrottle } from './auth-throttle.ts';
 import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './connection-limits.ts';
 import { DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
-import { RequestGate, useRequestGate, type GateDecision, type Refusal } from './request-gate.ts';
+import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
 import { TokenConnections } from './token-connections.ts';
-import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type TooLarge } from './http-body.ts';
+import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type Refusal, type TooLarge } from './http-body.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 
 export interface GuardOptions {

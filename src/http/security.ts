@@ -53,8 +53,6 @@ export const DEFAULT_LIMITS = {
   authFailureWindowSeconds: 60,
 } as const;
 
-export const LOCAL_TENANT = 'local';
-
 /** Loopback interfaces and names (a name other than localhost may resolve anywhere). */
 export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
