@@ -1,6 +1,6 @@
 // Security settings of the HTTP/WebSocket front (README "Security and
-// operations"). The plugins that enforce them live in ./plugins/ and are
-// registered in one place: server.ts.
+// operations"). The guard (guard.ts) enforces them at every door; the
+// GraphQL limits among them are yoga plugins (graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './connection-limits.ts';

@@ -19,7 +19,7 @@ export const serviceUnavailable = (path?: GraphQLError['path']) =>
 /**
  * How yoga marks a request error (GraphQL over HTTP): 400 under
  * application/graphql-response+json, 200 under application/json (`spec`).
- * Internal: yoga drops it from HTTP bodies, the WebSocket front (server.ts) too.
+ * Internal: yoga drops it from HTTP bodies, the WebSocket front (graphql-handler.ts) too.
  */
 const REQUEST_ERROR_HTTP = { status: 400, spec: true } as const;
 
