@@ -1,4 +1,4 @@
-// Composition root: database, store, host services and the GraphQL server.
+// Composition root: database, store, host services and the HTTP server (http/http-server.ts).
 // Used by main.ts and by the tests (which start real servers through it).
 import path from 'node:path';
 import { openDatabase, type Database, type QueryObserver } from './db/database.ts';
@@ -11,11 +11,10 @@ import { LiveEvents } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { ApiTokens } from './host/api-tokens.ts';
-import { startServer, type RunningServer } from './graphql/server.ts';
-import type { ErrorLog } from './graphql/plugins/error-codes.ts';
-import type { SecurityOptions } from './graphql/security.ts';
+import { startServer, type RunningServer } from './http/http-server.ts';
+import type { SecurityOptions } from './http/security.ts';
 import { ServiceMetrics } from './metrics.ts';
-import { errorLogOf, type Logger } from './logger.ts';
+import { errorLogOf, type ErrorLog, type Logger } from './logger.ts';
 import { databaseReadiness } from './db/readiness.ts';
 import { expectedMigrations } from './db/migrate.ts';
 import { serveDashboard } from './dashboard-static.ts';
@@ -32,7 +31,7 @@ import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
 import type { Plugin } from 'graphql-yoga';
-import type { LivenessOptions } from './graphql/ws-liveness.ts';
+import type { LivenessOptions } from './http/ws-liveness.ts';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { GenAiTracing, type TracingOptions } from './telemetry/genai-tracing.ts';
@@ -78,6 +77,8 @@ export interface AppOptions {
   fastLane?: boolean;
   /** Extra yoga plugins (tests observe requests with them). */
   yogaPlugins?: Plugin[];
+  /** Of those, plugins with request-level hooks that may miss the fast lane's requests (else the server refuses to start). */
+  fastLaneAllowed?: Plugin[];
   maxSteps?: number;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
@@ -181,6 +182,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     wsLiveness: opts.wsLiveness,
     fastLane: opts.fastLane,
     plugins: opts.yogaPlugins,
+    fastLaneAllowed: opts.fastLaneAllowed,
   });
   return {
     url: server.url,

@@ -1,7 +1,7 @@
 // Environment configuration (DESIGN §8), parsed once with zod.
 import { z } from 'zod';
-import { DEFAULT_LIMITS, type SecurityOptions } from './graphql/security.ts';
-import { DEFAULT_TIMEOUTS } from './graphql/connection-timeouts.ts';
+import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
+import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 
 const flag = z.enum(['0', '1', 'true', 'false']).optional().transform((v) => v === '1' || v === 'true');
 

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type http from 'node:http';
-import { pageSecurityHeaders } from './page-security-headers.ts';
+import { pageSecurityHeaders } from './http/page-security-headers.ts';
 
 export const DASHBOARD_DIST = fileURLToPath(new URL('../client/dashboard/dist/', import.meta.url));
 
@@ -31,7 +31,7 @@ const NOT_A_FILE = new Set(['ENOENT', 'EISDIR', 'ENOTDIR', 'ENAMETOOLONG']);
 
 export type OtherRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => Promise<boolean>;
 
-/** A handler for server.ts's `onOtherRequest`: true when it answered. */
+/** A handler for the router's `onOtherRequest` (http/http-server.ts): true when it answered. */
 export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHandler {
   const root = path.resolve(distDir);
   return async (req, res) => {

@@ -3,7 +3,6 @@
 // errors under `err` with their stack, request ids under `requestId`.
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { PinoPretty } from 'pino-pretty';
-import type { ErrorLog } from './graphql/plugins/error-codes.ts';
 
 export type { Logger };
 
@@ -23,6 +22,9 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
 }
 
 /** The `log(msg, err, fields)` shape the host and the GraphQL server take, as error-level records. */
+/** Structured error log: a message, the error, and fields such as the request id. */
+export type ErrorLog = (msg: string, err?: unknown, fields?: Record<string, unknown>) => void;
+
 export function errorLogOf(logger: Logger): ErrorLog {
   return (msg, err, fields) => logger.error({ ...fields, ...(err !== undefined ? { err } : {}) }, msg);
 }

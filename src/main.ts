@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { defaultModelOf, loadConfig, providersOf, securityOptions } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { assertSafeBinding } from './graphql/security.ts';
+import { assertSafeBinding } from './http/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { ensureDatabase, migrate } from './db/migrate.ts';
 import { createApp, type App } from './app.ts';

@@ -3,7 +3,7 @@
 // and the answer streams back as AG-UI events over SSE (or AG-UI protobuf when
 // the client asks for it). `parentRunId` forks the thread at the end of that
 // run's turn first (time travel / branching). The caller is decided by the
-// same RequestGate as /graphql: tokens, tenants, rate limits.
+// same guard as /graphql (http/guard.ts): tokens, tenants, rate limits, the Origin, the body limit.
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message, type RunAgentInput } from '@ag-ui/core';
@@ -16,8 +16,8 @@ import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
 import type { Services } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
-import type { RequestGate } from '../graphql/plugins/request-gate.ts';
-import { BODY_TOO_LARGE, readBody, replyError } from '../graphql/http-body.ts';
+import type { Guard } from '../http/guard.ts';
+import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
 
@@ -26,12 +26,8 @@ export const RUN_EVENT = 'plugin/agui/run';
 
 export interface AguiOptions {
   services: Pick<Services, 'store' | 'controller' | 'live'>;
-  gate: RequestGate;
-  /** The browser guard shared with /graphql (the Origin). */
-  allowed: (req: http.IncomingMessage) => boolean;
-  /** Origins allowed cross-site (FORKLINE_CORS_ORIGINS): they get CORS headers and preflights. */
-  corsOrigins: readonly string[];
-  maxBodyBytes: number;
+  /** The guard of every door: the caller, the Origin (configured origins get CORS headers and preflights), the body limit. */
+  guard: Guard;
   log: (msg: string, err?: unknown) => void;
 }
 
@@ -64,27 +60,22 @@ export async function snapshotHistory(log: Services['store']['log'], sessionId: 
 export function aguiHandler(opts: AguiOptions) {
   const { store, controller, live } = opts.services;
 
-  const cors = (req: http.IncomingMessage): Record<string, string> => {
-    const origin = req.headers.origin;
-    if (!origin || !(opts.corsOrigins.includes('*') || opts.corsOrigins.includes(origin))) return {};
-    return { 'access-control-allow-origin': origin, vary: 'origin' };
-  };
+  const { guard } = opts;
+  const cors = (req: http.IncomingMessage) => guard.corsHeaders(req);
 
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    if (req.method === 'OPTIONS' && opts.allowed(req) && Object.keys(cors(req)).length) {
+    if (req.method === 'OPTIONS' && guard.originAllowed(req) && Object.keys(cors(req)).length) {
       res.writeHead(204, { ...cors(req), 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-max-age': '600' }).end();
       return;
     }
     if (req.method !== 'POST') return replyError(res, 405, 'BAD_USER_INPUT', 'POST an AG-UI RunAgentInput to /agui', { allow: 'POST' });
-    if (!opts.allowed(req)) return replyError(res, 403, 'FORBIDDEN', 'cross-site request refused');
-    const { principal, refused } = opts.gate.check(req);
-    if (refused) return replyError(res, refused.status, refused.code, refused.message, { ...refused.headers, ...cors(req) });
-    if (!principal) return replyError(res, 401, 'UNAUTHENTICATED', 'missing credentials', cors(req));
+    const principal = guard.callerOf(req, res, cors(req));
+    if (!principal) return;
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the RunAgentInput as application/json', cors(req));
 
     // The body (within the limit, strict UTF-8), a RunAgentInput, and the input rules of every door.
-    const body = await readBody(req, res, opts.maxBodyBytes, BODY_TOO_LARGE, cors(req));
+    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
     if (!body) return;
     let input: RunAgentInput;
     try {

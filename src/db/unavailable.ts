@@ -3,6 +3,9 @@
 // One decision for the whole service: request errors become HTTP 503 with
 // Retry-After, and agents wait and resume instead of failing their turn.
 
+/** Seconds a client should wait before retrying while the database is away. */
+export const RETRY_AFTER_SECONDS = 2;
+
 /** SQLSTATEs of a server that is going away, starting, or has no room for us. */
 const UNAVAILABLE_SQLSTATE = new Set([
   '57P01', // admin_shutdown (pg_terminate_backend, a fast shutdown)

@@ -11,13 +11,36 @@
 // yoga would: a JSON POST, JSON accepted, a well-formed request body, a valid
 // query or mutation. Everything else — and every refusal yoga words itself
 // (syntax and validation errors, CORS) — goes to yoga with the body already read.
+//
+// What it skips are yoga's request-level hooks (REQUEST_HOOKS): a plugin that
+// needs them would silently miss most traffic. So the fast lane is fenced: it
+// refuses to start while a plugin with such a hook is registered that is not
+// on its allow-list (each entry says why it may miss these requests).
 import type http from 'node:http';
 import { getOperationAST, parse, type DocumentNode, type ExecutionResult } from 'graphql';
-import { processRegularResult, type YogaServerInstance } from 'graphql-yoga';
+import { processRegularResult, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Context } from './context.ts';
-import type { RequestGate } from './plugins/request-gate.ts';
-import { perHeaderValue } from './per-header-value.ts';
-import { bodyTextOf } from './http-body.ts';
+import type { Guard } from '../http/guard.ts';
+import { perHeaderValue } from '../http/per-header-value.ts';
+import { bodyTextOf } from '../http/http-body.ts';
+
+/** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
+export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse'] as const;
+
+/** Throws when a plugin with a request-level hook is not on the allow-list. */
+export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly Plugin[]): void {
+  const ok = new Set(allowed);
+  for (const plugin of plugins) {
+    if (ok.has(plugin)) continue;
+    const hooks = REQUEST_HOOKS.filter((h) => typeof (plugin as Record<string, unknown>)[h] === 'function');
+    if (hooks.length) {
+      throw new Error(
+        `the HTTP fast lane (graphql/fast-lane.ts) would skip a yoga plugin's request-level hooks (${hooks.join(', ')}): ` +
+          'add the plugin to the fast lane\'s allow-list if it need not see those requests (graphql/graphql-handler.ts), or turn the fast lane off (FORKLINE_HTTP_FAST_LANE=false)',
+      );
+    }
+  }
+}
 
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
@@ -80,7 +103,10 @@ function paramsOf(body: string): Params | null {
 
 export interface FastLaneOptions {
   yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
-  gate: RequestGate;
+  guard: Guard;
+  /** Every plugin registered with yoga, and those of them allowed to miss the fast lane's requests. */
+  plugins: readonly Plugin[];
+  allowed: readonly Plugin[];
   /** With CORS origins configured, cross-origin requests need yoga's CORS headers. */
   corsEnabled: boolean;
   /** The parser's token limit (query limits, plugins/limits.ts). */
@@ -90,10 +116,12 @@ export interface FastLaneOptions {
 
 /**
  * Serves the request if it can; returns false when yoga must. Call after
- * withinBodyLimit, which read the body.
+ * the guard's withinBodyLimit, which read the body. Throws when a plugin is
+ * not fenced (assertFastLaneSafe).
  */
 export function fastLane(opts: FastLaneOptions) {
-  const { yoga, gate } = opts;
+  assertFastLaneSafe(opts.plugins, opts.allowed);
+  const { yoga, guard } = opts;
   const parsed = new Set<string>();
   const parsesCleanly = (query: string) => {
     if (parsed.has(query)) return true;
@@ -113,7 +141,7 @@ export function fastLane(opts: FastLaneOptions) {
     if (opts.corsEnabled && req.headers.origin !== undefined) return false;
     const mediaType = regularMediaType(req.headers.accept);
     if (!mediaType) return false;
-    const { refused, principal } = gate.check(req);
+    const { refused, principal } = guard.check(req);
     if (refused || !principal) return false; // yoga words the refusal (the gate's decision is kept)
 
     const body = bodyTextOf(req); // read (strict UTF-8) by withinBodyLimit; yoga has its bytes

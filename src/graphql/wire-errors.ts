@@ -1,6 +1,6 @@
 // Error extensions that are internal to the server: yoga's `http` (the status
 // and headers an HTTP response takes from an error) and `unexpected`. yoga
-// drops them from HTTP bodies; the WebSocket front (server.ts) sends results
+// drops them from HTTP bodies; the WebSocket front (graphql-handler.ts) sends results
 // itself, so it drops them here.
 import { GraphQLError, type ExecutionResult } from 'graphql';
 

@@ -9,12 +9,18 @@
 // A socket that does not keep up stops being written to past HIGH_WATER bytes
 // queued; its stream stays where it was, and resumes from the shared window or
 // its own pages of the log once the socket drains. Memory per slow subscriber
-// is bounded by HIGH_WATER and one page (ws-liveness.ts closes a dead one).
+// is bounded by HIGH_WATER and one page (http/ws-liveness.ts closes a dead one).
+//
+// The choice is made here, not in the resolver (which only maps the field onto
+// live delivery): useWsDelivery takes a graphql-ws sessionEvents operation
+// whose selection has a projection and delivers the resolver's stream itself.
 import type net from 'node:net';
 import { WebSocket } from 'ws';
-import type { EventStream } from '../host/live/event-window.ts';
+import { createSourceEventStream, getArgumentValues, getOperationAST, Kind, type FragmentDefinitionNode } from 'graphql';
+import { isAsyncIterable, type Plugin } from 'graphql-yoga';
+import { EventStream } from '../host/live/event-window.ts';
 import type { StoredEvent } from '../store/session-log.ts';
-import type { EventProjection } from './event-projection.ts';
+import { eventProjection, type EventProjection } from './event-projection.ts';
 
 const HIGH_WATER = 1024 * 1024;
 /** Payloads kept per session and selection: subscribers near each other's position share them. */
@@ -23,8 +29,45 @@ const PAYLOADS_KEPT = 4096;
 /** The graphql-ws operation a resolver runs in: its socket and subscription id. */
 export interface WsOperation {
   socket: WebSocket;
+  /**
+   * The socket's TCP connection (graphql-ws's upgrade request's `socket`, the
+   * one ws writes to): corked around a batch of frames. ws has no public cork.
+   */
+  raw: net.Socket;
   id: string;
   delivery: WsDelivery;
+}
+
+/** The subscription field delivered directly. */
+const DIRECT_FIELD = 'sessionEvents';
+
+/**
+ * Over graphql-ws, a sessionEvents subscription with a plain selection
+ * (event-projection.ts) is written straight to the socket, one payload per
+ * event for all subscribers; anything else is executed as usual.
+ */
+export function useWsDelivery(): Plugin {
+  return {
+    onSubscribe({ args, setSubscribeFn }) {
+      const ws = (args.contextValue as { ws?: WsOperation }).ws;
+      if (!ws) return;
+      const operation = getOperationAST(args.document, args.operationName);
+      const [field, ...more] = operation?.selectionSet.selections ?? [];
+      if (more.length || field?.kind !== Kind.FIELD || field.name.value !== DIRECT_FIELD) return;
+      const fragments: Record<string, FragmentDefinitionNode> = {};
+      for (const d of args.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
+      const projection = eventProjection({ fieldNodes: [field], fragments, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: undefined } });
+      const def = args.schema.getSubscriptionType()?.getFields()[DIRECT_FIELD];
+      if (!projection || !def) return;
+      setSubscribeFn(async (a) => {
+        // The resolver's checks and its stream; errors answer as they would have.
+        const source = await createSourceEventStream(a);
+        if (!isAsyncIterable(source) || !(source instanceof EventStream)) return source;
+        const { sessionId } = getArgumentValues(def, field, a.variableValues ?? undefined) as { sessionId: string };
+        return ws.delivery.deliver(source, ws, sessionId, projection);
+      });
+    },
+  };
 }
 
 interface PayloadGroup {
@@ -78,10 +121,9 @@ export class WsDelivery {
 
 }
 
-async function write(stream: EventStream, { socket, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }): Promise<void> {
+async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }): Promise<void> {
   const head = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
   const tail = Buffer.from('}');
-  const raw = (socket as unknown as { _socket: net.Socket })._socket;
   for (;;) {
     const batch = await stream.nextBatch();
     if (!batch) return;

@@ -9,7 +9,7 @@
 // every `refreshMs`, by every process, so a revocation or an expiry anywhere
 // takes effect everywhere within about that long; a revocation in this
 // process takes effect at once. What a refresh finds gone is reported to the
-// watchers (graphql/token-connections.ts closes that token's sockets and streams).
+// watchers (http/token-connections.ts closes that token's sockets and streams).
 import { badInput } from '../core/errors.ts';
 import { requireScope, type Caller, type TokenScope } from '../core/api-tokens.ts';
 import type { ApiTokenRow, ApiTokenStore, StoredCredential } from '../store/api-tokens.ts';

@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plugin } from 'graphql-yoga';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
-import { regularMediaType } from '../../src/graphql/fast-lane.ts';
+import { assertFastLaneSafe, regularMediaType } from '../../src/graphql/fast-lane.ts';
+import { graphqlHandler } from '../../src/graphql/graphql-handler.ts';
+import { Guard } from '../../src/http/guard.ts';
+import type { ApiTokens } from '../../src/host/api-tokens.ts';
 
 let fast: TestApp;
 let slow: TestApp;
@@ -16,14 +19,26 @@ let sessionId = '';
 
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
-  fast = await startTestApp({ databaseUrl, yogaPlugins: [countYogaRequests] });
+  // On the allow-list: it counts what yoga sees, and is meant to miss the fast lane.
+  fast = await startTestApp({ databaseUrl, yogaPlugins: [countYogaRequests], fastLaneAllowed: [countYogaRequests] });
   slow = await startTestApp({ databaseUrl, fastLane: false });
   sessionId = (await fast.ok('mutation { createSession(input: { title: "lane" }) { id } }')).createSession.id;
 });
 afterAll(async () => {
   await fast?.close();
   await slow?.close();
+  await fastGuarded?.close();
+  await slowGuarded?.close();
 });
+
+// The same pair with the guard's rules on: tokens (environment and stored, with scopes), CORS origins, rate limits.
+const ADMIN = 'lane-admin-0123456789abcdef';
+const LIMITED = 'lane-limited-0123456789abcdef';
+const ALLOWED_ORIGIN = 'https://allowed.example';
+const BURST = 40;
+let fastGuarded: TestApp;
+let slowGuarded: TestApp;
+let readOnly = '';
 
 interface Sent {
   body: string;
@@ -110,6 +125,72 @@ describe('the fast lane', () => {
     await fast.gql('{ nope }');
     await fetch(`${fast.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'x-graphql-yoga-csrf': '1' } });
     expect(seenByYoga - before).toBe(2);
+  });
+
+  it('answers as yoga does for tokens, CORS origins and rate limits', async () => {
+    const databaseUrl = fast.db.url;
+    const security = {
+      apiTokens: new Map([[ADMIN, 'alpha'], [LIMITED, 'alpha']]),
+      corsOrigins: [ALLOWED_ORIGIN],
+      // A bucket per token: LIMITED runs out within the test, ADMIN does not; nothing refills meanwhile.
+      rateLimit: { perSecond: 0.001, burst: BURST },
+    };
+    let guardedSeenByYoga = 0;
+    const count: Plugin = { onRequest: () => void guardedSeenByYoga++ };
+    fastGuarded = await startTestApp({ databaseUrl, security, yogaPlugins: [count], fastLaneAllowed: [count] });
+    slowGuarded = await startTestApp({ databaseUrl, security, fastLane: false });
+    const created = await fastGuarded.gql('mutation($input: CreateApiTokenInput!) { createApiToken(input: $input) { secret } }', { input: { name: 'lane-reader', scopes: ['READ'] } }, { authorization: `Bearer ${ADMIN}` });
+    expect(created.errors).toBeUndefined();
+    readOnly = created.data.createApiToken.secret;
+    const as = (token: string, headers: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...headers });
+    const query = json('{ sessions(first: 1) { edges { node { __typename } } } }');
+    const mutation = json('mutation { sendMessage(input: { sessionId: "ses_missing", text: "hi" }) { inputId } }');
+    const sent: Sent[] = [
+      { body: query, headers: as(ADMIN) },
+      { body: mutation, headers: as(ADMIN) },
+      { body: query, headers: as('not-a-token') },
+      { body: query },
+      { body: query, headers: as(readOnly) },
+      { body: mutation, headers: as(readOnly) },
+      { body: json('mutation { createSession(input: { title: "read only" }) { id } }'), headers: as(readOnly) },
+      { body: query, headers: as(ADMIN, { origin: ALLOWED_ORIGIN }) },
+      { body: query, headers: as(ADMIN, { origin: 'https://refused.example' }) },
+      { body: mutation, headers: as(ADMIN, { origin: 'https://refused.example' }) },
+    ];
+    for (const s of sent) {
+      const [a, b] = [await answer(fastGuarded, s), await answer(slowGuarded, s)];
+      expect(a, `${s.body} ${JSON.stringify(s.headers)}`).toEqual(b);
+    }
+    // The fast lane served the requests it could (a valid token, no cross-origin request); yoga the rest.
+    const before = guardedSeenByYoga;
+    for (const s of [sent[0], sent[1], sent[4], sent[5], sent[6]]) await answer(fastGuarded, s);
+    expect(guardedSeenByYoga - before).toBe(0);
+    expect((await answer(fastGuarded, sent[4])).status).toBe(200);
+    expect((await answer(fastGuarded, sent[6])).body).toContain('FORBIDDEN');
+    // The same requests until the bucket is empty: the same answers, then the same 429.
+    const statuses: number[] = [];
+    for (let i = 0; i < BURST + 2; i++) {
+      const s = { body: i % 2 ? query : mutation, headers: as(LIMITED) };
+      const [a, b] = [await answer(fastGuarded, s), await answer(slowGuarded, s)];
+      expect(a, `request ${i}`).toEqual(b);
+      statuses.push(a.status);
+    }
+    expect(statuses.slice(0, BURST).every((s) => s === 200)).toBe(true);
+    expect(statuses.slice(BURST)).toEqual([429, 429]);
+  });
+
+  it('refuses to start beside a plugin with request-level hooks that is not on its allow-list', () => {
+    const apiTokens = { inUse: false } as unknown as ApiTokens;
+    const handler = (opts: Partial<Parameters<typeof graphqlHandler>[0]>) =>
+      graphqlHandler({ services: {} as never, prisma: {} as never, guard: new Guard({ host: '127.0.0.1', apiTokens }), log: () => {}, ...opts });
+    for (const hook of ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse']) {
+      const plugin: Plugin = { [hook]: () => {} };
+      expect(() => handler({ plugins: [plugin] }), hook).toThrow(new RegExp(`fast lane.*${hook}.*allow-list`));
+      expect(() => handler({ plugins: [plugin], fastLaneAllowed: [plugin] })).not.toThrow();
+      expect(() => handler({ plugins: [plugin], fastLane: false })).not.toThrow();
+    }
+    // Operation-level hooks run on the fast lane too (it runs yoga's envelop pipeline).
+    expect(() => assertFastLaneSafe([{ onExecute: () => {}, onParse: () => {}, onValidate: () => {}, onSubscribe: () => {} }], [])).not.toThrow();
   });
 
   it('picks the media type yoga picks', () => {

@@ -6,7 +6,7 @@ import { auditServer } from 'graphql-http';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { DEFAULT_LIMITS } from '../../src/graphql/security.ts';
+import { DEFAULT_LIMITS } from '../../src/http/security.ts';
 
 let fast: TestApp;
 let slow: TestApp;

@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
-import { addressKey } from '../../src/graphql/plugins/auth-throttle.ts';
+import { addressKey } from '../../src/http/auth-throttle.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
-import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost } from '../../src/graphql/security.ts';
+import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost } from '../../src/http/security.ts';
 import { MAX_STRING_RECORDING_BYTES } from '../../src/core/recording.ts';
 import { createLogger } from '../../src/logger.ts';
 

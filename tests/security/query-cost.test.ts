@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { wsClient } from '../helpers/subscribe.ts';
-import { DEFAULT_LIMITS } from '../../src/graphql/security.ts';
+import { DEFAULT_LIMITS } from '../../src/http/security.ts';
 import { MAX_NODE_IDS } from '../../src/graphql/builder.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
 

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { UNRESPONSIVE_CLOSE_CODE } from '../../src/graphql/ws-liveness.ts';
+import { UNRESPONSIVE_CLOSE_CODE } from '../../src/http/ws-liveness.ts';
 
 let app: TestApp;
 /** Silence the server tolerates; the slow reader below pauses for a quarter of it (margin for a loaded machine). */

@@ -5,10 +5,9 @@ import { GraphQLError } from 'graphql';
 import { PothosValidationError } from '@pothos/core';
 import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
-import { isDatabaseUnavailable } from '../../db/unavailable.ts';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
+import type { ErrorLog } from '../../logger.ts';
 
-/** Seconds a client should wait before retrying while the database is away. */
-export const RETRY_AFTER_SECONDS = 2;
 
 /** Retryable, with the HTTP answer yoga gives it (503, Retry-After): the database is unreachable or full. */
 export const serviceUnavailable = (path?: GraphQLError['path']) =>
@@ -20,7 +19,7 @@ export const serviceUnavailable = (path?: GraphQLError['path']) =>
 /**
  * How yoga marks a request error (GraphQL over HTTP): 400 under
  * application/graphql-response+json, 200 under application/json (`spec`).
- * Internal: yoga drops it from HTTP bodies, the WebSocket front (server.ts) too.
+ * Internal: yoga drops it from HTTP bodies, the WebSocket front (graphql-handler.ts) too.
  */
 const REQUEST_ERROR_HTTP = { status: 400, spec: true } as const;
 
@@ -57,8 +56,6 @@ function postgresCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Structured error log: a message, the error, and fields such as the request id. */
-export type ErrorLog = (msg: string, err?: unknown, fields?: Record<string, unknown>) => void;
 
 export function maskError(log: ErrorLog) {
   return (error: unknown, message: string): Error => {

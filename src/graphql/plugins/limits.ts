@@ -3,7 +3,7 @@
 // depth and aliases (Armor, as validation rules), and cost (query-cost.ts,
 // when the operation runs: page sizes sent as variables count). Page sizes
 // themselves are capped at MAX_PAGE_SIZE by the connections (builder.ts,
-// input.ts), the request body by http-body.ts, the response by
+// input.ts), the request body by the guard (http/http-body.ts), the response by
 // response-size.ts.
 import type { ExecutionArgs, GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';

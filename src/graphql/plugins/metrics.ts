@@ -53,7 +53,7 @@ export function useMetrics(metrics: ServiceMetrics): Plugin {
         },
       };
     },
-    // HTTP responses (the WebSocket front counts its own in server.ts).
+    // HTTP responses (the WebSocket front counts its own in graphql-handler.ts).
     onResultProcess({ result }) {
       for (const r of Array.isArray(result) ? result : [result]) {
         if (r && !isAsyncIterable(r) && 'errors' in r) countErrors(metrics, r.errors as GraphQLError[]);

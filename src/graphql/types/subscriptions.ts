@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { eventProjection } from '../event-projection.ts';
 import { SessionRef } from './session.ts';
 import { DeleteSessionPayload } from './mutations.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
@@ -53,13 +52,11 @@ builder.subscriptionFields((t) => ({
     type: EventRef,
     description: 'Catch-up from the log after afterSeq (omitted: from the start), then live: in seq order, no gaps, no duplicates.',
     args: { sessionId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
-    subscribe: async (_root, args, ctx, info) => {
+    // Over graphql-ws, a plain selection of this stream is written straight to the socket (ws-delivery.ts).
+    subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionEventsArgs, args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);
-      const stream = ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
-      // Over graphql-ws, a plain selection is written straight to the socket, one payload per event for all (ws-delivery.ts).
-      const projection = ctx.ws && eventProjection(info);
-      return ctx.ws && projection ? ctx.ws.delivery.deliver(stream, ctx.ws, p.sessionId, projection) : stream;
+      return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
     },
     resolve: (event) => event,
   }),

@@ -1,9 +1,9 @@
 // Security settings of the HTTP/WebSocket front (README "Security and
-// operations"). The plugins that enforce them live in ./plugins/ and are
-// registered in one place: server.ts.
+// operations"). The guard (guard.ts) enforces them at every door; the
+// GraphQL limits among them are yoga plugins (graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
-import type { ConnectionCaps } from './plugins/connection-limits.ts';
+import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 
 export interface SecurityOptions {
@@ -52,8 +52,6 @@ export const DEFAULT_LIMITS = {
   authFailures: 20,
   authFailureWindowSeconds: 60,
 } as const;
-
-export const LOCAL_TENANT = 'local';
 
 /** Loopback interfaces and names (a name other than localhost may resolve anywhere). */
 export function isLoopbackHost(host: string): boolean {

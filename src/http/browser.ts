@@ -4,8 +4,8 @@
 import type http from 'node:http';
 import type { Plugin } from 'graphql-yoga';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
-import { isLoopbackHost } from '../security.ts';
-import { perHeaderValue } from '../per-header-value.ts';
+import { isLoopbackHost } from './security.ts';
+import { perHeaderValue } from './per-header-value.ts';
 
 /**
  * yoga's CSRF prevention: a request whose content type a cross-site form could

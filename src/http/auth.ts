@@ -5,11 +5,13 @@
 // single-tenant mode, tenant `local`. Stored tokens (issue 27, host/api-tokens.ts)
 // carry their scopes; environment tokens and local mode hold every scope.
 import type http from 'node:http';
-import { ForklineError } from '../../core/errors.ts';
-import { ALL_SCOPES, type Caller } from '../../core/api-tokens.ts';
-import { isStoredTokenShape, tokenDigest } from '../../store/api-tokens.ts';
-import type { ApiTokens } from '../../host/api-tokens.ts';
-import { LOCAL_TENANT } from '../security.ts';
+import { ForklineError } from '../core/errors.ts';
+import { ALL_SCOPES, type Caller } from '../core/api-tokens.ts';
+import { isStoredTokenShape, tokenDigest } from '../store/api-tokens.ts';
+import type { ApiTokens } from '../host/api-tokens.ts';
+
+/** The one tenant of local mode (no tokens configured). */
+export const LOCAL_TENANT = 'local';
 
 export interface Principal extends Caller {
   /** Stable key of the credential (rate limiting, revocation): its digest, never the token itself. */

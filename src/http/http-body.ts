@@ -4,6 +4,14 @@
 import type http from 'node:http';
 import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
 
+/** A request refused before its door answers it (the guard's words: status, code, message, headers). */
+export interface Refusal {
+  status: number;
+  code: string;
+  message: string;
+  headers: Record<string, string>;
+}
+
 export function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
 }

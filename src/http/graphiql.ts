@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import type http from 'node:http';
 import type { GraphiQLOptions, Plugin } from 'graphql-yoga';
-import { pageSecurityHeaders } from '../page-security-headers.ts';
+import { pageSecurityHeaders } from './page-security-headers.ts';
 
 const PACKAGE = '@graphql-yoga/render-graphiql';
 const VERSION: string = createRequire(import.meta.url)(`${PACKAGE}/package.json`).version;

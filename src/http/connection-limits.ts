@@ -9,7 +9,7 @@ import type http from 'node:http';
 import type { WebSocket } from 'ws';
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Refusal } from './request-gate.ts';
+import type { Refusal } from './http-body.ts';
 
 export interface ConnectionCaps {
   /** Open graphql-ws sockets plus SSE streams, per tenant. */

@@ -16,9 +16,8 @@ import { idSchema, MAX_ID_CHARS } from '../core/input-rules.ts';
 import type { RecordingSource } from '../store/recordings.ts';
 import type { SessionRow } from '../store/session-store.ts';
 import type { Idempotency } from '../host/controller.ts';
-import type { RequestGate } from './plugins/request-gate.ts';
-import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import type { Guard } from './guard.ts';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/unavailable.ts';
 import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
 import { isProcessAlive } from '../pid-alive.ts';
 
@@ -28,10 +27,8 @@ const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'app
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
   importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency) => Promise<SessionRow>;
-  /** Who is calling (the same gate as /graphql). */
-  gate: RequestGate;
-  /** The browser guard shared with /graphql's WebSocket: the origin. */
-  allowed: (req: http.IncomingMessage) => boolean;
+  /** Who is calling and from where: the guard of every door. */
+  guard: Guard;
   log: (msg: string, err?: unknown) => void;
   maxBytes?: number;
   /** Where bodies are spooled while they are imported (leftovers of a killed process are removed at start). */
@@ -65,10 +62,8 @@ export function recordingUpload(opts: RecordingUploadOptions) {
   if (removed) opts.log(`removed ${removed} upload spool file(s) left by a stopped process`);
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     if (req.method !== 'POST') return error(res, 405, 'BAD_USER_INPUT', 'POST a recording (JSON Lines) to /recordings', { allow: 'POST' });
-    if (!opts.allowed(req)) return error(res, 403, 'FORBIDDEN', 'cross-site request refused');
-    const { principal, refused } = opts.gate.check(req);
-    if (refused) return error(res, refused.status, refused.code, refused.message, refused.headers);
-    if (!principal) return error(res, 401, 'UNAUTHENTICATED', 'missing credentials');
+    const principal = opts.guard.callerOf(req, res);
+    if (!principal) return;
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (!CONTENT_TYPES.has(type)) {
       return error(res, 415, 'BAD_USER_INPUT', `send the recording with content-type ${[...CONTENT_TYPES][0]}`);

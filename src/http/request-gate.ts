@@ -11,13 +11,7 @@ import { jsonError, unauthenticated, type Principal, type TenantAuth } from './a
 import { rateLimitedMessage, type TokenBuckets } from './rate-limit.ts';
 import { authThrottledMessage, type AuthThrottle } from './auth-throttle.ts';
 import { isAllowedLocalHost } from './browser.ts';
-
-export interface Refusal {
-  status: number;
-  code: string;
-  message: string;
-  headers: Record<string, string>;
-}
+import type { Refusal } from './http-body.ts';
 
 /** Passed (with the caller's principal; none for a CORS preflight) or refused. */
 export type GateDecision = { principal?: Principal; refused?: undefined } | { refused: Refusal; principal?: undefined };

@@ -11,11 +11,10 @@ import type http from 'node:http';
 import type { WebSocket } from 'ws';
 import { CloseCode } from 'graphql-ws';
 import { grants } from '../core/api-tokens.ts';
-import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/unavailable.ts';
 import type { ApiTokens } from '../host/api-tokens.ts';
 import { isStoredTokenShape } from '../store/api-tokens.ts';
-import { bearerToken, type Principal, type TenantAuth } from './plugins/auth.ts';
-import { RETRY_AFTER_SECONDS } from './plugins/error-codes.ts';
+import { bearerToken, type Principal, type TenantAuth } from './auth.ts';
 import { replyError } from './http-body.ts';
 
 /** Paths the request gate guards (the rest are static pages and probes). */

@@ -1,0 +1,196 @@
+// The GraphQL door behind the router (http/http-server.ts): yoga serves
+// /graphql (POST/GET, SSE subscriptions, GraphiQL) with the fast lane in front
+// of it, and graphql-ws serves subscriptions on the same path. Every request
+// and connection passes the guard (http/guard.ts) first; the yoga plugins here
+// are the GraphQL concerns (limits, errors, scopes, metrics, the JIT).
+import type http from 'node:http';
+import { createYoga, type Plugin } from 'graphql-yoga';
+import { GraphQLError, getOperationAST } from 'graphql';
+import type { WebSocketServer } from 'ws';
+import { useServer } from 'graphql-ws/use/ws';
+import { schema } from './schema.ts';
+import type { Context } from './context.ts';
+import { SessionLoader } from './session-loader.ts';
+import type { Services } from '../host/services.ts';
+import type { PrismaClient } from '@prisma/client';
+import type { ServiceMetrics } from '../metrics.ts';
+import type { ErrorLog } from '../logger.ts';
+import { maskError, useInputErrorCodes } from './plugins/error-codes.ts';
+import { useQueryLimits } from './plugins/limits.ts';
+import { useResponseSizeLimit } from './plugins/response-size.ts';
+import { useCloseUnsentStreams } from './plugins/unsent-streams.ts';
+import { useScopes } from './plugins/scopes.ts';
+import { useStorableText } from './plugins/text-input.ts';
+import { useJitQueries } from './plugins/jit.ts';
+import { countErrors, useMetrics } from './plugins/metrics.ts';
+import { fastLane } from './fast-lane.ts';
+import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
+import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
+import { unauthenticated, connectionAuthorization, type Principal } from '../http/auth.ts';
+import type { Guard } from '../http/guard.ts';
+import { DEFAULT_LIMITS, type SecurityOptions } from '../http/security.ts';
+import { renderGraphiQLPage, useGraphiQLSecurityHeaders } from '../http/graphiql.ts';
+
+export interface GraphqlHandlerOptions {
+  services: Services;
+  prisma: PrismaClient;
+  guard: Guard;
+  log: ErrorLog;
+  security?: SecurityOptions;
+  metrics?: ServiceMetrics;
+  /** Extra yoga plugins, appended to the list below. */
+  plugins?: Plugin[];
+  /** POST queries and mutations served without yoga's fetch layer (fast-lane.ts); default on. */
+  fastLane?: boolean;
+  /** Extra plugins with request-level hooks that may miss the fast lane's requests (fast-lane.ts). */
+  fastLaneAllowed?: Plugin[];
+}
+
+export interface GraphqlHandler {
+  /** An HTTP request to /graphql. */
+  http(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown>;
+  /** graphql-ws on the router's WebSocket server; dispose() closes its sockets (1001). */
+  serveWebSocket(wss: WebSocketServer): { dispose(): void | Promise<void> };
+  /** Direct sessionEvents delivery over graphql-ws (its counts). */
+  wsDelivery: WsDelivery;
+}
+
+export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
+  const { guard, metrics, log } = opts;
+  const security = opts.security ?? {};
+  const toClientError = maskError(log);
+  const limits = {
+    maxTokens: security.maxTokens ?? DEFAULT_LIMITS.maxTokens,
+    maxDepth: security.maxDepth ?? DEFAULT_LIMITS.maxDepth,
+    maxAliases: security.maxAliases ?? DEFAULT_LIMITS.maxAliases,
+    maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
+  };
+  const corsOrigins = guard.corsOrigins;
+  const floor = guard.yogaPlugins();
+  const graphiqlHeaders = useGraphiQLSecurityHeaders();
+  const inputErrorCodes = useInputErrorCodes();
+  const metricsPlugin = metrics && useMetrics(metrics);
+  const closeUnsentStreams = useCloseUnsentStreams();
+  // Every cross-cutting concern, registered here and only here, in request order.
+  const plugins = [
+    ...floor.first,
+    graphiqlHeaders,
+    useQueryLimits(limits),
+    useResponseSizeLimit(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes),
+    useStorableText(),
+    useScopes(),
+    inputErrorCodes,
+    metricsPlugin,
+    ...floor.streams,
+    closeUnsentStreams,
+    useJitQueries(),
+    useWsDelivery(),
+    ...(opts.plugins ?? []),
+  ].filter((p): p is Plugin => Boolean(p));
+
+  const yoga = createYoga<{ req?: http.IncomingMessage }, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    // With tokens, GraphiQL subscribes over SSE: that request carries the headers set in its editor.
+    graphiql: { title: 'forkline', subscriptionsProtocol: guard.auth.enabled ? 'SSE' : 'WS' },
+    renderGraphiQL: renderGraphiQLPage, // from the npm package, same-origin (http/graphiql.ts)
+    landingPage: false,
+    logging: false,
+    maskedErrors: { maskError: toClientError },
+    maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
+    // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
+    cors: corsOrigins.length ? { origin: [...corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
+    plugins,
+    context: (initial: { req?: http.IncomingMessage; principal?: Principal }): Context => {
+      // graphql-ws operations come with their caller; HTTP requests passed the guard.
+      const principal = initial.principal ?? (initial.req && guard.check(initial.req).principal);
+      if (!principal) throw unauthenticated();
+      const { tenant } = principal;
+      return {
+        scope: { tenant },
+        caller: principal,
+        prisma: opts.prisma,
+        store: opts.services.store,
+        services: opts.services,
+        sessionLoader: new SessionLoader(opts.services.store.sessions, tenant),
+      };
+    },
+  });
+
+  const fast =
+    opts.fastLane !== false &&
+    fastLane({
+      yoga,
+      guard,
+      plugins,
+      // Request-level hooks that do not need to see the fast lane's requests, and why:
+      allowed: [
+        ...floor.first, // the fast lane asks the guard itself; a JSON POST is preflighted (no CSRF form can send it)
+        graphiqlHeaders, // HTML pages only; the fast lane answers JSON
+        inputErrorCodes, // rewords yoga's request-parser errors; the fast lane hands every unparsable body to yoga
+        ...(metricsPlugin ? [metricsPlugin] : []), // counts errors per response: the fast lane counts them itself (onErrors)
+        closeUnsentStreams, // streams only; the fast lane answers queries and mutations
+        ...(opts.fastLaneAllowed ?? []),
+      ],
+      corsEnabled: corsOrigins.length > 0,
+      maxTokens: limits.maxTokens,
+      onErrors: (errors) => metrics && countErrors(metrics, errors),
+    });
+
+  const wsDelivery = new WsDelivery();
+  return {
+    wsDelivery,
+    async http(req, res) {
+      if (!(await guard.withinBodyLimit(req, res))) return;
+      if (fast && (await fast(req, res))) return;
+      return await yoga(req, res);
+    },
+    serveWebSocket(wss) {
+      return useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
+        {
+          connectionInitWaitTimeout: guard.timeouts.wsInitMs,
+          execute: (args: any) => args.rootValue.execute(args),
+          subscribe: (args: any) => args.rootValue.subscribe(args),
+          onConnect: (ctx) => {
+            const { socket, request } = ctx.extra;
+            return guard.openSocket(socket, connectionAuthorization(ctx.connectionParams, request), request.socket.remoteAddress);
+          },
+          onSubscribe: async (ctx, id, params) => {
+            // Errors here answer this operation only; thrown, they would close the whole socket.
+            try {
+              const { principal, refused } = guard.admitOperation(ctx.extra.socket);
+              if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code } });
+              const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+                ...ctx,
+                req: ctx.extra.request,
+                socket: ctx.extra.socket,
+                principal,
+                params,
+              });
+              const document = parse(params.query);
+              const errors = validate(s, document);
+              if (errors.length) throw errors;
+              const contextValue = { ...(await contextFactory()), ws: { socket: ctx.extra.socket, raw: ctx.extra.request.socket, id, delivery: wsDelivery } };
+              // Last: from here graphql-ws runs the operation, and onComplete (or the socket's close) releases it.
+              const capped = getOperationAST(document, params.operationName)?.operation === 'subscription' ? guard.startSubscription(ctx.extra.socket, id) : undefined;
+              if (capped) throw new GraphQLError(capped.message, { extensions: { code: capped.code } });
+              return { schema: s, operationName: params.operationName, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+            } catch (err) {
+              const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
+              if (metrics) countErrors(metrics, errors);
+              return errors.map(withoutInternals);
+            }
+          },
+          onComplete: (ctx, id) => guard.endSubscription(ctx.extra.socket, id),
+          onNext: (_ctx, _id, _payload, _args, result) => {
+            if (!('errors' in result) || !result.errors) return;
+            if (metrics) countErrors(metrics, result.errors);
+            return resultWithoutInternals(result);
+          },
+        },
+        wss,
+        0, // graphql-ws's keep-alive drops slow readers with 1006 and no reason: http/ws-liveness.ts instead
+      );
+    },
+  };
+}

@@ -1,0 +1,175 @@
+// The one guard every door calls: GraphQL over HTTP (yoga and the fast lane),
+// GraphQL over WebSocket (graphql-ws), POST /agui, POST /recordings and the
+// service endpoints. It holds the floor's rules — who is calling (tokens,
+// tenants, local mode's loopback Host), rate limits and the auth throttle
+// (request-gate.ts), stored tokens' look-up and revocation
+// (token-connections.ts), the body limit and UTF-8 rule (http-body.ts), the
+// browser's Origin (browser.ts), and what a tenant may hold open
+// (connection-limits.ts) — so a rule added here holds at every door.
+import type http from 'node:http';
+import type { WebSocket } from 'ws';
+import { CloseCode } from 'graphql-ws';
+import type { Plugin } from 'graphql-yoga';
+import type { ApiTokens } from '../host/api-tokens.ts';
+import type { ServiceMetrics } from '../metrics.ts';
+import { TenantAuth, type Principal } from './auth.ts';
+import { TokenBuckets } from './rate-limit.ts';
+import { AuthThrottle } from './auth-throttle.ts';
+import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './connection-limits.ts';
+import { DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './connection-timeouts.ts';
+import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
+import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
+import { TokenConnections } from './token-connections.ts';
+import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type Refusal, type TooLarge } from './http-body.ts';
+import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
+
+export interface GuardOptions {
+  /** The interface the server binds (local mode on loopback answers only loopback Host names). */
+  host: string;
+  security?: SecurityOptions;
+  apiTokens: ApiTokens;
+  metrics?: ServiceMetrics;
+}
+
+export class Guard {
+  readonly auth: TenantAuth;
+  readonly gate: RequestGate;
+  /** Stored tokens: looked up before the gate, their connections closed when revoked. */
+  readonly tokens: TokenConnections;
+  /** What each tenant holds open (auth mode with caps). */
+  readonly connections?: TenantConnections;
+  readonly corsOrigins: readonly string[];
+  readonly maxBodyBytes: number;
+  readonly timeouts: ConnectionTimeouts;
+  /** Local mode reachable only through loopback names (DNS rebinding). */
+  readonly loopbackOnly: boolean;
+  /** The caller of each WebSocket, resolved when it connects. */
+  private readonly callers = new WeakMap<object, Principal>();
+
+  constructor(opts: GuardOptions) {
+    const security = opts.security ?? {};
+    const { metrics } = opts;
+    const auth = (this.auth = new TenantAuth(security.apiTokens, opts.apiTokens));
+    assertSafeBinding(opts.host, security, auth.enabled);
+    this.tokens = new TokenConnections(auth, opts.apiTokens);
+    this.loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
+    const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
+    const buckets = auth.enabled && rateLimit ? new TokenBuckets(rateLimit.perSecond, rateLimit.burst) : undefined;
+    const authFailures = security.authFailures ?? { max: DEFAULT_LIMITS.authFailures, windowMs: DEFAULT_LIMITS.authFailureWindowSeconds * 1000 };
+    const throttle = auth.enabled && authFailures ? new AuthThrottle({ maxFailures: authFailures.max, windowMs: authFailures.windowMs }) : undefined;
+    const caps = security.connectionCaps ?? { connections: DEFAULT_LIMITS.connectionsPerTenant, subscriptions: DEFAULT_LIMITS.subscriptionsPerTenant };
+    this.connections = auth.enabled && caps ? new TenantConnections(caps) : undefined;
+    this.timeouts = { ...DEFAULT_TIMEOUTS, ...security.timeouts };
+    this.corsOrigins = security.corsOrigins ?? [];
+    this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
+    this.gate = new RequestGate({
+      auth,
+      buckets,
+      throttle,
+      loopbackOnly: this.loopbackOnly,
+      onRefused: (reason) => reason !== 'host' && metrics?.rejected.inc({ reason }),
+    });
+  }
+
+  /** Every HTTP request, before its door: a stored token is looked up (403/503 answered here); false when answered. */
+  admit(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
+    return this.tokens.admit(req, res, path);
+  }
+
+  /** The caller of an HTTP request (decided once per request), or its refusal. */
+  check(req: http.IncomingMessage): GateDecision {
+    return this.gate.check(req);
+  }
+
+  /** A browser may send this request: no Origin, this server's own, or a configured one. */
+  originAllowed(req: http.IncomingMessage): boolean {
+    return isAllowedOrigin(req, this.corsOrigins);
+  }
+
+  /** CORS headers for a door that answers cross-origin requests itself (AG-UI): only for a configured origin. */
+  corsHeaders(req: http.IncomingMessage): Record<string, string> {
+    const origin = req.headers.origin;
+    if (!origin || !(this.corsOrigins.includes('*') || this.corsOrigins.includes(origin))) return {};
+    return { 'access-control-allow-origin': origin, vary: 'origin' };
+  }
+
+  /**
+   * The caller of a door that reads its own body (/agui, /recordings): the
+   * Origin, then the gate's decision. Undefined when it answered the request
+   * (403 cross-site; the gate's refusal or 401, with `headers`).
+   */
+  callerOf(req: http.IncomingMessage, res: http.ServerResponse, headers: Record<string, string> = {}): Principal | undefined {
+    if (!this.originAllowed(req)) return void replyError(res, 403, 'FORBIDDEN', 'cross-site request refused');
+    const { principal, refused } = this.gate.check(req);
+    if (refused) return void replyError(res, refused.status, refused.code, refused.message, { ...refused.headers, ...headers });
+    if (!principal) return void replyError(res, 401, 'UNAUTHENTICATED', 'missing credentials', headers);
+    return principal;
+  }
+
+  /** A WebSocket upgrade: the Origin, and in local mode a loopback Host (browsers open WebSockets cross-site without CORS). */
+  upgradeAllowed(req: http.IncomingMessage): boolean {
+    return this.originAllowed(req) && (!this.loopbackOnly || isAllowedLocalHost(req.headers.host));
+  }
+
+  /** The body of a door that reads it itself, within the body limit, as strict UTF-8; undefined when answered. */
+  readBody(req: http.IncomingMessage, res: http.ServerResponse, refusal: TooLarge = BODY_TOO_LARGE, headers?: Record<string, string>) {
+    return readBody(req, res, this.maxBodyBytes, refusal, headers);
+  }
+
+  /** /graphql's body limit before yoga (which reads no body of a refused caller); false when answered. */
+  withinBodyLimit(req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
+    return withinBodyLimit(req, res, this.maxBodyBytes, () => !this.gate.check(req).refused);
+  }
+
+  /**
+   * A graphql-ws connection_init: its caller (a stored token looked up first,
+   * 1013 when the database is away), a rate-limit token, and a connection under
+   * the tenant's cap. False when refused: the socket is closed with 4401 or
+   * 4429, which graphql-ws clients treat as final (no reconnect loop).
+   */
+  async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined): Promise<boolean> {
+    if (!(await this.tokens.lookUp(authorization, socket))) return false;
+    const { principal, refused } = this.gate.authenticate(authorization, address);
+    const over = principal ? this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant) : refused;
+    if (principal && !over) {
+      this.callers.set(socket, principal);
+      this.tokens.watchSocket(principal, socket);
+      return true;
+    }
+    if (over?.status === 401) socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
+    else socket.close(TOO_MANY_REQUESTS_CLOSE_CODE, `${over!.code}: ${over!.message}`.slice(0, 123)); // a close reason's limit (ASCII)
+    return false;
+  }
+
+  /** The socket passed openSocket. */
+  socketOpened(socket: WebSocket): boolean {
+    return this.callers.has(socket);
+  }
+
+  /** One graphql-ws operation: its connection's caller takes a rate-limit token (401 for a socket that never opened). */
+  admitOperation(socket: WebSocket): GateDecision {
+    const caller = this.callers.get(socket);
+    return caller ? this.gate.admit(caller) : this.gate.authenticate(undefined);
+  }
+
+  /** A graphql-ws subscription under the tenant's cap; its refusal otherwise. */
+  startSubscription(socket: WebSocket, id: string): Refusal | undefined {
+    return this.connections?.startSubscription(socket, id);
+  }
+
+  endSubscription(socket: WebSocket, id: string): void {
+    this.connections?.endSubscription(socket, id);
+  }
+
+  /**
+   * The same floor inside yoga, in request order: the caller before the body is
+   * read, CSRF prevention, subscriptions over HTTP under the tenant's cap.
+   * `first` go ahead of every GraphQL plugin, `streams` after the metrics.
+   */
+  yogaPlugins(): { first: Plugin[]; streams: Plugin[] } {
+    return {
+      first: [useRequestGate(this.gate), useCsrfPrevention()],
+      streams: this.connections ? [useHttpSubscriptionLimits(this.connections)] : [],
+    };
+  }
+}
