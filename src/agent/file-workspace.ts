@@ -15,7 +15,7 @@ import path from 'node:path';
 import { treeUsage, workspacePath, type FileChangeRecord, type FileTree } from '../core/file-tree.ts';
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
-import { ToolError } from './tool-definition.ts';
+import { ToolError } from './tool-error.ts';
 
 export interface WorkspaceLimits {
   /** Bytes of all files of one session's tree (FORKLINE_WORKSPACE_MAX_BYTES). */

@@ -5,6 +5,9 @@ import { z } from 'zod';
 import type { ToolDefinition } from '../core/chat.ts';
 import type { FileScope, ToolEffect } from '../core/tools.ts';
 import type { FileWorkspace } from './file-workspace.ts';
+import { ToolError } from './tool-error.ts';
+
+export { ToolError };
 
 /** The session's workspace as a tool sees it. */
 export interface ToolWorkspace {
@@ -40,10 +43,6 @@ export interface Tool extends ToolDefinition {
   run(args: unknown, ctx: ToolContext): Promise<string>;
 }
 
-/** A tool failure the model should see as an `error` result. */
-export class ToolError extends Error {
-  name = 'ToolError';
-}
 
 /**
  * A tool from one zod schema of its arguments: the JSON Schema the model sees
