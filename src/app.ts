@@ -23,6 +23,7 @@ import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
+import type { BudgetOptions } from './agent/context-budget.ts';
 import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
 import type { ProviderConfig } from './agent/models/providers.ts';
@@ -77,6 +78,8 @@ export interface AppOptions {
   /** Extra yoga plugins (tests observe requests with them). */
   yogaPlugins?: Plugin[];
   maxSteps?: number;
+  /** The context budget (FORKLINE_CONTEXT_TOKENS, FORKLINE_COMPACT_AT): the default window and when to compact. */
+  budget?: BudgetOptions;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
   onToolRun?: (sessionId: string, call: ToolCall) => void;
@@ -131,6 +134,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
       maxTurnMs: opts.maxTurnMs ?? DEFAULT_MAX_TURN_MS,
+      budget: opts.budget,
       now: () => new Date(),
       onUpdate: (u: TurnUpdate) => {
         turnUpdates.emit(u.sessionId, u);

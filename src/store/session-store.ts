@@ -46,6 +46,8 @@ export interface ModelConfig {
   provider: string;
   model: string;
   settings?: Record<string, unknown>;
+  /** The model's context window in tokens (the budget of its requests); unset: the known window of the model, or the default. */
+  contextTokens?: number;
 }
 
 /**
@@ -373,6 +375,15 @@ export class SessionStore {
    * (a runner's fold): appends check against it instead of loading one (see
    * TailStates.offer).
    */
+  /**
+   * The reducer state right after `seq` (its open turn, inbox and turn
+   * counters; no title, model or tools), read as an append check reads it:
+   * where an agent's cold fold starts after a compaction.
+   */
+  async stateAt(sessionId: string, seq: number): Promise<LogState> {
+    return (await this.tails.at(sessionId, seq, this.pool)).state;
+  }
+
   knowTail(sessionId: string, state: LogState): void {
     this.tails.offer(sessionId, state);
   }
