@@ -114,6 +114,24 @@ export class SessionFold {
     return through;
   }
 
+  /**
+   * Builds a cold fold to the end of the log: a log of one page is read and
+   * applied as it is (one read); a longer one starts from its last compaction
+   * (coldStart) when it has one, skipping what the summary covers.
+   */
+  async catchUpCold(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
+    if (this.nextSeq !== 0) return this.catchUp(store.log);
+    const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
+    if (first.length < CATCH_UP_PAGE) {
+      this.apply(first);
+      return first.length;
+    }
+    const from = await this.coldStart(store);
+    const kept = first.filter((e) => e.seq > from);
+    this.apply(kept);
+    return kept.length + (await this.catchUp(store.log));
+  }
+
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
     let read = 0;

@@ -138,8 +138,7 @@ export class SessionRunner {
 
   /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
   private async prepare(): Promise<void> {
-    if (this.fold.nextSeq === 0) await this.fold.coldStart(this.deps.store);
-    await this.fold.catchUp(this.deps.store.log);
+    await this.fold.catchUpCold(this.deps.store);
     this.deps.store.knowTail(this.sessionId, this.fold.state);
   }
 

@@ -238,8 +238,7 @@ export class SessionHost {
     const built = due
       .then(async () => {
         if (this.stopped) return; // shutting down: nobody will use it here
-        await fold.coldStart(this.store); // from the last compaction, if there is one
-        await fold.catchUp(this.store.log);
+        await fold.catchUpCold(this.store); // a long log: from its last compaction, if it has one
         if (!this.folds.has(sessionId)) this.folds.put(fold);
       })
       .catch((err) => {
