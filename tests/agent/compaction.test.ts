@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { DIGEST_MAX_CHARS } from '../../src/agent/compaction.ts';
 import { SessionFold } from '../../src/agent/session-fold.ts';
 import { contextWindowOf, estimateRequestTokens } from '../../src/agent/context-budget.ts';
+import { runCli } from '../helpers/cli.ts';
 
 let app: TestApp;
 
@@ -160,5 +161,21 @@ describe('cold start', () => {
     expect(cold.state.pendingInputs).toEqual(full.state.pendingInputs);
     expect(cold.state.lastTurn).toBe(full.state.lastTurn);
     expect(cold.lastTurnEndSeq).toBe(full.lastTurnEndSeq);
+  });
+});
+
+describe('forkline compact', () => {
+  it('compacts through the last completed turn or --through, with --instructions', async () => {
+    const id = await create();
+    await send(id, 'one');
+    await send(id, 'two');
+    await idle();
+    const r = await runCli(app.url, ['compact', id, '--through', '6', '--instructions', 'be brief']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`compacted ${id}: seq 0-6 summarised at seq ${(await log(id)).length - 2}\n`);
+    const j = await runCli(app.url, ['compact', id, '--json']);
+    expect(JSON.parse(j.stdout)).toMatchObject({ fromSeq: 0, toSeq: 14, session: { id } });
+    const bad = await runCli(app.url, ['compact', id, '--through', 'x']);
+    expect(bad.code).toBe(2);
   });
 });
