@@ -164,6 +164,49 @@ describe('cold start', () => {
   });
 });
 
+describe('cold start in a fresh process', () => {
+  it('the first turn on a long compacted session reads from the last compaction, not from seq 0', async () => {
+    const { id } = await app.services.store.createSession({ tenant: 'local' }, { title: 'long' });
+    for (let b = 0; b < 4; b++) {
+      const batch = [];
+      for (let t = b * 500 + 1; t <= (b + 1) * 500; t++) {
+        batch.push(
+          { type: 'inbox/add', data: { inputId: `in_${t}`, text: `q${t}` } },
+          { type: 'inbox/remove', data: { inputId: `in_${t}`, reason: 'taken' } },
+          { type: 'turn/start', data: { turn: t, inputId: `in_${t}` } },
+          { type: 'step/start', data: { turn: t, step: 1 } },
+          { type: 'model/message', data: { turn: t, step: 1, text: `a${t}`, toolCalls: [] } },
+          { type: 'step/end', data: { turn: t, step: 1, reason: 'completed' } },
+          { type: 'turn/end', data: { turn: t, reason: 'completed' } },
+        );
+      }
+      await app.services.store.append(id, batch);
+    }
+    const compacted = (await app.ok(COMPACT, { i: { sessionId: id } })).compactSession;
+    expect(compacted.toSeq).toBe(14_000);
+    // Another process, with no fold of the session: count the event rows its first turn reads.
+    let rows = 0;
+    const fresh = await startTestApp({
+      databaseUrl: app.db.url,
+      onQuery: (sql, n) => {
+        if (/FROM "Event"/.test(sql)) rows += n;
+      },
+    });
+    try {
+      await fresh.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: 'and now?' } });
+      await fresh.services.host.idle();
+      expect(rows).toBeLessThan(6_000); // the first page, then the compaction's range is skipped: not 14,000
+      const request = fresh.models.scripted.lastRequest!;
+      expect(request.messages.map((m) => m.role)).toEqual(['system', 'user']);
+      expect(request.messages[1]).toEqual({ role: 'user', content: 'and now?' });
+      const events = await fresh.services.store.log.page(id, compacted.summarySeq, 100);
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2001, reason: 'completed' } });
+    } finally {
+      await fresh.close();
+    }
+  }, 120_000);
+});
+
 describe('forkline compact', () => {
   it('compacts through the last completed turn or --through, with --instructions', async () => {
     const id = await create();
