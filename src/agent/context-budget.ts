@@ -68,17 +68,55 @@ export function messageChars(m: ChatMessage): number {
 
 export const tokensOfChars = (chars: number) => Math.ceil(chars / CHARS_PER_TOKEN);
 
+/** Characters through a message, at the index it had when counted (running totals: see prefixChars). */
+const charsThrough = new WeakMap<ChatMessage, { index: number; chars: number }>();
+
+/**
+ * Characters of `messages`, in time proportional to what is new since an
+ * earlier request of the same conversation: its messages are shared objects
+ * across requests (core/model-request.ts), so the running total kept with the
+ * last one already counted at the same index serves as the prefix (a step on
+ * a 200,000-event session must not count every message again).
+ */
+function prefixChars(messages: readonly ChatMessage[]): number {
+  let from = messages.length - 1;
+  let chars = 0;
+  for (; from >= 0; from--) {
+    const t = charsThrough.get(messages[from]);
+    if (t?.index === from) {
+      chars = t.chars;
+      break;
+    }
+  }
+  for (let i = from + 1; i < messages.length; i++) {
+    chars += messageChars(messages[i]);
+    charsThrough.set(messages[i], { index: i, chars });
+  }
+  return chars;
+}
+
 /** Tokens of messages by the character estimate. */
 export function estimateMessagesTokens(messages: readonly ChatMessage[]): number {
-  let chars = 0;
-  for (const m of messages) chars += messageChars(m);
-  return tokensOfChars(chars) + PER_MESSAGE_TOKENS * messages.length;
+  return tokensOfChars(prefixChars(messages)) + PER_MESSAGE_TOKENS * messages.length;
 }
+
+/** Tokens of messages not (yet) in a conversation, counted directly. */
+function extraTokens(extra: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const m of extra) chars += messageChars(m);
+  return tokensOfChars(chars) + PER_MESSAGE_TOKENS * extra.length;
+}
+
+const toolChars = new WeakMap<ToolDefinition, number>();
 
 /** Tokens of the tool definitions a request offers (their JSON Schemas are sent too). */
 export function estimateToolsTokens(tools: readonly ToolDefinition[]): number {
   let chars = 0;
-  for (const t of tools) chars += t.name.length + t.description.length + JSON.stringify(t.parameters).length;
+  for (const t of tools) {
+    let n = toolChars.get(t);
+    if (n === undefined) toolChars.set(t, (n = t.name.length + t.description.length + JSON.stringify(t.parameters).length));
+    chars += n;
+  }
   return tokensOfChars(chars);
 }
 
@@ -98,10 +136,17 @@ export interface UsageMark {
  * one; else the character estimate of the whole request; never less than the character
  * estimate (a provider that counts low, or the scripted model's words).
  */
-export function estimateRequestTokens(messages: readonly ChatMessage[], tools: readonly ToolDefinition[], mark?: UsageMark): number {
-  const byChars = estimateMessagesTokens(messages) + estimateToolsTokens(tools);
+export function estimateRequestTokens(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[],
+  mark?: UsageMark,
+  /** Messages the request adds after the conversation's (the input a turn is about to take). */
+  extra: readonly ChatMessage[] = [],
+): number {
+  const added = extraTokens(extra);
+  const byChars = estimateMessagesTokens(messages) + estimateToolsTokens(tools) + added;
   if (mark && mark.messageCount <= messages.length) {
-    return Math.max(byChars, mark.tokens + estimateMessagesTokens(messages.slice(mark.messageCount)));
+    return Math.max(byChars, mark.tokens + extraTokens(messages.slice(mark.messageCount)) + added);
   }
   return byChars;
 }

@@ -197,8 +197,8 @@ export class SessionRunner {
   }
 
   /** The estimated tokens of a request of these messages and tools. */
-  private estimate(messages: readonly ChatMessage[], tools: readonly ToolDefinition[]): number {
-    return estimateRequestTokens(messages, tools, this.fold.usageMark);
+  private estimate(tools: readonly ToolDefinition[], extra: readonly ChatMessage[]): number {
+    return estimateRequestTokens(this.fold.conversation.messages(), tools, this.fold.usageMark, extra);
   }
 
   /**
@@ -209,7 +209,7 @@ export class SessionRunner {
    */
   private async fitBudget(tools: readonly ToolDefinition[], extra: ChatMessage[] = [], flush?: () => Promise<void>): Promise<string | undefined> {
     const { window, threshold } = this.budget();
-    let tokens = this.estimate([...this.fold.conversation.messages(), ...extra], tools);
+    let tokens = this.estimate(tools, extra);
     if (tokens <= threshold) return undefined;
     const through = this.fold.lastTurnEndSeq;
     const covered = this.fold.compaction.lastCompleted?.toSeq ?? -1;
@@ -219,7 +219,7 @@ export class SessionRunner {
         extra = [];
       }
       await this.compact(through, 'automatic');
-      tokens = this.estimate([...this.fold.conversation.messages(), ...extra], tools);
+      tokens = this.estimate(tools, extra);
     }
     if (tokens <= window) return undefined;
     const { provider, model } = this.modelConfig();
