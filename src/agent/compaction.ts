@@ -115,7 +115,10 @@ const MAX_CARRIED_SUMMARY_CHARS = 8_000;
  * far: every request fits `requestTokens`.
  */
 export async function summarize(messages: readonly ChatMessage[], opts: SummarizeOptions): Promise<{ text: string; requests: number }> {
-  const budgetChars = Math.max(2_000, opts.requestTokens * CHARS_PER_TOKEN - PROMPT_RESERVE_CHARS - MAX_CARRIED_SUMMARY_CHARS);
+  // A small window gets proportionally less room for the prompt and the summary so far.
+  const totalChars = opts.requestTokens * CHARS_PER_TOKEN;
+  const carried = Math.floor(Math.min(MAX_CARRIED_SUMMARY_CHARS, totalChars * 0.2));
+  const budgetChars = Math.max(500, totalChars - carried - Math.min(PROMPT_RESERVE_CHARS, totalChars * 0.1));
   const parts: string[][] = [[]];
   let used = 0;
   for (const m of messages) {
@@ -134,7 +137,7 @@ export async function summarize(messages: readonly ChatMessage[], opts: Summariz
       'Write a concise summary that lets the conversation continue: the user\'s goals, what was decided and done, tool results that matter, open questions.',
       ...(opts.instructions ? [`Instructions: ${opts.instructions}`] : []),
       ...(parts.length > 1 ? [`This is part ${i + 1} of ${parts.length} of the history.`] : []),
-      ...(summary ? [`Summary of the earlier parts:\n${summary.slice(0, MAX_CARRIED_SUMMARY_CHARS)}`] : []),
+      ...(summary ? [`Summary of the earlier parts:\n${summary.slice(0, carried)}`] : []),
       'Conversation:',
       ...lines,
     ].join('\n');
