@@ -12,6 +12,7 @@ import { benchReadThroughput } from './read-throughput.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 import { benchSearch } from './search.ts';
 import { benchFiles } from './files.ts';
+import { benchCompaction } from './compaction.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -24,6 +25,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   sessionsList: benchSessionsList,
   search: benchSearch,
   files: benchFiles,
+  compaction: benchCompaction,
 };
 
 async function main() {

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import {
   ApiTokensDocument,
   BranchSessionDocument,
+  CompactSessionDocument,
   CreateApiTokenDocument,
   createForklineClient,
   DeleteSessionDocument,
@@ -52,6 +53,10 @@ commands:
                                             one child per variant (at most 16): one message or model each (a single
                                             one goes to every variant); --wait prints each child's answer
   send <id> <text> [--wait]                 queue a message (--wait: stream the answer until its turn ends)
+  compact <id> [--through SEQ] [--instructions TEXT]
+                                            replace the model-visible history through SEQ (default: the end of the
+                                            last completed turn) by the session's model's summary; waits for a
+                                            running turn, returns once the summary is written
   export <id>                               print the session's recording (JSON Lines, format V4)
   import <file|->                           import a recording as a new session
   delete <id> [--with-descendants]          delete a session (and, with the flag, every fork below it)
@@ -72,7 +77,7 @@ commands:
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, import, search, tokens, tools)
+  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -96,6 +101,8 @@ const OPTIONS = {
   scope: { type: 'string', multiple: true },
   expires: { type: 'string' },
   set: { type: 'string' },
+  through: { type: 'string' },
+  instructions: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -347,6 +354,13 @@ async function run(argv: string[]): Promise<number> {
         if (opts.wait) return (await sendAndWait(client, id, text, opts.json ?? false)) === 'completed' ? 0 : 1;
         const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: id, text } });
         out(opts.json ? JSON.stringify(sendMessage) : `queued ${sendMessage.inputId} at seq ${sendMessage.event.seq}`);
+        return 0;
+      }
+      case 'compact': {
+        const [id] = need(args, 1, 'a session id: forkline compact <id> [--through SEQ] [--instructions TEXT]');
+        const input = { sessionId: id, throughSeq: int('through', opts.through), instructions: opts.instructions };
+        const { compactSession } = await client.mutate(CompactSessionDocument, { input });
+        out(opts.json ? JSON.stringify(compactSession) : `compacted ${id}: seq ${compactSession.fromSeq}-${compactSession.toSeq} summarised at seq ${compactSession.summarySeq}`);
         return 0;
       }
       case 'export': {

@@ -24,6 +24,7 @@ import { ToolCatalog } from './agent/tool-catalog.ts';
 import { DEFAULT_WORKSPACE_LIMITS, FileWorkspaces, type WorkspaceLimits } from './agent/file-workspace.ts';
 import fs from 'node:fs';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
+import type { BudgetOptions } from './agent/context-budget.ts';
 import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
 import type { ProviderConfig } from './agent/models/providers.ts';
@@ -80,6 +81,8 @@ export interface AppOptions {
   /** Of those, plugins with request-level hooks that may miss the fast lane's requests (else the server refuses to start). */
   fastLaneAllowed?: Plugin[];
   maxSteps?: number;
+  /** The context budget (FORKLINE_CONTEXT_TOKENS, FORKLINE_COMPACT_AT): the default window and when to compact. */
+  budget?: BudgetOptions;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
   onToolRun?: (sessionId: string, call: ToolCall) => void;
@@ -142,6 +145,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       toolTimeoutMs: opts.toolTimeoutMs ?? 30_000,
       maxSteps: opts.maxSteps ?? 16,
       maxTurnMs: opts.maxTurnMs ?? DEFAULT_MAX_TURN_MS,
+      budget: opts.budget,
       now: () => new Date(),
       onUpdate: (u: TurnUpdate) => {
         turnUpdates.emit(u.sessionId, u);

@@ -43,6 +43,9 @@ const envSchema = z.object({
   FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
   // At most what a Node timer can wait (about 24.8 days).
   FORKLINE_MAX_TURN_MS: z.coerce.number().int().max(2 ** 31 - 1).refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
+  // The context budget (docs/agents.md "Compaction"): the window of a model with none known, and when to compact.
+  FORKLINE_CONTEXT_TOKENS: z.coerce.number().int().min(256).max(100_000_000).optional(),
+  FORKLINE_COMPACT_AT: z.coerce.number().gt(0).max(1).optional(),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */

@@ -67,6 +67,7 @@ async function main() {
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
+      budget: { defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS, compactAt: config.FORKLINE_COMPACT_AT },
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,

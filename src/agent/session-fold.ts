@@ -8,13 +8,23 @@ import { LogState } from '../core/log-state.ts';
 import { Conversation } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
 import type { SessionLog } from '../store/session-log.ts';
+import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
+import { COMPACTION_END, CompactionBracket, type CompactionEndData } from './compaction.ts';
+import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
 
 export class SessionFold {
-  readonly state = new LogState();
+  /** The reducer state (replaced once, when a cold fold starts after a compaction). */
+  state = new LogState();
   readonly conversation = new Conversation();
+  /** The agent's compaction bracket: a replacement applies once its compaction ends (compaction.ts). */
+  readonly compaction = new CompactionBracket();
+  /** Seq of the last turn/end (-1: none): what a compaction covers by default. */
+  lastTurnEndSeq = -1;
+  /** The provider's count for the last model call whose request still starts the next one (context-budget.ts). */
+  usageMark?: UsageMark;
   /** Where the session was forked (its last seed), for telemetry's fork link. */
   forkOrigin?: ForkOrigin;
   /** Turns started since the last seed (0 with a forkOrigin: the next turn is the fork's first). */
@@ -35,7 +45,11 @@ export class SessionFold {
     for (const e of events) {
       if (e.seq !== this.state.nextSeq) throw new Error(`session fold of ${this.sessionId}: expected seq ${this.state.nextSeq}, got ${e.seq}`);
       this.state.apply(e);
-      this.conversation.apply(e);
+      for (const c of this.compaction.filter(e)) {
+        this.conversation.apply(c);
+        if (c.type === 'surface/replace') this.usageMark = undefined; // history changed: the provider's count no longer holds
+      }
+      if (e.type === 'turn/end') this.lastTurnEndSeq = e.seq;
       this.track(e);
     }
   }
@@ -61,6 +75,62 @@ export class SessionFold {
       };
       this.turnsSinceSeed = 0;
     }
+  }
+
+  /**
+   * A cold fold starts after the last completed compaction that covers the
+   * history from seq 0 (its end names its range and its summary), instead of
+   * replaying from seq 0: the reducer state right after the range (the store
+   * reads its open turn and inbox), the inputs waiting there (a turn after it
+   * may take one), the model and tool set in force. The compaction's own
+   * events follow the range, so the replay that follows applies its summary.
+   * Returns the seq it starts after (-1: from the beginning).
+   */
+  async coldStart(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
+    if (this.nextSeq !== 0) return this.nextSeq - 1;
+    const { log } = store;
+    let end = await log.lastOfType(this.sessionId, COMPACTION_END);
+    for (let tries = 0; end && tries < 3; tries++) {
+      const d = end.data as Partial<CompactionEndData>;
+      if (d.fromSeq === 0 && typeof d.toSeq === 'number' && typeof d.summarySeq === 'number' && d.toSeq < d.summarySeq) break;
+      end = end.seq > 0 ? await log.lastOfType(this.sessionId, COMPACTION_END, end.seq - 1) : undefined; // a failed compaction's end
+    }
+    const d = end?.data as CompactionEndData | undefined;
+    if (!end || !d || d.fromSeq !== 0 || typeof d.summarySeq !== 'number') return -1;
+    const through = d.toSeq;
+    const [state, model, tools, title, turnEnd] = await Promise.all([
+      store.stateAt(this.sessionId, through),
+      log.lastOfType(this.sessionId, 'session/model', through),
+      log.lastOfType(this.sessionId, 'session/tools', through),
+      log.lastOfType(this.sessionId, 'session/title', through),
+      log.lastOfType(this.sessionId, 'turn/end', through),
+    ]);
+    if (model) state.model = model.data;
+    if (tools) state.tools = tools.data.tools;
+    if (title) state.title = title.data.title;
+    this.state = state;
+    // The texts of inputs waiting at the cut: a turn after it takes them.
+    for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });
+    this.lastTurnEndSeq = turnEnd?.seq ?? -1;
+    return through;
+  }
+
+  /**
+   * Builds a cold fold to the end of the log: a log of one page is read and
+   * applied as it is (one read); a longer one starts from its last compaction
+   * (coldStart) when it has one, skipping what the summary covers.
+   */
+  async catchUpCold(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
+    if (this.nextSeq !== 0) return this.catchUp(store.log);
+    const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
+    if (first.length < CATCH_UP_PAGE) {
+      this.apply(first);
+      return first.length;
+    }
+    const from = await this.coldStart(store);
+    const kept = first.filter((e) => e.seq > from);
+    this.apply(kept);
+    return kept.length + (await this.catchUp(store.log));
   }
 
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */

@@ -16,6 +16,10 @@ import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
+import { COMPACTION_END, COMPACTION_START, summarize, type CompactionEndData } from './compaction.ts';
+import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
+import { ForklineError } from '../core/errors.ts';
+import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
 
 export interface RunnerDeps {
@@ -38,6 +42,15 @@ export interface RunnerDeps {
   observer?: AgentObserver;
   /** The sessions' file workspaces on this process (file-workspace.ts); unset: file tools answer an error. */
   workspaces?: FileWorkspaces;
+  /** The context budget: the default window and when to compact (context-budget.ts). */
+  budget?: BudgetOptions;
+}
+
+/** What a compaction wrote. */
+export interface CompactionResult {
+  fromSeq: number;
+  toSeq: number;
+  summarySeq: number;
 }
 
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
@@ -74,7 +87,7 @@ export class SessionRunner {
   }
 
   /** The model configuration the next model call uses. */
-  private modelConfig(): { provider: string; model: string; settings?: Record<string, unknown> } {
+  private modelConfig(): { provider: string; model: string; settings?: Record<string, unknown>; contextTokens?: number } {
     return this.fold.state.model ?? this.deps.defaultModel;
   }
 
@@ -115,8 +128,7 @@ export class SessionRunner {
    * refuses while input waits.
    */
   async run(): Promise<void> {
-    await this.fold.catchUp(this.deps.store.log);
-    this.deps.store.knowTail(this.sessionId, this.fold.state);
+    await this.prepare();
     while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
@@ -128,6 +140,96 @@ export class SessionRunner {
       if (!input) return;
       await this.runTurnWithin(state.lastTurn + 1, input);
     }
+  }
+
+  /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
+  private async prepare(): Promise<void> {
+    await this.fold.catchUpCold(this.deps.store);
+    this.deps.store.knowTail(this.sessionId, this.fold.state);
+  }
+
+  /**
+   * Manual compaction (compactSession), under the lease like a turn and
+   * between turns: an open turn a dead holder left is repaired first. Through
+   * `throughSeq`, by default the end of the last completed turn.
+   */
+  async compactNow(opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
+    await this.prepare();
+    if (this.fold.state.openTurn !== undefined) await this.repairInterrupted();
+    const through = opts.throughSeq ?? this.fold.lastTurnEndSeq;
+    if (through < 0) throw new ForklineError('BAD_USER_INPUT', `session ${this.sessionId} has no completed turn to compact`);
+    if (!Number.isInteger(through) || through >= this.fold.nextSeq) {
+      throw new ForklineError('SEQ_OUT_OF_RANGE', `throughSeq ${through} is not an event of session ${this.sessionId} (0..${this.fold.nextSeq - 1})`);
+    }
+    return this.compact(through, 'manual', opts.instructions ?? undefined);
+  }
+
+  /**
+   * Writes a compaction: its start, the model's summary of the history through
+   * `through` as a surface/replace from seq 0 (it covers every earlier
+   * replacement, whose summaries the history it summarises holds), its end.
+   * A model that fails leaves an end with the error, and throws.
+   */
+  private async compact(through: number, reason: 'manual' | 'automatic', instructions?: string): Promise<CompactionResult> {
+    const fromSeq = 0;
+    await this.append([{ type: COMPACTION_START, data: { reason, fromSeq, toSeq: through, ...(instructions ? { instructions } : {}) } }]);
+    const config = this.modelConfig();
+    let summary: { text: string; requests: number };
+    try {
+      summary = await summarize(this.fold.conversation.messagesThrough(through), {
+        model: this.deps.resolveModel(config.provider),
+        config: { provider: config.provider, model: config.model, settings: config.settings },
+        requestTokens: this.budget().threshold,
+        instructions,
+        signal: this.abort.signal,
+      });
+    } catch (err) {
+      const message = (err as Error).message;
+      if (!this.stopReason || this.stopReason === 'cancel' || this.stopReason === 'turn-limit') {
+        await this.append([{ type: COMPACTION_END, data: { reason, fromSeq, toSeq: through, error: message.slice(0, 2000) } }]).catch(() => {});
+      }
+      throw err instanceof ModelError ? err : new ModelError(`compaction failed: ${message}`);
+    }
+    const [replace] = await this.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: storable(summary.text) } }]);
+    const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests };
+    await this.append([{ type: COMPACTION_END, data: { ...end } }]);
+    return { fromSeq, toSeq: through, summarySeq: replace.seq };
+  }
+
+  /** The session's model's context window and the size that triggers a compaction. */
+  private budget(): { window: number; threshold: number } {
+    const window = contextWindowOf(this.modelConfig(), this.deps.budget);
+    return { window, threshold: compactionThreshold(window, this.deps.budget) };
+  }
+
+  /** The estimated tokens of a request of these messages and tools. */
+  private estimate(tools: readonly ToolDefinition[], extra: readonly ChatMessage[]): number {
+    return estimateRequestTokens(this.fold.conversation.messages(), tools, this.fold.usageMark, extra);
+  }
+
+  /**
+   * Before a step: a request over the budget's threshold compacts the history
+   * before the running turn first (when there is any not yet compacted). A
+   * request that still exceeds the window is a reason to fail the turn (not
+   * a provider's 400): returned as the message to fail with.
+   */
+  private async fitBudget(tools: readonly ToolDefinition[], extra: ChatMessage[] = [], flush?: () => Promise<void>): Promise<string | undefined> {
+    const { window, threshold } = this.budget();
+    let tokens = this.estimate(tools, extra);
+    if (tokens <= threshold) return undefined;
+    const through = this.fold.lastTurnEndSeq;
+    const covered = this.fold.compaction.lastCompleted?.toSeq ?? -1;
+    if (through > covered) {
+      if (flush) {
+        await flush(); // what the step carried is stored before the compaction's start
+        extra = [];
+      }
+      await this.compact(through, 'automatic');
+      tokens = this.estimate(tools, extra);
+    }
+    if (tokens <= window) return undefined;
+    const { provider, model } = this.modelConfig();
+    return `the request (about ${tokens} tokens) does not fit the context window of ${provider}:${model} (${window} tokens) even after compaction`;
   }
 
   /** The time-limit message a turn stopped by `maxTurnMs` ends with. */
@@ -245,11 +347,28 @@ export class SessionRunner {
           forkedFrom,
         });
       }
-      await write([{ type: 'step/start', data: { turn, step } }]);
-
-      const messages = this.fold.conversation.messages();
       // The tools of the session's set as of now (session/tools in its log: a fork offers those of its cut).
       const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => toolAllowed(t.name, this.fold.state.tools));
+      // The context budget: compact first when the request would not fit (before the turn starts on its first step).
+      let overBudget: string | undefined;
+      try {
+        const pending: ChatMessage[] =
+          step === 1
+            ? [{ role: 'user', content: input.text }]
+            : carry.flatMap((e) => (e.type === 'tool/result' ? [{ role: 'tool' as const, tool_call_id: (e.data as { callId: string }).callId, content: (e.data as { content: string }).content }] : []));
+        overBudget = await this.fitBudget(offered, pending, step === 1 ? undefined : () => write([]));
+      } catch (err) {
+        if (this.stopReason) {
+          if (step === 1) return; // nothing of the turn stored yet: the input stays queued
+          await write([]);
+          return this.closeStopped();
+        }
+        overBudget = err instanceof ModelError ? err.message : `compaction failed: ${(err as Error).message}`;
+      }
+      await write([{ type: 'step/start', data: { turn, step } }]);
+      if (overBudget) return finish([agentError(step, overBudget), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', overBudget);
+
+      const messages = this.fold.conversation.messages();
       const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
@@ -293,6 +412,10 @@ export class SessionRunner {
           ...(answer.usage ? { usage: answer.usage } : {}),
         },
       };
+      if (answer.usage) {
+        // The provider's count of this request and answer: the next request's estimate starts from it.
+        this.fold.usageMark = { tokens: (answer.usage.inputTokens ?? 0) + (answer.usage.outputTokens ?? 0), messageCount: messages.length + 1 };
+      }
       if (answer.toolCalls.length === 0) {
         return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');
       }

@@ -86,6 +86,8 @@ const v4 = {
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
+  // The model's context window in tokens, when the session names it (unknown models have no known window).
+  'session/model': v3['session/model'].extend({ contextTokens: positiveInt.optional() }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),

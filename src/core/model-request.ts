@@ -29,7 +29,7 @@ export class Conversation {
   private readonly entries: Entry[] = [];
   private readonly inputs = new Map<string, string>();
   private readonly answered = new Set<string>();
-  private readonly replacements = new Map<number, { toSeq: number; content: string }>();
+  private readonly replacements = new Map<number, { toSeq: number; content: string; seq: number }>();
   /** The rendered messages; undefined after a surface/replace until the next render. */
   private rendered?: ChatMessage[] = [];
   /** Index in `rendered` of the assistant message that made each call. */
@@ -64,7 +64,7 @@ export class Conversation {
         break;
       }
       case 'surface/replace':
-        this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content });
+        this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content, seq: e.seq });
         this.approxChars += ev.data.content.length;
         this.rendered = undefined; // a range of history changes: render again, once
         break;
@@ -95,6 +95,14 @@ export class Conversation {
     return opts.system ? [{ role: 'system', content: opts.system }, ...this.rendered] : this.rendered.slice();
   }
 
+  /**
+   * The messages of the log through `throughSeq` only (what a compaction
+   * summarises): entries and replacements written at or before it.
+   */
+  messagesThrough(throughSeq: number): ChatMessage[] {
+    return this.renderAll(throughSeq);
+  }
+
   private add(entry: Entry) {
     this.entries.push(entry);
     // New events come after every replaced range (a surface/replace covers earlier events only).
@@ -118,6 +126,12 @@ export class Conversation {
     }
   }
 
+  /** Like push, without recording where calls are (a partial render is not the live one). */
+  private pushDetached(out: ChatMessage[], entry: Entry) {
+    if (entry.kind === 'assistant') out.push(this.assistantMessage(entry.data));
+    else this.push(out, entry);
+  }
+
   private assistantMessage(d: EventData<'model/message'>): AssistantMessage {
     const calls = d.toolCalls.filter((c) => this.answered.has(c.id));
     return {
@@ -133,10 +147,11 @@ export class Conversation {
    * Renders history with its replacements: a replacement stands at its fromSeq
    * (unless an earlier one already hides that seq) and hides its range.
    */
-  private renderAll(): ChatMessage[] {
-    this.callMessage.clear();
+  private renderAll(throughSeq = Infinity): ChatMessage[] {
+    const partial = throughSeq !== Infinity;
+    if (!partial) this.callMessage.clear();
     const out: ChatMessage[] = [];
-    const replacements = [...this.replacements].sort(([a], [b]) => a - b);
+    const replacements = [...this.replacements].filter(([, r]) => r.seq <= throughSeq).sort(([a], [b]) => a - b);
     let next = 0;
     let hiddenThrough = -1;
     const replaceThrough = (seq: number) => {
@@ -148,10 +163,11 @@ export class Conversation {
       }
     };
     for (const entry of this.entries) {
+      if (entry.seq > throughSeq) break;
       replaceThrough(entry.seq);
-      if (entry.seq > hiddenThrough) this.push(out, entry);
+      if (entry.seq > hiddenThrough) (partial ? this.pushDetached(out, entry) : this.push(out, entry));
     }
-    replaceThrough(Infinity);
+    replaceThrough(throughSeq);
     return out;
   }
 }

@@ -200,6 +200,20 @@ export class SessionController {
     return s;
   }
 
+  /**
+   * Manual compaction (issue 30): the session's model summarises its history
+   * through `throughSeq` (default: the end of the last completed turn), written
+   * under the session's lease between turns; returns once it is written.
+   */
+  async compactSession(
+    scope: Scope,
+    sessionId: string,
+    input: { throughSeq?: number | null; instructions?: string | null },
+  ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
+    await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
+    return this.host.compact(sessionId, scope.tenant, input);
+  }
+
   async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {
     this.checkModel(model);
     await this.store.append(sessionId, [{ type: 'session/model', data: model }], { scope });

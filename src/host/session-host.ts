@@ -14,7 +14,7 @@ import type { SessionStore } from '../store/session-store.ts';
 import { CONTROL_CHANNEL, DELETED_CHANNEL, WORK_CHANNEL, decodeCancel, decodeSessionsDeleted, encodeCancel } from '../store/channels.ts';
 import type { PgListener } from '../store/pg-listener.ts';
 import type { Lease, LeaseClaim, LeaseStore, TenantShare } from '../store/leases.ts';
-import { SessionRunner, type RunnerDeps } from '../agent/session-runner.ts';
+import { SessionRunner, type CompactionResult, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -36,6 +36,8 @@ const PREWARM_MIN_EVENTS = 10_000;
 const MAX_PREWARMING = 2;
 const PREWARM_DELAY_MS = 1000;
 const MAX_RETRY_MS = 10_000;
+/** How long a manual compaction waits for a session another process runs. */
+const COMPACT_WAIT_MS = 60_000;
 /**
  * Claims and "work is waiting" announcements triggered within this window go
  * out as one: under a backlog every finished turn frees a slot and every
@@ -231,7 +233,7 @@ export class SessionHost {
     const built = due
       .then(async () => {
         if (this.stopped) return; // shutting down: nobody will use it here
-        await fold.catchUp(this.store.log);
+        await fold.catchUpCold(this.store); // a long log: from its last compaction, if it has one
         if (!this.folds.has(sessionId)) this.folds.put(fold);
       })
       .catch((err) => {
@@ -373,6 +375,57 @@ export class SessionHost {
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       } finally {
         entry.runner = undefined;
+      }
+    }
+  }
+
+  /**
+   * Manual compaction (compactSession): under the session's lease like a
+   * turn, and between turns — a turn running here is waited for, a lease held
+   * by another process is claimed once it is given back (at most
+   * `COMPACT_WAIT_MS`, then SESSION_BUSY). Input that arrives meanwhile waits;
+   * once the summary is written the session runs on here as after a turn
+   * (its lease goes back when nothing waits).
+   */
+  async compact(sessionId: string, tenant: string, opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
+    const deadline = Date.now() + COMPACT_WAIT_MS;
+    for (let waitMs = 20; ; waitMs = Math.min(waitMs * 2, 500)) {
+      if (this.stopped) throw new ForklineError('SERVICE_UNAVAILABLE', 'the server is shutting down');
+      const current = this.running.get(sessionId);
+      if (current) {
+        await current.done.catch(() => {});
+        continue;
+      }
+      const lease = this.claimingOne.has(sessionId) ? null : await this.leases.claim(sessionId);
+      if (!lease) {
+        if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `session ${sessionId} is running elsewhere; try again`);
+        await new Promise((r) => setTimeout(r, waitMs));
+        continue;
+      }
+      if (this.running.has(sessionId)) {
+        // A wake adopted the session between our check and our claim: it runs here now; wait for it.
+        await this.leases.release(lease).catch(() => {});
+        continue;
+      }
+      if (lease.lineage) this.store.log.rememberLineage(lease.lineage);
+      let finished!: () => void;
+      const entry: Running = { lease, tenant, again: false, done: new Promise<void>((r) => (finished = r)) };
+      this.running.set(sessionId, entry);
+      await this.prewarmed(sessionId);
+      const fold = this.folds.take(sessionId);
+      const runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store, lease });
+      entry.runner = runner;
+      try {
+        return await runner.compactNow(opts);
+      } finally {
+        entry.runner = undefined;
+        if (runner.stopReason !== 'deleted') this.folds.put(fold); // appends that failed left it as the log is
+        this.running.delete(sessionId);
+        finished();
+        // Runs on as after a turn: input that came meanwhile, then the lease goes back.
+        const gone = runner.stopReason === 'deleted' || runner.stopReason === 'lease-lost';
+        if (!gone && !this.stopped) this.adopt(entry.nextLease ?? lease, tenant);
+        else if (!gone) await this.leases.release(lease).catch(() => {});
       }
     }
   }

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
-import { selectBranchCut } from '../core/cut.ts';
+import { BEGINS_WORK_TYPES, COMPLETED_STANDALONE_TYPES, selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
 import type { LogState } from '../core/log-state.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
@@ -32,6 +32,8 @@ export interface ModelConfig {
   provider: string;
   model: string;
   settings?: Record<string, unknown>;
+  /** The model's context window in tokens (the budget of its requests); unset: the known window of the model, or the default. */
+  contextTokens?: number;
 }
 
 /**
@@ -198,6 +200,15 @@ export class Forks {
       {
         atOrAfter: async (seq) => seqOf(await this.log.firstOfType(lineage, 'turn/end', seq, client)),
         last: async () => seqOf(await this.log.lastOfType(lineage, 'turn/end', last, client)),
+        // Completed standalone work after the last turn (seed 000): kept unless a turn or an input came first.
+        standaloneAfter: async (seq) => {
+          const [ends, begins] = await Promise.all([
+            this.log.ofTypes(lineage, COMPLETED_STANDALONE_TYPES, { fromSeq: seq + 1, toSeq: last, limit: 1, descending: true }, client),
+            this.log.ofTypes(lineage, BEGINS_WORK_TYPES, { fromSeq: seq + 1, toSeq: last, limit: 1 }, client),
+          ]);
+          const end = ends[0]?.seq;
+          return end !== undefined && (begins[0] === undefined || begins[0].seq > end) ? end : undefined;
+        },
       },
       cut?.anchorSeq,
     );

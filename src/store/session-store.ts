@@ -5,6 +5,7 @@
 // through SessionRows (session-rows.ts); leases are LeaseStore (leases.ts);
 // NOTIFY channels and their payloads are channels.ts.
 import type pg from 'pg';
+import type { LogState } from '../core/log-state.ts';
 import { CURRENT_FORMAT_VERSION, type NewEvent } from '../core/events.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
@@ -131,6 +132,15 @@ export class SessionStore {
   /** Queues a message, claiming the session's lease with `claimFor` (SessionAppends.queueInput). */
   queueInput(...args: Parameters<SessionAppends['queueInput']>) {
     return this.appends.queueInput(...args);
+  }
+
+  /**
+   * The reducer state right after `seq` (its open turn, inbox and turn
+   * counters; no title, model or tools), read as an append check reads it:
+   * where an agent's cold fold starts after a compaction.
+   */
+  async stateAt(sessionId: string, seq: number): Promise<LogState> {
+    return (await this.tails.at(sessionId, seq, this.pool)).state;
   }
 
   /** The reducer state at the end of the log as a runner replayed it (SessionAppends.knowTail). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildForkSeed } from '../../src/core/fork-seed.ts';
 import { closeOpenTail, syntheticResultId, type RepairCause } from '../../src/core/repair.ts';
-import { selectBranchCut, turnEndsOf } from '../../src/core/cut.ts';
+import { selectBranchCut, turnEndsOf, turnEndsOfLog } from '../../src/core/cut.ts';
 import { decodeEvent, type LogEvent } from '../../src/core/events.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { closerName, EXPECTED_CLOSERS, openTailOf, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
@@ -20,10 +20,9 @@ function fork(events: LogEvent[], cut: number, parent = PARENT) {
 forkSpec('pure core', {
   createParent: async (events) => ({ id: PARENT, events: withSeqs(events) }),
   async fork(parent, cut) {
-    const turnEnds = parent.events.filter((e) => e.type === 'turn/end').map((e) => e.seq);
-    const cutSeq = 'atSeq' in cut ? cut.atSeq : await selectBranchCut(turnEndsOf(turnEnds), cut.anchorSeq);
-    const { seed, child } = fork(parent.events, cutSeq);
-    return { events: child, cutSeq, counters: seed };
+    const cutSeq = 'atSeq' in cut ? cut.atSeq : await selectBranchCut(turnEndsOfLog(parent.events), cut.anchorSeq);
+    const { seed, child } = fork(parent.events, cutSeq, parent.id);
+    return { id: `${parent.id}_child`, events: child, cutSeq, counters: seed };
   },
 });
 

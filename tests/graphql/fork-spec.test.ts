@@ -35,6 +35,6 @@ forkSpec('GraphQL API', {
     // answers it. Read the log and its counters once every agent is done, so both
     // describe the same log and the spec compares them exactly.
     await app.services.host.idle();
-    return { ...(await read(f.session.id)), cutSeq: f.cutSeq, syntheticEvents: f.syntheticEvents };
+    return { id: f.session.id, ...(await read(f.session.id)), cutSeq: f.cutSeq, syntheticEvents: f.syntheticEvents };
   },
 });

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../src/core/events.ts';
 import { LogState } from '../../src/core/log-state.ts';
 import { RecordingValidator, recordingHeader, recordingLine } from '../../src/core/recording.ts';
-import { BRANCH_ROWS, closerName, EXPECTED_CLOSERS, NO_TURN_END_LOG, REFERENCE_LOG } from './reference-log.ts';
+import { BRANCH_ROWS, closerName, COMPACTION_LOG, COMPACTION_ROWS, EXPECTED_CLOSERS, NO_TURN_END_LOG, REFERENCE_LOG } from './reference-log.ts';
+import { SessionFold } from '../../src/agent/session-fold.ts';
 
 /** One event as the implementation exposes it. */
 export interface SpecEvent {
@@ -29,6 +30,8 @@ export interface ParentRef {
 export type ForkCut = { atSeq: number } | { anchorSeq?: number | null };
 
 export interface ForkedChild {
+  /** The child's id (nested forks fork it again). */
+  id?: string;
   /**
    * The child's whole log, read when the implementation is done with it (a
    * child's agent may have answered input queued in its prefix): `counters`
@@ -113,7 +116,7 @@ function checkChild(parent: ParentRef, child: ForkedChild, cut: number, closers:
 
 export function forkSpec<P extends ParentRef>(name: string, impl: ForkSpecInitializer<P>) {
   describe(`fork spec: ${name}`, () => {
-    const logs = { reference: REFERENCE_LOG, 'no turn/end': NO_TURN_END_LOG };
+    const logs = { reference: REFERENCE_LOG, 'no turn/end': NO_TURN_END_LOG, compaction: COMPACTION_LOG };
     const parents = {} as Record<keyof typeof logs, P>;
     beforeAll(async () => {
       await impl.setup?.();
@@ -134,6 +137,30 @@ export function forkSpec<P extends ParentRef>(name: string, impl: ForkSpecInitia
         checkChild(parents.reference, await impl.fork(parents.reference, { atSeq: cut }), cut, closers);
       });
     });
+
+    // Forks and compaction: the child's log keeps the rules, and its agent's next request is checked.
+    for (const row of COMPACTION_ROWS) {
+      it(`compaction: ${row.name}`, async () => {
+        let parent: ParentRef = parents.compaction;
+        let child = await impl.fork(parents.compaction as P, row.cut);
+        if (row.nested) {
+          // Fork the child again at its end (its own marker and closers inherited).
+          checkChild(parent, child, row.cutSeq, []);
+          parent = { id: child.id!, events: child.events };
+          child = await impl.fork(parent as P, { atSeq: child.events.length - 1 });
+          checkChild(parent, child, parent.events.length - 1, []);
+        } else {
+          checkChild(parent, child, row.cutSeq, []);
+        }
+        // The agent's conversation after the fork: what its model is sent next, before the child's own input.
+        const fold = new SessionFold('child');
+        fold.apply(child.events.map((e) => ({ seq: e.seq, type: e.type, data: e.data, inherited: e.inherited, synthetic: e.synthetic })));
+        expect(fold.conversation.messages()).toEqual(row.request);
+        // Plugin brackets are never closed by a fork: no compaction end was made up.
+        const own = child.events.filter((e) => !e.inherited);
+        expect(own.filter((e) => e.type.startsWith('plugin/')).map((e) => e.type)).toEqual([]);
+      });
+    }
 
     for (const row of BRANCH_ROWS) {
       it(`branch of the ${row.log} log, anchor ${row.anchorSeq}: cut ${row.cutSeq}, then ${JSON.stringify(row.closers)}`, async () => {

@@ -123,3 +123,55 @@ export function openTailOf(log: LogEvent[], cut: number): LogEvent[] {
   for (let i = 0; i <= cut; i++) if (log[i].type === 'turn/start') start = i;
   return start < 0 ? [] : log.slice(start, cut + 1);
 }
+
+// ---- Forks and compaction (issue 30; seeds 000 and 003) ----
+
+const compaction = (through: number, summarySeq: number, content: string): NewEvent[] => [
+  { type: 'plugin/compaction/start', data: { reason: 'manual', fromSeq: 0, toSeq: through } },
+  { type: 'surface/replace', data: { fromSeq: 0, toSeq: through, content } },
+  { type: 'plugin/compaction/end', data: { fromSeq: 0, toSeq: through, summarySeq, reason: 'manual', requests: 1 } },
+];
+const turn = (n: number, inputId: string, text: string, answer: string): NewEvent[] => [
+  { type: 'inbox/add', data: { inputId, text } },
+  { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+  { type: 'turn/start', data: { turn: n, inputId } },
+  { type: 'step/start', data: { turn: n, step: 1 } },
+  { type: 'model/message', data: { turn: n, step: 1, text: answer, toolCalls: [] } },
+  { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
+  { type: 'turn/end', data: { turn: n, reason: 'completed' } },
+];
+
+/** Two turns, each followed by a completed manual compaction (the second after the last turn/end). */
+export const COMPACTION_LOG: NewEvent[] = [
+  /* 0 */ { type: 'session/model', data: { provider: 'scripted', model: 'scripted' } },
+  /* 1-7 */ ...turn(1, 'in_1', 'first question', 'first answer'),
+  /* 8-10 */ ...compaction(7, 9, 'summary of turn 1'),
+  /* 11-17 */ ...turn(2, 'in_2', 'second question', 'second answer'),
+  /* 18-20 */ ...compaction(17, 19, 'summary of turns 1-2'),
+];
+
+const summary = (through: number, content: string) => ({ role: 'system', content: `Summary of earlier conversation (events 0..${through}):\n${content}` });
+const FIRST_TURN = [{ role: 'user', content: 'first question' }, { role: 'assistant', content: 'first answer' }];
+const SECOND_TURN = [{ role: 'user', content: 'second question' }, { role: 'assistant', content: 'second answer' }];
+
+/** A fork of COMPACTION_LOG, and the messages the child's agent would send its model next (before its own input). */
+export interface CompactionRow {
+  name: string;
+  cut: { atSeq: number } | { anchorSeq?: number | null };
+  cutSeq: number;
+  /** Forked again from the child, at the child's end (nested forks). */
+  nested?: boolean;
+  request: Array<{ role: string; content: string | null }>;
+}
+
+export const COMPACTION_ROWS: CompactionRow[] = [
+  { name: 'before any compaction: the whole first turn', cut: { atSeq: 7 }, cutSeq: 7, request: FIRST_TURN },
+  { name: 'inside a compaction, after its start: nothing of it', cut: { atSeq: 8 }, cutSeq: 8, request: FIRST_TURN },
+  { name: 'inside a compaction, after its replacement, before its end: the unfinished compaction is ignored', cut: { atSeq: 9 }, cutSeq: 9, request: FIRST_TURN },
+  { name: 'after a completed compaction: its summary', cut: { atSeq: 10 }, cutSeq: 10, request: [summary(7, 'summary of turn 1')] },
+  { name: 'inside the second compaction: the first one holds', cut: { atSeq: 19 }, cutSeq: 19, request: [summary(7, 'summary of turn 1'), ...SECOND_TURN] },
+  { name: 'a branch without anchor keeps the completed standalone compaction', cut: {}, cutSeq: 20, request: [summary(17, 'summary of turns 1-2')] },
+  { name: 'a branch anchored in the last turn cuts at its turn/end', cut: { anchorSeq: 12 }, cutSeq: 17, request: [summary(7, 'summary of turn 1'), ...SECOND_TURN] },
+  { name: "nested forks keep their ancestors' replacements", cut: { atSeq: 20 }, cutSeq: 20, nested: true, request: [summary(17, 'summary of turns 1-2')] },
+  { name: 'a nested fork inside the compaction its parent inherited unfinished still ignores it', cut: { atSeq: 9 }, cutSeq: 9, nested: true, request: FIRST_TURN },
+];

@@ -23,6 +23,7 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import { ModelError } from './model.ts';
+import { COMPACTION_HEADER, digestOf } from '../compaction.ts';
 
 interface Script {
   groups: Array<Array<{ name: string; arguments: string }>>;
@@ -124,7 +125,22 @@ function answer(prompt: LanguageModelV3Prompt): Answer {
   let lastUser = prompt.length - 1;
   while (lastUser >= 0 && prompt[lastUser].role !== 'user') lastUser--;
   if (lastUser < 0) throw new ModelError('scripted model: no user message to answer');
-  const script = parseScript(textOf(prompt[lastUser]));
+  const userText = textOf(prompt[lastUser]);
+  // A compaction's summary request: a deterministic, bounded digest (compaction.ts).
+  if (userText.startsWith(COMPACTION_HEADER)) {
+    const text = digestOf(userText);
+    const input = words(userText);
+    return {
+      text,
+      toolCalls: [],
+      slowMs: 0,
+      usage: {
+        inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: words(text), text: words(text), reasoning: undefined },
+      },
+    };
+  }
+  const script = parseScript(userText);
   if (script.fail) throw new ModelError(script.fail);
   const since = prompt.slice(lastUser + 1);
   const step = since.filter((m) => m.role === 'assistant').length; // steps already answered this turn

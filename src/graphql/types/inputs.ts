@@ -9,6 +9,9 @@ export const ModelConfigInput = builder.inputType('ModelConfigInput', {
       description: '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
     }),
     model: t.string({ required: true }),
+    contextTokens: t.int({
+      description: "The model's context window in tokens: the budget its requests are kept under (automatic compaction). Unset: the known window of a well-known model, else FORKLINE_CONTEXT_TOKENS.",
+    }),
     settings: t.field({
       type: 'JSON',
       description:
@@ -31,6 +34,13 @@ function jsonSize(value: unknown): number {
 export const modelSchema = z.object({
   provider: z.string().min(1).max(100),
   model: z.string().min(1).max(200),
+  contextTokens: z
+    .number()
+    .int()
+    .min(256)
+    .max(100_000_000)
+    .nullish()
+    .transform((v) => v ?? undefined),
   settings: z
     .record(z.string(), z.unknown())
     .refine((v) => jsonSize(v) <= MAX_SETTINGS_BYTES, `at most ${MAX_SETTINGS_BYTES} bytes of JSON`)

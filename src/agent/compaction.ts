@@ -1,0 +1,173 @@
+// Compaction (issue 30, DESIGN §6): the model-visible history through a seq
+// is replaced by the session's model's summary of it. In the log:
+// `plugin/compaction/start`, then `surface/replace {fromSeq, toSeq, content}`,
+// then `plugin/compaction/end {fromSeq, toSeq, summarySeq}`. The bracket is
+// the agent's (a plugin's): the core never closes it, and a fork inside it
+// (after the start, before the end) leaves the child an unfinished compaction
+// whose replacement its requests ignore (CompactionBracket).
+import type { ChatMessage } from '../core/chat.ts';
+import type { LogEvent } from '../core/events.ts';
+import type { ChatModel } from './models/model.ts';
+import { CHARS_PER_TOKEN } from './context-budget.ts';
+
+export const COMPACTION_START = 'plugin/compaction/start';
+export const COMPACTION_END = 'plugin/compaction/end';
+
+/** The first line of a summary request's user message (the scripted model answers it with a digest). */
+export const COMPACTION_HEADER = '[forkline compaction] Summarise the conversation below.';
+
+/** What a finished compaction's end records. */
+export interface CompactionEndData {
+  fromSeq: number;
+  toSeq: number;
+  summarySeq: number;
+  reason: 'manual' | 'automatic';
+  /** Model calls the summary took (a history longer than the window is summarised in parts). */
+  requests: number;
+}
+
+/**
+ * The compaction bracket as the agent's fold sees it: a `surface/replace`
+ * written inside an open compaction takes effect on the model's history only
+ * once its `plugin/compaction/end` follows. A fork's marker (`session/end-seed`)
+ * ends the parent's unfinished compaction for the child: its start is stale,
+ * its replacement never applies. A replacement outside any bracket (an
+ * imported log) applies at once.
+ */
+export class CompactionBracket {
+  private open = false;
+  private pending?: LogEvent;
+  /** The last completed compaction's end (its data), in this log. */
+  lastCompleted?: CompactionEndData & { seq: number };
+
+  /** The events the conversation applies for `e`: itself, nothing (deferred), or a deferred replacement. */
+  filter(e: LogEvent): LogEvent[] {
+    switch (e.type) {
+      case COMPACTION_START:
+        this.open = true;
+        this.pending = undefined;
+        return [];
+      case 'surface/replace':
+        if (!this.open) return [e];
+        this.pending = e;
+        return [];
+      case COMPACTION_END: {
+        const pending = this.pending;
+        this.open = false;
+        this.pending = undefined;
+        const d = e.data as Partial<CompactionEndData>;
+        if (pending && typeof d.summarySeq === 'number' && d.summarySeq === pending.seq) {
+          this.lastCompleted = { ...(d as CompactionEndData), seq: e.seq };
+          return [pending];
+        }
+        return [];
+      }
+      case 'session/end-seed':
+        this.open = false; // the parent's unfinished compaction stays unfinished: inherited, stale
+        this.pending = undefined;
+        return [e];
+      default:
+        return [e];
+    }
+  }
+}
+
+/** One message of history as a line of the transcript a summary request holds. */
+function transcriptLine(m: ChatMessage, maxChars: number): string {
+  let line: string;
+  switch (m.role) {
+    case 'system':
+      line = `[summary] ${m.content}`;
+      break;
+    case 'user':
+      line = `[user] ${m.content}`;
+      break;
+    case 'assistant': {
+      const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`);
+      line = `[assistant] ${m.content ?? ''}${calls.length ? ` [calls] ${calls.join(' ')}` : ''}`;
+      break;
+    }
+    case 'tool':
+      line = `[tool] ${m.content}`;
+      break;
+  }
+  line = line.replace(/\s*\n\s*/g, ' ');
+  return line.length > maxChars ? `${line.slice(0, maxChars)}…` : line;
+}
+
+export interface SummarizeOptions {
+  model: ChatModel;
+  config: { provider: string; model: string; settings?: Record<string, unknown> };
+  /** The tokens one summary request may hold (history part, prompt and the summary so far). */
+  requestTokens: number;
+  instructions?: string;
+  signal: AbortSignal;
+}
+
+/** A summary request's own text beyond the transcript: header, instructions, the summary so far (bounded below). */
+const PROMPT_RESERVE_CHARS = 4_000;
+/** A summary so far, as the next part's request carries it. */
+const MAX_CARRIED_SUMMARY_CHARS = 8_000;
+
+/**
+ * Asks the model for a summary of `messages`. A history longer than one
+ * request holds is summarised in parts, each request carrying the summary so
+ * far: every request fits `requestTokens`.
+ */
+export async function summarize(messages: readonly ChatMessage[], opts: SummarizeOptions): Promise<{ text: string; requests: number }> {
+  // A small window gets proportionally less room for the prompt and the summary so far.
+  const totalChars = opts.requestTokens * CHARS_PER_TOKEN;
+  const carried = Math.floor(Math.min(MAX_CARRIED_SUMMARY_CHARS, totalChars * 0.2));
+  const budgetChars = Math.max(500, totalChars - carried - Math.min(PROMPT_RESERVE_CHARS, totalChars * 0.1));
+  const parts: string[][] = [[]];
+  let used = 0;
+  for (const m of messages) {
+    const line = transcriptLine(m, budgetChars);
+    if (used + line.length + 1 > budgetChars && parts.at(-1)!.length) {
+      parts.push([]);
+      used = 0;
+    }
+    parts.at(-1)!.push(line);
+    used += line.length + 1;
+  }
+  let summary = '';
+  for (const [i, lines] of parts.entries()) {
+    const prompt = [
+      COMPACTION_HEADER,
+      'Write a concise summary that lets the conversation continue: the user\'s goals, what was decided and done, tool results that matter, open questions.',
+      ...(opts.instructions ? [`Instructions: ${opts.instructions}`] : []),
+      ...(parts.length > 1 ? [`This is part ${i + 1} of ${parts.length} of the history.`] : []),
+      ...(summary ? [`Summary of the earlier parts:\n${summary.slice(0, carried)}`] : []),
+      'Conversation:',
+      ...lines,
+    ].join('\n');
+    const answer = await opts.model.complete(
+      { ...opts.config, messages: [{ role: 'user', content: prompt }], tools: [] },
+      { signal: opts.signal, onDelta: () => {} },
+    );
+    summary = answer.text.trim();
+  }
+  return { text: summary || '(nothing to summarise)', requests: parts.length };
+}
+
+/** At most this long, whatever the history's length. */
+export const DIGEST_MAX_CHARS = 1_000;
+
+/**
+ * The scripted model's summary: a deterministic digest of a summary request's
+ * transcript, at most DIGEST_MAX_CHARS characters.
+ */
+export function digestOf(prompt: string): string {
+  const lines = prompt.split('\n');
+  const count = (tag: string) => lines.filter((l) => l.startsWith(tag)).length;
+  const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+  const users = lines.filter((l) => l.startsWith('[user] ')).map((l) => l.slice(7));
+  const earlier = prompt.match(/Summary of the earlier parts:\n([^\n]*)/)?.[1] ?? lines.find((l) => l.startsWith('[summary] '))?.slice(10);
+  const text = [
+    `Digest of ${count('[user] ')} user, ${count('[assistant] ')} assistant and ${count('[tool] ')} tool messages.`,
+    ...(earlier ? [`Before: ${clip(earlier, 300)}`] : []),
+    ...(users.length ? [`First request: ${clip(users[0], 150)}`] : []),
+    ...(users.length > 1 ? [`Latest requests: ${users.slice(-3).map((u) => clip(u, 100)).join(' | ')}`] : []),
+  ].join('\n');
+  return clip(text, DIGEST_MAX_CHARS - 1);
+}

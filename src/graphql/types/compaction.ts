@@ -1,0 +1,48 @@
+// compactSession (issue 30, DESIGN §7): the controller's manual compaction.
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
+
+const CompactSessionInput = builder.inputType('CompactSessionInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    throughSeq: t.int({ description: 'The last seq the summary covers. Omitted: the end of the last completed turn.' }),
+    instructions: t.string({ description: 'What the summary should keep or focus on, passed to the model.' }),
+  }),
+});
+
+const compactArgs = z.object({
+  sessionId: sessionIdSchema,
+  throughSeq: z.number().int().min(0).nullish(),
+  instructions: z.string().max(4000).nullish(),
+});
+
+const CompactSessionPayload = builder
+  .objectRef<{ sessionId: string; fromSeq: number; toSeq: number; summarySeq: number }>('CompactSessionPayload')
+  .implement({
+    description: 'A compaction written: plugin/compaction/start, surface/replace (the summary), plugin/compaction/end.',
+    fields: (t) => ({
+      session: t.prismaField({
+        type: 'Session',
+        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
+      }),
+      fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
+      toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),
+      summarySeq: t.exposeInt('summarySeq', { description: 'Seq of the surface/replace holding the summary.' }),
+    }),
+  });
+
+builder.mutationFields((t) => ({
+  compactSession: t.field({
+    type: CompactSessionPayload,
+    description:
+      "Replaces the model-visible history through throughSeq by the session's model's summary (plugin/compaction/start, surface/replace, " +
+      'plugin/compaction/end), under the session\'s lease between turns: a running turn is waited for. Returns once the summary is written.',
+    args: { input: t.arg({ type: CompactSessionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(compactArgs, input);
+      const r = await ctx.services.controller.compactSession(ctx.scope, p.sessionId, { throughSeq: p.throughSeq, instructions: p.instructions });
+      return { sessionId: p.sessionId, ...r };
+    },
+  }),
+}));
