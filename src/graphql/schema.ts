@@ -10,6 +10,7 @@ import './types/search.ts';
 import './types/models.ts';
 import './types/tools.ts';
 import './types/api-tokens.ts';
+import './types/runners.ts';
 
 export const schema = withPropertyReads(builder.toSchema({ sortSchema: false }));
 

@@ -34,6 +34,9 @@ export const COLUMNS_BY_FIELD: Record<string, readonly string[]> = {
   turnAt: LOG,
   commonPrefix: LOG,
   recording: ['title', 'eventCount'],
+  runner: ['runner'],
+  runnerHolder: ['runner', 'leaseOwner', 'leaseExpiresAt'],
+  modelRequest: [],
 };
 
 const ALWAYS = ['id', 'createdAt'];

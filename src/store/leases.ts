@@ -55,16 +55,19 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
+/** SQL on a session row: forkline's own agent runs it (no external runner pool: issue 32); only such rows are claimed here. */
+export const RUN_BY_FORKLINE = `"runner" IS NULL`;
+
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND ${LEASE_IS_FREE}
+        WHERE id = $1 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
         RETURNING id, "leaseToken" AS token, "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
-            AND ${LEASE_IS_FREE}
+            AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
           LIMIT $3
@@ -83,7 +86,7 @@ const LEASE_SQL = {
        waiting AS (
          SELECT DISTINCT "Session".tenant, coalesce(held.n, 0) AS n FROM "Session" LEFT JOIN held ON held.tenant = "Session".tenant
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
-            AND ${LEASE_IS_FREE}
+            AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
             AND coalesce(held.n, 0) < $7
        ),
@@ -93,7 +96,7 @@ const LEASE_SQL = {
              SELECT s.id, s."updatedAt" FROM "Session" s
               WHERE s.tenant = w.tenant
                 AND (s.status = 'RUNNING' OR s."pendingInputCount" > 0)
-                AND ${LEASE_IS_FREE}
+                AND ${LEASE_IS_FREE} AND s.${RUN_BY_FORKLINE}
                 AND s.id <> ALL($4::text[])
               ORDER BY s."updatedAt"
               LIMIT LEAST($3, $7 - w.n)

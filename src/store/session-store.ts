@@ -10,7 +10,7 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, commonPrefix, lineageOf, type Lineage } from './lineage.ts';
 import { SessionLog, type StoredEvent } from './session-log.ts';
-import { LEASE_IS_FREE, leaseOf, type Lease, type LeaseClaim } from './leases.ts';
+import { LEASE_IS_FREE, RUN_BY_FORKLINE, leaseOf, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import { SessionRows, type SessionColumns, type SessionRow } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
@@ -133,7 +133,8 @@ function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { c
   const ins = `ins${k}`;
   // Conditions on the row before the update (SET expressions all read the old row).
   const releases = `${$(12)}::boolean AND COALESCE(${$(4)}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${$(9)} = 0`;
-  const claims = `${$(14)}::text IS NOT NULL AND ${LEASE_IS_FREE}`;
+  // A session an external runner pool runs is never claimed by forkline's own agent (issue 32).
+  const claims = `${$(14)}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
   return {
     ctes: `${s} AS (
          UPDATE "Session"
@@ -244,7 +245,7 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null },
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
     opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
   ): Promise<SessionRow> {
     const id = newSessionId();
@@ -254,7 +255,7 @@ export class SessionStore {
     if (input.tools) initial.push({ type: 'session/tools', data: { tools: input.tools } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
-      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3)', [id, scope.tenant, CURRENT_FORMAT_VERSION]);
+      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [id, scope.tenant, CURRENT_FORMAT_VERSION, input.runner ?? null]);
       await this.append(id, initial, { client });
       await this.notify(SESSIONS_CHANNEL, id, client);
       await opts.beforeCommit?.(client, { sessionId: id });
@@ -624,10 +625,11 @@ export class SessionStore {
     const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
     await client.query(
       `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
-       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12)`,
+                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner)
+       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14)`,
+      // A child of a session an external runner pool runs is run by the same pool (issue 32).
       [childId, parent.tenant, parent.treeId, overrides.title ?? at.inheritedTitle ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
-       parent.id, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION],
+       parent.id, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION, parent.runner ?? null],
     );
     const { rows: written } = await client.query<StoredEvent>(
       `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
