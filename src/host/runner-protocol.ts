@@ -43,6 +43,8 @@ export interface ModelRequest {
   /** Whether a turn is open (the call continues it) or the request starts the next one. */
   inTurn: boolean;
   model: { provider: string; model: string; settings?: Record<string, unknown> } | null;
+  /** The log's length the request was built from: the expectedEventCount of the batch that continues it. */
+  eventCount: number;
 }
 
 export interface RunnerProtocolDeps {
@@ -147,12 +149,12 @@ export class RunnerProtocol {
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;
-        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model };
+        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq };
       }
       const input = state.pendingInputs[0];
-      if (!input) return { messages, tools, turn: null, step: null, inputId: null, inTurn: false, model };
+      if (!input) return { messages, tools, turn: null, step: null, inputId: null, inTurn: false, model, eventCount: state.nextSeq };
       messages.push({ role: 'user', content: input.text });
-      return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model };
+      return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model, eventCount: state.nextSeq };
     } finally {
       this.folds.put(fold);
     }

@@ -38,6 +38,7 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
     turn: t.int({ nullable: true, description: 'The turn the call is in: the open one, or the next one (null: nothing to run).', resolve: (r) => r.turn }),
     step: t.int({ nullable: true, description: 'The step number the call gets (null: nothing to run).', resolve: (r) => r.step }),
     inputId: t.id({ nullable: true, description: 'Outside an open turn: the input the next turn takes (write inbox/remove {taken} and turn/start with it).', resolve: (r) => r.inputId }),
+    eventCount: t.int({ description: "The log's length the request was built from: the expectedEventCount of the batch that continues it.", resolve: (r) => r.eventCount }),
     inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
     model: t.field({ type: 'JSON', nullable: true, description: "The session's model configuration (its last session/model), if any.", resolve: (r) => r.model }),
   }),
