@@ -4,7 +4,9 @@
 // sent through GraphQL get turns with a tool call written by the runner,
 // seen on subscriptions; a fork mid-call is continued by the runner with the
 // request forkline builds; a runner SIGKILLed mid-turn is repaired once after
-// its lease expires and another runner answers.
+// its lease expires and another runner answers. The OpenAI Agents SDK adapter
+// (client/adapters/openai-agents.ts, a custom model with no network) serves
+// pool `agents` the same way.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,9 +22,9 @@ let service: ServiceProcess;
 const runners: ChildProcess[] = [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-runners-'));
 
-function startRunner(name: string, env: Record<string, string> = {}): { child: ChildProcess; output: () => string; promptLog: string } {
+function startRunner(name: string, env: Record<string, string> = {}, script = 'ai-sdk-runner.ts'): { child: ChildProcess; output: () => string; promptLog: string } {
   const promptLog = path.join(dir, `${name}.prompts.jsonl`);
-  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}tests/fixtures/runners/ai-sdk-runner.ts`], {
+  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}tests/fixtures/runners/${script}`], {
     env: { ...process.env, FORKLINE_URL: service.url, POOL: 'ext', RUNNER_ID: name, PROMPT_LOG: promptLog, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -138,5 +140,31 @@ describe('a runner SIGKILLed mid-turn', () => {
     expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
     expect(evs.filter((e: any) => e.synthetic)).toHaveLength(1); // no open step, no call in flight: the turn's end alone
     expect(heir.output()).not.toContain('failed');
+  });
+});
+
+describe('the OpenAI Agents SDK adapter as an external runner process', () => {
+  it('answers with a turn that calls its tool, written through its Session', async () => {
+    const agents = startRunner('agents-1', { POOL: 'agents' }, 'agents-runner.ts');
+    const id = (await gql(`mutation { createSession(input: {runner: "agents"}) { id } }`)).createSession.id;
+    await send(id, 'capital of Norway');
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the turn', timeoutMs: 30_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${agents.output()}`);
+    });
+    const evs = await events(id);
+    expect(evs.map((e: any) => e.type)).toEqual([
+      'inbox/add', 'inbox/remove', 'turn/start',
+      'step/start', 'model/message', 'tool/result', 'step/end',
+      'step/start', 'model/message', 'step/end', 'turn/end',
+    ]);
+    expect(evs[4].data.toolCalls).toMatchObject([{ name: 'lookup', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
+    expect(evs[5].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
+    expect(evs[8].data.text).toBe('Found: result for capital of Norway');
+    expect(evs[10].data).toMatchObject({ turn: 1, reason: 'completed' });
+    // A second input runs on the history the Session gives back.
+    await send(id, 'and Sweden?');
+    await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the second turn', timeoutMs: 30_000 });
+    expect((await events(id)).at(-1).data).toMatchObject({ turn: 2, reason: 'completed' });
+    agents.child.kill('SIGTERM');
   });
 });
