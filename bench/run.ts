@@ -11,6 +11,7 @@ import { benchTurns } from './turns.ts';
 import { benchReadThroughput } from './read-throughput.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 import { benchSearch } from './search.ts';
+import { benchRunner } from './runner.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -22,6 +23,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
   search: benchSearch,
+  runner: benchRunner,
 };
 
 async function main() {

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AppendEventsDocument,
+  AppendEventsThenRequestDocument,
   ClaimSessionDocument,
   createForklineClient,
   ForklineClientError,
@@ -116,7 +117,9 @@ export class ForklineRunner {
   async claim(sessionId: string): Promise<RunnerSession | undefined> {
     try {
       const { claimSession } = await this.retrying(() => this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs } }));
-      return new RunnerSession(this, sessionId, claimSession.lease.token, this.leaseMs, this.log);
+      const session = new RunnerSession(this, sessionId, claimSession.lease.token, this.leaseMs, this.log);
+      session.prefetch(claimSession.session.modelRequest);
+      return session;
     } catch (err) {
       if (codeOf(err) === 'SESSION_BUSY') return undefined;
       throw err;
@@ -227,8 +230,19 @@ export class RunnerSession {
     }
   }
 
+  /** A request that came with a claim or a turn's last append: the next modelRequest() returns it. */
+  private prefetched?: ModelRequest;
+
+  prefetch(request: ModelRequest): void {
+    this.prefetched = request;
+    this.eventCount = request.eventCount;
+  }
+
   /** What the session's next model call should be sent (turn and step null: nothing to run). */
   async modelRequest(): Promise<ModelRequest> {
+    const ready = this.prefetched;
+    this.prefetched = undefined;
+    if (ready && ready.eventCount === this.eventCount) return ready;
     const { session } = await this.runner.retrying(() => this.runner.client.query(ModelRequestDocument, { id: this.sessionId }));
     if (!session) this.lost();
     this.eventCount = session.modelRequest.eventCount;
@@ -246,9 +260,14 @@ export class RunnerSession {
     for (let attempt = 0; ; attempt++) {
       const expected = this.eventCount!;
       try {
-        const { appendEvents } = await this.runner.retrying(() =>
-          this.runner.client.mutate(AppendEventsDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken, expectedEventCount: expected, events } }),
-        );
+        const input = { sessionId: this.sessionId, leaseToken: this.leaseToken, expectedEventCount: expected, events };
+        // The batch that ends a turn brings the next request back with it.
+        if (events.some((e) => e.type === 'turn/end')) {
+          const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendEventsThenRequestDocument, { input }));
+          this.prefetch(appendEvents.session.modelRequest);
+          return appendEvents.events;
+        }
+        const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendEventsDocument, { input }));
         this.eventCount = appendEvents.session.eventCount;
         return appendEvents.events;
       } catch (err) {
