@@ -1,7 +1,8 @@
-// runner: external runner turns/s through GraphQL (client/runner.ts, one
-// process, 32 sessions at a time, a step with a tool call then an answer, one
-// append per step as the AI SDK adapter writes them) vs forkline's own runner on the same work (the
-// scripted model: a clock call, then its answer), one forkline process each.
+// runner: external runner turns/s through GraphQL vs forkline's own runner on
+// the same work (the scripted model: a clock call, then its answer), one
+// forkline process each. The external runner is client/runner.ts in this
+// process, 100 sessions at a time (as forkline's own: FORKLINE_MAX_ACTIVE_SESSIONS),
+// one append per step as the AI SDK adapter writes them.
 // Goal (issue 32): external >= 0.5x forkline's own.
 import { ForklineRunner, type RunnerSession } from '../client/runner.ts';
 import { QUICK, round, type BenchContext } from './context.ts';
@@ -65,7 +66,7 @@ export async function benchRunner(ctx: BenchContext) {
   const server = await startServer(ctx.databaseUrl);
   try {
     const own = await turnsPerSecond(ctx, server.url, null);
-    const runner = new ForklineRunner({ url: server.url, pool: 'bench', concurrency: 32 });
+    const runner = new ForklineRunner({ url: server.url, pool: 'bench', concurrency: 100 });
     const stopRunner = new AbortController();
     const running = runner.run(answer, { signal: stopRunner.signal });
     const external = await turnsPerSecond(ctx, server.url, 'bench');
