@@ -13,6 +13,7 @@ import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 import { benchSearch } from './search.ts';
 import { benchFiles } from './files.ts';
 import { benchCompaction } from './compaction.ts';
+import { benchRunner } from './runner.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -26,6 +27,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   search: benchSearch,
   files: benchFiles,
   compaction: benchCompaction,
+  runner: benchRunner,
 };
 
 async function main() {

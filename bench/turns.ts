@@ -47,7 +47,7 @@ interface Server {
   child: ChildProcess;
 }
 
-async function startServer(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<Server> {
+export async function startServer(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<Server> {
   // BENCH_NODE_ARGS: extra node flags for the servers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
@@ -67,7 +67,7 @@ async function startServer(databaseUrl: string, extraEnv: Record<string, string>
   return { url, child };
 }
 
-async function stop(s: Server) {
+export async function stop(s: Server) {
   if (s.child.exitCode !== null) return;
   s.child.kill('SIGTERM');
   await new Promise((r) => s.child.once('exit', r));

@@ -9,6 +9,7 @@ import { SessionController } from './host/controller.ts';
 import { DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost } from './host/session-host.ts';
 import { LiveEvents } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
+import { RunnerProtocol } from './host/runner-protocol.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { ApiTokens } from './host/api-tokens.ts';
 import { startServer, type RunningServer } from './http/http-server.ts';
@@ -85,6 +86,8 @@ export interface AppOptions {
   budget?: BudgetOptions;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
+  /** How often runnableSessions subscribers look for sessions whose external runner's lease expired (default 5 s). */
+  runnableSweepMs?: number;
   onToolRun?: (sessionId: string, call: ToolCall) => void;
   /** OpenTelemetry GenAI traces (main: tracingOptionsFromEnv); unset: off. */
   tracing?: TracingOptions;
@@ -170,7 +173,18 @@ export async function createApp(opts: AppOptions): Promise<App> {
   pruning.unref();
   const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log });
   await apiTokens.start();
-  const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens };
+  const runners = new RunnerProtocol({
+    store,
+    tools,
+    publish: (u: TurnUpdate) => {
+      turnUpdates.emit(u.sessionId, u);
+      live.publishTurnUpdate(u);
+      metrics.observeTurnUpdate(u);
+    },
+    sessionsChanged: (scope) => live.sessionsChanged(scope),
+    sweepMs: opts.runnableSweepMs,
+  });
+  const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();
   const server = await startServer({
     services,

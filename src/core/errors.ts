@@ -5,6 +5,8 @@ export const ERROR_CODES = [
   'BAD_USER_INPUT',
   'SESSION_BUSY',
   'SESSION_HAS_CHILDREN',
+  /** An external runner's lease is no longer its own (expired and claimed by another, released, or a wrong token): it wrote nothing. */
+  'LEASE_LOST',
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'RATE_LIMITED',

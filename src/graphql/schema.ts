@@ -11,6 +11,7 @@ import './types/models.ts';
 import './types/tools.ts';
 import './types/api-tokens.ts';
 import './types/compaction.ts';
+import './types/runners.ts';
 
 export const schema = withPropertyReads(builder.toSchema({ sortSchema: false }));
 

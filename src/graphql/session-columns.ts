@@ -38,6 +38,9 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   turnAt: LOG,
   commonPrefix: LOG,
   recording: ['title', 'eventCount'],
+  runner: ['runner'],
+  runnerHolder: ['runner', 'leaseOwner', 'leaseExpiresAt'],
+  modelRequest: [],
 };
 
 const ALWAYS: SessionColumn[] = ['id', 'createdAt'];

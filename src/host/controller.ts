@@ -47,7 +47,11 @@ export class SessionController {
     this.idempotency = new IdempotencyStore(store.pool);
   }
 
-  async createSession(scope: Scope, input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null }, idem: Idempotency = {}): Promise<SessionRow> {
+  async createSession(
+    scope: Scope,
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
+    idem: Idempotency = {},
+  ): Promise<SessionRow> {
     if (input.tools) this.checkToolSet(scope, input.tools);
     if (input.model) this.checkModel(input.model);
     return this.once<SessionRow, { sessionId: string }>(

@@ -5,6 +5,7 @@ import type { SessionHost } from './session-host.ts';
 import type { LiveEvents } from './live/live-events.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import type { ApiTokens } from './api-tokens.ts';
+import type { RunnerProtocol } from './runner-protocol.ts';
 
 /** What the GraphQL layer may call. */
 export interface Services {
@@ -19,4 +20,6 @@ export interface Services {
   models: { offers(): ModelOffer[]; defaultModel: { provider: string; model: string } };
   /** Stored API tokens: the admin's use cases and the verified tokens requests are checked against. */
   apiTokens: ApiTokens;
+  /** External runners (issue 32): their leases, appends, model requests and runnable sessions. */
+  runners: RunnerProtocol;
 }

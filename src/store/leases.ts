@@ -28,6 +28,8 @@
 import type pg from 'pg';
 import { statement } from './statements.ts';
 import { lineageOf, type Lineage } from './lineage.ts';
+import { ForklineError, sessionNotFound } from '../core/errors.ts';
+import { SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
 
 export interface Lease {
   sessionId: string;
@@ -69,6 +71,9 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
+/** SQL on a session row: forkline's own agent runs it (no external runner pool: issue 32); only such rows are claimed here. */
+export const RUN_BY_FORKLINE = `"runner" IS NULL`;
+
 /**
  * The lease's part of an append's UPDATE of the session row (store/append.ts),
  * the statement that also writes the events: its SET clauses, the fence in its
@@ -85,7 +90,8 @@ export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())
  */
 export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string }) {
   const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
-  const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE}`;
+  // A session an external runner pool runs is never claimed by forkline's own agent (issue 32).
+  const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
   return {
     set: `"leaseOwner" = CASE WHEN ${releases} THEN NULL WHEN ${claims} THEN ${p.claimer}::text ELSE "leaseOwner" END,
                 "leaseExpiresAt" = CASE WHEN ${releases} THEN NULL
@@ -121,12 +127,12 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND ${LEASE_IS_FREE}
+        WHERE id = $1 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
         RETURNING id, "leaseToken" AS token, "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
-            AND ${LEASE_IS_FREE}
+            AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
           LIMIT $3
@@ -145,7 +151,7 @@ const LEASE_SQL = {
        waiting AS (
          SELECT DISTINCT "Session".tenant, coalesce(held.n, 0) AS n FROM "Session" LEFT JOIN held ON held.tenant = "Session".tenant
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
-            AND ${LEASE_IS_FREE}
+            AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
             AND coalesce(held.n, 0) < $7
        ),
@@ -155,7 +161,7 @@ const LEASE_SQL = {
              SELECT s.id, s."updatedAt" FROM "Session" s
               WHERE s.tenant = w.tenant
                 AND (s.status = 'RUNNING' OR s."pendingInputCount" > 0)
-                AND ${LEASE_IS_FREE}
+                AND ${LEASE_IS_FREE} AND s.${RUN_BY_FORKLINE}
                 AND s.id <> ALL($4::text[])
               ORDER BY s."updatedAt"
               LIMIT LEAST($3, $7 - w.n)
@@ -257,3 +263,128 @@ export class LeaseStore {
     await this.pool.query(this.sql.release([lease.sessionId, lease.token, this.owner]));
   }
 }
+
+// ---- External runners' leases (issue 32) ----
+// Leases of external runners (issue 32, DESIGN §6): the same lease columns,
+// fencing token and expiry forkline's own runner uses (leases.ts), taken by a
+// runner outside forkline over GraphQL. Only sessions of an external runner
+// pool (`runner` set) can be claimed here, and only those: forkline's own
+// claims skip them (leases.ts RUN_BY_FORKLINE). The owner is the runner's id,
+// prefixed so it never equals a forkline process's.
+
+export const EXTERNAL_OWNER_PREFIX = 'runner:';
+
+/** How long an external runner's lease lasts unless it asks otherwise (renewLease extends it). */
+export const DEFAULT_RUNNER_LEASE_MS = 30_000;
+export const MIN_RUNNER_LEASE_MS = 500;
+export const MAX_RUNNER_LEASE_MS = 10 * 60_000;
+
+export interface RunnerLease {
+  sessionId: string;
+  token: number;
+  expiresAt: Date;
+}
+
+/** A session row as the lease checks read it. */
+export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner'>;
+
+export const leaseLost = (sessionId: string, why: string) =>
+  new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not yours: ${why}; nothing was written`, { sessionId });
+
+export class RunnerLeases {
+  constructor(private readonly pool: pg.Pool) {}
+
+  /**
+   * Takes the lease of a session of an external pool when nobody holds it
+   * (never taken, released, or expired). `eventCount`: the log's length as the
+   * claim found it (what repair continues from).
+   */
+  async claim(tenant: string, sessionId: string, runnerId: string, ttlMs: number): Promise<RunnerLease & { eventCount: number }> {
+    const { rows } = await this.pool.query<{ token: number; expiresAt: Date; eventCount: number }>(
+      `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
+        WHERE id = $1 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
+        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt", "eventCount"`,
+      [sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs],
+    );
+    if (rows[0]) return { sessionId, ...rows[0] };
+    const row = await this.row(tenant, sessionId);
+    if (row.runner == null) {
+      throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} is run by forkline's own agent, not by an external runner pool`, { sessionId });
+    }
+    throw new ForklineError('SESSION_BUSY', `session ${sessionId} is held by ${ownerName(row.leaseOwner)} until ${row.leaseExpiresAt?.toISOString()}`, {
+      sessionId,
+      expiresAt: row.leaseExpiresAt?.toISOString(),
+    });
+  }
+
+  /** Extends a lease still held under `token`; LEASE_LOST otherwise. */
+  async renew(tenant: string, sessionId: string, token: number, ttlMs: number): Promise<RunnerLease> {
+    const { rows } = await this.pool.query<{ token: number; expiresAt: Date }>(
+      `UPDATE "Session" SET "leaseExpiresAt" = now() + $4 * interval '1 millisecond'
+        WHERE id = $1 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')
+        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt"`,
+      [sessionId, tenant, token, ttlMs],
+    );
+    if (rows[0]) return { sessionId, ...rows[0] };
+    await this.row(tenant, sessionId);
+    throw leaseLost(sessionId, 'released, or taken by another runner after it expired');
+  }
+
+  /** Gives a lease held under `token` back; LEASE_LOST when it is not held under it. */
+  async release(tenant: string, sessionId: string, token: number, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
+    const { rowCount } = await client.query(
+      `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL
+        WHERE id = $1 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')`,
+      [sessionId, tenant, token],
+    );
+    if (rowCount) return;
+    await this.row(tenant, sessionId);
+    throw leaseLost(sessionId, 'released already, or taken by another runner after it expired');
+  }
+
+  /**
+   * The row a write under `token` is checked against before it is tried: the
+   * token must be the lease's and the lease held (a released lease fences
+   * nothing). The append itself is conditional on the token too (the store's
+   * fencing), so a takeover between this read and it still writes nothing.
+   */
+  async held(tenant: string, sessionId: string, token: number): Promise<LeaseRow> {
+    const row = await this.row(tenant, sessionId);
+    if (row.leaseToken !== token || !row.leaseOwner?.startsWith(EXTERNAL_OWNER_PREFIX)) {
+      throw leaseLost(sessionId, row.leaseOwner ? `it is held under another token now` : 'nobody holds it (released, or never claimed)');
+    }
+    return row;
+  }
+
+  /** Sessions of the pool with work (an open turn or queued input) that nobody holds, oldest first. */
+  async runnable(tenant: string, pool: string, limit = 100): Promise<SessionRow[]> {
+    const { rows } = await this.pool.query<SessionRow>(
+      `SELECT ${SESSION_COLUMNS_SQL} FROM "Session"
+        WHERE runner = $2 AND (status = 'RUNNING' OR "pendingInputCount" > 0) AND tenant = $1 AND ${LEASE_IS_FREE}
+        ORDER BY "updatedAt" LIMIT $3`,
+      [tenant, pool, limit],
+    );
+    return rows;
+  }
+
+  private async row(tenant: string, sessionId: string): Promise<LeaseRow> {
+    const { rows } = await this.pool.query<LeaseRow>(
+      'SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner FROM "Session" WHERE id = $1 AND tenant = $2',
+      [sessionId, tenant],
+    );
+    if (!rows[0]) throw sessionNotFound(sessionId);
+    return rows[0];
+  }
+}
+
+/** Whether a row's lease is free for a claim (the same condition as LEASE_IS_FREE). */
+export function leaseIsFree(row: Pick<SessionRow, 'leaseOwner' | 'leaseExpiresAt'>, now = Date.now()): boolean {
+  return row.leaseOwner == null || (row.leaseExpiresAt != null && row.leaseExpiresAt.getTime() < now);
+}
+
+/** The runner id an external lease owner names; undefined for forkline's own processes. */
+export function externalRunnerOf(owner: string | null | undefined): string | undefined {
+  return owner?.startsWith(EXTERNAL_OWNER_PREFIX) ? owner.slice(EXTERNAL_OWNER_PREFIX.length) : undefined;
+}
+
+const ownerName = (owner: string | null) => (externalRunnerOf(owner) !== undefined ? `runner ${externalRunnerOf(owner)}` : 'another holder');

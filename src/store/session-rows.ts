@@ -59,7 +59,7 @@ export type SessionRowWith<C extends SessionColumn> = Pick<SessionRow, C | (type
 export const SESSION_COLUMNS = [
   'id', 'tenant', 'treeId', 'title', 'status', 'formatVersion', 'eventCount', 'turnCount', 'pendingInputCount', 'parentId',
   'forkedAtSeq', 'inheritedEventCount', 'firstLiveSeq', 'inheritedRanges', 'leaseOwner', 'leaseExpiresAt', 'leaseToken',
-  'createdAt', 'updatedAt',
+  'createdAt', 'updatedAt', 'runner',
 ] as const satisfies readonly (keyof SessionRow)[];
 // A column Prisma's Session has and the list lacks fails type-checking here.
 const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;

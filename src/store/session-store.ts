@@ -63,7 +63,7 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null },
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
     opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
   ): Promise<SessionRow> {
     const id = newSessionId();
@@ -73,7 +73,7 @@ export class SessionStore {
     if (input.tools) initial.push({ type: 'session/tools', data: { tools: input.tools } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
-      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3)', [id, scope.tenant, CURRENT_FORMAT_VERSION]);
+      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [id, scope.tenant, CURRENT_FORMAT_VERSION, input.runner ?? null]);
       await this.append(id, initial, { client });
       await notify(client, SESSIONS_CHANNEL, id);
       await opts.beforeCommit?.(client, { sessionId: id });

@@ -114,6 +114,8 @@ describe('lineageForest', () => {
     forkedAtSeq: parent ? 0 : null,
     inheritedEventCount: 0,
     firstLiveSeq: 0,
+    runner: null,
+    runnerHolder: null,
     parent: parent ? { id: parent, title: null } : null,
   });
   const sessions = [

@@ -180,6 +180,12 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
           <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
           <span>V{session.formatVersion}</span>
+          {session.runner && (
+            <span class="runner-pool" title="run by an external runner pool (docs/runners.md)">
+              runner pool {session.runner}
+              {session.runnerHolder ? ` · held by ${session.runnerHolder}` : ''}
+            </span>
+          )}
           <code class="muted">{session.id}</code>
         </div>
         {session.parent && (

@@ -167,6 +167,11 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
               </span>
             ))}
           <StatusBadge status={s.status} />
+          {s.runner && (
+            <span class="runner-pool" title={s.runnerHolder ? `external runner pool; held by ${s.runnerHolder}` : 'external runner pool'}>
+              {s.runner}
+            </span>
+          )}
           <span title="events · turns">
             {s.eventCount} ev · {s.turnCount} t
           </span>

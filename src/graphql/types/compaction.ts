@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
+import { SessionRef } from './session.ts';
+import { asSelected, sessionColumns } from '../session-columns.ts';
 
 const CompactSessionInput = builder.inputType('CompactSessionInput', {
   fields: (t) => ({
@@ -22,9 +24,9 @@ const CompactSessionPayload = builder
   .implement({
     description: 'A compaction written: plugin/compaction/start, surface/replace (the summary), plugin/compaction/end.',
     fields: (t) => ({
-      session: t.prismaField({
-        type: 'Session',
-        resolve: (query, p, _a, ctx) => ctx.prisma.session.findUniqueOrThrow({ ...query, where: { id: p.sessionId } }),
+      session: t.field({
+        type: SessionRef,
+        resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
       }),
       fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
       toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),

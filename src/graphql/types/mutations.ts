@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
+import { ModelConfigInput, modelSchema, runnerPoolSchema, toolSetSchema } from './inputs.ts';
 import { idSchema, messageTextSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
@@ -23,7 +23,7 @@ const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), mess
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.
 const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema });
-const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish(), tools: toolSetSchema.nullish() });
+const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish(), tools: toolSetSchema.nullish(), runner: runnerPoolSchema.nullish() });
 const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
 const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
 const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: idSchema, text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
@@ -41,6 +41,10 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
     title: t.string(),
     model: t.field({ type: ModelConfigInput }),
     tools: t.stringList({ description: 'The tools its agent may use (a session/tools event): names, "<server>__*" or "*". Omitted: all.' }),
+    runner: t.string({
+      description:
+        "The external runner pool that runs it (runnableSessions, claimSession, appendEvents); its forks, branches, edits and fan-outs keep it. Omitted: forkline's own agent.",
+    }),
   }),
 });
 
@@ -152,7 +156,9 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: (_root, { input, idempotencyKey }, ctx) => {
-      const parsed = parseArgs(createSessionArgs, input);
+      const { runner, ...rest } = parseArgs(createSessionArgs, input);
+      // Absent, the input hashes as before the field existed (idempotent retries of older clients still match).
+      const parsed = runner == null ? rest : { ...rest, runner };
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       return ctx.services.controller.createSession(ctx.scope, parsed, { key });
     },

@@ -15,7 +15,7 @@ const ToolEffectEnum = builder.enumType('ToolEffect', {
   values: Object.fromEntries(TOOL_EFFECTS.map((e) => [e.toUpperCase().replace('-', '_'), { value: e }])) as Record<string, { value: ToolEffect }>,
 });
 
-const ToolInfoRef = builder.objectRef<Tool>('ToolInfo').implement({
+export const ToolInfoRef = builder.objectRef<Tool>('ToolInfo').implement({
   description: 'A tool the agent can offer its model: built in, or from an MCP server (FORKLINE_MCP_CONFIG).',
   fields: (t) => ({
     name: t.exposeString('name', { description: 'The name the model calls: built-ins by theirs, MCP tools as <server>__<tool>.' }),

@@ -1,0 +1,199 @@
+// External runners (issue 32, DESIGN §6/§7): mapping only, onto
+// host/runner-protocol.ts. A runner loop: subscribe to runnableSessions(pool),
+// claimSession, read Session.modelRequest, appendEvents (publishTurnUpdate for
+// text deltas), renewLease while it works, releaseSession.
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
+import { EventRef } from './event.ts';
+import { SessionRef } from './session.ts';
+import { ToolInfoRef } from './tools.ts';
+import { runnerPoolSchema } from './inputs.ts';
+import { idSchema } from '../../core/input-rules.ts';
+import { MAX_APPEND_BATCH, type SessionRow } from '../../store/session-store.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
+import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerLease } from '../../store/leases.ts';
+import type { ModelRequest } from '../../host/runner-protocol.ts';
+
+const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
+  description: "An external runner's hold on a session: its appends must carry the token; it ends at expiresAt unless renewed (renewLease).",
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId'),
+    token: t.exposeInt('token', { description: 'The fencing token (leaseToken in appendEvents, renewLease, releaseSession, publishTurnUpdate).' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+  }),
+});
+
+const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implement({
+  description:
+    "What the session's next model call would be sent, built as forkline's own agent builds it (DESIGN §3.3): inside an open turn, its next step's; " +
+    'otherwise the next turn\'s, taking the first pending input.',
+  fields: (t) => ({
+    messages: t.field({
+      type: 'JSON',
+      description: 'The conversation in OpenAI chat format (user, assistant with tool_calls, tool; synthetic results with their wording; compaction summaries as system messages).',
+      resolve: (r) => r.messages,
+    }),
+    tools: t.field({ type: [ToolInfoRef], description: "The tools of the session's set (Session.tools).", resolve: (r) => r.tools }),
+    turn: t.int({ nullable: true, description: 'The turn the call is in: the open one, or the next one (null: nothing to run).', resolve: (r) => r.turn }),
+    step: t.int({ nullable: true, description: 'The step number the call gets (null: nothing to run).', resolve: (r) => r.step }),
+    inputId: t.id({ nullable: true, description: 'Outside an open turn: the input the next turn takes (write inbox/remove {taken} and turn/start with it).', resolve: (r) => r.inputId }),
+    eventCount: t.int({ description: "The log's length the request was built from: the expectedEventCount of the batch that continues it.", resolve: (r) => r.eventCount }),
+    inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
+    model: t.field({ type: 'JSON', nullable: true, description: "The session's model configuration (its last session/model), if any.", resolve: (r) => r.model }),
+  }),
+});
+
+const ClaimSessionPayload = builder.objectRef<{ session: SessionRow; lease: RunnerLease }>('ClaimSessionPayload').implement({
+  fields: (t) => ({
+    session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+    lease: t.field({ type: LeaseRef, resolve: (p) => p.lease }),
+  }),
+});
+
+const AppendEventsPayload = builder.objectRef<{ session: SessionRow; events: StoredEvent[] }>('AppendEventsPayload').implement({
+  fields: (t) => ({
+    session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+    events: t.field({ type: [EventRef], resolve: (p) => p.events }),
+  }),
+});
+
+const LEASE_MS = `How long the lease lasts from now, in ms (${MIN_RUNNER_LEASE_MS}..${MAX_RUNNER_LEASE_MS}; default 30000).`;
+
+const ClaimSessionInput = builder.inputType('ClaimSessionInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    runnerId: t.string({ required: true, description: 'Who claims (shown as the holder: Session.runnerHolder).' }),
+    leaseMs: t.int({ description: LEASE_MS }),
+  }),
+});
+
+const LeaseInput = builder.inputType('LeaseInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    leaseToken: t.int({ required: true }),
+    leaseMs: t.int({ description: `renewLease: ${LEASE_MS}` }),
+  }),
+});
+
+const RunnerEventInput = builder.inputType('RunnerEventInput', {
+  fields: (t) => ({
+    type: t.string({ required: true, description: 'A core event type (turn/start, step/start, model/message, tool/result, step/end, turn/end, inbox/remove, …) or plugin/<name>/….' }),
+    data: t.field({ type: 'JSON', required: true }),
+  }),
+});
+
+const AppendEventsInput = builder.inputType('AppendEventsInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    leaseToken: t.int({ required: true }),
+    expectedEventCount: t.int({ required: true, description: 'The log\'s length the batch continues (Session.eventCount); otherwise SESSION_BUSY and nothing is written.' }),
+    events: t.field({ type: [RunnerEventInput], required: true }),
+  }),
+});
+
+const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    leaseToken: t.int({ required: true }),
+    turn: t.int({ required: true }),
+    step: t.int({ required: true }),
+    text: t.string({ required: true, description: 'A piece of model text as it streams (sessionTurns TEXT_DELTA); not stored: the complete text goes in model/message.' }),
+  }),
+});
+
+const token = z.number().int().min(0);
+const leaseMs = z.number().int().min(MIN_RUNNER_LEASE_MS).max(MAX_RUNNER_LEASE_MS).nullish();
+const claimArgs = z.object({ sessionId: sessionIdSchema, runnerId: idSchema, leaseMs });
+const leaseArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, leaseMs });
+const appendArgs = z.object({
+  sessionId: sessionIdSchema,
+  leaseToken: token,
+  expectedEventCount: z.number().int().min(0),
+  events: z.array(z.object({ type: z.string().min(1).max(200), data: z.unknown() })).min(1).max(MAX_APPEND_BATCH),
+});
+const publishArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, turn: z.number().int().min(1), step: z.number().int().min(1), text: z.string().max(200_000) });
+const poolArgs = z.object({ pool: runnerPoolSchema });
+
+builder.prismaObjectFields('Session', (t) => ({
+  runner: t.exposeString('runner', {
+    nullable: true,
+    description: "The external runner pool that runs it (null: forkline's own agent); forks, branches, edits and fan-outs keep it.",
+  }),
+  runnerHolder: t.string({
+    nullable: true,
+    description: 'The id of the external runner holding its lease now (null: none, or a session forkline runs).',
+    resolve: (s) => (s.runner != null && !leaseIsFree(s) ? (externalRunnerOf(s.leaseOwner) ?? null) : null),
+  }),
+  modelRequest: t.field({
+    type: ModelRequestRef,
+    description: "What the session's next model call would be sent, exactly as forkline's own agent would build it (external runners read it).",
+    resolve: (s, _a, ctx) => ctx.services.runners.modelRequest(ctx.scope, s),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  claimSession: t.field({
+    type: ClaimSessionPayload,
+    description:
+      "Takes the lease of a session of an external runner pool (SESSION_BUSY while another runner holds it). An open turn its previous holder left (its lease expired) is closed first (cause interrupted).",
+    args: { input: t.arg({ type: ClaimSessionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(claimArgs, input);
+      const lease = await ctx.services.runners.claim(ctx.scope, p.sessionId, p.runnerId, p.leaseMs ?? undefined);
+      return { lease, session: await ctx.store.requireSession(ctx.scope, p.sessionId) };
+    },
+  }),
+  renewLease: t.field({
+    type: LeaseRef,
+    description: 'Extends the lease (LEASE_LOST when it is no longer held under this token).',
+    args: { input: t.arg({ type: LeaseInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(leaseArgs, input);
+      return ctx.services.runners.renew(ctx.scope, p.sessionId, p.leaseToken, p.leaseMs ?? undefined);
+    },
+  }),
+  releaseSession: t.field({
+    type: SessionRef,
+    description: 'Gives the lease back (LEASE_LOST when it is no longer held under this token); work left is offered again on runnableSessions.',
+    args: { input: t.arg({ type: LeaseInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(leaseArgs, input);
+      await ctx.services.runners.release(ctx.scope, p.sessionId, p.leaseToken);
+      return ctx.store.requireSession(ctx.scope, p.sessionId);
+    },
+  }),
+  appendEvents: t.field({
+    type: AppendEventsPayload,
+    description:
+      "An external runner's batch of events, checked by the same rules as forkline's own runner's appends (BAD_USER_INPUT {rule, seq}), " +
+      'fenced by the lease (LEASE_LOST) and conditional on the log\'s length (SESSION_BUSY): all of it is written, or none.',
+    args: { input: t.arg({ type: AppendEventsInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(appendArgs, input);
+      const events = await ctx.services.runners.append(ctx.scope, p.sessionId, p.leaseToken, p.expectedEventCount, p.events);
+      return { events, session: await ctx.store.requireSession(ctx.scope, p.sessionId) };
+    },
+  }),
+  publishTurnUpdate: t.boolean({
+    description: "A model text delta for sessionTurns subscribers (TEXT_DELTA), from the lease's holder; not stored.",
+    args: { input: t.arg({ type: PublishTurnUpdateInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(publishArgs, input);
+      await ctx.services.runners.publishDelta(ctx.scope, p.sessionId, p.leaseToken, p);
+      return true;
+    },
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  runnableSessions: t.field({
+    type: SessionRef,
+    description:
+      'Sessions of the runner pool with pending input or an open turn that nobody holds: those waiting now, then as they come ' +
+      '(a session may come again: claimSession decides).',
+    args: { pool: t.arg.string({ required: true }) },
+    subscribe: (_root, args, ctx) => ctx.services.runners.runnable(ctx.scope, parseArgs(poolArgs, args).pool),
+    resolve: (session) => session,
+  }),
+}));

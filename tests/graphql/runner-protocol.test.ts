@@ -1,0 +1,257 @@
+// The external runner protocol over GraphQL (issue 32): runner pools on
+// sessions (kept by forks), claims, fenced appends checked by the log's rules,
+// the model request, live deltas, runnableSessions and crash repair.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { buildModelMessages } from '../../src/core/model-request.ts';
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp({ runnableSweepMs: 200 });
+});
+afterAll(() => app.close());
+
+const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $input) { id runner } }`;
+const SEND = `mutation($id: ID!, $text: String!) { sendMessage(input: {sessionId: $id, text: $text}) { inputId } }`;
+const CLAIM = `mutation($id: ID!, $runner: String!, $ms: Int) { claimSession(input: {sessionId: $id, runnerId: $runner, leaseMs: $ms}) { session { id eventCount runnerHolder } lease { sessionId token expiresAt } } }`;
+const APPEND = `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount status } events { seq type data } } }`;
+const RENEW = `mutation($id: ID!, $token: Int!) { renewLease(input: {sessionId: $id, leaseToken: $token}) { token expiresAt } }`;
+const RELEASE = `mutation($id: ID!, $token: Int!) { releaseSession(input: {sessionId: $id, leaseToken: $token}) { id runnerHolder } }`;
+const DELTA = `mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`;
+const REQUEST = `query($id: ID!) { session(id: $id) { eventCount runner runnerHolder pendingInputs { inputId } modelRequest { messages tools { name effect } turn step inputId inTurn } } }`;
+const EVENTS = `query($id: ID!) { session(id: $id) { eventCount status events(first: 500) { edges { node { seq type data synthetic } } } } }`;
+
+const events = async (id: string) => (await app.ok(EVENTS, { id })).session.events.edges.map((e: any) => e.node);
+const eventCount = async (id: string) => (await app.ok(EVENTS, { id })).session.eventCount as number;
+
+async function externalSession(text?: string): Promise<{ id: string; inputId?: string }> {
+  const { createSession } = await app.ok(CREATE, { input: { title: 'ext', runner: 'ext' } });
+  if (text === undefined) return { id: createSession.id };
+  const { sendMessage } = await app.ok(SEND, { id: createSession.id, text });
+  return { id: createSession.id, inputId: sendMessage.inputId };
+}
+
+async function claim(id: string, runner = 'r1', ms?: number): Promise<number> {
+  return (await app.ok(CLAIM, { id, runner, ms })).claimSession.lease.token;
+}
+
+const append = (sessionId: string, leaseToken: number, expectedEventCount: number, evs: Array<{ type: string; data: unknown }>) =>
+  app.gql(APPEND, { input: { sessionId, leaseToken, expectedEventCount, events: evs } });
+
+/** A first step that calls a tool, its result and the step's end. */
+const toolStep = (inputId: string) => [
+  { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+  { type: 'turn/start', data: { turn: 1, inputId } },
+  { type: 'step/start', data: { turn: 1, step: 1 } },
+  { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] } },
+  { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
+  { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+];
+const answerStep = (turn: number, step: number, text: string) => [
+  { type: 'step/start', data: { turn, step } },
+  { type: 'model/message', data: { turn, step, text, toolCalls: [] } },
+  { type: 'step/end', data: { turn, step, reason: 'completed' } },
+  { type: 'turn/end', data: { turn, reason: 'completed' } },
+];
+
+describe('runner pools on sessions', () => {
+  it("records the pool; forkline's own agent never runs such a session", async () => {
+    const { id } = await externalSession('hello');
+    await app.services.host.idle();
+    const s = (await app.ok(REQUEST, { id })).session;
+    expect(s.runner).toBe('ext');
+    expect(s.eventCount).toBe(2); // session/title, inbox/add: no turn was taken
+    expect(s.pendingInputs).toHaveLength(1);
+    const own = (await app.ok(CREATE, { input: {} })).createSession;
+    expect(own.runner).toBeNull();
+  });
+
+  it('refuses a pool name that is not one', async () => {
+    const r = await app.gql(CREATE, { input: { runner: 'no spaces' } });
+    expect(r.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('is kept by forks, branches, edits and fan-outs, whose children forkline does not run either', async () => {
+    const { id, inputId } = await externalSession('first');
+    const token = await claim(id);
+    expect((await append(id, token, 2, [...toolStep(inputId!), ...answerStep(1, 2, 'done')])).errors).toBeUndefined();
+    const fork = (await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "again"}) { session { id runner } } }`, { id })).forkSession;
+    const branch = (await app.ok(`mutation($id: ID!) { branchSession(input: {sessionId: $id, message: "b"}) { session { id runner } } }`, { id })).branchSession;
+    const edit = (await app.ok(`mutation($id: ID!, $in: ID!) { editMessage(input: {sessionId: $id, inputId: $in, text: "e"}) { session { id runner } } }`, { id, in: inputId })).editMessage;
+    const fan = (await app.ok(`mutation($id: ID!) { fanOut(input: {sessionId: $id, variants: [{message: "x"}, {message: "y"}]}) { children { id runner } } }`, { id })).fanOut;
+    const children = [fork.session, branch.session, edit.session, ...fan.children];
+    expect(children.map((c: any) => c.runner)).toEqual(['ext', 'ext', 'ext', 'ext', 'ext']);
+    await app.services.host.idle();
+    for (const c of children) {
+      const evs = await events(c.id);
+      expect(evs.filter((e: any) => e.type === 'turn/start' && !e.synthetic).length).toBeLessThanOrEqual(1); // only inherited turns
+      expect((await app.ok(REQUEST, { id: c.id })).session.pendingInputs).toHaveLength(1);
+    }
+  });
+});
+
+describe('claims and leases', () => {
+  it('claims, refuses a second claim while held, renews, releases', async () => {
+    const { id } = await externalSession('hi');
+    const r = await app.ok(CLAIM, { id, runner: 'r1' });
+    expect(r.claimSession.session.runnerHolder).toBe('r1');
+    const token = r.claimSession.lease.token;
+    const busy = await app.gql(CLAIM, { id, runner: 'r2' });
+    expect(busy.errors?.[0].extensions?.code).toBe('SESSION_BUSY');
+    const renewed = (await app.ok(RENEW, { id, token })).renewLease;
+    expect(renewed.token).toBe(token);
+    const released = (await app.ok(RELEASE, { id, token })).releaseSession;
+    expect(released.runnerHolder).toBeNull();
+    // A released lease fences nothing: its token is refused.
+    expect((await app.gql(RENEW, { id, token })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect((await append(id, token, 2, toolStep('x').slice(0, 1))).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await claim(id, 'r2')).toBeGreaterThan(token);
+  });
+
+  it("refuses to claim a session forkline's own agent runs", async () => {
+    const own = (await app.ok(CREATE, { input: {} })).createSession;
+    expect((await app.gql(CLAIM, { id: own.id, runner: 'r1' })).errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('appendEvents and the model request', () => {
+  it('writes a turn with a tool call; the model request follows it as forkline builds it; deltas and turns reach sessionTurns', async () => {
+    const { id, inputId } = await externalSession('what time is it?');
+    const turns = subscribeWs(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) { kind turn step text } }`, { id });
+    const token = await claim(id);
+    const first = (await app.ok(REQUEST, { id })).session.modelRequest;
+    expect(first).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false });
+    expect(first.messages).toEqual([{ role: 'user', content: 'what time is it?' }]);
+    expect(first.tools.map((t: any) => t.name)).toContain('clock');
+
+    const written = await append(id, token, 2, toolStep(inputId!));
+    expect(written.errors).toBeUndefined();
+    expect(written.data.appendEvents.session).toMatchObject({ eventCount: 8, status: 'RUNNING' });
+    const second = (await app.ok(REQUEST, { id })).session.modelRequest;
+    expect(second).toMatchObject({ turn: 1, step: 2, inTurn: true, inputId: null });
+    expect(second.messages).toEqual(buildModelMessages(await events(id)));
+    expect(second.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'c1', content: '12:00' });
+
+    await app.ok(DELTA, { input: { sessionId: id, leaseToken: token, turn: 1, step: 2, text: 'It is ' } });
+    const done = await append(id, token, 8, answerStep(1, 2, 'It is 12:00.'));
+    expect(done.data.appendEvents.session).toMatchObject({ eventCount: 12, status: 'IDLE' });
+    await turns.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'the turn to end');
+    const kinds = turns.items.map((u) => u.sessionTurns.kind);
+    expect(kinds).toContain('TURN_STARTED');
+    expect(kinds).toContain('TOOL_FINISHED');
+    expect(turns.items.find((u) => u.sessionTurns.kind === 'TEXT_DELTA')?.sessionTurns.text).toBe('It is ');
+    await turns.close();
+    expect((await app.ok(REQUEST, { id })).session.modelRequest).toMatchObject({ turn: null, step: null, inTurn: false });
+  });
+
+  it('a fork mid-call: the request carries the synthetic result and its wording, as forkline would send it', async () => {
+    const { id, inputId } = await externalSession('time?');
+    const token = await claim(id);
+    await append(id, token, 2, toolStep(inputId!).slice(0, 4)); // the call, no result
+    const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "and now?"}) { session { id runner } } }`, { id });
+    const child = forkSession.session.id;
+    const req = (await app.ok(REQUEST, { id: child })).session.modelRequest;
+    const tool = req.messages.find((m: any) => m.role === 'tool');
+    expect(tool.content).toContain('No result for tool call "clock" (c1) is recorded in this branch');
+    expect(tool.content).toContain('safe to call it again');
+    expect(req.messages).toEqual([...buildModelMessages(await events(child)), { role: 'user', content: 'and now?' }]);
+    expect(req).toMatchObject({ turn: 2, step: 1, inTurn: false });
+  });
+});
+
+describe('bad batches are refused with their rule, and nothing is written', () => {
+  let id: string;
+  let inputId: string;
+  let token: number;
+  beforeAll(async () => {
+    ({ id, inputId } = (await externalSession('q')) as { id: string; inputId: string });
+    token = await claim(id);
+  });
+
+  it('an unpaired result', async () => {
+    const batch = toolStep(inputId).slice(0, 3);
+    batch.push({ type: 'tool/result', data: { turn: 1, step: 1, callId: 'nope', resultId: 'r', status: 'ok', content: 'x', name: 'clock' } });
+    const r = await append(id, token, 2, batch);
+    expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'result pairing', seq: 5 });
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('wrong turn numbering', async () => {
+    const r = await append(id, token, 2, [{ type: 'inbox/remove', data: { inputId, reason: 'taken' } }, { type: 'turn/start', data: { turn: 2, inputId } }]);
+    expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'turn numbering', seq: 3 });
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('a step outside its bracket', async () => {
+    const r = await append(id, token, 2, [{ type: 'step/start', data: { turn: 1, step: 1 } }]);
+    expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'step bracket', seq: 2 });
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('a wrong token', async () => {
+    const r = await append(id, token + 1, 2, toolStep(inputId));
+    expect(r.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('a wrong expected event count', async () => {
+    const r = await append(id, token, 5, toolStep(inputId));
+    expect(r.errors?.[0].extensions?.code).toBe('SESSION_BUSY');
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('events that are not a runner\'s to write', async () => {
+    const r = await append(id, token, 2, [{ type: 'inbox/add', data: { inputId: 'x', text: 'y' } }]);
+    expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'runner events', seq: 2 });
+    expect(await eventCount(id)).toBe(2);
+  });
+
+  it('then a good batch goes in', async () => {
+    expect((await append(id, token, 2, [...toolStep(inputId), ...answerStep(1, 2, 'ok')])).errors).toBeUndefined();
+    expect(await eventCount(id)).toBe(12);
+  });
+});
+
+describe('crash repair', () => {
+  it('an expired lease with an open turn is repaired once (interrupted) before the next claim; the stale runner is refused', async () => {
+    const { id, inputId } = await externalSession('slow');
+    const stale = await claim(id, 'dies', 500);
+    await append(id, stale, 2, toolStep(inputId!).slice(0, 4)); // mid-call
+    let next = 0;
+    await waitFor(async () => {
+      const r = await app.gql(CLAIM, { id, runner: 'heir' });
+      if (r.errors) return false;
+      next = r.data.claimSession.lease.token;
+      return true;
+    }, { what: 'the lease to expire and be claimed' });
+    const evs = await events(id);
+    const closers = evs.filter((e: any) => e.synthetic);
+    expect(closers.map((e: any) => e.type)).toEqual(['tool/result', 'step/end', 'turn/end']);
+    expect(closers[0].data.status).toBe('interrupted');
+    expect(closers[2].data.reason).toBe('interrupted');
+    const r = await append(id, stale, evs.length, answerStep(2, 1, 'late'));
+    expect(r.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await eventCount(id)).toBe(evs.length);
+    await app.ok(RELEASE, { id, token: next });
+    // Claimed again: nothing more to repair.
+    await claim(id, 'third');
+    expect((await events(id)).filter((e: any) => e.synthetic)).toHaveLength(3);
+  });
+});
+
+describe('runnableSessions', () => {
+  it('yields the pool\'s sessions with work, waiting ones first, then new ones, and again once released with work left', async () => {
+    const waiting = await externalSession('waiting');
+    const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "ext") { id runner } }`);
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === waiting.id), 'the waiting session');
+    const other = await app.ok(CREATE, { input: { runner: 'other' } });
+    await app.ok(SEND, { id: other.createSession.id, text: 'not ours' });
+    const fresh = await externalSession('new');
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === fresh.id), 'the new session');
+    expect(sub.items.every((i) => i.runnableSessions.runner === 'ext')).toBe(true);
+    await sub.close();
+  });
+});
