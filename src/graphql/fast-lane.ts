@@ -2,8 +2,8 @@
 //
 // yoga turns every node:http request into a fetch Request (headers, a body
 // stream) and every result into a Response, and runs its request pipeline
-// around them; measured on the readThroughput sessions page that layer and
-// the garbage it leaves were about a third of the server's CPU. The fast lane
+// around them; on the hot reads that layer and the garbage it leaves were a
+// large share of the server's CPU (npm run bench, readThroughput). The fast lane
 // runs the same envelop pipeline yoga runs (parse and validation caches, query
 // limits, masking, metrics, the JIT) straight from the node request, and
 // answers with yoga's own result processor (processRegularResult: same status

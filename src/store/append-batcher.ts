@@ -3,11 +3,9 @@
 // MAX_BATCH sessions, each session's append a block of its own
 // (append.ts appendBlock). At most `maxInFlight` append statements run
 // at once (half the pool), so the rest of the pool stays free for reads; an
-// append that finds a slot free goes out at once, alone. Measured with the
-// `turns` bench (a tool call and an answer per session; 2-core machine): 1,000
-// sessions on one process 279–294 → 347–381 turns/s, on two 218–261 →
-// 288–386, 10,000 on one 289–309 → 463–551; Postgres CPU per turn 2.5 →
-// 1.7–2.0 ms. Rows are locked in session id order (byte order) in every batch,
+// append that finds a slot free goes out at once, alone. One commit for many
+// sessions' appends saves Postgres a commit (and a WAL flush) each: the
+// `turns` bench shows the turns/s and the Postgres CPU per turn. Rows are locked in session id order (byte order) in every batch,
 // as the lease heartbeat locks its own (leases.ts renew): before that, the two
 // deadlocked now and then (1 s each).
 //
@@ -22,14 +20,13 @@
 // statement of this process is in flight NOTIFYs from within (one round trip:
 // a lone writer pays nothing more); one sent beside others leaves it to its
 // callers after the commit, so concurrent commits do not queue on Postgres's
-// notification lock one WAL flush at a time. Measured: a lone writer of
-// 100-event appends (the `append` bench) ran 10–15% slower when every append
-// notified after its commit; the turns bench's two processes ran 0.81× one
-// when every append notified from within.
+// notification lock one WAL flush at a time. Both halves were measured (the
+// `append` bench's lone writer, the `turns` bench's two processes): each
+// choice alone made one of them slower.
 import type pg from 'pg';
 import { statement } from './statements.ts';
 
-/** Sessions per statement at most: 8 × 14 parameters (16 and 32 measured no better: README, two processes on 2 cores). */
+/** Sessions per statement at most: 8 × 14 parameters (16 and 32 measured no better on the turns bench's two processes). */
 export const MAX_BATCH = 8;
 
 type Row = Record<string, unknown> & { k: number };

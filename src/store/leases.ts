@@ -2,8 +2,8 @@
 // row state on the session: owner, expiry, fencing token.
 //
 // Why rows and not advisory locks: a lock lives on a connection, so a process
-// held one connection per running session (two busy processes needed ~170
-// connections, measured) or all its locks on one connection that, once lost,
+// held one connection per running session (connections grew with active
+// sessions) or all its locks on one connection that, once lost,
 // frees every lock at once with nothing to stop the old runners. Rows cost no
 // connection, work behind a transaction-mode pooler (nothing session-scoped),
 // survive a brief connection loss, and carry a fencing token that every append
@@ -225,8 +225,8 @@ export class LeaseStore {
    * own runner). With `share`, no tenant ends up holding more than `perTenant`
    * of the caller's slots (`held`: what each holds now), and tenants holding
    * fewer go first. That claim scans the waiting sessions once, then once per
-   * tenant among them (10,000 waiting of two tenants, on a busy 2-core machine:
-   * 30-50 ms instead of 9-17), so callers whose share cannot bind (one tenant)
+   * tenant among them (several times the plain claim's cost with many
+   * sessions waiting), so callers whose share cannot bind (one tenant)
    * leave it out.
    */
   async claimRunnable(limit: number, excluding: readonly string[] = [], share?: TenantShare): Promise<TenantLease[]> {

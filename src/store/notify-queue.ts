@@ -5,9 +5,9 @@
 // order) and hold it through the commit's WAL flush: every transaction that
 // notifies commits one after another, one flush each, and group commit is
 // lost. The appends of the agent loop all notified (the events channel): with
-// the turns bench's 1,000 sessions after 3,000 warm-up turns, Postgres
-// backends waited on that lock 5 at a time on average (pg_stat_activity
-// `Lock:object`), and two processes ran at 0.81–0.82× one. Sent from a
+// the turns bench's sessions, Postgres backends waited on that lock several at
+// a time (pg_stat_activity `Lock:object`), and two processes ran slower than
+// one. Sent from a
 // transaction of its own that writes nothing, a NOTIFY holds the lock only
 // while it queues its payloads (no flush: nothing to make durable).
 //

@@ -1,8 +1,7 @@
 // Session rows read on the pg pool with prepared statements: the reads a
 // dashboard makes all the time (a session, a sessions page, the parents of a
-// page). Measured under the readThroughput bench (sessions page, 8
-// connections): Prisma's query compiler (wasm) and client were 31% of the
-// server's CPU for these; the same rows through a prepared statement cost the
+// page). Under the readThroughput bench Prisma's query compiler (wasm) and
+// client were a large share of the server's CPU for these; the same rows through a prepared statement cost the
 // pg driver's parse alone. Prisma still owns the table and serves the rest.
 //
 // Rows have exactly the shape of Prisma's `Session` (same columns, same

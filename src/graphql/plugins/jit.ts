@@ -1,9 +1,8 @@
 // Queries run as compiled JavaScript (graphql-jit): a document is compiled
 // once per operation and each request runs the compiled function instead of
-// graphql-js's generic executor walking the document. Measured with the
-// readThroughput bench (8 connections): a sessions page 1,217 → 1,717
-// requests/s, an events page of 100 events 717 → 1,284; the executor had been
-// a quarter of the server's CPU. Mutations and subscriptions keep the standard
+// graphql-js's generic executor walking the document, which had been a large
+// share of the server's CPU on the hot reads (npm run bench, readThroughput,
+// shows what it gains). Mutations and subscriptions keep the standard
 // executor (neither is hot; subscriptions deliver through live-events).
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { getOperationAST, valueFromASTUntyped, type DocumentNode, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
