@@ -147,6 +147,18 @@ export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProp
           <Seq seq={item.seqs[0]} />
         </li>
       );
+    case 'compaction':
+      return (
+        <li {...row} class={`compaction${inherited}`} data-seq={item.seqs[0]} data-testid="compaction">
+          <details>
+            <summary>
+              history summarised: seq {item.fromSeq}–{item.toSeq}
+            </summary>
+            <p class="compaction-summary">{item.summary}</p>
+          </details>
+          <Seq seq={item.seqs[0]} />
+        </li>
+      );
     case 'note':
       return (
         <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]}>

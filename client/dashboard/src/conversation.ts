@@ -57,6 +57,8 @@ export type ConversationItem =
   | (ItemBase & { kind: 'closer-result'; call: ToolCallView })
   /** The agent's own error report (plugin/agent/error): why a turn failed. */
   | (ItemBase & { kind: 'agent-error'; turn: number; step: number; message: string })
+  /** A compaction's summary (surface/replace): the model sees it instead of events fromSeq..toSeq. */
+  | (ItemBase & { kind: 'compaction'; fromSeq: number; toSeq: number; summary: string })
   | (ItemBase & { kind: 'note'; text: string });
 
 export interface FoldOptions {
@@ -196,7 +198,7 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         items.push({ ...base, kind: 'note', text: `tools: ${toolSetText(d.tools)}` });
         break;
       case 'surface/replace':
-        items.push({ ...base, kind: 'note', text: `history ${num(d.fromSeq)}–${num(d.toSeq)} replaced (compaction)` });
+        items.push({ ...base, kind: 'compaction', fromSeq: num(d.fromSeq), toSeq: num(d.toSeq), summary: str(d.content) });
         break;
       // Shown by the user item they belong to and by the turn-end row.
       case 'turn/start':

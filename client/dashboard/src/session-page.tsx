@@ -4,6 +4,7 @@ import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
   BranchSessionDocument,
+  CompactSessionDocument,
   DashboardCancelTurnDocument,
   DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
@@ -143,6 +144,19 @@ function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void
 
 function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void; children?: ComponentChildren }) {
   const { session, busy, onError } = props;
+  const [compacting, setCompacting] = useState(false);
+  // Summarises the history through the last completed turn (compactSession); the
+  // summary arrives through the session's feed as a compaction row.
+  const compact = async () => {
+    setCompacting(true);
+    try {
+      await forkline.mutate(CompactSessionDocument, { input: { sessionId: session.id } });
+    } catch (err) {
+      onError(errorText(err));
+    } finally {
+      setCompacting(false);
+    }
+  };
   const exportRecording = async () => {
     try {
       const r = await forkline.query(SessionRecordingDocument, { id: session.id });
@@ -220,6 +234,9 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
       </div>
       <div class="head-actions">
         <CompareMenu id={session.id} />
+        <button type="button" onClick={compact} disabled={busy || compacting || session.turnCount === 0} title="Replace the model-visible history through the last completed turn by a summary (compactSession)">
+          {compacting ? 'Compacting…' : 'Compact'}
+        </button>
         <button type="button" onClick={exportRecording} disabled={busy}>
           Export recording
         </button>
