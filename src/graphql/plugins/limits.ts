@@ -13,6 +13,7 @@ import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
 import { queryCost } from '../query-cost.ts';
 import { DEFAULT_PAGE_SIZE } from '../builder.ts';
 import { asRequestError, requestError } from './error-codes.ts';
+import { refuseOperation } from './refuse-operation.ts';
 
 export interface QueryLimits {
   maxTokens: number;
@@ -44,13 +45,6 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
       // Every alias counts, `__typename` ones too (Armor's default exempts them).
       addPlugin(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...refusals }));
     },
-    onExecute({ args, setResultAndStopExecution }) {
-      const refused = check(args);
-      if (refused) setResultAndStopExecution(refused);
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const refused = check(args);
-      if (refused) setResultAndStopExecution(refused);
-    },
+    ...refuseOperation(check),
   };
 }
