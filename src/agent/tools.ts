@@ -10,7 +10,6 @@
 // never recorded (a crash, a fork before the result) is absent, and deleting a
 // session deletes its notes.
 import { z } from 'zod';
-import type { ToolDefinition } from '../core/chat.ts';
 import type { ToolEffect } from '../core/tools.ts';
 import { tool, ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tool-definition.ts';
 import { FILE_TOOLS } from './file-tools.ts';
@@ -74,7 +73,4 @@ export const BUILTIN_TOOLS: Tool[] = [
 ];
 
 const BY_NAME = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-export const findTool = (name: string) => BY_NAME.get(name);
 export const toolEffectOf = (name: string): ToolEffect | undefined => BY_NAME.get(name)?.effect;
-export const toolDefinitions = (): ToolDefinition[] =>
-  BUILTIN_TOOLS.map(({ name, description, parameters, effect, files }) => ({ name, description, parameters, effect, ...(files ? { files } : {}) }));
