@@ -8,7 +8,7 @@ const [url, sessionId, count, sampleEvery] = process.argv.slice(2);
 const n = Number(count);
 const every = Number(sampleEvery);
 const now = () => performance.timeOrigin + performance.now();
-// BENCH_FANOUT_EXECUTE=1: a directive keeps the selection off the shared-payload path (graphql/event-projection.ts),
+// BENCH_FANOUT_EXECUTE=1: a directive keeps the selection off the shared-payload path (http/graphql/event-projection.ts),
 // so every event is executed and serialised per subscriber, as before it existed.
 const QUERY = process.env.BENCH_FANOUT_EXECUTE
   ? 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq type data @include(if: true) } }'

@@ -75,7 +75,7 @@ export interface AppOptions {
   toolTimeoutMs?: number;
   /** MCP servers whose tools the agent may use (FORKLINE_MCP_CONFIG); unset: built-in tools only. */
   mcp?: McpConfig;
-  /** JSON POST queries and mutations skip yoga's fetch layer (graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
+  /** JSON POST queries and mutations skip yoga's fetch layer (http/graphql/fast-lane.ts; FORKLINE_HTTP_FAST_LANE). */
   fastLane?: boolean;
   /** Extra yoga plugins (tests observe requests with them). */
   yogaPlugins?: Plugin[];

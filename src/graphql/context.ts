@@ -3,7 +3,6 @@ import type { SessionStore, Scope } from '../store/session-store.ts';
 import type { Caller } from '../core/api-tokens.ts';
 import type { Services } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
-import type { WsOperation } from './ws-delivery.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -15,6 +14,4 @@ export interface Context {
   services: Services;
   /** Sessions by id, batched per request. */
   sessionLoader: SessionLoader;
-  /** Set for graphql-ws operations: where their subscription events may be written directly. */
-  ws?: WsOperation;
 }

@@ -1,6 +1,6 @@
 // The router: the node:http server and the WebSocket server every door sits
 // behind. Each request passes the guard (guard.ts) and goes to its door by
-// path: /graphql (graphql/graphql-handler.ts, over HTTP and graphql-ws),
+// path: /graphql (graphql/graphql-handler.ts here, over HTTP and graphql-ws),
 // /agui (agui/agui-handler.ts), /recordings (recording-upload.ts), GraphiQL's
 // assets, the service endpoints, then the dashboard.
 import http from 'node:http';
@@ -10,8 +10,8 @@ import type { PrismaClient } from '@prisma/client';
 import type { Services } from '../host/services.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 import type { ErrorLog } from '../logger.ts';
-import { graphqlHandler } from '../graphql/graphql-handler.ts';
-import type { WsDelivery } from '../graphql/ws-delivery.ts';
+import { graphqlHandler } from './graphql/graphql-handler.ts';
+import type { WsDelivery } from './graphql/ws-delivery.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
 import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';

@@ -1,6 +1,6 @@
 // Security settings of the HTTP/WebSocket front (README "Security and
 // operations"). The guard (guard.ts) enforces them at every door; the
-// GraphQL limits among them are yoga plugins (graphql/graphql-handler.ts).
+// GraphQL limits among them are yoga plugins (http/graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './connection-limits.ts';

@@ -2,7 +2,7 @@
 // socket that missed one pong (12 s) — which a subscriber that is alive but
 // slow to read always does, since its pong waits behind the events it has
 // not read — so it lost its subscriptions with 1006 and no reason. Writers
-// wait for a slow socket (graphql-ws awaits each send; ws-delivery.ts stops at
+// wait for a slow socket (graphql-ws awaits each send; graphql/ws-delivery.ts stops at
 // 1 MB queued), so a slow reader costs bounded memory: there is no reason to
 // drop it while it reads. A socket is closed only when it neither answers pings
 // nor takes any data for `deadAfterMs`, with a close code and a reason the
@@ -10,7 +10,7 @@
 // terminating the socket a fixed 5 s later dropped both (1006 and no reason
 // again, for a client stalled longer). So a closed socket is kept until its
 // frame is in the kernel's hands (delivered then, even once we let go), or
-// for `closeGraceMs` (what it holds is bounded: ws-delivery.ts).
+// for `closeGraceMs` (what it holds is bounded: graphql/ws-delivery.ts).
 import type { ServerOptions, WebSocket, WebSocketServer } from 'ws';
 
 export const UNRESPONSIVE_CLOSE_CODE = 4408;

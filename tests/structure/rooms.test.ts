@@ -1,17 +1,22 @@
 // The structure drawn from imports (ARCHITECTURE.md): arrows between rooms run
-// one way, down — core ← store ← agent/host ← http's guard ← graphql/agui ←
-// the router (http/http-server.ts) ← the composition root — and no module
-// imports itself back through a circle. A new import that runs back up fails here.
+// one way, down — core ← store ← agent/host ← http's guard ← graphql (the
+// schema) ← the GraphQL door (http/graphql/) and agui ← the router
+// (http/http-server.ts) ← the composition root — and no module imports itself
+// back through a circle. A new import that runs back up fails here. And
+// src/graphql/ holds only the schema, its plugins and resolvers: transports
+// (HTTP, WebSocket, yoga's server) live in the GraphQL door.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 const ROUTER = 'http/http-server.ts';
+const GRAPHQL_DOOR = 'http/graphql';
 
-/** A module's room: its folder under src/, the router apart from the rest of http/, a top-level file by its name. */
+/** A module's room: its folder under src/, the router and the GraphQL door apart from the rest of http/, a top-level file by its name. */
 function roomOf(file: string): string {
   if (file === ROUTER) return 'router';
+  if (file.startsWith(`${GRAPHQL_DOOR}/`)) return GRAPHQL_DOOR;
   const [first, ...rest] = file.split('/');
   return rest.length ? first : file;
 }
@@ -30,10 +35,12 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   // The guard floor and the doors that are plain HTTP (/recordings, service endpoints).
   http: ['core', 'db', 'store', 'agent', 'host', 'metrics.ts', 'logger.ts', 'pid-alive.ts'],
   generated: [],
+  // The schema, its plugins and resolvers: no door, no guard (the door passes the caller in the context).
+  graphql: ['core', 'db', 'store', 'agent', 'host', 'generated', 'metrics.ts', 'logger.ts'],
   // Handlers behind the router: they stand on the guard, never on each other or on the router.
-  graphql: ['core', 'db', 'store', 'agent', 'host', 'http', 'generated', 'metrics.ts', 'logger.ts'],
+  [GRAPHQL_DOOR]: ['core', 'store', 'host', 'http', 'graphql', 'metrics.ts', 'logger.ts'],
   agui: ['core', 'db', 'store', 'agent', 'host', 'http'],
-  router: ['http', 'graphql', 'agui', 'host', 'metrics.ts', 'logger.ts'],
+  router: ['http', GRAPHQL_DOOR, 'agui', 'host', 'metrics.ts', 'logger.ts'],
   // The composition root and its configuration import what they wire.
   'dashboard-static.ts': ['http'],
   'config.ts': ['http', 'agent', 'db', 'core', 'telemetry'],
@@ -48,15 +55,55 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Every module's relative imports (type-only ones too: they are arrows of the design), as paths under src/. */
+/** A module's imports (type-only ones too: they are arrows of the design): relative ones as paths under src/, and packages. */
+function importsOf(file: string, text: string): { modules: string[]; packages: string[] } {
+  const specifiers = [...text.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]);
+  return {
+    modules: specifiers.filter((s) => s.startsWith('.')).map((s) => path.normalize(path.join(path.dirname(file), s))),
+    packages: specifiers.filter((s) => !s.startsWith('.')),
+  };
+}
+
+const texts = new Map(sources(SRC).map((file) => [file, fs.readFileSync(path.join(SRC, file), 'utf8')]));
+
+/** Every module's relative imports, as paths under src/. */
 function importGraph(): Map<string, string[]> {
-  const graph = new Map<string, string[]>();
-  for (const file of sources(SRC)) {
-    const text = fs.readFileSync(path.join(SRC, file), 'utf8');
-    const targets = [...text.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => path.normalize(path.join(path.dirname(file), m[1])));
-    graph.set(file, targets);
+  return new Map([...texts].map(([file, text]) => [file, importsOf(file, text).modules]));
+}
+
+/**
+ * What src/graphql/ may hold: the schema (its builder, the resolvers' context,
+ * the printer), plugins/, resolvers (types/) and helpers only they import.
+ * Transports — node:http and net, ws, graphql-ws, yoga's server — belong to
+ * the GraphQL door (http/graphql/). The door and the rest of src/ take from
+ * src/graphql/ only the schema, the context (with its loader) and the plugins.
+ */
+const SCHEMA_FILES = ['graphql/schema.ts', 'graphql/builder.ts', 'graphql/context.ts', 'graphql/print-schema.ts'];
+const GRAPHQL_ENTRIES = ['graphql/schema.ts', 'graphql/context.ts', 'graphql/session-loader.ts'];
+const TRANSPORT_PACKAGES = /^(node:)?(http|https|http2|net|tls|dgram)$|^(ws|graphql-ws|graphql-sse)(\/|$)|^@whatwg-node\//;
+
+/** Why each module breaks "src/graphql holds only the schema, its plugins and resolvers" (empty: none does). */
+function graphqlRoomBreaches(graph: Map<string, string[]>, packages: Map<string, string[]>): string[] {
+  const inGraphql = (f: string) => f.startsWith('graphql/');
+  const breaches: string[] = [];
+  for (const [file, targets] of graph) {
+    if (inGraphql(file)) {
+      for (const pkg of packages.get(file) ?? []) {
+        if (TRANSPORT_PACKAGES.test(pkg)) breaches.push(`${file} imports a transport (${pkg}): it belongs in ${GRAPHQL_DOOR}/`);
+        if (pkg === 'graphql-yoga' && !file.startsWith('graphql/plugins/')) breaches.push(`${file} imports graphql-yoga: only plugins/ may (the server is ${GRAPHQL_DOOR}/'s)`);
+      }
+      const kind = SCHEMA_FILES.includes(file) || /^graphql\/(plugins|types)\//.test(file);
+      const usedInside = [...graph].some(([other, t]) => inGraphql(other) && other !== file && t.includes(file));
+      if (!kind && !usedInside) breaches.push(`${file} is neither the schema, a plugin, a resolver nor a helper they import: it belongs in its door`);
+    } else {
+      for (const target of targets) {
+        if (inGraphql(target) && !GRAPHQL_ENTRIES.includes(target) && !target.startsWith('graphql/plugins/')) {
+          breaches.push(`${file} -> ${target}: outside src/graphql/, only its schema, context and plugins are imported`);
+        }
+      }
+    }
   }
-  return graph;
+  return breaches;
 }
 
 /** A circle of imports, if there is one (depth-first, the path kept). */
@@ -99,6 +146,37 @@ describe('the rooms of src/', () => {
       }
     }
     expect(upward).toEqual([]);
+  });
+
+  it('src/graphql/ holds only the schema, its plugins and resolvers', () => {
+    const packages = new Map([...texts].map(([file, text]) => [file, importsOf(file, text).packages]));
+    expect([...graph.keys()].filter((f) => f.startsWith(`${GRAPHQL_DOOR}/`))).toContain(`${GRAPHQL_DOOR}/graphql-handler.ts`);
+    expect(graphqlRoomBreaches(graph, packages)).toEqual([]);
+  });
+
+  it('the check sees a transport in src/graphql/', () => {
+    // Where the fast lane, WebSocket delivery and the handler used to be.
+    const graph = new Map([
+      ['graphql/schema.ts', ['graphql/types/event.ts']],
+      ['graphql/types/event.ts', ['graphql/builder.ts']],
+      ['graphql/builder.ts', []],
+      ['graphql/fast-lane.ts', ['graphql/context.ts']],
+      ['graphql/ws-delivery.ts', ['graphql/event-projection.ts']],
+      ['graphql/event-projection.ts', []],
+      ['http/http-server.ts', ['graphql/fast-lane.ts']],
+    ]);
+    const packages = new Map([
+      ['graphql/fast-lane.ts', ['node:http', 'graphql-yoga']],
+      ['graphql/ws-delivery.ts', ['ws']],
+    ]);
+    expect(graphqlRoomBreaches(graph, packages)).toEqual([
+      'graphql/fast-lane.ts imports a transport (node:http): it belongs in http/graphql/',
+      "graphql/fast-lane.ts imports graphql-yoga: only plugins/ may (the server is http/graphql/'s)",
+      'graphql/fast-lane.ts is neither the schema, a plugin, a resolver nor a helper they import: it belongs in its door',
+      'graphql/ws-delivery.ts imports a transport (ws): it belongs in http/graphql/',
+      'graphql/ws-delivery.ts is neither the schema, a plugin, a resolver nor a helper they import: it belongs in its door',
+      'http/http-server.ts -> graphql/fast-lane.ts: outside src/graphql/, only its schema, context and plugins are imported',
+    ]);
   });
 
   it('only the composition root imports the router', () => {

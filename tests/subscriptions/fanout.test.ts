@@ -1,4 +1,4 @@
-// sessionEvents fan-out over graphql-ws (graphql/ws-delivery.ts): subscribers
+// sessionEvents fan-out over graphql-ws (http/graphql/ws-delivery.ts): subscribers
 // with the same selection share one payload per event, every subscriber gets
 // every event in order from where it asked, and what they get is what an SSE
 // subscriber (executed by graphql-js) gets.

@@ -33,7 +33,8 @@ export function useResponseSizeLimit(maxBytes: number): Plugin {
           ],
         };
       };
-      // graphql-ws writes its own messages: the result is measured here.
+      // graphql-ws writes its own messages: the result is measured here (the
+      // GraphQL door, http/graphql/graphql-handler.ts, sets `ws` on a graphql-ws operation's context).
       const overWebSocket = Boolean((args.contextValue as { ws?: unknown } | undefined)?.ws);
       return {
         onExecuteDone({ result, setResult }) {

@@ -52,7 +52,7 @@ builder.subscriptionFields((t) => ({
     type: EventRef,
     description: 'Catch-up from the log after afterSeq (omitted: from the start), then live: in seq order, no gaps, no duplicates.',
     args: { sessionId: t.arg.id({ required: true }), afterSeq: t.arg.int() },
-    // Over graphql-ws, a plain selection of this stream is written straight to the socket (ws-delivery.ts).
+    // Over graphql-ws, a plain selection of this stream is written straight to the socket (http/graphql/ws-delivery.ts).
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionEventsArgs, args);
       await ctx.store.requireSession(ctx.scope, p.sessionId);

@@ -1,15 +1,15 @@
-// The fast lane (graphql/fast-lane.ts) answers exactly as yoga does: the same
+// The fast lane (http/graphql/fast-lane.ts) answers exactly as yoga does: the same
 // requests sent to a server with it and to one without it (same database) get
 // the same status, content type, extra headers and body. And it really serves
 // the common requests: yoga's request hooks never see them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plugin } from 'graphql-yoga';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { createTestDatabase } from '../helpers/db.ts';
-import { assertFastLaneSafe, regularMediaType } from '../../src/graphql/fast-lane.ts';
-import { graphqlHandler } from '../../src/graphql/graphql-handler.ts';
-import { Guard } from '../../src/http/guard.ts';
-import type { ApiTokens } from '../../src/host/api-tokens.ts';
+import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import { createTestDatabase } from '../../helpers/db.ts';
+import { assertFastLaneSafe, regularMediaType } from '../../../src/http/graphql/fast-lane.ts';
+import { graphqlHandler } from '../../../src/http/graphql/graphql-handler.ts';
+import { Guard } from '../../../src/http/guard.ts';
+import type { ApiTokens } from '../../../src/host/api-tokens.ts';
 
 let fast: TestApp;
 let slow: TestApp;

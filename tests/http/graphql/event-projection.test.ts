@@ -1,11 +1,11 @@
-// The projection of a sessionEvents selection (graphql/event-projection.ts)
+// The projection of a sessionEvents selection (http/graphql/event-projection.ts)
 // gives exactly what graphql-js gives executing the subscription on the event,
 // and declines every selection it cannot mirror.
 import { describe, expect, it } from 'vitest';
 import { Kind, execute, parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
-import { schema } from '../../src/graphql/schema.ts';
-import { eventProjection } from '../../src/graphql/event-projection.ts';
-import type { StoredEvent } from '../../src/store/session-log.ts';
+import { schema } from '../../../src/graphql/schema.ts';
+import { eventProjection } from '../../../src/http/graphql/event-projection.ts';
+import type { StoredEvent } from '../../../src/store/session-log.ts';
 
 function projectionOf(doc: string) {
   const document = parse(doc);

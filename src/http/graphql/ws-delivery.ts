@@ -18,8 +18,8 @@ import type net from 'node:net';
 import { WebSocket } from 'ws';
 import { createSourceEventStream, getArgumentValues, getOperationAST, Kind, type FragmentDefinitionNode } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
-import { EventStream } from '../host/live/event-window.ts';
-import type { StoredEvent } from '../store/session-log.ts';
+import { EventStream } from '../../host/live/event-window.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
 import { eventProjection, type EventProjection } from './event-projection.ts';
 
 const HIGH_WATER = 1024 * 1024;

@@ -1,12 +1,12 @@
 // A sessionEvents subscription's selection as a plain function of the event:
 // what graphql-js would produce executing it on that event, without executing
 // anything. Subscribers with the same selection share one serialised payload
-// per event (graphql/ws-delivery.ts). Only selections of Event's own scalar
+// per event (ws-delivery.ts). Only selections of Event's own scalar
 // fields qualify (any aliases and fragments, no directives); anything else is
-// executed as usual. tests/graphql/event-projection.test.ts holds this to
+// executed as usual. tests/http/graphql/event-projection.test.ts holds this to
 // graphql-js's output.
 import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
-import type { StoredEvent } from '../store/session-log.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
 
 const FIELDS: Record<string, (e: StoredEvent) => unknown> = {
   __typename: () => 'Event',

@@ -19,10 +19,10 @@
 import type http from 'node:http';
 import { getOperationAST, parse, type DocumentNode, type ExecutionResult } from 'graphql';
 import { processRegularResult, type Plugin, type YogaServerInstance } from 'graphql-yoga';
-import type { Context } from './context.ts';
-import type { Guard } from '../http/guard.ts';
-import { perHeaderValue } from '../http/per-header-value.ts';
-import { bodyTextOf } from '../http/http-body.ts';
+import type { Context } from '../../graphql/context.ts';
+import type { Guard } from '../guard.ts';
+import { perHeaderValue } from '../per-header-value.ts';
+import { bodyTextOf } from '../http-body.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
 export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse'] as const;
@@ -35,8 +35,8 @@ export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly
     const hooks = REQUEST_HOOKS.filter((h) => typeof (plugin as Record<string, unknown>)[h] === 'function');
     if (hooks.length) {
       throw new Error(
-        `the HTTP fast lane (graphql/fast-lane.ts) would skip a yoga plugin's request-level hooks (${hooks.join(', ')}): ` +
-          'add the plugin to the fast lane\'s allow-list if it need not see those requests (graphql/graphql-handler.ts), or turn the fast lane off (FORKLINE_HTTP_FAST_LANE=false)',
+        `the HTTP fast lane (http/graphql/fast-lane.ts) would skip a yoga plugin's request-level hooks (${hooks.join(', ')}): ` +
+          'add the plugin to the fast lane\'s allow-list if it need not see those requests (http/graphql/graphql-handler.ts), or turn the fast lane off (FORKLINE_HTTP_FAST_LANE=false)',
       );
     }
   }
