@@ -11,6 +11,8 @@
 // again, for a client stalled longer). So a closed socket is kept until its
 // frame is in the kernel's hands (delivered then, even once we let go), or
 // for `closeGraceMs` (what it holds is bounded: graphql/ws-delivery.ts).
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ServerOptions, WebSocket, WebSocketServer } from 'ws';
 
 export const UNRESPONSIVE_CLOSE_CODE = 4408;
@@ -41,8 +43,9 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
   const pingMs = opts.pingMs ?? 12_000;
   const deadAfterMs = opts.deadAfterMs ?? 60_000;
   const closeGraceMs = opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
-  wss.on('connection', (socket: WebSocket) => {
-    const tcp = (socket as unknown as { _socket?: { bytesWritten: number; writableLength: number } })._socket;
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    // The TCP socket ws writes to (its own reference is private): the upgrade request's (graphql/ws-delivery.ts says why).
+    const tcp: Socket | undefined = request.socket;
     /** Our pings' own bytes (2 a ping): the kernel takes them whether or not the client reads. */
     let pingBytes = 0;
     /** Bytes the kernel has taken, pings aside: grows while the client reads, even slowly. */

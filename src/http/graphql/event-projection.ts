@@ -1,26 +1,32 @@
 // A sessionEvents subscription's selection as a plain function of the event:
 // what graphql-js would produce executing it on that event, without executing
 // anything. Subscribers with the same selection share one serialised payload
-// per event (ws-delivery.ts). Only selections of Event's own scalar
-// fields qualify (any aliases and fragments, no directives); anything else is
-// executed as usual. tests/http/graphql/event-projection.test.ts holds this to
-// graphql-js's output.
-import { Kind, type FieldNode, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+// per event (ws-delivery.ts).
+//
+// The fields come from the schema, not from a list of our own: the field's
+// return type (Event) names the fields, the fragment type conditions (Event
+// and its interfaces) and each field's scalar; a value is read as graphql-js
+// reads it (the default resolver) and serialised by that scalar. So a field
+// added to Event is projected with it, and a field whose value needs its own
+// resolver (or arguments, or a selection of its own) makes the selection be
+// executed as usual. Directives decline too. tests/http/graphql/event-projection.test.ts
+// and tests/subscriptions/projected-events.test.ts hold this to graphql-js's
+// output, byte for byte, for every event type.
+import {
+  Kind,
+  defaultFieldResolver,
+  getNamedType,
+  isLeafType,
+  isNonNullType,
+  isObjectType,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLLeafType,
+  type GraphQLObjectType,
+  type GraphQLResolveInfo,
+  type SelectionSetNode,
+} from 'graphql';
 import type { StoredEvent } from '../../store/session-log.ts';
-
-const FIELDS: Record<string, (e: StoredEvent) => unknown> = {
-  __typename: () => 'Event',
-  id: (e) => e.id,
-  seq: (e) => e.seq,
-  type: (e) => e.type,
-  data: (e) => e.data,
-  inherited: (e) => e.inherited,
-  synthetic: (e) => e.synthetic,
-  createdAt: (e) => e.createdAt.toISOString(),
-  sessionId: (e) => e.sessionId,
-};
-/** Type conditions a fragment on an Event field can carry. */
-const EVENT_TYPES = new Set(['Event', 'Node']);
 
 export interface EventProjection {
   /** Same key, same payload: subscribers with equal keys share payloads. */
@@ -29,39 +35,67 @@ export interface EventProjection {
   payload(event: StoredEvent): string;
 }
 
-/** Response keys and fields of a selection, in graphql-js's order; null when it is not a plain Event selection. */
-function collect(set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, out: Map<string, string>, seen: Set<string>): boolean {
+/** How one response key's value is made from the event. */
+type Read = (event: StoredEvent) => unknown;
+
+/** A field of `type` graphql-js would resolve by reading the property and serialising a scalar; null when it needs more. */
+function readerOf(type: GraphQLObjectType, field: FieldNode): Read | null {
+  const name = field.name.value;
+  if (name === '__typename') return () => type.name;
+  const def = type.getFields()[name];
+  if (!def || def.resolve || def.args.length || field.arguments?.length || field.selectionSet) return null;
+  const leaf = getNamedType(def.type);
+  // Non-null only: a null where graphql-js would raise a field error is not mirrored.
+  if (!isLeafType(leaf) || !isNonNullType(def.type)) return null;
+  const scalar: GraphQLLeafType = leaf;
+  const info = { fieldName: name } as GraphQLResolveInfo; // all the default resolver reads
+  return (event) => scalar.serialize(defaultFieldResolver(event, {}, undefined, info));
+}
+
+/** Response keys and their readers, in graphql-js's order; false when it is not a plain selection of `type`. */
+function collect(
+  type: GraphQLObjectType,
+  conditions: ReadonlySet<string>,
+  set: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+  out: Map<string, { name: string; read: Read }>,
+  seen: Set<string>,
+): boolean {
   for (const s of set.selections) {
     if (s.directives?.length) return false;
     if (s.kind === Kind.FIELD) {
-      if (!(s.name.value in FIELDS) || s.selectionSet || s.arguments?.length) return false;
-      const key = (s as FieldNode).alias?.value ?? s.name.value;
-      if (!out.has(key)) out.set(key, s.name.value);
+      const read = readerOf(type, s);
+      if (!read) return false;
+      const key = s.alias?.value ?? s.name.value;
+      if (!out.has(key)) out.set(key, { name: s.name.value, read });
     } else if (s.kind === Kind.INLINE_FRAGMENT) {
-      if (s.typeCondition && !EVENT_TYPES.has(s.typeCondition.name.value)) return false;
-      if (!collect(s.selectionSet, fragments, out, seen)) return false;
+      if (s.typeCondition && !conditions.has(s.typeCondition.name.value)) return false;
+      if (!collect(type, conditions, s.selectionSet, fragments, out, seen)) return false;
     } else {
       const f = fragments[s.name.value];
-      if (!f || !EVENT_TYPES.has(f.typeCondition.name.value) || f.directives?.length) return false;
+      if (!f || !conditions.has(f.typeCondition.name.value) || f.directives?.length) return false;
       if (seen.has(s.name.value)) continue;
       seen.add(s.name.value);
-      if (!collect(f.selectionSet, fragments, out, seen)) return false;
+      if (!collect(type, conditions, f.selectionSet, fragments, out, seen)) return false;
     }
   }
   return true;
 }
 
 /** The projection of the sessionEvents field being resolved, or null to execute it as usual. */
-export function eventProjection(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments' | 'path'>): EventProjection | null {
-  if (info.fieldNodes.length !== 1) return null;
+export function eventProjection(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments' | 'path' | 'returnType'>): EventProjection | null {
+  if (info.fieldNodes.length !== 1 || !isNonNullType(info.returnType)) return null;
+  const type = info.returnType.ofType;
+  if (!isObjectType(type)) return null;
   const field = info.fieldNodes[0];
   if (!field.selectionSet || field.directives?.length) return null;
-  const keys = new Map<string, string>();
-  if (!collect(field.selectionSet, info.fragments, keys, new Set())) return null;
+  const conditions = new Set([type.name, ...type.getInterfaces().map((i) => i.name)]);
+  const keys = new Map<string, { name: string; read: Read }>();
+  if (!collect(type, conditions, field.selectionSet, info.fragments, keys, new Set())) return null;
   const rootKey = String(info.path.key);
-  const entries = [...keys].map(([key, name]) => [key, FIELDS[name]] as const);
+  const entries = [...keys].map(([key, { read }]) => [key, read] as const);
   return {
-    key: JSON.stringify([rootKey, ...keys]),
+    key: JSON.stringify([rootKey, ...[...keys].map(([key, { name }]) => [key, name])]),
     payload(event) {
       const node: Record<string, unknown> = {};
       for (const [key, read] of entries) node[key] = read(event);

@@ -18,6 +18,7 @@ import type net from 'node:net';
 import { WebSocket } from 'ws';
 import { createSourceEventStream, getArgumentValues, getOperationAST, Kind, type FragmentDefinitionNode } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
+import { MessageType, stringifyMessage } from 'graphql-ws';
 import { EventStream } from '../../host/live/event-window.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { eventProjection, type EventProjection } from './event-projection.ts';
@@ -28,10 +29,16 @@ const PAYLOADS_KEPT = 4096;
 
 /** The graphql-ws operation a resolver runs in: its socket and subscription id. */
 export interface WsOperation {
+  /** graphql-ws's `extra.socket`: frames go out through ws's public send. */
   socket: WebSocket;
   /**
-   * The socket's TCP connection (graphql-ws's upgrade request's `socket`, the
-   * one ws writes to): corked around a batch of frames. ws has no public cork.
+   * The TCP socket ws writes `socket`'s frames to, corked around a batch of
+   * frames so a batch leaves in one write, not one per frame. ws has no public
+   * cork and keeps that socket in a private field (`_socket`), so it is taken
+   * from graphql-ws's public `extra.request`: the upgrade request, whose
+   * `socket` is the one ws was handed (node's 'upgrade' event passes
+   * `req.socket`). tests/http/graphql/ws-cork.test.ts fails if graphql-ws or
+   * ws stop making that the same socket.
    */
   raw: net.Socket;
   id: string;
@@ -56,9 +63,10 @@ export function useWsDelivery(): Plugin {
       if (more.length || field?.kind !== Kind.FIELD || field.name.value !== DIRECT_FIELD) return;
       const fragments: Record<string, FragmentDefinitionNode> = {};
       for (const d of args.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
-      const projection = eventProjection({ fieldNodes: [field], fragments, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: undefined } });
       const def = args.schema.getSubscriptionType()?.getFields()[DIRECT_FIELD];
-      if (!projection || !def) return;
+      if (!def) return;
+      const projection = eventProjection({ fieldNodes: [field], fragments, returnType: def.type, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: undefined } });
+      if (!projection) return;
       setSubscribeFn(async (a) => {
         // The resolver's checks and its stream; errors answer as they would have.
         const source = await createSourceEventStream(a);
@@ -121,16 +129,28 @@ export class WsDelivery {
 
 }
 
+/**
+ * graphql-ws's `next` message for subscription `id` around a payload that is
+ * already JSON text: graphql-ws frames (and validates) the message with an
+ * empty payload, and the shared payload bytes take the place of its `{}`.
+ */
+export function nextMessageFrame(id: string): (payload: Buffer) => Buffer {
+  const empty = stringifyMessage<MessageType.Next>({ id, type: MessageType.Next, payload: {} });
+  const at = empty.lastIndexOf('{}'); // the payload is the message's last member
+  const head = Buffer.from(empty.slice(0, at));
+  const tail = Buffer.from(empty.slice(at + 2));
+  return (payload) => Buffer.concat([head, payload, tail]);
+}
+
 async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }): Promise<void> {
-  const head = Buffer.from(`{"id":${JSON.stringify(id)},"type":"next","payload":`);
-  const tail = Buffer.from('}');
+  const frame = nextMessageFrame(id);
   for (;;) {
     const batch = await stream.nextBatch();
     if (!batch) return;
     if (socket.readyState !== WebSocket.OPEN) return void stream.close();
     raw.cork();
     try {
-      for (const e of batch) socket.send(Buffer.concat([head, payloadOf(e), tail]), { binary: false });
+      for (const e of batch) socket.send(frame(payloadOf(e)), { binary: false });
       counts.frames += batch.length;
     } finally {
       raw.uncork();

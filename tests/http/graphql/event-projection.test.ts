@@ -2,19 +2,19 @@
 // gives exactly what graphql-js gives executing the subscription on the event,
 // and declines every selection it cannot mirror.
 import { describe, expect, it } from 'vitest';
-import { Kind, execute, parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
+import { GraphQLNonNull, GraphQLObjectType, GraphQLString, Kind, execute, parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { schema } from '../../../src/graphql/schema.ts';
 import { eventProjection } from '../../../src/http/graphql/event-projection.ts';
 import type { StoredEvent } from '../../../src/store/session-log.ts';
 
-function projectionOf(doc: string) {
+function projectionOf(doc: string, returnType = schema.getSubscriptionType()!.getFields().sessionEvents.type) {
   const document = parse(doc);
   const op = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
   const field = op.selectionSet.selections[0] as FieldNode;
   const fragments = Object.fromEntries(
     document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
   );
-  return { document, projection: eventProjection({ fieldNodes: [field], fragments, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: 'Subscription' } }) };
+  return { document, projection: eventProjection({ fieldNodes: [field], fragments, returnType, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: 'Subscription' } }) };
 }
 
 const events: StoredEvent[] = [
@@ -59,5 +59,24 @@ describe('event projection', () => {
       'subscription { sessionEvents(sessionId: "s") { seq nope } }',
       'subscription { sessionEvents(sessionId: "s") { ...F } } fragment F on Session { id }',
     ]) expect(projectionOf(doc).projection, doc).toBeNull();
+  });
+
+  it("takes Event's fields from the schema: a new field is projected, one with its own resolver is executed", () => {
+    const Event = new GraphQLObjectType({
+      name: 'Event',
+      fields: {
+        seq: { type: new GraphQLNonNull(GraphQLString) },
+        kind: { type: new GraphQLNonNull(GraphQLString) }, // a new field, read from the event as graphql-js reads it
+        shout: { type: new GraphQLNonNull(GraphQLString), resolve: (e: StoredEvent) => e.type.toUpperCase() },
+        maybe: { type: GraphQLString },
+      },
+    });
+    const returnType = new GraphQLNonNull(Event);
+    const event = { ...events[0], kind: 'k' } as StoredEvent;
+    const projected = projectionOf('subscription { sessionEvents(sessionId: "s") { seq kind __typename } }', returnType).projection;
+    expect(projected!.payload(event)).toBe('{"data":{"sessionEvents":{"seq":"0","kind":"k","__typename":"Event"}}}');
+    expect(projectionOf('subscription { sessionEvents(sessionId: "s") { seq shout } }', returnType).projection).toBeNull();
+    // Nullable: graphql-js's null for a missing value is not mirrored; executed as usual.
+    expect(projectionOf('subscription { sessionEvents(sessionId: "s") { maybe } }', returnType).projection).toBeNull();
   });
 });
