@@ -12,10 +12,12 @@
 // query or mutation. Everything else — and every refusal yoga words itself
 // (syntax and validation errors, CORS) — goes to yoga with the body already read.
 //
-// What it skips are yoga's request-level hooks (REQUEST_HOOKS): a plugin that
-// needs them would silently miss most traffic. So the fast lane is fenced: it
-// refuses to start while a plugin with such a hook is registered that is not
-// on its allow-list (each entry says why it may miss these requests).
+// What it skips are yoga's request-level hooks (REQUEST_HOOKS, and yoga's
+// request instrumentation): a plugin that needs them would silently miss most
+// traffic. So the fast lane is fenced: it refuses to start while yoga runs a
+// plugin with such a hook — registered, or added by a registered one when yoga
+// starts — that is not on its allow-list (each entry says why it may miss
+// these requests).
 import type http from 'node:http';
 import { getOperationAST, parse, type DocumentNode, type ExecutionResult } from 'graphql';
 import { processRegularResult, type Plugin, type YogaServerInstance } from 'graphql-yoga';
@@ -25,14 +27,26 @@ import { perHeaderValue } from '../per-header-value.ts';
 import { bodyTextOf } from '../http-body.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
-export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse'] as const;
+export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse'] as const;
+/** yoga's instrumentation of a request (envelop's parse, validate, execute… run on the fast lane too). */
+export const REQUEST_INSTRUMENTATION = ['request', 'requestParse', 'operation', 'resultProcess'] as const;
+
+/** The request-level hooks a plugin has, named as they would be missed. */
+function requestHooksOf(plugin: Plugin): string[] {
+  const p = plugin as Record<string, unknown>;
+  const instrumentation = (p.instrumentation ?? {}) as Record<string, unknown>;
+  return [
+    ...REQUEST_HOOKS.filter((h) => typeof p[h] === 'function'),
+    ...REQUEST_INSTRUMENTATION.filter((h) => typeof instrumentation[h] === 'function').map((h) => `instrumentation.${h}`),
+  ];
+}
 
 /** Throws when a plugin with a request-level hook is not on the allow-list. */
 export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly Plugin[]): void {
   const ok = new Set(allowed);
   for (const plugin of plugins) {
     if (ok.has(plugin)) continue;
-    const hooks = REQUEST_HOOKS.filter((h) => typeof (plugin as Record<string, unknown>)[h] === 'function');
+    const hooks = requestHooksOf(plugin);
     if (hooks.length) {
       throw new Error(
         `the HTTP fast lane (http/graphql/fast-lane.ts) would skip a yoga plugin's request-level hooks (${hooks.join(', ')}): ` +
@@ -41,6 +55,32 @@ export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly
     }
   }
 }
+
+/**
+ * Posts around the plugins registered with yoga (`fence.around(plugins)`). A
+ * plugin may add others when yoga starts (onPluginInit's addPlugin, spliced
+ * in right after it), which the registered list does not show. Between the
+ * posts of the list yoga resolved (envelop's `_plugins`, where yoga takes its
+ * hooks from) are the registered plugins and every one they added, and
+ * nothing of yoga's own.
+ */
+export function fastLaneFence() {
+  let resolved: readonly Plugin[] | undefined;
+  const start: Plugin = {};
+  // yoga calls onYogaInit once, with the resolved list in place.
+  const end: Plugin = { onYogaInit: ({ yoga }) => void (resolved = yoga.getEnveloped._plugins as Plugin[]) };
+  return {
+    around: (plugins: readonly Plugin[]): Plugin[] => [start, ...plugins, end],
+    /** What yoga runs between the posts; throws before yoga has started. */
+    plugins(): Plugin[] {
+      const from = resolved?.indexOf(start) ?? -1;
+      const to = resolved?.indexOf(end) ?? -1;
+      if (!resolved || from < 0 || to < from) throw new Error('the fast lane starts after yoga, with its fence around the registered plugins');
+      return resolved.slice(from + 1, to);
+    },
+  };
+}
+export type FastLaneFence = ReturnType<typeof fastLaneFence>;
 
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
@@ -104,8 +144,8 @@ function paramsOf(body: string): Params | null {
 export interface FastLaneOptions {
   yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
   guard: Guard;
-  /** Every plugin registered with yoga, and those of them allowed to miss the fast lane's requests. */
-  plugins: readonly Plugin[];
+  /** Around the plugins registered with yoga; those allowed to miss the fast lane's requests. */
+  fence: FastLaneFence;
   allowed: readonly Plugin[];
   /** With CORS origins configured, cross-origin requests need yoga's CORS headers. */
   corsEnabled: boolean;
@@ -116,11 +156,12 @@ export interface FastLaneOptions {
 
 /**
  * Serves the request if it can; returns false when yoga must. Call after
- * the guard's withinBodyLimit, which read the body. Throws when a plugin is
- * not fenced (assertFastLaneSafe).
+ * the guard's withinBodyLimit, which read the body. Throws when a plugin
+ * yoga runs — registered, or added by one at start — has request-level hooks
+ * and is not on the allow-list (assertFastLaneSafe).
  */
 export function fastLane(opts: FastLaneOptions) {
-  assertFastLaneSafe(opts.plugins, opts.allowed);
+  assertFastLaneSafe(opts.fence.plugins(), opts.allowed);
   const { yoga, guard } = opts;
   const parsed = new Set<string>();
   const parsesCleanly = (query: string) => {

@@ -23,7 +23,7 @@ import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
-import { fastLane } from './fast-lane.ts';
+import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
@@ -88,6 +88,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     ...(opts.plugins ?? []),
   ].filter((p): p is Plugin => Boolean(p));
 
+  const fence = fastLaneFence();
   const yoga = createYoga<{ req?: http.IncomingMessage }, Context>({
     schema,
     graphqlEndpoint: '/graphql',
@@ -100,7 +101,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
     cors: corsOrigins.length ? { origin: [...corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
-    plugins,
+    plugins: fence.around(plugins), // the fast lane sees every plugin they add (fast-lane.ts)
     context: (initial: { req?: http.IncomingMessage; principal?: Principal }): Context => {
       // graphql-ws operations come with their caller; HTTP requests passed the guard.
       const principal = initial.principal ?? (initial.req && guard.check(initial.req).principal);
@@ -122,7 +123,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     fastLane({
       yoga,
       guard,
-      plugins,
+      fence,
       // Request-level hooks that do not need to see the fast lane's requests, and why:
       allowed: [
         ...floor.first, // the fast lane asks the guard itself; a JSON POST is preflighted (no CSRF form can send it)

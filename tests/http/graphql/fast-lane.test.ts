@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Plugin } from 'graphql-yoga';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 import { createTestDatabase } from '../../helpers/db.ts';
+import { waitFor } from '../../helpers/wait.ts';
 import { assertFastLaneSafe, regularMediaType } from '../../../src/http/graphql/fast-lane.ts';
 import { graphqlHandler } from '../../../src/http/graphql/graphql-handler.ts';
 import { Guard } from '../../../src/http/guard.ts';
@@ -139,7 +140,7 @@ describe('the fast lane', () => {
     const count: Plugin = { onRequest: () => void guardedSeenByYoga++ };
     fastGuarded = await startTestApp({ databaseUrl, security, yogaPlugins: [count], fastLaneAllowed: [count] });
     slowGuarded = await startTestApp({ databaseUrl, security, fastLane: false });
-    const created = await fastGuarded.gql('mutation($input: CreateApiTokenInput!) { createApiToken(input: $input) { secret } }', { input: { name: 'lane-reader', scopes: ['READ'] } }, { authorization: `Bearer ${ADMIN}` });
+    const created = await fastGuarded.gql('mutation($input: CreateApiTokenInput!) { createApiToken(input: $input) { secret token { id } } }', { input: { name: 'lane-reader', scopes: ['READ'] } }, { authorization: `Bearer ${ADMIN}` });
     expect(created.errors).toBeUndefined();
     readOnly = created.data.createApiToken.secret;
     const as = (token: string, headers: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...headers });
@@ -177,20 +178,37 @@ describe('the fast lane', () => {
     }
     expect(statuses.slice(0, BURST).every((s) => s === 200)).toBe(true);
     expect(statuses.slice(BURST)).toEqual([429, 429]);
+    // A revoked stored token, once each process has seen the revocation: the same refusal.
+    const revoked = await fastGuarded.gql('mutation($id: ID!) { revokeApiToken(id: $id) { id } }', { id: created.data.createApiToken.token.id }, as(ADMIN));
+    expect(revoked.errors).toBeUndefined();
+    await waitFor(async () => (await answer(fastGuarded, sent[4])).status === 401 && (await answer(slowGuarded, sent[4])).status === 401, { what: 'the revocation seen by both servers', intervalMs: 250 });
+    for (const s of [sent[4], sent[5], { body: query, headers: as(readOnly, { origin: ALLOWED_ORIGIN }) }]) {
+      const [a, b] = [await answer(fastGuarded, s), await answer(slowGuarded, s)];
+      expect(a, `revoked: ${s.body}`).toEqual(b);
+      expect(a.status).toBe(401);
+    }
   });
 
   it('refuses to start beside a plugin with request-level hooks that is not on its allow-list', () => {
     const apiTokens = { inUse: false } as unknown as ApiTokens;
     const handler = (opts: Partial<Parameters<typeof graphqlHandler>[0]>) =>
       graphqlHandler({ services: {} as never, prisma: {} as never, guard: new Guard({ host: '127.0.0.1', apiTokens }), log: () => {}, ...opts });
-    for (const hook of ['onRequest', 'onRequestParse', 'onParams', 'onResultProcess', 'onResponse']) {
-      const plugin: Plugin = { [hook]: () => {} };
-      expect(() => handler({ plugins: [plugin] }), hook).toThrow(new RegExp(`fast lane.*${hook}.*allow-list`));
+    const withHook = (hook: string): Plugin => (hook.startsWith('instrumentation.') ? { instrumentation: { [hook.slice(16)]: (_: unknown, wrapped: () => void) => wrapped() } } : { [hook]: () => {} });
+    const hooks = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse', 'instrumentation.request', 'instrumentation.requestParse', 'instrumentation.operation', 'instrumentation.resultProcess'];
+    for (const hook of hooks) {
+      const plugin = withHook(hook);
+      expect(() => handler({ plugins: [plugin] }), hook).toThrow(new RegExp(`fast lane.*${hook.replace('.', '\\.')}.*allow-list`));
       expect(() => handler({ plugins: [plugin], fastLaneAllowed: [plugin] })).not.toThrow();
       expect(() => handler({ plugins: [plugin], fastLane: false })).not.toThrow();
+      // Added by another plugin when yoga starts: fenced all the same, even when the one adding it is allowed.
+      const adder: Plugin = { onPluginInit: ({ addPlugin }) => addPlugin(plugin) };
+      expect(() => handler({ plugins: [adder], fastLaneAllowed: [adder] }), `${hook} added at init`).toThrow(new RegExp(`fast lane.*${hook.replace('.', '\\.')}.*allow-list`));
+      expect(() => handler({ plugins: [adder], fastLaneAllowed: [plugin] })).not.toThrow();
     }
-    // Operation-level hooks run on the fast lane too (it runs yoga's envelop pipeline).
-    expect(() => assertFastLaneSafe([{ onExecute: () => {}, onParse: () => {}, onValidate: () => {}, onSubscribe: () => {} }], [])).not.toThrow();
+    // Operation-level hooks run on the fast lane too (it runs yoga's envelop pipeline), envelop's instrumentation with them.
+    const operationLevel: Plugin = { onExecute: () => {}, onParse: () => {}, onValidate: () => {}, onSubscribe: () => {}, onContextBuilding: () => {}, instrumentation: { execute: (_, w) => w(), parse: (_, w) => w() } };
+    expect(() => assertFastLaneSafe([operationLevel], [])).not.toThrow();
+    expect(() => handler({ plugins: [operationLevel] })).not.toThrow();
   });
 
   it('picks the media type yoga picks', () => {
