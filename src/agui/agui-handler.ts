@@ -93,6 +93,10 @@ export function aguiHandler(opts: AguiOptions) {
       return replyError(res, 400, 'BAD_USER_INPUT', (err as Error).message, cors(req));
     }
 
+    // A run is an event stream held open, counted as an SSE subscription is (the tenant's caps).
+    const capped = guard.openStream(res, principal.tenant);
+    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
+
     // From here on every answer is an event stream; failures are RUN_ERROR.
     const encoder = new EventEncoder({ accept: req.headers.accept });
     res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-store', 'x-accel-buffering': 'no', ...cors(req) });

@@ -1,6 +1,6 @@
 // What one tenant may hold open in a process (issue 27): its connections
-// (graphql-ws sockets and SSE streams) and its subscriptions (graphql-ws
-// subscriptions, and one per SSE stream). Counted where the transport knows
+// (graphql-ws sockets, SSE streams and AG-UI runs) and its subscriptions
+// (graphql-ws subscriptions, and one per SSE stream or AG-UI run). Counted where the transport knows
 // for certain when they end: a socket's close, a graphql-ws subscription's
 // completion, an HTTP subscription's response closing (also one yoga answers
 // 406 without reading it). Tenants come from authenticated principals only,
@@ -12,7 +12,7 @@ import type { Plugin } from 'graphql-yoga';
 import type { Refusal } from './http-body.ts';
 
 export interface ConnectionCaps {
-  /** Open graphql-ws sockets plus SSE streams, per tenant. */
+  /** Open graphql-ws sockets plus SSE streams (AG-UI runs among them), per tenant. */
   connections: number;
   /** Active subscriptions (graphql-ws and SSE), per tenant. */
   subscriptions: number;
@@ -65,7 +65,7 @@ export class TenantConnections {
     if (entry?.subscriptions.delete(id)) this.give(entry.tenant, 'subscriptions');
   }
 
-  /** A subscription over HTTP (an SSE stream) of `tenant`: a connection and a subscription until its response closes. */
+  /** A subscription over HTTP (an SSE stream, an AG-UI run) of `tenant`: a connection and a subscription until its response closes. */
   openStream(res: http.ServerResponse, tenant: string): Refusal | undefined {
     const refused = this.take(tenant, 'connections') ?? this.take(tenant, 'subscriptions', () => this.give(tenant, 'connections'));
     if (refused) return refused;

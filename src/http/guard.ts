@@ -161,6 +161,11 @@ export class Guard {
     this.connections?.endSubscription(socket, id);
   }
 
+  /** An event stream a door holds open for `tenant` (an AG-UI run): a connection and a subscription under its caps until the response closes. */
+  openStream(res: http.ServerResponse, tenant: string): Refusal | undefined {
+    return this.connections?.openStream(res, tenant);
+  }
+
   /**
    * The same floor inside yoga, in request order: the caller before the body is
    * read, CSRF prevention, subscriptions over HTTP under the tenant's cap.

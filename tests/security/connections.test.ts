@@ -175,6 +175,42 @@ describe('per-tenant caps on connections and subscriptions', () => {
     }, { what: 'every place freed by the closed socket', timeoutMs: 5000 });
   });
 
+  it('counts an AG-UI run as an SSE stream: a connection and a subscription while it runs, 429 TOO_MANY_CONNECTIONS past the cap', async () => {
+    const agui = app.url.replace(/\/graphql$/, '/agui');
+    const run = (who: Record<string, string>, runId: string, text: string) => {
+      const abort = new AbortController();
+      const input = { threadId: `caps-${runId}`, runId, state: {}, messages: [{ id: `m-${runId}`, role: 'user', content: text }], tools: [], context: [], forwardedProps: {} };
+      const res = fetch(agui, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...who }, body: JSON.stringify(input), signal: abort.signal });
+      return { res, abort: () => abort.abort() };
+    };
+    const held = (tenant: string) => app.server.tenantConnections!.heldBy(tenant);
+    // A run that streams for a while (the scripted model waits between words).
+    const long = run(A, 'long', `${'word '.repeat(20)}\n!slow 1000`);
+    expect((await long.res).status).toBe(200);
+    await waitFor(() => held('alpha').connections === 1 && held('alpha').subscriptions === 1, { what: 'the run counted' });
+    const sockets = [connect(app.url, A), connect(app.url, A)];
+    for (const c of sockets) expect(await c.outcome).toEqual({ connected: true });
+    const third = connect(app.url, A);
+    expect(await third.outcome).toMatchObject({ connected: false, code: 4429 });
+    await third.client.dispose();
+
+    const refused = await run(A, 'refused', 'hello').res;
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).errors[0]).toMatchObject({ extensions: { code: 'TOO_MANY_CONNECTIONS' }, message: expect.stringMatching(/this tenant has 3 open/) });
+    // Another tenant runs; its run is released when it finishes.
+    const other = await run(B, 'other', 'hello').res;
+    expect(other.status).toBe(200);
+    expect(await other.text()).toContain('RUN_FINISHED');
+    await waitFor(() => held('beta').connections === 0, { what: "the other tenant's run released" });
+
+    long.abort();
+    await waitFor(() => held('alpha').connections === 2 && held('alpha').subscriptions === 0, { what: 'the aborted run released' });
+    const again = await run(A, 'again', 'hello').res;
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('RUN_FINISHED');
+    await Promise.all(sockets.map((c) => c.client.dispose()));
+  });
+
   it('releases what an HTTP subscription held when its response ends, also one answered 406', async () => {
     for (let i = 0; i < 8; i++) {
       const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...A }, body: JSON.stringify({ query: EVENTS, variables: { id: sessionA } }) });
