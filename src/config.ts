@@ -88,6 +88,7 @@ const envSchema = z.object({
   FORKLINE_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.requestMs),
   FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
   FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
+  FORKLINE_WS_IDLE_TIMEOUT_MS: z.coerce.number().int().refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100').default(DEFAULT_TIMEOUTS.wsIdleMs),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 }).superRefine((c, ctx) => {
   if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
@@ -146,6 +147,7 @@ export function securityOptions(config: Config): SecurityOptions {
       requestMs: config.FORKLINE_HTTP_REQUEST_TIMEOUT_MS,
       keepAliveMs: config.FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS,
       wsInitMs: config.FORKLINE_WS_INIT_TIMEOUT_MS,
+      wsIdleMs: config.FORKLINE_WS_IDLE_TIMEOUT_MS,
     },
   };
 }

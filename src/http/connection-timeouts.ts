@@ -7,6 +7,9 @@
 // without `connection_init` after wsInitMs (4408), but its close frame waits
 // for the client's answer for 30 s (ws's close handshake) — a client that
 // sends nothing does not answer, so such a socket is cut CLOSE_GRACE_MS later.
+// A socket past `connection_init` that runs no operation for wsIdleMs holds a
+// place of its tenant's cap for nothing: it is closed (1000, which graphql-ws
+// clients answer by connecting again when they next need to).
 import type http from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
 
@@ -19,9 +22,11 @@ export interface ConnectionTimeouts {
   keepAliveMs: number;
   /** A WebSocket must send `connection_init` within this. */
   wsInitMs: number;
+  /** A WebSocket past `connection_init` running no operation (query, mutation, subscription) is closed after this; 0: never. */
+  wsIdleMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headersMs: 20_000, requestMs: 300_000, keepAliveMs: 5_000, wsInitMs: 3_000 };
+export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headersMs: 20_000, requestMs: 300_000, keepAliveMs: 5_000, wsInitMs: 3_000, wsIdleMs: 60_000 };
 
 /** A socket told to close gets this long to answer the close frame before its TCP connection is cut. */
 const CLOSE_GRACE_MS = 1_000;
@@ -47,4 +52,40 @@ export function cutUninitialisedSockets(wss: WebSocketServer, t: ConnectionTimeo
     timer.unref();
     socket.once('close', () => clearTimeout(timer));
   });
+}
+
+/** After an idle socket's close frame, how long the client has to answer it before the connection is cut. */
+const IDLE_CLOSE_GRACE_MS = 5_000;
+
+/** Admitted WebSockets, closed when they run no operation for `idleMs` (0: never). */
+export class IdleSockets {
+  private readonly lastActive = new WeakMap<WebSocket, number>();
+
+  constructor(private readonly idleMs: number) {}
+
+  /** A socket past `connection_init`; `busy`: whether it runs an operation now (graphql-ws's own record of them). */
+  watch(socket: WebSocket, busy: () => boolean): void {
+    if (!this.idleMs) return;
+    this.lastActive.set(socket, Date.now());
+    let timer: NodeJS.Timeout;
+    const check = () => {
+      const quiet = Date.now() - (this.lastActive.get(socket) ?? 0);
+      if (busy() || quiet < this.idleMs) {
+        timer = setTimeout(check, busy() ? this.idleMs : this.idleMs - quiet);
+        timer.unref();
+        return;
+      }
+      socket.close(1000, `idle: no operation for ${this.idleMs / 1000} s; connect again when needed`);
+      timer = setTimeout(() => socket.terminate(), IDLE_CLOSE_GRACE_MS);
+      timer.unref();
+    };
+    timer = setTimeout(check, this.idleMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  }
+
+  /** An operation of the socket started or ended: its idle time starts again. */
+  touch(socket: WebSocket): void {
+    if (this.lastActive.has(socket)) this.lastActive.set(socket, Date.now());
+  }
 }

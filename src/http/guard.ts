@@ -16,7 +16,7 @@ import { TenantAuth, type Principal } from './auth.ts';
 import { TokenBuckets } from './rate-limit.ts';
 import { AuthThrottle } from './auth-throttle.ts';
 import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './connection-limits.ts';
-import { DEFAULT_TIMEOUTS, type ConnectionTimeouts } from './connection-timeouts.ts';
+import { DEFAULT_TIMEOUTS, IdleSockets, type ConnectionTimeouts } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
 import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
 import { TokenConnections } from './token-connections.ts';
@@ -45,6 +45,7 @@ export class Guard {
   readonly loopbackOnly: boolean;
   /** The caller of each WebSocket, resolved when it connects. */
   private readonly callers = new WeakMap<object, Principal>();
+  private readonly idle: IdleSockets;
 
   constructor(opts: GuardOptions) {
     const security = opts.security ?? {};
@@ -60,6 +61,7 @@ export class Guard {
     const caps = security.connectionCaps ?? { connections: DEFAULT_LIMITS.connectionsPerTenant, subscriptions: DEFAULT_LIMITS.subscriptionsPerTenant };
     this.connections = auth.enabled && caps ? new TenantConnections(caps) : undefined;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...security.timeouts };
+    this.idle = new IdleSockets(this.timeouts.wsIdleMs);
     this.corsOrigins = security.corsOrigins ?? [];
     this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
     this.gate = new RequestGate({
@@ -125,15 +127,17 @@ export class Guard {
    * A graphql-ws connection_init: its caller (a stored token looked up first,
    * 1013 when the database is away), a rate-limit token, and a connection under
    * the tenant's cap. False when refused: the socket is closed with 4401 or
-   * 4429, which graphql-ws clients treat as final (no reconnect loop).
+   * 4429, which graphql-ws clients treat as final (no reconnect loop). An
+   * admitted socket is closed once it runs no operation (`busy`) for wsIdleMs.
    */
-  async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined): Promise<boolean> {
+  async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined, busy: () => boolean): Promise<boolean> {
     if (!(await this.tokens.lookUp(authorization, socket))) return false;
     const { principal, refused } = this.gate.authenticate(authorization, address);
     const over = principal ? this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant) : refused;
     if (principal && !over) {
       this.callers.set(socket, principal);
       this.tokens.watchSocket(principal, socket);
+      this.idle.watch(socket, busy);
       return true;
     }
     if (over?.status === 401) socket.close(CloseCode.Unauthorized, 'Unauthorized: missing or invalid connectionParams.authorization');
@@ -148,6 +152,7 @@ export class Guard {
 
   /** One graphql-ws operation: its connection's caller takes a rate-limit token (401 for a socket that never opened). */
   admitOperation(socket: WebSocket): GateDecision {
+    this.idle.touch(socket);
     const caller = this.callers.get(socket);
     return caller ? this.gate.admit(caller) : this.gate.authenticate(undefined);
   }
@@ -157,7 +162,9 @@ export class Guard {
     return this.connections?.startSubscription(socket, id);
   }
 
+  /** A graphql-ws operation ended (graphql-ws onComplete): a subscription's place is freed, the socket's idle time starts again. */
   endSubscription(socket: WebSocket, id: string): void {
+    this.idle.touch(socket);
     this.connections?.endSubscription(socket, id);
   }
 

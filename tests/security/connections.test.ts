@@ -312,10 +312,11 @@ describe('connection_init counts against the rate limit', () => {
 });
 
 describe('idle connections', () => {
+  const IDLE_MS = 400;
   let app: TestApp;
   let port: number;
   beforeAll(async () => {
-    app = await startTestApp({ security: { timeouts: { headersMs: 300, requestMs: 1000, keepAliveMs: 300, wsInitMs: 300 } } });
+    app = await startTestApp({ security: { timeouts: { headersMs: 300, requestMs: 1000, keepAliveMs: 300, wsInitMs: 300, wsIdleMs: IDLE_MS } } });
     port = Number(new URL(app.url).port);
   });
   afterAll(() => app?.close());
@@ -357,6 +358,43 @@ describe('idle connections', () => {
     }
   });
 
+  it('closes a WebSocket past connection_init that runs no operation (1000), and never one whose subscription runs', async () => {
+    const closes: Array<{ code: number; reason: string }> = [];
+    let connects = 0;
+    /** A graphql-ws client that connects at once (not lazily) and records how its sockets close. */
+    const client = createClient({
+      url: app.url.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      lazy: false,
+      retryAttempts: 0,
+      onNonLazyError: () => {},
+      on: { connected: () => void connects++, closed: (e: any) => void closes.push({ code: e.code, reason: e.reason }) },
+    });
+    const IDLE = { code: 1000, reason: `idle: no operation for ${IDLE_MS / 1000} s; connect again when needed` };
+    try {
+      // Never subscribes: closed once idle (the client then connects again, as graphql-ws clients do after 1000).
+      await waitFor(() => closes.length === 1, { what: 'the idle socket closed', timeoutMs: 5000 });
+      expect(closes[0]).toEqual(IDLE);
+      await waitFor(() => connects === 2, { what: 'the client connected again' });
+
+      // With a subscription running, the socket stays open through several idle periods and delivers.
+      const id = (await app.services.store.createSession({ tenant: 'local' }, { title: 'idle' })).id;
+      const sub = subscribeWs(app.url, EVENTS, { id }, client);
+      await sub.count(1);
+      const closedBefore = closes.length;
+      await new Promise((r) => setTimeout(r, 3 * IDLE_MS));
+      await app.services.store.append(id, [{ type: 'plugin/test/n', data: {} }]);
+      await sub.count(2);
+      expect(closes.length).toBe(closedBefore);
+      // Its subscription completed, the socket is idle again: closed.
+      await sub.close();
+      await waitFor(() => closes.length === closedBefore + 1, { what: 'the socket closed once idle again', timeoutMs: 5000 });
+      expect(closes.at(-1)).toEqual(IDLE);
+    } finally {
+      await client.dispose();
+    }
+  });
+
   it('cuts a WebSocket that never sends connection_init (and never answers the close frame)', async () => {
     const c = rawConnection(
       'GET /graphql HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
@@ -386,7 +424,9 @@ describe('configuration', () => {
     );
     expect(sec.connectionCaps).toEqual({ connections: 7, subscriptions: Infinity });
     expect(sec.authFailures).toEqual({ max: 9, windowMs: 30_000 });
-    expect(sec.timeouts).toEqual({ headersMs: 1500, requestMs: 300_000, keepAliveMs: 5000, wsInitMs: 2500 });
+    expect(sec.timeouts).toEqual({ headersMs: 1500, requestMs: 300_000, keepAliveMs: 5000, wsInitMs: 2500, wsIdleMs: 60_000 });
+    expect(securityOptions(loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '0' })).timeouts?.wsIdleMs).toBe(0);
+    expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);
     const defaults = securityOptions(loadConfig({}));
     expect(defaults.connectionCaps).toEqual({ connections: 100, subscriptions: 1000 });
     expect(defaults.authFailures).toEqual({ max: 20, windowMs: 60_000 });

@@ -154,7 +154,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           subscribe: (args: any) => args.rootValue.subscribe(args),
           onConnect: (ctx) => {
             const { socket, request } = ctx.extra;
-            return guard.openSocket(socket, connectionAuthorization(ctx.connectionParams, request), request.socket.remoteAddress);
+            // Busy while graphql-ws holds an operation of the socket (its public record of them).
+            const busy = () => Object.keys(ctx.subscriptions).length > 0;
+            return guard.openSocket(socket, connectionAuthorization(ctx.connectionParams, request), request.socket.remoteAddress, busy);
           },
           onSubscribe: async (ctx, id, params) => {
             // Errors here answer this operation only; thrown, they would close the whole socket.
