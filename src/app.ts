@@ -13,7 +13,7 @@ import { RunnerProtocol } from './host/runner-protocol.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { ApiTokens } from './host/api-tokens.ts';
 import { startServer, type RunningServer } from './http/http-server.ts';
-import type { SecurityOptions } from './http/security.ts';
+import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
 import { ServiceMetrics } from './metrics.ts';
 import { errorLogOf, type ErrorLog, type Logger } from './logger.ts';
 import { databaseReadiness } from './db/readiness.ts';
@@ -171,7 +171,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const controller = new SessionController(store, host, models, tools);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
-  const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log });
+  const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;
+  const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log, maxLivePerTenant: maxApiTokens === false ? undefined : maxApiTokens });
   await apiTokens.start();
   const runners = new RunnerProtocol({
     store,

@@ -81,6 +81,7 @@ const envSchema = z.object({
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
+  FORKLINE_MAX_API_TOKENS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.apiTokensPerTenant),
   FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
   FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
   FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
@@ -141,6 +142,7 @@ export function securityOptions(config: Config): SecurityOptions {
       config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT
         ? { connections: config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || Infinity, subscriptions: config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT || Infinity }
         : false,
+    maxApiTokensPerTenant: config.FORKLINE_MAX_API_TOKENS_PER_TENANT || false,
     authFailures: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS > 0 ? { max: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS, windowMs: config.FORKLINE_AUTH_FAILURE_WINDOW_S * 1000 } : false,
     timeouts: {
       headersMs: config.FORKLINE_HTTP_HEADERS_TIMEOUT_MS,

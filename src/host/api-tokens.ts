@@ -33,6 +33,8 @@ interface Entry {
 
 export interface ApiTokensOptions {
   refreshMs?: number;
+  /** Live tokens (neither revoked nor expired) one tenant may hold; unset: no cap. */
+  maxLivePerTenant?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -112,7 +114,12 @@ export class ApiTokens {
   async create(caller: Caller, input: { name: string; scopes: TokenScope[]; expiresAt: Date | null }): Promise<{ token: ApiTokenRow; secret: string }> {
     requireScope(caller, 'admin', 'creating API tokens');
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) throw badInput('expiresAt must be in the future', { field: 'expiresAt' });
-    return this.store.create({ tenant: caller.tenant, ...input });
+    const limit = this.opts.maxLivePerTenant ?? Infinity;
+    const created = await this.store.create({ tenant: caller.tenant, ...input }, limit);
+    if (!created) {
+      throw badInput(`this tenant has ${limit} live API tokens, its limit: revoke one (revokeApiToken) or let one expire first`, { limit });
+    }
+    return created;
   }
 
   async list(caller: Caller): Promise<ApiTokenRow[]> {

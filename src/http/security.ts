@@ -26,6 +26,8 @@ export interface SecurityOptions {
   connectionCaps?: ConnectionCaps | false;
   /** Failed authentication attempts per client address before 429s (auth mode only); false: off. */
   authFailures?: { max: number; windowMs: number } | false;
+  /** Live stored API tokens one tenant may hold (createApiToken past it: BAD_USER_INPUT); false: no cap. */
+  maxApiTokensPerTenant?: number | false;
   /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
   timeouts?: Partial<ConnectionTimeouts>;
 }
@@ -49,6 +51,7 @@ export const DEFAULT_LIMITS = {
   rateBurst: 100,
   connectionsPerTenant: 100,
   subscriptionsPerTenant: 1000,
+  apiTokensPerTenant: 100,
   authFailures: 20,
   authFailureWindowSeconds: 60,
 } as const;

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { impliedScopes, type TokenScope } from '../core/api-tokens.ts';
+import { inTransaction } from './transaction.ts';
 
 /** What requests authenticate with: a token's digest (environment tokens are digested the same way). */
 export const tokenDigest = (secret: string) => createHash('sha256').update(secret).digest('hex');
@@ -37,18 +38,32 @@ export interface StoredCredential {
 }
 
 const COLUMNS = 'id, tenant, name, scopes, "createdAt", "expiresAt", "revokedAt", "lastUsedAt"';
+/** A token that still works: neither revoked nor expired. */
+const LIVE = '"revokedAt" IS NULL AND ("expiresAt" IS NULL OR "expiresAt" > now())';
 
 export class ApiTokenStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  /** A new token; its secret is returned here and nowhere else. */
-  async create(input: { tenant: string; name: string; scopes: TokenScope[]; expiresAt: Date | null }): Promise<{ token: ApiTokenRow; secret: string }> {
+  /**
+   * A new token; its secret is returned here and nowhere else. Undefined when
+   * the tenant already holds `maxLive` live tokens (neither revoked nor
+   * expired): creations of one tenant take turns (a transaction lock on the
+   * tenant), so concurrent ones cannot pass the count together.
+   */
+  async create(input: { tenant: string; name: string; scopes: TokenScope[]; expiresAt: Date | null }, maxLive = Infinity): Promise<{ token: ApiTokenRow; secret: string } | undefined> {
     const secret = newSecret();
-    const { rows } = await this.pool.query<ApiTokenRow>(
-      `INSERT INTO "ApiToken" (id, tenant, name, digest, scopes, "expiresAt") VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-      [newTokenId(), input.tenant, input.name, tokenDigest(secret), impliedScopes(input.scopes), input.expiresAt],
-    );
-    return { token: rows[0], secret };
+    return inTransaction(this.pool, async (client) => {
+      if (Number.isFinite(maxLive)) {
+        await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('ApiToken:' || $1, 0))`, [input.tenant]);
+        const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "ApiToken" WHERE tenant = $1 AND ${LIVE}`, [input.tenant]);
+        if (rows[0].n >= maxLive) return undefined;
+      }
+      const { rows } = await client.query<ApiTokenRow>(
+        `INSERT INTO "ApiToken" (id, tenant, name, digest, scopes, "expiresAt") VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+        [newTokenId(), input.tenant, input.name, tokenDigest(secret), impliedScopes(input.scopes), input.expiresAt],
+      );
+      return { token: rows[0], secret };
+    });
   }
 
   /** The tenant's tokens, newest first (revoked and expired ones too, with their dates). */
@@ -75,7 +90,7 @@ export class ApiTokenStore {
     if (!digests.length) return found;
     const { rows } = await this.pool.query<StoredCredential & { digest: string }>(
       `SELECT digest, id, tenant, scopes, "expiresAt" FROM "ApiToken"
-        WHERE digest = ANY($1::text[]) AND "revokedAt" IS NULL AND ("expiresAt" IS NULL OR "expiresAt" > now())`,
+        WHERE digest = ANY($1::text[]) AND ${LIVE}`,
       [digests],
     );
     for (const { digest, ...credential } of rows) found.set(digest, credential);
@@ -94,7 +109,7 @@ export class ApiTokenStore {
   /** Whether any token is live: the service turns authentication on for stored tokens alone. */
   async anyLive(): Promise<boolean> {
     const { rows } = await this.pool.query(
-      `SELECT 1 FROM "ApiToken" WHERE "revokedAt" IS NULL AND ("expiresAt" IS NULL OR "expiresAt" > now()) LIMIT 1`,
+      `SELECT 1 FROM "ApiToken" WHERE ${LIVE} LIMIT 1`,
     );
     return rows.length > 0;
   }

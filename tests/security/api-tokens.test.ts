@@ -181,3 +181,43 @@ describe('expiry and revocation', () => {
   });
 });
 
+
+describe('the cap on live tokens per tenant', () => {
+  it('refuses a token past the cap with a clear BAD_USER_INPUT, counts only live ones, and holds under concurrent creations', async () => {
+    const CAP = 3;
+    const capped = await startTestApp({ databaseUrl: app.db.url, security: { apiTokens: new Map([['gamma-bootstrap-0123456789abcdef', 'gamma'], ['delta-bootstrap-0123456789abcdef', 'delta']]), rateLimit: false, maxApiTokensPerTenant: CAP } });
+    const admin = 'gamma-bootstrap-0123456789abcdef';
+    try {
+      const made = [];
+      for (let i = 0; i < CAP; i++) made.push(await createToken(admin, { name: `t${i}`, scopes: ['READ'] }, capped));
+      const over = await capped.gql(CREATE, { input: { name: 'one too many', scopes: ['READ'] } }, bearer(admin));
+      expect(over.data).toBeNull();
+      expect(over.errors).toEqual([
+        expect.objectContaining({
+          message: `this tenant has ${CAP} live API tokens, its limit: revoke one (revokeApiToken) or let one expire first`,
+          extensions: { code: 'BAD_USER_INPUT', limit: CAP },
+        }),
+      ]);
+      // Another tenant has its own count.
+      await createToken('delta-bootstrap-0123456789abcdef', { name: 'delta', scopes: ['READ'] }, capped);
+
+      // A revoked token frees its place; concurrent creations for the last place: exactly one gets it.
+      expect((await capped.gql(REVOKE, { id: made[0].id }, bearer(admin))).errors).toBeUndefined();
+      const racing = await Promise.all(Array.from({ length: 5 }, (_, i) => capped.gql(CREATE, { input: { name: `race${i}`, scopes: ['READ'] } }, bearer(admin))));
+      expect(racing.filter((r) => !r.errors).length).toBe(1);
+      expect(racing.filter((r) => r.errors).map(codes)).toEqual(Array(4).fill(['BAD_USER_INPUT']));
+      const listed = (await capped.gql(LIST, undefined, bearer(admin))).data.apiTokens;
+      expect(listed.filter((t: { status: string }) => t.status === 'ACTIVE')).toHaveLength(CAP);
+
+      // An expired token frees its place too.
+      const revokedAll = await Promise.all(listed.filter((t: { status: string }) => t.status === 'ACTIVE').slice(1).map((t: { id: string }) => capped.gql(REVOKE, { id: t.id }, bearer(admin))));
+      expect(revokedAll.every((r) => !r.errors)).toBe(true);
+      await createToken(admin, { name: 'short-lived', scopes: ['READ'], expiresAt: new Date(Date.now() + 1500).toISOString() }, capped);
+      await createToken(admin, { name: 'filler', scopes: ['READ'] }, capped);
+      expect(codes(await capped.gql(CREATE, { input: { name: 'waits', scopes: ['READ'] } }, bearer(admin)))).toEqual(['BAD_USER_INPUT']);
+      await waitFor(async () => !(await capped.gql(CREATE, { input: { name: 'after expiry', scopes: ['READ'] } }, bearer(admin))).errors, { what: 'a place freed by the expiry', intervalMs: 250 });
+    } finally {
+      await capped.close();
+    }
+  });
+});

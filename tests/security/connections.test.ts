@@ -430,6 +430,9 @@ describe('configuration', () => {
     const defaults = securityOptions(loadConfig({}));
     expect(defaults.connectionCaps).toEqual({ connections: 100, subscriptions: 1000 });
     expect(defaults.authFailures).toEqual({ max: 20, windowMs: 60_000 });
+    expect(defaults.maxApiTokensPerTenant).toBe(100);
+    expect(securityOptions(loadConfig({ FORKLINE_MAX_API_TOKENS_PER_TENANT: '5' })).maxApiTokensPerTenant).toBe(5);
+    expect(securityOptions(loadConfig({ FORKLINE_MAX_API_TOKENS_PER_TENANT: '0' })).maxApiTokensPerTenant).toBe(false);
     expect(securityOptions(loadConfig({ FORKLINE_AUTH_FAILURES_PER_ADDRESS: '0', FORKLINE_MAX_CONNECTIONS_PER_TENANT: '0', FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: '0' }))).toMatchObject({
       authFailures: false,
       connectionCaps: false,

@@ -73,7 +73,9 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   createApiToken: t.field({
     type: CreateApiTokenPayload,
-    description: 'A new API token of the caller\'s tenant; its secret is in the answer, once. Needs the admin scope.',
+    description:
+      'A new API token of the caller\'s tenant; its secret is in the answer, once. Needs the admin scope. A tenant holds at most ' +
+      'FORKLINE_MAX_API_TOKENS_PER_TENANT live tokens (neither revoked nor expired; default 100): past it, BAD_USER_INPUT with extensions.limit.',
     args: { input: t.arg({ type: CreateApiTokenInput, required: true }) },
     resolve: (_root, { input }, ctx) => {
       const { name, scopes, expiresAt } = parseArgs(createArgs, input);
