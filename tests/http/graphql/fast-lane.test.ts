@@ -84,6 +84,10 @@ describe('the fast lane', () => {
       { body: json('{ __typename }'), headers: { accept: 'application/json;charset=latin1' } },
       { body: json('{ __typename }'), headers: { accept: 'text/html' } },
       { body: json('{ __typename }'), headers: { accept: 'application/json, text/event-stream' } },
+      // Browsers without configured CORS origins: a foreign Origin on a (preflighted) JSON POST, and a null one.
+      { body: json('{ __typename }'), headers: { origin: 'https://elsewhere.example' } },
+      { body: json('mutation { createSession(input: { title: "from elsewhere" }) { title } }'), headers: { origin: 'https://elsewhere.example' } },
+      { body: json('{ __typename }'), headers: { origin: 'null' } },
       // Bodies yoga refuses.
       { body: '{"query": "{ __typename }", "extra": 1}' },
       { body: '[{"query": "{ __typename }"}]' },
