@@ -11,30 +11,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileWorkspaces } from '../src/agent/file-workspace.ts';
-import { FILES_CHANGE, type FileChangeRecord } from '../src/core/file-tree.ts';
 import { sha256 } from '../src/store/file-blobs.ts';
-import type { NewEvent } from '../src/core/events.ts';
+import { fileCallEvents as callEvents } from '../tests/helpers/file-calls.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
 
 const scope = { tenant: 'local' };
 const FILE_BYTES = 1024;
-
-/** One completed turn whose write_file call recorded `changes`: what the agent appends. */
-function callEvents(turn: number, changes: FileChangeRecord[]): NewEvent[] {
-  const inputId = `in_${turn}`;
-  const callId = `call_${turn}`;
-  return [
-    { type: 'inbox/add', data: { inputId, text: 'write' } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn, inputId } },
-    { type: 'step/start', data: { turn, step: 1 } },
-    { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
-    { type: FILES_CHANGE, data: { callId, changes } },
-    { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
-    { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn, reason: 'completed' } },
-  ];
-}
 
 const content = (tag: string, i: number) => Buffer.from(`${tag} ${i} `.padEnd(FILE_BYTES, '.'));
 const fileName = (i: number) => `src/d${i % 100}/f${i}.txt`;
