@@ -269,8 +269,10 @@ export class SessionLog {
         `(SELECT c.seq, c.data FROM "Event" c WHERE c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
         ` AND jsonb_typeof(c.data->'changes') = 'array'` +
         ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
-        ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1 AND r.type = 'tool/result'` +
-        ` AND r.data->>'callId' = c.data->>'callId') ORDER BY c.seq ${dir}${limited})`,
+        // The event right after it is its result: one probe of the primary key per change set (a condition on r.type
+        // here lets the planner scan every result of the session instead, when its statistics think them few).
+        ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
+        ` ORDER BY c.seq ${dir}${limited})`,
     );
     const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
     return rows;
