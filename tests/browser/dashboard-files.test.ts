@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { noHorizontalOverflow, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 let dashboard: Dashboard;
@@ -65,7 +65,6 @@ const atEvent = async (page: Page, seq: number) => {
   await page.getByLabel('Files at event').press('Enter');
   await expect.poll(() => page.getByTestId('files-pane').getAttribute('data-at-seq'), TIMEOUT).toBe(String(seq));
 };
-const noHorizontalOverflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describe('dashboard: files', () => {
   for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
