@@ -5,36 +5,24 @@
 //   what it touched would need) beside it, for comparison;
 // - restore (materialise) of a 10,000-file tree in a fork's new directory;
 // - storage for 100 forks of the 10,000-file tree, each changing one file
-//   (goal: ≤ 1.1 × one tree plus what they changed).
+//   (goal: ≤ 1.1 × one tree plus what they changed);
+// - a tree read (Session.files' store call) at the end of a session with 100
+//   and with 2,000 file-changing calls: the first read, which folds the
+//   history and writes checkpoints, and the later ones (goal: the later reads
+//   do not grow with the history, ratio ≤ 2);
+// - a one-byte change to a 5 MiB file: bytes stored (chunks).
 // Baseline in the same run: writing the same files with fs alone.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileWorkspaces } from '../src/agent/file-workspace.ts';
-import { FILES_CHANGE, type FileChangeRecord } from '../src/core/file-tree.ts';
 import { sha256 } from '../src/store/file-blobs.ts';
-import type { NewEvent } from '../src/core/events.ts';
+import { fileCallEvents as callEvents } from '../tests/helpers/file-calls.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
 
 const scope = { tenant: 'local' };
 const FILE_BYTES = 1024;
-
-/** One completed turn whose write_file call recorded `changes`: what the agent appends. */
-function callEvents(turn: number, changes: FileChangeRecord[]): NewEvent[] {
-  const inputId = `in_${turn}`;
-  const callId = `call_${turn}`;
-  return [
-    { type: 'inbox/add', data: { inputId, text: 'write' } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn, inputId } },
-    { type: 'step/start', data: { turn, step: 1 } },
-    { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
-    { type: FILES_CHANGE, data: { callId, changes } },
-    { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
-    { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn, reason: 'completed' } },
-  ];
-}
 
 const content = (tag: string, i: number) => Buffer.from(`${tag} ${i} `.padEnd(FILE_BYTES, '.'));
 const fileName = (i: number) => `src/d${i % 100}/f${i}.txt`;
@@ -110,7 +98,9 @@ export async function benchFiles(ctx: BenchContext) {
     const rawWrite = performance.now() - rawStart;
 
     // Storage for 100 forks of the big tree, each changing one file.
-    const blobBytes = async () => Number((await ctx.db.pool.query('SELECT coalesce(sum(size), 0)::bigint AS n FROM "FileBlob"')).rows[0].n);
+    // Bytes of contents stored: whole blobs and chunks.
+    const blobBytes = async () =>
+      Number((await ctx.db.pool.query('SELECT (SELECT coalesce(sum(octet_length(content)), 0) FROM "FileBlob") + (SELECT coalesce(sum(size), 0) FROM "FileChunk") AS n')).rows[0].n);
     const before = await blobBytes();
     const tree = await sessionWithTree(ctx, big, 'forks');
     const oneTree = (await blobBytes()) - before;
@@ -126,6 +116,33 @@ export async function benchFiles(ctx: BenchContext) {
     }
     const forks = (await blobBytes()) - before;
 
+    // Tree reads on long file histories: 100 and `long` calls of 3 changed paths each over 200 paths.
+    const long = QUICK ? 500 : 2_000;
+    const reads: Record<number, { first: number; later: { p50: number; p99: number } }> = {};
+    for (const calls of [100, long]) {
+      const { id } = await ctx.store.createSession(scope, { title: `history ${calls}` });
+      for (let i = 0; i < calls; i++) {
+        const files = [0, 1, 2].map((k) => ({ path: `h/${(i * 3 + k) % 200}.txt`, content: content(`history${calls}`, i * 3 + k) })).map((f) => ({ ...f, hash: sha256(f.content) }));
+        await ctx.store.files.put(id, files);
+        await ctx.store.append(id, callEvents(i + 1, files.map((f) => ({ path: f.path, hash: f.hash, size: f.content.byteLength }))));
+      }
+      const t = performance.now();
+      await ctx.store.files.tree(id);
+      const first = round(performance.now() - t, 3);
+      reads[calls] = { first, later: await time(runs, () => ctx.store.files.tree(id)) };
+    }
+
+    // A one-byte change to a big file: what the second version adds to storage.
+    const bigFile = crypto.randomBytes(5 * 1024 * 1024);
+    const edited = Buffer.from(bigFile);
+    edited[2_500_000] ^= 1;
+    const { id: bigId } = await ctx.store.createSession(scope, { title: 'big file' });
+    const s0 = await blobBytes();
+    await ctx.store.files.put(bigId, [{ hash: sha256(bigFile), content: bigFile }]);
+    const s1 = await blobBytes();
+    await ctx.store.files.put(bigId, [{ hash: sha256(edited), content: edited }]);
+    const s2 = await blobBytes();
+
     return {
       [`capture 1 changed file, 100 files (ms)`]: capture[100],
       [`capture 1 changed file, ${big} files (ms)`]: capture[big],
@@ -137,6 +154,13 @@ export async function benchFiles(ctx: BenchContext) {
       [`blob bytes: one ${big}-file tree`]: oneTree,
       [`blob bytes: it + 100 forks changing 1 file each`]: forks,
       [`storage ratio (goal ≤ 1.1 × (tree + changed))`]: round(forks / (oneTree + changed), 3),
+      [`tree read, 100 calls: first (ms)`]: reads[100].first,
+      [`tree read, 100 calls: later (ms)`]: reads[100].later,
+      [`tree read, ${long} calls: first (ms)`]: reads[long].first,
+      [`tree read, ${long} calls: later (ms)`]: reads[long].later,
+      [`tree read ratio ${long}/100 calls (later p50, goal ≤ 2)`]: round(reads[long].later.p50 / reads[100].later.p50),
+      [`bytes stored: a 5 MiB file`]: s1 - s0,
+      [`bytes stored: the same with 1 byte changed`]: s2 - s1,
     };
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

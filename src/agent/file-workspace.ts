@@ -12,7 +12,7 @@
 // its change set is stored with the call's result (session-runner.ts).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { treeUsage, workspacePath, type FileChangeRecord, type FileTree } from '../core/file-tree.ts';
+import { treeUsage, workspacePath, type FileChangeRecord } from '../core/file-tree.ts';
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
@@ -98,7 +98,7 @@ export class FileWorkspace {
   /** The directory made current with the log, before a file tool works in it. */
   async ready(): Promise<string> {
     const last = await this.owner.log.lastFileChangeSeq(this.sessionId);
-    if (!this.known || last !== this.syncedSeq) await this.materialise();
+    if (!this.known || last !== this.syncedSeq) await this.materialise(last);
     return this.dir;
   }
 
@@ -119,10 +119,8 @@ export class FileWorkspace {
   }
 
   /** Restores the tree as of the log's end: costs what the tree holds, once. */
-  private async materialise(): Promise<void> {
-    const changeSets = await this.owner.log.fileChangeSets(this.sessionId);
-    const tree: FileTree = new Map();
-    for (const c of changeSets) for (const ch of c.data.changes) ch.hash === null ? tree.delete(ch.path) : tree.set(ch.path, { ...ch, hash: ch.hash, seq: c.seq });
+  private async materialise(lastChangeSeq: number): Promise<void> {
+    const tree = await this.owner.blobs.tree(this.sessionId);
     await fs.rm(this.dir, { recursive: true, force: true });
     await fs.mkdir(this.dir, { recursive: true });
     this.rootReal = await fs.realpath(this.dir);
@@ -142,7 +140,7 @@ export class FileWorkspace {
       });
     }
     this.known = known;
-    this.syncedSeq = changeSets.at(-1)?.seq ?? -1;
+    this.syncedSeq = lastChangeSeq;
     this.touched.clear();
   }
 

@@ -3,13 +3,16 @@
 // which blob (SessionBlob: deletion removes the blobs no remaining session
 // stored), and the reads that need no agent: the tree as of a seq, one file,
 // and what changed between two seqs. The tree itself is the fold of the log's
-// change sets (core/file-tree.ts; store/session-log.ts `fileChangeSets`).
+// change sets (core/file-tree.ts; store/session-log.ts `fileChangeSets`),
+// from the nearest checkpoint (store/file-tree-checkpoints.ts).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { foldFileTree, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
+import { listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
+import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
+import { FileTreeCheckpoints } from './file-tree-checkpoints.ts';
 import type { Db, LogRef, SessionLog } from './session-log.ts';
 
 export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -58,44 +61,94 @@ function seqWithin(seq: number, eventCount: number, what = 'atSeq'): number {
 }
 
 export class FileBlobs {
+  private readonly checkpoints: FileTreeCheckpoints;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly log: SessionLog,
-  ) {}
+  ) {
+    this.checkpoints = new FileTreeCheckpoints(pool, log);
+  }
 
   /**
    * Stores contents a session's call produced, each once whatever else holds
    * it, and notes that the session stored them — before the change set naming
    * them is appended, so no log ever names a missing blob. (When that append
-   * then fails, the blobs stay with the session until it is deleted.)
+   * then fails, the blobs stay with the session until it is deleted.) A big
+   * content is stored as its chunks (core/file-chunks.ts), each once: a new
+   * version of a big file adds only the chunks that differ. One statement, so
+   * a blob row without content always has its chunk list.
    */
   async put(sessionId: string, blobs: ReadonlyArray<{ hash: string; content: Uint8Array }>, db: Db = this.pool): Promise<void> {
     if (blobs.length === 0) return;
     const unique = [...new Map(blobs.map((b) => [b.hash, b])).values()];
+    const chunks = new Map<string, Buffer>();
+    const links: { blob: string[]; idx: number[]; chunk: string[] } = { blob: [], idx: [], chunk: [] };
+    for (const b of unique) {
+      if (!isChunked(b.content.byteLength)) continue;
+      chunksOf(b.content).forEach((c, idx) => {
+        const hash = sha256(c);
+        if (!chunks.has(hash)) chunks.set(hash, Buffer.from(c));
+        links.blob.push(b.hash);
+        links.idx.push(idx);
+        links.chunk.push(hash);
+      });
+    }
     await db.query(
-      `WITH b AS (
+      `WITH c AS (
+         INSERT INTO "FileChunk" (hash, size, content)
+         SELECT * FROM unnest($5::text[], $6::int[], $7::bytea[]) ON CONFLICT (hash) DO NOTHING
+       ), b AS (
          INSERT INTO "FileBlob" (hash, size, content)
-         SELECT * FROM unnest($2::text[], $3::int[], $4::bytea[]) ON CONFLICT (hash) DO NOTHING
+         SELECT * FROM unnest($2::text[], $3::int[], $4::bytea[]) ON CONFLICT (hash) DO NOTHING RETURNING hash
+       ), l AS (
+         INSERT INTO "FileBlobChunk" ("blobHash", idx, "chunkHash")
+         SELECT bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
        )
        INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
-      [sessionId, unique.map((b) => b.hash), unique.map((b) => b.content.byteLength), unique.map((b) => Buffer.from(b.content))],
+      [
+        sessionId,
+        unique.map((b) => b.hash),
+        unique.map((b) => b.content.byteLength),
+        unique.map((b) => (isChunked(b.content.byteLength) ? null : Buffer.from(b.content))),
+        [...chunks.keys()],
+        [...chunks.values()].map((c) => c.byteLength),
+        [...chunks.values()],
+        links.blob,
+        links.idx,
+        links.chunk,
+      ],
     );
   }
 
-  /** Contents by hash (missing hashes are absent from the map), a page of blobs per statement. */
+  /** Contents by hash (missing hashes are absent from the map), a page of blobs per statement; chunked ones put together. */
   async contents(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, Buffer>> {
     const all = [...new Set(hashes)];
     const out = new Map<string, Buffer>();
     for (let i = 0; i < all.length; i += BLOB_PAGE) {
-      const { rows } = await db.query<{ hash: string; content: Buffer }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [all.slice(i, i + BLOB_PAGE)]);
-      for (const r of rows) out.set(r.hash, r.content);
+      const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [all.slice(i, i + BLOB_PAGE)]);
+      const chunked: string[] = [];
+      for (const r of rows) r.content ? out.set(r.hash, r.content) : chunked.push(r.hash);
+      if (chunked.length) for (const [hash, content] of await this.assemble(chunked, db)) out.set(hash, content);
     }
     return out;
   }
 
-  /** The tree as of `atSeq` (default: the end of the log): change sets whose result lies at or before it. */
+  /** Chunked blobs' contents: their chunks in order, one statement. */
+  private async assemble(hashes: string[], db: Db): Promise<Map<string, Buffer>> {
+    const { rows } = await db.query<{ hash: string; content: Buffer }>(
+      `SELECT l."blobHash" AS hash, c.content FROM "FileBlobChunk" l JOIN "FileChunk" c ON c.hash = l."chunkHash"
+       WHERE l."blobHash" = ANY($1::text[]) ORDER BY l."blobHash", l.idx`,
+      [hashes],
+    );
+    const parts = new Map<string, Buffer[]>();
+    for (const r of rows) (parts.get(r.hash) ?? parts.set(r.hash, []).get(r.hash)!).push(r.content);
+    return new Map([...parts].map(([hash, list]) => [hash, Buffer.concat(list)]));
+  }
+
+  /** The tree as of `atSeq` (default: the end of the log): change sets whose result lies at or before it, folded from the nearest checkpoint. */
   async tree(ref: LogRef, atSeq?: number, db: Db = this.pool): Promise<FileTree> {
-    return foldFileTree(await this.log.fileChangeSets(ref, atSeq, db));
+    return this.checkpoints.tree(ref, atSeq, db);
   }
 
   /** Session.files: the entries under `dir` as of `atSeq` (default: the session's last event). */
@@ -128,9 +181,7 @@ export class FileBlobs {
     const to = toSeq ?? s.eventCount - 1;
     if (s.eventCount === 0 && toSeq == null) return [];
     seqWithin(to, s.eventCount, 'toSeq');
-    const changeSets = await this.log.fileChangeSets(s.ref, to);
-    const after = foldFileTree(changeSets);
-    const before = foldFileTree(changeSets.filter((c) => c.seq < fromSeq));
+    const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq), this.tree(s.ref, to)]);
     const changed = treeChanges(before, after);
     const diffable = (e: FileEntry | undefined) => !e || e.size <= DIFF_MAX_BYTES;
     const wanted = changed.filter((c) => diffable(c.before) && diffable(c.after)).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h);
@@ -196,23 +247,37 @@ export class FileBlobs {
 
   /**
    * Deletes those of `hashes` no session stores any more (after the sessions
-   * that stored them were deleted). A blob another session stores meanwhile is
-   * kept: its SessionBlob row's foreign key refuses the delete, and the blob
-   * waits for the next deletion that names it.
+   * that stored them were deleted), then the chunks of theirs no remaining
+   * blob holds. A blob another session stores meanwhile is kept: its
+   * SessionBlob row's foreign key refuses the delete, and the blob waits for
+   * the next deletion that names it (a chunk likewise, by FileBlobChunk's).
    */
   async deleteUnreferenced(hashes: readonly string[]): Promise<number> {
     let deleted = 0;
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
-      try {
-        const { rowCount } = await this.pool.query(
-          `DELETE FROM "FileBlob" b WHERE b.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "SessionBlob" r WHERE r.hash = b.hash)`,
-          [hashes.slice(i, i + BLOB_PAGE)],
+      const page = hashes.slice(i, i + BLOB_PAGE);
+      const { rows: chunkRows } = await this.pool.query<{ hash: string }>('SELECT DISTINCT "chunkHash" AS hash FROM "FileBlobChunk" WHERE "blobHash" = ANY($1::text[])', [page]);
+      deleted += await this.deleteRefused(
+        `DELETE FROM "FileBlob" b WHERE b.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "SessionBlob" r WHERE r.hash = b.hash)`,
+        page,
+      );
+      if (chunkRows.length) {
+        await this.deleteRefused(
+          `DELETE FROM "FileChunk" c WHERE c.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "FileBlobChunk" l WHERE l."chunkHash" = c.hash)`,
+          chunkRows.map((r) => r.hash),
         );
-        deleted += rowCount ?? 0;
-      } catch (err) {
-        if ((err as { code?: string }).code !== '23503') throw err;
       }
     }
     return deleted;
+  }
+
+  /** Runs a delete that a foreign key may refuse (something came to hold the row meanwhile: it stays). */
+  private async deleteRefused(sql: string, hashes: string[]): Promise<number> {
+    try {
+      return (await this.pool.query(sql, [hashes])).rowCount ?? 0;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23503') throw err;
+      return 0;
+    }
   }
 }

@@ -241,9 +241,16 @@ export class SessionLog {
    * with it, like a workspace write (`workspaceWrites`): a cut at the change
    * set's own seq leaves it out. One scan of the (sessionId, type, seq) index
    * per lineage segment: the cost is the file-changing calls, never the log.
+   * `fromSeq`: only change sets at or after it (those after a tree checkpoint,
+   * store/file-tree-checkpoints.ts).
    */
-  async fileChangeSets(ref: LogRef, toSeq = MAX_SEQ, db: Db = this.pool): Promise<Array<{ seq: number; data: FilesChangeData }>> {
-    return this.changeSetScan(ref, toSeq, 'ASC', undefined, db);
+  async fileChangeSets(ref: LogRef, toSeq = MAX_SEQ, db: Db = this.pool, fromSeq = 0): Promise<Array<{ seq: number; data: FilesChangeData }>> {
+    return this.changeSetScan(ref, toSeq, 'ASC', undefined, db, fromSeq);
+  }
+
+  /** Where seqs lo..hi of the log are stored (a read as of a snapshot stops at its end). */
+  async segments(ref: LogRef, lo: number, hi: number, db: Db = this.pool): Promise<Segment[]> {
+    return segmentsOf(await this.requireLineage(ref, db), Math.max(0, lo), Math.min(hi, MAX_SEQ));
   }
 
   /** The seq of the last file change set in effect (-1: none): one index probe per segment (the agent's workspace checks it is current). */
@@ -251,9 +258,8 @@ export class SessionLog {
     return (await this.changeSetScan(ref, MAX_SEQ, 'DESC', 1, db))[0]?.seq ?? -1;
   }
 
-  private async changeSetScan(ref: LogRef, toSeq: number, dir: 'ASC' | 'DESC', limit: number | undefined, db: Db) {
-    const l = await this.requireLineage(ref, db);
-    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+  private async changeSetScan(ref: LogRef, toSeq: number, dir: 'ASC' | 'DESC', limit: number | undefined, db: Db, fromSeq = 0) {
+    const segments = await this.segments(ref, fromSeq, toSeq, db);
     if (segments.length === 0) return [];
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
@@ -263,8 +269,10 @@ export class SessionLog {
         `(SELECT c.seq, c.data FROM "Event" c WHERE c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
         ` AND jsonb_typeof(c.data->'changes') = 'array'` +
         ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
-        ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1 AND r.type = 'tool/result'` +
-        ` AND r.data->>'callId' = c.data->>'callId') ORDER BY c.seq ${dir}${limited})`,
+        // The event right after it is its result: one probe of the primary key per change set (a condition on r.type
+        // here lets the planner scan every result of the session instead, when its statistics think them few).
+        ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
+        ` ORDER BY c.seq ${dir}${limited})`,
     );
     const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
     return rows;

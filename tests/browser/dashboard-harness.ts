@@ -58,6 +58,9 @@ export async function openPage(
   return { page, errors: collectPageErrors(page) };
 }
 
+/** Nothing sticks out sideways: the page does not scroll horizontally. */
+export const noHorizontalOverflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+
 /** One completed turn: a tool call and its result, then an answer (`who` prefixes its ids and texts). */
 export function completedTurn(n: number, { who, args = '{}' }: { who?: string; args?: string } = {}): NewEvent[] {
   const id = who ? `${who}_${n}` : `${n}`;

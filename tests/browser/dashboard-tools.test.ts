@@ -14,7 +14,7 @@ import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import { screenshot } from './chromium.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { noHorizontalOverflow, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const require = createRequire(import.meta.url);
 const TIMEOUT = { timeout: 10_000 };
@@ -79,8 +79,6 @@ async function shownCalls(page: Page) {
   );
 }
 
-/** Nothing sticks out sideways: the page does not scroll horizontally. */
-const noHorizontalOverflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 
 describe('dashboard: tools', () => {
   for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {

@@ -45,6 +45,19 @@ export const FILE_SCENARIO: string[] = [
   ].join('\n'),
 ];
 
+/**
+ * The log the scenario makes, one event type per seq: the spec's table has a
+ * row per cut (a fork at each of these events), like the fork spec's
+ * EXPECTED_CLOSERS. The scripted model makes the same log every time.
+ */
+export const FILE_SCENARIO_LOG: readonly string[] = [
+  'session/title',
+  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
+  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'tool/result', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
+  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'tool/result', 'step/end', 'step/start', 'model/message', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
+  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'plugin/mcp/result', 'plugin/files/change', 'tool/result', 'plugin/mcp/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
+];
+
 /** What the scenario's shell commands do to the files (the reference model cannot run a shell). */
 const SHELL_EFFECTS: Record<string, (files: Files) => void> = {
   'printf shell > s.txt && rm c.md': (files) => {
@@ -136,7 +149,8 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
     });
     afterAll(async () => impl.teardown?.());
 
-    it('the scenario ran as scripted: every file tool answered, two calls failed and changed nothing', () => {
+    it('the scenario ran as scripted: the log of the table, every file tool answered, two calls failed and changed nothing', () => {
+      expect(parent.events.map((e) => e.type)).toEqual(FILE_SCENARIO_LOG);
       const results = parent.events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status]);
       expect(results).toEqual([
         ['write_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'ok'],
@@ -150,23 +164,21 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
       expect(calls.every((c: any) => c.files === (c.name === 'shell' ? 'also' : 'only') && c.effect)).toBe(true);
     });
 
-    it('the parent, read at every seq, holds the files of that moment', async () => {
-      for (const e of parent.events) expect(await impl.filesAt(parent.id, e.seq), `seq ${e.seq} ${e.type}`).toEqual(expected[e.seq]);
-    });
-
-    it('a fork at every event holds exactly the files of that moment (a cut before a result: as before the call)', async () => {
-      for (const e of parent.events) {
-        const { childId, files } = await impl.forkFiles(parent.id, e.seq);
-        expect(files, `fork at ${e.seq} ${e.type}`).toEqual(expected[e.seq]);
+    // One row per cut: the parent read at that seq, and a fork there, hold exactly the files of that moment (a cut before a result: as before the call).
+    FILE_SCENARIO_LOG.forEach((type, seq) => {
+      it(`cut at ${seq} (${type}): the parent at it and a fork there hold the files of that moment`, async () => {
+        expect(await impl.filesAt(parent.id, seq), 'the parent').toEqual(expected[seq]);
+        const { childId, files } = await impl.forkFiles(parent.id, seq);
+        expect(files, 'the fork').toEqual(expected[seq]);
         if (impl.agentSees) {
           // Its directory is made from its log, wherever the cut fell (and whatever input queued in the prefix it answered first).
           const { sees, logSays } = await impl.agentSees(childId);
-          expect(sees, `the agent of the fork at ${e.seq}`).toEqual(logSays);
-          if (!queuedAt(parent.events, e.seq)) {
-            expect(sees).toEqual(Object.fromEntries(Object.entries(expected[e.seq]).map(([p, text]) => [p, Buffer.byteLength(text)])));
+          expect(sees, 'the fork\'s agent').toEqual(logSays);
+          if (!queuedAt(parent.events, seq)) {
+            expect(sees).toEqual(Object.fromEntries(Object.entries(expected[seq]).map(([p, text]) => [p, Buffer.byteLength(text)])));
           }
         }
-      }
+      });
     });
   });
 }

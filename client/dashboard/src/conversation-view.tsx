@@ -4,6 +4,7 @@ import type { ConversationItem, ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { sessionPath } from './router.ts';
 import { formatDuration } from './format.ts';
+import { CallFiles } from './files-tab.tsx';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
 
@@ -214,6 +215,7 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
             <Seq seq={r.seq} />
           </div>
           <div class="tool-result-text">{r.content}</div>
+          <CallFiles call={call} />
         </div>
       ) : (
         <div class={`tool-result pending waiting-${call.waiting}`} data-testid="tool-waiting" data-waiting={call.waiting}>

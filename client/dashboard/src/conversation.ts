@@ -7,6 +7,7 @@ import type { EventFieldsFragment } from '../../generated/graphql.ts';
 import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
 import { asCoreEvent, otherThanCore } from '../../../src/core/core-event.ts';
 import { LogState } from '../../../src/core/log-state.ts';
+import { FILES_CHANGE } from '../../../src/core/file-tree.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -39,6 +40,8 @@ export interface ToolCallView {
      */
     durationMs?: number;
   };
+  /** The files it changed (its `plugin/files/change` change set, stored right before its result). */
+  files?: { seq: number; changes: Array<{ path: string; deleted: boolean }> };
 }
 
 interface ItemBase {
@@ -116,7 +119,11 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       continue;
     }
     if (e.type.startsWith('plugin/')) {
-      if (e.type === 'plugin/agent/error') items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
+      const changed = e.type === FILES_CHANGE ? calls.get(str(d.callId)) : undefined;
+      if (changed) {
+        changed.call.files = { seq: e.seq, changes: fileChangesOf(d) };
+        changed.item.seqs.push(e.seq);
+      } else if (e.type === 'plugin/agent/error') items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
       else items.push({ ...base, kind: 'note', text: e.type });
       continue;
     }
@@ -238,6 +245,11 @@ export function itemsAfter(items: readonly ConversationItem[], cutSeq: number): 
 export function eventSummary(e: LogEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
   if (e.type === 'plugin/agent/error') return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
+  if (e.type === FILES_CHANGE) {
+    const changes = fileChangesOf(d);
+    const listed = (deleted: boolean) => changes.filter((c) => c.deleted === deleted).map((c) => c.path).join(', ');
+    return [`${str(d.callId)} files`, listed(false) && `wrote ${listed(false)}`, listed(true) && `deleted ${listed(true)}`].filter(Boolean).join(' · ');
+  }
   const ev = asCoreEvent(e as CoreEvent);
   switch (ev.type) {
     case 'inbox/add':
@@ -273,6 +285,12 @@ export function eventSummary(e: LogEvent): string {
       otherThanCore(ev); // other plugin events
       return clip(JSON.stringify(d));
   }
+}
+
+/** A change set's paths, each written or deleted. */
+function fileChangesOf(d: Record<string, unknown>): Array<{ path: string; deleted: boolean }> {
+  const changes = Array.isArray(d.changes) ? (d.changes as Array<Record<string, unknown>>) : [];
+  return changes.map((c) => ({ path: str(c.path), deleted: c.hash === null }));
 }
 
 const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map(str).join(', ') : 'none') : '');

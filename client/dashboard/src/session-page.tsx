@@ -16,6 +16,7 @@ import {
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { ChildDialog, type ChildRequest } from './dialogs.tsx';
+import { EventsAndFiles } from './files-tab.tsx';
 import { navigate, sessionPath } from './router.ts';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
@@ -92,15 +93,17 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
           <Composer sessionId={id} running={running} pending={queued} />
         </section>
         <section class="pane events" aria-label="Events pane">
-          <h2>
-            Events <span class="muted">({pages.length})</span>
-          </h2>
-          <EventsFilter pages={pages} version={version} filter={filter} onChange={setFilter} />
-          {isFiltering(filter) ? (
-            <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
-          ) : (
-            <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} />
-          )}
+          <EventsAndFiles session={{ id, length: pages.length, forkedAtSeq: session.forkedAtSeq, parentId: session.parent?.id }}>
+            <h2>
+              Events <span class="muted">({pages.length})</span>
+            </h2>
+            <EventsFilter pages={pages} version={version} filter={filter} onChange={setFilter} />
+            {isFiltering(filter) ? (
+              <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
+            ) : (
+              <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} />
+            )}
+          </EventsAndFiles>
         </section>
       </div>
     </main>

@@ -1,0 +1,21 @@
+// One completed turn whose write_file call recorded a change set, as the agent
+// appends it: for tests and the bench that build file histories without
+// running the agent for each call.
+import type { NewEvent } from '../../src/core/events.ts';
+import { FILES_CHANGE, type FileChangeRecord } from '../../src/core/file-tree.ts';
+
+export function fileCallEvents(turn: number, changes: FileChangeRecord[]): NewEvent[] {
+  const inputId = `in_${turn}`;
+  const callId = `call_${turn}`;
+  return [
+    { type: 'inbox/add', data: { inputId, text: 'write' } },
+    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+    { type: 'turn/start', data: { turn, inputId } },
+    { type: 'step/start', data: { turn, step: 1 } },
+    { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+    { type: FILES_CHANGE, data: { callId, changes } },
+    { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
+    { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
+    { type: 'turn/end', data: { turn, reason: 'completed' } },
+  ];
+}
