@@ -77,8 +77,8 @@ export class FileBlobs {
          INSERT INTO "FileBlob" (hash, size, content)
          SELECT * FROM unnest($2::text[], $3::int[], $4::bytea[]) ON CONFLICT (hash) DO NOTHING
        )
-       INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
-      [sessionId, unique.map((b) => b.hash), unique.map((b) => b.content.byteLength), unique.map((b) => Buffer.from(b.content))],
+       INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $5, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+      [sessionId, unique.map((b) => b.hash), unique.map((b) => b.content.byteLength), unique.map((b) => Buffer.from(b.content)), await this.log.treeOf(sessionId, db)],
     );
   }
 
@@ -158,9 +158,9 @@ export class FileBlobs {
     if (named.length === 0) return;
     const { rows } = await db.query<{ hash: string; held: boolean }>(
       `WITH n AS (SELECT h AS hash, EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) AS held FROM unnest($2::text[]) h),
-            adopted AS (INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, hash FROM n WHERE held ON CONFLICT DO NOTHING)
+            adopted AS (INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, hash FROM n WHERE held ON CONFLICT DO NOTHING)
        SELECT hash, held FROM n WHERE NOT held LIMIT 1`,
-      [sessionId, named],
+      [sessionId, named, await this.log.treeOf(sessionId, db)],
     );
     if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
   }

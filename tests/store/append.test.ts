@@ -102,7 +102,7 @@ describe('SessionStore.append', () => {
     const free = await Promise.all(Array.from({ length: 12 }, () => store.createSession(scope, {})));
     const results = await Promise.all(free.map((s) => store.queueInput(s.id, 'run it here', { scope, claimFor })));
     for (const [i, r] of results.entries()) {
-      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, ranges: [], inheritedEventCount: 0 } });
+      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, treeId: free[i].id, ranges: [], inheritedEventCount: 0 } });
       expect(await lease(free[i].id)).toEqual({ leaseOwner: 'me', leaseToken: 1, live: true });
     }
     // Held by another process: the input is queued, the lease left alone.
