@@ -113,7 +113,7 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
     `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
                           "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9
-      WHERE id = $1`,
+      WHERE id = $1 AND "treeId" = $1`,
     [id, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
      s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
   );

@@ -56,7 +56,7 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, prepare);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
-    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare);
+    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
     this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, opts.log ?? (() => {}));
   }
