@@ -5,12 +5,12 @@
 // touches, so a distributed Postgres can route it to one shard.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
-import { ForklineError } from '../../src/core/errors.ts';
 import { SessionStore } from '../../src/store/session-store.ts';
 import { importRecording } from '../../src/store/recordings.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { createTestDatabase } from '../helpers/db.ts';
-import { logSpec, type Refusal } from '../spec/log-spec.ts';
+import { logSpec } from '../spec/log-spec.ts';
+import { storeForkSpec, storeLogSpec } from '../helpers/store-specs.ts';
 import { forkSpec } from '../spec/fork-spec.ts';
 import { FIXTURES, readFixture } from '../fixtures/recordings/recordings.ts';
 
@@ -30,39 +30,14 @@ const open = () => {
   store = new SessionStore(db.pool, toolEffectOf);
 };
 
-const refusal = (err: unknown): Refusal => {
-  if (!(err instanceof ForklineError)) throw err;
-  const { rule, seq } = (err.details ?? {}) as { rule?: string; seq?: number };
-  return { code: err.code, ...(rule === undefined ? {} : { rule, seq }) };
+const openRecorded = async () => {
+  open();
+  const opened = db;
+  return { store, close: () => opened.close() };
 };
 
-logSpec('SessionStore, every statement recorded', {
-  setup: open,
-  teardown: () => db.close(),
-  createSession: async () => (await store.createSession(scope, {})).id,
-  append: (id, events, opts) => store.append(id, events, { ...opts, scope }).then(() => undefined, refusal),
-  page: (id, afterSeq, first) => store.log.page(id, afterSeq, first),
-  async counters(id) {
-    const s = await store.getSession(scope, id);
-    return s && { eventCount: s.eventCount, turnCount: s.turnCount, pendingInputCount: s.pendingInputCount, status: s.status };
-  },
-  fork: async (id, atSeq) => (await store.fork(scope, id, atSeq)).session.id,
-  deleteSession: (id, withDescendants) => store.deleteSession(scope, id, { withDescendants }).catch(refusal),
-});
-
-forkSpec('SessionStore, every statement recorded', {
-  setup: open,
-  teardown: () => db.close(),
-  async createParent(events) {
-    const { id } = await store.createSession(scope, {});
-    await store.append(id, events);
-    return { id, events: await store.log.page(id, -1, 1000) };
-  },
-  async fork(parent, cut) {
-    const f = await store.fork(scope, parent.id, 'atSeq' in cut ? cut.atSeq : cut);
-    return { id: f.session.id, events: await store.log.page(f.session.id, -1, 1000), cutSeq: f.cutSeq, counters: f.session, syntheticEvents: f.syntheticEvents };
-  },
-});
+logSpec('SessionStore, every statement recorded', storeLogSpec(openRecorded));
+forkSpec('SessionStore, every statement recorded', storeForkSpec(openRecorded));
 
 describe('reads of a fork of an imported recording, and its deletion', () => {
   beforeAll(open);
