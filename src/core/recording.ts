@@ -180,6 +180,11 @@ export class RecordingValidator {
     return event;
   }
 
+  /** The header, once its line is pushed. */
+  get header(): RecordingHeader | undefined {
+    return this.#header;
+  }
+
   /** Inputs waiting in the inbox after the last event pushed (stored with each event). */
   get pendingInputCount(): number {
     return this.#state.pendingInputCount;

@@ -5,7 +5,7 @@
 import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
 import type { PartialSessionRow, SessionColumn, SessionRow } from '../store/session-rows.ts';
 
-const LOG: SessionColumn[] = ['eventCount', 'inheritedRanges', 'inheritedEventCount'];
+const LOG: SessionColumn[] = ['eventCount', 'treeId', 'inheritedRanges', 'inheritedEventCount'];
 
 /** Columns each Session field reads from its row (id and createdAt are always read). */
 export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {

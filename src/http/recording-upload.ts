@@ -1,9 +1,10 @@
 // POST /recordings: imports a recording streamed as the raw request body
 // (JSON Lines), for recordings too large to send as a GraphQL string argument.
-// The body is spooled to a file under the data directory, so memory stays at
-// one chunk and one batch whatever the size; importRecording reads the file
-// twice (validate, then write), as bytes: invalid UTF-8 is rejected naming its
-// line. Same rules as the mutation: tenant, limits, errors with codes.
+// The body is spooled to a file under the data directory (its hash is the
+// idempotency key's request hash, and a slow client holds no transaction
+// open); importRecording then reads the file once, as bytes, validating and
+// writing as it goes, so memory stays at one chunk whatever the size: invalid
+// UTF-8 is rejected naming its line. Same rules as the mutation: tenant, limits, errors with codes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';

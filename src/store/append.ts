@@ -9,7 +9,7 @@ import { decodeEvent, type NewEvent } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import type { LogState } from '../core/log-state.ts';
 import { eventId, newInputId } from './ids.ts';
-import type { StoredEvent } from './session-log.ts';
+import type { SessionLog, StoredEvent } from './session-log.ts';
 import { leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import type { TailStates } from './tail-states.ts';
@@ -44,12 +44,13 @@ function rowChanges(before: LogState, after: LogState) {
 }
 
 /** Parameters of one session's append (appendBlock). */
-export const APPEND_PARAMS = 14;
+export const APPEND_PARAMS = 15;
 
 /**
  * One session's append (see SessionAppends.append) as CTEs and the SELECT of
  * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
- * named s<k> and ins<k>: the whole of a lone append's statement (APPEND_SQL),
+ * named s<k> and ins<k> ($15: the session's tree, which every statement on
+ * its rows names): the whole of a lone append's statement (APPEND_SQL),
  * or one block of a statement that appends to several sessions
  * (append-batcher.ts). The lease's part ($10: a runner's fencing token, $12:
  * give it back when idle, $13: its ttl, $14: a message's claimer) is
@@ -72,7 +73,7 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "updatedAt" = now(),
                 ${lease.set}
-          WHERE id = ${$(1)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
+          WHERE id = ${$(1)} AND "treeId" = ${$(15)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
             AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
           RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}
        ), ${ins} AS (
@@ -131,6 +132,8 @@ export class SessionAppends {
     /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
     private readonly notifications: NotifyQueue,
     prepare: boolean,
+    /** Where a session's tree is known (its cached lineage): the append names it. */
+    private readonly log: SessionLog,
   ) {
     this.appendStatement = statement(prepare, 'append', APPEND_SQL);
     this.appendNotifying = statement(prepare, 'append_notify', APPEND_NOTIFYING_SQL);
@@ -272,7 +275,7 @@ export class SessionAppends {
         if (attempt >= 2 && !opts.client) {
           return inTransaction(this.pool, async (client) => {
             // NO KEY: a fork's parent-key check on this row does not conflict with it (see fork()).
-            await client.query('SELECT 1 FROM "Session" WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+            await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $2 FOR NO KEY UPDATE', [sessionId, await this.log.treeOf(sessionId, client)]);
             return this.checkAndAppend(sessionId, decoded, { ...opts, client }, release);
           });
         }
@@ -289,15 +292,17 @@ export class SessionAppends {
   ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
     const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
+    const db = opts.client ?? this.pool;
+    const treeId = await this.log.treeOf(sessionId, db);
     const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
-      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null];
+      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null, treeId];
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
     if (out.length === 0) {
-      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number }>(
-        'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
-        [sessionId, opts.scope?.tenant ?? null],
+      const exists = await db.query<{ eventCount: number; leaseToken: number }>(
+        'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
+        [sessionId, opts.scope?.tenant ?? null, treeId],
       );
       if (!exists.rowCount) throw sessionNotFound(sessionId);
       const found = exists.rows[0];

@@ -105,7 +105,7 @@ export class FileBlobs {
          INSERT INTO "FileBlobChunk" ("blobHash", idx, "chunkHash")
          SELECT bh, i, ch FROM unnest($8::text[], $9::int[], $10::text[]) x(bh, i, ch) WHERE bh IN (SELECT hash FROM b)
        )
-       INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+       INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $11, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
       [
         sessionId,
         unique.map((b) => b.hash),
@@ -117,6 +117,7 @@ export class FileBlobs {
         links.blob,
         links.idx,
         links.chunk,
+        await this.log.treeOf(sessionId, db),
       ],
     );
   }
@@ -209,9 +210,9 @@ export class FileBlobs {
     if (named.length === 0) return;
     const { rows } = await db.query<{ hash: string; held: boolean }>(
       `WITH n AS (SELECT h AS hash, EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) AS held FROM unnest($2::text[]) h),
-            adopted AS (INSERT INTO "SessionBlob" ("sessionId", hash) SELECT $1, hash FROM n WHERE held ON CONFLICT DO NOTHING)
+            adopted AS (INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, hash FROM n WHERE held ON CONFLICT DO NOTHING)
        SELECT hash, held FROM n WHERE NOT held LIMIT 1`,
-      [sessionId, named],
+      [sessionId, named, await this.log.treeOf(sessionId, db)],
     );
     if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
   }

@@ -61,7 +61,7 @@ export interface LeaseClaim {
 }
 
 /** A session row a claim returns: what its lease and the runner's first read need. */
-export type ClaimedRow = { id: string; token: number; inheritedRanges: unknown; inheritedEventCount: number };
+export type ClaimedRow = { id: string; token: number; treeId: string; inheritedRanges: unknown; inheritedEventCount: number };
 
 /** The lease a claim took, from the row it returned (LeaseStore's claims, and a message's append: SessionStore.queueInput). */
 export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
@@ -104,7 +104,7 @@ export function leaseOnAppend(p: { token: string; ttlMs: string; release: string
     returning: `"leaseOwner" IS NULL AS released, "leaseOwner" = ${p.claimer}::text AS held, "leaseToken",
                     CASE WHEN ${p.claimer}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
     /** Those columns as the append's SELECT reads them from its UPDATE (`cte`): an AppendLeaseRow. */
-    selected: (cte: string) => `${cte}.released, ${cte}.held, ${cte}."leaseToken", ${cte}."inheritedRanges", ${cte}."inheritedEventCount"`,
+    selected: (cte: string) => `${cte}.released, ${cte}.held, ${cte}."leaseToken", ${cte}."treeId", ${cte}."inheritedRanges", ${cte}."inheritedEventCount"`,
   };
 }
 
@@ -113,6 +113,7 @@ export interface AppendLeaseRow {
   released: boolean;
   held: boolean | null;
   leaseToken: number;
+  treeId: string;
   inheritedRanges: unknown;
   inheritedEventCount: number;
 }
@@ -120,7 +121,7 @@ export interface AppendLeaseRow {
 /** The lease a message's append took for `claim` (its claimer holds it: taken now, or already its own), if any. */
 export function leaseTakenByAppend(sessionId: string, row: AppendLeaseRow, claim: LeaseClaim | undefined): Lease | undefined {
   // Adopting a lease the claimer already held is harmless (SessionHost.adopt).
-  return claim && row.held ? leaseOf({ id: sessionId, token: row.leaseToken, inheritedRanges: row.inheritedRanges, inheritedEventCount: row.inheritedEventCount }, claim.ttlMs) : undefined;
+  return claim && row.held ? leaseOf({ id: sessionId, token: row.leaseToken, treeId: row.treeId, inheritedRanges: row.inheritedRanges, inheritedEventCount: row.inheritedEventCount }, claim.ttlMs) : undefined;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -128,7 +129,7 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
-        RETURNING id, "leaseToken" AS token, "inheritedRanges", "inheritedEventCount"`,
+        RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
@@ -140,7 +141,7 @@ const LEASE_SQL = {
        )
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."inheritedRanges", s."inheritedEventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
   // For each tenant below its share of the claimer's slots ($7; $5/$6: what
   // each holds there), its oldest free runnable sessions, as many as its share
   // leaves, SKIP LOCKED; of those the batch takes first the ones whose tenant
@@ -171,7 +172,7 @@ const LEASE_SQL = {
        runnable AS (SELECT id FROM candidates ORDER BY rank, "updatedAt" LIMIT $3)
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."inheritedRanges", s."inheritedEventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose

@@ -13,6 +13,8 @@ export interface InheritedRange {
 
 export interface Lineage {
   sessionId: string;
+  /** The fork tree (Session.treeId): every row the lineage reads lies in it, and each read says so (a shard's key). */
+  treeId: string;
   /** Contiguous from seq 0, in seq order (empty: the session stores all its rows). */
   ranges: readonly InheritedRange[];
   /** Seqs below this were inherited by a fork (Event.inherited). */
@@ -24,9 +26,10 @@ export interface Lineage {
   endSeq?: number;
 }
 
-/** One stretch of seqs stored under one session id. */
+/** One stretch of seqs stored under one session id, in the lineage's tree. */
 export interface Segment {
   sessionId: string;
+  treeId: string;
   fromSeq: number;
   toSeq: number;
 }
@@ -34,8 +37,12 @@ export interface Segment {
 /** The first seq stored under the session's own id. */
 export const ownFromSeq = (l: Lineage): number => (l.ranges.length ? l.ranges[l.ranges.length - 1].toSeq + 1 : 0);
 
-export function lineageOf(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number }): Lineage {
-  return { sessionId: row.id, ranges: (row.inheritedRanges ?? []) as InheritedRange[], inheritedEventCount: row.inheritedEventCount };
+/** The columns of a session row a lineage is made of. */
+export type LineageRow = { id: string; treeId: string; inheritedRanges: unknown; inheritedEventCount: number };
+
+export function lineageOf(row: LineageRow): Lineage {
+  if (row.treeId === undefined) throw new Error(`session ${row.id} was read without its treeId`);
+  return { sessionId: row.id, treeId: row.treeId, ranges: (row.inheritedRanges ?? []) as InheritedRange[], inheritedEventCount: row.inheritedEventCount };
 }
 
 /**
@@ -44,7 +51,7 @@ export function lineageOf(row: { id: string; inheritedRanges: unknown; inherited
  * every read through this agrees with them (DESIGN §1: a session read is one
  * snapshot), whatever was appended since the row was read.
  */
-export function snapshotOf(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number; eventCount: number }): Lineage {
+export function snapshotOf(row: LineageRow & { eventCount: number }): Lineage {
   if (row.eventCount === undefined || row.inheritedRanges === undefined) throw new Error(`session ${row.id} was read without the columns of its log`);
   return { ...lineageOf(row), endSeq: row.eventCount };
 }
@@ -57,16 +64,16 @@ export function segmentsOf(l: Lineage, lo: number, hi: number): Segment[] {
   for (const r of l.ranges) {
     if (r.toSeq < lo) continue;
     if (r.fromSeq > hi) return out;
-    out.push({ sessionId: r.sessionId, fromSeq: Math.max(lo, r.fromSeq), toSeq: Math.min(hi, r.toSeq) });
+    out.push({ sessionId: r.sessionId, treeId: l.treeId, fromSeq: Math.max(lo, r.fromSeq), toSeq: Math.min(hi, r.toSeq) });
   }
   const own = ownFromSeq(l);
-  if (hi >= own) out.push({ sessionId: l.sessionId, fromSeq: Math.max(lo, own), toSeq: hi });
+  if (hi >= own) out.push({ sessionId: l.sessionId, treeId: l.treeId, fromSeq: Math.max(lo, own), toSeq: hi });
   return out;
 }
 
 /** The ranges of a child forked from `parent` at `cut` (its events 0..cut), -1: none. */
 export function childRanges(parent: Lineage, cut: number): InheritedRange[] {
-  return segmentsOf(parent, 0, cut);
+  return segmentsOf(parent, 0, cut).map(({ sessionId, fromSeq, toSeq }) => ({ sessionId, fromSeq, toSeq }));
 }
 
 /**

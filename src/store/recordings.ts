@@ -1,9 +1,8 @@
 // Recordings in and out of Postgres (DESIGN §5). Export streams the log in
-// pages; import validates the whole recording before it writes anything, then
-// writes the session in one transaction, in batches.
+// pages; import validates each line as it streams the events into Postgres,
+// in one transaction that an invalid line rolls back.
 import type pg from 'pg';
 import { closeOpenTail } from '../core/repair.ts';
-import { badInput } from '../core/errors.ts';
 import {
   RecordingValidator,
   exportLines,
@@ -11,18 +10,19 @@ import {
   recordingLines,
   upgradeToV4,
   type RecordingBlob,
-  type RecordingEvent,
   type RecordingSummary,
 } from '../core/recording.ts';
 import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
 import type { BeforeCommit, Scope, SessionRow, SessionStore } from './session-store.ts';
 import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
+import { copyJson, copyRows, copyText } from './copy-in.ts';
 
-/** A recording's text, or a way to read it from the start as text or bytes (import reads it twice). */
+/** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
 
-export const IMPORT_BATCH_SIZE = 1000;
+/** File contents are written this many at a time (each can be large). */
+const BLOB_BATCH_SIZE = 100;
 
 /** The session as recording lines (format V4), newline-terminated. */
 export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
@@ -48,10 +48,13 @@ export async function recordingText(store: SessionStore, session: Pick<SessionRo
 
 /**
  * Imports a recording as a new session of the caller's tenant (format V4, new
- * id, no parent). Pass 1 validates every line and writes nothing; pass 2
- * validates again while it writes, so a source that changed in between rolls
- * back. A log ending inside an open turn gets its `interrupted` closers here,
- * in the same transaction (DESIGN §2, §5), so recovery finds nothing to repair.
+ * id, no parent), in one pass and one transaction: each line is validated as
+ * it is read and its event streamed into Postgres with COPY, so memory stays
+ * at one line and one chunk whatever the size. A line that breaks a rule
+ * throws, and the transaction rolls back: an invalid recording writes
+ * nothing. The session's counters are written once the whole log is checked.
+ * A log ending inside an open turn gets its `interrupted` closers here, in
+ * the same transaction (DESIGN §2, §5), so recovery finds nothing to repair.
  */
 export async function importRecording(
   store: SessionStore,
@@ -59,33 +62,41 @@ export async function importRecording(
   source: RecordingSource,
   opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
 ): Promise<SessionRow> {
-  const read = () => recordingLines(typeof source === 'string' ? source : source());
+  const lines = recordingLines(typeof source === 'string' ? source : source())[Symbol.asyncIterator]();
   const check = new RecordingValidator();
-  for await (const line of read()) check.push(line);
-  const summary = check.finish();
-
   const id = newSessionId();
   await store.transaction(async (client) => {
-    await insertSession(client, id, scope, summary);
-    const replay = new RecordingValidator();
-    let batch: Array<RecordingEvent & { pendingInputCount: number }> = [];
+    // The row first (events reference it); an event without createdAt gets the transaction's time, as an append does.
+    const now = (await client.query<{ now: string }>(
+      `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
+      [id, scope.tenant, CURRENT_FORMAT_VERSION],
+    )).rows[0].now;
     let blobs: RecordingBlob[] = [];
-    for await (const line of read()) {
-      const e = replay.push(line);
-      if (replay.blob) blobs.push(replay.blob);
-      if (blobs.length >= IMPORT_BATCH_SIZE / 10) {
+    // The event lines, up to the first file content (the validator holds those to come after every event).
+    async function* eventRows(): AsyncGenerator<string> {
+      for (let next = await lines.next(); !next.done; next = await lines.next()) {
+        const pushed = check.push(next.value);
+        if (check.blob) {
+          blobs.push(check.blob);
+          return;
+        }
+        if (!pushed) continue;
+        const e = check.header!.version < CURRENT_FORMAT_VERSION ? upgradeToV4(pushed) : pushed;
+        yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJson(e.data)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}`;
+      }
+    }
+    await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")`, eventRows());
+    for (let next = await lines.next(); !next.done; next = await lines.next()) {
+      check.push(next.value);
+      if (check.blob) blobs.push(check.blob);
+      if (blobs.length >= BLOB_BATCH_SIZE) {
         await store.files.putFromRecording(id, blobs, client);
         blobs = [];
       }
-      if (e) batch.push({ ...(summary.header.version < CURRENT_FORMAT_VERSION ? upgradeToV4(e) : e), pendingInputCount: replay.pendingInputCount });
-      if (batch.length >= IMPORT_BATCH_SIZE) {
-        await insertEvents(client, id, batch);
-        batch = [];
-      }
     }
-    await insertEvents(client, id, batch);
-    if (JSON.stringify(replay.finish()) !== JSON.stringify(summary)) throw badInput('the recording changed while it was being imported');
+    const summary = check.finish();
     await store.files.putFromRecording(id, blobs, client);
+    await writeSummary(client, id, summary);
     await store.files.adoptNamed(id, client);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
@@ -97,26 +108,13 @@ export async function importRecording(
   return store.requireSession(scope, id);
 }
 
-function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: RecordingSummary) {
+/** The session's title, status and counters, as the validated log says. */
+function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
-    `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                            "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-     VALUES ($1, $2, $1, $3, $4, $11, $5, $6, $7, NULL, $8, $9, $10)`,
-    [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0, CURRENT_FORMAT_VERSION],
-  );
-}
-
-// An imported session owns all its rows, its inherited prefix included: there
-// is no parent to share it with. `inherited` is derived from its marker
-// (inheritedEventCount), which the validator checked against the lines' flags.
-async function insertEvents(client: pg.PoolClient, sessionId: string, events: Array<RecordingEvent & { pendingInputCount: number }>) {
-  if (events.length === 0) return;
-  await client.query(
-    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
-     SELECT $1, e.seq, $1, e.type, e.data, e.synthetic, e."pendingInputCount", COALESCE(e."createdAt", now())
-       FROM jsonb_to_recordset($2::jsonb)
-         AS e(seq int, type text, data jsonb, synthetic boolean, "pendingInputCount" int, "createdAt" timestamptz)`,
-    [sessionId, JSON.stringify(events)],
+    `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
+                          "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9
+      WHERE id = $1 AND "treeId" = $1`,
+    [id, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
+     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
   );
 }

@@ -17,7 +17,7 @@ import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
-import { lineageOf, segmentsOf, type Lineage, type Segment } from './lineage.ts';
+import { lineageOf, segmentsOf, type Lineage, type LineageRow, type Segment } from './lineage.ts';
 
 /** An event as read through a session. */
 export interface StoredEvent extends LogEvent {
@@ -61,9 +61,9 @@ export class SessionLog {
     opts: { prepare?: boolean } = {},
   ) {
     const prepare = opts.prepare ?? true;
-    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1');
+    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1');
     // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
-    this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`);
+    this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
   }
 
   /** The lineage of a session, or undefined when it does not exist. */
@@ -71,19 +71,19 @@ export class SessionLog {
     if (typeof ref !== 'string') return ref;
     const cached = this.lineages.get(ref);
     if (cached) return cached;
-    const { rows } = await db.query<{ id: string; inheritedRanges: unknown; inheritedEventCount: number }>(this.lineageStatement([ref]));
+    const { rows } = await db.query<LineageRow>(this.lineageStatement([ref]));
     return rows[0] && this.remember(rows[0]);
   }
 
   /** Caches the lineage of a session row the caller already holds. */
-  remember(row: { id: string; inheritedRanges: unknown; inheritedEventCount: number }): Lineage {
+  remember(row: LineageRow): Lineage {
     return this.rememberLineage(lineageOf(row));
   }
 
   /** Caches a lineage the caller already holds (read with the session's lease, say). */
   rememberLineage(l: Lineage): Lineage {
     // A snapshot's bound belongs to one read, not to the session.
-    this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
+    this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, treeId: l.treeId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
     return l;
   }
 
@@ -145,7 +145,7 @@ export class SessionLog {
     const scans = segments.flatMap((seg) =>
       types.map(
         (type) =>
-          `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
+          `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
           ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
       ),
     );
@@ -165,7 +165,7 @@ export class SessionLog {
   async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
     const l = await this.requireLineage(ref, db);
     const row = await newestAcrossSegments<Row>(l, toSeq, inputId, db, (seg, p) =>
-      `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
+      `SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
       ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
     );
     return row && toStored(l, row);
@@ -206,10 +206,10 @@ export class SessionLog {
     const selects: string[] = [];
     segments.forEach((seg, i) => {
       // The segment's bounds once, reused by the key probes and the lookups.
-      const [sid, from, to, keysTo] = [p(seg.sessionId), p(seg.fromSeq), p(seg.toSeq), p(stored[i].toSeq)];
-      const bounds = { sessionId: sid, fromSeq: from, toSeq: to };
+      const [tree, sid, from, to, keysTo] = [p(seg.treeId), p(seg.sessionId), p(seg.fromSeq), p(seg.toSeq), p(stored[i].toSeq)];
+      const bounds = { treeId: tree, sessionId: sid, fromSeq: from, toSeq: to };
       const keyAfter = (after: string) =>
-        `SELECT w.data->>'key' FROM "Event" w WHERE w."sessionId" = ${sid} AND w.type = '${WORKSPACE_WRITE}'` +
+        `SELECT w.data->>'key' FROM "Event" w WHERE w."treeId" = ${tree} AND w."sessionId" = ${sid} AND w.type = '${WORKSPACE_WRITE}'` +
         ` AND w.seq BETWEEN ${from} AND ${keysTo}::int - 1${after} ORDER BY w.data->>'key' LIMIT 1`;
       ctes.push(`k${i}(key) AS ((${keyAfter('')}) UNION ALL SELECT (${keyAfter(` AND w.data->>'key' > k${i}.key`)}) FROM k${i} WHERE k${i}.key IS NOT NULL)`);
       // The limit counts keys found, not keys listed (one listed after the snapshot finds none).
@@ -266,12 +266,12 @@ export class SessionLog {
     const limited = limit === undefined ? '' : ` LIMIT ${p(limit)}`;
     const scans = segments.map(
       (seg) =>
-        `(SELECT c.seq, c.data FROM "Event" c WHERE c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
+        `(SELECT c.seq, c.data FROM "Event" c WHERE c."treeId" = ${p(seg.treeId)} AND c."sessionId" = ${p(seg.sessionId)} AND c.type = '${FILES_CHANGE}'` +
         ` AND jsonb_typeof(c.data->'changes') = 'array'` +
         ` AND c.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
         // The event right after it is its result: one probe of the primary key per change set (a condition on r.type
         // here lets the planner scan every result of the session instead, when its statistics think them few).
-        ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
+        ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."treeId" = c."treeId" AND r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
         ` ORDER BY c.seq ${dir}${limited})`,
     );
     const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
@@ -337,8 +337,8 @@ export class SessionLog {
     const [segment] = segmentsOf(l, seq, seq);
     if (!segment) throw new Error(`event ${seq} of session ${l.sessionId} lies past the snapshot read`);
     const { rows } = await db.query<{ n: number }>(
-      'SELECT "pendingInputCount" AS n FROM "Event" WHERE "sessionId" = $1 AND seq = $2',
-      [segment.sessionId, seq],
+      'SELECT "pendingInputCount" AS n FROM "Event" WHERE "treeId" = $1 AND "sessionId" = $2 AND seq = $3',
+      [segment.treeId, segment.sessionId, seq],
     );
     if (!rows[0]) throw new Error(`event ${seq} of session ${l.sessionId} is missing`);
     return rows[0].n;
@@ -379,6 +379,11 @@ export class SessionLog {
     }
   }
 
+  /** The session's fork tree (cached with its lineage): what a statement on its rows names. */
+  async treeOf(ref: LogRef, db: Db = this.pool): Promise<string> {
+    return (await this.requireLineage(ref, db)).treeId;
+  }
+
   private async requireLineage(ref: LogRef, db: Db = this.pool): Promise<Lineage> {
     const l = await this.lineage(ref, db);
     if (!l) throw sessionNotFound(ref as string);
@@ -393,14 +398,14 @@ export class SessionLog {
     if (segments.length === 0) return [];
     if (segments.length === 1) {
       const [seg] = segments;
-      return (await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq]))).rows.map((r) => toStored(l, r));
+      return (await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId]))).rows.map((r) => toStored(l, r));
     }
     // One index range scan per segment, each with its own bounds as parameters
     // (the planner sees real values), in one statement.
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
     const scans = segments.map(
-      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
+      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
     );
     const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));
@@ -449,10 +454,10 @@ async function newestAcrossSegments<R extends { seq: number }>(
  * results never carry a write. The type is a literal: the partial index
  * matches it.
  */
-function workspaceWrites(seg: { sessionId: unknown; fromSeq: unknown; toSeq: unknown }, p: (v: unknown) => string): string {
+function workspaceWrites(seg: { treeId: unknown; sessionId: unknown; fromSeq: unknown; toSeq: unknown }, p: (v: unknown) => string): string {
   return (
-    `w."sessionId" = ${p(seg.sessionId)} AND w.type = '${WORKSPACE_WRITE}' AND w.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
-    ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."sessionId" = w."sessionId" AND r.seq = w.seq + 1 AND r.type = 'tool/result'` +
+    `w."treeId" = ${p(seg.treeId)} AND w."sessionId" = ${p(seg.sessionId)} AND w.type = '${WORKSPACE_WRITE}' AND w.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}::int - 1` +
+    ` AND EXISTS (SELECT 1 FROM "Event" r WHERE r."treeId" = w."treeId" AND r."sessionId" = w."sessionId" AND r.seq = w.seq + 1 AND r.type = 'tool/result'` +
     ` AND r.data->>'status' = 'ok' AND r.data->>'callId' = w.data->>'callId')`
   );
 }

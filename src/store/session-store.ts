@@ -56,7 +56,7 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, prepare);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
-    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare);
+    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
     this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, opts.log ?? (() => {}));
   }
@@ -92,8 +92,8 @@ export class SessionStore {
   getSession(scope: Scope, id: string, columns: SessionColumns): Promise<PartialSessionRow | null>;
   async getSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow | null> {
     const row = await this.sessions.get(scope.tenant, id, columns);
-    const { inheritedRanges, inheritedEventCount } = row ?? {};
-    if (row && inheritedRanges !== undefined && inheritedEventCount !== undefined) this.log.remember({ id: row.id, inheritedRanges, inheritedEventCount });
+    const { treeId, inheritedRanges, inheritedEventCount } = row ?? {};
+    if (row && treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined) this.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
     return row;
   }
 
@@ -103,8 +103,8 @@ export class SessionStore {
    * different trees): their common ancestor's cut, from the two rows' lineages
    * (store/lineage.ts `commonPrefix`). One row read, no event read.
    */
-  async commonPrefix(scope: Scope, a: Pick<SessionRow, 'id' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>, bId: string): Promise<number> {
-    const b = await this.requireSession(scope, bId, ['id', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
+  async commonPrefix(scope: Scope, a: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>, bId: string): Promise<number> {
+    const b = await this.requireSession(scope, bId, ['id', 'treeId', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
     return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }
 

@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { MALFORMED, readFixture } from '../fixtures/recordings/recordings.ts';
+import { MALFORMED, longRecordingLines, readFixture } from '../fixtures/recordings/recordings.ts';
 
 let app: TestApp;
 let authed: TestApp;
@@ -45,6 +46,7 @@ function rawPost(url: string, headers: Record<string, string>, mb: number): Prom
   });
 }
 const sessionCount = async (a: TestApp) => (await a.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "Session"')).rows[0].n;
+const eventCount = async (a: TestApp) => (await a.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "Event"')).rows[0].n;
 
 describe('POST /recordings', () => {
   it('imports a streamed recording exactly like the importRecording mutation', async () => {
@@ -63,6 +65,42 @@ describe('POST /recordings', () => {
     expect(streamed.body.session).toMatchObject({ eventCount: viaGraphQL.eventCount, formatVersion: 4 });
     const recording = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
     expect((await recording(streamed.body.session.id)).replace(streamed.body.session.id, 'X')).toBe((await recording(viaGraphQL.id)).replace(viaGraphQL.id, 'X'));
+  });
+
+  describe('a large recording (100k events, streamed in parts)', () => {
+    const lines = longRecordingLines(100_000, 'bulk');
+    const events = lines.length - 1;
+    const streamOf = (text: string) => Readable.toWeb(Readable.from(Buffer.from(text), { objectMode: false })) as ReadableStream;
+
+    it('is stored whole: every event, its counters, its pending inputs, its search vectors', async () => {
+      const r = await upload(app, streamOf(`${lines.join('\n')}\n`));
+      expect(r.status).toBe(201);
+      expect(r.body.session).toMatchObject({ eventCount: events, title: 'bulk', formatVersion: 4 });
+      const id = r.body.session.id;
+      const { rows } = await app.db.pool.query(
+        `SELECT count(*)::int AS n, min(seq) AS first, max(seq) AS last, sum("pendingInputCount")::int AS pending,
+                count(*) FILTER (WHERE "searchVector" IS NOT NULL)::int AS searchable, count(*) FILTER (WHERE "treeId" <> "sessionId")::int AS elsewhere
+           FROM "Event" WHERE "sessionId" = $1`,
+        [id],
+      );
+      // One pending input between each turn's inbox/add and inbox/remove; inputs and answers are searchable.
+      expect(rows[0]).toEqual({ n: events, first: 0, last: events - 1, pending: events / 7, searchable: (2 * events) / 7, elsewhere: 0 });
+      const session = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount turnCount status } }`, { id })).session;
+      expect(session).toEqual({ eventCount: events, turnCount: events / 7, status: 'IDLE' });
+      const [last] = await app.services.store.log.page(id, events - 2, 1);
+      expect(last).toMatchObject({ seq: events - 1, type: 'turn/end', data: JSON.parse(lines[events]).data });
+    });
+
+    it('is rejected whole, naming the line and its rule, when one event in the middle breaks a rule', async () => {
+      const [sessionsBefore, eventsBefore] = [await sessionCount(app), await eventCount(app)];
+      const bad = 70_001; // a tool result for a call no step made, after 70,000 valid events
+      const broken = lines.map((l, i) => (i === bad - 1 ? JSON.stringify({ ...JSON.parse(l), type: 'tool/result', data: { turn: 1, step: 1, callId: 'call_nope', resultId: 'r', status: 'ok', content: 'x', name: 'n' } }) : l));
+      const r = await upload(app, streamOf(`${broken.join('\n')}\n`));
+      expect(r.status).toBe(400);
+      expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(r.body.errors[0].message).toMatch(new RegExp(`^line ${bad}: result pairing: `));
+      expect([await sessionCount(app), await eventCount(app)]).toEqual([sessionsBefore, eventsBefore]);
+    });
   });
 
   it('repairs a crashed recording once, like the mutation', async () => {

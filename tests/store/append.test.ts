@@ -52,7 +52,7 @@ describe('SessionStore.append', () => {
     expect((await store.requireSession(scope, s.id)).eventCount).toBe(480);
   });
 
-  it('queueInput: one statement that reads nothing, exact among racing writers, refused for another tenant', async () => {
+  it('queueInput: one statement that reads nothing once the tree is known, exact among racing writers, refused for another tenant', async () => {
     const s = await store.createSession(scope, {});
     let statements: string[] = [];
     const counting = new Proxy(db.pool, {
@@ -69,9 +69,16 @@ describe('SessionStore.append', () => {
     const { event: queued } = await fresh.queueInput(s.id, 'first', { scope });
     expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
     await fresh.notifications.drain();
+    // The append names the session's tree (a shard's key): a process that never saw the session looks it up once (its lineage, cached).
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/^SELECT id, "treeId", "inheritedRanges"/);
+    expect(statements[1]).toMatch(/^WITH s0 AS/);
+    expect(statements[1]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
+    statements = [];
+    await fresh.queueInput(s.id, 'second', { scope });
+    await fresh.notifications.drain();
     expect(statements).toHaveLength(1);
     expect(statements[0]).toMatch(/^WITH s0 AS/);
-    expect(statements[0]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
     // Racing other writers of the same session (their appends are conditional on the length they saw).
     statements = [];
     await Promise.all([
@@ -79,10 +86,10 @@ describe('SessionStore.append', () => {
       ...Array.from({ length: 20 }, (_, i) => store.append(s.id, [note(i)])),
     ]);
     const events = await store.log.page(s.id, -1, 100);
-    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 41 }, (_, i) => i));
-    expect(events.filter((e) => e.type === 'inbox/add')).toHaveLength(21);
-    expect(await store.log.pendingInputCountAt(s.id, 40)).toBe(21);
-    expect(await store.requireSession(scope, s.id)).toMatchObject({ eventCount: 41, pendingInputCount: 21 });
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 42 }, (_, i) => i));
+    expect(events.filter((e) => e.type === 'inbox/add')).toHaveLength(22);
+    expect(await store.log.pendingInputCountAt(s.id, 41)).toBe(22);
+    expect(await store.requireSession(scope, s.id)).toMatchObject({ eventCount: 42, pendingInputCount: 22 });
     // A state `fresh` keeps moves with its inputs: taking one needs no reload.
     await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: queued.data.inputId, reason: 'cancelled' } }]);
     statements = [];
@@ -91,7 +98,7 @@ describe('SessionStore.append', () => {
     expect(statements.filter((q) => !/^(WITH s0 AS|SELECT pg_notify)/.test(q))).toEqual([]); // no reload
     await expect(fresh.queueInput(s.id, 'elsewhere', { scope: { tenant: 'another' } })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     await expect(fresh.queueInput('ses_missing', 'nobody', { scope })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
-    expect((await store.requireSession(scope, s.id)).eventCount).toBe(44);
+    expect((await store.requireSession(scope, s.id)).eventCount).toBe(45);
   });
 
   it('queueInput with claimFor takes a free or expired lease in the same statement, never a held one (batched too)', async () => {
@@ -102,7 +109,7 @@ describe('SessionStore.append', () => {
     const free = await Promise.all(Array.from({ length: 12 }, () => store.createSession(scope, {})));
     const results = await Promise.all(free.map((s) => store.queueInput(s.id, 'run it here', { scope, claimFor })));
     for (const [i, r] of results.entries()) {
-      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, ranges: [], inheritedEventCount: 0 } });
+      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, treeId: free[i].id, ranges: [], inheritedEventCount: 0 } });
       expect(await lease(free[i].id)).toEqual({ leaseOwner: 'me', leaseToken: 1, live: true });
     }
     // Held by another process: the input is queued, the lease left alone.

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { childRanges, commonPrefix, ownFromSeq, segmentsOf, type Lineage } from '../../src/store/lineage.ts';
 
-const root: Lineage = { sessionId: 'ses_a', ranges: [], inheritedEventCount: 0 };
+const root: Lineage = { sessionId: 'ses_a', treeId: 'ses_a', ranges: [], inheritedEventCount: 0 };
 // b forked a at 9; c forked b at 14 (inside b's own part); d forked c at 4 (inside c's range from a).
-const b: Lineage = { sessionId: 'ses_b', ranges: childRanges(root, 9), inheritedEventCount: 10 };
-const c: Lineage = { sessionId: 'ses_c', ranges: childRanges(b, 14), inheritedEventCount: 15 };
-const d: Lineage = { sessionId: 'ses_d', ranges: childRanges(c, 4), inheritedEventCount: 5 };
+const b: Lineage = { sessionId: 'ses_b', treeId: 'ses_a', ranges: childRanges(root, 9), inheritedEventCount: 10 };
+const c: Lineage = { sessionId: 'ses_c', treeId: 'ses_a', ranges: childRanges(b, 14), inheritedEventCount: 15 };
+const d: Lineage = { sessionId: 'ses_d', treeId: 'ses_a', ranges: childRanges(c, 4), inheritedEventCount: 5 };
 
 describe('lineage ranges', () => {
   it('a fork records the parent ranges through the cut plus the parent own part', () => {
@@ -25,14 +25,15 @@ describe('lineage ranges', () => {
   it('own rows start after the last range', () => {
     expect([root, b, c, d].map(ownFromSeq)).toEqual([0, 10, 15, 5]);
     // An imported fork has no ranges: it owns its whole log, inherited prefix included.
-    expect(ownFromSeq({ sessionId: 'ses_i', ranges: [], inheritedEventCount: 12 })).toBe(0);
+    expect(ownFromSeq({ sessionId: 'ses_i', treeId: 'ses_i', ranges: [], inheritedEventCount: 12 })).toBe(0);
   });
 
   it('maps any seq window to exact segments, at and around every boundary', () => {
+    // Every segment lies in the lineage's tree (a read of it names the tree: one shard).
     expect(segmentsOf(c, 0, 99)).toEqual([
-      { sessionId: 'ses_a', fromSeq: 0, toSeq: 9 },
-      { sessionId: 'ses_b', fromSeq: 10, toSeq: 14 },
-      { sessionId: 'ses_c', fromSeq: 15, toSeq: 99 },
+      { sessionId: 'ses_a', treeId: 'ses_a', fromSeq: 0, toSeq: 9 },
+      { sessionId: 'ses_b', treeId: 'ses_a', fromSeq: 10, toSeq: 14 },
+      { sessionId: 'ses_c', treeId: 'ses_a', fromSeq: 15, toSeq: 99 },
     ]);
     for (const boundary of [9, 10, 14, 15]) {
       for (const lo of [boundary - 1, boundary, boundary + 1]) {
@@ -52,10 +53,10 @@ describe('lineage ranges', () => {
 describe('commonPrefix: the last seq two sessions of one tree share', () => {
   // Tree: root a; b forked a at 9; c forked b at 14; d forked c at 4; e forked a at 6 (b's sibling);
   // f forked b at 12 (c's sibling); g forked e at 20 (a cousin of c, one level deeper).
-  const e: Lineage = { sessionId: 'ses_e', ranges: childRanges(root, 6), inheritedEventCount: 7 };
-  const f: Lineage = { sessionId: 'ses_f', ranges: childRanges(b, 12), inheritedEventCount: 13 };
-  const g: Lineage = { sessionId: 'ses_g', ranges: childRanges(e, 20), inheritedEventCount: 21 };
-  const other: Lineage = { sessionId: 'ses_x', ranges: [], inheritedEventCount: 0 };
+  const e: Lineage = { sessionId: 'ses_e', treeId: 'ses_a', ranges: childRanges(root, 6), inheritedEventCount: 7 };
+  const f: Lineage = { sessionId: 'ses_f', treeId: 'ses_a', ranges: childRanges(b, 12), inheritedEventCount: 13 };
+  const g: Lineage = { sessionId: 'ses_g', treeId: 'ses_a', ranges: childRanges(e, 20), inheritedEventCount: 21 };
+  const other: Lineage = { sessionId: 'ses_x', treeId: 'ses_x', ranges: [], inheritedEventCount: 0 };
   const long = 1_000;
 
   it('siblings share the parent through the lower of their cuts', () => {
@@ -63,7 +64,7 @@ describe('commonPrefix: the last seq two sessions of one tree share', () => {
     expect(commonPrefix(e, long, b, long)).toBe(6);
     expect(commonPrefix(c, long, f, long)).toBe(12);
     // Siblings forked at the same event share exactly the parent's prefix through it.
-    const b2: Lineage = { sessionId: 'ses_b2', ranges: childRanges(root, 9), inheritedEventCount: 10 };
+    const b2: Lineage = { sessionId: 'ses_b2', treeId: 'ses_a', ranges: childRanges(root, 9), inheritedEventCount: 10 };
     expect(commonPrefix(b, long, b2, long)).toBe(9);
   });
 
@@ -92,10 +93,10 @@ describe('commonPrefix: the last seq two sessions of one tree share', () => {
   it('unrelated sessions and forks with nothing inherited share nothing (-1)', () => {
     expect(commonPrefix(root, long, other, long)).toBe(-1);
     expect(commonPrefix(d, long, other, long)).toBe(-1);
-    const empty: Lineage = { sessionId: 'ses_empty', ranges: childRanges(root, -1), inheritedEventCount: 0 };
+    const empty: Lineage = { sessionId: 'ses_empty', treeId: 'ses_a', ranges: childRanges(root, -1), inheritedEventCount: 0 };
     expect(commonPrefix(root, long, empty, long)).toBe(-1);
     // An imported fork owns its rows: nothing is stored in common with the tree.
-    const imported: Lineage = { sessionId: 'ses_i', ranges: [], inheritedEventCount: 12 };
+    const imported: Lineage = { sessionId: 'ses_i', treeId: 'ses_i', ranges: [], inheritedEventCount: 12 };
     expect(commonPrefix(root, long, imported, long)).toBe(-1);
   });
 });

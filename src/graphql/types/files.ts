@@ -43,7 +43,7 @@ const FileChangeRef = builder.objectRef<FileChange>('FileChange').implement({
 });
 
 /** The session as of its row's length (a Session read is one snapshot, DESIGN §1). */
-const filesRef = (s: Pick<SessionRow, 'id' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>): FilesRef => ({
+const filesRef = (s: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>): FilesRef => ({
   ref: s.inheritedRanges !== undefined ? lineageOf(s) : s.id,
   eventCount: s.eventCount,
 });
