@@ -29,12 +29,14 @@ type Encoded = Array<[path: string, size: number, hash: string, seq: number]>;
 const encode = (tree: FileTree): Encoded => [...tree.values()].map((e) => [e.path, e.size, e.hash, e.seq]);
 const decode = (rows: Encoded): FileTree => new Map(rows.map(([path, size, hash, seq]): [string, FileEntry] => [path, { path, size, hash, seq }]));
 
-/** The session that stores seq `seq` of a log read through these segments. */
-function storedAt(segments: readonly Segment[], seq: number): string {
+/** The session (and its tree) that stores seq `seq` of a log read through these segments. */
+function storedAt(segments: readonly Segment[], seq: number): { sessionId: string; treeId: string } {
   const s = segments.find((g) => g.fromSeq <= seq && seq <= g.toSeq);
   if (!s) throw new Error(`seq ${seq} lies outside the segments read`);
-  return s.sessionId;
+  return { sessionId: s.sessionId, treeId: s.treeId };
 }
+
+type Kept = { sessionId: string; treeId: string; seq: number; tree: Encoded };
 
 export class FileTreeCheckpoints {
   constructor(
@@ -50,10 +52,10 @@ export class FileTreeCheckpoints {
     const base = await this.nearest(segments, db);
     const tree = base ? decode(base.tree) : new Map<string, FileEntry>();
     const changeSets = await this.log.fileChangeSets(ref, at, db, base?.seq ?? 0);
-    const kept: Array<{ sessionId: string; seq: number; tree: Encoded }> = [];
+    const kept: Kept[] = [];
     changeSets.forEach((c, i) => {
       foldFileTree([c], tree);
-      if ((i + 1) % CHECKPOINT_EVERY === 0) kept.push({ sessionId: storedAt(segments, c.seq + 1), seq: c.seq + 1, tree: encode(tree) });
+      if ((i + 1) % CHECKPOINT_EVERY === 0) kept.push({ ...storedAt(segments, c.seq + 1), seq: c.seq + 1, tree: encode(tree) });
     });
     if (kept.length) await this.keep(kept);
     return tree;
@@ -64,11 +66,11 @@ export class FileTreeCheckpoints {
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
     const probes = segments.map(
-      (g) => `(SELECT "sessionId", seq FROM "FileTreeCheckpoint" WHERE "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
+      (g) => `(SELECT "sessionId", seq, "treeId" FROM "FileTreeCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
     );
     const { rows } = await db.query<{ seq: number; tree: Encoded }>(
       `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)
-       SELECT c.seq, c.tree FROM "FileTreeCheckpoint" c JOIN best USING ("sessionId", seq)`,
+       SELECT c.seq, c.tree FROM "FileTreeCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
       params,
     );
     return rows[0];
@@ -79,13 +81,13 @@ export class FileTreeCheckpoints {
    * one that is not committed yet (an import) or a session deleted meanwhile
    * simply gets none, and the read does not fail for it.
    */
-  private async keep(rows: Array<{ sessionId: string; seq: number; tree: Encoded }>): Promise<void> {
+  private async keep(rows: Kept[]): Promise<void> {
     try {
       await this.pool.query(
-        `INSERT INTO "FileTreeCheckpoint" ("sessionId", seq, tree)
-         SELECT k.s, k.q, k.t FROM unnest($1::text[], $2::int[], $3::jsonb[]) k(s, q, t)
-         WHERE EXISTS (SELECT 1 FROM "Session" x WHERE x.id = k.s) ON CONFLICT DO NOTHING`,
-        [rows.map((r) => r.sessionId), rows.map((r) => r.seq), rows.map((r) => JSON.stringify(r.tree))],
+        `INSERT INTO "FileTreeCheckpoint" ("sessionId", "treeId", seq, tree)
+         SELECT k.s, k.r, k.q, k.t FROM unnest($1::text[], $2::text[], $3::int[], $4::jsonb[]) k(s, r, q, t)
+         WHERE EXISTS (SELECT 1 FROM "Session" x WHERE x.id = k.s AND x."treeId" = k.r) ON CONFLICT DO NOTHING`,
+        [rows.map((r) => r.sessionId), rows.map((r) => r.treeId), rows.map((r) => r.seq), rows.map((r) => JSON.stringify(r.tree))],
       );
     } catch (err) {
       if ((err as { code?: string }).code !== '23503') throw err;

@@ -11,6 +11,7 @@
 ALTER TABLE "Session" DROP CONSTRAINT "Session_parentId_fkey";
 ALTER TABLE "Event" DROP CONSTRAINT "Event_sessionId_fkey";
 ALTER TABLE "SessionBlob" DROP CONSTRAINT "SessionBlob_sessionId_fkey";
+ALTER TABLE "FileTreeCheckpoint" DROP CONSTRAINT "FileTreeCheckpoint_sessionId_fkey";
 
 CREATE UNIQUE INDEX "Session_id_key" ON "Session"("id");
 ALTER TABLE "Session" DROP CONSTRAINT "Session_pkey",
@@ -26,6 +27,14 @@ ALTER TABLE "SessionBlob" ALTER COLUMN "treeId" SET NOT NULL,
 DROP CONSTRAINT "SessionBlob_pkey",
 ADD CONSTRAINT "SessionBlob_pkey" PRIMARY KEY ("sessionId", "hash", "treeId");
 
+-- A session's file tree checkpoints: its tree, from the session.
+ALTER TABLE "FileTreeCheckpoint" ADD COLUMN "treeId" TEXT;
+UPDATE "FileTreeCheckpoint" c SET "treeId" = s."treeId" FROM "Session" s WHERE s.id = c."sessionId";
+ALTER TABLE "FileTreeCheckpoint" ALTER COLUMN "treeId" SET NOT NULL,
+DROP CONSTRAINT "FileTreeCheckpoint_pkey",
+ADD CONSTRAINT "FileTreeCheckpoint_pkey" PRIMARY KEY ("sessionId", "seq", "treeId");
+
 ALTER TABLE "Session" ADD CONSTRAINT "Session_parentId_treeId_fkey" FOREIGN KEY ("parentId", "treeId") REFERENCES "Session"("id", "treeId") ON DELETE NO ACTION ON UPDATE CASCADE;
 ALTER TABLE "Event" ADD CONSTRAINT "Event_sessionId_treeId_fkey" FOREIGN KEY ("sessionId", "treeId") REFERENCES "Session"("id", "treeId") ON DELETE CASCADE ON UPDATE CASCADE;
 ALTER TABLE "SessionBlob" ADD CONSTRAINT "SessionBlob_sessionId_treeId_fkey" FOREIGN KEY ("sessionId", "treeId") REFERENCES "Session"("id", "treeId") ON DELETE CASCADE ON UPDATE CASCADE;
+ALTER TABLE "FileTreeCheckpoint" ADD CONSTRAINT "FileTreeCheckpoint_sessionId_treeId_fkey" FOREIGN KEY ("sessionId", "treeId") REFERENCES "Session"("id", "treeId") ON DELETE CASCADE ON UPDATE CASCADE;
