@@ -87,7 +87,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
         WHERE con.contype = 'f' AND con.confrelid = '"Session"'::regclass
         GROUP BY con.conname ORDER BY 1`,
     );
-    expect(references.map((r) => r.name)).toEqual(['Event_sessionId_treeId_fkey', 'SessionBlob_sessionId_treeId_fkey', 'Session_parentId_treeId_fkey']);
+    expect(references.map((r) => r.name)).toEqual(['Event_sessionId_treeId_fkey', 'FileTreeCheckpoint_sessionId_treeId_fkey', 'SessionBlob_sessionId_treeId_fkey', 'Session_parentId_treeId_fkey']);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
   });
 
