@@ -20,6 +20,7 @@ import type { EventPages } from './event-pages.ts';
 import { followAppends, sessionEventPages } from './session-feed.ts';
 import { diffPath, eventPath, navigate, redirect, sessionPath } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
+import { withForkSeq } from './fork-points.ts';
 import { Badge, errorText } from './widgets.tsx';
 
 type Side = SessionSummaryFragment;
@@ -270,8 +271,7 @@ export function CompareMenu({ id }: { id: string }) {
           {peers.map((p) => (
             <li key={`${p.rel}-${p.id}`}>
               <a href={diffPath(p.left, p.right)}>
-                {p.rel}: {p.title || p.id}
-                {p.rel !== 'Parent' && p.forkedAtSeq != null ? ` @${p.forkedAtSeq}` : ''}
+                {p.rel}: {p.rel !== 'Parent' ? withForkSeq(p.title || p.id, p.forkedAtSeq) : p.title || p.id}
               </a>
             </li>
           ))}
