@@ -48,7 +48,7 @@ export function FamilyPage({ id }: { id: string }) {
           <h1>Fork tree</h1>
           <div class="meta">
             {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{self?.title || id}</a>
-            {family.truncated && ' (the first 500 shown)'}
+            {family.truncated && ' (the first 200 shown)'}
           </div>
         </div>
       </header>
