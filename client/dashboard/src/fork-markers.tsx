@@ -1,10 +1,29 @@
 // Markers where a session's children were forked: a row in the conversation
 // (the children named, with links, and the view of them side by side) and a
-// link on the event's timeline row.
-import type { ForkPointItem } from './fork-points.ts';
+// link on the event's timeline row, from the session's fork points.
+import { useEffect, useState } from 'preact/hooks';
+import { DashboardForkPointsDocument } from '../../generated/graphql.ts';
+import { forkline } from './api.ts';
+import { NO_FORK_POINTS, type ForkPointItem, type ForkPoints } from './fork-points.ts';
 import type { RowProps } from './conversation-view.tsx';
 import { forkPointPath, sessionPath } from './router.ts';
 import './fork-family.css';
+
+/** The session's fork points, read again when `childrenKey` (its children as the page knows them) changes. */
+export function useForkPoints(id: string, childrenKey: string): ForkPoints {
+  const [points, setPoints] = useState<ForkPoints>(NO_FORK_POINTS);
+  useEffect(() => {
+    let closed = false;
+    forkline
+      .query(DashboardForkPointsDocument, { id })
+      .then((r) => !closed && setPoints(new Map(r.session?.forkPoints.map((p) => [p.seq, p.childCount]) ?? [])))
+      .catch(() => {}); // markers are extra: the page works without them, the next change retries
+    return () => {
+      closed = true;
+    };
+  }, [id, childrenKey]);
+  return points;
+}
 
 export interface KnownChild {
   id: string;

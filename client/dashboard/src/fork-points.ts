@@ -1,31 +1,12 @@
-// Where a session's children were forked (Session.forkPoints: seq → how many),
-// for the markers on its timeline and in its conversation, and the label of a
-// child next to the seq it was forked at.
-import { useEffect, useState } from 'preact/hooks';
-import { DashboardForkPointsDocument } from '../../generated/graphql.ts';
-import { forkline } from './api.ts';
+// Where a session's children were forked (Session.forkPoints: seq → how many)
+// placed among its conversation's items, and the label of a child next to the
+// seq it was forked at. Pure (fork-markers.tsx reads and draws them).
 import type { ConversationItem } from './conversation.ts';
 
 /** seq → children forked there. */
 export type ForkPoints = ReadonlyMap<number, number>;
 
 export const NO_FORK_POINTS: ForkPoints = new Map();
-
-/** The session's fork points, read again when `childrenKey` (its children as the page knows them) changes. */
-export function useForkPoints(id: string, childrenKey: string): ForkPoints {
-  const [points, setPoints] = useState<ForkPoints>(NO_FORK_POINTS);
-  useEffect(() => {
-    let closed = false;
-    forkline
-      .query(DashboardForkPointsDocument, { id })
-      .then((r) => !closed && setPoints(new Map(r.session?.forkPoints.map((p) => [p.seq, p.childCount]) ?? [])))
-      .catch(() => {}); // markers are extra: the page works without them, the next change retries
-    return () => {
-      closed = true;
-    };
-  }, [id, childrenKey]);
-  return points;
-}
 
 /** A conversation row for the children forked at `seq` (placed after the items at or before it). */
 export type ForkPointItem = { kind: 'fork-point'; seq: number; childCount: number; seqs: number[]; inherited: boolean };

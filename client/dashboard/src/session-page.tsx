@@ -14,7 +14,8 @@ import {
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
-import { useForkPoints, withForkSeq } from './fork-points.ts';
+import { withForkSeq } from './fork-points.ts';
+import { useForkPoints } from './fork-markers.tsx';
 import { familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
