@@ -60,7 +60,7 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     const { page, errors } = await openPage(dashboard.browser, { viewport });
     await page.goto(`${origin}/sessions/${parent}`);
 
-    await page.getByRole('button', { name: `Edit message ${secondAdd.seq}`, exact: true }).click();
+    await page.getByRole('button', { name: `Edit and re-run #${secondAdd.seq}`, exact: true }).click();
     const dialog = page.getByRole('dialog', { name: `Edit message #${secondAdd.seq}` });
     const text = dialog.getByLabel('Edited message');
     expect(await text.inputValue()).toBe('second question');

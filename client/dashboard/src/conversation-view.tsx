@@ -75,7 +75,7 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
                 type="button"
                 class="small edit-button"
                 disabled={busy}
-                aria-label={`Edit message ${item.seqs[0]}`}
+                aria-label={`Edit and re-run #${item.seqs[0]}`}
                 title="Edit and re-run: a new session forked right before this message, answering your edited text (this one is not changed)"
                 onClick={() => onEdit({ seq: item.seqs[0], inputId: item.inputId, text: item.text })}
               >
