@@ -6,7 +6,7 @@
 import { DashboardFamilyDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { lineageForest, type LineageNode } from './lineage.ts';
-import { useLiveQuery } from './live-query.ts';
+import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { forkPointPath, sessionPath } from './router.ts';
 import { StatusBadge } from './widgets.tsx';
 import './fork-family.css';
@@ -30,33 +30,16 @@ export function FamilyPage({ id }: { id: string }) {
     },
     (s, last) => !!last && (last.sessions.some((m) => m.id === s.id) || (!!s.parent && last.sessions.some((m) => m.id === s.parent!.id))),
   );
-  if (family === undefined) return <main class="family-page loading">{error ? <p class="error">{error}</p> : 'Loading…'}</main>;
-  if (family === null)
-    return (
-      <main class="family-page">
-        <p class="error" role="alert">
-          No session {id}: it does not exist or was deleted.
-        </p>
-      </main>
-    );
+  const pending = pendingPage('family-page', id, family, error);
+  if (pending || !family) return pending;
   const roots = lineageForest(family.sessions);
   const self = family.sessions.find((s) => s.id === id);
   return (
     <main class="family-page" data-session-id={id}>
-      <header class="session-head">
-        <div class="session-title">
-          <h1>Fork tree</h1>
-          <div class="meta">
-            {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{self?.title || id}</a>
-            {family.truncated && ' (the first 200 shown)'}
-          </div>
-        </div>
-      </header>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <LivePageHead title="Fork tree" error={error}>
+        {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{self?.title || id}</a>
+        {family.truncated && ' (the first 200 shown)'}
+      </LivePageHead>
       <nav class="family-tree" aria-label="Fork tree">
         <ul>
           {roots.map((node) => (

@@ -5,7 +5,7 @@
 // turn failed says failed, with its error (Session.lastTurn), not idle.
 import { DashboardForkPointDocument, type VariantFieldsFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { useLiveQuery } from './live-query.ts';
+import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { diffPath, sessionPath } from './router.ts';
 import { Badge } from './widgets.tsx';
 import './fork-family.css';
@@ -22,34 +22,15 @@ function useForkPoint(id: string, seq: number) {
 
 export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
   const { parent, error } = useForkPoint(id, seq);
-  if (parent === undefined) return <main class="fork-point-page loading">{error ? <p class="error">{error}</p> : 'Loading…'}</main>;
-  if (parent === null)
-    return (
-      <main class="fork-point-page">
-        <p class="error" role="alert">
-          No session {id}: it does not exist or was deleted.
-        </p>
-      </main>
-    );
+  const pending = pendingPage('fork-point-page', id, parent, error);
+  if (pending || !parent) return pending;
   const children = parent.children.edges.map((e) => e.node);
   const first = children[0];
   return (
     <main class="fork-point-page" data-session-id={id} data-seq={seq}>
-      <header class="session-head">
-        <div class="session-title">
-          <h1>
-            {children.length} {children.length === 1 ? 'child' : 'children'} forked at event {seq}
-          </h1>
-          <div class="meta">
-            of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
-          </div>
-        </div>
-      </header>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
+        of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
+      </LivePageHead>
       {children.length === 0 ? (
         <p class="muted">No session was forked at event {seq} of this session.</p>
       ) : (

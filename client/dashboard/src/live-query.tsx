@@ -1,6 +1,7 @@
 // A query read again whenever sessionsChanged names a session it shows (or a
 // new one that belongs there): the fan-out view and the family tree follow
 // their sessions this way. Re-reads are coalesced (one in flight, one queued).
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SessionsChangedDocument, type SessionsChangedSubscription } from '../../generated/graphql.ts';
 import { follow, forkline } from './api.ts';
@@ -61,4 +62,40 @@ export function useLiveQuery<T>(key: string, read: () => Promise<T>, concerns: (
     };
   }, [key]);
   return { value, error };
+}
+
+/**
+ * A live-query page before it has something to show: loading (or the first
+ * read's error), or the session it names gone. Null once `value` is there.
+ */
+export function pendingPage(pageClass: string, id: string, value: unknown, error: string | null) {
+  if (value === undefined) return <main class={`${pageClass} loading`}>{error ? <p class="error">{error}</p> : 'Loading…'}</main>;
+  if (value === null)
+    return (
+      <main class={pageClass}>
+        <p class="error" role="alert">
+          No session {id}: it does not exist or was deleted.
+        </p>
+      </main>
+    );
+  return null;
+}
+
+/** A live-query page's heading, its one line of context, and the latest read's error (the page keeps what it showed). */
+export function LivePageHead(props: { title: ComponentChildren; error: string | null; children: ComponentChildren }) {
+  return (
+    <>
+      <header class="session-head">
+        <div class="session-title">
+          <h1>{props.title}</h1>
+          <div class="meta">{props.children}</div>
+        </div>
+      </header>
+      {props.error && (
+        <p class="error" role="alert">
+          {props.error}
+        </p>
+      )}
+    </>
+  );
 }
