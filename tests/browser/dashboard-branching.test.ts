@@ -148,9 +148,12 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     for (const b of boxes) expect(b.x + b.width).toBeLessThanOrEqual(viewport.width);
     await expectNoSidewaysScroll(page);
 
-    // Live: a variant's next answer shows without a reload.
-    await send(ids[0], 'alpha again');
-    await expect.poll(() => card(0).getByTestId('variant-answer').textContent(), TIMEOUT).toContain('Echo: alpha again');
+    // Live: a variant's next answer streams in, then shows as its answer, without a reload.
+    await send(ids[0], '!slow 250\nalpha again, word by word, slowly enough to watch it arrive');
+    await expect.poll(() => card(0).getAttribute('data-state'), TIMEOUT).toBe('running');
+    await expect.poll(() => card(0).getByTestId('variant-live').textContent({ timeout: 200 }).catch(() => ''), TIMEOUT).toContain('Echo:');
+    await expect.poll(() => card(0).getByTestId('variant-answer').textContent({ timeout: 200 }).catch(() => ''), TIMEOUT).toContain('Echo: alpha again, word by word, slowly enough to watch it arrive');
+    expect(await card(0).getAttribute('data-state')).toBe('answered');
     // A failed variant that answers later is answered, not failed.
     await send(ids[1], 'recovered');
     await expect.poll(() => card(1).getAttribute('data-state'), TIMEOUT).toBe('answered');

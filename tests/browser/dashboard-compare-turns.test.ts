@@ -2,10 +2,11 @@
 // size: two siblings whose seqs drift apart (one wrote an extra event before
 // its turn) still line up turn by turn; the turn that differs is marked, the
 // view opens there, previous/next difference move between differences, and a
-// turn appended live on one side shows up as a new difference.
+// turn appended live on one side shows up as a new difference; a long tail is
+// compared a window of pages at a time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 let dashboard: Dashboard;
@@ -96,6 +97,47 @@ describe.each([
     await page.getByRole('button', { name: 'By seq' }).click();
     await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
     expect(new URL(page.url()).searchParams.get('by')).toBeNull();
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('compare by turns: a long tail', () => {
+  it('folds a window of pages past the divergence, and more on "Compare further"', async () => {
+    const scope = { tenant: 'local' };
+    const turns = (from: number, count: number, who: string) => Array.from({ length: count }, (_, i) => completedTurn(from + i, { who })).flat();
+    const root = (await app.services.store.createSession(scope, { title: 'long tail' })).id;
+    await app.services.store.append(root, turns(1, 2, 'root'));
+    const cut = (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id: root })).session.eventCount - 1;
+    const left = await fork(root, cut, 'long left');
+    const right = await fork(root, cut, 'short right');
+    await idle();
+    await app.services.store.append(left, turns(3, 400, 'left')); // 4,400 events: 22 pages
+    await app.services.store.append(right, turns(3, 2, 'right'));
+
+    const { page, errors } = await openPage(dashboard.browser);
+    const fetched: number[] = [];
+    page.on('request', (req) => {
+      const body = req.postDataJSON?.() as { query?: string; variables?: { id: string; afterSeq: number } } | null;
+      if (body?.query?.includes('query SessionEvents') && body.variables?.id === left) fetched.push(body.variables.afterSeq);
+    });
+    await page.goto(`${origin}/compare/${left}/${right}?by=turns`);
+    const rows = page.getByTestId('turn-row');
+    const further = page.getByRole('button', { name: 'Compare further' });
+    await further.waitFor(TIMEOUT);
+    const shown = await rows.count();
+    // Turn 2 (the shared one the divergence follows) through the last whole turn of 20 pages.
+    expect(shown).toBeGreaterThan(300);
+    expect(shown).toBeLessThan(401);
+    expect(await rows.first().getAttribute('data-turn')).toBe('2');
+    expect(fetched.length).toBeLessThanOrEqual(21);
+    expect(await page.getByTestId('turn-diff-count').textContent()).toMatch(new RegExp(`^${shown - 1} of ${shown} turns differ`));
+
+    await further.click();
+    await expect.poll(() => rows.count(), TIMEOUT).toBe(401); // turns 2–402
+    expect(await further.count()).toBe(0);
+    expect(await rows.last().locator('[data-testid="turn-left"]').textContent()).toContain('left answer 402');
+    expect(await rows.last().locator('[data-testid="turn-right"]').textContent()).toBe('no turn 402 in this session');
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { familyPath, forkPointPath, parseRoute } from '../../client/dashboard/src/router.ts';
 import { withForkPoints, withForkSeq } from '../../client/dashboard/src/fork-points.ts';
-import { alignTurns, nextDifference, turnsOf, turnStartAtOrBefore } from '../../client/dashboard/src/conversation-diff.ts';
+import { alignTurns, nextDifference, rowsThrough, turnsOf, turnStartAtOrBefore } from '../../client/dashboard/src/conversation-diff.ts';
 import type { LogEvent } from '../../client/dashboard/src/conversation.ts';
 import { completedTurn } from '../browser/dashboard-harness.ts';
 
@@ -96,5 +96,14 @@ describe('the turn-by-turn diff', () => {
     expect(turnStartAtOrBefore(log, 2)).toBe(2);
     expect(turnStartAtOrBefore(log, 12)).toBe(2);
     expect(turnStartAtOrBefore(log, 13)).toBe(13);
+  });
+});
+
+describe('rowsThrough', () => {
+  it('leaves out the rows past the lowest turn a cut-short side holds whole', () => {
+    const rows = [1, 2, 3, 4].map((turn) => ({ turn, left: undefined, right: undefined, same: false }));
+    expect(rowsThrough(rows, [undefined, undefined]).map((r) => r.turn)).toEqual([1, 2, 3, 4]);
+    expect(rowsThrough(rows, [3, undefined]).map((r) => r.turn)).toEqual([1, 2, 3]);
+    expect(rowsThrough(rows, [3, 2]).map((r) => r.turn)).toEqual([1, 2]);
   });
 });

@@ -1,13 +1,14 @@
 // Compare by turns: the conversation-level diff of two sessions of one tree.
 // Both logs are folded from the turn at their divergence on (the shared
-// prefix before it is the same conversation and is not read), aligned by turn
+// prefix before it is the same conversation and is not read; a long tail a
+// window of pages at a time, "Compare further" adding more), aligned by turn
 // number (conversation-diff.ts), each row the same turn on both sides, the
 // rows that differ marked, with previous/next difference. The sides are the
 // diff page's EventPages, which follow live appends: a turn either side adds
 // appears (and is compared) as it is stored.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SessionSummaryFragment } from '../../generated/graphql.ts';
-import { alignTurns, nextDifference, turnsOf, turnStartAtOrBefore, type TurnRow, type TurnView } from './conversation-diff.ts';
+import { alignTurns, nextDifference, rowsThrough, turnsOf, turnStartAtOrBefore, type TurnRow, type TurnView } from './conversation-diff.ts';
 import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
 import { eventPath } from './router.ts';
 import { Badge } from './widgets.tsx';
@@ -38,23 +39,43 @@ function useFoldStart(prefix: number, left: EventPages): number | undefined {
   return start;
 }
 
-/** A side's turns from `start` to the end of its log (as far as it is loaded: undefined until it all is). */
-function useTurns(pages: EventPages, start: number | undefined, version: string): TurnView[] | undefined {
-  const end = pages.length - 1;
+/** Pages of each side folded at first, and added by each "Compare further" (a long tail is not read whole). */
+const TAIL_PAGES = 20;
+
+interface SideTurns {
+  turns: TurnView[];
+  /** Set when the fold stops before the log's end: the last turn number it holds whole. */
+  through?: number;
+}
+
+/** A side's turns from `start` through `pageCount` pages or the end of its log (undefined until all of that is loaded). */
+function useTurns(pages: EventPages, start: number | undefined, version: string, pageCount: number): SideTurns | undefined {
+  const last = pages.length - 1;
+  const end = start === undefined ? last : Math.min(last, start + pageCount * PAGE_SIZE - 1);
   useEffect(() => {
     if (start !== undefined) void pages.ensure(start, end).catch(() => {}); // each page once; appends arrive live
   }, [start, end, pages]);
   return useMemo(() => {
     const events = start === undefined ? undefined : pages.slice(start, end);
-    return events && turnsOf(events);
-  }, [start, end, version, pages]);
+    if (!events) return undefined;
+    const turns = turnsOf(events);
+    if (end >= last) return { turns };
+    // Cut short: a turn the window ends inside is not compared yet.
+    if (turns.length && turns[turns.length - 1].end === null) turns.pop();
+    return { turns, through: turns.length ? turns[turns.length - 1].turn : 0 };
+  }, [start, end, last, version, pages]);
 }
 
 export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSummaryFragment; prefix: number; leftPages: EventPages; rightPages: EventPages; version: string }) {
   const start = useFoldStart(props.prefix, props.leftPages);
-  const leftTurns = useTurns(props.leftPages, start, props.version);
-  const rightTurns = useTurns(props.rightPages, start, props.version);
-  const rows = useMemo(() => (leftTurns && rightTurns ? alignTurns(leftTurns, rightTurns) : undefined), [leftTurns, rightTurns]);
+  const [pageCount, setPageCount] = useState(TAIL_PAGES);
+  const leftTurns = useTurns(props.leftPages, start, props.version, pageCount);
+  const rightTurns = useTurns(props.rightPages, start, props.version, pageCount);
+  const rows = useMemo(
+    () => (leftTurns && rightTurns ? rowsThrough(alignTurns(leftTurns.turns, rightTurns.turns), [leftTurns.through, rightTurns.through]) : undefined),
+    [leftTurns, rightTurns],
+  );
+  const cutShort = leftTurns?.through !== undefined || rightTurns?.through !== undefined;
   const differences = rows?.filter((r) => !r.same).length ?? 0;
   const [current, setCurrent] = useState(-1);
   const box = useRef<HTMLDivElement>(null);
@@ -93,7 +114,15 @@ export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSu
         {rows?.map((row, i) => (
           <TurnLine key={row.turn} row={row} current={i === current} left={props.left.id} right={props.right.id} />
         ))}
-        {rows?.length === 0 && <p class="muted">Neither session has a turn after the divergence.</p>}
+        {rows?.length === 0 && !cutShort && <p class="muted">Neither session has a turn after the divergence.</p>}
+        {cutShort && (
+          <p class="turn-diff-note">
+            <span class="muted">Compared through turn {rows?.at(-1)?.turn ?? '—'}: the logs go on.</span>{' '}
+            <button type="button" class="small" onClick={() => setPageCount((n) => n + TAIL_PAGES)}>
+              Compare further
+            </button>
+          </p>
+        )}
       </div>
     </>
   );

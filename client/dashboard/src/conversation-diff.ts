@@ -104,3 +104,15 @@ export function nextDifference(rows: readonly TurnRow[], current: number, step: 
   for (let i = current + step; i >= 0 && i < rows.length; i += step) if (!rows[i].same) return i;
   return -1;
 }
+
+/**
+ * A side folded only up to a point (a long tail is compared a window at a
+ * time) knows its turns through `lastTurn` at most: rows past the lowest such
+ * limit are left out rather than shown as missing on that side.
+ */
+export function rowsThrough(rows: readonly TurnRow[], limits: ReadonlyArray<number | undefined>): TurnRow[] {
+  const known = limits.filter((l): l is number => l !== undefined);
+  if (!known.length) return [...rows];
+  const limit = Math.min(...known);
+  return rows.filter((r) => r.turn <= limit);
+}

@@ -1,12 +1,15 @@
 // The children forked at one event of a session, side by side: a fan-out's
 // variants (or every fork, branch and edit made there) with the message each
 // was given and its latest answer (Session.lastAnswer), live as they answer
-// (sessionsChanged names each child as it appends). A variant whose last
-// turn failed says failed, with its error (Session.lastTurn), not idle.
+// (sessionsChanged names each child as it appends), a running one's text as
+// it streams (sessionTurns). A variant whose last turn failed says failed,
+// with its error (Session.lastTurn), not idle.
+import { useEffect, useState } from 'preact/hooks';
 import { DashboardForkPointDocument, type VariantFieldsFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { diffPath, sessionPath } from './router.ts';
+import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import './fork-family.css';
 
@@ -54,11 +57,23 @@ export function variantState(c: Pick<VariantFieldsFragment, 'status' | 'lastAnsw
 /** The last turn is the child's own (it started after the fork's seed), not one inherited with the prefix. */
 const isOwn = (c: Pick<VariantFieldsFragment, 'lastTurn' | 'firstLiveSeq'>) => !!c.lastTurn && c.lastTurn.startSeq >= c.firstLiveSeq;
 
+/** A running variant's text as it streams (sessionTurns), until its answer is stored and read. */
+function useStreaming(id: string, running: boolean): LiveStep | null {
+  const [live, setLive] = useState<LiveStep | null>(null);
+  useEffect(() => {
+    setLive(null);
+    if (!running) return;
+    return followLiveSteps(id, new Set(), setLive, () => {}, () => {}); // the card's state comes from the reads; streaming is extra
+  }, [id, running]);
+  return live;
+}
+
 const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered', waiting: 'no answer yet' };
 
 function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
   const state = variantState(c);
   const answer = c.lastAnswer && !c.lastAnswer.inherited ? c.lastAnswer : null;
+  const live = useStreaming(c.id, state === 'running');
   return (
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">
@@ -72,7 +87,14 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
           <span class="muted">you:</span> {c.lastTurn.input}
         </p>
       )}
-      {state === 'failed' ? (
+      {live && (live.text || live.tool) ? (
+        <div class="variant-answer streaming" data-testid="variant-live" aria-live="polite">
+          <div class="muted">
+            turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${live.tool}…` : ''}
+          </div>
+          {live.text && <div class="msg-text">{live.text}</div>}
+        </div>
+      ) : state === 'failed' ? (
         <p class="variant-error" data-testid="variant-error">
           turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${c.lastTurn!.error}` : ''}
         </p>
