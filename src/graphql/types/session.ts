@@ -95,8 +95,6 @@ builder.prismaObjectFields('Session', (t) => ({
 import './workspace.ts';
 // Session.files, file and fileChanges: the file workspace (issue 31).
 import './files.ts';
-// Session.forkPoints and family: the fork markers and tree view (issue 33).
-import './family.ts';
 
 // The hot reads (a session, a sessions page) are prepared statements on the pg
 // pool (store/session-rows.ts), not Prisma, reading the columns the query
