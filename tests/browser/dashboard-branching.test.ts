@@ -77,6 +77,25 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     expect(childLog.filter((e) => e.type === 'inbox/add').map((e) => e.data.text)).toEqual(['first question', 'second question, edited']);
     expect(await log(parent)).toEqual(before);
     await expectNoSidewaysScroll(page);
+
+    // Edit with two variants: a fan-out right before the input, shown side by side.
+    await page.goto(`${origin}/sessions/${parent}`);
+    await page.getByRole('button', { name: `Edit and re-run #${secondAdd.seq}`, exact: true }).click();
+    const fan = page.getByRole('dialog', { name: `Edit message #${secondAdd.seq}` });
+    await fan.getByLabel('Edited message').fill('rephrased once');
+    await fan.getByRole('button', { name: 'Add variant' }).click();
+    await fan.getByLabel('Edited message, variant 2').fill('rephrased twice');
+    await fan.getByRole('button', { name: 'Fan out (2)', exact: true }).click();
+    await page.waitForURL(`${origin}/sessions/${parent}/forks/${secondAdd.seq - 1}`, TIMEOUT);
+    const cards = page.getByTestId('variant-card');
+    // The first edit's child was forked there too: three children, oldest first.
+    await expect.poll(() => cards.evaluateAll((els) => els.map((el) => el.getAttribute('data-state'))), TIMEOUT).toEqual(['answered', 'answered', 'answered']);
+    expect(await cards.nth(0).getAttribute('data-session-id')).toBe(child);
+    expect(await cards.nth(1).getByTestId('variant-answer').textContent()).toContain('Echo: rephrased once');
+    expect(await cards.nth(2).getByTestId('variant-answer').textContent()).toContain('Echo: rephrased twice');
+    // The edited session and both variants were all forked at the same seq.
+    expect(await page.locator('h1').textContent()).toBe(`3 children forked at event ${secondAdd.seq - 1}`);
+    expect(await log(parent)).toEqual(before);
     expect(errors).toEqual([]);
     await page.close();
   });
