@@ -39,6 +39,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   turns: LOG,
   turnAt: LOG,
   lastTurn: LOG,
+  model: LOG,
   commonPrefix: LOG,
   recording: ['title', 'eventCount'],
   runner: ['runner'],

@@ -156,6 +156,7 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     expect(await card(1).getByTestId('variant-error').textContent()).toContain('the provider is down');
     expect(await card(1).locator('.badge').textContent()).toBe('failed');
     expect(await card(2).getByTestId('variant-answer').textContent()).toContain('Echo: gamma');
+    expect(await card(2).locator('.variant-meta').textContent()).toContain('scripted/third-model');
     const ids = await cards.evaluateAll((els) => els.map((el) => el.getAttribute('data-session-id')!));
     const third = await log(ids[2]);
     expect(third.find((e) => e.type === 'session/model' && e.seq > firstEnd.seq)?.data).toMatchObject({ model: 'third-model' });
@@ -217,6 +218,8 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     await page.goto(`${origin}/sessions/${parent}/forks/${firstEnd.seq}`);
     await expect.poll(() => cards.count(), TIMEOUT).toBe(3);
     await page.screenshot({ path: `tests/artifacts/dashboard-fan-out-${name}.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: `tests/artifacts/dashboard-fan-out-${name}-dark.png`, fullPage: true });
     expect(errors).toEqual([]);
     await page.close();
   });

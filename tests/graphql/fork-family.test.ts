@@ -63,6 +63,19 @@ describe('fork family', () => {
     expect(nested.session.forkPoints).toEqual([]);
   });
 
+  it('model: the last session/model event, inherited or the fork\'s own; null for none', async () => {
+    const plain = await create('no model');
+    const q = 'query($id: ID!) { session(id: $id) { model { provider model } } }';
+    expect((await app.ok(q, { id: plain })).session.model).toBeNull();
+    const set = (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title: 'm', model: { provider: 'scripted', model: 'm1' } } })).createSession.id;
+    expect((await app.ok(q, { id: set })).session.model).toEqual({ provider: 'scripted', model: 'm1' });
+    const inherits = await fork(set, 1, 'inherits'); // seq 0 is its title, 1 its model
+    expect((await app.ok(q, { id: inherits })).session.model).toEqual({ provider: 'scripted', model: 'm1' });
+    const own = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: set, atSeq: 0, model: { provider: 'scripted', model: 'm2' } } }))
+      .forkSession.session.id;
+    expect((await app.ok(q, { id: own })).session.model).toEqual({ provider: 'scripted', model: 'm2' });
+  });
+
   it('lastTurn: the last turn with its reason, and a failed one with its error', async () => {
     const id = await create('turns');
     const none = await app.ok('query($id: ID!) { session(id: $id) { lastTurn { turn } } }', { id });

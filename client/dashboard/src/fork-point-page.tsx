@@ -33,6 +33,7 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
     <main class="fork-point-page" data-session-id={id} data-seq={seq}>
       <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
         of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
+        {parent.children.pageInfo.hasNextPage && ' · the oldest 50 shown'}
       </LivePageHead>
       {children.length === 0 ? (
         <p class="muted">No session was forked at event {seq} of this session.</p>
@@ -110,6 +111,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
         <p class="muted">{state === 'running' ? 'Answering…' : 'It has not answered since the fork.'}</p>
       )}
       <div class="variant-meta muted">
+        {c.model ? `${c.model.provider}/${c.model.model} · ` : ''}
         {c.eventCount} events · {c.turnCount} turns
         {compareWith && (
           <>
