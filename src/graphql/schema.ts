@@ -4,6 +4,7 @@ import './types/session.ts';
 import './types/event.ts';
 import './types/mutations.ts';
 import './types/agent.ts';
+import './types/family.ts';
 import './types/recordings.ts';
 import './types/subscriptions.ts';
 import './types/search.ts';

@@ -24,6 +24,8 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   firstLiveSeq: ['firstLiveSeq'],
   children: [],
   siblings: ['parentId'],
+  forkPoints: [],
+  family: ['treeId'],
   // Log reads need the lineage (store/lineage.ts) and the length: a Session's
   // fields read the log as of the row's eventCount (lineage.ts snapshotOf).
   lastAnswer: LOG,
@@ -36,6 +38,8 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   pendingInputs: [...LOG, 'pendingInputCount'],
   turns: LOG,
   turnAt: LOG,
+  lastTurn: LOG,
+  model: LOG,
   commonPrefix: LOG,
   recording: ['title', 'eventCount'],
   runner: ['runner'],

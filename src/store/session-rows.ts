@@ -23,6 +23,10 @@ export interface SessionKey {
 export interface SessionPageQuery {
   tenant: string;
   parentId?: string | null;
+  /** Children forked at this seq of their parent (with parentId). */
+  forkedAtSeq?: number | null;
+  /** Every session of one fork tree (its root's id). */
+  treeId?: string | null;
   /** Leave this session out (a session's siblings). */
   excludeId?: string | null;
   status?: 'IDLE' | 'RUNNING' | null;
@@ -112,6 +116,8 @@ export class SessionRows {
     const values: unknown[] = [q.tenant];
     const param = (v: unknown) => (values.push(v), `$${values.length}`);
     if (q.parentId != null) where.push(`"parentId" = ${param(q.parentId)}`);
+    if (q.forkedAtSeq != null) where.push(`"forkedAtSeq" = ${param(q.forkedAtSeq)}`);
+    if (q.treeId != null) where.push(`"treeId" = ${param(q.treeId)}`);
     if (q.excludeId != null) where.push(`id <> ${param(q.excludeId)}`);
     if (q.status != null) where.push(`status = ${param(q.status)}::"SessionStatus"`);
     // Newest first reads the index backwards; a backward page reverses the order again.
@@ -124,6 +130,17 @@ export class SessionRows {
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
     const { rows } = await this.pool.query<PartialSessionRow>(this.run(text, q.status == null)(values));
     return q.backward ? rows.reverse() : rows;
+  }
+
+  /** The seqs of a session its children were forked at, each with how many: one grouped scan of its children. */
+  async forkPoints(tenant: string, parentId: string): Promise<Array<{ seq: number; childCount: number }>> {
+    const { rows } = await this.pool.query<{ seq: number; childCount: number }>(
+      this.run(
+        `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
+        true,
+      )([parentId, tenant]),
+    );
+    return rows;
   }
 
   private run(text: string, preparable: boolean) {

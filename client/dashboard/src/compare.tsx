@@ -20,6 +20,8 @@ import type { EventPages } from './event-pages.ts';
 import { followAppends, sessionEventPages } from './session-feed.ts';
 import { diffPath, eventPath, navigate, redirect, sessionPath } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
+import { withForkSeq } from './fork-points.ts';
+import { TurnDiff } from './compare-turns.tsx';
 import { Badge, errorText } from './widgets.tsx';
 
 type Side = SessionSummaryFragment;
@@ -88,6 +90,15 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   }, [left.id, right.id, leftPages, rightPages]);
   const rows = Math.max(leftPages.length, rightPages.length);
   const first = prefix + 1;
+  // By seq (row i is seq i) or by turns (the conversations aligned turn by turn): `?by=turns` keeps the choice in the address.
+  const [byTurns, setByTurns] = useState(() => new URLSearchParams(location.search).get('by') === 'turns');
+  const showByTurns = (on: boolean) => {
+    setByTurns(on);
+    const url = new URL(location.href);
+    if (on) url.searchParams.set('by', 'turns');
+    else url.searchParams.delete('by');
+    history.replaceState(history.state, '', url);
+  };
   const related = prefix >= 0;
   return (
     <main class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
@@ -105,20 +116,34 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
           </div>
         </div>
         <div class="head-actions">
-          <button type="button" onClick={() => setJump((n) => n + 1)}>
-            Jump to divergence
-          </button>
-          <a class="button" href={diffPath(right.id, left.id)}>
+          <div class="view-switch" role="group" aria-label="Compare">
+            <button type="button" aria-pressed={byTurns} onClick={() => showByTurns(true)}>
+              By turns
+            </button>
+            <button type="button" aria-pressed={!byTurns} onClick={() => showByTurns(false)}>
+              By seq
+            </button>
+          </div>
+          {!byTurns && (
+            <button type="button" onClick={() => setJump((n) => n + 1)}>
+              Jump to divergence
+            </button>
+          )}
+          <a class="button" href={`${diffPath(right.id, left.id)}${byTurns ? '?by=turns' : ''}`}>
             Swap sides
           </a>
         </div>
       </header>
-      <section class="pane diff" aria-label="Compared events">
+      <section class="pane diff" aria-label={byTurns ? 'Compared turns' : 'Compared events'}>
         <div class="diff-heads" role="presentation">
           <SideHead side={left} label="Left" length={leftPages.length} />
           <SideHead side={right} label="Right" length={rightPages.length} />
         </div>
-        <DiffTable left={left} right={right} prefix={prefix} rows={rows} leftPages={leftPages} rightPages={rightPages} jump={jump} />
+        {byTurns ? (
+          <TurnDiff left={left} right={right} prefix={prefix} leftPages={leftPages} rightPages={rightPages} version={`${leftPages.version}:${rightPages.version}`} />
+        ) : (
+          <DiffTable left={left} right={right} prefix={prefix} rows={rows} leftPages={leftPages} rightPages={rightPages} jump={jump} />
+        )}
       </section>
     </main>
   );
@@ -270,8 +295,7 @@ export function CompareMenu({ id }: { id: string }) {
           {peers.map((p) => (
             <li key={`${p.rel}-${p.id}`}>
               <a href={diffPath(p.left, p.right)}>
-                {p.rel}: {p.title || p.id}
-                {p.rel !== 'Parent' && p.forkedAtSeq != null ? ` @${p.forkedAtSeq}` : ''}
+                {p.rel}: {p.rel !== 'Parent' ? withForkSeq(p.title || p.id, p.forkedAtSeq) : p.title || p.id}
               </a>
             </li>
           ))}

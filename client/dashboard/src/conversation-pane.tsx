@@ -5,6 +5,8 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { foldConversation, type ConversationItem } from './conversation.ts';
 import { Item, itemKey, LiveStepItem, type ItemProps, type RowProps } from './conversation-view.tsx';
+import { ForkPointRow, type KnownChild } from './fork-markers.tsx';
+import { NO_FORK_POINTS, withForkPoints, type ForkPointItem, type ForkPoints } from './fork-points.ts';
 import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
 import type { LiveStep } from './session-log.ts';
 import { useSessionTitles } from './session-titles.ts';
@@ -52,7 +54,16 @@ export function foldStart(events: readonly { seq: number; type: string }[], lo: 
 
 export function ConversationPane(
   /** `version`: EventPages.version, so a change of the log renders the pane again. */
-  props: ItemProps & { pages: EventPages; version: number; live: LiveStep | null; jump: Jump | null },
+  props: ItemProps & {
+    pages: EventPages;
+    version: number;
+    live: LiveStep | null;
+    jump: Jump | null;
+    /** Where children were forked: a marker row after the items through that seq. */
+    forkPoints?: ForkPoints;
+    /** Children the page knows (named in the markers). */
+    knownChildren?: readonly KnownChild[];
+  },
 ) {
   const { pages } = props;
   // A page opened at an event (a deep link) starts at that event's window, not at the latest one and then jumps.
@@ -89,12 +100,14 @@ export function ConversationPane(
     if (folded && 'needsEarlier' in folded) setWin((w) => ({ ...w, lo: w.lo - 1, lookback: w.lookback + 1 }));
   }, [folded]);
 
-  const [items, setItems] = useState<{ items: ConversationItem[]; start: number; midTurn: boolean } | null>(null);
+  const [items, setItems] = useState<{ items: Array<ConversationItem | ForkPointItem>; start: number; midTurn: boolean } | null>(null);
+  const forkPoints = props.forkPoints ?? NO_FORK_POINTS;
   useLayoutEffect(() => {
-    if (folded && !('needsEarlier' in folded)) setItems(folded);
-  }, [folded]);
+    if (folded && !('needsEarlier' in folded)) setItems({ ...folded, items: withForkPoints(folded.items, forkPoints, folded.start, Math.min(to, pages.length - 1)) });
+  }, [folded, forkPoints]);
 
   const markerParents = useMemo(() => items?.items.flatMap((i) => (i.kind === 'fork-marker' ? [i.parentSessionId] : [])) ?? [], [items]);
+  const known = props.knownChildren ?? [];
   const titleOf = useSessionTitles(markerParents);
 
   const list = items?.items ?? [];
@@ -169,7 +182,20 @@ export function ConversationPane(
           {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} />}
           {rows.map((row) =>
             row.index < list.length ? (
-              <Item key={row.key} item={list[row.index]} row={rowProps(row.index, row.start)} onBranch={props.onBranch} busy={props.busy} titleOf={titleOf} sessionId={props.sessionId} />
+              list[row.index].kind === 'fork-point' ? (
+                <ForkPointRow key={row.key} item={list[row.index] as ForkPointItem} sessionId={props.sessionId ?? ''} known={known} row={rowProps(row.index, row.start)} />
+              ) : (
+                <Item
+                  key={row.key}
+                  item={list[row.index] as ConversationItem}
+                  row={rowProps(row.index, row.start)}
+                  onBranch={props.onBranch}
+                  onEdit={props.onEdit}
+                  busy={props.busy}
+                  titleOf={titleOf}
+                  sessionId={props.sessionId}
+                />
+              )
             ) : (
               props.live && <LiveStepItem key="live" live={props.live} row={rowProps(row.index, row.start)} />
             ),
@@ -192,10 +218,10 @@ function WindowEdge({ start, midTurn }: { start: number; midTurn: boolean }) {
 const trimmedHi = (lo: number, hi: number | null, lastPage: number): number | null =>
   (hi ?? lastPage) - lo + 1 > MAX_WINDOW_PAGES ? lo + MAX_WINDOW_PAGES - 1 : hi;
 
-const coversSeq = (item: ConversationItem, seq: number) => item.seqs[0] <= seq && seq <= Math.max(...item.seqs);
+const coversSeq = (item: { seqs: number[] }, seq: number) => item.seqs[0] <= seq && seq <= Math.max(...item.seqs);
 
 /** The item holding `seq`, else the first after it. */
-function targetIndex(items: readonly ConversationItem[], seq: number): number {
+function targetIndex(items: readonly { seqs: number[] }[], seq: number): number {
   const holding = items.findIndex((i) => coversSeq(i, seq));
   return holding >= 0 ? holding : items.findIndex((i) => i.seqs[0] >= seq);
 }

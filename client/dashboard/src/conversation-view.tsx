@@ -18,6 +18,8 @@ const RESULT_LABELS: Record<string, string> = {
 export interface ItemProps {
   /** Offers "Branch from turn N" on ended turns. */
   onBranch?: (turnEndSeq: number, turn: number) => void;
+  /** Offers "Edit" on user messages (edit and re-run in a new session). */
+  onEdit?: (input: { seq: number; inputId: string; text: string }) => void;
   busy?: boolean;
   /** Title of a fork marker's parent (each marker names its own ancestor). */
   titleOf?: (sessionId: string) => string | null | undefined;
@@ -36,7 +38,7 @@ export function ConversationView(props: ItemProps & { items: readonly Conversati
   );
 }
 
-export const itemKey = (item: ConversationItem) => `${item.kind}-${item.seqs[0]}`;
+export const itemKey = (item: { kind: string; seqs: number[] }) => `${item.kind}-${item.seqs[0]}`;
 
 /** The running step's text as it streams, until its model/message is stored. */
 export function LiveStepItem({ live, row }: { live: LiveStep; row?: RowProps }) {
@@ -60,7 +62,7 @@ export interface RowProps {
   'data-target'?: boolean;
 }
 
-export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
+export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
   const inherited = item.inherited ? ' inherited' : '';
   switch (item.kind) {
     case 'user':
@@ -69,6 +71,18 @@ export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProp
           <div class="msg-head">
             you <Seq seq={item.seqs[0]} />
             {item.state !== 'taken' && <Badge tone={item.state}>{item.state}</Badge>}
+            {onEdit && (
+              <button
+                type="button"
+                class="small edit-button"
+                disabled={busy}
+                aria-label={`Edit and re-run #${item.seqs[0]}`}
+                title="Edit and re-run: a new session forked right before this message, answering your edited text (this one is not changed)"
+                onClick={() => onEdit({ seq: item.seqs[0], inputId: item.inputId, text: item.text })}
+              >
+                Edit
+              </button>
+            )}
           </div>
           <div class="msg-text">{item.text}</div>
         </li>

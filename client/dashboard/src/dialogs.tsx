@@ -1,13 +1,14 @@
-// Modal dialogs: "New session" (title and model) and the fork/branch dialog
-// that names the child. Built on <dialog>.showModal(), so focus moves into the
-// dialog, Tab stays in it and Escape closes it without extra code.
+// Modal dialogs: "New session" (title and model) and the token question (the
+// fork, branch, edit and fan-out dialog is branch-dialog.tsx). Built on
+// <dialog>.showModal(), so focus moves into the dialog, Tab stays in it and
+// Escape closes it without extra code.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { DashboardModelsDocument, type DashboardModelsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
 
-function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: boolean; error: string | null; submitLabel: string; cancelLabel?: string; children: ComponentChildren }) {
+export function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: boolean; error: string | null; submitLabel: string; cancelLabel?: string; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     ref.current?.showModal();
@@ -42,7 +43,7 @@ function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: 
 }
 
 /** Runs `action`, keeping the dialog open with its error when it fails. */
-function useSubmit(action: () => Promise<void>) {
+export function useSubmit(action: () => Promise<void>) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const submit = async () => {
@@ -58,7 +59,23 @@ function useSubmit(action: () => Promise<void>) {
   return { busy, error, submit };
 }
 
-type Catalog = DashboardModelsQuery['models'];
+export type Catalog = DashboardModelsQuery['models'];
+
+/** The providers and model names the server offers (`models`), read once per dialog. */
+export function useModelCatalog(onLoad?: (catalog: Catalog) => void) {
+  const [catalog, setCatalog] = useState<Catalog | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  useEffect(() => {
+    forkline
+      .query(DashboardModelsDocument, {})
+      .then(({ models }) => {
+        setCatalog(models);
+        onLoad?.(models);
+      })
+      .catch((err) => setLoadError(errorText(err)));
+  }, []);
+  return { catalog, loadError };
+}
 
 export interface NewSessionChoice {
   title: string;
@@ -67,21 +84,13 @@ export interface NewSessionChoice {
 
 /** Title and model of a new session; the models are what the server's `models` query offers. */
 export function NewSessionDialog(props: { onCreate(choice: NewSessionChoice): Promise<void>; onClose(): void }) {
-  const [catalog, setCatalog] = useState<Catalog | null>(null);
   const [title, setTitle] = useState('');
   const [provider, setProvider] = useState('');
   const [model, setModel] = useState('');
-  const [loadError, setLoadError] = useState<string | null>(null);
-  useEffect(() => {
-    forkline
-      .query(DashboardModelsDocument, {})
-      .then(({ models }) => {
-        setCatalog(models);
-        setProvider(models.defaultProvider);
-        setModel(models.defaultModel);
-      })
-      .catch((err) => setLoadError(errorText(err)));
-  }, []);
+  const { catalog, loadError } = useModelCatalog((models) => {
+    setProvider(models.defaultProvider);
+    setModel(models.defaultModel);
+  });
   const known = catalog?.providers.find((p) => p.name === provider)?.models ?? [];
   const { busy, error, submit } = useSubmit(() => props.onCreate({ title: title.trim(), model: { provider, model: model.trim() } }));
   return (
@@ -118,36 +127,6 @@ export function NewSessionDialog(props: { onCreate(choice: NewSessionChoice): Pr
             <option key={m} value={m} />
           ))}
         </datalist>
-      </label>
-    </Modal>
-  );
-}
-
-/** A fork (`kind` fork, at an event) or branch (through a turn's end) about to be made. */
-export interface ChildRequest {
-  kind: 'fork' | 'branch';
-  seq: number;
-  turn?: number;
-}
-
-export const childTitle = (parentTitle: string | null | undefined, seq: number) => `${parentTitle || 'Untitled'} · fork @${seq}`;
-
-/** Names the child before it is made: forks no longer all inherit the parent's title. */
-export function ChildDialog(props: { request: ChildRequest; parentTitle: string | null | undefined; onCreate(title: string): Promise<void>; onClose(): void }) {
-  const { request } = props;
-  const [title, setTitle] = useState(() => childTitle(props.parentTitle, request.seq));
-  const { busy, error, submit } = useSubmit(() => props.onCreate(title.trim()));
-  const heading = request.kind === 'fork' ? `Fork at event ${request.seq}` : `Branch from turn ${request.turn ?? '?'}`;
-  return (
-    <Modal title={heading} submitLabel={request.kind === 'fork' ? 'Fork' : 'Branch'} busy={busy} error={error} onClose={props.onClose} onSubmit={submit}>
-      <p class="muted">
-        {request.kind === 'fork'
-          ? `The new session inherits events 0–${request.seq}; repair closes what is open at the cut.`
-          : `The new session inherits the log through this turn's end (event ${request.seq}).`}
-      </p>
-      <label class="field">
-        Title of the new session
-        <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} maxLength={200} autoFocus onFocus={(e) => e.currentTarget.select()} />
       </label>
     </Modal>
   );

@@ -6,6 +6,8 @@ import { ReplaceTokenDialog } from './dialogs.tsx';
 import { CompareRedirect, DiffPage } from './compare.tsx';
 import { DASHBOARD_LINKS, LocationProvider, useRoute } from './router.ts';
 import { SessionPage } from './session-page.tsx';
+import { ForkPointPage } from './fork-point-page.tsx';
+import { FamilyPage } from './family-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
 import './styles.css';
 
@@ -23,6 +25,8 @@ function App() {
       {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
       {route.name === 'compare' && <CompareRedirect key={`compare-${route.id}`} id={route.id} />}
       {route.name === 'diff' && <DiffPage key={`diff-${route.a}-${route.b}`} a={route.a} b={route.b} />}
+      {route.name === 'fork-point' && <ForkPointPage key={`forks-${route.id}-${route.seq}`} id={route.id} seq={route.seq} />}
+      {route.name === 'family' && <FamilyPage key={`family-${route.id}`} id={route.id} />}
       {route.name === 'home' && (
         <main class="home">
           <h1>Sessions</h1>

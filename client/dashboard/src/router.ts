@@ -17,11 +17,17 @@ export type Route =
   /** The old "compare with parent" address: redirects to the diff of the parent and this session. */
   | { name: 'compare'; id: string }
   /** Two sessions of one tree side by side from their common ancestor. */
-  | { name: 'diff'; a: string; b: string };
+  | { name: 'diff'; a: string; b: string }
+  /** The children forked at one seq of a session (a fan-out's variants) side by side. */
+  | { name: 'fork-point'; id: string; seq: number }
+  /** A session's fork tree: its root and every fork below it. */
+  | { name: 'family'; id: string };
 
 const SESSION = '/sessions/:id';
 const COMPARE = '/sessions/:id/compare';
 const DIFF = '/compare/:a/:b';
+const FORK_POINT = '/sessions/:id/forks/:seq';
+const FAMILY = '/sessions/:id/family';
 /** The links LocationProvider routes without a reload; any other (GraphiQL, /recordings) loads as usual. */
 export const DASHBOARD_LINKS = /^\/(?:$|[?#]|sessions\/|compare\/)/;
 
@@ -31,6 +37,10 @@ export function parseRoute(pathname: string, hash = ''): Route {
   if (deep) return deep[2] === undefined ? { name: 'session', id: decodeURIComponent(deep[1]) } : { name: 'session', id: decodeURIComponent(deep[1]), seq: Number(deep[2]) };
   const diff = exec(pathname, DIFF);
   if (diff) return { name: 'diff', a: diff.params.a!, b: diff.params.b! };
+  const forkPoint = exec(pathname, FORK_POINT);
+  if (forkPoint && /^\d+$/.test(forkPoint.params.seq!)) return { name: 'fork-point', id: forkPoint.params.id!, seq: Number(forkPoint.params.seq) };
+  const family = exec(pathname, FAMILY);
+  if (family) return { name: 'family', id: family.params.id! };
   const compare = exec(pathname, COMPARE);
   if (compare) return { name: 'compare', id: compare.params.id! };
   const session = exec(pathname, SESSION);
@@ -43,6 +53,10 @@ export function parseRoute(pathname: string, hash = ''): Route {
 export const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`;
 /** The diff of two sessions (left, right) from their common ancestor. */
 export const diffPath = (a: string, b: string) => `/compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
+/** The children forked at event `seq` of a session, side by side. */
+export const forkPointPath = (id: string, seq: number) => `${sessionPath(id)}/forks/${seq}`;
+/** A session's fork tree. */
+export const familyPath = (id: string) => `${sessionPath(id)}/family`;
 /** A session opened at one event (search hits link there). */
 export const eventPath = (id: string, seq: number) => `${sessionPath(id)}#seq-${seq}`;
 /** The shareable deep link to one event (both panes scroll to it and highlight it). */

@@ -3,21 +3,21 @@
 import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
-  BranchSessionDocument,
   CompactSessionDocument,
   DashboardCancelTurnDocument,
   DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
-  ForkSessionDocument,
   SendMessageDocument,
   SessionRecordingDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
-import { ChildDialog, type ChildRequest } from './dialogs.tsx';
+import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
+import { withForkSeq } from './fork-points.ts';
+import { useForkPoints } from './fork-markers.tsx';
+import { familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
 import { EventsAndFiles } from './files-tab.tsx';
-import { navigate, sessionPath } from './router.ts';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
@@ -38,24 +38,26 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
   }, [seq]);
 
-  const openChild = (child: SessionSummaryFragment) => {
-    onCreated(child);
-    navigate(sessionPath(child.id));
-  };
-  // Fork and branch ask for the child's title first (ChildDialog), then make it and open it.
+  // Fork, branch and edit ask for the child's title, message and model first (BranchDialog), then
+  // open the child, or a fan-out's children side by side.
   const [childRequest, setChildRequest] = useState<ChildRequest | null>(null);
-  // While a child is being named and made, the fork and branch buttons wait (its errors stay in the dialog).
+  // While children are being made, the fork, branch and edit buttons wait (errors stay in the dialog).
   const busy = childRequest !== null;
   const fork = (seq: number) => setChildRequest({ kind: 'fork', seq });
   const branch = (seq: number, turn: number) => setChildRequest({ kind: 'branch', seq, turn });
-  const makeChild = async (request: ChildRequest, title: string) => {
-    const input = { sessionId: id, title: title || null };
-    const child =
-      request.kind === 'fork'
-        ? (await forkline.mutate(ForkSessionDocument, { input: { ...input, atSeq: request.seq } })).forkSession.session
-        : (await forkline.mutate(BranchSessionDocument, { input: { ...input, anchorSeq: request.seq } })).branchSession.session;
-    openChild(child);
+  const edit = (input: { seq: number; inputId: string; text: string }) => setChildRequest({ kind: 'edit', ...input });
+  const made = (m: ChildrenMade) => {
+    setChildRequest(null);
+    if (m.kind === 'one') {
+      onCreated(m.child);
+      navigate(sessionPath(m.child.id));
+    } else {
+      m.children.forEach(onCreated);
+      navigate(forkPointPath(id, m.cutSeq));
+    }
   };
+  const knownChildren = session ? session.children.edges.map((e) => e.node) : [];
+  const forkPoints = useForkPoints(id, knownChildren.map((c) => c.id).join(','));
 
   if (session === undefined || (session && !pages)) return <main class="session-page loading">Loading…</main>;
   if (session === null || !pages)
@@ -73,12 +75,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <SessionTools sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {childRequest && (
-        <ChildDialog
-          request={childRequest}
-          parentTitle={session.title}
-          onCreate={(title) => makeChild(childRequest, title)}
-          onClose={() => setChildRequest(null)}
-        />
+        <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />
       )}
       {(error || actionError) && (
         <p class="error" role="alert">
@@ -89,7 +86,18 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
-          <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} sessionId={id} />
+          <ConversationPane
+            pages={pages}
+            version={version}
+            live={live}
+            jump={jump}
+            onBranch={branch}
+            onEdit={edit}
+            busy={busy}
+            sessionId={id}
+            forkPoints={forkPoints}
+            knownChildren={knownChildren}
+          />
           <Composer sessionId={id} running={running} pending={queued} />
         </section>
         <section class="pane events" aria-label="Events pane">
@@ -101,7 +109,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
             {isFiltering(filter) ? (
               <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
             ) : (
-              <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} />
+              <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} forkPoints={forkPoints} />
             )}
           </EventsAndFiles>
         </section>
@@ -226,9 +234,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
             {children.map((c, i) => (
               <Fragment key={c.id}>
                 {i > 0 && ', '}
-                <a href={sessionPath(c.id)}>
-                  {c.title || c.id} @{c.forkedAtSeq}
-                </a>
+                <a href={sessionPath(c.id)}>{withForkSeq(c.title || c.id, c.forkedAtSeq)}</a>
               </Fragment>
             ))}
           </div>
@@ -237,6 +243,11 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
       </div>
       <div class="head-actions">
         <CompareMenu id={session.id} />
+        {(session.parent || children.length > 0) && (
+          <a class="button" href={familyPath(session.id)} title="This session's fork tree: its root and every fork below it">
+            Fork tree
+          </a>
+        )}
         <button type="button" onClick={compact} disabled={busy || compacting || session.turnCount === 0} title="Replace the model-visible history through the last completed turn by a summary (compactSession)">
           {compacting ? 'Compacting…' : 'Compact'}
         </button>

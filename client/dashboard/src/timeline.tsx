@@ -10,6 +10,8 @@ import { eventSummary, type LogEvent } from './conversation.ts';
 import type { EventPages } from './event-pages.ts';
 import { CopyButton, JsonView } from './json-view.tsx';
 import { eventDeepLink } from './router.ts';
+import { TimelineForkLink } from './fork-markers.tsx';
+import type { ForkPoints } from './fork-points.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
 
@@ -18,6 +20,8 @@ interface RowActions {
   busy?: boolean;
   /** For the deep link an open event offers to copy. */
   sessionId?: string;
+  /** Where children were forked: the row of that seq links to them. */
+  forkPoints?: ForkPoints;
 }
 
 export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
@@ -106,6 +110,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               onFork={props.onFork && fork}
               busy={props.busy}
               sessionId={props.sessionId}
+              forks={props.forkPoints?.get(e.seq)}
             />
           ) : (
             <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
@@ -156,6 +161,8 @@ const EventRow = memo(function EventRow(
     index?: number;
     measure?: (el: Element | null) => void;
     target?: boolean;
+    /** Children forked at this event. */
+    forks?: number;
   },
 ) {
   const e = props.event;
@@ -182,7 +189,10 @@ const EventRow = memo(function EventRow(
             </Badge>
           )}
         </td>
-        <td class="summary">{eventSummary(e)}</td>
+        <td class="summary">
+          {props.forks !== undefined && props.sessionId && <TimelineForkLink sessionId={props.sessionId} seq={e.seq} count={props.forks} />}
+          {eventSummary(e)}
+        </td>
         {props.onFork && (
           <td class="actions">
             {/* The name starts with the visible text: voice-control users say what they see. */}

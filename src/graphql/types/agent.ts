@@ -7,7 +7,7 @@ import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
+import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
@@ -65,8 +65,35 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored; null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
     steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(turn, ctx.store.log) }),
     usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(turn, ctx.store.log)) }),
+    error: t.string({
+      nullable: true,
+      description: "Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. One index probe.",
+      resolve: async (turn, _a, ctx) => {
+        if (turn.reason !== 'failed' || turn.endSeq === null) return null;
+        const report = await ctx.store.log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
+        return report && report.seq > turn.startSeq ? String((report.data as { message?: unknown }).message ?? '') : null;
+      },
+    }),
   }),
 });
+
+type TurnLog = Pick<SessionLog, 'lastOfType' | 'firstOfType' | 'inboxAddOf'>;
+
+/**
+ * The turn holding event `seq` of the session (`orBefore`: or the last turn
+ * before it): its turn/start at or before seq and the first turn/end after
+ * that start (one turn is open at a time). A few index probes.
+ */
+async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log: TurnLog, { orBefore = false } = {}): Promise<TurnRow | null> {
+  const snapshot = snapshotOf(s);
+  const start = await log.lastOfType(snapshot, 'turn/start', seq);
+  if (!start) return null;
+  const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
+  const [turn] = summarizeTurns(end ? [start, end] : [start]);
+  if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
+  const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
+  return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
+}
 
 type ModelMessage = { turn: number; step: number; text: string; toolCalls: unknown[] };
 
@@ -111,18 +138,15 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       'The turn holding event `seq` (its turn/start through its turn/end), with timing, usage and steps; null when `seq` ' +
       "is outside every turn. A few index probes, whatever the log's length (the dashboard asks it per visible turn).",
-    resolve: async (s, { seq }, ctx) => {
-      const log = ctx.store.log;
-      const snapshot = snapshotOf(s);
-      const start = seq >= 0 && seq < s.eventCount ? await log.lastOfType(snapshot, 'turn/start', seq) : undefined;
-      if (!start) return null;
-      // A turn's end is the first turn/end after its start (one turn is open at a time).
-      const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
-      const [turn] = summarizeTurns(end ? [start, end] : [start]);
-      if (turn.endSeq !== null && turn.endSeq < seq) return null;
-      const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
-      return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
-    },
+    resolve: (s, { seq }, ctx) => (seq >= 0 && seq < s.eventCount ? turnHolding(s, seq, ctx.store.log) : null),
+  }),
+  lastTurn: t.field({
+    type: TurnRef,
+    nullable: true,
+    description:
+      "The log's last turn (running or ended: its reason says how), with timing and usage; null before the first turn. " +
+      "A few index probes: how a fan-out's children show a failed variant as failed.",
+    resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(s, s.eventCount - 1, ctx.store.log, { orBefore: true }) : null),
   }),
   turns: t.field({
     type: [TurnRef],

@@ -40,7 +40,7 @@ export const SessionRef = builder.prismaNode('Session', {
 
 // Connection type names are part of the contract (DESIGN §7): one SessionConnection
 // for sessions and children, one EventConnection.
-const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
+export const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
 const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
 
 builder.prismaObjectFields('Session', (t) => ({
@@ -57,8 +57,9 @@ builder.prismaObjectFields('Session', (t) => ({
   children: t.connection({
     type: SessionRef,
     description: 'Forks and branches of this session, oldest first.',
+    args: { forkedAtSeq: t.arg.int({ description: 'Only the children forked at this seq (Session.forkPoints lists them).' }) },
     resolve: (s, args, ctx, info) =>
-      sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, parentId: s.id, order: 'oldest' }, args, sessionConnectionColumns(info)),
+      sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' }, args, sessionConnectionColumns(info)),
   }, SessionConnection),
   siblings: t.connection({
     type: SessionRef,

@@ -1,0 +1,176 @@
+// Compare by turns: the conversation-level diff of two sessions of one tree.
+// Both logs are folded from the turn at their divergence on (the shared
+// prefix before it is the same conversation and is not read; a long tail a
+// window of pages at a time, "Compare further" adding more), aligned by turn
+// number (conversation-diff.ts), each row the same turn on both sides, the
+// rows that differ marked, with previous/next difference. The sides are the
+// diff page's EventPages, which follow live appends: a turn either side adds
+// appears (and is compared) as it is stored.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { SessionSummaryFragment } from '../../generated/graphql.ts';
+import { alignTurns, nextDifference, rowsThrough, turnsOf, turnStartAtOrBefore, type TurnRow, type TurnView } from './conversation-diff.ts';
+import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
+import { eventPath } from './router.ts';
+import { Badge } from './widgets.tsx';
+import './compare-turns.css';
+
+/** Pages looked back from the divergence for the start of the turn it lies in. */
+const MAX_LOOKBACK_PAGES = 5;
+
+/** The seq both folds start at: the turn/start of the turn holding the first divergent seq (shared, so read from the left). */
+function useFoldStart(prefix: number, left: EventPages): number | undefined {
+  const [start, setStart] = useState<number | undefined>(prefix < 0 ? 0 : undefined);
+  useEffect(() => {
+    if (prefix < 0) return;
+    let closed = false;
+    void (async () => {
+      const last = pageOf(prefix);
+      for (let page = last; page >= Math.max(0, last - MAX_LOOKBACK_PAGES); page--) {
+        await left.ensure(page * PAGE_SIZE, prefix);
+        const found = turnStartAtOrBefore(left.slice(page * PAGE_SIZE, prefix) ?? [], prefix);
+        if (found !== undefined) return void (!closed && setStart(found));
+      }
+      if (!closed) setStart(Math.max(0, (last - MAX_LOOKBACK_PAGES) * PAGE_SIZE)); // no turn start near: from the oldest page looked at
+    })().catch(() => {});
+    return () => {
+      closed = true;
+    };
+  }, [prefix, left]);
+  return start;
+}
+
+/** Pages of each side folded at first, and added by each "Compare further" (a long tail is not read whole). */
+const TAIL_PAGES = 20;
+
+interface SideTurns {
+  turns: TurnView[];
+  /** Set when the fold stops before the log's end: the last turn number it holds whole. */
+  through?: number;
+}
+
+/** A side's turns from `start` through `pageCount` pages or the end of its log (undefined until all of that is loaded). */
+function useTurns(pages: EventPages, start: number | undefined, version: string, pageCount: number): SideTurns | undefined {
+  const last = pages.length - 1;
+  const end = start === undefined ? last : Math.min(last, start + pageCount * PAGE_SIZE - 1);
+  useEffect(() => {
+    if (start !== undefined) void pages.ensure(start, end).catch(() => {}); // each page once; appends arrive live
+  }, [start, end, pages]);
+  return useMemo(() => {
+    const events = start === undefined ? undefined : pages.slice(start, end);
+    if (!events) return undefined;
+    const turns = turnsOf(events);
+    if (end >= last) return { turns };
+    // Cut short: a turn the window ends inside is not compared yet.
+    if (turns.length && turns[turns.length - 1].end === null) turns.pop();
+    return { turns, through: turns.length ? turns[turns.length - 1].turn : 0 };
+  }, [start, end, last, version, pages]);
+}
+
+export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSummaryFragment; prefix: number; leftPages: EventPages; rightPages: EventPages; version: string }) {
+  const start = useFoldStart(props.prefix, props.leftPages);
+  const [pageCount, setPageCount] = useState(TAIL_PAGES);
+  const leftTurns = useTurns(props.leftPages, start, props.version, pageCount);
+  const rightTurns = useTurns(props.rightPages, start, props.version, pageCount);
+  const rows = useMemo(
+    () => (leftTurns && rightTurns ? rowsThrough(alignTurns(leftTurns.turns, rightTurns.turns), [leftTurns.through, rightTurns.through]) : undefined),
+    [leftTurns, rightTurns],
+  );
+  const cutShort = leftTurns?.through !== undefined || rightTurns?.through !== undefined;
+  const differences = rows?.filter((r) => !r.same).length ?? 0;
+  const [current, setCurrent] = useState(-1);
+  const box = useRef<HTMLDivElement>(null);
+  const go = (index: number) => {
+    if (index < 0 || !rows) return;
+    setCurrent(index);
+    box.current?.querySelector(`[data-turn="${rows[index].turn}"]`)?.scrollIntoView({ block: 'nearest' });
+  };
+  // Opens at the first difference.
+  const opened = useRef(false);
+  useLayoutEffect(() => {
+    if (!rows || opened.current) return;
+    opened.current = true;
+    go(nextDifference(rows, -1, 1));
+  }, [rows]);
+  const ordinal = rows && current >= 0 ? rows.slice(0, current + 1).filter((r) => !r.same).length : 0;
+  return (
+    <>
+      <div class="turn-diff-bar" role="toolbar" aria-label="Differences">
+        <span data-testid="turn-diff-count" aria-live="polite">
+          {rows === undefined
+            ? 'Reading both conversations from the divergence…'
+            : `${differences} of ${rows.length} turns differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
+        </span>
+        <button type="button" class="small" disabled={!rows || nextDifference(rows, current, -1) < 0} onClick={() => rows && go(nextDifference(rows, current, -1))}>
+          Previous difference
+        </button>
+        <button type="button" class="small" disabled={!rows || nextDifference(rows, current, 1) < 0} onClick={() => rows && go(nextDifference(rows, current, 1))}>
+          Next difference
+        </button>
+      </div>
+      <div ref={box} class="scroll turn-diff-scroll" data-testid="turn-diff" role="table" aria-label="Turns of both sessions, aligned by turn number">
+        {start !== undefined && start > 0 && (
+          <p class="muted turn-diff-note">Turns before #{start} are the same in both (their shared history) and not shown.</p>
+        )}
+        {rows?.map((row, i) => (
+          <TurnLine key={row.turn} row={row} current={i === current} left={props.left.id} right={props.right.id} />
+        ))}
+        {rows?.length === 0 && !cutShort && <p class="muted">Neither session has a turn after the divergence.</p>}
+        {cutShort && (
+          <p class="turn-diff-note">
+            <span class="muted">Compared through turn {rows?.at(-1)?.turn ?? '—'}: the logs go on.</span>{' '}
+            <button type="button" class="small" onClick={() => setPageCount((n) => n + TAIL_PAGES)}>
+              Compare further
+            </button>
+          </p>
+        )}
+      </div>
+    </>
+  );
+}
+
+function TurnLine({ row, current, left, right }: { row: TurnRow; current: boolean; left: string; right: string }) {
+  return (
+    <div role="row" class={`turn-row ${row.same ? 'same' : 'differs'}${current ? ' current' : ''}`} data-turn={row.turn} aria-current={current ? 'location' : undefined} data-testid="turn-row">
+      <TurnCell turn={row.turn} view={row.left} sessionId={left} testId="turn-left" same={row.same} />
+      <TurnCell turn={row.turn} view={row.right} sessionId={right} testId="turn-right" same={row.same} />
+    </div>
+  );
+}
+
+function TurnCell({ turn, view: t, sessionId, testId, same }: { turn: number; view: TurnView | undefined; sessionId: string; testId: string; same: boolean }) {
+  if (!t)
+    return (
+      <div role="cell" class="turn-cell missing" data-testid={testId}>
+        <span class="muted">no turn {turn} in this session</span>
+      </div>
+    );
+  return (
+    <div role="cell" class="turn-cell" data-testid={testId}>
+      <div class="turn-cell-head">
+        <a href={eventPath(sessionId, t.startSeq)}>turn {t.turn}</a>
+        {t.end ? <Badge tone={`reason-${t.end}`}>{t.end}</Badge> : <Badge tone="live">running</Badge>}
+        {!same && <Badge tone="differs">differs</Badge>}
+        {t.model && <span class="muted">{t.model}</span>}
+        <span class="seq">
+          #{t.startSeq}–{t.lastSeq}
+        </span>
+      </div>
+      {t.input !== null && (
+        <div class="turn-input">
+          <span class="muted">you:</span> {t.input}
+        </div>
+      )}
+      {t.calls.map((c, i) => (
+        <div key={i} class="turn-call">
+          <code>{c}</code>
+        </div>
+      ))}
+      {t.answers.map((a, i) => (
+        <div key={i} class="turn-answer">
+          {a}
+        </div>
+      ))}
+      {t.error && <div class="turn-error">error: {t.error}</div>}
+    </div>
+  );
+}

@@ -1,0 +1,68 @@
+// Markers where a session's children were forked: a row in the conversation
+// (the children named, with links, and the view of them side by side) and a
+// link on the event's timeline row, from the session's fork points.
+import { useEffect, useState } from 'preact/hooks';
+import { DashboardForkPointsDocument } from '../../generated/graphql.ts';
+import { forkline } from './api.ts';
+import { NO_FORK_POINTS, type ForkPointItem, type ForkPoints } from './fork-points.ts';
+import type { RowProps } from './conversation-view.tsx';
+import { forkPointPath, sessionPath } from './router.ts';
+import './fork-family.css';
+
+/** The session's fork points, read again when `childrenKey` (its children as the page knows them) changes. */
+export function useForkPoints(id: string, childrenKey: string): ForkPoints {
+  const [points, setPoints] = useState<ForkPoints>(NO_FORK_POINTS);
+  useEffect(() => {
+    let closed = false;
+    forkline
+      .query(DashboardForkPointsDocument, { id })
+      .then((r) => !closed && setPoints(new Map(r.session?.forkPoints.map((p) => [p.seq, p.childCount]) ?? [])))
+      .catch(() => {}); // markers are extra: the page works without them, the next change retries
+    return () => {
+      closed = true;
+    };
+  }, [id, childrenKey]);
+  return points;
+}
+
+export interface KnownChild {
+  id: string;
+  title?: string | null;
+  forkedAtSeq?: number | null;
+}
+
+/** Children named inline at most; the rest are in the side-by-side view. */
+const NAMED = 4;
+
+const forks = (n: number) => `${n} ${n === 1 ? 'fork' : 'forks'}`;
+
+export function ForkPointRow({ item, sessionId, known, row }: { item: ForkPointItem; sessionId: string; known: readonly KnownChild[]; row?: RowProps }) {
+  const here = known.filter((c) => c.forkedAtSeq === item.seq);
+  return (
+    <li {...row} class="fork-point-row" data-seq={item.seq} data-testid="fork-point">
+      <span class="fork-point-head">
+        <span aria-hidden="true">⑂</span> {forks(item.childCount)} at #{item.seq}:
+      </span>{' '}
+      {here.slice(0, NAMED).map((c, i) => (
+        <span key={c.id}>
+          {i > 0 && ', '}
+          <a href={sessionPath(c.id)}>{c.title || c.id}</a>
+        </span>
+      ))}
+      {here.length > NAMED && `, +${item.childCount - NAMED} more`}
+      {' · '}
+      <a href={forkPointPath(sessionId, item.seq)} class="fork-point-link">
+        {item.childCount > 1 ? 'side by side' : 'latest answer'}
+      </a>
+    </li>
+  );
+}
+
+/** On the timeline row of event `seq`: how many children were forked there, linking to them. */
+export function TimelineForkLink({ sessionId, seq, count }: { sessionId: string; seq: number; count: number }) {
+  return (
+    <a class="timeline-forks" href={forkPointPath(sessionId, seq)} data-testid="timeline-forks" title={`The ${forks(count)} made at event ${seq}, side by side`}>
+      ⑂ {forks(count)}
+    </a>
+  );
+}

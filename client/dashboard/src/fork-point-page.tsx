@@ -1,0 +1,126 @@
+// The children forked at one event of a session, side by side: a fan-out's
+// variants (or every fork, branch and edit made there) with the message each
+// was given and its latest answer (Session.lastAnswer), live as they answer
+// (sessionsChanged names each child as it appends), a running one's text as
+// it streams (sessionTurns). A variant whose last turn failed says failed,
+// with its error (Session.lastTurn), not idle.
+import { useEffect, useState } from 'preact/hooks';
+import { DashboardForkPointDocument, type VariantFieldsFragment } from '../../generated/graphql.ts';
+import { forkline } from './api.ts';
+import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
+import { diffPath, sessionPath } from './router.ts';
+import { followLiveSteps, type LiveStep } from './session-log.ts';
+import { Badge } from './widgets.tsx';
+import './fork-family.css';
+
+/** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
+function useForkPoint(id: string, seq: number) {
+  const { value, error } = useLiveQuery(
+    `${id}@${seq}`,
+    async () => (await forkline.query(DashboardForkPointDocument, { id, seq })).session ?? null,
+    (s) => s.id === id || (s.parent?.id === id && s.forkedAtSeq === seq),
+  );
+  return { parent: value, error };
+}
+
+export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
+  const { parent, error } = useForkPoint(id, seq);
+  const pending = pendingPage('fork-point-page', id, parent, error);
+  if (pending || !parent) return pending;
+  const children = parent.children.edges.map((e) => e.node);
+  const first = children[0];
+  return (
+    <main class="fork-point-page" data-session-id={id} data-seq={seq}>
+      <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
+        of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
+        {parent.children.pageInfo.hasNextPage && ' · the oldest 50 shown'}
+      </LivePageHead>
+      {children.length === 0 ? (
+        <p class="muted">No session was forked at event {seq} of this session.</p>
+      ) : (
+        <ol class="variants-grid" aria-label={`Children forked at event ${seq}`}>
+          {children.map((c, i) => (
+            <VariantCard key={c.id} child={c} index={i} compareWith={i > 0 ? first.id : undefined} />
+          ))}
+        </ol>
+      )}
+    </main>
+  );
+}
+
+/** What a variant is doing: running, failed (its own last turn), answered since the fork, or not yet. */
+export function variantState(c: Pick<VariantFieldsFragment, 'status' | 'lastAnswer' | 'lastTurn' | 'firstLiveSeq'>): 'running' | 'failed' | 'answered' | 'waiting' {
+  if (c.status === 'RUNNING') return 'running';
+  if (c.lastTurn?.reason === 'failed' && isOwn(c)) return 'failed';
+  return c.lastAnswer && !c.lastAnswer.inherited ? 'answered' : 'waiting';
+}
+
+/** The last turn is the child's own (it started after the fork's seed), not one inherited with the prefix. */
+const isOwn = (c: Pick<VariantFieldsFragment, 'lastTurn' | 'firstLiveSeq'>) => !!c.lastTurn && c.lastTurn.startSeq >= c.firstLiveSeq;
+
+/** A running variant's text as it streams (sessionTurns), until its answer is stored and read. */
+function useStreaming(id: string, running: boolean): LiveStep | null {
+  const [live, setLive] = useState<LiveStep | null>(null);
+  useEffect(() => {
+    setLive(null);
+    if (!running) return;
+    return followLiveSteps(id, new Set(), setLive, () => {}, () => {}); // the card's state comes from the reads; streaming is extra
+  }, [id, running]);
+  return live;
+}
+
+const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered', waiting: 'no answer yet' };
+
+function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
+  const state = variantState(c);
+  const answer = c.lastAnswer && !c.lastAnswer.inherited ? c.lastAnswer : null;
+  const live = useStreaming(c.id, state === 'running');
+  return (
+    <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
+      <div class="variant-head">
+        <a href={sessionPath(c.id)} class="variant-title">
+          {c.title || c.id}
+        </a>
+        <Badge tone={`variant-${state}`}>{STATE_TEXT[state]}</Badge>
+      </div>
+      {c.lastTurn?.input != null && isOwn(c) && (
+        <p class="variant-input">
+          <span class="muted">you:</span> {c.lastTurn.input}
+        </p>
+      )}
+      {live && (live.text || live.tool) ? (
+        <div class="variant-answer streaming" data-testid="variant-live" aria-live="polite">
+          <div class="muted">
+            turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${live.tool}…` : ''}
+          </div>
+          {live.text && <div class="msg-text">{live.text}</div>}
+        </div>
+      ) : state === 'failed' ? (
+        <p class="variant-error" data-testid="variant-error">
+          turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${c.lastTurn!.error}` : ''}
+        </p>
+      ) : answer ? (
+        <div class="variant-answer" data-testid="variant-answer">
+          <div class="muted">
+            turn {answer.turn} step {answer.step} · #{answer.seq}
+            {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
+          </div>
+          <div class="msg-text">{answer.text || <span class="muted">(tool calls only)</span>}</div>
+        </div>
+      ) : (
+        <p class="muted">{state === 'running' ? 'Answering…' : 'It has not answered since the fork.'}</p>
+      )}
+      <div class="variant-meta muted">
+        {c.model ? `${c.model.provider}/${c.model.model} · ` : ''}
+        {c.eventCount} events · {c.turnCount} turns
+        {compareWith && (
+          <>
+            {' · '}
+            <a href={diffPath(compareWith, c.id)}>compare with variant 1</a>
+          </>
+        )}
+      </div>
+      <span class="visually-hidden">variant {index + 1}</span>
+    </li>
+  );
+}
