@@ -40,8 +40,8 @@ import { GenAiTracing, type TracingOptions } from './telemetry/genai-tracing.ts'
 
 export interface AppOptions {
   databaseUrl: string;
-  /** A direct URL for the LISTEN connection when `databaseUrl` points at a transaction-mode pooler. */
-  listenUrl?: string;
+  /** A direct URL for what needs a session (LISTEN) when `databaseUrl` points at a transaction-mode pooler (DATABASE_DIRECT_URL). */
+  directUrl?: string;
   /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
   poolMax?: number;
   /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
@@ -123,7 +123,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   let closing = false;
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax });
   const migrations = expectedMigrations();
-  const listener = new PgListener(pgConfigFromUrl(opts.listenUrl ?? opts.databaseUrl));
+  const listener = new PgListener(pgConfigFromUrl(opts.directUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
