@@ -38,6 +38,12 @@ const envSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   /** A direct connection (LISTEN, migrations, anything session-scoped) when DATABASE_URL is a transaction-mode pooler. */
   DATABASE_DIRECT_URL: z.string().url().optional(),
+  /** Hot standbys for event pages and subscription catch-up: one URL or several, comma-separated. */
+  DATABASE_READ_URL: z
+    .string()
+    .optional()
+    .transform((v) => v?.split(',').map((u) => u.trim()).filter(Boolean) ?? [])
+    .pipe(z.array(z.string().url())),
   /** The older name of DATABASE_DIRECT_URL. */
   DATABASE_LISTEN_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),

@@ -64,6 +64,7 @@ async function main() {
     app = await createApp({
       databaseUrl,
       directUrl,
+      readUrls: config.DATABASE_READ_URL,
       poolMax: config.DATABASE_POOL_MAX,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,

@@ -22,8 +22,10 @@ import { SessionDeletion } from './deletion.ts';
 import { FileBlobs } from './file-blobs.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
+import type { StandbyRead } from './session-log.ts';
 
-export type { StoredEvent } from './session-log.ts';
+export type { StoredEvent, StandbyRead } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
 export type { BeforeCommit } from './transaction.ts';
@@ -48,11 +50,17 @@ export class SessionStore {
   constructor(
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
-    opts: { prepare?: boolean; log?: (msg: string, err?: unknown) => void } = {},
+    opts: {
+      prepare?: boolean;
+      log?: (msg: string, err?: unknown) => void;
+      /** Hot standbys that serve event pages and subscription catch-up (DATABASE_READ_URL). */
+      standbys?: Pick<ReadReplicas, 'pick'>;
+      onStandbyRead?: (served: StandbyRead) => void;
+    } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.notifications = new NotifyQueue(pool, opts.log);
-    this.log = new SessionLog(pool, { prepare });
+    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead });
     this.sessions = new SessionRows(pool, prepare);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);

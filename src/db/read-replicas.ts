@@ -1,0 +1,123 @@
+// Hot standbys for reads (DATABASE_READ_URL): one pool each, and what each
+// replays, polled. Only committed events are read there (store/session-log.ts,
+// "from a standby"): events never change once written, so a standby's copy of
+// one is the primary's, and a reader that knows how far a log goes reads the
+// rest from the primary. A standby that lags or is gone costs a primary read,
+// never a wrong one; this module only says which to try and how far behind it is.
+import pg from 'pg';
+import { pgConfigFromUrl } from './pg-config.ts';
+import { storeTypes } from './pg-types.ts';
+
+/** How often each standby's replay position is read (lag in /readyz and /metrics). */
+export const STANDBY_POLL_MS = 500;
+
+export interface StandbyStatus {
+  /** `standby1`, `standby2`…, in DATABASE_READ_URL's order (never the URL: /readyz is unauthenticated). */
+  name: string;
+  /** Its last poll answered and it is in recovery (a hot standby). */
+  up: boolean;
+  /** WAL bytes the primary has written that it has not replayed (undefined: unknown). */
+  lagBytes?: number;
+  /** Seconds since it replayed the last transaction, while it is behind (0 when caught up). */
+  lagSeconds?: number;
+}
+
+interface Standby {
+  status: StandbyStatus;
+  pool: pg.Pool;
+}
+
+/** "16/B374D848" → a number of bytes (exact up to 2^53: petabytes of WAL). */
+export function lsnBytes(lsn: string): number {
+  const [hi, lo] = lsn.split('/');
+  return parseInt(hi, 16) * 2 ** 32 + parseInt(lo, 16);
+}
+
+export class ReadReplicas {
+  private readonly standbys: Standby[];
+  private next = 0;
+  private timer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+
+  constructor(
+    urls: readonly string[],
+    private readonly primary: pg.Pool,
+    opts: { max?: number; pollMs?: number; onPoll?: (statuses: StandbyStatus[]) => void } = {},
+  ) {
+    this.onPoll = opts.onPoll;
+    this.standbys = urls.map((url, i) => {
+      // A standby that does not answer is given up on quickly: the primary answers instead.
+      const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 10, connectionTimeoutMillis: 1000, idleTimeoutMillis: 0, query_timeout: 10_000, types: storeTypes });
+      pool.on('error', () => {});
+      pool.on('connect', (client) => client.on('error', () => {}));
+      return { pool, status: { name: `standby${i + 1}`, up: false } };
+    });
+    this.pollMs = opts.pollMs ?? STANDBY_POLL_MS;
+  }
+
+  private readonly pollMs: number;
+  private readonly onPoll?: (statuses: StandbyStatus[]) => void;
+
+  get size() {
+    return this.standbys.length;
+  }
+
+  /** Polls once (so the first reads know which are up), then every pollMs. */
+  async start(): Promise<void> {
+    await this.poll();
+    this.timer = setInterval(() => void (this.polling ??= this.poll().finally(() => (this.polling = undefined))), this.pollMs);
+    this.timer.unref();
+  }
+
+  /** A standby to try, round robin among those up; undefined: read the primary. */
+  pick(): { pool: pg.Pool; failed: (err: unknown) => void } | undefined {
+    for (let i = 0; i < this.standbys.length; i++) {
+      const s = this.standbys[(this.next + i) % this.standbys.length];
+      if (!s.status.up) continue;
+      this.next = (this.next + i + 1) % this.standbys.length;
+      // Down until its next poll answers: the reads meanwhile go to the primary.
+      return { pool: s.pool, failed: () => void (s.status.up = false) };
+    }
+    return undefined;
+  }
+
+  statuses(): StandbyStatus[] {
+    return this.standbys.map((s) => ({ ...s.status }));
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.polling;
+    await Promise.all(this.standbys.map((s) => s.pool.end().catch(() => {})));
+  }
+
+  private async poll(): Promise<void> {
+    const written = await this.primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn').then(
+      (r) => lsnBytes(r.rows[0].lsn),
+      () => undefined,
+    );
+    await Promise.all(
+      this.standbys.map(async (s) => {
+        try {
+          const { rows } = await s.pool.query<{ recovery: boolean; lsn: string | null; since: number | null }>(
+            `SELECT pg_is_in_recovery() AS recovery, pg_last_wal_replay_lsn()::text AS lsn,
+                    extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 AS since`,
+          );
+          const { recovery, lsn, since } = rows[0];
+          const lagBytes = written === undefined || lsn === null ? undefined : Math.max(0, written - lsnBytes(lsn));
+          s.status = { name: s.status.name, up: recovery, lagBytes, lagSeconds: lagBytes === 0 ? 0 : (since ?? undefined) };
+        } catch {
+          s.status = { name: s.status.name, up: false };
+        }
+      }),
+    );
+    this.onPoll?.(this.statuses());
+  }
+}
+
+/** /readyz lines: `standby1: "ok, lag 0 bytes, 0 s"` or `"down"`. */
+export function standbyChecks(statuses: readonly StandbyStatus[]): Record<string, string> {
+  return Object.fromEntries(
+    statuses.map((s) => [s.name, s.up ? `ok, lag ${s.lagBytes ?? '?'} bytes, ${s.lagSeconds === undefined ? '?' : s.lagSeconds.toFixed(1)} s` : 'down']),
+  );
+}
