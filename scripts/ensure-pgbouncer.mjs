@@ -3,5 +3,4 @@
 // scale-out tests put a real PgBouncer (Debian's package) in front of the test Postgres.
 import { ensureAptPackage } from './apt-package.mjs';
 
-export const PGBOUNCER_PATH = process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer';
-ensureAptPackage({ binary: PGBOUNCER_PATH, pkg: 'pgbouncer', what: 'the PgBouncer tests' });
+ensureAptPackage({ binary: process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer', pkg: 'pgbouncer', what: 'the PgBouncer tests' });

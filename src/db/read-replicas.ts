@@ -47,7 +47,7 @@ export class ReadReplicas {
     this.onPoll = opts.onPoll;
     this.standbys = urls.map((url, i) => {
       // A standby that does not answer is given up on quickly: the primary answers instead.
-      const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 10, connectionTimeoutMillis: 1000, idleTimeoutMillis: 0, query_timeout: 10_000, types: storeTypes });
+      const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 10, connectionTimeoutMillis: 1000, idleTimeoutMillis: 0, query_timeout: 5000, types: storeTypes });
       pool.on('error', () => {});
       pool.on('connect', (client) => client.on('error', () => {}));
       return { pool, status: { name: `standby${i + 1}`, up: false } };

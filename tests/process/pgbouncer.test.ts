@@ -83,8 +83,11 @@ describe('behind PgBouncer in transaction mode', () => {
   });
 
   it('two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool', async () => {
-    const env = { DATABASE_URL: bouncer.url(pooledDb), DATABASE_DIRECT_URL: direct(pooledDb) };
-    const [a, b] = await Promise.all([start(env), start(env)]);
+    // The second names its direct URL by the older DATABASE_LISTEN_URL, still honoured.
+    const [a, b] = await Promise.all([
+      start({ DATABASE_URL: bouncer.url(pooledDb), DATABASE_DIRECT_URL: direct(pooledDb) }),
+      start({ DATABASE_URL: bouncer.url(pooledDb), DATABASE_LISTEN_URL: direct(pooledDb) }),
+    ]);
     const { rows: made } = await admin.query<{ id: string }>(
       `INSERT INTO "Session" (id, "treeId", tenant, title)
        SELECT v, v, 'local', 'pooled' FROM (SELECT 'ses_pgb_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, 200)) x RETURNING id`,
