@@ -100,3 +100,32 @@ export async function startPgBouncer(upstreamUrl: string, databases: string[], o
     },
   };
 }
+
+/**
+ * Samples, every 20 ms until stopped, the backends serving `admin`'s database
+ * other than those named `ignore` (the direct connections and the sampler's own
+ * pool): behind the pooler, what Postgres spends on the pooled clients.
+ * stop() resolves with the most seen at once.
+ */
+export function sampleBackends(admin: pg.Pool, ignore: string[]): { stop(): Promise<number> } {
+  let peak = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND backend_type = 'client backend' AND application_name <> ALL($1)`,
+        [ignore],
+      );
+      peak = Math.max(peak, rows[0].n);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await sampler;
+      return peak;
+    },
+  };
+}

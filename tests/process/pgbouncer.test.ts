@@ -8,7 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, pgServerUrl } from '../helpers/db.ts';
-import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
@@ -93,19 +93,7 @@ describe('behind PgBouncer in transaction mode', () => {
        SELECT v, v, 'local', 'pooled' FROM (SELECT 'ses_pgb_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, 200)) x RETURNING id`,
     );
     const sessions = made.map((r) => r.id);
-    let peak = 0;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const { rows } = await admin.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity
-           WHERE datname = current_database() AND backend_type = 'client backend' AND application_name NOT IN ($1, 'forkline-test-admin')`,
-          [DIRECT],
-        );
-        peak = Math.max(peak, rows[0].n);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+    const backends = sampleBackends(admin, [DIRECT, 'forkline-test-admin']);
     const sent = new Map<string, string[]>();
     const statuses: number[] = [];
     await Promise.all(
@@ -122,8 +110,7 @@ describe('behind PgBouncer in transaction mode', () => {
       const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 3 AND status = 'IDLE' AND "pendingInputCount" = 0`, [sessions]);
       return rows[0].n === sessions.length;
     }, { what: 'every message answered', timeoutMs: 120_000 });
-    sampling = false;
-    await sampler;
+    const peak = await backends.stop();
     const { rows } = await admin.query<{ sessionId: string; type: string; data: { inputId?: string; reason?: string } }>(
       `SELECT "sessionId", type, data FROM "Event" WHERE "sessionId" = ANY($1) AND type IN ('turn/start', 'turn/end') ORDER BY "sessionId", seq`,
       [sessions],

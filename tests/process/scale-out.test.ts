@@ -7,14 +7,15 @@
 // order, and Postgres never serves the two processes with more backends than
 // the pooler's pool.
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, pgServerUrl } from '../helpers/db.ts';
-import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { startStandby, type Standby } from '../helpers/standby.ts';
-import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs, wsClient, type Recorded } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
@@ -57,11 +58,26 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const gql = async (p: ServiceProcess, query: string, variables?: unknown) => {
-  const r = await postGraphQL(p.url, query, variables);
-  if (r.status !== 200 || r.body.errors) throw new Error(`${r.status} ${JSON.stringify(r.body.errors)}`);
-  return r.body.data;
-};
+/**
+ * A POST on a connection of its own: each session's requests are seconds apart
+ * (it waits for its turns), and a kept-alive connection reused just as the
+ * server closes it as idle (keepAliveTimeout) fails with ECONNRESET on a busy machine.
+ */
+const gql = (p: ServiceProcess, query: string, variables?: unknown) =>
+  new Promise<any>((resolve, reject) => {
+    const body = JSON.stringify({ query, variables });
+    const req = http.request(p.url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        const r = JSON.parse(text);
+        if (res.statusCode !== 200 || r.errors) reject(new Error(`${res.statusCode} ${JSON.stringify(r.errors)}`));
+        else resolve(r.data);
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 type Ev = { seq: number; type: string; data: { inputId?: string; reason?: string } };
 const ended = (items: Array<{ sessionEvents: Ev }>, turns: number) => items.filter((i) => i.sessionEvents.type === 'turn/end').length >= turns;
 const standbyReads = async (p: ServiceProcess) => {
@@ -70,19 +86,7 @@ const standbyReads = async (p: ServiceProcess) => {
 };
 
 it(`${SESSIONS} sessions send, fork and subscribe across two processes behind PgBouncer with a standby: each input answered once, no stale read, backends within the pool`, async () => {
-  let peak = 0;
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      const { rows } = await admin.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-         WHERE datname = current_database() AND backend_type = 'client backend' AND application_name NOT IN ($1, 'forkline-test-admin')`,
-        [DIRECT],
-      );
-      peak = Math.max(peak, rows[0].n);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
+  const backends = sampleBackends(admin, [DIRECT, 'forkline-test-admin']);
   const sockets = processes.map((p) => wsClient(p.url));
   const subs: Array<Recorded<{ sessionEvents: Ev }>> = [];
   const stale: string[] = [];
@@ -118,8 +122,7 @@ it(`${SESSIONS} sessions send, fork and subscribe across two processes behind Pg
       await childSub.until((items) => items.filter((e) => e.sessionEvents.type === 'turn/start').length >= 2 && ended(items, 2), 'the fork\'s turn', 120_000);
     }),
   );
-  sampling = false;
-  await sampler;
+  const peak = await backends.stop();
   expect(stale).toEqual([]);
 
   // Every input answered once and completed; every subscriber got the log as stored, once and in order.
