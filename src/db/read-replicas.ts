@@ -4,9 +4,8 @@
 // one is the primary's, and a reader that knows how far a log goes reads the
 // rest from the primary. A standby that lags or is gone costs a primary read,
 // never a wrong one; this module only says which to try and how far behind it is.
-import pg from 'pg';
-import { pgConfigFromUrl } from './pg-config.ts';
-import { storeTypes } from './pg-types.ts';
+import type pg from 'pg';
+import { createPool, DEFAULT_POOL_MAX } from './database.ts';
 
 /** How often each standby's replay position is read (lag in /readyz and /metrics). */
 export const STANDBY_POLL_MS = 500;
@@ -35,6 +34,8 @@ export function lsnBytes(lsn: string): number {
 
 export class ReadReplicas {
   private readonly standbys: Standby[];
+  private readonly pollMs: number;
+  private readonly onPoll?: (statuses: StandbyStatus[]) => void;
   private next = 0;
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
@@ -44,22 +45,13 @@ export class ReadReplicas {
     private readonly primary: pg.Pool,
     opts: { max?: number; pollMs?: number; onPoll?: (statuses: StandbyStatus[]) => void } = {},
   ) {
+    this.pollMs = opts.pollMs ?? STANDBY_POLL_MS;
     this.onPoll = opts.onPoll;
     this.standbys = urls.map((url, i) => {
       // A standby that does not answer is given up on quickly: the primary answers instead.
-      const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? 10, connectionTimeoutMillis: 1000, idleTimeoutMillis: 0, query_timeout: 5000, types: storeTypes });
-      pool.on('error', () => {});
-      pool.on('connect', (client) => client.on('error', () => {}));
+      const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 1000, query_timeout: 5000 });
       return { pool, status: { name: `standby${i + 1}`, up: false } };
     });
-    this.pollMs = opts.pollMs ?? STANDBY_POLL_MS;
-  }
-
-  private readonly pollMs: number;
-  private readonly onPoll?: (statuses: StandbyStatus[]) => void;
-
-  get size() {
-    return this.standbys.length;
   }
 
   /** Polls once (so the first reads know which are up), then every pollMs. */

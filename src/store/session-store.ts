@@ -25,7 +25,7 @@ import type { Scope } from './scope.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { StandbyRead } from './session-log.ts';
 
-export type { StoredEvent, StandbyRead } from './session-log.ts';
+export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
 export type { BeforeCommit } from './transaction.ts';
