@@ -1,16 +1,16 @@
-// Reads from a real streaming hot standby of the test Postgres
-// (DATABASE_READ_URL): event pages and subscription catch-up are served there
+// Reads from a real streaming hot standby (DATABASE_READ_URL) of an embedded
+// Postgres of the test's own: event pages and subscription catch-up are served there
 // when it has them, never older than what the client wrote or was told of,
 // and a standby that lags, stops or restarts costs primary reads, not events.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, pgServerUrl } from '../helpers/db.ts';
-import { startStandby, type Standby } from '../helpers/standby.ts';
+import { startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribe } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 
+let primary: Primary;
 let standby: Standby;
 let app: TestApp;
 let onStandby: pg.Pool; // the test's own connection to the standby (pause and resume replay)
@@ -19,8 +19,9 @@ const PAGE = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { eve
 const EVENTS = `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq type } }`;
 
 beforeAll(async () => {
-  const url = await createTestDatabase();
-  standby = await startStandby(pgServerUrl());
+  primary = await startPrimary();
+  const url = await primary.database('forkline_standby_reads');
+  standby = await startStandby(primary.serverUrl);
   const standbyUrl = `${standby.serverUrl}/${pgConfigFromUrl(url).database}`;
   onStandby = new pg.Pool({ ...pgConfigFromUrl(standbyUrl), max: 1 });
   onStandby.on('error', () => {}); // the standby restarts under it
@@ -30,6 +31,7 @@ afterAll(async () => {
   await app?.close();
   await onStandby?.end();
   await standby?.destroy();
+  await primary?.stop();
 });
 
 /** forkline_standby_reads_total by who served, from /metrics. */

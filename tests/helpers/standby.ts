@@ -1,5 +1,6 @@
-// A streaming hot standby of a local Postgres the tests started (the embedded
-// one), made the way a base backup is made by hand: the embedded package ships
+// A streaming hot standby of an embedded Postgres the test starts for it
+// (startPrimary: the suite's shared one holds every test file's database, all
+// of which a base backup would copy), made the way a base backup is made by hand: the embedded package ships
 // only initdb/pg_ctl/postgres, and Debian's pg_basebackup (15) refuses a newer
 // server. A physical replication slot is created first so the primary keeps the
 // WAL the copy needs; pg_backup_start/stop bracket a file copy of the data
@@ -9,12 +10,41 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { freePort, embeddedPostgresPackage } from '../../src/db/embedded.ts';
+import { freePort, embeddedPostgresPackage, startEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { ensureDatabase, migrate } from '../../src/db/migrate.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { waitFor } from './wait.ts';
 
 /** The embedded package's `postgres` (the same binary as the primary's). */
 const postgresBinary = async () => ((await import(embeddedPostgresPackage())) as { postgres: string }).postgres;
+
+export interface Primary {
+  /** `${serverUrl}/<db>`. */
+  serverUrl: string;
+  /** A migrated database of this name on it; returns its URL. */
+  database(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** An embedded Postgres of the test's own, in a temporary directory. */
+export async function startPrimary(): Promise<Primary> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-primary-'));
+  fs.chmodSync(dir, 0o755);
+  const pg = await startEmbeddedPostgres(path.join(dir, 'pg'));
+  return {
+    serverUrl: pg.serverUrl,
+    async database(name: string) {
+      const url = `${pg.serverUrl}/${name}`;
+      await ensureDatabase(url);
+      await migrate(url);
+      return url;
+    },
+    async stop() {
+      await pg.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 export interface Standby {
   /** `${serverUrl}/<db>` reads the standby. */

@@ -12,9 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTestDatabase, pgServerUrl } from '../helpers/db.ts';
 import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
-import { startStandby, type Standby } from '../helpers/standby.ts';
+import { startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
 import { startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs, wsClient, type Recorded } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -25,6 +24,7 @@ const POOL_SIZE = 8;
 const DIRECT = 'forkline-direct';
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-scale-out-'));
 fs.chmodSync(dataDir, 0o755);
+let primary: Primary; // an embedded Postgres of this test's own: the standby is a copy of it
 let bouncer: PgBouncer;
 let standby: Standby;
 let admin: pg.Pool;
@@ -37,14 +37,15 @@ const PAGE = 'query($id: ID!) { session(id: $id) { eventCount events(first: 500)
 const EVENTS = 'subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { seq type data } }';
 
 beforeAll(async () => {
-  const url = await createTestDatabase();
-  const db = pgConfigFromUrl(url).database!;
+  primary = await startPrimary();
+  const db = 'forkline_scale_out';
+  const url = await primary.database(db);
   admin = new pg.Pool({ ...pgConfigFromUrl(url), application_name: 'forkline-test-admin', max: 2 });
-  [bouncer, standby] = await Promise.all([startPgBouncer(pgServerUrl(), [db], { poolSize: POOL_SIZE }), startStandby(pgServerUrl())]);
+  [bouncer, standby] = await Promise.all([startPgBouncer(primary.serverUrl, [db], { poolSize: POOL_SIZE }), startStandby(primary.serverUrl)]);
   const env = {
     FORKLINE_DATA_DIR: dataDir,
     DATABASE_URL: bouncer.url(db),
-    DATABASE_DIRECT_URL: `${pgServerUrl()}/${db}?application_name=${DIRECT}`,
+    DATABASE_DIRECT_URL: `${primary.serverUrl}/${db}?application_name=${DIRECT}`,
     DATABASE_READ_URL: `${standby.serverUrl}/${db}`,
     DATABASE_PREPARED_STATEMENTS: 'false',
   };
@@ -55,6 +56,7 @@ afterAll(async () => {
   await bouncer?.stop();
   await standby?.destroy();
   await admin?.end();
+  await primary?.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
