@@ -45,7 +45,7 @@ export class ServiceMetrics {
   });
   readonly standbyReads = new Counter({
     name: 'forkline_standby_reads_total',
-    help: 'Event pages and subscription catch-up pages meant for a hot standby (DATABASE_READ_URL), by who answered: standby, primary (standby behind or down) or both.',
+    help: 'Event pages, subscription catch-up pages and session lists meant for a hot standby (DATABASE_READ_URL), by who answered: standby, primary (standby behind or down) or both.',
     labelNames: ['served'] as const,
     registers: [this.registry],
   });

@@ -6,6 +6,7 @@
 // never a wrong one; this module only says which to try and how far behind it is.
 import type pg from 'pg';
 import { createPool, DEFAULT_POOL_MAX } from './database.ts';
+import { isDatabaseUnavailable } from './unavailable.ts';
 
 /** How often each standby's replay position is read (lag in /readyz and /metrics). */
 export const STANDBY_POLL_MS = 500;
@@ -71,6 +72,36 @@ export class ReadReplicas {
       return { pool: s.pool, failed: () => void (s.status.up = false) };
     }
     return undefined;
+  }
+
+  /**
+   * Runs `read` on a standby that has replayed all the primary had written when
+   * it was called — so everything committed before the request, whatever a
+   * client wrote or was shown before asking — or else on the primary. Checked in
+   * two small statements (the primary's WAL position, then the standby's replay
+   * position on the connection that then reads: replay only moves forward).
+   */
+  async readCaughtUp<T>(read: (db: pg.Pool | pg.PoolClient) => Promise<T>, onRead?: (served: 'standby' | 'primary') => void): Promise<T> {
+    const standby = this.pick();
+    if (!standby) return read(this.primary);
+    const { rows } = await this.primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+    let client: pg.PoolClient | undefined;
+    try {
+      client = await standby.pool.connect();
+      const caught = await client.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]);
+      if (caught.rows[0].ok) {
+        const result = await read(client);
+        onRead?.('standby');
+        return result;
+      }
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      standby.failed(err);
+    } finally {
+      client?.release();
+    }
+    onRead?.('primary');
+    return read(this.primary);
   }
 
   statuses(): StandbyStatus[] {

@@ -53,15 +53,15 @@ export class SessionStore {
     opts: {
       prepare?: boolean;
       log?: (msg: string, err?: unknown) => void;
-      /** Hot standbys that serve event pages and subscription catch-up (DATABASE_READ_URL). */
-      standbys?: Pick<ReadReplicas, 'pick'>;
+      /** Hot standbys that serve event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
+      standbys?: Pick<ReadReplicas, 'pick' | 'readCaughtUp'>;
       onStandbyRead?: (served: StandbyRead) => void;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.notifications = new NotifyQueue(pool, opts.log);
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead });
-    this.sessions = new SessionRows(pool, prepare);
+    this.sessions = new SessionRows(pool, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare);

@@ -144,4 +144,24 @@ describe('event pages from a hot standby', () => {
     expect(delta(before, await served()).standby).toBeGreaterThanOrEqual(2);
     await late.close();
   });
+
+  it('session lists: from the standby once it has replayed all the request could have seen, else from the primary', async () => {
+    const LIST = '{ sessions(first: 500) { edges { node { id title } } } }';
+    const made = await app.services.store.createSession(scope, { title: 'listed' });
+    await caughtUp();
+    const before = await served();
+    expect((await app.ok(LIST)).sessions.edges.map((e: any) => e.node.id)).toContain(made.id);
+    expect(delta(before, await served())).toEqual({ standby: 1, primary: 0, both: 0 });
+    await onStandby.query('SELECT pg_wal_replay_pause()');
+    try {
+      const created = (await app.ok('mutation { createSession(input: { title: "after the pause" }) { id } }')).createSession.id;
+      const before2 = await served();
+      const listed = (await app.ok(LIST)).sessions.edges.map((e: any) => e.node.id);
+      expect(listed).toContain(created);
+      expect(listed).toContain(made.id);
+      expect(delta(before2, await served())).toEqual({ standby: 0, primary: 1, both: 0 });
+    } finally {
+      await onStandby.query('SELECT pg_wal_replay_resume()');
+    }
+  });
 });
