@@ -43,7 +43,7 @@ export interface AppOptions {
   databaseUrl: string;
   /** A direct URL for what needs a session (LISTEN) when `databaseUrl` points at a transaction-mode pooler (DATABASE_DIRECT_URL). */
   directUrl?: string;
-  /** Hot standbys for event pages and subscription catch-up (DATABASE_READ_URL). */
+  /** Hot standbys for event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
   readUrls?: string[];
   /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
   poolMax?: number;

@@ -38,7 +38,7 @@ const envSchema = z.object({
   DATABASE_URL: z.string().url().optional(),
   /** A direct connection (LISTEN, migrations, anything session-scoped) when DATABASE_URL is a transaction-mode pooler. */
   DATABASE_DIRECT_URL: z.string().url().optional(),
-  /** Hot standbys for event pages and subscription catch-up: one URL or several, comma-separated. */
+  /** Hot standbys for event pages, subscription catch-up and session lists: one URL or several, comma-separated. */
   DATABASE_READ_URL: z
     .string()
     .optional()

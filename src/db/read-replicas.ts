@@ -1,9 +1,11 @@
 // Hot standbys for reads (DATABASE_READ_URL): one pool each, and what each
-// replays, polled. Only committed events are read there (store/session-log.ts,
-// "from a standby"): events never change once written, so a standby's copy of
-// one is the primary's, and a reader that knows how far a log goes reads the
-// rest from the primary. A standby that lags or is gone costs a primary read,
-// never a wrong one; this module only says which to try and how far behind it is.
+// replays, polled. Two ways to read there without a stale answer. Events never
+// change once written, so a standby's copy of one is the primary's: a reader
+// that knows how far a log goes reads what the standby has and the rest from
+// the primary (store/session-log.ts, "from a standby"). Anything else is read
+// there only when the standby has replayed all the primary had written when the
+// read began (readCaughtUp). A standby that lags or is gone costs a primary
+// read, never a wrong one.
 import type pg from 'pg';
 import { createPool, DEFAULT_POOL_MAX } from './database.ts';
 import { isDatabaseUnavailable } from './unavailable.ts';
