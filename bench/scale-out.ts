@@ -83,7 +83,10 @@ export async function benchScaleOut(ctx: BenchContext) {
       for (const mode of modes) read[`${kind}.${mode}${processes}`] = await within(mode, (env) => reads(env, processes, kind));
     }
   }
-  const standby = await standbyPages(ctx, serverUrl, bodies.events, checks.events, ms);
+  // The standby is a file copy of the embedded Postgres's data directory: not possible for an external server.
+  const standby = process.env.BENCH_DATABASE_URL
+    ? { eventsPageFromStandbyReqPerSec: 'not measured: BENCH_DATABASE_URL names an external server (the bench makes its standby from the embedded one)' }
+    : await standbyPages(ctx, serverUrl, bodies.events, checks.events, ms);
   const rps = (k: string) => read[k].requestsPerSec;
   return {
     pgbouncer: `${version}, transaction mode, pool ${POOL_SIZE}`,
