@@ -15,6 +15,7 @@ import { benchFiles } from './files.ts';
 import { benchCompaction } from './compaction.ts';
 import { benchRunner } from './runner.ts';
 import { benchBulkImport } from './bulk-import.ts';
+import { benchScaleOut } from './scale-out.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -30,6 +31,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   compaction: benchCompaction,
   runner: benchRunner,
   bulkImport: benchBulkImport,
+  scaleOut: benchScaleOut,
 };
 
 async function main() {

@@ -171,13 +171,14 @@ async function quiesce(admin: pg.Pool) {
   await admin.query('CHECKPOINT').catch(() => {}); // superuser or pg_checkpoint only: skipped otherwise
 }
 
-async function run(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX, message = MESSAGE) {
+/** `serverEnv`: more of the servers' environment (bench/scale-out.ts puts them behind PgBouncer). */
+export async function runTurns(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX, message = MESSAGE, serverEnv: Record<string, string> = {}) {
   const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const warmup = await createSessions(admin, WARMUP_TURNS * processes);
   const ids = await createSessions(admin, sessions);
   await quiesce(admin);
-  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax) })));
+  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax), ...serverEnv })));
   let peak = 0;
   let sampling = true;
   const sampler = (async () => {
@@ -266,7 +267,7 @@ async function run(ctx: BenchContext, processes: number, sessions: number, poolM
  */
 const ROUNDS = QUICK ? 1 : 3;
 
-type Run = Awaited<ReturnType<typeof run>>;
+type Run = Awaited<ReturnType<typeof runTurns>>;
 const median = (runs: Run[]): Run => [...runs].sort((a, b) => a.turnsPerSec - b.turnsPerSec)[Math.floor(runs.length / 2)];
 
 export async function benchTurns(ctx: BenchContext) {
@@ -274,16 +275,16 @@ export async function benchTurns(ctx: BenchContext) {
   const ones: Run[] = [];
   const twos: Run[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    ones.push(await run(ctx, 1, sessions));
-    twos.push(await run(ctx, 2, sessions));
+    ones.push(await runTurns(ctx, 1, sessions));
+    twos.push(await runTurns(ctx, 2, sessions));
   }
   const [one, two] = [median(ones), median(twos)];
   // The same two processes sharing one process's connections (half the pool each): on a small
   // Postgres, more backends cost CPU per statement, so the database's budget is better split.
-  const twoShared = await run(ctx, 2, sessions, POOL_MAX / 2);
-  const many = await run(ctx, 1, QUICK ? 2_000 : 10_000);
-  const slowOne = await run(ctx, 1, sessions, POOL_MAX, SLOW_MESSAGE);
-  const slowTwo = await run(ctx, 2, sessions, POOL_MAX, SLOW_MESSAGE);
+  const twoShared = await runTurns(ctx, 2, sessions, POOL_MAX / 2);
+  const many = await runTurns(ctx, 1, QUICK ? 2_000 : 10_000);
+  const slowOne = await runTurns(ctx, 1, sessions, POOL_MAX, SLOW_MESSAGE);
+  const slowTwo = await runTurns(ctx, 2, sessions, POOL_MAX, SLOW_MESSAGE);
   return {
     sessions,
     oneProcessTurnsPerSec: one.turnsPerSec,

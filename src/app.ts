@@ -18,6 +18,7 @@ import { ServiceMetrics } from './metrics.ts';
 import { errorLogOf, type ErrorLog, type Logger } from './logger.ts';
 import { databaseReadiness } from './db/readiness.ts';
 import { expectedMigrations } from './db/migrate.ts';
+import { ReadReplicas, standbyChecks } from './db/read-replicas.ts';
 import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
@@ -40,8 +41,10 @@ import { GenAiTracing, type TracingOptions } from './telemetry/genai-tracing.ts'
 
 export interface AppOptions {
   databaseUrl: string;
-  /** A direct URL for the LISTEN connection when `databaseUrl` points at a transaction-mode pooler. */
-  listenUrl?: string;
+  /** A direct URL for what needs a session (LISTEN) when `databaseUrl` points at a transaction-mode pooler (DATABASE_DIRECT_URL). */
+  directUrl?: string;
+  /** Hot standbys for event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
+  readUrls?: string[];
   /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
   poolMax?: number;
   /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
@@ -112,6 +115,8 @@ export interface App {
   turnUpdates: EventEmitter;
   server: RunningServer;
   metrics: ServiceMetrics;
+  /** The hot standbys, when DATABASE_READ_URL names some. */
+  standbys?: ReadReplicas;
   /** The trace exporter, when tracing is on (tests flush it). */
   tracing?: GenAiTracing;
   close(): Promise<void>;
@@ -123,11 +128,13 @@ export async function createApp(opts: AppOptions): Promise<App> {
   let closing = false;
   const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax });
   const migrations = expectedMigrations();
-  const listener = new PgListener(pgConfigFromUrl(opts.listenUrl ?? opts.databaseUrl));
+  const listener = new PgListener(pgConfigFromUrl(opts.directUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
-  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log });
+  const standbys = opts.readUrls?.length ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) }) : undefined;
+  await standbys?.start();
+  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served) => metrics.standbyReads.inc({ served }) });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
@@ -195,7 +202,12 @@ export async function createApp(opts: AppOptions): Promise<App> {
     log,
     security: opts.security,
     metrics,
-    readiness: async () => (closing ? { ready: false, checks: { process: 'stopping' } } : databaseReadiness(db.pool, migrations)),
+    readiness: async () => {
+      if (closing) return { ready: false, checks: { process: 'stopping' } };
+      const report = await databaseReadiness(db.pool, migrations);
+      // A standby that lags or is down costs latency, not readiness: shown, not counted.
+      return standbys ? { ...report, checks: { ...report.checks, ...standbyChecks(standbys.statuses()) } } : report;
+    },
     onOtherRequest: serveDashboard(),
     uploadDir: opts.uploadDir ?? path.join(os.tmpdir(), 'forkline-uploads'),
     wsLiveness: opts.wsLiveness,
@@ -212,6 +224,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     server,
     metrics,
     tracing,
+    standbys,
     async close() {
       closing = true;
       clearInterval(pruning);
@@ -224,6 +237,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await live.close();
       await store.notifications.close(); // what was committed is announced (one attempt each)
       await listener.close();
+      await standbys?.close();
       await db.close();
     },
   };

@@ -36,6 +36,15 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
+  /** A direct connection (LISTEN, migrations, anything session-scoped) when DATABASE_URL is a transaction-mode pooler. */
+  DATABASE_DIRECT_URL: z.string().url().optional(),
+  /** Hot standbys for event pages, subscription catch-up and session lists: one URL or several, comma-separated. */
+  DATABASE_READ_URL: z
+    .string()
+    .optional()
+    .transform((v) => v?.split(',').map((u) => u.trim()).filter(Boolean) ?? [])
+    .pipe(z.array(z.string().url())),
+  /** The older name of DATABASE_DIRECT_URL. */
   DATABASE_LISTEN_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   DATABASE_PREPARED_STATEMENTS: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),

@@ -55,12 +55,16 @@ async function main() {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Behind a transaction-mode pooler, what needs a session of its own (Prisma's
+  // migration lock, LISTEN) goes to Postgres directly.
+  const directUrl = config.DATABASE_DIRECT_URL ?? config.DATABASE_LISTEN_URL ?? databaseUrl;
   try {
-    await ensureDatabase(databaseUrl);
-    await migrate(databaseUrl);
+    await ensureDatabase(directUrl);
+    await migrate(directUrl);
     app = await createApp({
       databaseUrl,
-      listenUrl: config.DATABASE_LISTEN_URL,
+      directUrl,
+      readUrls: config.DATABASE_READ_URL,
       poolMax: config.DATABASE_POOL_MAX,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,

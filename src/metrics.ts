@@ -43,6 +43,30 @@ export class ServiceMetrics {
     help: 'Subscriptions currently open (SSE and WebSocket).',
     registers: [this.registry],
   });
+  readonly standbyReads = new Counter({
+    name: 'forkline_standby_reads_total',
+    help: 'Event pages, subscription catch-up pages and session lists meant for a hot standby (DATABASE_READ_URL), by who answered: standby, primary (standby behind or down) or both.',
+    labelNames: ['served'] as const,
+    registers: [this.registry],
+  });
+  readonly standbyUp = new Gauge({
+    name: 'forkline_standby_up',
+    help: 'Hot standbys (DATABASE_READ_URL, standby1… in its order): 1 when its last poll answered and it is in recovery.',
+    labelNames: ['standby'] as const,
+    registers: [this.registry],
+  });
+  readonly standbyLagBytes = new Gauge({
+    name: 'forkline_standby_lag_bytes',
+    help: 'WAL bytes the primary wrote that the standby has not replayed yet (polled).',
+    labelNames: ['standby'] as const,
+    registers: [this.registry],
+  });
+  readonly standbyLagSeconds = new Gauge({
+    name: 'forkline_standby_lag_seconds',
+    help: 'Seconds since the standby replayed its last transaction while it is behind (0: caught up).',
+    labelNames: ['standby'] as const,
+    registers: [this.registry],
+  });
   readonly turnDuration = this.durations('forkline_turn_duration_seconds', 'Duration of agent turns run by this process, by turn/end reason.', 'reason');
   readonly forkDuration = this.durations('forkline_fork_duration_seconds', 'Duration of forkSession (kind=fork) and branchSession (kind=branch) mutations.', 'kind');
 
@@ -62,6 +86,15 @@ export class ServiceMetrics {
       const start = this.turnStarts.get(key);
       this.turnStarts.delete(key);
       if (start !== undefined) this.turnDuration.observe({ reason: u.reason ?? 'unknown' }, (performance.now() - start) / 1000);
+    }
+  }
+
+  /** The standbys' last polled state, for the next scrape. */
+  observeStandbys(statuses: ReadonlyArray<{ name: string; up: boolean; lagBytes?: number; lagSeconds?: number }>): void {
+    for (const s of statuses) {
+      this.standbyUp.set({ standby: s.name }, s.up ? 1 : 0);
+      if (s.lagBytes !== undefined) this.standbyLagBytes.set({ standby: s.name }, s.lagBytes);
+      if (s.lagSeconds !== undefined) this.standbyLagSeconds.set({ standby: s.name }, s.lagSeconds);
     }
   }
 

@@ -21,17 +21,7 @@ export const DEFAULT_POOL_MAX = 10;
 
 export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver } = {}): Database {
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
-  // Idle connections stay open (idleTimeoutMillis 0): pg-pool counts a closed one
-  // out at once, while its backend may still be exiting, so closing an idle one
-  // and opening another could briefly hold one more than `max`.
-  const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000, idleTimeoutMillis: 0, types: storeTypes });
-  pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
-  // A checked-out client has no listener of the pool's: a connection lost between
-  // its holder's statements (Prisma's adapter, a transaction) would be an
-  // unhandled 'error' and kill the process (seen on Node 22 with backends
-  // terminated under load). Its holder's next statement fails instead, and
-  // pg-pool discards the broken client when it is released.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 });
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
@@ -43,6 +33,22 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryO
       await pool.end().catch(() => {});
     },
   };
+}
+
+/** A pool of the store's connections to `url` (the primary's, or a hot standby's: read-replicas.ts). */
+export function createPool(url: string, opts: Pick<pg.PoolConfig, 'max' | 'connectionTimeoutMillis' | 'query_timeout'>): pg.Pool {
+  // Idle connections stay open (idleTimeoutMillis 0): pg-pool counts a closed one
+  // out at once, while its backend may still be exiting, so closing an idle one
+  // and opening another could briefly hold one more than `max`.
+  const pool = new pg.Pool({ ...pgConfigFromUrl(url), ...opts, idleTimeoutMillis: 0, types: storeTypes });
+  pool.on('error', () => {}); // idle client errors (e.g. server restart) are retried by the next checkout
+  // A checked-out client has no listener of the pool's: a connection lost between
+  // its holder's statements (Prisma's adapter, a transaction) would be an
+  // unhandled 'error' and kill the process (seen on Node 22 with backends
+  // terminated under load). Its holder's next statement fails instead, and
+  // pg-pool discards the broken client when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
 }
 
 type Result = pg.QueryResult | pg.QueryResult[] | undefined;

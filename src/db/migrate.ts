@@ -84,16 +84,48 @@ function deploy(databaseUrl: string, pending: () => Promise<string[]>): Promise<
   });
 }
 
-/** Creates the database named in the URL when it does not exist yet. */
+const INVALID_CATALOG_NAME = '3D000';
+/** Postgres' "database … does not exist", or the same as PgBouncer relays it (as a protocol error, 08P01). */
+const isMissingDatabase = (err: unknown) => {
+  const { code, message } = err as { code?: string; message?: string };
+  return code === INVALID_CATALOG_NAME || (code === '08P01' && /^database ".*" does not exist$/.test(message ?? ''));
+};
+/** The database a server always has, through which a missing one is created. */
+const MAINTENANCE_DATABASE = 'postgres';
+
+/**
+ * Makes sure the database named in the URL exists: a connection to it says so
+ * (behind a pooler or on a managed Postgres, that is often the only database
+ * we may reach). Only when Postgres answers that it does not exist is it
+ * created through the maintenance database.
+ */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const cfg = pgConfigFromUrl(databaseUrl);
-  const client = new pg.Client({ ...cfg, database: 'postgres' });
-  await client.connect();
+  const own = new pg.Client(cfg);
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [cfg.database]);
-    if (!rowCount) await client.query(`CREATE DATABASE "${String(cfg.database).replace(/"/g, '""')}"`);
+    await own.connect();
+    return;
+  } catch (err) {
+    if (!isMissingDatabase(err)) throw err;
   } finally {
-    await client.end();
+    await own.end().catch(() => {});
+  }
+  const name = String(cfg.database);
+  const client = new pg.Client({ ...cfg, database: MAINTENANCE_DATABASE });
+  try {
+    await client.connect();
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount) await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } catch (err) {
+    if ((err as { code?: string }).code === '42P04') return; // created meanwhile by another process
+    throw new Error(
+      `database "${name}" does not exist, and it could not be created through the "${MAINTENANCE_DATABASE}" database ` +
+        `(${err instanceof Error ? err.message : String(err)}): create it (CREATE DATABASE ${pg.escapeIdentifier(name)}) ` +
+        `or let this role connect to "${MAINTENANCE_DATABASE}" with CREATEDB; behind a pooler, DATABASE_DIRECT_URL must reach Postgres itself`,
+      { cause: err },
+    );
+  } finally {
+    await client.end().catch(() => {});
   }
 }
 

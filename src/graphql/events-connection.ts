@@ -1,5 +1,7 @@
 // The events connection (Relay shape) over keyset reads of the session log.
-// Cursors are seqs; `afterSeq` is the contract's spelling of `after`.
+// Cursors are seqs; `afterSeq` is the contract's spelling of `after`. Pages
+// may come from a hot standby: the session row (read from the primary) says
+// how far the log goes, and what a standby lacks of that comes from the primary.
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
@@ -36,13 +38,13 @@ export async function eventsConnection(log: SessionLog, session: { id: string; e
     // Backwards from `before` (default: the end), never past `after`.
     const before = Math.min(p.before ?? session.eventCount, session.eventCount);
     const limit = Math.min(last ?? first ?? DEFAULT_PAGE_SIZE, Math.max(0, before - after - 1));
-    events = limit > 0 ? await log.pageBefore(session.id, before, limit) : [];
+    events = limit > 0 ? await log.pageBeforeFromStandby(session.id, before, limit, session.eventCount - 1) : [];
     hasPreviousPage = (events[0]?.seq ?? before) > after + 1;
     hasNextPage = before < session.eventCount;
   } else {
     const limit = first ?? DEFAULT_PAGE_SIZE;
     // One more row than asked tells whether a next page exists.
-    events = limit > 0 ? await log.page(session.id, after, limit + 1) : [];
+    events = limit > 0 ? await log.pageFromStandby(session.id, after, limit + 1, session.eventCount - 1) : [];
     hasNextPage = events.length > limit;
     if (hasNextPage) events = events.slice(0, limit);
   }

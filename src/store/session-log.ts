@@ -18,6 +18,7 @@ import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
 import { lineageOf, segmentsOf, type Lineage, type LineageRow, type Segment } from './lineage.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
 
 /** An event as read through a session. */
 export interface StoredEvent extends LogEvent {
@@ -32,6 +33,9 @@ export interface StoredEvent extends LogEvent {
 
 /** A connection or the pool: reads inside a transaction see its snapshot. */
 export type Db = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+/** Who answered a read from a standby: the standby, the primary (standby behind or down), or both (the primary the rest). */
+export type StandbyRead = 'standby' | 'primary' | 'both';
 
 /** A session to read: its id (lineage looked up, cached) or its lineage. */
 export type LogRef = string | Lineage;
@@ -56,11 +60,16 @@ export class SessionLog {
   private readonly lineageStatement: ReturnType<typeof statement>;
   private readonly rangeStatement: ReturnType<typeof statement>;
 
+  private readonly standbys?: Pick<ReadReplicas, 'pick'>;
+  private readonly onStandbyRead?: (served: StandbyRead) => void;
+
   constructor(
     private readonly pool: pg.Pool,
-    opts: { prepare?: boolean } = {},
+    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: (served: StandbyRead) => void } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.standbys = opts.standbys;
+    this.onStandbyRead = opts.onStandbyRead;
     this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1');
     // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
     this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
@@ -99,6 +108,24 @@ export class SessionLog {
   /** The (at most) `limit` events right before `beforeSeq`, ascending. */
   async pageBefore(ref: LogRef, beforeSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
     return this.read(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, db);
+  }
+
+  /**
+   * page(), read from a hot standby when there is one (DATABASE_READ_URL).
+   * `committedThrough`: the last seq the caller knows committed (its session
+   * row's eventCount - 1, the newest seq it was notified of); undefined: it
+   * knows none. Events never change once written, so what the standby has of
+   * the range is the primary's; whatever it lacks up to `committedThrough` (or,
+   * when unknown, to the end of the range) is read from the primary. So the
+   * caller never sees less than it knew of, whichever answered.
+   */
+  pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough);
+  }
+
+  /** pageBefore(), read as pageFromStandby reads. */
+  pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough);
   }
 
   /** Events fromSeq..toSeq inclusive, ascending. */
@@ -388,6 +415,31 @@ export class SessionLog {
     const l = await this.lineage(ref, db);
     if (!l) throw sessionNotFound(ref as string);
     return l;
+  }
+
+  private async readFromStandby(ref: LogRef, lo: number, hi: number, committedThrough: number | undefined): Promise<StoredEvent[]> {
+    const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
+    if (!standby) return this.read(ref, lo, hi, this.pool);
+    const l = await this.requireLineage(ref); // from the primary (cached): a new fork may not be on the standby yet
+    let rows: StoredEvent[];
+    try {
+      rows = await this.read(l, lo, hi, standby.pool);
+    } catch (err) {
+      standby.failed(err);
+      this.onStandbyRead?.('primary');
+      return this.read(l, lo, hi, this.pool);
+    }
+    let have = 0;
+    const first = Math.max(0, lo);
+    while (have < rows.length && rows[have].seq === first + have) have++;
+    const through = first + have - 1;
+    if (through >= (committedThrough === undefined ? hi : Math.min(hi, committedThrough))) {
+      this.onStandbyRead?.('standby');
+      return have === rows.length ? rows : rows.slice(0, have);
+    }
+    // The standby is behind what the caller knows of: the rest from the primary.
+    this.onStandbyRead?.(have ? 'both' : 'primary');
+    return [...rows.slice(0, have), ...(await this.read(l, through + 1, hi, this.pool))];
   }
 
   /** Seqs lo..hi (hi may lie past the end): one statement, whatever the number of segments. */

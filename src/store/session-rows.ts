@@ -7,6 +7,7 @@
 // Rows have exactly the shape of Prisma's `Session` (same columns, same
 // types), so either source can back the GraphQL Session type; a row read with
 // a column list is typed as the part it holds (PartialSessionRow).
+import type { ReadReplicas } from '../db/read-replicas.ts';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';
@@ -80,6 +81,9 @@ export class SessionRows {
   constructor(
     private readonly pool: pg.Pool,
     private readonly prepare = true,
+    /** Hot standbys: session lists are read there when one has caught up with the request (read-replicas.ts). */
+    private readonly standbys?: { readCaughtUp: ReadReplicas['readCaughtUp'] },
+    private readonly onStandbyRead?: (served: 'standby' | 'primary') => void,
   ) {
     this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[])`);
   }
@@ -128,7 +132,10 @@ export class SessionRows {
     const dir = descending ? 'DESC' : 'ASC';
     const text = `SELECT ${list(columns)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY "createdAt" ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
-    const { rows } = await this.pool.query<PartialSessionRow>(this.run(text, q.status == null)(values));
+    const query = this.run(text, q.status == null)(values);
+    const { rows } = this.standbys
+      ? await this.standbys.readCaughtUp((db) => db.query<PartialSessionRow>(query), this.onStandbyRead)
+      : await this.pool.query<PartialSessionRow>(query);
     return q.backward ? rows.reverse() : rows;
   }
 

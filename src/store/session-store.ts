@@ -22,6 +22,8 @@ import { SessionDeletion } from './deletion.ts';
 import { FileBlobs } from './file-blobs.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
+import type { ReadReplicas } from '../db/read-replicas.ts';
+import type { StandbyRead } from './session-log.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
@@ -48,12 +50,18 @@ export class SessionStore {
   constructor(
     readonly pool: pg.Pool,
     readonly effectOf: ToolEffectLookup,
-    opts: { prepare?: boolean; log?: (msg: string, err?: unknown) => void } = {},
+    opts: {
+      prepare?: boolean;
+      log?: (msg: string, err?: unknown) => void;
+      /** Hot standbys that serve event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
+      standbys?: Pick<ReadReplicas, 'pick' | 'readCaughtUp'>;
+      onStandbyRead?: (served: StandbyRead) => void;
+    } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.notifications = new NotifyQueue(pool, opts.log);
-    this.log = new SessionLog(pool, { prepare });
-    this.sessions = new SessionRows(pool, prepare);
+    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead });
+    this.sessions = new SessionRows(pool, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log);

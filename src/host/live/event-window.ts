@@ -116,8 +116,9 @@ class SessionWindow {
       }
       if (!this.unknown && this.notifiedLast <= seq && seq >= this.hi) return [];
       if (seq < this.lo - 1 && this.window.length) {
-        // Behind the shared window: this subscriber reads its own page.
-        return contiguousAfter(seq, await this.store.log.page(this.sessionId, seq, this.pageSize));
+        // Behind the shared window: this subscriber reads its own page (catching
+        // up: a standby may serve it; the window says how far the log goes).
+        return contiguousAfter(seq, await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi));
       }
       if (this.fetching) {
         await this.fetching; // someone else's read: look again
@@ -132,7 +133,11 @@ class SessionWindow {
   private async fetch(seq: number): Promise<number> {
     const generation = this.generation;
     if (seq !== this.hi) this.window = [];
-    const page = contiguousAfter(seq, await this.store.log.page(this.sessionId, seq, this.pageSize));
+    // Until a read reached the end of the log, subscribers are catching up: a
+    // standby may serve full pages (the rest from the primary); the live tail
+    // is read from the primary, which has what a notification announced.
+    const log = this.store.log;
+    const page = contiguousAfter(seq, await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.page(this.sessionId, seq, this.pageSize)));
     if (page.length) {
       this.window.push(...page);
       if (this.window.length > this.windowSize) this.window.splice(0, this.window.length - this.windowSize);

@@ -1,0 +1,167 @@
+// Reads from a real streaming hot standby (DATABASE_READ_URL) of an embedded
+// Postgres of the test's own: event pages and subscription catch-up are served there
+// when it has them, never older than what the client wrote or was told of,
+// and a standby that lags, stops or restarts costs primary reads, not events.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { subscribe } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+
+let primary: Primary;
+let standby: Standby;
+let app: TestApp;
+let onStandby: pg.Pool; // the test's own connection to the standby (pause and resume replay)
+const scope = { tenant: 'local' };
+const PAGE = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { eventCount events(afterSeq: $after, first: $first) { edges { node { seq type } } pageInfo { hasNextPage } } } }`;
+const EVENTS = `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq type } }`;
+
+beforeAll(async () => {
+  primary = await startPrimary();
+  const url = await primary.database('forkline_standby_reads');
+  standby = await startStandby(primary.serverUrl);
+  const standbyUrl = `${standby.serverUrl}/${pgConfigFromUrl(url).database}`;
+  onStandby = new pg.Pool({ ...pgConfigFromUrl(standbyUrl), max: 1 });
+  onStandby.on('error', () => {}); // the standby restarts under it
+  app = await startTestApp({ databaseUrl: url, readUrls: [standbyUrl] });
+}, 120_000);
+afterAll(async () => {
+  await app?.close();
+  await onStandby?.end();
+  await standby?.destroy();
+  await primary?.stop();
+});
+
+/** forkline_standby_reads_total by who served, from /metrics. */
+async function served(): Promise<Record<string, number>> {
+  const text = await (await fetch(app.url.replace(/graphql$/, 'metrics'))).text();
+  const out: Record<string, number> = { standby: 0, primary: 0, both: 0 };
+  for (const m of text.matchAll(/^forkline_standby_reads_total\{served="(\w+)"\} (\d+)/gm)) out[m[1]] = Number(m[2]);
+  return out;
+}
+const delta = (before: Record<string, number>, after: Record<string, number>) => Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+
+/** A session of `n` events (a title, then plugin events: no rule applies to them). */
+async function sessionOf(n: number): Promise<string> {
+  const { id } = await app.services.store.createSession(scope, { title: 'standby' });
+  for (let done = 1; done < n; done += 500) {
+    await app.services.store.append(id, Array.from({ length: Math.min(500, n - done) }, (_, i) => ({ type: 'plugin/test/n', data: { i: done + i } })));
+  }
+  return id;
+}
+/** Waits until the standby has replayed everything the primary wrote so far. */
+const caughtUp = () =>
+  waitFor(async () => {
+    const { rows } = await app.db.pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+    const r = await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]);
+    return r.rows[0].ok;
+  }, { what: 'the standby to catch up' });
+const seqs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
+describe('event pages from a hot standby', () => {
+  it('are served by the standby once it has replayed them', async () => {
+    const id = await sessionOf(300);
+    await caughtUp();
+    const before = await served();
+    const r = await app.ok(PAGE, { id, after: 99, first: 100 });
+    expect(r.session.events.edges.map((e: any) => e.node.seq)).toEqual(seqs(100, 100));
+    expect(r.session.events.pageInfo.hasNextPage).toBe(true);
+    const end = await app.ok(PAGE, { id, after: 249, first: 100 });
+    expect(end.session.events.edges.map((e: any) => e.node.seq)).toEqual(seqs(50, 250));
+    expect(end.session.events.pageInfo.hasNextPage).toBe(false);
+    expect(delta(before, await served())).toEqual({ standby: 2, primary: 0, both: 0 });
+    const ready = (await (await fetch(app.url.replace(/graphql$/, 'readyz'))).json()) as { status: string; checks: Record<string, string> };
+    expect(ready.status).toBe('ready');
+    expect(ready.checks.standby1).toMatch(/^ok, lag \d+ bytes, [\d.?]+ s$/);
+  });
+
+  it('never older than a write: with replay paused, what was written since comes from the primary', async () => {
+    const id = await sessionOf(150);
+    await caughtUp();
+    await onStandby.query('SELECT pg_wal_replay_pause()');
+    try {
+      await app.services.store.append(id, seqs(40).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })));
+      const before = await served();
+      const r = await app.ok(PAGE, { id, after: 99, first: 200 });
+      const got = r.session.events.edges.map((e: any) => e.node.seq);
+      expect(r.session.eventCount).toBeGreaterThanOrEqual(190);
+      expect(got).toEqual(seqs(r.session.eventCount - 100, 100)); // every event through the end, none missing or twice
+      expect(r.session.events.edges.slice(-40).map((e: any) => e.node.type)).toEqual(Array(40).fill('plugin/test/after-pause'));
+      expect(delta(before, await served())).toEqual({ standby: 0, primary: 0, both: 1 }); // 100..149 from the standby, the rest from the primary
+      // A new session the standby has not seen at all: from the primary.
+      const fresh = await sessionOf(5);
+      const before2 = await served();
+      expect((await app.ok(PAGE, { id: fresh, after: -1, first: 10 })).session.events.edges.map((e: any) => e.node.seq)).toEqual(seqs(5));
+      expect(delta(before2, await served())).toEqual({ standby: 0, primary: 1, both: 0 });
+    } finally {
+      await onStandby.query('SELECT pg_wal_replay_resume()');
+    }
+  });
+
+  it('subscription catch-up: full pages from the standby, the rest from the primary, then live; each event once, in order', async () => {
+    const id = await sessionOf(700);
+    await caughtUp();
+    await onStandby.query('SELECT pg_wal_replay_pause()');
+    let sub;
+    try {
+      await app.services.store.append(id, seqs(100).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })));
+      const before = await served();
+      sub = subscribe('ws', app.url, EVENTS, { id, after: -1 });
+      await sub.count(800, 30_000);
+      const d = delta(before, await served());
+      expect(d.standby).toBeGreaterThanOrEqual(3); // pages 0..599 (200 each) from the standby
+      expect(d.both + d.primary).toBeGreaterThanOrEqual(1); // 600..799: the standby has only up to 699
+    } finally {
+      await onStandby.query('SELECT pg_wal_replay_resume()');
+    }
+    await app.services.store.append(id, seqs(10).map((i) => ({ type: 'plugin/test/live', data: { i } })));
+    const items = await sub.count(810);
+    expect(items.map((e) => e.sessionEvents.seq)).toEqual(seqs(810));
+    await sub.close();
+  });
+
+  it('across a standby restart: reads while it is down come from the primary, and from it again once it is back', async () => {
+    const id = await sessionOf(450);
+    await caughtUp();
+    await standby.stop();
+    const subs = [subscribe('ws', app.url, EVENTS, { id, after: -1 }), subscribe('sse', app.url, EVENTS, { id, after: 99 })];
+    await app.services.store.append(id, seqs(50).map((i) => ({ type: 'plugin/test/while-down', data: { i } })));
+    expect((await app.ok(PAGE, { id, after: 399, first: 200 })).session.events.edges.map((e: any) => e.node.seq)).toEqual(seqs(100, 400));
+    await waitFor(async () => (await fetch(app.url.replace(/graphql$/, 'readyz')).then((r) => r.json()) as any).checks.standby1 === 'down', { what: '/readyz to show the standby down' });
+    await standby.restart();
+    await waitFor(() => app.standbys!.statuses()[0].up, { what: 'the standby back up' });
+    await app.services.store.append(id, seqs(50).map((i) => ({ type: 'plugin/test/after-restart', data: { i } })));
+    expect((await subs[0].count(550)).map((e) => e.sessionEvents.seq)).toEqual(seqs(550));
+    expect((await subs[1].count(450)).map((e) => e.sessionEvents.seq)).toEqual(seqs(450, 100));
+    await Promise.all(subs.map((s) => s.close()));
+    // A new subscriber catches up from the standby again.
+    await caughtUp();
+    const before = await served();
+    const late = subscribe('ws', app.url, EVENTS, { id, after: -1 });
+    expect((await late.count(550)).map((e) => e.sessionEvents.seq)).toEqual(seqs(550));
+    expect(delta(before, await served()).standby).toBeGreaterThanOrEqual(2);
+    await late.close();
+  });
+
+  it('session lists: from the standby once it has replayed all the request could have seen, else from the primary', async () => {
+    const LIST = '{ sessions(first: 500) { edges { node { id title } } } }';
+    const made = await app.services.store.createSession(scope, { title: 'listed' });
+    await caughtUp();
+    const before = await served();
+    expect((await app.ok(LIST)).sessions.edges.map((e: any) => e.node.id)).toContain(made.id);
+    expect(delta(before, await served())).toEqual({ standby: 1, primary: 0, both: 0 });
+    await onStandby.query('SELECT pg_wal_replay_pause()');
+    try {
+      const created = (await app.ok('mutation { createSession(input: { title: "after the pause" }) { id } }')).createSession.id;
+      const before2 = await served();
+      const listed = (await app.ok(LIST)).sessions.edges.map((e: any) => e.node.id);
+      expect(listed).toContain(created);
+      expect(listed).toContain(made.id);
+      expect(delta(before2, await served())).toEqual({ standby: 0, primary: 1, both: 0 });
+    } finally {
+      await onStandby.query('SELECT pg_wal_replay_resume()');
+    }
+  });
+});
