@@ -138,8 +138,10 @@ describe('dashboard: files', () => {
       const { page, errors } = await openPage(browser, { viewport });
       await page.goto(`${origin}/sessions/${parent}`);
       const lists = page.locator('.conversation .tool-call [data-testid="call-files"]');
-      await expect.poll(() => lists.count(), TIMEOUT).toBe(5);
-      expect(await lists.evaluateAll((els) => els.map((el) => [...el.querySelectorAll('a')].map((a) => a.textContent)))).toEqual([
+      await lists.first().waitFor(TIMEOUT);
+      // The conversation is windowed (a fork marker row among the rows can push the first call out of the
+      // rendered window): read it from the top down, each call's list once.
+      expect(await allCallFiles(page)).toEqual([
         ['notes.txt'],
         ['data/blob.bin'],
         ['notes.txt'],
@@ -147,6 +149,8 @@ describe('dashboard: files', () => {
         ['−data/blob.bin'],
       ]);
       // The first call's link: the Files tab as of its result, notes.txt as it wrote it (before the edit).
+      await page.getByTestId('conversation-scroll').evaluate((el) => el.scrollTo({ top: 0 }));
+      await expect.poll(() => lists.first().locator('a').textContent(), TIMEOUT).toBe('notes.txt');
       const first = lists.first().locator('a');
       const firstResult = (await app.services.store.log.page(parent, -1, 1000)).find((e) => e.type === 'tool/result')!.seq;
       expect(await first.getAttribute('href')).toBe(`#files-${firstResult}:notes.txt`);
@@ -168,3 +172,30 @@ describe('dashboard: files', () => {
     });
   }
 });
+
+/** The file links of every tool call in the (windowed) conversation, in order, scrolling it from the top down. */
+async function allCallFiles(page: Page): Promise<string[][]> {
+  const seen = new Map<string, string[]>();
+  const scroller = page.getByTestId('conversation-scroll');
+  await scroller.evaluate((el) => el.scrollTo({ top: 0 }));
+  for (let i = 0; i < 50; i++) {
+    await page.waitForTimeout(100);
+    const batch = await page.locator('.conversation > li').evaluateAll((els) =>
+      els.flatMap((li) =>
+        [...li.querySelectorAll('.tool-call [data-testid="call-files"]')].map((el, j) => ({
+          key: `${li.getAttribute('data-index') ?? li.textContent?.slice(0, 40)}-${j}`,
+          top: li.getBoundingClientRect().top,
+          links: [...el.querySelectorAll('a')].map((a) => a.textContent ?? ''),
+        })),
+      ),
+    );
+    for (const b of batch.sort((a, c) => a.top - c.top)) if (!seen.has(b.key)) seen.set(b.key, b.links);
+    const done = await scroller.evaluate((el) => {
+      const atEnd = el.scrollTop + el.clientHeight >= el.scrollHeight - 2;
+      el.scrollBy({ top: el.clientHeight / 2 });
+      return atEnd;
+    });
+    if (done) break;
+  }
+  return [...seen.values()];
+}
