@@ -140,6 +140,14 @@ describe('a runner SIGKILLed mid-turn', () => {
     expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
     expect(evs.filter((e: any) => e.synthetic)).toHaveLength(1); // no open step, no call in flight: the turn's end alone
     expect(heir.output()).not.toContain('failed');
+    // The dead runner's token writes nothing now: LEASE_LOST, the log unchanged.
+    const claims = doomed.output().split('\n').filter((l) => l.startsWith('{"claimed"')).map((l) => JSON.parse(l));
+    const stale = claims.find((c) => c.claimed === id).token;
+    const late = await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
+      input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: [{ type: 'plugin/late/note', data: {} }] },
+    });
+    expect(late.body.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await events(id)).toEqual(evs);
   });
 });
 

@@ -242,7 +242,76 @@ describe('crash repair', () => {
   });
 });
 
+describe('the fast path: claimSessions and appendEvents release', () => {
+  const CLAIM_MANY = `mutation($input: ClaimSessionsInput!) { claimSessions(input: $input) { session { id runnerHolder modelRequest { turn step inputId eventCount } } lease { token } } }`;
+  const APPEND_END = `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount released modelRequest { turn step inputId eventCount } session { runnerHolder status } } }`;
+  const inPool = async (pool: string, text: string) => {
+    const { createSession } = await app.ok(CREATE, { input: { runner: pool } });
+    const { sendMessage } = await app.ok(SEND, { id: createSession.id, text });
+    return { id: createSession.id as string, inputId: sendMessage.inputId as string };
+  };
+
+  it('claims as many runnable sessions as asked, oldest first, each with its first request; then none', async () => {
+    const sessions = [await inPool('many', 'a'), await inPool('many', 'b'), await inPool('many', 'c')];
+    const first = (await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk', max: 2 } })).claimSessions;
+    expect(first.map((c: any) => c.session.id)).toEqual([sessions[0].id, sessions[1].id]);
+    for (const [i, c] of first.entries()) {
+      expect(c.session.runnerHolder).toBe('bulk');
+      expect(c.session.modelRequest).toEqual({ turn: 1, step: 1, inputId: sessions[i].inputId, eventCount: 1 });
+    }
+    const rest = (await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk2', max: 5 } })).claimSessions;
+    expect(rest.map((c: any) => c.session.id)).toEqual([sessions[2].id]);
+    expect((await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk3', max: 5 } })).claimSessions).toEqual([]);
+    // Held leases are fenced as claimSession's are.
+    expect((await app.gql(CLAIM, { id: sessions[0].id, runner: 'late' })).errors?.[0].extensions?.code).toBe('SESSION_BUSY');
+  });
+
+  it("the turn's last batch gives the lease back when nothing is left; its token is refused after", async () => {
+    const { id, inputId } = await externalSession('once');
+    const token = await claim(id, 'r-release');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: toolStep(inputId!) } });
+    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 8, events: answerStep(1, 2, 'done'), release: true } })).appendEvents;
+    expect(end).toEqual({ eventCount: 12, released: true, modelRequest: null, session: { runnerHolder: null, status: 'IDLE' } });
+    const late = await append(id, token, 12, [{ type: 'plugin/late/note', data: {} }]);
+    expect(late.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await eventCount(id)).toBe(12);
+  });
+
+  it("with input waiting, the turn's last batch keeps the lease and brings the next turn's request", async () => {
+    const { id, inputId } = await externalSession('first');
+    const second = (await app.ok(SEND, { id, text: 'second' })).sendMessage.inputId;
+    const token = await claim(id, 'r-keep');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 3, events: toolStep(inputId!) } });
+    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 9, events: answerStep(1, 2, 'one'), release: true } })).appendEvents;
+    expect(end).toEqual({ eventCount: 13, released: false, modelRequest: { turn: 2, step: 1, inputId: second, eventCount: 13 }, session: { runnerHolder: 'r-keep', status: 'IDLE' } });
+    await app.ok(RELEASE, { id, token });
+  });
+});
+
 describe('runnableSessions', () => {
+  it("repairs an open turn once its runner's lease ends, before any claim; a claim after it repairs nothing more", async () => {
+    const { createSession } = await app.ok(CREATE, { input: { runner: 'sweep' } });
+    const id = createSession.id;
+    const inputId = (await app.ok(SEND, { id, text: 'slow' })).sendMessage.inputId;
+    const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "sweep") { id eventCount status } }`);
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === id), 'the waiting session');
+    const stale = await claim(id, 'dies', 500);
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: 1, events: toolStep(inputId).slice(0, 4) } }); // mid-call
+    await app.ok(SEND, { id, text: 'after the crash' }); // waits for the next runner
+    // Nobody claims: the feed's look when the lease ends repairs the turn and offers the session again.
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === id && i.runnableSessions.eventCount === 9 && i.runnableSessions.status === 'IDLE'), 'the repaired session');
+    const evs = await events(id);
+    expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
+      ['tool/result', 'interrupted'], ['step/end', 'interrupted'], ['turn/end', 'interrupted'],
+    ]);
+    expect((await app.gql(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: answerStep(1, 2, 'late') } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    const heir = await claim(id, 'heir');
+    expect(heir).toBeGreaterThan(stale);
+    expect(await events(id)).toEqual(evs); // repaired once
+    await app.ok(RELEASE, { id, token: heir });
+    await sub.close();
+  });
+
   it('yields the pool\'s sessions with work, waiting ones first, then new ones, and again once released with work left', async () => {
     const waiting = await externalSession('waiting');
     const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "ext") { id runner } }`);
