@@ -37,7 +37,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   turns: LOG,
   turnAt: LOG,
   commonPrefix: LOG,
-  recording: ['title', 'eventCount'],
+  recording: ['title', 'eventCount', 'runner'],
   runner: ['runner'],
   runnerHolder: ['runner', 'leaseOwner', 'leaseExpiresAt'],
   modelRequest: [],

@@ -33,14 +33,14 @@ export async function* exportRecording(store: SessionStore, scope: Scope, sessio
  * The recording of the log as of a session row (its title, its eventCount): a
  * live session keeps appending, the export is the log the row describes.
  */
-function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): AsyncGenerator<string> {
+function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): AsyncGenerator<string> {
   // Then the file contents its change sets name (the tree at any of its events can be read after import).
   const endSeq = session.eventCount;
   return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq }), () => store.files.recordingBlobs(session.id, endSeq - 1));
 }
 
 /** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
-export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): Promise<string> {
+export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): Promise<string> {
   let text = '';
   for await (const line of recordingLinesOf(store, session)) text += line;
   return text;
@@ -100,10 +100,11 @@ export async function importRecording(
 function insertSession(client: pg.PoolClient, id: string, scope: Scope, s: RecordingSummary) {
   return client.query(
     `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                            "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq")
-     VALUES ($1, $2, $1, $3, $4, $11, $5, $6, $7, NULL, $8, $9, $10)`,
+                            "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", runner)
+     VALUES ($1, $2, $1, $3, $4, $11, $5, $6, $7, NULL, $8, $9, $10, $12)`,
     [id, scope.tenant, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0, CURRENT_FORMAT_VERSION],
+     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0, CURRENT_FORMAT_VERSION,
+     s.header.session.runner ?? null],
   );
 }
 

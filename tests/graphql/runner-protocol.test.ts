@@ -93,6 +93,35 @@ describe('runner pools on sessions', () => {
   });
 });
 
+describe('recordings of externally run sessions', () => {
+  it('keep the runner pool through export and import (POST /recordings and importRecording); forkline never runs the import', async () => {
+    const { id, inputId } = await externalSession('first');
+    const token = await claim(id, 'rec');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: [...toolStep(inputId!), ...answerStep(1, 2, 'done')] } });
+    await app.ok(RELEASE, { id, token });
+    await app.ok(SEND, { id, text: 'waiting for the pool' });
+    const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
+    expect(JSON.parse(recording.split('\n')[0]).session).toMatchObject({ id, runner: 'ext' });
+    const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: recording });
+    expect(res.status).toBe(201);
+    const uploaded = ((await res.json()) as any).session.id;
+    const imported = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id runner } }`, { r: recording })).importRecording;
+    expect(imported.runner).toBe('ext');
+    await app.services.host.idle();
+    for (const copy of [uploaded, imported.id]) {
+      const s = (await app.ok(REQUEST, { id: copy })).session;
+      expect(s).toMatchObject({ runner: 'ext', eventCount: 13 });
+      expect(s.pendingInputs).toHaveLength(1); // the pool's to take, not forkline's agent's
+      expect(s.modelRequest).toMatchObject({ turn: 2, step: 1 });
+    }
+    // A session forkline runs exports no runner, and its import is forkline's again.
+    const own = (await app.ok(CREATE, { input: { title: 'own' } })).createSession;
+    const ownRecording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: own.id })).session.recording as string;
+    expect(JSON.parse(ownRecording.split('\n')[0]).session).toEqual({ id: own.id, title: 'own' });
+    expect((await app.ok(`mutation($r: String!) { importRecording(recording: $r) { runner } }`, { r: ownRecording })).importRecording.runner).toBeNull();
+  });
+});
+
 describe('claims and leases', () => {
   it('claims, refuses a second claim while held, renews, releases', async () => {
     const { id } = await externalSession('hi');
