@@ -36,6 +36,8 @@ import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, t
 const NOT_A_RUNNERS = new Set(['inbox/add', 'session/end-seed']);
 
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
+/** The runnable feed's looks for ended leases are at least this far apart. */
+const MIN_LOOK_MS = 100;
 
 export interface ModelRequest {
   messages: ChatMessage[];
@@ -253,8 +255,9 @@ export class RunnerProtocol {
       for (const row of await look()) yield row;
       for (;;) {
         nextChange ??= changes.next();
-        // A few ms past the expiry: the database's clock decides, and it must see the lease ended.
-        const wait = Math.max(0, Math.min(sweepMs, nextExpiry === undefined ? sweepMs : nextExpiry - Date.now() + 20));
+        // A few ms past the expiry: the database's clock decides, and it must see the lease ended
+        // (never sooner than MIN_LOOK_MS: a clock ahead of the database's would look again and again).
+        const wait = Math.max(MIN_LOOK_MS, Math.min(sweepMs, nextExpiry === undefined ? sweepMs : nextExpiry - Date.now() + 20));
         const swept = new Promise<'sweep'>((resolve) => (timer = setTimeout(() => resolve('sweep'), wait)));
         const got = await Promise.race([nextChange, swept]);
         clearTimeout(timer);
