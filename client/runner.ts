@@ -11,9 +11,10 @@
 //   await runner.run(async (session) => { const req = await session.modelRequest(); … await session.append(events); });
 import { randomUUID } from 'node:crypto';
 import {
-  AppendEventsDocument,
-  AppendEventsThenRequestDocument,
+  AppendStepDocument,
+  AppendTurnEndDocument,
   ClaimSessionDocument,
+  ClaimSessionsDocument,
   createForklineClient,
   ForklineClientError,
   ModelRequestDocument,
@@ -117,43 +118,75 @@ export class ForklineRunner {
   async claim(sessionId: string): Promise<RunnerSession | undefined> {
     try {
       const { claimSession } = await this.retrying(() => this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs } }));
-      const session = new RunnerSession(this, sessionId, claimSession.lease.token, this.leaseMs, this.log);
-      session.prefetch(claimSession.session.modelRequest);
-      return session;
+      return this.held(claimSession);
     } catch (err) {
       if (codeOf(err) === 'SESSION_BUSY') return undefined;
       throw err;
     }
   }
 
+  /** Claims up to `max` of the pool's sessions with work that nobody holds, in one call (none: an empty list). */
+  async claimMany(max: number): Promise<RunnerSession[]> {
+    const { claimSessions } = await this.retrying(() =>
+      this.client.mutate(ClaimSessionsDocument, { input: { pool: this.pool, runnerId: this.runnerId, max, leaseMs: this.leaseMs } }),
+    );
+    return claimSessions.map((c) => this.held(c));
+  }
+
+  private held(claim: { session: { id: string; modelRequest: ModelRequest }; lease: { token: number } }): RunnerSession {
+    const session = new RunnerSession(this, claim.session.id, claim.lease.token, this.leaseMs, this.log);
+    session.prefetch(claim.session.modelRequest);
+    return session;
+  }
+
   /**
-   * Serves the pool until `signal` aborts: each runnable session is claimed and
-   * handed to `handle` (which runs its work: modelRequest, append, …), then
-   * released. Errors of one session are logged; the loop goes on.
+   * Serves the pool until `signal` aborts: runnableSessions wakes the runner,
+   * which claims as many sessions as it has room for (claimSessions) and hands
+   * each to `handle` (which runs its work: modelRequest, append, …); a session
+   * whose last turn gave its lease back needs no release, any other is
+   * released afterwards. Errors of one session are logged; the loop goes on.
    */
   async run(handle: (session: RunnerSession) => Promise<void>, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    const busy = new Set<string>();
     const limit = this.opts.concurrency ?? 4;
     const work = new Set<Promise<void>>();
+    // One claim at a time; a wake-up during it, or a claim that filled every free slot, means: claim again when there is room.
+    let claiming = false;
+    let more = false;
+    const fill = async (): Promise<void> => {
+      more = true;
+      if (claiming) return;
+      claiming = true;
+      try {
+        while (more && work.size < limit && !opts.signal?.aborted) {
+          more = false;
+          const room = limit - work.size;
+          const sessions = await this.claimMany(room);
+          if (sessions.length === room) more = true;
+          for (const session of sessions) {
+            const p: Promise<void> = this.serveClaimed(session, handle)
+              .catch((err) => this.log(`session ${session.sessionId} failed`, err))
+              .finally(() => {
+                work.delete(p);
+                if (more) void fill();
+              });
+            work.add(p);
+          }
+        }
+      } catch (err) {
+        this.log('claiming sessions failed', err);
+      } finally {
+        claiming = false;
+      }
+    };
     for (let wait = 500; !opts.signal?.aborted; wait = Math.min(wait * 2, 10_000)) {
       const stream = this.runnable();
       const stop = () => void stream.return?.();
       opts.signal?.addEventListener('abort', stop, { once: true });
       try {
-        for await (const { id } of stream) {
+        for await (const _ of stream) {
           wait = 500;
           if (opts.signal?.aborted) break;
-          if (busy.has(id)) continue;
-          while (work.size >= limit) await Promise.race(work);
-          busy.add(id);
-          const p: Promise<void> = this.serve(id, handle)
-            .then(() => {})
-            .catch((err) => this.log(`session ${id} failed`, err))
-            .finally(() => {
-              busy.delete(id);
-              work.delete(p);
-            });
-          work.add(p);
+          void fill();
         }
       } catch (err) {
         // The subscription ended with an error (a lost connection, a restart): subscribe again.
@@ -163,19 +196,23 @@ export class ForklineRunner {
       }
       if (!opts.signal?.aborted) await new Promise((r) => setTimeout(r, wait));
     }
-    await Promise.all(work);
+    while (work.size) await Promise.all(work);
   }
 
   /** Claims the session and runs `handle` on it while it has work, then releases it. */
   async serve(sessionId: string, handle: (session: RunnerSession) => Promise<void>): Promise<boolean> {
     const session = await this.claim(sessionId);
     if (!session) return false;
+    await this.serveClaimed(session, handle);
+    return true;
+  }
+
+  private async serveClaimed(session: RunnerSession, handle: (session: RunnerSession) => Promise<void>): Promise<void> {
     try {
       await handle(session);
     } finally {
       await session.release();
     }
-    return true;
   }
 
   close(): Promise<void> {
@@ -187,7 +224,6 @@ export class ForklineRunner {
 export class RunnerSession {
   private readonly abort = new AbortController();
   private readonly renewal: NodeJS.Timeout;
-  private released = false;
   /** The log's length as this runner last saw it: the next append's expectedEventCount. */
   eventCount?: number;
   /** Deltas go out in order, one request at a time. */
@@ -232,14 +268,21 @@ export class RunnerSession {
 
   /** A request that came with a claim or a turn's last append: the next modelRequest() returns it. */
   private prefetched?: ModelRequest;
+  /** Whether the lease was given back by the turn's last append (the session had nothing left to run). */
+  released = false;
 
   prefetch(request: ModelRequest): void {
     this.prefetched = request;
     this.eventCount = request.eventCount;
   }
 
-  /** What the session's next model call should be sent (turn and step null: nothing to run). */
+  /**
+   * What the session's next model call should be sent (turn and step null:
+   * nothing to run). Once a turn's last append gave the lease back, the answer
+   * is `turn: null` (with no messages), known without asking.
+   */
   async modelRequest(): Promise<ModelRequest> {
+    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount! };
     const ready = this.prefetched;
     this.prefetched = undefined;
     if (ready && ready.eventCount === this.eventCount) return ready;
@@ -250,41 +293,58 @@ export class RunnerSession {
   }
 
   /**
-   * Appends a batch after the log as last seen. A retry after a lost answer
-   * finds its batch stored (the log grew by exactly it) and returns; input
-   * queued meanwhile (inbox/add by sendMessage) moves the expected count on.
+   * Appends a batch after the log as last seen. A batch that ends a turn gives
+   * the lease back when the session has nothing left to run (`released`), or
+   * brings the next request (a message came meanwhile). A retry after a lost
+   * answer finds its batch stored (the log grew by exactly it) and returns;
+   * input queued meanwhile (inbox/add by sendMessage) moves the expected count on.
    */
   async append(events: RunnerEvent[]): Promise<Array<{ seq: number; type: string; data: unknown }>> {
-    if (this.signal.aborted) this.lost();
+    if (this.signal.aborted || this.released) this.lost();
     if (this.eventCount === undefined) await this.modelRequest();
+    const endsTurn = events.some((e) => e.type === 'turn/end');
+    // Deltas of the turn go out before a batch that may give the lease back.
+    if (endsTurn) await this.deltas;
     for (let attempt = 0; ; attempt++) {
       const expected = this.eventCount!;
       try {
         const input = { sessionId: this.sessionId, leaseToken: this.leaseToken, expectedEventCount: expected, events };
-        // The batch that ends a turn brings the next request back with it.
-        if (events.some((e) => e.type === 'turn/end')) {
-          const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendEventsThenRequestDocument, { input }));
-          this.prefetch(appendEvents.session.modelRequest);
+        if (endsTurn) {
+          const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendTurnEndDocument, { input: { ...input, release: true } }));
+          this.eventCount = appendEvents.eventCount;
+          if (appendEvents.released) this.letGo();
+          else if (appendEvents.modelRequest) this.prefetch(appendEvents.modelRequest);
           return appendEvents.events;
         }
-        const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendEventsDocument, { input }));
-        this.eventCount = appendEvents.session.eventCount;
+        const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendStepDocument, { input }));
+        this.eventCount = appendEvents.eventCount;
         return appendEvents.events;
       } catch (err) {
-        if (codeOf(err) === 'LEASE_LOST') this.lost();
-        if (codeOf(err) !== 'SESSION_BUSY' || attempt >= 5) throw err;
-        // Who wrote since? Only inbox/add (a message) or our own batch (an earlier attempt's answer was lost).
+        const code = codeOf(err);
+        if (code !== 'SESSION_BUSY' && code !== 'LEASE_LOST') throw err;
+        if (attempt >= 5) throw err;
+        // Who wrote since? Only inbox/add (a message) or our own batch (an earlier attempt's answer was lost;
+        // a releasing one then finds the lease given back: LEASE_LOST).
         const page = await this.runner.retrying(() => this.runner.client.query(SessionEventsDocument, { id: this.sessionId, afterSeq: expected - 1, first: events.length + 100 }));
         const since = (page.session?.events.edges ?? []).map((e) => e.node);
         const ours = since.filter((e) => e.type !== 'inbox/add');
-        if (ours.length === events.length && ours.every((e, i) => e.type === events[i].type)) {
+        if (ours.length === events.length && ours.every((e, i) => e.type === events[i].type && e.seq >= expected)) {
           this.eventCount = page.session!.eventCount;
+          if (code === 'LEASE_LOST') this.letGo();
           return ours;
         }
+        if (code === 'LEASE_LOST') this.lost();
         if (ours.length > 0) throw err; // someone else wrote: not ours to continue
         this.eventCount = page.session!.eventCount;
       }
     }
+  }
+
+  /** The lease was given back by an append: nothing more to renew or release. */
+  private letGo(): void {
+    this.released = true;
+    this.prefetched = undefined;
+    clearInterval(this.renewal);
   }
 
   /** A model text delta for live clients (sessionTurns); sent in order, not stored, failures only logged. */
@@ -301,8 +361,7 @@ export class RunnerSession {
   /** Gives the lease back (a lost lease is already given up). */
   async release(): Promise<void> {
     if (this.released) return;
-    this.released = true;
-    clearInterval(this.renewal);
+    this.letGo();
     await this.deltas;
     if (this.abort.signal.aborted) return;
     try {

@@ -191,6 +191,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     },
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
+    prepare,
   });
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();

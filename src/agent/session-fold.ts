@@ -172,6 +172,11 @@ export class FoldCache {
     return fold;
   }
 
+  /** The cached fold of the session, left in the cache (undefined: none, or taken out by its user). */
+  peek(sessionId: string): SessionFold | undefined {
+    return this.folds.peek(sessionId);
+  }
+
   /** Keeps the fold, evicting the least recently used beyond either bound (one larger than `maxChars` is not kept). */
   put(fold: SessionFold): void {
     this.folds.set(fold.sessionId, fold);

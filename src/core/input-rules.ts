@@ -20,6 +20,12 @@ const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);
 export const idSchema = storable(z.string().min(1).max(MAX_ID_CHARS));
 export const titleSchema = storable(z.string().max(MAX_TITLE_CHARS));
 export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHARS));
+/** An external runner pool's name (issue 32): letters, digits and . _ : - */
+export const runnerPoolSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'a runner pool is 1-100 letters, digits, ".", "_", ":" or "-"');
 
 /** Parses `value`, or throws BAD_USER_INPUT naming each failing path (`label` names the whole value). */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label = 'input'): z.infer<T> {

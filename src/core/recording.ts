@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { decodeUtf8, idSchema, INVALID_UTF8, titleSchema } from './input-rules.ts';
+import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
 import {
   CURRENT_FORMAT_VERSION,
@@ -31,6 +31,8 @@ export const recordingHeaderSchema = z.strictObject({
   session: z.strictObject({
     id: idSchema,
     title: titleSchema.nullish(),
+    /** The external runner pool that ran it (absent: forkline's own agent); the imported session keeps it. */
+    runner: runnerPoolSchema.nullish(),
   }),
 });
 export type RecordingHeader = z.infer<typeof recordingHeaderSchema>;
@@ -314,10 +316,12 @@ export function upgradeToV4(event: RecordingEvent): RecordingEvent {
 }
 
 export function recordingHeader(
-  session: { id: string; title?: string | null },
+  session: { id: string; title?: string | null; runner?: string | null },
   version: FormatVersion = CURRENT_FORMAT_VERSION,
 ): RecordingHeader {
-  return { format: RECORDING_FORMAT, version, session: { id: session.id, title: session.title ?? null } };
+  // `runner` only when an external pool runs the session: other recordings read as before.
+  const runner = session.runner != null ? { runner: session.runner } : {};
+  return { format: RECORDING_FORMAT, version, session: { id: session.id, title: session.title ?? null, ...runner } };
 }
 
 /** One event as a recording line; optional fields are written only when they say something. */

@@ -41,7 +41,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   lastTurn: LOG,
   model: LOG,
   commonPrefix: LOG,
-  recording: ['title', 'eventCount'],
+  recording: ['title', 'eventCount', 'runner'],
   runner: ['runner'],
   runnerHolder: ['runner', 'leaseOwner', 'leaseExpiresAt'],
   modelRequest: [],

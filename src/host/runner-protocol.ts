@@ -1,19 +1,24 @@
 // The external runner protocol (issue 32, DESIGN §6): agents outside forkline
 // run sessions of their runner pool with the leases, the append check and the
 // model request forkline's own runner uses.
-//   claim     a lease (fencing token, expiry); an open turn left by a holder
-//             whose lease expired is repaired (cause `interrupted`, the shared
-//             repair function) before the claim returns
+//   claim     a lease (fencing token, expiry), on one session or on as many
+//             of a pool's runnable sessions as the runner has room for; an
+//             open turn left by a holder whose lease expired is repaired
+//             (cause `interrupted`, the shared repair function) before the
+//             claim returns, or sooner by the runnable feed's sweep when the
+//             lease ends (the lease decides who repairs: exactly once)
 //   append    a batch of core events, checked by the one reducer's rules like
 //             any runner's append, fenced by the token, conditional on the
-//             log's length
+//             log's length; with `release`, the batch that leaves the session
+//             with nothing to run gives the lease back in the same statement
 //   request   what the session's next model call would be sent: the fold's
 //             conversation (core/model-request.ts), and the tools of the
 //             session's set from the catalog
 //   runnable  sessions of a pool with work nobody holds: those waiting at
 //             subscribe time, then as the log or the lease changes (NOTIFY,
-//             through the sessionsChanged feed), and a periodic look for leases
-//             that expired with nobody to announce it
+//             through the sessionsChanged feed), and a look when a held lease
+//             ends (or every sweepMs) for leases that expired with nobody to
+//             announce it, repairing the open turns they left
 import type { NewEvent } from '../core/events.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
@@ -25,12 +30,14 @@ import type { Tool } from '../agent/tools.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
-import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerLease } from '../store/leases.ts';
+import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
 /** The session/… and inbox/add events are the service's to write (createSession, sendMessage, forks): not a runner's. */
 const NOT_A_RUNNERS = new Set(['inbox/add', 'session/end-seed']);
 
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
+/** The runnable feed's looks for ended leases are at least this far apart. */
+const MIN_LOOK_MS = 100;
 
 export interface ModelRequest {
   messages: ChatMessage[];
@@ -55,7 +62,19 @@ export interface RunnerProtocolDeps {
   /** Sessions of the scope's tenant as they change (LiveEvents.sessionsChanged). */
   sessionsChanged(scope: Scope): AsyncIterableIterator<SessionRow>;
   sweepMs?: number;
+  /** Hot statements prepared per connection (as the store's). */
+  prepare?: boolean;
 }
+
+/** What an append did: the events stored, the log's length after them, whether the lease was given back. */
+export interface RunnerAppend {
+  events: StoredEvent[];
+  eventCount: number;
+  released: boolean;
+}
+
+/** How long the service holds a session it repairs (it gives it back as soon as the repair is written). */
+const REPAIR_LEASE_MS = 10_000;
 
 export class RunnerProtocol {
   readonly leases: RunnerLeases;
@@ -63,17 +82,55 @@ export class RunnerProtocol {
   private readonly folds = new FoldCache(200, 16 * 1024 * 1024);
 
   constructor(private readonly deps: RunnerProtocolDeps) {
-    this.leases = new RunnerLeases(deps.store.pool);
+    this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare });
   }
 
-  async claim(scope: Scope, sessionId: string, runnerId: string, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
-    const lease = await this.leases.claim(scope.tenant, sessionId, runnerId, ttlMs);
-    // A holder that died mid-turn (its lease expired): its open tail is closed
-    // before the new holder writes anything, exactly as forkline's runner does.
-    const { events: tail } = await this.deps.store.log.openTail(sessionId, lease.eventCount - 1);
-    const closers = closeOpenTail(tail, { kind: 'interrupted', sessionId }, this.deps.tools.builtinEffectOf);
-    if (closers.length) await this.write(scope, sessionId, closers, lease.token, lease.eventCount);
-    return { sessionId, token: lease.token, expiresAt: lease.expiresAt };
+  async claim(scope: Scope, sessionId: string, runnerId: string, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerClaim> {
+    return this.claimed(scope, await this.leases.claim(scope.tenant, sessionId, runnerId, ttlMs));
+  }
+
+  /** Up to `max` of the pool's sessions with work that nobody holds, claimed in one statement (oldest first). */
+  async claimRunnable(scope: Scope, pool: string, runnerId: string, max: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerClaim[]> {
+    const claims = await this.leases.claimRunnable(scope.tenant, pool, runnerId, ttlMs, max);
+    return Promise.all(claims.map((c) => this.claimed(scope, c)));
+  }
+
+  /**
+   * A claim as its runner gets it. A holder that died mid-turn (its lease
+   * expired) left the turn open (status RUNNING): its open tail is closed
+   * before the new holder writes anything, exactly as forkline's runner does.
+   */
+  private async claimed(scope: Scope, claim: RunnerClaim): Promise<RunnerClaim> {
+    this.deps.store.log.remember(claim.session); // the model request's first read needs its lineage
+    if (claim.session.status !== 'RUNNING') return claim;
+    if (!(await this.repair(scope, claim))) return claim;
+    return { ...claim, session: await this.deps.store.requireSession(scope, claim.session.id) };
+  }
+
+  /** Closes the open tail of a session claimed with its turn open (cause interrupted); whether anything was written. */
+  private async repair(scope: Scope, { session, lease }: RunnerClaim): Promise<boolean> {
+    const { events: tail } = await this.deps.store.log.openTail(session.id, session.eventCount - 1);
+    const closers = closeOpenTail(tail, { kind: 'interrupted', sessionId: session.id }, this.deps.tools.builtinEffectOf);
+    if (closers.length) await this.write(scope, session.id, closers, lease.token, session.eventCount);
+    return closers.length > 0;
+  }
+
+  /**
+   * Repairs the open turns of the pool nobody holds (their runner's lease
+   * ended), each under a lease of the service's own taken for it and given
+   * back at once: a runner's claim and this never both repair one turn.
+   */
+  private async repairAbandoned(scope: Scope, pool: string): Promise<void> {
+    for (const claim of await this.leases.claimForRepair(scope.tenant, pool, REPAIR_LEASE_MS)) {
+      try {
+        await this.repair(scope, claim);
+      } finally {
+        await this.deps.store.transaction(async (client) => {
+          await this.leases.releaseRepaired(claim.lease, client);
+          await this.deps.store.notify(SESSIONS_CHANNEL, claim.session.id, client); // work left (a message that came meanwhile) is offered again
+        });
+      }
+    }
   }
 
   renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
@@ -92,38 +149,48 @@ export class RunnerProtocol {
    * A runner's batch: LEASE_LOST (nothing written) unless `token` is the
    * held lease's; SESSION_BUSY unless the log is `expectedEventCount` long;
    * BAD_USER_INPUT {rule, seq} for the first event that breaks the log's
-   * rules (the store's append check). Turn updates derived from what was
+   * rules (the store's append check). All three are the append statement's
+   * own conditions: no read before it. With `release`, a batch that leaves
+   * the session with nothing to run (no open turn, no queued input) gives the
+   * lease back in the same statement. Turn updates derived from what was
    * stored go to sessionTurns subscribers, as forkline's runner sends them.
    */
-  async append(scope: Scope, sessionId: string, token: number, expectedEventCount: number, events: NewEvent[]): Promise<StoredEvent[]> {
-    const row = await this.leases.held(scope.tenant, sessionId, token);
-    if (row.eventCount !== expectedEventCount) {
-      throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${row.eventCount} events, not the ${expectedEventCount} expected; read it again`, {
-        sessionId,
-        eventCount: row.eventCount,
-      });
-    }
+  async append(scope: Scope, sessionId: string, token: number, expectedEventCount: number, events: NewEvent[], opts: { release?: boolean } = {}): Promise<RunnerAppend> {
     for (const [i, e] of events.entries()) {
       if (NOT_A_RUNNERS.has(e.type)) {
         throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, { rule: 'runner events', seq: expectedEventCount + i });
       }
     }
-    return this.write(scope, sessionId, events, token, expectedEventCount);
+    return this.write(scope, sessionId, events, token, expectedEventCount, opts.release ?? false);
   }
 
-  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount: number): Promise<StoredEvent[]> {
-    let written: StoredEvent[];
+  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount: number, release = false): Promise<RunnerAppend> {
+    let written: { events: StoredEvent[]; released: boolean };
+    // No ttlMs: an append does not extend an external lease (renewLease does, at the runner's own pace).
+    const lease = { sessionId, token };
     try {
-      // No ttlMs: an append does not extend an external lease (renewLease does, at the runner's own pace).
-      written = await this.deps.store.append(sessionId, events, { scope, expectedEventCount, lease: { sessionId, token } });
+      written = release
+        ? await this.deps.store.appendReleasingIfIdle(sessionId, events, lease, { scope, expectedEventCount })
+        : { events: await this.deps.store.append(sessionId, events, { scope, expectedEventCount, lease }), released: false };
     } catch (err) {
       if (err instanceof ForklineError && err.code === 'SESSION_BUSY' && err.details?.leaseLost) {
-        throw new ForklineError('LEASE_LOST', `the lease on session ${sessionId} was taken over: nothing was written`, { sessionId });
+        throw new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not held under token ${token} (taken over, or given back): nothing was written`, { sessionId });
+      }
+      // A stale runner's batch rarely fits the log as it is now: it is told it lost the lease, not which rule it broke.
+      if (err instanceof ForklineError && (err.code === 'SESSION_BUSY' || err.code === 'BAD_USER_INPUT')) await this.leases.held(scope.tenant, sessionId, token);
+      if (err instanceof ForklineError && err.code === 'SESSION_BUSY') {
+        throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${err.details?.eventCount ?? 'more'} events, not the ${expectedEventCount} expected; read it again`, {
+          sessionId,
+          eventCount: err.details?.eventCount,
+        });
       }
       throw err;
     }
-    for (const u of turnUpdatesOf(sessionId, written)) this.deps.publish(u);
-    return written;
+    // A fold this process keeps of the session takes what was written: the next request reads nothing it wrote.
+    const fold = this.folds.peek(sessionId);
+    if (fold && written.events.length && fold.nextSeq === written.events[0].seq) fold.apply(written.events);
+    for (const u of turnUpdatesOf(sessionId, written.events)) this.deps.publish(u);
+    return { ...written, eventCount: expectedEventCount + written.events.length };
   }
 
   /** A text delta for live clients (sessionTurns), from the lease holder; not stored. */
@@ -144,6 +211,8 @@ export class RunnerProtocol {
     try {
       await fold.catchUp(this.deps.store.log);
       const { state } = fold;
+      // The runner's next append continues this state: checked against it, with no read of the tail.
+      this.deps.store.knowTail(session.id, state);
       const messages = fold.conversation.messages();
       const catalog = await this.deps.tools.tools(scope);
       const tools = catalog.filter((t) => toolAllowed(t.name, state.tools));
@@ -164,30 +233,44 @@ export class RunnerProtocol {
   /**
    * Sessions of `pool` with pending input or an open turn that nobody holds:
    * those waiting now, then each time one changes (or its lease is given
-   * back) with work left, and every `sweepMs` those whose lease expired. A
-   * session may come more than once: a runner's claim decides (SESSION_BUSY
-   * when another runner took it first).
+   * back) with work left. A lease that ends with nobody to announce it (its
+   * runner died) is looked for when the first known lease of the pool ends,
+   * or after `sweepMs` at the latest; an open turn it left is repaired then,
+   * before any runner claims it. A session may come more than once: a
+   * runner's claim decides (SESSION_BUSY when another runner took it first).
    */
   async *runnable(scope: Scope, pool: string): AsyncGenerator<SessionRow> {
     const changes = this.deps.sessionsChanged(scope); // listening before the first look: nothing falls between
     const sweepMs = this.deps.sweepMs ?? DEFAULT_RUNNABLE_SWEEP_MS;
     let nextChange: Promise<IteratorResult<SessionRow>> | undefined;
     let timer: NodeJS.Timeout | undefined;
+    /** When the earliest lease held on the pool's sessions with work ends, as last seen. */
+    let nextExpiry: number | undefined;
+    const look = async () => {
+      await this.repairAbandoned(scope, pool);
+      nextExpiry = (await this.leases.nextExpiry(scope.tenant, pool))?.getTime();
+      return this.leases.runnable(scope.tenant, pool);
+    };
     try {
-      for (const row of await this.leases.runnable(scope.tenant, pool)) yield row;
+      for (const row of await look()) yield row;
       for (;;) {
         nextChange ??= changes.next();
-        const swept = new Promise<'sweep'>((resolve) => (timer = setTimeout(() => resolve('sweep'), sweepMs)));
+        // A few ms past the expiry: the database's clock decides, and it must see the lease ended
+        // (never sooner than MIN_LOOK_MS: a clock ahead of the database's would look again and again).
+        const wait = Math.max(MIN_LOOK_MS, Math.min(sweepMs, nextExpiry === undefined ? sweepMs : nextExpiry - Date.now() + 20));
+        const swept = new Promise<'sweep'>((resolve) => (timer = setTimeout(() => resolve('sweep'), wait)));
         const got = await Promise.race([nextChange, swept]);
         clearTimeout(timer);
         if (got === 'sweep') {
-          for (const row of await this.leases.runnable(scope.tenant, pool)) yield row;
+          for (const row of await look()) yield row;
           continue;
         }
         nextChange = undefined;
         if (got.done) return;
         const row = got.value;
-        if (row.runner === pool && (row.status === 'RUNNING' || row.pendingInputCount > 0) && leaseIsFree(row)) yield row;
+        if (row.runner !== pool || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
+        if (leaseIsFree(row)) yield row;
+        else if (row.leaseExpiresAt && (nextExpiry === undefined || row.leaseExpiresAt.getTime() < nextExpiry)) nextExpiry = row.leaseExpiresAt.getTime();
       }
     } finally {
       clearTimeout(timer);

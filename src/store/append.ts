@@ -174,8 +174,13 @@ export class SessionAppends {
    * session idle (no open turn, no queued input), in the same statement:
    * `released` says whether it did.
    */
-  async appendReleasingIfIdle(sessionId: string, events: NewEvent[], lease: Lease): Promise<{ events: StoredEvent[]; released: boolean }> {
-    return this.appendAndMaybeRelease(sessionId, events, { lease }, true);
+  async appendReleasingIfIdle(
+    sessionId: string,
+    events: NewEvent[],
+    lease: Lease,
+    opts: Pick<AppendOptions, 'scope' | 'expectedEventCount'> = {},
+  ): Promise<{ events: StoredEvent[]; released: boolean }> {
+    return this.appendAndMaybeRelease(sessionId, events, { ...opts, lease }, true);
   }
 
   /**
@@ -259,6 +264,10 @@ export class SessionAppends {
       let state = opts.client ? undefined : this.tails.cached(sessionId);
       if (!state || (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount)) {
         state = await this.tails.load(sessionId, db, opts.scope?.tenant);
+        // The caller's view of the log is not current: its batch is not checked against another end.
+        if (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount) {
+          throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${state.nextSeq} events, not the ${opts.expectedEventCount} expected`, { eventCount: state.nextSeq });
+        }
       }
       const { after, pendingDeltas } = checkedAppend(sessionId, state, decoded);
       try {
@@ -300,16 +309,18 @@ export class SessionAppends {
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
     if (out.length === 0) {
-      const exists = await db.query<{ eventCount: number; leaseToken: number }>(
-        'SELECT "eventCount", "leaseToken" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
+      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number; leaseOwner: string | null }>(
+        'SELECT "eventCount", "leaseToken", "leaseOwner" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
         [sessionId, opts.scope?.tenant ?? null, treeId],
       );
       if (!exists.rowCount) throw sessionNotFound(sessionId);
       const found = exists.rows[0];
-      if (opts.lease && found.leaseToken !== opts.lease.token) {
-        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over)`, { leaseLost: true });
+      if (opts.lease && (found.leaseToken !== opts.lease.token || found.leaseOwner == null)) {
+        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over or given back)`, { leaseLost: true });
       }
-      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`);
+      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`, {
+        eventCount: found.eventCount,
+      });
     }
     const first = out[0];
     if (!appended.notified) this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));

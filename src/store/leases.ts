@@ -29,7 +29,7 @@ import type pg from 'pg';
 import { statement } from './statements.ts';
 import { lineageOf, type Lineage } from './lineage.ts';
 import { ForklineError, sessionNotFound } from '../core/errors.ts';
-import { SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
+import { SESSION_COLUMNS, SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
 
 export interface Lease {
   sessionId: string;
@@ -98,8 +98,12 @@ export function leaseOnAppend(p: { token: string; ttlMs: string; release: string
                                         WHEN (${p.token}::int IS NOT NULL OR ${claims}) AND ${p.ttlMs}::int IS NOT NULL THEN now() + ${p.ttlMs}::int * interval '1 millisecond'
                                         ELSE "leaseExpiresAt" END,
                 "leaseToken" = CASE WHEN ${claims} THEN "leaseToken" + 1 ELSE "leaseToken" END`,
-    /** Once another process took the session over, the runner's append matches no row and writes nothing. */
-    fence: `(${p.token}::int IS NULL OR "leaseToken" = ${p.token}::int)`,
+    /**
+     * Once another process took the session over, the runner's append matches
+     * no row and writes nothing; nor once its lease was given back (a released
+     * lease fences nothing: no append may go in under it).
+     */
+    fence: `(${p.token}::int IS NULL OR ("leaseToken" = ${p.token}::int AND "leaseOwner" IS NOT NULL))`,
     /** `released`, `held` (by the claimer), and what leaseOf needs of the row when the claim took it. */
     returning: `"leaseOwner" IS NULL AS released, "leaseOwner" = ${p.claimer}::text AS held, "leaseToken",
                     CASE WHEN ${p.claimer}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
@@ -292,22 +296,71 @@ export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwne
 export const leaseLost = (sessionId: string, why: string) =>
   new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not yours: ${why}; nothing was written`, { sessionId });
 
+/** A session an external runner claimed: its row as the claim left it, and the lease. */
+export type RunnerClaim = { session: SessionRow; lease: RunnerLease };
+
+/** The lease owner of the service's own repair of an external session (never a runner's: no prefix). */
+const REPAIR_OWNER = 'forkline:repair';
+
+/** SQL on a session row: an external pool's session with work (an open turn, or queued input). */
+const HAS_WORK = `(status = 'RUNNING' OR "pendingInputCount" > 0)`;
+
+const RUNNER_LEASE_SQL = {
+  claim: `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
+        WHERE id = $1 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
+        RETURNING ${SESSION_COLUMNS_SQL}`,
+  // Up to $5 sessions of the pool with work nobody holds, oldest first; SKIP LOCKED: runners claiming at once take different ones.
+  claimRunnable: `WITH runnable AS (
+         SELECT id FROM "Session"
+          WHERE tenant = $1 AND runner = $2 AND ${HAS_WORK} AND ${LEASE_IS_FREE}
+          ORDER BY "updatedAt" LIMIT $5
+          FOR NO KEY UPDATE SKIP LOCKED
+       )
+       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
+         FROM runnable WHERE s.id = runnable.id
+       RETURNING ${SESSION_COLUMNS.map((c) => `s."${c}"`).join(', ')}`,
+  // Open turns of the pool nobody holds (their holder's lease expired, or it let go mid-turn), taken to be repaired.
+  claimForRepair: `WITH open AS (
+         SELECT id FROM "Session"
+          WHERE tenant = $1 AND runner = $2 AND status = 'RUNNING' AND ${LEASE_IS_FREE}
+          ORDER BY "updatedAt" LIMIT 100
+          FOR NO KEY UPDATE SKIP LOCKED
+       )
+       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
+         FROM open WHERE s.id = open.id
+       RETURNING ${SESSION_COLUMNS.map((c) => `s."${c}"`).join(', ')}`,
+  releaseRepaired: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
+  // When the next lease of the pool's sessions with work ends (null: none is held).
+  nextExpiry: `SELECT min("leaseExpiresAt") AS at FROM "Session"
+        WHERE tenant = $1 AND runner = $2 AND ${HAS_WORK} AND "leaseOwner" IS NOT NULL AND "leaseExpiresAt" >= now()`,
+  runnable: `SELECT ${SESSION_COLUMNS_SQL} FROM "Session"
+        WHERE runner = $2 AND ${HAS_WORK} AND tenant = $1 AND ${LEASE_IS_FREE}
+        ORDER BY "updatedAt" LIMIT $3`,
+};
+
+const claimOf = (row: SessionRow): RunnerClaim => ({ session: row, lease: { sessionId: row.id, token: row.leaseToken, expiresAt: row.leaseExpiresAt! } });
+
 export class RunnerLeases {
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly sql: Record<keyof typeof RUNNER_LEASE_SQL, ReturnType<typeof statement>>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    opts: { prepare?: boolean } = {},
+  ) {
+    const prepare = opts.prepare ?? true;
+    this.sql = Object.fromEntries(
+      Object.entries(RUNNER_LEASE_SQL).map(([name, text]) => [name, statement(prepare, `runner_lease_${name}`, text)]),
+    ) as RunnerLeases['sql'];
+  }
 
   /**
    * Takes the lease of a session of an external pool when nobody holds it
-   * (never taken, released, or expired). `eventCount`: the log's length as the
-   * claim found it (what repair continues from).
+   * (never taken, released, or expired); the session's row as the claim left
+   * it (its status says whether a turn was left open: what repair closes).
    */
-  async claim(tenant: string, sessionId: string, runnerId: string, ttlMs: number): Promise<RunnerLease & { eventCount: number }> {
-    const { rows } = await this.pool.query<{ token: number; expiresAt: Date; eventCount: number }>(
-      `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
-        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt", "eventCount"`,
-      [sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs],
-    );
-    if (rows[0]) return { sessionId, ...rows[0] };
+  async claim(tenant: string, sessionId: string, runnerId: string, ttlMs: number): Promise<RunnerClaim> {
+    const { rows } = await this.pool.query<SessionRow>(this.sql.claim([sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs]));
+    if (rows[0]) return claimOf(rows[0]);
     const row = await this.row(tenant, sessionId);
     if (row.runner == null) {
       throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} is run by forkline's own agent, not by an external runner pool`, { sessionId });
@@ -316,6 +369,30 @@ export class RunnerLeases {
       sessionId,
       expiresAt: row.leaseExpiresAt?.toISOString(),
     });
+  }
+
+  /** Claims up to `limit` sessions of the pool with work that nobody holds, oldest first, in one statement. */
+  async claimRunnable(tenant: string, pool: string, runnerId: string, ttlMs: number, limit: number): Promise<RunnerClaim[]> {
+    if (limit <= 0) return [];
+    const { rows } = await this.pool.query<SessionRow>(this.sql.claimRunnable([tenant, pool, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs, limit]));
+    return rows.map(claimOf);
+  }
+
+  /** Takes the open turns of the pool that nobody holds, for the service to repair (then releaseRepaired). */
+  async claimForRepair(tenant: string, pool: string, ttlMs: number): Promise<RunnerClaim[]> {
+    const { rows } = await this.pool.query<SessionRow>(this.sql.claimForRepair([tenant, pool, REPAIR_OWNER, ttlMs]));
+    return rows.map(claimOf);
+  }
+
+  /** Gives back a lease claimForRepair took (a runner's claim may take the session now). */
+  async releaseRepaired(lease: RunnerLease, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
+    await client.query(this.sql.releaseRepaired([lease.sessionId, lease.token, REPAIR_OWNER]));
+  }
+
+  /** When the first lease held on the pool's sessions with work ends (undefined: none is held). */
+  async nextExpiry(tenant: string, pool: string): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ at: Date | null }>(this.sql.nextExpiry([tenant, pool]));
+    return rows[0]?.at ?? undefined;
   }
 
   /** Extends a lease still held under `token`; LEASE_LOST otherwise. */
@@ -346,8 +423,8 @@ export class RunnerLeases {
   /**
    * The row a write under `token` is checked against before it is tried: the
    * token must be the lease's and the lease held (a released lease fences
-   * nothing). The append itself is conditional on the token too (the store's
-   * fencing), so a takeover between this read and it still writes nothing.
+   * nothing). An append needs no such read: its own statement is fenced the
+   * same way (leaseOnAppend).
    */
   async held(tenant: string, sessionId: string, token: number): Promise<LeaseRow> {
     const row = await this.row(tenant, sessionId);
@@ -359,12 +436,7 @@ export class RunnerLeases {
 
   /** Sessions of the pool with work (an open turn or queued input) that nobody holds, oldest first. */
   async runnable(tenant: string, pool: string, limit = 100): Promise<SessionRow[]> {
-    const { rows } = await this.pool.query<SessionRow>(
-      `SELECT ${SESSION_COLUMNS_SQL} FROM "Session"
-        WHERE runner = $2 AND (status = 'RUNNING' OR "pendingInputCount" > 0) AND tenant = $1 AND ${LEASE_IS_FREE}
-        ORDER BY "updatedAt" LIMIT $3`,
-      [tenant, pool, limit],
-    );
+    const { rows } = await this.pool.query<SessionRow>(this.sql.runnable([tenant, pool, limit]));
     return rows;
   }
 

@@ -33,14 +33,14 @@ export async function* exportRecording(store: SessionStore, scope: Scope, sessio
  * The recording of the log as of a session row (its title, its eventCount): a
  * live session keeps appending, the export is the log the row describes.
  */
-function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): AsyncGenerator<string> {
+function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): AsyncGenerator<string> {
   // Then the file contents its change sets name (the tree at any of its events can be read after import).
   const endSeq = session.eventCount;
   return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq }), () => store.files.recordingBlobs(session.id, endSeq - 1));
 }
 
 /** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
-export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount'>): Promise<string> {
+export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): Promise<string> {
   let text = '';
   for await (const line of recordingLinesOf(store, session)) text += line;
   return text;
@@ -108,13 +108,14 @@ export async function importRecording(
   return store.requireSession(scope, id);
 }
 
-/** The session's title, status and counters, as the validated log says. */
+/** The session's title, status, counters and runner pool, as the validated log says. */
 function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
     `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
-                          "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9
+                          "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10
       WHERE id = $1 AND "treeId" = $1`,
     [id, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0],
+     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0,
+     s.header.session.runner ?? null],
   );
 }

@@ -152,7 +152,8 @@ function toolCallParts(calls: readonly ToolCall[]): Part[] {
   return calls.map((c) => ({ type: 'tool_call', id: c.id, name: c.name, arguments: parseArgs(c.arguments) }));
 }
 
-function inputMessages(messages: readonly ChatMessage[]): string {
+/** A model call's messages as the span's gen_ai.input.messages (tests compare requests through it). */
+export function inputMessages(messages: readonly ChatMessage[]): string {
   return JSON.stringify(
     messages.map((m) => {
       if (m.role === 'tool') return { role: 'tool', parts: [{ type: 'tool_call_response', id: m.tool_call_id, response: m.content }] };

@@ -7,33 +7,22 @@
 // its lease expires and another runner answers. The OpenAI Agents SDK adapter
 // (client/adapters/openai-agents.ts, a custom model with no network) serves
 // pool `agents` the same way.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { killRunners, startRunnerProcess, stopRunner } from '../helpers/runner-process.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
 import { toModelMessages } from '../../client/adapters/ai-sdk.ts';
 
 let service: ServiceProcess;
-const runners: ChildProcess[] = [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-runners-'));
 
-function startRunner(name: string, env: Record<string, string> = {}, script = 'ai-sdk-runner.ts'): { child: ChildProcess; output: () => string; promptLog: string } {
-  const promptLog = path.join(dir, `${name}.prompts.jsonl`);
-  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}tests/fixtures/runners/${script}`], {
-    env: { ...process.env, FORKLINE_URL: service.url, POOL: 'ext', RUNNER_ID: name, PROMPT_LOG: promptLog, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c) => (out += c));
-  child.stderr!.on('data', (c) => (out += c));
-  runners.push(child);
-  return { child, output: () => out, promptLog };
-}
+const startRunner = (name: string, env: Record<string, string> = {}, script?: 'ai-sdk-runner.ts' | 'agents-runner.ts') =>
+  startRunnerProcess(service.url, { name, dir, env, script });
 
 async function gql(query: string, variables?: Record<string, unknown>) {
   const { body } = await postGraphQL(service.url, query, variables);
@@ -50,7 +39,7 @@ beforeAll(async () => {
   service = await startService();
 });
 afterAll(async () => {
-  for (const r of runners) if (r.exitCode === null && r.signalCode === null) r.kill('SIGKILL');
+  killRunners();
   await service?.stop();
 });
 
@@ -61,10 +50,7 @@ describe('the AI SDK adapter as an external runner process', () => {
   beforeAll(() => {
     runner = startRunner('ai-sdk-1');
   });
-  afterAll(async () => {
-    runner.child.kill('SIGTERM'); // the next test's runners are the pool's only ones
-    await new Promise((r) => (runner.child.exitCode !== null ? r(null) : runner.child.once('exit', r)));
-  });
+  afterAll(() => stopRunner(runner)); // the next test's runners are the pool's only ones
 
   it('answers messages sent through GraphQL with turns that call its tool, seen on subscriptions', async () => {
     const created = (await gql(`mutation { createSession(input: {title: "external", runner: "ext"}) { id runner } }`)).createSession;
@@ -140,6 +126,14 @@ describe('a runner SIGKILLed mid-turn', () => {
     expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
     expect(evs.filter((e: any) => e.synthetic)).toHaveLength(1); // no open step, no call in flight: the turn's end alone
     expect(heir.output()).not.toContain('failed');
+    // The dead runner's token writes nothing now: LEASE_LOST, the log unchanged.
+    const claims = doomed.output().split('\n').filter((l) => l.startsWith('{"claimed"')).map((l) => JSON.parse(l));
+    const stale = claims.find((c) => c.claimed === id).token;
+    const late = await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
+      input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: [{ type: 'plugin/late/note', data: {} }] },
+    });
+    expect(late.body.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await events(id)).toEqual(evs);
   });
 });
 
@@ -147,6 +141,8 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
   it('answers with a turn that calls its tool, written through its Session', async () => {
     const agents = startRunner('agents-1', { POOL: 'agents' }, 'agents-runner.ts');
     const id = (await gql(`mutation { createSession(input: {runner: "agents"}) { id } }`)).createSession.id;
+    // From the log's start, then live: nothing written before it listens is missed.
+    const live = subscribeWs(service.url, `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { seq type } }`, { id });
     await send(id, 'capital of Norway');
     await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the turn', timeoutMs: 30_000 }).catch(async (err) => {
       throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${agents.output()}`);
@@ -161,10 +157,14 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
     expect(evs[5].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
     expect(evs[8].data.text).toBe('Found: result for capital of Norway');
     expect(evs[10].data).toMatchObject({ turn: 1, reason: 'completed' });
+    // Subscribers saw the turn as it was written.
+    await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'turn/end live');
+    expect(live.items.map((i) => i.sessionEvents.type)).toEqual(evs.map((e: any) => e.type));
+    await live.close();
     // A second input runs on the history the Session gives back.
     await send(id, 'and Sweden?');
     await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the second turn', timeoutMs: 30_000 });
     expect((await events(id)).at(-1).data).toMatchObject({ turn: 2, reason: 'completed' });
-    agents.child.kill('SIGTERM');
+    await stopRunner(agents);
   });
 });

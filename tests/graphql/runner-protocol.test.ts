@@ -93,6 +93,35 @@ describe('runner pools on sessions', () => {
   });
 });
 
+describe('recordings of externally run sessions', () => {
+  it('keep the runner pool through export and import (POST /recordings and importRecording); forkline never runs the import', async () => {
+    const { id, inputId } = await externalSession('first');
+    const token = await claim(id, 'rec');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: [...toolStep(inputId!), ...answerStep(1, 2, 'done')] } });
+    await app.ok(RELEASE, { id, token });
+    await app.ok(SEND, { id, text: 'waiting for the pool' });
+    const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
+    expect(JSON.parse(recording.split('\n')[0]).session).toMatchObject({ id, runner: 'ext' });
+    const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: recording });
+    expect(res.status).toBe(201);
+    const uploaded = ((await res.json()) as any).session.id;
+    const imported = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id runner } }`, { r: recording })).importRecording;
+    expect(imported.runner).toBe('ext');
+    await app.services.host.idle();
+    for (const copy of [uploaded, imported.id]) {
+      const s = (await app.ok(REQUEST, { id: copy })).session;
+      expect(s).toMatchObject({ runner: 'ext', eventCount: 13 });
+      expect(s.pendingInputs).toHaveLength(1); // the pool's to take, not forkline's agent's
+      expect(s.modelRequest).toMatchObject({ turn: 2, step: 1 });
+    }
+    // A session forkline runs exports no runner, and its import is forkline's again.
+    const own = (await app.ok(CREATE, { input: { title: 'own' } })).createSession;
+    const ownRecording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: own.id })).session.recording as string;
+    expect(JSON.parse(ownRecording.split('\n')[0]).session).toEqual({ id: own.id, title: 'own' });
+    expect((await app.ok(`mutation($r: String!) { importRecording(recording: $r) { runner } }`, { r: ownRecording })).importRecording.runner).toBeNull();
+  });
+});
+
 describe('claims and leases', () => {
   it('claims, refuses a second claim while held, renews, releases', async () => {
     const { id } = await externalSession('hi');
@@ -242,7 +271,76 @@ describe('crash repair', () => {
   });
 });
 
+describe('the fast path: claimSessions and appendEvents release', () => {
+  const CLAIM_MANY = `mutation($input: ClaimSessionsInput!) { claimSessions(input: $input) { session { id runnerHolder modelRequest { turn step inputId eventCount } } lease { token } } }`;
+  const APPEND_END = `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount released modelRequest { turn step inputId eventCount } session { runnerHolder status } } }`;
+  const inPool = async (pool: string, text: string) => {
+    const { createSession } = await app.ok(CREATE, { input: { runner: pool } });
+    const { sendMessage } = await app.ok(SEND, { id: createSession.id, text });
+    return { id: createSession.id as string, inputId: sendMessage.inputId as string };
+  };
+
+  it('claims as many runnable sessions as asked, oldest first, each with its first request; then none', async () => {
+    const sessions = [await inPool('many', 'a'), await inPool('many', 'b'), await inPool('many', 'c')];
+    const first = (await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk', max: 2 } })).claimSessions;
+    expect(first.map((c: any) => c.session.id)).toEqual([sessions[0].id, sessions[1].id]);
+    for (const [i, c] of first.entries()) {
+      expect(c.session.runnerHolder).toBe('bulk');
+      expect(c.session.modelRequest).toEqual({ turn: 1, step: 1, inputId: sessions[i].inputId, eventCount: 1 });
+    }
+    const rest = (await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk2', max: 5 } })).claimSessions;
+    expect(rest.map((c: any) => c.session.id)).toEqual([sessions[2].id]);
+    expect((await app.ok(CLAIM_MANY, { input: { pool: 'many', runnerId: 'bulk3', max: 5 } })).claimSessions).toEqual([]);
+    // Held leases are fenced as claimSession's are.
+    expect((await app.gql(CLAIM, { id: sessions[0].id, runner: 'late' })).errors?.[0].extensions?.code).toBe('SESSION_BUSY');
+  });
+
+  it("the turn's last batch gives the lease back when nothing is left; its token is refused after", async () => {
+    const { id, inputId } = await externalSession('once');
+    const token = await claim(id, 'r-release');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: toolStep(inputId!) } });
+    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 8, events: answerStep(1, 2, 'done'), release: true } })).appendEvents;
+    expect(end).toEqual({ eventCount: 12, released: true, modelRequest: null, session: { runnerHolder: null, status: 'IDLE' } });
+    const late = await append(id, token, 12, [{ type: 'plugin/late/note', data: {} }]);
+    expect(late.errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(await eventCount(id)).toBe(12);
+  });
+
+  it("with input waiting, the turn's last batch keeps the lease and brings the next turn's request", async () => {
+    const { id, inputId } = await externalSession('first');
+    const second = (await app.ok(SEND, { id, text: 'second' })).sendMessage.inputId;
+    const token = await claim(id, 'r-keep');
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 3, events: toolStep(inputId!) } });
+    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 9, events: answerStep(1, 2, 'one'), release: true } })).appendEvents;
+    expect(end).toEqual({ eventCount: 13, released: false, modelRequest: { turn: 2, step: 1, inputId: second, eventCount: 13 }, session: { runnerHolder: 'r-keep', status: 'IDLE' } });
+    await app.ok(RELEASE, { id, token });
+  });
+});
+
 describe('runnableSessions', () => {
+  it("repairs an open turn once its runner's lease ends, before any claim; a claim after it repairs nothing more", async () => {
+    const { createSession } = await app.ok(CREATE, { input: { runner: 'sweep' } });
+    const id = createSession.id;
+    const inputId = (await app.ok(SEND, { id, text: 'slow' })).sendMessage.inputId;
+    const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "sweep") { id eventCount status } }`);
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === id), 'the waiting session');
+    const stale = await claim(id, 'dies', 500);
+    await app.ok(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: 1, events: toolStep(inputId).slice(0, 4) } }); // mid-call
+    await app.ok(SEND, { id, text: 'after the crash' }); // waits for the next runner
+    // Nobody claims: the feed's look when the lease ends repairs the turn and offers the session again.
+    await sub.until((items) => items.some((i) => i.runnableSessions.id === id && i.runnableSessions.eventCount === 9 && i.runnableSessions.status === 'IDLE'), 'the repaired session');
+    const evs = await events(id);
+    expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
+      ['tool/result', 'interrupted'], ['step/end', 'interrupted'], ['turn/end', 'interrupted'],
+    ]);
+    expect((await app.gql(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: answerStep(1, 2, 'late') } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    const heir = await claim(id, 'heir');
+    expect(heir).toBeGreaterThan(stale);
+    expect(await events(id)).toEqual(evs); // repaired once
+    await app.ok(RELEASE, { id, token: heir });
+    await sub.close();
+  });
+
   it('yields the pool\'s sessions with work, waiting ones first, then new ones, and again once released with work left', async () => {
     const waiting = await externalSession('waiting');
     const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "ext") { id runner } }`);

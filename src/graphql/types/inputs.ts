@@ -51,9 +51,3 @@ export const modelSchema = z.object({
 /** A session's tool set (session/tools): tool names, `<server>__*` or `*`; which exist is the controller's check. */
 export const toolSetSchema = z.array(idSchema).max(500);
 
-/** An external runner pool's name (issue 32): letters, digits and . _ : - */
-export const runnerPoolSchema = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9._:-]+$/, 'a runner pool is 1-100 letters, digits, ".", "_", ":" or "-"');

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema, runnerPoolSchema, toolSetSchema } from './inputs.ts';
-import { idSchema, messageTextSchema, titleSchema as title } from '../../core/input-rules.ts';
+import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
+import { idSchema, messageTextSchema, runnerPoolSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 

@@ -8,12 +8,13 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
 import { ToolInfoRef } from './tools.ts';
-import { runnerPoolSchema } from './inputs.ts';
-import { idSchema } from '../../core/input-rules.ts';
-import { MAX_APPEND_BATCH, type SessionRow } from '../../store/session-store.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
-import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerLease } from '../../store/leases.ts';
-import type { ModelRequest } from '../../host/runner-protocol.ts';
+import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
+import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
+import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
+import type { ModelRequest, RunnerAppend } from '../../host/runner-protocol.ts';
+
+/** Sessions one claimSessions call may take. */
+const MAX_CLAIMS = 100;
 
 const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
   description: "An external runner's hold on a session: its appends must carry the token; it ends at expiresAt unless renewed (renewLease).",
@@ -44,17 +45,27 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
   }),
 });
 
-const ClaimSessionPayload = builder.objectRef<{ session: SessionRow; lease: RunnerLease }>('ClaimSessionPayload').implement({
+const ClaimSessionPayload = builder.objectRef<RunnerClaim>('ClaimSessionPayload').implement({
   fields: (t) => ({
-    session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+    session: t.field({ type: SessionRef, description: 'The session as the claim left it (its modelRequest is what to run first).', resolve: (p) => p.session }),
     lease: t.field({ type: LeaseRef, resolve: (p) => p.lease }),
   }),
 });
 
-const AppendEventsPayload = builder.objectRef<{ session: SessionRow; events: StoredEvent[] }>('AppendEventsPayload').implement({
+const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string }>('AppendEventsPayload').implement({
   fields: (t) => ({
-    session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+    session: t.field({ type: SessionRef, resolve: (p, _a, ctx) => ctx.store.requireSession(ctx.scope, p.sessionId) }),
     events: t.field({ type: [EventRef], resolve: (p) => p.events }),
+    eventCount: t.int({ description: "The log's length after the batch: the next batch's expectedEventCount.", resolve: (p) => p.eventCount }),
+    released: t.boolean({ description: 'Whether the batch gave the lease back (release: true, and the session has nothing left to run).', resolve: (p) => p.released }),
+    modelRequest: t.field({
+      type: ModelRequestRef,
+      nullable: true,
+      description:
+        "What the session's next model call would be sent after the batch (Session.modelRequest: after a turn's end, the next pending input's turn); " +
+        'null once the lease was given back.',
+      resolve: (p, _a, ctx) => (p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId })),
+    }),
   }),
 });
 
@@ -64,6 +75,15 @@ const ClaimSessionInput = builder.inputType('ClaimSessionInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
     runnerId: t.string({ required: true, description: 'Who claims (shown as the holder: Session.runnerHolder).' }),
+    leaseMs: t.int({ description: LEASE_MS }),
+  }),
+});
+
+const ClaimSessionsInput = builder.inputType('ClaimSessionsInput', {
+  fields: (t) => ({
+    pool: t.string({ required: true }),
+    runnerId: t.string({ required: true, description: 'Who claims (shown as the holder: Session.runnerHolder).' }),
+    max: t.int({ required: true, description: `How many sessions the runner has room for (1..${MAX_CLAIMS}).` }),
     leaseMs: t.int({ description: LEASE_MS }),
   }),
 });
@@ -89,6 +109,9 @@ const AppendEventsInput = builder.inputType('AppendEventsInput', {
     leaseToken: t.int({ required: true }),
     expectedEventCount: t.int({ required: true, description: 'The log\'s length the batch continues (Session.eventCount); otherwise SESSION_BUSY and nothing is written.' }),
     events: t.field({ type: [RunnerEventInput], required: true }),
+    release: t.boolean({
+      description: 'Give the lease back in the same write when the batch leaves the session with nothing to run (no open turn, no pending input): see `released`.',
+    }),
   }),
 });
 
@@ -105,12 +128,14 @@ const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
 const token = z.number().int().min(0);
 const leaseMs = z.number().int().min(MIN_RUNNER_LEASE_MS).max(MAX_RUNNER_LEASE_MS).nullish();
 const claimArgs = z.object({ sessionId: sessionIdSchema, runnerId: idSchema, leaseMs });
+const claimManyArgs = z.object({ pool: runnerPoolSchema, runnerId: idSchema, max: z.number().int().min(1).max(MAX_CLAIMS), leaseMs });
 const leaseArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, leaseMs });
 const appendArgs = z.object({
   sessionId: sessionIdSchema,
   leaseToken: token,
   expectedEventCount: z.number().int().min(0),
   events: z.array(z.object({ type: z.string().min(1).max(200), data: z.unknown() })).min(1).max(MAX_APPEND_BATCH),
+  release: z.boolean().nullish(),
 });
 const publishArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, turn: z.number().int().min(1), step: z.number().int().min(1), text: z.string().max(200_000) });
 const poolArgs = z.object({ pool: runnerPoolSchema });
@@ -140,8 +165,18 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: ClaimSessionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(claimArgs, input);
-      const lease = await ctx.services.runners.claim(ctx.scope, p.sessionId, p.runnerId, p.leaseMs ?? undefined);
-      return { lease, session: await ctx.store.requireSession(ctx.scope, p.sessionId) };
+      return ctx.services.runners.claim(ctx.scope, p.sessionId, p.runnerId, p.leaseMs ?? undefined);
+    },
+  }),
+  claimSessions: t.field({
+    type: [ClaimSessionPayload],
+    description:
+      "Takes the leases of up to `max` sessions of the pool with work that nobody holds (oldest first; none: an empty list), as claimSession takes one: " +
+      'a runner woken by runnableSessions claims what it has room for in one call.',
+    args: { input: t.arg({ type: ClaimSessionsInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(claimManyArgs, input);
+      return ctx.services.runners.claimRunnable(ctx.scope, p.pool, p.runnerId, p.max, p.leaseMs ?? undefined);
     },
   }),
   renewLease: t.field({
@@ -171,8 +206,8 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: AppendEventsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(appendArgs, input);
-      const events = await ctx.services.runners.append(ctx.scope, p.sessionId, p.leaseToken, p.expectedEventCount, p.events);
-      return { events, session: await ctx.store.requireSession(ctx.scope, p.sessionId) };
+      const written = await ctx.services.runners.append(ctx.scope, p.sessionId, p.leaseToken, p.expectedEventCount, p.events, { release: p.release ?? false });
+      return { ...written, sessionId: p.sessionId };
     },
   }),
   publishTurnUpdate: t.boolean({
