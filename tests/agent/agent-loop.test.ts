@@ -277,4 +277,26 @@ describe('stopping the host (graceful shutdown)', () => {
       await own.close();
     }
   });
+
+  it("keeps the text the user saw stream as the step's model/message, as a cancel does, then closes the tail as interrupted", async () => {
+    const own = await startTestApp();
+    try {
+      const { createSession: s } = await own.ok(`mutation { createSession(input: { title: "stop while streaming" }) { id } }`);
+      const deltas: string[] = [];
+      own.turnUpdates.on(s.id, (u: TurnUpdate) => u.kind === 'TEXT_DELTA' && deltas.push(u.text ?? ''));
+      await own.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, {
+        i: { sessionId: s.id, text: 'one two three four five six seven eight nine ten\n!slow 60' },
+      });
+      await waitFor(() => deltas.length >= 3, { what: 'a few words to stream' });
+      await own.services.host.stop();
+      const events = await own.services.store.log.page(s.id, -1, 100);
+      const [message, stepEnd, turnEnd] = events.slice(-3);
+      expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'interrupted']);
+      expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
+      expect(message.data.text).toMatch(/^Echo: one/);
+      expect((message.data.text as string).length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
+    } finally {
+      await own.close();
+    }
+  });
 });
