@@ -5,17 +5,16 @@ import { useEffect, useState } from 'preact/hooks';
 import {
   BranchSessionDocument,
   CompactSessionDocument,
-  DashboardCancelTurnDocument,
   DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
   ForkSessionDocument,
-  SendMessageDocument,
   SessionRecordingDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { ChildDialog, type ChildRequest } from './dialogs.tsx';
+import { Composer } from './composer.tsx';
 import { navigate, sessionPath } from './router.ts';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
@@ -28,11 +27,11 @@ import { errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
-  const { session, pages, version, live, status, queued, error } = useSessionFeed(id);
+  const { session, pages, version, live, status, queued, error, resumed } = useSessionFeed(id);
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
-  useEffect(() => setActionError(null), [id]);
+  useEffect(() => setActionError(null), [id, resumed]); // a banner from while the server was away goes when it is back
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
   }, [seq]);
@@ -89,7 +88,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
           <ConversationPane pages={pages} version={version} live={live} jump={jump} onBranch={branch} busy={busy} sessionId={id} />
-          <Composer sessionId={id} running={running} pending={queued} />
+          <Composer sessionId={id} running={running} pending={queued} resumed={resumed} />
         </section>
         <section class="pane events" aria-label="Events pane">
           <h2>
@@ -295,67 +294,6 @@ function SessionTitle({ id, title, onError }: { id: string; title: string | null
       <button type="button" class="small" onClick={() => setDraft(null)}>
         Cancel
       </button>
-    </form>
-  );
-}
-
-function Composer({ sessionId, running, pending }: { sessionId: string; running: boolean; pending: number }) {
-  const [text, setText] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [sending, setSending] = useState(false);
-  const send = async () => {
-    if (!text.trim() || sending) return;
-    setSending(true);
-    setError(null);
-    try {
-      await forkline.mutate(SendMessageDocument, { input: { sessionId, text } });
-      setText('');
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setSending(false);
-    }
-  };
-  const cancel = async () => {
-    try {
-      await forkline.mutate(DashboardCancelTurnDocument, { sessionId });
-    } catch (err) {
-      setError(errorText(err));
-    }
-  };
-  return (
-    <form
-      class="composer"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void send();
-      }}
-    >
-      <textarea
-        aria-label="Message"
-        placeholder="Message (Ctrl+Enter to send). Scripted model cues: !call clock {} · !then · !slow 80 · !fail why"
-        rows={3}
-        value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            void send();
-          }
-        }}
-      />
-      <div class="composer-bar">
-        <span class="muted">
-          {running ? 'A turn is running.' : 'Idle.'} {pending > 0 && `${pending} queued.`}
-        </span>
-        {error && <span class="error">{error}</span>}
-        <button type="button" onClick={cancel} disabled={!running}>
-          Cancel turn
-        </button>
-        <button type="submit" class="primary" disabled={sending || !text.trim()}>
-          Send
-        </button>
-      </div>
     </form>
   );
 }
