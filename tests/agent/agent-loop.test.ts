@@ -89,6 +89,28 @@ describe('agent loop with the scripted model', () => {
     for (const seq of [-1, 0, events.length + 5]) expect((await app.ok(TURN_AT, { id, seq })).session.turnAt, `seq ${seq}`).toBeNull();
   });
 
+  it("a turn a fork cut mid-way lasts, in the child, until the cut, not until the fork was made (its closers' time)", async () => {
+    const id = await create();
+    await send(id, 'quick\n!call clock');
+    await idle();
+    const events = await app.services.store.log.page(id, -1, 100);
+    const cut = events.find((e) => e.type === 'tool/result')!; // inside step 1 of turn 1
+    await new Promise((r) => setTimeout(r, 400)); // the fork is made well after the turn ended
+    const { forkSession } = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: cut.seq } });
+    const Q = `query($id: ID!, $seq: Int!) { session(id: $id) {
+      turns { turn reason durationMs steps { step reason durationMs } }
+      turnAt(seq: $seq) { turn reason durationMs steps { step reason durationMs } } } }`;
+    const { session: parent } = await app.ok(Q, { id, seq: cut.seq });
+    const { session: child } = await app.ok(Q, { id: forkSession.session.id, seq: cut.seq });
+    const start = events.find((e) => e.type === 'turn/start')!;
+    const stepStart = events.find((e) => e.type === 'step/start')!;
+    const toCut = (from: { createdAt: Date }) => cut.createdAt.getTime() - from.createdAt.getTime();
+    expect(child.turns).toEqual([{ turn: 1, reason: 'forked', durationMs: toCut(start), steps: [{ step: 1, reason: 'forked', durationMs: toCut(stepStart) }] }]);
+    expect(child.turnAt).toEqual(child.turns[0]);
+    expect(child.turns[0].durationMs).toBeLessThanOrEqual(parent.turns[0].durationMs);
+    expect(parent.turnAt.reason).toBe('completed');
+  });
+
   it('input sent during a turn waits in the inbox for the next turn', async () => {
     const id = await create();
     await send(id, '!call sleep {"ms": 300}');

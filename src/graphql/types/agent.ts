@@ -7,7 +7,8 @@ import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
+import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
+import { endForkedAtCut } from '../../store/fork-cut-times.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
@@ -38,7 +39,7 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
-    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored; null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
+    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
     toolCallCount: t.exposeInt('toolCallCount'),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (s) => s.usage }),
   }),
@@ -47,10 +48,10 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
 type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
 
 /** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
-const stepsOf = (turn: TurnRow, log: { ofTypes: (ref: string, types: string[], o: { fromSeq: number; toSeq: number; limit: number }) => Promise<StoredEvent[]> }) =>
+const stepsOf = (turn: TurnRow, log: SessionLog) =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
-    .then(summarizeSteps));
+    .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
 
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
@@ -62,7 +63,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
-    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored; null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
+    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
     steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(turn, ctx.store.log) }),
     usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(turn, ctx.store.log)) }),
   }),
@@ -118,7 +119,7 @@ builder.prismaObjectFields('Session', (t) => ({
       if (!start) return null;
       // A turn's end is the first turn/end after its start (one turn is open at a time).
       const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
-      const [turn] = summarizeTurns(end ? [start, end] : [start]);
+      const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
       if (turn.endSeq !== null && turn.endSeq < seq) return null;
       const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
       return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
@@ -130,7 +131,7 @@ builder.prismaObjectFields('Session', (t) => ({
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
-      return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
+      return (await endForkedAtCut(ctx.store.log, snapshotOf(s), summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
     },
   }),
 }));
