@@ -35,6 +35,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   events: LOG,
   pendingInputs: [...LOG, 'pendingInputCount'],
   turns: LOG,
+  totals: LOG,
   turnAt: LOG,
   commonPrefix: LOG,
   recording: ['title', 'eventCount'],

@@ -9,6 +9,8 @@ import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, 
 import type { PendingInput } from '../../core/log-state.ts';
 import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
 import { endForkedAtCut } from '../../store/fork-cut-times.ts';
+import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
+import { badInput } from '../../core/errors.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
@@ -27,6 +29,21 @@ const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
     inputTokens: t.exposeInt('inputTokens'),
     outputTokens: t.exposeInt('outputTokens'),
+  }),
+});
+
+const MAX_LAST_TURNS = 1000;
+
+const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').implement({
+  description: "A session's totals over its whole log (Session.totals).",
+  fields: (t) => ({
+    turns: t.exposeInt('turns'),
+    endedTurns: t.exposeInt('endedTurns', { description: 'Turns with a turn/end (the others: the one running now).' }),
+    steps: t.exposeInt('steps', { description: 'Model answers (model/message events).' }),
+    toolCalls: t.exposeInt('toolCalls'),
+    inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
+    outputTokens: t.exposeInt('outputTokens'),
+    turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
   }),
 });
 
@@ -125,9 +142,27 @@ builder.prismaObjectFields('Session', (t) => ({
       return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
     },
   }),
+  totals: t.field({
+    type: SessionTotalsRef,
+    description:
+      "Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): " +
+      "summed in the database over the turn brackets and answers, the log is not read out.",
+    resolve: (s, _a, ctx) => sessionTotals(ctx.store.pool, ctx.store.log, snapshotOf(s)),
+  }),
   turns: t.field({
     type: [TurnRef],
-    resolve: async (s, _a, ctx) => {
+    args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
+    resolve: async (s, { last }, ctx) => {
+      if (last != null) {
+        if (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
+        const snapshot = snapshotOf(s);
+        const brackets = (await ctx.store.log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })).reverse();
+        const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
+        const turns = (await endForkedAtCut(ctx.store.log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
+        return Promise.all(
+          turns.map(async (turn) => ({ ...turn, input: ((await ctx.store.log.inboxAddOf(snapshot, turn.inputId, turn.startSeq))?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
+        );
+      }
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
