@@ -118,6 +118,8 @@ describe('dashboard workflow', () => {
     await page.waitForURL(/\/sessions\/ses_/, TIMEOUT);
     const id = sessionIdOf(page);
     await page.getByRole('heading', { name: 'Fresh start' }).waitFor(TIMEOUT);
+    // Create → type: the new session's composer has the focus.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), TIMEOUT).toBe('Message');
     const model = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
     expect(model).toContain('"provider":"scripted"');
 
@@ -126,7 +128,7 @@ describe('dashboard workflow', () => {
     await page.locator('li.msg.assistant', { hasText: 'Echo: hello there' }).waitFor(TIMEOUT);
     // The ended turn shows its duration, steps and tokens (scripted usage: words), with a bar per step.
     const stats = page.locator('li.turn-end[data-turn="1"] [data-testid="turn-stats"]');
-    await expect.poll(() => stats.textContent(), TIMEOUT).toMatch(/^\d+(\.\d)? (ms|s) · 1 step · 2 → 3 tokens/);
+    await expect.poll(() => stats.textContent(), TIMEOUT).toMatch(/^\d+(\.\d)? (ms|s) · 1 step · 0 tool calls · 2 in · 3 out tokens/);
     expect(await stats.locator('.step-bar').count()).toBe(1);
     expect(await stats.getByRole('img').getAttribute('aria-label')).toMatch(/^Turn 1 step latencies: step 1 \d+/);
 
@@ -234,7 +236,8 @@ describe('dashboard workflow', () => {
       const out: string[] = [];
       for (const b of document.querySelectorAll('button, .button')) {
         const r = b.getBoundingClientRect();
-        if (!r.width || !r.height) continue;
+        // Not shown: the closed sessions drawer below 900 px (visibility: hidden, inert).
+        if (!r.width || !r.height || !b.checkVisibility({ visibilityProperty: true })) continue;
         const clip = clipOf(b);
         // Scrolled out of its pane vertically is scrolling, not clipping; only the rows in view count.
         if (r.bottom <= clip.top || r.top >= clip.bottom || r.top < clip.top - 1 || r.bottom > clip.bottom + 1) continue;

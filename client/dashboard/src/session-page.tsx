@@ -21,6 +21,7 @@ import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import type { EventPages as SessionPages } from './event-pages.ts';
 import { SessionTools } from './session-tools.tsx';
+import { SessionInsights } from './session-insights.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
@@ -69,6 +70,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     <main class="session-page" data-session-id={id}>
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
         <SessionTools sessionId={id} pages={pages} version={version} />
+        <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
       </SessionHeader>
       {childRequest && (
         <ChildDialog
