@@ -149,6 +149,7 @@ function ChartSvg({ turns, onJump }: { turns: readonly ChartTurn[]; onJump(seq: 
         return (
           <g key={t.turn} class={`chart-turn reason-${t.reason ?? 'open'}`} data-turn={t.turn} onClick={() => onJump(t.endSeq ?? t.startSeq)}>
             <title>{tip}</title>
+            <rect class="chart-hit" x={i * slot} y={0} width={slot} height={BAR_ROW * 2 + 12} />
             <rect class="bar-latency" x={x} y={BAR_ROW - lat} width={bar} height={lat} />
             <rect class="bar-tokens-in" x={x} y={BAR_ROW * 2 + 10 - tok} width={bar} height={inTok} />
             <rect class="bar-tokens-out" x={x} y={BAR_ROW * 2 + 10 - tok + inTok} width={bar} height={tok - inTok} />

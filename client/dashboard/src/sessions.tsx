@@ -15,6 +15,7 @@ import { focusComposerOf } from './composer.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
+import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
 const PAGE = 500;
@@ -124,7 +125,8 @@ export function Sidebar(props: {
     navigate(sessionPath(createSession.id));
   };
   const query = search.trim();
-  const forest = useMemo(() => lineageForest(props.sessions.values()), [props.sessions]);
+  const [view, setView] = useListView();
+  const forest = useMemo(() => lineageForest(props.sessions.values(), '', forestOptions(view)), [props.sessions, view]);
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
@@ -148,6 +150,7 @@ export function Sidebar(props: {
         value={search}
         onInput={(e) => setSearch(e.currentTarget.value)}
       />
+      {!query && <ListViewControls view={view} onChange={setView} />}
       {props.error && <p class="error">{props.error}</p>}
       {props.needsToken && <TokenForm />}
       {query ? (
@@ -160,6 +163,8 @@ export function Sidebar(props: {
                 <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
               ))}
             </ul>
+          ) : isFiltered(view) && props.sessions.size ? (
+            <p class="muted">No session matches the filter.</p>
           ) : (
             <p class="muted">No sessions yet: start a new session or import a recording.</p>
           )}
