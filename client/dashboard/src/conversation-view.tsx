@@ -6,6 +6,7 @@ import { sessionPath } from './router.ts';
 import { formatDuration } from './format.ts';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
+import { LongText } from './long-text.tsx';
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -69,7 +70,7 @@ export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProp
             you <Seq seq={item.seqs[0]} />
             {item.state !== 'taken' && <Badge tone={item.state}>{item.state}</Badge>}
           </div>
-          <div class="msg-text">{item.text}</div>
+          <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />
         </li>
       );
     case 'assistant':
@@ -78,7 +79,7 @@ export function Item({ item, onBranch, busy, titleOf, sessionId, row }: ItemProp
           <div class="msg-head">
             assistant · turn {item.turn} step {item.step} <Seq seq={item.seqs[0]} />
           </div>
-          {item.text && <div class="msg-text">{item.text}</div>}
+          {item.text && <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />}
           {item.toolCalls.map((call) => (
             <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} />
           ))}

@@ -12,6 +12,7 @@ import { CopyButton, JsonView } from './json-view.tsx';
 import { eventDeepLink } from './router.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
+import { rowKeys } from './row-keys.ts';
 
 interface RowActions {
   onFork?: (seq: number) => void;
@@ -165,6 +166,7 @@ const EventRow = memo(function EventRow(
         data-seq={e.seq}
         class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''}${props.target ? ' target' : ''} type-${e.type.replace(/\W/g, '-')}`}
         aria-current={props.target ? 'location' : undefined}
+        onKeyDown={rowKeys}
       >
         <td class="seq">{e.seq}</td>
         <td class="type">
@@ -189,6 +191,7 @@ const EventRow = memo(function EventRow(
             <button
               type="button"
               class="small fork-button"
+              tabIndex={-1} /* one tab stop per row: ArrowRight from the type reaches it (row-keys.ts) */
               disabled={props.busy}
               aria-label={`Fork here at event ${e.seq}`}
               title={`Fork at this event: a new session with events 0–${e.seq}`}
