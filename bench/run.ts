@@ -14,6 +14,7 @@ import { benchSearch } from './search.ts';
 import { benchFiles } from './files.ts';
 import { benchCompaction } from './compaction.ts';
 import { benchRunner } from './runner.ts';
+import { benchDashboardScroll } from './dashboard-scroll.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -28,6 +29,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   files: benchFiles,
   compaction: benchCompaction,
   runner: benchRunner,
+  dashboardScroll: benchDashboardScroll,
 };
 
 async function main() {

@@ -21,7 +21,7 @@ type WorkspaceEntry = NonNullable<DashboardWorkspaceQuery['session']>['workspace
 
 /** Turns the chart shows (the latest). */
 export const CHART_TURNS = 40;
-const n = (x: number) => x.toLocaleString('en-US');
+const n = (x: number) => (Number.isNaN(x) ? '…' : x.toLocaleString('en-US'));
 
 /**
  * `changed` changes whenever the totals may have (a turn started or ended);
@@ -42,17 +42,19 @@ export function SessionInsights(props: { sessionId: string; changed: string; len
   }, [sessionId, changed]);
   return (
     <div class="session-insights">
-      {totals && <TotalsLine totals={totals} />}
+      <TotalsLine totals={totals} />
       <TurnChart sessionId={sessionId} changed={changed} onJump={props.onJump} />
       <WorkspaceViewer sessionId={sessionId} length={props.length} selectedSeq={props.selectedSeq} onJump={props.onJump} />
     </div>
   );
 }
 
-function TotalsLine({ totals }: { totals: Totals }) {
+/** Shown at once with placeholders, so the panes below keep their place when the totals arrive. */
+function TotalsLine({ totals: t }: { totals: Totals | null }) {
+  const totals = t ?? { turns: NaN, endedTurns: NaN, steps: NaN, toolCalls: NaN, inputTokens: NaN, outputTokens: NaN, turnMs: NaN };
   const running = totals.turns - totals.endedTurns;
   return (
-    <dl class="session-totals" data-testid="session-totals" aria-label="Session totals">
+    <dl class="session-totals" data-testid="session-totals" aria-label="Session totals" aria-busy={t ? undefined : true}>
       <div>
         <dt>Turns</dt>
         <dd>
@@ -62,7 +64,7 @@ function TotalsLine({ totals }: { totals: Totals }) {
       </div>
       <div>
         <dt>Time in turns</dt>
-        <dd>{formatDuration(totals.turnMs)}</dd>
+        <dd>{Number.isNaN(totals.turnMs) ? '…' : formatDuration(totals.turnMs)}</dd>
       </div>
       <div>
         <dt>Tokens in</dt>
