@@ -38,11 +38,11 @@ export function Frame(props: { sidebar: ComponentChildren; closeOn: string; chil
   const [open, setOpen] = useState(false);
   useEffect(() => setOpen(false), [props.closeOn, narrow]);
   useEffect(() => {
-    if (!open) return;
+    // Listening all along (not only once open), so an Escape right after opening is not missed.
     const onKey = (e: KeyboardEvent) => e.key === 'Escape' && !document.querySelector('dialog[open]') && setOpen(false);
     addEventListener('keydown', onKey);
     return () => removeEventListener('keydown', onKey);
-  }, [open]);
+  }, []);
   const hidden = narrow && !open;
   return (
     <div class={`layout${narrow ? ' narrow' : ''}${open ? ' drawer-open' : ''}`}>

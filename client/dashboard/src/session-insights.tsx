@@ -52,15 +52,11 @@ export function SessionInsights(props: { sessionId: string; changed: string; len
 /** Shown at once with placeholders, so the panes below keep their place when the totals arrive. */
 function TotalsLine({ totals: t }: { totals: Totals | null }) {
   const totals = t ?? { turns: NaN, endedTurns: NaN, steps: NaN, toolCalls: NaN, inputTokens: NaN, outputTokens: NaN, turnMs: NaN };
-  const running = totals.turns - totals.endedTurns;
   return (
     <dl class="session-totals" data-testid="session-totals" aria-label="Session totals" aria-busy={t ? undefined : true}>
       <div>
         <dt>Turns</dt>
-        <dd>
-          {n(totals.turns)}
-          {running > 0 && ' (1 running)'}
-        </dd>
+        <dd>{n(totals.turns)}</dd>
       </div>
       <div>
         <dt>Time in turns</dt>

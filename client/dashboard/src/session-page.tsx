@@ -70,8 +70,9 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     <main class="session-page" data-session-id={id}>
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
         <SessionTools sessionId={id} pages={pages} version={version} />
-        <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
       </SessionHeader>
+      {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
+      <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
       {childRequest && (
         <ChildDialog
           request={childRequest}
