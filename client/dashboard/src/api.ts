@@ -58,7 +58,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function serverBack(stopped: () => boolean): Promise<void> {
   for (let wait = 250; !stopped(); wait = Math.min(wait * 2, 2000)) {
     try {
-      if ((await fetch(new URL('/healthz', location.href), { cache: 'no-store' })).ok) return;
+      // Any answer but a gateway's "not there" (a dev proxy says 502 while the server is down).
+      if ((await fetch(new URL('/healthz', location.href), { cache: 'no-store' })).status < 500) return;
     } catch {
       // still down
     }
