@@ -147,7 +147,7 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): " +
       "summed in the database over the turn brackets and answers, the log is not read out.",
-    resolve: (s, _a, ctx) => sessionTotals(ctx.store.pool, ctx.store.log, snapshotOf(s)),
+    resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, snapshotOf(s)),
   }),
   turns: t.field({
     type: [TurnRef],
