@@ -27,10 +27,12 @@ const n = (x: number) => (Number.isNaN(x) ? '…' : x.toLocaleString('en-US'));
  * `changed` changes whenever the totals may have (a turn started or ended);
  * `onJump` moves both panes to a seq; `selectedSeq` is the event last jumped to.
  */
-export function SessionInsights(props: { sessionId: string; changed: string; length: number; selectedSeq?: number; onJump(seq: number): void }) {
-  const { sessionId, changed } = props;
+export function SessionInsights(props: { sessionId: string; changed: string; running: boolean; length: number; selectedSeq?: number; onJump(seq: number): void }) {
+  const { sessionId, changed, running } = props;
   const [totals, setTotals] = useState<Totals | null>(null);
   useEffect(() => {
+    // Read when the page opens and when a turn ends, not when one starts (on a huge log the sums take a while).
+    if (running && totals) return;
     let live = true;
     forkline.query(DashboardSessionTotalsDocument, { id: sessionId }).then(
       (r) => live && r.session && setTotals(r.session.totals),
@@ -39,7 +41,7 @@ export function SessionInsights(props: { sessionId: string; changed: string; len
     return () => {
       live = false;
     };
-  }, [sessionId, changed]);
+  }, [sessionId, changed, running]);
   return (
     <div class="session-insights">
       <TotalsLine totals={totals} />

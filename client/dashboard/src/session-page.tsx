@@ -72,7 +72,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <SessionTools sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
-      <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
+      <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} running={running} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
       {childRequest && (
         <ChildDialog
           request={childRequest}
