@@ -16,6 +16,7 @@ import { benchCompaction } from './compaction.ts';
 import { benchRunner } from './runner.ts';
 import { benchBulkImport } from './bulk-import.ts';
 import { benchScaleOut } from './scale-out.ts';
+import { benchDashboardScroll } from './dashboard-scroll.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -32,6 +33,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   runner: benchRunner,
   bulkImport: benchBulkImport,
   scaleOut: benchScaleOut,
+  dashboardScroll: benchDashboardScroll,
 };
 
 async function main() {

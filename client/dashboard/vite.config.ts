@@ -11,5 +11,6 @@ export default defineConfig({
   logLevel: 'warn',
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: true, target: 'es2022' },
-  server: { proxy: { '/graphql': { target: 'http://127.0.0.1:4000', ws: true } } },
+  // /healthz too: a page that lost its connection resubscribes when it answers (api.ts).
+  server: { proxy: { '/graphql': { target: 'http://127.0.0.1:4000', ws: true }, '/healthz': 'http://127.0.0.1:4000' } },
 });

@@ -4,7 +4,7 @@
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { closersFor } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
-import type { PendingInput } from '../core/log-state.ts';
+import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
@@ -279,10 +279,23 @@ export class SessionRunner {
     return written;
   }
 
-  /** Closes the open tail with the shared repair function, cause `interrupted`. */
-  private async repairInterrupted(): Promise<number> {
+  /**
+   * The text the user saw stream in the open step before a cancel or a
+   * shutdown stopped it, as that step's model/message (no tool calls), so the
+   * log and the model's history hold what was shown.
+   */
+  private keptPartial(open: OpenTail | undefined, partial: { step: number; text: string } | undefined): NewEvent[] {
+    if (!open?.step || partial?.step !== open.step.step) return [];
+    return [{ type: 'model/message', data: { turn: open.turn, step: partial.step, text: storable(partial.text), toolCalls: [] } }];
+  }
+
+  /** Closes the open tail with the shared repair function, cause `interrupted` (after the streamed text a shutdown cut off). */
+  private async repairInterrupted(partial?: { step: number; text: string }): Promise<number> {
     const open = this.fold.state.openTail();
-    const closers = closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, this.deps.tools.builtinEffectOf);
+    const closers = [
+      ...this.keptPartial(open, partial),
+      ...closersFor(open, { kind: 'interrupted', sessionId: this.sessionId }, this.deps.tools.builtinEffectOf),
+    ];
     if (closers.length === 0) return 0;
     // A file tool cut off mid-call (here or by another process sharing the directory) may have left changes no change set records:
     // the directory is made again from the log before the next file tool runs, as the repair's wording promises.
@@ -472,16 +485,13 @@ export class SessionRunner {
     if (this.stopReason === 'deleted') this.endTurnObservation('deleted', 'session deleted');
     if (this.stopReason === 'deleted' || this.stopReason === 'lease-lost') return;
     if (this.stopReason === 'shutdown') {
-      await this.repairInterrupted();
+      await this.repairInterrupted(partial);
       return;
     }
     const open = this.fold.state.openTail();
     if (!open) return;
     const { turn } = open;
-    const closers: NewEvent[] = [];
-    if (open.step && partial?.step === open.step.step) {
-      closers.push({ type: 'model/message', data: { turn, step: partial.step, text: storable(partial.text), toolCalls: [] } });
-    }
+    const closers: NewEvent[] = this.keptPartial(open, partial);
     if (open.step) closers.push({ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } });
     if (this.stopReason === 'turn-limit') {
       const message = this.turnLimitMessage;

@@ -8,10 +8,9 @@ import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { isStorableText } from './storable.ts';
 
-export const MAX_ID_CHARS = 200;
-export const MAX_TITLE_CHARS = 500;
-/** A user message (sendMessage, a fork's or edit's queued message, an AG-UI run's user message). */
-export const MAX_MESSAGE_CHARS = 200_000;
+import { MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
+
+export { MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS };
 
 export const UNSTORABLE_TEXT = 'must be well-formed Unicode without NUL characters (U+0000)';
 const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);

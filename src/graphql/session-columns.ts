@@ -37,6 +37,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   events: LOG,
   pendingInputs: [...LOG, 'pendingInputCount'],
   turns: LOG,
+  totals: LOG,
   turnAt: LOG,
   lastTurn: LOG,
   model: LOG,

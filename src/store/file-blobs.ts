@@ -53,7 +53,8 @@ function canonical(raw: string): string {
   return r.path;
 }
 
-function seqWithin(seq: number, eventCount: number, what = 'atSeq'): number {
+/** `seq` when it is an event of a log of `eventCount` events, else SEQ_OUT_OF_RANGE naming `what`. */
+export function seqWithin(seq: number, eventCount: number, what = 'atSeq'): number {
   if (!Number.isInteger(seq) || seq < 0 || seq >= eventCount) {
     throw new ForklineError('SEQ_OUT_OF_RANGE', `${what} ${seq} is not an event of this session (0..${eventCount - 1})`, { [what]: seq, eventCount });
   }

@@ -53,6 +53,21 @@ const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
 
+/** One lineage segment's sums (SessionLog.segmentTotals); counts and sums arrive as text (bigint). */
+export interface SegmentTotals {
+  starts: string;
+  ends: string;
+  steps: string;
+  calls: string;
+  input: string;
+  output: string;
+  start_ms: string;
+  end_ms: string;
+  last_start_ms: string | null;
+  /** Seqs of the turn/ends a fork wrote (reason `forked`), with when they were written. */
+  forked: Array<{ seq: number; ms: number }> | null;
+}
+
 export class SessionLog {
   /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
   private readonly lineages = new LRUCache<string, Lineage>({ max: LINEAGE_CACHE_SIZE });
@@ -181,6 +196,34 @@ export class SessionLog {
       params,
     );
     return rows.map((r) => toStored(l, r));
+  }
+
+  /**
+   * Per lineage segment, sums over its turn brackets and model answers (for
+   * Session.totals, store/session-totals.ts): one aggregate over the
+   * (sessionId, type, seq) index each; the cost is the turns and answers.
+   */
+  async segmentTotals(ref: LogRef, db: Db = this.pool): Promise<SegmentTotals[]> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, MAX_SEQ);
+    if (segments.length === 0) return [];
+    const params: unknown[] = [];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const ms = `round(extract(epoch from "createdAt") * 1000)`; // whole ms, as a Date holds them
+    const answer = `FILTER (WHERE type = 'model/message')`;
+    const scans = segments.map(
+      (seg) =>
+        `SELECT count(*) FILTER (WHERE type = 'turn/start') AS starts, count(*) FILTER (WHERE type = 'turn/end') AS ends,` +
+        ` count(*) ${answer} AS steps, coalesce(sum(jsonb_array_length(data->'toolCalls')) ${answer}, 0) AS calls,` +
+        ` coalesce(sum((data->'usage'->>'inputTokens')::bigint) ${answer}, 0) AS input,` +
+        ` coalesce(sum((data->'usage'->>'outputTokens')::bigint) ${answer}, 0) AS output,` +
+        ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
+        ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +
+        ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked` +
+        ` FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type IN ('turn/start', 'turn/end', 'model/message')` +
+        ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}`,
+    );
+    return (await db.query<SegmentTotals>(scans.join(' UNION ALL '), params)).rows;
   }
 
   /**

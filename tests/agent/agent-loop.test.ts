@@ -89,6 +89,28 @@ describe('agent loop with the scripted model', () => {
     for (const seq of [-1, 0, events.length + 5]) expect((await app.ok(TURN_AT, { id, seq })).session.turnAt, `seq ${seq}`).toBeNull();
   });
 
+  it("a turn a fork cut mid-way lasts, in the child, until the cut, not until the fork was made (its closers' time)", async () => {
+    const id = await create();
+    await send(id, 'quick\n!call clock');
+    await idle();
+    const events = await app.services.store.log.page(id, -1, 100);
+    const cut = events.find((e) => e.type === 'tool/result')!; // inside step 1 of turn 1
+    await new Promise((r) => setTimeout(r, 400)); // the fork is made well after the turn ended
+    const { forkSession } = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: cut.seq } });
+    const Q = `query($id: ID!, $seq: Int!) { session(id: $id) {
+      turns { turn reason durationMs steps { step reason durationMs } }
+      turnAt(seq: $seq) { turn reason durationMs steps { step reason durationMs } } } }`;
+    const { session: parent } = await app.ok(Q, { id, seq: cut.seq });
+    const { session: child } = await app.ok(Q, { id: forkSession.session.id, seq: cut.seq });
+    const start = events.find((e) => e.type === 'turn/start')!;
+    const stepStart = events.find((e) => e.type === 'step/start')!;
+    const toCut = (from: { createdAt: Date }) => cut.createdAt.getTime() - from.createdAt.getTime();
+    expect(child.turns).toEqual([{ turn: 1, reason: 'forked', durationMs: toCut(start), steps: [{ step: 1, reason: 'forked', durationMs: toCut(stepStart) }] }]);
+    expect(child.turnAt).toEqual(child.turns[0]);
+    expect(child.turns[0].durationMs).toBeLessThanOrEqual(parent.turns[0].durationMs);
+    expect(parent.turnAt.reason).toBe('completed');
+  });
+
   it('input sent during a turn waits in the inbox for the next turn', async () => {
     const id = await create();
     await send(id, '!call sleep {"ms": 300}');
@@ -273,6 +295,28 @@ describe('stopping the host (graceful shutdown)', () => {
         ['turn/end', 'interrupted', true],
       ]);
       expect(updates.at(-1)).toMatchObject({ kind: 'TURN_ENDED', turn: 1, reason: 'interrupted' });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("keeps the text the user saw stream as the step's model/message, as a cancel does, then closes the tail as interrupted", async () => {
+    const own = await startTestApp();
+    try {
+      const { createSession: s } = await own.ok(`mutation { createSession(input: { title: "stop while streaming" }) { id } }`);
+      const deltas: string[] = [];
+      own.turnUpdates.on(s.id, (u: TurnUpdate) => u.kind === 'TEXT_DELTA' && deltas.push(u.text ?? ''));
+      await own.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, {
+        i: { sessionId: s.id, text: 'one two three four five six seven eight nine ten\n!slow 60' },
+      });
+      await waitFor(() => deltas.length >= 3, { what: 'a few words to stream' });
+      await own.services.host.stop();
+      const events = await own.services.store.log.page(s.id, -1, 100);
+      const [message, stepEnd, turnEnd] = events.slice(-3);
+      expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'interrupted']);
+      expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
+      expect(message.data.text).toMatch(/^Echo: one/);
+      expect((message.data.text as string).length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
     } finally {
       await own.close();
     }

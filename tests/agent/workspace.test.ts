@@ -81,6 +81,25 @@ describe('the workspace rewinds with the log', () => {
     expect((await workspace(p)).find((e) => e.key === 'a')!.value).toBe('2');
   });
 
+  it('Session.workspace(atSeq) is the workspace as of any event: a write counts from its ok result on; a seq outside the log is refused', async () => {
+    const p = await create();
+    await send(p, 'turn 1\n!call note_write {"key":"a","value":"1"}');
+    await idle();
+    await send(p, 'turn 2\n!call note_write {"key":"a","value":"2"}\n!call note_write {"key":"b","value":"x"}');
+    await idle();
+    const events = await log(p);
+    const writes = events.filter((e) => e.type === 'plugin/workspace/write');
+    const at = async (atSeq: number) =>
+      (await app.ok(`query($id: ID!, $at: Int) { session(id: $id) { workspace(atSeq: $at) { key value seq } } }`, { id: p, at: atSeq })).session.workspace;
+    expect(await at(0)).toEqual([]);
+    expect(await at(writes[0].seq)).toEqual([]); // the write without its result yet
+    expect(await at(writes[0].seq + 1)).toEqual([{ key: 'a', value: '1', seq: writes[0].seq }]);
+    expect(await at(writes[2].seq)).toEqual([{ key: 'a', value: '2', seq: writes[1].seq }]);
+    expect(await at(events.length - 1)).toEqual(await workspace(p));
+    const outside = await app.gql(`query($id: ID!) { session(id: $id) { workspace(atSeq: 10000) { key } } }`, { id: p });
+    expect(outside.errors?.[0].extensions?.code).toBe('SEQ_OUT_OF_RANGE');
+  });
+
   it('a fork mid-note_write (before its result): the write is absent in the child and the synthetic result says so', async () => {
     const p = await create();
     const running = toolRunning(p);

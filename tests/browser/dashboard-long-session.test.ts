@@ -8,6 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
 import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { scrolledIntoView, scrollFrames } from './frames.ts';
 
 // 11 events each: with the title, 20,010 events. DASHBOARD_TURNS=90910 measures a
 // 1,000,010-event session instead (minutes to write: a manual run, not the suite's).
@@ -31,40 +32,6 @@ beforeAll(async () => {
 }, 120_000 + TURNS * 10);
 
 afterAll(() => dashboard?.close());
-
-/** p95 of requestAnimationFrame deltas while `scrollBy` px are scrolled each frame for `frames` frames. */
-async function scrollFrames(page: Page, testId: string, scrollBy: number, frames: number): Promise<number[]> {
-  return page.evaluate(
-    ({ testId, scrollBy, frames }) =>
-      new Promise<number[]>((resolve) => {
-        const box = document.querySelector(`[data-testid="${testId}"]`)!;
-        const deltas: number[] = [];
-        let last = performance.now();
-        const tick = (now: number) => {
-          deltas.push(now - last);
-          last = now;
-          box.scrollTop += scrollBy;
-          if (deltas.length < frames) requestAnimationFrame(tick);
-          else resolve(deltas.slice(1));
-        };
-        requestAnimationFrame(tick);
-      }),
-    { testId, scrollBy, frames },
-  );
-}
-
-/** Polls until the element matching `selector` is inside the scroll box's visible area. */
-async function scrolledIntoView(page: Page, testId: string, selector: string) {
-  await page.waitForFunction(
-    ({ testId, selector }) => {
-      const box = document.querySelector(`[data-testid="${testId}"]`)?.getBoundingClientRect();
-      const el = [...document.querySelectorAll(selector)].at(-1)?.getBoundingClientRect();
-      return !!box && !!el && el.height > 0 && el.top >= box.top - 1 && el.bottom <= box.bottom + 1;
-    },
-    { testId, selector },
-    { timeout: 15_000, polling: 'raf' },
-  );
-}
 
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))];
 const ms = (x: number) => `${x.toFixed(1)} ms`;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
+import { contrasts } from './contrast.ts';
 import { openPage as openPageOn, RECORDINGS, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
@@ -42,63 +43,10 @@ async function sessionWithFork(title: string) {
   return id;
 }
 
-/**
- * Every visible button, link, input, select and textarea: its text colour
- * against the background it is drawn on (ancestors' backgrounds composited),
- * as the WCAG contrast ratio. Runs in the page.
- */
-function controlContrasts(page: Page) {
-  return page.evaluate(() => {
-    type RGBA = [number, number, number, number];
-    const parse = (c: string): RGBA => {
-      const m = c.match(/rgba?\(([^)]+)\)/);
-      if (!m) return [0, 0, 0, 0];
-      const p = m[1].split(/[,\s/]+/).filter(Boolean).map(Number);
-      return [p[0], p[1], p[2], p[3] ?? 1];
-    };
-    const over = (top: RGBA, under: RGBA): RGBA => {
-      const a = top[3] + under[3] * (1 - top[3]);
-      if (a === 0) return [0, 0, 0, 0];
-      const mix = (i: number) => (top[i] * top[3] + under[i] * under[3] * (1 - top[3])) / a;
-      return [mix(0), mix(1), mix(2), a];
-    };
-    const background = (el: Element): RGBA => {
-      const layers: RGBA[] = [];
-      for (let e: Element | null = el; e; e = e.parentElement) {
-        const c = parse(getComputedStyle(e).backgroundColor);
-        if (c[3] > 0) layers.push(c);
-        if (c[3] >= 1) break;
-      }
-      let bg: RGBA = [255, 255, 255, 1]; // the canvas under everything
-      for (const layer of layers.reverse()) bg = over(layer, bg);
-      return bg;
-    };
-    const luminance = ([r, g, b]: RGBA) => {
-      const ch = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
-      return 0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b);
-    };
-    const out: Array<{ what: string; ratio: number; fg: string; bg: string }> = [];
-    for (const el of document.querySelectorAll('button, a, input, select, textarea')) {
-      const r = el.getBoundingClientRect();
-      const style = getComputedStyle(el);
-      if (r.width === 0 || r.height === 0 || style.visibility === 'hidden') continue;
-      let opacity = 1;
-      for (let e: Element | null = el; e; e = e.parentElement) opacity *= Number(getComputedStyle(e).opacity);
-      const bg = background(el);
-      const fgRaw = parse(style.color);
-      const fg = over([fgRaw[0], fgRaw[1], fgRaw[2], fgRaw[3] * opacity], bg);
-      const [l1, l2] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
-      const label = el.getAttribute('aria-label') || (el as HTMLElement).innerText?.trim().slice(0, 30) || el.tagName;
-      out.push({ what: `${el.tagName.toLowerCase()} "${label}"`, ratio: (l1 + 0.05) / (l2 + 0.05), fg: style.color, bg: `rgb(${bg.slice(0, 3).map(Math.round).join(',')})` });
-    }
-    return out;
-  });
-}
-
 async function expectLegibleControls(page: Page) {
-  const contrasts = await controlContrasts(page);
-  expect(contrasts.length).toBeGreaterThan(20);
-  expect(contrasts.filter((c) => c.ratio < 4.5)).toEqual([]);
+  const measured = await contrasts(page);
+  expect(measured.length).toBeGreaterThan(20);
+  expect(measured.filter((c) => c.ratio < 4.5)).toEqual([]);
 }
 
 describe('dashboard workflow', () => {
@@ -118,6 +66,8 @@ describe('dashboard workflow', () => {
     await page.waitForURL(/\/sessions\/ses_/, TIMEOUT);
     const id = sessionIdOf(page);
     await page.getByRole('heading', { name: 'Fresh start' }).waitFor(TIMEOUT);
+    // Create → type: the new session's composer has the focus.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), TIMEOUT).toBe('Message');
     const model = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
     expect(model).toContain('"provider":"scripted"');
 
@@ -126,7 +76,7 @@ describe('dashboard workflow', () => {
     await page.locator('li.msg.assistant', { hasText: 'Echo: hello there' }).waitFor(TIMEOUT);
     // The ended turn shows its duration, steps and tokens (scripted usage: words), with a bar per step.
     const stats = page.locator('li.turn-end[data-turn="1"] [data-testid="turn-stats"]');
-    await expect.poll(() => stats.textContent(), TIMEOUT).toMatch(/^\d+(\.\d)? (ms|s) · 1 step · 2 → 3 tokens/);
+    await expect.poll(() => stats.textContent(), TIMEOUT).toMatch(/^\d+(\.\d)? (ms|s) · 1 step · 0 tool calls · 2 in · 3 out tokens/);
     expect(await stats.locator('.step-bar').count()).toBe(1);
     expect(await stats.getByRole('img').getAttribute('aria-label')).toMatch(/^Turn 1 step latencies: step 1 \d+/);
 
@@ -234,7 +184,8 @@ describe('dashboard workflow', () => {
       const out: string[] = [];
       for (const b of document.querySelectorAll('button, .button')) {
         const r = b.getBoundingClientRect();
-        if (!r.width || !r.height) continue;
+        // Not shown: the closed sessions drawer below 900 px (visibility: hidden, inert).
+        if (!r.width || !r.height || !b.checkVisibility({ visibilityProperty: true })) continue;
         const clip = clipOf(b);
         // Scrolled out of its pane vertically is scrolling, not clipping; only the rows in view count.
         if (r.bottom <= clip.top || r.top >= clip.bottom || r.top < clip.top - 1 || r.bottom > clip.bottom + 1) continue;

@@ -11,8 +11,13 @@ export { ForklineClientError };
 export interface Sink<T> {
   next(value: T): void;
   error?(err: unknown): void;
-  /** The connection was lost; `follow` resubscribes. */
+  /** The connection was lost; `follow` resubscribes once the server answers again. */
   reconnecting?(err: unknown): void;
+  /**
+   * Resubscribed after `reconnecting` (the server answers again): what the
+   * subscription does not replay (a list's changes meanwhile) is read again here.
+   */
+  resumed?(): void;
   /** The server ended the subscription (e.g. its session was deleted). */
   complete?(): void;
 }
@@ -43,18 +48,43 @@ const client = createForklineClient({
 /** Queries, mutations and subscriptions, typed by the generated documents. */
 export const forkline = client;
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until the server answers /healthz again (a restart: it is back as soon
+ * as it listens), polling at most every 2 s, so a page resumes within about a
+ * second or two of the server's return instead of after a long backoff.
+ */
+async function serverBack(stopped: () => boolean): Promise<void> {
+  for (let wait = 250; !stopped(); wait = Math.min(wait * 2, 2000)) {
+    try {
+      // Any answer but a gateway's "not there" (a dev proxy says 502 while the server is down).
+      if ((await fetch(new URL('/healthz', location.href), { cache: 'no-store' })).status < 500) return;
+    } catch {
+      // still down
+    }
+    await sleep(wait);
+  }
+}
+
 /**
  * Feeds a subscription to `sink` until the returned function is called. A lost
- * connection resubscribes with backoff through `open` (which may resume, e.g.
- * from the last seq seen); GraphQL errors end it through `sink.error`.
+ * connection resubscribes through `open` (which may resume, e.g. from the last
+ * seq seen) as soon as the server answers again, then calls `sink.resumed`;
+ * GraphQL errors end it through `sink.error`.
  */
 export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): () => void {
   let stopped = false;
   let results: AsyncIterableIterator<R> | undefined;
   void (async () => {
+    let lost = false;
     for (let attempt = 0; !stopped; attempt++) {
       try {
         results = open();
+        if (lost) {
+          lost = false;
+          sink.resumed?.();
+        }
         for await (const r of results) {
           if (stopped) break;
           attempt = 0;
@@ -65,8 +95,10 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
       } catch (err) {
         if (stopped) return;
         if (!(err instanceof ForklineClientError) || err.code !== 'NETWORK_ERROR') return sink.error?.(err);
-        sink.reconnecting?.(err);
-        await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** attempt)));
+        if (!lost) sink.reconnecting?.(err);
+        lost = true;
+        await sleep(Math.min(2000, 250 * 2 ** attempt));
+        await serverBack(() => stopped);
       }
     }
   })();

@@ -7,6 +7,7 @@ import { formatDuration } from './format.ts';
 import { CallFiles } from './files-tab.tsx';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
+import { LongText } from './long-text.tsx';
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -84,7 +85,7 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
               </button>
             )}
           </div>
-          <div class="msg-text">{item.text}</div>
+          <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />
         </li>
       );
     case 'assistant':
@@ -93,7 +94,7 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
           <div class="msg-head">
             assistant · turn {item.turn} step {item.step} <Seq seq={item.seqs[0]} />
           </div>
-          {item.text && <div class="msg-text">{item.text}</div>}
+          {item.text && <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />}
           {item.toolCalls.map((call) => (
             <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} />
           ))}

@@ -13,7 +13,12 @@ export interface LineageNode {
  * first; children follow their fork order (oldest first). A search keeps the
  * matching sessions and the ancestors that lead to them.
  */
-export function lineageForest(sessions: Iterable<SessionSummaryFragment>, search = ''): LineageNode[] {
+export function lineageForest(
+  sessions: Iterable<SessionSummaryFragment>,
+  search = '',
+  /** `keep`: only these sessions match (a filter; their ancestors stay for context). `order`: siblings at every level in this order instead. */
+  opts: { keep?: (s: SessionSummaryFragment) => boolean; order?: (a: SessionSummaryFragment, b: SessionSummaryFragment) => number } = {},
+): LineageNode[] {
   const nodes = new Map<string, LineageNode>();
   for (const s of sessions) nodes.set(s.id, { session: s, children: [], matched: false });
   const roots: LineageNode[] = [];
@@ -23,18 +28,21 @@ export function lineageForest(sessions: Iterable<SessionSummaryFragment>, search
   }
   const byCreated = (dir: 1 | -1) => (a: LineageNode, b: LineageNode) =>
     dir * (a.session.createdAt.localeCompare(b.session.createdAt) || a.session.id.localeCompare(b.session.id));
-  for (const node of nodes.values()) node.children.sort(byCreated(1));
-  roots.sort(byCreated(-1));
+  const order = opts.order;
+  const ordered = order && ((a: LineageNode, b: LineageNode) => order(a.session, b.session) || a.session.id.localeCompare(b.session.id));
+  for (const node of nodes.values()) node.children.sort(ordered ?? byCreated(1));
+  roots.sort(ordered ?? byCreated(-1));
 
   const needle = search.trim().toLowerCase();
-  if (!needle) {
+  const keep = opts.keep;
+  if (!needle && !keep) {
     for (const node of nodes.values()) node.matched = true;
     return roots;
   }
   // Keeps a node when it or a descendant matches.
   const prune = (list: LineageNode[]): LineageNode[] =>
     list.flatMap((node) => {
-      node.matched = (node.session.title ?? '').toLowerCase().includes(needle);
+      node.matched = (node.session.title ?? '').toLowerCase().includes(needle) && (!keep || keep(node.session));
       node.children = prune(node.children);
       return node.matched || node.children.length ? [node] : [];
     });

@@ -9,7 +9,9 @@ import { SessionPage } from './session-page.tsx';
 import { ForkPointPage } from './fork-point-page.tsx';
 import { FamilyPage } from './family-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
+import { Frame } from './drawer.tsx';
 import './styles.css';
+import './layout.css';
 
 function App() {
   const route = useRoute();
@@ -17,11 +19,13 @@ function App() {
   const currentId = route.name === 'home' ? undefined : route.name === 'diff' ? route.b : route.id;
   const [offered, setOffered] = useState(tokens.offered);
   return (
-    <div class="layout">
+    <Frame
+      closeOn={location.pathname + location.hash}
+      sidebar={<Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />}
+    >
       {offered && tokens.stored && (
         <ReplaceTokenDialog stored={tokens.stored} offered={offered} onReplace={() => setToken(offered)} onKeep={() => setOffered(undefined)} />
       )}
-      <Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />
       {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
       {route.name === 'compare' && <CompareRedirect key={`compare-${route.id}`} id={route.id} />}
       {route.name === 'diff' && <DiffPage key={`diff-${route.a}-${route.b}`} a={route.a} b={route.b} />}
@@ -36,7 +40,7 @@ function App() {
           </p>
         </main>
       )}
-    </div>
+    </Frame>
   );
 }
 

@@ -58,6 +58,8 @@ export interface SessionFeed {
    */
   queued: number;
   error: string | null;
+  /** How many times the live feed came back after a lost connection (a server restart): stale banners clear on a change. */
+  resumed: number;
 }
 
 export function useSessionFeed(id: string): SessionFeed {
@@ -68,6 +70,7 @@ export function useSessionFeed(id: string): SessionFeed {
   const [logStatus, setLogStatus] = useState<string | undefined>(undefined);
   const [queued, setQueued] = useState<ReadonlySet<string>>(new Set());
   const [error, setError] = useState<string | null>(null);
+  const [resumed, setResumed] = useState(0);
 
   useEffect(() => {
     let closed = false;
@@ -113,7 +116,10 @@ export function useSessionFeed(id: string): SessionFeed {
               setLive((l) => (l && l.turn === d.turn && l.step === d.step ? { ...l, text: '' } : l));
             }
             if (e.type === 'turn/start') setLogStatus('RUNNING');
-            if (e.type === 'turn/end') setLogStatus('IDLE');
+            if (e.type === 'turn/end') {
+              setLogStatus('IDLE');
+              setLive(null); // however it ended (interrupted by a restart too), nothing streams any more
+            }
             if (e.type === 'inbox/add' || e.type === 'inbox/remove') {
               const inputId = (e.data as { inputId: string }).inputId;
               setQueued((q) => {
@@ -127,6 +133,15 @@ export function useSessionFeed(id: string): SessionFeed {
           },
           error: (err) => !closed && setError(`live events: ${errorText(err)}`),
           reconnecting: () => !closed && setError('live events: reconnecting…'),
+          // Back after a lost connection: the events since the last seq seen arrive through this
+          // subscription (a turn the restart interrupted ends in them); what streamed before is gone.
+          resumed: () => {
+            if (closed) return;
+            setError(null);
+            setLive(null);
+            setResumed((n) => n + 1);
+            refreshSummary();
+          },
           complete: refreshSummary, // the session was deleted: the page says so
         }),
         followLiveSteps(id, answeredSteps, setLive, refreshSummary, (err) => !closed && setError(`live output: ${errorText(err)}`)),
@@ -146,5 +161,5 @@ export function useSessionFeed(id: string): SessionFeed {
     };
   }, [id]);
 
-  return { session, pages, version, live, status: logStatus ?? session?.status, queued: queued.size, error };
+  return { session, pages, version, live, status: logStatus ?? session?.status, queued: queued.size, error, resumed };
 }

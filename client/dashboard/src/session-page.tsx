@@ -4,10 +4,8 @@ import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
   CompactSessionDocument,
-  DashboardCancelTurnDocument,
   DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
-  SendMessageDocument,
   SessionRecordingDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
@@ -18,22 +16,24 @@ import { withForkSeq } from './fork-points.ts';
 import { useForkPoints } from './fork-markers.tsx';
 import { familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
 import { EventsAndFiles } from './files-tab.tsx';
+import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import type { EventPages as SessionPages } from './event-pages.ts';
 import { SessionTools } from './session-tools.tsx';
+import { SessionInsights } from './session-insights.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
-  const { session, pages, version, live, status, queued, error } = useSessionFeed(id);
+  const { session, pages, version, live, status, queued, error, resumed } = useSessionFeed(id);
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
-  useEffect(() => setActionError(null), [id]);
+  useEffect(() => setActionError(null), [id, resumed]); // a banner from while the server was away goes when it is back
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
   }, [seq]);
@@ -74,6 +74,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
         <SessionTools sessionId={id} pages={pages} version={version} />
       </SessionHeader>
+      {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
+      <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} running={running} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
       {childRequest && (
         <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />
       )}
@@ -98,7 +100,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
             forkPoints={forkPoints}
             knownChildren={knownChildren}
           />
-          <Composer sessionId={id} running={running} pending={queued} />
+          <Composer sessionId={id} running={running} pending={queued} resumed={resumed} />
         </section>
         <section class="pane events" aria-label="Events pane">
           <EventsAndFiles session={{ id, length: pages.length, forkedAtSeq: session.forkedAtSeq, parentId: session.parent?.id }}>
@@ -309,67 +311,6 @@ function SessionTitle({ id, title, onError }: { id: string; title: string | null
       <button type="button" class="small" onClick={() => setDraft(null)}>
         Cancel
       </button>
-    </form>
-  );
-}
-
-function Composer({ sessionId, running, pending }: { sessionId: string; running: boolean; pending: number }) {
-  const [text, setText] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [sending, setSending] = useState(false);
-  const send = async () => {
-    if (!text.trim() || sending) return;
-    setSending(true);
-    setError(null);
-    try {
-      await forkline.mutate(SendMessageDocument, { input: { sessionId, text } });
-      setText('');
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setSending(false);
-    }
-  };
-  const cancel = async () => {
-    try {
-      await forkline.mutate(DashboardCancelTurnDocument, { sessionId });
-    } catch (err) {
-      setError(errorText(err));
-    }
-  };
-  return (
-    <form
-      class="composer"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void send();
-      }}
-    >
-      <textarea
-        aria-label="Message"
-        placeholder="Message (Ctrl+Enter to send). Scripted model cues: !call clock {} · !then · !slow 80 · !fail why"
-        rows={3}
-        value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            void send();
-          }
-        }}
-      />
-      <div class="composer-bar">
-        <span class="muted">
-          {running ? 'A turn is running.' : 'Idle.'} {pending > 0 && `${pending} queued.`}
-        </span>
-        {error && <span class="error">{error}</span>}
-        <button type="button" onClick={cancel} disabled={!running}>
-          Cancel turn
-        </button>
-        <button type="submit" class="primary" disabled={sending || !text.trim()}>
-          Send
-        </button>
-      </div>
     </form>
   );
 }

@@ -11,9 +11,11 @@ import {
 } from '../../generated/graphql.ts';
 import { follow, forkline, ForklineClientError, setToken } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
+import { focusComposerOf } from './composer.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
+import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 
 const PAGE = 500;
@@ -39,14 +41,23 @@ export function useSessions() {
         }
         return next;
       });
+    // Rows that arrived live while a (re)load ran: a reload keeps them even when its pages missed them.
+    let liveDuringLoad: Set<string> | null = null;
     // Subscribe first so nothing that changes during the load is missed.
     const unsubscribe = follow(() => forkline.subscribe(SessionsChangedDocument), {
       next: (r) => {
         setError(null);
+        liveDuringLoad?.add(r.sessionsChanged.id);
         upsert([r.sessionsChanged]);
       },
       error: (err) => setError(`live updates: ${errorText(err)}`),
       reconnecting: () => setError('live updates: reconnecting…'),
+      // Back after a lost connection (a server restart): the subscription does not replay what changed
+      // meanwhile, so the list is read again and replaces what it held (sessions made or deleted while away).
+      resumed: () => {
+        setError(null);
+        load(true).catch((err) => !cancelled && setError(errorText(err)));
+      },
     });
     const unsubscribeDeleted = follow(() => forkline.subscribe(SessionsDeletedDocument), {
       next: ({ sessionsDeleted: { deletedSessionIds } }) =>
@@ -60,15 +71,28 @@ export function useSessions() {
         }),
       error: (err) => setError(`live updates: ${errorText(err)}`),
     });
-    (async () => {
+    const load = async (replace: boolean) => {
+      const seen = new Set<string>();
+      liveDuringLoad = new Set();
       let after: string | null | undefined;
       do {
         const r = await forkline.query(SessionsDocument, { first: PAGE, after });
         if (cancelled) return;
-        upsert(r.sessions.edges.map((e) => e.node));
+        const rows = r.sessions.edges.map((e) => e.node);
+        for (const row of rows) seen.add(row.id);
+        upsert(rows);
         after = r.sessions.pageInfo.hasNextPage ? r.sessions.pageInfo.endCursor : null;
       } while (after);
-    })().catch((err) => {
+      const keep = liveDuringLoad;
+      liveDuringLoad = null;
+      if (replace)
+        setSessions((prev) => {
+          const next = new Map(prev);
+          for (const id of prev.keys()) if (!seen.has(id) && !keep.has(id)) next.delete(id);
+          return next;
+        });
+    };
+    load(false).catch((err) => {
       if (cancelled) return;
       setError(errorText(err));
       setNeedsToken(err instanceof ForklineClientError && err.code === 'UNAUTHENTICATED');
@@ -97,10 +121,12 @@ export function Sidebar(props: {
     const { createSession } = await forkline.mutate(CreateSessionDocument, { input: { title: title || null, model } });
     props.onImported(createSession);
     setCreating(false);
+    focusComposerOf(createSession.id); // Create → type: the new session's composer takes the focus
     navigate(sessionPath(createSession.id));
   };
   const query = search.trim();
-  const forest = useMemo(() => lineageForest(props.sessions.values()), [props.sessions]);
+  const [view, setView] = useListView();
+  const forest = useMemo(() => lineageForest(props.sessions.values(), '', forestOptions(view)), [props.sessions, view]);
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
@@ -124,6 +150,7 @@ export function Sidebar(props: {
         value={search}
         onInput={(e) => setSearch(e.currentTarget.value)}
       />
+      {!query && <ListViewControls view={view} onChange={setView} />}
       {props.error && <p class="error">{props.error}</p>}
       {props.needsToken && <TokenForm />}
       {query ? (
@@ -136,6 +163,8 @@ export function Sidebar(props: {
                 <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
               ))}
             </ul>
+          ) : isFiltered(view) && props.sessions.size ? (
+            <p class="muted">No session matches the filter.</p>
           ) : (
             <p class="muted">No sessions yet: start a new session or import a recording.</p>
           )}

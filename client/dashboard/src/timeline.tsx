@@ -14,6 +14,7 @@ import { TimelineForkLink } from './fork-markers.tsx';
 import type { ForkPoints } from './fork-points.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
+import { rowKeys } from './row-keys.ts';
 
 interface RowActions {
   onFork?: (seq: number) => void;
@@ -172,6 +173,7 @@ const EventRow = memo(function EventRow(
         data-seq={e.seq}
         class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''}${props.target ? ' target' : ''} type-${e.type.replace(/\W/g, '-')}`}
         aria-current={props.target ? 'location' : undefined}
+        onKeyDown={rowKeys}
       >
         <td class="seq">{e.seq}</td>
         <td class="type">
@@ -199,6 +201,7 @@ const EventRow = memo(function EventRow(
             <button
               type="button"
               class="small fork-button"
+              tabIndex={-1} /* one tab stop per row: ArrowRight from the type reaches it (row-keys.ts) */
               disabled={props.busy}
               aria-label={`Fork here at event ${e.seq}`}
               title={`Fork at this event: a new session with events 0–${e.seq}`}

@@ -35,14 +35,16 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
   }, [sessionId, endSeq]);
   if (!stats) return null;
   const longest = Math.max(1, ...stats.steps.map((s) => s.durationMs ?? 0));
+  const calls = stats.steps.reduce((k, s) => k + s.toolCallCount, 0);
   const summary = [
     stats.durationMs != null && formatDuration(stats.durationMs),
     `${stats.steps.length} step${stats.steps.length === 1 ? '' : 's'}`,
-    stats.usage && `${n(stats.usage.inputTokens)} → ${n(stats.usage.outputTokens)} tokens`,
+    `${calls} tool call${calls === 1 ? '' : 's'}`,
+    stats.usage && `${n(stats.usage.inputTokens)} in · ${n(stats.usage.outputTokens)} out tokens`,
   ].filter(Boolean);
   return (
     <div class="turn-stats" data-testid="turn-stats">
-      <span class="muted" title={summary.join(' · ')}>
+      <span class="muted">
         {summary.join(' · ')}
       </span>
       <span class="step-bars" role="img" aria-label={`Turn ${stats.turn} step latencies: ${stats.steps.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}>

@@ -8,6 +8,9 @@ import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
+import { endForkedAtCut } from '../../store/fork-cut-times.ts';
+import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
+import { badInput } from '../../core/errors.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
@@ -29,6 +32,21 @@ const UsageRef = builder.objectRef<Usage>('Usage').implement({
   }),
 });
 
+const MAX_LAST_TURNS = 1000;
+
+const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').implement({
+  description: "A session's totals over its whole log (Session.totals).",
+  fields: (t) => ({
+    turns: t.exposeInt('turns'),
+    endedTurns: t.exposeInt('endedTurns', { description: 'Turns with a turn/end (the others: the one running now).' }),
+    steps: t.exposeInt('steps', { description: 'Model answers (model/message events).' }),
+    toolCalls: t.exposeInt('toolCalls'),
+    inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
+    outputTokens: t.exposeInt('outputTokens'),
+    turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
+  }),
+});
+
 const durationMs = (from?: Date, to?: Date) => (from && to ? to.getTime() - from.getTime() : null);
 
 const StepRef = builder.objectRef<StepSummary>('Step').implement({
@@ -38,7 +56,7 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
-    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored; null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
+    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
     toolCallCount: t.exposeInt('toolCallCount'),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (s) => s.usage }),
   }),
@@ -47,10 +65,10 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
 type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
 
 /** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
-const stepsOf = (turn: TurnRow, log: { ofTypes: (ref: string, types: string[], o: { fromSeq: number; toSeq: number; limit: number }) => Promise<StoredEvent[]> }) =>
+const stepsOf = (turn: TurnRow, log: SessionLog) =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
-    .then(summarizeSteps));
+    .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
 
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
@@ -62,7 +80,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
-    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored; null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
+    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
     steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(turn, ctx.store.log) }),
     usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(turn, ctx.store.log)) }),
     error: t.string({
@@ -77,7 +95,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   }),
 });
 
-type TurnLog = Pick<SessionLog, 'lastOfType' | 'firstOfType' | 'inboxAddOf'>;
+type TurnLog = SessionLog;
 
 /**
  * The turn holding event `seq` of the session (`orBefore`: or the last turn
@@ -89,7 +107,7 @@ async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log
   const start = await log.lastOfType(snapshot, 'turn/start', seq);
   if (!start) return null;
   const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
-  const [turn] = summarizeTurns(end ? [start, end] : [start]);
+  const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
   if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
   const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
   return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
@@ -148,13 +166,31 @@ builder.prismaObjectFields('Session', (t) => ({
       "A few index probes: how a fan-out's children show a failed variant as failed.",
     resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(s, s.eventCount - 1, ctx.store.log, { orBefore: true }) : null),
   }),
+  totals: t.field({
+    type: SessionTotalsRef,
+    description:
+      "Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): " +
+      "summed in the database over the turn brackets and answers, the log is not read out.",
+    resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, snapshotOf(s)),
+  }),
   turns: t.field({
     type: [TurnRef],
-    resolve: async (s, _a, ctx) => {
+    args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
+    resolve: async (s, { last }, ctx) => {
+      if (last != null) {
+        if (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
+        const snapshot = snapshotOf(s);
+        const brackets = (await ctx.store.log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })).reverse();
+        const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
+        const turns = (await endForkedAtCut(ctx.store.log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
+        return Promise.all(
+          turns.map(async (turn) => ({ ...turn, input: ((await ctx.store.log.inboxAddOf(snapshot, turn.inputId, turn.startSeq))?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
+        );
+      }
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
       const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
-      return summarizeTurns(events).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
+      return (await endForkedAtCut(ctx.store.log, snapshotOf(s), summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
     },
   }),
 }));

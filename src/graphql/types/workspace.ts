@@ -4,6 +4,7 @@ import { builder } from '../builder.ts';
 import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
 import type { WorkspaceEntry } from '../../store/session-log.ts';
 import { snapshotOf } from '../../store/lineage.ts';
+import { seqWithin } from '../../store/file-blobs.ts';
 
 const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').implement({
   description: 'One key of a session workspace: its latest value and the seq of the `plugin/workspace/write` event that set it.',
@@ -18,10 +19,16 @@ builder.prismaObjectFields('Session', (t) => ({
   workspace: t.field({
     type: [WorkspaceEntryRef],
     description:
-      'The workspace as of the end of the log, inherited writes included, in key order: the latest completed write of each key ' +
+      'The workspace as of event `atSeq` (default: the end of the log), inherited writes included, in key order: the latest completed write of each key ' +
       `(a write whose result was never recorded is absent). A workspace holds at most ${WORKSPACE_MAX_KEYS} keys. ` +
       'The cost is the keys, never the log.',
     // The log as of the row's eventCount (one snapshot, DESIGN §1), through the row's own lineage.
-    resolve: async (s, _a, ctx) => (await ctx.store.log.workspace(snapshotOf(s), WORKSPACE_MAX_KEYS)).entries,
+    args: { atSeq: t.arg.int() },
+    // At `atSeq`: the same snapshot ending after that event (a write counts once its ok result is in it).
+    resolve: async (s, { atSeq }, ctx) => {
+      const snapshot = snapshotOf(s);
+      if (atSeq != null) snapshot.endSeq = seqWithin(atSeq, s.eventCount) + 1;
+      return (await ctx.store.log.workspace(snapshot, WORKSPACE_MAX_KEYS)).entries;
+    },
   }),
 }));

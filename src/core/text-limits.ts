@@ -1,0 +1,7 @@
+// The length limits of what a client may send, without the schemas that
+// enforce them (input-rules.ts), so a client such as the dashboard can refuse
+// a text before it is sent without bundling zod.
+export const MAX_ID_CHARS = 200;
+export const MAX_TITLE_CHARS = 500;
+/** A user message (sendMessage, a fork's or edit's queued message, an AG-UI run's user message). */
+export const MAX_MESSAGE_CHARS = 200_000;

@@ -1,0 +1,48 @@
+// A session's totals (Session.totals): turns, steps, tool calls, tokens and
+// the time spent in turns, summed in Postgres over the log's turn brackets
+// and model answers (one aggregate per lineage segment over the
+// (sessionId, type, seq) index), inherited events included. The cost is the
+// session's turns and answers, never a read of the log into the process
+// (the SQL: SessionLog.segmentTotals).
+import type { Lineage } from './lineage.ts';
+import { endForkedAtCut } from './fork-cut-times.ts';
+import type { SessionLog } from './session-log.ts';
+
+export interface SessionTotals {
+  turns: number;
+  /** Turns with a turn/end (the others: the one running now). */
+  endedTurns: number;
+  steps: number;
+  toolCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** Summed over ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut). */
+  turnMs: number;
+}
+
+export async function sessionTotals(log: SessionLog, l: Lineage): Promise<SessionTotals> {
+  const totals: SessionTotals = { turns: 0, endedTurns: 0, steps: 0, toolCalls: 0, inputTokens: 0, outputTokens: 0, turnMs: 0 };
+  const rows = await log.segmentTotals(l);
+  let startMs = 0;
+  let endMs = 0;
+  let lastStartMs = 0;
+  const closedByFork: Array<{ reason: string; endSeq: number; endedAt: Date; writtenMs: number }> = [];
+  for (const r of rows) {
+    for (const f of r.forked ?? []) closedByFork.push({ reason: 'forked', endSeq: f.seq, endedAt: new Date(f.ms), writtenMs: f.ms });
+    totals.turns += Number(r.starts);
+    totals.endedTurns += Number(r.ends);
+    totals.steps += Number(r.steps);
+    totals.toolCalls += Number(r.calls);
+    totals.inputTokens += Number(r.input);
+    totals.outputTokens += Number(r.output);
+    startMs += Number(r.start_ms);
+    endMs += Number(r.end_ms);
+    if (r.last_start_ms !== null) lastStartMs = Math.max(lastStartMs, Number(r.last_start_ms));
+  }
+  // One turn is open at a time, always the last one: its start has no end to pair with.
+  if (totals.turns > totals.endedTurns) startMs -= lastStartMs;
+  // Turns a fork closed end at the cut, not when the fork wrote their closers (at most one per fork in the lineage).
+  for (const b of await endForkedAtCut(log, l, closedByFork)) endMs -= b.writtenMs - b.endedAt.getTime();
+  totals.turnMs = Math.max(0, Math.round(endMs - startMs));
+  return totals;
+}

@@ -1,0 +1,145 @@
+// The dashboard on a phone (390x844) and below 900 px: the sessions sidebar is
+// a drawer, the conversation comes first and gets the width, the page never
+// scrolls sideways, the composer is reachable and sends, and a long title
+// wraps between words. At 1440x900 the sidebar stays beside the page.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import type { TestApp } from '../helpers/app.ts';
+import { screenshot } from './chromium.ts';
+import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+
+const TIMEOUT = { timeout: 10_000 };
+const PHONE = { width: 390, height: 844 };
+const LONG_TITLE =
+  'Reconciling the quarterly infrastructure migration plan with the incident review notes and the capacity forecast for Supercalifragilistic regions';
+
+let dashboard: Dashboard;
+let app: TestApp;
+let browser: Promise<Browser>;
+let origin: string;
+let longId: string;
+let otherId: string;
+
+const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
+
+beforeAll(async () => {
+  ({ app, browser, origin } = dashboard = await startDashboard());
+  const create = async (title: string) => (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+  longId = await create(LONG_TITLE);
+  otherId = await create('Short one');
+  await send(longId, 'What is the plan for the eu-west region?');
+  await app.services.host.idle();
+}, 60_000);
+
+afterAll(() => dashboard?.close());
+
+/** Nothing sticks out sideways: the page does not scroll horizontally. */
+const horizontalOverflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+/** Words of the heading split across lines (a word's text boxes on more than one line). */
+const wordsBrokenAcrossLines = (page: Page) =>
+  page.evaluate(() => {
+    const h1 = document.querySelector('.session-head h1')!;
+    const text = h1.firstChild as Text;
+    const broken: string[] = [];
+    for (const m of text.data.matchAll(/\S+/g)) {
+      const range = document.createRange();
+      range.setStart(text, m.index!);
+      range.setEnd(text, m.index! + m[0].length);
+      const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (tops.size > 1) broken.push(m[0]);
+    }
+    return broken;
+  });
+
+describe('dashboard on a phone (390x844)', () => {
+  it('puts the conversation first with the width of the screen; the sessions open as a drawer', async () => {
+    const { page, errors } = await openPage(browser, { viewport: PHONE });
+    await page.goto(`${origin}/sessions/${longId}`);
+    const answer = page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: What is the plan' });
+    await answer.waitFor(TIMEOUT);
+
+    // The sidebar is off screen and out of the tab order; the page has the width.
+    const drawer = page.locator('#sessions-drawer');
+    expect(await drawer.isVisible()).toBe(false);
+    expect(await drawer.getAttribute('inert')).not.toBeNull();
+    const chat = await page.getByRole('region', { name: 'Conversation pane' }).boundingBox();
+    expect(chat!.width).toBeGreaterThan(PHONE.width - 40);
+    const bubble = await answer.boundingBox();
+    expect(bubble!.width).toBeGreaterThan(200);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+
+    // The long title wraps between words, all of it shown.
+    expect(await page.locator('.session-head h1').textContent()).toBe(LONG_TITLE);
+    expect(await wordsBrokenAcrossLines(page)).toEqual([]);
+    await screenshot(page, 'dashboard-phone-session.png');
+
+    // The composer is reachable and sends.
+    const composer = page.getByRole('textbox', { name: 'Message' });
+    await composer.scrollIntoViewIfNeeded();
+    const box = await composer.boundingBox();
+    expect(box!.width).toBeGreaterThan(300);
+    await composer.fill('And the us-east region?');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: And the us-east region?' }).waitFor(TIMEOUT);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+
+    // "Sessions" opens the drawer over the page; picking a session closes it.
+    const toggle = page.getByRole('button', { name: 'Sessions', exact: true });
+    await page.evaluate(() => scrollTo(0, 0));
+    await toggle.click();
+    await expect.poll(() => drawer.isVisible(), TIMEOUT).toBe(true);
+    expect(await page.getByRole('button', { name: 'Close sessions' }).getAttribute('aria-expanded')).toBe('true');
+    const link = page.locator(`#sessions-drawer .tree-node[data-session-id="${otherId}"] > a`);
+    await link.waitFor(TIMEOUT);
+    await expect.poll(async () => (await link.boundingBox())!.x, TIMEOUT).toBeGreaterThanOrEqual(0); // slid in
+    const linkBox = await link.boundingBox();
+    expect(linkBox!.x + linkBox!.width).toBeLessThanOrEqual(PHONE.width);
+    await screenshot(page, 'dashboard-phone-drawer.png');
+    await link.click();
+    await page.locator(`main[data-session-id="${otherId}"]`).waitFor(TIMEOUT);
+    await expect.poll(() => drawer.isVisible(), TIMEOUT).toBe(false);
+
+    // Escape closes it too.
+    await toggle.click();
+    await expect.poll(() => drawer.isVisible(), TIMEOUT).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => drawer.isVisible(), TIMEOUT).toBe(false);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('the home page and the new-session dialog fit the screen', async () => {
+    const { page, errors } = await openPage(browser, { viewport: PHONE });
+    await page.goto(`${origin}/`);
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor(TIMEOUT);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await page.getByRole('button', { name: 'Sessions', exact: true }).click();
+    await page.getByRole('button', { name: 'New session' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New session' });
+    await dialog.waitFor(TIMEOUT);
+    const box = await dialog.boundingBox();
+    expect(box!.x).toBeGreaterThanOrEqual(0);
+    expect(box!.x + box!.width).toBeLessThanOrEqual(PHONE.width);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('dashboard at 1440x900', () => {
+  it('keeps the sidebar beside the page, with no drawer button', async () => {
+    const { page, errors } = await openPage(browser);
+    await page.goto(`${origin}/sessions/${longId}`);
+    await page.locator('.conversation .msg.assistant').first().waitFor(TIMEOUT);
+    expect(await page.locator('#sessions-drawer').isVisible()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Sessions', exact: true }).count()).toBe(0);
+    const sidebar = await page.locator('.sidebar').boundingBox();
+    const main = await page.locator('main').boundingBox();
+    expect(sidebar!.x + sidebar!.width).toBeLessThanOrEqual(main!.x + 1);
+    expect(await wordsBrokenAcrossLines(page)).toEqual([]);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
