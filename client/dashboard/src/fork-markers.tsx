@@ -61,7 +61,13 @@ export function ForkPointRow({ item, sessionId, known, row }: { item: ForkPointI
 /** On the timeline row of event `seq`: how many children were forked there, linking to them. */
 export function TimelineForkLink({ sessionId, seq, count }: { sessionId: string; seq: number; count: number }) {
   return (
-    <a class="timeline-forks" href={forkPointPath(sessionId, seq)} data-testid="timeline-forks" title={`The ${forks(count)} made at event ${seq}, side by side`}>
+    <a
+      class="timeline-forks"
+      href={forkPointPath(sessionId, seq)}
+      data-testid="timeline-forks"
+      tabIndex={-1} /* one tab stop per timeline row: the arrow keys reach it (row-keys.ts) */
+      title={`The ${forks(count)} made at event ${seq}, side by side`}
+    >
       ⑂ {forks(count)}
     </a>
   );
