@@ -33,6 +33,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   file: LOG,
   fileChanges: LOG,
   events: LOG,
+  search: LOG,
   pendingInputs: [...LOG, 'pendingInputCount'],
   turns: LOG,
   turnAt: LOG,

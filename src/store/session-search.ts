@@ -21,7 +21,7 @@
 // the GIN index and are sorted; the planner picks by the words' frequency,
 // so nothing is prepared. Titles likewise, on Session (tenant, createdAt).
 import type pg from 'pg';
-import type { SessionLog } from './session-log.ts';
+import { MAX_SEQ, type SessionLog } from './session-log.ts';
 import { segmentsOf } from './lineage.ts';
 
 /** The text search configuration of the indexes (English stemming and stop words). */
@@ -251,10 +251,10 @@ export class SessionSearch {
    * common word (stopping at the limit) or takes a rare one's few rows from the
    * GIN index.
    */
-  async searchSession(ref: string, query: string, opts: { afterSeq: number; limit: number }): Promise<SessionSearchHit[]> {
+  async searchSession(ref: string, query: string, opts: { afterSeq: number; limit: number; /** The log as of this length (a session row's eventCount). */ endSeq?: number }): Promise<SessionSearchHit[]> {
     const l = await this.log.lineage(ref);
     if (!l) return [];
-    const segments = segmentsOf(l, Math.max(0, opts.afterSeq + 1), 2 ** 31 - 1);
+    const segments = segmentsOf({ ...l, endSeq: opts.endSeq }, Math.max(0, opts.afterSeq + 1), MAX_SEQ);
     if (segments.length === 0 || opts.limit <= 0) return [];
     const params: unknown[] = [query, opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;

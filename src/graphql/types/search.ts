@@ -7,7 +7,7 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
-import { DESCENDANTS_COUNTED, SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey } from '../../store/session-search.ts';
+import { DESCENDANTS_COUNTED, SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 
 export const MAX_SEARCH_PAGE = 50;
@@ -127,3 +127,59 @@ builder.queryFields((t) => ({
     },
   }),
 }));
+
+// Session.search (issue 33): matches within one session's log (its inherited
+// prefix included), in seq order; cursors are seqs.
+const SessionSearchHitRef = builder.objectRef<SessionSearchHit & { sessionId: string }>('SessionSearchHit').implement({
+  description: "One match within a session's log: an input or an answer whose text matches.",
+  fields: (t) => ({
+    seq: t.exposeInt('seq', { description: "The matching event's seq." }),
+    kind: t.expose('kind', { type: SearchHitKindEnum, description: 'INPUT or MESSAGE.' }),
+    snippet: t.exposeString('snippet', {
+      description: `The text around the match, plain text (not HTML), with the matched words between ${SNIPPET_START} and ${SNIPPET_STOP}.`,
+    }),
+    rank: t.exposeFloat('rank', { description: 'ts_rank of the match (hits are in seq order).' }),
+    event: t.field({
+      type: EventRef,
+      description: 'The matching event, read through the session.',
+      resolve: async (h, _a, ctx) => {
+        const e = await ctx.store.log.event(h.sessionId, h.seq);
+        if (!e) throw new Error(`event ${h.seq} of a search hit is gone`);
+        return e;
+      },
+    }),
+  }),
+});
+const SessionSearchHitConnection = builder.connectionObject({ type: SessionSearchHitRef, name: 'SessionSearchHitConnection' });
+
+const sessionSearchArgs = z.object({
+  query: argsSchema.shape.query,
+  first: argsSchema.shape.first,
+  after: z.string().regex(/^\d{1,10}$/, 'must be a cursor returned by Session.search').transform(Number).nullish(),
+});
+
+builder.prismaObjectField('Session', 'search', (t) =>
+  t.field({
+    type: SessionSearchHitConnection,
+    description:
+      `Full-text search within this session's log (inputs and answers, the inherited prefix included; the syntax of searchSessions), ` +
+      `in seq order. Cursors are seqs. At most ${MAX_SEARCH_PAGE} hits per page.`,
+    args: {
+      query: t.arg.string({ required: true }),
+      first: t.arg.int({ description: `Hits per page (default ${DEFAULT_SEARCH_PAGE}, at most ${MAX_SEARCH_PAGE}).` }),
+      after: t.arg.string({ description: "A previous page's endCursor (a seq)." }),
+    },
+    resolve: async (session, args, ctx) => {
+      const { query, first, after } = parseArgs(sessionSearchArgs, { query: args.query, first: args.first, after: args.after });
+      const limit = first ?? DEFAULT_SEARCH_PAGE;
+      let hits = limit > 0 ? await searchOf(ctx.store).searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
+      const hasNextPage = hits.length > limit;
+      if (hasNextPage) hits = hits.slice(0, limit);
+      const edges = hits.map((h) => ({ node: { ...h, sessionId: session.id }, cursor: String(h.seq) }));
+      return {
+        edges,
+        pageInfo: { hasNextPage, hasPreviousPage: after != null, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+      };
+    },
+  }),
+);
