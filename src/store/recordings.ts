@@ -24,9 +24,14 @@ export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>
 
 export const IMPORT_BATCH_SIZE = 1000;
 
-/** The session as recording lines (format V4), newline-terminated. */
-export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
-  yield* recordingLinesOf(store, await store.requireSession(scope, sessionId));
+/**
+ * The session as recording lines (format V4), newline-terminated, read page by
+ * page as they are consumed, and the row they describe (its eventCount: the
+ * number of event lines, for progress).
+ */
+export async function exportRecording(store: SessionStore, scope: Scope, sessionId: string) {
+  const session = await store.requireSession(scope, sessionId);
+  return { session, lines: recordingLinesOf(store, session) };
 }
 
 /**
@@ -57,9 +62,9 @@ export async function importRecording(
   store: SessionStore,
   scope: Scope,
   source: RecordingSource,
-  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
+  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** Default MAX_RECORDING_BYTES (POST /recordings passes its own limit). */ maxBytes?: number } = {},
 ): Promise<SessionRow> {
-  const read = () => recordingLines(typeof source === 'string' ? source : source());
+  const read = () => recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes);
   const check = new RecordingValidator();
   for await (const line of read()) check.push(line);
   const summary = check.finish();
