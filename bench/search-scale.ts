@@ -7,6 +7,7 @@
 // Goal: each first page at the large size within 2x of the small one.
 import { createApp } from '../src/app.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
+import { searchOverHttp } from './search.ts';
 
 const SMALL = 10_000;
 const LARGE = QUICK ? 100_000 : 1_000_000;
@@ -16,8 +17,6 @@ const RARE = 'quokka';
 const PHRASE = '"amber lighthouse"';
 const COMMON = 'ordinary';
 const TREE_WORD = 'beacon';
-const SEARCH = `query($q: String!) { searchSessions(query: $q, first: 20) {
-  edges { cursor node { kind seq snippet rank descendants session { id title } } } pageInfo { hasNextPage endCursor } } }`;
 
 /** Sessions from+1..to: ids, texts and timestamps from i (session i is i ms after the epoch of the bench). */
 async function addSessions({ db }: BenchContext, from: number, to: number) {
@@ -46,7 +45,9 @@ async function addSessions({ db }: BenchContext, from: number, to: number) {
                      ELSE jsonb_build_object('turn', 1, 'reason', 'completed') END AS data) AS t`,
     [from, to],
   );
-  await db.pool.query('ANALYZE "Event"; ANALYZE "Session"');
+  // Settled before measuring (autovacuum would otherwise run during it): visibility map, statistics.
+  await db.pool.query('VACUUM ANALYZE "Event"');
+  await db.pool.query('VACUUM ANALYZE "Session"');
 }
 
 /** Forks from+1..to of `root` (rows only: the search reads their inherited ranges), each inheriting its whole log. */
@@ -73,12 +74,7 @@ export async function benchSearchScale(ctx: BenchContext) {
   const runs = QUICK ? 20 : 50;
   const app = await createApp({ databaseUrl, log: () => {} });
   try {
-    const search = async (q: string) => {
-      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: SEARCH, variables: { q } }) });
-      const body = (await res.json()) as { data?: { searchSessions: { edges: Array<{ node: { seq: number; descendants: number } }> } }; errors?: unknown };
-      if (!body.data) throw new Error(`search failed: ${JSON.stringify(body.errors)}`);
-      return body.data.searchSessions.edges.map((e) => e.node);
-    };
+    const search = (q: string) => searchOverHttp(app.url, q);
     const p50 = async (q: string, expect: (hits: Array<{ descendants: number }>) => boolean) => {
       const hits = await search(q);
       if (!expect(hits)) throw new Error(`unexpected hits for ${q}: ${JSON.stringify(hits).slice(0, 300)}`);

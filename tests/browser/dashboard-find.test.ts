@@ -60,7 +60,7 @@ describe('finding things in a 1,000,000-event session', () => {
     const turns = [1000, 71_428, 142_000];
     await page.getByTestId('session-search-input').fill(turns.join(' or '));
     const results = page.getByTestId('session-search-results');
-    const hits = results.locator('button.search-hit');
+    const hits = results.locator('button.session-hit');
     await expect.poll(() => hits.count(), TIMEOUT).toBe(6);
     const seqs = await hits.evaluateAll((bs) => bs.map((b) => Number(b.getAttribute('data-seq'))));
     expect(seqs).toEqual(turns.flatMap(turnSeqs));

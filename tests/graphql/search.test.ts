@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 import { EVENT_WINDOW } from '../../src/store/session-search.ts';
+import { textTurn } from '../helpers/text-turn.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -43,16 +44,7 @@ const turns = new Map<string, number>();
 async function turn(sessionId: string, input: string, answer: string) {
   const n = (turns.get(sessionId) ?? 0) + 1;
   turns.set(sessionId, n);
-  const inputId = `in_${n}`;
-  const events: NewEvent[] = [
-    { type: 'inbox/add', data: { inputId, text: input } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn: n, inputId } },
-    { type: 'step/start', data: { turn: n, step: 1 } },
-    { type: 'model/message', data: { turn: n, step: 1, text: answer, toolCalls: [] } },
-    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-  ];
+  const events = textTurn(n, input, answer);
   const written = await app.services.store.append(sessionId, events);
   return { inputSeq: written[0].seq, messageSeq: written[4].seq, endSeq: written[6].seq };
 }
@@ -213,16 +205,7 @@ describe('searchSessions', () => {
     for (let from = 1; from <= turnCount; from += 100) {
       const events: NewEvent[] = [];
       for (let n = from; n < from + 100 && n <= turnCount; n++) {
-        const inputId = `in_${n}`;
-        events.push(
-          { type: 'inbox/add', data: { inputId, text: `question ${n}` } },
-          { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-          { type: 'turn/start', data: { turn: n, inputId } },
-          { type: 'step/start', data: { turn: n, step: 1 } },
-          { type: 'model/message', data: { turn: n, step: 1, text: n % 100 === 0 ? `answer ${n}: a numbat` : `answer ${n}`, toolCalls: [] } },
-          { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-          { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-        );
+        events.push(...textTurn(n, `question ${n}`, n % 100 === 0 ? `answer ${n}: a numbat` : `answer ${n}`));
       }
       const written = await app.services.store.append(bulk, events);
       numbats.push(...written.filter((e) => e.type === 'model/message' && /numbat/.test(JSON.stringify(e.data))).map((e) => e.seq));

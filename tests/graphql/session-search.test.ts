@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { NewEvent } from '../../src/core/events.ts';
+import { textTurn } from '../helpers/text-turn.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -22,16 +23,7 @@ const EVENTS = `query($id: ID!, $types: [String!], $origin: EventOrigin, $first:
 async function turns(sessionId: string, from: number, count: number) {
   const events: NewEvent[] = [];
   for (let n = from; n < from + count; n++) {
-    const inputId = `in_${n}`;
-    events.push(
-      { type: 'inbox/add', data: { inputId, text: `question ${n}` } },
-      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-      { type: 'turn/start', data: { turn: n, inputId } },
-      { type: 'step/start', data: { turn: n, step: 1 } },
-      { type: 'model/message', data: { turn: n, step: 1, text: n % 10 === 0 ? `answer ${n}: a grey heron waded by` : `answer ${n}`, toolCalls: [] } },
-      { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-      { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-    );
+    events.push(...textTurn(n, `question ${n}`, n % 10 === 0 ? `answer ${n}: a grey heron waded by` : `answer ${n}`));
   }
   return app.services.store.append(sessionId, events);
 }

@@ -2,17 +2,15 @@
 // index, the inherited prefix included): hits in seq order, a page at a time,
 // each a button that jumps both panes to its event, with a marker for the
 // events between two hits (how far apart they lie in a long log).
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { SessionSearchDocument, type SessionSearchQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { Snippet } from './search.tsx';
-import { errorText } from './widgets.tsx';
+import { Snippet, usePagedHits } from './search.tsx';
 import './session-search.css';
 
 type Hit = NonNullable<SessionSearchQuery['session']>['search']['edges'][number]['node'];
 
 const PAGE = 20;
-const DEBOUNCE_MS = 250;
 const KIND_LABEL: Record<Hit['kind'], string> = { TITLE: 'title', INPUT: 'input', MESSAGE: 'answer' };
 
 /** The events between two hits (or before the first one), as a marker's words; null when they are adjacent. */
@@ -23,41 +21,17 @@ export function gapText(from: number, to: number): string | null {
 
 export function SessionSearch({ sessionId, onJump }: { sessionId: string; onJump(seq: number): void }) {
   const [query, setQuery] = useState('');
-  const [hits, setHits] = useState<Hit[]>([]);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [loading, setLoading] = useState(false);
   const [current, setCurrent] = useState<number | null>(null);
-  const generation = useRef(0);
-
-  const load = async (gen: number, q: string, after: string | null) => {
-    setLoading(true);
-    try {
+  const { hits, error, loading, more } = usePagedHits<Hit>(
+    query,
+    async (q, after) => {
       const r = await forkline.query(SessionSearchDocument, { id: sessionId, query: q, first: PAGE, after });
-      if (gen !== generation.current) return;
-      const page = r.session?.search.edges.map((e) => e.node) ?? [];
-      setHits((prev) => (after ? [...prev, ...page] : page));
-      setNext(r.session?.search.pageInfo.hasNextPage ? (r.session.search.pageInfo.endCursor ?? null) : null);
-      setError(null);
-    } catch (err) {
-      if (gen === generation.current) setError(errorText(err));
-    } finally {
-      if (gen === generation.current) setLoading(false);
-    }
-  };
-
-  useEffect(() => {
-    const gen = ++generation.current;
-    setHits([]);
-    setNext(null);
-    setError(null);
-    setCurrent(null);
-    const q = query.trim();
-    if (!q) return void setLoading(false);
-    setLoading(true);
-    const timer = setTimeout(() => void load(gen, q, null), DEBOUNCE_MS);
-    return () => clearTimeout(timer);
-  }, [query, sessionId]);
+      const conn = r.session?.search;
+      return { hits: conn?.edges.map((e) => e.node) ?? [], next: conn?.pageInfo.hasNextPage ? (conn.pageInfo.endCursor ?? null) : null };
+    },
+    sessionId,
+  );
+  useEffect(() => setCurrent(null), [query, sessionId]);
 
   const jump = (seq: number) => {
     setCurrent(seq);
@@ -91,7 +65,7 @@ export function SessionSearch({ sessionId, onJump }: { sessionId: string; onJump
                     )}
                     <button
                       type="button"
-                      class={`search-hit${current === h.seq ? ' current' : ''}`}
+                      class={`session-hit${current === h.seq ? ' current' : ''}`}
                       data-seq={h.seq}
                       aria-current={current === h.seq ? 'true' : undefined}
                       onClick={() => jump(h.seq)}
@@ -107,8 +81,8 @@ export function SessionSearch({ sessionId, onJump }: { sessionId: string; onJump
             </ol>
           )}
           {loading && <p class="muted">Searching…</p>}
-          {next && !loading && (
-            <button type="button" class="small" onClick={() => void load(generation.current, q, next)}>
+          {more && !loading && (
+            <button type="button" class="small" onClick={more}>
               More matches
             </button>
           )}
