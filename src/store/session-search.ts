@@ -167,11 +167,11 @@ export class SessionSearch {
    */
   private titleCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
     return this.candidates(true, tenant, query, limit, after, TITLE_WINDOW, {
-      scan: (p, k, columns, where) =>
+      scan: (p, k, columns, where, ordered = true) =>
         `SELECT s."createdAt" AS at, s.id AS sid, -1 AS seq, ${columns} FROM "Session" s
           WHERE s.tenant = $1 AND s.title IS NOT NULL ${where}
           ${k ? `AND s."createdAt" <= ${p(new Date(k.at))}::timestamptz AND (s."createdAt" < $${p.length}::timestamptz OR s.id > ${p(k.sessionId)}::text)` : ''}
-          ORDER BY s.tenant, s."createdAt" DESC, s.id`,
+          ${ordered ? 'ORDER BY s.tenant, s."createdAt" DESC, s.id' : ''}`,
       scanUsesTenant: true,
       vector: TITLE_VECTOR,
       // The parent: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
@@ -183,11 +183,11 @@ export class SessionSearch {
   /** Input and answer hits after `after`, newest first (then by session id and seq, descending), over Event_text_recency_idx and the vectors' index. */
   private eventCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
     return this.candidates(false, tenant, query, limit, after, EVENT_WINDOW, {
-      scan: (p, k, columns, where) =>
+      scan: (p, k, columns, where, ordered = true) =>
         `SELECT e."createdAt" AS at, e."sessionId" AS sid, e.seq, ${columns} FROM "Event" e
           WHERE ${SEARCHED_TYPES} ${where}
           ${k ? `AND (e."createdAt", e."sessionId", e.seq) < (${p(new Date(k.at))}::timestamptz, ${p(k.sessionId)}::text, ${p(k.seq)}::int)` : ''}
-          ORDER BY e."createdAt" DESC, e."sessionId" DESC, e.seq DESC`,
+          ${ordered ? 'ORDER BY e."createdAt" DESC, e."sessionId" DESC, e.seq DESC' : ''}`,
       scanUsesTenant: false,
       vector: EVENT_VECTOR,
       // The tenant: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
@@ -215,7 +215,8 @@ export class SessionSearch {
     after: SearchKey | null,
     window: number,
     part: {
-      scan: (p: Binder, after: SearchKey | null, columns: string, where: string) => string;
+      /** The part's rows after a key, in list order unless `ordered` is false. */
+      scan: (p: Binder, after: SearchKey | null, columns: string, where: string, ordered?: boolean) => string;
       scanUsesTenant: boolean;
       vector: string;
       match: string;
@@ -240,7 +241,13 @@ export class SessionSearch {
     if (!edge) return found;
     const rest: unknown[] = [tenant, query, limit - found.length];
     const older = { title, at: edge.at.getTime(), sessionId: edge.sid, seq: edge.seq };
-    const more = await this.pool.query<CandidateRow>(ranked(`${part.scan(binder(rest), older, hitVector, `AND ${part.match}`)} LIMIT $3`), rest);
+    // Every older match, from the text index, then sorted: asked in list order with a limit, the planner would
+    // walk the ordered index instead, betting on finding the page early, and read every row when the words are rare.
+    const more = await this.pool.query<CandidateRow>(
+      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.match}`, false)})
+       SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM m ORDER BY ${part.order} LIMIT $3`,
+      rest,
+    );
     return found.concat(more.rows.map(toCandidate));
   }
 
