@@ -2,9 +2,8 @@
 // answer), as the events an agent writes: for tests of search and filters.
 import type { NewEvent } from '../../src/core/events.ts';
 
-/** Turn `n`'s seven events; its input is `in_<n>`. */
-export function textTurn(n: number, input: string, answer: string): NewEvent[] {
-  const inputId = `in_${n}`;
+/** Turn `n`'s seven events; its input is `inputId` (default `in_<n>`). */
+export function textTurn(n: number, input: string, answer: string, inputId = `in_${n}`): NewEvent[] {
   return [
     { type: 'inbox/add', data: { inputId, text: input } },
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
