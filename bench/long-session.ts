@@ -3,8 +3,9 @@
 // events each (inbox/add, inbox/remove, turn/start, step/start, model/message,
 // step/end, turn/end) after a title, with the session's counters set to match.
 // The result is an ordinary valid log; the store reads it like any other.
-import type { BenchContext } from './context.ts';
+import type pg from 'pg';
 import type { NewEvent } from '../src/core/events.ts';
+import type { SessionStore } from '../src/store/session-store.ts';
 
 export const EVENTS_PER_TURN = 7;
 
@@ -14,7 +15,8 @@ export const EVENTS_PER_TURN = 7;
  * left inside an open step with an unanswered call, appended through the store.
  */
 export async function createLongSession(
-  { store, db }: BenchContext,
+  // The store and a pool on its database (a bench context; tests pass their app's).
+  { store, db }: { store: SessionStore; db: { pool: Pick<pg.Pool, 'query'> } },
   events: number,
   opts: { tenant?: string; title?: string; openStep?: boolean; /** Appended to every model answer (a word only this session's answers hold). */ answerSuffix?: string } = {},
 ) {

@@ -11,6 +11,7 @@ import { benchTurns } from './turns.ts';
 import { benchReadThroughput } from './read-throughput.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 import { benchSearch } from './search.ts';
+import { benchSearchScale } from './search-scale.ts';
 import { benchFiles } from './files.ts';
 import { benchCompaction } from './compaction.ts';
 import { benchRunner } from './runner.ts';
@@ -28,6 +29,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
   search: benchSearch,
+  searchScale: benchSearchScale,
   files: benchFiles,
   compaction: benchCompaction,
   runner: benchRunner,

@@ -17,6 +17,14 @@ const SEARCH = `query($q: String!) { searchSessions(query: $q, first: 20) {
 const RAW = `SELECT "sessionId", seq, ts_rank("searchVector", websearch_to_tsquery('english', $1)) AS rank
                FROM "Event" WHERE "searchVector" @@ websearch_to_tsquery('english', $1) ORDER BY rank DESC LIMIT 20`;
 
+/** searchSessions over HTTP, a page of 20: the hits. */
+export async function searchOverHttp(url: string, q: string) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: SEARCH, variables: { q } }) });
+  const body = (await res.json()) as { data?: { searchSessions: { edges: Array<{ node: { seq: number; descendants: number } }> } }; errors?: unknown };
+  if (!body.data) throw new Error(`search failed: ${JSON.stringify(body.errors)}`);
+  return body.data.searchSessions.edges.map((e) => e.node);
+}
+
 export async function benchSearch(ctx: BenchContext) {
   const { store, db, databaseUrl } = ctx;
   const events = QUICK ? 100_000 : 200_000;
@@ -39,12 +47,7 @@ export async function benchSearch(ctx: BenchContext) {
 
   const app = await createApp({ databaseUrl, log: () => {} });
   try {
-    const search = async (q: string) => {
-      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: SEARCH, variables: { q } }) });
-      const body = (await res.json()) as { data?: { searchSessions: { edges: Array<{ node: { seq: number; descendants: number } }> } }; errors?: unknown };
-      if (!body.data) throw new Error(`search failed: ${JSON.stringify(body.errors)}`);
-      return body.data.searchSessions.edges.map((e) => e.node);
-    };
+    const search = (q: string) => searchOverHttp(app.url, q);
     const [hit] = await search(PHRASE);
     if (!hit || hit.seq !== needleSeq || hit.descendants !== 3) throw new Error(`phrase not found as expected: ${JSON.stringify(hit)}`);
     const time = async (n: number, fn: () => Promise<unknown>) => {

@@ -66,6 +66,12 @@ export interface ForklineClient {
     body: ReadableStream<Uint8Array> | Blob | string,
     opts?: { idempotencyKey?: string },
   ): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
+  /**
+   * A session's recording (JSON Lines) from GET /recordings, as a stream the
+   * server writes as it reads the log; `eventCount` is the number of event
+   * lines it will hold (after the header line), for progress.
+   */
+  downloadRecording(sessionId: string): Promise<{ eventCount: number; body: ReadableStream<Uint8Array> }>;
   /** Closes the WebSocket (if one was opened). */
   close(): Promise<void>;
 }
@@ -150,6 +156,27 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return parsed.session;
   }
 
+  async function downloadRecording(sessionId: string) {
+    const url = `${opts.url.replace(/\/graphql\/?$/, '/recordings')}?session=${encodeURIComponent(sessionId)}`;
+    let res: Response;
+    try {
+      res = await doFetch(url, { headers: authorization ? { authorization } : {} });
+    } catch (err) {
+      throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+    }
+    if (!res.ok || !res.body) {
+      const text = await res.text();
+      let errors: GraphQLErrorInfo[] | undefined;
+      try {
+        errors = (JSON.parse(text) as { errors?: GraphQLErrorInfo[] }).errors;
+      } catch {
+        errors = undefined;
+      }
+      throw new ForklineClientError(errors ?? [{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
+    }
+    return { eventCount: Number(res.headers.get('x-forkline-event-count') ?? 0), body: res.body };
+  }
+
   // A plain iterator, not an async generator: return() must end a subscription
   // at once, even while a next() is waiting (a generator would queue it until
   // the next item arrived, which may be never).
@@ -190,6 +217,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     mutate: (doc, ...v) => request(doc, v[0], true),
     subscribe: (doc, ...v) => subscribe(doc, v[0]),
     uploadRecording,
+    downloadRecording,
     async close() {
       await ws?.dispose();
       ws = undefined;

@@ -87,6 +87,7 @@ const envSchema = z.object({
   FORKLINE_MAX_ALIASES: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxAliases),
   FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
   FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
+  FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
@@ -145,6 +146,7 @@ export function securityOptions(config: Config): SecurityOptions {
     maxAliases: config.FORKLINE_MAX_ALIASES,
     maxCost: config.FORKLINE_MAX_QUERY_COST,
     maxResponseBytes: config.FORKLINE_MAX_RESPONSE_BYTES,
+    maxRecordingBytes: config.FORKLINE_MAX_RECORDING_BYTES,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
     // 0: that cap off (the other stays).
     connectionCaps:

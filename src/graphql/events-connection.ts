@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
-import type { SessionLog, StoredEvent } from '../store/session-log.ts';
+import type { EventOrigin, SessionLog, StoredEvent } from '../store/session-log.ts';
 
 const seqCursor = z
   .string()
@@ -13,10 +13,14 @@ const seqCursor = z
   .transform(Number)
   .pipe(z.number().int().min(-1).max(2 ** 31 - 1));
 
+/** Types a filter names at most (each is its own index scan). */
+export const MAX_FILTER_TYPES = 20;
+
 const argsSchema = z.object({
   afterSeq: z.number().int().min(-1).nullish(),
   after: seqCursor.nullish(),
   before: seqCursor.nullish(),
+  types: z.array(z.string().min(1).max(200)).max(MAX_FILTER_TYPES).nullish(),
 });
 
 export interface EventsConnectionArgs {
@@ -25,12 +29,18 @@ export interface EventsConnectionArgs {
   last?: number | null;
   after?: string | null;
   before?: string | null;
+  /** Only events of these types (any when empty). */
+  types?: readonly string[] | null;
+  /** Only events of this origin (default any). */
+  origin?: EventOrigin | null;
 }
 
 export async function eventsConnection(log: SessionLog, session: { id: string; eventCount: number }, args: EventsConnectionArgs) {
   const { first, last } = pageArgs(args);
-  const p = parseArgs(argsSchema, { afterSeq: args.afterSeq, after: args.after, before: args.before });
+  const p = parseArgs(argsSchema, { afterSeq: args.afterSeq, after: args.after, before: args.before, types: args.types });
   const after = Math.max(p.afterSeq ?? -1, p.after ?? -1);
+  const filter = { types: [...new Set(p.types ?? [])], origin: args.origin ?? 'any' };
+  if (filter.types.length || filter.origin !== 'any') return filteredConnection(log, session, filter, after, p.before ?? null, first, last);
   let events: StoredEvent[];
   let hasNextPage = false;
   let hasPreviousPage = after >= 0;
@@ -54,6 +64,41 @@ export async function eventsConnection(log: SessionLog, session: { id: string; e
     pageInfo: {
       hasNextPage,
       hasPreviousPage,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}
+
+/**
+ * The connection over the events that pass a filter: pages of matches, read
+ * by the store from the indexes (never the log between them). Forward from
+ * `after`, or backward from `before` (default: the end) with `last`.
+ */
+async function filteredConnection(
+  log: SessionLog,
+  session: { id: string; eventCount: number },
+  filter: { types: string[]; origin: EventOrigin },
+  after: number,
+  before: number | null,
+  first: number | null | undefined,
+  last: number | null | undefined,
+) {
+  const end = session.eventCount;
+  const backward = last != null || before != null;
+  const limit = (backward ? (last ?? first) : first) ?? DEFAULT_PAGE_SIZE;
+  const to = Math.min(before ?? end, end) - 1;
+  // One more row than asked tells whether another page exists that way.
+  let events = limit > 0 ? await log.filtered(session.id, filter, { fromSeq: after + 1, toSeq: to, limit: limit + 1, descending: backward }) : [];
+  const more = events.length > limit;
+  if (more) events = events.slice(0, limit);
+  if (backward) events.reverse();
+  const edges = events.map((node) => ({ cursor: String(node.seq), node }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: backward ? to < end - 1 : more,
+      hasPreviousPage: backward ? more : after >= 0,
       startCursor: edges[0]?.cursor ?? null,
       endCursor: edges.at(-1)?.cursor ?? null,
     },

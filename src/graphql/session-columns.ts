@@ -35,6 +35,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   file: LOG,
   fileChanges: LOG,
   events: LOG,
+  search: LOG,
   pendingInputs: [...LOG, 'pendingInputCount'],
   turns: LOG,
   totals: LOG,

@@ -1,7 +1,8 @@
 // The router: the node:http server and the WebSocket server every door sits
 // behind. Each request passes the guard (guard.ts) and goes to its door by
-// path: /graphql (graphql/graphql-handler.ts here, over HTTP and graphql-ws),
-// /agui (agui/agui-handler.ts), /recordings (recording-upload.ts), GraphiQL's
+// path: /graphql (graphql/graphql-handler.ts, over HTTP and graphql-ws),
+// /agui (agui/agui-handler.ts), /recordings (POST: recording-upload.ts, GET:
+// recording-download.ts), GraphiQL's
 // assets, the service endpoints, then the dashboard.
 import http from 'node:http';
 import { WebSocketServer } from 'ws';
@@ -16,9 +17,10 @@ import { aguiHandler } from '../agui/agui-handler.ts';
 import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';
 import { applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
-import type { SecurityOptions } from './security.ts';
+import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
+import { recordingDownload } from './recording-download.ts';
 import { GRAPHIQL_ASSETS_PREFIX, serveGraphiQLAsset } from './graphiql.ts';
 import { closingOptions, watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
@@ -91,11 +93,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     fastLaneAllowed: opts.fastLaneAllowed,
   });
   const upload = recordingUpload({
-    importRecording: (scope, source, idem) => opts.services.controller.importRecording(scope, source, idem),
+    importRecording: (scope, source, idem, limits) => opts.services.controller.importRecording(scope, source, idem, limits),
     guard,
     log,
     spoolDir: opts.uploadDir,
+    maxBytes: opts.security?.maxRecordingBytes ?? DEFAULT_LIMITS.maxRecordingBytes,
   });
+  const download = recordingDownload({ store: opts.services.store, guard, log });
   const agui = aguiHandler({ services: opts.services, guard, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
@@ -105,7 +109,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (!(await guard.admit(req, res, path))) return;
       if (path === '/graphql') return await graphql.http(req, res);
       if (path.startsWith(GRAPHIQL_ASSETS_PREFIX) && (await serveGraphiQLAsset(req, res, path))) return;
-      if (path === '/recordings') return await upload(req, res);
+      if (path === '/recordings') return await (req.method === 'GET' ? download(req, res) : upload(req, res));
       if (path === '/agui') return await agui(req, res);
       if (await endpoints(req, res, path)) return;
       if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;

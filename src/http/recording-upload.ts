@@ -3,7 +3,8 @@
 // The body is spooled to a file under the data directory (its hash is the
 // idempotency key's request hash, and a slow client holds no transaction
 // open); importRecording then reads the file once, as bytes, validating and
-// writing as it goes, so memory stays at one chunk whatever the size: invalid
+// writing as it goes, so memory stays at one chunk whatever the size (the limit,
+// FORKLINE_MAX_RECORDING_BYTES, bounds the disk it takes): invalid
 // UTF-8 is rejected naming its line. Same rules as the mutation: tenant, limits, errors with codes.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,7 +28,7 @@ const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'app
 
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
-  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency) => Promise<SessionRow>;
+  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency, limits: { maxBytes: number }) => Promise<SessionRow>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
@@ -89,10 +90,12 @@ export function recordingUpload(opts: RecordingUploadOptions) {
         },
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
-      const session = await opts.importRecording({ tenant: principal.tenant }, () => fs.createReadStream(spool), {
-        key,
-        requestHash: hash.digest('hex'),
-      });
+      const session = await opts.importRecording(
+        { tenant: principal.tenant },
+        () => fs.createReadStream(spool),
+        { key, requestHash: hash.digest('hex') },
+        { maxBytes },
+      );
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {

@@ -20,6 +20,8 @@ export interface SecurityOptions {
   maxCost?: number;
   /** Largest query or mutation response sent (plugins/response-size.ts). */
   maxResponseBytes?: number;
+  /** Largest recording POST /recordings imports (spooled to disk and read as a stream: memory does not grow with it). */
+  maxRecordingBytes?: number;
   /** Token bucket per API token (auth mode only); false: off. */
   rateLimit?: { perSecond: number; burst: number } | false;
   /** Per tenant (auth mode only): open WebSockets + SSE streams, and subscriptions; false: off. */
@@ -47,6 +49,9 @@ export const DEFAULT_LIMITS = {
   // The largest recording POST /recordings imports, exported again through
   // Session.recording, with room for JSON string escaping.
   maxResponseBytes: 2 * MAX_RECORDING_BYTES,
+  // An upload is spooled to disk and imported as a stream: this bounds the
+  // disk it takes, not memory.
+  maxRecordingBytes: 4 * 1024 ** 3,
   ratePerSecond: 20,
   rateBurst: 100,
   connectionsPerTenant: 100,

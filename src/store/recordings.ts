@@ -24,9 +24,14 @@ export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>
 /** File contents are written this many at a time (each can be large). */
 const BLOB_BATCH_SIZE = 100;
 
-/** The session as recording lines (format V4), newline-terminated. */
-export async function* exportRecording(store: SessionStore, scope: Scope, sessionId: string): AsyncGenerator<string> {
-  yield* recordingLinesOf(store, await store.requireSession(scope, sessionId));
+/**
+ * The session as recording lines (format V4), newline-terminated, read page by
+ * page as they are consumed, and the row they describe (its eventCount: the
+ * number of event lines, for progress).
+ */
+export async function exportRecording(store: SessionStore, scope: Scope, sessionId: string) {
+  const session = await store.requireSession(scope, sessionId);
+  return { session, lines: recordingLinesOf(store, session) };
 }
 
 /**
@@ -60,9 +65,9 @@ export async function importRecording(
   store: SessionStore,
   scope: Scope,
   source: RecordingSource,
-  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
+  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** Default MAX_RECORDING_BYTES (POST /recordings passes its own limit). */ maxBytes?: number } = {},
 ): Promise<SessionRow> {
-  const lines = recordingLines(typeof source === 'string' ? source : source())[Symbol.asyncIterator]();
+  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes)[Symbol.asyncIterator]();
   const check = new RecordingValidator();
   const id = newSessionId();
   await store.transaction(async (client) => {

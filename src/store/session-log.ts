@@ -31,6 +31,9 @@ export interface StoredEvent extends LogEvent {
   createdAt: Date;
 }
 
+/** Where an event comes from, for filters: any; a fork's inherited prefix; the rest; repair's and forks' synthetic events. */
+export type EventOrigin = 'any' | 'inherited' | 'own' | 'synthetic';
+
 /** A connection or the pool: reads inside a transaction see its snapshot. */
 export type Db = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
@@ -171,12 +174,13 @@ export class SessionLog {
   async ofTypes(
     ref: LogRef,
     types: readonly string[],
-    opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
+    opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean; /** Only synthetic events. */ synthetic?: boolean },
     db: Db = this.pool,
   ): Promise<StoredEvent[]> {
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, opts.fromSeq), Math.min(opts.toSeq, MAX_SEQ));
     if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return [];
+    const synthetic = opts.synthetic ? ' AND synthetic' : '';
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
@@ -188,7 +192,7 @@ export class SessionLog {
       types.map(
         (type) =>
           `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
-          ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+          ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}${synthetic} ORDER BY seq ${dir} LIMIT $1)`,
       ),
     );
     const { rows } = await db.query<Row>(
@@ -220,10 +224,49 @@ export class SessionLog {
         ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
         ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +
         ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked` +
-        ` FROM "Event" WHERE "sessionId" = ${p(seg.sessionId)} AND type IN ('turn/start', 'turn/end', 'model/message')` +
+        ` FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type IN ('turn/start', 'turn/end', 'model/message')` +
         ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}`,
     );
     return (await db.query<SegmentTotals>(scans.join(' UNION ALL '), params)).rows;
+  }
+
+  /**
+   * A page of the events that pass `filter` within fromSeq..toSeq (ascending,
+   * or newest first when `descending`): of `types` (any when empty), and of an
+   * origin: `inherited` (a fork's shared prefix), `own` (the rest) or
+   * `synthetic` (written by repair or a fork, not by a runner). Origins are
+   * seq bounds or the synthetic rows' own index, types the (sessionId, type,
+   * seq) index: a page reads its own rows, never the log between them.
+   */
+  async filtered(
+    ref: LogRef,
+    filter: { types: readonly string[]; origin: EventOrigin },
+    opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
+    db: Db = this.pool,
+  ): Promise<StoredEvent[]> {
+    const l = await this.requireLineage(ref, db);
+    let { fromSeq, toSeq } = opts;
+    if (filter.origin === 'inherited') toSeq = Math.min(toSeq, l.inheritedEventCount - 1);
+    if (filter.origin === 'own') fromSeq = Math.max(fromSeq, l.inheritedEventCount);
+    const bounds = { ...opts, fromSeq: Math.max(0, fromSeq), toSeq: Math.min(toSeq, MAX_SEQ) };
+    if (bounds.toSeq < bounds.fromSeq || opts.limit <= 0) return [];
+    if (filter.types.length) return this.ofTypes(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, db);
+    if (filter.origin !== 'synthetic') {
+      const from = opts.descending ? Math.max(bounds.fromSeq, bounds.toSeq - opts.limit + 1) : bounds.fromSeq;
+      const rows = await this.read(l, from, Math.min(bounds.toSeq, from + opts.limit - 1), db);
+      return opts.descending ? rows.reverse() : rows;
+    }
+    // Synthetic rows of each segment, from their partial index (Event_synthetic_idx).
+    const segments = segmentsOf(l, bounds.fromSeq, bounds.toSeq);
+    if (segments.length === 0) return [];
+    const dir = opts.descending ? 'DESC' : 'ASC';
+    const params: unknown[] = [opts.limit];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+    );
+    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
+    return rows.map((r) => toStored(l, r));
   }
 
   /**

@@ -1,6 +1,7 @@
 // Full-text search over a tenant's sessions (issue 17): user inputs (inbox/add
-// text), model messages (model/message text) and session titles, ranked by
-// ts_rank, title matches first, with ts_headline snippets.
+// text), model messages (model/message text) and session titles, title
+// matches first, each part newest first, with ts_headline snippets; and
+// search within one session's log (its inherited prefix included), in seq order.
 //
 // Migration 20261204000000_session_search keeps each searched event's tsvector
 // (Event."searchVector") and GIN-indexes it, the titles (the title expression
@@ -9,15 +10,19 @@
 // matched where they are stored: a fork's inherited prefix stays in the
 // ancestor that wrote it (store/lineage.ts), so an inherited event matches
 // once, at that session, and the hit counts the descendants sharing it (their
-// inheritedRanges cover its seq). A forked title equal to its parent's is the
-// parent's, likewise. Descendants, snippets and title seqs are computed for
-// the hits of one page only.
+// inheritedRanges cover its seq), up to DESCENDANTS_COUNTED. A forked title
+// equal to its parent's is the parent's, likewise. Descendants, snippets and
+// title seqs are computed for the hits of one page only.
 //
-// Cost: the index finds the matching rows; ranking reads each of them (the
-// order is by rank), so a query costs what its matches cost, never the log.
-// Not prepared: the best plan depends on how common the terms are.
+// Cost (issue 34): the order is recency, not rank, so that a page never ranks
+// every match. Migration 20261207180000_search_recency indexes the searchable
+// events by (createdAt, sessionId, seq): a common word's page walks that index
+// newest first and stops after its page, a rare word's few matches come from
+// the GIN index and are sorted; the planner picks by the words' frequency,
+// so nothing is prepared. Titles likewise, on Session (tenant, createdAt).
 import type pg from 'pg';
-import type { SessionLog } from './session-log.ts';
+import { MAX_SEQ, type SessionLog } from './session-log.ts';
+import { segmentsOf } from './lineage.ts';
 
 /** The text search configuration of the indexes (English stemming and stop words). */
 const CONFIG = `'english'::regconfig`;
@@ -25,7 +30,14 @@ const CONFIG = `'english'::regconfig`;
 export const INDEXED_CHARS = 100_000;
 /** Event."searchVector": generated from the same expression for inbox/add and model/message, null otherwise. */
 const EVENT_VECTOR = `e."searchVector"`;
+/** The types that have a vector, as the predicate of Event_text_recency_idx spells them (the planner matches it literally). */
+const SEARCHED_TYPES = `e.type IN ('inbox/add', 'model/message')`;
 const TITLE_VECTOR = `to_tsvector(${CONFIG}, left(s.title, ${INDEXED_CHARS}))`;
+/** Rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
+export const EVENT_WINDOW = 2000;
+const TITLE_WINDOW = 500;
+/** Descendants sharing a hit are counted up to this many (a count is a read per descendant). */
+export const DESCENDANTS_COUNTED = 100;
 
 /** Marks around the matched words of a snippet (the rest of it is plain text, not HTML). */
 export const SNIPPET_START = '⟦';
@@ -34,10 +46,14 @@ const HEADLINE = `StartSel=${SNIPPET_START}, StopSel=${SNIPPET_STOP}, MaxWords=3
 
 export type SearchHitKind = 'TITLE' | 'INPUT' | 'MESSAGE';
 
-/** A position in the ranked list: title hits first, then by rank (descending), session id, seq. */
+/**
+ * A position in the list: title hits first (newest session first, then by id),
+ * then events (newest first, then by session id and seq, descending).
+ */
 export interface SearchKey {
   title: boolean;
-  rank: number;
+  /** The session's createdAt for a title hit, the event's for an event hit (milliseconds). */
+  at: number;
   sessionId: string;
   /** -1 for a title hit. */
   seq: number;
@@ -51,19 +67,40 @@ export interface SearchHit {
   rank: number;
   /** Text around the match, matched words between SNIPPET_START and SNIPPET_STOP. */
   snippet: string;
-  /** Sessions forked from this one (at any depth) that share the matched event, or the title. */
+  /** Sessions forked from this one (at any depth) that share the matched event, or the title, counted up to DESCENDANTS_COUNTED. */
   descendants: number;
   key: SearchKey;
 }
 
-interface Row {
-  k: number;
-  sid: string;
+/** A match within one session's log. */
+export interface SessionSearchHit {
   seq: number;
+  kind: Exclude<SearchHitKind, 'TITLE'>;
   rank: number;
+  snippet: string;
+}
+
+interface Row {
   type: string | null;
   snippet: string;
   descendants: number;
+}
+
+/** A hit found, before its snippet and descendants are read. */
+interface Candidate {
+  title: boolean;
+  at: Date;
+  sid: string;
+  seq: number;
+  rank: number;
+}
+type CandidateRow = Omit<Candidate, 'title'>;
+
+type Binder = ((v: unknown) => string) & { length: number };
+/** `$n` for a new parameter; `.length`: the number of parameters so far (the last one's n). */
+function binder(params: unknown[]): Binder {
+  const p = (v: unknown) => `$${params.push(v)}`;
+  return Object.defineProperty(p, 'length', { get: () => params.length }) as Binder;
 }
 
 export class SessionSearch {
@@ -74,66 +111,172 @@ export class SessionSearch {
 
   /**
    * Up to `limit` hits of `query` (websearch syntax: words, "a phrase", -not, or)
-   * in `tenant`'s sessions, after `after` in rank order. A query without
+   * in `tenant`'s sessions, after `after` in list order. A query without
    * searchable words (only stop words or punctuation) has no hits.
    */
   async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
-    const after = opts.after;
-    const params: unknown[] = [tenant, query, opts.limit];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const keyset = after
-      ? `WHERE k > ${p(after.title ? 0 : 1)}::int OR (k = $${params.length}::int AND (rank < ${p(after.rank)}::float8 OR (rank = $${params.length}::float8
-           AND (sid > ${p(after.sessionId)}::text OR (sid = $${params.length}::text AND seq > ${p(after.seq)}::int)))))`
-      : '';
-    // Title hits exclude a fork whose title is its parent's (the parent's hit counts it).
+    const { after, limit } = opts;
+    if (limit <= 0) return [];
+    // Titles only until the cursor has passed them; events fill the rest of the page.
+    const found = !after || after.title ? await this.titleCandidates(tenant, query, limit, after ?? null) : [];
+    if (found.length < limit) found.push(...(await this.eventCandidates(tenant, query, limit - found.length, after && !after.title ? after : null)));
+    if (found.length === 0) return [];
+    const params: unknown[] = [tenant, query, found.map((c) => (c.title ? 0 : 1)), found.map((c) => c.sid), found.map((c) => c.seq)];
+    const q = `websearch_to_tsquery(${CONFIG}, $2)`;
+    // Snippets and descendants for the page's hits only, in page order.
     const sql = `
-      WITH page AS MATERIALIZED (
-        SELECT k, sid, seq, rank FROM (
-          SELECT 0 AS k, s.id AS sid, -1 AS seq, ts_rank(${TITLE_VECTOR}, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank
-            FROM "Session" s LEFT JOIN "Session" p ON p.id = s."parentId"
-           WHERE s.title IS NOT NULL AND ${TITLE_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2)
-             AND s.tenant = $1 AND p.title IS DISTINCT FROM s.title
-          UNION ALL
-          SELECT 1, e."sessionId", e.seq, ts_rank(${EVENT_VECTOR}, websearch_to_tsquery(${CONFIG}, $2))::float8
-            FROM "Event" e JOIN "Session" s ON s.id = e."sessionId"
-           WHERE ${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2)
-             AND s.tenant = $1
-        ) hits
-        ${keyset}
-        ORDER BY k, rank DESC, sid, seq
-        LIMIT $3
-      )
-      SELECT page.k, page.sid, page.seq, page.rank, e.type,
+      SELECT page.i, page.k, page.sid, page.seq, e.type,
              CASE WHEN page.k = 0
-                  THEN ts_headline(${CONFIG}, s.title, websearch_to_tsquery(${CONFIG}, $2), '${HEADLINE}, HighlightAll=true')
-                  ELSE ts_headline(${CONFIG}, left(e.data ->> 'text', ${INDEXED_CHARS}), websearch_to_tsquery(${CONFIG}, $2), '${HEADLINE}') END AS snippet,
+                  THEN ts_headline(${CONFIG}, s.title, ${q}, '${HEADLINE}, HighlightAll=true')
+                  ELSE ts_headline(${CONFIG}, left(e.data ->> 'text', ${INDEXED_CHARS}), ${q}, '${HEADLINE}') END AS snippet,
              CASE WHEN page.k = 0 THEN (
                WITH RECURSIVE same(id, title) AS (
                  SELECT c.id, c.title FROM "Session" c WHERE c."parentId" = s.id AND c.title = s.title
                  UNION ALL
                  SELECT c.id, c.title FROM same JOIN "Session" c ON c."parentId" = same.id AND c.title = same.title
-               ) SELECT count(*) FROM same)
+               ) SELECT count(*) FROM (SELECT 1 FROM same LIMIT ${DESCENDANTS_COUNTED}) counted)
              ELSE (
-               SELECT count(*) FROM "Session" d
+               SELECT count(*) FROM (SELECT 1 FROM "Session" d
                 WHERE d."inheritedRanges" @> jsonb_build_array(jsonb_build_object('sessionId', page.sid))
                   AND d."inheritedRanges" <> '[]'::jsonb AND d.tenant = $1
                   AND EXISTS (SELECT 1 FROM jsonb_to_recordset(d."inheritedRanges") AS r("sessionId" text, "fromSeq" int, "toSeq" int)
-                               WHERE r."sessionId" = page.sid AND page.seq BETWEEN r."fromSeq" AND r."toSeq"))
+                               WHERE r."sessionId" = page.sid AND page.seq BETWEEN r."fromSeq" AND r."toSeq")
+                LIMIT ${DESCENDANTS_COUNTED}) counted)
              END::int AS descendants
-        FROM page
+        FROM unnest($3::int[], $4::text[], $5::int[]) WITH ORDINALITY AS page(k, sid, seq, i)
         JOIN "Session" s ON s.id = page.sid
         LEFT JOIN "Event" e ON page.k = 1 AND e."sessionId" = page.sid AND e.seq = page.seq
-       ORDER BY page.k, page.rank DESC, page.sid, page.seq`;
+       ORDER BY page.i`;
     const { rows } = await this.pool.query<Row>(sql, params);
     return Promise.all(
-      rows.map(async (r): Promise<SearchHit> => {
-        const title = r.k === 0;
-        const key = { title, rank: r.rank, sessionId: r.sid, seq: r.seq };
+      rows.map(async (r, i): Promise<SearchHit> => {
+        const c = found[i];
+        const key = { title: c.title, at: c.at.getTime(), sessionId: c.sid, seq: c.seq };
         // A title's seq: its last session/title event, read through the session's lineage.
-        const seq = title ? ((await this.log.lastOfType(r.sid, 'session/title'))?.seq ?? 0) : r.seq;
-        const kind: SearchHitKind = title ? 'TITLE' : r.type === 'inbox/add' ? 'INPUT' : 'MESSAGE';
-        return { kind, sessionId: r.sid, seq, rank: r.rank, snippet: r.snippet, descendants: r.descendants, key };
+        const seq = c.title ? ((await this.log.lastOfType(c.sid, 'session/title'))?.seq ?? 0) : c.seq;
+        const kind: SearchHitKind = c.title ? 'TITLE' : r.type === 'inbox/add' ? 'INPUT' : 'MESSAGE';
+        return { kind, sessionId: c.sid, seq, rank: c.rank, snippet: r.snippet, descendants: r.descendants, key };
       }),
     );
+  }
+
+  /**
+   * Title hits after `after`, newest session first (then by id), over Session
+   * (tenant, createdAt) and the title index. A fork whose title is its
+   * parent's is not a hit (the parent's hit counts it).
+   */
+  private titleCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+    return this.candidates(true, tenant, query, limit, after, TITLE_WINDOW, {
+      scan: (p, k, columns, where, ordered = true) =>
+        `SELECT s."createdAt" AS at, s.id AS sid, -1 AS seq, ${columns} FROM "Session" s
+          WHERE s.tenant = $1 AND s.title IS NOT NULL ${where}
+          ${k ? `AND s."createdAt" <= ${p(new Date(k.at))}::timestamptz AND (s."createdAt" < $${p.length}::timestamptz OR s.id > ${p(k.sessionId)}::text)` : ''}
+          ${ordered ? 'ORDER BY s.tenant, s."createdAt" DESC, s.id' : ''}`,
+      scanUsesTenant: true,
+      vector: TITLE_VECTOR,
+      // The parent: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
+      match: `${TITLE_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND (SELECT p.title FROM "Session" p WHERE p.id = s."parentId") IS DISTINCT FROM s.title`,
+      order: 'at DESC, sid',
+    });
+  }
+
+  /** Input and answer hits after `after`, newest first (then by session id and seq, descending), over Event_text_recency_idx and the vectors' index. */
+  private eventCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+    return this.candidates(false, tenant, query, limit, after, EVENT_WINDOW, {
+      scan: (p, k, columns, where, ordered = true) =>
+        `SELECT e."createdAt" AS at, e."sessionId" AS sid, e.seq, ${columns} FROM "Event" e
+          WHERE ${SEARCHED_TYPES} ${where}
+          ${k ? `AND (e."createdAt", e."sessionId", e.seq) < (${p(new Date(k.at))}::timestamptz, ${p(k.sessionId)}::text, ${p(k.seq)}::int)` : ''}
+          ${ordered ? 'ORDER BY e."createdAt" DESC, e."sessionId" DESC, e.seq DESC' : ''}`,
+      scanUsesTenant: false,
+      vector: EVENT_VECTOR,
+      // The tenant: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
+      match: `${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND (SELECT s.tenant FROM "Session" s WHERE s.id = e."sessionId") = $1`,
+      order: 'at DESC, sid DESC, seq DESC',
+    });
+  }
+
+  /**
+   * One part's hits in two bounded steps. First its next `window` rows in list
+   * order (`scan`: an ordered index walk), stopping as soon as the page is
+   * full: a frequent word's page reads about a page's worth of rows divided by
+   * its frequency. When the window holds too few matches, the words are rare
+   * among the newest rows, and the rest of the page comes from the text index
+   * (`match` as a condition, which the planner serves from the GIN index for
+   * rare words), older than the window. `match` is true of a row that is a
+   * hit; `order` is the list order over the scan's columns. The vector and
+   * rank are computed for hits only.
+   */
+  private async candidates(
+    title: boolean,
+    tenant: string,
+    query: string,
+    limit: number,
+    after: SearchKey | null,
+    window: number,
+    part: {
+      /** The part's rows after a key, in list order unless `ordered` is false. */
+      scan: (p: Binder, after: SearchKey | null, columns: string, where: string, ordered?: boolean) => string;
+      scanUsesTenant: boolean;
+      vector: string;
+      match: string;
+      order: string;
+    },
+  ): Promise<Candidate[]> {
+    const ranked = (sql: string) => `SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM (${sql}) m`;
+    const toCandidate = (r: CandidateRow): Candidate => ({ title, at: r.at, sid: r.sid, seq: r.seq, rank: r.rank });
+    const hitVector = `CASE WHEN ${part.match} THEN ${part.vector} END AS v`;
+    const params: unknown[] = [tenant, query, limit];
+    // The match is a column of the walk, not a condition the planner could serve from another index.
+    const near = await this.pool.query<CandidateRow>(
+      ranked(`SELECT * FROM (${part.scan(binder(params), after, hitVector, '')} LIMIT ${window}) w WHERE v IS NOT NULL ORDER BY ${part.order} LIMIT $3`),
+      params,
+    );
+    const found = near.rows.map(toCandidate);
+    if (found.length >= limit) return found;
+    // The window's last row, when it was full (else there is nothing older). Its
+    // scan names no query ($2), and the tenant ($1) only where it walks an index by tenant.
+    const edgeParams: unknown[] = part.scanUsesTenant ? [tenant] : [];
+    const edge = (await this.pool.query<CandidateRow>(`${part.scan(binder(edgeParams), after, '1', '')} OFFSET ${window - 1} LIMIT 1`, edgeParams)).rows[0];
+    if (!edge) return found;
+    const rest: unknown[] = [tenant, query, limit - found.length];
+    const older = { title, at: edge.at.getTime(), sessionId: edge.sid, seq: edge.seq };
+    // Every older match, from the text index, then sorted: asked in list order with a limit, the planner would
+    // walk the ordered index instead, betting on finding the page early, and read every row when the words are rare.
+    const more = await this.pool.query<CandidateRow>(
+      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.match}`, false)})
+       SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM m ORDER BY ${part.order} LIMIT $3`,
+      rest,
+    );
+    return found.concat(more.rows.map(toCandidate));
+  }
+
+  /**
+   * Up to `limit` matches of `query` in one session's log after seq `afterSeq`,
+   * in seq order, the inherited prefix included (read where it is stored). Per
+   * segment one scan: the planner walks the session's rows in seq order for a
+   * common word (stopping at the limit) or takes a rare one's few rows from the
+   * GIN index.
+   */
+  async searchSession(ref: string, query: string, opts: { afterSeq: number; limit: number; /** The log as of this length (a session row's eventCount). */ endSeq?: number }): Promise<SessionSearchHit[]> {
+    const l = await this.log.lineage(ref);
+    if (!l) return [];
+    const segments = segmentsOf({ ...l, endSeq: opts.endSeq }, Math.max(0, opts.afterSeq + 1), MAX_SEQ);
+    if (segments.length === 0 || opts.limit <= 0) return [];
+    const params: unknown[] = [query, opts.limit];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const q = `websearch_to_tsquery(${CONFIG}, $1)`;
+    const scans = segments.map(
+      (seg) => `(SELECT e.seq, e.type, e.data, ts_rank(${EVENT_VECTOR}, ${q})::float8 AS rank FROM "Event" e
+                 WHERE e."sessionId" = ${p(seg.sessionId)} AND e.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND ${EVENT_VECTOR} @@ ${q}
+                 ORDER BY e.seq LIMIT $2)`,
+    );
+    // Snippets for the page's hits only.
+    const { rows } = await this.pool.query<{ seq: number; type: string; rank: number; snippet: string }>(
+      `SELECT seq, type, rank, ts_headline(${CONFIG}, left(data ->> 'text', ${INDEXED_CHARS}), ${q}, '${HEADLINE}') AS snippet
+         FROM (SELECT * FROM (${scans.join(' UNION ALL ')}) m ORDER BY seq LIMIT $2) page ORDER BY seq`,
+      params,
+    );
+    return rows.map((r) => ({ seq: r.seq, kind: r.type === 'inbox/add' ? 'INPUT' : 'MESSAGE', rank: r.rank, snippet: r.snippet }));
   }
 }

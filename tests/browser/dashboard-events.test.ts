@@ -1,7 +1,8 @@
 // The events pane's tools (issue 16): a deep link #/s/<id>/e/<seq> scrolls both
-// panes to its event and highlights it; the filter by type and origin reads
-// only the pages already fetched (and says so) on a log of 2,200 events; an
-// event's data opens as a collapsible JSON tree that copies.
+// panes to its event and highlights it; the filter by type and origin is
+// served by the server (the latest matches of the whole log, earlier ones a
+// page at a time) on a log of 2,200 events; an event's data opens as a
+// collapsible JSON tree that copies.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
@@ -67,33 +68,35 @@ describe('dashboard events pane', () => {
     await page.close();
   });
 
-  it('filters the loaded pages by type and origin, says how much of the log that is, and widens on request', async () => {
+  it('filters by type and origin on the server: the latest matches of the whole log, earlier ones on request', async () => {
     const { page, errors } = await openPage();
     await page.goto(`${origin}/sessions/${sessionId}`);
     await page.locator(`table.timeline tr[data-seq="${length - 1}"]`).waitFor(TIMEOUT);
     await page.getByLabel('Filter by event type').selectOption('turn/end');
     const filtered = page.getByTestId('filtered-timeline');
     const note = filtered.locator('.filter-note');
-    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(new RegExp(`of the \\d+ loaded events match \\(the log has ${length}; only loaded pages are searched\\)`));
-    const loadedBefore = Number((await note.textContent())!.match(/of the (\d+) loaded/)![1]);
-    expect(loadedBefore).toBeLessThan(length); // the filter fetched nothing
     const rows = filtered.locator('tr[data-seq]');
+    // 200 turns: one page of 200 matches holds every turn/end of the log, loaded or not.
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^200 matching events shown \(every match in the log\)/);
     const types = await filtered.locator('td.type button').allTextContents();
-    expect(types.length).toBeGreaterThan(0);
     expect(new Set(types)).toEqual(new Set(['turn/end']));
-    const shownBefore = await rows.count();
+    const seqs = (await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-seq'))))) as number[];
+    expect(seqs).toHaveLength(TURNS);
+    expect(seqs[0]).toBe(11); // turn 1's end: far below the pages the timeline fetched
     await screenshot(page, 'dashboard-filter.png');
 
-    // Widening fetches a few more pages, not the whole log.
-    await filtered.getByRole('button', { name: /Load \d+ more pages?/ }).click();
-    await expect.poll(() => rows.count(), TIMEOUT).toBeGreaterThan(shownBefore);
-    const loadedAfter = Number((await note.textContent())!.match(/of the (\d+) loaded/)![1]);
-    expect(loadedAfter).toBeGreaterThan(loadedBefore);
-    expect(loadedAfter).toBeLessThanOrEqual(loadedBefore + 5 * 200);
+    // More matches than a page: the latest 200 first, then the earlier ones.
+    await page.getByLabel('Filter by event type').selectOption('');
+    await page.getByLabel('Filter by origin').selectOption('own');
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^200 matching events shown, the latest first/);
+    expect(await rows.first().getAttribute('data-seq')).toBe(String(length - 200));
+    await filtered.getByRole('button', { name: 'Earlier matches' }).click();
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^400 matching events shown/);
+    expect(await rows.first().getAttribute('data-seq')).toBe(String(length - 400));
 
-    // Origin: nothing in this log is synthetic; "own" keeps every row (nothing inherited).
+    // Origin: nothing in this log is synthetic.
     await page.getByLabel('Filter by origin').selectOption('synthetic');
-    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^0 of the/);
+    await expect.poll(() => note.textContent(), TIMEOUT).toMatch(/^0 matching events shown/);
     await page.getByRole('button', { name: 'Clear filter' }).click();
     await page.getByTestId('timeline-scroll').waitFor(TIMEOUT);
     expect(errors).toEqual([]);

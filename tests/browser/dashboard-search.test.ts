@@ -65,9 +65,9 @@ describe('dashboard search', () => {
     await screenshot(page, 'dashboard-search.png');
 
     // A title hit; clearing the box brings the tree back.
-    await page.getByRole('searchbox').fill('lighthouse');
+    await page.getByRole('searchbox', { name: 'Search titles, inputs and answers' }).fill('lighthouse');
     await expect.poll(() => page.locator('.search-results li .tree-title b').allTextContents(), TIMEOUT).toEqual(['Lighthouse']);
-    await page.getByRole('searchbox').fill('');
+    await page.getByRole('searchbox', { name: 'Search titles, inputs and answers' }).fill('');
     await page.locator(`.tree [data-session-id="${id}"]`).waitFor(TIMEOUT);
     expect(errors).toEqual([]);
     await page.close();

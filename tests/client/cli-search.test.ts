@@ -41,13 +41,13 @@ describe('forkline search', () => {
     const first = await cli(['search', 'container ships', '--first', '1', '--json']);
     expect(first.code).toBe(0);
     const [hit] = lines(first.stdout).map((l) => JSON.parse(l));
-    // Equal ranks: in seq order.
-    expect(hit).toMatchObject({ kind: 'INPUT', seq: seqs.input, session: { id }, descendants: 0 });
+    // Written together (the same time): the later seq first.
+    expect(hit).toMatchObject({ kind: 'MESSAGE', seq: seqs.message, session: { id }, descendants: 0 });
     const page = await cli(['search', 'container ships', '--first', '1']);
     const more = /more: forkline search "container ships" --after (\S+)/.exec(page.stderr);
     expect(more?.[1]).toBe(hit.cursor);
     const next = await cli(['search', 'container ships', '--first', '1', '--after', hit.cursor]);
-    expect(lines(next.stdout)).toEqual([`${id}@${seqs.message}  MESSAGE  Harbour logistics  The gantry crane on pier four unloads the ⟦container⟧ ⟦ships⟧`]);
+    expect(lines(next.stdout)).toEqual([`${id}@${seqs.input}  INPUT    Harbour logistics  Which crane unloads the ⟦container⟧ ⟦ships⟧`]);
     expect(next.stderr).toBe('');
   });
 

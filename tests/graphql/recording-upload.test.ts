@@ -12,7 +12,7 @@ let app: TestApp;
 let authed: TestApp;
 const TOKEN = 'tenant-a-token-0123456789';
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ security: { maxRecordingBytes: 64 * 2 ** 20 } });
   authed = await startTestApp({ security: { apiTokens: new Map([[TOKEN, 'tenant-a']]) } });
 });
 afterAll(async () => {
@@ -120,14 +120,16 @@ describe('POST /recordings', () => {
   });
 
   it('refuses other methods, CORS-simple content types (CSRF) and oversized bodies', async () => {
-    expect((await fetch(uploadUrl(app))).status).toBe(405);
+    // GET is the export (recording-download.ts), which needs a session.
+    expect((await fetch(uploadUrl(app))).status).toBe(400);
+    expect((await fetch(uploadUrl(app), { method: 'PUT', body: '' })).status).toBe(405);
     const plain = await upload(app, readFixture('v4-completed-tools.jsonl'), { 'content-type': 'text/plain' });
     expect(plain.status).toBe(415);
     const crossSite = await upload(app, readFixture('v4-completed-tools.jsonl'), { origin: 'https://evil.example' });
     expect(crossSite.status).toBe(403);
   });
 
-  it('refuses a recording over 64 MB, announced or streamed, and writes nothing', async () => {
+  it('refuses a recording over its limit (FORKLINE_MAX_RECORDING_BYTES, here 64 MB), announced or streamed, and writes nothing', async () => {
     const before = await sessionCount(app);
     expect(await rawPost(uploadUrl(app), { 'content-length': String(65 * 2 ** 20) }, 1)).toBe(413);
     expect(await rawPost(uploadUrl(app), { 'transfer-encoding': 'chunked' }, 65)).toBe(413);

@@ -1,11 +1,14 @@
 // searchSessions (issue 17) over real HTTP: full-text search over user inputs,
-// model messages and titles, ranked (title matches first), with snippets and
-// the matching seq; tenant-scoped; an inherited event matches once, at the
-// session that wrote it, with the descendants sharing it counted; keyset
-// pages; bad input is BAD_USER_INPUT.
+// model messages and titles, title matches first, each newest first, with
+// snippets and the matching seq; tenant-scoped; an inherited event matches
+// once, at the session that wrote it, with the descendants sharing it counted;
+// keyset pages, across the window a page reads in order and the text index
+// beyond it; bad input is BAD_USER_INPUT.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { NewEvent } from '../../src/core/events.ts';
+import { EVENT_WINDOW } from '../../src/store/session-search.ts';
+import { textTurn } from '../helpers/text-turn.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -41,16 +44,7 @@ const turns = new Map<string, number>();
 async function turn(sessionId: string, input: string, answer: string) {
   const n = (turns.get(sessionId) ?? 0) + 1;
   turns.set(sessionId, n);
-  const inputId = `in_${n}`;
-  const events: NewEvent[] = [
-    { type: 'inbox/add', data: { inputId, text: input } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn: n, inputId } },
-    { type: 'step/start', data: { turn: n, step: 1 } },
-    { type: 'model/message', data: { turn: n, step: 1, text: answer, toolCalls: [] } },
-    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-  ];
+  const events = textTurn(n, input, answer);
   const written = await app.services.store.append(sessionId, events);
   return { inputSeq: written[0].seq, messageSeq: written[4].seq, endSeq: written[6].seq };
 }
@@ -97,19 +91,25 @@ describe('searchSessions', () => {
     expect(found[0].snippet).toContain('⟦kubernetes⟧ ⟦canary⟧');
   });
 
-  it('ranks a title match first, before messages that mention the words more often', async () => {
-    const titled = await createSession(A, 'Observatory budget');
+  it('lists title matches first, newest session first, then inputs and messages newest first', async () => {
+    const older = await createSession(A, 'Observatory budget');
+    const titled = await createSession(A, 'Observatory budget review');
     const chatty = await createSession(A, 'Untitled chat');
-    const t = await turn(chatty, 'observatory observatory budget budget observatory', 'The observatory budget: observatory budget, observatory budget, again the observatory budget.');
+    const t1 = await turn(chatty, 'observatory budget, first', 'The observatory budget, once.');
+    const t2 = await turn(chatty, 'observatory budget observatory budget', 'The observatory budget: observatory budget, again the observatory budget.');
     const found = await hits(A, 'observatory budget');
-    expect(found.map((h: any) => [h.kind, h.session.id])).toEqual([
-      ['TITLE', titled],
-      // then by rank: the message repeats the words more than the input
-      ...(found[1].kind === 'MESSAGE' ? [['MESSAGE', chatty], ['INPUT', chatty]] : [['INPUT', chatty], ['MESSAGE', chatty]]),
+    // A turn's events are written together: the later seq first.
+    expect(found.map((h: any) => [h.kind, h.session.id, h.seq])).toEqual([
+      ['TITLE', titled, 0],
+      ['TITLE', older, 0],
+      ['MESSAGE', chatty, t2.messageSeq],
+      ['INPUT', chatty, t2.inputSeq],
+      ['MESSAGE', chatty, t1.messageSeq],
+      ['INPUT', chatty, t1.inputSeq],
     ]);
-    expect(found[0]).toMatchObject({ seq: 0, snippet: '⟦Observatory⟧ ⟦budget⟧', event: null });
-    expect(found[1].rank).toBeGreaterThanOrEqual(found[2].rank);
-    expect(found.slice(1).map((h: any) => h.seq).sort()).toEqual([t.inputSeq, t.messageSeq].sort());
+    expect(found[0]).toMatchObject({ snippet: '⟦Observatory⟧ ⟦budget⟧ review', event: null });
+    // Rank is reported (how well each matches), not used for the order.
+    expect(found[2].rank).toBeGreaterThan(found[4].rank);
   });
 
   it('a retitled session matches its current title, at the seq of the title event that set it', async () => {
@@ -168,7 +168,7 @@ describe('searchSessions', () => {
     ]);
   });
 
-  it('pages with keyset cursors: every hit once, in rank order, across pages', async () => {
+  it('pages with keyset cursors: every hit once, newest first, across pages', async () => {
     const id = await createSession(A, 'Pages');
     for (let i = 1; i <= 12; i++) await turn(id, `quokka question ${i}`, `quokka ${'quokka '.repeat(i % 4)}answer ${i}`);
     const all = await hits(A, 'quokka');
@@ -188,10 +188,43 @@ describe('searchSessions', () => {
     expect(pages).toBe(5);
     expect(seen.map((h) => `${h.session.id}@${h.seq}`)).toEqual(all.map((h: any) => `${h.session.id}@${h.seq}`));
     expect(new Set(seen.map((h) => h.seq)).size).toBe(24);
-    for (let i = 1; i < seen.length; i++) expect(seen[i].rank).toBeLessThanOrEqual(seen[i - 1].rank);
+    // One session, newest first: its seqs descending.
+    for (let i = 1; i < seen.length; i++) expect(seen[i].seq).toBeLessThan(seen[i - 1].seq);
     // The default page and the largest one.
     expect((await search(A, 'quokka')).edges).toHaveLength(20);
     expect((await search(A, 'quokka', { first: 0 })).edges).toEqual([]);
+  });
+
+  it('finds what lies beyond the window a page reads in order, and pages across it', async () => {
+    const old = await createSession(A, 'Marsupials');
+    const wombat = await turn(old, 'Where do wombats live?', 'Wombats dig burrows; a numbat eats termites.');
+    // More searchable events than a page reads in order, each batch a turn of its own; every 100th answer names the numbat.
+    const bulk = await createSession(A, 'Bulk');
+    const numbats: number[] = [];
+    const turnCount = EVENT_WINDOW / 2 + 50;
+    for (let from = 1; from <= turnCount; from += 100) {
+      const events: NewEvent[] = [];
+      for (let n = from; n < from + 100 && n <= turnCount; n++) {
+        events.push(...textTurn(n, `question ${n}`, n % 100 === 0 ? `answer ${n}: a numbat` : `answer ${n}`));
+      }
+      const written = await app.services.store.append(bulk, events);
+      numbats.push(...written.filter((e) => e.type === 'model/message' && /numbat/.test(JSON.stringify(e.data))).map((e) => e.seq));
+    }
+    // A rare word older than the window: from the text index.
+    expect((await hits(A, 'wombats')).map((h: any) => [h.session.id, h.seq])).toEqual([
+      [old, wombat.messageSeq],
+      [old, wombat.inputSeq],
+    ]);
+    // A word within the window and beyond it, in pages of 3: every hit once, newest first.
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await search(A, 'numbat', { first: 3, after });
+      seen.push(...page.edges.map((e: any) => `${e.node.session.id}@${e.node.seq}`));
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+    expect(seen).toEqual([...numbats.reverse().map((seq) => `${bulk}@${seq}`), `${old}@${wombat.messageSeq}`]);
   });
 
   it('a query of stop words only has no hits', async () => {

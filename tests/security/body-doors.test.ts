@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 let app: TestApp;
 const LIMIT = 64 * 1024;
 beforeAll(async () => {
-  app = await startTestApp({ security: { maxBodyBytes: LIMIT } });
+  app = await startTestApp({ security: { maxBodyBytes: LIMIT, maxRecordingBytes: 64 * 2 ** 20 } });
 });
 afterAll(async () => {
   await app?.close();

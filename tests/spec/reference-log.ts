@@ -3,6 +3,7 @@
 // for a turn-level branch, the anchor → cut rows. tests/spec/fork-spec.ts runs
 // these rows against the pure core, the store and the GraphQL API.
 import type { LogEvent, NewEvent } from '../../src/core/events.ts';
+import { textTurn } from '../helpers/text-turn.ts';
 
 const call = (id: string, name: string) => ({ id, name, arguments: '{}' });
 const result = (turn: number, step: number, callId: string, status = 'ok') =>
@@ -131,15 +132,7 @@ const compaction = (through: number, summarySeq: number, content: string): NewEv
   { type: 'surface/replace', data: { fromSeq: 0, toSeq: through, content } },
   { type: 'plugin/compaction/end', data: { fromSeq: 0, toSeq: through, summarySeq, reason: 'manual', requests: 1 } },
 ];
-const turn = (n: number, inputId: string, text: string, answer: string): NewEvent[] => [
-  { type: 'inbox/add', data: { inputId, text } },
-  { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-  { type: 'turn/start', data: { turn: n, inputId } },
-  { type: 'step/start', data: { turn: n, step: 1 } },
-  { type: 'model/message', data: { turn: n, step: 1, text: answer, toolCalls: [] } },
-  { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
-  { type: 'turn/end', data: { turn: n, reason: 'completed' } },
-];
+const turn = (n: number, inputId: string, text: string, answer: string): NewEvent[] => textTurn(n, text, answer, inputId);
 
 /** Two turns, each followed by a completed manual compaction (the second after the last turn/end). */
 export const COMPACTION_LOG: NewEvent[] = [

@@ -20,22 +20,26 @@ export function Snippet({ text }: { text: string }) {
   return <>{snippetParts(text).map((p, i) => (p.match ? <b key={i}>{p.text}</b> : p.text))}</>;
 }
 
-/** Hits of `query` (debounced), a page at a time; stale answers are dropped. */
-function useSearch(query: string) {
-  const [hits, setHits] = useState<SearchHit[]>([]);
+/**
+ * Hits of `query` (debounced; none for a blank one), a page at a time through
+ * `fetchPage` (a page after a cursor); stale answers are dropped. `scope`
+ * starts over when it changes too (e.g. the session searched).
+ */
+export function usePagedHits<H>(query: string, fetchPage: (query: string, after: string | null) => Promise<{ hits: H[]; next: string | null }>, scope = '') {
+  const [hits, setHits] = useState<H[]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
   const generation = useRef(0);
+  const q = query.trim();
 
   const load = async (gen: number, after: string | null) => {
     setLoading(true);
     try {
-      const r = await forkline.query(SearchSessionsDocument, { query, first: PAGE, after });
+      const page = await fetchPage(q, after);
       if (gen !== generation.current) return;
-      const page = r.searchSessions.edges.map((e) => e.node);
-      setHits((prev) => (after ? [...prev, ...page] : page));
-      setNext(r.searchSessions.pageInfo.hasNextPage ? (r.searchSessions.pageInfo.endCursor ?? null) : null);
+      setHits((prev) => (after ? [...prev, ...page.hits] : page.hits));
+      setNext(page.next);
       setError(null);
     } catch (err) {
       if (gen === generation.current) setError(errorText(err));
@@ -49,16 +53,22 @@ function useSearch(query: string) {
     setHits([]);
     setNext(null);
     setError(null);
+    if (!q) return void setLoading(false);
     setLoading(true);
     const timer = setTimeout(() => void load(gen, null), DEBOUNCE_MS);
     return () => clearTimeout(timer);
-  }, [query]);
+  }, [q, scope]);
 
   return { hits, error, loading, more: next ? () => void load(generation.current, next) : null };
 }
 
+async function searchSessionsPage(query: string, after: string | null) {
+  const r = await forkline.query(SearchSessionsDocument, { query, first: PAGE, after });
+  return { hits: r.searchSessions.edges.map((e) => e.node), next: r.searchSessions.pageInfo.hasNextPage ? (r.searchSessions.pageInfo.endCursor ?? null) : null };
+}
+
 export function SearchResults({ query, currentId }: { query: string; currentId?: string }) {
-  const { hits, error, loading, more } = useSearch(query);
+  const { hits, error, loading, more } = usePagedHits(query, searchSessionsPage);
   return (
     <nav class="tree search-results" aria-label="Search results" aria-busy={loading}>
       {error && <p class="error">{error}</p>}

@@ -6,7 +6,6 @@ import {
   CompactSessionDocument,
   DashboardSetSessionTitleDocument,
   DeleteSessionDocument,
-  SessionRecordingDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
@@ -23,6 +22,8 @@ import type { SessionDetails } from './session-log.ts';
 import type { EventPages as SessionPages } from './event-pages.ts';
 import { SessionTools } from './session-tools.tsx';
 import { SessionInsights } from './session-insights.tsx';
+import { SessionSearch } from './session-search.tsx';
+import { ExportButton } from './recording-export.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
@@ -85,6 +86,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         </p>
       )}
       <JumpBar length={pages.length} onJump={jumpTo} />
+      <SessionSearch sessionId={id} onJump={jumpTo} />
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
@@ -170,20 +172,6 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
       setCompacting(false);
     }
   };
-  const exportRecording = async () => {
-    try {
-      const r = await forkline.query(SessionRecordingDocument, { id: session.id });
-      if (!r.session) throw new Error('session not found');
-      const url = URL.createObjectURL(new Blob([r.session.recording], { type: 'application/x-ndjson' }));
-      const a = Object.assign(document.createElement('a'), { href: url, download: `${slug(session.title) || session.id}.jsonl` });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    } catch (err) {
-      onError(errorText(err));
-    }
-  };
   const children = session.children.edges.map((e) => e.node);
   const deleteSession = async () => {
     const name = session.title || session.id;
@@ -253,9 +241,7 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
         <button type="button" onClick={compact} disabled={busy || compacting || session.turnCount === 0} title="Replace the model-visible history through the last completed turn by a summary (compactSession)">
           {compacting ? 'Compacting…' : 'Compact'}
         </button>
-        <button type="button" onClick={exportRecording} disabled={busy}>
-          Export recording
-        </button>
+        <ExportButton sessionId={session.id} fileName={`${slug(session.title) || session.id}.jsonl`} busy={busy} onError={onError} />
         <button type="button" class="danger" onClick={deleteSession} disabled={busy}>
           Delete…
         </button>

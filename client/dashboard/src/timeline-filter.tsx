@@ -1,11 +1,16 @@
 // Filtering the events pane by type and by origin (synthetic, inherited, own).
-// A log may hold a million events: the filter reads only the pages this page
-// has already fetched (EventPages.loaded), says so, and widens on request a
-// few pages at a time, never the whole log.
-import { useMemo, useState } from 'preact/hooks';
+// The server serves the filter (Session.events(types, origin): pages of
+// matches read from its indexes), newest first, a page at a time: a million-
+// event log costs a page per "Earlier matches", never a page of the log per
+// match. Events appended live after the first page pass the same test here.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { FilteredEventsDocument, type EventOrigin } from '../../generated/graphql.ts';
+import { CORE_EVENT_TYPES } from '../../../src/core/events.ts';
+import { forkline } from './api.ts';
 import type { LogEvent } from './conversation.ts';
-import { PAGE_SIZE, type EventPages } from './event-pages.ts';
+import type { EventPages } from './event-pages.ts';
 import { Timeline } from './timeline.tsx';
+import { errorText } from './widgets.tsx';
 
 export type Origin = 'any' | 'synthetic' | 'inherited' | 'own';
 
@@ -25,10 +30,9 @@ export function matches(e: LogEvent, f: EventFilter): boolean {
   return true;
 }
 
-/** Rows rendered at most: the filtered list is not windowed, so it is capped (the latest matches kept). */
-const MAX_ROWS = 500;
-/** Pages fetched per "Search earlier pages". */
-const WIDEN_PAGES = 5;
+/** Matches fetched per page (the newest first, then earlier ones on request). */
+const MATCH_PAGE = 200;
+const ORIGIN_ARG: Record<Origin, EventOrigin> = { any: 'ANY', synthetic: 'SYNTHETIC', inherited: 'INHERITED', own: 'OWN' };
 
 export function FilterBar({ filter, types, onChange }: { filter: EventFilter; types: readonly string[]; onChange(f: EventFilter): void }) {
   return (
@@ -62,44 +66,71 @@ export function FilterBar({ filter, types, onChange }: { filter: EventFilter; ty
   );
 }
 
-/** The types seen in the loaded events (the select offers only those that can match). */
+/** The types a filter offers: every core type, and the others (plugin events) seen in the loaded events. */
 export function useLoadedTypes(pages: EventPages, version: number): string[] {
-  return useMemo(() => [...new Set(pages.loaded().map((e) => e.type))].sort(), [pages, version]);
+  return useMemo(() => [...new Set([...CORE_EVENT_TYPES, ...pages.loaded().map((e) => e.type)])].sort(), [pages, version]);
 }
 
-/** The loaded events that pass the filter, with a note on how much of the log that covers. */
+/** The events that pass the filter, from the server, newest page first; earlier pages on request. */
 export function FilteredTimeline(props: { pages: EventPages; version: number; filter: EventFilter; sessionId: string; onFork(seq: number): void; busy: boolean }) {
-  const { pages, filter } = props;
-  const [widening, setWidening] = useState(false);
-  const loaded = useMemo(() => pages.loaded(), [pages, props.version]);
-  const hits = useMemo(() => loaded.filter((e) => matches(e, filter)), [loaded, filter]);
-  const shown = hits.length > MAX_ROWS ? hits.slice(-MAX_ROWS) : hits;
-  // The earliest pages not fetched yet, below the first fetched one.
-  const unfetched = useMemo(() => {
-    const have = new Set(pages.requestedPages);
-    const out: number[] = [];
-    for (let p = Math.floor((pages.length - 1) / PAGE_SIZE); p >= 0 && out.length < WIDEN_PAGES; p--) if (!have.has(p)) out.push(p);
-    return out;
-  }, [pages, props.version]);
-  const widen = async () => {
-    setWidening(true);
+  const { pages, filter, sessionId } = props;
+  const [served, setServed] = useState<{ events: LogEvent[]; before: string | null; upTo: number } | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const generation = useRef(0);
+
+  const load = async (gen: number, before: string | null) => {
+    setLoading(true);
+    // The log's length when asked: later events come from the live pages.
+    const upTo = pages.length;
     try {
-      await Promise.all(unfetched.map((p) => pages.loadPage(p)));
+      const r = await forkline.query(FilteredEventsDocument, {
+        id: sessionId,
+        types: filter.type ? [filter.type] : null,
+        origin: ORIGIN_ARG[filter.origin],
+        last: MATCH_PAGE,
+        before: before ?? String(upTo),
+      });
+      if (gen !== generation.current) return;
+      const conn = r.session?.events;
+      const page = conn?.edges.map((e) => e.node) ?? [];
+      const earlier = conn?.pageInfo.hasPreviousPage ? (conn.pageInfo.startCursor ?? null) : null;
+      setServed((prev) => (before && prev ? { events: [...page, ...prev.events], before: earlier, upTo: prev.upTo } : { events: page, before: earlier, upTo }));
+      setError(null);
+    } catch (err) {
+      if (gen === generation.current) setError(errorText(err));
     } finally {
-      setWidening(false);
+      if (gen === generation.current) setLoading(false);
     }
   };
+  useEffect(() => {
+    const gen = ++generation.current;
+    setServed(null);
+    void load(gen, null);
+  }, [sessionId, filter.type, filter.origin]);
+
+  // Live appends after the served pages, tested here as the server would.
+  const live = useMemo(() => {
+    if (!served) return [];
+    const out: LogEvent[] = [];
+    for (let seq = served.upTo; seq < pages.length; seq++) {
+      const e = pages.get(seq);
+      if (e && matches(e, filter)) out.push(e);
+    }
+    return out;
+  }, [served, pages, props.version, filter]);
+  const shown = served ? [...served.events, ...live] : [];
   return (
     <div class="scroll filtered" data-testid="filtered-timeline">
       <p class="filter-note muted" role="status">
-        {hits.length} of the {loaded.length} loaded events match
-        {loaded.length < pages.length ? ` (the log has ${pages.length}; only loaded pages are searched)` : ' (the whole log is loaded)'}
-        {hits.length > MAX_ROWS && `; the latest ${MAX_ROWS} shown`}.{' '}
-        {unfetched.length > 0 && (
-          <button type="button" class="small" onClick={widen} disabled={widening}>
-            {widening ? 'Loading…' : `Load ${unfetched.length} more page${unfetched.length === 1 ? '' : 's'}`}
+        {served ? `${shown.length} matching event${shown.length === 1 ? '' : 's'} shown` : 'Filtering…'}
+        {served?.before ? ', the latest first (served by the server: earlier ones on request)' : served ? ' (every match in the log)' : ''}.{' '}
+        {served?.before && (
+          <button type="button" class="small" onClick={() => void load(generation.current, served.before)} disabled={loading}>
+            {loading ? 'Loading…' : 'Earlier matches'}
           </button>
         )}
+        {error && <span class="error-text"> {error}</span>}
       </p>
       <Timeline events={shown} onFork={props.onFork} busy={props.busy} sessionId={props.sessionId} />
     </div>

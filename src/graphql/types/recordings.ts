@@ -25,7 +25,7 @@ builder.mutationField('importRecording', (t) =>
       if (bytes > MAX_STRING_RECORDING_BYTES) {
         throw badInput(
           `recordings sent as a GraphQL string are limited to ${MAX_STRING_RECORDING_BYTES} bytes (this one has ${bytes}); ` +
-            'send larger ones (up to 64 MB) as the body of POST /recordings, which streams them (npx forkline import does)',
+            'send larger ones as the body of POST /recordings, which streams them (npx forkline import does)',
         );
       }
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);

@@ -1,13 +1,13 @@
 // searchSessions (issue 17): full-text search over the caller's sessions, one
-// call onto store/session-search.ts. Cursors are opaque keysets of the ranked
-// list (title hits first, then rank, session id, seq): a page costs the
-// ranking of the matches and the snippets of its own hits.
+// call onto store/session-search.ts. Cursors are opaque keysets of the list
+// (title hits first, then events; each newest first): a page costs its own
+// hits, never the ranking of every match.
 import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
-import { SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey } from '../../store/session-search.ts';
+import { DESCENDANTS_COUNTED, SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 
 export const MAX_SEARCH_PAGE = 50;
@@ -22,7 +22,7 @@ function searchOf(store: SessionStore): SessionSearch {
   return s;
 }
 
-export const encodeSearchCursor = (k: SearchKey) => Buffer.from(JSON.stringify([k.title ? 0 : 1, k.rank, k.sessionId, k.seq])).toString('base64url');
+export const encodeSearchCursor = (k: SearchKey) => Buffer.from(JSON.stringify([k.title ? 0 : 1, k.at, k.sessionId, k.seq])).toString('base64url');
 
 const BAD_CURSOR = 'must be a cursor returned by searchSessions';
 const cursorSchema = z
@@ -37,9 +37,9 @@ const cursorSchema = z
     }
   })
   .pipe(
-    z.tuple([z.union([z.literal(0), z.literal(1)]), z.number().finite(), z.string().min(1).max(200), z.number().int().min(-1).max(2 ** 31 - 1)], { error: BAD_CURSOR }),
+    z.tuple([z.union([z.literal(0), z.literal(1)]), z.number().int().min(-8.64e15).max(8.64e15), z.string().min(1).max(200), z.number().int().min(-1).max(2 ** 31 - 1)], { error: BAD_CURSOR }),
   )
-  .transform(([t, rank, sessionId, seq]): SearchKey => ({ title: t === 0, rank, sessionId, seq }));
+  .transform(([t, at, sessionId, seq]): SearchKey => ({ title: t === 0, at, sessionId, seq }));
 
 const argsSchema = z.object({
   query: z
@@ -80,10 +80,10 @@ const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
     snippet: t.exposeString('snippet', {
       description: `The text around the match, plain text (not HTML), with the matched words between ${SNIPPET_START} and ${SNIPPET_STOP}.`,
     }),
-    rank: t.exposeFloat('rank', { description: 'ts_rank of the match (title matches are listed before all others).' }),
+    rank: t.exposeFloat('rank', { description: 'ts_rank of the match: how well it matches (the list is ordered by recency, not by rank).' }),
     kind: t.expose('kind', { type: SearchHitKindEnum }),
     descendants: t.exposeInt('descendants', {
-      description: 'Sessions forked from this one, at any depth, that share the matching event (or the title).',
+      description: `Sessions forked from this one, at any depth, that share the matching event (or the title), counted up to ${DESCENDANTS_COUNTED}.`,
     }),
     event: t.field({
       type: EventRef,
@@ -101,7 +101,7 @@ builder.queryFields((t) => ({
     type: SearchHitConnection,
     description:
       `Full-text search over the caller's session titles, user inputs and model messages (English stemming; websearch syntax: ` +
-      `words, "a phrase", -excluded, or). Title matches first, then by rank. At most ${MAX_SEARCH_PAGE} hits per page.`,
+      `words, "a phrase", -excluded, or). Title matches first (newest session first), then inputs and messages (newest first). At most ${MAX_SEARCH_PAGE} hits per page.`,
     args: {
       query: t.arg.string({ required: true }),
       first: t.arg.int({ description: `Hits per page (default ${DEFAULT_SEARCH_PAGE}, at most ${MAX_SEARCH_PAGE}).` }),
@@ -127,3 +127,59 @@ builder.queryFields((t) => ({
     },
   }),
 }));
+
+// Session.search (issue 33): matches within one session's log (its inherited
+// prefix included), in seq order; cursors are seqs.
+const SessionSearchHitRef = builder.objectRef<SessionSearchHit & { sessionId: string }>('SessionSearchHit').implement({
+  description: "One match within a session's log: an input or an answer whose text matches.",
+  fields: (t) => ({
+    seq: t.exposeInt('seq', { description: "The matching event's seq." }),
+    kind: t.expose('kind', { type: SearchHitKindEnum, description: 'INPUT or MESSAGE.' }),
+    snippet: t.exposeString('snippet', {
+      description: `The text around the match, plain text (not HTML), with the matched words between ${SNIPPET_START} and ${SNIPPET_STOP}.`,
+    }),
+    rank: t.exposeFloat('rank', { description: 'ts_rank of the match (hits are in seq order).' }),
+    event: t.field({
+      type: EventRef,
+      description: 'The matching event, read through the session.',
+      resolve: async (h, _a, ctx) => {
+        const e = await ctx.store.log.event(h.sessionId, h.seq);
+        if (!e) throw new Error(`event ${h.seq} of a search hit is gone`);
+        return e;
+      },
+    }),
+  }),
+});
+const SessionSearchHitConnection = builder.connectionObject({ type: SessionSearchHitRef, name: 'SessionSearchHitConnection' });
+
+const sessionSearchArgs = z.object({
+  query: argsSchema.shape.query,
+  first: argsSchema.shape.first,
+  after: z.string().regex(/^\d{1,10}$/, 'must be a cursor returned by Session.search').transform(Number).nullish(),
+});
+
+builder.prismaObjectField('Session', 'search', (t) =>
+  t.field({
+    type: SessionSearchHitConnection,
+    description:
+      `Full-text search within this session's log (inputs and answers, the inherited prefix included; the syntax of searchSessions), ` +
+      `in seq order. Cursors are seqs. At most ${MAX_SEARCH_PAGE} hits per page.`,
+    args: {
+      query: t.arg.string({ required: true }),
+      first: t.arg.int({ description: `Hits per page (default ${DEFAULT_SEARCH_PAGE}, at most ${MAX_SEARCH_PAGE}).` }),
+      after: t.arg.string({ description: "A previous page's endCursor (a seq)." }),
+    },
+    resolve: async (session, args, ctx) => {
+      const { query, first, after } = parseArgs(sessionSearchArgs, { query: args.query, first: args.first, after: args.after });
+      const limit = first ?? DEFAULT_SEARCH_PAGE;
+      let hits = limit > 0 ? await searchOf(ctx.store).searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
+      const hasNextPage = hits.length > limit;
+      if (hasNextPage) hits = hits.slice(0, limit);
+      const edges = hits.map((h) => ({ node: { ...h, sessionId: session.id }, cursor: String(h.seq) }));
+      return {
+        edges,
+        pageInfo: { hasNextPage, hasPreviousPage: after != null, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+      };
+    },
+  }),
+);

@@ -1,6 +1,7 @@
 import { builder } from '../builder.ts';
 import { EventRef } from './event.ts';
 import { eventsConnection } from '../events-connection.ts';
+import { EVENT_ORIGINS, EventOriginEnum } from './event-filters.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { asSelected, selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
@@ -85,9 +86,15 @@ builder.prismaObjectFields('Session', (t) => ({
   // its own rows, wherever it lies in the log and however deep the fork.
   events: t.connection({
     type: EventRef,
-    description: 'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end.',
-    args: { afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }) },
-    resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, args),
+    description:
+      'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
+      'events that pass (pages of matches, served from the indexes: gaps between them cost nothing).',
+    args: {
+      afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
+      types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),
+      origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
+    },
+    resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }),
   }, EventConnection),
 }));
 

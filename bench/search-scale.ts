@@ -1,0 +1,143 @@
+// searchScale: the first page of searchSessions as the corpus grows (issue 34).
+// A corpus of small sessions (8 events each, an input and an answer with
+// text), written in bulk inside Postgres, measured at 10,000 sessions and
+// again after it grows to 1,000,000 (100,000 with BENCH_QUICK=1); then a
+// match in a root shared by 50 forks, and by 5,000. Three queries: a rare
+// word (one session), a phrase in 1 session in 8, a word in every session.
+// Goal: each first page at the large size within 2x of the small one.
+import { createApp } from '../src/app.ts';
+import { percentile, QUICK, round, type BenchContext } from './context.ts';
+import { searchOverHttp } from './search.ts';
+
+const SMALL = 10_000;
+const LARGE = QUICK ? 100_000 : 1_000_000;
+const SMALL_TREE = 50;
+const LARGE_TREE = 5_000;
+const RARE = 'quokka';
+const PHRASE = '"amber lighthouse"';
+const COMMON = 'ordinary';
+const TREE_WORD = 'beacon';
+
+/** Sessions from+1..to: ids, texts and timestamps from i (session i is i ms after the epoch of the bench). */
+async function addSessions({ db }: BenchContext, from: number, to: number) {
+  const base = `'2026-01-01T00:00:00Z'::timestamptz + (i || ' milliseconds')::interval`;
+  await db.pool.query(
+    `INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "createdAt", "updatedAt")
+     SELECT 'ses_scale_' || lpad(i::text, 7, '0'), 'ses_scale_' || lpad(i::text, 7, '0'), 'local', 'scale session ' || i, 'IDLE', 4, 8, 1, ${base}, ${base}
+       FROM generate_series($1::int + 1, $2::int) AS i`,
+    [from, to],
+  );
+  await db.pool.query(
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
+     SELECT 'ses_scale_' || lpad(i::text, 7, '0'), k, 'ses_scale_' || lpad(i::text, 7, '0'), t.type, t.data, false, CASE WHEN k = 1 THEN 1 ELSE 0 END, ${base}
+       FROM generate_series($1::int + 1, $2::int) AS i, generate_series(0, 7) AS k,
+            LATERAL (SELECT
+              (ARRAY['session/title','inbox/add','inbox/remove','turn/start','step/start','model/message','step/end','turn/end'])[k + 1] AS type,
+              CASE k WHEN 0 THEN jsonb_build_object('title', 'scale session ' || i)
+                     WHEN 1 THEN jsonb_build_object('inputId', 'in_1', 'text', 'question ' || i || ' about the weather'
+                                   || CASE WHEN i % 8 = 0 THEN ' near the amber lighthouse' ELSE '' END
+                                   || CASE WHEN i = ${SMALL / 2} THEN ' and a ${RARE}' ELSE '' END)
+                     WHEN 2 THEN jsonb_build_object('inputId', 'in_1', 'reason', 'taken')
+                     WHEN 3 THEN jsonb_build_object('turn', 1, 'inputId', 'in_1')
+                     WHEN 4 THEN jsonb_build_object('turn', 1, 'step', 1)
+                     WHEN 5 THEN jsonb_build_object('turn', 1, 'step', 1, 'text', 'Echo: question ' || i || ', an ${COMMON} answer', 'toolCalls', '[]'::jsonb)
+                     WHEN 6 THEN jsonb_build_object('turn', 1, 'step', 1, 'reason', 'completed')
+                     ELSE jsonb_build_object('turn', 1, 'reason', 'completed') END AS data) AS t`,
+    [from, to],
+  );
+  // Settled before measuring (autovacuum would otherwise run during it): visibility map, statistics.
+  await db.pool.query('VACUUM ANALYZE "Event"');
+  await db.pool.query('VACUUM ANALYZE "Session"');
+}
+
+/** Forks from+1..to of `root` (rows only: the search reads their inherited ranges), each inheriting its whole log. */
+async function addForks({ db }: BenchContext, root: { id: string; eventCount: number }, from: number, to: number) {
+  await db.pool.query(
+    `INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId", "forkedAtSeq",
+                            "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
+     SELECT 'ses_fork_' || lpad(i::text, 5, '0'), $1, 'local', 'fork ' || i, 'IDLE', 4, $2::int + 1, 1, $1, $2::int - 1, $2, $2::int + 1,
+            jsonb_build_array(jsonb_build_object('sessionId', $1::text, 'fromSeq', 0, 'toSeq', $2::int - 1))
+       FROM generate_series($3::int + 1, $4::int) AS i`,
+    [root.id, root.eventCount, from, to],
+  );
+  await db.pool.query(
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic)
+     SELECT 'ses_fork_' || lpad(i::text, 5, '0'), $2, $1, 'session/forked', jsonb_build_object('parentId', $1::text, 'atSeq', $2::int - 1), true
+       FROM generate_series($3::int + 1, $4::int) AS i`,
+    [root.id, root.eventCount, from, to],
+  );
+  await db.pool.query('ANALYZE "Session"');
+}
+
+export async function benchSearchScale(ctx: BenchContext) {
+  const { store, databaseUrl } = ctx;
+  const runs = QUICK ? 20 : 50;
+  const app = await createApp({ databaseUrl, log: () => {} });
+  try {
+    const search = (q: string) => searchOverHttp(app.url, q);
+    const p50 = async (q: string, expect: (hits: Array<{ descendants: number }>) => boolean) => {
+      const hits = await search(q);
+      if (!expect(hits)) throw new Error(`unexpected hits for ${q}: ${JSON.stringify(hits).slice(0, 300)}`);
+      for (let i = 0; i < 5; i++) await search(q); // warm-up: plans, buffers
+      const times: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        const t = performance.now();
+        await search(q);
+        times.push(performance.now() - t);
+      }
+      return round(percentile(times.sort((a, b) => a - b), 50));
+    };
+    const queries = async () => ({
+      rare: await p50(RARE, (h) => h.length === 1),
+      phrase: await p50(PHRASE, (h) => h.length === 20),
+      common: await p50(COMMON, (h) => h.length === 20),
+    });
+    let t = performance.now();
+    await addSessions(ctx, 0, SMALL);
+    const buildSmallS = round((performance.now() - t) / 1000, 1);
+    const small = await queries();
+    t = performance.now();
+    await addSessions(ctx, SMALL, LARGE);
+    const buildLargeS = round((performance.now() - t) / 1000, 1);
+    const large = await queries();
+
+    // A fork tree: the root's answer holds the word; its forks share it.
+    const root = await store.createSession({ tenant: 'local' }, { title: 'tree root' });
+    await store.append(root.id, [
+      { type: 'inbox/add', data: { inputId: 'in_1', text: 'Where is the light?' } },
+      { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
+      { type: 'step/start', data: { turn: 1, step: 1 } },
+      { type: 'model/message', data: { turn: 1, step: 1, text: `The ${TREE_WORD} is lit every night.`, toolCalls: [] } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+    ]);
+    const rootRow = { id: root.id, eventCount: 8 };
+    await addForks(ctx, rootRow, 0, SMALL_TREE);
+    const treeSmall = await p50(TREE_WORD, (h) => h.length === 1 && h[0].descendants === SMALL_TREE);
+    await addForks(ctx, rootRow, SMALL_TREE, LARGE_TREE);
+    const treeLarge = await p50(TREE_WORD, (h) => h.length === 1 && h[0].descendants > SMALL_TREE);
+    const ratio = (a: number, b: number) => round(a / b, 2);
+    return {
+      small: SMALL,
+      large: LARGE,
+      buildSmallS,
+      buildLargeS,
+      rareSmallP50Ms: small.rare,
+      rareLargeP50Ms: large.rare,
+      rareRatio: ratio(large.rare, small.rare),
+      phraseSmallP50Ms: small.phrase,
+      phraseLargeP50Ms: large.phrase,
+      phraseRatio: ratio(large.phrase, small.phrase),
+      commonSmallP50Ms: small.common,
+      commonLargeP50Ms: large.common,
+      commonRatio: ratio(large.common, small.common),
+      [`tree${SMALL_TREE}P50Ms`]: treeSmall,
+      [`tree${LARGE_TREE}P50Ms`]: treeLarge,
+      treeRatio: ratio(treeLarge, treeSmall),
+      goal: 'each ratio <= 2 (first page at the large size vs the small one)',
+    };
+  } finally {
+    await app.close();
+  }
+}
