@@ -82,6 +82,8 @@ export class SessionStore {
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
       await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [id, scope.tenant, CURRENT_FORMAT_VERSION, input.runner ?? null]);
+      // A root is its own tree: its lineage is known without reading the row back (appends name the tree).
+      this.log.remember({ id, treeId: id, inheritedRanges: [], inheritedEventCount: 0 });
       await this.append(id, initial, { client });
       await notify(client, SESSIONS_CHANNEL, id);
       await opts.beforeCommit?.(client, { sessionId: id });
