@@ -1,6 +1,7 @@
 // Event codec: one zod schema per core event type (DESIGN §1), per log format
 // version (DESIGN §5). V3 is frozen; V4 only widens it with the fork variants.
 import { z } from 'zod';
+import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
@@ -99,6 +100,10 @@ const codecs: Record<FormatVersion, Record<string, z.ZodType>> = { 3: v3, 4: v4 
 
 export type CoreEventType = keyof typeof v4;
 export const CORE_EVENT_TYPES = Object.keys(v4) as CoreEventType[];
+// The schema-free list (event-types.ts) names exactly these types: a type added to one and not the other fails here.
+type SameNames<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const namesAgree: SameNames<CoreEventType, (typeof CORE_EVENT_TYPE_NAMES)[number]> = true;
+void namesAgree;
 export type EventData<T extends CoreEventType> = z.infer<(typeof v4)[T]>;
 
 /** Plugin events: `plugin/<name>/<event>`; data is the plugin's business. */

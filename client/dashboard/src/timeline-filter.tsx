@@ -5,7 +5,7 @@
 // match. Events appended live after the first page pass the same test here.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { FilteredEventsDocument, type EventOrigin } from '../../generated/graphql.ts';
-import { CORE_EVENT_TYPES } from '../../../src/core/events.ts';
+import { CORE_EVENT_TYPE_NAMES } from '../../../src/core/event-types.ts';
 import { forkline } from './api.ts';
 import type { LogEvent } from './conversation.ts';
 import type { EventPages } from './event-pages.ts';
@@ -68,7 +68,7 @@ export function FilterBar({ filter, types, onChange }: { filter: EventFilter; ty
 
 /** The types a filter offers: every core type, and the others (plugin events) seen in the loaded events. */
 export function useLoadedTypes(pages: EventPages, version: number): string[] {
-  return useMemo(() => [...new Set([...CORE_EVENT_TYPES, ...pages.loaded().map((e) => e.type)])].sort(), [pages, version]);
+  return useMemo(() => [...new Set([...CORE_EVENT_TYPE_NAMES, ...pages.loaded().map((e) => e.type)])].sort(), [pages, version]);
 }
 
 /** The events that pass the filter, from the server, newest page first; earlier pages on request. */
