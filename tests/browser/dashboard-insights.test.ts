@@ -53,7 +53,8 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
     const totals = page.getByTestId('session-totals');
     await totals.waitFor(TIMEOUT);
     const t = session.totals;
-    expect(await totals.innerText()).toBe(
+    // The line shows placeholders ("…") until Session.totals answers.
+    await expect.poll(() => totals.innerText(), TIMEOUT).toBe(
       [`Turns\n${t.turns}`, `Time in turns\n${formatDuration(t.turnMs)}`, `Tokens in\n${n(t.inputTokens)}`, `Tokens out\n${n(t.outputTokens)}`, `Tool calls\n${t.toolCalls}`, `Steps\n${t.steps}`].join('\n'),
     );
 
@@ -74,7 +75,7 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
     await page.getByText('Chart: latency and tokens of the last 40 turns').click();
     const chart = page.getByTestId('turn-chart');
     await chart.waitFor(TIMEOUT);
-    expect(await chart.locator('g.chart-turn').count()).toBe(session.turns.length);
+    await expect.poll(() => chart.locator('g.chart-turn').count(), TIMEOUT).toBe(session.turns.length);
     expect(await chart.locator('g.chart-turn[data-turn="2"] title').textContent()).toBe(
       `turn 2 (completed): ${formatDuration(session.turns[1].durationMs)}, ${n(session.turns[1].usage.inputTokens)} in · ${n(session.turns[1].usage.outputTokens)} out tokens, 2 tool calls`,
     );
@@ -84,7 +85,7 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
     // The workspace: at the event jumped to (turn 1's end), now, at the first write's result, then before it.
     const viewer = page.getByTestId('workspace-viewer');
     const summary = viewer.locator('summary');
-    expect(await summary.textContent()).toBe(`Workspace at event #${session.turns[0].endSeq}`);
+    await expect.poll(() => summary.textContent(), TIMEOUT).toBe(`Workspace at event #${session.turns[0].endSeq}`);
     await summary.click();
     await expect.poll(() => viewer.locator('tr[data-key="plan"] td.workspace-value').textContent(), TIMEOUT).toBe('draft');
     await viewer.getByRole('button', { name: 'Latest' }).click();
