@@ -14,4 +14,11 @@ export interface Context {
   services: Services;
   /** Sessions by id, batched per request. */
   sessionLoader: SessionLoader;
+  /**
+   * Set by the GraphQL door (http/graphql/graphql-handler.ts) on an operation
+   * that arrived over graphql-ws, with what the door needs to deliver it; the
+   * rest is the door's own. Plugins only ask whether it is there: a WebSocket
+   * operation's result and connection are the WebSocket front's to measure.
+   */
+  ws?: { readonly id: string };
 }

@@ -99,11 +99,12 @@ export class TenantConnections {
 /**
  * yoga's side: every subscription it runs over HTTP. Refused with the cap's
  * status (yoga answers with it, as it does SERVICE_UNAVAILABLE's 503).
- * graphql-ws subscriptions (context.ws) are counted by the WebSocket front.
+ * graphql-ws subscriptions (Context.ws) are counted by the WebSocket front.
  */
 export function useHttpSubscriptionLimits(held: TenantConnections): Plugin {
   return {
     onSubscribe({ args }) {
+      // The fields of graphql/context.ts's Context read here (the guard sits below the schema's room).
       const ctx = args.contextValue as { ws?: unknown; res?: http.ServerResponse; scope?: { tenant: string } };
       if (ctx.ws || !ctx.res || !ctx.scope) return;
       const refused = held.openStream(ctx.res, ctx.scope.tenant);

@@ -7,6 +7,7 @@
 // by an error and never sent.
 import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import type { Context } from '../context.ts';
 
 export const RESPONSE_TOO_LARGE = 'RESPONSE_TOO_LARGE';
 
@@ -35,7 +36,7 @@ export function useResponseSizeLimit(maxBytes: number): Plugin {
       };
       // graphql-ws writes its own messages: the result is measured here (the
       // GraphQL door, http/graphql/graphql-handler.ts, sets `ws` on a graphql-ws operation's context).
-      const overWebSocket = Boolean((args.contextValue as { ws?: unknown } | undefined)?.ws);
+      const overWebSocket = Boolean((args.contextValue as Partial<Context> | undefined)?.ws);
       return {
         onExecuteDone({ result, setResult }) {
           if (!result || Symbol.asyncIterator in result) return;

@@ -95,14 +95,12 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   }),
 });
 
-type TurnLog = SessionLog;
-
 /**
  * The turn holding event `seq` of the session (`orBefore`: or the last turn
  * before it): its turn/start at or before seq and the first turn/end after
  * that start (one turn is open at a time). A few index probes.
  */
-async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log: TurnLog, { orBefore = false } = {}): Promise<TurnRow | null> {
+async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log: SessionLog, { orBefore = false } = {}): Promise<TurnRow | null> {
   const snapshot = snapshotOf(s);
   const start = await log.lastOfType(snapshot, 'turn/start', seq);
   if (!start) return null;
