@@ -49,6 +49,8 @@ export interface AppOptions {
   poolMax?: number;
   /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
   preparedStatements?: boolean;
+  /** The database is distributed by fork tree (DATABASE_DISTRIBUTED, e.g. Citus): every statement names its tree. */
+  distributed?: boolean;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
   maxActiveSessions?: number;
   /** Of those, the most one tenant's sessions take (FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT; unset: defaultSlotsPerTenant). */
@@ -134,7 +136,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
   const standbys = opts.readUrls?.length ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) }) : undefined;
   await standbys?.start();
-  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served) => metrics.standbyReads.inc({ served }) });
+  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served) => metrics.standbyReads.inc({ served }), byTree: opts.distributed });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });

@@ -48,6 +48,7 @@ const envSchema = z.object({
   DATABASE_LISTEN_URL: z.string().url().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
   DATABASE_PREPARED_STATEMENTS: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
+  DATABASE_DISTRIBUTED: z.enum(['0', '1', 'true', 'false']).default('false').transform((v) => v === '1' || v === 'true'),
   FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
   FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
   // At most what a Node timer can wait (about 24.8 days).

@@ -67,6 +67,7 @@ async function main() {
       readUrls: config.DATABASE_READ_URL,
       poolMax: config.DATABASE_POOL_MAX,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+      distributed: config.DATABASE_DISTRIBUTED,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,

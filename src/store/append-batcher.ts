@@ -68,6 +68,8 @@ export class AppendBatcher {
       /** Values one append takes. */
       params: number;
       prepare: boolean;
+      /** The prepared batches' names start with it (one per statement text on a connection). */
+      name: string;
     },
     private readonly maxInFlight: number,
   ) {}
@@ -139,7 +141,7 @@ export class AppendBatcher {
 
   private statement(batch: Waiting[], notify: boolean): pg.QueryConfig {
     const n = batch.length;
-    const name = `append_${n}${notify ? '_notify' : ''}`;
+    const name = `${this.sql.name}_${n}${notify ? '_notify' : ''}`;
     let query = this.statements.get(name);
     if (!query) {
       const blocks = Array.from({ length: n }, (_, k) => this.sql.block(k, notify));

@@ -50,19 +50,25 @@ export const APPEND_PARAMS = 15;
  * One session's append (see SessionAppends.append) as CTEs and the SELECT of
  * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
  * named s<k> and ins<k> ($15: the session's tree, which every statement on
- * its rows names): the whole of a lone append's statement (APPEND_SQL),
+ * its rows names): the whole of a lone append's statement,
  * or one block of a statement that appends to several sessions
  * (append-batcher.ts). The lease's part ($10: a runner's fencing token, $12:
  * give it back when idle, $13: its ttl, $14: a message's claimer) is
  * leases.ts `leaseOnAppend`. With `notify`, the statement NOTIFYs
  * EVENTS_CHANNEL itself; otherwise its caller does once it committed
  * (append-batcher.ts chooses, notify-queue.ts says why).
+ *
+ * `byTree`: the row is found by its tree and id, so a distributed Postgres
+ * routes the statement to the tree's shard ($15 is always given). Otherwise
+ * $15 may be null (a session this process has not seen yet): the row is
+ * found by id and the statement returns the session's lineage, which the
+ * caller caches, so a first append costs no read of the row beforehand.
  */
-export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false): { ctes: string; select: string } {
+export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false, byTree = true): { ctes: string; select: string } {
   const $ = (n: number) => `$${offset + n}`;
   const s = `s${k}`;
   const ins = `ins${k}`;
-  const lease = leaseOnAppend({ token: $(10), ttlMs: $(13), release: $(12), claimer: $(14), status: $(4), pendingDelta: $(9) });
+  const lease = leaseOnAppend({ token: $(10), ttlMs: $(13), release: $(12), claimer: $(14), status: $(4), pendingDelta: $(9), lineageWanted: byTree ? 'false' : `${$(15)}::text IS NULL` });
   return {
     ctes: `${s} AS (
          UPDATE "Session"
@@ -73,7 +79,8 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "updatedAt" = now(),
                 ${lease.set}
-          WHERE id = ${$(1)} AND "treeId" = ${$(15)} AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
+          WHERE id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
+            AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
             AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
           RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}
        ), ${ins} AS (
@@ -91,10 +98,6 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
 }
 
 const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select} ORDER BY seq`;
-/** A lone append whose caller notifies once it committed (notify-queue.ts). */
-const APPEND_SQL = loneAppend(appendBlock(0));
-/** A lone append that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit). */
-const APPEND_NOTIFYING_SQL = loneAppend(appendBlock(0, 0, true));
 
 /**
  * The batch checked against the relationship rules (core/log-state.ts) from
@@ -134,17 +137,22 @@ export class SessionAppends {
     prepare: boolean,
     /** Where a session's tree is known (its cached lineage): the append names it. */
     private readonly log: SessionLog,
+    /** Every append names its tree, read first when not cached (a distributed Postgres: see appendBlock). */
+    private readonly byTree = false,
   ) {
-    this.appendStatement = statement(prepare, 'append', APPEND_SQL);
-    this.appendNotifying = statement(prepare, 'append_notify', APPEND_NOTIFYING_SQL);
+    // A lone append whose caller notifies once it committed (notify-queue.ts), and
+    // one that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit).
+    this.appendStatement = statement(prepare, byTree ? 'append_by_tree' : 'append', loneAppend(appendBlock(0, 0, false, byTree)));
+    this.appendNotifying = statement(prepare, byTree ? 'append_notify_by_tree' : 'append_notify', loneAppend(appendBlock(0, 0, true, byTree)));
     const poolMax = pool.options.max ?? 10;
     this.appends = new AppendBatcher(
       pool,
       {
         single: (params, notify) => (notify ? this.appendNotifying : this.appendStatement)(params),
-        block: (k, notify) => appendBlock(k, APPEND_PARAMS * k, notify),
+        block: (k, notify) => appendBlock(k, APPEND_PARAMS * k, notify, byTree),
         params: APPEND_PARAMS,
         prepare,
+        name: byTree ? 'append_by_tree' : 'append',
       },
       Math.max(1, Math.floor(poolMax / 2)),
     );
@@ -302,7 +310,7 @@ export class SessionAppends {
     const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
     const db = opts.client ?? this.pool;
-    const treeId = await this.log.treeOf(sessionId, db);
+    const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.cached(sessionId)?.treeId ?? null);
     const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null, treeId];
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
@@ -310,7 +318,7 @@ export class SessionAppends {
     const out = appended.rows as Out[];
     if (out.length === 0) {
       const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number; leaseOwner: string | null }>(
-        'SELECT "eventCount", "leaseToken", "leaseOwner" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
+        'SELECT "eventCount", "leaseToken", "leaseOwner" FROM "Session" WHERE id = $1 AND ($3::text IS NULL OR "treeId" = $3::text) AND ($2::text IS NULL OR tenant = $2::text)',
         [sessionId, opts.scope?.tenant ?? null, treeId],
       );
       if (!exists.rowCount) throw sessionNotFound(sessionId);
@@ -323,6 +331,7 @@ export class SessionAppends {
       });
     }
     const first = out[0];
+    if (treeId === null) this.log.remember({ id: sessionId, treeId: first.treeId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount });
     if (!appended.notified) this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
     return {

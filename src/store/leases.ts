@@ -88,7 +88,7 @@ export const RUN_BY_FORKLINE = `"runner" IS NULL`;
  * LeaseStore.claim would: that process runs it without a claim of its own.
  * SET expressions all read the row before the update.
  */
-export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string }) {
+export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string; lineageWanted: string }) {
   const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
   // A session an external runner pool runs is never claimed by forkline's own agent (issue 32).
   const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
@@ -104,9 +104,13 @@ export function leaseOnAppend(p: { token: string; ttlMs: string; release: string
      * lease fences nothing: no append may go in under it).
      */
     fence: `(${p.token}::int IS NULL OR ("leaseToken" = ${p.token}::int AND "leaseOwner" IS NOT NULL))`,
-    /** `released`, `held` (by the claimer), and what leaseOf needs of the row when the claim took it. */
+    /**
+     * `released`, `held` (by the claimer), and what leaseOf needs of the row
+     * when the claim took it: the session's lineage, which is also returned
+     * when `lineageWanted` (the append found the row by id: its caller caches it).
+     */
     returning: `"leaseOwner" IS NULL AS released, "leaseOwner" = ${p.claimer}::text AS held, "leaseToken",
-                    CASE WHEN ${p.claimer}::text IS NOT NULL THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
+                    CASE WHEN ${p.claimer}::text IS NOT NULL OR ${p.lineageWanted} THEN "inheritedRanges" END AS "inheritedRanges", "inheritedEventCount"`,
     /** Those columns as the append's SELECT reads them from its UPDATE (`cte`): an AppendLeaseRow. */
     selected: (cte: string) => `${cte}.released, ${cte}.held, ${cte}."leaseToken", ${cte}."treeId", ${cte}."inheritedRanges", ${cte}."inheritedEventCount"`,
   };

@@ -102,6 +102,11 @@ export class SessionLog {
     return rows[0] && this.remember(rows[0]);
   }
 
+  /** The session's lineage when this process has it cached (no read). */
+  cached(sessionId: string): Lineage | undefined {
+    return this.lineages.get(sessionId);
+  }
+
   /** Caches the lineage of a session row the caller already holds. */
   remember(row: LineageRow): Lineage {
     return this.rememberLineage(lineageOf(row));

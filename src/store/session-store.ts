@@ -56,6 +56,12 @@ export class SessionStore {
       /** Hot standbys that serve event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
       standbys?: Pick<ReadReplicas, 'pick' | 'readCaughtUp'>;
       onStandbyRead?: (served: StandbyRead) => void;
+      /**
+       * A distributed Postgres (DATABASE_DISTRIBUTED): every statement on a
+       * session's rows names its tree, read first when this process has not
+       * cached it. On one Postgres a first append finds the row by id instead.
+       */
+      byTree?: boolean;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
@@ -64,7 +70,7 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log);
     this.tails = new TailStates(this.log);
-    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log);
+    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
     this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, opts.log ?? (() => {}));
   }

@@ -98,6 +98,7 @@ describe('AppendBatcher failures', () => {
     block: (k: number) => ({ ctes: `c${k} AS (SELECT $${k + 1}::text AS t)`, select: `SELECT ${k} AS k, 0 AS seq, ${value('t')} AS v FROM c${k}` }),
     params: 1,
     prepare: false,
+    name: 'die_test',
   };
   beforeAll(() => {
     pool = new pg.Pool({ ...pgConfigFromUrl(url), max: 3 });

@@ -69,11 +69,22 @@ describe('SessionStore.append', () => {
     const { event: queued } = await fresh.queueInput(s.id, 'first', { scope });
     expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
     await fresh.notifications.drain();
-    // The append names the session's tree (a shard's key): a process that never saw the session looks it up once (its lineage, cached).
+    // On one Postgres, a process that never saw the session finds its row by id, and the append returns its lineage (cached).
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/^WITH s0 AS/);
+    expect(statements[0]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
+    expect(fresh.log.cached(s.id)).toEqual(await store.log.lineage(s.id));
+    statements = [];
+    // On a distributed Postgres (DATABASE_DISTRIBUTED) the append names the tree (the shard's key): looked up once, then cached.
+    const routed = new SessionStore(counting, toolEffectOf, { byTree: true });
+    const other = await store.createSession(scope, {});
+    statements = [];
+    await routed.queueInput(other.id, 'routed', { scope });
+    await routed.notifications.drain();
     expect(statements).toHaveLength(2);
     expect(statements[0]).toMatch(/^SELECT id, "treeId", "inheritedRanges"/);
     expect(statements[1]).toMatch(/^WITH s0 AS/);
-    expect(statements[1]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
+    expect(statements[1]).toContain('"treeId" = $15');
     statements = [];
     await fresh.queueInput(s.id, 'second', { scope });
     await fresh.notifications.drain();
