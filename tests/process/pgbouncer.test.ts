@@ -61,7 +61,7 @@ async function expectNamedStatementsThrough(bouncer: PgBouncer, database: string
   expect(bound).toBeGreaterThan(2 * parsed); // prepared once per connection, run many times
 }
 
-describe.each(POOLERS)('behind PgBouncer in transaction mode: $title', (pooler) => {
+for (const pooler of POOLERS) describe(`behind PgBouncer in transaction mode: ${pooler.title}`, () => {
   const running: ServiceProcess[] = [];
   let bouncer: PgBouncer;
   let admin: pg.Pool;
@@ -125,7 +125,8 @@ describe.each(POOLERS)('behind PgBouncer in transaction mode: $title', (pooler) 
     ]);
   });
 
-  it('two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool', async () => {
+  const named = 'maxPreparedStatements' in pooler ? ', forkline\'s named statements prepared through the pooler' : '';
+  it(`two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool${named}`, async () => {
     // The second names its direct URL by the older DATABASE_LISTEN_URL, still honoured.
     const [a, b] = await Promise.all([
       start({ DATABASE_URL: bouncer.url(pooledDb), DATABASE_DIRECT_URL: direct(pooledDb) }),
@@ -154,7 +155,7 @@ describe.each(POOLERS)('behind PgBouncer in transaction mode: $title', (pooler) 
       return rows[0].n === sessions.length;
     }, { what: 'every message answered', timeoutMs: 120_000 });
     const peak = await backends.stop();
-    if ('maxPreparedStatements' in pooler) await expectNamedStatementsThrough(bouncer, pooledDb);
+    if (named) await expectNamedStatementsThrough(bouncer, pooledDb);
     const { rows } = await admin.query<{ sessionId: string; type: string; data: { inputId?: string; reason?: string } }>(
       `SELECT "sessionId", type, data FROM "Event" WHERE "sessionId" = ANY($1) AND type IN ('turn/start', 'turn/end') ORDER BY "sessionId", seq`,
       [sessions],
