@@ -125,7 +125,7 @@ for (const pooler of POOLERS) describe(`behind PgBouncer in transaction mode: ${
     ]);
   });
 
-  const named = 'maxPreparedStatements' in pooler ? ', forkline\'s named statements prepared through the pooler' : '';
+  const named = 'maxPreparedStatements' in pooler ? ", forkline's named statements prepared through the pooler" : '';
   it(`two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool${named}`, async () => {
     // The second names its direct URL by the older DATABASE_LISTEN_URL, still honoured.
     const [a, b] = await Promise.all([
