@@ -1,10 +1,11 @@
-// Installs a Debian package the tests drive (Chromium, PgBouncer) when its
-// binary is missing and we may (root with apt-get); otherwise says how. The
-// tests that need it then fail with the same message rather than being skipped.
+// Installs a Debian package the tests need (Chromium, PgBouncer, the tools that
+// build a newer PgBouncer) when its file is missing and we may (root with
+// apt-get); otherwise says how. The tests that need it then fail with the same
+// message rather than being skipped.
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 
-/** True when `binary` exists (after installing `pkg` if it was missing and root may). */
+/** True when `binary` (a file `pkg` installs) exists, after installing `pkg` if it was missing and root may. */
 export function ensureAptPackage({ binary, pkg, what }) {
   if (existsSync(binary)) return true;
   const canApt = process.getuid?.() === 0 && existsSync('/usr/bin/apt-get');

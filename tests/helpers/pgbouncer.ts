@@ -1,6 +1,8 @@
-// A real PgBouncer (Debian's package, installed by scripts/ensure-pgbouncer.mjs
-// when missing) in transaction mode in front of the test Postgres, serving only
-// the databases it is given: like a managed pooler, it has no `postgres` database.
+// Real PgBouncers in transaction mode in front of the test Postgres, serving only
+// the databases they are given: like a managed pooler, no `postgres` database.
+// Two builds: Debian 12's package (1.18, no protocol-level prepared statements;
+// apt-installed) and 1.24.1 built from source into .cache/ (prepared statements
+// on); scripts/ensure-pgbouncer.mjs provides both, and runs from here when one is missing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,12 +13,18 @@ import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { PROJECT_ROOT } from './process.ts';
 import { waitFor } from './wait.ts';
 
-const BINARY = process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer';
+export const PGBOUNCER_BINARIES = {
+  debian: process.env.PGBOUNCER_PATH ?? '/usr/sbin/pgbouncer',
+  source: path.join(PROJECT_ROOT, '.cache/pgbouncer-1.24.1/pgbouncer'), // scripts/build-pgbouncer.mjs
+};
+export type PgBouncerBuild = keyof typeof PGBOUNCER_BINARIES;
 
 export interface PgBouncer {
   /** The URL of `database` through the pooler (same user and password as upstream). */
   url(database: string): string;
   version: string;
+  /** Runs a command of PgBouncer's admin console (SHOW …) as its stats user. */
+  show(what: string): Promise<Record<string, string | number | null>[]>;
   stop(): Promise<void>;
 }
 
@@ -27,20 +35,43 @@ function runAs(): { uid: number; gid: number } | undefined {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-export function pgBouncerVersion(): string {
-  if (!fs.existsSync(BINARY)) spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/ensure-pgbouncer.mjs')], { stdio: 'inherit' });
-  const out = spawnSync(BINARY, ['--version'], { encoding: 'utf8' });
+/** Runs scripts/ensure-pgbouncer.mjs for `build` (an install or a build of a minute or two), echoing its progress. */
+function ensurePgBouncer(build: PgBouncerBuild): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'scripts/ensure-pgbouncer.mjs'), build], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const echo = (c: Buffer) => {
+      out += c;
+      process.stdout.write(c);
+    };
+    child.stdout!.on('data', echo);
+    child.stderr!.on('data', echo);
+    child.on('close', () => resolve(out));
+  });
+}
+
+export async function pgBouncerVersion(build: PgBouncerBuild = 'debian'): Promise<string> {
+  const binary = PGBOUNCER_BINARIES[build];
+  const ensured = fs.existsSync(binary) ? '' : await ensurePgBouncer(build);
+  const out = spawnSync(binary, ['--version'], { encoding: 'utf8' });
   const m = /PgBouncer (\d+\.\d+\.\d+)/.exec(out.stdout ?? '');
-  if (!m) throw new Error(`no PgBouncer at ${BINARY} (apt-get install pgbouncer, or set PGBOUNCER_PATH): ${out.error ?? out.stderr}`);
+  const how = build === 'debian' ? 'apt-get install pgbouncer, or set PGBOUNCER_PATH' : 'node scripts/ensure-pgbouncer.mjs source builds it';
+  if (!m) throw new Error(`no PgBouncer at ${binary} (${how}): ${ensured.trim() || out.error || out.stderr}`);
   return m[1];
 }
 
 /**
  * `upstreamUrl`: a URL of the test Postgres (its database part is ignored).
  * `poolSize`: server connections per database and user, what bounds the backends.
+ * `maxPreparedStatements`: protocol-level prepared statements per server connection (1.21+; unset: the build's default).
  */
-export async function startPgBouncer(upstreamUrl: string, databases: string[], opts: { poolSize: number; maxClients?: number }): Promise<PgBouncer> {
-  const version = pgBouncerVersion();
+export async function startPgBouncer(
+  upstreamUrl: string,
+  databases: string[],
+  opts: { poolSize: number; maxClients?: number; build?: PgBouncerBuild; maxPreparedStatements?: number },
+): Promise<PgBouncer> {
+  const build = opts.build ?? 'debian';
+  const version = await pgBouncerVersion(build);
   const up = pgConfigFromUrl(upstreamUrl);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-pgbouncer-'));
   const port = await freePort();
@@ -64,12 +95,14 @@ export async function startPgBouncer(upstreamUrl: string, databases: string[], o
       `max_client_conn = ${opts.maxClients ?? 1000}`,
       'server_reset_query =',
       'ignore_startup_parameters = extra_float_digits',
+      `stats_users = ${up.user}`,
+      ...(opts.maxPreparedStatements === undefined ? [] : [`max_prepared_statements = ${opts.maxPreparedStatements}`]),
       '',
     ].join('\n'),
   );
   const owner = runAs();
   if (owner) for (const f of ['', 'users.txt', 'pgbouncer.ini']) fs.chownSync(path.join(dir, f), owner.uid, owner.gid);
-  const child: ChildProcess = spawn(BINARY, [path.join(dir, 'pgbouncer.ini')], { ...owner, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(PGBOUNCER_BINARIES[build], [path.join(dir, 'pgbouncer.ini')], { ...owner, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
@@ -93,6 +126,15 @@ export async function startPgBouncer(upstreamUrl: string, databases: string[], o
   return {
     url,
     version,
+    async show(what) {
+      const c = new pg.Client(pgConfigFromUrl(url('pgbouncer')));
+      await c.connect();
+      try {
+        return (await c.query(`SHOW ${what}`)).rows; // the simple protocol, all the admin console speaks
+      } finally {
+        await c.end();
+      }
+    },
     async stop() {
       if (child.exitCode === null) child.kill('SIGINT'); // SIGINT: fast shutdown
       await exited;

@@ -1,4 +1,6 @@
-// Behind a real PgBouncer in transaction mode (Debian's package): the start
+// Behind a real PgBouncer in transaction mode, once before protocol-level
+// prepared statements (Debian 12's 1.18, prepared statements off) and once with
+// them (1.24.1 built from source, forkline's named statements on): the start
 // checks its own database through the pooler, migrations and LISTEN take the
 // direct URL, and two processes share the pooler's few server connections.
 import crypto from 'node:crypto';
@@ -15,43 +17,84 @@ import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { expectedMigrations } from '../../src/db/migrate.ts';
 
 const POOL_SIZE = 6;
+const MAX_PREPARED_STATEMENTS = 200; // per server connection (PgBouncer 1.22+'s default), more than forkline names
 const DIRECT = 'forkline-direct'; // the application_name of the direct connections, to tell them from pooled ones
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-pgbouncer-'));
 fs.chmodSync(dataDir, 0o755);
-const running: ServiceProcess[] = [];
-let bouncer: PgBouncer;
-let admin: pg.Pool;
-let pooledDb: string; // a migrated database, served by the pooler
-const freshDb = `fresh_${crypto.randomBytes(4).toString('hex')}`; // listed in the pooler, not created yet
-const missingDb = `missing_${crypto.randomBytes(4).toString('hex')}`; // listed in the pooler, never created
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 const direct = (db: string) => `${pgServerUrl()}/${db}?application_name=${DIRECT}`;
-const start = async (env: Record<string, string>) => {
-  const p = await startService({ env: { FORKLINE_DATA_DIR: dataDir, DATABASE_PREPARED_STATEMENTS: 'false', ...env } });
-  running.push(p);
-  return p;
-};
 
-beforeAll(async () => {
-  const url = await createTestDatabase();
-  pooledDb = pgConfigFromUrl(url).database!;
-  admin = new pg.Pool({ ...pgConfigFromUrl(url), application_name: 'forkline-test-admin', max: 2 });
-  bouncer = await startPgBouncer(pgServerUrl(), [pooledDb, freshDb, missingDb], { poolSize: POOL_SIZE });
-});
-afterAll(async () => {
-  await Promise.all(running.map((p) => p.stop('SIGKILL')));
-  await bouncer?.stop();
-  await admin?.end();
-  const server = new pg.Client(pgConfigFromUrl(`${pgServerUrl()}/postgres`));
-  await server.connect();
-  await server.query(`DROP DATABASE IF EXISTS ${freshDb} WITH (FORCE)`);
-  await server.end();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+const POOLERS = [
+  {
+    title: "Debian 12's PgBouncer 1.18, prepared statements off",
+    build: 'debian',
+    version: /^1\.(1\d|20)\./, // before protocol-level prepared statements
+    env: { DATABASE_PREPARED_STATEMENTS: 'false' },
+  },
+  {
+    title: 'PgBouncer 1.24.1 built from source, prepared statements on',
+    build: 'source',
+    version: /^1\.24\./,
+    maxPreparedStatements: MAX_PREPARED_STATEMENTS,
+    env: {}, // DATABASE_PREPARED_STATEMENTS at its default, on
+  },
+] as const;
 
-describe('behind PgBouncer in transaction mode', () => {
-  it('is the PgBouncer before 1.21 of Debian 12 (no protocol-level prepared statements: DATABASE_PREPARED_STATEMENTS=false)', () => {
-    expect(bouncer.version).toMatch(/^1\.(1\d|20)\./);
+/**
+ * forkline's pooled connections prepared named statements at the protocol level
+ * and PgBouncer carried them to its server connections, where they were reused:
+ * its counters track only named statements (they stay 0 with
+ * DATABASE_PREPARED_STATEMENTS=false), and binds far outnumber parses.
+ */
+async function expectNamedStatementsThrough(bouncer: PgBouncer, database: string) {
+  const count = (rows: Record<string, unknown>[], column: string) => rows.reduce((n, r) => n + Number(r[column]), 0);
+  const clients = (await bouncer.show('CLIENTS')).filter((c) => c.database === database);
+  const servers = (await bouncer.show('SERVERS')).filter((c) => c.database === database);
+  const [stats] = (await bouncer.show('STATS')).filter((c) => c.database === database);
+  expect(count(clients, 'prepared_statements')).toBeGreaterThan(0);
+  expect(count(servers, 'prepared_statements')).toBeGreaterThan(0);
+  for (const s of servers) expect(Number(s.prepared_statements)).toBeLessThanOrEqual(MAX_PREPARED_STATEMENTS);
+  const [parsed, prepared, bound] = ['total_client_parse_count', 'total_server_parse_count', 'total_bind_count'].map((c) => Number(stats[c]));
+  expect(parsed).toBeGreaterThan(0);
+  expect(prepared).toBeGreaterThan(0);
+  expect(bound).toBeGreaterThan(2 * parsed); // prepared once per connection, run many times
+}
+
+for (const pooler of POOLERS) describe(`behind PgBouncer in transaction mode: ${pooler.title}`, () => {
+  const running: ServiceProcess[] = [];
+  let bouncer: PgBouncer;
+  let admin: pg.Pool;
+  let pooledDb: string; // a migrated database, served by the pooler
+  const freshDb = `fresh_${crypto.randomBytes(4).toString('hex')}`; // listed in the pooler, not created yet
+  const missingDb = `missing_${crypto.randomBytes(4).toString('hex')}`; // listed in the pooler, never created
+  const start = async (env: Record<string, string>) => {
+    const p = await startService({ env: { FORKLINE_DATA_DIR: dataDir, ...pooler.env, ...env } });
+    running.push(p);
+    return p;
+  };
+
+  // Long enough to build PgBouncer 1.24.1 when this file runs without `npm test`'s pretest.
+  beforeAll(async () => {
+    const url = await createTestDatabase();
+    pooledDb = pgConfigFromUrl(url).database!;
+    admin = new pg.Pool({ ...pgConfigFromUrl(url), application_name: 'forkline-test-admin', max: 2 });
+    const { build } = pooler;
+    const maxPreparedStatements = 'maxPreparedStatements' in pooler ? pooler.maxPreparedStatements : undefined;
+    bouncer = await startPgBouncer(pgServerUrl(), [pooledDb, freshDb, missingDb], { poolSize: POOL_SIZE, build, maxPreparedStatements });
+  }, 600_000);
+  afterAll(async () => {
+    await Promise.all(running.map((p) => p.stop('SIGKILL')));
+    await bouncer?.stop();
+    await admin?.end();
+    const server = new pg.Client(pgConfigFromUrl(`${pgServerUrl()}/postgres`));
+    await server.connect();
+    await server.query(`DROP DATABASE IF EXISTS ${freshDb} WITH (FORCE)`);
+    await server.end();
+  });
+
+  it(`is ${pooler.title.split(',')[0]}`, () => {
+    expect(bouncer.version).toMatch(pooler.version);
   });
 
   it('starts with only the pooler (which has no "postgres" database): its own database is checked by connecting to it', async () => {
@@ -82,7 +125,8 @@ describe('behind PgBouncer in transaction mode', () => {
     ]);
   });
 
-  it('two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool', async () => {
+  const named = 'maxPreparedStatements' in pooler ? ", forkline's named statements prepared through the pooler" : '';
+  it(`two processes behind it: 200 sessions × 3 messages, each answered once and in order, primary backends within the pool${named}`, async () => {
     // The second names its direct URL by the older DATABASE_LISTEN_URL, still honoured.
     const [a, b] = await Promise.all([
       start({ DATABASE_URL: bouncer.url(pooledDb), DATABASE_DIRECT_URL: direct(pooledDb) }),
@@ -111,6 +155,7 @@ describe('behind PgBouncer in transaction mode', () => {
       return rows[0].n === sessions.length;
     }, { what: 'every message answered', timeoutMs: 120_000 });
     const peak = await backends.stop();
+    if (named) await expectNamedStatementsThrough(bouncer, pooledDb);
     const { rows } = await admin.query<{ sessionId: string; type: string; data: { inputId?: string; reason?: string } }>(
       `SELECT "sessionId", type, data FROM "Event" WHERE "sessionId" = ANY($1) AND type IN ('turn/start', 'turn/end') ORDER BY "sessionId", seq`,
       [sessions],
