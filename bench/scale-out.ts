@@ -3,8 +3,8 @@
 // message at once, after untimed warm-up turns) and read req/s (a sessions page
 // and an events page of 100, 8 keep-alive connections) with 1 and 2 `src/main.ts`
 // processes, directly on Postgres and behind a real PgBouncer in transaction
-// mode (Debian's 1.18: DATABASE_PREPARED_STATEMENTS=false; the direct runs keep
-// prepared statements on, as a direct deployment would); then events-page req/s
+// mode (1.24.1, built by scripts/build-pgbouncer.mjs, with protocol-level
+// prepared statements on, like the direct runs); then events-page req/s
 // of one process served from a streaming hot standby (DATABASE_READ_URL) vs the
 // primary. Direct and pooled runs alternate. On this 2-core machine the
 // standby, PgBouncer and Postgres share the cores with the servers and the load
@@ -49,10 +49,10 @@ export async function benchScaleOut(ctx: BenchContext) {
   type Mode = (typeof modes)[number];
   const within = async <T>(mode: Mode, fn: (env: Record<string, string>) => Promise<T>): Promise<T> => {
     if (mode === 'direct') return fn({});
-    const bouncer = await startPgBouncer(serverUrl, [database], { poolSize: POOL_SIZE, maxClients: 5000 });
+    const bouncer = await startPgBouncer(serverUrl, [database], { poolSize: POOL_SIZE, maxClients: 5000, build: 'source', maxPreparedStatements: 200 });
     version = bouncer.version;
     try {
-      return await fn({ DATABASE_URL: bouncer.url(database), DATABASE_DIRECT_URL: databaseUrl, DATABASE_PREPARED_STATEMENTS: 'false' });
+      return await fn({ DATABASE_URL: bouncer.url(database), DATABASE_DIRECT_URL: databaseUrl });
     } finally {
       await bouncer.stop();
     }
