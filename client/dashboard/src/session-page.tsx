@@ -194,7 +194,9 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
           <StatusBadge status={props.status} />
           <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
-          <span>V{session.formatVersion}</span>
+          <span class="format-version" title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}>
+            format v{session.formatVersion}
+          </span>
           {session.runner && (
             <span class="runner-pool" title="run by an external runner pool (docs/runners.md)">
               runner pool {session.runner}
