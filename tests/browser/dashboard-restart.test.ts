@@ -6,10 +6,19 @@
 // that had streamed kept as the step's answer), nothing says "running" or
 // "reconnecting" any more, and a send's "cannot reach" banner from while the
 // server was down is gone.
+//
+// The second test kills the service process (SIGKILL, a separate process
+// serving the page) while a turn streams: nothing is closed on the way out.
+// A session is made while it is down; the restarted process repairs the open
+// turn (crash recovery, DESIGN §4) and the page catches up: the list asks for
+// what changed since it last saw (sessions(changedSince:), not a re-read of
+// every session), the turn ends `interrupted` with the closers the repair
+// wrote, Cancel is disabled and no banner is left.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
@@ -21,6 +30,7 @@ let browser: Promise<Browser>;
 let databaseUrl: string;
 let second: TestApp | undefined;
 let firstClosed = false;
+const services: ServiceProcess[] = [];
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
@@ -28,6 +38,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await Promise.all(services.map((p) => p.stop('SIGKILL')));
   await second?.close();
   if (firstClosed) await (await browser.catch(() => undefined))?.close();
   else await dashboard?.close();
@@ -94,6 +105,91 @@ describe('dashboard across a server restart', () => {
     await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: back again' }).waitFor(TIMEOUT);
     await screenshot(page, 'dashboard-restart-back.png');
     // The page logged the lost connection (a failed WebSocket, the failed send): nothing else.
+    expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('after a SIGKILL of the service: the list catches up by what changed, the turn shows the repair, nothing stale', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_LEASE_TTL_MS: '2000' };
+    const first = await startService({ env });
+    services.push(first);
+    const origin = new URL(first.url).origin;
+    const gql = async (url: string, query: string, variables?: unknown) => {
+      const r = await postGraphQL(url, query, variables);
+      if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
+      return r.body.data;
+    };
+    const create = async (url: string, title: string) => (await gql(url, 'mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const before = await create(first.url, 'There before the crash');
+    const id = await create(first.url, 'Streaming when killed');
+
+    const { page, errors } = await openPage(browser);
+    // Which list reads the page makes: a full page of sessions, or the changes since.
+    const listReads: string[] = [];
+    page.on('request', (req) => {
+      const op = (req.postDataJSON?.() as { query?: string } | null)?.query?.match(/^\s*query (Sessions|SessionsChangedSince)\b/)?.[1];
+      if (op) listReads.push(op);
+    });
+    await page.goto(`${origin}/sessions/${id}`);
+    await page.locator(`.tree-node[data-session-id="${before}"]`).waitFor(TIMEOUT);
+    const composer = page.getByRole('textbox', { name: 'Message' });
+    await composer.fill(`${WORDS}\n!slow 150`);
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const streaming = page.getByTestId('live-text');
+    await expect.poll(() => streaming.textContent(), TIMEOUT).toContain('word3');
+    await page.getByText('A turn is running.').waitFor(TIMEOUT);
+    expect(listReads).toEqual(['Sessions']);
+
+    // SIGKILL: no shutdown, no closers, the lease left held by a dead process.
+    expect(await first.stop('SIGKILL')).toBeNull();
+    const sidebarError = page.locator('.sidebar > .error');
+    await expect.poll(() => sidebarError.textContent(), TIMEOUT).toBe('live updates: reconnecting…');
+    await expect.poll(() => page.locator('main .error[role=alert]').textContent(), TIMEOUT).toBe('live events: reconnecting…');
+
+    // A session made while the page's server is down (by another process on the same database).
+    const other = await startTestApp({ databaseUrl });
+    let made: string;
+    try {
+      made = await create(other.url, 'Made while it was down');
+    } finally {
+      await other.close();
+    }
+
+    // The service again, on the same port and database.
+    const port = new URL(first.url).port;
+    const restarted = await startService({ env: { ...env, PORT: port } });
+    services.push(restarted);
+
+    // The list: the session made while down, from a changed-since read; no stale banner.
+    await page.locator(`.tree-node[data-session-id="${made}"]`).waitFor({ timeout: 30_000 });
+    await expect.poll(() => sidebarError.count(), TIMEOUT).toBe(0);
+    expect(await page.locator(`.tree-node[data-session-id="${before}"]`).count()).toBe(1);
+    expect(listReads).toEqual(['Sessions', 'SessionsChangedSince']);
+
+    // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
+    const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
+    await expect.poll(() => turnEnd.locator('.badge').first().textContent(), { timeout: 30_000 }).toBe('interrupted');
+    await page.getByText('Idle.').waitFor(TIMEOUT);
+    expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
+    expect(await streaming.count()).toBe(0);
+    await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
+    expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+    expect(await page.locator('.sidebar .tree-node[data-session-id="' + id + '"] .badge').first().textContent()).toMatch(/idle/i);
+
+    // What the page shows is what crash recovery wrote: synthetic closers, nothing of what had streamed.
+    const { session } = await gql(restarted.url, 'query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data synthetic } } } } }', { id });
+    expect(session.status).toBe('IDLE');
+    const events = session.events.edges.map((e: any) => e.node);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' }, synthetic: true });
+    expect(events.some((e: any) => e.type === 'model/message')).toBe(false);
+    expect(await page.locator('.conversation .msg.assistant').count()).toBe(0);
+
+    // And it works on.
+    await composer.fill('back after the crash');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: back after the crash' }).waitFor(TIMEOUT);
+    await screenshot(page, 'dashboard-restart-sigkill.png');
     expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
     await page.close();
   }, 120_000);
