@@ -34,6 +34,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
+  // Below 900 px the details (counts, lineage, actions, totals, jump and search) fold under "Details".
+  const [details, setDetails] = useState(false);
   useEffect(() => setActionError(null), [id, resumed]); // a banner from while the server was away goes when it is back
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
@@ -71,8 +73,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const running = status === 'RUNNING' || !!live;
   const jumpTo = (seq: number) => setJump((j) => ({ seq, nonce: (j?.nonce ?? 0) + 1 }));
   return (
-    <main class="session-page" data-session-id={id}>
-      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
+    <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
+      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} details={details} onDetails={setDetails}>
         <SessionTools sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
@@ -157,7 +159,16 @@ function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void
   );
 }
 
-function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void; children?: ComponentChildren }) {
+function SessionHeader(props: {
+  session: SessionDetails;
+  status: string;
+  length: number;
+  busy: boolean;
+  onError(msg: string): void;
+  details: boolean;
+  onDetails(open: boolean): void;
+  children?: ComponentChildren;
+}) {
   const { session, busy, onError } = props;
   const [compacting, setCompacting] = useState(false);
   // Summarises the history through the last completed turn (compactSession); the
@@ -190,6 +201,13 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
     <header class="session-head">
       <div class="session-title">
         <SessionTitle id={session.id} title={session.title} onError={onError} />
+        {/* Shown below 900 px only (layout.css): the status, and the rest of the header on demand. */}
+        <div class="fold-row">
+          <StatusBadge status={props.status} />
+          <button type="button" class="small" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
+            {props.details ? 'Hide details' : 'Details'}
+          </button>
+        </div>
         <div class="meta">
           <StatusBadge status={props.status} />
           <span>{Math.max(props.length, session.eventCount)} events</span>
