@@ -13,7 +13,7 @@ import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
 import { withForkSeq } from './fork-points.ts';
 import { useForkPoints } from './fork-markers.tsx';
-import { familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
+import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
 import { EventsAndFiles } from './files-tab.tsx';
 import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
@@ -26,7 +26,7 @@ import { SessionSearch } from './session-search.tsx';
 import { ExportButton } from './recording-export.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
-import { errorText, StatusBadge } from './widgets.tsx';
+import { BadLinkNotice, errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
@@ -37,8 +37,10 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   // Below 900 px the details (counts, lineage, actions, totals, jump and search) fold under "Details".
   const [details, setDetails] = useState(false);
   useEffect(() => setActionError(null), [id, resumed]); // a banner from while the server was away goes when it is back
+  // The address follows jumps (#seq-N), so Back and Forward walk them: back at the plain address is the latest.
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
+    else setJump((j) => (j === null || j.seq === -1 ? j : { seq: -1, nonce: j.nonce + 1 }));
   }, [seq]);
 
   // Fork, branch and edit ask for the child's title, message and model first (BranchDialog), then
@@ -66,12 +68,18 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   if (session === null || !pages)
     return (
       <main class="session-page">
-        <p class="error">No session {id}: it does not exist or was deleted.</p>
+        <p class="error" role="alert">
+          No session {id}: it does not exist or was deleted.
+        </p>
       </main>
     );
 
   const running = status === 'RUNNING' || !!live;
-  const jumpTo = (seq: number) => setJump((j) => ({ seq, nonce: (j?.nonce ?? 0) + 1 }));
+  const jumpTo = (to: number) => {
+    setJump((j) => ({ seq: to, nonce: (j?.nonce ?? 0) + 1 }));
+    navigate(to < 0 ? sessionPath(id) : eventPath(id, to));
+  };
+  const length = Math.max(pages.length, session.eventCount);
   return (
     <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} details={details} onDetails={setDetails}>
@@ -85,6 +93,12 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       {(error || actionError) && (
         <p class="error" role="alert">
           {actionError ?? error}
+        </p>
+      )}
+      <BadLinkNotice />
+      {seq !== undefined && seq >= length && (
+        <p class="error" role="alert" data-testid="bad-link">
+          This link is to event #{seq}, which this session does not have: its events are #0–#{length - 1}. Showing the latest.
         </p>
       )}
       <JumpBar length={pages.length} onJump={jumpTo} />
