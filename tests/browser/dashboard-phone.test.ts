@@ -124,12 +124,13 @@ describe('dashboard on a phone (390x844)', () => {
 
     // Folded: the title (two lines of the 150-character one), the status and "Details"; the conversation right below.
     expect(await details.getAttribute('aria-expanded')).toBe('false');
-    expect(await page.locator('.session-head .fold-row .badge').textContent()).toBe('idle');
+    expect(await page.locator('.session-head .badge.status-idle').textContent()).toBe('idle');
+    expect(await page.locator('.session-head .badge.status-idle').isVisible()).toBe(true);
     const h1 = page.locator('.session-head h1');
     const lineHeight = await h1.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 1.2 * parseFloat(getComputedStyle(el).fontSize));
     expect((await h1.boundingBox())!.height).toBeLessThanOrEqual(2 * lineHeight + 1);
     expect(await h1.evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true); // the rest is folded, not lost
-    for (const folded of ['.session-head .meta', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+    for (const folded of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
       expect(await page.locator(folded).first().isVisible(), folded).toBe(false);
     expect(await bottom('.session-head')).toBeLessThanOrEqual(170);
     expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
@@ -145,7 +146,7 @@ describe('dashboard on a phone (390x844)', () => {
     const format = page.locator('.session-head .format-version');
     expect(await format.textContent()).toBe('format v4');
     expect(await format.getAttribute('title')).toMatch(/^Event format version 4: /);
-    for (const shown of ['.session-head .meta', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+    for (const shown of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
       expect(await page.locator(shown).first().isVisible(), shown).toBe(true);
     await page.getByTestId('session-totals').waitFor(TIMEOUT);
     expect(await page.getByRole('textbox', { name: 'Seq to jump to' }).or(page.getByLabel('Seq to jump to')).first().isVisible()).toBe(true);

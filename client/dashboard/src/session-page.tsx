@@ -215,15 +215,12 @@ function SessionHeader(props: {
     <header class="session-head">
       <div class="session-title">
         <SessionTitle id={session.id} title={session.title} onError={onError} />
-        {/* Shown below 900 px only (layout.css): the status, and the rest of the header on demand. */}
-        <div class="fold-row">
+        <div class="meta counts">
           <StatusBadge status={props.status} />
-          <button type="button" class="small" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
+          {/* Below 900 px only (layout.css): the status stays, the rest of the header shows on demand. */}
+          <button type="button" class="small details-toggle" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
             {props.details ? 'Hide details' : 'Details'}
           </button>
-        </div>
-        <div class="meta">
-          <StatusBadge status={props.status} />
           <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
           <span class="format-version" title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}>
