@@ -15,7 +15,7 @@
 // every session), the turn ends `interrupted` with the closers the repair
 // wrote, Cancel is disabled and no banner is left.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
@@ -24,6 +24,27 @@ import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts
 
 const TIMEOUT = { timeout: 15_000 };
 const WORDS = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+
+/** The page after the restart: turn 1 ended `interrupted`, idle, Cancel disabled, no streaming bubble, no banner. */
+async function expectInterruptedAndIdle(page: Page, timeout = TIMEOUT) {
+  const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
+  await expect.poll(() => turnEnd.locator('.badge').first().textContent(), timeout).toBe('interrupted');
+  await page.getByText('Idle.').waitFor(TIMEOUT);
+  expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
+  expect(await page.getByTestId('live-text').count()).toBe(0);
+  await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
+  expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+}
+
+/** It works on: a message sent now is answered; the page logged only the lost connection (a failed WebSocket, a failed send). */
+async function expectAnsweredAfter(page: Page, errors: string[], text: string, shot: string) {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+  await page.locator('.conversation .msg.assistant').filter({ hasText: `Echo: ${text}` }).waitFor(TIMEOUT);
+  await screenshot(page, shot);
+  expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+  await page.close();
+}
 
 let dashboard: Dashboard;
 let browser: Promise<Browser>;
@@ -82,13 +103,7 @@ describe('dashboard across a server restart', () => {
     await expect.poll(() => sidebarError.count(), TIMEOUT).toBe(0);
 
     // The session page: the events since, the turn interrupted, idle, no banners.
-    const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
-    await expect.poll(() => turnEnd.locator('.badge').first().textContent(), TIMEOUT).toBe('interrupted');
-    await page.getByText('Idle.').waitFor(TIMEOUT);
-    expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
-    expect(await streaming.count()).toBe(0);
-    await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
-    expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+    await expectInterruptedAndIdle(page);
 
     // What had streamed is the step's stored answer, shown as the assistant's message.
     const { session } = await second.ok('query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data } } } } }', { id });
@@ -99,14 +114,7 @@ describe('dashboard across a server restart', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } });
     await expect.poll(() => page.locator('.conversation .msg.assistant .msg-text').first().textContent(), TIMEOUT).toBe(answer.data.text);
 
-    // And it works on: a message sent now is answered.
-    await composer.fill('back again');
-    await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: back again' }).waitFor(TIMEOUT);
-    await screenshot(page, 'dashboard-restart-back.png');
-    // The page logged the lost connection (a failed WebSocket, the failed send): nothing else.
-    expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
-    await page.close();
+    await expectAnsweredAfter(page, errors, 'back again', 'dashboard-restart-back.png');
   }, 120_000);
 
   it('after a SIGKILL of the service: the list catches up by what changed, the turn shows the repair, nothing stale', async () => {
@@ -168,13 +176,7 @@ describe('dashboard across a server restart', () => {
     expect(listReads).toEqual(['Sessions', 'SessionsChangedSince']);
 
     // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
-    const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
-    await expect.poll(() => turnEnd.locator('.badge').first().textContent(), { timeout: 30_000 }).toBe('interrupted');
-    await page.getByText('Idle.').waitFor(TIMEOUT);
-    expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
-    expect(await streaming.count()).toBe(0);
-    await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
-    expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+    await expectInterruptedAndIdle(page, { timeout: 30_000 });
     expect(await page.locator('.sidebar .tree-node[data-session-id="' + id + '"] .badge').first().textContent()).toMatch(/idle/i);
 
     // What the page shows is what crash recovery wrote: synthetic closers, nothing of what had streamed.
@@ -185,12 +187,6 @@ describe('dashboard across a server restart', () => {
     expect(events.some((e: any) => e.type === 'model/message')).toBe(false);
     expect(await page.locator('.conversation .msg.assistant').count()).toBe(0);
 
-    // And it works on.
-    await composer.fill('back after the crash');
-    await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: back after the crash' }).waitFor(TIMEOUT);
-    await screenshot(page, 'dashboard-restart-sigkill.png');
-    expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
-    await page.close();
+    await expectAnsweredAfter(page, errors, 'back after the crash', 'dashboard-restart-sigkill.png');
   }, 120_000);
 });
