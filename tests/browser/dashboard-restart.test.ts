@@ -14,6 +14,10 @@
 // what changed since it last saw (sessions(changedSince:), not a re-read of
 // every session), the turn ends `interrupted` with the closers the repair
 // wrote, Cancel is disabled and no banner is left.
+//
+// The third deletes a session while the server is down: the count the
+// changed-since read returns differs from what the list holds, so the list is
+// read again and the deleted session goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -34,6 +38,16 @@ async function expectInterruptedAndIdle(page: Page, timeout = TIMEOUT) {
   expect(await page.getByTestId('live-text').count()).toBe(0);
   await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
   expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+}
+
+/** Which list reads a page makes, in order: a full page of sessions (Sessions), or the changes since (SessionsChangedSince). */
+function recordListReads(page: Page): string[] {
+  const reads: string[] = [];
+  page.on('request', (req) => {
+    const op = (req.postDataJSON?.() as { query?: string } | null)?.query?.match(/^\s*query (Sessions|SessionsChangedSince)\b/)?.[1];
+    if (op) reads.push(op);
+  });
+  return reads;
 }
 
 /** It works on: a message sent now is answered; the page logged only the lost connection (a failed WebSocket, a failed send). */
@@ -133,12 +147,7 @@ describe('dashboard across a server restart', () => {
     const id = await create(first.url, 'Streaming when killed');
 
     const { page, errors } = await openPage(browser);
-    // Which list reads the page makes: a full page of sessions, or the changes since.
-    const listReads: string[] = [];
-    page.on('request', (req) => {
-      const op = (req.postDataJSON?.() as { query?: string } | null)?.query?.match(/^\s*query (Sessions|SessionsChangedSince)\b/)?.[1];
-      if (op) listReads.push(op);
-    });
+    const listReads = recordListReads(page);
     await page.goto(`${origin}/sessions/${id}`);
     await page.locator(`.tree-node[data-session-id="${before}"]`).waitFor(TIMEOUT);
     const composer = page.getByRole('textbox', { name: 'Message' });
@@ -173,7 +182,10 @@ describe('dashboard across a server restart', () => {
     await page.locator(`.tree-node[data-session-id="${made}"]`).waitFor({ timeout: 30_000 });
     await expect.poll(() => sidebarError.count(), TIMEOUT).toBe(0);
     expect(await page.locator(`.tree-node[data-session-id="${before}"]`).count()).toBe(1);
-    expect(listReads).toEqual(['Sessions', 'SessionsChangedSince']);
+    // Never the whole list again: only the changes since (once per resubscription).
+    expect(listReads[0]).toBe('Sessions');
+    expect(listReads.slice(1)).toEqual(expect.arrayContaining(['SessionsChangedSince']));
+    expect(listReads.slice(1).every((r) => r === 'SessionsChangedSince')).toBe(true);
 
     // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
     await expectInterruptedAndIdle(page, { timeout: 30_000 });
@@ -188,5 +200,47 @@ describe('dashboard across a server restart', () => {
     expect(await page.locator('.conversation .msg.assistant').count()).toBe(0);
 
     await expectAnsweredAfter(page, errors, 'back after the crash', 'dashboard-restart-sigkill.png');
+  }, 120_000);
+
+  it('a session deleted while the server was down goes from the list: the count differs, so the list is read again', async () => {
+    const databaseUrl = await createTestDatabase();
+    let app = await startTestApp({ databaseUrl });
+    const port = Number(new URL(app.url).port);
+    const create = async (on: TestApp, title: string) => (await on.ok('mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const kept = await create(app, 'Kept');
+    const doomed = await create(app, 'Deleted while down');
+    const { page, errors } = await openPage(browser);
+    const listReads = recordListReads(page);
+    await page.goto(`${new URL(app.url).origin}/sessions/${kept}`);
+    await page.locator(`.tree-node[data-session-id="${doomed}"]`).waitFor(TIMEOUT);
+
+    await app.close();
+    await expect.poll(() => page.locator('.sidebar > .error').textContent(), TIMEOUT).toBe('live updates: reconnecting…');
+    // Another process deletes one session and makes another while the page's server is down.
+    const other = await startTestApp({ databaseUrl });
+    let made: string;
+    try {
+      await other.ok('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: doomed });
+      made = await create(other, 'Made while down');
+    } finally {
+      await other.close();
+    }
+    app = await startTestApp({ databaseUrl, port });
+    try {
+      await page.locator(`.tree-node[data-session-id="${made}"]`).waitFor({ timeout: 30_000 });
+      await expect.poll(() => page.locator(`.tree-node[data-session-id="${doomed}"]`).count(), TIMEOUT).toBe(0);
+      expect(await page.locator(`.tree-node[data-session-id="${kept}"]`).count()).toBe(1);
+      await expect.poll(() => page.locator('.sidebar > .error').count(), TIMEOUT).toBe(0);
+      // The changes since first (once per resubscription); the count (2, the list held 3) told it a session
+      // was deleted: then the whole list.
+      expect(listReads[0]).toBe('Sessions');
+      expect(listReads[1]).toBe('SessionsChangedSince');
+      expect(listReads.at(-1)).toBe('Sessions');
+      expect(listReads.filter((r) => r === 'Sessions')).toHaveLength(2);
+      expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+      await page.close();
+    } finally {
+      await app.close();
+    }
   }, 120_000);
 });
