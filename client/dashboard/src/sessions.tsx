@@ -114,7 +114,6 @@ export function useSessions() {
       const newest = newestChange(held.current.values());
       if (newest === null) return load(true);
       const since = new Date(Date.parse(newest) - RESUME_MARGIN_MS).toISOString();
-      liveDuringLoad = new Set();
       let count = 0;
       let after: string | null | undefined;
       do {
@@ -124,7 +123,6 @@ export function useSessions() {
         upsert(r.sessions.edges.map((e) => e.node));
         after = r.sessions.pageInfo.hasNextPage ? r.sessions.pageInfo.endCursor : null;
       } while (after);
-      liveDuringLoad = null;
       // The state update above is applied on the next render: compare once it has been.
       await new Promise((resolve) => setTimeout(resolve));
       if (!cancelled && held.current.size !== count) await load(true);
