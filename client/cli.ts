@@ -21,7 +21,6 @@ import {
   SessionDocument,
   SessionEventsDocument,
   SessionEventsLiveDocument,
-  SessionRecordingDocument,
   SessionsDocument,
   RevokeApiTokenDocument,
   type ApiTokenFieldsFragment,
@@ -36,6 +35,7 @@ import {
   type SessionSummaryFragment,
   type ToolFieldsFragment,
 } from './client.ts';
+import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 
 const USAGE = `usage: forkline <command> [options]
@@ -57,7 +57,9 @@ commands:
                                             replace the model-visible history through SEQ (default: the end of the
                                             last completed turn) by the session's model's summary; waits for a
                                             running turn, returns once the summary is written
-  export <id>                               print the session's recording (JSON Lines, format V4)
+  export <id> [--output FILE] [--progress]  the session's recording (JSON Lines, format V4) to stdout or FILE,
+                                            streamed as the server reads it (any size); progress on stderr when it
+                                            is a terminal (--progress: always)
   import <file|->                           import a recording as a new session
   delete <id> [--with-descendants]          delete a session (and, with the flag, every fork below it)
   search <query> [--first N] [--after CURSOR] [--json]
@@ -103,6 +105,8 @@ const OPTIONS = {
   set: { type: 'string' },
   through: { type: 'string' },
   instructions: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  progress: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -366,10 +370,9 @@ async function run(argv: string[]): Promise<number> {
         return 0;
       }
       case 'export': {
-        const [id] = need(args, 1, 'a session id: forkline export <id>');
-        const { session } = await client.query(SessionRecordingDocument, { id });
-        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
-        process.stdout.write(session.recording.endsWith('\n') ? session.recording : `${session.recording}\n`);
+        const [id] = need(args, 1, 'a session id: forkline export <id> [--output FILE] [--progress]');
+        const progress = (opts.progress ?? process.stderr.isTTY) ? process.stderr : undefined;
+        await exportRecording(client, id, { output: opts.output, progress });
         return 0;
       }
       case 'import': {

@@ -1,7 +1,9 @@
 // Sessions connections (Relay shape) over keyset pages of session rows
-// (store/session-rows.ts): the sessions list (newest first) and a session's
-// children (oldest first). A cursor is the row's keyset, `<createdAt>|<id>`:
-// it stays valid when the session it names is deleted.
+// (store/session-rows.ts): the sessions list (newest first), a session's
+// children (oldest first), and the sessions changed since a time (least
+// recently changed first). A cursor is the row's keyset, `<createdAt>|<id>`,
+// or `changed:<updatedAt>|<id>` in the changed order: it stays valid when the
+// session it names is deleted or changes again.
 import { z } from 'zod';
 import { badInput } from '../core/errors.ts';
 import { parseArgs, pageArgs } from './input.ts';
@@ -9,16 +11,25 @@ import { DEFAULT_PAGE_SIZE } from './builder.ts';
 import type { SessionColumns, SessionKey, SessionPageQuery, SessionRow, SessionRows } from '../store/session-rows.ts';
 import { asSelected } from './session-columns.ts';
 
-const cursor = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\|.+$/, 'must be a cursor returned by this connection')
-  .transform((s): SessionKey => {
-    const bar = s.indexOf('|');
-    return { createdAt: new Date(s.slice(0, bar)), id: s.slice(bar + 1) };
-  })
-  .refine((k) => !Number.isNaN(k.createdAt.getTime()), 'must be a cursor returned by this connection');
+const CHANGED = 'changed:';
+const NOT_OURS = 'must be a cursor returned by this connection';
 
-const argsSchema = z.object({ after: cursor.nullish(), before: cursor.nullish() });
+/** A cursor of one order: a changed-order cursor is refused by the time orders and the other way round. */
+const cursorOf = (changed: boolean) =>
+  z
+    .string()
+    .regex(changed ? /^changed:\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\|.+$/ : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\|.+$/, NOT_OURS)
+    .transform((s): SessionKey => {
+      const key = changed ? s.slice(CHANGED.length) : s;
+      const bar = key.indexOf('|');
+      return { at: new Date(key.slice(0, bar)), id: key.slice(bar + 1) };
+    })
+    .refine((k) => !Number.isNaN(k.at.getTime()), NOT_OURS);
+
+const argsSchemas = {
+  time: z.object({ after: cursorOf(false).nullish(), before: cursorOf(false).nullish() }),
+  changed: z.object({ after: cursorOf(true).nullish(), before: cursorOf(true).nullish() }),
+};
 
 export interface SessionsConnectionArgs {
   first?: number | null;
@@ -28,6 +39,7 @@ export interface SessionsConnectionArgs {
 }
 
 export const sessionCursor = (s: SessionRow) => `${s.createdAt.toISOString()}|${s.id}`;
+const changedCursor = (s: SessionRow) => `${CHANGED}${s.updatedAt.toISOString()}|${s.id}`;
 
 /**
  * An edge formats its cursor only when asked for (a page of 50 is 50
@@ -38,6 +50,11 @@ class SessionEdge {
   constructor(readonly node: SessionRow) {}
   get cursor(): string {
     return sessionCursor(this.node);
+  }
+}
+class ChangedSessionEdge extends SessionEdge {
+  override get cursor(): string {
+    return changedCursor(this.node);
   }
 }
 
@@ -72,7 +89,8 @@ export async function sessionsConnection(
   columns: SessionColumns = null,
 ) {
   const { first, last } = pageArgs(args);
-  const { after, before } = parseArgs(argsSchema, { after: args.after, before: args.before });
+  const changed = query.order === 'changed';
+  const { after, before } = parseArgs(changed ? argsSchemas.changed : argsSchemas.time, { after: args.after, before: args.before });
   if (after && before) throw badInput('after and before cannot be used together');
   if (first != null && before) throw badInput('first and before cannot be used together: use last with before');
   if (last != null && after) throw badInput('last and after cannot be used together: use first with after');
@@ -82,6 +100,7 @@ export async function sessionsConnection(
   let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
   const more = page.length > limit;
   if (more) page = backward ? page.slice(1) : page.slice(0, limit);
-  const edges = page.map((node) => new SessionEdge(asSelected(node)));
+  const Edge = changed ? ChangedSessionEdge : SessionEdge;
+  const edges = page.map((node) => new Edge(asSelected(node)));
   return { edges, pageInfo: new SessionPageInfo(backward ? before != null : more, backward ? more : after != null, edges) };
 }

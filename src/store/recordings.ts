@@ -113,11 +113,16 @@ export async function importRecording(
   return store.requireSession(scope, id);
 }
 
-/** The session's title, status, counters and runner pool, as the validated log says. */
+/**
+ * The session's title, status, counters and runner pool, as the validated log says.
+ * Stamped changed as the import ends, not as its transaction began (a big one runs for
+ * minutes): sessions(changedSince:) must not pass it by before it commits.
+ */
 function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
     `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
-                          "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10
+                          "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10,
+                          "updatedAt" = clock_timestamp()
       WHERE id = $1 AND "treeId" = $1`,
     [id, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
      s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0,

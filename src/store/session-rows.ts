@@ -15,9 +15,9 @@ import { statement } from './statements.ts';
 
 export type { SessionRow };
 
-/** A position in a sessions page: the keyset (createdAt, id) of a row. */
+/** A position in a sessions page: the keyset of a row, (createdAt, id), or (updatedAt, id) in the 'changed' order. */
 export interface SessionKey {
-  createdAt: Date;
+  at: Date;
   id: string;
 }
 
@@ -31,8 +31,14 @@ export interface SessionPageQuery {
   /** Leave this session out (a session's siblings). */
   excludeId?: string | null;
   status?: 'IDLE' | 'RUNNING' | null;
-  /** Newest first (the sessions list) or oldest first (a session's children). */
-  order: 'newest' | 'oldest';
+  /** Only sessions changed (created, appended to, imported) at or after this time; with the 'changed' order. */
+  changedSince?: Date | null;
+  /**
+   * Newest first (the sessions list), oldest first (a session's children), or
+   * least recently changed first ('changed': by updatedAt; a row changed while
+   * a client pages moves past the rest and is read again, never skipped).
+   */
+  order: 'newest' | 'oldest' | 'changed';
   /** Rows after (forward) or before (backward) this key in that order. */
   from?: SessionKey | null;
   backward?: boolean;
@@ -49,6 +55,8 @@ export type SessionColumns = readonly SessionColumn[] | null;
 
 /** Read with every list: a page's keyset (createdAt, id), and what names the row. */
 const ALWAYS_READ = ['id', 'createdAt'] as const;
+/** Read with every list in the 'changed' order: its keyset (updatedAt, id) too. */
+const CHANGED_ORDER_READ = [...ALWAYS_READ, 'updatedAt'] as const;
 
 /**
  * A row read with a column list, typed as what it holds: id and createdAt,
@@ -124,19 +132,28 @@ export class SessionRows {
     if (q.treeId != null) where.push(`"treeId" = ${param(q.treeId)}`);
     if (q.excludeId != null) where.push(`id <> ${param(q.excludeId)}`);
     if (q.status != null) where.push(`status = ${param(q.status)}::"SessionStatus"`);
+    // The 'changed' order is the (tenant, updatedAt, id) index's.
+    const key = q.order === 'changed' ? '"updatedAt"' : '"createdAt"';
+    if (q.changedSince != null) where.push(`"updatedAt" >= ${param(q.changedSince)}::timestamptz`);
     // Newest first reads the index backwards; a backward page reverses the order again.
     const descending = (q.order === 'newest') !== Boolean(q.backward);
     if (q.from) {
-      where.push(`("createdAt", id) ${descending ? '<' : '>'} (${param(q.from.createdAt)}::timestamptz, ${param(q.from.id)})`);
+      where.push(`(${key}, id) ${descending ? '<' : '>'} (${param(q.from.at)}::timestamptz, ${param(q.from.id)})`);
     }
     const dir = descending ? 'DESC' : 'ASC';
-    const text = `SELECT ${list(columns)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY "createdAt" ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
+    const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
     const query = this.run(text, q.status == null)(values);
     const { rows } = this.standbys
       ? await this.standbys.readCaughtUp((db) => db.query<PartialSessionRow>(query), this.onStandbyRead)
       : await this.pool.query<PartialSessionRow>(query);
     return q.backward ? rows.reverse() : rows;
+  }
+
+  /** How many sessions a tenant has: one index-only count (a list that resumed from changes checks it held every deletion). */
+  async count(tenant: string): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(this.run('SELECT count(*)::int AS n FROM "Session" WHERE tenant = $1', true)([tenant]));
+    return rows[0].n;
   }
 
   /** The seqs of a session its children were forked at, each with how many: one grouped scan of its children. */
@@ -162,9 +179,9 @@ export class SessionRows {
   }
 }
 
-function list(columns: SessionColumns): string {
+function list(columns: SessionColumns, alwaysRead: readonly SessionColumn[] = ALWAYS_READ): string {
   if (!columns) return SESSION_COLUMNS_SQL;
-  const all = [...ALWAYS_READ.filter((c) => !columns.includes(c)), ...columns];
+  const all = [...alwaysRead.filter((c) => !columns.includes(c)), ...columns];
   for (const c of all) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
   return all.map((c) => `"${c}"`).join(', ');
 }

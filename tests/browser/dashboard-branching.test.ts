@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
-import { openPage, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage, sessionIdOf, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 let dashboard: Dashboard;
@@ -202,6 +202,7 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     expect(childrenLine).not.toMatch(/@(\d+) @\1/);
 
     // The fork tree: three generations, children grouped under the seq they were forked at.
+    await showDetails(page);
     await page.getByRole('link', { name: 'Fork tree' }).click();
     await page.waitForURL(`${origin}/sessions/${parent}/family`, TIMEOUT);
     const tree = page.getByRole('navigation', { name: 'Fork tree' });

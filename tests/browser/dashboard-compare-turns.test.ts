@@ -44,9 +44,10 @@ describe.each([
     await send(right, 'right only');
 
     const { page, errors } = await openPage(dashboard.browser, { viewport });
+    // A comparison opens by turns (nothing in the address says so: it is the default).
     await page.goto(`${origin}/compare/${left}/${right}`);
-    await page.getByRole('button', { name: 'By turns' }).click();
-    expect(new URL(page.url()).searchParams.get('by')).toBe('turns');
+    expect(await page.getByRole('button', { name: 'By turns' }).getAttribute('aria-pressed')).toBe('true');
+    expect(new URL(page.url()).searchParams.get('by')).toBeNull();
     const rows = page.getByTestId('turn-row');
     await expect.poll(() => rows.count(), TIMEOUT).toBe(3);
     const row = (turn: number) => page.locator(`[data-testid="turn-row"][data-turn="${turn}"]`);
@@ -91,11 +92,15 @@ describe.each([
     else expect(r.y).toBeGreaterThan(l.y);
     await page.screenshot({ path: `tests/artifacts/dashboard-compare-turns-${name}.png` });
 
-    // The choice is in the address: a reload keeps it, "By seq" goes back to the seq rows.
-    await page.reload();
-    await expect.poll(() => rows.count(), TIMEOUT).toBe(4);
+    // "By seq" is one click away and kept in the address (a reload keeps it); "By turns" goes back.
     await page.getByRole('button', { name: 'By seq' }).click();
     await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
+    expect(new URL(page.url()).searchParams.get('by')).toBe('seq');
+    await page.reload();
+    await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
+    expect(await rows.count()).toBe(0);
+    await page.getByRole('button', { name: 'By turns' }).click();
+    await expect.poll(() => rows.count(), TIMEOUT).toBe(4);
     expect(new URL(page.url()).searchParams.get('by')).toBeNull();
     expect(errors).toEqual([]);
     await page.close();
@@ -121,7 +126,7 @@ describe('compare by turns: a long tail', () => {
       const body = req.postDataJSON?.() as { query?: string; variables?: { id: string; afterSeq: number } } | null;
       if (body?.query?.includes('query SessionEvents') && body.variables?.id === left) fetched.push(body.variables.afterSeq);
     });
-    await page.goto(`${origin}/compare/${left}/${right}?by=turns`);
+    await page.goto(`${origin}/compare/${left}/${right}`);
     const rows = page.getByTestId('turn-row');
     const further = page.getByRole('button', { name: 'Compare further' });
     await further.waitFor(TIMEOUT);

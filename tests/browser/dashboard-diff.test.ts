@@ -66,10 +66,13 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     await page.locator('h1', { hasText: 'Left sibling' }).waitFor(TIMEOUT);
     await page.getByText('Compare with…').click();
     await page.getByRole('link', { name: /^Parent: Five thousand events/ }).waitFor(TIMEOUT);
-    eventPages.length = 0;
-    eventsFetched = 0;
     await page.getByRole('link', { name: /^Sibling: Right sibling/ }).click();
     await page.waitForURL(`${origin}/compare/${left}/${right}`, TIMEOUT);
+    // It opens by turns; by seq (the rows this test reads) is the other view, opened fresh to count its reads.
+    await page.getByTestId('turn-row').first().waitFor(TIMEOUT);
+    eventPages.length = 0;
+    eventsFetched = 0;
+    await page.goto(`${origin}/compare/${left}/${right}?by=seq`);
 
     // The common prefix is the lower cut; the next seq is highlighted and in view.
     const first = CUT_LEFT + 1;
@@ -123,6 +126,7 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     // The old address redirects to the diff of the parent and the session.
     await page.goto(`${origin}/sessions/${right}/compare`);
     await page.waitForURL(`${origin}/compare/${parent}/${right}`, TIMEOUT);
+    await page.getByRole('button', { name: 'By seq' }).click();
     await page.locator(`.diff-row.first-divergent[data-seq="${CUT_RIGHT + 1}"]`).waitFor(TIMEOUT);
 
     expect(errors).toEqual([]);
@@ -131,7 +135,7 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
 
   it('follows appends to either side while it is open', async () => {
     const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
-    await page.goto(`${origin}/compare/${left}/${right}`);
+    await page.goto(`${origin}/compare/${left}/${right}?by=seq`);
     await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
     const length = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id })).session.eventCount as number;
     const before = await length(left);

@@ -58,6 +58,12 @@ export async function openPage(
   return { page, errors: collectPageErrors(page) };
 }
 
+/** Below 900 px a session's header details (counts, lineage, tools, actions, totals, jump, search) fold: opens them (nothing at desktop width). */
+export async function showDetails(page: Page): Promise<void> {
+  const details = page.getByRole('button', { name: 'Details', exact: true });
+  if (await details.isVisible()) await details.click();
+}
+
 /** Nothing sticks out sideways: the page does not scroll horizontally. */
 export const noHorizontalOverflow = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 

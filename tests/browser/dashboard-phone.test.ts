@@ -69,7 +69,7 @@ describe('dashboard on a phone (390x844)', () => {
     expect(bubble!.width).toBeGreaterThan(200);
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
 
-    // The long title wraps between words, all of it shown.
+    // The long title wraps between words (folded: two lines of it; Details shows all of it).
     expect(await page.locator('.session-head h1').textContent()).toBe(LONG_TITLE);
     expect(await wordsBrokenAcrossLines(page)).toEqual([]);
     await screenshot(page, 'dashboard-phone-session.png');
@@ -110,6 +110,58 @@ describe('dashboard on a phone (390x844)', () => {
     await page.close();
   });
 
+  it('folds the header: the conversation starts near the top, the details open on demand', async () => {
+    const { page, errors } = await openPage(browser, { viewport: PHONE });
+    await page.goto(`${origin}/sessions/${longId}`);
+    const firstItem = page.locator('ol.conversation > li').first();
+    await firstItem.waitFor(TIMEOUT);
+    const top = async (selector: string) => (await page.locator(selector).first().boundingBox())!.y;
+    const bottom = async (selector: string) => {
+      const b = (await page.locator(selector).first().boundingBox())!;
+      return b.y + b.height;
+    };
+    const details = page.getByRole('button', { name: 'Details', exact: true });
+
+    // Folded: the title (two lines of the 150-character one), the status and "Details"; the conversation right below.
+    expect(await details.getAttribute('aria-expanded')).toBe('false');
+    expect(await page.locator('.session-head .badge.status-idle').textContent()).toBe('idle');
+    expect(await page.locator('.session-head .badge.status-idle').isVisible()).toBe(true);
+    const h1 = page.locator('.session-head h1');
+    const lineHeight = await h1.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 1.2 * parseFloat(getComputedStyle(el).fontSize));
+    expect((await h1.boundingBox())!.height).toBeLessThanOrEqual(2 * lineHeight + 1);
+    expect(await h1.evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true); // the rest is folded, not lost
+    for (const folded of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+      expect(await page.locator(folded).first().isVisible(), folded).toBe(false);
+    expect(await bottom('.session-head')).toBeLessThanOrEqual(170);
+    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await screenshot(page, 'dashboard-phone-folded.png');
+
+    // Details: the whole title, counts (the format version explained), lineage, totals, jump and search.
+    await details.click();
+    const hide = page.getByRole('button', { name: 'Hide details' });
+    expect(await hide.getAttribute('aria-expanded')).toBe('true');
+    expect(await h1.evaluate((el) => el.scrollHeight <= el.clientHeight)).toBe(true);
+    expect(await wordsBrokenAcrossLines(page)).toEqual([]);
+    const format = page.locator('.session-head .format-version');
+    expect(await format.textContent()).toBe('format v4');
+    expect(await format.getAttribute('title')).toMatch(/^Event format version 4: /);
+    for (const shown of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+      expect(await page.locator(shown).first().isVisible(), shown).toBe(true);
+    await page.getByTestId('session-totals').waitFor(TIMEOUT);
+    expect(await page.getByRole('textbox', { name: 'Seq to jump to' }).or(page.getByLabel('Seq to jump to')).first().isVisible()).toBe(true);
+    expect(await top('ol.conversation > li')).toBeGreaterThan(200);
+    expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
+    await screenshot(page, 'dashboard-phone-details.png');
+
+    // And folds again.
+    await hide.click();
+    await expect.poll(() => page.locator('.session-insights').isVisible(), TIMEOUT).toBe(false);
+    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('the home page and the new-session dialog fit the screen', async () => {
     const { page, errors } = await openPage(browser, { viewport: PHONE });
     await page.goto(`${origin}/`);
@@ -134,6 +186,11 @@ describe('dashboard at 1440x900', () => {
     await page.locator('.conversation .msg.assistant').first().waitFor(TIMEOUT);
     expect(await page.locator('#sessions-drawer').isVisible()).toBe(true);
     expect(await page.getByRole('button', { name: 'Sessions', exact: true }).count()).toBe(0);
+    // Nothing folds at this width: no "Details", the totals and the search in view.
+    expect(await page.getByRole('button', { name: 'Details', exact: true }).isVisible()).toBe(false);
+    expect(await page.locator('.session-insights').isVisible()).toBe(true);
+    expect(await page.locator('.session-search').isVisible()).toBe(true);
+    expect(await page.locator('.session-head .format-version').textContent()).toBe('format v4');
     const sidebar = await page.locator('.sidebar').boundingBox();
     const main = await page.locator('main').boundingBox();
     expect(sidebar!.x + sidebar!.width).toBeLessThanOrEqual(main!.x + 1);

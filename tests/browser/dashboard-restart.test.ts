@@ -6,21 +6,66 @@
 // that had streamed kept as the step's answer), nothing says "running" or
 // "reconnecting" any more, and a send's "cannot reach" banner from while the
 // server was down is gone.
+//
+// The second test kills the service process (SIGKILL, a separate process
+// serving the page) while a turn streams: nothing is closed on the way out.
+// A session is made while it is down; the restarted process repairs the open
+// turn (crash recovery, DESIGN §4) and the page catches up: the list asks for
+// what changed since it last saw (sessions(changedSince:), not a re-read of
+// every session), the turn ends `interrupted` with the closers the repair
+// wrote, Cancel is disabled and no banner is left.
+//
+// The third deletes a session while the server is down: the count the
+// changed-since read returns differs from what the list holds, so the list is
+// read again and the deleted session goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 const WORDS = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
 
+/** The page after the restart: turn 1 ended `interrupted`, idle, Cancel disabled, no streaming bubble, no banner. */
+async function expectInterruptedAndIdle(page: Page, timeout = TIMEOUT) {
+  const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
+  await expect.poll(() => turnEnd.locator('.badge').first().textContent(), timeout).toBe('interrupted');
+  await page.getByText('Idle.').waitFor(TIMEOUT);
+  expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
+  expect(await page.getByTestId('live-text').count()).toBe(0);
+  await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
+  expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+}
+
+/** Which list reads a page makes, in order: a full page of sessions (Sessions), or the changes since (SessionsChangedSince). */
+function recordListReads(page: Page): string[] {
+  const reads: string[] = [];
+  page.on('request', (req) => {
+    const op = (req.postDataJSON?.() as { query?: string } | null)?.query?.match(/^\s*query (Sessions|SessionsChangedSince)\b/)?.[1];
+    if (op) reads.push(op);
+  });
+  return reads;
+}
+
+/** It works on: a message sent now is answered; the page logged only the lost connection (a failed WebSocket, a failed send). */
+async function expectAnsweredAfter(page: Page, errors: string[], text: string, shot: string) {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+  await page.locator('.conversation .msg.assistant').filter({ hasText: `Echo: ${text}` }).waitFor(TIMEOUT);
+  await screenshot(page, shot);
+  expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+  await page.close();
+}
+
 let dashboard: Dashboard;
 let browser: Promise<Browser>;
 let databaseUrl: string;
 let second: TestApp | undefined;
 let firstClosed = false;
+const services: ServiceProcess[] = [];
 
 beforeAll(async () => {
   databaseUrl = await createTestDatabase();
@@ -28,6 +73,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await Promise.all(services.map((p) => p.stop('SIGKILL')));
   await second?.close();
   if (firstClosed) await (await browser.catch(() => undefined))?.close();
   else await dashboard?.close();
@@ -71,13 +117,7 @@ describe('dashboard across a server restart', () => {
     await expect.poll(() => sidebarError.count(), TIMEOUT).toBe(0);
 
     // The session page: the events since, the turn interrupted, idle, no banners.
-    const turnEnd = page.locator('.conversation .turn-end[data-turn="1"]');
-    await expect.poll(() => turnEnd.locator('.badge').first().textContent(), TIMEOUT).toBe('interrupted');
-    await page.getByText('Idle.').waitFor(TIMEOUT);
-    expect(await page.getByRole('button', { name: 'Cancel turn' }).isDisabled()).toBe(true);
-    expect(await streaming.count()).toBe(0);
-    await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
-    expect(await page.locator('.session-head .badge.status-idle').count()).toBe(1);
+    await expectInterruptedAndIdle(page);
 
     // What had streamed is the step's stored answer, shown as the assistant's message.
     const { session } = await second.ok('query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data } } } } }', { id });
@@ -88,13 +128,119 @@ describe('dashboard across a server restart', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } });
     await expect.poll(() => page.locator('.conversation .msg.assistant .msg-text').first().textContent(), TIMEOUT).toBe(answer.data.text);
 
-    // And it works on: a message sent now is answered.
-    await composer.fill('back again');
+    await expectAnsweredAfter(page, errors, 'back again', 'dashboard-restart-back.png');
+  }, 120_000);
+
+  it('after a SIGKILL of the service: the list catches up by what changed, the turn shows the repair, nothing stale', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_LEASE_TTL_MS: '2000' };
+    const first = await startService({ env });
+    services.push(first);
+    const origin = new URL(first.url).origin;
+    const gql = async (url: string, query: string, variables?: unknown) => {
+      const r = await postGraphQL(url, query, variables);
+      if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
+      return r.body.data;
+    };
+    const create = async (url: string, title: string) => (await gql(url, 'mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const before = await create(first.url, 'There before the crash');
+    const id = await create(first.url, 'Streaming when killed');
+
+    const { page, errors } = await openPage(browser);
+    const listReads = recordListReads(page);
+    await page.goto(`${origin}/sessions/${id}`);
+    await page.locator(`.tree-node[data-session-id="${before}"]`).waitFor(TIMEOUT);
+    const composer = page.getByRole('textbox', { name: 'Message' });
+    await composer.fill(`${WORDS}\n!slow 150`);
     await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await page.locator('.conversation .msg.assistant').filter({ hasText: 'Echo: back again' }).waitFor(TIMEOUT);
-    await screenshot(page, 'dashboard-restart-back.png');
-    // The page logged the lost connection (a failed WebSocket, the failed send): nothing else.
-    expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
-    await page.close();
+    const streaming = page.getByTestId('live-text');
+    await expect.poll(() => streaming.textContent(), TIMEOUT).toContain('word3');
+    await page.getByText('A turn is running.').waitFor(TIMEOUT);
+    expect(listReads).toEqual(['Sessions']);
+
+    // SIGKILL: no shutdown, no closers, the lease left held by a dead process.
+    expect(await first.stop('SIGKILL')).toBeNull();
+    const sidebarError = page.locator('.sidebar > .error');
+    await expect.poll(() => sidebarError.textContent(), TIMEOUT).toBe('live updates: reconnecting…');
+    await expect.poll(() => page.locator('main .error[role=alert]').textContent(), TIMEOUT).toBe('live events: reconnecting…');
+
+    // A session made while the page's server is down (by another process on the same database).
+    const other = await startTestApp({ databaseUrl });
+    let made: string;
+    try {
+      made = await create(other.url, 'Made while it was down');
+    } finally {
+      await other.close();
+    }
+
+    // The service again, on the same port and database.
+    const port = new URL(first.url).port;
+    const restarted = await startService({ env: { ...env, PORT: port } });
+    services.push(restarted);
+
+    // The list: the session made while down, from a changed-since read; no stale banner.
+    await page.locator(`.tree-node[data-session-id="${made}"]`).waitFor({ timeout: 30_000 });
+    await expect.poll(() => sidebarError.count(), TIMEOUT).toBe(0);
+    expect(await page.locator(`.tree-node[data-session-id="${before}"]`).count()).toBe(1);
+    // Never the whole list again: only the changes since (once per resubscription).
+    expect(listReads[0]).toBe('Sessions');
+    expect(listReads.slice(1)).toEqual(expect.arrayContaining(['SessionsChangedSince']));
+    expect(listReads.slice(1).every((r) => r === 'SessionsChangedSince')).toBe(true);
+
+    // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
+    await expectInterruptedAndIdle(page, { timeout: 30_000 });
+    expect(await page.locator('.sidebar .tree-node[data-session-id="' + id + '"] .badge').first().textContent()).toMatch(/idle/i);
+
+    // What the page shows is what crash recovery wrote: synthetic closers, nothing of what had streamed.
+    const { session } = await gql(restarted.url, 'query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data synthetic } } } } }', { id });
+    expect(session.status).toBe('IDLE');
+    const events = session.events.edges.map((e: any) => e.node);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' }, synthetic: true });
+    expect(events.some((e: any) => e.type === 'model/message')).toBe(false);
+    expect(await page.locator('.conversation .msg.assistant').count()).toBe(0);
+
+    await expectAnsweredAfter(page, errors, 'back after the crash', 'dashboard-restart-sigkill.png');
+  }, 120_000);
+
+  it('a session deleted while the server was down goes from the list: the count differs, so the list is read again', async () => {
+    const databaseUrl = await createTestDatabase();
+    let app = await startTestApp({ databaseUrl });
+    const port = Number(new URL(app.url).port);
+    const create = async (on: TestApp, title: string) => (await on.ok('mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const kept = await create(app, 'Kept');
+    const doomed = await create(app, 'Deleted while down');
+    const { page, errors } = await openPage(browser);
+    const listReads = recordListReads(page);
+    await page.goto(`${new URL(app.url).origin}/sessions/${kept}`);
+    await page.locator(`.tree-node[data-session-id="${doomed}"]`).waitFor(TIMEOUT);
+
+    await app.close();
+    await expect.poll(() => page.locator('.sidebar > .error').textContent(), TIMEOUT).toBe('live updates: reconnecting…');
+    // Another process deletes one session and makes another while the page's server is down.
+    const other = await startTestApp({ databaseUrl });
+    let made: string;
+    try {
+      await other.ok('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: doomed });
+      made = await create(other, 'Made while down');
+    } finally {
+      await other.close();
+    }
+    app = await startTestApp({ databaseUrl, port });
+    try {
+      await page.locator(`.tree-node[data-session-id="${made}"]`).waitFor({ timeout: 30_000 });
+      await expect.poll(() => page.locator(`.tree-node[data-session-id="${doomed}"]`).count(), TIMEOUT).toBe(0);
+      expect(await page.locator(`.tree-node[data-session-id="${kept}"]`).count()).toBe(1);
+      await expect.poll(() => page.locator('.sidebar > .error').count(), TIMEOUT).toBe(0);
+      // The changes since first (once per resubscription); the count (2, the list held 3) told it a session
+      // was deleted: then the whole list.
+      expect(listReads[0]).toBe('Sessions');
+      expect(listReads[1]).toBe('SessionsChangedSince');
+      expect(listReads.at(-1)).toBe('Sessions');
+      expect(listReads.filter((r) => r === 'Sessions')).toHaveLength(2);
+      expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+      await page.close();
+    } finally {
+      await app.close();
+    }
   }, 120_000);
 });

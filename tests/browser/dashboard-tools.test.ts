@@ -14,7 +14,7 @@ import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import { screenshot } from './chromium.ts';
-import { noHorizontalOverflow, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { noHorizontalOverflow, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const require = createRequire(import.meta.url);
 const TIMEOUT = { timeout: 10_000 };
@@ -97,6 +97,7 @@ describe('dashboard: tools', () => {
       // The session's tools: closed until asked for, then each with its server and effect.
       const panel = page.getByTestId('session-tools');
       await expect.poll(() => panel.locator('summary').textContent(), TIMEOUT).toMatch(/^Tools \(\d+\) · MCP servers: everything$/);
+      await showDetails(page);
       await panel.locator('summary').click();
       const row = (name: string) => panel.locator(`tr[data-tool="${name}"] td`).allTextContents();
       expect(await row('clock')).toEqual(['clock', 'built-in', 'read-only']);

@@ -100,10 +100,11 @@ describe('dashboard', () => {
     expect(JSON.parse(lines[0])).toMatchObject({ format: 'forkline.recording', version: 4 });
     expect(JSON.parse(lines[8])).toMatchObject({ seq: 7, type: 'session/end-seed' });
 
-    // Compare with the parent: aligned by seq from the cut, the parent's real result against the child's closers.
+    // Compare with the parent (it opens by turns; By seq): aligned by seq from the cut, the parent's real result against the child's closers.
     await page.getByText('Compare with…').click();
     await page.getByRole('link', { name: /^Parent: What time is it/ }).click();
     await page.waitForURL(`${origin}/compare/${parentId}/${childId}`, TIMEOUT);
+    await page.getByRole('button', { name: 'By seq' }).click();
     const firstDiff = page.locator('.diff-row.first-divergent[data-seq="7"]');
     await expect.poll(() => firstDiff.locator('[data-testid="diff-left"]').textContent(), TIMEOUT).toContain('tool/result');
     expect(await firstDiff.locator('[data-testid="diff-left"]').textContent()).toContain('ok: 2026-11-30T10:00:05Z');

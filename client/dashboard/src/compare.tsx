@@ -90,13 +90,14 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   }, [left.id, right.id, leftPages, rightPages]);
   const rows = Math.max(leftPages.length, rightPages.length);
   const first = prefix + 1;
-  // By seq (row i is seq i) or by turns (the conversations aligned turn by turn): `?by=turns` keeps the choice in the address.
-  const [byTurns, setByTurns] = useState(() => new URLSearchParams(location.search).get('by') === 'turns');
+  // By turns (the conversations aligned turn by turn: what a reader compares) unless the address says
+  // `?by=seq` (row i is seq i, the raw events); the choice is kept in the address.
+  const [byTurns, setByTurns] = useState(() => new URLSearchParams(location.search).get('by') !== 'seq');
   const showByTurns = (on: boolean) => {
     setByTurns(on);
     const url = new URL(location.href);
-    if (on) url.searchParams.set('by', 'turns');
-    else url.searchParams.delete('by');
+    if (on) url.searchParams.delete('by');
+    else url.searchParams.set('by', 'seq');
     history.replaceState(history.state, '', url);
   };
   const related = prefix >= 0;
@@ -129,7 +130,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
               Jump to divergence
             </button>
           )}
-          <a class="button" href={`${diffPath(right.id, left.id)}${byTurns ? '?by=turns' : ''}`}>
+          <a class="button" href={`${diffPath(right.id, left.id)}${byTurns ? '' : '?by=seq'}`}>
             Swap sides
           </a>
         </div>

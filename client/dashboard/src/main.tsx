@@ -10,13 +10,14 @@ import { ForkPointPage } from './fork-point-page.tsx';
 import { FamilyPage } from './family-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
 import { Frame } from './drawer.tsx';
+import { BadLinkNotice } from './widgets.tsx';
 import './styles.css';
 import './layout.css';
 
 function App() {
   const route = useRoute();
   const { sessions, error, needsToken, add } = useSessions();
-  const currentId = route.name === 'home' ? undefined : route.name === 'diff' ? route.b : route.id;
+  const currentId = route.name === 'home' || route.name === 'not-found' ? undefined : route.name === 'diff' ? route.b : route.id;
   const [offered, setOffered] = useState(tokens.offered);
   return (
     <Frame
@@ -26,6 +27,14 @@ function App() {
       {offered && tokens.stored && (
         <ReplaceTokenDialog stored={tokens.stored} offered={offered} onReplace={() => setToken(offered)} onKeep={() => setOffered(undefined)} />
       )}
+      {route.name === 'not-found' && (
+        <main class="home">
+          <h1>No such page</h1>
+          <p class="error" role="alert" data-testid="bad-link">
+            The dashboard has no page at {route.path}. Pick a session on the left.
+          </p>
+        </main>
+      )}
       {route.name === 'session' && <SessionPage key={route.id} id={route.id} seq={route.seq} onCreated={add} />}
       {route.name === 'compare' && <CompareRedirect key={`compare-${route.id}`} id={route.id} />}
       {route.name === 'diff' && <DiffPage key={`diff-${route.a}-${route.b}`} a={route.a} b={route.b} />}
@@ -33,6 +42,7 @@ function App() {
       {route.name === 'family' && <FamilyPage key={`family-${route.id}`} id={route.id} />}
       {route.name === 'home' && (
         <main class="home">
+          <BadLinkNotice />
           <h1>Sessions</h1>
           <p class="muted">
             Pick a session on the left, or import a recording (JSON Lines, format V3 or V4). Each session is an append-only

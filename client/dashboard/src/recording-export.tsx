@@ -4,10 +4,9 @@
 // a file. The file is assembled from the chunks as they came (a Blob of
 // parts), never decoded into one string.
 import { useState } from 'preact/hooks';
+import { eventLines, newlines, percentOf } from '../../recording-stream.ts';
 import { forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
-
-const NEWLINE = 10;
 
 /** Reads `body` to its end, calling `progress` with the number of event lines read so far (the header line not counted). */
 export async function readWithProgress(body: ReadableStream<Uint8Array>, progress: (lines: number) => void): Promise<Uint8Array[]> {
@@ -18,8 +17,8 @@ export async function readWithProgress(body: ReadableStream<Uint8Array>, progres
     const { done, value } = await reader.read();
     if (done) break;
     parts.push(value);
-    for (let i = 0; i < value.length; i++) if (value[i] === NEWLINE) lines++;
-    progress(Math.max(0, lines - 1));
+    lines += newlines(value);
+    progress(eventLines(lines));
   }
   return parts;
 }
@@ -32,8 +31,7 @@ export function ExportButton({ sessionId, fileName, busy, onError }: { sessionId
       const { eventCount, body } = await forkline.downloadRecording(sessionId);
       let shown = 0;
       const parts = await readWithProgress(body, (lines) => {
-        // File contents (blob lines) come after the events: the bar stops at 100.
-        const p = eventCount ? Math.min(100, Math.floor((lines / eventCount) * 100)) : 100;
+        const p = percentOf(lines, eventCount);
         if (p !== shown) setPercent((shown = p));
       });
       const url = URL.createObjectURL(new Blob(parts as BlobPart[], { type: 'application/x-ndjson' }));

@@ -13,6 +13,8 @@ export { LocationProvider } from 'preact-iso/router';
 
 export type Route =
   | { name: 'home' }
+  /** A path the dashboard has no page for (said so, not the home page). */
+  | { name: 'not-found'; path: string }
   | { name: 'session'; id: string; /** #seq-N: the event to show (a search hit). */ seq?: number }
   /** The old "compare with parent" address: redirects to the diff of the parent and this session. */
   | { name: 'compare'; id: string }
@@ -44,10 +46,22 @@ export function parseRoute(pathname: string, hash = ''): Route {
   const compare = exec(pathname, COMPARE);
   if (compare) return { name: 'compare', id: compare.params.id! };
   const session = exec(pathname, SESSION);
-  if (!session) return { name: 'home' };
+  if (!session) return pathname === '/' || pathname === '' ? { name: 'home' } : { name: 'not-found', path: pathname };
   const id = session.params.id!;
   const seq = /^#seq-(\d+)$/.exec(hash);
   return seq ? { name: 'session', id, seq: Number(seq[1]) } : { name: 'session', id };
+}
+
+/**
+ * What is wrong with an address's hash when it is one of the dashboard's
+ * forms (`#/s/<id>/e/<seq>`, `#seq-N`, `#files-N[:path]`) but malformed;
+ * null for a well-formed one or any other hash (`#main`, the skip link's).
+ */
+export function badHash(hash: string): string | null {
+  if (hash.startsWith('#/') && !/^#\/s\/[^/]+(?:\/e\/\d+)?\/?$/.test(hash)) return `${hash} is not a link to a session or an event (#/s/<id> or #/s/<id>/e/<seq>)`;
+  if (hash.startsWith('#seq-') && !/^#seq-\d+$/.test(hash)) return `${hash} is not an event number (#seq-<seq>)`;
+  if (hash.startsWith('#files-') && !/^#files-\d+(?::.*)?$/.test(hash)) return `${hash} is not a files link (#files-<seq> or #files-<seq>:<path>)`;
+  return null;
 }
 
 export const sessionPath = (id: string) => `/sessions/${encodeURIComponent(id)}`;

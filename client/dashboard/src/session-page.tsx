@@ -13,7 +13,7 @@ import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
 import { withForkSeq } from './fork-points.ts';
 import { useForkPoints } from './fork-markers.tsx';
-import { familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
+import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
 import { EventsAndFiles } from './files-tab.tsx';
 import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
@@ -26,7 +26,7 @@ import { SessionSearch } from './session-search.tsx';
 import { ExportButton } from './recording-export.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
-import { errorText, StatusBadge } from './widgets.tsx';
+import { BadLinkNotice, errorText, StatusBadge } from './widgets.tsx';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
@@ -34,9 +34,13 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const [actionError, setActionError] = useState<string | null>(null);
   const [jump, setJump] = useState<Jump | null>(seq === undefined ? null : { seq, nonce: 1 });
   const [filter, setFilter] = useState<EventFilter>(NO_FILTER);
+  // Below 900 px the details (counts, lineage, actions, totals, jump and search) fold under "Details".
+  const [details, setDetails] = useState(false);
   useEffect(() => setActionError(null), [id, resumed]); // a banner from while the server was away goes when it is back
+  // The address follows jumps (#seq-N), so Back and Forward walk them: back at the plain address is the latest.
   useEffect(() => {
     if (seq !== undefined) setJump((j) => (j?.seq === seq ? j : { seq, nonce: (j?.nonce ?? 0) + 1 }));
+    else setJump((j) => (j === null || j.seq === -1 ? j : { seq: -1, nonce: j.nonce + 1 }));
   }, [seq]);
 
   // Fork, branch and edit ask for the child's title, message and model first (BranchDialog), then
@@ -64,15 +68,21 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   if (session === null || !pages)
     return (
       <main class="session-page">
-        <p class="error">No session {id}: it does not exist or was deleted.</p>
+        <p class="error" role="alert">
+          No session {id}: it does not exist or was deleted.
+        </p>
       </main>
     );
 
   const running = status === 'RUNNING' || !!live;
-  const jumpTo = (seq: number) => setJump((j) => ({ seq, nonce: (j?.nonce ?? 0) + 1 }));
+  const jumpTo = (to: number) => {
+    setJump((j) => ({ seq: to, nonce: (j?.nonce ?? 0) + 1 }));
+    navigate(to < 0 ? sessionPath(id) : eventPath(id, to));
+  };
+  const length = Math.max(pages.length, session.eventCount);
   return (
-    <main class="session-page" data-session-id={id}>
-      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError}>
+    <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
+      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} details={details} onDetails={setDetails}>
         <SessionTools sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
@@ -83,6 +93,12 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       {(error || actionError) && (
         <p class="error" role="alert">
           {actionError ?? error}
+        </p>
+      )}
+      <BadLinkNotice />
+      {seq !== undefined && seq >= length && (
+        <p class="error" role="alert" data-testid="bad-link">
+          This link is to event #{seq}, which this session does not have: its events are #0–#{length - 1}. Showing the latest.
         </p>
       )}
       <JumpBar length={pages.length} onJump={jumpTo} />
@@ -157,7 +173,16 @@ function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void
   );
 }
 
-function SessionHeader(props: { session: SessionDetails; status: string; length: number; busy: boolean; onError(msg: string): void; children?: ComponentChildren }) {
+function SessionHeader(props: {
+  session: SessionDetails;
+  status: string;
+  length: number;
+  busy: boolean;
+  onError(msg: string): void;
+  details: boolean;
+  onDetails(open: boolean): void;
+  children?: ComponentChildren;
+}) {
   const { session, busy, onError } = props;
   const [compacting, setCompacting] = useState(false);
   // Summarises the history through the last completed turn (compactSession); the
@@ -190,11 +215,17 @@ function SessionHeader(props: { session: SessionDetails; status: string; length:
     <header class="session-head">
       <div class="session-title">
         <SessionTitle id={session.id} title={session.title} onError={onError} />
-        <div class="meta">
+        <div class="meta counts">
           <StatusBadge status={props.status} />
+          {/* Below 900 px only (layout.css): the status stays, the rest of the header shows on demand. */}
+          <button type="button" class="small details-toggle" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
+            {props.details ? 'Hide details' : 'Details'}
+          </button>
           <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
-          <span>V{session.formatVersion}</span>
+          <span class="format-version" title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}>
+            format v{session.formatVersion}
+          </span>
           {session.runner && (
             <span class="runner-pool" title="run by an external runner pool (docs/runners.md)">
               runner pool {session.runner}

@@ -5,6 +5,7 @@ import {
   CreateSessionDocument,
   SessionDocument,
   SessionsChangedDocument,
+  SessionsChangedSinceDocument,
   SessionsDeletedDocument,
   SessionsDocument,
   type SessionSummaryFragment,
@@ -19,12 +20,27 @@ import { forestOptions, isFiltered, ListViewControls, useListView } from './sess
 import { errorText, StatusBadge } from './widgets.tsx';
 
 const PAGE = 500;
+/**
+ * A list back from a lost connection asks for what changed since the newest
+ * change it held, less this: a change is stamped when its transaction starts
+ * and becomes visible when it commits, a moment later.
+ */
+const RESUME_MARGIN_MS = 30_000;
+
+/** The newest change a list holds (updatedAt is the server's clock, never the browser's). */
+function newestChange(sessions: Iterable<SessionSummaryFragment>): string | null {
+  let newest: string | null = null;
+  for (const s of sessions) if (newest === null || Date.parse(s.updatedAt) > Date.parse(newest)) newest = s.updatedAt;
+  return newest;
+}
 
 /** All sessions by id; loaded page by page, then updated by sessionsChanged and sessionsDeleted. */
 export function useSessions() {
   const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
   const [error, setError] = useState<string | null>(null);
   const [needsToken, setNeedsToken] = useState(false);
+  const held = useRef(sessions);
+  held.current = sessions;
 
   useEffect(() => {
     let cancelled = false;
@@ -53,10 +69,10 @@ export function useSessions() {
       error: (err) => setError(`live updates: ${errorText(err)}`),
       reconnecting: () => setError('live updates: reconnecting…'),
       // Back after a lost connection (a server restart): the subscription does not replay what changed
-      // meanwhile, so the list is read again and replaces what it held (sessions made or deleted while away).
+      // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to).
       resumed: () => {
         setError(null);
-        load(true).catch((err) => !cancelled && setError(errorText(err)));
+        catchUp().catch((err) => !cancelled && setError(errorText(err)));
       },
     });
     const unsubscribeDeleted = follow(() => forkline.subscribe(SessionsDeletedDocument), {
@@ -91,6 +107,25 @@ export function useSessions() {
           for (const id of prev.keys()) if (!seen.has(id) && !keep.has(id)) next.delete(id);
           return next;
         });
+    };
+    // What changed since the newest change held; a deletion while away is seen by the count
+    // (sessionsDeleted does not replay either): then, and only then, the whole list is read again.
+    const catchUp = async () => {
+      const newest = newestChange(held.current.values());
+      if (newest === null) return load(true);
+      const since = new Date(Date.parse(newest) - RESUME_MARGIN_MS).toISOString();
+      let count = 0;
+      let after: string | null | undefined;
+      do {
+        const r = await forkline.query(SessionsChangedSinceDocument, { since, first: PAGE, after });
+        if (cancelled) return;
+        count = r.sessionCount;
+        upsert(r.sessions.edges.map((e) => e.node));
+        after = r.sessions.pageInfo.hasNextPage ? r.sessions.pageInfo.endCursor : null;
+      } while (after);
+      // The state update above is applied on the next render: compare once it has been.
+      await new Promise((resolve) => setTimeout(resolve));
+      if (!cancelled && held.current.size !== count) await load(true);
     };
     load(false).catch((err) => {
       if (cancelled) return;

@@ -1,5 +1,6 @@
 // Small shared pieces of the dashboard's UI.
 import type { ComponentChildren } from 'preact';
+import { badHash } from './router.ts';
 
 export function errorText(err: unknown): string {
   if (err instanceof Error) return err.message;
@@ -37,4 +38,14 @@ export function EffectBadge({ effect }: { effect: string }) {
       {name}
     </Badge>
   );
+}
+
+/** Says so when the address's hash is one of the dashboard's forms but malformed (router.ts badHash), instead of showing something else silently. */
+export function BadLinkNotice() {
+  const bad = badHash(location.hash);
+  return bad ? (
+    <p class="error" role="alert" data-testid="bad-link">
+      This link is not valid: {bad}.
+    </p>
+  ) : null;
 }

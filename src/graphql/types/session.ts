@@ -120,15 +120,26 @@ builder.queryFields((t) => ({
       args: {
         parentId: t.arg.id(),
         status: t.arg({ type: SessionStatusEnum }),
+        changedSince: t.arg({
+          type: 'DateTime',
+          description:
+            "Only sessions created, forked, imported or appended to at or after this time (a session's updatedAt), least recently changed first, so a row that changes while you page moves to the end and is read again, never skipped; its cursors belong to this order. A client that saw the list up to updatedAt T resumes with T less a few seconds (a change is stamped when its transaction starts, and commits a moment later). Deletions are not listed: compare sessionCount.",
+        }),
       },
       resolve: (_root, args, ctx, info) =>
         sessionsConnection(
           ctx.store.sessions,
-          { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, order: 'newest' },
+          args.changedSince
+            ? { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, changedSince: args.changedSince, order: 'changed' }
+            : { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, order: 'newest' },
           args,
           sessionConnectionColumns(info),
         ),
     },
     SessionConnection,
   ),
+  sessionCount: t.int({
+    description: "How many sessions the caller's tenant has (a list resumed with sessions(changedSince:) holds every deletion when its count matches).",
+    resolve: (_root, _args, ctx) => ctx.store.sessions.count(ctx.scope.tenant),
+  }),
 }));
