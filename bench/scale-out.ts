@@ -16,7 +16,7 @@ import { createLongSession } from './long-session.ts';
 import { hammer, type LoadResult } from './load.ts';
 import { runTurns, startServer, stop } from './turns.ts';
 import { startPgBouncer } from '../tests/helpers/pgbouncer.ts';
-import { startStandby } from '../tests/helpers/standby.ts';
+import { startStandby, standbyReads } from '../tests/helpers/standby.ts';
 
 const scope = { tenant: 'local' };
 const POOL_SIZE = 20; // PgBouncer's server connections: what two processes' 10 each would use directly
@@ -114,7 +114,7 @@ async function standbyPages(ctx: BenchContext, serverUrl: string, body: string, 
           const res = await hammer(server.url, body, { connections: CONNECTIONS, ms, check });
           if (!best[name] || res.requestsPerSec > best[name].requestsPerSec) best[name] = res;
           const text = await (await fetch(server.url.replace(/graphql$/, 'metrics'))).text();
-          served[name] = Number(/^forkline_standby_reads_total\{served="standby"\} (\d+)/m.exec(text)?.[1] ?? 0);
+          served[name] = standbyReads(text, ['events']).standby;
         } finally {
           await stop(server);
         }
