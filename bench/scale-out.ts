@@ -6,7 +6,7 @@
 // mode (1.24.1, built by scripts/build-pgbouncer.mjs, with protocol-level
 // prepared statements on, like the direct runs); then events-page req/s
 // of one process served from a streaming hot standby (DATABASE_READ_URL) vs the
-// primary. Direct and pooled runs alternate. On this 2-core machine the
+// primary, and likewise a session query's row and a searchSessions page. Direct and pooled runs alternate. On this 2-core machine the
 // standby, PgBouncer and Postgres share the cores with the servers and the load
 // generator: the figures say what the layers cost here, not what a second
 // server would add.
@@ -16,7 +16,7 @@ import { createLongSession } from './long-session.ts';
 import { hammer, type LoadResult } from './load.ts';
 import { runTurns, startServer, stop } from './turns.ts';
 import { startPgBouncer } from '../tests/helpers/pgbouncer.ts';
-import { startStandby } from '../tests/helpers/standby.ts';
+import { startStandby, standbyReads } from '../tests/helpers/standby.ts';
 
 const scope = { tenant: 'local' };
 const POOL_SIZE = 20; // PgBouncer's server connections: what two processes' 10 each would use directly
@@ -86,7 +86,7 @@ export async function benchScaleOut(ctx: BenchContext) {
   // The standby is a file copy of the embedded Postgres's data directory: not possible for an external server.
   const standby = process.env.BENCH_DATABASE_URL
     ? { eventsPageFromStandbyReqPerSec: 'not measured: BENCH_DATABASE_URL names an external server (the bench makes its standby from the embedded one)' }
-    : await standbyPages(ctx, serverUrl, bodies.events, checks.events, ms);
+    : await standbyPages(ctx, serverUrl, long.id, bodies.events, checks.events, ms);
   const rps = (k: string) => read[k].requestsPerSec;
   return {
     pgbouncer: `${version}, transaction mode, pool ${POOL_SIZE}`,
@@ -99,30 +99,56 @@ export async function benchScaleOut(ctx: BenchContext) {
   };
 }
 
-/** Events pages of one process from a hot standby vs the primary, alternating, best of two each. */
-async function standbyPages(ctx: BenchContext, serverUrl: string, body: string, check: (j: any) => boolean, ms: number) {
+/** What one process reads from a hot standby vs the primary: each kind alternating, best of two each. */
+type StandbyBenchRead = { name: 'events' | 'session' | 'search'; body: string; check: (j: any) => boolean };
+
+/**
+ * Events pages, a session query's row (with fields that read the log) and a
+ * searchSessions page of one process, with a hot standby vs without.
+ */
+async function standbyPages(ctx: BenchContext, serverUrl: string, sessionId: string, eventsBody: string, eventsCheck: (j: any) => boolean, ms: number) {
   const database = pgConfigFromUrl(ctx.databaseUrl).database!;
   const standby = await startStandby(serverUrl);
+  const kinds: StandbyBenchRead[] = [
+    { name: 'events', body: eventsBody, check: eventsCheck },
+    {
+      name: 'session',
+      body: JSON.stringify({ query: 'query($id: ID!) { session(id: $id) { id title status eventCount turnCount lastAnswer { seq } } }', variables: { id: sessionId } }),
+      check: (j) => j.data?.session?.id === sessionId && j.data.session.lastAnswer != null,
+    },
+    { name: 'search', body: JSON.stringify({ query: '{ searchSessions(query: "lorem", first: 20) { edges { node { kind seq } } } }' }), check: (j) => j.data?.searchSessions?.edges?.length === 20 },
+  ];
   try {
     const env = { primary: {}, standby: { DATABASE_READ_URL: `${standby.serverUrl}/${database}` } } as const;
     const best: Record<string, LoadResult> = {};
-    const served: Record<string, number> = {};
-    for (let r = 0; r < 2; r++) {
-      for (const [name, e] of Object.entries(env)) {
-        const server = await startServer(ctx.databaseUrl, e);
-        try {
-          const res = await hammer(server.url, body, { connections: CONNECTIONS, ms, check });
-          if (!best[name] || res.requestsPerSec > best[name].requestsPerSec) best[name] = res;
-          const text = await (await fetch(server.url.replace(/graphql$/, 'metrics'))).text();
-          served[name] = Number(/^forkline_standby_reads_total\{served="standby"\} (\d+)/m.exec(text)?.[1] ?? 0);
-        } finally {
-          await stop(server);
+    const served: Record<string, string> = {};
+    for (const kind of kinds) {
+      for (let r = 0; r < 2; r++) {
+        for (const [name, e] of Object.entries(env)) {
+          const server = await startServer(ctx.databaseUrl, e);
+          try {
+            const res = await hammer(server.url, kind.body, { connections: CONNECTIONS, ms, check: kind.check });
+            const key = `${kind.name}.${name}`;
+            if (!best[key] || res.requestsPerSec > best[key].requestsPerSec) best[key] = res;
+            if (name === 'standby') {
+              const by = standbyReads(await (await fetch(server.url.replace(/graphql$/, 'metrics'))).text(), [kind.name]);
+              served[kind.name] = `${by.standby} of ${by.standby + by.primary + by.both}`;
+            }
+          } finally {
+            await stop(server);
+          }
         }
       }
     }
+    const line = (kind: string) => {
+      const [s, p] = [best[`${kind}.standby`], best[`${kind}.primary`]];
+      return `standby ${s.requestsPerSec} (p50 ${s.p50Ms} ms, p99 ${s.p99Ms}), primary ${p.requestsPerSec} (p50 ${p.p50Ms}, p99 ${p.p99Ms}): ${round(s.requestsPerSec / p.requestsPerSec)}×`;
+    };
     return {
-      eventsPageFromStandbyReqPerSec: `standby ${best.standby.requestsPerSec} (p50 ${best.standby.p50Ms} ms, p99 ${best.standby.p99Ms}), primary ${best.primary.requestsPerSec} (p50 ${best.primary.p50Ms}, p99 ${best.primary.p99Ms}): ${round(best.standby.requestsPerSec / best.primary.requestsPerSec)}×`,
-      standbyServedPages: `${served.standby} pages of the last standby run answered by the standby (primary run: ${served.primary})`,
+      eventsPageFromStandbyReqPerSec: line('events'),
+      sessionReadFromStandbyReqPerSec: line('session'),
+      searchFromStandbyReqPerSec: line('search'),
+      standbyServed: `reads of the last standby run answered by the standby: events pages ${served.events}, session rows ${served.session}, searches ${served.search}`,
     };
   } finally {
     await standby.destroy();

@@ -45,8 +45,10 @@ export class ServiceMetrics {
   });
   readonly standbyReads = new Counter({
     name: 'forkline_standby_reads_total',
-    help: 'Event pages, subscription catch-up pages and session lists meant for a hot standby (DATABASE_READ_URL), by who answered: standby, primary (standby behind or down) or both.',
-    labelNames: ['served'] as const,
+    help:
+      'Reads meant for a hot standby (DATABASE_READ_URL), by who answered (standby; primary: standby behind or down; both) and what they read ' +
+      '(events: event pages and subscription catch-up; sessions: session lists; session: a session query\'s row; search: searchSessions).',
+    labelNames: ['served', 'read'] as const,
     registers: [this.registry],
   });
   readonly standbyUp = new Gauge({

@@ -29,6 +29,25 @@ interface Standby {
   pool: pg.Pool;
 }
 
+/**
+ * A read a standby gave up on that the primary would answer: cancelled by a
+ * conflict with the WAL it replays (40001, 40P01: a row it read was vacuumed
+ * on the primary, a lock replayed) or by the pool's query timeout.
+ */
+export function isStandbyCancel(err: unknown): boolean {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return code === '40001' || code === '40P01' || (typeof message === 'string' && /conflict with recovery|Query read timeout/i.test(message));
+}
+
+/**
+ * The primary's WAL position that holds every commit acknowledged so far: where
+ * it has written WAL to (a commit is flushed before it is acknowledged), or,
+ * with synchronous_commit off (acknowledged before its record is written),
+ * where it has inserted WAL to — further ahead under writes, so fewer reads
+ * find a standby caught up.
+ */
+const FENCE = `SELECT (CASE WHEN current_setting('synchronous_commit') = 'off' THEN pg_current_wal_insert_lsn() ELSE pg_current_wal_lsn() END)::text AS lsn`;
+
 /** "16/B374D848" → a number of bytes (exact up to 2^53: petabytes of WAL). */
 export function lsnBytes(lsn: string): number {
   const [hi, lo] = lsn.split('/');
@@ -79,28 +98,44 @@ export class ReadReplicas {
   /**
    * Runs `read` on a standby that has replayed all the primary had written when
    * it was called — so everything committed before the request, whatever a
-   * client wrote or was shown before asking — or else on the primary. Checked in
-   * two small statements (the primary's WAL position, then the standby's replay
-   * position on the connection that then reads: replay only moves forward).
+   * client wrote or was shown before asking — or else on the primary. The
+   * primary's WAL position and the standby's replay position are asked at once
+   * (the latter on the connection that then reads: replay only moves forward,
+   * so a standby that had replayed past the primary's position then reads a
+   * snapshot that holds it). A standby that cannot answer, or cancels the read
+   * (a conflict with its replay, a timeout), costs a read on the primary.
    */
   async readCaughtUp<T>(read: (db: pg.Pool | pg.PoolClient) => Promise<T>, onRead?: (served: 'standby' | 'primary') => void): Promise<T> {
     const standby = this.pick();
     if (!standby) return read(this.primary);
-    const { rows } = await this.primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+    const fence = this.primary.query<{ lsn: string }>(FENCE).then((r) => lsnBytes(r.rows[0].lsn));
+    fence.catch(() => {}); // awaited below, unless the standby failed first
     let client: pg.PoolClient | undefined;
+    let broken: Error | undefined; // a connection a read failed on is not given back to the pool
     try {
-      client = await standby.pool.connect();
-      const caught = await client.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]);
-      if (caught.rows[0].ok) {
-        const result = await read(client);
-        onRead?.('standby');
-        return result;
+      let replayed: number | undefined;
+      try {
+        client = await standby.pool.connect();
+        const { rows } = await client.query<{ lsn: string | null }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
+        replayed = rows[0].lsn === null ? undefined : lsnBytes(rows[0].lsn);
+      } catch (err) {
+        // Whatever stopped the check, the primary answers instead.
+        broken = err instanceof Error ? err : new Error(String(err));
+        if (isDatabaseUnavailable(err)) standby.failed(err);
       }
-    } catch (err) {
-      if (!isDatabaseUnavailable(err)) throw err;
-      standby.failed(err);
+      if (client && !broken && replayed !== undefined && replayed >= (await fence)) {
+        try {
+          const result = await read(client);
+          onRead?.('standby');
+          return result;
+        } catch (err) {
+          broken = err instanceof Error ? err : new Error(String(err));
+          if (isDatabaseUnavailable(err)) standby.failed(err);
+          else if (!isStandbyCancel(err)) throw err;
+        }
+      }
     } finally {
-      client?.release();
+      client?.release(broken);
     }
     onRead?.('primary');
     return read(this.primary);
@@ -138,6 +173,19 @@ export class ReadReplicas {
     );
     this.onPoll?.(this.statuses());
   }
+}
+
+/**
+ * `read` as of the request: on a standby that has caught up with it when there
+ * are standbys (ReadReplicas.readCaughtUp), else on the primary.
+ */
+export function readCaughtUpOr<T>(
+  standbys: Pick<ReadReplicas, 'readCaughtUp'> | undefined,
+  primary: pg.Pool,
+  read: (db: pg.Pool | pg.PoolClient) => Promise<T>,
+  onRead?: (served: 'standby' | 'primary') => void,
+): Promise<T> {
+  return standbys ? standbys.readCaughtUp(read, onRead) : read(primary);
 }
 
 /** /readyz lines: `standby1: "ok, lag 0 bytes, 0 s"` or `"down"`. */

@@ -39,6 +39,10 @@ export type Db = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
 /** Who answered a read from a standby: the standby, the primary (standby behind or down), or both (the primary the rest). */
 export type StandbyRead = 'standby' | 'primary' | 'both';
+/** What a read meant for a standby was: event pages (and catch-up), session lists, one session's row, searchSessions. */
+export type StandbyReadKind = 'events' | 'sessions' | 'session' | 'search';
+/** Told of each read meant for a standby (the forkline_standby_reads_total metric). */
+export type OnStandbyRead = (served: StandbyRead, read: StandbyReadKind) => void;
 
 /** A session to read: its id (lineage looked up, cached) or its lineage. */
 export type LogRef = string | Lineage;
@@ -79,11 +83,11 @@ export class SessionLog {
   private readonly rangeStatement: ReturnType<typeof statement>;
 
   private readonly standbys?: Pick<ReadReplicas, 'pick'>;
-  private readonly onStandbyRead?: (served: StandbyRead) => void;
+  private readonly onStandbyRead?: OnStandbyRead;
 
   constructor(
     private readonly pool: pg.Pool,
-    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: (served: StandbyRead) => void } = {},
+    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: OnStandbyRead } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.standbys = opts.standbys;
@@ -517,7 +521,7 @@ export class SessionLog {
       rows = await this.read(l, lo, hi, standby.pool);
     } catch (err) {
       standby.failed(err);
-      this.onStandbyRead?.('primary');
+      this.onStandbyRead?.('primary', 'events');
       return this.read(l, lo, hi, this.pool);
     }
     let have = 0;
@@ -525,11 +529,11 @@ export class SessionLog {
     while (have < rows.length && rows[have].seq === first + have) have++;
     const through = first + have - 1;
     if (through >= (committedThrough === undefined ? hi : Math.min(hi, committedThrough))) {
-      this.onStandbyRead?.('standby');
+      this.onStandbyRead?.('standby', 'events');
       return have === rows.length ? rows : rows.slice(0, have);
     }
     // The standby is behind what the caller knows of: the rest from the primary.
-    this.onStandbyRead?.(have ? 'both' : 'primary');
+    this.onStandbyRead?.(have ? 'both' : 'primary', 'events');
     return [...rows.slice(0, have), ...(await this.read(l, through + 1, hi, this.pool))];
   }
 

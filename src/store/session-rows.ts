@@ -7,11 +7,12 @@
 // Rows have exactly the shape of Prisma's `Session` (same columns, same
 // types), so either source can back the GraphQL Session type; a row read with
 // a column list is typed as the part it holds (PartialSessionRow).
-import type { ReadReplicas } from '../db/read-replicas.ts';
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
+import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
+import type { OnStandbyRead } from './session-log.ts';
 
 export type { SessionRow };
 
@@ -46,6 +47,14 @@ export interface SessionPageQuery {
 }
 
 export type SessionColumn = keyof SessionRow;
+
+/**
+ * Where a session row may be read: the primary, or a hot standby that has
+ * replayed all the primary had written when the read began (read-replicas.ts
+ * readCaughtUp; else the primary). Queries read from a standby; whatever must
+ * see its own write, or runs inside a write, reads the primary.
+ */
+export type ReadFrom = 'primary' | 'standby';
 
 /**
  * Columns to read: all of them (null) or a list (the GraphQL layer asks for
@@ -89,9 +98,9 @@ export class SessionRows {
   constructor(
     private readonly pool: pg.Pool,
     private readonly prepare = true,
-    /** Hot standbys: session lists are read there when one has caught up with the request (read-replicas.ts). */
-    private readonly standbys?: { readCaughtUp: ReadReplicas['readCaughtUp'] },
-    private readonly onStandbyRead?: (served: 'standby' | 'primary') => void,
+    /** Hot standbys: session lists (and rows read `from: 'standby'`) are read there when one has caught up with the request (read-replicas.ts). */
+    private readonly standbys?: Pick<ReadReplicas, 'readCaughtUp'>,
+    private readonly onStandbyRead?: OnStandbyRead,
   ) {
     this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[])`);
   }
@@ -103,10 +112,14 @@ export class SessionRows {
   }
 
   get(tenant: string, id: string): Promise<SessionRow | null>;
-  get<C extends SessionColumn>(tenant: string, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C> | null>;
-  get(tenant: string, id: string, columns: SessionColumns): Promise<PartialSessionRow | null>;
-  async get(tenant: string, id: string, columns: SessionColumns = null): Promise<PartialSessionRow | null> {
-    const { rows } = await this.pool.query<PartialSessionRow>(this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]));
+  get<C extends SessionColumn>(tenant: string, id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
+  get(tenant: string, id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
+  async get(tenant: string, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
+    const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]);
+    const { rows } =
+      from === 'standby'
+        ? await readCaughtUpOr(this.standbys, this.pool, (db) => db.query<PartialSessionRow>(query), (served) => this.onStandbyRead?.(served, 'session'))
+        : await this.pool.query<PartialSessionRow>(query);
     return rows[0] ?? null;
   }
 
@@ -144,9 +157,7 @@ export class SessionRows {
     const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
     const query = this.run(text, q.status == null)(values);
-    const { rows } = this.standbys
-      ? await this.standbys.readCaughtUp((db) => db.query<PartialSessionRow>(query), this.onStandbyRead)
-      : await this.pool.query<PartialSessionRow>(query);
+    const { rows } = await readCaughtUpOr(this.standbys, this.pool, (db) => db.query<PartialSessionRow>(query), (served) => this.onStandbyRead?.(served, 'sessions'));
     return q.backward ? rows.reverse() : rows;
   }
 

@@ -21,7 +21,8 @@
 // the GIN index and are sorted; the planner picks by the words' frequency,
 // so nothing is prepared. Titles likewise, on Session (tenant, createdAt).
 import type pg from 'pg';
-import { MAX_SEQ, type SessionLog } from './session-log.ts';
+import { MAX_SEQ, type Db, type OnStandbyRead, type SessionLog } from './session-log.ts';
+import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
 import { segmentsOf } from './lineage.ts';
 
 /** The text search configuration of the indexes (English stemming and stop words). */
@@ -105,8 +106,11 @@ function binder(params: unknown[]): Binder {
 
 export class SessionSearch {
   constructor(
-    private readonly pool: Pick<pg.Pool, 'query'>,
+    private readonly pool: pg.Pool,
     private readonly log: SessionLog,
+    /** Hot standbys: a search is read on one that has replayed all the primary had written when it began (read-replicas.ts readCaughtUp), else on the primary. */
+    private readonly standbys?: Pick<ReadReplicas, 'readCaughtUp'>,
+    private readonly onStandbyRead?: OnStandbyRead,
   ) {}
 
   /**
@@ -115,11 +119,16 @@ export class SessionSearch {
    * searchable words (only stop words or punctuation) has no hits.
    */
   async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
+    if (opts.limit <= 0) return [];
+    // Every statement of a page on one server: the standby's or the primary's.
+    return readCaughtUpOr(this.standbys, this.pool, (db) => this.searchOn(db, tenant, query, opts), (served) => this.onStandbyRead?.(served, 'search'));
+  }
+
+  private async searchOn(db: Db, tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
     const { after, limit } = opts;
-    if (limit <= 0) return [];
     // Titles only until the cursor has passed them; events fill the rest of the page.
-    const found = !after || after.title ? await this.titleCandidates(tenant, query, limit, after ?? null) : [];
-    if (found.length < limit) found.push(...(await this.eventCandidates(tenant, query, limit - found.length, after && !after.title ? after : null)));
+    const found = !after || after.title ? await this.titleCandidates(db, tenant, query, limit, after ?? null) : [];
+    if (found.length < limit) found.push(...(await this.eventCandidates(db, tenant, query, limit - found.length, after && !after.title ? after : null)));
     if (found.length === 0) return [];
     const params: unknown[] = [tenant, query, found.map((c) => (c.title ? 0 : 1)), found.map((c) => c.sid), found.map((c) => c.seq)];
     const q = `websearch_to_tsquery(${CONFIG}, $2)`;
@@ -147,13 +156,13 @@ export class SessionSearch {
         JOIN "Session" s ON s.id = page.sid
         LEFT JOIN "Event" e ON page.k = 1 AND e."sessionId" = page.sid AND e.seq = page.seq
        ORDER BY page.i`;
-    const { rows } = await this.pool.query<Row>(sql, params);
+    const { rows } = await db.query<Row>(sql, params);
     return Promise.all(
       rows.map(async (r, i): Promise<SearchHit> => {
         const c = found[i];
         const key = { title: c.title, at: c.at.getTime(), sessionId: c.sid, seq: c.seq };
         // A title's seq: its last session/title event, read through the session's lineage.
-        const seq = c.title ? ((await this.log.lastOfType(c.sid, 'session/title'))?.seq ?? 0) : c.seq;
+        const seq = c.title ? ((await this.log.lastOfType(c.sid, 'session/title', MAX_SEQ, db))?.seq ?? 0) : c.seq;
         const kind: SearchHitKind = c.title ? 'TITLE' : r.type === 'inbox/add' ? 'INPUT' : 'MESSAGE';
         return { kind, sessionId: c.sid, seq, rank: c.rank, snippet: r.snippet, descendants: r.descendants, key };
       }),
@@ -165,8 +174,8 @@ export class SessionSearch {
    * (tenant, createdAt) and the title index. A fork whose title is its
    * parent's is not a hit (the parent's hit counts it).
    */
-  private titleCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
-    return this.candidates(true, tenant, query, limit, after, TITLE_WINDOW, {
+  private titleCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+    return this.candidates(db, true, tenant, query, limit, after, TITLE_WINDOW, {
       scan: (p, k, columns, where, ordered = true) =>
         `SELECT s."createdAt" AS at, s.id AS sid, -1 AS seq, ${columns} FROM "Session" s
           WHERE s.tenant = $1 AND s.title IS NOT NULL ${where}
@@ -181,8 +190,8 @@ export class SessionSearch {
   }
 
   /** Input and answer hits after `after`, newest first (then by session id and seq, descending), over Event_text_recency_idx and the vectors' index. */
-  private eventCandidates(tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
-    return this.candidates(false, tenant, query, limit, after, EVENT_WINDOW, {
+  private eventCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+    return this.candidates(db, false, tenant, query, limit, after, EVENT_WINDOW, {
       scan: (p, k, columns, where, ordered = true) =>
         `SELECT e."createdAt" AS at, e."sessionId" AS sid, e.seq, ${columns} FROM "Event" e
           WHERE ${SEARCHED_TYPES} ${where}
@@ -208,6 +217,7 @@ export class SessionSearch {
    * rank are computed for hits only.
    */
   private async candidates(
+    db: Db,
     title: boolean,
     tenant: string,
     query: string,
@@ -228,7 +238,7 @@ export class SessionSearch {
     const hitVector = `CASE WHEN ${part.match} THEN ${part.vector} END AS v`;
     const params: unknown[] = [tenant, query, limit];
     // The match is a column of the walk, not a condition the planner could serve from another index.
-    const near = await this.pool.query<CandidateRow>(
+    const near = await db.query<CandidateRow>(
       ranked(`SELECT * FROM (${part.scan(binder(params), after, hitVector, '')} LIMIT ${window}) w WHERE v IS NOT NULL ORDER BY ${part.order} LIMIT $3`),
       params,
     );
@@ -237,13 +247,13 @@ export class SessionSearch {
     // The window's last row, when it was full (else there is nothing older). Its
     // scan names no query ($2), and the tenant ($1) only where it walks an index by tenant.
     const edgeParams: unknown[] = part.scanUsesTenant ? [tenant] : [];
-    const edge = (await this.pool.query<CandidateRow>(`${part.scan(binder(edgeParams), after, '1', '')} OFFSET ${window - 1} LIMIT 1`, edgeParams)).rows[0];
+    const edge = (await db.query<CandidateRow>(`${part.scan(binder(edgeParams), after, '1', '')} OFFSET ${window - 1} LIMIT 1`, edgeParams)).rows[0];
     if (!edge) return found;
     const rest: unknown[] = [tenant, query, limit - found.length];
     const older = { title, at: edge.at.getTime(), sessionId: edge.sid, seq: edge.seq };
     // Every older match, from the text index, then sorted: asked in list order with a limit, the planner would
     // walk the ordered index instead, betting on finding the page early, and read every row when the words are rare.
-    const more = await this.pool.query<CandidateRow>(
+    const more = await db.query<CandidateRow>(
       `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.match}`, false)})
        SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM m ORDER BY ${part.order} LIMIT $3`,
       rest,

@@ -12,7 +12,7 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { newSessionId } from './ids.ts';
 import { commonPrefix, lineageOf } from './lineage.ts';
 import { SessionLog } from './session-log.ts';
-import { SessionRows, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
+import { SessionRows, type ReadFrom, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
@@ -20,10 +20,11 @@ import { SessionAppends } from './append.ts';
 import { Forks, type ModelConfig } from './forks.ts';
 import { SessionDeletion } from './deletion.ts';
 import { FileBlobs } from './file-blobs.ts';
+import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
-import type { StandbyRead } from './session-log.ts';
+import type { OnStandbyRead } from './session-log.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
@@ -46,6 +47,8 @@ export class SessionStore {
   private readonly deletion: SessionDeletion;
   /** File workspaces: contents by hash, and the trees the log's change sets make. */
   readonly files: FileBlobs;
+  /** Full-text search across a tenant's sessions and within one log. */
+  readonly search: SessionSearch;
 
   constructor(
     readonly pool: pg.Pool,
@@ -53,9 +56,9 @@ export class SessionStore {
     opts: {
       prepare?: boolean;
       log?: (msg: string, err?: unknown) => void;
-      /** Hot standbys that serve event pages, subscription catch-up and session lists (DATABASE_READ_URL). */
+      /** Hot standbys that serve event pages, subscription catch-up, session lists and rows, and searches (DATABASE_READ_URL). */
       standbys?: Pick<ReadReplicas, 'pick' | 'readCaughtUp'>;
-      onStandbyRead?: (served: StandbyRead) => void;
+      onStandbyRead?: OnStandbyRead;
       /**
        * A distributed Postgres (DATABASE_DISTRIBUTED): every statement on a
        * session's rows names its tree, read first when this process has not
@@ -69,6 +72,7 @@ export class SessionStore {
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead });
     this.sessions = new SessionRows(pool, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log);
+    this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
@@ -102,12 +106,15 @@ export class SessionStore {
     return inTransaction(this.pool, fn, isolation);
   }
 
-  /** A session's row (with `columns`, only those: the GraphQL layer reads what a query selects). */
+  /**
+   * A session's row (with `columns`, only those: the GraphQL layer reads what a
+   * query selects); `from: 'standby'` for a query's read (session-rows.ts ReadFrom).
+   */
   getSession(scope: Scope, id: string): Promise<SessionRow | null>;
-  getSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C> | null>;
-  getSession(scope: Scope, id: string, columns: SessionColumns): Promise<PartialSessionRow | null>;
-  async getSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow | null> {
-    const row = await this.sessions.get(scope.tenant, id, columns);
+  getSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
+  getSession(scope: Scope, id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
+  async getSession(scope: Scope, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
+    const row = await this.sessions.get(scope.tenant, id, columns, from);
     const { treeId, inheritedRanges, inheritedEventCount } = row ?? {};
     if (row && treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined) this.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
     return row;

@@ -169,3 +169,18 @@ export async function startStandby(primaryServerUrl: string): Promise<Standby> {
     },
   };
 }
+
+/**
+ * forkline_standby_reads_total from a /metrics text, summed by who answered
+ * (standby, primary, both), over the reads named (events, sessions, session,
+ * search; default: all of them).
+ */
+export function standbyReads(metricsText: string, reads?: readonly string[]): Record<'standby' | 'primary' | 'both', number> {
+  const out = { standby: 0, primary: 0, both: 0 };
+  for (const m of metricsText.matchAll(/^forkline_standby_reads_total\{([^}]*)\} (\d+)/gm)) {
+    const labels = Object.fromEntries([...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (reads && !reads.includes(labels.read)) continue;
+    out[labels.served as keyof typeof out] += Number(m[2]);
+  }
+  return out;
+}

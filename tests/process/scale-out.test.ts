@@ -13,7 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
-import { startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
+import { standbyReads, startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
 import { startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs, wsClient, type Recorded } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -82,9 +82,9 @@ const gql = (p: ServiceProcess, query: string, variables?: unknown) =>
   });
 type Ev = { seq: number; type: string; data: { inputId?: string; reason?: string } };
 const ended = (items: Array<{ sessionEvents: Ev }>, turns: number) => items.filter((i) => i.sessionEvents.type === 'turn/end').length >= turns;
-const standbyReads = async (p: ServiceProcess) => {
+const servedByStandby = async (p: ServiceProcess) => {
   const text = await (await fetch(p.url.replace(/graphql$/, 'metrics'))).text();
-  return Number(/^forkline_standby_reads_total\{served="standby"\} (\d+)/m.exec(text)?.[1] ?? 0);
+  return standbyReads(text).standby;
 };
 
 it(`${SESSIONS} sessions send, fork and subscribe across two processes behind PgBouncer with a standby: each input answered once, no stale read, backends within the pool`, async () => {
@@ -147,7 +147,7 @@ it(`${SESSIONS} sessions send, fork and subscribe across two processes behind Pg
   expect(children).toHaveLength(SESSIONS);
   expect(peak).toBeGreaterThan(0);
   expect(peak).toBeLessThanOrEqual(POOL_SIZE);
-  const fromStandby = (await Promise.all(processes.map(standbyReads))).reduce((a, b) => a + b, 0);
+  const fromStandby = (await Promise.all(processes.map(servedByStandby))).reduce((a, b) => a + b, 0);
   expect(fromStandby).toBeGreaterThan(0);
   await Promise.all(subs.map((s) => s.close()));
   await Promise.all(sockets.map((s) => s.dispose()));

@@ -7,20 +7,11 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
-import { DESCENDANTS_COUNTED, SessionSearch, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
-import type { SessionStore } from '../../store/session-store.ts';
+import { DESCENDANTS_COUNTED, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
 
 export const MAX_SEARCH_PAGE = 50;
 const DEFAULT_SEARCH_PAGE = 20;
 export const MAX_QUERY_CHARS = 500;
-
-/** One search per store (its pool and its cached lineages). */
-const searches = new WeakMap<SessionStore, SessionSearch>();
-function searchOf(store: SessionStore): SessionSearch {
-  let s = searches.get(store);
-  if (!s) searches.set(store, (s = new SessionSearch(store.pool, store.log)));
-  return s;
-}
 
 export const encodeSearchCursor = (k: SearchKey) => Buffer.from(JSON.stringify([k.title ? 0 : 1, k.at, k.sessionId, k.seq])).toString('base64url');
 
@@ -111,7 +102,7 @@ builder.queryFields((t) => ({
       const { query, first, after } = parseArgs(argsSchema, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
       // One more hit than asked tells whether a next page exists.
-      let hits = limit > 0 ? await searchOf(ctx.store).search(ctx.scope.tenant, query, { limit: limit + 1, after }) : [];
+      let hits = limit > 0 ? await ctx.store.search.search(ctx.scope.tenant, query, { limit: limit + 1, after }) : [];
       const hasNextPage = hits.length > limit;
       if (hasNextPage) hits = hits.slice(0, limit);
       const edges = hits.map((node) => ({ node, cursor: encodeSearchCursor(node.key) }));
@@ -172,7 +163,7 @@ builder.prismaObjectField('Session', 'search', (t) =>
     resolve: async (session, args, ctx) => {
       const { query, first, after } = parseArgs(sessionSearchArgs, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
-      let hits = limit > 0 ? await searchOf(ctx.store).searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
+      let hits = limit > 0 ? await ctx.store.search.searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
       const hasNextPage = hits.length > limit;
       if (hasNextPage) hits = hits.slice(0, limit);
       const edges = hits.map((h) => ({ node: { ...h, sessionId: session.id }, cursor: String(h.seq) }));
