@@ -24,7 +24,7 @@ import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
-import { FoldCache } from '../agent/session-fold.ts';
+import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import type { Tool } from '../agent/tools.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
@@ -205,11 +205,20 @@ export class RunnerProtocol {
    * wording, compaction summaries) and the tools of its set. Inside an open
    * turn: its next step's; otherwise the next turn's, taking the first
    * pending input (its user message added as the turn's start would add it).
+   * With the session row's `eventCount`, the request is the one as of that
+   * row (a read is one snapshot: it describes the same seq as the row's other
+   * fields), even when appends came after the row was read; without it, as of
+   * the end of the log (a runner's batch just appended).
    */
-  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'>): Promise<ModelRequest> {
-    const fold = this.folds.take(session.id);
+  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number }): Promise<ModelRequest> {
+    const endSeq = session.eventCount;
+    const cached = this.folds.take(session.id);
+    // A cached fold past the row cannot go back: the request is folded afresh up to it (and not kept).
+    const ahead = endSeq !== undefined && cached.nextSeq > endSeq;
+    if (ahead) this.folds.put(cached);
+    const fold = ahead ? new SessionFold(session.id) : cached;
     try {
-      await fold.catchUp(this.deps.store.log);
+      await fold.catchUp(this.deps.store.log, endSeq);
       const { state } = fold;
       // The runner's next append continues this state: checked against it, with no read of the tail.
       this.deps.store.knowTail(session.id, state);
@@ -226,7 +235,7 @@ export class RunnerProtocol {
       messages.push({ role: 'user', content: input.text });
       return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model, eventCount: state.nextSeq };
     } finally {
-      this.folds.put(fold);
+      if (!ahead) this.folds.put(fold);
     }
   }
 

@@ -176,6 +176,20 @@ describe('appendEvents and the model request', () => {
     expect((await app.ok(REQUEST, { id })).session.modelRequest).toMatchObject({ turn: null, step: null, inTurn: false });
   });
 
+  it("the request is as of the session row it was read with (one snapshot), even when the log moved on after the row was read", async () => {
+    const { id, inputId } = await externalSession('what time is it?');
+    const token = await claim(id);
+    expect((await append(id, token, 2, toolStep(inputId!))).errors).toBeUndefined();
+    // The host's fold of the session is now at seq 8; a row read before the batch said 2 events.
+    const atEight = (await app.ok(REQUEST, { id })).session;
+    expect(atEight).toMatchObject({ eventCount: 8, modelRequest: { turn: 1, step: 2, inTurn: true } });
+    const asOfTwo = await app.services.runners.modelRequest({ tenant: 'local' }, { id, eventCount: 2 });
+    expect(asOfTwo).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false, eventCount: 2 });
+    expect(asOfTwo.messages).toEqual([{ role: 'user', content: 'what time is it?' }]);
+    // The fold kept for the session is still the newest one.
+    expect(await app.services.runners.modelRequest({ tenant: 'local' }, { id })).toMatchObject({ turn: 1, step: 2, eventCount: 8 });
+  });
+
   it('a fork mid-call: the request carries the synthetic result and its wording, as forkline would send it', async () => {
     const { id, inputId } = await externalSession('time?');
     const token = await claim(id);
