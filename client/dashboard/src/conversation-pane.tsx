@@ -2,7 +2,7 @@
 // log's pages is loaded and folded (it opens on the latest pages, grows as the
 // reader scrolls up or down, jumps to the start or to a seq), and only the
 // items near the viewport are in the DOM (@tanstack/virtual-core).
-import { memo } from 'preact/compat';
+import { memo } from './memo.ts';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { foldConversation, type ConversationItem } from './conversation.ts';
 import { Item, itemKey, LiveStepItem, type ItemProps, type RowProps } from './conversation-view.tsx';

@@ -4,7 +4,7 @@
 // `VirtualTimeline` a whole log of any length: only the rows near the
 // viewport exist, their pages fetched as they come into view.
 import type { Ref } from 'preact';
-import { memo } from 'preact/compat';
+import { memo } from './memo.ts';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import { PAGE_SIZE, type EventPages } from './event-pages.ts';
