@@ -113,7 +113,7 @@ const typeAt = (seq: number) => (seq === 0 ? 'session/title' : TURN_TYPES[(seq -
 function timelineInView(page: Page) {
   return page.evaluate(() => {
     const box = document.querySelector('[data-testid="timeline-scroll"]')!;
-    const top = box.querySelector('thead')!.getBoundingClientRect().bottom;
+    const top = box.querySelector('thead th')!.getBoundingClientRect().bottom; // the head's cells stick at the top
     const bottom = box.getBoundingClientRect().bottom;
     const rows = [...box.querySelectorAll('tbody > tr')];
     const shown = rows

@@ -92,19 +92,15 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   }, [props.jump, pages.length > 0]);
 
   const target = props.jump && props.jump.seq >= 0 ? props.jump.seq : undefined;
+  // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
+  const before = (rows[0]?.start ?? headHeight) - headHeight;
+  const after = v.getTotalSize() + headHeight - (rows.at(-1)?.end ?? headHeight);
   const cols = props.onFork ? 4 : 3;
-  // Not laid out as a table: each row is placed on its own (styles.css), so a scroll lays out only the
-  // rows it brings in, not every row's column widths again. The roles keep what the table says.
   return (
     <div ref={box} class="scroll timeline-scroll" data-testid="timeline-scroll">
-      <table
-        class={`timeline virtual${props.onFork ? '' : ' no-actions'}`}
-        role="table"
-        aria-label="Event timeline"
-        aria-rowcount={pages.length + 1}
-        style={{ height: `${v.getTotalSize() + headHeight}px` }}
-      >
+      <table class="timeline virtual" aria-label="Event timeline" aria-rowcount={pages.length}>
         <TimelineHead headRef={head} withActions={!!props.onFork} />
+        <Spacer height={before} cols={cols} />
         {rows.map((row) => {
           const e = pages.get(row.index);
           return e ? (
@@ -112,7 +108,6 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               key={row.key}
               event={e}
               index={row.index}
-              start={row.start}
               measure={v.measureElement}
               target={target === row.index}
               open={open === e.seq}
@@ -123,36 +118,44 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               forks={props.forkPoints?.get(e.seq)}
             />
           ) : (
-            <tbody key={row.key} role="rowgroup" data-index={row.index} ref={v.measureElement} style={placedAt(row.start)}>
-              <tr class="placeholder" role="row" aria-rowindex={row.index + 2}>
-                <td class="seq" role="cell">{row.index}</td>
-                <td colSpan={cols - 1} class="muted" role="cell">
+            <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
+              <tr class="placeholder">
+                <td class="seq">{row.index}</td>
+                <td colSpan={cols - 1} class="muted">
                   …
                 </td>
               </tr>
             </tbody>
           );
         })}
+        <Spacer height={after} cols={cols} />
       </table>
     </div>
   );
 }
 
-/** A row group's place in the windowed timeline (px from the scroll content's top). */
-const placedAt = (start: number) => ({ transform: `translateY(${start}px)` });
-
 function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
   return (
-    <thead ref={headRef} role="rowgroup">
-      <tr role="row" aria-rowindex={1}>
-        <th class="seq" role="columnheader">seq</th>
-        <th class="type" role="columnheader">type</th>
-        <th class="event" role="columnheader">event</th>
-        {withActions && <th class="actions" role="columnheader" aria-label="actions" />}
+    <thead ref={headRef}>
+      <tr>
+        <th class="seq">seq</th>
+        <th class="type">type</th>
+        <th>event</th>
+        {withActions && <th class="actions" aria-label="actions" />}
       </tr>
     </thead>
   );
 }
+
+/** Stands in for the rows above or below the rendered ones. */
+const Spacer = ({ height, cols }: { height: number; cols: number }) =>
+  height > 0 ? (
+    <tbody aria-hidden="true">
+      <tr class="spacer" style={{ height: `${height}px` }}>
+        <td colSpan={cols} />
+      </tr>
+    </tbody>
+  ) : null;
 
 /** One event: its row and, when open, its data. A tbody of its own, so a windowed list measures both. */
 const EventRow = memo(function EventRow(
@@ -161,8 +164,6 @@ const EventRow = memo(function EventRow(
     open: boolean;
     onToggle(seq: number): void;
     index?: number;
-    /** In a windowed timeline: where the row is placed (px). */
-    start?: number;
     measure?: (el: Element | null) => void;
     target?: boolean;
     /** Children forked at this event. */
@@ -171,17 +172,15 @@ const EventRow = memo(function EventRow(
 ) {
   const e = props.event;
   return (
-    <tbody role="rowgroup" data-index={props.index} ref={props.measure} style={props.start === undefined ? undefined : placedAt(props.start)}>
+    <tbody data-index={props.index} ref={props.measure}>
       <tr
-        role="row"
-        aria-rowindex={props.index === undefined ? undefined : props.index + 2}
         data-seq={e.seq}
         class={`${e.inherited ? 'inherited' : ''} ${e.synthetic ? 'synthetic' : ''}${props.target ? ' target' : ''} type-${e.type.replace(/\W/g, '-')}`}
         aria-current={props.target ? 'location' : undefined}
         onKeyDown={rowKeys}
       >
-        <td class="seq" role="cell">{e.seq}</td>
-        <td class="type" role="cell">
+        <td class="seq">{e.seq}</td>
+        <td class="type">
           <button type="button" class="link" aria-expanded={props.open} onClick={() => props.onToggle(e.seq)}>
             {e.type}
           </button>
@@ -196,12 +195,12 @@ const EventRow = memo(function EventRow(
             </Badge>
           )}
         </td>
-        <td class="summary" role="cell">
+        <td class="summary">
           {props.forks !== undefined && props.sessionId && <TimelineForkLink sessionId={props.sessionId} seq={e.seq} count={props.forks} />}
           {eventSummary(e)}
         </td>
         {props.onFork && (
-          <td class="actions" role="cell">
+          <td class="actions">
             {/* The name starts with the visible text: voice-control users say what they see. */}
             <button
               type="button"
@@ -218,8 +217,8 @@ const EventRow = memo(function EventRow(
         )}
       </tr>
       {props.open && (
-        <tr class="event-data" role="row">
-          <td colSpan={props.onFork ? 4 : 3} role="cell">
+        <tr class="event-data">
+          <td colSpan={props.onFork ? 4 : 3}>
             <EventData event={e} sessionId={props.sessionId} />
           </td>
         </tr>
