@@ -186,7 +186,7 @@ function expectConversationRight(shown: Awaited<ReturnType<typeof conversationIn
 }
 
 describe('scrolling a 1,000,000-event session', () => {
-  it('scrolls the timeline from the end to the start and back, showing the right rows with a bounded DOM', async () => {
+  it('scrolls the timeline from the end to the start and back, showing the right rows with a bounded DOM; an open row makes room', async () => {
     const { page, errors } = await openPage();
     await page.goto(`${origin}/sessions/${big}`);
     await page.locator(`table.timeline tr[data-seq="${MILLION - 1}"]`).waitFor(TIMEOUT);
@@ -225,6 +225,21 @@ describe('scrolling a 1,000,000-event session', () => {
       expect(at.domRows).toBeLessThanOrEqual(rowsInView + 1 + 2 + 2 * 6 + 2);
     }
     expect(await page.evaluate(() => document.getElementsByTagName('*').length)).toBeLessThan(2_000);
+
+    // Rows are not measured, but an open one is: the rows below make room for its data, and close up again after.
+    const back = await timelineAt(page, 'middle');
+    const seq = back.shown[3].seq;
+    const top = async (s: number) => (await page.locator(`table.timeline tr[data-seq="${s}"]`).boundingBox())!.y;
+    await page.locator(`table.timeline tr[data-seq="${seq}"] td.type button`).click();
+    const data = page.getByTestId('event-data');
+    await data.waitFor(TIMEOUT);
+    const box = (await data.boundingBox())!;
+    expect(box.height).toBeGreaterThan(60);
+    await expect.poll(async () => (await top(seq + 1)) - (box.y + box.height), TIMEOUT).toBeGreaterThanOrEqual(-1);
+    await page.locator(`table.timeline tr[data-seq="${seq}"] td.type button`).click();
+    await data.waitFor({ state: 'detached', ...TIMEOUT });
+    await expect.poll(async () => (await top(seq + 1)) - (await top(seq)), TIMEOUT).toBe(28);
+    expectConsecutive((await timelineAt(page, 'here')).shown);
     expect(errors).toEqual([]);
     await page.close();
   });

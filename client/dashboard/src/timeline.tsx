@@ -91,6 +91,13 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     v.scrollToIndex(seq, { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
   }, [props.jump, pages.length > 0]);
 
+  // Rows are ROW_HEIGHT tall, so only an open one is measured; closed again, it takes that height back.
+  const measured = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    if (measured.current !== null && measured.current !== open) v.resizeItem(measured.current, ROW_HEIGHT);
+    measured.current = open;
+  }, [open]);
+
   const target = props.jump && props.jump.seq >= 0 ? props.jump.seq : undefined;
   // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
   const before = (rows[0]?.start ?? headHeight) - headHeight;
@@ -108,7 +115,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               key={row.key}
               event={e}
               index={row.index}
-              measure={v.measureElement}
+              measure={open === e.seq ? v.measureElement : undefined}
               target={target === row.index}
               open={open === e.seq}
               onToggle={toggle}
@@ -118,7 +125,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               forks={props.forkPoints?.get(e.seq)}
             />
           ) : (
-            <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
+            <tbody key={row.key} data-index={row.index}>
               <tr class="placeholder">
                 <td class="seq">{row.index}</td>
                 <td colSpan={cols - 1} class="muted">
