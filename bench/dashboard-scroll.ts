@@ -5,8 +5,8 @@
 // frame through pages not loaded yet, the conversation 300 px a frame upwards,
 // folding in earlier pages), three runs each (BENCH_SCROLL_RUNS). Figures: the
 // p95 of the frame-to-frame time per run, p95/p99 over all runs' frames (16.7
-// ms = no frame dropped at 60 Hz), and the DOM size. Needs Debian's chromium
-// (or CHROMIUM_PATH).
+// ms = no frame dropped at 60 Hz), the browser's CPU time per frame, and the
+// DOM size. Needs Debian's chromium (or CHROMIUM_PATH).
 //
 // BENCH_SCROLL_BASELINE=<dir>: a dashboard build of other code (a copy of
 // client/dashboard/dist) measured in the same runs, alternating with this one
@@ -123,6 +123,7 @@ async function longSession(ctx: BenchContext, events: number): Promise<{ id: str
  * the work a scroll costs where the p95 cannot.
  */
 function browserCpuMs(): number {
+  if (!fs.existsSync('/proc')) return NaN; // Linux only
   const stats = new Map<number, { ppid: number; ticks: number; chromium: boolean }>();
   for (const dir of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(dir)) continue;
@@ -182,7 +183,7 @@ const KINDS: Array<[kind: string, names: RegExp]> = [
 ];
 
 /** The renderer main thread's self time per kind of work, per frame, from a Chromium trace. */
-export function mainThreadBreakdown(file: string, frames: number): string {
+function mainThreadBreakdown(file: string, frames: number): string {
   const trace = JSON.parse(fs.readFileSync(file, 'utf8')) as { traceEvents: TraceEvent[] } | TraceEvent[];
   const all = Array.isArray(trace) ? trace : trace.traceEvents;
   const mains = new Set(all.filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
