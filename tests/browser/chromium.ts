@@ -9,7 +9,8 @@ import { PROJECT_ROOT } from '../helpers/process.ts';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = path.join(PROJECT_ROOT, 'tests', 'artifacts');
 
-export async function launchChromium(): Promise<Browser> {
+/** `extraArgs`: more command-line switches (the scroll bench's page of another build needs one). */
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM)) {
     throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH`);
   }
@@ -26,6 +27,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

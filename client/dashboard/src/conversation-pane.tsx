@@ -2,7 +2,8 @@
 // log's pages is loaded and folded (it opens on the latest pages, grows as the
 // reader scrolls up or down, jumps to the start or to a seq), and only the
 // items near the viewport are in the DOM (@tanstack/virtual-core).
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { memo } from './memo.ts';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { foldConversation, type ConversationItem } from './conversation.ts';
 import { Item, itemKey, LiveStepItem, type ItemProps, type RowProps } from './conversation-view.tsx';
 import { ForkPointRow, type KnownChild } from './fork-markers.tsx';
@@ -165,12 +166,12 @@ export function ConversationPane(
   const rows = v.getVirtualItems();
   // The item holding the seq jumped to, or the first after it (turn and step starts have no item).
   const targetAt = useMemo(() => (win.target === undefined ? -1 : targetIndex(list, win.target)), [list, win.target]);
-  const rowProps = (index: number, start: number): RowProps => ({
-    'data-index': index,
-    ref: v.measureElement,
-    style: { transform: `translateY(${start}px)` },
-    'data-target': index === targetAt ? true : undefined,
-  });
+  // Stable for the memoized rows: a scroll renders only the items it brings in (and a new page of the log none).
+  const actions = useRef(props);
+  actions.current = props;
+  const branch = useCallback((seq: number, turn: number) => actions.current.onBranch?.(seq, turn), []);
+  const edit = useCallback((input: { seq: number; inputId: string; text: string }) => actions.current.onEdit?.(input), []);
+  const rowProps = (index: number, start: number) => placement(index, start, index === targetAt, v.measureElement);
   return (
     <div ref={box} class="scroll virtual" onScroll={grow} data-testid="conversation-scroll">
       {items === null ? (
@@ -185,12 +186,15 @@ export function ConversationPane(
               list[row.index].kind === 'fork-point' ? (
                 <ForkPointRow key={row.key} item={list[row.index] as ForkPointItem} sessionId={props.sessionId ?? ''} known={known} row={rowProps(row.index, row.start)} />
               ) : (
-                <Item
+                <PlacedItem
                   key={row.key}
                   item={list[row.index] as ConversationItem}
-                  row={rowProps(row.index, row.start)}
-                  onBranch={props.onBranch}
-                  onEdit={props.onEdit}
+                  index={row.index}
+                  start={row.start}
+                  target={row.index === targetAt}
+                  measure={v.measureElement}
+                  onBranch={props.onBranch && branch}
+                  onEdit={props.onEdit && edit}
                   busy={props.busy}
                   titleOf={titleOf}
                   sessionId={props.sessionId}
@@ -205,6 +209,25 @@ export function ConversationPane(
     </div>
   );
 }
+
+/** An item at its place in the window; re-rendered only when one of its props changes (not on every scroll frame). */
+const PlacedItem = memo(function PlacedItem({
+  index,
+  start,
+  target,
+  measure,
+  ...props
+}: ItemProps & { item: ConversationItem; index: number; start: number; target: boolean; measure: (el: Element | null) => void }) {
+  return <Item {...props} row={placement(index, start, target, measure)} />;
+});
+
+/** The attributes that place an item in the virtual list (and measure it). */
+const placement = (index: number, start: number, target: boolean, measure: (el: Element | null) => void): RowProps => ({
+  'data-index': index,
+  ref: measure,
+  style: { transform: `translateY(${start}px)` },
+  'data-target': target || undefined,
+});
 
 /** The first loaded event: earlier ones load on scrolling up. */
 function WindowEdge({ start, midTurn }: { start: number; midTurn: boolean }) {

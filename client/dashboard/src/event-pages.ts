@@ -17,6 +17,7 @@ export class EventPages {
   /** Bumped on every change; views re-read when it moves. */
   version = 0;
   private readonly events = new Map<number, LogEvent>();
+  private readonly typesSeen = new Set<string>();
   private readonly pageVersions = new Map<number, number>();
   private readonly requested = new Map<number, Promise<void>>();
   private readonly listeners = new Set<() => void>();
@@ -33,9 +34,9 @@ export class EventPages {
     return this.events.get(seq);
   }
 
-  /** Events held so far (fetched pages and live appends), in seq order: what a filter may read without fetching. */
-  loaded(): LogEvent[] {
-    return [...this.events.values()].sort((a, b) => a.seq - b.seq);
+  /** The event types among the events held (kept as they arrive: no pass over everything loaded). */
+  types(): string[] {
+    return [...this.typesSeen];
   }
 
   /** Pages fetched or being fetched. */
@@ -92,6 +93,7 @@ export class EventPages {
     for (const e of events) {
       if (this.events.has(e.seq)) continue;
       this.events.set(e.seq, e);
+      this.typesSeen.add(e.type);
       this.pageVersions.set(pageOf(e.seq), (this.pageVersions.get(pageOf(e.seq)) ?? 0) + 1);
       this.length = Math.max(this.length, e.seq + 1);
     }

@@ -1,6 +1,6 @@
 // Titles of the sessions fork markers point at: each marker names its own
 // ancestor (a nested fork holds one marker per generation), read once per id.
-import { useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useState } from 'preact/hooks';
 import { SessionDocument } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 
@@ -31,5 +31,6 @@ export function useSessionTitles(ids: readonly string[]): (id: string) => string
       closed = true;
     };
   }, [key]);
-  return (id) => titles.get(id);
+  // Stable while the titles are: the conversation's memoized rows keep it as a prop.
+  return useCallback((id: string) => titles.get(id), [titles]);
 }

@@ -68,7 +68,7 @@ export function FilterBar({ filter, types, onChange }: { filter: EventFilter; ty
 
 /** The types a filter offers: every core type, and the others (plugin events) seen in the loaded events. */
 export function useLoadedTypes(pages: EventPages, version: number): string[] {
-  return useMemo(() => [...new Set([...CORE_EVENT_TYPE_NAMES, ...pages.loaded().map((e) => e.type)])].sort(), [pages, version]);
+  return useMemo(() => [...new Set([...CORE_EVENT_TYPE_NAMES, ...pages.types()])].sort(), [pages, version]);
 }
 
 /** The events that pass the filter, from the server, newest page first; earlier pages on request. */

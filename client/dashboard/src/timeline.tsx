@@ -4,10 +4,10 @@
 // `VirtualTimeline` a whole log of any length: only the rows near the
 // viewport exist, their pages fetched as they come into view.
 import type { Ref } from 'preact';
-import { memo } from 'preact/compat';
+import { memo } from './memo.ts';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
-import type { EventPages } from './event-pages.ts';
+import { PAGE_SIZE, type EventPages } from './event-pages.ts';
 import { CopyButton, JsonView } from './json-view.tsx';
 import { eventDeepLink } from './router.ts';
 import { TimelineForkLink } from './fork-markers.tsx';
@@ -41,6 +41,10 @@ export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
 /** A row's height (styles.css fixes it), so rows not yet loaded take their final place. */
 const ROW_HEIGHT = 28;
 const rowHeight = () => ROW_HEIGHT;
+/** Rows rendered beyond each edge of the viewport (a scroll renders the rows it brings in before the frame is painted). */
+const OVERSCAN = 6;
+/** Pages are asked for this many rows before they scroll into view (the next page is there when its rows are). */
+const PREFETCH_ROWS = PAGE_SIZE / 2;
 
 /** `version`: EventPages.version, so a change of the log renders the rows again. */
 export function VirtualTimeline(props: RowActions & { pages: EventPages; version: number; jump: { seq: number; nonce: number } | null }) {
@@ -63,7 +67,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     // recomputed every row's position on every scroll frame (janky scrolling on
     // a long log). The default key is the index, as wanted here.
     estimateSize: rowHeight,
-    overscan: 25,
+    overscan: OVERSCAN,
     scrollMargin: headHeight,
     // At the bottom, new events scroll in (virtual-core follows appends only for lists anchored at the end).
     anchorTo: 'end',
@@ -74,7 +78,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   const first = rows[0]?.index ?? 0;
   const last = rows.at(-1)?.index ?? -1;
   useEffect(() => {
-    if (last >= 0) void pages.ensure(first, last).catch(() => {}); // retried on the next scroll
+    if (last >= 0) void pages.ensure(first - PREFETCH_ROWS, last + PREFETCH_ROWS).catch(() => {}); // retried on the next scroll
   }, [first, last, pages]);
 
   // Opens at the latest events; a jump centres its seq.
@@ -86,6 +90,13 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     const seq = props.jump && props.jump.seq >= 0 ? Math.min(props.jump.seq, pages.length - 1) : pages.length - 1;
     v.scrollToIndex(seq, { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
   }, [props.jump, pages.length > 0]);
+
+  // Rows are ROW_HEIGHT tall, so only an open one is measured; closed again, it takes that height back.
+  const measured = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    if (measured.current !== null && measured.current !== open) v.resizeItem(measured.current, ROW_HEIGHT);
+    measured.current = open;
+  }, [open]);
 
   const target = props.jump && props.jump.seq >= 0 ? props.jump.seq : undefined;
   // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
@@ -104,7 +115,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               key={row.key}
               event={e}
               index={row.index}
-              measure={v.measureElement}
+              measure={open === e.seq ? v.measureElement : undefined}
               target={target === row.index}
               open={open === e.seq}
               onToggle={toggle}
@@ -114,7 +125,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
               forks={props.forkPoints?.get(e.seq)}
             />
           ) : (
-            <tbody key={row.key} data-index={row.index} ref={v.measureElement}>
+            <tbody key={row.key} data-index={row.index}>
               <tr class="placeholder">
                 <td class="seq">{row.index}</td>
                 <td colSpan={cols - 1} class="muted">

@@ -23,14 +23,21 @@ const statsOf = (sessionId: string, endSeq: number) => {
 };
 
 const n = (x: number) => x.toLocaleString('en-US');
+/** How long a turn end stays mounted before its figures are asked for. */
+const ASK_AFTER_MS = 150;
 
 export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq: number }) {
   const [stats, setStats] = useState<TurnStats | null>(null);
   useEffect(() => {
     let live = true;
-    statsOf(sessionId, endSeq).then((s) => live && setStats(s), () => {});
+    const show = () => statsOf(sessionId, endSeq).then((s) => live && setStats(s), () => {});
+    // Asked only for a turn end that stays on screen a moment: one scrolled past is not worth a request
+    // (a fast scroll through the conversation would send one per turn, each answer growing its row).
+    const wait = cache.has(`${sessionId}@${endSeq}`) ? undefined : setTimeout(show, ASK_AFTER_MS);
+    if (!wait) void show();
     return () => {
       live = false;
+      clearTimeout(wait);
     };
   }, [sessionId, endSeq]);
   if (!stats) return null;
