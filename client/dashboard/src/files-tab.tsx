@@ -124,7 +124,7 @@ function FilesPane({ session, target }: { session: FilesSession; target: FilesTa
             max={Math.max(0, last)}
             value={at}
             aria-label="Files at event"
-            onChange={(e) => {
+            onInput={(e) => {
               const n = Number(e.currentTarget.value);
               if (Number.isInteger(n) && n >= 0) setPinned(Math.min(n, last));
             }}
@@ -148,7 +148,7 @@ function FilesPane({ session, target }: { session: FilesSession; target: FilesTa
             max={Math.max(0, last)}
             value={fromSeq}
             aria-label="Compare from event"
-            onChange={(e) => {
+            onInput={(e) => {
               const n = Number(e.currentTarget.value);
               if (Number.isInteger(n) && n >= -1) setFromSeq(Math.min(n, last));
             }}
