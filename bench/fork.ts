@@ -43,6 +43,7 @@ export async function benchFork(ctx: BenchContext) {
     const t = performance.now();
     await store.transaction(async (c) => {
       const id = `ses_rawfork_${i}_${Date.now()}`;
+      await c.query(`INSERT INTO "SessionTree" (id, "treeId") VALUES ($1, $1)`, [id]);
       await c.query(`INSERT INTO "Session" (id, tenant, "treeId", "parentId", "forkedAtSeq") VALUES ($1, 'bench', $1, $2, $3)`, [id, l.parent.id, large - 1]);
       await c.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data) VALUES ($1, $2, $1, 'session/end-seed', '{}')`, [id, large]);
     });
