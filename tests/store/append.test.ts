@@ -69,9 +69,9 @@ describe('SessionStore.append', () => {
     const { event: queued } = await fresh.queueInput(s.id, 'first', { scope });
     expect(queued).toMatchObject({ seq: 0, type: 'inbox/add', data: { text: 'first', inputId: expect.stringMatching(/^in_/) } });
     await fresh.notifications.drain();
-    // The append names the session's tree (a shard's key): a process that never saw the session looks it up once (its lineage, cached).
+    // The append names the session's tree (a shard's key): a process that never saw the session looks it up once (the directory, cached).
     expect(statements).toHaveLength(2);
-    expect(statements[0]).toMatch(/^SELECT id, "treeId", "inheritedRanges"/);
+    expect(statements[0]).toMatch(/^SELECT "treeId" FROM "SessionTree" WHERE id = \$1/);
     expect(statements[1]).toMatch(/^WITH s0 AS/);
     expect(statements[1]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
     statements = [];
