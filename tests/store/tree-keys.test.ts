@@ -139,6 +139,19 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     );
     expect(references.map((r) => r.name)).toEqual(['Event_sessionId_treeId_fkey', 'FileTreeCheckpoint_sessionId_treeId_fkey', 'SessionBlob_sessionId_treeId_fkey', 'Session_parentId_treeId_fkey']);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
+    // The directory of trees: every session is in it under its own tree (Session's reference), and
+    // nothing else is (deletion removes the entries with the rows); ids are unique there alone.
+    const { rows: [directory] } = await check.pool.query<{ sessions: number; entries: number; orphans: number }>(
+      `SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "SessionTree") AS entries,
+              (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans`,
+    );
+    expect(directory.sessions).toBeGreaterThan(10);
+    expect(directory).toMatchObject({ entries: directory.sessions, orphans: 0 });
+    const { rows: unique } = await check.pool.query<{ table: string; columns: string }>(
+      `SELECT t.relname AS table, pg_get_indexdef(i.indexrelid) AS columns FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+        WHERE i.indisunique AND t.relname IN ('Session', 'SessionTree') ORDER BY 1, 2`,
+    );
+    expect(unique.map((u) => u.columns.replace(/^.* USING btree /, `${u.table} `)).sort()).toEqual(['Session (id, "treeId")', 'SessionTree (id)', 'SessionTree (id, "treeId")']);
   });
 
   it('every statement on events names the tree, and so does every append and file-blob record', () => {
