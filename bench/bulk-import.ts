@@ -67,6 +67,7 @@ export async function benchBulkImport(ctx: BenchContext) {
     try {
       const t = performance.now();
       await client.query('BEGIN');
+      await client.query(`INSERT INTO "SessionTree" (id, "treeId") VALUES ($1, $1)`, [id]);
       await client.query(`INSERT INTO "Session" (id, tenant, "treeId", "eventCount") VALUES ($1, 'local', $1, $2)`, [id, events]);
       await pipeline(Readable.from(chunks), client.query(copyFrom(`COPY ${table} ${EVENT_COLUMNS} FROM STDIN`)));
       await client.query('COMMIT');

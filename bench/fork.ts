@@ -37,14 +37,16 @@ export async function benchFork(ctx: BenchContext) {
   const s = await measure(small);
   const l = await measure(large);
 
-  // The floor: a session row and one event row, in one transaction, from plain SQL.
+  // The floor: a session row (with its directory entry) and one event row, in one transaction, from plain SQL.
+  // A child lies in its parent's tree (the parent is a root: its own).
   const floor: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t = performance.now();
     await store.transaction(async (c) => {
       const id = `ses_rawfork_${i}_${Date.now()}`;
-      await c.query(`INSERT INTO "Session" (id, tenant, "treeId", "parentId", "forkedAtSeq") VALUES ($1, 'bench', $1, $2, $3)`, [id, l.parent.id, large - 1]);
-      await c.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data) VALUES ($1, $2, $1, 'session/end-seed', '{}')`, [id, large]);
+      await c.query(`INSERT INTO "SessionTree" (id, "treeId") VALUES ($1, $2)`, [id, l.parent.id]);
+      await c.query(`INSERT INTO "Session" (id, tenant, "treeId", "parentId", "forkedAtSeq") VALUES ($1, 'bench', $2, $2, $3)`, [id, l.parent.id, large - 1]);
+      await c.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data) VALUES ($1, $2, $3, 'session/end-seed', '{}')`, [id, large, l.parent.id]);
     });
     floor.push(performance.now() - t);
   }

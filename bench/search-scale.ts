@@ -22,9 +22,10 @@ const TREE_WORD = 'beacon';
 async function addSessions({ db }: BenchContext, from: number, to: number) {
   const base = `'2026-01-01T00:00:00Z'::timestamptz + (i || ' milliseconds')::interval`;
   await db.pool.query(
-    `INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "createdAt", "updatedAt")
+    `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "createdAt", "updatedAt")
      SELECT 'ses_scale_' || lpad(i::text, 7, '0'), 'ses_scale_' || lpad(i::text, 7, '0'), 'local', 'scale session ' || i, 'IDLE', 4, 8, 1, ${base}, ${base}
-       FROM generate_series($1::int + 1, $2::int) AS i`,
+       FROM generate_series($1::int + 1, $2::int) AS i RETURNING id, "treeId")
+     INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s`,
     [from, to],
   );
   await db.pool.query(
@@ -53,11 +54,12 @@ async function addSessions({ db }: BenchContext, from: number, to: number) {
 /** Forks from+1..to of `root` (rows only: the search reads their inherited ranges), each inheriting its whole log. */
 async function addForks({ db }: BenchContext, root: { id: string; eventCount: number }, from: number, to: number) {
   await db.pool.query(
-    `INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId", "forkedAtSeq",
+    `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "parentId", "forkedAtSeq",
                             "inheritedEventCount", "firstLiveSeq", "inheritedRanges")
      SELECT 'ses_fork_' || lpad(i::text, 5, '0'), $1, 'local', 'fork ' || i, 'IDLE', 4, $2::int + 1, 1, $1, $2::int - 1, $2, $2::int + 1,
             jsonb_build_array(jsonb_build_object('sessionId', $1::text, 'fromSeq', 0, 'toSeq', $2::int - 1))
-       FROM generate_series($3::int + 1, $4::int) AS i`,
+       FROM generate_series($3::int + 1, $4::int) AS i RETURNING id, "treeId")
+     INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s`,
     [root.id, root.eventCount, from, to],
   );
   await db.pool.query(

@@ -71,13 +71,15 @@ export async function benchSessionsList({ databaseUrl, db }: BenchContext) {
   // In bulk, one statement: every tenth session is a fork of the one before it.
   await db.pool.query(`DELETE FROM "Session" WHERE id LIKE 'ses_list_%' AND "parentId" IS NOT NULL`);
   await db.pool.query(`DELETE FROM "Session" WHERE id LIKE 'ses_list_%'`);
+  await db.pool.query(`DELETE FROM "SessionTree" WHERE id LIKE 'ses_list_%'`);
   await db.pool.query(
-    `INSERT INTO "Session" (id, "treeId", tenant, title, "eventCount", "turnCount", "parentId", "forkedAtSeq", "createdAt", "updatedAt")
+    `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title, "eventCount", "turnCount", "parentId", "forkedAtSeq", "createdAt", "updatedAt")
      SELECT 'ses_list_' || lpad(i::text, 6, '0'), 'ses_list_' || lpad((CASE WHEN i % 10 = 0 THEN i - 1 ELSE i END)::text, 6, '0'), 'local', 'session ' || i, (i % 97) + 1, i % 7,
             CASE WHEN i % 10 = 0 THEN 'ses_list_' || lpad((i - 1)::text, 6, '0') END,
             CASE WHEN i % 10 = 0 THEN 0 END,
             now() + (i || ' milliseconds')::interval, now()
-       FROM generate_series(1, $1) AS i`,
+       FROM generate_series(1, $1) AS i RETURNING id, "treeId")
+     INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s`,
     [sessions],
   );
   let queries = 0;

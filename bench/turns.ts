@@ -92,9 +92,10 @@ async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 500) {
     const { rows } = await admin.query<{ id: string }>(
-      `INSERT INTO "Session" (id, "treeId", tenant, title)
+      `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title)
        SELECT v, v, 'local', 'turns bench' FROM (SELECT 'ses_turns_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, $1)) x
-       RETURNING id`,
+       RETURNING id, "treeId")
+       INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s RETURNING id`,
       [Math.min(500, n - i)],
     );
     ids.push(...rows.map((r) => r.id));

@@ -133,10 +133,10 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const listener = new PgListener(pgConfigFromUrl(opts.directUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
-  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare });
   const standbys = opts.readUrls?.length ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) }) : undefined;
   await standbys?.start();
   const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }), byTree: opts.distributed });
+  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });

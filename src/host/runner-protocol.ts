@@ -82,7 +82,7 @@ export class RunnerProtocol {
   private readonly folds = new FoldCache(200, 16 * 1024 * 1024);
 
   constructor(private readonly deps: RunnerProtocolDeps) {
-    this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare });
+    this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare, trees: deps.store.trees });
   }
 
   async claim(scope: Scope, sessionId: string, runnerId: string, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerClaim> {

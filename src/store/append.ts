@@ -310,7 +310,7 @@ export class SessionAppends {
     const { turnStarts, status, title, pendingDelta } = rows.changes;
     const n = decoded.length;
     const db = opts.client ?? this.pool;
-    const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.cached(sessionId)?.treeId ?? null);
+    const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
     const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
       opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null, treeId];
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };

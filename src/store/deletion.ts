@@ -51,16 +51,18 @@ export class SessionDeletion {
   ): Promise<string[]> {
     let blobs: string[] = [];
     const ids = await inTransaction(this.pool, async (client) => {
+      // A subtree lies in one fork tree: every statement names it (a distributed Postgres runs each on one shard).
+      const treeId = await this.log.treeOf(id, client);
       // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
-      const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND tenant = $2 FOR UPDATE', [id, scope.tenant]);
+      const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2 FOR UPDATE', [id, scope.tenant, treeId]);
       if (!rowCount) throw sessionNotFound(id);
       const { rows } = await client.query<{ id: string }>(
         `WITH RECURSIVE subtree AS (
-           SELECT id FROM "Session" WHERE "parentId" = $1
+           SELECT id FROM "Session" WHERE "parentId" = $1 AND "treeId" = $2
            UNION ALL
-           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id
+           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id WHERE s."treeId" = $2
          ) SELECT id FROM subtree`,
-        [id],
+        [id, treeId],
       );
       if (rows.length && !withDescendants) {
         throw new ForklineError(
@@ -70,9 +72,10 @@ export class SessionDeletion {
         );
       }
       const all = [id, ...rows.map((r) => r.id)];
-      blobs = await this.files.storedBy(all, client);
+      blobs = await this.files.storedBy(all, treeId, client);
       await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
-      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[])', [all]); // events go with them (ON DELETE CASCADE)
+      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = $2', [all, treeId]); // events go with them (ON DELETE CASCADE)
+      await client.query('DELETE FROM "SessionTree" WHERE id = ANY($1::text[])', [all]); // their entries in the directory, after the rows that name them
       for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
       await beforeCommit?.(client, { deletedSessionIds: all });
       return all;

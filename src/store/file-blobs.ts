@@ -242,8 +242,8 @@ export class FileBlobs {
   }
 
   /** The blobs the given sessions stored (deletion checks these afterwards). */
-  async storedBy(sessionIds: readonly string[], db: Db): Promise<string[]> {
-    const { rows } = await db.query<{ hash: string }>('SELECT DISTINCT hash FROM "SessionBlob" WHERE "sessionId" = ANY($1::text[])', [sessionIds]);
+  async storedBy(sessionIds: readonly string[], treeId: string, db: Db): Promise<string[]> {
+    const { rows } = await db.query<{ hash: string }>('SELECT DISTINCT hash FROM "SessionBlob" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [sessionIds, treeId]);
     return rows.map((r) => r.hash);
   }
 

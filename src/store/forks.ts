@@ -152,7 +152,8 @@ export class Forks {
   /** One attempt at forkMany: its REPEATABLE READ transaction. */
   private forkOnce(scope: Scope, parentId: string, cut: Cut | undefined, children: readonly ChildOverrides[], beforeCommit?: BeforeCommit<ForkManyRecord>) {
     return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<SessionRow>(`SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = $1 AND tenant = $2`, [parentId, scope.tenant]);
+      const treeId = await this.log.treeOf(parentId, client);
+      const { rows } = await client.query<SessionRow>(`SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, [parentId, scope.tenant, treeId]);
       const parent = rows[0];
       if (!parent) throw sessionNotFound(parentId);
       const lineage = this.log.remember(parent);
@@ -167,6 +168,8 @@ export class Forks {
       // Children written together share a createdAt (the transaction's): ids in
       // ascending order keep them listed (createdAt, id) in the order given.
       const ids = children.map(() => newSessionId()).sort();
+      // The children's entries in the directory of trees: their parent's tree.
+      await client.query('INSERT INTO "SessionTree" (id, "treeId") SELECT unnest($1::text[]), $2', [ids, parent.treeId]);
       const made: Array<{ session: SessionRow; inputId?: string; after: LogState; synthetic: StoredEvent[] }> = [];
       for (const [i, overrides] of children.entries()) {
         made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));

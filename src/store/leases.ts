@@ -30,6 +30,7 @@ import { statement } from './statements.ts';
 import { lineageOf, type Lineage } from './lineage.ts';
 import { ForklineError, sessionNotFound } from '../core/errors.ts';
 import { SESSION_COLUMNS, SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
+import { SessionTrees } from './session-trees.ts';
 
 export interface Lease {
   sessionId: string;
@@ -136,7 +137,7 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
+        WHERE id = $1 AND "treeId" = $4 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
         RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
@@ -185,31 +186,37 @@ const LEASE_SQL = {
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
   // snapshot predates it fail its child's parent-key check (a serialization failure, issue 27).
+  // A process's leases lie in many trees ($5): each shard renews those in its own.
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
-         FROM (SELECT x.id, l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
-                WHERE x."leaseOwner" = $1
+         FROM (SELECT x.id, x."treeId", l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
+                WHERE x."treeId" = ANY($5::text[]) AND x."leaseOwner" = $1
                 ORDER BY x.id COLLATE "C" FOR NO KEY UPDATE OF x) held
-        WHERE s.id = held.id AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
+        WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
        RETURNING s.id`,
   releaseIfIdle: `UPDATE "Session" SET
           "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,
           "leaseExpiresAt" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE now() + $4 * interval '1 millisecond' END
-        WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3
+        WHERE id = $1 AND "treeId" = $5 AND "leaseToken" = $2 AND "leaseOwner" = $3
        RETURNING "leaseOwner" IS NULL AS released`,
-  release: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
+  release: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "treeId" = $4 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
 };
 
 export class LeaseStore {
   private readonly sql: Record<keyof typeof LEASE_SQL, ReturnType<typeof statement>>;
+
+  /** Which tree each session lies in: a statement on one session's lease names it (session-trees.ts). */
+  private readonly trees: SessionTrees;
 
   constructor(
     private readonly pool: pg.Pool,
     /** This process, as lease owner: unique per process start. */
     readonly owner: string,
     readonly ttlMs = DEFAULT_LEASE_TTL_MS,
-    opts: { prepare?: boolean } = {},
+    /** `trees`: the process's directory cache (SessionStore.trees); a cache of its own otherwise. */
+    opts: { prepare?: boolean; trees?: SessionTrees } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
     this.sql = Object.fromEntries(
       Object.entries(LEASE_SQL).map(([name, text]) => [name, statement(prepare, `lease_${name}`, text)]),
     ) as LeaseStore['sql'];
@@ -221,7 +228,9 @@ export class LeaseStore {
    * while a batch claim runs) must not fence off the runner the first one started.
    */
   async claim(sessionId: string): Promise<Lease | null> {
-    const { rows } = await this.pool.query<ClaimedRow>(this.sql.claim([sessionId, this.owner, this.ttlMs]));
+    const treeId = await this.trees.of(sessionId);
+    if (treeId === undefined) return null;
+    const { rows } = await this.pool.query<ClaimedRow>(this.sql.claim([sessionId, this.owner, this.ttlMs, treeId]));
     return rows[0] ? leaseOf(rows[0], this.ttlMs) : null;
   }
 
@@ -253,7 +262,10 @@ export class LeaseStore {
   async renew(leases: Iterable<Lease>): Promise<Set<string>> {
     const list = [...leases];
     if (list.length === 0) return new Set();
-    const { rows } = await this.pool.query<{ id: string }>(this.sql.renew([this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token)]));
+    const trees = await this.trees.ofMany(list.map((l) => l.sessionId));
+    const { rows } = await this.pool.query<{ id: string }>(
+      this.sql.renew([this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token), [...new Set(trees.values())]]),
+    );
     return new Set(rows.map((r) => r.id));
   }
 
@@ -263,13 +275,16 @@ export class LeaseStore {
    * renewed); `lost` when it is no longer ours.
    */
   async releaseIfIdle(lease: Lease): Promise<'released' | 'busy' | 'lost'> {
-    const { rows } = await this.pool.query<{ released: boolean }>(this.sql.releaseIfIdle([lease.sessionId, lease.token, this.owner, this.ttlMs]));
+    const treeId = await this.trees.of(lease.sessionId);
+    if (treeId === undefined) return 'lost';
+    const { rows } = await this.pool.query<{ released: boolean }>(this.sql.releaseIfIdle([lease.sessionId, lease.token, this.owner, this.ttlMs, treeId]));
     return rows.length === 0 ? 'lost' : rows[0].released ? 'released' : 'busy';
   }
 
   /** Gives the lease up whatever the session's state (shutdown, deletion, a stopped runner). */
   async release(lease: Lease): Promise<void> {
-    await this.pool.query(this.sql.release([lease.sessionId, lease.token, this.owner]));
+    const treeId = await this.trees.of(lease.sessionId);
+    if (treeId !== undefined) await this.pool.query(this.sql.release([lease.sessionId, lease.token, this.owner, treeId]));
   }
 }
 
@@ -311,7 +326,7 @@ const HAS_WORK = `(status = 'RUNNING' OR "pendingInputCount" > 0)`;
 
 const RUNNER_LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
-        WHERE id = $1 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
+        WHERE id = $1 AND "treeId" = $5 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
         RETURNING ${SESSION_COLUMNS_SQL}`,
   // Up to $5 sessions of the pool with work nobody holds, oldest first; SKIP LOCKED: runners claiming at once take different ones.
   claimRunnable: `WITH runnable AS (
@@ -333,7 +348,7 @@ const RUNNER_LEASE_SQL = {
        UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM open WHERE s.id = open.id
        RETURNING ${SESSION_COLUMNS.map((c) => `s."${c}"`).join(', ')}`,
-  releaseRepaired: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
+  releaseRepaired: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "treeId" = $4 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
   // When the next lease of the pool's sessions with work ends (null: none is held).
   nextExpiry: `SELECT min("leaseExpiresAt") AS at FROM "Session"
         WHERE tenant = $1 AND runner = $2 AND ${HAS_WORK} AND "leaseOwner" IS NOT NULL AND "leaseExpiresAt" >= now()`,
@@ -347,11 +362,16 @@ const claimOf = (row: SessionRow): RunnerClaim => ({ session: row, lease: { sess
 export class RunnerLeases {
   private readonly sql: Record<keyof typeof RUNNER_LEASE_SQL, ReturnType<typeof statement>>;
 
+  /** Which tree each session lies in: a statement on one session's lease names it (session-trees.ts). */
+  private readonly trees: SessionTrees;
+
   constructor(
     private readonly pool: pg.Pool,
-    opts: { prepare?: boolean } = {},
+    /** `trees`: the process's directory cache (SessionStore.trees); a cache of its own otherwise. */
+    opts: { prepare?: boolean; trees?: SessionTrees } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
     this.sql = Object.fromEntries(
       Object.entries(RUNNER_LEASE_SQL).map(([name, text]) => [name, statement(prepare, `runner_lease_${name}`, text)]),
     ) as RunnerLeases['sql'];
@@ -363,7 +383,7 @@ export class RunnerLeases {
    * it (its status says whether a turn was left open: what repair closes).
    */
   async claim(tenant: string, sessionId: string, runnerId: string, ttlMs: number): Promise<RunnerClaim> {
-    const { rows } = await this.pool.query<SessionRow>(this.sql.claim([sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs]));
+    const { rows } = await this.pool.query<SessionRow>(this.sql.claim([sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs, await this.trees.require(sessionId)]));
     if (rows[0]) return claimOf(rows[0]);
     const row = await this.row(tenant, sessionId);
     if (row.runner == null) {
@@ -390,7 +410,7 @@ export class RunnerLeases {
 
   /** Gives back a lease claimForRepair took (a runner's claim may take the session now). */
   async releaseRepaired(lease: RunnerLease, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
-    await client.query(this.sql.releaseRepaired([lease.sessionId, lease.token, REPAIR_OWNER]));
+    await client.query(this.sql.releaseRepaired([lease.sessionId, lease.token, REPAIR_OWNER, await this.trees.require(lease.sessionId)]));
   }
 
   /** When the first lease held on the pool's sessions with work ends (undefined: none is held). */
@@ -403,9 +423,9 @@ export class RunnerLeases {
   async renew(tenant: string, sessionId: string, token: number, ttlMs: number): Promise<RunnerLease> {
     const { rows } = await this.pool.query<{ token: number; expiresAt: Date }>(
       `UPDATE "Session" SET "leaseExpiresAt" = now() + $4 * interval '1 millisecond'
-        WHERE id = $1 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')
+        WHERE id = $1 AND "treeId" = $5 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')
         RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt"`,
-      [sessionId, tenant, token, ttlMs],
+      [sessionId, tenant, token, ttlMs, await this.trees.require(sessionId)],
     );
     if (rows[0]) return { sessionId, ...rows[0] };
     await this.row(tenant, sessionId);
@@ -416,8 +436,8 @@ export class RunnerLeases {
   async release(tenant: string, sessionId: string, token: number, client: pg.Pool | pg.PoolClient = this.pool): Promise<void> {
     const { rowCount } = await client.query(
       `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL
-        WHERE id = $1 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')`,
-      [sessionId, tenant, token],
+        WHERE id = $1 AND "treeId" = $4 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')`,
+      [sessionId, tenant, token, await this.trees.require(sessionId)],
     );
     if (rowCount) return;
     await this.row(tenant, sessionId);
@@ -446,8 +466,8 @@ export class RunnerLeases {
 
   private async row(tenant: string, sessionId: string): Promise<LeaseRow> {
     const { rows } = await this.pool.query<LeaseRow>(
-      'SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner FROM "Session" WHERE id = $1 AND tenant = $2',
-      [sessionId, tenant],
+      'SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2',
+      [sessionId, tenant, await this.trees.require(sessionId)],
     );
     if (!rows[0]) throw sessionNotFound(sessionId);
     return rows[0];

@@ -16,6 +16,7 @@ import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
 import type { BeforeCommit, Scope, SessionRow, SessionStore } from './session-store.ts';
 import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
+import { SESSION_TREE_INSERT } from './session-trees.ts';
 import { copyJson, copyRows, copyText } from './copy-in.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes. */
@@ -71,7 +72,10 @@ export async function importRecording(
   const check = new RecordingValidator();
   const id = newSessionId();
   await store.transaction(async (client) => {
-    // The row first (events reference it); an event without createdAt gets the transaction's time, as an append does.
+    // The row first (events reference it; it references its directory entry: an imported session is its own tree);
+    // an event without createdAt gets the transaction's time, as an append does.
+    await client.query(SESSION_TREE_INSERT, [id, id]);
+    store.trees.remember(id, id);
     const now = (await client.query<{ now: string }>(
       `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
       [id, scope.tenant, CURRENT_FORMAT_VERSION],

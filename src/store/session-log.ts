@@ -19,6 +19,7 @@ import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
 import { lineageOf, segmentsOf, type Lineage, type LineageRow, type Segment } from './lineage.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
+import { SessionTrees } from './session-trees.ts';
 
 /** An event as read through a session. */
 export interface StoredEvent extends LogEvent {
@@ -78,6 +79,8 @@ export interface SegmentTotals {
 export class SessionLog {
   /** Lineages never change once a session exists, so they are cached (evicted on deletion). */
   private readonly lineages = new LRUCache<string, Lineage>({ max: LINEAGE_CACHE_SIZE });
+  /** Which tree each session lies in: what a statement on its rows names. */
+  readonly trees: SessionTrees;
 
   private readonly lineageStatement: ReturnType<typeof statement>;
   private readonly rangeStatement: ReturnType<typeof statement>;
@@ -87,12 +90,13 @@ export class SessionLog {
 
   constructor(
     private readonly pool: pg.Pool,
-    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: OnStandbyRead } = {},
+    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: OnStandbyRead; trees?: SessionTrees } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.standbys = opts.standbys;
     this.onStandbyRead = opts.onStandbyRead;
-    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1');
+    this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
+    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $2');
     // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
     this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
   }
@@ -102,13 +106,20 @@ export class SessionLog {
     if (typeof ref !== 'string') return ref;
     const cached = this.lineages.get(ref);
     if (cached) return cached;
-    const { rows } = await db.query<LineageRow>(this.lineageStatement([ref]));
+    const treeId = await this.trees.of(ref, db);
+    if (treeId === undefined) return undefined;
+    const { rows } = await db.query<LineageRow>(this.lineageStatement([ref, treeId]));
     return rows[0] && this.remember(rows[0]);
   }
 
   /** The session's lineage when this process has it cached (no read). */
   cached(sessionId: string): Lineage | undefined {
     return this.lineages.get(sessionId);
+  }
+
+  /** The session's tree when this process knows it (no read). */
+  knownTree(sessionId: string): string | undefined {
+    return this.lineages.get(sessionId)?.treeId ?? this.trees.known(sessionId);
   }
 
   /** Caches the lineage of a session row the caller already holds. */
@@ -118,13 +129,16 @@ export class SessionLog {
 
   /** Caches a lineage the caller already holds (read with the session's lease, say). */
   rememberLineage(l: Lineage): Lineage {
+    this.trees.remember(l.sessionId, l.treeId);
     // A snapshot's bound belongs to one read, not to the session.
     this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, treeId: l.treeId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
     return l;
   }
 
   forget(sessionIds: Iterable<string>) {
-    for (const id of sessionIds) this.lineages.delete(id);
+    const ids = [...sessionIds];
+    for (const id of ids) this.lineages.delete(id);
+    this.trees.forget(ids);
   }
 
   /** Events with seq > afterSeq, ascending, at most `limit`. */
@@ -501,9 +515,10 @@ export class SessionLog {
     }
   }
 
-  /** The session's fork tree (cached with its lineage): what a statement on its rows names. */
+  /** The session's fork tree (cached): what a statement on its rows names. SESSION_NOT_FOUND when there is none. */
   async treeOf(ref: LogRef, db: Db = this.pool): Promise<string> {
-    return (await this.requireLineage(ref, db)).treeId;
+    if (typeof ref !== 'string') return ref.treeId;
+    return this.lineages.get(ref)?.treeId ?? this.trees.require(ref, db);
   }
 
   private async requireLineage(ref: LogRef, db: Db = this.pool): Promise<Lineage> {

@@ -13,6 +13,7 @@ import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
 import type { OnStandbyRead } from './session-log.ts';
+import type { SessionTrees } from './session-trees.ts';
 
 export type { SessionRow };
 
@@ -97,17 +98,21 @@ export class SessionRows {
 
   constructor(
     private readonly pool: pg.Pool,
+    /** Which tree each session lies in: a read by id names it (session-trees.ts). */
+    private readonly trees: SessionTrees,
     private readonly prepare = true,
     /** Hot standbys: session lists (and rows read `from: 'standby'`) are read there when one has caught up with the request (read-replicas.ts). */
     private readonly standbys?: Pick<ReadReplicas, 'readCaughtUp'>,
     private readonly onStandbyRead?: OnStandbyRead,
   ) {
-    this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[])`);
+    this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = ANY($2::text[])`);
   }
 
   /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
   async tenantOf(id: string): Promise<string | undefined> {
-    const { rows } = await this.pool.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1', [id]);
+    const treeId = await this.trees.of(id);
+    if (treeId === undefined) return undefined;
+    const { rows } = await this.pool.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $2', [id, treeId]);
     return rows[0]?.tenant;
   }
 
@@ -115,7 +120,9 @@ export class SessionRows {
   get<C extends SessionColumn>(tenant: string, id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
   get(tenant: string, id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
   async get(tenant: string, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
-    const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND tenant = $2`, true)([id, tenant]);
+    const treeId = await this.trees.of(id);
+    if (treeId === undefined) return null;
+    const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, true)([id, tenant, treeId]);
     const { rows } =
       from === 'standby'
         ? await readCaughtUpOr(this.standbys, this.pool, (db) => db.query<PartialSessionRow>(query), (served) => this.onStandbyRead?.(served, 'session'))
@@ -123,10 +130,12 @@ export class SessionRows {
     return rows[0] ?? null;
   }
 
-  /** Rows by id, any tenant (callers filter), in one statement. */
+  /** Rows by id, any tenant (callers filter), in one statement (on the shards of their trees). */
   async byIds(ids: readonly string[]): Promise<SessionRow[]> {
     if (ids.length === 0) return [];
-    return (await this.pool.query<SessionRow>(this.byIdsStatement([ids]))).rows;
+    const trees = await this.trees.ofMany(ids);
+    if (trees.size === 0) return [];
+    return (await this.pool.query<SessionRow>(this.byIdsStatement([[...trees.keys()], [...new Set(trees.values())]]))).rows;
   }
 
   /**
@@ -137,6 +146,12 @@ export class SessionRows {
   page(q: SessionPageQuery): Promise<SessionRow[]>;
   page(q: SessionPageQuery, columns: SessionColumns): Promise<PartialSessionRow[]>;
   async page(q: SessionPageQuery, columns: SessionColumns = null): Promise<PartialSessionRow[]> {
+    if (q.parentId != null && q.treeId == null) {
+      // A session's children lie in its tree: the page is read there.
+      const treeId = await this.trees.of(q.parentId);
+      if (treeId === undefined) return [];
+      q = { ...q, treeId };
+    }
     const where = ['tenant = $1'];
     const values: unknown[] = [q.tenant];
     const param = (v: unknown) => (values.push(v), `$${values.length}`);
@@ -169,11 +184,13 @@ export class SessionRows {
 
   /** The seqs of a session its children were forked at, each with how many: one grouped scan of its children. */
   async forkPoints(tenant: string, parentId: string): Promise<Array<{ seq: number; childCount: number }>> {
+    const treeId = await this.trees.of(parentId);
+    if (treeId === undefined) return [];
     const { rows } = await this.pool.query<{ seq: number; childCount: number }>(
       this.run(
-        `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
+        `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND "treeId" = $3 AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
         true,
-      )([parentId, tenant]),
+      )([parentId, tenant, treeId]),
     );
     return rows;
   }

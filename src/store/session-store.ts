@@ -14,6 +14,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import { SessionLog } from './session-log.ts';
 import { SessionRows, type ReadFrom, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
+import { SESSION_TREE_INSERT, SessionTrees } from './session-trees.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { SessionAppends } from './append.ts';
@@ -36,6 +37,8 @@ export { MAX_FORK_CHILDREN, type ChildOverrides, type Cut, type ForkManyRecord, 
 export class SessionStore {
   /** The one way to read logs. */
   readonly log: SessionLog;
+  /** Which fork tree each session lies in (the directory): every statement on a session's rows names it. */
+  readonly trees: SessionTrees;
   /** Session rows: the hot reads, on prepared statements. */
   readonly sessions: SessionRows;
   /** NOTIFYs sent after the commits they announce (notify-queue.ts). */
@@ -69,8 +72,9 @@ export class SessionStore {
   ) {
     const prepare = opts.prepare ?? true;
     this.notifications = new NotifyQueue(pool, opts.log);
-    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead });
-    this.sessions = new SessionRows(pool, prepare, opts.standbys, opts.onStandbyRead);
+    this.trees = new SessionTrees(pool, { prepare });
+    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees });
+    this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.tails = new TailStates(this.log);
@@ -91,6 +95,7 @@ export class SessionStore {
     if (input.tools) initial.push({ type: 'session/tools', data: { tools: input.tools } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
+      await client.query(SESSION_TREE_INSERT, [id, id]);
       await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [id, scope.tenant, CURRENT_FORMAT_VERSION, input.runner ?? null]);
       // A root is its own tree: its lineage is known without reading the row back (appends name the tree).
       this.log.remember({ id, treeId: id, inheritedRanges: [], inheritedEventCount: 0 });

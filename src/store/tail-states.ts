@@ -35,8 +35,8 @@ export class TailStates {
    */
   async load(sessionId: string, db: Db, tenant?: string): Promise<LogState> {
     const { rows } = await db.query<{ eventCount: number; pendingInputCount: number; id: string; treeId: string; inheritedRanges: unknown; inheritedEventCount: number }>(
-      'SELECT "eventCount", "pendingInputCount", id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND ($2::text IS NULL OR tenant = $2::text)',
-      [sessionId, tenant ?? null],
+      'SELECT "eventCount", "pendingInputCount", id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
+      [sessionId, tenant ?? null, await this.log.treeOf(sessionId, db)],
     );
     const row = rows[0];
     if (!row) throw sessionNotFound(sessionId);

@@ -133,8 +133,9 @@ for (const pooler of POOLERS) describe(`behind PgBouncer in transaction mode: ${
       start({ DATABASE_URL: bouncer.url(pooledDb), DATABASE_LISTEN_URL: direct(pooledDb) }),
     ]);
     const { rows: made } = await admin.query<{ id: string }>(
-      `INSERT INTO "Session" (id, "treeId", tenant, title)
-       SELECT v, v, 'local', 'pooled' FROM (SELECT 'ses_pgb_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, 200)) x RETURNING id`,
+      `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title)
+       SELECT v, v, 'local', 'pooled' FROM (SELECT 'ses_pgb_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, 200)) x RETURNING id, "treeId")
+       INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s RETURNING id`,
     );
     const sessions = made.map((r) => r.id);
     const backends = sampleBackends(admin, [DIRECT, 'forkline-test-admin']);

@@ -28,8 +28,9 @@ const start = async (databaseUrl: string, env: Record<string, string> = {}) => {
 
 async function createSessions(n: number): Promise<string[]> {
   const { rows } = await admin.query<{ id: string }>(
-    `INSERT INTO "Session" (id, "treeId", tenant, title)
-     SELECT v, v, 'local', 'two' FROM (SELECT 'ses_two_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, $1)) x RETURNING id`,
+    `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title)
+     SELECT v, v, 'local', 'two' FROM (SELECT 'ses_two_' || replace(gen_random_uuid()::text, '-', '') AS v FROM generate_series(1, $1)) x RETURNING id, "treeId")
+     INSERT INTO "SessionTree" (id, "treeId") SELECT id, "treeId" FROM s RETURNING id`,
     [n],
   );
   return rows.map((r) => r.id);

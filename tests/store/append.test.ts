@@ -75,14 +75,14 @@ describe('SessionStore.append', () => {
     expect(statements[0]).toContain('pg_notify'); // alone in flight: it notifies from within (append-batcher.ts)
     expect(fresh.log.cached(s.id)).toEqual(await store.log.lineage(s.id));
     statements = [];
-    // On a distributed Postgres (DATABASE_DISTRIBUTED) the append names the tree (the shard's key): looked up once, then cached.
+    // On a distributed Postgres (DATABASE_DISTRIBUTED) the append names the tree (the shard's key): looked up once in the directory, then cached.
     const routed = new SessionStore(counting, toolEffectOf, { byTree: true });
     const other = await store.createSession(scope, {});
     statements = [];
     await routed.queueInput(other.id, 'routed', { scope });
     await routed.notifications.drain();
     expect(statements).toHaveLength(2);
-    expect(statements[0]).toMatch(/^SELECT id, "treeId", "inheritedRanges"/);
+    expect(statements[0]).toMatch(/^SELECT "treeId" FROM "SessionTree" WHERE id = \$1/);
     expect(statements[1]).toMatch(/^WITH s0 AS/);
     expect(statements[1]).toContain('"treeId" = $15');
     statements = [];

@@ -121,6 +121,9 @@ describe('migrating a database of copied forks', () => {
     for (const id of ['ses_a', 'ses_b', 'ses_c']) expect(byId[id].own, id).toBe(oldReads.get(id)!.filter((e) => !e.inherited).length);
     expect(byId.ses_t.own).toBe(oldReads.get('ses_t')!.length);
     expect(new Set(rows.map((r) => r.treeId))).toEqual(new Set(['ses_root']));
+    // Each existing session is in the directory of trees, under its tree (sessions are found by id there).
+    const directory = await db.query(`SELECT id, "treeId" FROM "SessionTree" ORDER BY id`);
+    expect(directory.rows).toEqual(rows.map((r) => ({ id: r.id, treeId: r.treeId })));
     // The running pending-input count came along: in_2 is queued at seq 13..21 of the root.
     const pending = await db.query(`SELECT seq, "pendingInputCount" AS n FROM "Event" WHERE "sessionId" = 'ses_root' AND seq IN (12, 13, 21, 22) ORDER BY seq`);
     expect(pending.rows.map((r) => r.n)).toEqual([0, 1, 1, 0]);

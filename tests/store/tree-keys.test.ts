@@ -1,13 +1,16 @@
 // Fork trees as the unit of placement (issue 34, docs/operations.md "Sharding"):
 // the keys a distributed Postgres needs, checked on the migrated schema, and
 // the store's statements on session data, recorded while the log and fork
-// contract rows run against it, each naming the tree (Session.treeId) it
-// touches, so a distributed Postgres can route it to one shard.
+// contract rows, leases and deletion run against it, each naming the tree
+// (Session.treeId) it touches, so a distributed Postgres can route it to one
+// shard. The one lookup by id alone is the directory of trees (SessionTree),
+// read once per session and process.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { SessionStore } from '../../src/store/session-store.ts';
 import { importRecording } from '../../src/store/recordings.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
+import { LeaseStore, RunnerLeases } from '../../src/store/leases.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { logSpec } from '../spec/log-spec.ts';
 import { storeForkSpec, storeLogSpec } from '../helpers/store-specs.ts';
@@ -57,8 +60,55 @@ describe('reads of a fork of an imported recording, and its deletion', () => {
         await store.log.lastOfType(id, 'turn/end');
         expect((await store.log.page(id, -1, 1000)).length).toBe((await store.requireSession(scope, id)).eventCount);
       }
-      await store.deleteSession(scope, s.id, { withDescendants: true });
+      expect((await store.sessions.byIds([s.id, child.id, 'ses_none'])).map((r) => r.id).sort()).toEqual([s.id, child.id].sort());
+      expect(await store.sessions.tenantOf(child.id)).toBe(scope.tenant);
+      expect((await store.sessions.page({ tenant: scope.tenant, parentId: s.id, order: 'oldest', limit: 10 })).map((r) => r.id)).toEqual([child.id]);
+      expect((await store.sessions.forkPoints(scope.tenant, s.id)).map((p) => p.childCount)).toEqual([1]);
+      await expect(store.deleteSession(scope, s.id)).rejects.toThrow(/descendant/);
+      expect(await store.deleteSession(scope, s.id, { withDescendants: true })).toEqual([s.id, child.id]);
+      await expect(store.requireSession(scope, child.id)).rejects.toThrow(/not found/i);
     }
+  });
+
+  it("takes, renews and gives back a session's lease, forkline's own and an external runner's", async () => {
+    const own = await store.createSession(scope, { title: 'leased' });
+    const leases = new LeaseStore(db.pool, 'a-process', 60_000, { trees: store.trees });
+    const lease = (await leases.claim(own.id))!;
+    expect(lease.lineage?.treeId).toBe(own.id);
+    expect(await leases.claim(own.id)).toBeNull();
+    expect(await leases.renew([lease])).toEqual(new Set([own.id]));
+    expect(await leases.releaseIfIdle(lease)).toBe('released');
+    const again = (await leases.claim(own.id))!;
+    await leases.release(again);
+    expect((await store.requireSession(scope, own.id)).leaseOwner).toBeNull();
+
+    const external = await store.createSession(scope, { title: 'external', runner: 'pool-a' });
+    const runners = new RunnerLeases(db.pool, { trees: store.trees });
+    const claim = await runners.claim(scope.tenant, external.id, 'r1', 60_000);
+    expect((await runners.renew(scope.tenant, external.id, claim.lease.token, 60_000)).token).toBe(claim.lease.token);
+    expect((await runners.held(scope.tenant, external.id, claim.lease.token)).leaseOwner).toBe('runner:r1');
+    await runners.release(scope.tenant, external.id, claim.lease.token);
+    await expect(runners.held(scope.tenant, external.id, claim.lease.token)).rejects.toThrow(/not yours/);
+    await expect(runners.claim(scope.tenant, 'ses_none', 'r1', 60_000)).rejects.toThrow(/not found/i);
+    expect(await leases.claim('ses_none')).toBeNull();
+  });
+
+  it('a process that never saw a session looks its tree up once, then never again', async () => {
+    const made = await store.createSession(scope, { title: 'seen elsewhere' });
+    await store.append(made.id, [{ type: 'inbox/add', data: { inputId: 'in_1', text: 'hi' } }]);
+    const from = statements.length;
+    // Another process: caches of its own, on the same database.
+    const other = new SessionStore(db.pool, toolEffectOf, { byTree: true });
+    const leases = new LeaseStore(db.pool, 'another-process', 60_000, { trees: other.trees });
+    expect((await other.requireSession(scope, made.id)).eventCount).toBe(2);
+    await other.log.page(made.id, -1, 10);
+    await other.queueInput(made.id, 'again', { scope });
+    const lease = (await leases.claim(made.id))!;
+    await other.appendReleasingIfIdle(made.id, [{ type: 'inbox/remove', data: { inputId: 'in_1', reason: 'cancelled' } }], lease, { scope });
+    await leases.renew([lease]);
+    await other.requireSession(scope, made.id);
+    const lookups = statements.slice(from).filter((q) => /"SessionTree"/.test(q));
+    expect(lookups).toEqual(['SELECT "treeId" FROM "SessionTree" WHERE id = $1']);
   });
 });
 
@@ -90,6 +140,19 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     );
     expect(references.map((r) => r.name)).toEqual(['Event_sessionId_treeId_fkey', 'FileTreeCheckpoint_sessionId_treeId_fkey', 'SessionBlob_sessionId_treeId_fkey', 'Session_parentId_treeId_fkey']);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
+    // The directory of trees: every session is in it under its own tree (Session's reference), and
+    // nothing else is (deletion removes the entries with the rows); ids are unique there alone.
+    const { rows: [directory] } = await check.pool.query<{ sessions: number; entries: number; orphans: number }>(
+      `SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "SessionTree") AS entries,
+              (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans`,
+    );
+    expect(directory.sessions).toBeGreaterThan(10);
+    expect(directory).toMatchObject({ entries: directory.sessions, orphans: 0 });
+    const { rows: unique } = await check.pool.query<{ table: string; columns: string }>(
+      `SELECT t.relname AS table, pg_get_indexdef(i.indexrelid) AS columns FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+        WHERE i.indisunique AND t.relname IN ('Session', 'SessionTree') ORDER BY 1, 2`,
+    );
+    expect(unique.map((u) => u.columns.replace(/^.* USING btree /, `${u.table} `)).sort()).toEqual(['Session (id, "treeId")', 'SessionTree (id)', 'SessionTree (id, "treeId")']);
   });
 
   it('every statement on events names the tree, and so does every append and file-blob record', () => {
@@ -102,24 +165,23 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     expect(statements.filter((s) => /INSERT INTO "SessionBlob"/.test(s) && !s.includes('"treeId"'))).toEqual([]);
   });
 
-  it('the statements that find a session by id alone are the ones docs/operations.md lists', () => {
-    // What a client names by id alone (a session's row, its lineage: cached
-    // after), the tail state an append checks against, and deletion: on a
-    // distributed Postgres these run on every shard, as the docs say. A new
-    // statement fails here until it names the tree or is listed there.
-    // (An INSERT carries its tree as a value: it is routed by it.)
+  it('the statements that find a session by id alone are the directory\'s, as docs/operations.md lists', () => {
+    // Every other statement on session data names the tree ("treeId" = …):
+    // a session's row, its lineage, the tail state an append checks against,
+    // leases, children and fork points, deletion. On a distributed Postgres
+    // the directory (SessionTree) is a reference table, a copy on every node,
+    // so these read or write it there, not on every shard. A new statement
+    // fails here until it names the tree or is listed there. (An INSERT
+    // carries its tree as a value: it is routed by it.)
     const byIdAlone = new Set(
       statements
-        .filter((s) => /"Session"/.test(s) && !/"Event"/.test(s) && !/^WITH s0 AS/.test(s) && !/^INSERT INTO "Session"/.test(s) && !s.includes('"treeId" = '))
-        .map((s) => s.replace(/\s+/g, ' ').slice(0, 40)),
+        .filter((s) => /"(Session|Event|SessionBlob|FileTreeCheckpoint|SessionTree)"/.test(s) && !/^\s*INSERT INTO/.test(s) && !s.includes('"treeId" = '))
+        .map((s) => s.replace(/\s+/g, ' ').slice(0, 48)),
     );
     expect([...byIdAlone].sort()).toEqual([
-      'DELETE FROM "Session" WHERE id = ANY($1:', // deletion
-      'SELECT "eventCount", "pendingInputCount"', // tail-states.ts: an append's check, when not cached
-      'SELECT "id", "tenant", "treeId", "title"', // session-rows.ts: a session by id (requireSession)
-      'SELECT 1 FROM "Session" WHERE id = $1 AN', // deletion
-      'SELECT id, "treeId", "inheritedRanges", ', // session-log.ts: a lineage by id, then cached
-      'WITH RECURSIVE subtree AS ( SELECT id FR', // deletion
+      'DELETE FROM "SessionTree" WHERE id = ANY($1::tex', // deletion: the deleted sessions' entries
+      'SELECT "treeId" FROM "SessionTree" WHERE id = $1', // session-trees.ts: a session's tree, then cached
+      'SELECT id, "treeId" FROM "SessionTree" WHERE id ', // session-trees.ts: several sessions' trees (byIds, a lease heartbeat), then cached
     ]);
   });
 });

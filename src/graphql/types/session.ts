@@ -14,9 +14,10 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
 });
 
 export const SessionRef = builder.prismaNode('Session', {
-  id: { field: 'id' },
+  id: { resolve: (s) => s.id },
   nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
-  findUnique: (id, ctx) => ({ id, tenant: ctx.scope.tenant }),
+  // The row's key (id, treeId): the tree from the directory (cached), so the read names it like every other.
+  findUnique: async (id, ctx) => ({ id_treeId: { id, treeId: (await ctx.store.trees.of(id)) ?? '' }, tenant: ctx.scope.tenant }),
   fields: (t) => ({
     title: t.exposeString('title', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
