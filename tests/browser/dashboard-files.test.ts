@@ -159,7 +159,7 @@ describe('dashboard: files', () => {
       expect(await page.getByTestId('files-pane').getAttribute('data-at-seq')).toBe(String(firstResult));
       expect(new URL(page.url()).hash).toBe(`#files-${firstResult}:notes.txt`);
       await expect.poll(() => page.getByTestId('file-text').textContent(), TIMEOUT).toBe('one\ntwo\nthree\n');
-      expect(await treePaths(page)).toEqual(['notes.txt']);
+      await expect.poll(() => treePaths(page), TIMEOUT).toEqual(['notes.txt']);
       // Back to the events: the link leaves the address.
       await page.getByRole('tab', { name: 'Events' }).click();
       expect(new URL(page.url()).hash).toBe('');

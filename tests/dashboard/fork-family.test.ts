@@ -12,7 +12,7 @@ describe('addresses', () => {
   it.each([
     ['/sessions/ses_1/forks/8', { name: 'fork-point', id: 'ses_1', seq: 8 }],
     ['/sessions/ses_1/forks/8/', { name: 'fork-point', id: 'ses_1', seq: 8 }],
-    ['/sessions/ses_1/forks/x', { name: 'home' }],
+    ['/sessions/ses_1/forks/x', { name: 'not-found', path: '/sessions/ses_1/forks/x' }],
     ['/sessions/ses_1/family', { name: 'family', id: 'ses_1' }],
   ])('%s', (path, route) => expect(parseRoute(path)).toEqual(route));
 

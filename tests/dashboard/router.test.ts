@@ -4,11 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { DASHBOARD_LINKS, diffPath, eventPath, parseRoute, sessionPath } from '../../client/dashboard/src/router.ts';
 
 describe('parseRoute', () => {
+  // An address with no page is said to be one (not-found), not shown as the home page.
   it.each([
     ['/', '', { name: 'home' }],
-    ['/nowhere', '', { name: 'home' }],
-    ['/sessions', '', { name: 'home' }],
-    ['/sessions/', '', { name: 'home' }],
+    ['/nowhere', '', { name: 'not-found', path: '/nowhere' }],
+    ['/sessions', '', { name: 'not-found', path: '/sessions' }],
+    ['/sessions/', '', { name: 'not-found', path: '/sessions/' }],
     ['/sessions/ses_1', '', { name: 'session', id: 'ses_1' }],
     ['/sessions/ses_1/', '', { name: 'session', id: 'ses_1' }],
     ['/sessions/a%2Fb%20c', '', { name: 'session', id: 'a/b c' }],
@@ -16,11 +17,11 @@ describe('parseRoute', () => {
     ['/sessions/ses_1', '#other', { name: 'session', id: 'ses_1' }],
     ['/sessions/ses_1/compare', '', { name: 'compare', id: 'ses_1' }],
     ['/sessions/ses_1/compare/', '', { name: 'compare', id: 'ses_1' }],
-    ['/sessions/ses_1/other', '', { name: 'home' }],
+    ['/sessions/ses_1/other', '', { name: 'not-found', path: '/sessions/ses_1/other' }],
     ['/compare/ses_a/ses_b', '', { name: 'diff', a: 'ses_a', b: 'ses_b' }],
     ['/compare/ses_a/ses_b/', '', { name: 'diff', a: 'ses_a', b: 'ses_b' }],
-    ['/compare/ses_a', '', { name: 'home' }],
-    ['/compare/ses_a/ses_b/c', '', { name: 'home' }],
+    ['/compare/ses_a', '', { name: 'not-found', path: '/compare/ses_a' }],
+    ['/compare/ses_a/ses_b/c', '', { name: 'not-found', path: '/compare/ses_a/ses_b/c' }],
     ['/', '#/s/ses_1', { name: 'session', id: 'ses_1' }],
     ['/', '#/s/ses_1/e/7', { name: 'session', id: 'ses_1', seq: 7 }],
     ['/sessions/other', '#/s/ses%201/e/7/', { name: 'session', id: 'ses 1', seq: 7 }],
