@@ -236,7 +236,8 @@ describe('dashboard across a server restart', () => {
       expect(listReads[0]).toBe('Sessions');
       expect(listReads[1]).toBe('SessionsChangedSince');
       expect(listReads.at(-1)).toBe('Sessions');
-      expect(listReads.filter((r) => r === 'Sessions')).toHaveLength(2);
+      // (A loaded machine may see the socket drop more than once: each resubscription reads again.)
+      expect(listReads.filter((r) => r === 'Sessions').length).toBeGreaterThanOrEqual(2);
       expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
       await page.close();
     } finally {
