@@ -30,7 +30,8 @@ async function collect(stream: ReadableStream<UIMessageChunk>): Promise<{ chunks
   const errors: unknown[] = [];
   const [a, b] = stream.tee();
   const reading = (async () => {
-    for await (const c of a) chunks.push(c);
+    const reader = a.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
   })();
   let message: UIMessage<Metadata> | undefined;
   for await (const m of readUIMessageStream<UIMessage<Metadata>>({ stream: b, onError: (e) => errors.push(e), terminateOnError: true })) message = m;
