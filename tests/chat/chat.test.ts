@@ -2,9 +2,12 @@
 // AI SDK's own client side: DefaultChatTransport sends the requests and parses
 // every chunk with the protocol's schema, readUIMessageStream builds the
 // message from them (and fails on any part it cannot apply).
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
 
 let app: TestApp;
 let api: string;
@@ -176,5 +179,14 @@ describe('GET /chat/<id>/stream', () => {
     expect(message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe(stored.data.text);
     expect(stored.data.text).toBe('Echo: one two three four five six seven eight');
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+  });
+});
+
+describe('docs/api.md', () => {
+  it('shows the useChat example the browser test runs, whole', () => {
+    const docs = fs.readFileSync(path.join(PROJECT_ROOT, 'docs/api.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('## useChat (AI SDK UI)'));
+    const block = section.slice(section.indexOf('```tsx\n') + 7, section.indexOf('```', section.indexOf('```tsx\n') + 7));
+    expect(block).toBe(fs.readFileSync(path.join(PROJECT_ROOT, 'client/examples/use-chat/main.tsx'), 'utf8'));
   });
 });

@@ -1,6 +1,6 @@
 // The structure drawn from imports (ARCHITECTURE.md): arrows between rooms run
 // one way, down — core ← store ← agent/host ← http's guard ← graphql (the
-// schema) ← the GraphQL door (http/graphql/) and agui ← the router
+// schema) ← the GraphQL door (http/graphql/), agui and chat ← the router
 // (http/http-server.ts) ← the composition root — and no module imports itself
 // back through a circle. A new import that runs back up fails here. And
 // src/graphql/ holds only the schema, its plugins and resolvers: transports
