@@ -20,6 +20,7 @@ import type { Services } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import type { TurnUpdate } from '../agent/turn-updates.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type UIChunk } from './ui-message-stream.ts';
 
 /** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
@@ -157,9 +158,15 @@ export function chatHandler(opts: ChatOptions) {
     // Held open like an SSE subscription (the tenant's caps).
     const capped = guard.openStream(res, scope.tenant);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
+    let gone = false;
+    let turns: AsyncIterableIterator<TurnUpdate> | undefined;
+    res.once('close', () => {
+      gone = true;
+      void turns?.return?.();
+    });
     const eventCount = async () => (await store.requireSession(scope, meta.sessionId)).eventCount;
-    const turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount);
-    res.once('close', () => void turns.return?.());
+    turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount);
+    if (gone) return void (await turns.return?.()); // the client left while it was subscribing
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
     res.flushHeaders();
     const write = (chunk: UIChunk) => {
@@ -171,6 +178,8 @@ export function chatHandler(opts: ChatOptions) {
       for await (const update of turns) {
         await answer.update(update);
         if (answer.finished) break;
+        // A client that reads slowly is written to as it drains; meanwhile its queue merges text deltas (bounded).
+        if (res.writableNeedDrain && !gone) await new Promise<void>((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
       }
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {

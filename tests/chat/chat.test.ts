@@ -28,7 +28,7 @@ const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: 'user', part
 type Metadata = { chatId: string; sessionId: string; inputId: string; turn?: number; reason?: string; usage?: { inputTokens: number; outputTokens: number } };
 
 /** Every chunk of a stream, and the message readUIMessageStream makes of them (terminating on any error it meets). */
-async function collect(stream: ReadableStream<UIMessageChunk>): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
+async function collect(stream: ReadableStream<UIMessageChunk>, terminateOnError = true): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
   const chunks: UIMessageChunk[] = [];
   const errors: unknown[] = [];
   const [a, b] = stream.tee();
@@ -37,7 +37,7 @@ async function collect(stream: ReadableStream<UIMessageChunk>): Promise<{ chunks
     for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
   })();
   let message: UIMessage<Metadata> | undefined;
-  for await (const m of readUIMessageStream<UIMessage<Metadata>>({ stream: b, onError: (e) => errors.push(e), terminateOnError: true })) message = m;
+  for await (const m of readUIMessageStream<UIMessage<Metadata>>({ stream: b, onError: (e) => errors.push(e), terminateOnError })) message = m;
   await reading;
   return { chunks, message: message!, errors };
 }
@@ -86,6 +86,16 @@ describe('POST /chat', () => {
     expect(text).toBe(answers[1].data.text);
     expect(message.id).toBe(`ans_${log.find((e) => e.type === 'inbox/add')!.data.inputId}`);
     expect(message.metadata).toMatchObject({ chatId: 'chat-tools', sessionId, turn: 1, reason: 'completed', usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
+  });
+
+  it('ends a failed turn with an error part carrying the agent’s message', async () => {
+    const stream = await transport().sendMessages({ chatId: 'failing', messages: [user('!fail the model is down')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const { chunks, errors } = await collect(stream, false);
+    expect(chunks.slice(-2)).toEqual([
+      { type: 'error', errorText: expect.stringContaining('the model is down') },
+      expect.objectContaining({ type: 'finish', finishReason: 'error', messageMetadata: expect.objectContaining({ reason: 'failed' }) }),
+    ]);
+    expect(errors).toHaveLength(1); // readUIMessageStream reports it as the stream's error
   });
 
   it('speaks the protocol on the wire: its header, SSE data lines and [DONE]', async () => {
