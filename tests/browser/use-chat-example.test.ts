@@ -93,7 +93,8 @@ describe('the useChat example', () => {
 
     // Reload mid-answer: the new page resumes the same answer (GET /chat/<id>/stream) and sees it to its end.
     const words = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda';
-    await send(page, `${words}\n!slow 250`);
+    // Slow enough (about 6 s) that the reload lands mid-answer on a busy machine.
+    await send(page, `${words}\n!slow 500`);
     await page.locator('article[data-role="assistant"]', { hasText: 'Echo: alpha' }).waitFor(TIMEOUT);
     const partial = (await lastAnswer(page).textContent())!;
     expect(partial.length).toBeLessThan(`Echo: ${words}`.length);
@@ -114,7 +115,8 @@ describe('the useChat example', () => {
     expect(await turnCount(branchId)).toEqual({ turnCount: 2, parent: { id: sessionId } });
 
     // The server dies mid-answer; after a restart the reloaded page says the turn was interrupted.
-    await send(page, 'one two three four five six seven eight nine ten\n!slow 300');
+    // About 10 s: the kill lands mid-answer.
+    await send(page, 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\n!slow 500');
     await page.locator('article[data-role="assistant"]', { hasText: 'Echo: one' }).waitFor(TIMEOUT);
     await service!.stop('SIGKILL');
     await startForkline();
