@@ -10,7 +10,7 @@ import {
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { follow, forkline, ForklineClientError, setToken } from './api.ts';
+import { follow, forkline } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
@@ -38,7 +38,8 @@ function newestChange(sessions: Iterable<SessionSummaryFragment>): string | null
 export function useSessions() {
   const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
   const [error, setError] = useState<string | null>(null);
-  const [needsToken, setNeedsToken] = useState(false);
+  // The list is known (its first full read succeeded): only then may an empty list say "no sessions".
+  const [loaded, setLoaded] = useState(false);
   const held = useRef(sessions);
   held.current = sessions;
 
@@ -59,6 +60,7 @@ export function useSessions() {
       });
     // Rows that arrived live while a (re)load ran: a reload keeps them even when its pages missed them.
     let liveDuringLoad: Set<string> | null = null;
+    let loadedOnce = false;
     // Subscribe first so nothing that changes during the load is missed.
     const unsubscribe = follow(() => forkline.subscribe(SessionsChangedDocument), {
       next: (r) => {
@@ -107,12 +109,15 @@ export function useSessions() {
           for (const id of prev.keys()) if (!seen.has(id) && !keep.has(id)) next.delete(id);
           return next;
         });
+      loadedOnce = true;
+      setLoaded(true);
+      setError(null);
     };
     // What changed since the newest change held; a deletion while away is seen by the count
     // (sessionsDeleted does not replay either): then, and only then, the whole list is read again.
     const catchUp = async () => {
       const newest = newestChange(held.current.values());
-      if (newest === null) return load(true);
+      if (newest === null || !loadedOnce) return load(true);
       const since = new Date(Date.parse(newest) - RESUME_MARGIN_MS).toISOString();
       let count = 0;
       let after: string | null | undefined;
@@ -127,11 +132,8 @@ export function useSessions() {
       await new Promise((resolve) => setTimeout(resolve));
       if (!cancelled && held.current.size !== count) await load(true);
     };
-    load(false).catch((err) => {
-      if (cancelled) return;
-      setError(errorText(err));
-      setNeedsToken(err instanceof ForklineClientError && err.code === 'UNAUTHENTICATED');
-    });
+    // A failed first read is read again when the server answers (the subscription's resumed).
+    load(false).catch((err) => !cancelled && setError(`Sessions could not be loaded: ${errorText(err)}`));
     return () => {
       cancelled = true;
       unsubscribe();
@@ -139,13 +141,13 @@ export function useSessions() {
     };
   }, []);
 
-  return { sessions, error, needsToken, add: (s: SessionSummaryFragment) => setSessions((prev) => new Map(prev).set(s.id, s)) };
+  return { sessions, error, loaded, add: (s: SessionSummaryFragment) => setSessions((prev) => new Map(prev).set(s.id, s)) };
 }
 
 export function Sidebar(props: {
   sessions: ReadonlyMap<string, SessionSummaryFragment>;
   error: string | null;
-  needsToken: boolean;
+  loaded: boolean;
   currentId?: string;
   onImported(s: SessionSummaryFragment): void;
 }) {
@@ -187,7 +189,6 @@ export function Sidebar(props: {
       />
       {!query && <ListViewControls view={view} onChange={setView} />}
       {props.error && <p class="error">{props.error}</p>}
-      {props.needsToken && <TokenForm />}
       {query ? (
         <SearchResults query={query} currentId={props.currentId} />
       ) : (
@@ -200,8 +201,10 @@ export function Sidebar(props: {
             </ul>
           ) : isFiltered(view) && props.sessions.size ? (
             <p class="muted">No session matches the filter.</p>
-          ) : (
+          ) : props.loaded ? (
             <p class="muted">No sessions yet: start a new session or import a recording.</p>
+          ) : props.error ? null : (
+            <p class="muted">Loading sessions…</p>
           )}
         </nav>
       )}
@@ -302,18 +305,3 @@ function ImportErrorBanner(props: { file: string; message: string; onDismiss(): 
 }
 
 /** Shown when the server asks for an API token (FORKLINE_API_TOKENS). */
-function TokenForm() {
-  const [value, setValue] = useState('');
-  return (
-    <form
-      class="token-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setToken(value.trim());
-      }}
-    >
-      <input type="password" placeholder="API token" aria-label="API token" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
-      <button type="submit">Use token</button>
-    </form>
-  );
-}
