@@ -1,6 +1,6 @@
 // The sidebar: every session as a lineage tree, kept live by sessionsChanged,
 // with full-text search (search.tsx) and recording import.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   CreateSessionDocument,
   SessionDocument,
@@ -18,6 +18,7 @@ import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
+import { useVirtualizer } from './use-virtualizer.ts';
 
 const PAGE = 500;
 /**
@@ -164,6 +165,7 @@ export function Sidebar(props: {
   const query = search.trim();
   const [view, setView] = useListView();
   const forest = useMemo(() => lineageForest(props.sessions.values(), '', forestOptions(view)), [props.sessions, view]);
+  const treeRef = useRef<HTMLElement>(null);
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
@@ -192,13 +194,9 @@ export function Sidebar(props: {
       {query ? (
         <SearchResults query={query} currentId={props.currentId} />
       ) : (
-        <nav class="tree" aria-label="Sessions">
+        <nav class="tree" aria-label="Sessions" ref={treeRef}>
           {forest.length ? (
-            <ul>
-              {forest.map((node) => (
-                <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
-              ))}
-            </ul>
+            <SessionTree forest={forest} currentId={props.currentId} scrollElement={treeRef} />
           ) : isFiltered(view) && props.sessions.size ? (
             <p class="muted">No session matches the filter.</p>
           ) : props.loaded ? (
@@ -212,16 +210,133 @@ export function Sidebar(props: {
   );
 }
 
-function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }) {
-  const s = node.session;
+/** A forest as the rows it shows, parents before their children, each with its depth. */
+export function treeRows(forest: readonly LineageNode[]): Array<{ node: LineageNode; depth: number }> {
+  const rows: Array<{ node: LineageNode; depth: number }> = [];
+  const walk = (nodes: readonly LineageNode[], depth: number) => {
+    for (const node of nodes) {
+      rows.push({ node, depth });
+      walk(node.children, depth + 1);
+    }
+  };
+  walk(forest, 0);
+  return rows;
+}
+
+/** A row's height before it is measured (title line and meta line). */
+const ROW_ESTIMATE = 46;
+
+/**
+ * The sessions as a virtualised tree: only the rows in and near the view are in
+ * the DOM, whatever the count (thousands of sessions). One tab stop: the current
+ * session's row (or the first); arrow keys, Home and End move between rows.
+ */
+function SessionTree(props: { forest: readonly LineageNode[]; currentId?: string; scrollElement: { current: HTMLElement | null } }) {
+  const rows = useMemo(() => treeRows(props.forest), [props.forest]);
+  const current = rows.findIndex((r) => r.node.session.id === props.currentId);
+  const [active, setActive] = useState<number | null>(null);
+  const tabStop = Math.min(rows.length - 1, Math.max(0, active ?? (current >= 0 ? current : 0)));
+  const focusNext = useRef<number | null>(null);
+  const list = useVirtualizer({
+    count: rows.length,
+    getScrollElement: () => props.scrollElement.current,
+    estimateSize: () => ROW_ESTIMATE,
+    overscan: 8,
+    getItemKey: (i) => rows[i]?.node.session.id ?? i,
+  });
+  // The current session is in view when the page opens on it.
+  useEffect(() => {
+    if (current >= 0) list.scrollToIndex(current, { align: 'auto' });
+  }, [props.currentId]);
+  useLayoutEffect(() => {
+    const i = focusNext.current;
+    if (i === null) return;
+    const link = props.scrollElement.current?.querySelector<HTMLElement>(`[data-index="${i}"] > a`);
+    if (link) {
+      focusNext.current = null;
+      link.focus();
+    }
+  });
+  const move = (to: number) => {
+    const i = Math.min(rows.length - 1, Math.max(0, to));
+    setActive(i);
+    focusNext.current = i;
+    list.scrollToIndex(i, { align: 'auto' });
+  };
+  const onKeyDown = (e: KeyboardEvent) => {
+    const keys: Record<string, number> = { ArrowDown: tabStop + 1, ArrowUp: tabStop - 1, Home: 0, End: rows.length - 1, PageDown: tabStop + 10, PageUp: tabStop - 10 };
+    if (!(e.key in keys)) return;
+    e.preventDefault();
+    move(keys[e.key]);
+  };
   return (
-    <li class="tree-node" data-session-id={s.id}>
+    <ul class="tree-rows" style={{ height: `${list.getTotalSize()}px` }} onKeyDown={onKeyDown} data-count={rows.length}>
+      {list.getVirtualItems().map((item) => {
+        const { node, depth } = rows[item.index];
+        return (
+          <TreeRow
+            key={item.key}
+            node={node}
+            depth={depth}
+            index={item.index}
+            start={item.start}
+            currentId={props.currentId}
+            tabbable={item.index === tabStop}
+            measure={list.measureElement}
+            onFocus={() => setActive(item.index)}
+          />
+        );
+      })}
+    </ul>
+  );
+}
+
+/** Time since a moment, in the largest whole unit (the list's "last active"). */
+export function ago(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return 'just now';
+  const units: Array<[number, string]> = [
+    [86_400 * 365, 'y'],
+    [86_400 * 30, 'mo'],
+    [86_400, 'd'],
+    [3600, 'h'],
+    [60, 'min'],
+  ];
+  for (const [size, unit] of units) if (s >= size) return `${Math.floor(s / size)} ${unit} ago`;
+  return 'just now';
+}
+
+function TreeRow(props: {
+  node: LineageNode;
+  depth: number;
+  index: number;
+  start: number;
+  currentId?: string;
+  tabbable: boolean;
+  measure: (el: Element | null) => void;
+  onFocus(): void;
+}) {
+  const { node, depth, currentId } = props;
+  const s = node.session;
+  const title = s.title || 'Untitled';
+  return (
+    <li
+      class={`tree-node${depth ? ' child' : ''}`}
+      data-session-id={s.id}
+      data-index={props.index}
+      data-depth={depth}
+      ref={props.measure}
+      style={{ transform: `translateY(${props.start}px)`, paddingLeft: `${depth * 14}px` }}
+    >
       <a
         href={sessionPath(s.id)}
         class={`tree-link${s.id === currentId ? ' current' : ''}${node.matched ? '' : ' context'}`}
         aria-current={s.id === currentId ? 'page' : undefined}
+        tabIndex={props.tabbable ? 0 : -1}
+        onFocus={props.onFocus}
+        title={s.parent ? `${title} (fork of ${s.parent.title || 'Untitled'} at event ${s.forkedAtSeq})` : title}
       >
-        <span class="tree-title">{s.title || 'Untitled'}</span>
+        <span class="tree-title">{title}</span>
         <span class="tree-meta">
           {s.forkedAtSeq != null &&
             (s.parent ? (
@@ -240,17 +355,13 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
             </span>
           )}
           <span title="events · turns">
-            {s.eventCount} ev · {s.turnCount} t
+            {s.eventCount.toLocaleString('en')} ev · {s.turnCount.toLocaleString('en')} t
+          </span>
+          <span class="last-active" title={`last active ${new Date(s.updatedAt).toLocaleString()}`}>
+            {ago(s.updatedAt)}
           </span>
         </span>
       </a>
-      {node.children.length > 0 && (
-        <ul>
-          {node.children.map((child) => (
-            <TreeNode key={child.session.id} node={child} currentId={currentId} />
-          ))}
-        </ul>
-      )}
     </li>
   );
 }
