@@ -9,6 +9,7 @@ import {
   recordingHeader,
   recordingLines,
   upgradeToV4,
+  lineOfSeq,
   type RecordingBlob,
   type RecordingSummary,
 } from '../core/recording.ts';
@@ -106,7 +107,7 @@ export async function importRecording(
     const summary = check.finish();
     await store.files.putFromRecording(id, blobs, client);
     await writeSummary(client, id, summary);
-    await store.files.adoptNamed(id, client);
+    await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
