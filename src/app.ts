@@ -108,6 +108,8 @@ export interface AppOptions {
   maxNamedFileHashes?: number;
   /** Bytes of one tenant's workspaces on this process's disk (FORKLINE_TENANT_WORKSPACES_MAX_BYTES). */
   tenantWorkspacesMaxBytes?: number;
+  /** How workspace files are written (tests put a failing disk here); default fs.writeFile. */
+  workspaceWriteBytes?: (abs: string, bytes: Uint8Array) => Promise<void>;
 }
 
 export interface App {
@@ -157,6 +159,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     tenantOf: (id) => store.sessions.tenantOf(id),
     tenantMaxBytes: opts.tenantWorkspacesMaxBytes ?? DEFAULT_TENANT_WORKSPACES_MAX_BYTES,
     log,
+    writeBytes: opts.workspaceWriteBytes,
   });
   const host = new SessionHost(
     store,
@@ -208,6 +211,17 @@ export async function createApp(opts: AppOptions): Promise<App> {
   });
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();
+  // Change sets stored before every door held paths to one rule: reported, never made on disk (agent/file-workspace.ts refuses them).
+  const changeSetAudit = store.files
+    .refusedChangeSets()
+    .then((found) => {
+      if (found.length === 0) return;
+      const sessionIds = [...new Set(found.map((f) => f.sessionId))];
+      const msg = `${found.length} stored file change set(s) name paths the file tools refuse; their files will not be made on disk (sessions ${sessionIds.join(', ')}): ${found[0].problem}`;
+      if (opts.logger) opts.logger.warn({ sessionIds, changeSets: found.slice(0, 20) }, msg);
+      else log(msg);
+    })
+    .catch((err) => log('checking stored file change sets failed', err));
   const server = await startServer({
     services,
     prisma: db.prisma,
@@ -245,6 +259,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await server.close();
       await apiTokens.stop();
       await host.stop();
+      await changeSetAudit;
       await tools.close(); // after the host: no call is running
       if (temporaryWorkspaces) fs.rmSync(temporaryWorkspaces, { recursive: true, force: true });
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { DEFAULT_WORKSPACE_LIMITS, firstOverQuota, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind, type FilesChangeData, type WorkspaceLimits } from '../core/file-tree.ts';
+import { DEFAULT_WORKSPACE_LIMITS, FILES_CHANGE, filesChangeDataSchema, firstOverQuota, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind, type FilesChangeData, type WorkspaceLimits } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
@@ -127,6 +127,28 @@ export class FileBlobs {
     const over = firstOverQuota(tree, changeSets, this.limits);
     if (over) throw badInput(`${where(over.seq)}: ${over.problem}`, { seq: over.seq });
     return named;
+  }
+
+  /**
+   * Stored change sets that break the path rule every door now holds them to
+   * (rows written before it was): at most `limit` of them, with the session,
+   * seq and why. A start-up check reports them; a restore refuses them.
+   */
+  async refusedChangeSets(limit = 1000): Promise<Array<{ sessionId: string; seq: number; problem: string }>> {
+    const found: Array<{ sessionId: string; seq: number; problem: string }> = [];
+    let after = { sessionId: '', seq: -1 };
+    for (;;) {
+      const { rows } = await this.pool.query<{ sessionId: string; seq: number; data: unknown }>(
+        `SELECT "sessionId", seq, data FROM "Event" WHERE type = $1 AND ("sessionId", seq) > ($2, $3) ORDER BY "sessionId", seq LIMIT ${BLOB_PAGE}`,
+        [FILES_CHANGE, after.sessionId, after.seq],
+      );
+      for (const r of rows) {
+        const parsed = filesChangeDataSchema.safeParse(r.data);
+        if (!parsed.success && found.push({ sessionId: r.sessionId, seq: r.seq, problem: parsed.error.issues.map((i) => i.message).join('; ') }) >= limit) return found;
+      }
+      if (rows.length < BLOB_PAGE) return found;
+      after = rows[rows.length - 1];
+    }
   }
 
   /** Notes that the session holds these contents too (its change sets name them): deleting another session of its tenant then leaves them to it. */
