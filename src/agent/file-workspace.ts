@@ -128,7 +128,9 @@ export class FileWorkspaces {
   private async evict(ws: FileWorkspace): Promise<void> {
     ws.invalidate();
     ws.diskBytes = 0;
-    await fs.rm(ws.dir, { recursive: true, force: true }).catch((err) => this.opts.log?.(`evicting the file workspace of ${ws.sessionId} failed`, err));
+    // A restore that starts meanwhile waits for the removal (it would remove what the restore writes).
+    ws.removal = fs.rm(ws.dir, { recursive: true, force: true }).catch((err) => this.opts.log?.(`evicting the file workspace of ${ws.sessionId} failed`, err));
+    await ws.removal;
   }
 
   /**
@@ -160,6 +162,8 @@ export class FileWorkspace {
   /** Its session's tenant, once known; its bytes on disk count toward the tenant's total. */
   tenant?: string;
   diskBytes = 0;
+  /** An eviction's removal of the directory, under way or done. */
+  removal?: Promise<void>;
   /** Directories the last walk found (empty ones too). */
   private walkedDirs = 0;
 
@@ -229,6 +233,7 @@ export class FileWorkspace {
    */
   private async materialise(lastChangeSeq: number): Promise<void> {
     this.known = undefined;
+    await this.removal;
     const tree = await this.owner.blobs.tree(this.sessionId);
     const entries = [...tree.values()];
     for (const e of entries) {
@@ -409,6 +414,11 @@ export class FileWorkspace {
         const st = await fs.lstat(path.join(this.dir, p), { bigint: true }).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
         candidates.set(p, st?.isFile() ? { size: Number(st.size), mtimeNs: st.mtimeNs } : undefined);
       }
+    }
+    // A name a command may make that no change set may record (a backslash, a path past 1,024 characters).
+    for (const p of candidates.keys()) {
+      const problem = changeSetPathProblem(p);
+      if (problem) throw new ToolError(`a file was left at ${JSON.stringify(p)}, which cannot be recorded (${problem})`);
     }
     const changes: FileChangeRecord[] = [];
     const blobs: Capture['blobs'] = [];

@@ -93,6 +93,18 @@ describe('the quota on what tools leave', () => {
   });
 });
 
+describe('names a command leaves', () => {
+  it('a file name no change set may record (a backslash) makes the call an error: nothing recorded, the turn ends', async () => {
+    const id = await create();
+    await turn(id, `!call shell ${JSON.stringify({ command: `printf x > 'a\\..\\b'` })}`);
+    const [name, status, content] = (await results(id)).at(-1)!;
+    expect([name, status]).toEqual(['shell', 'error']);
+    expect(content).toContain('cannot be recorded');
+    expect(await changeSets(id)).toBe(0);
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { status } }`, { id })).session.status).toBe('IDLE');
+  });
+});
+
 describe("a tenant's workspaces on this process", () => {
   it('share a total: an idle workspace is evicted for another, and made again when next needed', async () => {
     const x = await create();
