@@ -162,6 +162,8 @@ export class FileWorkspace {
   /** Its session's tenant, once known; its bytes on disk count toward the tenant's total. */
   tenant?: string;
   diskBytes = 0;
+  /** Bytes, files and directories of what the disk is known to hold (kept with `known`). */
+  private usage = new TreeUsage();
   /** An eviction's removal of the directory, under way or done. */
   removal?: Promise<void>;
   /** Directories the last walk found (empty ones too). */
@@ -278,6 +280,7 @@ export class FileWorkspace {
       }
       if (stopped()) throw new ToolError('this session was deleted');
       this.known = known;
+      this.usage = new TreeUsage(entries);
       this.diskBytes = bytes;
       this.syncedSeq = lastChangeSeq;
       this.touched.clear();
@@ -330,10 +333,12 @@ export class FileWorkspace {
     if (content.byteLength > maxFileBytes) throw new ToolError(`"${rel}" would be ${content.byteLength} bytes: a file holds at most ${maxFileBytes} bytes`);
     const known = this.known!;
     const old = known.get(rel);
-    const usage = new TreeUsage([...known].map(([p, k]) => ({ path: p, size: k.size })));
-    usage.set(rel, content.byteLength);
-    if (usage.bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${usage.bytes} bytes; delete or shorten files first`);
-    if (usage.entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories: delete a file before adding "${rel}"`);
+    // The usage with this write, then as it is (the write may not happen).
+    this.usage.set(rel, content.byteLength);
+    const [bytes, entries] = [this.usage.bytes, this.usage.entries];
+    this.usage.set(rel, old ? old.size : null);
+    if (bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${bytes} bytes; delete or shorten files first`);
+    if (entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories: delete a file before adding "${rel}"`);
     try {
       const st = await fs.lstat(abs);
       if (!st.isFile()) throw new ToolError(`"${rel}" is not a regular file`);
@@ -427,6 +432,7 @@ export class FileWorkspace {
       if (!st) {
         if (k) changes.push({ path: p, hash: null, size: 0 });
         known.delete(p);
+        this.usage.set(p, null);
         continue;
       }
       // What the tool says it touched is always read: a rewrite within the clock's resolution keeps size and mtime.
@@ -434,6 +440,7 @@ export class FileWorkspace {
       const content = await fs.readFile(path.join(this.dir, p));
       const hash = sha256(content);
       known.set(p, { size: content.byteLength, mtimeNs: st.mtimeNs, hash });
+      this.usage.set(p, content.byteLength);
       if (k?.hash === hash) continue;
       changes.push({ path: p, hash, size: content.byteLength });
       blobs.push({ hash, content });
@@ -441,7 +448,7 @@ export class FileWorkspace {
     this.touched.clear();
     // The built-in tools check the quota before they write; a command is only seen afterwards.
     const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
-    const usage = new TreeUsage([...known].map(([p, k]) => ({ path: p, size: k.size })));
+    const usage = this.usage;
     // Directories count as entries too, empty ones included (a walk sees those).
     const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedDirs : 0));
     const tooBig = changes.find((c) => c.size > maxFileBytes);
