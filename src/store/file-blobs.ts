@@ -105,15 +105,23 @@ export class FileBlobs {
    * Holds change sets that enter from outside (a recording, a runner's batch)
    * to what forkline's own agent keeps: each names only content the tenant
    * holds (after what the request carries was stored for it), at most
-   * `maxNamedHashes` of them, with the content's stored size; and folded onto
+   * `maxNamedHashes` of them besides those it carries, with the content's stored size; and folded onto
    * `tree` (the session's tree before them) none leaves a tree past the
    * session's quota. BAD_USER_INPUT otherwise: the same answer for content
    * held by another tenant and content nobody holds. Returns the named hashes.
    */
-  async checkChangeSets(tenant: string, changeSets: readonly SeqChangeSet[], tree: FileTree, db: Db | undefined, where: (seq: number) => string): Promise<string[]> {
+  async checkChangeSets(
+    tenant: string,
+    changeSets: readonly SeqChangeSet[],
+    tree: FileTree,
+    db: Db | undefined,
+    where: (seq: number) => string,
+    carried: ReadonlySet<string> = new Set(),
+  ): Promise<string[]> {
     const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
-    if (named.length > this.limits.maxNamedHashes) {
-      throw badInput(`change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${named.length}`, { limit: this.limits.maxNamedHashes });
+    const uncarried = named.filter((h) => !carried.has(h)).length;
+    if (uncarried > this.limits.maxNamedHashes) {
+      throw badInput(`change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`, { limit: this.limits.maxNamedHashes });
     }
     const held = await this.heldBy(tenant, named, db ?? this.pool);
     for (const cs of changeSets) {
@@ -294,10 +302,10 @@ export class FileBlobs {
    * and the contents they name noted as the session's: then deleting the
    * session it was exported from does not take them from it.
    */
-  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string): Promise<void> {
+  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string, carried: ReadonlySet<string>): Promise<void> {
     const changeSets = await this.log.fileChangeSets(sessionId, undefined, db);
     if (changeSets.length === 0) return;
-    const named = await this.checkChangeSets(tenant, changeSets, new Map(), db, where);
+    const named = await this.checkChangeSets(tenant, changeSets, new Map(), db, where, carried);
     await this.adopt(sessionId, named, db);
   }
 
