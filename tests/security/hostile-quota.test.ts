@@ -75,6 +75,32 @@ describe('a tree from outside counts toward the quota', () => {
   });
 });
 
+describe('a tree stored before the quota held at every door', () => {
+  it('is not made on disk: the file tool says why', async () => {
+    const c = Buffer.alloc(700_000, 3);
+    const hash = sha256(c);
+    const id = (await importRecording(app, recordingOf([{ path: 'one.bin', hash, size: c.byteLength }], [c]))).data.importRecording.id as string;
+    // As an unchecked door once stored it: the change set names the content under a second path (past 1 MB together).
+    const client = await app.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL session_replication_role = replica');
+      await client.query(
+        `UPDATE "Event" SET data = jsonb_set(data, '{changes}', data->'changes' || jsonb_build_array(jsonb_build_object('path', 'two.bin', 'hash', $2::text, 'size', $3::int))) WHERE "sessionId" = $1 AND type = 'plugin/files/change'`,
+        [id, hash, c.byteLength],
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    await turn(id, '!call list_files {}');
+    const [name, status, content] = (await results(id)).at(-1)!;
+    expect([name, status]).toEqual(['list_files', 'error']);
+    expect(content).toContain('the files of this session cannot be made: the workspace quota is 1000000 bytes, and the files come to 1400000');
+    expect(fs.existsSync(path.join(root, id, 'two.bin'))).toBe(false);
+  });
+});
+
 describe('the quota on what tools leave', () => {
   it('empty directories a command makes count: past the quota, the call is an error and records nothing', async () => {
     const id = await create();
