@@ -10,10 +10,10 @@
 // touched (or, for a tool that does not say, the whole tree) with what the
 // disk held, by size and modification time, and hashes only what differs:
 // its change set is stored with the call's result (session-runner.ts).
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { changeSetPathProblem, DEFAULT_WORKSPACE_LIMITS, quotaProblem, TreeUsage, workspacePath, type FileChangeRecord, type WorkspaceLimits } from '../core/file-tree.ts';
-import { randomUUID } from 'node:crypto';
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
