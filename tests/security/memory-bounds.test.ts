@@ -5,24 +5,70 @@
 // within 1 s are the bounds; the figures are printed.
 import fs from 'node:fs';
 import http from 'node:http';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
-import { startService, type ServiceProcess } from '../helpers/process.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { recordingHeader } from '../../src/core/recording.ts';
 
 const MiB = 1024 * 1024;
 let service: ServiceProcess;
 let base: string;
+let db: pg.Client;
 
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
-  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1' } });
+  // The shell makes files of any size in a workspace (what a hostile tenant's command can do).
+  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1', FORKLINE_SHELL: 'on' } });
   base = service.url.replace(/\/graphql$/, '');
+  db = new pg.Client(pgConfigFromUrl(databaseUrl));
+  await db.connect();
 }, 120_000);
 
 afterAll(async () => {
   await service?.stop();
+  await db?.end();
 });
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const r = await postGraphQL(service.url, query, variables);
+  expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
+  return r.body.data;
+}
+
+/** A new session that has run `commands` in the shell, one turn each (waits until each turn has ended). */
+async function sessionAfter(...commands: string[]): Promise<string> {
+  const id = (await gql('mutation { createSession(input: { title: "files" }) { id } }')).createSession.id as string;
+  for (const command of commands) {
+    const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id })).session.turnCount as number;
+    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: `!call shell ${JSON.stringify({ command })}` } });
+    for (;;) {
+      const s = (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id })).session;
+      if (s.status === 'IDLE' && s.turnCount > before) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return id;
+}
+
+/** [status, content] of the session's tool results, in order. */
+async function toolResults(id: string): Promise<Array<[string, string]>> {
+  const page = (await gql('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type data } } } } }', { id })).session.events.edges;
+  return page.filter((e: any) => e.node.type === 'tool/result').map((e: any) => [e.node.data.status, e.node.data.content]);
+}
+
+/** Rewrites the sizes a session's stored change sets claim (as a row written by a door that did not check them would). */
+async function forgeSizes(id: string, size: number) {
+  const { rows } = await db.query<{ seq: number; data: any }>(`SELECT seq, data FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/files/change'`, [id]);
+  // Past the immutability trigger: this stands for a row an older version wrote.
+  await db.query('SET session_replication_role = replica');
+  for (const r of rows) {
+    const data = { ...r.data, changes: r.data.changes.map((c: any) => (c.hash ? { ...c, size } : c)) };
+    await db.query(`UPDATE "Event" SET data = $3::jsonb WHERE "sessionId" = $1 AND seq = $2`, [id, r.seq, JSON.stringify(data)]);
+  }
+  await db.query('SET session_replication_role = DEFAULT');
+}
 
 /**
  * Runs `fn` while sampling the service's resident set (every 50 ms) and timing
@@ -151,4 +197,44 @@ describe('POST /recordings with huge lines', () => {
     });
     expect(after.status).toBe(201);
   }, 60_000);
+});
+
+describe('files a command leaves', () => {
+  it('are refused past the per-file cap by their size on disk, without being read (3 × 400 MB files)', async () => {
+    const run = await underWatch(() => sessionAfter('truncate -s 400M a.bin b.bin c.bin && echo made'));
+    console.log(`3 × 400 MB files: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    const [[status, content]] = await toolResults(run.result);
+    expect(status).toBe('error');
+    expect(content).toMatch(/a file holds at most 10485760 bytes, and a\.bin has 419430400: the call's file changes were undone/);
+    expect(run.growthMB).toBeLessThan(300);
+    expect(run.slowestHealthzMs).toBeLessThan(1000);
+  }, 120_000);
+});
+
+describe('reads of files', () => {
+  it('Session.file goes by the stored size, not the size a change set claims', async () => {
+    // 4 MB of text, its change set then claiming 10 bytes.
+    const id = await sessionAfter('head -c 3000000 /dev/zero | base64 > big.txt && echo made');
+    await forgeSizes(id, 10);
+    const file = (await gql('query($id: ID!) { session(id: $id) { file(path: "big.txt") { size text base64 } } }', { id })).session.file;
+    expect(file).toEqual({ size: 4052632, text: null, base64: null });
+    const changes = (await gql('query($id: ID!) { session(id: $id) { fileChanges(fromSeq: -1) { path diff after { size } } } }', { id })).session.fileChanges;
+    expect(changes).toEqual([{ path: 'big.txt', diff: null, after: { size: 4052632 } }]);
+  }, 120_000);
+
+  it('fileChanges over 4 rewritten files of 240 KB does not stall other requests', async () => {
+    // 4 files of ~240 KB, then every third line of each changed (thousands of changed lines per file).
+    const id = await sessionAfter(
+      'for i in 1 2 3 4; do seq 1 22000 | sed "s/$/ line/" > f$i.txt; done; echo made',
+      'sed -i "0~3s/line/LINE/" f1.txt f2.txt f3.txt f4.txt; echo changed',
+    );
+    const { rows } = await db.query<{ seq: number }>(`SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/files/change' ORDER BY seq`, [id]);
+    expect(rows).toHaveLength(2);
+    const run = await underWatch(() => gql('query($id: ID!, $from: Int!) { session(id: $id) { fileChanges(fromSeq: $from) { path kind diff after { size } } } }', { id, from: rows[0].seq + 1 }));
+    const changes = run.result.session.fileChanges;
+    console.log(`fileChanges of 4 × ${changes[0].after.size} bytes: slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms, diffs ${changes.map((c: any) => c.diff?.length ?? null)}`);
+    expect(changes.map((c: any) => [c.path, c.kind])).toEqual([1, 2, 3, 4].map((i) => [`f${i}.txt`, 'CHANGED']));
+    expect(changes[0].after.size).toBeGreaterThan(200_000);
+    expect(run.slowestHealthzMs).toBeLessThan(1000);
+  }, 120_000);
 });
