@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
@@ -20,7 +21,7 @@ let db: pg.Client;
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
   // The shell makes files of any size in a workspace (what a hostile tenant's command can do).
-  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1', FORKLINE_SHELL: 'on' } });
+  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1', FORKLINE_SHELL: 'on', FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB) } });
   base = service.url.replace(/\/graphql$/, '');
   db = new pg.Client(pgConfigFromUrl(databaseUrl));
   await db.connect();
@@ -237,4 +238,61 @@ describe('reads of files', () => {
     expect(changes[0].after.size).toBeGreaterThan(200_000);
     expect(run.slowestHealthzMs).toBeLessThan(1000);
   }, 120_000);
+});
+
+describe('a WebSocket that stops reading', () => {
+  /** A session of `n` plugin events of ~`bytes` of data each, imported through POST /recordings. */
+  async function sessionOfEvents(n: number, bytes: number): Promise<string> {
+    const filler = 'x'.repeat(bytes);
+    const lines = Array.from({ length: n }, (_, seq) => JSON.stringify({ seq, type: 'plugin/test/blob', data: { filler } }));
+    const r = await upload(function* () {
+      yield header;
+      yield Buffer.from(`${lines.join('\n')}\n`);
+    });
+    expect(r.status).toBe(201);
+    return r.body.session.id;
+  }
+
+  /**
+   * A graphql-ws socket that subscribes `count` times to the session's events
+   * from the start with `selection`, and reads nothing from then on; resolves
+   * with it once every subscribe message is sent.
+   */
+  async function stalledSocket(sessionId: string, count: number, selection: string): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+    const socket = new WebSocket(service.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+      socket.once('message', (m) => (JSON.parse(String(m)).type === 'connection_ack' ? resolve() : reject(new Error(String(m)))));
+    });
+    socket.pause();
+    const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { ${selection} } }`;
+    for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query, variables: { id: sessionId } } }));
+    while (socket.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 10));
+    return { socket, closed };
+  }
+
+  it('holds bounded memory with 500 subscriptions written straight to it', async () => {
+    const id = await sessionOfEvents(400, 2000);
+    const run = await underWatch(async () => {
+      const { socket } = await stalledSocket(id, 500, 'seq type data');
+      // Long enough for every subscription to have written what it would (the old code queued all of it at once).
+      await new Promise((r) => setTimeout(r, 3000));
+      return socket;
+    });
+    console.log(`500 stalled subscriptions: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    run.result.terminate();
+    // /healthz is printed, not asserted: 500 subscribe messages parsed at once take a busy machine's event loop for a while.
+    expect(run.growthMB).toBeLessThan(100);
+  }, 60_000);
+
+  it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
+    const id = await sessionOfEvents(50, 20_000);
+    // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
+    const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
+    // It reads again once the server has closed it: the close frame comes after what was queued.
+    setTimeout(() => socket.resume(), 3000);
+    expect(await closed).toEqual({ code: 4408, reason: `SUBSCRIBER_TOO_SLOW: over ${4 * MiB} bytes queued` });
+  }, 60_000);
 });
