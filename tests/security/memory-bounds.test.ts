@@ -274,7 +274,7 @@ describe('a WebSocket that stops reading', () => {
   }
 
   it('holds bounded memory with 500 subscriptions written straight to it', async () => {
-    const id = await sessionOfEvents(400, 2000);
+    const id = await sessionOfEvents(400, 5000);
     const run = await underWatch(async () => {
       const { socket } = await stalledSocket(id, 500, 'seq type data');
       // Long enough for every subscription to have written what it would (the old code queued all of it at once).
@@ -284,7 +284,7 @@ describe('a WebSocket that stops reading', () => {
     console.log(`500 stalled subscriptions: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
     run.result.terminate();
     // /healthz is printed, not asserted: 500 subscribe messages parsed at once take a busy machine's event loop for a while.
-    expect(run.growthMB).toBeLessThan(100);
+    expect(run.growthMB).toBeLessThan(80);
   }, 60_000);
 
   it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
