@@ -167,7 +167,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       release();
       if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
       else if (err instanceof SpoolFull) {
-        error(res, 503, 'SERVICE_UNAVAILABLE', `uploads in progress have spooled ${spoolMaxBytes} bytes (FORKLINE_UPLOAD_SPOOL_MAX_BYTES); retry shortly`, {
+        error(res, 503, 'SERVICE_UNAVAILABLE', `uploads in progress would spool more than ${spoolMaxBytes} bytes (FORKLINE_UPLOAD_SPOOL_MAX_BYTES); retry shortly`, {
           'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
           connection: 'close',
         });
