@@ -93,6 +93,10 @@ const envSchema = z.object({
   FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
   FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
   FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
+  FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
+  FORKLINE_MAX_UPLOADS_PER_TENANT: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.uploadsPerTenant),
+  FORKLINE_UPLOAD_SPOOL_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.uploadSpoolMaxBytes),
+  FORKLINE_WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(64 * 1024).default(DEFAULT_LIMITS.wsMaxBufferedBytes),
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
@@ -152,6 +156,10 @@ export function securityOptions(config: Config): SecurityOptions {
     maxCost: config.FORKLINE_MAX_QUERY_COST,
     maxResponseBytes: config.FORKLINE_MAX_RESPONSE_BYTES,
     maxRecordingBytes: config.FORKLINE_MAX_RECORDING_BYTES,
+    maxRecordingLineBytes: config.FORKLINE_MAX_RECORDING_LINE_BYTES,
+    uploadsPerTenant: config.FORKLINE_MAX_UPLOADS_PER_TENANT,
+    uploadSpoolMaxBytes: config.FORKLINE_UPLOAD_SPOOL_MAX_BYTES,
+    wsMaxBufferedBytes: config.FORKLINE_WS_MAX_BUFFERED_BYTES,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
     // 0: that cap off (the other stays).
     connectionCaps:

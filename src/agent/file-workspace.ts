@@ -55,6 +55,29 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
   for (let i = 0; i < items.length; i += PARALLEL) await Promise.all(items.slice(i, i + PARALLEL).map(fn));
 }
 
+/**
+ * A file's content, read only up to `max` bytes: a file that grew past it
+ * since it was stat'ed (a command still writing) is refused, not read whole.
+ */
+async function readAtMost(abs: string, max: number, rel: string): Promise<Buffer> {
+  const handle = await fs.open(abs, 'r');
+  try {
+    // Sized by what the file holds now (plus one byte, to see it grow), never past max + 1.
+    let buf = Buffer.allocUnsafe(Math.min(max + 1, (await handle.stat()).size + 1));
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n > max) throw new ToolError(`a file holds at most ${max} bytes, and ${rel} has more`);
+      if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(Math.min(max + 1, 2 * buf.length) - buf.length)]);
+    }
+    return buf.subarray(0, n);
+  } finally {
+    await handle.close();
+  }
+}
+
 const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '');
 
 /** Deleted sessions a process remembers, so a late call cannot make their directory again. */
@@ -402,6 +425,24 @@ export class FileWorkspace {
   }
 
   /**
+   * Refuses, by the sizes the disk reports and before any content is read, a
+   * call that left a file over the per-file cap or the tree over the quota:
+   * a command can leave files of any size, and reading them whole to learn
+   * that would take the process's memory.
+   */
+  private refuseOverQuota(known: Map<string, Known>, candidates: Map<string, { size: number } | undefined>): void {
+    const { maxBytes, maxFileBytes } = this.owner.limits;
+    let bytes = 0;
+    for (const [p, k] of known) if (!candidates.has(p)) bytes += k.size;
+    for (const [p, st] of candidates) {
+      if (!st) continue;
+      if (st.size > maxFileBytes) throw new ToolError(`a file holds at most ${maxFileBytes} bytes, and ${p} has ${st.size}`);
+      bytes += st.size;
+    }
+    if (bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes, and the files came to ${bytes}`);
+  }
+
+  /**
    * What the call changed, since the last sync: the paths it touched when it
    * says (`walk: false`, the built-in file tools: cost what changed), else the
    * whole tree by size and modification time (only what differs is read and
@@ -425,6 +466,7 @@ export class FileWorkspace {
       const problem = changeSetPathProblem(p);
       if (problem) throw new ToolError(`a file was left at ${JSON.stringify(p)}, which cannot be recorded (${problem})`);
     }
+    this.refuseOverQuota(known, candidates);
     const changes: FileChangeRecord[] = [];
     const blobs: Capture['blobs'] = [];
     for (const [p, st] of candidates) {
@@ -437,7 +479,7 @@ export class FileWorkspace {
       }
       // What the tool says it touched is always read: a rewrite within the clock's resolution keeps size and mtime.
       if (k && opts.walk && k.size === st.size && k.mtimeNs === st.mtimeNs) continue;
-      const content = await fs.readFile(path.join(this.dir, p));
+      const content = await readAtMost(path.join(this.dir, p), this.owner.limits.maxFileBytes, p);
       const hash = sha256(content);
       known.set(p, { size: content.byteLength, mtimeNs: st.mtimeNs, hash });
       this.usage.set(p, content.byteLength);

@@ -177,10 +177,10 @@ export class SessionController {
     return r;
   }
 
-  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: { maxBytes?: number } = {}): Promise<SessionRow> {
+  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: { maxBytes?: number; maxLineBytes?: number } = {}): Promise<SessionRow> {
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-      (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, maxBytes: limits.maxBytes }),
+      (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, ...limits }),
       (r) => this.store.requireSession(scope, r.sessionId),
     );
   }

@@ -99,6 +99,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log,
     spoolDir: opts.uploadDir,
     maxBytes: opts.security?.maxRecordingBytes ?? DEFAULT_LIMITS.maxRecordingBytes,
+    maxLineBytes: opts.security?.maxRecordingLineBytes,
+    uploadsPerTenant: opts.security?.uploadsPerTenant,
+    spoolMaxBytes: opts.security?.uploadSpoolMaxBytes,
   });
   const download = recordingDownload({ store: opts.services.store, guard, log });
   const agui = aguiHandler({ services: opts.services, guard, log });

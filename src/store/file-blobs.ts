@@ -23,6 +23,10 @@ export const FILE_READ_MAX_BYTES = 1024 * 1024;
 export const DIFF_MAX_BYTES = 256 * 1024;
 /** Distinct contents one request may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
 export const DEFAULT_MAX_NAMED_HASHES = 20_000;
+/** One fileChanges read diffs texts of at most this many bytes in all (both sides); the rest get no diff. */
+export const DIFF_REQUEST_MAX_BYTES = 4 * 1024 * 1024;
+/** One fileChanges read spends at most this long on its diffs, all together (core/unified-diff.ts). */
+export const DIFF_REQUEST_TIMEOUT_MS = 2000;
 /** Blobs read per statement when a tree is materialised. */
 const BLOB_PAGE = 500;
 
@@ -38,7 +42,7 @@ export interface FileChange {
   kind: FileChangeKind;
   before: FileEntry | null;
   after: FileEntry | null;
-  /** A unified diff when both sides are text within DIFF_MAX_BYTES; null otherwise. */
+  /** A unified diff when both sides are text within DIFF_MAX_BYTES and the read's diff budget; null otherwise. */
   diff: string | null;
 }
 
@@ -233,6 +237,18 @@ export class FileBlobs {
     return out;
   }
 
+  /**
+   * The sizes of stored contents by hash, as Postgres holds them (missing
+   * hashes are absent): reads go by these, never by the size a change set
+   * claims, which came with the data that wrote it.
+   */
+  async storedSizes(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, number>> {
+    const all = [...new Set(hashes)];
+    if (all.length === 0) return new Map();
+    const { rows } = await db.query<{ hash: string; size: number }>('SELECT hash, size FROM "FileBlob" WHERE hash = ANY($1::text[])', [all]);
+    return new Map(rows.map((r) => [r.hash, r.size]));
+  }
+
   /** Chunked blobs' contents: their chunks in order, one statement. */
   private async assemble(hashes: string[], db: Db): Promise<Map<string, Buffer>> {
     const { rows } = await db.query<{ hash: string; content: Buffer }>(
@@ -261,11 +277,13 @@ export class FileBlobs {
   async file(s: FilesRef, path: string, atSeq?: number | null): Promise<FileContent | null> {
     const at = canonical(path);
     if (s.eventCount === 0) return null;
-    const entry = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
-    if (!entry) return null;
-    if (entry.size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
+    const named = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
+    if (!named) return null;
+    const size = (await this.storedSizes([named.hash])).get(named.hash);
+    const entry = size === undefined ? named : { ...named, size };
+    if (size === undefined || size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const bytes = (await this.contents([entry.hash])).get(entry.hash);
-    if (!bytes) return { ...entry, text: null, base64: null };
+    if (!bytes || bytes.byteLength > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const text = textOf(bytes);
     return { ...entry, text: text ?? null, base64: text === undefined ? bytes.toString('base64') : null };
   }
@@ -281,19 +299,36 @@ export class FileBlobs {
     if (s.eventCount === 0 && toSeq == null) return [];
     seqWithin(to, s.eventCount, 'toSeq');
     const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq), this.tree(s.ref, to)]);
-    const changed = treeChanges(before, after);
-    const diffable = (e: FileEntry | undefined) => !e || e.size <= DIFF_MAX_BYTES;
-    const wanted = changed.filter((c) => diffable(c.before) && diffable(c.after)).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h);
-    const blobs = await this.contents(wanted);
+    const named = treeChanges(before, after);
+    // Sizes as stored, not as the change sets claim: what is read and diffed is bounded by what the blobs hold.
+    const sizes = await this.storedSizes(named.flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
+    const stored = (e: FileEntry | undefined) => (e && sizes.has(e.hash) ? { ...e, size: sizes.get(e.hash)! } : e);
+    const changed = named.map((c) => ({ ...c, before: stored(c.before), after: stored(c.after) }));
+    // Diffed while both sides are small and the read's byte budget lasts (in path order).
+    let budget = DIFF_REQUEST_MAX_BYTES;
+    const diffable = (e: FileEntry | undefined) => !e || (sizes.has(e.hash) && e.size <= DIFF_MAX_BYTES);
+    const diffed = changed.map((c) => {
+      if (!diffable(c.before) || !diffable(c.after)) return false;
+      const bytes = (c.before?.size ?? 0) + (c.after?.size ?? 0);
+      if (bytes > budget) return false;
+      budget -= bytes;
+      return true;
+    });
+    const blobs = await this.contents(changed.filter((_, i) => diffed[i]).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
     const textAt = (e: FileEntry | undefined): string | undefined | null => {
       if (!e) return undefined;
       const bytes = blobs.get(e.hash);
       return bytes ? (textOf(bytes) ?? null) : null;
     };
-    return changed.map((c) => {
-      const [a, b] = diffable(c.before) && diffable(c.after) ? [textAt(c.before), textAt(c.after)] : [null, null];
-      return { path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: a === null || b === null ? null : unifiedDiff(c.path, a, b) };
-    });
+    // The diffs run side by side, each a step at a time (core/unified-diff.ts), under one deadline for the read.
+    const deadline = Date.now() + DIFF_REQUEST_TIMEOUT_MS;
+    const diffs = await Promise.all(changed.map(async (c, i) => {
+      if (!diffed[i]) return null;
+      const [a, b] = [textAt(c.before), textAt(c.after)];
+      if (a === null || b === null) return null;
+      return (await unifiedDiff(c.path, a, b, { timeoutMs: deadline - Date.now() })) ?? null;
+    }));
+    return changed.map((c, i) => ({ path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: diffs[i] }));
   }
 
   /**

@@ -23,8 +23,9 @@ import { copyJson, copyRows, copyText } from './copy-in.ts';
 /** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
 
-/** File contents are written this many at a time (each can be large). */
+/** File contents are written this many at a time, or as soon as they hold this many bytes of base64 (one line can hold 16 MiB). */
 const BLOB_BATCH_SIZE = 100;
+const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * The session as recording lines (format V4), newline-terminated, read page by
@@ -67,9 +68,14 @@ export async function importRecording(
   store: SessionStore,
   scope: Scope,
   source: RecordingSource,
-  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** Default MAX_RECORDING_BYTES (POST /recordings passes its own limit). */ maxBytes?: number } = {},
+  opts: {
+    beforeCommit?: BeforeCommit<{ sessionId: string }>;
+    /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
+    maxBytes?: number;
+    maxLineBytes?: number;
+  } = {},
 ): Promise<SessionRow> {
-  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes)[Symbol.asyncIterator]();
+  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
   const check = new RecordingValidator();
   const id = newSessionId();
   await store.transaction(async (client) => {
@@ -84,6 +90,7 @@ export async function importRecording(
     let blobs: RecordingBlob[] = [];
     // The contents the recording carries (the cap on naming contents counts only the others).
     const carried = new Set<string>();
+    let blobBytes = 0;
     // The event lines, up to the first file content (the validator holds those to come after every event).
     async function* eventRows(): AsyncGenerator<string> {
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
@@ -91,6 +98,7 @@ export async function importRecording(
         if (check.blob) {
           blobs.push(check.blob);
           carried.add(check.blob.blob);
+          blobBytes = check.blob.base64.length;
           return;
         }
         if (!pushed) continue;
@@ -104,10 +112,12 @@ export async function importRecording(
       if (check.blob) {
         blobs.push(check.blob);
         carried.add(check.blob.blob);
+        blobBytes += check.blob.base64.length;
       }
-      if (blobs.length >= BLOB_BATCH_SIZE) {
+      if (blobs.length >= BLOB_BATCH_SIZE || blobBytes >= BLOB_BATCH_BYTES) {
         await store.files.putFromRecording(id, blobs, client);
         blobs = [];
+        blobBytes = 0;
       }
     }
     const summary = check.finish();

@@ -37,13 +37,31 @@ describe('trees', () => {
 });
 
 describe('unified diffs', () => {
-  it('show hunks with three lines of context, as diff -u does', () => {
+  it('show hunks with three lines of context, as diff -u does', async () => {
     const before = Array.from({ length: 20 }, (_, i) => `l${i}`).join('\n') + '\n';
     const after = before.replace('l1\n', 'L1\n').replace('l18\n', '');
-    expect(unifiedDiff('f', before, after)).toBe(
+    expect(await unifiedDiff('f', before, after)).toBe(
       '--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n l0\n-l1\n+L1\n l2\n l3\n l4\n@@ -16,5 +16,4 @@\n l15\n l16\n l17\n-l18\n l19\n',
     );
-    expect(unifiedDiff('f', 'same\n', 'same\n')).toBe('');
+    expect(await unifiedDiff('f', 'same\n', 'same\n')).toBe('');
+    expect(await unifiedDiff('f', undefined, 'x\n')).toBe('--- /dev/null\n+++ b/f\n@@ -0,0 +1,1 @@\n+x\n');
+  });
+
+  it('show a change of the final newline alone', async () => {
+    expect(await unifiedDiff('f', 'a\nb', 'a\nb\n')).toBe('--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n');
+  });
+
+  it('give up past the edit bound, and past the time bound, without holding the event loop', async () => {
+    const lines = (k: string, n: number) => Array.from({ length: n }, (_, i) => `${k}${i}`).join('\n') + '\n';
+    expect(await unifiedDiff('f', lines('a', 100), lines('b', 100), { maxEditLines: 150 })).toBeUndefined();
+    expect(await unifiedDiff('f', lines('a', 100), lines('b', 100), { maxEditLines: 200 })).toMatch(/^--- a\/f\n\+\+\+ b\/f\n@@ -1,100 \+1,100 @@\n-a0\n/);
+    // A costly diff runs a step at a time: timers keep firing while it works, and its time bound ends it.
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    const costly = await unifiedDiff('f', lines('a', 3000), lines('b', 3000), { maxEditLines: 6000, timeoutMs: 300 });
+    clearInterval(ticker);
+    expect(costly).toBeUndefined();
+    expect(ticks).toBeGreaterThan(10);
   });
 });
 
