@@ -23,6 +23,7 @@ import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
+import type { ShellMode } from './agent/workspace-sandbox.ts';
 import { DEFAULT_WORKSPACE_LIMITS, FileWorkspaces, type WorkspaceLimits } from './agent/file-workspace.ts';
 import fs from 'node:fs';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
@@ -98,8 +99,10 @@ export interface AppOptions {
   tracing?: TracingOptions;
   /** Where sessions' file workspaces are made (FORKLINE_WORKSPACES_DIR; main: under the data directory); unset: a new temporary directory. */
   workspacesDir?: string;
-  /** Offer the `shell` tool (FORKLINE_SHELL=on; agent/shell-tool.ts). */
-  shell?: boolean;
+  /** Offer the `shell` tool (FORKLINE_SHELL; agent/shell-tool.ts); `true` is `on`: sandboxed or refused. */
+  shell?: boolean | ShellMode;
+  /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
+  bwrap?: string;
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
 }
@@ -142,7 +145,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel });
-  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell });
+  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
   const limits = Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined));

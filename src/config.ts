@@ -62,8 +62,8 @@ const envSchema = z.object({
   FORKLINE_WORKSPACES_DIR: z.string().optional(),
   FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
-  /** `on`: offer the `shell` tool (a command in the session's workspace; sandboxed with bubblewrap where installed). */
-  FORKLINE_SHELL: z.enum(['on', 'off']).default('off').transform((v) => v === 'on'),
+  /** `on`: offer the `shell` tool, run in a bubblewrap sandbox (refused where none can be made); `unsandboxed`: run as this OS user with no sandbox. */
+  FORKLINE_SHELL: z.enum(['on', 'off', 'unsandboxed']).default('off'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
   MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),

@@ -3,7 +3,8 @@
 // the sessions of a process and limited per tenant by the config.
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
-import { findBubblewrap, shellTool } from './shell-tool.ts';
+import { shellTool, type ShellRunner } from './shell-tool.ts';
+import { findBubblewrap, sandboxProblem, type ShellMode } from './workspace-sandbox.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +17,18 @@ const MAX_SESSION_SERVERS = 16;
 
 export interface CatalogScope {
   tenant: string;
+}
+
+/** How the shell will run, said once at start-up: sandboxed, refused (and why), or unsandboxed because the operator said so. */
+function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log: (msg: string) => void): ShellRunner {
+  if (mode === 'unsandboxed') {
+    log('FORKLINE_SHELL=unsandboxed: shell commands run as this OS user with no sandbox (they can read any file this user can, and reach the network; docs/operations.md "Threat model")');
+    return { unsandboxed: true };
+  }
+  const problem = sandboxProblem(bwrap);
+  if (!problem) return { bwrap: bwrap! };
+  log(`FORKLINE_SHELL=on but ${problem}: every shell call is refused. Install bubblewrap (apt-get install bubblewrap), or set FORKLINE_SHELL=unsandboxed to run commands without a sandbox (docs/operations.md "Threat model")`);
+  return { refused: problem };
 }
 
 export class ToolCatalog {
@@ -31,15 +44,11 @@ export class ToolCatalog {
   constructor(
     mcp: McpConfig | undefined,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
-    /** The opt-in `shell` built-in (FORKLINE_SHELL=on; shell-tool.ts). */
-    opts: { shell?: boolean } = {},
+    /** The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH). */
+    opts: { shell?: ShellMode; bwrap?: string } = {},
   ) {
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-    if (opts.shell) {
-      const bwrap = findBubblewrap();
-      if (!bwrap) log('FORKLINE_SHELL=on without bubblewrap (bwrap) on PATH: shell commands run unsandboxed as this OS user, in the session\'s workspace directory');
-      this.builtins.set('shell', shellTool({ bwrap }));
-    }
+    if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
       const listing = isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
       this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing), config });

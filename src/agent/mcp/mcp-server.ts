@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
+import { workspaceEnvironment } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
 
@@ -94,8 +95,12 @@ export class McpServerConnection {
     if (isStdioServer(c)) {
       // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
       // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
-      const dir = (s: string) => (this.workspaceDir === undefined ? s : s.replaceAll('${workspace}', this.workspaceDir));
-      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env: c.env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
+      // A workspace server gets the workspace's allow-list on top: HOME is its
+      // workspace (not forkline's, with its dotfiles), git fenced in it.
+      const ws = this.workspaceDir;
+      const dir = (s: string) => (ws === undefined ? s : s.replaceAll('${workspace}', ws));
+      const env = ws === undefined ? c.env : workspaceEnvironment(ws, { path: process.env.PATH, extra: c.env });
+      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;
     }
