@@ -101,6 +101,9 @@ const envSchema = z.object({
   FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
   FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
   FORKLINE_WS_IDLE_TIMEOUT_MS: z.coerce.number().int().refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100').default(DEFAULT_TIMEOUTS.wsIdleMs),
+  FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
+  FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
+  FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 }).superRefine((c, ctx) => {
   if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
@@ -162,6 +165,9 @@ export function securityOptions(config: Config): SecurityOptions {
       keepAliveMs: config.FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS,
       wsInitMs: config.FORKLINE_WS_INIT_TIMEOUT_MS,
       wsIdleMs: config.FORKLINE_WS_IDLE_TIMEOUT_MS,
+      bodyMinBytesPerSecond: config.FORKLINE_HTTP_BODY_MIN_BYTES_PER_S,
+      bodyRateWindowMs: config.FORKLINE_HTTP_BODY_RATE_WINDOW_MS,
     },
+    maxConnectionsPerAddress: config.FORKLINE_MAX_CONNECTIONS_PER_ADDRESS,
   };
 }

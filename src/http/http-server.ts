@@ -17,6 +17,7 @@ import { aguiHandler } from '../agui/agui-handler.ts';
 import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';
 import { applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
+import { AddressConnections, watchBody } from './body-deadlines.ts';
 import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
@@ -102,7 +103,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const download = recordingDownload({ store: opts.services.store, guard, log });
   const agui = aguiHandler({ services: opts.services, guard, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
+  const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
   const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
+    watchBody(req, res, bodyRate);
     const path = (req.url ?? '/').split('?')[0];
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
@@ -121,6 +124,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   });
   applyKeepAlive(httpServer, guard.timeouts);
+  const perAddress = new AddressConnections(opts.security?.maxConnectionsPerAddress ?? DEFAULT_LIMITS.connectionsPerAddress);
+  httpServer.on('connection', (socket: import('node:net').Socket) => {
+    if (!perAddress.accept(socket)) metrics?.rejected.inc({ reason: 'connections_per_address' });
+  });
 
   const wss = new WebSocketServer({
     server: httpServer,
