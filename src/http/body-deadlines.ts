@@ -15,10 +15,12 @@
 //   reading (it was busy, or writing to a full disk) does not count against
 //   the client.
 // - At most FORKLINE_MAX_CONNECTIONS_PER_ADDRESS connections from one client
-//   address at a time, per process: one more is destroyed as it is accepted.
+//   address (IPv6: one /64, as the auth throttle counts) at a time, per
+//   process: one more is destroyed as it is accepted.
 import type http from 'node:http';
 import type net from 'node:net';
 import { hasBody, replyError } from './http-body.ts';
+import { addressKey } from './auth-throttle.ts';
 
 export interface BodyRate {
   /** Bytes per second a body must arrive at, measured over each window; 0: no minimum. */
@@ -111,7 +113,7 @@ export class AddressConnections {
   /** A connection just accepted: counted, or destroyed when its address has `max` open already. */
   accept(socket: net.Socket): boolean {
     if (!this.max) return true;
-    const address = socket.remoteAddress ?? '';
+    const address = addressKey(socket.remoteAddress ?? '');
     const n = this.open.get(address) ?? 0;
     if (n >= this.max) {
       socket.destroy();
@@ -126,8 +128,4 @@ export class AddressConnections {
     return true;
   }
 
-  /** Connections open from `address` (tests, metrics). */
-  count(address: string): number {
-    return this.open.get(address) ?? 0;
-  }
 }
