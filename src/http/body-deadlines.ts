@@ -86,22 +86,28 @@ function enforceRate(req: http.IncomingMessage, res: http.ServerResponse, rate: 
   const minBytes = Math.floor((rate.minBytesPerSecond * rate.windowMs) / 1000);
   let last = socket.bytesRead;
   const timer = setInterval(() => {
-    if (req.complete || socket.destroyed) return clearInterval(timer);
+    if (req.complete || socket.destroyed) return stop();
     const now = socket.bytesRead;
     const moved = now - last;
     last = now;
     // Not the client's doing: nothing reads the body yet, or what arrived waits unread (backpressure).
     if (req.readableFlowing !== true || req.readableLength > 0) return;
     if (moved >= minBytes) return;
-    clearInterval(timer);
+    stop();
     if (!res.headersSent) {
       replyError(res, 408, 'REQUEST_TIMEOUT', `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`, { connection: 'close' });
     }
     socket.destroy();
   }, rate.windowMs);
   timer.unref();
-  req.once('end', () => clearInterval(timer));
-  socket.once('close', () => clearInterval(timer));
+  // A keep-alive socket carries many requests: nothing of this one stays on it.
+  const stop = () => {
+    clearInterval(timer);
+    req.off('end', stop);
+    socket.off('close', stop);
+  };
+  req.once('end', stop);
+  socket.once('close', stop);
 }
 
 /** Open connections per client address, capped at accept time (0: no cap). */
