@@ -40,6 +40,8 @@ export class ToolCatalog {
   private readonly perSession = new Map<string, McpServerConnection>();
   /** An empty directory a workspace server is started in to list its tools (no session's). */
   private listingDir?: string;
+  /** The HOME of this process's workspace servers (workspace-sandbox.ts): private, made on first use. */
+  private homeDir?: string;
 
   constructor(
     mcp: McpConfig | undefined,
@@ -51,7 +53,7 @@ export class ToolCatalog {
     if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
       const listing = isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
-      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing), config });
+      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, listing && this.mcpHome()), config });
     }
   }
 
@@ -114,6 +116,11 @@ export class ToolCatalog {
     await Promise.all([...this.perSession.values()].map((c) => c.close()));
     this.perSession.clear();
     if (this.listingDir) fs.rmSync(this.listingDir, { recursive: true, force: true });
+    if (this.homeDir) fs.rmSync(this.homeDir, { recursive: true, force: true });
+  }
+
+  private mcpHome(): string {
+    return (this.homeDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-home-')));
   }
 
   /** The session's own instance of a workspace server, started in its directory on first use. */
@@ -121,7 +128,7 @@ export class ToolCatalog {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
-    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir);
+    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir, this.mcpHome());
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;

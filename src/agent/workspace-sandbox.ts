@@ -16,15 +16,15 @@ export type ShellMode = 'off' | 'on' | 'unsandboxed';
 const PASSED_THROUGH = ['LANG', 'LC_ALL', 'TZ'] as const;
 
 /**
- * The environment of a process run in `dir`: PATH, HOME = the workspace,
- * LANG, TERM, and GIT_CEILING_DIRECTORIES = the directory around it, so `git`
+ * The environment of a process run in `dir`: PATH, HOME = the workspace
+ * (or `home`), LANG, TERM, and GIT_CEILING_DIRECTORIES = the directory around it, so `git`
  * there finds no repository but one made inside the workspace; then `extra`
  * (what the operator's MCP config names in `env`).
  */
-export function workspaceEnvironment(dir: string, opts: { path?: string; extra?: Record<string, string> } = {}): Record<string, string> {
+export function workspaceEnvironment(dir: string, opts: { path?: string; home?: string; extra?: Record<string, string> } = {}): Record<string, string> {
   const env: Record<string, string> = {
     PATH: opts.path ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: dir,
+    HOME: opts.home ?? dir,
     LANG: 'C.UTF-8',
     TERM: 'dumb',
     GIT_CEILING_DIRECTORIES: path.dirname(dir),

@@ -3,6 +3,7 @@
 // what runs in a workspace gets an allow-listed environment (none of
 // forkline's secrets, HOME = the workspace) and git finds no repository around
 // it (docs/operations.md "Threat model"). Real turns, the scripted model calling.
+// Workspaces sit inside a git repository under /var/tmp, as under a checkout's .data/.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -68,7 +69,7 @@ describe('a shell without a sandbox', () => {
 });
 
 describe('a workspace MCP server', () => {
-  it("starts with the allow-list and what the operator's config names in env: HOME is its workspace, no secret, git fenced", async () => {
+  it("starts with the allow-list and what the operator's config names in env: a private HOME, no secret, git fenced", async () => {
     const { create, turn, results, workspacesDir } = await start('mcp', {
       mcp: { mcpServers: { probe: { command: process.execPath, args: [ENV_SERVER], cwd: '${workspace}', workspace: 'also', env: { PROBE_SETTING: 'named-by-operator' }, trusted: true, tools: {} } } },
     });
@@ -78,7 +79,10 @@ describe('a workspace MCP server', () => {
     expect([name, status]).toEqual(['probe__env', 'ok']);
     const { cwd, env } = JSON.parse(content);
     expect(cwd).toBe(path.join(workspacesDir, id));
-    expect(env.HOME).toBe(cwd);
+    // HOME: a private directory of forkline's, neither the operator's (dotfiles, credentials) nor the workspace.
+    expect(env.HOME).toMatch(/\/forkline-mcp-home-/);
+    expect(env.HOME).not.toBe(process.env.HOME);
+    expect(env.HOME.startsWith(workspacesDir)).toBe(false);
     expect(env.PROBE_SETTING).toBe('named-by-operator');
     expect(env.GIT_CEILING_DIRECTORIES).toBe(workspacesDir);
     expect(Object.keys(env).join('\n')).not.toMatch(SECRET);
