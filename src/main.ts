@@ -88,6 +88,8 @@ async function main() {
       workspacesDir,
       shell: config.FORKLINE_SHELL,
       workspaceLimits: { maxBytes: config.FORKLINE_WORKSPACE_MAX_BYTES, maxFiles: config.FORKLINE_WORKSPACE_MAX_FILES },
+      maxNamedFileHashes: config.FORKLINE_MAX_NAMED_FILE_HASHES,
+      tenantWorkspacesMaxBytes: config.FORKLINE_TENANT_WORKSPACES_MAX_BYTES,
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),
     });
