@@ -23,6 +23,7 @@ import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
+import type { ShellMode } from './agent/workspace-sandbox.ts';
 import { DEFAULT_TENANT_WORKSPACES_MAX_BYTES, FileWorkspaces } from './agent/file-workspace.ts';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './core/file-tree.ts';
 import { DEFAULT_MAX_NAMED_HASHES } from './store/file-blobs.ts';
@@ -100,8 +101,10 @@ export interface AppOptions {
   tracing?: TracingOptions;
   /** Where sessions' file workspaces are made (FORKLINE_WORKSPACES_DIR; main: under the data directory); unset: a new temporary directory. */
   workspacesDir?: string;
-  /** Offer the `shell` tool (FORKLINE_SHELL=on; agent/shell-tool.ts). */
-  shell?: boolean;
+  /** Offer the `shell` tool (FORKLINE_SHELL; agent/shell-tool.ts); `true` is `on`: sandboxed or refused. */
+  shell?: boolean | ShellMode;
+  /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
+  bwrap?: string;
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
   /** Distinct file contents one recording or runner batch may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
@@ -152,7 +155,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel });
-  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell });
+  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
   const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, limits, {

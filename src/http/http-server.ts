@@ -18,6 +18,7 @@ import { chatHandler } from '../chat/chat-handler.ts';
 import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';
 import { applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
+import { AddressConnections, watchBody } from './body-deadlines.ts';
 import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
@@ -107,7 +108,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const agui = aguiHandler({ services: opts.services, guard, log });
   const chat = chatHandler({ services: opts.services, guard, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
+  const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
   const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
+    watchBody(req, res, bodyRate);
     const path = (req.url ?? '/').split('?')[0];
     const route = path.startsWith('/chat/') ? '/chat' : path;
     if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(route) ? route : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
@@ -128,6 +131,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   });
   applyKeepAlive(httpServer, guard.timeouts);
+  const perAddress = new AddressConnections(opts.security?.maxConnectionsPerAddress ?? DEFAULT_LIMITS.connectionsPerAddress);
+  httpServer.on('connection', (socket: import('node:net').Socket) => {
+    if (!perAddress.accept(socket)) metrics?.rejected.inc({ reason: 'connections_per_address' });
+  });
 
   const wss = new WebSocketServer({
     server: httpServer,

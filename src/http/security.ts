@@ -38,6 +38,8 @@ export interface SecurityOptions {
   authFailures?: { max: number; windowMs: number } | false;
   /** Live stored API tokens one tenant may hold (createApiToken past it: BAD_USER_INPUT); false: no cap. */
   maxApiTokensPerTenant?: number | false;
+  /** Open connections from one client address, per process (refused as they are accepted); 0: no cap. */
+  maxConnectionsPerAddress?: number;
   /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
   timeouts?: Partial<ConnectionTimeouts>;
 }
@@ -68,6 +70,7 @@ export const DEFAULT_LIMITS = {
   ratePerSecond: 20,
   rateBurst: 100,
   connectionsPerTenant: 100,
+  connectionsPerAddress: 1024,
   subscriptionsPerTenant: 1000,
   apiTokensPerTenant: 100,
   authFailures: 20,
