@@ -62,6 +62,10 @@ const envSchema = z.object({
   FORKLINE_WORKSPACES_DIR: z.string().optional(),
   FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
+  /** Distinct file contents one recording or runner batch may name without carrying them (docs/files.md "Limits"). */
+  FORKLINE_MAX_NAMED_FILE_HASHES: z.coerce.number().int().min(1).optional(),
+  /** Bytes of one tenant's workspaces on this process's disk (docs/files.md "Limits"). */
+  FORKLINE_TENANT_WORKSPACES_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   /** `on`: offer the `shell` tool (a command in the session's workspace; sandboxed with bubblewrap where installed). */
   FORKLINE_SHELL: z.enum(['on', 'off']).default('off').transform((v) => v === 'on'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),

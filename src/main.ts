@@ -85,6 +85,8 @@ async function main() {
       workspacesDir: path.resolve(config.FORKLINE_WORKSPACES_DIR ?? path.join(config.FORKLINE_DATA_DIR, 'workspaces')),
       shell: config.FORKLINE_SHELL,
       workspaceLimits: { maxBytes: config.FORKLINE_WORKSPACE_MAX_BYTES, maxFiles: config.FORKLINE_WORKSPACE_MAX_FILES },
+      maxNamedFileHashes: config.FORKLINE_MAX_NAMED_FILE_HASHES,
+      tenantWorkspacesMaxBytes: config.FORKLINE_TENANT_WORKSPACES_MAX_BYTES,
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),
     });

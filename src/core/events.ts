@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
@@ -126,6 +127,11 @@ export type RunnerTool = EventData<'session/runner-tools'>['tools'][number];
 /** Plugin events: `plugin/<name>/<event>`; data is the plugin's business. */
 export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$/;
 const pluginData = z.record(z.string(), z.json());
+/**
+ * Plugin events forkline itself acts on, validated like core events in every
+ * format version: a change set is made into files on disk (docs/files.md).
+ */
+const pluginCodecs: Record<string, z.ZodType> = { [FILES_CHANGE]: filesChangeDataSchema };
 
 export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 
@@ -157,7 +163,7 @@ function describeIssues(error: z.ZodError): string {
  */
 export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = CURRENT_FORMAT_VERSION): unknown {
   if (typeof type !== 'string' || type.length === 0) throw badInput('event type must be a non-empty string');
-  const schema = codecs[version]?.[type] ?? (isPluginType(type) ? pluginData : undefined);
+  const schema = codecs[version]?.[type] ?? (isPluginType(type) ? (pluginCodecs[type] ?? pluginData) : undefined);
   if (!schema) {
     const known = (codecs[version] as object) ? ` (format V${version})` : '';
     throw badInput(`unknown event type "${type}"${known}`, { type });

@@ -77,6 +77,9 @@ export interface RecordingSummary {
   fileBlobs?: number;
 }
 
+/** The line of a recording that holds the event at `seq` (the header is line 1; events follow in seq order, one a line). */
+export const lineOfSeq = (seq: number) => seq + 2;
+
 const fail = (line: number, rule: string, detail: string) =>
   new ForklineError('BAD_USER_INPUT', `line ${line}: ${rule}: ${detail}`, { line, rule });
 

@@ -23,7 +23,9 @@
 //             through the sessionsChanged feed), and a look when a held lease
 //             ends (or every sweepMs) for leases that expired with nobody to
 //             announce it, repairing the open turns they left
-import type { NewEvent } from '../core/events.ts';
+import { decodeEvent, type NewEvent } from '../core/events.ts';
+import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
+import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
@@ -168,8 +170,41 @@ export class RunnerProtocol {
         throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, { rule: 'runner events', seq: expectedEventCount + i });
       }
     }
+    await this.checkFileChanges(scope, sessionId, token, expectedEventCount, events);
     const declared = events.some((e) => e.type === 'model/message') ? await this.declaredTools(sessionId, expectedEventCount) : undefined;
     return this.write(scope, sessionId, withDeclaredEffects(events, declared, expectedEventCount), token, expectedEventCount, opts.release ?? false);
+  }
+
+  /**
+   * A runner's change sets keep the rules forkline's own agent keeps
+   * (docs/files.md): each right before its call's result in the same batch,
+   * paths by the one rule (the codec), content the tenant holds with its
+   * stored size, the session's quota at every change set. The contents they
+   * name become the session's (store/file-blobs.ts `checkChangeSets`).
+   */
+  private async checkFileChanges(scope: Scope, sessionId: string, token: number, expectedEventCount: number, events: NewEvent[]): Promise<void> {
+    const changeSets: SeqChangeSet[] = [];
+    for (const [i, e] of events.entries()) {
+      if (e.type !== FILES_CHANGE) continue;
+      const seq = expectedEventCount + i;
+      let data: FilesChangeData;
+      try {
+        data = decodeEvent(e.type, e.data) as FilesChangeData;
+      } catch (err) {
+        if (err instanceof ForklineError) throw badInput(`event ${seq} (${e.type}): ${err.message}`, { ...err.details, seq });
+        throw err;
+      }
+      const next = events[i + 1];
+      if (next?.type !== 'tool/result' || (next.data as { callId?: unknown }).callId !== data.callId) {
+        throw badInput(`event ${seq} (${e.type}): a change set comes right before its call's tool/result, in the same batch`, { rule: 'change set', seq });
+      }
+      changeSets.push({ seq, data });
+    }
+    if (changeSets.length === 0) return;
+    await this.leases.held(scope.tenant, sessionId, token);
+    const files = this.deps.store.files;
+    const named = await files.checkChangeSets(scope.tenant, changeSets, await files.tree(sessionId), undefined, (seq) => `event ${seq} (${FILES_CHANGE})`);
+    await files.adopt(sessionId, named);
   }
 
   /**

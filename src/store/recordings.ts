@@ -9,6 +9,7 @@ import {
   recordingHeader,
   recordingLines,
   upgradeToV4,
+  lineOfSeq,
   type RecordingBlob,
   type RecordingSummary,
 } from '../core/recording.ts';
@@ -81,12 +82,15 @@ export async function importRecording(
       [id, scope.tenant, CURRENT_FORMAT_VERSION],
     )).rows[0].now;
     let blobs: RecordingBlob[] = [];
+    // The contents the recording carries (the cap on naming contents counts only the others).
+    const carried = new Set<string>();
     // The event lines, up to the first file content (the validator holds those to come after every event).
     async function* eventRows(): AsyncGenerator<string> {
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
         const pushed = check.push(next.value);
         if (check.blob) {
           blobs.push(check.blob);
+          carried.add(check.blob.blob);
           return;
         }
         if (!pushed) continue;
@@ -97,7 +101,10 @@ export async function importRecording(
     await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")`, eventRows());
     for (let next = await lines.next(); !next.done; next = await lines.next()) {
       check.push(next.value);
-      if (check.blob) blobs.push(check.blob);
+      if (check.blob) {
+        blobs.push(check.blob);
+        carried.add(check.blob.blob);
+      }
       if (blobs.length >= BLOB_BATCH_SIZE) {
         await store.files.putFromRecording(id, blobs, client);
         blobs = [];
@@ -106,7 +113,7 @@ export async function importRecording(
     const summary = check.finish();
     await store.files.putFromRecording(id, blobs, client);
     await writeSummary(client, id, summary);
-    await store.files.adoptNamed(id, client);
+    await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
