@@ -5,7 +5,7 @@
 // one append per step as the AI SDK adapter writes them. Rounds of each
 // alternate in one server; the medians are compared.
 // Goal (issue 32): external >= 0.5x forkline's own.
-import { ForklineRunner, type RunnerSession } from '../client/runner.ts';
+import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { startServer, stop } from './turns.ts';
 

@@ -16,7 +16,7 @@ import {
   SessionsDocument,
   SessionTurnsDocument,
   type ForklineClient,
-} from '../../client/client.ts';
+} from '@forkline/client';
 
 let app: TestApp;
 let client: ForklineClient;

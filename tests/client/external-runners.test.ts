@@ -16,7 +16,7 @@ import { killRunners, startRunnerProcess, stopRunner } from '../helpers/runner-p
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
-import { toModelMessages } from '../../client/adapters/ai-sdk.ts';
+import { toModelMessages } from '@forkline/ai-sdk';
 
 let service: ServiceProcess;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-runners-'));

@@ -8,7 +8,7 @@
 //
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools }));
 import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
-import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '../runner.ts';
+import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '@forkline/runner';
 
 export interface AiSdkRunOptions {
   model: LanguageModel;

@@ -11,7 +11,7 @@
 //
 //   await runner.run((s) => runAgentsTurns(s, agent));
 import { run, type Agent, type AgentInputItem, type Session } from '@openai/agents';
-import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '../runner.ts';
+import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '@forkline/runner';
 
 type Item = AgentInputItem & Record<string, any>;
 

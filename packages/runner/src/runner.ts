@@ -25,7 +25,7 @@ import {
   SessionEventsDocument,
   type ForklineClient,
   type ModelRequestQuery,
-} from './client.ts';
+} from '@forkline/client';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
