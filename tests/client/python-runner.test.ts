@@ -96,6 +96,30 @@ describe('the Python runner SDK', () => {
   }, 120_000);
 });
 
+describe('automatic compaction with the Python SDK', () => {
+  it('compacts with the runner\'s own model before a request over the budget', async () => {
+    const runner = startPython('py-compact', { POOL: 'py-compact' });
+    const id = (await gql(`mutation { createSession(input: {runner: "py-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)).createSession.id;
+    await send(id, 'short@example.com');
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the first turn', timeoutMs: 45_000 });
+    await send(id, `long@example.com ${'lorem ipsum '.repeat(800)}`);
+    await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the second turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    const evs = await events(id);
+    const firstEnd = turnEnds(evs)[0].seq;
+    const secondStart = evs.filter((e: any) => e.type === 'turn/start')[1].seq;
+    const between = evs.filter((e: any) => e.seq > firstEnd && e.seq < secondStart && e.type !== 'inbox/add' && e.type !== 'inbox/remove');
+    expect(between.map((e: any) => e.type)).toEqual(['plugin/compaction/start', 'surface/replace', 'plugin/compaction/end']);
+    expect(between[1].data).toMatchObject({ fromSeq: 0, toSeq: firstEnd, content: "Summary of 4 messages by the runner's model." });
+    expect(between[2].data).toMatchObject({ reason: 'automatic', summarySeq: between[1].seq });
+    // What a model is sent now starts from the summary.
+    const { messages } = (await gql(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id })).session.modelRequest;
+    expect(messages[0]).toEqual({ role: 'system', content: expect.stringContaining("Summary of 4 messages by the runner's model.") });
+    expect(messages.some((m: any) => m.content === 'Done: sent to short@example.com')).toBe(false);
+  }, 120_000);
+});
+
 describe('a Python runner SIGKILLed while its tool runs', () => {
   it('leaves a turn repaired once (interrupted); the next runner does not run the tool again', async () => {
     const doomed = startPython('py-doomed', { POOL: 'py-kill', LEASE_MS: '1500', TOOL_SECONDS: '30' });

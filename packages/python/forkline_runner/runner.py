@@ -19,7 +19,10 @@ from .graphql import ForklineError, GraphQLClient
 
 Effect = Literal["read-only", "idempotent", "side-effects"]
 
-REQUEST_FIELDS = "messages tools { name description effect inputSchema } turn step inputId inTurn model eventCount"
+REQUEST_FIELDS = (
+    "messages tools { name description effect inputSchema } turn step inputId inTurn model eventCount "
+    "compaction { reason fromSeq throughSeq estimatedTokens thresholdTokens messages }"
+)
 CLAIM_FIELDS = f"session {{ id modelRequest {{ {REQUEST_FIELDS} }} }} lease {{ token expiresAt }}"
 
 
@@ -203,7 +206,7 @@ class RunnerSession:
     def model_request(self) -> dict[str, Any]:
         """What the session's next model call should be sent (``turn`` None: nothing to run)."""
         if self.released:
-            return {"messages": [], "tools": [], "turn": None, "step": None, "inputId": None, "inTurn": False, "model": None, "eventCount": self.event_count}
+            return {"messages": [], "tools": [], "turn": None, "step": None, "inputId": None, "inTurn": False, "model": None, "eventCount": self.event_count, "compaction": None}
         ready, self._prefetched = self._prefetched, None
         if ready is not None and ready["eventCount"] == self.event_count:
             return ready

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from .compaction import write_compaction
 from .graphql import ForklineError
 from .runner import Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration
 
@@ -63,12 +64,12 @@ def run_turns(
     by_name = {t.name: t for t in tools}
     declare_tools(session, tools)
     turns = 0
+    compacting = summarize is not None
     while True:
         request = session.model_request()
-        if request.get("compaction") and summarize is not None:
-            from .compaction import write_compaction
-
-            write_compaction(session, request["compaction"], summarize)
+        if compacting and request.get("compaction") and summarize is not None:
+            # Over the budget: the runner's model summarises first (a failed summary is not tried again in this claim).
+            compacting = write_compaction(session, request["compaction"], summarize)
             continue
         if request["turn"] is None or request["step"] is None:
             return turns
