@@ -120,6 +120,28 @@ describe('automatic compaction with the Python SDK', () => {
   }, 120_000);
 });
 
+describe('fencing in the Python SDK', () => {
+  it('tells a zombie its lease is lost when the events stored since are the repair\'s closers, not its batch', async () => {
+    const id = await create('py-zombie');
+    await send(id, 'x@example.com');
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_zombie.py')], {
+        env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, SESSION_ID: id },
+      });
+      let text = '';
+      child.stdout.on('data', (c) => (text += c));
+      child.stderr.on('data', (c) => (text += c));
+      child.on('error', reject);
+      child.on('close', () => resolve(text));
+    });
+    expect(JSON.parse(out.trim().split('\n').at(-1)!), out).toEqual({ zombie: 'LeaseLostError' });
+    const evs = await events(id);
+    // The log holds the repair's closers (same count and types as the zombie's batch), not the zombie's events.
+    expect(evs.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([['tool/result', true], ['step/end', true], ['turn/end', true]]);
+    expect(turnEnds(evs)).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('a Python runner SIGKILLed while its tool runs', () => {
   it('leaves a turn repaired once (interrupted); the next runner does not run the tool again', async () => {
     const doomed = startPython('py-doomed', { POOL: 'py-kill', LEASE_MS: '1500', TOOL_SECONDS: '30' });
