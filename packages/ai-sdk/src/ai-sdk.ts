@@ -8,7 +8,7 @@
 //
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools }));
 import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
-import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '@forkline/runner';
+import { summaryPrompt, writeRunnerCompaction, type ChatMessage, type ModelRequest, type RunnerEvent, type RunnerSession } from '@forkline/runner';
 
 export interface AiSdkRunOptions {
   model: LanguageModel;
@@ -19,6 +19,8 @@ export interface AiSdkRunOptions {
   /** `generate`: generateText, no deltas (default `stream`). */
   mode?: 'stream' | 'generate';
   system?: string;
+  /** Compact with `model` when a request is over the session's budget (ModelRequest.compaction; default true). */
+  compact?: boolean;
 }
 
 /** ModelRequest.messages (OpenAI chat format, as forkline builds them) as AI SDK model messages. */
@@ -97,12 +99,27 @@ export function stepEvents(turn: number, step: number, result: StepResult<ToolSe
  */
 export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOptions): Promise<number> {
   let turns = 0;
+  let compacting = opts.compact ?? true;
   for (;;) {
     const request = await session.modelRequest();
+    if (compacting && request.compaction) {
+      // Over the budget: the runner's model summarises first (a failed summary is not tried again in this claim).
+      compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(opts.model, messages, session.signal));
+      continue;
+    }
     if (request.turn == null || request.step == null) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }
+}
+
+/** A summary of `messages` by the AI SDK model (streamed: a model that only streams serves too). */
+async function summarizeWith(model: LanguageModel, messages: ChatMessage[], abortSignal: AbortSignal): Promise<string> {
+  let failure: unknown;
+  const result = streamText({ model, prompt: summaryPrompt(messages), abortSignal, onError: ({ error }) => void (failure ??= error) });
+  const text = await result.text;
+  if (failure) throw failure;
+  return text;
 }
 
 /** One turn (or the rest of an open one) from `request`. */

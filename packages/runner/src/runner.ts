@@ -282,7 +282,7 @@ export class RunnerSession {
    * is `turn: null` (with no messages), known without asking.
    */
   async modelRequest(): Promise<ModelRequest> {
-    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount! };
+    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount!, compaction: null };
     const ready = this.prefetched;
     this.prefetched = undefined;
     if (ready && ready.eventCount === this.eventCount) return ready;
@@ -371,3 +371,5 @@ export class RunnerSession {
     }
   }
 }
+
+export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
