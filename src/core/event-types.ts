@@ -15,5 +15,6 @@ export const CORE_EVENT_TYPE_NAMES = [
   'turn/end',
   'surface/replace',
   'session/tools',
+  'session/runner-tools',
   'session/end-seed',
 ] as const;

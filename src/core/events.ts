@@ -89,6 +89,21 @@ const v4 = {
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
   // The model's context window in tokens, when the session names it (unknown models have no known window).
   'session/model': v3['session/model'].extend({ contextTokens: positiveInt.optional() }),
+  // The tools an external runner runs for this session, as it declared them (declareRunnerTools): what its
+  // model is offered (ModelRequest.tools) and the effect each of its calls is recorded with, so repair
+  // words a cut-off call of the runner's own tool as it words forkline's (docs/runners.md).
+  'session/runner-tools': z.strictObject({
+    tools: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1).max(200),
+          description: z.string().max(10_000).optional(),
+          inputSchema: z.record(z.string(), z.json()).optional(),
+          effect: z.enum(TOOL_EFFECTS),
+        }),
+      )
+      .max(500),
+  }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),
@@ -105,6 +120,8 @@ type SameNames<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : fals
 const namesAgree: SameNames<CoreEventType, (typeof CORE_EVENT_TYPE_NAMES)[number]> = true;
 void namesAgree;
 export type EventData<T extends CoreEventType> = z.infer<(typeof v4)[T]>;
+/** A tool an external runner declared (session/runner-tools). */
+export type RunnerTool = EventData<'session/runner-tools'>['tools'][number];
 
 /** Plugin events: `plugin/<name>/<event>`; data is the plugin's business. */
 export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$/;

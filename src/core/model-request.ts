@@ -76,6 +76,7 @@ export class Conversation {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/runner-tools':
       case 'session/end-seed':
         break;
       default:

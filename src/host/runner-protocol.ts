@@ -12,9 +12,14 @@
 //             log's length; with `release`, the batch that leaves the session
 //             with nothing to run gives the lease back in the same statement
 //   request   what the session's next model call would be sent: the fold's
-//             conversation (core/model-request.ts), and the tools of the
-//             session's set from the catalog; when that request is over the
-//             session's budget, the compaction the runner should write first
+//             conversation (core/model-request.ts), and the tools: the
+//             runner's declared set for a session of a pool, the session's
+//             set from the catalog for one forkline runs; when that request
+//             is over the session's budget, the compaction the runner should
+//             write first
+//   tools     a runner declares the tools it runs (session/runner-tools,
+//             written when the set changes); its calls are recorded with the
+//             declared effects (core/runner-tools.ts)
 //   compact   compactSession on a runner session: forkline's summariser with
 //             the session's model, under a lease of the service's own taken
 //             between the runner's turns (docs/runners.md)
@@ -27,13 +32,15 @@ import type { NewEvent } from '../core/events.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
+import type { RunnerTool } from '../core/events.ts';
+import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from '../agent/compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from '../agent/context-budget.ts';
 import type { ChatModel } from '../agent/models/model.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
-import type { Tool } from '../agent/tools.ts';
+import type { ToolDefinition } from '../core/chat.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
@@ -48,7 +55,8 @@ const MIN_LOOK_MS = 100;
 
 export interface ModelRequest {
   messages: ChatMessage[];
-  tools: Tool[];
+  /** A runner session's: the tools its runner declared (none yet: empty); otherwise the session's set from forkline's catalog. */
+  tools: Array<ToolDefinition & { server?: string }>;
   /** The turn the next model call is in (the open one, or the next one); null: nothing to run. */
   turn: number | null;
   /** The step number the next model call gets; null: nothing to run. */
@@ -197,10 +205,37 @@ export class RunnerProtocol {
         throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, { rule: 'runner events', seq: expectedEventCount + i });
       }
     }
-    return this.write(scope, sessionId, events, token, expectedEventCount, opts.release ?? false);
+    const declared = events.some((e) => e.type === 'model/message') ? await this.declaredTools(sessionId, expectedEventCount) : undefined;
+    return this.write(scope, sessionId, withDeclaredEffects(events, declared, expectedEventCount), token, expectedEventCount, opts.release ?? false);
   }
 
-  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount: number, release = false): Promise<RunnerAppend> {
+  /**
+   * The runner's declared tools as of the log's first `eventCount` events:
+   * from the fold kept of the session when it is there (the runner's last
+   * request), else the log's last session/runner-tools.
+   */
+  private async declaredTools(sessionId: string, eventCount: number): Promise<RunnerTool[] | undefined> {
+    const fold = this.folds.peek(sessionId);
+    if (fold && fold.nextSeq === eventCount) return fold.state.runnerTools;
+    const last = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools', eventCount - 1);
+    return (last?.data as { tools: RunnerTool[] } | undefined)?.tools;
+  }
+
+  /**
+   * The lease holder declares the tools it runs: a session/runner-tools event
+   * when the set differs from the one in force (forks inherit it), nothing
+   * otherwise. LEASE_LOST unless `token` is the held lease's.
+   */
+  async declareTools(scope: Scope, sessionId: string, token: number, tools: RunnerTool[]): Promise<void> {
+    const twice = duplicateToolNames(tools);
+    if (twice.length) throw badInput(`runner tools name "${twice[0]}" twice`, { rule: 'runner tools' });
+    await this.leases.held(scope.tenant, sessionId, token);
+    const current = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools');
+    if (!runnerToolsDiffer((current?.data as { tools: RunnerTool[] } | undefined)?.tools, tools)) return;
+    await this.write(scope, sessionId, [{ type: 'session/runner-tools', data: { tools } }], token);
+  }
+
+  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount?: number, release = false): Promise<RunnerAppend> {
     let written: { events: StoredEvent[]; released: boolean };
     // No ttlMs: an append does not extend an external lease (renewLease does, at the runner's own pace).
     const lease = { sessionId, token };
@@ -226,7 +261,7 @@ export class RunnerProtocol {
     const fold = this.folds.peek(sessionId);
     if (fold && written.events.length && fold.nextSeq === written.events[0].seq) fold.apply(written.events);
     for (const u of turnUpdatesOf(sessionId, written.events)) this.deps.publish(u);
-    return { ...written, eventCount: expectedEventCount + written.events.length };
+    return { ...written, eventCount: (written.events.at(-1)?.seq ?? (expectedEventCount ?? 0) - 1) + 1 };
   }
 
   /** A text delta for live clients (sessionTurns), from the lease holder; not stored. */
@@ -246,7 +281,7 @@ export class RunnerProtocol {
    * fields), even when appends came after the row was read; without it, as of
    * the end of the log (a runner's batch just appended).
    */
-  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number }): Promise<ModelRequest> {
+  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number; runner: string | null }): Promise<ModelRequest> {
     const endSeq = session.eventCount;
     const cached = this.folds.take(session.id);
     // A cached fold past the row cannot go back: the request is folded afresh up to it (and not kept).
@@ -259,8 +294,10 @@ export class RunnerProtocol {
       // The runner's next append continues this state: checked against it, with no read of the tail.
       this.deps.store.knowTail(session.id, state);
       const messages = fold.conversation.messages();
-      const catalog = await this.deps.tools.tools(scope);
-      const tools = catalog.filter((t) => toolAllowed(t.name, state.tools));
+      const tools =
+        session.runner != null
+          ? (state.runnerTools ?? []).map(runnerToolInfo)
+          : (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, state.tools));
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;
@@ -283,7 +320,7 @@ export class RunnerProtocol {
    * the estimate is over the threshold and completed turns lie past the last
    * compaction. The runner writes it with its own model (docs/runners.md).
    */
-  private compactionDue(fold: SessionFold, messages: ChatMessage[], tools: Tool[]): RunnerCompaction | null {
+  private compactionDue(fold: SessionFold, messages: ChatMessage[], tools: readonly ToolDefinition[]): RunnerCompaction | null {
     const { threshold } = this.budgetOf(fold);
     const estimatedTokens = estimateRequestTokens(messages, tools);
     if (estimatedTokens <= threshold) return null;

@@ -183,11 +183,11 @@ describe('appendEvents and the model request', () => {
     // The host's fold of the session is now at seq 8; a row read before the batch said 2 events.
     const atEight = (await app.ok(REQUEST, { id })).session;
     expect(atEight).toMatchObject({ eventCount: 8, modelRequest: { turn: 1, step: 2, inTurn: true } });
-    const asOfTwo = await app.services.runners.modelRequest({ tenant: 'local' }, { id, eventCount: 2 });
+    const asOfTwo = await app.services.runners.modelRequest({ tenant: 'local' }, { id, eventCount: 2, runner: 'ext' });
     expect(asOfTwo).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false, eventCount: 2 });
     expect(asOfTwo.messages).toEqual([{ role: 'user', content: 'what time is it?' }]);
     // The fold kept for the session is still the newest one.
-    expect(await app.services.runners.modelRequest({ tenant: 'local' }, { id })).toMatchObject({ turn: 1, step: 2, eventCount: 8 });
+    expect(await app.services.runners.modelRequest({ tenant: 'local' }, { id, runner: 'ext' })).toMatchObject({ turn: 1, step: 2, eventCount: 8 });
   });
 
   it('a fork mid-call: the request carries the synthetic result and its wording, as forkline would send it', async () => {
