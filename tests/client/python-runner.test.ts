@@ -90,6 +90,8 @@ describe('the Python runner SDK', () => {
     const closed = child.find((e: any) => e.type === 'tool/result' && e.synthetic);
     expect(closed?.data).toMatchObject({ callId: call.data.toolCalls[0].id, name: 'send_email' });
     expect(closed.data.content).toContain('send_email');
+    expect(closed.data.content).toContain('has side effects'); // the effect the runner declared (declareRunnerTools)
+    expect(during.find((e: any) => e.type === 'session/runner-tools')?.data.tools).toMatchObject([{ name: 'send_email', effect: 'side-effects' }]);
     // The parent's turn completes with the tool's one run.
     await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the parent turn', timeoutMs: 45_000 });
     expect(runner.effects().filter((l) => l === 'sent slow-fork@example.com')).toHaveLength(1);
@@ -166,6 +168,7 @@ describe('a Python runner SIGKILLed while its tool runs', () => {
     const closers = evs.filter((e: any) => e.synthetic);
     expect(closers.map((e: any) => e.type)).toEqual(['tool/result', 'step/end', 'turn/end']); // exactly once
     expect(closers[0].data).toMatchObject({ callId: call.data.toolCalls[0].id, name: 'send_email' });
+    expect(closers[0].data.content).toContain('has side effects');
     expect(doomed.effects()).toEqual(['start slow-kill@example.com']);
     expect(heir.effects()).toEqual(['start after@example.com', 'sent after@example.com']); // the killed call is not run again
   }, 180_000);

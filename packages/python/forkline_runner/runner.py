@@ -276,7 +276,7 @@ class RunnerSession:
         try:
             self.client.call(
                 "mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { __typename } }",
-                {"input": {**self._lease(), "tools": list(tools)}},
+                {"input": {**self._lease(), "tools": [{**t, "effect": t["effect"].upper().replace("-", "_")} for t in tools]}},
             )
         except ForklineError as err:
             if err.code == "LEASE_LOST":

@@ -81,7 +81,7 @@ def declare_tools(session: RunnerSession, tools: Sequence[Tool]) -> None:
     """Declares the runner's tools unless the session's request lists exactly them already."""
     if not tools or session.runner.runner_tools_unsupported:
         return
-    wanted = sorted((t.name, t.effect) for t in tools)
+    wanted = sorted((t.name, graphql_effect(t.effect)) for t in tools)
     request = session.model_request()
     have = sorted((t["name"], t.get("effect")) for t in request.get("tools") or [])
     if wanted == have:
@@ -95,6 +95,11 @@ def declare_tools(session: RunnerSession, tools: Sequence[Tool]) -> None:
             raise
         session.runner.runner_tools_unsupported = True
         session.runner.log(f"the server cannot record runner tools (declareRunnerTools): {err}")
+
+
+def graphql_effect(effect: str) -> str:
+    """An effect as the GraphQL enum ToolEffect spells it (``side-effects`` -> ``SIDE_EFFECTS``)."""
+    return effect.upper().replace("-", "_")
 
 
 def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tools: dict[str, Tool], *, max_steps: int = 16) -> None:
@@ -117,7 +122,9 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
             fail(session, opening, turn, step, f"model failed: {err}")
             return
         calls = reply.tool_calls
-        message: dict[str, Any] = {"turn": turn, "step": step, "text": reply.text or "", "toolCalls": [dict(c) for c in calls]}
+        # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
+        tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
+        message: dict[str, Any] = {"turn": turn, "step": step, "text": reply.text or "", "toolCalls": tool_calls}
         if reply.usage:
             message["usage"] = reply.usage
         head: list[RunnerEvent] = [*opening, {"type": "step/start", "data": {"turn": turn, "step": step}}, {"type": "model/message", "data": message}]
