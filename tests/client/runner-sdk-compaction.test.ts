@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 const send = (sessionId: string, text: string) => app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } });
-const serve = (id: string) => runner.serve(id, (s) => runAiSdkTurns(s, { model }).then(() => {}));
+const serve = (id: string) => runner.serve(id, (s) => runAiSdkTurns(s, { resolveModel: () => model }).then(() => {}));
 
 describe('runAiSdkTurns on a session over its budget', () => {
   it('compacts with the runner model first, then runs the turn on the summary', async () => {
