@@ -117,7 +117,8 @@ describe('the packages installed from their tarballs into an app outside the rep
   });
 
   it('run a turn with the AI SDK adapter', async () => {
-    const evs = await turnThrough('ai-sdk-runner.mjs', 'pkg-ai');
+    const all = await turnThrough('ai-sdk-runner.mjs', 'pkg-ai');
+    const evs = all.filter((e: any) => e.type !== 'session/runner-tools'); // declared by adapters that declare their tools
     expect(evs.map((e: any) => e.type)).toEqual([
       'inbox/add', 'inbox/remove', 'turn/start',
       'step/start', 'model/message', 'tool/result', 'step/end',
