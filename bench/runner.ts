@@ -1,6 +1,6 @@
 // runner: external runner turns/s through GraphQL vs forkline's own runner on
 // the same work (the scripted model: a clock call, then its answer), one
-// forkline process each. The external runner is client/runner.ts in this
+// forkline process each. The external runner is @forkline/runner (packages/runner) in this
 // process, 100 sessions at a time (as forkline's own: FORKLINE_MAX_ACTIVE_SESSIONS),
 // one append per step as the AI SDK adapter writes them. Rounds of each
 // alternate in one server; the medians are compared.

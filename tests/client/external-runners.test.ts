@@ -141,7 +141,7 @@ describe('a runner SIGKILLed mid-turn', () => {
 });
 
 describe('the OpenAI Agents SDK adapter as an external runner process', () => {
-  it('answers with a turn that calls its tool, written through its Session', async () => {
+  it('answers with a turn that calls its tool, each step written as it happens', async () => {
     const agents = startRunner('agents-1', { POOL: 'agents' }, 'agents-runner.ts');
     const id = (await gql(`mutation { createSession(input: {runner: "agents"}) { id } }`)).createSession.id;
     // From the log's start, then live: nothing written before it listens is missed.
@@ -152,14 +152,14 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
     });
     const evs = await events(id);
     expect(evs.map((e: any) => e.type)).toEqual([
-      'inbox/add', 'inbox/remove', 'turn/start',
+      'inbox/add', 'session/runner-tools', 'inbox/remove', 'turn/start',
       'step/start', 'model/message', 'tool/result', 'step/end',
       'step/start', 'model/message', 'step/end', 'turn/end',
     ]);
-    expect(evs[4].data.toolCalls).toMatchObject([{ name: 'lookup', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
-    expect(evs[5].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
-    expect(evs[8].data.text).toBe('Found: result for capital of Norway');
-    expect(evs[10].data).toMatchObject({ turn: 1, reason: 'completed' });
+    expect(evs[5].data.toolCalls).toMatchObject([{ name: 'lookup', effect: 'read-only', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
+    expect(evs[6].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
+    expect(evs[9].data.text).toBe('Found: result for capital of Norway');
+    expect(evs[11].data).toMatchObject({ turn: 1, reason: 'completed' });
     // Subscribers saw the turn as it was written.
     await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'turn/end live');
     expect(live.items.map((i) => i.sessionEvents.type)).toEqual(evs.map((e: any) => e.type));

@@ -4,8 +4,7 @@
 // `@openai/agents` (`npm install --prefer-offline`), and that app's plain
 // JavaScript runners serve a real forkline server: a turn with a tool call
 // each. The frameworks are peer dependencies: the app has one copy of each,
-// so settings the app makes on its SDK reach the adapter (the Agents runner's
-// model is found through the app's default model provider).
+// so settings the app makes on its SDK (its OpenAI client) are the adapter's.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -128,7 +127,7 @@ describe('the packages installed from their tarballs into an app outside the rep
     expect(evs.at(-1).data).toMatchObject({ reason: 'completed' });
   });
 
-  it('run a turn with the OpenAI Agents adapter, its model found through the app’s own SDK settings', async () => {
+  it('run a turn with the OpenAI Agents adapter', async () => {
     const evs = await turnThrough('agents-runner.mjs', 'pkg-agents');
     expect(evs.find((e: any) => e.type === 'tool/result').data).toMatchObject({ status: 'ok', content: 'result for capital of Norway' });
     expect(evs.filter((e: any) => e.type === 'model/message').at(-1).data.text).toBe('Found: result for capital of Norway');

@@ -546,6 +546,8 @@ export class TurnWriter {
 
   /** Whether the open step has its model message. */
   private answered = false;
+  /** The open step's calls with no result written yet. */
+  private unanswered = new Map<string, { id: string; name: string }>();
 
   /** Starts the next step, before its model call; returns its number. A step still waiting for its message stays open (a retried model call). */
   async startStep(): Promise<number> {
@@ -565,6 +567,7 @@ export class TurnWriter {
       return { id: c.id, name: c.name, arguments: c.arguments, ...(effect ? { effect } : {}) };
     });
     this.answered = true;
+    for (const c of toolCalls) this.unanswered.set(c.id, c);
     const event: RunnerEvent = { type: 'model/message', data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) } };
     if (toolCalls.length === 0) {
       this.carry.push(event);
@@ -575,6 +578,7 @@ export class TurnWriter {
 
   /** A call's result (`error`: the tool failed; the content says how), stored before this returns. */
   result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
+    this.unanswered.delete(call.id);
     return this.write([
       { type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name } },
     ]);
@@ -584,6 +588,11 @@ export class TurnWriter {
   endStep(reason: 'completed' | 'failed' = 'completed'): void {
     if (!this.stepOpen) return;
     this.stepOpen = false;
+    // A call the framework never ran (a tool the runner lacks, a run that failed first) is answered as such: results pair with calls.
+    for (const call of this.unanswered.values()) {
+      this.carry.push({ type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status: 'error', content: 'the runner recorded no result for this call (it did not run it)', name: call.name } });
+    }
+    this.unanswered.clear();
     this.carry.push({ type: 'step/end', data: { turn: this.turn, step: this.step, reason } });
   }
 
