@@ -1,11 +1,11 @@
 // runner: external runner turns/s through GraphQL vs forkline's own runner on
 // the same work (the scripted model: a clock call, then its answer), one
-// forkline process each. The external runner is client/runner.ts in this
+// forkline process each. The external runner is @forkline/runner (packages/runner) in this
 // process, 100 sessions at a time (as forkline's own: FORKLINE_MAX_ACTIVE_SESSIONS),
 // each step written in two parts as the adapters write them. Rounds of each
 // alternate in one server; the medians are compared.
 // Goal (issue 32): external >= 0.5x forkline's own.
-import { ForklineRunner, type RunnerSession } from '../client/runner.ts';
+import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { startServer, stop } from './turns.ts';
 

@@ -34,7 +34,7 @@ import {
   type SearchSessionsQuery,
   type SessionSummaryFragment,
   type ToolFieldsFragment,
-} from './client.ts';
+} from '@forkline/client';
 import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { ForklineClientError, type ForklineClient } from './client.ts';
+import { ForklineClientError, type ForklineClient } from '@forkline/client';
 import { eventLines, newlines, percentOf } from './recording-stream.ts';
 
 /** Progress redrawn at most this often (a terminal, not a log). */

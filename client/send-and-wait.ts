@@ -1,6 +1,6 @@
 // `forkline send --wait`: send a message, print the answer as it streams,
 // return when its turn ends.
-import { SendMessageDocument, SessionEventsLiveDocument, SessionTurnsDocument, type ForklineClient } from './client.ts';
+import { SendMessageDocument, SessionEventsLiveDocument, SessionTurnsDocument, type ForklineClient } from '@forkline/client';
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 

@@ -194,12 +194,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
       log,
     },
   );
-  const controller = new SessionController(store, host, models, tools);
-  const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
-  pruning.unref();
-  const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;
-  const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log, maxLivePerTenant: maxApiTokens === false ? undefined : maxApiTokens });
-  await apiTokens.start();
   const runners = new RunnerProtocol({
     store,
     tools,
@@ -211,7 +205,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
     prepare,
+    compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
   });
+  const controller = new SessionController(store, host, models, tools, runners);
+  const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
+  pruning.unref();
+  const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;
+  const apiTokens = new ApiTokens(new ApiTokenStore(db.pool), { log, maxLivePerTenant: maxApiTokens === false ? undefined : maxApiTokens });
+  await apiTokens.start();
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();
   // Change sets stored before every door held paths to one rule: reported, never made on disk (agent/file-workspace.ts refuses them).

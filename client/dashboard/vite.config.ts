@@ -2,6 +2,7 @@
 // src/dashboard-static.ts serves at `/` (`npm run build` runs this).
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vite';
+import { sourceAliases } from '../../packages/source-aliases.ts';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
@@ -10,6 +11,7 @@ export default defineConfig({
   base: '/',
   logLevel: 'warn',
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  resolve: { alias: sourceAliases },
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: true, target: 'es2022' },
   // /healthz too: a page that lost its connection resubscribes when it answers (api.ts).
   server: { proxy: { '/graphql': { target: 'http://127.0.0.1:4000', ws: true }, '/healthz': 'http://127.0.0.1:4000' } },

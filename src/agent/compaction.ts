@@ -6,7 +6,8 @@
 // (after the start, before the end) leaves the child an unfinished compaction
 // whose replacement its requests ignore (CompactionBracket).
 import type { ChatMessage } from '../core/chat.ts';
-import type { LogEvent } from '../core/events.ts';
+import { ForklineError } from '../core/errors.ts';
+import type { LogEvent, NewEvent } from '../core/events.ts';
 import type { ChatModel } from './models/model.ts';
 import { CHARS_PER_TOKEN } from './context-budget.ts';
 
@@ -170,4 +171,68 @@ export function digestOf(prompt: string): string {
     ...(users.length > 1 ? [`Latest requests: ${users.slice(-3).map((u) => clip(u, 100)).join(' | ')}`] : []),
   ].join('\n');
   return clip(text, DIGEST_MAX_CHARS - 1);
+}
+
+/** Where a compaction's summary was written. */
+export interface CompactionResult {
+  fromSeq: number;
+  toSeq: number;
+  summarySeq: number;
+}
+
+/**
+ * The last seq a manual compaction covers: `throughSeq`, by default the end
+ * of the last completed turn (BAD_USER_INPUT when there is none).
+ */
+export function compactionThrough(sessionId: string, log: { lastTurnEndSeq: number; nextSeq: number }, throughSeq?: number | null): number {
+  const through = throughSeq ?? log.lastTurnEndSeq;
+  if (through < 0) throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} has no completed turn to compact`);
+  if (!Number.isInteger(through) || through >= log.nextSeq) {
+    throw new ForklineError('SEQ_OUT_OF_RANGE', `throughSeq ${through} is not an event of session ${sessionId} (0..${log.nextSeq - 1})`);
+  }
+  return through;
+}
+
+/** A summary as an event payload can hold it (Postgres text takes no NUL). */
+export const storableText = (text: string) => text.replace(/\u0000/g, '\uFFFD');
+
+export interface WriteCompactionOptions {
+  /** Appends under the writer's lease; resolves with the stored events. */
+  append(events: NewEvent[]): Promise<Array<{ seq: number }>>;
+  /** The model-visible history through `through`. */
+  history: readonly ChatMessage[];
+  through: number;
+  reason: CompactionEndData['reason'];
+  instructions?: string;
+  summarize: Omit<SummarizeOptions, 'instructions'>;
+  /** Whether an end recording the model's failure may still be written (the writer still holds the session). */
+  mayRecordFailure?: () => boolean;
+  /** The error a failed summary is thrown as. */
+  failure?: (err: unknown) => Error;
+}
+
+/**
+ * Writes a compaction: its start, the model's summary of the history through
+ * `through` as a surface/replace from seq 0 (it covers every earlier
+ * replacement, whose summaries the history it summarises holds), its end.
+ * A model that fails leaves an end with the error, and throws.
+ */
+export async function writeCompaction(opts: WriteCompactionOptions): Promise<CompactionResult> {
+  const { through, reason, instructions } = opts;
+  const fromSeq = 0;
+  await opts.append([{ type: COMPACTION_START, data: { reason, fromSeq, toSeq: through, ...(instructions ? { instructions } : {}) } }]);
+  let summary: { text: string; requests: number };
+  try {
+    summary = await summarize(opts.history, { ...opts.summarize, instructions });
+  } catch (err) {
+    const message = (err as Error).message ?? String(err);
+    if (opts.mayRecordFailure?.() ?? true) {
+      await opts.append([{ type: COMPACTION_END, data: { reason, fromSeq, toSeq: through, error: message.slice(0, 2000) } }]).catch(() => {});
+    }
+    throw opts.failure ? opts.failure(err) : err;
+  }
+  const [replace] = await opts.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: storableText(summary.text) } }]);
+  const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests };
+  await opts.append([{ type: COMPACTION_END, data: { ...end } }]);
+  return { fromSeq, toSeq: through, summarySeq: replace.seq };
 }

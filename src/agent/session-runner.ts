@@ -16,7 +16,7 @@ import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { segmentsOf } from '../store/lineage.ts';
-import { COMPACTION_END, COMPACTION_START, summarize, type CompactionEndData } from './compaction.ts';
+import { compactionThrough, storableText, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import { ForklineError } from '../core/errors.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
@@ -46,18 +46,13 @@ export interface RunnerDeps {
   budget?: BudgetOptions;
 }
 
-/** What a compaction wrote. */
-export interface CompactionResult {
-  fromSeq: number;
-  toSeq: number;
-  summarySeq: number;
-}
+export type { CompactionResult } from './compaction.ts';
 
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
 
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
-const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
+const storable = storableText;
 
 /**
  * Why a running turn stops early. `deleted` (the session is gone) and
@@ -166,44 +161,27 @@ export class SessionRunner {
   async compactNow(opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
     await this.prepare();
     if (this.fold.state.openTurn !== undefined) await this.repairInterrupted();
-    const through = opts.throughSeq ?? this.fold.lastTurnEndSeq;
-    if (through < 0) throw new ForklineError('BAD_USER_INPUT', `session ${this.sessionId} has no completed turn to compact`);
-    if (!Number.isInteger(through) || through >= this.fold.nextSeq) {
-      throw new ForklineError('SEQ_OUT_OF_RANGE', `throughSeq ${through} is not an event of session ${this.sessionId} (0..${this.fold.nextSeq - 1})`);
-    }
-    return this.compact(through, 'manual', opts.instructions ?? undefined);
+    return this.compact(compactionThrough(this.sessionId, this.fold, opts.throughSeq), 'manual', opts.instructions ?? undefined);
   }
 
-  /**
-   * Writes a compaction: its start, the model's summary of the history through
-   * `through` as a surface/replace from seq 0 (it covers every earlier
-   * replacement, whose summaries the history it summarises holds), its end.
-   * A model that fails leaves an end with the error, and throws.
-   */
+  /** Writes a compaction of the history through `through` with the session's model (compaction.ts). */
   private async compact(through: number, reason: 'manual' | 'automatic', instructions?: string): Promise<CompactionResult> {
-    const fromSeq = 0;
-    await this.append([{ type: COMPACTION_START, data: { reason, fromSeq, toSeq: through, ...(instructions ? { instructions } : {}) } }]);
     const config = this.modelConfig();
-    let summary: { text: string; requests: number };
-    try {
-      summary = await summarize(this.fold.conversation.messagesThrough(through), {
+    return writeCompaction({
+      append: (events) => this.append(events),
+      history: this.fold.conversation.messagesThrough(through),
+      through,
+      reason,
+      instructions,
+      summarize: {
         model: this.deps.resolveModel(config.provider),
         config: { provider: config.provider, model: config.model, settings: config.settings },
         requestTokens: this.budget().threshold,
-        instructions,
         signal: this.abort.signal,
-      });
-    } catch (err) {
-      const message = (err as Error).message;
-      if (!this.stopReason || this.stopReason === 'cancel' || this.stopReason === 'turn-limit') {
-        await this.append([{ type: COMPACTION_END, data: { reason, fromSeq, toSeq: through, error: message.slice(0, 2000) } }]).catch(() => {});
-      }
-      throw err instanceof ModelError ? err : new ModelError(`compaction failed: ${message}`);
-    }
-    const [replace] = await this.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: storable(summary.text) } }]);
-    const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests };
-    await this.append([{ type: COMPACTION_END, data: { ...end } }]);
-    return { fromSeq, toSeq: through, summarySeq: replace.seq };
+      },
+      mayRecordFailure: () => !this.stopReason || this.stopReason === 'cancel' || this.stopReason === 'turn-limit',
+      failure: (err) => (err instanceof ModelError ? err : new ModelError(`compaction failed: ${(err as Error).message}`)),
+    });
   }
 
   /** The session's model's context window and the size that triggers a compaction. */

@@ -2,6 +2,7 @@
 // turn-level branch selection (seed 003); the store owns exact forks (seed 000);
 // the host runs the agents. Mutations that create something take an optional
 // idempotency key: a retry with it gets the first result.
+import type { RunnerProtocol } from './runner-protocol.ts';
 import { ForklineError } from '../core/errors.ts';
 import type {
   BeforeCommit,
@@ -43,6 +44,8 @@ export class SessionController {
     /** Checks a model configuration a session is given (agent/models/registry.ts): its provider and settings. */
     private readonly models: { configProblem(config: ModelConfig): string | undefined },
     private readonly tools: ToolCatalog,
+    /** Runner sessions' compaction (runner-protocol.ts): forkline's summariser between the runner's turns. */
+    private readonly runners: Pick<RunnerProtocol, 'compact'>,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
   }
@@ -209,14 +212,16 @@ export class SessionController {
   /**
    * Manual compaction (issue 30): the session's model summarises its history
    * through `throughSeq` (default: the end of the last completed turn), written
-   * under the session's lease between turns; returns once it is written.
+   * under the session's lease between turns; returns once it is written. A
+   * runner session is compacted the same way, between its runner's turns.
    */
   async compactSession(
     scope: Scope,
     sessionId: string,
     input: { throughSeq?: number | null; instructions?: string | null },
   ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
-    await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
+    const session = await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
+    if (session.runner != null) return this.runners.compact(scope, sessionId, input);
     return this.host.compact(sessionId, scope.tenant, input);
   }
 

@@ -14,10 +14,15 @@
 //   request   what the session's next model call would be sent: the fold's
 //             conversation (core/model-request.ts), and the tools: the
 //             runner's declared set for a session of a pool, the session's
-//             set from the catalog for one forkline runs
+//             set from the catalog for one forkline runs; when that request
+//             is over the session's budget, the compaction the runner should
+//             write first
 //   tools     a runner declares the tools it runs (session/runner-tools,
 //             written when the set changes); its calls are recorded with the
 //             declared effects (core/runner-tools.ts)
+//   compact   compactSession on a runner session: forkline's summariser with
+//             the session's model, under a lease of the service's own taken
+//             between the runner's turns (docs/runners.md)
 //   runnable  sessions of a pool with work nobody holds: those waiting at
 //             subscribe time, then as the log or the lease changes (NOTIFY,
 //             through the sessionsChanged feed), and a look when a held lease
@@ -33,6 +38,9 @@ import type { RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
+import { compactionThrough, writeCompaction, type CompactionResult } from '../agent/compaction.ts';
+import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from '../agent/context-budget.ts';
+import type { ChatModel } from '../agent/models/model.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import type { ToolDefinition } from '../core/chat.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
@@ -62,6 +70,29 @@ export interface ModelRequest {
   model: { provider: string; model: string; settings?: Record<string, unknown> } | null;
   /** The log's length the request was built from: the expectedEventCount of the batch that continues it. */
   eventCount: number;
+  /** Set when the request is over the session's budget: the compaction to write before sending it. */
+  compaction: RunnerCompaction | null;
+}
+
+/** A compaction the runner should write before its next model call (its own model summarises `messages`). */
+export interface RunnerCompaction {
+  reason: 'automatic';
+  fromSeq: number;
+  /** The last seq the summary covers: the end of the last completed turn. */
+  throughSeq: number;
+  /** The request's estimated tokens, and the threshold it is over (the session's context window × FORKLINE_COMPACT_AT). */
+  estimatedTokens: number;
+  thresholdTokens: number;
+  /** The model-visible history through throughSeq (OpenAI chat format): what the summary replaces. */
+  messages: ChatMessage[];
+}
+
+/** What compaction needs: the session's model (forkline's summariser) and the context budget. */
+export interface RunnerCompactionDeps {
+  resolveModel(provider: string): ChatModel;
+  /** The model of a session that names none. */
+  defaultModel: { provider: string; model: string; settings?: Record<string, unknown>; contextTokens?: number };
+  budget?: BudgetOptions;
 }
 
 export interface RunnerProtocolDeps {
@@ -73,6 +104,7 @@ export interface RunnerProtocolDeps {
   sweepMs?: number;
   /** Hot statements prepared per connection (as the store's). */
   prepare?: boolean;
+  compaction: RunnerCompactionDeps;
 }
 
 /** What an append did: the events stored, the log's length after them, whether the lease was given back. */
@@ -84,6 +116,11 @@ export interface RunnerAppend {
 
 /** How long the service holds a session it repairs (it gives it back as soon as the repair is written). */
 const REPAIR_LEASE_MS = 10_000;
+/** The holder a runner session shows while forkline compacts it (Session.runnerHolder). */
+const COMPACTION_HOLDER = 'forkline-compaction';
+/** How long compactSession waits for a runner's turn to end (then SESSION_BUSY), and the lease it takes meanwhile. */
+const COMPACT_WAIT_MS = 60_000;
+const COMPACTION_LEASE_MS = 120_000;
 
 export class RunnerProtocol {
   readonly leases: RunnerLeases;
@@ -299,14 +336,92 @@ export class RunnerProtocol {
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;
-        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq };
+        const compaction = this.compactionDue(fold, messages, tools);
+        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq, compaction };
       }
       const input = state.pendingInputs[0];
-      if (!input) return { messages, tools, turn: null, step: null, inputId: null, inTurn: false, model, eventCount: state.nextSeq };
+      if (!input) return { messages, tools, turn: null, step: null, inputId: null, inTurn: false, model, eventCount: state.nextSeq, compaction: null };
       messages.push({ role: 'user', content: input.text });
-      return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model, eventCount: state.nextSeq };
+      const compaction = this.compactionDue(fold, messages, tools);
+      return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model, eventCount: state.nextSeq, compaction };
     } finally {
       if (!ahead) this.folds.put(fold);
+    }
+  }
+
+  /**
+   * The compaction a request over the session's budget needs first, as
+   * forkline's own runner decides before a step (session-runner.ts fitBudget):
+   * the estimate is over the threshold and completed turns lie past the last
+   * compaction. The runner writes it with its own model (docs/runners.md).
+   */
+  private compactionDue(fold: SessionFold, messages: ChatMessage[], tools: readonly ToolDefinition[]): RunnerCompaction | null {
+    const { threshold } = this.budgetOf(fold);
+    const estimatedTokens = estimateRequestTokens(messages, tools);
+    if (estimatedTokens <= threshold) return null;
+    const throughSeq = fold.lastTurnEndSeq;
+    if (throughSeq <= (fold.compaction.lastCompleted?.toSeq ?? -1)) return null;
+    return { reason: 'automatic', fromSeq: 0, throughSeq, estimatedTokens, thresholdTokens: threshold, messages: fold.conversation.messagesThrough(throughSeq) };
+  }
+
+  private modelOf(fold: SessionFold) {
+    return fold.state.model ?? this.deps.compaction.defaultModel;
+  }
+
+  private budgetOf(fold: SessionFold): { window: number; threshold: number } {
+    const window = contextWindowOf(this.modelOf(fold), this.deps.compaction.budget);
+    return { window, threshold: compactionThreshold(window, this.deps.compaction.budget) };
+  }
+
+  /**
+   * compactSession on a runner session: forkline's summariser with the
+   * session's model writes the compaction under a lease of the service's own,
+   * taken between the runner's turns (a runner holding the session is waited
+   * for, up to COMPACT_WAIT_MS, then SESSION_BUSY). An open turn its dead
+   * holder left is repaired first, as any claim repairs it. The lease goes
+   * back at once: work that came meanwhile is offered to the pool again.
+   */
+  async compact(scope: Scope, sessionId: string, opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
+    const deadline = Date.now() + COMPACT_WAIT_MS;
+    let claim: RunnerClaim | undefined;
+    for (let waitMs = 50; !claim; waitMs = Math.min(waitMs * 2, 1000)) {
+      try {
+        claim = await this.claim(scope, sessionId, COMPACTION_HOLDER, COMPACTION_LEASE_MS);
+      } catch (err) {
+        if (!(err instanceof ForklineError && err.code === 'SESSION_BUSY') || Date.now() + waitMs > deadline) throw err;
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
+    }
+    const token = claim.lease.token;
+    try {
+      const fold = this.folds.take(sessionId);
+      try {
+        await fold.catchUp(this.deps.store.log);
+        const through = compactionThrough(sessionId, fold, opts.throughSeq);
+        const config = this.modelOf(fold);
+        let count = fold.nextSeq;
+        return await writeCompaction({
+          append: async (events) => {
+            const written = await this.write(scope, sessionId, events, token, count);
+            count = written.eventCount;
+            return written.events;
+          },
+          history: fold.conversation.messagesThrough(through),
+          through,
+          reason: 'manual',
+          instructions: opts.instructions ?? undefined,
+          summarize: {
+            model: this.deps.compaction.resolveModel(config.provider),
+            config: { provider: config.provider, model: config.model, settings: config.settings },
+            requestTokens: this.budgetOf(fold).threshold,
+            signal: AbortSignal.timeout(COMPACTION_LEASE_MS),
+          },
+        });
+      } finally {
+        this.folds.put(fold); // behind the log now: the next read catches up
+      }
+    } finally {
+      await this.release(scope, sessionId, token).catch(() => {});
     }
   }
 

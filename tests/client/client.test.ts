@@ -1,4 +1,4 @@
-// The typed client (client/client.ts) against a real server: HTTP for queries
+// The typed client (@forkline/client, packages/client) against a real server: HTTP for queries
 // and mutations, graphql-ws for subscriptions, error codes surfaced.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -16,7 +16,7 @@ import {
   SessionsDocument,
   SessionTurnsDocument,
   type ForklineClient,
-} from '../../client/client.ts';
+} from '@forkline/client';
 
 let app: TestApp;
 let client: ForklineClient;

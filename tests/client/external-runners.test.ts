@@ -1,11 +1,11 @@
 // External runners as separate processes (issue 32): the AI SDK adapter
-// (client/adapters/ai-sdk.ts on client/runner.ts, with the SDK's
+// (@forkline/ai-sdk on @forkline/runner, with the SDK's
 // MockLanguageModelV3) serves pool `ext` of a real forkline server. Messages
 // sent through GraphQL get turns with a tool call written by the runner,
 // seen on subscriptions; a fork mid-call is continued by the runner with the
 // request forkline builds; a runner SIGKILLed mid-turn is repaired once after
 // its lease expires and another runner answers. The OpenAI Agents SDK adapter
-// (client/adapters/openai-agents.ts, a custom model with no network) serves
+// (@forkline/openai-agents, a custom model with no network) serves
 // pool `agents` the same way.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,7 +16,7 @@ import { killRunners, startRunnerProcess, stopRunner } from '../helpers/runner-p
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
-import { toModelMessages } from '../../client/adapters/ai-sdk.ts';
+import { toModelMessages } from '@forkline/ai-sdk';
 
 let service: ServiceProcess;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-runners-'));

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { ForklineRunner, LeaseLostError, type RunnerEvent } from '../../client/runner.ts';
+import { ForklineRunner, LeaseLostError, type RunnerEvent } from '@forkline/runner';
 
 let service: ServiceProcess;
 const runners: ForklineRunner[] = [];

@@ -2,7 +2,7 @@
 // whole, as it streams; the turn found by its inputId; no sleeps and no polls.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { createForklineClient } from '../../client/client.ts';
+import { createForklineClient } from '@forkline/client';
 import { sendAndWait } from '../../client/send-and-wait.ts';
 
 let app: TestApp;

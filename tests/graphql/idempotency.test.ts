@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { readFixture } from '../fixtures/recordings/recordings.ts';
 import { REFERENCE_LOG } from '../spec/reference-log.ts';
-import { createForklineClient, ForkSessionDocument, SendMessageDocument } from '../../client/client.ts';
+import { createForklineClient, ForkSessionDocument, SendMessageDocument } from '@forkline/client';
 
 let app: TestApp;
 const TOKEN_A = 'idem-tenant-a-0123456789';

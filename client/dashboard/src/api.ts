@@ -4,7 +4,7 @@
 // A `?token=` that differs from the kept one replaces it only when the user
 // says so (main.tsx asks): a link must not switch anyone into another tenant.
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { createForklineClient, ForklineClientError } from '../../client.ts';
+import { createForklineClient, ForklineClientError } from '@forkline/client';
 
 export { ForklineClientError };
 

@@ -12,7 +12,7 @@ import { TOOL_EFFECTS } from '../../core/tools.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
-import type { ModelRequest, RunnerAppend } from '../../host/runner-protocol.ts';
+import type { ModelRequest, RunnerAppend, RunnerCompaction } from '../../host/runner-protocol.ts';
 
 /** Sessions one claimSessions call may take. */
 const MAX_CLAIMS = 100;
@@ -23,6 +23,21 @@ const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
     sessionId: t.exposeID('sessionId'),
     token: t.exposeInt('token', { description: 'The fencing token (leaseToken in appendEvents, renewLease, releaseSession, publishTurnUpdate).' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+  }),
+});
+
+const RunnerCompactionRef = builder.objectRef<RunnerCompaction>('RunnerCompaction').implement({
+  description:
+    'A compaction the runner should write before its next model call, because the request is over the session\'s budget: its own model summarises ' +
+    '`messages`, then it appends plugin/compaction/start, surface/replace {fromSeq, toSeq: throughSeq, content: the summary} and plugin/compaction/end ' +
+    '(docs/runners.md); the next request holds the summary instead of that history.',
+  fields: (t) => ({
+    reason: t.string({ resolve: (c) => c.reason }),
+    fromSeq: t.int({ description: 'First seq the summary replaces (0: it covers every earlier summary too).', resolve: (c) => c.fromSeq }),
+    throughSeq: t.int({ description: 'Last seq the summary replaces: the end of the last completed turn.', resolve: (c) => c.throughSeq }),
+    estimatedTokens: t.int({ description: "The request's estimated tokens (about four characters each).", resolve: (c) => c.estimatedTokens }),
+    thresholdTokens: t.int({ description: "The budget it is over: the session's context window × FORKLINE_COMPACT_AT.", resolve: (c) => c.thresholdTokens }),
+    messages: t.field({ type: 'JSON', description: 'The model-visible history through throughSeq (OpenAI chat format): what to summarise.', resolve: (c) => c.messages }),
   }),
 });
 
@@ -49,6 +64,12 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
     eventCount: t.int({ description: "The log's length the request was built from: the expectedEventCount of the batch that continues it.", resolve: (r) => r.eventCount }),
     inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
     model: t.field({ type: 'JSON', nullable: true, description: "The session's model configuration (its last session/model), if any.", resolve: (r) => r.model }),
+    compaction: t.field({
+      type: RunnerCompactionRef,
+      nullable: true,
+      description: "Set when this request is over the session's budget: the compaction to write before sending it (null: none needed).",
+      resolve: (r) => r.compaction,
+    }),
   }),
 });
 

@@ -13,8 +13,8 @@
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import { OpenAIProvider, run, type Agent, type AgentInputItem, type Model, type ModelProvider, type ModelRequest as AgentsModelRequest, type ModelResponse, type ModelSettings, type Session, type Tool } from '@openai/agents';
-import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '../runner.ts';
-import { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
+import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
+import { requestedModel, unservableModel, type RequestedModel } from '@forkline/runner';
 
 type Item = AgentInputItem & Record<string, any>;
 

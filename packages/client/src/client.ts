@@ -1,6 +1,6 @@
 // Typed forkline client: queries and mutations over HTTP (fetch), subscriptions
 // over graphql-ws. Documents are the TypedDocumentNodes that `npm run build`
-// generates from client/operations/*.graphql into client/generated/.
+// generates from client/operations/*.graphql into src/generated/ (packages/client).
 //
 //   const client = createForklineClient({ url: 'http://127.0.0.1:4000/graphql' });
 //   const { sessions } = await client.query(SessionsDocument, { first: 10 });

@@ -13,8 +13,8 @@
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools, effects: { send_email: 'side-effects' } }));
 import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
 import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
-import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '../runner.ts';
-import { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
+import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
+import { requestedModel, summaryPrompt, unservableModel, writeRunnerCompaction, type RequestedModel } from '@forkline/runner';
 
 export interface AiSdkRunOptions {
   /** The model for sessions that name none. */
@@ -28,6 +28,8 @@ export interface AiSdkRunOptions {
   tools?: ToolSet;
   /** Each tool's effect, as declared to forkline (default `side-effects`: a cut-off call is never assumed safe to repeat). */
   effects?: Record<string, ToolEffect>;
+  /** Compact with the session's model when a request is over its budget (ModelRequest.compaction; default true). */
+  compact?: boolean;
   /** Steps per turn (default 16); a turn still calling tools after them ends `failed`. */
   maxSteps?: number;
   /** `generate`: generateText, no deltas (default `stream`). */
@@ -196,12 +198,29 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): 
 export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOptions): Promise<number> {
   await session.declareTools(await aiSdkToolDeclarations(opts.tools, opts.effects));
   let turns = 0;
+  let compacting = opts.compact ?? true;
   for (;;) {
     const request = await session.modelRequest();
+    const requested = requestedModel(request);
+    const model = requested ? opts.resolveModel?.(requested) : opts.model;
+    if (compacting && request.compaction && model) {
+      // Over the budget: the runner's model summarises first (a failed summary is not tried again in this claim).
+      compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
+      continue;
+    }
     if (request.turn == null || request.step == null) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }
+}
+
+/** A summary of `messages` by the AI SDK model (streamed: a model that only streams serves too). */
+async function summarizeWith(model: LanguageModelV3, messages: ChatMessage[], abortSignal: AbortSignal): Promise<string> {
+  let failure: unknown;
+  const result = streamText({ model, prompt: summaryPrompt(messages), abortSignal, onError: ({ error }) => void (failure ??= error) });
+  const text = await result.text;
+  if (failure) throw failure;
+  return text;
 }
 
 /** One turn (or the rest of an open one) from `request`. */

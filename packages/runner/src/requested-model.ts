@@ -1,6 +1,6 @@
 // The model a session names (ModelRequest.model: its last session/model), as
 // the adapters resolve it to a model of the runner's own (docs/runners.md).
-import type { ModelRequest } from '../runner.ts';
+import type { ModelRequest } from './runner.ts';
 
 export interface RequestedModel {
   provider: string;

@@ -30,7 +30,7 @@ import {
   SessionEventsDocument,
   type ForklineClient,
   type ModelRequestQuery,
-} from './client.ts';
+} from '@forkline/client';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
@@ -382,7 +382,7 @@ export class RunnerSession {
    * is `turn: null` (with no messages), known without asking.
    */
   async modelRequest(): Promise<ModelRequest> {
-    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount! };
+    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount!, compaction: null };
     const ready = this.prefetched;
     this.prefetched = undefined;
     if (ready && ready.eventCount === this.eventCount) return ready;
@@ -624,3 +624,6 @@ export class TurnWriter {
     await this.write(events);
   }
 }
+
+export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
+export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';

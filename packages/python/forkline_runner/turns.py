@@ -1,0 +1,171 @@
+"""Runs a claimed session's turns with your model and your tools, in two parts per step.
+
+Each step is written as forkline's own runner writes it: the model's message
+with its tool calls goes into the log as soon as the model has answered,
+before any tool runs; then each tool's result as it comes, the last one with
+the step's end. A fork taken while a tool runs, or a runner killed mid-tool,
+therefore finds the call in the log: the fork (or the repair after the lease
+ends) closes it with a synthetic result naming the tool's declared effect,
+and no runner runs the tool again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from .compaction import write_compaction
+from .graphql import ForklineError
+from .runner import Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+@dataclass
+class ModelReply:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, int] | None = None  # {"inputTokens", "outputTokens"}
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    effect: Effect
+    run: Callable[[dict[str, Any]], str]
+
+    def declaration(self) -> ToolDeclaration:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema, "effect": self.effect}
+
+
+#: The model: (the request forkline built — messages in OpenAI chat format, tools, model —, a text-delta sink) -> its reply.
+Model = Callable[[dict[str, Any], Callable[[str], None]], ModelReply]
+#: A summariser for compaction: the history to summarise (chat messages) -> the summary's text.
+Summarize = Callable[[list[dict[str, Any]]], str]
+
+
+def run_turns(
+    session: RunnerSession,
+    model: Model,
+    tools: Sequence[Tool] = (),
+    *,
+    max_steps: int = 16,
+    summarize: Summarize | None = None,
+) -> int:
+    """Runs the session's work — an open turn's next steps, then a turn per pending input — until none is left."""
+    by_name = {t.name: t for t in tools}
+    declare_tools(session, tools)
+    turns = 0
+    compacting = summarize is not None
+    while True:
+        request = session.model_request()
+        if compacting and request.get("compaction") and summarize is not None:
+            # Over the budget: the runner's model summarises first (a failed summary is not tried again in this claim).
+            compacting = write_compaction(session, request["compaction"], summarize)
+            continue
+        if request["turn"] is None or request["step"] is None:
+            return turns
+        run_turn(session, request, model, by_name, max_steps=max_steps)
+        turns += 1
+
+
+def declare_tools(session: RunnerSession, tools: Sequence[Tool]) -> None:
+    """Declares the runner's tools unless the session's request lists exactly them already."""
+    if not tools or session.runner.runner_tools_unsupported:
+        return
+    wanted = sorted((t.name, graphql_effect(t.effect)) for t in tools)
+    request = session.model_request()
+    have = sorted((t["name"], t.get("effect")) for t in request.get("tools") or [])
+    if wanted == have:
+        session.prefetch(request)  # still the request to run
+        return
+    try:
+        session.declare_tools([t.declaration() for t in tools])
+    except ForklineError as err:
+        # A server without declareRunnerTools refuses the document itself (HTTP 400): its repairs call the runner's tools' effects unknown.
+        if err.code != "GRAPHQL_VALIDATION_FAILED" and err.status != 400:
+            raise
+        session.runner.runner_tools_unsupported = True
+        session.runner.log(f"the server cannot record runner tools (declareRunnerTools): {err}")
+
+
+def graphql_effect(effect: str) -> str:
+    """An effect as the GraphQL enum ToolEffect spells it (``side-effects`` -> ``SIDE_EFFECTS``)."""
+    return effect.upper().replace("-", "_")
+
+
+def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tools: dict[str, Tool], *, max_steps: int = 16) -> None:
+    """One turn (or the rest of an open one) from ``request``."""
+    turn: int = request["turn"]
+    step: int = request["step"]
+    opening: list[RunnerEvent] = []
+    if not request["inTurn"]:
+        opening = [
+            {"type": "inbox/remove", "data": {"inputId": request["inputId"], "reason": "taken"}},
+            {"type": "turn/start", "data": {"turn": turn, "inputId": request["inputId"]}},
+        ]
+    for _ in range(max_steps):
+        current = step
+        try:
+            reply = model(request, lambda text: session.delta(turn, current, text))
+        except LeaseLostError:
+            raise
+        except Exception as err:  # the model failed: the turn ends failed, as forkline's runner ends it
+            fail(session, opening, turn, step, f"model failed: {err}")
+            return
+        calls = reply.tool_calls
+        # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
+        tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
+        message: dict[str, Any] = {"turn": turn, "step": step, "text": reply.text or "", "toolCalls": tool_calls}
+        if reply.usage:
+            message["usage"] = reply.usage
+        head: list[RunnerEvent] = [*opening, {"type": "step/start", "data": {"turn": turn, "step": step}}, {"type": "model/message", "data": message}]
+        opening = []
+        if not calls:
+            session.append([*head, step_end(turn, step), {"type": "turn/end", "data": {"turn": turn, "reason": "completed"}}], release=True)
+            return
+        # Part one: the calls are in the log before any tool runs.
+        session.append(head)
+        for i, call in enumerate(calls):
+            if session.lost.is_set():
+                raise LeaseLostError(session.session_id)
+            result = tool_result(session.session_id, turn, step, call, tools.get(call["name"]))
+            session.append([result, step_end(turn, step)] if i == len(calls) - 1 else [result])
+        step += 1
+        request = session.model_request()  # the next step's request, as forkline builds it
+    fail(session, [], turn, step - 1, f"stopped after {max_steps} steps")
+
+
+def step_end(turn: int, step: int) -> RunnerEvent:
+    return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": "completed"}}
+
+
+def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Tool | None) -> RunnerEvent:
+    status, content = "ok", ""
+    if tool is None:
+        status, content = "error", "the runner has no such tool"
+    else:
+        try:
+            args = json.loads(call["arguments"] or "{}")
+            content = tool.run(args if isinstance(args, dict) else {})
+        except Exception as err:
+            status, content = "error", f"tool failed: {err}"
+    return {
+        "type": "tool/result",
+        "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": f"res_{session_id}_{call['id']}", "status": status, "content": content, "name": call["name"]},
+    }
+
+
+def fail(session: RunnerSession, opening: list[RunnerEvent], turn: int, step: int, message: str) -> None:
+    session.append(
+        [*opening, {"type": "plugin/agent/error", "data": {"turn": turn, "step": max(1, step), "message": message[:2000]}}, {"type": "turn/end", "data": {"turn": turn, "reason": "failed"}}],
+        release=True,
+    )

@@ -1,0 +1,175 @@
+// The Python runner SDK (packages/python/forkline_runner, standard library
+// only) as a separate `python3` process serving a real forkline server, with a
+// fake model and a tool with a side effect that takes seconds. Each step goes
+// in two parts (the call before the tool runs): a turn completes; a fork
+// taken while the tool runs holds the call and closes it; a runner SIGKILLed
+// mid-tool leaves a turn repaired once (interrupted), and the next runner does
+// not run the tool again.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let service: ServiceProcess;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-py-'));
+const started: ChildProcess[] = [];
+
+function startPython(name: string, env: Record<string, string> = {}) {
+  const effects = path.join(dir, `${name}.effects`);
+  fs.writeFileSync(effects, '');
+  const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_runner.py')], {
+    env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, POOL: 'py', RUNNER_ID: name, EFFECT_LOG: effects, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  started.push(child);
+  return { child, output: () => out, effects: () => fs.readFileSync(effects, 'utf8').split('\n').filter(Boolean) };
+}
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const { body } = await postGraphQL(service.url, query, variables);
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+}
+const events = async (id: string) =>
+  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map((e: any) => e.node);
+const send = (id: string, text: string) => gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+const create = async (pool: string) => (await gql(`mutation($pool: String!) { createSession(input: {runner: $pool}) { id } }`, { pool })).createSession.id as string;
+const turnEnds = (evs: any[]) => evs.filter((e) => e.type === 'turn/end');
+
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(async () => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await service?.stop();
+});
+
+describe('the Python runner SDK', () => {
+  let runner: ReturnType<typeof startPython>;
+  beforeAll(() => {
+    runner = startPython('py-1', { TOOL_SECONDS: '4' });
+  });
+
+  it('runs a turn: the call, its result, the answer', async () => {
+    const id = await create('py');
+    await send(id, 'ada@example.com');
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    const evs = (await events(id)).filter((e: any) => e.type !== 'session/runner-tools');
+    expect(evs.map((e: any) => e.type)).toEqual([
+      'inbox/add', 'inbox/remove', 'turn/start',
+      'step/start', 'model/message', 'tool/result', 'step/end',
+      'step/start', 'model/message', 'step/end', 'turn/end',
+    ]);
+    expect(evs[4].data.toolCalls).toMatchObject([{ name: 'send_email' }]);
+    expect(JSON.parse(evs[4].data.toolCalls[0].arguments)).toEqual({ to: 'ada@example.com' });
+    expect(evs[5].data).toMatchObject({ status: 'ok', content: 'sent to ada@example.com', name: 'send_email' });
+    expect(evs[8].data).toMatchObject({ text: 'Done: sent to ada@example.com', usage: { inputTokens: 5, outputTokens: 2 } });
+    expect(evs.at(-1).data).toMatchObject({ turn: 1, reason: 'completed' });
+    expect(runner.effects()).toEqual(['start ada@example.com', 'sent ada@example.com']);
+  }, 120_000);
+
+  it('has the call in the log while the tool runs: a fork taken then holds it and closes it', async () => {
+    const id = await create('py');
+    await send(id, 'slow-fork@example.com');
+    await waitFor(() => runner.effects().includes('start slow-fork@example.com'), { what: 'the tool to start', timeoutMs: 45_000 });
+    const during = await events(id);
+    const call = during.find((e: any) => e.type === 'model/message' && e.data.toolCalls.length);
+    expect(call, JSON.stringify(during)).toBeDefined();
+    expect(during.some((e: any) => e.type === 'tool/result')).toBe(false); // the tool is still running
+    expect(runner.effects()).not.toContain('sent slow-fork@example.com');
+    const fork = (await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at}) { session { id } } }`, { id, at: call.seq })).forkSession.session;
+    const child = await events(fork.id);
+    const closed = child.find((e: any) => e.type === 'tool/result' && e.synthetic);
+    expect(closed?.data).toMatchObject({ callId: call.data.toolCalls[0].id, name: 'send_email' });
+    expect(closed.data.content).toContain('send_email');
+    expect(closed.data.content).toContain('has side effects'); // the effect the runner declared (declareRunnerTools)
+    expect(during.find((e: any) => e.type === 'session/runner-tools')?.data.tools).toMatchObject([{ name: 'send_email', effect: 'side-effects' }]);
+    // The parent's turn completes with the tool's one run.
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the parent turn', timeoutMs: 45_000 });
+    expect(runner.effects().filter((l) => l === 'sent slow-fork@example.com')).toHaveLength(1);
+  }, 120_000);
+});
+
+describe('automatic compaction with the Python SDK', () => {
+  it('compacts with the runner\'s own model before a request over the budget', async () => {
+    const runner = startPython('py-compact', { POOL: 'py-compact' });
+    const id = (await gql(`mutation { createSession(input: {runner: "py-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)).createSession.id;
+    await send(id, 'short@example.com');
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the first turn', timeoutMs: 45_000 });
+    await send(id, `long@example.com ${'lorem ipsum '.repeat(800)}`);
+    await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the second turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    const evs = await events(id);
+    const firstEnd = turnEnds(evs)[0].seq;
+    const secondStart = evs.filter((e: any) => e.type === 'turn/start')[1].seq;
+    const between = evs.filter((e: any) => e.seq > firstEnd && e.seq < secondStart && e.type !== 'inbox/add' && e.type !== 'inbox/remove');
+    expect(between.map((e: any) => e.type)).toEqual(['plugin/compaction/start', 'surface/replace', 'plugin/compaction/end']);
+    expect(between[1].data).toMatchObject({ fromSeq: 0, toSeq: firstEnd, content: "Summary of 4 messages by the runner's model." });
+    expect(between[2].data).toMatchObject({ reason: 'automatic', summarySeq: between[1].seq });
+    // What a model is sent now starts from the summary.
+    const { messages } = (await gql(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id })).session.modelRequest;
+    expect(messages[0]).toEqual({ role: 'system', content: expect.stringContaining("Summary of 4 messages by the runner's model.") });
+    expect(messages.some((m: any) => m.content === 'Done: sent to short@example.com')).toBe(false);
+  }, 120_000);
+});
+
+describe('fencing in the Python SDK', () => {
+  it('tells a zombie its lease is lost when the events stored since are the repair\'s closers, not its batch', async () => {
+    const id = await create('py-zombie');
+    await send(id, 'x@example.com');
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_zombie.py')], {
+        env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, SESSION_ID: id },
+      });
+      let text = '';
+      child.stdout.on('data', (c) => (text += c));
+      child.stderr.on('data', (c) => (text += c));
+      child.on('error', reject);
+      child.on('close', () => resolve(text));
+    });
+    expect(JSON.parse(out.trim().split('\n').at(-1)!), out).toEqual({ zombie: 'LeaseLostError' });
+    const evs = await events(id);
+    // The log holds the repair's closers (same count and types as the zombie's batch), not the zombie's events.
+    expect(evs.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([['tool/result', true], ['step/end', true], ['turn/end', true]]);
+    expect(turnEnds(evs)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a Python runner SIGKILLed while its tool runs', () => {
+  it('leaves a turn repaired once (interrupted); the next runner does not run the tool again', async () => {
+    const doomed = startPython('py-doomed', { POOL: 'py-kill', LEASE_MS: '1500', TOOL_SECONDS: '30' });
+    const id = await create('py-kill');
+    await send(id, 'slow-kill@example.com');
+    await waitFor(() => doomed.effects().includes('start slow-kill@example.com'), { what: 'the tool to start', timeoutMs: 45_000 });
+    doomed.child.kill('SIGKILL');
+    await new Promise((r) => doomed.child.once('exit', r));
+    const heir = startPython('py-heir', { POOL: 'py-kill' });
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the repair', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nheir: ${heir.output()}`);
+    });
+    await send(id, 'after@example.com');
+    await waitFor(async () => turnEnds(await events(id)).length === 2, { what: 'the next turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nheir: ${heir.output()}`);
+    });
+    const evs = await events(id);
+    const ends = turnEnds(evs);
+    expect(ends[0]).toMatchObject({ synthetic: true, data: { turn: 1, reason: 'interrupted' } });
+    expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
+    const call = evs.find((e: any) => e.type === 'model/message' && e.data.turn === 1);
+    const closers = evs.filter((e: any) => e.synthetic);
+    expect(closers.map((e: any) => e.type)).toEqual(['tool/result', 'step/end', 'turn/end']); // exactly once
+    expect(closers[0].data).toMatchObject({ callId: call.data.toolCalls[0].id, name: 'send_email' });
+    expect(closers[0].data.content).toContain('has side effects');
+    expect(doomed.effects()).toEqual(['start slow-kill@example.com']);
+    expect(heir.effects()).toEqual(['start after@example.com', 'sent after@example.com']); // the killed call is not run again
+  }, 180_000);
+});
