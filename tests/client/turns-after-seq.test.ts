@@ -12,7 +12,7 @@ import {
   SendMessageDocument,
   SessionTurnsDocument,
   type ForklineClient,
-} from '../../client/client.ts';
+} from '@forkline/client';
 
 let app: TestApp;
 let client: ForklineClient;
