@@ -14,7 +14,7 @@ import type { ToolEffect } from '../core/tools.ts';
 import { tool, ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tool-definition.ts';
 import { FILE_TOOLS } from './file-tools.ts';
 
-export { ToolError, WORKSPACE_MAX_KEYS, type Tool, type ToolContext, type ToolWorkspace } from './tool-definition.ts';
+export { ToolError, WORKSPACE_MAX_KEYS, type Tool, type ToolContext } from './tool-definition.ts';
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

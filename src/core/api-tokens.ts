@@ -14,7 +14,7 @@ export interface Caller {
 }
 
 /** Environment tokens (the bootstrap admins) and local mode hold every scope. */
-export const ALL_SCOPES: readonly TokenScope[] = TOKEN_SCOPES;
+export const ALL_SCOPES: readonly TokenScope[] = [...TOKEN_SCOPES];
 
 const level = (s: TokenScope) => TOKEN_SCOPES.indexOf(s);
 

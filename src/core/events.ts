@@ -152,11 +152,3 @@ export function decodeEvent(type: unknown, data: unknown, version: FormatVersion
   if (!result.success) throw badInput(`invalid ${type} event: ${describeIssues(result.error)}`, { type });
   return result.data;
 }
-
-/** Type guard for a core event type, giving typed data. */
-export function isEvent<T extends CoreEventType>(
-  e: { type: string; data: unknown },
-  type: T,
-): e is { type: T; data: EventData<T> } & typeof e {
-  return e.type === type;
-}
