@@ -13,6 +13,7 @@
 import { run, type Agent, type AgentInputItem, type Session } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '../runner.ts';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's item union read loosely, field by field
 type Item = AgentInputItem & Record<string, any>;
 
 /** ModelRequest.messages (OpenAI chat format) as agent input items. */
@@ -159,6 +160,7 @@ export class ForklineAgentsSession implements Session {
 }
 
 /** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any agent, whatever its context and output types
 export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: { maxTurns?: number } = {}): Promise<number> {
   let turns = 0;
   for (;;) {

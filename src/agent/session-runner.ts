@@ -57,6 +57,7 @@ export interface CompactionResult {
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
 
 /** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
+// eslint-disable-next-line no-control-regex -- NUL is what it replaces
 const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
 
 /**

@@ -116,6 +116,7 @@ export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 export interface LogEvent {
   seq: number;
   type: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- typed next (a union by type)
   data: any;
   inherited?: boolean;
   synthetic?: boolean;

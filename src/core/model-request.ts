@@ -165,7 +165,10 @@ export class Conversation {
     for (const entry of this.entries) {
       if (entry.seq > throughSeq) break;
       replaceThrough(entry.seq);
-      if (entry.seq > hiddenThrough) (partial ? this.pushDetached(out, entry) : this.push(out, entry));
+      if (entry.seq > hiddenThrough) {
+        if (partial) this.pushDetached(out, entry);
+        else this.push(out, entry);
+      }
     }
     replaceThrough(throughSeq);
     return out;

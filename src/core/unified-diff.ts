@@ -20,14 +20,17 @@ function editScript(a: string[], b: string[]): Op[] | undefined {
   const m = b.length;
   const max = Math.min(n + m, MAX_EDITS);
   const offset = max + 1;
-  let v = new Int32Array(2 * max + 3);
+  const v = new Int32Array(2 * max + 3);
   const trace: Int32Array[] = [];
   for (let d = 0; d <= max; d++) {
     trace.push(v.slice());
     for (let k = -d; k <= d; k += 2) {
       let x = k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]) ? v[offset + k + 1] : v[offset + k - 1] + 1;
       let y = x - k;
-      while (x < n && y < m && a[x] === b[y]) x++, y++;
+      while (x < n && y < m && a[x] === b[y]) {
+        x++;
+        y++;
+      }
       v[offset + k] = x;
       if (x >= n && y >= m) return backtrack(trace, a, b, d, offset);
     }
@@ -45,11 +48,17 @@ function backtrack(trace: Int32Array[], a: string[], b: string[], dEnd: number, 
     const prevK = k === -d || (k !== d && v[offset + k - 1] < v[offset + k + 1]) ? k + 1 : k - 1;
     const prevX = v[offset + prevK];
     const prevY = prevX - prevK;
-    while (x > prevX && y > prevY) ops.push({ kind: ' ', line: a[--x] }), y--;
+    while (x > prevX && y > prevY) {
+      ops.push({ kind: ' ', line: a[--x] });
+      y--;
+    }
     if (x === prevX) ops.push({ kind: '+', line: b[--y] });
     else ops.push({ kind: '-', line: a[--x] });
   }
-  while (x > 0 && y > 0) ops.push({ kind: ' ', line: a[--x] }), y--;
+  while (x > 0 && y > 0) {
+    ops.push({ kind: ' ', line: a[--x] });
+    y--;
+  }
   return ops.reverse();
 }
 

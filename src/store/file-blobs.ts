@@ -130,7 +130,10 @@ export class FileBlobs {
     for (let i = 0; i < all.length; i += BLOB_PAGE) {
       const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [all.slice(i, i + BLOB_PAGE)]);
       const chunked: string[] = [];
-      for (const r of rows) r.content ? out.set(r.hash, r.content) : chunked.push(r.hash);
+      for (const r of rows) {
+        if (r.content) out.set(r.hash, r.content);
+        else chunked.push(r.hash);
+      }
       if (chunked.length) for (const [hash, content] of await this.assemble(chunked, db)) out.set(hash, content);
     }
     return out;

@@ -75,7 +75,10 @@ describe('agent loop with the scripted model', () => {
       inputTokens: messages.reduce((n: number, m: any) => n + m.usage.inputTokens, 0),
       outputTokens: messages.reduce((n: number, m: any) => n + m.usage.outputTokens, 0),
     });
-    for (const s of turn.steps) expect(events[s.startSeq].type).toBe('step/start'), expect(events[s.endSeq].type).toBe('step/end');
+    for (const s of turn.steps) {
+      expect(events[s.startSeq].type).toBe('step/start');
+      expect(events[s.endSeq].type).toBe('step/end');
+    }
     expect(turn.steps[0].durationMs).toBeGreaterThanOrEqual(100); // the step that slept
     expect(turn.durationMs).toBe(new Date(turn.endedAt).getTime() - new Date(turn.startedAt).getTime());
     expect(turn.durationMs).toBeGreaterThanOrEqual(turn.steps[0].durationMs);

@@ -62,7 +62,7 @@ describe('SIGTERM during a running turn', () => {
       expect(records.find((r) => r.msg === 'shutting down')).toMatchObject({ level: 30, signal: 'SIGTERM', service: 'forkline' });
     } catch (err) {
       await first.stop('SIGKILL');
-      throw new Error(`${String(err)}\n--- service output ---\n${first.output()}`);
+      throw new Error(`${String(err)}\n--- service output ---\n${first.output()}`, { cause: err });
     }
 
     // The log was closed before the process exited (DESIGN §2, cause `interrupted`).

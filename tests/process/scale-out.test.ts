@@ -16,7 +16,6 @@ import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbou
 import { standbyReads, startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
 import { startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs, wsClient, type Recorded } from '../helpers/subscribe.ts';
-import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 
 const SESSIONS = 200;

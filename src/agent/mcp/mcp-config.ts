@@ -70,7 +70,7 @@ export function parseMcpConfig(text: string, source = 'FORKLINE_MCP_CONFIG'): Mc
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${source}: not valid JSON (${(err as Error).message})`);
+    throw new Error(`${source}: not valid JSON (${(err as Error).message})`, { cause: err });
   }
   const file = fileSchema.safeParse(json);
   if (!file.success) throw new Error(`${source}: ${issuesText(file.error, [])}`);
@@ -96,7 +96,7 @@ export function loadMcpConfig(file: string): McpConfig {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`FORKLINE_MCP_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(`FORKLINE_MCP_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
   }
   return parseMcpConfig(text, `FORKLINE_MCP_CONFIG (${file})`);
 }

@@ -11,7 +11,7 @@ const titleSchema = title.nullish();
 export const idempotencyKeySchema = idSchema.nullish();
 
 /** The optional idempotency key every creating mutation takes. */
-export const idempotencyKeyArg = (t: { arg: { string: (opts: { description: string }) => any } }) =>
+export const idempotencyKeyArg = <Arg>(t: { arg: { string: (opts: { description: string }) => Arg } }) =>
   t.arg.string({
     description:
       'Makes the call safe to retry: a retry with the same key (per tenant, kept 24 h) and the same input returns the first result ' +
