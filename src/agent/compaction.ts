@@ -5,6 +5,7 @@
 // the agent's (a plugin's): the core never closes it, and a fork inside it
 // (after the start, before the end) leaves the child an unfinished compaction
 // whose replacement its requests ignore (CompactionBracket).
+import { z } from 'zod';
 import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import type { ChatModel } from './models/model.ts';
@@ -26,6 +27,13 @@ export interface CompactionEndData {
   requests: number;
 }
 
+/** The range and summary a completed compaction's end names (a failed one's end has no summarySeq). */
+const completedEnd = z.object({ fromSeq: z.number().int(), toSeq: z.number().int(), summarySeq: z.number().int() });
+export type CompletedCompaction = z.infer<typeof completedEnd>;
+
+/** A plugin/compaction/end's data when it ended a completed compaction, else undefined (plugin data: checked, not assumed). */
+export const completedCompaction = (data: unknown): CompletedCompaction | undefined => completedEnd.safeParse(data).data;
+
 /**
  * The compaction bracket as the agent's fold sees it: a `surface/replace`
  * written inside an open compaction takes effect on the model's history only
@@ -38,7 +46,7 @@ export class CompactionBracket {
   private open = false;
   private pending?: LogEvent;
   /** The last completed compaction's end (its data), in this log. */
-  lastCompleted?: CompactionEndData & { seq: number };
+  lastCompleted?: CompletedCompaction & { seq: number };
 
   /** The events the conversation applies for `e`: itself, nothing (deferred), or a deferred replacement. */
   filter(e: LogEvent): LogEvent[] {
@@ -55,9 +63,9 @@ export class CompactionBracket {
         const pending = this.pending;
         this.open = false;
         this.pending = undefined;
-        const d = e.data as Partial<CompactionEndData>;
-        if (pending && typeof d.summarySeq === 'number' && d.summarySeq === pending.seq) {
-          this.lastCompleted = { ...(d as CompactionEndData), seq: e.seq };
+        const d = completedCompaction(e.data);
+        if (pending && d && d.summarySeq === pending.seq) {
+          this.lastCompleted = { ...d, seq: e.seq };
           return [pending];
         }
         return [];

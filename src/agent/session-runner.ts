@@ -2,6 +2,7 @@
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
+import { dataOf } from '../core/core-event.ts';
 import { closersFor } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
@@ -307,8 +308,8 @@ export class SessionRunner {
       const { provider, model } = this.modelConfig();
       this.turnObs ??= this.observer.turnStarted({ sessionId: this.sessionId, turn: open.turn, provider, model, recovered: true });
       const synthetic = closers
-        .filter((c) => c.type === 'tool/result')
-        .map((c) => syntheticResult(c.data as Parameters<typeof syntheticResult>[0], 'interrupted'));
+        .flatMap((c) => dataOf(c, 'tool/result') ?? [])
+        .map((d) => syntheticResult(d, 'interrupted'));
       if (synthetic.length) this.turnObs.synthetic(synthetic);
     }
     this.endTurnObservation('interrupted');
@@ -369,7 +370,10 @@ export class SessionRunner {
         const pending: ChatMessage[] =
           step === 1
             ? [{ role: 'user', content: input.text }]
-            : carry.flatMap((e) => (e.type === 'tool/result' ? [{ role: 'tool' as const, tool_call_id: (e.data as { callId: string }).callId, content: (e.data as { content: string }).content }] : []));
+            : carry.flatMap((e) => {
+                const result = dataOf(e, 'tool/result');
+                return result ? [{ role: 'tool' as const, tool_call_id: result.callId, content: result.content }] : [];
+              });
         overBudget = await this.fitBudget(offered, pending, step === 1 ? undefined : () => write([]));
       } catch (err) {
         if (this.stopReason) {

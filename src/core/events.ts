@@ -116,8 +116,8 @@ export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 export interface LogEvent {
   seq: number;
   type: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- typed next (a union by type)
-  data: any;
+  /** Its payload: view it through `asCoreEvent` (a union by type) or `dataOf` (core-event.ts). */
+  data: unknown;
   inherited?: boolean;
   synthetic?: boolean;
 }

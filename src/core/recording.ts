@@ -7,11 +7,11 @@ import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
+import { dataOf } from './core-event.ts';
 import {
   CURRENT_FORMAT_VERSION,
   FORMAT_VERSIONS,
   decodeEvent,
-  type EventData,
   type FormatVersion,
   type LogEvent,
 } from './events.ts';
@@ -230,8 +230,8 @@ export class RecordingValidator {
 
   /** Fork markers (DESIGN §3.1): at seq = its inheritedEventCount = cutSeq + 1, after inherited events only. */
   #checkMarker(e: RecordingEvent) {
-    if (e.type !== 'session/end-seed') return;
-    const m = e.data as EventData<'session/end-seed'>;
+    const m = dataOf(e, 'session/end-seed');
+    if (!m) return;
     if (m.inheritedEventCount !== e.seq || m.cutSeq !== e.seq - 1) {
       throw this.#fail('marker placement', `session/end-seed at seq ${e.seq} must have inheritedEventCount ${e.seq} and cutSeq ${e.seq - 1}`);
     }
@@ -241,8 +241,8 @@ export class RecordingValidator {
 
   /** The fork seed (DESIGN §3.1): the session's own marker and the synthetic closers right after it. */
   #trackSeed(e: RecordingEvent) {
-    if (e.type === 'session/end-seed' && !e.inherited) {
-      const m = e.data as EventData<'session/end-seed'>;
+    const m = dataOf(e, 'session/end-seed');
+    if (m && !e.inherited) {
       this.#fork = { forkedAtSeq: m.cutSeq, inheritedEventCount: m.inheritedEventCount, firstLiveSeq: e.seq + 1 };
       this.#inSeed = true;
     } else if (this.#inSeed && e.synthetic) {

@@ -22,6 +22,7 @@ import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
+import { dataOf } from '../core/core-event.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -280,4 +281,4 @@ export class SessionController {
 }
 
 /** The input id an inbox/add queued. */
-const inputIdOf = (queued: StoredEvent): string => (queued.data as { inputId: string }).inputId;
+const inputIdOf = (queued: StoredEvent): string => dataOf(queued, 'inbox/add')!.inputId;

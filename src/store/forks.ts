@@ -8,6 +8,7 @@ import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
 import { BEGINS_WORK_TYPES, COMPLETED_STANDALONE_TYPES, selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
 import type { LogState } from '../core/log-state.ts';
+import { dataOf } from '../core/core-event.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, type Lineage } from './lineage.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
@@ -163,7 +164,7 @@ export class Forks {
       // prefix — gives the seed; each child's events are checked like any
       // append, and its counters are the state after them.
       const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
-      const inheritedTitle = cutSeq >= 0 ? ((await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title as string | undefined) : undefined;
+      const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
       const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
       // Children written together share a createdAt (the transaction's): ids in
       // ascending order keep them listed (createdAt, id) in the order given.

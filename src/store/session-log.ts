@@ -12,6 +12,7 @@
 import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
+import { asCoreEvent, dataOf } from '../core/core-event.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
@@ -441,9 +442,9 @@ export class SessionLog {
     for (let to = atSeq, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
       const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true }, db);
       for (const e of page) {
-        const { inputId } = e.data as { inputId: string };
-        if (e.type === 'inbox/remove') removed.add(inputId);
-        else if (!removed.has(inputId)) found.push({ inputId, text: (e.data as { text: string }).text, seq: e.seq });
+        const ev = asCoreEvent(e);
+        if (ev.type === 'inbox/remove') removed.add(ev.data.inputId);
+        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId)) found.push({ inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
       }
       if (page.length < pageSize) break;
       to = page[page.length - 1].seq - 1;
@@ -462,7 +463,7 @@ export class SessionLog {
     const turnStart = await this.lastOfType(l, 'turn/start', seq, db);
     if (!turnStart) return { events: [] };
     const turnEnd = await this.lastOfType(l, 'turn/end', seq, db);
-    const closed = turnEnd && turnEnd.seq > turnStart.seq && turnEnd.data.turn === turnStart.data.turn;
+    const closed = turnEnd && turnEnd.seq > turnStart.seq && dataOf(turnEnd, 'turn/end')?.turn === dataOf(turnStart, 'turn/start')?.turn;
     return { turnStart, events: closed ? [] : await this.range(l, turnStart.seq, seq, db) };
   }
 

@@ -7,6 +7,7 @@ import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
+import { dataOf, fieldOf } from '../../core/core-event.ts';
 import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
 import { endForkedAtCut } from '../../store/fork-cut-times.ts';
 import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
@@ -89,7 +90,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
       resolve: async (turn, _a, ctx) => {
         if (turn.reason !== 'failed' || turn.endSeq === null) return null;
         const report = await ctx.store.log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
-        return report && report.seq > turn.startSeq ? String((report.data as { message?: unknown }).message ?? '') : null;
+        return report && report.seq > turn.startSeq ? String(fieldOf(report, 'message') ?? '') : null;
       },
     }),
   }),
@@ -108,24 +109,25 @@ async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log
   const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
   if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
   const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
-  return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
+  return { ...turn, input: dataOf(input, 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
 }
 
-type ModelMessage = { turn: number; step: number; text: string; toolCalls: unknown[] };
+/** An Answer's model/message data (the field's resolver only ever returns model/message events). */
+const answerOf = (e: StoredEvent) => dataOf(e, 'model/message')!;
 
 const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
   description: "A model's complete answer for one step: a model/message event.",
   fields: (t) => ({
     seq: t.exposeInt('seq'),
-    turn: t.int({ resolve: (e) => (e.data as ModelMessage).turn }),
-    step: t.int({ resolve: (e) => (e.data as ModelMessage).step }),
-    text: t.string({ resolve: (e) => (e.data as ModelMessage).text }),
-    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => (e.data as ModelMessage).toolCalls.length }),
+    turn: t.int({ resolve: (e) => answerOf(e).turn }),
+    step: t.int({ resolve: (e) => answerOf(e).step }),
+    text: t.string({ resolve: (e) => answerOf(e).text }),
+    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => answerOf(e).toolCalls.length }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
       description: 'Tokens the provider reported for this answer (null when it reported none).',
-      resolve: (e) => usageOf(e.data as ModelMessage & { usage?: Partial<Usage> }),
+      resolve: (e) => usageOf(answerOf(e)),
     }),
     inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork inherited: not written by this session.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -182,12 +184,15 @@ builder.prismaObjectFields('Session', (t) => ({
         const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
         const turns = (await endForkedAtCut(ctx.store.log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
         return Promise.all(
-          turns.map(async (turn) => ({ ...turn, input: ((await ctx.store.log.inboxAddOf(snapshot, turn.inputId, turn.startSeq))?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
+          turns.map(async (turn) => ({ ...turn, input: dataOf(await ctx.store.log.inboxAddOf(snapshot, turn.inputId, turn.startSeq), 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
         );
       }
       const events: StoredEvent[] = [];
       for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
-      const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
+      const texts = new Map(events.flatMap((e) => {
+        const added = dataOf(e, 'inbox/add');
+        return added ? [[added.inputId, added.text] as const] : [];
+      }));
       return (await endForkedAtCut(ctx.store.log, snapshotOf(s), summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
     },
   }),

@@ -7,6 +7,7 @@ import { sessionsConnection } from '../sessions-connection.ts';
 import { sessionConnectionColumns } from '../session-columns.ts';
 import { SessionConnection, SessionRef } from './session.ts';
 import { snapshotOf } from '../../store/lineage.ts';
+import { dataOf } from '../../core/core-event.ts';
 
 const ForkPointRef = builder.objectRef<{ seq: number; childCount: number }>('ForkPoint').implement({
   description: 'An event of a session that children were forked at (children(forkedAtSeq) lists them).',
@@ -31,8 +32,8 @@ builder.prismaObjectFields('Session', (t) => ({
     description: "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). One index probe.",
     resolve: async (s, _a, ctx) => {
       const e = await ctx.store.log.lastOfType(snapshotOf(s), 'session/model');
-      const d = e?.data as { provider?: unknown; model?: unknown } | undefined;
-      return d && typeof d.provider === 'string' && typeof d.model === 'string' ? { provider: d.provider, model: d.model } : null;
+      const d = dataOf(e, 'session/model');
+      return d ? { provider: d.provider, model: d.model } : null;
     },
   }),
   forkPoints: t.field({

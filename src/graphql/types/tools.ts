@@ -9,6 +9,7 @@ import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts'
 import type { Tool } from '../../agent/tools.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
+import { dataOf } from '../../core/core-event.ts';
 
 const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
@@ -41,7 +42,7 @@ builder.prismaObjectFields('Session', (t) => ({
     resolve: async (s, _a, ctx) => {
       const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
-      return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools));
+      return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools));
     },
   }),
 }));
