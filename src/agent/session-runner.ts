@@ -16,7 +16,6 @@ import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
-import { segmentsOf } from '../store/lineage.ts';
 import { COMPACTION_END, COMPACTION_START, summarize, type CompactionEndData } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import { ForklineError } from '../core/errors.ts';
@@ -103,8 +102,7 @@ export class SessionRunner {
     const origin = this.fold.forkOrigin;
     if (!origin || this.fold.turnsSinceSeed > 0) return undefined;
     if (origin.turnStartSeq < 0) return origin;
-    const lineage = await this.deps.store.log.lineage(this.sessionId);
-    const owner = lineage && segmentsOf(lineage, origin.turnStartSeq, origin.turnStartSeq)[0]?.sessionId;
+    const owner = await this.deps.store.log.storedBy(this.sessionId, origin.turnStartSeq);
     return owner ? { ...origin, turnSessionId: owner } : origin;
   }
 

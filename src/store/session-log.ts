@@ -102,6 +102,12 @@ export class SessionLog {
     this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
   }
 
+  /** The session whose own rows hold event `seq` of this log (an ancestor's when the event was inherited); undefined when none does. */
+  async storedBy(ref: LogRef, seq: number): Promise<string | undefined> {
+    const lineage = await this.lineage(ref);
+    return lineage && segmentsOf(lineage, seq, seq)[0]?.sessionId;
+  }
+
   /** The lineage of a session, or undefined when it does not exist. */
   async lineage(ref: LogRef, db: Db = this.pool): Promise<Lineage | undefined> {
     if (typeof ref !== 'string') return ref;

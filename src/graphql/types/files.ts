@@ -2,7 +2,7 @@
 // a session's file workspace as of any event, read from the log and the blob
 // store without running anything. Mapping only: store/file-blobs.ts.
 import { builder } from '../builder.ts';
-import { lineageOf } from '../../store/lineage.ts';
+import { logOfRow } from '../../store/log-as-of.ts';
 import { DIFF_MAX_BYTES, FILE_READ_MAX_BYTES, type FileChange, type FileContent, type FilesRef } from '../../store/file-blobs.ts';
 import type { FileEntry } from '../../core/file-tree.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
@@ -44,7 +44,7 @@ const FileChangeRef = builder.objectRef<FileChange>('FileChange').implement({
 
 /** The session as of its row's length (a Session read is one snapshot, DESIGN §1). */
 const filesRef = (s: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>): FilesRef => ({
-  ref: s.inheritedRanges !== undefined ? lineageOf(s) : s.id,
+  ref: logOfRow(s),
   eventCount: s.eventCount,
 });
 

@@ -114,7 +114,7 @@ builder.queryFields((t) => ({
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
     // A query's read: from a hot standby that has caught up with the request, else the primary; the
-    // fields that read the log read it as of this row's eventCount (lineage.ts snapshotOf), wherever it came from.
+    // fields that read the log read it as of this row's eventCount (store/log-as-of.ts logAsOf), wherever it came from.
     resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(ctx.scope, String(id), sessionColumns(info), 'standby')),
   }),
   sessions: t.connection(

@@ -7,7 +7,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { Tool } from '../../agent/tools.ts';
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { dataOf } from '../../core/core-event.ts';
 
@@ -40,7 +40,7 @@ builder.prismaObjectFields('Session', (t) => ({
     type: [ToolInfoRef],
     description: "The tools the session's agent may use as of the end of its log (its last session/tools event; none: all).",
     resolve: async (s, _a, ctx) => {
-      const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
+      const set = await ctx.store.log.lastOfType(logAsOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
       return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools));
     },

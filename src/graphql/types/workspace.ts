@@ -3,7 +3,7 @@
 import { builder } from '../builder.ts';
 import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
 import type { WorkspaceEntry } from '../../store/session-log.ts';
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
 import { seqWithin } from '../../store/file-blobs.ts';
 
 const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').implement({
@@ -26,8 +26,7 @@ builder.prismaObjectFields('Session', (t) => ({
     args: { atSeq: t.arg.int() },
     // At `atSeq`: the same snapshot ending after that event (a write counts once its ok result is in it).
     resolve: async (s, { atSeq }, ctx) => {
-      const snapshot = snapshotOf(s);
-      if (atSeq != null) snapshot.endSeq = seqWithin(atSeq, s.eventCount) + 1;
+      const snapshot = logAsOf(s, atSeq != null ? seqWithin(atSeq, s.eventCount) + 1 : undefined);
       return (await ctx.store.log.workspace(snapshot, WORKSPACE_MAX_KEYS)).entries;
     },
   }),
