@@ -3,6 +3,7 @@
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
+import { toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
@@ -56,9 +57,8 @@ export interface CompactionResult {
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
 
-/** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
-// eslint-disable-next-line no-control-regex -- NUL is what it replaces
-const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
+/** Postgres cannot hold NUL or unpaired surrogates; model and tool output may contain them. */
+const storable = toStorableText;
 
 /**
  * Why a running turn stops early. `deleted` (the session is gone) and
