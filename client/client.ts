@@ -35,7 +35,7 @@ export interface GraphQLErrorInfo {
   extensions?: Record<string, unknown>;
 }
 
-/** A GraphQL or transport error; `code` is the first error's extensions.code (DESIGN §7). */
+/** A GraphQL or transport error; `code` is the first error's extensions.code (docs/contract.md#graphql-names). */
 export class ForklineClientError extends Error {
   readonly code: string;
   constructor(

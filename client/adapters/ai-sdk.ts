@@ -1,4 +1,4 @@
-// Vercel AI SDK adapter for external runners (issue 32): runs `streamText`
+// Vercel AI SDK adapter for external runners: runs `streamText`
 // (or `generateText`) with the runner's own tools on a claimed session, from
 // the model request forkline builds (Session.modelRequest), and writes each
 // step as forkline events from `onStepFinish`: step/start, model/message with

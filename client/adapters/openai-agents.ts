@@ -1,4 +1,4 @@
-// OpenAI Agents SDK adapter for external runners (issue 32): a `Session`
+// OpenAI Agents SDK adapter for external runners: a `Session`
 // (the SDK's conversation memory) backed by a claimed forkline session.
 // getItems returns the conversation forkline builds (Session.modelRequest:
 // a fork's synthetic results with their wording, compaction summaries) as

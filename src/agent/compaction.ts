@@ -1,4 +1,4 @@
-// Compaction (issue 30, DESIGN §6): the model-visible history through a seq
+// Compaction (docs/contract.md#agent-loop): the model-visible history through a seq
 // is replaced by the session's model's summary of it. In the log:
 // `plugin/compaction/start`, then `surface/replace {fromSeq, toSeq, content}`,
 // then `plugin/compaction/end {fromSeq, toSeq, summarySeq}`. The bracket is

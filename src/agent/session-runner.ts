@@ -1,4 +1,4 @@
-// The agent loop for one session (DESIGN §6): takes inputs from the durable
+// The agent loop for one session (docs/contract.md#agent-loop): takes inputs from the durable
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
@@ -132,7 +132,7 @@ export class SessionRunner {
     while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
-        // The previous holder of the lease died mid-turn (DESIGN §4).
+        // The previous holder of the lease died mid-turn (docs/contract.md#crash-recovery).
         await this.repairInterrupted();
         continue;
       }
@@ -564,7 +564,7 @@ export class SessionRunner {
       const content = await tool.run(args, {
         sessionId: this.sessionId,
         signal,
-        // The workspace is the log's (issue 17): reads as of now, writes stored with the ok result.
+        // The workspace is the log's: reads as of now, writes stored with the ok result.
         workspace: {
           read: async (key) => writes.findLast((w) => w.key === key)?.value ?? (await log.workspaceEntry(this.sessionId, key))?.value,
           hasRoomFor: async (key) =>

@@ -1,4 +1,4 @@
-// The opt-in `shell` tool (FORKLINE_SHELL=on; issue 31, docs/files.md): runs a
+// The opt-in `shell` tool (FORKLINE_SHELL=on, docs/files.md): runs a
 // command with /bin/sh in the session's file workspace as its working
 // directory, with a time limit, bounded output and none of forkline's
 // environment (no database URL, model keys or tokens). Where bubblewrap

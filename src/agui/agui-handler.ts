@@ -40,7 +40,7 @@ const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId
 
 /** What messagesOf reads. */
 const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
-/** Events behind MESSAGES_SNAPSHOT: the latest turns, never the whole log (DESIGN §1: a run costs what it adds). */
+/** Events behind MESSAGES_SNAPSHOT: the latest turns, never the whole log (docs/contract.md#log: a run costs what it adds). */
 export const SNAPSHOT_EVENTS = 2000;
 
 /**

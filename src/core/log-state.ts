@@ -1,4 +1,4 @@
-// The one reducer of a log (DESIGN §1): events in, session state out — the
+// The one reducer of a log (docs/contract.md#log): events in, session state out — the
 // inbox, turn numbering, the open turn and its open step with their calls,
 // the configured model and title. Replay, the open tail that repair closes,
 // the agent's running fold, the recording validator and the store's append
@@ -7,7 +7,7 @@
 // `apply` is lenient: it folds any log the store holds (closed steps and turns
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
-// (DESIGN §1), checked against the state before it.
+// (docs/contract.md#log), checked against the state before it.
 import type { EventData, LogEvent, ToolCall } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
@@ -237,7 +237,7 @@ export class LogState {
     return this.inbox.size;
   }
 
-  /** What repair must close (DESIGN §2): the open turn and its open step's unanswered calls. */
+  /** What repair must close (docs/contract.md#repair): the open turn and its open step's unanswered calls. */
   openTail(): OpenTail | undefined {
     if (this.openTurn === undefined) return undefined;
     const s = this.openStep;

@@ -1,4 +1,4 @@
-// History → model request (DESIGN §3.3): the model-visible conversation of a
+// History → model request (docs/contract.md#continuing-a-child): the model-visible conversation of a
 // log, in OpenAI chat format. Pure.
 //
 // The conversation is built incrementally: the agent keeps one per session and

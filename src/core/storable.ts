@@ -1,4 +1,4 @@
-// What the log can hold (DESIGN §1: every payload is validated before it is
+// What the log can hold (docs/contract.md#log: every payload is validated before it is
 // written): text Postgres can store — no NUL (U+0000), no unpaired UTF-16
 // surrogate — in JSON nested at most MAX_JSON_DEPTH deep (deeper values
 // exhausted zod's stack: a 2,000-level plugin event crashed the import).

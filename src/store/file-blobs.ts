@@ -1,4 +1,4 @@
-// Session file workspaces in Postgres (issue 31): file contents stored once by
+// Session file workspaces in Postgres: file contents stored once by
 // sha-256 (FileBlob, deduplicated across every session), which session stored
 // which blob (SessionBlob: deletion removes the blobs no remaining session
 // stored), and the reads that need no agent: the tree as of a seq, one file,
@@ -40,7 +40,7 @@ export interface FileChange {
   diff: string | null;
 }
 
-/** A session as the file reads see it: its log and its length (a read describes the log as of one seq, DESIGN §1). */
+/** A session as the file reads see it: its log and its length (a read describes the log as of one seq, docs/contract.md#log). */
 export interface FilesRef {
   ref: LogRef;
   eventCount: number;

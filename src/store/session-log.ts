@@ -1,4 +1,4 @@
-// The one way to read a session's log (DESIGN §1: cost never grows with the
+// The one way to read a session's log (docs/contract.md#log: cost never grows with the
 // log). Every reader — the GraphQL events connection, node(id), fork payloads,
 // subscription catch-up, export, the agent — goes through here; nothing else
 // reads the Event table but full-text search (session-search.ts), which finds
@@ -316,7 +316,7 @@ export class SessionLog {
 
   /**
    * The workspace value of `key` as of `toSeq` (default: the end of the log),
-   * inherited writes included, or undefined (DESIGN §1 cost: one index probe
+   * inherited writes included, or undefined (docs/contract.md#log cost: one index probe
    * per lineage segment, whatever the log's length). See `workspaceWrites`.
    */
   async workspaceEntry(ref: LogRef, key: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<WorkspaceEntry | undefined> {
@@ -459,7 +459,7 @@ export class SessionLog {
   }
 
   /**
-   * What repair needs to close whatever is open at `seq` (DESIGN §3.1 cost):
+   * What repair needs to close whatever is open at `seq` (docs/contract.md#exact-fork cost):
    * the last `turn/start` at or before it and, when that turn is still open
    * there, the events from it through `seq`. A closed last turn reads nothing
    * more, however many events follow it.

@@ -54,7 +54,7 @@ export class TailStates {
   async at(ref: LogRef, seq: number, db: Db, pendingInputCount?: number): Promise<{ state: LogState; openTurn: StoredEvent[] }> {
     if (seq < 0) return { state: new LogState(), openTurn: [] };
     const tail = await this.log.openTail(ref, seq, db);
-    // Turns are numbered 1, 2, … (DESIGN §1): the last one started is the count.
+    // Turns are numbered 1, 2, … (docs/contract.md#log): the last one started is the count.
     const lastTurn = dataOf(tail.turnStart, 'turn/start')?.turn ?? 0;
     const waiting = pendingInputCount ?? (await this.log.pendingInputCountAt(ref, seq, db));
     const state = LogState.resume({

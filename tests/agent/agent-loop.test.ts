@@ -217,7 +217,7 @@ describe('agent loop with the scripted model', () => {
   });
 });
 
-describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
+describe('continuing a fork taken mid-step (docs/contract.md#continuing-a-child)', () => {
   it('sends exactly the expected next model request, numbers the turn on, never re-runs inherited calls', async () => {
     const parent = await create('parent');
     await send(parent, 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}');

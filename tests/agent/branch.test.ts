@@ -1,4 +1,4 @@
-// Turn-level branches (seed 003, DESIGN §3.2) through the production loop.
+// Turn-level branches (docs/contract.md#branch) through the production loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { LeaseStore } from '../../src/store/leases.ts';

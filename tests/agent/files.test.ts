@@ -1,4 +1,4 @@
-// The file workspace (issue 31) through GraphQL and the production agent loop
+// The file workspace through GraphQL and the production agent loop
 // with the scripted model: what a cut mid-call restores and tells the model,
 // forks that change the same file differently, paths kept inside the
 // workspace, the quota, what changed between events, and the blobs a deletion

@@ -1,4 +1,4 @@
-// The workspace that rewinds with the log (issue 17): note_write records its
+// The workspace that rewinds with the log: note_write records its
 // write in the log (a plugin/workspace/write event in the same append as its ok
 // tool/result), note_read answers from the log as of now, inherited writes
 // included. Through GraphQL and the production agent loop with the scripted

@@ -1,4 +1,4 @@
-// POST /agui under the input rules of every door (issue 27): the message and
+// POST /agui under the input rules of every door: the message and
 // id limits GraphQL applies, refused with a 400 before anything is stored, and
 // a retried run (same runId) that answers from the log instead of hanging or
 // recording itself twice. Driven by @ag-ui/client's HttpAgent and raw HTTP.

@@ -1,4 +1,4 @@
-// POST /agui (issue 18) driven by the official AG-UI client, HttpAgent; every
+// POST /agui driven by the official AG-UI client, HttpAgent; every
 // event is validated against @ag-ui/core's schemas.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpAgent } from '@ag-ui/client';

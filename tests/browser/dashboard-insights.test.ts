@@ -1,4 +1,4 @@
-// Numbers people want to see (issue 33, item 7), at 1440x900: the session's
+// Numbers people want to see, at 1440x900: the session's
 // totals and each turn's duration, steps, tool calls and tokens in full (not
 // truncated), a chart of the last turns' latency and tokens, the workspace at
 // any event, a forked turn's duration as of the cut, and the sessions list

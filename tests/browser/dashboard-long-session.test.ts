@@ -1,4 +1,4 @@
-// A 20,000-event session in the dashboard (issue 16): it opens at its latest
+// A 20,000-event session in the dashboard: it opens at its latest
 // events, scrolls, jumps, and takes a message while staying responsive. This
 // is a benchmark that prints its figures; it asserts only generous bounds
 // (the goals: first screen < 1 s, send → visible < 1 s, scroll p95 < 20 ms,

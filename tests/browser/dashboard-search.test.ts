@@ -1,4 +1,4 @@
-// The dashboard's search box in a real browser (issue 17): a non-empty query
+// The dashboard's search box in a real browser: a non-empty query
 // lists searchSessions hits (title, kind, seq, snippet with the matched words
 // in <b>, content rendered as text, never as HTML); a hit opens its session
 // at the matching event.

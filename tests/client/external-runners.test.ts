@@ -1,4 +1,4 @@
-// External runners as separate processes (issue 32): the AI SDK adapter
+// External runners as separate processes: the AI SDK adapter
 // (client/adapters/ai-sdk.ts on client/runner.ts, with the SDK's
 // MockLanguageModelV3) serves pool `ext` of a real forkline server. Messages
 // sent through GraphQL get turns with a tool call written by the runner,

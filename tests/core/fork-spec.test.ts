@@ -112,7 +112,7 @@ describe('fork seeds on the reference log (pure core)', () => {
   });
 });
 
-describe('selectBranchCut (seed 003)', () => {
+describe('selectBranchCut (docs/contract.md#branch)', () => {
   const turnEnds = [20, 31];
   it.each([
     [undefined, 31],

@@ -1,4 +1,4 @@
-// Branching workflows (issue 17) through GraphQL over HTTP and the production
+// Branching workflows through GraphQL over HTTP and the production
 // agent loop: editMessage, forkSession/branchSession with a model and a message,
 // fanOut with Session.children / siblings / lastAnswer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

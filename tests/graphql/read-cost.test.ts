@@ -1,4 +1,4 @@
-// Cost never grows with the log (DESIGN §1). For each read a client makes on a
+// Cost never grows with the log (docs/contract.md#log). For each read a client makes on a
 // 20,000-event session and on forks nested in it, every statement that touches
 // the Event table is run again under EXPLAIN ANALYZE: the rows Postgres scans
 // (not only those it returns: a flattened join can scan the whole table and

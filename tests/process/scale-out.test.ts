@@ -1,4 +1,4 @@
-// The scale-out set-up end to end (issue 34's "done when"): two service
+// The scale-out set-up end to end: two service
 // processes behind a real PgBouncer in transaction mode, LISTEN and
 // migrations on a direct connection, a streaming hot standby for reads.
 // 200 sessions are created, sent a message, forked with a message and

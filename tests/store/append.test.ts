@@ -195,7 +195,7 @@ describe('SessionStore.append', () => {
     await expect(store.append('ses_missing', [note(2)])).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
   });
 
-  describe('relationship rules (DESIGN §1), checked against the end of the log', () => {
+  describe('relationship rules (docs/contract.md#log), checked against the end of the log', () => {
     const call = { id: 'call_1', name: 'clock', arguments: '{}' };
     const openStep = [
       { type: 'inbox/add', data: { inputId: 'in_1', text: 'hi' } },

@@ -1,4 +1,4 @@
-// Big files stored as chunks (issue 31; core/file-chunks.ts, store/file-blobs.ts):
+// Big files stored as chunks (core/file-chunks.ts, store/file-blobs.ts):
 // a one-byte change to a big file stores a chunk or two, not the file again;
 // the contents read back exactly in the store, through GraphQL's Session.file
 // and fileChanges (its kind), in a fork's restored directory, and across export, delete

@@ -1,4 +1,4 @@
-// OpenTelemetry GenAI traces (issue 18), exported over OTLP/HTTP to a real
+// OpenTelemetry GenAI traces, exported over OTLP/HTTP to a real
 // receiver in the test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

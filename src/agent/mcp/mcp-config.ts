@@ -1,7 +1,7 @@
 // FORKLINE_MCP_CONFIG: the MCP servers the agent may use, in the shape Claude
 // Code, Codex, Cursor and the OpenAI Agents SDK read (`{"mcpServers": {...}}`),
 // plus forkline's own keys: `trusted`, `effect` and `tools.<name>.effect`
-// (DESIGN §6), a call timeout, and the tenants allowed to use a server.
+// (docs/contract.md#agent-loop), a call timeout, and the tenants allowed to use a server.
 import fs from 'node:fs';
 import { z } from 'zod';
 import { FILE_SCOPES, TOOL_EFFECTS } from '../../core/tools.ts';

@@ -113,7 +113,7 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
-    // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, DESIGN §1),
+    // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, docs/contract.md#log),
     // through the row's own lineage (no lineage lookup per child of a page).
     resolve: (s, _a, ctx) => ctx.store.log.lastOfType(logAsOf(s), 'model/message'),
   }),

@@ -1,4 +1,4 @@
-// Session.files, Session.file and Session.fileChanges (DESIGN §7, issue 31):
+// Session.files, Session.file and Session.fileChanges (docs/contract.md#graphql-names):
 // a session's file workspace as of any event, read from the log and the blob
 // store without running anything. Mapping only: store/file-blobs.ts.
 import { builder } from '../builder.ts';
@@ -42,7 +42,7 @@ const FileChangeRef = builder.objectRef<FileChange>('FileChange').implement({
   }),
 });
 
-/** The session as of its row's length (a Session read is one snapshot, DESIGN §1). */
+/** The session as of its row's length (a Session read is one snapshot, docs/contract.md#log). */
 const filesRef = (s: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>): FilesRef => ({
   ref: logOfRow(s),
   eventCount: s.eventCount,

@@ -18,7 +18,7 @@ export const idempotencyKeyArg = <Arg>(t: { arg: { string: (opts: { description:
       'instead of doing it again; the same key with a different input is BAD_USER_INPUT.',
   });
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
-/** A fork's overrides (issue 17). */
+/** A fork's overrides. */
 const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish() };
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.

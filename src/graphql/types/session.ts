@@ -40,7 +40,7 @@ export const SessionRef = builder.prismaNode('Session', {
 });
 
 
-// Connection type names are part of the contract (DESIGN §7): one SessionConnection
+// Connection type names are part of the contract (docs/contract.md#graphql-names): one SessionConnection
 // for sessions and children, one EventConnection.
 export const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
 const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
@@ -101,7 +101,7 @@ builder.prismaObjectFields('Session', (t) => ({
 
 // Session.workspace lives beside the tools that write it.
 import './workspace.ts';
-// Session.files, file and fileChanges: the file workspace (issue 31).
+// Session.files, file and fileChanges: the file workspace.
 import './files.ts';
 
 // The hot reads (a session, a sessions page) are prepared statements on the pg

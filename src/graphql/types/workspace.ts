@@ -1,4 +1,4 @@
-// Session.workspace (issue 17): the notes tools' state, derived from the log
+// Session.workspace: the notes tools' state, derived from the log
 // (store/session-log.ts `workspace`). Mapping only.
 import { builder } from '../builder.ts';
 import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
@@ -22,7 +22,7 @@ builder.prismaObjectFields('Session', (t) => ({
       'The workspace as of event `atSeq` (default: the end of the log), inherited writes included, in key order: the latest completed write of each key ' +
       `(a write whose result was never recorded is absent). A workspace holds at most ${WORKSPACE_MAX_KEYS} keys. ` +
       'The cost is the keys, never the log.',
-    // The log as of the row's eventCount (one snapshot, DESIGN §1), through the row's own lineage.
+    // The log as of the row's eventCount (one snapshot, docs/contract.md#log), through the row's own lineage.
     args: { atSeq: t.arg.int() },
     // At `atSeq`: the same snapshot ending after that event (a write counts once its ok result is in it).
     resolve: async (s, { atSeq }, ctx) => {
