@@ -1,7 +1,7 @@
-// The log contract (docs/contract.md#log and §7's deletion rule) as one suite that each
+// The log contract (docs/contract.md#log, docs/contract.md#deletion) as one suite that each
 // implementation runs through a small initializer, beside the fork spec
 // (fork-spec.ts): append rules, reads through a fork's lineage, and deletion.
-// The store and the GraphQL API both run it.
+// The pure core, the store and the GraphQL API run it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../src/core/events.ts';
 import { LogState } from '../../src/core/log-state.ts';
