@@ -52,12 +52,14 @@ export class SessionController {
     scope: Scope,
     input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
     idem: Idempotency = {},
+    /** A session id the door derived (POST /chat's chat ids); default: a new one. */
+    id?: string,
   ): Promise<SessionRow> {
     if (input.tools) this.checkToolSet(scope, input.tools);
     if (input.model) this.checkModel(input.model);
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'createSession', input, idem),
-      (beforeCommit) => this.store.createSession(scope, input, { beforeCommit }),
+      (beforeCommit) => this.store.createSession(scope, input, { beforeCommit, id }),
       (r) => this.store.requireSession(scope, r.sessionId),
     );
   }

@@ -86,9 +86,9 @@ export class SessionStore {
   async createSession(
     scope: Scope,
     input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
-    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
+    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** A session id the caller derived (the chat door's); default: a new one. */ id?: string } = {},
   ): Promise<SessionRow> {
-    const id = newSessionId();
+    const id = opts.id ?? newSessionId();
     const initial: NewEvent[] = [];
     if (input.title != null) initial.push({ type: 'session/title', data: { title: input.title } });
     if (input.model) initial.push({ type: 'session/model', data: input.model });
