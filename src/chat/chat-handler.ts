@@ -164,6 +164,7 @@ export function chatHandler(opts: ChatOptions) {
     const capped = guard.openStream(res, scope.tenant);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     let gone = false;
+    // eslint-disable-next-line prefer-const -- the close handler reads it before the subscription is made
     let turns: AsyncIterableIterator<TurnUpdate> | undefined;
     res.once('close', () => {
       gone = true;
