@@ -53,7 +53,7 @@ export async function benchFork(ctx: BenchContext) {
   floor.sort((a, b) => a - b);
   // What a copying fork of the large session costs (the previous storage), once.
   const copyTarget = await store.createSession({ tenant: 'bench' }, {});
-  let t = performance.now();
+  const t = performance.now();
   await db.pool.query(
     `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "createdAt")
      SELECT $1, seq, $1, type, data, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $2 AND seq < $3`,

@@ -26,7 +26,10 @@ async function startProcess(command: string, args: string[], env: Record<string,
     const look = (c: Buffer) => {
       out += c;
       const m = ready.exec(out);
-      if (m) clearTimeout(timer), resolve(m[1]);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
     };
     child.stdout!.on('data', look);
     child.stderr!.on('data', look);

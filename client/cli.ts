@@ -228,7 +228,7 @@ async function tokens(client: ForklineClient, [verb, ...args]: string[], opts: O
 
 function summaryLine(s: SessionSummaryFragment): string {
   const parent = s.parent ? `  fork of ${s.parent.id}@${s.forkedAtSeq}` : '';
-  // An external runner pool's session (issue 32): its pool, and the runner holding it now.
+  // An external runner pool's session: its pool, and the runner holding it now.
   const pool = s.runner ? `  runner pool ${s.runner}${s.runnerHolder ? ` (held by ${s.runnerHolder})` : ''}` : '';
   return `${s.id}  ${s.status.padEnd(7)}  ${String(s.eventCount).padStart(5)} events  ${String(s.turnCount).padStart(3)} turns  ${s.title ?? '(untitled)'}${parent}${pool}`;
 }

@@ -13,6 +13,7 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
  * Returns the turn's end reason.
  */
 export async function sendAndWait(client: ForklineClient, sessionId: string, text: string, json: boolean): Promise<string> {
+  // eslint-disable-next-line prefer-const -- read by the subscription's callbacks before sendMessage answers
   let inputId: string | undefined;
   let streamedTurn: number | undefined;
   let printed = '';

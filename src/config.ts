@@ -1,4 +1,4 @@
-// Environment configuration (DESIGN §8), parsed once with zod.
+// Environment configuration (docs/operations.md), parsed once with zod.
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';

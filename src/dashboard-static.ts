@@ -43,6 +43,7 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
       return false; // not percent-decodable: no such file
     }
     // No file has a NUL or a control character in its name (fs would throw on NUL).
+    // eslint-disable-next-line no-control-regex -- control characters are what it refuses
     if (/[\u0000-\u001f]/.test(pathname)) return false;
     const file = path.resolve(root, `.${pathname}`);
     if (file !== root && !file.startsWith(root + path.sep)) return false;
@@ -53,8 +54,8 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
     let body: Buffer;
     try {
       body = await fs.readFile(target);
-    } catch (err: any) {
-      if (!NOT_A_FILE.has(err?.code)) throw err;
+    } catch (err) {
+      if (!NOT_A_FILE.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
       if (ext) return false;
       res
         .writeHead(503, { 'content-type': 'text/plain; charset=utf-8' })

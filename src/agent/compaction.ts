@@ -1,12 +1,14 @@
-// Compaction (issue 30, DESIGN §6): the model-visible history through a seq
+// Compaction (docs/contract.md#agent-loop): the model-visible history through a seq
 // is replaced by the session's model's summary of it. In the log:
 // `plugin/compaction/start`, then `surface/replace {fromSeq, toSeq, content}`,
 // then `plugin/compaction/end {fromSeq, toSeq, summarySeq}`. The bracket is
 // the agent's (a plugin's): the core never closes it, and a fork inside it
 // (after the start, before the end) leaves the child an unfinished compaction
 // whose replacement its requests ignore (CompactionBracket).
+import { z } from 'zod';
 import type { ChatMessage } from '../core/chat.ts';
 import { ForklineError } from '../core/errors.ts';
+import { toStorableText } from '../core/storable.ts';
 import type { LogEvent, NewEvent } from '../core/events.ts';
 import type { ChatModel } from './models/model.ts';
 import { CHARS_PER_TOKEN } from './context-budget.ts';
@@ -27,6 +29,13 @@ export interface CompactionEndData {
   requests: number;
 }
 
+/** The range and summary a completed compaction's end names (a failed one's end has no summarySeq). */
+const completedEnd = z.object({ fromSeq: z.number().int(), toSeq: z.number().int(), summarySeq: z.number().int() });
+export type CompletedCompaction = z.infer<typeof completedEnd>;
+
+/** A plugin/compaction/end's data when it ended a completed compaction, else undefined (plugin data: checked, not assumed). */
+export const completedCompaction = (data: unknown): CompletedCompaction | undefined => completedEnd.safeParse(data).data;
+
 /**
  * The compaction bracket as the agent's fold sees it: a `surface/replace`
  * written inside an open compaction takes effect on the model's history only
@@ -39,7 +48,7 @@ export class CompactionBracket {
   private open = false;
   private pending?: LogEvent;
   /** The last completed compaction's end (its data), in this log. */
-  lastCompleted?: CompactionEndData & { seq: number };
+  lastCompleted?: CompletedCompaction & { seq: number };
 
   /** The events the conversation applies for `e`: itself, nothing (deferred), or a deferred replacement. */
   filter(e: LogEvent): LogEvent[] {
@@ -56,9 +65,9 @@ export class CompactionBracket {
         const pending = this.pending;
         this.open = false;
         this.pending = undefined;
-        const d = e.data as Partial<CompactionEndData>;
-        if (pending && typeof d.summarySeq === 'number' && d.summarySeq === pending.seq) {
-          this.lastCompleted = { ...(d as CompactionEndData), seq: e.seq };
+        const d = completedCompaction(e.data);
+        if (pending && d && d.summarySeq === pending.seq) {
+          this.lastCompleted = { ...d, seq: e.seq };
           return [pending];
         }
         return [];
@@ -193,9 +202,6 @@ export function compactionThrough(sessionId: string, log: { lastTurnEndSeq: numb
   return through;
 }
 
-/** A summary as an event payload can hold it (Postgres text takes no NUL). */
-export const storableText = (text: string) => text.replace(/\u0000/g, '\uFFFD');
-
 export interface WriteCompactionOptions {
   /** Appends under the writer's lease; resolves with the stored events. */
   append(events: NewEvent[]): Promise<Array<{ seq: number }>>;
@@ -231,7 +237,7 @@ export async function writeCompaction(opts: WriteCompactionOptions): Promise<Com
     }
     throw opts.failure ? opts.failure(err) : err;
   }
-  const [replace] = await opts.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: storableText(summary.text) } }]);
+  const [replace] = await opts.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: toStorableText(summary.text) } }]);
   const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests };
   await opts.append([{ type: COMPACTION_END, data: { ...end } }]);
   return { fromSeq, toSeq: through, summarySeq: replace.seq };

@@ -1,4 +1,4 @@
-// A model request's context budget (issue 30): the model's context window in
+// A model request's context budget: the model's context window in
 // tokens — the session's `contextTokens` when it names one, else the known
 // window of a well-known model, else the host's default — and an estimate of
 // a request's tokens without a tokenizer: what the provider reported for the

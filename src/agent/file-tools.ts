@@ -1,4 +1,4 @@
-// The built-in file tools (DESIGN §6, issue 31): they work in the session's
+// The built-in file tools (docs/contract.md#agent-loop): they work in the session's
 // file workspace (file-workspace.ts), and only there. What a call that is not
 // read-only changed is recorded with its result (session-runner.ts), so a fork
 // at any event sees the files of that moment, and a cut before a call's result

@@ -1,5 +1,5 @@
 // A session's file workspace on the disk of the process running its agent
-// (DESIGN §6, issue 31). The log is the source of truth: the tree as of its
+// (docs/contract.md#agent-loop). The log is the source of truth: the tree as of its
 // end is the fold of its change sets (core/file-tree.ts), contents by hash in
 // Postgres (store/file-blobs.ts). The directory is made from it lazily, the
 // first time a file tool of the session needs it, and made again whenever

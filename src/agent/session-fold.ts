@@ -7,10 +7,11 @@ import { LRUCache } from 'lru-cache';
 import { LogState } from '../core/log-state.ts';
 import { Conversation } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
+import { dataOf } from '../core/core-event.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
-import { COMPACTION_END, CompactionBracket, type CompactionEndData } from './compaction.ts';
+import { COMPACTION_END, CompactionBracket, completedCompaction } from './compaction.ts';
 import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
@@ -61,9 +62,10 @@ export class SessionFold {
       this.lastTurnStartSeq = e.seq;
     } else if (e.type === 'tool/result' && e.synthetic && this.forkOrigin && this.turnsSinceSeed === 0) {
       // The seed's closers follow its end-seed marker.
-      this.forkOrigin.synthetic.push(syntheticResult(e.data, e.data.status === 'interrupted' ? 'interrupted' : 'forked'));
+      const d = dataOf(e, 'tool/result')!;
+      this.forkOrigin.synthetic.push(syntheticResult(d, d.status === 'interrupted' ? 'interrupted' : 'forked'));
     } else if (e.type === 'session/end-seed') {
-      const d = e.data as { parentSessionId: string; cutSeq: number };
+      const d = dataOf(e, 'session/end-seed')!;
       this.forkOrigin = {
         parentSessionId: d.parentSessionId,
         cutSeq: d.cutSeq,
@@ -91,12 +93,12 @@ export class SessionFold {
     const { log } = store;
     let end = await log.lastOfType(this.sessionId, COMPACTION_END);
     for (let tries = 0; end && tries < 3; tries++) {
-      const d = end.data as Partial<CompactionEndData>;
-      if (d.fromSeq === 0 && typeof d.toSeq === 'number' && typeof d.summarySeq === 'number' && d.toSeq < d.summarySeq) break;
+      const d = completedCompaction(end.data);
+      if (d && d.fromSeq === 0 && d.toSeq < d.summarySeq) break;
       end = end.seq > 0 ? await log.lastOfType(this.sessionId, COMPACTION_END, end.seq - 1) : undefined; // a failed compaction's end
     }
-    const d = end?.data as CompactionEndData | undefined;
-    if (!end || !d || d.fromSeq !== 0 || typeof d.summarySeq !== 'number') return -1;
+    const d = end && completedCompaction(end.data);
+    if (!d || d.fromSeq !== 0) return -1;
     const through = d.toSeq;
     const [state, model, tools, runnerTools, title, turnEnd] = await Promise.all([
       store.stateAt(this.sessionId, through),
@@ -106,10 +108,10 @@ export class SessionFold {
       log.lastOfType(this.sessionId, 'session/title', through),
       log.lastOfType(this.sessionId, 'turn/end', through),
     ]);
-    if (model) state.model = model.data;
-    if (tools) state.tools = tools.data.tools;
-    if (runnerTools) state.runnerTools = runnerTools.data.tools;
-    if (title) state.title = title.data.title;
+    if (model) state.model = dataOf(model, 'session/model');
+    if (tools) state.tools = dataOf(tools, 'session/tools')?.tools;
+    if (runnerTools) state.runnerTools = dataOf(runnerTools, 'session/runner-tools')?.tools;
+    if (title) state.title = dataOf(title, 'session/title')?.title;
     this.state = state;
     // The texts of inputs waiting at the cut: a turn after it takes them.
     for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });

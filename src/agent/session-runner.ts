@@ -1,7 +1,9 @@
-// The agent loop for one session (DESIGN §6): takes inputs from the durable
+// The agent loop for one session (docs/contract.md#agent-loop): takes inputs from the durable
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
+import { dataOf } from '../core/core-event.ts';
+import { toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
@@ -15,8 +17,7 @@ import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
-import { segmentsOf } from '../store/lineage.ts';
-import { compactionThrough, storableText, writeCompaction, type CompactionResult } from './compaction.ts';
+import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import { ForklineError } from '../core/errors.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
@@ -51,8 +52,8 @@ export type { CompactionResult } from './compaction.ts';
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
 
-/** Postgres JSON cannot hold NUL characters; model and tool output may contain them. */
-const storable = storableText;
+/** Postgres cannot hold NUL or unpaired surrogates; model and tool output may contain them. */
+const storable = toStorableText;
 
 /**
  * Why a running turn stops early. `deleted` (the session is gone) and
@@ -106,8 +107,7 @@ export class SessionRunner {
     const origin = this.fold.forkOrigin;
     if (!origin || this.fold.turnsSinceSeed > 0) return undefined;
     if (origin.turnStartSeq < 0) return origin;
-    const lineage = await this.deps.store.log.lineage(this.sessionId);
-    const owner = lineage && segmentsOf(lineage, origin.turnStartSeq, origin.turnStartSeq)[0]?.sessionId;
+    const owner = await this.deps.store.log.storedBy(this.sessionId, origin.turnStartSeq);
     return owner ? { ...origin, turnSessionId: owner } : origin;
   }
 
@@ -137,7 +137,7 @@ export class SessionRunner {
     while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
-        // The previous holder of the lease died mid-turn (DESIGN §4).
+        // The previous holder of the lease died mid-turn (docs/contract.md#crash-recovery).
         await this.repairInterrupted();
         continue;
       }
@@ -294,8 +294,8 @@ export class SessionRunner {
       const { provider, model } = this.modelConfig();
       this.turnObs ??= this.observer.turnStarted({ sessionId: this.sessionId, turn: open.turn, provider, model, recovered: true });
       const synthetic = closers
-        .filter((c) => c.type === 'tool/result')
-        .map((c) => syntheticResult(c.data as Parameters<typeof syntheticResult>[0], 'interrupted'));
+        .flatMap((c) => dataOf(c, 'tool/result') ?? [])
+        .map((d) => syntheticResult(d, 'interrupted'));
       if (synthetic.length) this.turnObs.synthetic(synthetic);
     }
     this.endTurnObservation('interrupted');
@@ -356,7 +356,10 @@ export class SessionRunner {
         const pending: ChatMessage[] =
           step === 1
             ? [{ role: 'user', content: input.text }]
-            : carry.flatMap((e) => (e.type === 'tool/result' ? [{ role: 'tool' as const, tool_call_id: (e.data as { callId: string }).callId, content: (e.data as { content: string }).content }] : []));
+            : carry.flatMap((e) => {
+                const result = dataOf(e, 'tool/result');
+                return result ? [{ role: 'tool' as const, tool_call_id: result.callId, content: result.content }] : [];
+              });
         overBudget = await this.fitBudget(offered, pending, step === 1 ? undefined : () => write([]));
       } catch (err) {
         if (this.stopReason) {
@@ -552,7 +555,7 @@ export class SessionRunner {
       const content = await tool.run(args, {
         sessionId: this.sessionId,
         signal,
-        // The workspace is the log's (issue 17): reads as of now, writes stored with the ok result.
+        // The workspace is the log's: reads as of now, writes stored with the ok result.
         workspace: {
           read: async (key) => writes.findLast((w) => w.key === key)?.value ?? (await log.workspaceEntry(this.sessionId, key))?.value,
           hasRoomFor: async (key) =>

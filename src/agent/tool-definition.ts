@@ -1,4 +1,4 @@
-// What a tool is (DESIGN §6): a zod schema of its arguments, an effect, and a
+// What a tool is (docs/contract.md#agent-loop): a zod schema of its arguments, an effect, and a
 // function of the arguments and the call's context. The built-ins are in
 // tools.ts (file tools in file-tools.ts), MCP servers' in mcp/.
 import { z } from 'zod';

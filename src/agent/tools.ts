@@ -1,8 +1,8 @@
-// Built-in tools (DESIGN §6). Each declares its effect, which drives the retry
+// Built-in tools (docs/contract.md#agent-loop). Each declares its effect, which drives the retry
 // advice that repair writes into synthetic results.
 //
 // The notes tools keep their state in the session's log, not in files: the
-// workspace (issue 17). note_write asks for a write, which the runner stores
+// workspace. note_write asks for a write, which the runner stores
 // as a `plugin/workspace/write` event in the same append as the call's `ok`
 // result (an error result stores none); note_read answers from the log as of
 // now, inherited writes included (store/session-log.ts `workspaceEntry`). So a
@@ -14,7 +14,7 @@ import type { ToolEffect } from '../core/tools.ts';
 import { tool, ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tool-definition.ts';
 import { FILE_TOOLS } from './file-tools.ts';
 
-export { ToolError, WORKSPACE_MAX_KEYS, type Tool, type ToolContext, type ToolWorkspace } from './tool-definition.ts';
+export { ToolError, WORKSPACE_MAX_KEYS, type Tool, type ToolContext } from './tool-definition.ts';
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-// Live progress of a session's turns (sessionTurns subscription, DESIGN §7).
+// Live progress of a session's turns (sessionTurns subscription, docs/contract.md#graphql-names).
 // What is in the log is announced from the stored events (turnUpdatesOf);
 // only what is not — the model's text as it streams, a tool starting — is
 // announced by hand.

@@ -3,7 +3,7 @@
 // relay deliver, in any interleaving, and writes what it emits.
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
 import type { LogEvent } from '../core/events.ts';
-import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
+import { asCoreEvent, dataOf, fieldOf, otherThanCore } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 
 /** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
@@ -95,22 +95,25 @@ export class RunTranslator {
 
   event(e: LogEvent): void {
     if (this.finished) return;
-    const d = e.data ?? {};
     if (this.turn === undefined) {
-      if (e.type === 'turn/start' && d.inputId === this.run.inputId) this.begin(d.turn);
-      else if (e.type === 'inbox/remove' && d.inputId === this.run.inputId && d.reason === 'cancelled') {
+      const started = dataOf(e, 'turn/start');
+      const removed = dataOf(e, 'inbox/remove');
+      if (started?.inputId === this.run.inputId) this.begin(started.turn);
+      else if (removed?.inputId === this.run.inputId && removed.reason === 'cancelled') {
         this.fail('the input was cancelled before a turn took it', 'CANCELLED');
       }
       return;
     }
-    if (d.turn !== this.turn) return;
+    if (fieldOf(e, 'turn') !== this.turn) return;
     if (e.type === 'plugin/agent/error') {
-      if (typeof d.message === 'string') this.lastError = d.message;
+      const message = fieldOf(e, 'message');
+      if (typeof message === 'string') this.lastError = message;
       return;
     }
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'step/start': {
+        const d = ev.data;
         this.started.add(d.step);
         this.emit({ type: EventType.STEP_STARTED, stepName: stepName(d.step) });
         const early = this.pending.get(d.step);
@@ -119,6 +122,7 @@ export class RunTranslator {
         break;
       }
       case 'model/message': {
+        const d = ev.data;
         const messageId = assistantMessageId(d.turn, d.step);
         if (this.text && this.text.step !== d.step) this.closeText();
         if (d.text) {
@@ -134,7 +138,7 @@ export class RunTranslator {
         }
         this.closeText();
         this.answered.add(d.step);
-        for (const c of d.toolCalls as Array<{ id: string; name: string; arguments: string }>) {
+        for (const c of d.toolCalls) {
           this.emit({ type: EventType.TOOL_CALL_START, toolCallId: c.id, toolCallName: c.name, parentMessageId: messageId });
           if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId: c.id, delta: c.arguments });
           this.emit({ type: EventType.TOOL_CALL_END, toolCallId: c.id });
@@ -142,18 +146,18 @@ export class RunTranslator {
         break;
       }
       case 'tool/result':
-        this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: d.resultId, toolCallId: d.callId, content: d.content, role: 'tool' });
+        this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: ev.data.resultId, toolCallId: ev.data.callId, content: ev.data.content, role: 'tool' });
         break;
       case 'step/end':
-        this.endStep(d.step);
+        this.endStep(ev.data.step);
         break;
       case 'turn/end': {
         for (const step of [...this.started]) this.endStep(step);
-        if (d.reason === 'completed') {
+        if (ev.data.reason === 'completed') {
           this.finished = true;
           this.emit({ type: EventType.RUN_FINISHED, threadId: this.run.threadId, runId: this.run.runId, result: { sessionId: this.run.threadId, turn: this.turn } });
         } else {
-          this.fail(this.lastError ?? `the turn ended ${d.reason}`, String(d.reason).toUpperCase());
+          this.fail(this.lastError ?? `the turn ended ${ev.data.reason}`, ev.data.reason.toUpperCase());
         }
         break;
       }

@@ -11,6 +11,7 @@ import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { EventEncoder } from '@ag-ui/encoder';
 import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
+import { dataOf } from '../core/core-event.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
@@ -23,6 +24,9 @@ import { messagesOf, RunTranslator } from './agui-events.ts';
 
 /** Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it). */
 export const RUN_EVENT = 'plugin/agui/run';
+const runEventData = z.object({ runId: z.string(), inputId: z.string() });
+/** A RUN_EVENT's run and input (plugin data: checked, not assumed). */
+const runOf = (e: StoredEvent) => runEventData.safeParse(e.data).data;
 
 export interface AguiOptions {
   services: Pick<Services, 'store' | 'controller' | 'live'>;
@@ -36,7 +40,7 @@ const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId
 
 /** What messagesOf reads. */
 const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
-/** Events behind MESSAGES_SNAPSHOT: the latest turns, never the whole log (DESIGN §1: a run costs what it adds). */
+/** Events behind MESSAGES_SNAPSHOT: the latest turns, never the whole log (docs/contract.md#log: a run costs what it adds). */
 export const SNAPSHOT_EVENTS = 2000;
 
 /**
@@ -51,9 +55,12 @@ export async function snapshotHistory(log: Services['store']['log'], sessionId: 
   const first = recent.findIndex((e) => e.type === 'turn/start');
   if (first < 0) return [];
   const window = recent.slice(first);
-  const added = new Set(window.filter((e) => e.type === 'inbox/add').map((e) => e.data.inputId as string));
-  const missing = window.filter((e) => e.type === 'turn/start' && !added.has(e.data.inputId as string));
-  const inputs = await Promise.all(missing.map((e) => log.inboxAddOf(sessionId, e.data.inputId as string, e.seq)));
+  const added = new Set(window.flatMap((e) => dataOf(e, 'inbox/add')?.inputId ?? []));
+  const missing = window.flatMap((e) => {
+    const start = dataOf(e, 'turn/start');
+    return start && !added.has(start.inputId) ? [{ seq: e.seq, inputId: start.inputId }] : [];
+  });
+  const inputs = await Promise.all(missing.map((e) => log.inboxAddOf(sessionId, e.inputId, e.seq)));
   return [...inputs.filter((e): e is StoredEvent => e !== undefined), ...window];
 }
 
@@ -81,7 +88,7 @@ export function aguiHandler(opts: AguiOptions) {
     try {
       const parsed = RunAgentInputSchema.safeParse(JSON.parse(body.text));
       if (!parsed.success) return replyError(res, 400, 'BAD_USER_INPUT', `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, cors(req));
-      input = parsed.data as RunAgentInput;
+      input = parsed.data;
     } catch {
       return replyError(res, 400, 'BAD_USER_INPUT', 'the body is not JSON', cors(req));
     }
@@ -164,10 +171,10 @@ export function aguiHandler(opts: AguiOptions) {
       // queued by an earlier request of this run. Such a retry records nothing new and
       // follows the run from its turn's start in the log (a finished run answers at once).
       const retry = sent.event.seq < session.eventCount;
-      const turnStart = retry ? await findFrom(sessionId, 'turn/start', sent.event.seq, (e) => e.data.inputId === sent.inputId) : undefined;
+      const turnStart = retry ? await findFrom(sessionId, 'turn/start', sent.event.seq, (e) => dataOf(e, 'turn/start')?.inputId === sent.inputId) : undefined;
       const from = turnStart?.seq ?? sent.event.seq;
       events = live.sessionEvents(sessionId, from - 1); // the log from there (catch-up), then live
-      const recorded = retry && (await findFrom(sessionId, RUN_EVENT, sent.event.seq, (e) => e.data?.runId === input.runId));
+      const recorded = retry && (await findFrom(sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
       if (!recorded) {
         await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });
       }
@@ -191,15 +198,16 @@ export function aguiHandler(opts: AguiOptions) {
   async function runEndSeq(sessionId: string, runId: string): Promise<number | string> {
     let inputId: string | undefined;
     for await (const e of store.log.streamOfTypes(sessionId, [RUN_EVENT])) {
-      if (e.data?.runId === runId) inputId = e.data.inputId;
+      const run = runOf(e);
+      if (run?.runId === runId) inputId = run.inputId;
     }
     if (!inputId) return `no run ${runId} in thread ${sessionId}`;
     const added = await store.log.inboxAddOf(sessionId, inputId);
     if (!added) return `no run ${runId} in thread ${sessionId}`;
-    const start = await findFrom(sessionId, 'turn/start', added.seq, (e) => e.data.inputId === inputId);
+    const start = await findFrom(sessionId, 'turn/start', added.seq, (e) => dataOf(e, 'turn/start')?.inputId === inputId);
     if (!start) return `run ${runId} has not started yet`;
     const end = await store.log.firstOfType(sessionId, 'turn/end', start.seq);
-    if (!end || end.data.turn !== start.data.turn) return `run ${runId} has not finished yet`;
+    if (!end || dataOf(end, 'turn/end')?.turn !== dataOf(start, 'turn/start')?.turn) return `run ${runId} has not finished yet`;
     return end.seq;
   }
 

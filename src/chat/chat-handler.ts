@@ -13,6 +13,7 @@ import type http from 'node:http';
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
+import { dataOf } from '../core/core-event.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Scope, SessionRow } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
@@ -25,6 +26,8 @@ import { ChatAnswer, inputOfAnswer, type AnswerReader, type UIChunk } from './ui
 
 /** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
 export const HEAD_EVENT = 'plugin/chat/head';
+/** A HEAD_EVENT's branch (plugin data: checked, not assumed). */
+const headOfChat = z.object({ sessionId: z.string() });
 
 export interface ChatOptions {
   services: Pick<Services, 'store' | 'controller' | 'live' | 'host'>;
@@ -120,9 +123,9 @@ export function chatHandler(opts: ChatOptions) {
       afterSeq = sent.event.seq;
     } else {
       // Edit-and-rerun of the answered input: the message named, else the head's last turn.
-      const rerun = inputOfAnswer(input.messageId) ?? ((await store.log.lastOfType(head.id, 'turn/start'))?.data.inputId as string | undefined);
+      const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
       if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
-      const again = text || ((await store.log.inboxAddOf(head.id, rerun))?.data.text as string | undefined);
+      const again = text || dataOf(await store.log.inboxAddOf(head.id, rerun), 'inbox/add')?.text;
       if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
       parseInput(messageTextSchema, again, 'the regenerated message');
       const fork = await controller.editMessage(scope, head.id, rerun, again);
@@ -140,16 +143,18 @@ export function chatHandler(opts: ChatOptions) {
     const chat = await chatSession(scope, chatId, false);
     if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
     const head = await headOf(scope, chat);
-    const start = await store.log.lastOfType(head.id, 'turn/start');
-    const end = start && (await store.log.firstOfType(head.id, 'turn/end', start.seq));
+    const startEvent = await store.log.lastOfType(head.id, 'turn/start');
+    const start = startEvent && { seq: startEvent.seq, ...dataOf(startEvent, 'turn/start')! };
+    const endEvent = start && (await store.log.firstOfType(head.id, 'turn/end', start.seq));
+    const end = endEvent && { inherited: endEvent.inherited, ...dataOf(endEvent, 'turn/end')! };
     const follow = async (inputId: string, afterSeq: number) => stream(res, req, scope, { chatId, sessionId: head.id, inputId }, afterSeq);
-    if (start && !end) return follow(start.data.inputId as string, start.seq - 1);
+    if (start && !end) return follow(start.inputId, start.seq - 1);
     if (head.pendingInputCount > 0) {
       const [waiting] = await store.log.pendingInputs(head.id, head.pendingInputCount);
       if (waiting) return follow(waiting.inputId, waiting.seq);
     }
     // A turn a restart interrupted stays the chat's answer until the next message: its replay ends in an error part.
-    if (start && end?.data.reason === 'interrupted' && !end.inherited) return follow(start.data.inputId as string, start.seq - 1);
+    if (start && end?.reason === 'interrupted' && !end.inherited) return follow(start.inputId, start.seq - 1);
     res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
   }
 
@@ -159,6 +164,7 @@ export function chatHandler(opts: ChatOptions) {
     const capped = guard.openStream(res, scope.tenant);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     let gone = false;
+    // eslint-disable-next-line prefer-const -- the close handler reads it before the subscription is made
     let turns: AsyncIterableIterator<TurnUpdate> | undefined;
     res.once('close', () => {
       gone = true;
@@ -215,7 +221,7 @@ export function chatHandler(opts: ChatOptions) {
   /** The session answering the chat now: the last head recorded in it (a regenerated branch), else the chat's own. */
   async function headOf(scope: Scope, chat: SessionRow): Promise<SessionRow> {
     const recorded = await store.log.lastOfType(chat.id, HEAD_EVENT);
-    const headId = recorded?.data.sessionId as string | undefined;
+    const headId = recorded && headOfChat.safeParse(recorded.data).data?.sessionId;
     if (!headId) return chat;
     return (await store.getSession(scope, headId)) ?? chat; // a deleted branch: the chat's own session answers again
   }

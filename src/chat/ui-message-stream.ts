@@ -6,6 +6,7 @@
 // output, the turn's usage and error. Every chunk it writes is one a replay
 // from the log writes again, so a resumed stream rebuilds the same message.
 import type { LogEvent } from '../core/events.ts';
+import { dataOf, fieldOf } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 
 /** A UI message stream chunk (the `ai` package's UIMessageChunk, as JSON). */
@@ -91,8 +92,8 @@ export class ChatAnswer {
         this.closeText();
         await this.inputsOf(step);
         const result = u.seq === undefined ? undefined : await this.reader.event(u.seq);
-        if (result?.type !== 'tool/result') break;
-        const d = result.data as { callId: string; status: string; content: string };
+        const d = dataOf(result, 'tool/result');
+        if (!d) break;
         if (d.status === 'ok') this.emit({ type: 'tool-output-available', toolCallId: d.callId, output: d.content, dynamic: true });
         else this.emit({ type: 'tool-output-error', toolCallId: d.callId, errorText: d.status === 'error' ? d.content : `${d.status}: ${d.content}`, dynamic: true });
         break;
@@ -128,12 +129,13 @@ export class ChatAnswer {
     const usage = { inputTokens: 0, outputTokens: 0 };
     let error: string | undefined;
     for (const e of record) {
-      const d = e.data as { turn?: number; usage?: { inputTokens?: number; outputTokens?: number }; message?: string };
-      if (d.turn !== this.turn) continue;
-      if (e.type === 'model/message' && d.usage) {
-        usage.inputTokens += d.usage.inputTokens ?? 0;
-        usage.outputTokens += d.usage.outputTokens ?? 0;
-      } else if (e.type === 'plugin/agent/error' && typeof d.message === 'string') error = d.message;
+      if (fieldOf(e, 'turn') !== this.turn) continue;
+      const answer = dataOf(e, 'model/message');
+      const message = e.type === 'plugin/agent/error' ? fieldOf(e, 'message') : undefined;
+      if (answer?.usage) {
+        usage.inputTokens += answer.usage.inputTokens ?? 0;
+        usage.outputTokens += answer.usage.outputTokens ?? 0;
+      } else if (typeof message === 'string') error = message;
     }
     this.meta.turn = this.turn;
     this.meta.reason = reason;
@@ -158,8 +160,8 @@ export class ChatAnswer {
     const from = this.stepStarts.get(step);
     if (from === undefined) return;
     const answer = await this.reader.answerFrom(from);
-    const d = answer?.data as { turn: number; step: number; toolCalls: Array<{ id: string; name: string; arguments: string }> } | undefined;
-    if (answer?.type !== 'model/message' || !d || d.turn !== this.turn || d.step !== step) return;
+    const d = dataOf(answer, 'model/message');
+    if (!d || d.turn !== this.turn || d.step !== step) return;
     this.inputsOut.add(step);
     for (const c of d.toolCalls) {
       this.emit({ type: 'tool-input-available', toolCallId: c.id, toolName: c.name, input: parseArguments(c.arguments), dynamic: true });

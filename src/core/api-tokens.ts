@@ -1,4 +1,4 @@
-// What an API token may do (issue 27). Scopes are levels: `read` queries and
+// What an API token may do. Scopes are levels: `read` queries and
 // subscribes, `write` also runs mutations (and AG-UI runs, recording uploads),
 // `admin` also manages the tenant's tokens. A token holding a scope holds the
 // ones below it, so a check asks for the least scope an operation needs.
@@ -14,7 +14,7 @@ export interface Caller {
 }
 
 /** Environment tokens (the bootstrap admins) and local mode hold every scope. */
-export const ALL_SCOPES: readonly TokenScope[] = TOKEN_SCOPES;
+export const ALL_SCOPES: readonly TokenScope[] = [...TOKEN_SCOPES];
 
 const level = (s: TokenScope) => TOKEN_SCOPES.indexOf(s);
 

@@ -1,4 +1,4 @@
-// The model-facing shapes, in OpenAI chat-completions format (DESIGN §6).
+// The model-facing shapes, in OpenAI chat-completions format (docs/contract.md#agent-loop).
 import type { ToolCall } from './events.ts';
 import type { FileScope, ToolEffect } from './tools.ts';
 

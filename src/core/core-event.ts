@@ -19,3 +19,21 @@ export const asCoreEvent = (e: LogEvent): CoreEvent => e as CoreEvent;
  * list fails type-checking there, in every place that must handle it.
  */
 export function otherThanCore(_e: never): void {}
+
+/**
+ * `e`'s data when `e` is of the core type `type`, else undefined: a lookup of
+ * one type (the first turn/start, the session's model) without a switch.
+ */
+export function dataOf<T extends CoreEventType>(e: Pick<LogEvent, 'type' | 'data'> | null | undefined, type: T): EventData<T> | undefined {
+  // The one cast, as asCoreEvent's: the store validated data against its type's schema.
+  return e?.type === type ? (e.data as EventData<T>) : undefined;
+}
+
+/**
+ * A field of any event's data, core or plugin (`turn`, `inputId`), unknown
+ * until the caller checks it.
+ */
+export function fieldOf(e: Pick<LogEvent, 'data'>, name: string): unknown {
+  const d = e.data;
+  return typeof d === 'object' && d !== null && !Array.isArray(d) ? (d as Record<string, unknown>)[name] : undefined;
+}

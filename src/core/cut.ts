@@ -1,4 +1,4 @@
-// Turn-level branch selection (seed 003, DESIGN §3.2): a branch copies the
+// Turn-level branch selection (docs/contract.md#branch): a branch copies the
 // prefix through a closing turn/end and nothing after it.
 
 /** The two questions branch selection asks of a log's turn/end events (the store answers them by index). */
@@ -16,7 +16,7 @@ export interface TurnEnds {
 }
 
 /**
- * What ends completed standalone work an omitted cut keeps (seed 000: "omitted
+ * What ends completed standalone work an omitted cut keeps (docs/contract.md#exact-fork: "omitted
  * cuts retain completed standalone work, including manual compaction
  * replacements, until a core-owned turn or queued-input event begins"): the
  * end of the agent's compaction bracket. Work it brackets that never ended is

@@ -1,4 +1,4 @@
-/** Error codes of the GraphQL contract (DESIGN §7). */
+/** Error codes of the GraphQL contract (docs/contract.md#graphql-names). */
 export const ERROR_CODES = [
   'SESSION_NOT_FOUND',
   'SEQ_OUT_OF_RANGE',

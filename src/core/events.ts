@@ -1,5 +1,5 @@
-// Event codec: one zod schema per core event type (DESIGN §1), per log format
-// version (DESIGN §5). V3 is frozen; V4 only widens it with the fork variants.
+// Event codec: one zod schema per core event type (docs/contract.md#log), per log format
+// version (docs/contract.md#formats). V3 is frozen; V4 only widens it with the fork variants.
 import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
@@ -63,7 +63,7 @@ const v3 = {
   'surface/replace': z.strictObject({ fromSeq: nonNegInt, toSeq: nonNegInt, content: z.string() }),
 } as const;
 
-// ---- V4: V3 plus the fork variants (seed 000). ----
+// ---- V4: V3 plus the fork variants (docs/contract.md#exact-fork). ----
 const v4 = {
   ...v3,
   'tool/result': v3['tool/result'].extend({
@@ -80,7 +80,7 @@ const v4 = {
   // (repair's retry advice reads it from here, never from the tool's server later);
   // `files`: the tool works in the session's file workspace (`only` there, or `also`
   // outside it), whose changes are recorded with its result, so a cut before that
-  // result restores the files (issue 31).
+  // result restores the files.
   'model/message': v3['model/message'].extend({
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
@@ -139,7 +139,8 @@ export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 export interface LogEvent {
   seq: number;
   type: string;
-  data: any;
+  /** Its payload: view it through `asCoreEvent` (a union by type) or `dataOf` (core-event.ts). */
+  data: unknown;
   inherited?: boolean;
   synthetic?: boolean;
 }
@@ -174,12 +175,4 @@ export function decodeEvent(type: unknown, data: unknown, version: FormatVersion
   const result = schema.safeParse(data);
   if (!result.success) throw badInput(`invalid ${type} event: ${describeIssues(result.error)}`, { type });
   return result.data;
-}
-
-/** Type guard for a core event type, giving typed data. */
-export function isEvent<T extends CoreEventType>(
-  e: { type: string; data: unknown },
-  type: T,
-): e is { type: T; data: EventData<T> } & typeof e {
-  return e.type === type;
 }

@@ -1,4 +1,4 @@
-// Where a big file's content is cut into chunks (issue 31: big files chunked),
+// Where a big file's content is cut into chunks (big files chunked),
 // pure. Each chunk is stored once by sha-256 (store/file-blobs.ts), so a new
 // version of a big file stores only the chunks that differ.
 //

@@ -1,4 +1,4 @@
-// A session's file workspace as the log records it (DESIGN §6, issue 31),
+// A session's file workspace as the log records it (docs/contract.md#agent-loop),
 // pure: paths, change sets, the tree as of a seq, and the difference of two
 // trees. File contents live in the store by sha-256 (store/file-blobs.ts);
 // here a file is its path, size and hash.

@@ -1,4 +1,4 @@
-// The child-owned part of a fork (seed 000): the inherited marker first, then
+// The child-owned part of a fork (docs/contract.md#exact-fork): the inherited marker first, then
 // the closers for the open tail of the copied prefix.
 import type { LogEvent, NewEvent } from './events.ts';
 import { closeOpenTail } from './repair.ts';

@@ -19,7 +19,7 @@ const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);
 export const idSchema = storable(z.string().min(1).max(MAX_ID_CHARS));
 export const titleSchema = storable(z.string().max(MAX_TITLE_CHARS));
 export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHARS));
-/** An external runner pool's name (issue 32): letters, digits and . _ : - */
+/** An external runner pool's name: letters, digits and . _ : - */
 export const runnerPoolSchema = z
   .string()
   .min(1)

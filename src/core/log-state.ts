@@ -1,4 +1,4 @@
-// The one reducer of a log (DESIGN §1): events in, session state out — the
+// The one reducer of a log (docs/contract.md#log): events in, session state out — the
 // inbox, turn numbering, the open turn and its open step with their calls,
 // the configured model and title. Replay, the open tail that repair closes,
 // the agent's running fold, the recording validator and the store's append
@@ -7,7 +7,7 @@
 // `apply` is lenient: it folds any log the store holds (closed steps and turns
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
-// (DESIGN §1), checked against the state before it.
+// (docs/contract.md#log), checked against the state before it.
 import type { EventData, LogEvent, RunnerTool, ToolCall } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
@@ -152,46 +152,56 @@ export class LogState {
    * repair cause).
    */
   violation(e: LogEvent & { synthetic?: boolean }): Violation | undefined {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each case reads its own event type's fields
-    const d = e.data as any;
     const fail = (rule: string, detail: string): Violation => ({ rule, detail });
-    if (e.synthetic && (e.type === 'tool/result' || e.type === 'step/end' || e.type === 'turn/end')) {
-      const cause = e.type === 'tool/result' ? d.status : d.reason;
+    const ev = asCoreEvent(e);
+    if (e.synthetic && (ev.type === 'tool/result' || ev.type === 'step/end' || ev.type === 'turn/end')) {
+      const cause = ev.type === 'tool/result' ? ev.data.status : ev.data.reason;
       if (!SYNTHETIC_CAUSES.has(cause)) return fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);
     }
-    const ev = asCoreEvent(e);
     switch (ev.type) {
-      case 'inbox/add':
+      case 'inbox/add': {
+        const d = ev.data;
         if (this.inbox.has(d.inputId)) return fail('inbox', `input ${d.inputId} is already pending`);
         return undefined;
-      case 'inbox/remove':
+      }
+      case 'inbox/remove': {
+        const d = ev.data;
         if (!this.inbox.has(d.inputId)) return fail('inbox', `inbox/remove names input ${d.inputId}, which is not pending`);
         return undefined;
-      case 'turn/start':
+      }
+      case 'turn/start': {
+        const d = ev.data;
         if (this.openTurn !== undefined) return fail('turn bracket', `turn/start of turn ${d.turn} while turn ${this.openTurn} is open`);
         if (d.turn !== this.lastTurn + 1) return fail('turn numbering', `expected turn ${this.lastTurn + 1}, got turn ${d.turn}`);
         return undefined;
-      case 'turn/end':
+      }
+      case 'turn/end': {
+        const d = ev.data;
         if (d.turn !== this.openTurn) return fail('turn bracket', `turn/end of turn ${d.turn}, but ${this.openTurnText()}`);
         return undefined;
-      case 'step/start':
+      }
+      case 'step/start': {
+        const d = ev.data;
         if (d.turn !== this.openTurn) return fail('step bracket', `step/start in turn ${d.turn}, but ${this.openTurnText()}`);
         if (this.openStep) return fail('step bracket', `step/start of step ${d.step} while step ${this.openStep.step} is open`);
         if (d.step <= this.lastStep) return fail('step numbering', `step ${d.step} does not follow step ${this.lastStep} of turn ${d.turn}`);
         return undefined;
+      }
       case 'step/end':
-        return this.notOpenStep(d, 'step bracket');
+        return this.notOpenStep(ev.data, 'step bracket');
       case 'model/message': {
+        const d = ev.data;
         const notOpen = this.notOpenStep(d, 'step bracket');
         if (notOpen) return notOpen;
         const seen = new Set(this.openStep!.calls.map((c) => c.id));
-        for (const call of d.toolCalls as ToolCall[]) {
+        for (const call of d.toolCalls) {
           if (seen.has(call.id)) return fail('call ids', `tool call id ${call.id} is used twice in turn ${d.turn} step ${d.step}`);
           seen.add(call.id);
         }
         return undefined;
       }
       case 'tool/result': {
+        const d = ev.data;
         const notOpen = this.notOpenStep(d, 'result pairing');
         if (notOpen) return notOpen;
         const step = this.openStep!;
@@ -199,9 +209,11 @@ export class LogState {
         if (step.answered.has(d.callId)) return fail('result pairing', `call ${d.callId} already has a result (duplicate result)`);
         return undefined;
       }
-      case 'surface/replace':
+      case 'surface/replace': {
+        const d = ev.data;
         if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) return fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
         return undefined;
+      }
       case 'session/title':
       case 'session/model':
       case 'session/tools':
@@ -231,7 +243,7 @@ export class LogState {
     return this.inbox.size;
   }
 
-  /** What repair must close (DESIGN §2): the open turn and its open step's unanswered calls. */
+  /** What repair must close (docs/contract.md#repair): the open turn and its open step's unanswered calls. */
   openTail(): OpenTail | undefined {
     if (this.openTurn === undefined) return undefined;
     const s = this.openStep;

@@ -1,4 +1,4 @@
-// History → model request (DESIGN §3.3): the model-visible conversation of a
+// History → model request (docs/contract.md#continuing-a-child): the model-visible conversation of a
 // log, in OpenAI chat format. Pure.
 //
 // The conversation is built incrementally: the agent keeps one per session and
@@ -166,7 +166,10 @@ export class Conversation {
     for (const entry of this.entries) {
       if (entry.seq > throughSeq) break;
       replaceThrough(entry.seq);
-      if (entry.seq > hiddenThrough) (partial ? this.pushDetached(out, entry) : this.push(out, entry));
+      if (entry.seq > hiddenThrough) {
+        if (partial) this.pushDetached(out, entry);
+        else this.push(out, entry);
+      }
     }
     replaceThrough(throughSeq);
     return out;

@@ -1,17 +1,17 @@
-// Recordings (DESIGN §5): a session as JSON Lines — a header line, then one line
+// Recordings (docs/contract.md#formats): a session as JSON Lines — a header line, then one line
 // per event in seq order, then one line per file content its change sets name
-// (`{"blob": <sha-256>, "base64": …}`, issue 31; none for a session without files). Pure: line splitting, the streaming validator and the
+// (`{"blob": <sha-256>, "base64": …}`; none for a session without files). Pure: line splitting, the streaming validator and the
 // serializers; store/recordings.ts reads and writes sessions with them.
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
+import { dataOf } from './core-event.ts';
 import {
   CURRENT_FORMAT_VERSION,
   FORMAT_VERSIONS,
   decodeEvent,
-  type EventData,
   type FormatVersion,
   type LogEvent,
 } from './events.ts';
@@ -125,7 +125,7 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
  * - `inherited prefix` / `marker placement`: inherited events form a prefix of the
  *   log; every session/end-seed sits at seq = its inheritedEventCount = cutSeq + 1
  *   with only inherited events before it (ancestor markers are copied inside the
- *   prefix, DESIGN §3.1); a non-empty inherited prefix is followed directly by the
+ *   prefix, docs/contract.md#exact-fork); a non-empty inherited prefix is followed directly by the
  *   session's own marker, which is therefore its last.
  */
 export class RecordingValidator {
@@ -238,10 +238,10 @@ export class RecordingValidator {
     }
   }
 
-  /** Fork markers (DESIGN §3.1): at seq = its inheritedEventCount = cutSeq + 1, after inherited events only. */
+  /** Fork markers (docs/contract.md#exact-fork): at seq = its inheritedEventCount = cutSeq + 1, after inherited events only. */
   #checkMarker(e: RecordingEvent) {
-    if (e.type !== 'session/end-seed') return;
-    const m = e.data as EventData<'session/end-seed'>;
+    const m = dataOf(e, 'session/end-seed');
+    if (!m) return;
     if (m.inheritedEventCount !== e.seq || m.cutSeq !== e.seq - 1) {
       throw this.#fail('marker placement', `session/end-seed at seq ${e.seq} must have inheritedEventCount ${e.seq} and cutSeq ${e.seq - 1}`);
     }
@@ -249,10 +249,10 @@ export class RecordingValidator {
     if (before !== e.seq) throw this.#fail('marker placement', 'a session/end-seed must directly follow inherited events only');
   }
 
-  /** The fork seed (DESIGN §3.1): the session's own marker and the synthetic closers right after it. */
+  /** The fork seed (docs/contract.md#exact-fork): the session's own marker and the synthetic closers right after it. */
   #trackSeed(e: RecordingEvent) {
-    if (e.type === 'session/end-seed' && !e.inherited) {
-      const m = e.data as EventData<'session/end-seed'>;
+    const m = dataOf(e, 'session/end-seed');
+    if (m && !e.inherited) {
       this.#fork = { forkedAtSeq: m.cutSeq, inheritedEventCount: m.inheritedEventCount, firstLiveSeq: e.seq + 1 };
       this.#inSeed = true;
     } else if (this.#inSeed && e.synthetic) {
@@ -335,7 +335,7 @@ export async function* recordingLines(
 }
 
 /**
- * V3 → V4: every event is kept unchanged, since V4 only widens V3 (seed 000).
+ * V3 → V4: every event is kept unchanged, since V4 only widens V3 (docs/contract.md#exact-fork).
  * This is where a future version's migration of an event line would go.
  */
 export function upgradeToV4(event: RecordingEvent): RecordingEvent {

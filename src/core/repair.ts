@@ -1,4 +1,4 @@
-// The one repair algorithm (DESIGN §2, seed 000): crash recovery and forks both
+// The one repair algorithm (docs/contract.md#repair, docs/contract.md#exact-fork): crash recovery and forks both
 // close an open tail with closeOpenTail; only the cause differs.
 import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
 import { foldLog, type OpenTail } from './log-state.ts';
@@ -30,12 +30,12 @@ function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {
  * A call of a file tool (`files` recorded with it: its effects are confined to
  * the session's file workspace) changed no file in this branch, whatever its
  * effect: its changes are recorded with its result, which this branch does not
- * have, and the workspace is restored from the log (DESIGN §2, §6).
+ * have, and the workspace is restored from the log (docs/contract.md#repair, docs/contract.md#agent-loop).
  */
 function restoredFiles(cause: RepairCause, call: ToolCall, effect: ToolEffect | undefined): string {
   const where = cause.kind === 'forked' ? 'it did not run in this branch' : 'it changed no file in this session';
   if (call.files === 'only') return `The files were restored to before this call; ${where}, so it is safe to call "${call.name}" again if you still need it.`;
-  // Effects outside the workspace keep the effect's advice (DESIGN §2).
+  // Effects outside the workspace keep the effect's advice (docs/contract.md#repair).
   return `The files were restored to before this call; ${where} as far as the files go. Outside the files: ${retryAdvice(call, effect)}`;
 }
 
@@ -52,7 +52,7 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
 }
 
 /**
- * The closers for the open tail of `events` (DESIGN §2): synthetic results for
+ * The closers for the open tail of `events` (docs/contract.md#repair): synthetic results for
  * the unanswered calls of the open step (in call order), that step's end, then
  * the open turn's end. Nothing open gives no closers.
  */

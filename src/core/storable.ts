@@ -1,4 +1,4 @@
-// What the log can hold (DESIGN §1: every payload is validated before it is
+// What the log can hold (docs/contract.md#log: every payload is validated before it is
 // written): text Postgres can store — no NUL (U+0000), no unpaired UTF-16
 // surrogate — in JSON nested at most MAX_JSON_DEPTH deep (deeper values
 // exhausted zod's stack: a 2,000-level plugin event crashed the import).
@@ -8,6 +8,14 @@ export const MAX_JSON_DEPTH = 64;
 
 // In unicode mode \p{Cs} matches only unpaired surrogates.
 export const isStorableText = (s: string) => !s.includes('\u0000') && !/\p{Cs}/u.test(s);
+
+/**
+ * Text from outside the log's rules (a model's answer, a tool's output) made
+ * storable: each NUL and each unpaired surrogate becomes U+FFFD, as a UTF-8
+ * decoder does with bytes it cannot read. Pairs are kept.
+ */
+// eslint-disable-next-line no-control-regex -- NUL is one of the two it replaces
+export const toStorableText = (s: string) => s.replace(/[\u0000\p{Cs}]/gu, '\uFFFD');
 
 /** Why `value` cannot be stored, or undefined when it can. */
 export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH): string | undefined {

@@ -3,7 +3,7 @@ export const TOOL_EFFECTS = ['read-only', 'idempotent', 'side-effects'] as const
 export type ToolEffect = (typeof TOOL_EFFECTS)[number];
 
 /**
- * How a tool touches the session's file workspace (issue 31): `only` — its
+ * How a tool touches the session's file workspace: `only` — its
  * effects are the workspace's files and nothing else (the built-in file
  * tools); `also` — it changes the workspace's files and may act outside it
  * (the shell). Either way its file changes are recorded with its result.
@@ -32,7 +32,7 @@ export interface ToolAnnotations {
 }
 
 /**
- * A tool's effect from its MCP annotations (DESIGN §6): `readOnlyHint` →
+ * A tool's effect from its MCP annotations (docs/contract.md#agent-loop): `readOnlyHint` →
  * read-only; else `idempotentHint` → idempotent; else side-effects (the spec's
  * defaults assume the worst). Hints are only hints: an untrusted server's
  * never make an effect weaker than side-effects. The operator's `override`

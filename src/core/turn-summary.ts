@@ -1,6 +1,7 @@
 // The turns of a log, as the Session.turns field lists them. Pure.
 import type { LogEvent } from './events.ts';
 import { LogState } from './log-state.ts';
+import { asCoreEvent } from './core-event.ts';
 
 export interface TurnSummary {
   turn: number;
@@ -43,12 +44,13 @@ export function summarizeTurns(events: Iterable<Timed>): TurnSummary[] {
   for (const e of events) {
     const wasOpen = state.openTurn;
     state.apply(e);
-    if (e.type === 'turn/start' && state.openTurn === e.data.turn) {
-      turns.push({ turn: e.data.turn, inputId: e.data.inputId, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt });
-    } else if (e.type === 'turn/end' && wasOpen !== undefined && state.openTurn === undefined) {
+    const ev = asCoreEvent(e);
+    if (ev.type === 'turn/start' && state.openTurn === ev.data.turn) {
+      turns.push({ turn: ev.data.turn, inputId: ev.data.inputId, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt });
+    } else if (ev.type === 'turn/end' && wasOpen !== undefined && state.openTurn === undefined) {
       const t = turns[turns.length - 1];
       t.endSeq = e.seq;
-      t.reason = e.data.reason;
+      t.reason = ev.data.reason;
       t.endedAt = e.createdAt;
     }
   }
@@ -66,16 +68,17 @@ export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
   for (const e of events) {
     const wasOpen = state.openStep;
     state.apply(e);
-    if (e.type === 'step/start' && state.openStep?.step === e.data.step) {
-      steps.push({ step: e.data.step, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt, toolCallCount: 0, usage: null });
-    } else if (e.type === 'model/message' && state.openStep?.step === e.data.step) {
+    const ev = asCoreEvent(e);
+    if (ev.type === 'step/start' && state.openStep?.step === ev.data.step) {
+      steps.push({ step: ev.data.step, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt, toolCallCount: 0, usage: null });
+    } else if (ev.type === 'model/message' && state.openStep?.step === ev.data.step) {
       const s = steps[steps.length - 1];
-      s.toolCallCount = e.data.toolCalls.length;
-      s.usage = usageOf(e.data);
-    } else if (e.type === 'step/end' && wasOpen && !state.openStep) {
+      s.toolCallCount = ev.data.toolCalls.length;
+      s.usage = usageOf(ev.data);
+    } else if (ev.type === 'step/end' && wasOpen && !state.openStep) {
       const s = steps[steps.length - 1];
       s.endSeq = e.seq;
-      s.reason = e.data.reason;
+      s.reason = ev.data.reason;
       s.endedAt = e.createdAt;
     }
   }

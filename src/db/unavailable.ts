@@ -1,4 +1,4 @@
-// "The database is unreachable or out of connections" (DESIGN §7:
+// "The database is unreachable or out of connections" (docs/contract.md#graphql-names:
 // SERVICE_UNAVAILABLE, retryable) as opposed to an error in what was asked.
 // One decision for the whole service: request errors become HTTP 503 with
 // Retry-After, and agents wait and resume instead of failing their turn.

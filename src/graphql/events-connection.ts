@@ -42,7 +42,7 @@ export async function eventsConnection(log: SessionLog, session: { id: string; e
   const filter = { types: [...new Set(p.types ?? [])], origin: args.origin ?? 'any' };
   if (filter.types.length || filter.origin !== 'any') return filteredConnection(log, session, filter, after, p.before ?? null, first, last);
   let events: StoredEvent[];
-  let hasNextPage = false;
+  let hasNextPage: boolean;
   let hasPreviousPage = after >= 0;
   if (last != null || p.before != null) {
     // Backwards from `before` (default: the end), never past `after`.

@@ -26,8 +26,8 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   siblings: ['parentId'],
   forkPoints: [],
   family: ['treeId'],
-  // Log reads need the lineage (store/lineage.ts) and the length: a Session's
-  // fields read the log as of the row's eventCount (lineage.ts snapshotOf).
+  // Log reads need the lineage (store/log-as-of.ts) and the length: a Session's
+  // fields read the log as of the row's eventCount (store/log-as-of.ts).
   lastAnswer: LOG,
   workspace: LOG,
   tools: [...LOG, 'runner'],

@@ -1,4 +1,4 @@
-// Stored API tokens for the service (issue 27): the tenant admin's use cases
+// Stored API tokens for the service: the tenant admin's use cases
 // (create, list, revoke) and the verified tokens every request is checked
 // against without a database round trip.
 //

@@ -1,5 +1,5 @@
 // SessionController: the use cases behind the GraphQL mutations. It owns
-// turn-level branch selection (seed 003); the store owns exact forks (seed 000);
+// turn-level branch selection (docs/contract.md#branch); the store owns exact forks (docs/contract.md#exact-fork);
 // the host runs the agents. Mutations that create something take an optional
 // idempotency key: a retry with it gets the first result.
 import type { RunnerProtocol } from './runner-protocol.ts';
@@ -23,6 +23,7 @@ import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
+import { dataOf } from '../core/core-event.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -67,7 +68,7 @@ export class SessionController {
   }
 
   /**
-   * Exact fork: an explicit seq never moves (seed 000); omitted, the same cut as
+   * Exact fork: an explicit seq never moves (docs/contract.md#exact-fork); omitted, the same cut as
    * a branch without anchor. Overrides (title, model, a message queued as the
    * child's input) are written with the fork, in its transaction.
    */
@@ -76,7 +77,7 @@ export class SessionController {
   }
 
   /**
-   * Turn-level branch (seed 003): the prefix through the first turn/end at or
+   * Turn-level branch (docs/contract.md#branch): the prefix through the first turn/end at or
    * after the anchor (omitted or past the end: the last one), selected inside the
    * fork's own snapshot so a running parent cannot leak later events in.
    */
@@ -85,7 +86,7 @@ export class SessionController {
   }
 
   /**
-   * Edit and re-run (issue 17): an exact fork right before the inbox/add that
+   * Edit and re-run: an exact fork right before the inbox/add that
    * queued `inputId` (what is open there is closed with cause `forked`), with
    * `text` queued as the child's input. The original session is untouched.
    * An input the session never had is BAD_USER_INPUT naming it.
@@ -112,13 +113,13 @@ export class SessionController {
       (record) => this.forkResultOf(scope, record),
     );
     // Input queued inside an exact fork's prefix is the child's pending input
-    // (DESIGN §3.1), and so is a message given with the fork: its agent starts now.
+    // (docs/contract.md#exact-fork), and so is a message given with the fork: its agent starts now.
     if (r.session.pendingInputCount > 0) void this.host.wake(r.session.id, scope.tenant);
     return r;
   }
 
   /**
-   * Fan-out (issue 17): one child per variant, all at one cut of one snapshot,
+   * Fan-out: one child per variant, all at one cut of one snapshot,
    * in one transaction; each continues on its own (its agent starts on its
    * message once the fan-out commits).
    */
@@ -210,7 +211,7 @@ export class SessionController {
   }
 
   /**
-   * Manual compaction (issue 30): the session's model summarises its history
+   * Manual compaction: the session's model summarises its history
    * through `throughSeq` (default: the end of the last completed turn), written
    * under the session's lease between turns; returns once it is written. A
    * runner session is compacted the same way, between its runner's turns.
@@ -287,4 +288,4 @@ export class SessionController {
 }
 
 /** The input id an inbox/add queued. */
-const inputIdOf = (queued: StoredEvent): string => (queued.data as { inputId: string }).inputId;
+const inputIdOf = (queued: StoredEvent): string => dataOf(queued, 'inbox/add')!.inputId;

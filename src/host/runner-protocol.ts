@@ -1,4 +1,4 @@
-// The external runner protocol (issue 32, DESIGN §6): agents outside forkline
+// The external runner protocol (docs/contract.md#agent-loop): agents outside forkline
 // run sessions of their runner pool with the leases, the append check and the
 // model request forkline's own runner uses.
 //   claim     a lease (fencing token, expiry), on one session or on as many

@@ -20,6 +20,6 @@ export interface Services {
   models: { offers(): ModelOffer[]; defaultModel: { provider: string; model: string } };
   /** Stored API tokens: the admin's use cases and the verified tokens requests are checked against. */
   apiTokens: ApiTokens;
-  /** External runners (issue 32): their leases, appends, model requests and runnable sessions. */
+  /** External runners: their leases, appends, model requests and runnable sessions. */
   runners: RunnerProtocol;
 }

@@ -24,7 +24,7 @@ export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 
 /**
  * The slots one tenant may hold in a process, unless configured: with several
- * tenants, half (one tenant's slow turns cannot take every slot: issue 27);
+ * tenants, half (one tenant's slow turns cannot take every slot);
  * with one (local mode, or a single token's tenant), all of them.
  */
 export function defaultSlotsPerTenant(maxActive: number, tenants: number): number {

@@ -1,4 +1,4 @@
-// Failed authentication attempts, throttled per client address (issue 27):
+// Failed authentication attempts, throttled per client address:
 // after `maxFailures` unknown or missing tokens from one address within
 // `windowMs`, every credentialed request from it — HTTP, SSE, WebSocket
 // `connection_init` — is refused with 429 until the window ends. A valid token

@@ -1,8 +1,8 @@
-// Tenant authentication (issue 9). With API tokens configured every HTTP, SSE
+// Tenant authentication. With API tokens configured every HTTP, SSE
 // and WebSocket operation carries `Authorization: Bearer <token>` (WebSocket:
 // connectionParams.authorization); the token's tenant becomes ctx.scope.tenant,
 // and the store confines every read and write to it. Without tokens: local
-// single-tenant mode, tenant `local`. Stored tokens (issue 27, host/api-tokens.ts)
+// single-tenant mode, tenant `local`. Stored tokens (host/api-tokens.ts)
 // carry their scopes; environment tokens and local mode hold every scope.
 import type http from 'node:http';
 import { ForklineError } from '../core/errors.ts';

@@ -1,4 +1,4 @@
-// What one tenant may hold open in a process (issue 27): its connections
+// What one tenant may hold open in a process: its connections
 // (graphql-ws sockets, SSE streams and AG-UI runs) and its subscriptions
 // (graphql-ws subscriptions, and one per SSE stream or AG-UI run). Counted where the transport knows
 // for certain when they end: a socket's close, a graphql-ws subscription's

@@ -1,4 +1,4 @@
-// How long a connection may hold the server without doing its part (issue 27).
+// How long a connection may hold the server without doing its part.
 // HTTP: node's own timers — a connection that sends nothing, or headers that
 // never finish, gets 408 after headersMs (node checks every
 // connectionsCheckingInterval, so the check runs often enough for the

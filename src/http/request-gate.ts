@@ -73,7 +73,7 @@ export class RequestGate {
 }
 
 /** yoga's side: refuses before the body is read. */
-export function useRequestGate(gate: RequestGate): Plugin<{}, { req?: http.IncomingMessage }> {
+export function useRequestGate(gate: RequestGate): Plugin<object, { req?: http.IncomingMessage }> {
   return {
     onRequest({ serverContext, endResponse }) {
       if (!serverContext.req) throw new Error('forkline serves yoga through node:http only');

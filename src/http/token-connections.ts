@@ -1,4 +1,4 @@
-// What stored API tokens (issue 27, host/api-tokens.ts) need from the HTTP and
+// What stored API tokens (host/api-tokens.ts) need from the HTTP and
 // WebSocket front, before and after the request gate settles the caller:
 // - a token this process has not verified lately is looked up first (one
 //   statement; the gate itself stays synchronous);

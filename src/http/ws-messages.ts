@@ -11,6 +11,7 @@ import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
 export const INVALID_PAYLOAD = 1007;
 
 export class Utf8CheckedWebSocket extends WebSocket {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- EventEmitter's own signature
   override emit(event: string | symbol, ...args: any[]): boolean {
     if (event === 'message' && Buffer.isBuffer(args[0]) && decodeUtf8(args[0]) === undefined) {
       this.close(INVALID_PAYLOAD, `a message ${INVALID_UTF8}`.slice(0, 123));

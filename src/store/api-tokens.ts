@@ -1,4 +1,4 @@
-// API tokens as rows (issue 27): a tenant's tokens with scopes, expiry and
+// API tokens as rows: a tenant's tokens with scopes, expiry and
 // revocation. A token's secret is 256 random bits; only its sha-256 digest is
 // stored, so the table (a backup, a log of its statements) never holds a usable
 // credential, and a lookup by digest is one unique-index probe. A fast hash is

@@ -332,7 +332,8 @@ export class SessionAppends {
     }
     const first = out[0];
     if (treeId === null) this.log.remember({ id: sessionId, treeId: first.treeId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount });
-    if (!appended.notified) this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
+    // post never rejects: the append does not wait for its NOTIFY.
+    if (!appended.notified) void this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
     return {
       events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),

@@ -1,4 +1,4 @@
-// Session file workspaces in Postgres (issue 31): file contents stored once by
+// Session file workspaces in Postgres: file contents stored once by
 // sha-256 (FileBlob, deduplicated across every session), which session stored
 // which blob (SessionBlob: deletion removes the blobs no remaining session
 // stored), and the reads that need no agent: the tree as of a seq, one file,
@@ -46,7 +46,7 @@ export interface FileChange {
   diff: string | null;
 }
 
-/** A session as the file reads see it: its log and its length (a read describes the log as of one seq, DESIGN §1). */
+/** A session as the file reads see it: its log and its length (a read describes the log as of one seq, docs/contract.md#log). */
 export interface FilesRef {
   ref: LogRef;
   eventCount: number;
@@ -231,7 +231,10 @@ export class FileBlobs {
     for (let i = 0; i < all.length; i += BLOB_PAGE) {
       const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [all.slice(i, i + BLOB_PAGE)]);
       const chunked: string[] = [];
-      for (const r of rows) r.content ? out.set(r.hash, r.content) : chunked.push(r.hash);
+      for (const r of rows) {
+        if (r.content) out.set(r.hash, r.content);
+        else chunked.push(r.hash);
+      }
       if (chunked.length) for (const [hash, content] of await this.assemble(chunked, db)) out.set(hash, content);
     }
     return out;

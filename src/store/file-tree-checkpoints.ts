@@ -1,5 +1,5 @@
-// The file tree of a log as of a seq without folding its whole history
-// (issue 31): the tree is kept every CHECKPOINT_EVERY change sets (a
+// The file tree of a log as of a seq without folding its whole history:
+// the tree is kept every CHECKPOINT_EVERY change sets (a
 // FileTreeCheckpoint row), and a read folds only the change sets after the
 // nearest one at or before its seq. Checkpoints are written by the reads
 // themselves, as they fold past them: a log's first read pays the fold once,

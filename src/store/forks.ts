@@ -1,5 +1,5 @@
-// Forks: copy-free children of a session at a cut (DESIGN §3.1, seeds 000 and
-// 003), each written with its seed in one REPEATABLE READ transaction that
+// Forks: copy-free children of a session at a cut (docs/contract.md#exact-fork and
+// docs/contract.md#branch), each written with its seed in one REPEATABLE READ transaction that
 // records the ancestor ranges it shares (lineage.ts) instead of copying them.
 import type pg from 'pg';
 import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent } from '../core/events.ts';
@@ -8,6 +8,7 @@ import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
 import { BEGINS_WORK_TYPES, COMPLETED_STANDALONE_TYPES, selectBranchCut } from '../core/cut.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
 import type { LogState } from '../core/log-state.ts';
+import { dataOf } from '../core/core-event.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, type Lineage } from './lineage.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
@@ -37,8 +38,8 @@ export interface ModelConfig {
 }
 
 /**
- * What a fork's child gets after its seed, in the fork's own transaction
- * (issue 17): a title, a model, and a message queued as its input, so its
+ * What a fork's child gets after its seed, in the fork's own transaction:
+ * a title, a model, and a message queued as its input, so its
  * agent starts on it as soon as the fork commits.
  */
 export interface ChildOverrides {
@@ -72,8 +73,8 @@ export interface ForkRecord {
 }
 
 /**
- * An exact seq (never moves, seed 000), a turn-level branch through the
- * turn/end at or after an anchor (seed 003), or right before the inbox/add of
+ * An exact seq (never moves, docs/contract.md#exact-fork), a turn-level branch through the
+ * turn/end at or after an anchor (docs/contract.md#branch), or right before the inbox/add of
  * an input (editMessage: an exact cut at its seq - 1).
  */
 export type Cut = number | { anchorSeq?: number | null; beforeInput?: undefined } | { beforeInput: string; anchorSeq?: undefined };
@@ -90,7 +91,7 @@ export class Forks {
   ) {}
 
   /**
-   * Exact fork (DESIGN §3.1, seed 000). In one REPEATABLE READ transaction — one
+   * Exact fork (docs/contract.md#exact-fork). In one REPEATABLE READ transaction — one
    * snapshot of the parent even while it is being appended to — it validates or
    * selects the cut, reads the open tail at the cut, and writes the child: its
    * row, recording the ancestor ranges it shares (store/lineage.ts), and its own
@@ -98,7 +99,7 @@ export class Forks {
    * before the child is visible.
    * Nothing is copied: the cost is a few index lookups whatever the parent's length.
    * A numeric cut is exact and never moves; an anchor selects a turn-level
-   * branch from the same snapshot (seed 003); an input cuts right before the
+   * branch from the same snapshot (docs/contract.md#branch); an input cuts right before the
    * inbox/add that queued it (editMessage). Omitted: through the last turn/end.
    */
   async fork(
@@ -163,7 +164,7 @@ export class Forks {
       // prefix — gives the seed; each child's events are checked like any
       // append, and its counters are the state after them.
       const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
-      const inheritedTitle = cutSeq >= 0 ? ((await this.log.lastOfType(lineage, 'session/title', cutSeq, client))?.data.title as string | undefined) : undefined;
+      const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
       const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
       // Children written together share a createdAt (the transaction's): ids in
       // ascending order keep them listed (createdAt, id) in the order given.
@@ -203,7 +204,7 @@ export class Forks {
       {
         atOrAfter: async (seq) => seqOf(await this.log.firstOfType(lineage, 'turn/end', seq, client)),
         last: async () => seqOf(await this.log.lastOfType(lineage, 'turn/end', last, client)),
-        // Completed standalone work after the last turn (seed 000): kept unless a turn or an input came first.
+        // Completed standalone work after the last turn (docs/contract.md#exact-fork): kept unless a turn or an input came first.
         standaloneAfter: async (seq) => {
           const [ends, begins] = await Promise.all([
             this.log.ofTypes(lineage, COMPLETED_STANDALONE_TYPES, { fromSeq: seq + 1, toSeq: last, limit: 1, descending: true }, client),
@@ -245,7 +246,7 @@ export class Forks {
        VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14)
        RETURNING ${SESSION_COLUMNS_SQL}`,
       [childId, parent.tenant, parent.treeId, overrides.title ?? at.inheritedTitle ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
-       // A child of a session an external runner pool runs is run by the same pool (issue 32).
+       // A child of a session an external runner pool runs is run by the same pool.
        parent.id, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION, parent.runner ?? null],
     );
     const { rows: written } = await client.query<StoredEvent>(

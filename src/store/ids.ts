@@ -5,7 +5,7 @@ export const newSessionId = () => `ses_${randomUUID().replace(/-/g, '')}`;
 export const newInputId = () => `in_${randomUUID().replace(/-/g, '')}`;
 
 /**
- * An event's id as seen through a session (DESIGN §1): the same stored row read
+ * An event's id as seen through a session (docs/contract.md#log): the same stored row read
  * through a parent and through a child has two ids. `evt_<session id without
  * its ses_ prefix>_<seq>`, readable and reversible.
  */

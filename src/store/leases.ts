@@ -1,4 +1,4 @@
-// One runner per session across processes (DESIGN §6), with leases held as
+// One runner per session across processes (docs/contract.md#agent-loop), with leases held as
 // row state on the session: owner, expiry, fencing token.
 //
 // Why rows and not advisory locks: a lock lives on a connection, so a process
@@ -72,7 +72,7 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
-/** SQL on a session row: forkline's own agent runs it (no external runner pool: issue 32); only such rows are claimed here. */
+/** SQL on a session row: forkline's own agent runs it (no external runner pool); only such rows are claimed here. */
 export const RUN_BY_FORKLINE = `"runner" IS NULL`;
 
 /**
@@ -91,7 +91,7 @@ export const RUN_BY_FORKLINE = `"runner" IS NULL`;
  */
 export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string; lineageWanted: string }) {
   const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
-  // A session an external runner pool runs is never claimed by forkline's own agent (issue 32).
+  // A session an external runner pool runs is never claimed by forkline's own agent.
   const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
   return {
     set: `"leaseOwner" = CASE WHEN ${releases} THEN NULL WHEN ${claims} THEN ${p.claimer}::text ELSE "leaseOwner" END,
@@ -185,7 +185,7 @@ const LEASE_SQL = {
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
-  // snapshot predates it fail its child's parent-key check (a serialization failure, issue 27).
+  // snapshot predates it fail its child's parent-key check (a serialization failure).
   // A process's leases lie in many trees ($5): each shard renews those in its own.
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
          FROM (SELECT x.id, x."treeId", l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
@@ -288,8 +288,8 @@ export class LeaseStore {
   }
 }
 
-// ---- External runners' leases (issue 32) ----
-// Leases of external runners (issue 32, DESIGN §6): the same lease columns,
+// ---- External runners' leases ----
+// Leases of external runners (docs/contract.md#agent-loop): the same lease columns,
 // fencing token and expiry forkline's own runner uses (leases.ts), taken by a
 // runner outside forkline over GraphQL. Only sessions of an external runner
 // pool (`runner` set) can be claimed here, and only those: forkline's own

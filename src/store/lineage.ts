@@ -1,4 +1,4 @@
-// Where a session's events are stored (DESIGN §3.1: the prefix is shared, not
+// Where a session's events are stored (docs/contract.md#exact-fork: the prefix is shared, not
 // copied). A fork records the ancestor ranges it inherits as a flat list, like
 // Temporal's history branches: (session, fromSeq, toSeq) per ancestor, copied
 // from the parent's list plus one range at fork time, so no read walks a chain.
@@ -21,7 +21,7 @@ export interface Lineage {
   inheritedEventCount: number;
   /**
    * Reads see only seqs below this: the log as of that length (a snapshot,
-   * DESIGN §1). Absent: the whole log, as it grows. Never cached.
+   * docs/contract.md#log). Absent: the whole log, as it grows. Never cached.
    */
   endSeq?: number;
 }
@@ -48,7 +48,7 @@ export function lineageOf(row: LineageRow): Lineage {
 /**
  * The log as of a session row: its lineage, read no further than the row's
  * eventCount. The row's counters and status were written with its events, so
- * every read through this agrees with them (DESIGN §1: a session read is one
+ * every read through this agrees with them (docs/contract.md#log: a session read is one
  * snapshot), whatever was appended since the row was read.
  */
 export function snapshotOf(row: LineageRow & { eventCount: number }): Lineage {

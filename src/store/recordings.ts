@@ -1,4 +1,4 @@
-// Recordings in and out of Postgres (DESIGN §5). Export streams the log in
+// Recordings in and out of Postgres (docs/contract.md#formats). Export streams the log in
 // pages; import validates each line as it streams the events into Postgres,
 // in one transaction that an invalid line rolls back.
 import type pg from 'pg';
@@ -62,7 +62,7 @@ export async function recordingText(store: SessionStore, session: Pick<SessionRo
  * throws, and the transaction rolls back: an invalid recording writes
  * nothing. The session's counters are written once the whole log is checked.
  * A log ending inside an open turn gets its `interrupted` closers here, in
- * the same transaction (DESIGN §2, §5), so recovery finds nothing to repair.
+ * the same transaction (docs/contract.md#repair, docs/contract.md#formats), so recovery finds nothing to repair.
  */
 export async function importRecording(
   store: SessionStore,

@@ -1,4 +1,4 @@
-// The one way to read a session's log (DESIGN §1: cost never grows with the
+// The one way to read a session's log (docs/contract.md#log: cost never grows with the
 // log). Every reader — the GraphQL events connection, node(id), fork payloads,
 // subscription catch-up, export, the agent — goes through here; nothing else
 // reads the Event table but full-text search (session-search.ts), which finds
@@ -12,6 +12,7 @@
 import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
+import { asCoreEvent, dataOf } from '../core/core-event.ts';
 import type { PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
@@ -99,6 +100,12 @@ export class SessionLog {
     this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $2');
     // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
     this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
+  }
+
+  /** The session whose own rows hold event `seq` of this log (an ancestor's when the event was inherited); undefined when none does. */
+  async storedBy(ref: LogRef, seq: number): Promise<string | undefined> {
+    const lineage = await this.lineage(ref);
+    return lineage && segmentsOf(lineage, seq, seq)[0]?.sessionId;
   }
 
   /** The lineage of a session, or undefined when it does not exist. */
@@ -309,7 +316,7 @@ export class SessionLog {
 
   /**
    * The workspace value of `key` as of `toSeq` (default: the end of the log),
-   * inherited writes included, or undefined (DESIGN §1 cost: one index probe
+   * inherited writes included, or undefined (docs/contract.md#log cost: one index probe
    * per lineage segment, whatever the log's length). See `workspaceWrites`.
    */
   async workspaceEntry(ref: LogRef, key: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<WorkspaceEntry | undefined> {
@@ -441,9 +448,9 @@ export class SessionLog {
     for (let to = atSeq, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
       const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true }, db);
       for (const e of page) {
-        const { inputId } = e.data as { inputId: string };
-        if (e.type === 'inbox/remove') removed.add(inputId);
-        else if (!removed.has(inputId)) found.push({ inputId, text: (e.data as { text: string }).text, seq: e.seq });
+        const ev = asCoreEvent(e);
+        if (ev.type === 'inbox/remove') removed.add(ev.data.inputId);
+        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId)) found.push({ inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
       }
       if (page.length < pageSize) break;
       to = page[page.length - 1].seq - 1;
@@ -452,7 +459,7 @@ export class SessionLog {
   }
 
   /**
-   * What repair needs to close whatever is open at `seq` (DESIGN §3.1 cost):
+   * What repair needs to close whatever is open at `seq` (docs/contract.md#exact-fork cost):
    * the last `turn/start` at or before it and, when that turn is still open
    * there, the events from it through `seq`. A closed last turn reads nothing
    * more, however many events follow it.
@@ -462,7 +469,7 @@ export class SessionLog {
     const turnStart = await this.lastOfType(l, 'turn/start', seq, db);
     if (!turnStart) return { events: [] };
     const turnEnd = await this.lastOfType(l, 'turn/end', seq, db);
-    const closed = turnEnd && turnEnd.seq > turnStart.seq && turnEnd.data.turn === turnStart.data.turn;
+    const closed = turnEnd && turnEnd.seq > turnStart.seq && dataOf(turnEnd, 'turn/end')?.turn === dataOf(turnStart, 'turn/start')?.turn;
     return { turnStart, events: closed ? [] : await this.range(l, turnStart.seq, seq, db) };
   }
 

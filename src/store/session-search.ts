@@ -1,4 +1,4 @@
-// Full-text search over a tenant's sessions (issue 17): user inputs (inbox/add
+// Full-text search over a tenant's sessions: user inputs (inbox/add
 // text), model messages (model/message text) and session titles, title
 // matches first, each part newest first, with ts_headline snippets; and
 // search within one session's log (its inherited prefix included), in seq order.
@@ -14,7 +14,7 @@
 // equal to its parent's is the parent's, likewise. Descendants, snippets and
 // title seqs are computed for the hits of one page only.
 //
-// Cost (issue 34): the order is recency, not rank, so that a page never ranks
+// Cost: the order is recency, not rank, so that a page never ranks
 // every match. Migration 20261207180000_search_recency indexes the searchable
 // events by (createdAt, sessionId, seq): a common word's page walks that index
 // newest first and stops after its page, a rare word's few matches come from

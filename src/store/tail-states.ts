@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache';
 import { LogState } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import type { Db, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import { dataOf } from '../core/core-event.ts';
 
 const MAX_SESSIONS = 10_000;
 
@@ -53,8 +54,8 @@ export class TailStates {
   async at(ref: LogRef, seq: number, db: Db, pendingInputCount?: number): Promise<{ state: LogState; openTurn: StoredEvent[] }> {
     if (seq < 0) return { state: new LogState(), openTurn: [] };
     const tail = await this.log.openTail(ref, seq, db);
-    // Turns are numbered 1, 2, … (DESIGN §1): the last one started is the count.
-    const lastTurn = (tail.turnStart?.data as { turn?: number } | undefined)?.turn ?? 0;
+    // Turns are numbered 1, 2, … (docs/contract.md#log): the last one started is the count.
+    const lastTurn = dataOf(tail.turnStart, 'turn/start')?.turn ?? 0;
     const waiting = pendingInputCount ?? (await this.log.pendingInputCountAt(ref, seq, db));
     const state = LogState.resume({
       nextSeq: seq + 1,

@@ -4,6 +4,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { ToolCall } from '../../src/core/events.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 const toolRuns: Array<{ sessionId: string; call: ToolCall }> = [];
@@ -75,7 +76,10 @@ describe('agent loop with the scripted model', () => {
       inputTokens: messages.reduce((n: number, m: any) => n + m.usage.inputTokens, 0),
       outputTokens: messages.reduce((n: number, m: any) => n + m.usage.outputTokens, 0),
     });
-    for (const s of turn.steps) expect(events[s.startSeq].type).toBe('step/start'), expect(events[s.endSeq].type).toBe('step/end');
+    for (const s of turn.steps) {
+      expect(events[s.startSeq].type).toBe('step/start');
+      expect(events[s.endSeq].type).toBe('step/end');
+    }
     expect(turn.steps[0].durationMs).toBeGreaterThanOrEqual(100); // the step that slept
     expect(turn.durationMs).toBe(new Date(turn.endedAt).getTime() - new Date(turn.startedAt).getTime());
     expect(turn.durationMs).toBeGreaterThanOrEqual(turn.steps[0].durationMs);
@@ -125,7 +129,7 @@ describe('agent loop with the scripted model', () => {
     const start2 = at((e) => e.type === 'turn/start' && e.data.turn === 2);
     expect(add2).toBeLessThan(end1);
     expect(start2).toBeGreaterThan(end1);
-    expect(events[start2].data.inputId).toBe(second.inputId);
+    expect(anyData(events[start2]).inputId).toBe(second.inputId);
   });
 
   it('cancelTurn ends the running turn with cancelled', async () => {
@@ -213,13 +217,13 @@ describe('agent loop with the scripted model', () => {
   });
 });
 
-describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
+describe('continuing a fork taken mid-step (docs/contract.md#continuing-a-child)', () => {
   it('sends exactly the expected next model request, numbers the turn on, never re-runs inherited calls', async () => {
     const parent = await create('parent');
     await send(parent, 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}');
     await idle();
     const parentLog = await log(parent);
-    const callMsg = parentLog.find((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
+    const callMsg = parentLog.find((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
     const firstResult = parentLog.find((e) => e.type === 'tool/result')!;
     // Fork right after the first tool result: call 1 answered, call 2 missing in the branch.
     const { forkSession: f } = await app.ok(FORK, { i: { sessionId: parent, atSeq: firstResult.seq } });
@@ -234,14 +238,14 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
 
     expect(app.models.scripted.requestCount - requestsBefore).toBe(1);
     const request = app.models.scripted.lastRequest!;
-    const [c1, c2] = callMsg.data.toolCalls;
+    const [c1, c2] = anyData(callMsg).toolCalls;
     expect(request.messages).toEqual([
       { role: 'user', content: 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}' },
       { role: 'assistant', content: null, tool_calls: [
         { id: c1.id, type: 'function', function: { name: 'clock', arguments: '{}' } },
         { id: c2.id, type: 'function', function: { name: 'note_write', arguments: '{"key":"a","value":"1"}' } },
       ] },
-      { role: 'tool', tool_call_id: c1.id, content: firstResult.data.content },
+      { role: 'tool', tool_call_id: c1.id, content: anyData(firstResult).content },
       { role: 'tool', tool_call_id: c2.id, content: f.syntheticEvents[0].data.content },
       { role: 'user', content: 'continue please' },
     ]);
@@ -249,12 +253,12 @@ describe('continuing a fork taken mid-step (DESIGN §3.3)', () => {
     expect(f.syntheticEvents[0].data.content).toContain('may already have changed the world');
     expect(toolRuns.length).toBe(runsBefore); // nothing inherited ran again
     const childLog = await log(child);
-    expect(childLog.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2]);
+    expect(childLog.filter((e) => e.type === 'turn/start').map((e) => anyData(e).turn)).toEqual([1, 2]);
     const own = childLog.slice(f.session.firstLiveSeq);
     expect(own.every((e) => !e.inherited)).toBe(true);
     // The parent's later events (its step 2 answer) never reach the child.
     const parentAnswer = parentLog.filter((e) => e.type === 'model/message').at(-1)!;
-    expect(childLog.some((e) => e.type === 'model/message' && e.data.text === parentAnswer.data.text)).toBe(false);
+    expect(childLog.some((e) => e.type === 'model/message' && anyData(e).text === anyData(parentAnswer).text)).toBe(false);
     expect((await log(parent)).length).toBe(parentLog.length);
   });
 
@@ -289,7 +293,7 @@ describe('stopping the host (graceful shutdown)', () => {
       await running;
       await own.services.host.stop();
       const events = await own.services.store.log.page(s.id, -1, 100);
-      expect(events.slice(-3).map((e) => [e.type, e.data.status ?? e.data.reason, e.synthetic])).toEqual([
+      expect(events.slice(-3).map((e) => [e.type, anyData(e).status ?? anyData(e).reason, e.synthetic])).toEqual([
         ['tool/result', 'interrupted', true],
         ['step/end', 'interrupted', true],
         ['turn/end', 'interrupted', true],
@@ -313,10 +317,10 @@ describe('stopping the host (graceful shutdown)', () => {
       await own.services.host.stop();
       const events = await own.services.store.log.page(s.id, -1, 100);
       const [message, stepEnd, turnEnd] = events.slice(-3);
-      expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'interrupted']);
+      expect([message.type, stepEnd.type, anyData(stepEnd).reason, turnEnd.type, anyData(turnEnd).reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'interrupted']);
       expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
-      expect(message.data.text).toMatch(/^Echo: one/);
-      expect((message.data.text as string).length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
+      expect(anyData(message).text).toMatch(/^Echo: one/);
+      expect((anyData(message).text as string).length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
     } finally {
       await own.close();
     }

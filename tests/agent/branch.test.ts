@@ -1,8 +1,9 @@
-// Turn-level branches (seed 003, DESIGN §3.2) through the production loop.
+// Turn-level branches (docs/contract.md#branch) through the production loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 /** Leases as another process holds them. */
@@ -49,7 +50,7 @@ async function queuedParent() {
 /** Branch, send C to the child, and check it holds A's turn and C's turn only. */
 async function expectBranchExcludesB(parentId: string, anchorSeq: number | undefined) {
   const parentLog = await log(parentId);
-  const turn1End = parentLog.find((e) => e.type === 'turn/end' && e.data.turn === 1)!;
+  const turn1End = parentLog.find((e) => e.type === 'turn/end' && anyData(e).turn === 1)!;
   const b = await branch(parentId, anchorSeq);
   expect(b.cutSeq).toBe(turn1End.seq);
   expect(b.session.inheritedEventCount).toBe(turn1End.seq + 1);
@@ -65,9 +66,9 @@ async function expectBranchExcludesB(parentId: string, anchorSeq: number | undef
     { role: 'user', content: 'C' },
   ]);
   const childLog = await log(child);
-  const texts = childLog.filter((e) => e.type === 'inbox/add').map((e) => e.data.text);
+  const texts = childLog.filter((e) => e.type === 'inbox/add').map((e) => anyData(e).text);
   expect(texts).toEqual(['A', 'C']);
-  expect(childLog.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2]);
+  expect(childLog.filter((e) => e.type === 'turn/start').map((e) => anyData(e).turn)).toEqual([1, 2]);
   expect(childLog.some((e) => JSON.stringify(e.data).includes('"B"'))).toBe(false);
   expect(childLog.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
   return { child, childLog };
@@ -76,7 +77,7 @@ async function expectBranchExcludesB(parentId: string, anchorSeq: number | undef
 describe('branchSession selects the first turn/end at or after the anchor', () => {
   it('message anchor (the user input of turn 1)', async () => {
     const p = await answeredParent();
-    const anchor = (await log(p)).find((e) => e.type === 'inbox/add' && e.data.text === 'A')!.seq;
+    const anchor = (await log(p)).find((e) => e.type === 'inbox/add' && anyData(e).text === 'A')!.seq;
     await expectBranchExcludesB(p, anchor);
   });
 
@@ -136,7 +137,7 @@ describe('what a branch inherits', () => {
     await send(b.session.id, 'C');
     await idle();
     expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'm1' });
-    expect((await log(b.session.id)).some((e) => e.type === 'session/model' && e.data.model === 'm2')).toBe(false);
+    expect((await log(b.session.id)).some((e) => e.type === 'session/model' && anyData(e).model === 'm2')).toBe(false);
     // the parent itself now uses m2
     await send(p, 'D');
     await idle();
@@ -167,8 +168,8 @@ describe('a live source', () => {
     for (const anchor of [undefined, mid]) {
       const b = await branch(p, anchor);
       const childLog = await log(b.session.id);
-      expect(childLog.some((e) => e.type === 'turn/start' && e.data.turn === 2)).toBe(false);
-      expect(childLog.filter((e) => e.type === 'inbox/add').map((e) => e.data.text)).toEqual(['A']);
+      expect(childLog.some((e) => e.type === 'turn/start' && anyData(e).turn === 2)).toBe(false);
+      expect(childLog.filter((e) => e.type === 'inbox/add').map((e) => anyData(e).text)).toEqual(['A']);
       expect(childLog.at(-1)!.type).toBe('session/end-seed');
     }
     await idle();

@@ -1,4 +1,4 @@
-// Issue 30, done when: a 200,000-event session forked at its end and continued
+// A 200,000-event session forked at its end and continued
 // with a provider model — a local fake server per wire format (OpenAI-compatible
 // chat completions, Anthropic messages, Google generateContent) that rejects
 // requests over its context window with that provider's real error — answers:

@@ -1,4 +1,4 @@
-// Compaction (issue 30): manual (compactSession), automatic (before a step
+// Compaction: manual (compactSession), automatic (before a step
 // over the budget), what the model is sent after it, and a cold fold that
 // starts from the last compaction instead of seq 0.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

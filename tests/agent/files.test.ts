@@ -1,4 +1,4 @@
-// The file workspace (issue 31) through GraphQL and the production agent loop
+// The file workspace through GraphQL and the production agent loop
 // with the scripted model: what a cut mid-call restores and tells the model,
 // forks that change the same file differently, paths kept inside the
 // workspace, the quota, what changed between events, and the blobs a deletion
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 let root: string;
@@ -28,7 +29,7 @@ const turn = async (id: string, text: string) => {
   await app.services.host.idle();
 };
 const log = (id: string) => app.services.store.log.page(id, -1, 10_000);
-const results = async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+const results = async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]);
 const fork = async (sessionId: string, atSeq: number) =>
   (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { type data } } }`, { i: { sessionId, atSeq } })).forkSession;
 const file = async (id: string, p: string, atSeq?: number) =>
@@ -43,10 +44,10 @@ describe('a cut between a write_file call and its result', () => {
     await turn(p, write('notes.txt', 'first\n'));
     await turn(p, write('notes.txt', 'second\n'));
     const parentLog = await log(p);
-    const call = parentLog.findLast((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
-    expect(call.data.toolCalls[0]).toMatchObject({ name: 'write_file', effect: 'idempotent', files: 'only' });
+    const call = parentLog.findLast((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
+    expect(anyData(call).toolCalls[0]).toMatchObject({ name: 'write_file', effect: 'idempotent', files: 'only' });
     const change = parentLog.findLast((e) => e.type === 'plugin/files/change')!;
-    expect(parentLog[change.seq + 1]).toMatchObject({ type: 'tool/result', data: { callId: change.data.callId, status: 'ok' } });
+    expect(parentLog[change.seq + 1]).toMatchObject({ type: 'tool/result', data: { callId: anyData(change).callId, status: 'ok' } });
 
     // Cut at the call, and at its change set (the result not yet in the prefix): the files as before the call.
     for (const cut of [call.seq, change.seq]) {
@@ -60,7 +61,7 @@ describe('a cut between a write_file call and its result', () => {
       await turn(session.id, '!call read_file {"path":"notes.txt"}');
       const first = app.models.scripted.recentRequests.at(before - app.models.scripted.requestCount)!; // the child's first request
       expect(first.messages.at(-1)).toMatchObject({ role: 'user', content: '!call read_file {"path":"notes.txt"}' });
-      const cutOff = first.messages.find((m) => m.role === 'tool' && m.tool_call_id === call.data.toolCalls[0].id) as { content: string };
+      const cutOff = first.messages.find((m) => m.role === 'tool' && m.tool_call_id === anyData(call).toolCalls[0].id) as { content: string };
       expect(cutOff.content).toContain('The files were restored to before this call; it did not run in this branch');
       expect((await results(session.id)).at(-1)).toEqual(['read_file', 'ok', 'first\n']);
     }
@@ -84,9 +85,9 @@ describe('crash recovery', () => {
     fs.writeFileSync(path.join(root, id, 'a.txt'), 'half-written by the dead process');
     fs.writeFileSync(path.join(root, id, 'stray.txt'), 'left behind');
     await turn(id, '!call list_files {}\n!call read_file {"path":"a.txt"}');
-    const repaired = (await log(id)).find((e) => e.type === 'tool/result' && e.data.callId === 'call_crash')!;
-    expect(repaired.data.status).toBe('interrupted');
-    expect(repaired.data.content).toContain('The files were restored to before this call; it changed no file in this session');
+    const repaired = (await log(id)).find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_crash')!;
+    expect(anyData(repaired).status).toBe('interrupted');
+    expect(anyData(repaired).content).toContain('The files were restored to before this call; it changed no file in this session');
     expect((await results(id)).slice(-2)).toEqual([
       ['list_files', 'ok', 'a.txt (6 bytes)'],
       ['read_file', 'ok', 'logged'],
@@ -231,7 +232,7 @@ describe('deleting sessions', () => {
     const blobs = lines.filter((l) => 'blob' in l);
     expect(blobs.map((b) => Buffer.from(b.base64, 'base64').toString()).sort()).toEqual(['recorded\n', 'x']);
     expect(lines.slice(-blobs.length)).toEqual(blobs); // after every event
-    const mid = (await log(a)).findLast((e) => e.type === 'turn/end' && e.data.turn === 1)!.seq;
+    const mid = (await log(a)).findLast((e) => e.type === 'turn/end' && anyData(e).turn === 1)!.seq;
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a });
 
     const copy = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording })).importRecording.id;

@@ -7,6 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
 import type { StoredEvent } from '../../src/store/session-log.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let a: TestApp;
 let b: TestApp;
@@ -73,7 +74,7 @@ describe('the agent fold', () => {
     await a.services.controller.setSessionModel(scope, id, { provider: 'scripted', model: 'other' });
     await send(a, id, 'turn three, back here');
     const events = await log(a, id);
-    expect(events.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2, 3]);
+    expect(events.filter((e) => e.type === 'turn/start').map((e) => anyData(e).turn)).toEqual([1, 2, 3]);
     expect(a.models.scripted.lastRequest!.messages).toEqual(replayedRequest(events));
     expect(a.models.scripted.lastRequest!.model).toBe('other');
     expect(a.models.scripted.lastRequest!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([

@@ -7,6 +7,7 @@ import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { SessionLog } from '../../src/store/session-log.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 const scope = { tenant: 'local' };
@@ -51,7 +52,7 @@ describe('leases', () => {
     app.services.host.claimMore();
     await waitFor(async () => (await types(id)).at(-1) === 'turn/end', { what: 'repair' });
     const after = (await app.services.store.log.page(id, -1, 1000)).slice(before.length);
-    expect(after.map((e) => [e.type, e.data.reason ?? e.data.status, e.synthetic])).toEqual([
+    expect(after.map((e) => [e.type, anyData(e).reason ?? anyData(e).status, e.synthetic])).toEqual([
       ['step/end', 'interrupted', true],
       ['turn/end', 'interrupted', true],
     ]);

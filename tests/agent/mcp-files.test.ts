@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const require = createRequire(import.meta.url);
 let app: TestApp;
@@ -43,8 +44,8 @@ describe('server-filesystem in the session workspace', () => {
     await turn(p, '!call fs__edit_file {"path":"notes.md","edits":[{"oldText":"one","newText":"two"}]}');
     expect((await results(p)).at(-1)![1]).toBe('ok');
     expect(await files(p)).toEqual({ 'notes.md': 'two\n', 'built-in.txt': 'b' });
-    const call = (await log(p)).findLast((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
-    expect(call.data.toolCalls[0]).toMatchObject({ name: 'fs__edit_file', files: 'only' });
+    const call = (await log(p)).findLast((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
+    expect(anyData(call).toolCalls[0]).toMatchObject({ name: 'fs__edit_file', files: 'only' });
 
     const child = (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, { i: { sessionId: p, atSeq: call.seq } })).forkSession;
     expect(child.syntheticEvents[0].data.content).toContain('The files were restored to before this call');

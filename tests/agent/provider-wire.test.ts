@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 type Reply = { status?: number; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
 type Received = { path: string; headers: http.IncomingHttpHeaders; body: any };
@@ -246,7 +247,7 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     queue(wire.toolCall(call), wire.text(['Saved.'], { input: 40, output: 2 }));
     await send(id, 'save a note');
     const events = await log(id);
-    const messages = events.filter((e) => e.type === 'model/message').map((e) => e.data);
+    const messages = events.filter((e) => e.type === 'model/message').map(anyData);
     // Google's format has no call ids: the SDK makes one.
     const callId = wire.provider === 'google' ? messages[0].toolCalls[0]?.id : call.id;
     expect(messages[0].toolCalls).toEqual([{ id: callId, name: 'note_write', arguments: call.arguments, effect: 'side-effects' }]);
@@ -264,7 +265,7 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     queue(wire.error(400, 'prompt is too long: 250000 tokens > 200000 maximum'));
     await send(id, 'a very long history');
     let events = await log(id);
-    expect(events.slice(-3).map((e) => [e.type, e.data.reason ?? e.data.message])).toEqual([
+    expect(events.slice(-3).map((e) => [e.type, anyData(e).reason ?? anyData(e).message])).toEqual([
       ['plugin/agent/error', `${wire.provider} provider: HTTP 400: prompt is too long: 250000 tokens > 200000 maximum`],
       ['step/end', 'failed'],
       ['turn/end', 'failed'],
@@ -272,7 +273,7 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     queue(wire.error(401, 'invalid api key'));
     await send(id, 'again');
     events = await log(id);
-    expect(events.at(-3)!.data.message).toBe(`${wire.provider} provider: HTTP 401: invalid api key`);
+    expect(anyData(events.at(-3)!).message).toBe(`${wire.provider} provider: HTTP 401: invalid api key`);
     queue(wire.text(['recovered'], { input: 1, output: 1 }));
     await send(id, 'third');
     events = await log(id);

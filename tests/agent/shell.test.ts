@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -34,14 +35,14 @@ describe('the shell tool', () => {
     expect(status).toBe('ok');
     expect(content).toMatch(/^exit code 0\n--- stdout ---\n\/.*\n$/);
     const change = (await log(id)).findLast((e) => e.type === 'plugin/files/change')!;
-    expect(change.data.changes).toEqual([
+    expect(anyData(change).changes).toEqual([
       { path: 'a.txt', hash: null, size: 0 },
       { path: 'd/x.txt', hash: expect.stringMatching(/^[0-9a-f]{64}$/), size: 5 },
     ]);
     expect(await paths(id)).toEqual(['d/x.txt:5']);
 
-    const call = (await log(id)).findLast((e) => e.type === 'model/message' && e.data.toolCalls.length)!;
-    expect(call.data.toolCalls[0]).toMatchObject({ name: 'shell', effect: 'side-effects', files: 'also' });
+    const call = (await log(id)).findLast((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
+    expect(anyData(call).toolCalls[0]).toMatchObject({ name: 'shell', effect: 'side-effects', files: 'also' });
     const fork = (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, { i: { sessionId: id, atSeq: call.seq } })).forkSession;
     const wording = fork.syntheticEvents[0].data.content as string;
     expect(wording).toContain('The files were restored to before this call; it did not run in this branch as far as the files go.');

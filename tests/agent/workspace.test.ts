@@ -1,4 +1,4 @@
-// The workspace that rewinds with the log (issue 17): note_write records its
+// The workspace that rewinds with the log: note_write records its
 // write in the log (a plugin/workspace/write event in the same append as its ok
 // tool/result), note_read answers from the log as of now, inherited writes
 // included. Through GraphQL and the production agent loop with the scripted
@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -32,8 +33,8 @@ async function noteRead(id: string, key: string) {
   await send(id, `!call note_read ${JSON.stringify({ key })}`);
   await idle();
   const result = (await log(id)).findLast((e) => e.type === 'tool/result')!;
-  expect(result.data.name).toBe('note_read');
-  return [result.data.status, result.data.content];
+  expect(anyData(result).name).toBe('note_read');
+  return [anyData(result).status, anyData(result).content];
 }
 const toolRunning = (id: string) => new Promise<void>((resolve) => app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TOOL_RUNNING' && resolve()));
 
@@ -52,7 +53,7 @@ describe('the workspace rewinds with the log', () => {
       { callId: 'call_2_1_1', key: 'a', value: '2' },
     ]);
     // Each write is stored right before its ok result (one append).
-    for (const w of writes) expect(parentLog[w.seq + 1]).toMatchObject({ type: 'tool/result', data: { callId: w.data.callId, status: 'ok' } });
+    for (const w of writes) expect(parentLog[w.seq + 1]).toMatchObject({ type: 'tool/result', data: { callId: anyData(w).callId, status: 'ok' } });
     expect(await workspace(p)).toEqual([
       { key: 'a', value: '2', seq: writes[2].seq },
       { key: 'b', value: 'x', seq: writes[1].seq },
@@ -138,7 +139,7 @@ describe('the workspace rewinds with the log', () => {
     const p = await create();
     await send(p, '!call note_write {"key":"slow","value":"v","delayMs":5000}\n!then\n!call note_read {"key":"slow"}');
     await idle();
-    const results = (await log(p)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+    const results = (await log(p)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
       ['note_write', 'error', 'timed out after 1500 ms'],
       ['note_read', 'error', 'no note named "slow"'],
@@ -167,7 +168,7 @@ describe('the workspace rewinds with the log', () => {
     expect(listed[999]).toMatchObject({ key: 'key0999', value: '999' });
     await send(id, '!call note_write {"key":"one-too-many","value":"v"}\n!call note_write {"key":"key0005","value":"again"}');
     await idle();
-    const results = (await log(id)).filter((e) => e.type === 'tool/result').slice(-2).map((e) => [e.data.status, e.data.content]);
+    const results = (await log(id)).filter((e) => e.type === 'tool/result').slice(-2).map((e) => [anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
       ['error', 'the note store is full (1000 notes): overwrite an existing note instead'],
       ['ok', 'wrote note "key0005"'],

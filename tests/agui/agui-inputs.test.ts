@@ -1,4 +1,4 @@
-// POST /agui under the input rules of every door (issue 27): the message and
+// POST /agui under the input rules of every door: the message and
 // id limits GraphQL applies, refused with a 400 before anything is stored, and
 // a retried run (same runId) that answers from the log instead of hanging or
 // recording itself twice. Driven by @ag-ui/client's HttpAgent and raw HTTP.
@@ -7,6 +7,7 @@ import { HttpAgent } from '@ag-ui/client';
 import { EventType, type BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 let url: string;
@@ -104,7 +105,7 @@ describe('AG-UI input rules (the same as GraphQL)', () => {
 
 describe('AG-UI: a retried run (the same runId)', () => {
   const runEvents = async (sessionId: string, runId: string) =>
-    (await app.services.store.log.page(sessionId, -1, 10_000)).filter((e) => e.type === 'plugin/agui/run' && e.data.runId === runId);
+    (await app.services.store.log.page(sessionId, -1, 10_000)).filter((e) => e.type === 'plugin/agui/run' && anyData(e).runId === runId);
 
   it('of a finished run answers at once from the log with RUN_FINISHED, recording nothing new (HttpAgent)', async () => {
     const first = await agentRun('retry-thread', 'retry-1', 'first question');

@@ -1,10 +1,11 @@
-// POST /agui (issue 18) driven by the official AG-UI client, HttpAgent; every
+// POST /agui driven by the official AG-UI client, HttpAgent; every
 // event is validated against @ag-ui/core's schemas.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpAgent } from '@ag-ui/client';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { EventSchemas, MessageSchema } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 let url: string;
@@ -76,11 +77,11 @@ describe('AG-UI endpoint', () => {
 
     // The text is the stored answer; the client's messages hold the whole exchange.
     const stored = (await log(threadId)).filter((e) => e.type === 'model/message').at(-1)!;
-    expect(textOf(events)).toBe(stored.data.text);
-    expect(stored.data.text).toMatch(/^Done \(what time is it\)\. Tool results:/);
+    expect(textOf(events)).toBe(anyData(stored).text);
+    expect(anyData(stored).text).toMatch(/^Done \(what time is it\)\. Tool results:/);
     for (const m of agent.messages) expect(() => MessageSchema.parse(m)).not.toThrow();
     expect(agent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect((await log(threadId)).some((e) => e.type === 'plugin/agui/run' && e.data.runId === 'run-1')).toBe(true);
+    expect((await log(threadId)).some((e) => e.type === 'plugin/agui/run' && anyData(e).runId === 'run-1')).toBe(true);
   });
 
   it('a second run in the same thread continues the session, its snapshot holding the history', async () => {

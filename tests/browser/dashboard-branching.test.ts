@@ -1,4 +1,4 @@
-// Branching workflows from the UI (issue 33, items 3 and 4) in Chromium at a
+// Branching workflows from the UI in Chromium at a
 // desktop and a phone size: Edit on a user message (editMessage), a fork with
 // a message and a model, a fan-out of three variants from a turn's end
 // (fanOut) shown side by side and live, a failed variant shown as failed; then

@@ -1,4 +1,4 @@
-// A compaction in the dashboard (issue 30): the Compact action writes one
+// A compaction in the dashboard: the Compact action writes one
 // (compactSession), and the conversation shows it as one collapsible row,
 // "history summarised: seq a–b", holding the summary the model now reads.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

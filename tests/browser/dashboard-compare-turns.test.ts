@@ -1,4 +1,4 @@
-// Compare by turns (issue 33, item 5) in Chromium at a desktop and a phone
+// Compare by turns in Chromium at a desktop and a phone
 // size: two siblings whose seqs drift apart (one wrote an extra event before
 // its turn) still line up turn by turn; the turn that differs is marked, the
 // view opens there, previous/next difference move between differences, and a

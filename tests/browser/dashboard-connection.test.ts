@@ -4,7 +4,6 @@
 // auth-failure throttle's 429 — and a server that is down says so with Retry,
 // then every page recovers without a reload when it is back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { screenshot } from './chromium.ts';

@@ -1,4 +1,4 @@
-// Compare two sessions of one tree (issue 16): two siblings forked from a
+// Compare two sessions of one tree: two siblings forked from a
 // 5,000-event parent at different turns, then continued apart. The view opens
 // at their first divergent seq, highlighted, each row one seq on both sides,
 // and the page fetches windows of the logs (never either log whole).

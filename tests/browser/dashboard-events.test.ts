@@ -1,4 +1,4 @@
-// The events pane's tools (issue 16): a deep link #/s/<id>/e/<seq> scrolls both
+// The events pane's tools: a deep link #/s/<id>/e/<seq> scrolls both
 // panes to its event and highlights it; the filter by type and origin is
 // served by the server (the latest matches of the whole log, earlier ones a
 // page at a time) on a log of 2,200 events; an event's data opens as a

@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
 import { noHorizontalOverflow, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 let dashboard: Dashboard;
@@ -31,7 +32,7 @@ const send = async (sessionId: string, text: string) => {
   await app.services.host.idle();
 };
 const resultSeqs = async (id: string) =>
-  (await app.services.store.log.page(id, -1, 1000)).filter((e) => e.type === 'tool/result').map((e) => { expect(e.data.status, JSON.stringify(e.data)).toBe('ok'); return e.seq; });
+  (await app.services.store.log.page(id, -1, 1000)).filter((e) => e.type === 'tool/result').map((e) => { expect(anyData(e).status, JSON.stringify(e.data)).toBe('ok'); return e.seq; });
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-dashboard-files-'));

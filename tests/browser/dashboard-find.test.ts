@@ -1,4 +1,4 @@
-// Finding things in a 1,000,000-event session (issue 33 item 6), scrolling it
+// Finding things in a 1,000,000-event session, scrolling it
 // end to end in both panes (item 9: the right rows shown, the DOM bounded; the
 // speed is bench/dashboard-scroll.ts's), and export with progress and import
 // from the UI (item 8), in Chromium. The in-session

@@ -1,4 +1,4 @@
-// Numbers people want to see (issue 33, item 7), at 1440x900: the session's
+// Numbers people want to see, at 1440x900: the session's
 // totals and each turn's duration, steps, tool calls and tokens in full (not
 // truncated), a chart of the last turns' latency and tokens, the workspace at
 // any event, a forked turn's duration as of the cut, and the sessions list
@@ -9,6 +9,7 @@ import type { TestApp } from '../helpers/app.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 let dashboard: Dashboard;
@@ -33,9 +34,9 @@ beforeAll(async () => {
   await send(parent, 'second\n!call note_write {"key":"plan","value":"final"}\n!then\n!call clock');
   await send(parent, 'third, no tools');
   const events = await app.services.store.log.page(parent, -1, 500);
-  writes = events.filter((e) => e.type === 'plugin/workspace/write').map((e) => ({ seq: e.seq, value: e.data.value as string }));
+  writes = events.filter((e) => e.type === 'plugin/workspace/write').map((e) => ({ seq: e.seq, value: anyData(e).value as string }));
   // A fork inside turn 2's second step, made a while after the turn ended.
-  const cut = events.filter((e) => e.type === 'step/start' && e.data.turn === 2)[1].seq;
+  const cut = events.filter((e) => e.type === 'step/start' && anyData(e).turn === 2)[1].seq;
   await new Promise((r) => setTimeout(r, 300));
   child = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq: cut, title: 'Insights child' } })).forkSession.session.id;
 }, 60_000);

@@ -1,4 +1,4 @@
-// Keyboard and reading (issue 33, item 9): a skip link past the sidebar, one
+// Keyboard and reading: a skip link past the sidebar, one
 // tab stop per timeline row (arrows reach the row's other controls), the
 // composer's character count and its refusal of a message over the limit
 // before Send, long messages collapsed, and the contrast of every text (not

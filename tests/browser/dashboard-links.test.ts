@@ -1,4 +1,4 @@
-// The dashboard's addresses (issue 33, "smaller"): a jump puts its event in
+// The dashboard's addresses: a jump puts its event in
 // the address (`#seq-N`), so Back and Forward walk the jumps and a reload or
 // a shared link opens there; a link that cannot be followed says so (an
 // unknown session, an event past the end, a malformed hash, a path with no

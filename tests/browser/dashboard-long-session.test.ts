@@ -1,10 +1,10 @@
-// A 20,000-event session in the dashboard (issue 16): it opens at its latest
+// A 20,000-event session in the dashboard: it opens at its latest
 // events, scrolls, jumps, and takes a message while staying responsive. This
 // is a benchmark that prints its figures; it asserts only generous bounds
 // (the goals: first screen < 1 s, send → visible < 1 s, scroll p95 < 20 ms,
 // keystroke < 16 ms), so a loaded machine does not make it flake.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
 import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';

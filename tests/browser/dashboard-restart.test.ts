@@ -1,4 +1,4 @@
-// A server restart with the dashboard open (issue 33, item 2). The server is
+// A server restart with the dashboard open. The server is
 // stopped gracefully while a turn streams its answer and started again on the
 // same port and database. The page resumes from what it last saw: the list
 // shows a session created after the restart (without a reload), the session
@@ -10,7 +10,7 @@
 // The second test kills the service process (SIGKILL, a separate process
 // serving the page) while a turn streams: nothing is closed on the way out.
 // A session is made while it is down; the restarted process repairs the open
-// turn (crash recovery, DESIGN §4) and the page catches up: the list asks for
+// turn (crash recovery, docs/contract.md#crash-recovery) and the page catches up: the list asks for
 // what changed since it last saw (sessions(changedSince:), not a re-read of
 // every session), the turn ends `interrupted` with the closers the repair
 // wrote, Cancel is disabled and no banner is left.

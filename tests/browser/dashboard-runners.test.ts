@@ -1,4 +1,4 @@
-// The dashboard and the CLI on sessions external runners run (issue 32): the
+// The dashboard and the CLI on sessions external runners run: the
 // AI SDK adapter and the OpenAI Agents adapter run as separate processes for
 // pools `ext` and `agents`; their turns, tool calls included, show in the
 // conversation, live; each session shows its runner pool and, while a runner

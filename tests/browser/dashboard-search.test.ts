@@ -1,4 +1,4 @@
-// The dashboard's search box in a real browser (issue 17): a non-empty query
+// The dashboard's search box in a real browser: a non-empty query
 // lists searchSessions hits (title, kind, seq, snippet with the matched words
 // in <b>, content rendered as text, never as HTML); a hit opens its session
 // at the matching event.
@@ -8,6 +8,7 @@ import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import type { NewEvent } from '../../src/core/events.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 
@@ -39,7 +40,7 @@ describe('dashboard search', () => {
       ...turn(1, 'When was the lens cleaned?', 'Last spring.'),
       ...turn(2, 'And the foghorn?', 'The foghorn was tuned in May by the keeper <img src=x onerror=__injected(1)> & co.'),
     ]);
-    const answerSeq = written.find((e) => e.type === 'model/message' && String(e.data.text).includes('foghorn'))!.seq;
+    const answerSeq = written.find((e) => e.type === 'model/message' && String(anyData(e).text).includes('foghorn'))!.seq;
 
     const { page, errors } = await openPage(browser);
     await page.goto(origin + '/');

@@ -1,4 +1,4 @@
-// The dashboard and `/?token=` links (issue 27): a link's token is kept when
+// The dashboard and `/?token=` links: a link's token is kept when
 // the browser has none, but one that differs from the kept token replaces it
 // only when the user confirms — a link must not switch anyone into another
 // tenant. Chromium against a server with two tenants.

@@ -1,4 +1,4 @@
-// The dashboard as a new user meets it (issue 16): start a session with a
+// The dashboard as a new user meets it: start a session with a
 // model the server offers, send, rename; name a fork; import by keyboard
 // (errors name the file; imported forks say so); legible controls (contrast
 // computed from computed styles) in light and dark; usable at 800 px wide.

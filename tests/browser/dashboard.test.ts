@@ -1,4 +1,4 @@
-// The dashboard in a real browser (issue 8): Debian's Chromium through
+// The dashboard in a real browser: Debian's Chromium through
 // playwright-core against a real server (startTestApp serves `/` too).
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,5 +1,5 @@
 // GraphiQL (yoga, GET /graphql for browsers) and the dashboard, served from
-// this origin only (issue 27 item 7): no CDN, a CSP and the other security
+// this origin only: no CDN, a CSP and the other security
 // headers on their pages, and both work in Chromium with every non-loopback
 // request blocked and no CSP violation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 let api: string;
@@ -46,7 +47,7 @@ async function send(chatId: string, messages: UIMessage[], token?: string) {
   return collect(await transport(token).sendMessages({ chatId, messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined }));
 }
 
-const storedLog = async (sessionId: string) => app.services.store.log.page(sessionId, -1, 10_000);
+const storedLog = async (sessionId: string) => (await app.services.store.log.page(sessionId, -1, 10_000)).map((e) => ({ ...e, data: anyData(e) }));
 
 describe('POST /chat', () => {
   it('streams a turn with text, two tool calls and an error result as parts readUIMessageStream applies', async () => {

@@ -1,4 +1,4 @@
-// `forkline export` streams GET /recordings to a file or stdout (issue 33):
+// `forkline export` streams GET /recordings to a file or stdout:
 // the CLI runs as a subprocess against a real server, with its JavaScript heap
 // capped well below the recording's size: it passes the bytes on as they come
 // (reading the Session.recording string, as it did, holds the whole recording,

@@ -1,4 +1,4 @@
-// External runners as separate processes (issue 32): the AI SDK adapter
+// External runners as separate processes: the AI SDK adapter
 // (@forkline/ai-sdk on @forkline/runner, with the SDK's
 // MockLanguageModelV3) serves pool `ext` of a real forkline server. Messages
 // sent through GraphQL get turns with a tool call written by the runner,

@@ -37,7 +37,7 @@ const cases: Record<string, { valid: unknown; wrong: unknown; field: string }> =
 };
 
 describe('event codec (V4)', () => {
-  it('covers every core event type of DESIGN §1', () => {
+  it('covers every core event type of docs/contract.md#log', () => {
     expect(Object.keys(cases).sort()).toEqual([...CORE_EVENT_TYPES].sort());
   });
 

@@ -6,6 +6,7 @@ import { decodeEvent, type LogEvent } from '../../src/core/events.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { closerName, EXPECTED_CLOSERS, openTailOf, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
 import { forkSpec } from '../spec/fork-spec.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const log = withSeqs(REFERENCE_LOG);
 const PARENT = 'ses_parent';
@@ -98,7 +99,7 @@ describe('fork seeds on the reference log (pure core)', () => {
     // Cut the child exactly at its inherited marker: the open tail is still turn 1, step 2.
     const { child, seed } = fork(first, 11, 'ses_child');
     const markers = child.filter((e) => e.type === 'session/end-seed');
-    expect(markers.map((m) => m.data.parentSessionId)).toEqual([PARENT, 'ses_child']);
+    expect(markers.map((m) => anyData(m).parentSessionId)).toEqual([PARENT, 'ses_child']);
     expect(child[child.length - seed.events.length].type).toBe('session/end-seed');
     expect(seed.events.slice(1).map(closerName)).toEqual(['r:c3', 'r:c4', 'r:c5', 'step:1/2', 'turn:1']);
     // Cut the child after its own closers: nothing is open any more.
@@ -111,7 +112,7 @@ describe('fork seeds on the reference log (pure core)', () => {
   });
 });
 
-describe('selectBranchCut (seed 003)', () => {
+describe('selectBranchCut (docs/contract.md#branch)', () => {
   const turnEnds = [20, 31];
   it.each([
     [undefined, 31],

@@ -8,6 +8,7 @@ import { foldLog, LogState } from '../../src/core/log-state.ts';
 import type { ChatMessage } from '../../src/core/chat.ts';
 import type { LogEvent, NewEvent } from '../../src/core/events.ts';
 import { REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 /** The batch conversation builder as it was before the fold (oracle). */
 function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
@@ -15,9 +16,9 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
   const answered = new Set<string>();
   const inputs = new Map<string, string>();
   for (const e of events) {
-    if (e.type === 'surface/replace') replacements.set(e.data.fromSeq, { toSeq: e.data.toSeq, content: e.data.content });
-    else if (e.type === 'tool/result') answered.add(e.data.callId);
-    else if (e.type === 'inbox/add') inputs.set(e.data.inputId, e.data.text);
+    if (e.type === 'surface/replace') replacements.set(anyData(e).fromSeq, { toSeq: anyData(e).toSeq, content: anyData(e).content });
+    else if (e.type === 'tool/result') answered.add(anyData(e).callId);
+    else if (e.type === 'inbox/add') inputs.set(anyData(e).inputId, anyData(e).text);
   }
   const messages: ChatMessage[] = [];
   let hiddenThrough = -1;
@@ -28,16 +29,16 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
       hiddenThrough = replacement.toSeq;
     }
     if (e.seq <= hiddenThrough) continue;
-    if (e.type === 'turn/start') messages.push({ role: 'user', content: inputs.get(e.data.inputId) ?? '' });
+    if (e.type === 'turn/start') messages.push({ role: 'user', content: inputs.get(anyData(e).inputId) ?? '' });
     else if (e.type === 'model/message') {
-      const calls = e.data.toolCalls.filter((c: { id: string }) => answered.has(c.id));
+      const calls = anyData(e).toolCalls.filter((c: { id: string }) => answered.has(c.id));
       messages.push({
         role: 'assistant',
-        content: e.data.text === '' && calls.length ? null : e.data.text,
+        content: anyData(e).text === '' && calls.length ? null : anyData(e).text,
         ...(calls.length ? { tool_calls: calls.map((c: any) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
       });
     } else if (e.type === 'tool/result') {
-      messages.push({ role: 'tool', tool_call_id: e.data.callId, content: e.data.status === 'error' ? `Error: ${e.data.content}` : e.data.content });
+      messages.push({ role: 'tool', tool_call_id: anyData(e).callId, content: anyData(e).status === 'error' ? `Error: ${anyData(e).content}` : anyData(e).content });
     }
   }
   return messages;
@@ -55,7 +56,7 @@ function referenceState(events: readonly LogEvent[]) {
   let calls: any[] = [];
   let answered = new Set<string>();
   for (const e of events) {
-    const d = e.data;
+    const d = anyData(e);
     if (e.type === 'inbox/add') pending.set(d.inputId, { inputId: d.inputId, text: d.text, seq: e.seq });
     else if (e.type === 'inbox/remove') pending.delete(d.inputId);
     else if (e.type === 'session/model') model = d;

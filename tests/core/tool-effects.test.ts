@@ -1,4 +1,4 @@
-// Effects from MCP annotations (DESIGN §6), and repair's advice read from the
+// Effects from MCP annotations (docs/contract.md#agent-loop), and repair's advice read from the
 // effect recorded with the call rather than looked up at repair time.
 import { describe, expect, it } from 'vitest';
 import { effectFromAnnotations } from '../../src/core/tools.ts';

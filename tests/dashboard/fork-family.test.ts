@@ -1,4 +1,4 @@
-// The pure parts of the dashboard's branching views (issue 33): the new
+// The pure parts of the dashboard's branching views: the new
 // addresses, fork-point rows among conversation items, children labels that
 // name their seq once, and the turn-by-turn diff of two conversations.
 import { describe, expect, it } from 'vitest';

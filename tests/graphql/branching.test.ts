@@ -1,9 +1,10 @@
-// Branching workflows (issue 17) through GraphQL over HTTP and the production
+// Branching workflows through GraphQL over HTTP and the production
 // agent loop: editMessage, forkSession/branchSession with a model and a message,
 // fanOut with Session.children / siblings / lastAnswer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -51,7 +52,7 @@ describe('editMessage', () => {
     await idle();
     const before = await recording(p);
     const parentLog = await log(p);
-    const bAdd = parentLog.find((e) => e.type === 'inbox/add' && e.data.inputId === b)!;
+    const bAdd = parentLog.find((e) => e.type === 'inbox/add' && anyData(e).inputId === b)!;
 
     const { editMessage: r } = await app.ok(EDIT, { i: { sessionId: p, inputId: b, text: 'B, edited' } });
     expect(r.cutSeq).toBe(bAdd.seq - 1);
@@ -72,7 +73,7 @@ describe('editMessage', () => {
     ]);
     expect(child.slice(bAdd.seq + 2).map((e) => e.type)).toEqual(['inbox/remove', 'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end']);
     expect(child.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
-    expect(child.some((e) => e.type === 'inbox/add' && (e.data.text === 'B' || e.data.text === 'C'))).toBe(false);
+    expect(child.some((e) => e.type === 'inbox/add' && (anyData(e).text === 'B' || anyData(e).text === 'C'))).toBe(false);
 
     // The next model request: the edited text and nothing after the cut, with the model of the prefix.
     expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'm1' });
@@ -96,8 +97,8 @@ describe('editMessage', () => {
     await idle();
     const before = await recording(p);
     const parentLog = await log(p);
-    const bAdd = parentLog.find((e) => e.type === 'inbox/add' && e.data.inputId === b)!;
-    const turn1End = parentLog.find((e) => e.type === 'turn/end' && e.data.turn === 1)!;
+    const bAdd = parentLog.find((e) => e.type === 'inbox/add' && anyData(e).inputId === b)!;
+    const turn1End = parentLog.find((e) => e.type === 'turn/end' && anyData(e).turn === 1)!;
     expect(bAdd.seq).toBeLessThan(turn1End.seq);
 
     const { editMessage: r } = await app.ok(EDIT, { i: { sessionId: p, inputId: b, text: 'B2', title: 'edited', model: { provider: 'scripted', model: 'm2' } } });
@@ -160,7 +161,7 @@ describe('editMessage', () => {
     const { forkSession: f } = await app.ok(FORK, { i: { sessionId: p } });
     const { editMessage: r } = await app.ok(EDIT, { i: { sessionId: f.session.id, inputId: a, text: 'A3' } });
     expect(r.parent.id).toBe(f.session.id);
-    expect(r.cutSeq).toBe((await log(p)).find((e) => e.type === 'inbox/add' && e.data.inputId === a)!.seq - 1);
+    expect(r.cutSeq).toBe((await log(p)).find((e) => e.type === 'inbox/add' && anyData(e).inputId === a)!.seq - 1);
     await idle();
     expect(userTexts()).toEqual(['A3']);
   });
@@ -233,7 +234,7 @@ describe('forkSession and branchSession with a model and a message', () => {
       { role: 'user', content: 'hi' },
     ]);
     const branchLog = await log(b.session.id);
-    expect(branchLog.some((e) => e.type === 'session/model' && e.data.model === 'm5')).toBe(false);
+    expect(branchLog.some((e) => e.type === 'session/model' && anyData(e).model === 'm5')).toBe(false);
 
     // A message alone: the model in force at the cut answers it.
     const { forkSession: plain } = await app.ok(FORK, { i: { sessionId: p, atSeq: turnEnd, message: 'plain' } });
@@ -262,7 +263,7 @@ describe('fanOut', () => {
     await send(p, 'A\n!call clock {}');
     await idle();
     const parentLog = await log(p);
-    const callSeq = parentLog.find((e) => e.type === 'model/message' && e.data.toolCalls.length === 1)!.seq;
+    const callSeq = parentLog.find((e) => e.type === 'model/message' && anyData(e).toolCalls.length === 1)!.seq;
     return { p, parentLog, callSeq };
   }
 
@@ -292,7 +293,7 @@ describe('fanOut', () => {
       expect(c).toMatchObject({ forkedAtSeq: callSeq, parent: { id: p }, firstLiveSeq: callSeq + 5 });
       expect(child.slice(0, callSeq + 1).map(shape)).toEqual(parentLog.slice(0, callSeq + 1).map(shape));
       // Its own marker and closers (the clock call was unanswered at the cut) …
-      expect(child.slice(callSeq + 1, callSeq + 5).map((e) => [e.seq, e.type, e.data.status ?? e.data.reason ?? null, e.synthetic, e.inherited])).toEqual([
+      expect(child.slice(callSeq + 1, callSeq + 5).map((e) => [e.seq, e.type, anyData(e).status ?? anyData(e).reason ?? null, e.synthetic, e.inherited])).toEqual([
         [callSeq + 1, 'session/end-seed', null, false, false],
         [callSeq + 2, 'tool/result', 'not-started', true, false],
         [callSeq + 3, 'step/end', 'forked', true, false],
@@ -300,7 +301,7 @@ describe('fanOut', () => {
       ]);
       // … then its own input, answered in its own turn 2.
       const add = child.find((e) => e.seq >= c.firstLiveSeq && e.type === 'inbox/add')!;
-      expect(add.data.text).toBe(`v${i + 1}`);
+      expect(anyData(add).text).toBe(`v${i + 1}`);
       expect(child.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
     }
 

@@ -1,8 +1,8 @@
 // A fork reads its parent from one REPEATABLE READ snapshot. A lease renewal
 // (which locked the row FOR UPDATE) or a delete committed on the parent row
 // after that snapshot made the child's parent-key check fail with a
-// serialization failure (40001): the fork answered INTERNAL_SERVER_ERROR
-// (issue 27, chaos run). Now renewals and claims lock rows FOR NO KEY UPDATE
+// serialization failure (40001): the fork answered INTERNAL_SERVER_ERROR.
+// Now renewals and claims lock rows FOR NO KEY UPDATE
 // (no conflict with a child's key check), and a fork that conflicts all the
 // same runs again from a new snapshot: it succeeds, or answers
 // SESSION_NOT_FOUND when the parent is gone. The races are forced: the fork

@@ -1,4 +1,4 @@
-// The fork family the dashboard draws (issue 33) through GraphQL over HTTP and
+// The fork family the dashboard draws through GraphQL over HTTP and
 // the real agent: Session.forkPoints (where children were forked, how many),
 // children(forkedAtSeq), family (the whole tree, any depth) and lastTurn
 // (a failed variant's turn says failed, with its error).

@@ -1,4 +1,4 @@
-// GraphQL over HTTP (issue 27): graphql-http's audit against the real server,
+// GraphQL over HTTP: graphql-http's audit against the real server,
 // status codes for application/graphql-response+json on yoga's path and the
 // fast lane alike, and a POST subscription answered 406 leaves nothing open.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

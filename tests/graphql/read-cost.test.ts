@@ -1,4 +1,4 @@
-// Cost never grows with the log (DESIGN §1). For each read a client makes on a
+// Cost never grows with the log (docs/contract.md#log). For each read a client makes on a
 // 20,000-event session and on forks nested in it, every statement that touches
 // the Event table is run again under EXPLAIN ANALYZE: the rows Postgres scans
 // (not only those it returns: a flattened join can scan the whole table and
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribe } from '../helpers/subscribe.ts';
 import type { NewEvent } from '../../src/core/events.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 let recording = false;
@@ -164,8 +165,8 @@ describe('the workspace on a long log costs its keys', () => {
     const ws = new Map<string, { key: string; value: string; seq: number }>();
     for (const e of log) {
       const next = log[e.seq + 1];
-      if (e.type === 'plugin/workspace/write' && next?.type === 'tool/result' && next.data.status === 'ok' && next.data.callId === e.data.callId) {
-        ws.set(e.data.key as string, { key: e.data.key as string, value: e.data.value as string, seq: e.seq });
+      if (e.type === 'plugin/workspace/write' && next?.type === 'tool/result' && anyData(next).status === 'ok' && anyData(next).callId === anyData(e).callId) {
+        ws.set(anyData(e).key as string, { key: anyData(e).key as string, value: anyData(e).value as string, seq: e.seq });
       }
     }
     return [...ws.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
@@ -178,7 +179,7 @@ describe('the workspace on a long log costs its keys', () => {
     await appendTurns(root, 1, 2000, 20);
     const cutWrite = await app.services.store.log.lastOfType(root, 'plugin/workspace/write', 9_000);
     const child = (await app.services.store.fork(scope, root, cutWrite!.seq)).session.id;
-    const turnsBefore = Number(String(cutWrite!.data.callId).slice(6));
+    const turnsBefore = Number(String(anyData(cutWrite!).callId).slice(6));
     await appendTurns(child, turnsBefore + 1, turnsBefore + 100, 5);
     const grandchild = (await app.services.store.fork(scope, child, (await app.services.store.requireSession(scope, child)).eventCount - 1)).session.id;
     await appendTurns(grandchild, turnsBefore + 101, turnsBefore + 200, 5);

@@ -1,5 +1,5 @@
 // A fork cut mid-call of an externally run session sends the external model
-// exactly what forkline's own agent sends for the same fork (issue 32): the
+// exactly what forkline's own agent sends for the same fork: the
 // same history is run once by forkline's agent (its request read from its
 // trace, captured content on) and once written by an external runner; both
 // are forked at the call, and the request forkline's agent sent for its child

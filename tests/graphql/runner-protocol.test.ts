@@ -1,4 +1,4 @@
-// The external runner protocol over GraphQL (issue 32): runner pools on
+// The external runner protocol over GraphQL: runner pools on
 // sessions (kept by forks), claims, fenced appends checked by the log's rules,
 // the model request, live deltas, runnableSessions and crash repair.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@ import { buildSchema, isNonNullType, type GraphQLField, type GraphQLObjectType }
 import { printedSchema, SCHEMA_FILE } from '../../src/graphql/print-schema.ts';
 
 /**
- * The contract of DESIGN §7: for each field, its type, and the arguments the
+ * The contract of docs/contract.md#graphql-names: for each field, its type, and the arguments the
  * contract names with their types. Names are fixed; more fields and more
  * optional arguments are welcome (a client of the contract still works).
  */
@@ -50,7 +50,7 @@ describe('schema/schema.graphql', () => {
     expect(fs.readFileSync(SCHEMA_FILE, 'utf8')).toBe(printedSchema());
   });
 
-  it('keeps the contract of DESIGN §7: names, types and arguments (extra arguments only optional)', () => {
+  it('keeps the contract of docs/contract.md#graphql-names: names, types and arguments (extra arguments only optional)', () => {
     const schema = buildSchema(printedSchema());
     for (const [typeName, fields] of Object.entries(CONTRACT)) {
       const type = schema.getType(typeName) as GraphQLObjectType | undefined;

@@ -1,4 +1,4 @@
-// searchSessions (issue 17) over real HTTP: full-text search over user inputs,
+// searchSessions over real HTTP: full-text search over user inputs,
 // model messages and titles, title matches first, each newest first, with
 // snippets and the matching seq; tenant-scoped; an inherited event matches
 // once, at the session that wrote it, with the descendants sharing it counted;

@@ -1,4 +1,4 @@
-// Finding things in one session over real HTTP (issue 33): Session.search
+// Finding things in one session over real HTTP: Session.search
 // (full-text, in seq order, the inherited prefix included, keyset pages of
 // seqs) and Session.events filtered by type and origin, paged by the server
 // forward and backward.

@@ -1,4 +1,4 @@
-// Session.totals and Session.turns(last:) (issue 33, item 7): the totals
+// Session.totals and Session.turns(last:): the totals
 // equal the sums over Session.turns and their steps, in a parent and in a
 // fork cut mid-turn (inherited turns included, the forked turn ending at the
 // cut); turns(last: N) are the last N of Session.turns.

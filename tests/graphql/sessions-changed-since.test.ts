@@ -1,4 +1,4 @@
-// sessions(changedSince:) and sessionCount (issue 33): what a list that lost
+// sessions(changedSince:) and sessionCount: what a list that lost
 // its connection asks for instead of reading every session again. Least
 // recently changed first, cursor-safe while rows keep changing, each order's
 // cursors its own, and served by the (tenant, updatedAt, id) index: a page

@@ -1,4 +1,4 @@
-// Copy-free forks (DESIGN §3.1): children share their ancestors' rows through
+// Copy-free forks (docs/contract.md#exact-fork): children share their ancestors' rows through
 // inherited ranges. Every read a client makes — pages either way, node(id),
 // subscriptions, exports, counters — must see exactly the log the fork
 // contract defines, at and around every range boundary, five levels deep.

@@ -1,6 +1,7 @@
 // Running scripted turns in a test app and reading what they left: a new
 // session, a message answered to the end, the log and the tool results.
 import type { TestApp } from './app.ts';
+import { anyData } from './event-data.ts';
 
 export function agentTurns(app: () => TestApp, title: string) {
   const log = (id: string) => app().services.store.log.page(id, -1, 10_000);
@@ -13,6 +14,6 @@ export function agentTurns(app: () => TestApp, title: string) {
     },
     log,
     /** [tool name, status, content] of each tool/result, in order. */
-    results: async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]),
+    results: async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]),
   };
 }

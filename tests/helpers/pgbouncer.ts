@@ -121,7 +121,7 @@ export async function startPgBouncer(
     );
   } catch (err) {
     child.kill('SIGKILL');
-    throw new Error(`${String(err)}\n${out}`);
+    throw new Error(`${String(err)}\n${out}`, { cause: err });
   }
   return {
     url,

@@ -40,7 +40,7 @@ export async function startService(opts: { cwd?: string; env?: Record<string, st
       }
     };
     child.stdout!.on('data', check);
-    exited.then((code) => {
+    void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`service exited with ${code} before serving:\n${out}`));
     });

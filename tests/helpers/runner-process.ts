@@ -1,6 +1,6 @@
 // An external runner (tests/fixtures/runners/*.ts) as a separate process
 // serving a pool of the forkline server at `url`: what a team runs beside
-// forkline (issue 32). Its output is collected (the AI SDK runner prints each
+// forkline. Its output is collected (the AI SDK runner prints each
 // claim as {"claimed", "token"}); every process started is killed by stopRunners.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';

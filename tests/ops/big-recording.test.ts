@@ -1,5 +1,5 @@
 // Export and import of a recording larger than the old 64 MB ceiling through
-// the real HTTP doors of a service process (issue 33 item 8): GET /recordings
+// the real HTTP doors of a service process: GET /recordings
 // streams the log as it reads it, POST /recordings spools and imports it as a
 // stream. The service runs with a capped JavaScript heap (without a cap V8
 // lets garbage pile up, and RSS growth moved 16–147 MB between runs); its

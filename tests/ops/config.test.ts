@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultModelOf, loadConfig, providersOf } from '../../src/config.ts';
 
-describe('configuration (DESIGN §8)', () => {
+describe('configuration (docs/operations.md)', () => {
   it('defaults: port 4000 on loopback, embedded database, keyless scripted model', () => {
     const c = loadConfig({});
     expect([c.PORT, c.HOST, c.DATABASE_URL, c.FORKLINE_DATA_DIR, c.MODEL_PROVIDER]).toEqual([4000, '127.0.0.1', undefined, '.data', 'scripted']);

@@ -1,5 +1,5 @@
 // `DATABASE_URL=` (set but empty, as an env file or a shell leaves it) means
-// unset everywhere (issue 27 item 9): the build's Prisma step must not try to
+// unset everywhere: the build's Prisma step must not try to
 // download an engine, and the service uses its embedded Postgres.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';

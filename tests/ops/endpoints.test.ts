@@ -1,4 +1,4 @@
-// /healthz, /readyz and /metrics (issue 9) on a real server.
+// /healthz, /readyz and /metrics on a real server.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -1,4 +1,4 @@
-// Graceful shutdown of the real service (issue 9): SIGTERM while a turn is
+// Graceful shutdown of the real service: SIGTERM while a turn is
 // inside a 30 s tool call. The process exits within 10 s, closes its
 // subscriptions, leaves the log closed by `interrupted` closers, and a restart
 // serves the session and runs its next turn. Logs are JSON lines.
@@ -62,10 +62,10 @@ describe('SIGTERM during a running turn', () => {
       expect(records.find((r) => r.msg === 'shutting down')).toMatchObject({ level: 30, signal: 'SIGTERM', service: 'forkline' });
     } catch (err) {
       await first.stop('SIGKILL');
-      throw new Error(`${String(err)}\n--- service output ---\n${first.output()}`);
+      throw new Error(`${String(err)}\n--- service output ---\n${first.output()}`, { cause: err });
     }
 
-    // The log was closed before the process exited (DESIGN §2, cause `interrupted`).
+    // The log was closed before the process exited (docs/contract.md#repair, cause `interrupted`).
     const client = new pg.Client(pgConfigFromUrl(databaseUrl));
     await client.connect();
     try {

@@ -1,4 +1,4 @@
-// Crash recovery and leases across real server processes (DESIGN §4, §6).
+// Crash recovery and leases across real server processes (docs/contract.md#crash-recovery, docs/contract.md#agent-loop).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,5 +1,4 @@
-// FORKLINE_DATA_DIR inside a folder the Postgres OS user cannot enter (issue 27
-// item 9). As root (the tests run as root), initdb runs as `postgres`, and its
+// FORKLINE_DATA_DIR inside a folder the Postgres OS user cannot enter. As root (the tests run as root), initdb runs as `postgres`, and its
 // own error was a bare "Permission denied": the service now names the folder
 // and what to do.
 import fs from 'node:fs';

@@ -1,6 +1,6 @@
 // `npm start` under a container runtime or a service manager: the signal goes
 // to npm's process. It must reach the server, which stops the HTTP server and
-// the embedded Postgres (issue 27 item 8). npm runs the script with `sh -c`;
+// the embedded Postgres. npm runs the script with `sh -c`;
 // a shell that stays in between let npm exit and left both running.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// The scale-out set-up end to end (issue 34's "done when"): two service
+// The scale-out set-up end to end: two service
 // processes behind a real PgBouncer in transaction mode, LISTEN and
 // migrations on a direct connection, a streaming hot standby for reads.
 // 200 sessions are created, sent a message, forked with a message and
@@ -16,7 +16,6 @@ import { sampleBackends, startPgBouncer, type PgBouncer } from '../helpers/pgbou
 import { standbyReads, startPrimary, startStandby, type Primary, type Standby } from '../helpers/standby.ts';
 import { startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs, wsClient, type Recorded } from '../helpers/subscribe.ts';
-import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 
 const SESSIONS = 200;

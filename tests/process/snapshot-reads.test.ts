@@ -1,4 +1,4 @@
-// A session read is one snapshot (DESIGN §1): every field of a Session in one
+// A session read is one snapshot (docs/contract.md#log): every field of a Session in one
 // response describes the log as of its eventCount. Two service processes on one
 // database; each message is sent through one of them and read back through
 // both, right after the send and all through the turn its agent runs (in either

@@ -1,4 +1,4 @@
-// Two service processes on one database (DESIGN §6): bounded connections,
+// Two service processes on one database (docs/contract.md#agent-loop): bounded connections,
 // work spread across them, and a takeover when one dies.
 import crypto from 'node:crypto';
 import fs from 'node:fs';

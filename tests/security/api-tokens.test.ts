@@ -1,4 +1,4 @@
-// API tokens as data (issue 27): an environment token (the bootstrap admin)
+// API tokens as data: an environment token (the bootstrap admin)
 // creates, lists and revokes its tenant's stored tokens over GraphQL; scopes
 // hold on every door; an expired token is a 401; a revoked token's open
 // graphql-ws socket and SSE stream close within seconds — on another process

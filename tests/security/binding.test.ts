@@ -1,5 +1,5 @@
 // Local mode (no FORKLINE_API_TOKENS) refuses to listen beyond loopback
-// unless FORKLINE_ALLOW_INSECURE=1 (issue 9): the real service, before it
+// unless FORKLINE_ALLOW_INSECURE=1: the real service, before it
 // starts anything.
 import { describe, expect, it } from 'vitest';
 import { startService } from '../helpers/process.ts';

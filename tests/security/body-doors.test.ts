@@ -1,4 +1,4 @@
-// Request bodies at every door (issue 27, chaos findings): a body over the
+// Request bodies at every door: a body over the
 // limit with a Content-Length always gets its 413, and invalid UTF-8 is
 // refused the same way by /graphql (the fast lane and yoga), /agui,
 // /recordings and WebSocket messages, never stored as U+FFFD.

@@ -1,4 +1,4 @@
-// Connections (issue 27 item 5), through the real doors: per-tenant caps on
+// Connections, through the real doors: per-tenant caps on
 // WebSocket sockets, SSE streams and subscriptions; failed token attempts
 // throttled per client address (HTTP and WebSocket alike); connection_init
 // counted against the token's rate; idle HTTP connections and WebSockets that

@@ -1,4 +1,4 @@
-// Fair agent slots (issue 27): one tenant's slow turns take at most its share
+// Fair agent slots: one tenant's slow turns take at most its share
 // of a process's slots, so another tenant's message is answered while they
 // run; sessions left waiting start when a slot frees; a turn running past the
 // maximum turn duration ends `failed` and gives its slot back.

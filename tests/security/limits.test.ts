@@ -1,4 +1,4 @@
-// Limits and browser protections (issue 9): query tokens/depth/aliases/cost,
+// Limits and browser protections: query tokens/depth/aliases/cost,
 // page sizes, request body, the 2 MB message, CSRF, CORS, cross-site
 // WebSockets, DNS rebinding, local-mode binding, error masking.
 import http from 'node:http';

@@ -1,4 +1,4 @@
-// Fuzz-style robustness (issue 9): well over 1,000 malformed requests — broken
+// Fuzz-style robustness: well over 1,000 malformed requests — broken
 // JSON, wrong types, bad seqs, deep and wide queries, huge strings, junk
 // queries, wrong content types, bad methods, broken HTTP — must all be answered
 // without a 5xx and without an unexpected (masked) error, and the server must

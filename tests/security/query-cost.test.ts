@@ -1,4 +1,4 @@
-// Cost and size limits whatever the request's shape (issue 27): page sizes from
+// Cost and size limits whatever the request's shape: page sizes from
 // variables and defaults count, `nodes(ids:)` is capped, `Session.recording`
 // aliases count, the alias rule counts `__typename`, and a response over the
 // configured size is refused on every door (HTTP, its fast lane, graphql-ws).

@@ -1,4 +1,4 @@
-// Two tenants on one server (issue 9): tenant B cannot read, list, fork,
+// Two tenants on one server: tenant B cannot read, list, fork,
 // branch, send to, export or subscribe to tenant A's sessions; to B they do
 // not exist. Authentication over HTTP, SSE and WebSocket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The file workspace contract (DESIGN §2, §6; issue 31) as one table: an
+// The file workspace contract (docs/contract.md#repair, docs/contract.md#agent-loop) as one table: an
 // agent writes, edits and deletes files over several turns (the built-in file
 // tools, the shell and server-filesystem in its workspace), then a fork at
 // EVERY event of that log must see exactly the files of that moment. The

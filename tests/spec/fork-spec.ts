@@ -1,4 +1,4 @@
-// The fork contract (DESIGN §3.1–3.2, seeds 000 and 003) as one suite that each
+// The fork contract (docs/contract.md#exact-fork, docs/contract.md#branch) as one suite that each
 // implementation runs through a small initializer, in the style of langgraphjs'
 // checkpoint validation: the pure core, the SessionStore and the GraphQL API
 // all answer the same rows (tests/spec/reference-log.ts) and the same checks.
@@ -26,7 +26,7 @@ export interface ParentRef {
   events: SpecEvent[];
 }
 
-/** An exact cut (seed 000), or a turn-level branch (seed 003). */
+/** An exact cut (docs/contract.md#exact-fork), or a turn-level branch (docs/contract.md#branch). */
 export type ForkCut = { atSeq: number } | { anchorSeq?: number | null };
 
 export interface ForkedChild {

@@ -1,7 +1,7 @@
-// The log contract (DESIGN §1 and §7's deletion rule) as one suite that each
+// The log contract (docs/contract.md#log, docs/contract.md#deletion) as one suite that each
 // implementation runs through a small initializer, beside the fork spec
 // (fork-spec.ts): append rules, reads through a fork's lineage, and deletion.
-// The store and the GraphQL API both run it.
+// The pure core, the store and the GraphQL API run it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../src/core/events.ts';
 import { LogState } from '../../src/core/log-state.ts';
@@ -51,7 +51,7 @@ const result = (callId: string, extra: Partial<{ status: string; resultId: strin
   data: { turn: 1, step: 1, callId, resultId: extra.resultId ?? `r_${callId}`, status: extra.status ?? 'ok', content: 'done' },
 });
 
-/** Batches that break one rule (DESIGN §1, core/log-state.ts `violation`) after a base log: refused, nothing written. */
+/** Batches that break one rule (docs/contract.md#log, core/log-state.ts `violation`) after a base log: refused, nothing written. */
 export const APPEND_RULE_ROWS: Array<{ name: string; base: NewEvent[]; batch: NewEvent[]; rule: string; at: number }> = [
   { name: 'a second open turn', base: OPEN_STEP, batch: [{ type: 'turn/start', data: { turn: 2, inputId: 'x' } }], rule: 'turn bracket', at: 0 },
   { name: 'a turn numbered out of order', base: [], batch: [{ type: 'turn/start', data: { turn: 2, inputId: 'x' } }], rule: 'turn numbering', at: 0 },

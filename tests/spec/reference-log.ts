@@ -1,4 +1,4 @@
-// The fork/repair contract as data (DESIGN §2, §3.1–3.2; seeds 000, 003): one
+// The fork/repair contract as data (docs/contract.md#repair, docs/contract.md#exact-fork, docs/contract.md#branch): one
 // reference log; for an exact cut at every seq, the closers a child must get;
 // for a turn-level branch, the anchor → cut rows. tests/spec/fork-spec.ts runs
 // these rows against the pure core, the store and the GraphQL API.
@@ -80,7 +80,7 @@ export const EXPECTED_CLOSERS: string[][] = [
 /** A log with no turn/end (an answered input, no turn yet): a branch of it holds only the marker. */
 export const NO_TURN_END_LOG: NewEvent[] = REFERENCE_LOG.slice(0, 4);
 
-/** A turn-level branch (seed 003): the anchor given, the cut it selects, the closers the child gets. */
+/** A turn-level branch (docs/contract.md#branch): the anchor given, the cut it selects, the closers the child gets. */
 export interface BranchRow {
   log: 'reference' | 'no turn/end';
   /** Omitted (undefined) and null both mean "no anchor". */
@@ -97,7 +97,7 @@ export interface BranchRow {
 export const BRANCH_ROWS: BranchRow[] = [
   { log: 'reference', anchorSeq: undefined, cutSeq: 31, closers: [] }, // no anchor: the last turn/end
   { log: 'reference', anchorSeq: null, cutSeq: 31, closers: [] },
-  // The 20-cut keeps in_2 (queued at 13, taken at 22) pending: ordinary replay semantics (seed 003).
+  // The 20-cut keeps in_2 (queued at 13, taken at 22) pending: ordinary replay semantics (docs/contract.md#branch).
   { log: 'reference', anchorSeq: 0, cutSeq: 20, closers: [] }, // first turn/end at or after the anchor
   { log: 'reference', anchorSeq: 4, cutSeq: 20, closers: [] },
   { log: 'reference', anchorSeq: 20, cutSeq: 20, closers: [] }, // the turn/end itself
@@ -125,7 +125,7 @@ export function openTailOf(log: LogEvent[], cut: number): LogEvent[] {
   return start < 0 ? [] : log.slice(start, cut + 1);
 }
 
-// ---- Forks and compaction (issue 30; seeds 000 and 003) ----
+// ---- Forks and compaction (docs/contract.md#exact-fork, docs/contract.md#branch) ----
 
 const compaction = (through: number, summarySeq: number, content: string): NewEvent[] => [
   { type: 'plugin/compaction/start', data: { reason: 'manual', fromSeq: 0, toSeq: through } },

@@ -4,6 +4,7 @@ import { SessionStore } from '../../src/store/session-store.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { LogState } from '../../src/core/log-state.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const scope = { tenant: 'local' };
 let db: Database;
@@ -102,10 +103,10 @@ describe('SessionStore.append', () => {
     expect(await store.log.pendingInputCountAt(s.id, 41)).toBe(22);
     expect(await store.requireSession(scope, s.id)).toMatchObject({ eventCount: 42, pendingInputCount: 22 });
     // A state `fresh` keeps moves with its inputs: taking one needs no reload.
-    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: queued.data.inputId, reason: 'cancelled' } }]);
+    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: anyData(queued).inputId, reason: 'cancelled' } }]);
     statements = [];
     const { event: last } = await fresh.queueInput(s.id, 'last', { scope });
-    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: last.data.inputId, reason: 'cancelled' } }]);
+    await fresh.append(s.id, [{ type: 'inbox/remove', data: { inputId: anyData(last).inputId, reason: 'cancelled' } }]);
     expect(statements.filter((q) => !/^(WITH s0 AS|SELECT pg_notify)/.test(q))).toEqual([]); // no reload
     await expect(fresh.queueInput(s.id, 'elsewhere', { scope: { tenant: 'another' } })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
     await expect(fresh.queueInput('ses_missing', 'nobody', { scope })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
@@ -194,7 +195,7 @@ describe('SessionStore.append', () => {
     await expect(store.append('ses_missing', [note(2)])).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
   });
 
-  describe('relationship rules (DESIGN §1), checked against the end of the log', () => {
+  describe('relationship rules (docs/contract.md#log), checked against the end of the log', () => {
     const call = { id: 'call_1', name: 'clock', arguments: '{}' };
     const openStep = [
       { type: 'inbox/add', data: { inputId: 'in_1', text: 'hi' } },

@@ -1,4 +1,4 @@
-// Big files stored as chunks (issue 31; core/file-chunks.ts, store/file-blobs.ts):
+// Big files stored as chunks (core/file-chunks.ts, store/file-blobs.ts):
 // a one-byte change to a big file stores a chunk or two, not the file again;
 // the contents read back exactly in the store, through GraphQL's Session.file
 // and fileChanges (its kind), in a fork's restored directory, and across export, delete
@@ -82,7 +82,7 @@ describe('a big file', () => {
 
     // Through GraphQL, at each version's seq.
     const events = await app.services.store.log.page(id, -1, 100);
-    const [r1, r2] = events.filter((e) => e.type === 'tool/result').map((e) => e.seq);
+    const [r1] = events.filter((e) => e.type === 'tool/result').map((e) => e.seq);
     expect(await app.ok(FILE, { id, p: 'big.txt', a: r1 })).toEqual({ session: { file: { size: v1.size, hash: v1.hash, text: v1.content.toString() } } });
     expect(await app.ok(FILE, { id, p: 'big.txt' })).toEqual({ session: { file: { size: v2.size, hash: v2.hash, text: v2.content.toString() } } });
     const { fileChanges } = (await app.ok(`query($id: ID!, $f: Int!) { session(id: $id) { fileChanges(fromSeq: $f) { path kind diff } } }`, { id, f: r1 })).session;

@@ -1,4 +1,4 @@
-// Fork trees as the unit of placement (issue 34, docs/operations.md "Sharding"):
+// Fork trees as the unit of placement (docs/operations.md "Sharding"):
 // the keys a distributed Postgres needs, checked on the migrated schema, and
 // the store's statements on session data, recorded while the log and fork
 // contract rows, leases and deletion run against it, each naming the tree

@@ -107,6 +107,20 @@ function graphqlRoomBreaches(graph: Map<string, string[]>, packages: Map<string,
   return breaches;
 }
 
+/**
+ * Store modules nothing above the store imports: how a log is kept (a fork's
+ * shared prefix) and the pieces of the turn read model (store/turn-reads.ts
+ * composes them). Resolvers hand the store a session row (store/log-as-of.ts).
+ */
+const STORE_INTERNALS = ['store/lineage.ts', 'store/fork-cut-times.ts'];
+
+/** Each import of a store internal from outside the store (empty: none). */
+function storeInternalsBreaches(graph: Map<string, string[]>): string[] {
+  return [...graph].flatMap(([file, targets]) =>
+    file.startsWith('store/') ? [] : targets.filter((t) => STORE_INTERNALS.includes(t)).map((t) => `${file} -> ${t}: only the store knows how a log is kept`),
+  );
+}
+
 /** A circle of imports, if there is one (depth-first, the path kept). */
 function findCycle(graph: Map<string, string[]>): string[] | undefined {
   const state = new Map<string, 'open' | 'done'>();
@@ -177,6 +191,24 @@ describe('the rooms of src/', () => {
       'graphql/ws-delivery.ts imports a transport (ws): it belongs in http/graphql/',
       'graphql/ws-delivery.ts is neither the schema, a plugin, a resolver nor a helper they import: it belongs in its door',
       'http/http-server.ts -> graphql/fast-lane.ts: outside src/graphql/, only its schema, context and plugins are imported',
+    ]);
+  });
+
+  it("nothing above the store imports how a log is kept or the turn read model's parts", () => {
+    expect([...graph.keys()]).toEqual(expect.arrayContaining([...STORE_INTERNALS, 'store/turn-reads.ts', 'store/log-as-of.ts']));
+    expect(storeInternalsBreaches(graph)).toEqual([]);
+  });
+
+  it('the check sees a resolver reading a lineage or building turns itself', () => {
+    // Where Session's log reads and the turn read model used to be.
+    const graph = new Map([
+      ['graphql/types/agent.ts', ['store/lineage.ts', 'store/fork-cut-times.ts', 'store/session-log.ts']],
+      ['graphql/types/files.ts', ['store/log-as-of.ts']],
+      ['store/turn-reads.ts', ['store/lineage.ts', 'store/fork-cut-times.ts']],
+    ]);
+    expect(storeInternalsBreaches(graph)).toEqual([
+      'graphql/types/agent.ts -> store/lineage.ts: only the store knows how a log is kept',
+      'graphql/types/agent.ts -> store/fork-cut-times.ts: only the store knows how a log is kept',
     ]);
   });
 

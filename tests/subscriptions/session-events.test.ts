@@ -68,7 +68,7 @@ describe('subscriber lifecycle', () => {
     expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0, deletions: 0 });
   });
 
-  it('the schema carries the subscription contract of DESIGN §7', async () => {
+  it('the schema carries the subscription contract of docs/contract.md#graphql-names', async () => {
     const { printedSchema } = await import('../../src/graphql/print-schema.ts');
     const sdl = printedSchema();
     for (const field of ['sessionEvents(afterSeq: Int, sessionId: ID!): Event!', 'sessionTurns(sessionId: ID!): TurnUpdate!', 'sessionsChanged: Session!']) {

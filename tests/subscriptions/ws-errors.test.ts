@@ -1,4 +1,4 @@
-// Errors over graphql-ws (issue 27): what a real graphql-ws client receives
+// Errors over graphql-ws: what a real graphql-ws client receives
 // carries the error's code and nothing internal (yoga's `extensions.http`,
 // the status an HTTP response would take from the error).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

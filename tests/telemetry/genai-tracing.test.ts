@@ -1,10 +1,11 @@
-// OpenTelemetry GenAI traces (issue 18), exported over OTLP/HTTP to a real
+// OpenTelemetry GenAI traces, exported over OTLP/HTTP to a real
 // receiver in the test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';
 import { GenAiTracing, tracingOptionsFromEnv, turnSpanIds } from '../../src/telemetry/genai-tracing.ts';
+import { anyData } from '../helpers/event-data.ts';
 
 const SPAN_KIND_INTERNAL = 1;
 const SPAN_KIND_CLIENT = 3;
@@ -129,7 +130,7 @@ describe('OpenTelemetry GenAI traces', () => {
     await spansOf(id, 2 + 4);
     const events = await log(id);
     // Cut right after turn 2's model message: its clock call has no result in the child.
-    const cut = events.find((e) => e.type === 'model/message' && e.data.turn === 2 && e.data.toolCalls.length)!.seq;
+    const cut = events.find((e) => e.type === 'model/message' && anyData(e).turn === 2 && anyData(e).toolCalls.length)!.seq;
     const fork = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: cut, message: 'go on' } });
     const child = fork.forkSession.session.id as string;
     await idle();
@@ -149,7 +150,7 @@ describe('OpenTelemetry GenAI traces', () => {
 
     // A grandchild cut inside what the child inherited links to the span of the session that ran that turn (the grandparent).
     const grand = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, {
-      i: { sessionId: child, atSeq: events.find((e) => e.type === 'turn/end' && e.data.turn === 1)!.seq, message: 'again' },
+      i: { sessionId: child, atSeq: events.find((e) => e.type === 'turn/end' && anyData(e).turn === 1)!.seq, message: 'again' },
     });
     await idle();
     const grandSpans = await spansOf(grand.forkSession.session.id, 2);

@@ -3,7 +3,6 @@
 // `?token=` once (then kept in localStorage) or from the sidebar's token field.
 // A `?token=` that differs from the kept one replaces it only when the user
 // says so (main.tsx asks): a link must not switch anyone into another tenant.
-import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { createForklineClient, ForklineClientError } from '@forkline/client';
 
 export { ForklineClientError };

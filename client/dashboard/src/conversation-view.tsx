@@ -28,17 +28,6 @@ export interface ItemProps {
   sessionId?: string;
 }
 
-export function ConversationView(props: ItemProps & { items: readonly ConversationItem[]; live?: LiveStep | null }) {
-  return (
-    <ol class="conversation" aria-label="Conversation">
-      {props.items.map((item) => (
-        <Item key={itemKey(item)} item={item} {...props} />
-      ))}
-      {props.live && (props.live.text || props.live.tool) && <LiveStepItem live={props.live} />}
-    </ol>
-  );
-}
-
 export const itemKey = (item: { kind: string; seqs: number[] }) => `${item.kind}-${item.seqs[0]}`;
 
 /** The running step's text as it streams, until its model/message is stored. */

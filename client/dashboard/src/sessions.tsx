@@ -120,7 +120,7 @@ export function useSessions() {
       const newest = newestChange(held.current.values());
       if (newest === null || !loadedOnce) return load(true);
       const since = new Date(Date.parse(newest) - RESUME_MARGIN_MS).toISOString();
-      let count = 0;
+      let count: number;
       let after: string | null | undefined;
       do {
         const r = await forkline.query(SessionsChangedSinceDocument, { since, first: PAGE, after });

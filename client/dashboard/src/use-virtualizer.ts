@@ -10,7 +10,7 @@ import {
   type VirtualizerOptions,
 } from '@tanstack/virtual-core';
 
-export type { Virtualizer, VirtualItem } from '@tanstack/virtual-core';
+export type { Virtualizer } from '@tanstack/virtual-core';
 
 type Options = PartialKeys<VirtualizerOptions<HTMLElement, Element>, 'observeElementRect' | 'observeElementOffset' | 'scrollToFn'>;
 

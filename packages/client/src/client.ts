@@ -35,7 +35,7 @@ export interface GraphQLErrorInfo {
   extensions?: Record<string, unknown>;
 }
 
-/** A GraphQL or transport error; `code` is the first error's extensions.code (DESIGN §7). */
+/** A GraphQL or transport error; `code` is the first error's extensions.code (docs/contract.md#graphql-names). */
 export class ForklineClientError extends Error {
   readonly code: string;
   constructor(
@@ -51,7 +51,7 @@ export class ForklineClientError extends Error {
 }
 
 /** Variables may be left out when none is required. */
-type Vars<V> = {} extends V ? [variables?: V] : [variables: V];
+type Vars<V> = Record<string, never> extends V ? [variables?: V] : [variables: V];
 
 export interface ForklineClient {
   query<R, V extends Record<string, unknown>>(doc: TypedDocumentNode<R, V>, ...variables: Vars<V>): Promise<R>;

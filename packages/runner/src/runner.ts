@@ -1,4 +1,4 @@
-// ForklineRunner: the TypeScript SDK for external runners (issue 32; the raw
+// ForklineRunner: the TypeScript SDK for external runners (the raw
 // protocol is docs/runners.md). A runner of a pool waits for sessions with
 // work (runnableSessions), claims one (a lease), reads what its model should
 // see (Session.modelRequest), writes the turn's events (appendEvents, checked

@@ -1,7 +1,7 @@
 // FORKLINE_MCP_CONFIG: the MCP servers the agent may use, in the shape Claude
 // Code, Codex, Cursor and the OpenAI Agents SDK read (`{"mcpServers": {...}}`),
 // plus forkline's own keys: `trusted`, `effect` and `tools.<name>.effect`
-// (DESIGN §6), a call timeout, and the tenants allowed to use a server.
+// (docs/contract.md#agent-loop), a call timeout, and the tenants allowed to use a server.
 import fs from 'node:fs';
 import { z } from 'zod';
 import { FILE_SCOPES, TOOL_EFFECTS } from '../../core/tools.ts';
@@ -70,7 +70,7 @@ export function parseMcpConfig(text: string, source = 'FORKLINE_MCP_CONFIG'): Mc
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${source}: not valid JSON (${(err as Error).message})`);
+    throw new Error(`${source}: not valid JSON (${(err as Error).message})`, { cause: err });
   }
   const file = fileSchema.safeParse(json);
   if (!file.success) throw new Error(`${source}: ${issuesText(file.error, [])}`);
@@ -96,7 +96,7 @@ export function loadMcpConfig(file: string): McpConfig {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`FORKLINE_MCP_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(`FORKLINE_MCP_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
   }
   return parseMcpConfig(text, `FORKLINE_MCP_CONFIG (${file})`);
 }

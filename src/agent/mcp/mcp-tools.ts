@@ -1,5 +1,5 @@
 // MCP tools as the agent's tools: offered to the model as `<server>__<tool>`,
-// their effect from annotations as the operator's config allows (DESIGN §6),
+// their effect from annotations as the operator's config allows (docs/contract.md#agent-loop),
 // their arguments checked against the tool's input schema before the call,
 // their results turned into text for the model (the whole MCP result is kept
 // in the log beside it, `plugin/mcp/result`, for clients).

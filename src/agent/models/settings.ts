@@ -36,8 +36,6 @@ const ALIASES: Record<string, { name: CallSettingName; schema: z.ZodType }> = {
   stop: { name: 'stopSequences', schema: z.union([z.string().min(1).max(200).transform((s) => [s]), stopSequences]) },
 };
 
-export const SETTING_NAMES: readonly string[] = [...Object.keys(CALL_SETTINGS), ...Object.keys(ALIASES)];
-
 /** The setting a session's field names, and the schema of its value; undefined for a field not allowed. */
 function settingOf(field: string): { name: CallSettingName; schema: z.ZodType } | undefined {
   if (Object.hasOwn(CALL_SETTINGS, field)) return { name: field as CallSettingName, schema: CALL_SETTINGS[field as CallSettingName] };

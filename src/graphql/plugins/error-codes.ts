@@ -1,4 +1,4 @@
-// Every error a client sees carries extensions.code (DESIGN §7). User errors
+// Every error a client sees carries extensions.code (docs/contract.md#graphql-names). User errors
 // keep their message; anything unexpected is masked and logged with a request id.
 import { randomUUID } from 'node:crypto';
 import { GraphQLError } from 'graphql';

@@ -1,4 +1,4 @@
-// A token's scopes per operation (issue 27, core/api-tokens.ts): queries and
+// A token's scopes per operation (core/api-tokens.ts): queries and
 // subscriptions need `read`, mutations `write`; managing tokens (admin) is
 // checked by host/api-tokens.ts itself. Refused before anything executes,
 // with FORBIDDEN, on every path that executes (yoga, the fast lane, graphql-ws).

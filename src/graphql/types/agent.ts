@@ -5,13 +5,14 @@ import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema } from './inputs.ts';
 import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
-import { summarizeSteps, summarizeTurns, totalUsage, usageOf, type StepSummary, type TurnSummary, type Usage } from '../../core/turn-summary.ts';
+import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
-import type { SessionLog, StoredEvent } from '../../store/session-log.ts';
-import { endForkedAtCut } from '../../store/fork-cut-times.ts';
+import { dataOf } from '../../core/core-event.ts';
+import type { StoredEvent } from '../../store/session-log.ts';
+import { allTurns, lastTurns, stepsOf, turnError, turnHolding, type TurnRow } from '../../store/turn-reads.ts';
 import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
 import { badInput } from '../../core/errors.ts';
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
 
@@ -62,14 +63,6 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
   }),
 });
 
-type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
-
-/** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
-const stepsOf = (turn: TurnRow, log: SessionLog) =>
-  (turn.steps ??= log
-    .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
-    .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
-
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
     turn: t.exposeInt('turn'),
@@ -81,51 +74,32 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
     durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
-    steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(turn, ctx.store.log) }),
-    usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(turn, ctx.store.log)) }),
+    steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(ctx.store.log, turn) }),
+    usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(ctx.store.log, turn)) }),
     error: t.string({
       nullable: true,
       description: "Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. One index probe.",
-      resolve: async (turn, _a, ctx) => {
-        if (turn.reason !== 'failed' || turn.endSeq === null) return null;
-        const report = await ctx.store.log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
-        return report && report.seq > turn.startSeq ? String((report.data as { message?: unknown }).message ?? '') : null;
-      },
+      resolve: (turn, _a, ctx) => turnError(ctx.store.log, turn),
     }),
   }),
 });
 
-/**
- * The turn holding event `seq` of the session (`orBefore`: or the last turn
- * before it): its turn/start at or before seq and the first turn/end after
- * that start (one turn is open at a time). A few index probes.
- */
-async function turnHolding(s: Parameters<typeof snapshotOf>[0], seq: number, log: SessionLog, { orBefore = false } = {}): Promise<TurnRow | null> {
-  const snapshot = snapshotOf(s);
-  const start = await log.lastOfType(snapshot, 'turn/start', seq);
-  if (!start) return null;
-  const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
-  const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
-  if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
-  const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
-  return { ...turn, input: (input?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
-}
-
-type ModelMessage = { turn: number; step: number; text: string; toolCalls: unknown[] };
+/** An Answer's model/message data (the field's resolver only ever returns model/message events). */
+const answerOf = (e: StoredEvent) => dataOf(e, 'model/message')!;
 
 const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
   description: "A model's complete answer for one step: a model/message event.",
   fields: (t) => ({
     seq: t.exposeInt('seq'),
-    turn: t.int({ resolve: (e) => (e.data as ModelMessage).turn }),
-    step: t.int({ resolve: (e) => (e.data as ModelMessage).step }),
-    text: t.string({ resolve: (e) => (e.data as ModelMessage).text }),
-    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => (e.data as ModelMessage).toolCalls.length }),
+    turn: t.int({ resolve: (e) => answerOf(e).turn }),
+    step: t.int({ resolve: (e) => answerOf(e).step }),
+    text: t.string({ resolve: (e) => answerOf(e).text }),
+    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => answerOf(e).toolCalls.length }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
       description: 'Tokens the provider reported for this answer (null when it reported none).',
-      resolve: (e) => usageOf(e.data as ModelMessage & { usage?: Partial<Usage> }),
+      resolve: (e) => usageOf(answerOf(e)),
     }),
     inherited: t.exposeBoolean('inherited', { description: 'Part of the prefix a fork inherited: not written by this session.' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -139,13 +113,13 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
-    // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, DESIGN §1),
+    // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, docs/contract.md#log),
     // through the row's own lineage (no lineage lookup per child of a page).
-    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(snapshotOf(s), 'model/message'),
+    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(logAsOf(s), 'model/message'),
   }),
   pendingInputs: t.field({
     type: [PendingInputRef],
-    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(snapshotOf(s), s.pendingInputCount),
+    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(logAsOf(s), s.pendingInputCount),
   }),
   turnAt: t.field({
     type: TurnRef,
@@ -154,7 +128,7 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       'The turn holding event `seq` (its turn/start through its turn/end), with timing, usage and steps; null when `seq` ' +
       "is outside every turn. A few index probes, whatever the log's length (the dashboard asks it per visible turn).",
-    resolve: (s, { seq }, ctx) => (seq >= 0 && seq < s.eventCount ? turnHolding(s, seq, ctx.store.log) : null),
+    resolve: (s, { seq }, ctx) => (seq >= 0 && seq < s.eventCount ? turnHolding(ctx.store.log, s, seq) : null),
   }),
   lastTurn: t.field({
     type: TurnRef,
@@ -162,33 +136,22 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "The log's last turn (running or ended: its reason says how), with timing and usage; null before the first turn. " +
       "A few index probes: how a fan-out's children show a failed variant as failed.",
-    resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(s, s.eventCount - 1, ctx.store.log, { orBefore: true }) : null),
+    resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(ctx.store.log, s, s.eventCount - 1, { orBefore: true }) : null),
   }),
   totals: t.field({
     type: SessionTotalsRef,
     description:
       "Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): " +
       "summed in the database over the turn brackets and answers, the log is not read out.",
-    resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, snapshotOf(s)),
+    resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, logAsOf(s)),
   }),
   turns: t.field({
     type: [TurnRef],
     args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
-    resolve: async (s, { last }, ctx) => {
-      if (last != null) {
-        if (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
-        const snapshot = snapshotOf(s);
-        const brackets = (await ctx.store.log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })).reverse();
-        const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
-        const turns = (await endForkedAtCut(ctx.store.log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
-        return Promise.all(
-          turns.map(async (turn) => ({ ...turn, input: ((await ctx.store.log.inboxAddOf(snapshot, turn.inputId, turn.startSeq))?.data.text as string | undefined) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
-        );
-      }
-      const events: StoredEvent[] = [];
-      for await (const e of ctx.store.log.streamOfTypes(snapshotOf(s), ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
-      const texts = new Map(events.filter((e) => e.type === 'inbox/add').map((e) => [e.data.inputId, e.data.text as string]));
-      return (await endForkedAtCut(ctx.store.log, snapshotOf(s), summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
+    resolve: (s, { last }, ctx) => {
+      if (last == null) return allTurns(ctx.store.log, s);
+      if (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
+      return lastTurns(ctx.store.log, s, last);
     },
   }),
 }));

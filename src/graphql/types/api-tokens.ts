@@ -1,4 +1,4 @@
-// API tokens as data (issue 27): a tenant's admin creates, lists and revokes
+// API tokens as data: a tenant's admin creates, lists and revokes
 // the tenant's tokens; one call each onto host/api-tokens.ts, which checks the
 // admin scope. Secrets are answered once, by createApiToken.
 import { z } from 'zod';

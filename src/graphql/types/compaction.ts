@@ -1,4 +1,4 @@
-// compactSession (issue 30, DESIGN §7): the controller's manual compaction.
+// compactSession (docs/contract.md#graphql-names): the controller's manual compaction.
 import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';

@@ -6,7 +6,8 @@ import { builder } from '../builder.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { sessionConnectionColumns } from '../session-columns.ts';
 import { SessionConnection, SessionRef } from './session.ts';
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
+import { dataOf } from '../../core/core-event.ts';
 
 const ForkPointRef = builder.objectRef<{ seq: number; childCount: number }>('ForkPoint').implement({
   description: 'An event of a session that children were forked at (children(forkedAtSeq) lists them).',
@@ -30,9 +31,9 @@ builder.prismaObjectFields('Session', (t) => ({
     nullable: true,
     description: "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). One index probe.",
     resolve: async (s, _a, ctx) => {
-      const e = await ctx.store.log.lastOfType(snapshotOf(s), 'session/model');
-      const d = e?.data as { provider?: unknown; model?: unknown } | undefined;
-      return d && typeof d.provider === 'string' && typeof d.model === 'string' ? { provider: d.provider, model: d.model } : null;
+      const e = await ctx.store.log.lastOfType(logAsOf(s), 'session/model');
+      const d = dataOf(e, 'session/model');
+      return d ? { provider: d.provider, model: d.model } : null;
     },
   }),
   forkPoints: t.field({

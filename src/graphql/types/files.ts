@@ -1,8 +1,8 @@
-// Session.files, Session.file and Session.fileChanges (DESIGN §7, issue 31):
+// Session.files, Session.file and Session.fileChanges (docs/contract.md#graphql-names):
 // a session's file workspace as of any event, read from the log and the blob
 // store without running anything. Mapping only: store/file-blobs.ts.
 import { builder } from '../builder.ts';
-import { lineageOf } from '../../store/lineage.ts';
+import { logOfRow } from '../../store/log-as-of.ts';
 import { DIFF_MAX_EDIT_LINES } from '../../core/unified-diff.ts';
 import { DIFF_MAX_BYTES, DIFF_REQUEST_MAX_BYTES, DIFF_REQUEST_TIMEOUT_MS, FILE_READ_MAX_BYTES, type FileChange, type FileContent, type FilesRef } from '../../store/file-blobs.ts';
 import type { FileEntry } from '../../core/file-tree.ts';
@@ -48,9 +48,9 @@ const FileChangeRef = builder.objectRef<FileChange>('FileChange').implement({
   }),
 });
 
-/** The session as of its row's length (a Session read is one snapshot, DESIGN §1). */
+/** The session as of its row's length (a Session read is one snapshot, docs/contract.md#log). */
 const filesRef = (s: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>): FilesRef => ({
-  ref: s.inheritedRanges !== undefined ? lineageOf(s) : s.id,
+  ref: logOfRow(s),
   eventCount: s.eventCount,
 });
 

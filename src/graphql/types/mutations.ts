@@ -11,14 +11,14 @@ const titleSchema = title.nullish();
 export const idempotencyKeySchema = idSchema.nullish();
 
 /** The optional idempotency key every creating mutation takes. */
-export const idempotencyKeyArg = (t: { arg: { string: (opts: { description: string }) => any } }) =>
+export const idempotencyKeyArg = <Arg>(t: { arg: { string: (opts: { description: string }) => Arg } }) =>
   t.arg.string({
     description:
       'Makes the call safe to retry: a retry with the same key (per tenant, kept 24 h) and the same input returns the first result ' +
       'instead of doing it again; the same key with a different input is BAD_USER_INPUT.',
   });
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
-/** A fork's overrides (issue 17). */
+/** A fork's overrides. */
 const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish() };
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.

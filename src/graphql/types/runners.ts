@@ -1,4 +1,4 @@
-// External runners (issue 32, DESIGN §6/§7): mapping only, onto
+// External runners (docs/contract.md#agent-loop, docs/contract.md#graphql-names): mapping only, onto
 // host/runner-protocol.ts. A runner loop: subscribe to runnableSessions(pool),
 // claimSession, read Session.modelRequest, appendEvents (publishTurnUpdate for
 // text deltas), renewLease while it works, releaseSession.
@@ -43,7 +43,7 @@ const RunnerCompactionRef = builder.objectRef<RunnerCompaction>('RunnerCompactio
 
 const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implement({
   description:
-    "What the session's next model call would be sent, built as forkline's own agent builds it (DESIGN §3.3): inside an open turn, its next step's; " +
+    "What the session's next model call would be sent, built as forkline's own agent builds it (docs/contract.md#continuing-a-child): inside an open turn, its next step's; " +
     'otherwise the next turn\'s, taking the first pending input.',
   fields: (t) => ({
     messages: t.field({

@@ -1,4 +1,4 @@
-// searchSessions (issue 17): full-text search over the caller's sessions, one
+// searchSessions: full-text search over the caller's sessions, one
 // call onto store/session-search.ts. Cursors are opaque keysets of the list
 // (title hits first, then events; each newest first): a page costs its own
 // hits, never the ranking of every match.
@@ -119,7 +119,7 @@ builder.queryFields((t) => ({
   }),
 }));
 
-// Session.search (issue 33): matches within one session's log (its inherited
+// Session.search: matches within one session's log (its inherited
 // prefix included), in seq order; cursors are seqs.
 const SessionSearchHitRef = builder.objectRef<SessionSearchHit & { sessionId: string }>('SessionSearchHit').implement({
   description: "One match within a session's log: an input or an answer whose text matches.",

@@ -40,7 +40,7 @@ export const SessionRef = builder.prismaNode('Session', {
 });
 
 
-// Connection type names are part of the contract (DESIGN §7): one SessionConnection
+// Connection type names are part of the contract (docs/contract.md#graphql-names): one SessionConnection
 // for sessions and children, one EventConnection.
 export const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
 const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
@@ -101,7 +101,7 @@ builder.prismaObjectFields('Session', (t) => ({
 
 // Session.workspace lives beside the tools that write it.
 import './workspace.ts';
-// Session.files, file and fileChanges: the file workspace (issue 31).
+// Session.files, file and fileChanges: the file workspace.
 import './files.ts';
 
 // The hot reads (a session, a sessions page) are prepared statements on the pg
@@ -114,7 +114,7 @@ builder.queryFields((t) => ({
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
     // A query's read: from a hot standby that has caught up with the request, else the primary; the
-    // fields that read the log read it as of this row's eventCount (lineage.ts snapshotOf), wherever it came from.
+    // fields that read the log read it as of this row's eventCount (store/log-as-of.ts logAsOf), wherever it came from.
     resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(ctx.scope, String(id), sessionColumns(info), 'standby')),
   }),
   sessions: t.connection(

@@ -1,4 +1,4 @@
-// Subscriptions (DESIGN §7). Resolvers only validate and map: ordering,
+// Subscriptions (docs/contract.md#graphql-names). Resolvers only validate and map: ordering,
 // catch-up and cross-process delivery live in host/live/live-events.ts.
 import { z } from 'zod';
 import { builder } from '../builder.ts';

@@ -7,13 +7,13 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { ToolDefinition } from '../../core/chat.ts';
-import type { RunnerTool } from '../../core/events.ts';
 import { runnerToolInfo } from '../../core/runner-tools.ts';
 
 /** A tool as a client sees it: forkline's (built in or MCP) or one an external runner declared. */
 export type ToolInfo = ToolDefinition & { server?: string };
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
+import { dataOf } from '../../core/core-event.ts';
 
 export const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
@@ -47,12 +47,12 @@ builder.prismaObjectFields('Session', (t) => ({
       'a session of a runner pool: the tools its runner declared (its last session/runner-tools event; none: empty).',
     resolve: async (s, _a, ctx) => {
       if (s.runner != null) {
-        const declared = await ctx.store.log.lastOfType(snapshotOf(s), 'session/runner-tools');
-        return ((declared?.data as { tools: RunnerTool[] } | undefined)?.tools ?? []).map(runnerToolInfo);
+        const declared = await ctx.store.log.lastOfType(logAsOf(s), 'session/runner-tools');
+        return (dataOf(declared, 'session/runner-tools')?.tools ?? []).map(runnerToolInfo);
       }
-      const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
+      const set = await ctx.store.log.lastOfType(logAsOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
-      return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools));
+      return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools));
     },
   }),
 }));

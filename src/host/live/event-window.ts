@@ -1,4 +1,4 @@
-// The sessionEvents side of live delivery (DESIGN §7): every event a subscriber
+// The sessionEvents side of live delivery (docs/contract.md#graphql-names): every event a subscriber
 // receives is read from the log, so delivery is in seq order with no gaps and no
 // duplicates whichever process wrote it; notifications are only wake-ups, and a
 // listener reconnect only costs a re-read.

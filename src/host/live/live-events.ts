@@ -1,4 +1,4 @@
-// Live delivery for the subscriptions (DESIGN §7), across processes: the one
+// Live delivery for the subscriptions (docs/contract.md#graphql-names), across processes: the one
 // place that listens to the store's notification channels and hands each to
 // the part it concerns.
 //   event-window.ts      sessionEvents: read from the log through a shared window per session

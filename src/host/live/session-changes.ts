@@ -1,4 +1,4 @@
-// The session list's live side (sessionsChanged, sessionsDeleted; DESIGN §7).
+// The session list's live side (sessionsChanged, sessionsDeleted; docs/contract.md#graphql-names).
 // Changed sessions are coalesced for SESSIONS_COALESCE_MS, then read once for
 // all subscribers, each getting its tenant's rows; a slow dashboard gets each
 // session's latest row once, not every intermediate one. Deletions go to the

@@ -11,6 +11,7 @@
 // the stored answer they did not carry; a step that began earlier streams
 // nothing and its answer's text arrives at once when it is stored.
 import type { LogEvent } from '../../core/events.ts';
+import { asCoreEvent } from '../../core/core-event.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../../agent/turn-updates.ts';
 import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
 import { mergeDeltas } from './turn-update-relay.ts';
@@ -85,31 +86,36 @@ export function turnsFromLog(
 
   const fromLog = (e: LogEvent) => {
     for (const u of turnUpdatesOf(sessionId, [e])) out.push(u);
-    const d = e.data as { turn?: number; step?: number; text?: string; callId?: string };
-    switch (e.type) {
-      case 'step/start':
-        steps.set(stepKey(d.turn!, d.step), { startSeq: e.seq, given: '', answered: false });
-        release(d.turn!, d.step);
+    const ev = asCoreEvent(e);
+    switch (ev.type) {
+      case 'step/start': {
+        const d = ev.data;
+        steps.set(stepKey(d.turn, d.step), { startSeq: e.seq, given: '', answered: false });
+        release(d.turn, d.step);
         break;
+      }
       case 'model/message': {
-        const key = stepKey(d.turn!, d.step);
+        const d = ev.data;
+        const key = stepKey(d.turn, d.step);
         const seen = steps.get(key) ?? { startSeq: -1, given: '', answered: false };
         const text = d.text ?? '';
         if (text.length > seen.given.length && text.startsWith(seen.given)) {
-          out.push({ sessionId, kind: 'TEXT_DELTA', turn: d.turn!, step: d.step, text: text.slice(seen.given.length) });
+          out.push({ sessionId, kind: 'TEXT_DELTA', turn: d.turn, step: d.step, text: text.slice(seen.given.length) });
         }
         steps.set(key, { ...seen, given: text, answered: true });
-        release(d.turn!, d.step);
+        release(d.turn, d.step);
         break;
       }
-      case 'tool/result':
-        if (d.callId) finishedCalls.add(d.callId);
-        held = held.filter((u) => u.callId !== d.callId);
+      case 'tool/result': {
+        const { callId } = ev.data;
+        finishedCalls.add(callId);
+        held = held.filter((u) => u.callId !== callId);
         break;
+      }
       case 'turn/end':
-        for (const key of steps.keys()) if (key.startsWith(`${d.turn}:`)) steps.delete(key);
+        for (const key of steps.keys()) if (key.startsWith(`${ev.data.turn}:`)) steps.delete(key);
         finishedCalls.clear();
-        release(d.turn!, undefined, true);
+        release(ev.data.turn, undefined, true);
         break;
     }
   };

@@ -1,4 +1,4 @@
-// Turn updates across processes (the sessionTurns subscription, DESIGN §7).
+// Turn updates across processes (the sessionTurns subscription, docs/contract.md#graphql-names).
 // Turn updates are not in the log: they travel as NOTIFY payloads on
 // TURNS_CHANNEL, batched while a NOTIFY is in flight and split below the
 // payload limit, and every process (the sender included) re-emits them to its

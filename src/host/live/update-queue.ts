@@ -66,7 +66,10 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
     const reads = this.reads;
     this.reads = [];
     if (err && reads.length === 0) this.failure = err;
-    for (const read of reads) err ? read.reject(err) : read.resolve(done());
+    for (const read of reads) {
+      if (err) read.reject(err);
+      else read.resolve(done());
+    }
   }
 
   next(): Promise<IteratorResult<T, undefined>> {

@@ -151,7 +151,10 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       return useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
         {
           connectionInitWaitTimeout: guard.timeouts.wsInitMs,
+          // yoga's recipe: rootValue carries the enveloped execute and subscribe (set in onSubscribe).
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
           execute: (args: any) => args.rootValue.execute(args),
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
           subscribe: (args: any) => args.rootValue.subscribe(args),
           onConnect: (ctx) => {
             const { socket, request } = ctx.extra;

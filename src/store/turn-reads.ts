@@ -1,0 +1,68 @@
+// The turn read model: a session's turns and their steps, timing, usage and
+// errors, read from the turn brackets and answers of its log (never the whole
+// log but for `all`), with the turns a fork closed ending at its cut.
+import { summarizeSteps, summarizeTurns, type StepSummary, type TurnSummary } from '../core/turn-summary.ts';
+import { dataOf, fieldOf } from '../core/core-event.ts';
+import { snapshotOf, type LineageRow } from './lineage.ts';
+import { endForkedAtCut } from './fork-cut-times.ts';
+import type { SessionLog, StoredEvent } from './session-log.ts';
+
+/** A turn as read for a session: its summary, its input's text, and where its log ends. */
+export type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
+
+/** The columns of a session row its turns are read through. */
+export type TurnSessionRow = LineageRow & { eventCount: number };
+
+/** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
+export const stepsOf = (log: SessionLog, turn: TurnRow): Promise<StepSummary[]> =>
+  (turn.steps ??= log
+    .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
+    .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
+
+/** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
+export async function turnError(log: SessionLog, turn: TurnRow): Promise<string | null> {
+  if (turn.reason !== 'failed' || turn.endSeq === null) return null;
+  const report = await log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
+  return report && report.seq > turn.startSeq ? String(fieldOf(report, 'message') ?? '') : null;
+}
+
+/**
+ * The turn holding event `seq` of the session (`orBefore`: or the last turn
+ * before it): its turn/start at or before seq and the first turn/end after
+ * that start (one turn is open at a time). A few index probes.
+ */
+export async function turnHolding(log: SessionLog, s: TurnSessionRow, seq: number, { orBefore = false } = {}): Promise<TurnRow | null> {
+  const snapshot = snapshotOf(s);
+  const start = await log.lastOfType(snapshot, 'turn/start', seq);
+  if (!start) return null;
+  const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
+  const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
+  if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
+  const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
+  return { ...turn, input: dataOf(input, 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
+}
+
+/** The session's last `last` turns: reads those turns' brackets, not the log's. */
+export async function lastTurns(log: SessionLog, s: TurnSessionRow, last: number): Promise<TurnRow[]> {
+  const snapshot = snapshotOf(s);
+  const brackets = (await log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })).reverse();
+  const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
+  const turns = (await endForkedAtCut(log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
+  return Promise.all(
+    turns.map(async (turn) => ({ ...turn, input: dataOf(await log.inboxAddOf(snapshot, turn.inputId, turn.startSeq), 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
+  );
+}
+
+/** Every turn of the session, from its inputs and turn brackets (streamed). */
+export async function allTurns(log: SessionLog, s: TurnSessionRow): Promise<TurnRow[]> {
+  const snapshot = snapshotOf(s);
+  const events: StoredEvent[] = [];
+  for await (const e of log.streamOfTypes(snapshot, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
+  const texts = new Map(
+    events.flatMap((e) => {
+      const added = dataOf(e, 'inbox/add');
+      return added ? [[added.inputId, added.text] as const] : [];
+    }),
+  );
+  return (await endForkedAtCut(log, snapshot, summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
+}
