@@ -82,7 +82,7 @@ export class SessionFold {
    * history from seq 0 (its end names its range and its summary), instead of
    * replaying from seq 0: the reducer state right after the range (the store
    * reads its open turn and inbox), the inputs waiting there (a turn after it
-   * may take one), the model and tool set in force. The compaction's own
+   * may take one), the model, tool set and instructions in force. The compaction's own
    * events follow the range, so the replay that follows applies its summary.
    * Returns the seq it starts after (-1: from the beginning).
    */
@@ -98,16 +98,21 @@ export class SessionFold {
     const d = end?.data as CompactionEndData | undefined;
     if (!end || !d || d.fromSeq !== 0 || typeof d.summarySeq !== 'number') return -1;
     const through = d.toSeq;
-    const [state, model, tools, title, turnEnd] = await Promise.all([
+    const [state, model, tools, title, instructions, turnEnd] = await Promise.all([
       store.stateAt(this.sessionId, through),
       log.lastOfType(this.sessionId, 'session/model', through),
       log.lastOfType(this.sessionId, 'session/tools', through),
       log.lastOfType(this.sessionId, 'session/title', through),
+      log.lastOfType(this.sessionId, 'session/instructions', through),
       log.lastOfType(this.sessionId, 'turn/end', through),
     ]);
     if (model) state.model = model.data;
     if (tools) state.tools = tools.data.tools;
     if (title) state.title = title.data.title;
+    if (instructions) {
+      state.instructions = instructions.data.text || undefined;
+      this.conversation.setInstructions(instructions.data.text);
+    }
     this.state = state;
     // The texts of inputs waiting at the cut: a turn after it takes them.
     for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });

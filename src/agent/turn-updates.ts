@@ -67,6 +67,7 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'surface/replace':
       case 'session/end-seed':
         break;

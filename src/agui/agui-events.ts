@@ -57,6 +57,7 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'surface/replace':
       case 'session/end-seed':
         break;
@@ -163,6 +164,7 @@ export class RunTranslator {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'surface/replace':
       case 'session/end-seed':
         break;

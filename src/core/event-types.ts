@@ -16,4 +16,5 @@ export const CORE_EVENT_TYPE_NAMES = [
   'surface/replace',
   'session/tools',
   'session/end-seed',
+  'session/instructions',
 ] as const;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { MAX_INSTRUCTIONS_CHARS } from './text-limits.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
@@ -89,6 +90,9 @@ const v4 = {
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
   // The model's context window in tokens, when the session names it (unknown models have no known window).
   'session/model': v3['session/model'].extend({ contextTokens: positiveInt.optional() }),
+  // The session's instructions (its system prompt): sent first in every model request from here on;
+  // empty text: none. Kept in the log so a fork or a replay sends those of its cut.
+  'session/instructions': z.strictObject({ text: z.string().max(MAX_INSTRUCTIONS_CHARS) }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),

@@ -59,6 +59,8 @@ export class LogState {
   title?: string;
   /** The session's tool set (session/tools); undefined: every tool. */
   tools?: string[];
+  /** The session's instructions (session/instructions); undefined: none. */
+  instructions?: string;
   private inbox = new Map<string, PendingInput>();
 
   /**
@@ -120,6 +122,9 @@ export class LogState {
         break;
       case 'session/tools':
         this.tools = ev.data.tools;
+        break;
+      case 'session/instructions':
+        this.instructions = ev.data.text || undefined;
         break;
       case 'surface/replace':
       case 'session/end-seed':
@@ -200,6 +205,7 @@ export class LogState {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'session/end-seed':
         return undefined; // no relationship rule (a marker's placement is the recording validator's)
       default:

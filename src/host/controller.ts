@@ -49,7 +49,7 @@ export class SessionController {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
     idem: Idempotency = {},
   ): Promise<SessionRow> {
     if (input.tools) this.checkToolSet(scope, input.tools);
@@ -98,12 +98,12 @@ export class SessionController {
 
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
     if (overrides.model) this.checkModel(overrides.model);
-    const { title, model, message } = overrides;
+    const { title, model, message, instructions } = overrides;
     // Absent overrides hash as before they existed: a retry from an older client still matches.
-    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined };
+    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined, instructions: instructions ?? undefined };
     const r = await this.once<ForkResult, ForkRecord>(
       this.call(scope, operation, hashed, idem),
-      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, beforeCommit }),
+      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, instructions, beforeCommit }),
       (record) => this.forkResultOf(scope, record),
     );
     // Input queued inside an exact fork's prefix is the child's pending input
@@ -121,7 +121,7 @@ export class SessionController {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
     for (const v of variants) if (v.model) this.checkModel(v.model);
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
-    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined })) };
+    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined, instructions: v.instructions ?? undefined })) };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
       this.call(scope, 'fanOut', hashed, idem),
       (beforeCommit) => this.store.forkMany(scope, sessionId, cut, variants, { beforeCommit }),
@@ -228,6 +228,12 @@ export class SessionController {
   async setSessionTools(scope: Scope, sessionId: string, tools: string[]): Promise<SessionRow> {
     this.checkToolSet(scope, tools);
     await this.store.append(sessionId, [{ type: 'session/tools', data: { tools } }], { scope });
+    return this.store.requireSession(scope, sessionId);
+  }
+
+  /** Records the session's instructions (session/instructions; empty: none): every later model request sends them first. */
+  async setSessionInstructions(scope: Scope, sessionId: string, instructions: string): Promise<SessionRow> {
+    await this.store.append(sessionId, [{ type: 'session/instructions', data: { text: instructions } }], { scope });
     return this.store.requireSession(scope, sessionId);
   }
 

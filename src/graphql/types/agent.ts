@@ -225,6 +225,13 @@ const sendMessageArgs = z.object({ sessionId: sessionIdSchema, text: messageText
 const setModelArgs = z.object({ sessionId: sessionIdSchema, model: modelSchema });
 const setTitleArgs = z.object({ sessionId: sessionIdSchema, title: titleSchema });
 
+const SetSessionModelInput = builder.inputType('SetSessionModelInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    model: t.field({ type: ModelConfigInput, required: true }),
+  }),
+});
+
 builder.mutationFields((t) => ({
   sendMessage: t.field({
     type: SendMessagePayload,
@@ -250,10 +257,15 @@ builder.mutationFields((t) => ({
   }),
   setSessionModel: t.field({
     type: SessionRef,
-    description: 'Records a session/model event: later turns use this model.',
-    args: { sessionId: t.arg.id({ required: true }), model: t.arg({ type: ModelConfigInput, required: true }) },
-    resolve: (_root, args, ctx) => {
-      const p = parseArgs(setModelArgs, args);
+    description: 'Records a session/model event: later turns use this model. Takes `input`; the plain `sessionId` and `model` arguments are the deprecated older shape.',
+    args: {
+      input: t.arg({ type: SetSessionModelInput }),
+      sessionId: t.arg.id({ deprecationReason: 'Use input: { sessionId, model }.' }),
+      model: t.arg({ type: ModelConfigInput, deprecationReason: 'Use input: { sessionId, model }.' }),
+    },
+    resolve: (_root, { input, sessionId, model }, ctx) => {
+      if (input && (sessionId != null || model != null)) throw badInput('give input, or the deprecated sessionId and model, not both');
+      const p = parseArgs(setModelArgs, input ?? { sessionId, model });
       return ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
     },
   }),
