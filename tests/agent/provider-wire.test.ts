@@ -30,6 +30,8 @@ interface Wire {
   /** The sampling fields of a request: temperature and the answer's token limit. */
   sampling(body: any): { temperature: unknown; maxTokens: unknown };
   authorization(headers: http.IncomingHttpHeaders): string | undefined;
+  /** The system text (instructions) the request carries ahead of the conversation. */
+  system(body: any): string | undefined;
 }
 
 const sse = (data: unknown, event?: string) => ({ event, data });
@@ -60,6 +62,7 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
     },
     sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
     authorization: (h) => h.authorization,
+    system: (b) => (b.messages[0]?.role === 'system' ? b.messages[0].content : undefined),
   };
 };
 
@@ -93,6 +96,7 @@ const responses: Wire = {
   },
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_output_tokens }),
   authorization: (h) => h.authorization,
+  system: (b) => (b.input[0]?.role === 'system' ? b.input[0].content : undefined),
 };
 
 const anthropic: Wire = {
@@ -134,6 +138,7 @@ const anthropic: Wire = {
   },
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
   authorization: (h) => h['x-api-key'] as string | undefined,
+  system: (b) => b.system?.map((p: any) => p.text).join(''),
 };
 
 const google: Wire = {
@@ -165,6 +170,7 @@ const google: Wire = {
   },
   sampling: (b) => ({ temperature: b.generationConfig?.temperature, maxTokens: b.generationConfig?.maxOutputTokens }),
   authorization: (h) => h['x-goog-api-key'] as string | undefined,
+  system: (b) => b.systemInstruction?.parts.map((p: any) => p.text).join(''),
 };
 
 const WIRES: Wire[] = [chatCompletions('openai', '/openai/v1'), responses, anthropic, google, chatCompletions('openai-compatible', '/compat/v1')];
@@ -210,8 +216,11 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 
-async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }) {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "wire", model: $m }) { id } }`, { m: { provider, model: 'fake-model', settings } });
+async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }, instructions?: string) {
+  const r = await app.ok(`mutation($m: ModelConfigInput!, $ins: String) { createSession(input: { title: "wire", model: $m, instructions: $ins }) { id } }`, {
+    m: { provider, model: 'fake-model', settings },
+    ins: instructions,
+  });
   return r.createSession.id as string;
 }
 const send = async (id: string, text: string) => {
@@ -238,6 +247,25 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     expect(wire.userTexts(req.body)).toEqual(['hi']);
     expect(wire.sampling(req.body)).toEqual({ temperature: 0.2, maxTokens: 300 });
     expect(wire.authorization(req.headers)).toMatch(/sk-/);
+  });
+
+  it('sends the instructions first (as the system prompt) in every request; setSessionInstructions changes them for the next request', async () => {
+    const id = await session(wire.provider, {}, 'Answer in French.');
+    queue(wire.text(['Bonjour'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    expect(wire.system(requests().at(-1)!.body)).toBe('Answer in French.');
+    expect(wire.userTexts(requests().at(-1)!.body)).toEqual(['hi']);
+    const set = await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { instructions } }`, { i: { sessionId: id, instructions: 'Answer in German.' } });
+    expect(set.setSessionInstructions.instructions).toBe('Answer in German.');
+    const call = { id: `call_i_${wire.provider}`, name: 'note_write', arguments: '{"key":"k","value":"v"}' };
+    queue(wire.toolCall(call), wire.text(['Guten Tag'], { input: 5, output: 2 }));
+    await send(id, 'again');
+    // Both steps of the turn send the instructions, once, ahead of the conversation.
+    for (const r of requests().slice(-2)) {
+      expect(wire.system(r.body)).toBe('Answer in German.');
+      expect(wire.userTexts(r.body)).toEqual(['hi', 'again']);
+    }
+    expect((await log(id)).filter((e) => e.type === 'session/instructions').map((e) => e.data.text)).toEqual(['Answer in French.', 'Answer in German.']);
   });
 
   it('runs a streamed tool call and sends its result back with the call', async () => {
@@ -347,5 +375,49 @@ describe('model settings where a session gets its model', () => {
     } finally {
       if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
     }
+  });
+});
+
+describe('instructions across forks, edits and variants', () => {
+  const openaiReplies = () => replies.get('openai')!;
+  const lastSystem = () => chatCompletions('openai', '/openai/v1').system(received.get('openai')!.at(-1)!.body);
+
+  it("a fork inherits the instructions of its cut; an edit or a variant that names new ones replaces them; Session.instructions and modelRequest say so", async () => {
+    const id = await session('openai', {}, 'Be brief.');
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(id, 'first');
+    const cut = (await log(id)).at(-1)!.seq;
+    await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { id } }`, { i: { sessionId: id, instructions: 'Be verbose.' } });
+    const q = `query($id: ID!) { session(id: $id) { instructions modelRequest { messages } } }`;
+    expect((await app.ok(q, { id })).session.instructions).toBe('Be verbose.');
+
+    // A fork at the end of the first turn: the instructions as of then.
+    const fork = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id instructions } } }`, { id, at: cut });
+    expect(fork.forkSession.session.instructions).toBe('Be brief.');
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(fork.forkSession.session.id, 'in the fork');
+    expect(lastSystem()).toBe('Be brief.');
+
+    // An edit of the first input that names new instructions; one that names none keeps those of its cut.
+    const inputId = (await log(id)).find((e) => e.type === 'inbox/add')!.data.inputId;
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    const edit = await app.ok(
+      `mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id instructions } } }`,
+      { i: { sessionId: id, inputId, text: 'first, edited', instructions: 'Be formal.' } },
+    );
+    await app.services.host.idle();
+    expect(edit.editMessage.session.instructions).toBe('Be formal.');
+    expect(lastSystem()).toBe('Be formal.');
+
+    // Fan-out variants: one with its own instructions, one with "" (none).
+    const fan = await app.ok(
+      `mutation($i: FanOutInput!) { fanOut(input: $i) { children { id instructions modelRequest { messages } } } }`,
+      { i: { sessionId: id, atSeq: cut, variants: [{ title: 'a', instructions: 'Be playful.' }, { title: 'b', instructions: '' }] } },
+    );
+    const [a, b] = fan.fanOut.children;
+    expect(a.instructions).toBe('Be playful.');
+    expect(b.instructions).toBeNull();
+    expect(a.modelRequest.messages[0]).toEqual({ role: 'system', content: 'Be playful.' });
+    expect(b.modelRequest.messages.some((m: any) => m.role === 'system')).toBe(false);
   });
 });

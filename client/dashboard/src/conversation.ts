@@ -204,6 +204,9 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       case 'session/tools':
         items.push({ ...base, kind: 'note', text: `tools: ${toolSetText(d.tools)}` });
         break;
+      case 'session/instructions':
+        items.push({ ...base, kind: 'note', text: str(d.text) ? `instructions: ${clip(str(d.text))}` : 'instructions cleared' });
+        break;
       case 'surface/replace':
         items.push({ ...base, kind: 'compaction', fromSeq: num(d.fromSeq), toSeq: num(d.toSeq), summary: str(d.content) });
         break;
@@ -279,6 +282,8 @@ export function eventSummary(e: LogEvent): string {
       return `${str(d.provider)}/${str(d.model)}`;
     case 'session/tools':
       return toolSetText(d.tools);
+    case 'session/instructions':
+      return clip(str(d.text));
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
     default:
