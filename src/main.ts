@@ -2,6 +2,7 @@
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
 import { defaultModelOf, loadConfig, providersOf, securityOptions } from './config.ts';
+import { DEFAULT_MODEL_RETRIES } from './agent/models/model.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { assertSafeBinding } from './http/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
@@ -73,6 +74,7 @@ async function main() {
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: { defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS, compactAt: config.FORKLINE_COMPACT_AT },
+      modelRetries: { ...DEFAULT_MODEL_RETRIES, maxRetries: config.FORKLINE_MODEL_MAX_RETRIES },
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,

@@ -53,6 +53,9 @@ export interface CompactionResult {
   summarySeq: number;
 }
 
+/** A model call's attempt that failed and is tried again: `{turn, step, attempt, status?, error, delayMs}`. */
+export const MODEL_RETRY = 'plugin/agent/retry';
+
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
 
@@ -400,6 +403,11 @@ export class SessionRunner {
             onDelta: (text) => {
               streamed += text;
               this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+            },
+            // Each failed attempt is recorded in the step before the wait (docs/agents.md "Retries").
+            onRetry: async (a) => {
+              modelObs?.retry(a);
+              await write([{ type: MODEL_RETRY, data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) } }]);
             },
           },
         );

@@ -8,9 +8,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 
-type Reply = { status?: number; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
+type Reply = { status?: number; headers?: Record<string, string>; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
 type Received = { path: string; headers: http.IncomingHttpHeaders; body: any };
 
 /** A provider's wire format: how it answers, and where its requests put what the agent sent. */
@@ -21,6 +22,8 @@ interface Wire {
   text(chunks: string[], usage: { input: number; output: number }): Reply;
   toolCall(call: { id: string; name: string; arguments: string }): Reply;
   error(status: number, message: string): Reply;
+  /** Its rate-limit answer (HTTP 429 with its body and headers), asking for a wait of `seconds`. */
+  rateLimited(seconds: number): Reply;
   /** The texts of the user's messages a request carries. */
   userTexts(body: any): string[];
   /** The content the request gives the result of a call (by id, or by tool name where the format has no ids). */
@@ -54,6 +57,11 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
       ],
     }),
     error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } } }),
+    rateLimited: (s) => ({
+      status: 429,
+      headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
+      body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+    }),
     userTexts: (b) => b.messages.filter((m: any) => m.role === 'user').map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
     toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
     toolCallSent: (b, c) => {
@@ -88,6 +96,11 @@ const responses: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
+  rateLimited: (s) => ({
+    status: 429,
+    headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s) },
+    body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+  }),
   userTexts: (b) => b.input.filter((m: any) => m.role === 'user').map((m: any) => m.content.map((p: any) => p.text).join('')),
   toolResult: (b, c) => b.input.find((i: any) => i.type === 'function_call_output' && i.call_id === c.id)?.output,
   toolCallSent: (b, c) => {
@@ -124,6 +137,11 @@ const anthropic: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } } }),
+  rateLimited: (s) => ({
+    status: 429,
+    headers: { 'retry-after': String(s), 'anthropic-ratelimit-requests-remaining': '0' },
+    body: { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } },
+  }),
   userTexts: (b) =>
     b.messages
       .filter((m: any) => m.role === 'user')
@@ -161,6 +179,8 @@ const google: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { error: { code: status, message, status: status === 400 ? 'INVALID_ARGUMENT' : 'UNAUTHENTICATED' } } }),
+  // Google names no wait in a header (its RetryInfo detail is in the body): the backoff's own wait applies.
+  rateLimited: () => ({ status: 429, body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } } }),
   userTexts: (b) => b.contents.filter((m: any) => m.role === 'user').flatMap((m: any) => m.parts.filter((p: any) => 'text' in p).map((p: any) => p.text)),
   // Google matches a result to its call by the tool's name (its format has no call ids).
   toolResult: (b, c) => b.contents.flatMap((m: any) => m.parts).find((p: any) => p.functionResponse?.name === c.name)?.functionResponse.response.content,
@@ -192,7 +212,7 @@ beforeAll(async () => {
     if (!provider) return void res.writeHead(404).end();
     received.get(provider)!.push({ path: req.url!, headers: req.headers, body: JSON.parse(raw) });
     const reply = replies.get(provider)!.shift() ?? { status: 500, body: { error: { message: 'no scripted reply' } } };
-    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body));
+    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const e of reply.events ?? []) {
       res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
@@ -209,6 +229,8 @@ beforeAll(async () => {
       google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
       openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
     },
+    // Short waits where the provider names none (Google): the test does not wait a second per retry.
+    modelRetries: { maxRetries: 2, initialDelayMs: 20, maxDelayMs: 100 },
   });
 });
 afterAll(async () => {
@@ -266,6 +288,26 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
       expect(wire.userTexts(r.body)).toEqual(['hi', 'again']);
     }
     expect((await log(id)).filter((e) => e.type === 'session/instructions').map((e) => e.data.text)).toEqual(['Answer in French.', 'Answer in German.']);
+  });
+
+  it('a 429 is tried again after the wait the provider asks for; both attempts are recorded and the turn completes', async () => {
+    const id = await session(wire.provider);
+    const before = requests().length;
+    queue(wire.rateLimited(0), wire.text(['after the wait'], { input: 3, output: 3 }));
+    await send(id, 'hi');
+    const events = await log(id);
+    expect(requests().length - before).toBe(2);
+    const retries = events.filter((e) => e.type === 'plugin/agent/retry');
+    expect(retries.map((e) => e.data)).toEqual([
+      { turn: 1, step: 1, attempt: 1, status: 429, error: expect.stringMatching(new RegExp(`^${wire.provider} provider: HTTP 429: `)), delayMs: wire.provider === 'google' ? 20 : 0 },
+    ]);
+    // The attempt is recorded inside its step, before the answer of the next one.
+    const step = events.find((e) => e.type === 'step/start')!.seq;
+    const answer = events.find((e) => e.type === 'model/message')!;
+    expect(retries[0].seq).toBeGreaterThan(step);
+    expect(retries[0].seq).toBeLessThan(answer.seq);
+    expect(answer.data.text).toBe('after the wait');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
   it('runs a streamed tool call and sends its result back with the call', async () => {
@@ -419,5 +461,41 @@ describe('instructions across forks, edits and variants', () => {
     expect(b.instructions).toBeNull();
     expect(a.modelRequest.messages[0]).toEqual({ role: 'system', content: 'Be playful.' });
     expect(b.modelRequest.messages.some((m: any) => m.role === 'system')).toBe(false);
+  });
+});
+
+describe('model call retries', () => {
+  const wire = chatCompletions('openai', '/openai/v1');
+
+  it("gives up after the configured retries with the provider's message; a 401 is never tried again", async () => {
+    const id = await session('openai', {});
+    const before = received.get('openai')!.length;
+    replies.get('openai')!.push(wire.rateLimited(0), wire.rateLimited(0), wire.rateLimited(0));
+    await send(id, 'hi');
+    let events = await log(id);
+    expect(received.get('openai')!.length - before).toBe(3);
+    expect(events.filter((e) => e.type === 'plugin/agent/retry').map((e) => e.data.attempt)).toEqual([1, 2]);
+    expect(events.at(-3)!.data.message).toMatch(/^openai provider: HTTP 429: Rate limit reached/);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+
+    replies.get('openai')!.push(wire.error(401, 'invalid api key'));
+    await send(id, 'again');
+    events = await log(id);
+    expect(received.get('openai')!.length - before).toBe(4);
+    expect(events.filter((e) => e.type === 'plugin/agent/retry')).toHaveLength(2);
+  });
+
+  it('a cancel during the wait stops retrying: the turn ends cancelled and nothing is sent again', async () => {
+    const id = await session('openai', {});
+    const before = received.get('openai')!.length;
+    replies.get('openai')!.push(wire.rateLimited(50));
+    await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: 'hi' } });
+    await waitFor(async () => (await log(id)).find((e) => e.type === 'plugin/agent/retry'), { what: 'the recorded retry' });
+    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    await app.services.host.idle();
+    const events = await log(id);
+    expect(events.find((e) => e.type === 'plugin/agent/retry')!.data).toMatchObject({ attempt: 1, status: 429, delayMs: 50_000 });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'cancelled' } });
+    expect(received.get('openai')!.length - before).toBe(1);
   });
 });

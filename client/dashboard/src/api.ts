@@ -5,6 +5,7 @@
 // says so (main.tsx asks): a link must not switch anyone into another tenant.
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { createForklineClient, ForklineClientError } from '../../client.ts';
+import { backoffDelay } from '../../../src/core/backoff.ts';
 
 export { ForklineClientError };
 
@@ -97,7 +98,7 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
         if (!(err instanceof ForklineClientError) || err.code !== 'NETWORK_ERROR') return sink.error?.(err);
         if (!lost) sink.reconnecting?.(err);
         lost = true;
-        await sleep(Math.min(2000, 250 * 2 ** attempt));
+        await sleep(backoffDelay(attempt, { initialMs: 250, maxMs: 2000 }));
         await serverBack(() => stopped);
       }
     }
