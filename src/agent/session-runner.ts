@@ -9,6 +9,7 @@ import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
 import { ModelError, type ChatModel } from './models/model.ts';
+import { SHIPPED_MODELS } from './models/model-catalog.ts';
 import { ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tools.ts';
 import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
@@ -417,7 +418,9 @@ export class SessionRunner {
         const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
         return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
       }
-      modelObs?.end(answer);
+      // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.
+      const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);
+      modelObs?.end(answer, costUsd);
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -430,7 +433,7 @@ export class SessionRunner {
             const effect = tool?.effect;
             return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
           }),
-          ...(answer.usage ? { usage: answer.usage } : {}),
+          ...(answer.usage ? { usage: costUsd !== undefined ? { ...answer.usage, costUsd } : answer.usage } : {}),
         },
       };
       if (answer.usage) {

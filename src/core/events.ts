@@ -83,7 +83,8 @@ const v4 = {
   // result restores the files (issue 31).
   'model/message': v3['model/message'].extend({
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
-    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
+    // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
+    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() }).optional(),
   }),
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { ModelCatalog } from '../../src/agent/models/model-catalog.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 
 type Reply = { status?: number; headers?: Record<string, string>; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
@@ -231,6 +232,8 @@ beforeAll(async () => {
     },
     // Short waits where the provider names none (Google): the test does not wait a second per retry.
     modelRetries: { maxRetries: 2, initialDelayMs: 20, maxDelayMs: 100 },
+    // The shipped price table, and one model the operator adds (as FORKLINE_MODELS_CONFIG would).
+    budget: { models: new ModelCatalog({ 'house-model': { inputUsdPerMTok: 2, outputUsdPerMTok: 8 } }) },
   });
 });
 afterAll(async () => {
@@ -238,9 +241,9 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 
-async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }, instructions?: string) {
+async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }, instructions?: string, model = 'fake-model') {
   const r = await app.ok(`mutation($m: ModelConfigInput!, $ins: String) { createSession(input: { title: "wire", model: $m, instructions: $ins }) { id } }`, {
-    m: { provider, model: 'fake-model', settings },
+    m: { provider, model, settings },
     ins: instructions,
   });
   return r.createSession.id as string;
@@ -497,5 +500,41 @@ describe('model call retries', () => {
     expect(events.find((e) => e.type === 'plugin/agent/retry')!.data).toMatchObject({ attempt: 1, status: 429, delayMs: 50_000 });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'cancelled' } });
     expect(received.get('openai')!.length - before).toBe(1);
+  });
+});
+
+describe('cost from the price table', () => {
+  // A model of each provider's the table prices (USD per million tokens in / out), and the operator's own.
+  const priced: Array<[provider: string, model: string, usdIn: number, usdOut: number]> = [
+    ['openai', 'gpt-4o-mini', 0.15, 0.6],
+    ['openai-responses', 'gpt-4.1-mini-2025-04-14', 0.4, 1.6],
+    ['anthropic', 'claude-haiku-4-5-20251001', 1, 5],
+    ['google', 'gemini-2.0-flash', 0.1, 0.4],
+    ['openai-compatible', 'house-model', 2, 8],
+  ];
+  const q = `query($id: ID!) { session(id: $id) { totals { inputTokens outputTokens costUsd } turns { usage { costUsd } } } }`;
+
+  it.each(priced)('%s %s: each answer records its cost; Session.totals and each turn sum it', async (provider, model, usdIn, usdOut) => {
+    const wire = WIRES.find((w) => w.provider === provider)!;
+    const id = await session(provider, {}, undefined, model);
+    replies.get(provider)!.push(wire.text(['one'], { input: 1000, output: 500 }), wire.text(['two'], { input: 3000, output: 100 }));
+    await send(id, 'first');
+    await send(id, 'second');
+    const cost = (i: number, o: number) => (i * usdIn + o * usdOut) / 1e6;
+    const messages = (await log(id)).filter((e) => e.type === 'model/message');
+    expect(messages[0].data.usage.costUsd).toBeCloseTo(cost(1000, 500), 9);
+    const s = (await app.ok(q, { id })).session;
+    expect(s.totals).toMatchObject({ inputTokens: 4000, outputTokens: 600 });
+    expect(s.totals.costUsd).toBeCloseTo(cost(4000, 600), 9);
+    expect(s.turns.map((t: any) => t.usage.costUsd)).toEqual([expect.closeTo(cost(1000, 500), 9), expect.closeTo(cost(3000, 100), 9)]);
+  });
+
+  it('a model without a price has tokens but no cost (null, not 0)', async () => {
+    const id = await session('openai', {});
+    replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['x'], { input: 10, output: 10 }));
+    await send(id, 'hi');
+    const s = (await app.ok(q, { id })).session;
+    expect(s.totals).toEqual({ inputTokens: 10, outputTokens: 10, costUsd: null });
+    expect(s.turns[0].usage.costUsd).toBeNull();
   });
 });

@@ -29,6 +29,7 @@ const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
     inputTokens: t.exposeInt('inputTokens'),
     outputTokens: t.exposeInt('outputTokens'),
+    costUsd: t.exposeFloat('costUsd', { nullable: true, description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price." }),
   }),
 });
 
@@ -43,6 +44,10 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
     toolCalls: t.exposeInt('toolCalls'),
     inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
     outputTokens: t.exposeInt('outputTokens'),
+    costUsd: t.exposeFloat('costUsd', {
+      nullable: true,
+      description: "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
+    }),
     turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
   }),
 });
