@@ -6,6 +6,8 @@
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
 import { SHIPPED_MODELS, UNKNOWN_MODEL_CONTEXT_TOKENS, type ModelCatalog } from './models/model-catalog.ts';
 
+/** The scripted model's window unless FORKLINE_CONTEXT_TOKENS names one. */
+export const SCRIPTED_CONTEXT_TOKENS = 128_000;
 /** The window assumed for an unknown model without `contextTokens` (FORKLINE_CONTEXT_TOKENS overrides it). */
 export const DEFAULT_CONTEXT_TOKENS = UNKNOWN_MODEL_CONTEXT_TOKENS;
 /** The fraction of the window a request may fill before it is compacted first (FORKLINE_COMPACT_AT). */
@@ -27,6 +29,8 @@ export interface BudgetOptions {
 /** The context window of a session's model, in tokens. */
 export function contextWindowOf(config: { provider: string; model: string; contextTokens?: number }, opts: BudgetOptions = {}): number {
   if (config.contextTokens) return config.contextTokens;
+  // The keyless scripted model has no real window: the host's default, else as roomy as the common models'.
+  if (config.provider === 'scripted') return opts.defaultContextTokens ?? SCRIPTED_CONTEXT_TOKENS;
   return (opts.models ?? SHIPPED_MODELS).facts(config.model)?.contextTokens ?? opts.defaultContextTokens ?? DEFAULT_CONTEXT_TOKENS;
 }
 

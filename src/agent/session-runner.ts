@@ -8,7 +8,7 @@ import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
-import { ModelError, type ChatModel } from './models/model.ts';
+import { ContextOverflowError, ModelError, type ChatModel } from './models/model.ts';
 import { SHIPPED_MODELS } from './models/model-catalog.ts';
 import { ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tools.ts';
 import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
@@ -200,6 +200,19 @@ export class SessionRunner {
     return { fromSeq, toSeq: through, summarySeq: replace.seq };
   }
 
+  /**
+   * After the provider refused a request as too long: compacts the history
+   * before the running turn (when some is not compacted yet). Whether it did
+   * (false: nothing to compact, the refusal stands).
+   */
+  private async compactAfterOverflow(): Promise<boolean> {
+    const through = this.fold.lastTurnEndSeq;
+    const covered = this.fold.compaction.lastCompleted?.toSeq ?? -1;
+    if (through <= covered) return false;
+    await this.compact(through, 'automatic');
+    return true;
+  }
+
   /** The session's model's context window and the size that triggers a compaction. */
   private budget(): { window: number; threshold: number } {
     const window = contextWindowOf(this.modelConfig(), this.deps.budget);
@@ -385,38 +398,54 @@ export class SessionRunner {
       await write([{ type: 'step/start', data: { turn, step } }]);
       if (overBudget) return finish([agentError(step, overBudget), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', overBudget);
 
-      const messages = this.fold.conversation.messages();
-      const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
+      let messages: ChatMessage[];
+      let modelObs: ReturnType<TurnObserver['modelCall']> | undefined;
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
-      try {
-        const model = this.deps.resolveModel(config.provider);
-        answer = await model.complete(
-          {
-            provider: config.provider,
-            model: config.model,
-            settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
-            messages,
-            tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
-          },
-          {
-            signal: this.abort.signal,
-            onDelta: (text) => {
-              streamed += text;
-              this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+      // A provider's context-overflow answer compacts the history and sends the request once more (docs/agents.md "Compaction").
+      for (let overflowCompacted = false; ; ) {
+        messages = this.fold.conversation.messages();
+        modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
+        const obs = modelObs;
+        try {
+          const model = this.deps.resolveModel(config.provider);
+          answer = await model.complete(
+            {
+              provider: config.provider,
+              model: config.model,
+              settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
+              messages,
+              tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
             },
-            // Each failed attempt is recorded in the step before the wait (docs/agents.md "Retries").
-            onRetry: async (a) => {
-              modelObs?.retry(a);
-              await write([{ type: MODEL_RETRY, data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) } }]);
+            {
+              signal: this.abort.signal,
+              onDelta: (text) => {
+                streamed += text;
+                this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+              },
+              // Each failed attempt is recorded in the step before the wait (docs/agents.md "Retries").
+              onRetry: async (a) => {
+                obs?.retry(a);
+                await write([{ type: MODEL_RETRY, data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) } }]);
+              },
             },
-          },
-        );
-      } catch (err) {
-        modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
-        if (this.stopReason) return this.closeStopped(streamed ? { step, text: streamed } : undefined);
-        const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
-        return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+          );
+          break;
+        } catch (err) {
+          modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
+          if (this.stopReason) return this.closeStopped(streamed ? { step, text: streamed } : undefined);
+          let message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
+          if (err instanceof ContextOverflowError && !overflowCompacted && streamed === '') {
+            overflowCompacted = true;
+            try {
+              if (await this.compactAfterOverflow()) continue;
+            } catch (compactErr) {
+              if (this.stopReason) return this.closeStopped();
+              message = `${message} (compacting the history failed: ${(compactErr as Error).message})`;
+            }
+          }
+          return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+        }
       }
       // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.
       const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);

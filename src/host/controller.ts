@@ -22,6 +22,7 @@ import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
+import { ModelError } from '../agent/models/model.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -215,7 +216,13 @@ export class SessionController {
     input: { throughSeq?: number | null; instructions?: string | null },
   ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
     await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
-    return this.host.compact(sessionId, scope.tenant, input);
+    try {
+      return await this.host.compact(sessionId, scope.tenant, input);
+    } catch (err) {
+      // The summary's model failed (a refusal, an overflow even in parts): the provider's message, typed.
+      if (err instanceof ModelError) throw new ForklineError('MODEL_ERROR', err.message);
+      throw err;
+    }
   }
 
   async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {

@@ -23,6 +23,8 @@ interface Wire {
   text(chunks: string[], usage: { input: number; output: number }): Reply;
   toolCall(call: { id: string; name: string; arguments: string }): Reply;
   error(status: number, message: string): Reply;
+  /** Its real answer to a request longer than the model's context window. */
+  overflow(): Reply;
   /** Its rate-limit answer (HTTP 429 with its body and headers), asking for a wait of `seconds`. */
   rateLimited(seconds: number): Reply;
   /** The texts of the user's messages a request carries. */
@@ -58,6 +60,17 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
       ],
     }),
     error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } } }),
+    overflow: () => ({
+      status: 400,
+      body: {
+        error: {
+          message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      },
+    }),
     rateLimited: (s) => ({
       status: 429,
       headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
@@ -97,6 +110,10 @@ const responses: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
+  overflow: () => ({
+    status: 400,
+    body: { error: { message: 'Your input exceeds the context window of this model. Please adjust your input and try again.', type: 'invalid_request_error', param: 'input', code: 'context_length_exceeded' } },
+  }),
   rateLimited: (s) => ({
     status: 429,
     headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s) },
@@ -138,6 +155,7 @@ const anthropic: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } } }),
+  overflow: () => ({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 208310 tokens > 200000 maximum' } } }),
   rateLimited: (s) => ({
     status: 429,
     headers: { 'retry-after': String(s), 'anthropic-ratelimit-requests-remaining': '0' },
@@ -181,6 +199,10 @@ const google: Wire = {
   }),
   error: (status, message) => ({ status, body: { error: { code: status, message, status: status === 400 ? 'INVALID_ARGUMENT' : 'UNAUTHENTICATED' } } }),
   // Google names no wait in a header (its RetryInfo detail is in the body): the backoff's own wait applies.
+  overflow: () => ({
+    status: 400,
+    body: { error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } },
+  }),
   rateLimited: () => ({ status: 429, body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } } }),
   userTexts: (b) => b.contents.filter((m: any) => m.role === 'user').flatMap((m: any) => m.parts.filter((p: any) => 'text' in p).map((p: any) => p.text)),
   // Google matches a result to its call by the tool's name (its format has no call ids).
@@ -310,6 +332,35 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     expect(retries[0].seq).toBeGreaterThan(step);
     expect(retries[0].seq).toBeLessThan(answer.seq);
     expect(answer.data.text).toBe('after the wait');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
+  it("a context overflow is answered by compacting the history and sending the request once more; the turn completes", async () => {
+    const id = await session(wire.provider, {});
+    queue(wire.text(['first answer'], { input: 5, output: 2 }));
+    await send(id, 'first question');
+    const before = requests().length;
+    queue(wire.overflow(), wire.text(['the summary'], { input: 5, output: 2 }), wire.text(['second answer'], { input: 5, output: 2 }));
+    await send(id, 'second question');
+    const events = await log(id);
+    const sent = requests().slice(before);
+    expect(sent).toHaveLength(3);
+    // The retried request holds the summary in place of the first turn, then the new question.
+    expect(JSON.stringify(sent[2].body)).toContain('the summary');
+    expect(JSON.stringify(sent[2].body)).not.toContain('first question');
+    expect(wire.userTexts(sent[2].body).at(-1)).toBe('second question');
+    const turn2 = events.slice(events.findLastIndex((e) => e.type === 'turn/start'));
+    expect(turn2.map((e) => e.type)).toEqual([
+      'turn/start',
+      'step/start',
+      'plugin/compaction/start',
+      'surface/replace',
+      'plugin/compaction/end',
+      'model/message',
+      'step/end',
+      'turn/end',
+    ]);
+    expect(turn2.find((e) => e.type === 'model/message')!.data.text).toBe('second answer');
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
@@ -536,5 +587,34 @@ describe('cost from the price table', () => {
     const s = (await app.ok(q, { id })).session;
     expect(s.totals).toEqual({ inputTokens: 10, outputTokens: 10, costUsd: null });
     expect(s.turns[0].usage.costUsd).toBeNull();
+  });
+});
+
+describe('compactSession and the provider', () => {
+  const wire = anthropic;
+  const compact = (id: string) => app.gql(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { summarySeq } }`, { i: { sessionId: id } });
+
+  it("a summary the provider refuses is MODEL_ERROR with the provider's message, never INTERNAL_SERVER_ERROR", async () => {
+    const id = await session('anthropic', {});
+    replies.get('anthropic')!.push(wire.text(['hello'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    replies.get('anthropic')!.push(wire.error(401, 'invalid x-api-key'));
+    const r = await compact(id);
+    expect(r.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 401: invalid x-api-key']]);
+  });
+
+  it('a summary request that overflows is sent again in smaller parts; one that still overflows is MODEL_ERROR with the provider\'s message', async () => {
+    const id = await session('anthropic', {});
+    replies.get('anthropic')!.push(wire.text(['hello'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    replies.get('anthropic')!.push(wire.overflow(), wire.text(['short summary'], { input: 5, output: 1 }));
+    const ok = await compact(id);
+    expect(ok.errors).toBeUndefined();
+    const events = await log(id);
+    expect(events.find((e) => e.type === 'surface/replace')!.data.content).toBe('short summary');
+
+    replies.get('anthropic')!.push(wire.overflow(), wire.overflow(), wire.overflow(), wire.overflow());
+    const refused = await compact(id);
+    expect(refused.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 400: prompt is too long: 208310 tokens > 200000 maximum']]);
   });
 });

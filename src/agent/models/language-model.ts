@@ -9,7 +9,7 @@ import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } fr
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import type { ToolCall } from '../../core/events.ts';
-import { DEFAULT_MODEL_RETRIES, MAX_RETRY_AFTER_MS, ModelError, type ChatModel, type CompleteOptions, type ModelRetryPolicy } from './model.ts';
+import { ContextOverflowError, DEFAULT_MODEL_RETRIES, MAX_RETRY_AFTER_MS, ModelError, type ChatModel, type CompleteOptions, type ModelRetryPolicy } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
 import { callSettings } from './settings.ts';
 
@@ -106,6 +106,20 @@ function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: 
   return { ...(inputTokens !== undefined ? { inputTokens } : {}), ...(outputTokens !== undefined ? { outputTokens } : {}) };
 }
 
+/**
+ * The providers' own answers to a request longer than the model's window:
+ * OpenAI chat and Responses (`code: "context_length_exceeded"`, "maximum
+ * context length"), Anthropic ("prompt is too long"), Google ("The input token
+ * count (…) exceeds the maximum number of tokens allowed"), and the
+ * OpenAI-compatible servers that copy OpenAI's wording.
+ */
+const OVERFLOW = [/context_length_exceeded/, /maximum context length/i, /prompt is too long/i, /input token count.*exceeds the maximum/i, /exceeds the context window/i];
+
+export function contextOverflow(err: APICallError): boolean {
+  if (err.statusCode !== 400 && err.statusCode !== 413) return false;
+  return OVERFLOW.some((re) => re.test(err.message) || (typeof err.responseBody === 'string' && re.test(err.responseBody)));
+}
+
 /** Whether a failed call may succeed if sent again: the SDK's judgement of the provider's answer (408, 409, 429, 5xx, no connection). */
 function retryable(err: unknown): boolean {
   const cause = err instanceof ModelError ? err.cause : err;
@@ -117,7 +131,8 @@ export function modelError(provider: string, err: unknown): ModelError {
   if (err instanceof ModelError) return err;
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
-    return new ModelError(`${provider} provider: ${status}${err.message}`.slice(0, 2000), { cause: err });
+    const Kind = contextOverflow(err) ? ContextOverflowError : ModelError;
+    return new Kind(`${provider} provider: ${status}${err.message}`.slice(0, 2000), { cause: err });
   }
   const message =
     err instanceof Error

@@ -66,8 +66,6 @@ export const KNOWN_MODELS: Readonly<Record<string, ModelFacts>> = {
   llama3: w(8_192),
   mistral: w(32_768),
   'qwen2.5': w(32_768),
-  // The keyless scripted model (no price: it costs nothing, and its counts are words).
-  scripted: w(128_000),
 };
 
 const factsSchema = z.strictObject({

@@ -47,3 +47,8 @@ export interface ChatModel {
 export class ModelError extends Error {
   name = 'ModelError';
 }
+
+/** The provider refused the request as longer than the model's context window (its own error: language-model.ts contextOverflow). */
+export class ContextOverflowError extends ModelError {
+  name = 'ContextOverflowError';
+}
