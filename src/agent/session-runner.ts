@@ -3,7 +3,7 @@
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { closersFor } from '../core/repair.ts';
-import { toolAllowed } from '../core/tools.ts';
+import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
@@ -53,6 +53,9 @@ export interface CompactionResult {
   toSeq: number;
   summarySeq: number;
 }
+
+/** An MCP server of the session's tool set that did not start (its tools are not offered this turn): `{turn, step, server, error}`. */
+export const TOOL_SERVER_DOWN = 'plugin/agent/tool-server-down';
 
 /** A model call's attempt that failed and is tried again: `{turn, step, attempt, status?, error, delayMs}`. */
 export const MODEL_RETRY = 'plugin/agent/retry';
@@ -395,7 +398,13 @@ export class SessionRunner {
         }
         overBudget = err instanceof ModelError ? err.message : `compaction failed: ${(err as Error).message}`;
       }
-      await write([{ type: 'step/start', data: { turn, step } }]);
+      // A server the session's tool set names that did not start: said in the turn's log, not left for the model's "unknown tool".
+      const serversDown =
+        step === 1 ? this.deps.tools.failedServers(await this.toolScope()).filter((s) => serverAllowed(s.name, this.fold.state.tools)) : [];
+      await write([
+        { type: 'step/start', data: { turn, step } },
+        ...serversDown.map((s) => ({ type: TOOL_SERVER_DOWN, data: { turn, step, server: s.name, error: storable(s.error) } })),
+      ]);
       if (overBudget) return finish([agentError(step, overBudget), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', overBudget);
 
       let messages: ChatMessage[];

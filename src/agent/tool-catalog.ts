@@ -18,6 +18,14 @@ export interface CatalogScope {
   tenant: string;
 }
 
+/** An MCP server as the catalog last found it: `READY` (its tools listed), `FAILED` (it did not start or answer tools/list: why), `NOT_STARTED` (not asked yet). */
+export interface ToolServerStatus {
+  name: string;
+  status: 'READY' | 'FAILED' | 'NOT_STARTED';
+  error?: string;
+  toolCount: number;
+}
+
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
@@ -27,6 +35,10 @@ export class ToolCatalog {
   private readonly perSession = new Map<string, McpServerConnection>();
   /** An empty directory a workspace server is started in to list its tools (no session's). */
   private listingDir?: string;
+  /** Why each server's last tools/list failed (removed once one succeeds): what `serverStatuses` and a turn's log report. */
+  private readonly failures = new Map<string, string>();
+  /** How many tools each server's last successful tools/list gave. */
+  private readonly listed = new Map<string, number>();
 
   constructor(
     mcp: McpConfig | undefined,
@@ -64,6 +76,26 @@ export class ToolCatalog {
   async tools(scope: CatalogScope): Promise<Tool[]> {
     const lists = await Promise.all(this.serverNames(scope).map((name) => this.serverTools(name)));
     return [...this.builtins.values(), ...lists.flat()];
+  }
+
+  /** The tenant's MCP servers and how each fared (after asking each for its tools: a server that failed is tried again). */
+  async serverStatuses(scope: CatalogScope): Promise<ToolServerStatus[]> {
+    const names = this.serverNames(scope);
+    await Promise.all(names.map((name) => this.serverTools(name)));
+    return names.map((name) => {
+      const error = this.failures.get(name);
+      if (error !== undefined) return { name, status: 'FAILED', error, toolCount: 0 };
+      const count = this.listed.get(name);
+      return count === undefined ? { name, status: 'NOT_STARTED', toolCount: 0 } : { name, status: 'READY', toolCount: count };
+    });
+  }
+
+  /** The servers whose last tools/list failed, among the tenant's, with why (no new attempt). */
+  failedServers(scope: CatalogScope): Array<{ name: string; error: string }> {
+    return this.serverNames(scope).flatMap((name) => {
+      const error = this.failures.get(name);
+      return error === undefined ? [] : [{ name, error }];
+    });
   }
 
   /** One tool by the name the model used; undefined when it is not the tenant's to use. */
@@ -140,9 +172,12 @@ export class ToolCatalog {
         );
         this.made.set(infos, tools);
       }
+      this.failures.delete(name);
+      this.listed.set(name, tools.length);
       return tools;
     } catch (err) {
       this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, err);
+      this.failures.set(name, (err instanceof Error ? err.message : String(err)).slice(0, 1000));
       return [];
     }
   }

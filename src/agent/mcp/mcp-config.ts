@@ -35,7 +35,7 @@ const stdioServer = z.strictObject({
   args: z.array(z.string()).default([]),
   /**
    * The server works in a session's file workspace (docs/files.md): started once
-   * per session, `${workspace}` in its args and cwd standing for the session's
+   * per session, `${workspace}` in its args, cwd and env values standing for the session's
    * directory, its changes recorded with each call's result. `only`: its tools
    * touch nothing but those files (server-filesystem); `also`: they may act elsewhere.
    */

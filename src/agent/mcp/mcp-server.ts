@@ -22,7 +22,7 @@ export class McpServerConnection {
     readonly name: string,
     readonly config: McpServerConfig,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
-    /** The directory `${workspace}` stands for in a workspace server's args and cwd (mcp-config.ts `workspace`). */
+    /** The directory `${workspace}` stands for in a workspace server's args, cwd and env values (mcp-config.ts `workspace`). */
     private readonly workspaceDir?: string,
   ) {}
 
@@ -95,7 +95,8 @@ export class McpServerConnection {
       // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
       // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
       const dir = (s: string) => (this.workspaceDir === undefined ? s : s.replaceAll('${workspace}', this.workspaceDir));
-      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env: c.env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
+      const env = c.env && Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, dir(v)]));
+      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;
     }

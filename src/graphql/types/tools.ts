@@ -7,6 +7,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { Tool } from '../../agent/tools.ts';
+import type { ToolServerStatus } from '../../agent/tool-catalog.ts';
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 
@@ -26,7 +27,30 @@ export const ToolInfoRef = builder.objectRef<Tool>('ToolInfo').implement({
   }),
 });
 
+const ToolServerStatusEnum = builder.enumType('ToolServerStatus', {
+  values: {
+    READY: { description: 'It started and listed its tools.' },
+    FAILED: { description: 'It did not start, or did not answer tools/list: `error` says why (it is tried again on the next use).' },
+    NOT_STARTED: { description: 'Not asked yet.' },
+  } as const,
+});
+
+const ToolServerRef = builder.objectRef<ToolServerStatus>('ToolServer').implement({
+  description: 'An MCP server of FORKLINE_MCP_CONFIG your sessions may use, and how it fared.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'Its tools are offered as <name>__<tool>.' }),
+    status: t.field({ type: ToolServerStatusEnum, resolve: (s) => s.status }),
+    error: t.string({ nullable: true, description: 'Why it failed (the start or tools/list error); null otherwise.', resolve: (s) => s.error ?? null }),
+    toolCount: t.exposeInt('toolCount'),
+  }),
+});
+
 builder.queryFields((t) => ({
+  toolServers: t.field({
+    type: [ToolServerRef],
+    description: 'The MCP servers your sessions may use, each asked for its tools now: a server that fails to start is FAILED with its error, not silently absent from `tools`.',
+    resolve: (_root, _args, ctx) => ctx.services.tools.serverStatuses(ctx.scope),
+  }),
   tools: t.field({
     type: [ToolInfoRef],
     description: 'Every tool a session of yours may be offered (an MCP server that cannot be reached is left out).',
