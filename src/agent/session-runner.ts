@@ -381,7 +381,10 @@ export class SessionRunner {
         });
       }
       // The tools of the session's set as of now (session/tools in its log: a fork offers those of its cut).
-      const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => toolAllowed(t.name, this.fold.state.tools));
+      const scope = await this.toolScope();
+      // None recorded: the catalog's default set (built-ins and the servers marked default).
+      const toolSet = this.fold.state.tools ?? this.deps.tools.defaultToolSet(scope);
+      const offered = (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, toolSet));
       // The context budget: compact first when the request would not fit (before the turn starts on its first step).
       let overBudget: string | undefined;
       try {
@@ -400,7 +403,7 @@ export class SessionRunner {
       }
       // A server the session's tool set names that did not start: said in the turn's log, not left for the model's "unknown tool".
       const serversDown =
-        step === 1 ? this.deps.tools.failedServers(await this.toolScope()).filter((s) => serverAllowed(s.name, this.fold.state.tools)) : [];
+        step === 1 ? this.deps.tools.failedServers(scope).filter((s) => serverAllowed(s.name, toolSet)) : [];
       await write([
         { type: 'step/start', data: { turn, step } },
         ...serversDown.map((s) => ({ type: TOOL_SERVER_DOWN, data: { turn, step, server: s.name, error: storable(s.error) } })),

@@ -63,6 +63,17 @@ export class ToolCatalog {
     return [...this.servers.values()].some((s) => s.config.tenants);
   }
 
+  /**
+   * The tool set of a session whose log names none: the built-ins and the
+   * servers the operator marks `"default": true` (docs/mcp.md); undefined
+   * (every tool) when no server of the config says `default` either way.
+   */
+  defaultToolSet(scope: CatalogScope): readonly string[] | undefined {
+    if (![...this.servers.values()].some((s) => s.config.default !== undefined)) return undefined;
+    const marked = this.serverNames(scope).filter((name) => this.servers.get(name)!.config.default);
+    return [...this.builtins.keys(), ...marked.map((name) => `${name}${MCP_NAME_SEPARATOR}*`)];
+  }
+
   /** Names of the configured MCP servers a tenant may use. */
   serverNames(scope: CatalogScope): string[] {
     return [...this.servers].filter(([, s]) => !s.config.tenants || s.config.tenants.includes(scope.tenant)).map(([name]) => name);

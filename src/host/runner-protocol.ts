@@ -224,7 +224,7 @@ export class RunnerProtocol {
       this.deps.store.knowTail(session.id, state);
       const messages = fold.conversation.messages();
       const catalog = await this.deps.tools.tools(scope);
-      const tools = catalog.filter((t) => toolAllowed(t.name, state.tools));
+      const tools = catalog.filter((t) => toolAllowed(t.name, state.tools ?? this.deps.tools.defaultToolSet(scope)));
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;

@@ -90,3 +90,42 @@ describe('${workspace} in a workspace server', () => {
     expect(fs.statSync(sessionDir!).isDirectory()).toBe(true);
   });
 });
+
+describe('the default tool set', () => {
+  let marked: TestApp;
+  beforeAll(async () => {
+    const node = process.execPath;
+    marked = await startTestApp({
+      mcp: parseMcpConfig(
+        JSON.stringify({
+          mcpServers: {
+            everything: { command: node, args: [serverScript('server-everything'), 'stdio'], default: true },
+            extra: { command: node, args: [serverScript('server-everything'), 'stdio'] },
+          },
+        }),
+      ),
+    });
+  });
+  afterAll(async () => {
+    await marked?.close();
+  });
+  const names = (tools: Array<{ name: string }>) => tools.map((t) => t.name);
+
+  it('a session that names no tools is offered the built-ins and the servers marked default; createSession(tools) and setSessionTools choose more; the catalog lists all', async () => {
+    const q = `query($id: ID!) { session(id: $id) { tools { name } } }`;
+    const plain = (await marked.ok(`mutation { createSession(input: { title: "default" }) { id } }`)).createSession.id;
+    const offered = names((await marked.ok(q, { id: plain })).session.tools);
+    expect(offered).toEqual(expect.arrayContaining(['clock', 'note_write', 'everything__echo']));
+    expect(offered.some((n) => n.startsWith('extra__'))).toBe(false);
+    // The model is offered the same.
+    await marked.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: plain, text: 'hi' } });
+    await marked.services.host.idle();
+    expect(names(marked.models.scripted.lastRequest!.tools)).toEqual(offered);
+
+    const chosen = (await marked.ok(`mutation { createSession(input: { title: "more", tools: ["*"] }) { id } }`)).createSession.id;
+    expect(names((await marked.ok(q, { id: chosen })).session.tools)).toEqual(expect.arrayContaining(['everything__echo', 'extra__echo']));
+    const set = await marked.ok(`mutation($i: SetSessionToolsInput!) { setSessionTools(input: $i) { tools { name } } }`, { i: { sessionId: plain, tools: ['clock', 'extra__echo'] } });
+    expect(names(set.setSessionTools.tools)).toEqual(['clock', 'extra__echo']);
+    expect(names((await marked.ok('{ tools { name } }')).tools)).toEqual(expect.arrayContaining(['everything__echo', 'extra__echo']));
+  });
+});

@@ -61,11 +61,12 @@ builder.queryFields((t) => ({
 builder.prismaObjectFields('Session', (t) => ({
   tools: t.field({
     type: [ToolInfoRef],
-    description: "The tools the session's agent may use as of the end of its log (its last session/tools event; none: all).",
+    description:
+      "The tools the session's agent may use as of the end of its log (its last session/tools event; none: the default set, built-ins and the MCP servers marked default).",
     resolve: async (s, _a, ctx) => {
       const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
-      return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools));
+      return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools ?? ctx.services.tools.defaultToolSet(ctx.scope)));
     },
   }),
 }));
