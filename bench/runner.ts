@@ -2,7 +2,7 @@
 // the same work (the scripted model: a clock call, then its answer), one
 // forkline process each. The external runner is client/runner.ts in this
 // process, 100 sessions at a time (as forkline's own: FORKLINE_MAX_ACTIVE_SESSIONS),
-// one append per step as the AI SDK adapter writes them. Rounds of each
+// each step written in two parts as the adapters write them. Rounds of each
 // alternate in one server; the medians are compared.
 // Goal (issue 32): external >= 0.5x forkline's own.
 import { ForklineRunner, type RunnerSession } from '../client/runner.ts';
@@ -40,27 +40,23 @@ async function turnsPerSecond(ctx: BenchContext, url: string, runner: string | n
   return SESSIONS / ((performance.now() - start) / 1000);
 }
 
-/** What an agent writes for MESSAGE: a step calling the clock, its result, then a step answering. */
+/**
+ * What an agent writes for MESSAGE, as the adapters write it (TurnWriter:
+ * each step's start before its model call, the call before its tool runs,
+ * each result as it comes): a step calling the clock, then a step answering.
+ */
 async function answer(session: RunnerSession): Promise<void> {
+  await session.declareTools([{ name: 'clock', effect: 'read-only' }]);
   for (;;) {
     const req = await session.modelRequest();
     if (req.turn == null) return;
-    const { turn, inputId } = req;
-    // One append per step, as the AI SDK adapter writes them (onStepFinish).
-    await session.append([
-      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-      { type: 'turn/start', data: { turn, inputId } },
-      { type: 'step/start', data: { turn, step: 1 } },
-      { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }] } },
-      { type: 'tool/result', data: { turn, step: 1, callId: 'c1', resultId: `r_${session.sessionId}`, status: 'ok', content: new Date().toISOString(), name: 'clock' } },
-      { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
-    ]);
-    await session.append([
-      { type: 'step/start', data: { turn, step: 2 } },
-      { type: 'model/message', data: { turn, step: 2, text: 'It is now.', toolCalls: [] } },
-      { type: 'step/end', data: { turn, step: 2, reason: 'completed' } },
-      { type: 'turn/end', data: { turn, reason: 'completed' } },
-    ]);
+    const turn = session.turn(req);
+    await turn.startStep();
+    await turn.message({ text: '', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }] });
+    await turn.result({ id: 'c1', name: 'clock' }, 'ok', new Date().toISOString());
+    await turn.startStep();
+    await turn.message({ text: 'It is now.', toolCalls: [] });
+    await turn.end('completed');
   }
 }
 

@@ -41,7 +41,7 @@ export class ForklineClientError extends Error {
   constructor(
     readonly errors: GraphQLErrorInfo[],
     readonly status?: number,
-    /** Seconds the server asked to wait before retrying (503). */
+    /** Seconds the server asked to wait before retrying (503, 429). */
     readonly retryAfter?: number,
   ) {
     super(errors.map((e) => e.message).join('; ') || 'GraphQL request failed');
@@ -263,7 +263,17 @@ function asClientError(err: unknown): ForklineClientError {
   if (err instanceof Error) return new ForklineClientError([{ message: err.message }]);
   const close = err as { code?: number; reason?: string };
   if (close && typeof close.code === 'number') {
-    return new ForklineClientError([{ message: `WebSocket closed (${close.code}${close.reason ? `: ${close.reason}` : ''})` }]);
+    const message = `WebSocket closed (${close.code}${close.reason ? `: ${close.reason}` : ''})`;
+    // The server's refusals at connection_init stand for an HTTP status: a caller must tell them from a lost
+    // connection (retrying a rejected token only trips the server's auth-failure throttle).
+    if (close.code === 4401) return new ForklineClientError([{ message, extensions: { code: 'UNAUTHENTICATED' } }], 401);
+    if (close.code === 4403) return new ForklineClientError([{ message, extensions: { code: 'FORBIDDEN' } }], 403);
+    if (close.code === 4429) {
+      const code = /^([A-Z_]+):/.exec(close.reason ?? '')?.[1] ?? 'RATE_LIMITED';
+      const seconds = Number(/retry in (\d+) s/.exec(close.reason ?? '')?.[1]);
+      return new ForklineClientError([{ message, extensions: { code } }], 429, seconds > 0 ? seconds : undefined);
+    }
+    return new ForklineClientError([{ message }]);
   }
   return new ForklineClientError([{ message: String(err) }]);
 }

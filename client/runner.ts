@@ -5,10 +5,14 @@
 // by forkline's rules), streams text deltas (publishTurnUpdate), renews its
 // lease in the background and releases it. Calls that failed for a lost
 // connection or SERVICE_UNAVAILABLE are retried; an append retried after a
-// lost answer checks whether its batch already went in.
+// lost answer checks whether its batch already went in (its events stored
+// exactly as sent). A runner declares the tools it runs with their effects
+// (declareTools), and writes each turn with a TurnWriter: a step's start
+// before its model call, the model's message with its calls before any tool
+// runs, each result as it comes (docs/runners.md "Why the call goes first").
 //
 //   const runner = new ForklineRunner({ url, pool: 'ext' });
-//   await runner.run(async (session) => { const req = await session.modelRequest(); … await session.append(events); });
+//   await runner.run(async (session) => { const req = await session.modelRequest(); const turn = session.turn(req); … });
 import { randomUUID } from 'node:crypto';
 import {
   AppendStepDocument,
@@ -16,6 +20,7 @@ import {
   ClaimSessionDocument,
   ClaimSessionsDocument,
   createForklineClient,
+  DeclareRunnerToolsDocument,
   ForklineClientError,
   ModelRequestDocument,
   PublishTurnUpdateDocument,
@@ -41,6 +46,8 @@ export interface ForklineRunnerOptions {
   retryForMs?: number;
   /** Sessions run at once by run() (default 4). */
   concurrency?: number;
+  /** The tools this runner runs, declared on each session it claims before its work starts (adapters declare theirs too). */
+  tools?: RunnerToolDeclaration[];
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -54,6 +61,32 @@ export type ChatMessage =
 export interface RunnerEvent {
   type: string;
   data: Record<string, unknown>;
+}
+
+/** What running a tool may do to the world: what a fork or crash repair tells the model about a call it cut off. */
+export type ToolEffect = 'read-only' | 'idempotent' | 'side-effects';
+
+/** A tool the runner runs, as it declares it (declareRunnerTools). */
+export interface RunnerToolDeclaration {
+  name: string;
+  description?: string;
+  /** JSON Schema of its arguments object. */
+  inputSchema?: Record<string, unknown>;
+  effect: ToolEffect;
+}
+
+/** A tool call as the model produced it (arguments: JSON text). */
+export interface RunnerToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** What a model answered in one step. */
+export interface StepMessage {
+  text: string;
+  toolCalls: RunnerToolCall[];
+  usage?: { inputTokens?: number; outputTokens?: number };
 }
 
 const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
@@ -209,6 +242,7 @@ export class ForklineRunner {
 
   private async serveClaimed(session: RunnerSession, handle: (session: RunnerSession) => Promise<void>): Promise<void> {
     try {
+      if (this.opts.tools) await session.declareTools(this.opts.tools);
       await handle(session);
     } finally {
       await session.release();
@@ -218,6 +252,34 @@ export class ForklineRunner {
   close(): Promise<void> {
     return this.client.close();
   }
+}
+
+const GRAPHQL_EFFECT = { 'read-only': 'READ_ONLY', idempotent: 'IDEMPOTENT', 'side-effects': 'SIDE_EFFECTS' } as const;
+
+/** JSON with object keys in one order (Postgres's jsonb keeps its own). */
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+/**
+ * Whether a stored event is the one sent: its type, its data (forkline fills
+ * in a call's declared effect where the call had none, and nothing else) and
+ * not synthetic (the runner SDK writes none).
+ */
+function isStoredAsSent(stored: { type: string; data: unknown; synthetic: boolean }, sent: RunnerEvent): boolean {
+  if (stored.type !== sent.type || stored.synthetic) return false;
+  let data = stored.data as Record<string, unknown>;
+  if (sent.type === 'model/message' && Array.isArray(data?.toolCalls) && Array.isArray(sent.data.toolCalls)) {
+    const sentCalls = sent.data.toolCalls as Array<Record<string, unknown>>;
+    const toolCalls = (data.toolCalls as Array<Record<string, unknown>>).map((c, i) => (sentCalls[i] && sentCalls[i].effect === undefined ? { ...c, effect: undefined } : c));
+    data = { ...data, toolCalls };
+  }
+  return canonicalJson(data) === canonicalJson(sent.data);
 }
 
 /** A session this runner holds the lease of. */
@@ -264,6 +326,44 @@ export class RunnerSession {
       if (codeOf(err) === 'LEASE_LOST' || codeOf(err) === 'SESSION_NOT_FOUND') this.stop();
       else this.log(`renewing the lease on ${this.sessionId} failed`, err);
     }
+  }
+
+  /** The tools declared on the session by this runner (as sent), with each one's effect by name. */
+  private declared?: { key: string; effects: Map<string, ToolEffect> };
+
+  /**
+   * Declares the tools this runner runs for the session, with their effects
+   * (declareRunnerTools; forkline writes a session/runner-tools event when the
+   * set differs from the one in force). The calls a TurnWriter writes carry
+   * these effects. Declaring the set declared last costs nothing.
+   */
+  async declareTools(tools: RunnerToolDeclaration[]): Promise<void> {
+    const key = JSON.stringify(tools);
+    if (this.declared?.key === key) return;
+    if (this.signal.aborted || this.released) this.lost();
+    const input = {
+      sessionId: this.sessionId,
+      leaseToken: this.leaseToken,
+      tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, effect: GRAPHQL_EFFECT[t.effect] })),
+    };
+    try {
+      const { declareRunnerTools } = await this.runner.retrying(() => this.runner.client.mutate(DeclareRunnerToolsDocument, { input }));
+      this.eventCount = declareRunnerTools.eventCount;
+    } catch (err) {
+      if (codeOf(err) === 'LEASE_LOST') this.lost();
+      throw err;
+    }
+    this.declared = { key, effects: new Map(tools.map((t) => [t.name, t.effect])) };
+  }
+
+  /** The effect this runner declared for a tool (undefined: not declared). */
+  effectOf(name: string): ToolEffect | undefined {
+    return this.declared?.effects.get(name);
+  }
+
+  /** A writer for the turn `request` runs (the next one, or the rest of the open one): see TurnWriter. */
+  turn(request: ModelRequest): TurnWriter {
+    return new TurnWriter(this, request);
   }
 
   /** A request that came with a claim or a turn's last append: the next modelRequest() returns it. */
@@ -324,11 +424,12 @@ export class RunnerSession {
         if (code !== 'SESSION_BUSY' && code !== 'LEASE_LOST') throw err;
         if (attempt >= 5) throw err;
         // Who wrote since? Only inbox/add (a message) or our own batch (an earlier attempt's answer was lost;
-        // a releasing one then finds the lease given back: LEASE_LOST).
+        // a releasing one then finds the lease given back: LEASE_LOST). Ours means exactly what we sent:
+        // a new holder's repair writes events of the same types (its synthetic closers), which are not.
         const page = await this.runner.retrying(() => this.runner.client.query(SessionEventsDocument, { id: this.sessionId, afterSeq: expected - 1, first: events.length + 100 }));
         const since = (page.session?.events.edges ?? []).map((e) => e.node);
         const ours = since.filter((e) => e.type !== 'inbox/add');
-        if (ours.length === events.length && ours.every((e, i) => e.type === events[i].type && e.seq >= expected)) {
+        if (ours.length === events.length && ours.every((e, i) => e.seq >= expected && isStoredAsSent(e, events[i]))) {
           this.eventCount = page.session!.eventCount;
           if (code === 'LEASE_LOST') this.letGo();
           return ours;
@@ -369,5 +470,157 @@ export class RunnerSession {
     } catch (err) {
       if (codeOf(err) !== 'LEASE_LOST') throw err;
     }
+  }
+}
+
+/**
+ * Writes one turn as it happens, so the log always says what the runner is
+ * doing (docs/runners.md "Why the call goes first"):
+ *
+ *   startStep()  before the model is called: the step's start (the turn's
+ *                opening with the first: the input taken, turn/start), so
+ *                the session reads RUNNING and the step's time is its own
+ *   message()    as soon as the model finished: its text and its tool calls,
+ *                each with the effect this runner declared for the tool —
+ *                stored before any tool runs (a call without tools waits for
+ *                the step's end: nothing happens in between)
+ *   result()     each call's result as it comes
+ *   endStep()    the step's end, written with what comes next (the next
+ *                step's start or the turn's end)
+ *   end()        the turn's end (`failed` with the error recorded), with the
+ *                lease given back when nothing is left to run
+ *
+ * Writes go out in order, one at a time; once one failed (the lease lost),
+ * every later one fails with the same error.
+ */
+export class TurnWriter {
+  readonly turn: number;
+  /** The open step (0: none started yet). */
+  step: number;
+  private stepOpen: boolean;
+  private turnOpen: boolean;
+  /** Events written with the next write (a step's end; an answer without calls). */
+  private carry: RunnerEvent[] = [];
+  private writes: Promise<unknown> = Promise.resolve();
+  private failure: unknown;
+  private ended = false;
+
+  constructor(
+    readonly session: RunnerSession,
+    private readonly request: ModelRequest,
+  ) {
+    if (request.turn == null || request.step == null) throw new Error(`session ${session.sessionId} has nothing to run`);
+    this.turn = request.turn;
+    // Inside an open turn the request's step is the next one to start (an open step is closed by the repair of a cut, never left to continue).
+    this.step = request.step - 1;
+    this.stepOpen = false;
+    this.turnOpen = request.inTurn;
+  }
+
+  /** The step's events, when this writer opened the turn: the input taken and turn/start go first. */
+  private opening(): RunnerEvent[] {
+    if (this.turnOpen) return [];
+    this.turnOpen = true;
+    return [
+      { type: 'inbox/remove', data: { inputId: this.request.inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: this.turn, inputId: this.request.inputId } },
+    ];
+  }
+
+  private write(events: RunnerEvent[]): Promise<void> {
+    const batch = [...this.carry, ...events];
+    this.carry = [];
+    const done = this.writes.then(async () => {
+      if (this.failure) throw this.failure;
+      if (batch.length === 0) return;
+      try {
+        await this.session.append(batch);
+      } catch (err) {
+        this.failure ??= err;
+        throw err;
+      }
+    });
+    this.writes = done.catch(() => {});
+    return done;
+  }
+
+  /** Whether the open step has its model message. */
+  private answered = false;
+  /** The open step's calls with no result written yet. */
+  private unanswered = new Map<string, { id: string; name: string }>();
+
+  /** Starts the next step, before its model call; returns its number. A step still waiting for its message stays open (a retried model call). */
+  async startStep(): Promise<number> {
+    if (this.stepOpen && !this.answered) return this.step;
+    if (this.stepOpen) this.endStep();
+    this.answered = false;
+    this.step++;
+    this.stepOpen = true;
+    await this.write([...this.opening(), { type: 'step/start', data: { turn: this.turn, step: this.step } }]);
+    return this.step;
+  }
+
+  /** The open step's model answer: with tool calls, stored before this returns (run the tools after it). */
+  async message(m: StepMessage): Promise<void> {
+    const toolCalls = m.toolCalls.map((c) => {
+      const effect = this.session.effectOf(c.name);
+      return { id: c.id, name: c.name, arguments: c.arguments, ...(effect ? { effect } : {}) };
+    });
+    this.answered = true;
+    for (const c of toolCalls) this.unanswered.set(c.id, c);
+    const event: RunnerEvent = { type: 'model/message', data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) } };
+    if (toolCalls.length === 0) {
+      this.carry.push(event);
+      return;
+    }
+    await this.write([event]);
+  }
+
+  /** A call's result (`error`: the tool failed; the content says how), stored before this returns. */
+  result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
+    this.unanswered.delete(call.id);
+    return this.write([
+      { type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name } },
+    ]);
+  }
+
+  /** Closes the open step; its end is written with what comes next. */
+  endStep(reason: 'completed' | 'failed' = 'completed'): void {
+    if (!this.stepOpen) return;
+    this.stepOpen = false;
+    // A call the framework never ran (a tool the runner lacks, a run that failed first) is answered as such: results pair with calls.
+    for (const call of this.unanswered.values()) {
+      this.carry.push({ type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status: 'error', content: 'the runner recorded no result for this call (it did not run it)', name: call.name } });
+    }
+    this.unanswered.clear();
+    this.carry.push({ type: 'step/end', data: { turn: this.turn, step: this.step, reason } });
+  }
+
+  /** A text delta of the open step for live clients (not stored). */
+  delta(text: string): Promise<void> {
+    return this.session.delta(this.turn, Math.max(1, this.step), text);
+  }
+
+  /** Whether end() was called. */
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /**
+   * Ends the turn: the open step closed (`failed` with the turn), the error
+   * recorded (plugin/agent/error), turn/end; a turn whose input was never
+   * taken is opened first (else it would be run again and again).
+   */
+  async end(reason: 'completed' | 'failed', error?: string): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    // Wait for the writes before: a failed one (the lease lost) fails this one too.
+    await this.writes;
+    if (this.failure) throw this.failure;
+    const events = this.opening();
+    this.endStep(reason);
+    if (error) events.push({ type: 'plugin/agent/error', data: { turn: this.turn, step: Math.max(1, this.step), message: error.slice(0, 10_000) } });
+    events.push({ type: 'turn/end', data: { turn: this.turn, reason } });
+    await this.write(events);
   }
 }

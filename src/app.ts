@@ -23,7 +23,10 @@ import { serveDashboard } from './dashboard-static.ts';
 import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
-import { DEFAULT_WORKSPACE_LIMITS, FileWorkspaces, type WorkspaceLimits } from './agent/file-workspace.ts';
+import type { ShellMode } from './agent/workspace-sandbox.ts';
+import { DEFAULT_TENANT_WORKSPACES_MAX_BYTES, FileWorkspaces } from './agent/file-workspace.ts';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './core/file-tree.ts';
+import { DEFAULT_MAX_NAMED_HASHES } from './store/file-blobs.ts';
 import fs from 'node:fs';
 import type { McpConfig } from './agent/mcp/mcp-config.ts';
 import type { BudgetOptions } from './agent/context-budget.ts';
@@ -101,10 +104,18 @@ export interface AppOptions {
   tracing?: TracingOptions;
   /** Where sessions' file workspaces are made (FORKLINE_WORKSPACES_DIR; main: under the data directory); unset: a new temporary directory. */
   workspacesDir?: string;
-  /** Offer the `shell` tool (FORKLINE_SHELL=on; agent/shell-tool.ts). */
-  shell?: boolean;
+  /** Offer the `shell` tool (FORKLINE_SHELL; agent/shell-tool.ts); `true` is `on`: sandboxed or refused. */
+  shell?: boolean | ShellMode;
+  /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
+  bwrap?: string;
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
+  /** Distinct file contents one recording or runner batch may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
+  maxNamedFileHashes?: number;
+  /** Bytes of one tenant's workspaces on this process's disk (FORKLINE_TENANT_WORKSPACES_MAX_BYTES). */
+  tenantWorkspacesMaxBytes?: number;
+  /** How workspace files are written (tests put a failing disk here); default fs.writeFile. */
+  workspaceWriteBytes?: (abs: string, bytes: Uint8Array) => Promise<void>;
 }
 
 export interface App {
@@ -138,18 +149,24 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const prepare = opts.preparedStatements ?? true;
   const standbys = opts.readUrls?.length ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) }) : undefined;
   await standbys?.start();
-  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }), byTree: opts.distributed });
+  const limits: WorkspaceLimits = { ...DEFAULT_WORKSPACE_LIMITS, ...Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined)) };
+  const fileLimits = { ...limits, maxNamedHashes: opts.maxNamedFileHashes ?? DEFAULT_MAX_NAMED_HASHES };
+  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }), byTree: opts.distributed, fileLimits });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel, retries: opts.modelRetries });
-  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell });
+  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
-  const limits = Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined));
-  const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, { ...DEFAULT_WORKSPACE_LIMITS, ...limits });
+  const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, limits, {
+    tenantOf: (id) => store.sessions.tenantOf(id),
+    tenantMaxBytes: opts.tenantWorkspacesMaxBytes ?? DEFAULT_TENANT_WORKSPACES_MAX_BYTES,
+    log,
+    writeBytes: opts.workspaceWriteBytes,
+  });
   const host = new SessionHost(
     store,
     leases,
@@ -200,6 +217,17 @@ export async function createApp(opts: AppOptions): Promise<App> {
   });
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();
+  // Change sets stored before every door held paths to one rule: reported, never made on disk (agent/file-workspace.ts refuses them).
+  const changeSetAudit = store.files
+    .refusedChangeSets()
+    .then((found) => {
+      if (found.length === 0) return;
+      const sessionIds = [...new Set(found.map((f) => f.sessionId))];
+      const msg = `${found.length} stored file change set(s) name paths the file tools refuse; their files will not be made on disk (sessions ${sessionIds.join(', ')}): ${found[0].problem}`;
+      if (opts.logger) opts.logger.warn({ sessionIds, changeSets: found.slice(0, 20) }, msg);
+      else log(msg);
+    })
+    .catch((err) => log('checking stored file change sets failed', err));
   const server = await startServer({
     services,
     prisma: db.prisma,
@@ -237,6 +265,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       await server.close();
       await apiTokens.stop();
       await host.stop();
+      await changeSetAudit;
       await tools.close(); // after the host: no call is running
       if (temporaryWorkspaces) fs.rmSync(temporaryWorkspaces, { recursive: true, force: true });
       await tracing?.shutdown(); // after the host: turns it closed as interrupted are exported

@@ -66,8 +66,12 @@ const envSchema = z.object({
   FORKLINE_WORKSPACES_DIR: z.string().optional(),
   FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
   FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
-  /** `on`: offer the `shell` tool (a command in the session's workspace; sandboxed with bubblewrap where installed). */
-  FORKLINE_SHELL: z.enum(['on', 'off']).default('off').transform((v) => v === 'on'),
+  /** Distinct file contents one recording or runner batch may name without carrying them (docs/files.md "Limits"). */
+  FORKLINE_MAX_NAMED_FILE_HASHES: z.coerce.number().int().min(1).optional(),
+  /** Bytes of one tenant's workspaces on this process's disk (docs/files.md "Limits"). */
+  FORKLINE_TENANT_WORKSPACES_MAX_BYTES: z.coerce.number().int().min(1).optional(),
+  /** `on`: offer the `shell` tool, run in a bubblewrap sandbox (refused where none can be made); `unsandboxed`: run as this OS user with no sandbox. */
+  FORKLINE_SHELL: z.enum(['on', 'off', 'unsandboxed']).default('off'),
   FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
   // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
   MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),
@@ -93,6 +97,10 @@ const envSchema = z.object({
   FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
   FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
   FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
+  FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
+  FORKLINE_MAX_UPLOADS_PER_TENANT: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.uploadsPerTenant),
+  FORKLINE_UPLOAD_SPOOL_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.uploadSpoolMaxBytes),
+  FORKLINE_WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(64 * 1024).default(DEFAULT_LIMITS.wsMaxBufferedBytes),
   FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
   FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
   FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
@@ -105,6 +113,9 @@ const envSchema = z.object({
   FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
   FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
   FORKLINE_WS_IDLE_TIMEOUT_MS: z.coerce.number().int().refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100').default(DEFAULT_TIMEOUTS.wsIdleMs),
+  FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
+  FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
+  FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 }).superRefine((c, ctx) => {
   if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
@@ -152,6 +163,10 @@ export function securityOptions(config: Config): SecurityOptions {
     maxCost: config.FORKLINE_MAX_QUERY_COST,
     maxResponseBytes: config.FORKLINE_MAX_RESPONSE_BYTES,
     maxRecordingBytes: config.FORKLINE_MAX_RECORDING_BYTES,
+    maxRecordingLineBytes: config.FORKLINE_MAX_RECORDING_LINE_BYTES,
+    uploadsPerTenant: config.FORKLINE_MAX_UPLOADS_PER_TENANT,
+    uploadSpoolMaxBytes: config.FORKLINE_UPLOAD_SPOOL_MAX_BYTES,
+    wsMaxBufferedBytes: config.FORKLINE_WS_MAX_BUFFERED_BYTES,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
     // 0: that cap off (the other stays).
     connectionCaps:
@@ -166,6 +181,9 @@ export function securityOptions(config: Config): SecurityOptions {
       keepAliveMs: config.FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS,
       wsInitMs: config.FORKLINE_WS_INIT_TIMEOUT_MS,
       wsIdleMs: config.FORKLINE_WS_IDLE_TIMEOUT_MS,
+      bodyMinBytesPerSecond: config.FORKLINE_HTTP_BODY_MIN_BYTES_PER_S,
+      bodyRateWindowMs: config.FORKLINE_HTTP_BODY_RATE_WINDOW_MS,
     },
+    maxConnectionsPerAddress: config.FORKLINE_MAX_CONNECTIONS_PER_ADDRESS,
   };
 }

@@ -10,6 +10,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { ensureDatabase, migrate } from './db/migrate.ts';
 import { createApp, type App } from './app.ts';
 import { loadMcpConfig } from './agent/mcp/mcp-config.ts';
+import { defaultWorkspacesDir, prepareWorkspacesDir } from './agent/workspaces-dir.ts';
 import { tracingOptionsFromEnv } from './telemetry/genai-tracing.ts';
 
 /** SIGTERM to exit: well inside the 10 s an orchestrator usually allows. */
@@ -30,6 +31,8 @@ async function main() {
     embedded = await startEmbeddedPostgres(dir);
     databaseUrl = `${embedded.serverUrl}/forkline`;
   }
+  const workspacesDir = path.resolve(config.FORKLINE_WORKSPACES_DIR ?? defaultWorkspacesDir(config.FORKLINE_DATA_DIR));
+  prepareWorkspacesDir(workspacesDir, { formerDefault: path.join(config.FORKLINE_DATA_DIR, 'workspaces'), log: (msg) => logger.warn({ dir: workspacesDir }, msg) });
   let app: App | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
@@ -89,9 +92,11 @@ async function main() {
       providers: providersOf(config),
       mcp: config.FORKLINE_MCP_CONFIG ? loadMcpConfig(path.resolve(config.FORKLINE_MCP_CONFIG)) : undefined,
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
-      workspacesDir: path.resolve(config.FORKLINE_WORKSPACES_DIR ?? path.join(config.FORKLINE_DATA_DIR, 'workspaces')),
+      workspacesDir,
       shell: config.FORKLINE_SHELL,
       workspaceLimits: { maxBytes: config.FORKLINE_WORKSPACE_MAX_BYTES, maxFiles: config.FORKLINE_WORKSPACE_MAX_FILES },
+      maxNamedFileHashes: config.FORKLINE_MAX_NAMED_FILE_HASHES,
+      tenantWorkspacesMaxBytes: config.FORKLINE_TENANT_WORKSPACES_MAX_BYTES,
       sweepMs: 2000,
       tracing: tracingOptionsFromEnv(process.env),
     });

@@ -1,19 +1,33 @@
-// Vercel AI SDK adapter for external runners (issue 32): runs `streamText`
-// (or `generateText`) with the runner's own tools on a claimed session, from
-// the model request forkline builds (Session.modelRequest), and writes each
-// step as forkline events from `onStepFinish`: step/start, model/message with
-// its tool calls, a tool/result per call, step/end — the turn's inbox/remove
-// and turn/start go with its first step, its turn/end with its last. Text
-// deltas stream to sessionTurns subscribers as they come.
+// Vercel AI SDK adapter for external runners (docs/runners.md): runs
+// `streamText` (or `generateText`) with the runner's own tools on a claimed
+// session, from the model request forkline builds (Session.modelRequest), with
+// the model the session names (resolveModel) and the settings it recorded.
+// Each step is written as it happens, through the SDK's TurnWriter: the
+// model is wrapped (wrapLanguageModel) so the step's start is stored before
+// the model is called and its message with the tool calls before any tool
+// runs (the stream's tool calls are held back until then); each tool's
+// `execute` is wrapped to store its result as soon as it returns. The tools
+// are declared with their effects first (declareRunnerTools). Text deltas
+// stream to sessionTurns subscribers as they come.
 //
-//   await runner.run((session) => runAiSdkTurns(session, { model, tools }));
-import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
-import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '../runner.ts';
+//   await runner.run((session) => runAiSdkTurns(session, { model, tools, effects: { send_email: 'side-effects' } }));
+import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
+import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '../runner.ts';
+import { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 
 export interface AiSdkRunOptions {
-  model: LanguageModel;
+  /** The model for sessions that name none. */
+  model?: LanguageModelV3;
+  /**
+   * The runner's model for the one a session names (Session.model: `{provider, model}`; a fan-out's
+   * variants may name different ones). Undefined: this runner cannot serve it, and the turn fails saying so.
+   */
+  resolveModel?: (requested: RequestedModel) => LanguageModelV3 | undefined;
   /** The runner's tools (AI SDK `tool({...})` with `execute`). */
   tools?: ToolSet;
+  /** Each tool's effect, as declared to forkline (default `side-effects`: a cut-off call is never assumed safe to repeat). */
+  effects?: Record<string, ToolEffect>;
   /** Steps per turn (default 16); a turn still calling tools after them ends `failed`. */
   maxSteps?: number;
   /** `generate`: generateText, no deltas (default `stream`). */
@@ -63,39 +77,124 @@ function parseArguments(text: string): unknown {
 }
 
 const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value ?? null));
+const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
-/** One AI SDK step as forkline events (without the turn's opening and closing). */
-export function stepEvents(turn: number, step: number, result: StepResult<ToolSet>, sessionId: string): RunnerEvent[] {
-  const calls = result.toolCalls.map((c) => ({ id: c.toolCallId, name: c.toolName, arguments: JSON.stringify(c.input ?? {}) }));
-  const events: RunnerEvent[] = [
-    { type: 'step/start', data: { turn, step } },
-    {
-      type: 'model/message',
-      data: {
-        turn,
-        step,
-        text: result.text,
-        toolCalls: calls,
-        ...(result.usage?.inputTokens !== undefined ? { usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 } } : {}),
+/** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
+export async function aiSdkToolDeclarations(tools: ToolSet = {}, effects: Record<string, ToolEffect> = {}): Promise<RunnerToolDeclaration[]> {
+  return Promise.all(
+    Object.entries(tools).map(async ([name, t]) => {
+      const schema = t.inputSchema ? ((await asSchema(t.inputSchema).jsonSchema) as Record<string, unknown>) : undefined;
+      const { $schema: _, ...inputSchema } = schema ?? {};
+      return { name, effect: effects[name] ?? 'side-effects', ...(t.description ? { description: t.description } : {}), ...(schema ? { inputSchema } : {}) };
+    }),
+  );
+}
+
+/** The AI SDK's call settings from the ones forkline recorded (session/model settings; chat-completions names too). */
+export function aiSdkCallSettings(settings: Record<string, unknown> | undefined): CallSettings {
+  const names: Record<string, string> = {
+    temperature: 'temperature', topP: 'topP', top_p: 'topP', topK: 'topK', top_k: 'topK', maxOutputTokens: 'maxOutputTokens', max_tokens: 'maxOutputTokens',
+    presencePenalty: 'presencePenalty', presence_penalty: 'presencePenalty', frequencyPenalty: 'frequencyPenalty', frequency_penalty: 'frequencyPenalty',
+    seed: 'seed', stopSequences: 'stopSequences', stop: 'stopSequences',
+  };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings ?? {})) if (names[k]) out[names[k]] = k === 'stop' && typeof v === 'string' ? [v] : v;
+  return out as CallSettings;
+}
+
+const usageOf = (u: LanguageModelV3Usage | undefined) =>
+  u?.inputTokens?.total !== undefined || u?.outputTokens?.total !== undefined ? { inputTokens: u?.inputTokens?.total ?? 0, outputTokens: u?.outputTokens?.total ?? 0 } : undefined;
+
+/** The model's own calls (not the provider's: it ran those itself and answered them). */
+const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPart>): RunnerToolCall[] =>
+  content.flatMap((p) => (p.type === 'tool-call' && !p.providerExecuted ? [{ id: p.toolCallId, name: p.toolName, arguments: p.input || '{}' }] : []));
+
+/**
+ * `model` writing each of its calls through `turn`: the step's start before
+ * the call, its message (with its tool calls) once the model finished and
+ * before the AI SDK sees the calls (so before any tool runs). A retried call
+ * (the SDK's maxRetries) stays in its step.
+ */
+function writingModel(model: LanguageModelV3, turn: TurnWriter, calls: Map<string, RunnerToolCall>): LanguageModelV3 {
+  const record = async (text: string, toolCalls: RunnerToolCall[], usage: LanguageModelV3Usage | undefined) => {
+    for (const c of toolCalls) calls.set(c.id, c);
+    await turn.message({ text, toolCalls, usage: usageOf(usage) });
+  };
+  return wrapLanguageModel({
+    model,
+    middleware: {
+      specificationVersion: 'v3',
+      wrapGenerate: async ({ doGenerate }) => {
+        await turn.startStep();
+        const result = await doGenerate();
+        const text = result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+        await record(text, callsOf(result.content), result.usage);
+        return result;
+      },
+      wrapStream: async ({ doStream }) => {
+        await turn.startStep();
+        const { stream, ...rest } = await doStream();
+        let text = '';
+        const held: LanguageModelV3StreamPart[] = [];
+        const transform = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+          async transform(part, controller) {
+            if (part.type === 'text-delta') {
+              text += part.delta;
+              if (part.delta) void turn.delta(part.delta);
+            }
+            if (part.type === 'tool-call' && !part.providerExecuted) {
+              held.push(part); // released once the call is stored
+              return;
+            }
+            if (part.type === 'finish') {
+              await record(text, callsOf(held), part.usage);
+              for (const h of held.splice(0)) controller.enqueue(h);
+            }
+            controller.enqueue(part);
+          },
+          flush(controller) {
+            // A stream that ended without its finish part: its calls are not stored, so they do not run.
+            held.length = 0;
+            void controller;
+          },
+        });
+        return { stream: stream.pipeThrough(transform), ...rest };
       },
     },
-  ];
-  for (const call of calls) {
-    const ok = result.toolResults.find((r) => r.toolCallId === call.id);
-    const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
-    const status = ok ? 'ok' : 'error';
-    const content = ok ? asText(ok.output) : failed ? `tool failed: ${failed.error instanceof Error ? failed.error.message : asText(failed.error)}` : 'the runner has no such tool';
-    events.push({ type: 'tool/result', data: { turn, step, callId: call.id, resultId: `res_${sessionId}_${call.id}`, status, content, name: call.name } });
-  }
-  events.push({ type: 'step/end', data: { turn, step, reason: 'completed' } });
-  return events;
+  });
+}
+
+/** The tools with each `execute` storing its result (ok, or error with the failure) as soon as it returns. */
+function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): ToolSet {
+  return Object.fromEntries(
+    Object.entries(tools).map(([name, t]) => {
+      const execute = t.execute;
+      if (!execute) return [name, t];
+      const wrapped: typeof execute = async (input, options) => {
+        let output: unknown;
+        try {
+          output = await execute(input, options);
+        } catch (err) {
+          answered.add(options.toolCallId);
+          await turn.result({ id: options.toolCallId, name }, 'error', `tool failed: ${errorText(err)}`);
+          throw err;
+        }
+        answered.add(options.toolCallId);
+        await turn.result({ id: options.toolCallId, name }, 'ok', asText(output));
+        return output;
+      };
+      return [name, { ...t, execute: wrapped }];
+    }),
+  ) as ToolSet;
 }
 
 /**
  * Runs the session's work with the AI SDK: an open turn's next steps, then
  * one turn per pending input, until nothing is left (or the lease is lost).
+ * The tools are declared first (a set already declared costs nothing).
  */
 export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOptions): Promise<number> {
+  await session.declareTools(await aiSdkToolDeclarations(opts.tools, opts.effects));
   let turns = 0;
   for (;;) {
     const request = await session.modelRequest();
@@ -107,43 +206,39 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
 
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest, opts: AiSdkRunOptions): Promise<void> {
-  const turn = request.turn!;
-  let step = request.step!;
+  const turn = session.turn(request);
   const maxSteps = opts.maxSteps ?? 16;
-  // The turn's start goes in with its first step (one append).
-  let opening: RunnerEvent[] = request.inTurn
-    ? []
-    : [
-        { type: 'inbox/remove', data: { inputId: request.inputId, reason: 'taken' } },
-        { type: 'turn/start', data: { turn, inputId: request.inputId } },
-      ];
-  let writes: Promise<void> = Promise.resolve();
+  const requested = requestedModel(request);
+  // The session's model decides: one the runner cannot serve fails the turn, never runs on another.
+  const base = requested ? opts.resolveModel?.(requested) : opts.model;
+  if (!base) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  /** The calls the model made, by id, and those whose result is stored. */
+  const calls = new Map<string, RunnerToolCall>();
+  const answered = new Set<string>();
   let failure: unknown;
-  let ended = false;
   const abort = new AbortController();
-  session.signal.addEventListener('abort', () => abort.abort(session.signal.reason), { once: true });
-  const write = (events: RunnerEvent[]) => {
-    writes = writes.then(async () => void (failure ? undefined : await session.append(events))).catch((err) => {
-      failure ??= err;
-      abort.abort(err);
-    });
-    return writes;
-  };
-  const onStepFinish = (result: StepResult<ToolSet>) => {
-    const events = [...opening, ...stepEvents(turn, step, result, session.sessionId)];
-    opening = [];
-    if (result.toolCalls.length === 0) {
-      events.push({ type: 'turn/end', data: { turn, reason: 'completed' } });
-      ended = true;
+  const onLost = () => abort.abort(session.signal.reason);
+  session.signal.addEventListener('abort', onLost, { once: true });
+  const onStepFinish = async (result: StepResult<ToolSet>) => {
+    // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
+    for (const call of calls.values()) {
+      if (answered.has(call.id)) continue;
+      answered.add(call.id);
+      const ok = result.toolResults.find((r) => r.toolCallId === call.id);
+      const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
+      await turn.result(call, ok ? 'ok' : 'error', ok ? asText(ok.output) : failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool');
     }
-    step++;
-    return write(events);
+    const called = calls.size > 0;
+    calls.clear();
+    turn.endStep();
+    if (!called) await turn.end('completed');
   };
   const common = {
-    model: opts.model,
+    ...aiSdkCallSettings(requested?.settings),
+    model: writingModel(base, turn, calls),
     system: opts.system,
     messages: toModelMessages(request.messages as ChatMessage[]),
-    tools: opts.tools,
+    tools: opts.tools ? writingTools(opts.tools, turn, answered) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,
     onStepFinish,
@@ -153,28 +248,15 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
       await generateText(common);
     } else {
       const result = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
-      let deltaStep = step - 1;
-      for await (const part of result.fullStream) {
-        if (part.type === 'start-step') deltaStep++;
-        else if (part.type === 'text-delta' && part.text) void session.delta(turn, deltaStep, part.text);
-      }
+      await result.consumeStream({ onError: (error) => void (failure ??= error) });
     }
   } catch (err) {
     failure ??= err;
+  } finally {
+    session.signal.removeEventListener('abort', onLost);
   }
-  await writes;
-  if (failure) {
-    if (session.signal.aborted) throw failure; // the lease is gone: nothing more is ours to write
-    // The model or a write failed: the turn ends failed, as forkline's runner ends it.
-    const message = failure instanceof Error ? failure.message : String(failure);
-    await session.append([...opening, { type: 'plugin/agent/error', data: { turn, step, message } }, { type: 'turn/end', data: { turn, reason: 'failed' } }]);
-    return;
-  }
-  if (!ended) {
-    await session.append([
-      ...opening,
-      { type: 'plugin/agent/error', data: { turn, step: step - 1, message: `stopped after ${maxSteps} steps` } },
-      { type: 'turn/end', data: { turn, reason: 'failed' } },
-    ]);
-  }
+  if (turn.isEnded) return;
+  if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
+  await turn.end('failed', failure ? errorText(failure) : `stopped after ${maxSteps} steps`);
 }

@@ -1,17 +1,20 @@
-// OpenAI Agents SDK adapter for external runners (issue 32): a `Session`
-// (the SDK's conversation memory) backed by a claimed forkline session.
-// getItems returns the conversation forkline builds (Session.modelRequest:
-// a fork's synthetic results with their wording, compaction summaries) as
-// agent input items; addItems writes what the run adds as forkline events —
-// the user input opens the turn (inbox/remove, turn/start), each model
-// response is a step (step/start, model/message with its function calls),
-// each function_call_result a tool/result — and endTurn closes it. A forkline
-// log is append-only: popItem and clearSession never remove stored events
-// (fork the session to go back).
+// OpenAI Agents SDK adapter for external runners (docs/runners.md): runs an
+// agent on a claimed session, from the conversation forkline builds
+// (Session.modelRequest: a fork's synthetic results with their wording,
+// compaction summaries), with the model the session names (resolveModel) and
+// the settings it recorded. Each step is written as it happens, through the
+// SDK's TurnWriter: the agent's model is wrapped so a step's start is stored
+// before each model call and the response with its function calls before the
+// run goes on to the tools (per step, not per run); each function tool's
+// `invoke` is wrapped to store its result as soon as it returns. Text deltas
+// of a streamed run go to sessionTurns subscribers; each response's usage is
+// recorded with it. The agent's function tools are declared with their
+// effects first (declareRunnerTools).
 //
-//   await runner.run((s) => runAgentsTurns(s, agent));
-import { run, type Agent, type AgentInputItem, type Session } from '@openai/agents';
-import type { ChatMessage, ModelRequest, RunnerEvent, RunnerSession } from '../runner.ts';
+//   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
+import { OpenAIProvider, run, type Agent, type AgentInputItem, type Model, type ModelProvider, type ModelRequest as AgentsModelRequest, type ModelResponse, type ModelSettings, type Session, type Tool } from '@openai/agents';
+import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '../runner.ts';
+import { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 
 type Item = AgentInputItem & Record<string, any>;
 
@@ -44,16 +47,17 @@ const outputText = (output: unknown): string => {
 const messageText = (item: Item): string =>
   typeof item.content === 'string' ? item.content : (item.content ?? []).map((p: { text?: string }) => p.text ?? '').join('');
 
+/**
+ * The SDK's `Session` (conversation memory) over a forkline session's model
+ * request: getItems gives the conversation forkline builds as agent input
+ * items, then what a run added. It writes nothing: runAgentsTurns writes each
+ * step as it happens. A forkline log is append-only: popItem never removes a
+ * stored event and clearSession refuses (fork the session instead).
+ */
 export class ForklineAgentsSession implements Session {
-  /** Items this run added (getItems returns them after the history). */
+  /** Items a run added (getItems returns them after the history). */
   private readonly added: AgentInputItem[] = [];
   private readonly history: AgentInputItem[];
-  private turnOpen: boolean;
-  private step: number;
-  private stepOpen = false;
-  /** The open step's model response, not written yet: function calls may still join it. */
-  private draft?: { text: string; toolCalls: Array<{ id: string; name: string; arguments: string }> };
-  private stepHasResults = false;
 
   constructor(
     private readonly session: RunnerSession,
@@ -62,8 +66,6 @@ export class ForklineAgentsSession implements Session {
     const messages = request.messages as ChatMessage[];
     // Outside an open turn the last message is the pending input: the run gives it as its input.
     this.history = toAgentItems(request.inTurn ? messages : messages.slice(0, -1));
-    this.turnOpen = request.inTurn;
-    this.step = (request.step ?? 1) - 1;
   }
 
   /** The input text the run starts with (the pending input), or undefined inside an open turn. */
@@ -83,72 +85,10 @@ export class ForklineAgentsSession implements Session {
   }
 
   async addItems(items: AgentInputItem[]): Promise<void> {
-    const events: RunnerEvent[] = [];
-    const turn = this.request.turn!;
-    for (const item of items as Item[]) {
-      this.added.push(item);
-      if (item.role === 'user') {
-        if (!this.turnOpen) {
-          events.push({ type: 'inbox/remove', data: { inputId: this.request.inputId, reason: 'taken' } });
-          events.push({ type: 'turn/start', data: { turn, inputId: this.request.inputId } });
-          this.turnOpen = true;
-        }
-      } else if (item.role === 'assistant' || item.type === 'function_call') {
-        // A new model response: a new step, unless it continues the response being drafted.
-        if (!this.draft || this.stepHasResults || (item.role === 'assistant' && (this.draft.text || this.draft.toolCalls.length))) {
-          events.push(...this.flush(turn), ...this.closeStep(turn));
-          this.step++;
-          this.stepOpen = true;
-          this.stepHasResults = false;
-          events.push({ type: 'step/start', data: { turn, step: this.step } });
-          this.draft = { text: '', toolCalls: [] };
-        }
-        if (item.role === 'assistant') this.draft!.text += messageText(item);
-        else this.draft!.toolCalls.push({ id: item.callId, name: item.name, arguments: item.arguments ?? '{}' });
-      } else if (item.type === 'function_call_result') {
-        events.push(...this.flush(turn));
-        this.stepHasResults = true;
-        events.push({
-          type: 'tool/result',
-          data: { turn, step: this.step, callId: item.callId, resultId: `res_${this.session.sessionId}_${item.callId}`, status: item.status === 'incomplete' ? 'error' : 'ok', content: outputText(item.output), name: item.name },
-        });
-      }
-    }
-    // A model response is written once its items are in (its calls before their results).
-    events.push(...this.flush(turn));
-    if (events.length) await this.session.append(events);
+    this.added.push(...items);
   }
 
-  private flush(turn: number): RunnerEvent[] {
-    if (!this.draft) return [];
-    const d = this.draft;
-    this.draft = undefined;
-    return [{ type: 'model/message', data: { turn, step: this.step, text: d.text, toolCalls: d.toolCalls } }];
-  }
-
-  private closeStep(turn: number): RunnerEvent[] {
-    if (!this.stepOpen) return [];
-    this.stepOpen = false;
-    return [{ type: 'step/end', data: { turn, step: this.step, reason: 'completed' } }];
-  }
-
-  /** Closes the turn (its open step first): `completed`, or `failed` with the error recorded. */
-  async endTurn(reason: 'completed' | 'failed', error?: string): Promise<void> {
-    const turn = this.request.turn!;
-    const events: RunnerEvent[] = [];
-    if (!this.turnOpen) {
-      // The run ended before its input was stored: the input is taken all the same (or it would be run again and again).
-      if (this.request.inTurn || turn == null) return;
-      events.push({ type: 'inbox/remove', data: { inputId: this.request.inputId, reason: 'taken' } }, { type: 'turn/start', data: { turn, inputId: this.request.inputId } });
-    }
-    events.push(...this.flush(turn), ...this.closeStep(turn));
-    if (error) events.push({ type: 'plugin/agent/error', data: { turn, step: Math.max(1, this.step), message: error } });
-    events.push({ type: 'turn/end', data: { turn, reason } });
-    this.turnOpen = false;
-    await this.session.append(events);
-  }
-
-  /** The last item; stored events stay (the log is append-only): only an item of this run not yet written is dropped. */
+  /** The last item; stored events stay (the log is append-only): only an item a run added is dropped. */
   async popItem(): Promise<AgentInputItem | undefined> {
     return this.added.pop() ?? this.history.at(-1);
   }
@@ -158,20 +98,143 @@ export class ForklineAgentsSession implements Session {
   }
 }
 
-/** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn). */
-export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: { maxTurns?: number } = {}): Promise<number> {
+export interface AgentsRunOptions {
+  /** Model calls per turn (the SDK's maxTurns, default 16). */
+  maxTurns?: number;
+  /** Each function tool's effect, as declared to forkline (default `side-effects`). */
+  effects?: Record<string, ToolEffect>;
+  /**
+   * The runner's model for the one a session names (Session.model: `{provider, model}`); a string is a
+   * model name for `modelProvider`. Undefined: this runner cannot serve it, and the turn fails saying so.
+   * A session naming no model runs on the agent's own.
+   */
+  resolveModel?: (requested: RequestedModel) => Model | string | undefined;
+  /** Resolves model names (the agent's, or resolveModel's); default: the SDK's OpenAIProvider. */
+  modelProvider?: ModelProvider;
+  /** Run streamed (default): text deltas reach sessionTurns subscribers as they come. */
+  stream?: boolean;
+}
+
+type FunctionTool = Extract<Tool, { type: 'function' }>;
+
+/** The agent's function tools as declared to forkline: name, description, JSON Schema, effect. */
+export function agentsToolDeclarations(agent: Agent<any, any>, effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
+  return (agent.tools as Tool[])
+    .filter((t): t is FunctionTool => t.type === 'function')
+    .map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as unknown as Record<string, unknown>, effect: effects[t.name] ?? 'side-effects' }));
+}
+
+/** The Agents SDK's model settings from the ones forkline recorded (session/model settings). */
+export function agentsModelSettings(settings: Record<string, unknown> | undefined): ModelSettings {
+  const names: Record<string, keyof ModelSettings> = {
+    temperature: 'temperature', topP: 'topP', top_p: 'topP', maxOutputTokens: 'maxTokens', max_tokens: 'maxTokens',
+    presencePenalty: 'presencePenalty', presence_penalty: 'presencePenalty', frequencyPenalty: 'frequencyPenalty', frequency_penalty: 'frequencyPenalty',
+  };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings ?? {})) if (names[k]) out[names[k]] = v;
+  return out as ModelSettings;
+}
+
+/** A model response as a step's message: its text, its function calls, its usage. */
+function stepMessage(response: ModelResponse): StepMessage {
+  const items = response.output as Item[];
+  const text = items.filter((i) => i.type === 'message' || i.role === 'assistant').map(messageText).join('');
+  const toolCalls: RunnerToolCall[] = items.filter((i) => i.type === 'function_call').map((i) => ({ id: i.callId, name: i.name, arguments: i.arguments || '{}' }));
+  const u = response.usage as { inputTokens?: number; outputTokens?: number } | undefined;
+  return { text, toolCalls, ...(u && (u.inputTokens || u.outputTokens) ? { usage: { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } } : {}) };
+}
+
+/** `model` writing each call through `turn`: the step's start before it, the response (with its calls) before the run sees it. */
+class WritingModel implements Model {
+  constructor(
+    private readonly inner: Model,
+    private readonly turn: TurnWriter,
+  ) {}
+
+  async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
+    await this.turn.startStep();
+    const response = await this.inner.getResponse(request);
+    await this.turn.message(stepMessage(response));
+    return response;
+  }
+
+  async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
+    await this.turn.startStep();
+    for await (const event of this.inner.getStreamedResponse(request)) {
+      if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
+      if (event.type === 'response_done') await this.turn.message(stepMessage(event.response as unknown as ModelResponse));
+      yield event;
+    }
+  }
+}
+
+/** The function tools with each `invoke` storing its result as soon as it returns. */
+function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
+  return tools.map((t) => {
+    if (t.type !== 'function') return t;
+    const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
+      const call = { id: details?.toolCall?.callId ?? '', name: t.name };
+      let output: unknown;
+      try {
+        output = await t.invoke(ctx, input, details);
+      } catch (err) {
+        await turn.result(call, 'error', `tool failed: ${err instanceof Error ? err.message : String(err)}`);
+        throw err;
+      }
+      await turn.result(call, 'ok', outputText(output));
+      return output as string;
+    };
+    return { ...t, invoke };
+  });
+}
+
+async function modelFor(agent: Agent<any, any>, requested: RequestedModel | undefined, opts: AgentsRunOptions): Promise<Model | undefined> {
+  const named = requested ? opts.resolveModel?.(requested) : agent.model;
+  if (named === undefined) return undefined;
+  if (typeof named !== 'string') return named;
+  return (opts.modelProvider ?? new OpenAIProvider()).getModel(named || undefined);
+}
+
+/** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn), each step written as it happens. */
+export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<number> {
+  await session.declareTools(agentsToolDeclarations(agent, opts.effects));
   let turns = 0;
   for (;;) {
     const request = await session.modelRequest();
-    if (request.turn == null) return turns;
-    const memory = new ForklineAgentsSession(session, request);
-    try {
-      await run(agent, memory.input ?? [], { session: memory, maxTurns: opts.maxTurns ?? 16 });
-      await memory.endTurn('completed');
-    } catch (err) {
-      if (session.signal.aborted) throw err;
-      await memory.endTurn('failed', err instanceof Error ? err.message : String(err));
-    }
+    if (request.turn == null || request.step == null) return turns;
+    await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
+}
+
+/** One turn (or the rest of an open one) from `request`. */
+export async function runAgentsTurn(session: RunnerSession, request: ModelRequest, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<void> {
+  const turn = session.turn(request);
+  const requested = requestedModel(request);
+  const model = await modelFor(agent, requested, opts);
+  if (!model) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const writing = agent.clone({
+    model: new WritingModel(model, turn),
+    modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
+    tools: writingTools(agent.tools as Tool[], turn),
+  });
+  const memory = new ForklineAgentsSession(session, request);
+  const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
+  let failure: unknown;
+  try {
+    const options = { maxTurns: opts.maxTurns ?? 16, signal: session.signal };
+    if (opts.stream === false) {
+      await run(writing, input, options);
+    } else {
+      const result = await run(writing, input, { ...options, stream: true });
+      for await (const _event of result) void _event;
+      await result.completed;
+      if (result.error) failure = result.error;
+    }
+  } catch (err) {
+    failure = err;
+  }
+  if (turn.isEnded) return;
+  if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  await turn.end(failure ? 'failed' : 'completed', failure ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
 }

@@ -10,23 +10,28 @@
 // touched (or, for a tool that does not say, the whole tree) with what the
 // disk held, by size and modification time, and hashes only what differs:
 // its change set is stored with the call's result (session-runner.ts).
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { treeUsage, workspacePath, type FileChangeRecord } from '../core/file-tree.ts';
+import { changeSetPathProblem, DEFAULT_WORKSPACE_LIMITS, quotaProblem, TreeUsage, workspacePath, type FileChangeRecord, type WorkspaceLimits } from '../core/file-tree.ts';
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
 
-export interface WorkspaceLimits {
-  /** Bytes of all files of one session's tree (FORKLINE_WORKSPACE_MAX_BYTES). */
-  maxBytes: number;
-  /** Files of one session's tree (FORKLINE_WORKSPACE_MAX_FILES). */
-  maxFiles: number;
-  /** Bytes of one file. */
-  maxFileBytes: number;
-}
+export { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '../core/file-tree.ts';
 
-export const DEFAULT_WORKSPACE_LIMITS: WorkspaceLimits = { maxBytes: 100 * 1024 * 1024, maxFiles: 20_000, maxFileBytes: 10 * 1024 * 1024 };
+/** Bytes one tenant's workspaces may hold on this process's disk (FORKLINE_TENANT_WORKSPACES_MAX_BYTES). */
+export const DEFAULT_TENANT_WORKSPACES_MAX_BYTES = 1024 * 1024 * 1024;
+
+export interface WorkspacesOptions {
+  /** The tenant a session belongs to (its workspaces share the tenant's total). */
+  tenantOf?: (sessionId: string) => Promise<string | undefined>;
+  /** Bytes one tenant's workspaces may hold on this process's disk: idle ones are evicted first. */
+  tenantMaxBytes?: number;
+  log?: (msg: string, err?: unknown) => void;
+  /** Writes a file's bytes (tests put a failing disk here). */
+  writeBytes?: (abs: string, bytes: Uint8Array) => Promise<void>;
+}
 
 /** Workspaces whose disk state a process remembers (others are made again when next needed). */
 const REMEMBERED = 200;
@@ -50,18 +55,56 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
   for (let i = 0; i < items.length; i += PARALLEL) await Promise.all(items.slice(i, i + PARALLEL).map(fn));
 }
 
+/**
+ * A file's content, read only up to `max` bytes: a file that grew past it
+ * since it was stat'ed (a command still writing) is refused, not read whole.
+ */
+async function readAtMost(abs: string, max: number, rel: string): Promise<Buffer> {
+  const handle = await fs.open(abs, 'r');
+  try {
+    // Sized by what the file holds now (plus one byte, to see it grow), never past max + 1.
+    let buf = Buffer.allocUnsafe(Math.min(max + 1, (await handle.stat()).size + 1));
+    let n = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, n, buf.length - n, n);
+      if (bytesRead === 0) break;
+      n += bytesRead;
+      if (n > max) throw new ToolError(`a file holds at most ${max} bytes, and ${rel} has more`);
+      if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(Math.min(max + 1, 2 * buf.length) - buf.length)]);
+    }
+    return buf.subarray(0, n);
+  } finally {
+    await handle.close();
+  }
+}
+
 const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '');
 
-/** The workspaces of the sessions this process runs, under one root directory. */
+/** Deleted sessions a process remembers, so a late call cannot make their directory again. */
+const GONE_REMEMBERED = 10_000;
+
+/**
+ * The workspaces of the sessions this process runs, under one root
+ * directory. A directory is a cache of its log (docs/files.md): one that
+ * falls out of the remembered set, or an idle one whose tenant needs the room
+ * (FORKLINE_TENANT_WORKSPACES_MAX_BYTES), is removed and made again when next needed.
+ */
 export class FileWorkspaces {
   private readonly open = new Map<string, FileWorkspace>();
+  private readonly gone = new Set<string>();
+  readonly tenantMaxBytes: number;
+  readonly writeBytes: (abs: string, bytes: Uint8Array) => Promise<void>;
 
   constructor(
     readonly root: string,
     readonly blobs: FileBlobs,
     readonly log: SessionLog,
     readonly limits: WorkspaceLimits = DEFAULT_WORKSPACE_LIMITS,
-  ) {}
+    private readonly opts: WorkspacesOptions = {},
+  ) {
+    this.tenantMaxBytes = opts.tenantMaxBytes ?? DEFAULT_TENANT_WORKSPACES_MAX_BYTES;
+    this.writeBytes = opts.writeBytes ?? ((abs, bytes) => fs.writeFile(abs, bytes));
+  }
 
   /** The session's workspace (its disk state remembered while it is among the recently used). */
   of(sessionId: string): FileWorkspace {
@@ -69,13 +112,60 @@ export class FileWorkspaces {
     if (ws) this.open.delete(sessionId);
     else ws = new FileWorkspace(sessionId, path.join(this.root, sessionId), this);
     this.open.set(sessionId, ws);
-    if (this.open.size > REMEMBERED) this.open.delete(this.open.keys().next().value!);
+    if (this.open.size > REMEMBERED) {
+      const oldest = this.open.values().next().value!;
+      this.open.delete(oldest.sessionId);
+      if (!oldest.busy) void this.evict(oldest);
+    }
     return ws;
   }
 
-  /** Forgets a deleted session's workspace and removes its directory. */
+  /** Whether the session was deleted (its directory is never made again). */
+  isGone(sessionId: string): boolean {
+    return this.gone.has(sessionId);
+  }
+
+  /** The tenant of a session, for its share of the tenant's total ('' when unknown). */
+  async tenantOf(sessionId: string): Promise<string> {
+    return (await this.opts.tenantOf?.(sessionId)) ?? '';
+  }
+
+  /**
+   * Room for `ws` to hold `bytes` on disk within its tenant's total: idle
+   * workspaces of the tenant are evicted, least recently used first; a
+   * ToolError when that is not enough.
+   */
+  async makeRoom(ws: FileWorkspace, bytes: number): Promise<void> {
+    const others = () => [...this.open.values()].filter((o) => o !== ws && o.tenant === ws.tenant && o.diskBytes > 0);
+    const total = () => others().reduce((n, o) => n + o.diskBytes, bytes);
+    for (const o of others()) {
+      if (total() <= this.tenantMaxBytes) return;
+      if (!o.busy) await this.evict(o);
+    }
+    if (total() > this.tenantMaxBytes) {
+      throw new ToolError(`this tenant's workspaces may hold ${this.tenantMaxBytes} bytes on this server (FORKLINE_TENANT_WORKSPACES_MAX_BYTES), and this one would make them ${total()}; delete or shorten files first`);
+    }
+  }
+
+  /** Removes an idle workspace's directory: made again from the log when next needed. */
+  private async evict(ws: FileWorkspace): Promise<void> {
+    ws.invalidate();
+    ws.diskBytes = 0;
+    // A restore that starts meanwhile waits for the removal (it would remove what the restore writes).
+    ws.removal = fs.rm(ws.dir, { recursive: true, force: true }).catch((err) => this.opts.log?.(`evicting the file workspace of ${ws.sessionId} failed`, err));
+    await ws.removal;
+  }
+
+  /**
+   * Forgets a deleted session's workspace and removes its directory: a
+   * restore under way is stopped first, so it cannot write after the removal.
+   */
   async discard(sessionId: string): Promise<void> {
+    this.gone.add(sessionId);
+    if (this.gone.size > GONE_REMEMBERED) this.gone.delete(this.gone.values().next().value!);
+    const ws = this.open.get(sessionId);
     this.open.delete(sessionId);
+    if (ws) await ws.stop();
     await fs.rm(path.join(this.root, sessionId), { recursive: true, force: true });
   }
 }
@@ -88,6 +178,19 @@ export class FileWorkspace {
   /** Paths the running call wrote or deleted (a built-in file tool says which). */
   private readonly touched = new Set<string>();
   private rootReal?: string;
+  /** A restore under way (deletion waits for it to stop). */
+  private restoring?: Promise<void>;
+  /** Calls working in the directory now (an idle workspace may be evicted). */
+  private users = 0;
+  /** Its session's tenant, once known; its bytes on disk count toward the tenant's total. */
+  tenant?: string;
+  diskBytes = 0;
+  /** Bytes, files and directories of what the disk is known to hold (kept with `known`). */
+  private usage = new TreeUsage();
+  /** An eviction's removal of the directory, under way or done. */
+  removal?: Promise<void>;
+  /** Directories the last walk found (empty ones too). */
+  private walkedDirs = 0;
 
   constructor(
     readonly sessionId: string,
@@ -95,11 +198,39 @@ export class FileWorkspace {
     private readonly owner: FileWorkspaces,
   ) {}
 
+  get busy(): boolean {
+    return this.users > 0 || this.restoring !== undefined;
+  }
+
+  /** A call works in the directory until `leave` (it is not evicted meanwhile). */
+  enter(): void {
+    this.users++;
+  }
+
+  leave(): void {
+    this.users--;
+  }
+
   /** The directory made current with the log, before a file tool works in it. */
   async ready(): Promise<string> {
+    if (this.owner.isGone(this.sessionId)) throw new ToolError('this session was deleted');
     const last = await this.owner.log.lastFileChangeSeq(this.sessionId);
-    if (!this.known || last !== this.syncedSeq) await this.materialise(last);
+    if (!this.known || last !== this.syncedSeq) {
+      const restore = this.materialise(last);
+      this.restoring = restore;
+      try {
+        await restore;
+      } finally {
+        if (this.restoring === restore) this.restoring = undefined;
+      }
+    }
     return this.dir;
+  }
+
+  /** Waits for a restore under way to stop (the session was deleted: it stops at its next file). */
+  async stop(): Promise<void> {
+    this.invalidate();
+    await this.restoring?.catch(() => {});
   }
 
   /** Whether a call may have changed the directory since it was last made or captured. */
@@ -118,30 +249,69 @@ export class FileWorkspace {
     if (this.known) this.syncedSeq = seq;
   }
 
-  /** Restores the tree as of the log's end: costs what the tree holds, once. */
+  /**
+   * Restores the tree as of the log's end: costs what the tree holds, once.
+   * The tree is held to the rules every door holds change sets to (a row
+   * stored before them might not keep them): each path by the one rule and
+   * inside the directory once resolved, the session's quota, the tenant's
+   * total. Stops, and leaves no directory, once the session is deleted.
+   */
   private async materialise(lastChangeSeq: number): Promise<void> {
+    this.known = undefined;
+    await this.removal;
     const tree = await this.owner.blobs.tree(this.sessionId);
-    await fs.rm(this.dir, { recursive: true, force: true });
-    await fs.mkdir(this.dir, { recursive: true });
-    this.rootReal = await fs.realpath(this.dir);
-    const known = new Map<string, Known>();
     const entries = [...tree.values()];
-    for (let i = 0; i < entries.length; i += 500) {
-      const page = entries.slice(i, i + 500);
-      const contents = await this.owner.blobs.contents(page.map((e) => e.hash));
-      await inBatches(page, async (e) => {
-        const bytes = contents.get(e.hash);
-        if (!bytes) throw new Error(`file workspace of ${this.sessionId}: the content of ${e.path} (${e.hash}) is missing`);
-        const abs = path.join(this.dir, e.path);
-        await fs.mkdir(path.dirname(abs), { recursive: true });
-        await fs.writeFile(abs, bytes);
-        const st = await fs.stat(abs, { bigint: true });
-        known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
-      });
+    for (const e of entries) {
+      const problem = changeSetPathProblem(e.path);
+      if (problem) throw new ToolError(`the log names a file at ${JSON.stringify(e.path)}, which is refused (${problem}): the files cannot be made`);
     }
-    this.known = known;
-    this.syncedSeq = lastChangeSeq;
-    this.touched.clear();
+    const overQuota = quotaProblem(entries, this.owner.limits);
+    if (overQuota) throw new ToolError(`the files of this session cannot be made: ${overQuota}`);
+    this.tenant ??= await this.owner.tenantOf(this.sessionId);
+    const bytes = entries.reduce((n, e) => n + e.size, 0);
+    this.diskBytes = 0;
+    await this.owner.makeRoom(this, bytes);
+    const stopped = () => this.owner.isGone(this.sessionId);
+    try {
+      await fs.rm(this.dir, { recursive: true, force: true });
+      if (stopped()) throw new ToolError('this session was deleted');
+      await fs.mkdir(this.dir, { recursive: true });
+      const rootReal = await fs.realpath(this.dir);
+      this.rootReal = rootReal;
+      const dirsChecked = new Set<string>();
+      const known = new Map<string, Known>();
+      for (let i = 0; i < entries.length; i += 500) {
+        const page = entries.slice(i, i + 500);
+        const contents = await this.owner.blobs.contents(page.map((e) => e.hash));
+        await inBatches(page, async (e) => {
+          if (stopped()) throw new ToolError('this session was deleted');
+          const bytes = contents.get(e.hash);
+          if (!bytes) throw new Error(`file workspace of ${this.sessionId}: the content of ${e.path} (${e.hash}) is missing`);
+          const abs = path.join(this.dir, e.path);
+          const parent = path.dirname(abs);
+          await fs.mkdir(parent, { recursive: true });
+          // Where the file lands, resolved through any symlink, lies inside the directory.
+          if (!dirsChecked.has(parent)) {
+            const real = await fs.realpath(parent);
+            if (real !== rootReal && !real.startsWith(rootReal + path.sep)) throw new ToolError(`"${e.path}" leads outside the workspace`);
+            dirsChecked.add(parent);
+          }
+          await this.owner.writeBytes(abs, bytes);
+          const st = await fs.lstat(abs, { bigint: true });
+          known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
+        });
+      }
+      if (stopped()) throw new ToolError('this session was deleted');
+      this.known = known;
+      this.usage = new TreeUsage(entries);
+      this.diskBytes = bytes;
+      this.syncedSeq = lastChangeSeq;
+      this.touched.clear();
+    } catch (err) {
+      // A deletion that came meanwhile removed the directory, or will: whichever ends last removes it.
+      if (stopped()) await fs.rm(this.dir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   /**
@@ -186,19 +356,30 @@ export class FileWorkspace {
     if (content.byteLength > maxFileBytes) throw new ToolError(`"${rel}" would be ${content.byteLength} bytes: a file holds at most ${maxFileBytes} bytes`);
     const known = this.known!;
     const old = known.get(rel);
-    const usage = treeUsage(known.values());
-    const bytes = usage.bytes - (old?.size ?? 0) + content.byteLength;
+    // The usage with this write, then as it is (the write may not happen).
+    this.usage.set(rel, content.byteLength);
+    const [bytes, entries] = [this.usage.bytes, this.usage.entries];
+    this.usage.set(rel, old ? old.size : null);
     if (bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${bytes} bytes; delete or shorten files first`);
-    if (!old && usage.files + 1 > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files: delete a file before adding "${rel}"`);
+    if (entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories: delete a file before adding "${rel}"`);
     try {
       const st = await fs.lstat(abs);
       if (!st.isFile()) throw new ToolError(`"${rel}" is not a regular file`);
     } catch (err) {
       if (!isMissing(err)) throw err;
     }
+    await this.owner.makeRoom(this, this.diskBytes - (old?.size ?? 0) + content.byteLength);
     this.touched.add(rel);
     await fs.mkdir(path.dirname(abs), { recursive: true });
-    await fs.writeFile(abs, content);
+    // A temporary file renamed over the old one: a write that fails (a full disk) leaves the old content whole.
+    const temporary = path.join(path.dirname(abs), `.forkline-${randomUUID()}.tmp`);
+    try {
+      await this.owner.writeBytes(temporary, content);
+      await fs.rename(temporary, abs);
+    } catch (err) {
+      await fs.rm(temporary, { force: true });
+      throw new ToolError(`"${rel}" could not be written (${(err as { code?: string }).code ?? (err as Error).message}); it is unchanged`);
+    }
     return { rel, created: !old };
   }
 
@@ -227,11 +408,13 @@ export class FileWorkspace {
   private async walk(absDir: string): Promise<Array<{ abs: string; size: number; mtimeNs: bigint }>> {
     const out: Array<{ abs: string; size: number; mtimeNs: bigint }> = [];
     const dirs = [absDir];
+    this.walkedDirs = 0;
     while (dirs.length) {
       const d = dirs.pop()!;
       const entries = await fs.readdir(d, { withFileTypes: true }).catch((err) => (isMissing(err) ? [] : Promise.reject(err)));
       const files = entries.filter((e) => e.isFile());
       for (const e of entries) if (e.isDirectory()) dirs.push(path.join(d, e.name));
+      this.walkedDirs += entries.filter((e) => e.isDirectory()).length;
       await inBatches(files, async (e) => {
         const abs = path.join(d, e.name);
         const st = await fs.lstat(abs, { bigint: true });
@@ -239,6 +422,24 @@ export class FileWorkspace {
       });
     }
     return out;
+  }
+
+  /**
+   * Refuses, by the sizes the disk reports and before any content is read, a
+   * call that left a file over the per-file cap or the tree over the quota:
+   * a command can leave files of any size, and reading them whole to learn
+   * that would take the process's memory.
+   */
+  private refuseOverQuota(known: Map<string, Known>, candidates: Map<string, { size: number } | undefined>): void {
+    const { maxBytes, maxFileBytes } = this.owner.limits;
+    let bytes = 0;
+    for (const [p, k] of known) if (!candidates.has(p)) bytes += k.size;
+    for (const [p, st] of candidates) {
+      if (!st) continue;
+      if (st.size > maxFileBytes) throw new ToolError(`a file holds at most ${maxFileBytes} bytes, and ${p} has ${st.size}`);
+      bytes += st.size;
+    }
+    if (bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes, and the files came to ${bytes}`);
   }
 
   /**
@@ -260,6 +461,12 @@ export class FileWorkspace {
         candidates.set(p, st?.isFile() ? { size: Number(st.size), mtimeNs: st.mtimeNs } : undefined);
       }
     }
+    // A name a command may make that no change set may record (a backslash, a path past 1,024 characters).
+    for (const p of candidates.keys()) {
+      const problem = changeSetPathProblem(p);
+      if (problem) throw new ToolError(`a file was left at ${JSON.stringify(p)}, which cannot be recorded (${problem})`);
+    }
+    this.refuseOverQuota(known, candidates);
     const changes: FileChangeRecord[] = [];
     const blobs: Capture['blobs'] = [];
     for (const [p, st] of candidates) {
@@ -267,13 +474,15 @@ export class FileWorkspace {
       if (!st) {
         if (k) changes.push({ path: p, hash: null, size: 0 });
         known.delete(p);
+        this.usage.set(p, null);
         continue;
       }
       // What the tool says it touched is always read: a rewrite within the clock's resolution keeps size and mtime.
       if (k && opts.walk && k.size === st.size && k.mtimeNs === st.mtimeNs) continue;
-      const content = await fs.readFile(path.join(this.dir, p));
+      const content = await readAtMost(path.join(this.dir, p), this.owner.limits.maxFileBytes, p);
       const hash = sha256(content);
       known.set(p, { size: content.byteLength, mtimeNs: st.mtimeNs, hash });
+      this.usage.set(p, content.byteLength);
       if (k?.hash === hash) continue;
       changes.push({ path: p, hash, size: content.byteLength });
       blobs.push({ hash, content });
@@ -281,14 +490,18 @@ export class FileWorkspace {
     this.touched.clear();
     // The built-in tools check the quota before they write; a command is only seen afterwards.
     const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
-    const usage = treeUsage(known.values());
+    const usage = this.usage;
+    // Directories count as entries too, empty ones included (a walk sees those).
+    const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedDirs : 0));
     const tooBig = changes.find((c) => c.size > maxFileBytes);
     const problem =
       tooBig ? `a file holds at most ${maxFileBytes} bytes, and ${tooBig.path} has ${tooBig.size}`
       : usage.bytes > maxBytes ? `the workspace quota is ${maxBytes} bytes, and the files came to ${usage.bytes}`
-      : usage.files > maxFiles ? `the workspace quota is ${maxFiles} files, and there came to be ${usage.files}`
+      : entries > maxFiles ? `the workspace quota is ${maxFiles} files and directories, and there came to be ${entries}`
       : undefined;
     if (problem) throw new ToolError(problem);
+    this.diskBytes = usage.bytes;
+    await this.owner.makeRoom(this, usage.bytes);
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     return { changes, blobs };
   }

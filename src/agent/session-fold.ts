@@ -98,16 +98,18 @@ export class SessionFold {
     const d = end?.data as CompactionEndData | undefined;
     if (!end || !d || d.fromSeq !== 0 || typeof d.summarySeq !== 'number') return -1;
     const through = d.toSeq;
-    const [state, model, tools, title, instructions, turnEnd] = await Promise.all([
+    const [state, model, tools, runnerTools, title, instructions, turnEnd] = await Promise.all([
       store.stateAt(this.sessionId, through),
       log.lastOfType(this.sessionId, 'session/model', through),
       log.lastOfType(this.sessionId, 'session/tools', through),
+      log.lastOfType(this.sessionId, 'session/runner-tools', through),
       log.lastOfType(this.sessionId, 'session/title', through),
       log.lastOfType(this.sessionId, 'session/instructions', through),
       log.lastOfType(this.sessionId, 'turn/end', through),
     ]);
     if (model) state.model = model.data;
     if (tools) state.tools = tools.data.tools;
+    if (runnerTools) state.runnerTools = runnerTools.data.tools;
     if (title) state.title = title.data.title;
     if (instructions) {
       state.instructions = instructions.data.text || undefined;

@@ -73,6 +73,16 @@ const storable = (text: string) => text.replace(/\u0000/g, '\uFFFD');
  */
 export type StopReason = 'cancel' | 'shutdown' | 'deleted' | 'lease-lost' | 'turn-limit';
 
+/** What a tool call came to. */
+interface ToolRun {
+  status: 'ok' | 'error';
+  content: string;
+  writes: Array<{ key: string; value: string }>;
+  kept: Array<{ type: string; data: Record<string, unknown> }>;
+  /** The file change set of a call that may change files (its contents already stored), when it changed any. */
+  files?: FileChangeRecord[];
+}
+
 export class SessionRunner {
   private readonly abort = new AbortController();
   private readonly sessionId: string;
@@ -568,14 +578,7 @@ export class SessionRunner {
     tool: Tool | undefined,
     turn: number,
     step: number,
-  ): Promise<{
-    status: 'ok' | 'error';
-    content: string;
-    writes: Array<{ key: string; value: string }>;
-    kept: Array<{ type: string; data: Record<string, unknown> }>;
-    /** The file change set of a call that may change files (its contents already stored), when it changed any. */
-    files?: FileChangeRecord[];
-  }> {
+  ): Promise<ToolRun> {
     const writes: Array<{ key: string; value: string }> = [];
     const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
     if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes, kept };
@@ -587,6 +590,16 @@ export class SessionRunner {
     }
     if (tool.files && !this.files && this.deps.workspaces) this.files = this.deps.workspaces.of(this.sessionId);
     const files = tool.files ? this.files : undefined;
+    // While a call works in the directory, it is not evicted (file-workspace.ts).
+    files?.enter();
+    try {
+      return await this.runInFiles(call, tool, args, turn, step, files);
+    } finally {
+      files?.leave();
+    }
+  }
+
+  private async runInFiles(call: ToolCall, tool: Tool, args: unknown, turn: number, step: number, files: FileWorkspace | undefined): Promise<ToolRun> {
     const result = await this.execute(call, tool, args, turn, step, files);
     if (!files || tool.effect === 'read-only' || !files.materialised) return result;
     // What the call changed, by what it touched or a walk of the tree; its contents stored before the change set names them.

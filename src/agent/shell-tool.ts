@@ -1,44 +1,30 @@
-// The opt-in `shell` tool (FORKLINE_SHELL=on; issue 31, docs/files.md): runs a
-// command with /bin/sh in the session's file workspace as its working
-// directory, with a time limit, bounded output and none of forkline's
-// environment (no database URL, model keys or tokens). Where bubblewrap
-// (`bwrap`) is installed the command runs in its sandbox: the file system
-// read-only but for the workspace, a private /tmp, no network. Where it is
-// not, the command runs as forkline's OS user, confined by nothing but its
-// working directory — the README says so, and the process logs it at start.
+// The opt-in `shell` tool (FORKLINE_SHELL, docs/files.md): runs a command
+// with /bin/sh in the session's file workspace as its working directory, with
+// a time limit, bounded output and an environment made from an allow-list
+// (workspace-sandbox.ts: no database URL, model keys or tokens). With
+// FORKLINE_SHELL=on the command runs in a bubblewrap sandbox that mounts the
+// session's own directory and the system's programs, nothing else; where no
+// sandbox can be made every call is refused. Only FORKLINE_SHELL=unsandboxed
+// runs commands as forkline's OS user with nothing around them
+// (docs/operations.md "Threat model" says what that gives away).
 // What the command did to the workspace's files is found by a walk of the
 // tree (size and modification time; only what differs is hashed) and recorded
 // with its result like any file tool's change set.
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
+import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
 /** Each of stdout and stderr is cut at this many bytes. */
 export const SHELL_OUTPUT_MAX_BYTES = 64 * 1024;
 
-/** The bubblewrap binary on PATH, if any. */
-export function findBubblewrap(pathVar = process.env.PATH ?? ''): string | undefined {
-  for (const dir of pathVar.split(':').filter(Boolean)) {
-    const candidate = path.join(dir, 'bwrap');
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+/** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
+export type ShellRunner = { bwrap: string } | { refused: string } | { unsandboxed: true };
 
-function commandLine(dir: string, command: string, bwrap: string | undefined): [string, string[]] {
-  if (!bwrap) return ['/bin/sh', ['-c', command]];
-  return [
-    bwrap,
-    ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', dir, dir, '--chdir', dir,
-     '--unshare-all', '--die-with-parent', '--new-session', '/bin/sh', '-c', command],
-  ];
+function commandLine(dir: string, command: string, runner: ShellRunner): [string, string[]] {
+  const argv = ['/bin/sh', '-c', command];
+  if ('bwrap' in runner) return [runner.bwrap, sandboxArgs(dir, argv)];
+  return [argv[0]!, argv.slice(1)];
 }
 
 /** Collects a stream up to a byte limit, counting what it dropped. */
@@ -60,7 +46,7 @@ function bounded() {
   };
 }
 
-export function shellTool(opts: { bwrap?: string } = {}): Tool {
+export function shellTool(runner: ShellRunner): Tool {
   return tool({
     name: 'shell',
     description:
@@ -71,14 +57,18 @@ export function shellTool(opts: { bwrap?: string } = {}): Tool {
     files: 'also',
     run: async ({ command }, ctx) => {
       if (!ctx.files) throw new ToolError('this process has no file workspaces');
+      if ('refused' in runner) {
+        throw new ToolError(`the shell is switched off on this server: ${runner.refused}, and commands run only in a sandbox (the operator may install bubblewrap, or set FORKLINE_SHELL=unsandboxed)`);
+      }
       const dir = await ctx.files.ready();
-      const [file, args] = commandLine(dir, command, opts.bwrap);
+      const [file, args] = commandLine(dir, command, runner);
       const stdout = bounded();
       const stderr = bounded();
       const child = spawn(file, args, {
         cwd: dir,
-        // Nothing of forkline's environment: a command sees none of its secrets.
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: dir, LANG: 'C.UTF-8', TERM: 'dumb' },
+        // An allow-list, never forkline's environment (bwrap too gets only this:
+        // it is the sandbox's PID 1, whose /proc/1/environ a command can read).
+        env: workspaceEnvironment(dir),
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true, // its own process group: a timeout kills what it started too
       });

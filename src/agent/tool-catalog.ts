@@ -3,7 +3,8 @@
 // the sessions of a process and limited per tenant by the config.
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
-import { findBubblewrap, shellTool } from './shell-tool.ts';
+import { shellTool, type ShellRunner } from './shell-tool.ts';
+import { findBubblewrap, sandboxProblem, type ShellMode } from './workspace-sandbox.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,18 @@ export interface ToolServerStatus {
   toolCount: number;
 }
 
+/** How the shell will run, said once at start-up: sandboxed, refused (and why), or unsandboxed because the operator said so. */
+function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log: (msg: string) => void): ShellRunner {
+  if (mode === 'unsandboxed') {
+    log('FORKLINE_SHELL=unsandboxed: shell commands run as this OS user with no sandbox (they can read any file this user can, and reach the network; docs/operations.md "Threat model")');
+    return { unsandboxed: true };
+  }
+  const problem = sandboxProblem(bwrap);
+  if (!problem) return { bwrap: bwrap! };
+  log(`FORKLINE_SHELL=on but ${problem}: every shell call is refused. Install bubblewrap (apt-get install bubblewrap), or set FORKLINE_SHELL=unsandboxed to run commands without a sandbox (docs/operations.md "Threat model")`);
+  return { refused: problem };
+}
+
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
@@ -39,22 +52,20 @@ export class ToolCatalog {
   private readonly failures = new Map<string, string>();
   /** How many tools each server's last successful tools/list gave. */
   private readonly listed = new Map<string, number>();
+  /** The HOME of this process's workspace servers (workspace-sandbox.ts): private, made on first use. */
+  private homeDir?: string;
 
   constructor(
     mcp: McpConfig | undefined,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
-    /** The opt-in `shell` built-in (FORKLINE_SHELL=on; shell-tool.ts). */
-    opts: { shell?: boolean } = {},
+    /** The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH). */
+    opts: { shell?: ShellMode; bwrap?: string } = {},
   ) {
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-    if (opts.shell) {
-      const bwrap = findBubblewrap();
-      if (!bwrap) log('FORKLINE_SHELL=on without bubblewrap (bwrap) on PATH: shell commands run unsandboxed as this OS user, in the session\'s workspace directory');
-      this.builtins.set('shell', shellTool({ bwrap }));
-    }
+    if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
       const listing = isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
-      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing), config });
+      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, listing && this.mcpHome()), config });
     }
   }
 
@@ -148,6 +159,11 @@ export class ToolCatalog {
     await Promise.all([...this.perSession.values()].map((c) => c.close()));
     this.perSession.clear();
     if (this.listingDir) fs.rmSync(this.listingDir, { recursive: true, force: true });
+    if (this.homeDir) fs.rmSync(this.homeDir, { recursive: true, force: true });
+  }
+
+  private mcpHome(): string {
+    return (this.homeDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-home-')));
   }
 
   /** The session's own instance of a workspace server, started in its directory on first use. */
@@ -155,7 +171,7 @@ export class ToolCatalog {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
-    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir);
+    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir, this.mcpHome());
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;

@@ -19,6 +19,8 @@ export interface TurnUpdate {
   sessionId: string;
   kind: TurnUpdateKind;
   turn: number;
+  /** The stored event this update stands for (absent for what is not in the log: deltas, a tool running, progress). */
+  seq?: number;
   /** TURN_STARTED: the input the turn takes (sendMessage's inputId). */
   inputId?: string;
   step?: number;
@@ -43,21 +45,21 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'turn/start':
-        out.push({ sessionId, kind: 'TURN_STARTED', turn: ev.data.turn, inputId: ev.data.inputId });
+        out.push({ sessionId, kind: 'TURN_STARTED', seq: e.seq, turn: ev.data.turn, inputId: ev.data.inputId });
         break;
       case 'step/start':
-        out.push({ sessionId, kind: 'STEP_STARTED', turn: ev.data.turn, step: ev.data.step });
+        out.push({ sessionId, kind: 'STEP_STARTED', seq: e.seq, turn: ev.data.turn, step: ev.data.step });
         break;
       case 'tool/result': {
         const d = ev.data;
-        out.push({ sessionId, kind: 'TOOL_FINISHED', turn: d.turn, step: d.step, callId: d.callId, ...(d.name ? { toolName: d.name } : {}), status: d.status });
+        out.push({ sessionId, kind: 'TOOL_FINISHED', seq: e.seq, turn: d.turn, step: d.step, callId: d.callId, ...(d.name ? { toolName: d.name } : {}), status: d.status });
         break;
       }
       case 'step/end':
-        out.push({ sessionId, kind: 'STEP_ENDED', turn: ev.data.turn, step: ev.data.step, reason: ev.data.reason });
+        out.push({ sessionId, kind: 'STEP_ENDED', seq: e.seq, turn: ev.data.turn, step: ev.data.step, reason: ev.data.reason });
         break;
       case 'turn/end':
-        out.push({ sessionId, kind: 'TURN_ENDED', turn: ev.data.turn, reason: ev.data.reason });
+        out.push({ sessionId, kind: 'TURN_ENDED', seq: e.seq, turn: ev.data.turn, reason: ev.data.reason });
         break;
       // A stored answer is not an update (its text streamed as TEXT_DELTA; TOOL_RUNNING
       // announced its calls); the rest is not turn status.
@@ -68,6 +70,7 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'session/model':
       case 'session/tools':
       case 'session/instructions':
+      case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;

@@ -58,6 +58,7 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'session/model':
       case 'session/tools':
       case 'session/instructions':
+      case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;
@@ -165,6 +166,7 @@ export class RunTranslator {
       case 'session/model':
       case 'session/tools':
       case 'session/instructions':
+      case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':
         break;

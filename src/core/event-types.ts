@@ -15,6 +15,7 @@ export const CORE_EVENT_TYPE_NAMES = [
   'turn/end',
   'surface/replace',
   'session/tools',
+  'session/runner-tools',
   'session/end-seed',
   'session/instructions',
 ] as const;

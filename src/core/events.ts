@@ -5,6 +5,7 @@ import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
 import { MAX_INSTRUCTIONS_CHARS } from './text-limits.ts';
+import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
@@ -94,6 +95,21 @@ const v4 = {
   // The session's instructions (its system prompt): sent first in every model request from here on;
   // empty text: none. Kept in the log so a fork or a replay sends those of its cut.
   'session/instructions': z.strictObject({ text: z.string().max(MAX_INSTRUCTIONS_CHARS) }),
+  // The tools an external runner runs for this session, as it declared them (declareRunnerTools): what its
+  // model is offered (ModelRequest.tools) and the effect each of its calls is recorded with, so repair
+  // words a cut-off call of the runner's own tool as it words forkline's (docs/runners.md).
+  'session/runner-tools': z.strictObject({
+    tools: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1).max(200),
+          description: z.string().max(10_000).optional(),
+          inputSchema: z.record(z.string(), z.json()).optional(),
+          effect: z.enum(TOOL_EFFECTS),
+        }),
+      )
+      .max(500),
+  }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),
@@ -110,10 +126,17 @@ type SameNames<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : fals
 const namesAgree: SameNames<CoreEventType, (typeof CORE_EVENT_TYPE_NAMES)[number]> = true;
 void namesAgree;
 export type EventData<T extends CoreEventType> = z.infer<(typeof v4)[T]>;
+/** A tool an external runner declared (session/runner-tools). */
+export type RunnerTool = EventData<'session/runner-tools'>['tools'][number];
 
 /** Plugin events: `plugin/<name>/<event>`; data is the plugin's business. */
 export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$/;
 const pluginData = z.record(z.string(), z.json());
+/**
+ * Plugin events forkline itself acts on, validated like core events in every
+ * format version: a change set is made into files on disk (docs/files.md).
+ */
+const pluginCodecs: Record<string, z.ZodType> = { [FILES_CHANGE]: filesChangeDataSchema };
 
 export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 
@@ -145,7 +168,7 @@ function describeIssues(error: z.ZodError): string {
  */
 export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = CURRENT_FORMAT_VERSION): unknown {
   if (typeof type !== 'string' || type.length === 0) throw badInput('event type must be a non-empty string');
-  const schema = codecs[version]?.[type] ?? (isPluginType(type) ? pluginData : undefined);
+  const schema = codecs[version]?.[type] ?? (isPluginType(type) ? (pluginCodecs[type] ?? pluginData) : undefined);
   if (!schema) {
     const known = (codecs[version] as object) ? ` (format V${version})` : '';
     throw badInput(`unknown event type "${type}"${known}`, { type });

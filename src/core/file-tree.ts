@@ -2,6 +2,7 @@
 // pure: paths, change sets, the tree as of a seq, and the difference of two
 // trees. File contents live in the store by sha-256 (store/file-blobs.ts);
 // here a file is its path, size and hash.
+import { z } from 'zod';
 
 /** The event a call's change set is stored as, right before its `tool/result`, in the same append. */
 export const FILES_CHANGE = 'plugin/files/change';
@@ -47,6 +48,131 @@ export function workspacePath(raw: string): { path: string } | { problem: string
   const segments = raw.split('/').filter((s) => s !== '' && s !== '.');
   if (segments.some((s) => s === '..')) return { problem: `"${raw}" leaves the workspace ("..")` };
   return { path: segments.join('/') };
+}
+
+/**
+ * Why `raw` cannot be a path a change set records, or undefined: the rule of
+ * workspacePath, and a recorded path is already canonical (not the workspace
+ * itself). Every door that writes a change set (the agent, recordings, a
+ * runner's appendEvents) and every place a tree is made on disk holds paths
+ * to this one rule.
+ */
+export function changeSetPathProblem(raw: string): string | undefined {
+  const r = workspacePath(raw);
+  if ('problem' in r) return r.problem;
+  if (r.path === '') return `"${raw}" names the workspace itself, not a file`;
+  if (r.path !== raw) return `"${raw}" is not in canonical form ("${r.path}")`;
+  return undefined;
+}
+
+/** A content's name: its sha-256, lower-case hex. */
+export const FILE_HASH = /^[0-9a-f]{64}$/;
+
+/** The largest size a change set may claim (the store keeps sizes as int4). */
+const MAX_RECORDED_SIZE = 2 ** 31 - 1;
+
+/** `plugin/files/change` data, validated at every door (core/events.ts decodes it like a core event). */
+export const filesChangeDataSchema = z.strictObject({
+  callId: z.string().min(1).max(256),
+  changes: z.array(
+    z.strictObject({
+      path: z.string().superRefine((p, ctx) => {
+        const problem = changeSetPathProblem(p);
+        if (problem) ctx.addIssue({ code: 'custom', message: `path ${JSON.stringify(p)} is refused: ${problem}` });
+      }),
+      hash: z.string().regex(FILE_HASH, 'a sha-256 in lower-case hex').nullable(),
+      size: z.number().int().min(0).max(MAX_RECORDED_SIZE),
+    }),
+  ).max(1_000_000),
+});
+
+/** What one session's tree may hold (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES; docs/files.md "Limits"). */
+export interface WorkspaceLimits {
+  /** Bytes of all files of one session's tree. */
+  maxBytes: number;
+  /** Entries of one session's tree: its files and the directories they lie in. */
+  maxFiles: number;
+  /** Bytes of one file. */
+  maxFileBytes: number;
+}
+
+export const DEFAULT_WORKSPACE_LIMITS: WorkspaceLimits = { maxBytes: 100 * 1024 * 1024, maxFiles: 20_000, maxFileBytes: 10 * 1024 * 1024 };
+
+/** Why a tree breaks a session's quota (files and the directories they make count as entries), or undefined. */
+export function quotaProblem(tree: Iterable<{ path: string; size: number }>, limits: WorkspaceLimits): string | undefined {
+  const entries = [...tree];
+  const big = entries.find((e) => e.size > limits.maxFileBytes);
+  if (big) return `a file holds at most ${limits.maxFileBytes} bytes, and "${big.path}" has ${big.size}`;
+  return new TreeUsage(entries).problem(limits);
+}
+
+/**
+ * A tree's usage kept as change sets fold into it: bytes, files, and the
+ * directories its paths make (each counted once, while a file lies in it).
+ */
+export class TreeUsage {
+  bytes = 0;
+  files = 0;
+  private readonly dirs = new Map<string, number>();
+  private readonly sizes = new Map<string, number>();
+
+  constructor(tree: Iterable<{ path: string; size: number }> = []) {
+    for (const e of tree) this.set(e.path, e.size);
+  }
+
+  get entries(): number {
+    return this.files + this.dirs.size;
+  }
+
+  set(path: string, size: number | null): void {
+    const old = this.sizes.get(path);
+    if (old !== undefined) {
+      this.bytes -= old;
+      this.files--;
+      this.sizes.delete(path);
+      this.walkDirs(path, -1);
+    }
+    if (size === null) return;
+    this.sizes.set(path, size);
+    this.bytes += size;
+    this.files++;
+    this.walkDirs(path, 1);
+  }
+
+  private walkDirs(path: string, by: 1 | -1): void {
+    for (let at = path.lastIndexOf('/'); at > 0; at = path.lastIndexOf('/', at - 1)) {
+      const dir = path.slice(0, at);
+      const n = (this.dirs.get(dir) ?? 0) + by;
+      if (n > 0) this.dirs.set(dir, n);
+      else this.dirs.delete(dir);
+    }
+  }
+
+  /** Why this usage breaks the quota, or undefined. */
+  problem(limits: WorkspaceLimits): string | undefined {
+    if (this.bytes > limits.maxBytes) return `the workspace quota is ${limits.maxBytes} bytes, and the files come to ${this.bytes}`;
+    if (this.entries > limits.maxFiles) return `the workspace quota is ${limits.maxFiles} files and directories, and there are ${this.entries}`;
+    return undefined;
+  }
+}
+
+/**
+ * The first change set, folded onto `tree` oldest first, that leaves a tree
+ * past the quota (a fork at any event would make that tree on disk), or
+ * undefined. Folds into `tree`.
+ */
+export function firstOverQuota(tree: FileTree, changeSets: Iterable<{ seq: number; data: FilesChangeData }>, limits: WorkspaceLimits): { seq: number; problem: string } | undefined {
+  const usage = new TreeUsage(tree.values());
+  for (const cs of changeSets) {
+    for (const c of cs.data.changes) {
+      if (c.hash !== null && c.size > limits.maxFileBytes) return { seq: cs.seq, problem: `a file holds at most ${limits.maxFileBytes} bytes, and "${c.path}" has ${c.size}` };
+      usage.set(c.path, c.hash === null ? null : c.size);
+    }
+    foldFileTree([cs], tree);
+    const problem = usage.problem(limits);
+    if (problem) return { seq: cs.seq, problem };
+  }
+  return undefined;
 }
 
 /**

@@ -8,7 +8,7 @@
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
 // (DESIGN §1), checked against the state before it.
-import type { EventData, LogEvent, ToolCall } from './events.ts';
+import type { EventData, LogEvent, RunnerTool, ToolCall } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 export interface PendingInput {
@@ -61,6 +61,8 @@ export class LogState {
   tools?: string[];
   /** The session's instructions (session/instructions); undefined: none. */
   instructions?: string;
+  /** The tools an external runner declared (session/runner-tools); undefined: none declared. */
+  runnerTools?: RunnerTool[];
   private inbox = new Map<string, PendingInput>();
 
   /**
@@ -125,6 +127,9 @@ export class LogState {
         break;
       case 'session/instructions':
         this.instructions = ev.data.text || undefined;
+        break;
+      case 'session/runner-tools':
+        this.runnerTools = ev.data.tools;
         break;
       case 'surface/replace':
       case 'session/end-seed':
@@ -206,6 +211,7 @@ export class LogState {
       case 'session/model':
       case 'session/tools':
       case 'session/instructions':
+      case 'session/runner-tools':
       case 'session/end-seed':
         return undefined; // no relationship rule (a marker's placement is the recording validator's)
       default:

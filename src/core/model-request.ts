@@ -96,6 +96,7 @@ export class Conversation {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/runner-tools':
       case 'session/end-seed':
         break;
       default:

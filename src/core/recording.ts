@@ -24,6 +24,13 @@ export const MAX_RECORDING_BYTES = 64 * 1024 * 1024;
  * body of POST /recordings, which streams.
  */
 export const MAX_STRING_RECORDING_BYTES = 8 * 1024 * 1024;
+/**
+ * One line of a recording: an event, or a file content in base64 (the largest
+ * file a workspace holds, 10 MiB, is 14 MiB of base64). A line is held whole
+ * while it is parsed (a few copies of it): this bounds an import's memory
+ * whatever the recording's size.
+ */
+export const MAX_RECORDING_LINE_BYTES = 16 * 1024 * 1024;
 
 export const recordingHeaderSchema = z.strictObject({
   format: z.literal(RECORDING_FORMAT),
@@ -76,6 +83,9 @@ export interface RecordingSummary {
   /** File contents the recording carries after its events. */
   fileBlobs?: number;
 }
+
+/** The line of a recording that holds the event at `seq` (the header is line 1; events follow in seq order, one a line). */
+export const lineOfSeq = (seq: number) => seq + 2;
 
 const fail = (line: number, rule: string, detail: string) =>
   new ForklineError('BAD_USER_INPUT', `line ${line}: ${rule}: ${detail}`, { line, rule });
@@ -258,17 +268,22 @@ export class RecordingValidator {
  * byte chunks (an upload) — never holding more than one line besides the
  * current chunk. Bytes are decoded line by line, strictly: invalid UTF-8 is
  * rejected naming its line, never stored as U+FFFD. A final newline ends the
- * last line; CRLF is accepted. Rejects recordings over MAX_RECORDING_BYTES.
+ * last line; CRLF is accepted. Rejects recordings over `maxBytes` and, as soon
+ * as a line grows past it (before it is held whole), lines over `maxLineBytes`.
  */
 export async function* recordingLines(
   source: string | Iterable<string | Uint8Array> | AsyncIterable<string | Uint8Array>,
   maxBytes = MAX_RECORDING_BYTES,
+  maxLineBytes = MAX_RECORDING_LINE_BYTES,
 ): AsyncGenerator<string> {
   let bytes = 0;
   let line = 0;
   let rest = '';
   let restBytes: Uint8Array[] = [];
+  /** Bytes of the line being read so far (before its newline). */
+  let pending = 0;
   const strip = (l: string) => (l.endsWith('\r') ? l.slice(0, -1) : l);
+  const tooLong = () => fail(line + 1, 'size', `a line is longer than the limit of ${maxLineBytes} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`);
   const decode = (parts: Uint8Array[]) => {
     const text = decodeUtf8(parts.length === 1 ? parts[0] : Buffer.concat(parts));
     if (text === undefined) throw fail(line, 'encoding', `the line ${INVALID_UTF8}`);
@@ -281,23 +296,35 @@ export async function* recordingLines(
     let start = 0;
     if (typeof chunk === 'string') {
       for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
-        const text = rest + chunk.slice(start, nl);
+        const piece = chunk.slice(start, nl);
+        if (pending + Buffer.byteLength(piece) > maxLineBytes) throw tooLong();
+        const text = rest + piece;
         rest = '';
+        pending = 0;
         line++;
         yield strip(text);
         start = nl + 1;
       }
-      rest += chunk.slice(start);
+      const piece = chunk.slice(start);
+      pending += Buffer.byteLength(piece);
+      if (pending > maxLineBytes) throw tooLong();
+      rest += piece;
     } else {
       // A newline byte never occurs inside a multi-byte UTF-8 character.
       for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        if (pending + (nl - start) > maxLineBytes) throw tooLong();
         line++;
         const text = decode([...restBytes, chunk.subarray(start, nl)]);
         restBytes = [];
+        pending = 0;
         yield strip(text);
         start = nl + 1;
       }
-      if (start < chunk.length) restBytes.push(chunk.subarray(start));
+      if (start < chunk.length) {
+        pending += chunk.length - start;
+        if (pending > maxLineBytes) throw tooLong();
+        restBytes.push(chunk.subarray(start));
+      }
     }
   }
   if (rest !== '') yield strip(rest);

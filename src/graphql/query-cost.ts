@@ -7,8 +7,12 @@
 // default, cost nothing there, so a query with 30 aliased `events(first: $n)`
 // passed with n = 500. Here a page size is the literal, else the variable's
 // value, else the variable's default, else the argument's default, else the
-// connection's default page; `nodes(ids:)` multiplies by its ids; and fields
-// that return a whole log (`Session.recording`) carry their own weight.
+// connection's default page; `nodes(ids:)` multiplies by its ids; leaves that
+// can be large (`Event.data`) weigh more than a scalar. A fragment (spread or
+// inline) costs what its selections would cost written in place: it is not a
+// level of the response. `Session.recording` (a session's whole log as one
+// string) is not priced but counted: an operation may read at most one
+// (plugins/limits.ts; GET /recordings streams any number).
 import {
   Kind,
   getNamedType,
@@ -34,11 +38,20 @@ const OBJECT_COST = 2;
 const DEPTH_FACTOR = 1.5;
 
 /**
- * Leaves that cost more than a scalar. A recording is a session's whole log as
- * one string (up to the size of the largest import): a few of them in one
- * query reach the default limit of 100,000.
+ * Leaves that cost more than a scalar: an event's data is a JSON value of any
+ * size (a tool result, a file change set), so ten aliased pages of 500 events
+ * with their data reach the default limit of 100,000.
  */
-export const FIELD_COSTS: Readonly<Record<string, number>> = { 'Session.recording': 20_000 };
+export const FIELD_COSTS: Readonly<Record<string, number>> = { 'Event.data': 10 };
+/** Fields an operation may read at most once (with every page size around them counted). */
+export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording'];
+
+/** What an operation would read: its estimated cost, and how many times it reads each once-per-operation field. */
+export interface OperationCost {
+  cost: number;
+  /** Field (`Type.field`) → times read, page sizes multiplied through; only fields of ONCE_PER_OPERATION that occur. */
+  once: Record<string, number>;
+}
 
 type Variables = Readonly<Record<string, unknown>> | null | undefined;
 
@@ -49,56 +62,80 @@ interface Walk {
   variables: Variables;
   /** Set when a variable's value was read: the cost then holds for these variables only. */
   readVariables: boolean;
-  fragmentCosts: Map<string, number>;
+  /** Per fragment name: its cost, and its once-per-operation reads (a cycle counts nothing more). */
+  fragmentCosts: Map<string, OperationCost>;
+  /** The once-per-operation reads met so far, each times the page sizes around it. */
+  once: Record<string, number>;
+  /** The product of the page sizes around the selection being walked. */
+  scale: number;
 }
 
 // Per document (yoga's parse cache hands out the same object for the same
 // text) and operation: the cost of operations whose page sizes read no variable.
-const fixedCosts = new WeakMap<DocumentNode, Map<string, number>>();
+const fixedCosts = new WeakMap<DocumentNode, Map<string, OperationCost>>();
 
 /** The cost of the operation `operationName` of `document` run with `variables` (0 if there is no such operation). */
 export function queryCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Variables): number {
+  return operationCost(schema, document, operationName, variables).cost;
+}
+
+/** The cost of the operation and its once-per-operation reads. */
+export function operationCost(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined, variables: Variables): OperationCost {
   const key = operationName ?? '';
   const known = fixedCosts.get(document)?.get(key);
   if (known !== undefined) return known;
   const operation = getOperationAST(document, operationName);
-  if (!operation) return 0;
+  if (!operation) return { cost: 0, once: {} };
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-  const walk: Walk = { schema, operation, fragments, variables, readVariables: false, fragmentCosts: new Map() };
+  const walk: Walk = { schema, operation, fragments, variables, readVariables: false, fragmentCosts: new Map(), once: {}, scale: 1 };
   const root = schema.getRootType(operation.operation);
   let cost = 0;
   for (const selection of operation.selectionSet.selections) cost += selectionCost(walk, selection, root);
+  const result = { cost, once: walk.once };
   if (!walk.readVariables) {
     let byOperation = fixedCosts.get(document);
     if (!byOperation) fixedCosts.set(document, (byOperation = new Map()));
-    byOperation.set(key, cost);
+    byOperation.set(key, result);
   }
-  return cost;
+  return result;
 }
 
+/** A selection's cost; a fragment's is the sum of its selections', as if they were written in its place. */
 function selectionCost(walk: Walk, node: SelectionSetNode['selections'][number], parent: GraphQLNamedType | null | undefined): number {
   if (node.kind === Kind.FIELD) return fieldCost(walk, node, parent);
   if (node.kind === Kind.INLINE_FRAGMENT) {
     const type = node.typeCondition ? walk.schema.getType(node.typeCondition.name.value) : parent;
-    return setCost(walk, node.selectionSet, type);
+    return selectionsCost(walk, node.selectionSet, type);
   }
-  // A fragment spread: its definition counted once per name (a cycle counts nothing more).
+  // A fragment spread: its definition walked once per name, its reads then counted at each spread's scale.
   const name = node.name.value;
-  let cost = walk.fragmentCosts.get(name);
-  if (cost === undefined) {
+  let known = walk.fragmentCosts.get(name);
+  if (known === undefined) {
     const fragment = walk.fragments.get(name);
-    walk.fragmentCosts.set(name, 0);
-    cost = fragment ? setCost(walk, fragment.selectionSet, walk.schema.getType(fragment.typeCondition.name.value)) : 0;
-    walk.fragmentCosts.set(name, cost);
+    walk.fragmentCosts.set(name, { cost: 0, once: {} });
+    const outer = { once: walk.once, scale: walk.scale };
+    walk.once = {};
+    walk.scale = 1;
+    const cost = fragment ? selectionsCost(walk, fragment.selectionSet, walk.schema.getType(fragment.typeCondition.name.value)) : 0;
+    known = { cost, once: walk.once };
+    walk.fragmentCosts.set(name, known);
+    walk.once = outer.once;
+    walk.scale = outer.scale;
   }
-  return SCALAR_COST + DEPTH_FACTOR * cost;
+  for (const [field, times] of Object.entries(known.once)) walk.once[field] = (walk.once[field] ?? 0) + times * walk.scale;
+  return known.cost;
+}
+
+/** The selections of a set, each a level below it. */
+function selectionsCost(walk: Walk, set: SelectionSetNode, type: GraphQLNamedType | null | undefined): number {
+  let cost = 0;
+  for (const child of set.selections) cost += selectionCost(walk, child, type);
+  return cost;
 }
 
 function setCost(walk: Walk, set: SelectionSetNode, type: GraphQLNamedType | null | undefined): number {
-  let cost = OBJECT_COST;
-  for (const child of set.selections) cost += DEPTH_FACTOR * selectionCost(walk, child, type);
-  return cost;
+  return OBJECT_COST + DEPTH_FACTOR * selectionsCost(walk, set, type);
 }
 
 function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null | undefined): number {
@@ -106,8 +143,17 @@ function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null 
   // Introspection (GraphiQL) is bounded by the schema.
   if (name === '__schema' || name === '__type') return 0;
   const def = parent && 'getFields' in parent ? (parent.getFields()[name] as GraphQLField<unknown, unknown> | undefined) : undefined;
-  if (!node.selectionSet) return (parent && FIELD_COSTS[`${parent.name}.${name}`]) ?? SCALAR_COST;
-  return setCost(walk, node.selectionSet, def && getNamedType(def.type)) * (def ? multiplier(walk, node, def) : 1);
+  const qualified = parent ? `${parent.name}.${name}` : name;
+  if (ONCE_PER_OPERATION.includes(qualified)) walk.once[qualified] = (walk.once[qualified] ?? 0) + walk.scale;
+  if (!node.selectionSet) return FIELD_COSTS[qualified] ?? SCALAR_COST;
+  const times = def ? multiplier(walk, node, def) : 1;
+  const outer = walk.scale;
+  walk.scale = outer * times;
+  try {
+    return setCost(walk, node.selectionSet, def && getNamedType(def.type)) * times;
+  } finally {
+    walk.scale = outer;
+  }
 }
 
 /** How many items the field returns at most: its page size, or its number of ids. */

@@ -30,7 +30,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   // fields read the log as of the row's eventCount (lineage.ts snapshotOf).
   lastAnswer: LOG,
   workspace: LOG,
-  tools: LOG,
+  tools: [...LOG, 'runner'],
   files: LOG,
   file: LOG,
   fileChanges: LOG,
@@ -46,7 +46,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   recording: ['title', 'eventCount', 'runner'],
   runner: ['runner'],
   runnerHolder: ['runner', 'leaseOwner', 'leaseExpiresAt'],
-  modelRequest: [],
+  modelRequest: ['runner'],
 };
 
 const ALWAYS: SessionColumn[] = ['id', 'createdAt'];

@@ -52,12 +52,14 @@ export class SessionController {
     scope: Scope,
     input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
     idem: Idempotency = {},
+    /** A session id the door derived (POST /chat's chat ids); default: a new one. */
+    id?: string,
   ): Promise<SessionRow> {
     if (input.tools) this.checkToolSet(scope, input.tools);
     if (input.model) this.checkModel(input.model);
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'createSession', input, idem),
-      (beforeCommit) => this.store.createSession(scope, input, { beforeCommit }),
+      (beforeCommit) => this.store.createSession(scope, input, { beforeCommit, id }),
       (r) => this.store.requireSession(scope, r.sessionId),
     );
   }
@@ -176,10 +178,10 @@ export class SessionController {
     return r;
   }
 
-  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: { maxBytes?: number } = {}): Promise<SessionRow> {
+  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: { maxBytes?: number; maxLineBytes?: number } = {}): Promise<SessionRow> {
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-      (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, maxBytes: limits.maxBytes }),
+      (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, ...limits }),
       (r) => this.store.requireSession(scope, r.sessionId),
     );
   }

@@ -12,21 +12,29 @@
 //             log's length; with `release`, the batch that leaves the session
 //             with nothing to run gives the lease back in the same statement
 //   request   what the session's next model call would be sent: the fold's
-//             conversation (core/model-request.ts), and the tools of the
-//             session's set from the catalog
+//             conversation (core/model-request.ts), and the tools: the
+//             runner's declared set for a session of a pool, the session's
+//             set from the catalog for one forkline runs
+//   tools     a runner declares the tools it runs (session/runner-tools,
+//             written when the set changes); its calls are recorded with the
+//             declared effects (core/runner-tools.ts)
 //   runnable  sessions of a pool with work nobody holds: those waiting at
 //             subscribe time, then as the log or the lease changes (NOTIFY,
 //             through the sessionsChanged feed), and a look when a held lease
 //             ends (or every sweepMs) for leases that expired with nobody to
 //             announce it, repairing the open turns they left
-import type { NewEvent } from '../core/events.ts';
+import { decodeEvent, type NewEvent } from '../core/events.ts';
+import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
+import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
+import type { RunnerTool } from '../core/events.ts';
+import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
-import type { Tool } from '../agent/tools.ts';
+import type { ToolDefinition } from '../core/chat.ts';
 import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
@@ -41,7 +49,8 @@ const MIN_LOOK_MS = 100;
 
 export interface ModelRequest {
   messages: ChatMessage[];
-  tools: Tool[];
+  /** A runner session's: the tools its runner declared (none yet: empty); otherwise the session's set from forkline's catalog. */
+  tools: Array<ToolDefinition & { server?: string }>;
   /** The turn the next model call is in (the open one, or the next one); null: nothing to run. */
   turn: number | null;
   /** The step number the next model call gets; null: nothing to run. */
@@ -161,10 +170,70 @@ export class RunnerProtocol {
         throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, { rule: 'runner events', seq: expectedEventCount + i });
       }
     }
-    return this.write(scope, sessionId, events, token, expectedEventCount, opts.release ?? false);
+    await this.checkFileChanges(scope, sessionId, token, expectedEventCount, events);
+    const declared = events.some((e) => e.type === 'model/message') ? await this.declaredTools(sessionId, expectedEventCount) : undefined;
+    return this.write(scope, sessionId, withDeclaredEffects(events, declared, expectedEventCount), token, expectedEventCount, opts.release ?? false);
   }
 
-  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount: number, release = false): Promise<RunnerAppend> {
+  /**
+   * A runner's change sets keep the rules forkline's own agent keeps
+   * (docs/files.md): each right before its call's result in the same batch,
+   * paths by the one rule (the codec), content the tenant holds with its
+   * stored size, the session's quota at every change set. The contents they
+   * name become the session's (store/file-blobs.ts `checkChangeSets`).
+   */
+  private async checkFileChanges(scope: Scope, sessionId: string, token: number, expectedEventCount: number, events: NewEvent[]): Promise<void> {
+    const changeSets: SeqChangeSet[] = [];
+    for (const [i, e] of events.entries()) {
+      if (e.type !== FILES_CHANGE) continue;
+      const seq = expectedEventCount + i;
+      let data: FilesChangeData;
+      try {
+        data = decodeEvent(e.type, e.data) as FilesChangeData;
+      } catch (err) {
+        if (err instanceof ForklineError) throw badInput(`event ${seq} (${e.type}): ${err.message}`, { ...err.details, seq });
+        throw err;
+      }
+      const next = events[i + 1];
+      if (next?.type !== 'tool/result' || (next.data as { callId?: unknown }).callId !== data.callId) {
+        throw badInput(`event ${seq} (${e.type}): a change set comes right before its call's tool/result, in the same batch`, { rule: 'change set', seq });
+      }
+      changeSets.push({ seq, data });
+    }
+    if (changeSets.length === 0) return;
+    await this.leases.held(scope.tenant, sessionId, token);
+    const files = this.deps.store.files;
+    const named = await files.checkChangeSets(scope.tenant, changeSets, await files.tree(sessionId), undefined, (seq) => `event ${seq} (${FILES_CHANGE})`);
+    await files.adopt(sessionId, named);
+  }
+
+  /**
+   * The runner's declared tools as of the log's first `eventCount` events:
+   * from the fold kept of the session when it is there (the runner's last
+   * request), else the log's last session/runner-tools.
+   */
+  private async declaredTools(sessionId: string, eventCount: number): Promise<RunnerTool[] | undefined> {
+    const fold = this.folds.peek(sessionId);
+    if (fold && fold.nextSeq === eventCount) return fold.state.runnerTools;
+    const last = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools', eventCount - 1);
+    return (last?.data as { tools: RunnerTool[] } | undefined)?.tools;
+  }
+
+  /**
+   * The lease holder declares the tools it runs: a session/runner-tools event
+   * when the set differs from the one in force (forks inherit it), nothing
+   * otherwise. LEASE_LOST unless `token` is the held lease's.
+   */
+  async declareTools(scope: Scope, sessionId: string, token: number, tools: RunnerTool[]): Promise<void> {
+    const twice = duplicateToolNames(tools);
+    if (twice.length) throw badInput(`runner tools name "${twice[0]}" twice`, { rule: 'runner tools' });
+    await this.leases.held(scope.tenant, sessionId, token);
+    const current = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools');
+    if (!runnerToolsDiffer((current?.data as { tools: RunnerTool[] } | undefined)?.tools, tools)) return;
+    await this.write(scope, sessionId, [{ type: 'session/runner-tools', data: { tools } }], token);
+  }
+
+  private async write(scope: Scope, sessionId: string, events: NewEvent[], token: number, expectedEventCount?: number, release = false): Promise<RunnerAppend> {
     let written: { events: StoredEvent[]; released: boolean };
     // No ttlMs: an append does not extend an external lease (renewLease does, at the runner's own pace).
     const lease = { sessionId, token };
@@ -190,7 +259,7 @@ export class RunnerProtocol {
     const fold = this.folds.peek(sessionId);
     if (fold && written.events.length && fold.nextSeq === written.events[0].seq) fold.apply(written.events);
     for (const u of turnUpdatesOf(sessionId, written.events)) this.deps.publish(u);
-    return { ...written, eventCount: expectedEventCount + written.events.length };
+    return { ...written, eventCount: (written.events.at(-1)?.seq ?? (expectedEventCount ?? 0) - 1) + 1 };
   }
 
   /** A text delta for live clients (sessionTurns), from the lease holder; not stored. */
@@ -210,7 +279,7 @@ export class RunnerProtocol {
    * fields), even when appends came after the row was read; without it, as of
    * the end of the log (a runner's batch just appended).
    */
-  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number }): Promise<ModelRequest> {
+  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number; runner: string | null }): Promise<ModelRequest> {
     const endSeq = session.eventCount;
     const cached = this.folds.take(session.id);
     // A cached fold past the row cannot go back: the request is folded afresh up to it (and not kept).
@@ -223,8 +292,10 @@ export class RunnerProtocol {
       // The runner's next append continues this state: checked against it, with no read of the tail.
       this.deps.store.knowTail(session.id, state);
       const messages = fold.conversation.messages();
-      const catalog = await this.deps.tools.tools(scope);
-      const tools = catalog.filter((t) => toolAllowed(t.name, state.tools ?? this.deps.tools.defaultToolSet(scope)));
+      const tools =
+        session.runner != null
+          ? (state.runnerTools ?? []).map(runnerToolInfo)
+          : (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, state.tools ?? this.deps.tools.defaultToolSet(scope)));
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;

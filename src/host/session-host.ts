@@ -80,6 +80,8 @@ export class SessionHost {
   private readonly warming = new Map<string, { built: Promise<void>; startNow: () => void }>();
   private readonly maxActive: number;
   private readonly maxPerTenant: number;
+  /** Manual compactions waiting for a slot (slotFreed). */
+  private readonly slotWaiters = new Set<() => void>();
   private claimingBatch?: Promise<void>;
   private claimAgain = false;
   private claimTimer?: NodeJS.Timeout;
@@ -148,6 +150,23 @@ export class SessionHost {
   /** A slot is free here for the tenant: the process is not full and the tenant holds less than its share. */
   private hasRoomFor(tenant: string): boolean {
     return this.active < this.maxActive && (this.slotsHeld().get(tenant) ?? 0) < this.maxPerTenant;
+  }
+
+  /** Resolves when a slot frees here, or after `ms` (a slot taken by a claim elsewhere in this process is not announced). */
+  private slotFreed(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.slotWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.slotWaiters.add(done);
+    });
+  }
+
+  private slotFree(): void {
+    for (const wake of [...this.slotWaiters]) wake();
   }
 
   /** Resolves when every runner of this process is idle and no fold is being built ahead (tests, shutdown). */
@@ -314,6 +333,7 @@ export class SessionHost {
     this.running.set(lease.sessionId, entry);
     entry.done = this.drive(entry).finally(() => {
       if (this.running.get(lease.sessionId) === entry) this.running.delete(lease.sessionId);
+      this.slotFree();
       if (this.backlog) this.scheduleClaim(); // a slot is free and work was left waiting
     });
     return entry;
@@ -383,8 +403,9 @@ export class SessionHost {
 
   /**
    * Manual compaction (compactSession): under the session's lease like a
-   * turn, and between turns — a turn running here is waited for, a lease held
-   * by another process is claimed once it is given back (at most
+   * turn, in one of the tenant's agent slots like a turn, and between turns —
+   * a turn running here is waited for, a lease held by another process is
+   * claimed once it is given back, a slot is waited for (all within
    * `COMPACT_WAIT_MS`, then SESSION_BUSY). Input that arrives meanwhile waits;
    * once the summary is written the session runs on here as after a turn
    * (its lease goes back when nothing waits).
@@ -399,7 +420,24 @@ export class SessionHost {
         await current.done.catch(() => {});
         continue;
       }
-      const lease = this.claimingOne.has(sessionId) ? null : await this.leases.claim(sessionId);
+      if (this.claimingOne.has(sessionId)) {
+        await new Promise((r) => setTimeout(r, backoff.next()));
+        continue;
+      }
+      // A summary is a model call like a turn's: it takes an agent slot under
+      // the same caps (the process's, the tenant's share), waiting for one.
+      if (!this.hasRoomFor(tenant)) {
+        if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `no agent slot is free for this tenant (its share is ${this.maxPerTenant} of ${this.maxActive}); try again`);
+        await this.slotFreed(backoff.next());
+        continue;
+      }
+      this.claimingOne.set(sessionId, tenant);
+      let lease: Lease | null;
+      try {
+        lease = await this.leases.claim(sessionId);
+      } finally {
+        this.claimingOne.delete(sessionId);
+      }
       if (!lease) {
         if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `session ${sessionId} is running elsewhere; try again`);
         await new Promise((r) => setTimeout(r, backoff.next()));
@@ -425,6 +463,7 @@ export class SessionHost {
         if (runner.stopReason !== 'deleted') this.folds.put(fold); // appends that failed left it as the log is
         this.running.delete(sessionId);
         finished();
+        this.slotFree();
         // Runs on as after a turn: input that came meanwhile, then the lease goes back.
         const gone = runner.stopReason === 'deleted' || runner.stopReason === 'lease-lost';
         if (!gone && !this.stopped) this.adopt(entry.nextLease ?? lease, tenant);

@@ -24,9 +24,20 @@ export interface ConnectionTimeouts {
   wsInitMs: number;
   /** A WebSocket past `connection_init` running no operation (query, mutation, subscription) is closed after this; 0: never. */
   wsIdleMs: number;
+  /** A request body must arrive at this many bytes per second over each window (body-deadlines.ts); 0: no minimum. */
+  bodyMinBytesPerSecond: number;
+  bodyRateWindowMs: number;
 }
 
-export const DEFAULT_TIMEOUTS: ConnectionTimeouts = { headersMs: 20_000, requestMs: 300_000, keepAliveMs: 5_000, wsInitMs: 3_000, wsIdleMs: 60_000 };
+export const DEFAULT_TIMEOUTS: ConnectionTimeouts = {
+  headersMs: 20_000,
+  requestMs: 300_000,
+  keepAliveMs: 5_000,
+  wsInitMs: 3_000,
+  wsIdleMs: 60_000,
+  bodyMinBytesPerSecond: 8 * 1024,
+  bodyRateWindowMs: 10_000,
+};
 
 /** A socket told to close gets this long to answer the close frame before its TCP connection is cut. */
 const CLOSE_GRACE_MS = 1_000;

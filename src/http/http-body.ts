@@ -19,10 +19,6 @@ export function reply(res: http.ServerResponse, status: number, body: unknown, h
 export const replyError = (res: http.ServerResponse, status: number, code: string, message: string, headers?: Record<string, string>) =>
   reply(res, status, { errors: [{ message, extensions: { code } }] }, headers);
 
-/** How much of a refused body is read and dropped, and for how long, before the connection is cut. */
-export const DRAIN_MAX_BYTES = 256 * 1024 * 1024;
-export const DRAIN_MAX_MS = 30_000;
-
 /** A door's words for a body over its limit. */
 export interface TooLarge {
   code: string;
@@ -31,31 +27,20 @@ export interface TooLarge {
 export const BODY_TOO_LARGE: TooLarge = { code: 'REQUEST_ENTITY_TOO_LARGE', message: 'Request body too large' };
 
 /**
- * Answers 413 in a way the client sees. A client sending a body often reads
- * nothing until it has sent all of it, and a connection closed under it is
- * reset: the reset can destroy the 413 before the client reads it (a 70 MB
- * upload cut after the limit's worth of dropped bytes lost it 2 times in 70).
- * So the rest of the body is read and dropped and the connection stays open
- * (a lingering close, as web servers do) — up to DRAIN_MAX_BYTES and
- * DRAIN_MAX_MS; only a body announced or running past that is cut, and its
- * answer says `Connection: close` when the announcement tells in advance.
+ * Answers 413. A client sending a body often reads nothing until it has sent
+ * all of it, and a connection closed under it is reset: the reset can destroy
+ * the 413 before the client reads it. So the rest of the body is read and
+ * dropped while the answer goes out with `Connection: close`, and the
+ * connection ends with the lingering close of body-deadlines.ts (bounded in
+ * time and by the body's minimum rate).
  */
 export function refuseTooLarge(req: http.IncomingMessage, res: http.ServerResponse, refusal: TooLarge = BODY_TOO_LARGE) {
-  let dropped = 0;
-  const cut = () => req.socket.destroy();
-  const timer = setTimeout(cut, DRAIN_MAX_MS).unref();
-  req.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > DRAIN_MAX_BYTES) cut();
-  });
-  const drained = () => clearTimeout(timer);
-  req.once('end', drained).once('close', drained);
   req.resume();
-  const announced = Number(req.headers['content-length'] ?? 0);
-  replyError(res, 413, refusal.code, refusal.message, announced > DRAIN_MAX_BYTES ? { connection: 'close' } : {});
+  replyError(res, 413, refusal.code, refusal.message, { connection: 'close' });
 }
 
-const hasBody = (req: http.IncomingMessage) =>
+
+export const hasBody = (req: http.IncomingMessage) =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /**

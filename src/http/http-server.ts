@@ -1,7 +1,7 @@
 // The router: the node:http server and the WebSocket server every door sits
 // behind. Each request passes the guard (guard.ts) and goes to its door by
 // path: /graphql (graphql/graphql-handler.ts, over HTTP and graphql-ws),
-// /agui (agui/agui-handler.ts), /recordings (POST: recording-upload.ts, GET:
+// /agui (agui/agui-handler.ts), /chat and /chat/<id>/stream (chat/chat-handler.ts), /recordings (POST: recording-upload.ts, GET:
 // recording-download.ts), GraphiQL's
 // assets, the service endpoints, then the dashboard.
 import http from 'node:http';
@@ -14,9 +14,11 @@ import type { ErrorLog } from '../logger.ts';
 import { graphqlHandler } from './graphql/graphql-handler.ts';
 import type { WsDelivery } from './graphql/ws-delivery.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
+import { chatHandler } from '../chat/chat-handler.ts';
 import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';
 import { applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
+import { AddressConnections, watchBody } from './body-deadlines.ts';
 import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
@@ -64,7 +66,7 @@ export interface ServerOptions {
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
 
-const ROUTES = new Set(['/graphql', '/recordings', '/agui', '/healthz', '/readyz', '/metrics', '/']);
+const ROUTES = new Set(['/graphql', '/recordings', '/agui', '/chat', '/healthz', '/readyz', '/metrics', '/']);
 const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 
 export interface RunningServer {
@@ -98,19 +100,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log,
     spoolDir: opts.uploadDir,
     maxBytes: opts.security?.maxRecordingBytes ?? DEFAULT_LIMITS.maxRecordingBytes,
+    maxLineBytes: opts.security?.maxRecordingLineBytes,
+    uploadsPerTenant: opts.security?.uploadsPerTenant,
+    spoolMaxBytes: opts.security?.uploadSpoolMaxBytes,
   });
   const download = recordingDownload({ store: opts.services.store, guard, log });
   const agui = aguiHandler({ services: opts.services, guard, log });
+  const chat = chatHandler({ services: opts.services, guard, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
+  const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
   const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
+    watchBody(req, res, bodyRate);
     const path = (req.url ?? '/').split('?')[0];
-    if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(path) ? path : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
+    const route = path.startsWith('/chat/') ? '/chat' : path;
+    if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(route) ? route : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
     try {
       if (!(await guard.admit(req, res, path))) return;
       if (path === '/graphql') return await graphql.http(req, res);
       if (path.startsWith(GRAPHIQL_ASSETS_PREFIX) && (await serveGraphiQLAsset(req, res, path))) return;
       if (path === '/recordings') return await (req.method === 'GET' ? download(req, res) : upload(req, res));
       if (path === '/agui') return await agui(req, res);
+      if (route === '/chat') return await chat(req, res, path);
       if (await endpoints(req, res, path)) return;
       if (opts.onOtherRequest && (await opts.onOtherRequest(req, res))) return;
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
@@ -121,6 +131,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     }
   });
   applyKeepAlive(httpServer, guard.timeouts);
+  const perAddress = new AddressConnections(opts.security?.maxConnectionsPerAddress ?? DEFAULT_LIMITS.connectionsPerAddress);
+  httpServer.on('connection', (socket: import('node:net').Socket) => {
+    if (!perAddress.accept(socket)) metrics?.rejected.inc({ reason: 'connections_per_address' });
+  });
 
   const wss = new WebSocketServer({
     server: httpServer,

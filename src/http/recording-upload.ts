@@ -3,9 +3,14 @@
 // The body is spooled to a file under the data directory (its hash is the
 // idempotency key's request hash, and a slow client holds no transaction
 // open); importRecording then reads the file once, as bytes, validating and
-// writing as it goes, so memory stays at one chunk whatever the size (the limit,
+// writing as it goes, so memory stays at one line whatever the size (the limit,
 // FORKLINE_MAX_RECORDING_BYTES, bounds the disk it takes): invalid
 // UTF-8 is rejected naming its line. Same rules as the mutation: tenant, limits, errors with codes.
+// Memory and disk are bounded whatever the clients send: a line past
+// FORKLINE_MAX_RECORDING_LINE_BYTES is refused as it arrives (413, before it is
+// spooled whole), a tenant runs at most FORKLINE_MAX_UPLOADS_PER_TENANT uploads
+// at once (429), and all uploads in progress spool at most
+// FORKLINE_UPLOAD_SPOOL_MAX_BYTES (503 past it).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
@@ -13,7 +18,7 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import type http from 'node:http';
 import { ForklineError } from '../core/errors.ts';
-import { MAX_RECORDING_BYTES } from '../core/recording.ts';
+import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES } from '../core/recording.ts';
 import { idSchema, MAX_ID_CHARS } from '../core/input-rules.ts';
 import type { RecordingSource } from '../store/recordings.ts';
 import type { SessionRow } from '../store/session-store.ts';
@@ -22,23 +27,41 @@ import type { Guard } from './guard.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/unavailable.ts';
 import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
 import { isProcessAlive } from '../pid-alive.ts';
+import { DEFAULT_LIMITS } from './security.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
 
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
-  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency, limits: { maxBytes: number }) => Promise<SessionRow>;
+  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency, limits: { maxBytes: number; maxLineBytes: number }) => Promise<SessionRow>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
   maxBytes?: number;
+  /** Longest line of a recording (an event, or a file content in base64). */
+  maxLineBytes?: number;
+  /** Uploads one tenant may have in progress at once (spooling or importing). */
+  uploadsPerTenant?: number;
+  /** Bytes all uploads in progress may spool together (the disk the spool takes at most). */
+  spoolMaxBytes?: number;
   /** Where bodies are spooled while they are imported (leftovers of a killed process are removed at start). */
   spoolDir: string;
 }
 
-class TooLarge extends Error {}
+const UPLOAD_RETRY_AFTER_SECONDS = 5;
+
+class TooLarge extends Error {
+  constructor(readonly refusal: { code: string; message: string }) {
+    super(refusal.message);
+  }
+}
+class SpoolFull extends Error {}
 const tooLarge = (limit: number) => ({ code: 'BAD_USER_INPUT', message: `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)` });
+const lineTooLong = (limit: number, line: number) => ({
+  code: 'BAD_USER_INPUT',
+  message: `line ${line}: size: a line is longer than the limit of ${limit} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`,
+});
 
 const SPOOL_FILE = /^(\d+)-[0-9a-f-]+\.jsonl$/;
 /** Spool files are named `<pid>-<uuid>.jsonl`: those of a process that is gone (killed mid-upload) are removed. */
@@ -56,6 +79,12 @@ export function removeSpoolLeftovers(dir: string): number {
 
 export function recordingUpload(opts: RecordingUploadOptions) {
   const maxBytes = opts.maxBytes ?? MAX_RECORDING_BYTES;
+  const maxLineBytes = opts.maxLineBytes ?? MAX_RECORDING_LINE_BYTES;
+  const uploadsPerTenant = opts.uploadsPerTenant ?? DEFAULT_LIMITS.uploadsPerTenant;
+  const spoolMaxBytes = opts.spoolMaxBytes ?? DEFAULT_LIMITS.uploadSpoolMaxBytes;
+  /** Uploads in progress per tenant, and the bytes all of them have spooled. */
+  const inProgress = new Map<string, number>();
+  let spooled = 0;
   // Only the spool itself is private: a recursive mkdir would give its parents
   // (the data directory, which the embedded Postgres's own user must enter) 0700 too.
   fs.mkdirSync(path.dirname(opts.spoolDir), { recursive: true });
@@ -77,30 +106,72 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     if (key !== undefined && (typeof key !== 'string' || !idSchema.safeParse(key).success)) {
       return error(res, 400, 'BAD_USER_INPUT', `Idempotency-Key must be 1 to ${MAX_ID_CHARS} characters`);
     }
+    const tenant = principal.tenant;
+    const running = inProgress.get(tenant) ?? 0;
+    if (running >= uploadsPerTenant) {
+      // Refused before the body is read: the connection closes with the answer.
+      return error(res, 429, 'RATE_LIMITED', `at most ${uploadsPerTenant} recording uploads of a tenant run at once (FORKLINE_MAX_UPLOADS_PER_TENANT); retry when one has finished`, {
+        'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
+        connection: 'close',
+      });
+    }
+    inProgress.set(tenant, running + 1);
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
+    let bytes = 0;
+    let released = false;
+    // Before the answer: a client that sends its next upload once it has one finds the slot free.
+    const release = () => {
+      if (released) return;
+      released = true;
+      spooled -= bytes;
+      const left = (inProgress.get(tenant) ?? 1) - 1;
+      if (left > 0) inProgress.set(tenant, left);
+      else inProgress.delete(tenant);
+    };
     try {
-      let bytes = 0;
       // Hashed as it arrives: a retry with the same key must carry the same recording.
       const hash = createHash('sha256');
+      /** Lines ended so far, and bytes since the last newline: a line past the limit is refused before it is spooled whole. */
+      let lines = 0;
+      let lineBytes = 0;
       const limit = new Transform({
         transform(chunk: Buffer, _enc, done) {
+          if (spooled + chunk.length > spoolMaxBytes) return done(new SpoolFull());
           bytes += chunk.length;
+          spooled += chunk.length;
           hash.update(chunk);
-          done(bytes > maxBytes ? new TooLarge() : null, chunk);
+          if (bytes > maxBytes) return done(new TooLarge(tooLarge(maxBytes)));
+          for (let nl = chunk.indexOf(10), start = 0; ; nl = chunk.indexOf(10, start)) {
+            lineBytes += (nl === -1 ? chunk.length : nl) - start;
+            if (lineBytes > maxLineBytes) return done(new TooLarge(lineTooLong(maxLineBytes, lines + 1)));
+            if (nl === -1) break;
+            lines++;
+            lineBytes = 0;
+            start = nl + 1;
+          }
+          done(null, chunk);
         },
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
       const session = await opts.importRecording(
-        { tenant: principal.tenant },
+        { tenant },
         () => fs.createReadStream(spool),
         { key, requestHash: hash.digest('hex') },
-        { maxBytes },
+        { maxBytes, maxLineBytes },
       );
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
+      release();
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
-      if (err instanceof TooLarge) refuseTooLarge(req, res, tooLarge(maxBytes));
-      else if (err instanceof ForklineError) error(res, 400, err.code, err.message);
+      await fs.promises.rm(spool, { force: true });
+      release();
+      if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
+      else if (err instanceof SpoolFull) {
+        error(res, 503, 'SERVICE_UNAVAILABLE', `uploads in progress would spool more than ${spoolMaxBytes} bytes (FORKLINE_UPLOAD_SPOOL_MAX_BYTES); retry shortly`, {
+          'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
+          connection: 'close',
+        });
+      } else if (err instanceof ForklineError) error(res, err.details?.rule === 'size' ? 413 : 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);
         error(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) });
@@ -112,6 +183,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       }
     } finally {
       await fs.promises.rm(spool, { force: true });
+      release();
     }
   };
 }

@@ -2,7 +2,7 @@
 // operations"). The guard (guard.ts) enforces them at every door; the
 // GraphQL limits among them are yoga plugins (http/graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
-import { MAX_RECORDING_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
+import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 
@@ -22,6 +22,14 @@ export interface SecurityOptions {
   maxResponseBytes?: number;
   /** Largest recording POST /recordings imports (spooled to disk and read as a stream: memory does not grow with it). */
   maxRecordingBytes?: number;
+  /** Longest line of a recording POST /recordings imports (FORKLINE_MAX_RECORDING_LINE_BYTES). */
+  maxRecordingLineBytes?: number;
+  /** Recording uploads one tenant may have in progress at once (FORKLINE_MAX_UPLOADS_PER_TENANT). */
+  uploadsPerTenant?: number;
+  /** Bytes all uploads in progress may spool to disk together (FORKLINE_UPLOAD_SPOOL_MAX_BYTES). */
+  uploadSpoolMaxBytes?: number;
+  /** Bytes one WebSocket may have queued for its client, all its subscriptions together (FORKLINE_WS_MAX_BUFFERED_BYTES). */
+  wsMaxBufferedBytes?: number;
   /** Token bucket per API token (auth mode only); false: off. */
   rateLimit?: { perSecond: number; burst: number } | false;
   /** Per tenant (auth mode only): open WebSockets + SSE streams, and subscriptions; false: off. */
@@ -30,6 +38,8 @@ export interface SecurityOptions {
   authFailures?: { max: number; windowMs: number } | false;
   /** Live stored API tokens one tenant may hold (createApiToken past it: BAD_USER_INPUT); false: no cap. */
   maxApiTokensPerTenant?: number | false;
+  /** Open connections from one client address, per process (refused as they are accepted); 0: no cap. */
+  maxConnectionsPerAddress?: number;
   /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
   timeouts?: Partial<ConnectionTimeouts>;
 }
@@ -52,9 +62,15 @@ export const DEFAULT_LIMITS = {
   // An upload is spooled to disk and imported as a stream: this bounds the
   // disk it takes, not memory.
   maxRecordingBytes: 4 * 1024 ** 3,
+  maxRecordingLineBytes: MAX_RECORDING_LINE_BYTES,
+  uploadsPerTenant: 2,
+  uploadSpoolMaxBytes: 8 * 1024 ** 3,
+  // Far above what a subscriber that reads gets queued (graphql/ws-delivery.ts waits at 1 MiB).
+  wsMaxBufferedBytes: 64 * 1024 * 1024,
   ratePerSecond: 20,
   rateBurst: 100,
   connectionsPerTenant: 100,
+  connectionsPerAddress: 1024,
   subscriptionsPerTenant: 1000,
   apiTokensPerTenant: 100,
   authFailures: 20,

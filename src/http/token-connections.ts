@@ -2,7 +2,7 @@
 // WebSocket front, before and after the request gate settles the caller:
 // - a token this process has not verified lately is looked up first (one
 //   statement; the gate itself stays synchronous);
-// - the doors that only write (POST /recordings, POST /agui) refuse a token
+// - the doors that only write (POST /recordings, POST /agui, POST /chat) refuse a token
 //   without the `write` scope (on /graphql, plugins/scopes.ts decides per operation);
 // - a revoked or expired token's open connections end: its graphql-ws sockets
 //   close with 4401 (graphql-ws clients do not retry it), its streams (SSE
@@ -18,9 +18,11 @@ import { bearerToken, type Principal, type TenantAuth } from './auth.ts';
 import { replyError } from './http-body.ts';
 
 /** Paths the request gate guards (the rest are static pages and probes). */
-const GATED = new Set(['/graphql', '/recordings', '/agui']);
-/** Doors where every request writes. */
-const WRITE_ONLY = new Set(['/recordings', '/agui']);
+const GATED = new Set(['/graphql', '/recordings', '/agui', '/chat']);
+/** Doors where every POST writes. */
+const WRITE_ONLY = new Set(['/recordings', '/agui', '/chat']);
+/** /chat/<id>/stream is the /chat door too. */
+const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : path);
 
 export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
 
@@ -31,7 +33,8 @@ export class TokenConnections {
   ) {}
 
   /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
-  async admit(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<boolean> {
+  async admit(req: http.IncomingMessage, res: http.ServerResponse, requestPath: string): Promise<boolean> {
+    const path = doorOf(requestPath);
     const token = bearerToken(req.headers.authorization);
     if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
     if (!(await this.lookedUp(req.headers.authorization, res))) return false;

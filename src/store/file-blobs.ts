@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind } from '../core/file-tree.ts';
+import { DEFAULT_WORKSPACE_LIMITS, FILES_CHANGE, filesChangeDataSchema, firstOverQuota, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind, type FilesChangeData, type WorkspaceLimits } from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
@@ -21,6 +21,12 @@ export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).
 export const FILE_READ_MAX_BYTES = 1024 * 1024;
 /** Session.fileChanges diffs texts up to this size per side. */
 export const DIFF_MAX_BYTES = 256 * 1024;
+/** Distinct contents one request may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
+export const DEFAULT_MAX_NAMED_HASHES = 20_000;
+/** One fileChanges read diffs texts of at most this many bytes in all (both sides); the rest get no diff. */
+export const DIFF_REQUEST_MAX_BYTES = 4 * 1024 * 1024;
+/** One fileChanges read spends at most this long on its diffs, all together (core/unified-diff.ts). */
+export const DIFF_REQUEST_TIMEOUT_MS = 2000;
 /** Blobs read per statement when a tree is materialised. */
 const BLOB_PAGE = 500;
 
@@ -36,7 +42,7 @@ export interface FileChange {
   kind: FileChangeKind;
   before: FileEntry | null;
   after: FileEntry | null;
-  /** A unified diff when both sides are text within DIFF_MAX_BYTES; null otherwise. */
+  /** A unified diff when both sides are text within DIFF_MAX_BYTES and the read's diff budget; null otherwise. */
   diff: string | null;
 }
 
@@ -61,14 +67,109 @@ export function seqWithin(seq: number, eventCount: number, what = 'atSeq'): numb
   return seq;
 }
 
+/** What a door holds change sets to: the session's quota and how many contents a request may name. */
+export interface FileDoorLimits extends WorkspaceLimits {
+  maxNamedHashes: number;
+}
+
+/** A change set's data with the seq it is (or will be) stored at. */
+export type SeqChangeSet = { seq: number; data: FilesChangeData };
+
 export class FileBlobs {
   private readonly checkpoints: FileTreeCheckpoints;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly log: SessionLog,
+    readonly limits: FileDoorLimits = { ...DEFAULT_WORKSPACE_LIMITS, maxNamedHashes: DEFAULT_MAX_NAMED_HASHES },
   ) {
     this.checkpoints = new FileTreeCheckpoints(pool, log);
+  }
+
+  /**
+   * The sizes of those of `hashes` the tenant holds: contents some session of
+   * its own stored. Content only another tenant holds is absent, exactly as
+   * content nobody holds (a tenant learns nothing of others' files).
+   */
+  async heldBy(tenant: string, hashes: readonly string[], db: Db = this.pool): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
+      const { rows } = await db.query<{ hash: string; size: number }>(
+        `SELECT b.hash, b.size FROM "FileBlob" b WHERE b.hash = ANY($2::text[]) AND EXISTS (
+           SELECT 1 FROM "SessionBlob" sb JOIN "Session" s ON s.id = sb."sessionId" AND s."treeId" = sb."treeId"
+            WHERE sb.hash = b.hash AND s.tenant = $1)`,
+        [tenant, hashes.slice(i, i + BLOB_PAGE)],
+      );
+      for (const r of rows) out.set(r.hash, r.size);
+    }
+    return out;
+  }
+
+  /**
+   * Holds change sets that enter from outside (a recording, a runner's batch)
+   * to what forkline's own agent keeps: each names only content the tenant
+   * holds (after what the request carries was stored for it), at most
+   * `maxNamedHashes` of them besides those it carries, with the content's stored size; and folded onto
+   * `tree` (the session's tree before them) none leaves a tree past the
+   * session's quota. BAD_USER_INPUT otherwise: the same answer for content
+   * held by another tenant and content nobody holds. Returns the named hashes.
+   */
+  async checkChangeSets(
+    tenant: string,
+    changeSets: readonly SeqChangeSet[],
+    tree: FileTree,
+    db: Db | undefined,
+    where: (seq: number) => string,
+    carried: ReadonlySet<string> = new Set(),
+  ): Promise<string[]> {
+    const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
+    const uncarried = named.filter((h) => !carried.has(h)).length;
+    if (uncarried > this.limits.maxNamedHashes) {
+      throw badInput(`change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`, { limit: this.limits.maxNamedHashes });
+    }
+    const held = await this.heldBy(tenant, named, db ?? this.pool);
+    for (const cs of changeSets) {
+      for (const c of cs.data.changes) {
+        if (c.hash === null) continue;
+        const size = held.get(c.hash);
+        if (size === undefined) throw badInput(`${where(cs.seq)} names file content ${c.hash} for "${c.path}", which it does not carry and this tenant does not hold`, { path: c.path, hash: c.hash });
+        if (size !== c.size) throw badInput(`${where(cs.seq)} says "${c.path}" has ${c.size} bytes, but its content has ${size}`, { path: c.path });
+      }
+    }
+    const over = firstOverQuota(tree, changeSets, this.limits);
+    if (over) throw badInput(`${where(over.seq)}: ${over.problem}`, { seq: over.seq });
+    return named;
+  }
+
+  /**
+   * Stored change sets that break the path rule every door now holds them to
+   * (rows written before it was): at most `limit` of them, with the session,
+   * seq and why. A start-up check reports them; a restore refuses them.
+   */
+  async refusedChangeSets(limit = 1000): Promise<Array<{ sessionId: string; seq: number; problem: string }>> {
+    const found: Array<{ sessionId: string; seq: number; problem: string }> = [];
+    let after = { sessionId: '', seq: -1 };
+    for (;;) {
+      const { rows } = await this.pool.query<{ sessionId: string; seq: number; data: unknown }>(
+        `SELECT "sessionId", seq, data FROM "Event" WHERE type = $1 AND ("sessionId", seq) > ($2, $3) ORDER BY "sessionId", seq LIMIT ${BLOB_PAGE}`,
+        [FILES_CHANGE, after.sessionId, after.seq],
+      );
+      for (const r of rows) {
+        const parsed = filesChangeDataSchema.safeParse(r.data);
+        if (!parsed.success && found.push({ sessionId: r.sessionId, seq: r.seq, problem: parsed.error.issues.map((i) => i.message).join('; ') }) >= limit) return found;
+      }
+      if (rows.length < BLOB_PAGE) return found;
+      after = rows[rows.length - 1];
+    }
+  }
+
+  /** Notes that the session holds these contents too (its change sets name them): deleting another session of its tenant then leaves them to it. */
+  async adopt(sessionId: string, hashes: readonly string[], db: Db = this.pool): Promise<void> {
+    if (hashes.length === 0) return;
+    await db.query(
+      `INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
+      [sessionId, hashes, await this.log.treeOf(sessionId, db)],
+    );
   }
 
   /**
@@ -136,6 +237,18 @@ export class FileBlobs {
     return out;
   }
 
+  /**
+   * The sizes of stored contents by hash, as Postgres holds them (missing
+   * hashes are absent): reads go by these, never by the size a change set
+   * claims, which came with the data that wrote it.
+   */
+  async storedSizes(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, number>> {
+    const all = [...new Set(hashes)];
+    if (all.length === 0) return new Map();
+    const { rows } = await db.query<{ hash: string; size: number }>('SELECT hash, size FROM "FileBlob" WHERE hash = ANY($1::text[])', [all]);
+    return new Map(rows.map((r) => [r.hash, r.size]));
+  }
+
   /** Chunked blobs' contents: their chunks in order, one statement. */
   private async assemble(hashes: string[], db: Db): Promise<Map<string, Buffer>> {
     const { rows } = await db.query<{ hash: string; content: Buffer }>(
@@ -164,11 +277,13 @@ export class FileBlobs {
   async file(s: FilesRef, path: string, atSeq?: number | null): Promise<FileContent | null> {
     const at = canonical(path);
     if (s.eventCount === 0) return null;
-    const entry = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
-    if (!entry) return null;
-    if (entry.size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
+    const named = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
+    if (!named) return null;
+    const size = (await this.storedSizes([named.hash])).get(named.hash);
+    const entry = size === undefined ? named : { ...named, size };
+    if (size === undefined || size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const bytes = (await this.contents([entry.hash])).get(entry.hash);
-    if (!bytes) return { ...entry, text: null, base64: null };
+    if (!bytes || bytes.byteLength > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const text = textOf(bytes);
     return { ...entry, text: text ?? null, base64: text === undefined ? bytes.toString('base64') : null };
   }
@@ -184,38 +299,49 @@ export class FileBlobs {
     if (s.eventCount === 0 && toSeq == null) return [];
     seqWithin(to, s.eventCount, 'toSeq');
     const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq), this.tree(s.ref, to)]);
-    const changed = treeChanges(before, after);
-    const diffable = (e: FileEntry | undefined) => !e || e.size <= DIFF_MAX_BYTES;
-    const wanted = changed.filter((c) => diffable(c.before) && diffable(c.after)).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h);
-    const blobs = await this.contents(wanted);
+    const named = treeChanges(before, after);
+    // Sizes as stored, not as the change sets claim: what is read and diffed is bounded by what the blobs hold.
+    const sizes = await this.storedSizes(named.flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
+    const stored = (e: FileEntry | undefined) => (e && sizes.has(e.hash) ? { ...e, size: sizes.get(e.hash)! } : e);
+    const changed = named.map((c) => ({ ...c, before: stored(c.before), after: stored(c.after) }));
+    // Diffed while both sides are small and the read's byte budget lasts (in path order).
+    let budget = DIFF_REQUEST_MAX_BYTES;
+    const diffable = (e: FileEntry | undefined) => !e || (sizes.has(e.hash) && e.size <= DIFF_MAX_BYTES);
+    const diffed = changed.map((c) => {
+      if (!diffable(c.before) || !diffable(c.after)) return false;
+      const bytes = (c.before?.size ?? 0) + (c.after?.size ?? 0);
+      if (bytes > budget) return false;
+      budget -= bytes;
+      return true;
+    });
+    const blobs = await this.contents(changed.filter((_, i) => diffed[i]).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
     const textAt = (e: FileEntry | undefined): string | undefined | null => {
       if (!e) return undefined;
       const bytes = blobs.get(e.hash);
       return bytes ? (textOf(bytes) ?? null) : null;
     };
-    return changed.map((c) => {
-      const [a, b] = diffable(c.before) && diffable(c.after) ? [textAt(c.before), textAt(c.after)] : [null, null];
-      return { path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: a === null || b === null ? null : unifiedDiff(c.path, a, b) };
-    });
+    // The diffs run side by side, each a step at a time (core/unified-diff.ts), under one deadline for the read.
+    const deadline = Date.now() + DIFF_REQUEST_TIMEOUT_MS;
+    const diffs = await Promise.all(changed.map(async (c, i) => {
+      if (!diffed[i]) return null;
+      const [a, b] = [textAt(c.before), textAt(c.after)];
+      if (a === null || b === null) return null;
+      return (await unifiedDiff(c.path, a, b, { timeoutMs: deadline - Date.now() })) ?? null;
+    }));
+    return changed.map((c, i) => ({ path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: diffs[i] }));
   }
 
   /**
-   * An imported session stores the contents its change sets in effect name
-   * (carried by the recording, or already held: then deleting the session it
-   * was exported from does not take them from it). A content neither carried
-   * nor held refuses the import: its files could not be read.
+   * An imported session's change sets in effect, held to the rules of
+   * checkChangeSets (what the recording carries is already stored for it),
+   * and the contents they name noted as the session's: then deleting the
+   * session it was exported from does not take them from it.
    */
-  async adoptNamed(sessionId: string, db: Db): Promise<void> {
+  async adoptNamed(tenant: string, sessionId: string, db: Db, where: (seq: number) => string, carried: ReadonlySet<string>): Promise<void> {
     const changeSets = await this.log.fileChangeSets(sessionId, undefined, db);
-    const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
-    if (named.length === 0) return;
-    const { rows } = await db.query<{ hash: string; held: boolean }>(
-      `WITH n AS (SELECT h AS hash, EXISTS (SELECT 1 FROM "FileBlob" b WHERE b.hash = h) AS held FROM unnest($2::text[]) h),
-            adopted AS (INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, hash FROM n WHERE held ON CONFLICT DO NOTHING)
-       SELECT hash, held FROM n WHERE NOT held LIMIT 1`,
-      [sessionId, named, await this.log.treeOf(sessionId, db)],
-    );
-    if (rows[0]) throw badInput(`the recording names file content ${rows[0].hash} but does not carry it`);
+    if (changeSets.length === 0) return;
+    const named = await this.checkChangeSets(tenant, changeSets, new Map(), db, where, carried);
+    await this.adopt(sessionId, named, db);
   }
 
   /** The contents the change sets in effect through `toSeq` name, for a recording (a page of blobs per statement). */

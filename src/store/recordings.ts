@@ -9,6 +9,7 @@ import {
   recordingHeader,
   recordingLines,
   upgradeToV4,
+  lineOfSeq,
   type RecordingBlob,
   type RecordingSummary,
 } from '../core/recording.ts';
@@ -22,8 +23,9 @@ import { copyJson, copyRows, copyText } from './copy-in.ts';
 /** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
 
-/** File contents are written this many at a time (each can be large). */
+/** File contents are written this many at a time, or as soon as they hold this many bytes of base64 (one line can hold 16 MiB). */
 const BLOB_BATCH_SIZE = 100;
+const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * The session as recording lines (format V4), newline-terminated, read page by
@@ -66,9 +68,14 @@ export async function importRecording(
   store: SessionStore,
   scope: Scope,
   source: RecordingSource,
-  opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** Default MAX_RECORDING_BYTES (POST /recordings passes its own limit). */ maxBytes?: number } = {},
+  opts: {
+    beforeCommit?: BeforeCommit<{ sessionId: string }>;
+    /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
+    maxBytes?: number;
+    maxLineBytes?: number;
+  } = {},
 ): Promise<SessionRow> {
-  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes)[Symbol.asyncIterator]();
+  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
   const check = new RecordingValidator();
   const id = newSessionId();
   await store.transaction(async (client) => {
@@ -81,12 +88,17 @@ export async function importRecording(
       [id, scope.tenant, CURRENT_FORMAT_VERSION],
     )).rows[0].now;
     let blobs: RecordingBlob[] = [];
+    // The contents the recording carries (the cap on naming contents counts only the others).
+    const carried = new Set<string>();
+    let blobBytes = 0;
     // The event lines, up to the first file content (the validator holds those to come after every event).
     async function* eventRows(): AsyncGenerator<string> {
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
         const pushed = check.push(next.value);
         if (check.blob) {
           blobs.push(check.blob);
+          carried.add(check.blob.blob);
+          blobBytes = check.blob.base64.length;
           return;
         }
         if (!pushed) continue;
@@ -97,16 +109,21 @@ export async function importRecording(
     await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")`, eventRows());
     for (let next = await lines.next(); !next.done; next = await lines.next()) {
       check.push(next.value);
-      if (check.blob) blobs.push(check.blob);
-      if (blobs.length >= BLOB_BATCH_SIZE) {
+      if (check.blob) {
+        blobs.push(check.blob);
+        carried.add(check.blob.blob);
+        blobBytes += check.blob.base64.length;
+      }
+      if (blobs.length >= BLOB_BATCH_SIZE || blobBytes >= BLOB_BATCH_BYTES) {
         await store.files.putFromRecording(id, blobs, client);
         blobs = [];
+        blobBytes = 0;
       }
     }
     const summary = check.finish();
     await store.files.putFromRecording(id, blobs, client);
     await writeSummary(client, id, summary);
-    await store.files.adoptNamed(id, client);
+    await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
       await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });

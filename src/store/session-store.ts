@@ -20,7 +20,7 @@ import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { SessionAppends } from './append.ts';
 import { Forks, type ModelConfig } from './forks.ts';
 import { SessionDeletion } from './deletion.ts';
-import { FileBlobs } from './file-blobs.ts';
+import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
 import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
@@ -68,6 +68,8 @@ export class SessionStore {
        * cached it. On one Postgres a first append finds the row by id instead.
        */
       byTree?: boolean;
+      /** What change sets from outside are held to (recordings, runners' batches: store/file-blobs.ts). */
+      fileLimits?: FileDoorLimits;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
@@ -75,7 +77,7 @@ export class SessionStore {
     this.trees = new SessionTrees(pool, { prepare });
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees });
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
-    this.files = new FileBlobs(pool, this.log);
+    this.files = new FileBlobs(pool, this.log, opts.fileLimits);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
@@ -86,9 +88,9 @@ export class SessionStore {
   async createSession(
     scope: Scope,
     input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
-    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }> } = {},
+    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** A session id the caller derived (the chat door's); default: a new one. */ id?: string } = {},
   ): Promise<SessionRow> {
-    const id = newSessionId();
+    const id = opts.id ?? newSessionId();
     const initial: NewEvent[] = [];
     if (input.title != null) initial.push({ type: 'session/title', data: { title: input.title } });
     if (input.model) initial.push({ type: 'session/model', data: input.model });

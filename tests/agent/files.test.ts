@@ -176,7 +176,7 @@ describe('the quota', () => {
     expect((await results(id)).map((r) => r.slice(0, 2))).toEqual([['write_file', 'ok'], ['write_file', 'error']]);
     expect((await results(id))[1][2]).toBe('the workspace quota is 1000 bytes: writing "more.txt" would make it 1100 bytes; delete or shorten files first');
     await turn(id, ['a', 'b', 'c', 'd', 'e'].map((n) => write(`${n}.txt`, n)).join('\n'));
-    expect((await results(id)).at(-1)).toEqual(['write_file', 'error', 'the workspace quota is 5 files: delete a file before adding "e.txt"']);
+    expect((await results(id)).at(-1)).toEqual(['write_file', 'error', 'the workspace quota is 5 files and directories: delete a file before adding "e.txt"']);
     expect((await files(id)).map((f: any) => f.path)).toEqual(['a.txt', 'b.txt', 'big.txt', 'c.txt', 'd.txt']);
   });
 });
@@ -246,7 +246,7 @@ describe('deleting sessions', () => {
     expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: tampered })).errors![0].message).toContain('does not match its hash');
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: copy });
     const withoutBlobs = recording.split('\n').filter((l) => !l.startsWith('{"blob"')).join('\n');
-    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: withoutBlobs })).errors![0].message).toMatch(/names file content [0-9a-f]{64} but does not carry it/);
+    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: withoutBlobs })).errors![0].message).toMatch(/names file content [0-9a-f]{64} for "r.txt", which it does not carry and this tenant does not hold/);
   });
 
   it('an imported copy keeps the contents its log names that the database holds, when the original is deleted', async () => {

@@ -91,7 +91,12 @@ describe('dashboard', () => {
     await expect.poll(() => page.locator('.turn-end[data-turn="2"]').textContent(), TIMEOUT).toContain('completed');
 
     // The child sits under its parent in the sessions tree.
-    await page.locator(`li[data-session-id="${parentId}"] li[data-session-id="${childId}"]`).waitFor(TIMEOUT);
+    const childRow = page.locator(`.tree-node[data-session-id="${childId}"]`);
+    await childRow.waitFor(TIMEOUT);
+    const parentRow = page.locator(`.tree-node[data-session-id="${parentId}"]`);
+    expect(Number(await childRow.getAttribute('data-depth'))).toBe(Number(await parentRow.getAttribute('data-depth')) + 1);
+    const childIndex = Number(await childRow.getAttribute('data-index'));
+    expect(childIndex).toBeGreaterThan(Number(await parentRow.getAttribute('data-index')));
     await screenshot(page, 'dashboard-fork-mid-turn.png');
 
     // Export downloads the child's recording (JSON Lines, V4).

@@ -63,14 +63,16 @@ describe('the AI SDK adapter as an external runner process', () => {
     await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'the turn to end', 30_000);
     const evs = await events(sessionId);
     expect(evs.map((e: any) => e.type)).toEqual([
-      'session/title', 'inbox/add', 'inbox/remove', 'turn/start',
+      'session/title', 'inbox/add', 'session/runner-tools', 'inbox/remove', 'turn/start',
       'step/start', 'model/message', 'tool/result', 'step/end',
       'step/start', 'model/message', 'step/end', 'turn/end',
     ]);
-    expect(evs[5].data.toolCalls).toMatchObject([{ name: 'lookup', arguments: JSON.stringify({ query: 'weather in Oslo' }) }]);
-    expect(evs[6].data).toMatchObject({ status: 'ok', content: 'result for weather in Oslo', name: 'lookup' });
-    expect(evs[9].data.text).toBe('Found: result for weather in Oslo');
-    expect(evs[11].data).toMatchObject({ turn: 1, reason: 'completed' });
+    // The runner declared its tools with their effects; its call is recorded with the declared one.
+    expect(evs[2].data.tools.map((t: any) => [t.name, t.effect])).toEqual([['lookup', 'read-only'], ['send_email', 'side-effects']]);
+    expect(evs[6].data.toolCalls).toMatchObject([{ name: 'lookup', effect: 'read-only', arguments: JSON.stringify({ query: 'weather in Oslo' }) }]);
+    expect(evs[7].data).toMatchObject({ status: 'ok', content: 'result for weather in Oslo', name: 'lookup' });
+    expect(evs[10].data.text).toBe('Found: result for weather in Oslo');
+    expect(evs[12].data).toMatchObject({ turn: 1, reason: 'completed' });
     await turns.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'TURN_ENDED');
     const kinds = turns.items.map((u) => u.sessionTurns.kind);
     expect(kinds).toEqual(expect.arrayContaining(['TURN_STARTED', 'TOOL_FINISHED', 'TEXT_DELTA', 'TURN_ENDED']));
@@ -124,7 +126,8 @@ describe('a runner SIGKILLed mid-turn', () => {
     const ends = turnEnds(evs);
     expect(ends[0]).toMatchObject({ synthetic: true, data: { turn: 1, reason: 'interrupted' } });
     expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
-    expect(evs.filter((e: any) => e.synthetic)).toHaveLength(1); // no open step, no call in flight: the turn's end alone
+    // The second step was open (its start stored before its model call), with no call in flight: its end and the turn's.
+    expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.reason])).toEqual([['step/end', 'interrupted'], ['turn/end', 'interrupted']]);
     expect(heir.output()).not.toContain('failed');
     // The dead runner's token writes nothing now: LEASE_LOST, the log unchanged.
     const claims = doomed.output().split('\n').filter((l) => l.startsWith('{"claimed"')).map((l) => JSON.parse(l));
@@ -138,7 +141,7 @@ describe('a runner SIGKILLed mid-turn', () => {
 });
 
 describe('the OpenAI Agents SDK adapter as an external runner process', () => {
-  it('answers with a turn that calls its tool, written through its Session', async () => {
+  it('answers with a turn that calls its tool, each step written as it happens', async () => {
     const agents = startRunner('agents-1', { POOL: 'agents' }, 'agents-runner.ts');
     const id = (await gql(`mutation { createSession(input: {runner: "agents"}) { id } }`)).createSession.id;
     // From the log's start, then live: nothing written before it listens is missed.
@@ -149,14 +152,14 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
     });
     const evs = await events(id);
     expect(evs.map((e: any) => e.type)).toEqual([
-      'inbox/add', 'inbox/remove', 'turn/start',
+      'inbox/add', 'session/runner-tools', 'inbox/remove', 'turn/start',
       'step/start', 'model/message', 'tool/result', 'step/end',
       'step/start', 'model/message', 'step/end', 'turn/end',
     ]);
-    expect(evs[4].data.toolCalls).toMatchObject([{ name: 'lookup', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
-    expect(evs[5].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
-    expect(evs[8].data.text).toBe('Found: result for capital of Norway');
-    expect(evs[10].data).toMatchObject({ turn: 1, reason: 'completed' });
+    expect(evs[5].data.toolCalls).toMatchObject([{ name: 'lookup', effect: 'read-only', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
+    expect(evs[6].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
+    expect(evs[9].data.text).toBe('Found: result for capital of Norway');
+    expect(evs[11].data).toMatchObject({ turn: 1, reason: 'completed' });
     // Subscribers saw the turn as it was written.
     await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'turn/end live');
     expect(live.items.map((i) => i.sessionEvents.type)).toEqual(evs.map((e: any) => e.type));

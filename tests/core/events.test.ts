@@ -8,6 +8,11 @@ const cases: Record<string, { valid: unknown; wrong: unknown; field: string }> =
   'session/model': { valid: { provider: 'scripted', model: 'echo', settings: { t: 1 } }, wrong: { provider: 'scripted' }, field: 'data.model' },
   'session/tools': { valid: { tools: ['clock', 'fs__*'] }, wrong: { tools: 'clock' }, field: 'data.tools' },
   'session/instructions': { valid: { text: 'Answer in French.' }, wrong: { text: 7 }, field: 'data.text' },
+  'session/runner-tools': {
+    valid: { tools: [{ name: 'send_email', description: 'Sends', inputSchema: { type: 'object' }, effect: 'side-effects' }, { name: 'lookup', effect: 'read-only' }] },
+    wrong: { tools: [{ name: 'send_email', effect: 'dangerous' }] },
+    field: 'data.tools.0.effect',
+  },
   'inbox/add': { valid: { inputId: 'in_1', text: 'hi' }, wrong: { inputId: 'in_1', text: null }, field: 'data.text' },
   'inbox/remove': { valid: { inputId: 'in_1', reason: 'taken' }, wrong: { inputId: 'in_1', reason: 'lost' }, field: 'data.reason' },
   'turn/start': { valid: { turn: 1, inputId: 'in_1' }, wrong: { turn: 0, inputId: 'in_1' }, field: 'data.turn' },

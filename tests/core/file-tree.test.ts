@@ -1,7 +1,7 @@
 // The pure parts of the file workspace (core/file-tree.ts, core/unified-diff.ts)
 // and the repair wording for file tools (core/repair.ts).
 import { describe, expect, it } from 'vitest';
-import { foldFileTree, listTree, treeChanges, workspacePath } from '../../src/core/file-tree.ts';
+import { changeSetPathProblem, filesChangeDataSchema, firstOverQuota, foldFileTree, listTree, TreeUsage, treeChanges, workspacePath } from '../../src/core/file-tree.ts';
 import { unifiedDiff } from '../../src/core/unified-diff.ts';
 import { syntheticResultContent } from '../../src/core/repair.ts';
 import { RecordingValidator, recordingHeader } from '../../src/core/recording.ts';
@@ -37,13 +37,31 @@ describe('trees', () => {
 });
 
 describe('unified diffs', () => {
-  it('show hunks with three lines of context, as diff -u does', () => {
+  it('show hunks with three lines of context, as diff -u does', async () => {
     const before = Array.from({ length: 20 }, (_, i) => `l${i}`).join('\n') + '\n';
     const after = before.replace('l1\n', 'L1\n').replace('l18\n', '');
-    expect(unifiedDiff('f', before, after)).toBe(
+    expect(await unifiedDiff('f', before, after)).toBe(
       '--- a/f\n+++ b/f\n@@ -1,5 +1,5 @@\n l0\n-l1\n+L1\n l2\n l3\n l4\n@@ -16,5 +16,4 @@\n l15\n l16\n l17\n-l18\n l19\n',
     );
-    expect(unifiedDiff('f', 'same\n', 'same\n')).toBe('');
+    expect(await unifiedDiff('f', 'same\n', 'same\n')).toBe('');
+    expect(await unifiedDiff('f', undefined, 'x\n')).toBe('--- /dev/null\n+++ b/f\n@@ -0,0 +1,1 @@\n+x\n');
+  });
+
+  it('show a change of the final newline alone', async () => {
+    expect(await unifiedDiff('f', 'a\nb', 'a\nb\n')).toBe('--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n');
+  });
+
+  it('give up past the edit bound, and past the time bound, without holding the event loop', async () => {
+    const lines = (k: string, n: number) => Array.from({ length: n }, (_, i) => `${k}${i}`).join('\n') + '\n';
+    expect(await unifiedDiff('f', lines('a', 100), lines('b', 100), { maxEditLines: 150 })).toBeUndefined();
+    expect(await unifiedDiff('f', lines('a', 100), lines('b', 100), { maxEditLines: 200 })).toMatch(/^--- a\/f\n\+\+\+ b\/f\n@@ -1,100 \+1,100 @@\n-a0\n/);
+    // A costly diff runs a step at a time: timers keep firing while it works, and its time bound ends it.
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    const costly = await unifiedDiff('f', lines('a', 3000), lines('b', 3000), { maxEditLines: 6000, timeoutMs: 300 });
+    clearInterval(ticker);
+    expect(costly).toBeUndefined();
+    expect(ticks).toBeGreaterThan(10);
   });
 });
 
@@ -77,5 +95,47 @@ describe('file contents in a recording', () => {
     const bad = new RecordingValidator();
     bad.push(header);
     expect(() => bad.push(JSON.stringify({ blob: 'xyz', base64: '' }))).toThrow('sha-256');
+  });
+});
+
+describe('change sets from outside (every door holds them to one rule)', () => {
+  const hash = 'a'.repeat(64);
+  it('a recorded path is a workspace path in its canonical form, naming a file', () => {
+    for (const ok of ['a.txt', 'src/main.py', 'ü/ß', '.git/config', '...']) expect(changeSetPathProblem(ok), ok).toBeUndefined();
+    for (const bad of ['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a\0b', './a', 'a//b', 'a/', '', '.', 'x'.repeat(1025)]) {
+      expect(changeSetPathProblem(bad), JSON.stringify(bad)).toBeDefined();
+    }
+  });
+
+  it('the codec refuses what breaks the rule, naming the path', () => {
+    expect(filesChangeDataSchema.safeParse({ callId: 'c', changes: [{ path: 'a', hash, size: 1 }, { path: 'b', hash: null, size: 0 }] }).success).toBe(true);
+    const bad = filesChangeDataSchema.safeParse({ callId: 'c', changes: [{ path: '../x', hash, size: 1 }] });
+    expect(bad.error?.issues[0].message).toContain('path "../x" is refused');
+    for (const change of [{ path: 'a', hash: 'H', size: 1 }, { path: 'a', hash, size: -1 }, { path: 'a', hash, size: 1.5 }, { path: 'a', hash, size: 1, extra: 1 }]) {
+      expect(filesChangeDataSchema.safeParse({ callId: 'c', changes: [change] }).success, JSON.stringify(change)).toBe(false);
+    }
+  });
+
+  it('usage counts bytes, files and the directories paths make, as change sets fold', () => {
+    const u = new TreeUsage([{ path: 'a/b/c.txt', size: 3 }, { path: 'a/d.txt', size: 4 }]);
+    expect([u.bytes, u.files, u.entries]).toEqual([7, 2, 4]);
+    u.set('a/b/c.txt', null);
+    expect([u.bytes, u.files, u.entries]).toEqual([4, 1, 2]);
+    u.set('a/d.txt', 10);
+    expect([u.bytes, u.files, u.entries]).toEqual([10, 1, 2]);
+  });
+
+  it('the first change set past the quota is named (a fork there would make that tree)', () => {
+    const limits = { maxBytes: 10, maxFiles: 3, maxFileBytes: 8 };
+    const sets = [
+      { seq: 1, data: { callId: 'c1', changes: [{ path: 'a', hash, size: 5 }] } },
+      { seq: 3, data: { callId: 'c2', changes: [{ path: 'a', hash: null, size: 0 }, { path: 'b', hash, size: 5 }] } },
+      { seq: 5, data: { callId: 'c3', changes: [{ path: 'c', hash, size: 6 }] } },
+    ];
+    expect(firstOverQuota(new Map(), sets.slice(0, 2), limits)).toBeUndefined();
+    expect(firstOverQuota(new Map(), sets, limits)).toEqual({ seq: 5, problem: 'the workspace quota is 10 bytes, and the files come to 11' });
+    expect(firstOverQuota(new Map(), [{ seq: 0, data: { callId: 'c', changes: [{ path: 'd/e/f', hash, size: 1 }] } }], limits)).toBeUndefined();
+    expect(firstOverQuota(new Map(), [{ seq: 0, data: { callId: 'c', changes: [{ path: 'd/e/f/g', hash, size: 1 }] } }], limits)?.problem).toContain('3 files and directories, and there are 4');
+    expect(firstOverQuota(new Map(), [{ seq: 7, data: { callId: 'c', changes: [{ path: 'big', hash, size: 9 }] } }], limits)).toEqual({ seq: 7, problem: 'a file holds at most 8 bytes, and "big" has 9' });
   });
 });

@@ -110,6 +110,27 @@ describe('recordingLines', () => {
     expect((err as Error).message).toBe('line 3: size: the recording exceeds the size limit of 8 bytes');
     expect(await collect(recordingLines(['ab\n', 'cd\n'], 6))).toEqual(['ab', 'cd']);
   });
+
+  it('refuses a line past the per-line limit as it grows, before it is held whole', async () => {
+    const limit = 1000;
+    // Bytes: an endless line in 100-byte chunks; the refusal comes within the limit's worth of chunks.
+    let pulled = 0;
+    function* endless() {
+      yield Buffer.from('{"header":1}\n');
+      for (;;) {
+        pulled++;
+        yield Buffer.alloc(100, 'A');
+      }
+    }
+    const err = await collect(recordingLines(endless(), 1e9, limit)).catch((e: unknown) => e);
+    expect((err as Error).message).toBe('line 2: size: a line is longer than the limit of 1000 bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)');
+    expect(pulled).toBe(11);
+    // Text, the same; a line of exactly the limit passes, multi-byte characters counted as bytes.
+    const text = await collect(recordingLines(['x\n', 'é'.repeat(501), '\n'], 1e9, limit)).catch((e: unknown) => e);
+    expect((text as Error).message).toMatch(/^line 2: size: a line is longer than the limit of 1000 bytes/);
+    expect(await collect(recordingLines([Buffer.from(`${'a'.repeat(limit)}\n${'b'.repeat(limit)}`)], 1e9, limit))).toEqual(['a'.repeat(limit), 'b'.repeat(limit)]);
+    expect(await collect(recordingLines(`${'é'.repeat(500)}\n`, 1e9, limit))).toEqual(['é'.repeat(500)]);
+  });
 });
 
 describe('serializers', () => {

@@ -140,6 +140,22 @@ describe('POST /recordings', () => {
     expect(await sessionCount(app)).toBe(before);
   });
 
+  it('refuses an upload that would pass the spool quota (FORKLINE_UPLOAD_SPOOL_MAX_BYTES) with 503, and frees its share', async () => {
+    const small = await startTestApp({ security: { uploadSpoolMaxBytes: 4096 } });
+    try {
+      const header = `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_spool' } })}\n`;
+      const events = Array.from({ length: 100 }, (_, seq) => JSON.stringify({ seq, type: 'session/title', data: { title: `title ${seq}` } })).join('\n');
+      const refused = await upload(small, `${header}${events}\n`);
+      expect(refused.status).toBe(503);
+      expect(refused.body.errors[0]).toMatchObject({ extensions: { code: 'SERVICE_UNAVAILABLE' } });
+      expect(refused.body.errors[0].message).toMatch(/uploads in progress would spool more than 4096 bytes \(FORKLINE_UPLOAD_SPOOL_MAX_BYTES\)/);
+      // What it had spooled is free again: a small one fits.
+      expect((await upload(small, header)).status).toBe(201);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('rejects invalid UTF-8 naming its line, instead of storing U+FFFD', async () => {
     const lines = readFixture('v4-completed-tools.jsonl').split('\n');
     const [head, bad] = [Buffer.from(lines.slice(0, 4).join('\n') + '\n'), Buffer.from(lines[4])];

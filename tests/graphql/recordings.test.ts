@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { FIXTURES, MALFORMED, fixtureUrl, longRecordingLines, notStartedLog, readFixture } from '../fixtures/recordings/recordings.ts';
 import { importRecording as importFrom } from '../../src/store/recordings.ts';
-import { MAX_RECORDING_BYTES } from '../../src/core/recording.ts';
+import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES } from '../../src/core/recording.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -127,8 +127,21 @@ describe('importRecording from a re-readable source', () => {
         chunks++;
         yield 'x'.repeat(2 ** 20);
       }
-    }).catch((e: unknown) => e);
+    }, { maxLineBytes: Infinity }).catch((e: unknown) => e);
     expect((err as Error).message).toBe(`line 2: size: the recording exceeds the size limit of ${MAX_RECORDING_BYTES} bytes`);
     expect(chunks).toBe(64);
+  });
+
+  it(`rejects a line longer than ${MAX_RECORDING_LINE_BYTES / 2 ** 20} MB as soon as it has read that much`, async () => {
+    let chunks = 0;
+    const err = await importFrom(app.services.store, scope, async function* () {
+      yield `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_big' } })}\n`;
+      for (;;) {
+        chunks++;
+        yield 'x'.repeat(2 ** 20);
+      }
+    }).catch((e: unknown) => e);
+    expect((err as Error).message).toBe(`line 2: size: a line is longer than the limit of ${MAX_RECORDING_LINE_BYTES} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`);
+    expect(chunks).toBe(MAX_RECORDING_LINE_BYTES / 2 ** 20 + 1);
   });
 });

@@ -122,6 +122,37 @@ describe('recordings of externally run sessions', () => {
   });
 });
 
+describe('declareRunnerTools', () => {
+  const DECLARE = `mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { eventCount tools { name effect } modelRequest { tools { name description effect inputSchema } eventCount } } }`;
+  const clock = { name: 'clock', description: 'The time', inputSchema: { type: 'object', properties: {} }, effect: 'READ_ONLY' };
+  const send = { name: 'send_email', effect: 'SIDE_EFFECTS' };
+
+  it('records the set once, lists it in the request and Session.tools, and records calls with the declared effects', async () => {
+    const { id, inputId } = await externalSession('what time is it?');
+    const token = await claim(id);
+    const declared = (await app.ok(DECLARE, { input: { sessionId: id, leaseToken: token, tools: [clock, send] } })).declareRunnerTools;
+    expect(declared.eventCount).toBe(3);
+    expect(declared.tools).toEqual([{ name: 'clock', effect: 'READ_ONLY' }, { name: 'send_email', effect: 'SIDE_EFFECTS' }]);
+    expect(declared.modelRequest.tools[0]).toEqual({ name: 'clock', description: 'The time', effect: 'READ_ONLY', inputSchema: { type: 'object', properties: {} } });
+    // The same set again (in another order) writes nothing.
+    expect((await app.ok(DECLARE, { input: { sessionId: id, leaseToken: token, tools: [send, clock] } })).declareRunnerTools.eventCount).toBe(3);
+    const evs = await events(id);
+    expect(evs.at(-1)).toMatchObject({ type: 'session/runner-tools', data: { tools: [{ name: 'clock', effect: 'read-only' }, { name: 'send_email', effect: 'side-effects' }] } });
+
+    // A call naming another effect than the declared one is refused; without one it gets the declared one.
+    const step = structuredClone(toolStep(inputId!).slice(0, 4)); // inbox/remove, turn/start, step/start, model/message (call c1 of clock)
+    delete (step[3].data as any).toolCalls[0].effect;
+    const lying = structuredClone(step);
+    (lying[3].data as any).toolCalls[0].effect = 'side-effects';
+    const refused = await append(id, token, 3, lying);
+    expect(refused.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'call effect', seq: 6 });
+    expect((await append(id, token, 3, step)).errors).toBeUndefined();
+    expect((await events(id)).at(-1).data.toolCalls[0]).toMatchObject({ id: 'c1', name: 'clock', effect: 'read-only' });
+    // A stale token declares nothing.
+    expect((await app.gql(DECLARE, { input: { sessionId: id, leaseToken: token + 100, tools: [] } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+  });
+});
+
 describe('claims and leases', () => {
   it('claims, refuses a second claim while held, renews, releases', async () => {
     const { id } = await externalSession('hi');
@@ -154,7 +185,8 @@ describe('appendEvents and the model request', () => {
     const first = (await app.ok(REQUEST, { id })).session.modelRequest;
     expect(first).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false });
     expect(first.messages).toEqual([{ role: 'user', content: 'what time is it?' }]);
-    expect(first.tools.map((t: any) => t.name)).toContain('clock');
+    // forkline's catalog is not the runner's to run: a runner session's request lists what its runner declared (nothing yet).
+    expect(first.tools).toEqual([]);
 
     const written = await append(id, token, 2, toolStep(inputId!));
     expect(written.errors).toBeUndefined();
@@ -183,11 +215,11 @@ describe('appendEvents and the model request', () => {
     // The host's fold of the session is now at seq 8; a row read before the batch said 2 events.
     const atEight = (await app.ok(REQUEST, { id })).session;
     expect(atEight).toMatchObject({ eventCount: 8, modelRequest: { turn: 1, step: 2, inTurn: true } });
-    const asOfTwo = await app.services.runners.modelRequest({ tenant: 'local' }, { id, eventCount: 2 });
+    const asOfTwo = await app.services.runners.modelRequest({ tenant: 'local' }, { id, eventCount: 2, runner: 'ext' });
     expect(asOfTwo).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false, eventCount: 2 });
     expect(asOfTwo.messages).toEqual([{ role: 'user', content: 'what time is it?' }]);
     // The fold kept for the session is still the newest one.
-    expect(await app.services.runners.modelRequest({ tenant: 'local' }, { id })).toMatchObject({ turn: 1, step: 2, eventCount: 8 });
+    expect(await app.services.runners.modelRequest({ tenant: 'local' }, { id, runner: 'ext' })).toMatchObject({ turn: 1, step: 2, eventCount: 8 });
   });
 
   it('a fork mid-call: the request carries the synthetic result and its wording, as forkline would send it', async () => {

@@ -62,7 +62,7 @@ describe('managing tokens over GraphQL', () => {
     await waitFor(async () => (await as(ADMIN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, { what: 'lastUsedAt' });
   });
 
-  it('a read token queries and subscribes; mutations, AG-UI runs and uploads are FORBIDDEN, and nothing is written', async () => {
+  it('a read token queries, subscribes and resumes a chat; mutations, AG-UI runs, chat messages and uploads are FORBIDDEN, and nothing is written', async () => {
     const { secret } = await createToken(ADMIN_A, { name: 'reader', scopes: ['READ'] });
     const read = as(secret);
     expect((await read('query($id: ID!) { session(id: $id) { title } }', { id: sessionA })).data.session.title).toBe('alpha work');
@@ -94,6 +94,15 @@ describe('managing tokens over GraphQL', () => {
     });
     expect(agui.status).toBe(403);
     await agui.body?.cancel();
+    // useChat's door: sending is a write; resuming an answer is a read.
+    const chat = await fetch(app.url.replace('/graphql', '/chat'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(secret) },
+      body: JSON.stringify({ id: sessionA, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }], trigger: 'submit-message' }),
+    });
+    expect(chat.status).toBe(403);
+    await chat.body?.cancel();
+    expect((await fetch(app.url.replace('/graphql', `/chat/${sessionA}/stream`), { headers: bearer(secret) })).status).toBe(204);
 
     const titles = (await as(ADMIN_A)('{ sessions(first: 100) { edges { node { title eventCount } } } }')).data.sessions.edges.map((e: any) => e.node);
     expect(titles).toEqual([{ title: 'alpha work', eventCount: 1 }]);

@@ -424,7 +424,7 @@ describe('configuration', () => {
     );
     expect(sec.connectionCaps).toEqual({ connections: 7, subscriptions: Infinity });
     expect(sec.authFailures).toEqual({ max: 9, windowMs: 30_000 });
-    expect(sec.timeouts).toEqual({ headersMs: 1500, requestMs: 300_000, keepAliveMs: 5000, wsInitMs: 2500, wsIdleMs: 60_000 });
+    expect(sec.timeouts).toEqual({ headersMs: 1500, requestMs: 300_000, keepAliveMs: 5000, wsInitMs: 2500, wsIdleMs: 60_000, bodyMinBytesPerSecond: 8192, bodyRateWindowMs: 10_000 });
     expect(securityOptions(loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '0' })).timeouts?.wsIdleMs).toBe(0);
     expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);
     const defaults = securityOptions(loadConfig({}));

@@ -46,17 +46,96 @@ const client = createForklineClient({
   webSocketImpl: WebSocket,
 });
 
-/** Queries, mutations and subscriptions, typed by the generated documents. */
-export const forkline = client;
+/**
+ * What stands between the page and the server, page-wide: the token was
+ * rejected (nothing is retried until another is entered: retries would only
+ * trip the server's per-address auth-failure throttle), the server asked us to
+ * wait, or it cannot be reached. Null when requests get through.
+ */
+export type ConnectionProblem =
+  | { kind: 'token-rejected'; message: string }
+  | { kind: 'rate-limited'; until: number; message: string }
+  | { kind: 'unreachable' }
+  | null;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let problem: ConnectionProblem = null;
+const problemWatchers = new Set<(p: ConnectionProblem) => void>();
+
+function setProblem(next: ConnectionProblem) {
+  // A rejected token stays rejected until the page reloads with another.
+  if (problem?.kind === 'token-rejected' && next?.kind !== 'token-rejected') return;
+  if (problem === next || (problem?.kind === 'unreachable' && next?.kind === 'unreachable')) return;
+  problem = next;
+  for (const watch of problemWatchers) watch(next);
+}
+
+/** The problem an error stands for, or null when it is about the request itself (bad input, not found). */
+export function problemOf(err: unknown): ConnectionProblem {
+  if (!(err instanceof ForklineClientError)) return null;
+  if (err.code === 'UNAUTHENTICATED' || err.status === 401) return { kind: 'token-rejected', message: err.message };
+  if (err.status === 429) return { kind: 'rate-limited', until: Date.now() + (err.retryAfter ?? 5) * 1000, message: err.message };
+  if (err.code === 'NETWORK_ERROR' || err.status === 502 || err.status === 504) return { kind: 'unreachable' };
+  return null;
+}
+
+/** The page-wide connection problem, kept current. */
+export function currentProblem(): ConnectionProblem {
+  return problem;
+}
+
+export function watchProblem(watch: (p: ConnectionProblem) => void): () => void {
+  problemWatchers.add(watch);
+  return () => problemWatchers.delete(watch);
+}
+
+/** Reports how a request went: an answer clears "unreachable" and "wait", a failure may set a problem. */
+function observed<T>(request: Promise<T>): Promise<T> {
+  return request.then(
+    (value) => {
+      if (problem && problem.kind !== 'token-rejected') setProblem(null);
+      return value;
+    },
+    (err: unknown) => {
+      const p = problemOf(err);
+      if (p) setProblem(p);
+      throw err;
+    },
+  );
+}
+
+/** Queries, mutations and subscriptions, typed by the generated documents; queries and mutations report connection problems. */
+export const forkline: typeof client = {
+  ...client,
+  query: ((doc: Parameters<typeof client.query>[0], ...v: []) => observed(client.query(doc, ...v))) as typeof client.query,
+  mutate: ((doc: Parameters<typeof client.mutate>[0], ...v: []) => observed(client.mutate(doc, ...v))) as typeof client.mutate,
+};
+
+/** Wakes whatever waits to retry (the Retry button): the next attempt goes now. */
+let wakeWaiters: Array<() => void> = [];
+export function retryNow() {
+  const waiters = wakeWaiters;
+  wakeWaiters = [];
+  for (const wake of waiters) wake();
+}
+
+/** Sleeps `ms`, or less when retryNow is called. */
+const sleep = (ms: number) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      wakeWaiters = wakeWaiters.filter((w) => w !== done);
+      resolve();
+    }
+    wakeWaiters.push(done);
+  });
 
 /**
  * Waits until the server answers /healthz again (a restart: it is back as soon
  * as it listens), polling at most every 2 s, so a page resumes within about a
  * second or two of the server's return instead of after a long backoff.
  */
-async function serverBack(stopped: () => boolean): Promise<void> {
+export async function serverBack(stopped: () => boolean): Promise<void> {
   for (let wait = 250; !stopped(); wait = Math.min(wait * 2, 2000)) {
     try {
       // Any answer but a gateway's "not there" (a dev proxy says 502 while the server is down).
@@ -95,11 +174,20 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
         return;
       } catch (err) {
         if (stopped) return;
-        if (!(err instanceof ForklineClientError) || err.code !== 'NETWORK_ERROR') return sink.error?.(err);
+        const p = problemOf(err);
+        if (p) setProblem(p);
+        if (p?.kind === 'rate-limited') {
+          // Asked to wait: wait as told, then try again (nothing was lost).
+          await sleep(Math.max(0, p.until - Date.now()));
+          continue;
+        }
+        // A rejected token ends here: retrying it would only trip the auth-failure throttle.
+        if (p?.kind !== 'unreachable') return sink.error?.(err);
         if (!lost) sink.reconnecting?.(err);
         lost = true;
         await sleep(backoffDelay(attempt, { initialMs: 250, maxMs: 2000 }));
         await serverBack(() => stopped);
+        if (!stopped && currentProblem()?.kind === 'unreachable') setProblem(null);
       }
     }
   })();

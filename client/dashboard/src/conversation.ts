@@ -207,6 +207,9 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       case 'session/instructions':
         items.push({ ...base, kind: 'note', text: str(d.text) ? `instructions: ${clip(str(d.text))}` : 'instructions cleared' });
         break;
+      case 'session/runner-tools':
+        items.push({ ...base, kind: 'note', text: `runner tools: ${runnerToolsText(d.tools)}` });
+        break;
       case 'surface/replace':
         items.push({ ...base, kind: 'compaction', fromSeq: num(d.fromSeq), toSeq: num(d.toSeq), summary: str(d.content) });
         break;
@@ -284,6 +287,8 @@ export function eventSummary(e: LogEvent): string {
       return toolSetText(d.tools);
     case 'session/instructions':
       return clip(str(d.text));
+    case 'session/runner-tools':
+      return runnerToolsText(d.tools);
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
     default:
@@ -299,5 +304,8 @@ function fileChangesOf(d: Record<string, unknown>): Array<{ path: string; delete
 }
 
 const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map(str).join(', ') : 'none') : '');
+/** A runner's declared tools with their effects: `send_email (side-effects)`. */
+const runnerToolsText = (tools: unknown) =>
+  Array.isArray(tools) ? (tools.length ? tools.map((t) => `${str(t?.name)} (${str(t?.effect)})`).join(', ') : 'none') : '';
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);

@@ -53,6 +53,12 @@ export function useLiveQuery<T>(key: string, read: () => Promise<T>, concerns: (
         timer = setTimeout(run, 60);
       },
       reconnecting: () => !closed && setError('live updates: reconnecting…'),
+      // Back after a lost connection: what changed meanwhile (or a first read that failed) is read again.
+      resumed: () => {
+        if (closed) return;
+        setError(null);
+        void run();
+      },
     });
     void run();
     return () => {

@@ -11,19 +11,21 @@ import { FamilyPage } from './family-page.tsx';
 import { Sidebar, useSessions } from './sessions.tsx';
 import { Frame } from './drawer.tsx';
 import { BadLinkNotice } from './widgets.tsx';
+import { ConnectionBanner } from './connection-banner.tsx';
 import './styles.css';
 import './layout.css';
 
 function App() {
   const route = useRoute();
-  const { sessions, error, needsToken, add } = useSessions();
+  const { sessions, error, loaded, add } = useSessions();
   const currentId = route.name === 'home' || route.name === 'not-found' ? undefined : route.name === 'diff' ? route.b : route.id;
   const [offered, setOffered] = useState(tokens.offered);
   return (
     <Frame
       closeOn={location.pathname + location.hash}
-      sidebar={<Sidebar sessions={sessions} error={error} needsToken={needsToken} currentId={currentId} onImported={add} />}
+      sidebar={<Sidebar sessions={sessions} error={error} loaded={loaded} currentId={currentId} onImported={add} />}
     >
+      <ConnectionBanner />
       {offered && tokens.stored && (
         <ReplaceTokenDialog stored={tokens.stored} offered={offered} onReplace={() => setToken(offered)} onKeep={() => setOffered(undefined)} />
       )}

@@ -11,7 +11,7 @@ import {
   SessionsChangedDocument,
   type SessionEventsLiveSubscription,
 } from '../../generated/graphql.ts';
-import { follow, forkline, type Sink } from './api.ts';
+import { follow, forkline, problemOf, serverBack, type Sink } from './api.ts';
 import { EventPages } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
 import { errorText } from './widgets.tsx';
@@ -96,7 +96,7 @@ export function useSessionFeed(id: string): SessionFeed {
       }, 80);
     };
 
-    (async () => {
+    const open = async () => {
       const summary = await forkline.query(DashboardSessionDocument, { id, withInputs: true });
       if (closed) return;
       if (!summary.session) return setSession(null);
@@ -152,7 +152,22 @@ export function useSessionFeed(id: string): SessionFeed {
           },
         }),
       );
-    })().catch((err) => !closed && setError(errorText(err)));
+    };
+    // The first read failed because the server is away: read again once it answers, without a reload.
+    void (async () => {
+      for (;;) {
+        try {
+          return await open();
+        } catch (err) {
+          if (closed) return;
+          setError(errorText(err));
+          if (problemOf(err)?.kind !== 'unreachable') return;
+          await serverBack(() => closed);
+          if (closed) return;
+          setError(null);
+        }
+      }
+    })();
 
     return () => {
       closed = true;

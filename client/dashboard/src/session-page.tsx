@@ -65,7 +65,18 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const knownChildren = session ? session.children.edges.map((e) => e.node) : [];
   const forkPoints = useForkPoints(id, knownChildren.map((c) => c.id).join(','));
 
-  if (session === undefined || (session && !pages)) return <main class="session-page loading">Loading…</main>;
+  if (session === undefined || (session && !pages))
+    return (
+      <main class="session-page loading">
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : (
+          'Loading…'
+        )}
+      </main>
+    );
   if (session === null || !pages)
     return (
       <main class="session-page">

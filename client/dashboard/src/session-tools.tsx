@@ -1,6 +1,7 @@
 // The tools a session's agent may be offered now (Session.tools: its last
-// session/tools event, or every tool of its tenant), with each one's server and
-// effect. Read when the page opens and again when a session/tools event arrives.
+// session/tools event, or every tool of its tenant; a runner session's: its
+// runner's declared set, session/runner-tools), with each one's server and
+// effect. Read when the page opens and again when either event arrives.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SessionToolsDocument, ToolServersDocument, type ToolFieldsFragment, type ToolServersQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
@@ -33,7 +34,8 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
   useEffect(() => {
     const from = seen.current.sessionId === sessionId ? seen.current.upTo : pages.length;
     for (let seq = from; seq < pages.length; seq++) {
-      if (pages.get(seq)?.type === 'session/tools') {
+      const type = pages.get(seq)?.type;
+      if (type === 'session/tools' || type === 'session/runner-tools') {
         setReads((n) => n + 1);
         break;
       }

@@ -1,6 +1,6 @@
 // The sidebar: every session as a lineage tree, kept live by sessionsChanged,
 // with full-text search (search.tsx) and recording import.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   CreateSessionDocument,
   SessionDocument,
@@ -10,7 +10,7 @@ import {
   SessionsDocument,
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
-import { follow, forkline, ForklineClientError, setToken } from './api.ts';
+import { follow, forkline } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { lineageForest, type LineageNode } from './lineage.ts';
@@ -18,6 +18,7 @@ import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
+import { useVirtualizer } from './use-virtualizer.ts';
 
 const PAGE = 500;
 /**
@@ -38,7 +39,8 @@ function newestChange(sessions: Iterable<SessionSummaryFragment>): string | null
 export function useSessions() {
   const [sessions, setSessions] = useState<ReadonlyMap<string, SessionSummaryFragment>>(new Map());
   const [error, setError] = useState<string | null>(null);
-  const [needsToken, setNeedsToken] = useState(false);
+  // The list is known (its first full read succeeded): only then may an empty list say "no sessions".
+  const [loaded, setLoaded] = useState(false);
   const held = useRef(sessions);
   held.current = sessions;
 
@@ -59,6 +61,7 @@ export function useSessions() {
       });
     // Rows that arrived live while a (re)load ran: a reload keeps them even when its pages missed them.
     let liveDuringLoad: Set<string> | null = null;
+    let loadedOnce = false;
     // Subscribe first so nothing that changes during the load is missed.
     const unsubscribe = follow(() => forkline.subscribe(SessionsChangedDocument), {
       next: (r) => {
@@ -107,12 +110,15 @@ export function useSessions() {
           for (const id of prev.keys()) if (!seen.has(id) && !keep.has(id)) next.delete(id);
           return next;
         });
+      loadedOnce = true;
+      setLoaded(true);
+      setError(null);
     };
     // What changed since the newest change held; a deletion while away is seen by the count
     // (sessionsDeleted does not replay either): then, and only then, the whole list is read again.
     const catchUp = async () => {
       const newest = newestChange(held.current.values());
-      if (newest === null) return load(true);
+      if (newest === null || !loadedOnce) return load(true);
       const since = new Date(Date.parse(newest) - RESUME_MARGIN_MS).toISOString();
       let count = 0;
       let after: string | null | undefined;
@@ -127,11 +133,8 @@ export function useSessions() {
       await new Promise((resolve) => setTimeout(resolve));
       if (!cancelled && held.current.size !== count) await load(true);
     };
-    load(false).catch((err) => {
-      if (cancelled) return;
-      setError(errorText(err));
-      setNeedsToken(err instanceof ForklineClientError && err.code === 'UNAUTHENTICATED');
-    });
+    // A failed first read is read again when the server answers (the subscription's resumed).
+    load(false).catch((err) => !cancelled && setError(`Sessions could not be loaded: ${errorText(err)}`));
     return () => {
       cancelled = true;
       unsubscribe();
@@ -139,13 +142,13 @@ export function useSessions() {
     };
   }, []);
 
-  return { sessions, error, needsToken, add: (s: SessionSummaryFragment) => setSessions((prev) => new Map(prev).set(s.id, s)) };
+  return { sessions, error, loaded, add: (s: SessionSummaryFragment) => setSessions((prev) => new Map(prev).set(s.id, s)) };
 }
 
 export function Sidebar(props: {
   sessions: ReadonlyMap<string, SessionSummaryFragment>;
   error: string | null;
-  needsToken: boolean;
+  loaded: boolean;
   currentId?: string;
   onImported(s: SessionSummaryFragment): void;
 }) {
@@ -162,6 +165,7 @@ export function Sidebar(props: {
   const query = search.trim();
   const [view, setView] = useListView();
   const forest = useMemo(() => lineageForest(props.sessions.values(), '', forestOptions(view)), [props.sessions, view]);
+  const treeRef = useRef<HTMLElement>(null);
   return (
     <aside class="sidebar">
       <header class="sidebar-head">
@@ -187,21 +191,18 @@ export function Sidebar(props: {
       />
       {!query && <ListViewControls view={view} onChange={setView} />}
       {props.error && <p class="error">{props.error}</p>}
-      {props.needsToken && <TokenForm />}
       {query ? (
         <SearchResults query={query} currentId={props.currentId} />
       ) : (
-        <nav class="tree" aria-label="Sessions">
+        <nav class="tree" aria-label="Sessions" ref={treeRef}>
           {forest.length ? (
-            <ul>
-              {forest.map((node) => (
-                <TreeNode key={node.session.id} node={node} currentId={props.currentId} />
-              ))}
-            </ul>
+            <SessionTree forest={forest} currentId={props.currentId} scrollElement={treeRef} />
           ) : isFiltered(view) && props.sessions.size ? (
             <p class="muted">No session matches the filter.</p>
-          ) : (
+          ) : props.loaded ? (
             <p class="muted">No sessions yet: start a new session or import a recording.</p>
+          ) : props.error ? null : (
+            <p class="muted">Loading sessions…</p>
           )}
         </nav>
       )}
@@ -209,16 +210,133 @@ export function Sidebar(props: {
   );
 }
 
-function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }) {
-  const s = node.session;
+/** A forest as the rows it shows, parents before their children, each with its depth. */
+export function treeRows(forest: readonly LineageNode[]): Array<{ node: LineageNode; depth: number }> {
+  const rows: Array<{ node: LineageNode; depth: number }> = [];
+  const walk = (nodes: readonly LineageNode[], depth: number) => {
+    for (const node of nodes) {
+      rows.push({ node, depth });
+      walk(node.children, depth + 1);
+    }
+  };
+  walk(forest, 0);
+  return rows;
+}
+
+/** A row's height before it is measured (title line and meta line). */
+const ROW_ESTIMATE = 46;
+
+/**
+ * The sessions as a virtualised tree: only the rows in and near the view are in
+ * the DOM, whatever the count (thousands of sessions). One tab stop: the current
+ * session's row (or the first); arrow keys, Home and End move between rows.
+ */
+function SessionTree(props: { forest: readonly LineageNode[]; currentId?: string; scrollElement: { current: HTMLElement | null } }) {
+  const rows = useMemo(() => treeRows(props.forest), [props.forest]);
+  const current = rows.findIndex((r) => r.node.session.id === props.currentId);
+  const [active, setActive] = useState<number | null>(null);
+  const tabStop = Math.min(rows.length - 1, Math.max(0, active ?? (current >= 0 ? current : 0)));
+  const focusNext = useRef<number | null>(null);
+  const list = useVirtualizer({
+    count: rows.length,
+    getScrollElement: () => props.scrollElement.current,
+    estimateSize: () => ROW_ESTIMATE,
+    overscan: 8,
+    getItemKey: (i) => rows[i]?.node.session.id ?? i,
+  });
+  // The current session is in view when the page opens on it.
+  useEffect(() => {
+    if (current >= 0) list.scrollToIndex(current, { align: 'auto' });
+  }, [props.currentId]);
+  useLayoutEffect(() => {
+    const i = focusNext.current;
+    if (i === null) return;
+    const link = props.scrollElement.current?.querySelector<HTMLElement>(`[data-index="${i}"] > a`);
+    if (link) {
+      focusNext.current = null;
+      link.focus();
+    }
+  });
+  const move = (to: number) => {
+    const i = Math.min(rows.length - 1, Math.max(0, to));
+    setActive(i);
+    focusNext.current = i;
+    list.scrollToIndex(i, { align: 'auto' });
+  };
+  const onKeyDown = (e: KeyboardEvent) => {
+    const keys: Record<string, number> = { ArrowDown: tabStop + 1, ArrowUp: tabStop - 1, Home: 0, End: rows.length - 1, PageDown: tabStop + 10, PageUp: tabStop - 10 };
+    if (!(e.key in keys)) return;
+    e.preventDefault();
+    move(keys[e.key]);
+  };
   return (
-    <li class="tree-node" data-session-id={s.id}>
+    <ul class="tree-rows" style={{ height: `${list.getTotalSize()}px` }} onKeyDown={onKeyDown} data-count={rows.length}>
+      {list.getVirtualItems().map((item) => {
+        const { node, depth } = rows[item.index];
+        return (
+          <TreeRow
+            key={item.key}
+            node={node}
+            depth={depth}
+            index={item.index}
+            start={item.start}
+            currentId={props.currentId}
+            tabbable={item.index === tabStop}
+            measure={list.measureElement}
+            onFocus={() => setActive(item.index)}
+          />
+        );
+      })}
+    </ul>
+  );
+}
+
+/** Time since a moment, in the largest whole unit (the list's "last active"). */
+export function ago(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return 'just now';
+  const units: Array<[number, string]> = [
+    [86_400 * 365, 'y'],
+    [86_400 * 30, 'mo'],
+    [86_400, 'd'],
+    [3600, 'h'],
+    [60, 'min'],
+  ];
+  for (const [size, unit] of units) if (s >= size) return `${Math.floor(s / size)} ${unit} ago`;
+  return 'just now';
+}
+
+function TreeRow(props: {
+  node: LineageNode;
+  depth: number;
+  index: number;
+  start: number;
+  currentId?: string;
+  tabbable: boolean;
+  measure: (el: Element | null) => void;
+  onFocus(): void;
+}) {
+  const { node, depth, currentId } = props;
+  const s = node.session;
+  const title = s.title || 'Untitled';
+  return (
+    <li
+      class={`tree-node${depth ? ' child' : ''}`}
+      data-session-id={s.id}
+      data-index={props.index}
+      data-depth={depth}
+      ref={props.measure}
+      style={{ transform: `translateY(${props.start}px)`, paddingLeft: `${depth * 14}px` }}
+    >
       <a
         href={sessionPath(s.id)}
         class={`tree-link${s.id === currentId ? ' current' : ''}${node.matched ? '' : ' context'}`}
         aria-current={s.id === currentId ? 'page' : undefined}
+        tabIndex={props.tabbable ? 0 : -1}
+        onFocus={props.onFocus}
+        title={s.parent ? `${title} (fork of ${s.parent.title || 'Untitled'} at event ${s.forkedAtSeq})` : title}
       >
-        <span class="tree-title">{s.title || 'Untitled'}</span>
+        <span class="tree-title">{title}</span>
         <span class="tree-meta">
           {s.forkedAtSeq != null &&
             (s.parent ? (
@@ -237,17 +355,13 @@ function TreeNode({ node, currentId }: { node: LineageNode; currentId?: string }
             </span>
           )}
           <span title="events · turns">
-            {s.eventCount} ev · {s.turnCount} t
+            {s.eventCount.toLocaleString('en')} ev · {s.turnCount.toLocaleString('en')} t
+          </span>
+          <span class="last-active" title={`last active ${new Date(s.updatedAt).toLocaleString()}`}>
+            {ago(s.updatedAt)}
           </span>
         </span>
       </a>
-      {node.children.length > 0 && (
-        <ul>
-          {node.children.map((child) => (
-            <TreeNode key={child.session.id} node={child} currentId={currentId} />
-          ))}
-        </ul>
-      )}
     </li>
   );
 }
@@ -302,18 +416,3 @@ function ImportErrorBanner(props: { file: string; message: string; onDismiss(): 
 }
 
 /** Shown when the server asks for an API token (FORKLINE_API_TOKENS). */
-function TokenForm() {
-  const [value, setValue] = useState('');
-  return (
-    <form
-      class="token-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        setToken(value.trim());
-      }}
-    >
-      <input type="password" placeholder="API token" aria-label="API token" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
-      <button type="submit">Use token</button>
-    </form>
-  );
-}

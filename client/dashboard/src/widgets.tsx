@@ -1,8 +1,13 @@
 // Small shared pieces of the dashboard's UI.
 import type { ComponentChildren } from 'preact';
 import { badHash } from './router.ts';
+import { problemOf } from './api.ts';
 
 export function errorText(err: unknown): string {
+  const problem = problemOf(err);
+  if (problem?.kind === 'unreachable') return 'The dashboard cannot reach the server; trying again as soon as it answers.';
+  if (problem?.kind === 'token-rejected') return 'Token rejected: enter another API token.';
+  if (problem?.kind === 'rate-limited') return `The server asked us to wait (${problem.message}).`;
   if (err instanceof Error) return err.message;
   if (Array.isArray(err)) return err.map(errorText).join('; ');
   if (err && typeof err === 'object' && 'message' in err) return String((err as { message: unknown }).message);

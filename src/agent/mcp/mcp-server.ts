@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
+import { workspaceEnvironment } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
 
@@ -24,6 +25,8 @@ export class McpServerConnection {
     private readonly log: (msg: string, err?: unknown) => void = () => {},
     /** The directory `${workspace}` stands for in a workspace server's args, cwd and env values (mcp-config.ts `workspace`). */
     private readonly workspaceDir?: string,
+    /** A workspace server's HOME: a private empty directory, not forkline's (its dotfiles, credentials). */
+    private readonly home?: string,
   ) {}
 
   /** The server's tools (tools/list, cached until notifications/tools/list_changed or a restart). */
@@ -94,8 +97,14 @@ export class McpServerConnection {
     if (isStdioServer(c)) {
       // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
       // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
-      const dir = (s: string) => (this.workspaceDir === undefined ? s : s.replaceAll('${workspace}', this.workspaceDir));
-      const env = c.env && Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, dir(v)]));
+      // A workspace server gets the workspace's allow-list on top: HOME is a
+      // private directory (not forkline's, with its dotfiles and credentials;
+      // not the workspace, where caches such as npx's would become the
+      // session's files), git fenced in the workspace.
+      const ws = this.workspaceDir;
+      const dir = (s: string) => (ws === undefined ? s : s.replaceAll('${workspace}', ws));
+      const extra = c.env && Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, dir(v)]));
+      const env = ws === undefined ? c.env : workspaceEnvironment(ws, { path: process.env.PATH, home: this.home, extra });
       const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;

@@ -10,7 +10,7 @@ import type { Plugin } from 'graphql-yoga';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
 import { maxTokensPlugin } from '@escape.tech/graphql-armor-max-tokens';
-import { queryCost } from '../query-cost.ts';
+import { operationCost } from '../query-cost.ts';
 import { DEFAULT_PAGE_SIZE } from '../builder.ts';
 import { asRequestError, requestError } from './error-codes.ts';
 import { refuseOperation } from './refuse-operation.ts';
@@ -34,7 +34,13 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
         `${DEFAULT_PAGE_SIZE} when omitted) multiply the cost of what they select`,
     );
   const check = (args: ExecutionArgs) => {
-    const cost = queryCost(args.schema, args.document, args.operationName, args.variableValues);
+    const { cost, once } = operationCost(args.schema, args.document, args.operationName, args.variableValues);
+    const repeated = Object.entries(once).find(([, times]) => times > 1);
+    if (repeated) {
+      const [field, times] = repeated;
+      // A recording is a session's whole log as one string: GET /recordings streams any number of them.
+      return { errors: [requestError(`${field} may be read at most once per operation, and this one reads it up to ${times} times (GET /recordings?session=<id> streams a recording)`)] };
+    }
     return cost > limits.maxCost ? { errors: [refusal(cost)] } : undefined;
   };
   return {

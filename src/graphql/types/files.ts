@@ -3,7 +3,8 @@
 // store without running anything. Mapping only: store/file-blobs.ts.
 import { builder } from '../builder.ts';
 import { lineageOf } from '../../store/lineage.ts';
-import { DIFF_MAX_BYTES, FILE_READ_MAX_BYTES, type FileChange, type FileContent, type FilesRef } from '../../store/file-blobs.ts';
+import { DIFF_MAX_EDIT_LINES } from '../../core/unified-diff.ts';
+import { DIFF_MAX_BYTES, DIFF_REQUEST_MAX_BYTES, DIFF_REQUEST_TIMEOUT_MS, FILE_READ_MAX_BYTES, type FileChange, type FileContent, type FilesRef } from '../../store/file-blobs.ts';
 import type { FileEntry } from '../../core/file-tree.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
 
@@ -38,7 +39,12 @@ const FileChangeRef = builder.objectRef<FileChange>('FileChange').implement({
     kind: t.field({ type: FileChangeKindEnum, resolve: (c) => c.kind }),
     before: t.field({ type: FileEntryRef, nullable: true, resolve: (c) => c.before }),
     after: t.field({ type: FileEntryRef, nullable: true, resolve: (c) => c.after }),
-    diff: t.exposeString('diff', { nullable: true, description: `A unified diff, when both sides are text of at most ${DIFF_MAX_BYTES} bytes.` }),
+    diff: t.exposeString('diff', {
+      nullable: true,
+      description:
+        `A unified diff, when both sides are text of at most ${DIFF_MAX_BYTES} bytes, the read's diffs stay within ${DIFF_REQUEST_MAX_BYTES} bytes of text ` +
+        `in all (in path order), and the change is within ${DIFF_MAX_EDIT_LINES} changed lines and the read's ${DIFF_REQUEST_TIMEOUT_MS / 1000} s for diffs.`,
+    }),
   }),
 });
 

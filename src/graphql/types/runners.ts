@@ -7,7 +7,8 @@ import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
-import { ToolInfoRef } from './tools.ts';
+import { ToolEffectEnum, ToolInfoRef } from './tools.ts';
+import { TOOL_EFFECTS } from '../../core/tools.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
@@ -35,7 +36,13 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
       description: 'The conversation in OpenAI chat format (user, assistant with tool_calls, tool; synthetic results with their wording; compaction summaries as system messages).',
       resolve: (r) => r.messages,
     }),
-    tools: t.field({ type: [ToolInfoRef], description: "The tools of the session's set (Session.tools).", resolve: (r) => r.tools }),
+    tools: t.field({
+      type: [ToolInfoRef],
+      description:
+        "The tools the model may call. A session of a runner pool: the tools its runner declared (declareRunnerTools; none yet: empty), never forkline's catalog, " +
+        "which a runner cannot run. A session forkline runs: the tools of its set from forkline's catalog (Session.tools).",
+      resolve: (r) => r.tools,
+    }),
     turn: t.int({ nullable: true, description: 'The turn the call is in: the open one, or the next one (null: nothing to run).', resolve: (r) => r.turn }),
     step: t.int({ nullable: true, description: 'The step number the call gets (null: nothing to run).', resolve: (r) => r.step }),
     inputId: t.id({ nullable: true, description: 'Outside an open turn: the input the next turn takes (write inbox/remove {taken} and turn/start with it).', resolve: (r) => r.inputId }),
@@ -64,7 +71,7 @@ const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string
       description:
         "What the session's next model call would be sent after the batch (Session.modelRequest: after a turn's end, the next pending input's turn); " +
         'null once the lease was given back.',
-      resolve: (p, _a, ctx) => (p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId })),
+      resolve: (p, _a, ctx) => (p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId, runner: 'runner' /* appended under a runner's lease */ })),
     }),
   }),
 });
@@ -115,6 +122,23 @@ const AppendEventsInput = builder.inputType('AppendEventsInput', {
   }),
 });
 
+const RunnerToolInput = builder.inputType('RunnerToolInput', {
+  fields: (t) => ({
+    name: t.string({ required: true, description: 'The name the model calls it by (model/message toolCalls[].name).' }),
+    description: t.string(),
+    inputSchema: t.field({ type: 'JSON', description: 'JSON Schema of its arguments object.' }),
+    effect: t.field({ type: ToolEffectEnum, required: true, description: 'What running it may do to the world: the advice a fork or crash repair gives for a call it cut off.' }),
+  }),
+});
+
+const DeclareRunnerToolsInput = builder.inputType('DeclareRunnerToolsInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    leaseToken: t.int({ required: true }),
+    tools: t.field({ type: [RunnerToolInput], required: true, description: 'Every tool the runner runs for this session ([] for none).' }),
+  }),
+});
+
 const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
@@ -139,6 +163,20 @@ const appendArgs = z.object({
 });
 const publishArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, turn: z.number().int().min(1), step: z.number().int().min(1), text: z.string().max(200_000) });
 const poolArgs = z.object({ pool: runnerPoolSchema });
+const declareArgs = z.object({
+  sessionId: sessionIdSchema,
+  leaseToken: token,
+  tools: z
+    .array(
+      z.object({
+        name: z.string().min(1).max(200),
+        description: z.string().max(10_000).nullish().transform((v) => v ?? undefined),
+        inputSchema: z.record(z.string(), z.json()).nullish().transform((v) => v ?? undefined),
+        effect: z.enum(TOOL_EFFECTS),
+      }),
+    )
+    .max(500),
+});
 
 builder.prismaObjectFields('Session', (t) => ({
   runner: t.exposeString('runner', {
@@ -208,6 +246,20 @@ builder.mutationFields((t) => ({
       const p = parseArgs(appendArgs, input);
       const written = await ctx.services.runners.append(ctx.scope, p.sessionId, p.leaseToken, p.expectedEventCount, p.events, { release: p.release ?? false });
       return { ...written, sessionId: p.sessionId };
+    },
+  }),
+  declareRunnerTools: t.field({
+    type: SessionRef,
+    description:
+      "The lease holder declares the tools it runs for the session, with their effects: recorded as a session/runner-tools event when the set differs from the one in force " +
+      '(nothing is written otherwise). ModelRequest.tools lists them, and each call of one is recorded with its effect (a call naming another effect is refused), ' +
+      "so forks and crash repair word a cut-off call as they word forkline's own tools'. LEASE_LOST when the lease is not held under this token.",
+    args: { input: t.arg({ type: DeclareRunnerToolsInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const p = parseArgs(declareArgs, input);
+      const tools = p.tools.map(({ name, description, inputSchema, effect }) => ({ name, effect, ...(description !== undefined ? { description } : {}), ...(inputSchema !== undefined ? { inputSchema } : {}) }));
+      await ctx.services.runners.declareTools(ctx.scope, p.sessionId, p.leaseToken, tools);
+      return ctx.store.requireSession(ctx.scope, p.sessionId);
     },
   }),
   publishTurnUpdate: t.boolean({

@@ -26,6 +26,7 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
   fields: (t) => ({
     sessionId: t.exposeID('sessionId'),
     kind: t.field({ type: TurnUpdateKindEnum, resolve: (u) => u.kind }),
+    seq: t.exposeInt('seq', { nullable: true, description: 'The stored event this update stands for (null for TEXT_DELTA, TOOL_RUNNING and TOOL_PROGRESS, which are not in the log).' }),
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId', { nullable: true, description: 'TURN_STARTED: the input the turn takes (the inputId sendMessage returned).' }),
     step: t.exposeInt('step', { nullable: true }),
@@ -45,7 +46,7 @@ builder.subscriptionType({});
 
 // Built once (zod compiles an object schema on its first parse).
 const sessionEventsArgs = z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() });
-const sessionTurnsArgs = z.object({ sessionId: sessionIdSchema });
+const sessionTurnsArgs = z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() });
 
 builder.subscriptionFields((t) => ({
   sessionEvents: t.field({
@@ -62,14 +63,22 @@ builder.subscriptionFields((t) => ({
   }),
   sessionTurns: t.field({
     type: TurnUpdateRef,
-    description: "Live progress of the session's turns, whichever process runs them.",
-    args: { sessionId: t.arg.id({ required: true }) },
+    description:
+      "Live progress of the session's turns, whichever process runs them. With afterSeq: first the updates of what the log " +
+      'holds after that seq (a step\'s stored text as one TEXT_DELTA), then live ones, with no gap and nothing twice, so a ' +
+      'client may subscribe after sending (afterSeq: the seq sendMessage returned) and still see the whole turn.',
+    args: {
+      sessionId: t.arg.id({ required: true }),
+      afterSeq: t.arg.int({ description: 'Replay the turn updates of events after this seq first (-1: from the start).' }),
+    },
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionTurnsArgs, args);
       const session = await ctx.store.requireSession(ctx.scope, p.sessionId);
       // A client watching the turns is about to send: the agent gets ready.
       ctx.services.host.prewarm(session.id, session.eventCount);
-      return ctx.services.live.sessionTurns(p.sessionId);
+      if (p.afterSeq == null) return ctx.services.live.sessionTurns(p.sessionId);
+      const eventCount = async () => (await ctx.store.requireSession(ctx.scope, p.sessionId)).eventCount;
+      return ctx.services.live.sessionTurnsAfter(p.sessionId, p.afterSeq, eventCount);
     },
     resolve: (update) => update,
   }),

@@ -8,16 +8,22 @@ import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
 import type { Tool } from '../../agent/tools.ts';
 import type { ToolServerStatus } from '../../agent/tool-catalog.ts';
+import type { ToolDefinition } from '../../core/chat.ts';
+import type { RunnerTool } from '../../core/events.ts';
+import { runnerToolInfo } from '../../core/runner-tools.ts';
+
+/** A tool as a client sees it: forkline's (built in or MCP) or one an external runner declared. */
+export type ToolInfo = ToolDefinition & { server?: string };
 import { snapshotOf } from '../../store/lineage.ts';
 import { SessionRef } from './session.ts';
 
-const ToolEffectEnum = builder.enumType('ToolEffect', {
+export const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
   values: Object.fromEntries(TOOL_EFFECTS.map((e) => [e.toUpperCase().replace('-', '_'), { value: e }])) as Record<string, { value: ToolEffect }>,
 });
 
-export const ToolInfoRef = builder.objectRef<Tool>('ToolInfo').implement({
-  description: 'A tool the agent can offer its model: built in, or from an MCP server (FORKLINE_MCP_CONFIG).',
+export const ToolInfoRef = builder.objectRef<ToolInfo>('ToolInfo').implement({
+  description: "A tool the agent can offer its model: built in, from an MCP server (FORKLINE_MCP_CONFIG), or an external runner's own (declareRunnerTools).",
   fields: (t) => ({
     name: t.exposeString('name', { description: 'The name the model calls: built-ins by theirs, MCP tools as <server>__<tool>.' }),
     server: t.string({ nullable: true, description: 'The MCP server it comes from; null: built in.', resolve: (tool) => tool.server ?? null }),
@@ -62,8 +68,14 @@ builder.prismaObjectFields('Session', (t) => ({
   tools: t.field({
     type: [ToolInfoRef],
     description:
-      "The tools the session's agent may use as of the end of its log (its last session/tools event; none: the default set, built-ins and the MCP servers marked default).",
+      "The tools the session's agent may use as of the end of its log: forkline's, those of its last session/tools event " +
+      '(none: the default set, built-ins and the MCP servers marked default); ' +
+      'a session of a runner pool: the tools its runner declared (its last session/runner-tools event; none: empty).',
     resolve: async (s, _a, ctx) => {
+      if (s.runner != null) {
+        const declared = await ctx.store.log.lastOfType(snapshotOf(s), 'session/runner-tools');
+        return ((declared?.data as { tools: RunnerTool[] } | undefined)?.tools ?? []).map(runnerToolInfo);
+      }
       const set = await ctx.store.log.lastOfType(snapshotOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
       return tools.filter((tool) => toolAllowed(tool.name, (set?.data as { tools: string[] } | undefined)?.tools ?? ctx.services.tools.defaultToolSet(ctx.scope)));

@@ -13,6 +13,7 @@ import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, TURNS_CHANNEL, decod
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
+import { turnsFromLog } from './turn-stream.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
 
 export { turnPayloads } from './turn-update-relay.ts';
@@ -59,6 +60,24 @@ export class LiveEvents {
   /** Turn updates of the session from now on, whichever process runs its agent. */
   sessionTurns(sessionId: string): AsyncIterableIterator<TurnUpdate> {
     return this.turns.subscribe(sessionId);
+  }
+
+  /**
+   * Turn updates of what the log holds after `afterSeq`, then live ones: no gap,
+   * nothing twice (turn-stream.ts). `eventCount` reads the session's length; it
+   * is read after the live subscription is registered, which is what makes the
+   * two meet.
+   */
+  async sessionTurnsAfter(sessionId: string, afterSeq: number, eventCount: () => Promise<number>): Promise<AsyncIterableIterator<TurnUpdate>> {
+    const live = this.turns.subscribe(sessionId);
+    let liveFrom: number;
+    try {
+      liveFrom = await eventCount();
+    } catch (err) {
+      await live.return?.();
+      throw err;
+    }
+    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq), live, liveFrom);
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */

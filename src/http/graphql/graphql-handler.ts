@@ -24,7 +24,7 @@ import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
-import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
+import { WsDelivery, closeOverBuffered, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
 import type { Guard } from '../guard.ts';
@@ -138,7 +138,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       onErrors: (errors) => metrics && countErrors(metrics, errors),
     });
 
-  const wsDelivery = new WsDelivery();
+  const maxBuffered = security.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
+  const wsDelivery = new WsDelivery(maxBuffered);
   return {
     wsDelivery,
     async http(req, res) {
@@ -185,7 +186,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
             }
           },
           onComplete: (ctx, id) => guard.endSubscription(ctx.extra.socket, id),
-          onNext: (_ctx, _id, _payload, _args, result) => {
+          onNext: (ctx, _id, _payload, _args, result) => {
+            // Before graphql-ws sends: a socket whose subscriptions have queued past the cap is closed (ws-delivery.ts).
+            closeOverBuffered(ctx.extra.socket, maxBuffered);
             if (!('errors' in result) || !result.errors) return;
             if (metrics) countErrors(metrics, result.errors);
             return resultWithoutInternals(result);

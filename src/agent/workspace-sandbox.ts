@@ -1,0 +1,109 @@
+// What a process forkline starts in a session's workspace (the shell, a
+// workspace MCP server) is given: an environment made from an allow-list,
+// never forkline's own (no DATABASE_URL, model keys, API tokens), with HOME
+// the workspace and git fenced out of any repository around it; and, for the
+// shell, a bubblewrap sandbox that mounts the session's own directory and the
+// system's programs, nothing else (docs/operations.md "Threat model").
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** `FORKLINE_SHELL`: off, on (sandboxed; refused without a sandbox), unsandboxed (the operator's explicit choice). */
+export type ShellMode = 'off' | 'on' | 'unsandboxed';
+
+/** Variables a workspace process may get from forkline's own environment (none of them carries a secret). */
+const PASSED_THROUGH = ['LANG', 'LC_ALL', 'TZ'] as const;
+
+/**
+ * The environment of a process run in `dir`: PATH, HOME = the workspace
+ * (or `home`), LANG, TERM, and GIT_CEILING_DIRECTORIES = the directory around it, so `git`
+ * there finds no repository but one made inside the workspace; then `extra`
+ * (what the operator's MCP config names in `env`).
+ */
+export function workspaceEnvironment(dir: string, opts: { path?: string; home?: string; extra?: Record<string, string> } = {}): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: opts.path ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: opts.home ?? dir,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    GIT_CEILING_DIRECTORIES: path.dirname(dir),
+  };
+  for (const key of PASSED_THROUGH) if (process.env[key]) env[key] = process.env[key]!;
+  return { ...env, ...opts.extra };
+}
+
+/** The bubblewrap binary on PATH, if any. */
+export function findBubblewrap(pathVar = process.env.PATH ?? ''): string | undefined {
+  for (const dir of pathVar.split(':').filter(Boolean)) {
+    const candidate = path.join(dir, 'bwrap');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Top-level system directories a command needs (programs, libraries); each a read-only bind, or a symlink where the system has one (merged /usr). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+/** Of /etc, only what programs need to start and behave (no service's configuration). */
+const ETC_ENTRIES = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl', 'ca-certificates', 'passwd', 'group', 'nsswitch.conf', 'mime.types', 'gitconfig'];
+
+function systemMounts(): string[] {
+  const args: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    let stat: fs.Stats;
+    try {
+      stat = fs.lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(dir), dir);
+    else if (stat.isDirectory()) args.push('--ro-bind', dir, dir);
+  }
+  for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
+  return args;
+}
+
+/**
+ * bwrap's arguments for `argv` run in `dir`: a new root of its own (empty
+ * tmpfs) holding the system's programs read-only, a private /dev, /proc of a
+ * new PID namespace (no forkline process in it), a private /tmp, and the
+ * workspace at its own path — not its parent, so no other session's
+ * directory; no network; killed with forkline.
+ */
+export function sandboxArgs(dir: string, argv: string[]): string[] {
+  return [
+    ...systemMounts(),
+    '--dev', '/dev',
+    '--proc', '/proc',
+    '--tmpfs', '/tmp',
+    '--bind', dir, dir,
+    '--chdir', dir,
+    '--unshare-all',
+    '--unshare-pid',
+    '--die-with-parent',
+    '--new-session',
+    ...argv,
+  ];
+}
+
+/**
+ * Whether `bwrap` can make the sandbox here (it needs user namespaces or
+ * privileges a container may not give): one throwaway run at start-up.
+ * Undefined when it can; else why not.
+ */
+export function sandboxProblem(bwrap: string | undefined): string | undefined {
+  if (!bwrap) return 'bubblewrap (bwrap) is not on PATH';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-sandbox-probe-'));
+  try {
+    const r = spawnSync(bwrap, sandboxArgs(dir, ['/bin/sh', '-c', 'exit 0']), { env: workspaceEnvironment(dir), timeout: 10_000, encoding: 'utf8' });
+    if (r.status === 0) return undefined;
+    return `${bwrap} could not make a sandbox (${(r.error?.message ?? r.stderr.trim()) || `exit ${r.status ?? r.signal}`})`;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,230 @@
+// The AI SDK UI door (docs/api.md, "useChat"): `POST /chat` takes what
+// useChat's DefaultChatTransport sends ({id, messages, trigger, messageId})
+// and answers a UI message stream; `GET /chat/<id>/stream` resumes the answer
+// in progress (204 when none). A chat is a forkline session: the id of one the
+// caller owns, or any other id, which names a session of the caller's tenant
+// made on first use. Regenerating an answer is edit-and-rerun (editMessage):
+// a child forked before the input, which becomes the chat's head, recorded in
+// the chat's session as `plugin/chat/head` so every later request (and every
+// process, after a restart) goes to it. Nothing is held per stream: a resumed
+// stream is replayed from the log. The caller, Origin, body limit and caps are
+// the guard's (http/guard.ts), as at every door.
+import type http from 'node:http';
+import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ForklineError } from '../core/errors.ts';
+import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import type { Scope, SessionRow } from '../store/session-store.ts';
+import { MAX_SEQ } from '../store/session-log.ts';
+import type { Services } from '../host/services.ts';
+import type { Guard } from '../http/guard.ts';
+import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { ChatAnswer, inputOfAnswer, type AnswerReader, type UIChunk } from './ui-message-stream.ts';
+
+/** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
+export const HEAD_EVENT = 'plugin/chat/head';
+
+export interface ChatOptions {
+  services: Pick<Services, 'store' | 'controller' | 'live' | 'host'>;
+  guard: Guard;
+  log: (msg: string, err?: unknown) => void;
+}
+
+/** What the default transport sends; parts other than text (files, tools) are ignored. */
+const chatRequestSchema = z.object({
+  id: idSchema,
+  messages: z
+    .array(
+      z.looseObject({
+        id: z.string().max(200).optional(),
+        role: z.enum(['system', 'user', 'assistant']),
+        parts: z.array(z.looseObject({ type: z.string(), text: z.string().optional() })).max(10_000),
+      }),
+    )
+    .max(100_000),
+  trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
+  messageId: z.string().max(200).optional(),
+});
+type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+/** The session a chat id that is not a session id names in a tenant: derived, so no table maps them. */
+const chatSessionId = (tenant: string, chatId: string) =>
+  `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
+
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+};
+
+export function chatHandler(opts: ChatOptions) {
+  const { store, controller, live, host } = opts.services;
+  const { guard } = opts;
+  const cors = (req: http.IncomingMessage) => guard.corsHeaders(req);
+
+  return async (req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> => {
+    const resume = /^\/chat\/([^/]+)\/stream$/.exec(path);
+    if (path !== '/chat' && !resume) return replyError(res, 404, 'BAD_USER_INPUT', 'POST /chat, or GET /chat/<id>/stream', cors(req));
+    const method = resume ? 'GET' : 'POST';
+    if (req.method === 'OPTIONS' && guard.originAllowed(req) && Object.keys(cors(req)).length) {
+      res.writeHead(204, { ...cors(req), 'access-control-allow-methods': method, 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-max-age': '600' }).end();
+      return;
+    }
+    if (req.method !== method) return replyError(res, 405, 'BAD_USER_INPUT', resume ? 'GET /chat/<id>/stream resumes an answer' : 'POST a useChat request to /chat', { allow: method, ...cors(req) });
+    const principal = guard.callerOf(req, res, cors(req));
+    if (!principal) return;
+    const scope: Scope = { tenant: principal.tenant };
+    try {
+      if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
+      return await answer(req, res, scope);
+    } catch (err) {
+      if (res.headersSent) throw err;
+      if (err instanceof ForklineError) return replyError(res, err.code === 'SESSION_NOT_FOUND' ? 404 : 400, err.code, err.message, cors(req));
+      if (isDatabaseUnavailable(err)) return replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable; retry shortly', { 'retry-after': '1', ...cors(req) });
+      throw err;
+    }
+  };
+
+  /** POST /chat: send the new user message (or regenerate) and stream the answer. */
+  async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope): Promise<void> {
+    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
+    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
+    if (!body) return;
+    let input: ChatRequest;
+    try {
+      input = parseInput(chatRequestSchema, JSON.parse(body.text), 'the chat request');
+    } catch (err) {
+      return replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, cors(req));
+    }
+    const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
+    const text = lastUser?.parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+    if (input.trigger === 'submit-message') {
+      if (!text) return replyError(res, 400, 'BAD_USER_INPUT', 'the last user message holds no text to send', cors(req));
+      parseInput(messageTextSchema, text, 'the last user message');
+    }
+
+    const chat = await chatSession(scope, input.id, true);
+    const head = await headOf(scope, chat!);
+    let sessionId = head.id;
+    let inputId: string;
+    let afterSeq: number;
+    if (input.trigger === 'submit-message') {
+      host.prewarm(head.id, head.eventCount);
+      // The user message's id makes a retried request one send (idempotency key).
+      const sent = await controller.sendMessage(scope, head.id, text!, lastUser?.id ? { key: `chat:${head.id}:${lastUser.id}` } : {});
+      inputId = sent.inputId;
+      afterSeq = sent.event.seq;
+    } else {
+      // Edit-and-rerun of the answered input: the message named, else the head's last turn.
+      const rerun = inputOfAnswer(input.messageId) ?? ((await store.log.lastOfType(head.id, 'turn/start'))?.data.inputId as string | undefined);
+      if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
+      const again = text || ((await store.log.inboxAddOf(head.id, rerun))?.data.text as string | undefined);
+      if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
+      parseInput(messageTextSchema, again, 'the regenerated message');
+      const fork = await controller.editMessage(scope, head.id, rerun, again);
+      await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id, inputId: fork.inputId } }], { scope });
+      sessionId = fork.session.id;
+      inputId = fork.inputId!;
+      afterSeq = fork.cutSeq;
+    }
+    await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, afterSeq);
+  }
+
+  /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
+  async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
+    parseInput(idSchema, chatId, 'the chat id');
+    const chat = await chatSession(scope, chatId, false);
+    if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
+    const head = await headOf(scope, chat);
+    const start = await store.log.lastOfType(head.id, 'turn/start');
+    const end = start && (await store.log.firstOfType(head.id, 'turn/end', start.seq));
+    const follow = async (inputId: string, afterSeq: number) => stream(res, req, scope, { chatId, sessionId: head.id, inputId }, afterSeq);
+    if (start && !end) return follow(start.data.inputId as string, start.seq - 1);
+    if (head.pendingInputCount > 0) {
+      const [waiting] = await store.log.pendingInputs(head.id, head.pendingInputCount);
+      if (waiting) return follow(waiting.inputId, waiting.seq);
+    }
+    // A turn a restart interrupted stays the chat's answer until the next message: its replay ends in an error part.
+    if (start && end?.data.reason === 'interrupted' && !end.inherited) return follow(start.data.inputId as string, start.seq - 1);
+    res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
+  }
+
+  /** Streams the answer to `inputId` from the log after `afterSeq`, then live, until its turn ends or the client leaves. */
+  async function stream(res: http.ServerResponse, req: http.IncomingMessage, scope: Scope, meta: { chatId: string; sessionId: string; inputId: string }, afterSeq: number): Promise<void> {
+    // Held open like an SSE subscription (the tenant's caps).
+    const capped = guard.openStream(res, scope.tenant);
+    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
+    let gone = false;
+    let turns: AsyncIterableIterator<TurnUpdate> | undefined;
+    res.once('close', () => {
+      gone = true;
+      void turns?.return?.();
+    });
+    const eventCount = async () => (await store.requireSession(scope, meta.sessionId)).eventCount;
+    turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount);
+    if (gone) return void (await turns.return?.()); // the client left while it was subscribing
+    res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
+    res.flushHeaders();
+    const write = (chunk: UIChunk) => {
+      if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    };
+    const answer = new ChatAnswer({ ...meta }, readerOf(meta.sessionId), write);
+    answer.start();
+    try {
+      for await (const update of turns) {
+        await answer.update(update);
+        if (answer.finished) break;
+        // A client that reads slowly is written to as it drains; meanwhile its queue merges text deltas (bounded).
+        if (res.writableNeedDrain && !gone) await new Promise<void>((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
+      }
+      if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
+    } catch (err) {
+      if (err instanceof ForklineError) answer.fail(err.message);
+      else if (isDatabaseUnavailable(err)) answer.fail('the database is unavailable; retry shortly');
+      else {
+        const requestId = randomUUID().slice(0, 8);
+        opts.log(`chat stream failed (request ${requestId})`, err);
+        answer.fail(`Unexpected error (request ${requestId})`);
+      }
+    } finally {
+      await turns.return?.();
+      if (!res.destroyed) res.end('data: [DONE]\n\n');
+    }
+  }
+
+  /** The chat's own session: the caller's session of that id, or the one the id names in the tenant (made when `create`). */
+  async function chatSession(scope: Scope, chatId: string, create: boolean): Promise<SessionRow | undefined> {
+    if (chatId.startsWith('ses_')) return store.requireSession(scope, chatId);
+    const id = chatSessionId(scope.tenant, chatId);
+    const found = await store.getSession(scope, id);
+    if (found || !create) return found ?? undefined;
+    try {
+      return await controller.createSession(scope, { title: `Chat ${chatId}`.slice(0, 200) }, {}, id);
+    } catch (err) {
+      // Two first requests at once: the other one made it.
+      const made = await store.getSession(scope, id);
+      if (made) return made;
+      throw err;
+    }
+  }
+
+  /** The session answering the chat now: the last head recorded in it (a regenerated branch), else the chat's own. */
+  async function headOf(scope: Scope, chat: SessionRow): Promise<SessionRow> {
+    const recorded = await store.log.lastOfType(chat.id, HEAD_EVENT);
+    const headId = recorded?.data.sessionId as string | undefined;
+    if (!headId) return chat;
+    return (await store.getSession(scope, headId)) ?? chat; // a deleted branch: the chat's own session answers again
+  }
+
+  function readerOf(sessionId: string): AnswerReader {
+    return {
+      event: (seq) => store.log.event(sessionId, seq),
+      answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
+      turnRecord: (fromSeq, toSeq) => store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000 }),
+    };
+  }
+}

@@ -1,0 +1,132 @@
+// The useChat example (client/examples/use-chat, docs/api.md "useChat") built
+// with vite, served beside a real forkline process, driven in Chromium: send
+// and stream, reload mid-answer and see it resume, regenerate (a branch that
+// then answers the chat), and a server killed mid-answer: after the restart
+// the reloaded page says the turn was interrupted and the next message is
+// answered.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { createTestDatabase } from '../helpers/db.ts';
+import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { collectPageErrors, launchChromium } from './chromium.ts';
+
+const EXAMPLE = path.join(PROJECT_ROOT, 'client/examples/use-chat');
+const TIMEOUT = { timeout: 30_000 };
+
+let browser: Browser;
+let pageServer: http.Server;
+let pageOrigin: string;
+let service: ServiceProcess | undefined;
+let port: number;
+let databaseUrl: string;
+let dataDir: string;
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+async function startForkline() {
+  service = await startService({
+    env: { DATABASE_URL: databaseUrl, FORKLINE_DATA_DIR: dataDir, PORT: String(port), FORKLINE_CORS_ORIGINS: pageOrigin },
+  });
+}
+
+beforeAll(async () => {
+  // The example is built here from its source (vite build), so the page tested is the page in the repository.
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(EXAMPLE, 'vite.config.ts')], { cwd: PROJECT_ROOT, stdio: 'pipe' });
+  const dist = path.join(EXAMPLE, 'dist');
+  // The page's own origin (a static server); forkline allows it as a CORS origin.
+  pageServer = http.createServer((req, res) => {
+    const file = path.join(dist, path.normalize(decodeURIComponent((req.url ?? '/').split('?')[0])).replace(/^(\.\.[/\\])+/, ''));
+    const target = fs.existsSync(file) && fs.statSync(file).isFile() ? file : path.join(dist, 'index.html');
+    res.writeHead(200, { 'content-type': target.endsWith('.js') ? 'text/javascript' : 'text/html' }).end(fs.readFileSync(target));
+  });
+  await new Promise<void>((r) => pageServer.listen(0, '127.0.0.1', () => r()));
+  pageOrigin = `http://127.0.0.1:${(pageServer.address() as net.AddressInfo).port}`;
+  databaseUrl = await createTestDatabase();
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-use-chat-'));
+  fs.chmodSync(dataDir, 0o755);
+  port = await freePort();
+  await startForkline();
+  browser = await launchChromium();
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await service?.stop('SIGKILL');
+  pageServer?.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+const turnCount = async (sessionId: string) =>
+  (await postGraphQL(service!.url, 'query($id: ID!) { session(id: $id) { turnCount parent { id } } }', { id: sessionId })).body.data.session as { turnCount: number; parent: { id: string } | null };
+
+async function send(page: Page, text: string) {
+  await page.getByLabel('Message').fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+}
+const lastAnswer = (page: Page) => page.locator('article[data-role="assistant"]').last();
+const ready = (page: Page) => page.locator('main[data-status="ready"]').waitFor(TIMEOUT);
+
+describe('the useChat example', () => {
+  it('sends, streams, resumes after a reload, regenerates, and survives a server restart mid-answer', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(30_000);
+    const errors = collectPageErrors(page);
+    await page.goto(`${pageOrigin}/?chat=browser-chat&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
+
+    // Send: the answer streams into an assistant message.
+    await send(page, 'hello there');
+    await page.locator('article[data-role="assistant"]', { hasText: 'Echo: hello there' }).waitFor(TIMEOUT);
+    await ready(page);
+    const sessionId = (await lastAnswer(page).getAttribute('data-session'))!;
+    expect(sessionId).toMatch(/^ses_chat/);
+
+    // Reload mid-answer: the new page resumes the same answer (GET /chat/<id>/stream) and sees it to its end.
+    const words = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda';
+    // Slow enough (about 6 s) that the reload lands mid-answer on a busy machine.
+    await send(page, `${words}\n!slow 500`);
+    await page.locator('article[data-role="assistant"]', { hasText: 'Echo: alpha' }).waitFor(TIMEOUT);
+    const partial = (await lastAnswer(page).textContent())!;
+    expect(partial.length).toBeLessThan(`Echo: ${words}`.length);
+    await page.reload();
+    await page.locator('article[data-role="assistant"]', { hasText: `Echo: ${words}` }).waitFor(TIMEOUT);
+    await ready(page);
+    expect((await turnCount(sessionId)).turnCount).toBe(2); // resumed, not sent again
+
+    // Regenerate: a branch of the chat's session answers the same message again, and answers the chat from then on.
+    await page.getByRole('button', { name: 'Regenerate' }).click();
+    await page.waitForFunction((id) => {
+      const answers = document.querySelectorAll('article[data-role="assistant"]');
+      const last = answers[answers.length - 1];
+      return last && last.getAttribute('data-session') && last.getAttribute('data-session') !== id && document.querySelector('main')?.dataset.status === 'ready';
+    }, sessionId, TIMEOUT);
+    const branchId = (await lastAnswer(page).getAttribute('data-session'))!;
+    expect(await lastAnswer(page).textContent()).toBe(`Echo: ${words}`);
+    expect(await turnCount(branchId)).toEqual({ turnCount: 2, parent: { id: sessionId } });
+
+    // The server dies mid-answer; after a restart the reloaded page says the turn was interrupted.
+    // About 10 s: the kill lands mid-answer.
+    await send(page, 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\n!slow 500');
+    await page.locator('article[data-role="assistant"]', { hasText: 'Echo: one' }).waitFor(TIMEOUT);
+    await service!.stop('SIGKILL');
+    await startForkline();
+    await page.reload();
+    await page.getByRole('alert').filter({ hasText: 'interrupted' }).waitFor(TIMEOUT);
+    await send(page, 'after the restart');
+    await page.locator('article[data-role="assistant"]', { hasText: 'Echo: after the restart' }).waitFor(TIMEOUT);
+    await ready(page);
+    expect((await turnCount(branchId)).turnCount).toBe(4);
+    // The page's only errors are the failed requests of the killed server.
+    expect(errors.filter((e) => !/Failed to load resource|ERR_|network/i.test(e))).toEqual([]);
+  }, 180_000);
+});

@@ -1,0 +1,202 @@
+// POST /chat and GET /chat/<id>/stream (docs/api.md, "useChat") driven by the
+// AI SDK's own client side: DefaultChatTransport sends the requests and parses
+// every chunk with the protocol's schema, readUIMessageStream builds the
+// message from them (and fails on any part it cannot apply).
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
+
+let app: TestApp;
+let api: string;
+
+beforeAll(async () => {
+  app = await startTestApp({ security: { apiTokens: new Map([['token-a', 'tenant-a'], ['token-b', 'tenant-b']]) } });
+  api = app.url.replace(/\/graphql$/, '/chat');
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const auth = (token = 'token-a') => ({ authorization: `Bearer ${token}` });
+const transport = (token?: string) => new DefaultChatTransport({ api, headers: auth(token) });
+let ids = 0;
+const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: 'user', parts: [{ type: 'text', text }] });
+
+type Metadata = { chatId: string; sessionId: string; inputId: string; turn?: number; reason?: string; usage?: { inputTokens: number; outputTokens: number } };
+
+/** Every chunk of a stream, and the message readUIMessageStream makes of them (terminating on any error it meets). */
+async function collect(stream: ReadableStream<UIMessageChunk>, terminateOnError = true): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
+  const chunks: UIMessageChunk[] = [];
+  const errors: unknown[] = [];
+  const [a, b] = stream.tee();
+  const reading = (async () => {
+    const reader = a.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+  })();
+  let message: UIMessage<Metadata> | undefined;
+  for await (const m of readUIMessageStream<UIMessage<Metadata>>({ stream: b, onError: (e) => errors.push(e), terminateOnError })) message = m;
+  await reading;
+  return { chunks, message: message!, errors };
+}
+
+async function send(chatId: string, messages: UIMessage[], token?: string) {
+  return collect(await transport(token).sendMessages({ chatId, messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined }));
+}
+
+const storedLog = async (sessionId: string) => app.services.store.log.page(sessionId, -1, 10_000);
+
+describe('POST /chat', () => {
+  it('streams a turn with text, two tool calls and an error result as parts readUIMessageStream applies', async () => {
+    const { chunks, message, errors } = await send('chat-tools', [user('what time is it\n!call clock {}\n!call sleep {"ms": -5}')]);
+    expect(errors).toEqual([]);
+    const types = chunks.map((c) => c.type).filter((t, i, all) => !(t === 'text-delta' && all[i - 1] === 'text-delta'));
+    expect(types).toEqual([
+      'start',
+      'message-metadata',
+      'start-step',
+      'tool-input-available',
+      'tool-input-available',
+      'tool-output-available',
+      'tool-output-error',
+      'finish-step',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'finish-step',
+      'finish',
+    ]);
+    const sessionId = message.metadata!.sessionId;
+    expect(sessionId).toMatch(/^ses_chat/);
+    const log = await storedLog(sessionId);
+    const answers = log.filter((e) => e.type === 'model/message');
+    const results = log.filter((e) => e.type === 'tool/result');
+    expect(results.map((r) => r.data.status)).toEqual(['ok', 'error']);
+
+    // The message: both calls with their input and outcome, then the stored answer's text, whole.
+    const tools = message.parts.filter((p) => p.type === 'dynamic-tool');
+    expect(tools).toEqual([
+      expect.objectContaining({ toolName: 'clock', toolCallId: answers[0].data.toolCalls[0].id, state: 'output-available', input: {}, output: results[0].data.content }),
+      expect.objectContaining({ toolName: 'sleep', toolCallId: answers[0].data.toolCalls[1].id, state: 'output-error', input: { ms: -5 }, errorText: results[1].data.content }),
+    ]);
+    const text = message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+    expect(text).toBe(answers[1].data.text);
+    expect(message.id).toBe(`ans_${log.find((e) => e.type === 'inbox/add')!.data.inputId}`);
+    expect(message.metadata).toMatchObject({ chatId: 'chat-tools', sessionId, turn: 1, reason: 'completed', usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
+  });
+
+  it('ends a failed turn with an error part carrying the agent’s message', async () => {
+    const stream = await transport().sendMessages({ chatId: 'failing', messages: [user('!fail the model is down')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const { chunks, errors } = await collect(stream, false);
+    expect(chunks.slice(-2)).toEqual([
+      { type: 'error', errorText: expect.stringContaining('the model is down') },
+      expect.objectContaining({ type: 'finish', finishReason: 'error', messageMetadata: expect.objectContaining({ reason: 'failed' }) }),
+    ]);
+    expect(errors).toHaveLength(1); // readUIMessageStream reports it as the stream's error
+  });
+
+  it('speaks the protocol on the wire: its header, SSE data lines and [DONE]', async () => {
+    const res = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json', ...auth() }, body: JSON.stringify({ id: 'wire', messages: [user('hello')], trigger: 'submit-message' }) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const body = await res.text();
+    const lines = body.split('\n\n').filter(Boolean);
+    expect(lines.every((l) => l.startsWith('data: '))).toBe(true);
+    expect(lines.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(lines.at(-2)!.slice(6))).toMatchObject({ type: 'finish', finishReason: 'stop' });
+  });
+
+  it('keeps a chat in one session per tenant, and never answers another tenant’s', async () => {
+    const first = await send('shared-name', [user('one')]);
+    const second = await send('shared-name', [user('one'), user('two')]);
+    expect(second.message.metadata!.sessionId).toBe(first.message.metadata!.sessionId);
+    expect(second.message.metadata!.turn).toBe(2);
+    const other = await send('shared-name', [user('three')], 'token-b');
+    expect(other.message.metadata!.sessionId).not.toBe(first.message.metadata!.sessionId);
+
+    // A session id names that session: the caller's own, else not found.
+    const own = await send(first.message.metadata!.sessionId, [user('four')]);
+    expect(own.message.metadata).toMatchObject({ sessionId: first.message.metadata!.sessionId, turn: 3 });
+    const res = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json', ...auth('token-b') }, body: JSON.stringify({ id: first.message.metadata!.sessionId, messages: [user('x')] }) });
+    expect(res.status).toBe(404);
+    expect((await res.json()).errors[0].extensions.code).toBe('SESSION_NOT_FOUND');
+    const resumed = await fetch(`${api}/${first.message.metadata!.sessionId}/stream`, { headers: auth('token-b') });
+    expect(resumed.status).toBe(404);
+    const anonymous = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'x', messages: [user('x')] }) });
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('refuses what is not a chat request', async () => {
+    const post = (body: string, type = 'application/json') => fetch(api, { method: 'POST', headers: { 'content-type': type, ...auth() }, body });
+    expect((await post('{')).status).toBe(400);
+    expect((await post(JSON.stringify({ id: 'x', messages: [] }))).status).toBe(400);
+    expect((await post(JSON.stringify({ id: 'x', messages: [{ role: 'user', parts: [{ type: 'text', text: 'a' }] }], trigger: 'nope' }))).status).toBe(400);
+    expect((await post('{}', 'text/plain')).status).toBe(415);
+    expect((await fetch(api, { headers: auth() })).status).toBe(405);
+  });
+
+  it('regenerates an answer as edit-and-rerun: a branch that then answers the chat', async () => {
+    const chatId = 'regen';
+    const u1 = user('first');
+    const a1 = await send(chatId, [u1]);
+    const root = a1.message.metadata!.sessionId;
+    const regenerated = await collect(
+      await transport().sendMessages({ chatId, messages: [u1], trigger: 'regenerate-message', messageId: a1.message.id, abortSignal: undefined }),
+    );
+    expect(regenerated.errors).toEqual([]);
+    const branch = regenerated.message.metadata!.sessionId;
+    expect(branch).not.toBe(root);
+    expect(regenerated.message.metadata).toMatchObject({ chatId, reason: 'completed', turn: 1 });
+    const branchRow = await app.services.store.requireSession({ tenant: 'tenant-a' }, branch);
+    expect(branchRow.parentId).toBe(root);
+
+    // The next message goes to the branch; the chat's own session keeps its one turn.
+    const a2 = await send(chatId, [u1, regenerated.message, user('second')]);
+    expect(a2.message.metadata).toMatchObject({ sessionId: branch, turn: 2 });
+    expect((await app.services.store.requireSession({ tenant: 'tenant-a' }, root)).turnCount).toBe(1);
+  });
+});
+
+describe('GET /chat/<id>/stream', () => {
+  it('answers 204 when no answer is in progress', async () => {
+    expect((await fetch(`${api}/never-used/stream`, { headers: auth() })).status).toBe(204);
+    await send('idle-chat', [user('hi')]);
+    expect((await fetch(`${api}/idle-chat/stream`, { headers: auth() })).status).toBe(204);
+  });
+
+  it('resumes the answer in progress from its start, then live, to the same message', async () => {
+    const chatId = 'resume';
+    // The first request is dropped once the answer has started streaming text.
+    const abort = new AbortController();
+    const stream = await transport().sendMessages({ chatId, messages: [user('one two three four five six seven eight\n!slow 150')], trigger: 'submit-message', messageId: undefined, abortSignal: abort.signal });
+    const reader = stream.getReader();
+    const before: UIMessageChunk[] = [];
+    while (!before.some((c) => c.type === 'text-delta')) before.push((await reader.read()).value!);
+    abort.abort();
+    await reader.cancel().catch(() => {});
+
+    const resumed = await transport().reconnectToStream({ chatId });
+    expect(resumed).not.toBeNull();
+    const { chunks, message, errors } = await collect(resumed!);
+    expect(errors).toEqual([]);
+    expect(chunks[0]).toEqual(before[0]); // the same start: the same message id and metadata
+    expect(chunks.filter((c) => c.type === 'text-start')).toHaveLength(1);
+    const stored = (await storedLog(message.metadata!.sessionId)).filter((e) => e.type === 'model/message').at(-1)!;
+    expect(message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe(stored.data.text);
+    expect(stored.data.text).toBe('Echo: one two three four five six seven eight');
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+  });
+});
+
+describe('docs/api.md', () => {
+  it('shows the useChat example the browser test runs, whole', () => {
+    const docs = fs.readFileSync(path.join(PROJECT_ROOT, 'docs/api.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('## useChat (AI SDK UI)'));
+    const block = section.slice(section.indexOf('```tsx\n') + 7, section.indexOf('```', section.indexOf('```tsx\n') + 7));
+    expect(block).toBe(fs.readFileSync(path.join(PROJECT_ROOT, 'client/examples/use-chat/main.tsx'), 'utf8'));
+  });
+});

@@ -1,0 +1,298 @@
+// Memory and time at the doors, as a hostile tenant tries them (docs/operations.md
+// "Threat model"): each attack is sent through the real doors of a service
+// process whose resident memory is sampled while it runs, and /healthz is
+// asked every 100 ms meanwhile. Growth under 300 MB and /healthz answering
+// within 1 s are the bounds; the figures are printed.
+import fs from 'node:fs';
+import http from 'node:http';
+import pg from 'pg';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/db.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+import { recordingHeader } from '../../src/core/recording.ts';
+
+const MiB = 1024 * 1024;
+let service: ServiceProcess;
+let base: string;
+let db: pg.Client;
+
+beforeAll(async () => {
+  const databaseUrl = await createTestDatabase();
+  // The shell makes files of any size in a workspace (what a hostile tenant's command can do).
+  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1', FORKLINE_SHELL: 'on', FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB) } });
+  base = service.url.replace(/\/graphql$/, '');
+  db = new pg.Client(pgConfigFromUrl(databaseUrl));
+  await db.connect();
+}, 120_000);
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.end();
+});
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const r = await postGraphQL(service.url, query, variables);
+  expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
+  return r.body.data;
+}
+
+/** A new session that has run `commands` in the shell, one turn each (waits until each turn has ended). */
+async function sessionAfter(...commands: string[]): Promise<string> {
+  const id = (await gql('mutation { createSession(input: { title: "files" }) { id } }')).createSession.id as string;
+  for (const command of commands) {
+    const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id })).session.turnCount as number;
+    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: `!call shell ${JSON.stringify({ command })}` } });
+    for (;;) {
+      const s = (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id })).session;
+      if (s.status === 'IDLE' && s.turnCount > before) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return id;
+}
+
+/** [status, content] of the session's tool results, in order. */
+async function toolResults(id: string): Promise<Array<[string, string]>> {
+  const page = (await gql('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type data } } } } }', { id })).session.events.edges;
+  return page.filter((e: any) => e.node.type === 'tool/result').map((e: any) => [e.node.data.status, e.node.data.content]);
+}
+
+/** Rewrites the sizes a session's stored change sets claim (as a row written by a door that did not check them would). */
+async function forgeSizes(id: string, size: number) {
+  const { rows } = await db.query<{ seq: number; data: any }>(`SELECT seq, data FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/files/change'`, [id]);
+  // Past the immutability trigger: this stands for a row an older version wrote.
+  await db.query('SET session_replication_role = replica');
+  for (const r of rows) {
+    const data = { ...r.data, changes: r.data.changes.map((c: any) => (c.hash ? { ...c, size } : c)) };
+    await db.query(`UPDATE "Event" SET data = $3::jsonb WHERE "sessionId" = $1 AND seq = $2`, [id, r.seq, JSON.stringify(data)]);
+  }
+  await db.query('SET session_replication_role = DEFAULT');
+}
+
+/**
+ * Runs `fn` while sampling the service's resident set (every 50 ms) and timing
+ * /healthz (one request at a time, every 100 ms): RSS before and at its
+ * highest (MB), and the slowest /healthz answer (ms).
+ */
+async function underWatch<T>(fn: () => Promise<T>): Promise<{ result: T; growthMB: number; slowestHealthzMs: number }> {
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${service.child.pid}/status`, 'utf8'))![1]) / 1024;
+  const beforeMB = rss();
+  let peakMB = beforeMB;
+  const sampler = setInterval(() => (peakMB = Math.max(peakMB, rss())), 50);
+  let slowest = 0;
+  let stop = false;
+  const healthz = (async () => {
+    while (!stop) {
+      const t0 = performance.now();
+      const res = await fetch(`${base}/healthz`);
+      await res.arrayBuffer();
+      slowest = Math.max(slowest, performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  try {
+    const result = await fn();
+    return { result, growthMB: Math.max(peakMB, rss()) - beforeMB, slowestHealthzMs: slowest };
+  } finally {
+    stop = true;
+    clearInterval(sampler);
+    await healthz;
+  }
+}
+
+/**
+ * POSTs a recording to /recordings from `chunks` (written as fast as the
+ * server takes them) until the server answers; its status and body. The body
+ * is not finished once an answer has come.
+ */
+function upload(chunks: () => Iterator<Buffer>): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${base}/recordings`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } });
+    let answered = false;
+    req.on('response', (res) => {
+      answered = true;
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        req.destroy();
+        resolve({ status: res.statusCode!, body: JSON.parse(text) });
+      });
+    });
+    req.on('error', (err) => (answered ? undefined : reject(err)));
+    const it = chunks();
+    const pump = () => {
+      for (;;) {
+        if (answered) return;
+        const next = it.next();
+        if (next.done) return void req.end();
+        if (!req.write(next.value)) return void req.once('drain', pump);
+      }
+    };
+    pump();
+  });
+}
+
+const header = Buffer.from(`${JSON.stringify(recordingHeader({ id: 'ses_attack', title: 'attack' }))}\n`);
+
+describe('POST /recordings with huge lines', () => {
+  it('refuses a 30 MiB file-content line naming the per-line limit, with bounded memory and a live /healthz (25 such lines sent)', async () => {
+    // 25 lines of `{"blob": …, "base64": "AAAA…"}`, 30 MiB each, made of one shared buffer.
+    const piece = Buffer.alloc(MiB, 'A');
+    const lineStart = Buffer.from(`{"blob":"${'0'.repeat(64)}","base64":"`);
+    const lineEnd = Buffer.from('"}\n');
+    function* body() {
+      yield header;
+      for (let line = 0; line < 25; line++) {
+        yield lineStart;
+        for (let i = 0; i < 30; i++) yield piece;
+        yield lineEnd;
+      }
+    }
+    const run = await underWatch(() => upload(body));
+    console.log(`30 MiB lines: status ${run.result.status}, RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    expect(run.result.status).toBe(413);
+    expect(run.result.body.errors[0].message).toMatch(/line 2: size: a line is longer than the limit of 16777216 bytes per line \(FORKLINE_MAX_RECORDING_LINE_BYTES\)/);
+    expect(run.result.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(run.growthMB).toBeLessThan(300);
+    expect(run.slowestHealthzMs).toBeLessThan(1000);
+    // The service still imports a small recording afterwards.
+    const ok = await upload(function* () {
+      yield header;
+    });
+    expect(ok.status).toBe(201);
+  }, 120_000);
+
+  it('runs at most FORKLINE_MAX_UPLOADS_PER_TENANT uploads of a tenant at once (429 with Retry-After, before the body is read)', async () => {
+    // The first upload stays open (its body unfinished) while the second is sent.
+    const first = http.request(`${base}/recordings`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } });
+    const firstAnswer = new Promise<number>((resolve, reject) => {
+      first.on('response', (res) => (res.resume(), resolve(res.statusCode!)));
+      first.on('error', reject);
+    });
+    first.write(header);
+    let second: { status: number; headers: http.IncomingHttpHeaders; body: any } | undefined;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      second = await new Promise((resolve, reject) => {
+        const req = http.request(`${base}/recordings`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end(header);
+      });
+      if (second!.status === 429) break;
+      await new Promise((r) => setTimeout(r, 100)); // the first upload's request had not reached its door yet
+    }
+    expect(second!.status).toBe(429);
+    expect(second!.headers['retry-after']).toBe('5');
+    expect(second!.body.errors[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+    expect(second!.body.errors[0].message).toMatch(/at most 1 recording uploads of a tenant run at once \(FORKLINE_MAX_UPLOADS_PER_TENANT\)/);
+    first.end();
+    expect(await firstAnswer).toBe(201);
+    // Once it has finished, the next one runs.
+    const after = await upload(function* () {
+      yield header;
+    });
+    expect(after.status).toBe(201);
+  }, 60_000);
+});
+
+describe('files a command leaves', () => {
+  it('are refused past the per-file cap by their size on disk, without being read (3 × 400 MB files)', async () => {
+    const run = await underWatch(() => sessionAfter('truncate -s 400M a.bin b.bin c.bin && echo made'));
+    console.log(`3 × 400 MB files: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    const [[status, content]] = await toolResults(run.result);
+    expect(status).toBe('error');
+    expect(content).toMatch(/a file holds at most 10485760 bytes, and a\.bin has 419430400: the call's file changes were undone/);
+    expect(run.growthMB).toBeLessThan(300);
+    expect(run.slowestHealthzMs).toBeLessThan(1000);
+  }, 120_000);
+});
+
+describe('reads of files', () => {
+  it('Session.file goes by the stored size, not the size a change set claims', async () => {
+    // 4 MB of text, its change set then claiming 10 bytes.
+    const id = await sessionAfter('head -c 3000000 /dev/zero | base64 > big.txt && echo made');
+    await forgeSizes(id, 10);
+    const file = (await gql('query($id: ID!) { session(id: $id) { file(path: "big.txt") { size text base64 } } }', { id })).session.file;
+    expect(file).toEqual({ size: 4052632, text: null, base64: null });
+    const changes = (await gql('query($id: ID!) { session(id: $id) { fileChanges(fromSeq: -1) { path diff after { size } } } }', { id })).session.fileChanges;
+    expect(changes).toEqual([{ path: 'big.txt', diff: null, after: { size: 4052632 } }]);
+  }, 120_000);
+
+  it('fileChanges over 4 rewritten files of 240 KB does not stall other requests', async () => {
+    // 4 files of ~240 KB, then every third line of each changed (thousands of changed lines per file).
+    const id = await sessionAfter(
+      'for i in 1 2 3 4; do seq 1 22000 | sed "s/$/ line/" > f$i.txt; done; echo made',
+      'sed -i "0~3s/line/LINE/" f1.txt f2.txt f3.txt f4.txt; echo changed',
+    );
+    const { rows } = await db.query<{ seq: number }>(`SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/files/change' ORDER BY seq`, [id]);
+    expect(rows).toHaveLength(2);
+    const run = await underWatch(() => gql('query($id: ID!, $from: Int!) { session(id: $id) { fileChanges(fromSeq: $from) { path kind diff after { size } } } }', { id, from: rows[0].seq + 1 }));
+    const changes = run.result.session.fileChanges;
+    console.log(`fileChanges of 4 × ${changes[0].after.size} bytes: slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms, diffs ${changes.map((c: any) => c.diff?.length ?? null)}`);
+    expect(changes.map((c: any) => [c.path, c.kind])).toEqual([1, 2, 3, 4].map((i) => [`f${i}.txt`, 'CHANGED']));
+    expect(changes[0].after.size).toBeGreaterThan(200_000);
+    expect(run.slowestHealthzMs).toBeLessThan(1000);
+  }, 120_000);
+});
+
+describe('a WebSocket that stops reading', () => {
+  /** A session of `n` plugin events of ~`bytes` of data each, imported through POST /recordings. */
+  async function sessionOfEvents(n: number, bytes: number): Promise<string> {
+    const filler = 'x'.repeat(bytes);
+    const lines = Array.from({ length: n }, (_, seq) => JSON.stringify({ seq, type: 'plugin/test/blob', data: { filler } }));
+    const r = await upload(function* () {
+      yield header;
+      yield Buffer.from(`${lines.join('\n')}\n`);
+    });
+    expect(r.status).toBe(201);
+    return r.body.session.id;
+  }
+
+  /**
+   * A graphql-ws socket that subscribes `count` times to the session's events
+   * from the start with `selection`, and reads nothing from then on; resolves
+   * with it once every subscribe message is sent.
+   */
+  async function stalledSocket(sessionId: string, count: number, selection: string): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+    const socket = new WebSocket(service.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+      socket.once('message', (m) => (JSON.parse(String(m)).type === 'connection_ack' ? resolve() : reject(new Error(String(m)))));
+    });
+    socket.pause();
+    const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { ${selection} } }`;
+    for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query, variables: { id: sessionId } } }));
+    while (socket.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 10));
+    return { socket, closed };
+  }
+
+  it('holds bounded memory with 500 subscriptions written straight to it', async () => {
+    const id = await sessionOfEvents(400, 5000);
+    const run = await underWatch(async () => {
+      const { socket } = await stalledSocket(id, 500, 'seq type data');
+      // Long enough for every subscription to have written what it would (the old code queued all of it at once).
+      await new Promise((r) => setTimeout(r, 3000));
+      return socket;
+    });
+    console.log(`500 stalled subscriptions: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    run.result.terminate();
+    // /healthz is printed, not asserted: 500 subscribe messages parsed at once take a busy machine's event loop for a while.
+    expect(run.growthMB).toBeLessThan(80);
+  }, 60_000);
+
+  it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
+    const id = await sessionOfEvents(50, 20_000);
+    // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
+    const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
+    // It reads again once the server has closed it: the close frame comes after what was queued.
+    setTimeout(() => socket.resume(), 3000);
+    expect(await closed).toEqual({ code: 4408, reason: `SUBSCRIBER_TOO_SLOW: over ${4 * MiB} bytes queued` });
+  }, 60_000);
+});

@@ -1,0 +1,141 @@
+// No side door around the connection caps (docs/operations.md "Threat
+// model"), with real sockets: a request refused before its body was read
+// closes its connection at once however slowly the body dribbles on; an
+// authenticated body slower than the minimum rate is answered 408 and cut;
+// connections past the per-address cap are refused as they are accepted.
+// Small limits configured for the test: a 300 ms rate window at 1,000 bytes/s.
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { loadConfig, securityOptions } from '../../src/config.ts';
+
+const TOKEN = 'slow-bodies-token-0123456789';
+const WINDOW_MS = 300;
+/** The documented bound here: the refused body's window (≤ 1 s) or the rate window, plus a timer tick; generous for a busy machine. */
+const CLOSED_WITHIN_MS = 3 * WINDOW_MS + 1500;
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([[TOKEN, 'acme']]),
+      rateLimit: false,
+      authFailures: false,
+      timeouts: { bodyMinBytesPerSecond: 1000, bodyRateWindowMs: WINDOW_MS },
+    },
+  });
+});
+afterAll(() => app?.close());
+
+interface Dribbler {
+  socket: net.Socket;
+  /** Everything the server sent. */
+  answer(): string;
+  /** Resolves with ms from `since` when the server closed the connection (ends or resets it). */
+  closed: Promise<number>;
+}
+
+/** Sends `head` and then one byte of body every 50 ms until the server closes the connection (or 10 s pass). */
+function dribble(head: string): Dribbler {
+  const { hostname, port } = new URL(app.url);
+  const socket = net.connect({ host: hostname, port: Number(port) });
+  let answer = '';
+  socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+  socket.on('error', () => {});
+  const since = Date.now();
+  const closed = new Promise<number>((resolve) => {
+    const done = () => resolve(Date.now() - since);
+    socket.once('end', done).once('close', done);
+  });
+  socket.once('connect', () => {
+    socket.write(head);
+    const timer = setInterval(() => {
+      if (socket.destroyed || socket.writableEnded || Date.now() - since > 10_000) return clearInterval(timer);
+      socket.write('x');
+    }, 50);
+    socket.once('close', () => clearInterval(timer));
+  });
+  return { socket, answer: () => answer, closed };
+}
+
+const post = (path: string, headers: Record<string, string>) =>
+  `POST ${path} HTTP/1.1\r\nhost: localhost\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+
+describe('a request refused before its body is read', () => {
+  it.each([
+    ['401 at /graphql (no token)', post('/graphql', { 'content-type': 'application/json', 'content-length': '1000000' }), 401],
+    ['401 at /recordings (no token)', post('/recordings', { 'content-type': 'application/x-ndjson', 'content-length': '1000000' }), 401],
+    ['413 for a body announced over the limit', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': String(8 * 1024 ** 4) }), 413],
+    ['415 before the body is read', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain', 'content-length': '1000000' }), 415],
+  ])('%s: answered with Connection: close, and closed while the body still dribbles', async (_name, head, status) => {
+    const d = dribble(head);
+    const ms = await Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), 10_000))]);
+    d.socket.destroy();
+    expect(d.answer()).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+    expect(d.answer().toLowerCase()).toContain('\r\nconnection: close\r\n');
+    expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
+  });
+});
+
+describe('an authenticated body slower than the minimum rate', () => {
+  it.each([
+    ['POST /recordings', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': '1000000' })],
+    ['POST /graphql', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
+    ['POST /graphql, chunked', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '100000\r\n'],
+  ])('%s: 408 and the connection cut within the window', async (_name, head) => {
+    const d = dribble(head);
+    const ms = await Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), 10_000))]);
+    d.socket.destroy();
+    expect(d.answer()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(d.answer()).toContain('REQUEST_TIMEOUT');
+    expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
+  });
+
+  it('a body at a fair rate is read whole and answered', async () => {
+    const body = JSON.stringify({ query: '{ __typename }' });
+    const res = await fetch(app.url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
+    expect(await res.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+});
+
+describe('connections per client address', () => {
+  let capped: TestApp;
+  beforeAll(async () => {
+    capped = await startTestApp({ security: { maxConnectionsPerAddress: 3 } });
+  });
+  afterAll(() => capped?.close());
+
+  const open = () =>
+    new Promise<{ socket: net.Socket; closed: Promise<void> }>((resolve, reject) => {
+      const { hostname, port } = new URL(capped.url);
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      socket.on('error', () => {});
+      const closed = new Promise<void>((r) => socket.once('close', () => r()));
+      socket.once('connect', () => resolve({ socket, closed }));
+      socket.once('close', () => reject(new Error('closed before connecting')));
+    });
+
+  it('refuses one past the cap as it is accepted; a slot frees when one closes', async () => {
+    const held = [await open(), await open(), await open()];
+    const extra = await open(); // the kernel completes the handshake; the server destroys it on accept
+    const refusedIn = await Promise.race([extra.closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 5_000))]);
+    expect(refusedIn).toBe('closed');
+    for (const h of held) expect(h.socket.destroyed).toBe(false);
+
+    held.pop()!.socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const res = await fetch(capped.url, { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    expect(await res.json()).toEqual({ data: { __typename: 'Query' } });
+    for (const h of held) h.socket.destroy();
+  });
+});
+
+describe('configuration', () => {
+  it('reads the body rate and the per-address cap from the environment (0: off), with their defaults', () => {
+    const set = securityOptions(loadConfig({ FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: '0', FORKLINE_HTTP_BODY_RATE_WINDOW_MS: '2000', FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: '0' }));
+    expect([set.timeouts?.bodyMinBytesPerSecond, set.timeouts?.bodyRateWindowMs, set.maxConnectionsPerAddress]).toEqual([0, 2000, 0]);
+    const defaults = securityOptions(loadConfig({}));
+    expect([defaults.timeouts?.bodyMinBytesPerSecond, defaults.timeouts?.bodyRateWindowMs, defaults.maxConnectionsPerAddress]).toEqual([8192, 10_000, 1024]);
+    expect(() => loadConfig({ FORKLINE_HTTP_BODY_RATE_WINDOW_MS: '10' })).toThrow(/FORKLINE_HTTP_BODY_RATE_WINDOW_MS/);
+  });
+});
