@@ -32,6 +32,7 @@ import type { McpConfig } from './agent/mcp/mcp-config.ts';
 import type { BudgetOptions } from './agent/context-budget.ts';
 import { DEFAULT_MAX_TURN_MS } from './agent/session-runner.ts';
 import { ModelRegistry } from './agent/models/registry.ts';
+import type { ModelRetryPolicy } from './agent/models/model.ts';
 import type { ProviderConfig } from './agent/models/providers.ts';
 import type { TurnUpdate } from './agent/turn-updates.ts';
 import type { ToolCall } from './core/events.ts';
@@ -92,6 +93,8 @@ export interface AppOptions {
   maxSteps?: number;
   /** The context budget (FORKLINE_CONTEXT_TOKENS, FORKLINE_COMPACT_AT): the default window and when to compact. */
   budget?: BudgetOptions;
+  /** How failed model calls are tried again (FORKLINE_MODEL_MAX_RETRIES); unset: DEFAULT_MODEL_RETRIES. */
+  modelRetries?: ModelRetryPolicy;
   /** How often to look for sessions a dead process left (0: only at start). */
   sweepMs?: number;
   /** How often runnableSessions subscribers look for sessions whose external runner's lease expired (default 5 s). */
@@ -154,7 +157,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
-  const models = new ModelRegistry({ ...opts.providers, defaultModel });
+  const models = new ModelRegistry({ ...opts.providers, defaultModel, retries: opts.modelRetries });
   const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));

@@ -56,6 +56,10 @@ const envSchema = z.object({
   // The context budget (docs/agents.md "Compaction"): the window of a model with none known, and when to compact.
   FORKLINE_CONTEXT_TOKENS: z.coerce.number().int().min(256).max(100_000_000).optional(),
   FORKLINE_COMPACT_AT: z.coerce.number().gt(0).max(1).optional(),
+  // Model calls that fail with a 429, a 5xx, a timeout or a lost connection are tried again (docs/agents.md "Retries").
+  /** A JSON file of models' context windows and prices over the shipped table (agent/models/model-catalog.ts). */
+  FORKLINE_MODELS_CONFIG: z.string().optional(),
+  FORKLINE_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
   FORKLINE_DATA_DIR: z.string().default('.data'),
   /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */

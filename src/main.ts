@@ -2,6 +2,8 @@
 // migrations, then GraphQL + GraphiQL at http://HOST:PORT/graphql.
 import path from 'node:path';
 import { defaultModelOf, loadConfig, providersOf, securityOptions } from './config.ts';
+import { DEFAULT_MODEL_RETRIES } from './agent/models/model.ts';
+import { ModelCatalog, readModelsFile } from './agent/models/model-catalog.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { assertSafeBinding } from './http/security.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
@@ -75,7 +77,12 @@ async function main() {
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
-      budget: { defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS, compactAt: config.FORKLINE_COMPACT_AT },
+      budget: {
+        defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,
+        compactAt: config.FORKLINE_COMPACT_AT,
+        models: new ModelCatalog(config.FORKLINE_MODELS_CONFIG ? readModelsFile(config.FORKLINE_MODELS_CONFIG) : {}),
+      },
+      modelRetries: { ...DEFAULT_MODEL_RETRIES, maxRetries: config.FORKLINE_MODEL_MAX_RETRIES },
       leaseTtlMs: config.FORKLINE_LEASE_TTL_MS,
       logger,
       security,

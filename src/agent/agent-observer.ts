@@ -4,6 +4,7 @@
 // observer below: no allocation, no work per event.
 import type { ChatMessage, ModelAnswer } from '../core/chat.ts';
 import type { ToolCall } from '../core/events.ts';
+import type { FailedAttempt } from './models/model.ts';
 
 /** A tool result the log holds without the tool having run (repair or a fork's seed). */
 export interface SyntheticResult {
@@ -57,8 +58,11 @@ export interface ModelUsage {
 }
 
 export interface ModelCallObserver {
-  end(answer: ModelAnswer & { usage?: ModelUsage }): void;
+  /** The answer, with its cost in US dollars when the price table knows the model (agent/model-prices.ts). */
+  end(answer: ModelAnswer & { usage?: ModelUsage }, costUsd?: number): void;
   fail(message: string): void;
+  /** An attempt failed and the call is tried again. */
+  retry(attempt: FailedAttempt): void;
 }
 
 export interface ToolCallObserver {
@@ -80,7 +84,7 @@ export interface AgentObserver {
   turnStarted(info: TurnStart): TurnObserver;
 }
 
-const noopModelCall: ModelCallObserver = { end() {}, fail() {} };
+const noopModelCall: ModelCallObserver = { end() {}, fail() {}, retry() {} };
 const noopToolCall: ToolCallObserver = { end() {} };
 const noopTurn: TurnObserver = {
   modelCall: () => noopModelCall,

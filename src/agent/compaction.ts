@@ -10,7 +10,7 @@ import type { ChatMessage } from '../core/chat.ts';
 import { ForklineError } from '../core/errors.ts';
 import { toStorableText } from '../core/storable.ts';
 import type { LogEvent, NewEvent } from '../core/events.ts';
-import type { ChatModel } from './models/model.ts';
+import { ContextOverflowError, type ChatModel } from './models/model.ts';
 import { CHARS_PER_TOKEN } from './context-budget.ts';
 
 export const COMPACTION_START = 'plugin/compaction/start';
@@ -125,6 +125,20 @@ const MAX_CARRIED_SUMMARY_CHARS = 8_000;
  * far: every request fits `requestTokens`.
  */
 export async function summarize(messages: readonly ChatMessage[], opts: SummarizeOptions): Promise<{ text: string; requests: number }> {
+  // The provider counts tokens its own way: a part it refuses as too long is summarised again in smaller parts.
+  for (let requestTokens = opts.requestTokens, halvings = 0; ; requestTokens = Math.floor(requestTokens / 2), halvings++) {
+    try {
+      return await summarizeWithin(messages, { ...opts, requestTokens });
+    } catch (err) {
+      if (!(err instanceof ContextOverflowError) || halvings >= MAX_SUMMARY_HALVINGS || requestTokens < 2048) throw err;
+    }
+  }
+}
+
+/** How many times a summary is tried again in parts half as large before the provider's refusal stands. */
+const MAX_SUMMARY_HALVINGS = 3;
+
+async function summarizeWithin(messages: readonly ChatMessage[], opts: SummarizeOptions): Promise<{ text: string; requests: number }> {
   // A small window gets proportionally less room for the prompt and the summary so far.
   const totalChars = opts.requestTokens * CHARS_PER_TOKEN;
   const carried = Math.floor(Math.min(MAX_CARRIED_SUMMARY_CHARS, totalChars * 0.2));

@@ -1,34 +1,15 @@
 // A model request's context budget: the model's context window in
 // tokens — the session's `contextTokens` when it names one, else the known
-// window of a well-known model, else the host's default — and an estimate of
+// window of a known model (models/model-catalog.ts), else the host's default — and an estimate of
 // a request's tokens without a tokenizer: what the provider reported for the
 // last step, plus the text added since at about four characters a token.
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
+import { SHIPPED_MODELS, UNKNOWN_MODEL_CONTEXT_TOKENS, type ModelCatalog } from './models/model-catalog.ts';
 
-/** Context windows of well-known models (tokens), by model-name prefix: the longest matching prefix wins. */
-export const KNOWN_CONTEXT_WINDOWS: ReadonlyArray<readonly [prefix: string, tokens: number]> = [
-  ['gpt-4.1', 1_047_576],
-  ['gpt-4o', 128_000],
-  ['gpt-4-turbo', 128_000],
-  ['gpt-4', 8_192],
-  ['gpt-3.5-turbo', 16_385],
-  ['gpt-5', 400_000],
-  ['o1', 200_000],
-  ['o3', 200_000],
-  ['o4-mini', 200_000],
-  ['claude-', 200_000],
-  ['gemini-1.5-pro', 2_097_152],
-  ['gemini-1.5-flash', 1_048_576],
-  ['gemini-2', 1_048_576],
-  ['gemini-3', 1_048_576],
-  ['llama3.1', 131_072],
-  ['llama3', 8_192],
-  ['mistral', 32_768],
-  ['qwen2.5', 32_768],
-];
-
-/** The window assumed for a model nobody named (FORKLINE_CONTEXT_TOKENS overrides it). */
-export const DEFAULT_CONTEXT_TOKENS = 128_000;
+/** The scripted model's window unless FORKLINE_CONTEXT_TOKENS names one. */
+export const SCRIPTED_CONTEXT_TOKENS = 128_000;
+/** The window assumed for an unknown model without `contextTokens` (FORKLINE_CONTEXT_TOKENS overrides it). */
+export const DEFAULT_CONTEXT_TOKENS = UNKNOWN_MODEL_CONTEXT_TOKENS;
 /** The fraction of the window a request may fill before it is compacted first (FORKLINE_COMPACT_AT). */
 export const DEFAULT_COMPACT_AT = 0.8;
 /** Characters per token in the estimate (English text and JSON average about four). */
@@ -39,6 +20,8 @@ const PER_MESSAGE_TOKENS = 4;
 export interface BudgetOptions {
   /** The window of a model with no known window and no `contextTokens`. */
   defaultContextTokens?: number;
+  /** The known models' windows (shipped, and the operator's FORKLINE_MODELS_CONFIG). */
+  models?: ModelCatalog;
   /** Compact before a step whose request would exceed this fraction of the window (0 < f ≤ 1). */
   compactAt?: number;
 }
@@ -46,10 +29,9 @@ export interface BudgetOptions {
 /** The context window of a session's model, in tokens. */
 export function contextWindowOf(config: { provider: string; model: string; contextTokens?: number }, opts: BudgetOptions = {}): number {
   if (config.contextTokens) return config.contextTokens;
-  const name = config.model.toLowerCase().replace(/^.*\//, ''); // "models/gemini-2.0-flash", "meta-llama/…"
-  let best: readonly [string, number] | undefined;
-  for (const known of KNOWN_CONTEXT_WINDOWS) if (name.startsWith(known[0]) && (!best || known[0].length > best[0].length)) best = known;
-  return best?.[1] ?? opts.defaultContextTokens ?? DEFAULT_CONTEXT_TOKENS;
+  // The keyless scripted model has no real window: the host's default, else as roomy as the common models'.
+  if (config.provider === 'scripted') return opts.defaultContextTokens ?? SCRIPTED_CONTEXT_TOKENS;
+  return (opts.models ?? SHIPPED_MODELS).facts(config.model)?.contextTokens ?? opts.defaultContextTokens ?? DEFAULT_CONTEXT_TOKENS;
 }
 
 /** The tokens a request may hold before it is compacted first. */

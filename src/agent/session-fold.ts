@@ -84,7 +84,7 @@ export class SessionFold {
    * history from seq 0 (its end names its range and its summary), instead of
    * replaying from seq 0: the reducer state right after the range (the store
    * reads its open turn and inbox), the inputs waiting there (a turn after it
-   * may take one), the model and tool set in force. The compaction's own
+   * may take one), the model, tool set and instructions in force. The compaction's own
    * events follow the range, so the replay that follows applies its summary.
    * Returns the seq it starts after (-1: from the beginning).
    */
@@ -100,18 +100,24 @@ export class SessionFold {
     const d = end && completedCompaction(end.data);
     if (!d || d.fromSeq !== 0) return -1;
     const through = d.toSeq;
-    const [state, model, tools, runnerTools, title, turnEnd] = await Promise.all([
+    const [state, model, tools, runnerTools, title, instructions, turnEnd] = await Promise.all([
       store.stateAt(this.sessionId, through),
       log.lastOfType(this.sessionId, 'session/model', through),
       log.lastOfType(this.sessionId, 'session/tools', through),
       log.lastOfType(this.sessionId, 'session/runner-tools', through),
       log.lastOfType(this.sessionId, 'session/title', through),
+      log.lastOfType(this.sessionId, 'session/instructions', through),
       log.lastOfType(this.sessionId, 'turn/end', through),
     ]);
     if (model) state.model = dataOf(model, 'session/model');
     if (tools) state.tools = dataOf(tools, 'session/tools')?.tools;
     if (runnerTools) state.runnerTools = dataOf(runnerTools, 'session/runner-tools')?.tools;
     if (title) state.title = dataOf(title, 'session/title')?.title;
+    if (instructions) {
+      const text = dataOf(instructions, 'session/instructions')?.text ?? '';
+      state.instructions = text || undefined;
+      this.conversation.setInstructions(text);
+    }
     this.state = state;
     // The texts of inputs waiting at the cut: a turn after it takes them.
     for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });

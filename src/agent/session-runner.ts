@@ -5,12 +5,13 @@ import type { NewEvent, ToolCall } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import { toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
-import { toolAllowed } from '../core/tools.ts';
+import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
 import type { SessionFold } from './session-fold.ts';
-import { ModelError, type ChatModel } from './models/model.ts';
+import { ContextOverflowError, ModelError, type ChatModel } from './models/model.ts';
+import { SHIPPED_MODELS } from './models/model-catalog.ts';
 import { ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tools.ts';
 import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
@@ -48,6 +49,12 @@ export interface RunnerDeps {
 }
 
 export type { CompactionResult } from './compaction.ts';
+
+/** An MCP server of the session's tool set that did not start (its tools are not offered this turn): `{turn, step, server, error}`. */
+export const TOOL_SERVER_DOWN = 'plugin/agent/tool-server-down';
+
+/** A model call's attempt that failed and is tried again: `{turn, step, attempt, status?, error, delayMs}`. */
+export const MODEL_RETRY = 'plugin/agent/retry';
 
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
@@ -182,6 +189,19 @@ export class SessionRunner {
       mayRecordFailure: () => !this.stopReason || this.stopReason === 'cancel' || this.stopReason === 'turn-limit',
       failure: (err) => (err instanceof ModelError ? err : new ModelError(`compaction failed: ${(err as Error).message}`)),
     });
+  }
+
+  /**
+   * After the provider refused a request as too long: compacts the history
+   * before the running turn (when some is not compacted yet). Whether it did
+   * (false: nothing to compact, the refusal stands).
+   */
+  private async compactAfterOverflow(): Promise<boolean> {
+    const through = this.fold.lastTurnEndSeq;
+    const covered = this.fold.compaction.lastCompleted?.toSeq ?? -1;
+    if (through <= covered) return false;
+    await this.compact(through, 'automatic');
+    return true;
   }
 
   /** The session's model's context window and the size that triggers a compaction. */
@@ -349,7 +369,10 @@ export class SessionRunner {
         });
       }
       // The tools of the session's set as of now (session/tools in its log: a fork offers those of its cut).
-      const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => toolAllowed(t.name, this.fold.state.tools));
+      const scope = await this.toolScope();
+      // None recorded: the catalog's default set (built-ins and the servers marked default).
+      const toolSet = this.fold.state.tools ?? this.deps.tools.defaultToolSet(scope);
+      const offered = (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, toolSet));
       // The context budget: compact first when the request would not fit (before the turn starts on its first step).
       let overBudget: string | undefined;
       try {
@@ -369,38 +392,67 @@ export class SessionRunner {
         }
         overBudget = err instanceof ModelError ? err.message : `compaction failed: ${(err as Error).message}`;
       }
-      await write([{ type: 'step/start', data: { turn, step } }]);
+      // A server the session's tool set names that did not start: said in the turn's log, not left for the model's "unknown tool".
+      const serversDown =
+        step === 1 ? this.deps.tools.failedServers(scope).filter((s) => serverAllowed(s.name, toolSet)) : [];
+      await write([
+        { type: 'step/start', data: { turn, step } },
+        ...serversDown.map((s) => ({ type: TOOL_SERVER_DOWN, data: { turn, step, server: s.name, error: storable(s.error) } })),
+      ]);
       if (overBudget) return finish([agentError(step, overBudget), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', overBudget);
 
-      const messages = this.fold.conversation.messages();
-      const modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
+      let messages: ChatMessage[];
+      let modelObs: ReturnType<TurnObserver['modelCall']> | undefined;
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
-      try {
-        const model = this.deps.resolveModel(config.provider);
-        answer = await model.complete(
-          {
-            provider: config.provider,
-            model: config.model,
-            settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
-            messages,
-            tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
-          },
-          {
-            signal: this.abort.signal,
-            onDelta: (text) => {
-              streamed += text;
-              this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+      // A provider's context-overflow answer compacts the history and sends the request once more (docs/agents.md "Compaction").
+      for (let overflowCompacted = false; ; ) {
+        messages = this.fold.conversation.messages();
+        modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
+        const obs = modelObs;
+        try {
+          const model = this.deps.resolveModel(config.provider);
+          answer = await model.complete(
+            {
+              provider: config.provider,
+              model: config.model,
+              settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
+              messages,
+              tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
             },
-          },
-        );
-      } catch (err) {
-        modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
-        if (this.stopReason) return this.closeStopped(streamed ? { step, text: streamed } : undefined);
-        const message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
-        return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+            {
+              signal: this.abort.signal,
+              onDelta: (text) => {
+                streamed += text;
+                this.deps.onUpdate({ sessionId: id, kind: 'TEXT_DELTA', turn, step, text });
+              },
+              // Each failed attempt is recorded in the step before the wait (docs/agents.md "Retries").
+              onRetry: async (a) => {
+                obs?.retry(a);
+                await write([{ type: MODEL_RETRY, data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) } }]);
+              },
+            },
+          );
+          break;
+        } catch (err) {
+          modelObs?.fail(this.stopReason ? `stopped: ${this.stopReason}` : (err as Error).message);
+          if (this.stopReason) return this.closeStopped(streamed ? { step, text: streamed } : undefined);
+          let message = err instanceof ModelError ? err.message : `model failed: ${(err as Error).message}`;
+          if (err instanceof ContextOverflowError && !overflowCompacted && streamed === '') {
+            overflowCompacted = true;
+            try {
+              if (await this.compactAfterOverflow()) continue;
+            } catch (compactErr) {
+              if (this.stopReason) return this.closeStopped();
+              message = `${message} (compacting the history failed: ${(compactErr as Error).message})`;
+            }
+          }
+          return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+        }
       }
-      modelObs?.end(answer);
+      // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.
+      const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);
+      modelObs?.end(answer, costUsd);
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -413,7 +465,7 @@ export class SessionRunner {
             const effect = tool?.effect;
             return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
           }),
-          ...(answer.usage ? { usage: answer.usage } : {}),
+          ...(answer.usage ? { usage: costUsd !== undefined ? { ...answer.usage, costUsd } : answer.usage } : {}),
         },
       };
       if (answer.usage) {

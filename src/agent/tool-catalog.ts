@@ -19,6 +19,14 @@ export interface CatalogScope {
   tenant: string;
 }
 
+/** An MCP server as the catalog last found it: `READY` (its tools listed), `FAILED` (it did not start or answer tools/list: why), `NOT_STARTED` (not asked yet). */
+export interface ToolServerStatus {
+  name: string;
+  status: 'READY' | 'FAILED' | 'NOT_STARTED';
+  error?: string;
+  toolCount: number;
+}
+
 /** How the shell will run, said once at start-up: sandboxed, refused (and why), or unsandboxed because the operator said so. */
 function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log: (msg: string) => void): ShellRunner {
   if (mode === 'unsandboxed') {
@@ -40,6 +48,10 @@ export class ToolCatalog {
   private readonly perSession = new Map<string, McpServerConnection>();
   /** An empty directory a workspace server is started in to list its tools (no session's). */
   private listingDir?: string;
+  /** Why each server's last tools/list failed (removed once one succeeds): what `serverStatuses` and a turn's log report. */
+  private readonly failures = new Map<string, string>();
+  /** How many tools each server's last successful tools/list gave. */
+  private readonly listed = new Map<string, number>();
   /** The HOME of this process's workspace servers (workspace-sandbox.ts): private, made on first use. */
   private homeDir?: string;
 
@@ -62,6 +74,17 @@ export class ToolCatalog {
     return [...this.servers.values()].some((s) => s.config.tenants);
   }
 
+  /**
+   * The tool set of a session whose log names none: the built-ins and the
+   * servers the operator marks `"default": true` (docs/mcp.md); undefined
+   * (every tool) when no server of the config says `default` either way.
+   */
+  defaultToolSet(scope: CatalogScope): readonly string[] | undefined {
+    if (![...this.servers.values()].some((s) => s.config.default !== undefined)) return undefined;
+    const marked = this.serverNames(scope).filter((name) => this.servers.get(name)!.config.default);
+    return [...this.builtins.keys(), ...marked.map((name) => `${name}${MCP_NAME_SEPARATOR}*`)];
+  }
+
   /** Names of the configured MCP servers a tenant may use. */
   serverNames(scope: CatalogScope): string[] {
     return [...this.servers].filter(([, s]) => !s.config.tenants || s.config.tenants.includes(scope.tenant)).map(([name]) => name);
@@ -75,6 +98,26 @@ export class ToolCatalog {
   async tools(scope: CatalogScope): Promise<Tool[]> {
     const lists = await Promise.all(this.serverNames(scope).map((name) => this.serverTools(name)));
     return [...this.builtins.values(), ...lists.flat()];
+  }
+
+  /** The tenant's MCP servers and how each fared (after asking each for its tools: a server that failed is tried again). */
+  async serverStatuses(scope: CatalogScope): Promise<ToolServerStatus[]> {
+    const names = this.serverNames(scope);
+    await Promise.all(names.map((name) => this.serverTools(name)));
+    return names.map((name) => {
+      const error = this.failures.get(name);
+      if (error !== undefined) return { name, status: 'FAILED', error, toolCount: 0 };
+      const count = this.listed.get(name);
+      return count === undefined ? { name, status: 'NOT_STARTED', toolCount: 0 } : { name, status: 'READY', toolCount: count };
+    });
+  }
+
+  /** The servers whose last tools/list failed, among the tenant's, with why (no new attempt). */
+  failedServers(scope: CatalogScope): Array<{ name: string; error: string }> {
+    return this.serverNames(scope).flatMap((name) => {
+      const error = this.failures.get(name);
+      return error === undefined ? [] : [{ name, error }];
+    });
   }
 
   /** One tool by the name the model used; undefined when it is not the tenant's to use. */
@@ -156,9 +199,12 @@ export class ToolCatalog {
         );
         this.made.set(infos, tools);
       }
+      this.failures.delete(name);
+      this.listed.set(name, tools.length);
       return tools;
     } catch (err) {
       this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, err);
+      this.failures.set(name, (err instanceof Error ? err.message : String(err)).slice(0, 1000));
       return [];
     }
   }

@@ -69,6 +69,7 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':

@@ -57,6 +57,7 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':
@@ -168,6 +169,7 @@ export class RunTranslator {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'session/runner-tools':
       case 'surface/replace':
       case 'session/end-seed':

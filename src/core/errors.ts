@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'SERVICE_UNAVAILABLE',
   /** A subscription ended because its subscriber fell too far behind (it subscribes again). */
   'SUBSCRIBER_TOO_SLOW',
+  /** The session's model provider refused or failed a request the operation needed (compactSession): the message is the provider's. */
+  'MODEL_ERROR',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -17,4 +17,5 @@ export const CORE_EVENT_TYPE_NAMES = [
   'session/tools',
   'session/runner-tools',
   'session/end-seed',
+  'session/instructions',
 ] as const;

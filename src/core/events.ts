@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
+import { MAX_INSTRUCTIONS_CHARS } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
@@ -83,13 +84,17 @@ const v4 = {
   // result restores the files.
   'model/message': v3['model/message'].extend({
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
-    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional() }).optional(),
+    // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
+    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() }).optional(),
   }),
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
   // The model's context window in tokens, when the session names it (unknown models have no known window).
   'session/model': v3['session/model'].extend({ contextTokens: positiveInt.optional() }),
+  // The session's instructions (its system prompt): sent first in every model request from here on;
+  // empty text: none. Kept in the log so a fork or a replay sends those of its cut.
+  'session/instructions': z.strictObject({ text: z.string().max(MAX_INSTRUCTIONS_CHARS) }),
   // The tools an external runner runs for this session, as it declared them (declareRunnerTools): what its
   // model is offered (ModelRequest.tools) and the effect each of its calls is recorded with, so repair
   // words a cut-off call of the runner's own tool as it words forkline's (docs/runners.md).

@@ -8,9 +8,9 @@ import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { isStorableText } from './storable.ts';
 
-import { MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
+import { MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
 
-export { MAX_ID_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS };
+export { MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS };
 
 export const UNSTORABLE_TEXT = 'must be well-formed Unicode without NUL characters (U+0000)';
 const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);
@@ -19,6 +19,8 @@ const storable = (s: z.ZodString) => s.refine(isStorableText, UNSTORABLE_TEXT);
 export const idSchema = storable(z.string().min(1).max(MAX_ID_CHARS));
 export const titleSchema = storable(z.string().max(MAX_TITLE_CHARS));
 export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHARS));
+/** A session's instructions (its system prompt); empty: none. */
+export const instructionsSchema = storable(z.string().max(MAX_INSTRUCTIONS_CHARS));
 /** An external runner pool's name: letters, digits and . _ : - */
 export const runnerPoolSchema = z
   .string()

@@ -59,6 +59,8 @@ export class LogState {
   title?: string;
   /** The session's tool set (session/tools); undefined: every tool. */
   tools?: string[];
+  /** The session's instructions (session/instructions); undefined: none. */
+  instructions?: string;
   /** The tools an external runner declared (session/runner-tools); undefined: none declared. */
   runnerTools?: RunnerTool[];
   private inbox = new Map<string, PendingInput>();
@@ -122,6 +124,9 @@ export class LogState {
         break;
       case 'session/tools':
         this.tools = ev.data.tools;
+        break;
+      case 'session/instructions':
+        this.instructions = ev.data.text || undefined;
         break;
       case 'session/runner-tools':
         this.runnerTools = ev.data.tools;
@@ -217,6 +222,7 @@ export class LogState {
       case 'session/title':
       case 'session/model':
       case 'session/tools':
+      case 'session/instructions':
       case 'session/runner-tools':
       case 'session/end-seed':
         return undefined; // no relationship rule (a marker's placement is the recording validator's)

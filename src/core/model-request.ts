@@ -36,6 +36,23 @@ export class Conversation {
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
   /** Rough size of the text held (the agent's fold cache is bounded by it). */
   approxChars = 0;
+  /**
+   * The session's instructions as the first (system) message of every request
+   * (docs/contract.md: instructions are sent first): one object while they hold,
+   * so a request still continues the one before it (models/prompt.ts).
+   */
+  private instructionsMessage?: Extract<ChatMessage, { role: 'system' }>;
+
+  /** The instructions in force (session/instructions; empty text: none). */
+  get instructions(): string | undefined {
+    return this.instructionsMessage?.content;
+  }
+
+  /** Sets the instructions in force (a cold fold starts with those of its starting point). */
+  setInstructions(text: string): void {
+    this.instructionsMessage = text ? { role: 'system', content: text } : undefined;
+    this.approxChars += text.length;
+  }
 
   apply(e: LogEvent): this {
     const ev = asCoreEvent(e);
@@ -68,6 +85,9 @@ export class Conversation {
         this.approxChars += ev.data.content.length;
         this.rendered = undefined; // a range of history changes: render again, once
         break;
+      case 'session/instructions':
+        this.setInstructions(ev.data.text);
+        break;
       // Not part of what the model reads: bookkeeping, brackets and settings.
       case 'inbox/remove':
       case 'step/start':
@@ -93,7 +113,10 @@ export class Conversation {
   /** The messages so far: a fresh array (the caller may keep it), shared message objects (never mutated). */
   messages(opts: { system?: string } = {}): ChatMessage[] {
     this.rendered ??= this.renderAll();
-    return opts.system ? [{ role: 'system', content: opts.system }, ...this.rendered] : this.rendered.slice();
+    const first: ChatMessage[] = [];
+    if (this.instructionsMessage) first.push(this.instructionsMessage);
+    if (opts.system) first.push({ role: 'system', content: opts.system });
+    return first.length ? [...first, ...this.rendered] : this.rendered.slice();
   }
 
   /**

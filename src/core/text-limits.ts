@@ -5,3 +5,5 @@ export const MAX_ID_CHARS = 200;
 export const MAX_TITLE_CHARS = 500;
 /** A user message (sendMessage, a fork's or edit's queued message, an AG-UI run's user message). */
 export const MAX_MESSAGE_CHARS = 200_000;
+/** A session's instructions (its system prompt: createSession, setSessionInstructions, an edit's or variant's). */
+export const MAX_INSTRUCTIONS_CHARS = 100_000;

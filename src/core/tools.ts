@@ -23,6 +23,12 @@ export function toolAllowed(name: string, set: readonly string[] | undefined): b
   return set.some((entry) => entry === '*' || entry === name || (entry.endsWith('__*') && name.startsWith(entry.slice(0, -1))));
 }
 
+/** Whether a session's tool set admits any tool of an MCP server (`*`, `<server>__*`, or one of its tools by name). */
+export function serverAllowed(server: string, set: readonly string[] | undefined): boolean {
+  if (!set) return true;
+  return set.some((entry) => entry === '*' || entry.startsWith(`${server}__`));
+}
+
 /** MCP's behaviour hints on a tool (the spec's ToolAnnotations). */
 export interface ToolAnnotations {
   readOnlyHint?: boolean;

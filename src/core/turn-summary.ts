@@ -19,6 +19,8 @@ export interface TurnSummary {
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** US dollars by the price table when the answers were written; null when no answer's model had a price. */
+  costUsd: number | null;
 }
 
 export interface StepSummary {
@@ -88,12 +90,22 @@ export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
 /** The usage a model/message's data reports (counts it lacks are 0); null when it reports none. */
 export function usageOf(message: { usage?: Partial<Usage> }): Usage | null {
   const u = message.usage;
-  return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } : null;
+  return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0, costUsd: typeof u.costUsd === 'number' ? u.costUsd : null } : null;
 }
 
 /** Usage summed over steps; null when no step reported any. */
 export function totalUsage(steps: readonly StepSummary[]): Usage | null {
   const reported = steps.filter((s) => s.usage);
   if (reported.length === 0) return null;
-  return reported.reduce((t, s) => ({ inputTokens: t.inputTokens + s.usage!.inputTokens, outputTokens: t.outputTokens + s.usage!.outputTokens }), { inputTokens: 0, outputTokens: 0 });
+  return reported.reduce<Usage>(
+    (t, s) => ({
+      inputTokens: t.inputTokens + s.usage!.inputTokens,
+      outputTokens: t.outputTokens + s.usage!.outputTokens,
+      costUsd: s.usage!.costUsd === null ? t.costUsd : roundUsd((t.costUsd ?? 0) + s.usage!.costUsd),
+    }),
+    { inputTokens: 0, outputTokens: 0, costUsd: null },
+  );
 }
+
+/** Dollars summed without float dust (nano-dollars, as the price table writes them). */
+export const roundUsd = (usd: number) => Math.round(usd * 1e9) / 1e9;

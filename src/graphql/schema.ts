@@ -10,6 +10,7 @@ import './types/subscriptions.ts';
 import './types/search.ts';
 import './types/models.ts';
 import './types/tools.ts';
+import './types/instructions.ts';
 import './types/api-tokens.ts';
 import './types/compaction.ts';
 import './types/runners.ts';

@@ -24,6 +24,7 @@ import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import { dataOf } from '../core/core-event.ts';
+import { ModelError } from '../agent/models/model.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -53,7 +54,7 @@ export class SessionController {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null },
+    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
     idem: Idempotency = {},
     /** A session id the door derived (POST /chat's chat ids); default: a new one. */
     id?: string,
@@ -104,12 +105,12 @@ export class SessionController {
 
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
     if (overrides.model) this.checkModel(overrides.model);
-    const { title, model, message } = overrides;
+    const { title, model, message, instructions } = overrides;
     // Absent overrides hash as before they existed: a retry from an older client still matches.
-    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined };
+    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined, instructions: instructions ?? undefined };
     const r = await this.once<ForkResult, ForkRecord>(
       this.call(scope, operation, hashed, idem),
-      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, beforeCommit }),
+      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, instructions, beforeCommit }),
       (record) => this.forkResultOf(scope, record),
     );
     // Input queued inside an exact fork's prefix is the child's pending input
@@ -127,7 +128,7 @@ export class SessionController {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
     for (const v of variants) if (v.model) this.checkModel(v.model);
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
-    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined })) };
+    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined, instructions: v.instructions ?? undefined })) };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
       this.call(scope, 'fanOut', hashed, idem),
       (beforeCommit) => this.store.forkMany(scope, sessionId, cut, variants, { beforeCommit }),
@@ -222,8 +223,14 @@ export class SessionController {
     input: { throughSeq?: number | null; instructions?: string | null },
   ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
     const session = await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
-    if (session.runner != null) return this.runners.compact(scope, sessionId, input);
-    return this.host.compact(sessionId, scope.tenant, input);
+    try {
+      if (session.runner != null) return await this.runners.compact(scope, sessionId, input);
+      return await this.host.compact(sessionId, scope.tenant, input);
+    } catch (err) {
+      // The summary's model failed (a refusal, an overflow even in parts): the provider's message, typed.
+      if (err instanceof ModelError) throw new ForklineError('MODEL_ERROR', err.message);
+      throw err;
+    }
   }
 
   async setSessionModel(scope: Scope, sessionId: string, model: ModelConfig): Promise<SessionRow> {
@@ -236,6 +243,12 @@ export class SessionController {
   async setSessionTools(scope: Scope, sessionId: string, tools: string[]): Promise<SessionRow> {
     this.checkToolSet(scope, tools);
     await this.store.append(sessionId, [{ type: 'session/tools', data: { tools } }], { scope });
+    return this.store.requireSession(scope, sessionId);
+  }
+
+  /** Records the session's instructions (session/instructions; empty: none): every later model request sends them first. */
+  async setSessionInstructions(scope: Scope, sessionId: string, instructions: string): Promise<SessionRow> {
+    await this.store.append(sessionId, [{ type: 'session/instructions', data: { text: instructions } }], { scope });
     return this.store.requireSession(scope, sessionId);
   }
 

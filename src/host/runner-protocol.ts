@@ -332,7 +332,7 @@ export class RunnerProtocol {
       const tools =
         session.runner != null
           ? (state.runnerTools ?? []).map(runnerToolInfo)
-          : (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, state.tools));
+          : (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, state.tools ?? this.deps.tools.defaultToolSet(scope)));
       const model = state.model ?? null;
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;

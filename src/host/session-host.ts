@@ -18,6 +18,7 @@ import { SessionRunner, type CompactionResult, type RunnerDeps } from '../agent/
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
+import { Backoff } from '../core/backoff.ts';
 
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
@@ -348,7 +349,9 @@ export class SessionHost {
 
   private async drive(entry: Running): Promise<void> {
     const { sessionId } = entry.lease;
-    for (let retryMs = 500; ; ) {
+    // While the database is unreachable (core/backoff.ts).
+    const backoff = new Backoff({ initialMs: 500, maxMs: MAX_RETRY_MS });
+    for (;;) {
       await this.prewarmed(sessionId); // a fold being built ahead: take it when ready
       const fold = this.folds.take(sessionId);
       const runner = new SessionRunner(fold, { ...this.runnerDeps, store: this.store, lease: entry.lease });
@@ -376,7 +379,7 @@ export class SessionHost {
         if (this.stopped) return await this.leases.release(entry.lease);
         if (this.takeNextLease(entry)) continue;
         if (!again && (await this.leases.releaseIfIdle(entry.lease)) !== 'busy') return;
-        retryMs = 500;
+        backoff.reset();
       } catch (err) {
         if (isGone(err)) {
           // Deleted, or run by another process now: nothing of ours to close (unless we hold a newer lease).
@@ -391,8 +394,7 @@ export class SessionHost {
         // The database is unreachable: keep the lease (the heartbeat renews it
         // once it is back), wait, and start again from the log.
         this.opts.log?.(`agent of session ${sessionId} waits for the database`, err);
-        await new Promise((r) => setTimeout(r, retryMs));
-        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+        await new Promise((r) => setTimeout(r, backoff.next()));
       } finally {
         entry.runner = undefined;
       }
@@ -410,7 +412,8 @@ export class SessionHost {
    */
   async compact(sessionId: string, tenant: string, opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
     const deadline = Date.now() + COMPACT_WAIT_MS;
-    for (let waitMs = 20; ; waitMs = Math.min(waitMs * 2, 500)) {
+    const backoff = new Backoff({ initialMs: 20, maxMs: 500 });
+    for (;;) {
       if (this.stopped) throw new ForklineError('SERVICE_UNAVAILABLE', 'the server is shutting down');
       const current = this.running.get(sessionId);
       if (current) {
@@ -418,14 +421,14 @@ export class SessionHost {
         continue;
       }
       if (this.claimingOne.has(sessionId)) {
-        await new Promise((r) => setTimeout(r, waitMs));
+        await new Promise((r) => setTimeout(r, backoff.next()));
         continue;
       }
       // A summary is a model call like a turn's: it takes an agent slot under
       // the same caps (the process's, the tenant's share), waiting for one.
       if (!this.hasRoomFor(tenant)) {
         if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `no agent slot is free for this tenant (its share is ${this.maxPerTenant} of ${this.maxActive}); try again`);
-        await this.slotFreed(waitMs);
+        await this.slotFreed(backoff.next());
         continue;
       }
       this.claimingOne.set(sessionId, tenant);
@@ -437,7 +440,7 @@ export class SessionHost {
       }
       if (!lease) {
         if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `session ${sessionId} is running elsewhere; try again`);
-        await new Promise((r) => setTimeout(r, waitMs));
+        await new Promise((r) => setTimeout(r, backoff.next()));
         continue;
       }
       if (this.running.has(sessionId)) {

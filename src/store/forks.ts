@@ -39,13 +39,15 @@ export interface ModelConfig {
 
 /**
  * What a fork's child gets after its seed, in the fork's own transaction:
- * a title, a model, and a message queued as its input, so its
+ * a title, a model, instructions, and a message queued as its input, so its
  * agent starts on it as soon as the fork commits.
  */
 export interface ChildOverrides {
   title?: string | null;
   model?: ModelConfig | null;
   message?: string | null;
+  /** The child's instructions (a session/instructions event; empty text: none). Omitted: those in force at the cut. */
+  instructions?: string | null;
 }
 
 /** Children of one parent at one cut (fanOut). */
@@ -231,6 +233,7 @@ export class Forks {
     const add = (e: NewEvent) => own.push({ ...e, seq: seed.firstLiveSeq + own.length - seed.events.length });
     if (overrides.title != null) add({ type: 'session/title', data: { title: overrides.title } });
     if (overrides.model) add({ type: 'session/model', data: overrides.model });
+    if (overrides.instructions != null) add({ type: 'session/instructions', data: { text: overrides.instructions } });
     let inputId: string | undefined;
     if (overrides.message != null) {
       inputId = newInputId();

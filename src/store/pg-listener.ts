@@ -4,11 +4,13 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { ALL_CHANNELS } from './channels.ts';
+import { Backoff } from '../core/backoff.ts';
 
 export class PgListener extends EventEmitter {
   private client?: pg.Client;
   private closed = false;
-  private retryMs = 100;
+  /** Waits between reconnection attempts (core/backoff.ts). */
+  private readonly backoff = new Backoff({ initialMs: 100, maxMs: 5000 });
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -26,7 +28,7 @@ export class PgListener extends EventEmitter {
     await client.connect();
     for (const ch of this.channels) await client.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
     this.client = client;
-    this.retryMs = 100;
+    this.backoff.reset();
   }
 
   private reconnect(client: pg.Client) {
@@ -36,10 +38,10 @@ export class PgListener extends EventEmitter {
       if (this.closed) return;
       this.start().then(
         () => this.emit('reconnect'),
-        () => setTimeout(retry, (this.retryMs = Math.min(this.retryMs * 2, 5000))),
+        () => setTimeout(retry, this.backoff.next()),
       );
     };
-    setTimeout(retry, this.retryMs);
+    setTimeout(retry, this.backoff.next());
   }
 
   async close(): Promise<void> {

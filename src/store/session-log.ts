@@ -70,6 +70,9 @@ export interface SegmentTotals {
   calls: string;
   input: string;
   output: string;
+  /** Summed costUsd of the answers that have one, and how many do (none: the cost is unknown). */
+  cost: string;
+  costed: string;
   start_ms: string;
   end_ms: string;
   last_start_ms: string | null;
@@ -251,6 +254,7 @@ export class SessionLog {
         ` count(*) ${answer} AS steps, coalesce(sum(jsonb_array_length(data->'toolCalls')) ${answer}, 0) AS calls,` +
         ` coalesce(sum((data->'usage'->>'inputTokens')::bigint) ${answer}, 0) AS input,` +
         ` coalesce(sum((data->'usage'->>'outputTokens')::bigint) ${answer}, 0) AS output,` +
+        ` coalesce(sum((data->'usage'->>'costUsd')::numeric) ${answer}, 0) AS cost, count(data->'usage'->'costUsd') ${answer} AS costed,` +
         ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
         ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +
         ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked` +

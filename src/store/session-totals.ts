@@ -7,6 +7,7 @@
 import type { Lineage } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
 import type { SessionLog } from './session-log.ts';
+import { roundUsd } from '../core/turn-summary.ts';
 
 export interface SessionTotals {
   turns: number;
@@ -16,12 +17,14 @@ export interface SessionTotals {
   toolCalls: number;
   inputTokens: number;
   outputTokens: number;
+  /** US dollars over the answers whose model had a price when they were written; null when none had. */
+  costUsd: number | null;
   /** Summed over ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut). */
   turnMs: number;
 }
 
 export async function sessionTotals(log: SessionLog, l: Lineage): Promise<SessionTotals> {
-  const totals: SessionTotals = { turns: 0, endedTurns: 0, steps: 0, toolCalls: 0, inputTokens: 0, outputTokens: 0, turnMs: 0 };
+  const totals: SessionTotals = { turns: 0, endedTurns: 0, steps: 0, toolCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: null, turnMs: 0 };
   const rows = await log.segmentTotals(l);
   let startMs = 0;
   let endMs = 0;
@@ -35,6 +38,7 @@ export async function sessionTotals(log: SessionLog, l: Lineage): Promise<Sessio
     totals.toolCalls += Number(r.calls);
     totals.inputTokens += Number(r.input);
     totals.outputTokens += Number(r.output);
+    if (Number(r.costed) > 0) totals.costUsd = roundUsd((totals.costUsd ?? 0) + Number(r.cost));
     startMs += Number(r.start_ms);
     endMs += Number(r.end_ms);
     if (r.last_start_ms !== null) lastStartMs = Math.max(lastStartMs, Number(r.last_start_ms));

@@ -26,6 +26,7 @@ import type {
   TurnStart,
 } from '../agent/agent-observer.ts';
 import type { ToolCall } from '../core/events.ts';
+import type { FailedAttempt } from '../agent/models/model.ts';
 
 export interface TracingOptions {
   /** The full traces URL (…/v1/traces); unset: the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT. */
@@ -250,7 +251,7 @@ export class GenAiTracing implements AgentObserver {
       this.ids.clear();
     }
     const parent = trace.setSpan(ROOT_CONTEXT, span);
-    const usage = { input: 0, output: 0, known: false };
+    const usage: { input: number; output: number; known: boolean; costUsd?: number } = { input: 0, output: 0, known: false };
     let ended = false;
     const tracer = this.tracer;
     const capture = this.captureContent;
@@ -272,9 +273,15 @@ export class GenAiTracing implements AgentObserver {
           },
           parent,
         );
+        let attempts = 1;
         return {
-          end(answer: ModelAnswer & { usage?: ModelUsage }) {
+          end(answer: ModelAnswer & { usage?: ModelUsage }, costUsd?: number) {
             chat.setAttribute('gen_ai.response.finish_reasons', [finishReason(answer)]);
+            chat.setAttribute('forkline.model.attempts', attempts);
+            if (costUsd !== undefined) {
+              chat.setAttribute('forkline.cost_usd', costUsd);
+              usage.costUsd = (usage.costUsd ?? 0) + costUsd;
+            }
             const u = answer.usage;
             if (u?.inputTokens !== undefined) {
               chat.setAttribute('gen_ai.usage.input_tokens', u.inputTokens);
@@ -289,7 +296,17 @@ export class GenAiTracing implements AgentObserver {
             if (capture) chat.setAttribute('gen_ai.output.messages', outputMessages(answer));
             chat.end();
           },
+          retry(a: FailedAttempt) {
+            attempts = a.attempt + 1;
+            chat.addEvent('forkline.model.retry', {
+              'forkline.model.attempt': a.attempt,
+              'forkline.model.retry_delay_ms': a.delayMs,
+              'error.message': a.error,
+              ...(a.status ? { 'http.response.status_code': a.status } : {}),
+            });
+          },
           fail(message: string) {
+            chat.setAttribute('forkline.model.attempts', attempts);
             chat.setAttribute('error.type', 'model_error');
             chat.setStatus({ code: SpanStatusCode.ERROR, message });
             chat.end();
@@ -324,6 +341,7 @@ export class GenAiTracing implements AgentObserver {
         if (ended) return;
         ended = true;
         span.setAttribute('forkline.turn.end_reason', reason);
+        if (usage.costUsd !== undefined) span.setAttribute('forkline.cost_usd', usage.costUsd);
         if (usage.known) {
           span.setAttribute('gen_ai.usage.input_tokens', usage.input);
           span.setAttribute('gen_ai.usage.output_tokens', usage.output);

@@ -210,6 +210,15 @@ describe('agent loop with the scripted model', () => {
     expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'v2', settings: { temperature: 0 } });
     const bad = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "nope", model: "x" }) { id } }`, { id });
     expect(bad.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    // The input shape (the plain arguments above are the deprecated one); not both at once.
+    await app.ok(`mutation($i: SetSessionModelInput!) { setSessionModel(input: $i) { id } }`, { i: { sessionId: id, model: { provider: 'scripted', model: 'v3' } } });
+    expect((await log(id)).at(-1)).toMatchObject({ type: 'session/model', data: { provider: 'scripted', model: 'v3' } });
+    const both = await app.gql(`mutation($id: ID!) { setSessionModel(input: { sessionId: $id, model: { provider: "scripted", model: "v4" } }, sessionId: $id) { id } }`, { id });
+    expect(both.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const badInput = await app.gql(`mutation($id: ID!) { setSessionModel(input: { sessionId: $id, model: { provider: "nope", model: "x" } }) { id } }`, { id });
+    expect(badInput.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    const neither = await app.gql(`mutation { setSessionModel { id } }`);
+    expect(neither.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     const missing = await app.gql(`mutation { sendMessage(input: { sessionId: "ses_missing", text: "x" }) { inputId } }`);
     expect(missing.errors?.[0].extensions?.code).toBe('SESSION_NOT_FOUND');
     const empty = await app.gql(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "" }) { inputId } }`, { id });

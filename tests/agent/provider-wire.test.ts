@@ -8,10 +8,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { ModelCatalog } from '../../src/agent/models/model-catalog.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { anyData } from '../helpers/event-data.ts';
 
-type Reply = { status?: number; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
+type Reply = { status?: number; headers?: Record<string, string>; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
 type Received = { path: string; headers: http.IncomingHttpHeaders; body: any };
 
 /** A provider's wire format: how it answers, and where its requests put what the agent sent. */
@@ -22,6 +24,10 @@ interface Wire {
   text(chunks: string[], usage: { input: number; output: number }): Reply;
   toolCall(call: { id: string; name: string; arguments: string }): Reply;
   error(status: number, message: string): Reply;
+  /** Its real answer to a request longer than the model's context window. */
+  overflow(): Reply;
+  /** Its rate-limit answer (HTTP 429 with its body and headers), asking for a wait of `seconds`. */
+  rateLimited(seconds: number): Reply;
   /** The texts of the user's messages a request carries. */
   userTexts(body: any): string[];
   /** The content the request gives the result of a call (by id, or by tool name where the format has no ids). */
@@ -31,6 +37,8 @@ interface Wire {
   /** The sampling fields of a request: temperature and the answer's token limit. */
   sampling(body: any): { temperature: unknown; maxTokens: unknown };
   authorization(headers: http.IncomingHttpHeaders): string | undefined;
+  /** The system text (instructions) the request carries ahead of the conversation. */
+  system(body: any): string | undefined;
 }
 
 const sse = (data: unknown, event?: string) => ({ event, data });
@@ -53,6 +61,22 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
       ],
     }),
     error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } } }),
+    overflow: () => ({
+      status: 400,
+      body: {
+        error: {
+          message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      },
+    }),
+    rateLimited: (s) => ({
+      status: 429,
+      headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
+      body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+    }),
     userTexts: (b) => b.messages.filter((m: any) => m.role === 'user').map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
     toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
     toolCallSent: (b, c) => {
@@ -61,6 +85,7 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
     },
     sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
     authorization: (h) => h.authorization,
+    system: (b) => (b.messages[0]?.role === 'system' ? b.messages[0].content : undefined),
   };
 };
 
@@ -86,6 +111,15 @@ const responses: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
+  overflow: () => ({
+    status: 400,
+    body: { error: { message: 'Your input exceeds the context window of this model. Please adjust your input and try again.', type: 'invalid_request_error', param: 'input', code: 'context_length_exceeded' } },
+  }),
+  rateLimited: (s) => ({
+    status: 429,
+    headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s) },
+    body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+  }),
   userTexts: (b) => b.input.filter((m: any) => m.role === 'user').map((m: any) => m.content.map((p: any) => p.text).join('')),
   toolResult: (b, c) => b.input.find((i: any) => i.type === 'function_call_output' && i.call_id === c.id)?.output,
   toolCallSent: (b, c) => {
@@ -94,6 +128,7 @@ const responses: Wire = {
   },
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_output_tokens }),
   authorization: (h) => h.authorization,
+  system: (b) => (b.input[0]?.role === 'system' ? b.input[0].content : undefined),
 };
 
 const anthropic: Wire = {
@@ -121,6 +156,12 @@ const anthropic: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } } }),
+  overflow: () => ({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 208310 tokens > 200000 maximum' } } }),
+  rateLimited: (s) => ({
+    status: 429,
+    headers: { 'retry-after': String(s), 'anthropic-ratelimit-requests-remaining': '0' },
+    body: { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } },
+  }),
   userTexts: (b) =>
     b.messages
       .filter((m: any) => m.role === 'user')
@@ -135,6 +176,7 @@ const anthropic: Wire = {
   },
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
   authorization: (h) => h['x-api-key'] as string | undefined,
+  system: (b) => b.system?.map((p: any) => p.text).join(''),
 };
 
 const google: Wire = {
@@ -157,6 +199,12 @@ const google: Wire = {
     ],
   }),
   error: (status, message) => ({ status, body: { error: { code: status, message, status: status === 400 ? 'INVALID_ARGUMENT' : 'UNAUTHENTICATED' } } }),
+  // Google names no wait in a header (its RetryInfo detail is in the body): the backoff's own wait applies.
+  overflow: () => ({
+    status: 400,
+    body: { error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } },
+  }),
+  rateLimited: () => ({ status: 429, body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } } }),
   userTexts: (b) => b.contents.filter((m: any) => m.role === 'user').flatMap((m: any) => m.parts.filter((p: any) => 'text' in p).map((p: any) => p.text)),
   // Google matches a result to its call by the tool's name (its format has no call ids).
   toolResult: (b, c) => b.contents.flatMap((m: any) => m.parts).find((p: any) => p.functionResponse?.name === c.name)?.functionResponse.response.content,
@@ -166,6 +214,7 @@ const google: Wire = {
   },
   sampling: (b) => ({ temperature: b.generationConfig?.temperature, maxTokens: b.generationConfig?.maxOutputTokens }),
   authorization: (h) => h['x-goog-api-key'] as string | undefined,
+  system: (b) => b.systemInstruction?.parts.map((p: any) => p.text).join(''),
 };
 
 const WIRES: Wire[] = [chatCompletions('openai', '/openai/v1'), responses, anthropic, google, chatCompletions('openai-compatible', '/compat/v1')];
@@ -187,7 +236,7 @@ beforeAll(async () => {
     if (!provider) return void res.writeHead(404).end();
     received.get(provider)!.push({ path: req.url!, headers: req.headers, body: JSON.parse(raw) });
     const reply = replies.get(provider)!.shift() ?? { status: 500, body: { error: { message: 'no scripted reply' } } };
-    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body));
+    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const e of reply.events ?? []) {
       res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
@@ -204,6 +253,10 @@ beforeAll(async () => {
       google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
       openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
     },
+    // Short waits where the provider names none (Google): the test does not wait a second per retry.
+    modelRetries: { maxRetries: 2, initialDelayMs: 20, maxDelayMs: 100 },
+    // The shipped price table, and one model the operator adds (as FORKLINE_MODELS_CONFIG would).
+    budget: { models: new ModelCatalog({ 'house-model': { inputUsdPerMTok: 2, outputUsdPerMTok: 8 } }) },
   });
 });
 afterAll(async () => {
@@ -211,8 +264,11 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 
-async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }) {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "wire", model: $m }) { id } }`, { m: { provider, model: 'fake-model', settings } });
+async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }, instructions?: string, model = 'fake-model') {
+  const r = await app.ok(`mutation($m: ModelConfigInput!, $ins: String) { createSession(input: { title: "wire", model: $m, instructions: $ins }) { id } }`, {
+    m: { provider, model, settings },
+    ins: instructions,
+  });
   return r.createSession.id as string;
 }
 const send = async (id: string, text: string) => {
@@ -239,6 +295,74 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     expect(wire.userTexts(req.body)).toEqual(['hi']);
     expect(wire.sampling(req.body)).toEqual({ temperature: 0.2, maxTokens: 300 });
     expect(wire.authorization(req.headers)).toMatch(/sk-/);
+  });
+
+  it('sends the instructions first (as the system prompt) in every request; setSessionInstructions changes them for the next request', async () => {
+    const id = await session(wire.provider, {}, 'Answer in French.');
+    queue(wire.text(['Bonjour'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    expect(wire.system(requests().at(-1)!.body)).toBe('Answer in French.');
+    expect(wire.userTexts(requests().at(-1)!.body)).toEqual(['hi']);
+    const set = await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { instructions } }`, { i: { sessionId: id, instructions: 'Answer in German.' } });
+    expect(set.setSessionInstructions.instructions).toBe('Answer in German.');
+    const call = { id: `call_i_${wire.provider}`, name: 'note_write', arguments: '{"key":"k","value":"v"}' };
+    queue(wire.toolCall(call), wire.text(['Guten Tag'], { input: 5, output: 2 }));
+    await send(id, 'again');
+    // Both steps of the turn send the instructions, once, ahead of the conversation.
+    for (const r of requests().slice(-2)) {
+      expect(wire.system(r.body)).toBe('Answer in German.');
+      expect(wire.userTexts(r.body)).toEqual(['hi', 'again']);
+    }
+    expect((await log(id)).filter((e) => e.type === 'session/instructions').map((e) => anyData(e).text)).toEqual(['Answer in French.', 'Answer in German.']);
+  });
+
+  it('a 429 is tried again after the wait the provider asks for; both attempts are recorded and the turn completes', async () => {
+    const id = await session(wire.provider);
+    const before = requests().length;
+    queue(wire.rateLimited(0), wire.text(['after the wait'], { input: 3, output: 3 }));
+    await send(id, 'hi');
+    const events = await log(id);
+    expect(requests().length - before).toBe(2);
+    const retries = events.filter((e) => e.type === 'plugin/agent/retry');
+    expect(retries.map((e) => e.data)).toEqual([
+      { turn: 1, step: 1, attempt: 1, status: 429, error: expect.stringMatching(new RegExp(`^${wire.provider} provider: HTTP 429: `)), delayMs: wire.provider === 'google' ? 20 : 0 },
+    ]);
+    // The attempt is recorded inside its step, before the answer of the next one.
+    const step = events.find((e) => e.type === 'step/start')!.seq;
+    const answer = events.find((e) => e.type === 'model/message')!;
+    expect(retries[0].seq).toBeGreaterThan(step);
+    expect(retries[0].seq).toBeLessThan(answer.seq);
+    expect(anyData(answer).text).toBe('after the wait');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
+  it("a context overflow is answered by compacting the history and sending the request once more; the turn completes", async () => {
+    const id = await session(wire.provider, {});
+    queue(wire.text(['first answer'], { input: 5, output: 2 }));
+    await send(id, 'first question');
+    const before = requests().length;
+    queue(wire.overflow(), wire.text(['the summary'], { input: 5, output: 2 }), wire.text(['second answer'], { input: 5, output: 2 }));
+    await send(id, 'second question');
+    const events = await log(id);
+    const sent = requests().slice(before);
+    expect(sent).toHaveLength(3);
+    // The retried request holds the summary in place of the first turn, then the new question.
+    expect(JSON.stringify(sent[2].body)).toContain('the summary');
+    expect(JSON.stringify(sent[2].body)).not.toContain('first question');
+    expect(wire.userTexts(sent[2].body).at(-1)).toBe('second question');
+    const turn2 = events.slice(events.findLastIndex((e) => e.type === 'turn/start'));
+    expect(turn2.map((e) => e.type)).toEqual([
+      'turn/start',
+      'step/start',
+      'plugin/compaction/start',
+      'surface/replace',
+      'plugin/compaction/end',
+      'model/message',
+      'step/end',
+      'turn/end',
+    ]);
+    expect(anyData(turn2.find((e) => e.type === 'model/message')!).text).toBe('second answer');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
   it('runs a streamed tool call and sends its result back with the call', async () => {
@@ -348,5 +472,150 @@ describe('model settings where a session gets its model', () => {
     } finally {
       if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
     }
+  });
+});
+
+describe('instructions across forks, edits and variants', () => {
+  const openaiReplies = () => replies.get('openai')!;
+  const lastSystem = () => chatCompletions('openai', '/openai/v1').system(received.get('openai')!.at(-1)!.body);
+
+  it("a fork inherits the instructions of its cut; an edit or a variant that names new ones replaces them; Session.instructions and modelRequest say so", async () => {
+    const id = await session('openai', {}, 'Be brief.');
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(id, 'first');
+    const cut = (await log(id)).at(-1)!.seq;
+    await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { id } }`, { i: { sessionId: id, instructions: 'Be verbose.' } });
+    const q = `query($id: ID!) { session(id: $id) { instructions modelRequest { messages } } }`;
+    expect((await app.ok(q, { id })).session.instructions).toBe('Be verbose.');
+
+    // A fork at the end of the first turn: the instructions as of then.
+    const fork = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id instructions } } }`, { id, at: cut });
+    expect(fork.forkSession.session.instructions).toBe('Be brief.');
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    await send(fork.forkSession.session.id, 'in the fork');
+    expect(lastSystem()).toBe('Be brief.');
+
+    // An edit of the first input that names new instructions; one that names none keeps those of its cut.
+    const inputId = anyData((await log(id)).find((e) => e.type === 'inbox/add')!).inputId;
+    openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
+    const edit = await app.ok(
+      `mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id instructions } } }`,
+      { i: { sessionId: id, inputId, text: 'first, edited', instructions: 'Be formal.' } },
+    );
+    await app.services.host.idle();
+    expect(edit.editMessage.session.instructions).toBe('Be formal.');
+    expect(lastSystem()).toBe('Be formal.');
+
+    // Fan-out variants: one with its own instructions, one with "" (none).
+    const fan = await app.ok(
+      `mutation($i: FanOutInput!) { fanOut(input: $i) { children { id instructions modelRequest { messages } } } }`,
+      { i: { sessionId: id, atSeq: cut, variants: [{ title: 'a', instructions: 'Be playful.' }, { title: 'b', instructions: '' }] } },
+    );
+    const [a, b] = fan.fanOut.children;
+    expect(a.instructions).toBe('Be playful.');
+    expect(b.instructions).toBeNull();
+    expect(a.modelRequest.messages[0]).toEqual({ role: 'system', content: 'Be playful.' });
+    expect(b.modelRequest.messages.some((m: any) => m.role === 'system')).toBe(false);
+  });
+});
+
+describe('model call retries', () => {
+  const wire = chatCompletions('openai', '/openai/v1');
+
+  it("gives up after the configured retries with the provider's message; a 401 is never tried again", async () => {
+    const id = await session('openai', {});
+    const before = received.get('openai')!.length;
+    replies.get('openai')!.push(wire.rateLimited(0), wire.rateLimited(0), wire.rateLimited(0));
+    await send(id, 'hi');
+    let events = await log(id);
+    expect(received.get('openai')!.length - before).toBe(3);
+    expect(events.filter((e) => e.type === 'plugin/agent/retry').map((e) => anyData(e).attempt)).toEqual([1, 2]);
+    expect(anyData(events.at(-3)!).message).toMatch(/^openai provider: HTTP 429: Rate limit reached/);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+
+    replies.get('openai')!.push(wire.error(401, 'invalid api key'));
+    await send(id, 'again');
+    events = await log(id);
+    expect(received.get('openai')!.length - before).toBe(4);
+    expect(events.filter((e) => e.type === 'plugin/agent/retry')).toHaveLength(2);
+  });
+
+  it('a cancel during the wait stops retrying: the turn ends cancelled and nothing is sent again', async () => {
+    const id = await session('openai', {});
+    const before = received.get('openai')!.length;
+    replies.get('openai')!.push(wire.rateLimited(50));
+    await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: 'hi' } });
+    await waitFor(async () => (await log(id)).find((e) => e.type === 'plugin/agent/retry'), { what: 'the recorded retry' });
+    await app.ok(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
+    await app.services.host.idle();
+    const events = await log(id);
+    expect(events.find((e) => e.type === 'plugin/agent/retry')!.data).toMatchObject({ attempt: 1, status: 429, delayMs: 50_000 });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'cancelled' } });
+    expect(received.get('openai')!.length - before).toBe(1);
+  });
+});
+
+describe('cost from the price table', () => {
+  // A model of each provider's the table prices (USD per million tokens in / out), and the operator's own.
+  const priced: Array<[provider: string, model: string, usdIn: number, usdOut: number]> = [
+    ['openai', 'gpt-4o-mini', 0.15, 0.6],
+    ['openai-responses', 'gpt-4.1-mini-2025-04-14', 0.4, 1.6],
+    ['anthropic', 'claude-haiku-4-5-20251001', 1, 5],
+    ['google', 'gemini-2.0-flash', 0.1, 0.4],
+    ['openai-compatible', 'house-model', 2, 8],
+  ];
+  const q = `query($id: ID!) { session(id: $id) { totals { inputTokens outputTokens costUsd } turns { usage { costUsd } } } }`;
+
+  it.each(priced)('%s %s: each answer records its cost; Session.totals and each turn sum it', async (provider, model, usdIn, usdOut) => {
+    const wire = WIRES.find((w) => w.provider === provider)!;
+    const id = await session(provider, {}, undefined, model);
+    replies.get(provider)!.push(wire.text(['one'], { input: 1000, output: 500 }), wire.text(['two'], { input: 3000, output: 100 }));
+    await send(id, 'first');
+    await send(id, 'second');
+    const cost = (i: number, o: number) => (i * usdIn + o * usdOut) / 1e6;
+    const messages = (await log(id)).filter((e) => e.type === 'model/message');
+    expect(anyData(messages[0]).usage.costUsd).toBeCloseTo(cost(1000, 500), 9);
+    const s = (await app.ok(q, { id })).session;
+    expect(s.totals).toMatchObject({ inputTokens: 4000, outputTokens: 600 });
+    expect(s.totals.costUsd).toBeCloseTo(cost(4000, 600), 9);
+    expect(s.turns.map((t: any) => t.usage.costUsd)).toEqual([expect.closeTo(cost(1000, 500), 9), expect.closeTo(cost(3000, 100), 9)]);
+  });
+
+  it('a model without a price has tokens but no cost (null, not 0)', async () => {
+    const id = await session('openai', {});
+    replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['x'], { input: 10, output: 10 }));
+    await send(id, 'hi');
+    const s = (await app.ok(q, { id })).session;
+    expect(s.totals).toEqual({ inputTokens: 10, outputTokens: 10, costUsd: null });
+    expect(s.turns[0].usage.costUsd).toBeNull();
+  });
+});
+
+describe('compactSession and the provider', () => {
+  const wire = anthropic;
+  const compact = (id: string) => app.gql(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { summarySeq } }`, { i: { sessionId: id } });
+
+  it("a summary the provider refuses is MODEL_ERROR with the provider's message, never INTERNAL_SERVER_ERROR", async () => {
+    const id = await session('anthropic', {});
+    replies.get('anthropic')!.push(wire.text(['hello'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    replies.get('anthropic')!.push(wire.error(401, 'invalid x-api-key'));
+    const r = await compact(id);
+    expect(r.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 401: invalid x-api-key']]);
+  });
+
+  it('a summary request that overflows is sent again in smaller parts; one that still overflows is MODEL_ERROR with the provider\'s message', async () => {
+    const id = await session('anthropic', {});
+    replies.get('anthropic')!.push(wire.text(['hello'], { input: 5, output: 1 }));
+    await send(id, 'hi');
+    replies.get('anthropic')!.push(wire.overflow(), wire.text(['short summary'], { input: 5, output: 1 }));
+    const ok = await compact(id);
+    expect(ok.errors).toBeUndefined();
+    const events = await log(id);
+    expect(anyData(events.find((e) => e.type === 'surface/replace')!).content).toBe('short summary');
+
+    replies.get('anthropic')!.push(wire.overflow(), wire.overflow(), wire.overflow(), wire.overflow());
+    const refused = await compact(id);
+    expect(refused.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 400: prompt is too long: 208310 tokens > 200000 maximum']]);
   });
 });

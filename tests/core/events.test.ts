@@ -7,6 +7,7 @@ const cases: Record<string, { valid: unknown; wrong: unknown; field: string }> =
   'session/title': { valid: { title: 'x' }, wrong: { title: 3 }, field: 'data.title' },
   'session/model': { valid: { provider: 'scripted', model: 'echo', settings: { t: 1 } }, wrong: { provider: 'scripted' }, field: 'data.model' },
   'session/tools': { valid: { tools: ['clock', 'fs__*'] }, wrong: { tools: 'clock' }, field: 'data.tools' },
+  'session/instructions': { valid: { text: 'Answer in French.' }, wrong: { text: 7 }, field: 'data.text' },
   'session/runner-tools': {
     valid: { tools: [{ name: 'send_email', description: 'Sends', inputSchema: { type: 'object' }, effect: 'side-effects' }, { name: 'lookup', effect: 'read-only' }] },
     wrong: { tools: [{ name: 'send_email', effect: 'dangerous' }] },

@@ -4,6 +4,7 @@
 // A `?token=` that differs from the kept one replaces it only when the user
 // says so (main.tsx asks): a link must not switch anyone into another tenant.
 import { createForklineClient, ForklineClientError } from '@forkline/client';
+import { backoffDelay } from '../../../src/core/backoff.ts';
 
 export { ForklineClientError };
 
@@ -183,7 +184,7 @@ export function follow<R>(open: () => AsyncIterableIterator<R>, sink: Sink<R>): 
         if (p?.kind !== 'unreachable') return sink.error?.(err);
         if (!lost) sink.reconnecting?.(err);
         lost = true;
-        await sleep(Math.min(2000, 250 * 2 ** attempt));
+        await sleep(backoffDelay(attempt, { initialMs: 250, maxMs: 2000 }));
         await serverBack(() => stopped);
         if (!stopped && currentProblem()?.kind === 'unreachable') setProblem(null);
       }

@@ -204,6 +204,9 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
       case 'session/tools':
         items.push({ ...base, kind: 'note', text: `tools: ${toolSetText(d.tools)}` });
         break;
+      case 'session/instructions':
+        items.push({ ...base, kind: 'note', text: str(d.text) ? `instructions: ${clip(str(d.text))}` : 'instructions cleared' });
+        break;
       case 'session/runner-tools':
         items.push({ ...base, kind: 'note', text: `runner tools: ${runnerToolsText(d.tools)}` });
         break;
@@ -282,6 +285,8 @@ export function eventSummary(e: LogEvent): string {
       return `${str(d.provider)}/${str(d.model)}`;
     case 'session/tools':
       return toolSetText(d.tools);
+    case 'session/instructions':
+      return clip(str(d.text));
     case 'session/runner-tools':
       return runnerToolsText(d.tools);
     case 'surface/replace':

@@ -12,7 +12,7 @@ import {
   type DashboardWorkspaceQuery,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { formatDuration } from './format.ts';
+import { formatDuration, formatUsd } from './format.ts';
 import { errorText } from './widgets.tsx';
 
 type Totals = NonNullable<DashboardSessionTotalsQuery['session']>['totals'];
@@ -53,7 +53,7 @@ export function SessionInsights(props: { sessionId: string; changed: string; run
 
 /** Shown at once with placeholders, so the panes below keep their place when the totals arrive. */
 function TotalsLine({ totals: t }: { totals: Totals | null }) {
-  const totals = t ?? { turns: NaN, endedTurns: NaN, steps: NaN, toolCalls: NaN, inputTokens: NaN, outputTokens: NaN, turnMs: NaN };
+  const totals = t ?? { turns: NaN, endedTurns: NaN, steps: NaN, toolCalls: NaN, inputTokens: NaN, outputTokens: NaN, costUsd: null, turnMs: NaN };
   return (
     <dl class="session-totals" data-testid="session-totals" aria-label="Session totals" aria-busy={t ? undefined : true}>
       <div>
@@ -71,6 +71,10 @@ function TotalsLine({ totals: t }: { totals: Totals | null }) {
       <div>
         <dt>Tokens out</dt>
         <dd>{n(totals.outputTokens)}</dd>
+      </div>
+      <div title="By the host's price table when each answer was written (docs/agents.md &quot;Cost&quot;); – when no model had a price">
+        <dt>Cost</dt>
+        <dd data-testid="session-cost">{t ? formatUsd(totals.costUsd) : '…'}</dd>
       </div>
       <div>
         <dt>Tool calls</dt>

@@ -19,6 +19,7 @@ import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
+import { SessionInstructions } from './session-instructions.tsx';
 import type { EventPages as SessionPages } from './event-pages.ts';
 import { SessionTools } from './session-tools.tsx';
 import { SessionInsights } from './session-insights.tsx';
@@ -95,6 +96,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
       <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} details={details} onDetails={setDetails}>
         <SessionTools sessionId={id} pages={pages} version={version} />
+        <SessionInstructions sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
       <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} running={running} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />

@@ -3,7 +3,7 @@
 // runner's declared set, session/runner-tools), with each one's server and
 // effect. Read when the page opens and again when either event arrives.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { SessionToolsDocument, type ToolFieldsFragment } from '../../generated/graphql.ts';
+import { SessionToolsDocument, ToolServersDocument, type ToolFieldsFragment, type ToolServersQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import type { EventPages } from './event-pages.ts';
 import { EffectBadge, errorText } from './widgets.tsx';
@@ -12,11 +12,17 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
   const [tools, setTools] = useState<ToolFieldsFragment[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [reads, setReads] = useState(0);
+  // MCP servers that failed to start: named with their error, not silently missing from the list.
+  const [failed, setFailed] = useState<ToolServersQuery['toolServers']>([]);
   useEffect(() => {
     let live = true;
     forkline.query(SessionToolsDocument, { id: sessionId }).then(
       (r) => live && (setTools(r.session?.tools ?? []), setError(null)),
       (err) => live && setError(errorText(err)),
+    );
+    forkline.query(ToolServersDocument, {}).then(
+      (r) => live && setFailed(r.toolServers.filter((s) => s.status === 'FAILED')),
+      () => {},
     );
     return () => {
       live = false;
@@ -45,7 +51,13 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
         Tools {tools && <span class="muted">({tools.length})</span>}
         {servers.length > 0 && <span class="muted"> · MCP servers: {servers.join(', ')}</span>}
         {error && <span class="error-text"> · {error}</span>}
+        {failed.length > 0 && <span class="error-text"> · not started: {failed.map((s) => s.name).join(', ')}</span>}
       </summary>
+      {failed.map((s) => (
+        <p key={s.name} class="error-text" data-testid="tool-server-failed" data-server={s.name}>
+          MCP server <code>{s.name}</code> did not start: {s.error}
+        </p>
+      ))}
       {!tools ? (
         <p class="muted">{error ? 'The tools could not be read.' : 'Loading…'}</p>
       ) : tools.length === 0 ? (

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { DashboardTurnStatsDocument, type DashboardTurnStatsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { formatDuration } from './format.ts';
+import { formatDuration, formatUsd } from './format.ts';
 
 type TurnStats = NonNullable<NonNullable<DashboardTurnStatsQuery['session']>['turnAt']>;
 
@@ -48,6 +48,7 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
     `${stats.steps.length} step${stats.steps.length === 1 ? '' : 's'}`,
     `${calls} tool call${calls === 1 ? '' : 's'}`,
     stats.usage && `${n(stats.usage.inputTokens)} in · ${n(stats.usage.outputTokens)} out tokens`,
+    stats.usage?.costUsd != null && formatUsd(stats.usage.costUsd),
   ].filter(Boolean);
   return (
     <div class="turn-stats" data-testid="turn-stats">

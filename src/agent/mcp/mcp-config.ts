@@ -23,6 +23,11 @@ const common = {
   tools: z.record(z.string(), z.strictObject({ effect: effect.optional() })).default({}),
   /** A call that takes longer is an `error` result (default: the agent's tool timeout). */
   timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+  /**
+   * In the default tool set of a session that names none (docs/mcp.md): once any server of
+   * the config says `default`, only those marked true are; when none does, every server is.
+   */
+  default: z.boolean().optional(),
   /** Tenants whose sessions may use this server (default: every tenant). */
   tenants: z.array(z.string().min(1)).optional(),
   /** Other hosts' keys that mean nothing here. */
@@ -35,7 +40,7 @@ const stdioServer = z.strictObject({
   args: z.array(z.string()).default([]),
   /**
    * The server works in a session's file workspace (docs/files.md): started once
-   * per session, `${workspace}` in its args and cwd standing for the session's
+   * per session, `${workspace}` in its args, cwd and env values standing for the session's
    * directory, its changes recorded with each call's result. `only`: its tools
    * touch nothing but those files (server-filesystem); `also`: they may act elsewhere.
    */

@@ -23,7 +23,7 @@ export class McpServerConnection {
     readonly name: string,
     readonly config: McpServerConfig,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
-    /** The directory `${workspace}` stands for in a workspace server's args and cwd (mcp-config.ts `workspace`). */
+    /** The directory `${workspace}` stands for in a workspace server's args, cwd and env values (mcp-config.ts `workspace`). */
     private readonly workspaceDir?: string,
     /** A workspace server's HOME: a private empty directory, not forkline's (its dotfiles, credentials). */
     private readonly home?: string,
@@ -103,7 +103,8 @@ export class McpServerConnection {
       // session's files), git fenced in the workspace.
       const ws = this.workspaceDir;
       const dir = (s: string) => (ws === undefined ? s : s.replaceAll('${workspace}', ws));
-      const env = ws === undefined ? c.env : workspaceEnvironment(ws, { path: process.env.PATH, home: this.home, extra: c.env });
+      const extra = c.env && Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, dir(v)]));
+      const env = ws === undefined ? c.env : workspaceEnvironment(ws, { path: process.env.PATH, home: this.home, extra });
       const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;

@@ -4,10 +4,12 @@
 // text deltas as they come, tool calls with their arguments as the model wrote
 // them, usage as the provider reported it. Whatever the model or its provider
 // fails with becomes a ModelError naming the provider (the turn fails with it).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import type { ToolCall } from '../../core/events.ts';
-import { ModelError, type ChatModel, type CompleteOptions } from './model.ts';
+import { ContextOverflowError, DEFAULT_MODEL_RETRIES, MAX_RETRY_AFTER_MS, ModelError, type ChatModel, type CompleteOptions, type ModelRetryPolicy } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
 import { callSettings } from './settings.ts';
 
@@ -19,13 +21,41 @@ export interface LanguageChatModelOptions {
   prompt?: PromptOptions;
   /** Told of each request before it is sent (the registry keeps the scripted model's for tests). */
   onRequest?(request: ModelRequest): void;
+  /** How a failed call is tried again (default DEFAULT_MODEL_RETRIES). */
+  retries?: ModelRetryPolicy;
+  now?(): number;
 }
 
 export class LanguageChatModel implements ChatModel {
   constructor(private readonly opts: LanguageChatModelOptions) {}
 
-  async complete(request: ModelRequest, { signal, onDelta }: CompleteOptions): Promise<ModelAnswer> {
+  /**
+   * One model call, tried again while it fails for a reason that may pass and
+   * nothing of its answer has streamed yet (text the user saw is never sent
+   * twice); a cancel (the signal) stops the waiting too.
+   */
+  async complete(request: ModelRequest, opts: CompleteOptions): Promise<ModelAnswer> {
     this.opts.onRequest?.(request);
+    const policy = this.opts.retries ?? DEFAULT_MODEL_RETRIES;
+    for (let attempt = 1; ; attempt++) {
+      const started = { streamed: false };
+      try {
+        return await this.attempt(request, opts, started);
+      } catch (err) {
+        if (opts.signal.aborted || attempt > policy.maxRetries || started.streamed || !retryable(err)) throw err;
+        const cause = (err as ModelError).cause;
+        const headers = APICallError.isInstance(cause) ? cause.responseHeaders : undefined;
+        const asked = retryAfterMs(headers, this.opts.now?.() ?? Date.now());
+        const delayMs =
+          asked !== undefined && asked <= MAX_RETRY_AFTER_MS ? asked : backoffDelay(attempt - 1, { initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs });
+        const status = APICallError.isInstance(cause) ? cause.statusCode : undefined;
+        await opts.onRetry?.({ attempt, error: (err as Error).message, delayMs, ...(status ? { status } : {}) });
+        await sleep(delayMs, undefined, { signal: opts.signal });
+      }
+    }
+  }
+
+  private async attempt(request: ModelRequest, { signal, onDelta }: CompleteOptions, started: { streamed: boolean }): Promise<ModelAnswer> {
     let text = '';
     let usage: ModelAnswer['usage'];
     const toolCalls: ToolCall[] = [];
@@ -43,11 +73,13 @@ export class LanguageChatModel implements ChatModel {
         switch (part.type) {
           case 'text-delta':
             if (!part.delta) break;
+            started.streamed = true;
             text += part.delta;
             onDelta(part.delta);
             break;
           case 'tool-call':
             // Run by the provider (its own built-in tools): nothing for the agent to run.
+            started.streamed = true;
             if (!part.providerExecuted) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
             break;
           case 'finish':
@@ -74,12 +106,33 @@ function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: 
   return { ...(inputTokens !== undefined ? { inputTokens } : {}), ...(outputTokens !== undefined ? { outputTokens } : {}) };
 }
 
+/**
+ * The providers' own answers to a request longer than the model's window:
+ * OpenAI chat and Responses (`code: "context_length_exceeded"`, "maximum
+ * context length"), Anthropic ("prompt is too long"), Google ("The input token
+ * count (…) exceeds the maximum number of tokens allowed"), and the
+ * OpenAI-compatible servers that copy OpenAI's wording.
+ */
+const OVERFLOW = [/context_length_exceeded/, /maximum context length/i, /prompt is too long/i, /input token count.*exceeds the maximum/i, /exceeds the context window/i];
+
+export function contextOverflow(err: APICallError): boolean {
+  if (err.statusCode !== 400 && err.statusCode !== 413) return false;
+  return OVERFLOW.some((re) => re.test(err.message) || (typeof err.responseBody === 'string' && re.test(err.responseBody)));
+}
+
+/** Whether a failed call may succeed if sent again: the SDK's judgement of the provider's answer (408, 409, 429, 5xx, no connection). */
+function retryable(err: unknown): boolean {
+  const cause = err instanceof ModelError ? err.cause : err;
+  return APICallError.isInstance(cause) && cause.isRetryable;
+}
+
 /** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
 export function modelError(provider: string, err: unknown): ModelError {
   if (err instanceof ModelError) return err;
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
-    return new ModelError(`${provider} provider: ${status}${err.message}`.slice(0, 2000));
+    const Kind = contextOverflow(err) ? ContextOverflowError : ModelError;
+    return new Kind(`${provider} provider: ${status}${err.message}`.slice(0, 2000), { cause: err });
   }
   const message =
     err instanceof Error
@@ -87,5 +140,5 @@ export function modelError(provider: string, err: unknown): ModelError {
       : typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string'
         ? (err as { message: string }).message
         : JSON.stringify(err);
-  return new ModelError(`${provider} provider: ${message}`.slice(0, 2000));
+  return new ModelError(`${provider} provider: ${message}`.slice(0, 2000), { cause: err });
 }

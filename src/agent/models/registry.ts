@@ -2,13 +2,15 @@
 // adapter (language-model.ts).
 import type { ModelRequest } from '../../core/chat.ts';
 import { LanguageChatModel } from './language-model.ts';
-import { ModelError, type ChatModel } from './model.ts';
+import { ModelError, type ChatModel, type ModelRetryPolicy } from './model.ts';
 import { providersOf, type ProviderConfig, type ProviderFamily } from './providers.ts';
 import { settingsProblem } from './settings.ts';
 
 export interface RegistryOptions extends ProviderConfig {
   /** The model sessions use until they pick one (offered by the models query). */
   defaultModel?: { provider: string; model: string };
+  /** How failed model calls are tried again (FORKLINE_MODEL_MAX_RETRIES); unset: DEFAULT_MODEL_RETRIES. */
+  retries?: ModelRetryPolicy;
 }
 
 /** A provider and the model names the host knows for it (empty: any name the provider's server accepts). */
@@ -62,7 +64,7 @@ export class ModelRegistry {
   register(name: string, family: ProviderFamily) {
     this.providers.set(
       name,
-      new LanguageChatModel({ provider: name, ...family, onRequest: name === 'scripted' ? (r) => this.scripted.record(r) : undefined }),
+      new LanguageChatModel({ provider: name, ...family, retries: this.opts.retries, onRequest: name === 'scripted' ? (r) => this.scripted.record(r) : undefined }),
     );
   }
 

@@ -30,6 +30,7 @@ const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
     inputTokens: t.exposeInt('inputTokens'),
     outputTokens: t.exposeInt('outputTokens'),
+    costUsd: t.exposeFloat('costUsd', { nullable: true, description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price." }),
   }),
 });
 
@@ -44,6 +45,10 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
     toolCalls: t.exposeInt('toolCalls'),
     inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
     outputTokens: t.exposeInt('outputTokens'),
+    costUsd: t.exposeFloat('costUsd', {
+      nullable: true,
+      description: "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
+    }),
     turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
   }),
 });
@@ -188,6 +193,13 @@ const sendMessageArgs = z.object({ sessionId: sessionIdSchema, text: messageText
 const setModelArgs = z.object({ sessionId: sessionIdSchema, model: modelSchema });
 const setTitleArgs = z.object({ sessionId: sessionIdSchema, title: titleSchema });
 
+const SetSessionModelInput = builder.inputType('SetSessionModelInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    model: t.field({ type: ModelConfigInput, required: true }),
+  }),
+});
+
 builder.mutationFields((t) => ({
   sendMessage: t.field({
     type: SendMessagePayload,
@@ -213,10 +225,15 @@ builder.mutationFields((t) => ({
   }),
   setSessionModel: t.field({
     type: SessionRef,
-    description: 'Records a session/model event: later turns use this model.',
-    args: { sessionId: t.arg.id({ required: true }), model: t.arg({ type: ModelConfigInput, required: true }) },
-    resolve: (_root, args, ctx) => {
-      const p = parseArgs(setModelArgs, args);
+    description: 'Records a session/model event: later turns use this model. Takes `input`; the plain `sessionId` and `model` arguments are the deprecated older shape.',
+    args: {
+      input: t.arg({ type: SetSessionModelInput }),
+      sessionId: t.arg.id({ deprecationReason: 'Use input: { sessionId, model }.' }),
+      model: t.arg({ type: ModelConfigInput, deprecationReason: 'Use input: { sessionId, model }.' }),
+    },
+    resolve: (_root, { input, sessionId, model }, ctx) => {
+      if (input && (sessionId != null || model != null)) throw badInput('give input, or the deprecated sessionId and model, not both');
+      const p = parseArgs(setModelArgs, input ?? { sessionId, model });
       return ctx.services.controller.setSessionModel(ctx.scope, p.sessionId, p.model);
     },
   }),

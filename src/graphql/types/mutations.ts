@@ -3,7 +3,7 @@ import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
-import { idSchema, messageTextSchema, runnerPoolSchema, titleSchema as title } from '../../core/input-rules.ts';
+import { idSchema, instructionsSchema, messageTextSchema, runnerPoolSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 
@@ -19,14 +19,27 @@ export const idempotencyKeyArg = <Arg>(t: { arg: { string: (opts: { description:
   });
 const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
 /** A fork's overrides. */
-const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish() };
+const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish(), instructions: instructionsSchema.nullish() };
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.
 const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema });
-const createSessionArgs = z.object({ title: titleSchema, model: modelSchema.nullish(), tools: toolSetSchema.nullish(), runner: runnerPoolSchema.nullish() });
+const createSessionArgs = z.object({
+  title: titleSchema,
+  model: modelSchema.nullish(),
+  tools: toolSetSchema.nullish(),
+  runner: runnerPoolSchema.nullish(),
+  instructions: instructionsSchema.nullish(),
+});
 const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
 const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
-const editMessageArgs = z.object({ sessionId: sessionIdSchema, inputId: idSchema, text: messageTextSchema, title: titleSchema, model: modelSchema.nullish() });
+const editMessageArgs = z.object({
+  sessionId: sessionIdSchema,
+  inputId: idSchema,
+  text: messageTextSchema,
+  title: titleSchema,
+  model: modelSchema.nullish(),
+  instructions: instructionsSchema.nullish(),
+});
 const fanOutArgs = z
   .object({
     sessionId: sessionIdSchema,
@@ -45,11 +58,13 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
       description:
         "The external runner pool that runs it (runnableSessions, claimSession, appendEvents); its forks, branches, edits and fan-outs keep it. Omitted: forkline's own agent.",
     }),
+    instructions: t.string({ description: 'Its instructions (system prompt; a session/instructions event): sent first in every model request. Omitted or empty: none.' }),
   }),
 });
 
 const MODEL_OVERRIDE = "The child's model (a session/model event in its seed). Omitted: the model in force at the cut.";
 const MESSAGE_OVERRIDE = "Queued as the child's input in the fork's own transaction: its agent starts on it at once.";
+const INSTRUCTIONS_OVERRIDE = "The child's instructions (a session/instructions event in its seed; empty: none). Omitted: those in force at the cut.";
 
 const ForkSessionInput = builder.inputType('ForkSessionInput', {
   fields: (t) => ({
@@ -58,6 +73,7 @@ const ForkSessionInput = builder.inputType('ForkSessionInput', {
     title: t.string(),
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     message: t.string({ description: MESSAGE_OVERRIDE }),
+    instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
   }),
 });
 
@@ -68,6 +84,7 @@ const BranchSessionInput = builder.inputType('BranchSessionInput', {
     title: t.string(),
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     message: t.string({ description: MESSAGE_OVERRIDE }),
+    instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
   }),
 });
 
@@ -78,6 +95,7 @@ const EditMessageInput = builder.inputType('EditMessageInput', {
     text: t.string({ required: true, description: "The new text, queued as the child's input." }),
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     title: t.string(),
+    instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
   }),
 });
 
@@ -86,6 +104,7 @@ const FanOutVariantInput = builder.inputType('FanOutVariantInput', {
     message: t.string({ description: MESSAGE_OVERRIDE }),
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     title: t.string(),
+    instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
   }),
 });
 
@@ -156,9 +175,9 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: (_root, { input, idempotencyKey }, ctx) => {
-      const { runner, ...rest } = parseArgs(createSessionArgs, input);
-      // Absent, the input hashes as before the field existed (idempotent retries of older clients still match).
-      const parsed = runner == null ? rest : { ...rest, runner };
+      const { runner, instructions, ...rest } = parseArgs(createSessionArgs, input);
+      // Absent, the input hashes as before the fields existed (idempotent retries of older clients still match).
+      const parsed = { ...rest, ...(runner == null ? {} : { runner }), ...(instructions ? { instructions } : {}) };
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       return ctx.services.controller.createSession(ctx.scope, parsed, { key });
     },

@@ -6,6 +6,8 @@ import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
+import type { Tool } from '../../agent/tools.ts';
+import type { ToolServerStatus } from '../../agent/tool-catalog.ts';
 import type { ToolDefinition } from '../../core/chat.ts';
 import { runnerToolInfo } from '../../core/runner-tools.ts';
 
@@ -31,7 +33,30 @@ export const ToolInfoRef = builder.objectRef<ToolInfo>('ToolInfo').implement({
   }),
 });
 
+const ToolServerStatusEnum = builder.enumType('ToolServerStatus', {
+  values: {
+    READY: { description: 'It started and listed its tools.' },
+    FAILED: { description: 'It did not start, or did not answer tools/list: `error` says why (it is tried again on the next use).' },
+    NOT_STARTED: { description: 'Not asked yet.' },
+  } as const,
+});
+
+const ToolServerRef = builder.objectRef<ToolServerStatus>('ToolServer').implement({
+  description: 'An MCP server of FORKLINE_MCP_CONFIG your sessions may use, and how it fared.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'Its tools are offered as <name>__<tool>.' }),
+    status: t.field({ type: ToolServerStatusEnum, resolve: (s) => s.status }),
+    error: t.string({ nullable: true, description: 'Why it failed (the start or tools/list error); null otherwise.', resolve: (s) => s.error ?? null }),
+    toolCount: t.exposeInt('toolCount'),
+  }),
+});
+
 builder.queryFields((t) => ({
+  toolServers: t.field({
+    type: [ToolServerRef],
+    description: 'The MCP servers your sessions may use, each asked for its tools now: a server that fails to start is FAILED with its error, not silently absent from `tools`.',
+    resolve: (_root, _args, ctx) => ctx.services.tools.serverStatuses(ctx.scope),
+  }),
   tools: t.field({
     type: [ToolInfoRef],
     description: 'Every tool a session of yours may be offered (an MCP server that cannot be reached is left out).',
@@ -43,7 +68,8 @@ builder.prismaObjectFields('Session', (t) => ({
   tools: t.field({
     type: [ToolInfoRef],
     description:
-      "The tools the session's agent may use as of the end of its log: forkline's, those of its last session/tools event (none: all); " +
+      "The tools the session's agent may use as of the end of its log: forkline's, those of its last session/tools event " +
+      '(none: the default set, built-ins and the MCP servers marked default); ' +
       'a session of a runner pool: the tools its runner declared (its last session/runner-tools event; none: empty).',
     resolve: async (s, _a, ctx) => {
       if (s.runner != null) {
@@ -52,7 +78,7 @@ builder.prismaObjectFields('Session', (t) => ({
       }
       const set = await ctx.store.log.lastOfType(logAsOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
-      return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools));
+      return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools ?? ctx.services.tools.defaultToolSet(ctx.scope)));
     },
   }),
 }));

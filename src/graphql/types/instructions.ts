@@ -1,0 +1,44 @@
+// A session's instructions (its system prompt, session/instructions events):
+// `Session.instructions` and `setSessionInstructions`. Mapping only: the
+// model request sends them first (core/model-request.ts).
+import { z } from 'zod';
+import { builder } from '../builder.ts';
+import { parseArgs, sessionIdSchema } from '../input.ts';
+import { instructionsSchema } from '../../core/input-rules.ts';
+import { snapshotOf } from '../../store/lineage.ts';
+import { SessionRef } from './session.ts';
+
+builder.prismaObjectFields('Session', (t) => ({
+  instructions: t.string({
+    nullable: true,
+    description: "Its instructions as of the end of its log (its last session/instructions event, a fork's own or inherited); null when none. One index probe.",
+    resolve: async (s, _a, ctx) => {
+      const e = await ctx.store.log.lastOfType(snapshotOf(s), 'session/instructions');
+      const text = (e?.data as { text?: unknown } | undefined)?.text;
+      return typeof text === 'string' && text !== '' ? text : null;
+    },
+  }),
+}));
+
+const setInstructionsArgs = z.object({ sessionId: sessionIdSchema, instructions: instructionsSchema });
+
+const SetSessionInstructionsInput = builder.inputType('SetSessionInstructionsInput', {
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    instructions: t.string({ required: true, description: 'The new instructions; "" for none.' }),
+  }),
+});
+
+builder.mutationFields((t) => ({
+  setSessionInstructions: t.field({
+    type: SessionRef,
+    description:
+      'Records a session/instructions event: every later model request (the next step of a running turn included) sends them first, ' +
+      'and so does a fork cut after it.',
+    args: { input: t.arg({ type: SetSessionInstructionsInput, required: true }) },
+    resolve: (_root, { input }, ctx) => {
+      const p = parseArgs(setInstructionsArgs, input);
+      return ctx.services.controller.setSessionInstructions(ctx.scope, p.sessionId, p.instructions);
+    },
+  }),
+}));
