@@ -45,6 +45,7 @@ export function duplicateToolNames(tools: readonly RunnerTool[]): string[] {
 export function withDeclaredEffects(events: NewEvent[], declared: readonly RunnerTool[] | undefined, firstSeq: number): NewEvent[] {
   let effects = new Map((declared ?? []).map((t) => [t.name, t.effect]));
   return events.map((e, i) => {
+    // Not yet decoded (the batch's codec check comes after): read only what is there.
     const data = e.data as { tools?: unknown; toolCalls?: unknown } | null;
     if (e.type === 'session/runner-tools' && Array.isArray(data?.tools)) {
       effects = new Map((data.tools as RunnerTool[]).map((t) => [t?.name, t?.effect]));

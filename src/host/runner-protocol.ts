@@ -34,6 +34,7 @@ import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
+import { dataOf } from '../core/core-event.ts';
 import type { RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
@@ -232,7 +233,7 @@ export class RunnerProtocol {
         throw err;
       }
       const next = events[i + 1];
-      if (next?.type !== 'tool/result' || (next.data as { callId?: unknown }).callId !== data.callId) {
+      if (next?.type !== 'tool/result' || dataOf(next, 'tool/result')?.callId !== data.callId) {
         throw badInput(`event ${seq} (${e.type}): a change set comes right before its call's tool/result, in the same batch`, { rule: 'change set', seq });
       }
       changeSets.push({ seq, data });
@@ -253,7 +254,7 @@ export class RunnerProtocol {
     const fold = this.folds.peek(sessionId);
     if (fold && fold.nextSeq === eventCount) return fold.state.runnerTools;
     const last = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools', eventCount - 1);
-    return (last?.data as { tools: RunnerTool[] } | undefined)?.tools;
+    return dataOf(last, 'session/runner-tools')?.tools;
   }
 
   /**
@@ -266,7 +267,7 @@ export class RunnerProtocol {
     if (twice.length) throw badInput(`runner tools name "${twice[0]}" twice`, { rule: 'runner tools' });
     await this.leases.held(scope.tenant, sessionId, token);
     const current = await this.deps.store.log.lastOfType(sessionId, 'session/runner-tools');
-    if (!runnerToolsDiffer((current?.data as { tools: RunnerTool[] } | undefined)?.tools, tools)) return;
+    if (!runnerToolsDiffer(dataOf(current, 'session/runner-tools')?.tools, tools)) return;
     await this.write(scope, sessionId, [{ type: 'session/runner-tools', data: { tools } }], token);
   }
 

@@ -273,6 +273,7 @@ function canonicalJson(v: unknown): string {
  */
 function isStoredAsSent(stored: { type: string; data: unknown; synthetic: boolean }, sent: RunnerEvent): boolean {
   if (stored.type !== sent.type || stored.synthetic) return false;
+  // A stored event read back over GraphQL: JSON, compared field by field below.
   let data = stored.data as Record<string, unknown>;
   if (sent.type === 'model/message' && Array.isArray(data?.toolCalls) && Array.isArray(sent.data.toolCalls)) {
     const sentCalls = sent.data.toolCalls as Array<Record<string, unknown>>;

@@ -5,17 +5,18 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { instructionsSchema } from '../../core/input-rules.ts';
-import { snapshotOf } from '../../store/lineage.ts';
+import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
+import { dataOf } from '../../core/core-event.ts';
 
 builder.prismaObjectFields('Session', (t) => ({
   instructions: t.string({
     nullable: true,
     description: "Its instructions as of the end of its log (its last session/instructions event, a fork's own or inherited); null when none. One index probe.",
     resolve: async (s, _a, ctx) => {
-      const e = await ctx.store.log.lastOfType(snapshotOf(s), 'session/instructions');
-      const text = (e?.data as { text?: unknown } | undefined)?.text;
-      return typeof text === 'string' && text !== '' ? text : null;
+      const e = await ctx.store.log.lastOfType(logAsOf(s), 'session/instructions');
+      const text = dataOf(e, 'session/instructions')?.text;
+      return text ? text : null;
     },
   }),
 }));
