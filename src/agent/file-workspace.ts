@@ -18,7 +18,7 @@ import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
 
-export { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '../core/file-tree.ts';
+export type { WorkspaceLimits } from '../core/file-tree.ts';
 
 /** Bytes one tenant's workspaces may hold on this process's disk (FORKLINE_TENANT_WORKSPACES_MAX_BYTES). */
 export const DEFAULT_TENANT_WORKSPACES_MAX_BYTES = 1024 * 1024 * 1024;

@@ -20,7 +20,6 @@ import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
-import { ForklineError } from '../core/errors.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
 

@@ -217,17 +217,6 @@ export function treeChanges(before: FileTree, after: FileTree): TreeChange[] {
   return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
 }
 
-/** Bytes and files a tree holds (the workspace quota counts these). */
-export function treeUsage(tree: Iterable<{ size: number }>): { bytes: number; files: number } {
-  let bytes = 0;
-  let files = 0;
-  for (const e of tree) {
-    bytes += e.size;
-    files++;
-  }
-  return { bytes, files };
-}
-
 /** The text of a file's bytes when they are UTF-8 without NUL (what a diff or `text` shows), else undefined. */
 export function textOf(bytes: Uint8Array): string | undefined {
   if (bytes.includes(0)) return undefined;

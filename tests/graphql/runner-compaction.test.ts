@@ -106,11 +106,10 @@ describe('automatic compaction of a runner session', () => {
     expect(req.compaction.estimatedTokens).toBeGreaterThan(1600);
     expect(req.compaction.messages.map((m: any) => m.content)).toEqual(['short question', 'short answer']);
     // The runner's model summarises; it writes the compaction as forkline's agent does.
-    let count = req.eventCount;
-    const start = await append(id, c.lease.token, count, [{ type: 'plugin/compaction/start', data: { reason: 'automatic', fromSeq: 0, toSeq: turnEnd } }]);
-    const replace = await append(id, c.lease.token, (count = start.eventCount), [{ type: 'surface/replace', data: { fromSeq: 0, toSeq: turnEnd, content: 'The user asked a short question.' } }]);
+    const start = await append(id, c.lease.token, req.eventCount, [{ type: 'plugin/compaction/start', data: { reason: 'automatic', fromSeq: 0, toSeq: turnEnd } }]);
+    const replace = await append(id, c.lease.token, start.eventCount, [{ type: 'surface/replace', data: { fromSeq: 0, toSeq: turnEnd, content: 'The user asked a short question.' } }]);
     const summarySeq = replace.events[0].seq;
-    await append(id, c.lease.token, (count = replace.eventCount), [
+    await append(id, c.lease.token, replace.eventCount, [
       { type: 'plugin/compaction/end', data: { fromSeq: 0, toSeq: turnEnd, summarySeq, reason: 'automatic', requests: 1 } },
     ]);
     const next = (await request(id)).modelRequest;

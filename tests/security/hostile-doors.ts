@@ -33,8 +33,6 @@ export function recordingOf(changes: FileChangeRecord[], blobs: Uint8Array[] = [
   return `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 }
 
-/** The seq of the change set in recordingOf's recording (its line is seq + 2). */
-export const RECORDED_CHANGE_SEQ = 5;
 
 export const recordingsUrl = (app: TestApp) => app.url.replace(/\/graphql$/, '/recordings');
 

@@ -13,7 +13,6 @@ import { waitFor } from '../helpers/wait.ts';
 import {
   appendEvents,
   claimedRunnerSession,
-  filesUnder,
   importRecording,
   postRecording,
   recordingOf,

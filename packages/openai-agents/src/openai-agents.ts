@@ -16,6 +16,8 @@ import { OpenAIProvider, run, type Agent, type AgentInputItem, type Model, type 
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import { requestedModel, unservableModel, type RequestedModel } from '@forkline/runner';
 
+// The Agents SDK's items are a wide union read field by field here; its own types use `any` for agent context and output.
+/* eslint-disable @typescript-eslint/no-explicit-any */
 type Item = AgentInputItem & Record<string, any>;
 
 /** ModelRequest.messages (OpenAI chat format) as agent input items. */

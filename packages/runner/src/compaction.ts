@@ -56,6 +56,8 @@ export async function writeRunnerCompaction(session: RunnerSession, compaction: 
     await session.append([{ type: END, data: { reason, ...span, error: (err instanceof Error ? err.message : String(err)).slice(0, 2000) } }]);
     return false;
   }
+  // Postgres text holds no NUL: stored as U+FFFD, as forkline's own agent stores it.
+  // eslint-disable-next-line no-control-regex
   const [replace] = await session.append([{ type: 'surface/replace', data: { ...span, content: text.replace(/\u0000/g, '\uFFFD') } }]);
   await session.append([{ type: END, data: { ...span, summarySeq: replace.seq, reason, requests: 1 } }]);
   return true;

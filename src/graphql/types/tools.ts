@@ -6,7 +6,6 @@ import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { toolSetSchema } from './inputs.ts';
 import { toolAllowed, TOOL_EFFECTS, type ToolEffect } from '../../core/tools.ts';
-import type { Tool } from '../../agent/tools.ts';
 import type { ToolServerStatus } from '../../agent/tool-catalog.ts';
 import type { ToolDefinition } from '../../core/chat.ts';
 import { runnerToolInfo } from '../../core/runner-tools.ts';
