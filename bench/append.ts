@@ -11,7 +11,10 @@ export async function benchAppend({ store, db }: BenchContext) {
   const s = await store.createSession(scope, { title: 'append bench' });
   let t = performance.now();
   for (let i = 0; i < events; i += batch) {
-    await store.append(s.id, Array.from({ length: batch }, (_, j) => payload(i + j)));
+    await store.append(
+      s.id,
+      Array.from({ length: batch }, (_, j) => payload(i + j)),
+    );
   }
   const storeMs = performance.now() - t;
 

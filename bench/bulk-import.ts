@@ -32,10 +32,15 @@ export async function benchBulkImport(ctx: BenchContext) {
   await pipeline(Readable.from((await exportRecording(store, scope, source.id)).lines), fs.createWriteStream(file));
   const bytes = fs.statSync(file).size;
   // The baseline's rows, made before it is timed: the recording's events as COPY text.
-  const rows = fs.readFileSync(file, 'utf8').split('\n').slice(1).filter(Boolean).map((l) => {
-    const e = JSON.parse(l) as { seq: number; type: string; data: unknown; createdAt: string };
-    return [e.seq, e.type, copyField(JSON.stringify(e.data)), 'f', 0, e.createdAt];
-  });
+  const rows = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .slice(1)
+    .filter(Boolean)
+    .map((l) => {
+      const e = JSON.parse(l) as { seq: number; type: string; data: unknown; createdAt: string };
+      return [e.seq, e.type, copyField(JSON.stringify(e.data)), 'f', 0, e.createdAt];
+    });
 
   const app = await createApp({ databaseUrl, log: () => {}, uploadDir: path.join(dir, 'uploads') });
   const uploadUrl = app.url.replace(/\/graphql$/, '/recordings');
@@ -82,7 +87,11 @@ export async function benchBulkImport(ctx: BenchContext) {
     const http: number[] = [];
     const copy: number[] = [];
     const plain: number[] = [];
-    const runs = [async () => http.push(await viaHttp()), async () => copy.push(await rawCopy('"Event"')), async () => plain.push(await rawCopy('bench_plain_event'))];
+    const runs = [
+      async () => http.push(await viaHttp()),
+      async () => copy.push(await rawCopy('"Event"')),
+      async () => plain.push(await rawCopy('bench_plain_event')),
+    ];
     // Each round in another order: what one run leaves behind (a checkpoint, the index's pending list) falls on each in turn.
     for (let i = 0; i < rounds; i++) for (let k = 0; k < runs.length; k++) await runs[(i + k) % runs.length]();
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -17,7 +17,14 @@ const NO_COMPACTION = { defaultContextTokens: 100_000_000 };
 export async function benchCompaction(ctx: BenchContext) {
   let rowsRead = 0;
   const open = (budget?: { defaultContextTokens?: number }) =>
-    createApp({ databaseUrl: ctx.databaseUrl, log: () => {}, budget, onQuery: (sql, rows) => { if (/FROM "Event"/.test(sql)) rowsRead += rows; } });
+    createApp({
+      databaseUrl: ctx.databaseUrl,
+      log: () => {},
+      budget,
+      onQuery: (sql, rows) => {
+        if (/FROM "Event"/.test(sql)) rowsRead += rows;
+      },
+    });
   /** One message answered, timed, with the event rows it read and the request the model was sent. */
   const firstTurn = async (app: App, id: string, text: string) => {
     rowsRead = 0;

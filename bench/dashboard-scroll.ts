@@ -139,7 +139,7 @@ function browserCpuMs(): number {
   }
   const mine = new Set([process.pid]);
   let ticks = 0;
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, s] of stats) {
       if (!mine.has(pid) && mine.has(s.ppid)) {
@@ -154,7 +154,14 @@ function browserCpuMs(): number {
 /** USER_HZ: /proc's unit of CPU time (100 on Linux). */
 const CLOCK_TICKS = 100;
 
-const p = (xs: number[], q: number) => round(percentile([...xs].sort((a, b) => a - b), q), 1);
+const p = (xs: number[], q: number) =>
+  round(
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      q,
+    ),
+    1,
+  );
 
 async function newContext(browser: Browser, distDir?: string): Promise<BrowserContext> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -176,7 +183,10 @@ async function newContext(browser: Browser, distDir?: string): Promise<BrowserCo
 
 // Trace event names by the kind of work (Chrome DevTools' grouping); others count as "other".
 const KINDS: Array<[kind: string, names: RegExp]> = [
-  ['scripting', /^(FunctionCall|EvaluateScript|v8\.|V8\.|RunMicrotasks|FireAnimationFrame|EventDispatch|TimerFire|MinorGC|MajorGC|BlinkGC|GCEvent|XHR|ResourceReceive|ParseHTML|HandlePostMessage)/],
+  [
+    'scripting',
+    /^(FunctionCall|EvaluateScript|v8\.|V8\.|RunMicrotasks|FireAnimationFrame|EventDispatch|TimerFire|MinorGC|MajorGC|BlinkGC|GCEvent|XHR|ResourceReceive|ParseHTML|HandlePostMessage)/,
+  ],
   ['style', /^(UpdateLayoutTree|RecalculateStyles|ParseAuthorStyleSheet|ScheduleStyleRecalculation|InvalidateLayout)$/],
   ['layout', /^(Layout|UpdateLayout|ComputeIntersections|IntersectionObserver|ResizeObserver|LayoutShift|ScrollLayer|UpdateScrollOffset)/],
   ['paint', /^(Paint|PrePaint|PaintImage|Layerize|UpdateLayer|UpdateLayerTree|CompositeLayers|Commit|PaintSetup|Decode|Rasterize|RasterTask)/],
@@ -212,7 +222,10 @@ function mainThreadBreakdown(file: string, frames: number): string {
     kinds.set(kind, (kinds.get(kind) ?? 0) + us);
   }
   const perFrame = (us: number) => round(us / 1000 / frames, 2);
-  const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([n, us]) => `${n} ${perFrame(us)}`);
+  const top = [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([n, us]) => `${n} ${perFrame(us)}`);
   return `${[...kinds].map(([k, us]) => `${k} ${perFrame(us)}`).join(', ')} (top: ${top.join(', ')})`;
 }
 

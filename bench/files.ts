@@ -32,7 +32,13 @@ async function sessionWithTree(ctx: BenchContext, n: number, tag: string): Promi
   const { id } = await ctx.store.createSession(scope, { title: `files ${n}` });
   const blobs = Array.from({ length: n }, (_, i) => ({ path: fileName(i), content: content(tag, i) })).map((f) => ({ ...f, hash: sha256(f.content) }));
   for (let i = 0; i < blobs.length; i += 1000) await ctx.store.files.put(id, blobs.slice(i, i + 1000));
-  await ctx.store.append(id, callEvents(1, blobs.map((b) => ({ path: b.path, hash: b.hash, size: b.content.byteLength }))));
+  await ctx.store.append(
+    id,
+    callEvents(
+      1,
+      blobs.map((b) => ({ path: b.path, hash: b.hash, size: b.content.byteLength })),
+    ),
+  );
   return id;
 }
 
@@ -100,7 +106,13 @@ export async function benchFiles(ctx: BenchContext) {
     // Storage for 100 forks of the big tree, each changing one file.
     // Bytes of contents stored: whole blobs and chunks.
     const blobBytes = async () =>
-      Number((await ctx.db.pool.query('SELECT (SELECT coalesce(sum(octet_length(content)), 0) FROM "FileBlob") + (SELECT coalesce(sum(size), 0) FROM "FileChunk") AS n')).rows[0].n);
+      Number(
+        (
+          await ctx.db.pool.query(
+            'SELECT (SELECT coalesce(sum(octet_length(content)), 0) FROM "FileBlob") + (SELECT coalesce(sum(size), 0) FROM "FileChunk") AS n',
+          )
+        ).rows[0].n,
+      );
     const before = await blobBytes();
     const tree = await sessionWithTree(ctx, big, 'forks');
     const oneTree = (await blobBytes()) - before;
@@ -122,9 +134,17 @@ export async function benchFiles(ctx: BenchContext) {
     for (const calls of [100, long]) {
       const { id } = await ctx.store.createSession(scope, { title: `history ${calls}` });
       for (let i = 0; i < calls; i++) {
-        const files = [0, 1, 2].map((k) => ({ path: `h/${(i * 3 + k) % 200}.txt`, content: content(`history${calls}`, i * 3 + k) })).map((f) => ({ ...f, hash: sha256(f.content) }));
+        const files = [0, 1, 2]
+          .map((k) => ({ path: `h/${(i * 3 + k) % 200}.txt`, content: content(`history${calls}`, i * 3 + k) }))
+          .map((f) => ({ ...f, hash: sha256(f.content) }));
         await ctx.store.files.put(id, files);
-        await ctx.store.append(id, callEvents(i + 1, files.map((f) => ({ path: f.path, hash: f.hash, size: f.content.byteLength }))));
+        await ctx.store.append(
+          id,
+          callEvents(
+            i + 1,
+            files.map((f) => ({ path: f.path, hash: f.hash, size: f.content.byteLength })),
+          ),
+        );
       }
       const t = performance.now();
       await ctx.store.files.tree(id);

@@ -22,7 +22,14 @@ export async function hammer(
     new Promise<void>((resolve, reject) => {
       const started = performance.now();
       const req = http.request(
-        { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...opts.headers } },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...opts.headers },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));
@@ -41,11 +48,19 @@ export async function hammer(
   const json = await probe.json();
   if (!opts.check(json)) throw new Error(`unexpected answer from ${url}: ${JSON.stringify(json).slice(0, 300)}`);
   const warmUntil = performance.now() + 500;
-  await Promise.all(Array.from({ length: opts.connections }, async () => { while (performance.now() < warmUntil) await post(); }));
+  await Promise.all(
+    Array.from({ length: opts.connections }, async () => {
+      while (performance.now() < warmUntil) await post();
+    }),
+  );
   latencies.length = 0;
   const started = performance.now();
   const until = started + opts.ms;
-  await Promise.all(Array.from({ length: opts.connections }, async () => { while (performance.now() < until) await post(); }));
+  await Promise.all(
+    Array.from({ length: opts.connections }, async () => {
+      while (performance.now() < until) await post();
+    }),
+  );
   const elapsed = performance.now() - started;
   agent.destroy();
   latencies.sort((a, b) => a - b);

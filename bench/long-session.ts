@@ -18,7 +18,12 @@ export async function createLongSession(
   // The store and a pool on its database (a bench context; tests pass their app's).
   { store, db }: { store: SessionStore; db: { pool: Pick<pg.Pool, 'query'> } },
   events: number,
-  opts: { tenant?: string; title?: string; openStep?: boolean; /** Appended to every model answer (a word only this session's answers hold). */ answerSuffix?: string } = {},
+  opts: {
+    tenant?: string;
+    title?: string;
+    openStep?: boolean;
+    /** Appended to every model answer (a word only this session's answers hold). */ answerSuffix?: string;
+  } = {},
 ) {
   const scope = { tenant: opts.tenant ?? 'local' };
   const tailLength = opts.openStep ? OPEN_STEP_TAIL_LENGTH : 0;
@@ -43,10 +48,7 @@ export async function createLongSession(
                    ELSE jsonb_build_object('turn', x.turn, 'reason', 'completed') END AS data) AS t`,
     [s.id, body, turns * EVENTS_PER_TURN, opts.answerSuffix ? ` ${opts.answerSuffix}` : ''],
   );
-  await db.pool.query(
-    `UPDATE "Session" SET "eventCount" = $2, "turnCount" = $3 WHERE id = $1`,
-    [s.id, 1 + body, turns],
-  );
+  await db.pool.query(`UPDATE "Session" SET "eventCount" = $2, "turnCount" = $3 WHERE id = $1`, [s.id, 1 + body, turns]);
   if (opts.openStep) await store.append(s.id, openStepTail(turns + 1));
   await db.pool.query('ANALYZE "Event"');
   return { id: s.id, turns, eventCount: events };

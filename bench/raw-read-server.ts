@@ -14,7 +14,8 @@ const pool = new pg.Pool({ ...pgConfigFromUrl(process.env.DATABASE_URL!), max: N
 
 // forkline's statements for these two queries, as its log shows them: the
 // columns the query selects, bounds in SQL, prepared.
-const SESSIONS = 'SELECT "createdAt", "eventCount", "id", "parentId", "title", "turnCount" FROM "Session" WHERE tenant = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2';
+const SESSIONS =
+  'SELECT "createdAt", "eventCount", "id", "parentId", "title", "turnCount" FROM "Session" WHERE tenant = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2';
 const SESSION = 'SELECT "createdAt", "eventCount", "id", "inheritedEventCount", "inheritedRanges" FROM "Session" WHERE id = $1 AND tenant = $2';
 const EVENTS = 'SELECT seq, type, data, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq';
 
@@ -32,7 +33,9 @@ async function answer(query: string, variables: Record<string, any>): Promise<un
     };
   }
   const after = Number(variables.after);
-  const { rows: [session] } = await pool.query({ name: 'raw_session', text: SESSION, values: [variables.id, 'local'] });
+  const {
+    rows: [session],
+  } = await pool.query({ name: 'raw_session', text: SESSION, values: [variables.id, 'local'] });
   if (!session) return { data: { session: null } };
   const to = Math.min(after + 101, session.eventCount - 1); // the page and one more: is there a next page?
   const { rows } = await pool.query({ name: 'raw_events', text: EVENTS, values: [variables.id, after + 1, to] });
@@ -41,7 +44,15 @@ async function answer(query: string, variables: Record<string, any>): Promise<un
       session: {
         events: {
           edges: rows.slice(0, 100).map((r) => ({
-            node: { id: eventId(variables.id, r.seq), seq: r.seq, type: r.type, data: r.data, inherited: false, synthetic: r.synthetic, createdAt: r.createdAt.toISOString() },
+            node: {
+              id: eventId(variables.id, r.seq),
+              seq: r.seq,
+              type: r.type,
+              data: r.data,
+              inherited: false,
+              synthetic: r.synthetic,
+              createdAt: r.createdAt.toISOString(),
+            },
           })),
         },
       },

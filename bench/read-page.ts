@@ -22,7 +22,10 @@ export async function benchReadPage(ctx: BenchContext) {
   for (let depth = 0; depth < 10; depth++) {
     const { session } = await store.fork(scope, nested, (await store.requireSession(scope, nested)).eventCount - 1);
     for (let i = 0; i < 1000; i += 500) {
-      await store.append(session.id, Array.from({ length: 500 }, (_, j) => ({ type: 'plugin/bench/own', data: { depth, i: i + j } })));
+      await store.append(
+        session.id,
+        Array.from({ length: 500 }, (_, j) => ({ type: 'plugin/bench/own', data: { depth, i: i + j } })),
+      );
     }
     nested = session.id;
   }
@@ -31,7 +34,11 @@ export async function benchReadPage(ctx: BenchContext) {
   const app = await createApp({ databaseUrl, log: () => {} });
   try {
     const page = async (id: string, after: number) => {
-      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: PAGE, variables: { id, after } }) });
+      const res = await fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: PAGE, variables: { id, after } }),
+      });
       const body = (await res.json()) as { data?: { session: { events: { edges: unknown[] } } }; errors?: unknown };
       if (!body.data || body.data.session.events.edges.length !== 100) throw new Error(`page failed: ${JSON.stringify(body.errors)}`);
     };
@@ -42,11 +49,18 @@ export async function benchReadPage(ctx: BenchContext) {
         await fn();
         times.push(performance.now() - t);
       }
-      return percentile(times.sort((a, b) => a - b), 50);
+      return percentile(
+        times.sort((a, b) => a - b),
+        50,
+      );
     };
     const at = (count: number) => ({ start: -1, middle: Math.floor(count / 2), end: count - 101 });
     const results: Record<string, number> = {};
-    const targets = [['2k', short.id, 2_000], ['long', long.id, large], ['nested10', nested, nestedCount]] as const;
+    const targets = [
+      ['2k', short.id, 2_000],
+      ['long', long.id, large],
+      ['nested10', nested, nestedCount],
+    ] as const;
     // Warm every path first, so that the first figures measured do not carry the JIT's warm-up.
     for (let i = 0; i < 30; i++) for (const [, id, count] of targets) for (const after of Object.values(at(count))) await page(id, after);
     for (const [name, id, count] of targets) {

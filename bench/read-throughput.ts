@@ -50,7 +50,8 @@ export async function benchReadThroughput(ctx: BenchContext) {
 
   const SESSIONS = JSON.stringify({ query: '{ sessions(first: 50) { edges { node { id title eventCount turnCount parent { id } } } } }' });
   const EVENTS = JSON.stringify({
-    query: 'query($id: ID!, $after: Int) { session(id: $id) { events(afterSeq: $after, first: 100) { edges { node { id seq type data inherited synthetic createdAt } } } } }',
+    query:
+      'query($id: ID!, $after: Int) { session(id: $id) { events(afterSeq: $after, first: 100) { edges { node { id seq type data inherited synthetic createdAt } } } } }',
     variables: { id: long.id, after: 10_000 },
   });
   const checks = {
@@ -60,8 +61,18 @@ export async function benchReadThroughput(ctx: BenchContext) {
 
   // BENCH_CPU_PROF=<folder>: forkline's process writes a CPU profile there (read it with Chrome DevTools or speedscope).
   const tsx = ['--import', 'tsx', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])];
-  const forkline = await startProcess(process.execPath, [...tsx, fileURLToPath(new URL('../src/main.ts', import.meta.url))], { DATABASE_URL: databaseUrl, PORT: '0' }, /"url":"([^"]+)"/);
-  const raw = await startProcess(process.execPath, [...tsx, fileURLToPath(new URL('./raw-read-server.ts', import.meta.url))], { DATABASE_URL: databaseUrl }, /listening (\S+)/);
+  const forkline = await startProcess(
+    process.execPath,
+    [...tsx, fileURLToPath(new URL('../src/main.ts', import.meta.url))],
+    { DATABASE_URL: databaseUrl, PORT: '0' },
+    /"url":"([^"]+)"/,
+  );
+  const raw = await startProcess(
+    process.execPath,
+    [...tsx, fileURLToPath(new URL('./raw-read-server.ts', import.meta.url))],
+    { DATABASE_URL: databaseUrl },
+    /listening (\S+)/,
+  );
   const servers: Array<{ name: string; url: string; child: ChildProcess; bodies?: { sessions: string; events: string }; checks?: typeof checks }> = [
     { name: 'raw', ...raw },
     { name: 'forkline', ...forkline },
@@ -75,7 +86,11 @@ export async function benchReadThroughput(ctx: BenchContext) {
     for (let round = 0; round < 2; round++) {
       for (const kind of KINDS) {
         for (const s of servers) {
-          const r = await hammer(s.url, (s.bodies ?? { sessions: SESSIONS, events: EVENTS })[kind], { connections: CONNECTIONS, ms, check: (s.checks ?? checks)[kind] });
+          const r = await hammer(s.url, (s.bodies ?? { sessions: SESSIONS, events: EVENTS })[kind], {
+            connections: CONNECTIONS,
+            ms,
+            check: (s.checks ?? checks)[kind],
+          });
           const best = results[s.name]?.[kind];
           if (!best || r.requestsPerSec > best.requestsPerSec) (results[s.name] ??= {})[kind] = r;
         }
@@ -124,9 +139,12 @@ async function startPostGraphile(folder: string, databaseUrl: string, sessionId:
     ...server,
     url,
     bodies: {
-      sessions: JSON.stringify({ query: '{ allSessions(first: 50, orderBy: CREATED_AT_DESC) { edges { node { id title eventCount turnCount sessionByParentId { id } } } } }' }),
+      sessions: JSON.stringify({
+        query: '{ allSessions(first: 50, orderBy: CREATED_AT_DESC) { edges { node { id title eventCount turnCount sessionByParentId { id } } } } }',
+      }),
       events: JSON.stringify({
-        query: 'query($id: String!, $after: Cursor) { allEvents(condition: { sessionId: $id }, orderBy: PRIMARY_KEY_ASC, first: 100, after: $after) { edges { node { sessionId seq type data synthetic createdAt } } } }',
+        query:
+          'query($id: String!, $after: Cursor) { allEvents(condition: { sessionId: $id }, orderBy: PRIMARY_KEY_ASC, first: 100, after: $after) { edges { node { sessionId seq type data synthetic createdAt } } } }',
         variables: { id: sessionId, after: cursor },
       }),
     },

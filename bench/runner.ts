@@ -33,9 +33,12 @@ async function answered(ctx: BenchContext, ids: string[]): Promise<void> {
 
 async function turnsPerSecond(ctx: BenchContext, url: string, runner: string | null): Promise<number> {
   const ids: string[] = [];
-  for (let i = 0; i < SESSIONS; i++) ids.push((await gql(url, `mutation($r: String) { createSession(input: {runner: $r}) { id } }`, { r: runner })).createSession.id);
+  for (let i = 0; i < SESSIONS; i++)
+    ids.push((await gql(url, `mutation($r: String) { createSession(input: {runner: $r}) { id } }`, { r: runner })).createSession.id);
   const start = performance.now();
-  await Promise.all(ids.map((id) => gql(url, `mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: MESSAGE })));
+  await Promise.all(
+    ids.map((id) => gql(url, `mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: MESSAGE })),
+  );
   await answered(ctx, ids);
   return SESSIONS / ((performance.now() - start) / 1000);
 }

@@ -33,7 +33,8 @@ export async function benchScaleOut(ctx: BenchContext) {
   const bodies = {
     sessions: JSON.stringify({ query: '{ sessions(first: 50) { edges { node { id title eventCount turnCount parent { id } } } } }' }),
     events: JSON.stringify({
-      query: 'query($id: ID!, $after: Int) { session(id: $id) { events(afterSeq: $after, first: 100) { edges { node { id seq type data inherited synthetic createdAt } } } } }',
+      query:
+        'query($id: ID!, $after: Int) { session(id: $id) { events(afterSeq: $after, first: 100) { edges { node { id seq type data inherited synthetic createdAt } } } } }',
       variables: { id: long.id, after: 10_000 },
     }),
   };
@@ -63,7 +64,14 @@ export async function benchScaleOut(ctx: BenchContext) {
     const servers = await Promise.all(Array.from({ length: processes }, () => startServer(databaseUrl, env)));
     try {
       const results = await Promise.all(servers.map((s) => hammer(s.url, bodies[kind], { connections: CONNECTIONS / processes, ms, check: checks[kind] })));
-      return { requestsPerSec: round(results.reduce((n, r) => n + r.requestsPerSec, 0), 1), p50Ms: Math.max(...results.map((r) => r.p50Ms)), p99Ms: Math.max(...results.map((r) => r.p99Ms)) };
+      return {
+        requestsPerSec: round(
+          results.reduce((n, r) => n + r.requestsPerSec, 0),
+          1,
+        ),
+        p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+        p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+      };
     } finally {
       await Promise.all(servers.map(stop));
     }
@@ -113,10 +121,17 @@ async function standbyPages(ctx: BenchContext, serverUrl: string, sessionId: str
     { name: 'events', body: eventsBody, check: eventsCheck },
     {
       name: 'session',
-      body: JSON.stringify({ query: 'query($id: ID!) { session(id: $id) { id title status eventCount turnCount lastAnswer { seq } } }', variables: { id: sessionId } }),
+      body: JSON.stringify({
+        query: 'query($id: ID!) { session(id: $id) { id title status eventCount turnCount lastAnswer { seq } } }',
+        variables: { id: sessionId },
+      }),
       check: (j) => j.data?.session?.id === sessionId && j.data.session.lastAnswer != null,
     },
-    { name: 'search', body: JSON.stringify({ query: '{ searchSessions(query: "lorem", first: 20) { edges { node { kind seq } } } }' }), check: (j) => j.data?.searchSessions?.edges?.length === 20 },
+    {
+      name: 'search',
+      body: JSON.stringify({ query: '{ searchSessions(query: "lorem", first: 20) { edges { node { kind seq } } } }' }),
+      check: (j) => j.data?.searchSessions?.edges?.length === 20,
+    },
   ];
   try {
     const env = { primary: {}, standby: { DATABASE_READ_URL: `${standby.serverUrl}/${database}` } } as const;

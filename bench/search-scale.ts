@@ -87,7 +87,12 @@ export async function benchSearchScale(ctx: BenchContext) {
         await search(q);
         times.push(performance.now() - t);
       }
-      return round(percentile(times.sort((a, b) => a - b), 50));
+      return round(
+        percentile(
+          times.sort((a, b) => a - b),
+          50,
+        ),
+      );
     };
     const queries = async () => ({
       rare: await p50(RARE, (h) => h.length === 1),

@@ -43,7 +43,9 @@ export async function benchSearch(ctx: BenchContext) {
   const needleSeq = written[4].seq;
   for (let i = 0; i < 3; i++) await store.fork(scope, long.id, events - 1);
   await db.pool.query('ANALYZE "Event"; ANALYZE "Session"');
-  const commonMatches = Number((await db.pool.query(`SELECT count(*) AS n FROM "Event" WHERE "searchVector" @@ websearch_to_tsquery('english', $1)`, [COMMON])).rows[0].n);
+  const commonMatches = Number(
+    (await db.pool.query(`SELECT count(*) AS n FROM "Event" WHERE "searchVector" @@ websearch_to_tsquery('english', $1)`, [COMMON])).rows[0].n,
+  );
 
   const app = await createApp({ databaseUrl, log: () => {} });
   try {

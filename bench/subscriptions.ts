@@ -123,9 +123,13 @@ async function fanoutThroughput(url: string, store: BenchContext['store']) {
   const batch = 100;
   const sampleEvery = 50;
   const session = await store.createSession({ tenant: 'local' }, { title: 'fanout throughput' }); // seq 0
-  const clients = fork(fileURLToPath(new URL('./fanout-raw-clients.ts', import.meta.url)), [url.replace(/^http/, 'ws'), session.id, String(subscribers), String(sampleEvery)], {
-    execArgv: ['--import', 'tsx'],
-  });
+  const clients = fork(
+    fileURLToPath(new URL('./fanout-raw-clients.ts', import.meta.url)),
+    [url.replace(/^http/, 'ws'), session.id, String(subscribers), String(sampleEvery)],
+    {
+      execArgv: ['--import', 'tsx'],
+    },
+  );
   const waiting = new Map<number, (at: number) => void>();
   let samples: (value: Array<[number, number[]]>) => void = () => {};
   clients.on('message', (m: { reached?: number; at?: number; samples?: Array<[number, number[]]>; error?: string }) => {
@@ -136,7 +140,10 @@ async function fanoutThroughput(url: string, store: BenchContext['store']) {
   const reached = (seq: number) => new Promise<number>((resolve) => (waiting.set(seq, resolve), clients.send({ cmd: 'wait', seq })));
   const takeSamples = () => new Promise<Array<[number, number[]]>>((resolve) => ((samples = resolve), clients.send({ cmd: 'samples' })));
   const append = (from: number, n: number) =>
-    store.append(session.id, Array.from({ length: n }, (_, i) => ({ type: 'plugin/bench/tick', data: { i: from + i, text: 'a fairly ordinary event payload of a few dozen bytes' } })));
+    store.append(
+      session.id,
+      Array.from({ length: n }, (_, i) => ({ type: 'plugin/bench/tick', data: { i: from + i, text: 'a fairly ordinary event payload of a few dozen bytes' } })),
+    );
   try {
     await reached(0); // all subscribed
     await takeSamples();

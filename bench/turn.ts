@@ -13,7 +13,14 @@ export async function benchTurn(ctx: BenchContext) {
   const warmTurns = QUICK ? 10 : 30;
   let rowsRead = 0;
   // A window no request here reaches: the turn is measured without compaction (the compaction section measures that).
-  const app = await createApp({ databaseUrl: ctx.databaseUrl, log: () => {}, budget: { defaultContextTokens: 100_000_000 }, onQuery: (sql, rows) => { if (/FROM "Event"/.test(sql)) rowsRead += rows; } });
+  const app = await createApp({
+    databaseUrl: ctx.databaseUrl,
+    log: () => {},
+    budget: { defaultContextTokens: 100_000_000 },
+    onQuery: (sql, rows) => {
+      if (/FROM "Event"/.test(sql)) rowsRead += rows;
+    },
+  });
   try {
     const { controller, host } = app.services;
     const turn = async (id: string) => {
@@ -29,7 +36,15 @@ export async function benchTurn(ctx: BenchContext) {
       const times: number[] = [];
       for (let i = 0; i < warmTurns; i++) times.push(await turn(s.id));
       const after = (await app.services.store.requireSession(scope, s.id)).eventCount;
-      return { cold, warm: percentile(times.sort((a, b) => a - b), 50), rowsPerTurn: rowsRead / warmTurns, events: after };
+      return {
+        cold,
+        warm: percentile(
+          times.sort((a, b) => a - b),
+          50,
+        ),
+        rowsPerTurn: rowsRead / warmTurns,
+        events: after,
+      };
     };
     const short = await measure(2_000);
     const longer = await measure(long);

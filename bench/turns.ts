@@ -173,13 +173,22 @@ async function quiesce(admin: pg.Pool) {
 }
 
 /** `serverEnv`: more of the servers' environment (bench/scale-out.ts puts them behind PgBouncer). */
-export async function runTurns(ctx: BenchContext, processes: number, sessions: number, poolMax = POOL_MAX, message = MESSAGE, serverEnv: Record<string, string> = {}) {
+export async function runTurns(
+  ctx: BenchContext,
+  processes: number,
+  sessions: number,
+  poolMax = POOL_MAX,
+  message = MESSAGE,
+  serverEnv: Record<string, string> = {},
+) {
   const admin = new pg.Pool({ ...pgConfigFromUrl(ctx.databaseUrl), max: 2, application_name: 'forkline-bench' });
   const database = pgConfigFromUrl(ctx.databaseUrl).database;
   const warmup = await createSessions(admin, WARMUP_TURNS * processes);
   const ids = await createSessions(admin, sessions);
   await quiesce(admin);
-  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax), ...serverEnv })));
+  const servers = await Promise.all(
+    Array.from({ length: processes }, () => startServer(ctx.databaseUrl, { DATABASE_POOL_MAX: String(poolMax), ...serverEnv })),
+  );
   let peak = 0;
   let sampling = true;
   const sampler = (async () => {
@@ -220,7 +229,11 @@ export async function runTurns(ctx: BenchContext, processes: number, sessions: n
     await waitAnswered(admin, warmup, performance.now());
     const retried = { n: 0 };
     const serverPids = new Set(servers.map((sv) => sv.child.pid));
-    const cpu = () => ({ servers: processTotals((pid) => serverPids.has(pid)), postgres: processTotals((_, comm) => comm.startsWith('postgres')), bench: processTotals((pid) => pid === process.pid) });
+    const cpu = () => ({
+      servers: processTotals((pid) => serverPids.has(pid)),
+      postgres: processTotals((_, comm) => comm.startsWith('postgres')),
+      bench: processTotals((pid) => pid === process.pid),
+    });
     const cpu0 = cpu();
     const t0 = performance.now();
     const sendTimes = await sendAll(ids, message, retried);
@@ -247,7 +260,11 @@ export async function runTurns(ctx: BenchContext, processes: number, sessions: n
       postgresCpuMsPerTurn: round((cpu1.postgres.cpuMs - cpu0.postgres.cpuMs) / sessions),
       loadCpuMsPerTurn: round((cpu1.bench.cpuMs - cpu0.bench.cpuMs) / sessions),
       // How much of the machine those three kept busy: near 100%, a second process can only share it.
-      busyPercent: round((100 * (cpu1.servers.cpuMs - cpu0.servers.cpuMs + cpu1.postgres.cpuMs - cpu0.postgres.cpuMs + cpu1.bench.cpuMs - cpu0.bench.cpuMs)) / (elapsed * os.availableParallelism()), 0),
+      busyPercent: round(
+        (100 * (cpu1.servers.cpuMs - cpu0.servers.cpuMs + cpu1.postgres.cpuMs - cpu0.postgres.cpuMs + cpu1.bench.cpuMs - cpu0.bench.cpuMs)) /
+          (elapsed * os.availableParallelism()),
+        0,
+      ),
       // How often the servers and the backends (main threads) slept and were woken, or were preempted, per turn.
       serverSwitchesPerTurn: round((cpu1.servers.switches - cpu0.servers.switches) / sessions, 1),
       postgresSwitchesPerTurn: round((cpu1.postgres.switches - cpu0.postgres.switches) / sessions, 1),

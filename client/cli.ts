@@ -142,7 +142,10 @@ function oneModel(values: string[] | undefined): ModelConfigInput | undefined {
 function variants(messages: string[], models: string[]): Array<{ message?: string; model?: ModelConfigInput }> {
   const n = Math.max(messages.length, models.length);
   if (n === 0) throw new UsageError('expected at least one message or --model: forkline fanout <id> <message>... [--model P:M]...');
-  for (const [name, list] of [['messages', messages], ['--model values', models]] as const) {
+  for (const [name, list] of [
+    ['messages', messages],
+    ['--model values', models],
+  ] as const) {
     if (list.length > 1 && list.length !== n) throw new UsageError(`${list.length} ${name} for ${n} variants: give one, or one per variant`);
   }
   const pick = <T>(list: T[], i: number) => (list.length === 1 ? list[0] : list[i]);
@@ -152,7 +155,9 @@ function variants(messages: string[], models: string[]): Array<{ message?: strin
 /** Waits for each child's queued input to be answered; prints the answers; true when every turn completed. */
 async function waitForAnswers(client: ForklineClient, children: Array<{ id: string; firstLiveSeq: number; inputId?: string | null }>, json: boolean) {
   const answers = await Promise.all(
-    children.map(async (c) => (c.inputId ? { id: c.id, ...(await turnOf(client, c.id, c.inputId, c.firstLiveSeq - 1)) } : { id: c.id, turn: undefined, reason: 'idle', text: '' })),
+    children.map(async (c) =>
+      c.inputId ? { id: c.id, ...(await turnOf(client, c.id, c.inputId, c.firstLiveSeq - 1)) } : { id: c.id, turn: undefined, reason: 'idle', text: '' },
+    ),
   );
   for (const a of answers) out(json ? JSON.stringify(a) : `${a.id}  ${a.reason.padEnd(9)}  ${a.text.replace(/\n/g, ' ')}`);
   return answers.every((a) => a.reason === 'completed' || a.reason === 'idle');
@@ -275,7 +280,9 @@ function printTools(tools: readonly ToolFieldsFragment[], json: boolean) {
   const [wn, ws, we] = [width((t) => t.name), width(server), width(effect)];
   for (const t of tools) {
     const description = t.description.split('\n')[0].trim();
-    out(`${t.name.padEnd(wn)}  ${server(t).padEnd(ws)}  ${effect(t).padEnd(we)}  ${description.length > 100 ? `${description.slice(0, 99)}…` : description}`.trimEnd());
+    out(
+      `${t.name.padEnd(wn)}  ${server(t).padEnd(ws)}  ${effect(t).padEnd(we)}  ${description.length > 100 ? `${description.slice(0, 99)}…` : description}`.trimEnd(),
+    );
   }
   if (!tools.length) process.stderr.write('no tools\n');
 }
@@ -366,7 +373,11 @@ async function run(argv: string[]): Promise<number> {
         const [id] = need(args, 1, 'a session id: forkline compact <id> [--through SEQ] [--instructions TEXT]');
         const input = { sessionId: id, throughSeq: int('through', opts.through), instructions: opts.instructions };
         const { compactSession } = await client.mutate(CompactSessionDocument, { input });
-        out(opts.json ? JSON.stringify(compactSession) : `compacted ${id}: seq ${compactSession.fromSeq}-${compactSession.toSeq} summarised at seq ${compactSession.summarySeq}`);
+        out(
+          opts.json
+            ? JSON.stringify(compactSession)
+            : `compacted ${id}: seq ${compactSession.fromSeq}-${compactSession.toSeq} summarised at seq ${compactSession.summarySeq}`,
+        );
         return 0;
       }
       case 'export': {

@@ -51,7 +51,10 @@ export async function buildPgBouncer({ say = (m) => console.log(m) } = {}) {
   if (fs.existsSync(BUILT_PGBOUNCER)) return BUILT_PGBOUNCER;
   const what = `building PgBouncer ${SOURCE.version} (the pooler tests with prepared statements)`;
   const missing = TOOLS.filter((t) => !ensureAptPackage({ ...t, what }));
-  if (missing.length) throw new Error(`cannot build PgBouncer ${SOURCE.version}: ${missing.map((t) => t.pkg).join(', ')} missing (apt-get install ${missing.map((t) => t.pkg).join(' ')})`);
+  if (missing.length)
+    throw new Error(
+      `cannot build PgBouncer ${SOURCE.version}: ${missing.map((t) => t.pkg).join(', ')} missing (apt-get install ${missing.map((t) => t.pkg).join(' ')})`,
+    );
   const started = Date.now();
   fs.mkdirSync(CACHE, { recursive: true });
   // Parallel test files may build at once: each in its own folder, the first to finish wins.

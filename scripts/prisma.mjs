@@ -14,7 +14,9 @@ env.PATH = `${new URL('../node_modules/.bin', import.meta.url).pathname}:${env.P
 if (!env.DATABASE_URL) {
   const [command, sub] = process.argv.slice(2);
   if ((command === 'migrate' && sub !== 'diff') || command === 'db' || command === 'studio') {
-    console.error(`DATABASE_URL is unset or empty: \`prisma ${[command, sub].filter(Boolean).join(' ')}\` needs the database to connect to (npm start applies migrations to its embedded Postgres by itself)`);
+    console.error(
+      `DATABASE_URL is unset or empty: \`prisma ${[command, sub].filter(Boolean).join(' ')}\` needs the database to connect to (npm start applies migrations to its embedded Postgres by itself)`,
+    );
     process.exit(1);
   }
   env.DATABASE_URL = 'postgresql://forkline@127.0.0.1:5432/forkline';

@@ -147,11 +147,23 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const listener = new PgListener(pgConfigFromUrl(opts.directUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
-  const standbys = opts.readUrls?.length ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) }) : undefined;
+  const standbys = opts.readUrls?.length
+    ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) })
+    : undefined;
   await standbys?.start();
-  const limits: WorkspaceLimits = { ...DEFAULT_WORKSPACE_LIMITS, ...Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined)) };
+  const limits: WorkspaceLimits = {
+    ...DEFAULT_WORKSPACE_LIMITS,
+    ...Object.fromEntries(Object.entries(opts.workspaceLimits ?? {}).filter(([, v]) => v !== undefined)),
+  };
   const fileLimits = { ...limits, maxNamedHashes: opts.maxNamedFileHashes ?? DEFAULT_MAX_NAMED_HASHES };
-  const store = new SessionStore(db.pool, toolEffectOf, { prepare, log, standbys, onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }), byTree: opts.distributed, fileLimits });
+  const store = new SessionStore(db.pool, toolEffectOf, {
+    prepare,
+    log,
+    standbys,
+    onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }),
+    byTree: opts.distributed,
+    fileLimits,
+  });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
@@ -192,7 +204,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
       listener,
       sweepMs: opts.sweepMs,
       maxActive: opts.maxActiveSessions,
-      maxActivePerTenant: opts.maxActiveSessionsPerTenant ??
+      maxActivePerTenant:
+        opts.maxActiveSessionsPerTenant ??
         defaultSlotsPerTenant(opts.maxActiveSessions ?? DEFAULT_MAX_ACTIVE_SESSIONS, new Set(opts.security?.apiTokens?.values()).size),
       log,
     },

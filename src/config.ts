@@ -3,7 +3,10 @@ import { z } from 'zod';
 import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 
-const flag = z.enum(['0', '1', 'true', 'false']).optional().transform((v) => v === '1' || v === 'true');
+const flag = z
+  .enum(['0', '1', 'true', 'false'])
+  .optional()
+  .transform((v) => v === '1' || v === 'true');
 
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MIN_TOKEN_LENGTH = 16;
@@ -12,17 +15,25 @@ export const MIN_TOKEN_LENGTH = 16;
 function parseApiTokens(value: string | undefined, ctx: z.RefinementCtx): Map<string, string> | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   const tokens = new Map<string, string>();
-  for (const entry of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const eq = entry.lastIndexOf('=');
     const token = entry.slice(0, eq).trim();
     const tenant = entry.slice(eq + 1).trim();
     const problem =
-      eq < 0 ? 'an entry is not token=tenant'
-      : token.length < MIN_TOKEN_LENGTH ? `a token is shorter than ${MIN_TOKEN_LENGTH} characters`
-      : /\s/.test(token) ? 'a token contains whitespace'
-      : !TENANT.test(tenant) ? `tenant "${tenant}" is not 1-64 of [A-Za-z0-9._-]`
-      : tokens.has(token) && tokens.get(token) !== tenant ? 'a token is listed for two tenants'
-      : undefined;
+      eq < 0
+        ? 'an entry is not token=tenant'
+        : token.length < MIN_TOKEN_LENGTH
+          ? `a token is shorter than ${MIN_TOKEN_LENGTH} characters`
+          : /\s/.test(token)
+            ? 'a token contains whitespace'
+            : !TENANT.test(tenant)
+              ? `tenant "${tenant}" is not 1-64 of [A-Za-z0-9._-]`
+              : tokens.has(token) && tokens.get(token) !== tenant
+                ? 'a token is listed for two tenants'
+                : undefined;
     if (problem) {
       ctx.addIssue({ code: 'custom', message: `${problem} (expected "token=tenant,token2=tenant2")` });
       return z.NEVER;
@@ -32,102 +43,145 @@ function parseApiTokens(value: string | undefined, ctx: z.RefinementCtx): Map<st
   return tokens.size ? tokens : undefined;
 }
 
-const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().url().optional(),
-  /** A direct connection (LISTEN, migrations, anything session-scoped) when DATABASE_URL is a transaction-mode pooler. */
-  DATABASE_DIRECT_URL: z.string().url().optional(),
-  /** Hot standbys for event pages, subscription catch-up and session lists: one URL or several, comma-separated. */
-  DATABASE_READ_URL: z
-    .string()
-    .optional()
-    .transform((v) => v?.split(',').map((u) => u.trim()).filter(Boolean) ?? [])
-    .pipe(z.array(z.string().url())),
-  /** The older name of DATABASE_DIRECT_URL. */
-  DATABASE_LISTEN_URL: z.string().url().optional(),
-  DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
-  DATABASE_PREPARED_STATEMENTS: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
-  DATABASE_DISTRIBUTED: z.enum(['0', '1', 'true', 'false']).default('false').transform((v) => v === '1' || v === 'true'),
-  FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
-  FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
-  // At most what a Node timer can wait (about 24.8 days).
-  FORKLINE_MAX_TURN_MS: z.coerce.number().int().max(2 ** 31 - 1).refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000').optional(),
-  // The context budget (docs/agents.md "Compaction"): the window of a model with none known, and when to compact.
-  FORKLINE_CONTEXT_TOKENS: z.coerce.number().int().min(256).max(100_000_000).optional(),
-  FORKLINE_COMPACT_AT: z.coerce.number().gt(0).max(1).optional(),
-  // Model calls that fail with a 429, a 5xx, a timeout or a lost connection are tried again (docs/agents.md "Retries").
-  /** A JSON file of models' context windows and prices over the shipped table (agent/models/model-catalog.ts). */
-  FORKLINE_MODELS_CONFIG: z.string().optional(),
-  FORKLINE_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-  FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
-  FORKLINE_DATA_DIR: z.string().default('.data'),
-  /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
-  FORKLINE_WORKSPACES_DIR: z.string().optional(),
-  FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
-  FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
-  /** Distinct file contents one recording or runner batch may name without carrying them (docs/files.md "Limits"). */
-  FORKLINE_MAX_NAMED_FILE_HASHES: z.coerce.number().int().min(1).optional(),
-  /** Bytes of one tenant's workspaces on this process's disk (docs/files.md "Limits"). */
-  FORKLINE_TENANT_WORKSPACES_MAX_BYTES: z.coerce.number().int().min(1).optional(),
-  /** `on`: offer the `shell` tool, run in a bubblewrap sandbox (refused where none can be made); `unsandboxed`: run as this OS user with no sandbox. */
-  FORKLINE_SHELL: z.enum(['on', 'off', 'unsandboxed']).default('off'),
-  FORKLINE_HTTP_FAST_LANE: z.enum(['0', '1', 'true', 'false']).default('true').transform((v) => v === '1' || v === 'true'),
-  // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
-  MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),
-  MODEL: z.string().optional(),
-  OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
-  OPENAI_API_KEY: z.string().optional(),
-  ANTHROPIC_BASE_URL: z.string().url().optional(),
-  ANTHROPIC_API_KEY: z.string().optional(),
-  GOOGLE_BASE_URL: z.string().url().optional(),
-  GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
-  OPENAI_COMPATIBLE_BASE_URL: z.string().url().optional(),
-  OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
-  /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
-  FORKLINE_MCP_CONFIG: z.string().optional(),
-  // Security and operations (docs/operations.md).
-  FORKLINE_API_TOKENS: z.string().optional().transform((v, ctx) => parseApiTokens(v, ctx)),
-  FORKLINE_ALLOW_INSECURE: flag,
-  FORKLINE_CORS_ORIGINS: z.string().optional().transform((v) => v?.split(',').map((o) => o.trim()).filter(Boolean) ?? []),
-  FORKLINE_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxBodyBytes),
-  FORKLINE_MAX_QUERY_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_LIMITS.maxTokens),
-  FORKLINE_MAX_QUERY_DEPTH: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxDepth),
-  FORKLINE_MAX_ALIASES: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxAliases),
-  FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
-  FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
-  FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
-  FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
-  FORKLINE_MAX_UPLOADS_PER_TENANT: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.uploadsPerTenant),
-  FORKLINE_UPLOAD_SPOOL_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.uploadSpoolMaxBytes),
-  FORKLINE_WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(64 * 1024).default(DEFAULT_LIMITS.wsMaxBufferedBytes),
-  FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
-  FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
-  FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
-  FORKLINE_MAX_API_TOKENS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.apiTokensPerTenant),
-  FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
-  FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
-  FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
-  FORKLINE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.headersMs),
-  FORKLINE_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.requestMs),
-  FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
-  FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
-  FORKLINE_WS_IDLE_TIMEOUT_MS: z.coerce.number().int().refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100').default(DEFAULT_TIMEOUTS.wsIdleMs),
-  FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
-  FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
-  FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-}).superRefine((c, ctx) => {
-  if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
-  ctx.addIssue({
-    code: 'custom',
-    path: ['MODEL'],
-    message: `MODEL_PROVIDER=${c.MODEL_PROVIDER} needs MODEL (the model name the provider knows, e.g. gpt-4o-mini, claude-sonnet-4-5, gemini-2.5-flash or llama3)`,
+const envSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z.string().url().optional(),
+    /** A direct connection (LISTEN, migrations, anything session-scoped) when DATABASE_URL is a transaction-mode pooler. */
+    DATABASE_DIRECT_URL: z.string().url().optional(),
+    /** Hot standbys for event pages, subscription catch-up and session lists: one URL or several, comma-separated. */
+    DATABASE_READ_URL: z
+      .string()
+      .optional()
+      .transform(
+        (v) =>
+          v
+            ?.split(',')
+            .map((u) => u.trim())
+            .filter(Boolean) ?? [],
+      )
+      .pipe(z.array(z.string().url())),
+    /** The older name of DATABASE_DIRECT_URL. */
+    DATABASE_LISTEN_URL: z.string().url().optional(),
+    DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
+    DATABASE_PREPARED_STATEMENTS: z
+      .enum(['0', '1', 'true', 'false'])
+      .default('true')
+      .transform((v) => v === '1' || v === 'true'),
+    DATABASE_DISTRIBUTED: z
+      .enum(['0', '1', 'true', 'false'])
+      .default('false')
+      .transform((v) => v === '1' || v === 'true'),
+    FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
+    FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
+    // At most what a Node timer can wait (about 24.8 days).
+    FORKLINE_MAX_TURN_MS: z.coerce
+      .number()
+      .int()
+      .max(2 ** 31 - 1)
+      .refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000')
+      .optional(),
+    // The context budget (docs/agents.md "Compaction"): the window of a model with none known, and when to compact.
+    FORKLINE_CONTEXT_TOKENS: z.coerce.number().int().min(256).max(100_000_000).optional(),
+    FORKLINE_COMPACT_AT: z.coerce.number().gt(0).max(1).optional(),
+    // Model calls that fail with a 429, a 5xx, a timeout or a lost connection are tried again (docs/agents.md "Retries").
+    /** A JSON file of models' context windows and prices over the shipped table (agent/models/model-catalog.ts). */
+    FORKLINE_MODELS_CONFIG: z.string().optional(),
+    FORKLINE_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+    FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
+    FORKLINE_DATA_DIR: z.string().default('.data'),
+    /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
+    FORKLINE_WORKSPACES_DIR: z.string().optional(),
+    FORKLINE_WORKSPACE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
+    FORKLINE_WORKSPACE_MAX_FILES: z.coerce.number().int().min(1).optional(),
+    /** Distinct file contents one recording or runner batch may name without carrying them (docs/files.md "Limits"). */
+    FORKLINE_MAX_NAMED_FILE_HASHES: z.coerce.number().int().min(1).optional(),
+    /** Bytes of one tenant's workspaces on this process's disk (docs/files.md "Limits"). */
+    FORKLINE_TENANT_WORKSPACES_MAX_BYTES: z.coerce.number().int().min(1).optional(),
+    /** `on`: offer the `shell` tool, run in a bubblewrap sandbox (refused where none can be made); `unsandboxed`: run as this OS user with no sandbox. */
+    FORKLINE_SHELL: z.enum(['on', 'off', 'unsandboxed']).default('off'),
+    FORKLINE_HTTP_FAST_LANE: z
+      .enum(['0', '1', 'true', 'false'])
+      .default('true')
+      .transform((v) => v === '1' || v === 'true'),
+    // Models (docs/agents.md "Models"): the default provider and model, each provider's key and endpoint.
+    MODEL_PROVIDER: z.enum(['scripted', 'openai', 'openai-responses', 'anthropic', 'google', 'openai-compatible']).default('scripted'),
+    MODEL: z.string().optional(),
+    OPENAI_BASE_URL: z.string().url().default('https://api.openai.com/v1'),
+    OPENAI_API_KEY: z.string().optional(),
+    ANTHROPIC_BASE_URL: z.string().url().optional(),
+    ANTHROPIC_API_KEY: z.string().optional(),
+    GOOGLE_BASE_URL: z.string().url().optional(),
+    GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
+    OPENAI_COMPATIBLE_BASE_URL: z.string().url().optional(),
+    OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+    /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
+    FORKLINE_MCP_CONFIG: z.string().optional(),
+    // Security and operations (docs/operations.md).
+    FORKLINE_API_TOKENS: z
+      .string()
+      .optional()
+      .transform((v, ctx) => parseApiTokens(v, ctx)),
+    FORKLINE_ALLOW_INSECURE: flag,
+    FORKLINE_CORS_ORIGINS: z
+      .string()
+      .optional()
+      .transform(
+        (v) =>
+          v
+            ?.split(',')
+            .map((o) => o.trim())
+            .filter(Boolean) ?? [],
+      ),
+    FORKLINE_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxBodyBytes),
+    FORKLINE_MAX_QUERY_TOKENS: z.coerce.number().int().min(100).default(DEFAULT_LIMITS.maxTokens),
+    FORKLINE_MAX_QUERY_DEPTH: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxDepth),
+    FORKLINE_MAX_ALIASES: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.maxAliases),
+    FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
+    FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
+    FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
+    FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
+    FORKLINE_MAX_UPLOADS_PER_TENANT: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.uploadsPerTenant),
+    FORKLINE_UPLOAD_SPOOL_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.uploadSpoolMaxBytes),
+    FORKLINE_WS_MAX_BUFFERED_BYTES: z.coerce
+      .number()
+      .int()
+      .min(64 * 1024)
+      .default(DEFAULT_LIMITS.wsMaxBufferedBytes),
+    FORKLINE_RATE_LIMIT_RPS: z.coerce.number().min(0).default(DEFAULT_LIMITS.ratePerSecond),
+    FORKLINE_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.rateBurst),
+    FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
+    FORKLINE_MAX_API_TOKENS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.apiTokensPerTenant),
+    FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
+    FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
+    FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
+    FORKLINE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.headersMs),
+    FORKLINE_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.requestMs),
+    FORKLINE_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).default(DEFAULT_TIMEOUTS.keepAliveMs),
+    FORKLINE_WS_INIT_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.wsInitMs),
+    FORKLINE_WS_IDLE_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100')
+      .default(DEFAULT_TIMEOUTS.wsIdleMs),
+    FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
+    FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
+    FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.MODEL_PROVIDER === 'scripted' || c.MODEL) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['MODEL'],
+      message: `MODEL_PROVIDER=${c.MODEL_PROVIDER} needs MODEL (the model name the provider knows, e.g. gpt-4o-mini, claude-sonnet-4-5, gemini-2.5-flash or llama3)`,
+    });
+  })
+  .refine((c) => c.MODEL_PROVIDER !== 'openai-compatible' || c.OPENAI_COMPATIBLE_BASE_URL, {
+    path: ['OPENAI_COMPATIBLE_BASE_URL'],
+    message: 'MODEL_PROVIDER=openai-compatible needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
   });
-}).refine((c) => c.MODEL_PROVIDER !== 'openai-compatible' || c.OPENAI_COMPATIBLE_BASE_URL, {
-  path: ['OPENAI_COMPATIBLE_BASE_URL'],
-  message: 'MODEL_PROVIDER=openai-compatible needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
-});
 
 /** Each provider's endpoint and key (agent/models/providers.ts). */
 export const providersOf = (c: Config) => ({
@@ -174,7 +228,10 @@ export function securityOptions(config: Config): SecurityOptions {
         ? { connections: config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || Infinity, subscriptions: config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT || Infinity }
         : false,
     maxApiTokensPerTenant: config.FORKLINE_MAX_API_TOKENS_PER_TENANT || false,
-    authFailures: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS > 0 ? { max: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS, windowMs: config.FORKLINE_AUTH_FAILURE_WINDOW_S * 1000 } : false,
+    authFailures:
+      config.FORKLINE_AUTH_FAILURES_PER_ADDRESS > 0
+        ? { max: config.FORKLINE_AUTH_FAILURES_PER_ADDRESS, windowMs: config.FORKLINE_AUTH_FAILURE_WINDOW_S * 1000 }
+        : false,
     timeouts: {
       headersMs: config.FORKLINE_HTTP_HEADERS_TIMEOUT_MS,
       requestMs: config.FORKLINE_HTTP_REQUEST_TIMEOUT_MS,

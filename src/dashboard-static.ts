@@ -57,9 +57,7 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
     } catch (err) {
       if (!NOT_A_FILE.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
       if (ext) return false;
-      res
-        .writeHead(503, { 'content-type': 'text/plain; charset=utf-8' })
-        .end('The dashboard is not built: run `npm run build` (npm start does it).\n');
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end('The dashboard is not built: run `npm run build` (npm start does it).\n');
       return true;
     }
     const hashedAsset = pathname.startsWith('/assets/');

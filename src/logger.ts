@@ -16,7 +16,13 @@ export interface LoggerOptions {
 export function createLogger(level: string = 'info', opts: LoggerOptions = {}): Logger {
   const pretty = opts.pretty ?? (!opts.destination && Boolean(process.stdout.isTTY));
   const destination = pretty
-    ? PinoPretty({ destination: opts.destination ?? 1, sync: true, ...(opts.destination ? { colorize: false } : {}), ignore: 'pid,hostname,service', translateTime: 'SYS:HH:MM:ss.l' })
+    ? PinoPretty({
+        destination: opts.destination ?? 1,
+        sync: true,
+        ...(opts.destination ? { colorize: false } : {}),
+        ignore: 'pid,hostname,service',
+        translateTime: 'SYS:HH:MM:ss.l',
+      })
     : opts.destination;
   return pino({ level, base: { service: 'forkline', pid: process.pid } }, destination);
 }

@@ -32,7 +32,10 @@ async function main() {
     databaseUrl = `${embedded.serverUrl}/forkline`;
   }
   const workspacesDir = path.resolve(config.FORKLINE_WORKSPACES_DIR ?? defaultWorkspacesDir(config.FORKLINE_DATA_DIR));
-  prepareWorkspacesDir(workspacesDir, { formerDefault: path.join(config.FORKLINE_DATA_DIR, 'workspaces'), log: (msg) => logger.warn({ dir: workspacesDir }, msg) });
+  prepareWorkspacesDir(workspacesDir, {
+    formerDefault: path.join(config.FORKLINE_DATA_DIR, 'workspaces'),
+    log: (msg) => logger.warn({ dir: workspacesDir }, msg),
+  });
   let app: App | undefined;
   let stopping = false;
   const stop = async (signal: string) => {

@@ -47,7 +47,7 @@ export class ServiceMetrics {
     name: 'forkline_standby_reads_total',
     help:
       'Reads meant for a hot standby (DATABASE_READ_URL), by who answered (standby; primary: standby behind or down; both) and what they read ' +
-      '(events: event pages and subscription catch-up; sessions: session lists; session: a session query\'s row; search: searchSessions).',
+      "(events: event pages and subscription catch-up; sessions: session lists; session: a session query's row; search: searchSessions).",
     labelNames: ['served', 'read'] as const,
     registers: [this.registry],
   });
@@ -70,7 +70,11 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
   readonly turnDuration = this.durations('forkline_turn_duration_seconds', 'Duration of agent turns run by this process, by turn/end reason.', 'reason');
-  readonly forkDuration = this.durations('forkline_fork_duration_seconds', 'Duration of forkSession (kind=fork) and branchSession (kind=branch) mutations.', 'kind');
+  readonly forkDuration = this.durations(
+    'forkline_fork_duration_seconds',
+    'Duration of forkSession (kind=fork) and branchSession (kind=branch) mutations.',
+    'kind',
+  );
 
   private readonly turnStarts = new Map<string, number>();
 

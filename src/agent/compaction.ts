@@ -158,7 +158,7 @@ async function summarizeWithin(messages: readonly ChatMessage[], opts: Summarize
   for (const [i, lines] of parts.entries()) {
     const prompt = [
       COMPACTION_HEADER,
-      'Write a concise summary that lets the conversation continue: the user\'s goals, what was decided and done, tool results that matter, open questions.',
+      "Write a concise summary that lets the conversation continue: the user's goals, what was decided and done, tool results that matter, open questions.",
       ...(opts.instructions ? [`Instructions: ${opts.instructions}`] : []),
       ...(parts.length > 1 ? [`This is part ${i + 1} of ${parts.length} of the history.`] : []),
       ...(summary ? [`Summary of the earlier parts:\n${summary.slice(0, carried)}`] : []),
@@ -191,7 +191,14 @@ export function digestOf(prompt: string): string {
     `Digest of ${count('[user] ')} user, ${count('[assistant] ')} assistant and ${count('[tool] ')} tool messages.`,
     ...(earlier ? [`Before: ${clip(earlier, 300)}`] : []),
     ...(users.length ? [`First request: ${clip(users[0], 150)}`] : []),
-    ...(users.length > 1 ? [`Latest requests: ${users.slice(-3).map((u) => clip(u, 100)).join(' | ')}`] : []),
+    ...(users.length > 1
+      ? [
+          `Latest requests: ${users
+            .slice(-3)
+            .map((u) => clip(u, 100))
+            .join(' | ')}`,
+        ]
+      : []),
   ].join('\n');
   return clip(text, DIGEST_MAX_CHARS - 1);
 }

@@ -13,7 +13,15 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { changeSetPathProblem, DEFAULT_WORKSPACE_LIMITS, quotaProblem, TreeUsage, workspacePath, type FileChangeRecord, type WorkspaceLimits } from '../core/file-tree.ts';
+import {
+  changeSetPathProblem,
+  DEFAULT_WORKSPACE_LIMITS,
+  quotaProblem,
+  TreeUsage,
+  workspacePath,
+  type FileChangeRecord,
+  type WorkspaceLimits,
+} from '../core/file-tree.ts';
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
@@ -143,7 +151,9 @@ export class FileWorkspaces {
       if (!o.busy) await this.evict(o);
     }
     if (total() > this.tenantMaxBytes) {
-      throw new ToolError(`this tenant's workspaces may hold ${this.tenantMaxBytes} bytes on this server (FORKLINE_TENANT_WORKSPACES_MAX_BYTES), and this one would make them ${total()}; delete or shorten files first`);
+      throw new ToolError(
+        `this tenant's workspaces may hold ${this.tenantMaxBytes} bytes on this server (FORKLINE_TENANT_WORKSPACES_MAX_BYTES), and this one would make them ${total()}; delete or shorten files first`,
+      );
     }
   }
 
@@ -360,7 +370,8 @@ export class FileWorkspace {
     this.usage.set(rel, content.byteLength);
     const [bytes, entries] = [this.usage.bytes, this.usage.entries];
     this.usage.set(rel, old ? old.size : null);
-    if (bytes > maxBytes) throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${bytes} bytes; delete or shorten files first`);
+    if (bytes > maxBytes)
+      throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${bytes} bytes; delete or shorten files first`);
     if (entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories: delete a file before adding "${rel}"`);
     try {
       const st = await fs.lstat(abs);
@@ -494,11 +505,13 @@ export class FileWorkspace {
     // Directories count as entries too, empty ones included (a walk sees those).
     const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedDirs : 0));
     const tooBig = changes.find((c) => c.size > maxFileBytes);
-    const problem =
-      tooBig ? `a file holds at most ${maxFileBytes} bytes, and ${tooBig.path} has ${tooBig.size}`
-      : usage.bytes > maxBytes ? `the workspace quota is ${maxBytes} bytes, and the files came to ${usage.bytes}`
-      : entries > maxFiles ? `the workspace quota is ${maxFiles} files and directories, and there came to be ${entries}`
-      : undefined;
+    const problem = tooBig
+      ? `a file holds at most ${maxFileBytes} bytes, and ${tooBig.path} has ${tooBig.size}`
+      : usage.bytes > maxBytes
+        ? `the workspace quota is ${maxBytes} bytes, and the files came to ${usage.bytes}`
+        : entries > maxFiles
+          ? `the workspace quota is ${maxFiles} files and directories, and there came to be ${entries}`
+          : undefined;
     if (problem) throw new ToolError(problem);
     this.diskBytes = usage.bytes;
     await this.owner.makeRoom(this, usage.bytes);
@@ -506,4 +519,3 @@ export class FileWorkspace {
     return { changes, blobs };
   }
 }
-

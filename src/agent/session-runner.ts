@@ -312,9 +312,7 @@ export class SessionRunner {
       // A turn this runner did not start (its holder died) is observed only as it closes.
       const { provider, model } = this.modelConfig();
       this.turnObs ??= this.observer.turnStarted({ sessionId: this.sessionId, turn: open.turn, provider, model, recovered: true });
-      const synthetic = closers
-        .flatMap((c) => dataOf(c, 'tool/result') ?? [])
-        .map((d) => syntheticResult(d, 'interrupted'));
+      const synthetic = closers.flatMap((c) => dataOf(c, 'tool/result') ?? []).map((d) => syntheticResult(d, 'interrupted'));
       if (synthetic.length) this.turnObs.synthetic(synthetic);
     }
     this.endTurnObservation('interrupted');
@@ -392,8 +390,7 @@ export class SessionRunner {
         overBudget = err instanceof ModelError ? err.message : `compaction failed: ${(err as Error).message}`;
       }
       // A server the session's tool set names that did not start: said in the turn's log, not left for the model's "unknown tool".
-      const serversDown =
-        step === 1 ? this.deps.tools.failedServers(scope).filter((s) => serverAllowed(s.name, toolSet)) : [];
+      const serversDown = step === 1 ? this.deps.tools.failedServers(scope).filter((s) => serverAllowed(s.name, toolSet)) : [];
       await write([
         { type: 'step/start', data: { turn, step } },
         ...serversDown.map((s) => ({ type: TOOL_SERVER_DOWN, data: { turn, step, server: s.name, error: storable(s.error) } })),
@@ -405,7 +402,7 @@ export class SessionRunner {
       let streamed = ''; // what the user has seen of this step's answer (kept if they cancel)
       let answer;
       // A provider's context-overflow answer compacts the history and sends the request once more (docs/agents.md "Compaction").
-      for (let overflowCompacted = false; ; ) {
+      for (let overflowCompacted = false; ;) {
         messages = this.fold.conversation.messages();
         modelObs = this.turnObs?.modelCall({ step, provider: config.provider, model: config.model, messages });
         const obs = modelObs;
@@ -428,7 +425,12 @@ export class SessionRunner {
               // Each failed attempt is recorded in the step before the wait (docs/agents.md "Retries").
               onRetry: async (a) => {
                 obs?.retry(a);
-                await write([{ type: MODEL_RETRY, data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) } }]);
+                await write([
+                  {
+                    type: MODEL_RETRY,
+                    data: { turn, step, attempt: a.attempt, error: storable(a.error), delayMs: a.delayMs, ...(a.status ? { status: a.status } : {}) },
+                  },
+                ]);
               },
             },
           );
@@ -480,7 +482,12 @@ export class SessionRunner {
         if (this.stopReason) return this.closeStopped();
         this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
         const toolObs = this.turnObs?.toolCall({ step, call });
-        const { status, content, writes, kept, files } = await this.runTool(call, offered.find((t) => t.name === call.name), turn, step);
+        const { status, content, writes, kept, files } = await this.runTool(
+          call,
+          offered.find((t) => t.name === call.name),
+          turn,
+          step,
+        );
         toolObs?.end({ status, content });
         if (this.stopReason && status !== 'ok') {
           // Its result (and any change set) is not recorded: what it did to the files is undone when the directory is next needed.
@@ -538,7 +545,10 @@ export class SessionRunner {
     if (this.stopReason === 'turn-limit') {
       const message = this.turnLimitMessage;
       const step = open.step?.step ?? this.fold.state.lastStep;
-      await this.append([...closers, { type: 'plugin/agent/error', data: { turn, step, message } }, { type: 'turn/end', data: { turn, reason: 'failed' } }], true);
+      await this.append(
+        [...closers, { type: 'plugin/agent/error', data: { turn, step, message } }, { type: 'turn/end', data: { turn, reason: 'failed' } }],
+        true,
+      );
       this.endTurnObservation('failed', message);
       return;
     }
@@ -553,12 +563,7 @@ export class SessionRunner {
     return { tenant: this.fold.tenant };
   }
 
-  private async runTool(
-    call: ToolCall,
-    tool: Tool | undefined,
-    turn: number,
-    step: number,
-  ): Promise<ToolRun> {
+  private async runTool(call: ToolCall, tool: Tool | undefined, turn: number, step: number): Promise<ToolRun> {
     const writes: Array<{ key: string; value: string }> = [];
     const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
     if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes, kept };
@@ -618,7 +623,17 @@ export class SessionRunner {
         now: this.deps.now,
         timeoutMs: this.deps.toolTimeoutMs,
         onProgress: (p) =>
-          this.deps.onUpdate({ sessionId: this.sessionId, kind: 'TOOL_PROGRESS', turn, step, callId: call.id, toolName: call.name, progress: p.progress, total: p.total, text: p.message }),
+          this.deps.onUpdate({
+            sessionId: this.sessionId,
+            kind: 'TOOL_PROGRESS',
+            turn,
+            step,
+            callId: call.id,
+            toolName: call.name,
+            progress: p.progress,
+            total: p.total,
+            text: p.message,
+          }),
         record: (event) => void kept.push(event),
         files,
       });

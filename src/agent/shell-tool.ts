@@ -58,7 +58,9 @@ export function shellTool(runner: ShellRunner): Tool {
     run: async ({ command }, ctx) => {
       if (!ctx.files) throw new ToolError('this process has no file workspaces');
       if ('refused' in runner) {
-        throw new ToolError(`the shell is switched off on this server: ${runner.refused}, and commands run only in a sandbox (the operator may install bubblewrap, or set FORKLINE_SHELL=unsandboxed)`);
+        throw new ToolError(
+          `the shell is switched off on this server: ${runner.refused}, and commands run only in a sandbox (the operator may install bubblewrap, or set FORKLINE_SHELL=unsandboxed)`,
+        );
       }
       const dir = await ctx.files.ready();
       const [file, args] = commandLine(dir, command, runner);

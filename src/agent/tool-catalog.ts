@@ -30,12 +30,16 @@ export interface ToolServerStatus {
 /** How the shell will run, said once at start-up: sandboxed, refused (and why), or unsandboxed because the operator said so. */
 function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log: (msg: string) => void): ShellRunner {
   if (mode === 'unsandboxed') {
-    log('FORKLINE_SHELL=unsandboxed: shell commands run as this OS user with no sandbox (they can read any file this user can, and reach the network; docs/operations.md "Threat model")');
+    log(
+      'FORKLINE_SHELL=unsandboxed: shell commands run as this OS user with no sandbox (they can read any file this user can, and reach the network; docs/operations.md "Threat model")',
+    );
     return { unsandboxed: true };
   }
   const problem = sandboxProblem(bwrap);
   if (!problem) return { bwrap: bwrap! };
-  log(`FORKLINE_SHELL=on but ${problem}: every shell call is refused. Install bubblewrap (apt-get install bubblewrap), or set FORKLINE_SHELL=unsandboxed to run commands without a sandbox (docs/operations.md "Threat model")`);
+  log(
+    `FORKLINE_SHELL=on but ${problem}: every shell call is refused. Install bubblewrap (apt-get install bubblewrap), or set FORKLINE_SHELL=unsandboxed to run commands without a sandbox (docs/operations.md "Threat model")`,
+  );
   return { refused: problem };
 }
 
@@ -64,7 +68,8 @@ export class ToolCatalog {
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
     if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
-      const listing = isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
+      const listing =
+        isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
       this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, listing && this.mcpHome()), config });
     }
   }

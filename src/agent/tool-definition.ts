@@ -43,7 +43,6 @@ export interface Tool extends ToolDefinition {
   run(args: unknown, ctx: ToolContext): Promise<string>;
 }
 
-
 /**
  * A tool from one zod schema of its arguments: the JSON Schema the model sees
  * is generated from it, and `run` gets the arguments parsed by it (invalid

@@ -63,7 +63,8 @@ export const BUILTIN_TOOLS: Tool[] = [
     }),
     effect: 'side-effects',
     run: async ({ key, value, delayMs }, ctx) => {
-      if (!(await ctx.workspace.hasRoomFor(key))) throw new ToolError(`the note store is full (${WORKSPACE_MAX_KEYS} notes): overwrite an existing note instead`);
+      if (!(await ctx.workspace.hasRoomFor(key)))
+        throw new ToolError(`the note store is full (${WORKSPACE_MAX_KEYS} notes): overwrite an existing note instead`);
       ctx.workspace.write(key, value);
       if (delayMs) await abortableSleep(delayMs, ctx.signal);
       return `wrote note "${key}"`;

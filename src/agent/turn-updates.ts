@@ -5,15 +5,7 @@
 import type { LogEvent } from '../core/events.ts';
 import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
 
-export type TurnUpdateKind =
-  | 'TURN_STARTED'
-  | 'STEP_STARTED'
-  | 'TEXT_DELTA'
-  | 'TOOL_RUNNING'
-  | 'TOOL_PROGRESS'
-  | 'TOOL_FINISHED'
-  | 'STEP_ENDED'
-  | 'TURN_ENDED';
+export type TurnUpdateKind = 'TURN_STARTED' | 'STEP_STARTED' | 'TEXT_DELTA' | 'TOOL_RUNNING' | 'TOOL_PROGRESS' | 'TOOL_FINISHED' | 'STEP_ENDED' | 'TURN_ENDED';
 
 export interface TurnUpdate {
   sessionId: string;
@@ -52,7 +44,16 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
         break;
       case 'tool/result': {
         const d = ev.data;
-        out.push({ sessionId, kind: 'TOOL_FINISHED', seq: e.seq, turn: d.turn, step: d.step, callId: d.callId, ...(d.name ? { toolName: d.name } : {}), status: d.status });
+        out.push({
+          sessionId,
+          kind: 'TOOL_FINISHED',
+          seq: e.seq,
+          turn: d.turn,
+          step: d.step,
+          callId: d.callId,
+          ...(d.name ? { toolName: d.name } : {}),
+          status: d.status,
+        });
         break;
       }
       case 'step/end':

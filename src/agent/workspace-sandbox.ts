@@ -50,7 +50,20 @@ export function findBubblewrap(pathVar = process.env.PATH ?? ''): string | undef
 /** Top-level system directories a command needs (programs, libraries); each a read-only bind, or a symlink where the system has one (merged /usr). */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /** Of /etc, only what programs need to start and behave (no service's configuration). */
-const ETC_ENTRIES = ['alternatives', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'ssl', 'ca-certificates', 'passwd', 'group', 'nsswitch.conf', 'mime.types', 'gitconfig'];
+const ETC_ENTRIES = [
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'ssl',
+  'ca-certificates',
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'mime.types',
+  'gitconfig',
+];
 
 function systemMounts(): string[] {
   const args: string[] = [];
@@ -78,11 +91,17 @@ function systemMounts(): string[] {
 export function sandboxArgs(dir: string, argv: string[]): string[] {
   return [
     ...systemMounts(),
-    '--dev', '/dev',
-    '--proc', '/proc',
-    '--tmpfs', '/tmp',
-    '--bind', dir, dir,
-    '--chdir', dir,
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    dir,
+    dir,
+    '--chdir',
+    dir,
     '--unshare-all',
     '--unshare-pid',
     '--die-with-parent',

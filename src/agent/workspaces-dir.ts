@@ -34,7 +34,8 @@ export function prepareWorkspacesDir(dir: string, opts: { formerDefault?: string
   const stat = fs.lstatSync(dir);
   if (!stat.isDirectory()) throw new Error(`workspaces directory ${dir} is not a directory`);
   const uid = process.getuid?.();
-  if (uid !== undefined && stat.uid !== uid) throw new Error(`workspaces directory ${dir} belongs to another OS user (uid ${stat.uid}): set FORKLINE_WORKSPACES_DIR`);
+  if (uid !== undefined && stat.uid !== uid)
+    throw new Error(`workspaces directory ${dir} belongs to another OS user (uid ${stat.uid}): set FORKLINE_WORKSPACES_DIR`);
   fs.chmodSync(dir, 0o700);
   const repo = enclosingRepository(dir);
   if (repo) {

@@ -156,7 +156,12 @@ export class RunTranslator {
         for (const step of [...this.started]) this.endStep(step);
         if (ev.data.reason === 'completed') {
           this.finished = true;
-          this.emit({ type: EventType.RUN_FINISHED, threadId: this.run.threadId, runId: this.run.runId, result: { sessionId: this.run.threadId, turn: this.turn } });
+          this.emit({
+            type: EventType.RUN_FINISHED,
+            threadId: this.run.threadId,
+            runId: this.run.runId,
+            result: { sessionId: this.run.threadId, turn: this.turn },
+          });
         } else {
           this.fail(this.lastError ?? `the turn ended ${ev.data.reason}`, ev.data.reason.toUpperCase());
         }

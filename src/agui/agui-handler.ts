@@ -72,7 +72,14 @@ export function aguiHandler(opts: AguiOptions) {
 
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     if (req.method === 'OPTIONS' && guard.originAllowed(req) && Object.keys(cors(req)).length) {
-      res.writeHead(204, { ...cors(req), 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-max-age': '600' }).end();
+      res
+        .writeHead(204, {
+          ...cors(req),
+          'access-control-allow-methods': 'POST',
+          'access-control-allow-headers': 'authorization, content-type, accept',
+          'access-control-max-age': '600',
+        })
+        .end();
       return;
     }
     if (req.method !== 'POST') return replyError(res, 405, 'BAD_USER_INPUT', 'POST an AG-UI RunAgentInput to /agui', { allow: 'POST' });
@@ -87,7 +94,14 @@ export function aguiHandler(opts: AguiOptions) {
     let input: RunAgentInput;
     try {
       const parsed = RunAgentInputSchema.safeParse(JSON.parse(body.text));
-      if (!parsed.success) return replyError(res, 400, 'BAD_USER_INPUT', `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, cors(req));
+      if (!parsed.success)
+        return replyError(
+          res,
+          400,
+          'BAD_USER_INPUT',
+          `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+          cors(req),
+        );
       input = parsed.data;
     } catch {
       return replyError(res, 400, 'BAD_USER_INPUT', 'the body is not JSON', cors(req));
@@ -176,10 +190,20 @@ export function aguiHandler(opts: AguiOptions) {
       events = live.sessionEvents(sessionId, from - 1); // the log from there (catch-up), then live
       const recorded = retry && (await findFrom(sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
       if (!recorded) {
-        await store.append(sessionId, [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }], { scope });
+        await store.append(
+          sessionId,
+          [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }],
+          { scope },
+        );
       }
 
-      send({ type: EventType.RUN_STARTED, threadId: sessionId, runId: input.runId, protocolVersion: PROTOCOL_VERSION, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) });
+      send({
+        type: EventType.RUN_STARTED,
+        threadId: sessionId,
+        runId: input.runId,
+        protocolVersion: PROTOCOL_VERSION,
+        ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}),
+      });
       markStarted();
       // The thread before the run's turn, and the run's message; the stream brings the rest.
       const messages: Message[] = messagesOf(turnStart ? history.filter((e) => e.seq < turnStart.seq) : history);
@@ -214,7 +238,7 @@ export function aguiHandler(opts: AguiOptions) {
   /** The first event of `type` at or after `fromSeq` that `matches`, paging through the events of that type. */
   async function findFrom(sessionId: string, type: string, fromSeq: number, matches: (e: StoredEvent) => boolean): Promise<StoredEvent | undefined> {
     const PAGE = 50;
-    for (let from = fromSeq; ; ) {
+    for (let from = fromSeq; ;) {
       const page = await store.log.ofTypes(sessionId, [type], { fromSeq: from, toSeq: MAX_SEQ, limit: PAGE });
       const found = page.find(matches);
       if (found || page.length < PAGE) return found;

@@ -53,8 +53,7 @@ const chatRequestSchema = z.object({
 type ChatRequest = z.infer<typeof chatRequestSchema>;
 
 /** The session a chat id that is not a session id names in a tenant: derived, so no table maps them. */
-const chatSessionId = (tenant: string, chatId: string) =>
-  `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
+const chatSessionId = (tenant: string, chatId: string) => `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
 
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream',
@@ -73,10 +72,21 @@ export function chatHandler(opts: ChatOptions) {
     if (path !== '/chat' && !resume) return replyError(res, 404, 'BAD_USER_INPUT', 'POST /chat, or GET /chat/<id>/stream', cors(req));
     const method = resume ? 'GET' : 'POST';
     if (req.method === 'OPTIONS' && guard.originAllowed(req) && Object.keys(cors(req)).length) {
-      res.writeHead(204, { ...cors(req), 'access-control-allow-methods': method, 'access-control-allow-headers': 'authorization, content-type, accept', 'access-control-max-age': '600' }).end();
+      res
+        .writeHead(204, {
+          ...cors(req),
+          'access-control-allow-methods': method,
+          'access-control-allow-headers': 'authorization, content-type, accept',
+          'access-control-max-age': '600',
+        })
+        .end();
       return;
     }
-    if (req.method !== method) return replyError(res, 405, 'BAD_USER_INPUT', resume ? 'GET /chat/<id>/stream resumes an answer' : 'POST a useChat request to /chat', { allow: method, ...cors(req) });
+    if (req.method !== method)
+      return replyError(res, 405, 'BAD_USER_INPUT', resume ? 'GET /chat/<id>/stream resumes an answer' : 'POST a useChat request to /chat', {
+        allow: method,
+        ...cors(req),
+      });
     const principal = guard.callerOf(req, res, cors(req));
     if (!principal) return;
     const scope: Scope = { tenant: principal.tenant };
@@ -86,7 +96,8 @@ export function chatHandler(opts: ChatOptions) {
     } catch (err) {
       if (res.headersSent) throw err;
       if (err instanceof ForklineError) return replyError(res, err.code === 'SESSION_NOT_FOUND' ? 404 : 400, err.code, err.message, cors(req));
-      if (isDatabaseUnavailable(err)) return replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable; retry shortly', { 'retry-after': '1', ...cors(req) });
+      if (isDatabaseUnavailable(err))
+        return replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable; retry shortly', { 'retry-after': '1', ...cors(req) });
       throw err;
     }
   };
@@ -104,7 +115,10 @@ export function chatHandler(opts: ChatOptions) {
       return replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, cors(req));
     }
     const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
-    const text = lastUser?.parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+    const text = lastUser?.parts
+      .filter((p) => p.type === 'text' && typeof p.text === 'string')
+      .map((p) => p.text)
+      .join('\n');
     if (input.trigger === 'submit-message') {
       if (!text) return replyError(res, 400, 'BAD_USER_INPUT', 'the last user message holds no text to send', cors(req));
       parseInput(messageTextSchema, text, 'the last user message');
@@ -159,7 +173,13 @@ export function chatHandler(opts: ChatOptions) {
   }
 
   /** Streams the answer to `inputId` from the log after `afterSeq`, then live, until its turn ends or the client leaves. */
-  async function stream(res: http.ServerResponse, req: http.IncomingMessage, scope: Scope, meta: { chatId: string; sessionId: string; inputId: string }, afterSeq: number): Promise<void> {
+  async function stream(
+    res: http.ServerResponse,
+    req: http.IncomingMessage,
+    scope: Scope,
+    meta: { chatId: string; sessionId: string; inputId: string },
+    afterSeq: number,
+  ): Promise<void> {
     // Held open like an SSE subscription (the tenant's caps).
     const capped = guard.openStream(res, scope.tenant);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
@@ -230,7 +250,8 @@ export function chatHandler(opts: ChatOptions) {
     return {
       event: (seq) => store.log.event(sessionId, seq),
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
-      turnRecord: (fromSeq, toSeq) => store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000 }),
+      turnRecord: (fromSeq, toSeq) =>
+        store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000 }),
     };
   }
 }

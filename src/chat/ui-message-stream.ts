@@ -95,7 +95,13 @@ export class ChatAnswer {
         const d = dataOf(result, 'tool/result');
         if (!d) break;
         if (d.status === 'ok') this.emit({ type: 'tool-output-available', toolCallId: d.callId, output: d.content, dynamic: true });
-        else this.emit({ type: 'tool-output-error', toolCallId: d.callId, errorText: d.status === 'error' ? d.content : `${d.status}: ${d.content}`, dynamic: true });
+        else
+          this.emit({
+            type: 'tool-output-error',
+            toolCallId: d.callId,
+            errorText: d.status === 'error' ? d.content : `${d.status}: ${d.content}`,
+            dynamic: true,
+          });
         break;
       }
       case 'STEP_ENDED':

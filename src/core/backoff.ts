@@ -49,7 +49,10 @@ export function backoffDelay(attempt: number, { initialMs, maxMs, factor = 2, ji
  */
 export function retryAfterMs(headers: Record<string, string | undefined> | undefined, now: number): number | undefined {
   if (!headers) return undefined;
-  const get = (name: string) => Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1]?.trim();
+  const get = (name: string) =>
+    Object.entries(headers)
+      .find(([k]) => k.toLowerCase() === name)?.[1]
+      ?.trim();
   const ms = get('retry-after-ms');
   if (ms && /^\d+(\.\d+)?$/.test(ms)) return Math.round(Number(ms));
   const after = get('retry-after');

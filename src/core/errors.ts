@@ -31,8 +31,6 @@ export class ForklineError extends Error {
   }
 }
 
-export const badInput = (message: string, details?: Record<string, unknown>) =>
-  new ForklineError('BAD_USER_INPUT', message, details);
+export const badInput = (message: string, details?: Record<string, unknown>) => new ForklineError('BAD_USER_INPUT', message, details);
 
-export const sessionNotFound = (id: string) =>
-  new ForklineError('SESSION_NOT_FOUND', `session ${id} not found`, { sessionId: id });
+export const sessionNotFound = (id: string) => new ForklineError('SESSION_NOT_FOUND', `session ${id} not found`, { sessionId: id });

@@ -85,7 +85,9 @@ const v4 = {
   'model/message': v3['model/message'].extend({
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
-    usage: z.strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() }).optional(),
+    usage: z
+      .strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() })
+      .optional(),
   }),
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
@@ -158,9 +160,7 @@ export interface NewEvent {
 }
 
 function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((i) => `${['data', ...i.path].join('.')}: ${i.message}`)
-    .join('; ');
+  return error.issues.map((i) => `${['data', ...i.path].join('.')}: ${i.message}`).join('; ');
 }
 
 /**

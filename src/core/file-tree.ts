@@ -74,16 +74,18 @@ const MAX_RECORDED_SIZE = 2 ** 31 - 1;
 /** `plugin/files/change` data, validated at every door (core/events.ts decodes it like a core event). */
 export const filesChangeDataSchema = z.strictObject({
   callId: z.string().min(1).max(256),
-  changes: z.array(
-    z.strictObject({
-      path: z.string().superRefine((p, ctx) => {
-        const problem = changeSetPathProblem(p);
-        if (problem) ctx.addIssue({ code: 'custom', message: `path ${JSON.stringify(p)} is refused: ${problem}` });
+  changes: z
+    .array(
+      z.strictObject({
+        path: z.string().superRefine((p, ctx) => {
+          const problem = changeSetPathProblem(p);
+          if (problem) ctx.addIssue({ code: 'custom', message: `path ${JSON.stringify(p)} is refused: ${problem}` });
+        }),
+        hash: z.string().regex(FILE_HASH, 'a sha-256 in lower-case hex').nullable(),
+        size: z.number().int().min(0).max(MAX_RECORDED_SIZE),
       }),
-      hash: z.string().regex(FILE_HASH, 'a sha-256 in lower-case hex').nullable(),
-      size: z.number().int().min(0).max(MAX_RECORDED_SIZE),
-    }),
-  ).max(1_000_000),
+    )
+    .max(1_000_000),
 });
 
 /** What one session's tree may hold (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES; docs/files.md "Limits"). */
@@ -161,11 +163,16 @@ export class TreeUsage {
  * past the quota (a fork at any event would make that tree on disk), or
  * undefined. Folds into `tree`.
  */
-export function firstOverQuota(tree: FileTree, changeSets: Iterable<{ seq: number; data: FilesChangeData }>, limits: WorkspaceLimits): { seq: number; problem: string } | undefined {
+export function firstOverQuota(
+  tree: FileTree,
+  changeSets: Iterable<{ seq: number; data: FilesChangeData }>,
+  limits: WorkspaceLimits,
+): { seq: number; problem: string } | undefined {
   const usage = new TreeUsage(tree.values());
   for (const cs of changeSets) {
     for (const c of cs.data.changes) {
-      if (c.hash !== null && c.size > limits.maxFileBytes) return { seq: cs.seq, problem: `a file holds at most ${limits.maxFileBytes} bytes, and "${c.path}" has ${c.size}` };
+      if (c.hash !== null && c.size > limits.maxFileBytes)
+        return { seq: cs.seq, problem: `a file holds at most ${limits.maxFileBytes} bytes, and "${c.path}" has ${c.size}` };
       usage.set(c.path, c.hash === null ? null : c.size);
     }
     foldFileTree([cs], tree);
@@ -193,7 +200,9 @@ export function foldFileTree(changeSets: Iterable<{ seq: number; data: FilesChan
 /** The entries of a tree under `dir` ('' : all), in path order. */
 export function listTree(tree: FileTree, dir = ''): FileEntry[] {
   const prefix = dir ? `${dir}/` : '';
-  return [...tree.values()].filter((e) => !prefix || e.path.startsWith(prefix) || e.path === dir).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return [...tree.values()]
+    .filter((e) => !prefix || e.path.startsWith(prefix) || e.path === dir)
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 export type FileChangeKind = 'ADDED' | 'CHANGED' | 'DELETED';

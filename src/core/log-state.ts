@@ -216,7 +216,8 @@ export class LogState {
       }
       case 'surface/replace': {
         const d = ev.data;
-        if (d.fromSeq > d.toSeq || d.toSeq >= e.seq) return fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
+        if (d.fromSeq > d.toSeq || d.toSeq >= e.seq)
+          return fail('surface range', `surface/replace ${d.fromSeq}..${d.toSeq} must cover earlier events (seq ${e.seq})`);
         return undefined;
       }
       case 'session/title':

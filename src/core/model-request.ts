@@ -161,9 +161,7 @@ export class Conversation {
     return {
       role: 'assistant',
       content: d.text === '' && calls.length ? null : d.text,
-      ...(calls.length
-        ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
-        : {}),
+      ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
     };
   }
 

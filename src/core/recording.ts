@@ -8,13 +8,7 @@ import { unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
 import { dataOf } from './core-event.ts';
-import {
-  CURRENT_FORMAT_VERSION,
-  FORMAT_VERSIONS,
-  decodeEvent,
-  type FormatVersion,
-  type LogEvent,
-} from './events.ts';
+import { CURRENT_FORMAT_VERSION, FORMAT_VERSIONS, decodeEvent, type FormatVersion, type LogEvent } from './events.ts';
 
 export const RECORDING_FORMAT = 'forkline.recording';
 export const MAX_RECORDING_BYTES = 64 * 1024 * 1024;
@@ -87,11 +81,9 @@ export interface RecordingSummary {
 /** The line of a recording that holds the event at `seq` (the header is line 1; events follow in seq order, one a line). */
 export const lineOfSeq = (seq: number) => seq + 2;
 
-const fail = (line: number, rule: string, detail: string) =>
-  new ForklineError('BAD_USER_INPUT', `line ${line}: ${rule}: ${detail}`, { line, rule });
+const fail = (line: number, rule: string, detail: string) => new ForklineError('BAD_USER_INPUT', `line ${line}: ${rule}: ${detail}`, { line, rule });
 
-const describeIssues = (error: z.ZodError) =>
-  error.issues.map((i) => `${i.path.join('.') || 'line'}: ${i.message}`).join('; ');
+const describeIssues = (error: z.ZodError) => error.issues.map((i) => `${i.path.join('.') || 'line'}: ${i.message}`).join('; ');
 
 function parseHeader(value: unknown, line: number): RecordingHeader {
   const v = value as Partial<Record<string, unknown>> | null;

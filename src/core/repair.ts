@@ -4,18 +4,14 @@ import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
 import { foldLog, type OpenTail } from './log-state.ts';
 import type { ToolEffect, ToolEffectLookup } from './tools.ts';
 
-export type RepairCause =
-  | { kind: 'interrupted'; sessionId: string }
-  | { kind: 'forked'; parentSessionId: string; cutSeq: number };
+export type RepairCause = { kind: 'interrupted'; sessionId: string } | { kind: 'forked'; parentSessionId: string; cutSeq: number };
 
 /** What is open at the end of `events` (see LogState); `events` may be any suffix of a log that starts at or before the last `turn/start`. */
 export const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
 
 /** Deterministic: the same cause and call always give the same id. */
 export function syntheticResultId(cause: RepairCause, callId: string): string {
-  return cause.kind === 'forked'
-    ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}`
-    : `interrupted:${cause.sessionId}:${callId}`;
+  return cause.kind === 'forked' ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}` : `interrupted:${cause.sessionId}:${callId}`;
 }
 
 function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {
@@ -46,8 +42,7 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
       ? `No result for tool call "${call.name}" (${call.id}) is recorded in this branch: ` +
         `it was forked at event ${cause.cutSeq} of session ${cause.parentSessionId} before the result was recorded, ` +
         `so the record is missing here. The parent session may have executed the call after the cut.`
-      : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` +
-        `so its effect is unknown.`;
+      : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` + `so its effect is unknown.`;
   return `${head} ${call.files ? restoredFiles(cause, call, effect) : retryAdvice(call, effect)}`;
 }
 

@@ -20,7 +20,12 @@ function canonical(tools: readonly RunnerTool[]): string {
 
 function sortedKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortedKeys);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortedKeys((v as Record<string, unknown>)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortedKeys((v as Record<string, unknown>)[k])]),
+    );
   return v;
 }
 
@@ -57,10 +62,13 @@ export function withDeclaredEffects(events: NewEvent[], declared: readonly Runne
       if (!call || typeof call !== 'object' || !effect) return call;
       if (call.effect === undefined) return { ...call, effect };
       if (call.effect !== effect) {
-        throw badInput(`event ${firstSeq + i} (model/message): call of "${call.name}" says effect "${String(call.effect)}", but the runner declared "${effect}"`, {
-          rule: 'call effect',
-          seq: firstSeq + i,
-        });
+        throw badInput(
+          `event ${firstSeq + i} (model/message): call of "${call.name}" says effect "${String(call.effect)}", but the runner declared "${effect}"`,
+          {
+            rule: 'call effect',
+            seq: firstSeq + i,
+          },
+        );
       }
       return call;
     });

@@ -65,7 +65,10 @@ function observeQueries(pool: pg.Pool, observe: QueryObserver) {
       const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as (err: unknown, r: Result) => void) : undefined;
       if (cb) return query(...args, (err: unknown, r: Result) => (err || observe(sql, rowsOf(r), params), cb(err, r)));
       const out = query(...args) as Promise<Result> | undefined;
-      out?.then?.((r) => observe(sql, rowsOf(r), params), () => {});
+      out?.then?.(
+        (r) => observe(sql, rowsOf(r), params),
+        () => {},
+      );
       return out;
     };
   });

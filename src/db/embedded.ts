@@ -157,12 +157,7 @@ export async function startEmbeddedPostgres(
       createPostgresUser: isRoot,
       onLog: remember,
       onError: (e) => remember(String(e)),
-      postgresFlags: [
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', 'unix_socket_directories=',
-        '-c', 'max_connections=500',
-        '-c', 'fsync=on',
-      ],
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=500', '-c', 'fsync=on'],
     });
     try {
       if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();

@@ -21,7 +21,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT
 /** Prisma's codes for the same situations (its pg adapter wraps the driver's errors). */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 
-const MESSAGES = /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|Connection ended|server closed the connection|too many clients|terminating connection/i;
+const MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|Connection ended|server closed the connection|too many clients|terminating connection/i;
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {

@@ -11,7 +11,13 @@ const seqCursor = z
   .string()
   .regex(/^-?\d{1,10}$/, 'must be a cursor returned by this connection')
   .transform(Number)
-  .pipe(z.number().int().min(-1).max(2 ** 31 - 1));
+  .pipe(
+    z
+      .number()
+      .int()
+      .min(-1)
+      .max(2 ** 31 - 1),
+  );
 
 /** Types a filter names at most (each is its own index scan). */
 export const MAX_FILTER_TYPES = 20;

@@ -85,7 +85,13 @@ function fieldNames(set: SelectionSetNode | undefined, fragments: Fragments, out
 }
 
 /** Sub-selections of the fields named `name` in a selection set, through fragments. */
-function subSelections(set: SelectionSetNode | undefined, name: string, fragments: Fragments, out: SelectionSetNode[] = [], seen = new Set<string>()): SelectionSetNode[] {
+function subSelections(
+  set: SelectionSetNode | undefined,
+  name: string,
+  fragments: Fragments,
+  out: SelectionSetNode[] = [],
+  seen = new Set<string>(),
+): SelectionSetNode[] {
   for (const s of set?.selections ?? []) {
     if (s.kind === Kind.FIELD) {
       if (s.name.value === name && s.selectionSet) out.push(s.selectionSet);
@@ -123,13 +129,19 @@ export const selectsOnlyId = perSelection((info): boolean => {
 
 /** The columns a field returning a Session (session(id), parent) needs. */
 export const sessionColumns = perSelection((info): SessionColumn[] | null =>
-  columnsOf(info.fieldNodes.flatMap((f) => (f.selectionSet ? [f.selectionSet] : [])), info.fragments),
+  columnsOf(
+    info.fieldNodes.flatMap((f) => (f.selectionSet ? [f.selectionSet] : [])),
+    info.fragments,
+  ),
 );
 
 /** The columns a SessionConnection field (sessions, children) needs for its nodes. */
 export const sessionConnectionColumns = perSelection((info): SessionColumn[] | null => {
   const edges = info.fieldNodes.flatMap((f) => subSelections(f.selectionSet, 'edges', info.fragments));
-  return columnsOf(edges.flatMap((e) => subSelections(e, 'node', info.fragments)), info.fragments);
+  return columnsOf(
+    edges.flatMap((e) => subSelections(e, 'node', info.fragments)),
+    info.fragments,
+  );
 });
 
 /**

@@ -82,7 +82,13 @@ export class SessionController {
    * after the anchor (omitted or past the end: the last one), selected inside the
    * fork's own snapshot so a running parent cannot leak later events in.
    */
-  async branchSession(scope: Scope, sessionId: string, anchorSeq: number | undefined, overrides: ChildOverrides = {}, idem: Idempotency = {}): Promise<ForkResult> {
+  async branchSession(
+    scope: Scope,
+    sessionId: string,
+    anchorSeq: number | undefined,
+    overrides: ChildOverrides = {},
+    idem: Idempotency = {},
+  ): Promise<ForkResult> {
     return this.fork(scope, 'branchSession', sessionId, { anchorSeq }, overrides, idem);
   }
 
@@ -128,7 +134,16 @@ export class SessionController {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
     for (const v of variants) if (v.model) this.checkModel(v.model);
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
-    const hashed = { sessionId, cut, variants: variants.map((v) => ({ title: v.title ?? undefined, model: v.model ?? undefined, message: v.message ?? undefined, instructions: v.instructions ?? undefined })) };
+    const hashed = {
+      sessionId,
+      cut,
+      variants: variants.map((v) => ({
+        title: v.title ?? undefined,
+        model: v.model ?? undefined,
+        message: v.message ?? undefined,
+        instructions: v.instructions ?? undefined,
+      })),
+    };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
       this.call(scope, 'fanOut', hashed, idem),
       (beforeCommit) => this.store.forkMany(scope, sessionId, cut, variants, { beforeCommit }),
@@ -149,7 +164,12 @@ export class SessionController {
   }
 
   /** Queues a user input in the durable inbox and wakes the session's agent. */
-  async sendMessage(scope: Scope, sessionId: string, text: string, idem: Idempotency = {}): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
+  async sendMessage(
+    scope: Scope,
+    sessionId: string,
+    text: string,
+    idem: Idempotency = {},
+  ): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
     const call = this.call(scope, 'sendMessage', { sessionId, text }, idem);
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
     const claimFor = this.host.reserveClaim(sessionId, scope.tenant);
@@ -182,7 +202,12 @@ export class SessionController {
     return r;
   }
 
-  async importRecording(scope: Scope, source: RecordingSource, idem: Idempotency = {}, limits: { maxBytes?: number; maxLineBytes?: number } = {}): Promise<SessionRow> {
+  async importRecording(
+    scope: Scope,
+    source: RecordingSource,
+    idem: Idempotency = {},
+    limits: { maxBytes?: number; maxLineBytes?: number } = {},
+  ): Promise<SessionRow> {
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
       (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, ...limits }),

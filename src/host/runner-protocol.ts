@@ -202,10 +202,20 @@ export class RunnerProtocol {
    * lease back in the same statement. Turn updates derived from what was
    * stored go to sessionTurns subscribers, as forkline's runner sends them.
    */
-  async append(scope: Scope, sessionId: string, token: number, expectedEventCount: number, events: NewEvent[], opts: { release?: boolean } = {}): Promise<RunnerAppend> {
+  async append(
+    scope: Scope,
+    sessionId: string,
+    token: number,
+    expectedEventCount: number,
+    events: NewEvent[],
+    opts: { release?: boolean } = {},
+  ): Promise<RunnerAppend> {
     for (const [i, e] of events.entries()) {
       if (NOT_A_RUNNERS.has(e.type)) {
-        throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, { rule: 'runner events', seq: expectedEventCount + i });
+        throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, {
+          rule: 'runner events',
+          seq: expectedEventCount + i,
+        });
       }
     }
     await this.checkFileChanges(scope, sessionId, token, expectedEventCount, events);
@@ -281,15 +291,24 @@ export class RunnerProtocol {
         : { events: await this.deps.store.append(sessionId, events, { scope, expectedEventCount, lease }), released: false };
     } catch (err) {
       if (err instanceof ForklineError && err.code === 'SESSION_BUSY' && err.details?.leaseLost) {
-        throw new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not held under token ${token} (taken over, or given back): nothing was written`, { sessionId });
+        throw new ForklineError(
+          'LEASE_LOST',
+          `the lease on session ${sessionId} is not held under token ${token} (taken over, or given back): nothing was written`,
+          { sessionId },
+        );
       }
       // A stale runner's batch rarely fits the log as it is now: it is told it lost the lease, not which rule it broke.
-      if (err instanceof ForklineError && (err.code === 'SESSION_BUSY' || err.code === 'BAD_USER_INPUT')) await this.leases.held(scope.tenant, sessionId, token);
+      if (err instanceof ForklineError && (err.code === 'SESSION_BUSY' || err.code === 'BAD_USER_INPUT'))
+        await this.leases.held(scope.tenant, sessionId, token);
       if (err instanceof ForklineError && err.code === 'SESSION_BUSY') {
-        throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${err.details?.eventCount ?? 'more'} events, not the ${expectedEventCount} expected; read it again`, {
-          sessionId,
-          eventCount: err.details?.eventCount,
-        });
+        throw new ForklineError(
+          'SESSION_BUSY',
+          `session ${sessionId} has ${err.details?.eventCount ?? 'more'} events, not the ${expectedEventCount} expected; read it again`,
+          {
+            sessionId,
+            eventCount: err.details?.eventCount,
+          },
+        );
       }
       throw err;
     }
@@ -362,7 +381,14 @@ export class RunnerProtocol {
     if (estimatedTokens <= threshold) return null;
     const throughSeq = fold.lastTurnEndSeq;
     if (throughSeq <= (fold.compaction.lastCompleted?.toSeq ?? -1)) return null;
-    return { reason: 'automatic', fromSeq: 0, throughSeq, estimatedTokens, thresholdTokens: threshold, messages: fold.conversation.messagesThrough(throughSeq) };
+    return {
+      reason: 'automatic',
+      fromSeq: 0,
+      throughSeq,
+      estimatedTokens,
+      thresholdTokens: threshold,
+      messages: fold.conversation.messagesThrough(throughSeq),
+    };
   }
 
   private modelOf(fold: SessionFold) {

@@ -20,7 +20,6 @@ import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { Backoff } from '../core/backoff.ts';
 
-
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 
 /**
@@ -427,7 +426,8 @@ export class SessionHost {
       // A summary is a model call like a turn's: it takes an agent slot under
       // the same caps (the process's, the tenant's share), waiting for one.
       if (!this.hasRoomFor(tenant)) {
-        if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `no agent slot is free for this tenant (its share is ${this.maxPerTenant} of ${this.maxActive}); try again`);
+        if (Date.now() > deadline)
+          throw new ForklineError('SESSION_BUSY', `no agent slot is free for this tenant (its share is ${this.maxPerTenant} of ${this.maxActive}); try again`);
         await this.slotFreed(backoff.next());
         continue;
       }

@@ -95,7 +95,9 @@ function enforceRate(req: http.IncomingMessage, res: http.ServerResponse, rate: 
     if (moved >= minBytes) return;
     stop();
     if (!res.headersSent) {
-      replyError(res, 408, 'REQUEST_TIMEOUT', `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`, { connection: 'close' });
+      replyError(res, 408, 'REQUEST_TIMEOUT', `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`, {
+        connection: 'close',
+      });
     }
     socket.destroy();
   }, rate.windowMs);
@@ -133,5 +135,4 @@ export class AddressConnections {
     });
     return true;
   }
-
 }

@@ -133,7 +133,7 @@ export class Guard {
   async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined, busy: () => boolean): Promise<boolean> {
     if (!(await this.tokens.lookUp(authorization, socket))) return false;
     const { principal, refused } = this.gate.authenticate(authorization, address);
-    const over = principal ? this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant) : refused;
+    const over = principal ? (this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant)) : refused;
     if (principal && !over) {
       this.callers.set(socket, principal);
       this.tokens.watchSocket(principal, socket);

@@ -39,9 +39,7 @@ export function refuseTooLarge(req: http.IncomingMessage, res: http.ServerRespon
   replyError(res, 413, refusal.code, refusal.message, { connection: 'close' });
 }
 
-
-export const hasBody = (req: http.IncomingMessage) =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+export const hasBody = (req: http.IncomingMessage) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /**
  * Reads a request body within `limit` bytes, as strict UTF-8: its bytes and

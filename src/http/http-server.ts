@@ -113,7 +113,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     watchBody(req, res, bodyRate);
     const path = (req.url ?? '/').split('?')[0];
     const route = path.startsWith('/chat/') ? '/chat' : path;
-    if (metrics) res.once('finish', () => metrics.httpRequests.inc({ route: ROUTES.has(route) ? route : 'other', method: METHODS.has(req.method ?? '') ? req.method! : 'other', status: res.statusCode }));
+    if (metrics)
+      res.once('finish', () =>
+        metrics.httpRequests.inc({
+          route: ROUTES.has(route) ? route : 'other',
+          method: METHODS.has(req.method ?? '') ? req.method! : 'other',
+          status: res.statusCode,
+        }),
+      );
     try {
       if (!(await guard.admit(req, res, path))) return;
       if (path === '/graphql') return await graphql.http(req, res);

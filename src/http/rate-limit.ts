@@ -26,5 +26,4 @@ export class TokenBuckets {
   }
 }
 
-export const rateLimitedMessage = (retryAfterSeconds: number) =>
-  `rate limit exceeded for this API token; retry in ${Math.ceil(retryAfterSeconds)} s`;
+export const rateLimitedMessage = (retryAfterSeconds: number) => `rate limit exceeded for this API token; retry in ${Math.ceil(retryAfterSeconds)} s`;

@@ -34,7 +34,12 @@ const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'app
 
 export interface RecordingUploadOptions {
   /** Imports the spooled recording (SessionController.importRecording: idempotency keys included). */
-  importRecording: (scope: { tenant: string }, source: RecordingSource, idem: Idempotency, limits: { maxBytes: number; maxLineBytes: number }) => Promise<SessionRow>;
+  importRecording: (
+    scope: { tenant: string },
+    source: RecordingSource,
+    idem: Idempotency,
+    limits: { maxBytes: number; maxLineBytes: number },
+  ) => Promise<SessionRow>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
@@ -57,7 +62,10 @@ class TooLarge extends Error {
   }
 }
 class SpoolFull extends Error {}
-const tooLarge = (limit: number) => ({ code: 'BAD_USER_INPUT', message: `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)` });
+const tooLarge = (limit: number) => ({
+  code: 'BAD_USER_INPUT',
+  message: `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`,
+});
 const lineTooLong = (limit: number, line: number) => ({
   code: 'BAD_USER_INPUT',
   message: `line ${line}: size: a line is longer than the limit of ${limit} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`,
@@ -110,10 +118,16 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     const running = inProgress.get(tenant) ?? 0;
     if (running >= uploadsPerTenant) {
       // Refused before the body is read: the connection closes with the answer.
-      return error(res, 429, 'RATE_LIMITED', `at most ${uploadsPerTenant} recording uploads of a tenant run at once (FORKLINE_MAX_UPLOADS_PER_TENANT); retry when one has finished`, {
-        'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
-        connection: 'close',
-      });
+      return error(
+        res,
+        429,
+        'RATE_LIMITED',
+        `at most ${uploadsPerTenant} recording uploads of a tenant run at once (FORKLINE_MAX_UPLOADS_PER_TENANT); retry when one has finished`,
+        {
+          'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
+          connection: 'close',
+        },
+      );
     }
     inProgress.set(tenant, running + 1);
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
@@ -167,16 +181,23 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       release();
       if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
       else if (err instanceof SpoolFull) {
-        error(res, 503, 'SERVICE_UNAVAILABLE', `uploads in progress would spool more than ${spoolMaxBytes} bytes (FORKLINE_UPLOAD_SPOOL_MAX_BYTES); retry shortly`, {
-          'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
-          connection: 'close',
-        });
+        error(
+          res,
+          503,
+          'SERVICE_UNAVAILABLE',
+          `uploads in progress would spool more than ${spoolMaxBytes} bytes (FORKLINE_UPLOAD_SPOOL_MAX_BYTES); retry shortly`,
+          {
+            'retry-after': String(UPLOAD_RETRY_AFTER_SECONDS),
+            connection: 'close',
+          },
+        );
       } else if (err instanceof ForklineError) error(res, err.details?.rule === 'size' ? 413 : 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);
-        error(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) });
-      }
-      else if (!res.headersSent) {
+        error(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', {
+          'retry-after': String(RETRY_AFTER_SECONDS),
+        });
+      } else if (!res.headersSent) {
         const requestId = randomUUID().slice(0, 8);
         opts.log(`recording upload failed (request ${requestId})`, err);
         error(res, 500, 'INTERNAL_SERVER_ERROR', `Unexpected error (request ${requestId})`);

@@ -64,7 +64,14 @@ export class RequestGate {
   private decide(method: string | undefined, host: string | undefined, authorization: string | undefined, address: string | undefined): GateDecision {
     if (this.opts.loopbackOnly && !isAllowedLocalHost(host)) {
       this.opts.onRefused?.('host');
-      return { refused: { status: 403, code: 'FORBIDDEN', message: 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])', headers: {} } };
+      return {
+        refused: {
+          status: 403,
+          code: 'FORBIDDEN',
+          message: 'this local-mode server answers only to loopback host names (localhost, 127.0.0.1, [::1])',
+          headers: {},
+        },
+      };
     }
     if (method === 'OPTIONS') return {};
     const caller = this.authenticate(authorization, address);

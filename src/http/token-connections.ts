@@ -75,7 +75,9 @@ export class TokenConnections {
       return true;
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
-      replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', { 'retry-after': String(RETRY_AFTER_SECONDS) });
+      replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', {
+        'retry-after': String(RETRY_AFTER_SECONDS),
+      });
       return false;
     }
   }

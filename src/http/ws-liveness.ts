@@ -77,11 +77,14 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
         opts.onUnresponsive?.(socket);
         const closedAt = Date.now();
         let handedOverAt: number | undefined;
-        const closing = setInterval(() => {
-          if (!tcp || tcp.writableLength === 0) handedOverAt ??= Date.now(); // the close frame included
-          const now = Date.now();
-          if ((handedOverAt !== undefined && now - handedOverAt >= HANDSHAKE_MS) || now - closedAt >= closeGraceMs) socket.terminate();
-        }, Math.min(pingMs, HANDSHAKE_MS));
+        const closing = setInterval(
+          () => {
+            if (!tcp || tcp.writableLength === 0) handedOverAt ??= Date.now(); // the close frame included
+            const now = Date.now();
+            if ((handedOverAt !== undefined && now - handedOverAt >= HANDSHAKE_MS) || now - closedAt >= closeGraceMs) socket.terminate();
+          },
+          Math.min(pingMs, HANDSHAKE_MS),
+        );
         closing.unref();
         socket.on('close', () => clearInterval(closing));
         return;

@@ -50,7 +50,10 @@ export class ApiTokenStore {
    * expired): creations of one tenant take turns (a transaction lock on the
    * tenant), so concurrent ones cannot pass the count together.
    */
-  async create(input: { tenant: string; name: string; scopes: TokenScope[]; expiresAt: Date | null }, maxLive = Infinity): Promise<{ token: ApiTokenRow; secret: string } | undefined> {
+  async create(
+    input: { tenant: string; name: string; scopes: TokenScope[]; expiresAt: Date | null },
+    maxLive = Infinity,
+  ): Promise<{ token: ApiTokenRow; secret: string } | undefined> {
     const secret = newSecret();
     return inTransaction(this.pool, async (client) => {
       if (Number.isFinite(maxLive)) {
@@ -68,10 +71,10 @@ export class ApiTokenStore {
 
   /** The tenant's tokens, newest first (revoked and expired ones too, with their dates). */
   async list(tenant: string, limit: number): Promise<ApiTokenRow[]> {
-    const { rows } = await this.pool.query<ApiTokenRow>(
-      `SELECT ${COLUMNS} FROM "ApiToken" WHERE tenant = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`,
-      [tenant, limit],
-    );
+    const { rows } = await this.pool.query<ApiTokenRow>(`SELECT ${COLUMNS} FROM "ApiToken" WHERE tenant = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2`, [
+      tenant,
+      limit,
+    ]);
     return rows;
   }
 
@@ -108,9 +111,7 @@ export class ApiTokenStore {
 
   /** Whether any token is live: the service turns authentication on for stored tokens alone. */
   async anyLive(): Promise<boolean> {
-    const { rows } = await this.pool.query(
-      `SELECT 1 FROM "ApiToken" WHERE ${LIVE} LIMIT 1`,
-    );
+    const { rows } = await this.pool.query(`SELECT 1 FROM "ApiToken" WHERE ${LIVE} LIMIT 1`);
     return rows.length > 0;
   }
 }

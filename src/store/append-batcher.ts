@@ -98,7 +98,7 @@ export class AppendBatcher {
   private takeBatch(): Waiting[] {
     const batch: Waiting[] = [];
     const sessions = new Set<unknown>();
-    for (let i = 0; i < this.waiting.length && batch.length < MAX_BATCH; ) {
+    for (let i = 0; i < this.waiting.length && batch.length < MAX_BATCH;) {
       const w = this.waiting[i];
       if (sessions.has(w.params[0])) {
         i++;

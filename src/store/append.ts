@@ -68,7 +68,15 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
   const $ = (n: number) => `$${offset + n}`;
   const s = `s${k}`;
   const ins = `ins${k}`;
-  const lease = leaseOnAppend({ token: $(10), ttlMs: $(13), release: $(12), claimer: $(14), status: $(4), pendingDelta: $(9), lineageWanted: byTree ? 'false' : `${$(15)}::text IS NULL` });
+  const lease = leaseOnAppend({
+    token: $(10),
+    ttlMs: $(13),
+    release: $(12),
+    claimer: $(14),
+    status: $(4),
+    pendingDelta: $(9),
+    lineageWanted: byTree ? 'false' : `${$(15)}::text IS NULL`,
+  });
   return {
     ctes: `${s} AS (
          UPDATE "Session"
@@ -90,8 +98,10 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
          RETURNING seq, type, data, synthetic, "createdAt"
        )`,
     select: `SELECT ${k} AS k, ${ins}.*, ${lease.selected(s)}${
-      notify ? `,
-              (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified` : ''
+      notify
+        ? `,
+              (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified`
+        : ''
     }
          FROM ${ins}, ${s}`,
   };
@@ -110,7 +120,10 @@ export function checkedAppend(sessionId: string, state: LogState, events: NewEve
     const event = { ...e, seq: after.nextSeq };
     const broken = after.violation(event);
     if (broken) {
-      throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, { rule: broken.rule, seq: event.seq });
+      throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, {
+        rule: broken.rule,
+        seq: event.seq,
+      });
     }
     return after.apply(event).pendingInputCount - state.pendingInputCount;
   });
@@ -169,11 +182,7 @@ export class SessionAppends {
    * has taken the session over, they fail with SESSION_BUSY and write nothing.
    * `scope` confines the append to a tenant's session (SESSION_NOT_FOUND otherwise).
    */
-  async append(
-    sessionId: string,
-    events: NewEvent[],
-    opts: AppendOptions = {},
-  ): Promise<StoredEvent[]> {
+  async append(sessionId: string, events: NewEvent[], opts: AppendOptions = {}): Promise<StoredEvent[]> {
     return (await this.appendAndMaybeRelease(sessionId, events, opts, false)).events;
   }
 
@@ -241,7 +250,9 @@ export class SessionAppends {
     // Writers in this process take turns per session (they would only race each
     // other's checks); an append inside a caller's transaction does not wait in
     // line, since that transaction may already hold the row the line waits for.
-    return opts.client ? this.checkAndAppend(sessionId, decoded, opts, release) : this.inLine(sessionId, () => this.checkAndAppend(sessionId, decoded, opts, release));
+    return opts.client
+      ? this.checkAndAppend(sessionId, decoded, opts, release)
+      : this.inLine(sessionId, () => this.checkAndAppend(sessionId, decoded, opts, release));
   }
 
   private readonly lines = new Map<string, Promise<unknown>>();
@@ -274,7 +285,9 @@ export class SessionAppends {
         state = await this.tails.load(sessionId, db, opts.scope?.tenant);
         // The caller's view of the log is not current: its batch is not checked against another end.
         if (opts.expectedEventCount !== undefined && state.nextSeq !== opts.expectedEventCount) {
-          throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${state.nextSeq} events, not the ${opts.expectedEventCount} expected`, { eventCount: state.nextSeq });
+          throw new ForklineError('SESSION_BUSY', `session ${sessionId} has ${state.nextSeq} events, not the ${opts.expectedEventCount} expected`, {
+            eventCount: state.nextSeq,
+          });
         }
       }
       const { after, pendingDeltas } = checkedAppend(sessionId, state, decoded);
@@ -292,7 +305,10 @@ export class SessionAppends {
         if (attempt >= 2 && !opts.client) {
           return inTransaction(this.pool, async (client) => {
             // NO KEY: a fork's parent-key check on this row does not conflict with it (see fork()).
-            await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $2 FOR NO KEY UPDATE', [sessionId, await this.log.treeOf(sessionId, client)]);
+            await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $2 FOR NO KEY UPDATE', [
+              sessionId,
+              await this.log.treeOf(sessionId, client),
+            ]);
             return this.checkAndAppend(sessionId, decoded, { ...opts, client }, release);
           });
         }
@@ -311,8 +327,23 @@ export class SessionAppends {
     const n = decoded.length;
     const db = opts.client ?? this.pool;
     const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
-    const params = [sessionId, n, turnStarts, status, title !== undefined, title ?? null, opts.expectedEventCount, JSON.stringify(eventRows(decoded, rows.pendingDeltas)), pendingDelta,
-      opts.lease?.token ?? null, opts.scope?.tenant ?? null, release, opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null, opts.claimFor?.owner ?? null, treeId];
+    const params = [
+      sessionId,
+      n,
+      turnStarts,
+      status,
+      title !== undefined,
+      title ?? null,
+      opts.expectedEventCount,
+      JSON.stringify(eventRows(decoded, rows.pendingDeltas)),
+      pendingDelta,
+      opts.lease?.token ?? null,
+      opts.scope?.tenant ?? null,
+      release,
+      opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null,
+      opts.claimFor?.owner ?? null,
+      treeId,
+    ];
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
@@ -324,19 +355,35 @@ export class SessionAppends {
       if (!exists.rowCount) throw sessionNotFound(sessionId);
       const found = exists.rows[0];
       if (opts.lease && (found.leaseToken !== opts.lease.token || found.leaseOwner == null)) {
-        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over or given back)`, { leaseLost: true });
+        throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over or given back)`, {
+          leaseLost: true,
+        });
       }
-      throw new ForklineError('SESSION_BUSY', `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`, {
-        eventCount: found.eventCount,
-      });
+      throw new ForklineError(
+        'SESSION_BUSY',
+        `session ${sessionId} was appended to concurrently (expected ${opts.expectedEventCount} events, found ${found.eventCount})`,
+        {
+          eventCount: found.eventCount,
+        },
+      );
     }
     const first = out[0];
-    if (treeId === null) this.log.remember({ id: sessionId, treeId: first.treeId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount });
+    if (treeId === null)
+      this.log.remember({ id: sessionId, treeId: first.treeId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount });
     // post never rejects: the append does not wait for its NOTIFY.
     if (!appended.notified) void this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
     return {
-      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({ seq, type, data, synthetic, createdAt, id: eventId(sessionId, seq), sessionId, inherited: false })),
+      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({
+        seq,
+        type,
+        data,
+        synthetic,
+        createdAt,
+        id: eventId(sessionId, seq),
+        sessionId,
+        inherited: false,
+      })),
       released: release && first.released,
       lease: leaseTakenByAppend(sessionId, first, opts.claimFor),
     };

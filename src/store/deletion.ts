@@ -83,7 +83,8 @@ export class SessionDeletion {
     this.log.forget(ids);
     this.tails.forget(ids);
     // File contents no remaining session stored (after the commit: a failure here leaves blobs, never a log without its files).
-    if (blobs.length) await this.files.deleteUnreferenced(blobs).catch((err) => this.report('deleting file blobs failed (they stay until a later deletion)', err));
+    if (blobs.length)
+      await this.files.deleteUnreferenced(blobs).catch((err) => this.report('deleting file blobs failed (they stay until a later deletion)', err));
     return ids;
   }
 }

@@ -8,7 +8,21 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
-import { DEFAULT_WORKSPACE_LIMITS, FILES_CHANGE, filesChangeDataSchema, firstOverQuota, listTree, textOf, treeChanges, workspacePath, type FileEntry, type FileTree, type FileChangeKind, type FilesChangeData, type WorkspaceLimits } from '../core/file-tree.ts';
+import {
+  DEFAULT_WORKSPACE_LIMITS,
+  FILES_CHANGE,
+  filesChangeDataSchema,
+  firstOverQuota,
+  listTree,
+  textOf,
+  treeChanges,
+  workspacePath,
+  type FileEntry,
+  type FileTree,
+  type FileChangeKind,
+  type FilesChangeData,
+  type WorkspaceLimits,
+} from '../core/file-tree.ts';
 import { unifiedDiff } from '../core/unified-diff.ts';
 import { chunksOf, isChunked } from '../core/file-chunks.ts';
 import type { RecordingBlob } from '../core/recording.ts';
@@ -125,14 +139,21 @@ export class FileBlobs {
     const named = [...new Set(changeSets.flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))];
     const uncarried = named.filter((h) => !carried.has(h)).length;
     if (uncarried > this.limits.maxNamedHashes) {
-      throw badInput(`change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`, { limit: this.limits.maxNamedHashes });
+      throw badInput(
+        `change sets may name at most ${this.limits.maxNamedHashes} distinct file contents per request without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES), these name ${uncarried}`,
+        { limit: this.limits.maxNamedHashes },
+      );
     }
     const held = await this.heldBy(tenant, named, db ?? this.pool);
     for (const cs of changeSets) {
       for (const c of cs.data.changes) {
         if (c.hash === null) continue;
         const size = held.get(c.hash);
-        if (size === undefined) throw badInput(`${where(cs.seq)} names file content ${c.hash} for "${c.path}", which it does not carry and this tenant does not hold`, { path: c.path, hash: c.hash });
+        if (size === undefined)
+          throw badInput(`${where(cs.seq)} names file content ${c.hash} for "${c.path}", which it does not carry and this tenant does not hold`, {
+            path: c.path,
+            hash: c.hash,
+          });
         if (size !== c.size) throw badInput(`${where(cs.seq)} says "${c.path}" has ${c.size} bytes, but its content has ${size}`, { path: c.path });
       }
     }
@@ -156,7 +177,8 @@ export class FileBlobs {
       );
       for (const r of rows) {
         const parsed = filesChangeDataSchema.safeParse(r.data);
-        if (!parsed.success && found.push({ sessionId: r.sessionId, seq: r.seq, problem: parsed.error.issues.map((i) => i.message).join('; ') }) >= limit) return found;
+        if (!parsed.success && found.push({ sessionId: r.sessionId, seq: r.seq, problem: parsed.error.issues.map((i) => i.message).join('; ') }) >= limit)
+          return found;
       }
       if (rows.length < BLOB_PAGE) return found;
       after = rows[rows.length - 1];
@@ -166,10 +188,11 @@ export class FileBlobs {
   /** Notes that the session holds these contents too (its change sets name them): deleting another session of its tenant then leaves them to it. */
   async adopt(sessionId: string, hashes: readonly string[], db: Db = this.pool): Promise<void> {
     if (hashes.length === 0) return;
-    await db.query(
-      `INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`,
-      [sessionId, hashes, await this.log.treeOf(sessionId, db)],
-    );
+    await db.query(`INSERT INTO "SessionBlob" ("sessionId", "treeId", hash) SELECT $1, $3, h FROM unnest($2::text[]) h ON CONFLICT DO NOTHING`, [
+      sessionId,
+      hashes,
+      await this.log.treeOf(sessionId, db),
+    ]);
   }
 
   /**
@@ -229,7 +252,9 @@ export class FileBlobs {
     const all = [...new Set(hashes)];
     const out = new Map<string, Buffer>();
     for (let i = 0; i < all.length; i += BLOB_PAGE) {
-      const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [all.slice(i, i + BLOB_PAGE)]);
+      const { rows } = await db.query<{ hash: string; content: Buffer | null }>('SELECT hash, content FROM "FileBlob" WHERE hash = ANY($1::text[])', [
+        all.slice(i, i + BLOB_PAGE),
+      ]);
       const chunked: string[] = [];
       for (const r of rows) {
         if (r.content) out.set(r.hash, r.content);
@@ -317,7 +342,12 @@ export class FileBlobs {
       budget -= bytes;
       return true;
     });
-    const blobs = await this.contents(changed.filter((_, i) => diffed[i]).flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
+    const blobs = await this.contents(
+      changed
+        .filter((_, i) => diffed[i])
+        .flatMap((c) => [c.before?.hash, c.after?.hash])
+        .filter((h): h is string => !!h),
+    );
     const textAt = (e: FileEntry | undefined): string | undefined | null => {
       if (!e) return undefined;
       const bytes = blobs.get(e.hash);
@@ -325,12 +355,14 @@ export class FileBlobs {
     };
     // The diffs run side by side, each a step at a time (core/unified-diff.ts), under one deadline for the read.
     const deadline = Date.now() + DIFF_REQUEST_TIMEOUT_MS;
-    const diffs = await Promise.all(changed.map(async (c, i) => {
-      if (!diffed[i]) return null;
-      const [a, b] = [textAt(c.before), textAt(c.after)];
-      if (a === null || b === null) return null;
-      return (await unifiedDiff(c.path, a, b, { timeoutMs: deadline - Date.now() })) ?? null;
-    }));
+    const diffs = await Promise.all(
+      changed.map(async (c, i) => {
+        if (!diffed[i]) return null;
+        const [a, b] = [textAt(c.before), textAt(c.after)];
+        if (a === null || b === null) return null;
+        return (await unifiedDiff(c.path, a, b, { timeoutMs: deadline - Date.now() })) ?? null;
+      }),
+    );
     return changed.map((c, i) => ({ path: c.path, kind: c.kind, before: c.before ?? null, after: c.after ?? null, diff: diffs[i] }));
   }
 
@@ -350,7 +382,9 @@ export class FileBlobs {
   /** The contents the change sets in effect through `toSeq` name, for a recording (a page of blobs per statement). */
   async *recordingBlobs(ref: LogRef, toSeq: number): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
-    const hashes = [...new Set((await this.log.fileChangeSets(ref, toSeq)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h))].sort();
+    const hashes = [
+      ...new Set((await this.log.fileChangeSets(ref, toSeq)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
+    ].sort();
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
       const contents = await this.contents(hashes.slice(i, i + BLOB_PAGE));
       for (const h of hashes.slice(i, i + BLOB_PAGE)) {
@@ -372,7 +406,10 @@ export class FileBlobs {
 
   /** The blobs the given sessions stored (deletion checks these afterwards). */
   async storedBy(sessionIds: readonly string[], treeId: string, db: Db): Promise<string[]> {
-    const { rows } = await db.query<{ hash: string }>('SELECT DISTINCT hash FROM "SessionBlob" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [sessionIds, treeId]);
+    const { rows } = await db.query<{ hash: string }>('SELECT DISTINCT hash FROM "SessionBlob" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [
+      sessionIds,
+      treeId,
+    ]);
     return rows.map((r) => r.hash);
   }
 
@@ -387,7 +424,10 @@ export class FileBlobs {
     let deleted = 0;
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
       const page = hashes.slice(i, i + BLOB_PAGE);
-      const { rows: chunkRows } = await this.pool.query<{ hash: string }>('SELECT DISTINCT "chunkHash" AS hash FROM "FileBlobChunk" WHERE "blobHash" = ANY($1::text[])', [page]);
+      const { rows: chunkRows } = await this.pool.query<{ hash: string }>(
+        'SELECT DISTINCT "chunkHash" AS hash FROM "FileBlobChunk" WHERE "blobHash" = ANY($1::text[])',
+        [page],
+      );
       deleted += await this.deleteRefused(
         `DELETE FROM "FileBlob" b WHERE b.hash = ANY($1::text[]) AND NOT EXISTS (SELECT 1 FROM "SessionBlob" r WHERE r.hash = b.hash)`,
         page,

@@ -66,7 +66,8 @@ export class FileTreeCheckpoints {
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
     const probes = segments.map(
-      (g) => `(SELECT "sessionId", seq, "treeId" FROM "FileTreeCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
+      (g) =>
+        `(SELECT "sessionId", seq, "treeId" FROM "FileTreeCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
     );
     const { rows } = await db.query<{ seq: number; tree: Encoded }>(
       `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)

@@ -17,7 +17,9 @@ export async function endForkedAtCut<T extends Bracket>(log: SessionLog, ref: Lo
   const cutTimeBefore = (seq: number) => {
     let t = cutTimes.get(seq);
     if (!t) {
-      t = log.lastOfType(ref, 'session/end-seed', seq).then(async (marker) => (marker && marker.seq > 0 ? (await log.event(ref, marker.seq - 1))?.createdAt : undefined));
+      t = log
+        .lastOfType(ref, 'session/end-seed', seq)
+        .then(async (marker) => (marker && marker.seq > 0 ? (await log.event(ref, marker.seq - 1))?.createdAt : undefined));
       cutTimes.set(seq, t);
     }
     return t;

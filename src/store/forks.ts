@@ -136,11 +136,15 @@ export class Forks {
     // it makes Postgres abort the fork (serialization failure). The whole fork
     // runs again from a new snapshot, so it still reads one observation: it
     // succeeds, or finds the parent gone (SESSION_NOT_FOUND).
-    const result = await retried(MAX_FORK_ATTEMPTS, isTransactionConflict, () => this.forkOnce(scope, parentId, cut, children, opts.beforeCommit)).catch((err) => {
-      throw isTransactionConflict(err)
-        ? new ForklineError('SESSION_BUSY', `session ${parentId} kept changing while it was being forked (${MAX_FORK_ATTEMPTS} attempts); try again`, { sessionId: parentId })
-        : err;
-    });
+    const result = await retried(MAX_FORK_ATTEMPTS, isTransactionConflict, () => this.forkOnce(scope, parentId, cut, children, opts.beforeCommit)).catch(
+      (err) => {
+        throw isTransactionConflict(err)
+          ? new ForklineError('SESSION_BUSY', `session ${parentId} kept changing while it was being forked (${MAX_FORK_ATTEMPTS} attempts); try again`, {
+              sessionId: parentId,
+            })
+          : err;
+      },
+    );
     for (const c of result.made) this.tails.remember(c.session.id, c.after);
     return {
       parent: result.parent,
@@ -154,32 +158,40 @@ export class Forks {
 
   /** One attempt at forkMany: its REPEATABLE READ transaction. */
   private forkOnce(scope: Scope, parentId: string, cut: Cut | undefined, children: readonly ChildOverrides[], beforeCommit?: BeforeCommit<ForkManyRecord>) {
-    return inTransaction(this.pool, async (client) => {
-      const treeId = await this.log.treeOf(parentId, client);
-      const { rows } = await client.query<SessionRow>(`SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, [parentId, scope.tenant, treeId]);
-      const parent = rows[0];
-      if (!parent) throw sessionNotFound(parentId);
-      const lineage = this.log.remember(parent);
-      const cutSeq = await this.selectCut(parent, lineage, cut, client);
+    return inTransaction(
+      this.pool,
+      async (client) => {
+        const treeId = await this.log.treeOf(parentId, client);
+        const { rows } = await client.query<SessionRow>(`SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, [
+          parentId,
+          scope.tenant,
+          treeId,
+        ]);
+        const parent = rows[0];
+        if (!parent) throw sessionNotFound(parentId);
+        const lineage = this.log.remember(parent);
+        const cutSeq = await this.selectCut(parent, lineage, cut, client);
 
-      // The reducer's state at the cut — indexed lookups, never a scan of the
-      // prefix — gives the seed; each child's events are checked like any
-      // append, and its counters are the state after them.
-      const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
-      const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
-      const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
-      // Children written together share a createdAt (the transaction's): ids in
-      // ascending order keep them listed (createdAt, id) in the order given.
-      const ids = children.map(() => newSessionId()).sort();
-      // The children's entries in the directory of trees: their parent's tree.
-      await client.query('INSERT INTO "SessionTree" (id, "treeId") SELECT unnest($1::text[]), $2', [ids, parent.treeId]);
-      const made: Array<{ session: SessionRow; inputId?: string; after: LogState; synthetic: StoredEvent[] }> = [];
-      for (const [i, overrides] of children.entries()) {
-        made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));
-      }
-      await beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ session, inputId }) => ({ sessionId: session.id, inputId })) });
-      return { parent, cutSeq, made };
-    }, 'REPEATABLE READ');
+        // The reducer's state at the cut — indexed lookups, never a scan of the
+        // prefix — gives the seed; each child's events are checked like any
+        // append, and its counters are the state after them.
+        const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
+        const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
+        const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
+        // Children written together share a createdAt (the transaction's): ids in
+        // ascending order keep them listed (createdAt, id) in the order given.
+        const ids = children.map(() => newSessionId()).sort();
+        // The children's entries in the directory of trees: their parent's tree.
+        await client.query('INSERT INTO "SessionTree" (id, "treeId") SELECT unnest($1::text[]), $2', [ids, parent.treeId]);
+        const made: Array<{ session: SessionRow; inputId?: string; after: LogState; synthetic: StoredEvent[] }> = [];
+        for (const [i, overrides] of children.entries()) {
+          made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));
+        }
+        await beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ session, inputId }) => ({ sessionId: session.id, inputId })) });
+        return { parent, cutSeq, made };
+      },
+      'REPEATABLE READ',
+    );
   }
 
   /** The cut a fork takes, from the transaction's snapshot of the parent. */
@@ -187,11 +199,10 @@ export class Forks {
     const last = parent.eventCount - 1;
     if (typeof cut === 'number') {
       if (!Number.isSafeInteger(cut) || cut < 0 || cut > last) {
-        throw new ForklineError(
-          'SEQ_OUT_OF_RANGE',
-          `atSeq ${cut} is not an event of session ${parent.id} (valid: 0..${last})`,
-          { atSeq: cut, eventCount: parent.eventCount },
-        );
+        throw new ForklineError('SEQ_OUT_OF_RANGE', `atSeq ${cut} is not an event of session ${parent.id} (valid: 0..${last})`, {
+          atSeq: cut,
+          eventCount: parent.eventCount,
+        });
       }
       return cut;
     }
@@ -243,14 +254,30 @@ export class Forks {
 
     const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
     // The child's row as written is the fork's answer: no read after the commit.
-    const { rows: [session] } = await client.query<SessionRow>(
+    const {
+      rows: [session],
+    } = await client.query<SessionRow>(
       `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
                               "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner)
        VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14)
        RETURNING ${SESSION_COLUMNS_SQL}`,
-      [childId, parent.tenant, parent.treeId, overrides.title ?? at.inheritedTitle ?? null, after.nextSeq, after.turnCount, after.pendingInputCount,
-       // A child of a session an external runner pool runs is run by the same pool.
-       parent.id, cutSeq, seed.inheritedEventCount, seed.firstLiveSeq, JSON.stringify(childRanges(lineage, cutSeq)), CURRENT_FORMAT_VERSION, parent.runner ?? null],
+      [
+        childId,
+        parent.tenant,
+        parent.treeId,
+        overrides.title ?? at.inheritedTitle ?? null,
+        after.nextSeq,
+        after.turnCount,
+        after.pendingInputCount,
+        // A child of a session an external runner pool runs is run by the same pool.
+        parent.id,
+        cutSeq,
+        seed.inheritedEventCount,
+        seed.firstLiveSeq,
+        JSON.stringify(childRanges(lineage, cutSeq)),
+        CURRENT_FORMAT_VERSION,
+        parent.runner ?? null,
+      ],
     );
     const { rows: written } = await client.query<StoredEvent>(
       `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
@@ -266,5 +293,4 @@ export class Forks {
       .map((e) => ({ ...e, id: eventId(childId, e.seq), sessionId: childId, inherited: false }));
     return { session, inputId, after, synthetic };
   }
-
 }

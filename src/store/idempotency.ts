@@ -20,7 +20,10 @@ export interface IdempotentCall {
   requestHash: string;
 }
 
-export const requestHash = (input: unknown) => createHash('sha256').update(JSON.stringify(input ?? null)).digest('hex');
+export const requestHash = (input: unknown) =>
+  createHash('sha256')
+    .update(JSON.stringify(input ?? null))
+    .digest('hex');
 
 export class IdempotencyStore {
   constructor(private readonly pool: pg.Pool) {}
@@ -34,20 +37,22 @@ export class IdempotencyStore {
     const prior = rows[0];
     if (!prior) return undefined;
     if (prior.operation !== call.operation || prior.requestHash !== call.requestHash) {
-      throw badInput(
-        `idempotencyKey "${call.key}" was already used for a different request (${prior.operation}); use a new key for a new request`,
-        { idempotencyKey: call.key },
-      );
+      throw badInput(`idempotencyKey "${call.key}" was already used for a different request (${prior.operation}); use a new key for a new request`, {
+        idempotencyKey: call.key,
+      });
     }
     return prior.result;
   }
 
   /** Records the call's result inside the mutation's transaction. */
   async record(client: pg.PoolClient, call: IdempotentCall, result: unknown): Promise<void> {
-    await client.query(
-      'INSERT INTO "IdempotencyKey" (tenant, key, operation, "requestHash", result) VALUES ($1, $2, $3, $4, $5)',
-      [call.scope.tenant, call.key, call.operation, call.requestHash, JSON.stringify(result)],
-    );
+    await client.query('INSERT INTO "IdempotencyKey" (tenant, key, operation, "requestHash", result) VALUES ($1, $2, $3, $4, $5)', [
+      call.scope.tenant,
+      call.key,
+      call.operation,
+      call.requestHash,
+      JSON.stringify(result),
+    ]);
   }
 
   async prune(olderThanMs = IDEMPOTENCY_TTL_MS): Promise<number> {

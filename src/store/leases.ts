@@ -89,7 +89,15 @@ export const RUN_BY_FORKLINE = `"runner" IS NULL`;
  * LeaseStore.claim would: that process runs it without a claim of its own.
  * SET expressions all read the row before the update.
  */
-export function leaseOnAppend(p: { token: string; ttlMs: string; release: string; claimer: string; status: string; pendingDelta: string; lineageWanted: string }) {
+export function leaseOnAppend(p: {
+  token: string;
+  ttlMs: string;
+  release: string;
+  claimer: string;
+  status: string;
+  pendingDelta: string;
+  lineageWanted: string;
+}) {
   const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
   // A session an external runner pool runs is never claimed by forkline's own agent.
   const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
@@ -130,7 +138,12 @@ export interface AppendLeaseRow {
 /** The lease a message's append took for `claim` (its claimer holds it: taken now, or already its own), if any. */
 export function leaseTakenByAppend(sessionId: string, row: AppendLeaseRow, claim: LeaseClaim | undefined): Lease | undefined {
   // Adopting a lease the claimer already held is harmless (SessionHost.adopt).
-  return claim && row.held ? leaseOf({ id: sessionId, token: row.leaseToken, treeId: row.treeId, inheritedRanges: row.inheritedRanges, inheritedEventCount: row.inheritedEventCount }, claim.ttlMs) : undefined;
+  return claim && row.held
+    ? leaseOf(
+        { id: sessionId, token: row.leaseToken, treeId: row.treeId, inheritedRanges: row.inheritedRanges, inheritedEventCount: row.inheritedEventCount },
+        claim.ttlMs,
+      )
+    : undefined;
 }
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
@@ -217,9 +230,7 @@ export class LeaseStore {
   ) {
     const prepare = opts.prepare ?? true;
     this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
-    this.sql = Object.fromEntries(
-      Object.entries(LEASE_SQL).map(([name, text]) => [name, statement(prepare, `lease_${name}`, text)]),
-    ) as LeaseStore['sql'];
+    this.sql = Object.fromEntries(Object.entries(LEASE_SQL).map(([name, text]) => [name, statement(prepare, `lease_${name}`, text)])) as LeaseStore['sql'];
   }
 
   /**
@@ -383,7 +394,9 @@ export class RunnerLeases {
    * it (its status says whether a turn was left open: what repair closes).
    */
   async claim(tenant: string, sessionId: string, runnerId: string, ttlMs: number): Promise<RunnerClaim> {
-    const { rows } = await this.pool.query<SessionRow>(this.sql.claim([sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs, await this.trees.require(sessionId)]));
+    const { rows } = await this.pool.query<SessionRow>(
+      this.sql.claim([sessionId, tenant, EXTERNAL_OWNER_PREFIX + runnerId, ttlMs, await this.trees.require(sessionId)]),
+    );
     if (rows[0]) return claimOf(rows[0]);
     const row = await this.row(tenant, sessionId);
     if (row.runner == null) {

@@ -83,10 +83,12 @@ export async function importRecording(
     // an event without createdAt gets the transaction's time, as an append does.
     await client.query(SESSION_TREE_INSERT, [id, id]);
     store.trees.remember(id, id);
-    const now = (await client.query<{ now: string }>(
-      `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
-      [id, scope.tenant, CURRENT_FORMAT_VERSION],
-    )).rows[0].now;
+    const now = (
+      await client.query<{ now: string }>(
+        `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
+        [id, scope.tenant, CURRENT_FORMAT_VERSION],
+      )
+    ).rows[0].now;
     let blobs: RecordingBlob[] = [];
     // The contents the recording carries (the cap on naming contents counts only the others).
     const carried = new Set<string>();
@@ -145,8 +147,17 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
                           "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10,
                           "updatedAt" = clock_timestamp()
       WHERE id = $1 AND "treeId" = $1`,
-    [id, s.header.session.title ?? s.lastTitle ?? null, s.openTurn ? 'RUNNING' : 'IDLE', s.eventCount,
-     s.turnCount, s.pendingInputs, s.fork?.forkedAtSeq ?? null, s.fork?.inheritedEventCount ?? 0, s.fork?.firstLiveSeq ?? 0,
-     s.header.session.runner ?? null],
+    [
+      id,
+      s.header.session.title ?? s.lastTitle ?? null,
+      s.openTurn ? 'RUNNING' : 'IDLE',
+      s.eventCount,
+      s.turnCount,
+      s.pendingInputs,
+      s.fork?.forkedAtSeq ?? null,
+      s.fork?.inheritedEventCount ?? 0,
+      s.fork?.firstLiveSeq ?? 0,
+      s.header.session.runner ?? null,
+    ],
   );
 }

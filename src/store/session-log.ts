@@ -100,9 +100,17 @@ export class SessionLog {
     this.standbys = opts.standbys;
     this.onStandbyRead = opts.onStandbyRead;
     this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
-    this.lineageStatement = statement(prepare, 'lineage', 'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $2');
+    this.lineageStatement = statement(
+      prepare,
+      'lineage',
+      'SELECT id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $2',
+    );
     // A range of one session's rows: the primary key serves it whatever the values, so a generic plan is safe.
-    this.rangeStatement = statement(prepare, 'range', `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`);
+    this.rangeStatement = statement(
+      prepare,
+      'range',
+      `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`,
+    );
   }
 
   /** The session whose own rows hold event `seq` of this log (an ancestor's when the event was inherited); undefined when none does. */
@@ -141,7 +149,10 @@ export class SessionLog {
   rememberLineage(l: Lineage): Lineage {
     this.trees.remember(l.sessionId, l.treeId);
     // A snapshot's bound belongs to one read, not to the session.
-    this.lineages.set(l.sessionId, l.endSeq === undefined ? l : { sessionId: l.sessionId, treeId: l.treeId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount });
+    this.lineages.set(
+      l.sessionId,
+      l.endSeq === undefined ? l : { sessionId: l.sessionId, treeId: l.treeId, ranges: l.ranges, inheritedEventCount: l.inheritedEventCount },
+    );
     return l;
   }
 
@@ -297,7 +308,8 @@ export class SessionLog {
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
     const scans = segments.map(
-      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+      (seg) =>
+        `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
     );
     const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
     return rows.map((r) => toStored(l, r));
@@ -311,9 +323,14 @@ export class SessionLog {
    */
   async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
     const l = await this.requireLineage(ref, db);
-    const row = await newestAcrossSegments<Row>(l, toSeq, inputId, db, (seg, p) =>
-      `SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
-      ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
+    const row = await newestAcrossSegments<Row>(
+      l,
+      toSeq,
+      inputId,
+      db,
+      (seg, p) =>
+        `SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
+        ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
     );
     return row && toStored(l, row);
   }
@@ -325,8 +342,12 @@ export class SessionLog {
    */
   async workspaceEntry(ref: LogRef, key: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<WorkspaceEntry | undefined> {
     const l = await this.requireLineage(ref, db);
-    const row = await newestAcrossSegments<{ seq: number; data: { key: string; value: string } }>(l, toSeq, key, db, (seg, p) =>
-      `SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(seg, p)} AND w.data->>'key' = $1`,
+    const row = await newestAcrossSegments<{ seq: number; data: { key: string; value: string } }>(
+      l,
+      toSeq,
+      key,
+      db,
+      (seg, p) => `SELECT w.seq, w.data FROM "Event" w WHERE ${workspaceWrites(seg, p)} AND w.data->>'key' = $1`,
     );
     return row && { key: row.data.key, value: row.data.value, seq: row.seq };
   }
@@ -421,14 +442,17 @@ export class SessionLog {
         ` AND (SELECT r.type = 'tool/result' AND r.data->>'callId' = c.data->>'callId' FROM "Event" r WHERE r."treeId" = c."treeId" AND r."sessionId" = c."sessionId" AND r.seq = c.seq + 1)` +
         ` ORDER BY c.seq ${dir}${limited})`,
     );
-    const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`, params);
+    const { rows } = await db.query<{ seq: number; data: FilesChangeData }>(
+      `SELECT * FROM (${scans.join(' UNION ALL ')}) c ORDER BY seq ${dir}${limited}`,
+      params,
+    );
     return rows;
   }
 
   /** Every event of the given types, ascending, a page at a time. */
   async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
     const lineage = await this.requireLineage(ref);
-    for (let from = 0; ; ) {
+    for (let from = 0; ;) {
       const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize });
       yield* page;
       if (page.length < pageSize) return;
@@ -483,10 +507,11 @@ export class SessionLog {
     const l = await this.requireLineage(ref, db);
     const [segment] = segmentsOf(l, seq, seq);
     if (!segment) throw new Error(`event ${seq} of session ${l.sessionId} lies past the snapshot read`);
-    const { rows } = await db.query<{ n: number }>(
-      'SELECT "pendingInputCount" AS n FROM "Event" WHERE "treeId" = $1 AND "sessionId" = $2 AND seq = $3',
-      [segment.treeId, segment.sessionId, seq],
-    );
+    const { rows } = await db.query<{ n: number }>('SELECT "pendingInputCount" AS n FROM "Event" WHERE "treeId" = $1 AND "sessionId" = $2 AND seq = $3', [
+      segment.treeId,
+      segment.sessionId,
+      seq,
+    ]);
     if (!rows[0]) throw new Error(`event ${seq} of session ${l.sessionId} is missing`);
     return rows[0].n;
   }
@@ -578,7 +603,8 @@ export class SessionLog {
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
     const scans = segments.map(
-      (seg) => `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
+      (seg) =>
+        `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
     );
     const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));

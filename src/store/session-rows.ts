@@ -79,9 +79,26 @@ export type SessionRowWith<C extends SessionColumn> = Pick<SessionRow, C | (type
 
 /** Every column of a session row, in table order (a full read names them: no `SELECT *`). */
 export const SESSION_COLUMNS = [
-  'id', 'tenant', 'treeId', 'title', 'status', 'formatVersion', 'eventCount', 'turnCount', 'pendingInputCount', 'parentId',
-  'forkedAtSeq', 'inheritedEventCount', 'firstLiveSeq', 'inheritedRanges', 'leaseOwner', 'leaseExpiresAt', 'leaseToken',
-  'createdAt', 'updatedAt', 'runner',
+  'id',
+  'tenant',
+  'treeId',
+  'title',
+  'status',
+  'formatVersion',
+  'eventCount',
+  'turnCount',
+  'pendingInputCount',
+  'parentId',
+  'forkedAtSeq',
+  'inheritedEventCount',
+  'firstLiveSeq',
+  'inheritedRanges',
+  'leaseOwner',
+  'leaseExpiresAt',
+  'leaseToken',
+  'createdAt',
+  'updatedAt',
+  'runner',
 ] as const satisfies readonly (keyof SessionRow)[];
 // A column Prisma's Session has and the list lacks fails type-checking here.
 const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;
@@ -105,7 +122,11 @@ export class SessionRows {
     private readonly standbys?: Pick<ReadReplicas, 'readCaughtUp'>,
     private readonly onStandbyRead?: OnStandbyRead,
   ) {
-    this.byIdsStatement = statement(prepare, 'sessions_by_ids', `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = ANY($2::text[])`);
+    this.byIdsStatement = statement(
+      prepare,
+      'sessions_by_ids',
+      `SELECT ${SESSION_COLUMNS_SQL} FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = ANY($2::text[])`,
+    );
   }
 
   /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
@@ -125,7 +146,12 @@ export class SessionRows {
     const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, true)([id, tenant, treeId]);
     const { rows } =
       from === 'standby'
-        ? await readCaughtUpOr(this.standbys, this.pool, (db) => db.query<PartialSessionRow>(query), (served) => this.onStandbyRead?.(served, 'session'))
+        ? await readCaughtUpOr(
+            this.standbys,
+            this.pool,
+            (db) => db.query<PartialSessionRow>(query),
+            (served) => this.onStandbyRead?.(served, 'session'),
+          )
         : await this.pool.query<PartialSessionRow>(query);
     return rows[0] ?? null;
   }
@@ -172,7 +198,12 @@ export class SessionRows {
     const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
     const query = this.run(text, q.status == null)(values);
-    const { rows } = await readCaughtUpOr(this.standbys, this.pool, (db) => db.query<PartialSessionRow>(query), (served) => this.onStandbyRead?.(served, 'sessions'));
+    const { rows } = await readCaughtUpOr(
+      this.standbys,
+      this.pool,
+      (db) => db.query<PartialSessionRow>(query),
+      (served) => this.onStandbyRead?.(served, 'sessions'),
+    );
     return q.backward ? rows.reverse() : rows;
   }
 

@@ -121,7 +121,12 @@ export class SessionSearch {
   async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
     if (opts.limit <= 0) return [];
     // Every statement of a page on one server: the standby's or the primary's.
-    return readCaughtUpOr(this.standbys, this.pool, (db) => this.searchOn(db, tenant, query, opts), (served) => this.onStandbyRead?.(served, 'search'));
+    return readCaughtUpOr(
+      this.standbys,
+      this.pool,
+      (db) => this.searchOn(db, tenant, query, opts),
+      (served) => this.onStandbyRead?.(served, 'search'),
+    );
   }
 
   private async searchOn(db: Db, tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
@@ -268,7 +273,11 @@ export class SessionSearch {
    * common word (stopping at the limit) or takes a rare one's few rows from the
    * GIN index.
    */
-  async searchSession(ref: string, query: string, opts: { afterSeq: number; limit: number; /** The log as of this length (a session row's eventCount). */ endSeq?: number }): Promise<SessionSearchHit[]> {
+  async searchSession(
+    ref: string,
+    query: string,
+    opts: { afterSeq: number; limit: number; /** The log as of this length (a session row's eventCount). */ endSeq?: number },
+  ): Promise<SessionSearchHit[]> {
     const l = await this.log.lineage(ref);
     if (!l) return [];
     const segments = segmentsOf({ ...l, endSeq: opts.endSeq }, Math.max(0, opts.afterSeq + 1), MAX_SEQ);

@@ -12,7 +12,15 @@ import type { ToolEffectLookup } from '../core/tools.ts';
 import { newSessionId } from './ids.ts';
 import { commonPrefix, lineageOf } from './lineage.ts';
 import { SessionLog } from './session-log.ts';
-import { SessionRows, type ReadFrom, type PartialSessionRow, type SessionColumn, type SessionColumns, type SessionRow, type SessionRowWith } from './session-rows.ts';
+import {
+  SessionRows,
+  type ReadFrom,
+  type PartialSessionRow,
+  type SessionColumn,
+  type SessionColumns,
+  type SessionRow,
+  type SessionRowWith,
+} from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
 import { SESSION_TREE_INSERT, SessionTrees } from './session-trees.ts';
 import { NotifyQueue } from './notify-queue.ts';
@@ -32,7 +40,16 @@ export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
 export type { BeforeCommit } from './transaction.ts';
 export { MAX_APPEND_BATCH } from './append.ts';
-export { MAX_FORK_CHILDREN, type ChildOverrides, type Cut, type ForkManyRecord, type ForkManyResult, type ForkRecord, type ForkResult, type ModelConfig } from './forks.ts';
+export {
+  MAX_FORK_CHILDREN,
+  type ChildOverrides,
+  type Cut,
+  type ForkManyRecord,
+  type ForkManyResult,
+  type ForkRecord,
+  type ForkResult,
+  type ModelConfig,
+} from './forks.ts';
 
 export class SessionStore {
   /** The one way to read logs. */
@@ -88,7 +105,10 @@ export class SessionStore {
   async createSession(
     scope: Scope,
     input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
-    opts: { beforeCommit?: BeforeCommit<{ sessionId: string }>; /** A session id the caller derived (the chat door's); default: a new one. */ id?: string } = {},
+    opts: {
+      beforeCommit?: BeforeCommit<{ sessionId: string }>;
+      /** A session id the caller derived (the chat door's); default: a new one. */ id?: string;
+    } = {},
   ): Promise<SessionRow> {
     const id = opts.id ?? newSessionId();
     const initial: NewEvent[] = [];
@@ -99,7 +119,12 @@ export class SessionStore {
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
       await client.query(SESSION_TREE_INSERT, [id, id]);
-      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [id, scope.tenant, CURRENT_FORMAT_VERSION, input.runner ?? null]);
+      await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [
+        id,
+        scope.tenant,
+        CURRENT_FORMAT_VERSION,
+        input.runner ?? null,
+      ]);
       // A root is its own tree: its lineage is known without reading the row back (appends name the tree).
       this.log.remember({ id, treeId: id, inheritedRanges: [], inheritedEventCount: 0 });
       await this.append(id, initial, { client });
@@ -124,7 +149,8 @@ export class SessionStore {
   async getSession(scope: Scope, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
     const row = await this.sessions.get(scope.tenant, id, columns, from);
     const { treeId, inheritedRanges, inheritedEventCount } = row ?? {};
-    if (row && treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined) this.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
+    if (row && treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined)
+      this.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
     return row;
   }
 
@@ -134,7 +160,11 @@ export class SessionStore {
    * different trees): their common ancestor's cut, from the two rows' lineages
    * (store/lineage.ts `commonPrefix`). One row read, no event read.
    */
-  async commonPrefix(scope: Scope, a: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>, bId: string): Promise<number> {
+  async commonPrefix(
+    scope: Scope,
+    a: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>,
+    bId: string,
+  ): Promise<number> {
     const b = await this.requireSession(scope, bId, ['id', 'treeId', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
     return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
   }

@@ -35,7 +35,14 @@ export class TailStates {
    * sent a message for needs no statement of its own for it.
    */
   async load(sessionId: string, db: Db, tenant?: string): Promise<LogState> {
-    const { rows } = await db.query<{ eventCount: number; pendingInputCount: number; id: string; treeId: string; inheritedRanges: unknown; inheritedEventCount: number }>(
+    const { rows } = await db.query<{
+      eventCount: number;
+      pendingInputCount: number;
+      id: string;
+      treeId: string;
+      inheritedRanges: unknown;
+      inheritedEventCount: number;
+    }>(
       'SELECT "eventCount", "pendingInputCount", id, "treeId", "inheritedRanges", "inheritedEventCount" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND ($2::text IS NULL OR tenant = $2::text)',
       [sessionId, tenant ?? null, await this.log.treeOf(sessionId, db)],
     );

@@ -16,7 +16,11 @@ export type TurnSessionRow = LineageRow & { eventCount: number };
 /** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
 export const stepsOf = (log: SessionLog, turn: TurnRow): Promise<StepSummary[]> =>
   (turn.steps ??= log
-    .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], { fromSeq: turn.startSeq, toSeq: turn.endSeq ?? turn.lastSeq, limit: 10_000 })
+    .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
+      fromSeq: turn.startSeq,
+      toSeq: turn.endSeq ?? turn.lastSeq,
+      limit: 10_000,
+    })
     .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
 
 /** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
@@ -45,11 +49,18 @@ export async function turnHolding(log: SessionLog, s: TurnSessionRow, seq: numbe
 /** The session's last `last` turns: reads those turns' brackets, not the log's. */
 export async function lastTurns(log: SessionLog, s: TurnSessionRow, last: number): Promise<TurnRow[]> {
   const snapshot = snapshotOf(s);
-  const brackets = (await log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })).reverse();
+  const brackets = (
+    await log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })
+  ).reverse();
   const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
   const turns = (await endForkedAtCut(log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
   return Promise.all(
-    turns.map(async (turn) => ({ ...turn, input: dataOf(await log.inboxAddOf(snapshot, turn.inputId, turn.startSeq), 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 })),
+    turns.map(async (turn) => ({
+      ...turn,
+      input: dataOf(await log.inboxAddOf(snapshot, turn.inputId, turn.startSeq), 'inbox/add')?.text ?? null,
+      sessionId: s.id,
+      lastSeq: s.eventCount - 1,
+    })),
   );
 }
 
@@ -64,5 +75,10 @@ export async function allTurns(log: SessionLog, s: TurnSessionRow): Promise<Turn
       return added ? [[added.inputId, added.text] as const] : [];
     }),
   );
-  return (await endForkedAtCut(log, snapshot, summarizeTurns(events))).map((turn) => ({ ...turn, input: texts.get(turn.inputId) ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 }));
+  return (await endForkedAtCut(log, snapshot, summarizeTurns(events))).map((turn) => ({
+    ...turn,
+    input: texts.get(turn.inputId) ?? null,
+    sessionId: s.id,
+    lastSeq: s.eventCount - 1,
+  }));
 }

@@ -13,7 +13,14 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attribu
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider, RandomIdGenerator, type IdGenerator, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import {
+  BatchSpanProcessor,
+  NodeTracerProvider,
+  RandomIdGenerator,
+  type IdGenerator,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-node';
 import type { ChatMessage, ModelAnswer } from '../core/chat.ts';
 import type {
   AgentObserver,
@@ -56,7 +63,13 @@ const truthy = (v: string | undefined) => v?.trim().toLowerCase() === 'true';
 export function tracingOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): TracingOptions | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   if (!endpoint || truthy(env.OTEL_SDK_DISABLED)) return undefined;
-  if ((env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim()).includes('none')) return undefined;
+  if (
+    (env.OTEL_TRACES_EXPORTER ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .includes('none')
+  )
+    return undefined;
   return { captureContent: truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) };
 }
 
@@ -209,7 +222,10 @@ export class GenAiTracing implements AgentObserver {
       resource,
       idGenerator: this.ids,
       spanProcessors: [
-        new BatchSpanProcessor(new LoggedExporter(exporter, log), opts.scheduledDelayMillis !== undefined ? { scheduledDelayMillis: opts.scheduledDelayMillis } : undefined),
+        new BatchSpanProcessor(
+          new LoggedExporter(exporter, log),
+          opts.scheduledDelayMillis !== undefined ? { scheduledDelayMillis: opts.scheduledDelayMillis } : undefined,
+        ),
       ],
     });
     // Not registered globally: forkline's spans go through this tracer only.
@@ -239,7 +255,12 @@ export class GenAiTracing implements AgentObserver {
         const parent = turnSpanIds(fork.turnSessionId, fork.turn);
         links.push({
           context: { ...parent, traceFlags: TraceFlags.SAMPLED, isRemote: true },
-          attributes: { 'forkline.link': 'fork', 'forkline.fork.parent_session_id': fork.parentSessionId, 'forkline.fork.cut_seq': fork.cutSeq, 'forkline.turn': fork.turn },
+          attributes: {
+            'forkline.link': 'fork',
+            'forkline.fork.parent_session_id': fork.parentSessionId,
+            'forkline.fork.cut_seq': fork.cutSeq,
+            'forkline.turn': fork.turn,
+          },
         });
       }
     }

@@ -18,8 +18,14 @@ afterAll(async () => {
 
 const create = async (title = 'agent') => (await app.ok(`mutation { createSession(input: { title: "${title}" }) { id } }`)).createSession.id as string;
 const send = async (sessionId: string, text: string) =>
-  (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId event { seq type data } session { id pendingInputs { inputId text } } } }`, { i: { sessionId, text } })).sendMessage;
-const log = async (id: string) => (await app.services.store.log.page(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, inherited: e.inherited }));
+  (
+    await app.ok(
+      `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId event { seq type data } session { id pendingInputs { inputId text } } } }`,
+      { i: { sessionId, text } },
+    )
+  ).sendMessage;
+const log = async (id: string) =>
+  (await app.services.store.log.page(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic, inherited: e.inherited }));
 const types = async (id: string) => (await log(id)).map((e) => e.type);
 const idle = () => app.services.host.idle();
 const FORK = `mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id firstLiveSeq } syntheticEvents { seq type data } } }`;
@@ -38,10 +44,23 @@ describe('agent loop with the scripted model', () => {
     // Usage as the scripted model reports it: words in, words out.
     expect(events[5].data).toEqual({ turn: 1, step: 1, text: 'Echo: hello there', toolCalls: [], usage: { inputTokens: 2, outputTokens: 3 } });
     expect(events[7].data).toEqual({ turn: 1, reason: 'completed' });
-    expect(updates.filter((u) => u.kind === 'TEXT_DELTA').map((u) => u.text).join('')).toBe('Echo: hello there');
+    expect(
+      updates
+        .filter((u) => u.kind === 'TEXT_DELTA')
+        .map((u) => u.text)
+        .join(''),
+    ).toBe('Echo: hello there');
     expect(updates.map((u) => u.kind)).toEqual(['TURN_STARTED', 'STEP_STARTED', 'TEXT_DELTA', 'TEXT_DELTA', 'TEXT_DELTA', 'STEP_ENDED', 'TURN_ENDED']);
-    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { status turnCount pendingInputs { inputId } turns { turn input reason startSeq endSeq } } }`, { id });
-    expect(session).toEqual({ status: 'IDLE', turnCount: 1, pendingInputs: [], turns: [{ turn: 1, input: 'hello there', reason: 'completed', startSeq: 3, endSeq: 7 }] });
+    const { session } = await app.ok(
+      `query($id: ID!) { session(id: $id) { status turnCount pendingInputs { inputId } turns { turn input reason startSeq endSeq } } }`,
+      { id },
+    );
+    expect(session).toEqual({
+      status: 'IDLE',
+      turnCount: 1,
+      pendingInputs: [],
+      turns: [{ turn: 1, input: 'hello there', reason: 'completed', startSeq: 3, endSeq: 7 }],
+    });
   });
 
   it('runs multi-step turns with tools, in call order, one step per group of calls', async () => {
@@ -55,7 +74,9 @@ describe('agent loop with the scripted model', () => {
     expect(results[2]).toEqual([2, 'note_read', 'ok', 'v1']);
     expect(events.filter((e) => e.type === 'step/end').map((e: any) => e.data.step)).toEqual([1, 2, 3]);
     expect(events.at(-2)).toMatchObject({ type: 'step/end', data: { step: 3, reason: 'completed' } });
-    expect((events.at(-3) as any).data.text).toMatch(/^Done \(remember this\)\. Tool results:\n- call_1_1_1: wrote note "k"\n- call_1_1_2: \d{4}-.*\n- call_1_2_1: v1$/);
+    expect((events.at(-3) as any).data.text).toMatch(
+      /^Done \(remember this\)\. Tool results:\n- call_1_1_1: wrote note "k"\n- call_1_1_2: \d{4}-.*\n- call_1_2_1: v1$/,
+    );
   });
 
   it('Session.turns gives each turn and step its duration and token usage, from the stored events', async () => {
@@ -70,7 +91,11 @@ describe('agent loop with the scripted model', () => {
     const [turn] = session.turns;
     const events = await log(id);
     const messages = events.filter((e) => e.type === 'model/message').map((e: any) => e.data);
-    expect(turn.steps.map((s: any) => [s.step, s.reason, s.toolCallCount])).toEqual([[1, 'completed', 1], [2, 'completed', 1], [3, 'completed', 0]]);
+    expect(turn.steps.map((s: any) => [s.step, s.reason, s.toolCallCount])).toEqual([
+      [1, 'completed', 1],
+      [2, 'completed', 1],
+      [3, 'completed', 0],
+    ]);
     expect(turn.steps.map((s: any) => s.usage)).toEqual(messages.map((m: any) => m.usage));
     expect(turn.usage).toEqual({
       inputTokens: messages.reduce((n: number, m: any) => n + m.usage.inputTokens, 0),
@@ -88,7 +113,13 @@ describe('agent loop with the scripted model', () => {
     const inside = events.find((e) => e.type === 'tool/result')!.seq;
     for (const seq of [turn.steps[0].startSeq - 1, inside, turn.steps[2].endSeq + 1]) {
       const { session: at } = await app.ok(TURN_AT, { id, seq });
-      expect(at.turnAt).toMatchObject({ turn: 1, input: expect.stringMatching(/^time it/), durationMs: turn.durationMs, usage: turn.usage, steps: [{ step: 1 }, { step: 2 }, { step: 3 }] });
+      expect(at.turnAt).toMatchObject({
+        turn: 1,
+        input: expect.stringMatching(/^time it/),
+        durationMs: turn.durationMs,
+        usage: turn.usage,
+        steps: [{ step: 1 }, { step: 2 }, { step: 3 }],
+      });
     }
     for (const seq of [-1, 0, events.length + 5]) expect((await app.ok(TURN_AT, { id, seq })).session.turnAt, `seq ${seq}`).toBeNull();
   });
@@ -100,7 +131,9 @@ describe('agent loop with the scripted model', () => {
     const events = await app.services.store.log.page(id, -1, 100);
     const cut = events.find((e) => e.type === 'tool/result')!; // inside step 1 of turn 1
     await new Promise((r) => setTimeout(r, 400)); // the fork is made well after the turn ended
-    const { forkSession } = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: cut.seq } });
+    const { forkSession } = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, {
+      i: { sessionId: id, atSeq: cut.seq },
+    });
     const Q = `query($id: ID!, $seq: Int!) { session(id: $id) {
       turns { turn reason durationMs steps { step reason durationMs } }
       turnAt(seq: $seq) { turn reason durationMs steps { step reason durationMs } } } }`;
@@ -109,7 +142,9 @@ describe('agent loop with the scripted model', () => {
     const start = events.find((e) => e.type === 'turn/start')!;
     const stepStart = events.find((e) => e.type === 'step/start')!;
     const toCut = (from: { createdAt: Date }) => cut.createdAt.getTime() - from.createdAt.getTime();
-    expect(child.turns).toEqual([{ turn: 1, reason: 'forked', durationMs: toCut(start), steps: [{ step: 1, reason: 'forked', durationMs: toCut(stepStart) }] }]);
+    expect(child.turns).toEqual([
+      { turn: 1, reason: 'forked', durationMs: toCut(start), steps: [{ step: 1, reason: 'forked', durationMs: toCut(stepStart) }] },
+    ]);
     expect(child.turnAt).toEqual(child.turns[0]);
     expect(child.turns[0].durationMs).toBeLessThanOrEqual(parent.turns[0].durationMs);
     expect(parent.turnAt.reason).toBe('completed');
@@ -143,13 +178,16 @@ describe('agent loop with the scripted model', () => {
     await idle();
     expect(Date.now() - t).toBeLessThan(3000);
     const events = await log(id);
-    expect(events.slice(-2).map((e: any) => [e.type, e.data.reason])).toEqual([['step/end', 'interrupted'], ['turn/end', 'cancelled']]);
+    expect(events.slice(-2).map((e: any) => [e.type, e.data.reason])).toEqual([
+      ['step/end', 'interrupted'],
+      ['turn/end', 'cancelled'],
+    ]);
     expect(updates.at(-1)).toMatchObject({ kind: 'TURN_ENDED', reason: 'cancelled' });
     const again = await app.gql(`mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }`, { id });
     expect(again.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
   });
 
-  it('cancelTurn while the answer streams keeps the text already streamed as the step\'s model/message; the next turn sees it', async () => {
+  it("cancelTurn while the answer streams keeps the text already streamed as the step's model/message; the next turn sees it", async () => {
     const id = await create();
     const deltas: string[] = [];
     app.turnUpdates.on(id, (u: TurnUpdate) => u.kind === 'TEXT_DELTA' && deltas.push(u.text ?? ''));
@@ -159,7 +197,13 @@ describe('agent loop with the scripted model', () => {
     await idle();
     const events = await log(id);
     const [message, stepEnd, turnEnd] = events.slice(-3) as any[];
-    expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'cancelled']);
+    expect([message.type, stepEnd.type, stepEnd.data.reason, turnEnd.type, turnEnd.data.reason]).toEqual([
+      'model/message',
+      'step/end',
+      'interrupted',
+      'turn/end',
+      'cancelled',
+    ]);
     expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
     expect(message.data.text).toMatch(/^Echo: one/);
     expect(message.data.text.length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);
@@ -200,7 +244,9 @@ describe('agent loop with the scripted model', () => {
     const id = await create();
     const s = await app.ok(`mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "renamed") { title } }`, { id });
     expect(s.setSessionTitle.title).toBe('renamed');
-    await app.ok(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "scripted", model: "v2", settings: { temperature: 0 } }) { id } }`, { id });
+    await app.ok(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "scripted", model: "v2", settings: { temperature: 0 } }) { id } }`, {
+      id,
+    });
     expect((await log(id)).slice(-2).map((e) => [e.type, e.data])).toEqual([
       ['session/title', { title: 'renamed' }],
       ['session/model', { provider: 'scripted', model: 'v2', settings: { temperature: 0 } }],
@@ -211,9 +257,14 @@ describe('agent loop with the scripted model', () => {
     const bad = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "nope", model: "x" }) { id } }`, { id });
     expect(bad.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     // The input shape (the plain arguments above are the deprecated one); not both at once.
-    await app.ok(`mutation($i: SetSessionModelInput!) { setSessionModel(input: $i) { id } }`, { i: { sessionId: id, model: { provider: 'scripted', model: 'v3' } } });
+    await app.ok(`mutation($i: SetSessionModelInput!) { setSessionModel(input: $i) { id } }`, {
+      i: { sessionId: id, model: { provider: 'scripted', model: 'v3' } },
+    });
     expect((await log(id)).at(-1)).toMatchObject({ type: 'session/model', data: { provider: 'scripted', model: 'v3' } });
-    const both = await app.gql(`mutation($id: ID!) { setSessionModel(input: { sessionId: $id, model: { provider: "scripted", model: "v4" } }, sessionId: $id) { id } }`, { id });
+    const both = await app.gql(
+      `mutation($id: ID!) { setSessionModel(input: { sessionId: $id, model: { provider: "scripted", model: "v4" } }, sessionId: $id) { id } }`,
+      { id },
+    );
     expect(both.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     const badInput = await app.gql(`mutation($id: ID!) { setSessionModel(input: { sessionId: $id, model: { provider: "nope", model: "x" } }) { id } }`, { id });
     expect(badInput.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
@@ -237,7 +288,9 @@ describe('continuing a fork taken mid-step (docs/contract.md#continuing-a-child)
     // Fork right after the first tool result: call 1 answered, call 2 missing in the branch.
     const { forkSession: f } = await app.ok(FORK, { i: { sessionId: parent, atSeq: firstResult.seq } });
     expect(f.syntheticEvents.map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
-      ['tool/result', 'not-started'], ['step/end', 'forked'], ['turn/end', 'forked'],
+      ['tool/result', 'not-started'],
+      ['step/end', 'forked'],
+      ['turn/end', 'forked'],
     ]);
     const child = f.session.id;
     const runsBefore = toolRuns.length;
@@ -250,10 +303,14 @@ describe('continuing a fork taken mid-step (docs/contract.md#continuing-a-child)
     const [c1, c2] = anyData(callMsg).toolCalls;
     expect(request.messages).toEqual([
       { role: 'user', content: 'look things up\n!call clock\n!call note_write {"key":"a","value":"1"}' },
-      { role: 'assistant', content: null, tool_calls: [
-        { id: c1.id, type: 'function', function: { name: 'clock', arguments: '{}' } },
-        { id: c2.id, type: 'function', function: { name: 'note_write', arguments: '{"key":"a","value":"1"}' } },
-      ] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: c1.id, type: 'function', function: { name: 'clock', arguments: '{}' } },
+          { id: c2.id, type: 'function', function: { name: 'note_write', arguments: '{"key":"a","value":"1"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: c1.id, content: anyData(firstResult).content },
       { role: 'tool', tool_call_id: c2.id, content: f.syntheticEvents[0].data.content },
       { role: 'user', content: 'continue please' },
@@ -326,7 +383,13 @@ describe('stopping the host (graceful shutdown)', () => {
       await own.services.host.stop();
       const events = await own.services.store.log.page(s.id, -1, 100);
       const [message, stepEnd, turnEnd] = events.slice(-3);
-      expect([message.type, stepEnd.type, anyData(stepEnd).reason, turnEnd.type, anyData(turnEnd).reason]).toEqual(['model/message', 'step/end', 'interrupted', 'turn/end', 'interrupted']);
+      expect([message.type, stepEnd.type, anyData(stepEnd).reason, turnEnd.type, anyData(turnEnd).reason]).toEqual([
+        'model/message',
+        'step/end',
+        'interrupted',
+        'turn/end',
+        'interrupted',
+      ]);
       expect(message.data).toEqual({ turn: 1, step: 1, text: deltas.join(''), toolCalls: [] });
       expect(anyData(message).text).toMatch(/^Echo: one/);
       expect((anyData(message).text as string).length).toBeLessThan('Echo: one two three four five six seven eight nine ten'.length);

@@ -18,13 +18,17 @@ afterAll(async () => {
 
 const BRANCH = `mutation($i: BranchSessionInput!) { branchSession(input: $i) { cutSeq session { id title firstLiveSeq inheritedEventCount } parent { id } syntheticEvents { seq } } }`;
 const create = async (title = 'parent', model = 'm1') =>
-  (await app.ok(`mutation($t: String, $m: String!) { createSession(input: { title: $t, model: { provider: "scripted", model: $m } }) { id } }`, { t: title, m: model })).createSession.id as string;
+  (
+    await app.ok(`mutation($t: String, $m: String!) { createSession(input: { title: $t, model: { provider: "scripted", model: $m } }) { id } }`, {
+      t: title,
+      m: model,
+    })
+  ).createSession.id as string;
 const send = async (id: string, text: string) =>
   (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } })).sendMessage.inputId as string;
 const log = (id: string) => app.services.store.log.page(id, -1, 10_000);
 const idle = () => app.services.host.idle();
-const branch = async (sessionId: string, anchorSeq?: number, title?: string) =>
-  (await app.ok(BRANCH, { i: { sessionId, anchorSeq, title } })).branchSession;
+const branch = async (sessionId: string, anchorSeq?: number, title?: string) => (await app.ok(BRANCH, { i: { sessionId, anchorSeq, title } })).branchSession;
 
 /** Parent: turn 1 answers A, then B is answered in turn 2. */
 async function answeredParent() {

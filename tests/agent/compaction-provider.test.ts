@@ -44,8 +44,20 @@ const WIRES: Wire[] = [
     }),
     answer: (text, tokens) => {
       const chunk = (delta: unknown, finish: string | null = null, usage?: unknown) =>
-        data({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'fake', choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) });
-      return [chunk({ role: 'assistant', content: '' }), chunk({ content: text }), chunk({}, 'stop', { prompt_tokens: tokens, completion_tokens: 12, total_tokens: tokens + 12 }), data('[DONE]')];
+        data({
+          id: 'c1',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model: 'fake',
+          choices: [{ index: 0, delta, finish_reason: finish }],
+          ...(usage ? { usage } : {}),
+        });
+      return [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({ content: text }),
+        chunk({}, 'stop', { prompt_tokens: tokens, completion_tokens: 12, total_tokens: tokens + 12 }),
+        data('[DONE]'),
+      ];
     },
   },
   {
@@ -57,7 +69,21 @@ const WIRES: Wire[] = [
     ],
     tooLong: (tokens) => ({ type: 'error', error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > ${WINDOW} maximum` } }),
     answer: (text, tokens) => [
-      data({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'fake', content: [], stop_reason: null, usage: { input_tokens: tokens, output_tokens: 1 } } }, 'message_start'),
+      data(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'fake',
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: tokens, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
       data({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
       data({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta'),
       data({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
@@ -72,7 +98,9 @@ const WIRES: Wire[] = [
       ...(b.systemInstruction ? [{ role: 'system', text: textOfParts(b.systemInstruction.parts) }] : []),
       ...b.contents.map((m: any) => ({ role: m.role === 'model' ? 'assistant' : m.role, text: textOfParts(m.parts) })),
     ],
-    tooLong: (tokens) => ({ error: { code: 400, message: `The input token count (${tokens}) exceeds the maximum number of tokens allowed (${WINDOW}).`, status: 'INVALID_ARGUMENT' } }),
+    tooLong: (tokens) => ({
+      error: { code: 400, message: `The input token count (${tokens}) exceeds the maximum number of tokens allowed (${WINDOW}).`, status: 'INVALID_ARGUMENT' },
+    }),
     answer: (text, tokens) => [
       data({
         candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP' }],
@@ -146,7 +174,7 @@ async function longSession(events: number): Promise<string> {
     }
     if (batch.length === 0) {
       // Pad to the exact length with titles.
-      for (; seq + batch.length < events; ) batch.push({ type: 'session/title', data: { title: `long ${seq + batch.length}` } });
+      for (; seq + batch.length < events;) batch.push({ type: 'session/title', data: { title: `long ${seq + batch.length}` } });
     }
     await app.services.store.append(id, batch);
     seq += batch.length;
@@ -163,7 +191,7 @@ describe('a 200,000-event session continued by a provider model', () => {
     expect(session.eventCount).toBe(EVENTS);
   }, 120_000);
 
-  it('the fake OpenAI-compatible server refuses a request over its window, in OpenAI\'s words', async () => {
+  it("the fake OpenAI-compatible server refuses a request over its window, in OpenAI's words", async () => {
     const refused = await fetch(`${base}/compat/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -176,10 +204,14 @@ describe('a 200,000-event session continued by a provider model', () => {
 
   for (const wire of WIRES) {
     it(`${wire.provider}: compacts automatically first; every request the provider received fits its window`, async () => {
-      const fork = await app.ok(
-        `mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id firstLiveSeq } } }`,
-        { i: { sessionId: parent, atSeq: EVENTS - 1, model: { provider: wire.provider, model: 'fake-16k', contextTokens: WINDOW }, message: 'what should I do next?' } },
-      );
+      const fork = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id firstLiveSeq } } }`, {
+        i: {
+          sessionId: parent,
+          atSeq: EVENTS - 1,
+          model: { provider: wire.provider, model: 'fake-16k', contextTokens: WINDOW },
+          message: 'what should I do next?',
+        },
+      });
       const child = fork.forkSession.session.id as string;
       await app.services.host.idle();
 

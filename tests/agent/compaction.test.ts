@@ -18,8 +18,10 @@ afterAll(async () => {
 });
 
 const create = async (model?: Record<string, unknown>) =>
-  (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { title: 'c', ...(model ? { model } : {}) } })).createSession.id as string;
-const send = async (sessionId: string, text: string) => (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } })).sendMessage;
+  (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { title: 'c', ...(model ? { model } : {}) } })).createSession
+    .id as string;
+const send = async (sessionId: string, text: string) =>
+  (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } })).sendMessage;
 const log = async (id: string) => app.services.store.log.page(id, -1, 100_000);
 const idle = () => app.services.host.idle();
 const COMPACT = `mutation($i: CompactSessionInput!) { compactSession(input: $i) { fromSeq toSeq summarySeq session { id eventCount status } } }`;
@@ -35,7 +37,10 @@ describe('context budget', () => {
   });
 
   it('estimates a request from the provider count of the last step plus the new text, never below the characters', () => {
-    const msgs = [{ role: 'user' as const, content: 'x'.repeat(400) }, { role: 'assistant' as const, content: 'y'.repeat(400) }];
+    const msgs = [
+      { role: 'user' as const, content: 'x'.repeat(400) },
+      { role: 'assistant' as const, content: 'y'.repeat(400) },
+    ];
     expect(estimateRequestTokens(msgs, [])).toBe(100 + 100 + 8);
     expect(estimateRequestTokens(msgs, [], { tokens: 1000, messageCount: 1 })).toBe(1000 + 100 + 4);
     expect(estimateRequestTokens(msgs, [], { tokens: 1, messageCount: 1 })).toBe(208);

@@ -29,13 +29,22 @@ const turn = async (id: string, text: string) => {
   await app.services.host.idle();
 };
 const log = (id: string) => app.services.store.log.page(id, -1, 10_000);
-const results = async (id: string) => (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]);
+const results = async (id: string) =>
+  (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]);
 const fork = async (sessionId: string, atSeq: number) =>
-  (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { type data } } }`, { i: { sessionId, atSeq } })).forkSession;
+  (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { type data } } }`, { i: { sessionId, atSeq } }))
+    .forkSession;
 const file = async (id: string, p: string, atSeq?: number) =>
-  (await app.ok(`query($id: ID!, $p: String!, $a: Int) { session(id: $id) { file(path: $p, atSeq: $a) { path size hash seq text base64 } } }`, { id, p, a: atSeq })).session.file;
+  (
+    await app.ok(`query($id: ID!, $p: String!, $a: Int) { session(id: $id) { file(path: $p, atSeq: $a) { path size hash seq text base64 } } }`, {
+      id,
+      p,
+      a: atSeq,
+    })
+  ).session.file;
 const files = async (id: string, atSeq?: number, dir?: string) =>
-  (await app.ok(`query($id: ID!, $a: Int, $d: String) { session(id: $id) { files(atSeq: $a, path: $d) { path size hash seq } } }`, { id, a: atSeq, d: dir })).session.files;
+  (await app.ok(`query($id: ID!, $a: Int, $d: String) { session(id: $id) { files(atSeq: $a, path: $d) { path size hash seq } } }`, { id, a: atSeq, d: dir }))
+    .session.files;
 const write = (p: string, content: string) => `!call write_file ${JSON.stringify({ path: p, content })}`;
 
 describe('a cut between a write_file call and its result', () => {
@@ -71,7 +80,7 @@ describe('a cut between a write_file call and its result', () => {
 });
 
 describe('crash recovery', () => {
-  it('repairs a file tool cut off mid-call with the restored-files wording, and the next file tool sees the log\'s files, not what the crash left', async () => {
+  it("repairs a file tool cut off mid-call with the restored-files wording, and the next file tool sees the log's files, not what the crash left", async () => {
     const id = await create();
     await turn(id, write('a.txt', 'logged'));
     // The process running it died mid-write_file: the call is in the log, no result; the directory holds half-done work.
@@ -80,7 +89,10 @@ describe('crash recovery', () => {
       { type: 'inbox/remove', data: { inputId: 'in_crash', reason: 'taken' } },
       { type: 'turn/start', data: { turn: 2, inputId: 'in_crash' } },
       { type: 'step/start', data: { turn: 2, step: 1 } },
-      { type: 'model/message', data: { turn: 2, step: 1, text: '', toolCalls: [{ id: 'call_crash', name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+      {
+        type: 'model/message',
+        data: { turn: 2, step: 1, text: '', toolCalls: [{ id: 'call_crash', name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
+      },
     ]);
     fs.writeFileSync(path.join(root, id, 'a.txt'), 'half-written by the dead process');
     fs.writeFileSync(path.join(root, id, 'stray.txt'), 'left behind');
@@ -129,20 +141,26 @@ describe('every kind of cut', () => {
     await app.services.host.idle();
     const turn1End = (await log(p)).find((e) => e.type === 'turn/end')!.seq;
 
-    const branch = (await app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { session { id firstLiveSeq } } }`, { i: { sessionId: p, anchorSeq: 0 } })).branchSession.session;
+    const branch = (
+      await app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { session { id firstLiveSeq } } }`, { i: { sessionId: p, anchorSeq: 0 } })
+    ).branchSession.session;
     expect((await file(branch.id, 'story.txt')).text).toBe('chapter 1\n');
 
     // Edit turn 2's message: the child is cut right before it and answers the new text on the files of turn 1.
-    const edited = (await app.ok(`mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id firstLiveSeq } } }`, {
-      i: { sessionId: p, inputId: turn2Input, text: '!call edit_file {"path":"story.txt","oldText":"chapter 1","newText":"chapter one, edited"}' },
-    })).editMessage.session;
+    const edited = (
+      await app.ok(`mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id firstLiveSeq } } }`, {
+        i: { sessionId: p, inputId: turn2Input, text: '!call edit_file {"path":"story.txt","oldText":"chapter 1","newText":"chapter one, edited"}' },
+      })
+    ).editMessage.session;
     await app.services.host.idle();
     expect((await file(edited.id, 'story.txt', edited.firstLiveSeq - 1)).text).toBe('chapter 1\n');
     expect((await file(edited.id, 'story.txt')).text).toBe('chapter one, edited\n');
 
-    const fan = (await app.ok(`mutation($i: FanOutInput!) { fanOut(input: $i) { children { id } } }`, {
-      i: { sessionId: p, atSeq: turn1End, variants: [{ message: write('story.txt', 'variant A\n') }, { message: '!call read_file {"path":"story.txt"}' }] },
-    })).fanOut.children;
+    const fan = (
+      await app.ok(`mutation($i: FanOutInput!) { fanOut(input: $i) { children { id } } }`, {
+        i: { sessionId: p, atSeq: turn1End, variants: [{ message: write('story.txt', 'variant A\n') }, { message: '!call read_file {"path":"story.txt"}' }] },
+      })
+    ).fanOut.children;
     await app.services.host.idle();
     expect((await file(fan[0].id, 'story.txt')).text).toBe('variant A\n');
     expect((await results(fan[1].id)).at(-1)).toEqual(['read_file', 'ok', 'chapter 1\n']);
@@ -174,7 +192,10 @@ describe('the quota', () => {
   it('refuses a write past the bytes or files of a session, with a clear error, and records nothing for it', async () => {
     const id = await create();
     await turn(id, [write('big.txt', 'x'.repeat(900)), write('more.txt', 'y'.repeat(200))].join('\n'));
-    expect((await results(id)).map((r) => r.slice(0, 2))).toEqual([['write_file', 'ok'], ['write_file', 'error']]);
+    expect((await results(id)).map((r) => r.slice(0, 2))).toEqual([
+      ['write_file', 'ok'],
+      ['write_file', 'error'],
+    ]);
     expect((await results(id))[1][2]).toBe('the workspace quota is 1000 bytes: writing "more.txt" would make it 1100 bytes; delete or shorten files first');
     await turn(id, ['a', 'b', 'c', 'd', 'e'].map((n) => write(`${n}.txt`, n)).join('\n'));
     expect((await results(id)).at(-1)).toEqual(['write_file', 'error', 'the workspace quota is 5 files and directories: delete a file before adding "e.txt"']);
@@ -187,14 +208,24 @@ describe('Session.fileChanges and Session.file', () => {
     const id = await create();
     await turn(id, [write('keep.txt', 'one\ntwo\nthree\n'), write('gone.txt', 'bye\n')].join('\n'));
     const mid = (await log(id)).at(-1)!.seq;
-    await turn(id, ['!call edit_file {"path":"keep.txt","oldText":"two","newText":"2"}', '!call delete_file {"path":"gone.txt"}', write('new.txt', 'hi\n')].join('\n'));
+    await turn(
+      id,
+      ['!call edit_file {"path":"keep.txt","oldText":"two","newText":"2"}', '!call delete_file {"path":"gone.txt"}', write('new.txt', 'hi\n')].join('\n'),
+    );
     const CHANGES = `query($id: ID!, $f: Int!, $t: Int) { session(id: $id) { fileChanges(fromSeq: $f, toSeq: $t) { path kind diff before { size } after { size } } } }`;
     const changes = (await app.ok(CHANGES, { id, f: mid })).session.fileChanges;
-    expect(changes.map((c: any) => [c.path, c.kind])).toEqual([['gone.txt', 'DELETED'], ['keep.txt', 'CHANGED'], ['new.txt', 'ADDED']]);
+    expect(changes.map((c: any) => [c.path, c.kind])).toEqual([
+      ['gone.txt', 'DELETED'],
+      ['keep.txt', 'CHANGED'],
+      ['new.txt', 'ADDED'],
+    ]);
     expect(changes[1].diff).toBe('--- a/keep.txt\n+++ b/keep.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n');
     expect(changes[2].diff).toBe('--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+hi\n');
     // From nothing: everything of the tree at `mid` is ADDED.
-    expect((await app.ok(CHANGES, { id, f: -1, t: mid })).session.fileChanges.map((c: any) => [c.path, c.kind])).toEqual([['gone.txt', 'ADDED'], ['keep.txt', 'ADDED']]);
+    expect((await app.ok(CHANGES, { id, f: -1, t: mid })).session.fileChanges.map((c: any) => [c.path, c.kind])).toEqual([
+      ['gone.txt', 'ADDED'],
+      ['keep.txt', 'ADDED'],
+    ]);
     const out = await app.gql(CHANGES, { id, f: 10_000 });
     expect(out.errors![0].extensions!.code).toBe('SEQ_OUT_OF_RANGE');
 
@@ -228,7 +259,10 @@ describe('deleting sessions', () => {
     await turn(a, [write('r.txt', 'recorded\n'), write('gone.txt', 'x')].join('\n'));
     await turn(a, '!call delete_file {"path":"gone.txt"}');
     const recording: string = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: a })).session.recording;
-    const lines = recording.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = recording
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const blobs = lines.filter((l) => 'blob' in l);
     expect(blobs.map((b) => Buffer.from(b.base64, 'base64').toString()).sort()).toEqual(['recorded\n', 'x']);
     expect(lines.slice(-blobs.length)).toEqual(blobs); // after every event
@@ -239,15 +273,31 @@ describe('deleting sessions', () => {
     expect((await files(copy)).map((f: any) => f.path)).toEqual(['r.txt']);
     expect((await file(copy, 'gone.txt', mid)).text).toBe('x');
     // Exported again, the copy's recording is the same stream.
-    expect((await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: copy })).session.recording.split('\n').filter((l: string) => l.startsWith('{"blob"')).sort())
-      .toEqual(recording.split('\n').filter((l) => l.startsWith('{"blob"')).sort());
+    expect(
+      (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: copy })).session.recording
+        .split('\n')
+        .filter((l: string) => l.startsWith('{"blob"'))
+        .sort(),
+    ).toEqual(
+      recording
+        .split('\n')
+        .filter((l) => l.startsWith('{"blob"'))
+        .sort(),
+    );
 
     // A content that does not match its hash, or one named but not carried (nor held): refused, nothing written.
     const tampered = recording.replace(blobs[0].base64, Buffer.from('forged').toString('base64'));
-    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: tampered })).errors![0].message).toContain('does not match its hash');
+    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: tampered })).errors![0].message).toContain(
+      'does not match its hash',
+    );
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: copy });
-    const withoutBlobs = recording.split('\n').filter((l) => !l.startsWith('{"blob"')).join('\n');
-    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: withoutBlobs })).errors![0].message).toMatch(/names file content [0-9a-f]{64} for "r.txt", which it does not carry and this tenant does not hold/);
+    const withoutBlobs = recording
+      .split('\n')
+      .filter((l) => !l.startsWith('{"blob"'))
+      .join('\n');
+    expect((await app.gql(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: withoutBlobs })).errors![0].message).toMatch(
+      /names file content [0-9a-f]{64} for "r.txt", which it does not carry and this tenant does not hold/,
+    );
   });
 
   it('an imported copy keeps the contents its log names that the database holds, when the original is deleted', async () => {

@@ -78,7 +78,9 @@ describe('the agent fold', () => {
     expect(a.models.scripted.lastRequest!.messages).toEqual(replayedRequest(events));
     expect(a.models.scripted.lastRequest!.model).toBe('other');
     expect(a.models.scripted.lastRequest!.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
-      'turn one\n!call clock', 'turn two, elsewhere', 'turn three, back here',
+      'turn one\n!call clock',
+      'turn two, elsewhere',
+      'turn three, back here',
     ]);
   });
 

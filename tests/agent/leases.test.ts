@@ -25,7 +25,7 @@ const types = async (id: string) => (await app.services.store.log.page(id, -1, 1
 const session = async (id: string) => (await app.db.pool.query(`SELECT status, "leaseOwner", "leaseToken" FROM "Session" WHERE id = $1`, [id])).rows[0];
 
 describe('leases', () => {
-  it("a runner whose lease is taken over stops at once and writes nothing more; the turn is repaired once", async () => {
+  it('a runner whose lease is taken over stops at once and writes nothing more; the turn is repaired once', async () => {
     const id = await create();
     app.turnUpdates.on(id, (u: TurnUpdate) => updates.push(u));
     await send(id, '!slow 150\none two three four five six seven eight nine ten eleven twelve');
@@ -44,8 +44,9 @@ describe('leases', () => {
     expect(await types(id)).toEqual(before);
 
     // A stale runner's append is refused by the fence, whatever it tries.
-    await expect(app.services.store.append(id, [{ type: 'session/title', data: { title: 'stale' } }], { lease: { sessionId: id, token: taken!.token - 1 } }))
-      .rejects.toMatchObject({ code: 'SESSION_BUSY', details: { leaseLost: true } });
+    await expect(
+      app.services.store.append(id, [{ type: 'session/title', data: { title: 'stale' } }], { lease: { sessionId: id, token: taken!.token - 1 } }),
+    ).rejects.toMatchObject({ code: 'SESSION_BUSY', details: { leaseLost: true } });
 
     // When the other holder goes away, this process takes the session back and repairs the turn, once.
     await other.release(taken!);
@@ -66,10 +67,15 @@ describe('leases', () => {
     const watch = setInterval(() => (peak = Math.max(peak, app.services.host.active)), 5);
     try {
       await Promise.all(ids.map((id) => send(id, '!call sleep {"ms": 150}')));
-      await waitFor(async () => {
-        const { rows } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE'`, [ids]);
-        return rows[0].n === ids.length;
-      }, { what: 'all eight turns', timeoutMs: 20_000 });
+      await waitFor(
+        async () => {
+          const { rows } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE'`, [
+            ids,
+          ]);
+          return rows[0].n === ids.length;
+        },
+        { what: 'all eight turns', timeoutMs: 20_000 },
+      );
     } finally {
       clearInterval(watch);
     }

@@ -7,13 +7,15 @@ import { loadMcpConfig, parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts
 
 describe('MCP config', () => {
   it('reads stdio and HTTP servers in the shape Claude Code, Cursor and Codex use, with defaults', () => {
-    const c = parseMcpConfig(JSON.stringify({
-      mcpServers: {
-        files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { A: '1' } },
-        remote: { type: 'http', url: 'https://tools.example.com/mcp', headers: { Authorization: 'Bearer x' }, trusted: false },
-        off: { command: 'x', disabled: true },
-      },
-    }));
+    const c = parseMcpConfig(
+      JSON.stringify({
+        mcpServers: {
+          files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { A: '1' } },
+          remote: { type: 'http', url: 'https://tools.example.com/mcp', headers: { Authorization: 'Bearer x' }, trusted: false },
+          off: { command: 'x', disabled: true },
+        },
+      }),
+    );
     expect(Object.keys(c.mcpServers)).toEqual(['files', 'remote']);
     expect(c.mcpServers.files).toMatchObject({ trusted: true, tools: {}, env: { A: '1' } });
     expect(c.mcpServers.remote).toMatchObject({ trusted: false, headers: { Authorization: 'Bearer x' } });

@@ -28,7 +28,20 @@ afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true }
 async function scenario(name: string): Promise<{ code: number | null; checks: Check[]; output: string; client: string }> {
   const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-conformance-'));
   dirs.push(cwd);
-  const args = ['--import', `${FIXTURES}/node20-fs-glob.mjs`, RUNNER, 'client', '--command', CLIENT, '--scenario', name, '--timeout', '45000', '--output-dir', cwd];
+  const args = [
+    '--import',
+    `${FIXTURES}/node20-fs-glob.mjs`,
+    RUNNER,
+    'client',
+    '--command',
+    CLIENT,
+    '--scenario',
+    name,
+    '--timeout',
+    '45000',
+    '--output-dir',
+    cwd,
+  ];
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (c) => (output += c));

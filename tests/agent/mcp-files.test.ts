@@ -19,11 +19,19 @@ let dir: string;
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-files-'));
   const config = path.join(dir, 'mcp.json');
-  fs.writeFileSync(config, JSON.stringify({
-    mcpServers: {
-      fs: { command: process.execPath, args: [require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), '${workspace}'], cwd: '${workspace}', workspace: 'only' },
-    },
-  }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        fs: {
+          command: process.execPath,
+          args: [require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js'), '${workspace}'],
+          cwd: '${workspace}',
+          workspace: 'only',
+        },
+      },
+    }),
+  );
   app = await startTestApp({ mcp: loadMcpConfig(config) });
 });
 afterAll(async () => {
@@ -33,8 +41,14 @@ afterAll(async () => {
 
 const { create, turn, log, results } = agentTurns(() => app, 'mcp files');
 const files = async (id: string) =>
-  Object.fromEntries(await Promise.all(((await app.ok(`query($id: ID!) { session(id: $id) { files { path } } }`, { id })).session.files as Array<{ path: string }>).map(async ({ path: p }) =>
-    [p, (await app.ok(`query($id: ID!, $p: String!) { session(id: $id) { file(path: $p) { text } } }`, { id, p })).session.file.text])));
+  Object.fromEntries(
+    await Promise.all(
+      ((await app.ok(`query($id: ID!) { session(id: $id) { files { path } } }`, { id })).session.files as Array<{ path: string }>).map(async ({ path: p }) => [
+        p,
+        (await app.ok(`query($id: ID!, $p: String!) { session(id: $id) { file(path: $p) { text } } }`, { id, p })).session.file.text,
+      ]),
+    ),
+  );
 
 describe('server-filesystem in the session workspace', () => {
   it("records its writes and edits; a fork before a call's result has the files as before it; each session's server sees its own files", async () => {
@@ -47,7 +61,11 @@ describe('server-filesystem in the session workspace', () => {
     const call = (await log(p)).findLast((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
     expect(anyData(call).toolCalls[0]).toMatchObject({ name: 'fs__edit_file', files: 'only' });
 
-    const child = (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, { i: { sessionId: p, atSeq: call.seq } })).forkSession;
+    const child = (
+      await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, {
+        i: { sessionId: p, atSeq: call.seq },
+      })
+    ).forkSession;
     expect(child.syntheticEvents[0].data.content).toContain('The files were restored to before this call');
     expect(await files(child.session.id)).toEqual({ 'notes.md': 'one\n', 'built-in.txt': 'b' });
     await turn(child.session.id, '!call fs__read_text_file {"path":"notes.md"}\n!call fs__list_directory {"path":"."}');

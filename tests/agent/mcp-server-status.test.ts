@@ -51,7 +51,7 @@ describe('MCP servers that fail to start', () => {
     expect(byName.everything.toolCount).toBeGreaterThan(5);
   });
 
-  it("a turn whose tool set names the failed server says so in its log; one whose set leaves it out does not", async () => {
+  it('a turn whose tool set names the failed server says so in its log; one whose set leaves it out does not', async () => {
     const all = (await app.ok(`mutation { createSession(input: { title: "all" }) { id } }`)).createSession.id;
     let events = await turn(all, 'hello');
     const down = events.filter((e) => e.type === 'plugin/agent/tool-server-down');
@@ -124,7 +124,9 @@ describe('the default tool set', () => {
 
     const chosen = (await marked.ok(`mutation { createSession(input: { title: "more", tools: ["*"] }) { id } }`)).createSession.id;
     expect(names((await marked.ok(q, { id: chosen })).session.tools)).toEqual(expect.arrayContaining(['everything__echo', 'extra__echo']));
-    const set = await marked.ok(`mutation($i: SetSessionToolsInput!) { setSessionTools(input: $i) { tools { name } } }`, { i: { sessionId: plain, tools: ['clock', 'extra__echo'] } });
+    const set = await marked.ok(`mutation($i: SetSessionToolsInput!) { setSessionTools(input: $i) { tools { name } } }`, {
+      i: { sessionId: plain, tools: ['clock', 'extra__echo'] },
+    });
     expect(names(set.setSessionTools.tools)).toEqual(['clock', 'extra__echo']);
     expect(names((await marked.ok('{ tools { name } }')).tools)).toEqual(expect.arrayContaining(['everything__echo', 'extra__echo']));
   });

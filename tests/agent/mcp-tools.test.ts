@@ -37,14 +37,17 @@ async function newSession(): Promise<string> {
 async function turn(id: string, text: string) {
   const { sendMessage } = await app.ok(SEND, { i: { sessionId: id, text } });
   let events: any[] = [];
-  await waitFor(async () => {
-    const { session } = await app.ok(EVENTS, { id });
-    events = session.events.edges.map((e: any) => e.node);
-    const start = events.find((e) => e.type === 'turn/start' && e.data.inputId === sendMessage.inputId);
-    if (!start) return false;
-    events = events.filter((e) => e.seq >= start.seq);
-    return events.some((e) => e.type === 'turn/end' && e.data.turn === start.data.turn);
-  }, { what: 'the turn to end', timeoutMs: 30_000 });
+  await waitFor(
+    async () => {
+      const { session } = await app.ok(EVENTS, { id });
+      events = session.events.edges.map((e: any) => e.node);
+      const start = events.find((e) => e.type === 'turn/start' && e.data.inputId === sendMessage.inputId);
+      if (!start) return false;
+      events = events.filter((e) => e.seq >= start.seq);
+      return events.some((e) => e.type === 'turn/end' && e.data.turn === start.data.turn);
+    },
+    { what: 'the turn to end', timeoutMs: 30_000 },
+  );
   return events;
 }
 
@@ -55,24 +58,35 @@ beforeAll(async () => {
   const configFile = path.join(dir, 'mcp.json');
   const node = process.execPath;
   const port = await freePort();
-  httpServer = spawn(node, [serverScript('server-everything'), 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  httpServer = spawn(node, [serverScript('server-everything'), 'streamableHttp'], {
+    env: { PATH: process.env.PATH, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   await new Promise<void>((resolve, reject) => {
     let said = '';
     httpServer.stderr!.on('data', (b: Buffer) => void ((said += b) && said.includes('listening') && resolve()));
     httpServer.once('exit', (code) => reject(new Error(`server-everything (HTTP) exited ${code}: ${said}`)));
   });
-  fs.writeFileSync(configFile, JSON.stringify({
-    mcpServers: {
-      fs: { command: node, args: [serverScript('server-filesystem'), root] },
-      everything: { command: node, args: [serverScript('server-everything'), 'stdio'], env: { FORKLINE_MCP_TEST_MARKER: marker } },
-      memory: { command: node, args: [serverScript('server-memory')], env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') } },
-      web: { type: 'http', url: `http://127.0.0.1:${port}/mcp` },
-      // The same server, not trusted: its read-only hints count for nothing.
-      stranger: { type: 'stdio', command: node, args: [serverScript('server-everything'), 'stdio'], trusted: false },
-      // The operator's word beats the annotations.
-      pinned: { command: node, args: [serverScript('server-memory')], env: { MEMORY_FILE_PATH: path.join(dir, 'pinned.jsonl') }, tools: { read_graph: { effect: 'side-effects' } } },
-    },
-  }));
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      mcpServers: {
+        fs: { command: node, args: [serverScript('server-filesystem'), root] },
+        everything: { command: node, args: [serverScript('server-everything'), 'stdio'], env: { FORKLINE_MCP_TEST_MARKER: marker } },
+        memory: { command: node, args: [serverScript('server-memory')], env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') } },
+        web: { type: 'http', url: `http://127.0.0.1:${port}/mcp` },
+        // The same server, not trusted: its read-only hints count for nothing.
+        stranger: { type: 'stdio', command: node, args: [serverScript('server-everything'), 'stdio'], trusted: false },
+        // The operator's word beats the annotations.
+        pinned: {
+          command: node,
+          args: [serverScript('server-memory')],
+          env: { MEMORY_FILE_PATH: path.join(dir, 'pinned.jsonl') },
+          tools: { read_graph: { effect: 'side-effects' } },
+        },
+      },
+    }),
+  );
   process.env.FORKLINE_MCP_TEST_SECRET = 'not-for-tool-servers';
   app = await startTestApp({ mcp: loadMcpConfig(configFile) });
 });
@@ -94,11 +108,17 @@ describe('MCP tools from the reference servers', () => {
     expect(result.data).toMatchObject({ status: 'ok', name: 'everything__get-sum' });
     expect(result.data.content).toContain('5');
     // The whole MCP result is kept for clients, beside the text the model reads.
-    expect(events.find((e) => e.type === 'plugin/mcp/result')?.data).toMatchObject({ callId: call.data.toolCalls[0].id, server: 'everything', tool: 'get-sum' });
+    expect(events.find((e) => e.type === 'plugin/mcp/result')?.data).toMatchObject({
+      callId: call.data.toolCalls[0].id,
+      server: 'everything',
+      tool: 'get-sum',
+    });
     // The next step's request carried the tool's answer to the model.
     const sent = app.models.scripted.lastRequest!.messages;
     expect(sent.find((m) => m.role === 'tool')).toMatchObject({ tool_call_id: call.data.toolCalls[0].id, content: result.data.content });
-    expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['clock', 'everything__get-sum', 'fs__edit_file', 'memory__create_entities']));
+    expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['clock', 'everything__get-sum', 'fs__edit_file', 'memory__create_entities']),
+    );
   });
 
   it('a server over Streamable HTTP serves calls the same way', async () => {
@@ -111,13 +131,16 @@ describe('MCP tools from the reference servers', () => {
   it('a fork before an MCP result words its retry advice from the annotations recorded with the call', async () => {
     const id = await newSession();
     const file = path.join(root, 'notes.txt');
-    const events = await turn(id, [
-      `!call fs__write_file ${JSON.stringify({ path: file, content: 'one\n' })}`,
-      '!then',
-      `!call fs__edit_file ${JSON.stringify({ path: file, edits: [{ oldText: 'one', newText: 'two' }] })}`,
-      '!then',
-      `!call fs__read_text_file ${JSON.stringify({ path: file })}`,
-    ].join('\n'));
+    const events = await turn(
+      id,
+      [
+        `!call fs__write_file ${JSON.stringify({ path: file, content: 'one\n' })}`,
+        '!then',
+        `!call fs__edit_file ${JSON.stringify({ path: file, edits: [{ oldText: 'one', newText: 'two' }] })}`,
+        '!then',
+        `!call fs__read_text_file ${JSON.stringify({ path: file })}`,
+      ].join('\n'),
+    );
     expect(fs.readFileSync(file, 'utf8')).toBe('two\n');
     const calls = events.filter((e) => e.type === 'model/message' && e.data.toolCalls.length);
     expect(calls.map((e) => e.data.toolCalls[0].effect)).toEqual(['idempotent', 'side-effects', 'read-only']);
@@ -132,7 +155,9 @@ describe('MCP tools from the reference servers', () => {
     // write_file: destructive but idempotent (writing the same content again changes nothing more).
     expect(await advice(calls[0])).toContain('"fs__write_file" is idempotent, so it is safe to call it again');
     // edit_file: destructive and not idempotent.
-    expect(await advice(calls[1])).toContain('"fs__edit_file" has side effects: it may already have changed the world, so check its effect before repeating it');
+    expect(await advice(calls[1])).toContain(
+      '"fs__edit_file" has side effects: it may already have changed the world, so check its effect before repeating it',
+    );
     expect(await advice(calls[2])).toContain('"fs__read_text_file" is read-only, so it is safe to call it again');
   });
 
@@ -172,14 +197,24 @@ describe('MCP tools from the reference servers', () => {
   it('progress streams on sessionTurns; a server that dies mid-call gives an error result, and the next call works', async () => {
     const id = await newSession();
     const updates = subscribeWs(app.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind callId progress total } }', { id });
-    const { sendMessage } = await app.ok(SEND, { i: { sessionId: id, text: '!call everything__trigger-long-running-operation {"duration": 30, "steps": 30}' } });
+    const { sendMessage } = await app.ok(SEND, {
+      i: { sessionId: id, text: '!call everything__trigger-long-running-operation {"duration": 30, "steps": 30}' },
+    });
     await updates.until((items) => items.some((u) => u.sessionTurns.kind === 'TOOL_PROGRESS'), 'a TOOL_PROGRESS update', 20_000);
     const progress = updates.items.find((u) => u.sessionTurns.kind === 'TOOL_PROGRESS').sessionTurns;
     expect(progress).toMatchObject({ total: 30 });
     // Kill the server mid-call (the process whose environment carries our marker).
-    const pids = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && (() => {
-      try { return fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(`FORKLINE_MCP_TEST_MARKER=${marker}`); } catch { return false; }
-    })());
+    const pids = fs.readdirSync('/proc').filter(
+      (p) =>
+        /^\d+$/.test(p) &&
+        (() => {
+          try {
+            return fs.readFileSync(`/proc/${p}/environ`, 'utf8').includes(`FORKLINE_MCP_TEST_MARKER=${marker}`);
+          } catch {
+            return false;
+          }
+        })(),
+    );
     expect(pids.length).toBeGreaterThan(0);
     for (const pid of pids) process.kill(Number(pid), 'SIGKILL');
     await updates.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'the turn to end', 20_000);
@@ -216,7 +251,10 @@ describe('tool sets in the log', () => {
 
     let events = await turn(id, '!call fs__write_file {"path": "/tmp/x", "content": "x"}\n!call everything__echo {"message": "in set"}');
     const results = events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
-    expect(results).toEqual([['fs__write_file', 'error', 'unknown tool "fs__write_file"'], ['everything__echo', 'ok', 'Echo: in set']]);
+    expect(results).toEqual([
+      ['fs__write_file', 'error', 'unknown tool "fs__write_file"'],
+      ['everything__echo', 'ok', 'Echo: in set'],
+    ]);
     expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).not.toContain('fs__write_file');
 
     // Cut before the set: every tool; after it: the set; the child can change its own.
@@ -248,8 +286,20 @@ describe("a tenant's servers", () => {
   let tenantApp: TestApp;
   beforeAll(async () => {
     const config = path.join(dir, 'tenants.json');
-    fs.writeFileSync(config, JSON.stringify({ mcpServers: { alphaonly: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'], tenants: ['alpha'] } } }));
-    tenantApp = await startTestApp({ mcp: loadMcpConfig(config), security: { apiTokens: new Map([[A, 'alpha'], [B, 'beta']]), rateLimit: false } });
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { alphaonly: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'], tenants: ['alpha'] } } }),
+    );
+    tenantApp = await startTestApp({
+      mcp: loadMcpConfig(config),
+      security: {
+        apiTokens: new Map([
+          [A, 'alpha'],
+          [B, 'beta'],
+        ]),
+        rateLimit: false,
+      },
+    });
   });
   afterAll(() => tenantApp?.close());
 

@@ -48,7 +48,7 @@ describe('the model adapter', () => {
     expect(answer).toEqual({ text: 'Hello', toolCalls: [], usage: { inputTokens: 12, outputTokens: 2 } });
   });
 
-  it('returns tool calls with their arguments as the model wrote them; calls the provider ran itself are not the agent\'s', async () => {
+  it("returns tool calls with their arguments as the model wrote them; calls the provider ran itself are not the agent's", async () => {
     const model = new MockLanguageModelV3({
       doStream: streamOf([
         { type: 'tool-call', toolCallId: 'c1', toolName: 'note_write', input: '{"key": "k", "value": "v"}' },
@@ -64,7 +64,7 @@ describe('the model adapter', () => {
     ]);
   });
 
-  it('sends the model the converted conversation, the tools, and only the allowed settings under the SDK\'s names', async () => {
+  it("sends the model the converted conversation, the tools, and only the allowed settings under the SDK's names", async () => {
     const model = new MockLanguageModelV3({ doStream: streamOf([{ type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage: usage(1, 0) }]) });
     const { answer } = await run(
       model,
@@ -95,7 +95,11 @@ describe('the model adapter', () => {
       requestBodyValues: {},
       statusCode: 400,
     });
-    const thrown = new MockLanguageModelV3({ doStream: async () => { throw http400; } });
+    const thrown = new MockLanguageModelV3({
+      doStream: async () => {
+        throw http400;
+      },
+    });
     await expect(run(thrown)).rejects.toThrow(new ModelError("mock provider: HTTP 400: This model's maximum context length is 8192 tokens"));
     const streamed = new MockLanguageModelV3({
       doStream: streamOf([
@@ -104,7 +108,11 @@ describe('the model adapter', () => {
       ]),
     });
     await expect(run(streamed)).rejects.toThrow(new ModelError('mock provider: Overloaded'));
-    const broken = new MockLanguageModelV3({ doStream: async () => { throw new TypeError('fetch failed'); } });
+    const broken = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new TypeError('fetch failed');
+      },
+    });
     await expect(run(broken)).rejects.toBeInstanceOf(ModelError);
   });
 
@@ -122,7 +130,7 @@ describe('the model adapter', () => {
   });
 });
 
-describe('the conversation as the SDK\'s messages', () => {
+describe("the conversation as the SDK's messages", () => {
   let seq = 0;
   const ev = (type: string, data: unknown): LogEvent => ({ seq: seq++, type, data }) as LogEvent;
   const log = [
@@ -164,7 +172,14 @@ describe('the conversation as the SDK\'s messages', () => {
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'note_write', output: { type: 'text', value: 'wrote note "k"' } }] },
       {
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: 'c2', toolName: 'note_read', output: { type: 'error-text', value: 'Error: arguments are not valid JSON: not-json' } }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'c2',
+            toolName: 'note_read',
+            output: { type: 'error-text', value: 'Error: arguments are not valid JSON: not-json' },
+          },
+        ],
       },
       { role: 'assistant', content: [{ type: 'text', text: 'Saved.' }] },
     ]);
@@ -177,7 +192,7 @@ describe('the conversation as the SDK\'s messages', () => {
     expect(b.slice(0, a.length).every((m, i) => m === a[i])).toBe(true);
   });
 
-  it('reuses an earlier request\'s prompt only as far as the messages are the same objects', () => {
+  it("reuses an earlier request's prompt only as far as the messages are the same objects", () => {
     const user = (content: string): ChatMessage => ({ role: 'user', content });
     const first = [user('a'), { role: 'assistant', content: 'x' } as ChatMessage, user('b')];
     const a = toPrompt(first);
@@ -213,8 +228,10 @@ describe('the conversation as the SDK\'s messages', () => {
 });
 
 describe('model settings', () => {
-  it('allows sampling fields within bounds, under the SDK\'s names or the chat-completions ones', () => {
-    expect(settingsProblem({ temperature: 0.5, topP: 0.9, topK: 40, maxOutputTokens: 512, seed: 7, stopSequences: ['x'], presencePenalty: 0, frequencyPenalty: 1 })).toBeUndefined();
+  it("allows sampling fields within bounds, under the SDK's names or the chat-completions ones", () => {
+    expect(
+      settingsProblem({ temperature: 0.5, topP: 0.9, topK: 40, maxOutputTokens: 512, seed: 7, stopSequences: ['x'], presencePenalty: 0, frequencyPenalty: 1 }),
+    ).toBeUndefined();
     expect(settingsProblem({ top_p: 0.9, max_tokens: 10, stop: ['a', 'b'], presence_penalty: 0.1, frequency_penalty: 0.1, top_k: 3 })).toBeUndefined();
     expect(callSettings({ top_p: 0.9, max_tokens: 10, stop: 'a' })).toEqual({ topP: 0.9, maxOutputTokens: 10, stopSequences: ['a'] });
   });

@@ -11,7 +11,11 @@ let app: TestApp;
 let eventRowsRead = 0;
 
 beforeAll(async () => {
-  app = await startTestApp({ onQuery: (sql, rows) => { if (/FROM "Event"/.test(sql)) eventRowsRead += rows; } });
+  app = await startTestApp({
+    onQuery: (sql, rows) => {
+      if (/FROM "Event"/.test(sql)) eventRowsRead += rows;
+    },
+  });
 });
 afterAll(() => app.close());
 

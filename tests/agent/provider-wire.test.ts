@@ -44,13 +44,29 @@ interface Wire {
 const sse = (data: unknown, event?: string) => ({ event, data });
 
 const chatCompletions = (provider: string, prefix: string): Wire => {
-  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [{ index: 0, delta, finish_reason: null }], ...extra });
+  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({
+    id: 'chatcmpl-1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'fake-model',
+    choices: [{ index: 0, delta, finish_reason: null }],
+    ...extra,
+  });
   const end = (reason: string, usage?: { input: number; output: number }) =>
-    sse({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [{ index: 0, delta: {}, finish_reason: reason }], ...(usage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}) });
+    sse({
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'fake-model',
+      choices: [{ index: 0, delta: {}, finish_reason: reason }],
+      ...(usage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}),
+    });
   return {
     provider,
     prefix,
-    text: (chunks, usage) => ({ events: [sse(chunk({ role: 'assistant', content: '' })), ...chunks.map((c) => sse(chunk({ content: c }))), end('stop', usage), sse('[DONE]')] }),
+    text: (chunks, usage) => ({
+      events: [sse(chunk({ role: 'assistant', content: '' })), ...chunks.map((c) => sse(chunk({ content: c }))), end('stop', usage), sse('[DONE]')],
+    }),
     toolCall: (c) => ({
       events: [
         sse(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] })),
@@ -60,12 +76,16 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
         sse('[DONE]'),
       ],
     }),
-    error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } } }),
+    error: (status, message) => ({
+      status,
+      body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } },
+    }),
     overflow: () => ({
       status: 400,
       body: {
         error: {
-          message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+          message:
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
           type: 'invalid_request_error',
           param: 'messages',
           code: 'context_length_exceeded',
@@ -77,7 +97,10 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
       headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
       body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
     }),
-    userTexts: (b) => b.messages.filter((m: any) => m.role === 'user').map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
+    userTexts: (b) =>
+      b.messages
+        .filter((m: any) => m.role === 'user')
+        .map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
     toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
     toolCallSent: (b, c) => {
       const tc = b.messages.flatMap((m: any) => m.tool_calls ?? []).find((t: any) => t.id === c.id);
@@ -106,14 +129,25 @@ const responses: Wire = {
       sse({ type: 'response.created', response: { id: 'resp_2', created_at: 1, model: 'fake-model' } }),
       sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: '' } }),
       sse({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 0, delta: c.arguments }),
-      sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' } }),
+      sse({
+        type: 'response.output_item.done',
+        output_index: 0,
+        item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' },
+      }),
       sse({ type: 'response.completed', response: { usage: { input_tokens: 20, output_tokens: 7 } } }),
     ],
   }),
   error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
   overflow: () => ({
     status: 400,
-    body: { error: { message: 'Your input exceeds the context window of this model. Please adjust your input and try again.', type: 'invalid_request_error', param: 'input', code: 'context_length_exceeded' } },
+    body: {
+      error: {
+        message: 'Your input exceeds the context window of this model. Please adjust your input and try again.',
+        type: 'invalid_request_error',
+        param: 'input',
+        code: 'context_length_exceeded',
+      },
+    },
   }),
   rateLimited: (s) => ({
     status: 429,
@@ -136,7 +170,21 @@ const anthropic: Wire = {
   prefix: '/anthropic/v1',
   text: (chunks, usage) => ({
     events: [
-      sse({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'fake-model', content: [], stop_reason: null, usage: { input_tokens: usage.input, output_tokens: 1 } } }, 'message_start'),
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'fake-model',
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: usage.input, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
       ...chunks.map((text) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta')),
       sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
@@ -146,7 +194,21 @@ const anthropic: Wire = {
   }),
   toolCall: (c) => ({
     events: [
-      sse({ type: 'message_start', message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'fake-model', content: [], stop_reason: null, usage: { input_tokens: 20, output_tokens: 1 } } }, 'message_start'),
+      sse(
+        {
+          type: 'message_start',
+          message: {
+            id: 'msg_2',
+            type: 'message',
+            role: 'assistant',
+            model: 'fake-model',
+            content: [],
+            stop_reason: null,
+            usage: { input_tokens: 20, output_tokens: 1 },
+          },
+        },
+        'message_start',
+      ),
       sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
       sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(0, 5) } }, 'content_block_delta'),
       sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(5) } }, 'content_block_delta'),
@@ -155,8 +217,14 @@ const anthropic: Wire = {
       sse({ type: 'message_stop' }, 'message_stop'),
     ],
   }),
-  error: (status, message) => ({ status, body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } } }),
-  overflow: () => ({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 208310 tokens > 200000 maximum' } } }),
+  error: (status, message) => ({
+    status,
+    body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } },
+  }),
+  overflow: () => ({
+    status: 400,
+    body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 208310 tokens > 200000 maximum' } },
+  }),
   rateLimited: (s) => ({
     status: 429,
     headers: { 'retry-after': String(s), 'anthropic-ratelimit-requests-remaining': '0' },
@@ -186,7 +254,9 @@ const google: Wire = {
     events: chunks.map((text, i) =>
       sse({
         candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(i === chunks.length - 1 ? { finishReason: 'STOP' } : {}) }],
-        ...(i === chunks.length - 1 ? { usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output } } : {}),
+        ...(i === chunks.length - 1
+          ? { usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output } }
+          : {}),
       }),
     ),
   }),
@@ -202,9 +272,14 @@ const google: Wire = {
   // Google names no wait in a header (its RetryInfo detail is in the body): the backoff's own wait applies.
   overflow: () => ({
     status: 400,
-    body: { error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } },
+    body: {
+      error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' },
+    },
   }),
-  rateLimited: () => ({ status: 429, body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } } }),
+  rateLimited: () => ({
+    status: 429,
+    body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } },
+  }),
   userTexts: (b) => b.contents.filter((m: any) => m.role === 'user').flatMap((m: any) => m.parts.filter((p: any) => 'text' in p).map((p: any) => p.text)),
   // Google matches a result to its call by the tool's name (its format has no call ids).
   toolResult: (b, c) => b.contents.flatMap((m: any) => m.parts).find((p: any) => p.functionResponse?.name === c.name)?.functionResponse.response.content,
@@ -236,7 +311,8 @@ beforeAll(async () => {
     if (!provider) return void res.writeHead(404).end();
     received.get(provider)!.push({ path: req.url!, headers: req.headers, body: JSON.parse(raw) });
     const reply = replies.get(provider)!.shift() ?? { status: 500, body: { error: { message: 'no scripted reply' } } };
-    if (reply.status && reply.status !== 200) return void res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
+    if (reply.status && reply.status !== 200)
+      return void res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const e of reply.events ?? []) {
       res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
@@ -264,7 +340,12 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 
-async function session(provider: string, settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 }, instructions?: string, model = 'fake-model') {
+async function session(
+  provider: string,
+  settings: Record<string, unknown> = { temperature: 0.2, maxOutputTokens: 300 },
+  instructions?: string,
+  model = 'fake-model',
+) {
   const r = await app.ok(`mutation($m: ModelConfigInput!, $ins: String) { createSession(input: { title: "wire", model: $m, instructions: $ins }) { id } }`, {
     m: { provider, model, settings },
     ins: instructions,
@@ -289,7 +370,13 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     await send(id, 'hi');
     expect(deltas).toEqual(['Hel', 'lo, ', 'world']);
     const events = await log(id);
-    expect(events.find((e) => e.type === 'model/message')!.data).toEqual({ turn: 1, step: 1, text: 'Hello, world', toolCalls: [], usage: { inputTokens: 11, outputTokens: 3 } });
+    expect(events.find((e) => e.type === 'model/message')!.data).toEqual({
+      turn: 1,
+      step: 1,
+      text: 'Hello, world',
+      toolCalls: [],
+      usage: { inputTokens: 11, outputTokens: 3 },
+    });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     const req = requests().at(-1)!;
     expect(wire.userTexts(req.body)).toEqual(['hi']);
@@ -303,7 +390,9 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     await send(id, 'hi');
     expect(wire.system(requests().at(-1)!.body)).toBe('Answer in French.');
     expect(wire.userTexts(requests().at(-1)!.body)).toEqual(['hi']);
-    const set = await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { instructions } }`, { i: { sessionId: id, instructions: 'Answer in German.' } });
+    const set = await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { instructions } }`, {
+      i: { sessionId: id, instructions: 'Answer in German.' },
+    });
     expect(set.setSessionInstructions.instructions).toBe('Answer in German.');
     const call = { id: `call_i_${wire.provider}`, name: 'note_write', arguments: '{"key":"k","value":"v"}' };
     queue(wire.toolCall(call), wire.text(['Guten Tag'], { input: 5, output: 2 }));
@@ -325,7 +414,14 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     expect(requests().length - before).toBe(2);
     const retries = events.filter((e) => e.type === 'plugin/agent/retry');
     expect(retries.map((e) => e.data)).toEqual([
-      { turn: 1, step: 1, attempt: 1, status: 429, error: expect.stringMatching(new RegExp(`^${wire.provider} provider: HTTP 429: `)), delayMs: wire.provider === 'google' ? 20 : 0 },
+      {
+        turn: 1,
+        step: 1,
+        attempt: 1,
+        status: 429,
+        error: expect.stringMatching(new RegExp(`^${wire.provider} provider: HTTP 429: `)),
+        delayMs: wire.provider === 'google' ? 20 : 0,
+      },
     ]);
     // The attempt is recorded inside its step, before the answer of the next one.
     const step = events.find((e) => e.type === 'step/start')!.seq;
@@ -336,7 +432,7 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
-  it("a context overflow is answered by compacting the history and sending the request once more; the turn completes", async () => {
+  it('a context overflow is answered by compacting the history and sending the request once more; the turn completes', async () => {
     const id = await session(wire.provider, {});
     queue(wire.text(['first answer'], { input: 5, output: 2 }));
     await send(id, 'first question');
@@ -412,10 +508,16 @@ describe('model settings where a session gets its model', () => {
     const create = await app.gql(`mutation { createSession(input: { title: "x", model: { provider: "openai", model: "m", settings: { n: 4 } } }) { id } }`);
     expect(bad(create)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/^model settings: unknown setting "n" \(allowed: temperature, topP/)]]);
     const id = await session('scripted', {});
-    const set = await app.gql(`mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "anthropic", model: "m", settings: { temperature: 5 } }) { id } }`, { id });
+    const set = await app.gql(
+      `mutation($id: ID!) { setSessionModel(sessionId: $id, model: { provider: "anthropic", model: "m", settings: { temperature: 5 } }) { id } }`,
+      { id },
+    );
     expect(bad(set)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/^model settings: temperature: /)]]);
     await send(id, 'hello');
-    const fork = await app.gql(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 0, model: { provider: "google", model: "m", settings: { service_tier: "flex" } } }) { session { id } } }`, { id });
+    const fork = await app.gql(
+      `mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 0, model: { provider: "google", model: "m", settings: { service_tier: "flex" } } }) { session { id } } }`,
+      { id },
+    );
     expect(bad(fork)).toEqual([['BAD_USER_INPUT', expect.stringMatching(/unknown setting "service_tier"/)]]);
     expect((await log(id)).filter((e) => e.type === 'session/model')).toHaveLength(1);
   });
@@ -433,7 +535,9 @@ describe('model settings where a session gets its model', () => {
       [{ top_p: 'high' }, 'top_p'],
       [{ stopSequences: ['a', 'b', 'c', 'd', 'e'] }, 'stopSequences'],
     ] as const) {
-      const r = await app.gql(`mutation($m: ModelConfigInput) { createSession(input: { title: "settings", model: $m }) { id } }`, { m: { provider: 'openai', model: 'm', settings } });
+      const r = await app.gql(`mutation($m: ModelConfigInput) { createSession(input: { title: "settings", model: $m }) { id } }`, {
+        m: { provider: 'openai', model: 'm', settings },
+      });
       expect(r.errors?.[0]?.extensions?.code, JSON.stringify(settings)).toBe('BAD_USER_INPUT');
       expect(r.errors?.[0]?.message).toContain(says);
     }
@@ -449,7 +553,9 @@ describe('model settings where a session gets its model', () => {
 
   it('an older log whose session/model holds settings outside the list still runs: they are never sent', async () => {
     const id = await session('openai', {});
-    await app.services.store.append(id, [{ type: 'session/model', data: { provider: 'openai', model: 'fake-model', settings: { temperature: 0.5, n: 4, logit_bias: { 1: 100 } } } }]);
+    await app.services.store.append(id, [
+      { type: 'session/model', data: { provider: 'openai', model: 'fake-model', settings: { temperature: 0.5, n: 4, logit_bias: { 1: 100 } } } },
+    ]);
     replies.get('openai')!.push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
     await send(id, 'hi');
     const body = received.get('openai')!.at(-1)!.body;
@@ -467,7 +573,10 @@ describe('model settings where a session gets its model', () => {
     try {
       const keyless = new ModelRegistry({ anthropic: { baseUrl: 'http://127.0.0.1:1/v1' } }).resolve('anthropic');
       await expect(
-        keyless.complete({ provider: 'anthropic', model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [] }, { signal: new AbortController().signal, onDelta: () => {} }),
+        keyless.complete(
+          { provider: 'anthropic', model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [] },
+          { signal: new AbortController().signal, onDelta: () => {} },
+        ),
       ).rejects.toThrow(/^anthropic provider: .*API key is missing/);
     } finally {
       if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
@@ -479,17 +588,22 @@ describe('instructions across forks, edits and variants', () => {
   const openaiReplies = () => replies.get('openai')!;
   const lastSystem = () => chatCompletions('openai', '/openai/v1').system(received.get('openai')!.at(-1)!.body);
 
-  it("a fork inherits the instructions of its cut; an edit or a variant that names new ones replaces them; Session.instructions and modelRequest say so", async () => {
+  it('a fork inherits the instructions of its cut; an edit or a variant that names new ones replaces them; Session.instructions and modelRequest say so', async () => {
     const id = await session('openai', {}, 'Be brief.');
     openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
     await send(id, 'first');
     const cut = (await log(id)).at(-1)!.seq;
-    await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { id } }`, { i: { sessionId: id, instructions: 'Be verbose.' } });
+    await app.ok(`mutation($i: SetSessionInstructionsInput!) { setSessionInstructions(input: $i) { id } }`, {
+      i: { sessionId: id, instructions: 'Be verbose.' },
+    });
     const q = `query($id: ID!) { session(id: $id) { instructions modelRequest { messages } } }`;
     expect((await app.ok(q, { id })).session.instructions).toBe('Be verbose.');
 
     // A fork at the end of the first turn: the instructions as of then.
-    const fork = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id instructions } } }`, { id, at: cut });
+    const fork = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id instructions } } }`, {
+      id,
+      at: cut,
+    });
     expect(fork.forkSession.session.instructions).toBe('Be brief.');
     openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
     await send(fork.forkSession.session.id, 'in the fork');
@@ -498,19 +612,24 @@ describe('instructions across forks, edits and variants', () => {
     // An edit of the first input that names new instructions; one that names none keeps those of its cut.
     const inputId = anyData((await log(id)).find((e) => e.type === 'inbox/add')!).inputId;
     openaiReplies().push(chatCompletions('openai', '/openai/v1').text(['ok'], { input: 1, output: 1 }));
-    const edit = await app.ok(
-      `mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id instructions } } }`,
-      { i: { sessionId: id, inputId, text: 'first, edited', instructions: 'Be formal.' } },
-    );
+    const edit = await app.ok(`mutation($i: EditMessageInput!) { editMessage(input: $i) { session { id instructions } } }`, {
+      i: { sessionId: id, inputId, text: 'first, edited', instructions: 'Be formal.' },
+    });
     await app.services.host.idle();
     expect(edit.editMessage.session.instructions).toBe('Be formal.');
     expect(lastSystem()).toBe('Be formal.');
 
     // Fan-out variants: one with its own instructions, one with "" (none).
-    const fan = await app.ok(
-      `mutation($i: FanOutInput!) { fanOut(input: $i) { children { id instructions modelRequest { messages } } } }`,
-      { i: { sessionId: id, atSeq: cut, variants: [{ title: 'a', instructions: 'Be playful.' }, { title: 'b', instructions: '' }] } },
-    );
+    const fan = await app.ok(`mutation($i: FanOutInput!) { fanOut(input: $i) { children { id instructions modelRequest { messages } } } }`, {
+      i: {
+        sessionId: id,
+        atSeq: cut,
+        variants: [
+          { title: 'a', instructions: 'Be playful.' },
+          { title: 'b', instructions: '' },
+        ],
+      },
+    });
     const [a, b] = fan.fanOut.children;
     expect(a.instructions).toBe('Be playful.');
     expect(b.instructions).toBeNull();
@@ -604,7 +723,7 @@ describe('compactSession and the provider', () => {
     expect(r.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 401: invalid x-api-key']]);
   });
 
-  it('a summary request that overflows is sent again in smaller parts; one that still overflows is MODEL_ERROR with the provider\'s message', async () => {
+  it("a summary request that overflows is sent again in smaller parts; one that still overflows is MODEL_ERROR with the provider's message", async () => {
     const id = await session('anthropic', {});
     replies.get('anthropic')!.push(wire.text(['hello'], { input: 5, output: 1 }));
     await send(id, 'hi');
@@ -616,6 +735,8 @@ describe('compactSession and the provider', () => {
 
     replies.get('anthropic')!.push(wire.overflow(), wire.overflow(), wire.overflow(), wire.overflow());
     const refused = await compact(id);
-    expect(refused.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([['MODEL_ERROR', 'anthropic provider: HTTP 400: prompt is too long: 208310 tokens > 200000 maximum']]);
+    expect(refused.errors?.map((e: any) => [e.extensions?.code, e.message])).toEqual([
+      ['MODEL_ERROR', 'anthropic provider: HTTP 400: prompt is too long: 208310 tokens > 200000 maximum'],
+    ]);
   });
 });

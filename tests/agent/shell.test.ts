@@ -20,7 +20,9 @@ afterAll(async () => {
 const { create, turn, log, results } = agentTurns(() => app, 'shell');
 const shell = (command: string) => `!call shell ${JSON.stringify({ command })}`;
 const paths = async (id: string, atSeq?: number) =>
-  (await app.ok(`query($id: ID!, $a: Int) { session(id: $id) { files(atSeq: $a) { path size } } }`, { id, a: atSeq })).session.files.map((f: any) => `${f.path}:${f.size}`);
+  (await app.ok(`query($id: ID!, $a: Int) { session(id: $id) { files(atSeq: $a) { path size } } }`, { id, a: atSeq })).session.files.map(
+    (f: any) => `${f.path}:${f.size}`,
+  );
 
 describe('the shell tool', () => {
   it('is offered only when switched on', async () => {
@@ -43,7 +45,11 @@ describe('the shell tool', () => {
 
     const call = (await log(id)).findLast((e) => e.type === 'model/message' && anyData(e).toolCalls.length)!;
     expect(anyData(call).toolCalls[0]).toMatchObject({ name: 'shell', effect: 'side-effects', files: 'also' });
-    const fork = (await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, { i: { sessionId: id, atSeq: call.seq } })).forkSession;
+    const fork = (
+      await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } syntheticEvents { data } } }`, {
+        i: { sessionId: id, atSeq: call.seq },
+      })
+    ).forkSession;
     const wording = fork.syntheticEvents[0].data.content as string;
     expect(wording).toContain('The files were restored to before this call; it did not run in this branch as far as the files go.');
     expect(wording).toContain('Outside the files: "shell" has side effects');
@@ -57,7 +63,11 @@ describe('the shell tool', () => {
     await turn(id, '!call write_file {"path":"keep.txt","content":"keep"}');
     await turn(id, shell('head -c 20000 /dev/zero > big.bin && echo made') + '\n!then\n' + shell('ls'));
     const [made, listed] = (await results(id)).slice(-2);
-    expect(made).toEqual(['shell', 'error', 'exit code 0\n--- stdout ---\nmade\n\n(the workspace quota is 10000 bytes, and the files came to 20004: the call\'s file changes were undone)']);
+    expect(made).toEqual([
+      'shell',
+      'error',
+      "exit code 0\n--- stdout ---\nmade\n\n(the workspace quota is 10000 bytes, and the files came to 20004: the call's file changes were undone)",
+    ]);
     expect(listed).toEqual(['shell', 'ok', 'exit code 0\n--- stdout ---\nkeep.txt\n']);
     expect(await paths(id)).toEqual(['keep.txt:4']);
     expect((await log(id)).filter((e) => e.type === 'plugin/files/change')).toHaveLength(1);

@@ -110,7 +110,9 @@ describe('the workspace rewinds with the log', () => {
     expect(inFlight.at(-1)!.type).toBe('model/message');
     const { session: child, syntheticEvents } = await fork(p, inFlight.at(-1)!.seq);
     expect(syntheticEvents.map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
-      ['tool/result', 'not-started'], ['step/end', 'forked'], ['turn/end', 'forked'],
+      ['tool/result', 'not-started'],
+      ['step/end', 'forked'],
+      ['turn/end', 'forked'],
     ]);
     expect(syntheticEvents[0].data.content).toContain(`forked at event ${inFlight.at(-1)!.seq} of session ${p}`);
     expect(syntheticEvents[0].data.content).toContain('may already have changed the world');
@@ -168,7 +170,10 @@ describe('the workspace rewinds with the log', () => {
     expect(listed[999]).toMatchObject({ key: 'key0999', value: '999' });
     await send(id, '!call note_write {"key":"one-too-many","value":"v"}\n!call note_write {"key":"key0005","value":"again"}');
     await idle();
-    const results = (await log(id)).filter((e) => e.type === 'tool/result').slice(-2).map((e) => [anyData(e).status, anyData(e).content]);
+    const results = (await log(id))
+      .filter((e) => e.type === 'tool/result')
+      .slice(-2)
+      .map((e) => [anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
       ['error', 'the note store is full (1000 notes): overwrite an existing note instead'],
       ['ok', 'wrote note "key0005"'],

@@ -20,7 +20,11 @@ afterAll(async () => {
 });
 
 const counts = async () =>
-  (await app.db.pool.query<{ sessions: number; events: number }>('SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "Event") AS events')).rows[0];
+  (
+    await app.db.pool.query<{ sessions: number; events: number }>(
+      'SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "Event") AS events',
+    )
+  ).rows[0];
 const runInput = (over: Record<string, unknown> = {}) => ({
   threadId: 'inputs-thread',
   runId: 'inputs-run',
@@ -62,7 +66,10 @@ describe('AG-UI input rules (the same as GraphQL)', () => {
     expect(body.errors[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' }, message: expect.stringMatching(/last user message: .*200000/) });
     // GraphQL says the same of the same text.
     const session = (await app.ok('mutation { createSession(input: {}) { id } }')).createSession.id;
-    const viaGraphQL = await app.gql('mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }', { id: session, t: 'x'.repeat(1_000_000) });
+    const viaGraphQL = await app.gql('mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }', {
+      id: session,
+      t: 'x'.repeat(1_000_000),
+    });
     expect(viaGraphQL.errors![0].message).toMatch(/200000/);
     const after = await counts();
     expect(after.sessions).toBe(before.sessions + 1); // only GraphQL's createSession
@@ -85,7 +92,15 @@ describe('AG-UI input rules (the same as GraphQL)', () => {
       ['threadId', { threadId: 'lone \ud800 surrogate' }],
       ['parentRunId', { parentRunId: 'p'.repeat(5000) }],
       ['messages.0.id', { messages: [{ id: 'm\u0000', role: 'user', content: 'hello' }] }],
-      ['messages.1.id', { messages: [{ id: 'ok', role: 'user', content: 'a' }, { id: 'i'.repeat(300), role: 'user', content: 'b' }] }],
+      [
+        'messages.1.id',
+        {
+          messages: [
+            { id: 'ok', role: 'user', content: 'a' },
+            { id: 'i'.repeat(300), role: 'user', content: 'b' },
+          ],
+        },
+      ],
       ['the last user message', { messages: [{ id: 'm1', role: 'user', content: 'nul \u0000 inside' }] }],
     ];
     const before = await counts();
@@ -154,7 +169,11 @@ describe('AG-UI: a retried run (the same runId)', () => {
   });
 
   it('of a run still going follows it to its end, recording nothing new', async () => {
-    const body = runInput({ threadId: 'retry-slow', runId: 'retry-slow-1', messages: [{ id: 'm1', role: 'user', content: '!slow 100\nfive slow words for you' }] });
+    const body = runInput({
+      threadId: 'retry-slow',
+      runId: 'retry-slow-1',
+      messages: [{ id: 'm1', role: 'user', content: '!slow 100\nfive slow words for you' }],
+    });
     // The first request is left after RUN_STARTED (a client whose connection dropped).
     const controller = new AbortController();
     const first = await fetch(url, { method: 'POST', headers: SSE, body: JSON.stringify(body), signal: controller.signal });

@@ -40,7 +40,11 @@ async function run(agent: HttpAgent, text: string, runId: string): Promise<{ eve
 /** Event types with runs of TEXT_MESSAGE_CONTENT collapsed (how many deltas arrive depends on timing). */
 const shape = (events: BaseEvent[]) =>
   events.map((e) => e.type).filter((t, i, all) => !(t === EventType.TEXT_MESSAGE_CONTENT && all[i - 1] === EventType.TEXT_MESSAGE_CONTENT));
-const textOf = (events: BaseEvent[]) => events.filter((e) => e.type === EventType.TEXT_MESSAGE_CONTENT).map((e) => e.delta).join('');
+const textOf = (events: BaseEvent[]) =>
+  events
+    .filter((e) => e.type === EventType.TEXT_MESSAGE_CONTENT)
+    .map((e) => e.delta)
+    .join('');
 const log = async (id: string) => app.services.store.log.page(id, -1, 10_000);
 
 describe('AG-UI endpoint', () => {
@@ -119,7 +123,13 @@ describe('AG-UI endpoint', () => {
 
   it('errors become RUN_ERROR and the stream ends: a failing model, an unknown parent run, an unknown thread', async () => {
     const failing = await run(new HttpAgent({ url, threadId }), '!fail the model broke', 'run-4');
-    expect(shape(failing.events)).toEqual([EventType.RUN_STARTED, EventType.MESSAGES_SNAPSHOT, EventType.STEP_STARTED, EventType.STEP_FINISHED, EventType.RUN_ERROR]);
+    expect(shape(failing.events)).toEqual([
+      EventType.RUN_STARTED,
+      EventType.MESSAGES_SNAPSHOT,
+      EventType.STEP_STARTED,
+      EventType.STEP_FINISHED,
+      EventType.RUN_ERROR,
+    ]);
     expect(failing.events.at(-1)).toMatchObject({ type: EventType.RUN_ERROR, message: 'the model broke', code: 'FAILED' });
 
     const branching = new BranchingAgent({ url, threadId });
@@ -146,7 +156,14 @@ describe('AG-UI endpoint', () => {
   it('same tokens and tenants as GraphQL: no token is 401, another tenant cannot see the thread', async () => {
     const tokenA = 'agui-token-aaaaaaaaaaaa';
     const tokenB = 'agui-token-bbbbbbbbbbbb';
-    const secured = await startTestApp({ security: { apiTokens: new Map([[tokenA, 'tenant-a'], [tokenB, 'tenant-b']]) } });
+    const secured = await startTestApp({
+      security: {
+        apiTokens: new Map([
+          [tokenA, 'tenant-a'],
+          [tokenB, 'tenant-b'],
+        ]),
+      },
+    });
     try {
       const securedUrl = secured.url.replace(/\/graphql$/, '/agui');
       const anonymous = await run(new HttpAgent({ url: securedUrl, threadId: 't' }), 'hi', 'sec-1');
@@ -179,7 +196,10 @@ describe('MESSAGES_SNAPSHOT on a long thread', () => {
     const id = (await app.services.store.createSession({ tenant: 'local' }, {})).id;
     // Inputs queued up front: every turn's inbox/add lies far before the turn.
     const turns = 40;
-    await app.services.store.append(id, Array.from({ length: turns }, (_, i) => ({ type: 'inbox/add', data: { inputId: `in_${i + 1}`, text: `question ${i + 1}` } })));
+    await app.services.store.append(
+      id,
+      Array.from({ length: turns }, (_, i) => ({ type: 'inbox/add', data: { inputId: `in_${i + 1}`, text: `question ${i + 1}` } })),
+    );
     for (let t = 1; t <= turns; t++) {
       await app.services.store.append(id, [
         { type: 'inbox/remove', data: { inputId: `in_${t}`, reason: 'taken' } },

@@ -14,7 +14,10 @@ export function contrasts(page: Page, { text = false } = {}) {
     const parse = (c: string): RGBA => {
       const m = c.match(/rgba?\(([^)]+)\)/);
       if (!m) return [0, 0, 0, 0];
-      const p = m[1].split(/[,\s/]+/).filter(Boolean).map(Number);
+      const p = m[1]
+        .split(/[,\s/]+/)
+        .filter(Boolean)
+        .map(Number);
       return [p[0], p[1], p[2], p[3] ?? 1];
     };
     const over = (top: RGBA, under: RGBA): RGBA => {
@@ -41,7 +44,8 @@ export function contrasts(page: Page, { text = false } = {}) {
     const out: Array<{ what: string; ratio: number; fg: string; bg: string }> = [];
     const ownText = (el: Element) => [...el.childNodes].some((c) => c.nodeType === Node.TEXT_NODE && c.textContent!.trim());
     const elements = [...document.querySelectorAll('button, a, input, select, textarea')];
-    if (text) for (const el of document.querySelectorAll('body *:not(script):not(style):not(option)')) if (ownText(el) && !elements.includes(el)) elements.push(el);
+    if (text)
+      for (const el of document.querySelectorAll('body *:not(script):not(style):not(option)')) if (ownText(el) && !elements.includes(el)) elements.push(el);
     for (const el of elements) {
       if (el.closest('[inert], svg')) continue; // not shown (a closed drawer), or a chart's own labels
       const r = el.getBoundingClientRect();
@@ -54,9 +58,13 @@ export function contrasts(page: Page, { text = false } = {}) {
       const fg = over([fgRaw[0], fgRaw[1], fgRaw[2], fgRaw[3] * opacity], bg);
       const [l1, l2] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
       const label = el.getAttribute('aria-label') || (el as HTMLElement).innerText?.trim().slice(0, 30) || el.tagName;
-      out.push({ what: `${el.tagName.toLowerCase()} "${label}"`, ratio: (l1 + 0.05) / (l2 + 0.05), fg: style.color, bg: `rgb(${bg.slice(0, 3).map(Math.round).join(',')})` });
+      out.push({
+        what: `${el.tagName.toLowerCase()} "${label}"`,
+        ratio: (l1 + 0.05) / (l2 + 0.05),
+        fg: style.color,
+        bg: `rgb(${bg.slice(0, 3).map(Math.round).join(',')})`,
+      });
     }
     return out;
   }, text);
 }
-

@@ -21,7 +21,8 @@ afterAll(() => dashboard?.close());
 
 const idle = () => app.services.host.idle();
 const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
-const log = async (id: string) => (await app.services.store.log.page(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data as Record<string, any> }));
+const log = async (id: string) =>
+  (await app.services.store.log.page(id, -1, 10_000)).map((e) => ({ seq: e.seq, type: e.type, data: e.data as Record<string, any> }));
 const sessionRow = async (id: string) =>
   (await app.ok('query($id: ID!) { session(id: $id) { id title forkedAtSeq parent { id } eventCount } }', { id })).session as {
     id: string;
@@ -171,8 +172,26 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     // Live: a variant's next answer streams in, then shows as its answer, without a reload.
     await send(ids[0], '!slow 250\nalpha again, word by word, slowly enough to watch it arrive');
     await expect.poll(() => card(0).getAttribute('data-state'), TIMEOUT).toBe('running');
-    await expect.poll(() => card(0).getByTestId('variant-live').textContent({ timeout: 200 }).catch(() => ''), TIMEOUT).toContain('Echo:');
-    await expect.poll(() => card(0).getByTestId('variant-answer').textContent({ timeout: 200 }).catch(() => ''), TIMEOUT).toContain('Echo: alpha again, word by word, slowly enough to watch it arrive');
+    await expect
+      .poll(
+        () =>
+          card(0)
+            .getByTestId('variant-live')
+            .textContent({ timeout: 200 })
+            .catch(() => ''),
+        TIMEOUT,
+      )
+      .toContain('Echo:');
+    await expect
+      .poll(
+        () =>
+          card(0)
+            .getByTestId('variant-answer')
+            .textContent({ timeout: 200 })
+            .catch(() => ''),
+        TIMEOUT,
+      )
+      .toContain('Echo: alpha again, word by word, slowly enough to watch it arrive');
     expect(await card(0).getAttribute('data-state')).toBe('answered');
     // A failed variant that answers later is answered, not failed.
     await send(ids[1], 'recovered');
@@ -192,9 +211,21 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     await expect.poll(() => marker.textContent(), TIMEOUT).toContain(`3 forks at #${firstEnd.seq}`);
     for (const id of ids) expect(await marker.locator(`a[href="/sessions/${id}"]`).count()).toBe(1);
     // The marker sits right after the turn it was forked at, before the next input.
-    const order = await page.locator('ol.conversation > li').evaluateAll((els) =>
-      els.map((el) => (el.classList.contains('fork-point-row') ? 'marker' : el.classList.contains('turn-end') ? `end ${el.getAttribute('data-turn')}` : el.classList.contains('user') ? 'user' : '')).filter(Boolean),
-    );
+    const order = await page
+      .locator('ol.conversation > li')
+      .evaluateAll((els) =>
+        els
+          .map((el) =>
+            el.classList.contains('fork-point-row')
+              ? 'marker'
+              : el.classList.contains('turn-end')
+                ? `end ${el.getAttribute('data-turn')}`
+                : el.classList.contains('user')
+                  ? 'user'
+                  : '',
+          )
+          .filter(Boolean),
+      );
     expect(order.slice(order.indexOf('end 1'), order.indexOf('end 1') + 3)).toEqual(['end 1', 'marker', 'user']);
 
     // The header names each child once with its seq ("… · fork @N", never "@N @N").
@@ -206,7 +237,9 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     await page.getByRole('link', { name: 'Fork tree' }).click();
     await page.waitForURL(`${origin}/sessions/${parent}/family`, TIMEOUT);
     const tree = page.getByRole('navigation', { name: 'Fork tree' });
-    const nested = tree.locator(`li.family-node[data-session-id="${parent}"] li.family-fork-point[data-fork-seq="${firstEnd.seq}"] li.family-node[data-session-id="${ids[2]}"] li.family-node[data-session-id="${grandchild}"]`);
+    const nested = tree.locator(
+      `li.family-node[data-session-id="${parent}"] li.family-fork-point[data-fork-seq="${firstEnd.seq}"] li.family-node[data-session-id="${ids[2]}"] li.family-node[data-session-id="${grandchild}"]`,
+    );
     await nested.waitFor(TIMEOUT);
     expect(await tree.locator(`li.family-fork-point[data-fork-seq="${firstEnd.seq}"] > .fork-point-link`).textContent()).toBe(`@${firstEnd.seq} · 3 forks`);
     expect(await tree.locator('li.family-node').count()).toBe(5);

@@ -24,14 +24,16 @@ const send = async (sessionId: string, text: string) => {
   await idle();
 };
 const fork = async (sessionId: string, atSeq: number, title: string, message?: string) =>
-  (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq, title, message } })).forkSession.session.id as string;
+  (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq, title, message } })).forkSession
+    .session.id as string;
 
 describe.each([
   { name: 'desktop', viewport: { width: 1440, height: 900 } },
   { name: 'phone', viewport: { width: 390, height: 844 } },
 ])('compare by turns ($name)', ({ name, viewport }) => {
   it('aligns turns, not seqs; marks and walks the differences; follows live appends', async () => {
-    const root = (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title: `turns ${name}` } })).createSession.id as string;
+    const root = (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title: `turns ${name}` } })).createSession
+      .id as string;
     await send(root, 'one');
     const cut = (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id: root })).session.eventCount - 1;
     const left = await fork(root, cut, 'left', 'same question');

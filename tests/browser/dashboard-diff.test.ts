@@ -41,11 +41,14 @@ afterAll(() => dashboard?.close());
 
 describe('dashboard: compare two siblings of a 5,000-event session', () => {
   it('opens at the first divergence, highlighted, seqs aligned, fetching only windows', async () => {
-    const lengths = await app.ok(`query($a: ID!, $b: ID!, $p: ID!) { a: session(id: $a) { eventCount } b: session(id: $b) { eventCount } p: session(id: $p) { eventCount } }`, {
-      a: left,
-      b: right,
-      p: parent,
-    });
+    const lengths = await app.ok(
+      `query($a: ID!, $b: ID!, $p: ID!) { a: session(id: $a) { eventCount } b: session(id: $b) { eventCount } p: session(id: $p) { eventCount } }`,
+      {
+        a: left,
+        b: right,
+        p: parent,
+      },
+    );
     expect(lengths.p.eventCount).toBeGreaterThan(5_000);
     const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
     // Every events page the dashboard asks for, and how many events came back.
@@ -93,13 +96,17 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     // The seq before it is shared (one event), the same on both sides.
     const shared = page.locator(`.diff-row[data-seq="${CUT_LEFT}"]`);
     expect(await shared.getAttribute('class')).toContain('shared');
-    expect(await shared.locator('[data-testid="diff-left"] .summary').textContent()).toBe(await shared.locator('[data-testid="diff-right"] .summary').textContent());
+    expect(await shared.locator('[data-testid="diff-left"] .summary').textContent()).toBe(
+      await shared.locator('[data-testid="diff-right"] .summary').textContent(),
+    );
 
     // Every rendered row shows its own seq on both sides.
     await expect.poll(() => page.locator('.diff-row [data-testid="diff-right"] .muted', { hasText: '…' }).count(), TIMEOUT).toBe(0);
-    const seqs = await page.locator('.diff-row').evaluateAll((rows) =>
-      rows.map((r) => [Number(r.getAttribute('data-seq')), ...[...r.querySelectorAll('.diff-cell .seq')].map((s) => Number(s.textContent))]),
-    );
+    const seqs = await page
+      .locator('.diff-row')
+      .evaluateAll((rows) =>
+        rows.map((r) => [Number(r.getAttribute('data-seq')), ...[...r.querySelectorAll('.diff-cell .seq')].map((s) => Number(s.textContent))]),
+      );
     expect(seqs.length).toBeGreaterThan(10);
     for (const [seq, l, r] of seqs) expect([l, r]).toEqual([seq, seq]);
     await screenshot(page, 'dashboard-diff.png');
@@ -147,7 +154,16 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${after} events`);
     await page.getByTestId('diff-scroll').evaluate((el) => (el.scrollTop = el.scrollHeight));
     const end = page.locator(`.diff-row[data-seq="${after - 1}"]`);
-    await expect.poll(() => end.locator('[data-testid="diff-left"]').textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toContain('turn/end');
+    await expect
+      .poll(
+        () =>
+          end
+            .locator('[data-testid="diff-left"]')
+            .textContent({ timeout: 500 })
+            .catch(() => ''),
+        TIMEOUT,
+      )
+      .toContain('turn/end');
     expect(await end.locator('[data-testid="diff-right"]').textContent()).toContain('past the end');
     expect(await page.locator('main.compare-page').getAttribute('data-common-prefix')).toBe(String(CUT_LEFT));
 

@@ -118,7 +118,10 @@ describe('dashboard events pane', () => {
     expect(await call.getAttribute('open')).toBeNull();
     await call.locator('summary').first().click();
     await expect.poll(() => call.textContent(), TIMEOUT).toContain('"clock"');
-    await data.locator('summary', { hasText: /^data:/ }).first().press('Enter'); // folds by keyboard
+    await data
+      .locator('summary', { hasText: /^data:/ })
+      .first()
+      .press('Enter'); // folds by keyboard
     await expect.poll(() => data.locator('details.json-node').first().getAttribute('open')).toBeNull();
 
     await data.getByRole('button', { name: `Copy JSON (event ${seq})` }).click();

@@ -32,22 +32,41 @@ const send = async (sessionId: string, text: string) => {
   await app.services.host.idle();
 };
 const resultSeqs = async (id: string) =>
-  (await app.services.store.log.page(id, -1, 1000)).filter((e) => e.type === 'tool/result').map((e) => { expect(anyData(e).status, JSON.stringify(e.data)).toBe('ok'); return e.seq; });
+  (await app.services.store.log.page(id, -1, 1000))
+    .filter((e) => e.type === 'tool/result')
+    .map((e) => {
+      expect(anyData(e).status, JSON.stringify(e.data)).toBe('ok');
+      return e.seq;
+    });
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-dashboard-files-'));
   ({ app, browser, origin } = dashboard = await startDashboard({ workspacesDir: dir }));
   parent = (await app.ok('mutation { createSession(input: {title: "files"}) { id } }')).createSession.id;
-  await send(parent, [call('write_file', { path: 'notes.txt', content: 'one\ntwo\nthree\n' }), '!then', call('write_file', { path: 'data/blob.bin', content: 'a\u0000b' })].join('\n'));
+  await send(
+    parent,
+    [call('write_file', { path: 'notes.txt', content: 'one\ntwo\nthree\n' }), '!then', call('write_file', { path: 'data/blob.bin', content: 'a\u0000b' })].join(
+      '\n',
+    ),
+  );
   const t1 = (await resultSeqs(parent)).at(-1)!;
-  await send(parent, [call('edit_file', { path: 'notes.txt', oldText: 'two', newText: 'TWO' }), '!then', call('write_file', { path: 'src/main.py', content: 'print(1)\n' })].join('\n'));
+  await send(
+    parent,
+    [
+      call('edit_file', { path: 'notes.txt', oldText: 'two', newText: 'TWO' }),
+      '!then',
+      call('write_file', { path: 'src/main.py', content: 'print(1)\n' }),
+    ].join('\n'),
+  );
   const t2 = (await resultSeqs(parent)).at(-1)!;
   await send(parent, call('delete_file', { path: 'data/blob.bin' }));
   const t3 = (await resultSeqs(parent)).at(-1)!;
   after = [t1, t2, t3];
   // A fork after the first turn, whose own call changes notes.txt its own way.
   cut = t1;
-  fork = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq: cut, title: 'fork' } })).forkSession.session.id;
+  fork = (
+    await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq: cut, title: 'fork' } })
+  ).forkSession.session.id;
   await send(fork, call('write_file', { path: 'notes.txt', content: 'one\nfork\nthree\n' }));
 }, 60_000);
 
@@ -68,7 +87,10 @@ const atEvent = async (page: Page, seq: number) => {
 };
 
 describe('dashboard: files', () => {
-  for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+  for (const viewport of [
+    { width: 1440, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
     it(`shows the tree and a file at any event, and what changed between two events (${viewport.width}x${viewport.height})`, async () => {
       const { page, errors } = await openPage(browser, { viewport });
       await page.goto(`${origin}/sessions/${parent}`);
@@ -84,7 +106,10 @@ describe('dashboard: files', () => {
       await expect.poll(() => treePaths(page), TIMEOUT).toEqual(['data/blob.bin', 'notes.txt']);
       await expect.poll(() => page.getByTestId('file-text').textContent(), TIMEOUT).toBe('one\ntwo\nthree\n');
       await page.locator('.file-node[data-path="data/blob.bin"]').click();
-      const { session } = await app.ok('query($id: ID!, $a: Int) { session(id: $id) { file(path: "data/blob.bin", atSeq: $a) { size hash } } }', { id: parent, a: after[0] });
+      const { session } = await app.ok('query($id: ID!, $a: Int) { session(id: $id) { file(path: "data/blob.bin", atSeq: $a) { size hash } } }', {
+        id: parent,
+        a: after[0],
+      });
       await expect.poll(() => page.getByTestId('file-binary').textContent(), TIMEOUT).toBe(`Binary file: ${session.file.size} B, sha-256 ${session.file.hash}`);
 
       // Between the first turn and the latest event: each change, with the text diff.
@@ -93,11 +118,13 @@ describe('dashboard: files', () => {
       await page.getByLabel('Compare from event').fill(String(after[0]));
       await page.getByLabel('Compare from event').press('Enter');
       const changed = page.getByTestId('file-changes').locator('li');
-      await expect.poll(() => changed.evaluateAll((els) => els.map((el) => [el.getAttribute('data-kind'), el.textContent])), TIMEOUT).toEqual([
-        ['DELETED', 'deleted data/blob.bin'],
-        ['CHANGED', 'changed notes.txt'],
-        ['ADDED', 'added src/main.py'],
-      ]);
+      await expect
+        .poll(() => changed.evaluateAll((els) => els.map((el) => [el.getAttribute('data-kind'), el.textContent])), TIMEOUT)
+        .toEqual([
+          ['DELETED', 'deleted data/blob.bin'],
+          ['CHANGED', 'changed notes.txt'],
+          ['ADDED', 'added src/main.py'],
+        ]);
       await changed.filter({ hasText: 'notes.txt' }).getByRole('button').click();
       const diff = page.getByTestId('file-diff');
       await expect.poll(() => diff.locator('.del').allTextContents(), TIMEOUT).toEqual(['-two\n']);
@@ -134,7 +161,10 @@ describe('dashboard: files', () => {
     await page.close();
   });
 
-  for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+  for (const viewport of [
+    { width: 1440, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
     it(`each tool call lists the files it changed, linked into the tab as of its result (${viewport.width}x${viewport.height})`, async () => {
       const { page, errors } = await openPage(browser, { viewport });
       await page.goto(`${origin}/sessions/${parent}`);
@@ -142,13 +172,7 @@ describe('dashboard: files', () => {
       await lists.first().waitFor(TIMEOUT);
       // The conversation is windowed (a fork marker row among the rows can push the first call out of the
       // rendered window): read it from the top down, each call's list once.
-      expect(await allCallFiles(page)).toEqual([
-        ['notes.txt'],
-        ['data/blob.bin'],
-        ['notes.txt'],
-        ['src/main.py'],
-        ['−data/blob.bin'],
-      ]);
+      expect(await allCallFiles(page)).toEqual([['notes.txt'], ['data/blob.bin'], ['notes.txt'], ['src/main.py'], ['−data/blob.bin']]);
       // The first call's link: the Files tab as of its result, notes.txt as it wrote it (before the edit).
       await page.getByTestId('conversation-scroll').evaluate((el) => el.scrollTo({ top: 0 }));
       await expect.poll(() => lists.first().locator('a').textContent(), TIMEOUT).toBe('notes.txt');

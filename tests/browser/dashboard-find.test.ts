@@ -117,7 +117,7 @@ function timelineInView(page: Page) {
   return page.evaluate(async () => {
     const box = document.querySelector('[data-testid="timeline-scroll"]')!;
     const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
-    for (let at = -1; at !== box.scrollTop; ) {
+    for (let at = -1; at !== box.scrollTop;) {
       at = box.scrollTop;
       await frame();
       await frame();
@@ -140,7 +140,7 @@ async function timelineAt(page: Page, where: 'start' | 'middle' | 'end' | 'here'
     if (where !== 'here') box.scrollTop = where === 'start' ? 0 : where === 'end' ? max : Math.round(max / 2);
   }, where);
   let view = await timelineInView(page);
-  for (const until = Date.now() + TIMEOUT.timeout; !(view.shown.length > 5 && view.shown.every((r) => r.seq >= 0)) && Date.now() < until; ) {
+  for (const until = Date.now() + TIMEOUT.timeout; !(view.shown.length > 5 && view.shown.every((r) => r.seq >= 0)) && Date.now() < until;) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     view = await timelineInView(page);
   }
@@ -164,7 +164,13 @@ function conversationInView(page: Page) {
       .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
       .map((li) => ({
         seq: Number(li.getAttribute('data-seq')),
-        kind: li.classList.contains('user') ? 'user' : li.classList.contains('assistant') ? 'assistant' : li.classList.contains('turn-end') ? 'turn-end' : 'other',
+        kind: li.classList.contains('user')
+          ? 'user'
+          : li.classList.contains('assistant')
+            ? 'assistant'
+            : li.classList.contains('turn-end')
+              ? 'turn-end'
+              : 'other',
         turn: Number(li.getAttribute('data-turn') ?? NaN),
         text: li.querySelector('.msg-text')?.textContent ?? '',
       }));
@@ -333,7 +339,10 @@ describe('export with progress and import from the UI', () => {
     await download.saveAs(file);
     expect(download.suggestedFilename()).toBe('exported.jsonl');
     const labels = (await page.evaluate(() => (window as unknown as { exportLabels: string[] }).exportLabels)) as string[];
-    const percents = labels.map((l) => /Exporting… (\d+)%/.exec(l)?.[1]).filter(Boolean).map(Number);
+    const percents = labels
+      .map((l) => /Exporting… (\d+)%/.exec(l)?.[1])
+      .filter(Boolean)
+      .map(Number);
     expect(percents.some((p) => p > 0 && p < 100)).toBe(true);
     await expect.poll(() => button.textContent(), TIMEOUT).toBe('Export recording');
     const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);

@@ -24,7 +24,8 @@ const send = async (sessionId: string, text: string) => {
   await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
   await app.services.host.idle();
 };
-const create = async (title: string) => (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+const create = async (title: string) =>
+  (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
 const n = (x: number) => x.toLocaleString('en-US');
 
 beforeAll(async () => {
@@ -38,7 +39,11 @@ beforeAll(async () => {
   // A fork inside turn 2's second step, made a while after the turn ended.
   const cut = events.filter((e) => e.type === 'step/start' && anyData(e).turn === 2)[1].seq;
   await new Promise((r) => setTimeout(r, 300));
-  child = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq: cut, title: 'Insights child' } })).forkSession.session.id;
+  child = (
+    await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', {
+      i: { sessionId: parent, atSeq: cut, title: 'Insights child' },
+    })
+  ).forkSession.session.id;
 }, 60_000);
 
 afterAll(() => dashboard?.close());
@@ -55,9 +60,18 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
     await totals.waitFor(TIMEOUT);
     const t = session.totals;
     // The line shows placeholders ("…") until Session.totals answers.
-    await expect.poll(() => totals.innerText(), TIMEOUT).toBe(
-      [`Turns\n${t.turns}`, `Time in turns\n${formatDuration(t.turnMs)}`, `Tokens in\n${n(t.inputTokens)}`, `Tokens out\n${n(t.outputTokens)}`, `Tool calls\n${t.toolCalls}`, `Steps\n${t.steps}`].join('\n'),
-    );
+    await expect
+      .poll(() => totals.innerText(), TIMEOUT)
+      .toBe(
+        [
+          `Turns\n${t.turns}`,
+          `Time in turns\n${formatDuration(t.turnMs)}`,
+          `Tokens in\n${n(t.inputTokens)}`,
+          `Tokens out\n${n(t.outputTokens)}`,
+          `Tool calls\n${t.toolCalls}`,
+          `Steps\n${t.steps}`,
+        ].join('\n'),
+      );
 
     // Each turn's line says it all, none of it cut off.
     for (const turn of session.turns) {

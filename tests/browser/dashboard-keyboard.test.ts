@@ -51,7 +51,9 @@ describe('dashboard: keyboard and reading', () => {
 
     // Each row shown has exactly one control in the tab order.
     const stops = await page.evaluate(() =>
-      [...document.querySelectorAll('table.timeline tr[data-seq]')].map((tr) => [...tr.querySelectorAll<HTMLElement>('button, a[href], input, select')].filter((el) => el.tabIndex >= 0).length),
+      [...document.querySelectorAll('table.timeline tr[data-seq]')].map(
+        (tr) => [...tr.querySelectorAll<HTMLElement>('button, a[href], input, select')].filter((el) => el.tabIndex >= 0).length,
+      ),
     );
     expect(stops.length).toBeGreaterThan(10);
     expect(new Set(stops)).toEqual(new Set([1]));
@@ -135,7 +137,10 @@ describe('dashboard: keyboard and reading', () => {
       expect(measured.length).toBeGreaterThan(100);
       // The selected session's meta text is among them.
       expect(measured.some((c) => c.what.startsWith('span') && c.what.includes('ev ·'))).toBe(true);
-      expect(measured.filter((c) => c.ratio < 4.5), scheme).toEqual([]);
+      expect(
+        measured.filter((c) => c.ratio < 4.5),
+        scheme,
+      ).toEqual([]);
       console.log(`${scheme}: ${measured.length} texts, lowest contrast ${Math.min(...measured.map((c) => c.ratio)).toFixed(2)}:1`);
       await screenshot(page, `dashboard-contrast-${scheme}.png`);
     }

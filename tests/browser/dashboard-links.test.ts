@@ -24,7 +24,10 @@ beforeAll(async () => {
 afterAll(() => dashboard?.close());
 
 const target = (page: Page) => page.locator('table.timeline tr[aria-current="location"]');
-const highlighted = (page: Page) => target(page).getAttribute('data-seq', { timeout: 500 }).catch(() => null);
+const highlighted = (page: Page) =>
+  target(page)
+    .getAttribute('data-seq', { timeout: 500 })
+    .catch(() => null);
 const badLink = (page: Page) => page.getByTestId('bad-link');
 
 describe('dashboard addresses', () => {
@@ -78,7 +81,12 @@ describe('dashboard addresses', () => {
     const cases: Array<{ link: string; says: RegExp }> = [
       { link: `/sessions/ses_nobody`, says: /^No session ses_nobody: it does not exist or was deleted\.$/ },
       { link: `/#/s/ses_nobody/e/3`, says: /^No session ses_nobody: it does not exist or was deleted\.$/ },
-      { link: `/sessions/${id}#seq-${length + 500}`, says: new RegExp(`^This link is to event #${length + 500}, which this session does not have: its events are #0–#${length - 1}\\. Showing the latest\\.$`) },
+      {
+        link: `/sessions/${id}#seq-${length + 500}`,
+        says: new RegExp(
+          `^This link is to event #${length + 500}, which this session does not have: its events are #0–#${length - 1}\\. Showing the latest\\.$`,
+        ),
+      },
       { link: `/#/s/${id}/e/${length}`, says: new RegExp(`^This link is to event #${length}, which this session does not have`) },
       { link: `/sessions/${id}#seq-twelve`, says: /^This link is not valid: #seq-twelve is not an event number \(#seq-<seq>\)\.$/ },
       { link: `/#/s/${id}/e/abc`, says: /^This link is not valid: #\/s\/ses_\w+\/e\/abc is not a link to a session or an event/ },

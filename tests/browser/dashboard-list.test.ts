@@ -24,13 +24,19 @@ beforeAll(async () => {
   const worker = async () => {
     while (next < SESSIONS - FORKS) {
       const i = next++;
-      const r = await app.ok(`mutation ($t: String) { createSession(input: { title: $t }) { id } }`, { t: `Session ${String(i).padStart(4, '0')} of a long day` });
+      const r = await app.ok(`mutation ($t: String) { createSession(input: { title: $t }) { id } }`, {
+        t: `Session ${String(i).padStart(4, '0')} of a long day`,
+      });
       ids[i] = r.createSession.id;
     }
   };
   await Promise.all(Array.from({ length: 12 }, worker));
   rootId = ids[0];
-  for (let i = 0; i < FORKS; i++) await app.ok(`mutation ($id: ID!, $t: String) { forkSession(input: { sessionId: $id, atSeq: 0, title: $t }) { session { id } } }`, { id: rootId, t: `Variant ${i}` });
+  for (let i = 0; i < FORKS; i++)
+    await app.ok(`mutation ($id: ID!, $t: String) { forkSession(input: { sessionId: $id, atSeq: 0, title: $t }) { session { id } } }`, {
+      id: rootId,
+      t: `Variant ${i}`,
+    });
 }, 300_000);
 afterAll(() => dashboard?.close());
 

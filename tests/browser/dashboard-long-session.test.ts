@@ -22,14 +22,17 @@ let origin: string;
 let sessionId: string;
 let length: number;
 
-beforeAll(async () => {
-  ({ app, browser, origin } = dashboard = await startDashboard());
-  sessionId = (await app.ok(`mutation { createSession(input: {title: "Twenty thousand events"}) { id } }`)).createSession.id;
-  // Batches of whole turns (≤ 10,000 events), appended through the store's checked append.
-  const all = Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1)).flat();
-  for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
-  length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
-}, 120_000 + TURNS * 10);
+beforeAll(
+  async () => {
+    ({ app, browser, origin } = dashboard = await startDashboard());
+    sessionId = (await app.ok(`mutation { createSession(input: {title: "Twenty thousand events"}) { id } }`)).createSession.id;
+    // Batches of whole turns (≤ 10,000 events), appended through the store's checked append.
+    const all = Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1)).flat();
+    for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
+    length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
+  },
+  120_000 + TURNS * 10,
+);
 
 afterAll(() => dashboard?.close());
 
@@ -143,7 +146,11 @@ describe('dashboard on a 20,000-event session', () => {
     const secondAnswerVisible = Date.now() - t0;
     figures['second send → answer visible'] = ms(secondAnswerVisible);
 
-    console.log(`dashboard, ${length}-event session:\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+    console.log(
+      `dashboard, ${length}-event session:\n${Object.entries(figures)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join('\n')}`,
+    );
 
     // Generous bounds only (see the header).
     expect(firstScreen).toBeLessThan(5_000);
@@ -172,10 +179,9 @@ describe('dashboard on a 20,000-event session', () => {
     await page.goto(`${origin}/sessions/${grandchild}`);
     await page.getByTestId('agent-error').getByText('the model is out of coffee').waitFor(TIMEOUT);
     const markers = page.getByTestId('fork-marker');
-    await expect.poll(() => markers.allTextContents(), TIMEOUT).toEqual([
-      expect.stringContaining('Forked from Root of three'),
-      expect.stringContaining('Forked from Middle child'),
-    ]);
+    await expect
+      .poll(() => markers.allTextContents(), TIMEOUT)
+      .toEqual([expect.stringContaining('Forked from Root of three'), expect.stringContaining('Forked from Middle child')]);
     await screenshot(page, 'dashboard-failed-turn-nested-forks.png');
     expect(errors).toEqual([]);
     await page.close();
@@ -187,7 +193,8 @@ describe('dashboard on a 20,000-event session', () => {
       input: { sessionId: id, text: '!call sleep {"ms": 20000}\nwake me later' },
     });
     // The call is made (its model/message stored): the sleep runs for 20 s.
-    const callMade = async () => (await app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { toolCallCount } } }`, { id })).session.lastAnswer?.toolCallCount;
+    const callMade = async () =>
+      (await app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { toolCallCount } } }`, { id })).session.lastAnswer?.toolCallCount;
     await expect.poll(callMade, { timeout: 15_000 }).toBe(1);
 
     const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });

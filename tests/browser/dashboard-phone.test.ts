@@ -24,7 +24,8 @@ const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessa
 
 beforeAll(async () => {
   ({ app, browser, origin } = dashboard = await startDashboard());
-  const create = async (title: string) => (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+  const create = async (title: string) =>
+    (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
   longId = await create(LONG_TITLE);
   otherId = await create('Short one');
   await send(longId, 'What is the plan for the eu-west region?');
@@ -130,7 +131,14 @@ describe('dashboard on a phone (390x844)', () => {
     const lineHeight = await h1.evaluate((el) => parseFloat(getComputedStyle(el).lineHeight) || 1.2 * parseFloat(getComputedStyle(el).fontSize));
     expect((await h1.boundingBox())!.height).toBeLessThanOrEqual(2 * lineHeight + 1);
     expect(await h1.evaluate((el) => el.scrollHeight > el.clientHeight)).toBe(true); // the rest is folded, not lost
-    for (const folded of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+    for (const folded of [
+      '.session-head .format-version',
+      '.session-head code',
+      '.session-insights',
+      '.jump-bar',
+      '.session-search',
+      '.session-head .head-actions',
+    ])
       expect(await page.locator(folded).first().isVisible(), folded).toBe(false);
     expect(await bottom('.session-head')).toBeLessThanOrEqual(170);
     expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
@@ -146,7 +154,14 @@ describe('dashboard on a phone (390x844)', () => {
     const format = page.locator('.session-head .format-version');
     expect(await format.textContent()).toBe('format v4');
     expect(await format.getAttribute('title')).toMatch(/^Event format version 4: /);
-    for (const shown of ['.session-head .format-version', '.session-head code', '.session-insights', '.jump-bar', '.session-search', '.session-head .head-actions'])
+    for (const shown of [
+      '.session-head .format-version',
+      '.session-head code',
+      '.session-insights',
+      '.jump-bar',
+      '.session-search',
+      '.session-head .head-actions',
+    ])
       expect(await page.locator(shown).first().isVisible(), shown).toBe(true);
     await page.getByTestId('session-totals').waitFor(TIMEOUT);
     expect(await page.getByRole('textbox', { name: 'Seq to jump to' }).or(page.getByLabel('Seq to jump to')).first().isVisible()).toBe(true);

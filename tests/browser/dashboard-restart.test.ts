@@ -54,7 +54,10 @@ function recordListReads(page: Page): string[] {
 async function expectAnsweredAfter(page: Page, errors: string[], text: string, shot: string) {
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
   await page.getByRole('button', { name: 'Send', exact: true }).click();
-  await page.locator('.conversation .msg.assistant').filter({ hasText: `Echo: ${text}` }).waitFor(TIMEOUT);
+  await page
+    .locator('.conversation .msg.assistant')
+    .filter({ hasText: `Echo: ${text}` })
+    .waitFor(TIMEOUT);
   await screenshot(page, shot);
   expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
   await page.close();
@@ -142,7 +145,8 @@ describe('dashboard across a server restart', () => {
       if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
       return r.body.data;
     };
-    const create = async (url: string, title: string) => (await gql(url, 'mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const create = async (url: string, title: string) =>
+      (await gql(url, 'mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
     const before = await create(first.url, 'There before the crash');
     const id = await create(first.url, 'Streaming when killed');
 
@@ -189,10 +193,19 @@ describe('dashboard across a server restart', () => {
 
     // The session page: the repair's closers, the turn interrupted, idle, Cancel disabled, no banners.
     await expectInterruptedAndIdle(page, { timeout: 30_000 });
-    expect(await page.locator('.sidebar .tree-node[data-session-id="' + id + '"] .badge').first().textContent()).toMatch(/idle/i);
+    expect(
+      await page
+        .locator('.sidebar .tree-node[data-session-id="' + id + '"] .badge')
+        .first()
+        .textContent(),
+    ).toMatch(/idle/i);
 
     // What the page shows is what crash recovery wrote: synthetic closers, nothing of what had streamed.
-    const { session } = await gql(restarted.url, 'query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data synthetic } } } } }', { id });
+    const { session } = await gql(
+      restarted.url,
+      'query($id: ID!) { session(id: $id) { status events(first: 50) { edges { node { type data synthetic } } } } }',
+      { id },
+    );
     expect(session.status).toBe('IDLE');
     const events = session.events.edges.map((e: any) => e.node);
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' }, synthetic: true });
@@ -206,7 +219,8 @@ describe('dashboard across a server restart', () => {
     const databaseUrl = await createTestDatabase();
     let app = await startTestApp({ databaseUrl });
     const port = Number(new URL(app.url).port);
-    const create = async (on: TestApp, title: string) => (await on.ok('mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
+    const create = async (on: TestApp, title: string) =>
+      (await on.ok('mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id as string;
     const kept = await create(app, 'Kept');
     const doomed = await create(app, 'Deleted while down');
     const { page, errors } = await openPage(browser);

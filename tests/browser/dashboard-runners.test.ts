@@ -22,10 +22,13 @@ let origin: string;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-dashboard-runners-'));
 const runners: RunnerProcess[] = [];
 
-const create = async (runner: string, title: string) => (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { runner, title } })).createSession.id as string;
+const create = async (runner: string, title: string) =>
+  (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { runner, title } })).createSession.id as string;
 const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
 const typesOf = async (id: string) =>
-  (await app.ok('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type } } } } }', { id })).session.events.edges.map((e: any) => e.node.type) as string[];
+  (await app.ok('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type } } } } }', { id })).session.events.edges.map(
+    (e: any) => e.node.type,
+  ) as string[];
 const turnsEnded = async (id: string) => (await typesOf(id)).filter((t) => t === 'turn/end').length;
 
 beforeAll(async () => {
@@ -41,7 +44,10 @@ afterAll(async () => {
 });
 
 describe('dashboard and CLI: externally run sessions', () => {
-  for (const [pool, runner] of [['ext', 'AI SDK'], ['agents', 'OpenAI Agents']] as const) {
+  for (const [pool, runner] of [
+    ['ext', 'AI SDK'],
+    ['agents', 'OpenAI Agents'],
+  ] as const) {
     it(`shows the ${runner} runner's turns with their tool calls, live, and the session's pool`, async () => {
       const id = await create(pool, `${runner} session`);
       const { page, errors } = await openPage(browser);

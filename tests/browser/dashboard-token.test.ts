@@ -19,7 +19,15 @@ let alphaId: string;
 let betaId: string;
 
 beforeAll(async () => {
-  ({ app, browser, origin } = dashboard = await startDashboard({ security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false } }));
+  ({ app, browser, origin } = dashboard = await startDashboard({
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+  }));
   const create = async (token: string, title: string) =>
     (await app.gql(`mutation { createSession(input: { title: "${title}" }) { id } }`, undefined, { authorization: `Bearer ${token}` })).data.createSession.id;
   alphaId = await create(TOKEN_A, 'alpha session');

@@ -79,9 +79,11 @@ async function shownCalls(page: Page) {
   );
 }
 
-
 describe('dashboard: tools', () => {
-  for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+  for (const viewport of [
+    { width: 1440, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
     it(`shows each call's server, effect and duration, and the session's tools (${viewport.width}x${viewport.height})`, async () => {
       const { page, errors } = await openPage(browser, { viewport });
       await page.goto(`${origin}/sessions/${sessionId}`);

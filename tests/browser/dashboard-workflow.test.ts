@@ -176,7 +176,12 @@ describe('dashboard workflow', () => {
           const s = getComputedStyle(e);
           if (s.overflowX !== 'visible' || s.overflowY !== 'visible') {
             const r = e.getBoundingClientRect();
-            box = { left: Math.max(box.left, r.left), right: Math.min(box.right, r.right), top: Math.max(box.top, r.top), bottom: Math.min(box.bottom, r.bottom) };
+            box = {
+              left: Math.max(box.left, r.left),
+              right: Math.min(box.right, r.right),
+              top: Math.max(box.top, r.top),
+              bottom: Math.min(box.bottom, r.bottom),
+            };
           }
         }
         return box;
@@ -191,7 +196,8 @@ describe('dashboard workflow', () => {
         // Scrolled out of its pane vertically is scrolling, not clipping; only the rows in view count.
         if (r.bottom <= clip.top || r.top >= clip.bottom || r.top < clip.top - 1 || r.bottom > clip.bottom + 1) continue;
         const name = b.getAttribute('aria-label') || (b as HTMLElement).innerText.trim();
-        if (r.left < clip.left - 1 || r.right > clip.right + 1) out.push(`${name} clipped: ${Math.round(r.left)}–${Math.round(r.right)} in ${Math.round(clip.left)}–${Math.round(clip.right)}`);
+        if (r.left < clip.left - 1 || r.right > clip.right + 1)
+          out.push(`${name} clipped: ${Math.round(r.left)}–${Math.round(r.right)} in ${Math.round(clip.left)}–${Math.round(clip.right)}`);
         for (const o of shown) {
           const w = Math.min(r.right, o.r.right) - Math.max(r.left, o.r.left);
           const h = Math.min(r.bottom, o.r.bottom) - Math.max(r.top, o.r.top);

@@ -101,7 +101,10 @@ describe('dashboard', () => {
 
     // Export downloads the child's recording (JSON Lines, V4).
     const [download] = await Promise.all([page.waitForEvent('download', TIMEOUT), page.getByRole('button', { name: 'Export recording' }).click()]);
-    const lines = fs.readFileSync(await download.path(), 'utf8').trim().split('\n');
+    const lines = fs
+      .readFileSync(await download.path(), 'utf8')
+      .trim()
+      .split('\n');
     expect(JSON.parse(lines[0])).toMatchObject({ format: 'forkline.recording', version: 4 });
     expect(JSON.parse(lines[8])).toMatchObject({ seq: 7, type: 'session/end-seed' });
 
@@ -173,7 +176,16 @@ describe('dashboard', () => {
     await page.locator(`li[data-session-id="${session}"] > a`).click();
     await page.waitForURL((url) => url.pathname.endsWith(session), TIMEOUT);
     await page.getByRole('button', { name: 'Cancel turn' }).click();
-    await expect.poll(() => page.locator('.turn-end[data-turn="2"]').textContent({ timeout: 500 }).catch(() => ''), TIMEOUT).toContain('cancelled');
+    await expect
+      .poll(
+        () =>
+          page
+            .locator('.turn-end[data-turn="2"]')
+            .textContent({ timeout: 500 })
+            .catch(() => ''),
+        TIMEOUT,
+      )
+      .toContain('cancelled');
     // The composer counts from the log: in the frame where turn 3 has taken the third question, nothing is queued.
     const whenTaken = await page.waitForFunction(
       () => {

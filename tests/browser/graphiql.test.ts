@@ -19,7 +19,13 @@ afterAll(() => dashboard?.close());
 /** The CSP's directives by name. */
 function cspOf(res: Response): Map<string, string[]> {
   const csp = res.headers.get('content-security-policy') ?? '';
-  return new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...sources]) => [name, sources]));
+  return new Map(
+    csp
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map(([name, ...sources]) => [name, sources]),
+  );
 }
 
 function expectPageHeaders(res: Response) {

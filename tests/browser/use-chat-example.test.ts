@@ -43,7 +43,10 @@ async function startForkline() {
 
 beforeAll(async () => {
   // The example is built here from its source (vite build), so the page tested is the page in the repository.
-  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(EXAMPLE, 'vite.config.ts')], { cwd: PROJECT_ROOT, stdio: 'pipe' });
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(EXAMPLE, 'vite.config.ts')], {
+    cwd: PROJECT_ROOT,
+    stdio: 'pipe',
+  });
   const dist = path.join(EXAMPLE, 'dist');
   // The page's own origin (a static server); forkline allows it as a CORS origin.
   pageServer = http.createServer((req, res) => {
@@ -68,7 +71,10 @@ afterAll(async () => {
 });
 
 const turnCount = async (sessionId: string) =>
-  (await postGraphQL(service!.url, 'query($id: ID!) { session(id: $id) { turnCount parent { id } } }', { id: sessionId })).body.data.session as { turnCount: number; parent: { id: string } | null };
+  (await postGraphQL(service!.url, 'query($id: ID!) { session(id: $id) { turnCount parent { id } } }', { id: sessionId })).body.data.session as {
+    turnCount: number;
+    parent: { id: string } | null;
+  };
 
 async function send(page: Page, text: string) {
   await page.getByLabel('Message').fill(text);
@@ -105,18 +111,27 @@ describe('the useChat example', () => {
 
     // Regenerate: a branch of the chat's session answers the same message again, and answers the chat from then on.
     await page.getByRole('button', { name: 'Regenerate' }).click();
-    await page.waitForFunction((id) => {
-      const answers = document.querySelectorAll('article[data-role="assistant"]');
-      const last = answers[answers.length - 1];
-      return last && last.getAttribute('data-session') && last.getAttribute('data-session') !== id && document.querySelector('main')?.dataset.status === 'ready';
-    }, sessionId, TIMEOUT);
+    await page.waitForFunction(
+      (id) => {
+        const answers = document.querySelectorAll('article[data-role="assistant"]');
+        const last = answers[answers.length - 1];
+        return (
+          last && last.getAttribute('data-session') && last.getAttribute('data-session') !== id && document.querySelector('main')?.dataset.status === 'ready'
+        );
+      },
+      sessionId,
+      TIMEOUT,
+    );
     const branchId = (await lastAnswer(page).getAttribute('data-session'))!;
     expect(await lastAnswer(page).textContent()).toBe(`Echo: ${words}`);
     expect(await turnCount(branchId)).toEqual({ turnCount: 2, parent: { id: sessionId } });
 
     // The server dies mid-answer; after a restart the reloaded page says the turn was interrupted.
     // About 10 s: the kill lands mid-answer.
-    await send(page, 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\n!slow 500');
+    await send(
+      page,
+      'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\n!slow 500',
+    );
     await page.locator('article[data-role="assistant"]', { hasText: 'Echo: one' }).waitFor(TIMEOUT);
     await service!.stop('SIGKILL');
     await startForkline();

@@ -14,7 +14,14 @@ let app: TestApp;
 let api: string;
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([['token-a', 'tenant-a'], ['token-b', 'tenant-b']]) } });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        ['token-a', 'tenant-a'],
+        ['token-b', 'tenant-b'],
+      ]),
+    },
+  });
   api = app.url.replace(/\/graphql$/, '/chat');
 });
 afterAll(async () => {
@@ -29,7 +36,10 @@ const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: 'user', part
 type Metadata = { chatId: string; sessionId: string; inputId: string; turn?: number; reason?: string; usage?: { inputTokens: number; outputTokens: number } };
 
 /** Every chunk of a stream, and the message readUIMessageStream makes of them (terminating on any error it meets). */
-async function collect(stream: ReadableStream<UIMessageChunk>, terminateOnError = true): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
+async function collect(
+  stream: ReadableStream<UIMessageChunk>,
+  terminateOnError = true,
+): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
   const chunks: UIMessageChunk[] = [];
   const errors: unknown[] = [];
   const [a, b] = stream.tee();
@@ -80,17 +90,44 @@ describe('POST /chat', () => {
     // The message: both calls with their input and outcome, then the stored answer's text, whole.
     const tools = message.parts.filter((p) => p.type === 'dynamic-tool');
     expect(tools).toEqual([
-      expect.objectContaining({ toolName: 'clock', toolCallId: answers[0].data.toolCalls[0].id, state: 'output-available', input: {}, output: results[0].data.content }),
-      expect.objectContaining({ toolName: 'sleep', toolCallId: answers[0].data.toolCalls[1].id, state: 'output-error', input: { ms: -5 }, errorText: results[1].data.content }),
+      expect.objectContaining({
+        toolName: 'clock',
+        toolCallId: answers[0].data.toolCalls[0].id,
+        state: 'output-available',
+        input: {},
+        output: results[0].data.content,
+      }),
+      expect.objectContaining({
+        toolName: 'sleep',
+        toolCallId: answers[0].data.toolCalls[1].id,
+        state: 'output-error',
+        input: { ms: -5 },
+        errorText: results[1].data.content,
+      }),
     ]);
-    const text = message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+    const text = message.parts
+      .filter((p) => p.type === 'text')
+      .map((p) => (p as { text: string }).text)
+      .join('');
     expect(text).toBe(answers[1].data.text);
     expect(message.id).toBe(`ans_${log.find((e) => e.type === 'inbox/add')!.data.inputId}`);
-    expect(message.metadata).toMatchObject({ chatId: 'chat-tools', sessionId, turn: 1, reason: 'completed', usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) } });
+    expect(message.metadata).toMatchObject({
+      chatId: 'chat-tools',
+      sessionId,
+      turn: 1,
+      reason: 'completed',
+      usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) },
+    });
   });
 
   it('ends a failed turn with an error part carrying the agent’s message', async () => {
-    const stream = await transport().sendMessages({ chatId: 'failing', messages: [user('!fail the model is down')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const stream = await transport().sendMessages({
+      chatId: 'failing',
+      messages: [user('!fail the model is down')],
+      trigger: 'submit-message',
+      messageId: undefined,
+      abortSignal: undefined,
+    });
     const { chunks, errors } = await collect(stream, false);
     expect(chunks.slice(-2)).toEqual([
       { type: 'error', errorText: expect.stringContaining('the model is down') },
@@ -100,7 +137,11 @@ describe('POST /chat', () => {
   });
 
   it('speaks the protocol on the wire: its header, SSE data lines and [DONE]', async () => {
-    const res = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json', ...auth() }, body: JSON.stringify({ id: 'wire', messages: [user('hello')], trigger: 'submit-message' }) });
+    const res = await fetch(api, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth() },
+      body: JSON.stringify({ id: 'wire', messages: [user('hello')], trigger: 'submit-message' }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
     expect(res.headers.get('content-type')).toBe('text/event-stream');
@@ -122,12 +163,20 @@ describe('POST /chat', () => {
     // A session id names that session: the caller's own, else not found.
     const own = await send(first.message.metadata!.sessionId, [user('four')]);
     expect(own.message.metadata).toMatchObject({ sessionId: first.message.metadata!.sessionId, turn: 3 });
-    const res = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json', ...auth('token-b') }, body: JSON.stringify({ id: first.message.metadata!.sessionId, messages: [user('x')] }) });
+    const res = await fetch(api, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth('token-b') },
+      body: JSON.stringify({ id: first.message.metadata!.sessionId, messages: [user('x')] }),
+    });
     expect(res.status).toBe(404);
     expect((await res.json()).errors[0].extensions.code).toBe('SESSION_NOT_FOUND');
     const resumed = await fetch(`${api}/${first.message.metadata!.sessionId}/stream`, { headers: auth('token-b') });
     expect(resumed.status).toBe(404);
-    const anonymous = await fetch(api, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'x', messages: [user('x')] }) });
+    const anonymous = await fetch(api, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'x', messages: [user('x')] }),
+    });
     expect(anonymous.status).toBe(401);
   });
 
@@ -173,7 +222,13 @@ describe('GET /chat/<id>/stream', () => {
     const chatId = 'resume';
     // The first request is dropped once the answer has started streaming text.
     const abort = new AbortController();
-    const stream = await transport().sendMessages({ chatId, messages: [user('one two three four five six seven eight\n!slow 150')], trigger: 'submit-message', messageId: undefined, abortSignal: abort.signal });
+    const stream = await transport().sendMessages({
+      chatId,
+      messages: [user('one two three four five six seven eight\n!slow 150')],
+      trigger: 'submit-message',
+      messageId: undefined,
+      abortSignal: abort.signal,
+    });
     const reader = stream.getReader();
     const before: UIMessageChunk[] = [];
     while (!before.some((c) => c.type === 'text-delta')) before.push((await reader.read()).value!);
@@ -187,7 +242,12 @@ describe('GET /chat/<id>/stream', () => {
     expect(chunks[0]).toEqual(before[0]); // the same start: the same message id and metadata
     expect(chunks.filter((c) => c.type === 'text-start')).toHaveLength(1);
     const stored = (await storedLog(message.metadata!.sessionId)).filter((e) => e.type === 'model/message').at(-1)!;
-    expect(message.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('')).toBe(stored.data.text);
+    expect(
+      message.parts
+        .filter((p) => p.type === 'text')
+        .map((p) => (p as { text: string }).text)
+        .join(''),
+    ).toBe(stored.data.text);
     expect(stored.data.text).toBe('Echo: one two three four five six seven eight');
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
   });

@@ -10,7 +10,20 @@ const log: LogEvent[] = [
   { seq: 0, type: 'inbox/add', data: { inputId: 'in_1', text: 'hi' } },
   { seq: 1, type: 'turn/start', data: { turn: 3, inputId: 'in_1' } },
   { seq: 2, type: 'step/start', data: { turn: 3, step: 1 } },
-  { seq: 3, type: 'model/message', data: { turn: 3, step: 1, text: 'Let me look.', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}' }, { id: 'c2', name: 'sleep', arguments: 'not json' }], usage: { inputTokens: 10, outputTokens: 4 } } },
+  {
+    seq: 3,
+    type: 'model/message',
+    data: {
+      turn: 3,
+      step: 1,
+      text: 'Let me look.',
+      toolCalls: [
+        { id: 'c1', name: 'clock', arguments: '{}' },
+        { id: 'c2', name: 'sleep', arguments: 'not json' },
+      ],
+      usage: { inputTokens: 10, outputTokens: 4 },
+    },
+  },
   { seq: 4, type: 'tool/result', data: { turn: 3, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: '12:00' } },
   { seq: 5, type: 'tool/result', data: { turn: 3, step: 1, callId: 'c2', resultId: 'r2', status: 'interrupted', content: 'stopped' } },
   { seq: 6, type: 'step/end', data: { turn: 3, step: 1, reason: 'interrupted' } },
@@ -20,7 +33,8 @@ const log: LogEvent[] = [
 const reader = {
   event: async (seq: number) => log.find((e) => e.seq === seq),
   answerFrom: async (seq: number) => log.find((e) => e.seq >= seq && e.type === 'model/message'),
-  turnRecord: async (from: number, to: number) => log.filter((e) => e.seq >= from && e.seq <= to && (e.type === 'model/message' || e.type === 'plugin/agent/error')),
+  turnRecord: async (from: number, to: number) =>
+    log.filter((e) => e.seq >= from && e.seq <= to && (e.type === 'model/message' || e.type === 'plugin/agent/error')),
 };
 const u = (kind: TurnUpdate['kind'], rest: Partial<TurnUpdate> = {}): TurnUpdate => ({ sessionId: S, kind, turn: 3, ...rest });
 

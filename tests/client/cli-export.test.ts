@@ -80,7 +80,9 @@ describe('forkline export', () => {
     for (const c of counts) expect(c.total).toBe(EVENTS);
     for (let i = 1; i < counts.length; i++) expect(counts[i].done).toBeGreaterThanOrEqual(counts[i - 1].done);
     expect(updates.at(-1)).toBe(`exported ${big}: ${EVENTS.toLocaleString('en')} events, ${(bytes / 2 ** 20).toFixed(1)} MB to ${file}\n`);
-    console.log(`forkline export: ${(bytes / 2 ** 20).toFixed(1)} MB, ${EVENTS} events, CLI heap capped at ${HEAP_CAP_MB} MB, ${counts.length} progress updates`);
+    console.log(
+      `forkline export: ${(bytes / 2 ** 20).toFixed(1)} MB, ${EVENTS} events, CLI heap capped at ${HEAP_CAP_MB} MB, ${counts.length} progress updates`,
+    );
   }, 180_000);
 
   it('writes to stdout what Session.recording holds, and nothing to stderr when it is not a terminal', async () => {

@@ -43,7 +43,9 @@ describe('forkline tokens', () => {
     const refused = await cli(['sessions'], secret);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^forkline: UNAUTHENTICATED: /);
-    expect(lines((await cli(['tokens', 'list'], ADMIN)).stdout)).toEqual([expect.stringMatching(new RegExp(`^${id}\\s+REVOKED\\s+read,write\\s+revoked \\d{4}-.*ci runner$`))]);
+    expect(lines((await cli(['tokens', 'list'], ADMIN)).stdout)).toEqual([
+      expect.stringMatching(new RegExp(`^${id}\\s+REVOKED\\s+read,write\\s+revoked \\d{4}-.*ci runner$`)),
+    ]);
   });
 
   it('refuses token management to a token without the admin scope, and bad arguments with usage', async () => {

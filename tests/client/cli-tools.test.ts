@@ -28,13 +28,30 @@ const beta = as(BETA);
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-cli-tools-'));
   const config = path.join(dir, 'mcp.json');
-  fs.writeFileSync(config, JSON.stringify({
-    mcpServers: {
-      everything: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'] },
-      memory: { command: process.execPath, args: [serverScript('server-memory')], env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') }, tenants: ['alpha'] },
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        everything: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'] },
+        memory: {
+          command: process.execPath,
+          args: [serverScript('server-memory')],
+          env: { MEMORY_FILE_PATH: path.join(dir, 'memory.jsonl') },
+          tenants: ['alpha'],
+        },
+      },
+    }),
+  );
+  app = await startTestApp({
+    mcp: loadMcpConfig(config),
+    security: {
+      apiTokens: new Map([
+        [ALPHA, 'alpha'],
+        [BETA, 'beta'],
+      ]),
+      rateLimit: false,
     },
-  }));
-  app = await startTestApp({ mcp: loadMcpConfig(config), security: { apiTokens: new Map([[ALPHA, 'alpha'], [BETA, 'beta']]), rateLimit: false } });
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -85,8 +102,17 @@ describe('forkline tools', () => {
 
     const none = await alpha(['tools', id, '--set', '']);
     expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no tools\n' });
-    const { data } = await app.gql('query($id: ID!) { session(id: $id) { events(first: 50) { edges { node { type data } } } } }', { id }, { authorization: `Bearer ${ALPHA}` });
-    expect(data.session.events.edges.map((e: any) => e.node).filter((e: any) => e.type === 'session/tools').map((e: any) => e.data.tools)).toEqual([['memory__*', 'clock'], []]);
+    const { data } = await app.gql(
+      'query($id: ID!) { session(id: $id) { events(first: 50) { edges { node { type data } } } } }',
+      { id },
+      { authorization: `Bearer ${ALPHA}` },
+    );
+    expect(
+      data.session.events.edges
+        .map((e: any) => e.node)
+        .filter((e: any) => e.type === 'session/tools')
+        .map((e: any) => e.data.tools),
+    ).toEqual([['memory__*', 'clock'], []]);
   });
 
   it("keeps a tenant to its servers: another tenant's are neither listed nor settable", async () => {

@@ -141,7 +141,8 @@ describe('forkline CLI', () => {
 describe('forkline CLI: branching workflows', () => {
   /** A session with two answered turns; returns its id and the input id of the second. */
   async function twoTurns() {
-    const id = (await app.ok(`mutation { createSession(input: { title: "cli branching", model: { provider: "scripted", model: "m1" } }) { id } }`)).createSession.id as string;
+    const id = (await app.ok(`mutation { createSession(input: { title: "cli branching", model: { provider: "scripted", model: "m1" } }) { id } }`))
+      .createSession.id as string;
     await cli(['send', id, 'first', '--wait']);
     const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "second" }) { inputId } }`, { id });
     await app.services.host.idle();

@@ -32,7 +32,8 @@ async function gql(query: string, variables?: Record<string, unknown>) {
 
 const EVENTS = `query($id: ID!) { session(id: $id) { eventCount status runner events(first: 500) { edges { node { seq type data synthetic } } } } }`;
 const events = async (id: string) => (await gql(EVENTS, { id })).session.events.edges.map((e: any) => e.node);
-const send = async (id: string, text: string) => (await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text })).sendMessage.inputId;
+const send = async (id: string, text: string) =>
+  (await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text })).sendMessage.inputId;
 const turnEnds = (evs: any[]) => evs.filter((e) => e.type === 'turn/end');
 
 beforeAll(async () => {
@@ -63,12 +64,25 @@ describe('the AI SDK adapter as an external runner process', () => {
     await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'the turn to end', 30_000);
     const evs = await events(sessionId);
     expect(evs.map((e: any) => e.type)).toEqual([
-      'session/title', 'inbox/add', 'session/runner-tools', 'inbox/remove', 'turn/start',
-      'step/start', 'model/message', 'tool/result', 'step/end',
-      'step/start', 'model/message', 'step/end', 'turn/end',
+      'session/title',
+      'inbox/add',
+      'session/runner-tools',
+      'inbox/remove',
+      'turn/start',
+      'step/start',
+      'model/message',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'model/message',
+      'step/end',
+      'turn/end',
     ]);
     // The runner declared its tools with their effects; its call is recorded with the declared one.
-    expect(evs[2].data.tools.map((t: any) => [t.name, t.effect])).toEqual([['lookup', 'read-only'], ['send_email', 'side-effects']]);
+    expect(evs[2].data.tools.map((t: any) => [t.name, t.effect])).toEqual([
+      ['lookup', 'read-only'],
+      ['send_email', 'side-effects'],
+    ]);
     expect(evs[6].data.toolCalls).toMatchObject([{ name: 'lookup', effect: 'read-only', arguments: JSON.stringify({ query: 'weather in Oslo' }) }]);
     expect(evs[7].data).toMatchObject({ status: 'ok', content: 'result for weather in Oslo', name: 'lookup' });
     expect(evs[10].data.text).toBe('Found: result for weather in Oslo');
@@ -82,7 +96,11 @@ describe('the AI SDK adapter as an external runner process', () => {
     // A second message: a second turn, on the conversation so far.
     await send(sessionId, 'and Bergen?');
     await waitFor(async () => turnEnds(await events(sessionId)).length === 2, { what: 'the second turn', timeoutMs: 30_000 });
-    const prompts = fs.readFileSync(runner.promptLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const prompts = fs
+      .readFileSync(runner.promptLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     // The third model call (the second turn's first) saw the whole first turn.
     expect(prompts[2].map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
   });
@@ -90,14 +108,23 @@ describe('the AI SDK adapter as an external runner process', () => {
   it('continues a fork cut mid-call, sending its model what forkline would send (the synthetic result and its wording)', async () => {
     const evs = await events(sessionId);
     const call = evs.find((e: any) => e.type === 'model/message' && e.data.toolCalls.length > 0);
-    const fork = (await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at, message: "try again"}) { session { id runner firstLiveSeq } } }`, { id: sessionId, at: call.seq })).forkSession.session;
+    const fork = (
+      await gql(
+        `mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at, message: "try again"}) { session { id runner firstLiveSeq } } }`,
+        { id: sessionId, at: call.seq },
+      )
+    ).forkSession.session;
     expect(fork.runner).toBe('ext');
     await waitFor(async () => turnEnds(await events(fork.id)).some((e: any) => !e.synthetic), { what: 'the fork to be answered', timeoutMs: 30_000 });
     const childEvents = await events(fork.id);
     const synthetic = childEvents.find((e: any) => e.type === 'tool/result' && e.synthetic);
     expect(synthetic.data.content).toContain('No result for tool call "lookup"');
     // The model's first call for the fork: exactly forkline's conversation of the child, then its input.
-    const prompts = fs.readFileSync(runner.promptLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const prompts = fs
+      .readFileSync(runner.promptLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const forkPrompt = prompts.find((p: any[]) => p.at(-1).role === 'user' && p.at(-1).content[0].text === 'try again');
     const ownTurn = childEvents.find((x: any) => x.type === 'turn/start' && x.seq >= fork.firstLiveSeq);
     const expected = toModelMessages(buildModelMessages(childEvents.filter((e: any) => e.seq <= ownTurn.seq)) as any);
@@ -127,10 +154,17 @@ describe('a runner SIGKILLed mid-turn', () => {
     expect(ends[0]).toMatchObject({ synthetic: true, data: { turn: 1, reason: 'interrupted' } });
     expect(ends[1]).toMatchObject({ synthetic: false, data: { turn: 2, reason: 'completed' } });
     // The second step was open (its start stored before its model call), with no call in flight: its end and the turn's.
-    expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.reason])).toEqual([['step/end', 'interrupted'], ['turn/end', 'interrupted']]);
+    expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.reason])).toEqual([
+      ['step/end', 'interrupted'],
+      ['turn/end', 'interrupted'],
+    ]);
     expect(heir.output()).not.toContain('failed');
     // The dead runner's token writes nothing now: LEASE_LOST, the log unchanged.
-    const claims = doomed.output().split('\n').filter((l) => l.startsWith('{"claimed"')).map((l) => JSON.parse(l));
+    const claims = doomed
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{"claimed"'))
+      .map((l) => JSON.parse(l));
     const stale = claims.find((c) => c.claimed === id).token;
     const late = await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
       input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: [{ type: 'plugin/late/note', data: {} }] },
@@ -152,9 +186,18 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
     });
     const evs = await events(id);
     expect(evs.map((e: any) => e.type)).toEqual([
-      'inbox/add', 'session/runner-tools', 'inbox/remove', 'turn/start',
-      'step/start', 'model/message', 'tool/result', 'step/end',
-      'step/start', 'model/message', 'step/end', 'turn/end',
+      'inbox/add',
+      'session/runner-tools',
+      'inbox/remove',
+      'turn/start',
+      'step/start',
+      'model/message',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'model/message',
+      'step/end',
+      'turn/end',
     ]);
     expect(evs[5].data.toolCalls).toMatchObject([{ name: 'lookup', effect: 'read-only', arguments: JSON.stringify({ query: 'capital of Norway' }) }]);
     expect(evs[6].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });

@@ -30,7 +30,9 @@ async function gql(query: string, variables?: Record<string, unknown>) {
   return body.data;
 }
 const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 100) { edges { node { type data } } } } }`, { id })).session.events.edges.map((e: any) => e.node);
+  (await gql(`query($id: ID!) { session(id: $id) { events(first: 100) { edges { node { type data } } } } }`, { id })).session.events.edges.map(
+    (e: any) => e.node,
+  );
 
 /** Directories holding a copy of `name` anywhere under the app's node_modules. */
 function copiesOf(name: string): string[] {
@@ -40,7 +42,8 @@ function copiesOf(name: string): string[] {
       if (!entry.isDirectory() || entry.name === '.bin') continue;
       const full = path.join(dir, entry.name);
       if (entry.name.startsWith('@')) {
-        for (const scoped of fs.readdirSync(full, { withFileTypes: true })) if (scoped.isDirectory()) visit(path.join(full, scoped.name), `${entry.name}/${scoped.name}`);
+        for (const scoped of fs.readdirSync(full, { withFileTypes: true }))
+          if (scoped.isDirectory()) visit(path.join(full, scoped.name), `${entry.name}/${scoped.name}`);
       } else visit(full, entry.name);
     }
   };
@@ -55,10 +58,14 @@ function copiesOf(name: string): string[] {
 
 beforeAll(async () => {
   // Built as `npm run build` builds them (incremental: nothing to do when up to date), then packed.
-  await run(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), '-b', ...PACKAGES.map((p) => `packages/${p}`)], { cwd: PROJECT_ROOT });
+  await run(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), '-b', ...PACKAGES.map((p) => `packages/${p}`)], {
+    cwd: PROJECT_ROOT,
+  });
   const packDir = path.join(app, 'tarballs');
   fs.mkdirSync(packDir);
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir, ...PACKAGES.flatMap((p) => ['--workspace', `packages/${p}`])], { cwd: PROJECT_ROOT });
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir, ...PACKAGES.flatMap((p) => ['--workspace', `packages/${p}`])], {
+    cwd: PROJECT_ROOT,
+  });
   tarballs = JSON.parse(stdout);
   const dependencies: Record<string, string> = {};
   for (const t of tarballs) dependencies[t.name] = `file:${path.join(packDir, t.filename)}`;
@@ -76,7 +83,11 @@ afterAll(async () => {
 });
 
 function startAppRunner(script: string, pool: string) {
-  const child = spawn(process.execPath, [script], { cwd: app, env: { ...process.env, FORKLINE_URL: service.url, POOL: pool }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    cwd: app,
+    env: { ...process.env, FORKLINE_URL: service.url, POOL: pool },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
@@ -102,7 +113,10 @@ describe('the packages installed from their tarballs into an app outside the rep
       const files = t.files.map((f) => f.path);
       const entry = t.name.replace('@forkline/', '');
       expect(files).toEqual(expect.arrayContaining(['package.json', `dist/${entry}.js`, `dist/${entry}.d.ts`]));
-      expect(files.every((f) => /^(package\.json|README\.md|dist\/|src\/)/.test(f)), files.join(', ')).toBe(true);
+      expect(
+        files.every((f) => /^(package\.json|README\.md|dist\/|src\/)/.test(f)),
+        files.join(', '),
+      ).toBe(true);
     }
     const installed = JSON.parse(fs.readFileSync(path.join(app, 'node_modules/@forkline/client/package.json'), 'utf8'));
     expect(fs.existsSync(path.join(app, 'node_modules/@forkline/client', installed.exports['.'].types))).toBe(true);
@@ -119,9 +133,17 @@ describe('the packages installed from their tarballs into an app outside the rep
     const all = await turnThrough('ai-sdk-runner.mjs', 'pkg-ai');
     const evs = all.filter((e: any) => e.type !== 'session/runner-tools'); // declared by adapters that declare their tools
     expect(evs.map((e: any) => e.type)).toEqual([
-      'inbox/add', 'inbox/remove', 'turn/start',
-      'step/start', 'model/message', 'tool/result', 'step/end',
-      'step/start', 'model/message', 'step/end', 'turn/end',
+      'inbox/add',
+      'inbox/remove',
+      'turn/start',
+      'step/start',
+      'model/message',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'model/message',
+      'step/end',
+      'turn/end',
     ]);
     expect(evs[5].data).toMatchObject({ status: 'ok', content: 'result for capital of Norway', name: 'lookup' });
     expect(evs.at(-1).data).toMatchObject({ reason: 'completed' });

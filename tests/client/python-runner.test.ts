@@ -21,7 +21,15 @@ function startPython(name: string, env: Record<string, string> = {}) {
   const effects = path.join(dir, `${name}.effects`);
   fs.writeFileSync(effects, '');
   const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_runner.py')], {
-    env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, POOL: 'py', RUNNER_ID: name, EFFECT_LOG: effects, ...env },
+    env: {
+      ...process.env,
+      PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'),
+      FORKLINE_URL: service.url,
+      POOL: 'py',
+      RUNNER_ID: name,
+      EFFECT_LOG: effects,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -37,9 +45,13 @@ async function gql(query: string, variables?: Record<string, unknown>) {
   return body.data;
 }
 const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map((e: any) => e.node);
-const send = (id: string, text: string) => gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
-const create = async (pool: string) => (await gql(`mutation($pool: String!) { createSession(input: {runner: $pool}) { id } }`, { pool })).createSession.id as string;
+  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
+    (e: any) => e.node,
+  );
+const send = (id: string, text: string) =>
+  gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+const create = async (pool: string) =>
+  (await gql(`mutation($pool: String!) { createSession(input: {runner: $pool}) { id } }`, { pool })).createSession.id as string;
 const turnEnds = (evs: any[]) => evs.filter((e) => e.type === 'turn/end');
 
 beforeAll(async () => {
@@ -64,9 +76,17 @@ describe('the Python runner SDK', () => {
     });
     const evs = (await events(id)).filter((e: any) => e.type !== 'session/runner-tools');
     expect(evs.map((e: any) => e.type)).toEqual([
-      'inbox/add', 'inbox/remove', 'turn/start',
-      'step/start', 'model/message', 'tool/result', 'step/end',
-      'step/start', 'model/message', 'step/end', 'turn/end',
+      'inbox/add',
+      'inbox/remove',
+      'turn/start',
+      'step/start',
+      'model/message',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'model/message',
+      'step/end',
+      'turn/end',
     ]);
     expect(evs[4].data.toolCalls).toMatchObject([{ name: 'send_email' }]);
     expect(JSON.parse(evs[4].data.toolCalls[0].arguments)).toEqual({ to: 'ada@example.com' });
@@ -85,7 +105,8 @@ describe('the Python runner SDK', () => {
     expect(call, JSON.stringify(during)).toBeDefined();
     expect(during.some((e: any) => e.type === 'tool/result')).toBe(false); // the tool is still running
     expect(runner.effects()).not.toContain('sent slow-fork@example.com');
-    const fork = (await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at}) { session { id } } }`, { id, at: call.seq })).forkSession.session;
+    const fork = (await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at}) { session { id } } }`, { id, at: call.seq }))
+      .forkSession.session;
     const child = await events(fork.id);
     const closed = child.find((e: any) => e.type === 'tool/result' && e.synthetic);
     expect(closed?.data).toMatchObject({ callId: call.data.toolCalls[0].id, name: 'send_email' });
@@ -99,9 +120,11 @@ describe('the Python runner SDK', () => {
 });
 
 describe('automatic compaction with the Python SDK', () => {
-  it('compacts with the runner\'s own model before a request over the budget', async () => {
+  it("compacts with the runner's own model before a request over the budget", async () => {
     const runner = startPython('py-compact', { POOL: 'py-compact' });
-    const id = (await gql(`mutation { createSession(input: {runner: "py-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)).createSession.id;
+    const id = (
+      await gql(`mutation { createSession(input: {runner: "py-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)
+    ).createSession.id;
     await send(id, 'short@example.com');
     await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the first turn', timeoutMs: 45_000 });
     await send(id, `long@example.com ${'lorem ipsum '.repeat(800)}`);
@@ -123,7 +146,7 @@ describe('automatic compaction with the Python SDK', () => {
 });
 
 describe('fencing in the Python SDK', () => {
-  it('tells a zombie its lease is lost when the events stored since are the repair\'s closers, not its batch', async () => {
+  it("tells a zombie its lease is lost when the events stored since are the repair's closers, not its batch", async () => {
     const id = await create('py-zombie');
     await send(id, 'x@example.com');
     const out = await new Promise<string>((resolve, reject) => {
@@ -139,7 +162,11 @@ describe('fencing in the Python SDK', () => {
     expect(JSON.parse(out.trim().split('\n').at(-1)!), out).toEqual({ zombie: 'LeaseLostError' });
     const evs = await events(id);
     // The log holds the repair's closers (same count and types as the zombie's batch), not the zombie's events.
-    expect(evs.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([['tool/result', true], ['step/end', true], ['turn/end', true]]);
+    expect(evs.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([
+      ['tool/result', true],
+      ['step/end', true],
+      ['turn/end', true],
+    ]);
     expect(turnEnds(evs)).toHaveLength(1);
   }, 60_000);
 });

@@ -28,8 +28,10 @@ async function gql(query: string, variables?: Record<string, unknown>) {
 const EVENTS = `query($id: ID!) { session(id: $id) { eventCount status events(first: 500) { edges { node { seq type data synthetic } } } } }`;
 const events = async (id: string) => (await gql(EVENTS, { id })).session.events.edges.map((e: any) => e.node);
 const statusOf = async (id: string) => (await gql(`query($id: ID!) { session(id: $id) { status } }`, { id })).session.status;
-const send = (id: string, text: string) => gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
-const create = async (pool: string) => (await gql(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+const send = (id: string, text: string) =>
+  gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+const create = async (pool: string) =>
+  (await gql(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
 const lines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 const turnEnds = (evs: any[]) => evs.filter((e) => e.type === 'turn/end');
 
@@ -65,8 +67,9 @@ describe.each(ADAPTERS)('the $name adapter: a tool with side effects that takes 
     expect(during.some((e: any) => e.type === 'tool/result')).toBe(false);
     expect(await statusOf(id)).toBe('RUNNING'); // the turn is open under the runner's lease
 
-    const fork = (await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at}) { session { id } } }`, { id, at: during.at(-1).seq }))
-      .forkSession.session;
+    const fork = (
+      await gql(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at}) { session { id } } }`, { id, at: during.at(-1).seq })
+    ).forkSession.session;
     const child = await events(fork.id);
     const closer = child.find((e: any) => e.type === 'tool/result' && e.synthetic);
     expect(closer.data).toMatchObject({ callId: message.data.toolCalls[0].id, status: 'not-started', name: 'send_email' });
@@ -122,12 +125,18 @@ describe('the request is the source of truth', () => {
       { message: 'who are you?', model: { provider: 'openai', model: 'beta' } },
       { message: 'who are you?', model: { provider: 'openai', model: 'gamma' } },
     ];
-    const out = (await gql(`mutation($id: ID!, $v: [FanOutVariantInput!]!) { fanOut(input: {sessionId: $id, variants: $v}) { children { id } } }`, { id, v: variants })).fanOut;
+    const out = (
+      await gql(`mutation($id: ID!, $v: [FanOutVariantInput!]!) { fanOut(input: {sessionId: $id, variants: $v}) { children { id } } }`, { id, v: variants })
+    ).fanOut;
     const answers = await Promise.all(
       out.children.map(async (c: { id: string }) => {
         await waitFor(async () => turnEnds(await events(c.id)).some((e: any) => !e.synthetic && e.data.turn === 2), { what: 'the variant', timeoutMs: 30_000 });
         const evs = await events(c.id);
-        return { text: evs.filter((e: any) => e.type === 'model/message').at(-1)?.data.text, end: turnEnds(evs).at(-1).data.reason, error: evs.find((e: any) => e.type === 'plugin/agent/error')?.data.message };
+        return {
+          text: evs.filter((e: any) => e.type === 'model/message').at(-1)?.data.text,
+          end: turnEnds(evs).at(-1).data.reason,
+          error: evs.find((e: any) => e.type === 'plugin/agent/error')?.data.message,
+        };
       }),
     );
     expect(answers[0]).toMatchObject({ text: 'I am alpha', end: 'completed' });
@@ -149,7 +158,10 @@ describe('the OpenAI Agents adapter', () => {
     const deltas = turns.items.filter((u) => u.sessionTurns.kind === 'TEXT_DELTA').map((u) => u.sessionTurns.text);
     expect(deltas.join('')).toBe('Found: result for capital of Norway');
     const messages = (await events(id)).filter((e: any) => e.type === 'model/message');
-    expect(messages.map((m: any) => m.data.usage)).toEqual([{ inputTokens: 7, outputTokens: 3 }, { inputTokens: 7, outputTokens: 3 }]);
+    expect(messages.map((m: any) => m.data.usage)).toEqual([
+      { inputTokens: 7, outputTokens: 3 },
+      { inputTokens: 7, outputTokens: 3 },
+    ]);
     await turns.close();
     await stopRunner(runner);
   });

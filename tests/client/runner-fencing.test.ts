@@ -19,7 +19,9 @@ async function gql(query: string, variables?: Record<string, unknown>) {
   return body.data;
 }
 const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map((e: any) => e.node);
+  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
+    (e: any) => e.node,
+  );
 const runner = (runnerId: string) => {
   const r = new ForklineRunner({ url: service.url, pool: 'fence', runnerId, leaseMs: 1000 });
   runners.push(r);
@@ -35,7 +37,7 @@ afterAll(async () => {
 });
 
 describe('a zombie runner racing a new holder', () => {
-  it('is told its lease is lost when the stored events are the repair\'s, not its own', async () => {
+  it("is told its lease is lost when the stored events are the repair's, not its own", async () => {
     const id = (await gql(`mutation { createSession(input: {runner: "fence"}) { id } }`)).createSession.id;
     await gql(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "email bob"}) { inputId } }`, { id });
     const zombie = (await runner('zombie').claim(id))!;
@@ -47,9 +49,13 @@ describe('a zombie runner racing a new holder', () => {
     clearInterval((zombie as unknown as { renewal: NodeJS.Timeout }).renewal);
     await new Promise((r) => setTimeout(r, 1200));
     let holder: Awaited<ReturnType<ForklineRunner['claim']>>;
-    await waitFor(async () => !!(holder = await runner('holder').claim(id)), { what: 'the new holder\'s claim', timeoutMs: 10_000 });
+    await waitFor(async () => !!(holder = await runner('holder').claim(id)), { what: "the new holder's claim", timeoutMs: 10_000 });
     const repaired = await events(id);
-    expect(repaired.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([['tool/result', true], ['step/end', true], ['turn/end', true]]);
+    expect(repaired.slice(-3).map((e: any) => [e.type, e.synthetic])).toEqual([
+      ['tool/result', true],
+      ['step/end', true],
+      ['turn/end', true],
+    ]);
     // The zombie's tool finished: it writes the result and closes the turn, the same types the repair wrote.
     const late: RunnerEvent[] = [
       { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: `res_${id}_c1`, status: 'ok', content: 'sent', name: 'send_email' } },

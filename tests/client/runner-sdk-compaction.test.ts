@@ -20,7 +20,9 @@ const model = new MockLanguageModelV3({
   doStream: async ({ prompt }) => {
     prompts.push(prompt);
     const last = userText(prompt.at(-1)!);
-    const text = last.startsWith('Summarise the conversation below.') ? `Runner summary: ${last.split('\n').filter((l) => l.startsWith('[')).length} lines` : 'ok';
+    const text = last.startsWith('Summarise the conversation below.')
+      ? `Runner summary: ${last.split('\n').filter((l) => l.startsWith('[')).length} lines`
+      : 'ok';
     const parts: LanguageModelV3StreamPart[] = [
       { type: 'stream-start', warnings: [] },
       { type: 'text-start', id: 't' },
@@ -46,7 +48,9 @@ const serve = (id: string) => runner.serve(id, (s) => runAiSdkTurns(s, { resolve
 
 describe('runAiSdkTurns on a session over its budget', () => {
   it('compacts with the runner model first, then runs the turn on the summary', async () => {
-    const id = (await app.ok(`mutation { createSession(input: {runner: "sdk-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)).createSession.id;
+    const id = (
+      await app.ok(`mutation { createSession(input: {runner: "sdk-compact", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`)
+    ).createSession.id;
     await send(id, 'short question');
     expect(await serve(id)).toBe(true);
     await send(id, `a long question: ${'lorem ipsum '.repeat(800)}`);
@@ -55,8 +59,14 @@ describe('runAiSdkTurns on a session over its budget', () => {
     const firstEnd = evs.find((e) => e.type === 'turn/end')!.seq;
     const types = evs.filter((e) => e.seq > firstEnd && !e.type.startsWith('inbox/')).map((e) => e.type);
     expect(types).toEqual([
-      'plugin/compaction/start', 'surface/replace', 'plugin/compaction/end',
-      'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end',
+      'plugin/compaction/start',
+      'surface/replace',
+      'plugin/compaction/end',
+      'turn/start',
+      'step/start',
+      'model/message',
+      'step/end',
+      'turn/end',
     ]);
     const replace = evs.find((e) => e.type === 'surface/replace')!;
     expect(replace.data).toEqual({ fromSeq: 0, toSeq: firstEnd, content: 'Runner summary: 2 lines' });

@@ -6,13 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import {
-  createForklineClient,
-  CreateSessionDocument,
-  SendMessageDocument,
-  SessionTurnsDocument,
-  type ForklineClient,
-} from '@forkline/client';
+import { createForklineClient, CreateSessionDocument, SendMessageDocument, SessionTurnsDocument, type ForklineClient } from '@forkline/client';
 
 let app: TestApp;
 let client: ForklineClient;
@@ -45,7 +39,8 @@ async function storedTexts(sessionId: string): Promise<Map<string, string>> {
     { id: sessionId },
   );
   const texts = new Map<string, string>();
-  for (const { node } of r.data!.session.events.edges) if (node.type === 'model/message' && node.data.text) texts.set(`${node.data.turn}:${node.data.step}`, node.data.text);
+  for (const { node } of r.data!.session.events.edges)
+    if (node.type === 'model/message' && node.data.text) texts.set(`${node.data.turn}:${node.data.step}`, node.data.text);
   return texts;
 }
 
@@ -80,9 +75,14 @@ describe('sessionTurns(afterSeq)', () => {
   it('subscribed after the turn ended: replayed from the log alone', async () => {
     const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'after end' } });
     const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: TWO_STEPS } });
-    await waitFor(async () => (await storedTexts(createSession.id)).size === 1 && (await app.ok(`query ($id: ID!) { session(id: $id) { status } }`, { id: createSession.id })).session.status === 'IDLE', {
-      what: 'turn stored',
-    });
+    await waitFor(
+      async () =>
+        (await storedTexts(createSession.id)).size === 1 &&
+        (await app.ok(`query ($id: ID!) { session(id: $id) { status } }`, { id: createSession.id })).session.status === 'IDLE',
+      {
+        what: 'turn stored',
+      },
+    );
     const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
     const updates = await untilTurnEnds(sub);
     await sub.return?.();
@@ -90,7 +90,7 @@ describe('sessionTurns(afterSeq)', () => {
     expect(textsOf(updates)).toEqual(await storedTexts(createSession.id));
   });
 
-  it('subscribed in the middle of a streaming step: that step\'s text still arrives exactly once', async () => {
+  it("subscribed in the middle of a streaming step: that step's text still arrives exactly once", async () => {
     const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'mid-step' } });
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
     const watcher = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });

@@ -17,7 +17,7 @@ describe('backoff', () => {
     expect(backoffDelay(2, { initialMs: 100, maxMs: 10_000, factor: 3 })).toBe(900);
   });
 
-  it("reads the wait a server asks for: retry-after-ms first, then retry-after in seconds or as an HTTP date", () => {
+  it('reads the wait a server asks for: retry-after-ms first, then retry-after in seconds or as an HTTP date', () => {
     const now = Date.parse('2026-12-04T12:00:00Z');
     expect(retryAfterMs({ 'retry-after-ms': '250', 'retry-after': '9' }, now)).toBe(250);
     expect(retryAfterMs({ 'Retry-After': '2' }, now)).toBe(2000);

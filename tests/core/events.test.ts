@@ -9,7 +9,12 @@ const cases: Record<string, { valid: unknown; wrong: unknown; field: string }> =
   'session/tools': { valid: { tools: ['clock', 'fs__*'] }, wrong: { tools: 'clock' }, field: 'data.tools' },
   'session/instructions': { valid: { text: 'Answer in French.' }, wrong: { text: 7 }, field: 'data.text' },
   'session/runner-tools': {
-    valid: { tools: [{ name: 'send_email', description: 'Sends', inputSchema: { type: 'object' }, effect: 'side-effects' }, { name: 'lookup', effect: 'read-only' }] },
+    valid: {
+      tools: [
+        { name: 'send_email', description: 'Sends', inputSchema: { type: 'object' }, effect: 'side-effects' },
+        { name: 'lookup', effect: 'read-only' },
+      ],
+    },
     wrong: { tools: [{ name: 'send_email', effect: 'dangerous' }] },
     field: 'data.tools.0.effect',
   },

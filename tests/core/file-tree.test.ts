@@ -1,7 +1,16 @@
 // The pure parts of the file workspace (core/file-tree.ts, core/unified-diff.ts)
 // and the repair wording for file tools (core/repair.ts).
 import { describe, expect, it } from 'vitest';
-import { changeSetPathProblem, filesChangeDataSchema, firstOverQuota, foldFileTree, listTree, TreeUsage, treeChanges, workspacePath } from '../../src/core/file-tree.ts';
+import {
+  changeSetPathProblem,
+  filesChangeDataSchema,
+  firstOverQuota,
+  foldFileTree,
+  listTree,
+  TreeUsage,
+  treeChanges,
+  workspacePath,
+} from '../../src/core/file-tree.ts';
 import { unifiedDiff } from '../../src/core/unified-diff.ts';
 import { syntheticResultContent } from '../../src/core/repair.ts';
 import { RecordingValidator, recordingHeader } from '../../src/core/recording.ts';
@@ -19,8 +28,26 @@ describe('workspace paths', () => {
 
 describe('trees', () => {
   const sets = [
-    { seq: 5, data: { callId: 'c1', changes: [{ path: 'a', hash: 'h1', size: 1 }, { path: 'd/b', hash: 'h2', size: 2 }] } },
-    { seq: 9, data: { callId: 'c2', changes: [{ path: 'a', hash: 'h3', size: 3 }, { path: 'd/b', hash: null, size: 0 }] } },
+    {
+      seq: 5,
+      data: {
+        callId: 'c1',
+        changes: [
+          { path: 'a', hash: 'h1', size: 1 },
+          { path: 'd/b', hash: 'h2', size: 2 },
+        ],
+      },
+    },
+    {
+      seq: 9,
+      data: {
+        callId: 'c2',
+        changes: [
+          { path: 'a', hash: 'h3', size: 3 },
+          { path: 'd/b', hash: null, size: 0 },
+        ],
+      },
+    },
   ];
   it('fold change sets, later ones winning, deletions removing', () => {
     expect(listTree(foldFileTree(sets.slice(0, 1)))).toEqual([
@@ -31,7 +58,10 @@ describe('trees', () => {
     expect(listTree(foldFileTree(sets.slice(0, 1)), 'd').map((e) => e.path)).toEqual(['d/b']);
   });
   it('differ per path', () => {
-    expect(treeChanges(foldFileTree(sets.slice(0, 1)), foldFileTree(sets)).map((c) => [c.path, c.kind])).toEqual([['a', 'CHANGED'], ['d/b', 'DELETED']]);
+    expect(treeChanges(foldFileTree(sets.slice(0, 1)), foldFileTree(sets)).map((c) => [c.path, c.kind])).toEqual([
+      ['a', 'CHANGED'],
+      ['d/b', 'DELETED'],
+    ]);
     expect(treeChanges(new Map(), foldFileTree(sets)).map((c) => c.kind)).toEqual(['ADDED']);
   });
 });
@@ -72,9 +102,13 @@ describe('the repair wording of a file tool', () => {
     expect(forked).toContain('forked at event 7 of session ses_p');
     expect(forked).toContain('The files were restored to before this call; it did not run in this branch, so it is safe to call "edit_file" again');
     expect(forked).not.toContain('may already have changed the world');
-    expect(syntheticResultContent({ kind: 'interrupted', sessionId: 's' }, call, 'side-effects')).toContain('The files were restored to before this call; it changed no file in this session');
+    expect(syntheticResultContent({ kind: 'interrupted', sessionId: 's' }, call, 'side-effects')).toContain(
+      'The files were restored to before this call; it changed no file in this session',
+    );
     const { files: _, ...elsewhere } = call;
-    expect(syntheticResultContent({ kind: 'forked', parentSessionId: 'p', cutSeq: 7 }, elsewhere, 'side-effects')).toContain('may already have changed the world');
+    expect(syntheticResultContent({ kind: 'forked', parentSessionId: 'p', cutSeq: 7 }, elsewhere, 'side-effects')).toContain(
+      'may already have changed the world',
+    );
   });
 });
 
@@ -108,16 +142,32 @@ describe('change sets from outside (every door holds them to one rule)', () => {
   });
 
   it('the codec refuses what breaks the rule, naming the path', () => {
-    expect(filesChangeDataSchema.safeParse({ callId: 'c', changes: [{ path: 'a', hash, size: 1 }, { path: 'b', hash: null, size: 0 }] }).success).toBe(true);
+    expect(
+      filesChangeDataSchema.safeParse({
+        callId: 'c',
+        changes: [
+          { path: 'a', hash, size: 1 },
+          { path: 'b', hash: null, size: 0 },
+        ],
+      }).success,
+    ).toBe(true);
     const bad = filesChangeDataSchema.safeParse({ callId: 'c', changes: [{ path: '../x', hash, size: 1 }] });
     expect(bad.error?.issues[0].message).toContain('path "../x" is refused');
-    for (const change of [{ path: 'a', hash: 'H', size: 1 }, { path: 'a', hash, size: -1 }, { path: 'a', hash, size: 1.5 }, { path: 'a', hash, size: 1, extra: 1 }]) {
+    for (const change of [
+      { path: 'a', hash: 'H', size: 1 },
+      { path: 'a', hash, size: -1 },
+      { path: 'a', hash, size: 1.5 },
+      { path: 'a', hash, size: 1, extra: 1 },
+    ]) {
       expect(filesChangeDataSchema.safeParse({ callId: 'c', changes: [change] }).success, JSON.stringify(change)).toBe(false);
     }
   });
 
   it('usage counts bytes, files and the directories paths make, as change sets fold', () => {
-    const u = new TreeUsage([{ path: 'a/b/c.txt', size: 3 }, { path: 'a/d.txt', size: 4 }]);
+    const u = new TreeUsage([
+      { path: 'a/b/c.txt', size: 3 },
+      { path: 'a/d.txt', size: 4 },
+    ]);
     expect([u.bytes, u.files, u.entries]).toEqual([7, 2, 4]);
     u.set('a/b/c.txt', null);
     expect([u.bytes, u.files, u.entries]).toEqual([4, 1, 2]);
@@ -129,13 +179,27 @@ describe('change sets from outside (every door holds them to one rule)', () => {
     const limits = { maxBytes: 10, maxFiles: 3, maxFileBytes: 8 };
     const sets = [
       { seq: 1, data: { callId: 'c1', changes: [{ path: 'a', hash, size: 5 }] } },
-      { seq: 3, data: { callId: 'c2', changes: [{ path: 'a', hash: null, size: 0 }, { path: 'b', hash, size: 5 }] } },
+      {
+        seq: 3,
+        data: {
+          callId: 'c2',
+          changes: [
+            { path: 'a', hash: null, size: 0 },
+            { path: 'b', hash, size: 5 },
+          ],
+        },
+      },
       { seq: 5, data: { callId: 'c3', changes: [{ path: 'c', hash, size: 6 }] } },
     ];
     expect(firstOverQuota(new Map(), sets.slice(0, 2), limits)).toBeUndefined();
     expect(firstOverQuota(new Map(), sets, limits)).toEqual({ seq: 5, problem: 'the workspace quota is 10 bytes, and the files come to 11' });
     expect(firstOverQuota(new Map(), [{ seq: 0, data: { callId: 'c', changes: [{ path: 'd/e/f', hash, size: 1 }] } }], limits)).toBeUndefined();
-    expect(firstOverQuota(new Map(), [{ seq: 0, data: { callId: 'c', changes: [{ path: 'd/e/f/g', hash, size: 1 }] } }], limits)?.problem).toContain('3 files and directories, and there are 4');
-    expect(firstOverQuota(new Map(), [{ seq: 7, data: { callId: 'c', changes: [{ path: 'big', hash, size: 9 }] } }], limits)).toEqual({ seq: 7, problem: 'a file holds at most 8 bytes, and "big" has 9' });
+    expect(firstOverQuota(new Map(), [{ seq: 0, data: { callId: 'c', changes: [{ path: 'd/e/f/g', hash, size: 1 }] } }], limits)?.problem).toContain(
+      '3 files and directories, and there are 4',
+    );
+    expect(firstOverQuota(new Map(), [{ seq: 7, data: { callId: 'c', changes: [{ path: 'big', hash, size: 9 }] } }], limits)).toEqual({
+      seq: 7,
+      problem: 'a file holds at most 8 bytes, and "big" has 9',
+    });
   });
 });

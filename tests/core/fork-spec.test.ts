@@ -36,7 +36,9 @@ describe('fork seeds on the reference log (pure core)', () => {
   it('the open tail is enough: the whole prefix gives the same closers', () => {
     for (let cut = 0; cut < log.length; cut++) {
       const cause: RepairCause = { kind: 'forked', parentSessionId: PARENT, cutSeq: cut };
-      const closers = fork(log, cut).seed.events.slice(1).map(({ seq: _s, ...e }) => e);
+      const closers = fork(log, cut)
+        .seed.events.slice(1)
+        .map(({ seq: _s, ...e }) => e);
       expect(closeOpenTail(log.slice(0, cut + 1), cause, toolEffectOf), `cut ${cut}`).toEqual(closers);
     }
   });
@@ -52,7 +54,10 @@ describe('fork seeds on the reference log (pure core)', () => {
     expect(results[0].content).toMatch(/"note_read" is idempotent, so it is safe to call it again/);
     expect(results[1].content).toMatch(/"note_write" has side effects: .*check its effect before repeating it/);
     expect(results[2].content).toMatch(/"mystery" is not a known tool.*check its effect before repeating it/);
-    expect(seed.events.filter((e) => e.type !== 'tool/result' && e.type !== 'session/end-seed').map((e) => (e.data as any).reason)).toEqual(['forked', 'forked']);
+    expect(seed.events.filter((e) => e.type !== 'tool/result' && e.type !== 'session/end-seed').map((e) => (e.data as any).reason)).toEqual([
+      'forked',
+      'forked',
+    ]);
   });
 
   it('crash repair has the same structure with interrupted statuses, reasons and wording', () => {
@@ -75,7 +80,10 @@ describe('fork seeds on the reference log (pure core)', () => {
 
   it('synthetic result ids are deterministic across runs and distinct across calls and causes', () => {
     const cause: RepairCause = { kind: 'forked', parentSessionId: PARENT, cutSeq: 10 };
-    const ids = (c: RepairCause) => closeOpenTail(openTailOf(log, 10), c, toolEffectOf).filter((e) => e.type === 'tool/result').map((e) => (e.data as any).resultId);
+    const ids = (c: RepairCause) =>
+      closeOpenTail(openTailOf(log, 10), c, toolEffectOf)
+        .filter((e) => e.type === 'tool/result')
+        .map((e) => (e.data as any).resultId);
     expect(ids(cause)).toEqual(ids({ ...cause }));
     expect(new Set(ids(cause)).size).toBe(3);
     const crash = ids({ kind: 'interrupted', sessionId: PARENT });

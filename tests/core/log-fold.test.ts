@@ -35,10 +35,16 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
       messages.push({
         role: 'assistant',
         content: anyData(e).text === '' && calls.length ? null : anyData(e).text,
-        ...(calls.length ? { tool_calls: calls.map((c: any) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(calls.length
+          ? { tool_calls: calls.map((c: any) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+          : {}),
       });
     } else if (e.type === 'tool/result') {
-      messages.push({ role: 'tool', tool_call_id: anyData(e).callId, content: anyData(e).status === 'error' ? `Error: ${anyData(e).content}` : anyData(e).content });
+      messages.push({
+        role: 'tool',
+        tool_call_id: anyData(e).callId,
+        content: anyData(e).status === 'error' ? `Error: ${anyData(e).content}` : anyData(e).content,
+      });
     }
   }
   return messages;
@@ -88,8 +94,8 @@ function referenceState(events: readonly LogEvent[]) {
 /** A random log: turns with multi-call steps, results missing in failed steps, queued input, plugins, titles and surface/replace over any range. */
 function randomLog(seed: number, length: number): LogEvent[] {
   let s = seed;
-  const rnd = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const pick = <T,>(xs: T[]) => xs[Math.floor(rnd() * xs.length)];
+  const rnd = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)];
   const out: NewEvent[] = [];
   let turn = 0;
   let input = 0;
@@ -113,7 +119,11 @@ function randomLog(seed: number, length: number): LogEvent[] {
       const steps = 1 + Math.floor(rnd() * 3);
       for (let step = 1; step <= steps; step++) {
         out.push({ type: 'step/start', data: { turn, step } });
-        const calls = Array.from({ length: Math.floor(rnd() * 3) }, (_, i) => ({ id: `c${turn}_${step}_${i}`, name: pick(['clock', 'note_write']), arguments: '{}' }));
+        const calls = Array.from({ length: Math.floor(rnd() * 3) }, (_, i) => ({
+          id: `c${turn}_${step}_${i}`,
+          name: pick(['clock', 'note_write']),
+          arguments: '{}',
+        }));
         out.push({ type: 'model/message', data: { turn, step, text: calls.length && rnd() < 0.5 ? '' : `answer ${turn}.${step}`, toolCalls: calls } });
         const failed = rnd() < 0.2;
         for (const c of calls) {
@@ -149,8 +159,17 @@ describe.each(logs)('the fold on the %s', (_name, log) => {
     for (let i = 0; i < log.length; i++) {
       state.apply(log[i]);
       const ref = referenceState(log.slice(0, i + 1));
-      expect({ pendingInputs: state.pendingInputs, lastTurn: state.lastTurn, openTurn: state.openTurn, model: state.model, title: state.title, openTail: state.openTail() }, `after seq ${i}`)
-        .toEqual(ref);
+      expect(
+        {
+          pendingInputs: state.pendingInputs,
+          lastTurn: state.lastTurn,
+          openTurn: state.openTurn,
+          model: state.model,
+          title: state.title,
+          openTail: state.openTail(),
+        },
+        `after seq ${i}`,
+      ).toEqual(ref);
       expect(state.nextSeq).toBe(i + 1);
     }
     expect(foldLog(log).pendingInputCount).toBe(referenceState(log).pendingInputs.length);

@@ -25,8 +25,7 @@ const refusal = (err: unknown): Refusal => {
 };
 
 /** The session's descendants, children before their own children. */
-const descendantsOf = (id: string): string[] =>
-  [...logs].filter(([, l]) => l.parentId === id).flatMap(([child]) => [child, ...descendantsOf(child)]);
+const descendantsOf = (id: string): string[] => [...logs].filter(([, l]) => l.parentId === id).flatMap(([child]) => [child, ...descendantsOf(child)]);
 
 logSpec('pure core', {
   async createSession() {
@@ -63,7 +62,12 @@ logSpec('pure core', {
     const log = logs.get(id);
     if (!log) return null;
     const state = new LogState().applyAll(log.events);
-    return { eventCount: state.nextSeq, turnCount: state.turnCount, pendingInputCount: state.pendingInputCount, status: state.openTurn === undefined ? 'IDLE' : 'RUNNING' };
+    return {
+      eventCount: state.nextSeq,
+      turnCount: state.turnCount,
+      pendingInputCount: state.pendingInputCount,
+      status: state.openTurn === undefined ? 'IDLE' : 'RUNNING',
+    };
   },
   async fork(parentId, atSeq) {
     const parent = logs.get(parentId)!;

@@ -31,7 +31,10 @@ async function validate(source: string | Iterable<string>) {
 }
 
 async function rejection(source: string): Promise<ForklineError> {
-  const err = await validate(source).then(() => undefined, (e: unknown) => e);
+  const err = await validate(source).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ForklineError);
   return err as ForklineError;
 }
@@ -49,11 +52,13 @@ describe('recording fixtures', () => {
     expect(completed.fork).toBeUndefined();
     expect((await validate(readFixture('v3-crashed.jsonl'))).summary).toMatchObject({ turnCount: 2, openTurn: true, pendingInputs: 1 });
     // child: 7 inherited events, marker at 7, three closers: first live seq 11
-    expect((await validate(readFixture('v4-forked-child.jsonl'))).summary.fork)
-      .toEqual({ forkedAtSeq: 6, inheritedEventCount: 7, firstLiveSeq: 11 });
+    expect((await validate(readFixture('v4-forked-child.jsonl'))).summary.fork).toEqual({ forkedAtSeq: 6, inheritedEventCount: 7, firstLiveSeq: 11 });
     // nested: the ancestor marker (seq 7) is inherited; its own marker is the last one
     const nested = await validate(readFixture('v4-nested-fork.jsonl'));
-    expect(nested.events.filter((e) => e.type === 'session/end-seed').map((e) => [e.seq, e.inherited])).toEqual([[7, true], [18, false]]);
+    expect(nested.events.filter((e) => e.type === 'session/end-seed').map((e) => [e.seq, e.inherited])).toEqual([
+      [7, true],
+      [18, false],
+    ]);
     expect(nested.summary.fork).toEqual({ forkedAtSeq: 17, inheritedEventCount: 18, firstLiveSeq: 22 });
   });
 });
@@ -129,7 +134,10 @@ describe('recordingLines', () => {
     // Text, the same; a line of exactly the limit passes, multi-byte characters counted as bytes.
     const text = await collect(recordingLines(['x\n', 'é'.repeat(501), '\n'], 1e9, limit)).catch((e: unknown) => e);
     expect((text as Error).message).toMatch(/^line 2: size: a line is longer than the limit of 1000 bytes/);
-    expect(await collect(recordingLines([Buffer.from(`${'a'.repeat(limit)}\n${'b'.repeat(limit)}`)], 1e9, limit))).toEqual(['a'.repeat(limit), 'b'.repeat(limit)]);
+    expect(await collect(recordingLines([Buffer.from(`${'a'.repeat(limit)}\n${'b'.repeat(limit)}`)], 1e9, limit))).toEqual([
+      'a'.repeat(limit),
+      'b'.repeat(limit),
+    ]);
     expect(await collect(recordingLines(`${'é'.repeat(500)}\n`, 1e9, limit))).toEqual(['é'.repeat(500)]);
   });
 });
@@ -137,8 +145,9 @@ describe('recordingLines', () => {
 describe('serializers', () => {
   it('write optional fields only when they say something', () => {
     expect(recordingLine({ seq: 0, type: 'session/title', data: { title: 't' } })).toBe('{"seq":0,"type":"session/title","data":{"title":"t"}}');
-    expect(recordingLine({ seq: 1, type: 'turn/end', data: { turn: 1, reason: 'forked' }, inherited: true, synthetic: true, createdAt: new Date(0) }))
-      .toBe('{"seq":1,"type":"turn/end","data":{"turn":1,"reason":"forked"},"createdAt":"1970-01-01T00:00:00.000Z","inherited":true,"synthetic":true}');
+    expect(recordingLine({ seq: 1, type: 'turn/end', data: { turn: 1, reason: 'forked' }, inherited: true, synthetic: true, createdAt: new Date(0) })).toBe(
+      '{"seq":1,"type":"turn/end","data":{"turn":1,"reason":"forked"},"createdAt":"1970-01-01T00:00:00.000Z","inherited":true,"synthetic":true}',
+    );
     expect(recordingHeader({ id: 'ses_1' })).toEqual({ format: 'forkline.recording', version: 4, session: { id: 'ses_1', title: null } });
   });
 

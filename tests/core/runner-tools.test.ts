@@ -11,7 +11,16 @@ const message = (calls: Array<Record<string, unknown>>) => ({ type: 'model/messa
 
 describe('runner tools', () => {
   it('fills each call of a declared tool with its declared effect, and repair words the call by it', () => {
-    const [out] = withDeclaredEffects([message([{ id: 'c1', name: 'send_email', arguments: '{}' }, { id: 'c2', name: 'other', arguments: '{}' }])], declared, 5);
+    const [out] = withDeclaredEffects(
+      [
+        message([
+          { id: 'c1', name: 'send_email', arguments: '{}' },
+          { id: 'c2', name: 'other', arguments: '{}' },
+        ]),
+      ],
+      declared,
+      5,
+    );
     expect((out.data as any).toolCalls).toEqual([
       { id: 'c1', name: 'send_email', arguments: '{}', effect: 'side-effects' },
       { id: 'c2', name: 'other', arguments: '{}' },
@@ -38,7 +47,10 @@ describe('runner tools', () => {
 
   it('a declaration inside the batch applies to the calls after it', () => {
     const out = withDeclaredEffects(
-      [{ type: 'session/runner-tools', data: { tools: [{ name: 'send_email', effect: 'idempotent' }] } }, message([{ id: 'c1', name: 'send_email', arguments: '{}' }])],
+      [
+        { type: 'session/runner-tools', data: { tools: [{ name: 'send_email', effect: 'idempotent' }] } },
+        message([{ id: 'c1', name: 'send_email', arguments: '{}' }]),
+      ],
       declared,
       0,
     );

@@ -32,14 +32,19 @@ describe('repair reads the effect recorded with the call', () => {
     {
       seq: 2,
       type: 'model/message',
-      data: { turn: 1, step: 1, text: '', toolCalls: [
-        { id: 'a', name: 'fs__write_file', arguments: '{}', effect: 'idempotent' },
-        { id: 'b', name: 'note_read', arguments: '{}', effect: 'side-effects' },
-        { id: 'c', name: 'note_read', arguments: '{}' },
-      ] },
+      data: {
+        turn: 1,
+        step: 1,
+        text: '',
+        toolCalls: [
+          { id: 'a', name: 'fs__write_file', arguments: '{}', effect: 'idempotent' },
+          { id: 'b', name: 'note_read', arguments: '{}', effect: 'side-effects' },
+          { id: 'c', name: 'note_read', arguments: '{}' },
+        ],
+      },
     },
   ];
-  const lookup = (name: string) => (name === 'note_read' ? 'idempotent' as const : undefined);
+  const lookup = (name: string) => (name === 'note_read' ? ('idempotent' as const) : undefined);
 
   it('the recorded effect wins over what the tool says now; a call without one falls back to the lookup', () => {
     const results = closeOpenTail(log, { kind: 'forked', parentSessionId: 'p', cutSeq: 2 }, lookup).filter((e) => e.type === 'tool/result');

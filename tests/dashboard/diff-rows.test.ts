@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { diffRow, openingSeq, rightRange, rowKind, type DiffSide } from '../../client/dashboard/src/diff-rows.ts';
 import type { LogEvent } from '../../client/dashboard/src/conversation.ts';
 
-const ev = (seq: number, who: string) => ({ id: `${who}${seq}`, seq, type: 'user/message', data: { text: who }, createdAt: '', inherited: false, synthetic: false }) as unknown as LogEvent;
+const ev = (seq: number, who: string) =>
+  ({ id: `${who}${seq}`, seq, type: 'user/message', data: { text: who }, createdAt: '', inherited: false, synthetic: false }) as unknown as LogEvent;
 const side = (who: string, length: number, loaded: number[]): DiffSide => ({
   length,
   get: (seq) => (loaded.includes(seq) ? ev(seq, who) : undefined),

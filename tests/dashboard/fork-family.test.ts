@@ -53,14 +53,35 @@ describe('withForkSeq', () => {
 
 describe('the turn-by-turn diff', () => {
   const events = (list: Array<{ type: string; data: unknown }>, from = 0): LogEvent[] =>
-    list.map((e, i) => ({ id: `e${from + i}`, seq: from + i, type: e.type, data: e.data, inherited: false, synthetic: false, createdAt: '2026-12-01T00:00:00.000Z' }));
+    list.map((e, i) => ({
+      id: `e${from + i}`,
+      seq: from + i,
+      type: e.type,
+      data: e.data,
+      inherited: false,
+      synthetic: false,
+      createdAt: '2026-12-01T00:00:00.000Z',
+    }));
 
   it('folds turns with their input, calls, answers and end, and aligns two logs by turn number, not seq', () => {
     const left = events([...completedTurn(1, { who: 'a' }), ...completedTurn(2, { who: 'a' })]);
     // The right side wrote one event more before the same turns: every seq is one off.
-    const right = events([{ type: 'session/title', data: { title: 'renamed' } }, ...completedTurn(1, { who: 'a' }), ...completedTurn(2, { who: 'b' }), ...completedTurn(3, { who: 'b' })]);
+    const right = events([
+      { type: 'session/title', data: { title: 'renamed' } },
+      ...completedTurn(1, { who: 'a' }),
+      ...completedTurn(2, { who: 'b' }),
+      ...completedTurn(3, { who: 'b' }),
+    ]);
     const l = turnsOf(left);
-    expect(l[0]).toMatchObject({ turn: 1, input: 'a question 1', answers: ['a answer 1'], calls: ['clock({}) → ok'], end: 'completed', startSeq: 2, lastSeq: 10 });
+    expect(l[0]).toMatchObject({
+      turn: 1,
+      input: 'a question 1',
+      answers: ['a answer 1'],
+      calls: ['clock({}) → ok'],
+      end: 'completed',
+      startSeq: 2,
+      lastSeq: 10,
+    });
     const rows = alignTurns(l, turnsOf(right));
     expect(rows.map((r) => [r.turn, r.same, !!r.left, !!r.right])).toEqual([
       [1, true, true, true],

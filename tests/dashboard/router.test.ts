@@ -40,5 +40,6 @@ describe('parseRoute', () => {
 
 it('routes only the dashboard links in the page (GraphiQL and downloads load as usual)', () => {
   for (const href of ['/', '/#/s/x', '/sessions/x', '/sessions/x#seq-1', '/compare/a/b']) expect(DASHBOARD_LINKS.test(href), href).toBe(true);
-  for (const href of ['/graphql', '/recordings/x', '/metrics', 'https://example.com/sessions/x', '/sessionsx']) expect(DASHBOARD_LINKS.test(href), href).toBe(false);
+  for (const href of ['/graphql', '/recordings/x', '/metrics', 'https://example.com/sessions/x', '/sessionsx'])
+    expect(DASHBOARD_LINKS.test(href), href).toBe(false);
 });

@@ -6,7 +6,13 @@ import { eventSummary, foldConversation, serverOf, type LogEvent } from '../../c
 
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
 const ev = (seq: number, type: string, data: Record<string, unknown>, ms: number, synthetic = false): LogEvent => ({
-  id: `evt_${seq}`, seq, type, data, inherited: false, synthetic, createdAt: at(ms),
+  id: `evt_${seq}`,
+  seq,
+  type,
+  data,
+  inherited: false,
+  synthetic,
+  createdAt: at(ms),
 });
 
 const calls = [
@@ -45,15 +51,38 @@ describe('tool calls in the conversation', () => {
   });
 
   it('reads the server from <server>__<tool> only', () => {
-    expect([serverOf('fs__edit_file'), serverOf('clock'), serverOf('__x'), serverOf('fs__'), serverOf('a_b__c__d')]).toEqual(['fs', undefined, undefined, undefined, 'a_b']);
+    expect([serverOf('fs__edit_file'), serverOf('clock'), serverOf('__x'), serverOf('fs__'), serverOf('a_b__c__d')]).toEqual([
+      'fs',
+      undefined,
+      undefined,
+      undefined,
+      'a_b',
+    ]);
   });
 
   it('a call that changed files carries its change set (written and deleted paths), folded into the call, not shown as a note', () => {
-    const change = ev(5, 'plugin/files/change', { callId: 'c1', changes: [{ path: 'a.txt', hash: 'h1', size: 3 }, { path: 'old.txt', hash: null, size: 0 }] }, 3_000);
+    const change = ev(
+      5,
+      'plugin/files/change',
+      {
+        callId: 'c1',
+        changes: [
+          { path: 'a.txt', hash: 'h1', size: 3 },
+          { path: 'old.txt', hash: null, size: 0 },
+        ],
+      },
+      3_000,
+    );
     const items = foldConversation([...head, change, result(6, 'c1', 3_500)]);
     expect(items.some((i) => i.kind === 'note')).toBe(false);
     const call = toolCallsOf([...head, change, result(6, 'c1', 3_500)])[0];
-    expect(call.files).toEqual({ seq: 5, changes: [{ path: 'a.txt', deleted: false }, { path: 'old.txt', deleted: true }] });
+    expect(call.files).toEqual({
+      seq: 5,
+      changes: [
+        { path: 'a.txt', deleted: false },
+        { path: 'old.txt', deleted: true },
+      ],
+    });
     expect(call.result?.seq).toBe(6);
     expect(eventSummary(change)).toBe('c1 files · wrote a.txt · deleted old.txt');
   });

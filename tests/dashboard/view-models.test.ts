@@ -92,7 +92,11 @@ describe('foldConversation', () => {
       ev(7, 'tool/result', { turn: 1, step: 2, callId: 'c9', resultId: 'r9', status: 'ok', content: '?' }),
     ]);
     const calls = items.flatMap((i) => (i.kind === 'assistant' ? i.toolCalls : []));
-    expect(calls.map((c) => [c.id, c.waiting ?? c.result?.status])).toEqual([['c1', 'unanswered'], ['c2', 'running'], ['c3', 'ok']]);
+    expect(calls.map((c) => [c.id, c.waiting ?? c.result?.status])).toEqual([
+      ['c1', 'unanswered'],
+      ['c2', 'running'],
+      ['c3', 'ok'],
+    ]);
     expect(items.at(-1)).toMatchObject({ kind: 'note', seqs: [7], text: expect.stringMatching(/result pairing.*c9/) });
   });
 

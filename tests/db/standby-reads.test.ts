@@ -44,17 +44,23 @@ const delta = (before: Record<string, number>, after: Record<string, number>) =>
 async function sessionOf(n: number): Promise<string> {
   const { id } = await app.services.store.createSession(scope, { title: 'standby' });
   for (let done = 1; done < n; done += 500) {
-    await app.services.store.append(id, Array.from({ length: Math.min(500, n - done) }, (_, i) => ({ type: 'plugin/test/n', data: { i: done + i } })));
+    await app.services.store.append(
+      id,
+      Array.from({ length: Math.min(500, n - done) }, (_, i) => ({ type: 'plugin/test/n', data: { i: done + i } })),
+    );
   }
   return id;
 }
 /** Waits until the standby has replayed everything the primary wrote so far. */
 const caughtUp = () =>
-  waitFor(async () => {
-    const { rows } = await app.db.pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
-    const r = await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]);
-    return r.rows[0].ok;
-  }, { what: 'the standby to catch up' });
+  waitFor(
+    async () => {
+      const { rows } = await app.db.pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      const r = await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]);
+      return r.rows[0].ok;
+    },
+    { what: 'the standby to catch up' },
+  );
 const seqs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
 
 describe('event pages from a hot standby', () => {
@@ -79,7 +85,10 @@ describe('event pages from a hot standby', () => {
     await caughtUp();
     await onStandby.query('SELECT pg_wal_replay_pause()');
     try {
-      await app.services.store.append(id, seqs(40).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })));
+      await app.services.store.append(
+        id,
+        seqs(40).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })),
+      );
       const before = await served();
       const r = await app.ok(PAGE, { id, after: 99, first: 200 });
       const got = r.session.events.edges.map((e: any) => e.node.seq);
@@ -103,7 +112,10 @@ describe('event pages from a hot standby', () => {
     await onStandby.query('SELECT pg_wal_replay_pause()');
     let sub;
     try {
-      await app.services.store.append(id, seqs(100).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })));
+      await app.services.store.append(
+        id,
+        seqs(100).map((i) => ({ type: 'plugin/test/after-pause', data: { i } })),
+      );
       const before = await served();
       sub = subscribe('ws', app.url, EVENTS, { id, after: -1 });
       await sub.count(800, 30_000);
@@ -113,7 +125,10 @@ describe('event pages from a hot standby', () => {
     } finally {
       await onStandby.query('SELECT pg_wal_replay_resume()');
     }
-    await app.services.store.append(id, seqs(10).map((i) => ({ type: 'plugin/test/live', data: { i } })));
+    await app.services.store.append(
+      id,
+      seqs(10).map((i) => ({ type: 'plugin/test/live', data: { i } })),
+    );
     const items = await sub.count(810);
     expect(items.map((e) => e.sessionEvents.seq)).toEqual(seqs(810));
     await sub.close();
@@ -124,12 +139,20 @@ describe('event pages from a hot standby', () => {
     await caughtUp();
     await standby.stop();
     const subs = [subscribe('ws', app.url, EVENTS, { id, after: -1 }), subscribe('sse', app.url, EVENTS, { id, after: 99 })];
-    await app.services.store.append(id, seqs(50).map((i) => ({ type: 'plugin/test/while-down', data: { i } })));
+    await app.services.store.append(
+      id,
+      seqs(50).map((i) => ({ type: 'plugin/test/while-down', data: { i } })),
+    );
     expect((await app.ok(PAGE, { id, after: 399, first: 200 })).session.events.edges.map((e: any) => e.node.seq)).toEqual(seqs(100, 400));
-    await waitFor(async () => (await fetch(app.url.replace(/graphql$/, 'readyz')).then((r) => r.json()) as any).checks.standby1 === 'down', { what: '/readyz to show the standby down' });
+    await waitFor(async () => ((await fetch(app.url.replace(/graphql$/, 'readyz')).then((r) => r.json())) as any).checks.standby1 === 'down', {
+      what: '/readyz to show the standby down',
+    });
     await standby.restart();
     await waitFor(() => app.standbys!.statuses()[0].up, { what: 'the standby back up' });
-    await app.services.store.append(id, seqs(50).map((i) => ({ type: 'plugin/test/after-restart', data: { i } })));
+    await app.services.store.append(
+      id,
+      seqs(50).map((i) => ({ type: 'plugin/test/after-restart', data: { i } })),
+    );
     expect((await subs[0].count(550)).map((e) => e.sessionEvents.seq)).toEqual(seqs(550));
     expect((await subs[1].count(450)).map((e) => e.sessionEvents.seq)).toEqual(seqs(450, 100));
     await Promise.all(subs.map((s) => s.close()));
@@ -173,8 +196,11 @@ describe("a session query's row and searchSessions from a hot standby", () => {
   const SEARCH = `query($q: String!) { searchSessions(query: $q, first: 10) { edges { node { kind seq session { id } } } } }`;
   /** A session run by an external pool nobody serves: what is sent to it stays pending (no agent writes meanwhile). */
   const pendingSession = async (title: string) => {
-    const id = (await app.ok(`mutation($t: String!) { createSession(input: { title: $t, runner: "standby-test-pool" }) { id } }`, { t: title })).createSession.id as string;
-    const sent = (await app.ok(`mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`, { id, t: `first input of ${title}` })).sendMessage;
+    const id = (await app.ok(`mutation($t: String!) { createSession(input: { title: $t, runner: "standby-test-pool" }) { id } }`, { t: title })).createSession
+      .id as string;
+    const sent = (
+      await app.ok(`mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`, { id, t: `first input of ${title}` })
+    ).sendMessage;
     return { id, inputId: sent.inputId as string };
   };
   const onPrimary = (id: string) => app.services.store.getSession(scope, id);
@@ -236,13 +262,18 @@ describe("a session query's row and searchSessions from a hot standby", () => {
       await waitFor(async () => (await served('session')).standby > before.standby, { what: 'the row read on the standby' });
       await waitFor(
         async () =>
-          (await app.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%"Event"%'`)).rowCount! > 0,
+          (await app.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%"Event"%'`))
+            .rowCount! > 0,
         { what: "the request's log reads to wait for the Event table" },
       );
-      await app.services.store.append(id, [
-        { type: 'inbox/add', data: { inputId: 'in-after-the-row', text: 'appended after the row was read' } },
-        { type: 'session/title', data: { title: 'moved on' } },
-      ], { client: writer });
+      await app.services.store.append(
+        id,
+        [
+          { type: 'inbox/add', data: { inputId: 'in-after-the-row', text: 'appended after the row was read' } },
+          { type: 'session/title', data: { title: 'moved on' } },
+        ],
+        { client: writer },
+      );
       await writer.query('COMMIT');
       const s = (await read).session;
       expect(delta(before, await served('session'))).toEqual({ standby: 1, primary: 0, both: 0 });
@@ -275,7 +306,8 @@ describe("a session query's row and searchSessions from a hot standby", () => {
     ]);
     await onStandby.query('SELECT pg_wal_replay_pause()');
     try {
-      const sent = (await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "a numbat joins the quokka" }) { event { seq } } }`, { id })).sendMessage;
+      const sent = (await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "a numbat joins the quokka" }) { event { seq } } }`, { id }))
+        .sendMessage;
       const before2 = await served('search');
       const numbat = (await app.ok(SEARCH, { q: 'numbat' })).searchSessions.edges.map((e: any) => e.node);
       expect(delta(before2, await served('search'))).toEqual({ standby: 0, primary: 1, both: 0 });

@@ -29,14 +29,22 @@ const OUTSIDE_REFERENCES: ReadonlyArray<[RegExp, string]> = [
 /** Each reference in `files` to something outside the repository (empty: none). */
 function outsideReferences(files: ReadonlyMap<string, string>): string[] {
   return [...files].flatMap(([file, text]) =>
-    OUTSIDE_REFERENCES.flatMap(([pattern, what]) => [...text.matchAll(pattern)].map((m) => `${file}: "${m[0].trim()}" is ${what}: cite docs/contract.md or ARCHITECTURE.md`)),
+    OUTSIDE_REFERENCES.flatMap(([pattern, what]) =>
+      [...text.matchAll(pattern)].map((m) => `${file}: "${m[0].trim()}" is ${what}: cite docs/contract.md or ARCHITECTURE.md`),
+    ),
   );
 }
 
 /** The anchors of a markdown page: explicit `<a id>`s and GitHub's heading slugs. */
 function anchorsOf(markdown: string): Set<string> {
   const ids = [...markdown.matchAll(/<a id="([^"]+)"><\/a>/g)].map((m) => m[1]);
-  const slugs = [...markdown.matchAll(/^#+ (.+)$/gm)].map((m) => m[1].toLowerCase().replace(/[^\w\s-]/g, '').trim().replace(/\s/g, '-'));
+  const slugs = [...markdown.matchAll(/^#+ (.+)$/gm)].map((m) =>
+    m[1]
+      .toLowerCase()
+      .replace(/[^\w\s-]/g, '')
+      .trim()
+      .replace(/\s/g, '-'),
+  );
   return new Set([...ids, ...slugs]);
 }
 
@@ -47,13 +55,25 @@ function unresolvedAnchors(files: ReadonlyMap<string, string>, contract: string)
     [...text.matchAll(/docs\/contract\.md#([\w-]+)/g)].filter((m) => !anchors.has(m[1])).map((m) => `${file}: docs/contract.md#${m[1]} names no section`),
   );
 }
-const docs = ['README.md', 'ARCHITECTURE.md', ...fs.readdirSync(path.join(PROJECT_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const docs = [
+  'README.md',
+  'ARCHITECTURE.md',
+  ...fs
+    .readdirSync(path.join(PROJECT_ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 describe('docs', () => {
   it('README opens with the two set-up commands and stays a front door', () => {
     const readme = read('README.md');
     const firstBlock = readme.slice(readme.indexOf('```sh'), readme.indexOf('```', readme.indexOf('```sh') + 5));
-    expect(firstBlock.split('\n').filter((l) => l && !l.startsWith('```')).map((l) => l.split('#')[0].trim())).toEqual(['npm install && npm start', 'npm test']);
+    expect(
+      firstBlock
+        .split('\n')
+        .filter((l) => l && !l.startsWith('```'))
+        .map((l) => l.split('#')[0].trim()),
+    ).toEqual(['npm install && npm start', 'npm test']);
     expect(readme.split('\n').length).toBeLessThan(300);
   });
 

@@ -57,7 +57,13 @@ describe('editMessage', () => {
     const { editMessage: r } = await app.ok(EDIT, { i: { sessionId: p, inputId: b, text: 'B, edited' } });
     expect(r.cutSeq).toBe(bAdd.seq - 1);
     expect(r.syntheticEvents).toEqual([]); // turn 1 was closed there: nothing to close
-    expect(r.session).toMatchObject({ title: 'three turns', forkedAtSeq: bAdd.seq - 1, inheritedEventCount: bAdd.seq, firstLiveSeq: bAdd.seq + 1, parent: { id: p } });
+    expect(r.session).toMatchObject({
+      title: 'three turns',
+      forkedAtSeq: bAdd.seq - 1,
+      inheritedEventCount: bAdd.seq,
+      firstLiveSeq: bAdd.seq + 1,
+      parent: { id: p },
+    });
     expect(r.inputId).toMatch(/^in_/);
     expect(r.inputId).not.toBe(b);
     await idle();
@@ -101,7 +107,9 @@ describe('editMessage', () => {
     const turn1End = parentLog.find((e) => e.type === 'turn/end' && anyData(e).turn === 1)!;
     expect(bAdd.seq).toBeLessThan(turn1End.seq);
 
-    const { editMessage: r } = await app.ok(EDIT, { i: { sessionId: p, inputId: b, text: 'B2', title: 'edited', model: { provider: 'scripted', model: 'm2' } } });
+    const { editMessage: r } = await app.ok(EDIT, {
+      i: { sessionId: p, inputId: b, text: 'B2', title: 'edited', model: { provider: 'scripted', model: 'm2' } },
+    });
     const cut = bAdd.seq - 1;
     expect(r.cutSeq).toBe(cut);
     expect(r.syntheticEvents.map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
@@ -209,7 +217,9 @@ describe('forkSession and branchSession with a model and a message', () => {
     await idle();
     const turnEnd = (await log(p)).find((e) => e.type === 'turn/end')!.seq;
 
-    const { forkSession: f } = await app.ok(FORK, { i: { sessionId: p, atSeq: turnEnd, title: 'on m9', model: { provider: 'scripted', model: 'm9', settings: { temperature: 0 } }, message: 'hello' } });
+    const { forkSession: f } = await app.ok(FORK, {
+      i: { sessionId: p, atSeq: turnEnd, title: 'on m9', model: { provider: 'scripted', model: 'm9', settings: { temperature: 0 } }, message: 'hello' },
+    });
     expect(f.inputId).toMatch(/^in_/);
     await idle();
     expect(app.models.scripted.lastRequest).toMatchObject({ provider: 'scripted', model: 'm9' });
@@ -286,14 +296,23 @@ describe('fanOut', () => {
     await idle();
     expect(app.models.scripted.requestCount - requestsBefore).toBe(4);
     const models = app.models.scripted.recentRequests.slice(-4).map((q) => [(q.messages.at(-1) as { content: string }).content, q.model]);
-    expect(new Map(models as [string, string][])).toEqual(new Map([['v1', 'm1'], ['v2', 'm2'], ['v3', 'm3'], ['v4', 'm0']]));
+    expect(new Map(models as [string, string][])).toEqual(
+      new Map([
+        ['v1', 'm1'],
+        ['v2', 'm2'],
+        ['v3', 'm3'],
+        ['v4', 'm0'],
+      ]),
+    );
 
     for (const [i, c] of r.children.entries()) {
       const child = await log(c.id);
       expect(c).toMatchObject({ forkedAtSeq: callSeq, parent: { id: p }, firstLiveSeq: callSeq + 5 });
       expect(child.slice(0, callSeq + 1).map(shape)).toEqual(parentLog.slice(0, callSeq + 1).map(shape));
       // Its own marker and closers (the clock call was unanswered at the cut) …
-      expect(child.slice(callSeq + 1, callSeq + 5).map((e) => [e.seq, e.type, anyData(e).status ?? anyData(e).reason ?? null, e.synthetic, e.inherited])).toEqual([
+      expect(
+        child.slice(callSeq + 1, callSeq + 5).map((e) => [e.seq, e.type, anyData(e).status ?? anyData(e).reason ?? null, e.synthetic, e.inherited]),
+      ).toEqual([
         [callSeq + 1, 'session/end-seed', null, false, false],
         [callSeq + 2, 'tool/result', 'not-started', true, false],
         [callSeq + 3, 'step/end', 'forked', true, false],
@@ -323,13 +342,15 @@ describe('fanOut', () => {
     );
     expect(first.siblings.edges.map((e: any) => e.node.id)).toEqual(r.children.slice(1).map((c: any) => c.id));
     expect(first.siblings.edges.map((e: any) => e.node.lastAnswer.text)).toEqual(['Echo: v2', 'Echo: v3', 'Echo: v4']);
-    const { session: root } = await app.ok(`query($id: ID!) { session(id: $id) { siblings { edges { node { id } } } lastAnswer { text inherited } } }`, { id: p });
+    const { session: root } = await app.ok(`query($id: ID!) { session(id: $id) { siblings { edges { node { id } } } lastAnswer { text inherited } } }`, {
+      id: p,
+    });
     expect(root.siblings.edges).toEqual([]);
     expect(root.lastAnswer.text).toMatch(/^Done/);
     expect(await recording(p)).toBe(before);
   });
 
-  it('an anchor branches every child through a turn/end; without a message a child waits idle with the parent\'s answer', async () => {
+  it("an anchor branches every child through a turn/end; without a message a child waits idle with the parent's answer", async () => {
     const { p, callSeq } = await toolParent();
     const { fanOut: r } = await app.ok(FAN_OUT, { i: { sessionId: p, anchorSeq: callSeq, variants: [{ title: 'quiet' }, { message: 'go' }] } });
     const turnEnd = (await log(p)).find((e) => e.type === 'turn/end')!.seq;

@@ -15,14 +15,19 @@ const DELETE = `mutation($id: ID!, $all: Boolean) { deleteSession(id: $id, withD
 const exportOf = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
 const fork = async (id: string, atSeq: number, own = 3) => {
   const f = await app.services.store.fork(scope, id, atSeq);
-  await app.services.store.append(f.session.id, Array.from({ length: own }, (_, i) => ({ type: 'plugin/test/own', data: { i } })));
+  await app.services.store.append(
+    f.session.id,
+    Array.from({ length: own }, (_, i) => ({ type: 'plugin/test/own', data: { i } })),
+  );
   return f.session.id;
 };
 const rowsOf = async (ids: string[]) =>
-  (await app.db.pool.query<{ sessions: number; events: number }>(
-    `SELECT (SELECT count(*)::int FROM "Session" WHERE id = ANY($1)) AS sessions, (SELECT count(*)::int FROM "Event" WHERE "sessionId" = ANY($1)) AS events`,
-    [ids],
-  )).rows[0];
+  (
+    await app.db.pool.query<{ sessions: number; events: number }>(
+      `SELECT (SELECT count(*)::int FROM "Session" WHERE id = ANY($1)) AS sessions, (SELECT count(*)::int FROM "Event" WHERE "sessionId" = ANY($1)) AS events`,
+      [ids],
+    )
+  ).rows[0];
 
 beforeAll(async () => {
   app = await startTestApp({ log: (m) => logged.push(m) });

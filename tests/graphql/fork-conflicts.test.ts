@@ -61,10 +61,7 @@ async function waitingOnLocks(): Promise<number> {
 }
 
 /** Runs `mutation` inside `holder`, which changes the parent once the fork waits on it, past its snapshot. */
-async function raced(
-  holder: (during: () => Promise<void>) => Promise<void>,
-  mutation: () => Promise<Awaited<ReturnType<TestApp['gql']>>>,
-) {
+async function raced(holder: (during: () => Promise<void>) => Promise<void>, mutation: () => Promise<Awaited<ReturnType<TestApp['gql']>>>) {
   let answer!: Promise<Awaited<ReturnType<TestApp['gql']>>>;
   await holder(async () => {
     let settled = false;

@@ -11,10 +11,12 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const create = async (title: string) => (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title } })).createSession.id as string;
+const create = async (title: string) =>
+  (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title } })).createSession.id as string;
 const send = (id: string, text: string) => app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text } });
 const fork = async (sessionId: string, atSeq: number, title: string, message?: string) =>
-  (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq, title, message } })).forkSession.session.id as string;
+  (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq, title, message } })).forkSession
+    .session.id as string;
 const idle = () => app.services.host.idle();
 
 describe('fork family', () => {
@@ -58,21 +60,28 @@ describe('fork family', () => {
     ]);
     expect(family.map((s: any) => s.id)).not.toContain(other);
     // A grandchild sees the same family; its parent's fork points are its own children's.
-    const nested = await app.ok('query($id: ID!) { session(id: $id) { family(first: 50) { edges { node { id } } } forkPoints { seq childCount } } }', { id: grandchild });
+    const nested = await app.ok('query($id: ID!) { session(id: $id) { family(first: 50) { edges { node { id } } } forkPoints { seq childCount } } }', {
+      id: grandchild,
+    });
     expect(nested.session.family.edges.map((e: any) => e.node.id)).toEqual([root, a, b, c, grandchild]);
     expect(nested.session.forkPoints).toEqual([]);
   });
 
-  it('model: the last session/model event, inherited or the fork\'s own; null for none', async () => {
+  it("model: the last session/model event, inherited or the fork's own; null for none", async () => {
     const plain = await create('no model');
     const q = 'query($id: ID!) { session(id: $id) { model { provider model } } }';
     expect((await app.ok(q, { id: plain })).session.model).toBeNull();
-    const set = (await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title: 'm', model: { provider: 'scripted', model: 'm1' } } })).createSession.id;
+    const set = (
+      await app.ok('mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }', { i: { title: 'm', model: { provider: 'scripted', model: 'm1' } } })
+    ).createSession.id;
     expect((await app.ok(q, { id: set })).session.model).toEqual({ provider: 'scripted', model: 'm1' });
     const inherits = await fork(set, 1, 'inherits'); // seq 0 is its title, 1 its model
     expect((await app.ok(q, { id: inherits })).session.model).toEqual({ provider: 'scripted', model: 'm1' });
-    const own = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: set, atSeq: 0, model: { provider: 'scripted', model: 'm2' } } }))
-      .forkSession.session.id;
+    const own = (
+      await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', {
+        i: { sessionId: set, atSeq: 0, model: { provider: 'scripted', model: 'm2' } },
+      })
+    ).forkSession.session.id;
     expect((await app.ok(q, { id: own })).session.model).toEqual({ provider: 'scripted', model: 'm2' });
   });
 

@@ -15,7 +15,9 @@ const FORK = forkMutation('forkSession', 'ForkSessionInput');
 const BRANCH = forkMutation('branchSession', 'BranchSessionInput');
 
 async function read(id: string) {
-  const { session: { events, pendingInputs, ...counters } } = await app.ok(SESSION, { id });
+  const {
+    session: { events, pendingInputs, ...counters },
+  } = await app.ok(SESSION, { id });
   return { events: events.edges.map((e: any) => e.node), counters: { ...counters, pendingInputCount: pendingInputs.length } };
 }
 
@@ -28,9 +30,10 @@ forkSpec('GraphQL API', {
     return { id, events: (await read(id)).events };
   },
   async fork(parent, cut) {
-    const f = 'atSeq' in cut
-      ? (await app.ok(FORK, { input: { sessionId: parent.id, atSeq: cut.atSeq } })).forkSession
-      : (await app.ok(BRANCH, { input: { sessionId: parent.id, ...cut } })).branchSession;
+    const f =
+      'atSeq' in cut
+        ? (await app.ok(FORK, { input: { sessionId: parent.id, atSeq: cut.atSeq } })).forkSession
+        : (await app.ok(BRANCH, { input: { sessionId: parent.id, ...cut } })).branchSession;
     // Input queued in the prefix (e.g. cuts 2 and 13..21) is the child's: its agent
     // answers it. Read the log and its counters once every agent is done, so both
     // describe the same log and the spec compares them exactly.

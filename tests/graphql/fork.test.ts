@@ -80,7 +80,10 @@ describe('forkSession mid-step', () => {
     const { forkSession: b } = await app.ok(FORK, { input: { sessionId: a.session.id, atSeq: 26 } }); // at a's marker
     const child = await events(b.session.id);
     const markers = child.filter((e: any) => e.type === 'session/end-seed');
-    expect(markers.map((m: any) => [m.seq, m.data.parentSessionId, m.inherited])).toEqual([[26, parentId, true], [27, a.session.id, false]]);
+    expect(markers.map((m: any) => [m.seq, m.data.parentSessionId, m.inherited])).toEqual([
+      [26, parentId, true],
+      [27, a.session.id, false],
+    ]);
     expect(b.syntheticEvents.map(closerName)).toEqual(['r:c6', 'r:c7', 'step:2/1', 'turn:2']);
   });
 });
@@ -112,7 +115,10 @@ describe('a fork of a live parent', () => {
     await app.services.store.append(live, REFERENCE_LOG.slice(1, 11)); // ends after a tool call (seq 10)
     const appender = (async () => {
       for (let i = 0; i < 100; i++) {
-        await app.services.store.append(live, Array.from({ length: 10 }, (_, j) => ({ type: 'plugin/test/tick', data: { i, j } })));
+        await app.services.store.append(
+          live,
+          Array.from({ length: 10 }, (_, j) => ({ type: 'plugin/test/tick', data: { i, j } })),
+        );
       }
     })();
     const forks: any[] = [];

@@ -23,7 +23,11 @@ afterAll(async () => {
   await slow?.close();
 });
 
-const lanes = () => [['fast lane', fast], ['yoga', slow]] as const;
+const lanes = () =>
+  [
+    ['fast lane', fast],
+    ['yoga', slow],
+  ] as const;
 
 async function post(app: TestApp, body: unknown, accept: string) {
   const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
@@ -43,14 +47,23 @@ describe('graphql-http audit', () => {
 
 describe('application/graphql-response+json', () => {
   const nested = (depth: number) => `query($id: ID!) { session(id: $id) {${' parent {'.repeat(depth)} id${' }'.repeat(depth)} } }`;
-  const refused = () => [
-    ['a variable of the wrong type', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: { id: { not: 'an id' } } }, /got invalid value/],
-    ['a missing required variable', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: {} }, /was not provided/],
-    ['null for a non-null variable', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: { id: null } }, /must not be null/],
-    ['a page size over the limit as a variable', { query: 'query($id: ID!, $f: Int) { session(id: $id) { events(first: $f) { edges { node { id } } } } }', variables: { id: sessionId, f: 10_000 } }, /Cost limit/],
-    ['too deep', { query: nested(DEFAULT_LIMITS.maxDepth), variables: { id: sessionId } }, /depth limit of 12 exceeded/],
-    ['too many aliases', { query: `{ ${Array.from({ length: DEFAULT_LIMITS.maxAliases + 1 }, (_, i) => `a${i}: __typename`).join(' ')} }` }, /Aliases limit of 30 exceeded/],
-  ] as const;
+  const refused = () =>
+    [
+      ['a variable of the wrong type', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: { id: { not: 'an id' } } }, /got invalid value/],
+      ['a missing required variable', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: {} }, /was not provided/],
+      ['null for a non-null variable', { query: 'query($id: ID!) { session(id: $id) { id } }', variables: { id: null } }, /must not be null/],
+      [
+        'a page size over the limit as a variable',
+        { query: 'query($id: ID!, $f: Int) { session(id: $id) { events(first: $f) { edges { node { id } } } } }', variables: { id: sessionId, f: 10_000 } },
+        /Cost limit/,
+      ],
+      ['too deep', { query: nested(DEFAULT_LIMITS.maxDepth), variables: { id: sessionId } }, /depth limit of 12 exceeded/],
+      [
+        'too many aliases',
+        { query: `{ ${Array.from({ length: DEFAULT_LIMITS.maxAliases + 1 }, (_, i) => `a${i}: __typename`).join(' ')} }` },
+        /Aliases limit of 30 exceeded/,
+      ],
+    ] as const;
 
   it('answers 400 without data to requests refused before execution, on both lanes', async () => {
     for (const [lane, app] of lanes()) {
@@ -72,7 +85,11 @@ describe('application/graphql-response+json', () => {
         expect(r.status, `${lane}: ${what}`).toBe(200);
         expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
       }
-      const executed = await post(app, { query: 'mutation { forkSession(input: { sessionId: "ses_missing", atSeq: 0 }) { cutSeq } }' }, 'application/graphql-response+json');
+      const executed = await post(
+        app,
+        { query: 'mutation { forkSession(input: { sessionId: "ses_missing", atSeq: 0 }) { cutSeq } }' },
+        'application/graphql-response+json',
+      );
       expect(executed.status, lane).toBe(200);
       expect(executed.body).toMatchObject({ data: null, errors: [{ extensions: { code: 'SESSION_NOT_FOUND' } }] });
     }

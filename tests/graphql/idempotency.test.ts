@@ -17,7 +17,15 @@ const B = { authorization: `Bearer ${TOKEN_B}` };
 let parent: string;
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([[TOKEN_A, 'a'], [TOKEN_B, 'b']]), rateLimit: false } });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'a'],
+        [TOKEN_B, 'b'],
+      ]),
+      rateLimit: false,
+    },
+  });
   parent = (await app.services.store.createSession({ tenant: 'a' }, { title: 'parent' })).id;
   await app.services.store.append(parent, REFERENCE_LOG);
 });
@@ -122,7 +130,11 @@ describe('idempotency keys', () => {
     expect(i2.data.importRecording.id).toBe(i1.data.importRecording.id);
 
     const upload = (key: string, body = recording) =>
-      fetch(app.url.replace(/graphql$/, 'recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson', 'idempotency-key': key, ...A }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      fetch(app.url.replace(/graphql$/, 'recordings'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson', 'idempotency-key': key, ...A },
+        body,
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
     const u1 = await upload('upload-1');
     const u2 = await upload('upload-1');
     expect(u1.status).toBe(201);

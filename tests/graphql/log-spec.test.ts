@@ -42,7 +42,10 @@ logSpec('GraphQL API', {
     return r.forkSession.session.id;
   },
   async deleteSession(id, withDescendants) {
-    const r = await app.gql('mutation($id: ID!, $all: Boolean) { deleteSession(id: $id, withDescendants: $all) { deletedSessionIds } }', { id, all: withDescendants ?? null });
+    const r = await app.gql('mutation($id: ID!, $all: Boolean) { deleteSession(id: $id, withDescendants: $all) { deletedSessionIds } }', {
+      id,
+      all: withDescendants ?? null,
+    });
     return r.errors?.length ? refusalOf(r.errors) : r.data.deleteSession.deletedSessionIds;
   },
 });

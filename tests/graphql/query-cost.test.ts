@@ -20,9 +20,17 @@ describe('the cost estimate', () => {
     expect(cost(`{ sessions(first: 500) { edges { node { ...S } } pageInfo { hasNextPage } } } fragment S on Session { ${summary} }`)).toBe(inline);
     expect(cost(`{ sessions(first: 500) { edges { node { ... on Session { ${summary} } } } pageInfo { hasNextPage } } }`)).toBe(inline);
     // A fragment on the connection itself (what client/operations/sessions.graphql shares), and nested fragments.
-    expect(cost(`{ sessions(first: 500) { ...Page } } fragment Page on SessionConnection { edges { node { ...S } } pageInfo { hasNextPage } } fragment S on Session { ${summary} }`)).toBe(inline);
+    expect(
+      cost(
+        `{ sessions(first: 500) { ...Page } } fragment Page on SessionConnection { edges { node { ...S } } pageInfo { hasNextPage } } fragment S on Session { ${summary} }`,
+      ),
+    ).toBe(inline);
     // The same fragment spread twice costs twice.
-    expect(cost(`{ a: sessions(first: 500) { ...P } b: sessions(first: 500) { ...P } } fragment P on SessionConnection { edges { node { ${summary} } } pageInfo { hasNextPage } }`)).toBe(2 * inline);
+    expect(
+      cost(
+        `{ a: sessions(first: 500) { ...P } b: sessions(first: 500) { ...P } } fragment P on SessionConnection { edges { node { ${summary} } } pageInfo { hasNextPage } }`,
+      ),
+    ).toBe(2 * inline);
   });
 
   it('multiplies by page sizes, from literals, variables, defaults', () => {
@@ -33,10 +41,13 @@ describe('the cost estimate', () => {
   });
 
   it("charges for what a page of events may carry: ten aliased pages of 500 events' data are over the limit", () => {
-    const pages = (n: number) => `query($id: ID!) { session(id: $id) { ${Array.from({ length: n }, (_, i) => `p${i}: events(first: 500) { edges { node { data } } }`).join(' ')} } }`;
+    const pages = (n: number) =>
+      `query($id: ID!) { session(id: $id) { ${Array.from({ length: n }, (_, i) => `p${i}: events(first: 500) { edges { node { data } } }`).join(' ')} } }`;
     expect(cost(pages(10))).toBeGreaterThan(DEFAULT_LIMITS.maxCost);
     expect(cost(pages(1))).toBeLessThan(DEFAULT_LIMITS.maxCost / 2);
-    expect(cost('{ session(id: "s") { events(first: 500) { edges { node { data } } } } }')).toBeGreaterThan(cost('{ session(id: "s") { events(first: 500) { edges { node { type } } } } }'));
+    expect(cost('{ session(id: "s") { events(first: 500) { edges { node { data } } } } }')).toBeGreaterThan(
+      cost('{ session(id: "s") { events(first: 500) { edges { node { type } } } } }'),
+    );
   });
 
   it('counts Session.recording reads with the page sizes around them, through fragments', () => {
@@ -50,7 +61,11 @@ describe('the cost estimate', () => {
 
   it("keeps every one of the client's operations far below the limit, at the largest page (500)", () => {
     const dir = path.join(PROJECT_ROOT, 'client/operations');
-    const text = fs.readdirSync(dir).filter((f) => f.endsWith('.graphql')).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+    const text = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.graphql'))
+      .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+      .join('\n');
     const document = parse(text);
     const costs: Record<string, number> = {};
     for (const d of document.definitions) {

@@ -12,7 +12,16 @@ const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $in
 describe('GraphQL read API over HTTP', () => {
   it('createSession records title and model as events', async () => {
     const { createSession: s } = await app.ok(CREATE, { input: { title: 'hello', model: { provider: 'scripted', model: 'echo' } } });
-    expect(s).toMatchObject({ title: 'hello', status: 'IDLE', formatVersion: 4, eventCount: 2, turnCount: 0, inheritedEventCount: 0, firstLiveSeq: 0, parent: null });
+    expect(s).toMatchObject({
+      title: 'hello',
+      status: 'IDLE',
+      formatVersion: 4,
+      eventCount: 2,
+      turnCount: 0,
+      inheritedEventCount: 0,
+      firstLiveSeq: 0,
+      parent: null,
+    });
     expect(s.id).toMatch(/^ses_/);
     const { session } = await app.ok(`query($id: ID!) { session(id: $id) { events { edges { node { seq type data inherited synthetic } } } } }`, { id: s.id });
     expect(session.events.edges.map((e: any) => e.node)).toEqual([

@@ -86,7 +86,10 @@ beforeAll(async () => {
   nested = long;
   for (let depth = 0; depth < 3; depth++) {
     const { session } = await app.services.store.fork(scope, nested, (await app.services.store.requireSession(scope, nested)).eventCount - 1);
-    await app.services.store.append(session.id, Array.from({ length: 1000 }, (_, i) => ({ type: 'plugin/test/own', data: { depth, i } })));
+    await app.services.store.append(
+      session.id,
+      Array.from({ length: 1000 }, (_, i) => ({ type: 'plugin/test/own', data: { depth, i } })),
+    );
     nested = session.id;
   }
   await app.db.pool.query('ANALYZE "Event"');
@@ -120,17 +123,28 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
     const id = session.events.edges[0].node.id;
     expectBounded(await costOf(() => app.ok(`query($id: ID!) { node(id: $id) { ... on Event { seq data } } }`, { id })), 3, 'node');
     await app.services.store.append(nested, [{ type: 'inbox/add', data: { inputId: 'in_waiting', text: 'waiting' } }]);
-    expectBounded(await costOf(() => app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId } } }`, { id: nested })), 2 * 17 * 4 + 5, 'pendingInputs');
+    expectBounded(
+      await costOf(() => app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId } } }`, { id: nested })),
+      2 * 17 * 4 + 5,
+      'pendingInputs',
+    );
     // A fork in the middle of a turn deep inside the inherited prefix: index lookups and the open tail only.
-    const cost = await costOf(() => app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { syntheticEvents { seq } } }`, { i: { sessionId: nested, atSeq: 12_345 } }));
+    const cost = await costOf(() =>
+      app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { syntheticEvents { seq } } }`, { i: { sessionId: nested, atSeq: 12_345 } }),
+    );
     expectBounded(cost, 30, 'fork');
-    const branch = await costOf(() => app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { cutSeq } }`, { i: { sessionId: nested, anchorSeq: 5_000 } }));
+    const branch = await costOf(() =>
+      app.ok(`mutation($i: BranchSessionInput!) { branchSession(input: $i) { cutSeq } }`, { i: { sessionId: nested, anchorSeq: 5_000 } }),
+    );
     expectBounded(branch, 30, 'branch');
   });
 
   it('a subscription from the middle catches up page by page', async () => {
     const cost = await costOf(async () => {
-      const sub = subscribe('ws', app.url, `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq } }`, { id: long, after: LOG - 301 });
+      const sub = subscribe('ws', app.url, `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq } }`, {
+        id: long,
+        after: LOG - 301,
+      });
       await sub.count(300);
       await sub.close();
     });

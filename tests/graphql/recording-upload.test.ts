@@ -22,7 +22,12 @@ afterAll(async () => {
 
 const uploadUrl = (a: TestApp) => a.url.replace(/\/graphql$/, '/recordings');
 async function upload(a: TestApp, body: BodyInit, headers: Record<string, string> = {}) {
-  const res = await fetch(uploadUrl(a), { method: 'POST', headers: { 'content-type': 'application/x-ndjson', ...headers }, body, duplex: 'half' } as RequestInit);
+  const res = await fetch(uploadUrl(a), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson', ...headers },
+    body,
+    duplex: 'half',
+  } as RequestInit);
   return { status: res.status, body: (await res.json()) as any };
 }
 /** Posts `mb` megabytes of one long line with raw node:http (fetch cannot send a lying content-length). */
@@ -64,7 +69,9 @@ describe('POST /recordings', () => {
     const viaGraphQL = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id eventCount } }`, { r: text })).importRecording;
     expect(streamed.body.session).toMatchObject({ eventCount: viaGraphQL.eventCount, formatVersion: 4 });
     const recording = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
-    expect((await recording(streamed.body.session.id)).replace(streamed.body.session.id, 'X')).toBe((await recording(viaGraphQL.id)).replace(viaGraphQL.id, 'X'));
+    expect((await recording(streamed.body.session.id)).replace(streamed.body.session.id, 'X')).toBe(
+      (await recording(viaGraphQL.id)).replace(viaGraphQL.id, 'X'),
+    );
   });
 
   describe('a large recording (100k events, streamed in parts)', () => {
@@ -94,7 +101,15 @@ describe('POST /recordings', () => {
     it('is rejected whole, naming the line and its rule, when one event in the middle breaks a rule', async () => {
       const [sessionsBefore, eventsBefore] = [await sessionCount(app), await eventCount(app)];
       const bad = 70_001; // a tool result for a call no step made, after 70,000 valid events
-      const broken = lines.map((l, i) => (i === bad - 1 ? JSON.stringify({ ...JSON.parse(l), type: 'tool/result', data: { turn: 1, step: 1, callId: 'call_nope', resultId: 'r', status: 'ok', content: 'x', name: 'n' } }) : l));
+      const broken = lines.map((l, i) =>
+        i === bad - 1
+          ? JSON.stringify({
+              ...JSON.parse(l),
+              type: 'tool/result',
+              data: { turn: 1, step: 1, callId: 'call_nope', resultId: 'r', status: 'ok', content: 'x', name: 'n' },
+            })
+          : l,
+      );
       const r = await upload(app, streamOf(`${broken.join('\n')}\n`));
       expect(r.status).toBe(400);
       expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');

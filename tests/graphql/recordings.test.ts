@@ -19,7 +19,11 @@ const importRecording = async (recording: string) => (await app.ok(IMPORT, { rec
 const exportRecording = async (id: string): Promise<string> => (await app.ok(RECORDING, { id })).session.recording;
 const sessionCount = async () => (await app.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "Session"')).rows[0].n;
 const eventCount = async () => (await app.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "Event"')).rows[0].n;
-const parseLines = (text: string) => text.trimEnd().split('\n').map((l) => JSON.parse(l));
+const parseLines = (text: string) =>
+  text
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 describe('recordings over HTTP', () => {
   it.each(FIXTURES)('%s: export → import → export is identical except the session id', async (name) => {
@@ -121,13 +125,18 @@ describe('importRecording from a re-readable source', () => {
 
   it(`rejects more than ${MAX_RECORDING_BYTES / 2 ** 20} MB as soon as it has read that much`, async () => {
     let chunks = 0;
-    const err = await importFrom(app.services.store, scope, async function* () {
-      yield `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_big' } })}\n`;
-      for (;;) {
-        chunks++;
-        yield 'x'.repeat(2 ** 20);
-      }
-    }, { maxLineBytes: Infinity }).catch((e: unknown) => e);
+    const err = await importFrom(
+      app.services.store,
+      scope,
+      async function* () {
+        yield `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_big' } })}\n`;
+        for (;;) {
+          chunks++;
+          yield 'x'.repeat(2 ** 20);
+        }
+      },
+      { maxLineBytes: Infinity },
+    ).catch((e: unknown) => e);
     expect((err as Error).message).toBe(`line 2: size: the recording exceeds the size limit of ${MAX_RECORDING_BYTES} bytes`);
     expect(chunks).toBe(64);
   });
@@ -141,7 +150,9 @@ describe('importRecording from a re-readable source', () => {
         yield 'x'.repeat(2 ** 20);
       }
     }).catch((e: unknown) => e);
-    expect((err as Error).message).toBe(`line 2: size: a line is longer than the limit of ${MAX_RECORDING_LINE_BYTES} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`);
+    expect((err as Error).message).toBe(
+      `line 2: size: a line is longer than the limit of ${MAX_RECORDING_LINE_BYTES} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`,
+    );
     expect(chunks).toBe(MAX_RECORDING_LINE_BYTES / 2 ** 20 + 1);
   });
 });

@@ -19,14 +19,23 @@ afterAll(async () => {
 });
 
 const REQUEST = `messages turn step inputId inTurn eventCount compaction { reason fromSeq throughSeq estimatedTokens thresholdTokens messages }`;
-const create = async (input: Record<string, unknown>) => (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: input })).createSession.id as string;
+const create = async (input: Record<string, unknown>) =>
+  (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: input })).createSession.id as string;
 const send = (sessionId: string, text: string) => app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } });
 const claim = async (sessionId: string) =>
-  (await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } session { modelRequest { ${REQUEST} } } } }`, { i: { sessionId, runnerId: 'cmp-runner' } })).claimSession;
+  (
+    await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } session { modelRequest { ${REQUEST} } } } }`, {
+      i: { sessionId, runnerId: 'cmp-runner' },
+    })
+  ).claimSession;
 const append = async (sessionId: string, token: number, expectedEventCount: number, events: unknown[], release = false) =>
-  (await app.ok(`mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount released events { seq type } } }`, { i: { sessionId, leaseToken: token, expectedEventCount, events, release } })).appendEvents;
+  (
+    await app.ok(`mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount released events { seq type } } }`, {
+      i: { sessionId, leaseToken: token, expectedEventCount, events, release },
+    })
+  ).appendEvents;
 const request = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { runnerHolder modelRequest { ${REQUEST} } } }`, { id })).session;
-const log = async (id: string) => (await app.services.store.log.page(id, -1, 10_000));
+const log = async (id: string) => await app.services.store.log.page(id, -1, 10_000);
 
 /** A turn as a runner writes it: the input taken, one step with an answer, the end (releasing the lease). */
 function answerTurn(req: { turn: number; inputId: string }, text: string) {
@@ -53,7 +62,11 @@ describe('compactSession on a runner session', () => {
     expect((await runOneTurn(id, 'apples are red')).released).toBe(true);
     const before = await log(id);
     const lastTurnEnd = before.findLast((e) => e.type === 'turn/end')!.seq;
-    const r = (await app.ok(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { fromSeq toSeq summarySeq session { status runnerHolder } } }`, { i: { sessionId: id } })).compactSession;
+    const r = (
+      await app.ok(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { fromSeq toSeq summarySeq session { status runnerHolder } } }`, {
+        i: { sessionId: id },
+      })
+    ).compactSession;
     expect(r).toMatchObject({ fromSeq: 0, toSeq: lastTurnEnd, summarySeq: lastTurnEnd + 2, session: { status: 'IDLE', runnerHolder: null } });
     const after = (await log(id)).slice(before.length);
     expect(after.map((e) => e.type)).toEqual(['plugin/compaction/start', 'surface/replace', 'plugin/compaction/end']);
@@ -78,7 +91,9 @@ describe('compactSession on a runner session', () => {
     const events = answerTurn(req, 'second');
     const mid = await append(id, c.lease.token, req.eventCount, events.slice(0, 3)); // the turn is open
     let settled = false;
-    const compacting = app.ok(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { toSeq } }`, { i: { sessionId: id } }).finally(() => (settled = true));
+    const compacting = app
+      .ok(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { toSeq } }`, { i: { sessionId: id } })
+      .finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 300));
     expect(settled).toBe(false); // the runner holds the session
     const end = await append(id, c.lease.token, mid.eventCount, events.slice(3), true);
@@ -106,8 +121,12 @@ describe('automatic compaction of a runner session', () => {
     expect(req.compaction.estimatedTokens).toBeGreaterThan(1600);
     expect(req.compaction.messages.map((m: any) => m.content)).toEqual(['short question', 'short answer']);
     // The runner's model summarises; it writes the compaction as forkline's agent does.
-    const start = await append(id, c.lease.token, req.eventCount, [{ type: 'plugin/compaction/start', data: { reason: 'automatic', fromSeq: 0, toSeq: turnEnd } }]);
-    const replace = await append(id, c.lease.token, start.eventCount, [{ type: 'surface/replace', data: { fromSeq: 0, toSeq: turnEnd, content: 'The user asked a short question.' } }]);
+    const start = await append(id, c.lease.token, req.eventCount, [
+      { type: 'plugin/compaction/start', data: { reason: 'automatic', fromSeq: 0, toSeq: turnEnd } },
+    ]);
+    const replace = await append(id, c.lease.token, start.eventCount, [
+      { type: 'surface/replace', data: { fromSeq: 0, toSeq: turnEnd, content: 'The user asked a short question.' } },
+    ]);
     const summarySeq = replace.events[0].seq;
     await append(id, c.lease.token, replace.eventCount, [
       { type: 'plugin/compaction/end', data: { fromSeq: 0, toSeq: turnEnd, summarySeq, reason: 'automatic', requests: 1 } },

@@ -25,10 +25,18 @@ afterAll(async () => {
 
 const EVENTS = `query($id: ID!) { session(id: $id) { events(first: 100) { edges { node { seq type data } } } } }`;
 const events = async (id: string) => (await app.ok(EVENTS, { id })).session.events.edges.map((e: any) => e.node);
-const create = async (runner?: string) => (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { runner } })).createSession.id as string;
-const send = async (id: string, text: string) => (await app.ok(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text })).sendMessage.inputId as string;
+const create = async (runner?: string) =>
+  (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { runner } })).createSession.id as string;
+const send = async (id: string, text: string) =>
+  (await app.ok(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text })).sendMessage
+    .inputId as string;
 const fork = async (id: string, atSeq: number) =>
-  (await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at, message: "and now?"}) { session { id } } }`, { id, at: atSeq })).forkSession.session.id as string;
+  (
+    await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: {sessionId: $id, atSeq: $at, message: "and now?"}) { session { id } } }`, {
+      id,
+      at: atSeq,
+    })
+  ).forkSession.session.id as string;
 
 describe('a fork mid-call of an externally run session', () => {
   it("sends the external model what forkline's own agent sends for the same fork", async () => {
@@ -43,7 +51,9 @@ describe('a fork mid-call of an externally run session', () => {
     const ext = await create('ext');
     const inputId = await send(ext, 'what time is it?\n!call clock');
     const { claimSession } = await app.ok(`mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r"}) { lease { token } } }`, { id: ext });
-    const upToCall = ownEvents.filter((e: any) => e.seq > 0 && e.seq <= call.seq).map((e: any) => ({ type: e.type, data: e.type === 'inbox/remove' || e.type === 'turn/start' ? { ...e.data, inputId } : e.data }));
+    const upToCall = ownEvents
+      .filter((e: any) => e.seq > 0 && e.seq <= call.seq)
+      .map((e: any) => ({ type: e.type, data: e.type === 'inbox/remove' || e.type === 'turn/start' ? { ...e.data, inputId } : e.data }));
     await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
       input: { sessionId: ext, leaseToken: claimSession.lease.token, expectedEventCount: 1, events: upToCall },
     });
@@ -53,10 +63,10 @@ describe('a fork mid-call of an externally run session', () => {
     const extChild = await fork(ext, call.seq);
     await app.services.host.idle();
     await app.tracing?.forceFlush();
-    const sent = await waitFor(
-      () => receiver.spans.find((s) => s.name === 'chat scripted' && s.attributes['gen_ai.conversation.id'] === ownChild),
-      { what: "the own child's model call", timeoutMs: 10_000 },
-    );
+    const sent = await waitFor(() => receiver.spans.find((s) => s.name === 'chat scripted' && s.attributes['gen_ai.conversation.id'] === ownChild), {
+      what: "the own child's model call",
+      timeoutMs: 10_000,
+    });
     const request = (await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages turn step } } }`, { id: extChild })).session.modelRequest;
     expect(request).toMatchObject({ turn: 2, step: 1 });
     // The wording names the session forked (each its own parent): the one difference there may be.

@@ -78,10 +78,19 @@ describe('runner pools on sessions', () => {
     const { id, inputId } = await externalSession('first');
     const token = await claim(id);
     expect((await append(id, token, 2, [...toolStep(inputId!), ...answerStep(1, 2, 'done')])).errors).toBeUndefined();
-    const fork = (await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "again"}) { session { id runner } } }`, { id })).forkSession;
-    const branch = (await app.ok(`mutation($id: ID!) { branchSession(input: {sessionId: $id, message: "b"}) { session { id runner } } }`, { id })).branchSession;
-    const edit = (await app.ok(`mutation($id: ID!, $in: ID!) { editMessage(input: {sessionId: $id, inputId: $in, text: "e"}) { session { id runner } } }`, { id, in: inputId })).editMessage;
-    const fan = (await app.ok(`mutation($id: ID!) { fanOut(input: {sessionId: $id, variants: [{message: "x"}, {message: "y"}]}) { children { id runner } } }`, { id })).fanOut;
+    const fork = (await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "again"}) { session { id runner } } }`, { id }))
+      .forkSession;
+    const branch = (await app.ok(`mutation($id: ID!) { branchSession(input: {sessionId: $id, message: "b"}) { session { id runner } } }`, { id }))
+      .branchSession;
+    const edit = (
+      await app.ok(`mutation($id: ID!, $in: ID!) { editMessage(input: {sessionId: $id, inputId: $in, text: "e"}) { session { id runner } } }`, {
+        id,
+        in: inputId,
+      })
+    ).editMessage;
+    const fan = (
+      await app.ok(`mutation($id: ID!) { fanOut(input: {sessionId: $id, variants: [{message: "x"}, {message: "y"}]}) { children { id runner } } }`, { id })
+    ).fanOut;
     const children = [fork.session, branch.session, edit.session, ...fan.children];
     expect(children.map((c: any) => c.runner)).toEqual(['ext', 'ext', 'ext', 'ext', 'ext']);
     await app.services.host.idle();
@@ -102,7 +111,11 @@ describe('recordings of externally run sessions', () => {
     await app.ok(SEND, { id, text: 'waiting for the pool' });
     const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording as string;
     expect(JSON.parse(recording.split('\n')[0]).session).toMatchObject({ id, runner: 'ext' });
-    const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: recording });
+    const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body: recording,
+    });
     expect(res.status).toBe(201);
     const uploaded = ((await res.json()) as any).session.id;
     const imported = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id runner } }`, { r: recording })).importRecording;
@@ -132,12 +145,28 @@ describe('declareRunnerTools', () => {
     const token = await claim(id);
     const declared = (await app.ok(DECLARE, { input: { sessionId: id, leaseToken: token, tools: [clock, send] } })).declareRunnerTools;
     expect(declared.eventCount).toBe(3);
-    expect(declared.tools).toEqual([{ name: 'clock', effect: 'READ_ONLY' }, { name: 'send_email', effect: 'SIDE_EFFECTS' }]);
-    expect(declared.modelRequest.tools[0]).toEqual({ name: 'clock', description: 'The time', effect: 'READ_ONLY', inputSchema: { type: 'object', properties: {} } });
+    expect(declared.tools).toEqual([
+      { name: 'clock', effect: 'READ_ONLY' },
+      { name: 'send_email', effect: 'SIDE_EFFECTS' },
+    ]);
+    expect(declared.modelRequest.tools[0]).toEqual({
+      name: 'clock',
+      description: 'The time',
+      effect: 'READ_ONLY',
+      inputSchema: { type: 'object', properties: {} },
+    });
     // The same set again (in another order) writes nothing.
     expect((await app.ok(DECLARE, { input: { sessionId: id, leaseToken: token, tools: [send, clock] } })).declareRunnerTools.eventCount).toBe(3);
     const evs = await events(id);
-    expect(evs.at(-1)).toMatchObject({ type: 'session/runner-tools', data: { tools: [{ name: 'clock', effect: 'read-only' }, { name: 'send_email', effect: 'side-effects' }] } });
+    expect(evs.at(-1)).toMatchObject({
+      type: 'session/runner-tools',
+      data: {
+        tools: [
+          { name: 'clock', effect: 'read-only' },
+          { name: 'send_email', effect: 'side-effects' },
+        ],
+      },
+    });
 
     // A call naming another effect than the declared one is refused; without one it gets the declared one.
     const step = structuredClone(toolStep(inputId!).slice(0, 4)); // inbox/remove, turn/start, step/start, model/message (call c1 of clock)
@@ -208,7 +237,7 @@ describe('appendEvents and the model request', () => {
     expect((await app.ok(REQUEST, { id })).session.modelRequest).toMatchObject({ turn: null, step: null, inTurn: false });
   });
 
-  it("the request is as of the session row it was read with (one snapshot), even when the log moved on after the row was read", async () => {
+  it('the request is as of the session row it was read with (one snapshot), even when the log moved on after the row was read', async () => {
     const { id, inputId } = await externalSession('what time is it?');
     const token = await claim(id);
     expect((await append(id, token, 2, toolStep(inputId!))).errors).toBeUndefined();
@@ -226,7 +255,10 @@ describe('appendEvents and the model request', () => {
     const { id, inputId } = await externalSession('time?');
     const token = await claim(id);
     await append(id, token, 2, toolStep(inputId!).slice(0, 4)); // the call, no result
-    const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "and now?"}) { session { id runner } } }`, { id });
+    const { forkSession } = await app.ok(
+      `mutation($id: ID!) { forkSession(input: {sessionId: $id, atSeq: 5, message: "and now?"}) { session { id runner } } }`,
+      { id },
+    );
     const child = forkSession.session.id;
     const req = (await app.ok(REQUEST, { id: child })).session.modelRequest;
     const tool = req.messages.find((m: any) => m.role === 'tool');
@@ -255,7 +287,10 @@ describe('bad batches are refused with their rule, and nothing is written', () =
   });
 
   it('wrong turn numbering', async () => {
-    const r = await append(id, token, 2, [{ type: 'inbox/remove', data: { inputId, reason: 'taken' } }, { type: 'turn/start', data: { turn: 2, inputId } }]);
+    const r = await append(id, token, 2, [
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 2, inputId } },
+    ]);
     expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'turn numbering', seq: 3 });
     expect(await eventCount(id)).toBe(2);
   });
@@ -278,7 +313,7 @@ describe('bad batches are refused with their rule, and nothing is written', () =
     expect(await eventCount(id)).toBe(2);
   });
 
-  it('events that are not a runner\'s to write', async () => {
+  it("events that are not a runner's to write", async () => {
     const r = await append(id, token, 2, [{ type: 'inbox/add', data: { inputId: 'x', text: 'y' } }]);
     expect(r.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'runner events', seq: 2 });
     expect(await eventCount(id)).toBe(2);
@@ -296,12 +331,15 @@ describe('crash repair', () => {
     const stale = await claim(id, 'dies', 500);
     await append(id, stale, 2, toolStep(inputId!).slice(0, 4)); // mid-call
     let next = 0;
-    await waitFor(async () => {
-      const r = await app.gql(CLAIM, { id, runner: 'heir' });
-      if (r.errors) return false;
-      next = r.data.claimSession.lease.token;
-      return true;
-    }, { what: 'the lease to expire and be claimed' });
+    await waitFor(
+      async () => {
+        const r = await app.gql(CLAIM, { id, runner: 'heir' });
+        if (r.errors) return false;
+        next = r.data.claimSession.lease.token;
+        return true;
+      },
+      { what: 'the lease to expire and be claimed' },
+    );
     const evs = await events(id);
     const closers = evs.filter((e: any) => e.synthetic);
     expect(closers.map((e: any) => e.type)).toEqual(['tool/result', 'step/end', 'turn/end']);
@@ -345,7 +383,9 @@ describe('the fast path: claimSessions and appendEvents release', () => {
     const { id, inputId } = await externalSession('once');
     const token = await claim(id, 'r-release');
     await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 2, events: toolStep(inputId!) } });
-    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 8, events: answerStep(1, 2, 'done'), release: true } })).appendEvents;
+    const end = (
+      await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 8, events: answerStep(1, 2, 'done'), release: true } })
+    ).appendEvents;
     expect(end).toEqual({ eventCount: 12, released: true, modelRequest: null, session: { runnerHolder: null, status: 'IDLE' } });
     const late = await append(id, token, 12, [{ type: 'plugin/late/note', data: {} }]);
     expect(late.errors?.[0].extensions?.code).toBe('LEASE_LOST');
@@ -357,8 +397,15 @@ describe('the fast path: claimSessions and appendEvents release', () => {
     const second = (await app.ok(SEND, { id, text: 'second' })).sendMessage.inputId;
     const token = await claim(id, 'r-keep');
     await app.ok(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 3, events: toolStep(inputId!) } });
-    const end = (await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 9, events: answerStep(1, 2, 'one'), release: true } })).appendEvents;
-    expect(end).toEqual({ eventCount: 13, released: false, modelRequest: { turn: 2, step: 1, inputId: second, eventCount: 13 }, session: { runnerHolder: 'r-keep', status: 'IDLE' } });
+    const end = (
+      await app.ok(APPEND_END, { input: { sessionId: id, leaseToken: token, expectedEventCount: 9, events: answerStep(1, 2, 'one'), release: true } })
+    ).appendEvents;
+    expect(end).toEqual({
+      eventCount: 13,
+      released: false,
+      modelRequest: { turn: 2, step: 1, inputId: second, eventCount: 13 },
+      session: { runnerHolder: 'r-keep', status: 'IDLE' },
+    });
     await app.ok(RELEASE, { id, token });
   });
 });
@@ -374,12 +421,20 @@ describe('runnableSessions', () => {
     await app.ok(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: 1, events: toolStep(inputId).slice(0, 4) } }); // mid-call
     await app.ok(SEND, { id, text: 'after the crash' }); // waits for the next runner
     // Nobody claims: the feed's look when the lease ends repairs the turn and offers the session again.
-    await sub.until((items) => items.some((i) => i.runnableSessions.id === id && i.runnableSessions.eventCount === 9 && i.runnableSessions.status === 'IDLE'), 'the repaired session');
+    await sub.until(
+      (items) => items.some((i) => i.runnableSessions.id === id && i.runnableSessions.eventCount === 9 && i.runnableSessions.status === 'IDLE'),
+      'the repaired session',
+    );
     const evs = await events(id);
     expect(evs.filter((e: any) => e.synthetic).map((e: any) => [e.type, e.data.status ?? e.data.reason])).toEqual([
-      ['tool/result', 'interrupted'], ['step/end', 'interrupted'], ['turn/end', 'interrupted'],
+      ['tool/result', 'interrupted'],
+      ['step/end', 'interrupted'],
+      ['turn/end', 'interrupted'],
     ]);
-    expect((await app.gql(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: answerStep(1, 2, 'late') } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect(
+      (await app.gql(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: evs.length, events: answerStep(1, 2, 'late') } })).errors?.[0]
+        .extensions?.code,
+    ).toBe('LEASE_LOST');
     const heir = await claim(id, 'heir');
     expect(heir).toBeGreaterThan(stale);
     expect(await events(id)).toEqual(evs); // repaired once
@@ -387,7 +442,7 @@ describe('runnableSessions', () => {
     await sub.close();
   });
 
-  it('yields the pool\'s sessions with work, waiting ones first, then new ones, and again once released with work left', async () => {
+  it("yields the pool's sessions with work, waiting ones first, then new ones, and again once released with work left", async () => {
     const waiting = await externalSession('waiting');
     const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "ext") { id runner } }`);
     await sub.until((items) => items.some((i) => i.runnableSessions.id === waiting.id), 'the waiting session');

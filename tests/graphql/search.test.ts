@@ -55,7 +55,15 @@ async function fork(who: Record<string, string>, sessionId: string, atSeq: numbe
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false } });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+  });
 });
 afterAll(() => app?.close());
 
@@ -149,7 +157,10 @@ describe('searchSessions', () => {
     const at = (id: string, seq: number) => found.filter((h: any) => h.session.id === id && h.seq === seq);
     // The root's title: its children kept it (they share it); the grandchild has its own.
     expect(found.filter((h: any) => h.kind === 'TITLE').map((h: any) => [h.session.id, h.descendants])).toEqual(
-      expect.arrayContaining([[root, 2], [grandchild, 0]]),
+      expect.arrayContaining([
+        [root, 2],
+        [grandchild, 0],
+      ]),
     );
     expect(found.filter((h: any) => h.kind === 'TITLE')).toHaveLength(2);
     expect(found.slice(0, 2).every((h: any) => h.kind === 'TITLE')).toBe(true);
@@ -163,9 +174,7 @@ describe('searchSessions', () => {
     expect(found.filter((h: any) => h.kind !== 'TITLE' && [grandchild, early].includes(h.session.id))).toEqual([]);
     expect(found.filter((h: any) => h.kind !== 'TITLE')).toHaveLength(4);
     // Turn 2's answer is shared by the child alone.
-    expect((await hits(A, 'pelican signals')).map((h: any) => [h.session.id, h.seq, h.descendants])).toEqual([
-      [root, second.messageSeq, 1],
-    ]);
+    expect((await hits(A, 'pelican signals')).map((h: any) => [h.session.id, h.seq, h.descendants])).toEqual([[root, second.messageSeq, 1]]);
   });
 
   it('pages with keyset cursors: every hit once, newest first, across pages', async () => {

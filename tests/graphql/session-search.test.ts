@@ -41,7 +41,8 @@ describe('Session.search and filtered events', () => {
     herons = written.filter((e) => e.type === 'model/message' && JSON.stringify(e.data).includes('heron')).map((e) => e.seq);
     // A fork mid-turn (after turn 30's answer, inside its step): repair closes the turn with synthetic events, then it writes turns of its own.
     forkSeq = written.find((e) => e.type === 'model/message' && (e.data as { turn: number }).turn === 30)!.seq;
-    child = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: root, atSeq: forkSeq } })).forkSession.session.id;
+    child = (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: root, atSeq: forkSeq } }))
+      .forkSession.session.id;
     const own = await turns(child, 31, 20);
     childHerons = own.filter((e) => e.type === 'model/message' && JSON.stringify(e.data).includes('heron')).map((e) => e.seq);
   });

@@ -23,9 +23,13 @@ const CHANGED = `query($since: DateTime!, $first: Int, $after: String) {
 // updatedAt has millisecond precision: a change made in the same millisecond as the last would tie (then id order decides).
 const nextMillisecond = () => new Promise((r) => setTimeout(r, 2));
 const create = async (title: string) =>
-  (await nextMillisecond(), await app.ok('mutation($t: String!) { createSession(input: { title: $t }) { id updatedAt } }', { t: title })).createSession as { id: string; updatedAt: string };
+  (await nextMillisecond(), await app.ok('mutation($t: String!) { createSession(input: { title: $t }) { id updatedAt } }', { t: title })).createSession as {
+    id: string;
+    updatedAt: string;
+  };
 const rename = async (id: string, title: string) =>
-  (await nextMillisecond(), await app.ok('mutation($id: ID!, $t: String!) { setSessionTitle(sessionId: $id, title: $t) { id updatedAt } }', { id, t: title })).setSessionTitle as {
+  (await nextMillisecond(), await app.ok('mutation($id: ID!, $t: String!) { setSessionTitle(sessionId: $id, title: $t) { id updatedAt } }', { id, t: title }))
+    .setSessionTitle as {
     id: string;
     updatedAt: string;
   };
@@ -124,7 +128,11 @@ describe('sessions(changedSince:)', () => {
     const scans: Array<{ node: string; index?: string; scanned: number }> = [];
     const walk = (n: any) => {
       if (n['Relation Name'] === 'Session') {
-        scans.push({ node: n['Node Type'], index: n['Index Name'], scanned: n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'] });
+        scans.push({
+          node: n['Node Type'],
+          index: n['Index Name'],
+          scanned: n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'],
+        });
       }
       for (const c of n.Plans ?? []) walk(c);
     };

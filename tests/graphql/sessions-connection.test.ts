@@ -64,13 +64,20 @@ describe('sessions connection', () => {
     expect(rest.edges.map((e: any) => e.node.id)).toEqual(newestFirst.slice(3));
 
     // A session's children: oldest first.
-    const { session }: any = await app.ok(`query($id: ID!) { session(id: $id) { children(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } }`, { id: root });
+    const { session }: any = await app.ok(`query($id: ID!) { session(id: $id) { children(first: 2) { edges { node { id } } pageInfo { hasNextPage } } } }`, {
+      id: root,
+    });
     expect(session.children.edges.map((e: any) => e.node.id)).toEqual(ids.slice(0, 2));
     expect(session.children.pageInfo.hasNextPage).toBe(true);
   });
 
   it('refuses cursors it did not make and contradictory arguments', async () => {
-    for (const args of [{ after: 'ses_x' }, { after: '2026-01-01T00:00:00.000Z' }, { first: 1, before: '2026-01-01T00:00:00.000Z|ses_x' }, { last: 1, after: '2026-01-01T00:00:00.000Z|ses_x' }]) {
+    for (const args of [
+      { after: 'ses_x' },
+      { after: '2026-01-01T00:00:00.000Z' },
+      { first: 1, before: '2026-01-01T00:00:00.000Z|ses_x' },
+      { last: 1, after: '2026-01-01T00:00:00.000Z|ses_x' },
+    ]) {
       const r = await app.gql(PAGE, args);
       expect(r.errors?.[0]?.extensions?.code, JSON.stringify(args)).toBe('BAD_USER_INPUT');
     }
@@ -92,10 +99,19 @@ describe('sessions connection', () => {
 
   it('an events page is two statements (the session, the page), whatever its size or place', async () => {
     const s = (await app.services.store.createSession(scope, { title: 'log' })).id;
-    for (let i = 0; i < 6; i++) await app.services.store.append(s, Array.from({ length: 100 }, (_, j) => ({ type: 'plugin/test/x', data: { i: i * 100 + j } })));
+    for (let i = 0; i < 6; i++)
+      await app.services.store.append(
+        s,
+        Array.from({ length: 100 }, (_, j) => ({ type: 'plugin/test/x', data: { i: i * 100 + j } })),
+      );
     await app.services.store.notifications.drain(); // the appends' notifications are not the page's statements
     const Q = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { eventCount events(afterSeq: $after, first: $first) { edges { node { id seq type data createdAt } } pageInfo { hasNextPage } } } }`;
-    for (const [after, first] of [[-1, 10], [250, 100], [100, 500], [590, 100]]) {
+    for (const [after, first] of [
+      [-1, 10],
+      [250, 100],
+      [100, 500],
+      [590, 100],
+    ]) {
       const { result, sql } = await costOf(() => app.ok(Q, { id: s, after, first }));
       expect(result.session.events.edges[0].node.seq).toBe(after + 1);
       expect(sql, `${after} ${first}`).toHaveLength(2);
@@ -114,7 +130,10 @@ describe('sessions connection', () => {
     const root = (await app.services.store.createSession(scope, { title: 'accessors' })).id;
     for (let i = 0; i < 3; i++) await app.services.store.fork(scope, root, 0, { title: `a${i}` });
     const page = await sessionsConnection(app.services.store.sessions, { tenant: scope.tenant, parentId: root, order: 'oldest' }, { first: 2 });
-    const ownAccessors = (o: object) => Object.entries(Object.getOwnPropertyDescriptors(o)).filter(([, d]) => d.get || d.set).map(([k]) => k);
+    const ownAccessors = (o: object) =>
+      Object.entries(Object.getOwnPropertyDescriptors(o))
+        .filter(([, d]) => d.get || d.set)
+        .map(([k]) => k);
     expect(ownAccessors(page.pageInfo)).toEqual([]);
     for (const edge of page.edges) expect(ownAccessors(edge)).toEqual([]);
     // The getters still answer: the cursors are the first and last edges'.

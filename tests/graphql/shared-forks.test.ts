@@ -31,7 +31,7 @@ const FORK = `mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq 
 const strip = (e: any) => ({ seq: e.seq, type: e.type, data: e.data, inherited: e.inherited, synthetic: e.synthetic });
 async function readAll(id: string): Promise<any[]> {
   const out: any[] = [];
-  for (let after = -1; ; ) {
+  for (let after = -1; ;) {
     const { session } = await app.ok(ALL, { id, after, first: 500 });
     const page = session.events.edges.map((e: any) => e.node);
     out.push(...page);
@@ -63,7 +63,10 @@ beforeAll(async () => {
   app = await startTestApp();
   root = (await app.services.store.createSession(scope, {})).id;
   await app.services.store.append(root, REFERENCE_LOG);
-  expected.set(root, withSeqs(REFERENCE_LOG).map((e) => ({ ...e, inherited: false, synthetic: false })));
+  expected.set(
+    root,
+    withSeqs(REFERENCE_LOG).map((e) => ({ ...e, inherited: false, synthetic: false })),
+  );
   // Depth 5, each cut chosen to land somewhere different in the lineage:
   const a = await fork(root, 25, 6); //     mid-step in the root: a = root[0..25] + own 26..
   const b = await fork(a.session.id, 30, 5); // inside a's own part: b = root[0..25] + a[26..30] + own
@@ -95,10 +98,19 @@ describe('nested forks through shared storage', () => {
       expect(r.own, id).toBe(r.eventCount - r.inheritedEventCount);
     }
     const [a, b, c, d] = chain;
-    expect(byId.get(c)!.inheritedRanges).toEqual([{ sessionId: root, fromSeq: 0, toSeq: 25 }, { sessionId: a, fromSeq: 26, toSeq: 28 }]);
+    expect(byId.get(c)!.inheritedRanges).toEqual([
+      { sessionId: root, fromSeq: 0, toSeq: 25 },
+      { sessionId: a, fromSeq: 26, toSeq: 28 },
+    ]);
     expect(byId.get(d)!.inheritedRanges).toEqual([{ sessionId: root, fromSeq: 0, toSeq: 10 }]);
-    expect(byId.get(chain[4])!.inheritedRanges).toEqual([{ sessionId: root, fromSeq: 0, toSeq: 10 }, { sessionId: d, fromSeq: 11, toSeq: 14 }]);
-    expect(byId.get(b)!.inheritedRanges).toEqual([{ sessionId: root, fromSeq: 0, toSeq: 25 }, { sessionId: a, fromSeq: 26, toSeq: 30 }]);
+    expect(byId.get(chain[4])!.inheritedRanges).toEqual([
+      { sessionId: root, fromSeq: 0, toSeq: 10 },
+      { sessionId: d, fromSeq: 11, toSeq: 14 },
+    ]);
+    expect(byId.get(b)!.inheritedRanges).toEqual([
+      { sessionId: root, fromSeq: 0, toSeq: 25 },
+      { sessionId: a, fromSeq: 26, toSeq: 30 },
+    ]);
     // Every session of the lineage carries the tree root.
     const trees = await app.db.pool.query(`SELECT DISTINCT "treeId" FROM "Session" WHERE id = ANY($1)`, [[root, ...chain]]);
     expect(trees.rows).toEqual([{ treeId: root }]);
@@ -131,7 +143,10 @@ describe('nested forks through shared storage', () => {
           for (const first of [1, 2, 500]) {
             const { session } = await app.ok(ALL, { id, after, first });
             const want = log.slice(after + 1, after + 1 + first);
-            expect(session.events.edges.map((e: any) => strip(e.node)), `${id} after ${after} first ${first}`).toEqual(want.map(strip));
+            expect(
+              session.events.edges.map((e: any) => strip(e.node)),
+              `${id} after ${after} first ${first}`,
+            ).toEqual(want.map(strip));
             expect(session.events.pageInfo.hasNextPage).toBe(after + 1 + first < log.length);
             expect(session.events.pageInfo.hasPreviousPage).toBe(after >= 0);
           }
@@ -140,7 +155,10 @@ describe('nested forks through shared storage', () => {
           const before = Math.min(b + 1, log.length);
           const { session } = await app.ok(BACK, { id, before: String(before), last });
           const want = log.slice(Math.max(0, before - last), before);
-          expect(session.events.edges.map((e: any) => e.node.seq), `${id} before ${before} last ${last}`).toEqual(want.map((e) => e.seq));
+          expect(
+            session.events.edges.map((e: any) => e.node.seq),
+            `${id} before ${before} last ${last}`,
+          ).toEqual(want.map((e) => e.seq));
           expect(session.events.pageInfo.hasPreviousPage).toBe(before - last > 0);
         }
       }
@@ -148,16 +166,29 @@ describe('nested forks through shared storage', () => {
     // `last` alone reads the end of the log.
     const e = chain[4];
     const { session } = await app.ok(BACK, { id: e, last: 3 });
-    expect(session.events.edges.map((x: any) => x.node.seq)).toEqual(expected.get(e)!.slice(-3).map((x) => x.seq));
+    expect(session.events.edges.map((x: any) => x.node.seq)).toEqual(
+      expected
+        .get(e)!
+        .slice(-3)
+        .map((x) => x.seq),
+    );
   });
 
   it('subscriptions catch up across ranges from any seq, then go live', async () => {
     const e = chain[4];
     const log = expected.get(e)!;
     for (const after of [-1, 9, 10, 11, 14]) {
-      const sub = subscribe('ws', app.url, `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq type data inherited } }`, { id: e, after });
+      const sub = subscribe(
+        'ws',
+        app.url,
+        `subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq type data inherited } }`,
+        { id: e, after },
+      );
       const items = await sub.count(log.length - after - 1);
-      expect(items.map((i: any) => i.sessionEvents), `after ${after}`).toEqual(log.slice(after + 1).map(({ seq, type, data, inherited }) => ({ seq, type, data, inherited })));
+      expect(
+        items.map((i: any) => i.sessionEvents),
+        `after ${after}`,
+      ).toEqual(log.slice(after + 1).map(({ seq, type, data, inherited }) => ({ seq, type, data, inherited })));
       await sub.close();
     }
   });
@@ -169,7 +200,9 @@ describe('nested forks through shared storage', () => {
     expect(JSON.parse(lines[0])).toMatchObject({ format: 'forkline.recording', version: 4, session: { id: c } });
     const read = await readAll(c);
     expect(lines.slice(1)).toEqual(read.map((e: any) => recordingLine({ ...e, createdAt: e.createdAt })));
-    const { importRecording: copy } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id inheritedEventCount } }`, { r: session.recording });
+    const { importRecording: copy } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id inheritedEventCount } }`, {
+      r: session.recording,
+    });
     expect((await readAll(copy.id)).map(strip)).toEqual(read.map(strip));
   });
 
@@ -181,8 +214,11 @@ describe('nested forks through shared storage', () => {
     for (let cut = 0; cut < log.length; cut++) {
       const f = await app.services.store.fork(scope, c, cut);
       const state = foldLog(log.slice(0, cut + 1));
-      expect({ turns: f.session.turnCount, title: f.session.title, pending: f.session.pendingInputCount }, `cut ${cut}`)
-        .toEqual({ turns: state.turnCount, title: state.title ?? null, pending: state.pendingInputCount });
+      expect({ turns: f.session.turnCount, title: f.session.title, pending: f.session.pendingInputCount }, `cut ${cut}`).toEqual({
+        turns: state.turnCount,
+        title: state.title ?? null,
+        pending: state.pendingInputCount,
+      });
       const { session } = await app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId text seq } } }`, { id: f.session.id });
       expect(session.pendingInputs, `cut ${cut}`).toEqual(state.pendingInputs);
     }

@@ -12,7 +12,10 @@ export interface CliRun {
 }
 
 export function runCli(url: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, ...args], { cwd: PROJECT_ROOT, env: { ...process.env, FORKLINE_URL: url, ...env } });
+  const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, ...args], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, FORKLINE_URL: url, ...env },
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c) => (stdout += c));

@@ -12,7 +12,10 @@ export function fileCallEvents(turn: number, changes: FileChangeRecord[]): NewEv
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
     { type: 'turn/start', data: { turn, inputId } },
     { type: 'step/start', data: { turn, step: 1 } },
-    { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+    {
+      type: 'model/message',
+      data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
+    },
     { type: FILES_CHANGE, data: { callId, changes } },
     { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
     { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },

@@ -107,7 +107,8 @@ export async function startPgBouncer(
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const url = (database: string) => `postgresql://${encodeURIComponent(String(up.user))}:${encodeURIComponent(String(up.password))}@127.0.0.1:${port}/${database}`;
+  const url = (database: string) =>
+    `postgresql://${encodeURIComponent(String(up.user))}:${encodeURIComponent(String(up.password))}@127.0.0.1:${port}/${database}`;
   try {
     await waitFor(
       async () => {

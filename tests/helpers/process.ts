@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-
 export interface ServiceProcess {
   url: string;
   child: ChildProcess;
@@ -25,7 +24,11 @@ export async function startService(opts: { cwd?: string; env?: Record<string, st
   for (const [k, v] of Object.entries({ ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, ...opts.env })) if (v !== undefined) env[k] = v;
   // `node --import tsx` runs the service in this very process (the tsx CLI would
   // add a parent process that a SIGKILL would not reach through).
-  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}src/main.ts`], { cwd: opts.cwd ?? PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', `${PROJECT_ROOT}node_modules/tsx/dist/loader.mjs`, `${PROJECT_ROOT}src/main.ts`], {
+    cwd: opts.cwd ?? PROJECT_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));

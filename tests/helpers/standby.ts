@@ -84,7 +84,9 @@ export async function startStandby(primaryServerUrl: string): Promise<Standby> {
       // The running server's own files, and WAL (streamed from the slot instead).
       filter: (src) => {
         const rel = path.relative(source, src);
-        return !['postmaster.pid', 'postmaster.opts', 'standby.signal', 'recovery.signal'].includes(rel) && !/^pg_wal\/./.test(rel) && !/^pg_replslot\/./.test(rel);
+        return (
+          !['postmaster.pid', 'postmaster.opts', 'standby.signal', 'recovery.signal'].includes(rel) && !/^pg_wal\/./.test(rel) && !/^pg_replslot\/./.test(rel)
+        );
       },
     });
     const stop = await primary.query<{ labelfile: string; spcmapfile: string }>('SELECT labelfile, spcmapfile FROM pg_backup_stop(true)');
@@ -131,7 +133,9 @@ export async function startStandby(primaryServerUrl: string): Promise<Standby> {
         const client = new pg.Client(pgConfigFromUrl(`${serverUrl}/postgres`));
         await client.connect();
         try {
-          const { rows } = await client.query<{ streaming: boolean }>(`SELECT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') AS streaming`);
+          const { rows } = await client.query<{ streaming: boolean }>(
+            `SELECT pg_is_in_recovery() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming') AS streaming`,
+          );
           return rows[0].streaming;
         } finally {
           await client.end();

@@ -56,7 +56,13 @@ export function storeForkSpec(open: () => Promise<OpenStore>): ForkSpecInitializ
     async fork(parent, cut) {
       const f = await s.store.fork(scope, parent.id, 'atSeq' in cut ? cut.atSeq : cut);
       // The returned row is read after the commit: the counters the store keeps for the child.
-      return { id: f.session.id, events: await s.store.log.page(f.session.id, -1, 1000), cutSeq: f.cutSeq, counters: f.session, syntheticEvents: f.syntheticEvents };
+      return {
+        id: f.session.id,
+        events: await s.store.log.page(f.session.id, -1, 1000),
+        cutSeq: f.cutSeq,
+        counters: f.session,
+        syntheticEvents: f.syntheticEvents,
+      };
     },
   };
 }

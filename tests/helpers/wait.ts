@@ -1,5 +1,5 @@
 /** Polls until `check` returns a truthy value (or throws after `timeoutMs`). */
-export async function waitFor<T>(check: () => Promise<T> | T, { timeoutMs = 20_000, intervalMs = 25, what = "condition" } = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(check: () => Promise<T> | T, { timeoutMs = 20_000, intervalMs = 25, what = 'condition' } = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -46,7 +46,10 @@ describe.runIf(process.platform === 'linux')('a burst of new connections', () =>
         (s) =>
           new Promise<string>((resolve, reject) => {
             let text = '';
-            s.setEncoding('utf8').on('data', (d: string) => (text += d)).once('end', () => resolve(text)).once('error', reject);
+            s.setEncoding('utf8')
+              .on('data', (d: string) => (text += d))
+              .once('end', () => resolve(text))
+              .once('error', reject);
             s.end('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
           }),
       ),

@@ -31,11 +31,14 @@ describe('SIGTERM during a running turn', () => {
         t: '!call sleep {"ms": 30000}',
       });
       // The tool call is in flight: the model asked for it and no result exists yet.
-      await waitFor(async () => {
-        const s = (await postGraphQL(first.url, EVENTS, { id })).body.data.session;
-        const types = s.events.edges.map((e: any) => e.node.type);
-        return s.status === 'RUNNING' && types.at(-1) === 'model/message';
-      }, { what: 'the sleep call in flight' });
+      await waitFor(
+        async () => {
+          const s = (await postGraphQL(first.url, EVENTS, { id })).body.data.session;
+          const types = s.events.edges.map((e: any) => e.node.type);
+          return s.status === 'RUNNING' && types.at(-1) === 'model/message';
+        },
+        { what: 'the sleep call in flight' },
+      );
 
       const ws = subscribeWs(first.url, 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', { id });
       const sse = subscribeSse(first.url, 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', { id });
@@ -69,7 +72,9 @@ describe('SIGTERM during a running turn', () => {
     const client = new pg.Client(pgConfigFromUrl(databaseUrl));
     await client.connect();
     try {
-      const { rows: [session] } = await client.query('SELECT status, "eventCount" FROM "Session" WHERE id = $1', [id!]);
+      const {
+        rows: [session],
+      } = await client.query('SELECT status, "eventCount" FROM "Session" WHERE id = $1', [id!]);
       expect(session.status).toBe('IDLE');
       const { rows } = await client.query('SELECT seq, type, data, synthetic FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id!]);
       expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => i));
@@ -92,10 +97,13 @@ describe('SIGTERM during a running turn', () => {
       const before = (await postGraphQL(second.url, EVENTS, { id: id! })).body.data.session;
       expect(before.status).toBe('IDLE');
       await postGraphQL(second.url, 'mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "are you back?" }) { inputId } }', { id: id! });
-      const after = await waitFor(async () => {
-        const s = (await postGraphQL(second.url, EVENTS, { id: id! })).body.data.session;
-        return s.status === 'IDLE' && s.turnCount === 2 ? s : undefined;
-      }, { what: 'turn 2 after the restart' });
+      const after = await waitFor(
+        async () => {
+          const s = (await postGraphQL(second.url, EVENTS, { id: id! })).body.data.session;
+          return s.status === 'IDLE' && s.turnCount === 2 ? s : undefined;
+        },
+        { what: 'turn 2 after the restart' },
+      );
       const last = after.events.edges.at(-1).node;
       expect(last).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
       // Recovery at the second start found nothing left to repair: no new synthetic events.

@@ -18,7 +18,10 @@ function get(path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.get({ hostname, port, path }, (res) => {
       let body = '';
-      res.setEncoding('utf8').on('data', (c) => (body += c)).on('end', () => resolve({ status: res.statusCode!, body }));
+      res
+        .setEncoding('utf8')
+        .on('data', (c) => (body += c))
+        .on('end', () => resolve({ status: res.statusCode!, body }));
     });
     req.on('error', reject);
   });

@@ -35,9 +35,9 @@ const gql = async (p: ServiceProcess, query: string, variables?: unknown) => {
   if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
   return r.body.data;
 };
-const events = async (id: string) =>
-  (await pool.query('SELECT seq, type, data, synthetic FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id])).rows;
-const workspace = async (p: ServiceProcess, id: string) => (await gql(p, 'query($id: ID!) { session(id: $id) { workspace { key value seq } } }', { id })).session.workspace;
+const events = async (id: string) => (await pool.query('SELECT seq, type, data, synthetic FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id])).rows;
+const workspace = async (p: ServiceProcess, id: string) =>
+  (await gql(p, 'query($id: ID!) { session(id: $id) { workspace { key value seq } } }', { id })).session.workspace;
 
 describe('crash recovery', () => {
   it('a SIGKILLed turn inside a slow side-effect tool is closed with interrupted closers once; its write never happened', async () => {
@@ -55,10 +55,13 @@ describe('crash recovery', () => {
     expect(crashed.at(-1).type).toBe('model/message');
 
     const b = await start();
-    const repaired = await waitFor(async () => {
-      const e = await events(s.id);
-      return e.at(-1).type === 'turn/end' ? e : null;
-    }, { what: 'recovery' });
+    const repaired = await waitFor(
+      async () => {
+        const e = await events(s.id);
+        return e.at(-1).type === 'turn/end' ? e : null;
+      },
+      { what: 'recovery' },
+    );
     const closers = repaired.slice(crashed.length);
     expect(closers.map((e: any) => [e.type, e.data.status ?? e.data.reason, e.synthetic])).toEqual([
       ['tool/result', 'interrupted', true],
@@ -79,10 +82,13 @@ describe('crash recovery', () => {
     expect((await events(s.id)).length).toBe(repaired.length); // nothing new
     // Asked through the agent, the note is not there; the interrupted call was not run again.
     await gql(c, 'mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: s.id, text: '!call note_read {"key":"k"}' } });
-    const after = await waitFor(async () => {
-      const e = await events(s.id);
-      return e.at(-1).type === 'turn/end' && e.length > repaired.length ? e : null;
-    }, { what: 'the note_read turn' });
+    const after = await waitFor(
+      async () => {
+        const e = await events(s.id);
+        return e.at(-1).type === 'turn/end' && e.length > repaired.length ? e : null;
+      },
+      { what: 'the note_read turn' },
+    );
     expect(after.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.name, e.data.status, e.data.content])).toEqual([
       ['note_write', 'interrupted', closers[0].data.content],
       ['note_read', 'error', 'no note named "k"'],
@@ -101,10 +107,13 @@ describe('crash recovery', () => {
     await waitFor(async () => (await events(s.id)).some((e: any) => e.type === 'model/message'), { what: 'the call' });
     a.child.kill('SIGKILL');
     await a.exited;
-    const repaired = await waitFor(async () => {
-      const e = await events(s.id);
-      return e.at(-1).type === 'turn/end' ? e : null;
-    }, { what: 'takeover by the sweep', timeoutMs: 20_000 });
+    const repaired = await waitFor(
+      async () => {
+        const e = await events(s.id);
+        return e.at(-1).type === 'turn/end' ? e : null;
+      },
+      { what: 'takeover by the sweep', timeoutMs: 20_000 },
+    );
     expect(repaired.at(-1).data.reason).toBe('interrupted');
     await gql(b, 'mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: s.id, text: 'after the crash' } });
     await waitFor(async () => (await events(s.id)).filter((e: any) => e.type === 'turn/end').length === 2, { what: 'turn 2' });
@@ -126,15 +135,16 @@ describe('two server processes on one database and one session', () => {
       });
       sent.push(r.sendMessage.inputId);
     }
-    const log = await waitFor(async () => {
-      const e = await events(s.id);
-      return e.filter((x: any) => x.type === 'turn/end').length === 6 ? e : null;
-    }, { what: 'six turns', timeoutMs: 30_000 });
+    const log = await waitFor(
+      async () => {
+        const e = await events(s.id);
+        return e.filter((x: any) => x.type === 'turn/end').length === 6 ? e : null;
+      },
+      { what: 'six turns', timeoutMs: 30_000 },
+    );
     const turnEvents = log.filter((e: any) => e.type === 'turn/start' || e.type === 'turn/end');
     // strictly alternating start/end: never two turns at once
-    expect(turnEvents.map((e: any) => `${e.type}:${e.data.turn}`)).toEqual(
-      [1, 2, 3, 4, 5, 6].flatMap((t) => [`turn/start:${t}`, `turn/end:${t}`]),
-    );
+    expect(turnEvents.map((e: any) => `${e.type}:${e.data.turn}`)).toEqual([1, 2, 3, 4, 5, 6].flatMap((t) => [`turn/start:${t}`, `turn/end:${t}`]));
     expect(log.filter((e: any) => e.type === 'turn/start').map((e: any) => e.data.inputId)).toEqual(sent);
     expect(log.filter((e: any) => e.type === 'turn/end').every((e: any) => e.data.reason === 'completed')).toBe(true);
     expect(log.map((e: any) => e.seq)).toEqual(log.map((_: unknown, i: number) => i));

@@ -20,7 +20,11 @@ describe('a data directory the embedded Postgres user cannot reach', () => {
       (e: Error) => e,
     );
     expect(err.message).toMatch(/service exited with 1 before serving/);
-    const fatal = err.message.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => l.level === 60);
+    const fatal = err.message
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.level === 60);
     expect(fatal.msg).toBe(
       `the embedded Postgres cannot use ${path.join(dataDir, 'pg')}: it runs as the "postgres" OS user (forkline runs as root), ` +
         `which cannot enter ${closed}. Set FORKLINE_DATA_DIR to a directory outside it, or let that user in (chmod o+x ${closed})`,

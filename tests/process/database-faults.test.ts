@@ -60,7 +60,9 @@ function load(sessions: string[]) {
   const done = Promise.all(
     sessions.map(async (id, i) => {
       for (let n = 0; running; n++) {
-        const r = await post(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: `message ${n}\n!call clock` } }).catch(() => null);
+        const r = await post(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, {
+          i: { sessionId: id, text: `message ${n}\n!call clock` },
+        }).catch(() => null);
         if (!r) continue;
         count(`${r.status} ${r.code ?? ''}`.trim());
         if (r.data?.sendMessage) accepted.set(id, [...(accepted.get(id) ?? []), r.data.sendMessage.inputId]);
@@ -116,12 +118,18 @@ function expectUpWithout500s(statuses: Map<string, number>) {
 
 /** Every accepted input answered by exactly one completed or interrupted turn, in order; nothing left running. */
 async function expectAllAnswered(accepted: Map<string, string[]>) {
-  await waitFor(async () => {
-    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Session" WHERE status = 'RUNNING' OR "pendingInputCount" > 0`);
-    return rows[0].n === 0;
-  }, { what: 'every session idle with an empty inbox', timeoutMs: 60_000 });
+  await waitFor(
+    async () => {
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Session" WHERE status = 'RUNNING' OR "pendingInputCount" > 0`);
+      return rows[0].n === 0;
+    },
+    { what: 'every session idle with an empty inbox', timeoutMs: 60_000 },
+  );
   for (const [id, inputs] of accepted) {
-    const { rows } = await admin.query(`SELECT type, data FROM "Event" WHERE "sessionId" = $1 AND type IN ('turn/start', 'turn/end', 'inbox/add') ORDER BY seq`, [id]);
+    const { rows } = await admin.query(
+      `SELECT type, data FROM "Event" WHERE "sessionId" = $1 AND type IN ('turn/start', 'turn/end', 'inbox/add') ORDER BY seq`,
+      [id],
+    );
     const added = rows.filter((e) => e.type === 'inbox/add').map((e) => e.data.inputId);
     const taken = rows.filter((e) => e.type === 'turn/start').map((e) => e.data.inputId);
     for (const input of inputs) expect(added, id).toContain(input);
@@ -135,11 +143,14 @@ describe('database faults', () => {
     const sessions = await createSessions(6);
     const traffic = load(sessions);
     const forks = (async () => {
-      for (let i = 0; i < 20; i++) await post(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: sessions[i % 6], atSeq: 0 } });
+      for (let i = 0; i < 20; i++)
+        await post(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: sessions[i % 6], atSeq: 0 } });
     })();
     for (let i = 0; i < 8; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'faults' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`);
+      await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'faults' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+      );
     }
     await forks;
     await traffic.stop();

@@ -30,7 +30,8 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const title = async (p: ServiceProcess, id: string) => (await postGraphQL(p.url, 'query($id: ID!) { session(id: $id) { title } }', { id })).body.data.session?.title;
+const title = async (p: ServiceProcess, id: string) =>
+  (await postGraphQL(p.url, 'query($id: ID!) { session(id: $id) { title } }', { id })).body.data.session?.title;
 
 describe('the embedded data directory', () => {
   it('a second start on a live data directory refuses, naming the running one, which keeps serving', async () => {

@@ -40,7 +40,10 @@ describe('npm start', () => {
       npm.stdout.on('data', (c) => (out += c));
       npm.stderr.on('data', (c) => (out += c));
       const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
-      const serving = await waitFor(() => /"pid":(\d+),[^\n]*serving GraphQL and GraphiQL at http:\/\/[^:]+:(\d+)\//.exec(out), { timeoutMs: 60_000, what: `the service to start:\n${out}` });
+      const serving = await waitFor(() => /"pid":(\d+),[^\n]*serving GraphQL and GraphiQL at http:\/\/[^:]+:(\d+)\//.exec(out), {
+        timeoutMs: 60_000,
+        what: `the service to start:\n${out}`,
+      });
       const serverPid = Number(serving[1]);
       const port = Number(serving[2]);
       const postgresPid = Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);

@@ -67,15 +67,19 @@ afterAll(async () => {
 const gql = (p: ServiceProcess, query: string, variables?: unknown) =>
   new Promise<any>((resolve, reject) => {
     const body = JSON.stringify({ query, variables });
-    const req = http.request(p.url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        const r = JSON.parse(text);
-        if (res.statusCode !== 200 || r.errors) reject(new Error(`${res.statusCode} ${JSON.stringify(r.errors)}`));
-        else resolve(r.data);
-      });
-    });
+    const req = http.request(
+      p.url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          const r = JSON.parse(text);
+          if (res.statusCode !== 200 || r.errors) reject(new Error(`${res.statusCode} ${JSON.stringify(r.errors)}`));
+          else resolve(r.data);
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -96,9 +100,11 @@ it(`${SESSIONS} sessions send, fork and subscribe across two processes behind Pg
   const readsOwnWrite = async (p: ServiceProcess, id: string, inputId: string) => {
     const s = (await gql(p, PAGE, { id })).session;
     const seqs = s.events.edges.map((e: { node: Ev }) => e.node.seq);
-    if (!s.events.edges.some((e: { node: Ev }) => e.node.type === 'inbox/add' && e.node.data.inputId === inputId)) stale.push(`${id}: ${inputId} not read back`);
+    if (!s.events.edges.some((e: { node: Ev }) => e.node.type === 'inbox/add' && e.node.data.inputId === inputId))
+      stale.push(`${id}: ${inputId} not read back`);
     // The page may run past the row's eventCount (read a moment later), never short of it, never with a gap.
-    if (seqs.length < s.eventCount || seqs.join() !== Array.from({ length: seqs.length }, (_, i) => i).join()) stale.push(`${id}: seqs ${seqs.join()} of ${s.eventCount}`);
+    if (seqs.length < s.eventCount || seqs.join() !== Array.from({ length: seqs.length }, (_, i) => i).join())
+      stale.push(`${id}: seqs ${seqs.join()} of ${s.eventCount}`);
   };
   const children: string[] = [];
   await Promise.all(
@@ -116,11 +122,12 @@ it(`${SESSIONS} sessions send, fork and subscribe across two processes behind Pg
       children.push(child);
       const childSub = subscribeWs<{ sessionEvents: Ev }>(p.url, EVENTS, { id: child }, sp);
       subs.push(childSub);
-      const forkInput = (items: Array<{ sessionEvents: Ev }>) => items.map((e) => e.sessionEvents).find((e) => e.type === 'inbox/add' && e.data.inputId !== inputId);
+      const forkInput = (items: Array<{ sessionEvents: Ev }>) =>
+        items.map((e) => e.sessionEvents).find((e) => e.type === 'inbox/add' && e.data.inputId !== inputId);
       const childInput = forkInput(await childSub.until((items) => !!forkInput(items), "the fork's input", 60_000))!.data.inputId!;
       sent.set(child, childInput);
       await readsOwnWrite(p, child, childInput);
-      await childSub.until((items) => items.filter((e) => e.sessionEvents.type === 'turn/start').length >= 2 && ended(items, 2), 'the fork\'s turn', 120_000);
+      await childSub.until((items) => items.filter((e) => e.sessionEvents.type === 'turn/start').length >= 2 && ended(items, 2), "the fork's turn", 120_000);
     }),
   );
   const peak = await backends.stop();
@@ -134,7 +141,10 @@ it(`${SESSIONS} sessions send, fork and subscribe across two processes behind Pg
   for (const [id, inputId] of sent) {
     const own = rows.filter((r) => r.sessionId === id);
     const starts = own.filter((r) => r.type === 'turn/start').map((r) => r.data.inputId);
-    expect(starts.filter((x) => x === inputId), id).toEqual([inputId]);
+    expect(
+      starts.filter((x) => x === inputId),
+      id,
+    ).toEqual([inputId]);
     expect(own.filter((r) => r.type === 'turn/end').at(-1)?.data.reason, id).toBe('completed');
   }
   for (const sub of subs) {

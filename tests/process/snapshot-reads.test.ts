@@ -91,7 +91,9 @@ function contradictions(s: SessionView, sent: Sent[], probe: number): string[] {
     out.push(`IDLE with nothing pending, lastAnswer is not of turn ${last.turn}`);
   }
   const holding = s.turns.find((t) => t.startSeq <= probe && (t.endSeq ?? n - 1) >= probe);
-  if (probe >= n ? s.turnAt !== null : (holding?.startSeq ?? null) !== (s.turnAt?.startSeq ?? null) || (holding?.endSeq ?? null) !== (s.turnAt?.endSeq ?? null)) {
+  if (
+    probe >= n ? s.turnAt !== null : (holding?.startSeq ?? null) !== (s.turnAt?.startSeq ?? null) || (holding?.endSeq ?? null) !== (s.turnAt?.endSeq ?? null)
+  ) {
     out.push(`turnAt(${probe}) ${JSON.stringify(s.turnAt)} disagrees with turns`);
   }
   if (s.recording !== undefined) {
@@ -172,7 +174,10 @@ describe('snapshot reads across two processes', () => {
       }),
     );
     // The reads landed while inputs waited and while turns ran, not only once all was done.
-    expect({ running: running > 0, waiting: waiting > 0 }, `${reads} reads: ${running} running, ${waiting} with the input waiting`).toEqual({ running: true, waiting: true });
+    expect({ running: running > 0, waiting: waiting > 0 }, `${reads} reads: ${running} running, ${waiting} with the input waiting`).toEqual({
+      running: true,
+      waiting: true,
+    });
     expect(found.slice(0, 5), `${found.length} contradictory responses in ${reads} reads`).toEqual([]);
   }, 180_000);
 });

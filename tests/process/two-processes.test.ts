@@ -78,16 +78,28 @@ describe('two processes on one database', () => {
       }),
     );
     expect([...statuses]).toEqual([[200, 1000]]);
-    await waitFor(async () => {
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 5 AND status = 'IDLE' AND "pendingInputCount" = 0`, [sessions]);
-      return rows[0].n === sessions.length;
-    }, { what: 'every message answered', timeoutMs: 120_000 });
+    await waitFor(
+      async () => {
+        const { rows } = await admin.query(
+          `SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 5 AND status = 'IDLE' AND "pendingInputCount" = 0`,
+          [sessions],
+        );
+        return rows[0].n === sessions.length;
+      },
+      { what: 'every message answered', timeoutMs: 120_000 },
+    );
     sampling = false;
     await sampler;
     for (const id of sessions) {
       const { rows } = await admin.query(`SELECT type, data FROM "Event" WHERE "sessionId" = $1 AND type IN ('turn/start', 'turn/end') ORDER BY seq`, [id]);
-      expect(rows.filter((e) => e.type === 'turn/start').map((e) => e.data.inputId), id).toEqual(sent.get(id));
-      expect(rows.filter((e) => e.type === 'turn/end').map((e) => e.data.reason), id).toEqual(Array(5).fill('completed'));
+      expect(
+        rows.filter((e) => e.type === 'turn/start').map((e) => e.data.inputId),
+        id,
+      ).toEqual(sent.get(id));
+      expect(
+        rows.filter((e) => e.type === 'turn/end').map((e) => e.data.reason),
+        id,
+      ).toEqual(Array(5).fill('completed'));
     }
     expect(peak).toBeLessThanOrEqual(2 * (10 + 1));
     await Promise.all([a.stop(), b.stop()]);
@@ -102,25 +114,41 @@ describe('two processes on one database', () => {
     // A takes all fifty, each inside a slow tool call, with a second message waiting.
     await Promise.all(sessions.map((id) => send(a, id, '!call sleep {"ms": 30000}')));
     await Promise.all(sessions.map((id) => send(a, id, 'after the crash')));
-    await waitFor(async () => {
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'model/message'`, [sessions]);
-      return rows[0].n === sessions.length;
-    }, { what: 'fifty tool calls in flight' });
+    await waitFor(
+      async () => {
+        const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'model/message'`, [sessions]);
+        return rows[0].n === sessions.length;
+      },
+      { what: 'fifty tool calls in flight' },
+    );
     const b = await start(databaseUrl, fast);
     a.child.kill('SIGKILL');
     await a.exited;
     const killedAt = Date.now();
-    await waitFor(async () => {
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 2 AND status = 'IDLE' AND "pendingInputCount" = 0`, [sessions]);
-      return rows[0].n === sessions.length;
-    }, { what: 'B to take everything over', timeoutMs: 60_000 });
+    await waitFor(
+      async () => {
+        const { rows } = await admin.query(
+          `SELECT count(*)::int AS n FROM "Session" WHERE id = ANY($1) AND "turnCount" = 2 AND status = 'IDLE' AND "pendingInputCount" = 0`,
+          [sessions],
+        );
+        return rows[0].n === sessions.length;
+      },
+      { what: 'B to take everything over', timeoutMs: 60_000 },
+    );
     const tookMs = Date.now() - killedAt;
     for (const id of sessions) {
       const { rows } = await admin.query(`SELECT type, data, synthetic FROM "Event" WHERE "sessionId" = $1 ORDER BY seq`, [id]);
-      const tail = rows.filter((e) => ['tool/result', 'step/end', 'turn/end', 'turn/start'].includes(e.type)).map((e) => `${e.type}:${e.data.status ?? e.data.reason ?? e.data.turn}${e.synthetic ? '*' : ''}`);
+      const tail = rows
+        .filter((e) => ['tool/result', 'step/end', 'turn/end', 'turn/start'].includes(e.type))
+        .map((e) => `${e.type}:${e.data.status ?? e.data.reason ?? e.data.turn}${e.synthetic ? '*' : ''}`);
       expect(tail, id).toEqual([
-        'turn/start:1', 'tool/result:interrupted*', 'step/end:interrupted*', 'turn/end:interrupted*',
-        'turn/start:2', 'step/end:completed', 'turn/end:completed',
+        'turn/start:1',
+        'tool/result:interrupted*',
+        'step/end:interrupted*',
+        'turn/end:interrupted*',
+        'turn/start:2',
+        'step/end:completed',
+        'turn/end:completed',
       ]);
     }
     // Within the lease expiry (2 s) and a sweep (2 s), with room for a busy machine.

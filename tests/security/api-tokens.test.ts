@@ -30,7 +30,15 @@ async function createToken(admin: string, input: Record<string, unknown>, on: Te
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([[ADMIN_A, 'alpha'], [ADMIN_B, 'beta']]), rateLimit: false } });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        [ADMIN_A, 'alpha'],
+        [ADMIN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+  });
   sessionA = (await as(ADMIN_A)('mutation { createSession(input: { title: "alpha work" }) { id } }')).data.createSession.id;
 });
 afterAll(() => app?.close());
@@ -59,14 +67,21 @@ describe('managing tokens over GraphQL', () => {
     expect(codes(foreign)).toEqual(['BAD_USER_INPUT']);
     expect((await as(secret)('{ __typename }')).status).toBe(200);
     // Its use is recorded (by the next refresh, at most once a minute).
-    await waitFor(async () => (await as(ADMIN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, { what: 'lastUsedAt' });
+    await waitFor(async () => (await as(ADMIN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, {
+      what: 'lastUsedAt',
+    });
   });
 
   it('a read token queries, subscribes and resumes a chat; mutations, AG-UI runs, chat messages and uploads are FORBIDDEN, and nothing is written', async () => {
     const { secret } = await createToken(ADMIN_A, { name: 'reader', scopes: ['READ'] });
     const read = as(secret);
     expect((await read('query($id: ID!) { session(id: $id) { title } }', { id: sessionA })).data.session.title).toBe('alpha work');
-    const sub = subscribeWs(app.url, 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', { id: sessionA }, wsClient(app.url, { connectionParams: bearer(secret) }));
+    const sub = subscribeWs(
+      app.url,
+      'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }',
+      { id: sessionA },
+      wsClient(app.url, { connectionParams: bearer(secret) }),
+    );
     await sub.count(1);
     await sub.close();
 
@@ -90,7 +105,15 @@ describe('managing tokens over GraphQL', () => {
     const agui = await fetch(app.url.replace('/graphql', '/agui'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...bearer(secret) },
-      body: JSON.stringify({ threadId: sessionA, runId: 'r1', messages: [{ id: 'm1', role: 'user', content: 'hi' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: sessionA,
+        runId: 'r1',
+        messages: [{ id: 'm1', role: 'user', content: 'hi' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     expect(agui.status).toBe(403);
     await agui.body?.cancel();
@@ -112,13 +135,21 @@ describe('managing tokens over GraphQL', () => {
     const { secret } = await createToken(ADMIN_A, { name: 'writer', scopes: ['WRITE'] });
     const created = await as(secret)('mutation { createSession(input: { title: "by a writer" }) { id } }');
     expect(created.errors).toBeUndefined();
-    for (const [query, variables] of [[LIST, {}], [CREATE, { input: { name: 'x', scopes: ['READ'] } }], [REVOKE, { id: 'tok_x' }]] as const) {
+    for (const [query, variables] of [
+      [LIST, {}],
+      [CREATE, { input: { name: 'x', scopes: ['READ'] } }],
+      [REVOKE, { id: 'tok_x' }],
+    ] as const) {
       expect(codes(await as(secret)(query, variables)), query).toEqual(['FORBIDDEN']);
     }
   });
 
   it('refuses bad input: no name, no scope, an expiry in the past', async () => {
-    for (const input of [{ name: ' ', scopes: ['READ'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['READ'], expiresAt: new Date(Date.now() - 1000).toISOString() }]) {
+    for (const input of [
+      { name: ' ', scopes: ['READ'] },
+      { name: 'x', scopes: [] },
+      { name: 'x', scopes: ['READ'], expiresAt: new Date(Date.now() - 1000).toISOString() },
+    ]) {
       expect(codes(await as(ADMIN_A)(CREATE, { input })), JSON.stringify(input)).toEqual(['BAD_USER_INPUT']);
     }
   });
@@ -190,11 +221,20 @@ describe('expiry and revocation', () => {
   });
 });
 
-
 describe('the cap on live tokens per tenant', () => {
   it('refuses a token past the cap with a clear BAD_USER_INPUT, counts only live ones, and holds under concurrent creations', async () => {
     const CAP = 3;
-    const capped = await startTestApp({ databaseUrl: app.db.url, security: { apiTokens: new Map([['gamma-bootstrap-0123456789abcdef', 'gamma'], ['delta-bootstrap-0123456789abcdef', 'delta']]), rateLimit: false, maxApiTokensPerTenant: CAP } });
+    const capped = await startTestApp({
+      databaseUrl: app.db.url,
+      security: {
+        apiTokens: new Map([
+          ['gamma-bootstrap-0123456789abcdef', 'gamma'],
+          ['delta-bootstrap-0123456789abcdef', 'delta'],
+        ]),
+        rateLimit: false,
+        maxApiTokensPerTenant: CAP,
+      },
+    });
     const admin = 'gamma-bootstrap-0123456789abcdef';
     try {
       const made = [];
@@ -212,19 +252,29 @@ describe('the cap on live tokens per tenant', () => {
 
       // A revoked token frees its place; concurrent creations for the last place: exactly one gets it.
       expect((await capped.gql(REVOKE, { id: made[0].id }, bearer(admin))).errors).toBeUndefined();
-      const racing = await Promise.all(Array.from({ length: 5 }, (_, i) => capped.gql(CREATE, { input: { name: `race${i}`, scopes: ['READ'] } }, bearer(admin))));
+      const racing = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => capped.gql(CREATE, { input: { name: `race${i}`, scopes: ['READ'] } }, bearer(admin))),
+      );
       expect(racing.filter((r) => !r.errors).length).toBe(1);
       expect(racing.filter((r) => r.errors).map(codes)).toEqual(Array(4).fill(['BAD_USER_INPUT']));
       const listed = (await capped.gql(LIST, undefined, bearer(admin))).data.apiTokens;
       expect(listed.filter((t: { status: string }) => t.status === 'ACTIVE')).toHaveLength(CAP);
 
       // An expired token frees its place too.
-      const revokedAll = await Promise.all(listed.filter((t: { status: string }) => t.status === 'ACTIVE').slice(1).map((t: { id: string }) => capped.gql(REVOKE, { id: t.id }, bearer(admin))));
+      const revokedAll = await Promise.all(
+        listed
+          .filter((t: { status: string }) => t.status === 'ACTIVE')
+          .slice(1)
+          .map((t: { id: string }) => capped.gql(REVOKE, { id: t.id }, bearer(admin))),
+      );
       expect(revokedAll.every((r) => !r.errors)).toBe(true);
       await createToken(admin, { name: 'short-lived', scopes: ['READ'], expiresAt: new Date(Date.now() + 1500).toISOString() }, capped);
       await createToken(admin, { name: 'filler', scopes: ['READ'] }, capped);
       expect(codes(await capped.gql(CREATE, { input: { name: 'waits', scopes: ['READ'] } }, bearer(admin)))).toEqual(['BAD_USER_INPUT']);
-      await waitFor(async () => !(await capped.gql(CREATE, { input: { name: 'after expiry', scopes: ['READ'] } }, bearer(admin))).errors, { what: 'a place freed by the expiry', intervalMs: 250 });
+      await waitFor(async () => !(await capped.gql(CREATE, { input: { name: 'after expiry', scopes: ['READ'] } }, bearer(admin))).errors, {
+        what: 'a place freed by the expiry',
+        intervalMs: 250,
+      });
     } finally {
       await capped.close();
     }

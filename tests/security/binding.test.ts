@@ -7,7 +7,10 @@ import { startService } from '../helpers/process.ts';
 describe('npm start with a non-loopback HOST and no tokens', () => {
   it('exits with a clear error naming both ways out', async () => {
     const started = Date.now();
-    const failure = await startService({ env: { HOST: '0.0.0.0', FORKLINE_API_TOKENS: undefined, FORKLINE_ALLOW_INSECURE: undefined, DATABASE_URL: undefined }, timeoutMs: 30_000 }).then(
+    const failure = await startService({
+      env: { HOST: '0.0.0.0', FORKLINE_API_TOKENS: undefined, FORKLINE_ALLOW_INSECURE: undefined, DATABASE_URL: undefined },
+      timeoutMs: 30_000,
+    }).then(
       () => undefined,
       (err: Error) => err.message,
     );

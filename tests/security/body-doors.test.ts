@@ -93,33 +93,43 @@ describe('invalid UTF-8, refused the same way at every door', () => {
     await expectRefused(await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: INVALID_TITLE }));
     // Chunked: yoga's request.
     const chunked = new ReadableStream({ start: (c) => (c.enqueue(new Uint8Array(INVALID_TITLE)), c.close()) });
-    await expectRefused(await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit));
+    await expectRefused(
+      await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit),
+    );
     // A subscription over SSE: yoga's too.
-    await expectRefused(await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: INVALID_TITLE }));
+    await expectRefused(
+      await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: INVALID_TITLE }),
+    );
     expect(await replaced()).toBe(0);
     // The same request in valid UTF-8 goes through.
-    const valid = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from(INVALID_TITLE.toString('latin1').replace('\xff', 'é'), 'utf8') });
+    const valid = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(INVALID_TITLE.toString('latin1').replace('\xff', 'é'), 'utf8'),
+    });
     expect((await valid.json()).data.createSession.title).toBe('abécd');
   });
 
   it('/agui and /recordings: the same 400', async () => {
     const run = Buffer.concat([
-      Buffer.from('{"threadId":"t-utf8","runId":"r-utf8","state":{},"tools":[],"context":[],"forwardedProps":{},"messages":[{"id":"m1","role":"user","content":"hi '),
+      Buffer.from(
+        '{"threadId":"t-utf8","runId":"r-utf8","state":{},"tools":[],"context":[],"forwardedProps":{},"messages":[{"id":"m1","role":"user","content":"hi ',
+      ),
       Buffer.from([0xc3, 0x28]),
       Buffer.from('"}]}'),
     ]);
     await expectRefused(await fetch(urlOf('/agui'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: run }));
-    const recording = Buffer.concat([Buffer.from('{"format":"forkline.recording","version":4,"session":{"id":"s","title":"a'), Buffer.from([0xff]), Buffer.from('"}}\n')]);
+    const recording = Buffer.concat([
+      Buffer.from('{"format":"forkline.recording","version":4,"session":{"id":"s","title":"a'),
+      Buffer.from([0xff]),
+      Buffer.from('"}}\n'),
+    ]);
     await expectRefused(await fetch(urlOf('/recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: recording }));
     expect(await replaced()).toBe(0);
   });
 
   it('WebSocket: a message that is not UTF-8, binary or text, closes the socket with 1007 and says why', async () => {
-    const subscribe = Buffer.concat([
-      Buffer.from('{"id":"1","type":"subscribe","payload":'),
-      INVALID_TITLE,
-      Buffer.from('}'),
-    ]);
+    const subscribe = Buffer.concat([Buffer.from('{"id":"1","type":"subscribe","payload":'), INVALID_TITLE, Buffer.from('}')]);
     for (const binary of [true, false]) {
       const ws = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
       await new Promise((r) => ws.once('open', r));

@@ -19,9 +19,21 @@ const B = { authorization: `Bearer ${TOKEN_B}` };
 const sse = (d: unknown) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`;
 function answer(res: http.ServerResponse, text: string) {
   const chunk = (delta: unknown, finish: string | null = null, usage?: unknown) =>
-    sse({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'fake', choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) });
+    sse({
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'fake',
+      choices: [{ index: 0, delta, finish_reason: finish }],
+      ...(usage ? { usage } : {}),
+    });
   res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.end(chunk({ role: 'assistant', content: '' }) + chunk({ content: text }) + chunk({}, 'stop', { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 }) + sse('[DONE]'));
+  res.end(
+    chunk({ role: 'assistant', content: '' }) +
+      chunk({ content: text }) +
+      chunk({}, 'stop', { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 }) +
+      sse('[DONE]'),
+  );
 }
 
 let provider: http.Server;
@@ -48,7 +60,13 @@ beforeAll(async () => {
   const port = (provider.address() as AddressInfo).port;
   // Four slots, two tenants: each may hold two.
   app = await startTestApp({
-    security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false },
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
     maxActiveSessions: 4,
     providers: { openaiCompatible: { baseUrl: `http://127.0.0.1:${port}/v1` } },
     defaultModel: { provider: 'openai-compatible', model: 'fake' },
@@ -71,10 +89,13 @@ const asB = as(B);
 async function sessionWithATurn(call: typeof asA, title: string): Promise<string> {
   const { createSession } = await call('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title });
   await call('mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "hello" }) { inputId } }', { id: createSession.id });
-  await waitFor(async () => {
-    const s = (await call('query($id: ID!) { session(id: $id) { status turnCount } }', { id: createSession.id })).session;
-    return s.status === 'IDLE' && s.turnCount === 1;
-  }, { what: `the first turn of ${title}` });
+  await waitFor(
+    async () => {
+      const s = (await call('query($id: ID!) { session(id: $id) { status turnCount } }', { id: createSession.id })).session;
+      return s.status === 'IDLE' && s.turnCount === 1;
+    },
+    { what: `the first turn of ${title}` },
+  );
   return createSession.id;
 }
 

@@ -18,7 +18,10 @@ const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
 const A = { authorization: `Bearer ${TOKEN_A}` };
 const B = { authorization: `Bearer ${TOKEN_B}` };
-const TOKENS = new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]);
+const TOKENS = new Map([
+  [TOKEN_A, 'alpha'],
+  [TOKEN_B, 'beta'],
+]);
 /** The default number of failed attempts an address may make a minute (docs/operations.md). */
 const AUTH_FAILURES = 20;
 const EVENTS = 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }';
@@ -97,9 +100,13 @@ describe('per-tenant caps on connections and subscriptions', () => {
   });
   afterAll(() => app?.close());
   // Each test starts with nothing held.
-  afterEach(() => waitFor(() => ['alpha', 'beta'].every((t) => Object.values(app.server.tenantConnections!.heldBy(t)).every((n) => n === 0)), { what: 'everything released' }));
+  afterEach(() =>
+    waitFor(() => ['alpha', 'beta'].every((t) => Object.values(app.server.tenantConnections!.heldBy(t)).every((n) => n === 0)), {
+      what: 'everything released',
+    }),
+  );
 
-  it('refuses a tenant\'s WebSocket past its cap at connection_init (4429 TOO_MANY_CONNECTIONS) and an SSE stream with 429; others unaffected; a closed socket frees its place', async () => {
+  it("refuses a tenant's WebSocket past its cap at connection_init (4429 TOO_MANY_CONNECTIONS) and an SSE stream with 429; others unaffected; a closed socket frees its place", async () => {
     const open = [connect(app.url, A), connect(app.url, A), connect(app.url, A)];
     for (const c of open) expect(await c.outcome).toEqual({ connected: true });
     const fourth = connect(app.url, A);
@@ -125,19 +132,22 @@ describe('per-tenant caps on connections and subscriptions', () => {
     expect(await refusedToo.outcome).toMatchObject({ connected: false, code: 4429 });
     await refusedToo.client.dispose();
     stream.close();
-    const again = await waitFor(async () => {
-      const c = connect(app.url, A);
-      const o = await c.outcome;
-      if (o.connected) return c;
-      await c.client.dispose();
-      return undefined;
-    }, { what: 'a place freed by the closed socket', timeoutMs: 5000 });
+    const again = await waitFor(
+      async () => {
+        const c = connect(app.url, A);
+        const o = await c.outcome;
+        if (o.connected) return c;
+        await c.client.dispose();
+        return undefined;
+      },
+      { what: 'a place freed by the closed socket', timeoutMs: 5000 },
+    );
     open.push(again);
     await Promise.all(open.map((c) => c.client.dispose()));
     await waitFor(() => app.server.tenantConnections!.heldBy('alpha').connections === 0, { what: 'every socket released' });
   });
 
-  it('refuses a tenant\'s subscription past its cap (TOO_MANY_SUBSCRIPTIONS over WebSocket; 429 over SSE); completing one frees its place, closing the socket frees all', async () => {
+  it("refuses a tenant's subscription past its cap (TOO_MANY_SUBSCRIPTIONS over WebSocket; 429 over SSE); completing one frees its place, closing the socket frees all", async () => {
     const client = wsClient(app.url, { connectionParams: A });
     const subs = Array.from({ length: 6 }, () => subscribeWs(app.url, EVENTS, { id: sessionA }, client));
     // Each accepted subscription starts with the log's catch-up; the refused one answers an error.
@@ -155,32 +165,51 @@ describe('per-tenant caps on connections and subscriptions', () => {
     await otherTenant.close();
 
     await subs.find((s) => s.items.length > 0)!.close();
-    await waitFor(async () => {
-      const s = subscribeWs(app.url, EVENTS, { id: sessionA }, client);
-      await waitFor(() => s.items.length > 0 || s.errors.length > 0, { what: 'an answer' });
-      if (s.items.length) return true;
-      await s.close();
-      return false;
-    }, { what: 'a place freed by the completed subscription', timeoutMs: 5000 });
+    await waitFor(
+      async () => {
+        const s = subscribeWs(app.url, EVENTS, { id: sessionA }, client);
+        await waitFor(() => s.items.length > 0 || s.errors.length > 0, { what: 'an answer' });
+        if (s.items.length) return true;
+        await s.close();
+        return false;
+      },
+      { what: 'a place freed by the completed subscription', timeoutMs: 5000 },
+    );
 
     await client.dispose();
     await waitFor(() => app.server.tenantConnections!.heldBy('alpha').subscriptions === 0, { what: 'every subscription released' });
-    await waitFor(async () => {
-      const next = wsClient(app.url, { connectionParams: A });
-      const fresh = Array.from({ length: 5 }, () => subscribeWs(app.url, EVENTS, { id: sessionA }, next));
-      await waitFor(() => fresh.every((s) => s.items.length > 0 || s.errors.length > 0), { what: 'five answers' });
-      const ok = fresh.every((s) => s.errors.length === 0);
-      await next.dispose();
-      return ok;
-    }, { what: 'every place freed by the closed socket', timeoutMs: 5000 });
+    await waitFor(
+      async () => {
+        const next = wsClient(app.url, { connectionParams: A });
+        const fresh = Array.from({ length: 5 }, () => subscribeWs(app.url, EVENTS, { id: sessionA }, next));
+        await waitFor(() => fresh.every((s) => s.items.length > 0 || s.errors.length > 0), { what: 'five answers' });
+        const ok = fresh.every((s) => s.errors.length === 0);
+        await next.dispose();
+        return ok;
+      },
+      { what: 'every place freed by the closed socket', timeoutMs: 5000 },
+    );
   });
 
   it('counts an AG-UI run as an SSE stream: a connection and a subscription while it runs, 429 TOO_MANY_CONNECTIONS past the cap', async () => {
     const agui = app.url.replace(/\/graphql$/, '/agui');
     const run = (who: Record<string, string>, runId: string, text: string) => {
       const abort = new AbortController();
-      const input = { threadId: `caps-${runId}`, runId, state: {}, messages: [{ id: `m-${runId}`, role: 'user', content: text }], tools: [], context: [], forwardedProps: {} };
-      const res = fetch(agui, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...who }, body: JSON.stringify(input), signal: abort.signal });
+      const input = {
+        threadId: `caps-${runId}`,
+        runId,
+        state: {},
+        messages: [{ id: `m-${runId}`, role: 'user', content: text }],
+        tools: [],
+        context: [],
+        forwardedProps: {},
+      };
+      const res = fetch(agui, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...who },
+        body: JSON.stringify(input),
+        signal: abort.signal,
+      });
       return { res, abort: () => abort.abort() };
     };
     const held = (tenant: string) => app.server.tenantConnections!.heldBy(tenant);
@@ -196,7 +225,10 @@ describe('per-tenant caps on connections and subscriptions', () => {
 
     const refused = await run(A, 'refused', 'hello').res;
     expect(refused.status).toBe(429);
-    expect((await refused.json()).errors[0]).toMatchObject({ extensions: { code: 'TOO_MANY_CONNECTIONS' }, message: expect.stringMatching(/this tenant has 3 open/) });
+    expect((await refused.json()).errors[0]).toMatchObject({
+      extensions: { code: 'TOO_MANY_CONNECTIONS' },
+      message: expect.stringMatching(/this tenant has 3 open/),
+    });
     // Another tenant runs; its run is released when it finishes.
     const other = await run(B, 'other', 'hello').res;
     expect(other.status).toBe(200);
@@ -213,7 +245,11 @@ describe('per-tenant caps on connections and subscriptions', () => {
 
   it('releases what an HTTP subscription held when its response ends, also one answered 406', async () => {
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...A }, body: JSON.stringify({ query: EVENTS, variables: { id: sessionA } }) });
+      const res = await fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...A },
+        body: JSON.stringify({ query: EVENTS, variables: { id: sessionA } }),
+      });
       await res.text();
       expect(res.status).toBe(406);
     }
@@ -288,7 +324,7 @@ describe('failed authentication attempts, per client address', () => {
 });
 
 describe('connection_init counts against the rate limit', () => {
-  it('takes a token from its caller\'s bucket: past the burst, connection_init is refused with 4429 RATE_LIMITED', async () => {
+  it("takes a token from its caller's bucket: past the burst, connection_init is refused with 4429 RATE_LIMITED", async () => {
     const app = await startTestApp({ security: { apiTokens: TOKENS, rateLimit: { perSecond: 0.01, burst: 3 } } });
     const open: ReturnType<typeof connect>[] = [];
     try {
@@ -424,7 +460,15 @@ describe('configuration', () => {
     );
     expect(sec.connectionCaps).toEqual({ connections: 7, subscriptions: Infinity });
     expect(sec.authFailures).toEqual({ max: 9, windowMs: 30_000 });
-    expect(sec.timeouts).toEqual({ headersMs: 1500, requestMs: 300_000, keepAliveMs: 5000, wsInitMs: 2500, wsIdleMs: 60_000, bodyMinBytesPerSecond: 8192, bodyRateWindowMs: 10_000 });
+    expect(sec.timeouts).toEqual({
+      headersMs: 1500,
+      requestMs: 300_000,
+      keepAliveMs: 5000,
+      wsInitMs: 2500,
+      wsIdleMs: 60_000,
+      bodyMinBytesPerSecond: 8192,
+      bodyRateWindowMs: 10_000,
+    });
     expect(securityOptions(loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '0' })).timeouts?.wsIdleMs).toBe(0);
     expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);
     const defaults = securityOptions(loadConfig({}));
@@ -433,7 +477,11 @@ describe('configuration', () => {
     expect(defaults.maxApiTokensPerTenant).toBe(100);
     expect(securityOptions(loadConfig({ FORKLINE_MAX_API_TOKENS_PER_TENANT: '5' })).maxApiTokensPerTenant).toBe(5);
     expect(securityOptions(loadConfig({ FORKLINE_MAX_API_TOKENS_PER_TENANT: '0' })).maxApiTokensPerTenant).toBe(false);
-    expect(securityOptions(loadConfig({ FORKLINE_AUTH_FAILURES_PER_ADDRESS: '0', FORKLINE_MAX_CONNECTIONS_PER_TENANT: '0', FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: '0' }))).toMatchObject({
+    expect(
+      securityOptions(
+        loadConfig({ FORKLINE_AUTH_FAILURES_PER_ADDRESS: '0', FORKLINE_MAX_CONNECTIONS_PER_TENANT: '0', FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: '0' }),
+      ),
+    ).toMatchObject({
       authFailures: false,
       connectionCaps: false,
     });

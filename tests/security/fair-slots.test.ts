@@ -34,7 +34,13 @@ describe('a tenant holds at most its share of the slots', () => {
   beforeAll(async () => {
     // Four slots, two tenants: each may hold two (the default share: half).
     app = await startTestApp({
-      security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false },
+      security: {
+        apiTokens: new Map([
+          [TOKEN_A, 'alpha'],
+          [TOKEN_B, 'beta'],
+        ]),
+        rateLimit: false,
+      },
       maxActiveSessions: 4,
       toolTimeoutMs: 600_000,
     });
@@ -43,19 +49,22 @@ describe('a tenant holds at most its share of the slots', () => {
 
   it("another tenant's message is answered while one tenant's slow turns fill its share; its waiting sessions start when its slots free", async () => {
     const { createSession } = await asA('mutation { createSession(input: { title: "A" }) { id } }');
-    const { fanOut } = await asA(
-      'mutation($id: ID!, $v: [FanOutVariantInput!]!) { fanOut(input: { sessionId: $id, variants: $v }) { children { id } } }',
-      { id: createSession.id, v: Array.from({ length: 4 }, (_, i) => ({ title: `slow ${i}`, message: SLOW })) },
-    );
+    const { fanOut } = await asA('mutation($id: ID!, $v: [FanOutVariantInput!]!) { fanOut(input: { sessionId: $id, variants: $v }) { children { id } } }', {
+      id: createSession.id,
+      v: Array.from({ length: 4 }, (_, i) => ({ title: `slow ${i}`, message: SLOW })),
+    });
     const slow: string[] = fanOut.children.map((c: { id: string }) => c.id);
     await waitFor(async () => (await running(slow)) === 2, { what: "two of tenant A's turns running" });
 
     const { createSession: b } = await asB('mutation { createSession(input: { title: "B" }) { id } }');
     await asB('mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "hello from B" }) { inputId } }', { id: b.id });
-    const answered = await waitFor(async () => {
-      const s = await sessionOf(asB, b.id);
-      return s.status === 'IDLE' && s.turnCount === 1 && s;
-    }, { what: "tenant B's turn" });
+    const answered = await waitFor(
+      async () => {
+        const s = await sessionOf(asB, b.id);
+        return s.status === 'IDLE' && s.turnCount === 1 && s;
+      },
+      { what: "tenant B's turn" },
+    );
     expect(answered.turns).toEqual([{ reason: 'completed' }]);
 
     // A still holds exactly its share: two turns running (none ended), two sessions waiting with their input.
@@ -74,10 +83,13 @@ describe('a tenant holds at most its share of the slots', () => {
       return ids;
     };
     const first = await cancelRunning();
-    await waitFor(async () => {
-      const now = await statesOf(slow);
-      return now.filter((s) => s.turnCount === 1 && s.status === 'RUNNING').length === 2 && now.every((s) => s.turnCount === 1);
-    }, { what: "A's waiting sessions to start" });
+    await waitFor(
+      async () => {
+        const now = await statesOf(slow);
+        return now.filter((s) => s.turnCount === 1 && s.status === 'RUNNING').length === 2 && now.every((s) => s.turnCount === 1);
+      },
+      { what: "A's waiting sessions to start" },
+    );
     const second = slow.filter((id) => !first.includes(id));
     for (const id of second) await cancel(id);
     await waitFor(async () => (await statesOf(slow)).every((s) => s.status === 'IDLE'), { what: "A's turns to end" });
@@ -92,7 +104,13 @@ describe('the maximum turn duration', () => {
   beforeAll(async () => {
     // One slot: the second session can only run once the first one's turn gave it back.
     app = await startTestApp({
-      security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false },
+      security: {
+        apiTokens: new Map([
+          [TOKEN_A, 'alpha'],
+          [TOKEN_B, 'beta'],
+        ]),
+        rateLimit: false,
+      },
       maxActiveSessions: 1,
       maxTurnMs: 1500,
       toolTimeoutMs: 600_000,
@@ -107,10 +125,13 @@ describe('the maximum turn duration', () => {
       await asA('mutation($id: ID!, $text: String!) { sendMessage(input: { sessionId: $id, text: $text }) { inputId } }', { id: createSession.id, text: SLOW });
       ids.push(createSession.id);
     }
-    const ended = await waitFor(async () => {
-      const all: any[] = await Promise.all(ids.map(async (id) => (await asA(SESSION, { id })).session));
-      return all.every((s) => s.status === 'IDLE' && s.turnCount === 1) ? all : undefined;
-    }, { what: 'both turns to end' });
+    const ended = await waitFor(
+      async () => {
+        const all: any[] = await Promise.all(ids.map(async (id) => (await asA(SESSION, { id })).session));
+        return all.every((s) => s.status === 'IDLE' && s.turnCount === 1) ? all : undefined;
+      },
+      { what: 'both turns to end' },
+    );
     for (const s of ended) {
       expect(s.turns).toEqual([{ reason: 'failed' }]);
       const tail = s.events.edges.map((e: any) => e.node).slice(-3);
@@ -143,7 +164,13 @@ describe('claims of waiting sessions', () => {
     const first = await claims.claimRunnable(1, [], { perTenant: 3, held: new Map([['alpha', 1]]) });
     expect(first.map((l) => [l.sessionId, l.tenant])).toEqual([[beta, 'beta']]);
     // Room for three more, but alpha may hold three: two more of its sessions, the oldest.
-    const next = await claims.claimRunnable(3, [], { perTenant: 3, held: new Map([['alpha', 1], ['beta', 1]]) });
+    const next = await claims.claimRunnable(3, [], {
+      perTenant: 3,
+      held: new Map([
+        ['alpha', 1],
+        ['beta', 1],
+      ]),
+    });
     expect(next.map((l) => l.sessionId).sort()).toEqual(alpha.slice(0, 2).sort());
   });
 });

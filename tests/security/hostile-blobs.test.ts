@@ -6,16 +6,7 @@
 // content another tenant holds stays theirs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import {
-  appendEvents,
-  claimedRunnerSession,
-  importRecording,
-  postRecording,
-  recordingOf,
-  runnerFileBatch,
-  sessionCount,
-  sha256,
-} from './hostile-doors.ts';
+import { appendEvents, claimedRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -34,7 +25,16 @@ const gqlAs = (who: Record<string, string>) => (query: string, variables?: Recor
 const withoutHashes = (message: string) => message.replace(/[0-9a-f]{64}/g, '<hash>');
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false }, maxNamedFileHashes: MAX_NAMED });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+    maxNamedFileHashes: MAX_NAMED,
+  });
   // Tenant A keeps a 4-digit PIN in a file, written by its agent.
   const created = await gqlAs(A)(`mutation { createSession(input: { title: "A's secret" }) { id } }`);
   sessionA = created.data.createSession.id;
@@ -105,7 +105,7 @@ describe('naming content without carrying it', () => {
     expect(file.data.session.file.text).toBe(secret);
   });
 
-  it('a change set must sit right before its call\'s result in the same batch', async () => {
+  it("a change set must sit right before its call's result in the same batch", async () => {
     const s = await claimedRunnerSession(app, A);
     const batch = runnerFileBatch(s.inputId, [{ path: 'x.txt', hash: secretHash, size: secret.length }]);
     const r = await appendEvents(app, s, batch.slice(0, 5), A);
@@ -113,7 +113,7 @@ describe('naming content without carrying it', () => {
   });
 });
 
-describe('deleting the last of a tenant\'s references', () => {
+describe("deleting the last of a tenant's references", () => {
   it("ends that tenant's claim; the same content carried by another tenant stays theirs", async () => {
     const content = 'shared by accident';
     const hash = sha256(content);

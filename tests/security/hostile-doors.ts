@@ -17,7 +17,10 @@ export function fileTurn(turn: number, changes: FileChangeRecord[], callId = `ca
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
     { type: 'turn/start', data: { turn, inputId } },
     { type: 'step/start', data: { turn, step: 1 } },
-    { type: 'model/message', data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+    {
+      type: 'model/message',
+      data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
+    },
     { type: FILES_CHANGE, data: { callId, changes } },
     { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
     { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
@@ -32,7 +35,6 @@ export function recordingOf(changes: FileChangeRecord[], blobs: Uint8Array[] = [
   for (const b of blobs) lines.push({ blob: sha256(b), base64: Buffer.from(b).toString('base64') });
   return `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 }
-
 
 export const recordingsUrl = (app: TestApp) => app.url.replace(/\/graphql$/, '/recordings');
 
@@ -51,7 +53,10 @@ export async function sessionCount(app: TestApp): Promise<number> {
 }
 
 /** A session of a runner pool, claimed, with one input waiting: [id, token, eventCount]. */
-export async function claimedRunnerSession(app: TestApp, headers: Record<string, string> = {}): Promise<{ id: string; token: number; eventCount: number; inputId: string }> {
+export async function claimedRunnerSession(
+  app: TestApp,
+  headers: Record<string, string> = {},
+): Promise<{ id: string; token: number; eventCount: number; inputId: string }> {
   const created = await app.gql(`mutation { createSession(input: { title: "ext", runner: "ext" }) { id } }`, undefined, headers);
   const id = created.data.createSession.id as string;
   const sent = await app.gql(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "go" }) { inputId } }`, { id }, headers);
@@ -69,7 +74,10 @@ export function runnerFileBatch(inputId: string, changes: FileChangeRecord[], ca
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
     { type: 'turn/start', data: { turn: 1, inputId } },
     { type: 'step/start', data: { turn: 1, step: 1 } },
-    { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] } },
+    {
+      type: 'model/message',
+      data: { turn: 1, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
+    },
     { type: FILES_CHANGE, data: { callId, changes } },
     { type: 'tool/result', data: { turn: 1, step: 1, callId, resultId: `r-${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
     { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },

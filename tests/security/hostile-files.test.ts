@@ -10,16 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import {
-  appendEvents,
-  claimedRunnerSession,
-  importRecording,
-  postRecording,
-  recordingOf,
-  runnerFileBatch,
-  sessionCount,
-  sha256,
-} from './hostile-doors.ts';
+import { appendEvents, claimedRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
 import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
@@ -107,7 +98,10 @@ describe('a change set stored before the rule', () => {
   it('is refused where the tree is made (a file tool, a fork), and the start-up check reports its session', async () => {
     const { createSession } = await app.ok(`mutation { createSession(input: { title: "old row" }) { id } }`);
     const id = createSession.id as string;
-    await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "!call write_file {\\"path\\":\\"run.sh\\",\\"content\\":\\"fine\\"}" }) { inputId } }`, { id });
+    await app.ok(
+      `mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "!call write_file {\\"path\\":\\"run.sh\\",\\"content\\":\\"fine\\"}" }) { inputId } }`,
+      { id },
+    );
     await app.services.host.idle();
     // A row as an unchecked door once stored it: the change set's path rewritten to leave the workspace.
     const target = path.join(base, 'escape.sh');
@@ -127,7 +121,10 @@ describe('a change set stored before the rule', () => {
     }
 
     const change = (await app.services.store.log.page(id, -1, 100)).find((e) => e.type === 'plugin/files/change')!;
-    const { forkSession } = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id } } }`, { id, at: change.seq + 1 });
+    const { forkSession } = await app.ok(`mutation($id: ID!, $at: Int!) { forkSession(input: { sessionId: $id, atSeq: $at }) { session { id } } }`, {
+      id,
+      at: change.seq + 1,
+    });
     const child = forkSession.session.id as string;
     await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "!call list_files {}" }) { inputId } }`, { id: child });
     await app.services.host.idle();

@@ -42,9 +42,22 @@ function random(seed: number) {
 beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-fuzz-'));
   root = path.join(base, 'ws');
-  app = await startTestApp({ workspacesDir: root, security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false } });
+  app = await startTestApp({
+    workspacesDir: root,
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+  });
   const s = await app.gql(`mutation { createSession(input: { title: "A" }) { id } }`, undefined, A);
-  await app.gql(`mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`, { id: s.data.createSession.id, t: `!call write_file ${JSON.stringify({ path: 'secret.txt', content: secret })}` }, A);
+  await app.gql(
+    `mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`,
+    { id: s.data.createSession.id, t: `!call write_file ${JSON.stringify({ path: 'secret.txt', content: secret })}` },
+    A,
+  );
   await app.services.host.idle();
 });
 afterAll(async () => {
@@ -53,7 +66,7 @@ afterAll(async () => {
 });
 
 describe(`fuzzed change sets from tenant B (FUZZ_SEED=${SEED})`, () => {
-  it('nothing accepted escapes the workspace or reads as another tenant\'s content', async () => {
+  it("nothing accepted escapes the workspace or reads as another tenant's content", async () => {
     const rnd = random(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
     const segments = ['..', '.', '', 'a', 'b.txt', 'ü', '%2e%2e', '..\\..', '~', 'link', 'x'.repeat(300), '\u0000', ' ', '...', '.git', 'escape'];
@@ -81,7 +94,9 @@ describe(`fuzzed change sets from tenant B (FUZZ_SEED=${SEED})`, () => {
       let r: { id?: string; runner: boolean };
       if (i % 2 === 0) {
         const text = recordingOf(changes, []);
-        const withBlobs = lines.length ? `${text}${lines.map((c, k) => JSON.stringify({ blob: sha256(carried[k] ?? c), base64: c.toString('base64') })).join('\n')}\n` : text;
+        const withBlobs = lines.length
+          ? `${text}${lines.map((c, k) => JSON.stringify({ blob: sha256(carried[k] ?? c), base64: c.toString('base64') })).join('\n')}\n`
+          : text;
         const posted = i % 4 === 0 ? await postRecording(app, withBlobs, B) : undefined;
         const id = posted ? posted.body.session?.id : (await importRecording(app, withBlobs, B)).data?.importRecording?.id;
         if (posted) expect([201, 400]).toContain(posted.status);
@@ -128,7 +143,9 @@ describe(`fuzzed change sets from tenant B (FUZZ_SEED=${SEED})`, () => {
     await send(`!call write_file ${JSON.stringify({ path: 'a.txt', content: 'a' })}`);
     fs.symlinkSync(outside, path.join(root, id, 'ln'));
     fs.symlinkSync(path.join(outside, 'f.txt'), path.join(root, id, 'lf'));
-    await send(`!call write_file ${JSON.stringify({ path: 'ln/x.txt', content: 'escaped' })}\n!then\n!call write_file ${JSON.stringify({ path: 'lf', content: 'escaped' })}\n!then\n!call read_file {"path":"ln/../../outside/f.txt"}`);
+    await send(
+      `!call write_file ${JSON.stringify({ path: 'ln/x.txt', content: 'escaped' })}\n!then\n!call write_file ${JSON.stringify({ path: 'lf', content: 'escaped' })}\n!then\n!call read_file {"path":"ln/../../outside/f.txt"}`,
+    );
     const results = (await app.services.store.log.page(id, -1, 1000)).filter((e) => e.type === 'tool/result').slice(-3);
     expect(results.map((e) => anyData(e).status)).toEqual(['error', 'error', 'error']);
     expect(fs.readdirSync(outside)).toEqual([]);

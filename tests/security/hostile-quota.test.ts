@@ -12,7 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { appendEvents, claimedRunnerSession, filesUnder, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
+import {
+  appendEvents,
+  claimedRunnerSession,
+  filesUnder,
+  importRecording,
+  postRecording,
+  recordingOf,
+  runnerFileBatch,
+  sessionCount,
+  sha256,
+} from './hostile-doors.ts';
 
 const MAX_BYTES = 1_000_000;
 const MAX_ENTRIES = 50;
@@ -47,7 +57,13 @@ describe('a tree from outside counts toward the quota', () => {
     const big = Buffer.alloc(1024 * 1024, 7);
     const hash = sha256(big);
     const before = await sessionCount(app);
-    const r = await postRecording(app, recordingOf(Array.from({ length: 200 }, (_, i) => ({ path: `f${i}.bin`, hash, size: big.byteLength })), [big]));
+    const r = await postRecording(
+      app,
+      recordingOf(
+        Array.from({ length: 200 }, (_, i) => ({ path: `f${i}.bin`, hash, size: big.byteLength })),
+        [big],
+      ),
+    );
     expect(r.status).toBe(400);
     expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(r.body.errors[0].message).toMatch(/line 7: the change set at seq 5: (the workspace quota is 1000000 bytes|a file holds)/);
@@ -57,7 +73,13 @@ describe('a tree from outside counts toward the quota', () => {
   it('files and the directories their paths make count as entries (importRecording)', async () => {
     const c = Buffer.from('x');
     const hash = sha256(c);
-    const many = await importRecording(app, recordingOf(Array.from({ length: MAX_ENTRIES + 1 }, (_, i) => ({ path: `f${i}`, hash, size: 1 })), [c]));
+    const many = await importRecording(
+      app,
+      recordingOf(
+        Array.from({ length: MAX_ENTRIES + 1 }, (_, i) => ({ path: `f${i}`, hash, size: 1 })),
+        [c],
+      ),
+    );
     expect(many.errors?.[0].message).toContain(`the workspace quota is ${MAX_ENTRIES} files and directories, and there are ${MAX_ENTRIES + 1}`);
     const deep = await importRecording(app, recordingOf([{ path: `${'d/'.repeat(MAX_ENTRIES)}f`, hash, size: 1 }], [c]));
     expect(deep.errors?.[0].message).toContain(`the workspace quota is ${MAX_ENTRIES} files and directories`);
@@ -68,7 +90,14 @@ describe('a tree from outside counts toward the quota', () => {
     const hash = sha256(c);
     expect((await importRecording(app, recordingOf([{ path: 'one.bin', hash, size: c.byteLength }], [c]))).errors).toBeUndefined();
     const s = await claimedRunnerSession(app);
-    const r = await appendEvents(app, s, runnerFileBatch(s.inputId, [{ path: 'a.bin', hash, size: c.byteLength }, { path: 'b.bin', hash, size: c.byteLength }]));
+    const r = await appendEvents(
+      app,
+      s,
+      runnerFileBatch(s.inputId, [
+        { path: 'a.bin', hash, size: c.byteLength },
+        { path: 'b.bin', hash, size: c.byteLength },
+      ]),
+    );
     expect(r.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect(r.errors![0].message).toContain('the workspace quota is 1000000 bytes, and the files come to 1200000');
     expect((await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: s.id })).session.eventCount).toBe(s.eventCount);
@@ -153,7 +182,10 @@ describe("a tenant's workspaces on this process", () => {
 describe('faults', () => {
   it('deleting a session while its workspace is restored stops the restore and removes the directory (8 runs)', async () => {
     const files = Array.from({ length: 40 }, (_, i) => ({ path: `dir${i % 4}/f${i}.txt`, content: Buffer.from(`file ${i}`) }));
-    const recording = recordingOf(files.map((f) => ({ path: f.path, hash: sha256(f.content), size: f.content.byteLength })), files.map((f) => f.content));
+    const recording = recordingOf(
+      files.map((f) => ({ path: f.path, hash: sha256(f.content), size: f.content.byteLength })),
+      files.map((f) => f.content),
+    );
     for (let run = 0; run < 8; run++) {
       const id = (await importRecording(app, recording)).data.importRecording.id as string;
       let restoring!: () => void;

@@ -73,7 +73,10 @@ describe('query shape', () => {
       const r = await app.gql(query, vars);
       expect(codeOf(r), query).toBe('BAD_USER_INPUT');
     }
-    const ok = await app.gql('query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq } } } } sessions(first: 500) { edges { node { id } } } }', { id: sessionId });
+    const ok = await app.gql(
+      'query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq } } } } sessions(first: 500) { edges { node { id } } } }',
+      { id: sessionId },
+    );
     expect(ok.errors).toBeUndefined();
   });
 
@@ -149,9 +152,17 @@ describe('browsers', () => {
     const get = await fetch(`${app.url}?query=${encodeURIComponent('{ __typename }')}`);
     expect(get.status).toBe(403);
     expect((await get.json()).errors[0].extensions.code).toBe('FORBIDDEN');
-    const plain = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ query: 'mutation { createSession(input: {}) { id } }' }) });
+    const plain = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify({ query: 'mutation { createSession(input: {}) { id } }' }),
+    });
     expect(plain.status).toBe(403);
-    const form = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'query=mutation%7BcreateSession(input%3A%7B%7D)%7Bid%7D%7D' });
+    const form = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'query=mutation%7BcreateSession(input%3A%7B%7D)%7Bid%7D%7D',
+    });
     expect(form.status).toBe(403);
     const withHeader = await fetch(`${app.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'x-graphql-yoga-csrf': '1' } });
     expect(await withHeader.json()).toEqual({ data: { __typename: 'Query' } });
@@ -162,7 +173,11 @@ describe('browsers', () => {
       fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
     const denied = await preflight(app.url, 'https://evil.example');
     expect(denied.headers.get('access-control-allow-origin')).toBeNull();
-    const post = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://evil.example' }, body: '{"query":"{ __typename }"}' });
+    const post = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+      body: '{"query":"{ __typename }"}',
+    });
     expect(post.headers.get('access-control-allow-origin')).toBeNull();
 
     const open = await startTestApp({ security: { corsOrigins: ['https://dash.example'] } });
@@ -192,10 +207,13 @@ describe('browsers', () => {
     const request = (host: string) =>
       new Promise<number>((resolve, reject) => {
         const u = new URL(app.url);
-        const req = http.request({ host: u.hostname, port: u.port, path: '/graphql', method: 'POST', headers: { host, 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
-        });
+        const req = http.request(
+          { host: u.hostname, port: u.port, path: '/graphql', method: 'POST', headers: { host, 'content-type': 'application/json' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
         req.on('error', reject);
         req.end('{"query":"{ __typename }"}');
       });
@@ -207,7 +225,9 @@ describe('browsers', () => {
 
 describe('configuration', () => {
   it('refuses a non-loopback HOST without tokens unless FORKLINE_ALLOW_INSECURE=1', () => {
-    expect(() => assertSafeBinding('0.0.0.0', {})).toThrow(/refusing to listen on HOST=0.0.0.0 without authentication.*FORKLINE_API_TOKENS.*FORKLINE_ALLOW_INSECURE=1/);
+    expect(() => assertSafeBinding('0.0.0.0', {})).toThrow(
+      /refusing to listen on HOST=0.0.0.0 without authentication.*FORKLINE_API_TOKENS.*FORKLINE_ALLOW_INSECURE=1/,
+    );
     expect(() => assertSafeBinding('192.168.1.5', {})).toThrow(/refusing/);
     expect(() => assertSafeBinding('example.com', {})).toThrow(/refusing/);
     expect(() => assertSafeBinding('0.0.0.0', { allowInsecure: true })).not.toThrow();
@@ -219,7 +239,10 @@ describe('configuration', () => {
   it('parses FORKLINE_API_TOKENS and explains bad values without echoing tokens', () => {
     const config = loadConfig({ FORKLINE_API_TOKENS: 'aaaaaaaaaaaaaaaa1=alpha, bbbbbbbbbbbbbbbb2=beta', FORKLINE_RATE_LIMIT_RPS: '0' });
     const sec = securityOptions(config);
-    expect([...sec.apiTokens!]).toEqual([['aaaaaaaaaaaaaaaa1', 'alpha'], ['bbbbbbbbbbbbbbbb2', 'beta']]);
+    expect([...sec.apiTokens!]).toEqual([
+      ['aaaaaaaaaaaaaaaa1', 'alpha'],
+      ['bbbbbbbbbbbbbbbb2', 'beta'],
+    ]);
     expect(sec.rateLimit).toBe(false);
     expect(securityOptions(loadConfig({})).apiTokens).toBeUndefined();
     expect(() => loadConfig({ FORKLINE_API_TOKENS: 'short=alpha' })).toThrow(/FORKLINE_API_TOKENS: a token is shorter than 16 characters/);

@@ -21,7 +21,15 @@ let db: pg.Client;
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
   // The shell makes files of any size in a workspace (what a hostile tenant's command can do).
-  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined, FORKLINE_MAX_UPLOADS_PER_TENANT: '1', FORKLINE_SHELL: 'on', FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB) } });
+  service = await startService({
+    env: {
+      DATABASE_URL: databaseUrl,
+      FORKLINE_API_TOKENS: undefined,
+      FORKLINE_MAX_UPLOADS_PER_TENANT: '1',
+      FORKLINE_SHELL: 'on',
+      FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB),
+    },
+  });
   base = service.url.replace(/\/graphql$/, '');
   db = new pg.Client(pgConfigFromUrl(databaseUrl));
   await db.connect();
@@ -43,7 +51,9 @@ async function sessionAfter(...commands: string[]): Promise<string> {
   const id = (await gql('mutation { createSession(input: { title: "files" }) { id } }')).createSession.id as string;
   for (const command of commands) {
     const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id })).session.turnCount as number;
-    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: `!call shell ${JSON.stringify({ command })}` } });
+    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
+      i: { sessionId: id, text: `!call shell ${JSON.stringify({ command })}` },
+    });
     for (;;) {
       const s = (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id })).session;
       if (s.status === 'IDLE' && s.turnCount > before) break;
@@ -153,7 +163,9 @@ describe('POST /recordings with huge lines', () => {
     const run = await underWatch(() => upload(body));
     console.log(`30 MiB lines: status ${run.result.status}, RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
     expect(run.result.status).toBe(413);
-    expect(run.result.body.errors[0].message).toMatch(/line 2: size: a line is longer than the limit of 16777216 bytes per line \(FORKLINE_MAX_RECORDING_LINE_BYTES\)/);
+    expect(run.result.body.errors[0].message).toMatch(
+      /line 2: size: a line is longer than the limit of 16777216 bytes per line \(FORKLINE_MAX_RECORDING_LINE_BYTES\)/,
+    );
     expect(run.result.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(run.growthMB).toBeLessThan(300);
     expect(run.slowestHealthzMs).toBeLessThan(1000);
@@ -231,9 +243,13 @@ describe('reads of files', () => {
     );
     const { rows } = await db.query<{ seq: number }>(`SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/files/change' ORDER BY seq`, [id]);
     expect(rows).toHaveLength(2);
-    const run = await underWatch(() => gql('query($id: ID!, $from: Int!) { session(id: $id) { fileChanges(fromSeq: $from) { path kind diff after { size } } } }', { id, from: rows[0].seq + 1 }));
+    const run = await underWatch(() =>
+      gql('query($id: ID!, $from: Int!) { session(id: $id) { fileChanges(fromSeq: $from) { path kind diff after { size } } } }', { id, from: rows[0].seq + 1 }),
+    );
     const changes = run.result.session.fileChanges;
-    console.log(`fileChanges of 4 × ${changes[0].after.size} bytes: slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms, diffs ${changes.map((c: any) => c.diff?.length ?? null)}`);
+    console.log(
+      `fileChanges of 4 × ${changes[0].after.size} bytes: slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms, diffs ${changes.map((c: any) => c.diff?.length ?? null)}`,
+    );
     expect(changes.map((c: any) => [c.path, c.kind])).toEqual([1, 2, 3, 4].map((i) => [`f${i}.txt`, 'CHANGED']));
     expect(changes[0].after.size).toBeGreaterThan(200_000);
     expect(run.slowestHealthzMs).toBeLessThan(1000);
@@ -258,7 +274,11 @@ describe('a WebSocket that stops reading', () => {
    * from the start with `selection`, and reads nothing from then on; resolves
    * with it once every subscribe message is sent.
    */
-  async function stalledSocket(sessionId: string, count: number, selection: string): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+  async function stalledSocket(
+    sessionId: string,
+    count: number,
+    selection: string,
+  ): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
     const socket = new WebSocket(service.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
     const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
     await new Promise<void>((resolve, reject) => {

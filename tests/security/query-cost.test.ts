@@ -54,7 +54,9 @@ describe('query cost', () => {
     expect(one.data.session.recording).toMatch(/^\{"format":"forkline.recording"/);
     const several = await app.gql(`query($id: ID!) { session(id: $id) { ${aliased(2, 'recording')} } }`, { id: sessionId });
     expect(codeOf(several)).toBe('BAD_USER_INPUT');
-    expect(several.errors![0].message).toBe('Session.recording may be read at most once per operation, and this one reads it up to 2 times (GET /recordings?session=<id> streams a recording)');
+    expect(several.errors![0].message).toBe(
+      'Session.recording may be read at most once per operation, and this one reads it up to 2 times (GET /recordings?session=<id> streams a recording)',
+    );
     expect(several.data).toBeUndefined();
     const page = await app.gql('{ sessions(first: 10) { edges { node { ...R } } } } fragment R on Session { recording }');
     expect(page.errors![0].message).toMatch(/^Session.recording may be read at most once per operation, and this one reads it up to 10 times/);
@@ -103,7 +105,9 @@ describe('response size', () => {
     const ws = wsClient(small.url);
     try {
       const id = (await small.ok('mutation { createSession(input: { title: "big" }) { id } }')).createSession.id;
-      const sent = await small.gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: 'x'.repeat(100 * 1024) } });
+      const sent = await small.gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
+        i: { sessionId: id, text: 'x'.repeat(100 * 1024) },
+      });
       expect(sent.errors).toBeUndefined();
       const query = 'query($id: ID!) { session(id: $id) { events(first: 5) { edges { node { seq data } } } } }';
 
@@ -126,7 +130,10 @@ describe('response size', () => {
       expect(ok.data.session.events.edges[0]).toEqual({ node: { seq: 0, type: expect.any(String) } });
 
       // A mutation's response over the limit says it was applied.
-      const renamed = await small.gql('mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "renamed") { events(first: 5) { edges { node { data } } } } }', { id });
+      const renamed = await small.gql(
+        'mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "renamed") { events(first: 5) { edges { node { data } } } } }',
+        { id },
+      );
       expect(renamed.errors![0].extensions).toEqual({ code: 'RESPONSE_TOO_LARGE' });
       expect(renamed.errors![0].message).toMatch(/\(the mutation was applied\)/);
       expect((await small.ok('query($id: ID!) { session(id: $id) { title } }', { id })).session.title).toBe('renamed');

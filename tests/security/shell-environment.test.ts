@@ -71,7 +71,19 @@ describe('a shell without a sandbox', () => {
 describe('a workspace MCP server', () => {
   it("starts with the allow-list and what the operator's config names in env: a private HOME, no secret, git fenced", async () => {
     const { create, turn, results, workspacesDir } = await start('mcp', {
-      mcp: { mcpServers: { probe: { command: process.execPath, args: [ENV_SERVER], cwd: '${workspace}', workspace: 'also', env: { PROBE_SETTING: 'named-by-operator' }, trusted: true, tools: {} } } },
+      mcp: {
+        mcpServers: {
+          probe: {
+            command: process.execPath,
+            args: [ENV_SERVER],
+            cwd: '${workspace}',
+            workspace: 'also',
+            env: { PROBE_SETTING: 'named-by-operator' },
+            trusted: true,
+            tools: {},
+          },
+        },
+      },
     });
     const id = await create();
     await turn(id, '!call probe__env {}');

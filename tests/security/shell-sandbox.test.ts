@@ -25,7 +25,14 @@ beforeAll(async () => {
   execFileSync('git', ['init', '-q', repo]);
   databaseUrl = await createTestDatabase();
   service = await startService({
-    env: { ...SECRETS, DATABASE_URL: databaseUrl, FORKLINE_DATA_DIR: path.join(repo, '.data'), FORKLINE_SHELL: 'on', FORKLINE_WORKSPACES_DIR: undefined, MODEL_PROVIDER: 'scripted' },
+    env: {
+      ...SECRETS,
+      DATABASE_URL: databaseUrl,
+      FORKLINE_DATA_DIR: path.join(repo, '.data'),
+      FORKLINE_SHELL: 'on',
+      FORKLINE_WORKSPACES_DIR: undefined,
+      MODEL_PROVIDER: 'scripted',
+    },
   });
 });
 afterAll(async () => {
@@ -45,12 +52,18 @@ const shell = (command: string) => `!call shell ${JSON.stringify({ command })}`;
 async function turn(sessionId: string, text: string): Promise<Array<[string, string]>> {
   const before = (await events(sessionId)).filter((e) => e.type === 'turn/end').length;
   await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
-  const all = await waitFor(async () => {
-    const e = await events(sessionId);
-    return e.filter((x) => x.type === 'turn/end').length > before ? e : null;
-  }, { what: 'the turn to end', timeoutMs: 40_000 });
+  const all = await waitFor(
+    async () => {
+      const e = await events(sessionId);
+      return e.filter((x) => x.type === 'turn/end').length > before ? e : null;
+    },
+    { what: 'the turn to end', timeoutMs: 40_000 },
+  );
   const ends = all.map((e, i) => (e.type === 'turn/end' ? i : -1)).filter((i) => i >= 0);
-  return all.slice(ends.at(-2) ?? 0).filter((e) => e.type === 'tool/result').map((e) => [e.data.status, e.data.content]);
+  return all
+    .slice(ends.at(-2) ?? 0)
+    .filter((e) => e.type === 'tool/result')
+    .map((e) => [e.data.status, e.data.content]);
 }
 async function events(id: string): Promise<Array<{ type: string; data: any }>> {
   const page = await gql('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type data } } } } }', { id });
@@ -61,7 +74,10 @@ const createSession = async () => (await gql('mutation { createSession(input: { 
 describe('the shell (FORKLINE_SHELL=on, in bubblewrap)', () => {
   it("shows none of forkline's secrets: not in its environment, not in its parent's", async () => {
     const id = await createSession();
-    const [env, parent, init] = await turn(id, [shell('env'), shell('cat /proc/$PPID/environ | tr "\\0" "\\n"; echo; ls /proc'), shell('cat /proc/1/environ | tr "\\0" "\\n"')].join('\n'));
+    const [env, parent, init] = await turn(
+      id,
+      [shell('env'), shell('cat /proc/$PPID/environ | tr "\\0" "\\n"; echo; ls /proc'), shell('cat /proc/1/environ | tr "\\0" "\\n"')].join('\n'),
+    );
     for (const [status, content] of [env, parent, init]) {
       expect(status).toBe('ok');
       expect(content).toMatch(/^exit code 0/);

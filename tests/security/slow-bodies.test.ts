@@ -59,13 +59,19 @@ function dribble(head: string): Dribbler {
 }
 
 const post = (path: string, headers: Record<string, string>) =>
-  `POST ${path} HTTP/1.1\r\nhost: localhost\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  `POST ${path} HTTP/1.1\r\nhost: localhost\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
 
 describe('a request refused before its body is read', () => {
   it.each([
     ['401 at /graphql (no token)', post('/graphql', { 'content-type': 'application/json', 'content-length': '1000000' }), 401],
     ['401 at /recordings (no token)', post('/recordings', { 'content-type': 'application/x-ndjson', 'content-length': '1000000' }), 401],
-    ['413 for a body announced over the limit', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': String(8 * 1024 ** 4) }), 413],
+    [
+      '413 for a body announced over the limit',
+      post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': String(8 * 1024 ** 4) }),
+      413,
+    ],
     ['415 before the body is read', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain', 'content-length': '1000000' }), 415],
   ])('%s: answered with Connection: close, and closed while the body still dribbles', async (_name, head, status) => {
     const d = dribble(head);
@@ -81,7 +87,10 @@ describe('an authenticated body slower than the minimum rate', () => {
   it.each([
     ['POST /recordings', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': '1000000' })],
     ['POST /graphql', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
-    ['POST /graphql, chunked', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '100000\r\n'],
+    [
+      'POST /graphql, chunked',
+      post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '100000\r\n',
+    ],
   ])('%s: 408 and the connection cut within the window', async (_name, head) => {
     const d = dribble(head);
     const ms = await Promise.race([d.closed, new Promise<number>((r) => setTimeout(() => r(Infinity), 10_000))]);
@@ -124,7 +133,11 @@ describe('connections per client address', () => {
 
     held.pop()!.socket.destroy();
     await new Promise((r) => setTimeout(r, 100));
-    const res = await fetch(capped.url, { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    const res = await fetch(capped.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', connection: 'close' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+    });
     expect(await res.json()).toEqual({ data: { __typename: 'Query' } });
     for (const h of held) h.socket.destroy();
   });
@@ -132,7 +145,9 @@ describe('connections per client address', () => {
 
 describe('configuration', () => {
   it('reads the body rate and the per-address cap from the environment (0: off), with their defaults', () => {
-    const set = securityOptions(loadConfig({ FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: '0', FORKLINE_HTTP_BODY_RATE_WINDOW_MS: '2000', FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: '0' }));
+    const set = securityOptions(
+      loadConfig({ FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: '0', FORKLINE_HTTP_BODY_RATE_WINDOW_MS: '2000', FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: '0' }),
+    );
     expect([set.timeouts?.bodyMinBytesPerSecond, set.timeouts?.bodyRateWindowMs, set.maxConnectionsPerAddress]).toEqual([0, 2000, 0]);
     const defaults = securityOptions(loadConfig({}));
     expect([defaults.timeouts?.bodyMinBytesPerSecond, defaults.timeouts?.bodyRateWindowMs, defaults.maxConnectionsPerAddress]).toEqual([8192, 10_000, 1024]);

@@ -22,7 +22,15 @@ const asB = as(B);
 const codes = (r: { errors?: Array<{ extensions?: Record<string, unknown> }> }) => r.errors?.map((e) => e.extensions?.code);
 
 beforeAll(async () => {
-  app = await startTestApp({ security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: false } });
+  app = await startTestApp({
+    security: {
+      apiTokens: new Map([
+        [TOKEN_A, 'alpha'],
+        [TOKEN_B, 'beta'],
+      ]),
+      rateLimit: false,
+    },
+  });
   const created = await asA('mutation { createSession(input: { title: "A private" }) { id } }');
   sessionA = created.data.createSession.id;
   await asA('mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "hello" }) { inputId } }', { id: sessionA });
@@ -39,7 +47,12 @@ afterAll(() => app?.close());
 
 describe('authentication', () => {
   it('rejects a missing, unknown or malformed token with 401 UNAUTHENTICATED before executing anything', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer nope-not-a-token-at-all' }, { authorization: TOKEN_A }, { authorization: `Basic ${TOKEN_A}` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer nope-not-a-token-at-all' },
+      { authorization: TOKEN_A },
+      { authorization: `Basic ${TOKEN_A}` },
+    ]) {
       const r = await app.gql('mutation { createSession(input: { title: "x" }) { id } }', undefined, headers);
       expect(r.status).toBe(401);
       expect(codes(r)).toEqual(['UNAUTHENTICATED']);
@@ -109,7 +122,9 @@ describe("another tenant's sessions do not exist", () => {
     });
     expect(nodes.errors).toBeUndefined();
     expect(nodes.data).toEqual({ s: null, c: null, e: null });
-    const list = await asB('query($p: ID) { all: sessions(first: 500) { edges { node { id } } } children: sessions(parentId: $p) { edges { node { id } } } }', { p: sessionA });
+    const list = await asB('query($p: ID) { all: sessions(first: 500) { edges { node { id } } } children: sessions(parentId: $p) { edges { node { id } } } }', {
+      p: sessionA,
+    });
     expect(list.data).toEqual({ all: { edges: [] }, children: { edges: [] } });
   });
 
@@ -137,7 +152,7 @@ describe("another tenant's sessions do not exist", () => {
     expect((await asA('query($id: ID!) { session(id: $id) { id } }', { id: childA })).data.session).toEqual({ id: childA });
   });
 
-  it("sessionsDeleted tells each tenant of its own deletions only", async () => {
+  it('sessionsDeleted tells each tenant of its own deletions only', async () => {
     const clients = [TOKEN_A, TOKEN_B].map((t) => wsClient(app.url, { connectionParams: { authorization: `Bearer ${t}` } }));
     const [a, b] = clients.map((c) => subscribeWs(app.url, 'subscription { sessionsDeleted { deletedSessionIds } }', {}, c));
     await waitFor(() => app.services.live.stats().deletions === 2, { what: 'registered' });
@@ -171,7 +186,7 @@ describe("another tenant's sessions do not exist", () => {
     expect(listB.data.sessions.edges.map((e: any) => e.node.id).sort()).toEqual([importedId, forkB.data.forkSession.session.id].sort());
   });
 
-  it('B cannot subscribe to them over WebSocket or SSE; sessionsChanged carries only B\'s sessions', async () => {
+  it("B cannot subscribe to them over WebSocket or SSE; sessionsChanged carries only B's sessions", async () => {
     const clientB = wsClient(app.url, { connectionParams: B });
     const wsEvents = subscribeWs(app.url, 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', { id: sessionA }, clientB);
     const wsTurns = subscribeWs(app.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind } }', { id: sessionA }, clientB);
@@ -202,7 +217,15 @@ describe("another tenant's sessions do not exist", () => {
 
 describe('rate limiting per token', () => {
   it('answers 429 RATE_LIMITED with Retry-After once a token spends its burst; other tokens are unaffected', async () => {
-    const limited = await startTestApp({ security: { apiTokens: new Map([[TOKEN_A, 'alpha'], [TOKEN_B, 'beta']]), rateLimit: { perSecond: 1, burst: 5 } } });
+    const limited = await startTestApp({
+      security: {
+        apiTokens: new Map([
+          [TOKEN_A, 'alpha'],
+          [TOKEN_B, 'beta'],
+        ]),
+        rateLimit: { perSecond: 1, burst: 5 },
+      },
+    });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 8; i++) statuses.push((await limited.gql('{ __typename }', undefined, A)).status);

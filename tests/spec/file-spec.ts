@@ -52,10 +52,86 @@ export const FILE_SCENARIO: string[] = [
  */
 export const FILE_SCENARIO_LOG: readonly string[] = [
   'session/title',
-  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
-  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'tool/result', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
-  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'plugin/files/change', 'tool/result', 'tool/result', 'step/end', 'step/start', 'model/message', 'tool/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
-  'inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'plugin/mcp/result', 'plugin/files/change', 'tool/result', 'plugin/mcp/result', 'plugin/files/change', 'tool/result', 'step/end', 'step/start', 'model/message', 'step/end', 'turn/end',
+  'inbox/add',
+  'inbox/remove',
+  'turn/start',
+  'step/start',
+  'model/message',
+  'plugin/files/change',
+  'tool/result',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'step/end',
+  'turn/end',
+  'inbox/add',
+  'inbox/remove',
+  'turn/start',
+  'step/start',
+  'model/message',
+  'plugin/files/change',
+  'tool/result',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'tool/result',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'step/end',
+  'turn/end',
+  'inbox/add',
+  'inbox/remove',
+  'turn/start',
+  'step/start',
+  'model/message',
+  'plugin/files/change',
+  'tool/result',
+  'plugin/files/change',
+  'tool/result',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'tool/result',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'step/end',
+  'turn/end',
+  'inbox/add',
+  'inbox/remove',
+  'turn/start',
+  'step/start',
+  'model/message',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'plugin/mcp/result',
+  'plugin/files/change',
+  'tool/result',
+  'plugin/mcp/result',
+  'plugin/files/change',
+  'tool/result',
+  'step/end',
+  'step/start',
+  'model/message',
+  'step/end',
+  'turn/end',
 ];
 
 /** What the scenario's shell commands do to the files (the reference model cannot run a shell). */
@@ -74,7 +150,9 @@ export function fileSpecTools(): { shell: true; mcp: McpConfig } {
   const server = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
   return {
     shell: true,
-    mcp: parseMcpConfig(JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [server, '${workspace}'], cwd: '${workspace}', workspace: 'only' } } })),
+    mcp: parseMcpConfig(
+      JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [server, '${workspace}'], cwd: '${workspace}', workspace: 'only' } } }),
+    ),
   };
 }
 
@@ -153,10 +231,21 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
       expect(parent.events.map((e) => e.type)).toEqual(FILE_SCENARIO_LOG);
       const results = parent.events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status]);
       expect(results).toEqual([
-        ['write_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'ok'],
-        ['delete_file', 'ok'], ['write_file', 'ok'], ['read_file', 'ok'], ['list_files', 'ok'],
-        ['edit_file', 'ok'], ['write_file', 'ok'], ['edit_file', 'error'], ['write_file', 'error'], ['write_file', 'ok'],
-        ['shell', 'ok'], ['fs__write_file', 'ok'], ['fs__edit_file', 'ok'],
+        ['write_file', 'ok'],
+        ['write_file', 'ok'],
+        ['edit_file', 'ok'],
+        ['delete_file', 'ok'],
+        ['write_file', 'ok'],
+        ['read_file', 'ok'],
+        ['list_files', 'ok'],
+        ['edit_file', 'ok'],
+        ['write_file', 'ok'],
+        ['edit_file', 'error'],
+        ['write_file', 'error'],
+        ['write_file', 'ok'],
+        ['shell', 'ok'],
+        ['fs__write_file', 'ok'],
+        ['fs__edit_file', 'ok'],
       ]);
       expect(expected.at(-1)).toEqual({ 'a.txt': 'one\ntwo\n3\n', 'dir/b.txt': 'bee again\n', 'dir/fs.txt': 'from fs\n', 's.txt': 'shell' });
       // Every call is recorded with the effect and the workspace scope repair reads.
@@ -173,7 +262,7 @@ export function fileSpec(name: string, impl: FileSpecInitializer) {
         if (impl.agentSees) {
           // Its directory is made from its log, wherever the cut fell (and whatever input queued in the prefix it answered first).
           const { sees, logSays } = await impl.agentSees(childId);
-          expect(sees, 'the fork\'s agent').toEqual(logSays);
+          expect(sees, "the fork's agent").toEqual(logSays);
           if (!queuedAt(parent.events, seq)) {
             expect(sees).toEqual(Object.fromEntries(Object.entries(expected[seq]).map(([p, text]) => [p, Buffer.byteLength(text)])));
           }

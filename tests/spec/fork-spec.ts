@@ -71,20 +71,35 @@ function checkChild(parent: ParentRef, child: ForkedChild, cut: number, closers:
   // The parent's events 0..cut, marked inherited.
   const prefix = log.slice(0, cut + 1);
   expect(prefix.map(strip)).toEqual(parent.events.slice(0, cut + 1).map(strip));
-  expect(prefix.filter((e) => !e.inherited).map((e) => e.seq), 'not marked inherited').toEqual([]);
+  expect(
+    prefix.filter((e) => !e.inherited).map((e) => e.seq),
+    'not marked inherited',
+  ).toEqual([]);
 
   // Then the child's own marker, then exactly the closers: synthetic, not inherited.
   const marker = log[cut + 1];
   expect({ type: marker.type, data: marker.data, inherited: !!marker.inherited, synthetic: !!marker.synthetic }).toEqual({
-    type: 'session/end-seed', data: { parentSessionId: parent.id, cutSeq: cut, inheritedEventCount: cut + 1 }, inherited: false, synthetic: false,
+    type: 'session/end-seed',
+    data: { parentSessionId: parent.id, cutSeq: cut, inheritedEventCount: cut + 1 },
+    inherited: false,
+    synthetic: false,
   });
   const firstLiveSeq = cut + 2 + closers.length;
   const own = log.slice(cut + 2, firstLiveSeq);
   expect(own.map(closerName)).toEqual(closers);
-  expect(own.filter((e) => !e.synthetic || e.inherited).map((e) => e.seq), 'closers not synthetic, or inherited').toEqual([]);
+  expect(
+    own.filter((e) => !e.synthetic || e.inherited).map((e) => e.seq),
+    'closers not synthetic, or inherited',
+  ).toEqual([]);
   if (child.syntheticEvents) expect(child.syntheticEvents.map(strip)).toEqual(own.map(strip));
   // Whatever follows the seed is the child's own agent at work.
-  expect(log.slice(firstLiveSeq).filter((e) => e.inherited || e.synthetic).map((e) => e.seq), 'live events inherited or synthetic').toEqual([]);
+  expect(
+    log
+      .slice(firstLiveSeq)
+      .filter((e) => e.inherited || e.synthetic)
+      .map((e) => e.seq),
+    'live events inherited or synthetic',
+  ).toEqual([]);
 
   // The whole log keeps the relationship rules (the one reducer's strict side)…
   const state = new LogState();

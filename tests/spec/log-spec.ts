@@ -74,7 +74,13 @@ export const APPEND_RULE_ROWS: Array<{ name: string; base: NewEvent[]; batch: Ne
   { name: 'a duplicate result, later in the batch', base: OPEN_STEP, batch: [result('c1'), result('c1', { resultId: 'r2' })], rule: 'result pairing', at: 1 },
   { name: 'an input id already pending', base: [OPEN_STEP[0]], batch: [OPEN_STEP[0]], rule: 'inbox', at: 0 },
   { name: 'removing an input that is not pending', base: [], batch: [OPEN_STEP[1]], rule: 'inbox', at: 0 },
-  { name: 'a replacement of a later range', base: [], batch: [{ type: 'surface/replace', data: { fromSeq: 0, toSeq: 0, content: 's' } }], rule: 'surface range', at: 0 },
+  {
+    name: 'a replacement of a later range',
+    base: [],
+    batch: [{ type: 'surface/replace', data: { fromSeq: 0, toSeq: 0, content: 's' } }],
+    rule: 'surface range',
+    at: 0,
+  },
   { name: 'a synthetic result without a repair cause', base: OPEN_STEP, batch: [{ ...result('c1'), synthetic: true }], rule: 'synthetic closer', at: 0 },
 ];
 
@@ -172,7 +178,11 @@ export function logSpec(name: string, impl: LogSpecInitializer) {
 
       for (const size of [1, 7, 50]) {
         it(`page in pages of ${size} from any seq to exactly the whole log's slice`, async () => {
-          for (const [id, log] of [[parent, expected.parent], [child, expected.child], [grandchild, expected.grandchild]] as const) {
+          for (const [id, log] of [
+            [parent, expected.parent],
+            [child, expected.child],
+            [grandchild, expected.grandchild],
+          ] as const) {
             for (let after = -1; after < log.length; after += 3) {
               expect((await impl.page(id, after, size)).map(strip), `after ${after}`).toEqual(log.slice(after + 1, after + 1 + size).map(strip));
             }

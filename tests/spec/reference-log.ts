@@ -6,8 +6,10 @@ import type { LogEvent, NewEvent } from '../../src/core/events.ts';
 import { textTurn } from '../helpers/text-turn.ts';
 
 const call = (id: string, name: string) => ({ id, name, arguments: '{}' });
-const result = (turn: number, step: number, callId: string, status = 'ok') =>
-  ({ type: 'tool/result', data: { turn, step, callId, resultId: `r_${callId}`, status, content: `${callId} done` } });
+const result = (turn: number, step: number, callId: string, status = 'ok') => ({
+  type: 'tool/result',
+  data: { turn, step, callId, resultId: `r_${callId}`, status, content: `${callId} done` },
+});
 
 /** Two turns, multi-call steps, a closed failed step with an unanswered call,
  *  an unclosed plugin bracket, a surface/replace and input queued mid-turn. */
@@ -22,7 +24,10 @@ export const REFERENCE_LOG: NewEvent[] = [
   /* 7 */ result(1, 1, 'c1'),
   /* 8 */ { type: 'step/end', data: { turn: 1, step: 1, reason: 'failed' } }, // c2 stays unanswered: history
   /* 9 */ { type: 'step/start', data: { turn: 1, step: 2 } },
-  /* 10 */ { type: 'model/message', data: { turn: 1, step: 2, text: 'three calls', toolCalls: [call('c3', 'note_read'), call('c4', 'note_write'), call('c5', 'mystery')] } },
+  /* 10 */ {
+    type: 'model/message',
+    data: { turn: 1, step: 2, text: 'three calls', toolCalls: [call('c3', 'note_read'), call('c4', 'note_write'), call('c5', 'mystery')] },
+  },
   /* 11 */ { type: 'plugin/compaction/start', data: { reason: 'size' } }, // never ended: the plugin's business
   /* 12 */ result(1, 2, 'c4'),
   /* 13 */ { type: 'inbox/add', data: { inputId: 'in_2', text: 'queued while running' } },
@@ -48,7 +53,10 @@ export const REFERENCE_LOG: NewEvent[] = [
 
 /** Closers by cut, in order: `r:<callId>` a synthetic result, `step:<turn>/<step>`, `turn:<turn>`. */
 export const EXPECTED_CLOSERS: string[][] = [
-  /* 0-3: nothing open */ [], [], [], [],
+  /* 0-3: nothing open */ [],
+  [],
+  [],
+  [],
   /* 4 */ ['turn:1'],
   /* 5 */ ['step:1/1', 'turn:1'],
   /* 6 */ ['r:c1', 'r:c2', 'step:1/1', 'turn:1'],
@@ -65,7 +73,9 @@ export const EXPECTED_CLOSERS: string[][] = [
   /* 17 */ ['step:1/3', 'turn:1'],
   /* 18 */ ['step:1/3', 'turn:1'],
   /* 19 */ ['turn:1'],
-  /* 20-22 */ [], [], [],
+  /* 20-22 */ [],
+  [],
+  [],
   /* 23 */ ['turn:2'],
   /* 24 */ ['step:2/1', 'turn:2'],
   /* 25 */ ['r:c6', 'r:c7', 'step:2/1', 'turn:2'],
@@ -144,8 +154,14 @@ export const COMPACTION_LOG: NewEvent[] = [
 ];
 
 const summary = (through: number, content: string) => ({ role: 'system', content: `Summary of earlier conversation (events 0..${through}):\n${content}` });
-const FIRST_TURN = [{ role: 'user', content: 'first question' }, { role: 'assistant', content: 'first answer' }];
-const SECOND_TURN = [{ role: 'user', content: 'second question' }, { role: 'assistant', content: 'second answer' }];
+const FIRST_TURN = [
+  { role: 'user', content: 'first question' },
+  { role: 'assistant', content: 'first answer' },
+];
+const SECOND_TURN = [
+  { role: 'user', content: 'second question' },
+  { role: 'assistant', content: 'second answer' },
+];
 
 /** A fork of COMPACTION_LOG, and the messages the child's agent would send its model next (before its own input). */
 export interface CompactionRow {
@@ -160,11 +176,27 @@ export interface CompactionRow {
 export const COMPACTION_ROWS: CompactionRow[] = [
   { name: 'before any compaction: the whole first turn', cut: { atSeq: 7 }, cutSeq: 7, request: FIRST_TURN },
   { name: 'inside a compaction, after its start: nothing of it', cut: { atSeq: 8 }, cutSeq: 8, request: FIRST_TURN },
-  { name: 'inside a compaction, after its replacement, before its end: the unfinished compaction is ignored', cut: { atSeq: 9 }, cutSeq: 9, request: FIRST_TURN },
+  {
+    name: 'inside a compaction, after its replacement, before its end: the unfinished compaction is ignored',
+    cut: { atSeq: 9 },
+    cutSeq: 9,
+    request: FIRST_TURN,
+  },
   { name: 'after a completed compaction: its summary', cut: { atSeq: 10 }, cutSeq: 10, request: [summary(7, 'summary of turn 1')] },
   { name: 'inside the second compaction: the first one holds', cut: { atSeq: 19 }, cutSeq: 19, request: [summary(7, 'summary of turn 1'), ...SECOND_TURN] },
   { name: 'a branch without anchor keeps the completed standalone compaction', cut: {}, cutSeq: 20, request: [summary(17, 'summary of turns 1-2')] },
-  { name: 'a branch anchored in the last turn cuts at its turn/end', cut: { anchorSeq: 12 }, cutSeq: 17, request: [summary(7, 'summary of turn 1'), ...SECOND_TURN] },
+  {
+    name: 'a branch anchored in the last turn cuts at its turn/end',
+    cut: { anchorSeq: 12 },
+    cutSeq: 17,
+    request: [summary(7, 'summary of turn 1'), ...SECOND_TURN],
+  },
   { name: "nested forks keep their ancestors' replacements", cut: { atSeq: 20 }, cutSeq: 20, nested: true, request: [summary(17, 'summary of turns 1-2')] },
-  { name: 'a nested fork inside the compaction its parent inherited unfinished still ignores it', cut: { atSeq: 9 }, cutSeq: 9, nested: true, request: FIRST_TURN },
+  {
+    name: 'a nested fork inside the compaction its parent inherited unfinished still ignores it',
+    cut: { atSeq: 9 },
+    cutSeq: 9,
+    nested: true,
+    request: FIRST_TURN,
+  },
 ];

@@ -37,7 +37,8 @@ afterAll(() => db.close());
 
 const note = (i: number) => ({ type: 'plugin/test/note', data: { i } });
 const appendStatements = () => sent.filter((t) => t.includes('INSERT INTO "Event"'));
-const seqsOf = async (id: string) => (await db.pool.query<{ seq: number }>('SELECT seq FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id])).rows.map((r) => r.seq);
+const seqsOf = async (id: string) =>
+  (await db.pool.query<{ seq: number }>('SELECT seq FROM "Event" WHERE "sessionId" = $1 ORDER BY seq', [id])).rows.map((r) => r.seq);
 
 describe('appends of several sessions in one statement', () => {
   it('16 sessions appended to at once: fewer statements than appends, each session its own events', async () => {

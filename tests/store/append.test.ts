@@ -24,7 +24,10 @@ describe('SessionStore.append', () => {
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {
         for (let b = 0; b < 50; b++) {
-          await store.append(s.id, Array.from({ length: 10 }, (_, i) => note(w * 1000 + b * 10 + i)));
+          await store.append(
+            s.id,
+            Array.from({ length: 10 }, (_, i) => note(w * 1000 + b * 10 + i)),
+          );
         }
       }),
     );
@@ -33,8 +36,7 @@ describe('SessionStore.append', () => {
     const after = await store.requireSession(scope, s.id);
     expect(after.eventCount).toBe(4000);
     // every written payload is there exactly once
-    const { rows: payloads } = await db.pool.query<{ i: number }>(
-      `SELECT (data->>'i')::int AS i FROM "Event" WHERE "sessionId" = $1 ORDER BY 1`, [s.id]);
+    const { rows: payloads } = await db.pool.query<{ i: number }>(`SELECT (data->>'i')::int AS i FROM "Event" WHERE "sessionId" = $1 ORDER BY 1`, [s.id]);
     expect(new Set(payloads.map((p) => p.i)).size).toBe(4000);
   });
 
@@ -121,12 +123,19 @@ describe('SessionStore.append', () => {
     const free = await Promise.all(Array.from({ length: 12 }, () => store.createSession(scope, {})));
     const results = await Promise.all(free.map((s) => store.queueInput(s.id, 'run it here', { scope, claimFor })));
     for (const [i, r] of results.entries()) {
-      expect(r.lease).toEqual({ sessionId: free[i].id, token: 1, ttlMs: 60_000, lineage: { sessionId: free[i].id, treeId: free[i].id, ranges: [], inheritedEventCount: 0 } });
+      expect(r.lease).toEqual({
+        sessionId: free[i].id,
+        token: 1,
+        ttlMs: 60_000,
+        lineage: { sessionId: free[i].id, treeId: free[i].id, ranges: [], inheritedEventCount: 0 },
+      });
       expect(await lease(free[i].id)).toEqual({ leaseOwner: 'me', leaseToken: 1, live: true });
     }
     // Held by another process: the input is queued, the lease left alone.
     const held = await store.createSession(scope, {});
-    await db.pool.query(`UPDATE "Session" SET "leaseOwner" = 'other', "leaseToken" = 7, "leaseExpiresAt" = now() + interval '1 minute' WHERE id = $1`, [held.id]);
+    await db.pool.query(`UPDATE "Session" SET "leaseOwner" = 'other', "leaseToken" = 7, "leaseExpiresAt" = now() + interval '1 minute' WHERE id = $1`, [
+      held.id,
+    ]);
     const notTaken = await store.queueInput(held.id, 'theirs', { scope, claimFor });
     expect(notTaken.lease).toBeUndefined();
     expect(notTaken.event.seq).toBe(0);
@@ -177,7 +186,10 @@ describe('SessionStore.append', () => {
     ]);
     let row = await store.requireSession(scope, s.id);
     expect([row.turnCount, row.status, row.eventCount]).toEqual([1, 'RUNNING', 4]);
-    await store.append(s.id, [{ type: 'turn/end', data: { turn: 1, reason: 'completed' } }, { type: 'session/title', data: { title: 'second' } }]);
+    await store.append(s.id, [
+      { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+      { type: 'session/title', data: { title: 'second' } },
+    ]);
     row = await store.requireSession(scope, s.id);
     expect([row.turnCount, row.status, row.title]).toEqual([1, 'IDLE', 'second']);
   });
@@ -205,7 +217,8 @@ describe('SessionStore.append', () => {
       { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [call] } },
     ];
     const result = (callId: string) => ({
-      type: 'tool/result', data: { turn: 1, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'noon' },
+      type: 'tool/result',
+      data: { turn: 1, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'noon' },
     });
 
     it('refuses an orphan result, a duplicate result, a step/end with no open step and a misnumbered turn; writes nothing', async () => {
@@ -221,7 +234,10 @@ describe('SessionStore.append', () => {
       expect((await store.requireSession(scope, s.id)).eventCount).toBe(5);
       await store.append(s.id, [result('call_1')]);
       await refused([result('call_1')], 'result pairing', 6);
-      await store.append(s.id, [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }, { type: 'turn/end', data: { turn: 1, reason: 'completed' } }]);
+      await store.append(s.id, [
+        { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+        { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+      ]);
       await refused([{ type: 'turn/start', data: { turn: 3, inputId: 'in_1' } }], 'turn numbering', 8);
       await store.append(s.id, [{ type: 'turn/start', data: { turn: 2, inputId: 'in_1' } }]);
     });
@@ -254,7 +270,11 @@ describe('SessionStore.append', () => {
 
     it('checking an append on a long log reads its open turn and inbox, not the log', async () => {
       const s = await store.createSession(scope, {});
-      for (let i = 0; i < 5; i++) await store.append(s.id, Array.from({ length: 2000 }, (_, j) => note(i * 2000 + j)));
+      for (let i = 0; i < 5; i++)
+        await store.append(
+          s.id,
+          Array.from({ length: 2000 }, (_, j) => note(i * 2000 + j)),
+        );
       await store.append(s.id, openStep);
       let rowsRead = 0;
       // A fresh store (as after a restart): it must load the end of the log to check.
@@ -275,4 +295,3 @@ describe('SessionStore.append', () => {
     });
   });
 });
-

@@ -85,7 +85,8 @@ describe('a big file', () => {
     const [r1] = events.filter((e) => e.type === 'tool/result').map((e) => e.seq);
     expect(await app.ok(FILE, { id, p: 'big.txt', a: r1 })).toEqual({ session: { file: { size: v1.size, hash: v1.hash, text: v1.content.toString() } } });
     expect(await app.ok(FILE, { id, p: 'big.txt' })).toEqual({ session: { file: { size: v2.size, hash: v2.hash, text: v2.content.toString() } } });
-    const { fileChanges } = (await app.ok(`query($id: ID!, $f: Int!) { session(id: $id) { fileChanges(fromSeq: $f) { path kind diff } } }`, { id, f: r1 })).session;
+    const { fileChanges } = (await app.ok(`query($id: ID!, $f: Int!) { session(id: $id) { fileChanges(fromSeq: $f) { path kind diff } } }`, { id, f: r1 }))
+      .session;
     expect(fileChanges).toHaveLength(1);
     // Past DIFF_MAX_BYTES a change has no diff (docs/files.md); its kind still says CHANGED.
     expect(fileChanges[0]).toEqual({ path: 'big.txt', kind: 'CHANGED', diff: null });
@@ -103,11 +104,19 @@ describe('a big file', () => {
     await app.services.store.files.put(id, [v]);
     await app.services.store.append(id, fileCallEvents(1, [{ path: 'docs/big.md', hash: v.hash, size: v.size }]));
     const recording: string = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id })).session.recording;
-    const lines = recording.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = recording
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.filter((l) => l.blob)).toEqual([{ blob: v.hash, base64: v.content.toString('base64') }]);
 
     const chunksOf = async (hash: string) =>
-      (await app.db.pool.query('SELECT count(*)::int AS n FROM "FileChunk" c WHERE c.hash IN (SELECT "chunkHash" FROM "FileBlobChunk" WHERE "blobHash" = $1)', [hash])).rows[0].n;
+      (
+        await app.db.pool.query(
+          'SELECT count(*)::int AS n FROM "FileChunk" c WHERE c.hash IN (SELECT "chunkHash" FROM "FileBlobChunk" WHERE "blobHash" = $1)',
+          [hash],
+        )
+      ).rows[0].n;
     const before = await stored();
     expect(await chunksOf(v.hash)).toBeGreaterThan(2);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id });

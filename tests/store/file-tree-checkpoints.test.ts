@@ -26,7 +26,10 @@ async function appendCalls(id: string, from: number, to: number, tag: string, fi
     });
     await app.services.store.files.put(id, writes);
     const deleted = `d${(i + 1) % 4}/f${(i * 11) % 40}.txt`;
-    const changes = [...writes.map((w) => ({ path: w.path, hash: w.hash, size: w.content.byteLength })), ...(writes.some((w) => w.path === deleted) ? [] : [{ path: deleted, hash: null, size: 0 }])];
+    const changes = [
+      ...writes.map((w) => ({ path: w.path, hash: w.hash, size: w.content.byteLength })),
+      ...(writes.some((w) => w.path === deleted) ? [] : [{ path: deleted, hash: null, size: 0 }]),
+    ];
     await app.services.store.append(id, fileCallEvents(firstTurn + i - from, changes));
   }
 }
@@ -55,13 +58,18 @@ describe('tree reads through checkpoints', () => {
     childEnd = (await app.services.store.getSession(scope, child))!.eventCount - 1;
   }, 120_000);
 
-  const seqsOf = (end: number) => [0, 5, 6, 7, 100, 1000, 1001, cut - 1, cut, cut + 1, end - 3, end, ...Array.from({ length: 12 }, (_, k) => Math.floor((end * k) / 12) + k)].filter((s) => s >= 0 && s <= end);
+  const seqsOf = (end: number) =>
+    [0, 5, 6, 7, 100, 1000, 1001, cut - 1, cut, cut + 1, end - 3, end, ...Array.from({ length: 12 }, (_, k) => Math.floor((end * k) / 12) + k)].filter(
+      (s) => s >= 0 && s <= end,
+    );
 
   it('equal the plain fold at many seqs, before and after checkpoints exist', async () => {
     expect(await checkpointRows()).toBe(0);
     for (const pass of ['no checkpoints yet', 'checkpoints written by the first pass']) {
-      for (const seq of seqsOf(parentEnd)) expect(listTree(await app.services.store.files.tree(parent, seq)), `${pass}: parent at ${seq}`).toEqual(await plainTree(parent, seq));
-      for (const seq of seqsOf(childEnd)) expect(listTree(await app.services.store.files.tree(child, seq)), `${pass}: fork at ${seq}`).toEqual(await plainTree(child, seq));
+      for (const seq of seqsOf(parentEnd))
+        expect(listTree(await app.services.store.files.tree(parent, seq)), `${pass}: parent at ${seq}`).toEqual(await plainTree(parent, seq));
+      for (const seq of seqsOf(childEnd))
+        expect(listTree(await app.services.store.files.tree(child, seq)), `${pass}: fork at ${seq}`).toEqual(await plainTree(child, seq));
       if (pass === 'no checkpoints yet') expect(await checkpointRows()).toBeGreaterThan(0);
     }
     // The fork's cut left the cut-off call's files out; its own calls are in.
@@ -78,7 +86,10 @@ describe('tree reads through checkpoints', () => {
       return sets;
     };
     try {
-      for (const [id, end] of [[parent, parentEnd], [child, childEnd]] as const) {
+      for (const [id, end] of [
+        [parent, parentEnd],
+        [child, childEnd],
+      ] as const) {
         await app.services.store.files.tree(id, end); // writes what a read at the end needs, if anything
         folded.length = 0;
         const tree = await app.services.store.files.tree(id, end);
@@ -90,14 +101,19 @@ describe('tree reads through checkpoints', () => {
       log.fileChangeSets = original;
     }
     // The fork wrote none under the parent's seqs it already had, and its own past them.
-    const { rows } = await app.db.pool.query<{ sessionId: string; seq: number }>('SELECT "sessionId", seq FROM "FileTreeCheckpoint" WHERE "sessionId" = $1', [child]);
+    const { rows } = await app.db.pool.query<{ sessionId: string; seq: number }>('SELECT "sessionId", seq FROM "FileTreeCheckpoint" WHERE "sessionId" = $1', [
+      child,
+    ]);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((r) => r.seq > cut)).toBe(true);
   });
 
   it('Session.files over GraphQL answers the same at several seqs', async () => {
     const FILES = `query($id: ID!, $a: Int) { session(id: $id) { files(atSeq: $a) { path size hash seq } } }`;
-    for (const [id, end] of [[parent, parentEnd], [child, childEnd]] as const) {
+    for (const [id, end] of [
+      [parent, parentEnd],
+      [child, childEnd],
+    ] as const) {
       for (const seq of seqsOf(end)) expect((await app.ok(FILES, { id, a: seq })).session.files, `${id} at ${seq}`).toEqual(await plainTree(id, seq));
     }
   });

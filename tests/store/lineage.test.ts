@@ -18,7 +18,10 @@ describe('lineage ranges', () => {
     expect(d.ranges).toEqual([{ sessionId: 'ses_a', fromSeq: 0, toSeq: 4 }]);
     expect(childRanges(c, -1)).toEqual([]);
     expect(childRanges(c, 9)).toEqual([{ sessionId: 'ses_a', fromSeq: 0, toSeq: 9 }]);
-    expect(childRanges(c, 10)).toEqual([{ sessionId: 'ses_a', fromSeq: 0, toSeq: 9 }, { sessionId: 'ses_b', fromSeq: 10, toSeq: 10 }]);
+    expect(childRanges(c, 10)).toEqual([
+      { sessionId: 'ses_a', fromSeq: 0, toSeq: 9 },
+      { sessionId: 'ses_b', fromSeq: 10, toSeq: 10 },
+    ]);
     expect(childRanges(c, 20)).toEqual([...c.ranges, { sessionId: 'ses_c', fromSeq: 15, toSeq: 20 }]);
   });
 

@@ -16,10 +16,16 @@ beforeAll(async () => {
   db = openDatabase(await createTestDatabase(), { max: 5 });
   store = new SessionStore(db.pool, toolEffectOf);
   parent = (await store.createSession(scope, {})).id;
-  await store.append(parent, Array.from({ length: 30 }, (_, i) => ({ type: 'plugin/test/note', data: { i } })));
+  await store.append(
+    parent,
+    Array.from({ length: 30 }, (_, i) => ({ type: 'plugin/test/note', data: { i } })),
+  );
   // A fork at seq 20 inherits 0..20 from the parent's rows; 10 events of its own follow its marker.
   child = (await store.fork(scope, parent, 20)).session.id;
-  await store.append(child, Array.from({ length: 10 }, (_, i) => ({ type: 'plugin/test/note', data: { i: 100 + i } })));
+  await store.append(
+    child,
+    Array.from({ length: 10 }, (_, i) => ({ type: 'plugin/test/note', data: { i: 100 + i } })),
+  );
 });
 afterAll(() => db.close());
 

@@ -81,7 +81,14 @@ describe('notifications after the commit', () => {
     await store.notifications.drain();
     sent.length = 0;
     checkVisibility = true;
-    await Promise.all(ids.map((id, i) => store.append(id, Array.from({ length: 1 + (i % 3) }, (_, j) => note(j)))));
+    await Promise.all(
+      ids.map((id, i) =>
+        store.append(
+          id,
+          Array.from({ length: 1 + (i % 3) }, (_, j) => note(j)),
+        ),
+      ),
+    );
     await store.notifications.drain();
     const appends = sent.filter((t) => t.includes('INSERT INTO "Event"'));
     const queued = sent.filter((t) => /^SELECT pg_notify\(c, p\) FROM unnest/.test(t));

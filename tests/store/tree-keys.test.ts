@@ -138,11 +138,18 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
         WHERE con.contype = 'f' AND con.confrelid = '"Session"'::regclass
         GROUP BY con.conname ORDER BY 1`,
     );
-    expect(references.map((r) => r.name)).toEqual(['Event_sessionId_treeId_fkey', 'FileTreeCheckpoint_sessionId_treeId_fkey', 'SessionBlob_sessionId_treeId_fkey', 'Session_parentId_treeId_fkey']);
+    expect(references.map((r) => r.name)).toEqual([
+      'Event_sessionId_treeId_fkey',
+      'FileTreeCheckpoint_sessionId_treeId_fkey',
+      'SessionBlob_sessionId_treeId_fkey',
+      'Session_parentId_treeId_fkey',
+    ]);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
     // The directory of trees: every session is in it under its own tree (Session's reference), and
     // nothing else is (deletion removes the entries with the rows); ids are unique there alone.
-    const { rows: [directory] } = await check.pool.query<{ sessions: number; entries: number; orphans: number }>(
+    const {
+      rows: [directory],
+    } = await check.pool.query<{ sessions: number; entries: number; orphans: number }>(
       `SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "SessionTree") AS entries,
               (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans`,
     );
@@ -152,7 +159,11 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
       `SELECT t.relname AS table, pg_get_indexdef(i.indexrelid) AS columns FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
         WHERE i.indisunique AND t.relname IN ('Session', 'SessionTree') ORDER BY 1, 2`,
     );
-    expect(unique.map((u) => u.columns.replace(/^.* USING btree /, `${u.table} `)).sort()).toEqual(['Session (id, "treeId")', 'SessionTree (id)', 'SessionTree (id, "treeId")']);
+    expect(unique.map((u) => u.columns.replace(/^.* USING btree /, `${u.table} `)).sort()).toEqual([
+      'Session (id, "treeId")',
+      'SessionTree (id)',
+      'SessionTree (id, "treeId")',
+    ]);
   });
 
   it('every statement on events names the tree, and so does every append and file-blob record', () => {
@@ -165,7 +176,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     expect(statements.filter((s) => /INSERT INTO "SessionBlob"/.test(s) && !s.includes('"treeId"'))).toEqual([]);
   });
 
-  it('the statements that find a session by id alone are the directory\'s, as docs/operations.md lists', () => {
+  it("the statements that find a session by id alone are the directory's, as docs/operations.md lists", () => {
     // Every other statement on session data names the tree ("treeId" = …):
     // a session's row, its lineage, the tail state an append checks against,
     // leases, children and fork points, deletion. On a distributed Postgres

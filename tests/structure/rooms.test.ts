@@ -91,7 +91,8 @@ function graphqlRoomBreaches(graph: Map<string, string[]>, packages: Map<string,
     if (inGraphql(file)) {
       for (const pkg of packages.get(file) ?? []) {
         if (TRANSPORT_PACKAGES.test(pkg)) breaches.push(`${file} imports a transport (${pkg}): it belongs in ${GRAPHQL_DOOR}/`);
-        if (pkg === 'graphql-yoga' && !file.startsWith('graphql/plugins/')) breaches.push(`${file} imports graphql-yoga: only plugins/ may (the server is ${GRAPHQL_DOOR}/'s)`);
+        if (pkg === 'graphql-yoga' && !file.startsWith('graphql/plugins/'))
+          breaches.push(`${file} imports graphql-yoga: only plugins/ may (the server is ${GRAPHQL_DOOR}/'s)`);
       }
       const kind = SCHEMA_FILES.includes(file) || /^graphql\/(plugins|types)\//.test(file);
       const usedInside = [...graph].some(([other, t]) => inGraphql(other) && other !== file && t.includes(file));
@@ -222,7 +223,15 @@ describe('the rooms of src/', () => {
   });
 
   it('the check sees a circle and an arrow back up when there is one', () => {
-    expect(findCycle(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']]]))).toEqual(['a.ts', 'b.ts', 'c.ts', 'a.ts']);
+    expect(
+      findCycle(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', ['c.ts']],
+          ['c.ts', ['a.ts']],
+        ]),
+      ),
+    ).toEqual(['a.ts', 'b.ts', 'c.ts', 'a.ts']);
     expect(MAY_IMPORT.graphql).not.toContain('agui');
     expect(MAY_IMPORT.agui).not.toContain('graphql');
     expect(MAY_IMPORT.http).not.toContain('graphql');

@@ -32,7 +32,10 @@ function appendInBackground(store: SessionStore, id: string, total: number) {
   const done = (async () => {
     while (written < total) {
       const n = Math.min(total - written, 1 + (written % 4));
-      await store.append(id, Array.from({ length: n }, (_, i) => title(written + i)));
+      await store.append(
+        id,
+        Array.from({ length: n }, (_, i) => title(written + i)),
+      );
       written += n;
     }
   })();
@@ -99,7 +102,10 @@ describe('LiveEvents with tiny pages and a controllable listener', () => {
 
   /** Appends and tells LiveEvents the way the real listener would. */
   const append = async (id: string, n: number, from: number) => {
-    const out = await store.append(id, Array.from({ length: n }, (_, i) => title(from + i)));
+    const out = await store.append(
+      id,
+      Array.from({ length: n }, (_, i) => title(from + i)),
+    );
     listener.emit(EVENTS_CHANNEL, JSON.stringify({ s: id, last: out[out.length - 1].seq }));
   };
   const take = async (it: AsyncIterator<StoredEvent>, n: number, delayMs = 0) => {
@@ -148,7 +154,10 @@ describe('LiveEvents with tiny pages and a controllable listener', () => {
     const it = live.sessionEvents(id, -1);
     expect(await take(it, 2)).toEqual([0, 1]);
     const next = take(it, 6);
-    await store.append(id, Array.from({ length: 6 }, (_, i) => title(2 + i))); // notification lost
+    await store.append(
+      id,
+      Array.from({ length: 6 }, (_, i) => title(2 + i)),
+    ); // notification lost
     await new Promise((r) => setTimeout(r, 20));
     listener.emit('reconnect');
     expect(await next).toEqual([2, 3, 4, 5, 6, 7]);
@@ -178,6 +187,11 @@ describe('turn update payloads', () => {
     const flat = groups.flat();
     expect(flat[0].kind).toBe('STEP_STARTED');
     expect(flat.at(-1)!.kind).toBe('STEP_ENDED');
-    expect(flat.filter((x) => x.kind === 'TEXT_DELTA').map((x) => x.text).join('')).toBe(`a b ${long}`);
+    expect(
+      flat
+        .filter((x) => x.kind === 'TEXT_DELTA')
+        .map((x) => x.text)
+        .join(''),
+    ).toBe(`a b ${long}`);
   });
 });

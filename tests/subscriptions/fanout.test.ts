@@ -15,7 +15,8 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const A = 'subscription($id: ID!, $after: Int) { sessionEvents(sessionId: $id, afterSeq: $after) { seq type data createdAt } }';
-const B = 'subscription($id: ID!, $after: Int) { ev: sessionEvents(sessionId: $id, afterSeq: $after) { id n: seq ...F } } fragment F on Event { synthetic inherited }';
+const B =
+  'subscription($id: ID!, $after: Int) { ev: sessionEvents(sessionId: $id, afterSeq: $after) { id n: seq ...F } } fragment F on Event { synthetic inherited }';
 
 describe('sessionEvents fan-out', () => {
   it('serialises each event once per selection, however many subscribers, and delivers all of it in order', async () => {
@@ -30,7 +31,10 @@ describe('sessionEvents fan-out', () => {
     const sseB = subscribeSse(app.url, B, { id });
     await waitFor(() => app.services.live.stats().events === 38, { what: 'all subscribed' });
     for (let i = 0; i < 10; i++) {
-      await app.services.store.append(id, Array.from({ length: 20 }, (_, j) => ({ type: 'plugin/test/n', data: { i: i * 20 + j, text: `x "${j}"` } })));
+      await app.services.store.append(
+        id,
+        Array.from({ length: 20 }, (_, j) => ({ type: 'plugin/test/n', data: { i: i * 20 + j, text: `x "${j}"` } })),
+      );
     }
     const total = 201;
     for (const { rec, after } of subs) await rec.count(total - (after === undefined ? 0 : after + 1));

@@ -73,7 +73,10 @@ describe('two processes, one database', () => {
       expect([...joined.values()]).toEqual(texts);
     }
 
-    await changed.until((rows) => rows.some((r) => r.sessionsChanged.id === id && r.sessionsChanged.turnCount === 3 && r.sessionsChanged.status === 'IDLE'), 'final row');
+    await changed.until(
+      (rows) => rows.some((r) => r.sessionsChanged.id === id && r.sessionsChanged.turnCount === 3 && r.sessionsChanged.status === 'IDLE'),
+      'final row',
+    );
     expect(changed.items.some((r) => r.sessionsChanged.id === id && r.sessionsChanged.status === 'RUNNING')).toBe(true);
     await Promise.all([viaWs, viaSse, turnsWs, turnsSse, changed].map((s) => s.close()));
   });

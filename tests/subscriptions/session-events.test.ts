@@ -23,7 +23,10 @@ const eventCount = async (id: string) => (await app.ok(`query($id: ID!) { sessio
 describe.each<Transport>(['ws', 'sse'])('sessionEvents over %s', (transport) => {
   it('catches up from the start, then delivers live events in order', async () => {
     const id = await create();
-    await app.services.store.append(id, [{ type: 'session/title', data: { title: 'a' } }, { type: 'session/title', data: { title: 'b' } }]);
+    await app.services.store.append(id, [
+      { type: 'session/title', data: { title: 'a' } },
+      { type: 'session/title', data: { title: 'b' } },
+    ]);
     const sub = subscribe(transport, app.url, EVENTS, { id });
     await sub.count(3);
     await send(id, 'hello live');
@@ -37,7 +40,10 @@ describe.each<Transport>(['ws', 'sse'])('sessionEvents over %s', (transport) => 
 
   it('starts after afterSeq', async () => {
     const id = await create();
-    await app.services.store.append(id, [{ type: 'session/title', data: { title: 'a' } }, { type: 'session/title', data: { title: 'b' } }]);
+    await app.services.store.append(id, [
+      { type: 'session/title', data: { title: 'a' } },
+      { type: 'session/title', data: { title: 'b' } },
+    ]);
     const sub = subscribe(transport, app.url, EVENTS, { id, after: 1 });
     expect(seqs(await sub.count(1))).toEqual([2]);
     await sub.close();
@@ -59,12 +65,18 @@ describe.each<Transport>(['ws', 'sse'])('sessionEvents over %s', (transport) => 
 describe('subscriber lifecycle', () => {
   it.each<Transport>(['ws', 'sse'])('a client that goes away over %s leaves nothing behind', async (transport) => {
     const id = await create();
-    const subs = [subscribe(transport, app.url, EVENTS, { id }), subscribe(transport, app.url, TURNS, { id }), subscribe(transport, app.url, `subscription { sessionsChanged { id } }`)];
+    const subs = [
+      subscribe(transport, app.url, EVENTS, { id }),
+      subscribe(transport, app.url, TURNS, { id }),
+      subscribe(transport, app.url, `subscription { sessionsChanged { id } }`),
+    ];
     await subs[0].count(1);
     await waitFor(() => app.services.live.stats().turns === 1 && app.services.live.stats().sessions === 1, { what: 'registered' });
     expect(app.services.live.stats()).toEqual({ watchedSessions: 1, events: 1, turns: 1, sessions: 1, deletions: 0 });
     await Promise.all(subs.map((s) => s.close()));
-    await waitFor(() => app.services.live.stats().events === 0 && app.services.live.stats().turns === 0 && app.services.live.stats().sessions === 0, { what: 'cleanup' });
+    await waitFor(() => app.services.live.stats().events === 0 && app.services.live.stats().turns === 0 && app.services.live.stats().sessions === 0, {
+      what: 'cleanup',
+    });
     expect(app.services.live.stats()).toEqual({ watchedSessions: 0, events: 0, turns: 0, sessions: 0, deletions: 0 });
   });
 

@@ -18,7 +18,14 @@ const CLOSE_GRACE_MS = 12_000;
 const closedForSilence = new Set<number>();
 const scope = { tenant: 'local' };
 beforeAll(async () => {
-  app = await startTestApp({ wsLiveness: { pingMs: 100, deadAfterMs: DEAD_AFTER_MS, closeGraceMs: CLOSE_GRACE_MS, onUnresponsive: (socket) => void closedForSilence.add((socket as unknown as { _socket: import('node:net').Socket })._socket.remotePort!) } });
+  app = await startTestApp({
+    wsLiveness: {
+      pingMs: 100,
+      deadAfterMs: DEAD_AFTER_MS,
+      closeGraceMs: CLOSE_GRACE_MS,
+      onUnresponsive: (socket) => void closedForSilence.add((socket as unknown as { _socket: import('node:net').Socket })._socket.remotePort!),
+    },
+  });
 });
 afterAll(() => app.close());
 
@@ -30,7 +37,13 @@ async function rawSubscriber(sessionId: string) {
   ws.on('message', (data) => {
     const msg = JSON.parse(String(data));
     if (msg.type === 'connection_ack') {
-      ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription($id: ID!) { sessionEvents(sessionId: $id) { seq data } }`, variables: { id: sessionId } } }));
+      ws.send(
+        JSON.stringify({
+          id: '1',
+          type: 'subscribe',
+          payload: { query: `subscription($id: ID!) { sessionEvents(sessionId: $id) { seq data } }`, variables: { id: sessionId } },
+        }),
+      );
     } else if (msg.type === 'next') seqs.push(msg.payload.data.sessionEvents.seq);
   });
   ws.on('close', (code, reason) => (closed = { code, reason: String(reason) }));
@@ -43,7 +56,10 @@ async function rawSubscriber(sessionId: string) {
 async function burst(sessionId: string, events: number) {
   const big = 'x'.repeat(20_000); // ~20 kB each: the socket buffers fill quickly
   for (let i = 0; i < events; i += 50) {
-    await app.services.store.append(sessionId, Array.from({ length: 50 }, (_, j) => ({ type: 'plugin/test/big', data: { i: i + j, big } })));
+    await app.services.store.append(
+      sessionId,
+      Array.from({ length: 50 }, (_, j) => ({ type: 'plugin/test/big', data: { i: i + j, big } })),
+    );
   }
 }
 

@@ -49,7 +49,14 @@ describe('a sessionTurns subscriber that stops reading, dropped past the bound o
     tcp.resume();
     await waitFor(() => errors.length, { what: 'the error', timeoutMs: 20_000 });
     expect(nexts).toBeGreaterThan(0);
-    expect(errors).toEqual([[expect.objectContaining({ message: expect.stringMatching(/subscriber too slow/), extensions: expect.objectContaining({ code: 'SUBSCRIBER_TOO_SLOW' }) })]]);
+    expect(errors).toEqual([
+      [
+        expect.objectContaining({
+          message: expect.stringMatching(/subscriber too slow/),
+          extensions: expect.objectContaining({ code: 'SUBSCRIBER_TOO_SLOW' }),
+        }),
+      ],
+    ]);
     ws.close();
   });
 
@@ -73,6 +80,8 @@ describe('a sessionTurns subscriber that stops reading, dropped past the bound o
     const last = events.at(-2)!;
     expect(last).toMatch(/^event: next\ndata: /);
     const payload = JSON.parse(last.slice(last.indexOf('data: ') + 6));
-    expect(payload.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(/subscriber too slow/), extensions: expect.objectContaining({ code: 'SUBSCRIBER_TOO_SLOW' }) })]);
+    expect(payload.errors).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/subscriber too slow/), extensions: expect.objectContaining({ code: 'SUBSCRIBER_TOO_SLOW' }) }),
+    ]);
   });
 });

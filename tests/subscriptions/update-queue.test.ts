@@ -154,7 +154,10 @@ describe('UpdateQueue', () => {
     const [a, b] = [q.next(), q.next()];
     q.push(1);
     q.push(2);
-    expect(await Promise.all([a, b])).toEqual([{ value: 1, done: false }, { value: 2, done: false }]);
+    expect(await Promise.all([a, b])).toEqual([
+      { value: 1, done: false },
+      { value: 2, done: false },
+    ]);
     const waiting = q.next();
     q.close(new Error(TOO_SLOW_MESSAGE));
     await expect(waiting).rejects.toThrow(TOO_SLOW_MESSAGE);

@@ -36,13 +36,22 @@ function errorsOf(query: string, variables: Record<string, unknown> = {}): Promi
 }
 
 describe('graphql-ws errors', () => {
-  const cases = () => [
-    ['an unknown field (validation)', 'subscription { nope }', {}],
-    ['too deep (depth limit)', `query($id: ID!) { session(id: $id) {${' parent {'.repeat(DEFAULT_LIMITS.maxDepth)} id${' }'.repeat(DEFAULT_LIMITS.maxDepth)} } }`, { id: sessionId }],
-    ['a variable of the wrong type', 'query($id: ID!) { session(id: $id) { id } }', { id: { not: 'an id' } }],
-    ['a missing required variable (subscription)', 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', {}],
-    ['a page size over the cost limit', 'query($id: ID!, $f: Int) { session(id: $id) { events(first: $f) { edges { node { id } } } } }', { id: sessionId, f: 100_000 }],
-  ] as const;
+  const cases = () =>
+    [
+      ['an unknown field (validation)', 'subscription { nope }', {}],
+      [
+        'too deep (depth limit)',
+        `query($id: ID!) { session(id: $id) {${' parent {'.repeat(DEFAULT_LIMITS.maxDepth)} id${' }'.repeat(DEFAULT_LIMITS.maxDepth)} } }`,
+        { id: sessionId },
+      ],
+      ['a variable of the wrong type', 'query($id: ID!) { session(id: $id) { id } }', { id: { not: 'an id' } }],
+      ['a missing required variable (subscription)', 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', {}],
+      [
+        'a page size over the cost limit',
+        'query($id: ID!, $f: Int) { session(id: $id) { events(first: $f) { edges { node { id } } } } }',
+        { id: sessionId, f: 100_000 },
+      ],
+    ] as const;
 
   it('carry their code and no internal extensions', async () => {
     for (const [what, query, variables] of cases()) {

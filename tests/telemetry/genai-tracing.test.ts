@@ -71,7 +71,9 @@ describe('OpenTelemetry GenAI traces', () => {
       'forkline.turn.end_reason': 'completed',
     });
     expect(turn.status.code).not.toBe(STATUS_ERROR);
-    expect(JSON.parse(turn.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'what time is it\n!call clock' }] }]);
+    expect(JSON.parse(turn.attributes['gen_ai.input.messages'] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'what time is it\n!call clock' }] },
+    ]);
     expect(turn.resource['service.name']).toBe('forkline');
 
     for (const s of [...chats, tool]) {
@@ -88,9 +90,16 @@ describe('OpenTelemetry GenAI traces', () => {
     }
     expect(first.attributes['gen_ai.response.finish_reasons']).toEqual(['tool_calls']);
     expect(second.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
-    expect(JSON.parse(first.attributes['gen_ai.output.messages'] as string)[0].parts).toEqual([{ type: 'tool_call', id: 'call_1_1_1', name: 'clock', arguments: {} }]);
-    expect(JSON.parse(second.attributes['gen_ai.input.messages'] as string).at(-1)).toMatchObject({ role: 'tool', parts: [{ type: 'tool_call_response', id: 'call_1_1_1' }] });
-    expect(turn.attributes['gen_ai.usage.input_tokens']).toBe((first.attributes['gen_ai.usage.input_tokens'] as number) + (second.attributes['gen_ai.usage.input_tokens'] as number));
+    expect(JSON.parse(first.attributes['gen_ai.output.messages'] as string)[0].parts).toEqual([
+      { type: 'tool_call', id: 'call_1_1_1', name: 'clock', arguments: {} },
+    ]);
+    expect(JSON.parse(second.attributes['gen_ai.input.messages'] as string).at(-1)).toMatchObject({
+      role: 'tool',
+      parts: [{ type: 'tool_call_response', id: 'call_1_1_1' }],
+    });
+    expect(turn.attributes['gen_ai.usage.input_tokens']).toBe(
+      (first.attributes['gen_ai.usage.input_tokens'] as number) + (second.attributes['gen_ai.usage.input_tokens'] as number),
+    );
 
     expect(tool.attributes).toMatchObject({
       'gen_ai.operation.name': 'execute_tool',
@@ -131,7 +140,9 @@ describe('OpenTelemetry GenAI traces', () => {
     const events = await log(id);
     // Cut right after turn 2's model message: its clock call has no result in the child.
     const cut = events.find((e) => e.type === 'model/message' && anyData(e).turn === 2 && anyData(e).toolCalls.length)!.seq;
-    const fork = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: id, atSeq: cut, message: 'go on' } });
+    const fork = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, {
+      i: { sessionId: id, atSeq: cut, message: 'go on' },
+    });
     const child = fork.forkSession.session.id as string;
     await idle();
     const spans = await spansOf(child, 3).catch((err) => {
@@ -140,13 +151,23 @@ describe('OpenTelemetry GenAI traces', () => {
     const turn = spans.find((s) => s.name === 'invoke_agent')!;
     expect({ traceId: turn.traceId, spanId: turn.spanId }).toEqual(turnSpanIds(child, 3));
     expect(turn.attributes).toMatchObject({ 'forkline.fork.parent_session_id': id, 'forkline.fork.cut_seq': cut, 'forkline.turn': 3 });
-    const parentSpan = receiver.spans.find((s) => s.name === 'invoke_agent' && s.attributes['gen_ai.conversation.id'] === id && s.attributes['forkline.turn'] === 2)!;
+    const parentSpan = receiver.spans.find(
+      (s) => s.name === 'invoke_agent' && s.attributes['gen_ai.conversation.id'] === id && s.attributes['forkline.turn'] === 2,
+    )!;
     expect(turn.links).toHaveLength(1);
-    expect(turn.links[0]).toMatchObject({ traceId: parentSpan.traceId, spanId: parentSpan.spanId, attributes: { 'forkline.link': 'fork', 'forkline.fork.parent_session_id': id } });
+    expect(turn.links[0]).toMatchObject({
+      traceId: parentSpan.traceId,
+      spanId: parentSpan.spanId,
+      attributes: { 'forkline.link': 'fork', 'forkline.fork.parent_session_id': id },
+    });
     const synthetic = spans.find((s) => s.attributes['forkline.synthetic'] === true)!;
     expect(synthetic.name).toBe('execute_tool clock');
     expect(synthetic.parentSpanId).toBe(turn.spanId);
-    expect(synthetic.attributes).toMatchObject({ 'forkline.synthetic.cause': 'forked', 'forkline.tool.status': 'not-started', 'gen_ai.tool.call.id': 'call_2_1_1' });
+    expect(synthetic.attributes).toMatchObject({
+      'forkline.synthetic.cause': 'forked',
+      'forkline.tool.status': 'not-started',
+      'gen_ai.tool.call.id': 'call_2_1_1',
+    });
 
     // A grandchild cut inside what the child inherited links to the span of the session that ran that turn (the grandparent).
     const grand = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, {
@@ -165,7 +186,9 @@ describe('OpenTelemetry GenAI traces', () => {
     expect(tracingOptionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
     expect(tracingOptionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' })).toBeUndefined();
     expect(tracingOptionsFromEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })).toEqual({ captureContent: false });
-    expect(tracingOptionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' })).toEqual({ captureContent: true });
+    expect(tracingOptionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' })).toEqual({
+      captureContent: true,
+    });
 
     // Off: a second app shares the database; nothing reaches any receiver.
     const quiet = await startOtlpReceiver();
@@ -188,7 +211,7 @@ describe('OpenTelemetry GenAI traces', () => {
     await quiet.close();
     const downLog: Array<[string, unknown]> = [];
     const down = await startTestApp({
-        tracing: { url: quiet.url, scheduledDelayMillis: 10, timeoutMillis: 300 },
+      tracing: { url: quiet.url, scheduledDelayMillis: 10, timeoutMillis: 300 },
       log: (m, e) => downLog.push([m, e]),
     });
     try {
@@ -215,7 +238,10 @@ describe('OpenTelemetry GenAI traces', () => {
       { type: 'inbox/remove', data: { inputId: 'in_dead', reason: 'taken' } },
       { type: 'turn/start', data: { turn: 1, inputId: 'in_dead' } },
       { type: 'step/start', data: { turn: 1, step: 1 } },
-      { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_dead', name: 'note_write', arguments: '{"key":"k","value":"v"}' }] } },
+      {
+        type: 'model/message',
+        data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_dead', name: 'note_write', arguments: '{"key":"k","value":"v"}' }] },
+      },
     ]);
     await app.services.host.wake(id, 'local');
     await idle();
@@ -264,16 +290,23 @@ describe('OpenTelemetry GenAI traces', () => {
     await send(id, '!call sleep {"ms": 20000}');
     await waitFor(async () => (await log(id)).some((e) => e.type === 'model/message'), { what: 'the sleep call' });
     await app.close();
-    const spans = await waitFor(() => {
-      const s = receiver.spans.filter((x) => x.attributes['gen_ai.conversation.id'] === id);
-      return s.some((x) => x.name === 'invoke_agent') ? s : undefined;
-    }, { what: 'the interrupted turn span' });
+    const spans = await waitFor(
+      () => {
+        const s = receiver.spans.filter((x) => x.attributes['gen_ai.conversation.id'] === id);
+        return s.some((x) => x.name === 'invoke_agent') ? s : undefined;
+      },
+      { what: 'the interrupted turn span' },
+    );
     const turn = spans.find((s) => s.name === 'invoke_agent')!;
     expect(turn.status).toEqual({ code: STATUS_ERROR, message: 'interrupted' });
     expect(turn.attributes['forkline.turn.end_reason']).toBe('interrupted');
     const synthetic = spans.filter((s) => s.attributes['forkline.synthetic'] === true);
     expect(synthetic).toHaveLength(1);
-    expect(synthetic[0].attributes).toMatchObject({ 'forkline.synthetic.cause': 'interrupted', 'gen_ai.tool.name': 'sleep', 'forkline.tool.status': 'interrupted' });
+    expect(synthetic[0].attributes).toMatchObject({
+      'forkline.synthetic.cause': 'interrupted',
+      'gen_ai.tool.name': 'sleep',
+      'forkline.tool.status': 'interrupted',
+    });
     expect(synthetic[0].status.code).toBe(STATUS_ERROR);
     app = undefined as unknown as TestApp; // closed
   });

@@ -52,10 +52,7 @@ const client = createForklineClient({
  * wait, or it cannot be reached. Null when requests get through.
  */
 export type ConnectionProblem =
-  | { kind: 'token-rejected'; message: string }
-  | { kind: 'rate-limited'; until: number; message: string }
-  | { kind: 'unreachable' }
-  | null;
+  { kind: 'token-rejected'; message: string } | { kind: 'rate-limited'; until: number; message: string } | { kind: 'unreachable' } | null;
 
 let problem: ConnectionProblem = null;
 const problemWatchers = new Set<(p: ConnectionProblem) => void>();

@@ -52,10 +52,19 @@ async function makeChildren(sessionId: string, request: ChildRequest, title: str
     const [v] = variants;
     const base = { sessionId, title: title || null, model: modelOf(v) };
     if (request.kind === 'edit')
-      return { kind: 'one', child: (await forkline.mutate(EditMessageDocument, { input: { ...base, inputId: request.inputId, text: v.message } })).editMessage.session };
+      return {
+        kind: 'one',
+        child: (await forkline.mutate(EditMessageDocument, { input: { ...base, inputId: request.inputId, text: v.message } })).editMessage.session,
+      };
     if (request.kind === 'fork')
-      return { kind: 'one', child: (await forkline.mutate(ForkSessionDocument, { input: { ...base, atSeq: request.seq, message: text(v) } })).forkSession.session };
-    return { kind: 'one', child: (await forkline.mutate(BranchSessionDocument, { input: { ...base, anchorSeq: request.seq, message: text(v) } })).branchSession.session };
+      return {
+        kind: 'one',
+        child: (await forkline.mutate(ForkSessionDocument, { input: { ...base, atSeq: request.seq, message: text(v) } })).forkSession.session,
+      };
+    return {
+      kind: 'one',
+      child: (await forkline.mutate(BranchSessionDocument, { input: { ...base, anchorSeq: request.seq, message: text(v) } })).branchSession.session,
+    };
   }
   // An edit's variants fork where editMessage would: right before the input's inbox/add.
   const cut = request.kind === 'branch' ? { anchorSeq: request.seq } : { atSeq: request.kind === 'edit' ? request.seq - 1 : request.seq };
@@ -69,7 +78,13 @@ async function makeChildren(sessionId: string, request: ChildRequest, title: str
   return { kind: 'fan-out', cutSeq: fanOut.cutSeq, children: fanOut.children };
 }
 
-export function BranchDialog(props: { sessionId: string; request: ChildRequest; parentTitle: string | null | undefined; onMade(made: ChildrenMade): void; onClose(): void }) {
+export function BranchDialog(props: {
+  sessionId: string;
+  request: ChildRequest;
+  parentTitle: string | null | undefined;
+  onMade(made: ChildrenMade): void;
+  onClose(): void;
+}) {
   const { request } = props;
   const edit = request.kind === 'edit';
   const [title, setTitle] = useState(() => childTitle(props.parentTitle, edit ? request.seq - 1 : request.seq));
@@ -103,7 +118,9 @@ export function BranchDialog(props: { sessionId: string; request: ChildRequest; 
             index={i}
             variant={v}
             catalog={catalog}
-            messageLabel={edit ? 'Edited message' : request.kind === 'fork' ? 'Message to send in the fork (optional)' : 'Message to send in the branch (optional)'}
+            messageLabel={
+              edit ? 'Edited message' : request.kind === 'fork' ? 'Message to send in the fork (optional)' : 'Message to send in the branch (optional)'
+            }
             fanOut={fanOut}
             onChange={(patch) => change(i, patch)}
             onRemove={fanOut ? () => setVariants((vs) => vs.filter((_, j) => j !== i)) : undefined}
@@ -141,7 +158,12 @@ function VariantFields(props: {
       <legend>{name}</legend>
       <label class="field">
         {props.messageLabel}
-        <textarea rows={2} value={v.message} onInput={(e) => props.onChange({ message: e.currentTarget.value })} aria-label={props.fanOut ? `${props.messageLabel}, variant ${index + 1}` : undefined} />
+        <textarea
+          rows={2}
+          value={v.message}
+          onInput={(e) => props.onChange({ message: e.currentTarget.value })}
+          aria-label={props.fanOut ? `${props.messageLabel}, variant ${index + 1}` : undefined}
+        />
       </label>
       <div class="variant-model">
         <label class="field">

@@ -66,7 +66,14 @@ function useTurns(pages: EventPages, start: number | undefined, version: string,
   }, [start, end, last, version, pages]);
 }
 
-export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSummaryFragment; prefix: number; leftPages: EventPages; rightPages: EventPages; version: string }) {
+export function TurnDiff(props: {
+  left: SessionSummaryFragment;
+  right: SessionSummaryFragment;
+  prefix: number;
+  leftPages: EventPages;
+  rightPages: EventPages;
+  version: string;
+}) {
   const start = useFoldStart(props.prefix, props.leftPages);
   const [pageCount, setPageCount] = useState(TAIL_PAGES);
   const leftTurns = useTurns(props.leftPages, start, props.version, pageCount);
@@ -100,10 +107,20 @@ export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSu
             ? 'Reading both conversations from the divergence…'
             : `${differences} of ${rows.length} turns differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
         </span>
-        <button type="button" class="small" disabled={!rows || nextDifference(rows, current, -1) < 0} onClick={() => rows && go(nextDifference(rows, current, -1))}>
+        <button
+          type="button"
+          class="small"
+          disabled={!rows || nextDifference(rows, current, -1) < 0}
+          onClick={() => rows && go(nextDifference(rows, current, -1))}
+        >
           Previous difference
         </button>
-        <button type="button" class="small" disabled={!rows || nextDifference(rows, current, 1) < 0} onClick={() => rows && go(nextDifference(rows, current, 1))}>
+        <button
+          type="button"
+          class="small"
+          disabled={!rows || nextDifference(rows, current, 1) < 0}
+          onClick={() => rows && go(nextDifference(rows, current, 1))}
+        >
           Next difference
         </button>
       </div>
@@ -130,7 +147,13 @@ export function TurnDiff(props: { left: SessionSummaryFragment; right: SessionSu
 
 function TurnLine({ row, current, left, right }: { row: TurnRow; current: boolean; left: string; right: string }) {
   return (
-    <div role="row" class={`turn-row ${row.same ? 'same' : 'differs'}${current ? ' current' : ''}`} data-turn={row.turn} aria-current={current ? 'location' : undefined} data-testid="turn-row">
+    <div
+      role="row"
+      class={`turn-row ${row.same ? 'same' : 'differs'}${current ? ' current' : ''}`}
+      data-turn={row.turn}
+      aria-current={current ? 'location' : undefined}
+      data-testid="turn-row"
+    >
       <TurnCell turn={row.turn} view={row.left} sessionId={left} testId="turn-left" same={row.same} />
       <TurnCell turn={row.turn} view={row.right} sessionId={right} testId="turn-right" same={row.same} />
     </div>

@@ -61,7 +61,13 @@ export function DiffPage({ a, b }: { a: string; b: string }) {
       .then((r) => {
         if (closed) return;
         if (!r.a || !r.b) return setError(`No session ${!r.a ? a : b}: it does not exist or was deleted.`);
-        setLoaded({ left: r.a, right: r.b, prefix: r.a.commonPrefix, leftPages: sessionEventPages(a, r.a.eventCount), rightPages: sessionEventPages(b, r.b.eventCount) });
+        setLoaded({
+          left: r.a,
+          right: r.b,
+          prefix: r.a.commonPrefix,
+          leftPages: sessionEventPages(a, r.a.eventCount),
+          rightPages: sessionEventPages(b, r.b.eventCount),
+        });
       })
       .catch((err) => !closed && setError(errorText(err)));
     return () => {
@@ -141,7 +147,14 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
           <SideHead side={right} label="Right" length={rightPages.length} />
         </div>
         {byTurns ? (
-          <TurnDiff left={left} right={right} prefix={prefix} leftPages={leftPages} rightPages={rightPages} version={`${leftPages.version}:${rightPages.version}`} />
+          <TurnDiff
+            left={left}
+            right={right}
+            prefix={prefix}
+            leftPages={leftPages}
+            rightPages={rightPages}
+            version={`${leftPages.version}:${rightPages.version}`}
+          />
         ) : (
           <DiffTable left={left} right={right} prefix={prefix} rows={rows} leftPages={leftPages} rightPages={rightPages} jump={jump} />
         )}
@@ -153,10 +166,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
 function SideHead({ side, label, length }: { side: Side; label: string; length: number }) {
   return (
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
-      {label}:{' '}
-      <a href={sessionPath(side.id)}>
-        {side.title || side.id}
-      </a>{' '}
+      {label}: <a href={sessionPath(side.id)}>{side.title || side.id}</a>{' '}
       <span class="muted">
         {length} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
       </span>

@@ -23,8 +23,7 @@ export function ConnectionBanner() {
     <div class="connection-banner" role="alert" data-testid="connection-problem" data-kind={problem.kind}>
       {problem.kind === 'token-rejected' && (
         <>
-          <strong>Token rejected.</strong> The server did not accept this dashboard's API token; nothing is retried until you
-          enter another.
+          <strong>Token rejected.</strong> The server did not accept this dashboard's API token; nothing is retried until you enter another.
           <TokenForm />
         </>
       )}

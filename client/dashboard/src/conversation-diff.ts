@@ -44,7 +44,17 @@ export function turnsOf(events: readonly LogEvent[]): TurnView[] {
         model = `${str(d.provider)}/${str(d.model)}`;
         break;
       case 'turn/start':
-        open = { turn: Number(d.turn), input: inputs.get(str(d.inputId)) ?? null, answers: [], calls: [], end: null, error: null, model, startSeq: e.seq, lastSeq: e.seq };
+        open = {
+          turn: Number(d.turn),
+          input: inputs.get(str(d.inputId)) ?? null,
+          answers: [],
+          calls: [],
+          end: null,
+          error: null,
+          model,
+          startSeq: e.seq,
+          lastSeq: e.seq,
+        };
         turns.push(open);
         break;
       case 'model/message':

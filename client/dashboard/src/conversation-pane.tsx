@@ -104,7 +104,8 @@ export function ConversationPane(
   const [items, setItems] = useState<{ items: Array<ConversationItem | ForkPointItem>; start: number; midTurn: boolean } | null>(null);
   const forkPoints = props.forkPoints ?? NO_FORK_POINTS;
   useLayoutEffect(() => {
-    if (folded && !('needsEarlier' in folded)) setItems({ ...folded, items: withForkPoints(folded.items, forkPoints, folded.start, Math.min(to, pages.length - 1)) });
+    if (folded && !('needsEarlier' in folded))
+      setItems({ ...folded, items: withForkPoints(folded.items, forkPoints, folded.start, Math.min(to, pages.length - 1)) });
   }, [folded, forkPoints]);
 
   const markerParents = useMemo(() => items?.items.flatMap((i) => (i.kind === 'fork-marker' ? [i.parentSessionId] : [])) ?? [], [items]);
@@ -184,7 +185,13 @@ export function ConversationPane(
           {rows.map((row) =>
             row.index < list.length ? (
               list[row.index].kind === 'fork-point' ? (
-                <ForkPointRow key={row.key} item={list[row.index] as ForkPointItem} sessionId={props.sessionId ?? ''} known={known} row={rowProps(row.index, row.start)} />
+                <ForkPointRow
+                  key={row.key}
+                  item={list[row.index] as ForkPointItem}
+                  sessionId={props.sessionId ?? ''}
+                  known={known}
+                  row={rowProps(row.index, row.start)}
+                />
               ) : (
                 <PlacedItem
                   key={row.key}

@@ -93,11 +93,8 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
       return (
         <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
-            Forked from{' '}
-            <a href={sessionPath(item.parentSessionId)}>
-              {titleOf?.(item.parentSessionId) || item.parentSessionId}
-            </a>{' '}
-            at event {item.cutSeq} · {item.inheritedEventCount} events inherited
+            Forked from <a href={sessionPath(item.parentSessionId)}>{titleOf?.(item.parentSessionId) || item.parentSessionId}</a> at event {item.cutSeq} ·{' '}
+            {item.inheritedEventCount} events inherited
           </span>
           <Seq seq={item.seqs[0]} />
         </li>
@@ -199,9 +196,7 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
         </span>
       </div>
       {r && closerBelow ? (
-        <div class="tool-result pending muted">
-          result #{r.seq} written by the fork, below its marker
-        </div>
+        <div class="tool-result pending muted">result #{r.seq} written by the fork, below its marker</div>
       ) : r ? (
         <div class={`tool-result status-${r.status}${r.synthetic ? ' synthetic' : ''}`} data-testid="tool-result" data-status={r.status}>
           <div class="tool-result-head">
@@ -212,7 +207,10 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
               </Badge>
             )}
             {r.durationMs !== undefined && (
-              <span class="tool-duration muted" title="From the call's start (its message stored, or the previous call's result: a step runs its calls one after another) to its result stored">
+              <span
+                class="tool-duration muted"
+                title="From the call's start (its message stored, or the previous call's result: a step runs its calls one after another) to its result stored"
+              >
                 {formatDuration(r.durationMs)}
               </span>
             )}

@@ -253,7 +253,11 @@ export function eventSummary(e: LogEvent): string {
   if (e.type === 'plugin/agent/error') return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
   if (e.type === FILES_CHANGE) {
     const changes = fileChangesOf(d);
-    const listed = (deleted: boolean) => changes.filter((c) => c.deleted === deleted).map((c) => c.path).join(', ');
+    const listed = (deleted: boolean) =>
+      changes
+        .filter((c) => c.deleted === deleted)
+        .map((c) => c.path)
+        .join(', ');
     return [`${str(d.callId)} files`, listed(false) && `wrote ${listed(false)}`, listed(true) && `deleted ${listed(true)}`].filter(Boolean).join(' · ');
   }
   const ev = asCoreEvent(e as CoreEvent);

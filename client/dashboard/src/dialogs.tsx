@@ -8,7 +8,16 @@ import { DashboardModelsDocument, type DashboardModelsQuery } from '../../genera
 import { forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
 
-export function Modal(props: { title: string; onClose(): void; onSubmit(): void; busy: boolean; error: string | null; submitLabel: string; cancelLabel?: string; children: ComponentChildren }) {
+export function Modal(props: {
+  title: string;
+  onClose(): void;
+  onSubmit(): void;
+  busy: boolean;
+  error: string | null;
+  submitLabel: string;
+  cancelLabel?: string;
+  children: ComponentChildren;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     ref.current?.showModal();
@@ -94,7 +103,14 @@ export function NewSessionDialog(props: { onCreate(choice: NewSessionChoice): Pr
   const known = catalog?.providers.find((p) => p.name === provider)?.models ?? [];
   const { busy, error, submit } = useSubmit(() => props.onCreate({ title: title.trim(), model: { provider, model: model.trim() } }));
   return (
-    <Modal title="New session" submitLabel="Create" busy={busy || !catalog || !model.trim()} error={error ?? loadError} onClose={props.onClose} onSubmit={submit}>
+    <Modal
+      title="New session"
+      submitLabel="Create"
+      busy={busy || !catalog || !model.trim()}
+      error={error ?? loadError}
+      onClose={props.onClose}
+      onSubmit={submit}
+    >
       <label class="field">
         Title
         <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} placeholder="Untitled" maxLength={200} autoFocus />
@@ -142,10 +158,18 @@ const tokenTail = (token: string) => `…${token.slice(-4)}`;
  */
 export function ReplaceTokenDialog(props: { stored: string; offered: string; onReplace(): void; onKeep(): void }) {
   return (
-    <Modal title="Replace the stored API token?" submitLabel="Use the link's token" cancelLabel="Keep my token" busy={false} error={null} onClose={props.onKeep} onSubmit={props.onReplace}>
+    <Modal
+      title="Replace the stored API token?"
+      submitLabel="Use the link's token"
+      cancelLabel="Keep my token"
+      busy={false}
+      error={null}
+      onClose={props.onKeep}
+      onSubmit={props.onReplace}
+    >
       <p>
-        This link carries an API token ({tokenTail(props.offered)}) that differs from the one this browser uses ({tokenTail(props.stored)}).
-        A token decides which tenant's sessions you see and act on: replace yours only if you trust where the link came from.
+        This link carries an API token ({tokenTail(props.offered)}) that differs from the one this browser uses ({tokenTail(props.stored)}). A token decides
+        which tenant's sessions you see and act on: replace yours only if you trust where the link came from.
       </p>
     </Modal>
   );

@@ -19,8 +19,7 @@ export interface DiffSide {
   get(seq: number): LogEvent | undefined;
 }
 
-export const rowKind = (seq: number, prefix: number): DiffRowKind =>
-  seq <= prefix ? 'shared' : seq === prefix + 1 ? 'first-divergent' : 'divergent';
+export const rowKind = (seq: number, prefix: number): DiffRowKind => (seq <= prefix ? 'shared' : seq === prefix + 1 ? 'first-divergent' : 'divergent');
 
 export function diffRow(seq: number, prefix: number, left: DiffSide, right: DiffSide): DiffRow {
   const kind = rowKind(seq, prefix);

@@ -278,7 +278,9 @@ const KIND_LABELS = { ADDED: 'added', CHANGED: 'changed', DELETED: 'deleted' } a
 const KindBadge = ({ kind }: { kind: Change['kind'] }) => <Badge tone={`file-kind kind-${kind.toLowerCase()}`}>{KIND_LABELS[kind]}</Badge>;
 
 function FileView({ sessionId, path, at, change, from }: { sessionId: string; path: string; at: number; change?: Change; from: number | null }) {
-  const [file, setFile] = useState<{ path: string; size: number; hash: string; seq: number; text?: string | null; base64?: string | null } | null | undefined>(undefined);
+  const [file, setFile] = useState<{ path: string; size: number; hash: string; seq: number; text?: string | null; base64?: string | null } | null | undefined>(
+    undefined,
+  );
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     let stale = false;
@@ -308,7 +310,18 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
           {change.diff ? (
             <pre class="file-diff" data-testid="file-diff">
               {change.diff.split('\n').map((line, i) => (
-                <span key={i} class={line.startsWith('+') && !line.startsWith('+++') ? 'add' : line.startsWith('-') && !line.startsWith('---') ? 'del' : line.startsWith('@@') ? 'hunk' : undefined}>
+                <span
+                  key={i}
+                  class={
+                    line.startsWith('+') && !line.startsWith('+++')
+                      ? 'add'
+                      : line.startsWith('-') && !line.startsWith('---')
+                        ? 'del'
+                        : line.startsWith('@@')
+                          ? 'hunk'
+                          : undefined
+                  }
+                >
                   {line}
                   {'\n'}
                 </span>
@@ -316,7 +329,12 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
             </pre>
           ) : (
             <p class="muted">
-              No text diff ({[change.before, change.after].filter((e): e is Entry => !!e).map((e) => `${formatBytes(e.size)}, sha-256 ${e.hash.slice(0, 12)}…`).join(' → ')}).
+              No text diff (
+              {[change.before, change.after]
+                .filter((e): e is Entry => !!e)
+                .map((e) => `${formatBytes(e.size)}, sha-256 ${e.hash.slice(0, 12)}…`)
+                .join(' → ')}
+              ).
             </p>
           )}
         </div>
@@ -324,7 +342,9 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
       {file === undefined && !error ? (
         <p class="muted">Loading…</p>
       ) : file === null ? (
-        <p class="muted" data-testid="file-absent">No file {path} at event #{at}.</p>
+        <p class="muted" data-testid="file-absent">
+          No file {path} at event #{at}.
+        </p>
       ) : file && file.text != null ? (
         <pre class="file-text" data-testid="file-text">
           {file.text}

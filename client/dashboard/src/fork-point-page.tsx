@@ -49,7 +49,9 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
 }
 
 /** What a variant is doing: running, failed (its own last turn), answered since the fork, or not yet. */
-export function variantState(c: Pick<VariantFieldsFragment, 'status' | 'lastAnswer' | 'lastTurn' | 'firstLiveSeq'>): 'running' | 'failed' | 'answered' | 'waiting' {
+export function variantState(
+  c: Pick<VariantFieldsFragment, 'status' | 'lastAnswer' | 'lastTurn' | 'firstLiveSeq'>,
+): 'running' | 'failed' | 'answered' | 'waiting' {
   if (c.status === 'RUNNING') return 'running';
   if (c.lastTurn?.reason === 'failed' && isOwn(c)) return 'failed';
   return c.lastAnswer && !c.lastAnswer.inherited ? 'answered' : 'waiting';
@@ -64,7 +66,13 @@ function useStreaming(id: string, running: boolean): LiveStep | null {
   useEffect(() => {
     setLive(null);
     if (!running) return;
-    return followLiveSteps(id, new Set(), setLive, () => {}, () => {}); // the card's state comes from the reads; streaming is extra
+    return followLiveSteps(
+      id,
+      new Set(),
+      setLive,
+      () => {},
+      () => {},
+    ); // the card's state comes from the reads; streaming is extra
   }, [id, running]);
   return live;
 }

@@ -22,7 +22,8 @@ export function withForkPoints<T extends ConversationItem>(items: readonly T[], 
   const out: Array<T | ForkPointItem> = [];
   let next = 0;
   const flushThrough = (limit: number) => {
-    for (; next < seqs.length && seqs[next] < limit; next++) out.push({ kind: 'fork-point', seq: seqs[next], childCount: points.get(seqs[next])!, seqs: [seqs[next]], inherited: false });
+    for (; next < seqs.length && seqs[next] < limit; next++)
+      out.push({ kind: 'fork-point', seq: seqs[next], childCount: points.get(seqs[next])!, seqs: [seqs[next]], inherited: false });
   };
   for (const item of items) {
     flushThrough(item.seqs[0]);

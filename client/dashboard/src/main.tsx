@@ -47,8 +47,8 @@ function App() {
           <BadLinkNotice />
           <h1>Sessions</h1>
           <p class="muted">
-            Pick a session on the left, or import a recording (JSON Lines, format V3 or V4). Each session is an append-only
-            event log: fork it at any event, branch from a completed turn, and continue the child with a message.
+            Pick a session on the left, or import a recording (JSON Lines, format V3 or V4). Each session is an append-only event log: fork it at any event,
+            branch from a completed turn, and continue the child with a message.
           </p>
         </main>
       )}

@@ -36,7 +36,10 @@ export const DASHBOARD_LINKS = /^\/(?:$|[?#]|sessions\/|compare\/)/;
 export function parseRoute(pathname: string, hash = ''): Route {
   // A deep link to an event, #/s/<id>/e/<seq>: the whole route in the hash, so it works from any path.
   const deep = /^#\/s\/([^/]+)(?:\/e\/(\d+))?\/?$/.exec(hash);
-  if (deep) return deep[2] === undefined ? { name: 'session', id: decodeURIComponent(deep[1]) } : { name: 'session', id: decodeURIComponent(deep[1]), seq: Number(deep[2]) };
+  if (deep)
+    return deep[2] === undefined
+      ? { name: 'session', id: decodeURIComponent(deep[1]) }
+      : { name: 'session', id: decodeURIComponent(deep[1]), seq: Number(deep[2]) };
   const diff = exec(pathname, DIFF);
   if (diff) return { name: 'diff', a: diff.params.a!, b: diff.params.b! };
   const forkPoint = exec(pathname, FORK_POINT);
@@ -58,7 +61,8 @@ export function parseRoute(pathname: string, hash = ''): Route {
  * null for a well-formed one or any other hash (`#main`, the skip link's).
  */
 export function badHash(hash: string): string | null {
-  if (hash.startsWith('#/') && !/^#\/s\/[^/]+(?:\/e\/\d+)?\/?$/.test(hash)) return `${hash} is not a link to a session or an event (#/s/<id> or #/s/<id>/e/<seq>)`;
+  if (hash.startsWith('#/') && !/^#\/s\/[^/]+(?:\/e\/\d+)?\/?$/.test(hash))
+    return `${hash} is not a link to a session or an event (#/s/<id> or #/s/<id>/e/<seq>)`;
   if (hash.startsWith('#seq-') && !/^#seq-\d+$/.test(hash)) return `${hash} is not an event number (#seq-<seq>)`;
   if (hash.startsWith('#files-') && !/^#files-\d+(?::.*)?$/.test(hash)) return `${hash} is not a files link (#files-<seq> or #files-<seq>:<path>)`;
   return null;

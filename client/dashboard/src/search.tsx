@@ -64,7 +64,10 @@ export function usePagedHits<H>(query: string, fetchPage: (query: string, after:
 
 async function searchSessionsPage(query: string, after: string | null) {
   const r = await forkline.query(SearchSessionsDocument, { query, first: PAGE, after });
-  return { hits: r.searchSessions.edges.map((e) => e.node), next: r.searchSessions.pageInfo.hasNextPage ? (r.searchSessions.pageInfo.endCursor ?? null) : null };
+  return {
+    hits: r.searchSessions.edges.map((e) => e.node),
+    next: r.searchSessions.pageInfo.hasNextPage ? (r.searchSessions.pageInfo.endCursor ?? null) : null,
+  };
 }
 
 export function SearchResults({ query, currentId }: { query: string; currentId?: string }) {
@@ -76,10 +79,7 @@ export function SearchResults({ query, currentId }: { query: string; currentId?:
         <ul>
           {hits.map((h) => (
             <li key={`${h.session.id}@${h.kind}@${h.seq}`} data-session-id={h.session.id} data-seq={h.seq}>
-              <a
-                href={eventPath(h.session.id, h.seq)}
-                class={`tree-link search-hit${h.session.id === currentId ? ' current' : ''}`}
-              >
+              <a href={eventPath(h.session.id, h.seq)} class={`tree-link search-hit${h.session.id === currentId ? ' current' : ''}`}>
                 <span class="tree-title">{h.kind === 'TITLE' ? <Snippet text={h.snippet} /> : h.session.title || 'Untitled'}</span>
                 <span class="tree-meta">
                   <span class={`hit-kind kind-${h.kind.toLowerCase()}`}>{KIND_LABEL[h.kind]}</span>

@@ -27,7 +27,14 @@ const n = (x: number) => (Number.isNaN(x) ? '…' : x.toLocaleString('en-US'));
  * `changed` changes whenever the totals may have (a turn started or ended);
  * `onJump` moves both panes to a seq; `selectedSeq` is the event last jumped to.
  */
-export function SessionInsights(props: { sessionId: string; changed: string; running: boolean; length: number; selectedSeq?: number; onJump(seq: number): void }) {
+export function SessionInsights(props: {
+  sessionId: string;
+  changed: string;
+  running: boolean;
+  length: number;
+  selectedSeq?: number;
+  onJump(seq: number): void;
+}) {
   const { sessionId, changed, running } = props;
   const [totals, setTotals] = useState<Totals | null>(null);
   useEffect(() => {
@@ -72,7 +79,7 @@ function TotalsLine({ totals: t }: { totals: Totals | null }) {
         <dt>Tokens out</dt>
         <dd>{n(totals.outputTokens)}</dd>
       </div>
-      <div title="By the host's price table when each answer was written (docs/agents.md &quot;Cost&quot;); – when no model had a price">
+      <div title='By the host&apos;s price table when each answer was written (docs/agents.md "Cost"); – when no model had a price'>
         <dt>Cost</dt>
         <dd data-testid="session-cost">{t ? formatUsd(totals.costUsd) : '…'}</dd>
       </div>
@@ -191,7 +198,14 @@ function WorkspaceViewer(props: { sessionId: string; length: number; selectedSeq
       >
         <label>
           at event{' '}
-          <input type="number" min={0} max={Math.max(0, props.length - 1)} value={draft} onInput={(e) => setDraft(e.currentTarget.value)} aria-label="Workspace at seq" />
+          <input
+            type="number"
+            min={0}
+            max={Math.max(0, props.length - 1)}
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+            aria-label="Workspace at seq"
+          />
         </label>
         <button type="submit" class="small" disabled={!draft.trim()}>
           Show

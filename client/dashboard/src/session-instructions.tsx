@@ -57,8 +57,7 @@ export function SessionInstructions({ sessionId, pages, version }: { sessionId: 
   return (
     <details class="session-instructions" data-testid="session-instructions">
       <summary>
-        Instructions{' '}
-        <span class="muted">{text === undefined ? '' : text ? `(${text.length} chars)` : '(none)'}</span>
+        Instructions <span class="muted">{text === undefined ? '' : text ? `(${text.length} chars)` : '(none)'}</span>
         {error && <span class="error-text"> · {error}</span>}
       </summary>
       {draft === null ? (
@@ -75,7 +74,13 @@ export function SessionInstructions({ sessionId, pages, version }: { sessionId: 
             void save();
           }}
         >
-          <textarea aria-label="Session instructions" rows={6} maxLength={MAX_INSTRUCTIONS_CHARS} value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+          <textarea
+            aria-label="Session instructions"
+            rows={6}
+            maxLength={MAX_INSTRUCTIONS_CHARS}
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+          />
           <button type="submit" class="small primary" disabled={saving}>
             Save
           </button>

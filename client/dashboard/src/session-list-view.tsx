@@ -45,9 +45,11 @@ export function forestOptions(v: ListView, now = Date.now()) {
     v.sort === 'updated'
       ? (a: SessionSummaryFragment, b: SessionSummaryFragment) => b.updatedAt.localeCompare(a.updatedAt)
       : v.sort === 'title'
-        ? (a: SessionSummaryFragment, b: SessionSummaryFragment) => (a.title ?? '').localeCompare(b.title ?? '', undefined, { sensitivity: 'base', numeric: true })
+        ? (a: SessionSummaryFragment, b: SessionSummaryFragment) =>
+            (a.title ?? '').localeCompare(b.title ?? '', undefined, { sensitivity: 'base', numeric: true })
         : v.sort === 'status'
-          ? (a: SessionSummaryFragment, b: SessionSummaryFragment) => Number(b.status === 'RUNNING') - Number(a.status === 'RUNNING') || b.updatedAt.localeCompare(a.updatedAt)
+          ? (a: SessionSummaryFragment, b: SessionSummaryFragment) =>
+              Number(b.status === 'RUNNING') - Number(a.status === 'RUNNING') || b.updatedAt.localeCompare(a.updatedAt)
           : undefined;
   return { keep, order };
 }
@@ -57,7 +59,11 @@ export function ListViewControls({ view, onChange }: { view: ListView; onChange(
     <div class="list-view" role="group" aria-label="Session list view">
       <label>
         Status
-        <select aria-label="Filter sessions by status" value={view.status} onChange={(e) => onChange({ ...view, status: e.currentTarget.value as ListView['status'] })}>
+        <select
+          aria-label="Filter sessions by status"
+          value={view.status}
+          onChange={(e) => onChange({ ...view, status: e.currentTarget.value as ListView['status'] })}
+        >
           <option value="all">all</option>
           <option value="RUNNING">running</option>
           <option value="IDLE">idle</option>
@@ -65,7 +71,11 @@ export function ListViewControls({ view, onChange }: { view: ListView; onChange(
       </label>
       <label>
         Created
-        <select aria-label="Filter sessions by creation date" value={view.created} onChange={(e) => onChange({ ...view, created: e.currentTarget.value as ListView['created'] })}>
+        <select
+          aria-label="Filter sessions by creation date"
+          value={view.created}
+          onChange={(e) => onChange({ ...view, created: e.currentTarget.value as ListView['created'] })}
+        >
           <option value="any">any time</option>
           <option value="1d">last 24 hours</option>
           <option value="7d">last 7 days</option>

@@ -34,9 +34,7 @@ export function followLiveSteps(
           break;
         case 'TEXT_DELTA':
           if (answeredSteps.has(`${u.turn}:${step}`)) break;
-          setLive((l) =>
-            l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' },
-          );
+          setLive((l) => (l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' }));
           break;
         case 'TOOL_RUNNING':
           setLive((l) => ({ turn: u.turn, step, text: l?.text ?? '', tool: u.toolName ?? 'tool' }));

@@ -2,12 +2,7 @@
 // composer, and the raw event timeline. Fork and branch open the child.
 import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import {
-  CompactSessionDocument,
-  DashboardSetSessionTitleDocument,
-  DeleteSessionDocument,
-  type SessionSummaryFragment,
-} from '../../generated/graphql.ts';
+import { CompactSessionDocument, DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
@@ -94,15 +89,28 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const length = Math.max(pages.length, session.eventCount);
   return (
     <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
-      <SessionHeader session={session} status={status ?? session.status} length={pages.length} busy={busy} onError={setActionError} details={details} onDetails={setDetails}>
+      <SessionHeader
+        session={session}
+        status={status ?? session.status}
+        length={pages.length}
+        busy={busy}
+        onError={setActionError}
+        details={details}
+        onDetails={setDetails}
+      >
         <SessionTools sessionId={id} pages={pages} version={version} />
         <SessionInstructions sessionId={id} pages={pages} version={version} />
       </SessionHeader>
       {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
-      <SessionInsights sessionId={id} changed={`${session.turnCount}:${status}`} running={running} length={pages.length} selectedSeq={jump?.seq} onJump={jumpTo} />
-      {childRequest && (
-        <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />
-      )}
+      <SessionInsights
+        sessionId={id}
+        changed={`${session.turnCount}:${status}`}
+        running={running}
+        length={pages.length}
+        selectedSeq={jump?.seq}
+        onJump={jumpTo}
+      />
+      {childRequest && <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />}
       {(error || actionError) && (
         <p class="error" role="alert">
           {actionError ?? error}
@@ -176,8 +184,7 @@ function JumpBar({ length, onJump }: { length: number; onJump(seq: number): void
         Jump to latest
       </button>
       <label>
-        seq{' '}
-        <input type="number" min={0} max={Math.max(0, length - 1)} value={seq} onInput={(e) => setSeq(e.currentTarget.value)} aria-label="Seq to jump to" />
+        seq <input type="number" min={0} max={Math.max(0, length - 1)} value={seq} onInput={(e) => setSeq(e.currentTarget.value)} aria-label="Seq to jump to" />
       </label>
       <button type="submit" class="small" disabled={!length || !seq.trim()}>
         Jump to seq
@@ -236,7 +243,10 @@ function SessionHeader(props: {
           </button>
           <span>{Math.max(props.length, session.eventCount)} events</span>
           <span>{session.turnCount} turns</span>
-          <span class="format-version" title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}>
+          <span
+            class="format-version"
+            title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}
+          >
             format v{session.formatVersion}
           </span>
           {session.runner && (
@@ -249,17 +259,14 @@ function SessionHeader(props: {
         </div>
         {session.parent && (
           <div class="meta lineage">
-            Fork of{' '}
-            <a href={sessionPath(session.parent.id)}>
-              {session.parent.title || session.parent.id}
-            </a>{' '}
-            at event {session.forkedAtSeq} · {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
+            Fork of <a href={sessionPath(session.parent.id)}>{session.parent.title || session.parent.id}</a> at event {session.forkedAtSeq} ·{' '}
+            {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
         {!session.parent && session.forkedAtSeq != null && (
           <div class="meta lineage" data-testid="imported-lineage">
-            Imported fork: the recording was forked at event {session.forkedAtSeq} of a parent that is not in this instance ·{' '}
-            {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
+            Imported fork: the recording was forked at event {session.forkedAtSeq} of a parent that is not in this instance · {session.inheritedEventCount}{' '}
+            inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
         {children.length > 0 && (
@@ -282,7 +289,12 @@ function SessionHeader(props: {
             Fork tree
           </a>
         )}
-        <button type="button" onClick={compact} disabled={busy || compacting || session.turnCount === 0} title="Replace the model-visible history through the last completed turn by a summary (compactSession)">
+        <button
+          type="button"
+          onClick={compact}
+          disabled={busy || compacting || session.turnCount === 0}
+          title="Replace the model-visible history through the last completed turn by a summary (compactSession)"
+        >
           {compacting ? 'Compacting…' : 'Compact'}
         </button>
         <ExportButton sessionId={session.id} fileName={`${slug(session.title) || session.id}.jsonl`} busy={busy} onError={onError} />

@@ -264,7 +264,14 @@ function SessionTree(props: { forest: readonly LineageNode[]; currentId?: string
     list.scrollToIndex(i, { align: 'auto' });
   };
   const onKeyDown = (e: KeyboardEvent) => {
-    const keys: Record<string, number> = { ArrowDown: tabStop + 1, ArrowUp: tabStop - 1, Home: 0, End: rows.length - 1, PageDown: tabStop + 10, PageUp: tabStop - 10 };
+    const keys: Record<string, number> = {
+      ArrowDown: tabStop + 1,
+      ArrowUp: tabStop - 1,
+      Home: 0,
+      End: rows.length - 1,
+      PageDown: tabStop + 10,
+      PageUp: tabStop - 10,
+    };
     if (!(e.key in keys)) return;
     e.preventDefault();
     move(keys[e.key]);

@@ -72,7 +72,14 @@ export function useLoadedTypes(pages: EventPages, version: number): string[] {
 }
 
 /** The events that pass the filter, from the server, newest page first; earlier pages on request. */
-export function FilteredTimeline(props: { pages: EventPages; version: number; filter: EventFilter; sessionId: string; onFork(seq: number): void; busy: boolean }) {
+export function FilteredTimeline(props: {
+  pages: EventPages;
+  version: number;
+  filter: EventFilter;
+  sessionId: string;
+  onFork(seq: number): void;
+  busy: boolean;
+}) {
   const { pages, filter, sessionId } = props;
   const [served, setServed] = useState<{ events: LogEvent[]; before: string | null; upTo: number } | null>(null);
   const [loading, setLoading] = useState(false);

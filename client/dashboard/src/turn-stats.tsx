@@ -30,7 +30,11 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
   const [stats, setStats] = useState<TurnStats | null>(null);
   useEffect(() => {
     let live = true;
-    const show = () => statsOf(sessionId, endSeq).then((s) => live && setStats(s), () => {});
+    const show = () =>
+      statsOf(sessionId, endSeq).then(
+        (s) => live && setStats(s),
+        () => {},
+      );
     // Asked only for a turn end that stays on screen a moment: one scrolled past is not worth a request
     // (a fast scroll through the conversation would send one per turn, each answer growing its row).
     const wait = cache.has(`${sessionId}@${endSeq}`) ? undefined : setTimeout(show, ASK_AFTER_MS);
@@ -52,10 +56,12 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
   ].filter(Boolean);
   return (
     <div class="turn-stats" data-testid="turn-stats">
-      <span class="muted">
-        {summary.join(' · ')}
-      </span>
-      <span class="step-bars" role="img" aria-label={`Turn ${stats.turn} step latencies: ${stats.steps.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}>
+      <span class="muted">{summary.join(' · ')}</span>
+      <span
+        class="step-bars"
+        role="img"
+        aria-label={`Turn ${stats.turn} step latencies: ${stats.steps.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}
+      >
         {stats.steps.map((s) => (
           <span
             key={s.step}

@@ -1,14 +1,7 @@
 // @tanstack/virtual-core bound to Preact (as its React adapter does): only the
 // rows in and near the viewport are in the DOM, whatever the log's length.
 import { useLayoutEffect, useReducer, useState } from 'preact/hooks';
-import {
-  elementScroll,
-  observeElementOffset,
-  observeElementRect,
-  Virtualizer,
-  type PartialKeys,
-  type VirtualizerOptions,
-} from '@tanstack/virtual-core';
+import { elementScroll, observeElementOffset, observeElementRect, Virtualizer, type PartialKeys, type VirtualizerOptions } from '@tanstack/virtual-core';
 
 export type { Virtualizer } from '@tanstack/virtual-core';
 

@@ -37,7 +37,8 @@ function Chat() {
             if (part.type === 'dynamic-tool')
               return (
                 <pre key={i} data-tool={part.toolName} data-state={part.state}>
-                  {part.toolName}({JSON.stringify(part.input)}) {part.state === 'output-available' ? `→ ${String(part.output)}` : part.state === 'output-error' ? `✗ ${part.errorText}` : '…'}
+                  {part.toolName}({JSON.stringify(part.input)}){' '}
+                  {part.state === 'output-available' ? `→ ${String(part.output)}` : part.state === 'output-error' ? `✗ ${part.errorText}` : '…'}
                 </pre>
               );
             return null;

@@ -62,7 +62,14 @@ export function toModelMessages(messages: readonly ChatMessage[]): ModelMessage[
       case 'tool':
         out.push({
           role: 'tool',
-          content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName: toolNames.get(m.tool_call_id) ?? 'unknown', output: { type: 'text', value: m.content } }],
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: m.tool_call_id,
+              toolName: toolNames.get(m.tool_call_id) ?? 'unknown',
+              output: { type: 'text', value: m.content },
+            },
+          ],
         });
         break;
     }
@@ -95,9 +102,20 @@ export async function aiSdkToolDeclarations(tools: ToolSet = {}, effects: Record
 /** The AI SDK's call settings from the ones forkline recorded (session/model settings; chat-completions names too). */
 export function aiSdkCallSettings(settings: Record<string, unknown> | undefined): CallSettings {
   const names: Record<string, string> = {
-    temperature: 'temperature', topP: 'topP', top_p: 'topP', topK: 'topK', top_k: 'topK', maxOutputTokens: 'maxOutputTokens', max_tokens: 'maxOutputTokens',
-    presencePenalty: 'presencePenalty', presence_penalty: 'presencePenalty', frequencyPenalty: 'frequencyPenalty', frequency_penalty: 'frequencyPenalty',
-    seed: 'seed', stopSequences: 'stopSequences', stop: 'stopSequences',
+    temperature: 'temperature',
+    topP: 'topP',
+    top_p: 'topP',
+    topK: 'topK',
+    top_k: 'topK',
+    maxOutputTokens: 'maxOutputTokens',
+    max_tokens: 'maxOutputTokens',
+    presencePenalty: 'presencePenalty',
+    presence_penalty: 'presencePenalty',
+    frequencyPenalty: 'frequencyPenalty',
+    frequency_penalty: 'frequencyPenalty',
+    seed: 'seed',
+    stopSequences: 'stopSequences',
+    stop: 'stopSequences',
   };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings ?? {})) if (names[k]) out[names[k]] = k === 'stop' && typeof v === 'string' ? [v] : v;
@@ -105,7 +123,9 @@ export function aiSdkCallSettings(settings: Record<string, unknown> | undefined)
 }
 
 const usageOf = (u: LanguageModelV3Usage | undefined) =>
-  u?.inputTokens?.total !== undefined || u?.outputTokens?.total !== undefined ? { inputTokens: u?.inputTokens?.total ?? 0, outputTokens: u?.outputTokens?.total ?? 0 } : undefined;
+  u?.inputTokens?.total !== undefined || u?.outputTokens?.total !== undefined
+    ? { inputTokens: u?.inputTokens?.total ?? 0, outputTokens: u?.outputTokens?.total ?? 0 }
+    : undefined;
 
 /** The model's own calls (not the provider's: it ran those itself and answered them). */
 const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPart>): RunnerToolCall[] =>

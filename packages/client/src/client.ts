@@ -95,7 +95,11 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     try {
       res = await doFetch(opts.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json', ...(authorization ? { authorization } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json, application/json',
+          ...(authorization ? { authorization } : {}),
+        },
         body: JSON.stringify({ query: print(doc), variables: variables ?? {} }),
       });
     } catch (err) {
@@ -226,7 +230,8 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
 }
 
 /** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
-const isRetryable = (err: unknown) => err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
+const isRetryable = (err: unknown) =>
+  err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
 
 async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
   const deadline = Date.now() + retryForMs;

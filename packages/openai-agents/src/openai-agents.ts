@@ -12,7 +12,19 @@
 // effects first (declareRunnerTools).
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
-import { OpenAIProvider, run, type Agent, type AgentInputItem, type Model, type ModelProvider, type ModelRequest as AgentsModelRequest, type ModelResponse, type ModelSettings, type Session, type Tool } from '@openai/agents';
+import {
+  OpenAIProvider,
+  run,
+  type Agent,
+  type AgentInputItem,
+  type Model,
+  type ModelProvider,
+  type ModelRequest as AgentsModelRequest,
+  type ModelResponse,
+  type ModelSettings,
+  type Session,
+  type Tool,
+} from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import { requestedModel, unservableModel, type RequestedModel } from '@forkline/runner';
 
@@ -34,7 +46,13 @@ export function toAgentItems(messages: readonly ChatMessage[]): AgentInputItem[]
         out.push({ type: 'function_call', callId: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' } as Item);
       }
     } else if (m.role === 'tool') {
-      out.push({ type: 'function_call_result', callId: m.tool_call_id, name: names.get(m.tool_call_id) ?? 'unknown', status: 'completed', output: { type: 'text', text: m.content } } as Item);
+      out.push({
+        type: 'function_call_result',
+        callId: m.tool_call_id,
+        name: names.get(m.tool_call_id) ?? 'unknown',
+        status: 'completed',
+        output: { type: 'text', text: m.content },
+      } as Item);
     }
   }
   return out;
@@ -123,14 +141,26 @@ type FunctionTool = Extract<Tool, { type: 'function' }>;
 export function agentsToolDeclarations(agent: Agent<any, any>, effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
   return (agent.tools as Tool[])
     .filter((t): t is FunctionTool => t.type === 'function')
-    .map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as unknown as Record<string, unknown>, effect: effects[t.name] ?? 'side-effects' }));
+    .map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: t.parameters as unknown as Record<string, unknown>,
+      effect: effects[t.name] ?? 'side-effects',
+    }));
 }
 
 /** The Agents SDK's model settings from the ones forkline recorded (session/model settings). */
 export function agentsModelSettings(settings: Record<string, unknown> | undefined): ModelSettings {
   const names: Record<string, keyof ModelSettings> = {
-    temperature: 'temperature', topP: 'topP', top_p: 'topP', maxOutputTokens: 'maxTokens', max_tokens: 'maxTokens',
-    presencePenalty: 'presencePenalty', presence_penalty: 'presencePenalty', frequencyPenalty: 'frequencyPenalty', frequency_penalty: 'frequencyPenalty',
+    temperature: 'temperature',
+    topP: 'topP',
+    top_p: 'topP',
+    maxOutputTokens: 'maxTokens',
+    max_tokens: 'maxTokens',
+    presencePenalty: 'presencePenalty',
+    presence_penalty: 'presencePenalty',
+    frequencyPenalty: 'frequencyPenalty',
+    frequency_penalty: 'frequencyPenalty',
   };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(settings ?? {})) if (names[k]) out[names[k]] = v;
@@ -140,10 +170,19 @@ export function agentsModelSettings(settings: Record<string, unknown> | undefine
 /** A model response as a step's message: its text, its function calls, its usage. */
 function stepMessage(response: ModelResponse): StepMessage {
   const items = response.output as Item[];
-  const text = items.filter((i) => i.type === 'message' || i.role === 'assistant').map(messageText).join('');
-  const toolCalls: RunnerToolCall[] = items.filter((i) => i.type === 'function_call').map((i) => ({ id: i.callId, name: i.name, arguments: i.arguments || '{}' }));
+  const text = items
+    .filter((i) => i.type === 'message' || i.role === 'assistant')
+    .map(messageText)
+    .join('');
+  const toolCalls: RunnerToolCall[] = items
+    .filter((i) => i.type === 'function_call')
+    .map((i) => ({ id: i.callId, name: i.name, arguments: i.arguments || '{}' }));
   const u = response.usage as { inputTokens?: number; outputTokens?: number } | undefined;
-  return { text, toolCalls, ...(u && (u.inputTokens || u.outputTokens) ? { usage: { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } } : {}) };
+  return {
+    text,
+    toolCalls,
+    ...(u && (u.inputTokens || u.outputTokens) ? { usage: { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 } } : {}),
+  };
 }
 
 /** `model` writing each call through `turn`: the step's start before it, the response (with its calls) before the run sees it. */

@@ -12,7 +12,9 @@ export interface RequestedModel {
 /** The model the request names, or undefined when the session names none. */
 export function requestedModel(request: ModelRequest): RequestedModel | undefined {
   const m = request.model as Partial<RequestedModel> | null;
-  return m && typeof m.provider === 'string' && typeof m.model === 'string' ? { provider: m.provider, model: m.model, ...(m.settings ? { settings: m.settings } : {}) } : undefined;
+  return m && typeof m.provider === 'string' && typeof m.model === 'string'
+    ? { provider: m.provider, model: m.model, ...(m.settings ? { settings: m.settings } : {}) }
+    : undefined;
 }
 
 /** Why the runner cannot serve a request: the turn fails with this (never runs on another model than the one the session names). */

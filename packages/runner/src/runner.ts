@@ -150,7 +150,9 @@ export class ForklineRunner {
   /** Claims the session: its lease, or undefined when another runner holds it. */
   async claim(sessionId: string): Promise<RunnerSession | undefined> {
     try {
-      const { claimSession } = await this.retrying(() => this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs } }));
+      const { claimSession } = await this.retrying(() =>
+        this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs } }),
+      );
       return this.held(claimSession);
     } catch (err) {
       if (codeOf(err) === 'SESSION_BUSY') return undefined;
@@ -261,7 +263,11 @@ function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v ?? null);
 }
@@ -277,7 +283,9 @@ function isStoredAsSent(stored: { type: string; data: unknown; synthetic: boolea
   let data = stored.data as Record<string, unknown>;
   if (sent.type === 'model/message' && Array.isArray(data?.toolCalls) && Array.isArray(sent.data.toolCalls)) {
     const sentCalls = sent.data.toolCalls as Array<Record<string, unknown>>;
-    const toolCalls = (data.toolCalls as Array<Record<string, unknown>>).map((c, i) => (sentCalls[i] && sentCalls[i].effect === undefined ? { ...c, effect: undefined } : c));
+    const toolCalls = (data.toolCalls as Array<Record<string, unknown>>).map((c, i) =>
+      sentCalls[i] && sentCalls[i].effect === undefined ? { ...c, effect: undefined } : c,
+    );
     data = { ...data, toolCalls };
   }
   return canonicalJson(data) === canonicalJson(sent.data);
@@ -383,7 +391,8 @@ export class RunnerSession {
    * is `turn: null` (with no messages), known without asking.
    */
   async modelRequest(): Promise<ModelRequest> {
-    if (this.released) return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount!, compaction: null };
+    if (this.released)
+      return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount!, compaction: null };
     const ready = this.prefetched;
     this.prefetched = undefined;
     if (ready && ready.eventCount === this.eventCount) return ready;
@@ -427,7 +436,9 @@ export class RunnerSession {
         // Who wrote since? Only inbox/add (a message) or our own batch (an earlier attempt's answer was lost;
         // a releasing one then finds the lease given back: LEASE_LOST). Ours means exactly what we sent:
         // a new holder's repair writes events of the same types (its synthetic closers), which are not.
-        const page = await this.runner.retrying(() => this.runner.client.query(SessionEventsDocument, { id: this.sessionId, afterSeq: expected - 1, first: events.length + 100 }));
+        const page = await this.runner.retrying(() =>
+          this.runner.client.query(SessionEventsDocument, { id: this.sessionId, afterSeq: expected - 1, first: events.length + 100 }),
+        );
         const since = (page.session?.events.edges ?? []).map((e) => e.node);
         const ours = since.filter((e) => e.type !== 'inbox/add');
         if (ours.length === events.length && ours.every((e, i) => e.seq >= expected && isStoredAsSent(e, events[i]))) {
@@ -467,7 +478,9 @@ export class RunnerSession {
     await this.deltas;
     if (this.abort.signal.aborted) return;
     try {
-      await this.runner.retrying(() => this.runner.client.mutate(ReleaseSessionDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken } }));
+      await this.runner.retrying(() =>
+        this.runner.client.mutate(ReleaseSessionDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken } }),
+      );
     } catch (err) {
       if (codeOf(err) !== 'LEASE_LOST') throw err;
     }
@@ -569,7 +582,10 @@ export class TurnWriter {
     });
     this.answered = true;
     for (const c of toolCalls) this.unanswered.set(c.id, c);
-    const event: RunnerEvent = { type: 'model/message', data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) } };
+    const event: RunnerEvent = {
+      type: 'model/message',
+      data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) },
+    };
     if (toolCalls.length === 0) {
       this.carry.push(event);
       return;
@@ -581,7 +597,10 @@ export class TurnWriter {
   result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
     this.unanswered.delete(call.id);
     return this.write([
-      { type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name } },
+      {
+        type: 'tool/result',
+        data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name },
+      },
     ]);
   }
 
@@ -591,7 +610,18 @@ export class TurnWriter {
     this.stepOpen = false;
     // A call the framework never ran (a tool the runner lacks, a run that failed first) is answered as such: results pair with calls.
     for (const call of this.unanswered.values()) {
-      this.carry.push({ type: 'tool/result', data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status: 'error', content: 'the runner recorded no result for this call (it did not run it)', name: call.name } });
+      this.carry.push({
+        type: 'tool/result',
+        data: {
+          turn: this.turn,
+          step: this.step,
+          callId: call.id,
+          resultId: `res_${this.session.sessionId}_${call.id}`,
+          status: 'error',
+          content: 'the runner recorded no result for this call (it did not run it)',
+          name: call.name,
+        },
+      });
     }
     this.unanswered.clear();
     this.carry.push({ type: 'step/end', data: { turn: this.turn, step: this.step, reason } });

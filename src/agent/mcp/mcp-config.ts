@@ -66,8 +66,7 @@ export interface McpConfig {
 }
 export const isStdioServer = (c: McpServerConfig): c is z.infer<typeof stdioServer> => 'command' in c;
 
-const issuesText = (error: z.ZodError, prefix: string[]) =>
-  error.issues.map((i) => `${[...prefix, ...i.path].join('.') || '(top)'}: ${i.message}`).join('; ');
+const issuesText = (error: z.ZodError, prefix: string[]) => error.issues.map((i) => `${[...prefix, ...i.path].join('.') || '(top)'}: ${i.message}`).join('; ');
 
 /** Parses a config (the file's text); throws an Error naming the file and each problem. */
 export function parseMcpConfig(text: string, source = 'FORKLINE_MCP_CONFIG'): McpConfig {

@@ -9,7 +9,15 @@ import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } fr
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import type { ToolCall } from '../../core/events.ts';
-import { ContextOverflowError, DEFAULT_MODEL_RETRIES, MAX_RETRY_AFTER_MS, ModelError, type ChatModel, type CompleteOptions, type ModelRetryPolicy } from './model.ts';
+import {
+  ContextOverflowError,
+  DEFAULT_MODEL_RETRIES,
+  MAX_RETRY_AFTER_MS,
+  ModelError,
+  type ChatModel,
+  type CompleteOptions,
+  type ModelRetryPolicy,
+} from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
 import { callSettings } from './settings.ts';
 
@@ -47,7 +55,9 @@ export class LanguageChatModel implements ChatModel {
         const headers = APICallError.isInstance(cause) ? cause.responseHeaders : undefined;
         const asked = retryAfterMs(headers, this.opts.now?.() ?? Date.now());
         const delayMs =
-          asked !== undefined && asked <= MAX_RETRY_AFTER_MS ? asked : backoffDelay(attempt - 1, { initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs });
+          asked !== undefined && asked <= MAX_RETRY_AFTER_MS
+            ? asked
+            : backoffDelay(attempt - 1, { initialMs: policy.initialDelayMs, maxMs: policy.maxDelayMs });
         const status = APICallError.isInstance(cause) ? cause.statusCode : undefined;
         await opts.onRetry?.({ attempt, error: (err as Error).message, delayMs, ...(status ? { status } : {}) });
         await sleep(delayMs, undefined, { signal: opts.signal });
@@ -113,7 +123,13 @@ function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: 
  * count (…) exceeds the maximum number of tokens allowed"), and the
  * OpenAI-compatible servers that copy OpenAI's wording.
  */
-const OVERFLOW = [/context_length_exceeded/, /maximum context length/i, /prompt is too long/i, /input token count.*exceeds the maximum/i, /exceeds the context window/i];
+const OVERFLOW = [
+  /context_length_exceeded/,
+  /maximum context length/i,
+  /prompt is too long/i,
+  /input token count.*exceeds the maximum/i,
+  /exceeds the context window/i,
+];
 
 export function contextOverflow(err: APICallError): boolean {
   if (err.statusCode !== 400 && err.statusCode !== 413) return false;

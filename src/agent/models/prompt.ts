@@ -75,9 +75,12 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
         role: 'assistant',
         content: [
           ...(m.content !== null ? [{ type: 'text' as const, text: m.content }] : []),
-          ...(m.tool_calls ?? []).map(
-            (c): LanguageModelV3ToolCallPart => ({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: toolInput(c.function.arguments) }),
-          ),
+          ...(m.tool_calls ?? []).map((c): LanguageModelV3ToolCallPart => ({
+            type: 'tool-call',
+            toolCallId: c.id,
+            toolName: c.function.name,
+            input: toolInput(c.function.arguments),
+          })),
         ],
       };
     case 'tool': {

@@ -53,7 +53,12 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
     ['google', { languageModel: (id) => google.languageModel(id), prompt: systemOnlyAtStart }],
   ]);
   if (config.openaiCompatible?.baseUrl) {
-    const compatible = createOpenAICompatible({ name: 'openai-compatible', ...endpoint(config.openaiCompatible), baseURL: config.openaiCompatible.baseUrl, includeUsage: true });
+    const compatible = createOpenAICompatible({
+      name: 'openai-compatible',
+      ...endpoint(config.openaiCompatible),
+      baseURL: config.openaiCompatible.baseUrl,
+      includeUsage: true,
+    });
     families.set('openai-compatible', { languageModel: (id) => compatible.chatModel(id) });
   }
   return families;

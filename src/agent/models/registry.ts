@@ -64,7 +64,12 @@ export class ModelRegistry {
   register(name: string, family: ProviderFamily) {
     this.providers.set(
       name,
-      new LanguageChatModel({ provider: name, ...family, retries: this.opts.retries, onRequest: name === 'scripted' ? (r) => this.scripted.record(r) : undefined }),
+      new LanguageChatModel({
+        provider: name,
+        ...family,
+        retries: this.opts.retries,
+        onRequest: name === 'scripted' ? (r) => this.scripted.record(r) : undefined,
+      }),
     );
   }
 

@@ -33,7 +33,17 @@ const ALIASES: Record<string, { name: CallSettingName; schema: z.ZodType }> = {
   max_tokens: { name: 'maxOutputTokens', schema: CALL_SETTINGS.maxOutputTokens },
   presence_penalty: { name: 'presencePenalty', schema: CALL_SETTINGS.presencePenalty },
   frequency_penalty: { name: 'frequencyPenalty', schema: CALL_SETTINGS.frequencyPenalty },
-  stop: { name: 'stopSequences', schema: z.union([z.string().min(1).max(200).transform((s) => [s]), stopSequences]) },
+  stop: {
+    name: 'stopSequences',
+    schema: z.union([
+      z
+        .string()
+        .min(1)
+        .max(200)
+        .transform((s) => [s]),
+      stopSequences,
+    ]),
+  },
 };
 
 /** The setting a session's field names, and the schema of its value; undefined for a field not allowed. */

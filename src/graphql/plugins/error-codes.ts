@@ -8,7 +8,6 @@ import { ForklineError } from '../../core/errors.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
 import type { ErrorLog } from '../../logger.ts';
 
-
 /** Retryable, with the HTTP answer yoga gives it (503, Retry-After): the database is unreachable or full. */
 export const serviceUnavailable = (path?: GraphQLError['path']) =>
   new GraphQLError('the database is unavailable or out of connections; retry shortly', {
@@ -33,8 +32,15 @@ export const requestError = (message: string) => asRequestError(new GraphQLError
 
 function withExtensions(e: GraphQLError, extensions: Record<string, unknown>): GraphQLError {
   // graphql-js's errors have a mutable extensions object; graphql-jit's (plugins/jit.ts) may have none, read-only.
-  if (e.extensions && Object.isExtensible(e.extensions)) return Object.assign(e.extensions, extensions), e;
-  return new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path, originalError: e.originalError, extensions: { ...e.extensions, ...extensions } });
+  if (e.extensions && Object.isExtensible(e.extensions)) return (Object.assign(e.extensions, extensions), e);
+  return new GraphQLError(e.message, {
+    nodes: e.nodes,
+    source: e.source,
+    positions: e.positions,
+    path: e.path,
+    originalError: e.originalError,
+    extensions: { ...e.extensions, ...extensions },
+  });
 }
 
 function rootCause(error: unknown): unknown {
@@ -55,7 +61,6 @@ function postgresCode(error: unknown): string | undefined {
   }
   return undefined;
 }
-
 
 export function maskError(log: ErrorLog) {
   return (error: unknown, message: string): Error => {
@@ -118,9 +123,11 @@ export function useInputErrorCodes(): Plugin {
 function tagInputErrors(): Plugin {
   const tag = (e: GraphQLError) => (e.extensions?.code ? e : withExtensions(e, { code: 'BAD_USER_INPUT' }));
   return {
-    onValidate: () => ({ result, setResult }) => {
-      if (result.length) setResult((result as GraphQLError[]).map(tag));
-    },
+    onValidate:
+      () =>
+      ({ result, setResult }) => {
+        if (result.length) setResult((result as GraphQLError[]).map(tag));
+      },
     onExecute: () => ({
       onExecuteDone: ({ result, setResult }) => {
         if (!result || !('errors' in result) || !result.errors?.length) return;

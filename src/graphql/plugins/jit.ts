@@ -16,9 +16,7 @@ type Compiled = { jit: CompiledQuery; defaults: [name: string, value: unknown][]
 // graphql-js apply the default. Defaults the request omits are filled in as if
 // the client had sent them, so graphql-jit coerces them like any input.
 function variableDefaults(operation: OperationDefinitionNode | null | undefined): [string, unknown][] {
-  return (operation?.variableDefinitions ?? [])
-    .filter((d) => d.defaultValue)
-    .map((d) => [d.variable.name.value, valueFromASTUntyped(d.defaultValue!)]);
+  return (operation?.variableDefinitions ?? []).filter((d) => d.defaultValue).map((d) => [d.variable.name.value, valueFromASTUntyped(d.defaultValue!)]);
 }
 
 function withDefaults(variables: Record<string, unknown> | null | undefined, defaults: [string, unknown][]): Record<string, unknown> {
@@ -47,7 +45,10 @@ export function useJitQueries(): Plugin {
       if (getOperationAST(args.document, args.operationName)?.operation !== 'query') return;
       const compiled = compiledFor(args);
       if (compiled) {
-        setExecuteFn((a) => compiled.jit.query(a.rootValue, a.contextValue, withDefaults(a.variableValues, compiled.defaults)) as ExecutionResult | Promise<ExecutionResult>);
+        setExecuteFn(
+          (a) =>
+            compiled.jit.query(a.rootValue, a.contextValue, withDefaults(a.variableValues, compiled.defaults)) as ExecutionResult | Promise<ExecutionResult>,
+        );
       }
     },
   };

@@ -27,14 +27,11 @@ function hasUnstorableLiteral(document: DocumentNode): boolean {
 }
 
 const rejection = () => ({
-  errors: [
-    new GraphQLError(`strings ${UNSTORABLE_TEXT}`, { extensions: { code: 'BAD_USER_INPUT' } }),
-  ],
+  errors: [new GraphQLError(`strings ${UNSTORABLE_TEXT}`, { extensions: { code: 'BAD_USER_INPUT' } })],
 });
 
 export function useStorableText(): Plugin {
-  const check = (args: { document: DocumentNode; variableValues?: unknown }) =>
-    hasUnstorableString(args.variableValues) || hasUnstorableLiteral(args.document);
+  const check = (args: { document: DocumentNode; variableValues?: unknown }) => hasUnstorableString(args.variableValues) || hasUnstorableLiteral(args.document);
   return {
     onExecute({ args, setResultAndStopExecution }) {
       if (check(args)) setResultAndStopExecution(rejection());

@@ -30,7 +30,10 @@ const UsageRef = builder.objectRef<Usage>('Usage').implement({
   fields: (t) => ({
     inputTokens: t.exposeInt('inputTokens'),
     outputTokens: t.exposeInt('outputTokens'),
-    costUsd: t.exposeFloat('costUsd', { nullable: true, description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price." }),
+    costUsd: t.exposeFloat('costUsd', {
+      nullable: true,
+      description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price.",
+    }),
   }),
 });
 
@@ -47,7 +50,8 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
     outputTokens: t.exposeInt('outputTokens'),
     costUsd: t.exposeFloat('costUsd', {
       nullable: true,
-      description: "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
+      description:
+        "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
     }),
     turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
   }),
@@ -62,7 +66,11 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
-    durationMs: t.int({ nullable: true, description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.', resolve: (s) => durationMs(s.startedAt, s.endedAt) }),
+    durationMs: t.int({
+      nullable: true,
+      description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.',
+      resolve: (s) => durationMs(s.startedAt, s.endedAt),
+    }),
     toolCallCount: t.exposeInt('toolCallCount'),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (s) => s.usage }),
   }),
@@ -78,9 +86,22 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
-    durationMs: t.int({ nullable: true, description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.', resolve: (turn) => durationMs(turn.startedAt, turn.endedAt) }),
-    steps: t.field({ type: [StepRef], description: "The turn's steps, with durations and usage (reads the turn's events).", resolve: (turn, _a, ctx) => stepsOf(ctx.store.log, turn) }),
-    usage: t.field({ type: UsageRef, nullable: true, description: "Tokens over the turn's steps; null when the provider reported none.", resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(ctx.store.log, turn)) }),
+    durationMs: t.int({
+      nullable: true,
+      description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.',
+      resolve: (turn) => durationMs(turn.startedAt, turn.endedAt),
+    }),
+    steps: t.field({
+      type: [StepRef],
+      description: "The turn's steps, with durations and usage (reads the turn's events).",
+      resolve: (turn, _a, ctx) => stepsOf(ctx.store.log, turn),
+    }),
+    usage: t.field({
+      type: UsageRef,
+      nullable: true,
+      description: "Tokens over the turn's steps; null when the provider reported none.",
+      resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(ctx.store.log, turn)),
+    }),
     error: t.string({
       nullable: true,
       description: "Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. One index probe.",
@@ -99,7 +120,10 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
     turn: t.int({ resolve: (e) => answerOf(e).turn }),
     step: t.int({ resolve: (e) => answerOf(e).step }),
     text: t.string({ resolve: (e) => answerOf(e).text }),
-    toolCallCount: t.int({ description: 'Tool calls the answer asked for (a step that only calls tools has empty text).', resolve: (e) => answerOf(e).toolCalls.length }),
+    toolCallCount: t.int({
+      description: 'Tool calls the answer asked for (a step that only calls tools has empty text).',
+      resolve: (e) => answerOf(e).toolCalls.length,
+    }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
@@ -146,8 +170,8 @@ builder.prismaObjectFields('Session', (t) => ({
   totals: t.field({
     type: SessionTotalsRef,
     description:
-      "Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): " +
-      "summed in the database over the turn brackets and answers, the log is not read out.",
+      'Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): ' +
+      'summed in the database over the turn brackets and answers, the log is not read out.',
     resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, logAsOf(s)),
   }),
   turns: t.field({
@@ -168,23 +192,20 @@ const SendMessageInput = builder.inputType('SendMessageInput', {
   }),
 });
 
-const SendMessagePayload = builder
-  .objectRef<{ sessionId: string; inputId: string; event: StoredEvent }>('SendMessagePayload')
-  .implement({
-    fields: (t) => ({
-      session: t.field({
-        type: SessionRef,
-        resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
-      }),
-      inputId: t.exposeID('inputId'),
-      event: t.field({
-        type: EventRef,
-        description: 'The inbox/add event that queued the input.',
-        resolve: (p) => p.event,
-      }),
+const SendMessagePayload = builder.objectRef<{ sessionId: string; inputId: string; event: StoredEvent }>('SendMessagePayload').implement({
+  fields: (t) => ({
+    session: t.field({
+      type: SessionRef,
+      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
     }),
-  });
-
+    inputId: t.exposeID('inputId'),
+    event: t.field({
+      type: EventRef,
+      description: 'The inbox/add event that queued the input.',
+      resolve: (p) => p.event,
+    }),
+  }),
+});
 
 // Argument schemas are built once: zod compiles each object schema on its first
 // parse, and a schema built per call was compiled per call (a visible share
@@ -225,7 +246,8 @@ builder.mutationFields((t) => ({
   }),
   setSessionModel: t.field({
     type: SessionRef,
-    description: 'Records a session/model event: later turns use this model. Takes `input`; the plain `sessionId` and `model` arguments are the deprecated older shape.',
+    description:
+      'Records a session/model event: later turns use this model. Takes `input`; the plain `sessionId` and `model` arguments are the deprecated older shape.',
     args: {
       input: t.arg({ type: SetSessionModelInput }),
       sessionId: t.arg.id({ deprecationReason: 'Use input: { sessionId, model }.' }),

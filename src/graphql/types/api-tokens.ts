@@ -19,7 +19,7 @@ const ApiTokenScopeEnum = builder.enumType('ApiTokenScope', {
 const ApiTokenStatusEnum = builder.enumType('ApiTokenStatus', { values: ['ACTIVE', 'EXPIRED', 'REVOKED'] as const });
 
 const ApiTokenRef = builder.objectRef<ApiTokenRow>('ApiToken').implement({
-  description: 'An API token of the caller\'s tenant. Its secret is never shown again after createApiToken; the service keeps only its digest.',
+  description: "An API token of the caller's tenant. Its secret is never shown again after createApiToken; the service keeps only its digest.",
   fields: (t) => ({
     id: t.exposeID('id', { description: 'What revokeApiToken takes.' }),
     name: t.exposeString('name'),
@@ -74,7 +74,7 @@ builder.mutationFields((t) => ({
   createApiToken: t.field({
     type: CreateApiTokenPayload,
     description:
-      'A new API token of the caller\'s tenant; its secret is in the answer, once. Needs the admin scope. A tenant holds at most ' +
+      "A new API token of the caller's tenant; its secret is in the answer, once. Needs the admin scope. A tenant holds at most " +
       'FORKLINE_MAX_API_TOKENS_PER_TENANT live tokens (neither revoked nor expired; default 100): past it, BAD_USER_INPUT with extensions.limit.',
     args: { input: t.arg({ type: CreateApiTokenInput, required: true }) },
     resolve: (_root, { input }, ctx) => {
@@ -85,7 +85,7 @@ builder.mutationFields((t) => ({
   revokeApiToken: t.field({
     type: ApiTokenRef,
     description:
-      'Revokes a token of the caller\'s tenant: its next request is refused (401), and its WebSockets and streams close, within seconds ' +
+      "Revokes a token of the caller's tenant: its next request is refused (401), and its WebSockets and streams close, within seconds " +
       'on every process. Revoking twice keeps the first revokedAt. Needs the admin scope.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.services.apiTokens.revoke(ctx.caller, parseArgs(z.string().min(1).max(200), id)),

@@ -19,27 +19,25 @@ const compactArgs = z.object({
   instructions: z.string().max(4000).nullish(),
 });
 
-const CompactSessionPayload = builder
-  .objectRef<{ sessionId: string; fromSeq: number; toSeq: number; summarySeq: number }>('CompactSessionPayload')
-  .implement({
-    description: 'A compaction written: plugin/compaction/start, surface/replace (the summary), plugin/compaction/end.',
-    fields: (t) => ({
-      session: t.field({
-        type: SessionRef,
-        resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
-      }),
-      fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
-      toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),
-      summarySeq: t.exposeInt('summarySeq', { description: 'Seq of the surface/replace holding the summary.' }),
+const CompactSessionPayload = builder.objectRef<{ sessionId: string; fromSeq: number; toSeq: number; summarySeq: number }>('CompactSessionPayload').implement({
+  description: 'A compaction written: plugin/compaction/start, surface/replace (the summary), plugin/compaction/end.',
+  fields: (t) => ({
+    session: t.field({
+      type: SessionRef,
+      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
     }),
-  });
+    fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
+    toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),
+    summarySeq: t.exposeInt('summarySeq', { description: 'Seq of the surface/replace holding the summary.' }),
+  }),
+});
 
 builder.mutationFields((t) => ({
   compactSession: t.field({
     type: CompactSessionPayload,
     description:
       "Replaces the model-visible history through throughSeq by the session's model's summary (plugin/compaction/start, surface/replace, " +
-      'plugin/compaction/end), under the session\'s lease between turns: a running turn is waited for. Returns once the summary is written.',
+      "plugin/compaction/end), under the session's lease between turns: a running turn is waited for. Returns once the summary is written.",
     args: { input: t.arg({ type: CompactSessionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(compactArgs, input);

@@ -29,7 +29,8 @@ builder.prismaObjectFields('Session', (t) => ({
   model: t.field({
     type: SessionModelRef,
     nullable: true,
-    description: "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). One index probe.",
+    description:
+      "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). One index probe.",
     resolve: async (s, _a, ctx) => {
       const e = await ctx.store.log.lastOfType(logAsOf(s), 'session/model');
       const d = dataOf(e, 'session/model');

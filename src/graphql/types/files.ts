@@ -4,7 +4,15 @@
 import { builder } from '../builder.ts';
 import { logOfRow } from '../../store/log-as-of.ts';
 import { DIFF_MAX_EDIT_LINES } from '../../core/unified-diff.ts';
-import { DIFF_MAX_BYTES, DIFF_REQUEST_MAX_BYTES, DIFF_REQUEST_TIMEOUT_MS, FILE_READ_MAX_BYTES, type FileChange, type FileContent, type FilesRef } from '../../store/file-blobs.ts';
+import {
+  DIFF_MAX_BYTES,
+  DIFF_REQUEST_MAX_BYTES,
+  DIFF_REQUEST_TIMEOUT_MS,
+  FILE_READ_MAX_BYTES,
+  type FileChange,
+  type FileContent,
+  type FilesRef,
+} from '../../store/file-blobs.ts';
 import type { FileEntry } from '../../core/file-tree.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
 
@@ -14,7 +22,7 @@ const FileEntryRef = builder.objectRef<FileEntry>('FileEntry').implement({
     path: t.exposeString('path', { description: 'Relative to the workspace, "/"-separated.' }),
     size: t.exposeInt('size', { description: 'Bytes.' }),
     hash: t.exposeString('hash', { description: 'sha-256 of its content (hex).' }),
-    seq: t.exposeInt('seq', { description: 'The change set that last wrote it (its call\'s tool/result is at seq + 1).' }),
+    seq: t.exposeInt('seq', { description: "The change set that last wrote it (its call's tool/result is at seq + 1)." }),
   }),
 });
 
@@ -70,7 +78,8 @@ builder.prismaObjectFields('Session', (t) => ({
   }),
   fileChanges: t.field({
     type: [FileChangeRef],
-    description: 'What changed in the workspace after `fromSeq` (-1: from nothing) through `toSeq` (default: the last event), per path, with a unified diff for text.',
+    description:
+      'What changed in the workspace after `fromSeq` (-1: from nothing) through `toSeq` (default: the last event), per path, with a unified diff for text.',
     args: { fromSeq: t.arg.int({ required: true }), toSeq: t.arg.int() },
     resolve: (s, args, ctx) => ctx.store.files.changes(filesRef(s), args.fromSeq, args.toSeq),
   }),

@@ -6,11 +6,13 @@ export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
     provider: t.string({
       required: true,
-      description: '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
+      description:
+        '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
     }),
     model: t.string({ required: true }),
     contextTokens: t.int({
-      description: "The model's context window in tokens: the budget its requests are kept under (automatic compaction). Unset: the known window of a well-known model, else FORKLINE_CONTEXT_TOKENS.",
+      description:
+        "The model's context window in tokens: the budget its requests are kept under (automatic compaction). Unset: the known window of a well-known model, else FORKLINE_CONTEXT_TOKENS.",
     }),
     settings: t.field({
       type: 'JSON',
@@ -50,4 +52,3 @@ export const modelSchema = z.object({
 
 /** A session's tool set (session/tools): tool names, `<server>__*` or `*`; which exist is the controller's check. */
 export const toolSetSchema = z.array(idSchema).max(500);
-

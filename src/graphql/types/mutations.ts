@@ -17,7 +17,11 @@ export const idempotencyKeyArg = <Arg>(t: { arg: { string: (opts: { description:
       'Makes the call safe to retry: a retry with the same key (per tenant, kept 24 h) and the same input returns the first result ' +
       'instead of doing it again; the same key with a different input is BAD_USER_INPUT.',
   });
-const seqSchema = z.number().int().min(-1).max(2 ** 31 - 1);
+const seqSchema = z
+  .number()
+  .int()
+  .min(-1)
+  .max(2 ** 31 - 1);
 /** A fork's overrides. */
 const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish(), instructions: instructionsSchema.nullish() };
 
@@ -58,7 +62,9 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
       description:
         "The external runner pool that runs it (runnableSessions, claimSession, appendEvents); its forks, branches, edits and fan-outs keep it. Omitted: forkline's own agent.",
     }),
-    instructions: t.string({ description: 'Its instructions (system prompt; a session/instructions event): sent first in every model request. Omitted or empty: none.' }),
+    instructions: t.string({
+      description: 'Its instructions (system prompt; a session/instructions event): sent first in every model request. Omitted or empty: none.',
+    }),
   }),
 });
 
@@ -117,22 +123,20 @@ const FanOutInput = builder.inputType('FanOutInput', {
   }),
 });
 
-const ForkSessionPayload = builder
-  .objectRef<ForkResult>('ForkSessionPayload')
-  .implement({
-    fields: (t) => ({
-      // The rows the fork wrote and read (the parent as of its snapshot): no read of their own.
-      session: t.field({ type: SessionRef, resolve: (p) => p.session }),
-      parent: t.field({ type: SessionRef, resolve: (p) => p.parent }),
-      cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq the child inherits (-1: none).' }),
-      syntheticEvents: t.field({
-        type: [EventRef],
-        description: 'The closers repair wrote for the open tail at the cut, in seq order.',
-        resolve: (p) => p.syntheticEvents,
-      }),
-      inputId: t.exposeID('inputId', { nullable: true, description: "The input the fork queued in the child (its message, or editMessage's text)." }),
+const ForkSessionPayload = builder.objectRef<ForkResult>('ForkSessionPayload').implement({
+  fields: (t) => ({
+    // The rows the fork wrote and read (the parent as of its snapshot): no read of their own.
+    session: t.field({ type: SessionRef, resolve: (p) => p.session }),
+    parent: t.field({ type: SessionRef, resolve: (p) => p.parent }),
+    cutSeq: t.exposeInt('cutSeq', { description: 'Last parent seq the child inherits (-1: none).' }),
+    syntheticEvents: t.field({
+      type: [EventRef],
+      description: 'The closers repair wrote for the open tail at the cut, in seq order.',
+      resolve: (p) => p.syntheticEvents,
     }),
-  });
+    inputId: t.exposeID('inputId', { nullable: true, description: "The input the fork queued in the child (its message, or editMessage's text)." }),
+  }),
+});
 
 const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; children: SessionRow[]; forks: ForkResult[] }>('FanOutPayload').implement({
   fields: (t) => ({
@@ -141,7 +145,7 @@ const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; ch
     children: t.field({
       type: [SessionRef],
       nullable: { list: false, items: false },
-      description: 'One child per variant, in the order given. `Session.siblings` and the parent\'s `children` list them later.',
+      description: "One child per variant, in the order given. `Session.siblings` and the parent's `children` list them later.",
       resolve: (p) => p.children,
     }),
     forks: t.field({

@@ -28,7 +28,7 @@ const LeaseRef = builder.objectRef<RunnerLease>('Lease').implement({
 
 const RunnerCompactionRef = builder.objectRef<RunnerCompaction>('RunnerCompaction').implement({
   description:
-    'A compaction the runner should write before its next model call, because the request is over the session\'s budget: its own model summarises ' +
+    "A compaction the runner should write before its next model call, because the request is over the session's budget: its own model summarises " +
     '`messages`, then it appends plugin/compaction/start, surface/replace {fromSeq, toSeq: throughSeq, content: the summary} and plugin/compaction/end ' +
     '(docs/runners.md); the next request holds the summary instead of that history.',
   fields: (t) => ({
@@ -37,18 +37,23 @@ const RunnerCompactionRef = builder.objectRef<RunnerCompaction>('RunnerCompactio
     throughSeq: t.int({ description: 'Last seq the summary replaces: the end of the last completed turn.', resolve: (c) => c.throughSeq }),
     estimatedTokens: t.int({ description: "The request's estimated tokens (about four characters each).", resolve: (c) => c.estimatedTokens }),
     thresholdTokens: t.int({ description: "The budget it is over: the session's context window × FORKLINE_COMPACT_AT.", resolve: (c) => c.thresholdTokens }),
-    messages: t.field({ type: 'JSON', description: 'The model-visible history through throughSeq (OpenAI chat format): what to summarise.', resolve: (c) => c.messages }),
+    messages: t.field({
+      type: 'JSON',
+      description: 'The model-visible history through throughSeq (OpenAI chat format): what to summarise.',
+      resolve: (c) => c.messages,
+    }),
   }),
 });
 
 const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implement({
   description:
     "What the session's next model call would be sent, built as forkline's own agent builds it (docs/contract.md#continuing-a-child): inside an open turn, its next step's; " +
-    'otherwise the next turn\'s, taking the first pending input.',
+    "otherwise the next turn's, taking the first pending input.",
   fields: (t) => ({
     messages: t.field({
       type: 'JSON',
-      description: 'The conversation in OpenAI chat format (user, assistant with tool_calls, tool; synthetic results with their wording; compaction summaries as system messages).',
+      description:
+        'The conversation in OpenAI chat format (user, assistant with tool_calls, tool; synthetic results with their wording; compaction summaries as system messages).',
       resolve: (r) => r.messages,
     }),
     tools: t.field({
@@ -60,10 +65,22 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
     }),
     turn: t.int({ nullable: true, description: 'The turn the call is in: the open one, or the next one (null: nothing to run).', resolve: (r) => r.turn }),
     step: t.int({ nullable: true, description: 'The step number the call gets (null: nothing to run).', resolve: (r) => r.step }),
-    inputId: t.id({ nullable: true, description: 'Outside an open turn: the input the next turn takes (write inbox/remove {taken} and turn/start with it).', resolve: (r) => r.inputId }),
-    eventCount: t.int({ description: "The log's length the request was built from: the expectedEventCount of the batch that continues it.", resolve: (r) => r.eventCount }),
+    inputId: t.id({
+      nullable: true,
+      description: 'Outside an open turn: the input the next turn takes (write inbox/remove {taken} and turn/start with it).',
+      resolve: (r) => r.inputId,
+    }),
+    eventCount: t.int({
+      description: "The log's length the request was built from: the expectedEventCount of the batch that continues it.",
+      resolve: (r) => r.eventCount,
+    }),
     inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
-    model: t.field({ type: 'JSON', nullable: true, description: "The session's model configuration (its last session/model), if any.", resolve: (r) => r.model }),
+    model: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: "The session's model configuration (its last session/model), if any.",
+      resolve: (r) => r.model,
+    }),
     compaction: t.field({
       type: RunnerCompactionRef,
       nullable: true,
@@ -85,14 +102,18 @@ const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string
     session: t.field({ type: SessionRef, resolve: (p, _a, ctx) => ctx.store.requireSession(ctx.scope, p.sessionId) }),
     events: t.field({ type: [EventRef], resolve: (p) => p.events }),
     eventCount: t.int({ description: "The log's length after the batch: the next batch's expectedEventCount.", resolve: (p) => p.eventCount }),
-    released: t.boolean({ description: 'Whether the batch gave the lease back (release: true, and the session has nothing left to run).', resolve: (p) => p.released }),
+    released: t.boolean({
+      description: 'Whether the batch gave the lease back (release: true, and the session has nothing left to run).',
+      resolve: (p) => p.released,
+    }),
     modelRequest: t.field({
       type: ModelRequestRef,
       nullable: true,
       description:
         "What the session's next model call would be sent after the batch (Session.modelRequest: after a turn's end, the next pending input's turn); " +
         'null once the lease was given back.',
-      resolve: (p, _a, ctx) => (p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId, runner: 'runner' /* appended under a runner's lease */ })),
+      resolve: (p, _a, ctx) =>
+        p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId, runner: 'runner' /* appended under a runner's lease */ }),
     }),
   }),
 });
@@ -126,7 +147,10 @@ const LeaseInput = builder.inputType('LeaseInput', {
 
 const RunnerEventInput = builder.inputType('RunnerEventInput', {
   fields: (t) => ({
-    type: t.string({ required: true, description: 'A core event type (turn/start, step/start, model/message, tool/result, step/end, turn/end, inbox/remove, …) or plugin/<name>/….' }),
+    type: t.string({
+      required: true,
+      description: 'A core event type (turn/start, step/start, model/message, tool/result, step/end, turn/end, inbox/remove, …) or plugin/<name>/….',
+    }),
     data: t.field({ type: 'JSON', required: true }),
   }),
 });
@@ -135,10 +159,14 @@ const AppendEventsInput = builder.inputType('AppendEventsInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
     leaseToken: t.int({ required: true }),
-    expectedEventCount: t.int({ required: true, description: 'The log\'s length the batch continues (Session.eventCount); otherwise SESSION_BUSY and nothing is written.' }),
+    expectedEventCount: t.int({
+      required: true,
+      description: "The log's length the batch continues (Session.eventCount); otherwise SESSION_BUSY and nothing is written.",
+    }),
     events: t.field({ type: [RunnerEventInput], required: true }),
     release: t.boolean({
-      description: 'Give the lease back in the same write when the batch leaves the session with nothing to run (no open turn, no pending input): see `released`.',
+      description:
+        'Give the lease back in the same write when the batch leaves the session with nothing to run (no open turn, no pending input): see `released`.',
     }),
   }),
 });
@@ -148,7 +176,11 @@ const RunnerToolInput = builder.inputType('RunnerToolInput', {
     name: t.string({ required: true, description: 'The name the model calls it by (model/message toolCalls[].name).' }),
     description: t.string(),
     inputSchema: t.field({ type: 'JSON', description: 'JSON Schema of its arguments object.' }),
-    effect: t.field({ type: ToolEffectEnum, required: true, description: 'What running it may do to the world: the advice a fork or crash repair gives for a call it cut off.' }),
+    effect: t.field({
+      type: ToolEffectEnum,
+      required: true,
+      description: 'What running it may do to the world: the advice a fork or crash repair gives for a call it cut off.',
+    }),
   }),
 });
 
@@ -166,7 +198,10 @@ const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
     leaseToken: t.int({ required: true }),
     turn: t.int({ required: true }),
     step: t.int({ required: true }),
-    text: t.string({ required: true, description: 'A piece of model text as it streams (sessionTurns TEXT_DELTA); not stored: the complete text goes in model/message.' }),
+    text: t.string({
+      required: true,
+      description: 'A piece of model text as it streams (sessionTurns TEXT_DELTA); not stored: the complete text goes in model/message.',
+    }),
   }),
 });
 
@@ -179,10 +214,19 @@ const appendArgs = z.object({
   sessionId: sessionIdSchema,
   leaseToken: token,
   expectedEventCount: z.number().int().min(0),
-  events: z.array(z.object({ type: z.string().min(1).max(200), data: z.unknown() })).min(1).max(MAX_APPEND_BATCH),
+  events: z
+    .array(z.object({ type: z.string().min(1).max(200), data: z.unknown() }))
+    .min(1)
+    .max(MAX_APPEND_BATCH),
   release: z.boolean().nullish(),
 });
-const publishArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, turn: z.number().int().min(1), step: z.number().int().min(1), text: z.string().max(200_000) });
+const publishArgs = z.object({
+  sessionId: sessionIdSchema,
+  leaseToken: token,
+  turn: z.number().int().min(1),
+  step: z.number().int().min(1),
+  text: z.string().max(200_000),
+});
 const poolArgs = z.object({ pool: runnerPoolSchema });
 const declareArgs = z.object({
   sessionId: sessionIdSchema,
@@ -191,8 +235,15 @@ const declareArgs = z.object({
     .array(
       z.object({
         name: z.string().min(1).max(200),
-        description: z.string().max(10_000).nullish().transform((v) => v ?? undefined),
-        inputSchema: z.record(z.string(), z.json()).nullish().transform((v) => v ?? undefined),
+        description: z
+          .string()
+          .max(10_000)
+          .nullish()
+          .transform((v) => v ?? undefined),
+        inputSchema: z
+          .record(z.string(), z.json())
+          .nullish()
+          .transform((v) => v ?? undefined),
         effect: z.enum(TOOL_EFFECTS),
       }),
     )
@@ -220,7 +271,7 @@ builder.mutationFields((t) => ({
   claimSession: t.field({
     type: ClaimSessionPayload,
     description:
-      "Takes the lease of a session of an external runner pool (SESSION_BUSY while another runner holds it). An open turn its previous holder left (its lease expired) is closed first (cause interrupted).",
+      'Takes the lease of a session of an external runner pool (SESSION_BUSY while another runner holds it). An open turn its previous holder left (its lease expired) is closed first (cause interrupted).',
     args: { input: t.arg({ type: ClaimSessionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(claimArgs, input);
@@ -230,7 +281,7 @@ builder.mutationFields((t) => ({
   claimSessions: t.field({
     type: [ClaimSessionPayload],
     description:
-      "Takes the leases of up to `max` sessions of the pool with work that nobody holds (oldest first; none: an empty list), as claimSession takes one: " +
+      'Takes the leases of up to `max` sessions of the pool with work that nobody holds (oldest first; none: an empty list), as claimSession takes one: ' +
       'a runner woken by runnableSessions claims what it has room for in one call.',
     args: { input: t.arg({ type: ClaimSessionsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
@@ -261,7 +312,7 @@ builder.mutationFields((t) => ({
     type: AppendEventsPayload,
     description:
       "An external runner's batch of events, checked by the same rules as forkline's own runner's appends (BAD_USER_INPUT {rule, seq}), " +
-      'fenced by the lease (LEASE_LOST) and conditional on the log\'s length (SESSION_BUSY): all of it is written, or none.',
+      "fenced by the lease (LEASE_LOST) and conditional on the log's length (SESSION_BUSY): all of it is written, or none.",
     args: { input: t.arg({ type: AppendEventsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(appendArgs, input);
@@ -272,13 +323,18 @@ builder.mutationFields((t) => ({
   declareRunnerTools: t.field({
     type: SessionRef,
     description:
-      "The lease holder declares the tools it runs for the session, with their effects: recorded as a session/runner-tools event when the set differs from the one in force " +
+      'The lease holder declares the tools it runs for the session, with their effects: recorded as a session/runner-tools event when the set differs from the one in force ' +
       '(nothing is written otherwise). ModelRequest.tools lists them, and each call of one is recorded with its effect (a call naming another effect is refused), ' +
       "so forks and crash repair word a cut-off call as they word forkline's own tools'. LEASE_LOST when the lease is not held under this token.",
     args: { input: t.arg({ type: DeclareRunnerToolsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(declareArgs, input);
-      const tools = p.tools.map(({ name, description, inputSchema, effect }) => ({ name, effect, ...(description !== undefined ? { description } : {}), ...(inputSchema !== undefined ? { inputSchema } : {}) }));
+      const tools = p.tools.map(({ name, description, inputSchema, effect }) => ({
+        name,
+        effect,
+        ...(description !== undefined ? { description } : {}),
+        ...(inputSchema !== undefined ? { inputSchema } : {}),
+      }));
       await ctx.services.runners.declareTools(ctx.scope, p.sessionId, p.leaseToken, tools);
       return ctx.store.requireSession(ctx.scope, p.sessionId);
     },

@@ -28,7 +28,19 @@ const cursorSchema = z
     }
   })
   .pipe(
-    z.tuple([z.union([z.literal(0), z.literal(1)]), z.number().int().min(-8.64e15).max(8.64e15), z.string().min(1).max(200), z.number().int().min(-1).max(2 ** 31 - 1)], { error: BAD_CURSOR }),
+    z.tuple(
+      [
+        z.union([z.literal(0), z.literal(1)]),
+        z.number().int().min(-8.64e15).max(8.64e15),
+        z.string().min(1).max(200),
+        z
+          .number()
+          .int()
+          .min(-1)
+          .max(2 ** 31 - 1),
+      ],
+      { error: BAD_CURSOR },
+    ),
   )
   .transform(([t, at, sessionId, seq]): SearchKey => ({ title: t === 0, at, sessionId, seq }));
 
@@ -146,7 +158,11 @@ const SessionSearchHitConnection = builder.connectionObject({ type: SessionSearc
 const sessionSearchArgs = z.object({
   query: argsSchema.shape.query,
   first: argsSchema.shape.first,
-  after: z.string().regex(/^\d{1,10}$/, 'must be a cursor returned by Session.search').transform(Number).nullish(),
+  after: z
+    .string()
+    .regex(/^\d{1,10}$/, 'must be a cursor returned by Session.search')
+    .transform(Number)
+    .nullish(),
 });
 
 builder.prismaObjectField('Session', 'search', (t) =>
@@ -163,7 +179,8 @@ builder.prismaObjectField('Session', 'search', (t) =>
     resolve: async (session, args, ctx) => {
       const { query, first, after } = parseArgs(sessionSearchArgs, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
-      let hits = limit > 0 ? await ctx.store.search.searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
+      let hits =
+        limit > 0 ? await ctx.store.search.searchSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
       const hasNextPage = hits.length > limit;
       if (hasNextPage) hits = hits.slice(0, limit);
       const edges = hits.map((h) => ({ node: { ...h, sessionId: session.id }, cursor: String(h.seq) }));

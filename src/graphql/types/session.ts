@@ -39,7 +39,6 @@ export const SessionRef = builder.prismaNode('Session', {
   }),
 });
 
-
 // Connection type names are part of the contract (docs/contract.md#graphql-names): one SessionConnection
 // for sessions and children, one EventConnection.
 export const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
@@ -56,47 +55,61 @@ builder.prismaObjectFields('Session', (t) => ({
       return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId);
     },
   }),
-  children: t.connection({
-    type: SessionRef,
-    description: 'Forks and branches of this session, oldest first.',
-    args: { forkedAtSeq: t.arg.int({ description: 'Only the children forked at this seq (Session.forkPoints lists them).' }) },
-    resolve: (s, args, ctx, info) =>
-      sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' }, args, sessionConnectionColumns(info)),
-  }, SessionConnection),
-  siblings: t.connection({
-    type: SessionRef,
-    description: "The parent's other forks and branches (a fan-out's other variants), oldest first; none for a session without parent.",
-    resolve: (s, args, ctx, info) =>
-      s.parentId == null
-        ? { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } }
-        : sessionsConnection(
-            ctx.store.sessions,
-            { tenant: ctx.scope.tenant, parentId: s.parentId, excludeId: s.id, order: 'oldest' },
-            args,
-            sessionConnectionColumns(info),
-          ),
-  }, SessionConnection),
+  children: t.connection(
+    {
+      type: SessionRef,
+      description: 'Forks and branches of this session, oldest first.',
+      args: { forkedAtSeq: t.arg.int({ description: 'Only the children forked at this seq (Session.forkPoints lists them).' }) },
+      resolve: (s, args, ctx, info) =>
+        sessionsConnection(
+          ctx.store.sessions,
+          { tenant: ctx.scope.tenant, parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' },
+          args,
+          sessionConnectionColumns(info),
+        ),
+    },
+    SessionConnection,
+  ),
+  siblings: t.connection(
+    {
+      type: SessionRef,
+      description: "The parent's other forks and branches (a fan-out's other variants), oldest first; none for a session without parent.",
+      resolve: (s, args, ctx, info) =>
+        s.parentId == null
+          ? { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } }
+          : sessionsConnection(
+              ctx.store.sessions,
+              { tenant: ctx.scope.tenant, parentId: s.parentId, excludeId: s.id, order: 'oldest' },
+              args,
+              sessionConnectionColumns(info),
+            ),
+    },
+    SessionConnection,
+  ),
   commonPrefix: t.int({
     args: { with: t.arg.id({ required: true }) },
     description:
-      'The last seq this session and `with` share (their common ancestor\'s cut: seqs 0..commonPrefix are the same events ' +
+      "The last seq this session and `with` share (their common ancestor's cut: seqs 0..commonPrefix are the same events " +
       'in both, stored once); the first divergent seq is one more. -1: nothing shared (e.g. sessions of different trees).',
     resolve: (s, args, ctx) => ctx.store.commonPrefix(ctx.scope, s, String(args.with)),
   }),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.
-  events: t.connection({
-    type: EventRef,
-    description:
-      'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
-      'events that pass (pages of matches, served from the indexes: gaps between them cost nothing).',
-    args: {
-      afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
-      types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),
-      origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
+  events: t.connection(
+    {
+      type: EventRef,
+      description:
+        'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
+        'events that pass (pages of matches, served from the indexes: gaps between them cost nothing).',
+      args: {
+        afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
+        types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),
+        origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
+      },
+      resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }),
     },
-    resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }),
-  }, EventConnection),
+    EventConnection,
+  ),
 }));
 
 // Session.workspace lives beside the tools that write it.

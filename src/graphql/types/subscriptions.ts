@@ -26,7 +26,10 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
   fields: (t) => ({
     sessionId: t.exposeID('sessionId'),
     kind: t.field({ type: TurnUpdateKindEnum, resolve: (u) => u.kind }),
-    seq: t.exposeInt('seq', { nullable: true, description: 'The stored event this update stands for (null for TEXT_DELTA, TOOL_RUNNING and TOOL_PROGRESS, which are not in the log).' }),
+    seq: t.exposeInt('seq', {
+      nullable: true,
+      description: 'The stored event this update stands for (null for TEXT_DELTA, TOOL_RUNNING and TOOL_PROGRESS, which are not in the log).',
+    }),
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId', { nullable: true, description: 'TURN_STARTED: the input the turn takes (the inputId sendMessage returned).' }),
     step: t.exposeInt('step', { nullable: true }),
@@ -39,8 +42,6 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
     reason: t.exposeString('reason', { nullable: true, description: 'STEP_ENDED / TURN_ENDED: the reason.' }),
   }),
 });
-
-
 
 builder.subscriptionType({});
 
@@ -65,7 +66,7 @@ builder.subscriptionFields((t) => ({
     type: TurnUpdateRef,
     description:
       "Live progress of the session's turns, whichever process runs them. With afterSeq: first the updates of what the log " +
-      'holds after that seq (a step\'s stored text as one TEXT_DELTA), then live ones, with no gap and nothing twice, so a ' +
+      "holds after that seq (a step's stored text as one TEXT_DELTA), then live ones, with no gap and nothing twice, so a " +
       'client may subscribe after sending (afterSeq: the seq sendMessage returned) and still see the whole turn.',
     args: {
       sessionId: t.arg.id({ required: true }),
@@ -85,8 +86,7 @@ builder.subscriptionFields((t) => ({
   sessionsChanged: t.field({
     type: SessionRef,
     description:
-      "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters). " +
-      'Deletions are reported by sessionsDeleted.',
+      "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters). " + 'Deletions are reported by sessionsDeleted.',
     subscribe: (_root, _args, ctx) => ctx.services.live.sessionsChanged(ctx.scope),
     resolve: (session) => session,
   }),

@@ -53,7 +53,8 @@ const ToolServerRef = builder.objectRef<ToolServerStatus>('ToolServer').implemen
 builder.queryFields((t) => ({
   toolServers: t.field({
     type: [ToolServerRef],
-    description: 'The MCP servers your sessions may use, each asked for its tools now: a server that fails to start is FAILED with its error, not silently absent from `tools`.',
+    description:
+      'The MCP servers your sessions may use, each asked for its tools now: a server that fails to start is FAILED with its error, not silently absent from `tools`.',
     resolve: (_root, _args, ctx) => ctx.services.tools.serverStatuses(ctx.scope),
   }),
   tools: t.field({
@@ -95,8 +96,7 @@ builder.mutationFields((t) => ({
   setSessionTools: t.field({
     type: SessionRef,
     description:
-      'Records a session/tools event: later steps offer only these tools (names, "<server>__*" or "*"; [] for none), ' +
-      'and so does a fork cut after it.',
+      'Records a session/tools event: later steps offer only these tools (names, "<server>__*" or "*"; [] for none), ' + 'and so does a fork cut after it.',
     args: { input: t.arg({ type: SetSessionToolsInput, required: true }) },
     resolve: (_root, { input }, ctx) => {
       const p = parseArgs(setToolsArgs, input);

@@ -137,7 +137,10 @@ class SessionWindow {
     // standby may serve full pages (the rest from the primary); the live tail
     // is read from the primary, which has what a notification announced.
     const log = this.store.log;
-    const page = contiguousAfter(seq, await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.page(this.sessionId, seq, this.pageSize)));
+    const page = contiguousAfter(
+      seq,
+      await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.page(this.sessionId, seq, this.pageSize)),
+    );
     if (page.length) {
       this.window.push(...page);
       if (this.window.length > this.windowSize) this.window.splice(0, this.window.length - this.windowSize);

@@ -103,12 +103,12 @@ export class UpdateQueue<T> implements AsyncIterableIterator<T, undefined> {
     const n = this.items.length;
     if (merge && n) {
       const m = merge(this.items[n - 1], item);
-      if (m) return (this.items[n - 1] = m), true;
+      if (m) return ((this.items[n - 1] = m), true);
     }
     if (keyOf) {
       const key = keyOf(item);
       const i = this.items.findIndex((x) => keyOf(x) === key);
-      if (i >= 0) return (this.items[i] = item), true;
+      if (i >= 0) return ((this.items[i] = item), true);
     }
     return false;
   }

@@ -50,7 +50,7 @@ export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly
     if (hooks.length) {
       throw new Error(
         `the HTTP fast lane (http/graphql/fast-lane.ts) would skip a yoga plugin's request-level hooks (${hooks.join(', ')}): ` +
-          'add the plugin to the fast lane\'s allow-list if it need not see those requests (http/graphql/graphql-handler.ts), or turn the fast lane off (FORKLINE_HTTP_FAST_LANE=false)',
+          "add the plugin to the fast lane's allow-list if it need not see those requests (http/graphql/graphql-handler.ts), or turn the fast lane off (FORKLINE_HTTP_FAST_LANE=false)",
       );
     }
   }

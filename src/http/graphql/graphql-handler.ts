@@ -167,7 +167,14 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
             try {
               const { principal, refused } = guard.admitOperation(ctx.extra.socket);
               if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code } });
-              const { schema: s, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+              const {
+                schema: s,
+                execute,
+                subscribe,
+                contextFactory,
+                parse,
+                validate,
+              } = yoga.getEnveloped({
                 ...ctx,
                 req: ctx.extra.request,
                 socket: ctx.extra.socket,
@@ -179,9 +186,17 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
               if (errors.length) throw errors;
               const contextValue = { ...(await contextFactory()), ws: { socket: ctx.extra.socket, raw: ctx.extra.request.socket, id, delivery: wsDelivery } };
               // Last: from here graphql-ws runs the operation, and onComplete (or the socket's close) releases it.
-              const capped = getOperationAST(document, params.operationName)?.operation === 'subscription' ? guard.startSubscription(ctx.extra.socket, id) : undefined;
+              const capped =
+                getOperationAST(document, params.operationName)?.operation === 'subscription' ? guard.startSubscription(ctx.extra.socket, id) : undefined;
               if (capped) throw new GraphQLError(capped.message, { extensions: { code: capped.code } });
-              return { schema: s, operationName: params.operationName, document, variableValues: params.variables, contextValue, rootValue: { execute, subscribe } };
+              return {
+                schema: s,
+                operationName: params.operationName,
+                document,
+                variableValues: params.variables,
+                contextValue,
+                rootValue: { execute, subscribe },
+              };
             } catch (err) {
               const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
               if (metrics) countErrors(metrics, errors);

@@ -80,7 +80,12 @@ export function useWsDelivery(): Plugin {
       for (const d of args.document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments[d.name.value] = d;
       const def = args.schema.getSubscriptionType()?.getFields()[DIRECT_FIELD];
       if (!def) return;
-      const projection = eventProjection({ fieldNodes: [field], fragments, returnType: def.type, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: undefined } });
+      const projection = eventProjection({
+        fieldNodes: [field],
+        fragments,
+        returnType: def.type,
+        path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: undefined },
+      });
       if (!projection) return;
       setSubscribeFn(async (a) => {
         // The resolver's checks and its stream; errors answer as they would have.
@@ -144,7 +149,6 @@ export class WsDelivery {
       },
     };
   }
-
 }
 
 /**
@@ -160,7 +164,13 @@ export function nextMessageFrame(id: string): (payload: Buffer) => Buffer {
   return (payload) => Buffer.concat([head, payload, tail]);
 }
 
-async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }, maxBuffered: number): Promise<void> {
+async function write(
+  stream: EventStream,
+  { socket, raw, id }: WsOperation,
+  payloadOf: (e: StoredEvent) => Buffer,
+  counts: { frames: number },
+  maxBuffered: number,
+): Promise<void> {
   const frame = nextMessageFrame(id);
   const open = () => socket.readyState === WebSocket.OPEN;
   // Until the socket has taken its queue down to HIGH_WATER (or closed).

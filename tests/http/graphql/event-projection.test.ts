@@ -2,7 +2,17 @@
 // gives exactly what graphql-js gives executing the subscription on the event,
 // and declines every selection it cannot mirror.
 import { describe, expect, it } from 'vitest';
-import { GraphQLNonNull, GraphQLObjectType, GraphQLString, Kind, execute, parse, type FieldNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
+import {
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  Kind,
+  execute,
+  parse,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { schema } from '../../../src/graphql/schema.ts';
 import { eventProjection } from '../../../src/http/graphql/event-projection.ts';
 import type { StoredEvent } from '../../../src/store/session-log.ts';
@@ -14,12 +24,38 @@ function projectionOf(doc: string, returnType = schema.getSubscriptionType()!.ge
   const fragments = Object.fromEntries(
     document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((f) => [f.name.value, f]),
   );
-  return { document, projection: eventProjection({ fieldNodes: [field], fragments, returnType, path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: 'Subscription' } }) };
+  return {
+    document,
+    projection: eventProjection({
+      fieldNodes: [field],
+      fragments,
+      returnType,
+      path: { key: field.alias?.value ?? field.name.value, prev: undefined, typename: 'Subscription' },
+    }),
+  };
 }
 
 const events: StoredEvent[] = [
-  { id: 'evt_abc_0', sessionId: 'ses_abc', seq: 0, type: 'session/title', data: { title: 'héllo "quoted" \u2028 ✓' }, inherited: false, synthetic: false, createdAt: new Date('2026-11-30T08:55:01.120Z') },
-  { id: 'evt_abc_7', sessionId: 'ses_abc', seq: 7, type: 'tool/result', data: { callId: 'c', status: 'interrupted', output: null, nested: [1, { a: [] }] }, inherited: true, synthetic: true, createdAt: new Date(0) },
+  {
+    id: 'evt_abc_0',
+    sessionId: 'ses_abc',
+    seq: 0,
+    type: 'session/title',
+    data: { title: 'héllo "quoted" \u2028 ✓' },
+    inherited: false,
+    synthetic: false,
+    createdAt: new Date('2026-11-30T08:55:01.120Z'),
+  },
+  {
+    id: 'evt_abc_7',
+    sessionId: 'ses_abc',
+    seq: 7,
+    type: 'tool/result',
+    data: { callId: 'c', status: 'interrupted', output: null, nested: [1, { a: [] }] },
+    inherited: true,
+    synthetic: true,
+    createdAt: new Date(0),
+  },
 ];
 
 describe('event projection', () => {
@@ -58,7 +94,8 @@ describe('event projection', () => {
       'subscription { sessionEvents(sessionId: "s") { ... on Session { title } } }',
       'subscription { sessionEvents(sessionId: "s") { seq nope } }',
       'subscription { sessionEvents(sessionId: "s") { ...F } } fragment F on Session { id }',
-    ]) expect(projectionOf(doc).projection, doc).toBeNull();
+    ])
+      expect(projectionOf(doc).projection, doc).toBeNull();
   });
 
   it("takes Event's fields from the schema: a new field is projected, one with its own resolver is executed", () => {

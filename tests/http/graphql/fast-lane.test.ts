@@ -60,8 +60,17 @@ describe('the fast lane', () => {
   it('answers every kind of request exactly as yoga does', async () => {
     const sent: Sent[] = [
       { body: json('{ __typename }') },
-      { body: json('query($id: ID!) { session(id: $id) { id title eventCount events(first: 3) { edges { cursor node { id seq type data inherited synthetic } } pageInfo { hasNextPage endCursor } } } }', { id: sessionId }) },
-      { body: json('{ sessions(first: 2) { edges { cursor node { id title parent { id } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }') },
+      {
+        body: json(
+          'query($id: ID!) { session(id: $id) { id title eventCount events(first: 3) { edges { cursor node { id seq type data inherited synthetic } } pageInfo { hasNextPage endCursor } } } }',
+          { id: sessionId },
+        ),
+      },
+      {
+        body: json(
+          '{ sessions(first: 2) { edges { cursor node { id title parent { id } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }',
+        ),
+      },
       { body: json('query A { __typename } query B { sessions(first: 1) { edges { node { id } } } }', undefined, { operationName: 'B' }) },
       // Errors of every origin: arguments, variables, resolvers, validation, syntax, the operation name.
       { body: json('{ sessions(first: -1) { edges { node { id } } } }') },
@@ -70,7 +79,11 @@ describe('the fast lane', () => {
       { body: json(`{ session(id: "${sessionId}") { events(after: "nope") { edges { node { id } } } } }`) },
       { body: json('mutation { sendMessage(input: { sessionId: "ses_missing", text: "hi" }) { inputId } }') },
       { body: json('{ nope }') },
-      { body: json('{ sessions(first: 500) { edges { node { children(first: 500) { edges { node { children(first: 500) { edges { node { id } } } } } } } } } }') },
+      {
+        body: json(
+          '{ sessions(first: 500) { edges { node { children(first: 500) { edges { node { children(first: 500) { edges { node { id } } } } } } } } } }',
+        ),
+      },
       { body: json(`{ ${Array.from({ length: 40 }, (_, i) => `a${i}: sessions(first: 1) { edges { node { id } } }`).join(' ')} }`) },
       { body: json(`{ ${'__typename '.repeat(3000)} }`) },
       { body: json(`query { ${'session(id: "x") { parent { '.repeat(8)}id${' } }'.repeat(8)} }`) },
@@ -110,7 +123,9 @@ describe('the fast lane', () => {
     const id = (await fast.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id;
     await fast.services.store.append(id, [{ type: 'plugin/test/note', data: { text: title, n: 1.5, big: 2 ** 53, neg: -0, nested: [null, true, { a: [] }] } }]);
     const queries = [
-      json('{ sessions(first: 3) { edges { cursor node { id title eventCount turnCount status createdAt forkedAtSeq parent { id title } } } pageInfo { hasNextPage endCursor } } }'),
+      json(
+        '{ sessions(first: 3) { edges { cursor node { id title eventCount turnCount status createdAt forkedAtSeq parent { id title } } } pageInfo { hasNextPage endCursor } } }',
+      ),
       json('query($id: ID!) { session(id: $id) { id title events(first: 5) { edges { node { id seq type data inherited synthetic createdAt } } } } }', { id }),
       json('query($id: ID!) { node(id: $id) { id ... on Session { title } } }', { id }),
     ];
@@ -135,7 +150,10 @@ describe('the fast lane', () => {
   it('answers as yoga does for tokens, CORS origins and rate limits', async () => {
     const databaseUrl = fast.db.url;
     const security = {
-      apiTokens: new Map([[ADMIN, 'alpha'], [LIMITED, 'alpha']]),
+      apiTokens: new Map([
+        [ADMIN, 'alpha'],
+        [LIMITED, 'alpha'],
+      ]),
       corsOrigins: [ALLOWED_ORIGIN],
       // A bucket per token: LIMITED runs out within the test, ADMIN does not; nothing refills meanwhile.
       rateLimit: { perSecond: 0.001, burst: BURST },
@@ -144,7 +162,11 @@ describe('the fast lane', () => {
     const count: Plugin = { onRequest: () => void guardedSeenByYoga++ };
     fastGuarded = await startTestApp({ databaseUrl, security, yogaPlugins: [count], fastLaneAllowed: [count] });
     slowGuarded = await startTestApp({ databaseUrl, security, fastLane: false });
-    const created = await fastGuarded.gql('mutation($input: CreateApiTokenInput!) { createApiToken(input: $input) { secret token { id } } }', { input: { name: 'lane-reader', scopes: ['READ'] } }, { authorization: `Bearer ${ADMIN}` });
+    const created = await fastGuarded.gql(
+      'mutation($input: CreateApiTokenInput!) { createApiToken(input: $input) { secret token { id } } }',
+      { input: { name: 'lane-reader', scopes: ['READ'] } },
+      { authorization: `Bearer ${ADMIN}` },
+    );
     expect(created.errors).toBeUndefined();
     readOnly = created.data.createApiToken.secret;
     const as = (token: string, headers: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...headers });
@@ -185,7 +207,10 @@ describe('the fast lane', () => {
     // A revoked stored token, once each process has seen the revocation: the same refusal.
     const revoked = await fastGuarded.gql('mutation($id: ID!) { revokeApiToken(id: $id) { id } }', { id: created.data.createApiToken.token.id }, as(ADMIN));
     expect(revoked.errors).toBeUndefined();
-    await waitFor(async () => (await answer(fastGuarded, sent[4])).status === 401 && (await answer(slowGuarded, sent[4])).status === 401, { what: 'the revocation seen by both servers', intervalMs: 250 });
+    await waitFor(async () => (await answer(fastGuarded, sent[4])).status === 401 && (await answer(slowGuarded, sent[4])).status === 401, {
+      what: 'the revocation seen by both servers',
+      intervalMs: 250,
+    });
     for (const s of [sent[4], sent[5], { body: query, headers: as(readOnly, { origin: ALLOWED_ORIGIN }) }]) {
       const [a, b] = [await answer(fastGuarded, s), await answer(slowGuarded, s)];
       expect(a, `revoked: ${s.body}`).toEqual(b);
@@ -197,8 +222,20 @@ describe('the fast lane', () => {
     const apiTokens = { inUse: false } as unknown as ApiTokens;
     const handler = (opts: Partial<Parameters<typeof graphqlHandler>[0]>) =>
       graphqlHandler({ services: {} as never, prisma: {} as never, guard: new Guard({ host: '127.0.0.1', apiTokens }), log: () => {}, ...opts });
-    const withHook = (hook: string): Plugin => (hook.startsWith('instrumentation.') ? { instrumentation: { [hook.slice(16)]: (_: unknown, wrapped: () => void) => wrapped() } } : { [hook]: () => {} });
-    const hooks = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse', 'instrumentation.request', 'instrumentation.requestParse', 'instrumentation.operation', 'instrumentation.resultProcess'];
+    const withHook = (hook: string): Plugin =>
+      hook.startsWith('instrumentation.') ? { instrumentation: { [hook.slice(16)]: (_: unknown, wrapped: () => void) => wrapped() } } : { [hook]: () => {} };
+    const hooks = [
+      'onRequest',
+      'onRequestParse',
+      'onParams',
+      'onExecutionResult',
+      'onResultProcess',
+      'onResponse',
+      'instrumentation.request',
+      'instrumentation.requestParse',
+      'instrumentation.operation',
+      'instrumentation.resultProcess',
+    ];
     for (const hook of hooks) {
       const plugin = withHook(hook);
       expect(() => handler({ plugins: [plugin] }), hook).toThrow(new RegExp(`fast lane.*${hook.replace('.', '\\.')}.*allow-list`));
@@ -206,11 +243,20 @@ describe('the fast lane', () => {
       expect(() => handler({ plugins: [plugin], fastLane: false })).not.toThrow();
       // Added by another plugin when yoga starts: fenced all the same, even when the one adding it is allowed.
       const adder: Plugin = { onPluginInit: ({ addPlugin }) => addPlugin(plugin) };
-      expect(() => handler({ plugins: [adder], fastLaneAllowed: [adder] }), `${hook} added at init`).toThrow(new RegExp(`fast lane.*${hook.replace('.', '\\.')}.*allow-list`));
+      expect(() => handler({ plugins: [adder], fastLaneAllowed: [adder] }), `${hook} added at init`).toThrow(
+        new RegExp(`fast lane.*${hook.replace('.', '\\.')}.*allow-list`),
+      );
       expect(() => handler({ plugins: [adder], fastLaneAllowed: [plugin] })).not.toThrow();
     }
     // Operation-level hooks run on the fast lane too (it runs yoga's envelop pipeline), envelop's instrumentation with them.
-    const operationLevel: Plugin = { onExecute: () => {}, onParse: () => {}, onValidate: () => {}, onSubscribe: () => {}, onContextBuilding: () => {}, instrumentation: { execute: (_, w) => w(), parse: (_, w) => w() } };
+    const operationLevel: Plugin = {
+      onExecute: () => {},
+      onParse: () => {},
+      onValidate: () => {},
+      onSubscribe: () => {},
+      onContextBuilding: () => {},
+      instrumentation: { execute: (_, w) => w(), parse: (_, w) => w() },
+    };
     expect(() => assertFastLaneSafe([operationLevel], [])).not.toThrow();
     expect(() => handler({ plugins: [operationLevel] })).not.toThrow();
   });
