@@ -19,3 +19,6 @@ export const CORE_EVENT_TYPE_NAMES = [
   'session/end-seed',
   'session/instructions',
 ] as const;
+
+/** The event a call's change set is stored as, right before its `tool/result`, in the same append (file-tree.ts). */
+export const FILES_CHANGE = 'plugin/files/change';

@@ -4,8 +4,9 @@
 // here a file is its path, size and hash.
 import { z } from 'zod';
 
-/** The event a call's change set is stored as, right before its `tool/result`, in the same append. */
-export const FILES_CHANGE = 'plugin/files/change';
+// The event a call's change set is stored as (named in event-types.ts, which the dashboard imports without zod).
+import { FILES_CHANGE } from './event-types.ts';
+export { FILES_CHANGE };
 
 /** One path a call changed: its new content's hash and size, or `hash: null` when it was deleted. */
 export interface FileChangeRecord {

@@ -31,6 +31,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   lastAnswer: LOG,
   workspace: LOG,
   tools: [...LOG, 'runner'],
+  instructions: LOG,
   files: LOG,
   file: LOG,
   fileChanges: LOG,

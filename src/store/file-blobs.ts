@@ -171,10 +171,7 @@ export class FileBlobs {
     const found: Array<{ sessionId: string; seq: number; problem: string }> = [];
     let after = { sessionId: '', seq: -1 };
     for (;;) {
-      const { rows } = await this.pool.query<{ sessionId: string; seq: number; data: unknown }>(
-        `SELECT "sessionId", seq, data FROM "Event" WHERE type = $1 AND ("sessionId", seq) > ($2, $3) ORDER BY "sessionId", seq LIMIT ${BLOB_PAGE}`,
-        [FILES_CHANGE, after.sessionId, after.seq],
-      );
+      const rows = await this.log.storedOfType(FILES_CHANGE, after, BLOB_PAGE);
       for (const r of rows) {
         const parsed = filesChangeDataSchema.safeParse(r.data);
         if (!parsed.success && found.push({ sessionId: r.sessionId, seq: r.seq, problem: parsed.error.issues.map((i) => i.message).join('; ') }) >= limit)

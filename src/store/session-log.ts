@@ -609,6 +609,24 @@ export class SessionLog {
     const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
     return rows.map((r) => toStored(l, r));
   }
+
+  /**
+   * Stored events of a type across every session, each row once where it is
+   * stored (not through any session's log, so inherited ranges do not apply),
+   * in (session, seq) order after `after`: what a check of stored data over
+   * the whole database reads (the start-up check of change sets).
+   */
+  async storedOfType(
+    type: string,
+    after: { sessionId: string; seq: number },
+    limit: number,
+  ): Promise<Array<{ sessionId: string; seq: number; data: unknown }>> {
+    const { rows } = await this.pool.query<{ sessionId: string; seq: number; data: unknown }>(
+      `SELECT "sessionId", seq, data FROM "Event" WHERE type = $1 AND ("sessionId", seq) > ($2, $3) ORDER BY "sessionId", seq LIMIT $4`,
+      [type, after.sessionId, after.seq, limit],
+    );
+    return rows;
+  }
 }
 
 /** The event type a workspace write is stored as (tools.ts note_write; the partial index Event_workspace_idx). */

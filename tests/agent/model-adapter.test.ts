@@ -8,7 +8,7 @@ import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
 import { LanguageChatModel } from '../../src/agent/models/language-model.ts';
 import { toPrompt, toTools } from '../../src/agent/models/prompt.ts';
 import { callSettings, settingsProblem } from '../../src/agent/models/settings.ts';
-import { ModelError } from '../../src/agent/models/model.ts';
+import { ContextOverflowError, ModelError } from '../../src/agent/models/model.ts';
 import type { ChatMessage, ModelRequest } from '../../src/core/chat.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -90,7 +90,7 @@ describe('the model adapter', () => {
 
   it('a provider error, thrown or streamed, is a ModelError naming the provider and the HTTP status', async () => {
     const http400 = new APICallError({
-      message: "This model's maximum context length is 8192 tokens",
+      message: "Invalid value for 'temperature': must be at most 2",
       url: 'http://fake/v1/chat/completions',
       requestBodyValues: {},
       statusCode: 400,
@@ -100,7 +100,22 @@ describe('the model adapter', () => {
         throw http400;
       },
     });
-    await expect(run(thrown)).rejects.toThrow(new ModelError("mock provider: HTTP 400: This model's maximum context length is 8192 tokens"));
+    await expect(run(thrown)).rejects.toThrow(new ModelError("mock provider: HTTP 400: Invalid value for 'temperature': must be at most 2"));
+    // A full context is a ModelError too, of its own kind (the agent compacts and retries it).
+    const overflow = new MockLanguageModelV3({
+      doStream: async () => {
+        throw new APICallError({
+          message: "This model's maximum context length is 8192 tokens",
+          url: 'http://fake/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 400,
+        });
+      },
+    });
+    const overflowErr = await run(overflow).catch((e: unknown) => e);
+    expect(overflowErr).toBeInstanceOf(ContextOverflowError);
+    expect(overflowErr).toBeInstanceOf(ModelError);
+    expect((overflowErr as Error).message).toBe("mock provider: HTTP 400: This model's maximum context length is 8192 tokens");
     const streamed = new MockLanguageModelV3({
       doStream: streamOf([
         { type: 'text-delta', id: 't', delta: 'part' },

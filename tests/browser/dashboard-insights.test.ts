@@ -68,6 +68,7 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
           `Time in turns\n${formatDuration(t.turnMs)}`,
           `Tokens in\n${n(t.inputTokens)}`,
           `Tokens out\n${n(t.outputTokens)}`,
+          'Cost\n–', // the scripted model has no price
           `Tool calls\n${t.toolCalls}`,
           `Steps\n${t.steps}`,
         ].join('\n'),

@@ -61,11 +61,17 @@ describe('directly delivered sessionEvents', () => {
       sessions.push(importRecording);
     }
     const { createSession } = await gqlOk('mutation($input: CreateSessionInput!) { createSession(input: $input) { id eventCount } }', {
-      input: { title: 'tools "quoted" ✓ \u2028', tools: ['clock'] },
+      input: { title: 'tools "quoted" ✓ \u2028', tools: ['clock'], instructions: 'Answer "briefly" ✓' },
     });
     sessions.push(createSession);
-    await app.services.store.append(createSession.id, [{ type: 'plugin/test/any', data: { nested: [1, { a: null }], text: 'é "q" </script> \u2029' } }]);
-    createSession.eventCount++;
+    await app.services.store.append(createSession.id, [
+      { type: 'plugin/test/any', data: { nested: [1, { a: null }], text: 'é "q" </script> \u2029' } },
+      {
+        type: 'session/runner-tools',
+        data: { tools: [{ name: 'send_email', description: 'Sends "mail"', inputSchema: { type: 'object' }, effect: 'side-effects' }] },
+      },
+    ]);
+    createSession.eventCount += 2;
     // A fork at the crashed recording's open tail: inherited events and synthetic closers.
     const crashed = sessions[FIXTURES.indexOf('v3-crashed.jsonl')];
     const { forkSession } = await gqlOk('mutation($input: ForkSessionInput!) { forkSession(input: $input) { session { id eventCount } } }', {

@@ -7,7 +7,7 @@ import type { EventFieldsFragment } from '../../generated/graphql.ts';
 import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
 import { asCoreEvent, otherThanCore } from '../../../src/core/core-event.ts';
 import { LogState } from '../../../src/core/log-state.ts';
-import { FILES_CHANGE } from '../../../src/core/file-tree.ts';
+import { FILES_CHANGE } from '../../../src/core/event-types.ts';
 
 export type LogEvent = EventFieldsFragment;
 
