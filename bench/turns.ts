@@ -51,7 +51,17 @@ export async function startServer(databaseUrl: string, extraEnv: Record<string, 
   // BENCH_NODE_ARGS: extra node flags for the servers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'info', DATABASE_POOL_MAX: String(POOL_MAX), ...extraEnv },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATABASE_POOL_MAX: String(POOL_MAX),
+      // The load generator is one address sending up to 10,000 messages at once: the per-address
+      // connection cap (1024 by default, for untrusted clients: docs/operations.md "Threat model") is off.
+      FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      ...extraEnv,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
