@@ -4,9 +4,8 @@
 import type { NewEvent } from '../../src/core/events.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../../src/core/file-tree.ts';
 
-export function fileCallEvents(turn: number, changes: FileChangeRecord[]): NewEvent[] {
+export function fileCallEvents(turn: number, changes: FileChangeRecord[], callId = `call_${turn}`): NewEvent[] {
   const inputId = `in_${turn}`;
-  const callId = `call_${turn}`;
   return [
     { type: 'inbox/add', data: { inputId, text: 'write' } },
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },

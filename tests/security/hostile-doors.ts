@@ -5,28 +5,13 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FILES_CHANGE, type FileChangeRecord } from '../../src/core/file-tree.ts';
+import { fileCallEvents } from '../helpers/file-calls.ts';
 import type { TestApp } from '../helpers/app.ts';
 
 export const sha256 = (bytes: Uint8Array | string) => createHash('sha256').update(bytes).digest('hex');
 
 /** The events of one completed turn whose write_file call recorded `changes` (as forkline's agent appends them). */
-export function fileTurn(turn: number, changes: FileChangeRecord[], callId = `call_${turn}`) {
-  const inputId = `in_${turn}`;
-  return [
-    { type: 'inbox/add', data: { inputId, text: 'write' } },
-    { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
-    { type: 'turn/start', data: { turn, inputId } },
-    { type: 'step/start', data: { turn, step: 1 } },
-    {
-      type: 'model/message',
-      data: { turn, step: 1, text: '', toolCalls: [{ id: callId, name: 'write_file', arguments: '{}', effect: 'idempotent', files: 'only' }] },
-    },
-    { type: FILES_CHANGE, data: { callId, changes } },
-    { type: 'tool/result', data: { turn, step: 1, callId, resultId: `res_${callId}`, status: 'ok', content: 'wrote', name: 'write_file' } },
-    { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn, reason: 'completed' } },
-  ];
-}
+export const fileTurn = fileCallEvents;
 
 /** A recording of one file turn naming `changes`, carrying `blobs` (content lines after the events). */
 export function recordingOf(changes: FileChangeRecord[], blobs: Uint8Array[] = []): string {
