@@ -6,7 +6,11 @@
 // Migration 20261204000000_session_search keeps each searched event's tsvector
 // (Event."searchVector") and GIN-indexes it, the titles (the title expression
 // below must stay exactly that of its index) and forks' inheritedRanges (a
-// partial index: the `<> '[]'` below lets the planner use it). Events are
+// partial index: the `<> '[]'` below lets the planner use it), and migration
+// 20261209090000_session_tree_id_index a session's children by the md5 of
+// their title (a title's descendants are read through it: the `md5(…) =`
+// below, so a root with thousands of differently titled forks reads only
+// those that kept its title). Events are
 // matched where they are stored: a fork's inherited prefix stays in the
 // ancestor that wrote it (store/lineage.ts), so an inherited event matches
 // once, at that session, and the hit counts the descendants sharing it (their
@@ -36,7 +40,7 @@ const SEARCHED_TYPES = `e.type IN ('inbox/add', 'model/message')`;
 const TITLE_VECTOR = `to_tsvector(${CONFIG}, left(s.title, ${INDEXED_CHARS}))`;
 /** Rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
 export const EVENT_WINDOW = 2000;
-const TITLE_WINDOW = 500;
+export const TITLE_WINDOW = 500;
 /** Descendants sharing a hit are counted up to this many (a count is a read per descendant). */
 export const DESCENDANTS_COUNTED = 100;
 
@@ -145,9 +149,9 @@ export class SessionSearch {
                   ELSE ts_headline(${CONFIG}, left(e.data ->> 'text', ${INDEXED_CHARS}), ${q}, '${HEADLINE}') END AS snippet,
              CASE WHEN page.k = 0 THEN (
                WITH RECURSIVE same(id, title) AS (
-                 SELECT c.id, c.title FROM "Session" c WHERE c."parentId" = s.id AND c.title = s.title
+                 SELECT c.id, c.title FROM "Session" c WHERE c."parentId" = s.id AND md5(c.title) = md5(s.title) AND c.title = s.title
                  UNION ALL
-                 SELECT c.id, c.title FROM same JOIN "Session" c ON c."parentId" = same.id AND c.title = same.title
+                 SELECT c.id, c.title FROM same JOIN "Session" c ON c."parentId" = same.id AND md5(c.title) = md5(same.title) AND c.title = same.title
                ) SELECT count(*) FROM (SELECT 1 FROM same LIMIT ${DESCENDANTS_COUNTED}) counted)
              ELSE (
                SELECT count(*) FROM (SELECT 1 FROM "Session" d
