@@ -3,7 +3,7 @@
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
-import { toStorableText } from '../core/storable.ts';
+import { toStorableJson, toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
@@ -498,7 +498,8 @@ export class SessionRunner {
         // what the tool asked to keep (an MCP result) goes with any result.
         // A file change set goes last, right before the result (store/session-log.ts fileChangeSets), whatever the status: it is what the call did.
         const recorded: NewEvent[] = [
-          ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...k.data } })),
+          // What a server answered, kept whole: made storable like the text the model reads.
+          ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...(toStorableJson(k.data) as Record<string, unknown>) } })),
           ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
           ...(files?.length ? [{ type: FILES_CHANGE, data: { callId: call.id, changes: files } }] : []),
         ];

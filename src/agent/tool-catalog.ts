@@ -4,7 +4,7 @@
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
 import { shellTool, type ShellRunner } from './shell-tool.ts';
-import { findBubblewrap, sandboxProblem, type ShellMode } from './workspace-sandbox.ts';
+import { findBubblewrap, sandboxProblem, sandboxRunner, type SandboxRunner, type ShellMode } from './workspace-sandbox.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,6 +58,8 @@ export class ToolCatalog {
   private readonly listed = new Map<string, number>();
   /** The HOME of this process's workspace servers (workspace-sandbox.ts): private, made on first use. */
   private homeDir?: string;
+  /** How servers whose config says `sandbox` run here (probed once, when one does). */
+  private readonly sandbox?: SandboxRunner;
 
   constructor(
     mcp: McpConfig | undefined,
@@ -67,10 +69,20 @@ export class ToolCatalog {
   ) {
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
     if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
+    const sandboxed = Object.entries(mcp?.mcpServers ?? {}).filter(([, c]) => isStdioServer(c) && c.sandbox);
+    if (sandboxed.length > 0) {
+      this.sandbox = sandboxRunner(opts.bwrap ?? findBubblewrap());
+      if ('refused' in this.sandbox) {
+        log(
+          `MCP servers ${sandboxed.map(([n]) => `"${n}"`).join(', ')} ask for a sandbox, but ${this.sandbox.refused}: they are not started (install bubblewrap: apt-get install bubblewrap)`,
+        );
+      }
+    }
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
       const listing =
         isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
-      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, listing && this.mcpHome()), config });
+      const home = listing || (isStdioServer(config) && config.sandbox) ? this.mcpHome() : undefined;
+      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, home, this.sandbox), config });
     }
   }
 
@@ -176,7 +188,7 @@ export class ToolCatalog {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
-    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir, this.mcpHome());
+    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir, this.mcpHome(), this.sandbox);
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;

@@ -2,8 +2,9 @@
 // workspace MCP server) is given: an environment made from an allow-list,
 // never forkline's own (no DATABASE_URL, model keys, API tokens), with HOME
 // the workspace and git fenced out of any repository around it; and, for the
-// shell, a bubblewrap sandbox that mounts the session's own directory and the
-// system's programs, nothing else (docs/operations.md "Threat model").
+// shell (and an MCP server the operator marks `sandbox`), a bubblewrap sandbox
+// that mounts the session's own directory and the system's programs, nothing
+// else (docs/operations.md "Threat model").
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -81,14 +82,23 @@ function systemMounts(): string[] {
   return args;
 }
 
+/** What a sandbox holds besides the system's programs and its working directory (an MCP server's `sandbox` in mcp-config.ts). */
+export interface SandboxExtras {
+  /** Directories (or files) mounted read-only at their own paths: a server's own code, for example. */
+  readOnly?: readonly string[];
+  /** Share the host's network (default: none, not even loopback, so no forkline port). */
+  network?: boolean;
+}
+
 /**
  * bwrap's arguments for `argv` run in `dir`: a new root of its own (empty
  * tmpfs) holding the system's programs read-only, a private /dev, /proc of a
  * new PID namespace (no forkline process in it), a private /tmp, and the
  * workspace at its own path — not its parent, so no other session's
- * directory; no network; killed with forkline.
+ * directory; no network; killed with forkline. `extras` adds mounts the
+ * operator named and, when asked, the network.
  */
-export function sandboxArgs(dir: string, argv: string[]): string[] {
+export function sandboxArgs(dir: string, argv: string[], extras: SandboxExtras = {}): string[] {
   return [
     ...systemMounts(),
     '--dev',
@@ -97,17 +107,28 @@ export function sandboxArgs(dir: string, argv: string[]): string[] {
     '/proc',
     '--tmpfs',
     '/tmp',
+    ...(extras.readOnly ?? []).flatMap((p) => ['--ro-bind', p, p]),
     '--bind',
     dir,
     dir,
     '--chdir',
     dir,
     '--unshare-all',
+    ...(extras.network ? ['--share-net'] : []),
     '--unshare-pid',
     '--die-with-parent',
     '--new-session',
     ...argv,
   ];
+}
+
+/** How a process that must be sandboxed is run: in bubblewrap, or not at all (and why). */
+export type SandboxRunner = { bwrap: string } | { refused: string };
+
+/** The runner for sandboxed processes on this machine, decided by one probe (sandboxProblem). */
+export function sandboxRunner(bwrap: string | undefined): SandboxRunner {
+  const problem = sandboxProblem(bwrap);
+  return problem ? { refused: problem } : { bwrap: bwrap! };
 }
 
 /**

@@ -38,3 +38,23 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH): str
   }
   return undefined;
 }
+
+/**
+ * JSON from outside (a tool's whole result) made storable: text and keys as
+ * toStorableText makes them, and anything nested deeper than MAX_JSON_DEPTH
+ * kept as its JSON text at that depth, so what a server answers can never
+ * make its call's events unwritable.
+ */
+export function toStorableJson(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return toStorableText(value);
+  if (!value || typeof value !== 'object') return value;
+  if (depth >= MAX_JSON_DEPTH - 1) {
+    try {
+      return toStorableText(JSON.stringify(value));
+    } catch {
+      return '[nested too deeply to keep]';
+    }
+  }
+  if (Array.isArray(value)) return value.map((x) => toStorableJson(x, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, x]) => [toStorableText(k), toStorableJson(x, depth + 1)]));
+}

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { isStorableText, toStorableText } from '../../src/core/storable.ts';
+import { isStorableText, toStorableJson, toStorableText, unstorableReason } from '../../src/core/storable.ts';
 
 describe('toStorableText', () => {
   it('replaces NUL and unpaired surrogates, keeps pairs and other text', () => {
@@ -13,6 +13,17 @@ describe('toStorableText', () => {
     expect(toStorableText('reversed \uDC00\uD800')).toBe('reversed \uFFFD\uFFFD');
     expect(toStorableText('pair 😀 kept, é too')).toBe('pair 😀 kept, é too');
     for (const s of ['a\u0000', '\uD800', 'x\uDBFF', '\uDFFFy']) expect(isStorableText(toStorableText(s))).toBe(true);
+  });
+});
+
+describe('toStorableJson', () => {
+  it('makes text and keys storable, keeps structure, and keeps what lies past the depth limit as its JSON text', () => {
+    expect(toStorableJson({ 'k\u0000': ['a\uD800', 1, null, true, { x: 'ok' }] })).toEqual({ 'k\uFFFD': ['a\uFFFD', 1, null, true, { x: 'ok' }] });
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 5000; i++) deep = [deep];
+    const kept = toStorableJson({ deep });
+    expect(unstorableReason(kept)).toBeUndefined();
+    expect(unstorableReason({ deep })).toMatch(/nested deeper/);
   });
 });
 

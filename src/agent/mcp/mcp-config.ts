@@ -48,6 +48,22 @@ const stdioServer = z.strictObject({
   /** The only environment the server gets besides HOME, PATH, USER, SHELL, TERM, LOGNAME. */
   env: z.record(z.string(), z.string()).default({}),
   cwd: z.string().optional(),
+  /**
+   * Run the server in bubblewrap, as the shell runs (docs/mcp.md): the system's
+   * programs read-only, its workspace (or a private HOME) writable, nothing else
+   * of the host, no network. `readOnly` adds paths it needs (its own code),
+   * `network` gives it the host's network. Where no sandbox can be made the
+   * server is not started (reported, never run without one).
+   */
+  sandbox: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        readOnly: z.array(z.string().startsWith('/', 'an absolute path')).default([]),
+        network: z.boolean().default(false),
+      }),
+    ])
+    .optional(),
   ...common,
 });
 

@@ -7,7 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
-import { workspaceEnvironment } from '../workspace-sandbox.ts';
+import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
 
@@ -25,8 +25,10 @@ export class McpServerConnection {
     private readonly log: (msg: string, err?: unknown) => void = () => {},
     /** The directory `${workspace}` stands for in a workspace server's args, cwd and env values (mcp-config.ts `workspace`). */
     private readonly workspaceDir?: string,
-    /** A workspace server's HOME: a private empty directory, not forkline's (its dotfiles, credentials). */
+    /** A workspace server's HOME (and a sandboxed server's): a private empty directory, not forkline's (its dotfiles, credentials). */
     private readonly home?: string,
+    /** How a server whose config says `sandbox` is run (decided once per process: tool-catalog.ts). */
+    private readonly sandbox?: SandboxRunner,
   ) {}
 
   /** The server's tools (tools/list, cached until notifications/tools/list_changed or a restart). */
@@ -104,8 +106,29 @@ export class McpServerConnection {
       const ws = this.workspaceDir;
       const dir = (s: string) => (ws === undefined ? s : s.replaceAll('${workspace}', ws));
       const extra = c.env && Object.fromEntries(Object.entries(c.env).map(([k, v]) => [k, dir(v)]));
-      const env = ws === undefined ? c.env : workspaceEnvironment(ws, { path: process.env.PATH, home: this.home, extra });
-      const transport = new StdioClientTransport({ command: c.command, args: c.args.map(dir), env, cwd: c.cwd && dir(c.cwd), stderr: 'pipe' });
+      // Sandboxed, a workspace server's HOME is the sandbox's own /tmp: the private HOME is shared by every session's servers.
+      const home = c.sandbox && ws !== undefined ? '/tmp' : this.home;
+      const env = ws === undefined ? (c.sandbox && home ? { HOME: home, ...c.env } : c.env) : workspaceEnvironment(ws, { path: process.env.PATH, home, extra });
+      const args = c.args.map(dir);
+      const cwd = c.cwd && dir(c.cwd);
+      let transport: StdioClientTransport;
+      if (c.sandbox) {
+        // Never run without the sandbox the operator asked for: not started, and why (reported in toolServers).
+        if (!this.sandbox || 'refused' in this.sandbox) {
+          throw new Error(`MCP server "${this.name}" asks for a sandbox, but ${this.sandbox ? this.sandbox.refused : 'none is available'}: not started`);
+        }
+        const { readOnly = [], network = false } = c.sandbox === true ? {} : c.sandbox;
+        // Works in its workspace, else in its private HOME; a cwd outside it is mounted read-only.
+        const workDir = ws ?? this.home;
+        if (!workDir) throw new Error(`MCP server "${this.name}": a sandboxed server needs a directory to work in`);
+        const inside = (p: string) => p === workDir || p.startsWith(`${workDir}/`);
+        const extras = { readOnly: [...readOnly, ...(cwd && !inside(cwd) ? [cwd] : [])], network };
+        const argv = [c.command, ...args];
+        const chdir = cwd && cwd !== workDir ? ['/bin/sh', '-c', 'cd "$0" && exec "$@"', cwd, ...argv] : argv;
+        transport = new StdioClientTransport({ command: this.sandbox.bwrap, args: sandboxArgs(workDir, chdir, extras), env, stderr: 'pipe' });
+      } else {
+        transport = new StdioClientTransport({ command: c.command, args, env, cwd, stderr: 'pipe' });
+      }
       transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
       return transport;
     }
