@@ -119,6 +119,17 @@ describe('what a server answers', () => {
   });
 });
 
+describe('an answer of 3 MB', () => {
+  it('reaches the model cut to 100,000 characters with a note, and the turn ends', async () => {
+    const id = await turns.create();
+    await turns.turn(id, call('open__flood', {}));
+    const [[, status, content]] = await turns.results(id);
+    expect(status).toBe('ok');
+    expect(content).toMatch(/^x{100000}\n\[cut: the result was 3,000,000 characters; the first 100,000 are shown\]$/);
+    expect((await turns.log(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+});
+
 describe('where no sandbox can be made', () => {
   it('the server is not started, and toolServers and the start-up log say why', async () => {
     const log: string[] = [];

@@ -14,6 +14,14 @@ export const MCP_NAME_SEPARATOR = '__';
 export const MCP_RESULT = 'plugin/mcp/result';
 /** A result kept whole up to this size (JSON); a larger one is kept as its text. */
 const MAX_KEPT_RESULT_CHARS = 1_000_000;
+/** What the model reads of one result at most (about 25,000 tokens, as other MCP hosts cut): the rest is cut with a note saying so. */
+export const MAX_RESULT_TEXT_CHARS = 100_000;
+
+/** A result's text as the model reads it: at most MAX_RESULT_TEXT_CHARS, a cut said so. */
+function modelText(text: string): string {
+  if (text.length <= MAX_RESULT_TEXT_CHARS) return text;
+  return `${text.slice(0, MAX_RESULT_TEXT_CHARS)}\n[cut: the result was ${text.length.toLocaleString('en-US')} characters; the first ${MAX_RESULT_TEXT_CHARS.toLocaleString('en-US')} are shown]`;
+}
 
 const validators = new AjvJsonSchemaValidator();
 
@@ -83,7 +91,7 @@ export function mcpTool(
         onProgress: ctx.onProgress,
       });
       ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: keptResult(result) } });
-      const text = mcpResultText(result);
+      const text = modelText(mcpResultText(result));
       if (result.isError) throw new ToolError(text || `${name} reported an error`);
       return text;
     },
