@@ -10,7 +10,10 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 
+import { Backoff, sleep } from './backoff.ts';
+
 export * from './generated/graphql.ts';
+export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 
 export interface ForklineClientOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (ws:// is derived from it). */
@@ -235,13 +238,14 @@ const isRetryable = (err: unknown) =>
 
 async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
   const deadline = Date.now() + retryForMs;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
+  const backoff = new Backoff({ initialMs: 250, maxMs: 4000, jitter: 0.5 });
+  for (;;) {
     try {
       return await attempt();
     } catch (err) {
-      const pause = err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : wait;
+      const pause = backoff.next(err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
       if (!isRetryable(err) || Date.now() + pause > deadline) throw err;
-      await new Promise((r) => setTimeout(r, pause));
+      await sleep(pause);
     }
   }
 }
