@@ -80,10 +80,13 @@ describe('a zombie runner racing a new holder', () => {
       // No effect given: forkline fills in the declared one, which is still this batch.
       { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] } },
     ];
-    // The batch goes in, but the runner never hears back: its next attempt finds the log grown by exactly it.
-    await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
-      input: { sessionId: id, leaseToken: session.leaseToken, expectedEventCount: request.eventCount, events: batch },
+    // The batch goes in (the declaration first, as the SDK sends it with its first append), but the runner
+    // never hears back: its next attempt finds the log grown by exactly it.
+    const declaration = { type: 'session/runner-tools', data: { tools: [{ name: 'lookup', effect: 'read-only' }] } };
+    const sent = await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
+      input: { sessionId: id, leaseToken: session.leaseToken, expectedEventCount: request.eventCount, events: [declaration, ...batch] },
     });
+    expect(sent.body.errors).toBeUndefined();
     const stored = await session.append(batch);
     expect(stored.map((e) => e.type)).toEqual(batch.map((e) => e.type));
     expect((stored[3].data as any).toolCalls[0].effect).toBe('read-only');
