@@ -93,3 +93,30 @@ describe('a zombie runner racing a new holder', () => {
     await session.release();
   });
 });
+
+describe('a runner whose sessions fail', () => {
+  it('backs off before claiming again instead of re-claiming the failing session in a tight loop', async () => {
+    const id = (await gql(`mutation { createSession(input: {runner: "failing"}) { id } }`)).createSession.id;
+    await gql(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "hi"}) { inputId } }`, { id });
+    const r = new ForklineRunner({ url: service.url, pool: 'failing', runnerId: 'failing' });
+    runners.push(r);
+    let claims = 0;
+    const stop = new AbortController();
+    // Each failure releases the session, which is offered again at once.
+    const running = r.run(
+      async () => {
+        claims++;
+        throw new Error('this runner fails every session it claims');
+      },
+      { signal: stop.signal },
+    );
+    await waitFor(() => claims >= 1, { what: 'the first claim', timeoutMs: 20_000 });
+    // Claimed again at once, a few seconds hold dozens of claims; backing off (0.25-0.5 s, doubling), at most five.
+    const first = claims;
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    stop.abort();
+    await running;
+    expect(claims - first).toBeLessThanOrEqual(5);
+    expect(claims - first).toBeGreaterThanOrEqual(1); // it does try again
+  });
+});
