@@ -16,6 +16,7 @@
 import {
   OpenAIProvider,
   run,
+  withTrace,
   type Agent,
   type AgentInputItem,
   type Model,
@@ -261,17 +262,19 @@ export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, a
   }
 }
 
-/** A summary of `messages` by the Agents SDK model: one response, no tools. */
+/** A summary of `messages` by the Agents SDK model: one response, no tools (in a trace of its own, as a run's calls are). */
 async function summarizeWith(model: Model, messages: ChatMessage[], signal: AbortSignal): Promise<string> {
-  const response = await model.getResponse({
-    input: [{ role: 'user', content: summaryPrompt(messages) }],
-    modelSettings: {},
-    tools: [],
-    outputType: 'text',
-    handoffs: [],
-    tracing: false,
-    signal,
-  });
+  const response = await withTrace('forkline compaction', () =>
+    model.getResponse({
+      input: [{ role: 'user', content: summaryPrompt(messages) }],
+      modelSettings: {},
+      tools: [],
+      outputType: 'text',
+      handoffs: [],
+      tracing: false,
+      signal,
+    }),
+  );
   const { text } = stepMessage(response);
   if (!text.trim()) throw new Error('the model answered the summary request with no text');
   return text;
