@@ -103,7 +103,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
           accept: 'application/graphql-response+json, application/json',
           ...(authorization ? { authorization } : {}),
         },
-        body: JSON.stringify({ query: print(doc), variables: variables ?? {} }),
+        body: JSON.stringify({ query: queryText(doc), variables: variables ?? {} }),
       });
     } catch (err) {
       throw new ForklineClientError([{ message: `cannot reach ${opts.url}: ${(err as Error).cause ?? (err as Error).message}` }]);
@@ -188,7 +188,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   // at once, even while a next() is waiting (a generator would queue it until
   // the next item arrived, which may be never).
   function subscribe<R>(doc: DocumentNode, variables: unknown): AsyncIterableIterator<R> {
-    const results = socket().iterate<R>({ query: print(doc), variables: (variables ?? {}) as Record<string, unknown> });
+    const results = socket().iterate<R>({ query: queryText(doc), variables: (variables ?? {}) as Record<string, unknown> });
     const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
     return {
       async next(): Promise<IteratorResult<R>> {
@@ -230,6 +230,14 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       ws = undefined;
     },
   };
+}
+
+/** Each document's text, printed once (a runner sends the same few documents thousands of times). */
+const printed = new WeakMap<DocumentNode, string>();
+function queryText(doc: DocumentNode): string {
+  let text = printed.get(doc);
+  if (text === undefined) printed.set(doc, (text = print(doc)));
+  return text;
 }
 
 /** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
