@@ -120,3 +120,41 @@ describe('a runner whose sessions fail', () => {
     expect(claims - first).toBeGreaterThanOrEqual(1); // it does try again
   });
 });
+
+describe('the runner SDK writes a tool turn in four batches', () => {
+  it('declares its tools once, in the first batch of the first claim, and never again while the set is the same', async () => {
+    const id = (await gql(`mutation { createSession(input: {runner: "fence"}) { id } }`)).createSession.id;
+    const r = runner('batches');
+    const writes: number[] = [];
+    const serveOnce = async (text: string) => {
+      await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+      const served = await r.serve(id, async (session) => {
+        await session.declareTools([{ name: 'lookup', effect: 'read-only' }]);
+        const turn = session.turn(await session.modelRequest());
+        const append = session.append.bind(session);
+        session.append = async (batch) => (writes.push(batch.length), append(batch));
+        await turn.startStep();
+        await turn.message({ text: '', toolCalls: [{ id: `c-${text}`, name: 'lookup', arguments: '{}' }] });
+        await turn.result({ id: `c-${text}`, name: 'lookup' }, 'ok', 'found');
+        await turn.startStep();
+        await turn.message({ text: 'done', toolCalls: [] });
+        await turn.end('completed');
+      });
+      expect(served).toBe(true);
+    };
+    await serveOnce('one');
+    await serveOnce('two');
+    // Per turn: the opening with the first step's start; the call; the result with the step's end and the next start; the answer with the ends.
+    expect(writes).toEqual([3, 1, 3, 3, 3, 1, 3, 3]);
+    const evs = await events(id);
+    const declared = evs.filter((e: any) => e.type === 'session/runner-tools');
+    expect(declared).toHaveLength(1);
+    // Stored with the first batch: right before the first turn's opening.
+    expect(evs[declared[0].seq + 1].type).toBe('inbox/remove');
+    expect(evs.filter((e: any) => e.type === 'model/message' && e.data.toolCalls.length).map((e: any) => e.data.toolCalls[0].effect)).toEqual([
+      'read-only',
+      'read-only',
+    ]);
+    expect(evs.filter((e: any) => e.type === 'turn/end').map((e: any) => e.data.reason)).toEqual(['completed', 'completed']);
+  });
+});
