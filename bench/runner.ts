@@ -63,10 +63,28 @@ async function answer(session: RunnerSession): Promise<void> {
   }
 }
 
+/**
+ * The runner's requests by operation (the SDK's operations are named; the
+ * load generator's are not): round trips per turn do not depend on the
+ * machine's load, turns/s does.
+ */
+function countRunnerRequests(): { counts: Map<string, number>; restore: () => void } {
+  const counts = new Map<string, number>();
+  const original = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    const name = typeof init?.body === 'string' ? /^(?:query|mutation) (\w+)/.exec(init.body.slice(10, 80).replace(/^[^a-z]*/, ''))?.[1] : undefined;
+    if (name) counts.set(name, (counts.get(name) ?? 0) + 1);
+    return original(input, init);
+  };
+  return { counts, restore: () => void (globalThis.fetch = original) };
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export async function benchRunner(ctx: BenchContext) {
   const server = await startServer(ctx.databaseUrl);
+  // Before the runner's client is made: it keeps the fetch it found.
+  const requests = countRunnerRequests();
   const runner = new ForklineRunner({ url: server.url, pool: 'bench', concurrency: 100 });
   const stopRunner = new AbortController();
   const running = runner.run(answer, { signal: stopRunner.signal });
@@ -79,6 +97,9 @@ export async function benchRunner(ctx: BenchContext) {
       own.push(await turnsPerSecond(ctx, server.url, null));
       external.push(await turnsPerSecond(ctx, server.url, 'bench'));
     }
+    const turns = SESSIONS * ROUNDS;
+    const perTurn = (n: number) => round(n / turns, 2);
+    const total = [...requests.counts.values()].reduce((a, b) => a + b, 0);
     return {
       sessions: SESSIONS,
       rounds: ROUNDS,
@@ -87,8 +108,12 @@ export async function benchRunner(ctx: BenchContext) {
       ratio: round(median(external) / median(own), 2),
       ratiosPerRound: external.map((e, i) => round(e / own[i], 2)).join(' '),
       goal: 'external >= 0.5x own',
+      runnerRequestsPerTurn: perTurn(total),
+      appendsPerTurn: perTurn((requests.counts.get('AppendStep') ?? 0) + (requests.counts.get('AppendTurnEnd') ?? 0)),
+      requestsPerTurnByOperation: [...requests.counts].map(([op, n]) => `${op} ${perTurn(n)}`).join(', '),
     };
   } finally {
+    requests.restore();
     stopRunner.abort();
     await running;
     await runner.close();

@@ -200,3 +200,26 @@ describe('a Python runner SIGKILLed while its tool runs', () => {
     expect(heir.effects()).toEqual(['start after@example.com', 'sent after@example.com']); // the killed call is not run again
   }, 180_000);
 });
+
+describe('a Python runner whose sessions fail', () => {
+  it('backs off before claiming again instead of re-claiming the failing session in a tight loop', async () => {
+    const runner = startPython('py-failing', { POOL: 'py-fail', FAIL_SESSIONS: '1' });
+    const claims = () =>
+      runner
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{"claimed"')).length;
+    const id = await create('py-fail');
+    await send(id, 'nobody@example.com');
+    await waitFor(() => claims() >= 1, { what: 'the first claim', timeoutMs: 45_000 });
+    // Each failure releases the session, which is offered again at once. Claimed again at once,
+    // a few seconds hold dozens of claims; backing off (0.25-0.5 s, doubling), at most five.
+    const first = claims();
+    await new Promise((r) => setTimeout(r, 4000));
+    const inWindow = claims() - first;
+    expect(inWindow, runner.output()).toBeLessThanOrEqual(5);
+    expect(inWindow, runner.output()).toBeGreaterThanOrEqual(1); // it does try again
+    expect(runner.output()).toContain('fails every session');
+    runner.child.kill('SIGKILL');
+  }, 120_000);
+});

@@ -80,13 +80,81 @@ describe('a zombie runner racing a new holder', () => {
       // No effect given: forkline fills in the declared one, which is still this batch.
       { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{}' }] } },
     ];
-    // The batch goes in, but the runner never hears back: its next attempt finds the log grown by exactly it.
-    await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
-      input: { sessionId: id, leaseToken: session.leaseToken, expectedEventCount: request.eventCount, events: batch },
+    // The batch goes in (the declaration first, as the SDK sends it with its first append), but the runner
+    // never hears back: its next attempt finds the log grown by exactly it.
+    const declaration = { type: 'session/runner-tools', data: { tools: [{ name: 'lookup', effect: 'read-only' }] } };
+    const sent = await postGraphQL(service.url, `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`, {
+      input: { sessionId: id, leaseToken: session.leaseToken, expectedEventCount: request.eventCount, events: [declaration, ...batch] },
     });
+    expect(sent.body.errors).toBeUndefined();
     const stored = await session.append(batch);
     expect(stored.map((e) => e.type)).toEqual(batch.map((e) => e.type));
     expect((stored[3].data as any).toolCalls[0].effect).toBe('read-only');
     await session.release();
+  });
+});
+
+describe('a runner whose sessions fail', () => {
+  it('backs off before claiming again instead of re-claiming the failing session in a tight loop', async () => {
+    const id = (await gql(`mutation { createSession(input: {runner: "failing"}) { id } }`)).createSession.id;
+    await gql(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "hi"}) { inputId } }`, { id });
+    const r = new ForklineRunner({ url: service.url, pool: 'failing', runnerId: 'failing' });
+    runners.push(r);
+    let claims = 0;
+    const stop = new AbortController();
+    // Each failure releases the session, which is offered again at once.
+    const running = r.run(
+      async () => {
+        claims++;
+        throw new Error('this runner fails every session it claims');
+      },
+      { signal: stop.signal },
+    );
+    await waitFor(() => claims >= 1, { what: 'the first claim', timeoutMs: 20_000 });
+    // Claimed again at once, a few seconds hold dozens of claims; backing off (0.25-0.5 s, doubling), at most five.
+    const first = claims;
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    stop.abort();
+    await running;
+    expect(claims - first).toBeLessThanOrEqual(5);
+    expect(claims - first).toBeGreaterThanOrEqual(1); // it does try again
+  });
+});
+
+describe('the runner SDK writes a tool turn in four batches', () => {
+  it('declares its tools once, in the first batch of the first claim, and never again while the set is the same', async () => {
+    const id = (await gql(`mutation { createSession(input: {runner: "fence"}) { id } }`)).createSession.id;
+    const r = runner('batches');
+    const writes: number[] = [];
+    const serveOnce = async (text: string) => {
+      await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+      const served = await r.serve(id, async (session) => {
+        await session.declareTools([{ name: 'lookup', effect: 'read-only' }]);
+        const turn = session.turn(await session.modelRequest());
+        const append = session.append.bind(session);
+        session.append = async (batch) => (writes.push(batch.length), append(batch));
+        await turn.startStep();
+        await turn.message({ text: '', toolCalls: [{ id: `c-${text}`, name: 'lookup', arguments: '{}' }] });
+        await turn.result({ id: `c-${text}`, name: 'lookup' }, 'ok', 'found');
+        await turn.startStep();
+        await turn.message({ text: 'done', toolCalls: [] });
+        await turn.end('completed');
+      });
+      expect(served).toBe(true);
+    };
+    await serveOnce('one');
+    await serveOnce('two');
+    // Per turn: the opening with the first step's start; the call; the result with the step's end and the next start; the answer with the ends.
+    expect(writes).toEqual([3, 1, 3, 3, 3, 1, 3, 3]);
+    const evs = await events(id);
+    const declared = evs.filter((e: any) => e.type === 'session/runner-tools');
+    expect(declared).toHaveLength(1);
+    // Stored with the first batch: right before the first turn's opening.
+    expect(evs[declared[0].seq + 1].type).toBe('inbox/remove');
+    expect(evs.filter((e: any) => e.type === 'model/message' && e.data.toolCalls.length).map((e: any) => e.data.toolCalls[0].effect)).toEqual([
+      'read-only',
+      'read-only',
+    ]);
+    expect(evs.filter((e: any) => e.type === 'turn/end').map((e: any) => e.data.reason)).toEqual(['completed', 'completed']);
   });
 });

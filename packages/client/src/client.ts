@@ -10,7 +10,10 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 
+import { Backoff, sleep } from './backoff.ts';
+
 export * from './generated/graphql.ts';
+export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
 
 export interface ForklineClientOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (ws:// is derived from it). */
@@ -100,7 +103,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
           accept: 'application/graphql-response+json, application/json',
           ...(authorization ? { authorization } : {}),
         },
-        body: JSON.stringify({ query: print(doc), variables: variables ?? {} }),
+        body: JSON.stringify({ query: queryText(doc), variables: variables ?? {} }),
       });
     } catch (err) {
       throw new ForklineClientError([{ message: `cannot reach ${opts.url}: ${(err as Error).cause ?? (err as Error).message}` }]);
@@ -185,7 +188,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   // at once, even while a next() is waiting (a generator would queue it until
   // the next item arrived, which may be never).
   function subscribe<R>(doc: DocumentNode, variables: unknown): AsyncIterableIterator<R> {
-    const results = socket().iterate<R>({ query: print(doc), variables: (variables ?? {}) as Record<string, unknown> });
+    const results = socket().iterate<R>({ query: queryText(doc), variables: (variables ?? {}) as Record<string, unknown> });
     const done: IteratorReturnResult<undefined> = { done: true, value: undefined };
     return {
       async next(): Promise<IteratorResult<R>> {
@@ -229,19 +232,28 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   };
 }
 
+/** Each document's text, printed once (a runner sends the same few documents thousands of times). */
+const printed = new WeakMap<DocumentNode, string>();
+function queryText(doc: DocumentNode): string {
+  let text = printed.get(doc);
+  if (text === undefined) printed.set(doc, (text = print(doc)));
+  return text;
+}
+
 /** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
 const isRetryable = (err: unknown) =>
   err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
 
 async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
   const deadline = Date.now() + retryForMs;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
+  const backoff = new Backoff({ initialMs: 250, maxMs: 4000, jitter: 0.5 });
+  for (;;) {
     try {
       return await attempt();
     } catch (err) {
-      const pause = err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : wait;
+      const pause = backoff.next(err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
       if (!isRetryable(err) || Date.now() + pause > deadline) throw err;
-      await new Promise((r) => setTimeout(r, pause));
+      await sleep(pause);
     }
   }
 }

@@ -9,12 +9,14 @@
 // `invoke` is wrapped to store its result as soon as it returns. Text deltas
 // of a streamed run go to sessionTurns subscribers; each response's usage is
 // recorded with it. The agent's function tools are declared with their
-// effects first (declareRunnerTools).
+// effects first. A session over its budget (ModelRequest.compaction) is
+// compacted with the session's model before its next turn.
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import {
   OpenAIProvider,
   run,
+  withTrace,
   type Agent,
   type AgentInputItem,
   type Model,
@@ -26,7 +28,7 @@ import {
   type Tool,
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, unservableModel, type RequestedModel } from '@forkline/runner';
+import { requestedModel, summaryPrompt, unservableModel, writeRunnerCompaction, type RequestedModel } from '@forkline/runner';
 
 // The Agents SDK's items are a wide union read field by field here; its own types use `any` for agent context and output.
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -133,6 +135,11 @@ export interface AgentsRunOptions {
   modelProvider?: ModelProvider;
   /** Run streamed (default): text deltas reach sessionTurns subscribers as they come. */
   stream?: boolean;
+  /**
+   * Compact a session over its budget (ModelRequest.compaction) with the model the session runs on before
+   * its next turn (default true; docs/runners.md, Compaction). false: the longer request is sent.
+   */
+  compact?: boolean;
 }
 
 type FunctionTool = Extract<Tool, { type: 'function' }>;
@@ -240,12 +247,37 @@ async function modelFor(agent: Agent<any, any>, requested: RequestedModel | unde
 export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<number> {
   await session.declareTools(agentsToolDeclarations(agent, opts.effects));
   let turns = 0;
+  let compacting = opts.compact ?? true;
   for (;;) {
     const request = await session.modelRequest();
+    const model = compacting && request.compaction ? await modelFor(agent, requestedModel(request), opts) : undefined;
+    if (model && request.compaction) {
+      // Over the budget: the session's model summarises first (a failed summary is not tried again in this claim).
+      compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
+      continue;
+    }
     if (request.turn == null || request.step == null) return turns;
     await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
+}
+
+/** A summary of `messages` by the Agents SDK model: one response, no tools (in a trace of its own, as a run's calls are). */
+async function summarizeWith(model: Model, messages: ChatMessage[], signal: AbortSignal): Promise<string> {
+  const response = await withTrace('forkline compaction', () =>
+    model.getResponse({
+      input: [{ role: 'user', content: summaryPrompt(messages) }],
+      modelSettings: {},
+      tools: [],
+      outputType: 'text',
+      handoffs: [],
+      tracing: false,
+      signal,
+    }),
+  );
+  const { text } = stepMessage(response);
+  if (!text.trim()) throw new Error('the model answered the summary request with no text');
+  return text;
 }
 
 /** One turn (or the rest of an open one) from `request`. */

@@ -8,6 +8,7 @@ seconds by :meth:`GraphQLClient.retrying`.
 from __future__ import annotations
 
 import json
+import random
 import time
 import urllib.error
 import urllib.request
@@ -17,6 +18,20 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 RETRYABLE = {"SERVICE_UNAVAILABLE", "NETWORK_ERROR"}
+
+
+def backoff_delay(attempt: int, *, base_s: float, cap_s: float, rng: Callable[[], float] = random.random) -> float:
+    """
+    The wait after failed attempt ``attempt`` (0: the first failure): doubling from ``base_s`` up to
+    ``cap_s``, then shortened by up to half at random, so runners that failed together do not retry together.
+    """
+    full = min(cap_s, base_s * 2 ** max(0, attempt))
+    return full * (1 - 0.5 * rng())
+
+
+def retry_after_of(err: BaseException) -> float | None:
+    """The wait the server asked for (Retry-After of a 429 or 503), in seconds; None when it named none."""
+    return err.retry_after if isinstance(err, ForklineError) and err.status in (429, 503) else None
 
 
 class ForklineError(Exception):
@@ -78,19 +93,22 @@ class GraphQLClient:
         return data
 
     def retrying(self, fn: Callable[[], T]) -> T:
-        """Runs ``fn``, again after a lost connection or SERVICE_UNAVAILABLE, with backoff, for up to retry_for_s."""
+        """
+        Runs ``fn``, again after a lost connection, SERVICE_UNAVAILABLE or a 429 (refused before anything
+        was done), for up to retry_for_s: after the server's Retry-After when it names one, else with backoff.
+        """
         deadline = time.monotonic() + self.retry_for_s
-        wait = 0.1
+        attempt = 0
         while True:
             try:
                 return fn()
             except ForklineError as err:
-                retryable = err.code in RETRYABLE or err.code.startswith("HTTP_5") or err.status == 503
-                pause = err.retry_after or wait
+                retryable = err.code in RETRYABLE or err.code.startswith("HTTP_5") or err.status in (429, 503)
+                pause = retry_after_of(err) or backoff_delay(attempt, base_s=0.1, cap_s=2.0)
                 if not retryable or time.monotonic() + pause > deadline:
                     raise
                 time.sleep(pause)
-                wait = min(wait * 2, 2.0)
+                attempt += 1
 
     def call(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.retrying(lambda: self.request(query, variables))

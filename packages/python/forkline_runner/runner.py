@@ -10,12 +10,14 @@ function on a thread of its own. A session renews its lease in the background;
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypedDict
 
-from .graphql import ForklineError, GraphQLClient
+from .graphql import ForklineError, GraphQLClient, backoff_delay, retry_after_of
 
 Effect = Literal["read-only", "idempotent", "side-effects"]
 
@@ -60,6 +62,8 @@ class Runner:
         retry_for_s: float = 15.0,
         concurrency: int = 4,
         poll_s: float = 5.0,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
         log: Callable[[str], None] = lambda msg: None,
     ) -> None:
         self.client = GraphQLClient(url, token=token, retry_for_s=retry_for_s)
@@ -68,9 +72,10 @@ class Runner:
         self.lease_ms = lease_ms
         self.concurrency = concurrency
         self.poll_s = poll_s
+        #: After a session failed or a claim failed, the next claim waits: doubling from backoff_s up to max_backoff_s (with jitter).
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
         self.log = log
-        #: Set once the server answered that it has no declareRunnerTools: tools are not declared again.
-        self.runner_tools_unsupported = False
 
     def claim(self, session_id: str) -> RunnerSession | None:
         """Claims the session named: its lease, or None while another runner holds it."""
@@ -104,14 +109,32 @@ class Runner:
         threading.Thread(target=self._watch, args=(wake, stop), daemon=True).start()
         workers: set[threading.Thread] = set()
         lock = threading.Lock()
+        # A session that fails is released and offered again at once: without a pause its next claim
+        # fails the same way, in a tight loop. Consecutive failures (sessions, claims) back off; a success resets.
+        failures = 0
+        resume_at = 0.0
+
+        def failed(retry_after: float | None = None) -> None:
+            nonlocal failures, resume_at
+            with lock:
+                pause = retry_after or backoff_delay(failures, base_s=self.backoff_s, cap_s=self.max_backoff_s)
+                failures += 1
+                resume_at = max(resume_at, time.monotonic() + pause)
+
+        def succeeded() -> None:
+            nonlocal failures
+            with lock:
+                failures = 0
 
         def serve(session: RunnerSession) -> None:
             try:
                 handle(session)
+                succeeded()
             except LeaseLostError:
                 self.log(f"lease on {session.session_id} lost")
             except Exception as err:  # one session's failure does not stop the runner
                 self.log(f"session {session.session_id} failed: {err!r}")
+                failed(retry_after_of(err))
             finally:
                 try:
                     session.release()
@@ -124,6 +147,10 @@ class Runner:
         while not stop.is_set():
             wake.wait(self.poll_s)
             wake.clear()
+            with lock:
+                pause = resume_at - time.monotonic()
+            if pause > 0 and stop.wait(pause):
+                break
             if stop.is_set():
                 break
             with lock:
@@ -134,6 +161,8 @@ class Runner:
                 sessions = self.claim_many(room)
             except Exception as err:
                 self.log(f"claiming sessions failed: {err!r}")
+                failed(retry_after_of(err))
+                wake.set()  # claim again after the pause
                 continue
             if len(sessions) == room:
                 wake.set()  # there may be more
@@ -148,15 +177,18 @@ class Runner:
     def _watch(self, wake: threading.Event, stop: threading.Event) -> None:
         """Wakes the loop for each runnableSessions item; subscribes again after a lost connection."""
         wake.set()  # sessions waiting already
+        attempt = 0
         while not stop.is_set():
             try:
                 for _ in self.client.subscribe("subscription($pool: String!) { runnableSessions(pool: $pool) { id } }", {"pool": self.pool}):
+                    attempt = 0
                     wake.set()
                     if stop.is_set():
                         return
             except Exception as err:
                 self.log(f"runnableSessions failed; subscribing again: {err!r}")
-            stop.wait(1.0)
+            stop.wait(backoff_delay(attempt, base_s=self.backoff_s, cap_s=self.max_backoff_s))
+            attempt += 1
 
 
 class RunnerSession:
@@ -171,6 +203,10 @@ class RunnerSession:
         self.released = False
         self.event_count: int | None = None
         self._prefetched: dict[str, Any] | None = None
+        #: The tool set the session holds (its last request's ``tools``, see tool_set_key); None: not known.
+        self._held_tools: str | None = None
+        #: A declaration not stored yet: it goes first in the next append.
+        self._pending_tools: RunnerEvent | None = None
         self._closed = threading.Event()
         threading.Thread(target=self._renew_loop, daemon=True).start()
 
@@ -201,7 +237,12 @@ class RunnerSession:
 
     def prefetch(self, request: dict[str, Any]) -> None:
         self._prefetched = request
+        self._read(request)
+
+    def _read(self, request: dict[str, Any]) -> None:
+        """What a request read tells: the log's length, and the tool set the session holds."""
         self.event_count = int(request["eventCount"])
+        self._held_tools = tool_set_key([{**t, "effect": str(t["effect"]).lower().replace("_", "-")} for t in request.get("tools") or []])
 
     def model_request(self) -> dict[str, Any]:
         """What the session's next model call should be sent (``turn`` None: nothing to run)."""
@@ -214,13 +255,15 @@ class RunnerSession:
         if data["session"] is None:
             raise self._lost()
         request: dict[str, Any] = data["session"]["modelRequest"]
-        self.event_count = int(request["eventCount"])
+        self._read(request)
         return request
 
-    def append(self, events: Sequence[RunnerEvent], release: bool = False) -> list[dict[str, Any]]:
+    def append(self, batch: Sequence[RunnerEvent], release: bool = False, request: bool = False) -> list[dict[str, Any]]:
         """
         Appends a batch after the log as last seen; ``release`` gives the lease back when the batch leaves
-        nothing to run (a turn's last batch). An attempt whose answer was lost is recognised by the events
+        nothing to run (a turn's last batch); ``request``: the answer brings the request of the step the
+        batch starts (model_request() returns it, no read of its own). A declaration not stored yet goes first.
+        An attempt whose answer was lost is recognised by the events
         stored since: the batch is ours only when they are exactly its events, in order, none synthetic
         (a repair's closers after a lost lease are not). Input queued meanwhile moves the expected count on.
         """
@@ -228,7 +271,19 @@ class RunnerSession:
             raise self._lost()
         if self.event_count is None:
             self.model_request()
-        fields = "eventCount released modelRequest { " + REQUEST_FIELDS + " } events { seq type data }" if release else "eventCount events { seq type data }"
+        declaration = self._pending_tools
+        events = [declaration, *batch] if declaration else list(batch)
+        stored = self._append(events, release, request)
+        if declaration:
+            if self._pending_tools is declaration:
+                self._pending_tools = None
+            self._held_tools = tool_set_key(declaration["data"]["tools"])
+            return stored[1:]
+        return stored
+
+    def _append(self, events: list[RunnerEvent], release: bool, request: bool) -> list[dict[str, Any]]:
+        with_request = release or request
+        fields = ("eventCount released modelRequest { " + REQUEST_FIELDS + " } " if with_request else "eventCount ") + "events { seq type data }"
         for attempt in range(6):
             expected = self.event_count
             try:
@@ -260,7 +315,7 @@ class RunnerSession:
                 continue
             result = data["appendEvents"]
             self.event_count = int(result["eventCount"])
-            if release:
+            if with_request:
                 if result["released"]:
                     self._let_go()
                 elif result.get("modelRequest"):
@@ -270,20 +325,19 @@ class RunnerSession:
         raise AssertionError("unreachable")
 
     def declare_tools(self, tools: Sequence[ToolDeclaration]) -> None:
-        """Records the runner's tools with their effects (declareRunnerTools): forks and repair word their calls by them."""
+        """
+        Declares the runner's tools with their effects: forks and repair word their calls by them. When the set
+        differs from the one the session holds (its request's ``tools``), a session/runner-tools event goes first
+        in the next append (before any call of them, no round trip of its own); the same set writes nothing.
+        """
         if self.lost.is_set():
             raise self._lost()
-        try:
-            self.client.call(
-                "mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { __typename } }",
-                {"input": {**self._lease(), "tools": [{**t, "effect": t["effect"].upper().replace("-", "_")} for t in tools]}},
-            )
-        except ForklineError as err:
-            if err.code == "LEASE_LOST":
-                raise self._lost() from err
-            raise
-        self._prefetched = None
-        self.event_count = None  # the declaration is an event: read the request again
+        if self._held_tools is None:
+            self.prefetch(self.model_request())  # what the session holds (still the request to run)
+        if tool_set_key(tools) == self._held_tools:
+            self._pending_tools = None
+            return
+        self._pending_tools = {"type": "session/runner-tools", "data": {"tools": [dict(t) for t in tools]}}
 
     def delta(self, turn: int, step: int, text: str) -> None:
         """A text delta for live clients (sessionTurns): not stored; a failure is only logged."""
@@ -319,3 +373,12 @@ def is_our_batch(stored: Sequence[dict[str, Any]], events: Sequence[RunnerEvent]
     return len(stored) == len(events) and all(
         s["type"] == e["type"] and s["data"] == e["data"] and not s.get("synthetic") for s, e in zip(stored, events)
     )
+
+
+def tool_set_key(tools: Sequence[Any]) -> str:
+    """
+    A tool set as a model request lists it, in one spelling: order does not matter, an absent description is an
+    empty one and an absent schema an empty object's (ModelRequest.tools says no more).
+    """
+    rows = sorted(([t["name"], t["effect"], t.get("description") or "", t.get("inputSchema") or {"type": "object"}] for t in tools), key=lambda r: str(r[0]))
+    return json.dumps(rows, sort_keys=True, separators=(",", ":"))

@@ -1,9 +1,9 @@
 """Runs a claimed session's turns with your model and your tools, in two parts per step.
 
-Each step is written as forkline's own runner writes it: the model's message
-with its tool calls goes into the log as soon as the model has answered,
-before any tool runs; then each tool's result as it comes, the last one with
-the step's end. A fork taken while a tool runs, or a runner killed mid-tool,
+Each step is written as forkline's own runner writes it: its start before the
+model is called, the model's message with its tool calls as soon as the model
+has answered, before any tool runs; then each tool's result as it comes, the
+last one with the step's end and the next step's start. A fork taken while a tool runs, or a runner killed mid-tool,
 therefore finds the call in the log: the fork (or the repair after the lease
 ends) closes it with a synthetic result naming the tool's declared effect,
 and no runner runs the tool again.
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .compaction import write_compaction
-from .graphql import ForklineError
 from .runner import Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration
 
 
@@ -78,23 +77,9 @@ def run_turns(
 
 
 def declare_tools(session: RunnerSession, tools: Sequence[Tool]) -> None:
-    """Declares the runner's tools unless the session's request lists exactly them already."""
-    if not tools or session.runner.runner_tools_unsupported:
-        return
-    wanted = sorted((t.name, graphql_effect(t.effect)) for t in tools)
-    request = session.model_request()
-    have = sorted((t["name"], t.get("effect")) for t in request.get("tools") or [])
-    if wanted == have:
-        session.prefetch(request)  # still the request to run
-        return
-    try:
+    """Declares the runner's tools (written with the next append, unless the session holds exactly them already)."""
+    if tools:
         session.declare_tools([t.declaration() for t in tools])
-    except ForklineError as err:
-        # A server without declareRunnerTools refuses the document itself (HTTP 400): its repairs call the runner's tools' effects unknown.
-        if err.code != "GRAPHQL_VALIDATION_FAILED" and err.status != 400:
-            raise
-        session.runner.runner_tools_unsupported = True
-        session.runner.log(f"the server cannot record runner tools (declareRunnerTools): {err}")
 
 
 def graphql_effect(effect: str) -> str:
@@ -103,23 +88,33 @@ def graphql_effect(effect: str) -> str:
 
 
 def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tools: dict[str, Tool], *, max_steps: int = 16) -> None:
-    """One turn (or the rest of an open one) from ``request``."""
+    """
+    One turn (or the rest of an open one) from ``request``, in the batches of docs/runners.md: the step's
+    start before its model call (with the turn's opening, or the last step's last result and end), the
+    message with its calls before any tool runs, each result as it comes (the last with what follows it),
+    and an answer without calls with the turn's end.
+    """
     turn: int = request["turn"]
     step: int = request["step"]
-    opening: list[RunnerEvent] = []
+    carry: list[RunnerEvent] = []
     if not request["inTurn"]:
-        opening = [
+        carry = [
             {"type": "inbox/remove", "data": {"inputId": request["inputId"], "reason": "taken"}},
             {"type": "turn/start", "data": {"turn": turn, "inputId": request["inputId"]}},
         ]
-    for _ in range(max_steps):
+    for n in range(max_steps):
+        # The step's start is in the log when the model is called; after the first step the answer brings its request.
+        session.append([*carry, {"type": "step/start", "data": {"turn": turn, "step": step}}], request=n > 0)
+        carry = []
+        if n > 0:
+            request = session.model_request()
         current = step
         try:
             reply = model(request, lambda text: session.delta(turn, current, text))
         except LeaseLostError:
             raise
         except Exception as err:  # the model failed: the turn ends failed, as forkline's runner ends it
-            fail(session, opening, turn, step, f"model failed: {err}")
+            fail(session, [step_end(turn, step, "failed")], turn, step, f"model failed: {err}")
             return
         calls = reply.tool_calls
         # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
@@ -127,25 +122,28 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
         message: dict[str, Any] = {"turn": turn, "step": step, "text": reply.text or "", "toolCalls": tool_calls}
         if reply.usage:
             message["usage"] = reply.usage
-        head: list[RunnerEvent] = [*opening, {"type": "step/start", "data": {"turn": turn, "step": step}}, {"type": "model/message", "data": message}]
-        opening = []
         if not calls:
-            session.append([*head, step_end(turn, step), {"type": "turn/end", "data": {"turn": turn, "reason": "completed"}}], release=True)
+            session.append(
+                [{"type": "model/message", "data": message}, step_end(turn, step), {"type": "turn/end", "data": {"turn": turn, "reason": "completed"}}],
+                release=True,
+            )
             return
         # Part one: the calls are in the log before any tool runs.
-        session.append(head)
+        session.append([{"type": "model/message", "data": message}])
         for i, call in enumerate(calls):
             if session.lost.is_set():
                 raise LeaseLostError(session.session_id)
             result = tool_result(session.session_id, turn, step, call, tools.get(call["name"]))
-            session.append([result, step_end(turn, step)] if i == len(calls) - 1 else [result])
+            if i < len(calls) - 1:
+                session.append([result])  # other calls still to run
+            else:
+                carry = [result, step_end(turn, step)]  # nothing happens before the next step's start
         step += 1
-        request = session.model_request()  # the next step's request, as forkline builds it
-    fail(session, [], turn, step - 1, f"stopped after {max_steps} steps")
+    fail(session, carry, turn, step - 1, f"stopped after {max_steps} steps")
 
 
-def step_end(turn: int, step: int) -> RunnerEvent:
-    return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": "completed"}}
+def step_end(turn: int, step: int, reason: str = "completed") -> RunnerEvent:
+    return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": reason}}
 
 
 def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Tool | None) -> RunnerEvent:
@@ -164,8 +162,8 @@ def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Too
     }
 
 
-def fail(session: RunnerSession, opening: list[RunnerEvent], turn: int, step: int, message: str) -> None:
+def fail(session: RunnerSession, before: list[RunnerEvent], turn: int, step: int, message: str) -> None:
     session.append(
-        [*opening, {"type": "plugin/agent/error", "data": {"turn": turn, "step": max(1, step), "message": message[:2000]}}, {"type": "turn/end", "data": {"turn": turn, "reason": "failed"}}],
+        [*before, {"type": "plugin/agent/error", "data": {"turn": turn, "step": max(1, step), "message": message[:2000]}}, {"type": "turn/end", "data": {"turn": turn, "reason": "failed"}}],
         release=True,
     )

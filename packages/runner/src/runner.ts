@@ -16,6 +16,8 @@
 import { randomUUID } from 'node:crypto';
 import {
   AppendStepDocument,
+  Backoff,
+  sleep,
   AppendTurnEndDocument,
   ClaimSessionDocument,
   ClaimSessionsDocument,
@@ -92,6 +94,8 @@ export interface StepMessage {
 const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
+/** The wait the server asked for (Retry-After of a 429 or 503), in ms. */
+const retryAfterOf = (err: unknown) => (err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
 
 /** The lease is no longer this runner's: it must stop writing (another runner may run the session now). */
 export class LeaseLostError extends Error {
@@ -118,16 +122,17 @@ export class ForklineRunner {
     this.log = opts.log ?? (() => {});
   }
 
-  /** Runs `fn`, again after a lost connection or SERVICE_UNAVAILABLE, with backoff, for up to retryForMs. */
+  /** Runs `fn`, again after a lost connection or SERVICE_UNAVAILABLE (after its Retry-After, else with backoff), for up to retryForMs. */
   async retrying<T>(fn: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.retryForMs;
-    for (let wait = 100; ; wait = Math.min(wait * 2, 2000)) {
+    const backoff = new Backoff({ initialMs: 100, maxMs: 2000, jitter: 0.5 });
+    for (;;) {
       try {
         return await fn();
       } catch (err) {
+        const wait = backoff.next(retryAfterOf(err));
         if (!isRetryable(err) || Date.now() + wait > deadline) throw err;
-        const after = err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : wait;
-        await new Promise((r) => setTimeout(r, after));
+        await sleep(wait);
       }
     }
   }
@@ -187,19 +192,39 @@ export class ForklineRunner {
     // One claim at a time; a wake-up during it, or a claim that filled every free slot, means: claim again when there is room.
     let claiming = false;
     let more = false;
+    // A session that failed is released and offered again at once: claimed again at once it fails the
+    // same way, in a tight loop. Consecutive failures (sessions, claims) pause the next claim; a success resets.
+    const failures = new Backoff({ initialMs: 500, maxMs: 30_000, jitter: 0.5 });
+    let resumeAt = 0;
+    const failed = (err: unknown) => (resumeAt = Math.max(resumeAt, Date.now() + failures.next(retryAfterOf(err))));
     const fill = async (): Promise<void> => {
       more = true;
       if (claiming) return;
       claiming = true;
       try {
         while (more && work.size < limit && !opts.signal?.aborted) {
+          if (resumeAt > Date.now()) await sleep(resumeAt - Date.now(), opts.signal);
           more = false;
           const room = limit - work.size;
-          const sessions = await this.claimMany(room);
+          let sessions: RunnerSession[];
+          try {
+            sessions = await this.claimMany(room);
+          } catch (err) {
+            this.log('claiming sessions failed', err);
+            failed(err);
+            more = true; // claim again after the pause
+            continue;
+          }
           if (sessions.length === room) more = true;
           for (const session of sessions) {
             const p: Promise<void> = this.serveClaimed(session, handle)
-              .catch((err) => this.log(`session ${session.sessionId} failed`, err))
+              .then(
+                () => failures.reset(),
+                (err) => {
+                  this.log(`session ${session.sessionId} failed`, err);
+                  if (!(err instanceof LeaseLostError)) failed(err);
+                },
+              )
               .finally(() => {
                 work.delete(p);
                 if (more) void fill();
@@ -207,19 +232,18 @@ export class ForklineRunner {
             work.add(p);
           }
         }
-      } catch (err) {
-        this.log('claiming sessions failed', err);
       } finally {
         claiming = false;
       }
     };
-    for (let wait = 500; !opts.signal?.aborted; wait = Math.min(wait * 2, 10_000)) {
+    const resubscribe = new Backoff({ initialMs: 500, maxMs: 10_000, jitter: 0.5 });
+    while (!opts.signal?.aborted) {
       const stream = this.runnable();
       const stop = () => void stream.return?.();
       opts.signal?.addEventListener('abort', stop, { once: true });
       try {
         for await (const _ of stream) {
-          wait = 500;
+          resubscribe.reset();
           if (opts.signal?.aborted) break;
           void fill();
         }
@@ -229,7 +253,7 @@ export class ForklineRunner {
       } finally {
         opts.signal?.removeEventListener('abort', stop);
       }
-      if (!opts.signal?.aborted) await new Promise((r) => setTimeout(r, wait));
+      if (!opts.signal?.aborted) await sleep(resubscribe.next(), opts.signal);
     }
     while (work.size) await Promise.all(work);
   }
@@ -257,6 +281,18 @@ export class ForklineRunner {
 }
 
 const GRAPHQL_EFFECT = { 'read-only': 'READ_ONLY', idempotent: 'IDEMPOTENT', 'side-effects': 'SIDE_EFFECTS' } as const;
+const EFFECT_OF = { READ_ONLY: 'read-only', IDEMPOTENT: 'idempotent', SIDE_EFFECTS: 'side-effects' } as const;
+
+/**
+ * A tool set as a model request lists it, in one spelling: order does not
+ * matter, an absent description is an empty one and an absent schema an
+ * empty object's (ModelRequest.tools says no more), so two sets with one key
+ * describe the same tools to the model and to repair.
+ */
+function toolSetKey(tools: ReadonlyArray<{ name: string; description?: string | null; inputSchema?: unknown; effect: ToolEffect }>): string {
+  const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return canonicalJson(sorted.map((t) => [t.name, t.effect, t.description ?? '', t.inputSchema ?? { type: 'object' }]));
+}
 
 /** JSON with object keys in one order (Postgres's jsonb keeps its own). */
 function canonicalJson(v: unknown): string {
@@ -339,30 +375,50 @@ export class RunnerSession {
 
   /** The tools declared on the session by this runner (as sent), with each one's effect by name. */
   private declared?: { key: string; effects: Map<string, ToolEffect> };
+  /** The set the session holds (its last request's `tools`, in one spelling); undefined: not known. */
+  private held?: string;
+  /** A declaration not stored yet: it goes first in the next append. */
+  private pendingTools?: RunnerEvent;
 
   /**
-   * Declares the tools this runner runs for the session, with their effects
-   * (declareRunnerTools; forkline writes a session/runner-tools event when the
-   * set differs from the one in force). The calls a TurnWriter writes carry
-   * these effects. Declaring the set declared last costs nothing.
+   * Declares the tools this runner runs for the session, with their effects.
+   * When the set differs from the one the session holds (its request's
+   * `tools`), a session/runner-tools event goes first in the next append —
+   * before any call of them, with no round trip of its own; the same set
+   * writes nothing. The calls a TurnWriter writes carry these effects.
    */
   async declareTools(tools: RunnerToolDeclaration[]): Promise<void> {
     const key = JSON.stringify(tools);
     if (this.declared?.key === key) return;
     if (this.signal.aborted || this.released) this.lost();
-    const input = {
-      sessionId: this.sessionId,
-      leaseToken: this.leaseToken,
-      tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, effect: GRAPHQL_EFFECT[t.effect] })),
-    };
-    try {
-      const { declareRunnerTools } = await this.runner.retrying(() => this.runner.client.mutate(DeclareRunnerToolsDocument, { input }));
-      this.eventCount = declareRunnerTools.eventCount;
-    } catch (err) {
-      if (codeOf(err) === 'LEASE_LOST') this.lost();
-      throw err;
+    const effects = new Map(tools.map((t) => [t.name, t.effect]));
+    if (this.held === undefined) {
+      // No request read yet (a session not claimed through the runner): declareRunnerTools writes it only when it changed.
+      const input = {
+        sessionId: this.sessionId,
+        leaseToken: this.leaseToken,
+        tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, effect: GRAPHQL_EFFECT[t.effect] })),
+      };
+      try {
+        const { declareRunnerTools } = await this.runner.retrying(() => this.runner.client.mutate(DeclareRunnerToolsDocument, { input }));
+        this.eventCount = declareRunnerTools.eventCount;
+      } catch (err) {
+        if (codeOf(err) === 'LEASE_LOST') this.lost();
+        throw err;
+      }
+      this.held = toolSetKey(tools);
+    } else if (toolSetKey(tools) !== this.held) {
+      const declared = tools.map((t) => ({
+        name: t.name,
+        effect: t.effect,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}),
+      }));
+      this.pendingTools = { type: 'session/runner-tools', data: { tools: declared } };
+    } else {
+      this.pendingTools = undefined;
     }
-    this.declared = { key, effects: new Map(tools.map((t) => [t.name, t.effect])) };
+    this.declared = { key, effects };
   }
 
   /** The effect this runner declared for a tool (undefined: not declared). */
@@ -382,7 +438,13 @@ export class RunnerSession {
 
   prefetch(request: ModelRequest): void {
     this.prefetched = request;
+    this.read(request);
+  }
+
+  /** What a request read tells: the log's length, and the tool set the session holds. */
+  private read(request: ModelRequest): void {
     this.eventCount = request.eventCount;
+    this.held = toolSetKey(request.tools.map((t) => ({ ...t, effect: EFFECT_OF[t.effect] })));
   }
 
   /**
@@ -398,7 +460,7 @@ export class RunnerSession {
     if (ready && ready.eventCount === this.eventCount) return ready;
     const { session } = await this.runner.retrying(() => this.runner.client.query(ModelRequestDocument, { id: this.sessionId }));
     if (!session) this.lost();
-    this.eventCount = session.modelRequest.eventCount;
+    this.read(session.modelRequest);
     return session.modelRequest;
   }
 
@@ -409,9 +471,21 @@ export class RunnerSession {
    * answer finds its batch stored (the log grew by exactly it) and returns;
    * input queued meanwhile (inbox/add by sendMessage) moves the expected count on.
    */
-  async append(events: RunnerEvent[]): Promise<Array<{ seq: number; type: string; data: unknown }>> {
+  async append(batch: RunnerEvent[]): Promise<Array<{ seq: number; type: string; data: unknown }>> {
     if (this.signal.aborted || this.released) this.lost();
     if (this.eventCount === undefined) await this.modelRequest();
+    // A declaration not stored yet goes first (before any call of its tools); the caller gets back its own events.
+    const declaration = this.pendingTools;
+    const events = declaration ? [declaration, ...batch] : batch;
+    const stored = await this.appendBatch(events);
+    if (declaration) {
+      if (this.pendingTools === declaration) this.pendingTools = undefined;
+      this.held = toolSetKey((declaration.data.tools as RunnerToolDeclaration[]) ?? []);
+    }
+    return declaration ? stored.slice(1) : stored;
+  }
+
+  private async appendBatch(events: RunnerEvent[]): Promise<Array<{ seq: number; type: string; data: unknown }>> {
     const endsTurn = events.some((e) => e.type === 'turn/end');
     // Deltas of the turn go out before a batch that may give the lease back.
     if (endsTurn) await this.deltas;
@@ -498,7 +572,8 @@ export class RunnerSession {
  *                each with the effect this runner declared for the tool —
  *                stored before any tool runs (a call without tools waits for
  *                the step's end: nothing happens in between)
- *   result()     each call's result as it comes
+ *   result()     each call's result as it comes (the step's last one with
+ *                what follows it: the step's end and the next start)
  *   endStep()    the step's end, written with what comes next (the next
  *                step's start or the turn's end)
  *   end()        the turn's end (`failed` with the error recorded), with the
@@ -593,15 +668,26 @@ export class TurnWriter {
     await this.write([event]);
   }
 
-  /** A call's result (`error`: the tool failed; the content says how), stored before this returns. */
+  /**
+   * A call's result (`error`: the tool failed; the content says how). While
+   * other calls of the step still run it is stored before this returns; the
+   * step's last result goes with what comes next (the step's end and the
+   * next step's start, or the turn's end): nothing happens in between.
+   */
   result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
     this.unanswered.delete(call.id);
-    return this.write([
-      {
-        type: 'tool/result',
-        data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name },
-      },
-    ]);
+    const event: RunnerEvent = {
+      type: 'tool/result',
+      data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name },
+    };
+    if (this.unanswered.size === 0) {
+      this.carry.push(event);
+      // A write before it that failed (the lease lost) fails this too.
+      return this.writes.then(() => {
+        if (this.failure) throw this.failure;
+      });
+    }
+    return this.write([event]);
   }
 
   /** Closes the open step; its end is written with what comes next. */
