@@ -266,6 +266,11 @@ export class TenantStore {
     return s;
   }
 
+  /** Nothing when the session is the tenant's, else SESSION_NOT_FOUND (one cached lookup): for the host's reads on a tenant's behalf. */
+  check(sessionId: string): Promise<void> {
+    return this.parts.owners.check(this.scope.tenant, sessionId);
+  }
+
   /** The session's fork tree when it is the tenant's (the Prisma node lookup's key), else undefined. */
   async treeOf(id: string): Promise<string | undefined> {
     const tree = await this.parts.trees.of(id);
