@@ -29,7 +29,7 @@ export async function benchBulkImport(ctx: BenchContext) {
   const source = await createLongSession(ctx, events);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-bulk-import-'));
   const file = path.join(dir, 'recording.jsonl');
-  await pipeline(Readable.from((await exportRecording(store, scope, source.id)).lines), fs.createWriteStream(file));
+  await pipeline(Readable.from((await exportRecording(store.forTenant(scope), source.id)).lines), fs.createWriteStream(file));
   const bytes = fs.statSync(file).size;
   // The baseline's rows, made before it is timed: the recording's events as COPY text.
   const rows = fs

@@ -13,9 +13,9 @@ import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
-import type { Scope, SessionRow, StoredEvent } from '../store/session-store.ts';
+import type { Scope, SessionRow, StoredEvent, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
-import type { Services } from '../host/services.ts';
+import type { DoorServices } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
@@ -29,7 +29,7 @@ const runEventData = z.object({ runId: z.string(), inputId: z.string() });
 const runOf = (e: StoredEvent) => runEventData.safeParse(e.data).data;
 
 export interface AguiOptions {
-  services: Pick<Services, 'store' | 'controller' | 'live'>;
+  services: Pick<DoorServices, 'store' | 'controller' | 'live'>;
   /** The guard of every door: the caller, the Origin (configured origins get CORS headers and preflights), the body limit. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
@@ -49,7 +49,7 @@ export const SNAPSHOT_EVENTS = 2000;
  * the inbox/add of each of those turns' inputs that falls before the window
  * (one index probe each). A log shorter than the window is read whole.
  */
-export async function snapshotHistory(log: Services['store']['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
+export async function snapshotHistory(log: TenantStore['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
   const recent = (await log.ofTypes(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true })).reverse();
   if (recent.length < limit) return recent;
   const first = recent.findIndex((e) => e.type === 'turn/start');
@@ -65,7 +65,7 @@ export async function snapshotHistory(log: Services['store']['log'], sessionId: 
 }
 
 export function aguiHandler(opts: AguiOptions) {
-  const { store, controller, live } = opts.services;
+  const { store: stores, controller, live } = opts.services;
 
   const { guard } = opts;
   const cors = (req: http.IncomingMessage) => guard.corsHeaders(req);
@@ -159,17 +159,18 @@ export function aguiHandler(opts: AguiOptions) {
     runError: (message: string, code: string) => void,
   ): Promise<void> {
     if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
+    const store = stores.forTenant(scope);
 
     // The thread: an existing session (by id), a fork of it at a run's end, or a new session.
     let session: SessionRow;
     if (input.parentRunId) {
-      const parent = await store.requireSession(scope, input.threadId);
-      const cut = await runEndSeq(parent.id, input.parentRunId);
+      const parent = await store.requireSession(input.threadId);
+      const cut = await runEndSeq(store, parent.id, input.parentRunId);
       if (typeof cut === 'string') return runError(cut, 'BAD_USER_INPUT');
       const fork = await controller.forkSession(scope, parent.id, cut, {}, { key: `agui-fork:${input.runId}` });
       session = fork.session;
     } else if (input.threadId.startsWith('ses_')) {
-      session = await store.requireSession(scope, input.threadId);
+      session = await store.requireSession(input.threadId);
     } else {
       session = await controller.createSession(scope, { title: `AG-UI thread ${input.threadId}`.slice(0, 200) }, { key: `agui-thread:${input.runId}` });
     }
@@ -185,16 +186,16 @@ export function aguiHandler(opts: AguiOptions) {
       // queued by an earlier request of this run. Such a retry records nothing new and
       // follows the run from its turn's start in the log (a finished run answers at once).
       const retry = sent.event.seq < session.eventCount;
-      const turnStart = retry ? await findFrom(sessionId, 'turn/start', sent.event.seq, (e) => dataOf(e, 'turn/start')?.inputId === sent.inputId) : undefined;
+      const turnStart = retry
+        ? await findFrom(store, sessionId, 'turn/start', sent.event.seq, (e) => dataOf(e, 'turn/start')?.inputId === sent.inputId)
+        : undefined;
       const from = turnStart?.seq ?? sent.event.seq;
       events = live.sessionEvents(sessionId, from - 1); // the log from there (catch-up), then live
-      const recorded = retry && (await findFrom(sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
+      const recorded = retry && (await findFrom(store, sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
       if (!recorded) {
-        await store.append(
-          sessionId,
-          [{ type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } }],
-          { scope },
-        );
+        await store.append(sessionId, [
+          { type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } },
+        ]);
       }
 
       send({
@@ -219,7 +220,7 @@ export function aguiHandler(opts: AguiOptions) {
   }
 
   /** The seq of the turn/end of the turn that took the input of run `runId` in the session's log, or why there is none. */
-  async function runEndSeq(sessionId: string, runId: string): Promise<number | string> {
+  async function runEndSeq(store: TenantStore, sessionId: string, runId: string): Promise<number | string> {
     let inputId: string | undefined;
     for await (const e of store.log.streamOfTypes(sessionId, [RUN_EVENT])) {
       const run = runOf(e);
@@ -228,7 +229,7 @@ export function aguiHandler(opts: AguiOptions) {
     if (!inputId) return `no run ${runId} in thread ${sessionId}`;
     const added = await store.log.inboxAddOf(sessionId, inputId);
     if (!added) return `no run ${runId} in thread ${sessionId}`;
-    const start = await findFrom(sessionId, 'turn/start', added.seq, (e) => dataOf(e, 'turn/start')?.inputId === inputId);
+    const start = await findFrom(store, sessionId, 'turn/start', added.seq, (e) => dataOf(e, 'turn/start')?.inputId === inputId);
     if (!start) return `run ${runId} has not started yet`;
     const end = await store.log.firstOfType(sessionId, 'turn/end', start.seq);
     if (!end || dataOf(end, 'turn/end')?.turn !== dataOf(start, 'turn/start')?.turn) return `run ${runId} has not finished yet`;
@@ -236,7 +237,13 @@ export function aguiHandler(opts: AguiOptions) {
   }
 
   /** The first event of `type` at or after `fromSeq` that `matches`, paging through the events of that type. */
-  async function findFrom(sessionId: string, type: string, fromSeq: number, matches: (e: StoredEvent) => boolean): Promise<StoredEvent | undefined> {
+  async function findFrom(
+    store: TenantStore,
+    sessionId: string,
+    type: string,
+    fromSeq: number,
+    matches: (e: StoredEvent) => boolean,
+  ): Promise<StoredEvent | undefined> {
     const PAGE = 50;
     for (let from = fromSeq; ;) {
       const page = await store.log.ofTypes(sessionId, [type], { fromSeq: from, toSeq: MAX_SEQ, limit: PAGE });

@@ -15,9 +15,9 @@ import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
-import type { Scope, SessionRow } from '../store/session-store.ts';
+import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
-import type { Services } from '../host/services.ts';
+import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -30,7 +30,7 @@ export const HEAD_EVENT = 'plugin/chat/head';
 const headOfChat = z.object({ sessionId: z.string() });
 
 export interface ChatOptions {
-  services: Pick<Services, 'store' | 'controller' | 'live' | 'host'>;
+  services: Pick<DoorServices, 'store' | 'controller' | 'live' | 'host'>;
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
 }
@@ -63,7 +63,7 @@ const STREAM_HEADERS = {
 };
 
 export function chatHandler(opts: ChatOptions) {
-  const { store, controller, live, host } = opts.services;
+  const { store: stores, controller, live, host } = opts.services;
   const { guard } = opts;
   const cors = (req: http.IncomingMessage) => guard.corsHeaders(req);
 
@@ -104,6 +104,7 @@ export function chatHandler(opts: ChatOptions) {
 
   /** POST /chat: send the new user message (or regenerate) and stream the answer. */
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope): Promise<void> {
+    const store = stores.forTenant(scope);
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
     const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
@@ -143,7 +144,7 @@ export function chatHandler(opts: ChatOptions) {
       if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
       parseInput(messageTextSchema, again, 'the regenerated message');
       const fork = await controller.editMessage(scope, head.id, rerun, again);
-      await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id, inputId: fork.inputId } }], { scope });
+      await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id, inputId: fork.inputId } }]);
       sessionId = fork.session.id;
       inputId = fork.inputId!;
       afterSeq = fork.cutSeq;
@@ -153,6 +154,7 @@ export function chatHandler(opts: ChatOptions) {
 
   /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
   async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
+    const store = stores.forTenant(scope);
     parseInput(idSchema, chatId, 'the chat id');
     const chat = await chatSession(scope, chatId, false);
     if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
@@ -180,6 +182,7 @@ export function chatHandler(opts: ChatOptions) {
     meta: { chatId: string; sessionId: string; inputId: string },
     afterSeq: number,
   ): Promise<void> {
+    const store = stores.forTenant(scope);
     // Held open like an SSE subscription (the tenant's caps).
     const capped = guard.openStream(res, scope.tenant);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
@@ -190,7 +193,7 @@ export function chatHandler(opts: ChatOptions) {
       gone = true;
       void turns?.return?.();
     });
-    const eventCount = async () => (await store.requireSession(scope, meta.sessionId)).eventCount;
+    const eventCount = async () => (await store.requireSession(meta.sessionId)).eventCount;
     turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount);
     if (gone) return void (await turns.return?.()); // the client left while it was subscribing
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
@@ -198,7 +201,7 @@ export function chatHandler(opts: ChatOptions) {
     const write = (chunk: UIChunk) => {
       if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
-    const answer = new ChatAnswer({ ...meta }, readerOf(meta.sessionId), write);
+    const answer = new ChatAnswer({ ...meta }, readerOf(store, meta.sessionId), write);
     answer.start();
     try {
       for await (const update of turns) {
@@ -224,15 +227,16 @@ export function chatHandler(opts: ChatOptions) {
 
   /** The chat's own session: the caller's session of that id, or the one the id names in the tenant (made when `create`). */
   async function chatSession(scope: Scope, chatId: string, create: boolean): Promise<SessionRow | undefined> {
-    if (chatId.startsWith('ses_')) return store.requireSession(scope, chatId);
+    const store = stores.forTenant(scope);
+    if (chatId.startsWith('ses_')) return store.requireSession(chatId);
     const id = chatSessionId(scope.tenant, chatId);
-    const found = await store.getSession(scope, id);
+    const found = await store.getSession(id);
     if (found || !create) return found ?? undefined;
     try {
       return await controller.createSession(scope, { title: `Chat ${chatId}`.slice(0, 200) }, {}, id);
     } catch (err) {
       // Two first requests at once: the other one made it.
-      const made = await store.getSession(scope, id);
+      const made = await store.getSession(id);
       if (made) return made;
       throw err;
     }
@@ -240,13 +244,14 @@ export function chatHandler(opts: ChatOptions) {
 
   /** The session answering the chat now: the last head recorded in it (a regenerated branch), else the chat's own. */
   async function headOf(scope: Scope, chat: SessionRow): Promise<SessionRow> {
+    const store = stores.forTenant(scope);
     const recorded = await store.log.lastOfType(chat.id, HEAD_EVENT);
     const headId = recorded && headOfChat.safeParse(recorded.data).data?.sessionId;
     if (!headId) return chat;
-    return (await store.getSession(scope, headId)) ?? chat; // a deleted branch: the chat's own session answers again
+    return (await store.getSession(headId)) ?? chat; // a deleted branch: the chat's own session answers again
   }
 
-  function readerOf(sessionId: string): AnswerReader {
+  function readerOf(store: TenantStore, sessionId: string): AnswerReader {
     return {
       event: (seq) => store.log.event(sessionId, seq),
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),

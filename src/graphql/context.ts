@@ -1,7 +1,7 @@
 import type { PrismaClient } from '@prisma/client';
-import type { SessionStore, Scope } from '../store/session-store.ts';
+import type { Scope, TenantStore } from '../store/session-store.ts';
 import type { Caller } from '../core/api-tokens.ts';
-import type { Services } from '../host/services.ts';
+import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
@@ -10,8 +10,9 @@ export interface Context {
   /** The caller's tenant and scopes (plugins/scopes.ts, the token admin's fields). */
   caller: Caller;
   prisma: PrismaClient;
-  store: SessionStore;
-  services: Services;
+  /** The store as the caller's tenant sees it: every read is checked to be the tenant's (store/tenant-store.ts). */
+  store: TenantStore;
+  services: DoorServices;
   /** Sessions by id, batched per request. */
   sessionLoader: SessionLoader;
   /**

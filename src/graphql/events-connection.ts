@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
-import type { EventOrigin, SessionLog, StoredEvent } from '../store/session-log.ts';
+import type { EventOrigin, StoredEvent } from '../store/session-log.ts';
+import type { TenantStore } from '../store/session-store.ts';
 
 const seqCursor = z
   .string()
@@ -41,7 +42,7 @@ export interface EventsConnectionArgs {
   origin?: EventOrigin | null;
 }
 
-export async function eventsConnection(log: SessionLog, session: { id: string; eventCount: number }, args: EventsConnectionArgs) {
+export async function eventsConnection(log: TenantStore['log'], session: { id: string; eventCount: number }, args: EventsConnectionArgs) {
   const { first, last } = pageArgs(args);
   const p = parseArgs(argsSchema, { afterSeq: args.afterSeq, after: args.after, before: args.before, types: args.types });
   const after = Math.max(p.afterSeq ?? -1, p.after ?? -1);
@@ -82,7 +83,7 @@ export async function eventsConnection(log: SessionLog, session: { id: string; e
  * `after`, or backward from `before` (default: the end) with `last`.
  */
 async function filteredConnection(
-  log: SessionLog,
+  log: TenantStore['log'],
   session: { id: string; eventCount: number },
   filter: { types: string[]; origin: EventOrigin },
   after: number,

@@ -7,16 +7,17 @@
 // be served stale to every later event. Repeated ids within one batch are
 // still one row read.
 import DataLoader from 'dataloader';
-import type { SessionRow, SessionRows } from '../store/session-rows.ts';
+import type { SessionRow } from '../store/session-rows.ts';
+import type { TenantStore } from '../store/session-store.ts';
 
 export class SessionLoader {
   private readonly loader: DataLoader<string, SessionRow | null>;
 
-  constructor(rows: SessionRows, tenant: string) {
+  constructor(store: TenantStore) {
     this.loader = new DataLoader(
       async (ids) => {
-        // Rows of another tenant are not found: the same null as a missing id.
-        const found = new Map((await rows.byIds([...new Set(ids)])).filter((r) => r.tenant === tenant).map((r) => [r.id, r]));
+        // Rows of another tenant are not found: the same null as a missing id (the view leaves them out).
+        const found = new Map((await store.sessions.byIds([...new Set(ids)])).map((r) => [r.id, r]));
         return ids.map((id) => found.get(id) ?? null);
       },
       { cache: false },

@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { badInput } from '../core/errors.ts';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
-import type { SessionColumns, SessionKey, SessionPageQuery, SessionRow, SessionRows } from '../store/session-rows.ts';
+import type { SessionColumns, SessionKey, SessionRow } from '../store/session-rows.ts';
+import type { TenantPageQuery, TenantStore } from '../store/session-store.ts';
 import { asSelected } from './session-columns.ts';
 
 const CHANGED = 'changed:';
@@ -83,8 +84,8 @@ class SessionPageInfo {
 }
 
 export async function sessionsConnection(
-  rows: SessionRows,
-  query: Omit<SessionPageQuery, 'from' | 'backward' | 'limit'>,
+  rows: TenantStore['sessions'],
+  query: Omit<TenantPageQuery, 'from' | 'backward' | 'limit'>,
   args: SessionsConnectionArgs,
   columns: SessionColumns = null,
 ) {

@@ -337,6 +337,7 @@ export class RunnerProtocol {
    * the end of the log (a runner's batch just appended).
    */
   async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number; runner: string | null }): Promise<ModelRequest> {
+    await this.deps.store.forTenant(scope).check(session.id); // the row came from a resolver: its log is read here with the system's store
     const endSeq = session.eventCount;
     const cached = this.folds.take(session.id);
     // A cached fold past the row cannot go back: the request is folded afresh up to it (and not kept).

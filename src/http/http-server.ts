@@ -8,7 +8,7 @@ import http from 'node:http';
 import { WebSocketServer } from 'ws';
 import type { Plugin } from 'graphql-yoga';
 import type { PrismaClient } from '@prisma/client';
-import type { Services } from '../host/services.ts';
+import type { DoorServices } from '../host/services.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 import type { ErrorLog } from '../logger.ts';
 import { graphqlHandler } from './graphql/graphql-handler.ts';
@@ -40,7 +40,7 @@ const MAX_WS_MESSAGE_BYTES = 1024 * 1024;
 const LISTEN_BACKLOG = 4096;
 
 export interface ServerOptions {
-  services: Services;
+  services: DoorServices;
   prisma: PrismaClient;
   host: string;
   port: number;

@@ -10,13 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { ForklineError } from '../core/errors.ts';
 import { exportRecording } from '../store/recordings.ts';
-import type { SessionStore } from '../store/session-store.ts';
+import type { TenantStores } from '../host/services.ts';
 import type { Guard } from './guard.ts';
 import { replyError as error } from './http-body.ts';
 
 export const EVENT_COUNT_HEADER = 'x-forkline-event-count';
 
-export function recordingDownload(opts: { store: SessionStore; guard: Guard; log: (msg: string, err?: unknown) => void }) {
+export function recordingDownload(opts: { store: TenantStores; guard: Guard; log: (msg: string, err?: unknown) => void }) {
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const principal = opts.guard.callerOf(req, res);
     if (!principal) return;
@@ -24,7 +24,7 @@ export function recordingDownload(opts: { store: SessionStore; guard: Guard; log
     if (!id) return error(res, 400, 'BAD_USER_INPUT', 'name the session: GET /recordings?session=<id>');
     let recording: Awaited<ReturnType<typeof exportRecording>>;
     try {
-      recording = await exportRecording(opts.store, { tenant: principal.tenant }, id);
+      recording = await exportRecording(opts.store.forTenant({ tenant: principal.tenant }), id);
     } catch (err) {
       if (err instanceof ForklineError) return error(res, err.code === 'SESSION_NOT_FOUND' ? 404 : 400, err.code, err.message);
       throw err;

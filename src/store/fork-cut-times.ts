@@ -12,7 +12,7 @@ interface Bracket {
 }
 
 /** `brackets` with each one a fork closed ending when its log was cut (in place; returned for chaining). */
-export async function endForkedAtCut<T extends Bracket>(log: SessionLog, ref: LogRef, brackets: T[]): Promise<T[]> {
+export async function endForkedAtCut<T extends Bracket>(log: Pick<SessionLog, 'lastOfType' | 'event'>, ref: LogRef, brackets: T[]): Promise<T[]> {
   const cutTimes = new Map<number, Promise<Date | undefined>>();
   const cutTimeBefore = (seq: number) => {
     let t = cutTimes.get(seq);

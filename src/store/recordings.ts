@@ -15,6 +15,7 @@ import {
 } from '../core/recording.ts';
 import { CURRENT_FORMAT_VERSION } from '../core/events.ts';
 import type { BeforeCommit, Scope, SessionRow, SessionStore } from './session-store.ts';
+import type { TenantStore } from './tenant-store.ts';
 import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
 import { SESSION_TREE_INSERT } from './session-trees.ts';
@@ -32,8 +33,8 @@ const BLOB_BATCH_BYTES = 4 * 1024 * 1024;
  * page as they are consumed, and the row they describe (its eventCount: the
  * number of event lines, for progress).
  */
-export async function exportRecording(store: SessionStore, scope: Scope, sessionId: string) {
-  const session = await store.requireSession(scope, sessionId);
+export async function exportRecording(store: TenantStore, sessionId: string) {
+  const session = await store.requireSession(sessionId);
   return { session, lines: recordingLinesOf(store, session) };
 }
 
@@ -41,14 +42,14 @@ export async function exportRecording(store: SessionStore, scope: Scope, session
  * The recording of the log as of a session row (its title, its eventCount): a
  * live session keeps appending, the export is the log the row describes.
  */
-function recordingLinesOf(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): AsyncGenerator<string> {
+function recordingLinesOf(store: TenantStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): AsyncGenerator<string> {
   // Then the file contents its change sets name (the tree at any of its events can be read after import).
   const endSeq = session.eventCount;
   return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq }), () => store.files.recordingBlobs(session.id, endSeq - 1));
 }
 
 /** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
-export async function recordingText(store: SessionStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): Promise<string> {
+export async function recordingText(store: TenantStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): Promise<string> {
   let text = '';
   for await (const line of recordingLinesOf(store, session)) text += line;
   return text;

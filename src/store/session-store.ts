@@ -3,14 +3,14 @@
 // (deletion.ts) — with session creation and the reads callers need beside
 // them. Reads of a log go through SessionLog (session-log.ts); session rows
 // through SessionRows (session-rows.ts); leases are LeaseStore (leases.ts);
-// NOTIFY channels and their payloads are channels.ts.
+// NOTIFY channels and their payloads are channels.ts. This facade is the
+// system's store (the host, the agent loop, recovery); the GraphQL schema and
+// the HTTP doors get a tenant's view of it, `forTenant` (tenant-store.ts).
 import type pg from 'pg';
 import type { LogState } from '../core/log-state.ts';
 import { CURRENT_FORMAT_VERSION, type NewEvent } from '../core/events.ts';
-import { sessionNotFound } from '../core/errors.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
 import { newSessionId } from './ids.ts';
-import { commonPrefix, lineageOf } from './lineage.ts';
 import { SessionLog } from './session-log.ts';
 import {
   SessionRows,
@@ -32,12 +32,14 @@ import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
 import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
+import { SessionOwners, TenantStore } from './tenant-store.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { OnStandbyRead } from './session-log.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
+export type { TenantPageQuery, TenantStore } from './tenant-store.ts';
 export type { BeforeCommit } from './transaction.ts';
 export { MAX_APPEND_BATCH } from './append.ts';
 export {
@@ -69,6 +71,8 @@ export class SessionStore {
   readonly files: FileBlobs;
   /** Full-text search across a tenant's sessions and within one log. */
   readonly search: SessionSearch;
+  /** Whose session each id is: a tenant's view checks it before every read (tenant-store.ts). */
+  private readonly owners: SessionOwners;
 
   constructor(
     readonly pool: pg.Pool,
@@ -96,6 +100,7 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
+    this.owners = new SessionOwners(this.sessions);
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
@@ -140,42 +145,41 @@ export class SessionStore {
   }
 
   /**
-   * A session's row (with `columns`, only those: the GraphQL layer reads what a
-   * query selects); `from: 'standby'` for a query's read (session-rows.ts ReadFrom).
+   * The store as one tenant sees it (tenant-store.ts): what the GraphQL
+   * schema and the HTTP doors read and write through, every session it names
+   * checked to be the tenant's.
    */
+  forTenant(scope: Scope): TenantStore {
+    return new TenantStore(scope, {
+      log: this.log,
+      sessions: this.sessions,
+      files: this.files,
+      search: this.search,
+      trees: this.trees,
+      owners: this.owners,
+      appends: this.appends,
+    });
+  }
+
+  /** TenantStore.getSession, for the system's callers that hold a scope (the controller). */
   getSession(scope: Scope, id: string): Promise<SessionRow | null>;
   getSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
   getSession(scope: Scope, id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
-  async getSession(scope: Scope, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
-    const row = await this.sessions.get(scope.tenant, id, columns, from);
-    const { treeId, inheritedRanges, inheritedEventCount } = row ?? {};
-    if (row && treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined)
-      this.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
-    return row;
+  getSession(scope: Scope, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
+    return this.forTenant(scope).getSession(id, columns, from);
   }
 
-  /**
-   * The last seq session row `a` (as read: never past its eventCount) and
-   * session `bId` share, stored once for both (-1: none, e.g. sessions of
-   * different trees): their common ancestor's cut, from the two rows' lineages
-   * (store/lineage.ts `commonPrefix`). One row read, no event read.
-   */
-  async commonPrefix(
-    scope: Scope,
-    a: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>,
-    bId: string,
-  ): Promise<number> {
-    const b = await this.requireSession(scope, bId, ['id', 'treeId', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
-    return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
+  /** TenantStore.commonPrefix. */
+  commonPrefix(scope: Scope, ...args: Parameters<TenantStore['commonPrefix']>): Promise<number> {
+    return this.forTenant(scope).commonPrefix(...args);
   }
 
+  /** TenantStore.requireSession. */
   requireSession(scope: Scope, id: string): Promise<SessionRow>;
   requireSession<C extends SessionColumn>(scope: Scope, id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C>>;
   requireSession(scope: Scope, id: string, columns: SessionColumns): Promise<PartialSessionRow>;
-  async requireSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow> {
-    const s = await this.getSession(scope, id, columns);
-    if (!s) throw sessionNotFound(id);
-    return s;
+  requireSession(scope: Scope, id: string, columns: SessionColumns = null): Promise<PartialSessionRow> {
+    return this.forTenant(scope).requireSession(id, columns);
   }
 
   // The verbs below are their modules' own, with the same parameters.

@@ -23,7 +23,7 @@ export interface SessionTotals {
   turnMs: number;
 }
 
-export async function sessionTotals(log: SessionLog, l: Lineage): Promise<SessionTotals> {
+export async function sessionTotals(log: Pick<SessionLog, 'segmentTotals' | 'lastOfType' | 'event'>, l: Lineage): Promise<SessionTotals> {
   const totals: SessionTotals = { turns: 0, endedTurns: 0, steps: 0, toolCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: null, turnMs: 0 };
   const rows = await log.segmentTotals(l);
   let startMs = 0;

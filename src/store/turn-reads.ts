@@ -10,11 +10,14 @@ import type { SessionLog, StoredEvent } from './session-log.ts';
 /** A turn as read for a session: its summary, its input's text, and where its log ends. */
 export type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
 
+/** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
+export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'streamOfTypes'>;
+
 /** The columns of a session row its turns are read through. */
 export type TurnSessionRow = LineageRow & { eventCount: number };
 
 /** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
-export const stepsOf = (log: SessionLog, turn: TurnRow): Promise<StepSummary[]> =>
+export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
       fromSeq: turn.startSeq,
@@ -24,7 +27,7 @@ export const stepsOf = (log: SessionLog, turn: TurnRow): Promise<StepSummary[]> 
     .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
 
 /** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
-export async function turnError(log: SessionLog, turn: TurnRow): Promise<string | null> {
+export async function turnError(log: TurnLog, turn: TurnRow): Promise<string | null> {
   if (turn.reason !== 'failed' || turn.endSeq === null) return null;
   const report = await log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
   return report && report.seq > turn.startSeq ? String(fieldOf(report, 'message') ?? '') : null;
@@ -35,7 +38,7 @@ export async function turnError(log: SessionLog, turn: TurnRow): Promise<string 
  * before it): its turn/start at or before seq and the first turn/end after
  * that start (one turn is open at a time). A few index probes.
  */
-export async function turnHolding(log: SessionLog, s: TurnSessionRow, seq: number, { orBefore = false } = {}): Promise<TurnRow | null> {
+export async function turnHolding(log: TurnLog, s: TurnSessionRow, seq: number, { orBefore = false } = {}): Promise<TurnRow | null> {
   const snapshot = snapshotOf(s);
   const start = await log.lastOfType(snapshot, 'turn/start', seq);
   if (!start) return null;
@@ -47,7 +50,7 @@ export async function turnHolding(log: SessionLog, s: TurnSessionRow, seq: numbe
 }
 
 /** The session's last `last` turns: reads those turns' brackets, not the log's. */
-export async function lastTurns(log: SessionLog, s: TurnSessionRow, last: number): Promise<TurnRow[]> {
+export async function lastTurns(log: TurnLog, s: TurnSessionRow, last: number): Promise<TurnRow[]> {
   const snapshot = snapshotOf(s);
   const brackets = (
     await log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })
@@ -65,7 +68,7 @@ export async function lastTurns(log: SessionLog, s: TurnSessionRow, last: number
 }
 
 /** Every turn of the session, from its inputs and turn brackets (streamed). */
-export async function allTurns(log: SessionLog, s: TurnSessionRow): Promise<TurnRow[]> {
+export async function allTurns(log: TurnLog, s: TurnSessionRow): Promise<TurnRow[]> {
   const snapshot = snapshotOf(s);
   const events: StoredEvent[] = [];
   for await (const e of log.streamOfTypes(snapshot, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);

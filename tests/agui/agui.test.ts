@@ -210,10 +210,10 @@ describe('MESSAGES_SNAPSHOT on a long thread', () => {
         { type: 'turn/end', data: { turn: t, reason: 'completed' } },
       ]);
     }
-    const whole = messagesOf(await snapshotHistory(app.services.store.log, id, 10_000));
+    const whole = messagesOf(await snapshotHistory(app.services.store.forTenant({ tenant: 'local' }).log, id, 10_000));
     expect(whole.length).toBe(2 * turns);
     // A window of 25 events: the latest ~12 turns, starting at a turn, each with its question.
-    const windowed = messagesOf(await snapshotHistory(app.services.store.log, id, 25));
+    const windowed = messagesOf(await snapshotHistory(app.services.store.forTenant({ tenant: 'local' }).log, id, 25));
     expect(windowed[0]).toMatchObject({ role: 'user' });
     expect(windowed).toEqual(whole.slice(whole.length - windowed.length));
     expect(windowed.length).toBeLessThan(30);

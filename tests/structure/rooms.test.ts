@@ -7,7 +7,11 @@
 // (HTTP, WebSocket, yoga's server) live in the GraphQL door.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { Context } from '../../src/graphql/context.ts';
+import type { DoorServices, Services, TenantStores } from '../../src/host/services.ts';
+import type { SessionStore } from '../../src/store/session-store.ts';
+import type { TenantStore } from '../../src/store/tenant-store.ts';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 const ROUTER = 'http/http-server.ts';
@@ -122,6 +126,54 @@ function storeInternalsBreaches(graph: Map<string, string[]>): string[] {
   );
 }
 
+/**
+ * The rooms that read for a caller — the schema (resolvers, subscriptions), the
+ * HTTP doors, /chat and /agui — and what of the store they may not name: the
+ * store itself and its parts, which read any tenant's sessions. They read
+ * through a tenant's view, `store.forTenant(scope)` (store/tenant-store.ts),
+ * and get the host's services as DoorServices, whose store is only that.
+ */
+const CALLER_ROOMS = /^(graphql|http|chat|agui)\//;
+const SYSTEM_STORE_NAMES = new Set([
+  'SessionStore',
+  'SessionLog',
+  'SessionRows',
+  'SessionTrees',
+  'FileBlobs',
+  'SessionSearch',
+  'SessionAppends',
+  'SessionOwners',
+  'Services',
+]);
+
+/** The names a module imports from each relative module (`type` and `as` dropped). */
+function namedImportsOf(file: string, text: string): Array<{ target: string; name: string }> {
+  return [...text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*['"](\.[^'"]+)['"]/g)].flatMap((m) =>
+    m[1]
+      .split(',')
+      .map(
+        (n) =>
+          n
+            .trim()
+            .replace(/^type\s+/, '')
+            .split(/\s+as\s+/)[0],
+      )
+      .filter(Boolean)
+      .map((name) => ({ target: path.normalize(path.join(path.dirname(file), m[2])), name })),
+  );
+}
+
+/** Each import of the system's store or its parts by a room that reads for a caller (empty: none). */
+function systemStoreBreaches(files: Map<string, string>): string[] {
+  return [...files].flatMap(([file, text]) =>
+    CALLER_ROOMS.test(file)
+      ? namedImportsOf(file, text)
+          .filter((i) => SYSTEM_STORE_NAMES.has(i.name) && (i.target.startsWith('store/') || i.target === 'host/services.ts'))
+          .map((i) => `${file} imports ${i.name}: it reads for a caller, through store.forTenant(scope)`)
+      : [],
+  );
+}
+
 /** A circle of imports, if there is one (depth-first, the path kept). */
 function findCycle(graph: Map<string, string[]>): string[] | undefined {
   const state = new Map<string, 'open' | 'done'>();
@@ -210,6 +262,34 @@ describe('the rooms of src/', () => {
     expect(storeInternalsBreaches(graph)).toEqual([
       'graphql/types/agent.ts -> store/lineage.ts: only the store knows how a log is kept',
       'graphql/types/agent.ts -> store/fork-cut-times.ts: only the store knows how a log is kept',
+    ]);
+  });
+
+  it("the schema and the doors read the store only through a tenant's view", () => {
+    expect(systemStoreBreaches(texts)).toEqual([]);
+    // Type-level (npm run typecheck): what a resolver and a door are handed.
+    expectTypeOf<Context['store']>().toEqualTypeOf<TenantStore>();
+    expectTypeOf<DoorServices['store']>().toEqualTypeOf<TenantStores>();
+    expectTypeOf<Context['services']>().toEqualTypeOf<DoorServices>();
+    // The view's surface: a new member is a new way to read, to be checked like the rest (store/tenant-store.ts).
+    expectTypeOf<keyof TenantStore>().toEqualTypeOf<
+      'scope' | 'log' | 'sessions' | 'files' | 'search' | 'getSession' | 'requireSession' | 'check' | 'treeOf' | 'commonPrefix' | 'append'
+    >();
+    expectTypeOf<TenantStore>().not.toMatchTypeOf<Pick<SessionStore, 'transaction'>>();
+    expectTypeOf<Services['store']>().toEqualTypeOf<SessionStore>();
+  });
+
+  it('the check sees a resolver or a door holding the whole store', () => {
+    const files = new Map([
+      ['graphql/types/agent.ts', "import type { SessionLog, StoredEvent } from '../../store/session-log.ts';"],
+      ['chat/chat-handler.ts', "import type { Services } from '../host/services.ts';\nimport { type SessionStore as S } from '../store/session-store.ts';"],
+      ['http/recording-download.ts', "import type { TenantStores } from '../host/services.ts';"],
+      ['host/controller.ts', "import type { SessionStore } from '../store/session-store.ts';"],
+    ]);
+    expect(systemStoreBreaches(files)).toEqual([
+      'graphql/types/agent.ts imports SessionLog: it reads for a caller, through store.forTenant(scope)',
+      'chat/chat-handler.ts imports Services: it reads for a caller, through store.forTenant(scope)',
+      'chat/chat-handler.ts imports SessionStore: it reads for a caller, through store.forTenant(scope)',
     ]);
   });
 

@@ -196,7 +196,7 @@ const SendMessagePayload = builder.objectRef<{ sessionId: string; inputId: strin
   fields: (t) => ({
     session: t.field({
       type: SessionRef,
-      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
+      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(p.sessionId, sessionColumns(info))),
     }),
     inputId: t.exposeID('inputId'),
     event: t.field({
@@ -241,7 +241,7 @@ builder.mutationFields((t) => ({
       const id = parseArgs(sessionIdSchema, args.sessionId);
       await ctx.services.controller.cancelTurn(ctx.scope, id);
       // Read again: the row as the cancel left it, not as the check before it saw it.
-      return asSelected(await ctx.store.requireSession(ctx.scope, id, sessionColumns(info)));
+      return asSelected(await ctx.store.requireSession(id, sessionColumns(info)));
     },
   }),
   setSessionModel: t.field({

@@ -24,7 +24,7 @@ const CompactSessionPayload = builder.objectRef<{ sessionId: string; fromSeq: nu
   fields: (t) => ({
     session: t.field({
       type: SessionRef,
-      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(ctx.scope, p.sessionId, sessionColumns(info))),
+      resolve: async (p, _a, ctx, info) => asSelected(await ctx.store.requireSession(p.sessionId, sessionColumns(info))),
     }),
     fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
     toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),

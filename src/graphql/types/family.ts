@@ -40,14 +40,13 @@ builder.prismaObjectFields('Session', (t) => ({
   forkPoints: t.field({
     type: [ForkPointRef],
     description: 'The seqs its children were forked at, ascending, each with how many (one grouped read of its children).',
-    resolve: (s, _a, ctx) => ctx.store.sessions.forkPoints(ctx.scope.tenant, s.id),
+    resolve: (s, _a, ctx) => ctx.store.sessions.forkPoints(s.id),
   }),
   family: t.connection(
     {
       type: SessionRef,
       description: 'Every session of its fork tree: the root and its forks at any depth (itself included), oldest first.',
-      resolve: (s, args, ctx, info) =>
-        sessionsConnection(ctx.store.sessions, { tenant: ctx.scope.tenant, treeId: s.treeId, order: 'oldest' }, args, sessionConnectionColumns(info)),
+      resolve: (s, args, ctx, info) => sessionsConnection(ctx.store.sessions, { treeId: s.treeId, order: 'oldest' }, args, sessionConnectionColumns(info)),
     },
     SessionConnection,
   ),

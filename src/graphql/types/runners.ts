@@ -99,7 +99,7 @@ const ClaimSessionPayload = builder.objectRef<RunnerClaim>('ClaimSessionPayload'
 
 const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string }>('AppendEventsPayload').implement({
   fields: (t) => ({
-    session: t.field({ type: SessionRef, resolve: (p, _a, ctx) => ctx.store.requireSession(ctx.scope, p.sessionId) }),
+    session: t.field({ type: SessionRef, resolve: (p, _a, ctx) => ctx.store.requireSession(p.sessionId) }),
     events: t.field({ type: [EventRef], resolve: (p) => p.events }),
     eventCount: t.int({ description: "The log's length after the batch: the next batch's expectedEventCount.", resolve: (p) => p.eventCount }),
     released: t.boolean({
@@ -305,7 +305,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(leaseArgs, input);
       await ctx.services.runners.release(ctx.scope, p.sessionId, p.leaseToken);
-      return ctx.store.requireSession(ctx.scope, p.sessionId);
+      return ctx.store.requireSession(p.sessionId);
     },
   }),
   appendEvents: t.field({
@@ -336,7 +336,7 @@ builder.mutationFields((t) => ({
         ...(inputSchema !== undefined ? { inputSchema } : {}),
       }));
       await ctx.services.runners.declareTools(ctx.scope, p.sessionId, p.leaseToken, tools);
-      return ctx.store.requireSession(ctx.scope, p.sessionId);
+      return ctx.store.requireSession(p.sessionId);
     },
   }),
   publishTurnUpdate: t.boolean({

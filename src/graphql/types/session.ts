@@ -17,7 +17,7 @@ export const SessionRef = builder.prismaNode('Session', {
   id: { resolve: (s) => s.id },
   nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
   // The row's key (id, treeId): the tree from the directory (cached), so the read names it like every other.
-  findUnique: async (id, ctx) => ({ id_treeId: { id, treeId: (await ctx.store.trees.of(id)) ?? '' }, tenant: ctx.scope.tenant }),
+  findUnique: async (id, ctx) => ({ id_treeId: { id, treeId: (await ctx.store.treeOf(id)) ?? '' }, tenant: ctx.scope.tenant }),
   fields: (t) => ({
     title: t.exposeString('title', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
@@ -61,12 +61,7 @@ builder.prismaObjectFields('Session', (t) => ({
       description: 'Forks and branches of this session, oldest first.',
       args: { forkedAtSeq: t.arg.int({ description: 'Only the children forked at this seq (Session.forkPoints lists them).' }) },
       resolve: (s, args, ctx, info) =>
-        sessionsConnection(
-          ctx.store.sessions,
-          { tenant: ctx.scope.tenant, parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' },
-          args,
-          sessionConnectionColumns(info),
-        ),
+        sessionsConnection(ctx.store.sessions, { parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' }, args, sessionConnectionColumns(info)),
     },
     SessionConnection,
   ),
@@ -77,12 +72,7 @@ builder.prismaObjectFields('Session', (t) => ({
       resolve: (s, args, ctx, info) =>
         s.parentId == null
           ? { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } }
-          : sessionsConnection(
-              ctx.store.sessions,
-              { tenant: ctx.scope.tenant, parentId: s.parentId, excludeId: s.id, order: 'oldest' },
-              args,
-              sessionConnectionColumns(info),
-            ),
+          : sessionsConnection(ctx.store.sessions, { parentId: s.parentId, excludeId: s.id, order: 'oldest' }, args, sessionConnectionColumns(info)),
     },
     SessionConnection,
   ),
@@ -91,7 +81,7 @@ builder.prismaObjectFields('Session', (t) => ({
     description:
       "The last seq this session and `with` share (their common ancestor's cut: seqs 0..commonPrefix are the same events " +
       'in both, stored once); the first divergent seq is one more. -1: nothing shared (e.g. sessions of different trees).',
-    resolve: (s, args, ctx) => ctx.store.commonPrefix(ctx.scope, s, String(args.with)),
+    resolve: (s, args, ctx) => ctx.store.commonPrefix(s, String(args.with)),
   }),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.
@@ -128,7 +118,7 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     // A query's read: from a hot standby that has caught up with the request, else the primary; the
     // fields that read the log read it as of this row's eventCount (store/log-as-of.ts logAsOf), wherever it came from.
-    resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(ctx.scope, String(id), sessionColumns(info), 'standby')),
+    resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(String(id), sessionColumns(info), 'standby')),
   }),
   sessions: t.connection(
     {
@@ -146,8 +136,8 @@ builder.queryFields((t) => ({
         sessionsConnection(
           ctx.store.sessions,
           args.changedSince
-            ? { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, changedSince: args.changedSince, order: 'changed' }
-            : { tenant: ctx.scope.tenant, parentId: args.parentId, status: args.status, order: 'newest' },
+            ? { parentId: args.parentId, status: args.status, changedSince: args.changedSince, order: 'changed' }
+            : { parentId: args.parentId, status: args.status, order: 'newest' },
           args,
           sessionConnectionColumns(info),
         ),
@@ -156,6 +146,6 @@ builder.queryFields((t) => ({
   ),
   sessionCount: t.int({
     description: "How many sessions the caller's tenant has (a list resumed with sessions(changedSince:) holds every deletion when its count matches).",
-    resolve: (_root, _args, ctx) => ctx.store.sessions.count(ctx.scope.tenant),
+    resolve: (_root, _args, ctx) => ctx.store.sessions.count(),
   }),
 }));

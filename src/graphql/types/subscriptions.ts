@@ -57,7 +57,7 @@ builder.subscriptionFields((t) => ({
     // Over graphql-ws, a plain selection of this stream is written straight to the socket (http/graphql/ws-delivery.ts).
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionEventsArgs, args);
-      await ctx.store.requireSession(ctx.scope, p.sessionId);
+      await ctx.store.requireSession(p.sessionId);
       return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
     },
     resolve: (event) => event,
@@ -74,11 +74,11 @@ builder.subscriptionFields((t) => ({
     },
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionTurnsArgs, args);
-      const session = await ctx.store.requireSession(ctx.scope, p.sessionId);
+      const session = await ctx.store.requireSession(p.sessionId);
       // A client watching the turns is about to send: the agent gets ready.
       ctx.services.host.prewarm(session.id, session.eventCount);
       if (p.afterSeq == null) return ctx.services.live.sessionTurns(p.sessionId);
-      const eventCount = async () => (await ctx.store.requireSession(ctx.scope, p.sessionId)).eventCount;
+      const eventCount = async () => (await ctx.store.requireSession(p.sessionId)).eventCount;
       return ctx.services.live.sessionTurnsAfter(p.sessionId, p.afterSeq, eventCount);
     },
     resolve: (update) => update,

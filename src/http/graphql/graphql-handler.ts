@@ -11,7 +11,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { schema } from '../../graphql/schema.ts';
 import type { Context } from '../../graphql/context.ts';
 import { SessionLoader } from '../../graphql/session-loader.ts';
-import type { Services } from '../../host/services.ts';
+import type { DoorServices } from '../../host/services.ts';
 import type { PrismaClient } from '@prisma/client';
 import type { ServiceMetrics } from '../../metrics.ts';
 import type { ErrorLog } from '../../logger.ts';
@@ -32,7 +32,7 @@ import { DEFAULT_LIMITS, type SecurityOptions } from '../security.ts';
 import { renderGraphiQLPage, useGraphiQLSecurityHeaders } from '../graphiql.ts';
 
 export interface GraphqlHandlerOptions {
-  services: Services;
+  services: DoorServices;
   prisma: PrismaClient;
   guard: Guard;
   log: ErrorLog;
@@ -106,14 +106,15 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       // graphql-ws operations come with their caller; HTTP requests passed the guard.
       const principal = initial.principal ?? (initial.req && guard.check(initial.req).principal);
       if (!principal) throw unauthenticated();
-      const { tenant } = principal;
+      const scope = { tenant: principal.tenant };
+      const store = opts.services.store.forTenant(scope);
       return {
-        scope: { tenant },
+        scope,
         caller: principal,
         prisma: opts.prisma,
-        store: opts.services.store,
+        store,
         services: opts.services,
-        sessionLoader: new SessionLoader(opts.services.store.sessions, tenant),
+        sessionLoader: new SessionLoader(store),
       };
     },
   });

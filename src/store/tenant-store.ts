@@ -1,0 +1,295 @@
+// TenantStore: the store as one tenant sees it (`store.forTenant(scope)`).
+// Everything the GraphQL schema, the HTTP doors (/chat, /agui, /recordings)
+// and subscriptions read goes through it: each read names a session, and the
+// view checks that it is the tenant's before reading. Another tenant's session
+// reads exactly as one that does not exist: SESSION_NOT_FOUND (or null where
+// a lookup answers null), never a different error that would tell it exists.
+// The system's own readers (the host, the agent loop, recovery) hold the
+// SessionStore itself; nothing in src/graphql or the doors can reach it
+// (tests/structure/rooms.test.ts).
+import { LRUCache } from 'lru-cache';
+import type { NewEvent } from '../core/events.ts';
+import { sessionNotFound } from '../core/errors.ts';
+import { commonPrefix, lineageOf } from './lineage.ts';
+import type { AppendOptions, SessionAppends } from './append.ts';
+import type { FileBlobs, FilesRef } from './file-blobs.ts';
+import type { SessionSearch, SearchKey } from './session-search.ts';
+import type { EventOrigin, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
+import type { Scope } from './scope.ts';
+import type { SessionTrees } from './session-trees.ts';
+
+/** Sessions whose tenant is kept: an entry is two short strings. */
+const MAX_OWNERS = 100_000;
+
+/**
+ * Whose session each id is. A session never changes tenant and an id is never
+ * reused, so what was read once is kept (bounded): a row a tenant's view read
+ * (filtered by tenant) costs no lookup when its log is read next.
+ */
+export class SessionOwners {
+  private readonly owners = new LRUCache<string, string>({ max: MAX_OWNERS });
+
+  constructor(private readonly sessions: Pick<SessionRows, 'tenantOf'>) {}
+
+  /** Keeps the tenant of rows read or written for it. */
+  remember(tenant: string, ids: Iterable<string>): void {
+    for (const id of ids) this.owners.set(id, tenant);
+  }
+
+  /** The session's tenant, or undefined when it does not exist. */
+  async owner(id: string): Promise<string | undefined> {
+    let owner = this.owners.get(id);
+    if (owner === undefined) {
+      owner = await this.sessions.tenantOf(id);
+      if (owner !== undefined) this.owners.set(id, owner);
+    }
+    return owner;
+  }
+
+  /** Nothing when session `id` is the tenant's; SESSION_NOT_FOUND when it is another's or does not exist. */
+  async check(tenant: string, id: string): Promise<void> {
+    if ((await this.owner(id)) !== tenant) throw sessionNotFound(id);
+  }
+}
+
+/** The SessionStore's parts a tenant's view reads through (SessionStore.forTenant). */
+export interface TenantStoreParts {
+  log: SessionLog;
+  sessions: SessionRows;
+  files: FileBlobs;
+  search: SessionSearch;
+  trees: SessionTrees;
+  owners: SessionOwners;
+  appends: Pick<SessionAppends, 'append'>;
+}
+
+/** The session a log read names: its id, or the lineage's. */
+const idOf = (ref: LogRef): string => (typeof ref === 'string' ? ref : ref.sessionId);
+
+/** A session's log as a tenant reads it: SessionLog's reads, each checked first (no connection parameter: the view reads on the pool). */
+export class TenantLog {
+  constructor(
+    private readonly log: SessionLog,
+    private readonly owns: (ref: LogRef) => Promise<void>,
+  ) {}
+
+  async event(ref: LogRef, seq: number): Promise<StoredEvent | undefined> {
+    await this.owns(ref);
+    return this.log.event(ref, seq);
+  }
+  async range(ref: LogRef, fromSeq: number, toSeq: number): Promise<StoredEvent[]> {
+    await this.owns(ref);
+    return this.log.range(ref, fromSeq, toSeq);
+  }
+  async lastOfType(ref: LogRef, type: string, seq?: number): Promise<StoredEvent | undefined> {
+    await this.owns(ref);
+    return this.log.lastOfType(ref, type, seq);
+  }
+  async firstOfType(ref: LogRef, type: string, seq: number): Promise<StoredEvent | undefined> {
+    await this.owns(ref);
+    return this.log.firstOfType(ref, type, seq);
+  }
+  async ofTypes(ref: LogRef, types: readonly string[], opts: Parameters<SessionLog['ofTypes']>[2]): Promise<StoredEvent[]> {
+    await this.owns(ref);
+    return this.log.ofTypes(ref, types, opts);
+  }
+  async filtered(ref: LogRef, filter: { types: readonly string[]; origin: EventOrigin }, opts: Parameters<SessionLog['filtered']>[2]): Promise<StoredEvent[]> {
+    await this.owns(ref);
+    return this.log.filtered(ref, filter, opts);
+  }
+  async pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+    await this.owns(ref);
+    return this.log.pageFromStandby(ref, afterSeq, limit, committedThrough);
+  }
+  async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+    await this.owns(ref);
+    return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough);
+  }
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number): Promise<StoredEvent | undefined> {
+    await this.owns(ref);
+    return this.log.inboxAddOf(ref, inputId, toSeq);
+  }
+  async pendingInputs(ref: LogRef, count: number): ReturnType<SessionLog['pendingInputs']> {
+    await this.owns(ref);
+    return this.log.pendingInputs(ref, count);
+  }
+  async workspace(ref: LogRef, limit: number): ReturnType<SessionLog['workspace']> {
+    await this.owns(ref);
+    return this.log.workspace(ref, limit);
+  }
+  async segmentTotals(ref: LogRef): ReturnType<SessionLog['segmentTotals']> {
+    await this.owns(ref);
+    return this.log.segmentTotals(ref);
+  }
+  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize?: number): AsyncGenerator<StoredEvent> {
+    await this.owns(ref);
+    yield* this.log.streamOfTypes(ref, types, pageSize);
+  }
+  async *stream(ref: LogRef, opts?: Parameters<SessionLog['stream']>[1]): AsyncGenerator<StoredEvent> {
+    await this.owns(ref);
+    yield* this.log.stream(ref, opts);
+  }
+}
+
+/** A session's files as a tenant reads them (FileBlobs' reads, each checked first). */
+export class TenantFiles {
+  constructor(
+    private readonly blobs: FileBlobs,
+    private readonly owns: (ref: LogRef) => Promise<void>,
+  ) {}
+
+  async files(s: FilesRef, opts?: Parameters<FileBlobs['files']>[1]): ReturnType<FileBlobs['files']> {
+    await this.owns(s.ref);
+    return this.blobs.files(s, opts);
+  }
+  async file(s: FilesRef, path: string, atSeq?: number | null): ReturnType<FileBlobs['file']> {
+    await this.owns(s.ref);
+    return this.blobs.file(s, path, atSeq);
+  }
+  async changes(s: FilesRef, fromSeq: number, toSeq?: number | null): ReturnType<FileBlobs['changes']> {
+    await this.owns(s.ref);
+    return this.blobs.changes(s, fromSeq, toSeq);
+  }
+  async *recordingBlobs(ref: LogRef, toSeq: number): ReturnType<FileBlobs['recordingBlobs']> {
+    await this.owns(ref);
+    yield* this.blobs.recordingBlobs(ref, toSeq);
+  }
+}
+
+/** A page of the tenant's session rows (SessionRows' reads with the tenant bound). */
+export type TenantPageQuery = Omit<SessionPageQuery, 'tenant'>;
+
+export class TenantSessions {
+  constructor(
+    private readonly rows: SessionRows,
+    private readonly tenant: string,
+    private readonly owners: SessionOwners,
+  ) {}
+
+  page(q: TenantPageQuery): Promise<SessionRow[]>;
+  page(q: TenantPageQuery, columns: SessionColumns): Promise<PartialSessionRow[]>;
+  async page(q: TenantPageQuery, columns: SessionColumns = null): Promise<PartialSessionRow[]> {
+    const rows = await this.rows.page({ ...q, tenant: this.tenant }, columns);
+    this.owners.remember(
+      this.tenant,
+      rows.map((r) => r.id),
+    );
+    return rows;
+  }
+
+  /** Rows by id; another tenant's read as missing. */
+  async byIds(ids: readonly string[]): Promise<SessionRow[]> {
+    const rows = (await this.rows.byIds(ids)).filter((r) => r.tenant === this.tenant);
+    this.owners.remember(
+      this.tenant,
+      rows.map((r) => r.id),
+    );
+    return rows;
+  }
+
+  count(): Promise<number> {
+    return this.rows.count(this.tenant);
+  }
+
+  forkPoints(parentId: string): Promise<Array<{ seq: number; childCount: number }>> {
+    return this.rows.forkPoints(this.tenant, parentId);
+  }
+}
+
+/** Full-text search over the tenant's sessions, and within one of them. */
+export class TenantSearch {
+  constructor(
+    private readonly search: SessionSearch,
+    private readonly tenant: string,
+    private readonly owns: (ref: LogRef) => Promise<void>,
+  ) {}
+
+  sessions(query: string, opts: { limit: number; after?: SearchKey | null }): ReturnType<SessionSearch['search']> {
+    return this.search.search(this.tenant, query, opts);
+  }
+
+  async inSession(sessionId: string, query: string, opts: Parameters<SessionSearch['searchSession']>[2]): ReturnType<SessionSearch['searchSession']> {
+    await this.owns(sessionId);
+    return this.search.searchSession(sessionId, query, opts);
+  }
+}
+
+export class TenantStore {
+  readonly scope: Scope;
+  /** The tenant's logs: SessionLog's reads, each checked. */
+  readonly log: TenantLog;
+  /** The tenant's session rows: pages, counts, fork points. */
+  readonly sessions: TenantSessions;
+  /** The tenant's file workspaces. */
+  readonly files: TenantFiles;
+  /** Full-text search across the tenant's sessions and within one. */
+  readonly search: TenantSearch;
+
+  constructor(
+    scope: Scope,
+    private readonly parts: TenantStoreParts,
+  ) {
+    this.scope = { tenant: scope.tenant };
+    const owns = (ref: LogRef) => parts.owners.check(this.scope.tenant, idOf(ref));
+    this.log = new TenantLog(parts.log, owns);
+    this.sessions = new TenantSessions(parts.sessions, this.scope.tenant, parts.owners);
+    this.files = new TenantFiles(parts.files, owns);
+    this.search = new TenantSearch(parts.search, this.scope.tenant, owns);
+  }
+
+  /**
+   * The tenant's session row (with `columns`, only those: the GraphQL layer
+   * reads what a query selects), null when it is another tenant's or does not
+   * exist; `from: 'standby'` for a query's read (session-rows.ts ReadFrom).
+   */
+  getSession(id: string): Promise<SessionRow | null>;
+  getSession<C extends SessionColumn>(id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
+  getSession(id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
+  async getSession(id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
+    const row = await this.parts.sessions.get(this.scope.tenant, id, columns, from);
+    if (!row) return null;
+    this.parts.owners.remember(this.scope.tenant, [row.id]);
+    const { treeId, inheritedRanges, inheritedEventCount } = row;
+    if (treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined)
+      this.parts.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
+    return row;
+  }
+
+  /** getSession, SESSION_NOT_FOUND instead of null. */
+  requireSession(id: string): Promise<SessionRow>;
+  requireSession<C extends SessionColumn>(id: string, columns: readonly [C, ...C[]]): Promise<SessionRowWith<C>>;
+  requireSession(id: string, columns: SessionColumns): Promise<PartialSessionRow>;
+  async requireSession(id: string, columns: SessionColumns = null): Promise<PartialSessionRow> {
+    const s = await this.getSession(id, columns);
+    if (!s) throw sessionNotFound(id);
+    return s;
+  }
+
+  /** Nothing when the session is the tenant's, else SESSION_NOT_FOUND (one cached lookup): for the host's reads on a tenant's behalf. */
+  check(sessionId: string): Promise<void> {
+    return this.parts.owners.check(this.scope.tenant, sessionId);
+  }
+
+  /** The session's fork tree when it is the tenant's (the Prisma node lookup's key), else undefined. */
+  async treeOf(id: string): Promise<string | undefined> {
+    const tree = await this.parts.trees.of(id);
+    return tree !== undefined && (await this.parts.owners.owner(id)) === this.scope.tenant ? tree : undefined;
+  }
+
+  /**
+   * The last seq session row `a` (as read: never past its eventCount) and
+   * session `bId` share, stored once for both (-1: none, e.g. sessions of
+   * different trees): their common ancestor's cut, from the two rows'
+   * lineages. One row read, no event read.
+   */
+  async commonPrefix(a: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inheritedRanges' | 'inheritedEventCount'>, bId: string): Promise<number> {
+    const b = await this.requireSession(bId, ['id', 'treeId', 'eventCount', 'inheritedRanges', 'inheritedEventCount']);
+    return commonPrefix(lineageOf(a), a.eventCount, lineageOf(b), b.eventCount);
+  }
+
+  /** Appends to the tenant's session (SessionAppends.append, confined to the tenant: SESSION_NOT_FOUND otherwise). */
+  append(sessionId: string, events: NewEvent[], opts: Pick<AppendOptions, 'expectedEventCount'> = {}): Promise<StoredEvent[]> {
+    return this.parts.appends.append(sessionId, events, { ...opts, scope: this.scope });
+  }
+}
