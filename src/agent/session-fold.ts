@@ -120,7 +120,12 @@ export class SessionFold {
     }
     this.state = state;
     // The texts of inputs waiting at the cut: a turn after it takes them.
-    for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });
+    for (const p of state.pendingInputs)
+      this.conversation.apply({
+        seq: p.seq,
+        type: 'inbox/add',
+        data: { inputId: p.inputId, text: p.text, ...(p.responseFormat ? { responseFormat: p.responseFormat } : {}) },
+      });
     this.lastTurnEndSeq = turnEnd?.seq ?? -1;
     return through;
   }

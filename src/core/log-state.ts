@@ -8,14 +8,24 @@
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
 // (docs/contract.md#log), checked against the state before it.
-import type { EventData, LogEvent, RunnerTool, ToolCall } from './events.ts';
+import type { EventData, LogEvent, ResponseFormat, RunnerTool, ToolCall } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 export interface PendingInput {
   inputId: string;
   text: string;
   seq: number;
+  /** The JSON Schema its answer must match (structured output), when it asks for one. */
+  responseFormat?: ResponseFormat;
 }
+
+/** The pending input an inbox/add queues. */
+export const pendingInputOf = (d: EventData<'inbox/add'>, seq: number): PendingInput => ({
+  inputId: d.inputId,
+  text: d.text,
+  seq,
+  ...(d.responseFormat ? { responseFormat: d.responseFormat } : {}),
+});
 
 /** The open step of the open turn: its calls, in call order, and which have a result. */
 export interface OpenStep {
@@ -48,6 +58,8 @@ export class LogState {
   turnCount = 0;
   /** The open turn, if the log ends inside one. */
   openTurn?: number;
+  /** The input the open turn took (its turn/start's). */
+  openTurnInputId?: string;
   /** Highest step started in the open turn (0: none yet). */
   lastStep = 0;
   /**
@@ -86,7 +98,7 @@ export class LogState {
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'inbox/add':
-        this.inbox.set(ev.data.inputId, { inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
+        this.inbox.set(ev.data.inputId, pendingInputOf(ev.data, e.seq));
         break;
       case 'inbox/remove':
         this.inbox.delete(ev.data.inputId);
@@ -95,11 +107,12 @@ export class LogState {
         this.turnCount++;
         this.lastTurn = Math.max(this.lastTurn, ev.data.turn);
         this.openTurn = ev.data.turn;
+        this.openTurnInputId = ev.data.inputId;
         this.openStep = undefined;
         this.lastStep = 0;
         break;
       case 'turn/end':
-        if (ev.data.turn === this.openTurn) this.openTurn = this.openStep = undefined;
+        if (ev.data.turn === this.openTurn) this.openTurn = this.openStep = this.openTurnInputId = undefined;
         break;
       case 'step/start':
         if (ev.data.turn === this.openTurn) {

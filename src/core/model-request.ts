@@ -5,7 +5,7 @@
 // applies only the events appended since (a turn on a long session costs the
 // new events, not a replay). buildModelMessages is the same fold over a whole log.
 import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
-import type { EventData, LogEvent } from './events.ts';
+import type { EventData, LogEvent, ResponseFormat } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -28,6 +28,8 @@ type Entry =
 export class Conversation {
   private readonly entries: Entry[] = [];
   private readonly inputs = new Map<string, string>();
+  /** The response schemas inputs asked for (structured output), by input id. */
+  private readonly responseFormats = new Map<string, ResponseFormat>();
   private readonly answered = new Set<string>();
   private readonly replacements = new Map<number, { toSeq: number; content: string; seq: number }>();
   /** The rendered messages; undefined after a surface/replace until the next render. */
@@ -60,6 +62,7 @@ export class Conversation {
       case 'inbox/add':
         this.inputs.set(ev.data.inputId, ev.data.text);
         this.approxChars += ev.data.text.length;
+        if (ev.data.responseFormat) this.responseFormats.set(ev.data.inputId, ev.data.responseFormat);
         break;
       case 'turn/start':
         this.add({ seq: e.seq, kind: 'user', inputId: ev.data.inputId });
@@ -103,6 +106,11 @@ export class Conversation {
         otherThanCore(ev);
     }
     return this;
+  }
+
+  /** The response schema an input asked its answer to match, if any. */
+  responseFormatOf(inputId: string | undefined): ResponseFormat | undefined {
+    return inputId === undefined ? undefined : this.responseFormats.get(inputId);
   }
 
   applyAll(events: Iterable<LogEvent>): this {
