@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
-import { idSchema, parseInput } from '../../core/input-rules.ts';
+import { idSchema } from '../../core/input-rules.ts';
 import { badInput } from '../../core/errors.ts';
 import { responseFormatSchema, type ResponseFormat } from '../../core/events.ts';
 import { unstorableReason } from '../../core/storable.ts';
@@ -75,11 +75,11 @@ export function responseFormatOf(p: { responseSchema?: unknown; responseSchemaNa
   }
   const unstorable = unstorableReason(p.responseSchema, MAX_SCHEMA_DEPTH);
   if (unstorable) throw badInput(`responseSchema: ${unstorable}`);
-  return parseInput(
-    responseFormatSchema,
-    { schema: p.responseSchema, ...(p.responseSchemaName != null ? { name: p.responseSchemaName } : {}) },
-    'responseSchema',
-  );
+  const r = responseFormatSchema.safeParse({ schema: p.responseSchema, ...(p.responseSchemaName != null ? { name: p.responseSchemaName } : {}) });
+  if (r.success) return r.data;
+  // The codec's field names as the input spells them.
+  const field = (path: PropertyKey[]) => [path[0] === 'name' ? 'responseSchemaName' : 'responseSchema', ...path.slice(1).map(String)].join('.');
+  throw badInput(r.error.issues.map((i) => `${field(i.path)}: ${i.message}`).join('; '));
 }
 
 const MAX_SCHEMA_DEPTH = 64;
