@@ -27,6 +27,23 @@ export const pendingInputOf = (d: EventData<'inbox/add'>, seq: number): PendingI
   ...(d.responseFormat ? { responseFormat: d.responseFormat } : {}),
 });
 
+/** A LogState as plain JSON (LogState.snapshot). */
+export interface LogStateSnapshot {
+  nextSeq: number;
+  lastTurn: number;
+  turnCount: number;
+  openTurn?: number;
+  openTurnInputId?: string;
+  lastStep: number;
+  openStep?: { step: number; calls: ToolCall[]; answered: string[] };
+  model?: EventData<'session/model'>;
+  title?: string;
+  tools?: string[];
+  instructions?: string;
+  runnerTools?: RunnerTool[];
+  inbox: PendingInput[];
+}
+
 /** The open step of the open turn: its calls, in call order, and which have a result. */
 export interface OpenStep {
   step: number;
@@ -76,6 +93,37 @@ export class LogState {
   /** The tools an external runner declared (session/runner-tools); undefined: none declared. */
   runnerTools?: RunnerTool[];
   private inbox = new Map<string, PendingInput>();
+
+  /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
+  snapshot(): LogStateSnapshot {
+    const { nextSeq, lastTurn, turnCount, openTurn, openTurnInputId, lastStep, model, title, tools, instructions, runnerTools } = this;
+    const openStep = this.openStep && { step: this.openStep.step, calls: this.openStep.calls, answered: [...this.openStep.answered] };
+    return {
+      nextSeq,
+      lastTurn,
+      turnCount,
+      openTurn,
+      openTurnInputId,
+      lastStep,
+      openStep,
+      model,
+      title,
+      tools,
+      instructions,
+      runnerTools,
+      inbox: this.pendingInputs,
+    };
+  }
+
+  /** The state a snapshot holds. */
+  static restore(snap: LogStateSnapshot): LogState {
+    const s = new LogState();
+    const { openStep, inbox, ...fields } = snap;
+    Object.assign(s, fields);
+    if (openStep) s.openStep = { step: openStep.step, calls: openStep.calls, answered: new Set(openStep.answered) };
+    s.inbox = new Map(inbox.map((p) => [p.inputId, p]));
+    return s;
+  }
 
   /**
    * The state at the end of a log from what the store keeps cheaply instead of

@@ -16,6 +16,17 @@ type Entry =
   | { seq: number; kind: 'assistant'; data: EventData<'model/message'> }
   | { seq: number; kind: 'tool'; data: EventData<'tool/result'> };
 
+/** A Conversation as plain JSON (Conversation.snapshot): what it folded, not what it rendered. */
+export interface ConversationSnapshot {
+  entries: Entry[];
+  inputs: Array<[string, string]>;
+  responseFormats: Array<[string, ResponseFormat]>;
+  answered: string[];
+  replacements: Array<[number, { toSeq: number; content: string; seq: number }]>;
+  instructions?: string;
+  approxChars: number;
+}
+
 /**
  * The conversation of a log:
  * - a user message when a turn starts, with the text of the input it took;
@@ -48,6 +59,33 @@ export class Conversation {
   /** The instructions in force (session/instructions; empty text: none). */
   get instructions(): string | undefined {
     return this.instructionsMessage?.content;
+  }
+
+  /** What it folded, as plain JSON (the agent's fold checkpoint); the rendered messages are made again from it. */
+  snapshot(): ConversationSnapshot {
+    return {
+      entries: this.entries,
+      inputs: [...this.inputs],
+      responseFormats: [...this.responseFormats],
+      answered: [...this.answered],
+      replacements: [...this.replacements],
+      instructions: this.instructionsMessage?.content,
+      approxChars: this.approxChars,
+    };
+  }
+
+  /** The conversation a snapshot holds: the same messages as the fold that made it. */
+  static restore(snap: ConversationSnapshot): Conversation {
+    const c = new Conversation();
+    c.entries.push(...snap.entries);
+    for (const [k, v] of snap.inputs) c.inputs.set(k, v);
+    for (const [k, v] of snap.responseFormats) c.responseFormats.set(k, v);
+    for (const id of snap.answered) c.answered.add(id);
+    for (const [k, v] of snap.replacements) c.replacements.set(k, v);
+    if (snap.instructions) c.instructionsMessage = { role: 'system', content: snap.instructions };
+    c.rendered = undefined; // rendered once, on the next request
+    c.approxChars = snap.approxChars;
+    return c;
   }
 
   /** Sets the instructions in force (a cold fold starts with those of its starting point). */
