@@ -55,6 +55,8 @@ export interface AppOptions {
   preparedStatements?: boolean;
   /** The database is distributed by fork tree (DATABASE_DISTRIBUTED, e.g. Citus): every statement names its tree. */
   distributed?: boolean;
+  /** How many events apart a session's fold is checkpointed (FORKLINE_FOLD_CHECKPOINT_EVENTS; default DEFAULT_FOLD_CHECKPOINT_EVENTS, 0: none). */
+  foldCheckpointEvents?: number;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
   maxActiveSessions?: number;
   /** Of those, the most one tenant's sessions take (FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT; unset: defaultSlotsPerTenant). */
@@ -204,6 +206,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       listener,
       sweepMs: opts.sweepMs,
       maxActive: opts.maxActiveSessions,
+      foldCheckpointEvents: opts.foldCheckpointEvents,
       maxActivePerTenant:
         opts.maxActiveSessionsPerTenant ??
         defaultSlotsPerTenant(opts.maxActiveSessions ?? DEFAULT_MAX_ACTIVE_SESSIONS, new Set(opts.security?.apiTokens?.values()).size),

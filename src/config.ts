@@ -75,6 +75,8 @@ const envSchema = z
       .transform((v) => v === '1' || v === 'true'),
     FORKLINE_MAX_ACTIVE_SESSIONS: z.coerce.number().int().min(1).optional(),
     FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
+    // How many events apart the agent keeps a checkpoint of a session's fold (docs/long-sessions.md "Cold starts"; 0: none).
+    FORKLINE_FOLD_CHECKPOINT_EVENTS: z.coerce.number().int().min(0).max(100_000_000).optional(),
     // At most what a Node timer can wait (about 24.8 days).
     FORKLINE_MAX_TURN_MS: z.coerce
       .number()

@@ -79,6 +79,7 @@ async function main() {
       fastLane: config.FORKLINE_HTTP_FAST_LANE,
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
+      foldCheckpointEvents: config.FORKLINE_FOLD_CHECKPOINT_EVENTS,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,

@@ -50,6 +50,19 @@ export class CompactionBracket {
   /** The last completed compaction's end (its data), in this log. */
   lastCompleted?: CompletedCompaction & { seq: number };
 
+  /** The bracket as plain JSON (the agent's fold checkpoint). */
+  snapshot(): { open: boolean; pending?: LogEvent; lastCompleted?: CompletedCompaction & { seq: number } } {
+    return { open: this.open, pending: this.pending, lastCompleted: this.lastCompleted };
+  }
+
+  static restore(snap: ReturnType<CompactionBracket['snapshot']>): CompactionBracket {
+    const b = new CompactionBracket();
+    b.open = snap.open;
+    b.pending = snap.pending;
+    b.lastCompleted = snap.lastCompleted;
+    return b;
+  }
+
   /** The events the conversation applies for `e`: itself, nothing (deferred), or a deferred replacement. */
   filter(e: LogEvent): LogEvent[] {
     switch (e.type) {

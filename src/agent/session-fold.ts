@@ -4,24 +4,44 @@
 // from an earlier lease is still a correct prefix: catching up reads what
 // others appended in between. A cold start replays once.
 import { LRUCache } from 'lru-cache';
-import { LogState } from '../core/log-state.ts';
-import { Conversation } from '../core/model-request.ts';
+import { LogState, type LogStateSnapshot } from '../core/log-state.ts';
+import { Conversation, type ConversationSnapshot } from '../core/model-request.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
-import { COMPACTION_END, CompactionBracket, completedCompaction } from './compaction.ts';
+import { COMPACTION_END, CompactionBracket, completedCompaction, type CompletedCompaction } from './compaction.ts';
 import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
 
+/** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
+const SNAPSHOT_VERSION = 1;
+
+interface FoldSnapshot {
+  v: typeof SNAPSHOT_VERSION;
+  state: LogStateSnapshot;
+  conversation: ConversationSnapshot;
+  compaction: ReturnType<CompactionBracket['snapshot']>;
+  lastTurnEndSeq: number;
+  usageMark?: UsageMark;
+  forkOrigin?: ForkOrigin;
+  turnsSinceSeed: number;
+  lastTurnStartSeq: number;
+}
+
+/** Where a cold fold starts: the store's fold checkpoints (a store without them: the compaction path only). */
+type ColdStore = Pick<SessionStore, 'log' | 'stateAt'> & Partial<Pick<SessionStore, 'foldCheckpoints'>>;
+
 export class SessionFold {
   /** The reducer state (replaced once, when a cold fold starts after a compaction). */
   state = new LogState();
-  readonly conversation = new Conversation();
+  conversation = new Conversation();
   /** The agent's compaction bracket: a replacement applies once its compaction ends (compaction.ts). */
-  readonly compaction = new CompactionBracket();
+  compaction = new CompactionBracket();
+  /** The seq of the newest fold checkpoint this fold started from or wrote (-1: none). */
+  checkpointSeq = -1;
   /** Seq of the last turn/end (-1: none): what a compaction covers by default. */
   lastTurnEndSeq = -1;
   /** The provider's count for the last model call whose request still starts the next one (context-budget.ts). */
@@ -79,6 +99,50 @@ export class SessionFold {
     }
   }
 
+  /** The fold as JSON text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts). */
+  snapshot(): string {
+    const snap: FoldSnapshot = {
+      v: SNAPSHOT_VERSION,
+      state: this.state.snapshot(),
+      conversation: this.conversation.snapshot(),
+      compaction: this.compaction.snapshot(),
+      lastTurnEndSeq: this.lastTurnEndSeq,
+      usageMark: this.usageMark,
+      forkOrigin: this.forkOrigin,
+      turnsSinceSeed: this.turnsSinceSeed,
+      lastTurnStartSeq: this.lastTurnStartSeq,
+    };
+    return JSON.stringify(snap);
+  }
+
+  /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
+  private restore(seq: number, text: string): boolean {
+    const snap = JSON.parse(text) as FoldSnapshot;
+    if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
+    this.state = LogState.restore(snap.state);
+    this.conversation = Conversation.restore(snap.conversation);
+    this.compaction = CompactionBracket.restore(snap.compaction);
+    this.lastTurnEndSeq = snap.lastTurnEndSeq;
+    this.usageMark = snap.usageMark;
+    this.forkOrigin = snap.forkOrigin;
+    this.turnsSinceSeed = snap.turnsSinceSeed;
+    this.lastTurnStartSeq = snap.lastTurnStartSeq;
+    this.checkpointSeq = seq;
+    return true;
+  }
+
+  /** The last completed compaction that covers the history from seq 0 (a failed one's end is skipped). */
+  private async lastCompaction(log: SessionLog) {
+    let end = await log.lastOfType(this.sessionId, COMPACTION_END);
+    for (let tries = 0; end && tries < 3; tries++) {
+      const d = completedCompaction(end.data);
+      if (d && d.fromSeq === 0 && d.toSeq < d.summarySeq) break;
+      end = end.seq > 0 ? await log.lastOfType(this.sessionId, COMPACTION_END, end.seq - 1) : undefined; // a failed compaction's end
+    }
+    const d = end && completedCompaction(end.data);
+    return d && d.fromSeq === 0 ? d : undefined;
+  }
+
   /**
    * A cold fold starts after the last completed compaction that covers the
    * history from seq 0 (its end names its range and its summary), instead of
@@ -88,17 +152,12 @@ export class SessionFold {
    * events follow the range, so the replay that follows applies its summary.
    * Returns the seq it starts after (-1: from the beginning).
    */
-  async coldStart(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
+  async coldStart(store: Pick<SessionStore, 'log' | 'stateAt'>, compaction?: CompletedCompaction | null): Promise<number> {
     if (this.nextSeq !== 0) return this.nextSeq - 1;
     const { log } = store;
-    let end = await log.lastOfType(this.sessionId, COMPACTION_END);
-    for (let tries = 0; end && tries < 3; tries++) {
-      const d = completedCompaction(end.data);
-      if (d && d.fromSeq === 0 && d.toSeq < d.summarySeq) break;
-      end = end.seq > 0 ? await log.lastOfType(this.sessionId, COMPACTION_END, end.seq - 1) : undefined; // a failed compaction's end
-    }
-    const d = end && completedCompaction(end.data);
-    if (!d || d.fromSeq !== 0) return -1;
+    // null: looked up already, none.
+    const d = compaction === undefined ? await this.lastCompaction(log) : compaction;
+    if (!d) return -1;
     const through = d.toSeq;
     const [state, model, tools, runnerTools, title, instructions, turnEnd] = await Promise.all([
       store.stateAt(this.sessionId, through),
@@ -120,24 +179,35 @@ export class SessionFold {
     }
     this.state = state;
     // The texts of inputs waiting at the cut: a turn after it takes them.
-    for (const p of state.pendingInputs) this.conversation.apply({ seq: p.seq, type: 'inbox/add', data: { inputId: p.inputId, text: p.text } });
+    for (const p of state.pendingInputs)
+      this.conversation.apply({
+        seq: p.seq,
+        type: 'inbox/add',
+        data: { inputId: p.inputId, text: p.text, ...(p.responseFormat ? { responseFormat: p.responseFormat } : {}) },
+      });
     this.lastTurnEndSeq = turnEnd?.seq ?? -1;
     return through;
   }
 
   /**
    * Builds a cold fold to the end of the log: a log of one page is read and
-   * applied as it is (one read); a longer one starts from its last compaction
-   * (coldStart) when it has one, skipping what the summary covers.
+   * applied as it is (one read); a longer one starts from its newest fold
+   * checkpoint (store/fold-checkpoints.ts) or its last compaction (coldStart),
+   * whichever is later, and reads only the events after it.
    */
-  async catchUpCold(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
+  async catchUpCold(store: ColdStore): Promise<number> {
     if (this.nextSeq !== 0) return this.catchUp(store.log);
     const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
     if (first.length < CATCH_UP_PAGE) {
       this.apply(first);
       return first.length;
     }
-    const from = await this.coldStart(store);
+    const [checkpoint, compaction] = await Promise.all([store.foldCheckpoints?.nearest(this.sessionId), this.lastCompaction(store.log)]);
+    // A checkpoint holds everything through its seq (summaries included): the later starting point reads fewer events.
+    const from =
+      checkpoint && checkpoint.seq >= (compaction?.toSeq ?? -1) && this.restore(checkpoint.seq, checkpoint.state)
+        ? checkpoint.seq
+        : await this.coldStart(store, compaction ?? null);
     const kept = first.filter((e) => e.seq > from);
     this.apply(kept);
     return kept.length + (await this.catchUp(store.log));

@@ -18,6 +18,7 @@ import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
+import { OUTPUT_MISMATCH, validateAnswer } from './structured-output.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
@@ -415,6 +416,8 @@ export class SessionRunner {
               settings: config.settings, // the model adapter sends only allowed ones (models/settings.ts)
               messages,
               tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
+              // Every step of the turn asks for it, as the AI SDK's own multi-step calls do: the answer without tool calls is checked.
+              ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
             },
             {
               signal: this.abort.signal,
@@ -454,6 +457,8 @@ export class SessionRunner {
       // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.
       const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);
       modelObs?.end(answer, costUsd);
+      // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
+      const checked = answer.toolCalls.length === 0 && input.responseFormat ? validateAnswer(input.responseFormat, answer.text) : undefined;
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -467,6 +472,7 @@ export class SessionRunner {
             return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
           }),
           ...(answer.usage ? { usage: costUsd !== undefined ? { ...answer.usage, costUsd } : answer.usage } : {}),
+          ...(checked?.ok ? { output: checked.value } : {}),
         },
       };
       if (answer.usage) {
@@ -474,6 +480,11 @@ export class SessionRunner {
         this.fold.usageMark = { tokens: (answer.usage.inputTokens ?? 0) + (answer.usage.outputTokens ?? 0), messageCount: messages.length + 1 };
       }
       if (answer.toolCalls.length === 0) {
+        // A mismatch is the turn's error, saying why (the answer is kept: what the model said).
+        if (checked && !checked.ok) {
+          const mismatch: NewEvent = { type: 'plugin/agent/error', data: { turn, step, message: checked.reason, code: OUTPUT_MISMATCH } };
+          return finish([message, mismatch, stepEnd(step, 'failed'), turnEnd('failed')], 'failed', checked.reason);
+        }
         return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');
       }
       await write([message]);

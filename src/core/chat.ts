@@ -1,5 +1,5 @@
 // The model-facing shapes, in OpenAI chat-completions format (docs/contract.md#agent-loop).
-import type { ToolCall } from './events.ts';
+import type { ResponseFormat, ToolCall } from './events.ts';
 import type { FileScope, ToolEffect } from './tools.ts';
 
 export type ChatMessage =
@@ -31,6 +31,8 @@ export interface ModelRequest {
   settings?: Record<string, unknown>;
   messages: ChatMessage[];
   tools: ToolDefinition[];
+  /** The JSON Schema the turn's input asks the answer to match (structured output): sent as the provider's response format. */
+  responseFormat?: ResponseFormat;
 }
 
 /** The model's complete answer for one step (persisted as model/message). */

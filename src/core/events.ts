@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_INSTRUCTIONS_CHARS } from './text-limits.ts';
+import { MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
@@ -24,6 +24,22 @@ export const toolCallSchema = z.strictObject({
 });
 /** A call as a V4 log keeps it: what the model produced, and the effect recorded with it. */
 export type ToolCall = z.infer<typeof toolCallSchema> & { effect?: ToolEffect; files?: FileScope };
+
+/**
+ * The JSON Schema an input asks its final answer to match (docs/contract.md#agent-loop), with the name
+ * providers that take one are sent (OpenAI's `json_schema.name`). A JSON Schema as such is checked where
+ * the input comes in (agent/structured-output.ts); the codec holds its shape and size.
+ */
+export const responseFormatSchema = z.strictObject({
+  schema: z
+    .record(z.string(), z.json())
+    .refine((s) => JSON.stringify(s).length <= MAX_RESPONSE_SCHEMA_CHARS, `must be at most ${MAX_RESPONSE_SCHEMA_CHARS} characters of JSON`),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a schema name is 1-64 letters, digits, "_" or "-"')
+    .optional(),
+});
+export type ResponseFormat = z.infer<typeof responseFormatSchema>;
 
 // ---- V3: released; never edited. ----
 const v3 = {
@@ -83,12 +99,16 @@ const v4 = {
   // outside it), whose changes are recorded with its result, so a cut before that
   // result restores the files.
   'model/message': v3['model/message'].extend({
+    // The final answer parsed as JSON, once it matched the response schema its input asked for (structured output).
+    output: z.json().optional(),
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
     usage: z
       .strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() })
       .optional(),
   }),
+  // An input may ask for an answer matching a JSON Schema (structured output): kept with it, so a fork or a replay asks the same.
+  'inbox/add': v3['inbox/add'].extend({ responseFormat: responseFormatSchema.optional() }),
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),

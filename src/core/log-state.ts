@@ -8,13 +8,40 @@
 // are history even with unanswered calls; plugin events are never inspected).
 // `violation` is the strict side: the relationship rules a new event must keep
 // (docs/contract.md#log), checked against the state before it.
-import type { EventData, LogEvent, RunnerTool, ToolCall } from './events.ts';
+import type { EventData, LogEvent, ResponseFormat, RunnerTool, ToolCall } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 export interface PendingInput {
   inputId: string;
   text: string;
   seq: number;
+  /** The JSON Schema its answer must match (structured output), when it asks for one. */
+  responseFormat?: ResponseFormat;
+}
+
+/** The pending input an inbox/add queues. */
+export const pendingInputOf = (d: EventData<'inbox/add'>, seq: number): PendingInput => ({
+  inputId: d.inputId,
+  text: d.text,
+  seq,
+  ...(d.responseFormat ? { responseFormat: d.responseFormat } : {}),
+});
+
+/** A LogState as plain JSON (LogState.snapshot). */
+export interface LogStateSnapshot {
+  nextSeq: number;
+  lastTurn: number;
+  turnCount: number;
+  openTurn?: number;
+  openTurnInputId?: string;
+  lastStep: number;
+  openStep?: { step: number; calls: ToolCall[]; answered: string[] };
+  model?: EventData<'session/model'>;
+  title?: string;
+  tools?: string[];
+  instructions?: string;
+  runnerTools?: RunnerTool[];
+  inbox: PendingInput[];
 }
 
 /** The open step of the open turn: its calls, in call order, and which have a result. */
@@ -48,6 +75,8 @@ export class LogState {
   turnCount = 0;
   /** The open turn, if the log ends inside one. */
   openTurn?: number;
+  /** The input the open turn took (its turn/start's). */
+  openTurnInputId?: string;
   /** Highest step started in the open turn (0: none yet). */
   lastStep = 0;
   /**
@@ -64,6 +93,37 @@ export class LogState {
   /** The tools an external runner declared (session/runner-tools); undefined: none declared. */
   runnerTools?: RunnerTool[];
   private inbox = new Map<string, PendingInput>();
+
+  /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
+  snapshot(): LogStateSnapshot {
+    const { nextSeq, lastTurn, turnCount, openTurn, openTurnInputId, lastStep, model, title, tools, instructions, runnerTools } = this;
+    const openStep = this.openStep && { step: this.openStep.step, calls: this.openStep.calls, answered: [...this.openStep.answered] };
+    return {
+      nextSeq,
+      lastTurn,
+      turnCount,
+      openTurn,
+      openTurnInputId,
+      lastStep,
+      openStep,
+      model,
+      title,
+      tools,
+      instructions,
+      runnerTools,
+      inbox: this.pendingInputs,
+    };
+  }
+
+  /** The state a snapshot holds. */
+  static restore(snap: LogStateSnapshot): LogState {
+    const s = new LogState();
+    const { openStep, inbox, ...fields } = snap;
+    Object.assign(s, fields);
+    if (openStep) s.openStep = { step: openStep.step, calls: openStep.calls, answered: new Set(openStep.answered) };
+    s.inbox = new Map(inbox.map((p) => [p.inputId, p]));
+    return s;
+  }
 
   /**
    * The state at the end of a log from what the store keeps cheaply instead of
@@ -86,7 +146,7 @@ export class LogState {
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'inbox/add':
-        this.inbox.set(ev.data.inputId, { inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
+        this.inbox.set(ev.data.inputId, pendingInputOf(ev.data, e.seq));
         break;
       case 'inbox/remove':
         this.inbox.delete(ev.data.inputId);
@@ -95,11 +155,12 @@ export class LogState {
         this.turnCount++;
         this.lastTurn = Math.max(this.lastTurn, ev.data.turn);
         this.openTurn = ev.data.turn;
+        this.openTurnInputId = ev.data.inputId;
         this.openStep = undefined;
         this.lastStep = 0;
         break;
       case 'turn/end':
-        if (ev.data.turn === this.openTurn) this.openTurn = this.openStep = undefined;
+        if (ev.data.turn === this.openTurn) this.openTurn = this.openStep = this.openTurnInputId = undefined;
         break;
       case 'step/start':
         if (ev.data.turn === this.openTurn) {

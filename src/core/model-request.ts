@@ -5,7 +5,7 @@
 // applies only the events appended since (a turn on a long session costs the
 // new events, not a replay). buildModelMessages is the same fold over a whole log.
 import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
-import type { EventData, LogEvent } from './events.ts';
+import type { EventData, LogEvent, ResponseFormat } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -15,6 +15,17 @@ type Entry =
   | { seq: number; kind: 'user'; inputId: string }
   | { seq: number; kind: 'assistant'; data: EventData<'model/message'> }
   | { seq: number; kind: 'tool'; data: EventData<'tool/result'> };
+
+/** A Conversation as plain JSON (Conversation.snapshot): what it folded, not what it rendered. */
+export interface ConversationSnapshot {
+  entries: Entry[];
+  inputs: Array<[string, string]>;
+  responseFormats: Array<[string, ResponseFormat]>;
+  answered: string[];
+  replacements: Array<[number, { toSeq: number; content: string; seq: number }]>;
+  instructions?: string;
+  approxChars: number;
+}
 
 /**
  * The conversation of a log:
@@ -28,6 +39,8 @@ type Entry =
 export class Conversation {
   private readonly entries: Entry[] = [];
   private readonly inputs = new Map<string, string>();
+  /** The response schemas inputs asked for (structured output), by input id. */
+  private readonly responseFormats = new Map<string, ResponseFormat>();
   private readonly answered = new Set<string>();
   private readonly replacements = new Map<number, { toSeq: number; content: string; seq: number }>();
   /** The rendered messages; undefined after a surface/replace until the next render. */
@@ -48,6 +61,33 @@ export class Conversation {
     return this.instructionsMessage?.content;
   }
 
+  /** What it folded, as plain JSON (the agent's fold checkpoint); the rendered messages are made again from it. */
+  snapshot(): ConversationSnapshot {
+    return {
+      entries: this.entries,
+      inputs: [...this.inputs],
+      responseFormats: [...this.responseFormats],
+      answered: [...this.answered],
+      replacements: [...this.replacements],
+      instructions: this.instructionsMessage?.content,
+      approxChars: this.approxChars,
+    };
+  }
+
+  /** The conversation a snapshot holds: the same messages as the fold that made it. */
+  static restore(snap: ConversationSnapshot): Conversation {
+    const c = new Conversation();
+    c.entries.push(...snap.entries);
+    for (const [k, v] of snap.inputs) c.inputs.set(k, v);
+    for (const [k, v] of snap.responseFormats) c.responseFormats.set(k, v);
+    for (const id of snap.answered) c.answered.add(id);
+    for (const [k, v] of snap.replacements) c.replacements.set(k, v);
+    if (snap.instructions) c.instructionsMessage = { role: 'system', content: snap.instructions };
+    c.rendered = undefined; // rendered once, on the next request
+    c.approxChars = snap.approxChars;
+    return c;
+  }
+
   /** Sets the instructions in force (a cold fold starts with those of its starting point). */
   setInstructions(text: string): void {
     this.instructionsMessage = text ? { role: 'system', content: text } : undefined;
@@ -60,6 +100,7 @@ export class Conversation {
       case 'inbox/add':
         this.inputs.set(ev.data.inputId, ev.data.text);
         this.approxChars += ev.data.text.length;
+        if (ev.data.responseFormat) this.responseFormats.set(ev.data.inputId, ev.data.responseFormat);
         break;
       case 'turn/start':
         this.add({ seq: e.seq, kind: 'user', inputId: ev.data.inputId });
@@ -103,6 +144,11 @@ export class Conversation {
         otherThanCore(ev);
     }
     return this;
+  }
+
+  /** The response schema an input asked its answer to match, if any. */
+  responseFormatOf(inputId: string | undefined): ResponseFormat | undefined {
+    return inputId === undefined ? undefined : this.responseFormats.get(inputId);
   }
 
   applyAll(events: Iterable<LogEvent>): this {

@@ -7,3 +7,5 @@ export const MAX_TITLE_CHARS = 500;
 export const MAX_MESSAGE_CHARS = 200_000;
 /** A session's instructions (its system prompt: createSession, setSessionInstructions, an edit's or variant's). */
 export const MAX_INSTRUCTIONS_CHARS = 100_000;
+/** A response schema a message asks its answer to match (its JSON text: sendMessage's, an edit's or a fork's `responseSchema`). */
+export const MAX_RESPONSE_SCHEMA_CHARS = 32_000;

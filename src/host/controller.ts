@@ -25,6 +25,8 @@ import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import { dataOf } from '../core/core-event.ts';
 import { ModelError } from '../agent/models/model.ts';
+import { checkResponseFormat } from '../agent/structured-output.ts';
+import type { ResponseFormat } from '../core/events.ts';
 
 export type { ChildOverrides, ModelConfig };
 
@@ -111,12 +113,21 @@ export class SessionController {
 
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
     if (overrides.model) this.checkModel(overrides.model);
-    const { title, model, message, instructions } = overrides;
+    const { title, model, message, instructions, responseFormat } = overrides;
+    checkMessageFormat(message, responseFormat);
     // Absent overrides hash as before they existed: a retry from an older client still matches.
-    const hashed = { sessionId, cut, title, model: model ?? undefined, message: message ?? undefined, instructions: instructions ?? undefined };
+    const hashed = {
+      sessionId,
+      cut,
+      title,
+      model: model ?? undefined,
+      message: message ?? undefined,
+      instructions: instructions ?? undefined,
+      responseFormat: responseFormat ?? undefined,
+    };
     const r = await this.once<ForkResult, ForkRecord>(
       this.call(scope, operation, hashed, idem),
-      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, instructions, beforeCommit }),
+      (beforeCommit) => this.store.fork(scope, sessionId, cut, { title, model, message, instructions, responseFormat, beforeCommit }),
       (record) => this.forkResultOf(scope, record),
     );
     // Input queued inside an exact fork's prefix is the child's pending input
@@ -132,7 +143,10 @@ export class SessionController {
    */
   async fanOut(scope: Scope, sessionId: string, at: FanOutCut, variants: readonly ChildOverrides[], idem: Idempotency = {}): Promise<ForkManyResult> {
     if (at.atSeq !== undefined && at.anchorSeq !== undefined) throw new ForklineError('BAD_USER_INPUT', 'give atSeq or anchorSeq, not both');
-    for (const v of variants) if (v.model) this.checkModel(v.model);
+    for (const v of variants) {
+      if (v.model) this.checkModel(v.model);
+      checkMessageFormat(v.message, v.responseFormat);
+    }
     const cut: Cut = at.atSeq !== undefined ? at.atSeq : { anchorSeq: at.anchorSeq };
     const hashed = {
       sessionId,
@@ -142,6 +156,7 @@ export class SessionController {
         model: v.model ?? undefined,
         message: v.message ?? undefined,
         instructions: v.instructions ?? undefined,
+        responseFormat: v.responseFormat ?? undefined,
       })),
     };
     const r = await this.once<ForkManyResult, ForkManyRecord>(
@@ -169,8 +184,11 @@ export class SessionController {
     sessionId: string,
     text: string,
     idem: Idempotency = {},
+    responseFormat?: ResponseFormat,
   ): Promise<{ sessionId: string; inputId: string; event: StoredEvent }> {
-    const call = this.call(scope, 'sendMessage', { sessionId, text }, idem);
+    if (responseFormat) checkResponseFormat(responseFormat);
+    // Without a schema, the input hashes as before it could have one (retries of older clients still match).
+    const call = this.call(scope, 'sendMessage', responseFormat ? { sessionId, text, responseFormat } : { sessionId, text }, idem);
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
     const claimFor = this.host.reserveClaim(sessionId, scope.tenant);
     let lease: Lease | undefined;
@@ -183,11 +201,11 @@ export class SessionController {
           // The append checks the tenant: one statement, no read before it (a transaction only to record a key with it).
           const queued = beforeCommit
             ? await this.store.transaction(async (client) => {
-                const q = await this.store.queueInput(sessionId, text, { scope, client, claimFor });
+                const q = await this.store.queueInput(sessionId, text, { scope, client, claimFor, responseFormat });
                 await beforeCommit(client, { sessionId, inputId: inputIdOf(q.event), seq: q.event.seq });
                 return q;
               })
-            : await this.store.queueInput(sessionId, text, { scope, claimFor });
+            : await this.store.queueInput(sessionId, text, { scope, claimFor, responseFormat });
           [appended, lease] = [true, queued.lease]; // committed
           return { sessionId, inputId: inputIdOf(queued.event), event: queued.event };
         },
@@ -327,3 +345,10 @@ export class SessionController {
 
 /** The input id an inbox/add queued. */
 const inputIdOf = (queued: StoredEvent): string => dataOf(queued, 'inbox/add')!.inputId;
+
+/** A response schema goes with a message (it is what the message's answer must match) and must be a usable JSON Schema. */
+function checkMessageFormat(message: string | null | undefined, responseFormat: ResponseFormat | null | undefined): void {
+  if (!responseFormat) return;
+  if (message == null) throw new ForklineError('BAD_USER_INPUT', "responseSchema needs a message: it is what the message's answer must match");
+  checkResponseFormat(responseFormat);
+}

@@ -35,7 +35,7 @@ import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail } from '../core/repair.ts';
 import { toolAllowed } from '../core/tools.ts';
 import { dataOf } from '../core/core-event.ts';
-import type { RunnerTool } from '../core/events.ts';
+import type { ResponseFormat, RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
@@ -73,6 +73,8 @@ export interface ModelRequest {
   eventCount: number;
   /** Set when the request is over the session's budget: the compaction to write before sending it. */
   compaction: RunnerCompaction | null;
+  /** The JSON Schema the turn's input asks the final answer to match (structured output), or null. */
+  responseFormat: ResponseFormat | null;
 }
 
 /** A compaction the runner should write before its next model call (its own model summarises `messages`). */
@@ -358,13 +360,37 @@ export class RunnerProtocol {
       if (state.openTurn !== undefined) {
         const step = state.openStep?.step ?? state.lastStep + 1;
         const compaction = this.compactionDue(fold, messages, tools);
-        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq, compaction };
+        const responseFormat = fold.conversation.responseFormatOf(state.openTurnInputId) ?? null;
+        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq, compaction, responseFormat };
       }
       const input = state.pendingInputs[0];
-      if (!input) return { messages, tools, turn: null, step: null, inputId: null, inTurn: false, model, eventCount: state.nextSeq, compaction: null };
+      if (!input)
+        return {
+          messages,
+          tools,
+          turn: null,
+          step: null,
+          inputId: null,
+          inTurn: false,
+          model,
+          eventCount: state.nextSeq,
+          compaction: null,
+          responseFormat: null,
+        };
       messages.push({ role: 'user', content: input.text });
       const compaction = this.compactionDue(fold, messages, tools);
-      return { messages, tools, turn: state.lastTurn + 1, step: 1, inputId: input.inputId, inTurn: false, model, eventCount: state.nextSeq, compaction };
+      return {
+        messages,
+        tools,
+        turn: state.lastTurn + 1,
+        step: 1,
+        inputId: input.inputId,
+        inTurn: false,
+        model,
+        eventCount: state.nextSeq,
+        compaction,
+        responseFormat: input.responseFormat ?? null,
+      };
     } finally {
       if (!ahead) this.folds.put(fold);
     }

@@ -55,6 +55,8 @@ export interface HostOptions {
   maxActive?: number;
   /** Of those, the most one tenant's sessions may take (default: all). */
   maxActivePerTenant?: number;
+  /** How many events apart a session's fold is checkpointed, at the end of a run (DEFAULT_FOLD_CHECKPOINT_EVENTS; 0: none). */
+  foldCheckpointEvents?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -70,11 +72,21 @@ interface Running {
   done: Promise<void>;
 }
 
+/**
+ * A session's fold is checkpointed when a run leaves it this many events past
+ * its last checkpoint (docs/long-sessions.md "Cold starts"): a cold start then
+ * reads at most about this many events. A checkpoint holds the conversation
+ * (about the log's text), so each costs its size to write.
+ */
+export const DEFAULT_FOLD_CHECKPOINT_EVENTS = 50_000;
+
 export class SessionHost {
   private readonly running = new Map<string, Running>();
   /** Targeted claims in flight, with their tenant (they count against capacity). */
   private readonly claimingOne = new Map<string, string>();
   private readonly folds = new FoldCache();
+  /** Checkpoint writes in flight (idle() waits for them). */
+  private readonly checkpointWrites = new Set<Promise<void>>();
   /** Folds being built ahead of a first message (prewarm), by session. */
   private readonly warming = new Map<string, { built: Promise<void>; startNow: () => void }>();
   private readonly maxActive: number;
@@ -170,8 +182,9 @@ export class SessionHost {
 
   /** Resolves when every runner of this process is idle and no fold is being built ahead (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.running.size || this.claimingOne.size || this.claimingBatch || this.warming.size) {
+    while (this.running.size || this.claimingOne.size || this.claimingBatch || this.warming.size || this.checkpointWrites.size) {
       await Promise.all([...this.running.values()].map((r) => r.done));
+      await Promise.all(this.checkpointWrites);
       await Promise.all([...this.warming.values()].map((w) => w.built));
       await this.claimingBatch;
       if (this.claimingOne.size) await new Promise((r) => setTimeout(r, 5));
@@ -346,6 +359,25 @@ export class SessionHost {
     return true;
   }
 
+  /**
+   * Stores a checkpoint of the fold (store/fold-checkpoints.ts) when it ran far
+   * enough past its last one, outside any turn. The snapshot is taken now (the
+   * fold moves on); its write does not hold the session up, and a failed one
+   * only means a longer cold start.
+   */
+  private keepCheckpoint(fold: SessionFold): void {
+    const every = this.opts.foldCheckpointEvents ?? DEFAULT_FOLD_CHECKPOINT_EVENTS;
+    const seq = fold.nextSeq - 1;
+    if (every <= 0 || fold.state.openTurn !== undefined || seq - fold.checkpointSeq < every) return;
+    const state = fold.snapshot();
+    fold.checkpointSeq = seq;
+    const written = this.store.foldCheckpoints
+      .keep(fold.sessionId, seq, state)
+      .catch((err) => this.opts.log?.(`checkpointing session ${fold.sessionId} failed`, err));
+    this.checkpointWrites.add(written);
+    void written.finally(() => this.checkpointWrites.delete(written));
+  }
+
   private async drive(entry: Running): Promise<void> {
     const { sessionId } = entry.lease;
     // While the database is unreachable (core/backoff.ts).
@@ -364,6 +396,7 @@ export class SessionHost {
           return;
         }
         this.folds.put(fold); // only a fold that ended in step with the log is kept
+        this.keepCheckpoint(fold);
         const again = entry.again;
         entry.again = false;
         if (runner.released) {

@@ -5,7 +5,7 @@
 // retried when another writer got in first. The statement also carries the
 // lease's part of an append (leases.ts `leaseOnAppend`).
 import type pg from 'pg';
-import { decodeEvent, type NewEvent } from '../core/events.ts';
+import { decodeEvent, type NewEvent, type ResponseFormat } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import type { LogState } from '../core/log-state.ts';
 import { eventId, newInputId } from './ids.ts';
@@ -214,9 +214,10 @@ export class SessionAppends {
   async queueInput(
     sessionId: string,
     text: string,
-    opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim } = {},
+    opts: { scope?: Scope; client?: pg.PoolClient; claimFor?: LeaseClaim; responseFormat?: ResponseFormat } = {},
   ): Promise<{ event: StoredEvent; lease?: Lease }> {
-    const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text }) };
+    const { responseFormat } = opts;
+    const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text, ...(responseFormat ? { responseFormat } : {}) }) };
     const queue = async () => {
       const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined }, pendingDeltas: [1] };
       const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);

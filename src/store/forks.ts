@@ -2,7 +2,7 @@
 // docs/contract.md#branch), each written with its seed in one REPEATABLE READ transaction that
 // records the ancestor ranges it shares (lineage.ts) instead of copying them.
 import type pg from 'pg';
-import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent } from '../core/events.ts';
+import { CURRENT_FORMAT_VERSION, decodeEvent, type NewEvent, type ResponseFormat } from '../core/events.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import { buildForkSeed, type ForkSeed } from '../core/fork-seed.ts';
 import { BEGINS_WORK_TYPES, COMPLETED_STANDALONE_TYPES, selectBranchCut } from '../core/cut.ts';
@@ -46,6 +46,8 @@ export interface ChildOverrides {
   title?: string | null;
   model?: ModelConfig | null;
   message?: string | null;
+  /** The JSON Schema the message's answer must match (structured output; with `message` only). */
+  responseFormat?: ResponseFormat | null;
   /** The child's instructions (a session/instructions event; empty text: none). Omitted: those in force at the cut. */
   instructions?: string | null;
 }
@@ -248,7 +250,7 @@ export class Forks {
     let inputId: string | undefined;
     if (overrides.message != null) {
       inputId = newInputId();
-      add({ type: 'inbox/add', data: { inputId, text: overrides.message } });
+      add({ type: 'inbox/add', data: { inputId, text: overrides.message, ...(overrides.responseFormat ? { responseFormat: overrides.responseFormat } : {}) } });
     }
     for (const e of own) e.data = decodeEvent(e.type, e.data);
 

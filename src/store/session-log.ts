@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf } from '../core/core-event.ts';
-import type { PendingInput } from '../core/log-state.ts';
+import { pendingInputOf, type PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
@@ -478,7 +478,7 @@ export class SessionLog {
       for (const e of page) {
         const ev = asCoreEvent(e);
         if (ev.type === 'inbox/remove') removed.add(ev.data.inputId);
-        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId)) found.push({ inputId: ev.data.inputId, text: ev.data.text, seq: e.seq });
+        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId)) found.push(pendingInputOf(ev.data, e.seq));
       }
       if (page.length < pageSize) break;
       to = page[page.length - 1].seq - 1;

@@ -29,6 +29,7 @@ import { SessionAppends } from './append.ts';
 import { Forks, type ModelConfig } from './forks.ts';
 import { SessionDeletion } from './deletion.ts';
 import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
+import { FoldCheckpoints } from './fold-checkpoints.ts';
 import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
@@ -69,6 +70,8 @@ export class SessionStore {
   private readonly deletion: SessionDeletion;
   /** File workspaces: contents by hash, and the trees the log's change sets make. */
   readonly files: FileBlobs;
+  /** The agent's fold as of a seq (a cold start reads it and the events after it). */
+  readonly foldCheckpoints: FoldCheckpoints;
   /** Full-text search across a tenant's sessions and within one log. */
   readonly search: SessionSearch;
   /** Whose session each id is: a tenant's view checks it before every read (tenant-store.ts). */
@@ -99,6 +102,7 @@ export class SessionStore {
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees });
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
+    this.foldCheckpoints = new FoldCheckpoints(pool, this.log);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.owners = new SessionOwners(this.sessions);
     this.tails = new TailStates(this.log);

@@ -8,7 +8,14 @@ import { endForkedAtCut } from './fork-cut-times.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
 
 /** A turn as read for a session: its summary, its input's text, and where its log ends. */
-export type TurnRow = TurnSummary & { input: string | null; sessionId: string; lastSeq: number; steps?: Promise<StepSummary[]> };
+export type TurnRow = TurnSummary & {
+  input: string | null;
+  sessionId: string;
+  lastSeq: number;
+  steps?: Promise<StepSummary[]>;
+  /** Its error report, once read (Turn.error and Turn.errorCode share the probe). */
+  report?: Promise<StoredEvent | undefined>;
+};
 
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
 export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'streamOfTypes'>;
@@ -28,9 +35,26 @@ export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
 
 /** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
 export async function turnError(log: TurnLog, turn: TurnRow): Promise<string | null> {
-  if (turn.reason !== 'failed' || turn.endSeq === null) return null;
-  const report = await log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq);
-  return report && report.seq > turn.startSeq ? String(fieldOf(report, 'message') ?? '') : null;
+  const report = await errorReport(log, turn);
+  return report ? String(fieldOf(report, 'message') ?? '') : null;
+}
+
+/** The kind of a failed turn's error, when its report names one (`OUTPUT_SCHEMA_MISMATCH`: structured output), or null. */
+export async function turnErrorCode(log: TurnLog, turn: TurnRow): Promise<string | null> {
+  const code = fieldOf((await errorReport(log, turn)) ?? { data: {} }, 'code');
+  return typeof code === 'string' ? code : null;
+}
+
+function errorReport(log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefined> | undefined {
+  if (turn.reason !== 'failed' || turn.endSeq === null) return undefined;
+  return (turn.report ??= log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq).then((r) => (r && r.seq > turn.startSeq ? r : undefined)));
+}
+
+/** A completed turn's structured output: its final answer's parsed value (model/message `output`), or null. One index probe. */
+export async function turnOutput(log: TurnLog, turn: TurnRow): Promise<unknown> {
+  if (turn.reason !== 'completed' || turn.endSeq === null) return null;
+  const answer = await log.lastOfType(turn.sessionId, 'model/message', turn.endSeq);
+  return (answer && answer.seq > turn.startSeq && dataOf(answer, 'model/message')?.output) ?? null;
 }
 
 /**

@@ -39,6 +39,10 @@ interface Wire {
   authorization(headers: http.IncomingHttpHeaders): string | undefined;
   /** The system text (instructions) the request carries ahead of the conversation. */
   system(body: any): string | undefined;
+  /** Where the request asks for structured output: the schema (in the provider's dialect) and the name it goes by, if the format has one. */
+  responseSchema(body: any): { schema: any; name?: string } | undefined;
+  /** A model for which the SDK asks for structured output in the provider's native shape. */
+  structuredModel?: string;
 }
 
 const sse = (data: unknown, event?: string) => ({ event, data });
@@ -109,6 +113,8 @@ const chatCompletions = (provider: string, prefix: string): Wire => {
     sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
     authorization: (h) => h.authorization,
     system: (b) => (b.messages[0]?.role === 'system' ? b.messages[0].content : undefined),
+    responseSchema: (b) =>
+      b.response_format?.type === 'json_schema' ? { schema: b.response_format.json_schema.schema, name: b.response_format.json_schema.name } : undefined,
   };
 };
 
@@ -163,6 +169,7 @@ const responses: Wire = {
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_output_tokens }),
   authorization: (h) => h.authorization,
   system: (b) => (b.input[0]?.role === 'system' ? b.input[0].content : undefined),
+  responseSchema: (b) => (b.text?.format?.type === 'json_schema' ? { schema: b.text.format.schema, name: b.text.format.name } : undefined),
 };
 
 const anthropic: Wire = {
@@ -245,6 +252,9 @@ const anthropic: Wire = {
   sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
   authorization: (h) => h['x-api-key'] as string | undefined,
   system: (b) => b.system?.map((p: any) => p.text).join(''),
+  // Models with Anthropic's structured outputs get output_config.format (older ones a forced "json" tool: the SDK decides).
+  responseSchema: (b) => (b.output_config?.format?.type === 'json_schema' ? { schema: b.output_config.format.schema } : undefined),
+  structuredModel: 'claude-sonnet-4-5',
 };
 
 const google: Wire = {
@@ -290,6 +300,10 @@ const google: Wire = {
   sampling: (b) => ({ temperature: b.generationConfig?.temperature, maxTokens: b.generationConfig?.maxOutputTokens }),
   authorization: (h) => h['x-goog-api-key'] as string | undefined,
   system: (b) => b.systemInstruction?.parts.map((p: any) => p.text).join(''),
+  responseSchema: (b) =>
+    b.generationConfig?.responseMimeType === 'application/json' && b.generationConfig.responseSchema
+      ? { schema: b.generationConfig.responseSchema }
+      : undefined,
 };
 
 const WIRES: Wire[] = [chatCompletions('openai', '/openai/v1'), responses, anthropic, google, chatCompletions('openai-compatible', '/compat/v1')];
@@ -459,6 +473,53 @@ describe.each(WIRES)('provider $provider over its wire format', (wire) => {
     ]);
     expect(anyData(turn2.find((e) => e.type === 'model/message')!).text).toBe('second answer');
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
+  it("structured output: the schema reaches the request in the provider's shape; a matching answer is stored, a mismatch fails the turn saying why", async () => {
+    const id = await session(wire.provider, {}, undefined, wire.structuredModel);
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, population: { type: 'integer' } },
+      required: ['city', 'population'],
+      additionalProperties: false,
+    };
+    const sendShaped = async (text: string) => {
+      const r = await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, {
+        i: { sessionId: id, text, responseSchema: schema, responseSchemaName: 'city_facts' },
+      });
+      await app.services.host.idle();
+      return r.sendMessage.inputId as string;
+    };
+    queue(wire.text(['{"city":"Pa', 'ris","population":2100000}'], { input: 9, output: 8 }));
+    await sendShaped('the biggest city of France?');
+    const sent = wire.responseSchema(requests().at(-1)!.body);
+    expect(sent, 'the request asks for structured output').toBeDefined();
+    expect(JSON.stringify(sent!.schema)).toMatch(/city/);
+    expect(JSON.stringify(sent!.schema)).toMatch(/population/);
+    if (sent!.name !== undefined) expect(sent!.name).toBe('city_facts');
+    let events = await log(id);
+    expect(anyData(events.find((e) => e.type === 'model/message')!).output).toEqual({ city: 'Paris', population: 2100000 });
+    // The input keeps its schema in the log (forks and replays ask the same).
+    expect(anyData(events.find((e) => e.type === 'inbox/add')!).responseFormat).toEqual({ schema, name: 'city_facts' });
+
+    queue(wire.text(['{"city": 42}'], { input: 9, output: 4 }));
+    await sendShaped('and of Italy?');
+    events = await log(id);
+    expect(events.slice(-3).map((e) => e.type)).toEqual(['plugin/agent/error', 'step/end', 'turn/end']);
+    expect(anyData(events.at(-1)!).reason).toBe('failed');
+    const turns = await app.ok(`query($id: ID!) { session(id: $id) { turns { reason structuredOutput error errorCode } } }`, { id });
+    expect(turns.session.turns).toEqual([
+      { reason: 'completed', structuredOutput: { city: 'Paris', population: 2100000 }, error: null, errorCode: null },
+      {
+        reason: 'failed',
+        structuredOutput: null,
+        error: "the answer does not match the response schema: / must have required property 'population'; /city must be string",
+        errorCode: 'OUTPUT_SCHEMA_MISMATCH',
+      },
+    ]);
+    // The answer is kept as the model gave it (without an output).
+    expect(anyData(events.filter((e) => e.type === 'model/message').at(-1)!)).toMatchObject({ text: '{"city": 42}' });
+    expect(anyData(events.filter((e) => e.type === 'model/message').at(-1)!).output).toBeUndefined();
   });
 
   it('runs a streamed tool call and sends its result back with the call', async () => {

@@ -74,6 +74,11 @@ export class LanguageChatModel implements ChatModel {
       const { stream } = await this.opts.languageModel(request.model).doStream({
         prompt: toPrompt(request.messages, this.opts.prompt),
         ...(tools.length ? { tools, toolChoice: { type: 'auto' } } : {}),
+        // Structured output as each provider's API takes it (the AI SDK maps it): OpenAI's response_format / text.format,
+        // Anthropic's output format (or its JSON tool on older models), Google's responseSchema.
+        ...(request.responseFormat
+          ? { responseFormat: { type: 'json' as const, schema: request.responseFormat.schema, name: request.responseFormat.name } }
+          : {}),
         ...callSettings(request.settings),
         abortSignal: signal,
       });

@@ -58,6 +58,8 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
       ...endpoint(config.openaiCompatible),
       baseURL: config.openaiCompatible.baseUrl,
       includeUsage: true,
+      // vLLM, Ollama and llama.cpp take OpenAI's json_schema response format (structured output).
+      supportsStructuredOutputs: true,
     });
     families.set('openai-compatible', { languageModel: (id) => compatible.chatModel(id) });
   }

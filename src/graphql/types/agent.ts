@@ -2,14 +2,14 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema } from './inputs.ts';
+import { ModelConfigInput, modelSchema, RESPONSE_SCHEMA_DOC, RESPONSE_SCHEMA_NAME_DOC, responseFormatFields, responseFormatOf } from './inputs.ts';
 import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
-import { allTurns, lastTurns, stepsOf, turnError, turnHolding, type TurnRow } from '../../store/turn-reads.ts';
+import { allTurns, lastTurns, stepsOf, turnError, turnErrorCode, turnHolding, turnOutput, type TurnRow } from '../../store/turn-reads.ts';
 import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
 import { badInput } from '../../core/errors.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
@@ -22,6 +22,12 @@ const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implemen
     inputId: t.exposeID('inputId'),
     text: t.exposeString('text'),
     seq: t.exposeInt('seq', { description: 'Seq of its inbox/add event.' }),
+    responseSchema: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: "The JSON Schema its answer must match (sendMessage's responseSchema), if it asked for one.",
+      resolve: (p) => p.responseFormat?.schema ?? null,
+    }),
   }),
 });
 
@@ -107,6 +113,19 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
       description: "Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. One index probe.",
       resolve: (turn, _a, ctx) => turnError(ctx.store.log, turn),
     }),
+    errorCode: t.string({
+      nullable: true,
+      description:
+        'The kind of error a failed turn failed with, when its report names one: `OUTPUT_SCHEMA_MISMATCH` (its answer did not match its responseSchema).',
+      resolve: (turn, _a, ctx) => turnErrorCode(ctx.store.log, turn),
+    }),
+    structuredOutput: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        'A completed turn whose input asked for a responseSchema: its final answer, parsed and validated against the schema (model/message `output`); null otherwise.',
+      resolve: (turn, _a, ctx) => turnOutput(ctx.store.log, turn),
+    }),
   }),
 });
 
@@ -189,6 +208,8 @@ const SendMessageInput = builder.inputType('SendMessageInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
     text: t.string({ required: true }),
+    responseSchema: t.field({ type: 'JSON', description: RESPONSE_SCHEMA_DOC }),
+    responseSchemaName: t.string({ description: RESPONSE_SCHEMA_NAME_DOC }),
   }),
 });
 
@@ -210,7 +231,7 @@ const SendMessagePayload = builder.objectRef<{ sessionId: string; inputId: strin
 // Argument schemas are built once: zod compiles each object schema on its first
 // parse, and a schema built per call was compiled per call (a visible share
 // of a server's CPU in the turns bench).
-const sendMessageArgs = z.object({ sessionId: sessionIdSchema, text: messageTextSchema });
+const sendMessageArgs = z.object({ sessionId: sessionIdSchema, text: messageTextSchema, ...responseFormatFields });
 const setModelArgs = z.object({ sessionId: sessionIdSchema, model: modelSchema });
 const setTitleArgs = z.object({ sessionId: sessionIdSchema, title: titleSchema });
 
@@ -229,7 +250,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const p = parseArgs(sendMessageArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text, { key });
+      const r = await ctx.services.controller.sendMessage(ctx.scope, p.sessionId, p.text, { key }, responseFormatOf(p));
       return r;
     },
   }),

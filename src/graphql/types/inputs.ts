@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { idSchema } from '../../core/input-rules.ts';
+import { badInput } from '../../core/errors.ts';
+import { responseFormatSchema, type ResponseFormat } from '../../core/events.ts';
+import { unstorableReason } from '../../core/storable.ts';
+import { MAX_RESPONSE_SCHEMA_CHARS } from '../../core/text-limits.ts';
 
 export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
@@ -52,3 +56,30 @@ export const modelSchema = z.object({
 
 /** A session's tool set (session/tools): tool names, `<server>__*` or `*`; which exist is the controller's check. */
 export const toolSetSchema = z.array(idSchema).max(500);
+
+/** The descriptions of a message's structured-output fields (sendMessage, editMessage, a fork's or variant's message). */
+export const RESPONSE_SCHEMA_DOC =
+  "A JSON Schema (draft 2020-12 or draft-07; its root an object schema) the message's final answer must match: sent to the provider as its structured-output " +
+  'format, the answer validated against it (Turn.structuredOutput), a mismatch fails the turn. Kept with the input (inbox/add), so forks and replays ask the same. ' +
+  `At most ${MAX_RESPONSE_SCHEMA_CHARS} characters of JSON.`;
+export const RESPONSE_SCHEMA_NAME_DOC = 'The name the schema is sent under where the provider takes one (OpenAI): 1-64 letters, digits, "_" or "-".';
+
+/** The structured-output fields of a mutation's input, as parsed (turned into a response format by responseFormatOf). */
+export const responseFormatFields = { responseSchema: z.unknown().nullish(), responseSchemaName: z.string().nullish() };
+
+/** A message's response format from its input fields (BAD_USER_INPUT when the schema is not storable JSON of an object, or a name comes alone). */
+export function responseFormatOf(p: { responseSchema?: unknown; responseSchemaName?: string | null }): ResponseFormat | undefined {
+  if (p.responseSchema == null) {
+    if (p.responseSchemaName != null) throw badInput('responseSchemaName needs a responseSchema');
+    return undefined;
+  }
+  const unstorable = unstorableReason(p.responseSchema, MAX_SCHEMA_DEPTH);
+  if (unstorable) throw badInput(`responseSchema: ${unstorable}`);
+  const r = responseFormatSchema.safeParse({ schema: p.responseSchema, ...(p.responseSchemaName != null ? { name: p.responseSchemaName } : {}) });
+  if (r.success) return r.data;
+  // The codec's field names as the input spells them.
+  const field = (path: PropertyKey[]) => [path[0] === 'name' ? 'responseSchemaName' : 'responseSchema', ...path.slice(1).map(String)].join('.');
+  throw badInput(r.error.issues.map((i) => `${field(i.path)}: ${i.message}`).join('; '));
+}
+
+const MAX_SCHEMA_DEPTH = 64;

@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
-import { ModelConfigInput, modelSchema, toolSetSchema } from './inputs.ts';
+import {
+  ModelConfigInput,
+  modelSchema,
+  RESPONSE_SCHEMA_DOC,
+  RESPONSE_SCHEMA_NAME_DOC,
+  responseFormatFields,
+  responseFormatOf,
+  toolSetSchema,
+} from './inputs.ts';
 import { idSchema, instructionsSchema, messageTextSchema, runnerPoolSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
@@ -23,7 +31,19 @@ const seqSchema = z
   .min(-1)
   .max(2 ** 31 - 1);
 /** A fork's overrides. */
-const overridesSchema = { title: titleSchema, model: modelSchema.nullish(), message: messageTextSchema.nullish(), instructions: instructionsSchema.nullish() };
+const overridesSchema = {
+  title: titleSchema,
+  model: modelSchema.nullish(),
+  message: messageTextSchema.nullish(),
+  instructions: instructionsSchema.nullish(),
+  ...responseFormatFields,
+};
+
+/** A fork's overrides with its message's response schema as the controller takes it. */
+function withResponseFormat<T extends { responseSchema?: unknown; responseSchemaName?: string | null }>({ responseSchema, responseSchemaName, ...rest }: T) {
+  const responseFormat = responseFormatOf({ responseSchema, responseSchemaName });
+  return { ...rest, ...(responseFormat ? { responseFormat } : {}) };
+}
 
 // Argument schemas are built once: zod compiles each object schema on its first parse.
 const deleteSessionArgs = z.object({ id: sessionIdSchema, withDescendants: z.boolean().nullish(), idempotencyKey: idempotencyKeySchema });
@@ -43,6 +63,7 @@ const editMessageArgs = z.object({
   title: titleSchema,
   model: modelSchema.nullish(),
   instructions: instructionsSchema.nullish(),
+  ...responseFormatFields,
 });
 const fanOutArgs = z
   .object({
@@ -80,6 +101,8 @@ const ForkSessionInput = builder.inputType('ForkSessionInput', {
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     message: t.string({ description: MESSAGE_OVERRIDE }),
     instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
+    responseSchema: t.field({ type: 'JSON', description: RESPONSE_SCHEMA_DOC }),
+    responseSchemaName: t.string({ description: RESPONSE_SCHEMA_NAME_DOC }),
   }),
 });
 
@@ -91,6 +114,8 @@ const BranchSessionInput = builder.inputType('BranchSessionInput', {
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     message: t.string({ description: MESSAGE_OVERRIDE }),
     instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
+    responseSchema: t.field({ type: 'JSON', description: RESPONSE_SCHEMA_DOC }),
+    responseSchemaName: t.string({ description: RESPONSE_SCHEMA_NAME_DOC }),
   }),
 });
 
@@ -102,6 +127,8 @@ const EditMessageInput = builder.inputType('EditMessageInput', {
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     title: t.string(),
     instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
+    responseSchema: t.field({ type: 'JSON', description: RESPONSE_SCHEMA_DOC }),
+    responseSchemaName: t.string({ description: RESPONSE_SCHEMA_NAME_DOC }),
   }),
 });
 
@@ -111,6 +138,8 @@ const FanOutVariantInput = builder.inputType('FanOutVariantInput', {
     model: t.field({ type: ModelConfigInput, description: MODEL_OVERRIDE }),
     title: t.string(),
     instructions: t.string({ description: INSTRUCTIONS_OVERRIDE }),
+    responseSchema: t.field({ type: 'JSON', description: RESPONSE_SCHEMA_DOC }),
+    responseSchemaName: t.string({ description: RESPONSE_SCHEMA_NAME_DOC }),
   }),
 });
 
@@ -192,7 +221,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const { sessionId, atSeq, ...overrides } = parseArgs(forkSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const r = await ctx.services.controller.forkSession(ctx.scope, sessionId, atSeq ?? undefined, overrides, { key });
+      const r = await ctx.services.controller.forkSession(ctx.scope, sessionId, atSeq ?? undefined, withResponseFormat(overrides), { key });
       return r;
     },
   }),
@@ -202,7 +231,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const { sessionId, anchorSeq, ...overrides } = parseArgs(branchSessionArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      const r = await ctx.services.controller.branchSession(ctx.scope, sessionId, anchorSeq ?? undefined, overrides, { key });
+      const r = await ctx.services.controller.branchSession(ctx.scope, sessionId, anchorSeq ?? undefined, withResponseFormat(overrides), { key });
       return r;
     },
   }),
@@ -215,7 +244,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
       const { sessionId, inputId, text, ...overrides } = parseArgs(editMessageArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      return ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, overrides, { key });
+      return ctx.services.controller.editMessage(ctx.scope, sessionId, inputId, text, withResponseFormat(overrides), { key });
     },
   }),
   fanOut: t.field({
@@ -228,7 +257,7 @@ builder.mutationFields((t) => ({
       const p = parseArgs(fanOutArgs, input);
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       const at = p.atSeq != null ? { atSeq: p.atSeq } : { anchorSeq: p.anchorSeq ?? undefined };
-      const r = await ctx.services.controller.fanOut(ctx.scope, p.sessionId, at, p.variants, { key });
+      const r = await ctx.services.controller.fanOut(ctx.scope, p.sessionId, at, p.variants.map(withResponseFormat), { key });
       return {
         parent: r.parent,
         cutSeq: r.cutSeq,

@@ -75,6 +75,19 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
       resolve: (r) => r.eventCount,
     }),
     inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
+    responseSchema: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        "The JSON Schema the turn's input asks the final answer to match (structured output; null: none): ask the model for it, " +
+        'and store the parsed answer as the final model/message `output` (docs/runners.md).',
+      resolve: (r) => r.responseFormat?.schema ?? null,
+    }),
+    responseSchemaName: t.string({
+      nullable: true,
+      description: 'The name the schema is sent under, if the input gave one.',
+      resolve: (r) => r.responseFormat?.name ?? null,
+    }),
     model: t.field({
       type: 'JSON',
       nullable: true,

@@ -1,0 +1,71 @@
+// The agent's folded state of a log through a seq (agent/session-fold.ts), so
+// a cold start reads the nearest checkpoint and the events after it instead of
+// the whole log (docs/long-sessions.md "Cold starts").
+//
+// A checkpoint at seq s is the fold of events 0..s. It is kept under the
+// session that stores event s: every session that reads that event inherits
+// 0..s with the same seqs (forks share their parent's prefix), so it holds for
+// all of them, as the file tree's checkpoints do (file-tree-checkpoints.ts).
+// A fold holds its conversation, so a checkpoint is about as large as the
+// log's text: only the last KEPT_PER_SESSION of each session are kept.
+import type pg from 'pg';
+import type { Segment } from './lineage.ts';
+import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
+
+/** A session's newest checkpoints kept (a fork cut a little before the newest can still use the one before it). */
+const KEPT_PER_SESSION = 2;
+
+export class FoldCheckpoints {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: SessionLog,
+  ) {}
+
+  /** The checkpoint with the highest seq at or before `atSeq` that the log reads (one index probe per segment), with its state. */
+  async nearest(ref: LogRef, atSeq = MAX_SEQ, db: Db = this.pool): Promise<{ seq: number; state: string } | undefined> {
+    const segments = await this.log.segments(ref, 0, atSeq, db);
+    if (segments.length === 0) return undefined;
+    const params: unknown[] = [];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const probes = segments.map(
+      (g) =>
+        `(SELECT "sessionId", seq, "treeId" FROM "FoldCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
+    );
+    const { rows } = await db.query<{ seq: number; state: string }>(
+      `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)
+       SELECT c.seq, c.state FROM "FoldCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
+      params,
+    );
+    return rows[0];
+  }
+
+  /**
+   * Keeps the fold of the log through `seq` under the session that stores that
+   * event, and drops that session's older ones beyond KEPT_PER_SESSION. A
+   * session deleted meanwhile simply gets none.
+   */
+  async keep(ref: LogRef, seq: number, state: string): Promise<void> {
+    const segments = await this.log.segments(ref, 0, seq);
+    const at = storedAt(segments, seq);
+    if (!at) return;
+    try {
+      await this.pool.query(
+        `WITH kept AS (
+           INSERT INTO "FoldCheckpoint" ("sessionId", "treeId", seq, state)
+           SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM "Session" x WHERE x.id = $1 AND x."treeId" = $2)
+           ON CONFLICT DO NOTHING RETURNING seq)
+         DELETE FROM "FoldCheckpoint" c WHERE c."treeId" = $2 AND c."sessionId" = $1 AND EXISTS (SELECT 1 FROM kept) AND c.seq NOT IN (
+           SELECT seq FROM "FoldCheckpoint" WHERE "treeId" = $2 AND "sessionId" = $1 AND seq <> $3 ORDER BY seq DESC LIMIT ${KEPT_PER_SESSION - 1}) AND c.seq <> $3`,
+        [at.sessionId, at.treeId, seq, state],
+      );
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23503') throw err;
+    }
+  }
+}
+
+/** The session (and its tree) that stores seq `seq` of a log read through these segments. */
+function storedAt(segments: readonly Segment[], seq: number): { sessionId: string; treeId: string } | undefined {
+  const s = segments.find((g) => g.fromSeq <= seq && seq <= g.toSeq);
+  return s && { sessionId: s.sessionId, treeId: s.treeId };
+}

@@ -1,0 +1,104 @@
+// A cold start on a long log without a compaction reads the agent's fold
+// checkpoint and the events after it, never the whole log (docs/long-sessions.md
+// "Cold starts"), and the model is sent exactly what a full replay would send.
+// Rows read are counted as the compaction bench counts them.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type App } from '../../src/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { createLongSession } from '../../bench/long-session.ts';
+import { buildModelMessages } from '../../src/core/model-request.ts';
+import type { LogEvent } from '../../src/core/events.ts';
+
+const scope = { tenant: 'local' };
+const EVERY = 2_000;
+const EVENTS = 30_000;
+/** A window no request here reaches: nothing is compacted, the request is the whole conversation. */
+const NO_COMPACTION = { defaultContextTokens: 100_000_000 };
+
+let databaseUrl: string;
+let rowsRead = 0;
+const open = (foldCheckpointEvents: number) =>
+  createApp({
+    databaseUrl,
+    log: () => {},
+    budget: NO_COMPACTION,
+    foldCheckpointEvents,
+    onQuery: (sql, rows) => {
+      if (/FROM "Event"/.test(sql)) rowsRead += rows;
+    },
+  });
+const allEvents = async (app: App, id: string) => {
+  const out: LogEvent[] = [];
+  for await (const page of app.services.store.log.pages(id, { afterSeq: -1, pageSize: 5000 })) out.push(...page);
+  return out;
+};
+/** One message answered; the event rows it read and the messages the model was sent. */
+const turn = async (app: App, id: string, text: string) => {
+  rowsRead = 0;
+  await app.services.controller.sendMessage(scope, id, text);
+  await app.services.host.idle();
+  return { rows: rowsRead, messages: app.models.scripted.lastRequest!.messages };
+};
+
+beforeAll(async () => {
+  databaseUrl = await createTestDatabase();
+});
+
+describe('cold start from a fold checkpoint', () => {
+  let id: string;
+  afterAll(() => undefined);
+
+  it('the first run on a log nobody folded replays it once and leaves a checkpoint; a fresh process then reads only the tail', async () => {
+    let app = await open(EVERY);
+    try {
+      id = (await createLongSession({ store: app.services.store, db: { pool: app.services.store.pool } }, EVENTS)).id;
+      const first = await turn(app, id, 'first');
+      expect(first.rows).toBeGreaterThanOrEqual(EVENTS); // a log written in bulk, never folded: one replay
+      expect(await app.services.store.foldCheckpoints.nearest(id)).toMatchObject({ seq: EVENTS + 6 }); // after the turn's 7 events
+    } finally {
+      await app.close();
+    }
+    // A fresh process: no fold in memory.
+    app = await open(EVERY);
+    try {
+      const cold = await turn(app, id, 'second');
+      expect(cold.rows).toBeLessThan(5_100); // the first page (the log is longer) and the tail after the checkpoint
+      // Exactly the request a full replay builds: the log before this turn, then the new input.
+      const log = await allEvents(app, id);
+      const start = log.findLastIndex((e) => e.type === 'turn/start');
+      expect(cold.messages).toEqual(buildModelMessages(log.slice(0, start + 1)));
+      expect(cold.messages.at(-1)).toEqual({ role: 'user', content: 'second' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a fork cut after the checkpoint uses it (the checkpoint is its parent prefix); one cut before it replays from seq 0', async () => {
+    let app = await open(EVERY);
+    const cp = (await app.services.store.foldCheckpoints.nearest(id))!;
+    const after = await app.services.controller.forkSession(scope, id, cp.seq + 3);
+    const before = await app.services.controller.forkSession(scope, id, cp.seq - 10);
+    await app.close();
+    // Fresh processes: only the stored checkpoints can help.
+    app = await open(0); // writes none of its own
+    try {
+      const child = await turn(app, after.session.id, 'in the child');
+      expect(child.rows).toBeLessThan(5_100);
+      const log = await allEvents(app, after.session.id);
+      expect(child.messages).toEqual(buildModelMessages(log.slice(0, log.findLastIndex((e) => e.type === 'turn/start') + 1)));
+      expect(
+        child.messages
+          .filter((m) => m.role === 'user')
+          .map((m) => m.content)
+          .slice(-3),
+      ).toEqual(['first', 'second', 'in the child']);
+      const early = await turn(app, before.session.id, 'in the early child');
+      expect(early.rows).toBeGreaterThanOrEqual(cp.seq - 10); // no checkpoint at or before its cut: replayed
+      const earlyLog = await allEvents(app, before.session.id);
+      expect(early.messages).toEqual(buildModelMessages(earlyLog.slice(0, earlyLog.findLastIndex((e) => e.type === 'turn/start') + 1)));
+      expect(early.messages.filter((m) => m.role === 'user').map((m) => m.content)).not.toContain('second');
+    } finally {
+      await app.close();
+    }
+  });
+});
