@@ -9,7 +9,7 @@
 //
 // SOAK_MINUTES (default 60), SOAK_SAMPLE_SECONDS (30), SOAK_WINDOW_MINUTES (40,
 // capped to two thirds of the run), SOAK_WORKERS (4), SOAK_OUT (a temp dir),
-// SOAK_SNAPSHOTS: minutes at which to write heap snapshots (e.g. "20,30"), to
+// SOAK_MAX_SESSIONS (unset: the data grows), SOAK_SNAPSHOTS: minutes at which to write heap snapshots (e.g. "20,30"), to
 // compare in Chrome DevTools' Memory tab.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,6 +24,8 @@ const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
 const SAMPLE_MS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 30) * 1000;
 const WINDOW_MINUTES = Math.min(Number(process.env.SOAK_WINDOW_MINUTES ?? 40), (MINUTES * 2) / 3);
 const WORKERS = Number(process.env.SOAK_WORKERS ?? 4);
+/** Unset: the data grows for the whole run. Set: past this many sessions the oldest trees are deleted, so caches keyed by session reach their steady state. */
+const MAX_SESSIONS = process.env.SOAK_MAX_SESSIONS ? Number(process.env.SOAK_MAX_SESSIONS) : undefined;
 const SNAPSHOT_MINUTES = (process.env.SOAK_SNAPSHOTS ?? '')
   .split(',')
   .filter(Boolean)
@@ -145,11 +147,33 @@ const toolTurn = (n: number) =>
   ].join('\n');
 
 const live: string[] = []; // sessions turns go to (recent ones; older ones stay in the database)
+const made: string[] = []; // every session made, oldest first (SOAK_MAX_SESSIONS)
 const remember = (id: string | undefined) => {
   if (!id) return;
   live.push(id);
+  made.push(id);
   if (live.length > 24) live.shift();
 };
+
+/** With SOAK_MAX_SESSIONS: deletes the oldest sessions with their forks, as a user clearing old work would. */
+async function janitor() {
+  const deleted = new Set<string>();
+  while (running) {
+    await sleep(5000);
+    while (MAX_SESSIONS !== undefined && made.length - deleted.size > MAX_SESSIONS && running) {
+      const id = made.shift()!;
+      if (deleted.has(id)) {
+        deleted.delete(id);
+        continue;
+      }
+      const i = live.indexOf(id);
+      if (i >= 0) live.splice(i, 1);
+      const r = await gql('mutation($id: ID!) { deleteSession(id: $id, withDescendants: true) { deletedSessionIds } }', { id });
+      for (const gone of r?.deleteSession.deletedSessionIds ?? []) if (gone !== id) deleted.add(gone);
+      for (const gone of r?.deleteSession.deletedSessionIds ?? []) if (live.includes(gone)) live.splice(live.indexOf(gone), 1);
+    }
+  }
+}
 
 let running = true;
 
@@ -264,7 +288,7 @@ async function sample() {
   console.log(`soak: ${s.minute.toFixed(1)} min  rss ${s.rssMB} MB  heap floor ${s.heapUsedMB} MB  (external ${s.externalMB} MB)`);
 }
 
-const load = [...Array.from({ length: WORKERS }, (_, w) => worker(w)), subscriber(), subscriber(), dashboard()];
+const load = [...Array.from({ length: WORKERS }, (_, w) => worker(w)), subscriber(), subscriber(), dashboard(), janitor()];
 const snapshots = [...SNAPSHOT_MINUTES];
 await sample();
 while (Date.now() - started < MINUTES * 60_000 - 1000) {
