@@ -138,6 +138,11 @@ export class SessionHost {
     if (this.opts.sweepMs) every(this.opts.sweepMs, () => this.claimMore());
   }
 
+  /** Manual compactions waiting for a free slot (tests wait for them). */
+  get waitingForSlot(): number {
+    return this.slotWaiters.size;
+  }
+
   /** Sessions this process runs or is claiming (metrics, tests). */
   get active(): number {
     return this.running.size + this.claimingOne.size;
