@@ -54,11 +54,6 @@ export class FakeClock implements Clock {
     this.clearTimeout(timer);
   }
 
-  /** Timers waiting, with how long until each is due (tests wait for the one they mean to pass). */
-  pending(): number[] {
-    return [...this.scheduled.values()].map((s) => s.at - this.time).sort((a, b) => a - b);
-  }
-
   /**
    * Moves time forward by `ms`, running every timer that falls due, in order,
    * letting each one's work start before the next. Advance in steps to see an
