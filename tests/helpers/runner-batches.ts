@@ -9,7 +9,7 @@ type Writer = (events: NewEvent[], expectedEventCount: number) => Promise<Refusa
 
 export async function appendInRuns(events: NewEvent[], expectedEventCount: number, write: { inputs: Writer; runner: Writer }): Promise<Refusal | undefined> {
   let expected = expectedEventCount;
-  for (let i = 0; i < events.length; ) {
+  for (let i = 0; i < events.length;) {
     const service = events[i].type === 'inbox/add';
     let j = i;
     while (j < events.length && (events[j].type === 'inbox/add') === service) j++;
