@@ -56,6 +56,8 @@ const keep = (c: Buffer) => {
 child.stdout!.on('data', keep);
 child.stderr!.on('data', keep);
 const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+// A soak that fails (the service never served, an error) takes its service down with it.
+process.on('exit', () => child.exitCode === null && child.kill('SIGTERM'));
 
 async function outputMatch(re: RegExp, what: string): Promise<RegExpMatchArray> {
   const deadline = Date.now() + 180_000;
