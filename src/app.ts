@@ -39,6 +39,7 @@ import type { ToolCall } from './core/events.ts';
 import { EventEmitter } from 'node:events';
 import type { Plugin } from 'graphql-yoga';
 import type { LivenessOptions } from './http/ws-liveness.ts';
+import { systemClock, type Clock } from './core/clock.ts';
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { GenAiTracing, type TracingOptions } from './telemetry/genai-tracing.ts';
@@ -65,6 +66,8 @@ export interface AppOptions {
   maxTurnMs?: number;
   /** How long a session's lease outlives its last renewal (a dead process's sessions wait this long). */
   leaseTtlMs?: number;
+  /** The host's time: lease heartbeats, sweeps, turn limits, retry waits, WebSocket liveness (tests pass one they move); default: the system clock. */
+  clock?: Clock;
   host?: string;
   port?: number;
   log?: ErrorLog;
@@ -169,6 +172,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
+  const clock = opts.clock ?? systemClock;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel, retries: opts.modelRetries });
@@ -192,7 +196,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
       maxSteps: opts.maxSteps ?? 16,
       maxTurnMs: opts.maxTurnMs ?? DEFAULT_MAX_TURN_MS,
       budget: opts.budget,
-      now: () => new Date(),
+      clock,
+      now: () => new Date(clock.now()),
       onUpdate: (u: TurnUpdate) => {
         turnUpdates.emit(u.sessionId, u);
         live.publishTurnUpdate(u); // every process's sessionTurns subscribers
@@ -205,6 +210,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     {
       listener,
       sweepMs: opts.sweepMs,
+      clock,
       maxActive: opts.maxActiveSessions,
       foldCheckpointEvents: opts.foldCheckpointEvents,
       maxActivePerTenant:
@@ -223,6 +229,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     },
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
+    clock,
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
   });
@@ -261,7 +268,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     },
     onOtherRequest: serveDashboard(),
     uploadDir: opts.uploadDir ?? path.join(os.tmpdir(), 'forkline-uploads'),
-    wsLiveness: opts.wsLiveness,
+    wsLiveness: { clock, ...opts.wsLiveness },
     fastLane: opts.fastLane,
     plugins: opts.yogaPlugins,
     fastLaneAllowed: opts.fastLaneAllowed,

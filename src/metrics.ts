@@ -38,6 +38,11 @@ export class ServiceMetrics {
     help: 'WebSockets closed with 4408: no pong and nothing read for the liveness period.',
     registers: [this.registry],
   });
+  readonly tooSlowSockets = new Counter({
+    name: 'forkline_ws_too_slow_closed_total',
+    help: 'WebSockets closed with 4408 SUBSCRIBER_TOO_SLOW: more queued for them than FORKLINE_WS_MAX_BUFFERED_BYTES.',
+    registers: [this.registry],
+  });
   readonly activeSubscriptions = new Gauge({
     name: 'forkline_active_subscriptions',
     help: 'Subscriptions currently open (SSE and WebSocket).',

@@ -22,6 +22,7 @@ import { OUTPUT_MISMATCH, validateAnswer } from './structured-output.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { NOOP_OBSERVER, syntheticResult, type AgentObserver, type ForkOrigin, type TurnEndReason, type TurnObserver } from './agent-observer.ts';
 
 export interface RunnerDeps {
@@ -36,6 +37,8 @@ export interface RunnerDeps {
   maxSteps: number;
   /** A turn still running after this long is stopped and ends `failed` (its slot is free again); unset: no limit. */
   maxTurnMs?: number;
+  /** What the turn limit is counted on (default: the system clock). */
+  clock?: Clock;
   now(): Date;
   onUpdate: TurnUpdateSink;
   /** Counts tool executions (tests assert calls are never repeated). */
@@ -251,13 +254,13 @@ export class SessionRunner {
    * the slot back.
    */
   private async runTurnWithin(turn: number, input: PendingInput): Promise<void> {
-    const { maxTurnMs } = this.deps;
-    const limit = maxTurnMs ? setTimeout(() => this.stop('turn-limit'), maxTurnMs) : undefined;
+    const { maxTurnMs, clock = systemClock } = this.deps;
+    const limit = maxTurnMs ? clock.setTimeout(() => this.stop('turn-limit'), maxTurnMs) : undefined;
     limit?.unref();
     try {
       await this.runTurn(turn, input);
     } finally {
-      clearTimeout(limit);
+      clock.clearTimeout(limit);
     }
   }
 

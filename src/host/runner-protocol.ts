@@ -38,6 +38,7 @@ import { dataOf } from '../core/core-event.ts';
 import type { ResponseFormat, RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
+import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from '../agent/compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from '../agent/context-budget.ts';
@@ -105,6 +106,8 @@ export interface RunnerProtocolDeps {
   /** Sessions of the scope's tenant as they change (LiveEvents.sessionsChanged). */
   sessionsChanged(scope: Scope): AsyncIterableIterator<SessionRow>;
   sweepMs?: number;
+  /** Sweeps and compaction waits (default: the system clock). */
+  clock?: Clock;
   /** Hot statements prepared per connection (as the store's). */
   prepare?: boolean;
   compaction: RunnerCompactionDeps;
@@ -436,14 +439,15 @@ export class RunnerProtocol {
    * back at once: work that came meanwhile is offered to the pool again.
    */
   async compact(scope: Scope, sessionId: string, opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
-    const deadline = Date.now() + COMPACT_WAIT_MS;
+    const clock = this.deps.clock ?? systemClock;
+    const deadline = clock.now() + COMPACT_WAIT_MS;
     let claim: RunnerClaim | undefined;
     for (let waitMs = 50; !claim; waitMs = Math.min(waitMs * 2, 1000)) {
       try {
         claim = await this.claim(scope, sessionId, COMPACTION_HOLDER, COMPACTION_LEASE_MS);
       } catch (err) {
-        if (!(err instanceof ForklineError && err.code === 'SESSION_BUSY') || Date.now() + waitMs > deadline) throw err;
-        await new Promise((r) => setTimeout(r, waitMs));
+        if (!(err instanceof ForklineError && err.code === 'SESSION_BUSY') || clock.now() + waitMs > deadline) throw err;
+        await sleep(clock, waitMs);
       }
     }
     const token = claim.lease.token;
@@ -491,8 +495,9 @@ export class RunnerProtocol {
   async *runnable(scope: Scope, pool: string): AsyncGenerator<SessionRow> {
     const changes = this.deps.sessionsChanged(scope); // listening before the first look: nothing falls between
     const sweepMs = this.deps.sweepMs ?? DEFAULT_RUNNABLE_SWEEP_MS;
+    const clock = this.deps.clock ?? systemClock;
     let nextChange: Promise<IteratorResult<SessionRow>> | undefined;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: ClockTimer | undefined;
     /** When the earliest lease held on the pool's sessions with work ends, as last seen. */
     let nextExpiry: number | undefined;
     const look = async () => {
@@ -506,10 +511,10 @@ export class RunnerProtocol {
         nextChange ??= changes.next();
         // A few ms past the expiry: the database's clock decides, and it must see the lease ended
         // (never sooner than MIN_LOOK_MS: a clock ahead of the database's would look again and again).
-        const wait = Math.max(MIN_LOOK_MS, Math.min(sweepMs, nextExpiry === undefined ? sweepMs : nextExpiry - Date.now() + 20));
-        const swept = new Promise<'sweep'>((resolve) => (timer = setTimeout(() => resolve('sweep'), wait)));
+        const wait = Math.max(MIN_LOOK_MS, Math.min(sweepMs, nextExpiry === undefined ? sweepMs : nextExpiry - clock.now() + 20));
+        const swept = new Promise<'sweep'>((resolve) => (timer = clock.setTimeout(() => resolve('sweep'), wait)));
         const got = await Promise.race([nextChange, swept]);
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         if (got === 'sweep') {
           for (const row of await look()) yield row;
           continue;
@@ -518,11 +523,11 @@ export class RunnerProtocol {
         if (got.done) return;
         const row = got.value;
         if (row.runner !== pool || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
-        if (leaseIsFree(row)) yield row;
+        if (leaseIsFree(row, clock.now())) yield row;
         else if (row.leaseExpiresAt && (nextExpiry === undefined || row.leaseExpiresAt.getTime() < nextExpiry)) nextExpiry = row.leaseExpiresAt.getTime();
       }
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       await changes.return?.();
     }
   }

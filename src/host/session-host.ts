@@ -19,6 +19,7 @@ import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { Backoff } from '../core/backoff.ts';
+import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 
@@ -43,7 +44,8 @@ const COMPACT_WAIT_MS = 60_000;
  * out as one: under a backlog every finished turn frees a slot and every
  * message arriving at a full process has work to announce, and one claim (a
  * scan of the runnable sessions) per event made the work grow with the square
- * of the backlog.
+ * of the backlog. A batching window on the real timers, not a duration the
+ * host's clock governs: a test's clock that stands still must not stall claims.
  */
 const COALESCE_MS = 10;
 
@@ -58,6 +60,8 @@ export interface HostOptions {
   /** How many events apart a session's fold is checkpointed, at the end of a run (DEFAULT_FOLD_CHECKPOINT_EVENTS; 0: none). */
   foldCheckpointEvents?: number;
   log?: (msg: string, err?: unknown) => void;
+  /** Heartbeats, sweeps, waits between retries and compaction deadlines (default: the system clock). */
+  clock?: Clock;
 }
 
 interface Running {
@@ -99,8 +103,9 @@ export class SessionHost {
   private announceTimer?: NodeJS.Timeout;
   /** The last batch claim filled every free slot: more may be waiting. */
   private backlog = false;
-  private timers: NodeJS.Timeout[] = [];
+  private timers: ClockTimer[] = [];
   private stopped = false;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: SessionStore,
@@ -109,6 +114,7 @@ export class SessionHost {
     private readonly opts: HostOptions = {},
   ) {
     this.maxActive = opts.maxActive ?? DEFAULT_MAX_ACTIVE_SESSIONS;
+    this.clock = opts.clock ?? systemClock;
     this.maxPerTenant = Math.min(this.maxActive, opts.maxActivePerTenant ?? this.maxActive);
     const listener = opts.listener;
     // A cancel may arrive at any process; the one running the session acts on it.
@@ -136,12 +142,17 @@ export class SessionHost {
     this.claimMore();
     await this.claimingBatch;
     const every = (ms: number, fn: () => void) => {
-      const t = setInterval(fn, ms);
+      const t = this.clock.setInterval(fn, ms);
       t.unref();
       this.timers.push(t);
     };
     every(Math.max(100, Math.floor(this.leases.ttlMs / 3)), () => void this.heartbeat());
     if (this.opts.sweepMs) every(this.opts.sweepMs, () => this.claimMore());
+  }
+
+  /** Manual compactions waiting for a free slot (tests wait for them). */
+  get waitingForSlot(): number {
+    return this.slotWaiters.size;
   }
 
   /** Sessions this process runs or is claiming (metrics, tests). */
@@ -167,11 +178,11 @@ export class SessionHost {
   private slotFreed(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.slotWaiters.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = this.clock.setTimeout(done, ms);
       this.slotWaiters.add(done);
     });
   }
@@ -259,7 +270,7 @@ export class SessionHost {
     let startNow!: () => void;
     const due = new Promise<void>((resolve) => {
       startNow = resolve;
-      setTimeout(resolve, PREWARM_DELAY_MS).unref();
+      this.clock.setTimeout(resolve, PREWARM_DELAY_MS).unref();
     });
     const fold = new SessionFold(sessionId);
     const built = due
@@ -426,7 +437,7 @@ export class SessionHost {
         // The database is unreachable: keep the lease (the heartbeat renews it
         // once it is back), wait, and start again from the log.
         this.opts.log?.(`agent of session ${sessionId} waits for the database`, err);
-        await new Promise((r) => setTimeout(r, backoff.next()));
+        await sleep(this.clock, backoff.next());
       } finally {
         entry.runner = undefined;
       }
@@ -443,7 +454,7 @@ export class SessionHost {
    * (its lease goes back when nothing waits).
    */
   async compact(sessionId: string, tenant: string, opts: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
-    const deadline = Date.now() + COMPACT_WAIT_MS;
+    const deadline = this.clock.now() + COMPACT_WAIT_MS;
     const backoff = new Backoff({ initialMs: 20, maxMs: 500 });
     for (;;) {
       if (this.stopped) throw new ForklineError('SERVICE_UNAVAILABLE', 'the server is shutting down');
@@ -453,13 +464,13 @@ export class SessionHost {
         continue;
       }
       if (this.claimingOne.has(sessionId)) {
-        await new Promise((r) => setTimeout(r, backoff.next()));
+        await sleep(this.clock, backoff.next());
         continue;
       }
       // A summary is a model call like a turn's: it takes an agent slot under
       // the same caps (the process's, the tenant's share), waiting for one.
       if (!this.hasRoomFor(tenant)) {
-        if (Date.now() > deadline)
+        if (this.clock.now() > deadline)
           throw new ForklineError('SESSION_BUSY', `no agent slot is free for this tenant (its share is ${this.maxPerTenant} of ${this.maxActive}); try again`);
         await this.slotFreed(backoff.next());
         continue;
@@ -472,8 +483,8 @@ export class SessionHost {
         this.claimingOne.delete(sessionId);
       }
       if (!lease) {
-        if (Date.now() > deadline) throw new ForklineError('SESSION_BUSY', `session ${sessionId} is running elsewhere; try again`);
-        await new Promise((r) => setTimeout(r, backoff.next()));
+        if (this.clock.now() > deadline) throw new ForklineError('SESSION_BUSY', `session ${sessionId} is running elsewhere; try again`);
+        await sleep(this.clock, backoff.next());
         continue;
       }
       if (this.running.has(sessionId)) {
@@ -543,7 +554,7 @@ export class SessionHost {
   /** Graceful shutdown: running turns are closed as interrupted, leases released. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const t of this.timers) clearInterval(t);
+    for (const t of this.timers) this.clock.clearInterval(t);
     clearTimeout(this.claimTimer);
     clearTimeout(this.announceTimer);
     for (const r of this.running.values()) r.runner?.stop('shutdown');

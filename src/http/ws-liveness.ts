@@ -14,6 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ServerOptions, WebSocket, WebSocketServer } from 'ws';
+import { systemClock, type Clock } from '../core/clock.ts';
 
 export const UNRESPONSIVE_CLOSE_CODE = 4408;
 /** After its close frame reached the kernel, a socket gets this long to finish the closing handshake. */
@@ -27,6 +28,8 @@ export interface LivenessOptions {
   closeGraceMs?: number;
   /** Called when a socket is closed for silence (metrics; tests wait for theirs). */
   onUnresponsive?: (socket: WebSocket) => void;
+  /** What pings and silences are timed on (default: the system clock). */
+  clock?: Clock;
 }
 
 /**
@@ -43,6 +46,7 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
   const pingMs = opts.pingMs ?? 12_000;
   const deadAfterMs = opts.deadAfterMs ?? 60_000;
   const closeGraceMs = opts.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
+  const clock = opts.clock ?? systemClock;
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
     // The TCP socket ws writes to (its own reference is private): the upgrade request's (graphql/ws-delivery.ts says why).
     const tcp: Socket | undefined = request.socket;
@@ -50,49 +54,49 @@ export function watchLiveness(wss: WebSocketServer, opts: LivenessOptions = {}) 
     let pingBytes = 0;
     /** Bytes the kernel has taken, pings aside: grows while the client reads, even slowly. */
     const handedOver = () => (tcp ? tcp.bytesWritten - tcp.writableLength - pingBytes : 0);
-    let lastSign = Date.now();
+    let lastSign = clock.now();
     let lastHandedOver = handedOver();
-    socket.on('pong', () => (lastSign = Date.now()));
+    socket.on('pong', () => (lastSign = clock.now()));
     let closingSince: number | undefined;
-    const timer = setInterval(() => {
+    const timer = clock.setInterval(() => {
       if (socket.readyState !== socket.OPEN) {
         // Closing (the client asked): not a silent subscriber, but one whose
         // handshake does not finish within deadAfterMs is ended all the same.
-        closingSince ??= Date.now();
-        if (Date.now() - closingSince > deadAfterMs) {
-          clearInterval(timer);
+        closingSince ??= clock.now();
+        if (clock.now() - closingSince > deadAfterMs) {
+          clock.clearInterval(timer);
           socket.terminate();
         }
         return;
       }
       const now = handedOver();
-      if (now > lastHandedOver) lastSign = Date.now(); // it read something: slow, but alive
+      if (now > lastHandedOver) lastSign = clock.now(); // it read something: slow, but alive
       lastHandedOver = now;
-      if (Date.now() - lastSign > deadAfterMs) {
-        clearInterval(timer);
+      if (clock.now() - lastSign > deadAfterMs) {
+        clock.clearInterval(timer);
         socket.close(
           UNRESPONSIVE_CLOSE_CODE,
           `no answer to pings and nothing read for ${Math.round(deadAfterMs / 1000)} s; reconnect (sessionEvents with afterSeq resumes)`,
         );
         opts.onUnresponsive?.(socket);
-        const closedAt = Date.now();
+        const closedAt = clock.now();
         let handedOverAt: number | undefined;
-        const closing = setInterval(
+        const closing = clock.setInterval(
           () => {
-            if (!tcp || tcp.writableLength === 0) handedOverAt ??= Date.now(); // the close frame included
-            const now = Date.now();
+            if (!tcp || tcp.writableLength === 0) handedOverAt ??= clock.now(); // the close frame included
+            const now = clock.now();
             if ((handedOverAt !== undefined && now - handedOverAt >= HANDSHAKE_MS) || now - closedAt >= closeGraceMs) socket.terminate();
           },
           Math.min(pingMs, HANDSHAKE_MS),
         );
         closing.unref();
-        socket.on('close', () => clearInterval(closing));
+        socket.on('close', () => clock.clearInterval(closing));
         return;
       }
       socket.ping();
       pingBytes += 2;
     }, pingMs);
     timer.unref();
-    socket.on('close', () => clearInterval(timer));
+    socket.on('close', () => clock.clearInterval(timer));
   });
 }

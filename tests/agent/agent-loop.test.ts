@@ -130,7 +130,7 @@ describe('agent loop with the scripted model', () => {
     await idle();
     const events = await app.services.store.log.page(id, -1, 100);
     const cut = events.find((e) => e.type === 'tool/result')!; // inside step 1 of turn 1
-    await new Promise((r) => setTimeout(r, 400)); // the fork is made well after the turn ended
+    // The fork is made after the turn ended (the idle wait, a read and a request later): its closers' time is later than the cut's, which the exact durations below tell apart.
     const { forkSession } = await app.ok(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, {
       i: { sessionId: id, atSeq: cut.seq },
     });
@@ -152,8 +152,8 @@ describe('agent loop with the scripted model', () => {
 
   it('input sent during a turn waits in the inbox for the next turn', async () => {
     const id = await create();
-    await send(id, '!call sleep {"ms": 300}');
-    await new Promise((r) => setTimeout(r, 100));
+    await send(id, '!call sleep {"ms": 1000}');
+    await waitFor(async () => (await log(id)).at(-1)?.type === 'model/message', { what: 'the call in flight' });
     const second = await send(id, 'second');
     expect(second.session.pendingInputs.map((p: any) => p.text)).toContain('second');
     await idle();

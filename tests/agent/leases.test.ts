@@ -40,7 +40,7 @@ describe('leases', () => {
     expect(taken).not.toBeNull();
     // The heartbeat finds the lease gone and stops the runner: no answer, no closers from it.
     await waitFor(() => !app.services.host.isRunningHere(id), { what: 'the runner to stop', timeoutMs: 5000 });
-    await new Promise((r) => setTimeout(r, 300));
+    await app.services.host.idle(); // its drive has ended: whatever it would write is written
     expect(await types(id)).toEqual(before);
 
     // A stale runner's append is refused by the fence, whatever it tries.

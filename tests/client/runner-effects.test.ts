@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { killRunners, startRunnerProcess, stopRunner } from '../helpers/runner-process.ts';
-import { subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
@@ -151,8 +151,9 @@ describe('the OpenAI Agents adapter', () => {
   it('streams text deltas and records usage', async () => {
     const runner = startRunnerProcess(service.url, { name: 'agents-stream', dir, script: 'agents-runner.ts', env: { POOL: 'fx-agents-stream' } });
     const id = await create('fx-agents-stream');
+    const open = await openSubscriptions(service.url);
     const turns = subscribeWs(service.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) { kind turn text } }`, { id });
-    await new Promise((r) => setTimeout(r, 300)); // the subscription is set up (TEXT_DELTA is not replayed)
+    await subscriptionsOpened(service.url, open, 1); // the subscription is set up (TEXT_DELTA is not replayed)
     await send(id, 'capital of Norway');
     await turns.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'TURN_ENDED', 30_000);
     const deltas = turns.items.filter((u) => u.sessionTurns.kind === 'TEXT_DELTA').map((u) => u.sessionTurns.text);

@@ -47,7 +47,6 @@ describe('a zombie runner racing a new holder', () => {
     await turn.message({ text: '', toolCalls: [{ id: 'c1', name: 'send_email', arguments: '{"to":"bob"}' }] });
     // The zombie pauses: no renewals; its lease runs out and a new holder claims, repairing the open turn.
     clearInterval((zombie as unknown as { renewal: NodeJS.Timeout }).renewal);
-    await new Promise((r) => setTimeout(r, 1200));
     let holder: Awaited<ReturnType<ForklineRunner['claim']>>;
     await waitFor(async () => !!(holder = await runner('holder').claim(id)), { what: "the new holder's claim", timeoutMs: 10_000 });
     const repaired = await events(id);

@@ -119,3 +119,14 @@ async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<{ 
 export function subscribe<T = any>(transport: Transport, url: string, query: string, variables: Record<string, unknown> = {}): Recorded<T> {
   return transport === 'ws' ? subscribeWs<T>(url, query, variables) : subscribeSse<T>(url, query, variables);
 }
+
+/** The subscriptions a server at `url` (its /graphql) holds open: its /metrics gauge. */
+export async function openSubscriptions(url: string): Promise<number> {
+  const text = await (await fetch(url.replace(/\/graphql$/, '/metrics'))).text();
+  return Number(/^forkline_active_subscriptions (\d+)/m.exec(text)?.[1] ?? NaN);
+}
+
+/** Waits until the server holds `n` more subscriptions than `before` (they are listening). */
+export async function subscriptionsOpened(url: string, before: number, n: number): Promise<void> {
+  await waitFor(async () => (await openSubscriptions(url)) >= before + n, { what: `${n} subscriptions open` });
+}

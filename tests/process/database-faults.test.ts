@@ -24,6 +24,7 @@ let postgres: EmbeddedDatabase | undefined;
 let databaseUrl: string;
 let service: ServiceProcess;
 let admin: pg.Pool;
+const LEASE_TTL_MS = 2000;
 
 const startPostgres = async () => (postgres = await startEmbeddedPostgres(path.join(dir, 'pg'), () => {}, { port }));
 
@@ -33,7 +34,7 @@ beforeAll(async () => {
   databaseUrl = `${postgres!.serverUrl}/faults`;
   await ensureDatabase(databaseUrl);
   await migrate(databaseUrl);
-  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_LEASE_TTL_MS: '2000', FORKLINE_DATA_DIR: path.join(dir, 'data') } });
+  service = await startService({ env: { DATABASE_URL: databaseUrl, FORKLINE_LEASE_TTL_MS: String(LEASE_TTL_MS), FORKLINE_DATA_DIR: path.join(dir, 'data') } });
   admin = new pg.Pool({ ...pgConfigFromUrl(databaseUrl), max: 2 });
   admin.on('error', () => {});
 }, 120_000);
@@ -56,7 +57,13 @@ function load(sessions: string[]) {
   const statuses = new Map<string, number>();
   const accepted = new Map<string, string[]>(); // session → input ids accepted, in order
   let running = true;
-  const count = (s: string) => statuses.set(s, (statuses.get(s) ?? 0) + 1);
+  let answers = 0;
+  const count = (s: string) => (answers++, statuses.set(s, (statuses.get(s) ?? 0) + 1));
+  /** Resolves once `n` more answers came back (the load has moved on), whatever they were. */
+  const moreAnswers = (n: number) => {
+    const target = answers + n;
+    return waitFor(() => answers >= target, { what: `${n} more answers`, timeoutMs: 60_000 });
+  };
   const done = Promise.all(
     sessions.map(async (id, i) => {
       for (let n = 0; running; n++) {
@@ -72,7 +79,8 @@ function load(sessions: string[]) {
       }
     }),
   );
-  return { statuses, accepted, stop: async () => ((running = false), await done) };
+  const of = (s: string) => statuses.get(s) ?? 0;
+  return { statuses, accepted, moreAnswers, of, stop: async () => ((running = false), await done) };
 }
 
 /** A sessionEvents subscriber that reconnects and resumes from the last seq it holds. */
@@ -147,7 +155,7 @@ describe('database faults', () => {
         await post(`mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }`, { i: { sessionId: sessions[i % 6], atSeq: 0 } });
     })();
     for (let i = 0; i < 8; i++) {
-      await new Promise((r) => setTimeout(r, 250));
+      await traffic.moreAnswers(4); // mid-work: the load is under way between terminations
       await admin.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'faults' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
       );
@@ -159,22 +167,25 @@ describe('database faults', () => {
     await expectAllAnswered(traffic.accepted);
   });
 
-  it('Postgres stopped for 5 s under load: 503 with Retry-After meanwhile, unready, then everything resumes', async () => {
+  it('Postgres stopped under load for longer than a lease: 503 with Retry-After meanwhile, unready, then everything resumes', async () => {
     const sessions = await createSessions(4);
     const subscriber = resumingSubscriber(sessions[0]);
     const traffic = load(sessions);
-    await new Promise((r) => setTimeout(r, 1000));
+    await waitFor(() => [...traffic.accepted.values()].flat().length >= 4 && subscriber.seqs.length > 0, { what: 'the load and the subscriber under way' });
     await postgres!.stop();
     postgres = undefined;
-    await new Promise((r) => setTimeout(r, 1500));
+    const downSince = Date.now();
+    await waitFor(() => traffic.of('503 SERVICE_UNAVAILABLE') > 0, { what: 'the load to see the outage' });
     const ready = await fetch(service.url.replace(/\/graphql$/, '/readyz'));
     expect(ready.status).toBe(503);
     const refused = await post(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: sessions[1], text: 'while down' } });
     expect(refused).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: '2' });
-    await new Promise((r) => setTimeout(r, 3500));
+    // Down past the lease TTL: every lease held when it went away has expired by the database's clock when it is back.
+    await waitFor(() => Date.now() - downSince > LEASE_TTL_MS, { what: 'the leases to outlive their TTL', timeoutMs: LEASE_TTL_MS + 5000 });
     await startPostgres();
     await waitFor(async () => (await fetch(service.url.replace(/\/graphql$/, '/readyz'))).status === 200, { what: 'ready again', timeoutMs: 30_000 });
-    await new Promise((r) => setTimeout(r, 1500));
+    const acceptedBefore = [...traffic.accepted.values()].flat().length;
+    await waitFor(() => [...traffic.accepted.values()].flat().length >= acceptedBefore + 4, { what: 'messages accepted again', timeoutMs: 30_000 });
     await traffic.stop();
     expectUpWithout500s(traffic.statuses);
     expect(traffic.statuses.get('503 SERVICE_UNAVAILABLE')).toBeGreaterThan(0);

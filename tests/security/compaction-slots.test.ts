@@ -106,8 +106,8 @@ describe('compactSession takes an agent slot', () => {
       asA('mutation($id: ID!) { compactSession(input: { sessionId: $id }) { fromSeq toSeq summarySeq } }', { id }).then((r) => r.compactSession),
     );
     await waitFor(() => inFlight === 2, { what: 'two summary requests held' });
-    // Give the other three every chance to start: they must not.
-    await new Promise((r) => setTimeout(r, 500));
+    // The other three reached the wait for a slot, and did not start.
+    await waitFor(() => app.services.host.waitingForSlot === 3, { what: 'three compactions waiting for a slot' });
     expect(inFlight).toBe(2);
 
     // Tenant B's turn gets one of the two slots A cannot take.

@@ -7,6 +7,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { loadConfig } from '../../src/config.ts';
+import { FakeClock } from '../helpers/fake-clock.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
 const TOKEN_B = 'beta-token-0123456789abcdef0';
@@ -100,6 +101,10 @@ describe('a tenant holds at most its share of the slots', () => {
 describe('the maximum turn duration', () => {
   let app: TestApp;
   const asA = caller(() => app, A);
+  // An hour, on a clock the test moves: the limit is read from the host's clock, not waited for.
+  const LIMIT_MS = 3_600_000;
+  const clock = new FakeClock();
+  const sessionOf = async (id: string) => (await asA(SESSION, { id })).session;
 
   beforeAll(async () => {
     // One slot: the second session can only run once the first one's turn gave it back.
@@ -112,7 +117,8 @@ describe('the maximum turn duration', () => {
         rateLimit: false,
       },
       maxActiveSessions: 1,
-      maxTurnMs: 1500,
+      maxTurnMs: LIMIT_MS,
+      clock,
       toolTimeoutMs: 600_000,
     });
   });
@@ -124,6 +130,11 @@ describe('the maximum turn duration', () => {
       const { createSession } = await asA('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title });
       await asA('mutation($id: ID!, $text: String!) { sendMessage(input: { sessionId: $id, text: $text }) { inputId } }', { id: createSession.id, text: SLOW });
       ids.push(createSession.id);
+    }
+    // One at a time: each turn is stopped once the clock passes its limit, and the next takes the slot.
+    for (const id of ids) {
+      await waitFor(async () => (await sessionOf(id)).status === 'RUNNING', { what: 'the turn to run' });
+      await clock.advance(LIMIT_MS);
     }
     const ended = await waitFor(
       async () => {
@@ -137,7 +148,7 @@ describe('the maximum turn duration', () => {
       const tail = s.events.edges.map((e: any) => e.node).slice(-3);
       expect(tail).toEqual([
         { type: 'step/end', data: { turn: 1, step: 1, reason: 'interrupted' } },
-        { type: 'plugin/agent/error', data: { turn: 1, step: 1, message: 'the turn ran longer than its limit of 1500 ms and was stopped' } },
+        { type: 'plugin/agent/error', data: { turn: 1, step: 1, message: `the turn ran longer than its limit of ${LIMIT_MS} ms and was stopped` } },
         { type: 'turn/end', data: { turn: 1, reason: 'failed' } },
       ]);
     }

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { recordingHeader } from '../../src/core/recording.ts';
 
@@ -293,12 +294,19 @@ describe('a WebSocket that stops reading', () => {
     return { socket, closed };
   }
 
+  /** A value of the service's /metrics. */
+  async function metric(name: string): Promise<number> {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+  }
+
   it('holds bounded memory with 500 subscriptions written straight to it', async () => {
     const id = await sessionOfEvents(400, 5000);
     const run = await underWatch(async () => {
       const { socket } = await stalledSocket(id, 500, 'seq type data');
-      // Long enough for every subscription to have written what it would (the old code queued all of it at once).
-      await new Promise((r) => setTimeout(r, 3000));
+      // Every subscription started and the service answers again: each has written what it would (the old code queued all of it at once).
+      await waitFor(async () => (await metric('forkline_active_subscriptions')) === 500, { what: '500 subscriptions open', timeoutMs: 30_000 });
+      await fetch(`${base}/healthz`);
       return socket;
     });
     console.log(`500 stalled subscriptions: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
@@ -309,10 +317,12 @@ describe('a WebSocket that stops reading', () => {
 
   it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
     const id = await sessionOfEvents(50, 20_000);
+    const tooSlowBefore = await metric('forkline_ws_too_slow_closed_total');
     // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
     const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
-    // It reads again once the server has closed it: the close frame comes after what was queued.
-    setTimeout(() => socket.resume(), 3000);
+    // It reads again once the server has closed it (its /metrics count it): the close frame comes after what was queued.
+    await waitFor(async () => (await metric('forkline_ws_too_slow_closed_total')) > tooSlowBefore, { what: 'the server to close it', timeoutMs: 30_000 });
+    socket.resume();
     expect(await closed).toEqual({ code: 4408, reason: `SUBSCRIBER_TOO_SLOW: over ${4 * MiB} bytes queued` });
   }, 60_000);
 });

@@ -3,7 +3,7 @@
 // not exist. Authentication over HTTP, SSE and WebSocket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeSse, subscribeWs, subscriptionsOpened, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
@@ -198,9 +198,10 @@ describe("another tenant's sessions do not exist", () => {
       await sub.close();
     }
 
+    const open = await openSubscriptions(app.url);
     const changedB = subscribeWs(app.url, 'subscription { sessionsChanged { id title } }', {}, clientB);
     const changedSseB = subscribeSse(app.url, 'subscription { sessionsChanged { id title } }', {}, B);
-    await new Promise((r) => setTimeout(r, 300)); // both subscriptions are listening
+    await subscriptionsOpened(app.url, open, 2); // both subscriptions are listening
     await asA('mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "A again") { id } }', { id: sessionA });
     await asA('mutation { createSession(input: { title: "A new" }) { id } }');
     const own = (await asB('mutation { createSession(input: { title: "B marker" }) { id } }')).data.createSession.id;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { UNRESPONSIVE_CLOSE_CODE } from '../../src/http/ws-liveness.ts';
+import { FakeClock } from '../helpers/fake-clock.ts';
 
 let app: TestApp;
 /** Silence the server tolerates; the slow reader below pauses for a quarter of it (margin for a loaded machine). */
@@ -17,8 +18,13 @@ const CLOSE_GRACE_MS = 12_000;
 /** Client-side ports of the sockets the server closed for silence (the test waits for its own). */
 const closedForSilence = new Set<number>();
 const scope = { tenant: 'local' };
+/** Liveness runs on this clock: real time moves it (a slow reader is timed as in life), and tests jump it ahead instead of waiting. */
+const clock = new FakeClock();
+let pump: NodeJS.Timeout;
 beforeAll(async () => {
+  pump = setInterval(() => void clock.advance(25), 25);
   app = await startTestApp({
+    clock,
     wsLiveness: {
       pingMs: 100,
       deadAfterMs: DEAD_AFTER_MS,
@@ -27,7 +33,10 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(() => app.close());
+afterAll(async () => {
+  clearInterval(pump);
+  await app.close();
+});
 
 /** A graphql-ws subscriber on a raw socket, so the test controls when it reads. */
 async function rawSubscriber(sessionId: string) {
@@ -112,7 +121,7 @@ describe('slow WebSocket subscribers', () => {
   it('one that stays stalled well past the close still sees the code and the reason when it reads again', async () => {
     const sub = await givenUp(400); // more than the socket buffers take: the close frame waits behind what it has not read
     // Stalled on: the server used to terminate it 5 s after the close, dropping the frame with what was queued ahead of it (1006, no reason).
-    await new Promise((r) => setTimeout(r, 7000));
+    await clock.advance(7000);
     sub.tcp.resume();
     await waitFor(() => sub.closed(), { what: 'the close', timeoutMs: 20_000 });
     expect(sub.closed()).toMatchObject({ code: UNRESPONSIVE_CLOSE_CODE });
@@ -123,7 +132,8 @@ describe('slow WebSocket subscribers', () => {
   it('one that never reads again is let go once the grace after its close is over', async () => {
     const sub = await givenUp(400);
     // Its subscription and what was queued for it are released without the client doing anything.
-    await waitFor(() => app.services.live.stats().events === 0, { what: 'the socket to be let go', timeoutMs: CLOSE_GRACE_MS + 10_000 });
+    await clock.advance(CLOSE_GRACE_MS);
+    await waitFor(() => app.services.live.stats().events === 0, { what: 'the socket to be let go' });
     sub.ws.terminate();
   });
 });

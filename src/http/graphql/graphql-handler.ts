@@ -140,7 +140,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     });
 
   const maxBuffered = security.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
-  const wsDelivery = new WsDelivery(maxBuffered);
+  const tooSlow = metrics && (() => metrics.tooSlowSockets.inc());
+  const wsDelivery = new WsDelivery(maxBuffered, tooSlow);
   return {
     wsDelivery,
     async http(req, res) {
@@ -207,7 +208,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           onComplete: (ctx, id) => guard.endSubscription(ctx.extra.socket, id),
           onNext: (ctx, _id, _payload, _args, result) => {
             // Before graphql-ws sends: a socket whose subscriptions have queued past the cap is closed (ws-delivery.ts).
-            closeOverBuffered(ctx.extra.socket, maxBuffered);
+            closeOverBuffered(ctx.extra.socket, maxBuffered, tooSlow);
             if (!('errors' in result) || !result.errors) return;
             if (metrics) countErrors(metrics, result.errors);
             return resultWithoutInternals(result);

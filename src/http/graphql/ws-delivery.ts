@@ -34,9 +34,10 @@ const HIGH_WATER = 1024 * 1024;
  * past `max`, with the code of a subscriber that does not read
  * (docs/api.md); true when it did. Its client resumes with `afterSeq`.
  */
-export function closeOverBuffered(socket: WebSocket, max: number): boolean {
+export function closeOverBuffered(socket: WebSocket, max: number, onClosed?: () => void): boolean {
   if (socket.readyState !== WebSocket.OPEN || socket.bufferedAmount <= max) return false;
   socket.close(UNRESPONSIVE_CLOSE_CODE, `SUBSCRIBER_TOO_SLOW: over ${max} bytes queued`);
+  onClosed?.();
   return true;
 }
 /** Payloads kept per session and selection: subscribers near each other's position share them. */
@@ -109,7 +110,11 @@ export class WsDelivery {
   readonly counts = { payloads: 0, frames: 0 };
 
   /** `maxBufferedBytes`: one socket's queued output past which it is closed (FORKLINE_WS_MAX_BUFFERED_BYTES). */
-  constructor(readonly maxBufferedBytes = Infinity) {}
+  constructor(
+    readonly maxBufferedBytes = Infinity,
+    /** Told of each socket closed for it (metrics). */
+    private readonly onTooSlow?: () => void,
+  ) {}
 
   /** Events of `stream` to `op`'s socket as graphql-ws `next` messages; the iterator graphql-ws gets. */
   deliver(stream: EventStream, op: WsOperation, sessionId: string, projection: EventProjection): AsyncIterableIterator<never> {
@@ -131,7 +136,7 @@ export class WsDelivery {
     const release = () => {
       if (--g.refs === 0 && this.groups.get(groupKey) === g) this.groups.delete(groupKey);
     };
-    const done = write(stream, op, payloadOf, this.counts, this.maxBufferedBytes).finally(release);
+    const done = write(stream, op, payloadOf, this.counts, this.maxBufferedBytes, this.onTooSlow).finally(release);
     const DONE: IteratorReturnResult<never> = { done: true, value: undefined as never };
     return {
       next: () => done.then(() => DONE),
@@ -170,6 +175,7 @@ async function write(
   payloadOf: (e: StoredEvent) => Buffer,
   counts: { frames: number },
   maxBuffered: number,
+  onTooSlow?: () => void,
 ): Promise<void> {
   const frame = nextMessageFrame(id);
   const open = () => socket.readyState === WebSocket.OPEN;
@@ -195,7 +201,7 @@ async function write(
       for (let i = 0; i < batch.length; i++) {
         socket.send(frame(payloadOf(batch[i])), { binary: false });
         counts.frames++;
-        if (closeOverBuffered(socket, maxBuffered)) return void stream.close();
+        if (closeOverBuffered(socket, maxBuffered, onTooSlow)) return void stream.close();
         if (socket.bufferedAmount > HIGH_WATER && i + 1 < batch.length) {
           raw.uncork();
           await drained();
