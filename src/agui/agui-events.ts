@@ -59,6 +59,9 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;
@@ -176,6 +179,9 @@ export class RunTranslator {
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;

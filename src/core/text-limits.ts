@@ -7,3 +7,5 @@ export const MAX_TITLE_CHARS = 500;
 export const MAX_MESSAGE_CHARS = 200_000;
 /** A session's instructions (its system prompt: createSession, setSessionInstructions, an edit's or variant's). */
 export const MAX_INSTRUCTIONS_CHARS = 100_000;
+/** The reason given with an approval or denial of a tool call (approveToolCall, denyToolCall). */
+export const MAX_APPROVAL_REASON_CHARS = 10_000;

@@ -490,7 +490,7 @@ export class RunnerProtocol {
         nextChange = undefined;
         if (got.done) return;
         const row = got.value;
-        if (row.runner !== pool || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
+        if (row.runner !== pool || row.status === 'WAITING' || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
         if (leaseIsFree(row)) yield row;
         else if (row.leaseExpiresAt && (nextExpiry === undefined || row.leaseExpiresAt.getTime() < nextExpiry)) nextExpiry = row.leaseExpiresAt.getTime();
       }
