@@ -2,7 +2,8 @@
 // inbox one turn at a time and writes turns, steps, model messages and tool
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
-import { dataOf, fieldOf } from '../core/core-event.ts';
+import { dataOf } from '../core/core-event.ts';
+import { APPROVED_CALL_START, hasDecidedCall } from './approval-resume.ts';
 import { toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
 import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
@@ -55,13 +56,6 @@ export const TOOL_SERVER_DOWN = 'plugin/agent/tool-server-down';
 
 /** A model call's attempt that failed and is tried again: `{turn, step, attempt, status?, error, delayMs}`. */
 export const MODEL_RETRY = 'plugin/agent/retry';
-
-/**
- * Written right before an approved call runs (`{turn, step, callId}`): a turn
- * taken up again after its decision runs the call only when this is absent, so
- * a crash while it ran is repaired as for any call in flight, never run twice.
- */
-export const APPROVED_CALL_START = 'plugin/agent/approved-call-start';
 
 /** How long a turn may run unless configured (FORKLINE_MAX_TURN_MS): far beyond a real turn's steps and tool timeouts. */
 export const DEFAULT_MAX_TURN_MS = 30 * 60 * 1000;
@@ -178,16 +172,9 @@ export class SessionRunner {
    * started running (docs/contract.md#tool-approval): where a turn that waited goes on.
    * One read of the events since the decision, only for such a turn.
    */
-  private async decidedStep(open: ReturnType<SessionFold['state']['openTail']>): Promise<number | undefined> {
-    const step = open?.step;
-    const first = step?.unanswered[0];
-    const approval = first && step.approvals?.get(first.id);
-    if (!approval || approval.state === 'pending') return undefined;
-    if (approval.state === 'approved') {
-      const since = await this.deps.store.log.range(this.sessionId, approval.seq + 1, this.fold.state.nextSeq - 1);
-      if (since.some((e) => e.type === APPROVED_CALL_START && fieldOf(e, 'callId') === first.id)) return undefined;
-    }
-    return step.step;
+  private async decidedStep(open: OpenTail | undefined): Promise<number | undefined> {
+    const decided = await hasDecidedCall(open, (from) => this.deps.store.log.range(this.sessionId, from, this.fold.state.nextSeq - 1));
+    return decided ? open!.step!.step : undefined;
   }
 
   /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
