@@ -172,6 +172,41 @@ describe('tool approval', () => {
     expect(listed.sessions.edges.map((e: any) => e.node.id)).toContain(id);
   });
 
+  it('AG-UI: the run ends with an interrupt for the call; a run with `resume` approves it and follows the turn to its end', async () => {
+    const created = await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, {
+      i: { model: { provider: 'openai-compatible', model: 'fake-model' }, approvalRequired: ['note_write'] },
+    });
+    const threadId = created.createSession.id as string;
+    const agui = app.url.replace(/\/graphql$/, '/agui');
+    const post = async (body: Record<string, unknown>) => {
+      const res = await fetch(agui, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ threadId, state: {}, tools: [], context: [], forwardedProps: {}, messages: [], ...body }),
+      });
+      const text = await res.text();
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => JSON.parse(l.slice(6)));
+    };
+    const first = await post({ runId: 'run_a1', messages: [{ id: 'm1', role: 'user', content: 'greet' }] });
+    const finished = first.at(-1);
+    expect(finished.type).toBe('RUN_FINISHED');
+    expect(finished.outcome.type).toBe('interrupt');
+    const [interrupt] = finished.outcome.interrupts;
+    expect(interrupt).toMatchObject({ reason: 'tool_approval' });
+    expect(interrupt.toolCallId).toBe(interrupt.id);
+    expect(runsOf(interrupt.id)).toBe(0);
+
+    const second = await post({ runId: 'run_a2', resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true, reason: 'go' } }] });
+    expect(second[0].type).toBe('RUN_STARTED');
+    expect(second.find((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: interrupt.id });
+    expect(second.at(-1).type).toBe('RUN_FINISHED');
+    expect(second.at(-1).outcome?.type ?? 'success').toBe('success');
+    expect(runsOf(interrupt.id)).toBe(1);
+  });
+
   it('a restart keeps the approval pending (nothing closed, nothing run); an approval after it completes the turn', async () => {
     const { id, pending } = await waitingSession(app);
     const countBefore = (await eventsOf(app, id)).length;
