@@ -3,8 +3,10 @@
 // results. It runs only while its host holds the session's lease.
 import type { NewEvent, ToolCall } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
+import { APPROVED_CALL_START, hasDecidedCall } from './approval-resume.ts';
 import { toStorableJson, toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
+import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
@@ -147,6 +149,18 @@ export class SessionRunner {
     while (!this.abort.signal.aborted && !this.released) {
       const { state } = this.fold;
       if (state.openTurn !== undefined) {
+        const open = state.openTail();
+        // A turn waiting for a decision stays open (docs/contract.md#crash-recovery): calls cut off while they ran are closed, and the lease goes back.
+        if (awaitingApproval(open).length > 0) {
+          await this.repairInterrupted();
+          return;
+        }
+        // Decided: the turn goes on from the call, unless it already started running it (then it was in flight).
+        const resumeAt = await this.decidedStep(open);
+        if (resumeAt !== undefined) {
+          await this.runTurnWithin(open!.turn, undefined, resumeAt);
+          continue;
+        }
         // The previous holder of the lease died mid-turn (docs/contract.md#crash-recovery).
         await this.repairInterrupted();
         continue;
@@ -155,6 +169,16 @@ export class SessionRunner {
       if (!input) return;
       await this.runTurnWithin(state.lastTurn + 1, input);
     }
+  }
+
+  /**
+   * The open step, when its first unanswered call has a decision and has not
+   * started running (docs/contract.md#tool-approval): where a turn that waited goes on.
+   * One read of the events since the decision, only for such a turn.
+   */
+  private async decidedStep(open: OpenTail | undefined): Promise<number | undefined> {
+    const decided = await hasDecidedCall(open, (from) => this.deps.store.log.range(this.sessionId, from, this.fold.state.nextSeq - 1));
+    return decided ? open!.step!.step : undefined;
   }
 
   /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
@@ -253,12 +277,12 @@ export class SessionRunner {
    * (closeStopped), so whatever held it — a slow model, a hung tool — gives
    * the slot back.
    */
-  private async runTurnWithin(turn: number, input: PendingInput): Promise<void> {
+  private async runTurnWithin(turn: number, input: PendingInput | undefined, resumeStep?: number): Promise<void> {
     const { maxTurnMs, clock = systemClock } = this.deps;
     const limit = maxTurnMs ? clock.setTimeout(() => this.stop('turn-limit'), maxTurnMs) : undefined;
     limit?.unref();
     try {
-      await this.runTurn(turn, input);
+      await this.runTurn(turn, input, resumeStep);
     } finally {
       clock.clearTimeout(limit);
     }
@@ -312,6 +336,7 @@ export class SessionRunner {
     // the directory is made again from the log before the next file tool runs, as the repair's wording promises.
     if (open?.step?.unanswered.some((c) => c.files)) this.deps.workspaces?.of(this.sessionId).invalidate();
     await this.append(closers, true);
+    if (this.fold.state.openTurn !== undefined) return closers.length; // it waits for a decision: not an end
     if (this.observer.enabled && open) {
       // A turn this runner did not start (its holder died) is observed only as it closes.
       const { provider, model } = this.modelConfig();
@@ -330,13 +355,20 @@ export class SessionRunner {
    * the last result, its step's end and the next step's start; an answer, its
    * step's end and the turn's end — shares one append (one commit instead of
    * three). Turn updates go out once their events are stored (append).
+   *
+   * Without `input`, a turn that waited for a decision goes on at `resumeStep`
+   * (docs/contract.md#tool-approval): that step's calls not yet answered, then the next steps.
    */
-  private async runTurn(turn: number, input: PendingInput): Promise<void> {
+  private async runTurn(turn: number, input: PendingInput | undefined, resumeStep?: number): Promise<void> {
     const id = this.sessionId;
-    let carry: NewEvent[] = [
-      { type: 'inbox/remove', data: { inputId: input.inputId, reason: 'taken' } },
-      { type: 'turn/start', data: { turn, inputId: input.inputId } },
-    ];
+    // A turn resumed after an approval has no input here: its schema is the open turn's input's.
+    const responseFormat = input ? input.responseFormat : this.fold.conversation.responseFormatOf(this.fold.state.openTurnInputId);
+    let carry: NewEvent[] = input
+      ? [
+          { type: 'inbox/remove', data: { inputId: input.inputId, reason: 'taken' } },
+          { type: 'turn/start', data: { turn, inputId: input.inputId } },
+        ]
+      : [];
     const write = async (events: NewEvent[], closesTurn = false) => {
       await this.append([...carry, ...events], closesTurn);
       carry = [];
@@ -350,14 +382,89 @@ export class SessionRunner {
     };
     const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
 
-    for (let step = 1; step <= this.deps.maxSteps; step++) {
+    /**
+     * Runs the step's calls that have no result yet, in call order; false when
+     * the turn does not go on here: stopped, or a call waits for approval (its
+     * request is stored with what came before it, and the lease goes back).
+     */
+    const runCalls = async (step: number, calls: readonly ToolCall[], offered: readonly Tool[]): Promise<boolean> => {
+      const open = () => this.fold.state.openStep;
+      const todo = calls.filter((c) => !open()?.answered.has(c.id));
+      for (const [i, call] of todo.entries()) {
+        if (this.stopReason) {
+          await write([]);
+          await this.closeStopped();
+          return false;
+        }
+        const tool = offered.find((t) => t.name === call.name);
+        const approval = open()?.approvals?.get(call.id);
+        if (!approval && needsApproval(call.name, tool?.approval, this.fold.state.toolApproval)) {
+          await write([{ type: 'tool/approval-request', data: { turn, step, callId: call.id } }], true);
+          this.endTurnObservation('interrupted', 'waiting for approval');
+          return false;
+        }
+        if (approval?.state === 'pending') return false;
+        let ran: ToolRun;
+        if (approval?.state === 'denied') {
+          // The model hears that it was denied, and why; nothing ran.
+          ran = { status: 'error', content: deniedContent(call, approval.reason), writes: [], kept: [] };
+        } else {
+          if (approval?.state === 'approved') carry.push({ type: APPROVED_CALL_START, data: { turn, step, callId: call.id } });
+          if (carry.length > 0) await write([]); // the call (and its start) is stored before the tool runs
+          this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
+          const toolObs = this.turnObs?.toolCall({ step, call });
+          ran = await this.runTool(call, tool, turn, step);
+          toolObs?.end({ status: ran.status, content: ran.content });
+        }
+        const { status, content, writes, kept, files } = ran;
+        if (this.stopReason && status !== 'ok') {
+          // Its result (and any change set) is not recorded: what it did to the files is undone when the directory is next needed.
+          if (files) this.files?.invalidate();
+          await this.closeStopped();
+          return false;
+        }
+        // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites);
+        // what the tool asked to keep (an MCP result) goes with any result.
+        // A file change set goes last, right before the result (store/session-log.ts fileChangeSets), whatever the status: it is what the call did.
+        const recorded: NewEvent[] = [
+          // What a server answered, kept whole: made storable like the text the model reads.
+          ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...(toStorableJson(k.data) as Record<string, unknown>) } })),
+          ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
+          ...(files?.length ? [{ type: FILES_CHANGE, data: { callId: call.id, changes: files } }] : []),
+        ];
+        const result: NewEvent = {
+          type: 'tool/result',
+          data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
+        };
+        if (i < todo.length - 1) {
+          await write([...recorded, result]);
+        } else {
+          // Nothing happens between the last result, the step's end and what comes next.
+          carry = [...carry, ...recorded, result, stepEnd(step, 'completed')];
+        }
+      }
+      return true;
+    };
+
+    for (let step = resumeStep ?? 1; step <= this.deps.maxSteps; step++) {
       if (this.stopReason) {
         if (step === 1) return; // nothing stored yet: the input stays queued
         await write([]);
         return this.closeStopped();
       }
       const config = this.modelConfig();
-      if (step === 1 && this.observer.enabled) {
+      if (step === resumeStep) {
+        // A turn that waited: observed from here (its start was another runner's), its step's calls taken up again.
+        if (this.observer.enabled) {
+          const { provider, model } = config;
+          this.turnObs = this.observer.turnStarted({ sessionId: id, turn, provider, model, recovered: true });
+        }
+        const calls = this.fold.state.openStep?.calls ?? [];
+        const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => calls.some((c) => c.name === t.name));
+        if (!(await runCalls(step, calls, offered))) return;
+        continue;
+      }
+      if (step === 1 && input && this.observer.enabled) {
         const forkedFrom = await this.forkOrigin();
         this.turnObs = this.observer.turnStarted({
           sessionId: id,
@@ -378,7 +485,7 @@ export class SessionRunner {
       let overBudget: string | undefined;
       try {
         const pending: ChatMessage[] =
-          step === 1
+          step === 1 && input
             ? [{ role: 'user', content: input.text }]
             : carry.flatMap((e) => {
                 const result = dataOf(e, 'tool/result');
@@ -420,7 +527,7 @@ export class SessionRunner {
               messages,
               tools: offered.map(({ name, description, parameters, effect }) => ({ name, description, parameters, effect })),
               // Every step of the turn asks for it, as the AI SDK's own multi-step calls do: the answer without tool calls is checked.
-              ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
+              ...(responseFormat ? { responseFormat } : {}),
             },
             {
               signal: this.abort.signal,
@@ -461,7 +568,7 @@ export class SessionRunner {
       const costUsd = answer.usage && (this.deps.budget?.models ?? SHIPPED_MODELS).costOf(config.model, answer.usage);
       modelObs?.end(answer, costUsd);
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
-      const checked = answer.toolCalls.length === 0 && input.responseFormat ? validateAnswer(input.responseFormat, answer.text) : undefined;
+      const checked = answer.toolCalls.length === 0 && responseFormat ? validateAnswer(responseFormat, answer.text) : undefined;
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -490,44 +597,9 @@ export class SessionRunner {
         }
         return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');
       }
-      await write([message]);
-
-      for (const [i, call] of answer.toolCalls.entries()) {
-        if (this.stopReason) return this.closeStopped();
-        this.deps.onUpdate({ sessionId: id, kind: 'TOOL_RUNNING', turn, step, callId: call.id, toolName: call.name });
-        const toolObs = this.turnObs?.toolCall({ step, call });
-        const { status, content, writes, kept, files } = await this.runTool(
-          call,
-          offered.find((t) => t.name === call.name),
-          turn,
-          step,
-        );
-        toolObs?.end({ status, content });
-        if (this.stopReason && status !== 'ok') {
-          // Its result (and any change set) is not recorded: what it did to the files is undone when the directory is next needed.
-          if (files) this.files?.invalidate();
-          return this.closeStopped();
-        }
-        // A workspace write is stored right before its ok result, in the same append (store/session-log.ts workspaceWrites);
-        // what the tool asked to keep (an MCP result) goes with any result.
-        // A file change set goes last, right before the result (store/session-log.ts fileChangeSets), whatever the status: it is what the call did.
-        const recorded: NewEvent[] = [
-          // What a server answered, kept whole: made storable like the text the model reads.
-          ...kept.map((k) => ({ type: k.type, data: { callId: call.id, ...(toStorableJson(k.data) as Record<string, unknown>) } })),
-          ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
-          ...(files?.length ? [{ type: FILES_CHANGE, data: { callId: call.id, changes: files } }] : []),
-        ];
-        const result: NewEvent = {
-          type: 'tool/result',
-          data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
-        };
-        if (i < answer.toolCalls.length - 1) {
-          await write([...recorded, result]);
-        } else {
-          // Nothing happens between the last result, the step's end and what comes next.
-          carry = [...recorded, result, stepEnd(step, 'completed')];
-        }
-      }
+      // Stored before its first tool runs (or with the request for its approval).
+      carry.push(message);
+      if (!(await runCalls(step, dataOf(message, 'model/message')!.toolCalls, offered))) return;
     }
     const tooMany = `stopped after ${this.deps.maxSteps} steps`;
     await finish([agentError(this.deps.maxSteps, tooMany), turnEnd('failed')], 'failed', tooMany);

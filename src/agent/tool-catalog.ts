@@ -208,6 +208,7 @@ export class ToolCatalog {
           mcpTool(connection, info, {
             trusted: config.trusted,
             effect: config.tools[info.name]?.effect ?? config.effect,
+            approval: config.tools[info.name]?.approval ?? config.approval,
             timeoutMs: config.timeoutMs,
             ...(isStdioServer(config) && config.workspace
               ? { workspace: { files: config.workspace, connectionFor: (sessionId: string, dir: string) => this.sessionConnection(name, sessionId, dir) } }

@@ -40,6 +40,8 @@ export interface ToolContext {
 export interface Tool extends ToolDefinition {
   /** The MCP server it comes from; unset: built in. */
   server?: string;
+  /** The operator's configuration says its calls need a person's approval (docs/contract.md#tool-approval). */
+  approval?: boolean;
   run(args: unknown, ctx: ToolContext): Promise<string>;
 }
 

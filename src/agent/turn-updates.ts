@@ -72,6 +72,9 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;

@@ -59,6 +59,9 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;
@@ -70,6 +73,13 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
 }
 
 const MAX_EARLY_UPDATES = 10_000;
+
+/** What a resume entry's payload answering a tool approval holds (docs/agui.md). */
+export const APPROVAL_RESPONSE_SCHEMA = {
+  type: 'object',
+  properties: { approved: { type: 'boolean' }, reason: { type: 'string' } },
+  required: ['approved'],
+};
 
 /**
  * Follows the turn that takes one input and emits its AG-UI events: steps,
@@ -92,7 +102,11 @@ export class RunTranslator {
   constructor(
     private readonly run: { threadId: string; runId: string; inputId: string },
     private readonly emit: (event: BaseEvent) => void,
-  ) {}
+    /** A run that resumes a turn after its interrupt (docs/agui.md): that turn, followed from the decision on. */
+    resumedTurn?: number,
+  ) {
+    if (resumedTurn !== undefined) this.begin(resumedTurn);
+  }
 
   event(e: LogEvent): void {
     if (this.finished) return;
@@ -167,7 +181,31 @@ export class RunTranslator {
         }
         break;
       }
-      // Nothing a run's client is shown: its input and turn/start began the run.
+      case 'tool/approval-request': {
+        // The run pauses: AG-UI's interrupt outcome; a run with `resume` answers it (docs/agui.md).
+        const call = ev.data.callId;
+        this.closeText();
+        this.finished = true;
+        this.emit({
+          type: EventType.RUN_FINISHED,
+          threadId: this.run.threadId,
+          runId: this.run.runId,
+          outcome: {
+            type: 'interrupt',
+            interrupts: [
+              {
+                id: call,
+                reason: 'tool_approval',
+                toolCallId: call,
+                message: `Approve tool call ${call}?`,
+                responseSchema: APPROVAL_RESPONSE_SCHEMA,
+              },
+            ],
+          },
+        } as BaseEvent);
+        break;
+      }
+      // Nothing a run's client is shown: its input and turn/start began the run; a decision, its resume.
       case 'inbox/add':
       case 'inbox/remove':
       case 'turn/start':
@@ -176,6 +214,8 @@ export class RunTranslator {
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;

@@ -21,6 +21,11 @@ import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
+import { findOpenTail } from '../core/repair.ts';
+import { approvalReasonSchema } from '../core/input-rules.ts';
+
+/** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
+const resumePayloadSchema = z.object({ approved: z.boolean(), reason: approvalReasonSchema.optional() });
 
 /** Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it). */
 export const RUN_EVENT = 'plugin/agui/run';
@@ -134,7 +139,10 @@ export function aguiHandler(opts: AguiOptions) {
       send({ type: EventType.RUN_ERROR, message, code });
     };
     try {
-      await runTurn({ tenant: principal.tenant }, input, text, send, closed, () => (runStarted = true), runError);
+      const scope = { tenant: principal.tenant };
+      const by = principal.who ?? principal.tenant;
+      if (input.resume?.length) await resumeTurn(scope, by, input, send, closed, () => (runStarted = true));
+      else await runTurn(scope, input, text, send, closed, () => (runStarted = true), runError);
     } catch (err) {
       if (err instanceof ForklineError) runError(err.message, err.code);
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
@@ -216,6 +224,43 @@ export function aguiHandler(opts: AguiOptions) {
       if (!translator.finished) translator.fail(`session ${sessionId} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {
       await Promise.allSettled([turns.return?.(), events?.return?.()]);
+    }
+  }
+
+  /**
+   * A run that answers the interrupts a run ended with (tool approvals,
+   * docs/agui.md): each resume entry is a decision (`resolved` with
+   * `{approved, reason}`; `cancelled`: denied), then the turn is followed from
+   * there until it ends or interrupts again.
+   */
+  async function resumeTurn(
+    scope: Scope,
+    by: string,
+    input: RunAgentInput,
+    send: (e: BaseEvent) => void,
+    closed: Promise<void>,
+    markStarted: () => void,
+  ): Promise<void> {
+    const store = stores.forTenant(scope);
+    const session = await store.requireSession(input.threadId);
+    const open = findOpenTail((await store.log.openTail(session.id, session.eventCount - 1)).events);
+    if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
+    const turns = live.sessionTurns(session.id);
+    const events = live.sessionEvents(session.id, session.eventCount - 1);
+    try {
+      for (const entry of input.resume ?? []) {
+        const payload = resumePayloadSchema.safeParse(entry.payload ?? {});
+        const approved = entry.status === 'resolved' && payload.success && payload.data.approved;
+        const reason = (payload.success ? payload.data.reason : undefined) ?? (entry.status === 'cancelled' ? 'the client cancelled the interrupt' : '');
+        await controller.decideToolCall(scope, session.id, { callId: entry.interruptId, decision: approved ? 'approved' : 'denied', reason, by });
+      }
+      send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
+      markStarted();
+      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn);
+      await follow(translator, events, turns, closed);
+      if (!translator.finished) translator.fail(`session ${session.id} was deleted during the run`, 'SESSION_NOT_FOUND');
+    } finally {
+      await Promise.allSettled([turns.return?.(), events.return?.()]);
     }
   }
 

@@ -11,6 +11,8 @@ export type TokenScope = (typeof TOKEN_SCOPES)[number];
 export interface Caller {
   tenant: string;
   scopes: readonly TokenScope[];
+  /** Who the caller is, as a decision it makes is recorded (tool/approval `by`): `local`, `token:<id>`, `env-token:<digest prefix>`. */
+  who?: string;
 }
 
 /** Environment tokens (the bootstrap admins) and local mode hold every scope. */

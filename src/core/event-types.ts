@@ -18,6 +18,9 @@ export const CORE_EVENT_TYPE_NAMES = [
   'session/runner-tools',
   'session/end-seed',
   'session/instructions',
+  'tool/approval-request',
+  'tool/approval',
+  'session/tool-approval',
 ] as const;
 
 /** The event a call's change set is stored as, right before its `tool/result`, in the same append (file-tree.ts). */

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
+import { MAX_APPROVAL_REASON_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
@@ -132,6 +132,18 @@ const v4 = {
       )
       .max(500),
   }),
+  // Tool approval (docs/contract.md#tool-approval): the agent asks before it runs a call of the open step, and stops;
+  // the decision (by whom, why) lets the turn go on. A call's request and decision are paired by the reducer.
+  'tool/approval-request': z.strictObject({ turn: positiveInt, step: positiveInt, callId: id }),
+  'tool/approval': z.strictObject({
+    callId: id,
+    decision: z.enum(['approved', 'denied']),
+    reason: z.string().max(MAX_APPROVAL_REASON_CHARS),
+    by: z.string().min(1).max(200),
+  }),
+  // The tools whose calls need approval in this session from here on, besides those the operator's config marks
+  // (names, `<server>__*`, `*`; empty: only those). In the log so a fork asks as its cut did.
+  'session/tool-approval': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
   'session/end-seed': z.strictObject({
     parentSessionId: id,
     cutSeq: z.number().int().min(-1),

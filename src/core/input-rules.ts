@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { isStorableText } from './storable.ts';
 
-import { MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
+import { MAX_APPROVAL_REASON_CHARS, MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
 
 export { MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS };
 
@@ -21,6 +21,8 @@ export const titleSchema = storable(z.string().max(MAX_TITLE_CHARS));
 export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHARS));
 /** A session's instructions (its system prompt); empty: none. */
 export const instructionsSchema = storable(z.string().max(MAX_INSTRUCTIONS_CHARS));
+/** The reason given with a tool call's approval or denial; empty: none. */
+export const approvalReasonSchema = storable(z.string().max(MAX_APPROVAL_REASON_CHARS));
 /** An external runner pool's name: letters, digits and . _ : - */
 export const runnerPoolSchema = z
   .string()

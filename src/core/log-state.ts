@@ -44,17 +44,25 @@ export interface LogStateSnapshot {
   inbox: PendingInput[];
 }
 
+/**
+ * Where a call of the open step stands with approval (docs/contract.md#tool-approval): asked
+ * (`pending`, its tool/approval-request at `seq`), or decided (its tool/approval at `seq`).
+ */
+export type CallApproval = { state: 'pending'; seq: number } | { state: 'approved' | 'denied'; seq: number; reason: string; by: string; requestSeq: number };
+
 /** The open step of the open turn: its calls, in call order, and which have a result. */
 export interface OpenStep {
   step: number;
   calls: ToolCall[];
   answered: Set<string>;
+  /** Calls asked for approval, by call id (none asked: unset, so a turn without approval keeps no map). */
+  approvals?: Map<string, CallApproval>;
 }
 
 export interface OpenTail {
   turn: number;
-  /** The open step of the open turn, with its calls still lacking a result, in call order. */
-  step?: { step: number; unanswered: ToolCall[] };
+  /** The open step of the open turn, with its calls still lacking a result, in call order, and its calls' approvals. */
+  step?: { step: number; unanswered: ToolCall[]; approvals?: ReadonlyMap<string, CallApproval> };
 }
 
 /** A broken relationship rule: its name (as recordings report it) and what broke it. */
@@ -92,6 +100,8 @@ export class LogState {
   instructions?: string;
   /** The tools an external runner declared (session/runner-tools); undefined: none declared. */
   runnerTools?: RunnerTool[];
+  /** The tools whose calls need approval by the session's own choice (session/tool-approval); undefined: none. */
+  toolApproval?: string[];
   private inbox = new Map<string, PendingInput>();
 
   /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
@@ -177,6 +187,18 @@ export class LogState {
       case 'tool/result':
         if (this.isOpenStep(ev.data)) this.openStep!.answered.add(ev.data.callId);
         break;
+      case 'tool/approval-request':
+        if (this.isOpenStep(ev.data)) (this.openStep!.approvals ??= new Map()).set(ev.data.callId, { state: 'pending', seq: e.seq });
+        break;
+      case 'tool/approval': {
+        const { callId, decision, reason, by } = ev.data;
+        const asked = this.openStep?.approvals?.get(callId);
+        if (asked?.state === 'pending') this.openStep!.approvals!.set(callId, { state: decision, seq: e.seq, reason, by, requestSeq: asked.seq });
+        break;
+      }
+      case 'session/tool-approval':
+        this.toolApproval = ev.data.tools.length > 0 ? ev.data.tools : undefined;
+        break;
       case 'session/model':
         this.model = ev.data;
         break;
@@ -215,7 +237,9 @@ export class LogState {
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier
    * events only), `synthetic closer` (a synthetic result or end carries a
-   * repair cause).
+   * repair cause), `approval pairing` (a request names an unanswered call of
+   * the open step not asked before; a decision answers a pending request; a
+   * call awaiting approval gets no result but a repair's).
    */
   violation(e: LogEvent & { synthetic?: boolean }): Violation | undefined {
     const fail = (rule: string, detail: string): Violation => ({ rule, detail });
@@ -273,7 +297,27 @@ export class LogState {
         const step = this.openStep!;
         if (!step.calls.some((c) => c.id === d.callId)) return fail('result pairing', `no call ${d.callId} in turn ${d.turn} step ${d.step} (orphan result)`);
         if (step.answered.has(d.callId)) return fail('result pairing', `call ${d.callId} already has a result (duplicate result)`);
+        // Only a repair answers a call still awaiting its decision (docs/contract.md#tool-approval): it cannot have run.
+        if (!e.synthetic && step.approvals?.get(d.callId)?.state === 'pending')
+          return fail('approval pairing', `call ${d.callId} awaits approval: it cannot have run`);
         return undefined;
+      }
+      case 'tool/approval-request': {
+        const d = ev.data;
+        const notOpen = this.notOpenStep(d, 'approval pairing');
+        if (notOpen) return notOpen;
+        const step = this.openStep!;
+        if (!step.calls.some((c) => c.id === d.callId)) return fail('approval pairing', `no call ${d.callId} in turn ${d.turn} step ${d.step}`);
+        if (step.answered.has(d.callId)) return fail('approval pairing', `call ${d.callId} already has a result`);
+        if (step.approvals?.has(d.callId)) return fail('approval pairing', `call ${d.callId} was already asked for approval`);
+        return undefined;
+      }
+      case 'tool/approval': {
+        const d = ev.data;
+        const asked = this.openStep?.approvals?.get(d.callId);
+        if (asked?.state === 'pending' && !this.openStep!.answered.has(d.callId)) return undefined;
+        const why = asked ? `was already ${asked.state}` : 'is not awaiting approval in the open step';
+        return fail('approval pairing', `call ${d.callId} ${why}`);
       }
       case 'surface/replace': {
         const d = ev.data;
@@ -286,6 +330,7 @@ export class LogState {
       case 'session/tools':
       case 'session/instructions':
       case 'session/runner-tools':
+      case 'session/tool-approval':
       case 'session/end-seed':
         return undefined; // no relationship rule (a marker's placement is the recording validator's)
       default:
@@ -298,7 +343,10 @@ export class LogState {
   clone(): LogState {
     const c = Object.assign(new LogState(), this);
     c.inbox = new Map(this.inbox);
-    if (this.openStep) c.openStep = { step: this.openStep.step, calls: [...this.openStep.calls], answered: new Set(this.openStep.answered) };
+    if (this.openStep) {
+      const { step, calls, answered, approvals } = this.openStep;
+      c.openStep = { step, calls: [...calls], answered: new Set(answered), ...(approvals ? { approvals: new Map(approvals) } : {}) };
+    }
     return c;
   }
 
@@ -317,8 +365,16 @@ export class LogState {
     const s = this.openStep;
     return {
       turn: this.openTurn,
-      step: s && { step: s.step, unanswered: s.calls.filter((c) => !s.answered.has(c.id)) },
+      step: s && { step: s.step, unanswered: s.calls.filter((c) => !s.answered.has(c.id)), ...(s.approvals ? { approvals: s.approvals } : {}) },
     };
+  }
+
+  /** The open turn waits for a decision (docs/contract.md#tool-approval): a call of its open step awaits approval. */
+  get waiting(): boolean {
+    const approvals = this.openStep?.approvals;
+    if (!approvals) return false;
+    for (const [callId, a] of approvals) if (a.state === 'pending' && !this.openStep!.answered.has(callId)) return true;
+    return false;
   }
 
   private isOpenStep(d: { turn: number; step: number }): boolean {

@@ -138,6 +138,9 @@ export class Conversation {
       case 'session/model':
       case 'session/tools':
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
       case 'session/end-seed':
         break;
       default:

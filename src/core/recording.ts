@@ -68,6 +68,8 @@ export interface RecordingSummary {
   turnCount: number;
   /** The log ends inside an open turn (a crashed session): import repairs it. */
   openTurn: boolean;
+  /** That turn waits for a tool call's approval (docs/contract.md#tool-approval): import keeps it waiting. */
+  waiting: boolean;
   /** Inputs added to the inbox and never removed: queued for the session's agent. */
   pendingInputs: number;
   /** Last `session/title` of the log, if any. */
@@ -205,6 +207,7 @@ export class RecordingValidator {
       eventCount: state.nextSeq,
       turnCount: state.turnCount,
       openTurn: state.openTurn !== undefined,
+      waiting: state.openTurn !== undefined && state.waiting,
       pendingInputs: state.pendingInputCount,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),

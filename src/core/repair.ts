@@ -1,7 +1,7 @@
 // The one repair algorithm (docs/contract.md#repair, docs/contract.md#exact-fork): crash recovery and forks both
 // close an open tail with closeOpenTail; only the cause differs.
 import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
-import { foldLog, type OpenTail } from './log-state.ts';
+import { foldLog, type CallApproval, type OpenTail } from './log-state.ts';
 import type { ToolEffect, ToolEffectLookup } from './tools.ts';
 
 export type RepairCause = { kind: 'interrupted'; sessionId: string } | { kind: 'forked'; parentSessionId: string; cutSeq: number };
@@ -47,6 +47,21 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
 }
 
 /**
+ * The model-visible text of a synthetic result for a call that never ran: it
+ * awaited approval at the cut (or the crash), or was denied and not yet
+ * answered (docs/contract.md#repair). Nothing ran, so nothing needs checking.
+ */
+export function neverRanContent(cause: RepairCause, call: ToolCall, approval: CallApproval): string {
+  const why =
+    approval.state === 'denied'
+      ? `it was denied${approval.reason ? ` (${approval.reason})` : ''}`
+      : cause.kind === 'forked'
+        ? `it was awaiting approval when this branch was forked at event ${cause.cutSeq} of session ${cause.parentSessionId}, so it was never approved here`
+        : 'it was awaiting approval';
+  return `Tool call "${call.name}" (${call.id}) never ran: ${why}. Nothing was done; call "${call.name}" again if you still need it (it will need approval again).`;
+}
+
+/**
  * The closers for the open tail of `events` (docs/contract.md#repair): synthetic results for
  * the unanswered calls of the open step (in call order), that step's end, then
  * the open turn's end. Nothing open gives no closers.
@@ -62,8 +77,16 @@ export function closersFor(open: OpenTail | undefined, cause: RepairCause, effec
   const status = cause.kind === 'forked' ? 'not-started' : 'interrupted';
   const closers: NewEvent[] = [];
   if (open.step) {
-    const { step, unanswered } = open.step;
+    const { step, approvals } = open.step;
+    let { unanswered } = open.step;
+    // Crash recovery keeps a pending approval pending (docs/contract.md#crash-recovery): the turn stays open and waits
+    // for its decision; only calls cut off while they ran are closed (a denied one is answered when the turn goes on).
+    const keepsWaiting = cause.kind === 'interrupted' && unanswered.some((c) => approvals?.get(c.id)?.state === 'pending');
+    if (keepsWaiting) unanswered = unanswered.filter((c) => !approvals?.has(c.id) || approvals.get(c.id)!.state === 'approved');
     for (const call of unanswered) {
+      // A call that awaited approval, or was denied, never ran; an approved one may have (the usual wording).
+      const approval = approvals?.get(call.id);
+      const neverRan = approval && approval.state !== 'approved';
       closers.push({
         type: 'tool/result',
         synthetic: true,
@@ -74,11 +97,12 @@ export function closersFor(open: OpenTail | undefined, cause: RepairCause, effec
           resultId: syntheticResultId(cause, call.id),
           status,
           // The effect recorded with the call; a log from before calls recorded one: the tool's own.
-          content: syntheticResultContent(cause, call, call.effect ?? effectOf(call.name)),
+          content: neverRan ? neverRanContent(cause, call, approval) : syntheticResultContent(cause, call, call.effect ?? effectOf(call.name)),
           name: call.name,
         } satisfies EventData<'tool/result'>,
       });
     }
+    if (keepsWaiting) return closers;
     closers.push({ type: 'step/end', synthetic: true, data: { turn: open.turn, step, reason } });
   }
   closers.push({ type: 'turn/end', synthetic: true, data: { turn: open.turn, reason } });

@@ -9,3 +9,5 @@ export const MAX_MESSAGE_CHARS = 200_000;
 export const MAX_INSTRUCTIONS_CHARS = 100_000;
 /** A response schema a message asks its answer to match (its JSON text: sendMessage's, an edit's or a fork's `responseSchema`). */
 export const MAX_RESPONSE_SCHEMA_CHARS = 32_000;
+/** The reason given with an approval or denial of a tool call (approveToolCall, denyToolCall). */
+export const MAX_APPROVAL_REASON_CHARS = 10_000;

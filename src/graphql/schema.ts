@@ -11,6 +11,7 @@ import './types/search.ts';
 import './types/models.ts';
 import './types/tools.ts';
 import './types/instructions.ts';
+import './types/tool-approval.ts';
 import './types/api-tokens.ts';
 import './types/compaction.ts';
 import './types/runners.ts';

@@ -38,6 +38,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   events: LOG,
   search: LOG,
   pendingInputs: [...LOG, 'pendingInputCount'],
+  pendingApprovals: [...LOG, 'status'],
   turns: LOG,
   totals: LOG,
   turnAt: LOG,

@@ -24,6 +24,8 @@ import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import { dataOf } from '../core/core-event.ts';
+import { findOpenTail } from '../core/repair.ts';
+import { cancelWaitingTurn } from '../core/tool-approval.ts';
 import { ModelError } from '../agent/models/model.ts';
 import { checkResponseFormat } from '../agent/structured-output.ts';
 import type { ResponseFormat } from '../core/events.ts';
@@ -56,7 +58,14 @@ export class SessionController {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
+    input: {
+      title?: string | null;
+      model?: ModelConfig | null;
+      tools?: string[] | null;
+      runner?: string | null;
+      instructions?: string | null;
+      approvalRequired?: string[] | null;
+    },
     idem: Idempotency = {},
     /** A session id the door derived (POST /chat's chat ids); default: a new one. */
     id?: string,
@@ -247,11 +256,48 @@ export class SessionController {
     return ids;
   }
 
-  async cancelTurn(scope: Scope, sessionId: string): Promise<SessionRow> {
+  /**
+   * Stops the running turn; a turn waiting for approval (no agent runs it) is
+   * ended here: its waiting calls denied by `by` and answered as never run
+   * (docs/contract.md#tool-approval), written only if the log has not moved since it was read.
+   */
+  async cancelTurn(scope: Scope, sessionId: string, by = scope.tenant): Promise<SessionRow> {
     const s = await this.store.requireSession(scope, sessionId);
+    if (s.status === 'WAITING') {
+      const open = findOpenTail((await this.store.log.openTail(sessionId, s.eventCount - 1)).events);
+      if (open) await this.store.append(sessionId, cancelWaitingTurn(open, by), { scope, expectedEventCount: s.eventCount });
+      const after = await this.store.requireSession(scope, sessionId);
+      if (after.pendingInputCount > 0 && after.runner == null) void this.host.wake(sessionId, scope.tenant);
+      return after;
+    }
     if (s.status !== 'RUNNING') throw new ForklineError('BAD_USER_INPUT', `session ${sessionId} has no running turn to cancel`);
     await this.host.cancel(sessionId);
     return s;
+  }
+
+  /**
+   * Records a person's decision on a call awaiting approval (tool/approval, by
+   * `by`); the append's rules refuse a call that is not awaiting one (decided
+   * already, or never asked) with BAD_USER_INPUT. The session's agent then
+   * takes the turn up again (docs/contract.md#tool-approval).
+   */
+  async decideToolCall(
+    scope: Scope,
+    sessionId: string,
+    input: { callId: string; decision: 'approved' | 'denied'; reason: string; by: string },
+  ): Promise<SessionRow> {
+    const { callId, decision, reason, by } = input;
+    await this.store.append(sessionId, [{ type: 'tool/approval', data: { callId, decision, reason, by } }], { scope });
+    const s = await this.store.requireSession(scope, sessionId);
+    // An external runner's session: its pool sees the turn running again (runnableSessions).
+    if (s.runner == null && s.status === 'RUNNING') void this.host.wake(sessionId, scope.tenant);
+    return s;
+  }
+
+  /** Records which tools' calls need approval in this session from here on (session/tool-approval; empty: only those the config marks). */
+  async setSessionToolApproval(scope: Scope, sessionId: string, tools: string[]): Promise<SessionRow> {
+    await this.store.append(sessionId, [{ type: 'session/tool-approval', data: { tools } }], { scope });
+    return this.store.requireSession(scope, sessionId);
   }
 
   /**

@@ -32,7 +32,8 @@ import { decodeEvent, type NewEvent } from '../core/events.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
-import { closeOpenTail } from '../core/repair.ts';
+import { closeOpenTail, findOpenTail } from '../core/repair.ts';
+import { decidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { ResponseFormat, RunnerTool } from '../core/events.ts';
@@ -162,6 +163,8 @@ export class RunnerProtocol {
   /** Closes the open tail of a session claimed with its turn open (cause interrupted); whether anything was written. */
   private async repair(scope: Scope, { session, lease }: RunnerClaim): Promise<boolean> {
     const { events: tail } = await this.deps.store.log.openTail(session.id, session.eventCount - 1);
+    // A turn whose call was just decided is the runner's to take up, not a crash (docs/contract.md#tool-approval).
+    if (decidedCall(findOpenTail(tail), tail)) return false;
     const closers = closeOpenTail(tail, { kind: 'interrupted', sessionId: session.id }, this.deps.tools.builtinEffectOf);
     if (closers.length) await this.write(scope, session.id, closers, lease.token, session.eventCount);
     return closers.length > 0;
@@ -522,7 +525,7 @@ export class RunnerProtocol {
         nextChange = undefined;
         if (got.done) return;
         const row = got.value;
-        if (row.runner !== pool || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
+        if (row.runner !== pool || row.status === 'WAITING' || !(row.status === 'RUNNING' || row.pendingInputCount > 0)) continue;
         if (leaseIsFree(row, clock.now())) yield row;
         else if (row.leaseExpiresAt && (nextExpiry === undefined || row.leaseExpiresAt.getTime() < nextExpiry)) nextExpiry = row.leaseExpiresAt.getTime();
       }

@@ -49,14 +49,14 @@ export class TenantAuth {
 
   /** The principal of an Authorization value (`Bearer <token>`); undefined when it is missing or unknown. */
   authenticate(authorization: unknown): Principal | undefined {
-    if (!this.enabled) return { tenant: LOCAL_TENANT, key: LOCAL_TENANT, scopes: ALL_SCOPES };
+    if (!this.enabled) return { tenant: LOCAL_TENANT, key: LOCAL_TENANT, scopes: ALL_SCOPES, who: LOCAL_TENANT };
     const token = bearerToken(authorization);
     if (token === undefined) return undefined;
     const key = tokenDigest(token);
     const tenant = this.byDigest.get(key);
-    if (tenant !== undefined) return { tenant, key, scopes: ALL_SCOPES };
+    if (tenant !== undefined) return { tenant, key, scopes: ALL_SCOPES, who: `env-token:${key.slice(0, 12)}` };
     const stored = this.stored?.credential(key);
-    return stored && { tenant: stored.tenant, key, scopes: stored.scopes, stored: true };
+    return stored && { tenant: stored.tenant, key, scopes: stored.scopes, stored: true, who: `token:${stored.id}` };
   }
 
   /** Looks up a stored token `authenticate` cannot answer for yet: awaited first, when it returns a promise. */

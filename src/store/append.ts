@@ -35,10 +35,13 @@ const MAX_APPEND_ATTEMPTS = 5;
 /** What a batch changes in the session row, from the reducer's states before and after it. */
 function rowChanges(before: LogState, after: LogState) {
   const turnMoved = after.turnCount !== before.turnCount || after.openTurn !== before.openTurn;
+  // `waiting` is read only when a turn is open: a batch that asked for or gave a decision moves the status too.
+  const waiting = after.openTurn !== undefined && after.waiting;
+  const statusMoved = turnMoved || waiting !== (before.openTurn !== undefined && before.waiting);
   return {
     turnStarts: after.turnCount - before.turnCount,
     pendingDelta: after.pendingInputCount - before.pendingInputCount,
-    status: turnMoved ? (after.openTurn === undefined ? 'IDLE' : 'RUNNING') : null,
+    status: statusMoved ? (after.openTurn === undefined ? 'IDLE' : waiting ? 'WAITING' : 'RUNNING') : null,
     title: after.title !== before.title ? after.title : undefined,
   };
 }

@@ -72,6 +72,14 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
+/**
+ * SQL on a session row: its agent has nothing to run — idle with no queued
+ * input, or a turn waiting for a tool call's approval (docs/contract.md#tool-approval),
+ * whose input waits for the decision. Work (claims below) is a session
+ * with an open turn or queued input that is not waiting.
+ */
+const NOTHING_TO_RUN = `(status = 'WAITING' OR (status = 'IDLE' AND "pendingInputCount" = 0))`;
+
 /** SQL on a session row: forkline's own agent runs it (no external runner pool); only such rows are claimed here. */
 export const RUN_BY_FORKLINE = `"runner" IS NULL`;
 
@@ -98,7 +106,8 @@ export function leaseOnAppend(p: {
   pendingDelta: string;
   lineageWanted: string;
 }) {
-  const releases = `${p.release}::boolean AND COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0`;
+  // A turn waiting for approval has nothing to run until its decision: its lease goes back as an idle session's does.
+  const releases = `${p.release}::boolean AND (COALESCE(${p.status}::"SessionStatus", status) = 'WAITING' OR (COALESCE(${p.status}::"SessionStatus", status) = 'IDLE' AND "pendingInputCount" + ${p.pendingDelta} = 0))`;
   // A session an external runner pool runs is never claimed by forkline's own agent.
   const claims = `${p.claimer}::text IS NOT NULL AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}`;
   return {
@@ -154,7 +163,7 @@ const LEASE_SQL = {
         RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
-          WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
+          WHERE (status = 'RUNNING' OR "pendingInputCount" > 0) AND status <> 'WAITING'
             AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
           ORDER BY "updatedAt"
@@ -173,7 +182,7 @@ const LEASE_SQL = {
   claimRunnableFair: `WITH held AS (SELECT * FROM unnest($5::text[], $6::int[]) AS h(tenant, n)),
        waiting AS (
          SELECT DISTINCT "Session".tenant, coalesce(held.n, 0) AS n FROM "Session" LEFT JOIN held ON held.tenant = "Session".tenant
-          WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
+          WHERE (status = 'RUNNING' OR "pendingInputCount" > 0) AND status <> 'WAITING'
             AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
             AND id <> ALL($4::text[])
             AND coalesce(held.n, 0) < $7
@@ -183,7 +192,7 @@ const LEASE_SQL = {
            FROM waiting w CROSS JOIN LATERAL (
              SELECT s.id, s."updatedAt" FROM "Session" s
               WHERE s.tenant = w.tenant
-                AND (s.status = 'RUNNING' OR s."pendingInputCount" > 0)
+                AND (s.status = 'RUNNING' OR s."pendingInputCount" > 0) AND s.status <> 'WAITING'
                 AND ${LEASE_IS_FREE} AND s.${RUN_BY_FORKLINE}
                 AND s.id <> ALL($4::text[])
               ORDER BY s."updatedAt"
@@ -207,8 +216,8 @@ const LEASE_SQL = {
         WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
        RETURNING s.id`,
   releaseIfIdle: `UPDATE "Session" SET
-          "leaseOwner" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE "leaseOwner" END,
-          "leaseExpiresAt" = CASE WHEN status = 'IDLE' AND "pendingInputCount" = 0 THEN NULL ELSE now() + $4 * interval '1 millisecond' END
+          "leaseOwner" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE "leaseOwner" END,
+          "leaseExpiresAt" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE now() + $4 * interval '1 millisecond' END
         WHERE id = $1 AND "treeId" = $5 AND "leaseToken" = $2 AND "leaseOwner" = $3
        RETURNING "leaseOwner" IS NULL AS released`,
   release: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "treeId" = $4 AND "leaseToken" = $2 AND "leaseOwner" = $3`,
@@ -333,7 +342,7 @@ export type RunnerClaim = { session: SessionRow; lease: RunnerLease };
 const REPAIR_OWNER = 'forkline:repair';
 
 /** SQL on a session row: an external pool's session with work (an open turn, or queued input). */
-const HAS_WORK = `(status = 'RUNNING' OR "pendingInputCount" > 0)`;
+const HAS_WORK = `((status = 'RUNNING' OR "pendingInputCount" > 0) AND status <> 'WAITING')`;
 
 const RUNNER_LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1

@@ -129,7 +129,9 @@ export async function importRecording(
     await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
     if (summary.openTurn) {
       const tail = await store.log.openTail(id, summary.eventCount - 1, client);
-      await store.append(id, closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf), { client });
+      // A call awaiting approval stays pending (docs/contract.md#crash-recovery): maybe nothing to close.
+      const closers = closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf);
+      if (closers.length > 0) await store.append(id, closers, { client });
     }
     await store.notify(SESSIONS_CHANNEL, id, client);
     await opts.beforeCommit?.(client, { sessionId: id });
@@ -151,7 +153,7 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
     [
       id,
       s.header.session.title ?? s.lastTitle ?? null,
-      s.openTurn ? 'RUNNING' : 'IDLE',
+      s.waiting ? 'WAITING' : s.openTurn ? 'RUNNING' : 'IDLE',
       s.eventCount,
       s.turnCount,
       s.pendingInputs,

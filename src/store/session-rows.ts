@@ -32,7 +32,7 @@ export interface SessionPageQuery {
   treeId?: string | null;
   /** Leave this session out (a session's siblings). */
   excludeId?: string | null;
-  status?: 'IDLE' | 'RUNNING' | null;
+  status?: 'IDLE' | 'RUNNING' | 'WAITING' | null;
   /** Only sessions changed (created, appended to, imported) at or after this time; with the 'changed' order. */
   changedSince?: Date | null;
   /**

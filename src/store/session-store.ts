@@ -113,7 +113,14 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: { title?: string | null; model?: ModelConfig | null; tools?: string[] | null; runner?: string | null; instructions?: string | null },
+    input: {
+      title?: string | null;
+      model?: ModelConfig | null;
+      tools?: string[] | null;
+      runner?: string | null;
+      instructions?: string | null;
+      approvalRequired?: string[] | null;
+    },
     opts: {
       beforeCommit?: BeforeCommit<{ sessionId: string }>;
       /** A session id the caller derived (the chat door's); default: a new one. */ id?: string;
@@ -125,6 +132,7 @@ export class SessionStore {
     if (input.model) initial.push({ type: 'session/model', data: input.model });
     if (input.tools) initial.push({ type: 'session/tools', data: { tools: input.tools } });
     if (input.instructions) initial.push({ type: 'session/instructions', data: { text: input.instructions } });
+    if (input.approvalRequired?.length) initial.push({ type: 'session/tool-approval', data: { tools: input.approvalRequired } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
       await client.query(SESSION_TREE_INSERT, [id, id]);

@@ -110,6 +110,10 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.inboxAddOf(ref, inputId, toSeq);
   }
+  async openTail(ref: LogRef, seq: number): ReturnType<SessionLog['openTail']> {
+    await this.owns(ref);
+    return this.log.openTail(ref, seq);
+  }
   async pendingInputs(ref: LogRef, count: number): ReturnType<SessionLog['pendingInputs']> {
     await this.owns(ref);
     return this.log.pendingInputs(ref, count);

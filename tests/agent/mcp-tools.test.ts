@@ -82,7 +82,7 @@ beforeAll(async () => {
           command: node,
           args: [serverScript('server-memory')],
           env: { MEMORY_FILE_PATH: path.join(dir, 'pinned.jsonl') },
-          tools: { read_graph: { effect: 'side-effects' } },
+          tools: { read_graph: { effect: 'side-effects' }, search_nodes: { approval: true } },
         },
       },
     }),
@@ -119,6 +119,16 @@ describe('MCP tools from the reference servers', () => {
     expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).toEqual(
       expect.arrayContaining(['clock', 'everything__get-sum', 'fs__edit_file', 'memory__create_entities']),
     );
+  });
+
+  it("a tool the config marks `approval` waits for a decision before it runs; the server's other tools do not", async () => {
+    const id = await newSession();
+    await app.ok(SEND, { i: { sessionId: id, text: '!call pinned__search_nodes {"query": "x"}' } });
+    await app.services.host.idle();
+    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { status pendingApprovals { name arguments } } }`, { id });
+    expect(session).toEqual({ status: 'WAITING', pendingApprovals: [{ name: 'pinned__search_nodes', arguments: '{"query": "x"}' }] });
+    const other = await turn(await newSession(), '!call pinned__read_graph {}');
+    expect(other.find((e) => e.type === 'tool/result')?.data.status).toBe('ok');
   });
 
   it('a server over Streamable HTTP serves calls the same way', async () => {

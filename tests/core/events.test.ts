@@ -35,6 +35,13 @@ const cases: Record<string, { valid: unknown; wrong: unknown; field: string }> =
   'step/end': { valid: { turn: 1, step: 1, reason: 'completed' }, wrong: { turn: 1, step: 1, reason: 'stopped' }, field: 'data.reason' },
   'turn/end': { valid: { turn: 1, reason: 'cancelled' }, wrong: { turn: '1', reason: 'completed' }, field: 'data.turn' },
   'surface/replace': { valid: { fromSeq: 0, toSeq: 4, content: 'summary' }, wrong: { fromSeq: -1, toSeq: 4, content: 's' }, field: 'data.fromSeq' },
+  'tool/approval-request': { valid: { turn: 1, step: 1, callId: 'c1' }, wrong: { turn: 1, step: 1 }, field: 'data.callId' },
+  'tool/approval': {
+    valid: { callId: 'c1', decision: 'denied', reason: 'not today', by: 'local' },
+    wrong: { callId: 'c1', decision: 'later', reason: '', by: 'local' },
+    field: 'data.decision',
+  },
+  'session/tool-approval': { valid: { tools: ['mail__*'] }, wrong: { tools: [''] }, field: 'data.tools.0' },
   'session/end-seed': {
     valid: { parentSessionId: 'ses_1', cutSeq: 3, inheritedEventCount: 4 },
     wrong: { parentSessionId: 'ses_1', cutSeq: 3 },

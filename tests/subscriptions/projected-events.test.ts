@@ -61,7 +61,7 @@ describe('directly delivered sessionEvents', () => {
       sessions.push(importRecording);
     }
     const { createSession } = await gqlOk('mutation($input: CreateSessionInput!) { createSession(input: $input) { id eventCount } }', {
-      input: { title: 'tools "quoted" ✓ \u2028', tools: ['clock'], instructions: 'Answer "briefly" ✓' },
+      input: { title: 'tools "quoted" ✓ \u2028', tools: ['clock'], instructions: 'Answer "briefly" ✓', approvalRequired: ['note_write'] },
     });
     sessions.push(createSession);
     await app.services.store.append(createSession.id, [
@@ -70,8 +70,17 @@ describe('directly delivered sessionEvents', () => {
         type: 'session/runner-tools',
         data: { tools: [{ name: 'send_email', description: 'Sends "mail"', inputSchema: { type: 'object' }, effect: 'side-effects' }] },
       },
+      // A closed turn whose call waited for approval and was denied.
+      { type: 'turn/start', data: { turn: 1, inputId: 'in_approval' } },
+      { type: 'step/start', data: { turn: 1, step: 1 } },
+      { type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'note_write', arguments: '{"key":"k","value":"v"}' }] } },
+      { type: 'tool/approval-request', data: { turn: 1, step: 1, callId: 'c1' } },
+      { type: 'tool/approval', data: { callId: 'c1', decision: 'denied', reason: 'not "now" ✓ \u2028', by: 'local' } },
+      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'error', content: 'denied' } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
     ]);
-    createSession.eventCount += 2;
+    createSession.eventCount += 10;
     // A fork at the crashed recording's open tail: inherited events and synthetic closers.
     const crashed = sessions[FIXTURES.indexOf('v3-crashed.jsonl')];
     const { forkSession } = await gqlOk('mutation($input: ForkSessionInput!) { forkSession(input: $input) { session { id eventCount } } }', {

@@ -208,6 +208,9 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         items.push({ ...base, kind: 'note', text: str(d.text) ? `instructions: ${clip(str(d.text))}` : 'instructions cleared' });
         break;
       case 'session/runner-tools':
+      case 'session/tool-approval':
+      case 'tool/approval-request':
+      case 'tool/approval':
         items.push({ ...base, kind: 'note', text: `runner tools: ${runnerToolsText(d.tools)}` });
         break;
       case 'surface/replace':
@@ -295,6 +298,12 @@ export function eventSummary(e: LogEvent): string {
       return runnerToolsText(d.tools);
     case 'surface/replace':
       return `${num(d.fromSeq)}–${num(d.toSeq)}`;
+    case 'tool/approval-request':
+      return `${str(d.callId)} awaits approval`;
+    case 'tool/approval':
+      return `${str(d.callId)} ${str(d.decision)} by ${str(d.by)}${d.reason ? `: ${clip(str(d.reason))}` : ''}`;
+    case 'session/tool-approval':
+      return toolSetText(d.tools);
     default:
       otherThanCore(ev); // other plugin events
       return clip(JSON.stringify(d));

@@ -1,6 +1,6 @@
 // FORKLINE_MCP_CONFIG: the MCP servers the agent may use, in the shape Claude
 // Code, Codex, Cursor and the OpenAI Agents SDK read (`{"mcpServers": {...}}`),
-// plus forkline's own keys: `trusted`, `effect` and `tools.<name>.effect`
+// plus forkline's own keys: `trusted`, `effect`, `approval`, `tools.<name>.effect` and `tools.<name>.approval`
 // (docs/contract.md#agent-loop), a call timeout, and the tenants allowed to use a server.
 import fs from 'node:fs';
 import { z } from 'zod';
@@ -19,8 +19,10 @@ const common = {
   trusted: z.boolean().default(true),
   /** The effect of every tool of this server, whatever its annotations say. */
   effect: effect.optional(),
-  /** Per tool: its effect, whatever its annotations say. */
-  tools: z.record(z.string(), z.strictObject({ effect: effect.optional() })).default({}),
+  /** Per tool: its effect, whatever its annotations say, and whether its calls need approval (docs/mcp.md). */
+  tools: z.record(z.string(), z.strictObject({ effect: effect.optional(), approval: z.boolean().optional() })).default({}),
+  /** Every call of this server's tools needs a person's approval before it runs (docs/contract.md#tool-approval); a tool's own `approval` wins. */
+  approval: z.boolean().optional(),
   /** A call that takes longer is an `error` result (default: the agent's tool timeout). */
   timeoutMs: z.number().int().positive().max(3_600_000).optional(),
   /**

@@ -62,6 +62,8 @@ export function mcpTool(
   opts: {
     trusted: boolean;
     effect?: Tool['effect'];
+    /** Its calls need approval (docs/contract.md#tool-approval). */
+    approval?: boolean;
     timeoutMs?: number;
     /** A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its directory. */
     workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string) => McpServerConnection };
@@ -77,6 +79,7 @@ export function mcpTool(
     effect,
     server: server.name,
     ...(opts.workspace ? { files: opts.workspace.files } : {}),
+    ...(opts.approval ? { approval: true } : {}),
     async run(args, ctx) {
       const checked = validate(args);
       if (!checked.valid) throw new ToolError(`invalid arguments for ${name}: ${checked.errorMessage}`);

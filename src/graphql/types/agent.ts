@@ -256,11 +256,12 @@ builder.mutationFields((t) => ({
   }),
   cancelTurn: t.field({
     type: SessionRef,
-    description: 'Ends the running turn with reason `cancelled`.',
+    description:
+      'Ends the running turn with reason `cancelled`. A turn waiting for approval (WAITING) ends too: its waiting calls are denied (by the caller) and never run.',
     args: { sessionId: t.arg.id({ required: true }) },
     resolve: async (_root, args, ctx, info) => {
       const id = parseArgs(sessionIdSchema, args.sessionId);
-      await ctx.services.controller.cancelTurn(ctx.scope, id);
+      await ctx.services.controller.cancelTurn(ctx.scope, id, ctx.caller.who ?? ctx.scope.tenant);
       // Read again: the row as the cancel left it, not as the check before it saw it.
       return asSelected(await ctx.store.requireSession(id, sessionColumns(info)));
     },

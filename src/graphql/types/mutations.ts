@@ -53,6 +53,7 @@ const createSessionArgs = z.object({
   tools: toolSetSchema.nullish(),
   runner: runnerPoolSchema.nullish(),
   instructions: instructionsSchema.nullish(),
+  approvalRequired: toolSetSchema.nullish(),
 });
 const forkSessionArgs = z.object({ sessionId: sessionIdSchema, atSeq: seqSchema.nullish(), ...overridesSchema });
 const branchSessionArgs = z.object({ sessionId: sessionIdSchema, anchorSeq: seqSchema.nullish(), ...overridesSchema });
@@ -85,6 +86,10 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
     }),
     instructions: t.string({
       description: 'Its instructions (system prompt; a session/instructions event): sent first in every model request. Omitted or empty: none.',
+    }),
+    approvalRequired: t.stringList({
+      description:
+        'Tools whose calls wait for a person\'s approval (a session/tool-approval event): names, "<server>__*" or "*". Omitted: only those the configuration marks.',
     }),
   }),
 });
@@ -208,9 +213,14 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     args: { input: t.arg({ type: CreateSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: (_root, { input, idempotencyKey }, ctx) => {
-      const { runner, instructions, ...rest } = parseArgs(createSessionArgs, input);
+      const { runner, instructions, approvalRequired, ...rest } = parseArgs(createSessionArgs, input);
       // Absent, the input hashes as before the fields existed (idempotent retries of older clients still match).
-      const parsed = { ...rest, ...(runner == null ? {} : { runner }), ...(instructions ? { instructions } : {}) };
+      const parsed = {
+        ...rest,
+        ...(runner == null ? {} : { runner }),
+        ...(instructions ? { instructions } : {}),
+        ...(approvalRequired?.length ? { approvalRequired } : {}),
+      };
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
       return ctx.services.controller.createSession(ctx.scope, parsed, { key });
     },

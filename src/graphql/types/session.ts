@@ -10,6 +10,7 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
     IDLE: { description: 'No turn is open.' },
     RUNNING: { description: 'A turn is open.' },
+    WAITING: { description: 'A turn is open and waits: a tool call awaits approval (pendingApprovals; approveToolCall, denyToolCall).' },
   } as const,
 });
 
