@@ -181,6 +181,23 @@ export class SessionRunner {
     return decided ? open!.step!.step : undefined;
   }
 
+  /**
+   * After run() failed unexpectedly (a bug, an append the store refused): closes
+   * the open turn `failed` with `message` as its error report, through the
+   * shared repair (docs/contract.md#repair). The fold first reads what the log
+   * holds beyond it, so the closers fit the log, not what the failure left in
+   * memory. Pending input stays pending. Nothing open: nothing is written.
+   */
+  async closeFailed(message: string): Promise<void> {
+    await this.prepare();
+    const open = this.fold.state.openTail();
+    const closers = closersFor(open, { kind: 'failed', sessionId: this.sessionId, message }, this.deps.tools.builtinEffectOf);
+    if (closers.length === 0) return;
+    if (open?.step?.unanswered.some((c) => c.files)) this.deps.workspaces?.of(this.sessionId).invalidate();
+    await this.append(closers, true);
+    this.endTurnObservation('failed', message);
+  }
+
   /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
   private async prepare(): Promise<void> {
     await this.fold.catchUpCold(this.deps.store);

@@ -71,8 +71,8 @@ export interface Violation {
   detail: string;
 }
 
-/** Causes a synthetic closer may carry: repair's, or a fork's in its V4 spelling. */
-const SYNTHETIC_CAUSES = new Set(['interrupted', 'not-started', 'forked']);
+/** Causes a synthetic closer may carry: repair's (a crash; an agent that failed), or a fork's in its V4 spelling. */
+const SYNTHETIC_CAUSES = new Set(['interrupted', 'failed', 'not-started', 'forked']);
 
 export class LogState {
   /** The seq after the last applied event. */

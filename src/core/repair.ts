@@ -1,17 +1,21 @@
-// The one repair algorithm (docs/contract.md#repair, docs/contract.md#exact-fork): crash recovery and forks both
-// close an open tail with closeOpenTail; only the cause differs.
+// The one repair algorithm (docs/contract.md#repair, docs/contract.md#exact-fork): crash recovery, forks and an
+// agent that failed unexpectedly all close an open tail with closeOpenTail; only the cause differs.
 import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
 import { foldLog, type CallApproval, type OpenTail } from './log-state.ts';
 import type { ToolEffect, ToolEffectLookup } from './tools.ts';
 
-export type RepairCause = { kind: 'interrupted'; sessionId: string } | { kind: 'forked'; parentSessionId: string; cutSeq: number };
+export type RepairCause =
+  | { kind: 'interrupted'; sessionId: string }
+  | { kind: 'forked'; parentSessionId: string; cutSeq: number }
+  /** The agent failed unexpectedly (a bug, a refused append): the turn ends `failed` with `message` as its error report. */
+  | { kind: 'failed'; sessionId: string; message: string };
 
 /** What is open at the end of `events` (see LogState); `events` may be any suffix of a log that starts at or before the last `turn/start`. */
 export const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
 
 /** Deterministic: the same cause and call always give the same id. */
 export function syntheticResultId(cause: RepairCause, callId: string): string {
-  return cause.kind === 'forked' ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}` : `interrupted:${cause.sessionId}:${callId}`;
+  return cause.kind === 'forked' ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}` : `${cause.kind}:${cause.sessionId}:${callId}`;
 }
 
 function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {
@@ -42,7 +46,9 @@ export function syntheticResultContent(cause: RepairCause, call: ToolCall, effec
       ? `No result for tool call "${call.name}" (${call.id}) is recorded in this branch: ` +
         `it was forked at event ${cause.cutSeq} of session ${cause.parentSessionId} before the result was recorded, ` +
         `so the record is missing here. The parent session may have executed the call after the cut.`
-      : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` + `so its effect is unknown.`;
+      : cause.kind === 'failed'
+        ? `Tool call "${call.name}" (${call.id}) has no recorded result: the agent failed while the call was in flight, so its effect is unknown.`
+        : `Tool call "${call.name}" (${call.id}) was interrupted: the session stopped while the call was in flight, ` + `so its effect is unknown.`;
   return `${head} ${call.files ? restoredFiles(cause, call, effect) : retryAdvice(call, effect)}`;
 }
 
@@ -64,7 +70,8 @@ export function neverRanContent(cause: RepairCause, call: ToolCall, approval: Ca
 /**
  * The closers for the open tail of `events` (docs/contract.md#repair): synthetic results for
  * the unanswered calls of the open step (in call order), that step's end, then
- * the open turn's end. Nothing open gives no closers.
+ * the open turn's end (for cause `failed`, preceded by the turn's plugin/agent/error).
+ * Nothing open gives no closers.
  */
 export function closeOpenTail(events: Iterable<LogEvent>, cause: RepairCause, effectOf: ToolEffectLookup): NewEvent[] {
   return closersFor(findOpenTail(events), cause, effectOf);
@@ -74,6 +81,7 @@ export function closeOpenTail(events: Iterable<LogEvent>, cause: RepairCause, ef
 export function closersFor(open: OpenTail | undefined, cause: RepairCause, effectOf: ToolEffectLookup): NewEvent[] {
   if (!open) return [];
   const reason = cause.kind;
+  // A call the failed agent left open may have run: its effect is unknown, as after a crash.
   const status = cause.kind === 'forked' ? 'not-started' : 'interrupted';
   const closers: NewEvent[] = [];
   if (open.step) {
@@ -105,6 +113,9 @@ export function closersFor(open: OpenTail | undefined, cause: RepairCause, effec
     if (keepsWaiting) return closers;
     closers.push({ type: 'step/end', synthetic: true, data: { turn: open.turn, step, reason } });
   }
+  // The error report a failed turn carries, as for failures the agent decides itself (docs/contract.md#agent-loop).
+  if (cause.kind === 'failed')
+    closers.push({ type: 'plugin/agent/error', synthetic: true, data: { turn: open.turn, step: open.step?.step ?? 0, message: cause.message } });
   closers.push({ type: 'turn/end', synthetic: true, data: { turn: open.turn, reason } });
   return closers;
 }

@@ -13,6 +13,12 @@
 // level of the response. `Session.recording` (a session's whole log as one
 // string) is not priced but counted: an operation may read at most one
 // (plugins/limits.ts; GET /recordings streams any number).
+//
+// Kept rather than @pothos/plugin-complexity, measured against it on the
+// client's operations and the known attacks (scripts/compare-query-cost.ts,
+// docs/operations.md "Limits"): with the same page-size multipliers the plugin
+// has no depth factor and no once-per-operation count, and prices the aliased
+// page attacks about 4× lower, under the same limit.
 import {
   Kind,
   getNamedType,

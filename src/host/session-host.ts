@@ -431,7 +431,10 @@ export class SessionHost {
         }
         if (!isDatabaseUnavailable(err) || this.stopped) {
           this.opts.log?.(`agent of session ${sessionId} failed`, err);
-          await this.leases.release(entry.lease).catch(() => {});
+          if (!this.stopped) await this.closeFailedTurn(sessionId, runner, err);
+          // Not run again here: an input that fails the same way would fail again at once. Its pending
+          // input is taken by the next claim (a new message, or the periodic look for work).
+          if (!runner.released) await this.leases.release(entry.lease).catch(() => {});
           return;
         }
         // The database is unreachable: keep the lease (the heartbeat renews it
@@ -441,6 +444,21 @@ export class SessionHost {
       } finally {
         entry.runner = undefined;
       }
+    }
+  }
+
+  /**
+   * An agent that failed unexpectedly ends its open turn `failed` with the error
+   * (docs/contract.md#agent-loop), so the session is idle instead of looking
+   * stuck until a restart repairs it. When that cannot be written either, the
+   * turn stays open for crash recovery, as before.
+   */
+  private async closeFailedTurn(sessionId: string, runner: SessionRunner, err: unknown): Promise<void> {
+    const message = `the agent failed: ${err instanceof Error ? err.message : String(err)}`;
+    try {
+      await runner.closeFailed(message);
+    } catch (closeErr) {
+      if (!isGone(closeErr)) this.opts.log?.(`closing the failed turn of session ${sessionId} failed`, closeErr);
     }
   }
 
