@@ -4,6 +4,7 @@
 // page, a fork's inherited prefix reads as through GraphQL, and the body is the
 // GraphQL events page itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createForklineClient, ForklineClientError } from '@forkline/client';
 import { startTestApp, type TestApp } from '../../helpers/app.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
@@ -153,5 +154,21 @@ describe('GET /sessions/<id>/events', () => {
     }
     const post = await fetch(pageUrl(root, ''), { method: 'POST', headers: A });
     expect(post.status).toBe(405);
+  });
+
+  it("is the typed client's eventPage: final pages say so, another tenant's session is SESSION_NOT_FOUND", async () => {
+    const client = createForklineClient({ url: app.url, token: TOKEN_A, retryForMs: 0 });
+    const page = await client.eventPage(root, { after: 19, first: 20 });
+    expect(page.final).toBe(true);
+    expect(page.edges.map((e) => e.node.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 20 + i));
+    expect(page.edges[0].node).toMatchObject({ sessionId: root, inherited: false, type: expect.any(String) });
+    const count = (await app.gql('query($id: ID!) { session(id: $id) { eventCount } }', { id: root }, A)).data.session.eventCount;
+    const head = await client.eventPage(root, { after: count - 10 });
+    expect(head.final).toBe(false);
+    expect(head.edges).toHaveLength(9);
+    const other = createForklineClient({ url: app.url, token: TOKEN_B, retryForMs: 0 });
+    const refused = await other.eventPage(root).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ForklineClientError);
+    expect((refused as ForklineClientError).code).toBe('SESSION_NOT_FOUND');
   });
 });
