@@ -18,7 +18,7 @@ const CONNECTIONS = 8;
 /** BENCH_READ_KINDS=sessions (or events): measure one read only, e.g. to profile it with BENCH_CPU_PROF. */
 const KINDS = (process.env.BENCH_READ_KINDS?.split(',') ?? ['sessions', 'events']) as Array<'sessions' | 'events'>;
 
-async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
+export async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -38,7 +38,7 @@ async function startProcess(command: string, args: string[], env: Record<string,
   return { url, child };
 }
 
-const stop = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))));
+export const stop = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))));
 
 export async function benchReadThroughput(ctx: BenchContext) {
   const { store, databaseUrl } = ctx;
