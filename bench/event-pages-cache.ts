@@ -63,6 +63,7 @@ http {
       proxy_pass http://forkline;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
+      proxy_set_header Host $http_host; # local mode answers loopback Hosts only
       proxy_cache pages;
       proxy_cache_revalidate on;
       proxy_cache_lock on;
