@@ -59,16 +59,16 @@ export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly
 /**
  * Posts around the plugins registered with yoga (`fence.around(plugins)`). A
  * plugin may add others when yoga starts (onPluginInit's addPlugin, spliced
- * in right after it), which the registered list does not show. Between the
- * posts of the list yoga resolved (envelop's `_plugins`, where yoga takes its
- * hooks from) are the registered plugins and every one they added, and
+ * in right after it), which the registered list does not show. envelop calls
+ * each plugin's onPluginInit in order with the list being resolved: by the
+ * time it reaches the end post, every plugin before it has added its own, so
+ * between the posts are the registered plugins and every one they added, and
  * nothing of yoga's own.
  */
 export function fastLaneFence() {
   let resolved: readonly Plugin[] | undefined;
   const start: Plugin = {};
-  // yoga calls onYogaInit once, with the resolved list in place.
-  const end: Plugin = { onYogaInit: ({ yoga }) => void (resolved = yoga.getEnveloped._plugins as Plugin[]) };
+  const end: Plugin = { onPluginInit: ({ plugins }) => void (resolved = [...plugins] as Plugin[]) };
   return {
     around: (plugins: readonly Plugin[]): Plugin[] => [start, ...plugins, end],
     /** What yoga runs between the posts; throws before yoga has started. */
