@@ -20,6 +20,7 @@ import type { SessionStore } from '../../store/session-store.ts';
 import type { Guard } from '../guard.ts';
 import { reply, replyError } from '../http-body.ts';
 import { EVENT_PAGE_PATH } from '../token-connections.ts';
+import { requestOf } from './fast-lane.ts';
 import { isOver, responseTooLarge } from '../../graphql/plugins/response-size.ts';
 
 /** Pages are at most this long, as in the GraphQL connection (graphql/builder.ts MAX_PAGE_SIZE). */
@@ -125,7 +126,7 @@ export function eventPages(opts: EventPagesOptions) {
       if (session && isFinal(after, first, session.eventCount)) return void res.writeHead(304, cached).end();
     }
 
-    const enveloped = yoga.getEnveloped({ req, params: { query: text, variables: { id, after, first } } });
+    const enveloped = yoga.getEnveloped({ req, request: requestOf(req, yoga.fetchAPI), params: { query: text, variables: { id, after, first } } });
     const result = (await enveloped.execute({
       schema: enveloped.schema,
       document,
