@@ -241,6 +241,13 @@ export function fastLane(opts: FastLaneOptions) {
       contextValue: await enveloped.contextFactory(),
     })) as ExecutionResult;
     if (result.errors?.length) opts.onErrors?.(result.errors);
+    if (!result.errors && !result.extensions) {
+      // What processRegularResult answers for a result without errors (status 200, its content type, the result's
+      // stringify), without building a fetch Response to read back.
+      const text = (result as { stringify?: (r: unknown) => string }).stringify?.(result) ?? JSON.stringify(result);
+      res.writeHead(200, { 'content-type': `${mediaType}; charset=utf-8`, 'content-length': String(Buffer.byteLength(text)) }).end(text);
+      return true;
+    }
     const response = processRegularResult(result, yoga.fetchAPI, mediaType);
     const text = await response.text();
     const headers: Record<string, string> = {};
