@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
-import { hammer } from './load.ts';
+import { hammer, processCpuSeconds } from './load.ts';
 import { startProcess, stop } from './read-throughput.ts';
 import { ensureAptPackage } from '../scripts/apt-package.mjs';
 
@@ -21,12 +21,6 @@ const NGINX = '/usr/sbin/nginx';
 const CONNECTIONS = 8;
 const PAGES = 100;
 const PAGE = 100;
-
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (fields 14, 15) in clock ticks (USER_HZ 100)
-}
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -114,12 +108,10 @@ export async function benchEventPagesCache(ctx: BenchContext) {
     if (warm.hit !== 'HIT') throw new Error(`nginx did not answer from its cache: ${JSON.stringify(warm)}`);
 
     const measure = async (base: string) => {
-      const before = cpuSeconds(forkline.child.pid!);
+      const before = processCpuSeconds(forkline.child.pid!);
       const r = await hammer(base + '/', { get: paths }, { connections: CONNECTIONS, ms, check });
-      const cpu = cpuSeconds(forkline.child.pid!) - before;
-      // The hammer's warm-up (500 ms) is inside the CPU window: count its pages too.
-      const pages = (r.requestsPerSec * (ms + 500)) / 1000;
-      return { ...r, cpuMsPerPage: round((cpu * 1000) / pages, 3) };
+      const cpu = processCpuSeconds(forkline.child.pid!) - before;
+      return { ...r, cpuMsPerPage: round((cpu * 1000) / r.requests, 3) };
     };
     // Alternating runs, best of two: the machine may be busy with other work.
     const best: Record<'direct' | 'cached', Awaited<ReturnType<typeof measure>> | undefined> = { direct: undefined, cached: undefined };

@@ -2,11 +2,14 @@
 // connections each posting the same body back to back for `ms` (or, with
 // `{ get: paths }`, GETs of those paths in turn); requests/s and latency
 // percentiles. Every answer must be a 200 whose body `check` accepts.
+import fs from 'node:fs';
 import http from 'node:http';
 import { percentile, round } from './context.ts';
 
 export interface LoadResult {
   requestsPerSec: number;
+  /** Every request sent, warm-up and probe included (for CPU per request over the whole call). */
+  requests: number;
   p50Ms: number;
   p99Ms: number;
 }
@@ -56,12 +59,14 @@ export async function hammer(
     : fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...opts.headers }, body }));
   const json = await probe.json();
   if (!opts.check(json)) throw new Error(`unexpected answer from ${url}: ${JSON.stringify(json).slice(0, 300)}`);
+
   const warmUntil = performance.now() + 500;
   await Promise.all(
     Array.from({ length: opts.connections }, async () => {
       while (performance.now() < warmUntil) await post();
     }),
   );
+  const warmed = latencies.length + 1;
   latencies.length = 0;
   const started = performance.now();
   const until = started + opts.ms;
@@ -73,5 +78,16 @@ export async function hammer(
   const elapsed = performance.now() - started;
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { requestsPerSec: round((latencies.length / elapsed) * 1000, 1), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+  return {
+    requests: warmed + latencies.length,
+    requestsPerSec: round((latencies.length / elapsed) * 1000, 1),
+    p50Ms: round(percentile(latencies, 50)),
+    p99Ms: round(percentile(latencies, 99)),
+  };
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 1/100 s). */
+export function processCpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }

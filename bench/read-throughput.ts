@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
-import { hammer, type LoadResult } from './load.ts';
+import { hammer, processCpuSeconds, type LoadResult } from './load.ts';
 
 const scope = { tenant: 'local' };
 const CONNECTIONS = 8;
@@ -89,16 +89,22 @@ export async function benchReadThroughput(ctx: BenchContext) {
   if (postgraphile) servers.push(await startPostGraphile(postgraphile, databaseUrl, long.id));
 
   const results: Record<string, Record<string, LoadResult>> = {};
+  const cpuPerRequest: Record<string, Record<string, number>> = {};
   try {
     // Alternating runs, best of two: the machine may be busy with other work.
     for (let round = 0; round < 2; round++) {
       for (const kind of KINDS) {
         for (const s of servers) {
+          const cpuBefore = processCpuSeconds(s.child.pid!);
           const r = await hammer(s.url, (s.bodies ?? { sessions: SESSIONS, events: EVENTS })[kind], {
             connections: CONNECTIONS,
             ms,
             check: (s.checks ?? checks)[kind],
           });
+          // The server's CPU per request: what the machine's other load moves far less than requests/s.
+          const cpuMs = ((processCpuSeconds(s.child.pid!) - cpuBefore) * 1000) / r.requests;
+          const cpu = (cpuPerRequest[s.name] ??= {});
+          cpu[kind] = Math.min(cpu[kind] ?? Infinity, cpuMs);
           const best = results[s.name]?.[kind];
           if (!best || r.requestsPerSec > best.requestsPerSec) (results[s.name] ??= {})[kind] = r;
         }
@@ -111,11 +117,14 @@ export async function benchReadThroughput(ctx: BenchContext) {
   for (const kind of KINDS) {
     for (const s of servers) {
       const r = results[s.name][kind];
-      out[`${kind}.${s.name}`] = `${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
+      out[`${kind}.${s.name}`] = `${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, server CPU ${round(cpuPerRequest[s.name][kind], 3)} ms/req`;
     }
     out[`${kind}.forklineToRaw`] = round(results.forkline[kind].requestsPerSec / results.raw[kind].requestsPerSec);
     out[`${kind}.noFastLaneToRaw`] = round(results.forklineNoFastLane[kind].requestsPerSec / results.raw[kind].requestsPerSec);
     out[`${kind}.fastLaneGain`] = round(results.forkline[kind].requestsPerSec / results.forklineNoFastLane[kind].requestsPerSec);
+    // CPU per request, raw ÷ forkline (and with the fast lane off): the same ratio as requests/s on a CPU-bound quiet machine.
+    out[`${kind}.cpuRawToForkline`] = round(cpuPerRequest.raw[kind] / cpuPerRequest.forkline[kind]);
+    out[`${kind}.cpuFastLaneGain`] = round(cpuPerRequest.forklineNoFastLane[kind] / cpuPerRequest.forkline[kind]);
     if (results.postgraphile) out[`${kind}.postgraphileToRaw`] = round(results.postgraphile[kind].requestsPerSec / results.raw[kind].requestsPerSec);
   }
   out.goal = 'forklineToRaw >= 0.85; the fast lane kept only with fastLaneGain >= 1.15';
