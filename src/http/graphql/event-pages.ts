@@ -24,15 +24,15 @@ import { requestOf } from './fast-lane.ts';
 import { isOver, responseTooLarge } from '../../graphql/plugins/response-size.ts';
 
 /** Pages are at most this long, as in the GraphQL connection (graphql/builder.ts MAX_PAGE_SIZE). */
-export const MAX_EVENT_PAGE = 500;
-export const DEFAULT_EVENT_PAGE = 100;
+const MAX_EVENT_PAGE = 500;
+const DEFAULT_EVENT_PAGE = 100;
 /**
  * How long a shared cache (a proxy) may answer a final page without asking
  * again. Shared caches key on the token (Vary: Authorization); this bounds how
  * long a revoked token or a deleted session is still answered from one. A
  * revalidation (If-None-Match) costs the server a session-row read.
  */
-export const SHARED_CACHE_SECONDS = 60;
+const SHARED_CACHE_SECONDS = 60;
 const FINAL_PAGE_CACHE = `max-age=31536000, s-maxage=${SHARED_CACHE_SECONDS}, immutable`;
 
 /** The HTTP status of a page's GraphQL error, by its code. */
@@ -62,7 +62,7 @@ const queryOf = z
   .strict();
 
 /** The query a page runs: every field of Event (a field added to the schema is served with it). */
-export function eventPageQuery(schema: GraphQLSchema): string {
+function eventPageQuery(schema: GraphQLSchema): string {
   const event = schema.getType('Event');
   if (!isObjectType(event)) throw new Error('the schema has no Event type');
   const fields = Object.values(event.getFields())
