@@ -11,14 +11,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
-import { hammer, type LoadResult } from './load.ts';
+import { hammer, processCpuSeconds, type LoadResult } from './load.ts';
 
 const scope = { tenant: 'local' };
 const CONNECTIONS = 8;
 /** BENCH_READ_KINDS=sessions (or events): measure one read only, e.g. to profile it with BENCH_CPU_PROF. */
 const KINDS = (process.env.BENCH_READ_KINDS?.split(',') ?? ['sessions', 'events']) as Array<'sessions' | 'events'>;
 
-async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
+export async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -38,7 +38,7 @@ async function startProcess(command: string, args: string[], env: Record<string,
   return { url, child };
 }
 
-const stop = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))));
+export const stop = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null ? r(null) : (child.once('exit', r), child.kill('SIGTERM'))));
 
 export async function benchReadThroughput(ctx: BenchContext) {
   const { store, databaseUrl } = ctx;
@@ -67,6 +67,13 @@ export async function benchReadThroughput(ctx: BenchContext) {
     { DATABASE_URL: databaseUrl, PORT: '0' },
     /"url":"([^"]+)"/,
   );
+  // The same process with the HTTP fast lane off (src/http/graphql/fast-lane.ts): every request through yoga's fetch layer.
+  const noFastLane = await startProcess(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))],
+    { DATABASE_URL: databaseUrl, PORT: '0', FORKLINE_HTTP_FAST_LANE: 'false' },
+    /"url":"([^"]+)"/,
+  );
   const raw = await startProcess(
     process.execPath,
     [...tsx, fileURLToPath(new URL('./raw-read-server.ts', import.meta.url))],
@@ -76,21 +83,28 @@ export async function benchReadThroughput(ctx: BenchContext) {
   const servers: Array<{ name: string; url: string; child: ChildProcess; bodies?: { sessions: string; events: string }; checks?: typeof checks }> = [
     { name: 'raw', ...raw },
     { name: 'forkline', ...forkline },
+    { name: 'forklineNoFastLane', ...noFastLane },
   ];
   const postgraphile = process.env.BENCH_POSTGRAPHILE;
   if (postgraphile) servers.push(await startPostGraphile(postgraphile, databaseUrl, long.id));
 
   const results: Record<string, Record<string, LoadResult>> = {};
+  const cpuPerRequest: Record<string, Record<string, number>> = {};
   try {
     // Alternating runs, best of two: the machine may be busy with other work.
     for (let round = 0; round < 2; round++) {
       for (const kind of KINDS) {
         for (const s of servers) {
+          const cpuBefore = processCpuSeconds(s.child.pid!);
           const r = await hammer(s.url, (s.bodies ?? { sessions: SESSIONS, events: EVENTS })[kind], {
             connections: CONNECTIONS,
             ms,
             check: (s.checks ?? checks)[kind],
           });
+          // The server's CPU per request: what the machine's other load moves far less than requests/s.
+          const cpuMs = ((processCpuSeconds(s.child.pid!) - cpuBefore) * 1000) / r.requests;
+          const cpu = (cpuPerRequest[s.name] ??= {});
+          cpu[kind] = Math.min(cpu[kind] ?? Infinity, cpuMs);
           const best = results[s.name]?.[kind];
           if (!best || r.requestsPerSec > best.requestsPerSec) (results[s.name] ??= {})[kind] = r;
         }
@@ -103,12 +117,17 @@ export async function benchReadThroughput(ctx: BenchContext) {
   for (const kind of KINDS) {
     for (const s of servers) {
       const r = results[s.name][kind];
-      out[`${kind}.${s.name}`] = `${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`;
+      out[`${kind}.${s.name}`] = `${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, server CPU ${round(cpuPerRequest[s.name][kind], 3)} ms/req`;
     }
     out[`${kind}.forklineToRaw`] = round(results.forkline[kind].requestsPerSec / results.raw[kind].requestsPerSec);
+    out[`${kind}.noFastLaneToRaw`] = round(results.forklineNoFastLane[kind].requestsPerSec / results.raw[kind].requestsPerSec);
+    out[`${kind}.fastLaneGain`] = round(results.forkline[kind].requestsPerSec / results.forklineNoFastLane[kind].requestsPerSec);
+    // CPU per request, raw ÷ forkline (and with the fast lane off): the same ratio as requests/s on a CPU-bound quiet machine.
+    out[`${kind}.cpuRawToForkline`] = round(cpuPerRequest.raw[kind] / cpuPerRequest.forkline[kind]);
+    out[`${kind}.cpuFastLaneGain`] = round(cpuPerRequest.forklineNoFastLane[kind] / cpuPerRequest.forkline[kind]);
     if (results.postgraphile) out[`${kind}.postgraphileToRaw`] = round(results.postgraphile[kind].requestsPerSec / results.raw[kind].requestsPerSec);
   }
-  out.goal = 'forklineToRaw >= 0.6';
+  out.goal = 'forklineToRaw >= 0.85; the fast lane kept only with fastLaneGain >= 1.15';
   return out;
 }
 

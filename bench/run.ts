@@ -9,6 +9,7 @@ import { benchReadPage } from './read-page.ts';
 import { benchTurn } from './turn.ts';
 import { benchTurns } from './turns.ts';
 import { benchReadThroughput } from './read-throughput.ts';
+import { benchEventPagesCache } from './event-pages-cache.ts';
 import { benchSessionsList, benchSubscriptionFanout } from './subscriptions.ts';
 import { benchSearch } from './search.ts';
 import { benchSearchScale } from './search-scale.ts';
@@ -26,6 +27,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   turn: benchTurn,
   turns: benchTurns,
   readThroughput: benchReadThroughput,
+  eventPagesCache: benchEventPagesCache,
   subscriptionFanout: benchSubscriptionFanout,
   sessionsList: benchSessionsList,
   search: benchSearch,

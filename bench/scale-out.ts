@@ -65,6 +65,7 @@ export async function benchScaleOut(ctx: BenchContext) {
     try {
       const results = await Promise.all(servers.map((s) => hammer(s.url, bodies[kind], { connections: CONNECTIONS / processes, ms, check: checks[kind] })));
       return {
+        requests: results.reduce((n, r) => n + r.requests, 0),
         requestsPerSec: round(
           results.reduce((n, r) => n + r.requestsPerSec, 0),
           1,

@@ -6,6 +6,7 @@ import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Context } from './context.ts';
 import { badInput } from '../core/errors.ts';
+import { PROPERTY_READ } from './property-reads.ts';
 
 /** Maximum page size of every connection; larger `first` is rejected. */
 export const MAX_PAGE_SIZE = 500;
@@ -28,7 +29,7 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [PrismaPlugin, RelayPlugin],
+  plugins: [PrismaPlugin, RelayPlugin, 'propertyReads'],
   defaultFieldNullability: false,
   prisma: {
     client: (ctx) => ctx.prisma,
@@ -40,6 +41,10 @@ export const builder = new SchemaBuilder<{
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',
+    // Read as properties, without a resolver (property-reads.ts).
+    edgesFieldOptions: PROPERTY_READ,
+    pageInfoFieldOptions: PROPERTY_READ,
+    nodeFieldOptions: PROPERTY_READ,
     encodeGlobalID: (_typename, id) => String(id),
     nodesQueryOptions: {
       description: `The nodes of these ids, in order (null where there is none); at most ${MAX_NODE_IDS} ids.`,

@@ -1,7 +1,7 @@
 // The router: the node:http server and the WebSocket server every door sits
 // behind. Each request passes the guard (guard.ts) and goes to its door by
 // path: /graphql (graphql/graphql-handler.ts, over HTTP and graphql-ws),
-// /agui (agui/agui-handler.ts), /chat and /chat/<id>/stream (chat/chat-handler.ts), /recordings (POST: recording-upload.ts, GET:
+// GET /sessions/<id>/events (graphql/event-pages.ts), /agui (agui/agui-handler.ts), /chat and /chat/<id>/stream (chat/chat-handler.ts), /recordings (POST: recording-upload.ts, GET:
 // recording-download.ts), GraphiQL's
 // assets, the service endpoints, then the dashboard.
 import http from 'node:http';
@@ -13,6 +13,7 @@ import type { ServiceMetrics } from '../metrics.ts';
 import type { ErrorLog } from '../logger.ts';
 import { graphqlHandler } from './graphql/graphql-handler.ts';
 import type { WsDelivery } from './graphql/ws-delivery.ts';
+import { EVENT_PAGE_PATH } from './token-connections.ts';
 import { aguiHandler } from '../agui/agui-handler.ts';
 import { chatHandler } from '../chat/chat-handler.ts';
 import { Guard } from './guard.ts';
@@ -66,7 +67,7 @@ export interface ServerOptions {
   onOtherRequest?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean | Promise<boolean>;
 }
 
-const ROUTES = new Set(['/graphql', '/recordings', '/agui', '/chat', '/healthz', '/readyz', '/metrics', '/']);
+const ROUTES = new Set(['/graphql', '/sessions', '/recordings', '/agui', '/chat', '/healthz', '/readyz', '/metrics', '/']);
 const METHODS = new Set(['GET', 'POST', 'HEAD', 'OPTIONS']);
 
 export interface RunningServer {
@@ -112,7 +113,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
     watchBody(req, res, bodyRate);
     const path = (req.url ?? '/').split('?')[0];
-    const route = path.startsWith('/chat/') ? '/chat' : path;
+    const route = path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
     if (metrics)
       res.once('finish', () =>
         metrics.httpRequests.inc({
@@ -124,6 +125,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       if (!(await guard.admit(req, res, path))) return;
       if (path === '/graphql') return await graphql.http(req, res);
+      if (route === '/sessions') return await graphql.eventPage(req, res, path);
       if (path.startsWith(GRAPHIQL_ASSETS_PREFIX) && (await serveGraphiQLAsset(req, res, path))) return;
       if (path === '/recordings') return await (req.method === 'GET' ? download(req, res) : upload(req, res));
       if (path === '/agui') return await agui(req, res);

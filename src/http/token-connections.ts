@@ -18,11 +18,13 @@ import { bearerToken, type Principal, type TenantAuth } from './auth.ts';
 import { replyError } from './http-body.ts';
 
 /** Paths the request gate guards (the rest are static pages and probes). */
-const GATED = new Set(['/graphql', '/recordings', '/agui', '/chat']);
+const GATED = new Set(['/graphql', '/sessions', '/recordings', '/agui', '/chat']);
 /** Doors where every POST writes. */
 const WRITE_ONLY = new Set(['/recordings', '/agui', '/chat']);
-/** /chat/<id>/stream is the /chat door too. */
-const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : path);
+/** A page of a session's log over GET (http/graphql/event-pages.ts): the /sessions door. */
+export const EVENT_PAGE_PATH = /^\/sessions\/([^/]+)\/events$/;
+/** /chat/<id>/stream is the /chat door too; /sessions/<id>/events the /sessions door. */
+const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path);
 
 export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
 

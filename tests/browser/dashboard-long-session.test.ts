@@ -47,6 +47,11 @@ describe('dashboard on a 20,000-event session', () => {
 
     // First screen: the last answer in the conversation and the last row of the timeline.
     await page.goto(origin + '/'); // the app shell and assets cached, as when a user opens a session from the list
+    // Pages wholly in the log's past come from GET /sessions/<id>/events, final and immutable (HTTP-cacheable).
+    const pastPages: Array<{ status: number; cache: string }> = [];
+    page.on('response', (r) => {
+      if (new URL(r.url()).pathname === `/sessions/${sessionId}/events`) pastPages.push({ status: r.status(), cache: r.headers()['cache-control'] ?? '' });
+    });
     let t0 = Date.now();
     await page.goto(`${origin}/sessions/${sessionId}`);
     await page.locator('li.msg.assistant', { hasText: `answer ${TURNS}` }).waitFor(TIMEOUT);
@@ -94,6 +99,8 @@ describe('dashboard on a 20,000-event session', () => {
     await page.locator('table.timeline tr.target[data-seq="12345"]').waitFor(TIMEOUT);
     await page.locator('.conversation > li[data-target]').first().waitFor(TIMEOUT);
     figures['jump to seq 12345'] = ms(Date.now() - t0);
+    expect(pastPages.length).toBeGreaterThan(0);
+    expect(pastPages.filter((p) => p.status !== 200 || !/\bimmutable\b/.test(p.cache))).toEqual([]);
     await screenshot(page, 'dashboard-20k-jump.png');
     await page.getByRole('button', { name: 'Jump to latest' }).click();
     await scrolledIntoView(page, 'timeline-scroll', `table.timeline tr[data-seq="${length - 1}"]`);

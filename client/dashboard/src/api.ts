@@ -104,6 +104,7 @@ export const forkline: typeof client = {
   ...client,
   query: ((doc: Parameters<typeof client.query>[0], ...v: []) => observed(client.query(doc, ...v))) as typeof client.query,
   mutate: ((doc: Parameters<typeof client.mutate>[0], ...v: []) => observed(client.mutate(doc, ...v))) as typeof client.mutate,
+  eventPage: (id, page) => observed(client.eventPage(id, page)),
 };
 
 /** Wakes whatever waits to retry (the Retry button): the next attempt goes now. */

@@ -6,8 +6,11 @@ import type { LogEvent } from './conversation.ts';
 
 export const PAGE_SIZE = 200;
 
-/** Fetches up to `first` events after `afterSeq`; returns them and the log's length then. */
-export type PageFetcher = (afterSeq: number, first: number) => Promise<{ events: LogEvent[]; eventCount: number }>;
+/** Fetches up to `first` events after `afterSeq` (`length`: the log's length as known); returns them and the log's length then. */
+export type PageFetcher = (afterSeq: number, first: number, length: number) => Promise<{ events: LogEvent[]; eventCount: number }>;
+
+/** A page wholly below the log's end, with an event after it: it never changes (an HTTP cache may keep it). */
+export const isFinalPage = (afterSeq: number, first: number, length: number) => afterSeq + first + 1 < length;
 
 export const pageOf = (seq: number) => Math.floor(seq / PAGE_SIZE);
 
@@ -73,7 +76,7 @@ export class EventPages {
   loadPage(page: number): Promise<void> {
     let load = this.requested.get(page);
     if (!load) {
-      load = this.fetchPage(page * PAGE_SIZE - 1, PAGE_SIZE).then(
+      load = this.fetchPage(page * PAGE_SIZE - 1, PAGE_SIZE, this.length).then(
         ({ events, eventCount }) => {
           this.length = Math.max(this.length, eventCount);
           this.add(events);

@@ -12,13 +12,21 @@ import {
   type SessionEventsLiveSubscription,
 } from '../../generated/graphql.ts';
 import { follow, forkline, problemOf, serverBack, type Sink } from './api.ts';
-import { EventPages } from './event-pages.ts';
+import { EventPages, isFinalPage } from './event-pages.ts';
 import { followLiveSteps, type LiveStep, type SessionDetails } from './session-log.ts';
 import { errorText } from './widgets.tsx';
 
-/** A session's log as EventPages fetched through the events connection (`length`: its eventCount when opened). */
+/**
+ * A session's log as EventPages (`length`: its eventCount when opened): pages
+ * wholly in its past from GET /sessions/<id>/events, which the browser's HTTP
+ * cache keeps (they never change); the page at the head through the events connection.
+ */
 export const sessionEventPages = (id: string, length: number) =>
-  new EventPages(async (afterSeq, first) => {
+  new EventPages(async (afterSeq, first, known) => {
+    if (isFinalPage(afterSeq, first, known)) {
+      const page = await forkline.eventPage(id, { after: afterSeq, first });
+      return { events: page.edges.map((e) => e.node), eventCount: known };
+    }
     const r = await forkline.query(SessionEventsDocument, { id, afterSeq, first });
     return { events: r.session?.events.edges.map((e) => e.node) ?? [], eventCount: r.session?.eventCount ?? 0 };
   }, length);

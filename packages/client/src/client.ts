@@ -11,6 +11,7 @@ import WebSocket from 'ws';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 
 import { Backoff, sleep } from './backoff.ts';
+import type { EventFieldsFragment } from './generated/graphql.ts';
 
 export * from './generated/graphql.ts';
 export { Backoff, backoffDelay, sleep, type BackoffOptions } from './backoff.ts';
@@ -75,8 +76,23 @@ export interface ForklineClient {
    * lines it will hold (after the header line), for progress.
    */
   downloadRecording(sessionId: string): Promise<{ eventCount: number; body: ReadableStream<Uint8Array> }>;
+  /**
+   * A page of a session's log from GET /sessions/<id>/events (events after
+   * `after`, at most `first`, default 100): the same page as the events
+   * connection, at a URL HTTP caches keep. `final` says the page is full with a
+   * next page, so it never changes (the server marks it immutable: a browser
+   * answers it from its cache).
+   */
+  eventPage(sessionId: string, page?: { after?: number; first?: number }): Promise<EventPage>;
   /** Closes the WebSocket (if one was opened). */
   close(): Promise<void>;
+}
+
+/** A page of the log as GET /sessions/<id>/events serves it: the events connection, every Event field. */
+export interface EventPage {
+  edges: Array<{ cursor: string; node: EventFieldsFragment & { sessionId: string } }>;
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  final: boolean;
 }
 
 export function createForklineClient(opts: ForklineClientOptions): ForklineClient {
@@ -184,6 +200,32 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     return { eventCount: Number(res.headers.get('x-forkline-event-count') ?? 0), body: res.body };
   }
 
+  async function eventPage(sessionId: string, page: { after?: number; first?: number } = {}): Promise<EventPage> {
+    const q = new URLSearchParams();
+    if (page.after !== undefined) q.set('after', String(page.after));
+    if (page.first !== undefined) q.set('first', String(page.first));
+    const url = `${opts.url.replace(/\/graphql\/?$/, '')}/sessions/${encodeURIComponent(sessionId)}/events${q.toString() ? `?${q}` : ''}`;
+    return withRetries(async () => {
+      let res: Response;
+      try {
+        res = await doFetch(url, { headers: authorization ? { authorization } : {} });
+      } catch (err) {
+        throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+      }
+      const text = await res.text();
+      let body: { data?: { session: { events: Omit<EventPage, 'final'> } | null }; errors?: GraphQLErrorInfo[] };
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
+      }
+      const events = body.data?.session?.events;
+      if (body.errors?.length || !res.ok || !events)
+        throw new ForklineClientError(body.errors ?? [{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
+      return { ...events, final: /\bimmutable\b/.test(res.headers.get('cache-control') ?? '') };
+    }, opts.retryForMs ?? 15_000);
+  }
+
   // A plain iterator, not an async generator: return() must end a subscription
   // at once, even while a next() is waiting (a generator would queue it until
   // the next item arrived, which may be never).
@@ -225,6 +267,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     subscribe: (doc, ...v) => subscribe(doc, v[0]),
     uploadRecording,
     downloadRecording,
+    eventPage,
     async close() {
       await ws?.dispose();
       ws = undefined;

@@ -12,28 +12,31 @@ import type { Context } from '../context.ts';
 export const RESPONSE_TOO_LARGE = 'RESPONSE_TOO_LARGE';
 
 /** UTF-8 bytes of `text`, computed only when its length does not settle the comparison. */
-function isOver(text: string, maxBytes: number): { over: boolean; bytes: number } {
+export function isOver(text: string, maxBytes: number): { over: boolean; bytes: number } {
   if (text.length > maxBytes) return { over: true, bytes: Buffer.byteLength(text) };
   if (text.length * 3 <= maxBytes) return { over: false, bytes: text.length };
   const bytes = Buffer.byteLength(text);
   return { over: bytes > maxBytes, bytes };
 }
 
+/** The result sent instead of one of `bytes` over `maxBytes`. */
+export function responseTooLarge(bytes: number, maxBytes: number, mutationApplied = false): ExecutionResult {
+  const ran = mutationApplied ? ' (the mutation was applied)' : '';
+  return {
+    data: null,
+    errors: [
+      new GraphQLError(
+        `the response would be ${bytes} bytes, over the limit of ${maxBytes} (FORKLINE_MAX_RESPONSE_BYTES)${ran}: ask for fewer fields, smaller pages or fewer aliases`,
+        { extensions: { code: RESPONSE_TOO_LARGE } },
+      ),
+    ],
+  };
+}
+
 export function useResponseSizeLimit(maxBytes: number): Plugin {
   return {
     onExecute({ args }) {
-      const refusal = (bytes: number): ExecutionResult => {
-        const ran = getOperationAST(args.document, args.operationName)?.operation === 'mutation' ? ' (the mutation was applied)' : '';
-        return {
-          data: null,
-          errors: [
-            new GraphQLError(
-              `the response would be ${bytes} bytes, over the limit of ${maxBytes} (FORKLINE_MAX_RESPONSE_BYTES)${ran}: ask for fewer fields, smaller pages or fewer aliases`,
-              { extensions: { code: RESPONSE_TOO_LARGE } },
-            ),
-          ],
-        };
-      };
+      const refusal = (bytes: number) => responseTooLarge(bytes, maxBytes, getOperationAST(args.document, args.operationName)?.operation === 'mutation');
       // graphql-ws writes its own messages: the result is measured here (the
       // GraphQL door, http/graphql/graphql-handler.ts, sets `ws` on a graphql-ws operation's context).
       const overWebSocket = Boolean((args.contextValue as Partial<Context> | undefined)?.ws);

@@ -2,11 +2,12 @@
 // Prisma: their ids are derived from (the session read through, seq), and a
 // fork's inherited events live in its ancestors' rows.
 import { builder } from '../builder.ts';
+import { PROPERTY_READ } from '../property-reads.ts';
 import { parseEventId } from '../../store/ids.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 
 export const EventRef = builder.node(builder.objectRef<StoredEvent>('Event'), {
-  id: { resolve: (e) => e.id },
+  id: { resolve: (e) => e.id, ...PROPERTY_READ },
   // node(id) stays inside the caller's tenant; a missing or other tenant's id is null.
   loadOne: async (id, ctx) => {
     const ref = parseEventId(id);

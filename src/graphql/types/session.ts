@@ -1,4 +1,5 @@
 import { builder } from '../builder.ts';
+import { PROPERTY_READ } from '../property-reads.ts';
 import { EventRef } from './event.ts';
 import { eventsConnection } from '../events-connection.ts';
 import { EVENT_ORIGINS, EventOriginEnum } from './event-filters.ts';
@@ -15,7 +16,7 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
 });
 
 export const SessionRef = builder.prismaNode('Session', {
-  id: { resolve: (s) => s.id },
+  id: { resolve: (s) => s.id, ...PROPERTY_READ },
   nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
   // The row's key (id, treeId): the tree from the directory (cached), so the read names it like every other.
   findUnique: async (id, ctx) => ({ id_treeId: { id, treeId: (await ctx.store.treeOf(id)) ?? '' }, tenant: ctx.scope.tenant }),

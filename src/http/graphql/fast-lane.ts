@@ -59,16 +59,16 @@ export function assertFastLaneSafe(plugins: readonly Plugin[], allowed: readonly
 /**
  * Posts around the plugins registered with yoga (`fence.around(plugins)`). A
  * plugin may add others when yoga starts (onPluginInit's addPlugin, spliced
- * in right after it), which the registered list does not show. Between the
- * posts of the list yoga resolved (envelop's `_plugins`, where yoga takes its
- * hooks from) are the registered plugins and every one they added, and
+ * in right after it), which the registered list does not show. envelop calls
+ * each plugin's onPluginInit in order with the list being resolved: by the
+ * time it reaches the end post, every plugin before it has added its own, so
+ * between the posts are the registered plugins and every one they added, and
  * nothing of yoga's own.
  */
 export function fastLaneFence() {
   let resolved: readonly Plugin[] | undefined;
   const start: Plugin = {};
-  // yoga calls onYogaInit once, with the resolved list in place.
-  const end: Plugin = { onYogaInit: ({ yoga }) => void (resolved = yoga.getEnveloped._plugins as Plugin[]) };
+  const end: Plugin = { onPluginInit: ({ plugins }) => void (resolved = [...plugins] as Plugin[]) };
   return {
     around: (plugins: readonly Plugin[]): Plugin[] => [start, ...plugins, end],
     /** What yoga runs between the posts; throws before yoga has started. */
@@ -141,6 +141,28 @@ function paramsOf(body: string): Params | null {
   return p as unknown as Params;
 }
 
+/**
+ * The `request` yoga puts in a plugin's context, as far as plugins read it:
+ * method, URL and headers (a fetch Headers, built only when read — most
+ * requests never read it, and building one per request is what the fast lane saves).
+ */
+export function requestOf(req: http.IncomingMessage, fetchAPI: YogaServerInstance<object, object>['fetchAPI']): Pick<Request, 'method' | 'url' | 'headers'> {
+  let headers: Headers | undefined;
+  return {
+    method: req.method ?? 'POST',
+    get url() {
+      return `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+    },
+    get headers() {
+      return (headers ??= new fetchAPI.Headers(
+        Object.entries(req.headers).flatMap(([name, value]): Array<[string, string]> =>
+          value === undefined ? [] : Array.isArray(value) ? value.map((v): [string, string] => [name, v]) : [[name, value]],
+        ),
+      ));
+    },
+  };
+}
+
 export interface FastLaneOptions {
   yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
   guard: Guard;
@@ -190,11 +212,17 @@ export function fastLane(opts: FastLaneOptions) {
     const params = paramsOf(body);
     if (!params) return false;
 
-    const enveloped = yoga.getEnveloped({ req, params });
+    const enveloped = yoga.getEnveloped({ req, params, request: requestOf(req, yoga.fetchAPI) });
     // A query that does not parse is yoga's: its parse hooks word the error, and
     // its parse cache keeps the worded error. So a text is tried here first.
     if (!parsesCleanly(params.query)) return false;
-    const document: DocumentNode = enveloped.parse(params.query);
+    // Parse hooks may refuse a document too (yoga's own, seeing the request: an operation it cannot pick): yoga's to word.
+    let document: DocumentNode;
+    try {
+      document = enveloped.parse(params.query);
+    } catch {
+      return false;
+    }
     const operation = getOperationAST(document, params.operationName)?.operation;
     if (operation !== 'query' && operation !== 'mutation') return false;
     // Invalid documents are yoga's too (some limit rules throw rather than report).
@@ -213,6 +241,13 @@ export function fastLane(opts: FastLaneOptions) {
       contextValue: await enveloped.contextFactory(),
     })) as ExecutionResult;
     if (result.errors?.length) opts.onErrors?.(result.errors);
+    if (!result.errors && !result.extensions) {
+      // What processRegularResult answers for a result without errors (status 200, its content type, the result's
+      // stringify), without building a fetch Response to read back.
+      const text = (result as { stringify?: (r: unknown) => string }).stringify?.(result) ?? JSON.stringify(result);
+      res.writeHead(200, { 'content-type': `${mediaType}; charset=utf-8`, 'content-length': String(Buffer.byteLength(text)) }).end(text);
+      return true;
+    }
     const response = processRegularResult(result, yoga.fetchAPI, mediaType);
     const text = await response.text();
     const headers: Record<string, string> = {};

@@ -24,6 +24,7 @@ import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
+import { eventPages } from './event-pages.ts';
 import { WsDelivery, closeOverBuffered, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
@@ -49,6 +50,8 @@ export interface GraphqlHandlerOptions {
 export interface GraphqlHandler {
   /** An HTTP request to /graphql. */
   http(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown>;
+  /** GET /sessions/<id>/events: a page of the log for HTTP caches (event-pages.ts). */
+  eventPage(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void>;
   /** graphql-ws on the router's WebSocket server; dispose() closes its sockets (1001). */
   serveWebSocket(wss: WebSocketServer): { dispose(): void | Promise<void> };
   /** Direct sessionEvents delivery over graphql-ws (its counts). */
@@ -139,11 +142,19 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       onErrors: (errors) => metrics && countErrors(metrics, errors),
     });
 
+  const eventPage = eventPages({
+    yoga,
+    guard,
+    store: opts.services.store,
+    maxResponseBytes: security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes,
+  });
+
   const maxBuffered = security.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
   const tooSlow = metrics && (() => metrics.tooSlowSockets.inc());
   const wsDelivery = new WsDelivery(maxBuffered, tooSlow);
   return {
     wsDelivery,
+    eventPage,
     async http(req, res) {
       if (!(await guard.withinBodyLimit(req, res))) return;
       if (fast && (await fast(req, res))) return;

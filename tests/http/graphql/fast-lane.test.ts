@@ -16,13 +16,21 @@ let fast: TestApp;
 let slow: TestApp;
 let seenByYoga = 0;
 const countYogaRequests: Plugin = { onRequest: () => void seenByYoga++ };
+/** What plugins see of the context's `request` (method, path, a header), per server. */
+const seenRequests = { fast: [] as unknown[], slow: [] as unknown[] };
+const seeRequest = (into: unknown[]): Plugin => ({
+  onContextBuilding: ({ context }) => {
+    const { request } = context as unknown as { request: Request };
+    into.push([request.method, new URL(request.url).pathname, request.headers.get('x-probe')]);
+  },
+});
 let sessionId = '';
 
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
   // On the allow-list: it counts what yoga sees, and is meant to miss the fast lane.
-  fast = await startTestApp({ databaseUrl, yogaPlugins: [countYogaRequests], fastLaneAllowed: [countYogaRequests] });
-  slow = await startTestApp({ databaseUrl, fastLane: false });
+  fast = await startTestApp({ databaseUrl, yogaPlugins: [countYogaRequests, seeRequest(seenRequests.fast)], fastLaneAllowed: [countYogaRequests] });
+  slow = await startTestApp({ databaseUrl, yogaPlugins: [seeRequest(seenRequests.slow)], fastLane: false });
   sessionId = (await fast.ok('mutation { createSession(input: { title: "lane" }) { id } }')).createSession.id;
 });
 afterAll(async () => {
@@ -216,6 +224,18 @@ describe('the fast lane', () => {
       expect(a, `revoked: ${s.body}`).toEqual(b);
       expect(a.status).toBe(401);
     }
+  });
+
+  it("gives plugins the context's request as yoga does: method, URL and headers", async () => {
+    const probe = (app: TestApp) =>
+      fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-probe': 'p-1' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    const before = seenByYoga;
+    seenRequests.fast.length = seenRequests.slow.length = 0;
+    expect((await probe(fast)).status).toBe(200);
+    expect((await probe(slow)).status).toBe(200);
+    expect(seenByYoga).toBe(before); // the fast lane served it
+    expect(seenRequests.fast).toEqual([['POST', '/graphql', 'p-1']]);
+    expect(seenRequests.fast).toEqual(seenRequests.slow);
   });
 
   it('refuses to start beside a plugin with request-level hooks that is not on its allow-list', () => {
