@@ -10,7 +10,6 @@ import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
-import type { Lease } from '../store/leases.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
 import { COMPACTION_END, CompactionBracket, completedCompaction } from './compaction.ts';
 import type { UsageMark } from './context-budget.ts';
@@ -129,18 +128,9 @@ export class SessionFold {
   /**
    * Builds a cold fold to the end of the log: a log of one page is read and
    * applied as it is (one read); a longer one starts from its last compaction
-   * (coldStart) when it has one, skipping what the summary covers. With the
-   * lease the caller holds, events this process appended under it are taken
-   * as they were appended (store/recent-appends.ts). Returns the events read.
+   * (coldStart) when it has one, skipping what the summary covers.
    */
-  async catchUpCold(store: Pick<SessionStore, 'log' | 'stateAt'> & Partial<Pick<SessionStore, 'appendedUnderLease'>>, lease?: Lease): Promise<number> {
-    // What this process appended since the fold's end and that ends the log for the caller's lease
-    // (the input it queued, the turn it wrote): applied, not read back.
-    const own = lease && store.appendedUnderLease?.(this.sessionId, this.nextSeq, lease);
-    if (own) {
-      this.apply(own);
-      return 0;
-    }
+  async catchUpCold(store: Pick<SessionStore, 'log' | 'stateAt'>): Promise<number> {
     if (this.nextSeq !== 0) return this.catchUp(store.log);
     const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
     if (first.length < CATCH_UP_PAGE) {

@@ -155,7 +155,7 @@ export class SessionRunner {
 
   /** Reads what was appended since the fold's end (a cold fold starts from the last compaction: session-fold.ts). */
   private async prepare(): Promise<void> {
-    await this.fold.catchUpCold(this.deps.store, this.deps.lease);
+    await this.fold.catchUpCold(this.deps.store);
     this.deps.store.knowTail(this.sessionId, this.fold.state);
   }
 

@@ -18,7 +18,6 @@ import type { NotifyQueue } from './notify-queue.ts';
 import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
 import { inTransaction } from './transaction.ts';
 import type { Scope } from './scope.ts';
-import type { RecentAppends } from './recent-appends.ts';
 
 export const MAX_APPEND_BATCH = 10_000;
 
@@ -153,8 +152,6 @@ export class SessionAppends {
     private readonly log: SessionLog,
     /** Every append names its tree, read first when not cached (a distributed Postgres: see appendBlock). */
     private readonly byTree = false,
-    /** What this process appended last to each session (recent-appends.ts): a runner's fold starts from it. */
-    private readonly recent?: RecentAppends,
   ) {
     // A lone append whose caller notifies once it committed (notify-queue.ts), and
     // one that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit).
@@ -330,7 +327,6 @@ export class SessionAppends {
     const n = decoded.length;
     const db = opts.client ?? this.pool;
     const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
-    const rowsJson = JSON.stringify(eventRows(decoded, rows.pendingDeltas));
     const params = [
       sessionId,
       n,
@@ -339,7 +335,7 @@ export class SessionAppends {
       title !== undefined,
       title ?? null,
       opts.expectedEventCount,
-      rowsJson,
+      JSON.stringify(eventRows(decoded, rows.pendingDeltas)),
       pendingDelta,
       opts.lease?.token ?? null,
       opts.scope?.tenant ?? null,
@@ -377,21 +373,19 @@ export class SessionAppends {
     // post never rejects: the append does not wait for its NOTIFY.
     if (!appended.notified) void this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
     // Appended events are the session's own: never inherited.
-    const events = out.map(({ seq, type, data, synthetic, createdAt }) => ({
-      seq,
-      type,
-      data,
-      synthetic,
-      createdAt,
-      id: eventId(sessionId, seq),
-      sessionId,
-      inherited: false,
-    }));
-    const lease = leaseTakenByAppend(sessionId, first, opts.claimFor);
-    // Committed: the runner holding this lease need not read them back. Inside a caller's transaction
-    // they may still roll back, and a run that left them out would no longer end where the log does.
-    if (opts.client) this.recent?.forget(sessionId);
-    else this.recent?.record(sessionId, events, opts.lease?.token ?? lease?.token, rowsJson.length);
-    return { events, released: release && first.released, lease };
+    return {
+      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({
+        seq,
+        type,
+        data,
+        synthetic,
+        createdAt,
+        id: eventId(sessionId, seq),
+        sessionId,
+        inherited: false,
+      })),
+      released: release && first.released,
+      lease: leaseTakenByAppend(sessionId, first, opts.claimFor),
+    };
   }
 }

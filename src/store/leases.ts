@@ -44,12 +44,6 @@ export interface Lease {
    * up with a statement of its own (two processes: 0.4 per turn).
    */
   lineage?: Lineage;
-  /**
-   * The log's length when a claim statement took the lease (not an append's
-   * claim, whose events are the end): events this process appended up to
-   * that length need not be read back (store/recent-appends.ts).
-   */
-  claimedAtEventCount?: number;
 }
 
 /** A lease a batch claim took, with the tenant whose slot it fills. */
@@ -68,17 +62,11 @@ export interface LeaseClaim {
 }
 
 /** A session row a claim returns: what its lease and the runner's first read need. */
-export type ClaimedRow = { id: string; token: number; treeId: string; inheritedRanges: unknown; inheritedEventCount: number; eventCount?: number };
+export type ClaimedRow = { id: string; token: number; treeId: string; inheritedRanges: unknown; inheritedEventCount: number };
 
 /** The lease a claim took, from the row it returned (LeaseStore's claims, and a message's append: SessionStore.queueInput). */
 export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
-  return {
-    sessionId: row.id,
-    token: row.token,
-    ttlMs,
-    lineage: lineageOf(row),
-    ...(row.eventCount !== undefined ? { claimedAtEventCount: row.eventCount } : {}),
-  };
+  return { sessionId: row.id, token: row.token, ttlMs, lineage: lineageOf(row) };
 }
 
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
@@ -163,7 +151,7 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND "treeId" = $4 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
-        RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount", "eventCount"`,
+        RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0)
@@ -175,7 +163,7 @@ const LEASE_SQL = {
        )
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount", s."eventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
   // For each tenant below its share of the claimer's slots ($7; $5/$6: what
   // each holds there), its oldest free runnable sessions, as many as its share
   // leaves, SKIP LOCKED; of those the batch takes first the ones whose tenant
@@ -206,7 +194,7 @@ const LEASE_SQL = {
        runnable AS (SELECT id FROM candidates ORDER BY rank, "updatedAt" LIMIT $3)
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount", s."eventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose

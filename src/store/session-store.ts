@@ -22,7 +22,6 @@ import {
   type SessionRowWith,
 } from './session-rows.ts';
 import { TailStates } from './tail-states.ts';
-import { RecentAppends } from './recent-appends.ts';
 import { SESSION_TREE_INSERT, SessionTrees } from './session-trees.ts';
 import { NotifyQueue } from './notify-queue.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
@@ -33,9 +32,8 @@ import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
 import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
-import type { Lease } from './leases.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
-import type { OnStandbyRead, StoredEvent } from './session-log.ts';
+import type { OnStandbyRead } from './session-log.ts';
 
 export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
@@ -65,8 +63,6 @@ export class SessionStore {
   /** Reducer states at the end of logs this process appends to: appends are checked against them. */
   private readonly tails: TailStates;
   private readonly appends: SessionAppends;
-  /** What this process appended last to each session, with the lease it was appended under (recent-appends.ts). */
-  private readonly recent = new RecentAppends();
   private readonly forks: Forks;
   private readonly deletion: SessionDeletion;
   /** File workspaces: contents by hash, and the trees the log's change sets make. */
@@ -101,7 +97,7 @@ export class SessionStore {
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.tails = new TailStates(this.log);
-    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false, this.recent);
+    this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
     this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, opts.log ?? (() => {}));
   }
@@ -206,15 +202,6 @@ export class SessionStore {
    */
   async stateAt(sessionId: string, seq: number): Promise<LogState> {
     return (await this.tails.at(sessionId, seq, this.pool)).state;
-  }
-
-  /**
-   * The session's events from `fromSeq` through the last append this process
-   * made to it, when they end the log for `lease` (RecentAppends.since): what
-   * a runner holding it need not read back.
-   */
-  appendedUnderLease(sessionId: string, fromSeq: number, lease: Lease): StoredEvent[] | undefined {
-    return this.recent.since(sessionId, fromSeq, lease);
   }
 
   /** The reducer state at the end of the log as a runner replayed it (SessionAppends.knowTail). */
