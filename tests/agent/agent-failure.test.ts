@@ -1,5 +1,5 @@
-// An agent that fails unexpectedly (here: the store refuses the result an MCP
-// tool answered) closes its turn `failed` with the error, through the shared
+// An agent that fails unexpectedly (here: the database refuses the result an
+// MCP tool answered, through a trigger this test installs) closes its turn `failed` with the error, through the shared
 // repair (docs/contract.md#repair); the session is idle, and the next message
 // runs normally (docs/contract.md#agent-loop).
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,16 @@ beforeAll(async () => {
     log: (m) => logged.push(m),
     mcp: { mcpServers: { refused: { command: process.execPath, args: [REFUSED_SERVER], env: {}, trusted: true, tools: {} } } },
   });
+  // A fault of the database's own, not one the agent could foresee: the marked result's row is refused.
+  await app.db.pool.query(`
+    CREATE FUNCTION refuse_marked_result() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.type = 'tool/result' AND NOT NEW.synthetic AND NEW.data->>'content' LIKE '%REFUSE-THIS-RESULT%' THEN
+        RAISE EXCEPTION 'the test refuses this row';
+      END IF;
+      RETURN NEW;
+    END $$;
+    CREATE TRIGGER refuse_marked_result BEFORE INSERT ON "Event" FOR EACH ROW EXECUTE FUNCTION refuse_marked_result();`);
 });
 afterAll(() => app?.close());
 
