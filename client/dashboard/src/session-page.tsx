@@ -1,6 +1,5 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
-import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { CompactSessionDocument, DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
@@ -12,6 +11,7 @@ import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './r
 import { EventsAndFiles } from './files-tab.tsx';
 import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
+import { MenuButton } from './popup-menu.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import { SessionInstructions } from './session-instructions.tsx';
@@ -97,19 +97,22 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         onError={setActionError}
         details={details}
         onDetails={setDetails}
-      >
+      />
+      {/* The details drawer: however much of it is open, it scrolls within its share of the window and the
+          panes below keep the rest (layout.css: the work area keeps at least 60% of the height). */}
+      <div class="session-details" data-testid="session-details">
         <SessionTools sessionId={id} pages={pages} version={version} />
         <SessionInstructions sessionId={id} pages={pages} version={version} />
-      </SessionHeader>
-      {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
-      <SessionInsights
-        sessionId={id}
-        changed={`${session.turnCount}:${status}`}
-        running={running}
-        length={pages.length}
-        selectedSeq={jump?.seq}
-        onJump={jumpTo}
-      />
+        {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
+        <SessionInsights
+          sessionId={id}
+          changed={`${session.turnCount}:${status}`}
+          running={running}
+          length={pages.length}
+          selectedSeq={jump?.seq}
+          onJump={jumpTo}
+        />
+      </div>
       {childRequest && <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />}
       {(error || actionError) && (
         <p class="error" role="alert">
@@ -122,8 +125,10 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
           This link is to event #{seq}, which this session does not have: its events are #0–#{length - 1}. Showing the latest.
         </p>
       )}
-      <JumpBar length={pages.length} onJump={jumpTo} />
-      <SessionSearch sessionId={id} onJump={jumpTo} />
+      <div class="find-row">
+        <JumpBar length={pages.length} onJump={jumpTo} />
+        <SessionSearch sessionId={id} onJump={jumpTo} />
+      </div>
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
@@ -201,7 +206,6 @@ function SessionHeader(props: {
   onError(msg: string): void;
   details: boolean;
   onDetails(open: boolean): void;
-  children?: ComponentChildren;
 }) {
   const { session, busy, onError } = props;
   const [compacting, setCompacting] = useState(false);
@@ -269,20 +273,9 @@ function SessionHeader(props: {
             inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
-        {children.length > 0 && (
-          <div class="meta lineage">
-            children:{' '}
-            {children.map((c, i) => (
-              <Fragment key={c.id}>
-                {i > 0 && ', '}
-                <a href={sessionPath(c.id)}>{withForkSeq(c.title || c.id, c.forkedAtSeq)}</a>
-              </Fragment>
-            ))}
-          </div>
-        )}
-        {props.children}
       </div>
       <div class="head-actions">
+        {children.length > 0 && <ChildrenMenu children={children} />}
         <CompareMenu id={session.id} />
         {(session.parent || children.length > 0) && (
           <a class="button" href={familyPath(session.id)} title="This session's fork tree: its root and every fork below it">
@@ -303,6 +296,22 @@ function SessionHeader(props: {
         </button>
       </div>
     </header>
+  );
+}
+
+/** The session's children as a compact menu (one item each, the full title on hover), not a line each in the header. */
+function ChildrenMenu({ children }: { children: SessionDetails['children']['edges'][number]['node'][] }) {
+  return (
+    <MenuButton label={`Children (${children.length})`} menuLabel="Children" class="children-menu">
+      {children.map((c) => {
+        const full = withForkSeq(c.title || c.id, c.forkedAtSeq);
+        return (
+          <a key={c.id} role="menuitem" tabIndex={-1} href={sessionPath(c.id)} title={full} data-session-id={c.id}>
+            {full}
+          </a>
+        );
+      })}
+    </MenuButton>
   );
 }
 
