@@ -68,6 +68,8 @@ export interface RecordingSummary {
   turnCount: number;
   /** The log ends inside an open turn (a crashed session): import repairs it. */
   openTurn: boolean;
+  /** Its last ended turn failed (turn/end reason failed). */
+  lastTurnFailed: boolean;
   /** Inputs added to the inbox and never removed: queued for the session's agent. */
   pendingInputs: number;
   /** Last `session/title` of the log, if any. */
@@ -130,6 +132,7 @@ export class RecordingValidator {
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
   #blobs = 0;
+  #lastTurnFailed = false;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
 
@@ -181,6 +184,8 @@ export class RecordingValidator {
     if (broken) throw this.#fail(broken.rule, broken.detail);
     this.#state.apply(event);
     this.#trackSeed(event);
+    const end = dataOf(event, 'turn/end');
+    if (end) this.#lastTurnFailed = end.reason === 'failed';
     return event;
   }
 
@@ -205,6 +210,7 @@ export class RecordingValidator {
       eventCount: state.nextSeq,
       turnCount: state.turnCount,
       openTurn: state.openTurn !== undefined,
+      lastTurnFailed: this.#lastTurnFailed,
       pendingInputs: state.pendingInputCount,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),

@@ -83,7 +83,7 @@ function NodeLine({ session: s, current }: { session: SessionSummaryFragment; cu
         {s.title || 'Untitled'}
       </a>
       <span class="family-meta">
-        <StatusBadge status={s.status} />
+        <StatusBadge status={s.status} failed={s.lastTurnFailed} />
         <span>
           {s.eventCount} ev · {s.turnCount} t
         </span>
