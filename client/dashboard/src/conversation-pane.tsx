@@ -172,6 +172,7 @@ export function ConversationPane(
   actions.current = props;
   const branch = useCallback((seq: number, turn: number) => actions.current.onBranch?.(seq, turn), []);
   const edit = useCallback((input: { seq: number; inputId: string; text: string }) => actions.current.onEdit?.(input), []);
+  const fork = useCallback((seq: number) => actions.current.onFork?.(seq), []);
   const rowProps = (index: number, start: number) => placement(index, start, index === targetAt, v.measureElement);
   return (
     <div ref={box} class="scroll virtual" onScroll={grow} data-testid="conversation-scroll">
@@ -202,6 +203,7 @@ export function ConversationPane(
                   measure={v.measureElement}
                   onBranch={props.onBranch && branch}
                   onEdit={props.onEdit && edit}
+                  onFork={props.onFork && fork}
                   busy={props.busy}
                   titleOf={titleOf}
                   sessionId={props.sessionId}

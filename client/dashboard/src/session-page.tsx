@@ -139,6 +139,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
             jump={jump}
             onBranch={branch}
             onEdit={edit}
+            onFork={fork}
             busy={busy}
             sessionId={id}
             forkPoints={forkPoints}
