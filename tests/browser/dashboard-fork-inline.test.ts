@@ -52,6 +52,38 @@ describe('dashboard: forks in the conversation', () => {
     await page.close();
   });
 
+  it('labels plugin events in words on the timeline, the raw type on hover', async () => {
+    const error = (await log(id)).find((e) => e.type === 'plugin/agent/error')!;
+    const { page, errors } = await openPage(dashboard.browser);
+    await page.goto(`${dashboard.origin}/sessions/${id}`);
+    const type = page.locator(`table.timeline tr[data-seq="${error.seq}"] td.type button`);
+    await type.waitFor(TIMEOUT);
+    expect(await type.textContent()).toBe('agent error');
+    expect(await type.getAttribute('title')).toBe('plugin/agent/error');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it("shows each fan-out card's last turn in figures: latency, tokens, cost and its model", async () => {
+    const end = (await log(id)).find((e) => e.type === 'turn/end')!;
+    await app.ok('mutation($i: FanOutInput!) { fanOut(input: $i) { cutSeq } }', {
+      i: { sessionId: id, anchorSeq: end.seq, variants: [{ message: 'one' }, { message: 'two', model: { provider: 'scripted', model: 'other' } }] },
+    });
+    await app.services.host.idle();
+    const { page, errors } = await openPage(dashboard.browser);
+    await page.goto(`${dashboard.origin}/sessions/${id}/forks/${end.seq}`);
+    const cards = page.getByTestId('variant-card');
+    await expect.poll(() => cards.locator('[data-testid="variant-figures"]').count(), TIMEOUT).toBe(2);
+    const figures = await cards.nth(0).getByTestId('variant-figures').innerText();
+    expect(figures).toMatch(/latency\s+\d+(\.\d)? m?s/);
+    expect(figures).toMatch(/tokens in\s+\d[\d,]*/);
+    expect(figures).toMatch(/tokens out\s+\d[\d,]*/);
+    expect(figures).toMatch(/cost\s+–/); // the scripted model has no price
+    expect(await cards.nth(1).getByTestId('variant-model').textContent()).toBe('scripted/other');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('retries a failed turn in a new session, with its text', async () => {
     const before = await log(id);
     const failedInput = before.filter((e) => e.type === 'inbox/add').at(-1)!;
