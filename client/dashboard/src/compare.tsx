@@ -7,6 +7,7 @@
 // exist (the virtualizer), so a 5,000-event pair fetches a window or two. Both
 // sides follow their live appends: a session still running grows in place.
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
+import { useDismiss } from './popup-menu.tsx';
 import {
   DashboardCompareCandidatesDocument,
   DashboardCompareDocument,
@@ -168,7 +169,7 @@ function SideHead({ side, label, length }: { side: Side; label: string; length: 
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
       {label}: <a href={sessionPath(side.id)}>{side.title || side.id}</a>{' '}
       <span class="muted">
-        {length} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
+        {length.toLocaleString('en-US')} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
       </span>
     </h2>
   );
@@ -295,9 +296,15 @@ export function CompareMenu({ id }: { id: string }) {
         : [],
     [data, id],
   );
+  // Escape or a click outside closes it; Escape gives the focus back to its button.
+  const root = useRef<HTMLDetailsElement>(null);
+  const summary = useRef<HTMLElement>(null);
+  useDismiss(open, () => setOpen(false), root, summary);
   return (
-    <details class="compare-menu" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary class="button">Compare with…</summary>
+    <details class="compare-menu" open={open} ref={root} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary class="button" ref={summary}>
+        Compare with…
+      </summary>
       <div class="menu" role="group" aria-label="Compare with">
         {error && <p class="error">{error}</p>}
         {!data && !error && <p class="muted">Loading…</p>}

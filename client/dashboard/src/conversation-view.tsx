@@ -97,7 +97,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
         <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
             Forked from <a href={sessionPath(item.parentSessionId)}>{titleOf?.(item.parentSessionId) || item.parentSessionId}</a> at event {item.cutSeq} ·{' '}
-            {item.inheritedEventCount} events inherited
+            {item.inheritedEventCount.toLocaleString('en-US')} events inherited
           </span>
           <Seq seq={item.seqs[0]} />
         </li>

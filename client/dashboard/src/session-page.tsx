@@ -1,6 +1,6 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { CompactSessionDocument, DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
@@ -59,6 +59,11 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   };
   const knownChildren = session ? session.children.edges.map((e) => e.node) : [];
   const forkPoints = useForkPoints(id, knownChildren.map((c) => c.id).join(','));
+
+  // A link past the end opens at the latest events, as its notice says (not at a clamped or missing row).
+  const knownLength = session && pages ? Math.max(pages.length, session.eventCount) : 0;
+  const pastEnd = jump !== null && knownLength > 0 && jump.seq >= knownLength;
+  const paneJump = useMemo(() => (pastEnd && jump ? { seq: -1, nonce: jump.nonce } : jump), [jump, pastEnd]);
 
   if (session === undefined || (session && !pages))
     return (
@@ -122,7 +127,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       <BadLinkNotice />
       {seq !== undefined && seq >= length && (
         <p class="error" role="alert" data-testid="bad-link">
-          This link is to event #{seq}, which this session does not have: its events are #0–#{length - 1}. Showing the latest.
+          This link is to event #{seq}, past the end of this session: its events are #0–#{length - 1}. Showing the latest.
         </p>
       )}
       <div class="find-row">
@@ -136,7 +141,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
             pages={pages}
             version={version}
             live={live}
-            jump={jump}
+            jump={paneJump}
             onBranch={branch}
             onEdit={edit}
             onFork={fork}
@@ -150,13 +155,13 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <section class="pane events" aria-label="Events pane">
           <EventsAndFiles session={{ id, length: pages.length, forkedAtSeq: session.forkedAtSeq, parentId: session.parent?.id }}>
             <h2>
-              Events <span class="muted">({pages.length})</span>
+              Events <span class="muted">({pages.length.toLocaleString('en-US')})</span>
             </h2>
             <EventsFilter pages={pages} version={version} filter={filter} onChange={setFilter} />
             {isFiltering(filter) ? (
               <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
             ) : (
-              <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} forkPoints={forkPoints} />
+              <VirtualTimeline pages={pages} version={version} jump={paneJump} onFork={fork} busy={busy} sessionId={id} forkPoints={forkPoints} />
             )}
           </EventsAndFiles>
         </section>
@@ -246,8 +251,8 @@ function SessionHeader(props: {
           <button type="button" class="small details-toggle" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
             {props.details ? 'Hide details' : 'Details'}
           </button>
-          <span>{Math.max(props.length, session.eventCount)} events</span>
-          <span>{session.turnCount} turns</span>
+          <span>{Math.max(props.length, session.eventCount).toLocaleString('en-US')} events</span>
+          <span>{session.turnCount.toLocaleString('en-US')} turns</span>
           <span
             class="format-version"
             title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}
