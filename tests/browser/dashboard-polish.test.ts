@@ -3,12 +3,28 @@
 // clicks, 24 px targets on a phone, counts formatted one way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
+import type { NewEvent } from '../../src/core/events.ts';
 import { completedTurn, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 let dashboard: Dashboard;
 let app: TestApp;
 let id: string;
+let tall: string;
+
+/** A turn whose answer is `lines` lines long: items far taller than the pane's estimate. */
+function tallTurn(n: number, lines: number): NewEvent[] {
+  const text = Array.from({ length: lines }, (_, i) => `answer ${n}, line ${i + 1}`).join('\n');
+  return [
+    { type: 'inbox/add', data: { inputId: `in_${n}`, text: `question ${n}` } },
+    { type: 'inbox/remove', data: { inputId: `in_${n}`, reason: 'taken' } },
+    { type: 'turn/start', data: { turn: n, inputId: `in_${n}` } },
+    { type: 'step/start', data: { turn: n, step: 1 } },
+    { type: 'model/message', data: { turn: n, step: 1, text, toolCalls: [] } },
+    { type: 'step/end', data: { turn: n, step: 1, reason: 'completed' } },
+    { type: 'turn/end', data: { turn: n, reason: 'completed' } },
+  ] as NewEvent[];
+}
 
 beforeAll(async () => {
   ({ app } = dashboard = await startDashboard());
@@ -16,6 +32,8 @@ beforeAll(async () => {
   // Over 1,000 events: the header's count needs a thousands separator.
   await app.services.store.append(id, Array.from({ length: 100 }, (_, i) => completedTurn(i + 1)).flat());
   await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: id, atSeq: 3, title: 'Polish child' } });
+  tall = (await app.ok('mutation { createSession(input: { title: "Tall answers" }) { id } }')).createSession.id;
+  await app.services.store.append(tall, Array.from({ length: 80 }, (_, i) => tallTurn(i + 1, 3 + ((i * 7) % 23))).flat());
 }, 60_000);
 afterAll(() => dashboard?.close());
 
@@ -51,6 +69,20 @@ describe('dashboard polish', () => {
     const { session } = await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id });
     expect(session.eventCount).toBeGreaterThan(1000);
     expect(await page.locator('.session-head .meta.counts').textContent()).toContain(`${session.eventCount.toLocaleString('en-US')} events`);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('opens at the latest turn on each of 20 fresh loads (after the heights are measured)', async () => {
+    const { page, errors } = await openPage(dashboard.browser, { viewport: { width: 1280, height: 720 } });
+    const scroll = page.getByTestId('conversation-scroll');
+    const gap = () => scroll.evaluate((el) => el.scrollHeight - el.clientHeight - el.scrollTop);
+    for (let load = 0; load < 20; load++) {
+      await page.goto(`${dashboard.origin}/sessions/${tall}?load=${load}`);
+      await page.locator('li.turn-end[data-turn="80"]').waitFor(TIMEOUT);
+      await expect.poll(gap, { ...TIMEOUT, message: `load ${load}` }).toBeLessThanOrEqual(2);
+      expect(await page.locator('li.turn-end[data-turn="80"]').isVisible()).toBe(true);
+    }
     expect(errors).toEqual([]);
     await page.close();
   });
