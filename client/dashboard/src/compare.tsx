@@ -49,7 +49,11 @@ export function CompareRedirect({ id }: { id: string }) {
       })
       .catch((err) => setError(errorText(err)));
   }, [id]);
-  return <main class="compare-page">{error ? <p class="error">{error}</p> : <p class="muted">Loading…</p>}</main>;
+  return (
+    <main id="main" tabIndex={-1} class="compare-page">
+      {error ? <p class="error">{error}</p> : <p class="muted">Loading…</p>}
+    </main>
+  );
 }
 
 export function DiffPage({ a, b }: { a: string; b: string }) {
@@ -77,13 +81,18 @@ export function DiffPage({ a, b }: { a: string; b: string }) {
   }, [a, b]);
   if (error)
     return (
-      <main class="compare-page">
+      <main id="main" tabIndex={-1} class="compare-page">
         <p class="error" role="alert">
           {error}
         </p>
       </main>
     );
-  if (!loaded) return <main class="compare-page loading">Loading…</main>;
+  if (!loaded)
+    return (
+      <main id="main" tabIndex={-1} class="compare-page loading">
+        Loading…
+      </main>
+    );
   return <DiffLoaded {...loaded} />;
 }
 
@@ -109,7 +118,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   };
   const related = prefix >= 0;
   return (
-    <main class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
+    <main id="main" tabIndex={-1} class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
       <header class="session-head">
         <div class="session-title">
           <h1>Compare sessions</h1>

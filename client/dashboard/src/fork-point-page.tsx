@@ -31,7 +31,7 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
   const children = parent.children.edges.map((e) => e.node);
   const first = children[0];
   return (
-    <main class="fork-point-page" data-session-id={id} data-seq={seq}>
+    <main id="main" tabIndex={-1} class="fork-point-page" data-session-id={id} data-seq={seq}>
       <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
         of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
         {parent.children.pageInfo.hasNextPage && ' · the oldest 50 shown'}

@@ -217,7 +217,7 @@ function WorkspaceViewer(props: { sessionId: string; length: number; selectedSeq
       {error && <p class="error">{error}</p>}
       {entries &&
         (entries.length ? (
-          <div class="tools-scroll">
+          <div class="tools-scroll" tabIndex={0} role="region" aria-label="Workspace, scrollable">
             <table class="tools-table workspace-table">
               <thead>
                 <tr>

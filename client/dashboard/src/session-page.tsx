@@ -67,7 +67,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
 
   if (session === undefined || (session && !pages))
     return (
-      <main class="session-page loading">
+      <main id="main" tabIndex={-1} class="session-page loading">
         {error ? (
           <p class="error" role="alert">
             {error}
@@ -79,7 +79,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     );
   if (session === null || !pages)
     return (
-      <main class="session-page">
+      <main id="main" tabIndex={-1} class="session-page">
         <p class="error" role="alert">
           No session {id}: it does not exist or was deleted.
         </p>
@@ -93,7 +93,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   };
   const length = Math.max(pages.length, session.eventCount);
   return (
-    <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
+    <main id="main" tabIndex={-1} class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
       <SessionHeader
         session={session}
         status={status ?? session.status}

@@ -149,7 +149,11 @@ function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?
         <th class="seq">seq</th>
         <th class="type">type</th>
         <th>event</th>
-        {withActions && <th class="actions" aria-label="actions" />}
+        {withActions && (
+          <th class="actions">
+            <span class="visually-hidden">actions</span>
+          </th>
+        )}
       </tr>
     </thead>
   );
