@@ -35,7 +35,7 @@ export interface KnownChild {
 const NAMED = 4;
 
 /** A fork drawn, not a character: no default font lacks it (⑂ is an empty box with Debian's). */
-export function ForkGlyph() {
+function ForkGlyph() {
   return (
     <svg class="fork-glyph" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
       <path d="M5 2v12M5 9c0-3 6-2 6-6M11 2v1" fill="none" stroke="currentColor" stroke-width="1.8" stroke-linecap="round" />

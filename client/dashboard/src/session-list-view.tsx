@@ -34,7 +34,7 @@ export function useListView(): [ListView, (v: ListView) => void] {
 }
 
 /** A session's status as the list shows and filters it: running, failed (its last turn failed) or idle. */
-export const listStatus = (s: Pick<SessionSummaryFragment, 'status' | 'lastTurnFailed'>): ListView['status'] =>
+const listStatus = (s: Pick<SessionSummaryFragment, 'status' | 'lastTurnFailed'>): ListView['status'] =>
   s.status === 'RUNNING' ? 'RUNNING' : s.lastTurnFailed ? 'FAILED' : 'IDLE';
 
 export const isFiltered = (v: ListView) => v.status !== 'all' || v.created !== 'any';
