@@ -70,6 +70,8 @@ export interface RecordingSummary {
   openTurn: boolean;
   /** That turn waits for a tool call's approval (docs/contract.md#tool-approval): import keeps it waiting. */
   waiting: boolean;
+  /** Its last ended turn failed (turn/end reason failed). */
+  lastTurnFailed: boolean;
   /** Inputs added to the inbox and never removed: queued for the session's agent. */
   pendingInputs: number;
   /** Last `session/title` of the log, if any. */
@@ -132,6 +134,7 @@ export class RecordingValidator {
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
   #blobs = 0;
+  #lastTurnFailed = false;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
 
@@ -183,6 +186,8 @@ export class RecordingValidator {
     if (broken) throw this.#fail(broken.rule, broken.detail);
     this.#state.apply(event);
     this.#trackSeed(event);
+    const end = dataOf(event, 'turn/end');
+    if (end) this.#lastTurnFailed = end.reason === 'failed';
     return event;
   }
 
@@ -208,6 +213,7 @@ export class RecordingValidator {
       turnCount: state.turnCount,
       openTurn: state.openTurn !== undefined,
       waiting: state.openTurn !== undefined && state.waiting,
+      lastTurnFailed: this.#lastTurnFailed,
       pendingInputs: state.pendingInputCount,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),

@@ -18,6 +18,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   updatedAt: ['updatedAt'],
   eventCount: ['eventCount'],
   turnCount: ['turnCount'],
+  lastTurnFailed: ['lastTurnFailed'],
   parent: ['parentId'],
   forkedAtSeq: ['forkedAtSeq'],
   inheritedEventCount: ['inheritedEventCount'],

@@ -6,6 +6,7 @@
 // lease's part of an append (leases.ts `leaseOnAppend`).
 import type pg from 'pg';
 import { decodeEvent, type NewEvent, type ResponseFormat } from '../core/events.ts';
+import { dataOf } from '../core/core-event.ts';
 import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import type { LogState } from '../core/log-state.ts';
 import { eventId, newInputId } from './ids.ts';
@@ -33,7 +34,7 @@ export interface AppendOptions {
 const MAX_APPEND_ATTEMPTS = 5;
 
 /** What a batch changes in the session row, from the reducer's states before and after it. */
-function rowChanges(before: LogState, after: LogState) {
+function rowChanges(before: LogState, after: LogState, events: readonly NewEvent[]) {
   const turnMoved = after.turnCount !== before.turnCount || after.openTurn !== before.openTurn;
   // `waiting` is read only when a turn is open: a batch that asked for or gave a decision moves the status too.
   const waiting = after.openTurn !== undefined && after.waiting;
@@ -43,16 +44,27 @@ function rowChanges(before: LogState, after: LogState) {
     pendingDelta: after.pendingInputCount - before.pendingInputCount,
     status: statusMoved ? (after.openTurn === undefined ? 'IDLE' : waiting ? 'WAITING' : 'RUNNING') : null,
     title: after.title !== before.title ? after.title : undefined,
+    lastTurnFailed: lastTurnFailedIn(events),
   };
 }
 
+/** Whether the batch's last turn/end failed (the list shows such a session as failed); null: no turn ended in it. */
+export function lastTurnFailedIn(events: readonly NewEvent[]): boolean | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const end = dataOf(events[i], 'turn/end');
+    if (end) return end.reason === 'failed';
+  }
+  return null;
+}
+
 /** Parameters of one session's append (appendBlock). */
-export const APPEND_PARAMS = 15;
+export const APPEND_PARAMS = 16;
 
 /**
  * One session's append (see SessionAppends.append) as CTEs and the SELECT of
  * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
- * named s<k> and ins<k> ($15: the session's tree, which every statement on
+ * named s<k> and ins<k> ($16: whether the batch's last turn/end failed, null: none ended;
+ * $15: the session's tree, which every statement on
  * its rows names): the whole of a lone append's statement,
  * or one block of a statement that appends to several sessions
  * (append-batcher.ts). The lease's part ($10: a runner's fencing token, $12:
@@ -88,6 +100,7 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
                 "pendingInputCount" = "pendingInputCount" + ${$(9)},
                 status = COALESCE(${$(4)}::"SessionStatus", status),
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
+                "lastTurnFailed" = COALESCE(${$(16)}::boolean, "lastTurnFailed"),
                 "updatedAt" = now(),
                 ${lease.set}
           WHERE id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
@@ -222,7 +235,7 @@ export class SessionAppends {
     const { responseFormat } = opts;
     const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text, ...(responseFormat ? { responseFormat } : {}) }) };
     const queue = async () => {
-      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined }, pendingDeltas: [1] };
+      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined, lastTurnFailed: null }, pendingDeltas: [1] };
       const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
       // A state this process keeps of the session moves with it when it was current; otherwise it goes.
       const known = opts.client ? undefined : this.tails.cached(sessionId);
@@ -296,7 +309,7 @@ export class SessionAppends {
       }
       const { after, pendingDeltas } = checkedAppend(sessionId, state, decoded);
       try {
-        const rows = { changes: rowChanges(state, after), pendingDeltas };
+        const rows = { changes: rowChanges(state, after, decoded), pendingDeltas };
         const result = await this.runAppend(sessionId, decoded, rows, { ...opts, expectedEventCount: opts.expectedEventCount ?? state.nextSeq }, release);
         // Inside a transaction the batch may still roll back: keep nothing.
         if (opts.client) this.tails.forget([sessionId]);
@@ -327,7 +340,7 @@ export class SessionAppends {
     opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope; claimFor?: LeaseClaim },
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
-    const { turnStarts, status, title, pendingDelta } = rows.changes;
+    const { turnStarts, status, title, pendingDelta, lastTurnFailed } = rows.changes;
     const n = decoded.length;
     const db = opts.client ?? this.pool;
     const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
@@ -347,6 +360,7 @@ export class SessionAppends {
       opts.lease?.ttlMs ?? opts.claimFor?.ttlMs ?? null,
       opts.claimFor?.owner ?? null,
       treeId,
+      lastTurnFailed,
     ];
     type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);

@@ -14,7 +14,7 @@ import { childRanges, type Lineage } from './lineage.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
 import { SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
 import type { TailStates } from './tail-states.ts';
-import { checkedAppend, eventRows } from './append.ts';
+import { checkedAppend, eventRows, lastTurnFailedIn } from './append.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { isTransactionConflict, retried } from './retries.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
@@ -260,8 +260,8 @@ export class Forks {
       rows: [session],
     } = await client.query<SessionRow>(
       `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner)
-       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14)
+                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner, "lastTurnFailed")
+       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15)
        RETURNING ${SESSION_COLUMNS_SQL}`,
       [
         childId,
@@ -279,6 +279,8 @@ export class Forks {
         JSON.stringify(childRanges(lineage, cutSeq)),
         CURRENT_FORMAT_VERSION,
         parent.runner ?? null,
+        // A turn its seed closes (forked) is its last; else a cut at the parent's end keeps the parent's (earlier cuts start false).
+        lastTurnFailedIn(own) ?? (cutSeq === parent.eventCount - 1 && parent.lastTurnFailed),
       ],
     );
     const { rows: written } = await client.query<StoredEvent>(

@@ -148,7 +148,7 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
   return client.query(
     `UPDATE "Session" SET title = $2, status = $3, "eventCount" = $4, "turnCount" = $5, "pendingInputCount" = $6,
                           "forkedAtSeq" = $7, "inheritedEventCount" = $8, "firstLiveSeq" = $9, runner = $10,
-                          "updatedAt" = clock_timestamp()
+                          "lastTurnFailed" = $11, "updatedAt" = clock_timestamp()
       WHERE id = $1 AND "treeId" = $1`,
     [
       id,
@@ -161,6 +161,7 @@ function writeSummary(client: pg.PoolClient, id: string, s: RecordingSummary) {
       s.fork?.inheritedEventCount ?? 0,
       s.fork?.firstLiveSeq ?? 0,
       s.header.session.runner ?? null,
+      s.lastTurnFailed,
     ],
   );
 }

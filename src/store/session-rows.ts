@@ -87,6 +87,7 @@ export const SESSION_COLUMNS = [
   'formatVersion',
   'eventCount',
   'turnCount',
+  'lastTurnFailed',
   'pendingInputCount',
   'parentId',
   'forkedAtSeq',

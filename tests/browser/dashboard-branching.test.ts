@@ -228,12 +228,15 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
       );
     expect(order.slice(order.indexOf('end 1'), order.indexOf('end 1') + 3)).toEqual(['end 1', 'marker', 'user']);
 
-    // The header names each child once with its seq ("… · fork @N", never "@N @N").
-    const childrenLine = await page.locator('.lineage', { hasText: 'children:' }).textContent();
-    expect(childrenLine).not.toMatch(/@(\d+) @\1/);
+    // The header's Children menu names each child once with its seq ("… · fork @N", never "@N @N").
+    await showDetails(page);
+    await page.getByRole('button', { name: /^Children \(\d+\)$/ }).click();
+    const childItems = await page.getByRole('menu', { name: 'Children' }).getByRole('menuitem').allTextContents();
+    expect(childItems.length).toBeGreaterThan(0);
+    for (const item of childItems) expect(item).not.toMatch(/@(\d+) @\1/);
+    await page.keyboard.press('Escape');
 
     // The fork tree: three generations, children grouped under the seq they were forked at.
-    await showDetails(page);
     await page.getByRole('link', { name: 'Fork tree' }).click();
     await page.waitForURL(`${origin}/sessions/${parent}/family`, TIMEOUT);
     const tree = page.getByRole('navigation', { name: 'Fork tree' });

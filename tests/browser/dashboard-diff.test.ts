@@ -146,12 +146,12 @@ describe('dashboard: compare two siblings of a 5,000-event session', () => {
     await page.locator('.diff-row.first-divergent').waitFor(TIMEOUT);
     const length = async (id: string) => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id })).session.eventCount as number;
     const before = await length(left);
-    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${before} events`);
+    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${before.toLocaleString('en-US')} events`);
 
     await app.services.store.append(left, turns(441, 1, 'left'));
     const after = await length(left);
     expect(after).toBeGreaterThan(before);
-    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${after} events`);
+    await expect.poll(() => page.getByTestId('diff-head-left').textContent(), TIMEOUT).toContain(`${after.toLocaleString('en-US')} events`);
     await page.getByTestId('diff-scroll').evaluate((el) => (el.scrollTop = el.scrollHeight));
     const end = page.locator(`.diff-row[data-seq="${after - 1}"]`);
     await expect

@@ -351,7 +351,7 @@ describe('export with progress and import from the UI', () => {
     // Back in through the sidebar's Import button (streamed to POST /recordings): a new session of the same length.
     await page.getByTestId('import-file').setInputFiles(file);
     await page.waitForURL((u) => !u.pathname.includes(medium) && u.pathname.startsWith('/sessions/'), TIMEOUT);
-    await expect.poll(() => page.locator('.session-head .meta').textContent(), TIMEOUT).toContain(`${EXPORTED} events`);
+    await expect.poll(() => page.locator('.session-head .meta').textContent(), TIMEOUT).toContain(`${EXPORTED.toLocaleString('en-US')} events`);
     expect(errors).toEqual([]);
     await page.close();
   });

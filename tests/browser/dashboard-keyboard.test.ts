@@ -61,7 +61,7 @@ describe('dashboard: keyboard and reading', () => {
     await page.locator('table.timeline tr[data-seq="3"] td.type button').focus();
     await page.keyboard.press('ArrowRight');
     // Event 3 has a child forked at it: its marker link comes first in the row.
-    expect(await focused(page)).toBe('⑂ 1 fork');
+    expect(await focused(page)).toBe('1 fork');
     await page.keyboard.press('ArrowRight');
     expect(await focused(page)).toBe('Fork here at event 3');
     await page.keyboard.press('ArrowDown');

@@ -83,11 +83,9 @@ describe('dashboard addresses', () => {
       { link: `/#/s/ses_nobody/e/3`, says: /^No session ses_nobody: it does not exist or was deleted\.$/ },
       {
         link: `/sessions/${id}#seq-${length + 500}`,
-        says: new RegExp(
-          `^This link is to event #${length + 500}, which this session does not have: its events are #0–#${length - 1}\\. Showing the latest\\.$`,
-        ),
+        says: new RegExp(`^This link is to event #${length + 500}, past the end of this session: its events are #0–#${length - 1}\\. Showing the latest\\.$`),
       },
-      { link: `/#/s/${id}/e/${length}`, says: new RegExp(`^This link is to event #${length}, which this session does not have`) },
+      { link: `/#/s/${id}/e/${length}`, says: new RegExp(`^This link is to event #${length}, past the end of this session`) },
       { link: `/sessions/${id}#seq-twelve`, says: /^This link is not valid: #seq-twelve is not an event number \(#seq-<seq>\)\.$/ },
       { link: `/#/s/${id}/e/abc`, says: /^This link is not valid: #\/s\/ses_\w+\/e\/abc is not a link to a session or an event/ },
       { link: `/sessions/${id}#files-x`, says: /^This link is not valid: #files-x is not a files link/ },
@@ -98,9 +96,12 @@ describe('dashboard addresses', () => {
       const notice = page.locator('main [role=alert]').filter({ hasText: says });
       await expect.poll(() => notice.count(), { ...TIMEOUT, message: link }).toBe(1);
     }
-    // An event past the end still shows the session, at its latest events.
+    // An event past the end still shows the session, at its latest events: both panes scrolled to their ends.
     await page.goto(`${origin}/sessions/${id}#seq-${length + 500}`);
     await page.locator(`table.timeline tr[data-seq="${length - 1}"]`).waitFor(TIMEOUT);
+    const atEnd = (testId: string) =>
+      page.getByTestId(testId).evaluate((el) => el.scrollHeight - el.clientHeight - el.scrollTop <= 2 && el.scrollHeight > el.clientHeight);
+    await expect.poll(() => atEnd('conversation-scroll'), TIMEOUT).toBe(true);
     // A hash that is not one of the dashboard's (the skip link's #main) is no error.
     await page.goto(`${origin}/sessions/${id}#main`);
     await page.locator(`table.timeline tr[data-seq="${length - 1}"]`).waitFor(TIMEOUT);

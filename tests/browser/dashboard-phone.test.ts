@@ -141,7 +141,7 @@ describe('dashboard on a phone (390x844)', () => {
     ])
       expect(await page.locator(folded).first().isVisible(), folded).toBe(false);
     expect(await bottom('.session-head')).toBeLessThanOrEqual(170);
-    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
+    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(210); // 24 px controls (touch targets) make the folded header a few px taller
     expect(await horizontalOverflow(page)).toBeLessThanOrEqual(0);
     await screenshot(page, 'dashboard-phone-folded.png');
 
@@ -172,7 +172,7 @@ describe('dashboard on a phone (390x844)', () => {
     // And folds again.
     await hide.click();
     await expect.poll(() => page.locator('.session-insights').isVisible(), TIMEOUT).toBe(false);
-    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(200);
+    expect(await top('ol.conversation > li')).toBeLessThanOrEqual(210);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -1,7 +1,7 @@
 // The dashboard's pure view models: the conversation fold and the lineage forest.
 import { describe, expect, it } from 'vitest';
 import { foldConversation, itemsAfter, type LogEvent } from '../../client/dashboard/src/conversation.ts';
-import { lineageForest } from '../../client/dashboard/src/lineage.ts';
+import { distinctTitle, lineageForest } from '../../client/dashboard/src/lineage.ts';
 import type { SessionSummaryFragment } from '../../client/generated/graphql.ts';
 
 const ev = (seq: number, type: string, data: Record<string, unknown>, flags: Partial<LogEvent> = {}): LogEvent => ({
@@ -110,6 +110,7 @@ describe('lineageForest', () => {
     id,
     title,
     status: 'IDLE',
+    lastTurnFailed: false,
     formatVersion: 4,
     createdAt,
     updatedAt: createdAt,
@@ -143,5 +144,15 @@ describe('lineageForest', () => {
     expect(forest.map((n) => [n.session.id, n.matched])).toEqual([['a', false]]);
     expect(forest[0].children.map((n) => [n.session.id, n.matched])).toEqual([['a1', false]]);
     expect(forest[0].children[0].children.map((n) => [n.session.id, n.matched])).toEqual([['a1x', true]]);
+  });
+});
+
+describe('distinctTitle', () => {
+  it("drops the parent's title and the separator after it; keeps a title that does not start with it", () => {
+    expect(distinctTitle('Plan · variant 3', 'Plan', 4)).toBe('variant 3');
+    expect(distinctTitle('Plan: try the cheap model', 'Plan', 4)).toBe('try the cheap model');
+    expect(distinctTitle('Another idea', 'Plan', 4)).toBe('Another idea');
+    expect(distinctTitle('Plan', 'Plan', 4)).toBe('fork @4');
+    expect(distinctTitle('Plan', null, 4)).toBe('Plan');
   });
 });

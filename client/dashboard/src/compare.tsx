@@ -7,6 +7,7 @@
 // exist (the virtualizer), so a 5,000-event pair fetches a window or two. Both
 // sides follow their live appends: a session still running grows in place.
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from 'preact/hooks';
+import { useDismiss } from './popup-menu.tsx';
 import {
   DashboardCompareCandidatesDocument,
   DashboardCompareDocument,
@@ -48,7 +49,11 @@ export function CompareRedirect({ id }: { id: string }) {
       })
       .catch((err) => setError(errorText(err)));
   }, [id]);
-  return <main class="compare-page">{error ? <p class="error">{error}</p> : <p class="muted">Loading…</p>}</main>;
+  return (
+    <main id="main" tabIndex={-1} class="compare-page">
+      {error ? <p class="error">{error}</p> : <p class="muted">Loading…</p>}
+    </main>
+  );
 }
 
 export function DiffPage({ a, b }: { a: string; b: string }) {
@@ -76,13 +81,18 @@ export function DiffPage({ a, b }: { a: string; b: string }) {
   }, [a, b]);
   if (error)
     return (
-      <main class="compare-page">
+      <main id="main" tabIndex={-1} class="compare-page">
         <p class="error" role="alert">
           {error}
         </p>
       </main>
     );
-  if (!loaded) return <main class="compare-page loading">Loading…</main>;
+  if (!loaded)
+    return (
+      <main id="main" tabIndex={-1} class="compare-page loading">
+        Loading…
+      </main>
+    );
   return <DiffLoaded {...loaded} />;
 }
 
@@ -108,7 +118,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
   };
   const related = prefix >= 0;
   return (
-    <main class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
+    <main id="main" tabIndex={-1} class="compare-page" data-left={left.id} data-right={right.id} data-common-prefix={prefix}>
       <header class="session-head">
         <div class="session-title">
           <h1>Compare sessions</h1>
@@ -168,7 +178,7 @@ function SideHead({ side, label, length }: { side: Side; label: string; length: 
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
       {label}: <a href={sessionPath(side.id)}>{side.title || side.id}</a>{' '}
       <span class="muted">
-        {length} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
+        {length.toLocaleString('en-US')} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
       </span>
     </h2>
   );
@@ -295,9 +305,15 @@ export function CompareMenu({ id }: { id: string }) {
         : [],
     [data, id],
   );
+  // Escape or a click outside closes it; Escape gives the focus back to its button.
+  const root = useRef<HTMLDetailsElement>(null);
+  const summary = useRef<HTMLElement>(null);
+  useDismiss(open, () => setOpen(false), root, summary);
   return (
-    <details class="compare-menu" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary class="button">Compare with…</summary>
+    <details class="compare-menu" open={open} ref={root} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary class="button" ref={summary}>
+        Compare with…
+      </summary>
       <div class="menu" role="group" aria-label="Compare with">
         {error && <p class="error">{error}</p>}
         {!data && !error && <p class="muted">Loading…</p>}

@@ -17,6 +17,12 @@ import { useVirtualizer } from './use-virtualizer.ts';
 const MAX_LOOKBACK_PAGES = 5;
 /** Pages folded at most; growing past it drops the far side. */
 const MAX_WINDOW_PAGES = 40;
+/** Opening at the end: frames the end must hold before the pane stops keeping to it, and the most it tries. */
+const SETTLED_FRAMES = 5;
+const MAX_SETTLE_FRAMES = 120;
+/** What the reader does that ends the keeping to the end (a scroll the pane makes itself does not). */
+const READER_INPUT = ['wheel', 'touchstart', 'keydown', 'pointerdown'] as const;
+
 /** Scrolled this close to an edge of the window, the next page loads. */
 const EDGE_PX = 600;
 
@@ -139,9 +145,39 @@ export function ConversationPane(
     const place = `${win.target ?? 'end'}:${props.jump?.nonce ?? 0}`;
     if (placed.current === place) return;
     placed.current = place;
-    if (win.target === undefined) v.scrollToIndex(count - 1, { align: 'end' });
-    else v.scrollToIndex(Math.max(0, targetIndex(list, win.target)), { align: 'start' });
+    if (win.target === undefined) {
+      v.scrollToIndex(count - 1, { align: 'end' });
+      settleAtEnd();
+    } else v.scrollToIndex(Math.max(0, targetIndex(list, win.target)), { align: 'start' });
   }, [items, count]);
+
+  // Items are placed by estimate first and measured as they render, so the first scroll to the end can
+  // stop short of it: keep to the end, frame by frame, until it holds for a few frames (heights measured)
+  // or the reader scrolls, types or touches. A short loop at opening, no work per row or per scroll.
+  const settling = useRef<number | null>(null);
+  const settleAtEnd = () => {
+    const el = box.current;
+    if (!el || settling.current !== null) return;
+    let still = 0;
+    let frames = 0;
+    const stop = () => {
+      if (settling.current !== null) cancelAnimationFrame(settling.current);
+      settling.current = null;
+      for (const type of READER_INPUT) el.removeEventListener(type, stop);
+    };
+    for (const type of READER_INPUT) el.addEventListener(type, stop, { passive: true });
+    const step = () => {
+      const gap = el.scrollHeight - el.clientHeight - el.scrollTop;
+      if (gap > 1) {
+        still = 0;
+        el.scrollTop = el.scrollHeight;
+      } else still++;
+      if (still >= SETTLED_FRAMES || ++frames >= MAX_SETTLE_FRAMES) stop();
+      else settling.current = requestAnimationFrame(step);
+    };
+    settling.current = requestAnimationFrame(step);
+  };
+  useEffect(() => () => settling.current !== null && cancelAnimationFrame(settling.current), []);
 
   // Near the top of the window: fold the page before it; near its bottom (when it stops short of the end): the next.
   const grow = () => {
@@ -172,6 +208,7 @@ export function ConversationPane(
   actions.current = props;
   const branch = useCallback((seq: number, turn: number) => actions.current.onBranch?.(seq, turn), []);
   const edit = useCallback((input: { seq: number; inputId: string; text: string }) => actions.current.onEdit?.(input), []);
+  const fork = useCallback((seq: number) => actions.current.onFork?.(seq), []);
   const rowProps = (index: number, start: number) => placement(index, start, index === targetAt, v.measureElement);
   return (
     <div ref={box} class="scroll virtual" onScroll={grow} data-testid="conversation-scroll">
@@ -202,6 +239,7 @@ export function ConversationPane(
                   measure={v.measureElement}
                   onBranch={props.onBranch && branch}
                   onEdit={props.onEdit && edit}
+                  onFork={props.onFork && fork}
                   busy={props.busy}
                   titleOf={titleOf}
                   sessionId={props.sessionId}

@@ -21,6 +21,8 @@ export interface ItemProps {
   onBranch?: (turnEndSeq: number, turn: number) => void;
   /** Offers "Edit" on user messages (edit and re-run in a new session). */
   onEdit?: (input: { seq: number; inputId: string; text: string }) => void;
+  /** Offers "Fork here" on assistant steps and "Fork before this result" on tool results (fork at that seq). */
+  onFork?: (seq: number) => void;
   busy?: boolean;
   /** Title of a fork marker's parent (each marker names its own ancestor). */
   titleOf?: (sessionId: string) => string | null | undefined;
@@ -52,7 +54,7 @@ export interface RowProps {
   'data-target'?: boolean;
 }
 
-export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
+export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId, row }: ItemProps & { item: ConversationItem; row?: RowProps }) {
   const inherited = item.inherited ? ' inherited' : '';
   switch (item.kind) {
     case 'user':
@@ -82,10 +84,11 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
         <li {...row} class={`msg assistant${inherited}`} data-seq={item.seqs[0]}>
           <div class="msg-head">
             assistant · turn {item.turn} step {item.step} <Seq seq={item.seqs[0]} />
+            {onFork && <ForkButton seq={item.seqs[0]} busy={busy} onFork={onFork} title="A new session with the log through this step's message" />}
           </div>
           {item.text && <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />}
           {item.toolCalls.map((call) => (
-            <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} />
+            <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} onFork={onFork} busy={busy} />
           ))}
         </li>
       );
@@ -94,7 +97,7 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
         <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
             Forked from <a href={sessionPath(item.parentSessionId)}>{titleOf?.(item.parentSessionId) || item.parentSessionId}</a> at event {item.cutSeq} ·{' '}
-            {item.inheritedEventCount} events inherited
+            {item.inheritedEventCount.toLocaleString('en-US')} events inherited
           </span>
           <Seq seq={item.seqs[0]} />
         </li>
@@ -109,6 +112,17 @@ export function Item({ item, onBranch, onEdit, busy, titleOf, sessionId, row }: 
           {sessionId && <TurnStatsLine sessionId={sessionId} endSeq={item.endSeq} />}
           <span class="turn-end-actions">
             <Seq seq={item.endSeq} />
+            {item.retry && onEdit && (
+              <button
+                type="button"
+                class="small"
+                disabled={busy}
+                title="Run this turn's message again in a new session forked right before it (this session is not changed)"
+                onClick={() => item.retry && onEdit(item.retry)}
+              >
+                Retry turn {item.turn}
+              </button>
+            )}
             {onBranch && (
               <button
                 type="button"
@@ -177,7 +191,7 @@ const WAITING_TEXT = {
 };
 
 /** A call and its result; `closerBelow`: the result is a fork closer shown after the marker. */
-function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boolean }) {
+function ToolCall({ call, closerBelow, onFork, busy }: { call: ToolCallView; closerBelow?: boolean; onFork?: (seq: number) => void; busy?: boolean }) {
   const r = call.result;
   return (
     <div class="tool-call" data-call-id={call.id} data-server={call.server} data-effect={call.effect}>
@@ -215,6 +229,15 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
               </span>
             )}
             <Seq seq={r.seq} />
+            {onFork && !r.synthetic && (
+              <ForkButton
+                seq={r.seq - 1}
+                busy={busy}
+                onFork={onFork}
+                label="Fork before this result"
+                title={`A new session cut right before this result (at event ${r.seq - 1}): the call is closed as never run there, to run again`}
+              />
+            )}
           </div>
           <div class="tool-result-text">{r.content}</div>
           <CallFiles call={call} />
@@ -230,3 +253,20 @@ function ToolCall({ call, closerBelow }: { call: ToolCallView; closerBelow?: boo
 }
 
 const Seq = ({ seq }: { seq: number }) => <span class="seq">#{seq}</span>;
+
+/** Fork at `seq`; the accessible name starts with the visible text (voice control) and names the event (the timeline's is "Fork here at event N"). */
+function ForkButton(props: { seq: number; busy?: boolean; onFork(seq: number): void; label?: string; title: string }) {
+  const label = props.label ?? 'Fork here';
+  return (
+    <button
+      type="button"
+      class="small fork-inline"
+      disabled={props.busy}
+      aria-label={`${label} (event ${props.seq})`}
+      title={props.title}
+      onClick={() => props.onFork(props.seq)}
+    >
+      {label}
+    </button>
+  );
+}

@@ -53,7 +53,15 @@ interface ItemBase {
 export type ConversationItem =
   | (ItemBase & { kind: 'user'; inputId: string; text: string; state: 'queued' | 'taken' | 'cancelled' })
   | (ItemBase & { kind: 'assistant'; turn: number; step: number; text: string; toolCalls: ToolCallView[] })
-  | (ItemBase & { kind: 'turn-end'; turn: number; reason: string; synthetic: boolean; endSeq: number })
+  | (ItemBase & {
+      kind: 'turn-end';
+      turn: number;
+      reason: string;
+      synthetic: boolean;
+      endSeq: number;
+      /** A failed turn's input, when in the window: Retry re-runs it (editMessage with the same text). */
+      retry?: { seq: number; inputId: string; text: string };
+    })
   | (ItemBase & { kind: 'step-end'; turn: number; step: number; reason: string; synthetic: boolean })
   | (ItemBase & { kind: 'fork-marker'; parentSessionId: string; cutSeq: number; inheritedEventCount: number })
   /** A fork's closer for a call made before its marker, shown after the marker (the order of the log). */
@@ -88,6 +96,8 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
   /** Per model/message (its first seq): when its next call started (the message, then each result, stored). */
   const callStarts = new Map<number, string>();
   let markerSeq = -1;
+  /** The input each turn took (turn/start), for a failed turn's Retry. */
+  const turnInputs = new Map<number, string>();
 
   const state = new LogState();
   // A window starts with no turn history: the reducer is put in step with the
@@ -182,9 +192,12 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
           items.push({ ...base, kind: 'step-end', turn: num(d.turn), step: num(d.step), reason: str(d.reason), synthetic: e.synthetic });
         }
         break;
-      case 'turn/end':
-        items.push({ ...base, kind: 'turn-end', turn: num(d.turn), reason: str(d.reason), synthetic: e.synthetic, endSeq: e.seq });
+      case 'turn/end': {
+        const input = str(d.reason) === 'failed' ? users.get(turnInputs.get(num(d.turn)) ?? '') : undefined;
+        const retry = input && { seq: input.seqs[0], inputId: input.inputId, text: input.text };
+        items.push({ ...base, kind: 'turn-end', turn: num(d.turn), reason: str(d.reason), synthetic: e.synthetic, endSeq: e.seq, ...(retry ? { retry } : {}) });
         break;
+      }
       case 'session/end-seed':
         markerSeq = e.seq;
         items.push({
@@ -218,6 +231,8 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         break;
       // Shown by the user item they belong to and by the turn-end row.
       case 'turn/start':
+        turnInputs.set(num(d.turn), str(d.inputId));
+        break;
       case 'step/start':
         break;
       default:

@@ -19,8 +19,13 @@ export function Modal(props: {
   children: ComponentChildren;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Closed (Escape, Cancel or done), the focus goes back to what opened the dialog, not to <body>. Taken
+  // while rendering: the opener may be disabled while the dialog is open, which drops its focus.
+  const [opener] = useState(() => (document.activeElement instanceof HTMLElement ? document.activeElement : null));
   useEffect(() => {
     ref.current?.showModal();
+    // After the page re-enables the opener.
+    return () => void setTimeout(() => opener?.isConnected && opener.focus());
   }, []);
   return (
     <dialog ref={ref} class="modal" aria-label={props.title} onClose={props.onClose}>

@@ -57,14 +57,14 @@ export function Frame(props: { sidebar: ComponentChildren; closeOn: string; chil
         Skip to the page
       </a>
       {narrow && (
-        <div class="top-bar">
+        <header class="top-bar">
           <button type="button" class="drawer-toggle" aria-expanded={open} aria-controls="sessions-drawer" onClick={() => setOpen(!open)}>
             {open ? 'Close sessions' : 'Sessions'}
           </button>
           <a href="/" class="brand">
             forkline
           </a>
-        </div>
+        </header>
       )}
       <div id="sessions-drawer" class="drawer" inert={hidden} aria-hidden={hidden ? true : undefined}>
         {props.sidebar}

@@ -35,7 +35,7 @@ export function FamilyPage({ id }: { id: string }) {
   const roots = lineageForest(family.sessions);
   const self = family.sessions.find((s) => s.id === id);
   return (
-    <main class="family-page" data-session-id={id}>
+    <main id="main" tabIndex={-1} class="family-page" data-session-id={id}>
       <LivePageHead title="Fork tree" error={error}>
         {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{self?.title || id}</a>
         {family.truncated && ' (the first 200 shown)'}
@@ -83,7 +83,7 @@ function NodeLine({ session: s, current }: { session: SessionSummaryFragment; cu
         {s.title || 'Untitled'}
       </a>
       <span class="family-meta">
-        <StatusBadge status={s.status} />
+        <StatusBadge status={s.status} failed={s.lastTurnFailed} />
         <span>
           {s.eventCount} ev · {s.turnCount} t
         </span>

@@ -34,6 +34,15 @@ export interface KnownChild {
 /** Children named inline at most; the rest are in the side-by-side view. */
 const NAMED = 4;
 
+/** A fork drawn, not a character: no default font lacks it (⑂ is an empty box with Debian's). */
+function ForkGlyph() {
+  return (
+    <svg class="fork-glyph" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
+      <path d="M5 2v12M5 9c0-3 6-2 6-6M11 2v1" fill="none" stroke="currentColor" stroke-width="1.8" stroke-linecap="round" />
+    </svg>
+  );
+}
+
 const forks = (n: number) => `${n} ${n === 1 ? 'fork' : 'forks'}`;
 
 export function ForkPointRow({ item, sessionId, known, row }: { item: ForkPointItem; sessionId: string; known: readonly KnownChild[]; row?: RowProps }) {
@@ -41,7 +50,7 @@ export function ForkPointRow({ item, sessionId, known, row }: { item: ForkPointI
   return (
     <li {...row} class="fork-point-row" data-seq={item.seq} data-testid="fork-point">
       <span class="fork-point-head">
-        <span aria-hidden="true">⑂</span> {forks(item.childCount)} at #{item.seq}:
+        <ForkGlyph /> {forks(item.childCount)} at #{item.seq}:
       </span>{' '}
       {here.slice(0, NAMED).map((c, i) => (
         <span key={c.id}>
@@ -68,7 +77,7 @@ export function TimelineForkLink({ sessionId, seq, count }: { sessionId: string;
       tabIndex={-1} /* one tab stop per timeline row: the arrow keys reach it (row-keys.ts) */
       title={`The ${forks(count)} made at event ${seq}, side by side`}
     >
-      ⑂ {forks(count)}
+      <ForkGlyph /> {forks(count)}
     </a>
   );
 }

@@ -11,6 +11,7 @@ import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { diffPath, sessionPath } from './router.ts';
 import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
+import { formatDuration, formatUsd } from './format.ts';
 import './fork-family.css';
 
 /** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
@@ -30,7 +31,7 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
   const children = parent.children.edges.map((e) => e.node);
   const first = children[0];
   return (
-    <main class="fork-point-page" data-session-id={id} data-seq={seq}>
+    <main id="main" tabIndex={-1} class="fork-point-page" data-session-id={id} data-seq={seq}>
       <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
         of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
         {parent.children.pageInfo.hasNextPage && ' · the oldest 50 shown'}
@@ -77,6 +78,30 @@ function useStreaming(id: string, running: boolean): LiveStep | null {
   return live;
 }
 
+/** The last own turn's latency, tokens and cost: what variants are compared by besides their answers. */
+function TurnFigures({ turn }: { turn: NonNullable<VariantFieldsFragment['lastTurn']> }) {
+  return (
+    <dl class="variant-figures" data-testid="variant-figures" aria-label={`Turn ${turn.turn} figures`}>
+      <div>
+        <dt>latency</dt>
+        <dd>{turn.durationMs == null ? '–' : formatDuration(turn.durationMs)}</dd>
+      </div>
+      <div>
+        <dt>tokens in</dt>
+        <dd>{turn.usage ? turn.usage.inputTokens.toLocaleString('en-US') : '–'}</dd>
+      </div>
+      <div>
+        <dt>tokens out</dt>
+        <dd>{turn.usage ? turn.usage.outputTokens.toLocaleString('en-US') : '–'}</dd>
+      </div>
+      <div>
+        <dt>cost</dt>
+        <dd>{formatUsd(turn.usage?.costUsd)}</dd>
+      </div>
+    </dl>
+  );
+}
+
 const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered', waiting: 'no answer yet' };
 
 function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
@@ -118,9 +143,11 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
       ) : (
         <p class="muted">{state === 'running' ? 'Answering…' : 'It has not answered since the fork.'}</p>
       )}
+      {c.lastTurn && isOwn(c) && c.lastTurn.reason && <TurnFigures turn={c.lastTurn} />}
       <div class="variant-meta muted">
-        {c.model ? `${c.model.provider}/${c.model.model} · ` : ''}
-        {c.eventCount} events · {c.turnCount} turns
+        <span data-testid="variant-model">{c.model ? `${c.model.provider}/${c.model.model}` : 'default model'}</span>
+        {' · '}
+        {c.eventCount.toLocaleString('en-US')} events · {c.turnCount.toLocaleString('en-US')} turns
         {compareWith && (
           <>
             {' · '}

@@ -48,3 +48,19 @@ export function lineageForest(
     });
   return prune(roots);
 }
+
+/**
+ * What tells a fork apart from its parent in the list: its title without the
+ * parent's title it starts with (and the separator after it), so that
+ * "Plan · variant 3" under "Plan" reads "variant 3"; the whole title when it
+ * does not start with the parent's, `fork @N` when nothing is left.
+ */
+export function distinctTitle(title: string, parentTitle: string | null | undefined, forkedAtSeq: number | null | undefined): string {
+  const parent = (parentTitle ?? '').trim();
+  if (!parent || !title.startsWith(parent)) return title;
+  const rest = title
+    .slice(parent.length)
+    .replace(/^[\s·:\-–—|/]+/, '')
+    .trim();
+  return rest || (forkedAtSeq == null ? title : `fork @${forkedAtSeq}`);
+}

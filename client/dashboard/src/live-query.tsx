@@ -75,10 +75,15 @@ export function useLiveQuery<T>(key: string, read: () => Promise<T>, concerns: (
  * read's error), or the session it names gone. Null once `value` is there.
  */
 export function pendingPage(pageClass: string, id: string, value: unknown, error: string | null) {
-  if (value === undefined) return <main class={`${pageClass} loading`}>{error ? <p class="error">{error}</p> : 'Loading…'}</main>;
+  if (value === undefined)
+    return (
+      <main id="main" tabIndex={-1} class={`${pageClass} loading`}>
+        {error ? <p class="error">{error}</p> : 'Loading…'}
+      </main>
+    );
   if (value === null)
     return (
-      <main class={pageClass}>
+      <main id="main" tabIndex={-1} class={pageClass}>
         <p class="error" role="alert">
           No session {id}: it does not exist or was deleted.
         </p>

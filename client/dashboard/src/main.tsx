@@ -30,7 +30,7 @@ function App() {
         <ReplaceTokenDialog stored={tokens.stored} offered={offered} onReplace={() => setToken(offered)} onKeep={() => setOffered(undefined)} />
       )}
       {route.name === 'not-found' && (
-        <main class="home">
+        <main id="main" tabIndex={-1} class="home">
           <h1>No such page</h1>
           <p class="error" role="alert" data-testid="bad-link">
             The dashboard has no page at {route.path}. Pick a session on the left.
@@ -43,7 +43,7 @@ function App() {
       {route.name === 'fork-point' && <ForkPointPage key={`forks-${route.id}-${route.seq}`} id={route.id} seq={route.seq} />}
       {route.name === 'family' && <FamilyPage key={`family-${route.id}`} id={route.id} />}
       {route.name === 'home' && (
-        <main class="home">
+        <main id="main" tabIndex={-1} class="home">
           <BadLinkNotice />
           <h1>Sessions</h1>
           <p class="muted">

@@ -125,7 +125,7 @@ function TurnChart({ sessionId, changed, onJump }: { sessionId: string; changed:
     [sessionId, changed],
   );
   return (
-    <details class="turn-chart" onToggle={(e) => setOpen(e.currentTarget.open)}>
+    <details class="turn-chart" data-testid="turn-chart-details" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>Chart: latency and tokens of the last {CHART_TURNS} turns</summary>
       {error && <p class="error">{error}</p>}
       {turns && (turns.length ? <ChartSvg turns={turns} onJump={onJump} /> : <p class="muted">No turns yet.</p>)}
@@ -217,7 +217,7 @@ function WorkspaceViewer(props: { sessionId: string; length: number; selectedSeq
       {error && <p class="error">{error}</p>}
       {entries &&
         (entries.length ? (
-          <div class="tools-scroll">
+          <div class="tools-scroll" tabIndex={0} role="region" aria-label="Workspace, scrollable">
             <table class="tools-table workspace-table">
               <thead>
                 <tr>

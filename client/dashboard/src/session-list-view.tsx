@@ -1,4 +1,4 @@
-// The sessions list's filter and order (sidebar): by status, by when a
+// The sessions list's filter and order (sidebar): by status (running, idle, failed), by when a
 // session was created, and sorted by creation, last activity, title or
 // status. Filtered-out ancestors of a match stay in the tree, dimmed, for
 // context (lineage.ts). The choice is kept in localStorage.
@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { SessionSummaryFragment } from '../../generated/graphql.ts';
 
 export interface ListView {
-  status: 'all' | 'RUNNING' | 'IDLE';
+  status: 'all' | 'RUNNING' | 'IDLE' | 'FAILED';
   created: 'any' | '1d' | '7d' | '30d';
   sort: 'created' | 'updated' | 'title' | 'status';
 }
@@ -33,13 +33,17 @@ export function useListView(): [ListView, (v: ListView) => void] {
   ];
 }
 
+/** A session's status as the list shows and filters it: running, failed (its last turn failed) or idle. */
+const listStatus = (s: Pick<SessionSummaryFragment, 'status' | 'lastTurnFailed'>): ListView['status'] =>
+  s.status === 'RUNNING' ? 'RUNNING' : s.lastTurnFailed ? 'FAILED' : 'IDLE';
+
 export const isFiltered = (v: ListView) => v.status !== 'all' || v.created !== 'any';
 
 /** What lineageForest takes for this view: the sessions kept, and the order of siblings (default: the fork order). */
 export function forestOptions(v: ListView, now = Date.now()) {
   const days = CREATED_DAYS[v.created];
   const keep = isFiltered(v)
-    ? (s: SessionSummaryFragment) => (v.status === 'all' || s.status === v.status) && (!days || now - Date.parse(s.createdAt) <= days * DAY_MS)
+    ? (s: SessionSummaryFragment) => (v.status === 'all' || listStatus(s) === v.status) && (!days || now - Date.parse(s.createdAt) <= days * DAY_MS)
     : undefined;
   const order =
     v.sort === 'updated'
@@ -67,6 +71,7 @@ export function ListViewControls({ view, onChange }: { view: ListView; onChange(
           <option value="all">all</option>
           <option value="RUNNING">running</option>
           <option value="IDLE">idle</option>
+          <option value="FAILED">failed</option>
         </select>
       </label>
       <label>

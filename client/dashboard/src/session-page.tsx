@@ -1,7 +1,6 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
-import { Fragment, type ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { CompactSessionDocument, DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
@@ -12,6 +11,7 @@ import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './r
 import { EventsAndFiles } from './files-tab.tsx';
 import { Composer } from './composer.tsx';
 import { CompareMenu } from './compare.tsx';
+import { MenuButton } from './popup-menu.tsx';
 import { useSessionFeed } from './session-feed.ts';
 import type { SessionDetails } from './session-log.ts';
 import { SessionInstructions } from './session-instructions.tsx';
@@ -60,9 +60,14 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const knownChildren = session ? session.children.edges.map((e) => e.node) : [];
   const forkPoints = useForkPoints(id, knownChildren.map((c) => c.id).join(','));
 
+  // A link past the end opens at the latest events, as its notice says (not at a clamped or missing row).
+  const knownLength = session && pages ? Math.max(pages.length, session.eventCount) : 0;
+  const pastEnd = jump !== null && knownLength > 0 && jump.seq >= knownLength;
+  const paneJump = useMemo(() => (pastEnd && jump ? { seq: -1, nonce: jump.nonce } : jump), [jump, pastEnd]);
+
   if (session === undefined || (session && !pages))
     return (
-      <main class="session-page loading">
+      <main id="main" tabIndex={-1} class="session-page loading">
         {error ? (
           <p class="error" role="alert">
             {error}
@@ -74,7 +79,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     );
   if (session === null || !pages)
     return (
-      <main class="session-page">
+      <main id="main" tabIndex={-1} class="session-page">
         <p class="error" role="alert">
           No session {id}: it does not exist or was deleted.
         </p>
@@ -88,7 +93,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   };
   const length = Math.max(pages.length, session.eventCount);
   return (
-    <main class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
+    <main id="main" tabIndex={-1} class={`session-page${details ? ' details-open' : ''}`} data-session-id={id}>
       <SessionHeader
         session={session}
         status={status ?? session.status}
@@ -97,19 +102,22 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         onError={setActionError}
         details={details}
         onDetails={setDetails}
-      >
+      />
+      {/* The details drawer: however much of it is open, it scrolls within its share of the window and the
+          panes below keep the rest (layout.css: the work area keeps at least 60% of the height). */}
+      <div class="session-details" data-testid="session-details">
         <SessionTools sessionId={id} pages={pages} version={version} />
         <SessionInstructions sessionId={id} pages={pages} version={version} />
-      </SessionHeader>
-      {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
-      <SessionInsights
-        sessionId={id}
-        changed={`${session.turnCount}:${status}`}
-        running={running}
-        length={pages.length}
-        selectedSeq={jump?.seq}
-        onJump={jumpTo}
-      />
+        {/* The page's width, so the totals stay on one line as they grow (a header growing mid-turn would leave the panes short of their ends). */}
+        <SessionInsights
+          sessionId={id}
+          changed={`${session.turnCount}:${status}`}
+          running={running}
+          length={pages.length}
+          selectedSeq={jump?.seq}
+          onJump={jumpTo}
+        />
+      </div>
       {childRequest && <BranchDialog sessionId={id} request={childRequest} parentTitle={session.title} onMade={made} onClose={() => setChildRequest(null)} />}
       {(error || actionError) && (
         <p class="error" role="alert">
@@ -119,11 +127,13 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       <BadLinkNotice />
       {seq !== undefined && seq >= length && (
         <p class="error" role="alert" data-testid="bad-link">
-          This link is to event #{seq}, which this session does not have: its events are #0–#{length - 1}. Showing the latest.
+          This link is to event #{seq}, past the end of this session: its events are #0–#{length - 1}. Showing the latest.
         </p>
       )}
-      <JumpBar length={pages.length} onJump={jumpTo} />
-      <SessionSearch sessionId={id} onJump={jumpTo} />
+      <div class="find-row">
+        <JumpBar length={pages.length} onJump={jumpTo} />
+        <SessionSearch sessionId={id} onJump={jumpTo} />
+      </div>
       <div class="panes">
         <section class="pane chat" aria-label="Conversation pane">
           <h2>Conversation</h2>
@@ -131,9 +141,10 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
             pages={pages}
             version={version}
             live={live}
-            jump={jump}
+            jump={paneJump}
             onBranch={branch}
             onEdit={edit}
+            onFork={fork}
             busy={busy}
             sessionId={id}
             forkPoints={forkPoints}
@@ -144,13 +155,13 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
         <section class="pane events" aria-label="Events pane">
           <EventsAndFiles session={{ id, length: pages.length, forkedAtSeq: session.forkedAtSeq, parentId: session.parent?.id }}>
             <h2>
-              Events <span class="muted">({pages.length})</span>
+              Events <span class="muted">({pages.length.toLocaleString('en-US')})</span>
             </h2>
             <EventsFilter pages={pages} version={version} filter={filter} onChange={setFilter} />
             {isFiltering(filter) ? (
               <FilteredTimeline pages={pages} version={version} filter={filter} sessionId={id} onFork={fork} busy={busy} />
             ) : (
-              <VirtualTimeline pages={pages} version={version} jump={jump} onFork={fork} busy={busy} sessionId={id} forkPoints={forkPoints} />
+              <VirtualTimeline pages={pages} version={version} jump={paneJump} onFork={fork} busy={busy} sessionId={id} forkPoints={forkPoints} />
             )}
           </EventsAndFiles>
         </section>
@@ -201,7 +212,6 @@ function SessionHeader(props: {
   onError(msg: string): void;
   details: boolean;
   onDetails(open: boolean): void;
-  children?: ComponentChildren;
 }) {
   const { session, busy, onError } = props;
   const [compacting, setCompacting] = useState(false);
@@ -241,8 +251,8 @@ function SessionHeader(props: {
           <button type="button" class="small details-toggle" aria-expanded={props.details} onClick={() => props.onDetails(!props.details)}>
             {props.details ? 'Hide details' : 'Details'}
           </button>
-          <span>{Math.max(props.length, session.eventCount)} events</span>
-          <span>{session.turnCount} turns</span>
+          <span>{Math.max(props.length, session.eventCount).toLocaleString('en-US')} events</span>
+          <span>{session.turnCount.toLocaleString('en-US')} turns</span>
           <span
             class="format-version"
             title={`Event format version ${session.formatVersion}: the schema of this session's stored events and of its exported recordings (docs/contract.md §5)`}
@@ -269,20 +279,9 @@ function SessionHeader(props: {
             inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
-        {children.length > 0 && (
-          <div class="meta lineage">
-            children:{' '}
-            {children.map((c, i) => (
-              <Fragment key={c.id}>
-                {i > 0 && ', '}
-                <a href={sessionPath(c.id)}>{withForkSeq(c.title || c.id, c.forkedAtSeq)}</a>
-              </Fragment>
-            ))}
-          </div>
-        )}
-        {props.children}
       </div>
       <div class="head-actions">
+        {children.length > 0 && <ChildrenMenu children={children} />}
         <CompareMenu id={session.id} />
         {(session.parent || children.length > 0) && (
           <a class="button" href={familyPath(session.id)} title="This session's fork tree: its root and every fork below it">
@@ -303,6 +302,22 @@ function SessionHeader(props: {
         </button>
       </div>
     </header>
+  );
+}
+
+/** The session's children as a compact menu (one item each, the full title on hover), not a line each in the header. */
+function ChildrenMenu({ children }: { children: SessionDetails['children']['edges'][number]['node'][] }) {
+  return (
+    <MenuButton label={`Children (${children.length})`} menuLabel="Children" class="children-menu">
+      {children.map((c) => {
+        const full = withForkSeq(c.title || c.id, c.forkedAtSeq);
+        return (
+          <a key={c.id} role="menuitem" tabIndex={-1} href={sessionPath(c.id)} title={full} data-session-id={c.id}>
+            {full}
+          </a>
+        );
+      })}
+    </MenuButton>
   );
 }
 

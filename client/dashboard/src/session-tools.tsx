@@ -63,7 +63,7 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
       ) : tools.length === 0 ? (
         <p class="muted">This session's agent is offered no tools.</p>
       ) : (
-        <div class="tools-scroll">
+        <div class="tools-scroll" tabIndex={0} role="region" aria-label="Session tools, scrollable">
           <table class="tools-table" aria-label="Session tools">
             <thead>
               <tr>

@@ -13,7 +13,7 @@ import {
 import { follow, forkline } from './api.ts';
 import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
-import { lineageForest, type LineageNode } from './lineage.ts';
+import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
@@ -326,6 +326,8 @@ function TreeRow(props: {
   const { node, depth, currentId } = props;
   const s = node.session;
   const title = s.title || 'Untitled';
+  // A fork reads as what distinguishes it from its parent; the full title is on hover.
+  const label = s.parent ? distinctTitle(title, s.parent.title, s.forkedAtSeq) : title;
   return (
     <li
       class={`tree-node${depth ? ' child' : ''}`}
@@ -343,7 +345,7 @@ function TreeRow(props: {
         onFocus={props.onFocus}
         title={s.parent ? `${title} (fork of ${s.parent.title || 'Untitled'} at event ${s.forkedAtSeq})` : title}
       >
-        <span class="tree-title">{title}</span>
+        <span class="tree-title">{label}</span>
         <span class="tree-meta">
           {s.forkedAtSeq != null &&
             (s.parent ? (
@@ -355,7 +357,7 @@ function TreeRow(props: {
                 imported fork @{s.forkedAtSeq}
               </span>
             ))}
-          <StatusBadge status={s.status} />
+          <StatusBadge status={s.status} failed={s.lastTurnFailed} />
           {s.runner && (
             <span class="runner-pool" title={s.runnerHolder ? `external runner pool; held by ${s.runnerHolder}` : 'external runner pool'}>
               {s.runner}

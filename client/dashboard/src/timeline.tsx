@@ -3,6 +3,7 @@
 // `Timeline` renders the events it is given (the compare view);
 // `VirtualTimeline` a whole log of any length: only the rows near the
 // viewport exist, their pages fetched as they come into view.
+import { eventLabel } from './event-labels.ts';
 import type { Ref } from 'preact';
 import { memo } from './memo.ts';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
@@ -148,7 +149,11 @@ function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?
         <th class="seq">seq</th>
         <th class="type">type</th>
         <th>event</th>
-        {withActions && <th class="actions" aria-label="actions" />}
+        {withActions && (
+          <th class="actions">
+            <span class="visually-hidden">actions</span>
+          </th>
+        )}
       </tr>
     </thead>
   );
@@ -188,8 +193,14 @@ const EventRow = memo(function EventRow(
       >
         <td class="seq">{e.seq}</td>
         <td class="type">
-          <button type="button" class="link" aria-expanded={props.open} onClick={() => props.onToggle(e.seq)}>
-            {e.type}
+          <button
+            type="button"
+            class="link"
+            aria-expanded={props.open}
+            onClick={() => props.onToggle(e.seq)}
+            title={e.type.startsWith('plugin/') ? e.type : undefined}
+          >
+            {eventLabel(e.type)}
           </button>
           {e.inherited && (
             <Badge tone="inherited" title="Copied from the parent by the fork">

@@ -15,8 +15,10 @@ export function errorText(err: unknown): string {
   return String(err);
 }
 
-export function StatusBadge({ status }: { status: string }) {
-  return <span class={`badge status-${status.toLowerCase()}`}>{status === 'RUNNING' ? 'running' : 'idle'}</span>;
+/** `failed`: its last turn failed (Session.lastTurnFailed): shown failed, not idle, unless a turn is running. */
+export function StatusBadge({ status, failed }: { status: string; failed?: boolean }) {
+  const shown = status === 'RUNNING' ? 'running' : failed ? 'failed' : status === 'IDLE' ? 'idle' : status.toLowerCase();
+  return <span class={`badge status-${shown}`}>{shown}</span>;
 }
 
 /** Marks inherited, synthetic or reason labels; `tone` picks the colour. */

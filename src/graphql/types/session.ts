@@ -28,6 +28,10 @@ export const SessionRef = builder.prismaNode('Session', {
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
     eventCount: t.exposeInt('eventCount', { description: 'Length of the log: the next seq.' }),
     turnCount: t.exposeInt('turnCount'),
+    lastTurnFailed: t.exposeBoolean('lastTurnFailed', {
+      description:
+        'Its last ended turn failed (turn/end reason failed; a fork starts false): what the dashboard shows as failed rather than idle. A column of its row: free in lists.',
+    }),
     forkedAtSeq: t.exposeInt('forkedAtSeq', {
       nullable: true,
       description: 'Last parent seq this fork inherits (-1: none).',

@@ -1,0 +1,134 @@
+// axe-core on every page state of the dashboard, in both themes, at 1280x720
+// and 390x844: no violations (WCAG 2.x A and AA rules, and best practices).
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { TestApp } from '../helpers/app.ts';
+import { completedTurn, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
+
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const TIMEOUT = { timeout: 15_000 };
+let dashboard: Dashboard;
+let app: TestApp;
+let parent: string;
+let child: string;
+
+beforeAll(async () => {
+  ({ app } = dashboard = await startDashboard());
+  parent = (await app.ok('mutation { createSession(input: { title: "Accessible" }) { id } }')).createSession.id;
+  await app.services.store.append(parent, Array.from({ length: 6 }, (_, i) => completedTurn(i + 1)).flat());
+  child = (
+    await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', {
+      i: { sessionId: parent, atSeq: 20, title: 'Accessible child' },
+    })
+  ).forkSession.session.id;
+}, 60_000);
+afterAll(() => dashboard?.close());
+
+interface Violation {
+  id: string;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+async function violations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  const found = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: Violation[] }> } }).axe;
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) }));
+  });
+  return found.map(
+    (v) =>
+      `${v.id}: ${v.help} — ${v.nodes
+        .slice(0, 3)
+        .map((n) => n.target.join(' '))
+        .join(' | ')}`,
+  );
+}
+
+/** The page states a user meets: each opens itself and waits for its content. */
+const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
+  {
+    name: 'home',
+    open: async (page) =>
+      void (
+        await page.goto(dashboard.origin),
+        await page
+          .locator('.tree-node')
+          .first()
+          .waitFor({ state: 'attached', ...TIMEOUT })
+      ),
+  },
+  {
+    name: 'session',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      await page.locator('li.turn-end').first().waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'session with every detail open',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      await page.locator('li.turn-end').first().waitFor(TIMEOUT);
+      await showDetails(page);
+      for (const id of ['session-tools', 'session-instructions', 'turn-chart-details', 'workspace-viewer'])
+        await page.getByTestId(id).evaluate((d) => ((d as HTMLDetailsElement).open = true));
+      await page.getByTestId('turn-chart').waitFor(TIMEOUT);
+      await page.locator('table.timeline tr[data-seq] td.type button').last().click();
+    },
+  },
+  {
+    name: 'files tab',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      await page.getByRole('tab', { name: 'Files' }).click();
+      await page.getByTestId('files-pane').waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'compare',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/compare/${parent}/${child}`);
+      await page.locator('main h1, main h2').first().waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'fork point',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}/forks/20`);
+      await page.getByTestId('variant-card').first().waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'fork tree',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}/family`);
+      await page.locator('li.family-node').first().waitFor(TIMEOUT);
+    },
+  },
+];
+
+describe('dashboard: axe finds nothing', () => {
+  for (const viewport of [
+    { width: 1280, height: 720 },
+    { width: 390, height: 844 },
+  ])
+    for (const scheme of ['light', 'dark'] as const)
+      it(`every page state at ${viewport.width}x${viewport.height}, ${scheme}`, async () => {
+        // axe is injected as a script: the dashboard's CSP would refuse it (only for the test).
+        const context = await (await dashboard.browser).newContext({ viewport, bypassCSP: true });
+        const { page, errors } = await openPage(context);
+        await page.emulateMedia({ colorScheme: scheme });
+        const found: string[] = [];
+        for (const state of STATES) {
+          await state.open(page);
+          for (const v of await violations(page)) found.push(`${state.name}: ${v}`);
+        }
+        expect(found).toEqual([]);
+        expect(errors).toEqual([]);
+        await context.close();
+      }, 120_000);
+});
