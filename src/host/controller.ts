@@ -13,6 +13,7 @@ import type {
   ForkRecord,
   ForkResult,
   ModelConfig,
+  NewSessionInput,
   Scope,
   SessionRow,
   SessionStore,
@@ -58,14 +59,7 @@ export class SessionController {
 
   async createSession(
     scope: Scope,
-    input: {
-      title?: string | null;
-      model?: ModelConfig | null;
-      tools?: string[] | null;
-      runner?: string | null;
-      instructions?: string | null;
-      approvalRequired?: string[] | null;
-    },
+    input: NewSessionInput,
     idem: Idempotency = {},
     /** A session id the door derived (POST /chat's chat ids); default: a new one. */
     id?: string,

@@ -42,6 +42,16 @@ export type { PartialSessionRow, SessionRow };
 export type { Scope } from './scope.ts';
 export type { TenantPageQuery, TenantStore } from './tenant-store.ts';
 export type { BeforeCommit } from './transaction.ts';
+
+/** What a new session's log starts with (each given one an event of its first append). */
+export interface NewSessionInput {
+  title?: string | null;
+  model?: ModelConfig | null;
+  tools?: string[] | null;
+  runner?: string | null;
+  instructions?: string | null;
+  approvalRequired?: string[] | null;
+}
 export { MAX_APPEND_BATCH } from './append.ts';
 export {
   MAX_FORK_CHILDREN,
@@ -113,14 +123,7 @@ export class SessionStore {
 
   async createSession(
     scope: Scope,
-    input: {
-      title?: string | null;
-      model?: ModelConfig | null;
-      tools?: string[] | null;
-      runner?: string | null;
-      instructions?: string | null;
-      approvalRequired?: string[] | null;
-    },
+    input: NewSessionInput,
     opts: {
       beforeCommit?: BeforeCommit<{ sessionId: string }>;
       /** A session id the caller derived (the chat door's); default: a new one. */ id?: string;
