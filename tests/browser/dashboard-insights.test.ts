@@ -143,16 +143,17 @@ describe('dashboard: totals, chart, workspace, durations, list view (1440x900)',
     await expect.poll(titles, TIMEOUT).toContain('banana bread');
 
     await page.getByLabel('Sort sessions').selectOption('title');
-    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'banana bread', 'Insights', 'Insights child']);
+    // A fork is labelled by what its title adds to its parent's (the whole title on hover).
+    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'banana bread', 'Insights', 'child']);
     await page.getByLabel('Filter sessions by status').selectOption('RUNNING');
     await expect.poll(titles, TIMEOUT).toEqual(['banana bread']);
     await page.getByLabel('Filter sessions by status').selectOption('IDLE');
-    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'Insights child']);
+    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'child']);
     await page.getByLabel('Filter sessions by creation date').selectOption('1d');
-    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'Insights child']);
+    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'child']);
     // The choice survives a reload.
     await page.reload();
-    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'Insights child']);
+    await expect.poll(titles, TIMEOUT).toEqual(['Apple pie', 'Insights', 'child']);
     await screenshot(page, 'dashboard-list-view.png');
     await app.ok('mutation($id: ID!) { cancelTurn(sessionId: $id) { id } }', { id: running });
     expect(errors).toEqual([]);
