@@ -166,12 +166,17 @@ export function ConversationPane(
       for (const type of READER_INPUT) el.removeEventListener(type, stop);
     };
     for (const type of READER_INPUT) el.addEventListener(type, stop, { passive: true });
+    // Where this loop left the pane: moved up since while the content did not shrink, the reader
+    // scrolled it (a scrollbar drag or a script fires none of READER_INPUT), so the loop lets go.
+    let left = { top: el.scrollTop, height: el.scrollHeight };
     const step = () => {
+      if (el.scrollTop < left.top - 1 && el.scrollHeight >= left.height) return stop();
       const gap = el.scrollHeight - el.clientHeight - el.scrollTop;
       if (gap > 1) {
         still = 0;
         el.scrollTop = el.scrollHeight;
       } else still++;
+      left = { top: el.scrollTop, height: el.scrollHeight };
       if (still >= SETTLED_FRAMES || ++frames >= MAX_SETTLE_FRAMES) stop();
       else settling.current = requestAnimationFrame(step);
     };
