@@ -93,6 +93,8 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
     open: async (page) => {
       await page.goto(`${dashboard.origin}/compare/${parent}/${child}`);
       await page.locator('main h1, main h2').first().waitFor(TIMEOUT);
+      // The diff's rows are placed after the first measure: the table is checked once it holds them.
+      await page.locator('main [role="table"] [role="row"]').first().waitFor(TIMEOUT);
     },
   },
   {
