@@ -6,6 +6,7 @@
 import type { NewEvent } from '../../src/core/events.ts';
 import { ForklineError } from '../../src/core/errors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { graphqlLogReads } from '../helpers/graphql-log-reads.ts';
 import { logSpec, type Refusal } from '../spec/log-spec.ts';
 import { appendInRuns, refusalOf } from '../helpers/runner-batches.ts';
 
@@ -55,27 +56,10 @@ logSpec('runner protocol (appendEvents under a lease)', {
       inputs: (run, expected) => appendInputs(id, run, expected),
       runner: (run, expected) => appendEvents(id, run, expected),
     }),
-  async page(id, afterSeq, first) {
-    const { session } = await app.ok(
-      'query($id: ID!, $after: Int, $first: Int) { session(id: $id) { events(afterSeq: $after, first: $first) { edges { node { seq type data inherited synthetic } } } } }',
-      { id, after: afterSeq < 0 ? null : afterSeq, first },
-    );
-    return session.events.edges.map((e: any) => e.node);
-  },
-  async counters(id) {
-    const { session } = await app.ok('query($id: ID!) { session(id: $id) { eventCount turnCount status pendingInputs { inputId } } }', { id });
-    return session && { eventCount: session.eventCount, turnCount: session.turnCount, pendingInputCount: session.pendingInputs.length, status: session.status };
-  },
+  ...graphqlLogReads(() => app),
   async fork(id, atSeq) {
     const r = await app.ok('mutation($input: ForkSessionInput!) { forkSession(input: $input) { session { id runner } } }', { input: { sessionId: id, atSeq } });
     if (r.forkSession.session.runner !== POOL) throw new Error('a fork of a runner session belongs to its pool');
     return r.forkSession.session.id;
-  },
-  async deleteSession(id, withDescendants) {
-    const r = await app.gql('mutation($id: ID!, $all: Boolean) { deleteSession(id: $id, withDescendants: $all) { deletedSessionIds } }', {
-      id,
-      all: withDescendants ?? null,
-    });
-    return r.errors?.length ? refusalOf(r.errors) : r.data.deleteSession.deletedSessionIds;
   },
 });
