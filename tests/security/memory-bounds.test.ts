@@ -316,7 +316,8 @@ describe('a WebSocket that stops reading', () => {
   }, 60_000);
 
   it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
-    const id = await sessionOfEvents(50, 20_000);
+    // 500 × 100 kB in flight: more than the kernel's socket buffers (up to 36 MB on loopback here) can hide from the server.
+    const id = await sessionOfEvents(50, 100_000);
     const tooSlowBefore = await metric('forkline_ws_too_slow_closed_total');
     // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
     const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
