@@ -85,7 +85,8 @@ export async function benchRunner(ctx: BenchContext) {
   const server = await startServer(ctx.databaseUrl);
   // Before the runner's client is made: it keeps the fetch it found.
   const requests = countRunnerRequests();
-  const runner = new ForklineRunner({ url: server.url, pool: 'bench', concurrency: 100 });
+  // startTurns: each claim writes its turn's opening (docs/runners.md, step 2), as the fixture runners do.
+  const runner = new ForklineRunner({ url: server.url, pool: 'bench', concurrency: 100, startTurns: true });
   const stopRunner = new AbortController();
   const running = runner.run(answer, { signal: stopRunner.signal });
   try {

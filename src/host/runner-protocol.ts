@@ -70,6 +70,8 @@ export interface ModelRequest {
   inputId: string | null;
   /** Whether a turn is open (the call continues it) or the request starts the next one. */
   inTurn: boolean;
+  /** Whether `step` is already started (its step/start is in the log): the runner writes the step's model/message next. */
+  stepOpen: boolean;
   model: { provider: string; model: string; settings?: Record<string, unknown> } | null;
   /** The log's length the request was built from: the expectedEventCount of the batch that continues it. */
   eventCount: number;
@@ -114,6 +116,12 @@ export interface RunnerProtocolDeps {
   compaction: RunnerCompactionDeps;
 }
 
+/** What a claim does besides taking the lease. */
+export interface ClaimOptions {
+  /** Write the next turn's opening (its input taken, turn/start, step 1's start) when the session's request starts one. */
+  startTurn?: boolean;
+}
+
 /** What an append did: the events stored, the log's length after them, whether the lease was given back. */
 export interface RunnerAppend {
   events: StoredEvent[];
@@ -138,26 +146,55 @@ export class RunnerProtocol {
     this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare, trees: deps.store.trees });
   }
 
-  async claim(scope: Scope, sessionId: string, runnerId: string, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerClaim> {
-    return this.claimed(scope, await this.leases.claim(scope.tenant, sessionId, runnerId, ttlMs));
+  async claim(scope: Scope, sessionId: string, runnerId: string, ttlMs = DEFAULT_RUNNER_LEASE_MS, opts: ClaimOptions = {}): Promise<RunnerClaim> {
+    return this.claimed(scope, await this.leases.claim(scope.tenant, sessionId, runnerId, ttlMs), opts);
   }
 
   /** Up to `max` of the pool's sessions with work that nobody holds, claimed in one statement (oldest first). */
-  async claimRunnable(scope: Scope, pool: string, runnerId: string, max: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerClaim[]> {
+  async claimRunnable(
+    scope: Scope,
+    pool: string,
+    runnerId: string,
+    max: number,
+    ttlMs = DEFAULT_RUNNER_LEASE_MS,
+    opts: ClaimOptions = {},
+  ): Promise<RunnerClaim[]> {
     const claims = await this.leases.claimRunnable(scope.tenant, pool, runnerId, ttlMs, max);
-    return Promise.all(claims.map((c) => this.claimed(scope, c)));
+    return Promise.all(claims.map((c) => this.claimed(scope, c, opts)));
   }
 
   /**
    * A claim as its runner gets it. A holder that died mid-turn (its lease
    * expired) left the turn open (status RUNNING): its open tail is closed
    * before the new holder writes anything, exactly as forkline's runner does.
+   * With `startTurn`, the next turn's opening is written under the new lease.
    */
-  private async claimed(scope: Scope, claim: RunnerClaim): Promise<RunnerClaim> {
+  private async claimed(scope: Scope, claim: RunnerClaim, opts: ClaimOptions): Promise<RunnerClaim> {
     this.deps.store.log.remember(claim.session); // the model request's first read needs its lineage
-    if (claim.session.status !== 'RUNNING') return claim;
-    if (!(await this.repair(scope, claim))) return claim;
+    const repaired = claim.session.status === 'RUNNING' && (await this.repair(scope, claim));
+    const started = opts.startTurn === true && (await this.startTurn(scope, claim));
+    if (!repaired && !started) return claim;
     return { ...claim, session: await this.deps.store.requireSession(scope, claim.session.id) };
+  }
+
+  /**
+   * The runner's first batch, written by its claim (docs/runners.md, step 2):
+   * when the session's request starts a new turn and needs no compaction
+   * first, inbox/remove {taken}, turn/start and step 1's start, by the same
+   * append a runner's batch goes through (the rules, the fence). The step's
+   * request then reads `stepOpen`: the runner's first write is the model's
+   * message. Whether anything was written.
+   */
+  private async startTurn(scope: Scope, { session, lease }: RunnerClaim): Promise<boolean> {
+    const request = await this.modelRequest(scope, { id: session.id, runner: session.runner });
+    if (request.inTurn || request.turn == null || request.inputId == null || request.compaction) return false;
+    const opening: NewEvent[] = [
+      { type: 'inbox/remove', data: { inputId: request.inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: request.turn, inputId: request.inputId } },
+      { type: 'step/start', data: { turn: request.turn, step: 1 } },
+    ];
+    await this.write(scope, session.id, opening, lease.token, request.eventCount);
+    return true;
   }
 
   /** Closes the open tail of a session claimed with its turn open (cause interrupted); whether anything was written. */
@@ -367,7 +404,19 @@ export class RunnerProtocol {
         const step = state.openStep?.step ?? state.lastStep + 1;
         const compaction = this.compactionDue(fold, messages, tools);
         const responseFormat = fold.conversation.responseFormatOf(state.openTurnInputId) ?? null;
-        return { messages, tools, turn: state.openTurn, step, inputId: null, inTurn: true, model, eventCount: state.nextSeq, compaction, responseFormat };
+        return {
+          messages,
+          tools,
+          turn: state.openTurn,
+          step,
+          inputId: null,
+          inTurn: true,
+          stepOpen: state.openStep !== undefined,
+          model,
+          eventCount: state.nextSeq,
+          compaction,
+          responseFormat,
+        };
       }
       const input = state.pendingInputs[0];
       if (!input)
@@ -378,6 +427,7 @@ export class RunnerProtocol {
           step: null,
           inputId: null,
           inTurn: false,
+          stepOpen: false,
           model,
           eventCount: state.nextSeq,
           compaction: null,
@@ -392,6 +442,7 @@ export class RunnerProtocol {
         step: 1,
         inputId: input.inputId,
         inTurn: false,
+        stepOpen: false,
         model,
         eventCount: state.nextSeq,
         compaction,

@@ -379,6 +379,48 @@ describe('the fast path: claimSessions and appendEvents release', () => {
     expect((await app.gql(CLAIM, { id: sessions[0].id, runner: 'late' })).errors?.[0].extensions?.code).toBe('SESSION_BUSY');
   });
 
+  it("startTurn: the claim writes each turn's opening under its lease; the request is the started step's, and the runner's first append is the answer", async () => {
+    const CLAIM_STARTING = `mutation($input: ClaimSessionsInput!) { claimSessions(input: $input) {
+      session { id status eventCount modelRequest { turn step inputId inTurn stepOpen eventCount messages } } lease { token } } }`;
+    const sessions = [await inPool('starting', 'one'), await inPool('starting', 'two')];
+    const claims = (await app.ok(CLAIM_STARTING, { input: { pool: 'starting', runnerId: 'starter', max: 5, startTurn: true } })).claimSessions;
+    expect(claims.map((c: any) => c.session.id)).toEqual(sessions.map((s) => s.id));
+    for (const [i, c] of claims.entries()) {
+      expect(c.session).toMatchObject({ status: 'RUNNING', eventCount: 4 });
+      expect(c.session.modelRequest).toMatchObject({ turn: 1, step: 1, inputId: null, inTurn: true, stepOpen: true, eventCount: 4 });
+      expect(c.session.modelRequest.messages.at(-1)).toEqual({ role: 'user', content: i === 0 ? 'one' : 'two' });
+      const evs = await events(c.session.id);
+      expect(evs.map((e: any) => [e.type, e.data])).toEqual([
+        ['inbox/add', expect.objectContaining({ inputId: sessions[i].inputId })],
+        ['inbox/remove', { inputId: sessions[i].inputId, reason: 'taken' }],
+        ['turn/start', { turn: 1, inputId: sessions[i].inputId }],
+        ['step/start', { turn: 1, step: 1 }],
+      ]);
+    }
+    // The step is open: the answer continues it (a second step/start 1 would break the step numbering).
+    const [c] = claims;
+    const again = await append(c.session.id, c.lease.token, 4, [{ type: 'step/start', data: { turn: 1, step: 1 } }]);
+    expect(again.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', seq: 4 });
+    const end = (
+      await app.ok(APPEND_END, {
+        input: { sessionId: c.session.id, leaseToken: c.lease.token, expectedEventCount: 4, events: answerStep(1, 1, 'hi').slice(1), release: true },
+      })
+    ).appendEvents;
+    expect(end).toMatchObject({ eventCount: 7, released: true, session: { status: 'IDLE' } });
+    // A claim with nothing to start (no input waiting) writes nothing.
+    await app.ok(RELEASE, { id: sessions[1].id, token: claims[1].lease.token });
+    const idle = (
+      await app.ok(
+        CLAIM_STARTING.replace('claimSessions(input: $input)', 'claimSession(input: {sessionId: $id, runnerId: "idle", startTurn: true})').replace(
+          '$input: ClaimSessionsInput!',
+          '$id: ID!',
+        ),
+        { id: c.session.id },
+      )
+    ).claimSession;
+    expect(idle.session).toMatchObject({ status: 'IDLE', eventCount: 7, modelRequest: { turn: null, inTurn: false, stepOpen: false, eventCount: 7 } });
+  });
+
   it("the turn's last batch gives the lease back when nothing is left; its token is refused after", async () => {
     const { id, inputId } = await externalSession('once');
     const token = await claim(id, 'r-release');

@@ -22,7 +22,7 @@ from .graphql import ForklineError, GraphQLClient, backoff_delay, retry_after_of
 Effect = Literal["read-only", "idempotent", "side-effects"]
 
 REQUEST_FIELDS = (
-    "messages tools { name description effect inputSchema } turn step inputId inTurn model eventCount "
+    "messages tools { name description effect inputSchema } turn step inputId inTurn stepOpen model eventCount "
     "compaction { reason fromSeq throughSeq estimatedTokens thresholdTokens messages }"
 )
 CLAIM_FIELDS = f"session {{ id modelRequest {{ {REQUEST_FIELDS} }} }} lease {{ token expiresAt }}"
@@ -64,6 +64,7 @@ class Runner:
         poll_s: float = 5.0,
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        start_turns: bool = False,
         log: Callable[[str], None] = lambda msg: None,
     ) -> None:
         self.client = GraphQLClient(url, token=token, retry_for_s=retry_for_s)
@@ -75,6 +76,9 @@ class Runner:
         #: After a session failed or a claim failed, the next claim waits: doubling from backoff_s up to max_backoff_s (with jitter).
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        #: Claims write the next turn's opening (input taken, turn/start, step 1's start): one append fewer per claimed turn.
+        #: For functions that write turns with run_turns/run_turn, which read the started step from the request (``stepOpen``).
+        self.start_turns = start_turns
         self.log = log
 
     def claim(self, session_id: str) -> RunnerSession | None:
@@ -82,7 +86,7 @@ class Runner:
         try:
             data = self.client.call(
                 f"mutation($input: ClaimSessionInput!) {{ claimSession(input: $input) {{ {CLAIM_FIELDS} }} }}",
-                {"input": {"sessionId": session_id, "runnerId": self.runner_id, "leaseMs": self.lease_ms}},
+                {"input": {"sessionId": session_id, "runnerId": self.runner_id, "leaseMs": self.lease_ms, "startTurn": self.start_turns}},
             )
         except ForklineError as err:
             if err.code == "SESSION_BUSY":
@@ -94,7 +98,7 @@ class Runner:
         """Up to ``max_sessions`` of the pool's sessions with work that nobody holds (none: an empty list)."""
         data = self.client.call(
             f"mutation($input: ClaimSessionsInput!) {{ claimSessions(input: $input) {{ {CLAIM_FIELDS} }} }}",
-            {"input": {"pool": self.pool, "runnerId": self.runner_id, "max": max_sessions, "leaseMs": self.lease_ms}},
+            {"input": {"pool": self.pool, "runnerId": self.runner_id, "max": max_sessions, "leaseMs": self.lease_ms, "startTurn": self.start_turns}},
         )
         return [self._held(c) for c in data["claimSessions"]]
 
@@ -247,7 +251,18 @@ class RunnerSession:
     def model_request(self) -> dict[str, Any]:
         """What the session's next model call should be sent (``turn`` None: nothing to run)."""
         if self.released:
-            return {"messages": [], "tools": [], "turn": None, "step": None, "inputId": None, "inTurn": False, "model": None, "eventCount": self.event_count, "compaction": None}
+            return {
+                "messages": [],
+                "tools": [],
+                "turn": None,
+                "step": None,
+                "inputId": None,
+                "inTurn": False,
+                "stepOpen": False,
+                "model": None,
+                "eventCount": self.event_count,
+                "compaction": None,
+            }
         ready, self._prefetched = self._prefetched, None
         if ready is not None and ready["eventCount"] == self.event_count:
             return ready
@@ -283,7 +298,7 @@ class RunnerSession:
 
     def _append(self, events: list[RunnerEvent], release: bool, request: bool) -> list[dict[str, Any]]:
         with_request = release or request
-        fields = ("eventCount released modelRequest { " + REQUEST_FIELDS + " } " if with_request else "eventCount ") + "events { seq type data }"
+        fields = "eventCount released modelRequest { " + REQUEST_FIELDS + " }" if with_request else "eventCount"
         for attempt in range(6):
             expected = self.event_count
             try:
@@ -320,8 +335,9 @@ class RunnerSession:
                     self._let_go()
                 elif result.get("modelRequest"):
                     self.prefetch(result["modelRequest"])
-            stored: list[dict[str, Any]] = result["events"]
-            return stored
+            # The batch went in whole, ending at eventCount: the answer sends no events back.
+            first = self.event_count - len(events)
+            return [{"seq": first + i, "type": e["type"], "data": e["data"]} for i, e in enumerate(events)]
         raise AssertionError("unreachable")
 
     def declare_tools(self, tools: Sequence[ToolDeclaration]) -> None:

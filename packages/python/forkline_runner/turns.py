@@ -97,6 +97,8 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
     turn: int = request["turn"]
     step: int = request["step"]
     carry: list[RunnerEvent] = []
+    # A claim with start_turns wrote the turn's opening and this step's start: the model is called first.
+    started = bool(request["inTurn"] and request.get("stepOpen"))
     if not request["inTurn"]:
         carry = [
             {"type": "inbox/remove", "data": {"inputId": request["inputId"], "reason": "taken"}},
@@ -104,7 +106,8 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
         ]
     for n in range(max_steps):
         # The step's start is in the log when the model is called; after the first step the answer brings its request.
-        session.append([*carry, {"type": "step/start", "data": {"turn": turn, "step": step}}], request=n > 0)
+        if not (n == 0 and started):
+            session.append([*carry, {"type": "step/start", "data": {"turn": turn, "step": step}}], request=n > 0)
         carry = []
         if n > 0:
             request = session.model_request()

@@ -50,6 +50,13 @@ export interface ForklineRunnerOptions {
   concurrency?: number;
   /** The tools this runner runs, declared on each session it claims before its work starts (adapters declare theirs too). */
   tools?: RunnerToolDeclaration[];
+  /**
+   * Claims write the next turn's opening (its input taken, turn/start, step 1's start) in the same request
+   * (claimSessions `startTurn`): one append fewer per claimed turn. For functions that write turns with
+   * session.turn() (TurnWriter; the adapters do), which reads the started step from the request (`stepOpen`).
+   * Default false.
+   */
+  startTurns?: boolean;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -156,7 +163,7 @@ export class ForklineRunner {
   async claim(sessionId: string): Promise<RunnerSession | undefined> {
     try {
       const { claimSession } = await this.retrying(() =>
-        this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs } }),
+        this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs, startTurn: this.opts.startTurns } }),
       );
       return this.held(claimSession);
     } catch (err) {
@@ -168,7 +175,9 @@ export class ForklineRunner {
   /** Claims up to `max` of the pool's sessions with work that nobody holds, in one call (none: an empty list). */
   async claimMany(max: number): Promise<RunnerSession[]> {
     const { claimSessions } = await this.retrying(() =>
-      this.client.mutate(ClaimSessionsDocument, { input: { pool: this.pool, runnerId: this.runnerId, max, leaseMs: this.leaseMs } }),
+      this.client.mutate(ClaimSessionsDocument, {
+        input: { pool: this.pool, runnerId: this.runnerId, max, leaseMs: this.leaseMs, startTurn: this.opts.startTurns },
+      }),
     );
     return claimSessions.map((c) => this.held(c));
   }
@@ -327,6 +336,17 @@ function isStoredAsSent(stored: { type: string; data: unknown; synthetic: boolea
   return canonicalJson(data) === canonicalJson(sent.data);
 }
 
+/**
+ * A batch as stored: the whole batch went in, ending at `eventCount`. The
+ * answer carries only the log's length (the lighter answer: no events sent
+ * back); the data is the batch's as sent (forkline adds a call's declared
+ * effect where none was sent, and nothing else).
+ */
+function asStored(events: RunnerEvent[], eventCount: number): Array<{ seq: number; type: string; data: unknown }> {
+  const first = eventCount - events.length;
+  return events.map((e, i) => ({ seq: first + i, type: e.type, data: e.data }));
+}
+
 /** A session this runner holds the lease of. */
 export class RunnerSession {
   private readonly abort = new AbortController();
@@ -454,7 +474,18 @@ export class RunnerSession {
    */
   async modelRequest(): Promise<ModelRequest> {
     if (this.released)
-      return { messages: [], tools: [], turn: null, step: null, inputId: null, inTurn: false, model: null, eventCount: this.eventCount!, compaction: null };
+      return {
+        messages: [],
+        tools: [],
+        turn: null,
+        step: null,
+        inputId: null,
+        inTurn: false,
+        stepOpen: false,
+        model: null,
+        eventCount: this.eventCount!,
+        compaction: null,
+      };
     const ready = this.prefetched;
     this.prefetched = undefined;
     if (ready && ready.eventCount === this.eventCount) return ready;
@@ -498,11 +529,11 @@ export class RunnerSession {
           this.eventCount = appendEvents.eventCount;
           if (appendEvents.released) this.letGo();
           else if (appendEvents.modelRequest) this.prefetch(appendEvents.modelRequest);
-          return appendEvents.events;
+          return asStored(events, appendEvents.eventCount);
         }
         const { appendEvents } = await this.runner.retrying(() => this.runner.client.mutate(AppendStepDocument, { input }));
         this.eventCount = appendEvents.eventCount;
-        return appendEvents.events;
+        return asStored(events, appendEvents.eventCount);
       } catch (err) {
         const code = codeOf(err);
         if (code !== 'SESSION_BUSY' && code !== 'LEASE_LOST') throw err;
@@ -600,9 +631,10 @@ export class TurnWriter {
   ) {
     if (request.turn == null || request.step == null) throw new Error(`session ${session.sessionId} has nothing to run`);
     this.turn = request.turn;
-    // Inside an open turn the request's step is the next one to start (an open step is closed by the repair of a cut, never left to continue).
-    this.step = request.step - 1;
-    this.stepOpen = false;
+    // Inside an open turn the request's step is the next one to start (an open step is closed by the repair of a cut, never left to continue),
+    // unless it is already started (a claim with startTurn wrote it): then its message comes first.
+    this.stepOpen = request.inTurn && request.stepOpen === true;
+    this.step = this.stepOpen ? request.step : request.step - 1;
     this.turnOpen = request.inTurn;
   }
 

@@ -75,6 +75,12 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
       resolve: (r) => r.eventCount,
     }),
     inTurn: t.boolean({ description: 'Whether a turn is open (the call continues it).', resolve: (r) => r.inTurn }),
+    stepOpen: t.boolean({
+      description:
+        'Whether `step` is already started (its step/start is in the log: written by a claim with startTurn, or by the batch this request came with): ' +
+        "the step's model/message comes next, not another step/start.",
+      resolve: (r) => r.stepOpen,
+    }),
     responseSchema: t.field({
       type: 'JSON',
       nullable: true,
@@ -133,11 +139,17 @@ const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string
 
 const LEASE_MS = `How long the lease lasts from now, in ms (${MIN_RUNNER_LEASE_MS}..${MAX_RUNNER_LEASE_MS}; default 30000).`;
 
+const START_TURN =
+  "Write the runner's first batch with the claim: when the session's request starts a new turn and needs no compaction first, the claim appends " +
+  "inbox/remove {taken}, turn/start and step/start {step: 1} under the new lease (checked like any append), and modelRequest is that step's (stepOpen: true): " +
+  "the runner's first append is the model's message. Otherwise nothing is written (stepOpen: false).";
+
 const ClaimSessionInput = builder.inputType('ClaimSessionInput', {
   fields: (t) => ({
     sessionId: t.id({ required: true }),
     runnerId: t.string({ required: true, description: 'Who claims (shown as the holder: Session.runnerHolder).' }),
     leaseMs: t.int({ description: LEASE_MS }),
+    startTurn: t.boolean({ description: START_TURN }),
   }),
 });
 
@@ -147,6 +159,7 @@ const ClaimSessionsInput = builder.inputType('ClaimSessionsInput', {
     runnerId: t.string({ required: true, description: 'Who claims (shown as the holder: Session.runnerHolder).' }),
     max: t.int({ required: true, description: `How many sessions the runner has room for (1..${MAX_CLAIMS}).` }),
     leaseMs: t.int({ description: LEASE_MS }),
+    startTurn: t.boolean({ description: START_TURN }),
   }),
 });
 
@@ -220,8 +233,9 @@ const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
 
 const token = z.number().int().min(0);
 const leaseMs = z.number().int().min(MIN_RUNNER_LEASE_MS).max(MAX_RUNNER_LEASE_MS).nullish();
-const claimArgs = z.object({ sessionId: sessionIdSchema, runnerId: idSchema, leaseMs });
-const claimManyArgs = z.object({ pool: runnerPoolSchema, runnerId: idSchema, max: z.number().int().min(1).max(MAX_CLAIMS), leaseMs });
+const startTurn = z.boolean().nullish();
+const claimArgs = z.object({ sessionId: sessionIdSchema, runnerId: idSchema, leaseMs, startTurn });
+const claimManyArgs = z.object({ pool: runnerPoolSchema, runnerId: idSchema, max: z.number().int().min(1).max(MAX_CLAIMS), leaseMs, startTurn });
 const leaseArgs = z.object({ sessionId: sessionIdSchema, leaseToken: token, leaseMs });
 const appendArgs = z.object({
   sessionId: sessionIdSchema,
@@ -288,7 +302,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: ClaimSessionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(claimArgs, input);
-      return ctx.services.runners.claim(ctx.scope, p.sessionId, p.runnerId, p.leaseMs ?? undefined);
+      return ctx.services.runners.claim(ctx.scope, p.sessionId, p.runnerId, p.leaseMs ?? undefined, { startTurn: p.startTurn ?? false });
     },
   }),
   claimSessions: t.field({
@@ -299,7 +313,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: ClaimSessionsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(claimManyArgs, input);
-      return ctx.services.runners.claimRunnable(ctx.scope, p.pool, p.runnerId, p.max, p.leaseMs ?? undefined);
+      return ctx.services.runners.claimRunnable(ctx.scope, p.pool, p.runnerId, p.max, p.leaseMs ?? undefined, { startTurn: p.startTurn ?? false });
     },
   }),
   renewLease: t.field({
