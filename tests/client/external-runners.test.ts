@@ -66,10 +66,11 @@ describe('the AI SDK adapter as an external runner process', () => {
     expect(evs.map((e: any) => e.type)).toEqual([
       'session/title',
       'inbox/add',
-      'session/runner-tools',
+      // The claim wrote the turn's opening (startTurns); the declaration went with the runner's first batch, the call's.
       'inbox/remove',
       'turn/start',
       'step/start',
+      'session/runner-tools',
       'model/message',
       'tool/result',
       'step/end',
@@ -79,7 +80,7 @@ describe('the AI SDK adapter as an external runner process', () => {
       'turn/end',
     ]);
     // The runner declared its tools with their effects; its call is recorded with the declared one.
-    expect(evs[2].data.tools.map((t: any) => [t.name, t.effect])).toEqual([
+    expect(evs[5].data.tools.map((t: any) => [t.name, t.effect])).toEqual([
       ['lookup', 'read-only'],
       ['send_email', 'side-effects'],
     ]);
@@ -187,10 +188,11 @@ describe('the OpenAI Agents SDK adapter as an external runner process', () => {
     const evs = await events(id);
     expect(evs.map((e: any) => e.type)).toEqual([
       'inbox/add',
-      'session/runner-tools',
+      // The claim wrote the turn's opening (startTurns); the declaration went with the runner's first batch, the call's.
       'inbox/remove',
       'turn/start',
       'step/start',
+      'session/runner-tools',
       'model/message',
       'tool/result',
       'step/end',
