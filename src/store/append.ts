@@ -15,6 +15,7 @@ import { leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, typ
 import { statement } from './statements.ts';
 import type { TailStates } from './tail-states.ts';
 import { AppendBatcher } from './append-batcher.ts';
+import { asJsonb } from './jsonb-value.ts';
 import type { NotifyQueue } from './notify-queue.ts';
 import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
 import { inTransaction } from './transaction.ts';
@@ -111,19 +112,21 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
          INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
          SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int
            FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
-         RETURNING seq, type, data, synthetic, "createdAt"
+         RETURNING seq
        )`,
-    select: `SELECT ${k} AS k, ${ins}.*, ${lease.selected(s)}${
+    // One row per append, not one per event: the events are the batch as sent, from seq `base` on,
+    // stored at the statement's now() (the column's default, at its precision). No row: nothing was written.
+    select: `SELECT ${k} AS k, ${s}.base, now()::timestamptz(3) AS "createdAt", ${lease.selected(s)}${
       notify
         ? `,
               (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified`
         : ''
     }
-         FROM ${ins}, ${s}`,
+         FROM ${s}`,
   };
 }
 
-const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select} ORDER BY seq`;
+const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select}`;
 
 /**
  * The batch checked against the relationship rules (core/log-state.ts) from
@@ -362,7 +365,7 @@ export class SessionAppends {
       treeId,
       lastTurnFailed,
     ];
-    type Out = Omit<StoredEvent, 'id' | 'sessionId' | 'inherited'> & AppendLeaseRow & { k: number; notified: unknown };
+    type Out = AppendLeaseRow & { k: number; base: number; createdAt: Date; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
     if (out.length === 0) {
@@ -389,16 +392,18 @@ export class SessionAppends {
     if (treeId === null)
       this.log.remember({ id: sessionId, treeId: first.treeId, inheritedRanges: first.inheritedRanges, inheritedEventCount: first.inheritedEventCount });
     // post never rejects: the append does not wait for its NOTIFY.
-    if (!appended.notified) void this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: out[out.length - 1].seq }));
-    // Appended events are the session's own: never inherited.
+    const { base, createdAt } = first;
+    if (!appended.notified) void this.notifications.post(EVENTS_CHANNEL, encodeEventsCommitted({ sessionId, lastSeq: base + n - 1 }));
+    // The batch as stored, without reading it back: each event's data as jsonb gives it back (a read of the log returns
+    // the same). Appended events are the session's own: never inherited.
     return {
-      events: out.map(({ seq, type, data, synthetic, createdAt }) => ({
-        seq,
-        type,
-        data,
-        synthetic,
+      events: decoded.map((e, i) => ({
+        seq: base + i,
+        type: e.type,
+        data: asJsonb(e.data),
+        synthetic: e.synthetic ?? false,
         createdAt,
-        id: eventId(sessionId, seq),
+        id: eventId(sessionId, base + i),
         sessionId,
         inherited: false,
       })),

@@ -150,6 +150,25 @@ describe('SessionStore.append', () => {
     expect(await lease(held.id)).toEqual({ leaseOwner: null, leaseToken: 8, live: null });
   });
 
+  it('answers with the events exactly as a read of the log returns them (data as jsonb gives it back), alone and batched with others', async () => {
+    // Key order as jsonb keeps it (shorter first, then bytewise; integer-like keys; non-ASCII), -0, a "__proto__" key.
+    const tricky = JSON.parse('{"zeta": 1, "b": {"__proto__": {"x": 1}, "ä": 2, "aa": 3, "10": 4, "9": 5, "B": 6}, "a": [1, -0, 0.1, 1e21, "é"]}');
+    const payloads = [tricky, { later: 'x', n: -0, list: [{ y: 1, x: [null] }] }, { text: 'lorem', i: 7 }];
+    const sessions = await Promise.all(payloads.map(() => store.createSession(scope, {})));
+    // Together, so the appends share a statement (append-batcher.ts); then one alone.
+    const together = await Promise.all(sessions.map((s, i) => store.append(s.id, [{ type: 'plugin/test/json', data: payloads[i] }, note(i)])));
+    const alone = await store.append(sessions[0].id, [note(9)]);
+    for (const [i, s] of sessions.entries()) {
+      const read = await store.log.page(s.id, -1, 100);
+      const answered = i === 0 ? [...together[i], ...alone] : together[i];
+      expect(answered.map((e) => [e.seq, e.type, e.synthetic, e.createdAt.getTime()])).toEqual(
+        read.map((e) => [e.seq, e.type, e.synthetic, e.createdAt.getTime()]),
+      );
+      // Byte for byte: key order included.
+      expect(answered.map((e) => JSON.stringify(e.data))).toEqual(read.map((e) => JSON.stringify(e.data)));
+    }
+  });
+
   it('a batch is atomic: one invalid event writes nothing', async () => {
     const s = await store.createSession(scope, {});
     await expect(store.append(s.id, [note(1), { type: 'turn/start', data: { turn: 'one' } }])).rejects.toThrow(/data.turn/);
