@@ -63,7 +63,7 @@ export class AppendBatcher {
     private readonly sql: {
       /** A lone append's query (prepared or not, as the store's); with `notify`, it NOTIFYs what it stored. */
       single(params: unknown[], notify: boolean): pg.QueryConfig;
-      /** Block k of a batch: CTEs and a SELECT of the rows it stored, tagged `k`; with `notify`, it NOTIFYs them. */
+      /** Block k of a batch: CTEs and a SELECT of what it stored (append.ts: one row), tagged `k`; with `notify`, it NOTIFYs it. */
       block(k: number, notify: boolean): { ctes: string; select: string };
       /** Values one append takes. */
       params: number;
@@ -145,7 +145,7 @@ export class AppendBatcher {
     let query = this.statements.get(name);
     if (!query) {
       const blocks = Array.from({ length: n }, (_, k) => this.sql.block(k, notify));
-      const text = `WITH ${blocks.map((b) => b.ctes).join(',\n')}\n${blocks.map((b) => `(${b.select})`).join('\nUNION ALL\n')}\nORDER BY k, seq`;
+      const text = `WITH ${blocks.map((b) => b.ctes).join(',\n')}\n${blocks.map((b) => `(${b.select})`).join('\nUNION ALL\n')}`;
       this.statements.set(name, (query = statement(this.sql.prepare, name, text)));
     }
     const values = batch.flatMap((w) => w.params);
