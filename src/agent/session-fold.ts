@@ -5,7 +5,8 @@
 // others appended in between. A cold start replays once.
 import { LRUCache } from 'lru-cache';
 import { LogState, type LogStateSnapshot } from '../core/log-state.ts';
-import { Conversation, type ConversationSnapshot } from '../core/model-request.ts';
+import { Conversation, type ConversationHistory, type ConversationSnapshot } from '../core/model-request.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { SessionLog } from '../store/session-log.ts';
@@ -17,12 +18,13 @@ import type { UsageMark } from './context-budget.ts';
 const CATCH_UP_PAGE = 5000;
 
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
-const SNAPSHOT_VERSION = 1;
+const SNAPSHOT_VERSION = 2;
 
-interface FoldSnapshot {
+/** A fold checkpoint's first line; its second holds the rendered messages, its third the conversation's history (Conversation.snapshot). */
+interface FoldSnapshotHead {
   v: typeof SNAPSHOT_VERSION;
   state: LogStateSnapshot;
-  conversation: ConversationSnapshot;
+  conversation: ConversationSnapshot['head'];
   compaction: ReturnType<CompactionBracket['snapshot']>;
   lastTurnEndSeq: number;
   usageMark?: UsageMark;
@@ -99,12 +101,18 @@ export class SessionFold {
     }
   }
 
-  /** The fold as JSON text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts). */
+  /**
+   * The fold as text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts):
+   * three lines of JSON (JSON text holds no raw line break), so a restore
+   * parses the head and the messages a request needs and leaves the history,
+   * the bulk of a long session, unparsed until history is rendered again.
+   */
   snapshot(): string {
-    const snap: FoldSnapshot = {
+    const conversation = this.conversation.snapshot();
+    const head: FoldSnapshotHead = {
       v: SNAPSHOT_VERSION,
       state: this.state.snapshot(),
-      conversation: this.conversation.snapshot(),
+      conversation: conversation.head,
       compaction: this.compaction.snapshot(),
       lastTurnEndSeq: this.lastTurnEndSeq,
       usageMark: this.usageMark,
@@ -112,15 +120,23 @@ export class SessionFold {
       turnsSinceSeed: this.turnsSinceSeed,
       lastTurnStartSeq: this.lastTurnStartSeq,
     };
-    return JSON.stringify(snap);
+    return `${JSON.stringify(head)}\n${JSON.stringify(conversation.messages)}\n${JSON.stringify(conversation.history)}`;
   }
 
   /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
   private restore(seq: number, text: string): boolean {
-    const snap = JSON.parse(text) as FoldSnapshot;
+    const headEnd = text.indexOf('\n');
+    const messagesEnd = headEnd < 0 ? -1 : text.indexOf('\n', headEnd + 1);
+    if (messagesEnd < 0) return false; // another format
+    const snap = JSON.parse(text.slice(0, headEnd)) as FoldSnapshotHead;
     if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
     this.state = LogState.restore(snap.state);
-    this.conversation = Conversation.restore(snap.conversation);
+    const history = text.slice(messagesEnd + 1);
+    this.conversation = Conversation.restore(
+      snap.conversation,
+      JSON.parse(text.slice(headEnd + 1, messagesEnd)) as ChatMessage[],
+      () => JSON.parse(history) as ConversationHistory,
+    );
     this.compaction = CompactionBracket.restore(snap.compaction);
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;
