@@ -20,7 +20,13 @@ const CATCH_UP_PAGE = 5000;
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
 const SNAPSHOT_VERSION = 2;
 
-/** A fold checkpoint's first line; its second holds the rendered messages, its third the conversation's history (Conversation.snapshot). */
+/** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
+export interface FoldCheckpointText {
+  state: string;
+  history: string;
+}
+
+/** The first line of a checkpoint's state. */
 interface FoldSnapshotHead {
   v: typeof SNAPSHOT_VERSION;
   state: LogStateSnapshot;
@@ -103,11 +109,11 @@ export class SessionFold {
 
   /**
    * The fold as text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts):
-   * three lines of JSON (JSON text holds no raw line break), so a restore
-   * parses the head and the messages a request needs and leaves the history,
-   * the bulk of a long session, unparsed until history is rendered again.
+   * `state`, two lines of JSON (JSON text holds no raw line break) with what
+   * the next request needs, and `history`, the bulk of a long session, which a
+   * restore reads only when history is rendered again.
    */
-  snapshot(): string {
+  snapshot(): FoldCheckpointText {
     const conversation = this.conversation.snapshot();
     const head: FoldSnapshotHead = {
       v: SNAPSHOT_VERSION,
@@ -120,23 +126,19 @@ export class SessionFold {
       turnsSinceSeed: this.turnsSinceSeed,
       lastTurnStartSeq: this.lastTurnStartSeq,
     };
-    return `${JSON.stringify(head)}\n${JSON.stringify(conversation.messages)}\n${JSON.stringify(conversation.history)}`;
+    return { state: `${JSON.stringify(head)}\n${JSON.stringify(conversation.messages)}`, history: JSON.stringify(conversation.history) };
   }
 
   /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
-  private restore(seq: number, text: string): boolean {
-    const headEnd = text.indexOf('\n');
-    const messagesEnd = headEnd < 0 ? -1 : text.indexOf('\n', headEnd + 1);
-    if (messagesEnd < 0) return false; // another format
-    const snap = JSON.parse(text.slice(0, headEnd)) as FoldSnapshotHead;
+  private restore(seq: number, checkpoint: { state: string; history(): string }): boolean {
+    const { state } = checkpoint;
+    const headEnd = state.indexOf('\n');
+    if (headEnd < 0) return false; // another format
+    const snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
     if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
     this.state = LogState.restore(snap.state);
-    const history = text.slice(messagesEnd + 1);
-    this.conversation = Conversation.restore(
-      snap.conversation,
-      JSON.parse(text.slice(headEnd + 1, messagesEnd)) as ChatMessage[],
-      () => JSON.parse(history) as ConversationHistory,
-    );
+    const messages = JSON.parse(state.slice(headEnd + 1)) as ChatMessage[];
+    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(checkpoint.history()) as ConversationHistory);
     this.compaction = CompactionBracket.restore(snap.compaction);
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;
@@ -221,7 +223,7 @@ export class SessionFold {
     const [checkpoint, compaction] = await Promise.all([store.foldCheckpoints?.nearest(this.sessionId), this.lastCompaction(store.log)]);
     // A checkpoint holds everything through its seq (summaries included): the later starting point reads fewer events.
     const from =
-      checkpoint && checkpoint.seq >= (compaction?.toSeq ?? -1) && this.restore(checkpoint.seq, checkpoint.state)
+      checkpoint && checkpoint.seq >= (compaction?.toSeq ?? -1) && this.restore(checkpoint.seq, checkpoint)
         ? checkpoint.seq
         : await this.coldStart(store, compaction ?? null);
     const kept = first.filter((e) => e.seq > from);
