@@ -131,14 +131,14 @@ export class SessionFold {
 
   /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
   private restore(seq: number, checkpoint: { state: string; history(): string }): boolean {
-    const { state } = checkpoint;
+    const { state, history } = checkpoint; // the closure below keeps only the compressed history, not the state's text
     const headEnd = state.indexOf('\n');
     if (headEnd < 0) return false; // another format
     const snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
     if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
     this.state = LogState.restore(snap.state);
     const messages = JSON.parse(state.slice(headEnd + 1)) as ChatMessage[];
-    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(checkpoint.history()) as ConversationHistory);
+    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory);
     this.compaction = CompactionBracket.restore(snap.compaction);
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;

@@ -44,8 +44,9 @@ export class FoldCheckpoints {
        SELECT c.seq, c.state, c.history FROM "FoldCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
       params,
     );
-    const row = rows[0];
-    return row && { seq: row.seq, state: (await gunzip(row.state)).toString('utf8'), history: () => zlib.gunzipSync(row.history).toString('utf8') };
+    if (!rows[0]) return undefined;
+    const { seq, state, history } = rows[0];
+    return { seq, state: (await gunzip(state)).toString('utf8'), history: () => zlib.gunzipSync(history).toString('utf8') };
   }
 
   /**
