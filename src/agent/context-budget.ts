@@ -70,10 +70,9 @@ function prefixChars(messages: readonly ChatMessage[]): number {
       break;
     }
   }
-  for (let i = from + 1; i < messages.length; i++) {
-    chars += messageChars(messages[i]);
-    charsThrough.set(messages[i], { index: i, chars });
-  }
+  for (let i = from + 1; i < messages.length; i++) chars += messageChars(messages[i]);
+  // Kept with the last message only: the next request of the conversation starts with it (one entry, not one per message of a cold start's history).
+  if (messages.length > from + 1) charsThrough.set(messages[messages.length - 1], { index: messages.length - 1, chars });
   return chars;
 }
 

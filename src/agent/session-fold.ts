@@ -5,7 +5,8 @@
 // others appended in between. A cold start replays once.
 import { LRUCache } from 'lru-cache';
 import { LogState, type LogStateSnapshot } from '../core/log-state.ts';
-import { Conversation, type ConversationSnapshot } from '../core/model-request.ts';
+import { Conversation, type ConversationHistory, type ConversationSnapshot } from '../core/model-request.ts';
+import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { SessionLog } from '../store/session-log.ts';
@@ -17,12 +18,19 @@ import type { UsageMark } from './context-budget.ts';
 const CATCH_UP_PAGE = 5000;
 
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
-const SNAPSHOT_VERSION = 1;
+const SNAPSHOT_VERSION = 2;
 
-interface FoldSnapshot {
+/** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
+export interface FoldCheckpointText {
+  state: string;
+  history: string;
+}
+
+/** The first line of a checkpoint's state. */
+interface FoldSnapshotHead {
   v: typeof SNAPSHOT_VERSION;
   state: LogStateSnapshot;
-  conversation: ConversationSnapshot;
+  conversation: ConversationSnapshot['head'];
   compaction: ReturnType<CompactionBracket['snapshot']>;
   lastTurnEndSeq: number;
   usageMark?: UsageMark;
@@ -99,12 +107,18 @@ export class SessionFold {
     }
   }
 
-  /** The fold as JSON text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts). */
-  snapshot(): string {
-    const snap: FoldSnapshot = {
+  /**
+   * The fold as text, for a checkpoint at `nextSeq - 1` (store/fold-checkpoints.ts):
+   * `state`, two lines of JSON (JSON text holds no raw line break) with what
+   * the next request needs, and `history`, the bulk of a long session, which a
+   * restore reads only when history is rendered again.
+   */
+  snapshot(): FoldCheckpointText {
+    const conversation = this.conversation.snapshot();
+    const head: FoldSnapshotHead = {
       v: SNAPSHOT_VERSION,
       state: this.state.snapshot(),
-      conversation: this.conversation.snapshot(),
+      conversation: conversation.head,
       compaction: this.compaction.snapshot(),
       lastTurnEndSeq: this.lastTurnEndSeq,
       usageMark: this.usageMark,
@@ -112,15 +126,19 @@ export class SessionFold {
       turnsSinceSeed: this.turnsSinceSeed,
       lastTurnStartSeq: this.lastTurnStartSeq,
     };
-    return JSON.stringify(snap);
+    return { state: `${JSON.stringify(head)}\n${JSON.stringify(conversation.messages)}`, history: JSON.stringify(conversation.history) };
   }
 
   /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
-  private restore(seq: number, text: string): boolean {
-    const snap = JSON.parse(text) as FoldSnapshot;
+  private restore(seq: number, checkpoint: { state: string; history(): string }): boolean {
+    const { state, history } = checkpoint; // the closure below keeps only the compressed history, not the state's text
+    const headEnd = state.indexOf('\n');
+    if (headEnd < 0) return false; // another format
+    const snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
     if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
     this.state = LogState.restore(snap.state);
-    this.conversation = Conversation.restore(snap.conversation);
+    const messages = JSON.parse(state.slice(headEnd + 1)) as ChatMessage[];
+    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory);
     this.compaction = CompactionBracket.restore(snap.compaction);
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;
@@ -205,7 +223,7 @@ export class SessionFold {
     const [checkpoint, compaction] = await Promise.all([store.foldCheckpoints?.nearest(this.sessionId), this.lastCompaction(store.log)]);
     // A checkpoint holds everything through its seq (summaries included): the later starting point reads fewer events.
     const from =
-      checkpoint && checkpoint.seq >= (compaction?.toSeq ?? -1) && this.restore(checkpoint.seq, checkpoint.state)
+      checkpoint && checkpoint.seq >= (compaction?.toSeq ?? -1) && this.restore(checkpoint.seq, checkpoint)
         ? checkpoint.seq
         : await this.coldStart(store, compaction ?? null);
     const kept = first.filter((e) => e.seq > from);

@@ -16,15 +16,32 @@ type Entry =
   | { seq: number; kind: 'assistant'; data: EventData<'model/message'> }
   | { seq: number; kind: 'tool'; data: EventData<'tool/result'> };
 
-/** A Conversation as plain JSON (Conversation.snapshot): what it folded, not what it rendered. */
+/**
+ * A Conversation as plain JSON (Conversation.snapshot), in three parts that a
+ * checkpoint stores apart (agent/session-fold.ts): what new events and the next
+ * request read, the rendered messages, and the folded history, which only
+ * rendering history again needs (a surface/replace, a compaction's range), so a
+ * restore may leave it unparsed until then.
+ */
 export interface ConversationSnapshot {
+  head: {
+    /** Input texts no turn has taken yet (taken ones are in the history). */
+    inputs: Array<[string, string]>;
+    responseFormats: Array<[string, ResponseFormat]>;
+    replacements: Array<[number, { toSeq: number; content: string; seq: number }]>;
+    instructions?: string;
+    approxChars: number;
+  };
+  /** The rendered messages, without the instructions. */
+  messages: ChatMessage[];
+  history: ConversationHistory;
+}
+
+/** What a conversation folded: its message-producing events, the texts of the inputs its turns took, the calls answered. */
+export interface ConversationHistory {
   entries: Entry[];
   inputs: Array<[string, string]>;
-  responseFormats: Array<[string, ResponseFormat]>;
   answered: string[];
-  replacements: Array<[number, { toSeq: number; content: string; seq: number }]>;
-  instructions?: string;
-  approxChars: number;
 }
 
 /**
@@ -37,12 +54,14 @@ export interface ConversationSnapshot {
  * out of its assistant message: chat APIs reject calls without answers.
  */
 export class Conversation {
-  private readonly entries: Entry[] = [];
+  private entries: Entry[] = [];
   private readonly inputs = new Map<string, string>();
   /** The response schemas inputs asked for (structured output), by input id. */
   private readonly responseFormats = new Map<string, ResponseFormat>();
   private readonly answered = new Set<string>();
   private readonly replacements = new Map<number, { toSeq: number; content: string; seq: number }>();
+  /** The history a restore left unread (it comes before everything above): read once, when history is rendered again. */
+  private unread?: () => ConversationHistory;
   /** The rendered messages; undefined after a surface/replace until the next render. */
   private rendered?: ChatMessage[] = [];
   /** Index in `rendered` of the assistant message that made each call. */
@@ -61,31 +80,51 @@ export class Conversation {
     return this.instructionsMessage?.content;
   }
 
-  /** What it folded, as plain JSON (the agent's fold checkpoint); the rendered messages are made again from it. */
+  /** What it folded and rendered, as plain JSON (the agent's fold checkpoint). */
   snapshot(): ConversationSnapshot {
+    this.rendered ??= this.renderAll();
+    this.readHistory();
+    const taken = new Set<string>();
+    for (const e of this.entries) if (e.kind === 'user') taken.add(e.inputId);
+    const inputs = [...this.inputs];
     return {
-      entries: this.entries,
-      inputs: [...this.inputs],
-      responseFormats: [...this.responseFormats],
-      answered: [...this.answered],
-      replacements: [...this.replacements],
-      instructions: this.instructionsMessage?.content,
-      approxChars: this.approxChars,
+      head: {
+        inputs: inputs.filter(([id]) => !taken.has(id)),
+        responseFormats: [...this.responseFormats],
+        replacements: [...this.replacements],
+        instructions: this.instructionsMessage?.content,
+        approxChars: this.approxChars,
+      },
+      messages: this.rendered,
+      history: { entries: this.entries, inputs: inputs.filter(([id]) => taken.has(id)), answered: [...this.answered] },
     };
   }
 
-  /** The conversation a snapshot holds: the same messages as the fold that made it. */
-  static restore(snap: ConversationSnapshot): Conversation {
+  /**
+   * The conversation a snapshot holds: the same messages as the fold that made
+   * it, starting from its rendered messages (trusted: the service's own
+   * checkpoint). `history` is called only if history must be rendered again.
+   */
+  static restore(head: ConversationSnapshot['head'], messages: ChatMessage[], history: () => ConversationHistory): Conversation {
     const c = new Conversation();
-    c.entries.push(...snap.entries);
-    for (const [k, v] of snap.inputs) c.inputs.set(k, v);
-    for (const [k, v] of snap.responseFormats) c.responseFormats.set(k, v);
-    for (const id of snap.answered) c.answered.add(id);
-    for (const [k, v] of snap.replacements) c.replacements.set(k, v);
-    if (snap.instructions) c.instructionsMessage = { role: 'system', content: snap.instructions };
-    c.rendered = undefined; // rendered once, on the next request
-    c.approxChars = snap.approxChars;
+    for (const [k, v] of head.inputs) c.inputs.set(k, v);
+    for (const [k, v] of head.responseFormats) c.responseFormats.set(k, v);
+    for (const [k, v] of head.replacements) c.replacements.set(k, v);
+    if (head.instructions) c.instructionsMessage = { role: 'system', content: head.instructions };
+    c.rendered = messages;
+    c.unread = history;
+    c.approxChars = head.approxChars;
     return c;
+  }
+
+  /** Reads the history a restore left unread, before what was folded since (whose inputs and answers are newer). */
+  private readHistory(): void {
+    if (!this.unread) return;
+    const h = this.unread();
+    this.unread = undefined;
+    this.entries = h.entries.concat(this.entries); // not push(...): a long history exceeds the call stack's argument limit
+    for (const [k, v] of h.inputs) if (!this.inputs.has(k)) this.inputs.set(k, v);
+    for (const id of h.answered) this.answered.add(id);
   }
 
   /** Sets the instructions in force (a cold fold starts with those of its starting point). */
@@ -119,6 +158,7 @@ export class Conversation {
         // Its call is now answered: the assistant message that made it shows it.
         const made = this.callMessage.get(data.callId);
         if (made && this.rendered) this.rendered[made.index] = this.assistantMessage(made.entry.data);
+        else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
         break;
       }
       case 'surface/replace':
@@ -185,6 +225,7 @@ export class Conversation {
   private push(out: ChatMessage[], entry: Entry) {
     switch (entry.kind) {
       case 'user':
+        if (!this.inputs.has(entry.inputId)) this.readHistory(); // an input taken before a restore (a checkpoint keeps the waiting ones at hand)
         out.push({ role: 'user', content: this.inputs.get(entry.inputId) ?? '' });
         break;
       case 'assistant':
@@ -219,6 +260,7 @@ export class Conversation {
    * (unless an earlier one already hides that seq) and hides its range.
    */
   private renderAll(throughSeq = Infinity): ChatMessage[] {
+    this.readHistory();
     const partial = throughSeq !== Infinity;
     if (!partial) this.callMessage.clear();
     const out: ChatMessage[] = [];

@@ -68,6 +68,12 @@ describe('cold start from a fold checkpoint', () => {
       const start = log.findLastIndex((e) => e.type === 'turn/start');
       expect(cold.messages).toEqual(buildModelMessages(log.slice(0, start + 1)));
       expect(cold.messages.at(-1)).toEqual({ role: 'user', content: 'second' });
+      // The restored fold renders its history again (a compaction's range, then its summary in place): still a full replay's request.
+      await app.services.controller.compactSession(scope, id, {});
+      const after = await turn(app, id, 'third');
+      const full = await allEvents(app, id);
+      expect(after.messages).toEqual(buildModelMessages(full.slice(0, full.findLastIndex((e) => e.type === 'turn/start') + 1)));
+      expect(after.messages[0]).toMatchObject({ role: 'system', content: expect.stringMatching(/^Summary of earlier conversation/) });
     } finally {
       await app.close();
     }

@@ -40,3 +40,12 @@ describe('the scripted model', () => {
     expect(registry.scripted.requestCount).toBe(12);
   });
 });
+
+describe('the scripted model counts words', () => {
+  it('as /\\S+/g does, over every kind of white space', async () => {
+    const { words: count } = await import('../../src/agent/models/scripted.ts');
+    const spaces = [' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+    const samples = ['', 'one', '  lead and trail  ', 'a\u200bb', 'é ü 日本 語', '\u0085x', ...spaces.map((s) => `a${s}b${s}${s}c`)];
+    for (const t of samples) expect(count(t), JSON.stringify(t)).toBe(t.match(/\S+/g)?.length ?? 0);
+  });
+});

@@ -25,6 +25,14 @@ export interface PromptOptions {
 }
 
 const converted = new WeakMap<ChatMessage, LanguageModelV3Message>();
+/**
+ * Only a request's last messages are kept in `converted` (those a next request
+ * may send again outside the prefix it continues: an assistant message drawn
+ * again with its answered calls is followed by the ones after it). A cold
+ * start's whole history is kept with the prompt in `previous` instead of
+ * hundreds of thousands of entries of its own.
+ */
+const CONVERTED_KEPT = 1000;
 
 /**
  * The last request of each conversation, by its last message: the next one
@@ -56,7 +64,10 @@ export function toPrompt(messages: readonly ChatMessage[], opts: PromptOptions =
       continue;
     }
     let c = converted.get(m);
-    if (!c) converted.set(m, (c = convert(messages, i)));
+    if (!c) {
+      c = convert(messages, i);
+      if (i >= messages.length - CONVERTED_KEPT) converted.set(m, c);
+    }
     out.push(c);
   }
   if (messages.length) previous.set(messages[messages.length - 1], { messages, prompt: out, systemOnlyAtStart });

@@ -166,7 +166,27 @@ function answer(prompt: LanguageModelV3Prompt): Answer {
   };
 }
 
-const words = (t: string | null | undefined) => (t ? (t.match(/\S+/g)?.length ?? 0) : 0);
+/** Runs of non-white-space (as /\S+/g counts them), without making an array of them: a long history's text is counted once at a cold start. */
+export function words(t: string | null | undefined): number {
+  if (!t) return 0;
+  let n = 0;
+  let inWord = false;
+  for (let i = 0; i < t.length; i++) {
+    const space = isSpace(t.charCodeAt(i));
+    if (!space && !inWord) n++;
+    inWord = !space;
+  }
+  return n;
+}
+
+/** JavaScript's \s: ASCII and Unicode white space, line terminators and the byte-order mark. */
+function isSpace(c: number): boolean {
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
+  if (c < 160) return false;
+  return (
+    c === 160 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
+}
 
 /** The text a message holds: its text parts, or its tool results' text. */
 function textOf(m: LanguageModelV3Message): string {
@@ -210,8 +230,9 @@ function prefixTotals(prompt: LanguageModelV3Prompt): { words: number; users: nu
     const m = prompt[i];
     w += words(textOf(m));
     if (m.role === 'user') users++;
-    totalsThrough.set(m, { index: i, words: w, users });
   }
+  // Kept with the last message only: the next request of the conversation starts with it.
+  if (prompt.length > from + 1) totalsThrough.set(prompt[prompt.length - 1], { index: prompt.length - 1, words: w, users });
   return { words: w, users };
 }
 
