@@ -171,6 +171,12 @@ export async function createApp(opts: AppOptions): Promise<App> {
   });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
+  /** A turn update from whoever wrote its events (the agent, a runner's append, a decision): to every process's sessionTurns subscribers. */
+  const publishTurnUpdate = (u: TurnUpdate) => {
+    turnUpdates.emit(u.sessionId, u);
+    live.publishTurnUpdate(u);
+    metrics.observeTurnUpdate(u);
+  };
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const clock = opts.clock ?? systemClock;
   const live = new LiveEvents(store, listener, { log });
@@ -198,11 +204,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       budget: opts.budget,
       clock,
       now: () => new Date(clock.now()),
-      onUpdate: (u: TurnUpdate) => {
-        turnUpdates.emit(u.sessionId, u);
-        live.publishTurnUpdate(u); // every process's sessionTurns subscribers
-        metrics.observeTurnUpdate(u);
-      },
+      onUpdate: publishTurnUpdate,
       onToolRun: opts.onToolRun,
       observer: tracing,
       workspaces,
@@ -222,18 +224,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const runners = new RunnerProtocol({
     store,
     tools,
-    publish: (u: TurnUpdate) => {
-      turnUpdates.emit(u.sessionId, u);
-      live.publishTurnUpdate(u);
-      metrics.observeTurnUpdate(u);
-    },
+    publish: publishTurnUpdate,
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
     clock,
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
   });
-  const controller = new SessionController(store, host, models, tools, runners);
+  const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;
