@@ -313,7 +313,9 @@ export class SessionRunner {
   private async append(events: NewEvent[], closesTurn = false): Promise<StoredEvent[]> {
     const { store, lease } = this.deps;
     // The calls approval events name, as the log held them before this write.
-    const calls = events.some((e) => e.type === 'tool/approval-request' || e.type === 'tool/approval') ? new OpenStepCalls(this.fold.state.openTail()) : undefined;
+    const calls = events.some((e) => e.type === 'tool/approval-request' || e.type === 'tool/approval')
+      ? new OpenStepCalls(this.fold.state.openTail())
+      : undefined;
     let appended;
     try {
       appended = closesTurn

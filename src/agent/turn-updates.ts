@@ -87,8 +87,7 @@ export class OpenStepCalls {
     for (const e of events) {
       const ev = asCoreEvent(e);
       if (ev.type === 'model/message') for (const c of ev.data.toolCalls) later.add(c.id);
-      if ((ev.type === 'tool/approval-request' || ev.type === 'tool/approval') && !this.calls.has(ev.data.callId) && !later.has(ev.data.callId))
-        return false;
+      if ((ev.type === 'tool/approval-request' || ev.type === 'tool/approval') && !this.calls.has(ev.data.callId) && !later.has(ev.data.callId)) return false;
     }
     return true;
   }
@@ -118,7 +117,12 @@ export const readOpenTail =
  * turnUpdatesOf for a writer or reader that may not have seen the call an
  * approval event names: the open tail before the events is read only then.
  */
-export async function turnUpdatesRead(sessionId: string, events: readonly LogEvent[], calls: OpenStepCalls, readOpenTail: OpenTailReader): Promise<TurnUpdate[]> {
+export async function turnUpdatesRead(
+  sessionId: string,
+  events: readonly LogEvent[],
+  calls: OpenStepCalls,
+  readOpenTail: OpenTailReader,
+): Promise<TurnUpdate[]> {
   if (events.length && !calls.placesApprovalsOf(events)) calls.seed(await readOpenTail(sessionId, events[0].seq - 1));
   return turnUpdatesOf(sessionId, events, calls);
 }
