@@ -285,14 +285,14 @@ export class SessionController {
     scope: Scope,
     sessionId: string,
     input: { callId: string; decision: 'approved' | 'denied'; reason: string; by: string },
-  ): Promise<SessionRow> {
+  ): Promise<{ session: SessionRow; decisionSeq: number }> {
     const { callId, decision, reason, by } = input;
     const written = await this.store.append(sessionId, [{ type: 'tool/approval', data: { callId, decision, reason, by } }], { scope });
     for (const u of await turnUpdatesRead(sessionId, written, new OpenStepCalls(), readOpenTail(this.store.log))) this.publish(u);
-    const s = await this.store.requireSession(scope, sessionId);
+    const session = await this.store.requireSession(scope, sessionId);
     // An external runner's session: its pool sees the turn running again (runnableSessions).
-    if (s.runner == null && s.status === 'RUNNING') void this.host.wake(sessionId, scope.tenant);
-    return s;
+    if (session.runner == null && session.status === 'RUNNING') void this.host.wake(sessionId, scope.tenant);
+    return { session, decisionSeq: written[0].seq };
   }
 
   /** Records which tools' calls need approval in this session from here on (session/tool-approval; empty: only those the config marks). */
