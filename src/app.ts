@@ -113,6 +113,8 @@ export interface AppOptions {
   shell?: boolean | ShellMode;
   /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
   bwrap?: string;
+  /** Built-in tools whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS); an unknown name fails the start. */
+  approvalTools?: readonly string[];
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
   /** Distinct file contents one recording or runner batch may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
@@ -182,7 +184,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel, retries: opts.modelRetries });
-  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
+  const tools = new ToolCatalog(opts.mcp, log, {
+    shell: opts.shell === true ? 'on' : opts.shell || 'off',
+    bwrap: opts.bwrap,
+    approvalTools: opts.approvalTools,
+  });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
   const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, limits, {
