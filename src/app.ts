@@ -113,6 +113,8 @@ export interface AppOptions {
   shell?: boolean | ShellMode;
   /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
   bwrap?: string;
+  /** Built-in tools whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS); an unknown name fails the start. */
+  approvalTools?: readonly string[];
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
   workspaceLimits?: Partial<WorkspaceLimits>;
   /** Distinct file contents one recording or runner batch may name without carrying them (FORKLINE_MAX_NAMED_FILE_HASHES). */
@@ -171,12 +173,22 @@ export async function createApp(opts: AppOptions): Promise<App> {
   });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
+  /** A turn update from whoever wrote its events (the agent, a runner's append, a decision): to every process's sessionTurns subscribers. */
+  const publishTurnUpdate = (u: TurnUpdate) => {
+    turnUpdates.emit(u.sessionId, u);
+    live.publishTurnUpdate(u);
+    metrics.observeTurnUpdate(u);
+  };
   const tracing = opts.tracing ? new GenAiTracing({ log, ...opts.tracing }) : undefined;
   const clock = opts.clock ?? systemClock;
   const live = new LiveEvents(store, listener, { log });
   const defaultModel = opts.defaultModel ?? { provider: 'scripted', model: 'scripted' };
   const models = new ModelRegistry({ ...opts.providers, defaultModel, retries: opts.modelRetries });
-  const tools = new ToolCatalog(opts.mcp, log, { shell: opts.shell === true ? 'on' : opts.shell || 'off', bwrap: opts.bwrap });
+  const tools = new ToolCatalog(opts.mcp, log, {
+    shell: opts.shell === true ? 'on' : opts.shell || 'off',
+    bwrap: opts.bwrap,
+    approvalTools: opts.approvalTools,
+  });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));
   const workspaces = new FileWorkspaces(opts.workspacesDir ?? temporaryWorkspaces!, store.files, store.log, limits, {
@@ -198,11 +210,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       budget: opts.budget,
       clock,
       now: () => new Date(clock.now()),
-      onUpdate: (u: TurnUpdate) => {
-        turnUpdates.emit(u.sessionId, u);
-        live.publishTurnUpdate(u); // every process's sessionTurns subscribers
-        metrics.observeTurnUpdate(u);
-      },
+      onUpdate: publishTurnUpdate,
       onToolRun: opts.onToolRun,
       observer: tracing,
       workspaces,
@@ -222,18 +230,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const runners = new RunnerProtocol({
     store,
     tools,
-    publish: (u: TurnUpdate) => {
-      turnUpdates.emit(u.sessionId, u);
-      live.publishTurnUpdate(u);
-      metrics.observeTurnUpdate(u);
-    },
+    publish: publishTurnUpdate,
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
     clock,
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
   });
-  const controller = new SessionController(store, host, models, tools, runners);
+  const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
+import { approvalToolsProblem } from './agent/tool-catalog.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false'])
@@ -120,6 +121,19 @@ const envSchema = z
     OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
     /** A JSON file of MCP servers (`{"mcpServers": {...}}`) whose tools the agent may use. */
     FORKLINE_MCP_CONFIG: z.string().optional(),
+    /** Built-in tools whose calls need approval in every session, comma-separated (docs/agents.md "Tool approval"). */
+    FORKLINE_APPROVAL_TOOLS: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        const names = (v ?? '')
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean);
+        const problem = approvalToolsProblem(names);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        return names;
+      }),
     // Security and operations (docs/operations.md).
     FORKLINE_API_TOKENS: z
       .string()

@@ -19,7 +19,7 @@ import type { ToolCatalog, CatalogScope } from './tool-catalog.ts';
 import { WORKSPACE_WRITE } from '../store/session-log.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
-import { turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
+import { OpenStepCalls, turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { OUTPUT_MISMATCH, validateAnswer } from './structured-output.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
@@ -312,6 +312,10 @@ export class SessionRunner {
    */
   private async append(events: NewEvent[], closesTurn = false): Promise<StoredEvent[]> {
     const { store, lease } = this.deps;
+    // The calls approval events name, as the log held them before this write.
+    const calls = events.some((e) => e.type === 'tool/approval-request' || e.type === 'tool/approval')
+      ? new OpenStepCalls(this.fold.state.openTail())
+      : undefined;
     let appended;
     try {
       appended = closesTurn
@@ -327,7 +331,7 @@ export class SessionRunner {
     await this.fold.appended(store.log, written);
     this.released = released;
     // Progress that is in the log is announced from what was stored, once it is stored.
-    for (const u of turnUpdatesOf(this.sessionId, written)) this.deps.onUpdate(u);
+    for (const u of turnUpdatesOf(this.sessionId, written, calls)) this.deps.onUpdate(u);
     return written;
   }
 

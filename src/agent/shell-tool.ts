@@ -46,9 +46,12 @@ function bounded() {
   };
 }
 
+/** The shell's tool name (FORKLINE_APPROVAL_TOOLS may list it whether or not FORKLINE_SHELL offers it). */
+export const SHELL_TOOL_NAME = 'shell';
+
 export function shellTool(runner: ShellRunner): Tool {
   return tool({
-    name: 'shell',
+    name: SHELL_TOOL_NAME,
     description:
       "Runs a command with /bin/sh in the session's file workspace (its working directory) and answers its exit code and output. " +
       'Files it changes in the workspace are kept with the session; anything it does elsewhere is not.',

@@ -3,7 +3,7 @@
 // the sessions of a process and limited per tenant by the config.
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
-import { shellTool, type ShellRunner } from './shell-tool.ts';
+import { SHELL_TOOL_NAME, shellTool, type ShellRunner } from './shell-tool.ts';
 import { findBubblewrap, sandboxProblem, sandboxRunner, type SandboxRunner, type ShellMode } from './workspace-sandbox.ts';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -43,6 +43,16 @@ function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log:
   return { refused: problem };
 }
 
+/** Every built-in's name, `shell` included whether or not this process offers it: what FORKLINE_APPROVAL_TOOLS may list. */
+export const BUILTIN_TOOL_NAMES: readonly string[] = [...BUILTIN_TOOLS.map((t) => t.name), SHELL_TOOL_NAME];
+
+/** Why a list of built-ins whose calls need approval is refused (a name no built-in has), or undefined. */
+export function approvalToolsProblem(names: readonly string[]): string | undefined {
+  const unknown = names.filter((n) => !BUILTIN_TOOL_NAMES.includes(n));
+  if (unknown.length === 0) return undefined;
+  return `${unknown.map((n) => `"${n}"`).join(', ')} ${unknown.length === 1 ? 'is not a built-in tool' : 'are not built-in tools'} (built-ins: ${BUILTIN_TOOL_NAMES.join(', ')}; an MCP server's tools are marked in FORKLINE_MCP_CONFIG)`;
+}
+
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
@@ -64,11 +74,21 @@ export class ToolCatalog {
   constructor(
     mcp: McpConfig | undefined,
     private readonly log: (msg: string, err?: unknown) => void = () => {},
-    /** The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH). */
-    opts: { shell?: ShellMode; bwrap?: string } = {},
+    /**
+     * The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH);
+     * the built-ins whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS, docs/contract.md#tool-approval).
+     */
+    opts: { shell?: ShellMode; bwrap?: string; approvalTools?: readonly string[] } = {},
   ) {
+    const problem = approvalToolsProblem(opts.approvalTools ?? []);
+    if (problem) throw new Error(`FORKLINE_APPROVAL_TOOLS: ${problem}`);
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-    if (opts.shell && opts.shell !== 'off') this.builtins.set('shell', shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
+    if (opts.shell && opts.shell !== 'off') this.builtins.set(SHELL_TOOL_NAME, shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
+    // Marked as an MCP server's tools are by their config: the agent asks before each call runs.
+    for (const name of opts.approvalTools ?? []) {
+      const builtin = this.builtins.get(name);
+      if (builtin) this.builtins.set(name, { ...builtin, approval: true });
+    }
     const sandboxed = Object.entries(mcp?.mcpServers ?? {}).filter(([, c]) => isStdioServer(c) && c.sandbox);
     if (sandboxed.length > 0) {
       this.sandbox = sandboxRunner(opts.bwrap ?? findBubblewrap());

@@ -2,10 +2,23 @@
 // What is in the log is announced from the stored events (turnUpdatesOf);
 // only what is not — the model's text as it streams, a tool starting — is
 // announced by hand.
-import type { LogEvent } from '../core/events.ts';
+import type { LogEvent, ToolCall } from '../core/events.ts';
+import type { OpenTail } from '../core/log-state.ts';
 import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
+import { findOpenTail } from '../core/repair.ts';
+import type { SessionLog } from '../store/session-log.ts';
 
-export type TurnUpdateKind = 'TURN_STARTED' | 'STEP_STARTED' | 'TEXT_DELTA' | 'TOOL_RUNNING' | 'TOOL_PROGRESS' | 'TOOL_FINISHED' | 'STEP_ENDED' | 'TURN_ENDED';
+export type TurnUpdateKind =
+  | 'TURN_STARTED'
+  | 'STEP_STARTED'
+  | 'TEXT_DELTA'
+  | 'TOOL_RUNNING'
+  | 'TOOL_PROGRESS'
+  | 'TOOL_FINISHED'
+  | 'APPROVAL_REQUESTED'
+  | 'APPROVAL_DECIDED'
+  | 'STEP_ENDED'
+  | 'TURN_ENDED';
 
 export interface TurnUpdate {
   sessionId: string;
@@ -23,18 +36,108 @@ export interface TurnUpdate {
   total?: number;
   callId?: string;
   toolName?: string;
-  /** TOOL_FINISHED: result status; STEP_ENDED / TURN_ENDED: reason. */
+  /** APPROVAL_REQUESTED / APPROVAL_DECIDED: the call's arguments as the model wrote them (JSON text). */
+  arguments?: string;
+  /** TOOL_FINISHED: result status. */
   status?: string;
+  /** STEP_ENDED / TURN_ENDED: reason; APPROVAL_DECIDED: the decision's reason. */
   reason?: string;
+  /** APPROVAL_DECIDED: `approved` or `denied`, and who decided. */
+  decision?: 'approved' | 'denied';
+  by?: string;
 }
 
 export type TurnUpdateSink = (update: TurnUpdate) => void;
 
-/** The updates stored events stand for, in order (TEXT_DELTA and TOOL_RUNNING are not events). */
-export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): TurnUpdate[] {
+interface PlacedCall {
+  turn: number;
+  step: number;
+  call: ToolCall;
+}
+
+/**
+ * The open step's calls, which the updates of approvals name (their turn, step,
+ * tool and arguments: tool/approval-request and tool/approval carry only the
+ * call's id). Seeded with what the log held before the events (its open tail),
+ * then kept by turnUpdatesOf as it reads them. An approval event concerns a
+ * call of the open step not answered yet (docs/contract.md#tool-approval), so
+ * the open tail's unanswered calls are all a reader starting mid-turn needs.
+ */
+export class OpenStepCalls {
+  private readonly calls = new Map<string, PlacedCall>();
+
+  constructor(open?: OpenTail) {
+    this.seed(open);
+  }
+
+  /** Starts again from the open tail of the log before the next event. */
+  seed(open: OpenTail | undefined): void {
+    this.calls.clear();
+    if (open?.step) this.add(open.turn, open.step.step, open.step.unanswered);
+  }
+
+  /** The call an approval event names, when known. */
+  get(callId: string): PlacedCall | undefined {
+    return this.calls.get(callId);
+  }
+
+  /** Whether every approval event of `events` names a call known here or stored earlier in `events`. */
+  placesApprovalsOf(events: readonly LogEvent[]): boolean {
+    const later = new Set<string>();
+    for (const e of events) {
+      const ev = asCoreEvent(e);
+      if (ev.type === 'model/message') for (const c of ev.data.toolCalls) later.add(c.id);
+      if ((ev.type === 'tool/approval-request' || ev.type === 'tool/approval') && !this.calls.has(ev.data.callId) && !later.has(ev.data.callId)) return false;
+    }
+    return true;
+  }
+
+  /** Keeps up with an event read after the seed. */
+  see(e: LogEvent): void {
+    const ev = asCoreEvent(e);
+    if (ev.type === 'turn/start' || ev.type === 'turn/end' || ev.type === 'step/start' || ev.type === 'step/end') this.calls.clear();
+    else if (ev.type === 'model/message') this.add(ev.data.turn, ev.data.step, ev.data.toolCalls);
+  }
+
+  private add(turn: number, step: number, calls: readonly ToolCall[]) {
+    for (const call of calls) this.calls.set(call.id, { turn, step, call });
+  }
+}
+
+/** The open tail of a session's log through a seq (the store's read): what seeds OpenStepCalls for a reader starting mid-turn. */
+export type OpenTailReader = (sessionId: string, throughSeq: number) => Promise<OpenTail | undefined>;
+
+/** An OpenTailReader on the store's log. */
+export const readOpenTail =
+  (log: Pick<SessionLog, 'openTail'>): OpenTailReader =>
+  async (sessionId, throughSeq) =>
+    throughSeq < 0 ? undefined : findOpenTail((await log.openTail(sessionId, throughSeq)).events);
+
+/**
+ * turnUpdatesOf for a writer or reader that may not have seen the call an
+ * approval event names: the open tail before the events is read only then.
+ */
+export async function turnUpdatesRead(
+  sessionId: string,
+  events: readonly LogEvent[],
+  calls: OpenStepCalls,
+  readOpenTail: OpenTailReader,
+): Promise<TurnUpdate[]> {
+  if (events.length && !calls.placesApprovalsOf(events)) calls.seed(await readOpenTail(sessionId, events[0].seq - 1));
+  return turnUpdatesOf(sessionId, events, calls);
+}
+
+/**
+ * The updates stored events stand for, in order (TEXT_DELTA and TOOL_RUNNING are not events).
+ * `calls`: the open step's calls before the events (kept up to date here); a
+ * decision whose call it does not know has no update, a request one without
+ * the tool's name and arguments.
+ */
+export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[], calls = new OpenStepCalls()): TurnUpdate[] {
   const out: TurnUpdate[] = [];
   for (const e of events) {
     const ev = asCoreEvent(e);
+    calls.see(e);
     switch (ev.type) {
       case 'turn/start':
         out.push({ sessionId, kind: 'TURN_STARTED', seq: e.seq, turn: ev.data.turn, inputId: ev.data.inputId });
@@ -62,6 +165,39 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'turn/end':
         out.push({ sessionId, kind: 'TURN_ENDED', seq: e.seq, turn: ev.data.turn, reason: ev.data.reason });
         break;
+      case 'tool/approval-request': {
+        const d = ev.data;
+        const call = calls.get(d.callId)?.call;
+        out.push({
+          sessionId,
+          kind: 'APPROVAL_REQUESTED',
+          seq: e.seq,
+          turn: d.turn,
+          step: d.step,
+          callId: d.callId,
+          ...(call ? { toolName: call.name, arguments: call.arguments } : {}),
+        });
+        break;
+      }
+      case 'tool/approval': {
+        const d = ev.data;
+        const placed = calls.get(d.callId);
+        if (!placed) break;
+        out.push({
+          sessionId,
+          kind: 'APPROVAL_DECIDED',
+          seq: e.seq,
+          turn: placed.turn,
+          step: placed.step,
+          callId: d.callId,
+          toolName: placed.call.name,
+          arguments: placed.call.arguments,
+          decision: d.decision,
+          reason: d.reason,
+          by: d.by,
+        });
+        break;
+      }
       // A stored answer is not an update (its text streamed as TEXT_DELTA; TOOL_RUNNING
       // announced its calls); the rest is not turn status.
       case 'model/message':
@@ -73,8 +209,6 @@ export function turnUpdatesOf(sessionId: string, events: readonly LogEvent[]): T
       case 'session/instructions':
       case 'session/runner-tools':
       case 'session/tool-approval':
-      case 'tool/approval-request':
-      case 'tool/approval':
       case 'surface/replace':
       case 'session/end-seed':
         break;

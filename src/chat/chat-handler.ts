@@ -14,15 +14,18 @@ import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
-import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import type { Caller } from '../core/api-tokens.ts';
+import { findOpenTail } from '../core/repair.ts';
+import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
-import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
+import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
-import { ChatAnswer, inputOfAnswer, type AnswerReader, type UIChunk } from './ui-message-stream.ts';
+import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
 
 /** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
 export const HEAD_EVENT = 'plugin/chat/head';
@@ -43,7 +46,17 @@ const chatRequestSchema = z.object({
       z.looseObject({
         id: z.string().max(200).optional(),
         role: z.enum(['system', 'user', 'assistant']),
-        parts: z.array(z.looseObject({ type: z.string(), text: z.string().optional() })).max(10_000),
+        parts: z
+          .array(
+            z.looseObject({
+              type: z.string(),
+              text: z.string().optional(),
+              // A tool part the user answered (addToolApprovalResponse): its approval, which names the call.
+              state: z.string().optional(),
+              approval: z.looseObject({ id: z.string(), approved: z.boolean().optional(), reason: z.string().optional() }).optional(),
+            }),
+          )
+          .max(10_000),
       }),
     )
     .max(100_000),
@@ -51,6 +64,23 @@ const chatRequestSchema = z.object({
   messageId: z.string().max(200).optional(),
 });
 type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+interface ApprovalResponse {
+  callId: string;
+  approved: boolean;
+  reason?: string;
+}
+
+/** The approval responses the request carries: `approval-responded` tool parts of the message it continues (messageId, else the last). */
+function approvalResponses(input: ChatRequest): ApprovalResponse[] {
+  const message = input.messageId ? input.messages.find((m) => m.id === input.messageId) : input.messages.at(-1);
+  if (input.trigger !== 'submit-message' || message?.role !== 'assistant') return [];
+  return message.parts.flatMap((p) =>
+    p.state === 'approval-responded' && p.approval && typeof p.approval.approved === 'boolean'
+      ? [{ callId: p.approval.id, approved: p.approval.approved, reason: p.approval.reason }]
+      : [],
+  );
+}
 
 /** The session a chat id that is not a session id names in a tenant: derived, so no table maps them. */
 const chatSessionId = (tenant: string, chatId: string) => `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
@@ -92,10 +122,17 @@ export function chatHandler(opts: ChatOptions) {
     const scope: Scope = { tenant: principal.tenant };
     try {
       if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
-      return await answer(req, res, scope);
+      return await answer(req, res, scope, principal);
     } catch (err) {
       if (res.headersSent) throw err;
-      if (err instanceof ForklineError) return replyError(res, err.code === 'SESSION_NOT_FOUND' ? 404 : 400, err.code, err.message, cors(req));
+      // As GraphQL reports it: the code, and the details (an append rule's `rule` and `seq`) beside it.
+      if (err instanceof ForklineError)
+        return reply(
+          res,
+          err.code === 'SESSION_NOT_FOUND' ? 404 : 400,
+          { errors: [{ message: err.message, extensions: { code: err.code, ...err.details } }] },
+          cors(req),
+        );
       if (isDatabaseUnavailable(err))
         return replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable; retry shortly', { 'retry-after': '1', ...cors(req) });
       throw err;
@@ -103,7 +140,7 @@ export function chatHandler(opts: ChatOptions) {
   };
 
   /** POST /chat: send the new user message (or regenerate) and stream the answer. */
-  async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope): Promise<void> {
+  async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, principal: Caller): Promise<void> {
     const store = stores.forTenant(scope);
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
@@ -115,6 +152,8 @@ export function chatHandler(opts: ChatOptions) {
     } catch (err) {
       return replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, cors(req));
     }
+    const responses = approvalResponses(input);
+    if (responses.length) return decideAndGoOn(req, res, scope, principal, input.id, responses);
     const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
     const text = lastUser?.parts
       .filter((p) => p.type === 'text' && typeof p.text === 'string')
@@ -152,6 +191,44 @@ export function chatHandler(opts: ChatOptions) {
     await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, afterSeq);
   }
 
+  /**
+   * POST /chat answering a tool approval (the AI SDK's addToolApprovalResponse:
+   * a tool part `approval-responded` whose approval id is the call's id): each
+   * decision is approveToolCall's or denyToolCall's (its rules and errors, `by`
+   * the caller), then the answer goes on from the decision, in the same message.
+   */
+  async function decideAndGoOn(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: Scope,
+    caller: Caller,
+    chatId: string,
+    responses: ApprovalResponse[],
+  ): Promise<void> {
+    const store = stores.forTenant(scope);
+    const chat = await chatSession(scope, chatId, false);
+    if (!chat) throw new ForklineError('SESSION_NOT_FOUND', `no chat ${chatId}: nothing awaits approval there`);
+    const head = await headOf(scope, chat);
+    // Read before deciding: once decided, the turn may go on and end at once.
+    const tail = await store.log.openTail(head.id, head.eventCount - 1);
+    const open = findOpenTail(tail.events);
+    const turnStart = dataOf(tail.turnStart, 'turn/start');
+    let firstSeq: number | undefined;
+    for (const r of responses) {
+      const decided = await controller.decideToolCall(scope, head.id, {
+        callId: parseInput(idSchema, r.callId, 'the approval id'),
+        decision: r.approved ? 'approved' : 'denied',
+        reason: parseInput(approvalReasonSchema, r.reason ?? '', 'the approval reason'),
+        by: caller.who ?? scope.tenant,
+      });
+      firstSeq ??= decided.decisionSeq;
+    }
+    // A decision is only accepted for a call of the open step (rule `approval pairing`), so both are there.
+    if (!open?.step || !turnStart || firstSeq === undefined) throw new Error(`session ${head.id}: a decision was accepted outside an open step`);
+    const continuing = { turn: open.turn, turnStartSeq: tail.turnStart!.seq, step: open.step.step };
+    await stream(res, req, scope, { chatId, sessionId: head.id, inputId: turnStart.inputId }, firstSeq, continuing);
+  }
+
   /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
   async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
     const store = stores.forTenant(scope);
@@ -181,6 +258,7 @@ export function chatHandler(opts: ChatOptions) {
     scope: Scope,
     meta: { chatId: string; sessionId: string; inputId: string },
     afterSeq: number,
+    continuing?: TurnInProgress,
   ): Promise<void> {
     const store = stores.forTenant(scope);
     // Held open like an SSE subscription (the tenant's caps).
@@ -201,7 +279,7 @@ export function chatHandler(opts: ChatOptions) {
     const write = (chunk: UIChunk) => {
       if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
-    const answer = new ChatAnswer({ ...meta }, readerOf(store, meta.sessionId), write);
+    const answer = new ChatAnswer({ ...meta }, readerOf(store, meta.sessionId), write, continuing);
     answer.start();
     try {
       for await (const update of turns) {
@@ -257,6 +335,11 @@ export function chatHandler(opts: ChatOptions) {
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
       turnRecord: (fromSeq, toSeq) =>
         store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000 }),
+      awaitsApproval: async (callId) => {
+        const { eventCount } = await store.requireSession(sessionId);
+        const open = findOpenTail((await store.log.openTail(sessionId, eventCount - 1)).events);
+        return awaitingApproval(open).some((c) => c.id === callId);
+      },
     };
   }
 }

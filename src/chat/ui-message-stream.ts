@@ -20,6 +20,17 @@ export interface AnswerReader {
   answerFrom(seq: number): Promise<LogEvent | undefined>;
   /** The turn's model/message and plugin/agent/error events within fromSeq..toSeq. */
   turnRecord(fromSeq: number, toSeq: number): Promise<LogEvent[]>;
+  /** Whether the call still awaits a decision now (the log's end). */
+  awaitsApproval(callId: string): Promise<boolean>;
+}
+
+/** Where an answer picks its turn up again after a decision (POST /chat with an approval response). */
+export interface TurnInProgress {
+  turn: number;
+  /** Seq of its turn/start. */
+  turnStartSeq: number;
+  /** The step whose calls were written already. */
+  step: number;
 }
 
 /** The metadata every answer carries: which session answered, for which input (docs/api.md). */
@@ -31,6 +42,8 @@ export interface AnswerMetadata {
   /** How the turn ended (turn/end's reason). */
   reason?: string;
   usage?: { inputTokens: number; outputTokens: number };
+  /** The call the answer stopped at: it awaits approval (docs/api.md, "Tool approval"). */
+  awaitingApproval?: string;
 }
 
 /** The assistant message that answers an input: the same id whenever the answer is streamed or replayed. */
@@ -53,7 +66,15 @@ export class ChatAnswer {
     private readonly meta: AnswerMetadata,
     private readonly reader: AnswerReader,
     private readonly emit: (chunk: UIChunk) => void,
-  ) {}
+    /** An answer that goes on with a turn the client has seen up to a decision: its turn, and the step whose calls it has. */
+    continuing?: TurnInProgress,
+  ) {
+    if (continuing) {
+      this.turn = continuing.turn;
+      this.turnStartSeq = continuing.turnStartSeq;
+      this.inputsOut.add(continuing.step);
+    }
+  }
 
   /** The message's `start` (written first, before the turn takes the input). */
   start(): void {
@@ -104,6 +125,22 @@ export class ChatAnswer {
           });
         break;
       }
+      // The AI SDK's tool approval: the call's part asks (approvalId: the call's id), and the answer
+      // stops while it waits; the client's response comes back in the next POST (chat-handler.ts).
+      case 'APPROVAL_REQUESTED': {
+        if (!u.callId) break;
+        this.closeText();
+        await this.inputsOf(step);
+        this.emit({ type: 'tool-approval-request', approvalId: u.callId, toolCallId: u.callId });
+        if (!(await this.reader.awaitsApproval(u.callId))) break; // decided since: the replay goes on
+        this.finished = true;
+        this.emit({ type: 'finish-step' });
+        this.emit({ type: 'finish', finishReason: 'tool-calls', messageMetadata: { ...this.meta, turn: this.turn, awaitingApproval: u.callId } });
+        break;
+      }
+      // The call's output (or, denied, its error) follows as its result.
+      case 'APPROVAL_DECIDED':
+        break;
       case 'STEP_ENDED':
         this.closeText();
         await this.inputsOf(step);

@@ -27,6 +27,7 @@ import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import { dataOf } from '../core/core-event.ts';
 import { findOpenTail } from '../core/repair.ts';
 import { cancelWaitingTurn } from '../core/tool-approval.ts';
+import { OpenStepCalls, readOpenTail, turnUpdatesOf, turnUpdatesRead, type TurnUpdateSink } from '../agent/turn-updates.ts';
 import { ModelError } from '../agent/models/model.ts';
 import { checkResponseFormat } from '../agent/structured-output.ts';
 import type { ResponseFormat } from '../core/events.ts';
@@ -53,6 +54,8 @@ export class SessionController {
     private readonly tools: ToolCatalog,
     /** Runner sessions' compaction (runner-protocol.ts): forkline's summariser between the runner's turns. */
     private readonly runners: Pick<RunnerProtocol, 'compact'>,
+    /** Turn updates of what this controller writes into a turn (a decision, a cancelled wait): sessionTurns' live subscribers. */
+    private readonly publish: TurnUpdateSink = () => {},
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
   }
@@ -259,7 +262,10 @@ export class SessionController {
     const s = await this.store.requireSession(scope, sessionId);
     if (s.status === 'WAITING') {
       const open = findOpenTail((await this.store.log.openTail(sessionId, s.eventCount - 1)).events);
-      if (open) await this.store.append(sessionId, cancelWaitingTurn(open, by), { scope, expectedEventCount: s.eventCount });
+      if (open) {
+        const written = await this.store.append(sessionId, cancelWaitingTurn(open, by), { scope, expectedEventCount: s.eventCount });
+        for (const u of turnUpdatesOf(sessionId, written, new OpenStepCalls(open))) this.publish(u);
+      }
       const after = await this.store.requireSession(scope, sessionId);
       if (after.pendingInputCount > 0 && after.runner == null) void this.host.wake(sessionId, scope.tenant);
       return after;
@@ -279,13 +285,14 @@ export class SessionController {
     scope: Scope,
     sessionId: string,
     input: { callId: string; decision: 'approved' | 'denied'; reason: string; by: string },
-  ): Promise<SessionRow> {
+  ): Promise<{ session: SessionRow; decisionSeq: number }> {
     const { callId, decision, reason, by } = input;
-    await this.store.append(sessionId, [{ type: 'tool/approval', data: { callId, decision, reason, by } }], { scope });
-    const s = await this.store.requireSession(scope, sessionId);
+    const written = await this.store.append(sessionId, [{ type: 'tool/approval', data: { callId, decision, reason, by } }], { scope });
+    for (const u of await turnUpdatesRead(sessionId, written, new OpenStepCalls(), readOpenTail(this.store.log))) this.publish(u);
+    const session = await this.store.requireSession(scope, sessionId);
     // An external runner's session: its pool sees the turn running again (runnableSessions).
-    if (s.runner == null && s.status === 'RUNNING') void this.host.wake(sessionId, scope.tenant);
-    return s;
+    if (session.runner == null && session.status === 'RUNNING') void this.host.wake(sessionId, scope.tenant);
+    return { session, decisionSeq: written[0].seq };
   }
 
   /** Records which tools' calls need approval in this session from here on (session/tool-approval; empty: only those the config marks). */

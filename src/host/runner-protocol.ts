@@ -46,7 +46,7 @@ import { compactionThreshold, contextWindowOf, estimateRequestTokens, type Budge
 import type { ChatModel } from '../agent/models/model.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import type { ToolDefinition } from '../core/chat.ts';
-import { turnUpdatesOf, type TurnUpdate } from '../agent/turn-updates.ts';
+import { OpenStepCalls, readOpenTail, turnUpdatesRead, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
 import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
@@ -359,8 +359,11 @@ export class RunnerProtocol {
     }
     // A fold this process keeps of the session takes what was written: the next request reads nothing it wrote.
     const fold = this.folds.peek(sessionId);
-    if (fold && written.events.length && fold.nextSeq === written.events[0].seq) fold.apply(written.events);
-    for (const u of turnUpdatesOf(sessionId, written.events)) this.deps.publish(u);
+    const follows = fold && written.events.length && fold.nextSeq === written.events[0].seq;
+    // The calls approval events name: the fold's open step when it is in step with the log, else read from the log.
+    const calls = new OpenStepCalls(follows ? fold.state.openTail() : undefined);
+    if (follows) fold.apply(written.events);
+    for (const u of await turnUpdatesRead(sessionId, written.events, calls, readOpenTail(this.deps.store.log))) this.deps.publish(u);
     return { ...written, eventCount: (written.events.at(-1)?.seq ?? (expectedEventCount ?? 0) - 1) + 1 };
   }
 

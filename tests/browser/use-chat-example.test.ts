@@ -3,7 +3,8 @@
 // and stream, reload mid-answer and see it resume, regenerate (a branch that
 // then answers the chat), and a server killed mid-answer: after the restart
 // the reloaded page says the turn was interrupted and the next message is
-// answered.
+// answered. And tool approval: a call that waits shows Approve and Deny;
+// Approve runs it and the answer follows, Deny shows the denial and the answer.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -144,4 +145,61 @@ describe('the useChat example', () => {
     // The page's only errors are the failed requests of the killed server.
     expect(errors.filter((e) => !/Failed to load resource|ERR_|network/i.test(e))).toEqual([]);
   }, 180_000);
+
+  it('approves a call with Approve, and denies one with Deny', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(30_000);
+    const errors = collectPageErrors(page);
+    await page.goto(`${pageOrigin}/?chat=approval-chat&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
+    await send(page, 'hi');
+    await page.locator('article[data-role="assistant"]', { hasText: 'Echo: hi' }).waitFor(TIMEOUT);
+    await ready(page);
+    const sessionId = (await lastAnswer(page).getAttribute('data-session'))!;
+    const set = await postGraphQL(service!.url, 'mutation($i: SetSessionToolApprovalInput!) { setSessionToolApproval(input: $i) { id } }', {
+      i: { sessionId, tools: ['note_write'] },
+    });
+    expect(set.body.errors).toBeUndefined();
+    const log = async () =>
+      (
+        await postGraphQL(service!.url, 'query($id: ID!) { session(id: $id) { status events(first: 200) { edges { node { type data } } } } }', {
+          id: sessionId,
+        })
+      ).body.data.session as { status: string; events: { edges: Array<{ node: { type: string; data: Record<string, unknown> } }> } };
+
+    // Asked: the call waits, the page shows Approve; clicking it runs the tool and the answer streams into the same message.
+    await send(page, '!call note_write {"key": "colour", "value": "blue"}');
+    const approve = page.getByRole('button', { name: 'Approve' });
+    await approve.waitFor(TIMEOUT);
+    await ready(page);
+    expect((await log()).status).toBe('WAITING');
+    await approve.click();
+    const ran = lastAnswer(page).locator('pre[data-tool="note_write"][data-state="output-available"]');
+    await ran.waitFor(TIMEOUT);
+    await lastAnswer(page).locator('p', { hasText: 'Tool results:' }).waitFor(TIMEOUT);
+    await ready(page);
+    const afterApproval = (await log()).events.edges.map((e) => e.node);
+    const decision = afterApproval.find((e) => e.type === 'tool/approval')!;
+    expect(decision.data).toMatchObject({ decision: 'approved', by: 'local' });
+    const result = afterApproval.find((e) => e.type === 'tool/result' && e.data.callId === decision.data.callId)!;
+    expect(result.data.status).toBe('ok');
+    expect(await ran.textContent()).toContain(`→ ${String(result.data.content)}`);
+    expect(await lastAnswer(page).locator('p').last().textContent()).toContain(String(decision.data.callId));
+
+    // Denied: the call never runs; its part shows the denial, and the model's answer follows.
+    await send(page, '!call note_write {"key": "colour", "value": "red"}');
+    const deny = page.getByRole('button', { name: 'Deny' });
+    await deny.waitFor(TIMEOUT);
+    await ready(page);
+    await deny.click();
+    const denied = lastAnswer(page).locator('pre[data-tool="note_write"][data-state="output-error"]');
+    await denied.waitFor(TIMEOUT);
+    expect(await denied.textContent()).toContain('was denied: denied in the page. It did not run.');
+    await lastAnswer(page).locator('p', { hasText: 'Tool results:' }).waitFor(TIMEOUT);
+    await ready(page);
+    const after = await log();
+    expect(after.status).toBe('IDLE');
+    expect(after.events.edges.filter((e) => e.node.type === 'tool/approval').map((e) => e.node.data.decision)).toEqual(['approved', 'denied']);
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    expect(errors).toEqual([]);
+  }, 120_000);
 });

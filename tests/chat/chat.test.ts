@@ -33,12 +33,22 @@ const transport = (token?: string) => new DefaultChatTransport({ api, headers: a
 let ids = 0;
 const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: 'user', parts: [{ type: 'text', text }] });
 
-type Metadata = { chatId: string; sessionId: string; inputId: string; turn?: number; reason?: string; usage?: { inputTokens: number; outputTokens: number } };
+type Metadata = {
+  chatId: string;
+  sessionId: string;
+  inputId: string;
+  turn?: number;
+  reason?: string;
+  usage?: { inputTokens: number; outputTokens: number };
+  awaitingApproval?: string;
+};
 
 /** Every chunk of a stream, and the message readUIMessageStream makes of them (terminating on any error it meets). */
 async function collect(
   stream: ReadableStream<UIMessageChunk>,
   terminateOnError = true,
+  /** The message the stream goes on with (an answer continued after an approval). */
+  continued?: UIMessage<Metadata>,
 ): Promise<{ chunks: UIMessageChunk[]; message: UIMessage<Metadata>; errors: unknown[] }> {
   const chunks: UIMessageChunk[] = [];
   const errors: unknown[] = [];
@@ -48,7 +58,8 @@ async function collect(
     for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
   })();
   let message: UIMessage<Metadata> | undefined;
-  for await (const m of readUIMessageStream<UIMessage<Metadata>>({ stream: b, onError: (e) => errors.push(e), terminateOnError })) message = m;
+  for await (const m of readUIMessageStream<UIMessage<Metadata>>({ message: continued, stream: b, onError: (e) => errors.push(e), terminateOnError }))
+    message = m;
   await reading;
   return { chunks, message: message!, errors };
 }
@@ -250,6 +261,128 @@ describe('GET /chat/<id>/stream', () => {
     ).toBe(stored.data.text);
     expect(stored.data.text).toBe('Echo: one two three four five six seven eight');
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+  });
+});
+
+describe('tool approval over /chat', () => {
+  const ARGS = { key: 'greeting', value: 'hello' };
+  type ToolPart = { type: string; toolCallId: string; toolName: string; state: string; approval?: { id: string }; output?: unknown; errorText?: string };
+  const toolParts = (m: UIMessage) => m.parts.filter((p) => p.type === 'dynamic-tool') as unknown as ToolPart[];
+
+  /** A chat whose session asks before note_write runs, and its first answer: stopped at the call. */
+  async function askedChat(chatId: string) {
+    const first = await send(chatId, [user('hi')]);
+    await app.services.controller.setSessionToolApproval({ tenant: 'tenant-a' }, first.message.metadata!.sessionId, ['note_write']);
+    const question = user(`!call note_write ${JSON.stringify(ARGS)}`);
+    const asked = await send(chatId, [user('hi'), first.message, question]);
+    return { history: [user('hi'), first.message, question], asked };
+  }
+
+  /** What useChat sends after addToolApprovalResponse: the answer with the call's part `approval-responded`. */
+  function responded(answer: UIMessage<Metadata>, approved: boolean, reason?: string): UIMessage<Metadata> {
+    return {
+      ...answer,
+      parts: answer.parts.map((p) =>
+        (p as unknown as ToolPart).state === 'approval-requested'
+          ? ({ ...p, state: 'approval-responded', approval: { id: (p as unknown as ToolPart).approval!.id, approved, reason } } as typeof p)
+          : p,
+      ),
+    };
+  }
+
+  async function respond(chatId: string, history: UIMessage[], answer: UIMessage<Metadata>, token?: string) {
+    const stream = await transport(token).sendMessages({
+      chatId,
+      messages: [...history, answer],
+      trigger: 'submit-message',
+      messageId: answer.id,
+      abortSignal: undefined,
+    });
+    return collect(stream, true, structuredClone(answer));
+  }
+
+  it('asks with a tool-approval-request part, shows it again on resume, and approving streams the rest of the turn into the same message', async () => {
+    const chatId = 'approve-chat';
+    const { history, asked } = await askedChat(chatId);
+    expect(asked.errors).toEqual([]);
+    expect(asked.chunks.map((c) => c.type)).toEqual([
+      'start',
+      'message-metadata',
+      'start-step',
+      'tool-input-available',
+      'tool-approval-request',
+      'finish-step',
+      'finish',
+    ]);
+    const [call] = toolParts(asked.message);
+    expect(call).toMatchObject({ toolName: 'note_write', input: ARGS, state: 'approval-requested', approval: { id: call.toolCallId } });
+    expect(asked.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'tool-calls', messageMetadata: { awaitingApproval: call.toolCallId, turn: 2 } });
+
+    // The chat's active stream is the waiting turn: a resume shows the request again, in the same message.
+    const resumed = await collect((await transport().reconnectToStream({ chatId }))!);
+    expect(resumed.errors).toEqual([]);
+    expect(resumed.message.id).toBe(asked.message.id);
+    expect(toolParts(resumed.message)).toEqual(toolParts(asked.message));
+
+    // Another tenant cannot decide it.
+    const other = await fetch(api, {
+      method: 'POST',
+      headers: { ...auth('token-b'), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        id: asked.message.metadata!.sessionId,
+        messages: [...history, responded(asked.message, true)],
+        trigger: 'submit-message',
+        messageId: asked.message.id,
+      }),
+    });
+    expect(other.status).toBe(404);
+    expect((await other.json()).errors[0].extensions.code).toBe('SESSION_NOT_FOUND');
+
+    const approved = responded(asked.message, true, 'go ahead');
+    const rest = await respond(chatId, history, approved);
+    expect(rest.errors).toEqual([]);
+    expect(rest.chunks[0]).toMatchObject({ type: 'start', messageId: asked.message.id });
+    // It goes on from the decision: the call's input is not sent again.
+    expect(rest.chunks.filter((c) => c.type === 'tool-input-available')).toEqual([]);
+    expect(rest.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    const log = await storedLog(asked.message.metadata!.sessionId);
+    const decision = log.find((e) => e.type === 'tool/approval')!;
+    expect(decision.data).toMatchObject({ callId: call.toolCallId, decision: 'approved', reason: 'go ahead', by: expect.stringMatching(/^env-token:/) });
+    const result = log.find((e) => e.type === 'tool/result' && e.data.callId === call.toolCallId)!;
+    expect(result.data.status).toBe('ok');
+    // One message: the call with its output, then the answer's text, whole.
+    expect(toolParts(rest.message)).toEqual([expect.objectContaining({ toolCallId: call.toolCallId, state: 'output-available', output: result.data.content })]);
+    const answer = log.filter((e) => e.type === 'model/message').at(-1)!;
+    expect(
+      rest.message.parts
+        .filter((p) => p.type === 'text')
+        .map((p) => (p as { text: string }).text)
+        .join(''),
+    ).toBe(answer.data.text);
+    expect(rest.message.metadata).toMatchObject({ reason: 'completed', turn: 2 });
+
+    // The same response again: the call no longer awaits approval (a second decision is refused).
+    const again = await fetch(api, {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      body: JSON.stringify({ id: chatId, messages: [...history, approved], trigger: 'submit-message', messageId: asked.message.id }),
+    });
+    expect(again.status).toBe(400);
+    expect((await again.json()).errors[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', rule: 'approval pairing' } });
+  });
+
+  it('denying shows the call’s error output, and the model’s answer to it', async () => {
+    const chatId = 'deny-chat';
+    const { history, asked } = await askedChat(chatId);
+    const rest = await respond(chatId, history, responded(asked.message, false, 'not today'));
+    expect(rest.errors).toEqual([]);
+    const [call] = toolParts(rest.message);
+    expect(call).toMatchObject({ state: 'output-error', errorText: `Tool call "note_write" (${call.toolCallId}) was denied: not today. It did not run.` });
+    expect(rest.message.parts.some((p) => p.type === 'text')).toBe(true);
+    expect(rest.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    // The tool never ran: its only result is the denial.
+    const log = await storedLog(rest.message.metadata!.sessionId);
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => e.data.status)).toEqual(['error']);
   });
 });
 

@@ -35,6 +35,7 @@ const reader = {
   answerFrom: async (seq: number) => log.find((e) => e.seq >= seq && e.type === 'model/message'),
   turnRecord: async (from: number, to: number) =>
     log.filter((e) => e.seq >= from && e.seq <= to && (e.type === 'model/message' || e.type === 'plugin/agent/error')),
+  awaitsApproval: async () => false,
 };
 const u = (kind: TurnUpdate['kind'], rest: Partial<TurnUpdate> = {}): TurnUpdate => ({ sessionId: S, kind, turn: 3, ...rest });
 

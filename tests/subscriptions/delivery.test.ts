@@ -194,4 +194,26 @@ describe('turn update payloads', () => {
         .join(''),
     ).toBe(`a b ${long}`);
   });
+
+  it("keep an approval update below the NOTIFY limit: without the call's arguments, its reason cut", () => {
+    const big: TurnUpdate = {
+      sessionId: 's',
+      kind: 'APPROVAL_DECIDED',
+      turn: 1,
+      step: 1,
+      callId: 'c1',
+      toolName: 'write_file',
+      arguments: JSON.stringify({ content: 'x'.repeat(20_000) }),
+      decision: 'denied',
+      reason: '😀'.repeat(5000),
+      by: 'local',
+    };
+    const small: TurnUpdate = { ...big, kind: 'APPROVAL_REQUESTED', arguments: '{"path":"a"}', reason: undefined, decision: undefined, by: undefined };
+    const groups = turnPayloads([big, small]);
+    for (const g of groups) expect(Buffer.byteLength(JSON.stringify({ n: 1e9, u: g }))).toBeLessThan(8000);
+    const [sent, kept] = groups.flat();
+    expect(sent).toMatchObject({ kind: 'APPROVAL_DECIDED', callId: 'c1', toolName: 'write_file', decision: 'denied', arguments: undefined });
+    expect(Array.from(sent.reason!).length).toBeGreaterThan(0);
+    expect(kept).toEqual(small); // one that fits travels whole
+  });
 });

@@ -2,13 +2,14 @@
 // The smallest useChat page against forkline (docs/api.md, "useChat"): the
 // AI SDK's default transport, given forkline's /chat and, when the service
 // asks for one, a token. Nothing else: forkline keeps the conversation, and a
-// reload resumes the answer in progress (`resume: true`).
+// reload resumes the answer in progress (`resume: true`). A call that needs
+// approval shows Approve and Deny; the response goes back by itself.
 // Query parameters: `api` (default /chat), `chat` (the chat id; default: one
 // kept in localStorage), `token` (sent as a bearer token).
 import { StrictMode, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport, type UIMessage } from 'ai';
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 
 const params = new URLSearchParams(location.search);
 const api = params.get('api') ?? '/chat';
@@ -17,7 +18,7 @@ const chatId = params.get('chat') ?? localStorage.getItem('forkline-chat') ?? cr
 localStorage.setItem('forkline-chat', chatId);
 
 /** What forkline puts in each answer's metadata. */
-type Metadata = { sessionId: string; inputId: string; turn?: number; reason?: string };
+type Metadata = { sessionId: string; inputId: string; turn?: number; reason?: string; awaitingApproval?: string };
 
 const transport = new DefaultChatTransport<UIMessage<Metadata>>({
   api,
@@ -25,7 +26,13 @@ const transport = new DefaultChatTransport<UIMessage<Metadata>>({
 });
 
 function Chat() {
-  const { messages, sendMessage, regenerate, status, error } = useChat<UIMessage<Metadata>>({ id: chatId, transport, resume: true });
+  const { messages, sendMessage, regenerate, addToolApprovalResponse, status, error } = useChat<UIMessage<Metadata>>({
+    id: chatId,
+    transport,
+    resume: true,
+    // An approval response is sent as soon as the call is decided: forkline decides it and streams the rest.
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+  });
   const [input, setInput] = useState('');
   const last = messages.at(-1);
   return (
@@ -39,6 +46,19 @@ function Chat() {
                 <pre key={i} data-tool={part.toolName} data-state={part.state}>
                   {part.toolName}({JSON.stringify(part.input)}){' '}
                   {part.state === 'output-available' ? `→ ${String(part.output)}` : part.state === 'output-error' ? `✗ ${part.errorText}` : '…'}
+                  {part.state === 'approval-requested' && (
+                    <>
+                      <button type="button" onClick={() => void addToolApprovalResponse({ id: part.approval.id, approved: true })}>
+                        Approve
+                      </button>
+                      <button
+                        type="button"
+                        onClick={() => void addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'denied in the page' })}
+                      >
+                        Deny
+                      </button>
+                    </>
+                  )}
                 </pre>
               );
             return null;

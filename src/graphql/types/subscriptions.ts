@@ -16,6 +16,11 @@ const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
     TOOL_RUNNING: {},
     TOOL_PROGRESS: { description: 'A running tool reported progress (MCP progress notifications): `progress`, `total`, `text`.' },
     TOOL_FINISHED: {},
+    APPROVAL_REQUESTED: {
+      description:
+        'A call waits for approval (tool/approval-request; the session is WAITING): `callId`, `toolName`, `arguments`. Decide it with approveToolCall or denyToolCall.',
+    },
+    APPROVAL_DECIDED: { description: 'A waiting call was decided (tool/approval): `callId`, `toolName`, `arguments`, `decision`, `reason`, `by`.' },
     STEP_ENDED: {},
     TURN_ENDED: {},
   } as const,
@@ -38,8 +43,16 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
     total: t.exposeFloat('total', { nullable: true, description: 'TOOL_PROGRESS: the total, when the tool knows it.' }),
     callId: t.exposeString('callId', { nullable: true }),
     toolName: t.exposeString('toolName', { nullable: true }),
+    arguments: t.exposeString('arguments', {
+      nullable: true,
+      description:
+        "APPROVAL_REQUESTED / APPROVAL_DECIDED: the call's arguments as the model wrote them (JSON text). Null on a live update too large " +
+        'to travel between processes (subscribe with afterSeq, or read Session.pendingApprovals).',
+    }),
     status: t.exposeString('status', { nullable: true, description: 'TOOL_FINISHED: the result status.' }),
-    reason: t.exposeString('reason', { nullable: true, description: 'STEP_ENDED / TURN_ENDED: the reason.' }),
+    reason: t.exposeString('reason', { nullable: true, description: "STEP_ENDED / TURN_ENDED: the reason; APPROVAL_DECIDED: the decision's reason." }),
+    decision: t.exposeString('decision', { nullable: true, description: 'APPROVAL_DECIDED: `approved` or `denied`.' }),
+    by: t.exposeString('by', { nullable: true, description: 'APPROVAL_DECIDED: who decided (from their token).' }),
   }),
 });
 

@@ -68,28 +68,30 @@ builder.mutationFields((t) => ({
     type: SessionRef,
     description: `Approves a call awaiting approval: it runs once. ${DECIDED}`,
     args: { input: t.arg({ type: ToolDecisionInput, required: true }) },
-    resolve: (_root, { input }, ctx) => {
+    resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(decisionArgs, input);
-      return ctx.services.controller.decideToolCall(ctx.scope, p.sessionId, {
+      const decided = await ctx.services.controller.decideToolCall(ctx.scope, p.sessionId, {
         callId: p.callId,
         decision: 'approved',
         reason: p.reason ?? '',
         by: callerOf(ctx),
       });
+      return decided.session;
     },
   }),
   denyToolCall: t.field({
     type: SessionRef,
     description: `Denies a call awaiting approval: it never runs, and the model reads that it was denied and why. ${DECIDED}`,
     args: { input: t.arg({ type: ToolDecisionInput, required: true }) },
-    resolve: (_root, { input }, ctx) => {
+    resolve: async (_root, { input }, ctx) => {
       const p = parseArgs(decisionArgs, input);
-      return ctx.services.controller.decideToolCall(ctx.scope, p.sessionId, {
+      const decided = await ctx.services.controller.decideToolCall(ctx.scope, p.sessionId, {
         callId: p.callId,
         decision: 'denied',
         reason: p.reason ?? '',
         by: callerOf(ctx),
       });
+      return decided.session;
     },
   }),
 }));

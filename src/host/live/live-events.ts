@@ -10,7 +10,7 @@
 import type { PgListener } from '../../store/pg-listener.ts';
 import type { Scope, SessionRow, SessionStore } from '../../store/session-store.ts';
 import { DELETED_CHANNEL, EVENTS_CHANNEL, SESSIONS_CHANNEL, TURNS_CHANNEL, decodeEventsCommitted, decodeSessionsDeleted } from '../../store/channels.ts';
-import type { TurnUpdate } from '../../agent/turn-updates.ts';
+import { readOpenTail, type OpenTailReader, type TurnUpdate } from '../../agent/turn-updates.ts';
 import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
@@ -32,6 +32,7 @@ export class LiveEvents {
   private readonly turns: TurnUpdateRelay;
   private readonly changes: SessionChanges;
   private readonly handlers: Array<[string, (payload: string) => void]>;
+  private readonly readOpenTail: OpenTailReader;
 
   constructor(
     store: SessionStore,
@@ -41,6 +42,7 @@ export class LiveEvents {
     this.windows = new EventWindows(store, opts);
     this.turns = new TurnUpdateRelay(store);
     this.changes = new SessionChanges(store, opts.log);
+    this.readOpenTail = readOpenTail(store.log);
     this.handlers = [
       [EVENTS_CHANNEL, (p) => this.onEventsCommitted(p)],
       [SESSIONS_CHANNEL, (id) => this.changes.sessionChanged(id)],
@@ -77,7 +79,7 @@ export class LiveEvents {
       await live.return?.();
       throw err;
     }
-    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq), live, liveFrom);
+    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq), live, liveFrom, this.readOpenTail);
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */

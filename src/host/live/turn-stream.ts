@@ -12,7 +12,7 @@
 // nothing and its answer's text arrives at once when it is stored.
 import type { LogEvent } from '../../core/events.ts';
 import { asCoreEvent } from '../../core/core-event.ts';
-import { turnUpdatesOf, type TurnUpdate } from '../../agent/turn-updates.ts';
+import { OpenStepCalls, turnUpdatesRead, type OpenTailReader, type TurnUpdate } from '../../agent/turn-updates.ts';
 import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
 import { mergeDeltas } from './turn-update-relay.ts';
 
@@ -41,8 +41,11 @@ export function turnsFromLog(
   events: AsyncIterableIterator<LogEvent>,
   live: AsyncIterableIterator<TurnUpdate>,
   liveFrom: number,
+  readOpenTail: OpenTailReader,
 ): AsyncIterableIterator<TurnUpdate> {
   const steps = new Map<string, StepSeen>();
+  /** The open step's calls, which approval updates name (seeded from the log when the stream starts mid-turn). */
+  const calls = new OpenStepCalls();
   const finishedCalls = new Set<string>();
   /** Relay updates of steps the log has not shown yet, oldest first. */
   let held: TurnUpdate[] = [];
@@ -84,8 +87,8 @@ export function turnsFromLog(
     for (const u of route) fromRelay(u);
   };
 
-  const fromLog = (e: LogEvent) => {
-    for (const u of turnUpdatesOf(sessionId, [e])) out.push(u);
+  const fromLog = async (e: LogEvent) => {
+    for (const u of await turnUpdatesRead(sessionId, [e], calls, readOpenTail)) out.push(u);
     const ev = asCoreEvent(e);
     switch (ev.type) {
       case 'step/start': {
@@ -120,9 +123,9 @@ export function turnsFromLog(
     }
   };
 
-  const pump = async <T>(source: AsyncIterableIterator<T>, each: (item: T) => void) => {
+  const pump = async <T>(source: AsyncIterableIterator<T>, each: (item: T) => void | Promise<void>) => {
     try {
-      for await (const item of source) each(item);
+      for await (const item of source) await each(item);
       out.close();
     } catch (err) {
       out.close(err as Error);

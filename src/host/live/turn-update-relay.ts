@@ -120,8 +120,14 @@ export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
   const out: TurnUpdate[][] = [];
   let group: TurnUpdate[] = [];
   let bytes = 0;
-  for (const u of pieces) {
-    const size = Buffer.byteLength(JSON.stringify(u)) + 1;
+  for (let u of pieces) {
+    let size = Buffer.byteLength(JSON.stringify(u)) + 1;
+    // A call's arguments (and a decision's reason) may be far larger than a payload: live subscribers get
+    // the update without the arguments and with the reason cut (the log's replay holds them whole).
+    if (size > MAX_PAYLOAD_BYTES) {
+      u = { ...u, arguments: undefined, ...(u.reason ? { reason: Array.from(u.reason).slice(0, MAX_DELTA_CHARS).join('') } : {}) };
+      size = Buffer.byteLength(JSON.stringify(u)) + 1;
+    }
     if (group.length && bytes + size > MAX_PAYLOAD_BYTES) {
       out.push(group);
       group = [];
