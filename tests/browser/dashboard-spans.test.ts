@@ -128,6 +128,15 @@ describe('timeline spans', () => {
       expect(await spanText(page, s + 5)).toBe(`step ${n}.2 · ${took(s + 5, s + 7)}`);
       expect(await spanText(page, s + 8)).toBe(`end of turn ${n} · ${took(s, s + 8)}`);
     }
+    // ArrowDown from a span row's type (its collapse button before it) reaches the next row's type, not the control in its place.
+    const message = timedFrom + 4; // a model/message with a call; the next row is its result
+    await jumpTo(page, message);
+    await row(page, message).locator('button[data-control="type"]').focus();
+    await page.keyboard.press('ArrowDown');
+    expect(
+      await page.evaluate(() => [document.activeElement?.closest('tr')?.getAttribute('data-seq'), document.activeElement?.getAttribute('data-control')]),
+    ).toEqual([String(message + 1), 'type']);
+
     // Not every duration is 0 ms: the events were stored apart.
     expect(times.get(length - 1)! - times.get(timedFrom)!).toBeGreaterThan(0);
 
@@ -179,6 +188,7 @@ describe('timeline spans', () => {
     await expect.poll(() => table.getAttribute('aria-rowcount')).toBe(String(length - 3));
     await jumpTo(page, step + 2);
     expect(Number(await table.getAttribute('aria-rowcount'))).toBe(length);
+
     expect(errors).toEqual([]);
   }, 120_000);
 });

@@ -135,11 +135,11 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
   const before = (rows[0]?.start ?? headHeight) - headHeight;
   const after = v.getTotalSize() + headHeight - (rows.at(-1)?.end ?? headHeight);
-  const cols = props.onFork ? 4 : 3;
+  const cols = props.onFork ? 5 : 4; // with the spans' collapse column
   return (
     <div ref={box} class="scroll timeline-scroll" data-testid="timeline-scroll">
       <table class="timeline virtual" aria-label="Event timeline" aria-rowcount={rowMap.count}>
-        <TimelineHead headRef={head} withActions={!!props.onFork} />
+        <TimelineHead headRef={head} withActions={!!props.onFork} withSpans />
         <Spacer height={before} cols={cols} />
         {rows.map((row) => {
           const seq = row.key as number;
@@ -180,11 +180,16 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   );
 }
 
-function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
+function TimelineHead({ withActions, withSpans, headRef }: { withActions: boolean; withSpans?: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
   return (
     <thead ref={headRef}>
       <tr>
         <th class="seq">seq</th>
+        {withSpans && (
+          <th class="span-cell">
+            <span class="visually-hidden">collapse</span>
+          </th>
+        )}
         <th class="type">type</th>
         <th>event</th>
         {withActions && (
@@ -237,25 +242,25 @@ const EventRow = memo(function EventRow(
         onKeyDown={rowKeys}
       >
         <td class="seq">{e.seq}</td>
+        {props.onCollapse && (
+          <td class="span-cell">
+            {end !== undefined && (
+              <button
+                type="button"
+                class="span-toggle"
+                data-control="span"
+                tabIndex={-1} /* one tab stop per row: ArrowLeft from the type reaches it (row-keys.ts) */
+                aria-expanded={!props.spanCollapsed}
+                aria-label={`${props.spanCollapsed ? 'Expand' : 'Collapse'} ${props.spanText} (events ${e.seq}–${end})`}
+                title={props.spanCollapsed ? `Show events ${e.seq + 1}–${end}` : `Hide events ${e.seq + 1}–${end}`}
+                onClick={() => props.onCollapse!(e.seq, props.spanCollapsed ? null : end)}
+              >
+                <span aria-hidden="true">{props.spanCollapsed ? '▸' : '▾'}</span>
+              </button>
+            )}
+          </td>
+        )}
         <td class="type">
-          {props.onCollapse && (
-            <span class="span-toggle-slot">
-              {end !== undefined && (
-                <button
-                  type="button"
-                  class="span-toggle"
-                  data-control="span"
-                  tabIndex={-1} /* one tab stop per row: ArrowLeft from the type reaches it (row-keys.ts) */
-                  aria-expanded={!props.spanCollapsed}
-                  aria-label={`${props.spanCollapsed ? 'Expand' : 'Collapse'} ${props.spanText} (events ${e.seq}–${end})`}
-                  title={props.spanCollapsed ? `Show events ${e.seq + 1}–${end}` : `Hide events ${e.seq + 1}–${end}`}
-                  onClick={() => props.onCollapse!(e.seq, props.spanCollapsed ? null : end)}
-                >
-                  <span aria-hidden="true">{props.spanCollapsed ? '▸' : '▾'}</span>
-                </button>
-              )}
-            </span>
-          )}
           <button
             type="button"
             class="link"
@@ -307,7 +312,7 @@ const EventRow = memo(function EventRow(
       </tr>
       {props.open && (
         <tr class="event-data">
-          <td colSpan={props.onFork ? 4 : 3}>
+          <td colSpan={(props.onFork ? 4 : 3) + (props.onCollapse ? 1 : 0)}>
             <EventData event={e} sessionId={props.sessionId} />
           </td>
         </tr>
