@@ -5,7 +5,7 @@
 // 20,000 events appended in batches as fast as the store takes them
 // (deliveries/s until every subscriber has the last one; goal ≥ 200,000), and
 // lag while a writer appends 1,000 events/s (goal: p99 < 1 s).
-// sessionsList: `sessions(first: 50)` with counts and parent over 10,000
+// sessionsList: `sessions(first: 50)` with counts, model and parent over 10,000
 // sessions, and the SQL statements one request costs (goal: ≤ 3, p50 < 20 ms).
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -63,7 +63,7 @@ export async function benchSubscriptionFanout({ databaseUrl, store }: BenchConte
   }
 }
 
-const LIST = `{ sessions(first: 50) { edges { node { id title status eventCount turnCount parent { id title } } } pageInfo { hasNextPage endCursor } } }`;
+const LIST = `{ sessions(first: 50) { edges { node { id title status eventCount turnCount model { provider model } parent { id title } } } pageInfo { hasNextPage endCursor } } }`;
 
 export async function benchSessionsList({ databaseUrl, db }: BenchContext) {
   const sessions = 10_000;

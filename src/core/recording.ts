@@ -72,6 +72,8 @@ export interface RecordingSummary {
   waiting: boolean;
   /** Its last ended turn failed (turn/end reason failed). */
   lastTurnFailed: boolean;
+  /** The model its last session/model sets (inherited prefix included); undefined: none. */
+  model?: { provider: string; model: string };
   /** Inputs added to the inbox and never removed: queued for the session's agent. */
   pendingInputs: number;
   /** Last `session/title` of the log, if any. */
@@ -214,6 +216,7 @@ export class RecordingValidator {
       openTurn: state.openTurn !== undefined,
       waiting: state.openTurn !== undefined && state.waiting,
       lastTurnFailed: this.#lastTurnFailed,
+      ...(state.model ? { model: { provider: state.model.provider, model: state.model.model } } : {}),
       pendingInputs: state.pendingInputCount,
       ...(state.title !== undefined ? { lastTitle: state.title } : {}),
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),

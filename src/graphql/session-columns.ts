@@ -44,7 +44,7 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
   totals: LOG,
   turnAt: LOG,
   lastTurn: LOG,
-  model: LOG,
+  model: ['modelProvider', 'modelName'],
   commonPrefix: LOG,
   recording: ['title', 'eventCount', 'runner'],
   runner: ['runner'],

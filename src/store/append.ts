@@ -20,6 +20,7 @@ import type { NotifyQueue } from './notify-queue.ts';
 import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
 import { inTransaction } from './transaction.ts';
 import type { Scope } from './scope.ts';
+import type { SessionModel } from './session-rows.ts';
 
 export const MAX_APPEND_BATCH = 10_000;
 
@@ -46,6 +47,7 @@ function rowChanges(before: LogState, after: LogState, events: readonly NewEvent
     status: statusMoved ? (after.openTurn === undefined ? 'IDLE' : waiting ? 'WAITING' : 'RUNNING') : null,
     title: after.title !== before.title ? after.title : undefined,
     lastTurnFailed: lastTurnFailedIn(events),
+    model: lastModelIn(events),
   };
 }
 
@@ -58,13 +60,23 @@ export function lastTurnFailedIn(events: readonly NewEvent[]): boolean | null {
   return null;
 }
 
+/** The model the batch's last session/model sets (the list shows it); null: the batch sets none. */
+export function lastModelIn(events: readonly NewEvent[]): SessionModel | null {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const m = dataOf(events[i], 'session/model');
+    if (m) return { provider: m.provider, model: m.model };
+  }
+  return null;
+}
+
 /** Parameters of one session's append (appendBlock). */
-export const APPEND_PARAMS = 16;
+export const APPEND_PARAMS = 18;
 
 /**
  * One session's append (see SessionAppends.append) as CTEs and the SELECT of
  * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
  * named s<k> and ins<k> ($16: whether the batch's last turn/end failed, null: none ended;
+ * $17, $18: the provider and model its last session/model sets, null: none;
  * $15: the session's tree, which every statement on
  * its rows names): the whole of a lone append's statement,
  * or one block of a statement that appends to several sessions
@@ -102,6 +114,8 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
                 status = COALESCE(${$(4)}::"SessionStatus", status),
                 title = CASE WHEN ${$(5)}::boolean THEN ${$(6)} ELSE title END,
                 "lastTurnFailed" = COALESCE(${$(16)}::boolean, "lastTurnFailed"),
+                "modelProvider" = CASE WHEN ${$(17)}::text IS NULL THEN "modelProvider" ELSE ${$(17)}::text END,
+                "modelName" = CASE WHEN ${$(17)}::text IS NULL THEN "modelName" ELSE ${$(18)}::text END,
                 "updatedAt" = now(),
                 ${lease.set}
           WHERE id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
@@ -238,7 +252,7 @@ export class SessionAppends {
     const { responseFormat } = opts;
     const event = { type: 'inbox/add', data: decodeEvent('inbox/add', { inputId: newInputId(), text, ...(responseFormat ? { responseFormat } : {}) }) };
     const queue = async () => {
-      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined, lastTurnFailed: null }, pendingDeltas: [1] };
+      const rows = { changes: { turnStarts: 0, pendingDelta: 1, status: null, title: undefined, lastTurnFailed: null, model: null }, pendingDeltas: [1] };
       const { events, lease } = await this.runAppend(sessionId, [event], rows, { ...opts, expectedEventCount: null }, false);
       // A state this process keeps of the session moves with it when it was current; otherwise it goes.
       const known = opts.client ? undefined : this.tails.cached(sessionId);
@@ -343,7 +357,7 @@ export class SessionAppends {
     opts: { expectedEventCount: number | null; client?: pg.PoolClient; lease?: Lease; scope?: Scope; claimFor?: LeaseClaim },
     release: boolean,
   ): Promise<{ events: StoredEvent[]; released: boolean; lease?: Lease }> {
-    const { turnStarts, status, title, pendingDelta, lastTurnFailed } = rows.changes;
+    const { turnStarts, status, title, pendingDelta, lastTurnFailed, model } = rows.changes;
     const n = decoded.length;
     const db = opts.client ?? this.pool;
     const treeId = this.byTree ? await this.log.treeOf(sessionId, db) : (this.log.knownTree(sessionId) ?? null);
@@ -364,6 +378,8 @@ export class SessionAppends {
       opts.claimFor?.owner ?? null,
       treeId,
       lastTurnFailed,
+      model?.provider ?? null,
+      model?.model ?? null,
     ];
     type Out = AppendLeaseRow & { k: number; base: number; createdAt: Date; notified: unknown };
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);

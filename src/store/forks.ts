@@ -12,9 +12,9 @@ import { dataOf } from '../core/core-event.ts';
 import { eventId, newInputId, newSessionId } from './ids.ts';
 import { childRanges, type Lineage } from './lineage.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
-import { SESSION_COLUMNS_SQL, type SessionRow } from './session-rows.ts';
+import { modelOfRow, SESSION_COLUMNS_SQL, type SessionModel, type SessionRow } from './session-rows.ts';
 import type { TailStates } from './tail-states.ts';
-import { checkedAppend, eventRows, lastTurnFailedIn } from './append.ts';
+import { checkedAppend, eventRows, lastModelIn, lastTurnFailedIn } from './append.ts';
 import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { isTransactionConflict, retried } from './retries.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
@@ -179,6 +179,8 @@ export class Forks {
         // append, and its counters are the state after them.
         const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
         const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
+        // The model in force at the cut (the list shows it: Session.modelName): the parent's at its end, else one probe.
+        const inheritedModel = cutSeq === parent.eventCount - 1 ? modelOfRow(parent) : await this.modelAt(lineage, cutSeq, client);
         const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
         // Children written together share a createdAt (the transaction's): ids in
         // ascending order keep them listed (createdAt, id) in the order given.
@@ -187,13 +189,18 @@ export class Forks {
         await client.query('INSERT INTO "SessionTree" (id, "treeId") SELECT unnest($1::text[]), $2', [ids, parent.treeId]);
         const made: Array<{ session: SessionRow; inputId?: string; after: LogState; synthetic: StoredEvent[] }> = [];
         for (const [i, overrides] of children.entries()) {
-          made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle }, overrides));
+          made.push(await this.writeChild(client, ids[i], { parent, lineage, cutSeq, atCut, seed, inheritedTitle, inheritedModel }, overrides));
         }
         await beforeCommit?.(client, { parentId, cutSeq, children: made.map(({ session, inputId }) => ({ sessionId: session.id, inputId })) });
         return { parent, cutSeq, made };
       },
       'REPEATABLE READ',
     );
+  }
+
+  private async modelAt(lineage: Lineage, cutSeq: number, client: pg.PoolClient): Promise<SessionModel | null> {
+    const m = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/model', cutSeq, client), 'session/model') : undefined;
+    return m ? { provider: m.provider, model: m.model } : null;
   }
 
   /** The cut a fork takes, from the transaction's snapshot of the parent. */
@@ -237,7 +244,15 @@ export class Forks {
   private async writeChild(
     client: pg.PoolClient,
     childId: string,
-    at: { parent: SessionRow; lineage: Lineage; cutSeq: number; atCut: LogState; seed: ForkSeed; inheritedTitle: string | undefined },
+    at: {
+      parent: SessionRow;
+      lineage: Lineage;
+      cutSeq: number;
+      atCut: LogState;
+      seed: ForkSeed;
+      inheritedTitle: string | undefined;
+      inheritedModel: SessionModel | null;
+    },
     overrides: ChildOverrides,
   ) {
     const { parent, lineage, cutSeq, atCut, seed } = at;
@@ -255,13 +270,15 @@ export class Forks {
     for (const e of own) e.data = decodeEvent(e.type, e.data);
 
     const { after, pendingDeltas } = checkedAppend(childId, atCut, own);
+    const model = lastModelIn(own) ?? at.inheritedModel;
     // The child's row as written is the fork's answer: no read after the commit.
     const {
       rows: [session],
     } = await client.query<SessionRow>(
       `INSERT INTO "Session" (id, tenant, "treeId", title, status, "formatVersion", "eventCount", "turnCount", "pendingInputCount",
-                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner, "lastTurnFailed")
-       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15)
+                              "parentId", "forkedAtSeq", "inheritedEventCount", "firstLiveSeq", "inheritedRanges", runner, "lastTurnFailed",
+                              "modelProvider", "modelName")
+       VALUES ($1, $2, $3, $4, 'IDLE', $13, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16, $17)
        RETURNING ${SESSION_COLUMNS_SQL}`,
       [
         childId,
@@ -281,6 +298,8 @@ export class Forks {
         parent.runner ?? null,
         // A turn its seed closes (forked) is its last; else a cut at the parent's end keeps the parent's (earlier cuts start false).
         lastTurnFailedIn(own) ?? (cutSeq === parent.eventCount - 1 && parent.lastTurnFailed),
+        model?.provider ?? null,
+        model?.model ?? null,
       ],
     );
     const { rows: written } = await client.query<StoredEvent>(

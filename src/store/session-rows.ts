@@ -100,10 +100,22 @@ export const SESSION_COLUMNS = [
   'createdAt',
   'updatedAt',
   'runner',
+  'modelProvider',
+  'modelName',
 ] as const satisfies readonly (keyof SessionRow)[];
 // A column Prisma's Session has and the list lacks fails type-checking here.
 const everyColumnListed: Exclude<keyof SessionRow, (typeof SESSION_COLUMNS)[number]> extends never ? true : never = true;
 void everyColumnListed;
+/** A model as a session/model event names it. */
+export interface SessionModel {
+  provider: string;
+  model: string;
+}
+
+/** The model in force at the end of a row's log (kept in the row by appends, forks and imports); null: none set. */
+export const modelOfRow = (row: Pick<SessionRow, 'modelProvider' | 'modelName'>): SessionModel | null =>
+  row.modelProvider != null && row.modelName != null ? { provider: row.modelProvider, model: row.modelName } : null;
+
 export const SESSION_COLUMNS_SQL = SESSION_COLUMNS.map((c) => `"${c}"`).join(', ');
 
 const COLUMN_NAME = /^[A-Za-z]+$/;

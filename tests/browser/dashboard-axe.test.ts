@@ -18,6 +18,8 @@ beforeAll(async () => {
   ({ app } = dashboard = await startDashboard());
   parent = (await app.ok('mutation { createSession(input: { title: "Accessible" }) { id } }')).createSession.id;
   await app.services.store.append(parent, Array.from({ length: 6 }, (_, i) => completedTurn(i + 1)).flat());
+  // A model of its own: the list's row shows it (after the turns and the fork's cut, so neither moves).
+  await app.services.store.append(parent, [{ type: 'session/model', data: { provider: 'scripted', model: 'scripted-axe' } }]);
   child = (
     await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', {
       i: { sessionId: parent, atSeq: 20, title: 'Accessible child' },

@@ -110,6 +110,7 @@ describe('lineageForest', () => {
     id,
     title,
     status: 'IDLE',
+    model: null,
     lastTurnFailed: false,
     formatVersion: 4,
     createdAt,

@@ -1,9 +1,12 @@
 // Sessions pages read on prepared statements (store/session-rows.ts): keyset
 // cursors both ways, children oldest first, the columns a query selects, and
 // what each page costs in statements.
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getNamedType, type GraphQLObjectType } from 'graphql';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
 import { schema } from '../../src/graphql/schema.ts';
 import { COLUMNS_BY_FIELD } from '../../src/graphql/session-columns.ts';
 import { sessionsConnection } from '../../src/graphql/sessions-connection.ts';
@@ -95,6 +98,52 @@ describe('sessions connection', () => {
     expect(titles.sql).toHaveLength(2);
     const small = await costOf(() => app.ok(`{ sessions(first: 3) { edges { node { id parent { id title eventCount } } } } }`));
     expect(small.sql).toHaveLength(2);
+  });
+
+  it("each session's model is a column of its row: appends, forks at any cut and imports keep it, and a page of 50 reads no log for it", async () => {
+    const m = (model: string) => ({ provider: 'scripted', model });
+    const root = (await app.services.store.createSession(scope, { title: 'models', model: m('m1') })).id; // 0 title, 1 model
+    const before = (await app.services.store.fork(scope, root, 1, { title: 'at m1' })).session.id;
+    await app.services.store.append(root, [{ type: 'session/model', data: m('m2') }]); // 2
+    const atEnd = (await app.services.store.fork(scope, root, 2, { title: 'at m2' })).session.id;
+    const earlier = (await app.services.store.fork(scope, root, 1, { title: 'still m1' })).session.id;
+    const own = (await app.services.store.fork(scope, root, 2, { title: 'own', model: m('m3') })).session.id;
+    const none = (await app.services.store.fork(scope, root, 0, { title: 'none' })).session.id;
+    const grandchild = (await app.services.store.fork(scope, earlier, 1, { title: 'grandchild' })).session.id;
+    const recording = (await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: atEnd })).session.recording as string;
+    const imported = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r: recording })).importRecording.id;
+    const expected: Record<string, string | null> = {
+      [root]: 'm2',
+      [before]: 'm1',
+      [atEnd]: 'm2',
+      [earlier]: 'm1',
+      [own]: 'm3',
+      [none]: null,
+      [grandchild]: 'm1',
+      [imported]: 'm2',
+    };
+
+    const page = await costOf(() =>
+      app.ok(`{ sessions(first: 50) { edges { node { id title status eventCount turnCount model { provider model } parent { id title } } } } }`),
+    );
+    expect(page.sql).toHaveLength(2); // the page and its parents, as without the model
+    const listed = new Map(page.result.sessions.edges.map((e: any) => [e.node.id, e.node.model?.model ?? null]));
+    for (const [id, model] of Object.entries(expected)) expect(listed.get(id), id).toBe(model);
+    // The same as the log says (its last session/model, inherited or its own).
+    for (const [id, model] of Object.entries(expected)) {
+      const log = await app.services.store.log.lastOfType(
+        app.services.store.log.remember((await app.services.store.requireSession(scope, id))!),
+        'session/model',
+      );
+      expect((log?.data as { model?: string } | undefined)?.model ?? null, id).toBe(model);
+    }
+    // The migration that added the columns fills them the same from the logs (its statements after the ALTER TABLE).
+    const migration = fs.readFileSync(path.join(PROJECT_ROOT, 'prisma/migrations/20261211040000_session_model/migration.sql'), 'utf8');
+    await app.db.pool.query(`UPDATE "Session" SET "modelProvider" = NULL, "modelName" = NULL`);
+    await app.db.pool.query(migration.slice(migration.indexOf(';') + 1));
+    const backfilled = await app.ok(`{ sessions(first: 50) { edges { node { id model { provider model } } } } }`);
+    const after = new Map(backfilled.sessions.edges.map((e: any) => [e.node.id, e.node.model?.model ?? null]));
+    for (const [id, model] of Object.entries(expected)) expect(after.get(id), `backfilled ${id}`).toBe(model);
   });
 
   it('an events page is two statements (the session, the page), whatever its size or place', async () => {

@@ -3,6 +3,7 @@
 // as at 0), plus the events the live subscription appends. Both panes read
 // from here, so nothing is fetched twice and nothing loads the whole log.
 import type { LogEvent } from './conversation.ts';
+import { TimelineSpans } from './timeline-spans.ts';
 
 export const PAGE_SIZE = 200;
 
@@ -19,10 +20,14 @@ export class EventPages {
   length: number;
   /** Bumped on every change; views re-read when it moves. */
   version = 0;
+  /** The start/end pairs among the events held (the timeline's spans), kept as they arrive. */
+  readonly spans = new TimelineSpans();
   private readonly events = new Map<number, LogEvent>();
   private readonly typesSeen = new Set<string>();
   private readonly pageVersions = new Map<number, number>();
   private readonly requested = new Map<number, Promise<void>>();
+  /** Pages whose fetch answered: every seq of theirs below the log's length then is held. */
+  private readonly fetched = new Set<number>();
   private readonly listeners = new Set<() => void>();
   private notifyQueued = false;
 
@@ -65,6 +70,19 @@ export class EventPages {
     return parts.join(',');
   }
 
+  /** The last seq such that every event from `seq` to it is held (`seq - 1` when `seq` is not); whole fetched pages are skipped at once. */
+  heldThrough(seq: number): number {
+    let s = seq;
+    while (s < this.length) {
+      const page = pageOf(s);
+      const pageEnd = Math.min((page + 1) * PAGE_SIZE, this.length) - 1;
+      if (this.fetched.has(page) && this.events.has(pageEnd)) s = pageEnd + 1;
+      else if (this.events.has(s)) s++;
+      else break;
+    }
+    return s - 1;
+  }
+
   /** Loads the pages covering from..to (clamped to the log). */
   ensure(from: number, to: number): Promise<void> {
     const last = Math.min(to, this.length - 1);
@@ -79,6 +97,7 @@ export class EventPages {
       load = this.fetchPage(page * PAGE_SIZE - 1, PAGE_SIZE, this.length).then(
         ({ events, eventCount }) => {
           this.length = Math.max(this.length, eventCount);
+          this.fetched.add(page);
           this.add(events);
         },
         (err) => {
@@ -97,6 +116,7 @@ export class EventPages {
       if (this.events.has(e.seq)) continue;
       this.events.set(e.seq, e);
       this.typesSeen.add(e.type);
+      this.spans.add(e);
       this.pageVersions.set(pageOf(e.seq), (this.pageVersions.get(pageOf(e.seq)) ?? 0) + 1);
       this.length = Math.max(this.length, e.seq + 1);
     }

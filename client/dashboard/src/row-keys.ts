@@ -1,7 +1,8 @@
 // One tab stop per row in a table of rows with several controls (the event
 // timeline): Tab reaches a row's first control only; the row's other controls
 // (tabindex -1) are reached with ArrowRight/ArrowLeft, and ArrowDown/ArrowUp
-// move to the same control of the next or previous row shown.
+// move to the same control (its `data-control`, else its place) of the next
+// or previous row shown.
 const CONTROLS = 'button:not(:disabled), a[href]';
 
 function controlsOf(row: Element): HTMLElement[] {
@@ -26,7 +27,9 @@ export function rowKeys(e: KeyboardEvent): void {
     const other = rows[rows.indexOf(row) + (e.key === 'ArrowDown' ? 1 : -1)];
     if (other) {
       const theirs = controlsOf(other);
-      next = theirs[Math.min(at, theirs.length - 1)];
+      // The same kind of control when the rows differ (a span's start has a collapse button before its type).
+      const kind = (e.target as HTMLElement).dataset.control;
+      next = (kind && theirs.find((c) => c.dataset.control === kind)) || theirs[Math.min(at, theirs.length - 1)];
     }
   }
   if (!next) return;

@@ -358,6 +358,11 @@ function TreeRow(props: {
               </span>
             ))}
           <StatusBadge status={s.status} failed={s.lastTurnFailed} />
+          {s.model && (
+            <span class="tree-model" data-testid="session-model" title={`model: ${s.model.provider} ${s.model.model}`}>
+              {s.model.model}
+            </span>
+          )}
           {s.runner && (
             <span class="runner-pool" title={s.runnerHolder ? `external runner pool; held by ${s.runnerHolder}` : 'external runner pool'}>
               {s.runner}

@@ -2,11 +2,12 @@
 // summary (the full data on demand) and "Fork at this event" on every row.
 // `Timeline` renders the events it is given (the compare view);
 // `VirtualTimeline` a whole log of any length: only the rows near the
-// viewport exist, their pages fetched as they come into view.
+// viewport exist, their pages fetched as they come into view; its start/end
+// pairs (turns, steps, tool calls) show how long they lasted and collapse.
 import { eventLabel } from './event-labels.ts';
 import type { Ref } from 'preact';
 import { memo } from './memo.ts';
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { eventSummary, type LogEvent } from './conversation.ts';
 import { PAGE_SIZE, type EventPages } from './event-pages.ts';
 import { CopyButton, JsonView } from './json-view.tsx';
@@ -16,6 +17,8 @@ import type { ForkPoints } from './fork-points.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 import { Badge } from './widgets.tsx';
 import { rowKeys } from './row-keys.ts';
+import { formatDuration } from './format.ts';
+import { formatSpan, RowMap } from './timeline-spans.ts';
 
 interface RowActions {
   onFork?: (seq: number) => void;
@@ -51,6 +54,30 @@ const PREFETCH_ROWS = PAGE_SIZE / 2;
 export function VirtualTimeline(props: RowActions & { pages: EventPages; version: number; jump: { seq: number; nonce: number } | null }) {
   const { pages } = props;
   const [open, setOpen] = useState<number | null>(null);
+  // Collapsed spans by their start seq; their rows after the start are not rows of the table.
+  const [collapsed, setCollapsed] = useState<ReadonlyMap<number, number>>(() => new Map());
+  const collapse = useCallback(
+    (start: number, end: number | null) =>
+      setCollapsed((c) => {
+        const next = new Map(c);
+        if (end === null) next.delete(start);
+        else next.set(start, end);
+        return next;
+      }),
+    [],
+  );
+  const rowMap = useMemo(
+    () =>
+      new RowMap(
+        pages.length,
+        [...collapsed].map(([start, end]) => [start + 1, end] as const),
+      ),
+    [pages.length, collapsed],
+  );
+  const mapRef = useRef(rowMap);
+  mapRef.current = rowMap;
+  // Keys are seqs (an open row's measured height stays with its event when a span above collapses); one function for good (see below).
+  const seqKey = useCallback((index: number) => mapRef.current.seqAt(index), []);
   const toggle = useCallback((seq: number) => setOpen((o) => (o === seq ? null : seq)), []);
   // Stable for the memoized rows: a scroll renders only the rows it brings in.
   const forkRef = useRef(props.onFork);
@@ -61,12 +88,13 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   const [headHeight, setHeadHeight] = useState(ROW_HEIGHT);
   useLayoutEffect(() => setHeadHeight(head.current?.offsetHeight ?? ROW_HEIGHT), []);
   const v = useVirtualizer({
-    count: pages.length,
+    count: rowMap.count,
     getScrollElement: () => box.current,
     // Options the virtualizer memoizes its row positions on (getItemKey, count…)
     // must keep their identity between renders: a new getItemKey each render
     // recomputed every row's position on every scroll frame (janky scrolling on
-    // a long log). The default key is the index, as wanted here.
+    // a long log).
+    getItemKey: seqKey,
     estimateSize: rowHeight,
     overscan: OVERSCAN,
     scrollMargin: headHeight,
@@ -79,23 +107,27 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   const first = rows[0]?.index ?? 0;
   const last = rows.at(-1)?.index ?? -1;
   useEffect(() => {
-    if (last >= 0) void pages.ensure(first - PREFETCH_ROWS, last + PREFETCH_ROWS).catch(() => {}); // retried on the next scroll
-  }, [first, last, pages]);
+    // The pages of the rows shown and near them; never those of a collapsed span's hidden rows.
+    if (last >= 0) for (const [from, to] of rowMap.seqRuns(first - PREFETCH_ROWS, last + PREFETCH_ROWS)) void pages.ensure(from, to).catch(() => {}); // retried on the next scroll
+  }, [first, last, pages, rowMap]);
 
   // Opens at the latest events; a jump centres its seq.
   const placed = useRef<number | null>(null);
   useLayoutEffect(() => {
     const nonce = props.jump?.nonce ?? 0;
     if (!pages.length || placed.current === nonce) return;
-    placed.current = nonce;
     const seq = props.jump && props.jump.seq >= 0 ? Math.min(props.jump.seq, pages.length - 1) : pages.length - 1;
-    v.scrollToIndex(seq, { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
-  }, [props.jump, pages.length > 0]);
+    // A jump into a collapsed span opens it (this runs again once it is open).
+    const around = [...collapsed].filter(([start, end]) => start < seq && seq <= end);
+    if (around.length) return setCollapsed((c) => new Map([...c].filter(([start]) => !around.some(([s]) => s === start))));
+    placed.current = nonce;
+    v.scrollToIndex(rowMap.indexOf(seq), { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
+  }, [props.jump, pages.length > 0, collapsed]);
 
   // Rows are ROW_HEIGHT tall, so only an open one is measured; closed again, it takes that height back.
   const measured = useRef<number | null>(null);
   useLayoutEffect(() => {
-    if (measured.current !== null && measured.current !== open) v.resizeItem(measured.current, ROW_HEIGHT);
+    if (measured.current !== null && measured.current !== open) v.resizeItem(rowMap.indexOf(measured.current), ROW_HEIGHT);
     measured.current = open;
   }, [open]);
 
@@ -103,21 +135,27 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
   const before = (rows[0]?.start ?? headHeight) - headHeight;
   const after = v.getTotalSize() + headHeight - (rows.at(-1)?.end ?? headHeight);
-  const cols = props.onFork ? 4 : 3;
+  const cols = props.onFork ? 5 : 4; // with the spans' collapse column
   return (
     <div ref={box} class="scroll timeline-scroll" data-testid="timeline-scroll">
-      <table class="timeline virtual" aria-label="Event timeline" aria-rowcount={pages.length}>
-        <TimelineHead headRef={head} withActions={!!props.onFork} />
+      <table class="timeline virtual" aria-label="Event timeline" aria-rowcount={rowMap.count}>
+        <TimelineHead headRef={head} withActions={!!props.onFork} withSpans />
         <Spacer height={before} cols={cols} />
         {rows.map((row) => {
-          const e = pages.get(row.index);
+          const seq = row.key as number;
+          const e = pages.get(seq);
+          const span = e && spanCell(pages, seq, collapsed);
           return e ? (
             <EventRow
               key={row.key}
               event={e}
               index={row.index}
               measure={open === e.seq ? v.measureElement : undefined}
-              target={target === row.index}
+              target={target === seq}
+              spanText={span?.text}
+              spanEnd={span?.end}
+              spanCollapsed={span?.collapsed}
+              onCollapse={collapse}
               open={open === e.seq}
               onToggle={toggle}
               onFork={props.onFork && fork}
@@ -128,7 +166,7 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
           ) : (
             <tbody key={row.key} data-index={row.index}>
               <tr class="placeholder">
-                <td class="seq">{row.index}</td>
+                <td class="seq">{seq}</td>
                 <td colSpan={cols - 1} class="muted">
                   …
                 </td>
@@ -142,11 +180,16 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   );
 }
 
-function TimelineHead({ withActions, headRef }: { withActions: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
+function TimelineHead({ withActions, withSpans, headRef }: { withActions: boolean; withSpans?: boolean; headRef?: Ref<HTMLTableSectionElement> }) {
   return (
     <thead ref={headRef}>
       <tr>
         <th class="seq">seq</th>
+        {withSpans && (
+          <th class="span-cell">
+            <span class="visually-hidden">collapse</span>
+          </th>
+        )}
         <th class="type">type</th>
         <th>event</th>
         {withActions && (
@@ -180,9 +223,16 @@ const EventRow = memo(function EventRow(
     target?: boolean;
     /** Children forked at this event. */
     forks?: number;
+    /** The span this row starts, ends or answers a call of, as words (`turn 3 · 1.2 s`). */
+    spanText?: string;
+    /** The row starts a span ending at this seq: it collapses. */
+    spanEnd?: number;
+    spanCollapsed?: boolean;
+    onCollapse?(start: number, end: number | null): void;
   },
 ) {
   const e = props.event;
+  const end = props.spanEnd;
   return (
     <tbody data-index={props.index} ref={props.measure}>
       <tr
@@ -192,10 +242,29 @@ const EventRow = memo(function EventRow(
         onKeyDown={rowKeys}
       >
         <td class="seq">{e.seq}</td>
+        {props.onCollapse && (
+          <td class="span-cell">
+            {end !== undefined && (
+              <button
+                type="button"
+                class="span-toggle"
+                data-control="span"
+                tabIndex={-1} /* one tab stop per row: ArrowLeft from the type reaches it (row-keys.ts) */
+                aria-expanded={!props.spanCollapsed}
+                aria-label={`${props.spanCollapsed ? 'Expand' : 'Collapse'} ${props.spanText} (events ${e.seq}–${end})`}
+                title={props.spanCollapsed ? `Show events ${e.seq + 1}–${end}` : `Hide events ${e.seq + 1}–${end}`}
+                onClick={() => props.onCollapse!(e.seq, props.spanCollapsed ? null : end)}
+              >
+                <span aria-hidden="true">{props.spanCollapsed ? '▸' : '▾'}</span>
+              </button>
+            )}
+          </td>
+        )}
         <td class="type">
           <button
             type="button"
             class="link"
+            data-control="type"
             aria-expanded={props.open}
             onClick={() => props.onToggle(e.seq)}
             title={e.type.startsWith('plugin/') ? e.type : undefined}
@@ -214,6 +283,12 @@ const EventRow = memo(function EventRow(
           )}
         </td>
         <td class="summary">
+          {props.spanText && (
+            <span class="span-extent" data-testid="span-extent">
+              {props.spanText}
+              {props.spanCollapsed && end !== undefined && ` · ${(end - e.seq).toLocaleString('en-US')} events hidden`}
+            </span>
+          )}
           {props.forks !== undefined && props.sessionId && <TimelineForkLink sessionId={props.sessionId} seq={e.seq} count={props.forks} />}
           {eventSummary(e)}
         </td>
@@ -223,6 +298,7 @@ const EventRow = memo(function EventRow(
             <button
               type="button"
               class="small fork-button"
+              data-control="fork"
               tabIndex={-1} /* one tab stop per row: ArrowRight from the type reaches it (row-keys.ts) */
               disabled={props.busy}
               aria-label={`Fork here at event ${e.seq}`}
@@ -236,7 +312,7 @@ const EventRow = memo(function EventRow(
       </tr>
       {props.open && (
         <tr class="event-data">
-          <td colSpan={props.onFork ? 4 : 3}>
+          <td colSpan={(props.onFork ? 4 : 3) + (props.onCollapse ? 1 : 0)}>
             <EventData event={e} sessionId={props.sessionId} />
           </td>
         </tr>
@@ -259,4 +335,29 @@ function EventData({ event: e, sessionId }: { event: LogEvent; sessionId?: strin
       <JsonView value={e.data} name="data" />
     </div>
   );
+}
+
+/** What a row of the virtual timeline says of its span: one it starts (collapsible once its end is held), ends, or a call it answers. */
+function spanCell(pages: EventPages, seq: number, collapsed: ReadonlyMap<number, number>): { text: string; end?: number; collapsed?: boolean } | undefined {
+  const { spans } = pages;
+  const describe = (span: NonNullable<ReturnType<typeof spans.startingAt>>) =>
+    formatSpan(
+      span,
+      spans.extent(
+        span,
+        (s) => pages.heldThrough(s),
+        pages.length - 1,
+        (s) => pages.get(s)?.createdAt,
+      ),
+      formatDuration,
+    );
+  const starts = spans.startingAt(seq);
+  if (starts) {
+    const end = starts.end?.seq;
+    return end !== undefined && end > seq ? { text: describe(starts), end, collapsed: collapsed.has(seq) } : { text: describe(starts) };
+  }
+  const call = spans.callAt(seq);
+  if (call) return { text: call.durationMs === undefined ? 'call' : `call · ${formatDuration(call.durationMs)}` };
+  const ends = spans.endingAt(seq);
+  return ends && { text: `end of ${describe(ends)}` };
 }

@@ -1,13 +1,12 @@
 // A session's fork family for the dashboard's fork markers, tree view and
 // fan-out view: where its children were forked (seq → how many), every
 // session of its tree (session-row reads, store/session-rows.ts), and the
-// model a session's log sets (one log probe), which tells variants apart.
+// model a session's log sets (a column of its row), which tells variants apart.
 import { builder } from '../builder.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { sessionConnectionColumns } from '../session-columns.ts';
 import { SessionConnection, SessionRef } from './session.ts';
-import { logAsOf } from '../../store/log-as-of.ts';
-import { dataOf } from '../../core/core-event.ts';
+import { modelOfRow } from '../../store/session-rows.ts';
 
 const ForkPointRef = builder.objectRef<{ seq: number; childCount: number }>('ForkPoint').implement({
   description: 'An event of a session that children were forked at (children(forkedAtSeq) lists them).',
@@ -30,12 +29,8 @@ builder.prismaObjectFields('Session', (t) => ({
     type: SessionModelRef,
     nullable: true,
     description:
-      "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). One index probe.",
-    resolve: async (s, _a, ctx) => {
-      const e = await ctx.store.log.lastOfType(logAsOf(s), 'session/model');
-      const d = dataOf(e, 'session/model');
-      return d ? { provider: d.provider, model: d.model } : null;
-    },
+      "The model its log sets: its last session/model event (a fork's own, or inherited); null when none does (the host's default model). A column of the row (kept by appends, forks and imports): a list of sessions reads no log for it.",
+    resolve: (s) => modelOfRow(s),
   }),
   forkPoints: t.field({
     type: [ForkPointRef],

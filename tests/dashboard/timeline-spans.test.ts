@@ -1,0 +1,129 @@
+// The timeline's spans (start/end pairs with their durations, from whichever
+// pages are held) and the row map that hides collapsed spans.
+import { describe, expect, it } from 'vitest';
+import type { LogEvent } from '../../client/dashboard/src/conversation.ts';
+import { EventPages, PAGE_SIZE } from '../../client/dashboard/src/event-pages.ts';
+import { formatDuration } from '../../client/dashboard/src/format.ts';
+import { formatSpan, RowMap, TimelineSpans } from '../../client/dashboard/src/timeline-spans.ts';
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const ev = (seq: number, type: string, data: Record<string, unknown>, atMs = seq * 100): LogEvent => ({
+  id: `evt_${seq}`,
+  seq,
+  type,
+  data,
+  inherited: false,
+  synthetic: false,
+  createdAt: new Date(T0 + atMs).toISOString(),
+});
+
+/** A turn with two calls in one step, starting at `seq`: 9 events. */
+const turn = (seq: number, n: number) => [
+  ev(seq, 'turn/start', { turn: n, inputId: `in_${n}` }),
+  ev(seq + 1, 'step/start', { turn: n, step: 1 }),
+  ev(seq + 2, 'model/message', {
+    turn: n,
+    step: 1,
+    text: '',
+    toolCalls: [
+      { id: `a${n}`, name: 'clock', arguments: '{}' },
+      { id: `b${n}`, name: 'clock', arguments: '{}' },
+    ],
+  }),
+  ev(seq + 3, 'tool/result', { turn: n, step: 1, callId: `a${n}`, resultId: 'r', status: 'ok', content: '' }, seq * 100 + 750),
+  ev(seq + 4, 'tool/result', { turn: n, step: 1, callId: `b${n}`, resultId: 'r', status: 'ok', content: '' }, seq * 100 + 1_000),
+  ev(seq + 5, 'step/end', { turn: n, step: 1, reason: 'completed' }, seq * 100 + 1_100),
+  ev(seq + 6, 'step/start', { turn: n, step: 2 }, seq * 100 + 1_200),
+  ev(seq + 7, 'step/end', { turn: n, step: 2, reason: 'completed' }, seq * 100 + 3_700),
+  ev(seq + 8, 'turn/end', { turn: n, reason: 'completed' }, seq * 100 + 3_800),
+];
+
+describe('TimelineSpans', () => {
+  it('pairs turns, steps and calls and times them from their events', () => {
+    const spans = new TimelineSpans();
+    for (const e of turn(10, 1)) spans.add(e);
+    const all = () => 18;
+    const at = () => undefined;
+    const text = (seq: number) => {
+      const s = spans.startingAt(seq)!;
+      return formatSpan(s, spans.extent(s, all, 18, at), formatDuration);
+    };
+    expect(text(10)).toBe('turn 1 · 3.8 s');
+    expect(text(11)).toBe('step 1.1 · 1.0 s');
+    expect(text(16)).toBe('step 1.2 · 2.5 s');
+    // The calls run one after another: the second from the first's result.
+    expect(text(12)).toBe('2 calls · 800 ms');
+    expect(spans.callAt(13)).toEqual({ name: 'a1', durationMs: 550 });
+    expect(spans.callAt(14)).toEqual({ name: 'b1', durationMs: 250 });
+    expect(spans.startingAt(12)!.end!.seq).toBe(14);
+    expect(spans.endingAt(18)!.label).toBe('turn 1');
+  });
+
+  it('pairs events whichever page arrives first', () => {
+    const spans = new TimelineSpans();
+    for (const e of turn(0, 4).reverse()) spans.add(e);
+    expect(spans.startingAt(0)!.end!.seq).toBe(8);
+    expect(spans.startingAt(2)!.end!.seq).toBe(4);
+    expect(spans.callAt(4)).toEqual({ name: 'b4', durationMs: 250 });
+  });
+
+  it('an end in a page not loaded: open until the last event held; no end in the log: running', async () => {
+    // Turn 1 runs from seq 150 to 250; pages 0 and 2 are held, page 1 is not.
+    const log = [ev(0, 'session/title', { title: 't' })];
+    for (let s = 1; s < 150; s++) log.push(ev(s, 'plugin/x', {}));
+    log.push(ev(150, 'turn/start', { turn: 1, inputId: 'i' }));
+    for (let s = 151; s < 250; s++) log.push(ev(s, 'plugin/x', {}));
+    log.push(ev(250, 'turn/end', { turn: 1, reason: 'completed' }));
+    for (let s = 251; s < 451; s++) log.push(ev(s, 'plugin/x', {}));
+    log.push(ev(451, 'turn/start', { turn: 2, inputId: 'j' }));
+    const pages = new EventPages(async (afterSeq, first) => ({ events: log.slice(afterSeq + 1, afterSeq + 1 + first), eventCount: log.length }), log.length);
+    await pages.loadPage(0);
+    await pages.loadPage(2);
+    const extent = (seq: number) =>
+      pages.spans.extent(
+        pages.spans.startingAt(seq)!,
+        (s) => pages.heldThrough(s),
+        pages.length - 1,
+        (s) => pages.get(s)?.createdAt,
+      );
+    expect(pages.heldThrough(150)).toBe(PAGE_SIZE - 1);
+    expect(extent(150)).toEqual({ state: 'until', seq: 199, durationMs: (199 - 150) * 100 });
+    expect(formatSpan(pages.spans.startingAt(150)!, extent(150), formatDuration)).toBe('turn 1 · ≥ 4.9 s, until #199+');
+    expect(extent(451)).toEqual({ state: 'running' });
+    // Its end, seen from the end's row before its start's page is there.
+    expect(pages.spans.endingAt(250)).toBeUndefined();
+    await pages.loadPage(1);
+    expect(extent(150)).toEqual({ state: 'ended', durationMs: 10_000 });
+    expect(pages.spans.endingAt(250)!.label).toBe('turn 1');
+  });
+});
+
+describe('RowMap', () => {
+  it('maps rows to seqs around hidden ranges, nested and adjacent ones merged', () => {
+    const map = new RowMap(100, [
+      [11, 20],
+      [50, 59],
+      [13, 15],
+      [60, 61],
+    ]);
+    expect(map.count).toBe(100 - 10 - 12);
+    expect([0, 10, 11, 39, 40, 77].map((i) => map.seqAt(i))).toEqual([0, 10, 21, 49, 62, 99]);
+    for (let i = 0; i < map.count; i++) expect(map.indexOf(map.seqAt(i))).toBe(i);
+    // A hidden seq: the row of the span that hides it.
+    expect(map.indexOf(15)).toBe(10);
+    expect(map.indexOf(61)).toBe(39);
+    // Runs of shown seqs, never a hidden one.
+    expect(map.seqRuns(5, 45)).toEqual([
+      [5, 10],
+      [21, 49],
+      [62, 67],
+    ]);
+  });
+
+  it('hides nothing: row = seq', () => {
+    const map = new RowMap(1_000_000);
+    expect(map.count).toBe(1_000_000);
+    expect(map.seqAt(123_456)).toBe(123_456);
+    expect(map.seqRuns(-5, 3)).toEqual([[0, 3]]);
+  });
+});
