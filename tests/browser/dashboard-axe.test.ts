@@ -13,6 +13,7 @@ let dashboard: Dashboard;
 let app: TestApp;
 let parent: string;
 let child: string;
+let waiting: string;
 
 beforeAll(async () => {
   ({ app } = dashboard = await startDashboard());
@@ -23,6 +24,12 @@ beforeAll(async () => {
       i: { sessionId: parent, atSeq: 20, title: 'Accessible child' },
     })
   ).forkSession.session.id;
+  // A call awaiting approval (docs/contract.md#tool-approval): the page shows Approve and Deny.
+  waiting = (await app.ok('mutation { createSession(input: { title: "Waiting", approvalRequired: ["note_write"] }) { id } }')).createSession.id;
+  await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
+    i: { sessionId: waiting, text: 'note it\n!call note_write {"key":"k","value":"v"}' },
+  });
+  await app.services.host.idle();
 }, 60_000);
 afterAll(() => dashboard?.close());
 
@@ -78,6 +85,20 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
         await page.getByTestId(id).evaluate((d) => ((d as HTMLDetailsElement).open = true));
       await page.getByTestId('turn-chart').waitFor(TIMEOUT);
       await page.locator('table.timeline tr[data-seq] td.type button').last().click();
+    },
+  },
+  {
+    name: 'a call awaiting approval',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${waiting}`);
+      await page.getByTestId('approval-prompt').waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'a call awaiting approval, its denial reason open',
+    open: async (page) => {
+      await page.getByRole('button', { name: 'Deny…' }).click();
+      await page.getByLabel('Reason (optional, the model is told)').waitFor(TIMEOUT);
     },
   },
   {

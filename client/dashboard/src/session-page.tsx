@@ -86,7 +86,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       </main>
     );
 
-  const running = status === 'RUNNING' || !!live;
+  // A turn waiting on an approval is still open: Cancel turn ends it (docs/contract.md#tool-approval).
+  const running = status === 'RUNNING' || status === 'WAITING' || !!live;
   const jumpTo = (to: number) => {
     setJump((j) => ({ seq: to, nonce: (j?.nonce ?? 0) + 1 }));
     navigate(to < 0 ? sessionPath(id) : eventPath(id, to));
