@@ -29,6 +29,7 @@ import { findOpenTail } from '../core/repair.ts';
 import { cancelWaitingTurn } from '../core/tool-approval.ts';
 import { ModelError } from '../agent/models/model.ts';
 import { checkResponseFormat } from '../agent/structured-output.ts';
+import type { CompactionResult } from '../agent/compaction.ts';
 import type { ResponseFormat } from '../core/events.ts';
 
 export type { ChildOverrides, ModelConfig };
@@ -300,11 +301,7 @@ export class SessionController {
    * under the session's lease between turns; returns once it is written. A
    * runner session is compacted the same way, between its runner's turns.
    */
-  async compactSession(
-    scope: Scope,
-    sessionId: string,
-    input: { throughSeq?: number | null; instructions?: string | null },
-  ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
+  async compactSession(scope: Scope, sessionId: string, input: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
     const session = await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
     try {
       if (session.runner != null) return await this.runners.compact(scope, sessionId, input);
