@@ -88,6 +88,15 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
     },
   },
   {
+    name: 'the Compact question',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      await showDetails(page);
+      await page.getByRole('button', { name: 'Compact…' }).click();
+      await page.getByRole('dialog', { name: 'Compact this session?' }).waitFor(TIMEOUT);
+    },
+  },
+  {
     name: 'a call awaiting approval',
     open: async (page) => {
       await page.goto(`${dashboard.origin}/sessions/${waiting}`);
