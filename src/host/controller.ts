@@ -228,7 +228,7 @@ export class SessionController {
     scope: Scope,
     source: RecordingSource,
     idem: Idempotency = {},
-    limits: { maxBytes?: number; maxLineBytes?: number } = {},
+    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
