@@ -33,7 +33,7 @@ export async function endInterruptedAtCrash<T extends Bracket>(log: Pick<Session
  * the synthetic run that ends at `closerSeq`; undefined when the closer is not
  * synthetic (an end written as it stopped is timed right already).
  */
-export async function stoppedBefore(log: Pick<SessionLog, 'range'>, ref: LogRef, closerSeq: number): Promise<Date | undefined> {
+async function stoppedBefore(log: Pick<SessionLog, 'range'>, ref: LogRef, closerSeq: number): Promise<Date | undefined> {
   const events = await log.range(ref, Math.max(0, closerSeq - MAX_CLOSERS_LOOKED_AT), closerSeq);
   if (events.at(-1)?.seq !== closerSeq || !events.at(-1)!.synthetic) return undefined;
   for (let i = events.length - 2; i >= 0; i--) if (!events[i].synthetic) return events[i].createdAt;

@@ -20,7 +20,7 @@ interface Progress {
 class Cancelled extends Error {}
 
 /** Posts `file` to POST /recordings; `onProgress` gets the bytes sent; `signal` aborts it. Resolves with the new session's id. */
-export function postRecording(file: Blob, onProgress: (sent: number, total: number) => void, signal: AbortSignal): Promise<{ id: string }> {
+function postRecording(file: Blob, onProgress: (sent: number, total: number) => void, signal: AbortSignal): Promise<{ id: string }> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('POST', new URL('/recordings', location.href).toString());
@@ -51,7 +51,7 @@ export function postRecording(file: Blob, onProgress: (sent: number, total: numb
 
 const MB = 1024 * 1024;
 /** Bytes in the unit that reads best at this size. */
-export const byteText = (n: number) =>
+const byteText = (n: number) =>
   n >= MB ? `${(n / MB).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n.toLocaleString('en-US')} bytes`;
 const percentOf = (p: Progress) => (p.total > 0 ? Math.floor((p.sent / p.total) * 100) : 0);
 
