@@ -3,9 +3,10 @@
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
+import type { CDPSession, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { completedTurn, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { longRecordingLines } from '../fixtures/recordings/recordings.ts';
 
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const TIMEOUT = { timeout: 15_000 };
@@ -55,6 +56,9 @@ async function violations(page: Page): Promise<string[]> {
   );
 }
 
+/** The network emulation that slows the import down (until it is cancelled). */
+let throttle: CDPSession | undefined;
+
 /** The page states a user meets: each opens itself and waits for its content. */
 const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
   {
@@ -67,6 +71,29 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
           .first()
           .waitFor({ state: 'attached', ...TIMEOUT })
       ),
+  },
+  {
+    name: 'a recording import in progress',
+    open: async (page) => {
+      // Throttled (Chromium's network emulation) so the upload lasts while axe looks.
+      const cdp = (throttle = await page.context().newCDPSession(page));
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 32 * 1024 });
+      // On a phone the sidebar is a drawer: opened to show the import.
+      const drawer = page.getByRole('button', { name: 'Sessions', exact: true });
+      if (await drawer.isVisible()) await drawer.click();
+      const lines = longRecordingLines(5_000, 'axe');
+      await page.getByTestId('import-file').setInputFiles({ name: 'axe.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(lines.join('\n')) });
+      await page.getByTestId('import-progress').waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'a recording import cancelled',
+    open: async (page) => {
+      await page.getByRole('button', { name: 'Cancel import' }).click();
+      await page.getByTestId('import-cancelled').waitFor(TIMEOUT);
+      await throttle?.detach(); // the next states' requests at full speed
+    },
   },
   {
     name: 'session',
