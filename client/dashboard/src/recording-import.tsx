@@ -51,8 +51,7 @@ function postRecording(file: Blob, onProgress: (sent: number, total: number) => 
 
 const MB = 1024 * 1024;
 /** Bytes in the unit that reads best at this size. */
-const byteText = (n: number) =>
-  n >= MB ? `${(n / MB).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n.toLocaleString('en-US')} bytes`;
+const byteText = (n: number) => (n >= MB ? `${(n / MB).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n.toLocaleString('en-US')} bytes`);
 const percentOf = (p: Progress) => (p.total > 0 ? Math.floor((p.sent / p.total) * 100) : 0);
 
 /**
