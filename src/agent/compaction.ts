@@ -10,8 +10,9 @@ import type { ChatMessage } from '../core/chat.ts';
 import { ForklineError } from '../core/errors.ts';
 import { toStorableText } from '../core/storable.ts';
 import type { LogEvent, NewEvent } from '../core/events.ts';
+import { summaryMessage } from '../core/model-request.ts';
 import { ContextOverflowError, type ChatModel } from './models/model.ts';
-import { CHARS_PER_TOKEN } from './context-budget.ts';
+import { CHARS_PER_TOKEN, estimateMessagesTokens } from './context-budget.ts';
 
 export const COMPACTION_START = 'plugin/compaction/start';
 export const COMPACTION_END = 'plugin/compaction/end';
@@ -27,6 +28,9 @@ export interface CompactionEndData {
   reason: 'manual' | 'automatic';
   /** Model calls the summary took (a history longer than the window is summarised in parts). */
   requests: number;
+  /** The history it replaces and the summary that replaces it, in tokens as the context budget estimates them (context-budget.ts). */
+  tokensBefore: number;
+  tokensAfter: number;
 }
 
 /** The range and summary a completed compaction's end names (a failed one's end has no summarySeq). */
@@ -216,11 +220,13 @@ export function digestOf(prompt: string): string {
   return clip(text, DIGEST_MAX_CHARS - 1);
 }
 
-/** Where a compaction's summary was written. */
+/** Where a compaction's summary was written, and what it saved (CompactionEndData). */
 export interface CompactionResult {
   fromSeq: number;
   toSeq: number;
   summarySeq: number;
+  tokensBefore: number;
+  tokensAfter: number;
 }
 
 /**
@@ -271,8 +277,11 @@ export async function writeCompaction(opts: WriteCompactionOptions): Promise<Com
     }
     throw opts.failure ? opts.failure(err) : err;
   }
-  const [replace] = await opts.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content: toStorableText(summary.text) } }]);
-  const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests };
+  const content = toStorableText(summary.text);
+  const [replace] = await opts.append([{ type: 'surface/replace', data: { fromSeq, toSeq: through, content } }]);
+  const tokensBefore = estimateMessagesTokens(opts.history);
+  const tokensAfter = estimateMessagesTokens([{ role: 'system', content: summaryMessage(fromSeq, through, content) }]);
+  const end: CompactionEndData = { fromSeq, toSeq: through, summarySeq: replace.seq, reason, requests: summary.requests, tokensBefore, tokensAfter };
   await opts.append([{ type: COMPACTION_END, data: { ...end } }]);
-  return { fromSeq, toSeq: through, summarySeq: replace.seq };
+  return { fromSeq, toSeq: through, summarySeq: replace.seq, tokensBefore, tokensAfter };
 }

@@ -8,6 +8,9 @@ import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
 import type { EventData, LogEvent, ResponseFormat } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 
+/** The system message a compaction's summary stands as in the model's history. */
+export const summaryMessage = (fromSeq: number, toSeq: number, content: string) => `Summary of earlier conversation (events ${fromSeq}..${toSeq}):\n${content}`;
+
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 
 /** A message-producing event, kept so that a surface/replace can re-render history. */
@@ -271,7 +274,7 @@ export class Conversation {
       for (; next < replacements.length && replacements[next][0] <= seq; next++) {
         const [fromSeq, r] = replacements[next];
         if (fromSeq <= hiddenThrough) continue;
-        out.push({ role: 'system', content: `Summary of earlier conversation (events ${fromSeq}..${r.toSeq}):\n${r.content}` });
+        out.push({ role: 'system', content: summaryMessage(fromSeq, r.toSeq, r.content) });
         hiddenThrough = r.toSeq;
       }
     };

@@ -30,6 +30,7 @@ import { cancelWaitingTurn } from '../core/tool-approval.ts';
 import { OpenStepCalls, readOpenTail, turnUpdatesOf, turnUpdatesRead, type TurnUpdateSink } from '../agent/turn-updates.ts';
 import { ModelError } from '../agent/models/model.ts';
 import { checkResponseFormat } from '../agent/structured-output.ts';
+import type { CompactionResult } from '../agent/compaction.ts';
 import type { ResponseFormat } from '../core/events.ts';
 
 export type { ChildOverrides, ModelConfig };
@@ -230,7 +231,7 @@ export class SessionController {
     scope: Scope,
     source: RecordingSource,
     idem: Idempotency = {},
-    limits: { maxBytes?: number; maxLineBytes?: number } = {},
+    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
     return this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
@@ -307,11 +308,7 @@ export class SessionController {
    * under the session's lease between turns; returns once it is written. A
    * runner session is compacted the same way, between its runner's turns.
    */
-  async compactSession(
-    scope: Scope,
-    sessionId: string,
-    input: { throughSeq?: number | null; instructions?: string | null },
-  ): Promise<{ fromSeq: number; toSeq: number; summarySeq: number }> {
+  async compactSession(scope: Scope, sessionId: string, input: { throughSeq?: number | null; instructions?: string | null }): Promise<CompactionResult> {
     const session = await this.store.requireSession(scope, sessionId); // the caller's tenant's session, or SESSION_NOT_FOUND
     try {
       if (session.runner != null) return await this.runners.compact(scope, sessionId, input);

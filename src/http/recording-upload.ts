@@ -38,7 +38,7 @@ export interface RecordingUploadOptions {
     scope: { tenant: string },
     source: RecordingSource,
     idem: Idempotency,
-    limits: { maxBytes: number; maxLineBytes: number },
+    limits: { maxBytes: number; maxLineBytes: number; signal: AbortSignal },
   ) => Promise<SessionRow>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
@@ -130,6 +130,10 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       );
     }
     inProgress.set(tenant, running + 1);
+    // A client that goes before its answer (a cancelled import) leaves nothing: the body stops spooling, or the
+    // import's transaction rolls back however far it got (store/recordings.ts checks the signal up to its commit).
+    const gone = new AbortController();
+    res.on('close', () => !res.writableFinished && gone.abort(new Error('the client closed the upload')));
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     let bytes = 0;
     let released = false;
@@ -171,7 +175,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
         { tenant },
         () => fs.createReadStream(spool),
         { key, requestHash: hash.digest('hex') },
-        { maxBytes, maxLineBytes },
+        { maxBytes, maxLineBytes, signal: gone.signal },
       );
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       release();
@@ -179,6 +183,7 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     } catch (err) {
       await fs.promises.rm(spool, { force: true });
       release();
+      if (gone.signal.aborted) return; // nobody to answer
       if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
       else if (err instanceof SpoolFull) {
         error(

@@ -74,6 +74,8 @@ export async function importRecording(
     /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
     maxBytes?: number;
     maxLineBytes?: number;
+    /** Aborted (the uploader went): the import stops and its transaction rolls back, up to its commit. */
+    signal?: AbortSignal;
   } = {},
 ): Promise<SessionRow> {
   const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
@@ -97,6 +99,7 @@ export async function importRecording(
     // The event lines, up to the first file content (the validator holds those to come after every event).
     async function* eventRows(): AsyncGenerator<string> {
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
+        opts.signal?.throwIfAborted();
         const pushed = check.push(next.value);
         if (check.blob) {
           blobs.push(check.blob);
@@ -111,6 +114,7 @@ export async function importRecording(
     }
     await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")`, eventRows());
     for (let next = await lines.next(); !next.done; next = await lines.next()) {
+      opts.signal?.throwIfAborted();
       check.push(next.value);
       if (check.blob) {
         blobs.push(check.blob);
@@ -135,6 +139,7 @@ export async function importRecording(
     }
     await store.notify(SESSIONS_CHANNEL, id, client);
     await opts.beforeCommit?.(client, { sessionId: id });
+    opts.signal?.throwIfAborted();
   });
   return store.requireSession(scope, id);
 }

@@ -78,6 +78,8 @@ export interface SegmentTotals {
   last_start_ms: string | null;
   /** Seqs of the turn/ends a fork wrote (reason `forked`), with when they were written. */
   forked: Array<{ seq: number; ms: number }> | null;
+  /** Seqs of the turn/ends crash repair wrote (synthetic, reason `interrupted`), with when they were written. */
+  interrupted: Array<{ seq: number; ms: number }> | null;
 }
 
 export class SessionLog {
@@ -268,7 +270,8 @@ export class SessionLog {
         ` coalesce(sum((data->'usage'->>'costUsd')::numeric) ${answer}, 0) AS cost, count(data->'usage'->'costUsd') ${answer} AS costed,` +
         ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
         ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +
-        ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked` +
+        ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked,` +
+        ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'interrupted' AND synthetic) AS interrupted` +
         ` FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type IN ('turn/start', 'turn/end', 'model/message')` +
         ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}`,
     );

@@ -6,6 +6,7 @@
 // (the SQL: SessionLog.segmentTotals).
 import type { Lineage } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
+import { endInterruptedAtCrash } from './crash-stop-times.ts';
 import type { SessionLog } from './session-log.ts';
 import { roundUsd } from '../core/turn-summary.ts';
 
@@ -19,19 +20,21 @@ export interface SessionTotals {
   outputTokens: number;
   /** US dollars over the answers whose model had a price when they were written; null when none had. */
   costUsd: number | null;
-  /** Summed over ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut). */
+  /** Summed over ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut; one a crash ended: to its last event). */
   turnMs: number;
 }
 
-export async function sessionTotals(log: Pick<SessionLog, 'segmentTotals' | 'lastOfType' | 'event'>, l: Lineage): Promise<SessionTotals> {
+export async function sessionTotals(log: Pick<SessionLog, 'segmentTotals' | 'lastOfType' | 'event' | 'range'>, l: Lineage): Promise<SessionTotals> {
   const totals: SessionTotals = { turns: 0, endedTurns: 0, steps: 0, toolCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: null, turnMs: 0 };
   const rows = await log.segmentTotals(l);
   let startMs = 0;
   let endMs = 0;
   let lastStartMs = 0;
   const closedByFork: Array<{ reason: string; endSeq: number; endedAt: Date; writtenMs: number }> = [];
+  const closedByCrash: typeof closedByFork = [];
   for (const r of rows) {
     for (const f of r.forked ?? []) closedByFork.push({ reason: 'forked', endSeq: f.seq, endedAt: new Date(f.ms), writtenMs: f.ms });
+    for (const c of r.interrupted ?? []) closedByCrash.push({ reason: 'interrupted', endSeq: c.seq, endedAt: new Date(c.ms), writtenMs: c.ms });
     totals.turns += Number(r.starts);
     totals.endedTurns += Number(r.ends);
     totals.steps += Number(r.steps);
@@ -47,6 +50,8 @@ export async function sessionTotals(log: Pick<SessionLog, 'segmentTotals' | 'las
   if (totals.turns > totals.endedTurns) startMs -= lastStartMs;
   // Turns a fork closed end at the cut, not when the fork wrote their closers (at most one per fork in the lineage).
   for (const b of await endForkedAtCut(log, l, closedByFork)) endMs -= b.writtenMs - b.endedAt.getTime();
+  // Turns crash repair closed end at the crash (the last event before their closers), not at the recovery.
+  for (const b of await endInterruptedAtCrash(log, l, closedByCrash)) endMs -= b.writtenMs - b.endedAt.getTime();
   totals.turnMs = Math.max(0, Math.round(endMs - startMs));
   return totals;
 }

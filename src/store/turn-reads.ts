@@ -5,7 +5,8 @@ import { summarizeSteps, summarizeTurns, type StepSummary, type TurnSummary } fr
 import { dataOf, fieldOf } from '../core/core-event.ts';
 import { snapshotOf, type LineageRow } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
-import type { SessionLog, StoredEvent } from './session-log.ts';
+import { endInterruptedAtCrash } from './crash-stop-times.ts';
+import type { LogRef, SessionLog, StoredEvent } from './session-log.ts';
 
 /** A turn as read for a session: its summary, its input's text, and where its log ends. */
 export type TurnRow = TurnSummary & {
@@ -18,7 +19,11 @@ export type TurnRow = TurnSummary & {
 };
 
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
-export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'streamOfTypes'>;
+export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes'>;
+
+/** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
+const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog, ref: LogRef, brackets: T[]) =>
+  endInterruptedAtCrash(log, ref, await endForkedAtCut(log, ref, brackets));
 
 /** The columns of a session row its turns are read through. */
 export type TurnSessionRow = LineageRow & { eventCount: number };
@@ -31,7 +36,7 @@ export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
       toSeq: turn.endSeq ?? turn.lastSeq,
       limit: 10_000,
     })
-    .then((events) => endForkedAtCut(log, turn.sessionId, summarizeSteps(events))));
+    .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));
 
 /** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
 export async function turnError(log: TurnLog, turn: TurnRow): Promise<string | null> {
@@ -67,7 +72,7 @@ export async function turnHolding(log: TurnLog, s: TurnSessionRow, seq: number, 
   const start = await log.lastOfType(snapshot, 'turn/start', seq);
   if (!start) return null;
   const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
-  const [turn] = await endForkedAtCut(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
+  const [turn] = await endWhenStopped(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
   if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
   const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
   return { ...turn, input: dataOf(input, 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
@@ -80,7 +85,7 @@ export async function lastTurns(log: TurnLog, s: TurnSessionRow, last: number): 
     await log.ofTypes(snapshot, ['turn/start', 'turn/end'], { fromSeq: 0, toSeq: s.eventCount, limit: 2 * last + 1, descending: true })
   ).reverse();
   const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
-  const turns = (await endForkedAtCut(log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
+  const turns = (await endWhenStopped(log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
   return Promise.all(
     turns.map(async (turn) => ({
       ...turn,
@@ -102,7 +107,7 @@ export async function allTurns(log: TurnLog, s: TurnSessionRow): Promise<TurnRow
       return added ? [[added.inputId, added.text] as const] : [];
     }),
   );
-  return (await endForkedAtCut(log, snapshot, summarizeTurns(events))).map((turn) => ({
+  return (await endWhenStopped(log, snapshot, summarizeTurns(events))).map((turn) => ({
     ...turn,
     input: texts.get(turn.inputId) ?? null,
     sessionId: s.id,

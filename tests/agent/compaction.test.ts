@@ -24,7 +24,7 @@ const send = async (sessionId: string, text: string) =>
   (await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId, text } })).sendMessage;
 const log = async (id: string) => app.services.store.log.page(id, -1, 100_000);
 const idle = () => app.services.host.idle();
-const COMPACT = `mutation($i: CompactSessionInput!) { compactSession(input: $i) { fromSeq toSeq summarySeq session { id eventCount status } } }`;
+const COMPACT = `mutation($i: CompactSessionInput!) { compactSession(input: $i) { fromSeq toSeq summarySeq tokensBefore tokensAfter session { id eventCount status } } }`;
 const lastRequest = () => app.models.scripted.lastRequest!;
 
 describe('context budget', () => {
@@ -65,8 +65,17 @@ describe('manual compaction', () => {
     const after = (await log(id)).slice(before.length);
     expect(after.map((e) => e.type)).toEqual(['plugin/compaction/start', 'surface/replace', 'plugin/compaction/end']);
     expect(after[0].data).toMatchObject({ reason: 'manual', fromSeq: 0, toSeq: lastTurnEnd, instructions: 'keep the fruit' });
-    expect(after[2].data).toMatchObject({ fromSeq: 0, toSeq: lastTurnEnd, summarySeq: r.summarySeq, reason: 'manual', requests: 1 });
+    // The instructions reach the summariser's prompt.
+    expect(lastRequest().messages[0].content).toContain('\nInstructions: keep the fruit\n');
     const summary = (after[1].data as { content: string }).content;
+    // What it saved, estimated as the budget estimates (context-budget.ts): recorded on the end and answered.
+    const history = new SessionFold(id);
+    history.apply(before);
+    const tokensBefore = estimateRequestTokens(history.conversation.messagesThrough(lastTurnEnd), []);
+    const tokensAfter = estimateRequestTokens([{ role: 'system', content: `Summary of earlier conversation (events 0..${lastTurnEnd}):\n${summary}` }], []);
+    expect(after[2].data).toEqual({ fromSeq: 0, toSeq: lastTurnEnd, summarySeq: r.summarySeq, reason: 'manual', requests: 1, tokensBefore, tokensAfter });
+    expect(r).toMatchObject({ tokensBefore, tokensAfter });
+    expect(tokensBefore).toBeGreaterThan(0);
     expect(summary).toMatch(/^Digest of 3 user, 3 assistant and 0 tool messages\./);
     expect(summary).toContain('first question about apples');
 

@@ -3,9 +3,10 @@
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Page } from 'playwright-core';
+import type { CDPSession, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { completedTurn, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { longRecordingLines } from '../fixtures/recordings/recordings.ts';
 
 const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const TIMEOUT = { timeout: 15_000 };
@@ -13,6 +14,7 @@ let dashboard: Dashboard;
 let app: TestApp;
 let parent: string;
 let child: string;
+let waiting: string;
 
 beforeAll(async () => {
   ({ app } = dashboard = await startDashboard());
@@ -25,6 +27,12 @@ beforeAll(async () => {
       i: { sessionId: parent, atSeq: 20, title: 'Accessible child' },
     })
   ).forkSession.session.id;
+  // A call awaiting approval (docs/contract.md#tool-approval): the page shows Approve and Deny.
+  waiting = (await app.ok('mutation { createSession(input: { title: "Waiting", approvalRequired: ["note_write"] }) { id } }')).createSession.id;
+  await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
+    i: { sessionId: waiting, text: 'note it\n!call note_write {"key":"k","value":"v"}' },
+  });
+  await app.services.host.idle();
 }, 60_000);
 afterAll(() => dashboard?.close());
 
@@ -50,6 +58,9 @@ async function violations(page: Page): Promise<string[]> {
   );
 }
 
+/** The network emulation that slows the import down (until it is cancelled). */
+let throttle: CDPSession | undefined;
+
 /** The page states a user meets: each opens itself and waits for its content. */
 const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
   {
@@ -62,6 +73,29 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
           .first()
           .waitFor({ state: 'attached', ...TIMEOUT })
       ),
+  },
+  {
+    name: 'a recording import in progress',
+    open: async (page) => {
+      // Throttled (Chromium's network emulation) so the upload lasts while axe looks.
+      const cdp = (throttle = await page.context().newCDPSession(page));
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 32 * 1024 });
+      // On a phone the sidebar is a drawer: opened to show the import.
+      const drawer = page.getByRole('button', { name: 'Sessions', exact: true });
+      if (await drawer.isVisible()) await drawer.click();
+      const lines = longRecordingLines(5_000, 'axe');
+      await page.getByTestId('import-file').setInputFiles({ name: 'axe.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(lines.join('\n')) });
+      await page.getByTestId('import-progress').waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'a recording import cancelled',
+    open: async (page) => {
+      await page.getByRole('button', { name: 'Cancel import' }).click();
+      await page.getByTestId('import-cancelled').waitFor(TIMEOUT);
+      await throttle?.detach(); // the next states' requests at full speed
+    },
   },
   {
     name: 'session',
@@ -80,6 +114,29 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
         await page.getByTestId(id).evaluate((d) => ((d as HTMLDetailsElement).open = true));
       await page.getByTestId('turn-chart').waitFor(TIMEOUT);
       await page.locator('table.timeline tr[data-seq] td.type button').last().click();
+    },
+  },
+  {
+    name: 'the Compact question',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      await showDetails(page);
+      await page.getByRole('button', { name: 'Compact…' }).click();
+      await page.getByRole('dialog', { name: 'Compact this session?' }).waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'a call awaiting approval',
+    open: async (page) => {
+      await page.goto(`${dashboard.origin}/sessions/${waiting}`);
+      await page.getByTestId('approval-prompt').waitFor(TIMEOUT);
+    },
+  },
+  {
+    name: 'a call awaiting approval, its denial reason open',
+    open: async (page) => {
+      await page.getByRole('button', { name: 'Deny…' }).click();
+      await page.getByLabel('Reason (optional, the model is told)').waitFor(TIMEOUT);
     },
   },
   {

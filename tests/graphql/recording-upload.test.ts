@@ -201,6 +201,67 @@ describe('POST /recordings', () => {
     }
   });
 
+  it('a cancelled upload leaves nothing: the client goes mid-body, its spool file goes and no session is written', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-spool-'));
+    const spooling = await startTestApp({ uploadDir: dir });
+    try {
+      const sessions = await sessionCount(spooling);
+      const lines = longRecordingLines(20_000);
+      const head = Buffer.from(lines.slice(0, 10_000).join('\n') + '\n');
+      const req = http.request(uploadUrl(spooling), { method: 'POST', agent: false, headers: { 'content-type': 'application/x-ndjson' } });
+      req.on('error', () => {}); // destroyed on purpose
+      req.write(head);
+      // The server is spooling it (the file is there and growing), then the client goes.
+      await expect.poll(() => fs.readdirSync(dir).length, { timeout: 10_000 }).toBe(1);
+      const spool = path.join(dir, fs.readdirSync(dir)[0]);
+      await expect.poll(() => fs.statSync(spool, { throwIfNoEntry: false })?.size ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
+      req.destroy();
+      await expect.poll(() => fs.readdirSync(dir), { timeout: 10_000 }).toEqual([]);
+      expect(await sessionCount(spooling)).toBe(sessions);
+      // Its upload slot is free again: the next upload imports.
+      const ok = await upload(spooling, readFixture('v4-completed-tools.jsonl'));
+      expect(ok.status).toBe(201);
+      expect(await sessionCount(spooling)).toBe(sessions + 1);
+    } finally {
+      await spooling.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an import the uploader left after sending it all rolls back, however far it got', async () => {
+    const sessions = await sessionCount(app);
+    const events = await eventCount(app);
+    const gone = new AbortController();
+    const lines = longRecordingLines(3_000);
+    // The client goes while the import is reading line 2,000 (its body was all spooled).
+    async function* source() {
+      for (const [i, line] of lines.entries()) {
+        if (i === 2_000) gone.abort(new Error('the client closed the upload'));
+        yield `${line}\n`;
+      }
+    }
+    await expect(app.services.controller.importRecording({ tenant: 'local' }, source, {}, { signal: gone.signal })).rejects.toThrow(
+      'the client closed the upload',
+    );
+    expect(await sessionCount(app)).toBe(sessions);
+    expect(await eventCount(app)).toBe(events);
+    // Aborted after the last line, right before its commit: rolled back too.
+    const late = new AbortController();
+    await expect(
+      app.services.controller.importRecording(
+        { tenant: 'local' },
+        async function* () {
+          for (const line of lines) yield `${line}\n`;
+          late.abort(new Error('gone at the end'));
+        },
+        {},
+        { signal: late.signal },
+      ),
+    ).rejects.toThrow('gone at the end');
+    expect(await sessionCount(app)).toBe(sessions);
+    expect(await eventCount(app)).toBe(events);
+  });
+
   it('needs the tenant token when auth is on, and imports into that tenant', async () => {
     const denied = await upload(authed, readFixture('v4-completed-tools.jsonl'));
     expect(denied.status).toBe(401);

@@ -8,6 +8,7 @@ import { CallFiles } from './files-tab.tsx';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
 import { LongText } from './long-text.tsx';
+import { ApprovalDecision, ApprovalPrompt } from './tool-approval.tsx';
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -88,7 +89,14 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
           </div>
           {item.text && <LongText text={item.text} id={`${sessionId}:${item.seqs[0]}`} />}
           {item.toolCalls.map((call) => (
-            <ToolCall key={call.id} call={call} closerBelow={call.result?.afterMarker} onFork={onFork} busy={busy} />
+            <ToolCall
+              key={call.id}
+              call={call}
+              closerBelow={call.result?.afterMarker}
+              onFork={onFork}
+              busy={busy}
+              sessionId={item.inherited ? undefined : sessionId}
+            />
           ))}
         </li>
       );
@@ -191,8 +199,10 @@ const WAITING_TEXT = {
 };
 
 /** A call and its result; `closerBelow`: the result is a fork closer shown after the marker. */
-function ToolCall({ call, closerBelow, onFork, busy }: { call: ToolCallView; closerBelow?: boolean; onFork?: (seq: number) => void; busy?: boolean }) {
+function ToolCall(props: { call: ToolCallView; closerBelow?: boolean; onFork?: (seq: number) => void; busy?: boolean; sessionId?: string }) {
+  const { call, closerBelow, onFork, busy, sessionId } = props;
   const r = call.result;
+  const approval = call.approval;
   return (
     <div class="tool-call" data-call-id={call.id} data-server={call.server} data-effect={call.effect}>
       <div class="tool-head">
@@ -209,6 +219,8 @@ function ToolCall({ call, closerBelow, onFork, busy }: { call: ToolCallView; clo
           <span class="muted">{call.id}</span>
         </span>
       </div>
+      {approval && approval.state !== 'pending' && <ApprovalDecision approval={approval} />}
+      {approval?.state === 'pending' && !r && call.waiting !== 'not-loaded' && sessionId && <ApprovalPrompt sessionId={sessionId} call={call} />}
       {r && closerBelow ? (
         <div class="tool-result pending muted">result #{r.seq} written by the fork, below its marker</div>
       ) : r ? (
@@ -243,10 +255,12 @@ function ToolCall({ call, closerBelow, onFork, busy }: { call: ToolCallView; clo
           <CallFiles call={call} />
         </div>
       ) : (
-        <div class={`tool-result pending waiting-${call.waiting}`} data-testid="tool-waiting" data-waiting={call.waiting}>
-          {call.waiting === 'running' && <span class="spinner" aria-hidden="true" />}
-          {WAITING_TEXT[call.waiting ?? 'unanswered']}
-        </div>
+        approval?.state !== 'pending' && (
+          <div class={`tool-result pending waiting-${call.waiting}`} data-testid="tool-waiting" data-waiting={call.waiting}>
+            {call.waiting === 'running' && <span class="spinner" aria-hidden="true" />}
+            {WAITING_TEXT[call.waiting ?? 'unanswered']}
+          </div>
+        )
       )}
     </div>
   );

@@ -40,6 +40,11 @@ export interface ToolCallView {
      */
     durationMs?: number;
   };
+  /**
+   * Its approval (docs/contract.md#tool-approval): `pending` from its
+   * tool/approval-request until its tool/approval gives the decision.
+   */
+  approval?: { state: 'pending'; seq: number } | { state: 'approved' | 'denied'; seq: number; reason: string; by: string };
   /** The files it changed (its `plugin/files/change` change set, stored right before its result). */
   files?: { seq: number; changes: Array<{ path: string; deleted: boolean }> };
 }
@@ -221,11 +226,23 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         items.push({ ...base, kind: 'note', text: str(d.text) ? `instructions: ${clip(str(d.text))}` : 'instructions cleared' });
         break;
       case 'session/runner-tools':
-      case 'session/tool-approval':
-      case 'tool/approval-request':
-      case 'tool/approval':
         items.push({ ...base, kind: 'note', text: `runner tools: ${runnerToolsText(d.tools)}` });
         break;
+      case 'session/tool-approval':
+        items.push({ ...base, kind: 'note', text: `tools needing approval: ${toolSetText(d.tools)}` });
+        break;
+      // Shown on the call they name (the reducer checked it is a call of the open step).
+      case 'tool/approval-request':
+      case 'tool/approval': {
+        const owner = calls.get(str(d.callId));
+        if (!owner) break;
+        owner.call.approval =
+          ev.type === 'tool/approval-request'
+            ? { state: 'pending', seq: e.seq }
+            : { state: d.decision === 'approved' ? 'approved' : 'denied', seq: e.seq, reason: str(d.reason), by: str(d.by) };
+        owner.item.seqs.push(e.seq);
+        break;
+      }
       case 'surface/replace':
         items.push({ ...base, kind: 'compaction', fromSeq: num(d.fromSeq), toSeq: num(d.toSeq), summary: str(d.content) });
         break;

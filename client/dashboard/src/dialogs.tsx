@@ -15,7 +15,10 @@ export function Modal(props: {
   busy: boolean;
   error: string | null;
   submitLabel: string;
-  cancelLabel?: string;
+  /** null: no cancel button (a dialog that only reports; Escape still closes it). */
+  cancelLabel?: string | null;
+  /** A click on the backdrop closes it, like Escape (a dialog with nothing typed to lose). */
+  closeOnBackdrop?: boolean;
   children: ComponentChildren;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -28,7 +31,14 @@ export function Modal(props: {
     return () => void setTimeout(() => opener?.isConnected && opener.focus());
   }, []);
   return (
-    <dialog ref={ref} class="modal" aria-label={props.title} onClose={props.onClose}>
+    <dialog
+      ref={ref}
+      class="modal"
+      aria-label={props.title}
+      onClose={props.onClose}
+      // The form fills the dialog (no padding of its own): a click on the dialog itself is on its backdrop.
+      onClick={(e) => props.closeOnBackdrop && e.target === ref.current && ref.current?.close()}
+    >
       <form
         method="dialog"
         onSubmit={(e) => {
@@ -44,9 +54,11 @@ export function Modal(props: {
           </p>
         )}
         <div class="modal-actions">
-          <button type="button" onClick={() => ref.current?.close()}>
-            {props.cancelLabel ?? 'Cancel'}
-          </button>
+          {props.cancelLabel !== null && (
+            <button type="button" onClick={() => ref.current?.close()}>
+              {props.cancelLabel ?? 'Cancel'}
+            </button>
+          )}
           <button type="submit" class="primary" disabled={props.busy}>
             {props.busy ? 'Working…' : props.submitLabel}
           </button>

@@ -57,7 +57,7 @@ export interface SessionFeed {
   /** EventPages.version as last rendered: a new value means new events. */
   version: number;
   live: LiveStep | null;
-  /** RUNNING/IDLE from the last turn bracket event seen live, else the summary's. */
+  /** RUNNING/WAITING/IDLE from the last turn bracket or approval event seen live, else the summary's. */
   status: string | undefined;
   /**
    * Inputs waiting in the inbox: the summary's when the page opened, then
@@ -124,6 +124,9 @@ export function useSessionFeed(id: string): SessionFeed {
               setLive((l) => (l && l.turn === d.turn && l.step === d.step ? { ...l, text: '' } : l));
             }
             if (e.type === 'turn/start') setLogStatus('RUNNING');
+            // A call awaiting approval stops the turn until its decision (docs/contract.md#tool-approval).
+            if (e.type === 'tool/approval-request') setLogStatus('WAITING');
+            if (e.type === 'tool/approval') setLogStatus('RUNNING');
             if (e.type === 'turn/end') {
               setLogStatus('IDLE');
               setLive(null); // however it ended (interrupted by a restart too), nothing streams any more

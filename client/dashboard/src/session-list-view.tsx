@@ -1,4 +1,4 @@
-// The sessions list's filter and order (sidebar): by status (running, idle, failed), by when a
+// The sessions list's filter and order (sidebar): by status (running, waiting, idle, failed), by when a
 // session was created, and sorted by creation, last activity, title or
 // status. Filtered-out ancestors of a match stay in the tree, dimmed, for
 // context (lineage.ts). The choice is kept in localStorage.
@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { SessionSummaryFragment } from '../../generated/graphql.ts';
 
 export interface ListView {
-  status: 'all' | 'RUNNING' | 'IDLE' | 'FAILED';
+  status: 'all' | 'RUNNING' | 'WAITING' | 'IDLE' | 'FAILED';
   created: 'any' | '1d' | '7d' | '30d';
   sort: 'created' | 'updated' | 'title' | 'status';
 }
@@ -33,9 +33,9 @@ export function useListView(): [ListView, (v: ListView) => void] {
   ];
 }
 
-/** A session's status as the list shows and filters it: running, failed (its last turn failed) or idle. */
+/** A session's status as the list shows and filters it: running, waiting (on an approval), failed (its last turn failed) or idle. */
 const listStatus = (s: Pick<SessionSummaryFragment, 'status' | 'lastTurnFailed'>): ListView['status'] =>
-  s.status === 'RUNNING' ? 'RUNNING' : s.lastTurnFailed ? 'FAILED' : 'IDLE';
+  s.status === 'RUNNING' || s.status === 'WAITING' ? s.status : s.lastTurnFailed ? 'FAILED' : 'IDLE';
 
 export const isFiltered = (v: ListView) => v.status !== 'all' || v.created !== 'any';
 
@@ -70,6 +70,7 @@ export function ListViewControls({ view, onChange }: { view: ListView; onChange(
         >
           <option value="all">all</option>
           <option value="RUNNING">running</option>
+          <option value="WAITING">waiting</option>
           <option value="IDLE">idle</option>
           <option value="FAILED">failed</option>
         </select>

@@ -1,7 +1,7 @@
 // A session: header with lineage and export, the conversation with the
 // composer, and the raw event timeline. Fork and branch open the child.
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { CompactSessionDocument, DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
+import { DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSummaryFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
@@ -20,6 +20,7 @@ import { SessionTools } from './session-tools.tsx';
 import { SessionInsights } from './session-insights.tsx';
 import { SessionSearch } from './session-search.tsx';
 import { ExportButton } from './recording-export.tsx';
+import { CompactDialog } from './compact-dialog.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { BadLinkNotice, errorText, StatusBadge } from './widgets.tsx';
@@ -86,7 +87,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
       </main>
     );
 
-  const running = status === 'RUNNING' || !!live;
+  // A turn waiting on an approval is still open: Cancel turn ends it (docs/contract.md#tool-approval).
+  const running = status === 'RUNNING' || status === 'WAITING' || !!live;
   const jumpTo = (to: number) => {
     setJump((j) => ({ seq: to, nonce: (j?.nonce ?? 0) + 1 }));
     navigate(to < 0 ? sessionPath(id) : eventPath(id, to));
@@ -214,19 +216,8 @@ function SessionHeader(props: {
   onDetails(open: boolean): void;
 }) {
   const { session, busy, onError } = props;
+  // Compact asks first (compact-dialog.tsx); the summary arrives through the session's feed as a compaction row.
   const [compacting, setCompacting] = useState(false);
-  // Summarises the history through the last completed turn (compactSession); the
-  // summary arrives through the session's feed as a compaction row.
-  const compact = async () => {
-    setCompacting(true);
-    try {
-      await forkline.mutate(CompactSessionDocument, { input: { sessionId: session.id } });
-    } catch (err) {
-      onError(errorText(err));
-    } finally {
-      setCompacting(false);
-    }
-  };
   const children = session.children.edges.map((e) => e.node);
   const deleteSession = async () => {
     const name = session.title || session.id;
@@ -290,12 +281,14 @@ function SessionHeader(props: {
         )}
         <button
           type="button"
-          onClick={compact}
-          disabled={busy || compacting || session.turnCount === 0}
+          onClick={() => setCompacting(true)}
+          disabled={busy || session.turnCount === 0}
+          aria-haspopup="dialog"
           title="Replace the model-visible history through the last completed turn by a summary (compactSession)"
         >
-          {compacting ? 'Compacting…' : 'Compact'}
+          Compact…
         </button>
+        {compacting && <CompactDialog sessionId={session.id} onClose={() => setCompacting(false)} />}
         <ExportButton sessionId={session.id} fileName={`${slug(session.title) || session.id}.jsonl`} busy={busy} onError={onError} />
         <button type="button" class="danger" onClick={deleteSession} disabled={busy}>
           Delete…

@@ -1,9 +1,8 @@
 // The sidebar: every session as a lineage tree, kept live by sessionsChanged,
-// with full-text search (search.tsx) and recording import.
+// with full-text search (search.tsx) and recording import (recording-import.tsx).
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import {
   CreateSessionDocument,
-  SessionDocument,
   SessionsChangedDocument,
   SessionsChangedSinceDocument,
   SessionsDeletedDocument,
@@ -16,6 +15,7 @@ import { focusComposerOf } from './composer.tsx';
 import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, sessionPath } from './router.ts';
 import { SearchResults } from './search.tsx';
+import { ImportButton } from './recording-import.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 import { useVirtualizer } from './use-virtualizer.ts';
@@ -377,41 +377,6 @@ function TreeRow(props: {
         </span>
       </a>
     </li>
-  );
-}
-
-/**
- * A real button that opens a hidden file input, so Tab reaches it and Enter or
- * Space opens the picker (a label around a hidden input is not focusable).
- */
-function ImportButton(props: { onImported(s: SessionSummaryFragment): void; onError(e: { file: string; message: string } | null): void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const [busy, setBusy] = useState(false);
-  const onChange = async () => {
-    const file = input.current?.files?.[0];
-    if (!file) return;
-    setBusy(true);
-    props.onError(null);
-    try {
-      // Streamed to POST /recordings: a file picker may hand us a large recording.
-      const { id } = await forkline.uploadRecording(file);
-      const { session } = await forkline.query(SessionDocument, { id });
-      if (session) props.onImported(session);
-      navigate(sessionPath(id));
-    } catch (err) {
-      props.onError({ file: file.name, message: errorText(err) });
-    } finally {
-      setBusy(false);
-      if (input.current) input.current.value = '';
-    }
-  };
-  return (
-    <>
-      <button type="button" class={busy ? 'busy' : ''} disabled={busy} onClick={() => input.current?.click()}>
-        {busy ? 'Importing…' : 'Import recording'}
-      </button>
-      <input ref={input} type="file" accept=".jsonl,.json,.txt,application/x-ndjson" onChange={onChange} data-testid="import-file" hidden />
-    </>
   );
 }
 

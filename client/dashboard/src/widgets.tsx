@@ -17,7 +17,8 @@ export function errorText(err: unknown): string {
 
 /** `failed`: its last turn failed (Session.lastTurnFailed): shown failed, not idle, unless a turn is running. */
 export function StatusBadge({ status, failed }: { status: string; failed?: boolean }) {
-  const shown = status === 'RUNNING' ? 'running' : failed ? 'failed' : status === 'IDLE' ? 'idle' : status.toLowerCase();
+  // A waiting session's turn is open (a call awaits approval): not failed whatever its last turn did.
+  const shown = status === 'RUNNING' ? 'running' : status === 'WAITING' ? 'waiting' : failed ? 'failed' : status === 'IDLE' ? 'idle' : status.toLowerCase();
   return <span class={`badge status-${shown}`}>{shown}</span>;
 }
 

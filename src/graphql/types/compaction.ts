@@ -4,6 +4,7 @@ import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
+import type { CompactionResult } from '../../agent/compaction.ts';
 
 const CompactSessionInput = builder.inputType('CompactSessionInput', {
   fields: (t) => ({
@@ -19,7 +20,7 @@ const compactArgs = z.object({
   instructions: z.string().max(4000).nullish(),
 });
 
-const CompactSessionPayload = builder.objectRef<{ sessionId: string; fromSeq: number; toSeq: number; summarySeq: number }>('CompactSessionPayload').implement({
+const CompactSessionPayload = builder.objectRef<{ sessionId: string } & CompactionResult>('CompactSessionPayload').implement({
   description: 'A compaction written: plugin/compaction/start, surface/replace (the summary), plugin/compaction/end.',
   fields: (t) => ({
     session: t.field({
@@ -29,6 +30,10 @@ const CompactSessionPayload = builder.objectRef<{ sessionId: string; fromSeq: nu
     fromSeq: t.exposeInt('fromSeq', { description: 'First seq the summary replaces.' }),
     toSeq: t.exposeInt('toSeq', { description: 'Last seq the summary replaces.' }),
     summarySeq: t.exposeInt('summarySeq', { description: 'Seq of the surface/replace holding the summary.' }),
+    tokensBefore: t.exposeInt('tokensBefore', {
+      description: 'The history the summary replaces, in tokens as the context budget estimates them (about four characters a token).',
+    }),
+    tokensAfter: t.exposeInt('tokensAfter', { description: 'The summary as the model reads it, in tokens estimated the same way.' }),
   }),
 });
 
