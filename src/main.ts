@@ -80,6 +80,7 @@ async function main() {
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       foldCheckpointEvents: config.FORKLINE_FOLD_CHECKPOINT_EVENTS,
+      foldCacheBytes: config.FORKLINE_FOLD_CACHE_MAX_BYTES,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,

@@ -10,6 +10,16 @@ import { asCoreEvent, otherThanCore } from './core-event.ts';
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 
+// What a conversation holds in the heap, estimated from its shape (the agent's fold
+// cache is bounded by it): text alone undercounts it about three times, since
+// each event keeps its data object, its rendered message and index entries.
+/** An object with a handful of fields (64-bit V8: a header and 8 bytes a field). */
+const OBJECT_BYTES = 64;
+/** A slot in an array, Map or Set, with the slack they grow with. */
+const SLOT_BYTES = 24;
+/** A string: its header and its characters (two bytes each once any is outside Latin-1). */
+const stringBytes = (s: string | undefined | null): number => (s ? 16 + s.length * (/[^\u0000-\u00ff]/.test(s) ? 2 : 1) : 0);
+
 /** A message-producing event, kept so that a surface/replace can re-render history. */
 type Entry =
   | { seq: number; kind: 'user'; inputId: string }
@@ -47,8 +57,10 @@ export class Conversation {
   private rendered?: ChatMessage[] = [];
   /** Index in `rendered` of the assistant message that made each call. */
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
-  /** Rough size of the text held (the agent's fold cache is bounded by it). */
+  /** Rough size of the text held (kept in checkpoints). */
   approxChars = 0;
+  /** Estimated heap bytes held: the agent's fold cache is bounded by it. */
+  approxBytes = 0;
   /**
    * The session's instructions as the first (system) message of every request
    * (docs/contract.md: instructions are sent first): one object while they hold,
@@ -85,6 +97,10 @@ export class Conversation {
     if (snap.instructions) c.instructionsMessage = { role: 'system', content: snap.instructions };
     c.rendered = undefined; // rendered once, on the next request
     c.approxChars = snap.approxChars;
+    for (const e of snap.entries) c.approxBytes += entryBytes(e);
+    for (const [id, text] of snap.inputs) c.approxBytes += inputBytes(id, text);
+    for (const [, r] of snap.replacements) c.approxBytes += replacementBytes(r.content);
+    c.approxBytes += stringBytes(snap.instructions);
     return c;
   }
 
@@ -92,6 +108,7 @@ export class Conversation {
   setInstructions(text: string): void {
     this.instructionsMessage = text ? { role: 'system', content: text } : undefined;
     this.approxChars += text.length;
+    this.approxBytes += stringBytes(text);
   }
 
   apply(e: LogEvent): this {
@@ -100,6 +117,7 @@ export class Conversation {
       case 'inbox/add':
         this.inputs.set(ev.data.inputId, ev.data.text);
         this.approxChars += ev.data.text.length;
+        this.approxBytes += inputBytes(ev.data.inputId, ev.data.text) + (ev.data.responseFormat ? stringBytes(JSON.stringify(ev.data.responseFormat)) : 0);
         if (ev.data.responseFormat) this.responseFormats.set(ev.data.inputId, ev.data.responseFormat);
         break;
       case 'turn/start':
@@ -124,6 +142,7 @@ export class Conversation {
       case 'surface/replace':
         this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content, seq: e.seq });
         this.approxChars += ev.data.content.length;
+        this.approxBytes += replacementBytes(ev.data.content);
         this.rendered = undefined; // a range of history changes: render again, once
         break;
       case 'session/instructions':
@@ -178,6 +197,7 @@ export class Conversation {
 
   private add(entry: Entry) {
     this.entries.push(entry);
+    this.approxBytes += entryBytes(entry);
     // New events come after every replaced range (a surface/replace covers earlier events only).
     if (this.rendered) this.push(this.rendered, entry);
   }
@@ -243,6 +263,33 @@ export class Conversation {
     }
     replaceThrough(throughSeq);
     return out;
+  }
+}
+
+/** An input's text and id, in the inputs map. */
+const inputBytes = (inputId: string, text: string) => SLOT_BYTES + stringBytes(inputId) + stringBytes(text);
+
+/** A replacement, and the summary message rendered from it. */
+const replacementBytes = (content: string) => 2 * OBJECT_BYTES + SLOT_BYTES + 2 * stringBytes(content);
+
+/** An entry with what it keeps: its data, its rendered message, and per call the rendered call and its index entries. */
+function entryBytes(entry: Entry): number {
+  const base = 2 * OBJECT_BYTES + 2 * SLOT_BYTES; // the entry and its message, in `entries` and `rendered`
+  switch (entry.kind) {
+    case 'user':
+      return base + stringBytes(entry.inputId);
+    case 'assistant': {
+      const d = entry.data;
+      let n = base + OBJECT_BYTES + stringBytes(d.text) + (d.usage ? OBJECT_BYTES : 0) + (d.output !== undefined ? stringBytes(JSON.stringify(d.output)) : 0);
+      for (const c of d.toolCalls) n += 4 * OBJECT_BYTES + 3 * SLOT_BYTES + stringBytes(c.id) + stringBytes(c.name) + stringBytes(c.arguments);
+      return n;
+    }
+    case 'tool': {
+      const d = entry.data;
+      // An error's content is rendered with a prefix: a second string.
+      const rendered = d.status === 'error' ? stringBytes(d.content) : 0;
+      return base + OBJECT_BYTES + SLOT_BYTES + stringBytes(d.callId) + stringBytes(d.resultId) + stringBytes(d.content) + stringBytes(d.name) + rendered;
+    }
   }
 }
 

@@ -40,7 +40,7 @@ import type { ResponseFormat, RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
-import { FoldCache, SessionFold } from '../agent/session-fold.ts';
+import { DEFAULT_FOLD_CACHE_BYTES, FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from '../agent/compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from '../agent/context-budget.ts';
 import type { ChatModel } from '../agent/models/model.ts';
@@ -112,6 +112,8 @@ export interface RunnerProtocolDeps {
   /** Hot statements prepared per connection (as the store's). */
   prepare?: boolean;
   compaction: RunnerCompactionDeps;
+  /** The agent's fold cache bound in estimated heap bytes (DEFAULT_FOLD_CACHE_BYTES): this cache keeps a quarter of it. */
+  foldCacheBytes?: number;
 }
 
 /** What an append did: the events stored, the log's length after them, whether the lease was given back. */
@@ -132,9 +134,11 @@ const COMPACTION_LEASE_MS = 120_000;
 export class RunnerProtocol {
   readonly leases: RunnerLeases;
   /** Folds of sessions whose model request was read: the next read applies only new events. */
-  private readonly folds = new FoldCache(200, 16 * 1024 * 1024);
+  private readonly folds: FoldCache;
 
   constructor(private readonly deps: RunnerProtocolDeps) {
+    // A quarter of the agent's bound (docs/operations.md, FORKLINE_FOLD_CACHE_MAX_BYTES).
+    this.folds = new FoldCache(200, Math.max(1, Math.floor((deps.foldCacheBytes ?? DEFAULT_FOLD_CACHE_BYTES) / 4)));
     this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare, trees: deps.store.trees });
   }
 
@@ -322,7 +326,10 @@ export class RunnerProtocol {
     }
     // A fold this process keeps of the session takes what was written: the next request reads nothing it wrote.
     const fold = this.folds.peek(sessionId);
-    if (fold && written.events.length && fold.nextSeq === written.events[0].seq) fold.apply(written.events);
+    if (fold && written.events.length && fold.nextSeq === written.events[0].seq) {
+      fold.apply(written.events);
+      this.folds.put(fold); // measured again: it grew
+    }
     for (const u of turnUpdatesOf(sessionId, written.events)) this.deps.publish(u);
     return { ...written, eventCount: (written.events.at(-1)?.seq ?? (expectedEventCount ?? 0) - 1) + 1 };
   }
