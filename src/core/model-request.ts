@@ -18,7 +18,7 @@ const OBJECT_BYTES = 64;
 /** A slot in an array, Map or Set, with the slack they grow with. */
 const SLOT_BYTES = 24;
 /** A string: its header and its characters (two bytes each once any is outside Latin-1). */
-const stringBytes = (s: string | undefined | null): number => (s ? 16 + s.length * (/[^\u0000-\u00ff]/.test(s) ? 2 : 1) : 0);
+const stringBytes = (s: string | undefined | null): number => (s ? 16 + s.length * (/[\u0100-\uffff]/.test(s) ? 2 : 1) : 0);
 
 /** A message-producing event, kept so that a surface/replace can re-render history. */
 type Entry =
@@ -106,9 +106,9 @@ export class Conversation {
 
   /** Sets the instructions in force (a cold fold starts with those of its starting point). */
   setInstructions(text: string): void {
+    this.approxBytes += stringBytes(text) - stringBytes(this.instructionsMessage?.content);
     this.instructionsMessage = text ? { role: 'system', content: text } : undefined;
     this.approxChars += text.length;
-    this.approxBytes += stringBytes(text);
   }
 
   apply(e: LogEvent): this {
