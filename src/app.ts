@@ -258,7 +258,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     .catch((err) => log('checking stored file change sets failed', err));
   const server = await startServer({
     services,
-    prisma: db.prisma,
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 0,
     log,

@@ -25,7 +25,7 @@ const SessionModelRef = builder.objectRef<{ provider: string; model: string }>('
   }),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   model: t.field({
     type: SessionModelRef,
     nullable: true,
