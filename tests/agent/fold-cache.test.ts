@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { FoldCache, SessionFold } from '../../src/agent/session-fold.ts';
 import { Conversation } from '../../src/core/model-request.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -108,5 +109,35 @@ describe('fold cache', () => {
     const restored = Conversation.restore(JSON.parse(JSON.stringify(c.snapshot())));
     expect(restored.approxBytes).toBe(c.approxBytes);
     expect(restored.messages()).toEqual(c.messages());
+  });
+});
+
+describe("the host's fold cache bound (FORKLINE_FOLD_CACHE_MAX_BYTES)", () => {
+  const apps: TestApp[] = [];
+  afterAll(() => Promise.all(apps.map((a) => a.close())));
+
+  /** Event rows the second and third turns of a session read, in an app whose fold cache holds `foldCacheBytes`. */
+  async function rowsReadByLaterTurns(foldCacheBytes: number) {
+    let counting = false;
+    let rows = 0;
+    const app = await startTestApp({ foldCacheBytes, onQuery: (sql, n) => void (counting && /FROM "Event"/.test(sql) && (rows += n)) });
+    apps.push(app);
+    const id = (await app.services.store.createSession({ tenant: 'local' }, { title: 'bound' })).id;
+    const send = async (text: string) => {
+      await app.services.controller.sendMessage({ tenant: 'local' }, id, text);
+      await app.services.host.idle();
+    };
+    await send('first');
+    counting = true;
+    await send('second');
+    await send('third');
+    return rows;
+  }
+
+  it('keeps a fold within the bound between turns, and none past it (each turn then reads the log again)', async () => {
+    const kept = await rowsReadByLaterTurns(64 * 1024 * 1024);
+    const refused = await rowsReadByLaterTurns(1024); // smaller than any fold
+    expect(kept).toBeLessThanOrEqual(2); // each turn reads the input it takes
+    expect(refused).toBeGreaterThan(10); // the whole log, twice
   });
 });
