@@ -58,6 +58,8 @@ export interface AppOptions {
   distributed?: boolean;
   /** How many events apart a session's fold is checkpointed (FORKLINE_FOLD_CHECKPOINT_EVENTS; default DEFAULT_FOLD_CHECKPOINT_EVENTS, 0: none). */
   foldCheckpointEvents?: number;
+  /** What the agents' folds kept between turns may hold, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; default DEFAULT_FOLD_CACHE_BYTES). */
+  foldCacheBytes?: number;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
   maxActiveSessions?: number;
   /** Of those, the most one tenant's sessions take (FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT; unset: defaultSlotsPerTenant). */
@@ -221,6 +223,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
       clock,
       maxActive: opts.maxActiveSessions,
       foldCheckpointEvents: opts.foldCheckpointEvents,
+      foldCacheBytes: opts.foldCacheBytes,
       maxActivePerTenant:
         opts.maxActiveSessionsPerTenant ??
         defaultSlotsPerTenant(opts.maxActiveSessions ?? DEFAULT_MAX_ACTIVE_SESSIONS, new Set(opts.security?.apiTokens?.values()).size),
@@ -236,6 +239,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     clock,
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
+    foldCacheBytes: opts.foldCacheBytes,
   });
   const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
@@ -258,7 +262,6 @@ export async function createApp(opts: AppOptions): Promise<App> {
     .catch((err) => log('checking stored file change sets failed', err));
   const server = await startServer({
     services,
-    prisma: db.prisma,
     host: opts.host ?? '127.0.0.1',
     port: opts.port ?? 0,
     log,

@@ -63,8 +63,8 @@ async function main() {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  // Behind a transaction-mode pooler, what needs a session of its own (Prisma's
-  // migration lock, LISTEN) goes to Postgres directly.
+  // Behind a transaction-mode pooler, what needs a session of its own (the
+  // migrations' advisory lock, LISTEN) goes to Postgres directly.
   const directUrl = config.DATABASE_DIRECT_URL ?? config.DATABASE_LISTEN_URL ?? databaseUrl;
   try {
     await ensureDatabase(directUrl);
@@ -80,6 +80,7 @@ async function main() {
       maxActiveSessions: config.FORKLINE_MAX_ACTIVE_SESSIONS,
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       foldCheckpointEvents: config.FORKLINE_FOLD_CHECKPOINT_EVENTS,
+      foldCacheBytes: config.FORKLINE_FOLD_CACHE_MAX_BYTES,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,

@@ -17,6 +17,12 @@ import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
 
+/** What an empty fold holds besides its conversation (the reducer state, the bracket), measured. */
+const FOLD_BASE_BYTES = 2048;
+
+/** The default bound of a process's fold cache, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; docs/operations.md). */
+export const DEFAULT_FOLD_CACHE_BYTES = 64 * 1024 * 1024;
+
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
 const SNAPSHOT_VERSION = 2;
 
@@ -63,6 +69,11 @@ export class SessionFold {
   tenant?: string;
 
   constructor(readonly sessionId: string) {}
+
+  /** Estimated heap bytes the fold holds (the fold cache's measure). */
+  get approxBytes(): number {
+    return FOLD_BASE_BYTES + this.conversation.approxBytes;
+  }
 
   /** The seq of the next event the fold expects. */
   get nextSeq(): number {
@@ -250,16 +261,17 @@ export class SessionFold {
 }
 
 /**
- * Folds of recently run sessions, bounded by count and by the text they hold
- * (a fold holds its session's conversation). Only the host that holds a
+ * Folds of recently run sessions, bounded by count and by the heap bytes they
+ * hold, estimated from what each holds (a fold holds its session's
+ * conversation: its text is about a third of that). Only the host that holds a
  * session's lease uses its fold, so an entry is taken out while it is in use.
  */
 export class FoldCache {
   private readonly folds: LRUCache<string, SessionFold>;
 
-  constructor(maxSessions = 1000, maxChars = 64 * 1024 * 1024) {
-    // lru-cache sizes must be positive: an empty conversation counts one char.
-    this.folds = new LRUCache({ max: maxSessions, maxSize: maxChars, sizeCalculation: (f) => Math.max(1, f.conversation.approxChars) });
+  constructor(maxSessions = 1000, maxBytes = DEFAULT_FOLD_CACHE_BYTES) {
+    // A fold is measured when it is put: one taken out, grown and put back is measured again.
+    this.folds = new LRUCache({ max: maxSessions, maxSize: maxBytes, sizeCalculation: (f) => f.approxBytes });
   }
 
   /** The cached fold of the session (removed from the cache), or a new empty one. */
@@ -275,7 +287,7 @@ export class FoldCache {
     return this.folds.peek(sessionId);
   }
 
-  /** Keeps the fold, evicting the least recently used beyond either bound (one larger than `maxChars` is not kept). */
+  /** Keeps the fold, evicting the least recently used beyond either bound (one larger than `maxBytes` is not kept). */
   put(fold: SessionFold): void {
     this.folds.set(fold.sessionId, fold);
   }
@@ -290,5 +302,10 @@ export class FoldCache {
 
   get size(): number {
     return this.folds.size;
+  }
+
+  /** The estimated heap bytes of the folds kept. */
+  get bytes(): number {
+    return this.folds.calculatedSize;
   }
 }

@@ -13,6 +13,16 @@ export const summaryMessage = (fromSeq: number, toSeq: number, content: string) 
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 
+// What a conversation holds in the heap, estimated from its shape (the agent's fold
+// cache is bounded by it): text alone undercounts it about three times, since
+// each event keeps its data object, its rendered message and index entries.
+/** An object with a handful of fields (64-bit V8: a header and 8 bytes a field). */
+const OBJECT_BYTES = 64;
+/** A slot in an array, Map or Set, with the slack they grow with. */
+const SLOT_BYTES = 24;
+/** A string: its header and its characters (two bytes each once any is outside Latin-1). */
+const stringBytes = (s: string | undefined | null): number => (s ? 16 + s.length * (/[\u0100-\uffff]/.test(s) ? 2 : 1) : 0);
+
 /** A message-producing event, kept so that a surface/replace can re-render history. */
 type Entry =
   | { seq: number; kind: 'user'; inputId: string }
@@ -69,8 +79,10 @@ export class Conversation {
   private rendered?: ChatMessage[] = [];
   /** Index in `rendered` of the assistant message that made each call. */
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
-  /** Rough size of the text held (the agent's fold cache is bounded by it). */
+  /** Rough size of the text held (kept in checkpoints). */
   approxChars = 0;
+  /** Estimated heap bytes held: the agent's fold cache is bounded by it. */
+  approxBytes = 0;
   /**
    * The session's instructions as the first (system) message of every request
    * (docs/contract.md: instructions are sent first): one object while they hold,
@@ -117,6 +129,10 @@ export class Conversation {
     c.rendered = messages;
     c.unread = history;
     c.approxChars = head.approxChars;
+    for (const m of messages) c.approxBytes += messageBytes(m);
+    for (const [id, text] of head.inputs) c.approxBytes += inputBytes(id, text);
+    for (const [, r] of head.replacements) c.approxBytes += replacementBytes(r.content);
+    c.approxBytes += stringBytes(head.instructions);
     return c;
   }
 
@@ -126,12 +142,19 @@ export class Conversation {
     const h = this.unread();
     this.unread = undefined;
     this.entries = h.entries.concat(this.entries); // not push(...): a long history exceeds the call stack's argument limit
-    for (const [k, v] of h.inputs) if (!this.inputs.has(k)) this.inputs.set(k, v);
+    // Its rendered messages were counted at the restore: the entries add the rest.
+    for (const e of h.entries) this.approxBytes += entryBytes(e) - OBJECT_BYTES - SLOT_BYTES;
+    for (const [k, v] of h.inputs)
+      if (!this.inputs.has(k)) {
+        this.inputs.set(k, v);
+        this.approxBytes += inputBytes(k, v);
+      }
     for (const id of h.answered) this.answered.add(id);
   }
 
   /** Sets the instructions in force (a cold fold starts with those of its starting point). */
   setInstructions(text: string): void {
+    this.approxBytes += stringBytes(text) - stringBytes(this.instructionsMessage?.content);
     this.instructionsMessage = text ? { role: 'system', content: text } : undefined;
     this.approxChars += text.length;
   }
@@ -142,6 +165,7 @@ export class Conversation {
       case 'inbox/add':
         this.inputs.set(ev.data.inputId, ev.data.text);
         this.approxChars += ev.data.text.length;
+        this.approxBytes += inputBytes(ev.data.inputId, ev.data.text) + (ev.data.responseFormat ? stringBytes(JSON.stringify(ev.data.responseFormat)) : 0);
         if (ev.data.responseFormat) this.responseFormats.set(ev.data.inputId, ev.data.responseFormat);
         break;
       case 'turn/start':
@@ -167,6 +191,7 @@ export class Conversation {
       case 'surface/replace':
         this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content, seq: e.seq });
         this.approxChars += ev.data.content.length;
+        this.approxBytes += replacementBytes(ev.data.content);
         this.rendered = undefined; // a range of history changes: render again, once
         break;
       case 'session/instructions':
@@ -221,6 +246,7 @@ export class Conversation {
 
   private add(entry: Entry) {
     this.entries.push(entry);
+    this.approxBytes += entryBytes(entry);
     // New events come after every replaced range (a surface/replace covers earlier events only).
     if (this.rendered) this.push(this.rendered, entry);
   }
@@ -288,6 +314,43 @@ export class Conversation {
     }
     replaceThrough(throughSeq);
     return out;
+  }
+}
+
+/** A rendered message (a restored conversation's, before its history is read). */
+function messageBytes(m: ChatMessage): number {
+  let n = OBJECT_BYTES + SLOT_BYTES + stringBytes(m.content);
+  if (m.role === 'tool') n += stringBytes(m.tool_call_id);
+  if (m.role === 'assistant')
+    for (const c of m.tool_calls ?? [])
+      n += 3 * OBJECT_BYTES + SLOT_BYTES + stringBytes(c.id) + stringBytes(c.function.name) + stringBytes(c.function.arguments);
+  return n;
+}
+
+/** An input's text and id, in the inputs map. */
+const inputBytes = (inputId: string, text: string) => SLOT_BYTES + stringBytes(inputId) + stringBytes(text);
+
+/** A replacement, and the summary message rendered from it. */
+const replacementBytes = (content: string) => 2 * OBJECT_BYTES + SLOT_BYTES + 2 * stringBytes(content);
+
+/** An entry with what it keeps: its data, its rendered message, and per call the rendered call and its index entries. */
+function entryBytes(entry: Entry): number {
+  const base = 2 * OBJECT_BYTES + 2 * SLOT_BYTES; // the entry and its message, in `entries` and `rendered`
+  switch (entry.kind) {
+    case 'user':
+      return base + stringBytes(entry.inputId);
+    case 'assistant': {
+      const d = entry.data;
+      let n = base + OBJECT_BYTES + stringBytes(d.text) + (d.usage ? OBJECT_BYTES : 0) + (d.output !== undefined ? stringBytes(JSON.stringify(d.output)) : 0);
+      for (const c of d.toolCalls) n += 4 * OBJECT_BYTES + 3 * SLOT_BYTES + stringBytes(c.id) + stringBytes(c.name) + stringBytes(c.arguments);
+      return n;
+    }
+    case 'tool': {
+      const d = entry.data;
+      // An error's content is rendered with a prefix: a second string.
+      const rendered = d.status === 'error' ? stringBytes(d.content) : 0;
+      return base + OBJECT_BYTES + SLOT_BYTES + stringBytes(d.callId) + stringBytes(d.resultId) + stringBytes(d.content) + stringBytes(d.name) + rendered;
+    }
   }
 }
 

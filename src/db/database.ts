@@ -1,19 +1,15 @@
-// One pg pool per process, shared by Prisma (through the pg adapter) and by the
-// store's raw-SQL hot paths (append, fork, log reads).
+// One pg pool per process: the store's SQL (every read and write) runs on it.
 import pg from 'pg';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from '@prisma/client';
 import { pgConfigFromUrl } from './pg-config.ts';
 import { storeTypes } from './pg-types.ts';
 
 export interface Database {
   pool: pg.Pool;
-  prisma: PrismaClient;
   url: string;
   close(): Promise<void>;
 }
 
-/** Called after every statement the pool runs (Prisma's and the store's): its SQL, the rows it returned and its parameters. */
+/** Called after every statement the pool runs: its SQL, the rows it returned and its parameters. */
 export type QueryObserver = (sql: string, rows: number, params: unknown[]) => void;
 
 /** Connections per process (DATABASE_POOL_MAX), whatever the number of sessions it runs. */
@@ -23,13 +19,10 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryO
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
   const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 });
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     pool,
-    prisma,
     url,
     async close() {
-      await prisma.$disconnect();
       await pool.end().catch(() => {});
     },
   };

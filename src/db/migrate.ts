@@ -1,87 +1,71 @@
-// Applies prisma/migrations with the Prisma CLI (`migrate deploy`, offline-safe
-// through prisma.config.ts: JS engine + pg adapter). Prisma owns the migrations
-// and their bookkeeping; what was applied is read from that bookkeeping (the
-// `_prisma_migrations` table), never from the CLI's wording.
-import { spawn } from 'node:child_process';
+// Applies prisma/migrations as `prisma migrate deploy` does, without the CLI
+// (ARCHITECTURE.md, Database tooling): Prisma owns the migrations and their
+// bookkeeping, the `_prisma_migrations` table, and `prisma migrate status`
+// reads what this records. Each migration runs in its own transaction with its
+// row, so a failed one leaves neither a change nor a row behind.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pgConfigFromUrl } from './pg-config.ts';
 
-const require = createRequire(import.meta.url);
 const root = fileURLToPath(new URL('../../', import.meta.url));
+const MIGRATIONS_DIR = path.join(root, 'prisma', 'migrations');
 
-/** How often the table is read while the CLI runs. */
-const POLL_MS = 100;
-const UNDEFINED_TABLE = '42P01';
+/** The advisory lock Prisma's schema engine holds while it migrates: processes starting together, and a `prisma migrate deploy`, take turns. */
+const PRISMA_MIGRATE_LOCK = 72707369;
+
+/** The table as Prisma's schema engine creates it. */
+const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+  "id" VARCHAR(36) PRIMARY KEY NOT NULL,
+  "checksum" VARCHAR(64) NOT NULL,
+  "finished_at" TIMESTAMPTZ,
+  "migration_name" VARCHAR(255) NOT NULL,
+  "logs" TEXT,
+  "rolled_back_at" TIMESTAMPTZ,
+  "started_at" TIMESTAMPTZ NOT NULL DEFAULT now(),
+  "applied_steps_count" INTEGER NOT NULL DEFAULT 0
+)`;
 
 /**
- * Applies the migrations of this build that the database lacks. The CLI's
- * adapter pool keeps its process alive for seconds after the work is done, so
- * it is stopped as soon as `_prisma_migrations` records every migration as
- * finished; its exit code and output matter only when it ends first.
+ * Applies the migrations of `dir` (default: this build's) that the database
+ * lacks, oldest first. Refuses, as Prisma does, while a migration is recorded
+ * as started and never finished (a failed `prisma migrate deploy`): `prisma
+ * migrate resolve` settles it.
  */
-export async function migrate(databaseUrl: string, expected = expectedMigrations()): Promise<void> {
+export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promise<void> {
   const client = new pg.Client(pgConfigFromUrl(databaseUrl));
   await client.connect();
-  const pending = async () => {
-    try {
-      return await pendingMigrations(client, expected);
-    } catch (err) {
-      if ((err as { code?: string }).code === UNDEFINED_TABLE) return expected; // a new database: Prisma creates the table
-      throw err;
-    }
-  };
   try {
-    if ((await pending()).length === 0) return;
-    await deploy(databaseUrl, pending);
+    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK]);
+    await client.query(CREATE_MIGRATIONS_TABLE);
+    const { rows: failed } = await client.query<{ migration_name: string }>(
+      'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY started_at',
+    );
+    if (failed.length)
+      throw new Error(
+        `migrations failed: ${failed[0].migration_name} was started and never finished; settle it with \`prisma migrate resolve\` (--applied or --rolled-back), then start again`,
+      );
+    for (const name of await pendingMigrations(client, expectedMigrations(dir))) {
+      const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'));
+      try {
+        await client.query('BEGIN');
+        const id = crypto.randomUUID();
+        // Prisma's checksum: the SHA-256 of the file's bytes.
+        const checksum = crypto.createHash('sha256').update(sql).digest('hex');
+        await client.query('INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())', [id, checksum, name]);
+        await client.query(sql.toString('utf8'));
+        await client.query('UPDATE _prisma_migrations SET finished_at = clock_timestamp(), applied_steps_count = 1 WHERE id = $1', [id]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw new Error(`migrations failed: ${name}: ${err instanceof Error ? err.message : String(err)} (nothing of it was applied)`, { cause: err });
+      }
+    }
   } finally {
-    await client.end();
+    await client.end(); // the lock goes with the connection
   }
-}
-
-function deploy(databaseUrl: string, pending: () => Promise<string[]>): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const cli = require.resolve('prisma/build/index.js');
-    const child = spawn(process.execPath, [cli, 'migrate', 'deploy'], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: '1', CHECKPOINT_DISABLE: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = ''; // for the error only
-    let applied = false;
-    let exited = false;
-    const collect = (chunk: Buffer) => void (output += chunk.toString());
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    const poll = setInterval(() => {
-      pending().then(
-        (left) => {
-          if (left.length > 0 || applied || exited) return;
-          applied = true;
-          child.kill('SIGTERM');
-        },
-        () => {}, // the CLI's own result decides then
-      );
-    }, POLL_MS);
-    const fail = (why: string) => reject(new Error(`migrations failed: ${why}\n${output}`));
-    child.on('error', (err) => {
-      clearInterval(poll);
-      reject(err);
-    });
-    child.on('close', (code) => {
-      exited = true;
-      clearInterval(poll);
-      if (applied) return resolve();
-      // Ended by itself: the table says whether the migrations are in.
-      pending().then(
-        (left) => (left.length === 0 ? resolve() : fail(`exit code ${code}, not applied: ${left.join(', ')}`)),
-        (err: unknown) => fail(`exit code ${code}, ${err instanceof Error ? err.message : String(err)}`),
-      );
-    });
-  });
 }
 
 const INVALID_CATALOG_NAME = '3D000';
@@ -139,7 +123,7 @@ export async function pendingMigrations(pool: pg.Pool | pg.ClientBase, expected:
 }
 
 /** The migrations this build expects: the folders of prisma/migrations. */
-export function expectedMigrations(dir = path.join(root, 'prisma', 'migrations')): string[] {
+export function expectedMigrations(dir = MIGRATIONS_DIR): string[] {
   return fs
     .readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && fs.existsSync(path.join(dir, d.name, 'migration.sql')))

@@ -18,9 +18,6 @@ const UNAVAILABLE_SQLSTATE = new Set([
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
-/** Prisma's codes for the same situations (its pg adapter wraps the driver's errors). */
-const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
-
 const MESSAGES =
   /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|Connection ended|server closed the connection|too many clients|terminating connection/i;
 
@@ -28,7 +25,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (typeof code === 'string') {
-      if (UNAVAILABLE_SQLSTATE.has(code) || code.startsWith('08') || NETWORK_CODES.has(code) || PRISMA_CODES.has(code)) return true;
+      if (UNAVAILABLE_SQLSTATE.has(code) || code.startsWith('08') || NETWORK_CODES.has(code)) return true;
     }
     if (typeof message === 'string' && MESSAGES.test(message)) return true;
   }

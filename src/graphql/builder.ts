@@ -1,12 +1,10 @@
 import SchemaBuilder from '@pothos/core';
-import PrismaPlugin from '@pothos/plugin-prisma';
 import RelayPlugin from '@pothos/plugin-relay';
-import type PrismaTypes from '../generated/pothos-prisma-types.ts';
-import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
 import type { Context } from './context.ts';
 import { badInput } from '../core/errors.ts';
 import { PROPERTY_READ } from './property-reads.ts';
+import type { SessionRow } from '../store/session-rows.ts';
 
 /** Maximum page size of every connection; larger `first` is rejected. */
 export const MAX_PAGE_SIZE = 500;
@@ -21,7 +19,8 @@ const TYPE_BY_PREFIX: Record<string, string> = { ses: 'Session', evt: 'Event' };
 
 export const builder = new SchemaBuilder<{
   Context: Context;
-  PrismaTypes: PrismaTypes;
+  // Session's shape: the store's row (store/session-rows.ts); fields of other files attach to it by name.
+  Objects: { Session: SessionRow };
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     JSON: { Input: unknown; Output: unknown };
@@ -29,15 +28,8 @@ export const builder = new SchemaBuilder<{
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [PrismaPlugin, RelayPlugin, 'propertyReads'],
+  plugins: [RelayPlugin, 'propertyReads'],
   defaultFieldNullability: false,
-  prisma: {
-    client: (ctx) => ctx.prisma,
-    dmmf: getDatamodel(),
-    filterConnectionTotalCount: true,
-    maxConnectionSize: MAX_PAGE_SIZE,
-    defaultConnectionSize: DEFAULT_PAGE_SIZE,
-  },
   relay: {
     clientMutationId: 'omit',
     cursorType: 'String',

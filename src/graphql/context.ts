@@ -1,4 +1,3 @@
-import type { PrismaClient } from '@prisma/client';
 import type { Scope, TenantStore } from '../store/session-store.ts';
 import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
@@ -9,7 +8,6 @@ export interface Context {
   scope: Scope;
   /** The caller's tenant and scopes (plugins/scopes.ts, the token admin's fields). */
   caller: Caller;
-  prisma: PrismaClient;
   /** The store as the caller's tenant sees it: every read is checked to be the tenant's (store/tenant-store.ts). */
   store: TenantStore;
   services: DoorServices;

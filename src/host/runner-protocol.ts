@@ -40,7 +40,7 @@ import type { ResponseFormat, RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
 import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
-import { FoldCache, SessionFold } from '../agent/session-fold.ts';
+import { DEFAULT_FOLD_CACHE_BYTES, FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from '../agent/compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from '../agent/context-budget.ts';
 import type { ChatModel } from '../agent/models/model.ts';
@@ -114,6 +114,8 @@ export interface RunnerProtocolDeps {
   /** Hot statements prepared per connection (as the store's). */
   prepare?: boolean;
   compaction: RunnerCompactionDeps;
+  /** The agent's fold cache bound in estimated heap bytes (DEFAULT_FOLD_CACHE_BYTES): this cache keeps a quarter of it. */
+  foldCacheBytes?: number;
 }
 
 /** What a claim does besides taking the lease. */
@@ -140,9 +142,11 @@ const COMPACTION_LEASE_MS = 120_000;
 export class RunnerProtocol {
   readonly leases: RunnerLeases;
   /** Folds of sessions whose model request was read: the next read applies only new events. */
-  private readonly folds = new FoldCache(200, 16 * 1024 * 1024);
+  private readonly folds: FoldCache;
 
   constructor(private readonly deps: RunnerProtocolDeps) {
+    // A quarter of the agent's bound (docs/operations.md, FORKLINE_FOLD_CACHE_MAX_BYTES).
+    this.folds = new FoldCache(200, Math.max(1, Math.floor((deps.foldCacheBytes ?? DEFAULT_FOLD_CACHE_BYTES) / 4)));
     this.leases = new RunnerLeases(deps.store.pool, { prepare: deps.prepare, trees: deps.store.trees });
   }
 
@@ -362,7 +366,10 @@ export class RunnerProtocol {
     const follows = fold && written.events.length && fold.nextSeq === written.events[0].seq;
     // The calls approval events name: the fold's open step when it is in step with the log, else read from the log.
     const calls = new OpenStepCalls(follows ? fold.state.openTail() : undefined);
-    if (follows) fold.apply(written.events);
+    if (follows) {
+      fold.apply(written.events);
+      this.folds.put(fold); // measured again: it grew
+    }
     for (const u of await turnUpdatesRead(sessionId, written.events, calls, readOpenTail(this.deps.store.log))) this.deps.publish(u);
     return { ...written, eventCount: (written.events.at(-1)?.seq ?? (expectedEventCount ?? 0) - 1) + 1 };
   }

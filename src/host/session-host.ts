@@ -59,6 +59,8 @@ export interface HostOptions {
   maxActivePerTenant?: number;
   /** How many events apart a session's fold is checkpointed, at the end of a run (DEFAULT_FOLD_CHECKPOINT_EVENTS; 0: none). */
   foldCheckpointEvents?: number;
+  /** What the folds kept between turns may hold, in estimated heap bytes (DEFAULT_FOLD_CACHE_BYTES). */
+  foldCacheBytes?: number;
   log?: (msg: string, err?: unknown) => void;
   /** Heartbeats, sweeps, waits between retries and compaction deadlines (default: the system clock). */
   clock?: Clock;
@@ -88,7 +90,7 @@ export class SessionHost {
   private readonly running = new Map<string, Running>();
   /** Targeted claims in flight, with their tenant (they count against capacity). */
   private readonly claimingOne = new Map<string, string>();
-  private readonly folds = new FoldCache();
+  private readonly folds: FoldCache;
   /** Checkpoint writes in flight (idle() waits for them). */
   private readonly checkpointWrites = new Set<Promise<void>>();
   /** Folds being built ahead of a first message (prewarm), by session. */
@@ -114,6 +116,7 @@ export class SessionHost {
     private readonly opts: HostOptions = {},
   ) {
     this.maxActive = opts.maxActive ?? DEFAULT_MAX_ACTIVE_SESSIONS;
+    this.folds = new FoldCache(undefined, opts.foldCacheBytes);
     this.clock = opts.clock ?? systemClock;
     this.maxPerTenant = Math.min(this.maxActive, opts.maxActivePerTenant ?? this.maxActive);
     const listener = opts.listener;

@@ -7,7 +7,6 @@
 import http from 'node:http';
 import { WebSocketServer } from 'ws';
 import type { Plugin } from 'graphql-yoga';
-import type { PrismaClient } from '@prisma/client';
 import type { DoorServices } from '../host/services.ts';
 import type { ServiceMetrics } from '../metrics.ts';
 import type { ErrorLog } from '../logger.ts';
@@ -42,7 +41,6 @@ const LISTEN_BACKLOG = 4096;
 
 export interface ServerOptions {
   services: DoorServices;
-  prisma: PrismaClient;
   host: string;
   port: number;
   log?: ErrorLog;
@@ -86,7 +84,6 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const guard = new Guard({ host: opts.host, security: opts.security, apiTokens: opts.services.apiTokens, metrics });
   const graphql = graphqlHandler({
     services: opts.services,
-    prisma: opts.prisma,
     guard,
     log,
     security: opts.security,

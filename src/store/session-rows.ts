@@ -2,11 +2,9 @@
 // dashboard makes all the time (a session, a sessions page, the parents of a
 // page). Under the readThroughput bench Prisma's query compiler (wasm) and
 // client were a large share of the server's CPU for these; the same rows through a prepared statement cost the
-// pg driver's parse alone. Prisma still owns the table and serves the rest.
-//
-// Rows have exactly the shape of Prisma's `Session` (same columns, same
-// types), so either source can back the GraphQL Session type; a row read with
-// a column list is typed as the part it holds (PartialSessionRow).
+// pg driver's parse alone. Prisma owns the table: its generated `Session` type
+// is the row's type (imported as a type only; ARCHITECTURE.md, Database
+// tooling); a row read with a column list is typed as the part it holds (PartialSessionRow).
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';

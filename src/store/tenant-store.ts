@@ -275,12 +275,6 @@ export class TenantStore {
     return this.parts.owners.check(this.scope.tenant, sessionId);
   }
 
-  /** The session's fork tree when it is the tenant's (the Prisma node lookup's key), else undefined. */
-  async treeOf(id: string): Promise<string | undefined> {
-    const tree = await this.parts.trees.of(id);
-    return tree !== undefined && (await this.parts.owners.owner(id)) === this.scope.tenant ? tree : undefined;
-  }
-
   /**
    * The last seq session row `a` (as read: never past its eventCount) and
    * session `bId` share, stored once for both (-1: none, e.g. sessions of

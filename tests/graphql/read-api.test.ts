@@ -74,6 +74,27 @@ describe('GraphQL read API over HTTP', () => {
     expect((await app.ok(`{ node(id: "ses_nope") { id } }`)).node).toBeNull();
   });
 
+  it('a session id clients kept is its global id: node() and nodes() find it, in order, with null for the rest', async () => {
+    const a = (await app.ok(CREATE, { input: { title: 'kept a' } })).createSession.id as string;
+    const b = (await app.ok(CREATE, { input: { title: 'kept b' } })).createSession.id as string;
+    expect(a).toMatch(/^ses_/); // the ids clients hold: node ids are the same strings, no encoding
+    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { id events(first: 1) { edges { node { id } } } } }`, { id: a });
+    expect(session.id).toBe(a);
+    const eventId = session.events.edges[0].node.id;
+    const { node } = await app.ok(`query($id: ID!) { node(id: $id) { id __typename ... on Session { title status eventCount createdAt } } }`, { id: a });
+    expect(node).toMatchObject({ id: a, __typename: 'Session', title: 'kept a', status: 'IDLE', eventCount: 1 });
+    const { nodes } = await app.ok(`query($ids: [ID!]!) { nodes(ids: $ids) { id __typename ... on Session { title } ... on Event { seq } } }`, {
+      ids: [b, 'ses_missing', eventId, a, b],
+    });
+    expect(nodes).toEqual([
+      { id: b, __typename: 'Session', title: 'kept b' },
+      null,
+      { id: eventId, __typename: 'Event', seq: 0 },
+      { id: a, __typename: 'Session', title: 'kept a' },
+      { id: b, __typename: 'Session', title: 'kept b' },
+    ]);
+  });
+
   it('filters sessions by status and parentId', async () => {
     const { createSession: s } = await app.ok(CREATE, { input: { title: 'running' } });
     await app.services.store.append(s.id, [

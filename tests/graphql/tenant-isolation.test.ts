@@ -228,7 +228,6 @@ describe("another tenant's session reads as not found", () => {
     const contextValue: Context = {
       scope: me,
       caller: { tenant: me.tenant, scopes: ALL_SCOPES },
-      prisma: undefined as never, // node(id) only
       store,
       services: app.services,
       sessionLoader: new SessionLoader(view),

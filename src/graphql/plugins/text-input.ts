@@ -1,5 +1,5 @@
-// Postgres stores neither NUL (U+0000) nor lone UTF-16 surrogates, and Prisma
-// fails on the latter before Postgres sees them. Such strings in variables or
+// Postgres stores neither NUL (U+0000) nor lone UTF-16 surrogates (and JSON
+// text with a lone surrogate is refused). Such strings in variables or
 // literals are the client's error: reject them before anything executes.
 import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';

@@ -154,7 +154,7 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
   }),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   lastAnswer: t.field({
     type: AnswerRef,
     nullable: true,

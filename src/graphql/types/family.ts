@@ -24,7 +24,7 @@ const SessionModelRef = builder.objectRef<{ provider: string; model: string }>('
   }),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   model: t.field({
     type: SessionModelRef,
     nullable: true,

@@ -62,7 +62,7 @@ const filesRef = (s: Pick<SessionRow, 'id' | 'treeId' | 'eventCount' | 'inherite
   eventCount: s.eventCount,
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   files: t.field({
     type: [FileEntryRef],
     description: "The files of the session's workspace as of `atSeq` (default: its last event), under the directory `path` (default: all), in path order.",

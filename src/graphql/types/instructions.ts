@@ -9,7 +9,7 @@ import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { dataOf } from '../../core/core-event.ts';
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   instructions: t.string({
     nullable: true,
     description: "Its instructions as of the end of its log (its last session/instructions event, a fork's own or inherited); null when none. One index probe.",

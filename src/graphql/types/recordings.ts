@@ -6,7 +6,7 @@ import { parseArgs } from '../input.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { SessionRef } from './session.ts';
 
-builder.prismaObjectField('Session', 'recording', (t) =>
+builder.objectField('Session', 'recording', (t) =>
   t.string({
     description: 'The session as a recording: JSON Lines, format V4 (a header, then one line per event).',
     resolve: (session, _args, ctx) => recordingText(ctx.store, session),

@@ -277,7 +277,7 @@ const declareArgs = z.object({
     .max(500),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   runner: t.exposeString('runner', {
     nullable: true,
     description: "The external runner pool that runs it (null: forkline's own agent); forks, branches, edits and fan-outs keep it.",

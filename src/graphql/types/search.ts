@@ -165,7 +165,7 @@ const sessionSearchArgs = z.object({
     .nullish(),
 });
 
-builder.prismaObjectField('Session', 'search', (t) =>
+builder.objectField('Session', 'search', (t) =>
   t.field({
     type: SessionSearchHitConnection,
     description:

@@ -15,11 +15,12 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
   } as const,
 });
 
-export const SessionRef = builder.prismaNode('Session', {
+// A relay node whose global id is the session id itself (builder.ts). node(id) and
+// nodes(ids) read rows from the store, batched per request by the session loader
+// (the tenant's view: a missing or another tenant's id is null, not an error).
+export const SessionRef = builder.node('Session', {
   id: { resolve: (s) => s.id, ...PROPERTY_READ },
-  nullable: true, // node(id) of a missing (or other tenant's) id is null, not an error
-  // The row's key (id, treeId): the tree from the directory (cached), so the read names it like every other.
-  findUnique: async (id, ctx) => ({ id_treeId: { id, treeId: (await ctx.store.treeOf(id)) ?? '' }, tenant: ctx.scope.tenant }),
+  loadManyWithoutCache: (ids, ctx) => Promise.all(ids.map((id) => ctx.sessionLoader.load(id))),
   fields: (t) => ({
     title: t.exposeString('title', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
@@ -50,7 +51,7 @@ export const SessionRef = builder.prismaNode('Session', {
 export const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' });
 const EventConnection = builder.connectionObject({ type: EventRef, name: 'EventConnection' });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   // Batched per request (one statement for a page's parents); no read at all
   // when only the id is asked (the foreign key is that id).
   parent: t.field({

@@ -30,7 +30,7 @@ const PendingApprovalRef = builder.objectRef<PendingApproval>('PendingApproval')
   }),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   pendingApprovals: t.field({
     type: [PendingApprovalRef],
     description: 'Tool calls awaiting approval, in call order (the session is WAITING while there is one). Reads the open turn only when the session waits.',

@@ -64,7 +64,7 @@ builder.queryFields((t) => ({
   }),
 }));
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   tools: t.field({
     type: [ToolInfoRef],
     description:

@@ -15,7 +15,7 @@ const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').im
   }),
 });
 
-builder.prismaObjectFields('Session', (t) => ({
+builder.objectFields('Session', (t) => ({
   workspace: t.field({
     type: [WorkspaceEntryRef],
     description:

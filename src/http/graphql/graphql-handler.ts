@@ -12,7 +12,6 @@ import { schema } from '../../graphql/schema.ts';
 import type { Context } from '../../graphql/context.ts';
 import { SessionLoader } from '../../graphql/session-loader.ts';
 import type { DoorServices } from '../../host/services.ts';
-import type { PrismaClient } from '@prisma/client';
 import type { ServiceMetrics } from '../../metrics.ts';
 import type { ErrorLog } from '../../logger.ts';
 import { maskError, useInputErrorCodes } from '../../graphql/plugins/error-codes.ts';
@@ -34,7 +33,6 @@ import { renderGraphiQLPage, useGraphiQLSecurityHeaders } from '../graphiql.ts';
 
 export interface GraphqlHandlerOptions {
   services: DoorServices;
-  prisma: PrismaClient;
   guard: Guard;
   log: ErrorLog;
   security?: SecurityOptions;
@@ -114,7 +112,6 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       return {
         scope,
         caller: principal,
-        prisma: opts.prisma,
         store,
         services: opts.services,
         sessionLoader: new SessionLoader(store),

@@ -241,7 +241,7 @@ describe('the fast lane', () => {
   it('refuses to start beside a plugin with request-level hooks that is not on its allow-list', () => {
     const apiTokens = { inUse: false } as unknown as ApiTokens;
     const handler = (opts: Partial<Parameters<typeof graphqlHandler>[0]>) =>
-      graphqlHandler({ services: {} as never, prisma: {} as never, guard: new Guard({ host: '127.0.0.1', apiTokens }), log: () => {}, ...opts });
+      graphqlHandler({ services: {} as never, guard: new Guard({ host: '127.0.0.1', apiTokens }), log: () => {}, ...opts });
     const withHook = (hook: string): Plugin =>
       hook.startsWith('instrumentation.') ? { instrumentation: { [hook.slice(16)]: (_: unknown, wrapped: () => void) => wrapped() } } : { [hook]: () => {} };
     const hooks = [

@@ -1,0 +1,151 @@
+// The agent's fold cache is bounded by the heap its folds hold, estimated from
+// what each holds: the estimate must follow the heap (text alone undercounts it
+// about three times), and the cache must keep to its bound.
+import { randomUUID } from 'node:crypto';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { FoldCache, SessionFold } from '../../src/agent/session-fold.ts';
+import { Conversation } from '../../src/core/model-request.ts';
+import type { LogEvent } from '../../src/core/events.ts';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+
+/** Events as the store reads them (parsed JSON): turns whose steps call tools, or short question-and-answer turns. */
+function sessionLog(turns: number, shape: 'tools' | 'short'): LogEvent[] {
+  const out: LogEvent[] = [];
+  const push = (type: string, data: unknown) => out.push(JSON.parse(JSON.stringify({ seq: out.length, type, data })) as LogEvent);
+  push('session/title', { title: 'estimate' });
+  for (let t = 1; t <= turns; t++) {
+    const inputId = randomUUID();
+    const text = shape === 'tools' ? `message ${t}: ${'lorem ipsum '.repeat(20 + ((t * 7) % 40))}` : `question ${t} about something`;
+    push('inbox/add', { inputId, text });
+    push('inbox/remove', { inputId, reason: 'taken' });
+    push('turn/start', { turn: t, inputId });
+    const steps = shape === 'tools' ? 3 : 1;
+    for (let s = 1; s <= steps; s++) {
+      push('step/start', { turn: t, step: s });
+      const calls =
+        s === steps
+          ? []
+          : ['clock', 'note_write', 'write_file'].slice(0, s === 1 ? 3 : 2).map((name) => ({
+              id: randomUUID(),
+              name,
+              arguments: JSON.stringify({ path: 'notes/f.md', content: 'line\n'.repeat(30) }),
+              effect: 'side-effects',
+            }));
+      push('model/message', { turn: t, step: s, text: s === steps ? `Echo: ${'lorem ipsum '.repeat(8)}` : '', toolCalls: calls });
+      for (const c of calls)
+        push('tool/result', { turn: t, step: s, callId: c.id, resultId: randomUUID(), status: 'ok', content: 'line 1\n'.repeat(30), name: c.name });
+      push('step/end', { turn: t, step: s, reason: 'completed' });
+    }
+    push('turn/end', { turn: t, reason: 'completed' });
+  }
+  return out;
+}
+
+/** The heap the folds of these logs hold once the logs themselves are gone, per fold; and the folds. */
+function measure(count: number, turns: number, shape: 'tools' | 'short') {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const logs = Array.from({ length: count }, () => sessionLog(turns, shape));
+  const folds = logs.map((events, i) => {
+    const fold = new SessionFold(`s${i}`);
+    fold.apply(events);
+    fold.conversation.messages(); // rendered, as after a turn
+    return fold;
+  });
+  logs.length = 0;
+  gc();
+  const heldPerFold = (process.memoryUsage().heapUsed - before) / count;
+  return { heldPerFold, folds };
+}
+
+const mean = (folds: SessionFold[], of: (f: SessionFold) => number) => folds.reduce((n, f) => n + of(f), 0) / folds.length;
+
+describe('fold cache', () => {
+  it.each([
+    ['turns with tool calls', 40, 20, 'tools'],
+    ['short turns', 10, 1000, 'short'],
+  ] as const)("a fold's estimated bytes follow the heap it holds (%s)", (_, count, turns, shape) => {
+    const { heldPerFold, folds } = measure(count, turns, shape);
+    const estimate = mean(folds, (f) => f.approxBytes);
+    const chars = mean(folds, (f) => f.conversation.approxChars);
+    expect(heldPerFold).toBeGreaterThan(2 * chars); // why text is not the measure
+    expect(estimate / heldPerFold).toBeGreaterThan(0.8);
+    expect(estimate / heldPerFold).toBeLessThan(1.6);
+  });
+
+  it('keeps to its bound in bytes, the least recently used going first, and refuses a fold larger than the bound', () => {
+    const folds = Array.from({ length: 30 }, (_, i) => {
+      const f = new SessionFold(`s${i}`);
+      f.apply(sessionLog(5, 'tools'));
+      return f;
+    });
+    const each = folds[0].approxBytes;
+    const cache = new FoldCache(1000, Math.floor(each * 10.5));
+    for (const f of folds) cache.put(f);
+    expect(cache.size).toBe(10);
+    expect(cache.bytes).toBeLessThanOrEqual(each * 10.5);
+    expect(cache.has('s29') && cache.has('s20')).toBe(true);
+    expect(cache.has('s19')).toBe(false);
+
+    const big = new SessionFold('big');
+    big.apply(sessionLog(60, 'tools'));
+    expect(big.approxBytes).toBeGreaterThan(each * 10.5);
+    cache.put(big);
+    expect(cache.has('big')).toBe(false);
+    expect(cache.size).toBe(10);
+  });
+
+  it('a conversation restored from a checkpoint is estimated by what it holds: its messages, then its history once read', () => {
+    const c = new Conversation();
+    c.setInstructions('be brief');
+    c.setInstructions('be very brief');
+    c.applyAll(sessionLog(6, 'tools'));
+    c.apply({ seq: 10_000, type: 'surface/replace', data: { fromSeq: 1, toSeq: 40, content: 'summary '.repeat(50) } });
+    const snap = JSON.parse(JSON.stringify(c.snapshot()));
+    const restored = Conversation.restore(snap.head, snap.messages, () => snap.history);
+    expect(restored.messages()).toEqual(c.messages());
+    // Before its history is read it holds the rendered messages only: less than the fold that made it, not nothing.
+    const beforeHistory = restored.approxBytes;
+    expect(beforeHistory).toBeGreaterThan(c.approxBytes * 0.3);
+    expect(beforeHistory).toBeLessThan(c.approxBytes);
+    // Read (a compaction's range renders history again), it holds entries and messages as separate copies: at least the original's.
+    restored.messagesThrough(10);
+    expect(restored.approxBytes).toBeGreaterThanOrEqual(c.approxBytes);
+    expect(restored.approxBytes).toBeLessThan(c.approxBytes * 2);
+  });
+});
+
+describe("the host's fold cache bound (FORKLINE_FOLD_CACHE_MAX_BYTES)", () => {
+  const apps: TestApp[] = [];
+  afterAll(() => Promise.all(apps.map((a) => a.close())));
+
+  /** Event rows the second and third turns of a session read, in an app whose fold cache holds `foldCacheBytes`. */
+  async function rowsReadByLaterTurns(foldCacheBytes: number) {
+    let counting = false;
+    let rows = 0;
+    const app = await startTestApp({ foldCacheBytes, onQuery: (sql, n) => void (counting && /FROM "Event"/.test(sql) && (rows += n)) });
+    apps.push(app);
+    const id = (await app.services.store.createSession({ tenant: 'local' }, { title: 'bound' })).id;
+    const send = async (text: string) => {
+      await app.services.controller.sendMessage({ tenant: 'local' }, id, text);
+      await app.services.host.idle();
+    };
+    await send('first');
+    counting = true;
+    await send('second');
+    await send('third');
+    return rows;
+  }
+
+  it('keeps a fold within the bound between turns, and none past it (each turn then reads the log again)', async () => {
+    const kept = await rowsReadByLaterTurns(64 * 1024 * 1024);
+    const refused = await rowsReadByLaterTurns(1024); // smaller than any fold
+    expect(kept).toBeLessThanOrEqual(2); // each turn reads the input it takes
+    expect(refused).toBeGreaterThan(10); // the whole log, twice
+  });
+});
