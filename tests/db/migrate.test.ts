@@ -55,7 +55,12 @@ it('applies every migration of this build to an empty database and records each 
   const rows = await recorded(main.db);
   expect(rows.map((r) => r.migration_name)).toEqual(expectedMigrations());
   for (const r of rows) {
-    expect(r.checksum).toBe(crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS, r.migration_name, 'migration.sql'))).digest('hex'));
+    expect(r.checksum).toBe(
+      crypto
+        .createHash('sha256')
+        .update(fs.readFileSync(path.join(MIGRATIONS, r.migration_name, 'migration.sql')))
+        .digest('hex'),
+    );
     expect(r.finished_at).toBeInstanceOf(Date);
     expect(r.applied_steps_count).toBe(1);
   }
