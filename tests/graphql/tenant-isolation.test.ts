@@ -233,13 +233,15 @@ describe("another tenant's session reads as not found", () => {
       sessionLoader: new SessionLoader(view),
     };
     const answered: string[] = [];
+    // Fields made from the row's own columns (as title is), which the leaked row holds.
+    const ofRow = new Set(['model']);
     for (const field of sessionFields) {
       const { call, decls, vars } = callOf(field, 'Session', other);
       const document = parse(`query Probe($sid: ID!${decls.map((d) => `, ${d}`).join('')}) { session(id: $sid) { ${call} } }`);
       const r = await execute({ schema, document, variableValues: { ...vars, sid: other }, contextValue });
       const codes = (r.errors ?? []).map((e) => (e.originalError instanceof ForklineError ? e.originalError.code : e.message));
       if (codes.length) expect(codes, field.name).toEqual(['SESSION_NOT_FOUND']);
-      else if (!(field.name in leaked) && !nothing((r.data?.session as Record<string, unknown>)[field.name])) answered.push(field.name);
+      else if (!(field.name in leaked) && !ofRow.has(field.name) && !nothing((r.data?.session as Record<string, unknown>)[field.name])) answered.push(field.name);
     }
     // commonPrefix compares two rows, both read through the view (here: the leaked one).
     expect(answered).toEqual(['commonPrefix']);
