@@ -241,7 +241,8 @@ describe("another tenant's session reads as not found", () => {
       const r = await execute({ schema, document, variableValues: { ...vars, sid: other }, contextValue });
       const codes = (r.errors ?? []).map((e) => (e.originalError instanceof ForklineError ? e.originalError.code : e.message));
       if (codes.length) expect(codes, field.name).toEqual(['SESSION_NOT_FOUND']);
-      else if (!(field.name in leaked) && !ofRow.has(field.name) && !nothing((r.data?.session as Record<string, unknown>)[field.name])) answered.push(field.name);
+      else if (!(field.name in leaked) && !ofRow.has(field.name) && !nothing((r.data?.session as Record<string, unknown>)[field.name]))
+        answered.push(field.name);
     }
     // commonPrefix compares two rows, both read through the view (here: the leaked one).
     expect(answered).toEqual(['commonPrefix']);
