@@ -9,6 +9,7 @@ import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessa
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { anyData } from '../helpers/event-data.ts';
+import type { AnswerMetadata } from '../../src/chat/ui-message-stream.ts';
 
 let app: TestApp;
 let api: string;
@@ -33,15 +34,7 @@ const transport = (token?: string) => new DefaultChatTransport({ api, headers: a
 let ids = 0;
 const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: 'user', parts: [{ type: 'text', text }] });
 
-type Metadata = {
-  chatId: string;
-  sessionId: string;
-  inputId: string;
-  turn?: number;
-  reason?: string;
-  usage?: { inputTokens: number; outputTokens: number };
-  awaitingApproval?: string;
-};
+type Metadata = AnswerMetadata;
 
 /** Every chunk of a stream, and the message readUIMessageStream makes of them (terminating on any error it meets). */
 async function collect(

@@ -1,8 +1,7 @@
 // The typed client (@forkline/client, packages/client) against a real server: HTTP for queries
 // and mutations, graphql-ws for subscriptions, error codes surfaced.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { useClientApp } from '../helpers/client-app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import {
   createForklineClient,
@@ -15,19 +14,9 @@ import {
   SessionsChangedDocument,
   SessionsDocument,
   SessionTurnsDocument,
-  type ForklineClient,
 } from '@forkline/client';
 
-let app: TestApp;
-let client: ForklineClient;
-beforeAll(async () => {
-  app = await startTestApp();
-  client = createForklineClient({ url: app.url, webSocketImpl: WebSocket });
-});
-afterAll(async () => {
-  await client.close();
-  await app.close();
-});
+const t = useClientApp();
 
 async function take<T>(it: AsyncIterator<T>, n: number): Promise<T[]> {
   const out: T[] = [];
@@ -41,21 +30,21 @@ async function take<T>(it: AsyncIterator<T>, n: number): Promise<T[]> {
 
 describe('createForklineClient', () => {
   it('queries, mutates and subscribes with typed documents', async () => {
-    const changed = client.subscribe(SessionsChangedDocument);
+    const changed = t.client.subscribe(SessionsChangedDocument);
     const firstChange = changed.next();
-    await waitFor(() => app.services.live.stats().sessions === 1, { what: 'sessionsChanged registered' });
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'typed' } });
+    await waitFor(() => t.app.services.live.stats().sessions === 1, { what: 'sessionsChanged registered' });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'typed' } });
     expect(createSession).toMatchObject({ title: 'typed', status: 'IDLE', eventCount: 1, parent: null });
     expect((await firstChange).value?.sessionsChanged.id).toBe(createSession.id);
     await changed.return?.();
 
     const id = createSession.id;
-    const events = client.subscribe(SessionEventsLiveDocument, { sessionId: id });
-    const turns = client.subscribe(SessionTurnsDocument, { sessionId: id });
+    const events = t.client.subscribe(SessionEventsLiveDocument, { sessionId: id });
+    const turns = t.client.subscribe(SessionTurnsDocument, { sessionId: id });
     expect((await take(events, 1)).map((e) => e.sessionEvents.type)).toEqual(['session/title']);
     const firstTurn = turns.next();
-    await waitFor(() => app.services.live.stats().turns === 1, { what: 'sessionTurns registered' });
-    const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: id, text: 'typed hello' } });
+    await waitFor(() => t.app.services.live.stats().turns === 1, { what: 'sessionTurns registered' });
+    const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: id, text: 'typed hello' } });
     expect(sendMessage.event.seq).toBe(1);
     const live = await take(events, 7);
     expect(live.map((e) => e.sessionEvents.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
@@ -64,23 +53,23 @@ describe('createForklineClient', () => {
     await events.return?.();
     await turns.return?.();
 
-    const { sessions } = await client.query(SessionsDocument, { first: 5 });
+    const { sessions } = await t.client.query(SessionsDocument, { first: 5 });
     expect(sessions.edges.map((e) => e.node.id)).toContain(id);
-    const { forkSession } = await client.mutate(ForkSessionDocument, { input: { sessionId: id, atSeq: 4 } });
+    const { forkSession } = await t.client.mutate(ForkSessionDocument, { input: { sessionId: id, atSeq: 4 } });
     expect(forkSession).toMatchObject({ cutSeq: 4, session: { parent: { id } } });
     expect(forkSession.syntheticEvents.map((e) => e.type)).toEqual(['step/end', 'turn/end']);
   });
 
   it('surfaces GraphQL error codes from queries, mutations and subscriptions', async () => {
-    const { session } = await client.query(SessionDocument, { id: 'ses_nope' });
+    const { session } = await t.client.query(SessionDocument, { id: 'ses_nope' });
     expect(session).toBeNull();
-    const forkErr = await client.mutate(ForkSessionDocument, { input: { sessionId: 'ses_nope', atSeq: 0 } }).catch((e) => e);
+    const forkErr = await t.client.mutate(ForkSessionDocument, { input: { sessionId: 'ses_nope', atSeq: 0 } }).catch((e) => e);
     expect(forkErr).toBeInstanceOf(ForklineClientError);
     expect(forkErr.code).toBe('SESSION_NOT_FOUND');
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: {} });
-    const rangeErr = await client.mutate(ForkSessionDocument, { input: { sessionId: createSession.id, atSeq: 99 } }).catch((e) => e);
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: {} });
+    const rangeErr = await t.client.mutate(ForkSessionDocument, { input: { sessionId: createSession.id, atSeq: 99 } }).catch((e) => e);
     expect(rangeErr.code).toBe('SEQ_OUT_OF_RANGE');
-    const subErr = await take(client.subscribe(SessionEventsLiveDocument, { sessionId: 'ses_nope' }), 1).catch((e) => e);
+    const subErr = await take(t.client.subscribe(SessionEventsLiveDocument, { sessionId: 'ses_nope' }), 1).catch((e) => e);
     expect(subErr).toBeInstanceOf(ForklineClientError);
     expect(subErr.code).toBe('SESSION_NOT_FOUND');
   });
@@ -88,7 +77,7 @@ describe('createForklineClient', () => {
   it('sends the token as a bearer header and reports unreachable servers as NETWORK_ERROR', async () => {
     const seen: string[] = [];
     const spy = createForklineClient({
-      url: app.url,
+      url: t.app.url,
       token: 'tok_123',
       fetch: async (input, init) => {
         seen.push(new Headers(init?.headers).get('authorization') ?? '');

@@ -2,22 +2,12 @@
 // subscribes after sending (or long after the turn ended, or in the middle of
 // a streaming step) still sees the whole turn, each stored update exactly once
 // and each step's text whole.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { useClientApp } from '../helpers/client-app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { createForklineClient, CreateSessionDocument, SendMessageDocument, SessionTurnsDocument, type ForklineClient } from '@forkline/client';
+import { CreateSessionDocument, SendMessageDocument, SessionTurnsDocument } from '@forkline/client';
 
-let app: TestApp;
-let client: ForklineClient;
-beforeAll(async () => {
-  app = await startTestApp();
-  client = createForklineClient({ url: app.url, webSocketImpl: WebSocket });
-});
-afterAll(async () => {
-  await client.close();
-  await app.close();
-});
+const t = useClientApp();
 
 type Update = { kind: string; seq?: number | null; turn: number; step?: number | null; text?: string | null; inputId?: string | null };
 
@@ -34,7 +24,7 @@ async function untilTurnEnds(sub: AsyncIterator<{ sessionTurns: Update }>): Prom
 
 /** The stored model messages' texts of the session, by "turn:step". */
 async function storedTexts(sessionId: string): Promise<Map<string, string>> {
-  const r = await app.gql<{ session: { events: { edges: Array<{ node: { type: string; data: { turn: number; step: number; text: string } } }> } } }>(
+  const r = await t.app.gql<{ session: { events: { edges: Array<{ node: { type: string; data: { turn: number; step: number; text: string } } }> } } }>(
     `query ($id: ID!) { session(id: $id) { events(first: 500) { edges { node { type data } } } } }`,
     { id: sessionId },
   );
@@ -63,9 +53,9 @@ const TWO_STEPS = '!slow 20\nwhat time is it in words\n!call clock {}';
 
 describe('sessionTurns(afterSeq)', () => {
   it('subscribed right after sending: the whole turn, stored updates once, texts whole', async () => {
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'after send' } });
-    const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: TWO_STEPS } });
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'after send' } });
+    const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: TWO_STEPS } });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
     const updates = await untilTurnEnds(sub);
     await sub.return?.();
     expectWholeTurn(updates, sendMessage.inputId);
@@ -73,17 +63,17 @@ describe('sessionTurns(afterSeq)', () => {
   });
 
   it('subscribed after the turn ended: replayed from the log alone', async () => {
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'after end' } });
-    const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: TWO_STEPS } });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'after end' } });
+    const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: TWO_STEPS } });
     await waitFor(
       async () =>
         (await storedTexts(createSession.id)).size === 1 &&
-        (await app.ok(`query ($id: ID!) { session(id: $id) { status } }`, { id: createSession.id })).session.status === 'IDLE',
+        (await t.app.ok(`query ($id: ID!) { session(id: $id) { status } }`, { id: createSession.id })).session.status === 'IDLE',
       {
         what: 'turn stored',
       },
     );
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
     const updates = await untilTurnEnds(sub);
     await sub.return?.();
     expectWholeTurn(updates, sendMessage.inputId);
@@ -91,19 +81,19 @@ describe('sessionTurns(afterSeq)', () => {
   });
 
   it("subscribed in the middle of a streaming step: that step's text still arrives exactly once", async () => {
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'mid-step' } });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'mid-step' } });
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
-    const watcher = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
+    const watcher = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const firstDelta = (async () => {
       for (;;) {
         const r = await watcher.next();
         if (r.done || r.value.sessionTurns.kind === 'TEXT_DELTA') return;
       }
     })();
-    await waitFor(() => app.services.live.stats().turns >= 1, { what: 'watcher registered' });
-    const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: `!slow 15\n${words}` } });
+    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'watcher registered' });
+    const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: `!slow 15\n${words}` } });
     await firstDelta; // the step is streaming now
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
     const updates = await untilTurnEnds(sub);
     await sub.return?.();
     await watcher.return?.();
@@ -112,11 +102,11 @@ describe('sessionTurns(afterSeq)', () => {
   });
 
   it('without afterSeq: live only, stored updates carry their seq', async () => {
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'live only' } });
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'live only' } });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const first = sub.next();
-    await waitFor(() => app.services.live.stats().turns >= 1, { what: 'registered' });
-    const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: 'hello' } });
+    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'registered' });
+    const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: 'hello' } });
     expect((await first).value?.sessionTurns).toMatchObject({ kind: 'TURN_STARTED', seq: sendMessage.event.seq + 2, inputId: sendMessage.inputId });
     await sub.return?.();
   });

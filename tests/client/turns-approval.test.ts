@@ -3,30 +3,12 @@
 // with the tool and its arguments), its decision too (APPROVAL_DECIDED with
 // decision, reason and who), live and replayed from any seq — including one in
 // the middle of the turn, after the call was stored.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, expect, it } from 'vitest';
+import { useClientApp } from '../helpers/client-app.ts';
 import { waitFor } from '../helpers/wait.ts';
-import {
-  ApproveToolCallDocument,
-  createForklineClient,
-  CreateSessionDocument,
-  DenyToolCallDocument,
-  SendMessageDocument,
-  SessionTurnsDocument,
-  type ForklineClient,
-} from '@forkline/client';
+import { ApproveToolCallDocument, CreateSessionDocument, DenyToolCallDocument, SendMessageDocument, SessionTurnsDocument } from '@forkline/client';
 
-let app: TestApp;
-let client: ForklineClient;
-beforeAll(async () => {
-  app = await startTestApp();
-  client = createForklineClient({ url: app.url, webSocketImpl: WebSocket });
-});
-afterAll(async () => {
-  await client.close();
-  await app.close();
-});
+const t = useClientApp();
 
 const ARGS = JSON.stringify({ key: 'greeting', value: 'hello "there" ✓' });
 const ASK = `!call note_write ${ARGS}`;
@@ -58,27 +40,27 @@ async function until(sub: Sub, kind: string): Promise<Update[]> {
 }
 
 async function waitingSession(): Promise<{ id: string; inputSeq: number }> {
-  const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'approvals', approvalRequired: ['note_write'] } });
-  const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: ASK } });
+  const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'approvals', approvalRequired: ['note_write'] } });
+  const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: ASK } });
   return { id: createSession.id, inputSeq: sendMessage.event.seq };
 }
 
 const stored = (updates: Update[]) => updates.filter((u) => u.seq != null);
 
 async function eventsOf(id: string): Promise<Array<{ seq: number; type: string }>> {
-  const r = await app.ok(`query ($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type } } } } }`, { id });
+  const r = await t.app.ok(`query ($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type } } } } }`, { id });
   return r.session.events.edges.map((e: { node: { seq: number; type: string } }) => e.node);
 }
 
 describe('sessionTurns and tool approval', () => {
   it('announces the waiting call and its approval, live, then replays both from any seq', async () => {
     const { id, inputSeq } = await waitingSession();
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: inputSeq });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: inputSeq });
     const asked = (await until(sub, 'APPROVAL_REQUESTED')).at(-1)!;
     expect(asked).toMatchObject({ kind: 'APPROVAL_REQUESTED', turn: 1, step: 1, toolName: 'note_write', arguments: ARGS });
     expect(asked.callId).toMatch(/^call_/);
 
-    await client.mutate(ApproveToolCallDocument, { input: { sessionId: id, callId: asked.callId!, reason: 'fine by me' } });
+    await t.client.mutate(ApproveToolCallDocument, { input: { sessionId: id, callId: asked.callId!, reason: 'fine by me' } });
     const rest = await until(sub, 'TURN_ENDED');
     await sub.return?.();
     const decided = rest.find((u) => u.kind === 'APPROVAL_DECIDED');
@@ -100,7 +82,7 @@ describe('sessionTurns and tool approval', () => {
     const events = await eventsOf(id);
     const requestSeq = events.find((e) => e.type === 'tool/approval-request')!.seq;
     const decisionSeq = events.find((e) => e.type === 'tool/approval')!.seq;
-    const replay = client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: -1 });
+    const replay = t.client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: -1 });
     const all = await until(replay, 'TURN_ENDED');
     await replay.return?.();
     expect(all.find((u) => u.kind === 'APPROVAL_REQUESTED')).toEqual({ ...asked, seq: requestSeq });
@@ -108,7 +90,7 @@ describe('sessionTurns and tool approval', () => {
 
     // From a seq after the call was stored (and after the request): the log before it names the call.
     for (const after of [requestSeq - 1, requestSeq]) {
-      const mid = client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: after });
+      const mid = t.client.subscribe(SessionTurnsDocument, { sessionId: id, afterSeq: after });
       const got = await until(mid, 'TURN_ENDED');
       await mid.return?.();
       const kinds = stored(got).map((u) => u.kind);
@@ -119,16 +101,16 @@ describe('sessionTurns and tool approval', () => {
   });
 
   it('without afterSeq: a live subscriber sees the request and a denial, with its reason', async () => {
-    const { createSession } = await client.mutate(CreateSessionDocument, { input: { title: 'live deny', approvalRequired: ['note_write'] } });
-    const sub = client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
+    const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'live deny', approvalRequired: ['note_write'] } });
+    const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const first = sub.next();
-    await waitFor(() => app.services.live.stats().turns >= 1, { what: 'registered' });
-    await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: ASK } });
+    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'registered' });
+    await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: ASK } });
     const head = await first;
     const before = [head.value!.sessionTurns, ...(await until(sub, 'APPROVAL_REQUESTED'))];
     const asked = before.at(-1)!;
     expect(asked).toMatchObject({ toolName: 'note_write', arguments: ARGS });
-    await client.mutate(DenyToolCallDocument, { input: { sessionId: createSession.id, callId: asked.callId!, reason: 'not now' } });
+    await t.client.mutate(DenyToolCallDocument, { input: { sessionId: createSession.id, callId: asked.callId!, reason: 'not now' } });
     const rest = await until(sub, 'TURN_ENDED');
     await sub.return?.();
     expect(rest.find((u) => u.kind === 'APPROVAL_DECIDED')).toMatchObject({
