@@ -96,6 +96,36 @@ async function timesOf(from: number, to: number): Promise<Map<number, number>> {
 const row = (page: Page, seq: number) => page.locator(`table.timeline tr[data-seq="${seq}"]`);
 const spanText = (page: Page, seq: number) => row(page, seq).getByTestId('span-extent').textContent();
 
+/** Whether the row of `seq` is rendered inside the timeline's viewport (below its sticky head), not merely in the DOM. */
+const inView = (page: Page, seq: number) =>
+  page.evaluate((seq) => {
+    const box = document.querySelector('[data-testid="timeline-scroll"]');
+    const tr = box?.querySelector(`tr[data-seq="${seq}"]`);
+    if (!box || !tr) return false;
+    const view = box.getBoundingClientRect();
+    const head = box.querySelector('thead')?.getBoundingClientRect().height ?? 0;
+    const r = tr.getBoundingClientRect();
+    return r.top >= view.top + head - 1 && r.bottom <= view.bottom + 1;
+  }, seq);
+
+/** The seqs of the rows in the timeline's viewport (what a failed jump shows instead). */
+const seqsInView = (page: Page) =>
+  page.evaluate(() => {
+    const view = document.querySelector('[data-testid="timeline-scroll"]')!.getBoundingClientRect();
+    return [...document.querySelectorAll('table.timeline tr[data-seq]')]
+      .filter((tr) => {
+        const r = tr.getBoundingClientRect();
+        return r.bottom > view.top && r.top < view.bottom;
+      })
+      .map((tr) => Number(tr.getAttribute('data-seq')));
+  });
+
+/** Moves to `seq` by its address and waits until its row is in the viewport (not only rendered somewhere). */
+async function jumpIntoView(page: Page, seq: number) {
+  await page.evaluate((seq) => (location.hash = `#seq-${seq}`), seq);
+  await expect.poll(async () => ((await inView(page, seq)) ? seq : `rows ${(await seqsInView(page)).join(',')} in view`), TIMEOUT).toBe(seq);
+}
+
 /** Moves both panes to `seq` as a typed address does (the page stays open, its pages kept). */
 async function jumpTo(page: Page, seq: number) {
   await page.evaluate((seq) => (location.hash = `#seq-${seq}`), seq);
@@ -188,6 +218,13 @@ describe('timeline spans', () => {
     await expect.poll(() => table.getAttribute('aria-rowcount')).toBe(String(length - 3));
     await jumpTo(page, step + 2);
     expect(Number(await table.getAttribute('aria-rowcount'))).toBe(length);
+
+    // A jump lands on its seq with the focus still on a row's control (here the step's collapse button): the browser's
+    // scroll anchoring must not follow the focused row, which the jump scrolls away.
+    expect(await page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-seq'))).toBe(String(step));
+    await jumpIntoView(page, 15_000);
+    await jumpIntoView(page, longStart + 600);
+    await jumpIntoView(page, 3_000);
 
     expect(errors).toEqual([]);
   }, 120_000);
