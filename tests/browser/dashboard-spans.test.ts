@@ -219,13 +219,36 @@ describe('timeline spans', () => {
     await jumpTo(page, step + 2);
     expect(Number(await table.getAttribute('aria-rowcount'))).toBe(length);
 
-    // A jump lands on its seq with the focus still on a row's control (here the step's collapse button): the browser's
-    // scroll anchoring must not follow the focused row, which the jump scrolls away.
+    // After a span collapsed and expanded, a jump lands on its seq with the focus still on a row's control (here the step's
+    // collapse button): the scroll must not follow the focused row, which the jump scrolls away.
+    // (Back and Forward walk the jumps by the address, whatever holds the focus.)
+    await row(page, step).locator('button[data-control="span"]').focus();
     expect(await page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-seq'))).toBe(String(step));
     await jumpIntoView(page, 15_000);
     await jumpIntoView(page, longStart + 600);
     await jumpIntoView(page, 3_000);
 
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('a jump lands on its seq after new events arrived, the focus on a row', async () => {
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
+    await page.goto(`${origin}/sessions/${sessionId}`);
+    const table = page.locator('table.timeline.virtual');
+    const before = Number(await table.getAttribute('aria-rowcount'));
+    await row(page, before - 1).waitFor(TIMEOUT);
+    // A keyboard user's focus on the last row's type (no span needed: the timeline had this before spans).
+    await row(page, before - 1)
+      .locator('button[data-control="type"]')
+      .focus();
+    await append([{ type: 'inbox/add', data: { inputId: 'in_live_1', text: 'live 1' } }]);
+    const after = await eventCount();
+    await expect.poll(() => table.getAttribute('aria-rowcount'), TIMEOUT).toBe(String(after));
+    await jumpIntoView(page, 15_000);
+    await jumpIntoView(page, after - 1);
+    await append([{ type: 'inbox/add', data: { inputId: 'in_live_2', text: 'live 2' } }]);
+    await expect.poll(() => table.getAttribute('aria-rowcount'), TIMEOUT).toBe(String(await eventCount()));
+    await jumpIntoView(page, 7_000);
     expect(errors).toEqual([]);
   }, 120_000);
 });
