@@ -96,6 +96,36 @@ async function timesOf(from: number, to: number): Promise<Map<number, number>> {
 const row = (page: Page, seq: number) => page.locator(`table.timeline tr[data-seq="${seq}"]`);
 const spanText = (page: Page, seq: number) => row(page, seq).getByTestId('span-extent').textContent();
 
+/** Whether the row of `seq` is rendered inside the timeline's viewport (below its sticky head), not merely in the DOM. */
+const inView = (page: Page, seq: number) =>
+  page.evaluate((seq) => {
+    const box = document.querySelector('[data-testid="timeline-scroll"]');
+    const tr = box?.querySelector(`tr[data-seq="${seq}"]`);
+    if (!box || !tr) return false;
+    const view = box.getBoundingClientRect();
+    const head = box.querySelector('thead')?.getBoundingClientRect().height ?? 0;
+    const r = tr.getBoundingClientRect();
+    return r.top >= view.top + head - 1 && r.bottom <= view.bottom + 1;
+  }, seq);
+
+/** The seqs of the rows in the timeline's viewport (what a failed jump shows instead). */
+const seqsInView = (page: Page) =>
+  page.evaluate(() => {
+    const view = document.querySelector('[data-testid="timeline-scroll"]')!.getBoundingClientRect();
+    return [...document.querySelectorAll('table.timeline tr[data-seq]')]
+      .filter((tr) => {
+        const r = tr.getBoundingClientRect();
+        return r.bottom > view.top && r.top < view.bottom;
+      })
+      .map((tr) => Number(tr.getAttribute('data-seq')));
+  });
+
+/** Moves to `seq` by its address and waits until its row is in the viewport (not only rendered somewhere). */
+async function jumpIntoView(page: Page, seq: number) {
+  await page.evaluate((seq) => (location.hash = `#seq-${seq}`), seq);
+  await expect.poll(async () => ((await inView(page, seq)) ? seq : `rows ${(await seqsInView(page)).join(',')} in view`), TIMEOUT).toBe(seq);
+}
+
 /** Moves both panes to `seq` as a typed address does (the page stays open, its pages kept). */
 async function jumpTo(page: Page, seq: number) {
   await page.evaluate((seq) => (location.hash = `#seq-${seq}`), seq);
@@ -189,6 +219,36 @@ describe('timeline spans', () => {
     await jumpTo(page, step + 2);
     expect(Number(await table.getAttribute('aria-rowcount'))).toBe(length);
 
+    // After a span collapsed and expanded, a jump lands on its seq with the focus still on a row's control (here the step's
+    // collapse button): the scroll must not follow the focused row, which the jump scrolls away.
+    // (Back and Forward walk the jumps by the address, whatever holds the focus.)
+    await row(page, step).locator('button[data-control="span"]').focus();
+    expect(await page.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-seq'))).toBe(String(step));
+    await jumpIntoView(page, 15_000);
+    await jumpIntoView(page, longStart + 600);
+    await jumpIntoView(page, 3_000);
+
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('a jump lands on its seq after new events arrived, the focus on a row', async () => {
+    const { page, errors } = await openPage(browser, { timeoutMs: 15_000 });
+    await page.goto(`${origin}/sessions/${sessionId}`);
+    const table = page.locator('table.timeline.virtual');
+    const before = Number(await table.getAttribute('aria-rowcount'));
+    await row(page, before - 1).waitFor(TIMEOUT);
+    // A keyboard user's focus on the last row's type (no span needed: the timeline had this before spans).
+    await row(page, before - 1)
+      .locator('button[data-control="type"]')
+      .focus();
+    await append([{ type: 'inbox/add', data: { inputId: 'in_live_1', text: 'live 1' } }]);
+    const after = await eventCount();
+    await expect.poll(() => table.getAttribute('aria-rowcount'), TIMEOUT).toBe(String(after));
+    await jumpIntoView(page, 15_000);
+    await jumpIntoView(page, after - 1);
+    await append([{ type: 'inbox/add', data: { inputId: 'in_live_2', text: 'live 2' } }]);
+    await expect.poll(() => table.getAttribute('aria-rowcount'), TIMEOUT).toBe(String(await eventCount()));
+    await jumpIntoView(page, 7_000);
     expect(errors).toEqual([]);
   }, 120_000);
 });

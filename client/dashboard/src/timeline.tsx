@@ -121,6 +121,11 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     const around = [...collapsed].filter(([start, end]) => start < seq && seq <= end);
     if (around.length) return setCollapsed((c) => new Map([...c].filter(([start]) => !around.some(([s]) => s === start))));
     placed.current = nonce;
+    // A row holding the focus (a span's collapse button, a row's type) would be unmounted by the scroll anyway, the focus
+    // falling to the body; let go of it first: with it still focused, Chromium moved the scroll after the write (following
+    // the focused row) and the jump landed rows off, thousands after a span was collapsed and expanded.
+    const focused = document.activeElement;
+    if (focused instanceof HTMLElement && box.current?.contains(focused)) focused.blur();
     v.scrollToIndex(rowMap.indexOf(seq), { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
   }, [props.jump, pages.length > 0, collapsed]);
 
