@@ -38,33 +38,50 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
   const client = new pg.Client(pgConfigFromUrl(databaseUrl));
   await client.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK]);
-    await client.query(CREATE_MIGRATIONS_TABLE);
-    const { rows: failed } = await client.query<{ migration_name: string }>(
-      'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY started_at',
-    );
-    if (failed.length)
-      throw new Error(
-        `migrations failed: ${failed[0].migration_name} was started and never finished; settle it with \`prisma migrate resolve\` (--applied or --rolled-back), then start again`,
+    // The lock is taken per transaction, never per session: behind a transaction-mode pooler a session lock
+    // stays with the server connection it was taken on, held for whoever gets that connection next.
+    await locked(client, async () => {
+      await client.query(CREATE_MIGRATIONS_TABLE);
+      const { rows: failed } = await client.query<{ migration_name: string }>(
+        'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NULL AND rolled_back_at IS NULL ORDER BY started_at',
       );
+      if (failed.length)
+        throw new Error(
+          `migrations failed: ${failed[0].migration_name} was started and never finished; settle it with \`prisma migrate resolve\` (--applied or --rolled-back), then start again`,
+        );
+    });
     for (const name of await pendingMigrations(client, expectedMigrations(dir))) {
       const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'));
       try {
-        await client.query('BEGIN');
-        const id = crypto.randomUUID();
-        // Prisma's checksum: the SHA-256 of the file's bytes.
-        const checksum = crypto.createHash('sha256').update(sql).digest('hex');
-        await client.query('INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())', [id, checksum, name]);
-        await client.query(sql.toString('utf8'));
-        await client.query('UPDATE _prisma_migrations SET finished_at = clock_timestamp(), applied_steps_count = 1 WHERE id = $1', [id]);
-        await client.query('COMMIT');
+        await locked(client, async () => {
+          // Another process may have applied it while this one waited for the lock.
+          if (!(await pendingMigrations(client, [name])).length) return;
+          const id = crypto.randomUUID();
+          // Prisma's checksum: the SHA-256 of the file's bytes.
+          const checksum = crypto.createHash('sha256').update(sql).digest('hex');
+          await client.query('INSERT INTO _prisma_migrations (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())', [id, checksum, name]);
+          await client.query(sql.toString('utf8'));
+          await client.query('UPDATE _prisma_migrations SET finished_at = clock_timestamp(), applied_steps_count = 1 WHERE id = $1', [id]);
+        });
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
         throw new Error(`migrations failed: ${name}: ${err instanceof Error ? err.message : String(err)} (nothing of it was applied)`, { cause: err });
       }
     }
   } finally {
-    await client.end(); // the lock goes with the connection
+    await client.end();
+  }
+}
+
+/** Runs `work` in a transaction holding Prisma's migration lock (released at its end, whatever happens). */
+async function locked(client: pg.Client, work: () => Promise<void>): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_MIGRATE_LOCK]);
+    await work();
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   }
 }
 
