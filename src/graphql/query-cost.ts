@@ -49,6 +49,11 @@ const DEPTH_FACTOR = 1.5;
  * with their data reach the default limit of 100,000.
  */
 export const FIELD_COSTS: Readonly<Record<string, number>> = { 'Event.data': 10 };
+/**
+ * Objects made of their parent's row (no read of their own, no list inside):
+ * priced as their leaves, as if they were the row's scalars.
+ */
+export const ROW_OBJECTS: readonly string[] = ['Session.model'];
 /** Fields an operation may read at most once (with every page size around them counted). */
 export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording'];
 
@@ -152,6 +157,7 @@ function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null 
   const qualified = parent ? `${parent.name}.${name}` : name;
   if (ONCE_PER_OPERATION.includes(qualified)) walk.once[qualified] = (walk.once[qualified] ?? 0) + walk.scale;
   if (!node.selectionSet) return FIELD_COSTS[qualified] ?? SCALAR_COST;
+  if (ROW_OBJECTS.includes(qualified)) return selectionsCost(walk, node.selectionSet, def && getNamedType(def.type));
   const times = def ? multiplier(walk, node, def) : 1;
   const outer = walk.scale;
   walk.scale = outer * times;

@@ -1,6 +1,7 @@
 // The query cost estimate (graphql/query-cost.ts), without a server: a
 // fragment costs what its selections cost in place, page sizes multiply,
-// event data weighs more than a scalar, Session.recording is counted, and the
+// event data weighs more than a scalar, an object of its parent's row weighs
+// its leaves, Session.recording is counted, and the
 // client's own operations stay far below the limit.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,6 +32,12 @@ describe('the cost estimate', () => {
         `{ a: sessions(first: 500) { ...P } b: sessions(first: 500) { ...P } } fragment P on SessionConnection { edges { node { ${summary} } } pageInfo { hasNextPage } }`,
       ),
     ).toBe(2 * inline);
+  });
+
+  it("prices an object made of its parent's row (Session.model) as its leaves, like the row's scalars", () => {
+    const page = (fields: string) => cost(`{ sessions(first: 100) { edges { node { id ${fields} } } } }`);
+    expect(page('model { provider model }')).toBe(page('title status'));
+    expect(page('parent { id title }')).toBeGreaterThan(page('title status'));
   });
 
   it('multiplies by page sizes, from literals, variables, defaults', () => {
