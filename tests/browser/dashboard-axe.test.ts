@@ -120,8 +120,10 @@ const STATES: Array<{ name: string; open(page: Page): Promise<void> }> = [
     name: 'the Compact question',
     open: async (page) => {
       await page.goto(`${dashboard.origin}/sessions/${parent}`);
+      // Loaded first: showDetails opens the phone's drawer only if its button is there already.
+      await page.locator('li.turn-end').first().waitFor(TIMEOUT);
       await showDetails(page);
-      await page.getByRole('button', { name: 'Compact…' }).click();
+      await page.getByRole('button', { name: 'Compact…' }).click(TIMEOUT);
       await page.getByRole('dialog', { name: 'Compact this session?' }).waitFor(TIMEOUT);
     },
   },

@@ -217,6 +217,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           onNext: (ctx, _id, _payload, _args, result) => {
             // Before graphql-ws sends: a socket whose subscriptions have queued past the cap is closed (ws-delivery.ts).
             closeOverBuffered(ctx.extra.socket, maxBuffered, tooSlow);
+            // And once it has sent (it awaits this hook first): many subscriptions may pass the check above in one
+            // burst before any sends, then wait on sends the client never reads, and nothing would check again.
+            setImmediate(() => closeOverBuffered(ctx.extra.socket, maxBuffered, tooSlow));
             if (!('errors' in result) || !result.errors) return;
             if (metrics) countErrors(metrics, result.errors);
             return resultWithoutInternals(result);
