@@ -73,6 +73,8 @@ describe('dashboard: keyboard and reading', () => {
     await page.getByRole('dialog', { name: 'Fork at event 4' }).waitFor(TIMEOUT);
     await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached', ...TIMEOUT });
+    // Focus goes back to the button that opened it (after the dialog is gone: waited for, or it lands after the next focus).
+    await expect.poll(() => focused(page), TIMEOUT).toBe('Fork here at event 4');
     // Tab from a row's control goes on to the next row, not to its fork button.
     await page.locator('table.timeline tr[data-seq="3"] td.type button').focus();
     await page.keyboard.press('Tab');
