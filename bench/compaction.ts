@@ -7,7 +7,7 @@
 // replays and leaves a fold checkpoint, and the next fresh process starts from
 // it (coldTurnFromCheckpoint). BENCH_QUICK=1: 1k / 10k / 50k.
 import { createApp, type App } from '../src/app.ts';
-import { estimateRequestTokens, compactionThreshold, DEFAULT_CONTEXT_TOKENS } from '../src/agent/context-budget.ts';
+import { estimateRequestTokens, compactionThreshold, SCRIPTED_CONTEXT_TOKENS } from '../src/agent/context-budget.ts';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
 
@@ -39,7 +39,8 @@ export async function benchCompaction(ctx: BenchContext) {
     return { ms, rows: rowsRead, modelCalls: app.models.scripted.requestCount - before, tokens: estimateRequestTokens(request.messages, request.tools) };
   };
   const out: Record<string, unknown> = {};
-  const budget = compactionThreshold(DEFAULT_CONTEXT_TOKENS);
+  // The scripted model's window: the one the sessions' requests are compacted against.
+  const budget = compactionThreshold(SCRIPTED_CONTEXT_TOKENS);
   let longest = '';
   // Request size with automatic compaction on.
   let app = await open();
