@@ -29,6 +29,7 @@ import { createLongSession } from './long-session.ts';
 import { createApp } from '../src/app.ts';
 import { launchChromium } from '../tests/browser/chromium.ts';
 import { scrolledIntoView, scrollFrames } from '../tests/browser/frames.ts';
+import { OTHER_BUILD_ARGS, serveOtherBuild } from '../tests/browser/other-build.ts';
 
 const RUNS = Number(process.env.BENCH_SCROLL_RUNS ?? 3);
 const SIZES = (process.env.BENCH_SCROLL_EVENTS ?? (QUICK ? '20000' : '20000,1000000')).split(',').map(Number);
@@ -47,9 +48,7 @@ const PANES: Record<Pane, { testId: string; by: number }> = {
 export async function benchDashboardScroll(ctx: BenchContext): Promise<Record<string, unknown>> {
   const app = await createApp({ databaseUrl: ctx.databaseUrl, log: () => {} });
   const origin = new URL(app.url).origin;
-  // The other build's page is served by the route below, not by a loopback server: Chromium's local network
-  // checks would then refuse its WebSocket to the loopback server.
-  const browser = await launchChromium(BASELINE ? ['--disable-features=LocalNetworkAccessChecks'] : []);
+  const browser = await launchChromium(BASELINE ? OTHER_BUILD_ARGS : []);
   const figures: Record<string, unknown> = {};
   try {
     const t = performance.now();
@@ -213,21 +212,7 @@ async function newContext(browser: Browser, distDir?: string): Promise<BrowserCo
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   // tsx keeps function names with a __name helper that the page lacks (vitest does not add it).
   await context.addInitScript({ content: 'globalThis.__name = (f) => f;' });
-  if (distDir) {
-    // The page's files from the other build (as src/dashboard-static.ts serves them: assets by path, the app shell for a
-    // page's address); whatever the page asks the server for goes to the server: /graphql, and its other doors, such as
-    // GET /sessions/<id>/events where the dashboard reads a session's final pages (served the app shell, the other
-    // build's panes never got those pages: its conversation stayed "Loading…").
-    await context.route('**/*', async (route) => {
-      const { pathname } = new URL(route.request().url());
-      const ext = path.extname(pathname);
-      if (!ext && route.request().resourceType() !== 'document') return route.continue();
-      const file = path.join(distDir, ext ? path.normalize(pathname) : 'index.html');
-      if (!file.startsWith(distDir) || !fs.existsSync(file)) return route.fulfill({ status: 404 });
-      const type = { '.js': 'text/javascript', '.css': 'text/css', '.html': 'text/html', '.svg': 'image/svg+xml' }[path.extname(file)];
-      return route.fulfill({ body: fs.readFileSync(file), contentType: type ?? 'application/octet-stream' });
-    });
-  }
+  if (distDir) await serveOtherBuild(context, distDir);
   return context;
 }
 
