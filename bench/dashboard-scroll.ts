@@ -20,6 +20,7 @@
 // per frame: scripting, style, layout, paint, other (tracing slows the page,
 // so those runs are not in the frame figures).
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { BenchContext } from './context.ts';
@@ -28,6 +29,7 @@ import { createLongSession } from './long-session.ts';
 import { createApp } from '../src/app.ts';
 import { launchChromium } from '../tests/browser/chromium.ts';
 import { scrolledIntoView, scrollFrames } from '../tests/browser/frames.ts';
+import { OTHER_BUILD_ARGS, serveOtherBuild } from '../tests/browser/other-build.ts';
 
 const RUNS = Number(process.env.BENCH_SCROLL_RUNS ?? 3);
 const SIZES = (process.env.BENCH_SCROLL_EVENTS ?? (QUICK ? '20000' : '20000,1000000')).split(',').map(Number);
@@ -46,9 +48,7 @@ const PANES: Record<Pane, { testId: string; by: number }> = {
 export async function benchDashboardScroll(ctx: BenchContext): Promise<Record<string, unknown>> {
   const app = await createApp({ databaseUrl: ctx.databaseUrl, log: () => {} });
   const origin = new URL(app.url).origin;
-  // The other build's page is served by the route below, not by a loopback server: Chromium's local network
-  // checks would then refuse its WebSocket to the loopback server.
-  const browser = await launchChromium(BASELINE ? ['--disable-features=LocalNetworkAccessChecks'] : []);
+  const browser = await launchChromium(BASELINE ? OTHER_BUILD_ARGS : []);
   const figures: Record<string, unknown> = {};
   try {
     const t = performance.now();
@@ -60,12 +60,22 @@ export async function benchDashboardScroll(ctx: BenchContext): Promise<Record<st
     if (BASELINE) builds.push({ name: 'baseline', context: await newContext(browser, path.resolve(BASELINE)) });
     for (const events of SIZES) {
       const session = await longSession(ctx, events);
-      const open = async (page: Page) => {
+      const open = async (page: Page, build: string) => {
         await page.goto(`${origin}/sessions/${session.id}`);
         // The list holds them all (virtualised) while the panes scroll.
         await page.waitForFunction((n) => Number(document.querySelector('ul.tree-rows')?.getAttribute('data-count')) >= n, LISTED, { timeout: 60_000 });
-        await scrolledIntoView(page, 'timeline-scroll', `table.timeline tr[data-seq="${events - 1}"]`);
-        await scrolledIntoView(page, 'conversation-scroll', `.conversation > li.turn-end[data-turn="${session.turns}"]`);
+        const landed = async (pane: Pane, selector: string) => {
+          try {
+            await scrolledIntoView(page, PANES[pane].testId, selector);
+          } catch (err) {
+            // Which build and pane did not open at the end, and how the page looked then.
+            const shot = path.join(os.tmpdir(), `dashboard-scroll-${events}-${build.replace(/\W/g, '-')}-${pane}.png`);
+            await page.screenshot({ path: shot }).catch(() => {});
+            throw new Error(`${build}, ${events.toLocaleString('en-US')} events: the ${pane} did not open at its end (${shot})`, { cause: err });
+          }
+        };
+        await landed('timeline', `table.timeline tr[data-seq="${events - 1}"]`);
+        await landed('conversation', `.conversation > li.turn-end[data-turn="${session.turns}"]`);
       };
       const frames = new Map<string, { perRun: number[]; all: number[]; cpu: number[] }>();
       let dom = 0;
@@ -73,7 +83,7 @@ export async function benchDashboardScroll(ctx: BenchContext): Promise<Record<st
         // Alternating which build goes first: neither always scrolls a warmer machine.
         for (const build of run % 2 ? [...builds].reverse() : builds) {
           const page = await build.context.newPage();
-          await open(page);
+          await open(page, build.name);
           for (const pane of Object.keys(PANES) as Pane[]) {
             const cpu = browserCpuMs();
             const deltas = await scrollFrames(page, PANES[pane].testId, PANES[pane].by, FRAMES);
@@ -99,7 +109,7 @@ export async function benchDashboardScroll(ctx: BenchContext): Promise<Record<st
         for (const build of builds) {
           for (const pane of Object.keys(PANES) as Pane[]) {
             const page = await build.context.newPage();
-            await open(page);
+            await open(page, build.name);
             const file = path.join(TRACE, `scroll-${events}-${pane}-${build.name.replace(/\W/g, '-')}.json`);
             fs.mkdirSync(TRACE, { recursive: true });
             await browser.startTracing(page, { path: file, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute'] });
@@ -202,17 +212,7 @@ async function newContext(browser: Browser, distDir?: string): Promise<BrowserCo
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   // tsx keeps function names with a __name helper that the page lacks (vitest does not add it).
   await context.addInitScript({ content: 'globalThis.__name = (f) => f;' });
-  if (distDir) {
-    // The page's files from the other build (as src/dashboard-static.ts serves them: assets by path, else the app shell).
-    await context.route('**/*', async (route) => {
-      const { pathname } = new URL(route.request().url());
-      if (pathname.startsWith('/graphql') || pathname === '/healthz') return route.continue();
-      const file = path.join(distDir, path.extname(pathname) ? path.normalize(pathname) : 'index.html');
-      if (!file.startsWith(distDir) || !fs.existsSync(file)) return route.fulfill({ status: 404 });
-      const type = { '.js': 'text/javascript', '.css': 'text/css', '.html': 'text/html', '.svg': 'image/svg+xml' }[path.extname(file)];
-      return route.fulfill({ body: fs.readFileSync(file), contentType: type ?? 'application/octet-stream' });
-    });
-  }
+  if (distDir) await serveOtherBuild(context, distDir);
   return context;
 }
 

@@ -26,7 +26,8 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-export async function startDashboard(opts: Partial<AppOptions> = {}): Promise<Dashboard> {
+/** `chromiumArgs`: more Chromium switches (other-build.ts's). */
+export async function startDashboard(opts: Partial<AppOptions> = {}, chromiumArgs: string[] = []): Promise<Dashboard> {
   // `npm test` builds the dashboard first (pretest); a bare `vitest run` may not have.
   if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) {
     execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'client/dashboard/vite.config.ts'], {
@@ -34,7 +35,7 @@ export async function startDashboard(opts: Partial<AppOptions> = {}): Promise<Da
       stdio: 'inherit',
     });
   }
-  const browser = launchChromium();
+  const browser = launchChromium(chromiumArgs);
   browser.catch(() => {}); // reported by the tests that use it
   const app = await startTestApp(opts);
   return {
