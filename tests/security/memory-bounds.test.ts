@@ -319,8 +319,8 @@ describe('a WebSocket that stops reading', () => {
     // 500 × 100 kB in flight: more than the kernel's socket buffers (up to 36 MB on loopback here) can hide from the server.
     const id = await sessionOfEvents(50, 100_000);
     const tooSlowBefore = await metric('forkline_ws_too_slow_closed_total');
-    // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
-    const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
+    // A directive makes graphql-ws execute each event (not the direct writer, event-projection.ts): one message in flight per subscription.
+    const { socket, closed } = await stalledSocket(id, 500, 'seq data @include(if: true)');
     // It reads again once the server has closed it (its /metrics count it): the close frame comes after what was queued.
     await waitFor(async () => (await metric('forkline_ws_too_slow_closed_total')) > tooSlowBefore, { what: 'the server to close it', timeoutMs: 30_000 });
     socket.resume();
