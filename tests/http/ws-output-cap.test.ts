@@ -3,8 +3,8 @@
 // event, or the direct writer (http/graphql/ws-delivery.ts). The cap here is
 // below the direct writer's own high-water mark, so that writer passes it too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { stalledSocket } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CAP = 256 * 1024;
@@ -22,21 +22,6 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-/** A graphql-ws socket that subscribes `count` times with `selection` and reads nothing from then on. */
-async function stalledSocket(count: number, selection: string) {
-  const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
-  await new Promise<void>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
-    socket.once('message', (m) => (JSON.parse(String(m)).type === 'connection_ack' ? resolve() : reject(new Error(String(m)))));
-  });
-  socket.pause();
-  const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { ${selection} } }`;
-  for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query, variables: { id: sessionId } } }));
-  return { socket, closed };
-}
-
 const tooSlowClosed = async () => (await app.metrics.tooSlowSockets.get()).values[0]?.value ?? 0;
 
 describe('a WebSocket past its queued-output cap', () => {
@@ -49,7 +34,7 @@ describe('a WebSocket past its queued-output cap', () => {
     async (_writer, selection, direct) => {
       const framesBefore = app.server.wsDelivery.counts.frames;
       const before = await tooSlowClosed();
-      const { socket, closed } = await stalledSocket(20, selection);
+      const { socket, closed } = await stalledSocket(app.url, sessionId, 20, selection);
       await waitFor(async () => (await tooSlowClosed()) > before, { what: 'the server to close it', timeoutMs: 30_000 });
       socket.resume();
       expect(await closed).toEqual({ code: 4408, reason: `SUBSCRIBER_TOO_SLOW: over ${CAP} bytes queued` });
