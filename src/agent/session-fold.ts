@@ -148,8 +148,9 @@ export class SessionFold {
     const snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
     if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
     this.state = LogState.restore(snap.state);
-    const messages = JSON.parse(state.slice(headEnd + 1)) as ChatMessage[];
-    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory);
+    const messagesText = state.slice(headEnd + 1);
+    const messages = JSON.parse(messagesText) as ChatMessage[];
+    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory, messagesText.length);
     this.compaction = CompactionBracket.restore(snap.compaction);
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;

@@ -44,6 +44,8 @@ export interface ConversationSnapshot {
     replacements: Array<[number, { toSeq: number; content: string; seq: number }]>;
     instructions?: string;
     approxChars: number;
+    /** Estimated heap bytes of the rendered messages, recorded so that a restore need not walk them (absent from older checkpoints). */
+    messagesBytes?: number;
   };
   /** The rendered messages, without the instructions. */
   messages: ChatMessage[];
@@ -109,6 +111,7 @@ export class Conversation {
         replacements: [...this.replacements],
         instructions: this.instructionsMessage?.content,
         approxChars: this.approxChars,
+        messagesBytes: this.rendered.reduce((n, m) => n + messageBytes(m), 0),
       },
       messages: this.rendered,
       history: { entries: this.entries, inputs: inputs.filter(([id]) => taken.has(id)), answered: [...this.answered] },
@@ -119,8 +122,11 @@ export class Conversation {
    * The conversation a snapshot holds: the same messages as the fold that made
    * it, starting from its rendered messages (trusted: the service's own
    * checkpoint). `history` is called only if history must be rendered again.
+   * The messages are not walked: their bytes are the ones the checkpoint
+   * recorded or, in one that did not, follow from `messagesTextLength`, the
+   * length of their JSON text (a long session's restore holds ~300,000 of them).
    */
-  static restore(head: ConversationSnapshot['head'], messages: ChatMessage[], history: () => ConversationHistory): Conversation {
+  static restore(head: ConversationSnapshot['head'], messages: ChatMessage[], history: () => ConversationHistory, messagesTextLength: number): Conversation {
     const c = new Conversation();
     for (const [k, v] of head.inputs) c.inputs.set(k, v);
     for (const [k, v] of head.responseFormats) c.responseFormats.set(k, v);
@@ -129,7 +135,7 @@ export class Conversation {
     c.rendered = messages;
     c.unread = history;
     c.approxChars = head.approxChars;
-    for (const m of messages) c.approxBytes += messageBytes(m);
+    c.approxBytes += head.messagesBytes ?? messagesTextBytes(messagesTextLength, messages.length);
     for (const [id, text] of head.inputs) c.approxBytes += inputBytes(id, text);
     for (const [, r] of head.replacements) c.approxBytes += replacementBytes(r.content);
     c.approxBytes += stringBytes(head.instructions);
@@ -317,7 +323,7 @@ export class Conversation {
   }
 }
 
-/** A rendered message (a restored conversation's, before its history is read). */
+/** A rendered message (what a checkpoint records for a restored conversation, before its history is read). */
 function messageBytes(m: ChatMessage): number {
   let n = OBJECT_BYTES + SLOT_BYTES + stringBytes(m.content);
   if (m.role === 'tool') n += stringBytes(m.tool_call_id);
@@ -326,6 +332,9 @@ function messageBytes(m: ChatMessage): number {
       n += 3 * OBJECT_BYTES + SLOT_BYTES + stringBytes(c.id) + stringBytes(c.function.name) + stringBytes(c.function.arguments);
   return n;
 }
+
+/** Messages known by the length of their JSON text: its characters, and per message its object, slot and string header. */
+const messagesTextBytes = (textLength: number, count: number) => textLength + count * (OBJECT_BYTES + SLOT_BYTES + 16);
 
 /** An input's text and id, in the inputs map. */
 const inputBytes = (inputId: string, text: string) => SLOT_BYTES + stringBytes(inputId) + stringBytes(text);

@@ -26,6 +26,7 @@ import { recordingDownload } from './recording-download.ts';
 import { GRAPHIQL_ASSETS_PREFIX, serveGraphiQLAsset } from './graphiql.ts';
 import { closingOptions, watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
+import { capQueuedOutput } from './ws-output-cap.ts';
 
 /** WebSocket messages are small GraphQL operations; recordings go over HTTP. */
 const MAX_WS_MESSAGE_BYTES = 1024 * 1024;
@@ -152,6 +153,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...closingOptions(opts.wsLiveness),
     verifyClient: ({ req }, done) => (guard.upgradeAllowed(req) ? done(true) : done(false, 403, 'Forbidden')),
   });
+  capQueuedOutput(wss, opts.security?.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes, metrics && (() => metrics.tooSlowSockets.inc()));
   const wsCleanup = graphql.serveWebSocket(wss);
   watchLiveness(wss, {
     ...opts.wsLiveness,

@@ -107,7 +107,7 @@ describe('fold cache', () => {
     c.applyAll(sessionLog(6, 'tools'));
     c.apply({ seq: 10_000, type: 'surface/replace', data: { fromSeq: 1, toSeq: 40, content: 'summary '.repeat(50) } });
     const snap = JSON.parse(JSON.stringify(c.snapshot()));
-    const restored = Conversation.restore(snap.head, snap.messages, () => snap.history);
+    const restored = Conversation.restore(snap.head, snap.messages, () => snap.history, JSON.stringify(snap.messages).length);
     expect(restored.messages()).toEqual(c.messages());
     // Before its history is read it holds the rendered messages only: less than the fold that made it, not nothing.
     const beforeHistory = restored.approxBytes;
@@ -117,6 +117,42 @@ describe('fold cache', () => {
     restored.messagesThrough(10);
     expect(restored.approxBytes).toBeGreaterThanOrEqual(c.approxBytes);
     expect(restored.approxBytes).toBeLessThan(c.approxBytes * 2);
+  });
+
+  it.each([
+    ['turns with tool calls', 40, 20, 'tools'],
+    ['short turns', 10, 1000, 'short'],
+  ] as const)("a restored conversation's estimated bytes follow the heap it holds (%s)", (_, count, turns, shape) => {
+    const checkpoints = Array.from({ length: count }, () => {
+      const snap = new Conversation().applyAll(sessionLog(turns, shape)).snapshot();
+      return { head: JSON.stringify(snap.head), messages: JSON.stringify(snap.messages) };
+    });
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const restored = checkpoints.map(({ head, messages }) =>
+      Conversation.restore(JSON.parse(head), JSON.parse(messages), () => ({ entries: [], inputs: [], answered: [] }), messages.length),
+    );
+    gc();
+    const heldPerConversation = (process.memoryUsage().heapUsed - before) / count;
+    const estimate = restored.reduce((n, c) => n + c.approxBytes, 0) / count;
+    expect(estimate / heldPerConversation).toBeGreaterThan(0.8);
+    expect(estimate / heldPerConversation).toBeLessThan(1.6);
+  });
+
+  it('a restore takes the bytes of its messages from the checkpoint, without walking them: the ones it recorded, or else from their text', () => {
+    const c = new Conversation().applyAll(sessionLog(6, 'tools'));
+    const snap = JSON.parse(JSON.stringify(c.snapshot()));
+    const text = JSON.stringify(snap.messages);
+    // Messages that cannot be read: a restore that walked them throws.
+    const unread = snap.messages.map(() => Object.defineProperty({}, 'content', { get: () => expect.unreachable('a message read at restore') }));
+    const recorded = Conversation.restore(snap.head, unread, () => snap.history, text.length).approxBytes;
+    expect(recorded).toBe(Conversation.restore(snap.head, snap.messages, () => snap.history, 0).approxBytes);
+    expect(recorded).toBeGreaterThan(text.length);
+    // A checkpoint written before its messages' bytes were recorded: their text's length says about as much.
+    const { messagesBytes: _, ...older } = snap.head;
+    const fromText = Conversation.restore(older, unread, () => snap.history, text.length).approxBytes;
+    expect(fromText / recorded).toBeGreaterThan(0.8);
+    expect(fromText / recorded).toBeLessThan(1.25);
   });
 });
 

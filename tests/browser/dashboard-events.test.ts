@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
-import { completedTurn, openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { completedTurn, eventCountOf, openPage as openPageOn, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 const TURNS = 200; // 11 events a turn: 2,200 events, 11 pages of 200
@@ -24,7 +24,7 @@ beforeAll(async () => {
   ({ app, browser, origin } = dashboard = await startDashboard());
   sessionId = (await app.ok(`mutation { createSession(input: {title: "Events tools"}) { id } }`)).createSession.id;
   await app.services.store.append(sessionId, Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1, { args: '{"zone":"UTC"}' })).flat());
-  length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
+  length = await eventCountOf(app, sessionId);
   context = await (await browser).newContext({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'] });
 }, 60_000);
 

@@ -88,3 +88,13 @@ export function completedTurn(n: number, { who, args = '{}' }: { who?: string; a
     { type: 'turn/end', data: { turn: n, reason: 'completed' } },
   ] as NewEvent[];
 }
+
+/** Completed turns `from`…`from + count - 1` appended to a session through the store's checked append, in batches of whole turns (≤ 10,000 events). */
+export async function appendTurns(app: TestApp, sessionId: string, from: number, count: number): Promise<void> {
+  const all = Array.from({ length: count }, (_, i) => completedTurn(from + i)).flat();
+  for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
+}
+
+/** How many events a session's log holds. */
+export const eventCountOf = async (app: TestApp, id: string): Promise<number> =>
+  (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id })).session.eventCount;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
-import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 let dashboard: Dashboard;
@@ -18,8 +18,8 @@ let length: number;
 beforeAll(async () => {
   ({ app, origin } = dashboard = await startDashboard());
   id = (await app.services.store.createSession({ tenant: 'local' }, { title: 'Links' })).id;
-  await app.services.store.append(id, Array.from({ length: 40 }, (_, i) => completedTurn(i + 1)).flat());
-  length = (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id })).session.eventCount;
+  await appendTurns(app, id, 1, 40);
+  length = await eventCountOf(app, id);
 }, 60_000);
 afterAll(() => dashboard?.close());
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
-import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, completedTurn, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import { scrolledIntoView, scrollFrames } from './frames.ts';
 
 // 11 events each: with the title, 20,010 events. DASHBOARD_TURNS=90910 measures a
@@ -26,10 +26,8 @@ beforeAll(
   async () => {
     ({ app, browser, origin } = dashboard = await startDashboard());
     sessionId = (await app.ok(`mutation { createSession(input: {title: "Twenty thousand events"}) { id } }`)).createSession.id;
-    // Batches of whole turns (≤ 10,000 events), appended through the store's checked append.
-    const all = Array.from({ length: TURNS }, (_, i) => completedTurn(i + 1)).flat();
-    for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
-    length = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
+    await appendTurns(app, sessionId, 1, TURNS);
+    length = await eventCountOf(app, sessionId);
   },
   120_000 + TURNS * 10,
 );
@@ -136,7 +134,7 @@ describe('dashboard on a 20,000-event session', () => {
     await page.locator('li.msg.assistant:not(.streaming)', { hasText: `Echo: ${text}` }).waitFor(TIMEOUT);
     await scrolledIntoView(page, 'conversation-scroll', '.conversation > li.msg.assistant:not(.streaming)');
     const answerVisible = Date.now() - t0;
-    const after = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount;
+    const after = await eventCountOf(app, sessionId);
     await scrolledIntoView(page, 'timeline-scroll', `table.timeline tr[data-seq="${after - 1}"]`);
     figures['send → input visible'] = ms(userVisible);
     figures['send → answer visible'] = ms(answerVisible);
@@ -174,9 +172,9 @@ describe('dashboard on a 20,000-event session', () => {
   it("shows a failed turn's reason in the conversation and titles each nested fork marker by its own ancestor", async () => {
     const root = (await app.ok(`mutation { createSession(input: {title: "Root of three"}) { id } }`)).createSession.id as string;
     await app.services.store.append(root, completedTurn(1));
-    const rootLength = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: root })).session.eventCount;
+    const rootLength = await eventCountOf(app, root);
     const child = (await app.services.store.fork({ tenant: 'local' }, root, rootLength - 1, { title: 'Middle child' })).session.id;
-    const childLength = (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: child })).session.eventCount;
+    const childLength = await eventCountOf(app, child);
     const grandchild = (await app.services.store.fork({ tenant: 'local' }, child, childLength - 1, { title: 'Grandchild' })).session.id;
     await app.ok(`mutation($input: SendMessageInput!) { sendMessage(input: $input) { inputId } }`, {
       input: { sessionId: grandchild, text: '!fail the model is out of coffee' },

@@ -10,7 +10,7 @@ import type { NewEvent } from '../../src/core/events.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { screenshot } from './chromium.ts';
-import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, completedTurn, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 const BULK_TURNS = 900; // 11 events each, twice: 19,800 events
@@ -28,7 +28,7 @@ let longEnd: number;
 let timedFrom: number;
 let openStart: number;
 
-const eventCount = async () => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sessionId })).session.eventCount as number;
+const eventCount = () => eventCountOf(app, sessionId);
 const append = (events: NewEvent[]) => app.services.store.append(sessionId, events);
 
 /** A step with one call and its result. */
@@ -42,10 +42,7 @@ const callStep = (turn: number, step: number): NewEvent[] => [
 beforeAll(async () => {
   ({ app, browser, origin } = dashboard = await startDashboard());
   sessionId = (await app.ok(`mutation { createSession(input: {title: "Spans"}) { id } }`)).createSession.id;
-  const bulk = async (from: number) => {
-    const all = Array.from({ length: BULK_TURNS }, (_, i) => completedTurn(from + i)).flat();
-    for (let i = 0; i < all.length; i += 9_999) await append(all.slice(i, i + 9_999));
-  };
+  const bulk = (from: number) => appendTurns(app, sessionId, from, BULK_TURNS);
   await bulk(1);
   // The long turn, in two appends (its end stored later than its start), between two bulks.
   const long = BULK_TURNS + 1;

@@ -191,7 +191,7 @@ describe('the conversation hands out requests it never changes', () => {
 /** A conversation through a checkpoint as the agent stores one (agent/session-fold.ts): JSON text, the history read only when asked. */
 function throughCheckpoint(conversation: Conversation, onHistoryRead = () => {}): Conversation {
   const snap = JSON.parse(JSON.stringify(conversation.snapshot())) as ReturnType<Conversation['snapshot']>;
-  return Conversation.restore(snap.head, snap.messages, () => (onHistoryRead(), snap.history));
+  return Conversation.restore(snap.head, snap.messages, () => (onHistoryRead(), snap.history), JSON.stringify(snap.messages).length);
 }
 
 describe.each(logs)('a conversation restored from a checkpoint on the %s', (_name, log) => {

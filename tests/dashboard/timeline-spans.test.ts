@@ -1,21 +1,10 @@
 // The timeline's spans (start/end pairs with their durations, from whichever
 // pages are held) and the row map that hides collapsed spans.
 import { describe, expect, it } from 'vitest';
-import type { LogEvent } from '../../client/dashboard/src/conversation.ts';
 import { EventPages, PAGE_SIZE } from '../../client/dashboard/src/event-pages.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import { formatSpan, RowMap, TimelineSpans } from '../../client/dashboard/src/timeline-spans.ts';
-
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const ev = (seq: number, type: string, data: Record<string, unknown>, atMs = seq * 100): LogEvent => ({
-  id: `evt_${seq}`,
-  seq,
-  type,
-  data,
-  inherited: false,
-  synthetic: false,
-  createdAt: new Date(T0 + atMs).toISOString(),
-});
+import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';
 
 /** A turn with two calls in one step, starting at `seq`: 9 events. */
 const turn = (seq: number, n: number) => [
@@ -30,12 +19,12 @@ const turn = (seq: number, n: number) => [
       { id: `b${n}`, name: 'clock', arguments: '{}' },
     ],
   }),
-  ev(seq + 3, 'tool/result', { turn: n, step: 1, callId: `a${n}`, resultId: 'r', status: 'ok', content: '' }, seq * 100 + 750),
-  ev(seq + 4, 'tool/result', { turn: n, step: 1, callId: `b${n}`, resultId: 'r', status: 'ok', content: '' }, seq * 100 + 1_000),
-  ev(seq + 5, 'step/end', { turn: n, step: 1, reason: 'completed' }, seq * 100 + 1_100),
-  ev(seq + 6, 'step/start', { turn: n, step: 2 }, seq * 100 + 1_200),
-  ev(seq + 7, 'step/end', { turn: n, step: 2, reason: 'completed' }, seq * 100 + 3_700),
-  ev(seq + 8, 'turn/end', { turn: n, reason: 'completed' }, seq * 100 + 3_800),
+  ev(seq + 3, 'tool/result', { turn: n, step: 1, callId: `a${n}`, resultId: 'r', status: 'ok', content: '' }, { ms: seq * 100 + 750 }),
+  ev(seq + 4, 'tool/result', { turn: n, step: 1, callId: `b${n}`, resultId: 'r', status: 'ok', content: '' }, { ms: seq * 100 + 1_000 }),
+  ev(seq + 5, 'step/end', { turn: n, step: 1, reason: 'completed' }, { ms: seq * 100 + 1_100 }),
+  ev(seq + 6, 'step/start', { turn: n, step: 2 }, { ms: seq * 100 + 1_200 }),
+  ev(seq + 7, 'step/end', { turn: n, step: 2, reason: 'completed' }, { ms: seq * 100 + 3_700 }),
+  ev(seq + 8, 'turn/end', { turn: n, reason: 'completed' }, { ms: seq * 100 + 3_800 }),
 ];
 
 describe('TimelineSpans', () => {

@@ -3,17 +3,7 @@
 // createdAt say (a step's calls run one after another).
 import { describe, expect, it } from 'vitest';
 import { eventSummary, foldConversation, serverOf, type LogEvent } from '../../client/dashboard/src/conversation.ts';
-
-const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
-const ev = (seq: number, type: string, data: Record<string, unknown>, ms: number, synthetic = false): LogEvent => ({
-  id: `evt_${seq}`,
-  seq,
-  type,
-  data,
-  inherited: false,
-  synthetic,
-  createdAt: at(ms),
-});
+import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';
 
 const calls = [
   { id: 'c1', name: 'fs__edit_file', arguments: '{}', effect: 'side-effects' },
@@ -21,14 +11,14 @@ const calls = [
   { id: 'c3', name: 'memory__read_graph', arguments: '{}' }, // a V3 log: no effect recorded
 ];
 const head = [
-  ev(0, 'inbox/add', { inputId: 'in_1', text: 'go' }, 0),
-  ev(1, 'inbox/remove', { inputId: 'in_1', reason: 'taken' }, 0),
-  ev(2, 'turn/start', { turn: 1, inputId: 'in_1' }, 0),
-  ev(3, 'step/start', { turn: 1, step: 1 }, 0),
-  ev(4, 'model/message', { turn: 1, step: 1, text: '', toolCalls: calls }, 1_000),
+  ev(0, 'inbox/add', { inputId: 'in_1', text: 'go' }, { ms: 0 }),
+  ev(1, 'inbox/remove', { inputId: 'in_1', reason: 'taken' }, { ms: 0 }),
+  ev(2, 'turn/start', { turn: 1, inputId: 'in_1' }, { ms: 0 }),
+  ev(3, 'step/start', { turn: 1, step: 1 }, { ms: 0 }),
+  ev(4, 'model/message', { turn: 1, step: 1, text: '', toolCalls: calls }, { ms: 1_000 }),
 ];
 const result = (seq: number, callId: string, ms: number, synthetic = false) =>
-  ev(seq, 'tool/result', { turn: 1, step: 1, callId, resultId: `r_${callId}`, status: synthetic ? 'interrupted' : 'ok', content: 'x' }, ms, synthetic);
+  ev(seq, 'tool/result', { turn: 1, step: 1, callId, resultId: `r_${callId}`, status: synthetic ? 'interrupted' : 'ok', content: 'x' }, { ms, synthetic });
 
 const toolCallsOf = (events: LogEvent[]) => {
   const item = foldConversation(events).find((i) => i.kind === 'assistant');
@@ -71,7 +61,7 @@ describe('tool calls in the conversation', () => {
           { path: 'old.txt', hash: null, size: 0 },
         ],
       },
-      3_000,
+      { ms: 3_000 },
     );
     const items = foldConversation([...head, change, result(6, 'c1', 3_500)]);
     expect(items.some((i) => i.kind === 'note')).toBe(false);

@@ -1,19 +1,9 @@
 // The dashboard's pure view models: the conversation fold and the lineage forest.
 import { describe, expect, it } from 'vitest';
-import { foldConversation, itemsAfter, type LogEvent } from '../../client/dashboard/src/conversation.ts';
+import { foldConversation, itemsAfter } from '../../client/dashboard/src/conversation.ts';
 import { distinctTitle, lineageForest } from '../../client/dashboard/src/lineage.ts';
 import type { SessionSummaryFragment } from '../../client/generated/graphql.ts';
-
-const ev = (seq: number, type: string, data: Record<string, unknown>, flags: Partial<LogEvent> = {}): LogEvent => ({
-  id: `evt_${seq}`,
-  seq,
-  type,
-  data,
-  inherited: false,
-  synthetic: false,
-  createdAt: '2026-01-01T00:00:00.000Z',
-  ...flags,
-});
+import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';
 
 describe('foldConversation', () => {
   // A child forked at the tool call (seq 4): marker, then the fork closers.

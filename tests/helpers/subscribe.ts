@@ -130,3 +130,29 @@ export async function openSubscriptions(url: string): Promise<number> {
 export async function subscriptionsOpened(url: string, before: number, n: number): Promise<void> {
   await waitFor(async () => (await openSubscriptions(url)) >= before + n, { what: `${n} subscriptions open` });
 }
+
+/**
+ * A graphql-ws socket that subscribes `count` times to a session's events from
+ * the start with `selection`, and reads nothing from then on; resolves with it
+ * once every subscribe message is sent. `closed` resolves with its close code
+ * and reason (it sees them once it reads again: `socket.resume()`).
+ */
+export async function stalledSocket(
+  url: string,
+  sessionId: string,
+  count: number,
+  selection: string,
+): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+  const socket = new WebSocket(wsUrl(url), 'graphql-transport-ws');
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+    socket.once('message', (m) => (JSON.parse(String(m)).type === 'connection_ack' ? resolve() : reject(new Error(String(m)))));
+  });
+  socket.pause();
+  const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { ${selection} } }`;
+  for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query, variables: { id: sessionId } } }));
+  while (socket.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 10));
+  return { socket, closed };
+}

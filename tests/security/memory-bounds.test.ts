@@ -6,10 +6,10 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
-import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { stalledSocket } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { recordingHeader } from '../../src/core/recording.ts';
@@ -270,30 +270,6 @@ describe('a WebSocket that stops reading', () => {
     return r.body.session.id;
   }
 
-  /**
-   * A graphql-ws socket that subscribes `count` times to the session's events
-   * from the start with `selection`, and reads nothing from then on; resolves
-   * with it once every subscribe message is sent.
-   */
-  async function stalledSocket(
-    sessionId: string,
-    count: number,
-    selection: string,
-  ): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
-    const socket = new WebSocket(service.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
-      socket.once('message', (m) => (JSON.parse(String(m)).type === 'connection_ack' ? resolve() : reject(new Error(String(m)))));
-    });
-    socket.pause();
-    const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { ${selection} } }`;
-    for (let i = 0; i < count; i++) socket.send(JSON.stringify({ id: `s${i}`, type: 'subscribe', payload: { query, variables: { id: sessionId } } }));
-    while (socket.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 10));
-    return { socket, closed };
-  }
-
   /** A value of the service's /metrics. */
   async function metric(name: string): Promise<number> {
     const text = await (await fetch(`${base}/metrics`)).text();
@@ -303,7 +279,7 @@ describe('a WebSocket that stops reading', () => {
   it('holds bounded memory with 500 subscriptions written straight to it', async () => {
     const id = await sessionOfEvents(400, 5000);
     const run = await underWatch(async () => {
-      const { socket } = await stalledSocket(id, 500, 'seq type data');
+      const { socket } = await stalledSocket(service.url, id, 500, 'seq type data');
       // Every subscription started and the service answers again: each has written what it would (the old code queued all of it at once).
       await waitFor(async () => (await metric('forkline_active_subscriptions')) === 500, { what: '500 subscriptions open', timeoutMs: 30_000 });
       await fetch(`${base}/healthz`);
@@ -319,8 +295,8 @@ describe('a WebSocket that stops reading', () => {
     // 500 × 100 kB in flight: more than the kernel's socket buffers (up to 36 MB on loopback here) can hide from the server.
     const id = await sessionOfEvents(50, 100_000);
     const tooSlowBefore = await metric('forkline_ws_too_slow_closed_total');
-    // An alias makes graphql-ws execute each event (not the direct writer): one message in flight per subscription.
-    const { socket, closed } = await stalledSocket(id, 500, 'seq d: data');
+    // A directive makes graphql-ws execute each event (not the direct writer, event-projection.ts): one message in flight per subscription.
+    const { socket, closed } = await stalledSocket(service.url, id, 500, 'seq data @include(if: true)');
     // It reads again once the server has closed it (its /metrics count it): the close frame comes after what was queued.
     await waitFor(async () => (await metric('forkline_ws_too_slow_closed_total')) > tooSlowBefore, { what: 'the server to close it', timeoutMs: 30_000 });
     socket.resume();

@@ -24,7 +24,7 @@ import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { eventPages } from './event-pages.ts';
-import { WsDelivery, closeOverBuffered, useWsDelivery } from './ws-delivery.ts';
+import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
 import type { Guard } from '../guard.ts';
@@ -146,9 +146,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxResponseBytes: security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes,
   });
 
-  const maxBuffered = security.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
-  const tooSlow = metrics && (() => metrics.tooSlowSockets.inc());
-  const wsDelivery = new WsDelivery(maxBuffered, tooSlow);
+  const wsDelivery = new WsDelivery();
   return {
     wsDelivery,
     eventPage,
@@ -214,12 +212,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
             }
           },
           onComplete: (ctx, id) => guard.endSubscription(ctx.extra.socket, id),
-          onNext: (ctx, _id, _payload, _args, result) => {
-            // Before graphql-ws sends: a socket whose subscriptions have queued past the cap is closed (ws-delivery.ts).
-            closeOverBuffered(ctx.extra.socket, maxBuffered, tooSlow);
-            // And once it has sent (it awaits this hook first): many subscriptions may pass the check above in one
-            // burst before any sends, then wait on sends the client never reads, and nothing would check again.
-            setImmediate(() => closeOverBuffered(ctx.extra.socket, maxBuffered, tooSlow));
+          onNext: (_ctx, _id, _payload, _args, result) => {
             if (!('errors' in result) || !result.errors) return;
             if (metrics) countErrors(metrics, result.errors);
             return resultWithoutInternals(result);

@@ -11,8 +11,8 @@
 // its stream stays where it was, and resumes from the shared window or its own
 // pages of the log once the socket drains. Memory per slow socket is bounded
 // by HIGH_WATER and one frame per subscription; a socket whose queue passes
-// `maxBufferedBytes` whatever the writer (graphql-ws's own sends too:
-// closeOverBuffered) is closed (http/ws-liveness.ts closes a dead one).
+// its cap whatever the writer is closed by its own send (http/ws-output-cap.ts;
+// http/ws-liveness.ts closes a dead one).
 //
 // The choice is made here, not in the resolver (which only maps the field onto
 // live delivery): useWsDelivery takes a graphql-ws sessionEvents operation
@@ -25,21 +25,9 @@ import { MessageType, stringifyMessage } from 'graphql-ws';
 import { EventStream } from '../../host/live/event-window.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { eventProjection, type EventProjection } from './event-projection.ts';
-import { UNRESPONSIVE_CLOSE_CODE } from '../ws-liveness.ts';
 
 const HIGH_WATER = 1024 * 1024;
 
-/**
- * Closes a socket whose queued output (all its subscriptions together) is
- * past `max`, with the code of a subscriber that does not read
- * (docs/api.md); true when it did. Its client resumes with `afterSeq`.
- */
-export function closeOverBuffered(socket: WebSocket, max: number, onClosed?: () => void): boolean {
-  if (socket.readyState !== WebSocket.OPEN || socket.bufferedAmount <= max) return false;
-  socket.close(UNRESPONSIVE_CLOSE_CODE, `SUBSCRIBER_TOO_SLOW: over ${max} bytes queued`);
-  onClosed?.();
-  return true;
-}
 /** Payloads kept per session and selection: subscribers near each other's position share them. */
 const PAYLOADS_KEPT = 4096;
 
@@ -109,13 +97,6 @@ export class WsDelivery {
   /** Payloads serialised and frames written since start (tests, metrics). */
   readonly counts = { payloads: 0, frames: 0 };
 
-  /** `maxBufferedBytes`: one socket's queued output past which it is closed (FORKLINE_WS_MAX_BUFFERED_BYTES). */
-  constructor(
-    readonly maxBufferedBytes = Infinity,
-    /** Told of each socket closed for it (metrics). */
-    private readonly onTooSlow?: () => void,
-  ) {}
-
   /** Events of `stream` to `op`'s socket as graphql-ws `next` messages; the iterator graphql-ws gets. */
   deliver(stream: EventStream, op: WsOperation, sessionId: string, projection: EventProjection): AsyncIterableIterator<never> {
     const groupKey = `${sessionId}\n${projection.key}`;
@@ -136,7 +117,7 @@ export class WsDelivery {
     const release = () => {
       if (--g.refs === 0 && this.groups.get(groupKey) === g) this.groups.delete(groupKey);
     };
-    const done = write(stream, op, payloadOf, this.counts, this.maxBufferedBytes, this.onTooSlow).finally(release);
+    const done = write(stream, op, payloadOf, this.counts).finally(release);
     const DONE: IteratorReturnResult<never> = { done: true, value: undefined as never };
     return {
       next: () => done.then(() => DONE),
@@ -169,14 +150,7 @@ export function nextMessageFrame(id: string): (payload: Buffer) => Buffer {
   return (payload) => Buffer.concat([head, payload, tail]);
 }
 
-async function write(
-  stream: EventStream,
-  { socket, raw, id }: WsOperation,
-  payloadOf: (e: StoredEvent) => Buffer,
-  counts: { frames: number },
-  maxBuffered: number,
-  onTooSlow?: () => void,
-): Promise<void> {
+async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }): Promise<void> {
   const frame = nextMessageFrame(id);
   const open = () => socket.readyState === WebSocket.OPEN;
   // Until the socket has taken its queue down to HIGH_WATER (or closed).
@@ -201,7 +175,7 @@ async function write(
       for (let i = 0; i < batch.length; i++) {
         socket.send(frame(payloadOf(batch[i])), { binary: false });
         counts.frames++;
-        if (closeOverBuffered(socket, maxBuffered, onTooSlow)) return void stream.close();
+        if (!open()) return void stream.close(); // closed by its send past its cap (http/ws-output-cap.ts)
         if (socket.bufferedAmount > HIGH_WATER && i + 1 < batch.length) {
           raw.uncork();
           await drained();
