@@ -163,6 +163,27 @@ async function waitForAnswers(client: ForklineClient, children: Array<{ id: stri
   return answers.every((a) => a.reason === 'completed' || a.reason === 'idle');
 }
 
+/**
+ * fetch, saying once on stderr that the server cannot be reached while the
+ * client retries (for up to its 15 s), so a wrong URL or a stopped server is
+ * not a silent wait before the error. Said at the second failure: the first
+ * retry (a request that is not retried fails with its error at once).
+ */
+function sayingUnreachable(url: string): typeof fetch {
+  let failures = 0;
+  return async (input, init) => {
+    try {
+      return await fetch(input, init);
+    } catch (err) {
+      if (++failures === 2) {
+        const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
+        process.stderr.write(`forkline: cannot reach ${url} (${cause}); trying again for up to 15 s (Ctrl-C to stop)\n`);
+      }
+      throw err;
+    }
+  };
+}
+
 /** A file can be read again: a lost connection or a 503 retries the upload (same key, so it imports once). */
 async function retryUpload<T>(send: () => Promise<T>, rereadable: boolean): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -301,10 +322,8 @@ async function run(argv: string[]): Promise<number> {
     (opts.help ? process.stdout : process.stderr).write(USAGE);
     return opts.help ? 0 : 2;
   }
-  const client = createForklineClient({
-    url: opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql',
-    token: opts.token ?? process.env.FORKLINE_TOKEN,
-  });
+  const url = opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql';
+  const client = createForklineClient({ url, token: opts.token ?? process.env.FORKLINE_TOKEN, fetch: sayingUnreachable(url) });
   try {
     switch (command) {
       case 'sessions': {

@@ -110,12 +110,13 @@ describe('forkline CLI', () => {
   });
 
   it('fails clearly: GraphQL error codes, usage errors, unreachable server', async () => {
-    const [missing, range, usage, badInt, down, noFile] = await Promise.all([
+    const [missing, range, usage, badInt, down, downFollow, noFile] = await Promise.all([
       cli(['events', 'ses_missing', '--follow']),
       cli(['fork', id, '--at', '999']),
       cli(['send', id]),
       cli(['fork', id, '--at', 'x']),
       cli(['sessions', '--url', 'http://127.0.0.1:9/graphql']),
+      cli(['events', 'ses_x', '--follow', '--url', 'http://127.0.0.1:9/graphql']),
       cli(['import', path.join(tmp, 'nope.jsonl')]),
     ]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
@@ -127,7 +128,12 @@ describe('forkline CLI', () => {
     expect(badInt.code).toBe(2);
     expect(badInt.stderr).toContain('--at must be an integer');
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^forkline: NETWORK_ERROR: cannot reach/);
+    // Said while it retries (not a silent wait), then the error.
+    expect(down.stderr).toMatch(/^forkline: cannot reach http:\/\/127\.0\.0\.1:9\/graphql \(.+\); trying again for up to 15 s/);
+    expect(down.stderr.trim().split('\n').at(-1)).toMatch(/^forkline: NETWORK_ERROR: cannot reach/);
+    // A subscription's lost server reads the same, never "[object Object]".
+    expect(downFollow.code).toBe(1);
+    expect(downFollow.stderr.trim().split('\n').at(-1)).toMatch(/^forkline: NETWORK_ERROR: cannot reach ws:\/\/127\.0\.0\.1:9\/graphql: ./);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('ENOENT');
     const bad = path.join(tmp, 'bad.jsonl');
