@@ -97,6 +97,38 @@ describe('forkline CLI', () => {
     expect(s.eventCount).toBe(recording.length - 1);
   });
 
+  it('shows one session: its row, lineage, fork points, last turn and answer; a missing one is SESSION_NOT_FOUND', async () => {
+    const parent = (await app.ok(`mutation { createSession(input: { title: "shown", instructions: "be brief" }) { id } }`)).createSession.id;
+    expect((await cli(['send', parent, 'first words', '--wait'])).code).toBe(0);
+    const fork = (
+      await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 5, title: "shown child" }) { session { id } } }`, { id: parent })
+    ).forkSession.session.id;
+    const [shown, child, json, missing] = await Promise.all([
+      cli(['show', parent]),
+      cli(['show', fork]),
+      cli(['show', parent, '--json']),
+      cli(['show', 'ses_missing']),
+    ]);
+    expect(shown.code).toBe(0);
+    const out = lines(shown.stdout);
+    expect(out[0]).toMatch(new RegExp(`^${parent}\\s+IDLE\\s+\\d+ events\\s+1 turns\\s+shown$`));
+    expect(out).toEqual(
+      expect.arrayContaining([
+        '  instructions: be brief',
+        '  1 child forked at seq 5',
+        expect.stringMatching(/^ {2}last turn 1: completed, \d+ ms, input: first words$/),
+      ]),
+    );
+    expect(out.at(-1)).toMatch(/^ {2}last answer \(seq \d+\): Echo: first words$/);
+    // The marker and the closers come before its own events.
+    expect(lines(child.stdout)).toEqual(
+      expect.arrayContaining([`  inherits 6 events of "shown" (0..5); its own from seq 9`, '  last turn 1: forked, 0 ms, input: first words']),
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: parent, forkPoints: [{ seq: 5, childCount: 1 }], lastTurn: { turn: 1, reason: 'completed' } });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^forkline: SESSION_NOT_FOUND: session ses_missing not found/);
+  });
+
   it('deletes a session; one with children only with --with-descendants', async () => {
     const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 2 }) { session { id } } }`, { id: childId });
     const refused = await cli(['delete', childId]);
