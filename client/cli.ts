@@ -21,6 +21,7 @@ import {
   SessionDocument,
   SessionEventsDocument,
   SessionEventsLiveDocument,
+  SessionShowDocument,
   SessionsDocument,
   RevokeApiTokenDocument,
   type ApiTokenFieldsFragment,
@@ -32,6 +33,7 @@ import {
   type ForklineClient,
   type ModelConfigInput,
   type SearchSessionsQuery,
+  type SessionShowQuery,
   type SessionSummaryFragment,
   type ToolFieldsFragment,
 } from '@forkline/client';
@@ -42,6 +44,7 @@ const USAGE = `usage: forkline <command> [options]
 
 commands:
   sessions [--first N] [--parent ID]        list sessions, newest first
+  show <id>                                 one session: its row, model, lineage, fork points, last turn and answer
   events <id> [--after N] [--follow]        print events as JSON lines (--follow: keep printing live ones)
   fork <id> [--at SEQ] [--title T]          fork at an exact event (omitted: through the last turn/end)
   branch <id> [--anchor SEQ] [--title T]    branch through the first turn/end at or after the anchor
@@ -79,7 +82,7 @@ commands:
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
+  --json         machine-readable output (sessions, show, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -163,6 +166,27 @@ async function waitForAnswers(client: ForklineClient, children: Array<{ id: stri
   return answers.every((a) => a.reason === 'completed' || a.reason === 'idle');
 }
 
+/**
+ * fetch, saying once on stderr that the server cannot be reached while the
+ * client retries (for up to its 15 s), so a wrong URL or a stopped server is
+ * not a silent wait before the error. Said at the second failure: the first
+ * retry (a request that is not retried fails with its error at once).
+ */
+function sayingUnreachable(url: string): typeof fetch {
+  let failures = 0;
+  return async (input, init) => {
+    try {
+      return await fetch(input, init);
+    } catch (err) {
+      if (++failures === 2) {
+        const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
+        process.stderr.write(`forkline: cannot reach ${url} (${cause}); trying again for up to 15 s (Ctrl-C to stop)\n`);
+      }
+      throw err;
+    }
+  };
+}
+
 /** A file can be read again: a lost connection or a 503 retries the upload (same key, so it imports once). */
 async function retryUpload<T>(send: () => Promise<T>, rereadable: boolean): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -238,6 +262,34 @@ function summaryLine(s: SessionSummaryFragment): string {
   return `${s.id}  ${s.status.padEnd(7)}  ${String(s.eventCount).padStart(5)} events  ${String(s.turnCount).padStart(3)} turns  ${s.title ?? '(untitled)'}${parent}${pool}`;
 }
 
+/** `forkline show`: the session's row, then one line per thing known of it (nothing for what it has not). */
+function showLines(s: NonNullable<SessionShowQuery['session']>): string[] {
+  const clip = (t: string, n = 200) => {
+    const one = t.replace(/\s+/g, ' ').trim();
+    return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+  };
+  const lines = [summaryLine(s), `  created ${s.createdAt}, last changed ${s.updatedAt}, format v${s.formatVersion}`];
+  if (s.model) lines.push(`  model ${s.model.provider}:${s.model.model}`);
+  if (s.parent)
+    lines.push(`  inherits ${s.inheritedEventCount} events of "${s.parent.title ?? 'untitled'}" (0..${s.forkedAtSeq}); its own from seq ${s.firstLiveSeq}`);
+  if (s.instructions) lines.push(`  instructions: ${clip(s.instructions)}`);
+  if (s.forkPoints.length) {
+    const children = s.forkPoints.reduce((n, p) => n + p.childCount, 0);
+    lines.push(
+      `  ${children} child${children === 1 ? '' : 'ren'} forked at seq ${s.forkPoints.map((p) => (p.childCount > 1 ? `${p.seq} (${p.childCount})` : p.seq)).join(', ')}`,
+    );
+  }
+  const t = s.lastTurn;
+  if (t) {
+    const took = t.durationMs == null ? '' : `, ${t.durationMs} ms`;
+    lines.push(`  last turn ${t.turn}: ${t.reason ?? 'running'}${took}${t.input ? `, input: ${clip(t.input, 120)}` : ''}`);
+    if (t.error) lines.push(`    error: ${clip(t.error)}`);
+  }
+  if (s.lastAnswer)
+    lines.push(`  last answer (seq ${s.lastAnswer.seq}${s.lastAnswer.inherited ? ', inherited' : ''}): ${clip(s.lastAnswer.text) || '(tool calls only)'}`);
+  return lines;
+}
+
 const eventLine = (e: EventFieldsFragment) =>
   JSON.stringify({ seq: e.seq, type: e.type, data: e.data, ...(e.inherited ? { inherited: true } : {}), ...(e.synthetic ? { synthetic: true } : {}) });
 
@@ -301,12 +353,18 @@ async function run(argv: string[]): Promise<number> {
     (opts.help ? process.stdout : process.stderr).write(USAGE);
     return opts.help ? 0 : 2;
   }
-  const client = createForklineClient({
-    url: opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql',
-    token: opts.token ?? process.env.FORKLINE_TOKEN,
-  });
+  const url = opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql';
+  const client = createForklineClient({ url, token: opts.token ?? process.env.FORKLINE_TOKEN, fetch: sayingUnreachable(url) });
   try {
     switch (command) {
+      case 'show': {
+        const [id] = need(args, 1, 'a session id: forkline show <id>');
+        const { session } = await client.query(SessionShowDocument, { id });
+        if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
+        if (opts.json) out(JSON.stringify(session));
+        else for (const line of showLines(session)) out(line);
+        return 0;
+      }
       case 'sessions': {
         need(args, 0, 'no arguments');
         const { sessions } = await client.query(SessionsDocument, { first: int('first', opts.first) ?? 50, parentId: opts.parent });

@@ -15,7 +15,15 @@
 // every session), the turn ends `interrupted` with the closers the repair
 // wrote, Cancel is disabled and no banner is left.
 //
-// The third deletes a session while the server is down: the count the
+// The third stops the service process gracefully (SIGTERM, as an operator
+// or a deploy does) while the page is open: the page says the server is
+// unreachable, with Retry, within the seconds its requests take to fail (not
+// after the client's retries give up, and not cleared by a request the
+// draining server still answered), also on a session opened while it is down;
+// started again on the same port and database, the banner goes, the page shows
+// that session, the list is live and a message is answered, without a reload.
+//
+// The fourth deletes a session while the server is down: the count the
 // changed-since read returns differs from what the list holds, so the list is
 // read again and the deleted session goes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +221,47 @@ describe('dashboard across a server restart', () => {
     expect(await page.locator('.conversation .msg.assistant').count()).toBe(0);
 
     await expectAnsweredAfter(page, errors, 'back after the crash', 'dashboard-restart-sigkill.png');
+  }, 120_000);
+
+  it('a graceful stop of the service: "unreachable" with Retry at once and while down, then everything resumes', async () => {
+    const databaseUrl = await createTestDatabase();
+    const env = { DATABASE_URL: databaseUrl, FORKLINE_API_TOKENS: undefined };
+    const first = await startService({ env });
+    services.push(first);
+    const origin = new URL(first.url).origin;
+    const create = async (url: string, title: string) => {
+      const r = await postGraphQL(url, 'mutation($t: String!) { createSession(input: { title: $t }) { id } }', { t: title });
+      return r.body.data.createSession.id as string;
+    };
+    const a = await create(first.url, 'Open when stopped');
+    const b = await create(first.url, 'Opened while down');
+    const { page, errors } = await openPage(browser);
+    await page.goto(`${origin}/sessions/${a}`);
+    await page.getByRole('heading', { name: 'Open when stopped' }).waitFor(TIMEOUT);
+    await page.locator(`.tree-node[data-session-id="${b}"]`).waitFor(TIMEOUT);
+
+    const stoppedAt = Date.now();
+    expect(await first.stop('SIGTERM')).toBe(0);
+    const banner = page.getByTestId('connection-problem');
+    // Said within the seconds a request takes to fail: the client retries a query for 15 s before it gives up.
+    await expect.poll(() => banner.getAttribute('data-kind'), { timeout: 10_000 }).toBe('unreachable');
+    expect(Date.now() - stoppedAt).toBeLessThan(12_000);
+    await expect.poll(() => page.locator('main .error[role=alert]').textContent(), TIMEOUT).toBe('live events: reconnecting…');
+
+    // Another session, opened while down: the banner says why it does not load (not a bare "Loading…").
+    await page.locator(`.tree-node[data-session-id="${b}"] a`).first().click();
+    await expect.poll(() => banner.getAttribute('data-kind'), { timeout: 10_000 }).toBe('unreachable');
+    expect(await banner.getByRole('button', { name: 'Retry now' }).count()).toBe(1);
+    await screenshot(page, 'dashboard-restart-sigterm-down.png');
+
+    const restarted = await startService({ env: { ...env, PORT: new URL(first.url).port } });
+    services.push(restarted);
+    await page.getByRole('heading', { name: 'Opened while down' }).waitFor({ timeout: 30_000 });
+    await expect.poll(() => banner.count(), TIMEOUT).toBe(0);
+    await expect.poll(() => page.locator('.sidebar > .error').count(), TIMEOUT).toBe(0);
+    const c = await create(restarted.url, 'Made after the restart');
+    await page.locator(`.tree-node[data-session-id="${c}"]`).waitFor(TIMEOUT);
+    await expectAnsweredAfter(page, errors, 'back after a graceful stop', 'dashboard-restart-sigterm-back.png');
   }, 120_000);
 
   it('a session deleted while the server was down goes from the list: the count differs, so the list is read again', async () => {

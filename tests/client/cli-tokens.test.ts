@@ -48,6 +48,22 @@ describe('forkline tokens', () => {
     ]);
   });
 
+  it('a wrong token: every command says UNAUTHENTICATED, those that open a WebSocket too (never "[object Object]")', async () => {
+    const wrong = 'not-a-token-of-this-server-0123';
+    const runs = await Promise.all([
+      cli(['sessions'], wrong),
+      cli(['send', 'ses_x', 'hi', '--wait'], wrong),
+      cli(['events', 'ses_x', '--follow'], wrong),
+      cli(['fork', 'ses_x', '--message', 'hi', '--wait'], wrong),
+      cli(['export', 'ses_x'], wrong),
+    ]);
+    for (const r of runs) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^forkline: UNAUTHENTICATED: /);
+      expect(r.stderr).not.toContain('[object Object]');
+    }
+  });
+
   it('refuses token management to a token without the admin scope, and bad arguments with usage', async () => {
     const writer = (await cli(['tokens', 'create', 'writer', '--scope', 'write'], ADMIN)).stdout.trim();
     const denied = await cli(['tokens', 'create', 'sneaky', '--scope', 'admin'], writer);

@@ -97,6 +97,38 @@ describe('forkline CLI', () => {
     expect(s.eventCount).toBe(recording.length - 1);
   });
 
+  it('shows one session: its row, lineage, fork points, last turn and answer; a missing one is SESSION_NOT_FOUND', async () => {
+    const parent = (await app.ok(`mutation { createSession(input: { title: "shown", instructions: "be brief" }) { id } }`)).createSession.id;
+    expect((await cli(['send', parent, 'first words', '--wait'])).code).toBe(0);
+    const fork = (
+      await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 5, title: "shown child" }) { session { id } } }`, { id: parent })
+    ).forkSession.session.id;
+    const [shown, child, json, missing] = await Promise.all([
+      cli(['show', parent]),
+      cli(['show', fork]),
+      cli(['show', parent, '--json']),
+      cli(['show', 'ses_missing']),
+    ]);
+    expect(shown.code).toBe(0);
+    const out = lines(shown.stdout);
+    expect(out[0]).toMatch(new RegExp(`^${parent}\\s+IDLE\\s+\\d+ events\\s+1 turns\\s+shown$`));
+    expect(out).toEqual(
+      expect.arrayContaining([
+        '  instructions: be brief',
+        '  1 child forked at seq 5',
+        expect.stringMatching(/^ {2}last turn 1: completed, \d+ ms, input: first words$/),
+      ]),
+    );
+    expect(out.at(-1)).toMatch(/^ {2}last answer \(seq \d+\): Echo: first words$/);
+    // The marker and the closers come before its own events.
+    expect(lines(child.stdout)).toEqual(
+      expect.arrayContaining([`  inherits 6 events of "shown" (0..5); its own from seq 9`, '  last turn 1: forked, 0 ms, input: first words']),
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: parent, forkPoints: [{ seq: 5, childCount: 1 }], lastTurn: { turn: 1, reason: 'completed' } });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^forkline: SESSION_NOT_FOUND: session ses_missing not found/);
+  });
+
   it('deletes a session; one with children only with --with-descendants', async () => {
     const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id, atSeq: 2 }) { session { id } } }`, { id: childId });
     const refused = await cli(['delete', childId]);
@@ -110,12 +142,13 @@ describe('forkline CLI', () => {
   });
 
   it('fails clearly: GraphQL error codes, usage errors, unreachable server', async () => {
-    const [missing, range, usage, badInt, down, noFile] = await Promise.all([
+    const [missing, range, usage, badInt, down, downFollow, noFile] = await Promise.all([
       cli(['events', 'ses_missing', '--follow']),
       cli(['fork', id, '--at', '999']),
       cli(['send', id]),
       cli(['fork', id, '--at', 'x']),
       cli(['sessions', '--url', 'http://127.0.0.1:9/graphql']),
+      cli(['events', 'ses_x', '--follow', '--url', 'http://127.0.0.1:9/graphql']),
       cli(['import', path.join(tmp, 'nope.jsonl')]),
     ]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
@@ -127,7 +160,12 @@ describe('forkline CLI', () => {
     expect(badInt.code).toBe(2);
     expect(badInt.stderr).toContain('--at must be an integer');
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^forkline: NETWORK_ERROR: cannot reach/);
+    // Said while it retries (not a silent wait), then the error.
+    expect(down.stderr).toMatch(/^forkline: cannot reach http:\/\/127\.0\.0\.1:9\/graphql \(.+\); trying again for up to 15 s/);
+    expect(down.stderr.trim().split('\n').at(-1)).toMatch(/^forkline: NETWORK_ERROR: cannot reach/);
+    // A subscription's lost server reads the same, never "[object Object]".
+    expect(downFollow.code).toBe(1);
+    expect(downFollow.stderr.trim().split('\n').at(-1)).toMatch(/^forkline: NETWORK_ERROR: cannot reach ws:\/\/127\.0\.0\.1:9\/graphql: ./);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('ENOENT');
     const bad = path.join(tmp, 'bad.jsonl');

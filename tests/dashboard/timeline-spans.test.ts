@@ -73,7 +73,7 @@ describe('TimelineSpans', () => {
         pages.spans.startingAt(seq)!,
         (s) => pages.heldThrough(s),
         pages.length - 1,
-        (s) => pages.get(s)?.createdAt,
+        (s) => pages.get(s),
       );
     expect(pages.heldThrough(150)).toBe(PAGE_SIZE - 1);
     expect(extent(150)).toEqual({ state: 'until', seq: 199, durationMs: (199 - 150) * 100 });
@@ -84,6 +84,65 @@ describe('TimelineSpans', () => {
     await pages.loadPage(1);
     expect(extent(150)).toEqual({ state: 'ended', durationMs: 10_000 });
     expect(pages.spans.endingAt(250)!.label).toBe('turn 1');
+  });
+});
+
+describe('TimelineSpans of what repair closed', () => {
+  const DAY = 86_400_000;
+  const closer = (seq: number, type: string, data: Record<string, unknown>, atMs: number): LogEvent => ({ ...ev(seq, type, data, atMs), synthetic: true });
+  const described = (events: LogEvent[], seq: number, held = events) => {
+    const spans = new TimelineSpans();
+    for (const e of held) spans.add(e);
+    const bySeq = new Map(held.map((e) => [e.seq, e]));
+    const heldThrough = (s: number) => {
+      while (bySeq.has(s + 1)) s++;
+      return s;
+    };
+    const span = spans.startingAt(seq) ?? spans.endingAt(seq)!;
+    return formatSpan(
+      span,
+      spans.extent(span, heldThrough, events.length - 1, (s) => bySeq.get(s)),
+      formatDuration,
+    );
+  };
+
+  // A turn whose process died 1.5 s in, during a call; the recording was imported (and repaired) two days later.
+  const crashed = [
+    ev(0, 'turn/start', { turn: 1, inputId: 'i' }, 0),
+    ev(1, 'step/start', { turn: 1, step: 1 }, 100),
+    ev(2, 'model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: '{}' }] }, 1_000),
+    ev(3, 'plugin/files/change', { callId: 'c1', changes: [] }, 1_500),
+    closer(4, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'interrupted', content: '' }, 2 * DAY),
+    closer(5, 'step/end', { turn: 1, step: 1, reason: 'interrupted' }, 2 * DAY),
+    closer(6, 'turn/end', { turn: 1, reason: 'interrupted' }, 2 * DAY),
+  ];
+
+  it('a turn a crash interrupted lasts until the last event written before the closers, not until its recovery', () => {
+    expect(described(crashed, 0)).toBe('turn 1 · 1.5 s');
+    expect(described(crashed, 1)).toBe('step 1.1 · 1.4 s');
+    expect(described(crashed, 2)).toBe('1 call · 500 ms');
+    expect(described(crashed, 6)).toBe('turn 1 · 1.5 s');
+    // The cut-off call has no duration of its own (as in the conversation).
+    const spans = new TimelineSpans();
+    for (const e of crashed) spans.add(e);
+    expect(spans.callAt(4)).toEqual({ name: 'c1' });
+  });
+
+  it('a turn a fork cut lasts until the cut, the event before its marker', () => {
+    const forked = [
+      ...crashed.slice(0, 3),
+      ev(3, 'session/end-seed', { parentSessionId: 'p', cutSeq: 2 }, 30 * DAY),
+      closer(4, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'not-started', content: '' }, 30 * DAY),
+      closer(5, 'step/end', { turn: 1, step: 1, reason: 'forked' }, 30 * DAY),
+      closer(6, 'turn/end', { turn: 1, reason: 'forked' }, 30 * DAY),
+    ];
+    expect(described(forked, 0)).toBe('turn 1 · 1.0 s');
+    expect(described(forked, 1)).toBe('step 1.1 · 900 ms');
+  });
+
+  it('when an event before the closers is not held yet, it says only how long the held ones show', () => {
+    const held = [crashed[0], crashed[1], ...crashed.slice(4)];
+    expect(described(crashed, 0, held)).toBe('turn 1 · ≥ 100 ms, until #1+');
   });
 });
 

@@ -90,6 +90,14 @@ describe('foldConversation', () => {
     expect(items.at(-1)).toMatchObject({ kind: 'note', seqs: [7], text: expect.stringMatching(/result pairing.*c9/) });
   });
 
+  it('names plugin events in words, as the timeline does (the raw type on hover)', () => {
+    const items = foldConversation([ev(0, 'plugin/compaction/start', { toSeq: 0 }), ev(1, 'plugin/workspace/write', { key: 'k', value: 'v', callId: 'c' })]);
+    expect(items.map((i) => (i.kind === 'note' ? [i.text, i.type] : i.kind))).toEqual([
+      ['compaction started', 'plugin/compaction/start'],
+      ['workspace write', 'plugin/workspace/write'],
+    ]);
+  });
+
   it('keeps the items touched after a cut (a call whose result came later included)', () => {
     expect(itemsAfter(foldConversation(child), 4).map((i) => i.seqs[0])).toEqual([5, 6, 7, 8, 9]);
   });

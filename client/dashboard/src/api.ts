@@ -43,6 +43,7 @@ const client = createForklineClient({
   url: new URL('/graphql', location.href).toString(),
   token: tokens.stored,
   webSocketImpl: WebSocket,
+  fetch: reportingFetch,
 });
 
 /**
@@ -72,6 +73,19 @@ export function problemOf(err: unknown): ConnectionProblem {
   if (err.status === 429) return { kind: 'rate-limited', until: Date.now() + (err.retryAfter ?? 5) * 1000, message: err.message };
   if (err.code === 'NETWORK_ERROR' || err.status === 502 || err.status === 504) return { kind: 'unreachable' };
   return null;
+}
+
+/**
+ * fetch, saying "unreachable" as soon as a request does not get through: the
+ * client retries queries for a while (packages/client retryForMs) before it
+ * gives up, and the page would otherwise say nothing — "Loading…" — meanwhile.
+ * An answer clears it (observed), as does the server's return (follow).
+ */
+function reportingFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  return fetch(input, init).catch((err: unknown) => {
+    if ((err as Error)?.name !== 'AbortError') setProblem({ kind: 'unreachable' });
+    throw err;
+  });
 }
 
 /** The page-wide connection problem, kept current. */
@@ -138,7 +152,8 @@ export async function serverBack(stopped: () => boolean): Promise<void> {
       // Any answer but a gateway's "not there" (a dev proxy says 502 while the server is down).
       if ((await fetch(new URL('/healthz', location.href), { cache: 'no-store' })).status < 500) return;
     } catch {
-      // still down
+      // Still down, whatever cleared the word meanwhile (a request answered while the server was draining).
+      setProblem({ kind: 'unreachable' });
     }
     await sleep(wait);
   }

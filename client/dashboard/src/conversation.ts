@@ -8,6 +8,7 @@ import type { LogEvent as CoreEvent } from '../../../src/core/events.ts';
 import { asCoreEvent, otherThanCore } from '../../../src/core/core-event.ts';
 import { LogState } from '../../../src/core/log-state.ts';
 import { FILES_CHANGE } from '../../../src/core/event-types.ts';
+import { eventLabel } from './event-labels.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -75,7 +76,8 @@ export type ConversationItem =
   | (ItemBase & { kind: 'agent-error'; turn: number; step: number; message: string })
   /** A compaction's summary (surface/replace): the model sees it instead of events fromSeq..toSeq. */
   | (ItemBase & { kind: 'compaction'; fromSeq: number; toSeq: number; summary: string })
-  | (ItemBase & { kind: 'note'; text: string });
+  /** `type`: a plugin event's raw type, shown on hover (its text is the timeline's label for it). */
+  | (ItemBase & { kind: 'note'; text: string; type?: string });
 
 export interface FoldOptions {
   /**
@@ -139,7 +141,7 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         changed.call.files = { seq: e.seq, changes: fileChangesOf(d) };
         changed.item.seqs.push(e.seq);
       } else if (e.type === 'plugin/agent/error') items.push({ ...base, kind: 'agent-error', turn: num(d.turn), step: num(d.step), message: str(d.message) });
-      else items.push({ ...base, kind: 'note', text: e.type });
+      else items.push({ ...base, kind: 'note', text: eventLabel(e.type), type: e.type });
       continue;
     }
     // The payload is read defensively (str, num): a dashboard shows whatever a log holds.

@@ -1,8 +1,17 @@
 // Pure formatting shared by the dashboard's views (no DOM, no client: tests import it).
 
-/** A duration as people read it: `840 ms`, `2.4 s`, `3 min 5 s`. */
-export const formatDuration = (ms: number) =>
-  ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+/** A duration as people read it: `840 ms`, `2.4 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  // Rounded once, so 119.6 s reads `2 min 0 s`, never `1 min 60 s`; hours and days past an hour (a session's time in turns).
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  const min = Math.round(s / 60);
+  if (min < 24 * 60) return `${Math.floor(min / 60)} h ${min % 60} min`;
+  const h = Math.round(min / 60);
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
+}
 
 /** US dollars as the totals show them: cents from a dollar up, more digits below (a call costs fractions of a cent); – for unknown. */
 export function formatUsd(usd: number | null | undefined): string {

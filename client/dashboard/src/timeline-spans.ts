@@ -11,7 +11,15 @@ export type SpanKind = 'turn' | 'step' | 'calls';
 interface Point {
   seq: number;
   at: string;
+  /** Written by repair (a crash's or a fork's closer), when the session was recovered or forked, not when it stopped. */
+  synthetic: boolean;
 }
+
+/** What a span's times are read from: an event the page holds. */
+export type HeldEvent = Pick<LogEvent, 'type' | 'createdAt' | 'synthetic'>;
+
+/** Repair closes at most a step's calls, its step and its turn: how far back a closer's stop is looked for (store/crash-stop-times.ts). */
+const MAX_CLOSERS_LOOKED_AT = 256;
 
 export interface Span {
   kind: SpanKind;
@@ -53,7 +61,7 @@ export class TimelineSpans {
   /** Indexes one event (each seq once: EventPages calls it for new events only). */
   add(e: LogEvent): void {
     const d = (e.data ?? {}) as Record<string, unknown>;
-    const at = { seq: e.seq, at: e.createdAt };
+    const at = { seq: e.seq, at: e.createdAt, synthetic: e.synthetic };
     switch (e.type) {
       case 'turn/start':
       case 'turn/end':
@@ -98,11 +106,15 @@ export class TimelineSpans {
     return this.byEnd.get(seq);
   }
 
-  /** How long the call a tool/result answers ran: from its message, or the previous call's result (as the conversation counts it). */
+  /**
+   * How long the call a tool/result answers ran: from its message, or the
+   * previous call's result (as the conversation counts it); none for a
+   * synthetic result (the call was cut off: it never ended).
+   */
   callAt(seq: number): { name: string; durationMs?: number } | undefined {
     const id = this.resultCall.get(seq);
     const call = id === undefined ? undefined : this.calls.get(id);
-    if (!call?.result || call.message < 0) return id === undefined ? undefined : { name: id };
+    if (!call?.result || call.message < 0 || call.result.synthetic) return id === undefined ? undefined : { name: id };
     const ids = this.messageCalls.get(call.message) ?? [];
     const before = ids[ids.indexOf(id!) - 1];
     const from = before === undefined ? this.byStart.get(call.message)?.start?.at : this.calls.get(before)?.result?.at;
@@ -112,14 +124,31 @@ export class TimelineSpans {
   /**
    * Where `span` ends as far as the page knows. `heldThrough(seq)`: the last
    * seq such that every event from `seq` to it is held; `lastSeq`: the log's.
+   * A span repair closed (its end synthetic) ended when its events stopped:
+   * at the last event before the closers and a fork's marker, as
+   * `Turn.durationMs` counts it (docs/dashboard.md), not when a recovery or
+   * a fork wrote them, maybe days later.
    */
-  extent(span: Span, heldThrough: (seq: number) => number, lastSeq: number, at: (seq: number) => string | undefined): SpanExtent {
+  extent(span: Span, heldThrough: (seq: number) => number, lastSeq: number, eventAt: (seq: number) => HeldEvent | undefined): SpanExtent {
     if (!span.start) return { state: 'unknown-start' };
-    if (span.end) return { state: 'ended', durationMs: ms(span.start.at, span.end.at) };
-    const reach = heldThrough(span.start.seq);
+    const { start, end } = span;
+    const until = (reach: number): SpanExtent => {
+      const held = eventAt(reach);
+      return { state: 'until', seq: reach, durationMs: held ? ms(start.at, held.createdAt) : 0 };
+    };
+    if (end && !end.synthetic) return { state: 'ended', durationMs: ms(start.at, end.at) };
+    if (end) {
+      for (let s = end.seq - 1; s >= Math.max(start.seq, end.seq - MAX_CLOSERS_LOOKED_AT); s--) {
+        const e = eventAt(s);
+        // An event between not held: the stop is not known yet; as long as what is held shows.
+        if (!e) return until(heldThrough(start.seq));
+        if (!e.synthetic && e.type !== 'session/end-seed') return { state: 'ended', durationMs: ms(start.at, e.createdAt) };
+      }
+      return { state: 'ended', durationMs: 0 };
+    }
+    const reach = heldThrough(start.seq);
     if (reach >= lastSeq) return { state: 'running' };
-    const until = at(reach);
-    return { state: 'until', seq: reach, durationMs: until ? ms(span.start.at, until) : 0 };
+    return until(reach);
   }
 
   private spanOf(kind: SpanKind, key: string, label: string): Span {

@@ -352,7 +352,7 @@ function spanCell(pages: EventPages, seq: number, collapsed: ReadonlyMap<number,
         span,
         (s) => pages.heldThrough(s),
         pages.length - 1,
-        (s) => pages.get(s)?.createdAt,
+        (s) => pages.get(s),
       ),
       formatDuration,
     );

@@ -99,9 +99,10 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   const doFetch = opts.fetch ?? fetch;
   const authorization = opts.token ? `Bearer ${opts.token}` : undefined;
   let ws: Client | undefined;
+  const wsUrl = opts.url.replace(/^http/, 'ws');
   const socket = () =>
     (ws ??= createClient({
-      url: opts.url.replace(/^http/, 'ws'),
+      url: wsUrl,
       webSocketImpl: opts.webSocketImpl ?? (globalThis as { WebSocket?: unknown }).WebSocket ?? WebSocket,
       connectionParams: authorization ? { authorization } : {},
       lazy: true,
@@ -238,7 +239,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
         try {
           r = await results.next();
         } catch (err) {
-          throw asClientError(err);
+          throw asClientError(err, wsUrl);
         }
         if (r.done) return done;
         if (r.value.errors?.length) {
@@ -269,8 +270,13 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     downloadRecording,
     eventPage,
     async close() {
-      await ws?.dispose();
+      const closing = ws;
       ws = undefined;
+      try {
+        await closing?.dispose();
+      } catch {
+        // Its socket had already closed with an error (a refused token, a lost server), which its subscriptions reported: nothing is left to close.
+      }
     },
   };
 }
@@ -316,8 +322,8 @@ function newIdempotencyKey(): string {
   return Array.from(c.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** graphql-ws rejects with a list of GraphQL errors, an Error, or a CloseEvent. */
-function asClientError(err: unknown): ForklineClientError {
+/** graphql-ws rejects with a list of GraphQL errors, an Error, a CloseEvent, or the socket's error event (the server could not be reached). */
+function asClientError(err: unknown, wsUrl: string): ForklineClientError {
   if (err instanceof ForklineClientError) return err;
   if (Array.isArray(err)) return new ForklineClientError(err as GraphQLErrorInfo[]);
   if (err instanceof Error) return new ForklineClientError([{ message: err.message }]);
@@ -334,6 +340,12 @@ function asClientError(err: unknown): ForklineClientError {
       return new ForklineClientError([{ message, extensions: { code } }], 429, seconds > 0 ? seconds : undefined);
     }
     return new ForklineClientError([{ message }]);
+  }
+  if (err && typeof err === 'object') {
+    // An error event: `ws` gives its message and error; a browser's says nothing more than its type.
+    const event = err as { message?: unknown; error?: unknown };
+    const detail = event.error instanceof Error ? event.error.message : typeof event.message === 'string' ? event.message : '';
+    return new ForklineClientError([{ message: `cannot reach ${wsUrl}${detail ? `: ${detail}` : ''}` }]);
   }
   return new ForklineClientError([{ message: String(err) }]);
 }
