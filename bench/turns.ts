@@ -17,7 +17,7 @@ import { percentile, QUICK, round, type BenchContext } from './context.ts';
  * CPU time (user + system, ms) and context switches (voluntary and not) of the
  * processes matching `match`, from /proc (Linux); NaN elsewhere.
  */
-function processTotals(match: (pid: number, comm: string) => boolean): { cpuMs: number; switches: number } {
+function processTotals(match: (pid: number, comm: string, ppid: number) => boolean): { cpuMs: number; switches: number } {
   if (!fs.existsSync('/proc/self/stat')) return { cpuMs: NaN, switches: NaN };
   const tick = 1000 / 100; // USER_HZ is 100 on Linux
   const total = { cpuMs: 0, switches: 0 };
@@ -27,8 +27,8 @@ function processTotals(match: (pid: number, comm: string) => boolean): { cpuMs: 
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!match(pid, comm)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (!match(pid, comm, Number(fields[1]))) continue;
       total.cpuMs += (Number(fields[11]) + Number(fields[12])) * tick;
       const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
       for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) total.switches += Number(m[1]);
@@ -37,6 +37,18 @@ function processTotals(match: (pid: number, comm: string) => boolean): { cpuMs: 
     }
   }
   return total;
+}
+
+/** The pid of the postmaster serving `admin`, when it runs on this machine (its backend's parent); undefined otherwise. */
+async function postmasterOf(admin: pg.Pool): Promise<number | undefined> {
+  const { rows } = await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  try {
+    const stat = fs.readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    return comm.startsWith('postgres') ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) : undefined;
+  } catch {
+    return undefined; // another machine's (or no /proc)
+  }
 }
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -257,9 +269,13 @@ export async function runTurns(
     await waitAnswered(admin, warmup, performance.now());
     const retried = { n: 0 };
     const serverPids = new Set(servers.map((sv) => sv.child.pid));
+    // The database's own postmaster and its children (backends, WAL writer, checkpointer…) when it runs on this
+    // machine: other Postgres servers here (other work's) are not this run's. Elsewhere: every process named postgres.
+    const postmaster = await postmasterOf(admin);
+    const isOurPostgres = (pid: number, comm: string, ppid: number) => (postmaster ? pid === postmaster || ppid === postmaster : comm.startsWith('postgres'));
     const cpu = () => ({
       servers: processTotals((pid) => serverPids.has(pid)),
-      postgres: processTotals((_, comm) => comm.startsWith('postgres')),
+      postgres: processTotals(isOurPostgres),
       bench: processTotals((pid) => pid === process.pid),
     });
     const cpu0 = cpu();
