@@ -161,6 +161,8 @@ const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND "treeId" = $4 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
         RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
+  // Walks Session_runnable_updatedAt_idx (migration 20261212020001_session_runnable_index), whose
+  // predicate repeats these conditions as written: a claim reads about the rows it takes.
   claimRunnable: `WITH runnable AS (
          SELECT id FROM "Session"
           WHERE (status = 'RUNNING' OR "pendingInputCount" > 0) AND status <> 'WAITING'

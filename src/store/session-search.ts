@@ -4,13 +4,15 @@
 // search within one session's log (its inherited prefix included), in seq order.
 //
 // Migration 20261204000000_session_search keeps each searched event's tsvector
-// (Event."searchVector") and GIN-indexes it, the titles (the title expression
-// below must stay exactly that of its index) and forks' inheritedRanges (a
+// (Event."searchVector") and GIN-indexes it and forks' inheritedRanges (a
 // partial index: the `<> '[]'` below lets the planner use it), and migration
 // 20261209090000_session_tree_id_index a session's children by the md5 of
 // their title (a title's descendants are read through it: the `md5(…) =`
 // below, so a root with thousands of differently titled forks reads only
-// those that kept its title). Events are
+// those that kept its title), and migration 20261212020000_session_title_search
+// the titles, in "SessionTitle" (a copy a trigger keeps, so that appends, which
+// update the session row, do not index its title again; the title expression
+// below must stay exactly that of its index). Events are
 // matched where they are stored: a fork's inherited prefix stays in the
 // ancestor that wrote it (store/lineage.ts), so an inherited event matches
 // once, at that session, and the hit counts the descendants sharing it (their
@@ -37,7 +39,10 @@ export const INDEXED_CHARS = 100_000;
 const EVENT_VECTOR = `e."searchVector"`;
 /** The types that have a vector, as the predicate of Event_text_recency_idx spells them (the planner matches it literally). */
 const SEARCHED_TYPES = `e.type IN ('inbox/add', 'model/message')`;
-const TITLE_VECTOR = `to_tsvector(${CONFIG}, left(s.title, ${INDEXED_CHARS}))`;
+const titleVector = (alias: string) => `to_tsvector(${CONFIG}, left(${alias}.title, ${INDEXED_CHARS}))`;
+const TITLE_VECTOR = titleVector('s');
+/** A fork whose title is its parent's is not a title hit: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session). */
+const TITLE_NOT_PARENTS = `(SELECT p.title FROM "Session" p WHERE p.id = s."parentId") IS DISTINCT FROM s.title`;
 /** Rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
 export const EVENT_WINDOW = 2000;
 export const TITLE_WINDOW = 500;
@@ -192,8 +197,9 @@ export class SessionSearch {
           ${ordered ? 'ORDER BY s.tenant, s."createdAt" DESC, s.id' : ''}`,
       scanUsesTenant: true,
       vector: TITLE_VECTOR,
-      // The parent: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
-      match: `${TITLE_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND (SELECT p.title FROM "Session" p WHERE p.id = s."parentId") IS DISTINCT FROM s.title`,
+      match: `${TITLE_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND ${TITLE_NOT_PARENTS}`,
+      // The older matches from the titles' own index ("SessionTitle", above).
+      indexedMatch: `(s.id, s."treeId") IN (SELECT t."sessionId", t."treeId" FROM "SessionTitle" t WHERE ${titleVector('t')} @@ websearch_to_tsquery(${CONFIG}, $2)) AND ${TITLE_NOT_PARENTS}`,
       order: 'at DESC, sid',
     });
   }
@@ -239,6 +245,8 @@ export class SessionSearch {
       scanUsesTenant: boolean;
       vector: string;
       match: string;
+      /** `match` as the text index serves it (default: `match` itself). */
+      indexedMatch?: string;
       order: string;
     },
   ): Promise<Candidate[]> {
@@ -263,7 +271,7 @@ export class SessionSearch {
     // Every older match, from the text index, then sorted: asked in list order with a limit, the planner would
     // walk the ordered index instead, betting on finding the page early, and read every row when the words are rare.
     const more = await db.query<CandidateRow>(
-      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.match}`, false)})
+      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.indexedMatch ?? part.match}`, false)})
        SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM m ORDER BY ${part.order} LIMIT $3`,
       rest,
     );

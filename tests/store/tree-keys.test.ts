@@ -129,7 +129,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
                 WHERE x.table_schema = 'public' AND x.table_name = c.table_name AND x.column_name = 'sessionId'))
         GROUP BY c.table_name ORDER BY 1`,
     );
-    expect(tables.map((t) => t.table)).toEqual(['Event', 'FileTreeCheckpoint', 'FoldCheckpoint', 'Session', 'SessionBlob']);
+    expect(tables.map((t) => t.table)).toEqual(['Event', 'FileTreeCheckpoint', 'FoldCheckpoint', 'Session', 'SessionBlob', 'SessionTitle']);
     for (const t of tables) expect(t.pk, t.table).toContain('treeId');
     const { rows: references } = await check.pool.query<{ name: string; columns: string[] }>(
       `SELECT con.conname AS name, array_agg(a.attname::text ORDER BY a.attname) AS columns
@@ -143,6 +143,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
       'FileTreeCheckpoint_sessionId_treeId_fkey',
       'FoldCheckpoint_sessionId_treeId_fkey',
       'SessionBlob_sessionId_treeId_fkey',
+      'SessionTitle_sessionId_treeId_fkey',
       'Session_parentId_treeId_fkey',
     ]);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
