@@ -130,7 +130,9 @@ const v4 = {
           effect: z.enum(TOOL_EFFECTS),
         }),
       )
-      .max(500),
+      .max(500)
+      // A set names each tool once: a model request offering one name twice is refused by providers.
+      .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'a runner tool set names each tool once'),
   }),
   // Tool approval (docs/contract.md#tool-approval): the agent asks before it runs a call of the open step, and stops;
   // the decision (by whom, why) lets the turn go on. A call's request and decision are paired by the reducer.
