@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_APPROVAL_REASON_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
+import { MAX_APPROVAL_REASON_CHARS, MAX_COMPACTION_INSTRUCTIONS_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
@@ -170,9 +170,14 @@ export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$
 const pluginData = z.record(z.string(), z.json());
 /**
  * Plugin events forkline itself acts on, validated like core events in every
- * format version: a change set is made into files on disk (docs/files.md).
+ * format version: a change set is made into files on disk (docs/files.md); a
+ * compaction's instructions are sent to a model.
  */
-const pluginCodecs: Record<string, z.ZodType> = { [FILES_CHANGE]: filesChangeDataSchema };
+const pluginCodecs: Record<string, z.ZodType> = {
+  [FILES_CHANGE]: filesChangeDataSchema,
+  // A compaction's start (agent/compaction.ts): its instructions reach the summariser's prompt, held to compactSession's limit at every door.
+  'plugin/compaction/start': z.looseObject({ instructions: z.string().max(MAX_COMPACTION_INSTRUCTIONS_CHARS).optional() }),
+};
 
 export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 
