@@ -144,3 +144,23 @@ describe("what a runner's batch may hold", () => {
     expect(declared.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
   });
 });
+
+describe('declared tools', () => {
+  it('a tool schema nested thousands of levels deep is BAD_USER_INPUT, not a crash', async () => {
+    const { id } = await poolSession('deep-schemas');
+    const token = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession.lease.token;
+    const depth = 20_000; // built as text: JSON.stringify of such a value overflows the client's own stack
+    const schema = '{"a":'.repeat(depth) + '{}' + '}'.repeat(depth);
+    const query = `mutation($i: DeclareRunnerToolsInput!) { declareRunnerTools(input: $i) { id } }`;
+    const variables = `{"i":{"sessionId":"${id}","leaseToken":${token},"tools":[{"name":"deep","effect":"READ_ONLY","inputSchema":${schema}}]}}`;
+    const res = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"query":${JSON.stringify(query)},"variables":${variables}}`,
+    });
+    const body = (await res.json()) as { errors?: Array<{ message: string; extensions?: { code?: string } }> };
+    expect(body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(body.errors?.[0].message).toMatch(/nested deeper than 64 levels/);
+    expect((await holder(id)).eventCount).toBe(1);
+  });
+});
