@@ -257,16 +257,19 @@ const publishArgs = z.object({
 });
 const poolArgs = z.object({ pool: runnerPoolSchema });
 /** A declared tool's JSON Schema: its depth checked before zod walks it (z.json recurses: one thousands of levels deep overflowed the stack). */
-const runnerToolSchemaArg = z.unknown().transform((v, ctx) => {
-  if (v == null) return undefined;
-  const unstorable = unstorableReason(v);
-  const parsed = unstorable ? undefined : z.record(z.string(), z.json()).safeParse(v);
-  if (!parsed?.success) {
-    ctx.addIssue({ code: 'custom', message: unstorable ?? 'a JSON Schema is a JSON object' });
-    return z.NEVER;
-  }
-  return parsed.data;
-});
+const runnerToolSchemaArg = z
+  .unknown()
+  .optional()
+  .transform((v, ctx) => {
+    if (v == null) return undefined;
+    const unstorable = unstorableReason(v);
+    const parsed = unstorable ? undefined : z.record(z.string(), z.json()).safeParse(v);
+    if (!parsed?.success) {
+      ctx.addIssue({ code: 'custom', message: unstorable ?? 'a JSON Schema is a JSON object' });
+      return z.NEVER;
+    }
+    return parsed.data;
+  });
 const declareArgs = z.object({
   sessionId: sessionIdSchema,
   leaseToken: token,
