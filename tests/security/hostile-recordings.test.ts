@@ -2,6 +2,7 @@
 // "Threat model"): events marked synthetic that repair never writes, and
 // compaction instructions past compactSession's limit, through POST /recordings,
 // importRecording and appendEvents. Nothing of a refused one is written.
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../src/core/text-limits.ts';
@@ -85,5 +86,28 @@ describe('compaction instructions', () => {
     const ok = await app.gql(APPEND, { input: { sessionId: id, leaseToken: token, expectedEventCount: 1, events: [start('keep the names')] } });
     expect(ok.errors).toBeUndefined();
     expect(ok.data.appendEvents.eventCount).toBe(2);
+  });
+});
+
+describe('compressed bodies', () => {
+  it('a gzip body (Content-Encoding: gzip) is never inflated, at any door: no decompression bomb can get in', async () => {
+    // 64 MiB of newlines in 64 KiB: refused as the bytes they are (not UTF-8), never expanded.
+    const bomb = zlib.gzipSync(Buffer.alloc(64 * 2 ** 20, 0x0a), { level: 9 });
+    const before = await sessionCount();
+    for (const [path, type] of [
+      ['/recordings', 'application/x-ndjson'],
+      ['/graphql', 'application/json'],
+      ['/chat', 'application/json'],
+      ['/agui', 'application/json'],
+    ]) {
+      const res = await fetch(app.url.replace(/\/graphql$/, path), {
+        method: 'POST',
+        headers: { 'content-type': type, 'content-encoding': 'gzip' },
+        body: bomb,
+      });
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(((await res.json()) as any).errors[0].message).toMatch(/not valid UTF-8/);
+    }
+    expect(await sessionCount()).toBe(before);
   });
 });
