@@ -58,6 +58,8 @@ export interface AppOptions {
   distributed?: boolean;
   /** How many events apart a session's fold is checkpointed (FORKLINE_FOLD_CHECKPOINT_EVENTS; default DEFAULT_FOLD_CHECKPOINT_EVENTS, 0: none). */
   foldCheckpointEvents?: number;
+  /** The most a fold checkpoint read back may hold decompressed (default MAX_FOLD_CHECKPOINT_TEXT_BYTES: a larger one is not restored). */
+  foldCheckpointMaxBytes?: number;
   /** What the agents' folds kept between turns may hold, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; default DEFAULT_FOLD_CACHE_BYTES). */
   foldCacheBytes?: number;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
@@ -172,6 +174,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     onStandbyRead: (served, read) => metrics.standbyReads.inc({ served, read }),
     byTree: opts.distributed,
     fileLimits,
+    foldCheckpointMaxBytes: opts.foldCheckpointMaxBytes,
   });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);

@@ -140,18 +140,34 @@ export class SessionFold {
     return { state: `${JSON.stringify(head)}\n${JSON.stringify(conversation.messages)}`, history: JSON.stringify(conversation.history) };
   }
 
-  /** Takes the state of a checkpoint through `seq` (an empty fold only); false when it is of another version or another seq. */
+  /**
+   * Takes the state of a checkpoint through `seq` (an empty fold only); false
+   * when it is of another version or another seq, or is not the JSON a
+   * snapshot writes (the fold is left as it was: the log is replayed).
+   */
   private restore(seq: number, checkpoint: { state: string; history(): string }): boolean {
     const { state, history } = checkpoint; // the closure below keeps only the compressed history, not the state's text
     const headEnd = state.indexOf('\n');
     if (headEnd < 0) return false; // another format
-    const snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
-    if (snap.v !== SNAPSHOT_VERSION || snap.state.nextSeq !== seq + 1) return false;
-    this.state = LogState.restore(snap.state);
-    const messagesText = state.slice(headEnd + 1);
-    const messages = JSON.parse(messagesText) as ChatMessage[];
-    this.conversation = Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory, messagesText.length);
-    this.compaction = CompactionBracket.restore(snap.compaction);
+    let snap: FoldSnapshotHead;
+    let restored: { state: LogState; conversation: Conversation; compaction: CompactionBracket };
+    try {
+      snap = JSON.parse(state.slice(0, headEnd)) as FoldSnapshotHead;
+      if (snap?.v !== SNAPSHOT_VERSION || snap.state?.nextSeq !== seq + 1) return false;
+      const messagesText = state.slice(headEnd + 1);
+      const messages = JSON.parse(messagesText) as ChatMessage[];
+      if (!Array.isArray(messages)) return false;
+      restored = {
+        state: LogState.restore(snap.state),
+        conversation: Conversation.restore(snap.conversation, messages, () => JSON.parse(history()) as ConversationHistory, messagesText.length),
+        compaction: CompactionBracket.restore(snap.compaction),
+      };
+    } catch {
+      return false; // a damaged checkpoint: nothing of it is taken
+    }
+    this.state = restored.state;
+    this.conversation = restored.conversation;
+    this.compaction = restored.compaction;
     this.lastTurnEndSeq = snap.lastTurnEndSeq;
     this.usageMark = snap.usageMark;
     this.forkOrigin = snap.forkOrigin;

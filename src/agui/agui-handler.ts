@@ -248,12 +248,14 @@ export function aguiHandler(opts: AguiOptions) {
     const turns = live.sessionTurns(session.id);
     const events = live.sessionEvents(session.id, session.eventCount - 1);
     try {
-      for (const entry of input.resume ?? []) {
+      // All of the resume's decisions in one append: a refused one (a call twice, one not waiting) records none.
+      const decisions = (input.resume ?? []).map((entry) => {
         const payload = resumePayloadSchema.safeParse(entry.payload ?? {});
         const approved = entry.status === 'resolved' && payload.success && payload.data.approved;
         const reason = (payload.success ? payload.data.reason : undefined) ?? (entry.status === 'cancelled' ? 'the client cancelled the interrupt' : '');
-        await controller.decideToolCall(scope, session.id, { callId: entry.interruptId, decision: approved ? 'approved' : 'denied', reason, by });
-      }
+        return { callId: entry.interruptId, decision: approved ? ('approved' as const) : ('denied' as const), reason, by };
+      });
+      if (decisions.length) await controller.decideToolCalls(scope, session.id, decisions);
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();
       const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_APPROVAL_REASON_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
+import { MAX_APPROVAL_REASON_CHARS, MAX_COMPACTION_INSTRUCTIONS_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
 
@@ -130,7 +130,9 @@ const v4 = {
           effect: z.enum(TOOL_EFFECTS),
         }),
       )
-      .max(500),
+      .max(500)
+      // A set names each tool once: a model request offering one name twice is refused by providers.
+      .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, 'a runner tool set names each tool once'),
   }),
   // Tool approval (docs/contract.md#tool-approval): the agent asks before it runs a call of the open step, and stops;
   // the decision (by whom, why) lets the turn go on. A call's request and decision are paired by the reducer.
@@ -168,9 +170,14 @@ export const PLUGIN_TYPE = /^plugin\/[a-z0-9][a-z0-9_-]*\/[a-z0-9][a-z0-9_./-]*$
 const pluginData = z.record(z.string(), z.json());
 /**
  * Plugin events forkline itself acts on, validated like core events in every
- * format version: a change set is made into files on disk (docs/files.md).
+ * format version: a change set is made into files on disk (docs/files.md); a
+ * compaction's instructions are sent to a model.
  */
-const pluginCodecs: Record<string, z.ZodType> = { [FILES_CHANGE]: filesChangeDataSchema };
+const pluginCodecs: Record<string, z.ZodType> = {
+  [FILES_CHANGE]: filesChangeDataSchema,
+  // A compaction's start (agent/compaction.ts): its instructions reach the summariser's prompt, held to compactSession's limit at every door.
+  'plugin/compaction/start': z.looseObject({ instructions: z.string().max(MAX_COMPACTION_INSTRUCTIONS_CHARS).optional() }),
+};
 
 export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
 

@@ -73,6 +73,8 @@ export interface Violation {
 
 /** Causes a synthetic closer may carry: repair's (a crash; an agent that failed), or a fork's in its V4 spelling. */
 const SYNTHETIC_CAUSES = new Set(['interrupted', 'failed', 'not-started', 'forked']);
+/** What repair writes (core/repair.ts closeOpenTail): no other event is synthetic, so none from outside may claim to be. */
+const SYNTHETIC_TYPES = new Set(['tool/result', 'step/end', 'turn/end', 'plugin/agent/error']);
 
 export class LogState {
   /** The seq after the last applied event. */
@@ -237,13 +239,14 @@ export class LogState {
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier
    * events only), `synthetic closer` (a synthetic result or end carries a
-   * repair cause), `approval pairing` (a request names an unanswered call of
+   * repair cause; nothing but repair's closers is synthetic), `approval pairing` (a request names an unanswered call of
    * the open step not asked before; a decision answers a pending request; a
    * call awaiting approval gets no result but a repair's).
    */
   violation(e: LogEvent & { synthetic?: boolean }): Violation | undefined {
     const fail = (rule: string, detail: string): Violation => ({ rule, detail });
     const ev = asCoreEvent(e);
+    if (e.synthetic && !SYNTHETIC_TYPES.has(e.type)) return fail('synthetic closer', `only repair's closers are synthetic, not a ${e.type}`);
     if (e.synthetic && (ev.type === 'tool/result' || ev.type === 'step/end' || ev.type === 'turn/end')) {
       const cause = ev.type === 'tool/result' ? ev.data.status : ev.data.reason;
       if (!SYNTHETIC_CAUSES.has(cause)) return fail('synthetic closer', `a synthetic ${e.type} must carry a repair cause, not "${cause}"`);

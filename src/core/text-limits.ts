@@ -11,3 +11,5 @@ export const MAX_INSTRUCTIONS_CHARS = 100_000;
 export const MAX_RESPONSE_SCHEMA_CHARS = 32_000;
 /** The reason given with an approval or denial of a tool call (approveToolCall, denyToolCall). */
 export const MAX_APPROVAL_REASON_CHARS = 10_000;
+/** Instructions for a compaction's summary (compactSession's, and a plugin/compaction/start's from a recording or a runner). */
+export const MAX_COMPACTION_INSTRUCTIONS_CHARS = 4_000;

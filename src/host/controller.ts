@@ -44,6 +44,14 @@ export interface Idempotency {
   requestHash?: string;
 }
 
+/** A person's decision on a call awaiting approval, and who made it (tool/approval). */
+export interface ToolCallDecision {
+  callId: string;
+  decision: 'approved' | 'denied';
+  reason: string;
+  by: string;
+}
+
 export class SessionController {
   private readonly idempotency: IdempotencyStore;
 
@@ -282,13 +290,23 @@ export class SessionController {
    * already, or never asked) with BAD_USER_INPUT. The session's agent then
    * takes the turn up again (docs/contract.md#tool-approval).
    */
-  async decideToolCall(
-    scope: Scope,
-    sessionId: string,
-    input: { callId: string; decision: 'approved' | 'denied'; reason: string; by: string },
-  ): Promise<{ session: SessionRow; decisionSeq: number }> {
-    const { callId, decision, reason, by } = input;
-    const written = await this.store.append(sessionId, [{ type: 'tool/approval', data: { callId, decision, reason, by } }], { scope });
+  async decideToolCall(scope: Scope, sessionId: string, input: ToolCallDecision): Promise<{ session: SessionRow; decisionSeq: number }> {
+    return this.decideToolCalls(scope, sessionId, [input]);
+  }
+
+  /**
+   * Several decisions of one request (a /chat message, an AG-UI resume) in one
+   * append: all are recorded or none (a call named twice, or one not awaiting
+   * approval, refuses the whole batch), so a refused request leaves no
+   * decision behind. `decisionSeq`: the first one's.
+   */
+  async decideToolCalls(scope: Scope, sessionId: string, decisions: readonly ToolCallDecision[]): Promise<{ session: SessionRow; decisionSeq: number }> {
+    if (decisions.length === 0) throw new ForklineError('BAD_USER_INPUT', 'no decision to record');
+    const written = await this.store.append(
+      sessionId,
+      decisions.map(({ callId, decision, reason, by }) => ({ type: 'tool/approval', data: { callId, decision, reason, by } })),
+      { scope },
+    );
     for (const u of await turnUpdatesRead(sessionId, written, new OpenStepCalls(), readOpenTail(this.store.log))) this.publish(u);
     const session = await this.store.requireSession(scope, sessionId);
     // An external runner's session: its pool sees the turn running again (runnableSessions).

@@ -51,8 +51,11 @@ import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/sess
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
 import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
-/** The session/… and inbox/add events are the service's to write (createSession, sendMessage, forks): not a runner's. */
-const NOT_A_RUNNERS = new Set(['inbox/add', 'session/end-seed']);
+/**
+ * Events that are the service's to write, not a runner's: input (sendMessage), a fork's marker, and a
+ * person's decision on a call (approveToolCall/denyToolCall record who made it: a runner's would forge it).
+ */
+const NOT_A_RUNNERS = new Set(['inbox/add', 'session/end-seed', 'tool/approval']);
 
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
 /** The runnable feed's looks for ended leases are at least this far apart. */
@@ -131,6 +134,8 @@ export interface RunnerAppend {
   released: boolean;
 }
 
+/** How often a claim's startTurn reads the request again when input was appended meanwhile (then it leaves the opening to the runner). */
+const START_TURN_ATTEMPTS = 3;
 /** How long the service holds a session it repairs (it gives it back as soon as the repair is written). */
 const REPAIR_LEASE_MS = 10_000;
 /** The holder a runner session shows while forkline compacts it (Session.runnerHolder). */
@@ -164,7 +169,12 @@ export class RunnerProtocol {
     opts: ClaimOptions = {},
   ): Promise<RunnerClaim[]> {
     const claims = await this.leases.claimRunnable(scope.tenant, pool, runnerId, ttlMs, max);
-    return Promise.all(claims.map((c) => this.claimed(scope, c, opts)));
+    // One session's failure must not lose the others' leases: the runner gets every claim that held (a failed one was given back).
+    const settled = await Promise.allSettled(claims.map((c) => this.claimed(scope, c, opts)));
+    const held = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed && held.length === 0) throw failed.reason;
+    return held;
   }
 
   /**
@@ -174,11 +184,17 @@ export class RunnerProtocol {
    * With `startTurn`, the next turn's opening is written under the new lease.
    */
   private async claimed(scope: Scope, claim: RunnerClaim, opts: ClaimOptions): Promise<RunnerClaim> {
-    this.deps.store.log.remember(claim.session); // the model request's first read needs its lineage
-    const repaired = claim.session.status === 'RUNNING' && (await this.repair(scope, claim));
-    const started = opts.startTurn === true && (await this.startTurn(scope, claim));
-    if (!repaired && !started) return claim;
-    return { ...claim, session: await this.deps.store.requireSession(scope, claim.session.id) };
+    try {
+      this.deps.store.log.remember(claim.session); // the model request's first read needs its lineage
+      const repaired = claim.session.status === 'RUNNING' && (await this.repair(scope, claim));
+      const started = opts.startTurn === true && (await this.startTurn(scope, claim));
+      if (!repaired && !started) return claim;
+      return { ...claim, session: await this.deps.store.requireSession(scope, claim.session.id) };
+    } catch (err) {
+      // A runner answered with an error never learns the token: the lease goes back now, not when it expires.
+      await this.release(scope, claim.session.id, claim.lease.token).catch(() => {});
+      throw err;
+    }
   }
 
   /**
@@ -190,15 +206,23 @@ export class RunnerProtocol {
    * message. Whether anything was written.
    */
   private async startTurn(scope: Scope, { session, lease }: RunnerClaim): Promise<boolean> {
-    const request = await this.modelRequest(scope, { id: session.id, runner: session.runner });
-    if (request.inTurn || request.turn == null || request.inputId == null || request.compaction) return false;
-    const opening: NewEvent[] = [
-      { type: 'inbox/remove', data: { inputId: request.inputId, reason: 'taken' } },
-      { type: 'turn/start', data: { turn: request.turn, inputId: request.inputId } },
-      { type: 'step/start', data: { turn: request.turn, step: 1 } },
-    ];
-    await this.write(scope, session.id, opening, lease.token, request.eventCount);
-    return true;
+    for (let attempt = 1; ; attempt++) {
+      const request = await this.modelRequest(scope, { id: session.id, runner: session.runner });
+      if (request.inTurn || request.turn == null || request.inputId == null || request.compaction) return false;
+      const opening: NewEvent[] = [
+        { type: 'inbox/remove', data: { inputId: request.inputId, reason: 'taken' } },
+        { type: 'turn/start', data: { turn: request.turn, inputId: request.inputId } },
+        { type: 'step/start', data: { turn: request.turn, step: 1 } },
+      ];
+      try {
+        await this.write(scope, session.id, opening, lease.token, request.eventCount);
+        return true;
+      } catch (err) {
+        // A message (or a cancel) appended between the request and the opening: read it again; past that, the runner opens the turn itself.
+        if (!(err instanceof ForklineError && err.code === 'SESSION_BUSY')) throw err;
+        if (attempt === START_TURN_ATTEMPTS) return false;
+      }
+    }
   }
 
   /** Closes the open tail of a session claimed with its turn open (cause interrupted); whether anything was written. */

@@ -13,6 +13,8 @@
 // A checkpoint's history is decompressed only if the fold renders history again.
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import type { Segment } from './lineage.ts';
 import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
@@ -20,17 +22,34 @@ import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts
 /** A session's newest checkpoints kept (a fork cut a little before the newest can still use the one before it). */
 const KEPT_PER_SESSION = 2;
 
+/**
+ * The most a checkpoint's state or history may hold decompressed. A column
+ * that says more (a decompression bomb), or that is not whole gzip (truncated,
+ * corrupted), is not restored: the fold replays the log instead.
+ */
+export const MAX_FOLD_CHECKPOINT_TEXT_BYTES = 256 * 2 ** 20;
+
 const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
+
+/** A checkpoint as a cold fold restores it: the state's text, and the history's, decompressed only when asked for. */
+export interface FoldCheckpoint {
+  seq: number;
+  /** The session that stores it (its row's key). */
+  sessionId: string;
+  state: string;
+  history(): string;
+}
 
 export class FoldCheckpoints {
   constructor(
     private readonly pool: pg.Pool,
     private readonly log: SessionLog,
+    private readonly opts: { maxTextBytes?: number; warn?: (msg: string, err?: unknown) => void } = {},
   ) {}
 
   /** The checkpoint with the highest seq at or before `atSeq` that the log reads (one index probe per segment), with its state. */
-  async nearest(ref: LogRef, atSeq = MAX_SEQ, db: Db = this.pool): Promise<{ seq: number; state: string; history(): string } | undefined> {
+  async nearest(ref: LogRef, atSeq = MAX_SEQ, db: Db = this.pool): Promise<FoldCheckpoint | undefined> {
     const segments = await this.log.segments(ref, 0, atSeq, db);
     if (segments.length === 0) return undefined;
     const params: unknown[] = [];
@@ -39,14 +58,24 @@ export class FoldCheckpoints {
       (g) =>
         `(SELECT "sessionId", seq, "treeId" FROM "FoldCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
     );
-    const { rows } = await db.query<{ seq: number; state: Buffer; history: Buffer }>(
+    const { rows } = await db.query<{ sessionId: string; seq: number; state: Buffer; history: Buffer }>(
       `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)
-       SELECT c.seq, c.state, c.history FROM "FoldCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
+       SELECT c."sessionId", c.seq, c.state, c.history FROM "FoldCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
       params,
     );
     if (!rows[0]) return undefined;
-    const { seq, state, history } = rows[0];
-    return { seq, state: (await gunzip(state)).toString('utf8'), history: () => zlib.gunzipSync(history).toString('utf8') };
+    const { sessionId, seq, state, history } = rows[0];
+    const maxOutputLength = this.opts.maxTextBytes ?? MAX_FOLD_CHECKPOINT_TEXT_BYTES;
+    try {
+      const text = (await gunzip(state, { maxOutputLength })).toString('utf8');
+      // The history is read later, when history is rendered again: checked whole and within the bound now (streamed, nothing kept),
+      // so a restore that succeeds never fails then.
+      await checkGzip(history, maxOutputLength);
+      return { sessionId, seq, state: text, history: () => zlib.gunzipSync(history, { maxOutputLength }).toString('utf8') };
+    } catch (err) {
+      this.opts.warn?.(`fold checkpoint ${sessionId}@${seq} is not whole gzip within ${maxOutputLength} bytes: the log is replayed instead`, err);
+      return undefined;
+    }
   }
 
   /**
@@ -80,4 +109,16 @@ export class FoldCheckpoints {
 function storedAt(segments: readonly Segment[], seq: number): { sessionId: string; treeId: string } | undefined {
   const s = segments.find((g) => g.fromSeq <= seq && seq <= g.toSeq);
   return s && { sessionId: s.sessionId, treeId: s.treeId };
+}
+
+/** Rejects unless `bytes` are whole gzip (its checksum and length hold) of at most `max` bytes; holds one chunk at a time. */
+async function checkGzip(bytes: Buffer, max: number): Promise<void> {
+  let seen = 0;
+  const count = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      done(seen > max ? new RangeError(`more than ${max} bytes decompressed`) : null);
+    },
+  });
+  await pipeline(Readable.from([bytes]), zlib.createGunzip(), count);
 }

@@ -346,8 +346,15 @@ const REPAIR_OWNER = 'forkline:repair';
 /** SQL on a session row: an external pool's session with work (an open turn, or queued input). */
 const HAS_WORK = `((status = 'RUNNING' OR "pendingInputCount" > 0) AND status <> 'WAITING')`;
 
+/**
+ * SQL: the fencing token of a new external lease, drawn at random (never the
+ * previous holder's): a token carried to another session, or the last
+ * holder's plus one, fences nothing there. A GraphQL Int (0..2^31-1).
+ */
+const nextRunnerToken = (column: string) => `((${column}::bigint + 1 + floor(random() * 2147483645)::bigint) % 2147483647)::int`;
+
 const RUNNER_LEASE_SQL = {
-  claim: `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
+  claim: `UPDATE "Session" SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = ${nextRunnerToken('"leaseToken"')}
         WHERE id = $1 AND "treeId" = $5 AND tenant = $2 AND runner IS NOT NULL AND ${LEASE_IS_FREE}
         RETURNING ${SESSION_COLUMNS_SQL}`,
   // Up to $5 sessions of the pool with work nobody holds, oldest first; SKIP LOCKED: runners claiming at once take different ones.
@@ -357,7 +364,7 @@ const RUNNER_LEASE_SQL = {
           ORDER BY "updatedAt" LIMIT $5
           FOR NO KEY UPDATE SKIP LOCKED
        )
-       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
+       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = ${nextRunnerToken('s."leaseToken"')}
          FROM runnable WHERE s.id = runnable.id
        RETURNING ${SESSION_COLUMNS.map((c) => `s."${c}"`).join(', ')}`,
   // Open turns of the pool nobody holds (their holder's lease expired, or it let go mid-turn), taken to be repaired.
@@ -367,7 +374,7 @@ const RUNNER_LEASE_SQL = {
           ORDER BY "updatedAt" LIMIT 100
           FOR NO KEY UPDATE SKIP LOCKED
        )
-       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
+       UPDATE "Session" s SET "leaseOwner" = $3, "leaseExpiresAt" = now() + $4 * interval '1 millisecond', "leaseToken" = ${nextRunnerToken('s."leaseToken"')}
          FROM open WHERE s.id = open.id
        RETURNING ${SESSION_COLUMNS.map((c) => `s."${c}"`).join(', ')}`,
   releaseRepaired: `UPDATE "Session" SET "leaseOwner" = NULL, "leaseExpiresAt" = NULL WHERE id = $1 AND "treeId" = $4 AND "leaseToken" = $2 AND "leaseOwner" = $3`,

@@ -104,6 +104,8 @@ export class SessionStore {
       byTree?: boolean;
       /** What change sets from outside are held to (recordings, runners' batches: store/file-blobs.ts). */
       fileLimits?: FileDoorLimits;
+      /** The most a fold checkpoint's state or history may hold decompressed (MAX_FOLD_CHECKPOINT_TEXT_BYTES). */
+      foldCheckpointMaxBytes?: number;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
@@ -112,7 +114,7 @@ export class SessionStore {
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees });
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
-    this.foldCheckpoints = new FoldCheckpoints(pool, this.log);
+    this.foldCheckpoints = new FoldCheckpoints(pool, this.log, { maxTextBytes: opts.foldCheckpointMaxBytes, warn: opts.log });
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.owners = new SessionOwners(this.sessions);
     this.tails = new TailStates(this.log);

@@ -2,6 +2,7 @@
 // checkpoint and the events after it, never the whole log (docs/long-sessions.md
 // "Cold starts"), and the model is sent exactly what a full replay would send.
 // Rows read are counted as the compaction bench counts them.
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
@@ -17,9 +18,10 @@ const NO_COMPACTION = { defaultContextTokens: 100_000_000 };
 
 let databaseUrl: string;
 let rowsRead = 0;
-const open = (foldCheckpointEvents: number) =>
+const open = (foldCheckpointEvents: number, foldCheckpointMaxBytes?: number) =>
   createApp({
     databaseUrl,
+    foldCheckpointMaxBytes,
     log: () => {},
     budget: NO_COMPACTION,
     foldCheckpointEvents,
@@ -106,5 +108,48 @@ describe('cold start from a fold checkpoint', () => {
     } finally {
       await app.close();
     }
+  });
+
+  describe('a damaged checkpoint read back (docs/operations.md "Threat model")', () => {
+    const BOUND = 32 * 2 ** 20;
+    const garbageJson = zlib.gzipSync('{"v":2,"state":{"nextSeq":1}\n[not json');
+    const notASnapshot = () => garbageJson;
+    it.each([
+      ['its state truncated', 'state', (b: Buffer) => b.subarray(0, Math.floor(b.length / 2))],
+      ['its state not gzip at all', 'state', () => Buffer.from('not gzip, just bytes')],
+      ['its history truncated', 'history', (b: Buffer) => b.subarray(0, b.length - 9)],
+      ['its state a decompression bomb past the bound', 'state', () => zlib.gzipSync(Buffer.alloc(BOUND + 2 ** 20, 0x20), { level: 9 })],
+      ['its history a decompression bomb past the bound', 'history', () => zlib.gzipSync(Buffer.alloc(BOUND + 2 ** 20, 0x20), { level: 9 })],
+      ['its state whole gzip of what is not a snapshot', 'state', notASnapshot],
+    ] as const)('%s: the turn replays the log and is answered as a full replay answers it', async (_name, column, damage) => {
+      let app = await open(0, BOUND);
+      const cp = await app.services.store.foldCheckpoints.nearest(id);
+      const { rows } = await app.services.store.pool.query<{ sessionId: string; seq: number; bytes: Buffer }>(
+        `SELECT "sessionId", seq, ${column} AS bytes FROM "FoldCheckpoint" WHERE seq = $1 AND "sessionId" = $2`,
+        [cp!.seq, cp!.sessionId],
+      );
+      const [row] = rows;
+      await app.close();
+      const put = (bytes: Buffer) =>
+        app.services.store.pool.query(`UPDATE "FoldCheckpoint" SET ${column} = $1 WHERE seq = $2 AND "sessionId" = $3`, [bytes, row.seq, row.sessionId]);
+      app = await open(0, BOUND); // a fresh process, writing no checkpoint of its own
+      try {
+        // Whole, the checkpoint restores within this bound (the tail only).
+        expect((await turn(app, id, 'whole')).rows).toBeLessThan(5_100);
+        await app.close();
+        app = await open(0, BOUND);
+        await put(damage(row.bytes));
+        // Not whole gzip within the bound: not read back at all; whole gzip of a non-snapshot: read, and not restored.
+        if (damage !== notASnapshot) expect(await app.services.store.foldCheckpoints.nearest(id)).toBeUndefined();
+        const replayed = await turn(app, id, 'after the damage');
+        expect(replayed.rows).toBeGreaterThan(0);
+        const log = await allEvents(app, id);
+        expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+        expect(replayed.messages).toEqual(buildModelMessages(log.slice(0, log.findLastIndex((e) => e.type === 'turn/start') + 1)));
+      } finally {
+        await put(row.bytes);
+        await app.close();
+      }
+    });
   });
 });

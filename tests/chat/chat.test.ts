@@ -364,6 +364,40 @@ describe('tool approval over /chat', () => {
     expect((await again.json()).errors[0]).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', rule: 'approval pairing' } });
   });
 
+  /** POSTs a useChat request by hand (what a hostile client may send instead of useChat's own). */
+  const post = (body: unknown, token?: string) =>
+    fetch(api, { method: 'POST', headers: { ...auth(token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const statusOf = async (sessionId: string) => (await app.services.store.forTenant({ tenant: 'tenant-a' }).requireSession(sessionId)).status;
+
+  it('a POST whose responses contradict each other, or whose second response is refused, decides nothing', async () => {
+    const chatId = 'contradicting-chat';
+    const { history, asked } = await askedChat(chatId);
+    const sessionId = asked.message.metadata!.sessionId;
+    const [call] = toolParts(asked.message);
+    const approved = responded(asked.message, true);
+    const part = approved.parts.find((p) => (p as unknown as ToolPart).toolCallId === call.toolCallId)!;
+    const withParts = (...parts: unknown[]) => ({ ...approved, parts: [...approved.parts, ...parts] });
+    const attempts = [
+      // Approved, then denied, in one message.
+      withParts({ ...part, approval: { id: call.toolCallId, approved: false } }),
+      // Approved, then a call that awaits nothing.
+      withParts({ ...part, approval: { id: 'no-such-call', approved: true } }),
+      // Approved, then a reason past the limit.
+      withParts({ ...part, toolCallId: 'x', approval: { id: 'x', approved: false, reason: 'r'.repeat(20_000) } }),
+    ];
+    for (const answer of attempts) {
+      const r = await post({ id: chatId, messages: [...history, answer], trigger: 'submit-message', messageId: answer.id });
+      expect(r.status).toBe(400);
+      expect((await r.json()).errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect((await storedLog(sessionId)).filter((e) => e.type === 'tool/approval')).toEqual([]);
+      expect(await statusOf(sessionId)).toBe('WAITING');
+    }
+    // The call still waits: a well-formed response decides it.
+    const rest = await respond(chatId, history, approved);
+    expect(rest.errors).toEqual([]);
+    expect((await storedLog(sessionId)).filter((e) => e.type === 'tool/approval').map((e) => e.data.decision)).toEqual(['approved']);
+  });
+
   it('denying shows the call’s error output, and the model’s answer to it', async () => {
     const chatId = 'deny-chat';
     const { history, asked } = await askedChat(chatId);

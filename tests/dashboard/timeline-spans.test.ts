@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { EventPages, PAGE_SIZE } from '../../client/dashboard/src/event-pages.ts';
 import { formatDuration } from '../../client/dashboard/src/format.ts';
 import { formatSpan, RowMap, TimelineSpans } from '../../client/dashboard/src/timeline-spans.ts';
+import type { LogEvent } from '../../client/dashboard/src/conversation.ts';
 import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';
 
 /** A turn with two calls in one step, starting at `seq`: 9 events. */
@@ -89,7 +90,7 @@ describe('TimelineSpans', () => {
 
 describe('TimelineSpans of what repair closed', () => {
   const DAY = 86_400_000;
-  const closer = (seq: number, type: string, data: Record<string, unknown>, atMs: number): LogEvent => ({ ...ev(seq, type, data, atMs), synthetic: true });
+  const closer = (seq: number, type: string, data: Record<string, unknown>, ms: number): LogEvent => ev(seq, type, data, { ms, synthetic: true });
   const described = (events: LogEvent[], seq: number, held = events) => {
     const spans = new TimelineSpans();
     for (const e of held) spans.add(e);
@@ -108,10 +109,10 @@ describe('TimelineSpans of what repair closed', () => {
 
   // A turn whose process died 1.5 s in, during a call; the recording was imported (and repaired) two days later.
   const crashed = [
-    ev(0, 'turn/start', { turn: 1, inputId: 'i' }, 0),
-    ev(1, 'step/start', { turn: 1, step: 1 }, 100),
-    ev(2, 'model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: '{}' }] }, 1_000),
-    ev(3, 'plugin/files/change', { callId: 'c1', changes: [] }, 1_500),
+    ev(0, 'turn/start', { turn: 1, inputId: 'i' }, { ms: 0 }),
+    ev(1, 'step/start', { turn: 1, step: 1 }, { ms: 100 }),
+    ev(2, 'model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'write_file', arguments: '{}' }] }, { ms: 1_000 }),
+    ev(3, 'plugin/files/change', { callId: 'c1', changes: [] }, { ms: 1_500 }),
     closer(4, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'interrupted', content: '' }, 2 * DAY),
     closer(5, 'step/end', { turn: 1, step: 1, reason: 'interrupted' }, 2 * DAY),
     closer(6, 'turn/end', { turn: 1, reason: 'interrupted' }, 2 * DAY),
@@ -131,7 +132,7 @@ describe('TimelineSpans of what repair closed', () => {
   it('a turn a fork cut lasts until the cut, the event before its marker', () => {
     const forked = [
       ...crashed.slice(0, 3),
-      ev(3, 'session/end-seed', { parentSessionId: 'p', cutSeq: 2 }, 30 * DAY),
+      ev(3, 'session/end-seed', { parentSessionId: 'p', cutSeq: 2 }, { ms: 30 * DAY }),
       closer(4, 'tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r', status: 'not-started', content: '' }, 30 * DAY),
       closer(5, 'step/end', { turn: 1, step: 1, reason: 'forked' }, 30 * DAY),
       closer(6, 'turn/end', { turn: 1, reason: 'forked' }, 30 * DAY),

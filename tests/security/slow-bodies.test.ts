@@ -72,6 +72,11 @@ describe('a request refused before its body is read', () => {
       post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': String(8 * 1024 ** 4) }),
       413,
     ],
+    [
+      '413 at /chat for a body announced over the limit',
+      post('/chat', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': String(64 * 1024 ** 3) }),
+      413,
+    ],
     ['415 before the body is read', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain', 'content-length': '1000000' }), 415],
   ])('%s: answered with Connection: close, and closed while the body still dribbles', async (_name, head, status) => {
     const d = dribble(head);
@@ -87,6 +92,12 @@ describe('an authenticated body slower than the minimum rate', () => {
   it.each([
     ['POST /recordings', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': '1000000' })],
     ['POST /graphql', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
+    // /chat: a useChat request whose body never ends (approval responses included) holds nothing past the window.
+    ['POST /chat', post('/chat', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
+    [
+      'POST /chat, chunked',
+      post('/chat', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '100000\r\n',
+    ],
     [
       'POST /graphql, chunked',
       post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '100000\r\n',

@@ -6,9 +6,8 @@ import { useState } from 'preact/hooks';
 import { CompactSessionDocument, type CompactSessionMutation } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { Modal, useSubmit } from './dialogs.tsx';
+import { MAX_COMPACTION_INSTRUCTIONS_CHARS as MAX_INSTRUCTIONS_CHARS } from '../../../src/core/text-limits.ts';
 
-/** compactSession's limit on instructions (src/graphql/types/compaction.ts). */
-const MAX_INSTRUCTIONS_CHARS = 4_000;
 const n = (x: number) => x.toLocaleString('en-US');
 
 type Done = Omit<CompactSessionMutation['compactSession'], 'session'>;

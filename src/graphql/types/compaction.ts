@@ -5,6 +5,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
 import type { CompactionResult } from '../../agent/compaction.ts';
+import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../core/text-limits.ts';
 
 const CompactSessionInput = builder.inputType('CompactSessionInput', {
   fields: (t) => ({
@@ -17,7 +18,7 @@ const CompactSessionInput = builder.inputType('CompactSessionInput', {
 const compactArgs = z.object({
   sessionId: sessionIdSchema,
   throughSeq: z.number().int().min(0).nullish(),
-  instructions: z.string().max(4000).nullish(),
+  instructions: z.string().max(MAX_COMPACTION_INSTRUCTIONS_CHARS).nullish(),
 });
 
 const CompactSessionPayload = builder.objectRef<{ sessionId: string } & CompactionResult>('CompactSessionPayload').implement({

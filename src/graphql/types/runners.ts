@@ -9,6 +9,7 @@ import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
 import { ToolEffectEnum, ToolInfoRef } from './tools.ts';
 import { TOOL_EFFECTS } from '../../core/tools.ts';
+import { unstorableReason } from '../../core/storable.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
@@ -255,6 +256,20 @@ const publishArgs = z.object({
   text: z.string().max(200_000),
 });
 const poolArgs = z.object({ pool: runnerPoolSchema });
+/** A declared tool's JSON Schema: its depth checked before zod walks it (z.json recurses: one thousands of levels deep overflowed the stack). */
+const runnerToolSchemaArg = z
+  .unknown()
+  .optional()
+  .transform((v, ctx) => {
+    if (v == null) return undefined;
+    const unstorable = unstorableReason(v);
+    const parsed = unstorable ? undefined : z.record(z.string(), z.json()).safeParse(v);
+    if (!parsed?.success) {
+      ctx.addIssue({ code: 'custom', message: unstorable ?? 'a JSON Schema is a JSON object' });
+      return z.NEVER;
+    }
+    return parsed.data;
+  });
 const declareArgs = z.object({
   sessionId: sessionIdSchema,
   leaseToken: token,
@@ -267,10 +282,7 @@ const declareArgs = z.object({
           .max(10_000)
           .nullish()
           .transform((v) => v ?? undefined),
-        inputSchema: z
-          .record(z.string(), z.json())
-          .nullish()
-          .transform((v) => v ?? undefined),
+        inputSchema: runnerToolSchemaArg,
         effect: z.enum(TOOL_EFFECTS),
       }),
     )
