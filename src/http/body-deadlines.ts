@@ -42,7 +42,14 @@ const DRAIN_WINDOW_MS = 1_000;
 export function watchBody(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
   if (!hasBody(req)) return;
   closeWhenAnsweredUnread(req, res, rate);
-  if (rate.minBytesPerSecond > 0) enforceRate(req, res, rate);
+  // A small body usually arrives with its headers, and node parses all that
+  // arrived before the next tick: a body complete by then has no rate to
+  // keep, so only one still arriving gets the rate's timer and listeners.
+  if (rate.minBytesPerSecond > 0) process.nextTick(enforceRateWhileArriving, req, res, rate);
+}
+
+function enforceRateWhileArriving(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
+  if (!req.complete && !req.socket.destroyed) enforceRate(req, res, rate);
 }
 
 function closeWhenAnsweredUnread(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
