@@ -122,20 +122,21 @@ export function useInputErrorCodes(): Plugin {
 
 function tagInputErrors(): Plugin {
   const tag = (e: GraphQLError) => (e.extensions?.code ? e : withExtensions(e, { code: 'BAD_USER_INPUT' }));
+  // The hooks each operation gets are made once, not per request.
+  const validated: ReturnType<NonNullable<Plugin['onValidate']>> = ({ result, setResult }) => {
+    if (result.length) setResult((result as GraphQLError[]).map(tag));
+  };
+  const executed: Extract<Awaited<ReturnType<NonNullable<Plugin['onExecute']>>>, object> = {
+    onExecuteDone: ({ result, setResult }) => {
+      if (!result || !('errors' in result) || !result.errors?.length) return;
+      const errors = result.errors.map(tag);
+      // A result without `data` is a request error (the variables did not
+      // coerce, no such operation): the request was refused, not executed.
+      setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
+    },
+  };
   return {
-    onValidate:
-      () =>
-      ({ result, setResult }) => {
-        if (result.length) setResult((result as GraphQLError[]).map(tag));
-      },
-    onExecute: () => ({
-      onExecuteDone: ({ result, setResult }) => {
-        if (!result || !('errors' in result) || !result.errors?.length) return;
-        const errors = result.errors.map(tag);
-        // A result without `data` is a request error (the variables did not
-        // coerce, no such operation): the request was refused, not executed.
-        setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
-      },
-    }),
+    onValidate: () => validated,
+    onExecute: () => executed,
   };
 }
