@@ -68,14 +68,24 @@ export async function readBody(
 }
 
 /**
- * The whole body when it has already arrived and been parsed (a small body
- * usually comes with its headers): taken from the request's buffer at once,
- * without listeners, a promise and the ticks of a flowing stream. Undefined
- * when it is still arriving, over the limit, or someone else reads it.
+ * Whether all of the request's body has arrived: parsed to its end, or (a
+ * small body usually comes with its headers) all of its Content-Length
+ * waiting unread in the request's buffer.
+ */
+export const bodyArrived = (req: http.IncomingMessage) =>
+  req.complete || (req.headers['transfer-encoding'] === undefined && req.readableLength === Number(req.headers['content-length']));
+
+/**
+ * The body when all of it has arrived and nothing reads it yet: taken from
+ * the request's buffer at once, without listeners, a promise and the ticks of
+ * a flowing stream. Undefined when it is still arriving, over the limit, or
+ * being read.
  */
 function arrived(req: http.IncomingMessage, limit: number): Buffer | undefined {
-  if (!req.complete || req.readableFlowing !== null || req.readableLength > limit || req.destroyed) return undefined;
-  return (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  if (req.readableFlowing !== null || req.destroyed || req.readableLength > limit || !bodyArrived(req)) return undefined;
+  const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  req.resume(); // flowing: the request still ends (its end of message is parsed later), as a body read by events does
+  return bytes;
 }
 
 /** Reads a body as it arrives: its bytes, 'too large' past `limit`, or 'cut'. */
