@@ -7,6 +7,7 @@ import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
 import type { ErrorLog } from '../../logger.ts';
+import { perDocument } from './per-document.ts';
 
 /** Retryable, with the HTTP answer yoga gives it (503, Retry-After): the database is unreachable or full. */
 export const serviceUnavailable = (path?: GraphQLError['path']) =>
@@ -102,7 +103,8 @@ export function maskError(log: ErrorLog) {
  * code from graphql-js; they are the client's input errors.
  */
 export function useInputErrorCodes(): Plugin {
-  return {
+  // Its validation hook only words the document's own errors.
+  return perDocument({
     ...tagInputErrors(),
     // yoga's parsers throw plain errors for some malformed requests (GET
     // `variables=` that is not JSON): they are the client's, not ours.
@@ -117,7 +119,7 @@ export function useInputErrorCodes(): Plugin {
         }
       });
     },
-  };
+  });
 }
 
 function tagInputErrors(): Plugin {
