@@ -87,6 +87,8 @@ type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
 const PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
 const MAX_REMEMBERED_QUERIES = 1000;
+/** Query texts longer than this are parsed and validated by yoga's hooks every time. */
+const MAX_REMEMBERED_DOCUMENT_CHARS = 16 * 1024;
 
 /**
  * The media type yoga's result processors pick for a non-streamed result, or
@@ -242,7 +244,8 @@ export function fastLane(opts: FastLaneOptions) {
     } catch {
       return undefined;
     }
-    if (remembersDocuments) {
+    // Only short texts are kept (the reads a client repeats): a text with a long literal is not held here, nor its document.
+    if (remembersDocuments && params.query.length <= MAX_REMEMBERED_DOCUMENT_CHARS) {
       if (accepted.size >= MAX_REMEMBERED_QUERIES) accepted.clear();
       accepted.set(params.query, document);
     }
