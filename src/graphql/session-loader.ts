@@ -11,20 +11,20 @@ import type { SessionRow } from '../store/session-rows.ts';
 import type { TenantStore } from '../store/session-store.ts';
 
 export class SessionLoader {
-  private readonly loader: DataLoader<string, SessionRow | null>;
+  // Made on the first load: most requests (a sessions page without parents' fields, an events page) never load one.
+  private loader?: DataLoader<string, SessionRow | null>;
 
-  constructor(store: TenantStore) {
-    this.loader = new DataLoader(
+  constructor(private readonly store: TenantStore) {}
+
+  load(id: string): Promise<SessionRow | null> {
+    this.loader ??= new DataLoader(
       async (ids) => {
         // Rows of another tenant are not found: the same null as a missing id (the view leaves them out).
-        const found = new Map((await store.sessions.byIds([...new Set(ids)])).map((r) => [r.id, r]));
+        const found = new Map((await this.store.sessions.byIds([...new Set(ids)])).map((r) => [r.id, r]));
         return ids.map((id) => found.get(id) ?? null);
       },
       { cache: false },
     );
-  }
-
-  load(id: string): Promise<SessionRow | null> {
     return this.loader.load(id);
   }
 }

@@ -19,7 +19,7 @@
 //   process: one more is destroyed as it is accepted.
 import type http from 'node:http';
 import type net from 'node:net';
-import { hasBody, replyError } from './http-body.ts';
+import { bodyArrived, hasBody, replyError } from './http-body.ts';
 import { addressKey } from './auth-throttle.ts';
 
 export interface BodyRate {
@@ -42,7 +42,14 @@ const DRAIN_WINDOW_MS = 1_000;
 export function watchBody(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
   if (!hasBody(req)) return;
   closeWhenAnsweredUnread(req, res, rate);
-  if (rate.minBytesPerSecond > 0) enforceRate(req, res, rate);
+  // A small body usually arrives with its headers, and node has parsed all
+  // that arrived by the next tick: a body all there by then has no rate to
+  // keep, so only one still arriving gets the rate's timer and listeners.
+  if (rate.minBytesPerSecond > 0) process.nextTick(enforceRateWhileArriving, req, res, rate);
+}
+
+function enforceRateWhileArriving(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
+  if (!bodyArrived(req) && !req.socket.destroyed) enforceRate(req, res, rate);
 }
 
 function closeWhenAnsweredUnread(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {

@@ -55,7 +55,42 @@ export async function readBody(
   headers?: Record<string, string>,
 ): Promise<{ bytes: Buffer; text: string } | undefined> {
   if (Number(req.headers['content-length'] ?? 0) > limit) return void refuseTooLarge(req, res, refusal);
-  const read = await new Promise<Buffer | 'too large' | 'cut'>((resolve) => {
+  const read = arrived(req, limit) ?? (await readArriving(req, limit));
+  if (read === 'cut') {
+    // A malformed or cut body: Node's HTTP parser answers the client (400) or the client is gone.
+    res.destroy();
+    return undefined;
+  }
+  if (read === 'too large') return void refuseTooLarge(req, res, refusal);
+  const text = decodeUtf8(read);
+  if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
+  return { bytes: read, text };
+}
+
+/**
+ * Whether all of the request's body has arrived: parsed to its end, or (a
+ * small body usually comes with its headers) all of its Content-Length
+ * waiting unread in the request's buffer.
+ */
+export const bodyArrived = (req: http.IncomingMessage) =>
+  req.complete || (req.headers['transfer-encoding'] === undefined && req.readableLength === Number(req.headers['content-length']));
+
+/**
+ * The body when all of it has arrived and nothing reads it yet: taken from
+ * the request's buffer at once, without listeners, a promise and the ticks of
+ * a flowing stream. Undefined when it is still arriving, over the limit, or
+ * being read.
+ */
+function arrived(req: http.IncomingMessage, limit: number): Buffer | undefined {
+  if (req.readableFlowing !== null || req.destroyed || req.readableLength > limit || !bodyArrived(req)) return undefined;
+  const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  req.resume(); // flowing: the request still ends (its end of message is parsed later), as a body read by events does
+  return bytes;
+}
+
+/** Reads a body as it arrives: its bytes, 'too large' past `limit`, or 'cut'. */
+function readArriving(req: http.IncomingMessage, limit: number): Promise<Buffer | 'too large' | 'cut'> {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -72,15 +107,6 @@ export async function readBody(
     };
     req.on('data', onData).on('end', onEnd).on('error', onCut).on('close', onCut);
   });
-  if (read === 'cut') {
-    // A malformed or cut body: Node's HTTP parser answers the client (400) or the client is gone.
-    res.destroy();
-    return undefined;
-  }
-  if (read === 'too large') return void refuseTooLarge(req, res, refusal);
-  const text = decodeUtf8(read);
-  if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
-  return { bytes: read, text };
 }
 
 /** The text of a /graphql body withinBodyLimit read (the fast lane parses it; yoga gets the bytes). */

@@ -191,22 +191,21 @@ export class SessionRows {
     }
     const where = ['tenant = $1'];
     const values: unknown[] = [q.tenant];
-    const param = (v: unknown) => (values.push(v), `$${values.length}`);
-    if (q.parentId != null) where.push(`"parentId" = ${param(q.parentId)}`);
-    if (q.forkedAtSeq != null) where.push(`"forkedAtSeq" = ${param(q.forkedAtSeq)}`);
-    if (q.treeId != null) where.push(`"treeId" = ${param(q.treeId)}`);
-    if (q.excludeId != null) where.push(`id <> ${param(q.excludeId)}`);
-    if (q.status != null) where.push(`status = ${param(q.status)}::"SessionStatus"`);
+    if (q.parentId != null) where.push(`"parentId" = ${param(values, q.parentId)}`);
+    if (q.forkedAtSeq != null) where.push(`"forkedAtSeq" = ${param(values, q.forkedAtSeq)}`);
+    if (q.treeId != null) where.push(`"treeId" = ${param(values, q.treeId)}`);
+    if (q.excludeId != null) where.push(`id <> ${param(values, q.excludeId)}`);
+    if (q.status != null) where.push(`status = ${param(values, q.status)}::"SessionStatus"`);
     // The 'changed' order is the (tenant, updatedAt, id) index's.
     const key = q.order === 'changed' ? '"updatedAt"' : '"createdAt"';
-    if (q.changedSince != null) where.push(`"updatedAt" >= ${param(q.changedSince)}::timestamptz`);
+    if (q.changedSince != null) where.push(`"updatedAt" >= ${param(values, q.changedSince)}::timestamptz`);
     // Newest first reads the index backwards; a backward page reverses the order again.
     const descending = (q.order === 'newest') !== Boolean(q.backward);
     if (q.from) {
-      where.push(`(${key}, id) ${descending ? '<' : '>'} (${param(q.from.at)}::timestamptz, ${param(q.from.id)})`);
+      where.push(`(${key}, id) ${descending ? '<' : '>'} (${param(values, q.from.at)}::timestamptz, ${param(values, q.from.id)})`);
     }
     const dir = descending ? 'DESC' : 'ASC';
-    const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(q.limit)}`;
+    const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(values, q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
     const query = this.run(text, q.status == null)(values);
     const { rows } = await readCaughtUpOr(
@@ -249,8 +248,25 @@ export class SessionRows {
   }
 }
 
+/** `v` as the statement's next parameter: its placeholder. */
+function param(values: unknown[], v: unknown): string {
+  values.push(v);
+  return `$${values.length}`;
+}
+
+/** Column lists by the selection's columns (one array per selection: session-columns.ts) and the columns always read. */
+const lists = new WeakMap<readonly SessionColumn[], WeakMap<readonly SessionColumn[], string>>();
+
 function list(columns: SessionColumns, alwaysRead: readonly SessionColumn[] = ALWAYS_READ): string {
   if (!columns) return SESSION_COLUMNS_SQL;
+  let byAlwaysRead = lists.get(columns);
+  if (!byAlwaysRead) lists.set(columns, (byAlwaysRead = new WeakMap()));
+  let text = byAlwaysRead.get(alwaysRead);
+  if (text === undefined) byAlwaysRead.set(alwaysRead, (text = listOf(columns, alwaysRead)));
+  return text;
+}
+
+function listOf(columns: readonly SessionColumn[], alwaysRead: readonly SessionColumn[]): string {
   const all = [...alwaysRead.filter((c) => !columns.includes(c)), ...columns];
   for (const c of all) if (!COLUMN_NAME.test(c)) throw new Error(`not a Session column: ${c}`);
   return all.map((c) => `"${c}"`).join(', ');

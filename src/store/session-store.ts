@@ -7,6 +7,7 @@
 // system's store (the host, the agent loop, recovery); the GraphQL schema and
 // the HTTP doors get a tenant's view of it, `forTenant` (tenant-store.ts).
 import type pg from 'pg';
+import { LRUCache } from 'lru-cache';
 import type { LogState } from '../core/log-state.ts';
 import { CURRENT_FORMAT_VERSION, type NewEvent } from '../core/events.ts';
 import type { ToolEffectLookup } from '../core/tools.ts';
@@ -36,6 +37,9 @@ import type { Scope } from './scope.ts';
 import { SessionOwners, TenantStore } from './tenant-store.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
 import type { OnStandbyRead } from './session-log.ts';
+
+/** Tenants whose views (forTenant) are kept: a view is a handful of small objects. */
+const MAX_TENANT_VIEWS = 1000;
 
 export type { StoredEvent } from './session-log.ts';
 export type { PartialSessionRow, SessionRow };
@@ -86,6 +90,8 @@ export class SessionStore {
   readonly search: SessionSearch;
   /** Whose session each id is: a tenant's view checks it before every read (tenant-store.ts). */
   private readonly owners: SessionOwners;
+  /** Tenants' views (forTenant), kept for the tenants seen lately. */
+  private readonly tenantViews = new LRUCache<string, TenantStore>({ max: MAX_TENANT_VIEWS });
 
   constructor(
     readonly pool: pg.Pool,
@@ -167,15 +173,21 @@ export class SessionStore {
    * checked to be the tenant's.
    */
   forTenant(scope: Scope): TenantStore {
-    return new TenantStore(scope, {
-      log: this.log,
-      sessions: this.sessions,
-      files: this.files,
-      search: this.search,
-      trees: this.trees,
-      owners: this.owners,
-      appends: this.appends,
-    });
+    // A view holds nothing but its tenant: one per tenant serves every request (the doors ask once per request).
+    let view = this.tenantViews.get(scope.tenant);
+    if (!view) {
+      view = new TenantStore(scope, {
+        log: this.log,
+        sessions: this.sessions,
+        files: this.files,
+        search: this.search,
+        trees: this.trees,
+        owners: this.owners,
+        appends: this.appends,
+      });
+      this.tenantViews.set(scope.tenant, view);
+    }
+    return view;
   }
 
   /** TenantStore.getSession, for the system's callers that hold a scope (the controller). */

@@ -32,9 +32,14 @@ export class SessionOwners {
 
   constructor(private readonly sessions: Pick<SessionRows, 'tenantOf'>) {}
 
-  /** Keeps the tenant of rows read or written for it. */
+  /**
+   * Keeps the tenant of rows read or written for it. An id already kept is
+   * left as it is (`peek`, not `set`): its tenant cannot have changed, and
+   * re-setting the 50 ids of every sessions page (each a move to the front
+   * of the LRU list) was a measurable share of that read's CPU.
+   */
   remember(tenant: string, ids: Iterable<string>): void {
-    for (const id of ids) this.owners.set(id, tenant);
+    for (const id of ids) if (this.owners.peek(id) !== tenant) this.owners.set(id, tenant);
   }
 
   /** The session's tenant, or undefined when it does not exist. */

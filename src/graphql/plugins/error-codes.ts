@@ -7,6 +7,7 @@ import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
 import type { ErrorLog } from '../../logger.ts';
+import { perDocument } from './per-document.ts';
 
 /** Retryable, with the HTTP answer yoga gives it (503, Retry-After): the database is unreachable or full. */
 export const serviceUnavailable = (path?: GraphQLError['path']) =>
@@ -102,7 +103,8 @@ export function maskError(log: ErrorLog) {
  * code from graphql-js; they are the client's input errors.
  */
 export function useInputErrorCodes(): Plugin {
-  return {
+  // Its validation hook only words the document's own errors.
+  return perDocument({
     ...tagInputErrors(),
     // yoga's parsers throw plain errors for some malformed requests (GET
     // `variables=` that is not JSON): they are the client's, not ours.
@@ -117,25 +119,26 @@ export function useInputErrorCodes(): Plugin {
         }
       });
     },
-  };
+  });
 }
 
 function tagInputErrors(): Plugin {
   const tag = (e: GraphQLError) => (e.extensions?.code ? e : withExtensions(e, { code: 'BAD_USER_INPUT' }));
+  // The hooks each operation gets are made once, not per request.
+  const validated: ReturnType<NonNullable<Plugin['onValidate']>> = ({ result, setResult }) => {
+    if (result.length) setResult((result as GraphQLError[]).map(tag));
+  };
+  const executed: Extract<Awaited<ReturnType<NonNullable<Plugin['onExecute']>>>, object> = {
+    onExecuteDone: ({ result, setResult }) => {
+      if (!result || !('errors' in result) || !result.errors?.length) return;
+      const errors = result.errors.map(tag);
+      // A result without `data` is a request error (the variables did not
+      // coerce, no such operation): the request was refused, not executed.
+      setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
+    },
+  };
   return {
-    onValidate:
-      () =>
-      ({ result, setResult }) => {
-        if (result.length) setResult((result as GraphQLError[]).map(tag));
-      },
-    onExecute: () => ({
-      onExecuteDone: ({ result, setResult }) => {
-        if (!result || !('errors' in result) || !result.errors?.length) return;
-        const errors = result.errors.map(tag);
-        // A result without `data` is a request error (the variables did not
-        // coerce, no such operation): the request was refused, not executed.
-        setResult({ ...result, errors: 'data' in result ? errors : errors.map(asRequestError) });
-      },
-    }),
+    onValidate: () => validated,
+    onExecute: () => executed,
   };
 }

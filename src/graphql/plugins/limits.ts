@@ -14,6 +14,7 @@ import { operationCost } from '../query-cost.ts';
 import { DEFAULT_PAGE_SIZE } from '../builder.ts';
 import { asRequestError, requestError } from './error-codes.ts';
 import { refuseOperation } from './refuse-operation.ts';
+import { perDocument } from './per-document.ts';
 
 export interface QueryLimits {
   maxTokens: number;
@@ -51,11 +52,12 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
   };
   return {
     onPluginInit({ addPlugin }) {
-      addPlugin(maxTokensPlugin({ n: limits.maxTokens }));
+      // Each counts what the document holds (per-document.ts).
+      addPlugin(perDocument(maxTokensPlugin({ n: limits.maxTokens })));
       // Introspection (GraphiQL) is exempt from depth and cost; it is bounded by the schema.
-      addPlugin(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true, ...refusals }));
+      addPlugin(perDocument(maxDepthPlugin({ n: limits.maxDepth, ignoreIntrospection: true, ...refusals })));
       // Every alias counts, `__typename` ones too (Armor's default exempts them).
-      addPlugin(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...refusals }));
+      addPlugin(perDocument(maxAliasesPlugin({ n: limits.maxAliases, allowList: [], ...refusals })));
     },
     ...refuseOperation(check),
   };

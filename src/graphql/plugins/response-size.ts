@@ -33,34 +33,47 @@ export function responseTooLarge(bytes: number, maxBytes: number, mutationApplie
   };
 }
 
+/** What an onExecute hook may return: the hooks of that operation's end. */
+type ExecuteHooks = Extract<Awaited<ReturnType<NonNullable<Plugin['onExecute']>>>, object>;
+
 export function useResponseSizeLimit(maxBytes: number): Plugin {
+  // Everything per operation type is made once here, not per request: a
+  // closure made per request costs its allocation (and, under tsx, the
+  // function name it is given) on every read.
+  const hooksFor = (mutation: boolean) => {
+    const refusal = (bytes: number) => responseTooLarge(bytes, maxBytes, mutation);
+    // Over HTTP (yoga's result processor and the fast lane) a result is
+    // serialized once, by its `stringify`: measured there, as it is written.
+    // Serializing it here as well, eagerly, cost the events page 12-15% of its
+    // throughput (npm run bench, readThroughput).
+    const stringify = (r: unknown) => {
+      const text = JSON.stringify(r);
+      const { over, bytes } = isOver(text, maxBytes);
+      return over ? JSON.stringify(refusal(bytes)) : text;
+    };
+    const overHttp: ExecuteHooks = {
+      onExecuteDone({ result }) {
+        if (!result || Symbol.asyncIterator in result) return;
+        (result as { stringify?: typeof stringify }).stringify = stringify;
+      },
+    };
+    // graphql-ws writes its own messages: the result is measured here.
+    const overWebSocket: ExecuteHooks = {
+      onExecuteDone({ result, setResult }) {
+        if (!result || Symbol.asyncIterator in result) return;
+        const { over, bytes } = isOver(JSON.stringify(result), maxBytes);
+        if (over) setResult(refusal(bytes));
+      },
+    };
+    return { overHttp, overWebSocket };
+  };
+  const forQuery = hooksFor(false);
+  const forMutation = hooksFor(true);
   return {
     onExecute({ args }) {
-      const refusal = (bytes: number) => responseTooLarge(bytes, maxBytes, getOperationAST(args.document, args.operationName)?.operation === 'mutation');
-      // graphql-ws writes its own messages: the result is measured here (the
-      // GraphQL door, http/graphql/graphql-handler.ts, sets `ws` on a graphql-ws operation's context).
-      const overWebSocket = Boolean((args.contextValue as Partial<Context> | undefined)?.ws);
-      return {
-        onExecuteDone({ result, setResult }) {
-          if (!result || Symbol.asyncIterator in result) return;
-          if (overWebSocket) {
-            const { over, bytes } = isOver(JSON.stringify(result), maxBytes);
-            if (over) setResult(refusal(bytes));
-            return;
-          }
-          // Over HTTP (yoga's result processor and the fast lane) a result is
-          // serialized once, by its `stringify`: measured there, as it is written.
-          // Serializing it here as well, eagerly, cost the events page 12-15% of its
-          // throughput (npm run bench, readThroughput).
-          Object.assign(result, {
-            stringify: (r: unknown) => {
-              const text = JSON.stringify(r);
-              const { over, bytes } = isOver(text, maxBytes);
-              return over ? JSON.stringify(refusal(bytes)) : text;
-            },
-          });
-        },
-      };
+      const hooks = getOperationAST(args.document, args.operationName)?.operation === 'mutation' ? forMutation : forQuery;
+      // The GraphQL door (http/graphql/graphql-handler.ts) sets `ws` on a graphql-ws operation's context.
+      return (args.contextValue as Partial<Context> | undefined)?.ws ? hooks.overWebSocket : hooks.overHttp;
     },
   };
 }

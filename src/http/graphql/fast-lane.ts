@@ -25,6 +25,7 @@ import type { Context } from '../../graphql/context.ts';
 import type { Guard } from '../guard.ts';
 import { perHeaderValue } from '../per-header-value.ts';
 import { bodyTextOf } from '../http-body.ts';
+import { parsesPerDocument } from '../../graphql/plugins/per-document.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
 export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse'] as const;
@@ -86,6 +87,8 @@ type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
 const PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
 const MAX_REMEMBERED_QUERIES = 1000;
+/** Query texts longer than this are parsed and validated by yoga's hooks every time. */
+const MAX_REMEMBERED_DOCUMENT_CHARS = 16 * 1024;
 
 /**
  * The media type yoga's result processors pick for a non-streamed result, or
@@ -174,6 +177,12 @@ export function requestOf(req: http.IncomingMessage, fetchAPI: YogaServerInstanc
   return new NodeRequest(req, fetchAPI);
 }
 
+/** A query or mutation, picked by `operationName` (subscriptions, and documents yoga cannot pick one from, are yoga's). */
+function isQueryOrMutation(document: DocumentNode, operationName: string | null | undefined): boolean {
+  const operation = getOperationAST(document, operationName)?.operation;
+  return operation === 'query' || operation === 'mutation';
+}
+
 export interface FastLaneOptions {
   yoga: YogaServerInstance<{ req?: http.IncomingMessage }, Context>;
   guard: Guard;
@@ -196,6 +205,14 @@ export interface FastLaneOptions {
 export function fastLane(opts: FastLaneOptions) {
   assertFastLaneSafe(opts.fence.plugins(), opts.allowed);
   const { yoga, guard } = opts;
+  // A query text that parsed and validated cleanly once does again, as long as
+  // every parse and validation hook between the fence posts answers by the
+  // document alone (graphql/plugins/per-document.ts). yoga's own such hooks
+  // do for a POST: its parse and validation caches, and the rest act on GET
+  // requests or on errors only. So the document is kept, and the hooks, whose
+  // cached answers still cost a walk of every plugin per request, are skipped.
+  const remembersDocuments = opts.fence.plugins().every(parsesPerDocument);
+  const accepted = new Map<string, DocumentNode>();
   const parsed = new Set<string>();
   const parsesCleanly = (query: string) => {
     if (parsed.has(query)) return true;
@@ -207,6 +224,32 @@ export function fastLane(opts: FastLaneOptions) {
     if (parsed.size >= MAX_REMEMBERED_QUERIES) parsed.clear();
     parsed.add(query);
     return true;
+  };
+  /** The document of a query text the fast lane may run (parsed and validated by yoga's hooks), or undefined: yoga's to answer. */
+  const admitted = (enveloped: ReturnType<typeof yoga.getEnveloped>, params: Params): DocumentNode | undefined => {
+    // A query that does not parse is yoga's: its parse hooks word the error, and
+    // its parse cache keeps the worded error. So a text is tried here first.
+    if (!parsesCleanly(params.query)) return undefined;
+    // Parse hooks may refuse a document too (yoga's own, seeing the request: an operation it cannot pick): yoga's to word.
+    let document: DocumentNode;
+    try {
+      document = enveloped.parse(params.query);
+    } catch {
+      return undefined;
+    }
+    if (!isQueryOrMutation(document, params.operationName)) return undefined;
+    // Invalid documents are yoga's too (some limit rules throw rather than report).
+    try {
+      if (enveloped.validate(enveloped.schema, document).length) return undefined;
+    } catch {
+      return undefined;
+    }
+    // Only short texts are kept (the reads a client repeats): a text with a long literal is not held here, nor its document.
+    if (remembersDocuments && params.query.length <= MAX_REMEMBERED_DOCUMENT_CHARS) {
+      if (accepted.size >= MAX_REMEMBERED_QUERIES) accepted.clear();
+      accepted.set(params.query, document);
+    }
+    return document;
   };
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> => {
     if (req.method !== 'POST' || req.headers['content-length'] === undefined) return false;
@@ -224,24 +267,8 @@ export function fastLane(opts: FastLaneOptions) {
     if (!params) return false;
 
     const enveloped = yoga.getEnveloped({ req, params, request: requestOf(req, yoga.fetchAPI) });
-    // A query that does not parse is yoga's: its parse hooks word the error, and
-    // its parse cache keeps the worded error. So a text is tried here first.
-    if (!parsesCleanly(params.query)) return false;
-    // Parse hooks may refuse a document too (yoga's own, seeing the request: an operation it cannot pick): yoga's to word.
-    let document: DocumentNode;
-    try {
-      document = enveloped.parse(params.query);
-    } catch {
-      return false;
-    }
-    const operation = getOperationAST(document, params.operationName)?.operation;
-    if (operation !== 'query' && operation !== 'mutation') return false;
-    // Invalid documents are yoga's too (some limit rules throw rather than report).
-    try {
-      if (enveloped.validate(enveloped.schema, document).length) return false;
-    } catch {
-      return false;
-    }
+    const document = accepted.get(params.query) ?? admitted(enveloped, params);
+    if (!document || !isQueryOrMutation(document, params.operationName)) return false;
 
     // From here on the operation runs: a mutation must not run twice, so the fast lane answers whatever happens.
     const result = (await enveloped.execute({

@@ -10,6 +10,7 @@ import { waitFor } from '../../helpers/wait.ts';
 import { assertFastLaneSafe, regularMediaType } from '../../../src/http/graphql/fast-lane.ts';
 import { graphqlHandler } from '../../../src/http/graphql/graphql-handler.ts';
 import { Guard } from '../../../src/http/guard.ts';
+import { perDocument } from '../../../src/graphql/plugins/per-document.ts';
 import type { ApiTokens } from '../../../src/host/api-tokens.ts';
 
 let fast: TestApp;
@@ -279,6 +280,33 @@ describe('the fast lane', () => {
     };
     expect(() => assertFastLaneSafe([operationLevel], [])).not.toThrow();
     expect(() => handler({ plugins: [operationLevel] })).not.toThrow();
+  });
+
+  it('skips parse and validation hooks for a text that passed them, only while every such hook answers by the document alone', async () => {
+    const counting = () => {
+      const seen = { validations: 0 };
+      return { seen, plugin: { onValidate: () => void seen.validations++ } as Plugin };
+    };
+    const marked = counting();
+    const unmarked = counting();
+    const apps = [
+      await startTestApp({ databaseUrl: fast.db.url, yogaPlugins: [perDocument(marked.plugin)] }),
+      await startTestApp({ databaseUrl: fast.db.url, yogaPlugins: [unmarked.plugin] }),
+    ];
+    try {
+      const query = '{ sessions(first: 2) { edges { node { id title } } } }';
+      for (let i = 0; i < 3; i++) for (const app of apps) expect((await app.ok(query)).sessions.edges.length).toBeGreaterThan(0);
+      expect(marked.seen.validations).toBe(1);
+      expect(unmarked.seen.validations).toBe(3);
+      // A text that failed is not remembered: every request with it meets the hooks again (and yoga words its error).
+      for (let i = 0; i < 2; i++) {
+        const before = marked.seen.validations;
+        expect((await apps[0].gql('{ nope }')).errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+        expect(marked.seen.validations).toBeGreaterThan(before);
+      }
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+    }
   });
 
   it('picks the media type yoga picks', () => {
