@@ -67,10 +67,10 @@ export class FoldCheckpoints {
     const { sessionId, seq, state, history } = rows[0];
     const maxOutputLength = this.opts.maxTextBytes ?? MAX_FOLD_CHECKPOINT_TEXT_BYTES;
     try {
-      const text = (await gunzip(state, { maxOutputLength })).toString('utf8');
-      // The history is read later, when history is rendered again: checked whole and within the bound now (streamed, nothing kept),
-      // so a restore that succeeds never fails then.
-      await checkGzip(history, maxOutputLength);
+      // The history is read later, when history is rendered again: checked whole and within the bound now (streamed, nothing kept,
+      // beside the state's decompression), so a restore that succeeds never fails then.
+      const [stateText] = await Promise.all([gunzip(state, { maxOutputLength }), checkGzip(history, maxOutputLength)]);
+      const text = stateText.toString('utf8');
       return { sessionId, seq, state: text, history: () => zlib.gunzipSync(history, { maxOutputLength }).toString('utf8') };
     } catch (err) {
       this.opts.warn?.(`fold checkpoint ${sessionId}@${seq} is not whole gzip within ${maxOutputLength} bytes: the log is replayed instead`, err);
@@ -120,5 +120,5 @@ async function checkGzip(bytes: Buffer, max: number): Promise<void> {
       done(seen > max ? new RangeError(`more than ${max} bytes decompressed`) : null);
     },
   });
-  await pipeline(Readable.from([bytes]), zlib.createGunzip(), count);
+  await pipeline(Readable.from([bytes]), zlib.createGunzip({ chunkSize: 2 ** 20 }), count); // 1 MiB chunks: few callbacks on the event loop
 }
