@@ -298,9 +298,9 @@ describe('dashboard across a server restart', () => {
       // was deleted: then the whole list.
       expect(listReads[0]).toBe('Sessions');
       expect(listReads[1]).toBe('SessionsChangedSince');
-      expect(listReads.at(-1)).toBe('Sessions');
-      // (A loaded machine may see the socket drop more than once: each resubscription reads again.)
-      expect(listReads.filter((r) => r === 'Sessions').length).toBeGreaterThanOrEqual(2);
+      // (A loaded machine may see the socket drop more than once: each resubscription reads the changes again,
+      // so the whole list's read need not be the last one.)
+      expect(listReads.slice(2)).toContain('Sessions');
       expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
       await page.close();
     } finally {
