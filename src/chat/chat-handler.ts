@@ -12,7 +12,7 @@
 import type http from 'node:http';
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ForklineError, badInput } from '../core/errors.ts';
+import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
 import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Caller } from '../core/api-tokens.ts';
@@ -213,16 +213,14 @@ export function chatHandler(opts: ChatOptions) {
     const tail = await store.log.openTail(head.id, head.eventCount - 1);
     const open = findOpenTail(tail.events);
     const turnStart = dataOf(tail.turnStart, 'turn/start');
-    // Every response is checked before any is recorded, and all are recorded in one append: a refused POST decides nothing.
+    // Every response is checked before any is recorded, and all are recorded in one append: a refused POST decides nothing
+    // (a call answered twice breaks the log's `approval pairing` rule at its second decision).
     const decisions = responses.map((r) => ({
       callId: parseInput(idSchema, r.callId, 'the approval id'),
       decision: r.approved ? ('approved' as const) : ('denied' as const),
       reason: parseInput(approvalReasonSchema, r.reason ?? '', 'the approval reason'),
       by: caller.who ?? scope.tenant,
     }));
-    const named = new Set<string>();
-    const twice = decisions.find((d) => named.size === named.add(d.callId).size);
-    if (twice) throw badInput(`the message answers call ${twice.callId} twice: one decision per call`, { rule: 'approval pairing' });
     const { decisionSeq: firstSeq } = await controller.decideToolCalls(scope, head.id, decisions);
     // A decision is only accepted for a call of the open step (rule `approval pairing`), so both are there.
     if (!open?.step || !turnStart) throw new Error(`session ${head.id}: a decision was accepted outside an open step`);
