@@ -328,12 +328,17 @@ export class SessionHost {
           this.backlog = true;
           return;
         }
+        const held = this.slotsHeld();
         // A share as large as the process cannot bind: the plain claim, oldest first.
-        const share: TenantShare | undefined = this.maxPerTenant < this.maxActive ? { perTenant: this.maxPerTenant, held: this.slotsHeld() } : undefined;
+        const share: TenantShare | undefined = this.maxPerTenant < this.maxActive ? { perTenant: this.maxPerTenant, held } : undefined;
         const claimed = await this.leases.claimRunnable(room, [...this.running.keys(), ...this.claimingOne.keys()], share);
-        for (const lease of claimed) this.adopt(lease, lease.tenant);
-        // Work may be left waiting: every free slot was taken, or a tenant is at its share.
-        this.backlog = claimed.length === room || [...this.slotsHeld().values()].some((n) => n >= this.maxPerTenant);
+        for (const lease of claimed) {
+          this.adopt(lease, lease.tenant);
+          held.set(lease.tenant, (held.get(lease.tenant) ?? 0) + 1);
+        }
+        // Work may be left waiting: every free slot was taken, or a tenant is at its share — as the claim
+        // counted them (a turn that ended while it ran does not make up for a share that limited it) or as they are now.
+        this.backlog = claimed.length === room || [...held.values(), ...this.slotsHeld().values()].some((n) => n >= this.maxPerTenant);
       } while (this.claimAgain && !this.stopped);
     })()
       .catch((err) => {
@@ -360,7 +365,8 @@ export class SessionHost {
     entry.done = this.drive(entry).finally(() => {
       if (this.running.get(lease.sessionId) === entry) this.running.delete(lease.sessionId);
       this.slotFree();
-      if (this.backlog) this.scheduleClaim(); // a slot is free and work was left waiting
+      // A slot is free and work was left waiting, or a claim running now counted this slot as taken.
+      if (this.backlog || this.claimingBatch) this.scheduleClaim();
     });
     return entry;
   }
