@@ -102,6 +102,22 @@ describe('a 20,000-event session with forks and a turn waiting on an approval', 
       // Two lines at most on a phone, one on a desktop.
       expect(row.height).toBeLessThanOrEqual(viewport === PHONE ? 2 * actions.height + 16 : actions.height + 12);
 
+      // The timeline's rows: the event's summary keeps a readable share of the width (on a phone the type column
+      // left it three characters), and a type too long for its column ends in … inside it, not cut at its edge.
+      const rows = await page.$$eval('table.timeline.virtual tr[data-seq]', (trs) =>
+        trs.map((tr) => {
+          const table = tr.closest('table')!.getBoundingClientRect();
+          const summary = tr.querySelector('td.summary')!.getBoundingClientRect();
+          const cell = tr.querySelector('td.type')!.getBoundingClientRect();
+          const type = tr.querySelector<HTMLElement>('td.type > button')!;
+          const b = type.getBoundingClientRect();
+          return { seq: tr.getAttribute('data-seq'), share: summary.width / table.width, spills: b.right > cell.right + 0.5 || b.left < cell.left - 0.5 };
+        }),
+      );
+      expect(rows.length).toBeGreaterThan(10);
+      expect(Math.min(...rows.map((r) => r.share))).toBeGreaterThan(0.2);
+      expect(rows.filter((r) => r.spills).map((r) => r.seq)).toEqual([]);
+
       if (viewport === DESKTOP) {
         // A fork's row in the sessions tree is indented: its counts and "just now" stay inside the sidebar.
         const sidebar = await boxOf(page.locator('.sidebar'));
