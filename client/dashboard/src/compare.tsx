@@ -308,7 +308,13 @@ export function CompareMenu({ id }: { id: string }) {
   // Escape or a click outside closes it; Escape gives the focus back to its button.
   const root = useRef<HTMLDetailsElement>(null);
   const summary = useRef<HTMLElement>(null);
-  useDismiss(open, () => setOpen(false), root, summary);
+  // On the <details> itself: a click on the summary opens it at once, its toggle event (which sets `open`) comes a task later.
+  useDismiss(
+    () => !!root.current?.open,
+    () => root.current && (root.current.open = false),
+    root,
+    summary,
+  );
   return (
     <details class="compare-menu" open={open} ref={root} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary class="button" ref={summary}>

@@ -1,6 +1,7 @@
 // The page-wide word on the connection (api.ts's ConnectionProblem): a
 // rejected token with a field for another, the server's "wait", or an
-// unreachable server with Retry. Fixed at the top, so no page's layout moves.
+// unreachable server with Retry. A row of its own above the page (layout.css), so
+// it covers none of the page's title and buttons.
 import { useEffect, useState } from 'preact/hooks';
 import { currentProblem, retryNow, setToken, watchProblem, type ConnectionProblem } from './api.ts';
 

@@ -3,7 +3,7 @@
 // <dialog>.showModal(), so focus moves into the dialog, Tab stays in it and
 // Escape closes it without extra code.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { DashboardModelsDocument, type DashboardModelsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { errorText } from './widgets.tsx';
@@ -25,10 +25,12 @@ export function Modal(props: {
   // Closed (Escape, Cancel or done), the focus goes back to what opened the dialog, not to <body>. Taken
   // while rendering: the opener may be disabled while the dialog is open, which drops its focus.
   const [opener] = useState(() => (document.activeElement instanceof HTMLElement ? document.activeElement : null));
-  useEffect(() => {
+  // A layout effect: its cleanup runs as the dialog leaves the page, not a frame later (a passive one's waits for the
+  // paint), so no key or click lands while the focus is on <body>. The focus moves in a microtask: once the render that
+  // closed the dialog (and re-enabled the opener) is done, before anything else happens on the page.
+  useLayoutEffect(() => {
     ref.current?.showModal();
-    // After the page re-enables the opener.
-    return () => void setTimeout(() => opener?.isConnected && opener.focus());
+    return () => queueMicrotask(() => opener?.isConnected && opener.focus());
   }, []);
   return (
     <dialog

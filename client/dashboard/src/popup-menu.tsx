@@ -1,22 +1,26 @@
 // A popup that behaves like one: Escape or a click outside closes it and the
 // focus goes back to the button that opened it (the Compare and Children menus).
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 
-/** Closes `open` on Escape (focus back to `trigger`) and on a pointer press outside `root`. */
-export function useDismiss(open: boolean, close: () => void, root: { current: HTMLElement | null }, trigger: { current: HTMLElement | null }) {
-  const closeRef = useRef(close);
-  closeRef.current = close;
-  useEffect(() => {
-    if (!open) return;
+/**
+ * Closes a popup on Escape (focus back to `trigger`) and on a pointer press outside `root`, whenever `isOpen()`
+ * says it is open. It listens from mount and asks at each key or press: listening only once the open state had
+ * rendered (a passive effect, after the next paint; for <details>, after its toggle event too) let an Escape or an
+ * outside click in the first frame after opening do nothing, and the popup stayed open.
+ */
+export function useDismiss(isOpen: () => boolean, close: () => void, root: { current: HTMLElement | null }, trigger: { current: HTMLElement | null }) {
+  const latest = useRef({ isOpen, close });
+  latest.current = { isOpen, close };
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Escape') return;
+      if (e.key !== 'Escape' || !latest.current.isOpen()) return;
       e.preventDefault();
-      closeRef.current();
+      latest.current.close();
       trigger.current?.focus();
     };
     const onPointer = (e: PointerEvent) => {
-      if (root.current && !root.current.contains(e.target as Node)) closeRef.current();
+      if (latest.current.isOpen() && root.current && !root.current.contains(e.target as Node)) latest.current.close();
     };
     document.addEventListener('keydown', onKey);
     document.addEventListener('pointerdown', onPointer);
@@ -24,7 +28,7 @@ export function useDismiss(open: boolean, close: () => void, root: { current: HT
       document.removeEventListener('keydown', onKey);
       document.removeEventListener('pointerdown', onPointer);
     };
-  }, [open]);
+  }, []);
 }
 
 /** Arrow keys, Home and End move between a menu's items. */
@@ -43,8 +47,14 @@ export function MenuButton(props: { label: string; menuLabel: string; class?: st
   const [open, setOpen] = useState(false);
   const root = useRef<HTMLDivElement>(null);
   const button = useRef<HTMLButtonElement>(null);
-  useDismiss(open, () => setOpen(false), root, button);
-  useEffect(() => {
+  useDismiss(
+    () => open,
+    () => setOpen(false),
+    root,
+    button,
+  );
+  // Before the next key: ArrowDown right after opening moves from the first item.
+  useLayoutEffect(() => {
     if (open) root.current?.querySelector<HTMLElement>('[role="menuitem"]')?.focus();
   }, [open]);
   return (

@@ -14,6 +14,7 @@ import {
 import { forkline } from './api.ts';
 import { formatDuration, formatUsd } from './format.ts';
 import { errorText } from './widgets.tsx';
+import { useConnectionProblem } from './connection-banner.tsx';
 
 type Totals = NonNullable<DashboardSessionTotalsQuery['session']>['totals'];
 type ChartTurn = NonNullable<DashboardRecentTurnsQuery['session']>['turns'][number];
@@ -37,32 +38,51 @@ export function SessionInsights(props: {
 }) {
   const { sessionId, changed, running } = props;
   const [totals, setTotals] = useState<Totals | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  // While the server is away nothing is read (the last totals stay, said to be the last known); they are read
+  // again as soon as requests get through, whatever failed meanwhile (a page left at "…" until the next turn ended).
+  const unreachable = useConnectionProblem()?.kind === 'unreachable';
   useEffect(() => {
     // Read when the page opens and when a turn ends, not when one starts (on a huge log the sums take a while).
-    if (running && totals) return;
+    if (unreachable || (running && totals && !failed)) return;
     let live = true;
     forkline.query(DashboardSessionTotalsDocument, { id: sessionId }).then(
-      (r) => live && r.session && setTotals(r.session.totals),
-      () => {}, // the feed reports a lost server; the next change reads again
+      (r) => live && (r.session && setTotals(r.session.totals), setFailed(null)),
+      (err) => live && setFailed(errorText(err)),
     );
     return () => {
       live = false;
     };
-  }, [sessionId, changed, running]);
+  }, [sessionId, changed, running, unreachable]);
   return (
     <div class="session-insights">
-      <TotalsLine totals={totals} />
+      <TotalsLine totals={totals} unavailable={unreachable ? 'the server is unreachable' : failed} />
       <TurnChart sessionId={sessionId} changed={changed} onJump={props.onJump} />
       <WorkspaceViewer sessionId={sessionId} length={props.length} selectedSeq={props.selectedSeq} onJump={props.onJump} />
     </div>
   );
 }
 
-/** Shown at once with placeholders, so the panes below keep their place when the totals arrive. */
-function TotalsLine({ totals: t }: { totals: Totals | null }) {
+/**
+ * Shown at once with placeholders, so the panes below keep their place when the totals arrive. `unavailable`:
+ * why they cannot be read now; the last ones read stay, marked as such, or the line says so instead of "…".
+ */
+function TotalsLine({ totals: t, unavailable }: { totals: Totals | null; unavailable: string | null }) {
+  if (!t && unavailable)
+    return (
+      <p class="session-totals unavailable" data-testid="session-totals" data-state="unavailable">
+        Totals not available: {unavailable}. They are read again when the server answers.
+      </p>
+    );
   const totals = t ?? { turns: NaN, endedTurns: NaN, steps: NaN, toolCalls: NaN, inputTokens: NaN, outputTokens: NaN, costUsd: null, turnMs: NaN };
   return (
-    <dl class="session-totals" data-testid="session-totals" aria-label="Session totals" aria-busy={t ? undefined : true}>
+    <dl
+      class="session-totals"
+      data-testid="session-totals"
+      data-state={!t ? 'loading' : unavailable ? 'last-known' : 'current'}
+      aria-label="Session totals"
+      aria-busy={t ? undefined : true}
+    >
       <div>
         <dt>Turns</dt>
         <dd>{n(totals.turns)}</dd>
@@ -91,6 +111,12 @@ function TotalsLine({ totals: t }: { totals: Totals | null }) {
         <dt>Steps</dt>
         <dd>{n(totals.steps)}</dd>
       </div>
+      {t && unavailable && (
+        <div class="totals-stale" data-testid="totals-stale">
+          <dt>Last known</dt>
+          <dd>not read again: {unavailable}</dd>
+        </div>
+      )}
     </dl>
   );
 }

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { DashboardTurnStatsDocument, type DashboardTurnStatsQuery } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { formatDuration, formatUsd } from './format.ts';
+import { useConnectionProblem } from './connection-banner.tsx';
 
 type TurnStats = NonNullable<NonNullable<DashboardTurnStatsQuery['session']>['turnAt']>;
 
@@ -28,7 +29,10 @@ const ASK_AFTER_MS = 150;
 
 export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq: number }) {
   const [stats, setStats] = useState<TurnStats | null>(null);
+  // A read that failed while the server was away is made again when it answers (not only when the row remounts).
+  const unreachable = useConnectionProblem()?.kind === 'unreachable';
   useEffect(() => {
+    if (unreachable && !stats) return;
     let live = true;
     const show = () =>
       statsOf(sessionId, endSeq).then(
@@ -43,7 +47,7 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
       live = false;
       clearTimeout(wait);
     };
-  }, [sessionId, endSeq]);
+  }, [sessionId, endSeq, unreachable]);
   if (!stats) return null;
   const longest = Math.max(1, ...stats.steps.map((s) => s.durationMs ?? 0));
   const calls = stats.steps.reduce((k, s) => k + s.toolCallCount, 0);
