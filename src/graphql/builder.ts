@@ -6,6 +6,7 @@ import type { Context } from './context.ts';
 import { badInput } from '../core/errors.ts';
 import { PROPERTY_READ } from './property-reads.ts';
 import type { SessionRow } from '../store/session-rows.ts';
+import { isoTime } from '../core/iso-time.ts';
 
 /** Maximum page size of every connection; larger `first` is rejected. */
 export const MAX_PAGE_SIZE = 500;
@@ -57,13 +58,14 @@ export const builder = new SchemaBuilder<{
 // then writes through its toJSON: a Date in a result takes the serializer off
 // its fast path for the whole response (an events page of 100 serialized ~3x
 // slower; npm run bench, readThroughput). The same text is written here, as a
-// string, for every date it accepts (an invalid one stays a Date: its JSON is null).
+// string (core/iso-time.ts), for every date it accepts (an invalid one stays a
+// Date: its JSON is null).
 const dateTime = DateTimeResolver.toConfig();
 const DateTime = new GraphQLScalarType({
   ...dateTime,
   serialize: (value) => {
     const date = dateTime.serialize(value);
-    return date instanceof Date && Number.isFinite(date.getTime()) ? date.toISOString() : date;
+    return date instanceof Date && Number.isFinite(date.getTime()) ? isoTime(date) : date;
   },
 });
 
