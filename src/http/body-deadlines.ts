@@ -19,7 +19,7 @@
 //   process: one more is destroyed as it is accepted.
 import type http from 'node:http';
 import type net from 'node:net';
-import { bodyArrived, hasBody, replyError } from './http-body.ts';
+import { bodyArrived, bodyReadWhole, hasBody, replyError } from './http-body.ts';
 import { addressKey } from './auth-throttle.ts';
 
 export interface BodyRate {
@@ -58,7 +58,10 @@ function closeWhenAnsweredUnread(req: http.IncomingMessage, res: http.ServerResp
   // Every answer goes through writeHead (res.end without it calls it too).
   res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
     res.writeHead = writeHead;
-    if (!req.complete && !res.headersSent) {
+    // Read whole, not `req.complete`: a body taken from the buffer (http-body.ts) and answered at once, before
+    // node parsed its end of message, is read all the same, and closing its keep-alive connection cost every
+    // such request (a query answered without I/O) a new connection.
+    if (!bodyReadWhole(req) && !res.headersSent) {
       res.setHeader('connection', 'close'); // node then calls socket.destroySoon() once the answer is written
       if (!socket.destroyed) lingerThenClose(socket, rate);
       req.resume(); // a door that stopped reading (413 mid-body) drops the rest, so the answer is not lost to a reset

@@ -75,6 +75,16 @@ export async function readBody(
 export const bodyArrived = (req: http.IncomingMessage) =>
   req.complete || (req.headers['transfer-encoding'] === undefined && req.readableLength === Number(req.headers['content-length']));
 
+/** Requests whose whole body was taken from their buffer before their end of message was parsed. */
+const takenWhole = new WeakSet<http.IncomingMessage>();
+
+/**
+ * Whether a request's body has been read to its end: parsed to its end, or
+ * taken whole from its buffer (its end of message is parsed later — an answer
+ * written before then has still read everything the client sent).
+ */
+export const bodyReadWhole = (req: http.IncomingMessage) => req.complete || takenWhole.has(req);
+
 /**
  * The body when all of it has arrived and nothing reads it yet: taken from
  * the request's buffer at once, without listeners, a promise and the ticks of
@@ -84,6 +94,7 @@ export const bodyArrived = (req: http.IncomingMessage) =>
 function arrived(req: http.IncomingMessage, limit: number): Buffer | undefined {
   if (req.readableFlowing !== null || req.destroyed || req.readableLength > limit || !bodyArrived(req)) return undefined;
   const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  takenWhole.add(req);
   req.resume(); // flowing: the request still ends (its end of message is parsed later), as a body read by events does
   return bytes;
 }
