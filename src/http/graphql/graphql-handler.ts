@@ -146,7 +146,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxResponseBytes: security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes,
   });
 
-  const wsDelivery = new WsDelivery();
+  const wsDelivery = new WsDelivery(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes);
   return {
     wsDelivery,
     eventPage,
