@@ -4,7 +4,7 @@
 // the input comes as variables or as literals, alone or aliased beside an
 // accepted mutation in one document; nothing of a refused one is written.
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Client } from 'graphql-ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { wsClient } from '../helpers/subscribe.ts';
@@ -364,13 +364,17 @@ async function rawSocket(opts: WebSocket.ClientOptions = {}) {
 }
 
 describe('what one WebSocket message may cost', () => {
-  it('a message over the 1 MiB frame limit closes the socket (1009) before anything runs', async () => {
+  it('a message over the 1 MiB frame limit closes the socket (1009) before anything runs, and is not logged as our error', async () => {
+    const printed = vi.spyOn(console, 'error');
     const before = await sessionCount();
     const { socket, closed } = await rawSocket();
     const big = recording([{ type: 'session/title', data: { title: 'x'.repeat(1024 * 1024) } }]);
     socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: IMPORT, variables: { r: big } } }));
     expect(await closed).toBe(1009);
     expect(await sessionCount()).toBe(before);
+    // graphql-ws printed a client's oversized frame as "Internal error emitted on a WebSocket socket".
+    expect(printed.mock.calls.filter((c) => /Internal error/.test(String(c[0])))).toEqual([]);
+    printed.mockRestore();
   });
 
   it('a message is never inflated: the server does not agree to permessage-deflate', async () => {
