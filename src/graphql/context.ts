@@ -13,6 +13,8 @@ export interface Context {
   services: DoorServices;
   /** Sessions by id, batched per request. */
   sessionLoader: SessionLoader;
+  /** The response limit (FORKLINE_MAX_RESPONSE_BYTES): a resolver that builds one large value stops there. Unset: none. */
+  maxResponseBytes?: number;
   /**
    * Set by the GraphQL door (http/graphql/graphql-handler.ts) on an operation
    * that arrived over graphql-ws, with what the door needs to deliver it; the

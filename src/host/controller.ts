@@ -235,17 +235,53 @@ export class SessionController {
     return r;
   }
 
+  /**
+   * Imports a recording as a new session. `limits.signal` aborted (the
+   * uploader went) before the import returns: nothing is kept — the import
+   * rolls back, or, aborted while it committed, its session is discarded
+   * (discardImport) — and this rejects with the signal's reason.
+   */
   async importRecording(
     scope: Scope,
     source: RecordingSource,
     idem: Idempotency = {},
     limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
-    return this.once<SessionRow, { sessionId: string }>(
+    let imported: string | undefined;
+    const session = await this.once<SessionRow, { sessionId: string }>(
       this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-      (beforeCommit) => importRecording(this.store, scope, source, { beforeCommit, ...limits }),
+      async (beforeCommit) => {
+        const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
+        imported = row.id;
+        return row;
+      },
       (r) => this.store.requireSession(scope, r.sessionId),
     );
+    // Only a session this call made: a retry answered with an earlier call's session leaves it be.
+    if (limits.signal?.aborted && imported && (await this.discardImport(scope, imported, idem))) limits.signal.throwIfAborted();
+    return session;
+  }
+
+  /**
+   * Undoes an import whose caller went before it was answered, so a cancelled
+   * import keeps nothing whenever it was cancelled: its session (and the
+   * idempotency key naming it, so a retry with the key imports again) go in
+   * one transaction. False when it is kept: forked already (its child shares
+   * its events), or gone already.
+   */
+  async discardImport(scope: Scope, sessionId: string, idem: Idempotency = {}): Promise<boolean> {
+    const { key } = idem;
+    try {
+      const ids = await this.store.deleteSession(scope, sessionId, {
+        withDescendants: false,
+        beforeCommit: key ? (client) => this.idempotency.forget(client, scope, key) : undefined,
+      });
+      this.host.deleted(ids);
+      return true;
+    } catch (err) {
+      if (err instanceof ForklineError && (err.code === 'SESSION_HAS_CHILDREN' || err.code === 'SESSION_NOT_FOUND')) return false;
+      throw err;
+    }
   }
 
   /**

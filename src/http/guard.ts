@@ -52,7 +52,7 @@ export class Guard {
     const { metrics } = opts;
     const auth = (this.auth = new TenantAuth(security.apiTokens, opts.apiTokens));
     assertSafeBinding(opts.host, security, auth.enabled);
-    this.tokens = new TokenConnections(auth, opts.apiTokens);
+    this.tokens = new TokenConnections(auth, opts.apiTokens, (address) => this.gate.throttled(address));
     this.loopbackOnly = !auth.enabled && isLoopbackHost(opts.host);
     const rateLimit = security.rateLimit ?? { perSecond: DEFAULT_LIMITS.ratePerSecond, burst: DEFAULT_LIMITS.rateBurst };
     const buckets = auth.enabled && rateLimit ? new TokenBuckets(rateLimit.perSecond, rateLimit.burst) : undefined;
@@ -131,7 +131,7 @@ export class Guard {
    * admitted socket is closed once it runs no operation (`busy`) for wsIdleMs.
    */
   async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined, busy: () => boolean): Promise<boolean> {
-    if (!(await this.tokens.lookUp(authorization, socket))) return false;
+    if (!(await this.tokens.lookUp(authorization, socket, address))) return false;
     const { principal, refused } = this.gate.authenticate(authorization, address);
     const over = principal ? (this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant)) : refused;
     if (principal && !over) {

@@ -40,6 +40,8 @@ export interface RecordingUploadOptions {
     idem: Idempotency,
     limits: { maxBytes: number; maxLineBytes: number; signal: AbortSignal },
   ) => Promise<SessionRow>;
+  /** Undoes an import whose uploader went before its answer (SessionController.discardImport); false: kept. */
+  discardImport: (scope: { tenant: string }, sessionId: string, idem: Idempotency) => Promise<boolean>;
   /** Who is calling and from where: the guard of every door. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
@@ -130,8 +132,9 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       );
     }
     inProgress.set(tenant, running + 1);
-    // A client that goes before its answer (a cancelled import) leaves nothing: the body stops spooling, or the
-    // import's transaction rolls back however far it got (store/recordings.ts checks the signal up to its commit).
+    // A client that goes before its answer (a cancelled import) leaves nothing: the body stops spooling, the
+    // import's transaction rolls back however far it got (store/recordings.ts checks the signal up to its commit),
+    // or its session is discarded once committed (host/controller.ts), up to the moment the answer is written.
     const gone = new AbortController();
     res.on('close', () => !res.writableFinished && gone.abort(new Error('the client closed the upload')));
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
@@ -171,13 +174,11 @@ export function recordingUpload(opts: RecordingUploadOptions) {
         },
       });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
-      const session = await opts.importRecording(
-        { tenant },
-        () => fs.createReadStream(spool),
-        { key, requestHash: hash.digest('hex') },
-        { maxBytes, maxLineBytes, signal: gone.signal },
-      );
+      const idem = { key, requestHash: hash.digest('hex') };
+      const session = await opts.importRecording({ tenant }, () => fs.createReadStream(spool), idem, { maxBytes, maxLineBytes, signal: gone.signal });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
+      // Gone since the import returned: the cancel still wins (no await between this check and the answer).
+      if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) return;
       release();
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {

@@ -52,6 +52,11 @@ export class RequestGate {
     return { refused: { status: 401, code: 'UNAUTHENTICATED', message: unauthenticated().message, headers: { 'www-authenticate': 'Bearer' } } };
   }
 
+  /** The auth throttle refuses `address` now (authenticate answers it 429, whatever its credential). */
+  throttled(address: string | undefined): boolean {
+    return (this.opts.throttle?.blockedFor(address) ?? 0) > 0;
+  }
+
   /** One operation of an authenticated caller (a graphql-ws operation): its rate-limit token, or a 429 refusal. */
   admit(principal: Principal): GateDecision {
     const { auth, buckets, onRefused } = this.opts;

@@ -32,6 +32,12 @@ export class TokenConnections {
   constructor(
     private readonly auth: TenantAuth,
     private readonly tokens: ApiTokens,
+    /**
+     * An address the auth throttle refuses (http/auth-throttle.ts): its tokens
+     * are not looked up, or one trying random tokens would still cost a
+     * statement per request (the gate answers it 429 without one).
+     */
+    private readonly throttled: (address: string | undefined) => boolean = () => false,
   ) {}
 
   /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
@@ -39,6 +45,7 @@ export class TokenConnections {
     const path = doorOf(requestPath);
     const token = bearerToken(req.headers.authorization);
     if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
+    if (this.throttled(req.socket.remoteAddress)) return true; // the gate refuses it (429)
     if (!(await this.lookedUp(req.headers.authorization, res))) return false;
     const principal = this.auth.authenticate(req.headers.authorization);
     if (!principal?.stored) return true; // the gate answers a missing or unknown token
@@ -53,7 +60,8 @@ export class TokenConnections {
   }
 
   /** A graphql-ws connection's credential, looked up before the gate authenticates it; false when it closed the socket (1013). */
-  async lookUp(authorization: unknown, socket: WebSocket): Promise<boolean> {
+  async lookUp(authorization: unknown, socket: WebSocket, address: string | undefined): Promise<boolean> {
+    if (this.throttled(address)) return true; // the gate refuses it (4429)
     try {
       await this.auth.lookUp(authorization);
       return true;

@@ -4,6 +4,10 @@
 // reason. So ws's check is off (skipUTF8Validation) and every message, text or
 // binary, is checked here before any listener sees it: one that is not UTF-8
 // closes the socket with 1007 (invalid payload data) and a reason saying why.
+// A frame ws itself refuses (over maxPayload, a bad opcode, an unmasked frame)
+// is the client's error too: ws closes the socket with its code (1009, 1002)
+// and the error goes no further, where graphql-ws would print it to stderr as
+// an internal error — a line per hostile connection.
 import { WebSocket } from 'ws';
 import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
 
@@ -17,6 +21,13 @@ export class Utf8CheckedWebSocket extends WebSocket {
       this.close(INVALID_PAYLOAD, `a message ${INVALID_UTF8}`.slice(0, 123));
       return false;
     }
+    if (event === 'error' && isClientFrameError(args[0])) return false;
     return super.emit(event, ...args);
   }
+}
+
+/** ws's refusal of a frame the client sent (its receiver's errors carry a WS_ERR_ code); ws has closed the socket for it. */
+function isClientFrameError(err: unknown): boolean {
+  const code = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('WS_ERR_');
 }

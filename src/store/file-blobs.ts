@@ -43,6 +43,8 @@ export const DIFF_REQUEST_MAX_BYTES = 4 * 1024 * 1024;
 export const DIFF_REQUEST_TIMEOUT_MS = 2000;
 /** Blobs read per statement when a tree is materialised. */
 const BLOB_PAGE = 500;
+/** Bytes of contents read per statement for a recording's blob lines (recordingBlobs). */
+const RECORDING_BLOB_PAGE_BYTES = 16 * 1024 * 1024;
 
 export interface FileContent extends FileEntry {
   /** The content as text when it is UTF-8 (no NUL), and within FILE_READ_MAX_BYTES. */
@@ -376,17 +378,41 @@ export class FileBlobs {
     await this.adopt(sessionId, named, db);
   }
 
-  /** The contents the change sets in effect through `toSeq` name, for a recording (a page of blobs per statement). */
-  async *recordingBlobs(ref: LogRef, toSeq: number): AsyncGenerator<RecordingBlob> {
+  /**
+   * The contents the change sets in effect through `toSeq` name, for a
+   * recording: a page of blobs per statement, each page at most
+   * `pageBytes` (or one blob larger than that) as Postgres stores their sizes.
+   * A history names every version a file had, each up to the file limit: 500
+   * of them in a page held gigabytes while an export waited on its client.
+   */
+  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = RECORDING_BLOB_PAGE_BYTES): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
     const hashes = [
       ...new Set((await this.log.fileChangeSets(ref, toSeq)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
     ].sort();
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
-      const contents = await this.contents(hashes.slice(i, i + BLOB_PAGE));
+      const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE));
+      let page: string[] = [];
+      let bytes = 0;
+      const pages: string[][] = [];
       for (const h of hashes.slice(i, i + BLOB_PAGE)) {
-        const bytes = contents.get(h);
-        if (bytes) yield { blob: h, base64: bytes.toString('base64') };
+        const size = sizes.get(h);
+        if (size === undefined) continue;
+        if (page.length && bytes + size > pageBytes) {
+          pages.push(page);
+          page = [];
+          bytes = 0;
+        }
+        page.push(h);
+        bytes += size;
+      }
+      if (page.length) pages.push(page);
+      for (const p of pages) {
+        const contents = await this.contents(p);
+        for (const h of p) {
+          const content = contents.get(h);
+          if (content) yield { blob: h, base64: content.toString('base64') };
+        }
       }
     }
   }

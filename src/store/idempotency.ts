@@ -55,6 +55,11 @@ export class IdempotencyStore {
     ]);
   }
 
+  /** Removes a key with the effect it recorded (an import undone because its caller went before its answer). */
+  async forget(client: pg.PoolClient, scope: Scope, key: string): Promise<void> {
+    await client.query('DELETE FROM "IdempotencyKey" WHERE tenant = $1 AND key = $2', [scope.tenant, key]);
+  }
+
   async prune(olderThanMs = IDEMPOTENCY_TTL_MS): Promise<number> {
     const { rowCount } = await this.pool.query(`DELETE FROM "IdempotencyKey" WHERE "createdAt" < now() - $1 * interval '1 millisecond'`, [olderThanMs]);
     return rowCount ?? 0;

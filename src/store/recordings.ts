@@ -48,11 +48,25 @@ function recordingLinesOf(store: TenantStore, session: Pick<SessionRow, 'id' | '
   return exportLines(recordingHeader(session), store.log.stream(session.id, { endSeq }), () => store.files.recordingBlobs(session.id, endSeq - 1));
 }
 
-/** recordingLinesOf as one string (Session.recording: the same snapshot as the row's other fields). */
-export async function recordingText(store: TenantStore, session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>): Promise<string> {
+/**
+ * recordingLinesOf as one string (Session.recording: the same snapshot as the
+ * row's other fields), or, once it passes `maxBytes`, how far it got: a
+ * recording imported through POST /recordings may be gigabytes, and is not
+ * built whole to be refused.
+ */
+export async function recordingText(
+  store: TenantStore,
+  session: Pick<SessionRow, 'id' | 'title' | 'eventCount' | 'runner'>,
+  maxBytes = Infinity,
+): Promise<{ text: string } | { overBytes: number }> {
   let text = '';
-  for await (const line of recordingLinesOf(store, session)) text += line;
-  return text;
+  let bytes = 0;
+  for await (const line of recordingLinesOf(store, session)) {
+    bytes += Buffer.byteLength(line);
+    if (bytes > maxBytes) return { overBytes: bytes };
+    text += line;
+  }
+  return { text };
 }
 
 /**

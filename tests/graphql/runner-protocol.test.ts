@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { anotherToken } from '../helpers/lease-tokens.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
 
 let app: TestApp;
@@ -178,7 +179,7 @@ describe('declareRunnerTools', () => {
     expect((await append(id, token, 3, step)).errors).toBeUndefined();
     expect((await events(id)).at(-1).data.toolCalls[0]).toMatchObject({ id: 'c1', name: 'clock', effect: 'read-only' });
     // A stale token declares nothing.
-    expect((await app.gql(DECLARE, { input: { sessionId: id, leaseToken: token + 100, tools: [] } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
+    expect((await app.gql(DECLARE, { input: { sessionId: id, leaseToken: anotherToken(token), tools: [] } })).errors?.[0].extensions?.code).toBe('LEASE_LOST');
   });
 });
 
@@ -304,7 +305,7 @@ describe('bad batches are refused with their rule, and nothing is written', () =
   });
 
   it('a wrong token', async () => {
-    const r = await append(id, token + 1, 2, toolStep(inputId));
+    const r = await append(id, anotherToken(token), 2, toolStep(inputId));
     expect(r.errors?.[0].extensions?.code).toBe('LEASE_LOST');
     expect(await eventCount(id)).toBe(2);
   });

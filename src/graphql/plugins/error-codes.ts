@@ -44,6 +44,9 @@ function withExtensions(e: GraphQLError, extensions: Record<string, unknown>): G
   });
 }
 
+const withPath = (e: GraphQLError, path: NonNullable<GraphQLError['path']>) =>
+  new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path, originalError: e.originalError, extensions: e.extensions });
+
 function rootCause(error: unknown): unknown {
   let e = error;
   while (e instanceof GraphQLError && e.originalError && e.originalError !== e) e = e.originalError;
@@ -73,7 +76,8 @@ export function maskError(log: ErrorLog) {
     if (cause instanceof PothosValidationError) {
       return new GraphQLError(cause.message, { path, extensions: { code: 'BAD_USER_INPUT' } });
     }
-    if (cause instanceof GraphQLError && cause.extensions?.code) return cause;
+    // Thrown by a resolver, it keeps the field's path that graphql-js gave its wrapper.
+    if (cause instanceof GraphQLError && cause.extensions?.code) return path && !cause.path ? withPath(cause, path) : cause;
     // graphql-js's own errors (parse, validation, variable coercion) carry no
     // originalError: they describe the client's request.
     // A request refused by status alone (yoga's CSRF check: 403) keeps that meaning.

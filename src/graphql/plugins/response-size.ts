@@ -4,7 +4,10 @@
 // or a long session's recording. Over HTTP the check runs where the result is
 // serialized (its `stringify`, which yoga's result processor and the fast lane
 // both use), so it is serialized once; a response over the ceiling is replaced
-// by an error and never sent.
+// by an error and never sent. Each event of a subscription is held to the same
+// ceiling, measured without building it (jsonBytes), and one over it ends the
+// subscription with that error (http/graphql/ws-delivery.ts does the same for
+// the events it writes itself).
 import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.ts';
@@ -31,6 +34,89 @@ export function responseTooLarge(bytes: number, maxBytes: number, mutationApplie
       ),
     ],
   };
+}
+
+/** Characters JSON escapes as two (`\"` `\\` `\n`…) and as six (`\u0000`…). */
+const SHORT_ESCAPES = /["\\\b\f\n\r\t]/g;
+// eslint-disable-next-line no-control-regex -- the characters JSON escapes
+const LONG_ESCAPES = /[\u0000-\u0007\u000b\u000e-\u001f]/g;
+
+function stringBytes(s: string): number {
+  return Buffer.byteLength(s) + 2 + (s.match(SHORT_ESCAPES)?.length ?? 0) + 5 * (s.match(LONG_ESCAPES)?.length ?? 0);
+}
+
+/**
+ * The UTF-8 size of JSON.stringify(value) without building it; an object met
+ * again (one event's data under thirty aliases) is measured once. Exact for
+ * the plain JSON values a GraphQL result holds (lone surrogates aside).
+ */
+export function jsonBytes(value: unknown, measured = new Map<object, number>()): number {
+  if (value === null) return 4;
+  switch (typeof value) {
+    case 'string':
+      return stringBytes(value);
+    case 'number':
+      return Number.isFinite(value) ? String(value).length : 4;
+    case 'boolean':
+      return value ? 4 : 5;
+    case 'object':
+      break;
+    default:
+      return 0; // undefined, functions: left out (as null in an array: rare in a result, not counted)
+  }
+  const known = measured.get(value);
+  if (known !== undefined) return known;
+  let bytes = 2;
+  if (Array.isArray(value)) {
+    bytes += Math.max(0, value.length - 1);
+    for (const v of value) bytes += v === undefined ? 4 : jsonBytes(v, measured);
+  } else {
+    let first = true;
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined || typeof v === 'function') continue;
+      bytes += (first ? 0 : 1) + stringBytes(k) + 1 + jsonBytes(v, measured);
+      first = false;
+    }
+  }
+  measured.set(value, bytes);
+  return bytes;
+}
+
+type Results = AsyncIterableIterator<ExecutionResult> | AsyncGenerator<ExecutionResult>;
+
+/**
+ * A subscription's results, each held to the ceiling: one over it is
+ * replaced by the refusal, and the subscription ends there (an event left out
+ * silently would be a gap in an ordered stream).
+ */
+function endingAtOversized(source: Results, maxBytes: number): AsyncIterableIterator<ExecutionResult> {
+  let ended = false;
+  const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
+  const it: AsyncIterableIterator<ExecutionResult> = {
+    async next() {
+      if (ended) return done;
+      const n = await source.next();
+      if (n.done) return n;
+      const bytes = jsonBytes(n.value);
+      if (bytes <= maxBytes) return n;
+      ended = true;
+      void source.return?.(undefined);
+      return { done: false, value: responseTooLarge(bytes, maxBytes) };
+    },
+    // Straight to the source: a client's complete must not wait for the next event.
+    return: async () => {
+      ended = true;
+      await source.return?.(undefined);
+      return done;
+    },
+    throw: async (err) => {
+      ended = true;
+      if (source.throw) return source.throw(err);
+      throw err;
+    },
+    [Symbol.asyncIterator]: () => it,
+  };
+  return it;
 }
 
 /** What an onExecute hook may return: the hooks of that operation's end. */
@@ -69,7 +155,14 @@ export function useResponseSizeLimit(maxBytes: number): Plugin {
   };
   const forQuery = hooksFor(false);
   const forMutation = hooksFor(true);
+  // Subscriptions (over SSE, and the graphql-ws ones not delivered directly, http/graphql/ws-delivery.ts): each event's result.
+  const subscribed = {
+    onSubscribeResult({ result, setResult }: { result: unknown; setResult: (r: AsyncIterableIterator<ExecutionResult>) => void }) {
+      if (result && typeof result === 'object' && Symbol.asyncIterator in result) setResult(endingAtOversized(result as Results, maxBytes));
+    },
+  };
   return {
+    onSubscribe: () => subscribed,
     onExecute({ args }) {
       const hooks = getOperationAST(args.document, args.operationName)?.operation === 'mutation' ? forMutation : forQuery;
       // The GraphQL door (http/graphql/graphql-handler.ts) sets `ws` on a graphql-ws operation's context.

@@ -1,4 +1,6 @@
+import { GraphQLError } from 'graphql';
 import { builder } from '../builder.ts';
+import { RESPONSE_TOO_LARGE } from '../plugins/response-size.ts';
 import { recordingText } from '../../store/recordings.ts';
 import { MAX_STRING_RECORDING_BYTES } from '../../core/recording.ts';
 import { badInput } from '../../core/errors.ts';
@@ -8,8 +10,18 @@ import { SessionRef } from './session.ts';
 
 builder.objectField('Session', 'recording', (t) =>
   t.string({
-    description: 'The session as a recording: JSON Lines, format V4 (a header, then one line per event).',
-    resolve: (session, _args, ctx) => recordingText(ctx.store, session),
+    description:
+      'The session as a recording: JSON Lines, format V4 (a header, then one line per event). One over the response limit is RESPONSE_TOO_LARGE: ' +
+      'GET /recordings?session=<id> streams it.',
+    resolve: async (session, _args, ctx) => {
+      const r = await recordingText(ctx.store, session, ctx.maxResponseBytes);
+      if ('text' in r) return r.text;
+      throw new GraphQLError(
+        `the recording is more than ${ctx.maxResponseBytes} bytes, the response limit (FORKLINE_MAX_RESPONSE_BYTES): ` +
+          `GET /recordings?session=${session.id} streams it`,
+        { extensions: { code: RESPONSE_TOO_LARGE } },
+      );
+    },
   }),
 );
 

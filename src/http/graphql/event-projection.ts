@@ -33,6 +33,12 @@ export interface EventProjection {
   key: string;
   /** The execution result of the subscription for this event, as JSON text. */
   payload(event: StoredEvent): string;
+  /**
+   * The payload when it is at most `maxBytes` (UTF-8), else its size: measured
+   * before it is joined, so a selection that names a large field under many
+   * aliases never builds the text it would refuse.
+   */
+  payloadWithin(event: StoredEvent, maxBytes: number): string | { over: number };
 }
 
 /** How one response key's value is made from the event. */
@@ -93,13 +99,23 @@ export function eventProjection(info: Pick<GraphQLResolveInfo, 'fieldNodes' | 'f
   const keys = new Map<string, { name: string; read: Read }>();
   if (!collect(type, conditions, field.selectionSet, info.fragments, keys, new Set())) return null;
   const rootKey = String(info.path.key);
-  const entries = [...keys].map(([key, { read }]) => [key, read] as const);
+  // Each field's JSON text is made once however many aliases name it; the
+  // payload is those texts joined as JSON.stringify would join the object.
+  const fields = [...new Set([...keys.values()].map((k) => k.name))];
+  const reads = new Map([...keys.values()].map((k) => [k.name, k.read]));
+  const head = `{"data":{${JSON.stringify(rootKey)}:{`;
+  const members = [...keys].map(([key, { name }]) => ({ prefix: `${JSON.stringify(key)}:`, field: fields.indexOf(name) }));
+  const join = (texts: string[]) => `${head}${members.map((m) => m.prefix + texts[m.field]).join(',')}}}}`;
+  const textsOf = (event: StoredEvent) => fields.map((name) => JSON.stringify(reads.get(name)!(event)));
   return {
     key: JSON.stringify([rootKey, ...[...keys].map(([key, { name }]) => [key, name])]),
-    payload(event) {
-      const node: Record<string, unknown> = {};
-      for (const [key, read] of entries) node[key] = read(event);
-      return JSON.stringify({ data: { [rootKey]: node } });
+    payload: (event) => join(textsOf(event)),
+    payloadWithin(event, maxBytes) {
+      const texts = textsOf(event);
+      const sizes = texts.map((t) => Buffer.byteLength(t));
+      let bytes = Buffer.byteLength(head) + 3 + members.length - 1;
+      for (const m of members) bytes += Buffer.byteLength(m.prefix) + sizes[m.field];
+      return bytes > maxBytes ? { over: bytes } : join(texts);
     },
   };
 }

@@ -66,6 +66,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxAliases: security.maxAliases ?? DEFAULT_LIMITS.maxAliases,
     maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
   };
+  const maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
   const corsOrigins = guard.corsOrigins;
   const floor = guard.yogaPlugins();
   const graphiqlHeaders = useGraphiQLSecurityHeaders();
@@ -77,7 +78,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     ...floor.first,
     graphiqlHeaders,
     useQueryLimits(limits),
-    useResponseSizeLimit(security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes),
+    useResponseSizeLimit(maxResponseBytes),
     useStorableText(),
     useScopes(),
     inputErrorCodes,
@@ -115,6 +116,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         store,
         services: opts.services,
         sessionLoader: new SessionLoader(store),
+        maxResponseBytes,
       };
     },
   });
@@ -143,10 +145,10 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     yoga,
     guard,
     store: opts.services.store,
-    maxResponseBytes: security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes,
+    maxResponseBytes,
   });
 
-  const wsDelivery = new WsDelivery();
+  const wsDelivery = new WsDelivery(maxResponseBytes);
   return {
     wsDelivery,
     eventPage,

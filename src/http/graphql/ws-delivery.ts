@@ -25,11 +25,17 @@ import { MessageType, stringifyMessage } from 'graphql-ws';
 import { EventStream } from '../../host/live/event-window.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
 import { eventProjection, type EventProjection } from './event-projection.ts';
+import { responseTooLarge } from '../../graphql/plugins/response-size.ts';
 
 const HIGH_WATER = 1024 * 1024;
 
 /** Payloads kept per session and selection: subscribers near each other's position share them. */
 const PAYLOADS_KEPT = 4096;
+/**
+ * And at most this many bytes of them, or 16 payloads of the largest size
+ * sent if that is less: events may be megabytes each (the oldest go first).
+ */
+const PAYLOAD_BYTES_KEPT = 16 * 1024 * 1024;
 
 /** The graphql-ws operation a resolver runs in: its socket and subscription id. */
 export interface WsOperation {
@@ -90,27 +96,52 @@ export function useWsDelivery(): Plugin {
 interface PayloadGroup {
   refs: number;
   bySeq: Map<number, Buffer>;
+  /** Bytes of the payloads in bySeq. */
+  bytes: number;
 }
+
+/** An event's payload, or the result sent instead of one over the response ceiling (the subscription ends with it). */
+type Payload = Buffer | { tooLarge: Buffer };
 
 export class WsDelivery {
   private readonly groups = new Map<string, PayloadGroup>();
   /** Payloads serialised and frames written since start (tests, metrics). */
   readonly counts = { payloads: 0, frames: 0 };
 
+  /** `maxPayloadBytes`: the response ceiling (FORKLINE_MAX_RESPONSE_BYTES), which each event's payload is held to as a query's response is. */
+  private readonly keptBytesPerGroup: number;
+  constructor(private readonly maxPayloadBytes: number) {
+    this.keptBytesPerGroup = Math.min(PAYLOAD_BYTES_KEPT, 16 * maxPayloadBytes);
+  }
+
+  /** Bytes of payloads kept for subscribers to share, all groups together (tests). */
+  keptBytes(): number {
+    let n = 0;
+    for (const g of this.groups.values()) n += g.bytes;
+    return n;
+  }
+
   /** Events of `stream` to `op`'s socket as graphql-ws `next` messages; the iterator graphql-ws gets. */
   deliver(stream: EventStream, op: WsOperation, sessionId: string, projection: EventProjection): AsyncIterableIterator<never> {
     const groupKey = `${sessionId}\n${projection.key}`;
     let group = this.groups.get(groupKey);
-    if (!group) this.groups.set(groupKey, (group = { refs: 0, bySeq: new Map() }));
+    if (!group) this.groups.set(groupKey, (group = { refs: 0, bySeq: new Map(), bytes: 0 }));
     group.refs++;
     const g = group;
-    const payloadOf = (e: StoredEvent) => {
+    const payloadOf = (e: StoredEvent): Payload => {
       let p = g.bySeq.get(e.seq);
       if (!p) {
-        p = Buffer.from(projection.payload(e));
+        const made = projection.payloadWithin(e, this.maxPayloadBytes);
+        if (typeof made !== 'string') return { tooLarge: Buffer.from(JSON.stringify(responseTooLarge(made.over, this.maxPayloadBytes))) };
+        p = Buffer.from(made);
         this.counts.payloads++;
         g.bySeq.set(e.seq, p);
-        if (g.bySeq.size > PAYLOADS_KEPT) g.bySeq.delete(g.bySeq.keys().next().value!);
+        g.bytes += p.length;
+        while (g.bySeq.size > PAYLOADS_KEPT || (g.bytes > this.keptBytesPerGroup && g.bySeq.size > 1)) {
+          const [seq, oldest] = g.bySeq.entries().next().value!;
+          g.bySeq.delete(seq);
+          g.bytes -= oldest.length;
+        }
       }
       return p;
     };
@@ -150,7 +181,7 @@ export function nextMessageFrame(id: string): (payload: Buffer) => Buffer {
   return (payload) => Buffer.concat([head, payload, tail]);
 }
 
-async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Buffer, counts: { frames: number }): Promise<void> {
+async function write(stream: EventStream, { socket, raw, id }: WsOperation, payloadOf: (e: StoredEvent) => Payload, counts: { frames: number }): Promise<void> {
   const frame = nextMessageFrame(id);
   const open = () => socket.readyState === WebSocket.OPEN;
   // Until the socket has taken its queue down to HIGH_WATER (or closed).
@@ -173,7 +204,14 @@ async function write(stream: EventStream, { socket, raw, id }: WsOperation, payl
     raw.cork();
     try {
       for (let i = 0; i < batch.length; i++) {
-        socket.send(frame(payloadOf(batch[i])), { binary: false });
+        const payload = payloadOf(batch[i]);
+        if (!Buffer.isBuffer(payload)) {
+          // Its refusal, then the end: a later event sent after it would leave a gap the client did not see.
+          socket.send(frame(payload.tooLarge), { binary: false });
+          counts.frames++;
+          return void stream.close();
+        }
+        socket.send(frame(payload), { binary: false });
         counts.frames++;
         if (!open()) return void stream.close(); // closed by its send past its cap (http/ws-output-cap.ts)
         if (socket.bufferedAmount > HIGH_WATER && i + 1 < batch.length) {
