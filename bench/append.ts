@@ -3,6 +3,7 @@
 // Both write plugin events into Event with its indexes, foreign key and
 // generated search vector (null for these types on both sides).
 import { QUICK, round, type BenchContext } from './context.ts';
+import { postmasterOf, processTotals } from './turns.ts';
 
 export async function benchAppend({ store, db }: BenchContext) {
   const events = QUICK ? 20_000 : 100_000;
@@ -44,23 +45,41 @@ export async function benchAppend({ store, db }: BenchContext) {
   // Interleaved in chunks, in alternating order: on a shared machine both sides see the same minutes.
   const s = await emptyLog();
   const raw = await emptyLog();
-  let storeMs = 0;
-  let rawMs = 0;
-  const timed = async (run: () => Promise<void>) => {
+  // CPU time besides wall time: it hardly moves with the machine's other load (this process's, and the embedded
+  // Postgres's processes', when it runs here; NaN otherwise).
+  const postmaster = await postmasterOf(db.pool);
+  const postgresCpuMs = () => (postmaster === undefined ? NaN : processTotals((_pid, _comm, ppid) => ppid === postmaster).cpuMs);
+  const nodeCpuMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  const totals = { store: { ms: 0, nodeCpuMs: 0, postgresCpuMs: 0 }, raw: { ms: 0, nodeCpuMs: 0, postgresCpuMs: 0 } };
+  const timed = async (side: keyof typeof totals, run: () => Promise<void>) => {
+    const pg0 = postgresCpuMs();
+    const node0 = nodeCpuMs();
     const t = performance.now();
     await run();
-    return performance.now() - t;
+    totals[side].ms += performance.now() - t;
+    totals[side].nodeCpuMs += nodeCpuMs() - node0;
+    totals[side].postgresCpuMs += postgresCpuMs() - pg0;
   };
   for (let from = 0, k = 0; from < events; from += chunk, k++) {
     const count = Math.min(chunk, events - from);
+    const store = () => timed('store', () => storeAppends(s, from, count));
+    const rawSide = () => timed('raw', () => rawInserts(raw, from, count));
     if (k % 2 === 0) {
-      storeMs += await timed(() => storeAppends(s, from, count));
-      rawMs += await timed(() => rawInserts(raw, from, count));
+      await store();
+      await rawSide();
     } else {
-      rawMs += await timed(() => rawInserts(raw, from, count));
-      storeMs += await timed(() => storeAppends(s, from, count));
+      await rawSide();
+      await store();
     }
   }
+  const storeMs = totals.store.ms;
+  const rawMs = totals.raw.ms;
+  const appends = events / batch;
+  const cpuPerAppend = (side: keyof typeof totals) =>
+    `node ${round(totals[side].nodeCpuMs / appends)} + postgres ${round(totals[side].postgresCpuMs / appends)} ms`;
 
   const storeEventsPerSec = (events / storeMs) * 1000;
   const rawEventsPerSec = (events / rawMs) * 1000;
@@ -69,6 +88,9 @@ export async function benchAppend({ store, db }: BenchContext) {
     storeEventsPerSec: Math.round(storeEventsPerSec),
     rawEventsPerSec: Math.round(rawEventsPerSec),
     ratio: round(storeEventsPerSec / rawEventsPerSec),
+    storeCpuPerAppend: cpuPerAppend('store'),
+    rawCpuPerAppend: cpuPerAppend('raw'),
+    cpuRatio: round((totals.raw.nodeCpuMs + totals.raw.postgresCpuMs) / (totals.store.nodeCpuMs + totals.store.postgresCpuMs)),
     goal: 'ratio >= 0.9',
   };
 }
