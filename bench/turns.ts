@@ -17,7 +17,7 @@ import { percentile, QUICK, round, type BenchContext } from './context.ts';
  * CPU time (user + system, ms) and context switches (voluntary and not) of the
  * processes matching `match`, from /proc (Linux); NaN elsewhere.
  */
-function processTotals(match: (pid: number, comm: string, ppid: number) => boolean): { cpuMs: number; switches: number } {
+export function processTotals(match: (pid: number, comm: string, ppid: number) => boolean): { cpuMs: number; switches: number } {
   if (!fs.existsSync('/proc/self/stat')) return { cpuMs: NaN, switches: NaN };
   const tick = 1000 / 100; // USER_HZ is 100 on Linux
   const total = { cpuMs: 0, switches: 0 };
@@ -40,7 +40,7 @@ function processTotals(match: (pid: number, comm: string, ppid: number) => boole
 }
 
 /** The pid of the postmaster serving `admin`, when it runs on this machine (its backend's parent); undefined otherwise. */
-async function postmasterOf(admin: pg.Pool): Promise<number | undefined> {
+export async function postmasterOf(admin: pg.Pool): Promise<number | undefined> {
   const { rows } = await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   try {
     const stat = fs.readFileSync(`/proc/${rows[0].pid}/stat`, 'utf8');

@@ -76,6 +76,9 @@ const SYNTHETIC_CAUSES = new Set(['interrupted', 'failed', 'not-started', 'forke
 /** What repair writes (core/repair.ts closeOpenTail): no other event is synthetic, so none from outside may claim to be. */
 const SYNTHETIC_TYPES = new Set(['tool/result', 'step/end', 'turn/end', 'plugin/agent/error']);
 
+// At module level: a closure made per call is named per call under tsx (keepNames), a defineProperty for every event checked.
+const fail = (rule: string, detail: string): Violation => ({ rule, detail });
+
 export class LogState {
   /** The seq after the last applied event. */
   nextSeq = 0;
@@ -244,7 +247,6 @@ export class LogState {
    * call awaiting approval gets no result but a repair's).
    */
   violation(e: LogEvent & { synthetic?: boolean }): Violation | undefined {
-    const fail = (rule: string, detail: string): Violation => ({ rule, detail });
     const ev = asCoreEvent(e);
     if (e.synthetic && !SYNTHETIC_TYPES.has(e.type)) return fail('synthetic closer', `only repair's closers are synthetic, not a ${e.type}`);
     if (e.synthetic && (ev.type === 'tool/result' || ev.type === 'step/end' || ev.type === 'turn/end')) {

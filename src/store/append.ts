@@ -150,7 +150,8 @@ const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH
 export function checkedAppend(sessionId: string, state: LogState, events: NewEvent[]): { after: LogState; pendingDeltas: number[] } {
   const after = state.clone();
   const pendingDeltas = events.map((e) => {
-    const event = { ...e, seq: after.nextSeq };
+    // Literals, not `{ ...e, seq }`: a spread with a property after it is a runtime call in V8, most of the check's time.
+    const event = { type: e.type, data: e.data, synthetic: e.synthetic, seq: after.nextSeq };
     const broken = after.violation(event);
     if (broken) {
       throw badInput(`event ${event.seq} (${e.type}) of session ${sessionId} breaks the log's rules: ${broken.rule}: ${broken.detail}`, {
@@ -280,7 +281,7 @@ export class SessionAppends {
   ): Promise<{ events: StoredEvent[]; released: boolean }> {
     if (events.length === 0) return { events: [], released: false };
     if (events.length > MAX_APPEND_BATCH) throw badInput(`at most ${MAX_APPEND_BATCH} events per append`);
-    const decoded = events.map((e) => ({ ...e, data: decodeEvent(e.type, e.data) }));
+    const decoded: NewEvent[] = events.map((e) => ({ type: e.type, data: decodeEvent(e.type, e.data), synthetic: e.synthetic }));
     // Writers in this process take turns per session (they would only race each
     // other's checks); an append inside a caller's transaction does not wait in
     // line, since that transaction may already hold the row the line waits for.

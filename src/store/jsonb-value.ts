@@ -25,12 +25,31 @@ export function asJsonb(value: unknown): unknown {
   if (Array.isArray(value)) return Array.from(value, (v) => asJsonb(v)); // holes read back as null
   const source = value as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(source)
-    .filter((k) => !dropped(source[k]))
-    .sort(jsonbKeyOrder)) {
+  for (const key of jsonbKeys(source)) {
+    const v = source[key];
+    if (dropped(v)) continue;
     // JSON.parse makes "__proto__" an own key; an assignment would set the prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: asJsonb(source[key]), enumerable: true, writable: true, configurable: true });
-    else out[key] = asJsonb(source[key]);
+    if (key === '__proto__') Object.defineProperty(out, key, { value: asJsonb(v), enumerable: true, writable: true, configurable: true });
+    else out[key] = asJsonb(v);
   }
   return out;
+}
+
+/** Keys few enough to sort by insertion (at most 16×15/2 comparisons). */
+const FEW_KEYS = 16;
+
+/**
+ * `source`'s keys in jsonb's order. Few keys are sorted in place by insertion: Array.prototype.sort allocates its work
+ * space on every call, and an append calls this for every object of every event (most of its garbage, measured).
+ */
+function jsonbKeys(source: object): string[] {
+  const keys = Object.keys(source);
+  if (keys.length > FEW_KEYS) return keys.sort(jsonbKeyOrder);
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i];
+    let j = i - 1;
+    for (; j >= 0 && jsonbKeyOrder(keys[j], key) > 0; j--) keys[j + 1] = keys[j];
+    keys[j + 1] = key;
+  }
+  return keys;
 }
