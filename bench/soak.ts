@@ -10,7 +10,7 @@
 // SOAK_MINUTES (default 60), SOAK_SAMPLE_SECONDS (30), SOAK_WINDOW_MINUTES (40,
 // capped to two thirds of the run), SOAK_WORKERS (4), SOAK_OUT (a temp dir),
 // SOAK_MAX_SESSIONS (unset: the data grows), SOAK_SNAPSHOTS: minutes at which to write heap snapshots (e.g. "20,30"), to
-// compare in Chrome DevTools' Memory tab.
+// compare in Chrome DevTools' Memory tab. Each sample also says where RSS is (bench/process-memory.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
