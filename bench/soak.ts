@@ -45,7 +45,8 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-soak-data-'));
 fs.chmodSync(dataDir, 0o755);
 const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', '--import', `${ROOT}node_modules/tsx/dist/loader.mjs`, `${ROOT}src/main.ts`], {
   cwd: ROOT,
-  env: { ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '5000' },
+  // glibc's arenas capped as `npm start` caps them (docs/operations.md); MALLOC_ARENA_MAX=0 measures glibc's default.
+  env: { ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '5000', MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX || '2' },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let output = '';
