@@ -10,7 +10,7 @@
 // SOAK_MINUTES (default 60), SOAK_SAMPLE_SECONDS (30), SOAK_WINDOW_MINUTES (40,
 // capped to two thirds of the run), SOAK_WORKERS (4), SOAK_OUT (a temp dir),
 // SOAK_MAX_SESSIONS (unset: the data grows), SOAK_SNAPSHOTS: minutes at which to write heap snapshots (e.g. "20,30"), to
-// compare in Chrome DevTools' Memory tab.
+// compare in Chrome DevTools' Memory tab. Each sample also says where RSS is (bench/process-memory.ts).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { residentBreakdown, type ResidentBreakdown } from './process-memory.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
@@ -44,7 +45,8 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-soak-data-'));
 fs.chmodSync(dataDir, 0o755);
 const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', '--import', `${ROOT}node_modules/tsx/dist/loader.mjs`, `${ROOT}src/main.ts`], {
   cwd: ROOT,
-  env: { ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '5000' },
+  // glibc's arenas capped as `npm start` caps them (docs/operations.md); MALLOC_ARENA_MAX=0 measures glibc's default.
+  env: { ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '5000', MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX || '2' },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let output = '';
@@ -97,6 +99,9 @@ async function inspector(url: string) {
       await send('HeapProfiler.collectGarbage');
       return JSON.parse(await evaluate('JSON.stringify(process.memoryUsage())'));
     },
+    /** What V8 itself has malloced (outside its heap), now and at most. */
+    malloced: async (): Promise<{ malloced_memory: number; peak_malloced_memory: number }> =>
+      JSON.parse(await evaluate(`JSON.stringify(process.getBuiltinModule('v8').getHeapStatistics())`)),
     snapshot: (file: string) => evaluate(`process.getBuiltinModule('v8').writeHeapSnapshot(${JSON.stringify(file)})`),
     close: () => ws.close(),
   };
@@ -270,6 +275,10 @@ interface Sample {
   heapTotalMB: number;
   externalMB: number;
   arrayBuffersMB: number;
+  /** V8's own mallocs (getHeapStatistics().malloced_memory). */
+  v8MallocedMB: number;
+  /** Where RSS is (bench/process-memory.ts). */
+  resident?: ResidentBreakdown;
 }
 const samples: Sample[] = [];
 const started = Date.now();
@@ -277,6 +286,7 @@ const samplesFile = fs.createWriteStream(path.join(OUT, 'samples.jsonl'));
 
 async function sample() {
   const m = await heap.floor();
+  const v8 = await heap.malloced();
   const s: Sample = {
     minute: Math.round(((Date.now() - started) / 60_000) * 100) / 100,
     rssMB: Math.round((m.rss / MB) * 10) / 10,
@@ -284,10 +294,16 @@ async function sample() {
     heapTotalMB: Math.round((m.heapTotal / MB) * 10) / 10,
     externalMB: Math.round((m.external / MB) * 10) / 10,
     arrayBuffersMB: Math.round((m.arrayBuffers / MB) * 10) / 10,
+    v8MallocedMB: Math.round((v8.malloced_memory / MB) * 10) / 10,
+    resident: residentBreakdown(child.pid!),
   };
   samples.push(s);
   samplesFile.write(`${JSON.stringify({ ...s, counts: Object.fromEntries(counts) })}\n`);
-  console.log(`soak: ${s.minute.toFixed(1)} min  rss ${s.rssMB} MB  heap floor ${s.heapUsedMB} MB  (external ${s.externalMB} MB)`);
+  const r = s.resident;
+  console.log(
+    `soak: ${s.minute.toFixed(1)} min  rss ${s.rssMB} MB  heap floor ${s.heapUsedMB} MB of ${s.heapTotalMB} (external ${s.externalMB} MB)` +
+      (r ? `  malloc arenas ${r.arenasMB} MB in ${r.arenaHeaps}, main ${r.brkHeapMB} MB` : ''),
+  );
 }
 
 const load = [...Array.from({ length: WORKERS }, (_, w) => worker(w)), subscriber(), subscriber(), dashboard(), janitor()];
@@ -308,31 +324,45 @@ await Promise.race([Promise.all(load), sleep(30_000)]);
 
 // --- verdict -----------------------------------------------------------------
 
-/** The lowest floor among the samples of the first and of the last `spanMinutes` of the window. */
-function floorGrowth(key: 'heapUsedMB' | 'rssMB') {
+/** The lowest value among the samples of the first and of the last `spanMinutes` of the window, and the least-squares slope over it. */
+function floorGrowth(value: (s: Sample) => number | undefined) {
   const end = samples.at(-1)!.minute;
-  const window = samples.filter((s) => s.minute >= end - WINDOW_MINUTES);
+  const window = samples.filter((s) => s.minute >= end - WINDOW_MINUTES && value(s) !== undefined);
+  const v = (s: Sample) => value(s)!;
   const span = Math.max(WINDOW_MINUTES / 8, 1);
-  const first = Math.min(...window.filter((s) => s.minute <= window[0].minute + span).map((s) => s[key]));
-  const last = Math.min(...window.filter((s) => s.minute >= end - span).map((s) => s[key]));
-  // Least-squares slope over the window, MB per minute.
+  const first = Math.min(...window.filter((s) => s.minute <= window[0].minute + span).map(v));
+  const last = Math.min(...window.filter((s) => s.minute >= end - span).map(v));
+  // MB per minute.
   const mx = window.reduce((a, s) => a + s.minute, 0) / window.length;
-  const my = window.reduce((a, s) => a + s[key], 0) / window.length;
-  const slope = window.reduce((a, s) => a + (s.minute - mx) * (s[key] - my), 0) / window.reduce((a, s) => a + (s.minute - mx) ** 2, 0);
+  const my = window.reduce((a, s) => a + v(s), 0) / window.length;
+  const slope = window.reduce((a, s) => a + (s.minute - mx) * (v(s) - my), 0) / window.reduce((a, s) => a + (s.minute - mx) ** 2, 0);
   return { first, last, growth: last / first - 1, slope };
 }
-const heapFloor = floorGrowth('heapUsedMB');
-const rss = floorGrowth('rssMB');
+const heapFloor = floorGrowth((s) => s.heapUsedMB);
+const rss = floorGrowth((s) => s.rssMB);
+// Where RSS went: V8's heap as committed (not only its live floor), glibc's malloc heaps, the rest (bench/process-memory.ts).
+const rssParts = {
+  v8HeapCommitted: floorGrowth((s) => s.heapTotalMB),
+  threadArenas: floorGrowth((s) => s.resident?.arenasMB),
+  mainMallocHeap: floorGrowth((s) => s.resident?.brkHeapMB),
+  otherAnonymous: floorGrowth((s) => s.resident && s.resident.otherAnonMB - s.heapTotalMB),
+  files: floorGrowth((s) => s.resident?.fileMB),
+};
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const mbs = (g: ReturnType<typeof floorGrowth>) => `${g.first.toFixed(1)} → ${g.last.toFixed(1)} MB (${g.slope.toFixed(2)} MB/min)`;
 console.log(`soak: operations ${JSON.stringify(Object.fromEntries([...counts].sort()))}`);
 console.log(
-  `soak: over the last ${WINDOW_MINUTES.toFixed(0)} min the heap floor went ${heapFloor.first} → ${heapFloor.last} MB (${pct(heapFloor.growth)}, ${heapFloor.slope.toFixed(3)} MB/min), RSS ${rss.first} → ${rss.last} MB (${pct(rss.growth)})`,
+  `soak: over the last ${WINDOW_MINUTES.toFixed(0)} min the heap floor went ${heapFloor.first} → ${heapFloor.last} MB (${pct(heapFloor.growth)}, ${heapFloor.slope.toFixed(3)} MB/min), RSS ${rss.first} → ${rss.last} MB (${pct(rss.growth)}, ${rss.slope.toFixed(3)} MB/min)`,
+);
+console.log(
+  `soak: RSS by part: V8 heap committed ${mbs(rssParts.v8HeapCommitted)}, malloc thread arenas ${mbs(rssParts.threadArenas)}, ` +
+    `main malloc heap ${mbs(rssParts.mainMallocHeap)}, other anonymous ${mbs(rssParts.otherAnonymous)}, files ${mbs(rssParts.files)}`,
 );
 const flat = heapFloor.growth < 0.1;
 console.log(`soak: ${flat ? 'FLAT' : 'GROWING'}: the heap floor grew ${flat ? 'less than' : 'at least'} 10% over the window`);
 fs.writeFileSync(
   path.join(OUT, 'result.json'),
-  JSON.stringify({ minutes: MINUTES, windowMinutes: WINDOW_MINUTES, heapFloor, rss, flat, counts: Object.fromEntries(counts) }, null, 2),
+  JSON.stringify({ minutes: MINUTES, windowMinutes: WINDOW_MINUTES, heapFloor, rss, rssParts, flat, counts: Object.fromEntries(counts) }, null, 2),
 );
 
 heap.close();

@@ -2,6 +2,8 @@
 // to npm's process. It must reach the server, which stops the HTTP server and
 // the embedded Postgres. npm runs the script with `sh -c`;
 // a shell that stays in between let npm exit and left both running.
+// The script also caps glibc's malloc arenas unless the operator set
+// MALLOC_ARENA_MAX (docs/operations.md, Configuration).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -27,13 +29,22 @@ const portOpen = (port: number) =>
   });
 
 describe('npm start', () => {
+  // The operator's MALLOC_ARENA_MAX, and what the server runs with.
+  const arenaMax = { SIGTERM: { set: undefined, runs: '2' }, SIGINT: { set: '8', runs: '8' } };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    it(`stops the server and its embedded Postgres on ${signal} sent to npm's process`, async () => {
+    it(`stops the server and its embedded Postgres on ${signal} sent to npm's process (MALLOC_ARENA_MAX ${arenaMax[signal].runs})`, async () => {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-npm-start-'));
       fs.chmodSync(dataDir, 0o755); // the embedded Postgres runs as another user when we are root
       folders.push(dataDir);
       const env: Record<string, string> = {};
-      for (const [k, v] of Object.entries({ ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, DATABASE_URL: undefined })) if (v !== undefined) env[k] = v;
+      for (const [k, v] of Object.entries({
+        ...process.env,
+        PORT: '0',
+        FORKLINE_DATA_DIR: dataDir,
+        DATABASE_URL: undefined,
+        MALLOC_ARENA_MAX: arenaMax[signal].set,
+      }))
+        if (v !== undefined) env[k] = v;
       // --ignore-scripts skips prestart's build (the suite has built) and still runs `start`.
       const npm = spawn('npm', ['start', '--ignore-scripts'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -50,6 +61,7 @@ describe('npm start', () => {
       leftovers.push(serverPid, postgresPid);
       expect(await portOpen(port)).toBe(true);
       expect(isProcessAlive(postgresPid)).toBe(true);
+      expect(fs.readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0')).toContain(`MALLOC_ARENA_MAX=${arenaMax[signal].runs}`);
 
       npm.kill(signal);
       const stillRunning = new Promise<string>((r) => setTimeout(() => r('npm still running'), 30_000).unref());
