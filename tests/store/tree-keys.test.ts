@@ -138,8 +138,8 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
         WHERE con.contype = 'f' AND con.confrelid = '"Session"'::regclass
         GROUP BY con.conname ORDER BY 1`,
     );
+    // Events have none (migration 20261214010002_event_without_session_key): none is left without its session, below.
     expect(references.map((r) => r.name)).toEqual([
-      'Event_sessionId_treeId_fkey',
       'FileTreeCheckpoint_sessionId_treeId_fkey',
       'FoldCheckpoint_sessionId_treeId_fkey',
       'SessionBlob_sessionId_treeId_fkey',
@@ -151,12 +151,13 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     // nothing else is (deletion removes the entries with the rows); ids are unique there alone.
     const {
       rows: [directory],
-    } = await check.pool.query<{ sessions: number; entries: number; orphans: number }>(
+    } = await check.pool.query<{ sessions: number; entries: number; orphans: number; orphanEvents: number }>(
       `SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "SessionTree") AS entries,
-              (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans`,
+              (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans,
+              (SELECT count(*)::int FROM "Event" e WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = e."sessionId" AND s."treeId" = e."treeId")) AS "orphanEvents"`,
     );
     expect(directory.sessions).toBeGreaterThan(10);
-    expect(directory).toMatchObject({ entries: directory.sessions, orphans: 0 });
+    expect(directory).toMatchObject({ entries: directory.sessions, orphans: 0, orphanEvents: 0 });
     const { rows: unique } = await check.pool.query<{ table: string; columns: string }>(
       `SELECT t.relname AS table, pg_get_indexdef(i.indexrelid) AS columns FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
         WHERE i.indisunique AND t.relname IN ('Session', 'SessionTree') ORDER BY 1, 2`,
