@@ -118,6 +118,33 @@ describe('deleteSession', () => {
     expect(app.services.host.isRunningHere(id)).toBe(false);
   });
 
+  it("a descendant's append committing while its tree is deleted leaves none of its events behind (events have no key to their session)", async () => {
+    const { root, b1 } = await tree();
+    // The append to b1 holds b1's row until its transaction ends; the deletion locks only the root before deleting.
+    let commit!: () => void;
+    const held = new Promise<void>((resolve) => (commit = resolve));
+    let appended!: () => void;
+    const written = new Promise<void>((resolve) => (appended = resolve));
+    const append = app.services.store.transaction(async (client) => {
+      await app.services.store.append(b1, [{ type: 'plugin/test/late', data: {} }], { client });
+      appended();
+      await held;
+    });
+    await written;
+    const deletion = app.services.store.deleteSession(scope, root, { withDescendants: true });
+    await waitFor(
+      async () =>
+        (await app.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM "Session"%'`))
+          .rows[0].n > 0,
+      { what: "the deletion waiting for b1's row" },
+    );
+    commit();
+    await append;
+    await deletion;
+    const { rows } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = $1`, [b1]);
+    expect(rows[0].n).toBe(0);
+  });
+
   it('rejects bad ids as BAD_USER_INPUT and unknown ones as SESSION_NOT_FOUND', async () => {
     expect((await app.gql(DELETE, { id: '' })).errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect((await app.gql(DELETE, { id: 'ses_nope' })).errors?.[0].extensions?.code).toBe('SESSION_NOT_FOUND');
