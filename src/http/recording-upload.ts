@@ -177,9 +177,9 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       const idem = { key, requestHash: hash.digest('hex') };
       const session = await opts.importRecording({ tenant }, () => fs.createReadStream(spool), idem, { maxBytes, maxLineBytes, signal: gone.signal });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
+      release();
       // Gone since the import returned: the cancel still wins (no await between this check and the answer).
       if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) return;
-      release();
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
       await fs.promises.rm(spool, { force: true });
