@@ -74,11 +74,11 @@ export class SessionDeletion {
       const all = [id, ...rows.map((r) => r.id)];
       blobs = await this.files.storedBy(all, treeId, client);
       await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
-      // Events have no foreign key to their session (migration 20261214010002_event_without_session_key): deleted here,
-      // after the rows. A descendant's append in flight holds its row (only the root is locked above): deleting the row
-      // waits for it to commit, and the events' delete, a later statement, sees what it wrote. Events first would miss them.
+      // Events have no foreign key to their session: deleted here, after the rows. A descendant's append in flight
+      // holds its row (only the root is locked above): deleting the row waits for it to commit, and the events'
+      // delete, a later statement, sees what it wrote. Events first would miss them.
       await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = $2', [all, treeId]);
-      await client.query('DELETE FROM "Event" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [all, treeId]);
+      await this.log.deleteWrittenBy(all, treeId, client);
       await client.query('DELETE FROM "SessionTree" WHERE id = ANY($1::text[])', [all]); // their entries in the directory, after the rows that name them
       for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
       await beforeCommit?.(client, { deletedSessionIds: all });

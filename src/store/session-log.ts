@@ -164,6 +164,15 @@ export class SessionLog {
     this.trees.forget(ids);
   }
 
+  /**
+   * Deletes the events the sessions wrote (deleteSession, in its transaction,
+   * after their rows: store/deletion.ts). Events have no foreign key to their
+   * session (migration 20261214010002_event_without_session_key).
+   */
+  async deleteWrittenBy(sessionIds: readonly string[], treeId: string, db: Db): Promise<void> {
+    await db.query('DELETE FROM "Event" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [sessionIds, treeId]);
+  }
+
   /** Events with seq > afterSeq, ascending, at most `limit`. */
   async page(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
     return this.read(ref, afterSeq + 1, afterSeq + limit, db);
