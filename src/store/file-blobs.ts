@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
+import { groupsBySize } from '../core/size-groups.ts';
 import {
   DEFAULT_WORKSPACE_LIMITS,
   FILES_CHANGE,
@@ -392,22 +393,11 @@ export class FileBlobs {
     ].sort();
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
       const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE));
-      let page: string[] = [];
-      let bytes = 0;
-      const pages: string[][] = [];
-      for (const h of hashes.slice(i, i + BLOB_PAGE)) {
-        const size = sizes.get(h);
-        if (size === undefined) continue;
-        if (page.length && bytes + size > pageBytes) {
-          pages.push(page);
-          page = [];
-          bytes = 0;
-        }
-        page.push(h);
-        bytes += size;
-      }
-      if (page.length) pages.push(page);
-      for (const p of pages) {
+      const stored = hashes.slice(i, i + BLOB_PAGE).flatMap((h) => {
+        const bytes = sizes.get(h);
+        return bytes === undefined ? [] : [{ item: h, bytes }];
+      });
+      for (const p of groupsBySize(stored, pageBytes)) {
         const contents = await this.contents(p);
         for (const h of p) {
           const content = contents.get(h);

@@ -4,6 +4,7 @@
 // payload limit, and every process (the sender included) re-emits them to its
 // local subscribers. A subscriber's queue merges adjacent text deltas and is
 // bounded (update-queue.ts).
+import { groupsBySize } from '../../core/size-groups.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
@@ -117,25 +118,16 @@ export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
       for (let i = 0; i < chars.length; i += MAX_DELTA_CHARS) pieces.push({ ...u, text: chars.slice(i, i + MAX_DELTA_CHARS).join('') });
     }
   }
-  const out: TurnUpdate[][] = [];
-  let group: TurnUpdate[] = [];
-  let bytes = 0;
-  for (let u of pieces) {
-    let size = Buffer.byteLength(JSON.stringify(u)) + 1;
+  const sized = pieces.map((piece) => {
+    let u = piece;
+    let bytes = Buffer.byteLength(JSON.stringify(u)) + 1;
     // A call's arguments (and a decision's reason) may be far larger than a payload: live subscribers get
     // the update without the arguments and with the reason cut (the log's replay holds them whole).
-    if (size > MAX_PAYLOAD_BYTES) {
+    if (bytes > MAX_PAYLOAD_BYTES) {
       u = { ...u, arguments: undefined, ...(u.reason ? { reason: Array.from(u.reason).slice(0, MAX_DELTA_CHARS).join('') } : {}) };
-      size = Buffer.byteLength(JSON.stringify(u)) + 1;
+      bytes = Buffer.byteLength(JSON.stringify(u)) + 1;
     }
-    if (group.length && bytes + size > MAX_PAYLOAD_BYTES) {
-      out.push(group);
-      group = [];
-      bytes = 0;
-    }
-    group.push(u);
-    bytes += size;
-  }
-  if (group.length) out.push(group);
-  return out;
+    return { item: u, bytes };
+  });
+  return groupsBySize(sized, MAX_PAYLOAD_BYTES);
 }
