@@ -19,6 +19,7 @@ import type { DoorServices } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
+import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
 import { findOpenTail } from '../core/repair.ts';
@@ -49,14 +50,15 @@ const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result
 export const SNAPSHOT_EVENTS = 2000;
 
 /**
- * The events MESSAGES_SNAPSHOT is made of: the latest `limit` of SNAPSHOT_TYPES,
- * from the first turn/start among them (a message never starts mid-turn), plus
+ * The events MESSAGES_SNAPSHOT is made of: the latest `limit` of SNAPSHOT_TYPES
+ * (fewer when they pass the store's PAGE_BYTES of data), from the first turn/start among them (a message never starts mid-turn), plus
  * the inbox/add of each of those turns' inputs that falls before the window
  * (one index probe each). A log shorter than the window is read whole.
  */
 export async function snapshotHistory(log: TenantStore['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
-  const recent = (await log.ofTypes(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true })).reverse();
-  if (recent.length < limit) return recent;
+  const { events, cut } = await log.ofTypesWithin(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true });
+  const recent = events.reverse();
+  if (recent.length < limit && !cut) return recent;
   const first = recent.findIndex((e) => e.type === 'turn/start');
   if (first < 0) return [];
   const window = recent.slice(first);
@@ -132,6 +134,8 @@ export function aguiHandler(opts: AguiOptions) {
     const send = (event: BaseEvent) => {
       if (open) res.write(encoder.encodeBinary(event));
     };
+    // A client that reads slowly is written to as it drains (nothing more is read for it meanwhile).
+    const stream = { send, closed, drained: () => drained(res) };
     let runStarted = false;
     const runError = (message: string, code: string) => {
       if (!runStarted) send({ type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId });
@@ -141,8 +145,8 @@ export function aguiHandler(opts: AguiOptions) {
     try {
       const scope = { tenant: principal.tenant };
       const by = principal.who ?? principal.tenant;
-      if (input.resume?.length) await resumeTurn(scope, by, input, send, closed, () => (runStarted = true));
-      else await runTurn(scope, input, text, send, closed, () => (runStarted = true), runError);
+      if (input.resume?.length) await resumeTurn(scope, by, input, stream, () => (runStarted = true));
+      else await runTurn(scope, input, text, stream, () => (runStarted = true), runError);
     } catch (err) {
       if (err instanceof ForklineError) runError(err.message, err.code);
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
@@ -161,11 +165,11 @@ export function aguiHandler(opts: AguiOptions) {
     scope: Scope,
     input: RunAgentInput,
     text: string | undefined,
-    send: (e: BaseEvent) => void,
-    closed: Promise<void>,
+    stream: RunStream,
     markStarted: () => void,
     runError: (message: string, code: string) => void,
   ): Promise<void> {
+    const { send } = stream;
     if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
     const store = stores.forTenant(scope);
 
@@ -220,7 +224,7 @@ export function aguiHandler(opts: AguiOptions) {
       send({ type: EventType.MESSAGES_SNAPSHOT, messages });
 
       const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send);
-      await follow(translator, events, turns, closed);
+      await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${sessionId} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {
       await Promise.allSettled([turns.return?.(), events?.return?.()]);
@@ -233,14 +237,8 @@ export function aguiHandler(opts: AguiOptions) {
    * `{approved, reason}`; `cancelled`: denied), then the turn is followed from
    * there until it ends or interrupts again.
    */
-  async function resumeTurn(
-    scope: Scope,
-    by: string,
-    input: RunAgentInput,
-    send: (e: BaseEvent) => void,
-    closed: Promise<void>,
-    markStarted: () => void,
-  ): Promise<void> {
+  async function resumeTurn(scope: Scope, by: string, input: RunAgentInput, stream: RunStream, markStarted: () => void): Promise<void> {
+    const { send } = stream;
     const store = stores.forTenant(scope);
     const session = await store.requireSession(input.threadId);
     const open = findOpenTail((await store.log.openTail(session.id, session.eventCount - 1)).events);
@@ -259,7 +257,7 @@ export function aguiHandler(opts: AguiOptions) {
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();
       const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn);
-      await follow(translator, events, turns, closed);
+      await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${session.id} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {
       await Promise.allSettled([turns.return?.(), events.return?.()]);
@@ -301,12 +299,26 @@ export function aguiHandler(opts: AguiOptions) {
   }
 }
 
-/** Feeds the translator the log's events and the turn updates as they come, until the run ends or the client leaves. */
+/** A run's response: where its events go, when its client leaves, and how to wait for a client that reads slowly. */
+interface RunStream {
+  send: (e: BaseEvent) => void;
+  closed: Promise<void>;
+  /** A promise while the response's buffer is full (resolved on drain or close), else undefined. */
+  drained: () => Promise<void> | undefined;
+}
+
+/**
+ * Feeds the translator the log's events and the turn updates as they come,
+ * until the run ends or the client leaves. While the client's buffer is full
+ * nothing more is read: the log's events wait in the log, and the turn
+ * updates in their subscription's bounded queue (SUBSCRIBER_TOO_SLOW past it),
+ * not in this process's socket buffer.
+ */
 async function follow(
   translator: RunTranslator,
   events: AsyncIterableIterator<StoredEvent>,
   turns: AsyncIterableIterator<TurnUpdate>,
-  closed: Promise<void>,
+  { closed, drained }: RunStream,
 ): Promise<void> {
   type Item = { event: StoredEvent } | { update: TurnUpdate } | { end: 'events' | 'turns' | 'client' };
   const queue: Item[] = [];
@@ -318,6 +330,7 @@ async function follow(
   const pump = async <T>(it: AsyncIterableIterator<T>, wrap: (v: T) => Item, name: 'events' | 'turns') => {
     try {
       for (;;) {
+        await drained();
         const r = await it.next();
         if (r.done) break;
         push(wrap(r.value));
@@ -340,6 +353,7 @@ async function follow(
       else if (item.end !== 'turns') return; // the log's stream ended (session deleted) or the client left
       if (translator.finished) return;
     }
+    await drained();
   }
 }
 

@@ -23,6 +23,7 @@ import { MAX_SEQ } from '../store/session-log.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
+import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
@@ -285,7 +286,7 @@ export function chatHandler(opts: ChatOptions) {
         await answer.update(update);
         if (answer.finished) break;
         // A client that reads slowly is written to as it drains; meanwhile its queue merges text deltas (bounded).
-        if (res.writableNeedDrain && !gone) await new Promise<void>((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
+        if (!gone) await drained(res);
       }
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {
