@@ -58,6 +58,8 @@ export interface AppOptions {
   distributed?: boolean;
   /** How many events apart a session's fold is checkpointed (FORKLINE_FOLD_CHECKPOINT_EVENTS; default DEFAULT_FOLD_CHECKPOINT_EVENTS, 0: none). */
   foldCheckpointEvents?: number;
+  /** What one page read of events holds of their data at most, plus one event (FORKLINE_PAGE_BYTES; default PAGE_BYTES). */
+  pageBytes?: number;
   /** The most a fold checkpoint read back may hold decompressed (default MAX_FOLD_CHECKPOINT_TEXT_BYTES: a larger one is not restored). */
   foldCheckpointMaxBytes?: number;
   /** What the agents' folds kept between turns may hold, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; default DEFAULT_FOLD_CACHE_BYTES). */
@@ -175,6 +177,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     byTree: opts.distributed,
     fileLimits,
     foldCheckpointMaxBytes: opts.foldCheckpointMaxBytes,
+    pageBytes: opts.pageBytes,
   });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);

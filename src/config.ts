@@ -78,6 +78,12 @@ const envSchema = z
     FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT: z.coerce.number().int().min(1).optional(),
     // How many events apart the agent keeps a checkpoint of a session's fold (docs/long-sessions.md "Cold starts"; 0: none).
     FORKLINE_FOLD_CHECKPOINT_EVENTS: z.coerce.number().int().min(0).max(100_000_000).optional(),
+    FORKLINE_PAGE_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(2 ** 31 - 1)
+      .optional(),
     // What the agents' folds kept between turns may hold, in estimated heap bytes (docs/operations.md).
     FORKLINE_FOLD_CACHE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
     // At most what a Node timer can wait (about 24.8 days).

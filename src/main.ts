@@ -81,6 +81,7 @@ async function main() {
       maxActiveSessionsPerTenant: config.FORKLINE_MAX_ACTIVE_SESSIONS_PER_TENANT,
       foldCheckpointEvents: config.FORKLINE_FOLD_CHECKPOINT_EVENTS,
       foldCacheBytes: config.FORKLINE_FOLD_CACHE_MAX_BYTES,
+      pageBytes: config.FORKLINE_PAGE_BYTES,
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
-import type { EventOrigin, StoredEvent } from '../store/session-log.ts';
+import type { BoundedEvents, EventOrigin, StoredEvent } from '../store/session-log.ts';
 import type { TenantStore } from '../store/session-store.ts';
 
 const seqCursor = z
@@ -19,6 +19,8 @@ const seqCursor = z
       .min(-1)
       .max(2 ** 31 - 1),
   );
+
+const NOTHING: BoundedEvents = { events: [], cut: false };
 
 /** Types a filter names at most (each is its own index scan). */
 export const MAX_FILTER_TYPES = 20;
@@ -55,15 +57,16 @@ export async function eventsConnection(log: TenantStore['log'], session: { id: s
     // Backwards from `before` (default: the end), never past `after`.
     const before = Math.min(p.before ?? session.eventCount, session.eventCount);
     const limit = Math.min(last ?? first ?? DEFAULT_PAGE_SIZE, Math.max(0, before - after - 1));
-    events = limit > 0 ? await log.pageBeforeFromStandby(session.id, before, limit, session.eventCount - 1) : [];
+    events = limit > 0 ? (await log.pageBeforeFromStandby(session.id, before, limit, session.eventCount - 1)).events : [];
     hasPreviousPage = (events[0]?.seq ?? before) > after + 1;
     hasNextPage = before < session.eventCount;
   } else {
     const limit = first ?? DEFAULT_PAGE_SIZE;
-    // One more row than asked tells whether a next page exists.
-    events = limit > 0 ? await log.pageFromStandby(session.id, after, limit + 1, session.eventCount - 1) : [];
-    hasNextPage = events.length > limit;
-    if (hasNextPage) events = events.slice(0, limit);
+    // One more row than asked tells whether a next page exists; so does a page cut short by its bytes.
+    const read = limit > 0 ? await log.pageFromStandby(session.id, after, limit + 1, session.eventCount - 1) : NOTHING;
+    events = read.events;
+    hasNextPage = events.length > limit || read.cut;
+    if (events.length > limit) events = events.slice(0, limit);
   }
   const edges = events.map((node) => ({ cursor: String(node.seq), node }));
   return {
@@ -95,10 +98,11 @@ async function filteredConnection(
   const backward = last != null || before != null;
   const limit = (backward ? (last ?? first) : first) ?? DEFAULT_PAGE_SIZE;
   const to = Math.min(before ?? end, end) - 1;
-  // One more row than asked tells whether another page exists that way.
-  let events = limit > 0 ? await log.filtered(session.id, filter, { fromSeq: after + 1, toSeq: to, limit: limit + 1, descending: backward }) : [];
-  const more = events.length > limit;
-  if (more) events = events.slice(0, limit);
+  // One more row than asked tells whether another page exists that way; so does a page cut short by its bytes.
+  const read = limit > 0 ? await log.filtered(session.id, filter, { fromSeq: after + 1, toSeq: to, limit: limit + 1, descending: backward }) : NOTHING;
+  let events = read.events;
+  const more = events.length > limit || read.cut;
+  if (events.length > limit) events = events.slice(0, limit);
   if (backward) events.reverse();
   const edges = events.map((node) => ({ cursor: String(node.seq), node }));
   return {

@@ -123,8 +123,9 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
             AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
           RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}
        ), ${ins} AS (
-         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
-         SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+         SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int,
+                pg_column_size(t.e->'data')
            FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq
        )`,

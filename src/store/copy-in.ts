@@ -13,8 +13,8 @@ const CHUNK_CHARS = 256 * 1024;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 /** A field in COPY's text format: backslash, tab and line breaks escaped. */
 export const copyText = (s: string): string => s.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c]);
-/** JSON text as a COPY field: JSON.stringify escapes tabs and line breaks itself, so only backslashes remain. */
-export const copyJson = (value: unknown): string => JSON.stringify(value).replaceAll('\\', '\\\\');
+/** JSON text (JSON.stringify's) as a COPY field: JSON.stringify escapes tabs and line breaks itself, so only backslashes remain. */
+export const copyJsonText = (json: string): string => json.replaceAll('\\', '\\\\');
 
 /**
  * Runs `COPY <target> FROM STDIN` with the rows `rows` yields (each one line

@@ -303,8 +303,8 @@ export class Forks {
       ],
     );
     const { rows: written } = await client.query<StoredEvent>(
-      `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
-       SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int
+      `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+       SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int, pg_column_size(e->'data')
          FROM jsonb_array_elements($4::jsonb) AS e
        RETURNING seq, type, data, synthetic, "createdAt"`,
       [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas))],

@@ -19,7 +19,7 @@ import type { TenantStore } from './tenant-store.ts';
 import { SESSIONS_CHANNEL } from './channels.ts';
 import { newSessionId } from './ids.ts';
 import { SESSION_TREE_INSERT } from './session-trees.ts';
-import { copyJson, copyRows, copyText } from './copy-in.ts';
+import { copyJsonText, copyRows, copyText } from './copy-in.ts';
 
 /** A recording's text, or a way to read it from the start as text or bytes. */
 export type RecordingSource = string | (() => AsyncIterable<string | Uint8Array>);
@@ -123,10 +123,12 @@ export async function importRecording(
         }
         if (!pushed) continue;
         const e = check.header!.version < CURRENT_FORMAT_VERSION ? upgradeToV4(pushed) : pushed;
-        yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJson(e.data)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}`;
+        const json = JSON.stringify(e.data);
+        // dataBytes: the JSON text's bytes (about its jsonb's, which the other writers store).
+        yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJsonText(json)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}\t${Buffer.byteLength(json)}`;
       }
     }
-    await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")`, eventRows());
+    await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", "dataBytes")`, eventRows());
     for (let next = await lines.next(); !next.done; next = await lines.next()) {
       opts.signal?.throwIfAborted();
       check.push(next.value);

@@ -58,6 +58,64 @@ interface Row {
 }
 
 const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
+
+/**
+ * What a page read holds of event data at most, plus the one event that
+ * passes it: a page is a count of events, and an event can be megabytes (a
+ * recording's line is up to 16 MiB), so a page of 500 could make the process
+ * hold gigabytes. A page cut short by bytes says so (`cut`); a caller pages on
+ * from its last event.
+ */
+export const PAGE_BYTES = 16 * 1024 * 1024;
+/**
+ * An event's size, known before its data is read: "dataBytes", the size of its
+ * `jsonb` as written (migration 20261215000001_event_data_bytes); the stored
+ * (possibly compressed) size for rows written before it.
+ */
+const DATA_BYTES = 'coalesce("dataBytes", pg_column_size(data))';
+/**
+ * COLUMNS for a read under a byte budget: with each row's size (`b`), and
+ * without the data of a row over `share` bytes (the budget over the rows
+ * asked for), which is read apart only if the budget keeps it. Rows of at most
+ * `share` each cannot pass the budget together, so a log of small events is
+ * read in one statement, as without a budget (a running sum in SQL, a window,
+ * doubled the statement's time).
+ */
+const sizedColumns = (share: string) =>
+  `seq, type, CASE WHEN ${DATA_BYTES} > ${share} THEN NULL ELSE data END AS data, synthetic, "createdAt", ${DATA_BYTES} AS b`;
+
+/** A budget's share per row asked for (at least 1 byte). */
+const shareOf = (bytes: number, rows: number) => Math.max(1, Math.floor(bytes / Math.max(1, rows)));
+
+interface SizedRow extends Row {
+  b: number;
+}
+
+/** One statement reading `segments`' ranges in seq order `dir`: a scan of the key per segment, its bounds as parameters. */
+function rangeUnion(segments: readonly Segment[], columns: string, dir: 'ASC' | 'DESC', params: unknown[] = []): [string, unknown[]] {
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const scans = segments.map(
+    (seg) =>
+      `(SELECT ${columns} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir})`,
+  );
+  return [`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir}`, params];
+}
+
+/** Events read under a byte budget: `cut` when the budget stopped the read before the range (or limit) did. */
+export interface BoundedEvents {
+  events: StoredEvent[];
+  cut: boolean;
+}
+
+/** A scan of some types' events: from `fromSeq` up (or from `toSeq` down when `descending`, newest first), at most `limit`. */
+interface TypesQuery {
+  fromSeq: number;
+  toSeq: number;
+  limit: number;
+  descending?: boolean;
+  /** Only synthetic events. */
+  synthetic?: boolean;
+}
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
@@ -90,15 +148,19 @@ export class SessionLog {
 
   private readonly lineageStatement: ReturnType<typeof statement>;
   private readonly rangeStatement: ReturnType<typeof statement>;
+  private readonly rangeWithinStatement: Record<'ASC' | 'DESC', ReturnType<typeof statement>>;
+  /** What a page read holds of event data at most, plus one event (PAGE_BYTES). */
+  readonly pageBytes: number;
 
   private readonly standbys?: Pick<ReadReplicas, 'pick'>;
   private readonly onStandbyRead?: OnStandbyRead;
 
   constructor(
     private readonly pool: pg.Pool,
-    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: OnStandbyRead; trees?: SessionTrees } = {},
+    opts: { prepare?: boolean; standbys?: Pick<ReadReplicas, 'pick'>; onStandbyRead?: OnStandbyRead; trees?: SessionTrees; pageBytes?: number } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.pageBytes = opts.pageBytes ?? PAGE_BYTES;
     this.standbys = opts.standbys;
     this.onStandbyRead = opts.onStandbyRead;
     this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
@@ -113,6 +175,13 @@ export class SessionLog {
       'range',
       `SELECT ${COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`,
     );
+    const rangeWithin = (dir: 'ASC' | 'DESC') =>
+      statement(
+        prepare,
+        `range_within_${dir.toLowerCase()}`,
+        `SELECT ${sizedColumns('$5')} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq ${dir}`,
+      );
+    this.rangeWithinStatement = { ASC: rangeWithin('ASC'), DESC: rangeWithin('DESC') };
   }
 
   /** The session whose own rows hold event `seq` of this log (an ancestor's when the event was inherited); undefined when none does. */
@@ -173,14 +242,19 @@ export class SessionLog {
     await db.query('DELETE FROM "Event" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [sessionIds, treeId]);
   }
 
-  /** Events with seq > afterSeq, ascending, at most `limit`. */
+  /** Events with seq > afterSeq, ascending, at most `limit` (whatever their bytes: for callers that need them all). */
   async page(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
-    return this.read(ref, afterSeq + 1, afterSeq + limit, db);
+    return (await this.read(ref, afterSeq + 1, afterSeq + limit, db)).events;
+  }
+
+  /** page(), cut once the events passed hold `bytes` of data (PAGE_BYTES): what a request may read. */
+  pageWithin(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<BoundedEvents> {
+    return this.read(ref, afterSeq + 1, afterSeq + limit, db, { bytes: this.pageBytes, fromEnd: false });
   }
 
   /** The (at most) `limit` events right before `beforeSeq`, ascending. */
   async pageBefore(ref: LogRef, beforeSeq: number, limit: number, db: Db = this.pool): Promise<StoredEvent[]> {
-    return this.read(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, db);
+    return (await this.read(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, db)).events;
   }
 
   /**
@@ -190,24 +264,25 @@ export class SessionLog {
    * knows none. Events never change once written, so what the standby has of
    * the range is the primary's; whatever it lacks up to `committedThrough` (or,
    * when unknown, to the end of the range) is read from the primary. So the
-   * caller never sees less than it knew of, whichever answered.
+   * caller never sees less than it knew of, whichever answered. Held to
+   * PAGE_BYTES as pageWithin() is (`cut`).
    */
-  pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
-    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough);
+  pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
+    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough, false);
   }
 
-  /** pageBefore(), read as pageFromStandby reads. */
-  pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
-    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough);
+  /** pageBefore(), read as pageFromStandby reads: a cut keeps the events nearest `beforeSeq`. */
+  pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
+    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough, true);
   }
 
   /** Events fromSeq..toSeq inclusive, ascending. */
-  range(ref: LogRef, fromSeq: number, toSeq: number, db: Db = this.pool): Promise<StoredEvent[]> {
-    return this.read(ref, fromSeq, toSeq, db);
+  async range(ref: LogRef, fromSeq: number, toSeq: number, db: Db = this.pool): Promise<StoredEvent[]> {
+    return (await this.read(ref, fromSeq, toSeq, db)).events;
   }
 
   async event(ref: LogRef, seq: number, db: Db = this.pool): Promise<StoredEvent | undefined> {
-    return (await this.read(ref, seq, seq, db))[0];
+    return (await this.read(ref, seq, seq, db)).events[0];
   }
 
   /** The last event of `type` at or before `seq` (default: in the whole log): one index probe per segment. */
@@ -226,19 +301,24 @@ export class SessionLog {
    * segment is its own index scan with the limit, so a page reads at most
    * types × segments × limit rows, whatever the log's length.
    */
-  async ofTypes(
-    ref: LogRef,
-    types: readonly string[],
-    opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean; /** Only synthetic events. */ synthetic?: boolean },
-    db: Db = this.pool,
-  ): Promise<StoredEvent[]> {
+  async ofTypes(ref: LogRef, types: readonly string[], opts: TypesQuery, db: Db = this.pool): Promise<StoredEvent[]> {
+    return (await this.typesScan(ref, types, opts, undefined, db)).events;
+  }
+
+  /** ofTypes(), cut once the events passed hold `bytes` of data (PAGE_BYTES): what a request may read. */
+  ofTypesWithin(ref: LogRef, types: readonly string[], opts: TypesQuery, db: Db = this.pool): Promise<BoundedEvents> {
+    return this.typesScan(ref, types, opts, this.pageBytes, db);
+  }
+
+  private async typesScan(ref: LogRef, types: readonly string[], opts: TypesQuery, bytes: number | undefined, db: Db): Promise<BoundedEvents> {
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, opts.fromSeq), Math.min(opts.toSeq, MAX_SEQ));
-    if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return [];
+    if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return { events: [], cut: false };
     const synthetic = opts.synthetic ? ' AND synthetic' : '';
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
+    const columns = bytes === undefined ? COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
     // One ordered index scan per (segment, type), each stopping at the limit.
     // Every bound and type is its own parameter, so the planner sees the real
     // values: behind lateral parameters it guessed 6 rows where there were 700
@@ -246,15 +326,14 @@ export class SessionLog {
     const scans = segments.flatMap((seg) =>
       types.map(
         (type) =>
-          `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
+          `(SELECT ${columns} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = ${p(type)}` +
           ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}${synthetic} ORDER BY seq ${dir} LIMIT $1)`,
       ),
     );
-    const { rows } = await db.query<Row>(
-      scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`,
-      params,
-    );
-    return rows.map((r) => toStored(l, r));
+    const scan = scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`;
+    const { rows } = await db.query<SizedRow>(scan, params);
+    if (bytes === undefined) return { events: rows.map((r) => toStored(l, r)), cut: false };
+    return this.withinBytes(l, rows, bytes, shareOf(bytes, opts.limit), db);
   }
 
   /**
@@ -300,31 +379,33 @@ export class SessionLog {
     filter: { types: readonly string[]; origin: EventOrigin },
     opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
     db: Db = this.pool,
-  ): Promise<StoredEvent[]> {
+  ): Promise<BoundedEvents> {
     const l = await this.requireLineage(ref, db);
     let { fromSeq, toSeq } = opts;
     if (filter.origin === 'inherited') toSeq = Math.min(toSeq, l.inheritedEventCount - 1);
     if (filter.origin === 'own') fromSeq = Math.max(fromSeq, l.inheritedEventCount);
     const bounds = { ...opts, fromSeq: Math.max(0, fromSeq), toSeq: Math.min(toSeq, MAX_SEQ) };
-    if (bounds.toSeq < bounds.fromSeq || opts.limit <= 0) return [];
-    if (filter.types.length) return this.ofTypes(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, db);
+    if (bounds.toSeq < bounds.fromSeq || opts.limit <= 0) return { events: [], cut: false };
+    if (filter.types.length) return this.typesScan(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, this.pageBytes, db);
     if (filter.origin !== 'synthetic') {
       const from = opts.descending ? Math.max(bounds.fromSeq, bounds.toSeq - opts.limit + 1) : bounds.fromSeq;
-      const rows = await this.read(l, from, Math.min(bounds.toSeq, from + opts.limit - 1), db);
-      return opts.descending ? rows.reverse() : rows;
+      const read = await this.read(l, from, Math.min(bounds.toSeq, from + opts.limit - 1), db, { bytes: this.pageBytes, fromEnd: opts.descending ?? false });
+      if (opts.descending) read.events.reverse();
+      return read;
     }
     // Synthetic rows of each segment, from their partial index (Event_synthetic_idx).
     const segments = segmentsOf(l, bounds.fromSeq, bounds.toSeq);
-    if (segments.length === 0) return [];
+    if (segments.length === 0) return { events: [], cut: false };
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
+    const share = p(shareOf(this.pageBytes, opts.limit));
     const scans = segments.map(
       (seg) =>
-        `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+        `(SELECT ${sizedColumns(share)} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
     );
-    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
-    return rows.map((r) => toStored(l, r));
+    const { rows } = await db.query<SizedRow>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
+    return this.withinBytes(l, rows, this.pageBytes, shareOf(this.pageBytes, opts.limit), db);
   }
 
   /**
@@ -547,7 +628,7 @@ export class SessionLog {
     const lineage = await this.requireLineage(ref);
     const readAfter = (after: number) => {
       const limit = Math.min(pageSize, end - after - 1);
-      const read = this.page(lineage, after, limit).then((page) => ({ page, last: page.length < limit }));
+      const read = this.pageWithin(lineage, after, limit).then(({ events, cut }) => ({ page: events, last: !cut && events.length < limit }));
       read.catch(() => {}); // a caller that stops early never awaits the read ahead
       return read;
     };
@@ -575,51 +656,115 @@ export class SessionLog {
     return l;
   }
 
-  private async readFromStandby(ref: LogRef, lo: number, hi: number, committedThrough: number | undefined): Promise<StoredEvent[]> {
+  private async readFromStandby(ref: LogRef, lo: number, hi: number, committedThrough: number | undefined, fromEnd: boolean): Promise<BoundedEvents> {
+    const bound = { bytes: this.pageBytes, fromEnd };
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return this.read(ref, lo, hi, this.pool);
+    if (!standby) return this.read(ref, lo, hi, this.pool, bound);
     const l = await this.requireLineage(ref); // from the primary (cached): a new fork may not be on the standby yet
-    let rows: StoredEvent[];
+    let read: BoundedEvents;
     try {
-      rows = await this.read(l, lo, hi, standby.pool);
+      read = await this.read(l, lo, hi, standby.pool, bound);
     } catch (err) {
       standby.failed(err);
       this.onStandbyRead?.('primary', 'events');
-      return this.read(l, lo, hi, this.pool);
+      return this.read(l, lo, hi, this.pool, bound);
+    }
+    const rows = read.events;
+    const known = committedThrough === undefined ? hi : Math.min(hi, committedThrough);
+    if (fromEnd) {
+      // The newest of the range are the page: the standby must have them.
+      if ((rows.at(-1)?.seq ?? -1) >= known) {
+        this.onStandbyRead?.('standby', 'events');
+        return read;
+      }
+      this.onStandbyRead?.('primary', 'events');
+      return this.read(l, lo, hi, this.pool, bound);
     }
     let have = 0;
     const first = Math.max(0, lo);
     while (have < rows.length && rows[have].seq === first + have) have++;
     const through = first + have - 1;
-    if (through >= (committedThrough === undefined ? hi : Math.min(hi, committedThrough))) {
+    // A cut answer ends where the budget stopped it, not where the standby's log does.
+    if ((read.cut && have === rows.length) || through >= known) {
       this.onStandbyRead?.('standby', 'events');
-      return have === rows.length ? rows : rows.slice(0, have);
+      return have === rows.length ? read : { events: rows.slice(0, have), cut: read.cut };
     }
-    // The standby is behind what the caller knows of: the rest from the primary.
+    // The standby is behind what the caller knows of: the rest from the primary
+    // (under its own budget: such a page holds at most twice PAGE_BYTES).
     this.onStandbyRead?.(have ? 'both' : 'primary', 'events');
-    return [...rows.slice(0, have), ...(await this.read(l, through + 1, hi, this.pool))];
+    const rest = await this.read(l, through + 1, hi, this.pool, bound);
+    return { events: [...rows.slice(0, have), ...rest.events], cut: rest.cut };
   }
 
-  /** Seqs lo..hi (hi may lie past the end): one statement, whatever the number of segments. */
-  private async read(ref: LogRef, lo: number, hi: number, db: Db): Promise<StoredEvent[]> {
-    if (hi < lo || hi < 0) return [];
+  /**
+   * Seqs lo..hi (hi may lie past the end): one statement, whatever the number
+   * of segments. With `bound`, cut once the events passed hold `bound.bytes`
+   * (from lo, or from hi when `fromEnd`; the first event always comes).
+   */
+  private async read(ref: LogRef, lo: number, hi: number, db: Db, bound?: { bytes: number; fromEnd: boolean }): Promise<BoundedEvents> {
+    if (hi < lo || hi < 0) return { events: [], cut: false };
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
-    if (segments.length === 0) return [];
+    if (segments.length === 0) return { events: [], cut: false };
+    if (!bound) {
+      if (segments.length === 1) {
+        const [seg] = segments;
+        const { rows } = await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId]));
+        return { events: rows.map((r) => toStored(l, r)), cut: false };
+      }
+      // One index range scan per segment, each with its own bounds as parameters
+      // (the planner sees real values), in one statement.
+      const { rows } = await db.query<Row>(...rangeUnion(segments, COLUMNS, 'ASC'));
+      return { events: rows.map((r) => toStored(l, r)), cut: false };
+    }
+    const dir = bound.fromEnd ? 'DESC' : 'ASC';
+    const share = shareOf(bound.bytes, hi - lo + 1);
+    let rows: SizedRow[];
     if (segments.length === 1) {
       const [seg] = segments;
-      return (await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId]))).rows.map((r) => toStored(l, r));
+      rows = (await db.query<SizedRow>(this.rangeWithinStatement[dir]([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId, share]))).rows;
+    } else {
+      rows = (await db.query<SizedRow>(...rangeUnion(segments, sizedColumns('$1'), dir, [share]))).rows;
     }
-    // One index range scan per segment, each with its own bounds as parameters
-    // (the planner sees real values), in one statement.
+    const read = await this.withinBytes(l, rows, bound.bytes, share, db);
+    if (bound.fromEnd) read.events.reverse();
+    return read;
+  }
+
+  /**
+   * `rows` (in the order read) up to where their sizes pass `bytes` (the first
+   * always comes), with the data of those over `share` (left out of the
+   * read) read now.
+   */
+  private async withinBytes(l: Lineage, rows: SizedRow[], bytes: number, share: number, db: Db): Promise<BoundedEvents> {
+    let kept = 0;
+    let sum = 0;
+    const large: number[] = [];
+    while (kept < rows.length && (kept === 0 || sum < bytes)) {
+      const b = Number(rows[kept].b);
+      if (b > share) large.push(rows[kept].seq);
+      sum += b;
+      kept++;
+    }
+    const events = rows.slice(0, kept).map((r) => toStored(l, r));
+    if (large.length) {
+      const data = new Map((await this.dataOf(l, large, db)).map((r) => [r.seq, r.data]));
+      for (const e of events) if (data.has(e.seq)) e.data = data.get(e.seq);
+    }
+    return { events, cut: kept < rows.length };
+  }
+
+  /** The data of events `seqs` of a log: one statement, whatever the segments they lie in. */
+  private async dataOf(l: Lineage, seqs: readonly number[], db: Db): Promise<Array<{ seq: number; data: unknown }>> {
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const scans = segments.map(
-      (seg) =>
-        `(SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq)`,
-    );
-    const { rows } = await db.query<Row>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq`, params);
-    return rows.map((r) => toStored(l, r));
+    const scans = segmentsOf(l, Math.min(...seqs), Math.max(...seqs)).flatMap((seg) => {
+      const own = seqs.filter((q) => q >= seg.fromSeq && q <= seg.toSeq);
+      return own.length
+        ? [`SELECT seq, data FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND seq = ANY(${p(own)}::int[])`]
+        : [];
+    });
+    return (await db.query<{ seq: number; data: unknown }>(scans.join(' UNION ALL '), params)).rows;
   }
 
   /**

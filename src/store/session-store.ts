@@ -112,12 +112,14 @@ export class SessionStore {
       fileLimits?: FileDoorLimits;
       /** The most a fold checkpoint's state or history may hold decompressed (MAX_FOLD_CHECKPOINT_TEXT_BYTES). */
       foldCheckpointMaxBytes?: number;
+      /** What one page read of events holds of their data at most, plus one event (SessionLog's PAGE_BYTES by default). */
+      pageBytes?: number;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
     this.notifications = new NotifyQueue(pool, opts.log);
     this.trees = new SessionTrees(pool, { prepare });
-    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees });
+    this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees, pageBytes: opts.pageBytes });
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
     this.foldCheckpoints = new FoldCheckpoints(pool, this.log, { maxTextBytes: opts.foldCheckpointMaxBytes, warn: opts.log });

@@ -14,7 +14,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch, SearchKey } from './session-search.ts';
-import type { EventOrigin, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, EventOrigin, LogRef, SessionLog, StoredEvent } from './session-log.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
 import type { SessionTrees } from './session-trees.ts';
@@ -99,15 +99,19 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.ofTypes(ref, types, opts);
   }
-  async filtered(ref: LogRef, filter: { types: readonly string[]; origin: EventOrigin }, opts: Parameters<SessionLog['filtered']>[2]): Promise<StoredEvent[]> {
+  async ofTypesWithin(ref: LogRef, types: readonly string[], opts: Parameters<SessionLog['ofTypesWithin']>[2]): Promise<BoundedEvents> {
+    await this.owns(ref);
+    return this.log.ofTypesWithin(ref, types, opts);
+  }
+  async filtered(ref: LogRef, filter: { types: readonly string[]; origin: EventOrigin }, opts: Parameters<SessionLog['filtered']>[2]): Promise<BoundedEvents> {
     await this.owns(ref);
     return this.log.filtered(ref, filter, opts);
   }
-  async pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+  async pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
     await this.owns(ref);
     return this.log.pageFromStandby(ref, afterSeq, limit, committedThrough);
   }
-  async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<StoredEvent[]> {
+  async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
     await this.owns(ref);
     return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough);
   }

@@ -97,7 +97,8 @@ builder.objectFields('Session', (t) => ({
       type: EventRef,
       description:
         'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
-        'events that pass (pages of matches, served from the indexes: gaps between them cost nothing).',
+        'events that pass (pages of matches, served from the indexes: gaps between them cost nothing). A page of large events holds ' +
+        'fewer than asked (FORKLINE_PAGE_BYTES of their data): page on while hasNextPage (backwards: hasPreviousPage) is true.',
       args: {
         afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
         types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),

@@ -118,7 +118,7 @@ class SessionWindow {
       if (seq < this.lo - 1 && this.window.length) {
         // Behind the shared window: this subscriber reads its own page (catching
         // up: a standby may serve it; the window says how far the log goes).
-        return contiguousAfter(seq, await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi));
+        return contiguousAfter(seq, (await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi)).events);
       }
       if (this.fetching) {
         await this.fetching; // someone else's read: look again
@@ -137,16 +137,15 @@ class SessionWindow {
     // standby may serve full pages (the rest from the primary); the live tail
     // is read from the primary, which has what a notification announced.
     const log = this.store.log;
-    const page = contiguousAfter(
-      seq,
-      await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.page(this.sessionId, seq, this.pageSize)),
-    );
+    const read = await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.pageWithin(this.sessionId, seq, this.pageSize));
+    const page = contiguousAfter(seq, read.events);
     if (page.length) {
       this.window.push(...page);
       if (this.window.length > this.windowSize) this.window.splice(0, this.window.length - this.windowSize);
       if (this.hi > this.notifiedLast) this.notifiedLast = this.hi;
     }
-    if (page.length < this.pageSize && generation === this.generation) this.unknown = false;
+    // A page cut short by its bytes (PAGE_BYTES) is not the log's end.
+    if (!read.cut && page.length < this.pageSize && generation === this.generation) this.unknown = false;
     return page.length;
   }
 }
