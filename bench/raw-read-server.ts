@@ -16,8 +16,15 @@ const pool = new pg.Pool({ ...pgConfigFromUrl(process.env.DATABASE_URL!), max: N
 // columns the query selects, bounds in SQL, prepared.
 const SESSIONS =
   'SELECT "createdAt", "eventCount", "id", "parentId", "title", "turnCount" FROM "Session" WHERE tenant = $1 ORDER BY "createdAt" DESC, id DESC LIMIT $2';
-const SESSION = 'SELECT "createdAt", "eventCount", "id", "inheritedEventCount", "inheritedRanges" FROM "Session" WHERE id = $1 AND tenant = $2';
-const EVENTS = 'SELECT seq, type, data, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq';
+// Rows are read by session and tree (the tree is looked up once per session, as the store caches it).
+const SESSION =
+  'SELECT "createdAt", "eventCount", "id", "inheritedEventCount", "inheritedRanges", "treeId" FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2';
+const EVENTS = 'SELECT seq, type, data, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq';
+const trees = new Map<string, string | undefined>();
+async function treeOf(id: string): Promise<string | undefined> {
+  if (!trees.has(id)) trees.set(id, (await pool.query('SELECT "treeId" FROM "SessionTree" WHERE id = $1', [id])).rows[0]?.treeId);
+  return trees.get(id);
+}
 
 async function answer(query: string, variables: Record<string, any>): Promise<unknown> {
   if (query.includes('sessions(')) {
@@ -33,12 +40,13 @@ async function answer(query: string, variables: Record<string, any>): Promise<un
     };
   }
   const after = Number(variables.after);
+  const tree = await treeOf(variables.id);
   const {
     rows: [session],
-  } = await pool.query({ name: 'raw_session', text: SESSION, values: [variables.id, 'local'] });
+  } = tree === undefined ? { rows: [] } : await pool.query({ name: 'raw_session', text: SESSION, values: [variables.id, 'local', tree] });
   if (!session) return { data: { session: null } };
   const to = Math.min(after + 101, session.eventCount - 1); // the page and one more: is there a next page?
-  const { rows } = await pool.query({ name: 'raw_events', text: EVENTS, values: [variables.id, after + 1, to] });
+  const { rows } = await pool.query({ name: 'raw_events', text: EVENTS, values: [variables.id, after + 1, to, tree] });
   return {
     data: {
       session: {

@@ -4,7 +4,7 @@
 // reads the Event table but full-text search (session-search.ts), which finds
 // matching rows across logs, not logs.
 //
-// Reads are keyset scans on (sessionId, seq) or (sessionId, type, seq) with
+// Reads are keyset scans on (sessionId, treeId, seq) or (sessionId, type, seq) with
 // their bounds in SQL. A fork's inherited prefix is resolved through its
 // lineage (store/lineage.ts): since the log is contiguous, a page of seqs
 // lo..hi maps to exact (source, from, to) segments, and one statement reads

@@ -168,7 +168,7 @@ export class SessionSearch {
              END::int AS descendants
         FROM unnest($3::int[], $4::text[], $5::int[]) WITH ORDINALITY AS page(k, sid, seq, i)
         JOIN "Session" s ON s.id = page.sid
-        LEFT JOIN "Event" e ON page.k = 1 AND e."sessionId" = page.sid AND e.seq = page.seq
+        LEFT JOIN "Event" e ON page.k = 1 AND e."sessionId" = page.sid AND e."treeId" = s."treeId" AND e.seq = page.seq
        ORDER BY page.i`;
     const { rows } = await db.query<Row>(sql, params);
     return Promise.all(
@@ -299,7 +299,7 @@ export class SessionSearch {
     const q = `websearch_to_tsquery(${CONFIG}, $1)`;
     const scans = segments.map(
       (seg) => `(SELECT e.seq, e.type, e.data, ts_rank(${EVENT_VECTOR}, ${q})::float8 AS rank FROM "Event" e
-                 WHERE e."sessionId" = ${p(seg.sessionId)} AND e.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND ${EVENT_VECTOR} @@ ${q}
+                 WHERE e."sessionId" = ${p(seg.sessionId)} AND e."treeId" = ${p(seg.treeId)} AND e.seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND ${EVENT_VECTOR} @@ ${q}
                  ORDER BY e.seq LIMIT $2)`,
     );
     // Snippets for the page's hits only.

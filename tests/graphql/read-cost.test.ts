@@ -110,6 +110,45 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
     }
   });
 
+  it('a page is one range of the event key, with its values and as its prepared statement is planned', async () => {
+    statements.length = 0;
+    recording = true;
+    try {
+      await app.ok(PAGE, { id: long, after: 10_000, first: 100 });
+    } finally {
+      recording = false;
+    }
+    expect(statements).toHaveLength(1);
+    const [page] = statements.splice(0);
+    // With the values (a custom plan) and without them (the generic plan a prepared statement settles on).
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      const client = await app.db.pool.connect();
+      try {
+        await client.query(`SET plan_cache_mode = ${mode}`);
+        const types = page.params.map((v) => (typeof v === 'number' ? 'int' : 'text')).join(', ');
+        await client.query(`PREPARE page_plan(${types}) AS ${page.sql}`);
+        const args = page.params.map((v) => (typeof v === 'number' ? String(v) : `'${v}'`)).join(', ');
+        const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE page_plan(${args})`);
+        await client.query('DEALLOCATE page_plan');
+        const nodes: any[] = [];
+        const walk = (n: any) => (nodes.push(n), (n.Plans ?? []).forEach(walk));
+        walk(rows[0]['QUERY PLAN'][0].Plan);
+        const scans = nodes.filter((n) => n['Index Name']);
+        // The key, bounded by every condition (the session and its tree, then the range): no other index, no row read to be filtered out.
+        expect(
+          scans.map((n) => n['Index Name']),
+          mode,
+        ).toEqual(['Event_pkey']);
+        expect(scans[0]['Index Cond'], mode).toMatch(/"sessionId" = .*"treeId" = .*seq >= .*seq <= /);
+        expect(nodes.filter((n) => n.Filter || n['Rows Removed by Index Recheck']).length, mode).toBe(0);
+        expect(nodes[0]['Shared Hit Blocks'] + nodes[0]['Shared Read Blocks'], mode).toBeLessThanOrEqual(20);
+      } finally {
+        await client.query('RESET plan_cache_mode');
+        client.release();
+      }
+    }
+  });
+
   it('a page across the ranges of a nested fork, and the end of the log backwards', async () => {
     const { rows } = await app.db.pool.query(`SELECT "inheritedRanges" FROM "Session" WHERE id = $1`, [nested]);
     const boundary = rows[0].inheritedRanges.at(-1).fromSeq;
