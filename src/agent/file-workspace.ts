@@ -109,7 +109,8 @@ interface WalkedFile {
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** What an entry that is neither a file, a directory nor a symlink is, in words. */
-const kindOf = (e: Dirent<Buffer>) => (e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : e.isCharacterDevice() || e.isBlockDevice() ? 'device node' : 'special file');
+const kindOf = (e: Dirent<Buffer>) =>
+  e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : e.isCharacterDevice() || e.isBlockDevice() ? 'device node' : 'special file';
 
 /** Deleted sessions a process remembers, so a late call cannot make their directory again. */
 const GONE_REMEMBERED = 10_000;
@@ -330,7 +331,9 @@ export class FileWorkspace {
               let dir = dirs.get(relDir);
               if (!dir) dirs.set(relDir, (dir = openDirectoryBelow(root, relDir, true)));
               const file = await createFileIn(await dir, e.path.slice(at + 1)).catch((err) =>
-                Promise.reject((err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err),
+                Promise.reject(
+                  (err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err,
+                ),
               );
               try {
                 await this.owner.writeBytes(file, bytes, path.join(this.dir, e.path));
@@ -341,7 +344,14 @@ export class FileWorkspace {
               }
             });
           } finally {
-            await Promise.all([...dirs.values()].map((d) => d.then((h) => h.close(), () => {})));
+            await Promise.all(
+              [...dirs.values()].map((d) =>
+                d.then(
+                  (h) => h.close(),
+                  () => {},
+                ),
+              ),
+            );
           }
         }
       } finally {
@@ -504,7 +514,8 @@ export class FileWorkspace {
         if (++entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories, and the call left more`);
         if (entry.isFile()) files.push(name);
         else if (entry.isDirectory()) {
-          if (p.length > MAX_PATH_LENGTH) throw new ToolError(`a directory was left at "${p.slice(0, 64)}…", deeper than a path may be (${MAX_PATH_LENGTH} characters)`);
+          if (p.length > MAX_PATH_LENGTH)
+            throw new ToolError(`a directory was left at "${p.slice(0, 64)}…", deeper than a path may be (${MAX_PATH_LENGTH} characters)`);
           subdirs.push(name);
           this.walkedOthers++;
         } else if (entry.isSymbolicLink()) this.walkedOthers++;
@@ -516,9 +527,9 @@ export class FileWorkspace {
         if (st?.isFile()) out.push({ rel: join(rel, name), abs: path.join(this.dir, rel, name), size: Number(st.size), mtimeNs: st.mtimeNs });
       });
       for (const name of subdirs) {
-        const sub = await fs.open(inDirectory(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch((err) =>
-          ['ENOENT', 'ENOTDIR', 'ELOOP'].includes((err as { code?: string }).code ?? '') ? undefined : Promise.reject(err),
-        );
+        const sub = await fs
+          .open(inDirectory(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+          .catch((err) => (['ENOENT', 'ENOTDIR', 'ELOOP'].includes((err as { code?: string }).code ?? '') ? undefined : Promise.reject(err)));
         if (!sub) continue; // replaced since it was listed: not followed
         try {
           await visit(sub, join(rel, name));

@@ -42,7 +42,8 @@ export async function openDirectoryBelow(root: FileHandle, rel: string, create: 
       at = next;
     } catch (err) {
       await at.close();
-      if (['ELOOP', 'ENOTDIR', 'EEXIST'].includes(codeOf(err))) throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place)`);
+      if (['ELOOP', 'ENOTDIR', 'EEXIST'].includes(codeOf(err)))
+        throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place)`);
       throw err;
     }
   }
