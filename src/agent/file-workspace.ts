@@ -11,7 +11,7 @@
 // disk held, by size and modification time, and hashes only what differs:
 // its change set is stored with the call's result (session-runner.ts).
 import { randomUUID } from 'node:crypto';
-import { constants, type Dirent } from 'node:fs';
+import type { Dirent } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -27,7 +27,7 @@ import {
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
-import { createFileIn, inDirectory, openDirectory, openDirectoryBelow, openFileInside, removeDirectory } from './workspace-handles.ts';
+import { createFileIn, inDirectory, openDirectory, openDirectoryBelow, openFileInside, openSubdirectory, removeDirectory } from './workspace-handles.ts';
 
 export type { WorkspaceLimits } from '../core/file-tree.ts';
 
@@ -344,14 +344,7 @@ export class FileWorkspace {
               }
             });
           } finally {
-            await Promise.all(
-              [...dirs.values()].map((d) =>
-                d.then(
-                  (h) => h.close(),
-                  () => {},
-                ),
-              ),
-            );
+            await Promise.all([...dirs.values()].map((d) => d.then((h) => h.close()).catch(() => {})));
           }
         }
       } finally {
@@ -527,10 +520,8 @@ export class FileWorkspace {
         if (st?.isFile()) out.push({ rel: join(rel, name), abs: path.join(this.dir, rel, name), size: Number(st.size), mtimeNs: st.mtimeNs });
       });
       for (const name of subdirs) {
-        const sub = await fs
-          .open(inDirectory(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
-          .catch((err) => (['ENOENT', 'ENOTDIR', 'ELOOP'].includes((err as { code?: string }).code ?? '') ? undefined : Promise.reject(err)));
-        if (!sub) continue; // replaced since it was listed: not followed
+        const sub = await openSubdirectory(dir, name);
+        if (!sub) continue; // gone or replaced since it was listed: not followed
         try {
           await visit(sub, join(rel, name));
         } finally {

@@ -26,6 +26,13 @@ export async function openDirectory(abs: string): Promise<FileHandle> {
   return fs.open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 }
 
+/** The directory `name` in `dir`, opened without following a symlink; undefined when it is gone or not a directory (a symlink, a file). */
+export async function openSubdirectory(dir: FileHandle, name: string): Promise<FileHandle | undefined> {
+  return fs
+    .open(inDirectory(dir, name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    .catch((err) => (['ENOENT', 'ENOTDIR', 'ELOOP'].includes(codeOf(err)) ? undefined : Promise.reject(err)));
+}
+
 /**
  * The directory `rel` ('': the root itself) below `root`, opened segment by
  * segment without following a symlink, made as needed when `create`; a
@@ -34,18 +41,15 @@ export async function openDirectory(abs: string): Promise<FileHandle> {
 export async function openDirectoryBelow(root: FileHandle, rel: string, create: boolean): Promise<FileHandle> {
   let at = await fs.open(inDirectory(root, '.'), O_RDONLY | O_DIRECTORY);
   for (const segment of rel ? rel.split('/') : []) {
-    const where = inDirectory(at, segment);
+    let next: FileHandle | undefined;
     try {
-      if (create) await fs.mkdir(where).catch((err) => (codeOf(err) === 'EEXIST' ? undefined : Promise.reject(err)));
-      const next = await fs.open(where, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      if (create) await fs.mkdir(inDirectory(at, segment)).catch((err) => (codeOf(err) === 'EEXIST' ? undefined : Promise.reject(err)));
+      next = await openSubdirectory(at, segment);
+    } finally {
       await at.close();
-      at = next;
-    } catch (err) {
-      await at.close();
-      if (['ELOOP', 'ENOTDIR', 'EEXIST'].includes(codeOf(err)))
-        throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place)`);
-      throw err;
     }
+    if (!next) throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place, or nothing)`);
+    at = next;
   }
   return at;
 }
