@@ -24,7 +24,7 @@ import type { Services } from './host/services.ts';
 import { toolEffectOf } from './agent/tools.ts';
 import { ToolCatalog } from './agent/tool-catalog.ts';
 import type { ShellMode } from './agent/workspace-sandbox.ts';
-import { DEFAULT_TENANT_WORKSPACES_MAX_BYTES, FileWorkspaces } from './agent/file-workspace.ts';
+import { DEFAULT_TENANT_WORKSPACES_MAX_BYTES, FileWorkspaces, type WorkspacesOptions } from './agent/file-workspace.ts';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './core/file-tree.ts';
 import { DEFAULT_MAX_NAMED_HASHES } from './store/file-blobs.ts';
 import fs from 'node:fs';
@@ -127,8 +127,8 @@ export interface AppOptions {
   maxNamedFileHashes?: number;
   /** Bytes of one tenant's workspaces on this process's disk (FORKLINE_TENANT_WORKSPACES_MAX_BYTES). */
   tenantWorkspacesMaxBytes?: number;
-  /** How workspace files are written (tests put a failing disk here); default fs.writeFile. */
-  workspaceWriteBytes?: (abs: string, bytes: Uint8Array) => Promise<void>;
+  /** How workspace files are written (tests put a failing disk here): `bytes` into the new file `file` at `abs`; default file.writeFile. */
+  workspaceWriteBytes?: WorkspacesOptions['writeBytes'];
 }
 
 export interface App {

@@ -11,11 +11,13 @@
 // disk held, by size and modification time, and hashes only what differs:
 // its change set is stored with the call's result (session-runner.ts).
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import {
   changeSetPathProblem,
   DEFAULT_WORKSPACE_LIMITS,
+  MAX_PATH_LENGTH,
   quotaProblem,
   TreeUsage,
   workspacePath,
@@ -25,6 +27,7 @@ import {
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
+import { createFileIn, inDirectory, openDirectory, openDirectoryBelow, openFileInside, openSubdirectory, removeDirectory } from './workspace-handles.ts';
 
 export type { WorkspaceLimits } from '../core/file-tree.ts';
 
@@ -37,8 +40,8 @@ export interface WorkspacesOptions {
   /** Bytes one tenant's workspaces may hold on this process's disk: idle ones are evicted first. */
   tenantMaxBytes?: number;
   log?: (msg: string, err?: unknown) => void;
-  /** Writes a file's bytes (tests put a failing disk here). */
-  writeBytes?: (abs: string, bytes: Uint8Array) => Promise<void>;
+  /** Writes a file's bytes into the new file `file`, made at `abs` (tests put a failing disk here). */
+  writeBytes?: (file: FileHandle, bytes: Uint8Array, abs: string) => Promise<void>;
 }
 
 /** Workspaces whose disk state a process remembers (others are made again when next needed). */
@@ -65,13 +68,17 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
 
 /**
  * A file's content, read only up to `max` bytes: a file that grew past it
- * since it was stat'ed (a command still writing) is refused, not read whole.
+ * since it was stat'ed (a command still writing) is refused, not read whole;
+ * one replaced meanwhile by a symlink, a FIFO or a file outside the workspace
+ * is refused without being read (workspace-handles.ts). `undefined`: it is gone.
  */
-async function readAtMost(abs: string, max: number, rel: string): Promise<Buffer> {
-  const handle = await fs.open(abs, 'r');
+async function readAtMost(abs: string, max: number, rel: string, rootReal: string): Promise<Buffer | undefined> {
+  const opened = await openFileInside(abs, rootReal, rel);
+  if (!opened) return undefined;
+  const { handle, size } = opened;
   try {
     // Sized by what the file holds now (plus one byte, to see it grow), never past max + 1.
-    let buf = Buffer.allocUnsafe(Math.min(max + 1, (await handle.stat()).size + 1));
+    let buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
     let n = 0;
     for (;;) {
       const { bytesRead } = await handle.read(buf, n, buf.length - n, n);
@@ -86,7 +93,24 @@ async function readAtMost(abs: string, max: number, rel: string): Promise<Buffer
   }
 }
 
+/** A workspace path: `name` in the directory `dir` ('' : the workspace itself). */
+const join = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
+
 const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '');
+
+/** A regular file a walk found: its workspace path, where it is, its size and modification time. */
+interface WalkedFile {
+  rel: string;
+  abs: string;
+  size: number;
+  mtimeNs: bigint;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** What an entry that is neither a file, a directory nor a symlink is, in words. */
+const kindOf = (e: Dirent<Buffer>) =>
+  e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : e.isCharacterDevice() || e.isBlockDevice() ? 'device node' : 'special file';
 
 /** Deleted sessions a process remembers, so a late call cannot make their directory again. */
 const GONE_REMEMBERED = 10_000;
@@ -101,7 +125,7 @@ export class FileWorkspaces {
   private readonly open = new Map<string, FileWorkspace>();
   private readonly gone = new Set<string>();
   readonly tenantMaxBytes: number;
-  readonly writeBytes: (abs: string, bytes: Uint8Array) => Promise<void>;
+  readonly writeBytes: (file: FileHandle, bytes: Uint8Array, abs: string) => Promise<void>;
 
   constructor(
     readonly root: string,
@@ -111,7 +135,7 @@ export class FileWorkspaces {
     private readonly opts: WorkspacesOptions = {},
   ) {
     this.tenantMaxBytes = opts.tenantMaxBytes ?? DEFAULT_TENANT_WORKSPACES_MAX_BYTES;
-    this.writeBytes = opts.writeBytes ?? ((abs, bytes) => fs.writeFile(abs, bytes));
+    this.writeBytes = opts.writeBytes ?? ((file, bytes) => file.writeFile(bytes));
   }
 
   /** The session's workspace (its disk state remembered while it is among the recently used). */
@@ -162,7 +186,7 @@ export class FileWorkspaces {
     ws.invalidate();
     ws.diskBytes = 0;
     // A restore that starts meanwhile waits for the removal (it would remove what the restore writes).
-    ws.removal = fs.rm(ws.dir, { recursive: true, force: true }).catch((err) => this.opts.log?.(`evicting the file workspace of ${ws.sessionId} failed`, err));
+    ws.removal = removeDirectory(ws.dir).catch((err) => this.opts.log?.(`evicting the file workspace of ${ws.sessionId} failed`, err));
     await ws.removal;
   }
 
@@ -176,7 +200,7 @@ export class FileWorkspaces {
     const ws = this.open.get(sessionId);
     this.open.delete(sessionId);
     if (ws) await ws.stop();
-    await fs.rm(path.join(this.root, sessionId), { recursive: true, force: true });
+    await removeDirectory(path.join(this.root, sessionId));
   }
 }
 
@@ -199,8 +223,8 @@ export class FileWorkspace {
   private usage = new TreeUsage();
   /** An eviction's removal of the directory, under way or done. */
   removal?: Promise<void>;
-  /** Directories the last walk found (empty ones too). */
-  private walkedDirs = 0;
+  /** Directories (empty ones too) and symlinks the last walk found. */
+  private walkedOthers = 0;
 
   constructor(
     readonly sessionId: string,
@@ -283,33 +307,48 @@ export class FileWorkspace {
     await this.owner.makeRoom(this, bytes);
     const stopped = () => this.owner.isGone(this.sessionId);
     try {
-      await fs.rm(this.dir, { recursive: true, force: true });
+      await removeDirectory(this.dir);
       if (stopped()) throw new ToolError('this session was deleted');
       await fs.mkdir(this.dir, { recursive: true });
-      const rootReal = await fs.realpath(this.dir);
-      this.rootReal = rootReal;
-      const dirsChecked = new Set<string>();
+      this.rootReal = await fs.realpath(this.dir);
+      // Each file is made through its directory's handle, opened without following a symlink
+      // (workspace-handles.ts): a symlink a still-running process puts in a directory's place
+      // cannot send a write outside the workspace.
+      const root = await openDirectory(this.dir);
       const known = new Map<string, Known>();
-      for (let i = 0; i < entries.length; i += 500) {
-        const page = entries.slice(i, i + 500);
-        const contents = await this.owner.blobs.contents(page.map((e) => e.hash));
-        await inBatches(page, async (e) => {
-          if (stopped()) throw new ToolError('this session was deleted');
-          const bytes = contents.get(e.hash);
-          if (!bytes) throw new Error(`file workspace of ${this.sessionId}: the content of ${e.path} (${e.hash}) is missing`);
-          const abs = path.join(this.dir, e.path);
-          const parent = path.dirname(abs);
-          await fs.mkdir(parent, { recursive: true });
-          // Where the file lands, resolved through any symlink, lies inside the directory.
-          if (!dirsChecked.has(parent)) {
-            const real = await fs.realpath(parent);
-            if (real !== rootReal && !real.startsWith(rootReal + path.sep)) throw new ToolError(`"${e.path}" leads outside the workspace`);
-            dirsChecked.add(parent);
+      try {
+        for (let i = 0; i < entries.length; i += 500) {
+          const page = entries.slice(i, i + 500);
+          const contents = await this.owner.blobs.contents(page.map((e) => e.hash));
+          const dirs = new Map<string, Promise<FileHandle>>();
+          try {
+            await inBatches(page, async (e) => {
+              if (stopped()) throw new ToolError('this session was deleted');
+              const bytes = contents.get(e.hash);
+              if (!bytes) throw new Error(`file workspace of ${this.sessionId}: the content of ${e.path} (${e.hash}) is missing`);
+              const at = e.path.lastIndexOf('/');
+              const relDir = at < 0 ? '' : e.path.slice(0, at);
+              let dir = dirs.get(relDir);
+              if (!dir) dirs.set(relDir, (dir = openDirectoryBelow(root, relDir, true)));
+              const file = await createFileIn(await dir, e.path.slice(at + 1)).catch((err) =>
+                Promise.reject(
+                  (err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err,
+                ),
+              );
+              try {
+                await this.owner.writeBytes(file, bytes, path.join(this.dir, e.path));
+                const st = await file.stat({ bigint: true });
+                known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
+              } finally {
+                await file.close();
+              }
+            });
+          } finally {
+            await Promise.all([...dirs.values()].map((d) => d.then((h) => h.close()).catch(() => {})));
           }
-          await this.owner.writeBytes(abs, bytes);
-          const st = await fs.lstat(abs, { bigint: true });
-          known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
-        });
+        }
+      } finally {
+        await root.close();
       }
       if (stopped()) throw new ToolError('this session was deleted');
       this.known = known;
@@ -319,7 +358,7 @@ export class FileWorkspace {
       this.touched.clear();
     } catch (err) {
       // A deletion that came meanwhile removed the directory, or will: whichever ends last removes it.
-      if (stopped()) await fs.rm(this.dir, { recursive: true, force: true });
+      if (stopped()) await removeDirectory(this.dir);
       throw err;
     }
   }
@@ -340,6 +379,7 @@ export class FileWorkspace {
         if (real !== this.rootReal && !real.startsWith(this.rootReal + path.sep)) throw new ToolError(`"${raw}" leads outside the workspace`);
         break;
       } catch (err) {
+        if ((err as { code?: string }).code === 'ELOOP') throw new ToolError(`"${raw}" leads through a symlink loop`);
         if (!isMissing(err)) throw err;
       }
     }
@@ -348,14 +388,12 @@ export class FileWorkspace {
 
   async readFile(raw: string): Promise<Buffer> {
     const { rel, abs } = await this.resolve(raw);
-    try {
-      const st = await fs.stat(abs);
-      if (!st.isFile()) throw new ToolError(`"${rel || '.'}" is not a file`);
-      return await fs.readFile(abs);
-    } catch (err) {
-      if (isMissing(err)) throw new ToolError(`no file "${rel}"`);
-      throw err;
-    }
+    if (!rel) throw new ToolError(`"." is not a file`);
+    // Opened where it resolved to (a symlink inside the workspace is followed), then checked again on its handle.
+    const real = await fs.realpath(abs).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
+    const content = real && (await readAtMost(real, this.owner.limits.maxFileBytes, rel, this.rootReal!));
+    if (!content) throw new ToolError(`no file "${rel}"`);
+    return content;
   }
 
   /** Writes a file, within the session's quota (checked before anything is written). */
@@ -381,17 +419,42 @@ export class FileWorkspace {
     }
     await this.owner.makeRoom(this, this.diskBytes - (old?.size ?? 0) + content.byteLength);
     this.touched.add(rel);
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    // A temporary file renamed over the old one: a write that fails (a full disk) leaves the old content whole.
-    const temporary = path.join(path.dirname(abs), `.forkline-${randomUUID()}.tmp`);
-    try {
-      await this.owner.writeBytes(temporary, content);
-      await fs.rename(temporary, abs);
-    } catch (err) {
-      await fs.rm(temporary, { force: true });
-      throw new ToolError(`"${rel}" could not be written (${(err as { code?: string }).code ?? (err as Error).message}); it is unchanged`);
-    }
+    // Through the directory's handle (workspace-handles.ts): a symlink put in place of a directory since resolve() leads nowhere.
+    const at = rel.lastIndexOf('/');
+    const name = rel.slice(at + 1);
+    await this.inDirectoryOf(rel, true, async (dir) => {
+      // A temporary file renamed over the old one: a write that fails (a full disk) leaves the old content whole.
+      const temporary = `.forkline-${randomUUID()}.tmp`;
+      try {
+        const file = await createFileIn(dir, temporary);
+        try {
+          await this.owner.writeBytes(file, content, abs);
+        } finally {
+          await file.close();
+        }
+        await fs.rename(inDirectory(dir, temporary), inDirectory(dir, name));
+      } catch (err) {
+        await fs.rm(inDirectory(dir, temporary), { force: true });
+        throw new ToolError(`"${rel}" could not be written (${(err as { code?: string }).code ?? (err as Error).message}); it is unchanged`);
+      }
+    });
     return { rel, created: !old };
+  }
+
+  /** Runs `fn` with the directory of workspace path `rel` open (made when `create`), reached without following a symlink. */
+  private async inDirectoryOf<T>(rel: string, create: boolean, fn: (dir: FileHandle) => Promise<T>): Promise<T> {
+    const at = rel.lastIndexOf('/');
+    const root = await openDirectory(this.dir);
+    try {
+      const dir = await openDirectoryBelow(root, at < 0 ? '' : rel.slice(0, at), create);
+      try {
+        return await fn(dir);
+      } finally {
+        await dir.close();
+      }
+    } finally {
+      await root.close();
+    }
   }
 
   async deleteFile(raw: string): Promise<string> {
@@ -400,7 +463,7 @@ export class FileWorkspace {
     if (!st || !rel) throw new ToolError(`no file "${rel}"`);
     if (!st.isFile()) throw new ToolError(`"${rel}" is not a file`);
     this.touched.add(rel);
-    await fs.rm(abs);
+    await this.inDirectoryOf(rel, false, (dir) => fs.unlink(inDirectory(dir, rel.slice(rel.lastIndexOf('/') + 1))));
     return rel;
   }
 
@@ -410,27 +473,72 @@ export class FileWorkspace {
     const st = await fs.stat(abs).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
     if (!st) throw new ToolError(`no directory "${rel}"`);
     if (st.isFile()) return [{ path: rel, size: st.size }];
-    const out: Array<{ path: string; size: number }> = [];
-    for (const f of await this.walk(abs)) out.push({ path: path.relative(this.dir, f.abs).split(path.sep).join('/'), size: f.size });
+    const out = (await this.walk(rel)).map((f) => ({ path: f.rel, size: f.size }));
     return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   }
 
-  /** Regular files under `absDir` (symlinks are not followed). */
-  private async walk(absDir: string): Promise<Array<{ abs: string; size: number; mtimeNs: bigint }>> {
-    const out: Array<{ abs: string; size: number; mtimeNs: bigint }> = [];
-    const dirs = [absDir];
-    this.walkedDirs = 0;
-    while (dirs.length) {
-      const d = dirs.pop()!;
-      const entries = await fs.readdir(d, { withFileTypes: true }).catch((err) => (isMissing(err) ? [] : Promise.reject(err)));
-      const files = entries.filter((e) => e.isFile());
-      for (const e of entries) if (e.isDirectory()) dirs.push(path.join(d, e.name));
-      this.walkedDirs += entries.filter((e) => e.isDirectory()).length;
-      await inBatches(files, async (e) => {
-        const abs = path.join(d, e.name);
-        const st = await fs.lstat(abs, { bigint: true });
-        out.push({ abs, size: Number(st.size), mtimeNs: st.mtimeNs });
+  /**
+   * Regular files under the workspace directory `relDir`. What a command
+   * left is held to what a tree may hold as it is met: every entry counts
+   * toward the quota's entries (a walk stops past it, so a million names cost
+   * what the quota allows, not a million stats), and a name that is not
+   * UTF-8, a FIFO, socket or device node, or a directory deeper than a path
+   * may be stops it (none of them can be recorded, and a FIFO would block a
+   * reader). Symlinks are counted, never followed: each directory is opened
+   * through its parent's handle, not by its name.
+   */
+  private async walk(relDir: string): Promise<WalkedFile[]> {
+    const { maxFiles } = this.owner.limits;
+    const out: WalkedFile[] = [];
+    let entries = 0;
+    this.walkedOthers = 0;
+    const visit = async (dir: FileHandle, rel: string): Promise<void> => {
+      const files: string[] = [];
+      const subdirs: string[] = [];
+      for await (const e of await fs.opendir(inDirectory(dir, '.'), { encoding: 'buffer' as BufferEncoding })) {
+        const entry = e as unknown as Dirent<Buffer>;
+        let name: string;
+        try {
+          name = strictUtf8.decode(entry.name);
+        } catch {
+          throw new ToolError(`a file was left at ${JSON.stringify(join(rel, entry.name.toString('utf8')))}, which cannot be recorded (its name is not UTF-8)`);
+        }
+        const p = join(rel, name);
+        if (++entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories, and the call left more`);
+        if (entry.isFile()) files.push(name);
+        else if (entry.isDirectory()) {
+          if (p.length > MAX_PATH_LENGTH)
+            throw new ToolError(`a directory was left at "${p.slice(0, 64)}…", deeper than a path may be (${MAX_PATH_LENGTH} characters)`);
+          subdirs.push(name);
+          this.walkedOthers++;
+        } else if (entry.isSymbolicLink()) this.walkedOthers++;
+        else throw new ToolError(`a ${kindOf(entry)} was left at ${JSON.stringify(p)}: a workspace holds files, directories and symlinks, nothing else`);
+      }
+      await inBatches(files, async (name) => {
+        const st = await fs.lstat(inDirectory(dir, name), { bigint: true }).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
+        // Gone, or no longer a file, since the directory was read: as if the walk had not met it.
+        if (st?.isFile()) out.push({ rel: join(rel, name), abs: path.join(this.dir, rel, name), size: Number(st.size), mtimeNs: st.mtimeNs });
       });
+      for (const name of subdirs) {
+        const sub = await openSubdirectory(dir, name);
+        if (!sub) continue; // gone or replaced since it was listed: not followed
+        try {
+          await visit(sub, join(rel, name));
+        } finally {
+          await sub.close();
+        }
+      }
+    };
+    const root = await openDirectory(this.dir);
+    try {
+      const top = await openDirectoryBelow(root, relDir, false);
+      try {
+        await visit(top, relDir);
+      } finally {
+        await top.close();
+      }
+    } finally {
+      await root.close();
     }
     return out;
   }
@@ -464,7 +572,7 @@ export class FileWorkspace {
     if (!known) return { changes: [], blobs: [] };
     const candidates = new Map<string, { size: number; mtimeNs: bigint } | undefined>();
     if (opts.walk) {
-      for (const f of await this.walk(this.dir)) candidates.set(path.relative(this.dir, f.abs).split(path.sep).join('/'), f);
+      for (const f of await this.walk('')) candidates.set(f.rel, f);
       for (const p of known.keys()) if (!candidates.has(p)) candidates.set(p, undefined);
     } else {
       for (const p of this.touched) {
@@ -490,7 +598,16 @@ export class FileWorkspace {
       }
       // What the tool says it touched is always read: a rewrite within the clock's resolution keeps size and mtime.
       if (k && opts.walk && k.size === st.size && k.mtimeNs === st.mtimeNs) continue;
-      const content = await readAtMost(path.join(this.dir, p), this.owner.limits.maxFileBytes, p);
+      const content = await readAtMost(path.join(this.dir, p), this.owner.limits.maxFileBytes, p, this.rootReal!).catch((err) =>
+        Promise.reject(err instanceof ToolError ? new ToolError(`"${p}" changed while the call's files were recorded: ${err.message}`) : err),
+      );
+      if (!content) {
+        // Gone since it was seen: as deleted.
+        if (k) changes.push({ path: p, hash: null, size: 0 });
+        known.delete(p);
+        this.usage.set(p, null);
+        continue;
+      }
       const hash = sha256(content);
       known.set(p, { size: content.byteLength, mtimeNs: st.mtimeNs, hash });
       this.usage.set(p, content.byteLength);
@@ -502,8 +619,8 @@ export class FileWorkspace {
     // The built-in tools check the quota before they write; a command is only seen afterwards.
     const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
     const usage = this.usage;
-    // Directories count as entries too, empty ones included (a walk sees those).
-    const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedDirs : 0));
+    // Directories and symlinks count as entries too, empty directories included (a walk sees those).
+    const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedOthers : 0));
     const tooBig = changes.find((c) => c.size > maxFileBytes);
     const problem = tooBig
       ? `a file holds at most ${maxFileBytes} bytes, and ${tooBig.path} has ${tooBig.size}`

@@ -33,6 +33,8 @@ export interface FileEntry {
 export type FileTree = Map<string, FileEntry>;
 
 export const MAX_PATH_LENGTH = 1024;
+/** The longest name one segment may have, in UTF-8 bytes (a file system's NAME_MAX): a longer one can never be made on disk. */
+export const MAX_SEGMENT_BYTES = 255;
 
 /**
  * The canonical form of a workspace path ("a/b.txt": relative, `/`-separated,
@@ -48,6 +50,7 @@ export function workspacePath(raw: string): { path: string } | { problem: string
   if (raw.startsWith('/')) return { problem: `"${raw}" is absolute: paths are relative to the workspace` };
   const segments = raw.split('/').filter((s) => s !== '' && s !== '.');
   if (segments.some((s) => s === '..')) return { problem: `"${raw}" leaves the workspace ("..")` };
+  if (segments.some((s) => Buffer.byteLength(s) > MAX_SEGMENT_BYTES)) return { problem: `a name in a path is at most ${MAX_SEGMENT_BYTES} bytes` };
   return { path: segments.join('/') };
 }
 
@@ -111,13 +114,16 @@ export function quotaProblem(tree: Iterable<{ path: string; size: number }>, lim
 
 /**
  * A tree's usage kept as change sets fold into it: bytes, files, and the
- * directories its paths make (each counted once, while a file lies in it).
+ * directories its paths make (each counted once, while a file lies in it);
+ * and the paths that are a file and a directory at once (`a` beside `a/b`),
+ * which no disk can hold.
  */
 export class TreeUsage {
   bytes = 0;
   files = 0;
   private readonly dirs = new Map<string, number>();
   private readonly sizes = new Map<string, number>();
+  private readonly clashes = new Set<string>();
 
   constructor(tree: Iterable<{ path: string; size: number }> = []) {
     for (const e of tree) this.set(e.path, e.size);
@@ -133,12 +139,14 @@ export class TreeUsage {
       this.bytes -= old;
       this.files--;
       this.sizes.delete(path);
+      this.clashes.delete(path);
       this.walkDirs(path, -1);
     }
     if (size === null) return;
     this.sizes.set(path, size);
     this.bytes += size;
     this.files++;
+    if (this.dirs.has(path)) this.clashes.add(path);
     this.walkDirs(path, 1);
   }
 
@@ -148,11 +156,15 @@ export class TreeUsage {
       const n = (this.dirs.get(dir) ?? 0) + by;
       if (n > 0) this.dirs.set(dir, n);
       else this.dirs.delete(dir);
+      if (n > 0 && this.sizes.has(dir)) this.clashes.add(dir);
+      else this.clashes.delete(dir);
     }
   }
 
-  /** Why this usage breaks the quota, or undefined. */
+  /** Why this usage breaks the quota, or the tree cannot be made on disk; undefined when neither. */
   problem(limits: WorkspaceLimits): string | undefined {
+    const clash = this.clashes.values().next().value;
+    if (clash !== undefined) return `"${clash}" would be both a file and a directory`;
     if (this.bytes > limits.maxBytes) return `the workspace quota is ${limits.maxBytes} bytes, and the files come to ${this.bytes}`;
     if (this.entries > limits.maxFiles) return `the workspace quota is ${limits.maxFiles} files and directories, and there are ${this.entries}`;
     return undefined;

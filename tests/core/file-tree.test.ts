@@ -136,7 +136,23 @@ describe('change sets from outside (every door holds them to one rule)', () => {
   const hash = 'a'.repeat(64);
   it('a recorded path is a workspace path in its canonical form, naming a file', () => {
     for (const ok of ['a.txt', 'src/main.py', 'ü/ß', '.git/config', '...']) expect(changeSetPathProblem(ok), ok).toBeUndefined();
-    for (const bad of ['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a\0b', './a', 'a//b', 'a/', '', '.', 'x'.repeat(1025)]) {
+    // A name is at most 255 bytes of UTF-8 (NAME_MAX): 85 three-byte characters are, 86 are not.
+    for (const ok of ['n'.repeat(255), `d/${'€'.repeat(85)}`]) expect(changeSetPathProblem(ok), ok).toBeUndefined();
+    for (const bad of [
+      '../x',
+      'a/../../x',
+      '/etc/passwd',
+      'a\\b',
+      'a\0b',
+      './a',
+      'a//b',
+      'a/',
+      '',
+      '.',
+      'x'.repeat(1025),
+      'n'.repeat(256),
+      `d/${'€'.repeat(86)}`,
+    ]) {
       expect(changeSetPathProblem(bad), JSON.stringify(bad)).toBeDefined();
     }
   });
@@ -173,6 +189,32 @@ describe('change sets from outside (every door holds them to one rule)', () => {
     expect([u.bytes, u.files, u.entries]).toEqual([4, 1, 2]);
     u.set('a/d.txt', 10);
     expect([u.bytes, u.files, u.entries]).toEqual([10, 1, 2]);
+  });
+
+  it('a path that is a file and a directory at once (no disk holds it) is a problem until one of them goes', () => {
+    const limits = { maxBytes: 100, maxFiles: 100, maxFileBytes: 100 };
+    const u = new TreeUsage([{ path: 'a/b', size: 1 }]);
+    u.set('a', 1);
+    expect(u.problem(limits)).toBe('"a" would be both a file and a directory');
+    u.set('a/b', null);
+    expect(u.problem(limits)).toBeUndefined();
+    u.set('a/b/c', 1);
+    expect(u.problem(limits)).toBe('"a" would be both a file and a directory');
+    u.set('a', null);
+    expect(u.problem(limits)).toBeUndefined();
+    expect(
+      firstOverQuota(
+        new Map(),
+        [
+          { seq: 4, data: { callId: 'c', changes: [{ path: 'x/y', hash, size: 1 }] } },
+          { seq: 6, data: { callId: 'd', changes: [{ path: 'x', hash, size: 1 }] } },
+        ],
+        limits,
+      ),
+    ).toEqual({
+      seq: 6,
+      problem: '"x" would be both a file and a directory',
+    });
   });
 
   it('the first change set past the quota is named (a fork there would make that tree)', () => {

@@ -19,8 +19,22 @@ let root: string;
 const content = Buffer.from('#!/bin/sh\necho pwned\n');
 const hash = sha256(content);
 
-/** Paths a change set must never carry: each leaves the workspace, or is not the one spelling of a file in it. */
-const HOSTILE_PATHS = ['../escape.sh', 'a/../../escape.sh', '/tmp/escape.sh', '..', 'a/..', 'a\\..\\b', './a.txt', 'a//b.txt', '', '.', 'x'.repeat(1025)];
+/** Paths a change set must never carry: each leaves the workspace, is not the one spelling of a file in it, or has a name no disk holds (over 255 bytes). */
+const HOSTILE_PATHS = [
+  '../escape.sh',
+  'a/../../escape.sh',
+  '/tmp/escape.sh',
+  '..',
+  'a/..',
+  'a\\..\\b',
+  './a.txt',
+  'a//b.txt',
+  '',
+  '.',
+  'x'.repeat(1025),
+  'n'.repeat(256),
+  `d/${'€'.repeat(86)}`,
+];
 /** A NUL is refused before any path rule: no stored text holds one. */
 const NUL_PATH = '../x\u0000y';
 
@@ -91,6 +105,62 @@ describe("a runner's appendEvents naming a hostile path", () => {
     const nul = await appendEvents(app, s, runnerFileBatch(s.inputId, [{ path: NUL_PATH, hash, size: content.byteLength }]));
     expect(nul.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     nothingEscaped();
+  });
+});
+
+describe('change sets that make a path a file and a directory at once', () => {
+  // No disk holds both: such a tree could never be made for a fork, so no door takes it.
+  const clash = [
+    { path: 'a/b.txt', hash, size: content.byteLength },
+    { path: 'a', hash, size: content.byteLength },
+  ];
+  it('are refused by POST /recordings, importRecording and appendEvents, naming the path; nothing is written', async () => {
+    const before = await sessionCount(app);
+    const posted = await postRecording(app, recordingOf(clash, [content]));
+    expect(posted.status).toBe(400);
+    expect(posted.body.errors[0].message).toContain('"a" would be both a file and a directory');
+    const imported = await importRecording(app, recordingOf(clash, [content]));
+    expect(imported.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(imported.errors![0].message).toContain('"a" would be both a file and a directory');
+    expect(await sessionCount(app)).toBe(before);
+    // A runner's batch carries no content: the tenant holds it once a recording carried it.
+    expect((await importRecording(app, recordingOf([{ path: 'held.sh', hash, size: content.byteLength }], [content]))).errors).toBeUndefined();
+    const s = await claimedRunnerSession(app);
+    const appended = await appendEvents(app, s, runnerFileBatch(s.inputId, clash));
+    expect(appended.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(appended.errors![0].message).toContain('"a" would be both a file and a directory');
+  });
+
+  it('stored before the rule, refuse the restore with that reason', async () => {
+    const { createSession } = await app.ok(`mutation { createSession(input: { title: "clash row" }) { id } }`);
+    const id = createSession.id as string;
+    const write = (p: string) => `!call write_file ${JSON.stringify({ path: p, content: 'x' })}`;
+    await app.ok(`mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`, {
+      id,
+      t: `${write('a/b.txt')}\n!then\n${write('c')}`,
+    });
+    await app.services.host.idle();
+    // The second change set's path rewritten as an unchecked door once stored it: "a", a file beside a/b.txt.
+    const client = await app.db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL session_replication_role = replica`);
+      const updated = await client.query(
+        `UPDATE "Event" SET data = jsonb_set(data, '{changes,0,path}', to_jsonb('a'::text)) WHERE "sessionId" = $1 AND type = 'plugin/files/change' AND data->'changes'->0->>'path' = 'c'`,
+        [id],
+      );
+      expect(updated.rowCount).toBe(1);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const { forkSession } = await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id }) { session { id } } }`, { id });
+    const child = forkSession.session.id as string;
+    await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "!call list_files {}" }) { inputId } }`, { id: child });
+    await app.services.host.idle();
+    const results = (await app.services.store.log.page(child, -1, 100)).filter((e) => e.type === 'tool/result');
+    expect(results.at(-1)!.data).toMatchObject({ name: 'list_files', status: 'error' });
+    expect(anyData(results.at(-1)!).content).toBe('the files of this session cannot be made: "a" would be both a file and a directory');
   });
 });
 

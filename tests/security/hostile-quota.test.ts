@@ -6,6 +6,7 @@
 // leaves no directory; a write that fails leaves the old content and records
 // nothing.
 import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +32,7 @@ const TENANT_MAX_BYTES = 1500;
 let app: TestApp;
 let root: string;
 /** What a workspace write does instead of fs.writeFile, while a test sets it. */
-let onWrite: ((abs: string, bytes: Uint8Array) => Promise<void>) | undefined;
+let onWrite: ((abs: string, bytes: Uint8Array, file: FileHandle) => Promise<void>) | undefined;
 
 beforeAll(async () => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-quota-'));
@@ -40,7 +41,7 @@ beforeAll(async () => {
     shell: true,
     workspaceLimits: { maxBytes: MAX_BYTES, maxFiles: MAX_ENTRIES },
     tenantWorkspacesMaxBytes: TENANT_MAX_BYTES,
-    workspaceWriteBytes: (abs, bytes) => (onWrite ? onWrite(abs, bytes) : fs.promises.writeFile(abs, bytes)),
+    workspaceWriteBytes: (file, bytes, abs) => (onWrite ? onWrite(abs, bytes, file) : file.writeFile(bytes)),
   });
 });
 afterAll(async () => {
@@ -136,7 +137,7 @@ describe('the quota on what tools leave', () => {
     await turn(id, `!call shell ${JSON.stringify({ command: `i=0; while [ $i -lt ${MAX_ENTRIES + 10} ]; do mkdir d$i; i=$((i+1)); done` })}`);
     const [name, status, content] = (await results(id)).at(-1)!;
     expect([name, status]).toEqual(['shell', 'error']);
-    expect(content).toContain(`the workspace quota is ${MAX_ENTRIES} files and directories, and there came to be ${MAX_ENTRIES + 10}`);
+    expect(content).toContain(`the workspace quota is ${MAX_ENTRIES} files and directories, and the call left more`);
     expect(await changeSets(id)).toBe(0);
   });
 
@@ -192,12 +193,12 @@ describe('faults', () => {
       const reached = new Promise<void>((resolve) => (restoring = resolve));
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
-      onWrite = async (abs, bytes) => {
+      onWrite = async (abs, bytes, file) => {
         if (abs.startsWith(path.join(root, id))) {
           restoring();
           await gate;
         }
-        await fs.promises.writeFile(abs, bytes);
+        await file.writeFile(bytes);
       };
       await app.ok(`mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "!call list_files {}" }) { inputId } }`, { id });
       await reached;
@@ -215,8 +216,8 @@ describe('faults', () => {
     const id = await create();
     await turn(id, write('a.txt', 'old'));
     const before = await changeSets(id);
-    onWrite = async (abs, bytes) => {
-      await fs.promises.writeFile(abs, bytes.subarray(0, 2));
+    onWrite = async (abs, bytes, file) => {
+      await file.writeFile(bytes.subarray(0, 2));
       throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
     };
     try {
