@@ -8,13 +8,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MiB = 1024 * 1024;
-const fixture = (name: string) => path.join(import.meta.dirname, '../fixtures/mcp', name);
+const HTTP_SERVER = fileURLToPath(new URL('../fixtures/mcp/hostile-http-server.mjs', import.meta.url));
+const LIST_SERVER = fileURLToPath(new URL('../fixtures/mcp/hostile-list-server.mjs', import.meta.url));
 let service: ServiceProcess;
 let base: string;
 let hostile: ChildProcess;
@@ -24,7 +27,7 @@ let dir: string;
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-hostile-'));
   // Capped at 300 MB, so code that reads a body whole cannot take the machine down with it.
-  hostile = spawn(process.execPath, [fixture('hostile-http-server.mjs')], {
+  hostile = spawn(process.execPath, [HTTP_SERVER], {
     env: { PATH: process.env.PATH, HOSTILE_CAP_BYTES: String(300 * MiB) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -41,13 +44,15 @@ beforeAll(async () => {
     JSON.stringify({
       mcpServers: {
         web: { type: 'http', url: `${hostileUrl}/mcp`, timeoutMs: 3000 },
-        list: { command: process.execPath, args: [fixture('hostile-list-server.mjs')] },
-        pages: { command: process.execPath, args: [fixture('hostile-list-server.mjs')], env: { HOSTILE_PAGES: 'empty' }, timeoutMs: 5000 },
+        list: { command: process.execPath, args: [LIST_SERVER] },
+        pages: { command: process.execPath, args: [LIST_SERVER], env: { HOSTILE_PAGES: 'empty' }, timeoutMs: 5000 },
       },
     }),
   );
   service = await startService({ env: { DATABASE_URL: await createTestDatabase(), FORKLINE_API_TOKENS: undefined, FORKLINE_MCP_CONFIG: config } });
   base = service.url.replace(/\/graphql$/, '');
+  // Every server listed once before the watches start (reading the hostile lists is not what they measure).
+  await gql('{ toolServers { name status } }');
 }, 120_000);
 
 afterAll(async () => {
@@ -220,6 +225,22 @@ describe("a server's results", () => {
     const error = resultOf(await turn('!call list__huge_error {}'));
     expect(error.status).toBe('error');
     expect(error.content.length).toBeLessThan(3000);
+  });
+
+  it('a flood of progress reaches subscribers at most ten times a second, its text cut', async () => {
+    const id = (await gql('mutation { createSession(input: { title: "progress" }) { id } }')).createSession.id as string;
+    const updates = subscribeWs(service.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind progress text } }', { id });
+    await updates.until((items) => items.length >= 0, 'the subscription', 1000).catch(() => {});
+    const started = Date.now();
+    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: '!call list__progress_flood {}' } });
+    await updates.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'the turn to end', 60_000);
+    await updates.close();
+    const progress = updates.items.filter((u) => u.sessionTurns.kind === 'TOOL_PROGRESS').map((u) => u.sessionTurns);
+    const seconds = (Date.now() - started) / 1000;
+    console.log(`3,000 progress notifications in ${seconds.toFixed(1)} s: ${progress.length} TOOL_PROGRESS updates`);
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.length).toBeLessThanOrEqual(Math.ceil(seconds * 10) + 1);
+    expect(Math.max(...progress.map((p) => p.text.length))).toBeLessThanOrEqual(2001);
   });
 
   it('sampling, elicitation and roots requests from a server are refused, and its call goes on', async () => {

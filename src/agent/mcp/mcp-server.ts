@@ -33,6 +33,8 @@ const MIN_RELIST_INTERVAL_MS = 1000;
  * the answers makes this process hold at most this many.
  */
 const MAX_PENDING_ANSWERS = 16;
+/** Chunks of a stdio server's stderr logged per minute. */
+const MAX_STDERR_LOGS_PER_MINUTE = 60;
 
 export class McpServerConnection {
   private client?: Promise<Client>;
@@ -165,7 +167,15 @@ export class McpServerConnection {
       } else {
         transport = new StdioClientTransport({ command: c.command, args, env, cwd, stderr: 'pipe' });
       }
-      transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
+      // A server's stderr is logged a few chunks a minute at most: a flood of it is not a flood of our log.
+      let window = 0;
+      let logged = 0;
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        const now = Date.now();
+        if (now - window >= 60_000) [window, logged] = [now, 0];
+        if (++logged <= MAX_STDERR_LOGS_PER_MINUTE) this.log(`MCP server "${this.name}": ${chunk.toString('utf8', 0, 2000).trimEnd()}`);
+        else if (logged === MAX_STDERR_LOGS_PER_MINUTE + 1) this.log(`MCP server "${this.name}": more stderr this minute is not logged`);
+      });
       return transport;
     }
     // Bytes and time of every answer bounded as a stdio message's are (mcp-http.ts); a cancelled call's HTTP request is aborted.

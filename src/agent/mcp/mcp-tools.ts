@@ -18,6 +18,8 @@ const MAX_KEPT_RESULT_CHARS = 1_000_000;
 export const MAX_RESULT_TEXT_CHARS = 100_000;
 /** A server's error message, or a progress message, as far as it is read (the rest is cut). */
 const MAX_MESSAGE_CHARS = 2000;
+/** A call's progress is passed on at most this often (a server may send thousands a second). */
+const PROGRESS_INTERVAL_MS = 100;
 
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
@@ -95,14 +97,20 @@ export function mcpTool(
         connection = opts.workspace.connectionFor(ctx.sessionId, await ctx.files.ready());
       }
       const onProgress = ctx.onProgress;
+      // A server's progress reaches subscribers (and other processes) at most every PROGRESS_INTERVAL_MS, its text cut.
+      let progressAt = -Infinity;
+      const progress = (p: { progress: number; total?: number; message?: string }) => {
+        const now = performance.now();
+        if (!onProgress || now - progressAt < PROGRESS_INTERVAL_MS) return;
+        progressAt = now;
+        onProgress({ ...p, ...(p.message === undefined ? {} : { message: cut(String(p.message), MAX_MESSAGE_CHARS) }) });
+      };
       let result: CallToolResult;
       try {
         result = await connection.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
           signal: ctx.signal,
           timeoutMs: opts.timeoutMs ?? ctx.timeoutMs,
-          ...(onProgress
-            ? { onProgress: (p) => onProgress({ ...p, ...(p.message === undefined ? {} : { message: cut(String(p.message), MAX_MESSAGE_CHARS) }) }) }
-            : {}),
+          ...(onProgress ? { onProgress: progress } : {}),
         });
       } catch (err) {
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
