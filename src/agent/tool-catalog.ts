@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, type McpConfig } from './mcp/mcp-config.ts';
-import { McpServerConnection } from './mcp/mcp-server.ts';
+import { loggedError, McpServerConnection } from './mcp/mcp-server.ts';
 import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
@@ -258,7 +258,7 @@ export class ToolCatalog {
       this.listed.set(name, tools.length);
       return tools;
     } catch (err) {
-      this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, err);
+      this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, loggedError(err));
       this.failures.set(name, (err instanceof Error ? err.message : String(err)).slice(0, 1000));
       return [];
     }

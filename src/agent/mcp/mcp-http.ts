@@ -13,7 +13,9 @@
 //   second, whatever `retry` the server asks for, and the server's own stream
 //   is read at most `GET_STREAM_BYTES_PER_S` (a flood of notifications or
 //   requests waits in the server's socket, not in this process's event loop).
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+type FetchLike = NonNullable<StreamableHTTPClientTransportOptions['fetch']>;
 
 /** The most one MCP message (a JSON body, an SSE event) may take: the SDK's bound on a stdio message. */
 export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;

@@ -5,7 +5,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
@@ -22,6 +21,8 @@ import { ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
+type Transport = Parameters<Client['connect']>[0];
+type TransportSendOptions = Parameters<Transport['send']>[1];
 
 /** Pages of tools/list followed at most (a server may answer every page with another cursor). */
 const MAX_LIST_PAGES = 100;
@@ -35,6 +36,12 @@ const MIN_RELIST_INTERVAL_MS = 1000;
 const MAX_PENDING_ANSWERS = 16;
 /** Chunks of a stdio server's stderr logged per minute. */
 const MAX_STDERR_LOGS_PER_MINUTE = 60;
+
+/** An error as the log shows it: a server's words (an HTTP error body, a JSON-RPC message) cut to a line's worth. */
+export function loggedError(err: unknown): unknown {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.length > 2000 ? new Error(`${message.slice(0, 2000)}…`) : err;
+}
 
 export class McpServerConnection {
   private client?: Promise<Client>;
@@ -126,7 +133,7 @@ export class McpServerConnection {
     })();
     this.client = started;
     started.catch((err) => {
-      this.log(`MCP server "${this.name}" did not start`, err);
+      this.log(`MCP server "${this.name}" did not start`, loggedError(err));
       if (this.client === started) this.client = undefined;
     });
     return started;
