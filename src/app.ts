@@ -196,6 +196,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     shell: opts.shell === true ? 'on' : opts.shell || 'off',
     bwrap: opts.bwrap,
     approvalTools: opts.approvalTools,
+    toolTimeoutMs: opts.toolTimeoutMs,
   });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, type McpConfig } from './mcp/mcp-config.ts';
-import { McpServerConnection } from './mcp/mcp-server.ts';
+import { loggedError, McpServerConnection } from './mcp/mcp-server.ts';
 import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
@@ -70,6 +70,8 @@ export class ToolCatalog {
   private homeDir?: string;
   /** How servers whose config says `sandbox` run here (probed once, when one does). */
   private readonly sandbox?: SandboxRunner;
+  /** The agent's tool timeout: how long a server without its own `timeoutMs` may take to start and list its tools. */
+  private readonly toolTimeoutMs: number;
 
   constructor(
     mcp: McpConfig | undefined,
@@ -78,8 +80,9 @@ export class ToolCatalog {
      * The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH);
      * the built-ins whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS, docs/contract.md#tool-approval).
      */
-    opts: { shell?: ShellMode; bwrap?: string; approvalTools?: readonly string[] } = {},
+    opts: { shell?: ShellMode; bwrap?: string; approvalTools?: readonly string[]; toolTimeoutMs?: number } = {},
   ) {
+    this.toolTimeoutMs = opts.toolTimeoutMs ?? 30_000;
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
     if (problem) throw new Error(`FORKLINE_APPROVAL_TOOLS: ${problem}`);
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
@@ -102,7 +105,10 @@ export class ToolCatalog {
       const listing =
         isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
       const home = listing || (isStdioServer(config) && config.sandbox) ? this.mcpHome() : undefined;
-      this.servers.set(name, { connection: new McpServerConnection(name, config, log, listing, home, this.sandbox), config });
+      this.servers.set(name, {
+        connection: new McpServerConnection(name, config, log, listing, home, this.sandbox, config.timeoutMs ?? this.toolTimeoutMs),
+        config,
+      });
     }
   }
 
@@ -208,7 +214,10 @@ export class ToolCatalog {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
-    else connection = new McpServerConnection(name, this.servers.get(name)!.config, this.log, dir, this.mcpHome(), this.sandbox);
+    else {
+      const config = this.servers.get(name)!.config;
+      connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs);
+    }
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;
@@ -224,24 +233,32 @@ export class ToolCatalog {
       const infos = await connection.listTools();
       let tools = this.made.get(infos);
       if (!tools) {
-        tools = infos.map((info) =>
-          mcpTool(connection, info, {
-            trusted: config.trusted,
-            effect: config.tools[info.name]?.effect ?? config.effect,
-            approval: config.tools[info.name]?.approval ?? config.approval,
-            timeoutMs: config.timeoutMs,
-            ...(isStdioServer(config) && config.workspace
-              ? { workspace: { files: config.workspace, connectionFor: (sessionId: string, dir: string) => this.sessionConnection(name, sessionId, dir) } }
-              : {}),
-          }),
-        );
+        tools = infos.flatMap((info) => {
+          try {
+            return [
+              mcpTool(connection, info, {
+                trusted: config.trusted,
+                effect: config.tools[info.name]?.effect ?? config.effect,
+                approval: config.tools[info.name]?.approval ?? config.approval,
+                timeoutMs: config.timeoutMs,
+                ...(isStdioServer(config) && config.workspace
+                  ? { workspace: { files: config.workspace, connectionFor: (sessionId: string, dir: string) => this.sessionConnection(name, sessionId, dir) } }
+                  : {}),
+              }),
+            ];
+          } catch (err) {
+            // A schema Ajv cannot compile: that tool is left out, not the server.
+            this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
+            return [];
+          }
+        });
         this.made.set(infos, tools);
       }
       this.failures.delete(name);
       this.listed.set(name, tools.length);
       return tools;
     } catch (err) {
-      this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, err);
+      this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, loggedError(err));
       this.failures.set(name, (err instanceof Error ? err.message : String(err)).slice(0, 1000));
       return [];
     }

@@ -5,18 +5,50 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  ListToolsResultSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool as McpToolInfo,
+} from '@modelcontextprotocol/sdk/types.js';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
+import { boundedFetch } from './mcp-http.ts';
+import { ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
+type Transport = Parameters<Client['connect']>[0];
+type TransportSendOptions = Parameters<Transport['send']>[1];
 
-/** A server lists at most this many tools (pages of tools/list are followed up to it). */
-const MAX_TOOLS = 1000;
+/** Pages of tools/list followed at most (a server may answer every page with another cursor). */
+const MAX_LIST_PAGES = 100;
+/** tools/list is asked again at most this often, however many `tools/list_changed` a server sends. */
+const MIN_RELIST_INTERVAL_MS = 1000;
+/**
+ * Answers to a server's own requests (ping; anything else is "Method not found") waiting to be
+ * sent: past it, its requests go unanswered, so a server that floods requests and never reads
+ * the answers makes this process hold at most this many.
+ */
+const MAX_PENDING_ANSWERS = 16;
+/** Chunks of a stdio server's stderr logged per minute. */
+const MAX_STDERR_LOGS_PER_MINUTE = 60;
+
+/** An error as the log shows it: a server's words (an HTTP error body, a JSON-RPC message) cut to a line's worth. */
+export function loggedError(err: unknown): unknown {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.length > 2000 ? new Error(`${message.slice(0, 2000)}…`) : err;
+}
 
 export class McpServerConnection {
   private client?: Promise<Client>;
   private tools?: Promise<McpToolInfo[]>;
+  /** When the cached tools were asked for, and whether the server has said they changed since. */
+  private listedAt = 0;
+  private stale = false;
   private closed = false;
 
   constructor(
@@ -29,19 +61,31 @@ export class McpServerConnection {
     private readonly home?: string,
     /** How a server whose config says `sandbox` is run (decided once per process: tool-catalog.ts). */
     private readonly sandbox?: SandboxRunner,
+    /** How long initialize and each tools/list may take (the config's `timeoutMs`, else the agent's tool timeout). */
+    private readonly requestTimeoutMs = 30_000,
   ) {}
 
-  /** The server's tools (tools/list, cached until notifications/tools/list_changed or a restart). */
+  /**
+   * The server's tools (tools/list, cached until notifications/tools/list_changed or a restart),
+   * screened: what the model is offered is bounded and valid for providers (mcp-tool-list.ts).
+   */
   listTools(): Promise<McpToolInfo[]> {
+    if (this.stale && Date.now() - this.listedAt >= MIN_RELIST_INTERVAL_MS) this.tools = undefined;
     const tools = (this.tools ??= this.connected().then(async (client) => {
-      const all: McpToolInfo[] = [];
+      this.stale = false;
+      this.listedAt = Date.now();
+      const screen = new ToolListScreen(this.name, this.log);
       let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor ? { cursor } : undefined);
-        all.push(...page.tools);
+      for (let pages = 0; pages < MAX_LIST_PAGES && !screen.full; pages++) {
+        // Not client.listTools: it compiles every output schema before they are screened; mcpTool checks structured content.
+        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ListToolsResultSchema, {
+          timeout: this.requestTimeoutMs,
+        });
+        screen.add(page.tools);
         cursor = page.nextCursor;
-      } while (cursor && all.length < MAX_TOOLS);
-      return all.slice(0, MAX_TOOLS);
+        if (!cursor) break;
+      }
+      return screen.tools;
     }));
     tools.catch(() => {
       if (this.tools === tools) this.tools = undefined; // the next use asks again
@@ -74,21 +118,22 @@ export class McpServerConnection {
   private connected(): Promise<Client> {
     if (this.closed) return Promise.reject(new Error(`MCP server "${this.name}" is shut down`));
     if (this.client) return this.client;
+    // No capabilities: an agent runs unattended, so sampling, elicitation and roots requests are "Method not found".
     const client = new Client({ name: 'forkline', version: '0.1.0' }, { capabilities: {} });
     const started = (async () => {
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        this.tools = undefined;
+        this.stale = true; // asked again on next use, at most once a second (a storm of these is one re-list)
       });
       client.onclose = () => {
         // Gone (crashed, killed, connection closed): started again on next use.
         if (this.client === started) this.client = this.tools = undefined;
       };
-      await client.connect(this.transport());
+      await client.connect(new AnswerBoundTransport(this.transport()), { timeout: this.requestTimeoutMs });
       return client;
     })();
     this.client = started;
     started.catch((err) => {
-      this.log(`MCP server "${this.name}" did not start`, err);
+      this.log(`MCP server "${this.name}" did not start`, loggedError(err));
       if (this.client === started) this.client = undefined;
     });
     return started;
@@ -129,9 +174,63 @@ export class McpServerConnection {
       } else {
         transport = new StdioClientTransport({ command: c.command, args, env, cwd, stderr: 'pipe' });
       }
-      transport.stderr?.on('data', (chunk: Buffer) => this.log(`MCP server "${this.name}": ${chunk.toString('utf8').trimEnd().slice(0, 2000)}`));
+      // A server's stderr is logged a few chunks a minute at most: a flood of it is not a flood of our log.
+      let window = 0;
+      let logged = 0;
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        const now = Date.now();
+        if (now - window >= 60_000) [window, logged] = [now, 0];
+        if (++logged <= MAX_STDERR_LOGS_PER_MINUTE) this.log(`MCP server "${this.name}": ${chunk.toString('utf8', 0, 2000).trimEnd()}`);
+        else if (logged === MAX_STDERR_LOGS_PER_MINUTE + 1) this.log(`MCP server "${this.name}": more stderr this minute is not logged`);
+      });
       return transport;
     }
-    return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers } });
+    // Bytes and time of every answer bounded as a stdio message's are (mcp-http.ts); a cancelled call's HTTP request is aborted.
+    return new StreamableHTTPClientTransport(new URL(c.url), {
+      requestInit: { headers: c.headers },
+      fetch: boundedFetch({ deadlineMs: this.requestTimeoutMs + 1000 }),
+    });
+  }
+}
+
+/** A transport that leaves a server's requests unanswered while MAX_PENDING_ANSWERS answers wait to be sent. */
+class AnswerBoundTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: Transport['onmessage'];
+  private pending = 0;
+
+  constructor(private readonly inner: Transport) {}
+
+  get sessionId() {
+    return this.inner.sessionId;
+  }
+
+  setProtocolVersion(version: string) {
+    this.inner.setProtocolVersion?.(version);
+  }
+
+  start(): Promise<void> {
+    this.inner.onclose = () => this.onclose?.();
+    this.inner.onerror = (error) => this.onerror?.(error);
+    this.inner.onmessage = (message, extra) => {
+      if (isJSONRPCRequest(message) && this.pending >= MAX_PENDING_ANSWERS) return;
+      this.onmessage?.(message, extra);
+    };
+    return this.inner.start();
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return this.inner.send(message, options);
+    this.pending++;
+    try {
+      await this.inner.send(message, options);
+    } finally {
+      this.pending--;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
   }
 }

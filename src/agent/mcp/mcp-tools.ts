@@ -16,6 +16,12 @@ export const MCP_RESULT = 'plugin/mcp/result';
 const MAX_KEPT_RESULT_CHARS = 1_000_000;
 /** What the model reads of one result at most (about 25,000 tokens, as other MCP hosts cut): the rest is cut with a note saying so. */
 export const MAX_RESULT_TEXT_CHARS = 100_000;
+/** A server's error message, or a progress message, as far as it is read (the rest is cut). */
+const MAX_MESSAGE_CHARS = 2000;
+/** A call's progress is passed on at most this often (a server may send thousands a second). */
+const PROGRESS_INTERVAL_MS = 100;
+
+const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
 /** A result's text as the model reads it: at most MAX_RESULT_TEXT_CHARS, a cut said so. */
 function modelText(text: string): string {
@@ -71,7 +77,9 @@ export function mcpTool(
 ): Tool {
   const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
   const effect = effectFromAnnotations(info.annotations, { trusted: opts.trusted, override: opts.effect });
+  // Throws for a schema Ajv cannot compile: the catalog leaves that tool out (its size and depth are bounded: mcp-tool-list.ts).
   const validate = validators.getValidator(info.inputSchema as never);
+  const validateOutput = info.outputSchema && validators.getValidator(info.outputSchema as never);
   return {
     name,
     description: info.description ?? info.title ?? info.name,
@@ -88,14 +96,36 @@ export function mcpTool(
         if (!ctx.files) throw new ToolError('this process has no file workspaces');
         connection = opts.workspace.connectionFor(ctx.sessionId, await ctx.files.ready());
       }
-      const result = await connection.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
-        signal: ctx.signal,
-        timeoutMs: opts.timeoutMs ?? ctx.timeoutMs,
-        onProgress: ctx.onProgress,
-      });
+      const onProgress = ctx.onProgress;
+      // A server's progress reaches subscribers (and other processes) at most every PROGRESS_INTERVAL_MS, its text cut.
+      let progressAt = -Infinity;
+      const progress = (p: { progress: number; total?: number; message?: string }) => {
+        const now = performance.now();
+        if (!onProgress || now - progressAt < PROGRESS_INTERVAL_MS) return;
+        progressAt = now;
+        onProgress({ ...p, ...(p.message === undefined ? {} : { message: cut(String(p.message), MAX_MESSAGE_CHARS) }) });
+      };
+      let result: CallToolResult;
+      try {
+        result = await connection.callTool(info.name, (args ?? {}) as Record<string, unknown>, {
+          signal: ctx.signal,
+          timeoutMs: opts.timeoutMs ?? ctx.timeoutMs,
+          ...(onProgress ? { onProgress: progress } : {}),
+        });
+      } catch (err) {
+        // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
+        throw new ToolError(`tool failed: ${cut((err as Error).message ?? String(err), MAX_MESSAGE_CHARS)}`);
+      }
       ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: keptResult(result) } });
       const text = modelText(mcpResultText(result));
       if (result.isError) throw new ToolError(text || `${name} reported an error`);
+      if (validateOutput) {
+        // A tool with an output schema answers structured content that matches it (the MCP specification).
+        if (!result.structuredContent) throw new ToolError(`${name} has an output schema but did not return structured content`);
+        const checked = validateOutput(result.structuredContent);
+        if (!checked.valid)
+          throw new ToolError(`${name}: structured content does not match its output schema: ${cut(checked.errorMessage, MAX_MESSAGE_CHARS)}`);
+      }
       return text;
     },
   };

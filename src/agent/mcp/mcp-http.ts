@@ -1,0 +1,212 @@
+// The `fetch` a Streamable HTTP server's transport uses, so that what the
+// server answers is bounded as a stdio server's is (docs/operations.md
+// "Threat model"): the SDK reads an HTTP answer whole (a JSON body) or for as
+// long as it flows (an SSE stream), and a request it gave up on (timed out,
+// its turn stopped) keeps its HTTP request open. Here:
+// - a JSON body, and each SSE event, is at most `maxMessageBytes` (the SDK's
+//   bound on a stdio message): past it the body is cut, and a request's
+//   stream ends with an error answer for that request;
+// - a request the client cancels (`notifications/cancelled`, which the SDK
+//   sends on a timeout or an abort) has its HTTP request aborted, and every
+//   POST ends by `deadlineMs` whatever happens;
+// - a GET (the server's own stream, or a resumed one) starts at most once a
+//   second, whatever `retry` the server asks for, and the server's own stream
+//   is read at most `GET_STREAM_BYTES_PER_S` (a flood of notifications or
+//   requests waits in the server's socket, not in this process's event loop).
+import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+type FetchLike = NonNullable<StreamableHTTPClientTransportOptions['fetch']>;
+
+/** The most one MCP message (a JSON body, an SSE event) may take: the SDK's bound on a stdio message. */
+export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
+/** GET streams (the server's own, resumed ones) start at most this often. */
+const MIN_GET_INTERVAL_MS = 1000;
+/** How fast the server's own stream (its notifications and requests) is read. */
+const GET_STREAM_BYTES_PER_S = 256 * 1024;
+/** JSON-RPC's "internal error": what a request whose answer was cut is answered with. */
+const INTERNAL_ERROR = -32603;
+
+type RequestId = string | number;
+
+/** The JSON-RPC message a POST carries (the SDK sends one, as JSON text), or undefined. */
+function messageOf(init: RequestInit | undefined): { id?: RequestId; method?: string; params?: { requestId?: RequestId } } | undefined {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
+  try {
+    const m = JSON.parse(init.body) as unknown;
+    return m && typeof m === 'object' && !Array.isArray(m) ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+const encoder = new TextEncoder();
+
+/**
+ * Counts the bytes of the SSE event being read (from the last blank line):
+ * `push` answers where in a chunk the event passes `max`, or -1.
+ */
+function sseEventMeter(max: number) {
+  let eventBytes = 0;
+  let lineBytes = 0;
+  let afterCr = false;
+  return (chunk: Uint8Array): number => {
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i];
+      if (b === LF && afterCr) {
+        afterCr = false; // CRLF: one line end
+        continue;
+      }
+      afterCr = b === CR;
+      if (b === LF || b === CR) {
+        if (lineBytes === 0) eventBytes = 0; // a blank line ends the event
+        lineBytes = 0;
+        continue;
+      }
+      lineBytes++;
+      if (++eventBytes > max) return i;
+    }
+    return -1;
+  };
+}
+
+/**
+ * `body` read through a bound. `meter` answers where a chunk passes it (-1:
+ * not yet); then `cut` gives the bytes that end the body cleanly, or an error
+ * (the body fails), and the server's response is no longer read.
+ */
+function boundedBody(
+  body: ReadableStream<Uint8Array>,
+  meter: (chunk: Uint8Array) => number,
+  cut: () => Uint8Array | Error,
+  release: (abort?: boolean) => void,
+  bytesPerSecond = Infinity,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let windowStart = Date.now();
+  let windowBytes = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (windowBytes >= bytesPerSecond) {
+        // Past its rate: the next read waits for the next second (the server's writes wait in its socket meanwhile).
+        await new Promise((r) => setTimeout(r, Math.max(0, windowStart + 1000 - Date.now())));
+        windowStart = Date.now();
+        windowBytes = 0;
+      }
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        release();
+        controller.error(err);
+        return;
+      }
+      if (chunk.done) {
+        release();
+        controller.close();
+        return;
+      }
+      windowBytes += chunk.value.length;
+      const at = meter(chunk.value);
+      if (at < 0) {
+        controller.enqueue(chunk.value);
+        return;
+      }
+      const end = cut();
+      release(true);
+      void reader.cancel().catch(() => {});
+      if (end instanceof Error) return controller.error(end);
+      if (at > 0) controller.enqueue(chunk.value.subarray(0, at));
+      controller.enqueue(end);
+      controller.close();
+    },
+    async cancel(reason) {
+      // The SDK drops a body it does not need (a 202's): the connection goes with it.
+      await reader.cancel(reason).catch(() => {});
+      release();
+    },
+  });
+}
+
+/** An SSE ending that drops the event being read (the SDK reads only `message` events) and answers `id` with an error. */
+function sseCut(id: RequestId | undefined, why: string): Uint8Array {
+  const answer = id === undefined ? '' : `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } })}\n\n`;
+  return encoder.encode(`\nevent: forkline-cut\n\n${answer}`);
+}
+
+export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: number; fetch?: FetchLike }): FetchLike {
+  const max = opts.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+  const base = opts.fetch ?? fetch;
+  /** The HTTP requests of JSON-RPC requests still open, by request id: a cancellation aborts its own. */
+  const open = new Map<RequestId, AbortController>();
+  let nextGetAt = 0;
+  const tooLarge = `the MCP server's message is over ${max} bytes: cut`;
+
+  return async (url, init) => {
+    const message = messageOf(init);
+    const cancelled = message?.method === 'notifications/cancelled' ? message.params?.requestId : undefined;
+    if (cancelled !== undefined) open.get(cancelled)?.abort(new Error('the MCP request was cancelled'));
+    const resumed = new Headers(init?.headers).has('last-event-id');
+    if (init?.method === 'GET') {
+      // A server that closes its stream at once (with `retry: 0`) is not asked again in a loop.
+      const wait = nextGetAt - Date.now();
+      nextGetAt = Math.max(nextGetAt, Date.now()) + MIN_GET_INTERVAL_MS;
+      if (wait > 0) await abortableSleep(wait, init.signal ?? undefined);
+    }
+    const controller = new AbortController();
+    const signals = [controller.signal];
+    if (init?.signal) signals.push(init.signal);
+    // The server's own GET stream lives as long as the connection; everything else ends by the deadline.
+    if (init?.method !== 'GET' || resumed) signals.push(AbortSignal.timeout(opts.deadlineMs));
+    const id = message?.method !== undefined && message.id !== undefined ? message.id : undefined;
+    if (id !== undefined) open.set(id, controller);
+    const release = (abort?: boolean) => {
+      if (id !== undefined && open.get(id) === controller) open.delete(id);
+      if (abort) controller.abort(new Error('the MCP response is no longer read'));
+    };
+    let response: Response;
+    try {
+      response = await base(url, { ...init, signal: AbortSignal.any(signals) });
+    } catch (err) {
+      release();
+      throw err;
+    }
+    if (!response.body) {
+      release();
+      return response;
+    }
+    const sse = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase() === 'text/event-stream';
+    let total = 0;
+    const body = sse
+      ? boundedBody(
+          response.body,
+          sseEventMeter(max),
+          () => sseCut(id, tooLarge),
+          release,
+          init?.method === 'GET' && !resumed ? GET_STREAM_BYTES_PER_S : Infinity,
+        )
+      : boundedBody(
+          response.body,
+          (chunk) => ((total += chunk.length) > max ? 0 : -1),
+          () => new Error(tooLarge),
+          release,
+        );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

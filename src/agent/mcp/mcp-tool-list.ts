@@ -1,0 +1,91 @@
+// What a server's tools/list may put in a model request (docs/mcp.md "Names,
+// arguments, results"): a server's answer is attacker-influenced, and every
+// tool it lists is sent to the model on every step. A tool is offered only
+// when its name, as the model sees it, is one providers accept
+// (`^[a-zA-Z0-9_-]{1,64}$`) and not listed twice, and its schemas are JSON
+// Schemas of bounded size and depth; its description is cut. The server's
+// tools together are bounded too. What is left out is logged, not an error:
+// the server's other tools are offered.
+import type { Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
+import { unstorableReason } from '../../core/storable.ts';
+import { MCP_NAME_SEPARATOR } from './mcp-tools.ts';
+
+/** A tool name every provider takes (OpenAI's and Anthropic's function-name rule). */
+const PROVIDER_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** A server offers at most this many tools (pages of tools/list are followed up to it). */
+const MAX_TOOLS = 1000;
+/** A tool's description as the model reads it (longer ones are cut). */
+const MAX_TOOL_DESCRIPTION_CHARS = 4096;
+/** A tool's input or output schema, as JSON text; a larger one leaves the tool out. */
+const MAX_TOOL_SCHEMA_CHARS = 65_536;
+/** A tool's schema nested deeper leaves it out (the log's depth). */
+const MAX_SCHEMA_DEPTH = 32;
+/** A server's tools together (names, descriptions, schemas as JSON): past it, the rest are left out. */
+const MAX_SERVER_TOOLS_CHARS = 262_144;
+
+/** Why a schema a server gave is not used (too large, too deep, not storable), or undefined. */
+function schemaProblem(schema: unknown): string | undefined {
+  const depth = unstorableReason(schema, MAX_SCHEMA_DEPTH);
+  if (depth) return `its schema is ${depth.startsWith('nested') ? depth : 'not storable text'}`;
+  const size = JSON.stringify(schema)?.length ?? 0;
+  if (size > MAX_TOOL_SCHEMA_CHARS) return `its schema is ${size} characters (at most ${MAX_TOOL_SCHEMA_CHARS})`;
+  return undefined;
+}
+
+/** A name from a server, as a log line shows it: short, one line. */
+const shown = (name: string) => JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+
+/** Screens a server's tools/list pages as they arrive: only what may be offered is kept (not the megabytes of the rest). */
+export class ToolListScreen {
+  readonly tools: McpToolInfo[] = [];
+  private readonly names = new Set<string>();
+  private chars = 0;
+  private leftOut = 0;
+
+  constructor(
+    private readonly server: string,
+    private readonly log: (msg: string) => void,
+  ) {}
+
+  /** Whether no more tools will be kept. */
+  get full(): boolean {
+    return this.tools.length >= MAX_TOOLS || this.chars >= MAX_SERVER_TOOLS_CHARS;
+  }
+
+  add(page: readonly McpToolInfo[]): void {
+    for (const info of page) {
+      const problem = this.problem(info);
+      if (problem) {
+        // Logged for the first few; a server listing thousands of bad tools is one line more.
+        if (++this.leftOut <= 10) this.log(`MCP server "${this.server}": tool ${shown(info.name)} is not offered: ${problem}`);
+        else if (this.leftOut === 11) this.log(`MCP server "${this.server}": more tools are not offered`);
+        continue;
+      }
+      const description = info.description ?? info.title ?? info.name;
+      const cut = description.length > MAX_TOOL_DESCRIPTION_CHARS ? `${description.slice(0, MAX_TOOL_DESCRIPTION_CHARS - 1)}…` : description;
+      this.names.add(info.name);
+      this.chars += info.name.length + cut.length + JSON.stringify(info.inputSchema).length;
+      // Only what is used: a server's other fields (_meta, icons, …) are not kept.
+      const { readOnlyHint, idempotentHint, destructiveHint, openWorldHint } = info.annotations ?? {};
+      this.tools.push({
+        name: info.name,
+        description: cut,
+        inputSchema: info.inputSchema,
+        ...(info.outputSchema ? { outputSchema: info.outputSchema } : {}),
+        ...(info.annotations ? { annotations: { readOnlyHint, idempotentHint, destructiveHint, openWorldHint } } : {}),
+      });
+    }
+  }
+
+  private problem(info: McpToolInfo): string | undefined {
+    if (this.full) return `the server lists more than ${MAX_TOOLS} tools or ${MAX_SERVER_TOOLS_CHARS} characters of them`;
+    const name = `${this.server}${MCP_NAME_SEPARATOR}${info.name}`;
+    if (!PROVIDER_TOOL_NAME.test(name)) return `"${this.server}__<tool>" must be 1 to 64 letters, digits, _ or - (what model providers accept)`;
+    if (this.names.has(info.name)) return 'the server lists it twice';
+    const input = schemaProblem(info.inputSchema);
+    if (input) return `input: ${input}`;
+    const output = info.outputSchema === undefined ? undefined : schemaProblem(info.outputSchema);
+    if (output) return `output: ${output}`;
+    return undefined;
+  }
+}

@@ -1,0 +1,253 @@
+// Hostile MCP servers at forkline's door (docs/operations.md "Threat model"):
+// a server is configured by the operator, but it reads what the model asks
+// and its answers are attacker-influenced. Real servers (a raw Streamable HTTP
+// one, an SDK `Server` over stdio) answer through a real service process,
+// driven by the scripted model (`!call`); the service's resident memory is
+// sampled and /healthz timed while each attack runs (it must answer within
+// 2 s on this shared machine), and the figures printed.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/db.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const MiB = 1024 * 1024;
+const HTTP_SERVER = fileURLToPath(new URL('../fixtures/mcp/hostile-http-server.mjs', import.meta.url));
+const LIST_SERVER = fileURLToPath(new URL('../fixtures/mcp/hostile-list-server.mjs', import.meta.url));
+let service: ServiceProcess;
+let base: string;
+let hostile: ChildProcess;
+let hostileUrl: string;
+let dir: string;
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-hostile-'));
+  // Capped at 300 MB, so code that reads a body whole cannot take the machine down with it.
+  hostile = spawn(process.execPath, [HTTP_SERVER], {
+    env: { PATH: process.env.PATH, HOSTILE_CAP_BYTES: String(300 * MiB) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  hostileUrl = await new Promise<string>((resolve, reject) => {
+    hostile.stdout!.on('data', (b: Buffer) => {
+      const m = /listening (\d+)/.exec(String(b));
+      if (m) resolve(`http://127.0.0.1:${m[1]}`);
+    });
+    hostile.once('exit', (code) => reject(new Error(`hostile server exited ${code}`)));
+  });
+  const config = path.join(dir, 'mcp.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      mcpServers: {
+        web: { type: 'http', url: `${hostileUrl}/mcp`, timeoutMs: 3000 },
+        list: { command: process.execPath, args: [LIST_SERVER] },
+        pages: { command: process.execPath, args: [LIST_SERVER], env: { HOSTILE_PAGES: 'empty' }, timeoutMs: 5000 },
+      },
+    }),
+  );
+  service = await startService({ env: { DATABASE_URL: await createTestDatabase(), FORKLINE_API_TOKENS: undefined, FORKLINE_MCP_CONFIG: config } });
+  base = service.url.replace(/\/graphql$/, '');
+  // Every server listed once before the watches start (reading the hostile lists is not what they measure).
+  await gql('{ toolServers { name status } }');
+}, 120_000);
+
+afterAll(async () => {
+  await service?.stop();
+  hostile?.kill();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const r = await postGraphQL(service.url, query, variables);
+  expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
+  return r.body.data;
+}
+
+const stats = async () => (await (await fetch(`${hostileUrl}/stats`)).json()) as any;
+
+/** A new session's turn on `text`; the turn's events once it has ended. */
+async function turn(text: string): Promise<any[]> {
+  const id = (await gql('mutation { createSession(input: { title: "mcp" }) { id } }')).createSession.id as string;
+  await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text } });
+  await waitFor(
+    async () =>
+      (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id })).session.turnCount > 0 &&
+      (await gql('query($id: ID!) { session(id: $id) { status } }', { id })).session.status === 'IDLE',
+    { what: 'the turn to end', timeoutMs: 60_000 },
+  );
+  const page = await gql('query($id: ID!) { session(id: $id) { events(first: 200) { edges { node { type data } } } } }', { id });
+  return page.session.events.edges.map((e: any) => e.node);
+}
+
+const resultOf = (events: any[]) => events.find((e) => e.type === 'tool/result')?.data as { status: string; content: string };
+
+/** Runs `fn` while sampling the service's RSS (every 50 ms) and timing /healthz (every 100 ms); prints and returns the figures. */
+async function underWatch<T>(what: string, fn: () => Promise<T>): Promise<{ result: T; growthMB: number; slowestHealthzMs: number }> {
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${service.child.pid}/status`, 'utf8'))![1]) / 1024;
+  const beforeMB = rss();
+  let peakMB = beforeMB;
+  const sampler = setInterval(() => (peakMB = Math.max(peakMB, rss())), 50);
+  let slowest = 0;
+  let stop = false;
+  const healthz = (async () => {
+    while (!stop) {
+      const t0 = performance.now();
+      await (await fetch(`${base}/healthz`)).arrayBuffer();
+      slowest = Math.max(slowest, performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  try {
+    const result = await fn();
+    const figures = { growthMB: Math.round(Math.max(peakMB, rss()) - beforeMB), slowestHealthzMs: Math.round(slowest) };
+    console.log(`${what}: RSS +${figures.growthMB} MB, slowest /healthz ${figures.slowestHealthzMs} ms`);
+    return { result, ...figures };
+  } finally {
+    stop = true;
+    clearInterval(sampler);
+    await healthz;
+  }
+}
+
+describe('a Streamable HTTP server', () => {
+  it('a JSON answer with no end is cut at 10 MiB: the call fails at once, the HTTP request is closed, memory stays flat', async () => {
+    const { result: events, growthMB, slowestHealthzMs } = await underWatch('1 GB JSON answer', () => turn('!call web__huge_json {}'));
+    expect(resultOf(events)).toMatchObject({ status: 'error' });
+    expect(resultOf(events).content).toMatch(/over 10485760 bytes/);
+    const call = (await stats()).calls.huge_json;
+    expect(call.closed).toBe(true);
+    expect(call.bytes).toBeLessThan(64 * MiB);
+    expect(growthMB).toBeLessThan(150);
+    expect(slowestHealthzMs).toBeLessThan(2000);
+  });
+
+  it('an SSE event with no end is cut at 10 MiB and answers its call with an error; the stream is closed', async () => {
+    const { result: events, growthMB } = await underWatch('endless SSE event', () => turn('!call web__endless_event {}'));
+    expect(resultOf(events)).toMatchObject({ status: 'error' });
+    expect(resultOf(events).content).toMatch(/over 10485760 bytes/);
+    const call = (await stats()).calls.endless_event;
+    expect(call.closed).toBe(true);
+    expect(call.bytes).toBeLessThan(64 * MiB);
+    expect(growthMB).toBeLessThan(150);
+  });
+
+  it('a stream that never answers, and a request never answered at all, end at the timeout: the HTTP request is aborted, not left open', async () => {
+    for (const name of ['endless_stream', 'silent']) {
+      const started = Date.now();
+      const events = await turn(`!call web__${name} {}`);
+      expect(resultOf(events)).toMatchObject({ status: 'error' });
+      expect(resultOf(events).content).toMatch(/timed out|Request timed out/i);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      // The server sees its request closed right after the call's 3 s, and the cancellation.
+      await waitFor(async () => (await stats()).calls[name]?.closed === true, { what: `${name}'s HTTP request to be closed`, timeoutMs: 5000 });
+      const call = (await stats()).calls[name];
+      expect(call.closedAt - call.openedAt).toBeLessThan(6000);
+    }
+    expect((await stats()).cancelled.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a JSON-RPC error of megabytes is an error result of a bounded text', async () => {
+    const events = await turn('!call web__huge_error {}');
+    expect(resultOf(events).status).toBe('error');
+    expect(resultOf(events).content).toMatch(/^tool failed: MCP error -32000: boom e+…$/);
+    expect(resultOf(events).content.length).toBeLessThan(3000);
+  });
+
+  it("a flood on the server's own stream (requests, logging, progress, list_changed) holds at most 16 answers; the process stays responsive", async () => {
+    await turn('!call web__ok {}'); // connected, its GET stream open
+    const before = await stats();
+    const { growthMB, slowestHealthzMs } = await underWatch('server-to-client flood', async () => {
+      await fetch(`${hostileUrl}/control?get=flood`, { method: 'POST' });
+      await waitFor(async () => (await stats()).sentRequests > before.sentRequests + 5000, { what: 'the flood to run', timeoutMs: 30_000 });
+      const events = await turn('!call web__ok {}');
+      expect(resultOf(events)).toMatchObject({ status: 'ok', content: 'fine' });
+    });
+    await fetch(`${hostileUrl}/control?get=quiet`, { method: 'POST' });
+    const after = await stats();
+    console.log(
+      `flood: ${after.sentRequests - before.sentRequests} requests sent, ${after.answers - before.answers} answered, at most ${after.answersMax} answers open`,
+    );
+    // 16 held by forkline, and a few whose abort the server has not seen yet.
+    expect(after.answersMax).toBeLessThanOrEqual(24);
+    // A storm of list_changed is at most one tools/list a second, not one per notice.
+    expect(after.toolsLists - before.toolsLists).toBeLessThan(60);
+    expect(growthMB).toBeLessThan(150);
+    expect(slowestHealthzMs).toBeLessThan(2000);
+  }, 150_000);
+});
+
+describe("a server's tools/list", () => {
+  const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+  it('offers only tools with names providers take, once each, with bounded descriptions and schemas', async () => {
+    const { tools } = await gql('{ tools { name server description inputSchema } }');
+    const listed = tools.filter((t: any) => t.server === 'list');
+    const names = listed.map((t: any) => t.name);
+    expect(names.every((n: string) => PROVIDER_NAME.test(n))).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toEqual(expect.arrayContaining(['list__ok', 'list__long_description', 'list__mixed', 'list__structured', 'list__filler_0']));
+    for (const refused of ['list__deep_schema', 'list__huge_schema', 'list__bad_ref', 'list__bad_output']) expect(names).not.toContain(refused);
+    expect(listed.find((t: any) => t.name === 'list__ok').description).toBe('a good tool');
+    expect(listed.find((t: any) => t.name === 'list__long_description').description.length).toBeLessThanOrEqual(4096);
+    const size = JSON.stringify(listed).length;
+    console.log(`tools/list of 3014 hostile tools: ${listed.length} offered, ${size} characters`);
+    expect(listed.length).toBeLessThanOrEqual(1000);
+    expect(size).toBeLessThan(3 * MiB);
+  });
+
+  it('a server that names another page forever is listed in at most 100 pages', async () => {
+    const { toolServers } = await gql('{ toolServers { name status toolCount error } }');
+    expect(toolServers.find((s: any) => s.name === 'pages')).toMatchObject({ status: 'READY', toolCount: 1 });
+  });
+});
+
+describe("a server's results", () => {
+  it('content of every kind is kept bounded, and no file a URI names is read', async () => {
+    const events = await turn('!call list__mixed {}');
+    const result = resultOf(events);
+    expect(result.status).toBe('ok');
+    expect(result.content).toContain('[image: image/png, 3000000 bytes]');
+    expect(result.content).toContain('[resource link: file:///etc/passwd (passwd)]');
+    expect(result.content).toContain('[resource: file:///etc/shadow, application/octet-stream]');
+    expect(result.content).not.toContain('root:');
+    const kept = events.find((e) => e.type === 'plugin/mcp/result').data.result;
+    expect(kept).toMatchObject({ truncated: true, isError: false });
+    expect(JSON.stringify(kept).length).toBeLessThan(1_100_000);
+  });
+
+  it("structured content its output schema refuses is an error result; a server's megabytes of error are cut", async () => {
+    expect(resultOf(await turn('!call list__structured {}'))).toMatchObject({ status: 'error' });
+    expect(resultOf(await turn('!call list__structured {}')).content).toMatch(/structured content does not match its output schema/);
+    const error = resultOf(await turn('!call list__huge_error {}'));
+    expect(error.status).toBe('error');
+    expect(error.content.length).toBeLessThan(3000);
+  });
+
+  it('a flood of progress reaches subscribers at most ten times a second, its text cut', async () => {
+    const id = (await gql('mutation { createSession(input: { title: "progress" }) { id } }')).createSession.id as string;
+    const updates = subscribeWs(service.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind progress text } }', { id });
+    await updates.until((items) => items.length >= 0, 'the subscription', 1000).catch(() => {});
+    const started = Date.now();
+    await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: '!call list__progress_flood {}' } });
+    await updates.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'the turn to end', 60_000);
+    await updates.close();
+    const progress = updates.items.filter((u) => u.sessionTurns.kind === 'TOOL_PROGRESS').map((u) => u.sessionTurns);
+    const seconds = (Date.now() - started) / 1000;
+    console.log(`3,000 progress notifications in ${seconds.toFixed(1)} s: ${progress.length} TOOL_PROGRESS updates`);
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.length).toBeLessThanOrEqual(Math.ceil(seconds * 10) + 1);
+    expect(Math.max(...progress.map((p) => p.text.length))).toBeLessThanOrEqual(2001);
+  });
+
+  it('sampling, elicitation and roots requests from a server are refused, and its call goes on', async () => {
+    const result = resultOf(await turn('!call list__ask {}'));
+    expect(result.status).toBe('ok');
+    for (const method of ['sampling/createMessage', 'elicitation/create', 'roots/list'])
+      expect(result.content).toMatch(new RegExp(`${method}: .*(not found|not support)`, 'i'));
+  });
+});
