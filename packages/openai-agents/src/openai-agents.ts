@@ -28,7 +28,7 @@ import {
   type Tool,
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, summaryPrompt, unservableModel, writeRunnerCompaction, type RequestedModel } from '@forkline/runner';
+import { requestedModel, summaryPrompt, toolResultContent, unservableModel, writeRunnerCompaction, type RequestedModel, type ToolResultContent } from '@forkline/runner';
 
 // The Agents SDK's items are a wide union read field by field here; its own types use `any` for agent context and output.
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -216,11 +216,24 @@ class WritingModel implements Model {
   }
 }
 
+/** A tool's output as its result: the SDK's text outputs as text, anything else as JSON (one with no JSON form: an `error` result saying the tool ran). */
+function resultOf(output: unknown, maxBytes: number): ToolResultContent {
+  let text: unknown;
+  try {
+    text = outputText(output);
+  } catch {
+    // not JSON: toolResultContent says so
+  }
+  return toolResultContent(typeof text === 'string' ? text : output, maxBytes);
+}
+
 /** The function tools with each `invoke` storing its result as soon as it returns. */
 function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
+      // Aborted after the call was stored, before the tool ran (the lease lost): it does not run, and the step's end says so.
+      details?.signal?.throwIfAborted();
       const call = { id: details?.toolCall?.callId ?? '', name: t.name };
       let output: unknown;
       try {
@@ -229,11 +242,19 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
         await turn.result(call, 'error', `tool failed: ${err instanceof Error ? err.message : String(err)}`);
         throw err;
       }
-      await turn.result(call, 'ok', outputText(output));
-      return output as string;
+      const outcome = resultOf(output, turn.session.maxResultBytes);
+      await turn.result(call, outcome.status, outcome.content);
+      // The model reads what the log holds: an output that could not be stored is the error that says so.
+      return (outcome.status === 'ok' ? output : outcome.content) as string;
     };
     return { ...t, invoke };
   });
+}
+
+/** Why a run stopped for approvals this adapter cannot take (docs/runners.md, Tool approval): the calls did not run. */
+function needsApprovalError(interruptions: ReadonlyArray<{ rawItem?: unknown }>): string {
+  const names = interruptions.map((i) => (i.rawItem as { name?: string } | undefined)?.name ?? 'a tool');
+  return `tool "${names.join('", "')}" needs approval (needsApproval), which @forkline/openai-agents does not support yet: the call did not run`;
 }
 
 async function modelFor(agent: Agent<any, any>, requested: RequestedModel | undefined, opts: AgentsRunOptions): Promise<Model | undefined> {
@@ -296,14 +317,18 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   let failure: unknown;
   try {
     const options = { maxTurns: opts.maxTurns ?? 16, signal: session.signal };
+    let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
-      await run(writing, input, options);
+      interruptions = (await run(writing, input, options)).interruptions;
     } else {
       const result = await run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
+      interruptions = result.interruptions;
     }
+    // The run stopped for a person's decision (a tool's needsApproval): the turn fails saying so, its calls recorded as not run.
+    if (!failure && interruptions.length > 0) failure = new Error(needsApprovalError(interruptions));
   } catch (err) {
     failure = err;
   }
