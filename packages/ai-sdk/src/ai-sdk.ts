@@ -14,7 +14,15 @@
 import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
 import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, summaryPrompt, toolResultContent, unservableModel, writeRunnerCompaction, type RequestedModel, type ToolResultContent } from '@forkline/runner';
+import {
+  requestedModel,
+  summaryPrompt,
+  toolResultContent,
+  unservableModel,
+  writeRunnerCompaction,
+  type RequestedModel,
+  type ToolResultContent,
+} from '@forkline/runner';
 
 export interface AiSdkRunOptions {
   /** The model for sessions that name none. */
@@ -86,8 +94,7 @@ function parseArguments(text: string): unknown {
 }
 
 /** Why a call of an approval-gated tool does not run under this adapter (docs/runners.md, Tool approval). */
-const needsApprovalError = (tool: string) =>
-  `tool "${tool}" needs approval (needsApproval), which @forkline/ai-sdk does not support yet`;
+const needsApprovalError = (tool: string) => `tool "${tool}" needs approval (needsApproval), which @forkline/ai-sdk does not support yet`;
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
@@ -308,7 +315,9 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
         await turn.result(call, 'error', `${needsApproval}: the call did not run`);
         continue;
       }
-      const outcome = ok ? toolResultContent(ok.output, turn.session.maxResultBytes) : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
+      const outcome = ok
+        ? toolResultContent(ok.output, turn.session.maxResultBytes)
+        : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
       await turn.result(call, outcome.status, outcome.content);
     }
     const called = calls.size > 0;

@@ -28,7 +28,15 @@ import {
   type Tool,
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, summaryPrompt, toolResultContent, unservableModel, writeRunnerCompaction, type RequestedModel, type ToolResultContent } from '@forkline/runner';
+import {
+  requestedModel,
+  summaryPrompt,
+  toolResultContent,
+  unservableModel,
+  writeRunnerCompaction,
+  type RequestedModel,
+  type ToolResultContent,
+} from '@forkline/runner';
 
 // The Agents SDK's items are a wide union read field by field here; its own types use `any` for agent context and output.
 /* eslint-disable @typescript-eslint/no-explicit-any */
