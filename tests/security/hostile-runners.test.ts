@@ -164,3 +164,36 @@ describe('declared tools', () => {
     expect((await holder(id)).eventCount).toBe(1);
   });
 });
+
+describe('usage a runner reports', () => {
+  it("keeps a session's token totals exact past GraphQL's 32-bit Int, and refuses an answer reporting more tokens than any model reads", async () => {
+    const { id, inputId } = await poolSession('usage', 'count');
+    const claim = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession;
+    const [token, at] = [claim.lease.token, claim.session.eventCount];
+    const opening = [
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId } },
+    ];
+    const step = (n: number, tokens: number) => [
+      { type: 'step/start', data: { turn: 1, step: n } },
+      { type: 'model/message', data: { turn: 1, step: n, text: 'ok', toolCalls: [], usage: { inputTokens: tokens, outputTokens: tokens } } },
+      { type: 'step/end', data: { turn: 1, step: n, reason: 'completed' } },
+    ];
+    const absurd = await append(id, token, at, [...opening, ...step(1, 1e12)]);
+    expect(absurd.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(absurd.errors?.[0].message).toMatch(/inputTokens/);
+    expect((await holder(id)).eventCount).toBe(at);
+
+    // 22 answers of 100 million tokens each: 2.2 billion, past 2^31 - 1.
+    const steps = Array.from({ length: 22 }, (_, i) => step(i + 1, 100_000_000)).flat();
+    const r = await append(id, token, at, [...opening, ...steps, { type: 'turn/end', data: { turn: 1, reason: 'completed' } }]);
+    expect(r.errors).toBeUndefined();
+    const read = await app.gql(
+      `query($id: ID!) { session(id: $id) { totals { inputTokens outputTokens } turns(last: 1) { usage { inputTokens outputTokens } } } }`,
+      { id },
+    );
+    expect(read.errors).toBeUndefined();
+    expect(read.data.session.totals).toEqual({ inputTokens: 2_200_000_000, outputTokens: 2_200_000_000 });
+    expect(read.data.session.turns[0].usage).toEqual({ inputTokens: 2_200_000_000, outputTokens: 2_200_000_000 });
+  });
+});
