@@ -294,6 +294,14 @@ describe.each(VARIANTS)('$name', (variant) => {
     for (const r of results) expect(r.data.content).toMatch(/^the tool ran, but its output could not be recorded: it is not JSON/);
   });
 
+  it("stores a tool's output holding a NUL or an unpaired surrogate, as forkline's own agent does (U+FFFD)", async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'read_binary' }] });
+    await serve(id, pool, [{ name: 'read_binary', execute: () => 'PK\u0000\u0003 \ud800!' }]);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'PK\uFFFD\u0003 \uFFFD!' });
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
   it("records a tool's output over the runner's byte bound as a result saying so, and the turn goes on", async () => {
     const { id, pool } = await sessionWith({ calls: [{ name: 'dump' }] });
     let ran = 0;

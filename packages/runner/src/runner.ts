@@ -33,7 +33,7 @@ import {
   type ForklineClient,
   type ModelRequestQuery,
 } from '@forkline/client';
-import { boundedResult, DEFAULT_MAX_RESULT_BYTES } from './tool-output.ts';
+import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText } from './tool-output.ts';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
@@ -705,7 +705,7 @@ export class TurnWriter {
     for (const c of toolCalls) this.unanswered.set(c.id, c);
     const event: RunnerEvent = {
       type: 'model/message',
-      data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) },
+      data: { turn: this.turn, step: this.step, text: storableText(m.text), toolCalls, ...(m.usage ? { usage: m.usage } : {}) },
     };
     if (toolCalls.length === 0) {
       this.carry.push(event);

@@ -29,8 +29,16 @@ export function toolOutputContent(output: unknown): ToolResultContent {
   return { status: 'ok', content: json };
 }
 
-/** `content` held to `maxBytes` of UTF-8: over it, an `error` result saying the tool ran and how big its output was. */
+/**
+ * Text the log can store: each NUL (U+0000) and unpaired surrogate becomes U+FFFD, as forkline's own agent
+ * stores a tool's output or a model's answer (a batch holding either is refused, and the result with it).
+ */
+export const storableText = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s).toWellFormed();
+
+/** `content` made storable and held to `maxBytes` of UTF-8: over it, an `error` result saying the tool ran and how big its output was. */
 export function boundedResult(result: ToolResultContent, maxBytes: number): ToolResultContent {
+  const content = storableText(result.content);
+  if (content !== result.content) return boundedResult({ ...result, content }, maxBytes);
   // Four bytes a character at most: a short text needs no count.
   if (result.content.length * 4 <= maxBytes) return result;
   const bytes = new TextEncoder().encode(result.content).byteLength;
