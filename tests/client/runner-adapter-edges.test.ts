@@ -35,7 +35,11 @@ interface Directive {
   calls: Array<{ name: string; id?: string; pad?: number }>;
   /** Run before the provider answers the call (the test's hook: take the lease, stop the server). */
   hook?: string;
+  /** Answer the first request with a 500 (a retryable provider error: the SDK or its client retries). */
+  failFirst?: boolean;
 }
+/** Directives (their text) whose first request failed. */
+const failed = new Set<string>();
 const hooks = new Map<string, () => Promise<void>>();
 let requestNo = 0;
 
@@ -64,6 +68,13 @@ const provider = http.createServer((req, res) => {
   req.on('end', async () => {
     const { directive, calls, text } = reply(JSON.parse(raw));
     const body = JSON.parse(raw);
+    if (directive.failFirst && !failed.has(JSON.stringify(directive))) {
+      failed.add(JSON.stringify(directive));
+      requestNo--; // the retry is answered as this request would have been
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }));
+      return;
+    }
     if (calls.length && directive.hook) await hooks.get(directive.hook)?.();
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
     const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
@@ -271,6 +282,18 @@ describe.each(VARIANTS)('$name', (variant) => {
         ['third', 'ok', 'third done'],
       ]),
     );
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
+  it("has a step the SDK retried after a provider error written once, its tool run once", async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }], failFirst: true });
+    let ran = 0;
+    await serve(id, pool, [{ name: 'send', execute: () => `sent ${++ran}` }]);
+    expect(ran).toBe(1);
+    const log = await events(id);
+    expect(log.filter((e) => e.type === 'step/start').map((e) => e.data.step)).toEqual([1, 2]);
+    expect(log.filter((e) => e.type === 'model/message').map((e) => e.data.toolCalls.length)).toEqual([1, 0]);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'sent 1' });
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
   });
 
