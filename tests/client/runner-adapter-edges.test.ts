@@ -285,7 +285,7 @@ describe.each(VARIANTS)('$name', (variant) => {
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
   });
 
-  it("has a step the SDK retried after a provider error written once, its tool run once", async () => {
+  it('has a step the SDK retried after a provider error written once, its tool run once', async () => {
     const { id, pool } = await sessionWith({ calls: [{ name: 'send' }], failFirst: true });
     let ran = 0;
     await serve(id, pool, [{ name: 'send', execute: () => `sent ${++ran}` }]);
@@ -348,6 +348,35 @@ describe.each(VARIANTS)('$name', (variant) => {
     const log = await events(id);
     expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
     expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toMatch(/"wire_money" needs approval \(needsApproval\)/);
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
+  });
+});
+
+describe.each(['stream', 'generate'] as const)('the AI SDK adapter (%s) cancelled by the app', (mode) => {
+  it('runs no tool whose call is stored when the cancellation comes before it starts, and ends the turn failed', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }] });
+    const cancel = new AbortController();
+    let ran = 0;
+    let stored: unknown[] = [];
+    const model = createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
+    const tools = {
+      send: aiTool({
+        inputSchema: parameters,
+        // The SDK has the call (so it is in the log) and is about to run it: the app stops now.
+        onInputAvailable: async () => {
+          stored = (await events(id)).filter((e) => e.type === 'model/message');
+          cancel.abort(new Error('the app is stopping'));
+        },
+        execute: async () => ++ran,
+      }),
+    };
+    const runner = new ForklineRunner({ url: app.url, pool });
+    await runner.serve(id, (s) => runAiSdkTurns(s, { model, tools, mode, signal: cancel.signal }).then(() => {}));
+    await runner.close();
+    expect(stored).toHaveLength(1);
+    expect(ran).toBe(0);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
     expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
   });
 });

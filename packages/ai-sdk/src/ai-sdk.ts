@@ -43,6 +43,11 @@ export interface AiSdkRunOptions {
   /** `generate`: generateText, no deltas (default `stream`). */
   mode?: 'stream' | 'generate';
   system?: string;
+  /**
+   * Cancels the work (the app stopping): no new turn starts, a tool whose call is stored but has not started
+   * does not run, and the turn ends `failed` with its calls recorded as not run.
+   */
+  signal?: AbortSignal;
 }
 
 /** ModelRequest.messages (OpenAI chat format, as forkline builds them) as AI SDK model messages. */
@@ -195,6 +200,12 @@ function writingModel(model: LanguageModelV3, turn: TurnWriter, calls: Map<strin
   });
 }
 
+/** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */
+async function notStarted(reason: unknown, record: (outcome: ToolResultContent) => Promise<void>): Promise<never> {
+  await record({ status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(reason)})` }).catch(() => {});
+  throw reason;
+}
+
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
 
 /**
@@ -211,13 +222,13 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): 
       const execute = t.execute;
       if (!execute) return [name, t];
       const wrapped: typeof execute = (input, options) => {
-        // Aborted after the call was stored, before the tool ran (the lease lost): it does not run, and the step's end says so.
-        options.abortSignal?.throwIfAborted();
         const call = { id: options.toolCallId, name };
         const record = async (outcome: ToolResultContent) => {
           answered.add(call.id);
           await turn.result(call, outcome.status, outcome.content);
         };
+        // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
+        if (options.abortSignal?.aborted) return notStarted(options.abortSignal.reason, record);
         const failed = async (err: unknown): Promise<never> => {
           await record({ status: 'error', content: `tool failed: ${errorText(err)}` });
           throw err;
@@ -270,7 +281,7 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
       compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
       continue;
     }
-    if (request.turn == null || request.step == null) return turns;
+    if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }
@@ -301,7 +312,9 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   let needsApproval: string | undefined;
   const abort = new AbortController();
   const onLost = () => abort.abort(session.signal.reason);
+  const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
+  opts.signal?.addEventListener('abort', onCancel, { once: true });
   const onStepFinish = async (result: StepResult<ToolSet>) => {
     // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
     for (const call of calls.values()) {
@@ -346,6 +359,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     failure ??= err;
   } finally {
     session.signal.removeEventListener('abort', onLost);
+    opts.signal?.removeEventListener('abort', onCancel);
   }
   if (turn.isEnded) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write

@@ -148,6 +148,11 @@ export interface AgentsRunOptions {
    * its next turn (default true; docs/runners.md, Compaction). false: the longer request is sent.
    */
   compact?: boolean;
+  /**
+   * Cancels the work (the app stopping): no new turn starts, a tool whose call is stored but has not started
+   * does not run, and the turn ends `failed` with its calls recorded as not run.
+   */
+  signal?: AbortSignal;
 }
 
 type FunctionTool = Extract<Tool, { type: 'function' }>;
@@ -240,9 +245,15 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
-      // Aborted after the call was stored, before the tool ran (the lease lost): it does not run, and the step's end says so.
-      details?.signal?.throwIfAborted();
       const call = { id: details?.toolCall?.callId ?? '', name: t.name };
+      // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
+      if (details?.signal?.aborted) {
+        const reason: unknown = details.signal.reason;
+        await turn
+          .result(call, 'error', `the call did not run: the run was cancelled before it started (${reason instanceof Error ? reason.message : String(reason)})`)
+          .catch(() => {});
+        throw reason;
+      }
       let output: unknown;
       try {
         output = await t.invoke(ctx, input, details);
@@ -285,7 +296,7 @@ export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, a
       compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
       continue;
     }
-    if (request.turn == null || request.step == null) return turns;
+    if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
     await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
@@ -324,7 +335,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
   try {
-    const options = { maxTurns: opts.maxTurns ?? 16, signal: session.signal };
+    const options = { maxTurns: opts.maxTurns ?? 16, signal: opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
       interruptions = (await run(writing, input, options)).interruptions;
