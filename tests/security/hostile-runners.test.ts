@@ -125,6 +125,33 @@ describe("what a runner's batch may hold", () => {
     expect((await holder(id)).status).toBe('WAITING');
   });
 
+  it.each([
+    ["a result with status not-started (a fork's repair)", { type: 'tool/result', status: 'not-started' }],
+    ['a result with status interrupted (a crash repair)', { type: 'tool/result', status: 'interrupted' }],
+    ['a step closed as forked', { type: 'step/end', reason: 'forked' }],
+    ['a turn closed as interrupted', { type: 'turn/end', reason: 'interrupted' }],
+  ])("a runner does not pass its events off as a repair's: %s", async (_what, forged: { type: string; status?: string; reason?: string }) => {
+    const { id, inputId } = await poolSession('repair-words', 'send it');
+    const claim = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession;
+    const call = { turn: 1, step: 1 };
+    const events = [
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId } },
+      { type: 'step/start', data: call },
+      { type: 'model/message', data: { ...call, text: '', toolCalls: [{ id: 'c1', name: 'send', arguments: '{}' }] } },
+      { type: 'tool/result', data: { ...call, callId: 'c1', resultId: 'r1', status: forged.status ?? 'ok', content: 'x', name: 'send' } },
+      { type: 'step/end', data: { ...call, reason: forged.type === 'step/end' ? forged.reason : 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: forged.type === 'turn/end' ? forged.reason : 'completed' } },
+    ];
+    const r = await append(id, claim.lease.token, claim.session.eventCount, events);
+    expect(r.errors?.[0].extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      rule: 'runner events',
+      seq: claim.session.eventCount + events.findIndex((e) => e.type === forged.type),
+    });
+    expect((await holder(id)).eventCount).toBe(claim.session.eventCount);
+  });
+
   it('a session/runner-tools event naming a tool twice is refused in an append as declareRunnerTools refuses it', async () => {
     const { id } = await poolSession('tool-sets');
     const token = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession.lease.token;
