@@ -10,7 +10,7 @@ const output = {
   config: {
     useTypeImports: true,
     enumsAsTypes: true,
-    scalars: { DateTime: 'string', JSON: 'unknown', ID: 'string' },
+    scalars: { DateTime: 'string', JSON: 'unknown', SafeInt: 'number', ID: 'string' },
   },
 } as const;
 

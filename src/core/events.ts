@@ -15,6 +15,12 @@ export type FormatVersion = (typeof FORMAT_VERSIONS)[number];
 const nonNegInt = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
 const id = z.string().min(1).max(200);
+/**
+ * Tokens one answer may report (model/message usage): far past any model's window, and low enough that a
+ * session's sums stay exact (Session.totals; a runner's absurd count would otherwise break them for every reader).
+ */
+const MAX_ANSWER_TOKENS = 100_000_000;
+const answerTokens = nonNegInt.max(MAX_ANSWER_TOKENS);
 
 export const toolCallSchema = z.strictObject({
   id,
@@ -104,7 +110,11 @@ const v4 = {
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
     usage: z
-      .strictObject({ inputTokens: nonNegInt.optional(), outputTokens: nonNegInt.optional(), costUsd: z.number().nonnegative().max(1e9).optional() })
+      .strictObject({
+        inputTokens: answerTokens.optional(),
+        outputTokens: answerTokens.optional(),
+        costUsd: z.number().nonnegative().max(1e9).optional(),
+      })
       .optional(),
   }),
   // An input may ask for an answer matching a JSON Schema (structured output): kept with it, so a fork or a replay asks the same.

@@ -1,7 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import RelayPlugin from '@pothos/plugin-relay';
 import { GraphQLScalarType } from 'graphql';
-import { DateTimeResolver, JSONResolver } from 'graphql-scalars';
+import { DateTimeResolver, JSONResolver, SafeIntResolver } from 'graphql-scalars';
 import type { Context } from './context.ts';
 import { badInput } from '../core/errors.ts';
 import { PROPERTY_READ } from './property-reads.ts';
@@ -26,6 +26,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     JSON: { Input: unknown; Output: unknown };
+    SafeInt: { Input: number; Output: number };
     ID: { Input: string; Output: string };
   };
   DefaultFieldNullability: false;
@@ -71,5 +72,7 @@ const DateTime = new GraphQLScalarType({
 
 builder.addScalarType('DateTime', DateTime);
 builder.addScalarType('JSON', JSONResolver);
+// Counts that may pass GraphQL's 32-bit Int (a long session's tokens), exact up to 2^53 - 1.
+builder.addScalarType('SafeInt', SafeIntResolver);
 builder.queryType({});
 builder.mutationType({});

@@ -35,7 +35,7 @@ import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail, findOpenTail } from '../core/repair.ts';
 import { decidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
-import { dataOf } from '../core/core-event.ts';
+import { dataOf, fieldOf } from '../core/core-event.ts';
 import type { ResponseFormat, RunnerTool } from '../core/events.ts';
 import { duplicateToolNames, runnerToolInfo, runnerToolsDiffer, withDeclaredEffects } from '../core/runner-tools.ts';
 import type { ChatMessage } from '../core/chat.ts';
@@ -56,6 +56,19 @@ import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, t
  * person's decision on a call (approveToolCall/denyToolCall record who made it: a runner's would forge it).
  */
 const NOT_A_RUNNERS = new Set(['inbox/add', 'session/end-seed', 'tool/approval']);
+
+/**
+ * A repair's words in a runner's event (docs/contract.md#repair): the statuses a fork or crash repair gives a
+ * call it cut off and the reasons it closes a step or turn with. A runner's would pass its own event off as
+ * the service's (a `not-started` result tells the model the call never ran in this branch); undefined: none.
+ */
+function repairWordOf(e: NewEvent): string | undefined {
+  const status = e.type === 'tool/result' ? fieldOf(e, 'status') : undefined;
+  if (status === 'interrupted' || status === 'not-started') return `status ${status}`;
+  const reason = e.type === 'step/end' || e.type === 'turn/end' ? fieldOf(e, 'reason') : undefined;
+  if (reason === 'interrupted' || reason === 'forked') return `reason ${reason}`;
+  return undefined;
+}
 
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
 /** The runnable feed's looks for ended leases are at least this far apart. */
@@ -286,6 +299,13 @@ export class RunnerProtocol {
     for (const [i, e] of events.entries()) {
       if (NOT_A_RUNNERS.has(e.type)) {
         throw badInput(`event ${expectedEventCount + i} (${e.type}): a runner does not write ${e.type} events`, {
+          rule: 'runner events',
+          seq: expectedEventCount + i,
+        });
+      }
+      const repairWord = repairWordOf(e);
+      if (repairWord) {
+        throw badInput(`event ${expectedEventCount + i} (${e.type}): ${repairWord} is a repair's to write, not a runner's (a result is ok or error)`, {
           rule: 'runner events',
           seq: expectedEventCount + i,
         });

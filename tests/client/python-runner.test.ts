@@ -5,7 +5,7 @@
 // taken while the tool runs holds the call and closes it; a runner SIGKILLed
 // mid-tool leaves a turn repaired once (interrupted), and the next runner does
 // not run the tool again.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -222,4 +222,35 @@ describe('a Python runner whose sessions fail', () => {
     expect(runner.output()).toContain('fails every session');
     runner.child.kill('SIGKILL');
   }, 120_000);
+});
+
+describe("a Python tool's output", () => {
+  it('is stored as a result saying the tool ran, whatever it is: not JSON, too big, NUL or a lone surrogate', () => {
+    // tool_result as run_turns calls it, on tools returning what a careless tool returns.
+    const script = `
+import json
+from forkline_runner.turns import Tool, tool_result
+outputs = {"dict": {"a": 1}, "bytes": b"PK", "nul": "a\\x00b\\ud800c", "big": "x" * 2_000_000, "nan": float("nan")}
+for name, output in outputs.items():
+    tool = Tool(name, "", {}, "read-only", lambda _args, output=output: output)
+    event = tool_result("ses_1", 1, 1, {"id": "c_" + name, "name": name, "arguments": "{}"}, tool)
+    print(json.dumps([name, event["data"]["status"], event["data"]["content"]]))
+`;
+    const run = spawnSync('python3', ['-c', script], { env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python') }, encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    const rows = Object.fromEntries(
+      run.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as [string, string, string])
+        .map(([name, status, content]) => [name, [status, content]]),
+    );
+    expect(rows).toEqual({
+      dict: ['ok', '{"a": 1}'],
+      bytes: ['error', 'the tool ran, but its output could not be recorded: it is not JSON (Object of type bytes is not JSON serializable)'],
+      nul: ['ok', 'a\uFFFDb\uFFFDc'],
+      big: ['error', "the tool ran, but its output (2000000 bytes) is over this runner's limit of 1000000 bytes (max_result_bytes), so it was not recorded"],
+      nan: ['error', 'the tool ran, but its output could not be recorded: it is not JSON (Out of range float values are not JSON compliant)'],
+    });
+  });
 });

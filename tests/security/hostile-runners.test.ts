@@ -125,6 +125,33 @@ describe("what a runner's batch may hold", () => {
     expect((await holder(id)).status).toBe('WAITING');
   });
 
+  it.each([
+    ["a result with status not-started (a fork's repair)", { type: 'tool/result', status: 'not-started' }],
+    ['a result with status interrupted (a crash repair)', { type: 'tool/result', status: 'interrupted' }],
+    ['a step closed as forked', { type: 'step/end', reason: 'forked' }],
+    ['a turn closed as interrupted', { type: 'turn/end', reason: 'interrupted' }],
+  ])("a runner does not pass its events off as a repair's: %s", async (_what, forged: { type: string; status?: string; reason?: string }) => {
+    const { id, inputId } = await poolSession('repair-words', 'send it');
+    const claim = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession;
+    const call = { turn: 1, step: 1 };
+    const events = [
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId } },
+      { type: 'step/start', data: call },
+      { type: 'model/message', data: { ...call, text: '', toolCalls: [{ id: 'c1', name: 'send', arguments: '{}' }] } },
+      { type: 'tool/result', data: { ...call, callId: 'c1', resultId: 'r1', status: forged.status ?? 'ok', content: 'x', name: 'send' } },
+      { type: 'step/end', data: { ...call, reason: forged.type === 'step/end' ? forged.reason : 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: forged.type === 'turn/end' ? forged.reason : 'completed' } },
+    ];
+    const r = await append(id, claim.lease.token, claim.session.eventCount, events);
+    expect(r.errors?.[0].extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      rule: 'runner events',
+      seq: claim.session.eventCount + events.findIndex((e) => e.type === forged.type),
+    });
+    expect((await holder(id)).eventCount).toBe(claim.session.eventCount);
+  });
+
   it('a session/runner-tools event naming a tool twice is refused in an append as declareRunnerTools refuses it', async () => {
     const { id } = await poolSession('tool-sets');
     const token = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession.lease.token;
@@ -162,5 +189,38 @@ describe('declared tools', () => {
     expect(body.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect(body.errors?.[0].message).toMatch(/nested deeper than 64 levels/);
     expect((await holder(id)).eventCount).toBe(1);
+  });
+});
+
+describe('usage a runner reports', () => {
+  it("keeps a session's token totals exact past GraphQL's 32-bit Int, and refuses an answer reporting more tokens than any model reads", async () => {
+    const { id, inputId } = await poolSession('usage', 'count');
+    const claim = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'r' } })).claimSession;
+    const [token, at] = [claim.lease.token, claim.session.eventCount];
+    const opening = [
+      { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId } },
+    ];
+    const step = (n: number, tokens: number) => [
+      { type: 'step/start', data: { turn: 1, step: n } },
+      { type: 'model/message', data: { turn: 1, step: n, text: 'ok', toolCalls: [], usage: { inputTokens: tokens, outputTokens: tokens } } },
+      { type: 'step/end', data: { turn: 1, step: n, reason: 'completed' } },
+    ];
+    const absurd = await append(id, token, at, [...opening, ...step(1, 1e12)]);
+    expect(absurd.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
+    expect(absurd.errors?.[0].message).toMatch(/inputTokens/);
+    expect((await holder(id)).eventCount).toBe(at);
+
+    // 22 answers of 100 million tokens each: 2.2 billion, past 2^31 - 1.
+    const steps = Array.from({ length: 22 }, (_, i) => step(i + 1, 100_000_000)).flat();
+    const r = await append(id, token, at, [...opening, ...steps, { type: 'turn/end', data: { turn: 1, reason: 'completed' } }]);
+    expect(r.errors).toBeUndefined();
+    const read = await app.gql(
+      `query($id: ID!) { session(id: $id) { totals { inputTokens outputTokens } turns(last: 1) { usage { inputTokens outputTokens } } } }`,
+      { id },
+    );
+    expect(read.errors).toBeUndefined();
+    expect(read.data.session.totals).toEqual({ inputTokens: 2_200_000_000, outputTokens: 2_200_000_000 });
+    expect(read.data.session.turns[0].usage).toEqual({ inputTokens: 2_200_000_000, outputTokens: 2_200_000_000 });
   });
 });

@@ -14,7 +14,15 @@
 import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
 import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, summaryPrompt, unservableModel, writeRunnerCompaction, type RequestedModel } from '@forkline/runner';
+import {
+  requestedModel,
+  summaryPrompt,
+  toolResultContent,
+  unservableModel,
+  writeRunnerCompaction,
+  type RequestedModel,
+  type ToolResultContent,
+} from '@forkline/runner';
 
 export interface AiSdkRunOptions {
   /** The model for sessions that name none. */
@@ -35,6 +43,11 @@ export interface AiSdkRunOptions {
   /** `generate`: generateText, no deltas (default `stream`). */
   mode?: 'stream' | 'generate';
   system?: string;
+  /**
+   * Cancels the work (the app stopping): no new turn starts, a tool whose call is stored but has not started
+   * does not run, and the turn ends `failed` with its calls recorded as not run.
+   */
+  signal?: AbortSignal;
 }
 
 /** ModelRequest.messages (OpenAI chat format, as forkline builds them) as AI SDK model messages. */
@@ -85,7 +98,8 @@ function parseArguments(text: string): unknown {
   }
 }
 
-const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value ?? null));
+/** Why a call of an approval-gated tool does not run under this adapter (docs/runners.md, Tool approval). */
+const needsApprovalError = (tool: string) => `tool "${tool}" needs approval (needsApproval), which @forkline/ai-sdk does not support yet`;
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
@@ -186,24 +200,63 @@ function writingModel(model: LanguageModelV3, turn: TurnWriter, calls: Map<strin
   });
 }
 
-/** The tools with each `execute` storing its result (ok, or error with the failure) as soon as it returns. */
+/** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */
+async function notStarted(reason: unknown, record: (outcome: ToolResultContent) => Promise<void>): Promise<never> {
+  await record({ status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(reason)})` }).catch(() => {});
+  throw reason;
+}
+
+const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
+
+/**
+ * The tools with each `execute` storing its result (ok, or error with the
+ * failure) as soon as it returns. An output that is not JSON, or over the
+ * runner's maxResultBytes, is an `error` result saying the tool ran. An
+ * `execute` that streams (an async iterable: preliminary outputs, then the
+ * final one) is handed to the SDK as one, so it runs, and its result is its
+ * last output.
+ */
 function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): ToolSet {
   return Object.fromEntries(
     Object.entries(tools).map(([name, t]) => {
       const execute = t.execute;
       if (!execute) return [name, t];
-      const wrapped: typeof execute = async (input, options) => {
-        let output: unknown;
-        try {
-          output = await execute(input, options);
-        } catch (err) {
-          answered.add(options.toolCallId);
-          await turn.result({ id: options.toolCallId, name }, 'error', `tool failed: ${errorText(err)}`);
+      const wrapped: typeof execute = (input, options) => {
+        const call = { id: options.toolCallId, name };
+        const record = async (outcome: ToolResultContent) => {
+          answered.add(call.id);
+          await turn.result(call, outcome.status, outcome.content);
+        };
+        // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
+        if (options.abortSignal?.aborted) return notStarted(options.abortSignal.reason, record);
+        const failed = async (err: unknown): Promise<never> => {
+          await record({ status: 'error', content: `tool failed: ${errorText(err)}` });
           throw err;
+        };
+        let output: ReturnType<typeof execute>;
+        try {
+          output = execute(input, options);
+        } catch (err) {
+          return failed(err);
         }
-        answered.add(options.toolCallId);
-        await turn.result({ id: options.toolCallId, name }, 'ok', asText(output));
-        return output;
+        if (isAsyncIterable(output)) {
+          const outputs = output;
+          return (async function* () {
+            let last: unknown;
+            try {
+              for await (const o of outputs) yield (last = o);
+            } catch (err) {
+              return failed(err);
+            }
+            await record(toolResultContent(last, turn.session.maxResultBytes));
+          })();
+        }
+        return Promise.resolve(output).then(async (value) => {
+          const outcome = toolResultContent(value, turn.session.maxResultBytes);
+          await record(outcome);
+          // The model reads what the log holds: an output that could not be stored is the error that says so.
+          return outcome.status === 'ok' ? value : outcome.content;
+        }, failed);
       };
       return [name, { ...t, execute: wrapped }];
     }),
@@ -228,7 +281,7 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
       compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
       continue;
     }
-    if (request.turn == null || request.step == null) return turns;
+    if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }
@@ -255,9 +308,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   const calls = new Map<string, RunnerToolCall>();
   const answered = new Set<string>();
   let failure: unknown;
+  /** Set when a call needed approval (needsApproval): the turn fails with it. */
+  let needsApproval: string | undefined;
   const abort = new AbortController();
   const onLost = () => abort.abort(session.signal.reason);
+  const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
+  opts.signal?.addEventListener('abort', onCancel, { once: true });
   const onStepFinish = async (result: StepResult<ToolSet>) => {
     // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
     for (const call of calls.values()) {
@@ -265,7 +322,16 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
       answered.add(call.id);
       const ok = result.toolResults.find((r) => r.toolCallId === call.id);
       const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
-      await turn.result(call, ok ? 'ok' : 'error', ok ? asText(ok.output) : failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool');
+      if (result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id)) {
+        // The SDK stops the run for a person's decision that this adapter cannot take: the call never ran, and the turn fails saying why.
+        needsApproval ??= needsApprovalError(call.name);
+        await turn.result(call, 'error', `${needsApproval}: the call did not run`);
+        continue;
+      }
+      const outcome = ok
+        ? toolResultContent(ok.output, turn.session.maxResultBytes)
+        : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
+      await turn.result(call, outcome.status, outcome.content);
     }
     const called = calls.size > 0;
     calls.clear();
@@ -293,9 +359,10 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     failure ??= err;
   } finally {
     session.signal.removeEventListener('abort', onLost);
+    opts.signal?.removeEventListener('abort', onCancel);
   }
   if (turn.isEnded) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
-  await turn.end('failed', failure ? errorText(failure) : `stopped after ${maxSteps} steps`);
+  await turn.end('failed', failure ? errorText(failure) : (needsApproval ?? `stopped after ${maxSteps} steps`));
 }

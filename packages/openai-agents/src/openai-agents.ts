@@ -28,7 +28,15 @@ import {
   type Tool,
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
-import { requestedModel, summaryPrompt, unservableModel, writeRunnerCompaction, type RequestedModel } from '@forkline/runner';
+import {
+  requestedModel,
+  summaryPrompt,
+  toolResultContent,
+  unservableModel,
+  writeRunnerCompaction,
+  type RequestedModel,
+  type ToolResultContent,
+} from '@forkline/runner';
 
 // The Agents SDK's items are a wide union read field by field here; its own types use `any` for agent context and output.
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -140,6 +148,11 @@ export interface AgentsRunOptions {
    * its next turn (default true; docs/runners.md, Compaction). false: the longer request is sent.
    */
   compact?: boolean;
+  /**
+   * Cancels the work (the app stopping): no new turn starts, a tool whose call is stored but has not started
+   * does not run, and the turn ends `failed` with its calls recorded as not run.
+   */
+  signal?: AbortSignal;
 }
 
 type FunctionTool = Extract<Tool, { type: 'function' }>;
@@ -216,12 +229,31 @@ class WritingModel implements Model {
   }
 }
 
+/** A tool's output as its result: the SDK's text outputs as text, anything else as JSON (one with no JSON form: an `error` result saying the tool ran). */
+function resultOf(output: unknown, maxBytes: number): ToolResultContent {
+  let text: unknown;
+  try {
+    text = outputText(output);
+  } catch {
+    // not JSON: toolResultContent says so
+  }
+  return toolResultContent(typeof text === 'string' ? text : output, maxBytes);
+}
+
 /** The function tools with each `invoke` storing its result as soon as it returns. */
 function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
       const call = { id: details?.toolCall?.callId ?? '', name: t.name };
+      // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
+      if (details?.signal?.aborted) {
+        const reason: unknown = details.signal.reason;
+        await turn
+          .result(call, 'error', `the call did not run: the run was cancelled before it started (${reason instanceof Error ? reason.message : String(reason)})`)
+          .catch(() => {});
+        throw reason;
+      }
       let output: unknown;
       try {
         output = await t.invoke(ctx, input, details);
@@ -229,11 +261,19 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
         await turn.result(call, 'error', `tool failed: ${err instanceof Error ? err.message : String(err)}`);
         throw err;
       }
-      await turn.result(call, 'ok', outputText(output));
-      return output as string;
+      const outcome = resultOf(output, turn.session.maxResultBytes);
+      await turn.result(call, outcome.status, outcome.content);
+      // The model reads what the log holds: an output that could not be stored is the error that says so.
+      return (outcome.status === 'ok' ? output : outcome.content) as string;
     };
     return { ...t, invoke };
   });
+}
+
+/** Why a run stopped for approvals this adapter cannot take (docs/runners.md, Tool approval): the calls did not run. */
+function needsApprovalError(interruptions: ReadonlyArray<{ rawItem?: unknown }>): string {
+  const names = interruptions.map((i) => (i.rawItem as { name?: string } | undefined)?.name ?? 'a tool');
+  return `tool "${names.join('", "')}" needs approval (needsApproval), which @forkline/openai-agents does not support yet: the call did not run`;
 }
 
 async function modelFor(agent: Agent<any, any>, requested: RequestedModel | undefined, opts: AgentsRunOptions): Promise<Model | undefined> {
@@ -256,7 +296,7 @@ export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, a
       compacting = await writeRunnerCompaction(session, request.compaction, (messages) => summarizeWith(model, messages, session.signal));
       continue;
     }
-    if (request.turn == null || request.step == null) return turns;
+    if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
     await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
@@ -295,15 +335,19 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
   try {
-    const options = { maxTurns: opts.maxTurns ?? 16, signal: session.signal };
+    const options = { maxTurns: opts.maxTurns ?? 16, signal: opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal };
+    let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
-      await run(writing, input, options);
+      interruptions = (await run(writing, input, options)).interruptions;
     } else {
       const result = await run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
+      interruptions = result.interruptions;
     }
+    // The run stopped for a person's decision (a tool's needsApproval): the turn fails saying so, its calls recorded as not run.
+    if (!failure && interruptions.length > 0) failure = new Error(needsApprovalError(interruptions));
   } catch (err) {
     failure = err;
   }

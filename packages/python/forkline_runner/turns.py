@@ -12,6 +12,7 @@ and no runner runs the tool again.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -39,7 +40,7 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     effect: Effect
-    run: Callable[[dict[str, Any]], str]
+    run: Callable[[dict[str, Any]], Any]  # its output: text, or anything JSON (result_content)
 
     def declaration(self) -> ToolDeclaration:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema, "effect": self.effect}
@@ -149,6 +150,29 @@ def step_end(turn: int, step: int, reason: str = "completed") -> RunnerEvent:
     return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": reason}}
 
 
+#: Bytes of a tool's output a result stores; a longer one is an error result saying the tool ran (docs/runners.md).
+MAX_RESULT_BYTES = 1_000_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
+    """A tool's output as a result's (status, content). The tool has run: an output with no JSON form, or over
+    max_bytes, is an error result saying so (never a lost batch); NUL and lone surrogates become U+FFFD, as
+    forkline stores them."""
+    if isinstance(output, str):
+        content = output
+    else:
+        try:
+            content = json.dumps(output, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({err})"
+    content = _SURROGATE.sub("\ufffd", content.replace("\x00", "\ufffd"))
+    size = len(content.encode("utf-8"))
+    if size > max_bytes:
+        return "error", f"the tool ran, but its output ({size} bytes) is over this runner's limit of {max_bytes} bytes (max_result_bytes), so it was not recorded"
+    return "ok", content
+
+
 def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Tool | None) -> RunnerEvent:
     status, content = "ok", ""
     if tool is None:
@@ -156,9 +180,11 @@ def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Too
     else:
         try:
             args = json.loads(call["arguments"] or "{}")
-            content = tool.run(args if isinstance(args, dict) else {})
+            output = tool.run(args if isinstance(args, dict) else {})
         except Exception as err:
             status, content = "error", f"tool failed: {err}"
+        else:
+            status, content = result_content(output)
     return {
         "type": "tool/result",
         "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": f"res_{session_id}_{call['id']}", "status": status, "content": content, "name": call["name"]},

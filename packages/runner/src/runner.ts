@@ -33,6 +33,7 @@ import {
   type ForklineClient,
   type ModelRequestQuery,
 } from '@forkline/client';
+import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText } from './tool-output.ts';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
@@ -46,6 +47,11 @@ export interface ForklineRunnerOptions {
   leaseMs?: number;
   /** How long to keep retrying a call that failed for a lost connection or SERVICE_UNAVAILABLE (default 15 s). */
   retryForMs?: number;
+  /**
+   * Bytes of a tool's output a result stores (default 1,000,000): a longer one is an `error` result saying the
+   * tool ran and how big its output was, instead of a batch the server refuses (docs/runners.md).
+   */
+  maxResultBytes?: number;
   /** Sessions run at once by run() (default 4). */
   concurrency?: number;
   /** The tools this runner runs, declared on each session it claims before its work starts (adapters declare theirs too). */
@@ -118,6 +124,8 @@ export class ForklineRunner {
   readonly pool: string;
   private readonly leaseMs: number;
   private readonly retryForMs: number;
+  /** Bytes of a tool's output a result stores (ForklineRunnerOptions.maxResultBytes). */
+  readonly maxResultBytes: number;
   private readonly log: (msg: string, err?: unknown) => void;
 
   constructor(private readonly opts: ForklineRunnerOptions) {
@@ -126,6 +134,7 @@ export class ForklineRunner {
     this.pool = opts.pool;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.retryForMs = opts.retryForMs ?? 15_000;
+    this.maxResultBytes = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
     this.log = opts.log ?? (() => {});
   }
 
@@ -365,6 +374,11 @@ export class RunnerSession {
   ) {
     this.renewal = setInterval(() => void this.renew(), Math.max(100, Math.floor(leaseMs / 3)));
     this.renewal.unref();
+  }
+
+  /** Bytes of a tool's output a result stores (ForklineRunnerOptions.maxResultBytes). */
+  get maxResultBytes(): number {
+    return this.runner.maxResultBytes;
   }
 
   /** Aborted when the lease is lost (the work must stop: nothing more of it will be written). */
@@ -691,7 +705,7 @@ export class TurnWriter {
     for (const c of toolCalls) this.unanswered.set(c.id, c);
     const event: RunnerEvent = {
       type: 'model/message',
-      data: { turn: this.turn, step: this.step, text: m.text, toolCalls, ...(m.usage ? { usage: m.usage } : {}) },
+      data: { turn: this.turn, step: this.step, text: storableText(m.text), toolCalls, ...(m.usage ? { usage: m.usage } : {}) },
     };
     if (toolCalls.length === 0) {
       this.carry.push(event);
@@ -708,9 +722,19 @@ export class TurnWriter {
    */
   result(call: { id: string; name: string }, status: 'ok' | 'error', content: string): Promise<void> {
     this.unanswered.delete(call.id);
+    // Held to maxResultBytes: a batch over the server's body limit would lose the result and every write after it.
+    const bounded = boundedResult({ status, content }, this.session.maxResultBytes);
     const event: RunnerEvent = {
       type: 'tool/result',
-      data: { turn: this.turn, step: this.step, callId: call.id, resultId: `res_${this.session.sessionId}_${call.id}`, status, content, name: call.name },
+      data: {
+        turn: this.turn,
+        step: this.step,
+        callId: call.id,
+        resultId: `res_${this.session.sessionId}_${call.id}`,
+        status: bounded.status,
+        content: bounded.content,
+        name: call.name,
+      },
     };
     if (this.unanswered.size === 0) {
       this.carry.push(event);
@@ -776,3 +800,4 @@ export class TurnWriter {
 
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
+export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';

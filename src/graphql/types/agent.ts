@@ -34,8 +34,8 @@ const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implemen
 const UsageRef = builder.objectRef<Usage>('Usage').implement({
   description: 'Tokens as the model provider reported them (the scripted model counts words).',
   fields: (t) => ({
-    inputTokens: t.exposeInt('inputTokens'),
-    outputTokens: t.exposeInt('outputTokens'),
+    inputTokens: t.expose('inputTokens', { type: 'SafeInt' }),
+    outputTokens: t.expose('outputTokens', { type: 'SafeInt' }),
     costUsd: t.exposeFloat('costUsd', {
       nullable: true,
       description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price.",
@@ -52,8 +52,8 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
     endedTurns: t.exposeInt('endedTurns', { description: 'Turns with a turn/end (the others: the one running now).' }),
     steps: t.exposeInt('steps', { description: 'Model answers (model/message events).' }),
     toolCalls: t.exposeInt('toolCalls'),
-    inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
-    outputTokens: t.exposeInt('outputTokens'),
+    inputTokens: t.expose('inputTokens', { type: 'SafeInt', description: 'As the providers reported them (answers without usage count 0).' }),
+    outputTokens: t.expose('outputTokens', { type: 'SafeInt' }),
     costUsd: t.exposeFloat('costUsd', {
       nullable: true,
       description:

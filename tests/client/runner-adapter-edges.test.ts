@@ -1,0 +1,407 @@
+// The adapters at their edges, with the real frameworks: the AI SDK's
+// streamText/generateText (@forkline/ai-sdk) and the OpenAI Agents SDK's
+// run, streamed or not (@forkline/openai-agents), on the real OpenAI chat
+// model packages talking to a fake provider that speaks the Chat Completions
+// wire format, through the real server (docs/runners.md, "Why the call goes
+// first" and "What a tool hands back").
+//
+// - The call's append fails (the lease lost to another runner, the server
+//   gone, the arguments over the body limit, a batch the rules refuse): the
+//   tool does not run. Parallel calls are all in the log before any runs.
+// - A tool's output that is not JSON, or too big to store, is recorded as a
+//   result saying the tool ran (never as a call that did not run).
+// - An AI SDK tool that streams its output (an async generator) runs, and its
+//   last output is its result.
+// - An approval-gated tool (needsApproval) does not run, and the turn fails
+//   saying why.
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOpenAI } from '@ai-sdk/openai';
+import { tool as aiTool, type ToolSet } from 'ai';
+import { Agent, OpenAIProvider, setTracingDisabled, tool as agentsTool } from '@openai/agents';
+import { ForklineRunner, LeaseLostError, type RunnerSession } from '@forkline/runner';
+import { runAiSdkTurns } from '@forkline/ai-sdk';
+import { runAgentsTurns } from '@forkline/openai-agents';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+let app: TestApp;
+
+/** What the user's message asks the fake model to do: call these tools (then answer "done" once it has their results). */
+interface Directive {
+  /** `pad`: characters of padding in the arguments (a call too big to store). */
+  calls: Array<{ name: string; id?: string; pad?: number }>;
+  /** Run before the provider answers the call (the test's hook: take the lease, stop the server). */
+  hook?: string;
+  /** Answer the first request with a 500 (a retryable provider error: the SDK or its client retries). */
+  failFirst?: boolean;
+}
+/** Directives (their text) whose first request failed. */
+const failed = new Set<string>();
+const hooks = new Map<string, () => Promise<void>>();
+let requestNo = 0;
+
+function reply(body: any): { directive: Directive; calls: Array<{ id: string; name: string; args: string }>; text: string } {
+  const messages = body.messages as Array<{ role: string; content: unknown }>;
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
+  const directive = JSON.parse(text(messages[lastUser].content)) as Directive;
+  if (messages.slice(lastUser).some((m) => m.role === 'tool')) return { directive, calls: [], text: 'done' };
+  const n = ++requestNo;
+  return {
+    directive,
+    calls: directive.calls.map((c, i) => ({
+      id: c.id ?? `call_${n}_${i}`,
+      name: c.name,
+      args: JSON.stringify({ n: 1, ...(c.pad ? { pad: 'x'.repeat(c.pad) } : {}) }),
+    })),
+    text: '',
+  };
+}
+
+/** POST /v1/chat/completions: JSON, or server-sent chunks when `stream` is asked. */
+const provider = http.createServer((req, res) => {
+  let raw = '';
+  req.on('data', (c) => (raw += c));
+  req.on('end', async () => {
+    const { directive, calls, text } = reply(JSON.parse(raw));
+    const body = JSON.parse(raw);
+    if (directive.failFirst && !failed.has(JSON.stringify(directive))) {
+      failed.add(JSON.stringify(directive));
+      requestNo--; // the retry is answered as this request would have been
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } }));
+      return;
+    }
+    if (calls.length && directive.hook) await hooks.get(directive.hook)?.();
+    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+    const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
+    const finish = calls.length ? 'tool_calls' : 'stop';
+    const base = { id: `chatcmpl_${requestNo}`, created: 1, model: 'fake-model' };
+    if (!body.stream) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const message = { role: 'assistant', content: calls.length ? null : text, ...(calls.length ? { tool_calls: toolCalls } : {}) };
+      res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+    chunk([{ index: 0, delta: calls.length ? { role: 'assistant', tool_calls: toolCalls } : { role: 'assistant', content: text }, finish_reason: null }]);
+    chunk([{ index: 0, delta: {}, finish_reason: finish }]);
+    chunk([], { usage });
+    res.end('data: [DONE]\n\n');
+  });
+});
+
+/** A TCP door in front of the server that can be shut: the runner's connections are then refused. */
+let proxy: net.Server;
+const proxied = new Set<net.Socket>();
+let proxyUp = true;
+async function startProxy(port?: number): Promise<number> {
+  proxy = net.createServer((client) => {
+    if (!proxyUp) return client.destroy();
+    const upstream = net.connect((new URL(app.url).port as unknown as number) * 1, '127.0.0.1');
+    proxied.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const drop = () => (client.destroy(), upstream.destroy());
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  });
+  await new Promise<void>((resolve) => proxy.listen(port ?? 0, '127.0.0.1', resolve));
+  return (proxy.address() as AddressInfo).port;
+}
+
+let providerUrl = '';
+let proxyUrl = '';
+beforeAll(async () => {
+  setTracingDisabled(true);
+  app = await startTestApp();
+  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  proxyUrl = `http://127.0.0.1:${await startProxy()}/graphql`;
+});
+afterAll(async () => {
+  proxy?.close();
+  for (const s of proxied) s.destroy();
+  provider.close();
+  await app.close();
+});
+
+/** A tool as the test writes it, given to either framework. */
+interface TestTool {
+  name: string;
+  execute: (input: { n: number }) => unknown;
+  needsApproval?: boolean;
+}
+
+interface Variant {
+  name: string;
+  run: (session: RunnerSession, tools: TestTool[]) => Promise<unknown>;
+}
+
+const parameters = z.object({ n: z.number() });
+const VARIANTS: Variant[] = [
+  ...(['stream', 'generate'] as const).map((mode) => ({
+    name: `the AI SDK adapter (${mode === 'stream' ? 'streamText' : 'generateText'})`,
+    run: (session: RunnerSession, tools: TestTool[]) => {
+      const model = createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
+      const set: ToolSet = Object.fromEntries(
+        tools.map((t) => [
+          t.name,
+          aiTool<{ n: number }, unknown>({
+            description: t.name,
+            inputSchema: parameters,
+            needsApproval: t.needsApproval,
+            execute: async (input) => t.execute(input),
+          }),
+        ]),
+      );
+      return runAiSdkTurns(session, { model, tools: set, mode, maxSteps: 4 });
+    },
+  })),
+  ...[true, false].map((stream) => ({
+    name: `the OpenAI Agents adapter (${stream ? 'streamed' : 'not streamed'})`,
+    run: async (session: RunnerSession, tools: TestTool[]) => {
+      const model = await new OpenAIProvider({ apiKey: 'test', baseURL: providerUrl, useResponses: false }).getModel('fake-model');
+      const agent = new Agent({
+        name: 'edges',
+        model,
+        tools: tools.map((t) =>
+          agentsTool({ name: t.name, description: t.name, parameters, needsApproval: t.needsApproval, execute: (input) => t.execute(input) as never }),
+        ),
+      });
+      return runAgentsTurns(session, agent, { stream, maxTurns: 4 });
+    },
+  })),
+];
+
+const events = async (id: string) =>
+  (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any, synthetic: e.synthetic }));
+let sessionNo = 0;
+
+/** A session of a pool of its own with the directive as its message; `serve` runs the variant on it with `runner`. */
+async function sessionWith(directive: Directive) {
+  const pool = `edges-${++sessionNo}`;
+  const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: JSON.stringify(directive) } });
+  return { id, pool };
+}
+
+describe.each(VARIANTS)('$name', (variant) => {
+  const serve = async (id: string, pool: string, tools: TestTool[], opts: Partial<ConstructorParameters<typeof ForklineRunner>[0]> = {}) => {
+    const runner = new ForklineRunner({ url: app.url, pool, ...opts });
+    let held: RunnerSession | undefined;
+    try {
+      await runner.serve(id, (s) => ((held = s), variant.run(s, tools).then(() => {})));
+      return { held: held! };
+    } finally {
+      await runner.close();
+    }
+  };
+
+  it('runs no tool when the append of its call finds the lease taken by another runner', async () => {
+    let ran = 0;
+    const hook = `steal-${sessionNo + 1}`;
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }, { name: 'send' }], hook });
+    const thief = new ForklineRunner({ url: app.url, pool, runnerId: 'thief' });
+    let taken: RunnerSession | undefined;
+    // While the model answers, the lease goes to another runner (the holder's was given back: it paused past its expiry).
+    let token = -1;
+    hooks.set(hook, async () => {
+      await app.ok(`mutation($i: LeaseInput!) { releaseSession(input: $i) { id } }`, { i: { sessionId: id, leaseToken: token } });
+      taken = await thief.claim(id);
+    });
+    const runner = new ForklineRunner({ url: app.url, pool });
+    const served = runner.serve(id, (s) => {
+      token = s.leaseToken;
+      return variant.run(s, [{ name: 'send', execute: () => ran++ }]).then(() => {});
+    });
+    await expect(served).rejects.toBeInstanceOf(LeaseLostError);
+    expect(taken).toBeDefined();
+    expect(ran).toBe(0);
+    // The first holder's call never reached the log: only the new holder's repair closed the step it had opened.
+    const log = await events(id);
+    expect(log.some((e) => e.type === 'model/message')).toBe(false);
+    expect(log.filter((e) => e.type === 'turn/end').map((e) => [e.data.reason, e.synthetic])).toEqual([['interrupted', true]]);
+    await taken!.release();
+    await Promise.all([runner.close(), thief.close()]);
+  });
+
+  it('runs no tool when the server is gone by the time its call is appended', async () => {
+    let ran = 0;
+    const hook = `down-${sessionNo + 1}`;
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }], hook });
+    hooks.set(hook, async () => {
+      proxyUp = false;
+      for (const s of proxied) s.destroy();
+    });
+    const runner = new ForklineRunner({ url: proxyUrl, pool, retryForMs: 300 });
+    try {
+      await expect(runner.serve(id, (s) => variant.run(s, [{ name: 'send', execute: () => ran++ }]).then(() => {}))).rejects.toThrow();
+    } finally {
+      proxyUp = true;
+      await runner.close();
+    }
+    expect(ran).toBe(0);
+    expect((await events(id)).some((e) => e.type === 'model/message')).toBe(false);
+  });
+
+  it.each([
+    ['arguments over the body limit (413)', { calls: [{ name: 'send', pad: 18 * 1024 * 1024 }] }],
+    ['a call id over 200 characters (BAD_USER_INPUT)', { calls: [{ name: 'send', id: 'c'.repeat(300) }] }],
+  ])('runs no tool when the server refuses its call: %s', async (_what, directive: Directive) => {
+    let ran = 0;
+    const { id, pool } = await sessionWith(directive);
+    await serve(id, pool, [{ name: 'send', execute: () => ran++ }]).catch(() => undefined);
+    expect(ran).toBe(0);
+    expect((await events(id)).some((e) => e.type === 'model/message')).toBe(false);
+  });
+
+  it('has every call of a step in the log before any of its tools runs (parallel calls)', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'first' }, { name: 'second' }, { name: 'third' }] });
+    const seen: Record<string, string[]> = {};
+    const probe = (name: string) => async () => {
+      const message = (await events(id)).find((e) => e.type === 'model/message');
+      seen[name] = (message?.data.toolCalls ?? []).map((c: { name: string }) => c.name);
+      return `${name} done`;
+    };
+    await serve(
+      id,
+      pool,
+      ['first', 'second', 'third'].map((name) => ({ name, execute: probe(name) })),
+    );
+    expect(seen).toEqual({ first: ['first', 'second', 'third'], second: ['first', 'second', 'third'], third: ['first', 'second', 'third'] });
+    const log = await events(id);
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content])).toEqual(
+      expect.arrayContaining([
+        ['first', 'ok', 'first done'],
+        ['second', 'ok', 'second done'],
+        ['third', 'ok', 'third done'],
+      ]),
+    );
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
+  it('has a step the SDK retried after a provider error written once, its tool run once', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }], failFirst: true });
+    let ran = 0;
+    await serve(id, pool, [{ name: 'send', execute: () => `sent ${++ran}` }]);
+    expect(ran).toBe(1);
+    const log = await events(id);
+    expect(log.filter((e) => e.type === 'step/start').map((e) => e.data.step)).toEqual([1, 2]);
+    expect(log.filter((e) => e.type === 'model/message').map((e) => e.data.toolCalls.length)).toEqual([1, 0]);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'sent 1' });
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
+  it("records a tool's output that is not JSON (a BigInt, a cycle) as a result saying the tool ran", async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'big_int' }, { name: 'cycle' }] });
+    const ran: string[] = [];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await serve(id, pool, [
+      { name: 'big_int', execute: () => (ran.push('big_int'), { n: 10n }) },
+      { name: 'cycle', execute: () => (ran.push('cycle'), cyclic) },
+    ]).catch(() => undefined);
+    expect(ran.sort()).toEqual(['big_int', 'cycle']);
+    const results = (await events(id)).filter((e) => e.type === 'tool/result');
+    expect(results.map((e) => [e.data.name, e.data.status, e.synthetic])).toEqual(
+      expect.arrayContaining([
+        ['big_int', 'error', false],
+        ['cycle', 'error', false],
+      ]),
+    );
+    for (const r of results) expect(r.data.content).toMatch(/^the tool ran, but its output could not be recorded: it is not JSON/);
+  });
+
+  it("stores a tool's output holding a NUL or an unpaired surrogate, as forkline's own agent does (U+FFFD)", async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'read_binary' }] });
+    await serve(id, pool, [{ name: 'read_binary', execute: () => 'PK\u0000\u0003 \ud800!' }]);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'PK\uFFFD\u0003 \uFFFD!' });
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
+  it("records a tool's output over the runner's byte bound as a result saying so, and the turn goes on", async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'dump' }] });
+    let ran = 0;
+    // Bigger than the server takes in one request (17 MiB): unbounded, the result and the turn's end would be lost.
+    await serve(id, pool, [{ name: 'dump', execute: () => (ran++, 'x'.repeat(18 * 1024 * 1024)) }]);
+    expect(ran).toBe(1);
+    const log = await events(id);
+    const result = log.find((e) => e.type === 'tool/result')!;
+    expect(result.data).toMatchObject({ status: 'error', name: 'dump' });
+    expect(result.data.content).toBe(
+      `the tool ran, but its output (${18 * 1024 * 1024} bytes) is over this runner's limit of 1000000 bytes (maxResultBytes), so it was not recorded`,
+    );
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+
+  it('runs no approval-gated tool (needsApproval): the turn fails saying why, and the call is recorded as not run', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'wire_money' }] });
+    let ran = 0;
+    await serve(id, pool, [{ name: 'wire_money', needsApproval: true, execute: () => ran++ }]);
+    expect(ran).toBe(0);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
+    expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toMatch(/"wire_money" needs approval \(needsApproval\)/);
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
+  });
+});
+
+describe.each(['stream', 'generate'] as const)('the AI SDK adapter (%s) cancelled by the app', (mode) => {
+  it('runs no tool whose call is stored when the cancellation comes before it starts, and ends the turn failed', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'send' }] });
+    const cancel = new AbortController();
+    let ran = 0;
+    let stored: unknown[] = [];
+    const model = createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
+    const tools = {
+      send: aiTool({
+        inputSchema: parameters,
+        // The SDK has the call (so it is in the log) and is about to run it: the app stops now.
+        onInputAvailable: async () => {
+          stored = (await events(id)).filter((e) => e.type === 'model/message');
+          cancel.abort(new Error('the app is stopping'));
+        },
+        execute: async () => ++ran,
+      }),
+    };
+    const runner = new ForklineRunner({ url: app.url, pool });
+    await runner.serve(id, (s) => runAiSdkTurns(s, { model, tools, mode, signal: cancel.signal }).then(() => {}));
+    await runner.close();
+    expect(stored).toHaveLength(1);
+    expect(ran).toBe(0);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
+  });
+});
+
+describe('the AI SDK adapter with a tool that streams its output (an async generator)', () => {
+  it('runs the tool, and records its last output as the result', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'progress' }] });
+    let ran = 0;
+    const model = createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
+    const tools = {
+      progress: aiTool({
+        inputSchema: parameters,
+        async *execute() {
+          ran++;
+          yield 'working';
+          yield 'finished';
+        },
+      }),
+    };
+    const runner = new ForklineRunner({ url: app.url, pool });
+    await runner.serve(id, (s) => runAiSdkTurns(s, { model, tools }).then(() => {}));
+    await runner.close();
+    expect(ran).toBe(1);
+    const log = await events(id);
+    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'finished' });
+    expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+});
