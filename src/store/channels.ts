@@ -88,9 +88,12 @@ export function decodeCancel(payload: string): string | undefined {
   return typeof m?.cancel === 'string' ? m.cancel : undefined;
 }
 
-/** `serial` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one. */
-export function encodeTurnUpdates<T>(serial: number, updates: readonly T[]): string {
-  return JSON.stringify({ n: serial, u: updates });
+/**
+ * `serial` keeps payloads distinct: Postgres folds identical payloads sent in one transaction into one.
+ * `updates` come as their JSON already (the sender measured each): `JSON.stringify({ n, u })` of them.
+ */
+export function encodeTurnUpdates(serial: number, updates: readonly string[]): string {
+  return `{"n":${serial},"u":[${updates.join(',')}]}`;
 }
 
 export function decodeTurnUpdates<T>(payload: string): T[] | undefined {

@@ -81,11 +81,14 @@ export async function startStandby(primaryServerUrl: string): Promise<Standby> {
     await primary.query(`SELECT pg_backup_start('forkline-standby', true)`);
     fs.cpSync(source, dataDir, {
       recursive: true,
-      // The running server's own files, and WAL (streamed from the slot instead).
+      // The running server's own files (its unix socket among them), and WAL (streamed from the slot instead).
       filter: (src) => {
         const rel = path.relative(source, src);
         return (
-          !['postmaster.pid', 'postmaster.opts', 'standby.signal', 'recovery.signal'].includes(rel) && !/^pg_wal\/./.test(rel) && !/^pg_replslot\/./.test(rel)
+          !['postmaster.pid', 'postmaster.opts', 'standby.signal', 'recovery.signal'].includes(rel) &&
+          !/^\.s\.PGSQL\./.test(rel) &&
+          !/^pg_wal\/./.test(rel) &&
+          !/^pg_replslot\/./.test(rel)
         );
       },
     });

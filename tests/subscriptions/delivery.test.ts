@@ -10,7 +10,7 @@ import { subscribe, subscribeWs, type Transport } from '../helpers/subscribe.ts'
 import { waitFor } from '../helpers/wait.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { SessionStore, type StoredEvent } from '../../src/store/session-store.ts';
-import { EVENTS_CHANNEL, SESSIONS_CHANNEL } from '../../src/store/channels.ts';
+import { EVENTS_CHANNEL, SESSIONS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../src/store/channels.ts';
 import { LiveEvents, turnPayloads } from '../../src/host/live/live-events.ts';
 import type { PgListener } from '../../src/store/pg-listener.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
@@ -193,6 +193,14 @@ describe('turn update payloads', () => {
         .map((x) => x.text)
         .join(''),
     ).toBe(`a b ${long}`);
+  });
+
+  it('encode as JSON.stringify({ n, u }) of the updates, from their JSON as measured', () => {
+    const a: TurnUpdate = { sessionId: 's', kind: 'TEXT_DELTA', turn: 1, step: 2, text: 'say "hi"\n😀' };
+    const b: TurnUpdate = { sessionId: 's', kind: 'STEP_ENDED', turn: 1, step: 2, text: undefined };
+    const payload = encodeTurnUpdates(7, [JSON.stringify(a), JSON.stringify(b)]);
+    expect(payload).toBe(JSON.stringify({ n: 7, u: [a, b] }));
+    expect(decodeTurnUpdates<TurnUpdate>(payload)).toEqual([a, { sessionId: 's', kind: 'STEP_ENDED', turn: 1, step: 2 }]);
   });
 
   it("keep an approval update below the NOTIFY limit: without the call's arguments, its reason cut", () => {

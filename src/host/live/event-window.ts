@@ -42,6 +42,11 @@ export class EventWindows {
     return stream;
   }
 
+  /** Whether any session is watched here (a commit notification concerns this process only then). */
+  watching(): boolean {
+    return this.windows.size > 0;
+  }
+
   /** Events up to `last` were committed to the session's log. */
   committed(sessionId: string, last: number) {
     this.windows.get(sessionId)?.committed(last);

@@ -122,6 +122,8 @@ export class LiveEvents {
   }
 
   private onEventsCommitted(payload: string) {
+    // Every process receives every append's notification (about five a turn): nobody here watching, nothing to decode.
+    if (!this.windows.watching() && !this.changes.watching()) return;
     const msg = decodeEventsCommitted(payload);
     if (!msg) return;
     this.windows.committed(msg.sessionId, msg.lastSeq);

@@ -54,6 +54,11 @@ export class SessionChanges {
   }
 
   /** A session was created or changed: its row goes out with the others changed meanwhile. */
+  /** Whether a sessionsChanged subscriber is here (a changed session concerns this process only then). */
+  watching(): boolean {
+    return this.changedSubscribers.size > 0 && !this.closed;
+  }
+
   sessionChanged(id: string) {
     if (this.changedSubscribers.size === 0 || this.closed) return;
     this.changedSessions.add(id);

@@ -51,6 +51,8 @@ export class TurnUpdateRelay {
 
   /** A TURNS_CHANNEL payload (from any process, this one included): its updates to local subscribers. */
   received(payload: string) {
+    // Every process receives every turn's updates: with no subscriber here, the payload is not even parsed.
+    if (this.subscribers.size === 0) return;
     for (const u of decodeTurnUpdates<TurnUpdate>(payload) ?? []) {
       const set = this.subscribers.get(u.sessionId);
       if (set) for (const s of set) s.push(u);
@@ -82,7 +84,10 @@ export class TurnUpdateRelay {
       while (this.outbox.length) {
         const batch = this.outbox;
         this.outbox = [];
-        const payloads = turnPayloads(batch).map((u) => encodeTurnUpdates(++this.publishSerial, u));
+        const payloads = groupsBySize(
+          sizedPayloadItems(batch, (_u, json) => json),
+          MAX_PAYLOAD_BYTES,
+        ).map((u) => encodeTurnUpdates(++this.publishSerial, u));
         await Promise.all(payloads.map((p) => this.store.notifications.post(TURNS_CHANNEL, p)));
       }
     } finally {
@@ -103,6 +108,19 @@ export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefine
  * deltas are merged, long ones split. Exported for tests.
  */
 export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
+  return groupsBySize(
+    sizedPayloadItems(updates, (u) => u),
+    MAX_PAYLOAD_BYTES,
+  );
+}
+
+/**
+ * The updates as payload items (`item(update, its JSON)`) with their sizes:
+ * adjacent deltas merged, long ones split, a call's arguments left out where
+ * they alone pass the limit. Each update is serialized once: the sender sends
+ * the JSON it measured.
+ */
+function sizedPayloadItems<T>(updates: TurnUpdate[], item: (u: TurnUpdate, json: string) => T): Array<{ item: T; bytes: number }> {
   const merged: TurnUpdate[] = [];
   for (const u of updates) {
     const m = merged.length ? mergeDeltas(merged[merged.length - 1], u) : undefined;
@@ -118,16 +136,17 @@ export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
       for (let i = 0; i < chars.length; i += MAX_DELTA_CHARS) pieces.push({ ...u, text: chars.slice(i, i + MAX_DELTA_CHARS).join('') });
     }
   }
-  const sized = pieces.map((piece) => {
+  return pieces.map((piece) => {
     let u = piece;
-    let bytes = Buffer.byteLength(JSON.stringify(u)) + 1;
+    let json = JSON.stringify(u);
+    let bytes = Buffer.byteLength(json) + 1;
     // A call's arguments (and a decision's reason) may be far larger than a payload: live subscribers get
     // the update without the arguments and with the reason cut (the log's replay holds them whole).
     if (bytes > MAX_PAYLOAD_BYTES) {
       u = { ...u, arguments: undefined, ...(u.reason ? { reason: Array.from(u.reason).slice(0, MAX_DELTA_CHARS).join('') } : {}) };
-      bytes = Buffer.byteLength(JSON.stringify(u)) + 1;
+      json = JSON.stringify(u);
+      bytes = Buffer.byteLength(json) + 1;
     }
-    return { item: u, bytes };
+    return { item: item(u, json), bytes };
   });
-  return groupsBySize(sized, MAX_PAYLOAD_BYTES);
 }
