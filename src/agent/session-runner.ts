@@ -582,7 +582,9 @@ export class SessionRunner {
               message = `${message} (compacting the history failed: ${(compactErr as Error).message})`;
             }
           }
-          return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+          // The text the user saw stream before the call failed (a provider's limit, a cut connection) is kept, as a cancel keeps it.
+          const seen = this.keptPartial(this.fold.state.openTail(), streamed ? { step, text: streamed } : undefined);
+          return finish([...seen, agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
         }
       }
       // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.

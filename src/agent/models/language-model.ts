@@ -19,6 +19,7 @@ import {
   type ModelRetryPolicy,
 } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
+import { ProviderLimitError } from './provider-fetch.ts';
 import { callSettings } from './settings.ts';
 
 export interface LanguageChatModelOptions {
@@ -141,6 +142,11 @@ export function contextOverflow(err: APICallError): boolean {
   return OVERFLOW.some((re) => re.test(err.message) || (typeof err.responseBody === 'string' && re.test(err.responseBody)));
 }
 
+function limitBroken(err: unknown): ProviderLimitError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) if (e instanceof ProviderLimitError) return e;
+  return undefined;
+}
+
 /** Whether a failed call may succeed if sent again: the SDK's judgement of the provider's answer (408, 409, 429, 5xx, no connection). */
 function retryable(err: unknown): boolean {
   const cause = err instanceof ModelError ? err.cause : err;
@@ -149,6 +155,9 @@ function retryable(err: unknown): boolean {
 
 /** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
 export function modelError(provider: string, err: unknown): ModelError {
+  // A limit the bounded fetch enforced reaches here as itself or as the cause the SDK wrapped it in.
+  const limit = limitBroken(err);
+  if (limit) return new ProviderLimitError(`${provider} provider: ${limit.message}`, { cause: err });
   if (err instanceof ModelError) return err;
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
