@@ -265,3 +265,82 @@ describe("a provider's error body is read only in part", () => {
     ]);
   });
 });
+
+/** An Anthropic messages step making these calls, as the provider's server sent them (ids and names unchecked). */
+const toolCalls =
+  (calls: Array<{ id: string; name: string; arguments: string }>): Handler =>
+  async (res) => {
+    stream(res);
+    res.write(anthropicStart);
+    calls.forEach((c, index) => {
+      res.write(sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'));
+      res.write(sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c.arguments } }, 'content_block_delta'));
+      res.write(sse({ type: 'content_block_stop', index }, 'content_block_stop'));
+    });
+    res.write(sse({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 7 } }, 'message_delta'));
+    res.end(sse({ type: 'message_stop' }, 'message_stop'));
+  };
+
+const anthropicText =
+  (text: string): Handler =>
+  async (res) => {
+    stream(res);
+    res.write(anthropicStart);
+    res.write(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'));
+    res.write(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta'));
+    res.write(sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'));
+    res.write(sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } }, 'message_delta'));
+    res.end(sse({ type: 'message_stop' }, 'message_stop'));
+  };
+
+describe('malformed tool calls', () => {
+  it('every call of a step is recorded before any runs; a repeated, unstorable or unknown one is answered with an error, never run; the turn goes on', async () => {
+    const id = await session('anthropic');
+    handlers.push(
+      toolCalls([
+        { id: 'call_1', name: 'note_write', arguments: '{"key":"a","value":"1"}' },
+        { id: 'call_1', name: 'note_write', arguments: '{"key":"b","value":"2"}' },
+        { id: 'c'.repeat(300), name: 'clock', arguments: '{}' },
+        { id: 'call_4', name: 'n'.repeat(300), arguments: '{}' },
+        { id: 'call_5', name: 'rm_rf', arguments: '{}' },
+        { id: 'call_6', name: 'note_write', arguments: '{"key":' },
+        { id: 'call_7', name: 'note_write', arguments: '{"key":"c"}' },
+      ]),
+      anthropicText('done'),
+    );
+    await send(id, 'go');
+    const events = await log(id);
+    const message = events.find((e) => e.type === 'model/message')!;
+    const ids = anyData(message).toolCalls.map((c: { id: string }) => c.id);
+    expect(ids).toEqual(['call_1', 'call_2', 'call_3', 'call_4', 'call_5', 'call_6', 'call_7']);
+    expect(anyData(message).toolCalls[3].name).toBe('n'.repeat(200));
+    // The calls are in the log before the first result.
+    expect(events.findIndex((e) => e.type === 'tool/result')).toBeGreaterThan(events.indexOf(message));
+    const results = new Map(events.filter((e) => e.type === 'tool/result').map((e) => [anyData(e).callId, [anyData(e).status, anyData(e).content]]));
+    expect(Object.fromEntries(results)).toEqual({
+      call_1: ['ok', 'wrote note "a"'],
+      call_2: ['error', 'not run: the model gave it the id of another call of this step (call_1)'],
+      call_3: ['error', 'not run: the model gave it an id of 300 characters (1-200 allowed)'],
+      call_4: ['error', 'not run: the model named a tool of 300 characters (1-200 allowed)'],
+      call_5: ['error', 'unknown tool "rm_rf"'],
+      call_6: ['error', expect.stringMatching(/^arguments are not valid JSON/)],
+      call_7: ['error', expect.stringMatching(/^invalid arguments: value/)],
+    });
+    expect(await tail(id, 1)).toEqual([['turn/end', 'completed']]);
+    const notes = await app.ok(`query($id: ID!) { session(id: $id) { workspace { key value } } }`, { id });
+    expect(notes.session.workspace).toEqual([{ key: 'a', value: '1' }]);
+    // The next request gives the provider each recorded call with its result, by the recorded ids.
+    const parts = served.at(-1)!.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []));
+    expect(parts.filter((p: any) => p.type === 'tool_use').map((p: any) => p.id)).toEqual(ids);
+    // Refused calls were answered first (with the answer), the others as they ran.
+    expect(parts.filter((p: any) => p.type === 'tool_result').map((p: any) => p.tool_use_id)).toEqual([
+      'call_2',
+      'call_3',
+      'call_4',
+      'call_1',
+      'call_5',
+      'call_6',
+      'call_7',
+    ]);
+  });
+});
