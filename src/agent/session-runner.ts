@@ -612,10 +612,10 @@ export class SessionRunner {
           ...(checked?.ok ? { output: checked.value } : {}),
         },
       };
-      if (answer.usage) {
-        // The provider's count of this request and answer: the next request's estimate starts from it.
-        this.fold.usageMark = { tokens: (answer.usage.inputTokens ?? 0) + (answer.usage.outputTokens ?? 0), messageCount: messages.length + 1 };
-      }
+      const reported = (answer.usage?.inputTokens ?? 0) + (answer.usage?.outputTokens ?? 0);
+      // The provider's count of this request and answer: the next request's estimate starts from it. A count past the window
+      // cannot be this request's (the provider took it): it is not trusted, or one answer's claim would compact the history.
+      if (answer.usage && reported <= this.budget().window) this.fold.usageMark = { tokens: reported, messageCount: messages.length + 1 };
       if (answer.toolCalls.length === 0) {
         // A mismatch is the turn's error, saying why (the answer is kept: what the model said).
         if (checked && !checked.ok) {

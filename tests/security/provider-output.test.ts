@@ -344,3 +344,44 @@ describe('malformed tool calls', () => {
     ]);
   });
 });
+
+/** An Anthropic answer reporting these token counts and stop reason, as raw JSON (numbers JSON.stringify cannot write). */
+const reporting =
+  (input: string, output: string, stop = 'end_turn'): Handler =>
+  async (res) => {
+    stream(res);
+    res.write(
+      `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_u","type":"message","role":"assistant","model":"fake-model","content":[],"stop_reason":null,"usage":{"input_tokens":${input},"output_tokens":1}}}\n\n`,
+    );
+    res.write(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'));
+    res.write(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'counted' } }, 'content_block_delta'));
+    res.write(sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'));
+    res.write(
+      `event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"${stop}","stop_sequence":null},"usage":{"output_tokens":${output}}}\n\n`,
+    );
+    res.end(sse({ type: 'message_stop' }, 'message_stop'));
+  };
+
+describe("a provider's token counts", () => {
+  it('a count no model could have (1e308, negative, fractional) is not recorded; the answer is; sums past GraphQL Int saturate instead of failing the query', async () => {
+    const id = await session('anthropic');
+    const most = '1000000000'; // MAX_REPORTED_TOKENS
+    handlers.push(reporting('1e308', '-5', 'space_laser'), reporting('2.5', '1e12'), reporting(most, most), reporting(most, most), reporting(most, most));
+    for (const text of ['one', 'two', 'three', 'four', 'five']) await send(id, text);
+    const messages = (await log(id)).filter((e) => e.type === 'model/message').map((e) => anyData(e));
+    expect(messages.map((m) => [m.text, m.usage])).toEqual([
+      ['counted', undefined],
+      ['counted', undefined],
+      ...Array(3).fill(['counted', { inputTokens: 1e9, outputTokens: 1e9 }]),
+    ]);
+    const r = await app.ok(`query($id: ID!) { session(id: $id) { totals { inputTokens outputTokens } turns(last: 5) { reason usage { inputTokens } } } }`, {
+      id,
+    });
+    expect(r.session.totals).toEqual({ inputTokens: 2_147_483_647, outputTokens: 2_147_483_647 });
+    expect(r.session.turns).toEqual([
+      { reason: 'completed', usage: null },
+      { reason: 'completed', usage: null },
+      ...Array(3).fill({ reason: 'completed', usage: { inputTokens: 1e9 } }),
+    ]);
+  });
+});

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
-import type { ToolCall } from '../../core/events.ts';
+import { MAX_REPORTED_TOKENS, type ToolCall } from '../../core/events.ts';
 import {
   ContextOverflowError,
   DEFAULT_MODEL_RETRIES,
@@ -113,9 +113,9 @@ export class LanguageChatModel implements ChatModel {
   }
 }
 
-/** Token counts as the provider reported them (absent ones left out). */
+/** Token counts as the provider reported them; absent ones, and ones no answer can have (negative, fractional, past MAX_REPORTED_TOKENS), left out. */
 function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
-  const counted = (n: number | undefined) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined);
+  const counted = (n: number | undefined) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_REPORTED_TOKENS ? n : undefined);
   const inputTokens = counted(u.inputTokens.total);
   const outputTokens = counted(u.outputTokens.total);
   if (inputTokens === undefined && outputTokens === undefined) return undefined;

@@ -31,11 +31,15 @@ const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implemen
   }),
 });
 
+/** GraphQL's Int holds 32 bits: a sum of tokens past it reads as its largest value rather than failing the query. */
+const GRAPHQL_INT_MAX = 2_147_483_647;
+const tokenSum = (n: number) => Math.min(n, GRAPHQL_INT_MAX);
+
 const UsageRef = builder.objectRef<Usage>('Usage').implement({
-  description: 'Tokens as the model provider reported them (the scripted model counts words).',
+  description: 'Tokens as the model provider reported them (the scripted model counts words); a sum past 2147483647 reads as 2147483647.',
   fields: (t) => ({
-    inputTokens: t.exposeInt('inputTokens'),
-    outputTokens: t.exposeInt('outputTokens'),
+    inputTokens: t.int({ resolve: (u) => tokenSum(u.inputTokens) }),
+    outputTokens: t.int({ resolve: (u) => tokenSum(u.outputTokens) }),
     costUsd: t.exposeFloat('costUsd', {
       nullable: true,
       description: "US dollars by the host's price table when the answers were written (FORKLINE_MODELS_CONFIG); null when no answer's model had a price.",
@@ -52,8 +56,11 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
     endedTurns: t.exposeInt('endedTurns', { description: 'Turns with a turn/end (the others: the one running now).' }),
     steps: t.exposeInt('steps', { description: 'Model answers (model/message events).' }),
     toolCalls: t.exposeInt('toolCalls'),
-    inputTokens: t.exposeInt('inputTokens', { description: 'As the providers reported them (answers without usage count 0).' }),
-    outputTokens: t.exposeInt('outputTokens'),
+    inputTokens: t.int({
+      description: 'As the providers reported them (answers without usage count 0); past 2147483647 (GraphQL Int), 2147483647.',
+      resolve: (s) => tokenSum(s.inputTokens),
+    }),
+    outputTokens: t.int({ resolve: (s) => tokenSum(s.outputTokens) }),
     costUsd: t.exposeFloat('costUsd', {
       nullable: true,
       description:
