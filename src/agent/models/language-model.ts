@@ -20,7 +20,7 @@ import {
 } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
 import { ProviderLimitError } from './provider-fetch.ts';
-import { callSettings } from './settings.ts';
+import { callSettings, MAX_OUTPUT_TOKENS } from './settings.ts';
 
 export interface LanguageChatModelOptions {
   /** The session's provider name, in error messages. */
@@ -68,8 +68,10 @@ export class LanguageChatModel implements ChatModel {
 
   private async attempt(request: ModelRequest, { signal, onDelta }: CompleteOptions, started: { streamed: boolean }): Promise<ModelAnswer> {
     let text = '';
+    let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
     const toolCalls: ToolCall[] = [];
+    let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
     try {
       const tools = toTools(request.tools);
       const { stream } = await this.opts.languageModel(request.model).doStream({
@@ -83,12 +85,14 @@ export class LanguageChatModel implements ChatModel {
         ...callSettings(request.settings),
         abortSignal: signal,
       });
-      const reader = stream.getReader();
+      reader = stream.getReader();
       for (let r = await reader.read(); !r.done; r = await reader.read()) {
         const part: LanguageModelV3StreamPart = r.value;
         switch (part.type) {
           case 'text-delta':
             if (!part.delta) break;
+            answerChars += part.delta.length;
+            if (answerChars > MAX_ANSWER_CHARS) throw answerTooLong();
             started.streamed = true;
             text += part.delta;
             onDelta(part.delta);
@@ -96,6 +100,8 @@ export class LanguageChatModel implements ChatModel {
           case 'tool-call':
             // Run by the provider (its own built-in tools): nothing for the agent to run.
             started.streamed = true;
+            answerChars += part.input.length;
+            if (answerChars > MAX_ANSWER_CHARS) throw answerTooLong();
             if (!part.providerExecuted) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
             break;
           case 'finish':
@@ -106,12 +112,23 @@ export class LanguageChatModel implements ChatModel {
         }
       }
     } catch (err) {
+      // A stream left unread would keep its connection: cancelling it closes the response.
+      reader?.cancel(err).catch(() => {});
       if (signal.aborted) throw err;
       throw modelError(this.opts.provider, err);
     }
     return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
 }
+
+/**
+ * The most characters of text and call arguments one answer may hold (8 times the longest answer a session may ask
+ * for, settings.ts MAX_OUTPUT_TOKENS, at four characters a token): the step's model/message, kept even when the call
+ * fails, stays a size the log, its readers and the fold carry easily, whatever the response's byte limit lets through.
+ */
+export const MAX_ANSWER_CHARS = 8 * 4 * MAX_OUTPUT_TOKENS;
+
+const answerTooLong = () => new ProviderLimitError(`the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
 
 /** Token counts as the provider reported them; absent ones, and ones no answer can have (negative, fractional, past MAX_REPORTED_TOKENS), left out. */
 function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
