@@ -2,7 +2,9 @@
 // model"): the AI SDK's own provider packages, pointed at a fake server that
 // speaks each API's wire format and misbehaves, through GraphQL. What one
 // model call's response may make the process hold — its bytes, its silences,
-// its error bodies — is bounded, and the turn ends saying which limit it broke.
+// its error bodies — is bounded, and the turn ends saying which limit it broke;
+// malformed tool calls are recorded and refused, never run, never fatal to the
+// turn; token counts no answer can have are not recorded, and sums stay readable.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
