@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 import { approvalToolsProblem } from './agent/tool-catalog.ts';
+import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false'])
@@ -100,6 +101,9 @@ const envSchema = z
     /** A JSON file of models' context windows and prices over the shipped table (agent/models/model-catalog.ts). */
     FORKLINE_MODELS_CONFIG: z.string().optional(),
     FORKLINE_MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+    // What one model call's response may cost the process (agent/models/provider-fetch.ts): its bytes, its silences.
+    FORKLINE_MODEL_MAX_RESPONSE_BYTES: z.coerce.number().int().min(65_536).default(DEFAULT_PROVIDER_LIMITS.maxResponseBytes),
+    FORKLINE_MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_PROVIDER_LIMITS.idleTimeoutMs),
     FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
     FORKLINE_DATA_DIR: z.string().default('.data'),
     /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
@@ -213,6 +217,7 @@ export const providersOf = (c: Config) => ({
   anthropic: { baseUrl: c.ANTHROPIC_BASE_URL, apiKey: c.ANTHROPIC_API_KEY },
   google: { baseUrl: c.GOOGLE_BASE_URL, apiKey: c.GOOGLE_GENERATIVE_AI_API_KEY },
   ...(c.OPENAI_COMPATIBLE_BASE_URL ? { openaiCompatible: { baseUrl: c.OPENAI_COMPATIBLE_BASE_URL, apiKey: c.OPENAI_COMPATIBLE_API_KEY } } : {}),
+  limits: { maxResponseBytes: c.FORKLINE_MODEL_MAX_RESPONSE_BYTES, idleTimeoutMs: c.FORKLINE_MODEL_IDLE_TIMEOUT_MS },
 });
 
 /** The model new sessions use until a session/model event says otherwise. */

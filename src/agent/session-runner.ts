@@ -21,6 +21,7 @@ import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { OpenStepCalls, turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { OUTPUT_MISMATCH, validateAnswer } from './structured-output.ts';
+import { admitCalls } from '../core/model-calls.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
@@ -402,6 +403,10 @@ export class SessionRunner {
       this.endTurnObservation(reason, error);
     };
     const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
+    const resultOf = (step: number, call: ToolCall, status: 'ok' | 'error', content: string): NewEvent => ({
+      type: 'tool/result',
+      data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
+    });
 
     /**
      * Runs the step's calls that have no result yet, in call order; false when
@@ -453,10 +458,7 @@ export class SessionRunner {
           ...(status === 'ok' ? writes.map((w) => ({ type: WORKSPACE_WRITE, data: { callId: call.id, key: storable(w.key), value: storable(w.value) } })) : []),
           ...(files?.length ? [{ type: FILES_CHANGE, data: { callId: call.id, changes: files } }] : []),
         ];
-        const result: NewEvent = {
-          type: 'tool/result',
-          data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
-        };
+        const result = resultOf(step, call, status, content);
         if (i < todo.length - 1) {
           await write([...recorded, result]);
         } else {
@@ -582,7 +584,9 @@ export class SessionRunner {
               message = `${message} (compacting the history failed: ${(compactErr as Error).message})`;
             }
           }
-          return finish([agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
+          // The text the user saw stream before the call failed (a provider's limit, a cut connection) is kept, as a cancel keeps it.
+          const seen = this.keptPartial(this.fold.state.openTail(), streamed ? { step, text: streamed } : undefined);
+          return finish([...seen, agentError(step, message), stepEnd(step, 'failed'), turnEnd('failed')], 'failed', message);
         }
       }
       // The cost of this call by the price table (known models only), kept with its usage: a later price change rewrites no history.
@@ -590,6 +594,8 @@ export class SessionRunner {
       modelObs?.end(answer, costUsd);
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
       const checked = answer.toolCalls.length === 0 && responseFormat ? validateAnswer(responseFormat, answer.text) : undefined;
+      // Every call the model made is recorded; one whose id or name the log cannot hold, or whose id is taken, is refused (core/model-calls.ts).
+      const { calls, refused } = admitCalls(answer.toolCalls);
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -597,7 +603,7 @@ export class SessionRunner {
           step,
           text: storable(answer.text),
           // Each call keeps the effect of the tool it names as offered now: repair's advice reads it from here.
-          toolCalls: answer.toolCalls.map((c) => {
+          toolCalls: calls.map((c) => {
             const tool = offered.find((t) => t.name === c.name);
             const effect = tool?.effect;
             return { id: c.id, name: c.name, arguments: storable(c.arguments), ...(effect ? { effect } : {}), ...(tool?.files ? { files: tool.files } : {}) };
@@ -606,10 +612,10 @@ export class SessionRunner {
           ...(checked?.ok ? { output: checked.value } : {}),
         },
       };
-      if (answer.usage) {
-        // The provider's count of this request and answer: the next request's estimate starts from it.
-        this.fold.usageMark = { tokens: (answer.usage.inputTokens ?? 0) + (answer.usage.outputTokens ?? 0), messageCount: messages.length + 1 };
-      }
+      const reported = (answer.usage?.inputTokens ?? 0) + (answer.usage?.outputTokens ?? 0);
+      // The provider's count of this request and answer: the next request's estimate starts from it. A count past the window
+      // cannot be this request's (the provider took it): it is not trusted, or one answer's claim would compact the history.
+      if (answer.usage && reported <= this.budget().window) this.fold.usageMark = { tokens: reported, messageCount: messages.length + 1 };
       if (answer.toolCalls.length === 0) {
         // A mismatch is the turn's error, saying why (the answer is kept: what the model said).
         if (checked && !checked.ok) {
@@ -619,8 +625,12 @@ export class SessionRunner {
         return finish([message, stepEnd(step, 'completed'), turnEnd('completed')], 'completed');
       }
       // Stored before its first tool runs (or with the request for its approval).
-      carry.push(message);
-      if (!(await runCalls(step, dataOf(message, 'model/message')!.toolCalls, offered))) return;
+      // Refused calls are answered with the answer (they never run, nor wait for approval).
+      const recorded = dataOf(message, 'model/message')!.toolCalls;
+      carry.push(message, ...recorded.flatMap((c) => (refused.has(c.id) ? [resultOf(step, c, 'error', refused.get(c.id)!)] : [])));
+      const toRun = recorded.filter((c) => !refused.has(c.id));
+      if (toRun.length === 0) carry.push(stepEnd(step, 'completed'));
+      else if (!(await runCalls(step, toRun, offered))) return;
     }
     const tooMany = `stopped after ${this.deps.maxSteps} steps`;
     await finish([agentError(this.deps.maxSteps, tooMany), turnEnd('failed')], 'failed', tooMany);

@@ -16,11 +16,12 @@ const nonNegInt = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
 const id = z.string().min(1).max(200);
 /**
- * Tokens one answer may report (model/message usage): far past any model's window, and low enough that a
- * session's sums stay exact (Session.totals; a runner's absurd count would otherwise break them for every reader).
+ * The most tokens one model answer may report (far past any context window): a larger count is not a count
+ * (agent/models/language-model.ts leaves it out of what it stores), and a session's sums stay exact
+ * (Session.totals; a runner's absurd count would otherwise break them for every reader).
  */
-const MAX_ANSWER_TOKENS = 100_000_000;
-const answerTokens = nonNegInt.max(MAX_ANSWER_TOKENS);
+export const MAX_REPORTED_TOKENS = 1_000_000_000;
+const tokenCount = nonNegInt.max(MAX_REPORTED_TOKENS);
 
 export const toolCallSchema = z.strictObject({
   id,
@@ -110,11 +111,7 @@ const v4 = {
     toolCalls: z.array(toolCallSchema.extend({ effect: z.enum(TOOL_EFFECTS).optional(), files: z.enum(FILE_SCOPES).optional() })),
     // costUsd: what the host's price table made of these tokens when it wrote the answer (agent/models/model-catalog.ts).
     usage: z
-      .strictObject({
-        inputTokens: answerTokens.optional(),
-        outputTokens: answerTokens.optional(),
-        costUsd: z.number().nonnegative().max(1e9).optional(),
-      })
+      .strictObject({ inputTokens: tokenCount.optional(), outputTokens: tokenCount.optional(), costUsd: z.number().nonnegative().max(1e9).optional() })
       .optional(),
   }),
   // An input may ask for an answer matching a JSON Schema (structured output): kept with it, so a fork or a replay asks the same.

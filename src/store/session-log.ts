@@ -353,8 +353,9 @@ export class SessionLog {
       (seg) =>
         `SELECT count(*) FILTER (WHERE type = 'turn/start') AS starts, count(*) FILTER (WHERE type = 'turn/end') AS ends,` +
         ` count(*) ${answer} AS steps, coalesce(sum(jsonb_array_length(data->'toolCalls')) ${answer}, 0) AS calls,` +
-        ` coalesce(sum((data->'usage'->>'inputTokens')::bigint) ${answer}, 0) AS input,` +
-        ` coalesce(sum((data->'usage'->>'outputTokens')::bigint) ${answer}, 0) AS output,` +
+        // numeric, not bigint: a count written before its bound (MAX_REPORTED_TOKENS), e.g. 1e+308, still sums instead of failing the read.
+        ` coalesce(sum((data->'usage'->>'inputTokens')::numeric) ${answer}, 0) AS input,` +
+        ` coalesce(sum((data->'usage'->>'outputTokens')::numeric) ${answer}, 0) AS output,` +
         ` coalesce(sum((data->'usage'->>'costUsd')::numeric) ${answer}, 0) AS cost, count(data->'usage'->'costUsd') ${answer} AS costed,` +
         ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
         ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
-import { LanguageChatModel } from '../../src/agent/models/language-model.ts';
+import { LanguageChatModel, MAX_ANSWER_CHARS } from '../../src/agent/models/language-model.ts';
 import { toPrompt, toTools } from '../../src/agent/models/prompt.ts';
 import { callSettings, settingsProblem } from '../../src/agent/models/settings.ts';
 import { ContextOverflowError, ModelError } from '../../src/agent/models/model.ts';
@@ -142,6 +142,26 @@ describe('the model adapter', () => {
     });
     const chat = new LanguageChatModel({ provider: 'mock', languageModel: () => model });
     await expect(chat.complete(request(), { signal: stop.signal, onDelta: () => {} })).rejects.not.toBeInstanceOf(ModelError);
+  });
+});
+
+describe('what one answer may hold', () => {
+  it('text and call arguments past MAX_ANSWER_CHARS end the call with a ModelError naming the limit; the deltas past it are never streamed', async () => {
+    const mib = 'x'.repeat(1024 * 1024);
+    const model = new MockLanguageModelV3({
+      doStream: streamOf([
+        { type: 'stream-start', warnings: [] },
+        { type: 'tool-call', toolCallId: 'c1', toolName: 'note_write', input: `{"value":"${mib}"}` },
+        ...Array.from({ length: 8 }, (): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 't', delta: mib })),
+        { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(1, 1) },
+      ]),
+    });
+    const deltas: string[] = [];
+    const chat = new LanguageChatModel({ provider: 'mock', languageModel: () => model });
+    const done = chat.complete(request(), { signal: new AbortController().signal, onDelta: (t) => deltas.push(t) });
+    await expect(done).rejects.toThrow(`mock provider: the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
+    await expect(done).rejects.toBeInstanceOf(ModelError);
+    expect(deltas.join('').length + mib.length + 12).toBeLessThanOrEqual(MAX_ANSWER_CHARS);
   });
 });
 

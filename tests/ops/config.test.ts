@@ -24,6 +24,7 @@ describe('configuration (docs/operations.md)', () => {
       ANTHROPIC_API_KEY: 'sk-ant',
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
       GOOGLE_GENERATIVE_AI_API_KEY: 'g-key',
+      FORKLINE_MODEL_IDLE_TIMEOUT_MS: '60000',
     });
     expect(defaultModelOf(c)).toEqual({ provider: 'openai-compatible', model: 'llama3' });
     expect(providersOf(c)).toEqual({
@@ -31,6 +32,7 @@ describe('configuration (docs/operations.md)', () => {
       anthropic: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-ant' },
       google: { baseUrl: undefined, apiKey: 'g-key' },
       openaiCompatible: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: undefined },
+      limits: { maxResponseBytes: 32 * 1024 * 1024, idleTimeoutMs: 60_000 },
     });
     expect(providersOf(loadConfig({}))).not.toHaveProperty('openaiCompatible');
   });
@@ -39,5 +41,6 @@ describe('configuration (docs/operations.md)', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
     expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrow(/DATABASE_URL/);
     expect(() => loadConfig({ MODEL_PROVIDER: 'gpt' })).toThrow(/MODEL_PROVIDER/);
+    expect(() => loadConfig({ FORKLINE_MODEL_MAX_RESPONSE_BYTES: '100' })).toThrow(/FORKLINE_MODEL_MAX_RESPONSE_BYTES/);
   });
 });

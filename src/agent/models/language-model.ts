@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
-import type { ToolCall } from '../../core/events.ts';
+import { MAX_REPORTED_TOKENS, type ToolCall } from '../../core/events.ts';
 import {
   ContextOverflowError,
   DEFAULT_MODEL_RETRIES,
@@ -19,7 +19,8 @@ import {
   type ModelRetryPolicy,
 } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
-import { callSettings } from './settings.ts';
+import { ProviderLimitError } from './provider-fetch.ts';
+import { callSettings, MAX_OUTPUT_TOKENS } from './settings.ts';
 
 export interface LanguageChatModelOptions {
   /** The session's provider name, in error messages. */
@@ -67,8 +68,10 @@ export class LanguageChatModel implements ChatModel {
 
   private async attempt(request: ModelRequest, { signal, onDelta }: CompleteOptions, started: { streamed: boolean }): Promise<ModelAnswer> {
     let text = '';
+    let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
     const toolCalls: ToolCall[] = [];
+    let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
     try {
       const tools = toTools(request.tools);
       const { stream } = await this.opts.languageModel(request.model).doStream({
@@ -82,12 +85,14 @@ export class LanguageChatModel implements ChatModel {
         ...callSettings(request.settings),
         abortSignal: signal,
       });
-      const reader = stream.getReader();
+      reader = stream.getReader();
       for (let r = await reader.read(); !r.done; r = await reader.read()) {
         const part: LanguageModelV3StreamPart = r.value;
         switch (part.type) {
           case 'text-delta':
             if (!part.delta) break;
+            answerChars += part.delta.length;
+            if (answerChars > MAX_ANSWER_CHARS) throw answerTooLong();
             started.streamed = true;
             text += part.delta;
             onDelta(part.delta);
@@ -95,6 +100,8 @@ export class LanguageChatModel implements ChatModel {
           case 'tool-call':
             // Run by the provider (its own built-in tools): nothing for the agent to run.
             started.streamed = true;
+            answerChars += part.input.length;
+            if (answerChars > MAX_ANSWER_CHARS) throw answerTooLong();
             if (!part.providerExecuted) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
             break;
           case 'finish':
@@ -105,6 +112,8 @@ export class LanguageChatModel implements ChatModel {
         }
       }
     } catch (err) {
+      // A stream left unread would keep its connection: cancelling it closes the response.
+      reader?.cancel(err).catch(() => {});
       if (signal.aborted) throw err;
       throw modelError(this.opts.provider, err);
     }
@@ -112,9 +121,18 @@ export class LanguageChatModel implements ChatModel {
   }
 }
 
-/** Token counts as the provider reported them (absent ones left out). */
+/**
+ * The most characters of text and call arguments one answer may hold (8 times the longest answer a session may ask
+ * for, settings.ts MAX_OUTPUT_TOKENS, at four characters a token): the step's model/message, kept even when the call
+ * fails, stays a size the log, its readers and the fold carry easily, whatever the response's byte limit lets through.
+ */
+export const MAX_ANSWER_CHARS = 8 * 4 * MAX_OUTPUT_TOKENS;
+
+const answerTooLong = () => new ProviderLimitError(`the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
+
+/** Token counts as the provider reported them; absent ones, and ones no answer can have (negative, fractional, past MAX_REPORTED_TOKENS), left out. */
 function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
-  const counted = (n: number | undefined) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : undefined);
+  const counted = (n: number | undefined) => (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_REPORTED_TOKENS ? n : undefined);
   const inputTokens = counted(u.inputTokens.total);
   const outputTokens = counted(u.outputTokens.total);
   if (inputTokens === undefined && outputTokens === undefined) return undefined;
@@ -141,6 +159,11 @@ export function contextOverflow(err: APICallError): boolean {
   return OVERFLOW.some((re) => re.test(err.message) || (typeof err.responseBody === 'string' && re.test(err.responseBody)));
 }
 
+function limitBroken(err: unknown): ProviderLimitError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) if (e instanceof ProviderLimitError) return e;
+  return undefined;
+}
+
 /** Whether a failed call may succeed if sent again: the SDK's judgement of the provider's answer (408, 409, 429, 5xx, no connection). */
 function retryable(err: unknown): boolean {
   const cause = err instanceof ModelError ? err.cause : err;
@@ -149,6 +172,9 @@ function retryable(err: unknown): boolean {
 
 /** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
 export function modelError(provider: string, err: unknown): ModelError {
+  // A limit the bounded fetch enforced reaches here as itself or as the cause the SDK wrapped it in.
+  const limit = limitBroken(err);
+  if (limit) return new ProviderLimitError(`${provider} provider: ${limit.message}`, { cause: err });
   if (err instanceof ModelError) return err;
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';

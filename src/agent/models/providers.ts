@@ -15,6 +15,7 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { PromptOptions } from './prompt.ts';
+import { boundedFetch, DEFAULT_PROVIDER_LIMITS, type ProviderLimits } from './provider-fetch.ts';
 import { ScriptedLanguageModel } from './scripted.ts';
 
 export interface Endpoint {
@@ -30,6 +31,8 @@ export interface ProviderConfig {
   google?: Endpoint;
   /** An OpenAI-compatible server; the provider is offered only with a base URL. */
   openaiCompatible?: Endpoint & { baseUrl: string };
+  /** What one model call's response may cost the process (provider-fetch.ts); unset: DEFAULT_PROVIDER_LIMITS. */
+  limits?: ProviderLimits;
 }
 
 export interface ProviderFamily {
@@ -39,7 +42,10 @@ export interface ProviderFamily {
 
 /** The providers this configuration offers, by name. */
 export function providersOf(config: ProviderConfig): Map<string, ProviderFamily> {
-  const endpoint = (e: Endpoint | undefined) => ({ baseURL: e?.baseUrl, apiKey: e?.apiKey });
+  const limits = config.limits ?? DEFAULT_PROVIDER_LIMITS;
+  // Every provider's responses are read through the bounded fetch.
+  const fetch = boundedFetch(limits);
+  const endpoint = (e: Endpoint | undefined) => ({ baseURL: e?.baseUrl, apiKey: e?.apiKey, fetch });
   const openai = createOpenAI(endpoint(config.openai));
   const anthropic = createAnthropic(endpoint(config.anthropic));
   const google = createGoogleGenerativeAI(endpoint(config.google));

@@ -1,0 +1,128 @@
+// The fetch every provider package is given (providers.ts): what a provider's
+// server sends back is outside input, so one model call's response is bounded
+// in bytes and in silence before the AI SDK parses any of it
+// (docs/operations.md "Memory and time"). The SDK buffers an SSE line until it
+// ends and reads error bodies up to 2 GiB; cutting the body here bounds both.
+import { ModelError } from './model.ts';
+
+export interface ProviderLimits {
+  /** The bytes one model call's response body may stream (FORKLINE_MODEL_MAX_RESPONSE_BYTES). */
+  maxResponseBytes: number;
+  /** The longest wait for the response's headers or its next bytes (FORKLINE_MODEL_IDLE_TIMEOUT_MS). */
+  idleTimeoutMs: number;
+}
+
+/** 32 MiB: a 131,072-token answer (settings.ts MAX_OUTPUT_TOKENS) streamed as SSE fits, framing and repeats included; 5 minutes of silence. */
+export const DEFAULT_PROVIDER_LIMITS: ProviderLimits = { maxResponseBytes: 32 * 1024 * 1024, idleTimeoutMs: 5 * 60 * 1000 };
+
+/** An error response's body is read up to this much (its message is short); the rest is never read. */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+/** A provider's response broke a limit: the call is given up (never tried again) and its turn fails saying which. */
+export class ProviderLimitError extends ModelError {
+  name = 'ProviderLimitError';
+}
+
+/** A fetch that holds a response to `limits`; what breaks one errors with a ProviderLimitError (the adapter names the provider). */
+export function boundedFetch(limits: ProviderLimits, base: typeof fetch = globalThis.fetch): typeof fetch {
+  const tooLarge = () => new ProviderLimitError(`the response passed ${limits.maxResponseBytes} bytes (FORKLINE_MODEL_MAX_RESPONSE_BYTES) and was cut off`);
+  const silent = () => new ProviderLimitError(`nothing arrived for ${limits.idleTimeoutMs} ms (FORKLINE_MODEL_IDLE_TIMEOUT_MS): the call was given up`);
+  return async (input, init) => {
+    // Aborting the request (the caller's signal, or silence) ends the connection and errors the body.
+    const given = new AbortController();
+    const signal = init?.signal ? AbortSignal.any([init.signal, given.signal]) : given.signal;
+    let timer: NodeJS.Timeout | undefined;
+    const disarm = () => clearTimeout(timer);
+    const arm = (onSilence: () => void) => {
+      disarm();
+      timer = setTimeout(onSilence, limits.idleTimeoutMs);
+    };
+    arm(() => given.abort(silent()));
+    let response: Response;
+    try {
+      response = await base(input, { ...init, signal });
+    } catch (err) {
+      throw given.signal.aborted ? given.signal.reason : err;
+    } finally {
+      disarm();
+    }
+    const source = response.body;
+    if (!source) return response;
+    const reader = source.getReader();
+    const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
+    if (!response.ok) return new Response(await readErrorBody(reader, given, arm, disarm, silent), init2);
+    let bytes = 0;
+    let out!: ReadableStreamDefaultController<Uint8Array>;
+    const fail = (err: Error) => {
+      disarm();
+      try {
+        out.error(err);
+      } catch {
+        // already closed or errored
+      }
+      given.abort(err);
+      reader.cancel(err).catch(() => {});
+    };
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => void (out = c),
+      // Timed only while waiting on the provider: a slow reader here is not the provider's silence.
+      pull: async (c) => {
+        arm(() => fail(silent()));
+        let r: ReadableStreamReadResult<Uint8Array>;
+        try {
+          r = await reader.read();
+        } catch (err) {
+          if (!given.signal.aborted) fail(err as Error);
+          return;
+        } finally {
+          disarm();
+        }
+        if (given.signal.aborted) return;
+        if (r.done) return c.close();
+        bytes += r.value.byteLength;
+        if (bytes > limits.maxResponseBytes) return fail(tooLarge());
+        c.enqueue(r.value);
+      },
+      cancel: (reason) => {
+        disarm();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, init2);
+  };
+}
+
+/** An error response's first ERROR_BODY_MAX_BYTES, read within one idle timeout; the connection is then closed. */
+async function readErrorBody(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  given: AbortController,
+  arm: (onSilence: () => void) => void,
+  disarm: () => void,
+  silent: () => Error,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const kept = new Uint8Array(ERROR_BODY_MAX_BYTES);
+  let length = 0;
+  let timedOut = false;
+  arm(() => {
+    timedOut = true;
+    reader.cancel().catch(() => {});
+  });
+  try {
+    while (length < kept.length) {
+      const r = await reader.read();
+      if (r.done) break;
+      const take = Math.min(r.value.byteLength, kept.length - length);
+      kept.set(r.value.subarray(0, take), length);
+      length += take;
+    }
+  } catch (err) {
+    if (!timedOut) throw err;
+  } finally {
+    disarm();
+  }
+  if (timedOut && length === 0) throw silent();
+  // What was not read is never read: the connection goes.
+  given.abort();
+  reader.cancel().catch(() => {});
+  return kept.subarray(0, length);
+}

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { admitCalls } from '../../src/core/model-calls.ts';
+
+const call = (id: string, name = 'clock') => ({ id, name, arguments: '{}' });
+
+describe('admitCalls', () => {
+  it('keeps a step of well-formed calls as they are, refusing none', () => {
+    const calls = [call('a'), call('b', 'note_read')];
+    expect(admitCalls(calls)).toEqual({ calls, refused: new Map() });
+  });
+
+  it('gives a repeated or unstorable id one no call of the step has, and refuses that call; the first of a repeated id runs', () => {
+    const { calls, refused } = admitCalls([call('call_2'), call('call_2'), call(''), call('call_3_')]);
+    expect(calls.map((c) => c.id)).toEqual(['call_2', 'call_2_', 'call_3', 'call_3_']);
+    // call_3 was free for the third call; the fourth keeps its own id, since the fresh ones skip it.
+    expect([...refused.keys()]).toEqual(['call_2_', 'call_3']);
+    expect(refused.get('call_3')).toBe('not run: the model gave it an id of 0 characters (1-200 allowed)');
+  });
+
+  it('records an unstorable name cut to what the log holds (or "unnamed"), refused', () => {
+    const { calls, refused } = admitCalls([call('a', ''), call('b', 'x'.repeat(201))]);
+    expect(calls.map((c) => c.name)).toEqual(['unnamed', 'x'.repeat(200)]);
+    expect([...refused.keys()]).toEqual(['a', 'b']);
+  });
+});
