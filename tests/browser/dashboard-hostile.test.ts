@@ -241,6 +241,19 @@ describe('dashboard: hostile content', () => {
       await page.close();
     });
 
+  it('an export opened in the browser downloads (GET /recordings) or shows as text (event pages): none of it runs', async () => {
+    const { page } = await openPage(dashboard.browser);
+    const watcher = await watch(page);
+    const download = page.waitForEvent('download');
+    await page.goto(`${origin}/recordings?session=${id}`).catch(() => {}); // a download is not a navigation
+    expect((await download).suggestedFilename()).toMatch(/^[A-Za-z0-9._-]+\.jsonl$/);
+    await page.goto(`${origin}/sessions/${id}/events`);
+    expect(await page.evaluate(() => document.contentType)).toBe('application/json');
+    expect(await page.evaluate(() => document.querySelectorAll('script, img, svg, iframe').length)).toBe(0);
+    expect(await watcher.verdict()).toEqual(clean);
+    await page.close();
+  });
+
   it('enforces its CSP: script injected into the page is refused and reported', async () => {
     const { page } = await openPage(dashboard.browser);
     const watcher = await watch(page);
