@@ -17,8 +17,7 @@ export const printText = (text: string) => process.stdout.write(visibleLines(tex
 const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g;
 
 /** A value as one line of JSON: JSON.parse gives back exactly `value`; no character in it is one a terminal acts on or hides. */
-export const jsonText = (value: unknown): string =>
-  JSON.stringify(value).replace(RAW_IN_JSON, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const jsonText = (value: unknown): string => JSON.stringify(value).replace(RAW_IN_JSON, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** A JSON line for programs, to stdout. */
 export const printJson = (value: unknown) => process.stdout.write(`${jsonText(value)}\n`);

@@ -233,6 +233,10 @@ describe('dashboard: hostile content', () => {
       await screenshot(page, `dashboard-hostile-files-${viewport.width}.png`);
       expect(await noHorizontalOverflow(page)).toBe(true);
       expect(await hiddenLeft(page)).toEqual([]);
+      // No link is made from content: every link stays on this origin (the dashboard's own pages and anchors).
+      const links = await page.evaluate(() => [...document.querySelectorAll('a[href]')].map((a) => (a as HTMLAnchorElement).href));
+      expect(links.length).toBeGreaterThan(0);
+      expect(links.filter((href) => new URL(href).origin !== origin)).toEqual([]);
       // The panes scroll down, never sideways: what is too wide scrolls in its own box (a file's text, the tree) or wraps.
       expect(await sidewaysScrolled(page)).toEqual([]);
 
