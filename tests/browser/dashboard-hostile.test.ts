@@ -205,10 +205,13 @@ describe('dashboard: hostile content', () => {
       // Every event's data in the timeline, the plugin event's among them.
       const rows = page.locator('table.timeline tr[data-seq]');
       await expect.poll(() => rows.count(), TIMEOUT).toBeGreaterThan(0);
-      for (const seq of [7, 9, 14, 17]) {
+      for (const seq of [7, 9, 14, 17, 8]) {
         await page.locator(`table.timeline tr[data-seq="${seq}"] td.type button`).click();
         await page.getByTestId('event-data').waitFor(TIMEOUT);
       }
+      // The change set's data names the disguised path as JSON escapes it, and what JSON leaves raw escaped too.
+      await expect.poll(() => page.getByTestId('event-data').textContent(), TIMEOUT).toContain('docs/invoice\\u202etxt.exe\\u202c/pay\\u200bpal');
+      expect(await hiddenLeft(page)).toEqual([]);
       expect(await noHorizontalOverflow(page)).toBe(true);
 
       // Files: the disguised path, its content and the diff of its two versions; the long path and its megabyte line.
