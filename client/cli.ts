@@ -40,7 +40,7 @@ import {
 import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 import { printJson, printLine } from './terminal-output.ts';
-import { visibleText } from '../src/core/visible-text.ts';
+import { visibleLines, visibleText } from '../src/core/visible-text.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
@@ -539,7 +539,7 @@ async function run(argv: string[]): Promise<number> {
 run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(`forkline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(visibleLines(`forkline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`));
     process.exit(1);
   },
 );
