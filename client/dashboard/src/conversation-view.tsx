@@ -188,7 +188,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
     case 'note':
       return (
         <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]} title={item.type}>
-          {item.text} <Seq seq={item.seqs[0]} />
+          <span class="note-text">{item.text}</span> <Seq seq={item.seqs[0]} />
         </li>
       );
   }

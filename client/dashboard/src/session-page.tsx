@@ -334,7 +334,7 @@ function SessionTitle({ id, title, onError }: { id: string; title: string | null
   if (draft === null)
     return (
       <div class="title-row">
-        <h1>{visibleText(title || 'Untitled')}</h1>
+        <h1 title={title ? visibleText(title) : undefined}>{visibleText(title || 'Untitled')}</h1>
         <button type="button" class="small" onClick={() => setDraft(title ?? '')} aria-label="Rename session">
           Rename
         </button>
