@@ -39,6 +39,8 @@ import {
 } from '@forkline/client';
 import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
+import { printJson, printLine } from './terminal-output.ts';
+import { visibleLines, visibleText } from '../src/core/visible-text.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
@@ -126,7 +128,12 @@ function need(args: string[], count: number, what: string): string[] {
   return args;
 }
 
-const out = (line: string) => process.stdout.write(`${line}\n`);
+const out = (line: string) => printLine(line);
+/** `value` as a JSON line with --json, else `line` for people. */
+function print(json: boolean | undefined, value: unknown, line: () => string) {
+  if (json) printJson(value);
+  else out(line());
+}
 
 /** `provider:model` (the model name may itself hold colons: `openai:llama3:8b`). */
 function model(value: string): ModelConfigInput {
@@ -162,7 +169,7 @@ async function waitForAnswers(client: ForklineClient, children: Array<{ id: stri
       c.inputId ? { id: c.id, ...(await turnOf(client, c.id, c.inputId, c.firstLiveSeq - 1)) } : { id: c.id, turn: undefined, reason: 'idle', text: '' },
     ),
   );
-  for (const a of answers) out(json ? JSON.stringify(a) : `${a.id}  ${a.reason.padEnd(9)}  ${a.text.replace(/\n/g, ' ')}`);
+  for (const a of answers) print(json, a, () => `${a.id}  ${a.reason.padEnd(9)}  ${a.text.replace(/\n/g, ' ')}`);
   return answers.every((a) => a.reason === 'completed' || a.reason === 'idle');
 }
 
@@ -231,23 +238,24 @@ async function tokens(client: ForklineClient, [verb, ...args]: string[], opts: O
     case 'create': {
       const [name] = need(args, 1, 'a name: forkline tokens create <name> [--scope S]... [--expires 30d]');
       const { createApiToken } = await client.mutate(CreateApiTokenDocument, { input: { name, scopes: scopes(opts.scope), expiresAt: expiry(opts.expires) } });
-      if (opts.json) out(JSON.stringify(createApiToken));
+      if (opts.json) printJson(createApiToken);
       else {
         out(createApiToken.secret); // alone on stdout: TOKEN=$(forkline tokens create ci --scope write)
-        process.stderr.write(`${tokenLine(createApiToken.token)}\nthe secret above is shown only now: keep it\n`);
+        printLine(tokenLine(createApiToken.token), process.stderr);
+        process.stderr.write('the secret above is shown only now: keep it\n');
       }
       return 0;
     }
     case 'list': {
       need(args, 0, 'no arguments: forkline tokens list');
       const { apiTokens } = await client.query(ApiTokensDocument);
-      for (const k of apiTokens) out(opts.json ? JSON.stringify(k) : tokenLine(k));
+      for (const k of apiTokens) print(opts.json, k, () => tokenLine(k));
       return 0;
     }
     case 'revoke': {
       const [id] = need(args, 1, 'a token id: forkline tokens revoke <id> (forkline tokens list shows them)');
       const { revokeApiToken } = await client.mutate(RevokeApiTokenDocument, { id });
-      out(opts.json ? JSON.stringify(revokeApiToken) : `revoked ${revokeApiToken.id} (${revokeApiToken.name}) at ${revokeApiToken.revokedAt}`);
+      print(opts.json, revokeApiToken, () => `revoked ${revokeApiToken.id} (${revokeApiToken.name}) at ${revokeApiToken.revokedAt}`);
       return 0;
     }
     default:
@@ -290,12 +298,17 @@ function showLines(s: NonNullable<SessionShowQuery['session']>): string[] {
   return lines;
 }
 
-const eventLine = (e: EventFieldsFragment) =>
-  JSON.stringify({ seq: e.seq, type: e.type, data: e.data, ...(e.inherited ? { inherited: true } : {}), ...(e.synthetic ? { synthetic: true } : {}) });
+const eventLine = (e: EventFieldsFragment) => ({
+  seq: e.seq,
+  type: e.type,
+  data: e.data,
+  ...(e.inherited ? { inherited: true } : {}),
+  ...(e.synthetic ? { synthetic: true } : {}),
+});
 
 async function printEvents(client: ForklineClient, id: string, after: number | undefined, follow: boolean) {
   if (follow) {
-    for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) out(eventLine(sessionEvents));
+    for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) printJson(eventLine(sessionEvents));
     return;
   }
   let cursor = after;
@@ -303,17 +316,18 @@ async function printEvents(client: ForklineClient, id: string, after: number | u
     const { session } = await client.query(SessionEventsDocument, { id, afterSeq: cursor, first: 500 });
     if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
     const events = session.events.edges.map((e) => e.node);
-    for (const e of events) out(eventLine(e));
+    for (const e of events) printJson(eventLine(e));
     if (!session.events.pageInfo.hasNextPage || events.length === 0) return;
     cursor = events[events.length - 1].seq;
   }
 }
 
-/** A search hit on one line; matched words in bold on a terminal, between ⟦ ⟧ otherwise. */
+/** A search hit on one line, shown as text (printLine's rule); matched words in bold on a terminal, between ⟦ ⟧ otherwise. */
 function searchLine(h: SearchSessionsQuery['searchSessions']['edges'][number]['node'], tty: boolean): string {
-  const snippet = (tty ? h.snippet.replace(/⟦/g, '\x1b[1m').replace(/⟧/g, '\x1b[22m') : h.snippet).replace(/\s+/g, ' ');
+  const shown = visibleText(h.snippet.replace(/\s+/g, ' '));
+  const snippet = tty ? shown.replace(/⟦/g, '\x1b[1m').replace(/⟧/g, '\x1b[22m') : shown;
   const shared = h.descendants ? `  (shared by ${h.descendants} fork${h.descendants === 1 ? '' : 's'})` : '';
-  return `${h.session.id}@${h.seq}  ${h.kind.padEnd(7)}  ${h.session.title ?? '(untitled)'}  ${snippet}${shared}`;
+  return `${visibleText(`${h.session.id}@${h.seq}  ${h.kind.padEnd(7)}  ${h.session.title ?? '(untitled)'}`)}  ${snippet}${shared}`;
 }
 
 /** `--set 'fs__*, clock'`: names, `<server>__*` or `*`, comma-separated; '' for none. */
@@ -325,7 +339,7 @@ const toolSet = (value: string) =>
 
 /** Tools as aligned columns: name, server (- for built-ins), effect, the description's first line. */
 function printTools(tools: readonly ToolFieldsFragment[], json: boolean) {
-  if (json) return tools.forEach((t) => out(JSON.stringify(t)));
+  if (json) return tools.forEach((t) => printJson(t));
   const width = (f: (t: ToolFieldsFragment) => string) => Math.max(0, ...tools.map((t) => f(t).length));
   const server = (t: ToolFieldsFragment) => t.server ?? '-';
   const effect = (t: ToolFieldsFragment) => t.effect.toLowerCase().replace('_', '-');
@@ -344,7 +358,8 @@ async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    process.stderr.write(`forkline: ${(err as Error).message}\n\n${USAGE}`);
+    printLine(`forkline: ${(err as Error).message}`, process.stderr);
+    process.stderr.write(`\n${USAGE}`);
     return 2;
   }
   const opts: Options = parsed.values;
@@ -361,14 +376,14 @@ async function run(argv: string[]): Promise<number> {
         const [id] = need(args, 1, 'a session id: forkline show <id>');
         const { session } = await client.query(SessionShowDocument, { id });
         if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
-        if (opts.json) out(JSON.stringify(session));
+        if (opts.json) printJson(session);
         else for (const line of showLines(session)) out(line);
         return 0;
       }
       case 'sessions': {
         need(args, 0, 'no arguments');
         const { sessions } = await client.query(SessionsDocument, { first: int('first', opts.first) ?? 50, parentId: opts.parent });
-        for (const { node } of sessions.edges) out(opts.json ? JSON.stringify(node) : summaryLine(node));
+        for (const { node } of sessions.edges) print(opts.json, node, () => summaryLine(node));
         return 0;
       }
       case 'events': {
@@ -393,7 +408,7 @@ async function run(argv: string[]): Promise<number> {
               ? (await client.mutate(ForkSessionDocument, { input: { ...input, atSeq: int('at', opts.at) } })).forkSession
               : (await client.mutate(BranchSessionDocument, { input: { ...input, anchorSeq: int('anchor', opts.anchor) } })).branchSession;
         }
-        if (opts.json) out(JSON.stringify(r));
+        if (opts.json) printJson(r);
         else {
           out(summaryLine(r.session));
           const queued = r.inputId ? `; queued ${r.inputId}` : '';
@@ -411,7 +426,7 @@ async function run(argv: string[]): Promise<number> {
         if (at !== undefined && anchor !== undefined) throw new UsageError('give --at or --anchor, not both');
         const input = { sessionId: id, atSeq: at, anchorSeq: anchor, variants: variants(messages, opts.model ?? []) };
         const { fanOut } = await client.mutate(FanOutDocument, { input });
-        if (opts.json) out(JSON.stringify(fanOut));
+        if (opts.json) printJson(fanOut);
         else {
           out(`cut at seq ${fanOut.cutSeq} of ${fanOut.parent.id}; ${fanOut.children.length} children:`);
           for (const c of fanOut.children) out(summaryLine(c));
@@ -424,7 +439,7 @@ async function run(argv: string[]): Promise<number> {
         const [id, text] = need(args, 2, 'a session id and a text: forkline send <id> <text>');
         if (opts.wait) return (await sendAndWait(client, id, text, opts.json ?? false)) === 'completed' ? 0 : 1;
         const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: id, text } });
-        out(opts.json ? JSON.stringify(sendMessage) : `queued ${sendMessage.inputId} at seq ${sendMessage.event.seq}`);
+        print(opts.json, sendMessage, () => `queued ${sendMessage.inputId} at seq ${sendMessage.event.seq}`);
         return 0;
       }
       case 'compact': {
@@ -456,20 +471,23 @@ async function run(argv: string[]): Promise<number> {
         const { id } = await retryUpload(send, file !== '-');
         const { session } = await client.query(SessionDocument, { id });
         if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
-        out(opts.json ? JSON.stringify(session) : summaryLine(session));
+        print(opts.json, session, () => summaryLine(session));
         return 0;
       }
       case 'delete': {
         const [id] = need(args, 1, 'a session id: forkline delete <id> [--with-descendants]');
         const { deleteSession } = await client.mutate(DeleteSessionDocument, { id, withDescendants: opts['with-descendants'] ?? false });
-        if (opts.json) out(JSON.stringify(deleteSession));
+        if (opts.json) printJson(deleteSession);
         else out(`deleted ${deleteSession.deletedSessionIds.length} session(s): ${deleteSession.deletedSessionIds.join(' ')}`);
         return 0;
       }
       case 'search': {
         const [query] = need(args, 1, 'a query: forkline search <query> (quote several words)');
         const { searchSessions } = await client.query(SearchSessionsDocument, { query, first: int('first', opts.first), after: opts.after });
-        for (const { node, cursor } of searchSessions.edges) out(opts.json ? JSON.stringify({ ...node, cursor }) : searchLine(node, process.stdout.isTTY));
+        for (const { node, cursor } of searchSessions.edges) {
+          if (opts.json) printJson({ ...node, cursor });
+          else process.stdout.write(`${searchLine(node, process.stdout.isTTY)}\n`); // shown as text already, bold added
+        }
         const { hasNextPage, endCursor } = searchSessions.pageInfo;
         if (hasNextPage && !opts.json) process.stderr.write(`more: forkline search ${JSON.stringify(query)} --after ${endCursor}\n`);
         if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
@@ -500,15 +518,16 @@ async function run(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`forkline: ${err.message}\n\n${USAGE}`);
+      printLine(`forkline: ${err.message}`, process.stderr);
+      process.stderr.write(`\n${USAGE}`);
       return 2;
     }
     if (err instanceof ForklineClientError) {
-      process.stderr.write(`forkline: ${err.code}: ${err.message}\n`);
+      printLine(`forkline: ${err.code}: ${err.message}`, process.stderr);
       return 1;
     }
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      process.stderr.write(`forkline: ${(err as Error).message}\n`);
+      printLine(`forkline: ${(err as Error).message}`, process.stderr);
       return 1;
     }
     throw err;
@@ -520,7 +539,7 @@ async function run(argv: string[]): Promise<number> {
 run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(`forkline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(visibleLines(`forkline: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`));
     process.exit(1);
   },
 );

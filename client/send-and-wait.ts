@@ -1,8 +1,7 @@
 // `forkline send --wait`: send a message, print the answer as it streams,
 // return when its turn ends.
 import { SendMessageDocument, SessionEventsLiveDocument, SessionTurnsDocument, type ForklineClient } from '@forkline/client';
-
-const out = (line: string) => process.stdout.write(`${line}\n`);
+import { printJson, printText } from './terminal-output.ts';
 
 /**
  * Sends the message, then prints the model text of the turn that takes it as
@@ -19,7 +18,7 @@ export async function sendAndWait(client: ForklineClient, sessionId: string, tex
   let printed = '';
   const print = (t: string) => {
     printed += t;
-    if (!json) process.stdout.write(t);
+    if (!json) printText(t);
   };
   // Updates that arrive before sendMessage has answered wait for its inputId.
   const early: Array<{ kind: string; turn: number; inputId?: string | null; text?: string | null }> = [];
@@ -38,14 +37,14 @@ export async function sendAndWait(client: ForklineClient, sessionId: string, tex
   const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId, text } });
   inputId = sendMessage.inputId;
   for (const u of early.splice(0)) onUpdate(u);
-  if (json) out(JSON.stringify({ inputId, seq: sendMessage.event.seq }));
+  if (json) printJson({ inputId, seq: sendMessage.event.seq });
 
   const { turn, reason, text: full } = await turnOf(client, sessionId, inputId, sendMessage.event.seq);
   await turns.return?.(undefined);
   await streaming;
   // The log has the whole text: print what the stream did not.
   if (full.startsWith(printed)) print(full.slice(printed.length));
-  if (json) out(JSON.stringify({ turn, reason, text: full }));
+  if (json) printJson({ turn, reason, text: full });
   else {
     if (printed && !printed.endsWith('\n')) process.stdout.write('\n');
     process.stderr.write(`[turn ${turn ?? '?'} ${reason}]\n`);

@@ -22,3 +22,23 @@ export function runCli(url: string, args: string[], env: Record<string, string> 
   child.stderr.on('data', (c) => (stderr += c));
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
+
+/** A shell word: the argument in single quotes (any byte but NUL survives). */
+const shellWord = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The CLI on a pseudo-terminal (util-linux `script`): stdout and stderr are a
+ * TTY, as in a person's shell. Resolves with every byte the terminal was sent
+ * (the terminal's own newline translation included: "\n" arrives as "\r\n").
+ */
+export function runCliInTerminal(url: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; bytes: Buffer }> {
+  const command = [process.execPath, TSX, `${PROJECT_ROOT}client/cli.ts`, ...args].map(shellWord).join(' ');
+  const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, FORKLINE_URL: url, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, bytes: Buffer.concat(chunks) })));
+}

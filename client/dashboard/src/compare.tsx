@@ -24,6 +24,7 @@ import { useVirtualizer } from './use-virtualizer.ts';
 import { withForkSeq } from './fork-points.ts';
 import { TurnDiff } from './compare-turns.tsx';
 import { Badge, errorText } from './widgets.tsx';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 type Side = SessionSummaryFragment;
 
@@ -176,7 +177,7 @@ function DiffLoaded({ left, right, prefix, leftPages, rightPages }: Loaded) {
 function SideHead({ side, label, length }: { side: Side; label: string; length: number }) {
   return (
     <h2 data-testid={`diff-head-${label.toLowerCase()}`}>
-      {label}: <a href={sessionPath(side.id)}>{side.title || side.id}</a>{' '}
+      {label}: <a href={sessionPath(side.id)}>{visibleText(side.title || side.id)}</a>{' '}
       <span class="muted">
         {length.toLocaleString('en-US')} events{side.forkedAtSeq != null && side.forkedAtSeq >= 0 ? ` · forked @${side.forkedAtSeq}` : ''}
       </span>
@@ -328,7 +329,7 @@ export function CompareMenu({ id }: { id: string }) {
           {peers.map((p) => (
             <li key={`${p.rel}-${p.id}`}>
               <a href={diffPath(p.left, p.right)}>
-                {p.rel}: {p.rel !== 'Parent' ? withForkSeq(p.title || p.id, p.forkedAtSeq) : p.title || p.id}
+                {p.rel}: {p.rel !== 'Parent' ? withForkSeq(visibleText(p.title || p.id), p.forkedAtSeq) : visibleText(p.title || p.id)}
               </a>
             </li>
           ))}

@@ -9,6 +9,7 @@ import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
 import { LongText } from './long-text.tsx';
 import { ApprovalDecision, ApprovalPrompt } from './tool-approval.tsx';
+import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -104,8 +105,8 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
       return (
         <li {...row} class="fork-marker" data-seq={item.seqs[0]} data-testid="fork-marker">
           <span>
-            Forked from <a href={sessionPath(item.parentSessionId)}>{titleOf?.(item.parentSessionId) || item.parentSessionId}</a> at event {item.cutSeq} ·{' '}
-            {item.inheritedEventCount.toLocaleString('en-US')} events inherited
+            Forked from <a href={sessionPath(item.parentSessionId)}>{visibleText(titleOf?.(item.parentSessionId) || item.parentSessionId)}</a> at event{' '}
+            {item.cutSeq} · {item.inheritedEventCount.toLocaleString('en-US')} events inherited
           </span>
           <Seq seq={item.seqs[0]} />
         </li>
@@ -165,9 +166,10 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
     case 'agent-error':
       return (
         <li {...row} class={`agent-error${inherited}`} data-seq={item.seqs[0]} data-testid="agent-error">
-          <span>
-            <Badge tone="reason-failed">error</Badge> turn {item.turn} step {item.step}: {item.message}
-          </span>
+          <div class="agent-error-text">
+            <Badge tone="reason-failed">error</Badge> turn {item.turn} step {item.step}:{' '}
+            <LongText text={item.message} id={`${sessionId}:${item.seqs[0]}`} class="agent-error-message" />
+          </div>
           <Seq seq={item.seqs[0]} />
         </li>
       );
@@ -186,7 +188,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
     case 'note':
       return (
         <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]} title={item.type}>
-          {item.text} <Seq seq={item.seqs[0]} />
+          <span class="note-text">{item.text}</span> <Seq seq={item.seqs[0]} />
         </li>
       );
   }
@@ -207,7 +209,7 @@ function ToolCall(props: { call: ToolCallView; closerBelow?: boolean; onFork?: (
     <div class="tool-call" data-call-id={call.id} data-server={call.server} data-effect={call.effect}>
       <div class="tool-head">
         <code>
-          {call.name}({call.arguments === '{}' ? '' : call.arguments})
+          {visibleText(call.name)}({call.arguments === '{}' ? '' : visibleLines(call.arguments)})
         </code>
         <span class="tool-meta">
           {call.server && (
@@ -251,7 +253,7 @@ function ToolCall(props: { call: ToolCallView; closerBelow?: boolean; onFork?: (
               />
             )}
           </div>
-          <div class="tool-result-text">{r.content}</div>
+          <LongText text={r.content} id={`${sessionId}:${r.seq}`} class="tool-result-text" />
           <CallFiles call={call} />
         </div>
       ) : (

@@ -9,6 +9,7 @@ import { asCoreEvent, otherThanCore } from '../../../src/core/core-event.ts';
 import { LogState } from '../../../src/core/log-state.ts';
 import { FILES_CHANGE } from '../../../src/core/event-types.ts';
 import { eventLabel } from './event-labels.ts';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -216,7 +217,7 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         });
         break;
       case 'session/title':
-        items.push({ ...base, kind: 'note', text: `title: ${str(d.title)}` });
+        items.push({ ...base, kind: 'note', text: `title: ${visibleText(str(d.title))}` });
         break;
       case 'session/model':
         items.push({ ...base, kind: 'note', text: `model: ${str(d.provider)}/${str(d.model)}` });
@@ -285,7 +286,10 @@ export function itemsAfter(items: readonly ConversationItem[], cutSeq: number): 
 }
 
 /** One line describing an event in the raw timeline. */
-export function eventSummary(e: LogEvent): string {
+/** An event's one-line summary (the timeline's, the compare view's), as it may be shown: what came from outside cannot hide in it (core/visible-text.ts). */
+export const eventSummary = (e: LogEvent): string => visibleText(summaryOf(e).replace(/[\t\n\r]+/g, ' '));
+
+function summaryOf(e: LogEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;
   if (e.type === 'plugin/agent/error') return `turn ${num(d.turn)} step ${num(d.step)}: ${clip(str(d.message))}`;
   if (e.type === FILES_CHANGE) {
@@ -350,9 +354,9 @@ function fileChangesOf(d: Record<string, unknown>): Array<{ path: string; delete
   return changes.map((c) => ({ path: str(c.path), deleted: c.hash === null }));
 }
 
-const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map(str).join(', ') : 'none') : '');
+const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map((t) => visibleText(str(t))).join(', ') : 'none') : '');
 /** A runner's declared tools with their effects: `send_email (side-effects)`. */
 const runnerToolsText = (tools: unknown) =>
-  Array.isArray(tools) ? (tools.length ? tools.map((t) => `${str(t?.name)} (${str(t?.effect)})`).join(', ') : 'none') : '';
+  Array.isArray(tools) ? (tools.length ? tools.map((t) => `${visibleText(str(t?.name))} (${str(t?.effect)})`).join(', ') : 'none') : '';
 
 const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);

@@ -10,6 +10,7 @@ import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { forkPointPath, sessionPath } from './router.ts';
 import { StatusBadge } from './widgets.tsx';
 import './fork-family.css';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 /** Children grouped by the parent's seq they were forked at, in seq order. */
 export function byForkSeq(children: readonly LineageNode[]): Array<{ seq: number; nodes: LineageNode[] }> {
@@ -37,7 +38,7 @@ export function FamilyPage({ id }: { id: string }) {
   return (
     <main id="main" tabIndex={-1} class="family-page" data-session-id={id}>
       <LivePageHead title="Fork tree" error={error}>
-        {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{self?.title || id}</a>
+        {family.sessions.length} sessions in the tree of <a href={sessionPath(id)}>{visibleText(self?.title || id)}</a>
         {family.truncated && ' (the first 200 shown)'}
       </LivePageHead>
       <nav class="family-tree" aria-label="Fork tree">
@@ -80,7 +81,7 @@ function NodeLine({ session: s, current }: { session: SessionSummaryFragment; cu
   return (
     <div class={`family-line${current ? ' current' : ''}`}>
       <a href={sessionPath(s.id)} aria-current={current ? 'page' : undefined} class="family-title">
-        {s.title || 'Untitled'}
+        {visibleText(s.title || 'Untitled')}
       </a>
       <span class="family-meta">
         <StatusBadge status={s.status} failed={s.lastTurnFailed} />

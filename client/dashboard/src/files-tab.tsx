@@ -13,6 +13,7 @@ import { forkline } from './api.ts';
 import type { ToolCallView } from './conversation.ts';
 import { Badge, errorText } from './widgets.tsx';
 import './files-tab.css';
+import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
 type Entry = FileEntryFieldsFragment;
 type Change = { path: string; kind: 'ADDED' | 'CHANGED' | 'DELETED'; diff?: string | null; before?: Entry | null; after?: Entry | null };
@@ -170,7 +171,7 @@ function FilesPane({ session, target }: { session: FilesSession; target: FilesTa
             {changes.map((c) => (
               <li key={c.path} data-kind={c.kind}>
                 <button type="button" class="link" onClick={() => setSelected(c.path)} aria-current={selected === c.path}>
-                  <KindBadge kind={c.kind} /> {c.path}
+                  <KindBadge kind={c.kind} /> {visibleText(c.path)}
                 </button>
               </li>
             ))}
@@ -253,7 +254,7 @@ function TreeLevel(props: { node: TreeNode; selected: string | null; changeOf: M
       {[...node.dirs].map(([name, child]) => (
         <li key={`d:${name}`}>
           <details open>
-            <summary>{name}/</summary>
+            <summary>{visibleText(name)}/</summary>
             <TreeLevel {...props} node={child} />
           </details>
         </li>
@@ -263,7 +264,7 @@ function TreeLevel(props: { node: TreeNode; selected: string | null; changeOf: M
         return (
           <li key={f.path}>
             <button type="button" class="file-node" data-path={f.path} aria-current={selected === f.path} onClick={() => onSelect(f.path)}>
-              <span class="file-name">{f.path.split('/').pop()}</span>
+              <span class="file-name">{visibleText(f.path.split('/').pop()!)}</span>
               {change && <KindBadge kind={change.kind} />}
               <span class="muted">{formatBytes(f.size)}</span>
             </button>
@@ -294,7 +295,7 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
   return (
     <div class="file-view" data-testid="file-view" data-path={path}>
       <div class="file-head">
-        <code>{path}</code>
+        <code>{visibleText(path)}</code>
         {file && (
           <span class="muted">
             {formatBytes(file.size)} · sha-256 <span title={file.hash}>{file.hash.slice(0, 12)}…</span> · written by the call answered at #{file.seq + 1}
@@ -322,7 +323,7 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
                           : undefined
                   }
                 >
-                  {line}
+                  {visibleLines(line)}
                   {'\n'}
                 </span>
               ))}
@@ -343,11 +344,11 @@ function FileView({ sessionId, path, at, change, from }: { sessionId: string; pa
         <p class="muted">Loading…</p>
       ) : file === null ? (
         <p class="muted" data-testid="file-absent">
-          No file {path} at event #{at}.
+          No file {visibleText(path)} at event #{at}.
         </p>
       ) : file && file.text != null ? (
         <pre class="file-text" data-testid="file-text">
-          {file.text}
+          {visibleLines(file.text)}
         </pre>
       ) : file && file.base64 != null ? (
         <p class="file-binary" data-testid="file-binary">
@@ -383,7 +384,7 @@ export function CallFiles({ call }: { call: ToolCallView }) {
             openFiles(applied ? result.seq : files.seq, c.path);
           }}
         >
-          {c.deleted ? `−${c.path}` : c.path}
+          {visibleText(c.deleted ? `−${c.path}` : c.path)}
         </a>
       ))}
     </div>

@@ -8,6 +8,7 @@ import { NO_FORK_POINTS, type ForkPointItem, type ForkPoints } from './fork-poin
 import type { RowProps } from './conversation-view.tsx';
 import { forkPointPath, sessionPath } from './router.ts';
 import './fork-family.css';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 /** The session's fork points, read again when `childrenKey` (its children as the page knows them) changes. */
 export function useForkPoints(id: string, childrenKey: string): ForkPoints {
@@ -55,7 +56,7 @@ export function ForkPointRow({ item, sessionId, known, row }: { item: ForkPointI
       {here.slice(0, NAMED).map((c, i) => (
         <span key={c.id}>
           {i > 0 && ', '}
-          <a href={sessionPath(c.id)}>{c.title || c.id}</a>
+          <a href={sessionPath(c.id)}>{visibleText(c.title || c.id)}</a>
         </span>
       ))}
       {here.length > NAMED && `, +${item.childCount - NAMED} more`}

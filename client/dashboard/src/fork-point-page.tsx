@@ -13,6 +13,7 @@ import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd } from './format.ts';
 import './fork-family.css';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 /** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
 function useForkPoint(id: string, seq: number) {
@@ -33,7 +34,7 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
   return (
     <main id="main" tabIndex={-1} class="fork-point-page" data-session-id={id} data-seq={seq}>
       <LivePageHead title={`${children.length} ${children.length === 1 ? 'child' : 'children'} forked at event ${seq}`} error={error}>
-        of <a href={sessionPath(id)}>{parent.title || id}</a> · each inherits events 0–{seq} · latest answers, live
+        of <a href={sessionPath(id)}>{visibleText(parent.title || id)}</a> · each inherits events 0–{seq} · latest answers, live
         {parent.children.pageInfo.hasNextPage && ' · the oldest 50 shown'}
       </LivePageHead>
       {children.length === 0 ? (
@@ -112,7 +113,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">
         <a href={sessionPath(c.id)} class="variant-title">
-          {c.title || c.id}
+          {visibleText(c.title || c.id)}
         </a>
         <Badge tone={`variant-${state}`}>{STATE_TEXT[state]}</Badge>
       </div>

@@ -1,17 +1,19 @@
 // An event's data as a collapsible tree (<details>, so Enter/Space fold it by
 // keyboard) with "Copy JSON" and "Copy link" (the #/s/<id>/e/<seq> deep link).
 import { useState } from 'preact/hooks';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 /** Levels open at first: deeper objects start folded, so a large tool result stays one line. */
 const OPEN_DEPTH = 2;
 
 export function JsonView({ value, depth = 0, name }: { value: unknown; depth?: number; name?: string }) {
-  const label = name !== undefined && <span class="json-key">{name}: </span>;
+  // Keys and strings as JSON writes them, with the bidi and invisible characters it leaves raw escaped too (core/visible-text.ts).
+  const label = name !== undefined && <span class="json-key">{visibleText(name)}: </span>;
   if (value === null || typeof value !== 'object') {
     return (
       <div class="json-leaf">
         {label}
-        <span class={`json-${value === null ? 'null' : typeof value}`}>{JSON.stringify(value)}</span>
+        <span class={`json-${value === null ? 'null' : typeof value}`}>{visibleText(JSON.stringify(value))}</span>
       </div>
     );
   }

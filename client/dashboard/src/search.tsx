@@ -9,6 +9,7 @@ import { forkline } from './api.ts';
 import { eventPath } from './router.ts';
 import { snippetParts } from './snippet.ts';
 import { errorText } from './widgets.tsx';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 export type SearchHit = SearchSessionsQuery['searchSessions']['edges'][number]['node'];
 
@@ -80,7 +81,7 @@ export function SearchResults({ query, currentId }: { query: string; currentId?:
           {hits.map((h) => (
             <li key={`${h.session.id}@${h.kind}@${h.seq}`} data-session-id={h.session.id} data-seq={h.seq}>
               <a href={eventPath(h.session.id, h.seq)} class={`tree-link search-hit${h.session.id === currentId ? ' current' : ''}`}>
-                <span class="tree-title">{h.kind === 'TITLE' ? <Snippet text={h.snippet} /> : h.session.title || 'Untitled'}</span>
+                <span class="tree-title">{h.kind === 'TITLE' ? <Snippet text={visibleText(h.snippet)} /> : visibleText(h.session.title || 'Untitled')}</span>
                 <span class="tree-meta">
                   <span class={`hit-kind kind-${h.kind.toLowerCase()}`}>{KIND_LABEL[h.kind]}</span>
                   <span>#{h.seq}</span>

@@ -24,6 +24,7 @@ import { CompactDialog } from './compact-dialog.tsx';
 import { VirtualTimeline } from './timeline.tsx';
 import { FilterBar, FilteredTimeline, isFiltering, NO_FILTER, useLoadedTypes, type EventFilter } from './timeline-filter.tsx';
 import { BadLinkNotice, errorText, StatusBadge } from './widgets.tsx';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 /** `seq`: open at that event (a link to it) instead of the latest ones. */
 export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; onCreated(s: SessionSummaryFragment): void }) {
@@ -220,7 +221,7 @@ function SessionHeader(props: {
   const [compacting, setCompacting] = useState(false);
   const children = session.children.edges.map((e) => e.node);
   const deleteSession = async () => {
-    const name = session.title || session.id;
+    const name = visibleText(session.title || session.id);
     const question = children.length
       ? `Delete "${name}" and every fork below it (${children.length} direct)? Their events go too.`
       : `Delete "${name}" and its events?`;
@@ -260,7 +261,7 @@ function SessionHeader(props: {
         </div>
         {session.parent && (
           <div class="meta lineage">
-            Fork of <a href={sessionPath(session.parent.id)}>{session.parent.title || session.parent.id}</a> at event {session.forkedAtSeq} ·{' '}
+            Fork of <a href={sessionPath(session.parent.id)}>{visibleText(session.parent.title || session.parent.id)}</a> at event {session.forkedAtSeq} ·{' '}
             {session.inheritedEventCount} inherited · own events from #{session.firstLiveSeq}
           </div>
         )}
@@ -303,7 +304,7 @@ function ChildrenMenu({ children }: { children: SessionDetails['children']['edge
   return (
     <MenuButton label={`Children (${children.length})`} menuLabel="Children" class="children-menu">
       {children.map((c) => {
-        const full = withForkSeq(c.title || c.id, c.forkedAtSeq);
+        const full = withForkSeq(visibleText(c.title || c.id), c.forkedAtSeq);
         return (
           <a key={c.id} role="menuitem" tabIndex={-1} href={sessionPath(c.id)} title={full} data-session-id={c.id}>
             {full}
@@ -333,7 +334,7 @@ function SessionTitle({ id, title, onError }: { id: string; title: string | null
   if (draft === null)
     return (
       <div class="title-row">
-        <h1>{title || 'Untitled'}</h1>
+        <h1 title={title ? visibleText(title) : undefined}>{visibleText(title || 'Untitled')}</h1>
         <button type="button" class="small" onClick={() => setDraft(title ?? '')} aria-label="Rename session">
           Rename
         </button>

@@ -7,6 +7,7 @@ import { SessionToolsDocument, ToolServersDocument, type ToolFieldsFragment, typ
 import { forkline } from './api.ts';
 import type { EventPages } from './event-pages.ts';
 import { EffectBadge, errorText } from './widgets.tsx';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 export function SessionTools({ sessionId, pages, version }: { sessionId: string; pages: EventPages; version: number }) {
   const [tools, setTools] = useState<ToolFieldsFragment[] | null>(null);
@@ -76,7 +77,7 @@ export function SessionTools({ sessionId, pages, version }: { sessionId: string;
               {tools.map((t) => (
                 <tr key={t.name} data-tool={t.name}>
                   <td>
-                    <code title={t.description}>{t.name}</code>
+                    <code title={t.description}>{visibleText(t.name)}</code>
                   </td>
                   <td class={t.server ? undefined : 'muted'}>{t.server ?? 'built-in'}</td>
                   <td>

@@ -19,6 +19,7 @@ import { ImportButton } from './recording-import.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
 import { errorText, StatusBadge } from './widgets.tsx';
 import { useVirtualizer } from './use-virtualizer.ts';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 const PAGE = 500;
 /**
@@ -325,9 +326,9 @@ function TreeRow(props: {
 }) {
   const { node, depth, currentId } = props;
   const s = node.session;
-  const title = s.title || 'Untitled';
+  const title = visibleText(s.title || 'Untitled');
   // A fork reads as what distinguishes it from its parent; the full title is on hover.
-  const label = s.parent ? distinctTitle(title, s.parent.title, s.forkedAtSeq) : title;
+  const label = s.parent ? distinctTitle(title, s.parent.title && visibleText(s.parent.title), s.forkedAtSeq) : title;
   return (
     <li
       class={`tree-node${depth ? ' child' : ''}`}
@@ -343,7 +344,7 @@ function TreeRow(props: {
         aria-current={s.id === currentId ? 'page' : undefined}
         tabIndex={props.tabbable ? 0 : -1}
         onFocus={props.onFocus}
-        title={s.parent ? `${title} (fork of ${s.parent.title || 'Untitled'} at event ${s.forkedAtSeq})` : title}
+        title={s.parent ? `${title} (fork of ${visibleText(s.parent.title || 'Untitled')} at event ${s.forkedAtSeq})` : title}
       >
         <span class="tree-title">{label}</span>
         <span class="tree-meta">

@@ -11,6 +11,7 @@ import { forkline } from './api.ts';
 import { Badge, errorText } from './widgets.tsx';
 import { MAX_APPROVAL_REASON_CHARS } from '../../../src/core/text-limits.ts';
 import './tool-approval.css';
+import { visibleText } from '../../../src/core/visible-text.ts';
 
 export function ApprovalPrompt({ sessionId, call }: { sessionId: string; call: ToolCallView }) {
   const [reason, setReason] = useState('');
@@ -32,7 +33,13 @@ export function ApprovalPrompt({ sessionId, call }: { sessionId: string; call: T
   };
   const reasonId = `deny-reason-${call.id}`;
   return (
-    <div class="approval-prompt" data-testid="approval-prompt" data-call-id={call.id} role="group" aria-label={`Approval for ${call.name} (${call.id})`}>
+    <div
+      class="approval-prompt"
+      data-testid="approval-prompt"
+      data-call-id={call.id}
+      role="group"
+      aria-label={`Approval for ${visibleText(call.name)} (${call.id})`}
+    >
       <p class="approval-question">
         <Badge tone="status-waiting">waiting</Badge> This call waits for your decision: approved, the tool runs once; denied, it never runs and the model is
         told why.
@@ -56,7 +63,7 @@ export function ApprovalPrompt({ sessionId, call }: { sessionId: string; call: T
           />
           <div class="approval-actions">
             <button type="submit" class="small danger" disabled={sending !== null}>
-              {sending === 'deny' ? 'Denying…' : `Deny ${call.name}`}
+              {sending === 'deny' ? 'Denying…' : `Deny ${visibleText(call.name)}`}
             </button>
             <button type="button" class="small" onClick={() => setDenying(false)} disabled={sending !== null}>
               Back
@@ -66,7 +73,7 @@ export function ApprovalPrompt({ sessionId, call }: { sessionId: string; call: T
       ) : (
         <div class="approval-actions">
           <button type="button" class="small primary" onClick={() => void decide('approve')} disabled={sending !== null}>
-            {sending === 'approve' ? 'Approving…' : `Approve ${call.name}`}
+            {sending === 'approve' ? 'Approving…' : `Approve ${visibleText(call.name)}`}
           </button>
           <button type="button" class="small" onClick={() => setDenying(true)} disabled={sending !== null}>
             Deny…
