@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { underWatch as watch } from '../helpers/under-watch.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -86,32 +87,12 @@ async function turn(text: string): Promise<any[]> {
 
 const resultOf = (events: any[]) => events.find((e) => e.type === 'tool/result')?.data as { status: string; content: string };
 
-/** Runs `fn` while sampling the service's RSS (every 50 ms) and timing /healthz (every 100 ms); prints and returns the figures. */
-async function underWatch<T>(what: string, fn: () => Promise<T>): Promise<{ result: T; growthMB: number; slowestHealthzMs: number }> {
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${service.child.pid}/status`, 'utf8'))![1]) / 1024;
-  const beforeMB = rss();
-  let peakMB = beforeMB;
-  const sampler = setInterval(() => (peakMB = Math.max(peakMB, rss())), 50);
-  let slowest = 0;
-  let stop = false;
-  const healthz = (async () => {
-    while (!stop) {
-      const t0 = performance.now();
-      await (await fetch(`${base}/healthz`)).arrayBuffer();
-      slowest = Math.max(slowest, performance.now() - t0);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  try {
-    const result = await fn();
-    const figures = { growthMB: Math.round(Math.max(peakMB, rss()) - beforeMB), slowestHealthzMs: Math.round(slowest) };
-    console.log(`${what}: RSS +${figures.growthMB} MB, slowest /healthz ${figures.slowestHealthzMs} ms`);
-    return { result, ...figures };
-  } finally {
-    stop = true;
-    clearInterval(sampler);
-    await healthz;
-  }
+/** Runs `fn` while watching the service (tests/helpers/under-watch.ts); prints the figures, rounded. */
+async function underWatch<T>(what: string, fn: () => Promise<T>) {
+  const { result, growthMB, slowestHealthzMs } = await watch(service.child.pid!, base, fn);
+  const figures = { growthMB: Math.round(growthMB), slowestHealthzMs: Math.round(slowestHealthzMs) };
+  console.log(`${what}: RSS +${figures.growthMB} MB, slowest /healthz ${figures.slowestHealthzMs} ms`);
+  return { result, ...figures };
 }
 
 describe('a Streamable HTTP server', () => {

@@ -3,9 +3,9 @@
 // process whose resident memory is sampled while it runs, and /healthz is
 // asked every 100 ms meanwhile. Growth under 300 MB and /healthz answering
 // within 1 s are the bounds; the figures are printed.
-import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
+import { underWatch as watch } from '../helpers/under-watch.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
@@ -82,36 +82,8 @@ async function forgeSizes(id: string, size: number) {
   await db.query('SET session_replication_role = DEFAULT');
 }
 
-/**
- * Runs `fn` while sampling the service's resident set (every 50 ms) and timing
- * /healthz (one request at a time, every 100 ms): RSS before and at its
- * highest (MB), and the slowest /healthz answer (ms).
- */
-async function underWatch<T>(fn: () => Promise<T>): Promise<{ result: T; growthMB: number; slowestHealthzMs: number }> {
-  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${service.child.pid}/status`, 'utf8'))![1]) / 1024;
-  const beforeMB = rss();
-  let peakMB = beforeMB;
-  const sampler = setInterval(() => (peakMB = Math.max(peakMB, rss())), 50);
-  let slowest = 0;
-  let stop = false;
-  const healthz = (async () => {
-    while (!stop) {
-      const t0 = performance.now();
-      const res = await fetch(`${base}/healthz`);
-      await res.arrayBuffer();
-      slowest = Math.max(slowest, performance.now() - t0);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  try {
-    const result = await fn();
-    return { result, growthMB: Math.max(peakMB, rss()) - beforeMB, slowestHealthzMs: slowest };
-  } finally {
-    stop = true;
-    clearInterval(sampler);
-    await healthz;
-  }
-}
+/** Runs `fn` while watching the service (tests/helpers/under-watch.ts). */
+const underWatch = <T>(fn: () => Promise<T>) => watch(service.child.pid!, base, fn);
 
 /**
  * POSTs a recording to /recordings from `chunks` (written as fast as the
