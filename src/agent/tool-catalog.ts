@@ -8,9 +8,9 @@ import { findBubblewrap, sandboxProblem, sandboxRunner, type SandboxRunner, type
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isStdioServer, type McpConfig } from './mcp/mcp-config.ts';
+import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
 import { loggedError, McpServerConnection } from './mcp/mcp-server.ts';
-import { mcpTool, MCP_NAME_SEPARATOR } from './mcp/mcp-tools.ts';
+import { mcpTool } from './mcp/mcp-tools.ts';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
 const MAX_SESSION_SERVERS = 16;

@@ -8,6 +8,9 @@ import { FILE_SCOPES, TOOL_EFFECTS } from '../../core/tools.ts';
 
 const effect = z.enum(TOOL_EFFECTS);
 
+/** Separates a server's name from its tool's in the name the model sees. */
+export const MCP_NAME_SEPARATOR = '__';
+
 /** A server's name becomes the prefix of its tools' names (`<server>__<tool>`): no `__` inside it. */
 const serverName = z
   .string()

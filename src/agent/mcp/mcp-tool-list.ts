@@ -8,7 +8,7 @@
 // the server's other tools are offered.
 import type { Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
 import { unstorableReason } from '../../core/storable.ts';
-import { MCP_NAME_SEPARATOR } from './mcp-tools.ts';
+import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
 
 /** A tool name every provider takes (OpenAI's and Anthropic's function-name rule). */
 const PROVIDER_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

@@ -7,9 +7,8 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
+import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
 
-/** Separates a server's name from its tool's in the name the model sees. */
-export const MCP_NAME_SEPARATOR = '__';
 /** The event that keeps a call's whole MCP result (text, structured content, images, links). */
 export const MCP_RESULT = 'plugin/mcp/result';
 /** A result kept whole up to this size (JSON); a larger one is kept as its text. */
