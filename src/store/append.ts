@@ -187,7 +187,7 @@ const APPEND_PARAM_TYPES = [
  * tells the planner how few rows `a` has: with its default guess of 100 it
  * scanned the table), and the batch comes sorted by session id.
  */
-export function appendBatch(notify: boolean, byTree: boolean): string {
+function appendBatch(notify: boolean, byTree: boolean): string {
   const update = sessionRowUpdate((n) => `a.p${n}`, byTree);
   const columns = APPEND_PARAM_TYPES.map((type, i) => `p${i + 1} ${type}`).join(', ');
   return `WITH s0 AS (
@@ -215,7 +215,7 @@ export function appendBatch(notify: boolean, byTree: boolean): string {
  * appendBatch's $1 for appends given as loneAppend's parameters: the events
  * ($8, already JSON text) go in as they are, not parsed and written again.
  */
-export function appendRows(batch: ReadonlyArray<readonly unknown[]>): string {
+function appendRows(batch: ReadonlyArray<readonly unknown[]>): string {
   if (batch.length > MAX_BATCH) throw new Error(`at most ${MAX_BATCH} appends a statement`);
   return `[${batch
     .map((params, k) => {
