@@ -49,6 +49,10 @@ describe('appends of several sessions in one statement', () => {
     const statements = appendStatements();
     expect(statements.length).toBeLessThan(16);
     expect(statements.some((t) => t.includes('jsonb_to_recordset'))).toBe(true);
+    // One statement whatever the batch's size (15 appends waited: batches of 8 and 7), with or without its NOTIFY:
+    // a statement per size was planned by each connection, size by size.
+    const batches = statements.filter((t) => t.includes('jsonb_to_recordset') || t.includes('UNION ALL'));
+    for (const notifying of [true, false]) expect(new Set(batches.filter((t) => t.includes('pg_notify') === notifying)).size).toBeLessThanOrEqual(1);
     results.forEach((events, i) => {
       expect(events.map((e) => [e.sessionId, e.seq, (e.data as { i: number }).i])).toEqual([
         [ids[i], 1, 1],
