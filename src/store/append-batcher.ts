@@ -1,6 +1,6 @@
 // Group commit: appends of different sessions that wait for a connection go
 // out together, one statement (one round trip, one commit) for up to
-// MAX_BATCH sessions, each session's append a block of its own
+// MAX_BATCH sessions, each session's append a row of its own
 // (append.ts appendBatch). At most `maxInFlight` append statements run
 // at once (half the pool), so the rest of the pool stays free for reads; an
 // append that finds a slot free goes out at once, alone. One commit for many
