@@ -14,7 +14,7 @@ import type { SessionLog, StoredEvent } from './session-log.ts';
 import { leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import type { TailStates } from './tail-states.ts';
-import { AppendBatcher } from './append-batcher.ts';
+import { AppendBatcher, MAX_BATCH } from './append-batcher.ts';
 import { asJsonb } from './jsonb-value.ts';
 import type { NotifyQueue } from './notify-queue.ts';
 import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
@@ -69,22 +69,21 @@ export function lastModelIn(events: readonly NewEvent[]): SessionModel | null {
   return null;
 }
 
-/** Parameters of one session's append (appendBlock). */
+/** Parameters of one session's append (loneAppend). */
 export const APPEND_PARAMS = 18;
 
 /**
- * One session's append (see SessionAppends.append) as CTEs and the SELECT of
- * what it stored, its parameters at $(offset + 1)…$(offset + 14) and its CTEs
- * named s<k> and ins<k> ($16: whether the batch's last turn/end failed, null: none ended;
+ * One session's append (see SessionAppends.append) in one statement: an
+ * UPDATE of its row and an INSERT of the events (CTEs), and the SELECT of what
+ * it stored ($1: the session, $2: the number of events, $8: the events;
+ * $16: whether the batch's last turn/end failed, null: none ended;
  * $17, $18: the provider and model its last session/model sets, null: none;
- * $15: the session's tree, which every statement on
- * its rows names): the whole of a lone append's statement,
- * or one block of a statement that appends to several sessions
- * (append-batcher.ts). The lease's part ($10: a runner's fencing token, $12:
- * give it back when idle, $13: its ttl, $14: a message's claimer) is
- * leases.ts `leaseOnAppend`. With `notify`, the statement NOTIFYs
- * EVENTS_CHANNEL itself; otherwise its caller does once it committed
- * (append-batcher.ts chooses, notify-queue.ts says why).
+ * $15: the session's tree, which every statement on its rows names). Several
+ * sessions' appends go out together as appendBatch (append-batcher.ts). The
+ * lease's part ($10: a runner's fencing token, $12: give it back when idle,
+ * $13: its ttl, $14: a message's claimer) is leases.ts `leaseOnAppend`. With
+ * `notify`, the statement NOTIFYs EVENTS_CHANNEL itself; otherwise its caller
+ * does once it committed (append-batcher.ts chooses, notify-queue.ts says why).
  *
  * `byTree`: the row is found by its tree and id, so a distributed Postgres
  * routes the statement to the tree's shard ($15 is always given). Otherwise
@@ -92,10 +91,38 @@ export const APPEND_PARAMS = 18;
  * found by id and the statement returns the session's lineage, which the
  * caller caches, so a first append costs no read of the row beforehand.
  */
-export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = false, byTree = true): { ctes: string; select: string } {
-  const $ = (n: number) => `$${offset + n}`;
-  const s = `s${k}`;
-  const ins = `ins${k}`;
+function loneAppend(notify: boolean, byTree: boolean): string {
+  const update = sessionRowUpdate((n) => `$${n}`, byTree);
+  // One row per append, not one per event: the events are the batch as sent, from seq `base` on,
+  // stored at the statement's now() (the column's default, at its precision). No row: nothing was written.
+  return `WITH s0 AS (
+         UPDATE "Session"
+            SET ${update.set}
+          WHERE ${update.where}
+          RETURNING ${update.returning}
+       ), ins0 AS (
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+         SELECT $1, s0.base + (t.ord - 1)::int, s0."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s0.pending + (t.e->>'p')::int,
+                pg_column_size(t.e->'data')
+           FROM s0, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
+         RETURNING seq
+       )
+       SELECT 0 AS k, s0.base, now()::timestamptz(3) AS "createdAt", ${update.lease.selected('s0')}${
+         notify
+           ? `,
+              (SELECT ${eventsCommittedSql('$1::text', 'max(seq)')} FROM ins0) AS notified`
+           : ''
+       }
+         FROM s0`;
+}
+
+/**
+ * What an append changes in its session row, in the terms of `$` (an
+ * expression for each of loneAppend's parameters): its SET clauses, its WHERE
+ * (the row, the expected length, the lease's fence, the tenant) and what it
+ * returns (`base`, `pending`, the tree and the lease's columns).
+ */
+function sessionRowUpdate($: (n: number) => string, byTree: boolean) {
   const lease = leaseOnAppend({
     token: $(10),
     ttlMs: $(13),
@@ -106,9 +133,8 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
     lineageWanted: byTree ? 'false' : `${$(15)}::text IS NULL`,
   });
   return {
-    ctes: `${s} AS (
-         UPDATE "Session"
-            SET "eventCount" = "eventCount" + ${$(2)},
+    lease,
+    set: `"eventCount" = "eventCount" + ${$(2)},
                 "turnCount" = "turnCount" + ${$(3)},
                 "pendingInputCount" = "pendingInputCount" + ${$(9)},
                 status = COALESCE(${$(4)}::"SessionStatus", status),
@@ -117,31 +143,90 @@ export function appendBlock(k: number, offset = APPEND_PARAMS * k, notify = fals
                 "modelProvider" = CASE WHEN ${$(17)}::text IS NULL THEN "modelProvider" ELSE ${$(17)}::text END,
                 "modelName" = CASE WHEN ${$(17)}::text IS NULL THEN "modelName" ELSE ${$(18)}::text END,
                 "updatedAt" = now(),
-                ${lease.set}
-          WHERE id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
+                ${lease.set}`,
+    where: `id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
             AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
-            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)
-          RETURNING "eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}
-       ), ${ins} AS (
-         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
-         SELECT ${$(1)}, ${s}.base + (t.ord - 1)::int, ${s}."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, ${s}.pending + (t.e->>'p')::int,
-                pg_column_size(t.e->'data')
-           FROM ${s}, jsonb_array_elements(${$(8)}::jsonb) WITH ORDINALITY AS t(e, ord)
-         RETURNING seq
-       )`,
-    // One row per append, not one per event: the events are the batch as sent, from seq `base` on,
-    // stored at the statement's now() (the column's default, at its precision). No row: nothing was written.
-    select: `SELECT ${k} AS k, ${s}.base, now()::timestamptz(3) AS "createdAt", ${lease.selected(s)}${
-      notify
-        ? `,
-              (SELECT ${eventsCommittedSql(`${$(1)}::text`, 'max(seq)')} FROM ${ins}) AS notified`
-        : ''
-    }
-         FROM ${s}`,
+            AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)`,
+    returning: `"eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}`,
   };
 }
 
-const loneAppend = ({ ctes, select }: { ctes: string; select: string }) => `WITH ${ctes}\n       ${select}`;
+/** loneAppend's parameters as the fields of appendBatch's rows: their types, in order ($8, the events, as jsonb). */
+const APPEND_PARAM_TYPES = [
+  'text',
+  'int',
+  'int',
+  'text',
+  'boolean',
+  'text',
+  'int',
+  'jsonb',
+  'int',
+  'int',
+  'text',
+  'boolean',
+  'int',
+  'text',
+  'text',
+  'boolean',
+  'text',
+  'text',
+];
+
+/**
+ * Several sessions' appends in one statement (append-batcher.ts), whatever
+ * their number: $1 is a jsonb array with an object per append, `k` (its place
+ * in the batch, from 0) and loneAppend's parameters as p1…p18 (appendRows).
+ * One UPDATE of the session rows and one INSERT of the events, not a block of
+ * each per session: one statement for a connection to plan, and the same
+ * executor set-up for 2 appends as for 8. (Arrays unnested would tell the
+ * planner each batch's size: it planned every execution anew, a custom plan
+ * always looking cheaper than the generic one.) Each append answers the row a
+ * lone one would (loneAppend's SELECT), tagged `k`; one whose conditions fail
+ * updates nothing, so it stores nothing and answers no row. Rows are updated
+ * (locked) in the array's order, the session key probed for each (the LIMIT
+ * tells the planner how few rows `a` has: with its default guess of 100 it
+ * scanned the table), and the batch comes sorted by session id.
+ */
+function appendBatch(notify: boolean, byTree: boolean): string {
+  const update = sessionRowUpdate((n) => `a.p${n}`, byTree);
+  const columns = APPEND_PARAM_TYPES.map((type, i) => `p${i + 1} ${type}`).join(', ');
+  return `WITH s0 AS (
+         UPDATE "Session"
+            SET ${update.set}
+           FROM (SELECT * FROM jsonb_to_recordset($1::jsonb) AS a(k int, ${columns}) LIMIT ${MAX_BATCH}) a
+          WHERE ${update.where}
+          RETURNING a.k, a.p8 AS events, "Session".id, ${update.returning}
+       ), ins0 AS (
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+         SELECT s0.id, s0.base + (t.ord - 1)::int, s0."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s0.pending + (t.e->>'p')::int,
+                pg_column_size(t.e->'data')
+           FROM s0, jsonb_array_elements(s0.events) WITH ORDINALITY AS t(e, ord)
+         RETURNING "sessionId", seq
+       )
+       SELECT s0.k, s0.base, now()::timestamptz(3) AS "createdAt", ${update.lease.selected('s0')}${
+         notify
+           ? `,
+              (SELECT ${eventsCommittedSql('s0.id', 'max(ins0.seq)')} FROM ins0 WHERE ins0."sessionId" = s0.id) AS notified`
+           : ''
+       }
+         FROM s0`;
+}
+
+/**
+ * appendBatch's $1 for appends given as loneAppend's parameters: the events
+ * ($8, already JSON text) go in as they are, not parsed and written again.
+ */
+function appendRows(batch: ReadonlyArray<readonly unknown[]>): string {
+  if (batch.length > MAX_BATCH) throw new Error(`at most ${MAX_BATCH} appends a statement`);
+  return `[${batch
+    .map((params, k) => {
+      let row = `{"k":${k}`;
+      for (let i = 0; i < APPEND_PARAMS; i++) row += `,"p${i + 1}":${i === 7 ? String(params[i]) : JSON.stringify(params[i] ?? null)}`;
+      return `${row}}`;
+    })
+    .join(',')}]`;
+}
 
 /**
  * The batch checked against the relationship rules (core/log-state.ts) from
@@ -185,19 +270,20 @@ export class SessionAppends {
     prepare: boolean,
     /** Where a session's tree is known (its cached lineage): the append names it. */
     private readonly log: SessionLog,
-    /** Every append names its tree, read first when not cached (a distributed Postgres: see appendBlock). */
+    /** Every append names its tree, read first when not cached (a distributed Postgres: see loneAppend). */
     private readonly byTree = false,
   ) {
     // A lone append whose caller notifies once it committed (notify-queue.ts), and
     // one that NOTIFYs what it stored (inside a caller's transaction: delivered at its commit).
-    this.appendStatement = statement(prepare, byTree ? 'append_by_tree' : 'append', loneAppend(appendBlock(0, 0, false, byTree)));
-    this.appendNotifying = statement(prepare, byTree ? 'append_notify_by_tree' : 'append_notify', loneAppend(appendBlock(0, 0, true, byTree)));
+    this.appendStatement = statement(prepare, byTree ? 'append_by_tree' : 'append', loneAppend(false, byTree));
+    this.appendNotifying = statement(prepare, byTree ? 'append_notify_by_tree' : 'append_notify', loneAppend(true, byTree));
     const poolMax = pool.options.max ?? 10;
     this.appends = new AppendBatcher(
       pool,
       {
         single: (params, notify) => (notify ? this.appendNotifying : this.appendStatement)(params),
-        block: (k, notify) => appendBlock(k, APPEND_PARAMS * k, notify, byTree),
+        batch: (notify) => appendBatch(notify, byTree),
+        batchValues: (batch) => [appendRows(batch)],
         params: APPEND_PARAMS,
         prepare,
         name: byTree ? 'append_by_tree' : 'append',
