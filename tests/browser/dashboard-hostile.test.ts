@@ -27,7 +27,7 @@ const payload = (where: string) =>
 /** Right-to-left override: `report<U+202E>fdp.exe` reads as `reportexe.pdf`; a zero-width space hides inside `pay<U+200B>pal`. */
 const DISGUISED_TITLE = `report\u202Efdp.exe\u202C pay\u200Bpal ${payload('title').slice(0, 120)} ${'W'.repeat(500)}`.slice(0, 500); // the longest title (500), ending in one unbroken word
 const DISGUISED_PATH = `docs/invoice\u202Etxt.exe\u202C/pay\u200Bpal<img src=x onerror=window.__pwned='path'>.md`;
-const LONG_PATH = `deep/${'p'.repeat(1_000)}.txt`;
+const LONG_PATH = `deep/${'p'.repeat(250)}.txt`; // the longest name a path may hold (255 bytes), one unbroken word
 const MEGABYTE_LINE = 'M'.repeat(1024 * 1024);
 const fileV1 = Buffer.from(`${payload('file')}\n\u202Eevil\n`);
 const fileV2 = Buffer.from(`${payload('file')}\n${payload('diff')}\n`);
