@@ -132,6 +132,22 @@ describe('a page of events is held to FORKLINE_PAGE_BYTES', () => {
     }
   });
 
+  it('GET /sessions/<id>/events holds a page to the bytes too: a short page with a next one, not cached as final', async () => {
+    const seen: number[] = [];
+    let after = -1;
+    for (;;) {
+      const res = await fetch(new URL(`/sessions/${sessionId}/events?after=${after}&first=500`, app.url));
+      expect(res.status).toBe(200);
+      const page = ((await res.json()) as any).data.session.events;
+      expect(page.edges.filter((e: any) => e.node.type === 'model/message').length).toBeLessThanOrEqual(Math.ceil(PAGE_BYTES / BIG) + 1);
+      if (page.pageInfo.hasNextPage) expect(res.headers.get('cache-control')).toBe('no-store');
+      seen.push(...page.edges.map((e: any) => e.node.seq));
+      if (!page.pageInfo.hasNextPage) break;
+      after = Number(page.pageInfo.endCursor);
+    }
+    expect(seen).toEqual(all);
+  });
+
   it('the export (GET /recordings) streams every event', async () => {
     const res = await fetch(`${app.url.replace(/\/graphql$/, '/recordings')}?session=${sessionId}`);
     expect(res.status).toBe(200);
