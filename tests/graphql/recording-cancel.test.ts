@@ -34,7 +34,12 @@ const sessionCount = async () => (await app.db.pool.query<{ n: number }>('SELECT
 const keyCount = async (key: string) =>
   (await app.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM "IdempotencyKey" WHERE key = $1', [key])).rows[0].n;
 
-/** Holds every new session's COMMIT until `release()`; `commitWaiting()` resolves once one waits. */
+/**
+ * Holds every new session's COMMIT until `release()`; `commitWaiting()` resolves
+ * once one waits. `release()` returns once the held transaction has ended (its
+ * transaction-level lock is gone): before that, "no session" could be a commit
+ * not yet made rather than a discard done.
+ */
 async function holdCommits(): Promise<{ commitWaiting(): Promise<void>; release(): Promise<void> }> {
   const holder: pg.PoolClient = await app.db.pool.connect();
   await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
@@ -48,6 +53,9 @@ async function holdCommits(): Promise<{ commitWaiting(): Promise<void>; release(
     async release() {
       await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
       holder.release();
+      const locks = async () =>
+        (await app.db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1`, [LOCK])).rows[0].n;
+      await expect.poll(locks, { timeout: 15_000, interval: 20 }).toBe(0);
     },
   };
 }
