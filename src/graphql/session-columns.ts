@@ -2,7 +2,8 @@
 // more (a sessions page asking five fields reads six columns, not eighteen:
 // the readThroughput bench's sessions page serves markedly more requests).
 // A field not listed here reads every column: correct, only slower.
-import { Kind, type FragmentDefinitionNode, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { SelectionSetNode } from 'graphql';
+import { fieldNames, perSelection, subSelections, type Fragments } from './selection.ts';
 import type { PartialSessionRow, SessionColumn, SessionRow } from '../store/session-rows.ts';
 
 const LOG: SessionColumn[] = ['eventCount', 'treeId', 'inheritedRanges', 'inheritedEventCount'];
@@ -53,59 +54,6 @@ export const COLUMNS_BY_FIELD: Record<string, readonly SessionColumn[]> = {
 };
 
 const ALWAYS: SessionColumn[] = ['id', 'createdAt'];
-
-type SelectionInfo = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
-
-/**
- * `fn` of a field's selection, computed once per document: the compiled query
- * (plugins/jit.ts) hands every request the same `fieldNodes`, so a hot page
- * does not walk its selection again on each request (or, for `parent`, on
- * each row). Other executors pass new arrays: computed each time, as before.
- */
-function perSelection<T>(fn: (info: SelectionInfo) => T): (info: SelectionInfo) => T {
-  const known = new WeakMap<SelectionInfo['fieldNodes'], T>();
-  return (info) => {
-    if (known.has(info.fieldNodes)) return known.get(info.fieldNodes) as T;
-    const value = fn(info);
-    known.set(info.fieldNodes, value);
-    return value;
-  };
-}
-
-type Fragments = Record<string, FragmentDefinitionNode>;
-
-/** Field names selected in a selection set, through fragments (conditions are ignored: more columns, never fewer). */
-function fieldNames(set: SelectionSetNode | undefined, fragments: Fragments, out: Set<string>, seen = new Set<string>()): Set<string> {
-  for (const s of set?.selections ?? []) {
-    if (s.kind === Kind.FIELD) out.add(s.name.value);
-    else if (s.kind === Kind.INLINE_FRAGMENT) fieldNames(s.selectionSet, fragments, out, seen);
-    else if (!seen.has(s.name.value)) {
-      seen.add(s.name.value);
-      fieldNames(fragments[s.name.value]?.selectionSet, fragments, out, seen);
-    }
-  }
-  return out;
-}
-
-/** Sub-selections of the fields named `name` in a selection set, through fragments. */
-function subSelections(
-  set: SelectionSetNode | undefined,
-  name: string,
-  fragments: Fragments,
-  out: SelectionSetNode[] = [],
-  seen = new Set<string>(),
-): SelectionSetNode[] {
-  for (const s of set?.selections ?? []) {
-    if (s.kind === Kind.FIELD) {
-      if (s.name.value === name && s.selectionSet) out.push(s.selectionSet);
-    } else if (s.kind === Kind.INLINE_FRAGMENT) subSelections(s.selectionSet, name, fragments, out, seen);
-    else if (!seen.has(s.name.value)) {
-      seen.add(s.name.value);
-      subSelections(fragments[s.name.value]?.selectionSet, name, fragments, out, seen);
-    }
-  }
-  return out;
-}
 
 /** Columns for Session selections; null when one of them asks for a field not mapped above (read them all). */
 function columnsOf(sets: SelectionSetNode[], fragments: Fragments): SessionColumn[] | null {

@@ -33,6 +33,16 @@ export interface StoredEvent extends LogEvent {
   createdAt: Date;
 }
 
+/**
+ * Whether a page read reads the events' `data`: a reader whose caller needs
+ * only their seq, type, origin and time (a GraphQL selection without
+ * `Event.data`) reads none, and its events' `data` is undefined. Such a page
+ * holds a few bytes an event, so no byte budget applies to it.
+ */
+export interface PageShape {
+  data?: boolean;
+}
+
 /** Where an event comes from, for filters: any; a fork's inherited prefix; the rest; repair's and forks' synthetic events. */
 export type EventOrigin = 'any' | 'inherited' | 'own' | 'synthetic';
 
@@ -58,6 +68,8 @@ interface Row {
 }
 
 const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
+/** COLUMNS without the data: a page read that does not need it (PageShape). */
+const HEAD_COLUMNS = 'seq, type, synthetic, "createdAt"';
 
 /**
  * What a page read holds of event data at most, plus the one event that
@@ -149,6 +161,7 @@ export class SessionLog {
   private readonly lineageStatement: ReturnType<typeof statement>;
   private readonly rangeStatement: ReturnType<typeof statement>;
   private readonly rangeWithinStatement: Record<'ASC' | 'DESC', ReturnType<typeof statement>>;
+  private readonly rangeHeadsStatement: ReturnType<typeof statement>;
   /** What a page read holds of event data at most, plus one event (PAGE_BYTES). */
   readonly pageBytes: number;
 
@@ -182,6 +195,11 @@ export class SessionLog {
         `SELECT ${sizedColumns('$5')} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq ${dir}`,
       );
     this.rangeWithinStatement = { ASC: rangeWithin('ASC'), DESC: rangeWithin('DESC') };
+    this.rangeHeadsStatement = statement(
+      prepare,
+      'range_heads',
+      `SELECT ${HEAD_COLUMNS} FROM "Event" WHERE "sessionId" = $1 AND seq BETWEEN $2 AND $3 AND "treeId" = $4 ORDER BY seq`,
+    );
   }
 
   /** The session whose own rows hold event `seq` of this log (an ancestor's when the event was inherited); undefined when none does. */
@@ -265,15 +283,15 @@ export class SessionLog {
    * the range is the primary's; whatever it lacks up to `committedThrough` (or,
    * when unknown, to the end of the range) is read from the primary. So the
    * caller never sees less than it knew of, whichever answered. Held to
-   * PAGE_BYTES as pageWithin() is (`cut`).
+   * PAGE_BYTES as pageWithin() is (`cut`), unless read without data (`shape`).
    */
-  pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
-    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough, false);
+  pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number, shape: PageShape = {}): Promise<BoundedEvents> {
+    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough, false, shape.data ?? true);
   }
 
   /** pageBefore(), read as pageFromStandby reads: a cut keeps the events nearest `beforeSeq`. */
-  pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
-    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough, true);
+  pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number, shape: PageShape = {}): Promise<BoundedEvents> {
+    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough, true, shape.data ?? true);
   }
 
   /** Events fromSeq..toSeq inclusive, ascending. */
@@ -310,7 +328,8 @@ export class SessionLog {
     return this.typesScan(ref, types, opts, this.pageBytes, db);
   }
 
-  private async typesScan(ref: LogRef, types: readonly string[], opts: TypesQuery, bytes: number | undefined, db: Db): Promise<BoundedEvents> {
+  /** `bytes`: the budget (undefined: none); null: read without data (PageShape), which needs none. */
+  private async typesScan(ref: LogRef, types: readonly string[], opts: TypesQuery, bytes: number | undefined | null, db: Db): Promise<BoundedEvents> {
     const l = await this.requireLineage(ref, db);
     const segments = segmentsOf(l, Math.max(0, opts.fromSeq), Math.min(opts.toSeq, MAX_SEQ));
     if (segments.length === 0 || types.length === 0 || opts.limit <= 0) return { events: [], cut: false };
@@ -318,7 +337,7 @@ export class SessionLog {
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const columns = bytes === undefined ? COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
+    const columns = bytes === undefined ? COLUMNS : bytes === null ? HEAD_COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
     // One ordered index scan per (segment, type), each stopping at the limit.
     // Every bound and type is its own parameter, so the planner sees the real
     // values: behind lateral parameters it guessed 6 rows where there were 700
@@ -332,7 +351,7 @@ export class SessionLog {
     );
     const scan = scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`;
     const { rows } = await db.query<SizedRow>(scan, params);
-    if (bytes === undefined) return { events: rows.map((r) => toStored(l, r)), cut: false };
+    if (bytes === undefined || bytes === null) return { events: rows.map((r) => toStored(l, r)), cut: false };
     return this.withinBytes(l, rows, bytes, shareOf(bytes, opts.limit), db);
   }
 
@@ -373,24 +392,30 @@ export class SessionLog {
    * origin: `inherited` (a fork's shared prefix), `own` (the rest) or
    * `synthetic` (written by repair or a fork, not by a runner). Origins are
    * seq bounds or the synthetic rows' own index, types the (sessionId, type,
-   * seq) index: a page reads its own rows, never the log between them.
+   * seq) index: a page reads its own rows, never the log between them. Held
+   * to PAGE_BYTES, unless read without data (`shape`).
    */
   async filtered(
     ref: LogRef,
     filter: { types: readonly string[]; origin: EventOrigin },
     opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
+    shape: PageShape = {},
     db: Db = this.pool,
   ): Promise<BoundedEvents> {
+    const data = shape.data ?? true;
     const l = await this.requireLineage(ref, db);
     let { fromSeq, toSeq } = opts;
     if (filter.origin === 'inherited') toSeq = Math.min(toSeq, l.inheritedEventCount - 1);
     if (filter.origin === 'own') fromSeq = Math.max(fromSeq, l.inheritedEventCount);
     const bounds = { ...opts, fromSeq: Math.max(0, fromSeq), toSeq: Math.min(toSeq, MAX_SEQ) };
     if (bounds.toSeq < bounds.fromSeq || opts.limit <= 0) return { events: [], cut: false };
-    if (filter.types.length) return this.typesScan(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, this.pageBytes, db);
+    if (filter.types.length) return this.typesScan(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, data ? this.pageBytes : null, db);
     if (filter.origin !== 'synthetic') {
       const from = opts.descending ? Math.max(bounds.fromSeq, bounds.toSeq - opts.limit + 1) : bounds.fromSeq;
-      const read = await this.read(l, from, Math.min(bounds.toSeq, from + opts.limit - 1), db, { bytes: this.pageBytes, fromEnd: opts.descending ?? false });
+      const to = Math.min(bounds.toSeq, from + opts.limit - 1);
+      const read = data
+        ? await this.read(l, from, to, db, { bytes: this.pageBytes, fromEnd: opts.descending ?? false })
+        : await this.readHeads(l, from, to, db);
       if (opts.descending) read.events.reverse();
       return read;
     }
@@ -400,12 +425,13 @@ export class SessionLog {
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const share = p(shareOf(this.pageBytes, opts.limit));
+    const columns = data ? sizedColumns(p(shareOf(this.pageBytes, opts.limit))) : HEAD_COLUMNS;
     const scans = segments.map(
       (seg) =>
-        `(SELECT ${sizedColumns(share)} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
+        `(SELECT ${columns} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
     );
     const { rows } = await db.query<SizedRow>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
+    if (!data) return { events: rows.map((r) => toStored(l, r)), cut: false };
     return this.withinBytes(l, rows, this.pageBytes, shareOf(this.pageBytes, opts.limit), db);
   }
 
@@ -657,18 +683,26 @@ export class SessionLog {
     return l;
   }
 
-  private async readFromStandby(ref: LogRef, lo: number, hi: number, committedThrough: number | undefined, fromEnd: boolean): Promise<BoundedEvents> {
+  private async readFromStandby(
+    ref: LogRef,
+    lo: number,
+    hi: number,
+    committedThrough: number | undefined,
+    fromEnd: boolean,
+    data: boolean,
+  ): Promise<BoundedEvents> {
     const bound = { bytes: this.pageBytes, fromEnd };
+    const readOn = (r: LogRef, from: number, to: number, db: Db) => (data ? this.read(r, from, to, db, bound) : this.readHeads(r, from, to, db));
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return this.read(ref, lo, hi, this.pool, bound);
+    if (!standby) return readOn(ref, lo, hi, this.pool);
     const l = await this.requireLineage(ref); // from the primary (cached): a new fork may not be on the standby yet
     let read: BoundedEvents;
     try {
-      read = await this.read(l, lo, hi, standby.pool, bound);
+      read = await readOn(l, lo, hi, standby.pool);
     } catch (err) {
       standby.failed(err);
       this.onStandbyRead?.('primary', 'events');
-      return this.read(l, lo, hi, this.pool, bound);
+      return readOn(l, lo, hi, this.pool);
     }
     const rows = read.events;
     const known = committedThrough === undefined ? hi : Math.min(hi, committedThrough);
@@ -679,7 +713,7 @@ export class SessionLog {
         return read;
       }
       this.onStandbyRead?.('primary', 'events');
-      return this.read(l, lo, hi, this.pool, bound);
+      return readOn(l, lo, hi, this.pool);
     }
     let have = 0;
     const first = Math.max(0, lo);
@@ -693,7 +727,7 @@ export class SessionLog {
     // The standby is behind what the caller knows of: the rest from the primary
     // (under its own budget: such a page holds at most twice PAGE_BYTES).
     this.onStandbyRead?.(have ? 'both' : 'primary', 'events');
-    const rest = await this.read(l, through + 1, hi, this.pool, bound);
+    const rest = await readOn(l, through + 1, hi, this.pool);
     return { events: [...rows.slice(0, have), ...rest.events], cut: rest.cut };
   }
 
@@ -730,6 +764,20 @@ export class SessionLog {
     const read = await this.withinBytes(l, rows, bound.bytes, share, db);
     if (bound.fromEnd) read.events.reverse();
     return read;
+  }
+
+  /** Seqs lo..hi as read(), without their data (PageShape): no budget, one statement. */
+  private async readHeads(ref: LogRef, lo: number, hi: number, db: Db): Promise<BoundedEvents> {
+    if (hi < lo || hi < 0) return { events: [], cut: false };
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
+    if (segments.length === 0) return { events: [], cut: false };
+    const [seg] = segments;
+    const { rows } =
+      segments.length === 1
+        ? await db.query<Row>(this.rangeHeadsStatement([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId]))
+        : await db.query<Row>(...rangeUnion(segments, HEAD_COLUMNS, 'ASC'));
+    return { events: rows.map((r) => toStored(l, r)), cut: false };
   }
 
   /**

@@ -14,7 +14,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch, SearchKey } from './session-search.ts';
-import type { BoundedEvents, EventOrigin, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent } from './session-log.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
 import type { SessionTrees } from './session-trees.ts';
@@ -103,17 +103,22 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.ofTypesWithin(ref, types, opts);
   }
-  async filtered(ref: LogRef, filter: { types: readonly string[]; origin: EventOrigin }, opts: Parameters<SessionLog['filtered']>[2]): Promise<BoundedEvents> {
+  async filtered(
+    ref: LogRef,
+    filter: { types: readonly string[]; origin: EventOrigin },
+    opts: Parameters<SessionLog['filtered']>[2],
+    shape?: PageShape,
+  ): Promise<BoundedEvents> {
     await this.owns(ref);
-    return this.log.filtered(ref, filter, opts);
+    return this.log.filtered(ref, filter, opts, shape);
   }
-  async pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
+  async pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number, shape?: PageShape): Promise<BoundedEvents> {
     await this.owns(ref);
-    return this.log.pageFromStandby(ref, afterSeq, limit, committedThrough);
+    return this.log.pageFromStandby(ref, afterSeq, limit, committedThrough, shape);
   }
-  async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number): Promise<BoundedEvents> {
+  async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number, shape?: PageShape): Promise<BoundedEvents> {
     await this.owns(ref);
-    return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough);
+    return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough, shape);
   }
   async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number): Promise<StoredEvent | undefined> {
     await this.owns(ref);

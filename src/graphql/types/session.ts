@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts';
 import { PROPERTY_READ } from '../property-reads.ts';
 import { EventRef } from './event.ts';
-import { eventsConnection } from '../events-connection.ts';
+import { eventPageShape, eventsConnection } from '../events-connection.ts';
 import { EVENT_ORIGINS, EventOriginEnum } from './event-filters.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { asSelected, selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
@@ -98,13 +98,15 @@ builder.objectFields('Session', (t) => ({
       description:
         'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
         'events that pass (pages of matches, served from the indexes: gaps between them cost nothing). A page of large events holds ' +
-        'fewer than asked (FORKLINE_PAGE_BYTES of their data): page on while hasNextPage (backwards: hasPreviousPage) is true.',
+        'fewer than asked (FORKLINE_PAGE_BYTES of their data; a page that does not select `data` reads none and is not cut): ' +
+        'page on while hasNextPage (backwards: hasPreviousPage) is true.',
       args: {
         afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
         types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),
         origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
       },
-      resolve: (session, args, ctx) => eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }),
+      resolve: (session, args, ctx, info) =>
+        eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }, eventPageShape(info)),
     },
     EventConnection,
   ),
