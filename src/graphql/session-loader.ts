@@ -6,21 +6,34 @@
 // long as the subscription, and a parent's title or status read once must not
 // be served stale to every later event. Repeated ids within one batch are
 // still one row read.
+//
+// A batch reads the columns its loads' selections need (session-columns.ts),
+// all of them together: a page's parents asked for their title read id,
+// createdAt, tenant and title, not the whole row (its inherited ranges, lease…).
 import DataLoader from 'dataloader';
-import type { SessionRow } from '../store/session-rows.ts';
+import type { SessionColumn, SessionColumns, SessionRow } from '../store/session-rows.ts';
 import type { TenantStore } from '../store/session-store.ts';
+import { asSelected } from './session-columns.ts';
 
 export class SessionLoader {
   // Made on the first load: most requests (a sessions page without parents' fields, an events page) never load one.
   private loader?: DataLoader<string, SessionRow | null>;
+  /** What the next batch reads: the union of its loads' columns (null: every column; undefined: no load yet). */
+  private columns?: Set<SessionColumn> | null;
 
   constructor(private readonly store: TenantStore) {}
 
-  load(id: string): Promise<SessionRow | null> {
+  /** The row of session `id`, with at least `columns` (default: every column), or null. */
+  load(id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
+    if (columns === null) this.columns = null;
+    else if (this.columns !== null) for (const c of columns) (this.columns ??= new Set()).add(c);
     this.loader ??= new DataLoader(
       async (ids) => {
+        const wanted = this.columns;
+        this.columns = undefined;
+        const columns = wanted ? [...wanted].sort() : null;
         // Rows of another tenant are not found: the same null as a missing id (the view leaves them out).
-        const found = new Map((await this.store.sessions.byIds([...new Set(ids)])).map((r) => [r.id, r]));
+        const found = new Map((await this.store.sessions.byIds([...new Set(ids)], columns)).map((r) => [r.id, asSelected(r)]));
         return ids.map((id) => found.get(id) ?? null);
       },
       { cache: false },

@@ -63,6 +63,8 @@ export type SessionColumns = readonly SessionColumn[] | null;
 
 /** Read with every list: a page's keyset (createdAt, id), and what names the row. */
 const ALWAYS_READ = ['id', 'createdAt'] as const;
+/** Read with every list of rows by id: whose they are, for the caller's filter (TenantSessions.byIds). */
+const BY_ID_READ = [...ALWAYS_READ, 'tenant'] as const;
 /** Read with every list in the 'changed' order: its keyset (updatedAt, id) too. */
 const CHANGED_ORDER_READ = [...ALWAYS_READ, 'updatedAt'] as const;
 
@@ -167,12 +169,20 @@ export class SessionRows {
     return rows[0] ?? null;
   }
 
-  /** Rows by id, any tenant (callers filter), in one statement (on the shards of their trees). */
-  async byIds(ids: readonly string[]): Promise<SessionRow[]> {
+  /**
+   * Rows by id, any tenant (callers filter), in one statement (on the shards
+   * of their trees). With `columns`, those, id, createdAt and tenant only.
+   */
+  byIds(ids: readonly string[]): Promise<SessionRow[]>;
+  byIds(ids: readonly string[], columns: SessionColumns): Promise<PartialSessionRow[]>;
+  async byIds(ids: readonly string[], columns: SessionColumns = null): Promise<PartialSessionRow[]> {
     if (ids.length === 0) return [];
     const trees = await this.trees.ofMany(ids);
     if (trees.size === 0) return [];
-    return (await this.pool.query<SessionRow>(this.byIdsStatement([[...trees.keys()], [...new Set(trees.values())]]))).rows;
+    const run = columns
+      ? this.run(`SELECT ${list(columns, BY_ID_READ)} FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = ANY($2::text[])`, true)
+      : this.byIdsStatement;
+    return (await this.pool.query<PartialSessionRow>(run([[...trees.keys()], [...new Set(trees.values())]]))).rows;
   }
 
   /**

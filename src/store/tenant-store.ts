@@ -196,9 +196,11 @@ export class TenantSessions {
     return rows;
   }
 
-  /** Rows by id; another tenant's read as missing. */
-  async byIds(ids: readonly string[]): Promise<SessionRow[]> {
-    const rows = (await this.rows.byIds(ids)).filter((r) => r.tenant === this.tenant);
+  /** Rows by id; another tenant's read as missing. With `columns`, those (and id, createdAt) only. */
+  byIds(ids: readonly string[]): Promise<SessionRow[]>;
+  byIds(ids: readonly string[], columns: SessionColumns): Promise<PartialSessionRow[]>;
+  async byIds(ids: readonly string[], columns: SessionColumns = null): Promise<PartialSessionRow[]> {
+    const rows = (await this.rows.byIds(ids, columns)).filter((r) => r.tenant === this.tenant);
     this.owners.remember(
       this.tenant,
       rows.map((r) => r.id),

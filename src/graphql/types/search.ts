@@ -7,6 +7,7 @@ import { builder } from '../builder.ts';
 import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
+import { sessionColumns } from '../session-columns.ts';
 import { DESCENDANTS_COUNTED, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
 
 export const MAX_SEARCH_PAGE = 50;
@@ -71,8 +72,8 @@ const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
     session: t.field({
       type: SessionRef,
       description: 'The session that wrote the matching event (or has the title).',
-      resolve: async (h, _a, ctx) => {
-        const s = await ctx.sessionLoader.load(h.sessionId);
+      resolve: async (h, _a, ctx, info) => {
+        const s = await ctx.sessionLoader.load(h.sessionId, sessionColumns(info));
         if (!s) throw new Error(`session ${h.sessionId} of a search hit is gone`);
         return s;
       },

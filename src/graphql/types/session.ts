@@ -59,7 +59,7 @@ builder.objectFields('Session', (t) => ({
     nullable: true,
     resolve: (s, _a, ctx, info) => {
       if (s.parentId == null) return null;
-      return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId);
+      return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId, sessionColumns(info));
     },
   }),
   children: t.connection(

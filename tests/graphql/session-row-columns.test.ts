@@ -1,0 +1,64 @@
+// Session rows are read with the columns their selection needs
+// (graphql/session-columns.ts), the rows a page's parents are batched into
+// included (graphql/session-loader.ts): `parent { id title }` on a sessions
+// page reads the parents' titles, not their whole rows (inherited ranges,
+// lease…). Two selections in one batch read what both need. Statements are
+// taken from the service's pool (onQuery).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+let app: TestApp;
+let recording = false;
+const statements: string[] = [];
+let root: string;
+let child: string;
+
+beforeAll(async () => {
+  app = await startTestApp({ onQuery: (sql) => recording && /FROM "Session"/.test(sql) && statements.push(sql) });
+  const scope = { tenant: 'local' };
+  root = (await app.services.store.createSession(scope, { title: 'the root' })).id;
+  await app.services.store.append(root, [{ type: 'plugin/test/note', data: { n: 1 } }]);
+  child = (await app.services.store.fork(scope, root, 1)).session.id;
+});
+afterAll(() => app?.close());
+
+async function run(query: string, variables: Record<string, unknown> = {}) {
+  statements.length = 0;
+  recording = true;
+  try {
+    return { data: await app.ok(query, variables), sql: [...statements] };
+  } finally {
+    recording = false;
+  }
+}
+
+/** The statement that read rows by id (the parents' batch). */
+const byIds = (sql: string[]) => {
+  const found = sql.filter((s) => s.includes('id = ANY('));
+  expect(found.length, sql.join('\n')).toBe(1);
+  return found[0];
+};
+
+describe("a page's parents", () => {
+  it("`parent { id title }` reads the parents' titles, not their whole rows", async () => {
+    const { data, sql } = await run('{ sessions(first: 10) { edges { node { id parent { id title } } } } }');
+    const node = data.sessions.edges.map((e: any) => e.node).find((n: any) => n.id === child);
+    expect(node.parent).toEqual({ id: root, title: 'the root' });
+    const read = byIds(sql);
+    expect(read).toContain('"title"');
+    for (const column of ['inheritedRanges', 'leaseOwner', 'runner', 'modelName']) expect(read).not.toContain(`"${column}"`);
+  });
+
+  it("a parent's log fields read the columns of its log, and two selections in one batch read what both need", async () => {
+    const { data, sql } = await run(
+      `query($id: ID!) { session(id: $id) { a: parent { status } b: parent { eventCount events(first: 5) { edges { node { seq type } } } } } }`,
+      { id: child },
+    );
+    expect(data.session.a).toEqual({ status: 'IDLE' });
+    expect(data.session.b.eventCount).toBe(2);
+    expect(data.session.b.events.edges.map((e: any) => e.node.type)).toEqual(['session/title', 'plugin/test/note']);
+    const read = byIds(sql);
+    for (const column of ['status', 'eventCount', 'inheritedRanges']) expect(read).toContain(`"${column}"`);
+    expect(read).not.toContain('"leaseOwner"');
+  });
+});
