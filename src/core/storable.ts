@@ -22,7 +22,7 @@ export const toStorableText = (s: string) => (s.includes('\u0000') ? s.replaceAl
  * an event carrying one was stored without it, silently: refused instead, at
  * every door, like any other payload the log cannot hold as sent.
  */
-export const PROTO_KEY = '__proto__';
+const PROTO_KEY = '__proto__';
 
 /** Why `value` cannot be stored, or undefined when it can; `textOnly`: key names are not held to PROTO_KEY (text and depth are). */
 export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, textOnly = false): string | undefined {
