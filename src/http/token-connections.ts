@@ -50,9 +50,16 @@ export class TokenConnections {
     private readonly throttled: (address: string | undefined) => boolean = () => false,
   ) {}
 
-  /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
+  /** Before the gate, on a gated path; false when it answered the request itself (400, 403, 503). */
   async admit(req: http.IncomingMessage, res: http.ServerResponse, requestPath: string): Promise<boolean> {
     const path = doorOf(requestPath);
+    // Node keeps the first of several Authorization fields and drops the rest: a proxy that adds its own after
+    // the client's would see one caller and forkline another. The field is a singleton (RFC 9110): refused.
+    if (GATED.has(path) && (req.headersDistinct.authorization?.length ?? 0) > 1) {
+      req.resume();
+      replyError(res, 400, 'BAD_USER_INPUT', 'send one Authorization header, not several', { connection: 'close' });
+      return false;
+    }
     const token = bearerToken(req.headers.authorization);
     if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
     if (this.throttled(req.socket.remoteAddress)) return true; // the gate refuses it (429)
