@@ -1,6 +1,7 @@
 // A token revoked while a request of its own is under way (docs/operations.md
 // "API tokens"): a recording upload still sending its body stops and is
-// answered 401 with nothing imported; a subscription over SSE or an AG-UI run
+// answered 401 with nothing imported, and so is one whose import is committing;
+// a subscription over SSE or an AG-UI run
 // whose body was still arriving never opens (before, each ran after the
 // revocation: the upload imported, the stream stayed open, the run wrote its
 // message); a request whose body had arrived still gets its answer (a token
@@ -9,6 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -21,11 +23,17 @@ const REVOKE = 'mutation($id: ID!) { revokeApiToken(id: $id) { id status } }';
 let app: TestApp;
 let sessionId: string;
 let uploadDir: string;
+const LOCK = 4343;
 
 beforeAll(async () => {
   uploadDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-revoked-uploads-'));
   app = await startTestApp({ uploadDir, security: { apiTokens: new Map([[ADMIN, 'alpha']]), rateLimit: false } });
   sessionId = (await app.gql('mutation { createSession(input: { title: "watched" }) { id } }', {}, bearer(ADMIN))).data.createSession.id;
+  // A new session's COMMIT waits while the test holds this advisory lock (tests/graphql/recording-cancel.test.ts).
+  await app.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
+  await app.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
 });
 afterAll(async () => {
   await app?.close();
@@ -102,6 +110,35 @@ describe('a token revoked while its request is under way', () => {
     });
     expect(await sessionCount()).toBe(before);
     expect((await app.gql('{ session(id: "ses_revoked_upload") { id } }', {}, bearer(ADMIN))).data.session).toBeNull();
+  });
+
+  it('stops a recording upload whose import is committing: 401, the session discarded', async () => {
+    const { secret, id } = await createToken('importer', ['WRITE']);
+    const recording = `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_revoked_import', title: 'imported after revocation' } })}\n`;
+    const holder: pg.PoolClient = await app.db.pool.connect();
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    const lockCount = async (granted: boolean | null) =>
+      (
+        await app.db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND ($2::boolean IS NULL OR granted = $2)`,
+          [LOCK, granted],
+        )
+      ).rows[0].n;
+    try {
+      const before = await sessionCount();
+      const upload = slowRequest('/recordings', { 'content-type': 'application/x-ndjson', ...bearer(secret) }, '');
+      upload.finish(recording);
+      await waitFor(async () => (await lockCount(false)) === 1, { what: "the import's COMMIT waiting" });
+      await app.gql(REVOKE, { id }, bearer(ADMIN));
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      const { status, body } = await upload.outcome;
+      expect(status).toBe(401);
+      expect(JSON.parse(body).errors[0].extensions.code).toBe('UNAUTHENTICATED');
+      await waitFor(async () => (await lockCount(null)) === 0, { what: 'the held transaction ended' });
+      expect(await sessionCount()).toBe(before);
+    } finally {
+      holder.release();
+    }
   });
 
   it('never opens an SSE subscription whose body was still arriving', async () => {
