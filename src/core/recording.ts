@@ -8,6 +8,7 @@ import { unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
 import { dataOf } from './core-event.ts';
+import { FILES_CHANGE, type FilesChangeData } from './file-tree.ts';
 import { CURRENT_FORMAT_VERSION, FORMAT_VERSIONS, decodeEvent, type FormatVersion, type LogEvent } from './events.ts';
 
 export const RECORDING_FORMAT = 'forkline.recording';
@@ -136,6 +137,9 @@ export class RecordingValidator {
   #fork?: { forkedAtSeq: number; inheritedEventCount: number; firstLiveSeq: number };
   #inSeed = false;
   #blobs = 0;
+  /** The contents the change sets name, and those carried so far: a recording carries each named one at most once, and nothing else. */
+  #named = new Set<string>();
+  #carried = new Set<string>();
   #lastTurnFailed = false;
   /** The file content of the last line pushed, when it was one (undefined after an event line). */
   blob?: RecordingBlob;
@@ -158,6 +162,10 @@ export class RecordingValidator {
     if (typeof value === 'object' && value !== null && 'blob' in value) {
       const blob = recordingBlobSchema.safeParse(value);
       if (!blob.success) throw this.#fail('file content', describeIssues(blob.error));
+      // Else a recording could store contents no tree holds, past every quota (docs/files.md#limits).
+      if (!this.#named.has(blob.data.blob)) throw this.#fail('file content', `${blob.data.blob} is named by no change set of the recording`);
+      if (this.#carried.has(blob.data.blob)) throw this.#fail('file content', `${blob.data.blob} is carried twice`);
+      this.#carried.add(blob.data.blob);
       this.#blobs++;
       this.blob = blob.data;
       return undefined;
@@ -188,6 +196,7 @@ export class RecordingValidator {
     if (broken) throw this.#fail(broken.rule, broken.detail);
     this.#state.apply(event);
     this.#trackSeed(event);
+    if (event.type === FILES_CHANGE) for (const c of (data as FilesChangeData).changes) if (c.hash) this.#named.add(c.hash);
     const end = dataOf(event, 'turn/end');
     if (end) this.#lastTurnFailed = end.reason === 'failed';
     return event;

@@ -16,8 +16,16 @@ export const isStorableText = (s: string) => !s.includes('\u0000') && s.isWellFo
  */
 export const toStorableText = (s: string) => (s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s).toWellFormed();
 
-/** Why `value` cannot be stored, or undefined when it can. */
-export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH): string | undefined {
+/**
+ * A key "__proto__" is data to JSON.parse and to Postgres, but zod's records and
+ * JSON values drop it (a JavaScript object's "__proto__" is its prototype), so
+ * an event carrying one was stored without it, silently: refused instead, at
+ * every door, like any other payload the log cannot hold as sent.
+ */
+const PROTO_KEY = '__proto__';
+
+/** Why `value` cannot be stored, or undefined when it can; `textOnly`: key names are not held to PROTO_KEY (text and depth are). */
+export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, textOnly = false): string | undefined {
   // Two parallel stacks, not a stack of pairs: every append checks every value, and a pair per value was most of its garbage.
   const values: unknown[] = [value];
   const depths: number[] = [0];
@@ -37,6 +45,7 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH): str
         for (const k in v) {
           if (!Object.hasOwn(v, k)) continue;
           if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
+          if (k === PROTO_KEY && !textOnly) return `a key is "${PROTO_KEY}", which would not be kept (it names an object's prototype in JavaScript): rename it`;
           values.push((v as Record<string, unknown>)[k]);
           depths.push(depth + 1);
         }
@@ -63,5 +72,10 @@ export function toStorableJson(value: unknown, depth = 0): unknown {
     }
   }
   if (Array.isArray(value)) return value.map((x) => toStorableJson(x, depth + 1));
-  return Object.fromEntries(Object.entries(value).map(([k, x]) => [toStorableText(k), toStorableJson(x, depth + 1)]));
+  // A "__proto__" key is left out, as the log's codec would leave it out (PROTO_KEY).
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([k]) => k !== PROTO_KEY)
+      .map(([k, x]) => [toStorableText(k), toStorableJson(x, depth + 1)]),
+  );
 }

@@ -28,6 +28,7 @@ import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/unavailable.ts
 import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
 import { isProcessAlive } from '../pid-alive.ts';
 import { DEFAULT_LIMITS } from './security.ts';
+import { REVOKED_REASON } from './token-connections.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -64,6 +65,12 @@ class TooLarge extends Error {
   }
 }
 class SpoolFull extends Error {}
+class Revoked extends Error {}
+/** The uploader's token was revoked or expired under way: nothing imported, the rest of the body read and dropped (as a 413's). */
+function refuseRevoked(req: http.IncomingMessage, res: http.ServerResponse) {
+  req.resume();
+  error(res, 401, 'UNAUTHENTICATED', `${REVOKED_REASON} during the upload: nothing was imported`, { connection: 'close' });
+}
 const tooLarge = (limit: number) => ({
   code: 'BAD_USER_INPUT',
   message: `recordings are limited to ${limit} bytes (send larger ones in parts, or raise the limit)`,
@@ -137,6 +144,8 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     // or its session is discarded once committed (host/controller.ts), up to the moment the answer is written.
     const gone = new AbortController();
     res.on('close', () => !res.writableFinished && gone.abort(new Error('the client closed the upload')));
+    // A token revoked or expired during the upload stops it the same way (nothing is imported), and is answered 401.
+    const revoked = opts.guard.tokens.takeRevocation(res);
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     let bytes = 0;
     let released = false;
@@ -173,17 +182,24 @@ export function recordingUpload(opts: RecordingUploadOptions) {
           done(null, chunk);
         },
       });
+      const onRevoked = () => {
+        limit.destroy(new Revoked());
+        gone.abort(revoked!.reason);
+      };
+      if (revoked?.aborted) onRevoked();
+      else revoked?.addEventListener('abort', onRevoked, { once: true });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
       const idem = { key, requestHash: hash.digest('hex') };
       const session = await opts.importRecording({ tenant }, () => fs.createReadStream(spool), idem, { maxBytes, maxLineBytes, signal: gone.signal });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       release();
       // Gone since the import returned: the cancel still wins (no await between this check and the answer).
-      if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) return;
+      if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) return revoked?.aborted ? refuseRevoked(req, res) : undefined;
       reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
       await fs.promises.rm(spool, { force: true });
       release();
+      if (revoked?.aborted && !res.headersSent) return refuseRevoked(req, res);
       if (gone.signal.aborted) return; // nobody to answer
       if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
       else if (err instanceof SpoolFull) {

@@ -6,7 +6,12 @@
 //   without the `write` scope (on /graphql, plugins/scopes.ts decides per operation);
 // - a revoked or expired token's open connections end: its graphql-ws sockets
 //   close with 4401 (graphql-ws clients do not retry it), its streams (SSE
-//   subscriptions, AG-UI runs) are cut, and its next request is a 401.
+//   subscriptions, AG-UI runs, /chat answers) are cut, and its next request is a 401;
+// - so do its requests under way (endRevoked): a body still arriving is never
+//   acted on (a slow body sent before the revocation would otherwise run a
+//   mutation or open a stream after it), and a stream that begins after it
+//   ends at once. An upload door ends its own request (takeRevocation): 401,
+//   nothing imported.
 import type http from 'node:http';
 import type { WebSocket } from 'ws';
 import { CloseCode } from 'graphql-ws';
@@ -15,7 +20,7 @@ import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/unavailable.ts
 import type { ApiTokens } from '../host/api-tokens.ts';
 import { isStoredTokenShape } from '../store/api-tokens.ts';
 import { bearerToken, type Principal, type TenantAuth } from './auth.ts';
-import { replyError } from './http-body.ts';
+import { bodyReadWhole, replyError } from './http-body.ts';
 
 /** Paths the request gate guards (the rest are static pages and probes). */
 const GATED = new Set(['/graphql', '/sessions', '/recordings', '/agui', '/chat']);
@@ -29,6 +34,11 @@ const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : EVENT_PA
 export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
 
 export class TokenConnections {
+  /** Each admitted request of a stored token: aborted when the token is revoked or expires. */
+  private readonly revocations = new WeakMap<http.ServerResponse, AbortController>();
+  /** Requests whose door ends them itself when their token goes (takeRevocation). */
+  private readonly endedByDoor = new WeakSet<http.ServerResponse>();
+
   constructor(
     private readonly auth: TenantAuth,
     private readonly tokens: ApiTokens,
@@ -40,9 +50,16 @@ export class TokenConnections {
     private readonly throttled: (address: string | undefined) => boolean = () => false,
   ) {}
 
-  /** Before the gate, on a gated path; false when it answered the request itself (403, 503). */
+  /** Before the gate, on a gated path; false when it answered the request itself (400, 403, 503). */
   async admit(req: http.IncomingMessage, res: http.ServerResponse, requestPath: string): Promise<boolean> {
     const path = doorOf(requestPath);
+    // Node keeps the first of several Authorization fields and drops the rest: a proxy that adds its own after
+    // the client's would see one caller and forkline another. The field is a singleton (RFC 9110): refused.
+    if (GATED.has(path) && (req.headersDistinct.authorization?.length ?? 0) > 1) {
+      req.resume();
+      replyError(res, 400, 'BAD_USER_INPUT', 'send one Authorization header, not several', { connection: 'close' });
+      return false;
+    }
     const token = bearerToken(req.headers.authorization);
     if (!GATED.has(path) || !token || !isStoredTokenShape(token)) return true; // the gate alone decides
     if (this.throttled(req.socket.remoteAddress)) return true; // the gate refuses it (429)
@@ -53,10 +70,24 @@ export class TokenConnections {
       replyError(res, 403, 'FORBIDDEN', `${path} needs an API token with the write scope`);
       return false;
     }
-    // Streams end; a request still being answered finishes (it was admitted).
-    const unwatch = this.tokens.watch(principal.key, () => res.headersSent && res.destroy());
+    const revoked = new AbortController();
+    this.revocations.set(res, revoked);
+    const unwatch = this.tokens.watch(principal.key, () => {
+      revoked.abort(new Error(REVOKED_REASON));
+      if (!this.endedByDoor.has(res)) endRevoked(req, res);
+    });
     res.once('close', unwatch);
     return true;
+  }
+
+  /**
+   * For a door that ends its own request when the token goes (a recording
+   * upload: it stops spooling or importing, and answers 401): the signal, and
+   * the guard no longer cuts that request itself. Undefined: not a stored token.
+   */
+  takeRevocation(res: http.ServerResponse): AbortSignal | undefined {
+    this.endedByDoor.add(res);
+    return this.revocations.get(res)?.signal;
   }
 
   /** A graphql-ws connection's credential, looked up before the gate authenticates it; false when it closed the socket (1013). */
@@ -91,4 +122,22 @@ export class TokenConnections {
       return false;
     }
   }
+}
+
+/**
+ * A request under way whose token was revoked or expired. A stream under way
+ * is cut. A request whose body is still arriving is cut too: nothing of it
+ * is acted on. One whose body was read and whose answer has not begun
+ * finishes when its answer is written at once (revokeApiToken answering the
+ * revocation of its own token), but an answer that goes on (a stream: an SSE
+ * subscription, an AG-UI run, a /chat answer) is cut as soon as it begins.
+ */
+function endRevoked(req: http.IncomingMessage, res: http.ServerResponse): void {
+  if (res.headersSent || !bodyReadWhole(req)) return void res.destroy();
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
+    res.writeHead = writeHead;
+    setImmediate(() => res.writableEnded || res.destroy());
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
 }

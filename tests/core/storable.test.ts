@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isStorableText, toStorableText, unstorableReason } from '../../src/core/storable.ts';
+import { isStorableText, toStorableJson, toStorableText, unstorableReason } from '../../src/core/storable.ts';
 
 describe('storable text', () => {
   it('refuses NUL and unpaired surrogates, keeps pairs', () => {
@@ -27,5 +27,15 @@ describe('storable text', () => {
   it('checks own keys only', () => {
     const proto = { ['bad\u0000']: 'x\ud800' };
     expect(unstorableReason(Object.create(proto) as object)).toBeUndefined();
+  });
+
+  it('refuses a "__proto__" key at any depth (the codec would drop it), unless only text is checked; toStorableJson leaves it out', () => {
+    const data = JSON.parse('{"a": [{"__proto__": {"x": 1}, "b": 2}]}') as unknown;
+    expect(unstorableReason(data)).toMatch(/a key is "__proto__"/);
+    expect(unstorableReason(data, Infinity, true)).toBeUndefined();
+    expect(unstorableReason({ constructor: { prototype: 1 } })).toBeUndefined();
+    const kept = toStorableJson(data);
+    expect(JSON.stringify(kept)).toBe('{"a":[{"b":2}]}');
+    expect(Object.getPrototypeOf((kept as { a: object[] }).a[0])).toBe(Object.prototype);
   });
 });

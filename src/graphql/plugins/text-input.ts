@@ -7,7 +7,7 @@ import { isStorableText, unstorableReason } from '../../core/storable.ts';
 import { UNSTORABLE_TEXT } from '../../core/input-rules.ts';
 
 /** Variables may be nested deeply (model settings): only their text is checked here; payloads get the depth bound in the codec. */
-const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity) !== undefined;
+const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity, true) !== undefined;
 
 // Per document: yoga's parse cache hands out the same document for the same text.
 const literalChecked = new WeakMap<DocumentNode, boolean>();
