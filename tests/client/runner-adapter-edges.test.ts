@@ -257,7 +257,16 @@ describe.each(VARIANTS)('$name', (variant) => {
     const { id, pool } = await sessionWith(directive);
     await serve(id, pool, [{ name: 'send', execute: () => ran++ }]).catch(() => undefined);
     expect(ran).toBe(0);
-    expect((await events(id)).some((e) => e.type === 'model/message')).toBe(false);
+    const log = await events(id);
+    expect(log.some((e) => e.type === 'model/message')).toBe(false);
+    // The turn is not left open for a repair: the runner ends it failed, saying the server refused its batch.
+    expect(log.find((e) => e.type === 'plugin/agent/error')).toMatchObject({ synthetic: false, data: { message: expect.stringMatching(/refused/) } });
+    expect(log.slice(-3).map((e) => [e.type, e.data.reason, e.synthetic])).toEqual([
+      ['step/end', 'failed', false],
+      ['plugin/agent/error', undefined, false],
+      ['turn/end', 'failed', false],
+    ]);
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { status } }`, { id })).session.status).toBe('IDLE');
   });
 
   it('has every call of a step in the log before any of its tools runs (parallel calls)', async () => {

@@ -16,6 +16,7 @@ import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  settleOpenCalls,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -98,8 +99,6 @@ function parseArguments(text: string): unknown {
   }
 }
 
-/** Why a call of an approval-gated tool does not run under this adapter (docs/runners.md, Tool approval). */
-const needsApprovalError = (tool: string) => `tool "${tool}" needs approval (needsApproval), which @forkline/ai-sdk does not support yet`;
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
@@ -264,6 +263,40 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): 
 }
 
 /**
+ * A call of the open step taken up after a person's decision (settleOpenCalls),
+ * run outside the SDK's loop: its input checked against the tool's schema, its
+ * `execute` run (a streaming one to its last output), its output stored as
+ * the SDK's own runs are.
+ */
+async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+  const t = tools[call.name];
+  if (!t?.execute) return { status: 'error', content: 'the runner has no such tool' };
+  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(signal.reason)})` };
+  let input = parseArguments(call.arguments);
+  const checked = t.inputSchema ? await asSchema(t.inputSchema).validate?.(input) : undefined;
+  if (checked && !checked.success) return { status: 'error', content: `tool failed: invalid input (${errorText(checked.error)})` };
+  if (checked) input = checked.value;
+  try {
+    let output: unknown = await t.execute(input, { toolCallId: call.id, messages: [], abortSignal: signal });
+    if (isAsyncIterable(output)) {
+      let last: unknown;
+      for await (const o of output) last = o;
+      output = last;
+    }
+    return toolResultContent(output, session.maxResultBytes);
+  } catch (err) {
+    return { status: 'error', content: `tool failed: ${errorText(err)}` };
+  }
+}
+
+/** Whether the app's tool asks for a person's decision on this call (the AI SDK's `needsApproval`, a flag or a function of the input). */
+async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall): Promise<boolean> {
+  const needs = tools[call.name]?.needsApproval;
+  if (typeof needs !== 'function') return needs === true;
+  return needs(parseArguments(call.arguments) as never, { toolCallId: call.id, messages: [] });
+}
+
+/**
  * Runs the session's work with the AI SDK: an open turn's next steps, then
  * one turn per pending input, until nothing is left (or the lease is lost).
  * The tools are declared first (a set already declared costs nothing).
@@ -298,40 +331,53 @@ async function summarizeWith(model: LanguageModelV3, messages: ChatMessage[], ab
 
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest, opts: AiSdkRunOptions): Promise<void> {
-  const turn = session.turn(request);
+  let turn = session.turn(request);
   const maxSteps = opts.maxSteps ?? 16;
   const requested = requestedModel(request);
   // The session's model decides: one the runner cannot serve fails the turn, never runs on another.
   const base = requested ? opts.resolveModel?.(requested) : opts.model;
   if (!base) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  if (request.stepOpen && request.openCalls.length > 0) {
+    // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
+    const tools = opts.tools ?? {};
+    const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
+    const settled = await settleOpenCalls(turn, request.openCalls, {
+      run: (call) => runDecided(tools, call, session, signal),
+      needsApproval: (call) => toolNeedsApproval(tools, call),
+    });
+    if (settled === 'waiting') return;
+    request = await session.modelRequest();
+    if (request.turn == null || request.step == null) return;
+    turn = session.turn(request);
+  }
   /** The calls the model made, by id, and those whose result is stored. */
   const calls = new Map<string, RunnerToolCall>();
   const answered = new Set<string>();
   let failure: unknown;
-  /** Set when a call needed approval (needsApproval): the turn fails with it. */
-  let needsApproval: string | undefined;
   const abort = new AbortController();
   const onLost = () => abort.abort(session.signal.reason);
   const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
   opts.signal?.addEventListener('abort', onCancel, { once: true });
   const onStepFinish = async (result: StepResult<ToolSet>) => {
+    // Calls the SDK stopped at for a person's decision (needsApproval): not run, asked in the log (the lease goes back with it).
+    const asked = [...calls.values()].filter(
+      (call) => !answered.has(call.id) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id),
+    );
     // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
     for (const call of calls.values()) {
-      if (answered.has(call.id)) continue;
+      if (answered.has(call.id) || asked.includes(call)) continue;
       answered.add(call.id);
       const ok = result.toolResults.find((r) => r.toolCallId === call.id);
       const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
-      if (result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id)) {
-        // The SDK stops the run for a person's decision that this adapter cannot take: the call never ran, and the turn fails saying why.
-        needsApproval ??= needsApprovalError(call.name);
-        await turn.result(call, 'error', `${needsApproval}: the call did not run`);
-        continue;
-      }
       const outcome = ok
         ? toolResultContent(ok.output, turn.session.maxResultBytes)
         : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
       await turn.result(call, outcome.status, outcome.content);
+    }
+    if (asked.length) {
+      calls.clear();
+      return turn.requestApproval(asked);
     }
     const called = calls.size > 0;
     calls.clear();
@@ -361,8 +407,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     session.signal.removeEventListener('abort', onLost);
     opts.signal?.removeEventListener('abort', onCancel);
   }
-  if (turn.isEnded) return;
+  if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
-  await turn.end('failed', failure ? errorText(failure) : (needsApproval ?? `stopped after ${maxSteps} steps`));
+  await turn.end('failed', failure ? errorText(failure) : `stopped after ${maxSteps} steps`);
 }

@@ -15,6 +15,7 @@
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import {
   OpenAIProvider,
+  RunContext,
   run,
   withTrace,
   type Agent,
@@ -30,6 +31,7 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  settleOpenCalls,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -270,10 +272,45 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
   });
 }
 
-/** Why a run stopped for approvals this adapter cannot take (docs/runners.md, Tool approval): the calls did not run. */
-function needsApprovalError(interruptions: ReadonlyArray<{ rawItem?: unknown }>): string {
-  const names = interruptions.map((i) => (i.rawItem as { name?: string } | undefined)?.name ?? 'a tool');
-  return `tool "${names.join('", "')}" needs approval (needsApproval), which @forkline/openai-agents does not support yet: the call did not run`;
+/** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by call id. */
+const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>) =>
+  interruptions.flatMap((i) => {
+    const id = (i.rawItem as { callId?: string } | undefined)?.callId;
+    return id ? [{ id }] : [];
+  });
+
+const parseArguments = (text: string): unknown => {
+  try {
+    return JSON.parse(text || '{}');
+  } catch {
+    return {};
+  }
+};
+
+/**
+ * A call of the open step taken up after a person's decision (settleOpenCalls),
+ * run outside the SDK's loop: the function tool's `invoke` (which checks its
+ * input against its parameters), its output stored as the SDK's runs are.
+ */
+async function runDecided(agent: Agent<any, any>, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+  const t = (agent.tools as Tool[]).find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+  if (!t) return { status: 'error', content: 'the runner has no such tool' };
+  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
+  try {
+    const output = await t.invoke(new RunContext(), call.arguments, {
+      toolCall: { type: 'function_call', callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' },
+      signal,
+    });
+    return resultOf(output, session.maxResultBytes);
+  } catch (err) {
+    return { status: 'error', content: `tool failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */
+async function toolNeedsApproval(agent: Agent<any, any>, call: RunnerToolCall): Promise<boolean> {
+  const t = (agent.tools as Tool[]).find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+  return t ? t.needsApproval(new RunContext(), parseArguments(call.arguments) as never, call.id) : false;
 }
 
 async function modelFor(agent: Agent<any, any>, requested: RequestedModel | undefined, opts: AgentsRunOptions): Promise<Model | undefined> {
@@ -322,10 +359,22 @@ async function summarizeWith(model: Model, messages: ChatMessage[], signal: Abor
 
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAgentsTurn(session: RunnerSession, request: ModelRequest, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<void> {
-  const turn = session.turn(request);
+  let turn = session.turn(request);
   const requested = requestedModel(request);
   const model = await modelFor(agent, requested, opts);
   if (!model) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
+  if (request.stepOpen && request.openCalls.length > 0) {
+    // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
+    const settled = await settleOpenCalls(turn, request.openCalls, {
+      run: (call) => runDecided(agent, call, session, signal),
+      needsApproval: (call) => toolNeedsApproval(agent, call),
+    });
+    if (settled === 'waiting') return;
+    request = await session.modelRequest();
+    if (request.turn == null || request.step == null) return;
+    turn = session.turn(request);
+  }
   const writing = agent.clone({
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
@@ -335,7 +384,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
   try {
-    const options = { maxTurns: opts.maxTurns ?? 16, signal: opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal };
+    const options = { maxTurns: opts.maxTurns ?? 16, signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
       interruptions = (await run(writing, input, options)).interruptions;
@@ -346,12 +395,17 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
       if (result.error) failure = result.error;
       interruptions = result.interruptions;
     }
-    // The run stopped for a person's decision (a tool's needsApproval): the turn fails saying so, its calls recorded as not run.
-    if (!failure && interruptions.length > 0) failure = new Error(needsApprovalError(interruptions));
+    // The run stopped for a person's decision (a tool's needsApproval): the calls are asked in the log, not run, and the lease goes back with it.
+    if (!failure && interruptions.length > 0) {
+      const asked = interruptedCalls(interruptions);
+      if (asked.length < interruptions.length)
+        failure = new Error('the run stopped for an approval of something other than a function call, which @forkline/openai-agents does not ask for');
+      else await turn.requestApproval(asked);
+    }
   } catch (err) {
     failure = err;
   }
-  if (turn.isEnded) return;
+  if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   await turn.end(failure ? 'failed' : 'completed', failure ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
 }
