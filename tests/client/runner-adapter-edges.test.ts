@@ -12,8 +12,7 @@
 //   result saying the tool ran (never as a call that did not run).
 // - An AI SDK tool that streams its output (an async generator) runs, and its
 //   last output is its result.
-// - An approval-gated tool (needsApproval) does not run, and the turn fails
-//   saying why.
+// (Approval-gated tools: runner-adapter-approvals.test.ts.)
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -134,7 +133,6 @@ afterAll(async () => {
 interface TestTool {
   name: string;
   execute: (input: { n: number }) => unknown;
-  needsApproval?: boolean;
 }
 
 interface Variant {
@@ -154,7 +152,6 @@ const VARIANTS: Variant[] = [
           aiTool<{ n: number }, unknown>({
             description: t.name,
             inputSchema: parameters,
-            needsApproval: t.needsApproval,
             execute: async (input) => t.execute(input),
           }),
         ]),
@@ -169,9 +166,7 @@ const VARIANTS: Variant[] = [
       const agent = new Agent({
         name: 'edges',
         model,
-        tools: tools.map((t) =>
-          agentsTool({ name: t.name, description: t.name, parameters, needsApproval: t.needsApproval, execute: (input) => t.execute(input) as never }),
-        ),
+        tools: tools.map((t) => agentsTool({ name: t.name, description: t.name, parameters, execute: (input) => t.execute(input) as never })),
       });
       return runAgentsTurns(session, agent, { stream, maxTurns: 4 });
     },
@@ -347,17 +342,6 @@ describe.each(VARIANTS)('$name', (variant) => {
       `the tool ran, but its output (${18 * 1024 * 1024} bytes) is over this runner's limit of 1000000 bytes (maxResultBytes), so it was not recorded`,
     );
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
-  });
-
-  it('runs no approval-gated tool (needsApproval): the turn fails saying why, and the call is recorded as not run', async () => {
-    const { id, pool } = await sessionWith({ calls: [{ name: 'wire_money' }] });
-    let ran = 0;
-    await serve(id, pool, [{ name: 'wire_money', needsApproval: true, execute: () => ran++ }]);
-    expect(ran).toBe(0);
-    const log = await events(id);
-    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
-    expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toMatch(/"wire_money" needs approval \(needsApproval\)/);
-    expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
   });
 });
 
