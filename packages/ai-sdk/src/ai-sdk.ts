@@ -101,6 +101,16 @@ function parseArguments(text: string): unknown {
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
 
+/**
+ * Tools whose calls cannot be in the log before they run: the provider's own
+ * (`type: 'provider'`: web search, code execution, …), which the provider runs
+ * inside the model call, before its answer reaches the runner. The adapter
+ * refuses them (docs/runners.md): a turn offering one fails before the model is called.
+ */
+function providerExecutedTools(tools: ToolSet = {}): string[] {
+  return Object.entries(tools).flatMap(([name, t]) => ((t as { type?: string }).type === 'provider' ? [name] : []));
+}
+
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
 export async function aiSdkToolDeclarations(tools: ToolSet = {}, effects: Record<string, ToolEffect> = {}): Promise<RunnerToolDeclaration[]> {
   return Promise.all(
@@ -337,6 +347,12 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   // The session's model decides: one the runner cannot serve fails the turn, never runs on another.
   const base = requested ? opts.resolveModel?.(requested) : opts.model;
   if (!base) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const hosted = providerExecutedTools(opts.tools);
+  if (hosted.length)
+    return turn.end(
+      'failed',
+      `the provider runs tool "${hosted.join('", "')}" itself, before its call could be recorded: @forkline/ai-sdk does not offer such tools`,
+    );
   if (request.stepOpen && request.openCalls.length > 0) {
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
     const tools = opts.tools ?? {};

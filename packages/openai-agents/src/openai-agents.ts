@@ -159,9 +159,33 @@ export interface AgentsRunOptions {
 
 type FunctionTool = Extract<Tool, { type: 'function' }>;
 
+/**
+ * The tools a run of the agent offers: its own enabled tools and its MCP
+ * servers' (Agent.getAllTools), so an MCP server's tools are declared and
+ * wrapped as the agent's own are.
+ */
+async function agentsTools(agent: Agent<any, any>): Promise<Tool[]> {
+  return (await agent.getAllTools(new RunContext())) as Tool[];
+}
+
+/**
+ * What the adapter cannot record before it runs (docs/runners.md): a tool
+ * that is not a function tool — hosted ones the provider runs inside the
+ * model call, and shell, computer and apply-patch tools the SDK runs without
+ * the `invoke` the adapter wraps — and handoffs, whose agent would go on with
+ * a model and tools of its own. A turn of such an agent fails before its
+ * model is called. Undefined: none.
+ */
+function unrecordableOf(agent: Agent<any, any>, tools: readonly Tool[]): string | undefined {
+  const other = tools.filter((t) => t.type !== 'function').map((t) => `${t.type} tool "${t.name}"`);
+  if (agent.handoffs.length) other.push(`handoffs (${agent.handoffs.map((h) => ('agentName' in h ? h.agentName : h.name)).join(', ')})`);
+  if (!other.length) return undefined;
+  return `${other.join(', ')}: their calls could not be recorded before they run, so @forkline/openai-agents does not run agents with them`;
+}
+
 /** The agent's function tools as declared to forkline: name, description, JSON Schema, effect. */
-export function agentsToolDeclarations(agent: Agent<any, any>, effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
-  return (agent.tools as Tool[])
+export function agentsToolDeclarations(tools: readonly Tool[], effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
+  return tools
     .filter((t): t is FunctionTool => t.type === 'function')
     .map((t) => ({
       name: t.name,
@@ -292,8 +316,8 @@ const parseArguments = (text: string): unknown => {
  * run outside the SDK's loop: the function tool's `invoke` (which checks its
  * input against its parameters), its output stored as the SDK's runs are.
  */
-async function runDecided(agent: Agent<any, any>, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
-  const t = (agent.tools as Tool[]).find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+async function runDecided(tools: readonly Tool[], call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+  const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   if (!t) return { status: 'error', content: 'the runner has no such tool' };
   if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
   try {
@@ -308,8 +332,8 @@ async function runDecided(agent: Agent<any, any>, call: RunnerToolCall, session:
 }
 
 /** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */
-async function toolNeedsApproval(agent: Agent<any, any>, call: RunnerToolCall): Promise<boolean> {
-  const t = (agent.tools as Tool[]).find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+async function toolNeedsApproval(tools: readonly Tool[], call: RunnerToolCall): Promise<boolean> {
+  const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   return t ? t.needsApproval(new RunContext(), parseArguments(call.arguments) as never, call.id) : false;
 }
 
@@ -322,7 +346,7 @@ async function modelFor(agent: Agent<any, any>, requested: RequestedModel | unde
 
 /** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn), each step written as it happens. */
 export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<number> {
-  await session.declareTools(agentsToolDeclarations(agent, opts.effects));
+  await session.declareTools(agentsToolDeclarations(await agentsTools(agent), opts.effects));
   let turns = 0;
   let compacting = opts.compact ?? true;
   for (;;) {
@@ -363,12 +387,15 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const requested = requestedModel(request);
   const model = await modelFor(agent, requested, opts);
   if (!model) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const tools = await agentsTools(agent);
+  const unrecordable = unrecordableOf(agent, tools);
+  if (unrecordable) return turn.end('failed', unrecordable);
   const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
   if (request.stepOpen && request.openCalls.length > 0) {
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
     const settled = await settleOpenCalls(turn, request.openCalls, {
-      run: (call) => runDecided(agent, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(agent, call),
+      run: (call) => runDecided(tools, call, session, signal),
+      needsApproval: (call) => toolNeedsApproval(tools, call),
     });
     if (settled === 'waiting') return;
     request = await session.modelRequest();
@@ -378,7 +405,9 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const writing = agent.clone({
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
-    tools: writingTools(agent.tools as Tool[], turn),
+    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
+    tools: writingTools(tools, turn),
+    mcpServers: [],
   });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
