@@ -109,6 +109,8 @@ export interface ModelRequest {
   responseFormat: ResponseFormat | null;
   /** The open step's calls without a result, in call order, with their approval state: what a runner taking the step up settles first. */
   openCalls: OpenCall[];
+  /** The tools whose calls wait for a person's decision by the session's choice (session/tool-approval): names, `<server>__*`, `*`. */
+  approvalRequired: string[];
 }
 
 /** A call of the open step without a result (docs/runners.md, Tool approval). */
@@ -494,6 +496,7 @@ export class RunnerProtocol {
           compaction,
           responseFormat,
           openCalls: openCallsOf(state.openStep),
+          approvalRequired: state.toolApproval ?? [],
         };
       }
       const input = state.pendingInputs[0];
@@ -511,6 +514,7 @@ export class RunnerProtocol {
           compaction: null,
           responseFormat: null,
           openCalls: [],
+          approvalRequired: state.toolApproval ?? [],
         };
       messages.push({ role: 'user', content: input.text });
       const compaction = this.compactionDue(fold, messages, tools);
@@ -527,6 +531,7 @@ export class RunnerProtocol {
         compaction,
         responseFormat: input.responseFormat ?? null,
         openCalls: [],
+        approvalRequired: state.toolApproval ?? [],
       };
     } finally {
       if (!ahead) this.folds.put(fold);

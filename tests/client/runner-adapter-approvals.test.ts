@@ -130,9 +130,11 @@ describe.each(VARIANTS)('$name', (variant) => {
       await runner.close();
     }
   };
-  const sessionCalling = async (calls: string[]) => {
+  const sessionCalling = async (calls: string[], approvalRequired?: string[]) => {
     const pool = `approvals-${++sessionNo}`;
-    const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+    const id = (
+      await app.ok(`mutation($p: String!, $a: [String!]) { createSession(input: {runner: $p, approvalRequired: $a}) { id } }`, { p: pool, a: approvalRequired })
+    ).createSession.id as string;
     const text = JSON.stringify({ calls, n: sessionNo });
     await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
     return { id, pool, text };
@@ -239,5 +241,18 @@ describe.each(VARIANTS)('$name', (variant) => {
       ['step/end', 'interrupted', true],
       ['turn/end', 'interrupted', true],
     ]);
+  });
+
+  it("asks for a decision on a call of a tool the session's approvalRequired names, though the app's tool asks for none", async () => {
+    const { id, pool } = await sessionCalling(['wire_money'], ['wire_money']);
+    let ran = 0;
+    const tools: TestTool[] = [{ name: 'wire_money', execute: async () => (ran++, 'wired') }];
+    await serve(id, pool, tools);
+    expect(ran).toBe(0);
+    expect((await app.ok(SESSION, { id })).session).toMatchObject({ status: 'WAITING', pendingApprovals: [{ callId: 'call_0_wire_money' }] });
+    await app.ok(`mutation($id: ID!) { approveToolCall(input: {sessionId: $id, callId: "call_0_wire_money"}) { status } }`, { id });
+    await serve(id, pool, tools);
+    expect(ran).toBe(1);
+    expect((await events(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 });

@@ -16,6 +16,7 @@ import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  sessionRequiresApproval,
   settleOpenCalls,
   summaryPrompt,
   toolResultContent,
@@ -223,9 +224,10 @@ const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null &
  * runner's maxResultBytes, is an `error` result saying the tool ran. An
  * `execute` that streams (an async iterable: preliminary outputs, then the
  * final one) is handed to the SDK as one, so it runs, and its result is its
- * last output.
+ * last output. A tool the session asks a decision for (approvalRequired)
+ * needs approval as one the app marked (`needsApproval`).
  */
-function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): ToolSet {
+function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest): ToolSet {
   return Object.fromEntries(
     Object.entries(tools).map(([name, t]) => {
       const execute = t.execute;
@@ -267,7 +269,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): 
           return outcome.status === 'ok' ? value : outcome.content;
         }, failed);
       };
-      return [name, { ...t, execute: wrapped }];
+      return [name, { ...t, execute: wrapped, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
     }),
   ) as ToolSet;
 }
@@ -300,7 +302,8 @@ async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerS
 }
 
 /** Whether the app's tool asks for a person's decision on this call (the AI SDK's `needsApproval`, a flag or a function of the input). */
-async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall): Promise<boolean> {
+async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall, request: ModelRequest): Promise<boolean> {
+  if (sessionRequiresApproval(request, call.name)) return true;
   const needs = tools[call.name]?.needsApproval;
   if (typeof needs !== 'function') return needs === true;
   return needs(parseArguments(call.arguments) as never, { toolCallId: call.id, messages: [] });
@@ -359,7 +362,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
     const settled = await settleOpenCalls(turn, request.openCalls, {
       run: (call) => runDecided(tools, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(tools, call),
+      needsApproval: (call) => toolNeedsApproval(tools, call, request),
     });
     if (settled === 'waiting') return;
     request = await session.modelRequest();
@@ -405,7 +408,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     model: writingModel(base, turn, calls),
     system: opts.system,
     messages: toModelMessages(request.messages as ChatMessage[]),
-    tools: opts.tools ? writingTools(opts.tools, turn, answered) : undefined,
+    tools: opts.tools ? writingTools(opts.tools, turn, answered, request) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,
     onStepFinish,

@@ -31,6 +31,7 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  sessionRequiresApproval,
   settleOpenCalls,
   summaryPrompt,
   toolResultContent,
@@ -266,8 +267,12 @@ function resultOf(output: unknown, maxBytes: number): ToolResultContent {
   return toolResultContent(typeof text === 'string' ? text : output, maxBytes);
 }
 
-/** The function tools with each `invoke` storing its result as soon as it returns. */
-function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
+/**
+ * The function tools with each `invoke` storing its result as soon as it
+ * returns; a tool the session asks a decision for (approvalRequired) needs
+ * approval as one the app marked (`needsApproval`).
+ */
+function writingTools(tools: Tool[], turn: TurnWriter, request: ModelRequest): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
@@ -292,7 +297,8 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
       // The model reads what the log holds: an output that could not be stored is the error that says so.
       return (outcome.status === 'ok' ? output : outcome.content) as string;
     };
-    return { ...t, invoke };
+    const needsApproval: FunctionTool['needsApproval'] = sessionRequiresApproval(request, t.name) ? async () => true : t.needsApproval;
+    return { ...t, invoke, needsApproval };
   });
 }
 
@@ -332,7 +338,8 @@ async function runDecided(tools: readonly Tool[], call: RunnerToolCall, session:
 }
 
 /** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */
-async function toolNeedsApproval(tools: readonly Tool[], call: RunnerToolCall): Promise<boolean> {
+async function toolNeedsApproval(tools: readonly Tool[], call: RunnerToolCall, request: ModelRequest): Promise<boolean> {
+  if (sessionRequiresApproval(request, call.name)) return true;
   const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   return t ? t.needsApproval(new RunContext(), parseArguments(call.arguments) as never, call.id) : false;
 }
@@ -395,7 +402,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
     const settled = await settleOpenCalls(turn, request.openCalls, {
       run: (call) => runDecided(tools, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(tools, call),
+      needsApproval: (call) => toolNeedsApproval(tools, call, request),
     });
     if (settled === 'waiting') return;
     request = await session.modelRequest();
@@ -406,7 +413,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(tools, turn),
+    tools: writingTools(tools, turn, request),
     mcpServers: [],
   });
   const memory = new ForklineAgentsSession(session, request);

@@ -25,6 +25,15 @@ export function deniedContent(call: { id: string; name: string }, reason: string
 }
 
 /**
+ * Whether the session's own choice (ModelRequest.approvalRequired: names,
+ * `<server>__*`, `*`) makes a call of `tool` wait for a person's decision
+ * (docs/contract.md#tool-approval), besides what the runner's tool says.
+ */
+export function sessionRequiresApproval(request: Pick<ModelRequest, 'approvalRequired'>, tool: string): boolean {
+  return request.approvalRequired.some((entry) => entry === '*' || entry === tool || (entry.endsWith('__*') && tool.startsWith(entry.slice(0, -1))));
+}
+
+/**
  * Settles the open step `turn` took up (its request's openCalls): `waiting`
  * when a call is asked for (or still awaits) a decision — the lease is given
  * back with the request; `settled` when every call has its result and the

@@ -503,6 +503,7 @@ export class RunnerSession {
         eventCount: this.eventCount!,
         compaction: null,
         openCalls: [],
+        approvalRequired: [],
       };
     const ready = this.prefetched;
     this.prefetched = undefined;
@@ -895,7 +896,7 @@ export class TurnWriter {
   }
 }
 
-export { settleOpenCalls, deniedContent, type OpenCall, type SettleOpenCalls } from './approvals.ts';
+export { settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';

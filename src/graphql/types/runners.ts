@@ -125,6 +125,12 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
         'decision). A runner settles them before its next model call. Empty otherwise.',
       resolve: (r) => r.openCalls,
     }),
+    approvalRequired: t.stringList({
+      description:
+        "The tools whose calls wait for a person's decision by the session's choice (CreateSessionInput.approvalRequired, setSessionToolApproval): names, " +
+        '"<server>__*" or "*". A runner asks for a decision on such a call before it runs it, as for its own tools that need one (docs/runners.md).',
+      resolve: (r) => r.approvalRequired,
+    }),
     compaction: t.field({
       type: RunnerCompactionRef,
       nullable: true,
