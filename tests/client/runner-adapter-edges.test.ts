@@ -343,6 +343,24 @@ describe.each(VARIANTS)('$name', (variant) => {
     );
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
   });
+
+  it('ends the turn failed when the batch with a result is refused (413), its call answered as one that may have run', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'dump' }] });
+    let ran = 0;
+    // A runner whose maxResultBytes is over the server's body limit: the batch holding the result is refused.
+    await serve(id, pool, [{ name: 'dump', execute: () => (ran++, 'x'.repeat(18 * 1024 * 1024)) }], { maxResultBytes: 20 * 1024 * 1024 }).catch(
+      () => undefined,
+    );
+    expect(ran).toBe(1);
+    const log = await events(id);
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.status, e.synthetic])).toEqual([['error', false]]);
+    expect(log.find((e) => e.type === 'tool/result')!.data.content).toMatch(/could not record this call's result .*the tool may have run/);
+    expect(log.slice(-3).map((e) => [e.type, e.data.reason, e.synthetic])).toEqual([
+      ['step/end', 'failed', false],
+      ['plugin/agent/error', undefined, false],
+      ['turn/end', 'failed', false],
+    ]);
+  });
 });
 
 describe.each(['stream', 'generate'] as const)('the AI SDK adapter (%s) cancelled by the app', (mode) => {
