@@ -255,4 +255,31 @@ describe.each(VARIANTS)('$name', (variant) => {
     expect(ran).toBe(1);
     expect((await events(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
+
+  it('asks for every gated call of a step at once, waits for both decisions, then settles them in call order', async () => {
+    const { id, pool } = await sessionCalling(['wire_money', 'send_email']);
+    const ran: string[] = [];
+    const tools: TestTool[] = [
+      { name: 'wire_money', needsApproval: true, execute: async () => (ran.push('wire_money'), 'wired') },
+      { name: 'send_email', needsApproval: true, execute: async () => (ran.push('send_email'), 'sent') },
+    ];
+    await serve(id, pool, tools);
+    expect((await app.ok(SESSION, { id })).session.pendingApprovals.map((p: { name: string }) => p.name)).toEqual(['wire_money', 'send_email']);
+    await app.ok(`mutation($id: ID!) { approveToolCall(input: {sessionId: $id, callId: "call_0_wire_money"}) { status } }`, { id });
+    // One call still waits: a runner that claims the session anyway runs nothing.
+    const early = new ForklineRunner({ url: app.url, pool });
+    await early.serve(id, (s) => variant.run(s, tools).then(() => {}));
+    await early.close();
+    expect(ran).toEqual([]);
+    expect((await app.ok(SESSION, { id })).session.status).toBe('WAITING');
+    await app.ok(`mutation($id: ID!) { denyToolCall(input: {sessionId: $id, callId: "call_1_send_email", reason: ""}) { status } }`, { id });
+    await serve(id, pool, tools);
+    expect(ran).toEqual(['wire_money']);
+    const log = await events(id);
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content])).toEqual([
+      ['wire_money', 'ok', 'wired'],
+      ['send_email', 'error', 'Tool call "send_email" (call_1_send_email) was denied. It did not run.'],
+    ]);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
 });

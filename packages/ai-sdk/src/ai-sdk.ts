@@ -328,6 +328,8 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
       continue;
     }
     if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
+    // A call still awaits a person's decision (a claim of a WAITING session): nothing runs until it is decided.
+    if (request.openCalls.some((c) => c.approval === 'pending')) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }

@@ -365,6 +365,8 @@ export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, a
       continue;
     }
     if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
+    // A call still awaits a person's decision (a claim of a WAITING session): nothing runs until it is decided.
+    if (request.openCalls.some((c) => c.approval === 'pending')) return turns;
     await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
