@@ -33,6 +33,7 @@ import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closeOpenTail, findOpenTail } from '../core/repair.ts';
+import type { LogState } from '../core/log-state.ts';
 import { decidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
 import { dataOf, fieldOf } from '../core/core-event.ts';
@@ -70,6 +71,17 @@ function repairWordOf(e: NewEvent): string | undefined {
   return undefined;
 }
 
+/** The open step's unanswered calls with their approvals (ModelRequest.openCalls). */
+function openCallsOf(step: LogState['openStep']): OpenCall[] {
+  if (!step) return [];
+  return step.calls
+    .filter((c) => !step.answered.has(c.id))
+    .map((c) => {
+      const a = step.approvals?.get(c.id);
+      return { id: c.id, name: c.name, arguments: c.arguments, ...(a ? { approval: { state: a.state, ...('reason' in a ? { reason: a.reason } : {}) } } : {}) };
+    });
+}
+
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
 /** The runnable feed's looks for ended leases are at least this far apart. */
 const MIN_LOOK_MS = 100;
@@ -95,6 +107,19 @@ export interface ModelRequest {
   compaction: RunnerCompaction | null;
   /** The JSON Schema the turn's input asks the final answer to match (structured output), or null. */
   responseFormat: ResponseFormat | null;
+  /** The open step's calls without a result, in call order, with their approval state: what a runner taking the step up settles first. */
+  openCalls: OpenCall[];
+  /** The tools whose calls wait for a person's decision by the session's choice (session/tool-approval): names, `<server>__*`, `*`. */
+  approvalRequired: string[];
+}
+
+/** A call of the open step without a result (docs/runners.md, Tool approval). */
+export interface OpenCall {
+  id: string;
+  name: string;
+  arguments: string;
+  /** Its approval: none asked (undefined), `pending` (the session waits), or the decision with its reason. */
+  approval?: { state: 'pending' | 'approved' | 'denied'; reason?: string };
 }
 
 /** A compaction the runner should write before its next model call (its own model summarises `messages`). */
@@ -470,6 +495,8 @@ export class RunnerProtocol {
           eventCount: state.nextSeq,
           compaction,
           responseFormat,
+          openCalls: openCallsOf(state.openStep),
+          approvalRequired: state.toolApproval ?? [],
         };
       }
       const input = state.pendingInputs[0];
@@ -486,6 +513,8 @@ export class RunnerProtocol {
           eventCount: state.nextSeq,
           compaction: null,
           responseFormat: null,
+          openCalls: [],
+          approvalRequired: state.toolApproval ?? [],
         };
       messages.push({ role: 'user', content: input.text });
       const compaction = this.compactionDue(fold, messages, tools);
@@ -501,6 +530,8 @@ export class RunnerProtocol {
         eventCount: state.nextSeq,
         compaction,
         responseFormat: input.responseFormat ?? null,
+        openCalls: [],
+        approvalRequired: state.toolApproval ?? [],
       };
     } finally {
       if (!ahead) this.folds.put(fold);

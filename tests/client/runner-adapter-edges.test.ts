@@ -12,8 +12,7 @@
 //   result saying the tool ran (never as a call that did not run).
 // - An AI SDK tool that streams its output (an async generator) runs, and its
 //   last output is its result.
-// - An approval-gated tool (needsApproval) does not run, and the turn fails
-//   saying why.
+// (Approval-gated tools: runner-adapter-approvals.test.ts.)
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -134,7 +133,6 @@ afterAll(async () => {
 interface TestTool {
   name: string;
   execute: (input: { n: number }) => unknown;
-  needsApproval?: boolean;
 }
 
 interface Variant {
@@ -154,7 +152,6 @@ const VARIANTS: Variant[] = [
           aiTool<{ n: number }, unknown>({
             description: t.name,
             inputSchema: parameters,
-            needsApproval: t.needsApproval,
             execute: async (input) => t.execute(input),
           }),
         ]),
@@ -169,9 +166,7 @@ const VARIANTS: Variant[] = [
       const agent = new Agent({
         name: 'edges',
         model,
-        tools: tools.map((t) =>
-          agentsTool({ name: t.name, description: t.name, parameters, needsApproval: t.needsApproval, execute: (input) => t.execute(input) as never }),
-        ),
+        tools: tools.map((t) => agentsTool({ name: t.name, description: t.name, parameters, execute: (input) => t.execute(input) as never })),
       });
       return runAgentsTurns(session, agent, { stream, maxTurns: 4 });
     },
@@ -257,7 +252,16 @@ describe.each(VARIANTS)('$name', (variant) => {
     const { id, pool } = await sessionWith(directive);
     await serve(id, pool, [{ name: 'send', execute: () => ran++ }]).catch(() => undefined);
     expect(ran).toBe(0);
-    expect((await events(id)).some((e) => e.type === 'model/message')).toBe(false);
+    const log = await events(id);
+    expect(log.some((e) => e.type === 'model/message')).toBe(false);
+    // The turn is not left open for a repair: the runner ends it failed, saying the server refused its batch.
+    expect(log.find((e) => e.type === 'plugin/agent/error')).toMatchObject({ synthetic: false, data: { message: expect.stringMatching(/refused/) } });
+    expect(log.slice(-3).map((e) => [e.type, e.data.reason, e.synthetic])).toEqual([
+      ['step/end', 'failed', false],
+      ['plugin/agent/error', undefined, false],
+      ['turn/end', 'failed', false],
+    ]);
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { status } }`, { id })).session.status).toBe('IDLE');
   });
 
   it('has every call of a step in the log before any of its tools runs (parallel calls)', async () => {
@@ -340,15 +344,22 @@ describe.each(VARIANTS)('$name', (variant) => {
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
   });
 
-  it('runs no approval-gated tool (needsApproval): the turn fails saying why, and the call is recorded as not run', async () => {
-    const { id, pool } = await sessionWith({ calls: [{ name: 'wire_money' }] });
+  it('ends the turn failed when the batch with a result is refused (413), its call answered as one that may have run', async () => {
+    const { id, pool } = await sessionWith({ calls: [{ name: 'dump' }] });
     let ran = 0;
-    await serve(id, pool, [{ name: 'wire_money', needsApproval: true, execute: () => ran++ }]);
-    expect(ran).toBe(0);
+    // A runner whose maxResultBytes is over the server's body limit: the batch holding the result is refused.
+    await serve(id, pool, [{ name: 'dump', execute: () => (ran++, 'x'.repeat(18 * 1024 * 1024)) }], { maxResultBytes: 20 * 1024 * 1024 }).catch(
+      () => undefined,
+    );
+    expect(ran).toBe(1);
     const log = await events(id);
-    expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
-    expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toMatch(/"wire_money" needs approval \(needsApproval\)/);
-    expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.status, e.synthetic])).toEqual([['error', false]]);
+    expect(log.find((e) => e.type === 'tool/result')!.data.content).toMatch(/could not record this call's result .*the tool may have run/);
+    expect(log.slice(-3).map((e) => [e.type, e.data.reason, e.synthetic])).toEqual([
+      ['step/end', 'failed', false],
+      ['plugin/agent/error', undefined, false],
+      ['turn/end', 'failed', false],
+    ]);
   });
 });
 

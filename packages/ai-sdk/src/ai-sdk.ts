@@ -16,6 +16,8 @@ import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  sessionRequiresApproval,
+  settleOpenCalls,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -98,9 +100,17 @@ function parseArguments(text: string): unknown {
   }
 }
 
-/** Why a call of an approval-gated tool does not run under this adapter (docs/runners.md, Tool approval). */
-const needsApprovalError = (tool: string) => `tool "${tool}" needs approval (needsApproval), which @forkline/ai-sdk does not support yet`;
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
+
+/**
+ * Tools whose calls cannot be in the log before they run: the provider's own
+ * (`type: 'provider'`: web search, code execution, …), which the provider runs
+ * inside the model call, before its answer reaches the runner. The adapter
+ * refuses them (docs/runners.md): a turn offering one fails before the model is called.
+ */
+function providerExecutedTools(tools: ToolSet = {}): string[] {
+  return Object.entries(tools).flatMap(([name, t]) => ((t as { type?: string }).type === 'provider' ? [name] : []));
+}
 
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
 export async function aiSdkToolDeclarations(tools: ToolSet = {}, effects: Record<string, ToolEffect> = {}): Promise<RunnerToolDeclaration[]> {
@@ -214,9 +224,10 @@ const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null &
  * runner's maxResultBytes, is an `error` result saying the tool ran. An
  * `execute` that streams (an async iterable: preliminary outputs, then the
  * final one) is handed to the SDK as one, so it runs, and its result is its
- * last output.
+ * last output. A tool the session asks a decision for (approvalRequired)
+ * needs approval as one the app marked (`needsApproval`).
  */
-function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): ToolSet {
+function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest): ToolSet {
   return Object.fromEntries(
     Object.entries(tools).map(([name, t]) => {
       const execute = t.execute;
@@ -258,9 +269,44 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>): 
           return outcome.status === 'ok' ? value : outcome.content;
         }, failed);
       };
-      return [name, { ...t, execute: wrapped }];
+      return [name, { ...t, execute: wrapped, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
     }),
   ) as ToolSet;
+}
+
+/**
+ * A call of the open step taken up after a person's decision (settleOpenCalls),
+ * run outside the SDK's loop: its input checked against the tool's schema, its
+ * `execute` run (a streaming one to its last output), its output stored as
+ * the SDK's own runs are.
+ */
+async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+  const t = tools[call.name];
+  if (!t?.execute) return { status: 'error', content: 'the runner has no such tool' };
+  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(signal.reason)})` };
+  let input = parseArguments(call.arguments);
+  const checked = t.inputSchema ? await asSchema(t.inputSchema).validate?.(input) : undefined;
+  if (checked && !checked.success) return { status: 'error', content: `tool failed: invalid input (${errorText(checked.error)})` };
+  if (checked) input = checked.value;
+  try {
+    let output: unknown = await t.execute(input, { toolCallId: call.id, messages: [], abortSignal: signal });
+    if (isAsyncIterable(output)) {
+      let last: unknown;
+      for await (const o of output) last = o;
+      output = last;
+    }
+    return toolResultContent(output, session.maxResultBytes);
+  } catch (err) {
+    return { status: 'error', content: `tool failed: ${errorText(err)}` };
+  }
+}
+
+/** Whether the app's tool asks for a person's decision on this call (the AI SDK's `needsApproval`, a flag or a function of the input). */
+async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall, request: ModelRequest): Promise<boolean> {
+  if (sessionRequiresApproval(request, call.name)) return true;
+  const needs = tools[call.name]?.needsApproval;
+  if (typeof needs !== 'function') return needs === true;
+  return needs(parseArguments(call.arguments) as never, { toolCallId: call.id, messages: [] });
 }
 
 /**
@@ -282,6 +328,8 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
       continue;
     }
     if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
+    // A call still awaits a person's decision (a claim of a WAITING session): nothing runs until it is decided.
+    if (request.openCalls.some((c) => c.approval === 'pending')) return turns;
     await runAiSdkTurn(session, request, opts);
     turns++;
   }
@@ -298,40 +346,59 @@ async function summarizeWith(model: LanguageModelV3, messages: ChatMessage[], ab
 
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest, opts: AiSdkRunOptions): Promise<void> {
-  const turn = session.turn(request);
+  let turn = session.turn(request);
   const maxSteps = opts.maxSteps ?? 16;
   const requested = requestedModel(request);
   // The session's model decides: one the runner cannot serve fails the turn, never runs on another.
   const base = requested ? opts.resolveModel?.(requested) : opts.model;
   if (!base) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const hosted = providerExecutedTools(opts.tools);
+  if (hosted.length)
+    return turn.end(
+      'failed',
+      `the provider runs tool "${hosted.join('", "')}" itself, before its call could be recorded: @forkline/ai-sdk does not offer such tools`,
+    );
+  if (request.stepOpen && request.openCalls.length > 0) {
+    // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
+    const tools = opts.tools ?? {};
+    const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
+    const settled = await settleOpenCalls(turn, request.openCalls, {
+      run: (call) => runDecided(tools, call, session, signal),
+      needsApproval: (call) => toolNeedsApproval(tools, call, request),
+    });
+    if (settled === 'waiting') return;
+    request = await session.modelRequest();
+    if (request.turn == null || request.step == null) return;
+    turn = session.turn(request);
+  }
   /** The calls the model made, by id, and those whose result is stored. */
   const calls = new Map<string, RunnerToolCall>();
   const answered = new Set<string>();
   let failure: unknown;
-  /** Set when a call needed approval (needsApproval): the turn fails with it. */
-  let needsApproval: string | undefined;
   const abort = new AbortController();
   const onLost = () => abort.abort(session.signal.reason);
   const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
   opts.signal?.addEventListener('abort', onCancel, { once: true });
   const onStepFinish = async (result: StepResult<ToolSet>) => {
+    // Calls the SDK stopped at for a person's decision (needsApproval): not run, asked in the log (the lease goes back with it).
+    const asked = [...calls.values()].filter(
+      (call) => !answered.has(call.id) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id),
+    );
     // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
     for (const call of calls.values()) {
-      if (answered.has(call.id)) continue;
+      if (answered.has(call.id) || asked.includes(call)) continue;
       answered.add(call.id);
       const ok = result.toolResults.find((r) => r.toolCallId === call.id);
       const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
-      if (result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id)) {
-        // The SDK stops the run for a person's decision that this adapter cannot take: the call never ran, and the turn fails saying why.
-        needsApproval ??= needsApprovalError(call.name);
-        await turn.result(call, 'error', `${needsApproval}: the call did not run`);
-        continue;
-      }
       const outcome = ok
         ? toolResultContent(ok.output, turn.session.maxResultBytes)
         : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
       await turn.result(call, outcome.status, outcome.content);
+    }
+    if (asked.length) {
+      calls.clear();
+      return turn.requestApproval(asked);
     }
     const called = calls.size > 0;
     calls.clear();
@@ -343,7 +410,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     model: writingModel(base, turn, calls),
     system: opts.system,
     messages: toModelMessages(request.messages as ChatMessage[]),
-    tools: opts.tools ? writingTools(opts.tools, turn, answered) : undefined,
+    tools: opts.tools ? writingTools(opts.tools, turn, answered, request) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,
     onStepFinish,
@@ -361,8 +428,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     session.signal.removeEventListener('abort', onLost);
     opts.signal?.removeEventListener('abort', onCancel);
   }
-  if (turn.isEnded) return;
+  if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
-  await turn.end('failed', failure ? errorText(failure) : (needsApproval ?? `stopped after ${maxSteps} steps`));
+  await turn.end('failed', failure ? errorText(failure) : `stopped after ${maxSteps} steps`);
 }

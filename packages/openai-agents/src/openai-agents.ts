@@ -15,6 +15,7 @@
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import {
   OpenAIProvider,
+  RunContext,
   run,
   withTrace,
   type Agent,
@@ -30,6 +31,8 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  sessionRequiresApproval,
+  settleOpenCalls,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -157,9 +160,33 @@ export interface AgentsRunOptions {
 
 type FunctionTool = Extract<Tool, { type: 'function' }>;
 
+/**
+ * The tools a run of the agent offers: its own enabled tools and its MCP
+ * servers' (Agent.getAllTools), so an MCP server's tools are declared and
+ * wrapped as the agent's own are.
+ */
+async function agentsTools(agent: Agent<any, any>): Promise<Tool[]> {
+  return (await agent.getAllTools(new RunContext())) as Tool[];
+}
+
+/**
+ * What the adapter cannot record before it runs (docs/runners.md): a tool
+ * that is not a function tool — hosted ones the provider runs inside the
+ * model call, and shell, computer and apply-patch tools the SDK runs without
+ * the `invoke` the adapter wraps — and handoffs, whose agent would go on with
+ * a model and tools of its own. A turn of such an agent fails before its
+ * model is called. Undefined: none.
+ */
+function unrecordableOf(agent: Agent<any, any>, tools: readonly Tool[]): string | undefined {
+  const other = tools.filter((t) => t.type !== 'function').map((t) => `${t.type} tool "${t.name}"`);
+  if (agent.handoffs.length) other.push(`handoffs (${agent.handoffs.map((h) => ('agentName' in h ? h.agentName : h.name)).join(', ')})`);
+  if (!other.length) return undefined;
+  return `${other.join(', ')}: their calls could not be recorded before they run, so @forkline/openai-agents does not run agents with them`;
+}
+
 /** The agent's function tools as declared to forkline: name, description, JSON Schema, effect. */
-export function agentsToolDeclarations(agent: Agent<any, any>, effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
-  return (agent.tools as Tool[])
+export function agentsToolDeclarations(tools: readonly Tool[], effects: Record<string, ToolEffect> = {}): RunnerToolDeclaration[] {
+  return tools
     .filter((t): t is FunctionTool => t.type === 'function')
     .map((t) => ({
       name: t.name,
@@ -240,8 +267,12 @@ function resultOf(output: unknown, maxBytes: number): ToolResultContent {
   return toolResultContent(typeof text === 'string' ? text : output, maxBytes);
 }
 
-/** The function tools with each `invoke` storing its result as soon as it returns. */
-function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
+/**
+ * The function tools with each `invoke` storing its result as soon as it
+ * returns; a tool the session asks a decision for (approvalRequired) needs
+ * approval as one the app marked (`needsApproval`).
+ */
+function writingTools(tools: Tool[], turn: TurnWriter, request: ModelRequest): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
@@ -266,14 +297,51 @@ function writingTools(tools: Tool[], turn: TurnWriter): Tool[] {
       // The model reads what the log holds: an output that could not be stored is the error that says so.
       return (outcome.status === 'ok' ? output : outcome.content) as string;
     };
-    return { ...t, invoke };
+    const needsApproval: FunctionTool['needsApproval'] = sessionRequiresApproval(request, t.name) ? async () => true : t.needsApproval;
+    return { ...t, invoke, needsApproval };
   });
 }
 
-/** Why a run stopped for approvals this adapter cannot take (docs/runners.md, Tool approval): the calls did not run. */
-function needsApprovalError(interruptions: ReadonlyArray<{ rawItem?: unknown }>): string {
-  const names = interruptions.map((i) => (i.rawItem as { name?: string } | undefined)?.name ?? 'a tool');
-  return `tool "${names.join('", "')}" needs approval (needsApproval), which @forkline/openai-agents does not support yet: the call did not run`;
+/** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by call id. */
+const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>) =>
+  interruptions.flatMap((i) => {
+    const id = (i.rawItem as { callId?: string } | undefined)?.callId;
+    return id ? [{ id }] : [];
+  });
+
+const parseArguments = (text: string): unknown => {
+  try {
+    return JSON.parse(text || '{}');
+  } catch {
+    return {};
+  }
+};
+
+/**
+ * A call of the open step taken up after a person's decision (settleOpenCalls),
+ * run outside the SDK's loop: the function tool's `invoke` (which checks its
+ * input against its parameters), its output stored as the SDK's runs are.
+ */
+async function runDecided(tools: readonly Tool[], call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+  const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+  if (!t) return { status: 'error', content: 'the runner has no such tool' };
+  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
+  try {
+    const output = await t.invoke(new RunContext(), call.arguments, {
+      toolCall: { type: 'function_call', callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' },
+      signal,
+    });
+    return resultOf(output, session.maxResultBytes);
+  } catch (err) {
+    return { status: 'error', content: `tool failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+/** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */
+async function toolNeedsApproval(tools: readonly Tool[], call: RunnerToolCall, request: ModelRequest): Promise<boolean> {
+  if (sessionRequiresApproval(request, call.name)) return true;
+  const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
+  return t ? t.needsApproval(new RunContext(), parseArguments(call.arguments) as never, call.id) : false;
 }
 
 async function modelFor(agent: Agent<any, any>, requested: RequestedModel | undefined, opts: AgentsRunOptions): Promise<Model | undefined> {
@@ -285,7 +353,7 @@ async function modelFor(agent: Agent<any, any>, requested: RequestedModel | unde
 
 /** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn), each step written as it happens. */
 export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<number> {
-  await session.declareTools(agentsToolDeclarations(agent, opts.effects));
+  await session.declareTools(agentsToolDeclarations(await agentsTools(agent), opts.effects));
   let turns = 0;
   let compacting = opts.compact ?? true;
   for (;;) {
@@ -297,6 +365,8 @@ export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, a
       continue;
     }
     if (request.turn == null || request.step == null || opts.signal?.aborted) return turns;
+    // A call still awaits a person's decision (a claim of a WAITING session): nothing runs until it is decided.
+    if (request.openCalls.some((c) => c.approval === 'pending')) return turns;
     await runAgentsTurn(session, request, agent, opts);
     turns++;
   }
@@ -322,20 +392,37 @@ async function summarizeWith(model: Model, messages: ChatMessage[], signal: Abor
 
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAgentsTurn(session: RunnerSession, request: ModelRequest, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<void> {
-  const turn = session.turn(request);
+  let turn = session.turn(request);
   const requested = requestedModel(request);
   const model = await modelFor(agent, requested, opts);
   if (!model) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
+  const tools = await agentsTools(agent);
+  const unrecordable = unrecordableOf(agent, tools);
+  if (unrecordable) return turn.end('failed', unrecordable);
+  const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
+  if (request.stepOpen && request.openCalls.length > 0) {
+    // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
+    const settled = await settleOpenCalls(turn, request.openCalls, {
+      run: (call) => runDecided(tools, call, session, signal),
+      needsApproval: (call) => toolNeedsApproval(tools, call, request),
+    });
+    if (settled === 'waiting') return;
+    request = await session.modelRequest();
+    if (request.turn == null || request.step == null) return;
+    turn = session.turn(request);
+  }
   const writing = agent.clone({
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
-    tools: writingTools(agent.tools as Tool[], turn),
+    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
+    tools: writingTools(tools, turn, request),
+    mcpServers: [],
   });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
   try {
-    const options = { maxTurns: opts.maxTurns ?? 16, signal: opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal };
+    const options = { maxTurns: opts.maxTurns ?? 16, signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
       interruptions = (await run(writing, input, options)).interruptions;
@@ -346,12 +433,17 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
       if (result.error) failure = result.error;
       interruptions = result.interruptions;
     }
-    // The run stopped for a person's decision (a tool's needsApproval): the turn fails saying so, its calls recorded as not run.
-    if (!failure && interruptions.length > 0) failure = new Error(needsApprovalError(interruptions));
+    // The run stopped for a person's decision (a tool's needsApproval): the calls are asked in the log, not run, and the lease goes back with it.
+    if (!failure && interruptions.length > 0) {
+      const asked = interruptedCalls(interruptions);
+      if (asked.length < interruptions.length)
+        failure = new Error('the run stopped for an approval of something other than a function call, which @forkline/openai-agents does not ask for');
+      else await turn.requestApproval(asked);
+    }
   } catch (err) {
     failure = err;
   }
-  if (turn.isEnded) return;
+  if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   await turn.end(failure ? 'failed' : 'completed', failure ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
 }

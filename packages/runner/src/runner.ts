@@ -107,6 +107,9 @@ export interface StepMessage {
 const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
+/** The server refused a batch for what it holds (a broken rule, a body over its limit): sending it again fails the same way. */
+const isRefusal = (err: unknown) => err instanceof ForklineClientError && (err.code === 'BAD_USER_INPUT' || err.status === 413);
+const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 /** The wait the server asked for (Retry-After of a 429 or 503), in ms. */
 const retryAfterOf = (err: unknown) => (err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
 
@@ -499,6 +502,8 @@ export class RunnerSession {
         model: null,
         eventCount: this.eventCount!,
         compaction: null,
+        openCalls: [],
+        approvalRequired: [],
       };
     const ready = this.prefetched;
     this.prefetched = undefined;
@@ -531,7 +536,8 @@ export class RunnerSession {
   }
 
   private async appendBatch(events: RunnerEvent[]): Promise<Array<{ seq: number; type: string; data: unknown }>> {
-    const endsTurn = events.some((e) => e.type === 'turn/end');
+    // A turn's end, or a call asked for approval (the session then waits for a person), gives the lease back when nothing is left to run.
+    const endsTurn = events.some((e) => e.type === 'turn/end' || e.type === 'tool/approval-request');
     // Deltas of the turn go out before a batch that may give the lease back.
     if (endsTurn) await this.deltas;
     for (let attempt = 0; ; attempt++) {
@@ -570,6 +576,57 @@ export class RunnerSession {
         this.eventCount = page.session!.eventCount;
       }
     }
+  }
+
+  /**
+   * Ends the open turn `failed` after the server refused one of its batches
+   * (`BAD_USER_INPUT`, `413`): the refused batch is not in the log, so what
+   * closes the turn is read from the log as it is — the open step's calls
+   * without a result (their tools may have run: the refused batch may have
+   * held their results), the step's end, the error and the turn's end — and
+   * the session is not left with a turn open until a repair. A turn whose
+   * opening was refused is opened first when its input is still waiting.
+   * Whether anything was written.
+   */
+  async failRefusedTurn(turnRequest: ModelRequest, message: string): Promise<boolean> {
+    this.prefetched = undefined;
+    const now = await this.modelRequest();
+    const events: RunnerEvent[] = [];
+    let turn = now.turn;
+    let step = Math.max(1, (now.step ?? 1) - (now.stepOpen ? 0 : 1));
+    if (!now.inTurn) {
+      // The turn's opening was refused: its input would be taken and fail the same way again and again.
+      if (turnRequest.inTurn || now.inputId == null || now.inputId !== turnRequest.inputId) return false;
+      events.push(
+        { type: 'inbox/remove', data: { inputId: now.inputId, reason: 'taken' } },
+        { type: 'turn/start', data: { turn: now.turn, inputId: now.inputId } },
+      );
+      step = 1;
+    } else if (now.stepOpen) {
+      for (const call of now.openCalls) {
+        if (call.approval === 'pending') return false; // the session waits for a person: nothing to close
+        events.push({
+          type: 'tool/result',
+          data: {
+            turn,
+            step: now.step,
+            callId: call.id,
+            resultId: `res_${this.sessionId}_${call.id}`,
+            status: 'error',
+            content: `the runner could not record this call's result (the server refused its batch: ${message}); the tool may have run`,
+            name: call.name,
+          },
+        });
+      }
+      events.push({ type: 'step/end', data: { turn, step: now.step, reason: 'failed' } });
+    }
+    turn ??= turnRequest.turn;
+    events.push(
+      { type: 'plugin/agent/error', data: { turn, step, message: `the server refused the runner's batch: ${message}`.slice(0, 10_000) } },
+      { type: 'turn/end', data: { turn, reason: 'failed' } },
+    );
+    await this.appendBatch(events);
+    return true;
   }
 
   /** The lease was given back by an append: nothing more to renew or release. */
@@ -638,6 +695,11 @@ export class TurnWriter {
   private writes: Promise<unknown> = Promise.resolve();
   private failure: unknown;
   private ended = false;
+  private waiting = false;
+  /** Whether the open step has its model message. */
+  private answered = false;
+  /** The open step's calls with no result written yet. */
+  private unanswered = new Map<string, { id: string; name: string }>();
 
   constructor(
     readonly session: RunnerSession,
@@ -650,6 +712,9 @@ export class TurnWriter {
     this.stepOpen = request.inTurn && request.stepOpen === true;
     this.step = this.stepOpen ? request.step : request.step - 1;
     this.turnOpen = request.inTurn;
+    // A step taken up after a person's decision: its message is stored, its open calls wait to be settled (settleOpenCalls).
+    for (const c of this.stepOpen ? request.openCalls : []) this.unanswered.set(c.id, { id: c.id, name: c.name });
+    this.answered = this.unanswered.size > 0;
   }
 
   /** The step's events, when this writer opened the turn: the input taken and turn/start go first. */
@@ -678,11 +743,6 @@ export class TurnWriter {
     this.writes = done.catch(() => {});
     return done;
   }
-
-  /** Whether the open step has its model message. */
-  private answered = false;
-  /** The open step's calls with no result written yet. */
-  private unanswered = new Map<string, { id: string; name: string }>();
 
   /** Starts the next step, before its model call; returns its number. A step still waiting for its message stays open (a retried model call). */
   async startStep(): Promise<number> {
@@ -779,6 +839,37 @@ export class TurnWriter {
     return this.ended;
   }
 
+  /** Whether the turn stopped for a person's decision (requestApproval): it is not to be ended. */
+  get isWaiting(): boolean {
+    return this.waiting;
+  }
+
+  /**
+   * Asks for a person's decision on calls of the open step (stored, not run):
+   * `tool/approval-request` for each, in call order, with the lease given back
+   * — the session is WAITING, and its pool is offered it again once every
+   * call is decided (docs/contract.md#tool-approval). The turn stays open.
+   */
+  async requestApproval(calls: ReadonlyArray<{ id: string }>): Promise<void> {
+    if (calls.length === 0) return;
+    this.waiting = true;
+    await this.write(calls.map((c) => ({ type: 'tool/approval-request', data: { turn: this.turn, step: this.step, callId: c.id } })));
+  }
+
+  /**
+   * Stored right before an approved call runs (plugin/agent/approved-call-start):
+   * a runner that dies while it runs leaves a call the next claim repairs as
+   * one in flight, never hands over to run again.
+   */
+  approvedCallStart(call: { id: string }): Promise<void> {
+    return this.write([{ type: 'plugin/agent/approved-call-start', data: { turn: this.turn, step: this.step, callId: call.id } }]);
+  }
+
+  /** Writes what waits for the next write (a step's end) now: the next modelRequest() then reads past it. */
+  flush(): Promise<void> {
+    return this.write([]);
+  }
+
   /**
    * Ends the turn: the open step closed (`failed` with the turn), the error
    * recorded (plugin/agent/error), turn/end; a turn whose input was never
@@ -789,7 +880,14 @@ export class TurnWriter {
     this.ended = true;
     // Wait for the writes before: a failed one (the lease lost) fails this one too.
     await this.writes;
-    if (this.failure) throw this.failure;
+    if (this.failure) {
+      // A batch the server refused (not a lost lease): the turn ends failed from the log as it is, instead of staying open until a repair.
+      if (isRefusal(this.failure) && !this.session.signal.aborted) {
+        this.carry = [];
+        if (await this.session.failRefusedTurn(this.request, errorMessage(this.failure)).catch(() => false)) return;
+      }
+      throw this.failure;
+    }
     const events = this.opening();
     this.endStep(reason);
     if (error) events.push({ type: 'plugin/agent/error', data: { turn: this.turn, step: Math.max(1, this.step), message: error.slice(0, 10_000) } });
@@ -798,6 +896,7 @@ export class TurnWriter {
   }
 }
 
+export { settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';

@@ -13,7 +13,7 @@ import { unstorableReason } from '../../core/storable.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
-import type { ModelRequest, RunnerAppend, RunnerCompaction } from '../../host/runner-protocol.ts';
+import type { ModelRequest, OpenCall, RunnerAppend, RunnerCompaction } from '../../host/runner-protocol.ts';
 
 /** Sessions one claimSessions call may take. */
 const MAX_CLAIMS = 100;
@@ -43,6 +43,23 @@ const RunnerCompactionRef = builder.objectRef<RunnerCompaction>('RunnerCompactio
       description: 'The model-visible history through throughSeq (OpenAI chat format): what to summarise.',
       resolve: (c) => c.messages,
     }),
+  }),
+});
+
+const OpenCallRef = builder.objectRef<OpenCall>('OpenCall').implement({
+  description:
+    'A call of the open step with no result yet, and where it stands with approval (docs/runners.md, Tool approval): a runner taking the step up ' +
+    'runs an approved call (after plugin/agent/approved-call-start), answers a denied one as not run, and asks for one not asked yet that needs a decision.',
+  fields: (t) => ({
+    id: t.id({ resolve: (c) => c.id }),
+    name: t.string({ resolve: (c) => c.name }),
+    arguments: t.string({ description: 'Its arguments as the model wrote them (JSON text).', resolve: (c) => c.arguments }),
+    approval: t.string({
+      nullable: true,
+      description: 'null: never asked; `pending`: it awaits a decision (the session is WAITING); `approved` or `denied`: decided, not yet answered.',
+      resolve: (c) => c.approval?.state ?? null,
+    }),
+    reason: t.string({ nullable: true, description: 'The reason given with the decision ("" : none).', resolve: (c) => c.approval?.reason ?? null }),
   }),
 });
 
@@ -100,6 +117,19 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
       nullable: true,
       description: "The session's model configuration (its last session/model), if any.",
       resolve: (r) => r.model,
+    }),
+    openCalls: t.field({
+      type: [OpenCallRef],
+      description:
+        "Inside an open step whose model message is stored: its calls with no result yet, in call order (a step waiting for, or just given, a person's " +
+        'decision). A runner settles them before its next model call. Empty otherwise.',
+      resolve: (r) => r.openCalls,
+    }),
+    approvalRequired: t.stringList({
+      description:
+        "The tools whose calls wait for a person's decision by the session's choice (CreateSessionInput.approvalRequired, setSessionToolApproval): names, " +
+        '"<server>__*" or "*". A runner asks for a decision on such a call before it runs it, as for its own tools that need one (docs/runners.md).',
+      resolve: (r) => r.approvalRequired,
     }),
     compaction: t.field({
       type: RunnerCompactionRef,
