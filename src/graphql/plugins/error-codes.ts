@@ -6,6 +6,7 @@ import { PothosValidationError } from '@pothos/core';
 import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
+import { StatementTimeoutError } from '../../db/statement-deadlines.ts';
 import type { ErrorLog } from '../../logger.ts';
 import { perDocument } from './per-document.ts';
 
@@ -85,6 +86,9 @@ export function maskError(log: ErrorLog) {
       const status = (cause.extensions?.http as { status?: number } | undefined)?.status;
       const code = status === 403 ? 'FORBIDDEN' : 'BAD_USER_INPUT';
       return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code } });
+    }
+    if (cause instanceof StatementTimeoutError) {
+      return new GraphQLError(cause.message, { path, extensions: { code: 'QUERY_TIMEOUT', timeoutMs: cause.timeoutMs } });
     }
     if (isDatabaseUnavailable(cause)) {
       log('database unavailable', cause, { path: path?.join('.') });
