@@ -21,7 +21,7 @@ export interface StatementTimeouts {
   longStatementMs: number;
 }
 
-export const DEFAULT_STATEMENT_TIMEOUTS: StatementTimeouts = { queryMs: 30_000, mutationMs: 60_000, longStatementMs: 600_000 };
+export const DEFAULT_STATEMENT_TIMEOUTS: StatementTimeouts = { queryMs: 60_000, mutationMs: 60_000, longStatementMs: 600_000 };
 
 export interface StatementBound {
   /** The bound (ms; 0: none). */

@@ -12,6 +12,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -40,8 +42,8 @@ async function importSession(app: TestApp, id: string, turns = 3): Promise<strin
 }
 
 /** A connection of the test's own that holds locks the service's statements wait on. */
-async function locker(app: TestApp) {
-  const client = new pg.Client(pgConfigFromUrl(app.db.url));
+async function locker(databaseUrl: string) {
+  const client = new pg.Client(pgConfigFromUrl(databaseUrl));
   await client.connect();
   return {
     client,
@@ -74,7 +76,7 @@ describe('statements bounded in time', () => {
   beforeAll(async () => {
     app = await startTestApp({ security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } } });
     sessionId = await importSession(app, 'ses_deadline');
-    hold = await locker(app);
+    hold = await locker(app.db.url);
   });
   afterAll(async () => {
     await hold?.end();
@@ -112,7 +114,9 @@ describe('statements bounded in time', () => {
     }
     expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
     expect(r.errors?.[0]?.message).toContain('FORKLINE_MUTATION_TIMEOUT_MS');
-    const { rows } = await hold.client.query(`SELECT count(*)::int AS n FROM "Session" s JOIN "Event" e ON e."sessionId" = s.id WHERE e.data->>'title' = 'never'`);
+    const { rows } = await hold.client.query(
+      `SELECT count(*)::int AS n FROM "Session" s JOIN "Event" e ON e."sessionId" = s.id WHERE e.data->>'title' = 'never'`,
+    );
     expect(rows[0].n).toBe(0); // rolled back whole
   });
 
@@ -137,9 +141,9 @@ describe('statements of a client that went away', () => {
   let hold: Awaited<ReturnType<typeof locker>>;
 
   beforeAll(async () => {
-    app = await startTestApp(); // default bounds (30 s): only the client's going ends these statements
+    app = await startTestApp(); // default bounds (60 s): only the client's going ends these statements
     sessionId = await importSession(app, 'ses_gone');
-    hold = await locker(app);
+    hold = await locker(app.db.url);
   });
   afterAll(async () => {
     await hold?.end();
@@ -155,7 +159,7 @@ describe('statements of a client that went away', () => {
       req.end(body);
       await waitFor(async () => (await hold.waiting()) > 0, { what: "the query's statement waiting on the lock" });
       req.destroy();
-      // Gone well before the 30 s bound: the client's leaving cancelled it.
+      // Gone well before the 60 s bound: the client's leaving cancelled it.
       await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 10_000, what: 'no statement waiting after the client left' });
     } finally {
       await hold.release();
@@ -172,5 +176,45 @@ describe('statements of a client that went away', () => {
     } finally {
       await hold.release();
     }
+  });
+});
+
+// PgBouncer in transaction mode: the cancel goes through the pooler, which
+// hands it to the server connection running the client's statement.
+describe('behind PgBouncer in transaction mode', () => {
+  let app: TestApp;
+  let bouncer: PgBouncer;
+  let sessionId: string;
+  let hold: Awaited<ReturnType<typeof locker>>;
+
+  beforeAll(async () => {
+    const direct = await createTestDatabase();
+    const database = new URL(direct).pathname.slice(1);
+    bouncer = await startPgBouncer(direct, [database], { poolSize: 4 });
+    app = await startTestApp({
+      databaseUrl: bouncer.url(database),
+      directUrl: direct,
+      preparedStatements: false, // PgBouncer 1.18: no protocol-level prepared statements
+      security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } },
+    });
+    sessionId = await importSession(app, 'ses_pooled');
+    hold = await locker(direct);
+  }, 180_000);
+  afterAll(async () => {
+    await hold?.end();
+    await app?.close();
+    await bouncer?.stop();
+  });
+
+  it('a query past its bound answers QUERY_TIMEOUT and leaves no statement on the server', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const r = await app.gql(SEARCH);
+      expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 5000, what: 'no statement waiting on the lock' });
+    } finally {
+      await hold.release();
+    }
+    expect((await app.ok(EVENTS, { id: sessionId })).session.events.edges.length).toBe(20);
   });
 });

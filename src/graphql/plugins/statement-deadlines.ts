@@ -16,8 +16,7 @@ import type { Context } from '../context.ts';
 /** The field extension that marks a mutation whose work is legitimately long (each statement bounded, not the whole). */
 export const LONG_STATEMENTS = { longStatements: true } as const;
 
-const rootFieldsOf = (operation: OperationDefinitionNode) =>
-  operation.selectionSet.selections.flatMap((s) => (s.kind === 'Field' ? [s.name.value] : [])); // fragments at the root: bounded as a plain mutation
+const rootFieldsOf = (operation: OperationDefinitionNode) => operation.selectionSet.selections.flatMap((s) => (s.kind === 'Field' ? [s.name.value] : [])); // fragments at the root: bounded as a plain mutation
 
 function isLong(type: GraphQLObjectType | null | undefined, operation: OperationDefinitionNode): boolean {
   const fields = type?.getFields();
