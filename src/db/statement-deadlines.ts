@@ -164,7 +164,7 @@ export function boundStatements(pool: pg.Pool): void {
       try {
         return await query(...args);
       } catch (err) {
-        // 57014: query_canceled (ours; a server's own statement_timeout reads as a timeout too).
+        // 57014 (query_canceled) after a cancel of ours: the reason we sent it.
         if (why && (err as { code?: unknown })?.code === '57014') throw why;
         throw err;
       } finally {
