@@ -1,6 +1,6 @@
 // Environment configuration (docs/operations.md), parsed once with zod.
 import { z } from 'zod';
-import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
+import { DEFAULT_LIMITS, DEFAULT_STATEMENT_TIMEOUTS, type SecurityOptions } from './http/security.ts';
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 import { approvalToolsProblem } from './agent/tool-catalog.ts';
 import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
@@ -9,6 +9,14 @@ const flag = z
   .enum(['0', '1', 'true', 'false'])
   .optional()
   .transform((v) => v === '1' || v === 'true');
+
+/** A statement bound (ms): 0 (none) or at least 100. */
+const statementTimeout = (fallback: number) =>
+  z.coerce
+    .number()
+    .int()
+    .refine((v) => v === 0 || v >= 100, 'must be 0 (no bound) or at least 100')
+    .default(fallback);
 
 const TENANT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MIN_TOKEN_LENGTH = 16;
@@ -196,6 +204,9 @@ const envSchema = z
     FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
     FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
     FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
+    FORKLINE_QUERY_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.queryMs),
+    FORKLINE_MUTATION_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.mutationMs),
+    FORKLINE_LONG_STATEMENT_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.longStatementMs),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .superRefine((c, ctx) => {
@@ -271,5 +282,10 @@ export function securityOptions(config: Config): SecurityOptions {
       bodyRateWindowMs: config.FORKLINE_HTTP_BODY_RATE_WINDOW_MS,
     },
     maxConnectionsPerAddress: config.FORKLINE_MAX_CONNECTIONS_PER_ADDRESS,
+    statementTimeouts: {
+      queryMs: config.FORKLINE_QUERY_TIMEOUT_MS,
+      mutationMs: config.FORKLINE_MUTATION_TIMEOUT_MS,
+      longStatementMs: config.FORKLINE_LONG_STATEMENT_TIMEOUT_MS,
+    },
   };
 }

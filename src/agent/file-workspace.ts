@@ -195,13 +195,27 @@ export class FileWorkspaces {
    * restore under way is stopped first, so it cannot write after the removal.
    */
   async discard(sessionId: string): Promise<void> {
+    if (this.gone.has(sessionId)) return; // the deletion's own process hears of it twice (its mutation, its NOTIFY)
     this.gone.add(sessionId);
     if (this.gone.size > GONE_REMEMBERED) this.gone.delete(this.gone.values().next().value!);
     const ws = this.open.get(sessionId);
     this.open.delete(sessionId);
     if (ws) await ws.stop();
-    await removeDirectory(path.join(this.root, sessionId));
+    // Starting `rm` holds the event loop for a while in a large process (tens of ms): a deleted
+    // tree of a thousand forks spawned one per session at once and held it for seconds. Only
+    // directories that exist are removed, one at a time.
+    const dir = path.join(this.root, sessionId);
+    const exists = await fs.lstat(dir).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) return;
+    const removed = this.removals.then(() => removeDirectory(dir));
+    this.removals = removed.catch(() => {});
+    await removed;
   }
+
+  private removals: Promise<void> = Promise.resolve();
 }
 
 export class FileWorkspace {

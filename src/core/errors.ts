@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'SERVICE_UNAVAILABLE',
   /** A subscription ended because its subscriber fell too far behind (it subscribes again). */
   'SUBSCRIBER_TOO_SLOW',
+  /** The operation's database work passed its time bound (FORKLINE_QUERY_TIMEOUT_MS and its neighbours) and was cancelled: narrow it or retry. */
+  'QUERY_TIMEOUT',
   /** The session's model provider refused or failed a request the operation needed (compactSession): the message is the provider's. */
   'MODEL_ERROR',
 ] as const;

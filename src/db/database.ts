@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { pgConfigFromUrl } from './pg-config.ts';
 import { storeTypes } from './pg-types.ts';
+import { boundStatements } from './statement-deadlines.ts';
 
 export interface Database {
   pool: pg.Pool;
@@ -41,6 +42,7 @@ export function createPool(url: string, opts: Pick<pg.PoolConfig, 'max' | 'conne
   // terminated under load). Its holder's next statement fails instead, and
   // pg-pool discards the broken client when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
+  boundStatements(pool); // a request's statements: statement-deadlines.ts
   return pool;
 }
 

@@ -22,4 +22,6 @@ export interface Context {
    * operation's result and connection are the WebSocket front's to measure.
    */
   ws?: { readonly id: string };
+  /** Aborted when the operation's client has gone (its HTTP connection or WebSocket closed): its reads are cancelled. */
+  gone?: AbortSignal;
 }

@@ -5,6 +5,9 @@ import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
+import type { StatementTimeouts } from '../db/statement-deadlines.ts';
+
+export { DEFAULT_STATEMENT_TIMEOUTS } from '../db/statement-deadlines.ts';
 
 export interface SecurityOptions {
   /** token → tenant. Unset or empty: local single-tenant mode (tenant `local`, loopback only). */
@@ -42,6 +45,8 @@ export interface SecurityOptions {
   maxConnectionsPerAddress?: number;
   /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** How long an operation's database work may take (db/statement-deadlines.ts); unset fields: DEFAULT_STATEMENT_TIMEOUTS. */
+  statementTimeouts?: Partial<StatementTimeouts>;
 }
 
 export const DEFAULT_LIMITS = {

@@ -6,6 +6,7 @@ import { PothosValidationError } from '@pothos/core';
 import type { Plugin } from 'graphql-yoga';
 import { ForklineError } from '../../core/errors.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/unavailable.ts';
+import { StatementAbandonedError, StatementTimeoutError } from '../../db/statement-deadlines.ts';
 import type { ErrorLog } from '../../logger.ts';
 import { perDocument } from './per-document.ts';
 
@@ -86,6 +87,11 @@ export function maskError(log: ErrorLog) {
       const code = status === 403 ? 'FORBIDDEN' : 'BAD_USER_INPUT';
       return new GraphQLError(cause.message, { nodes: cause.nodes, path: cause.path, extensions: { ...cause.extensions, code } });
     }
+    if (cause instanceof StatementTimeoutError) {
+      return new GraphQLError(cause.message, { path, extensions: { code: 'QUERY_TIMEOUT', timeoutMs: cause.timeoutMs } });
+    }
+    // Its client has gone: nobody reads this answer, and nothing went wrong here.
+    if (cause instanceof StatementAbandonedError) return new GraphQLError(cause.message, { path, extensions: { code: cause.code } });
     if (isDatabaseUnavailable(cause)) {
       log('database unavailable', cause, { path: path?.join('.') });
       return serviceUnavailable(path);

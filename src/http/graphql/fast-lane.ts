@@ -266,7 +266,7 @@ export function fastLane(opts: FastLaneOptions) {
     const params = paramsOf(body);
     if (!params) return false;
 
-    const enveloped = yoga.getEnveloped({ req, params, request: requestOf(req, yoga.fetchAPI) });
+    const enveloped = yoga.getEnveloped({ req, res, params, request: requestOf(req, yoga.fetchAPI) });
     const document = accepted.get(params.query) ?? admitted(enveloped, params);
     if (!document || !isQueryOrMutation(document, params.operationName)) return false;
 

@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { GraphQLError, getOperationAST } from 'graphql';
-import type { WebSocketServer } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { schema } from '../../graphql/schema.ts';
 import type { Context } from '../../graphql/context.ts';
@@ -22,13 +22,15 @@ import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
+import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
+import { responseGone, socketGone } from './client-gone.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { eventPages } from './event-pages.ts';
 import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
 import type { Guard } from '../guard.ts';
-import { DEFAULT_LIMITS, type SecurityOptions } from '../security.ts';
+import { DEFAULT_LIMITS, DEFAULT_STATEMENT_TIMEOUTS, type SecurityOptions } from '../security.ts';
 import { renderGraphiQLPage, useGraphiQLSecurityHeaders } from '../graphiql.ts';
 
 export interface GraphqlHandlerOptions {
@@ -87,6 +89,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     closeUnsentStreams,
     useJitQueries(),
     useWsDelivery(),
+    useStatementDeadlines({ ...DEFAULT_STATEMENT_TIMEOUTS, ...security.statementTimeouts }), // after every plugin that sets the execute or subscribe function
     ...(opts.plugins ?? []),
   ].filter((p): p is Plugin => Boolean(p));
 
@@ -104,7 +107,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
     cors: corsOrigins.length ? { origin: [...corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
     plugins: fence.around(plugins), // the fast lane sees every plugin they add (fast-lane.ts)
-    context: (initial: { req?: http.IncomingMessage; principal?: Principal }): Context => {
+    context: (initial: { req?: http.IncomingMessage; res?: http.ServerResponse; socket?: WebSocket; principal?: Principal }): Context => {
       // graphql-ws operations come with their caller; HTTP requests passed the guard.
       const principal = initial.principal ?? (initial.req && guard.check(initial.req).principal);
       if (!principal) throw unauthenticated();
@@ -117,6 +120,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         services: opts.services,
         sessionLoader: new SessionLoader(store),
         maxResponseBytes,
+        gone: initial.socket ? socketGone(initial.socket) : initial.res && responseGone(initial.res),
       };
     },
   });

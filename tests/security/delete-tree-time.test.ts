@@ -1,0 +1,34 @@
+// Deleting a tree of many forks holds the process's event loop only briefly
+// (docs/operations.md "Memory and time", "Database time"): each deleted
+// session's workspace was removed by starting `rm` for it, all at once, and
+// starting a process holds the loop for tens of milliseconds in a large
+// process — a tree of 200 forks held every other request of the process for
+// seconds. Only workspaces that exist are removed now, one at a time.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+const FORKS = 200;
+let app: TestApp;
+let root: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  root = (await app.ok(`mutation { createSession(input: { title: "tree" }) { id } }`)).createSession.id;
+  let tip = root;
+  for (let i = 0; i < FORKS; i++)
+    tip = (await app.ok(`mutation($id: ID!) { forkSession(input: { sessionId: $id }) { session { id } } }`, { id: tip })).forkSession.session.id;
+}, 300_000);
+afterAll(() => app?.close());
+
+it(`deleting a chain of ${FORKS} forks does not hold the event loop for seconds`, async () => {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const d = await app.ok(`mutation($id: ID!) { deleteSession(id: $id, withDescendants: true) { deletedSessionIds } }`, { id: root });
+  // The deletion's NOTIFY reaches this process's listener just after the answer: give it time to be handled.
+  await new Promise((r) => setTimeout(r, 1000));
+  delay.disable();
+  expect(d.deleteSession.deletedSessionIds.length).toBe(FORKS + 1);
+  const longestMs = delay.max / 1e6;
+  expect(longestMs).toBeLessThan(1500); // before: every workspace's `rm` started in one go, ~20-70 ms each
+});

@@ -1,0 +1,220 @@
+// What one request may make Postgres do, in time (docs/operations.md "Memory
+// and time"): a query's statements are bounded by FORKLINE_QUERY_TIMEOUT_MS, a
+// mutation's by FORKLINE_MUTATION_TIMEOUT_MS, each statement of a long mutation
+// (a fork) by FORKLINE_LONG_STATEMENT_TIMEOUT_MS; past its bound a statement is
+// cancelled on the server and the field answers QUERY_TIMEOUT. A query whose
+// client went away, and a subscription that ended, leave no statement running.
+// The slow statements are real reads and writes made to wait on a lock this
+// test holds, not sleeps; each test checks pg_stat_activity for the service's
+// backends still waiting.
+import http from 'node:http';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const BOUND_MS = 1500;
+
+async function importSession(app: TestApp, id: string, turns = 3): Promise<string> {
+  const lines: unknown[] = [{ format: 'forkline.recording', version: 4, session: { id, title: id } }];
+  let seq = 0;
+  const add = (type: string, data: unknown) => lines.push({ seq: seq++, type, data });
+  for (let turn = 1; turn <= turns; turn++) {
+    add('inbox/add', { text: `question ${turn}`, inputId: `in_${turn}` });
+    add('inbox/remove', { reason: 'taken', inputId: `in_${turn}` });
+    add('turn/start', { turn, inputId: `in_${turn}` });
+    add('step/start', { step: 1, turn });
+    add('model/message', { step: 1, turn, text: `answer ${turn}`, toolCalls: [] });
+    add('step/end', { step: 1, turn, reason: 'completed' });
+    add('turn/end', { turn, reason: 'completed' });
+  }
+  const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson' },
+    body: lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { session: { id: string } }).session.id;
+}
+
+/** A connection of the test's own that holds locks the service's statements wait on. */
+async function locker(databaseUrl: string) {
+  const client = new pg.Client(pgConfigFromUrl(databaseUrl));
+  await client.connect();
+  return {
+    client,
+    /** The service's backends waiting on a lock now (its pool's connections; not ours). */
+    async waiting(): Promise<number> {
+      await client.query('SELECT pg_stat_clear_snapshot()'); // inside our transaction the view is otherwise read once
+      const { rows } = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND wait_event_type = 'Lock'`,
+      );
+      return rows[0].n;
+    },
+    async lock(sql: string) {
+      await client.query('BEGIN');
+      await client.query(sql);
+    },
+    release: () => client.query('ROLLBACK'),
+    end: () => client.end(),
+  };
+}
+
+const EVENTS = `query($id: ID!) { session(id: $id) { id events(first: 20) { edges { node { seq } } } } }`;
+const SEARCH = `query { searchSessions(query: "answer") { edges { node { kind } } } }`;
+
+describe('statements bounded in time', () => {
+  let app: TestApp;
+  let sessionId: string;
+  let hold: Awaited<ReturnType<typeof locker>>;
+
+  beforeAll(async () => {
+    app = await startTestApp({ security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } } });
+    sessionId = await importSession(app, 'ses_deadline');
+    hold = await locker(app.db.url);
+  });
+  afterAll(async () => {
+    await hold?.end();
+    await app?.close();
+  });
+
+  it('a query whose statement outlives FORKLINE_QUERY_TIMEOUT_MS answers QUERY_TIMEOUT, and its statement no longer runs', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const started = Date.now();
+      const r = await app.gql(EVENTS, { id: sessionId });
+      const took = Date.now() - started;
+      expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
+      expect(r.errors?.[0]?.message).toContain('FORKLINE_QUERY_TIMEOUT_MS');
+      expect(took).toBeGreaterThanOrEqual(BOUND_MS - 50);
+      expect(took).toBeLessThan(15_000); // bounded: without the bound it waits for the lock, which this test holds
+      // The statement was cancelled on the server, not merely given up on by the client.
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 5000, what: 'no statement waiting on the lock' });
+    } finally {
+      await hold.release();
+    }
+    // The pool's connection is fine afterwards: the same read answers.
+    const d = await app.ok(EVENTS, { id: sessionId });
+    expect(d.session.events.edges.length).toBe(20);
+  });
+
+  it('a mutation past FORKLINE_MUTATION_TIMEOUT_MS answers QUERY_TIMEOUT and writes nothing', async () => {
+    await hold.lock('LOCK TABLE "Session" IN SHARE MODE'); // reads go on; a new session's row waits
+    let r;
+    try {
+      r = await app.gql(`mutation { createSession(input: { title: "never" }) { id } }`);
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 5000, what: 'no statement waiting on the lock' });
+    } finally {
+      await hold.release();
+    }
+    expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
+    expect(r.errors?.[0]?.message).toContain('FORKLINE_MUTATION_TIMEOUT_MS');
+    const { rows } = await hold.client.query(
+      `SELECT count(*)::int AS n FROM "Session" s JOIN "Event" e ON e."sessionId" = s.id WHERE e.data->>'title' = 'never'`,
+    );
+    expect(rows[0].n).toBe(0); // rolled back whole
+  });
+
+  it('a fork is a long mutation: it may wait longer than the mutation bound, each statement within FORKLINE_LONG_STATEMENT_TIMEOUT_MS', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    const fork = app.gql(`mutation($id: ID!) { forkSession(input: { sessionId: $id }) { session { id } } }`, { id: sessionId });
+    try {
+      await waitFor(async () => (await hold.waiting()) > 0, { what: "the fork's statement waiting on the lock" });
+      await new Promise((r) => setTimeout(r, BOUND_MS + 1000)); // past the mutation bound, far within the long one
+    } finally {
+      await hold.release();
+    }
+    const r = await fork;
+    expect(r.errors).toBeUndefined();
+    expect(r.data.forkSession.session.id).toMatch(/^ses_/);
+  });
+});
+
+describe('statements of a client that went away', () => {
+  let app: TestApp;
+  let sessionId: string;
+  let hold: Awaited<ReturnType<typeof locker>>;
+
+  beforeAll(async () => {
+    app = await startTestApp(); // default bounds (60 s): only the client's going ends these statements
+    sessionId = await importSession(app, 'ses_gone');
+    hold = await locker(app.db.url);
+  });
+  afterAll(async () => {
+    await hold?.end();
+    await app?.close();
+  });
+
+  it('an HTTP query whose client disconnects leaves no statement running', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const body = JSON.stringify({ query: SEARCH });
+      const req = http.request(app.url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+      req.on('error', () => {}); // we hang up
+      req.end(body);
+      await waitFor(async () => (await hold.waiting()) > 0, { what: "the query's statement waiting on the lock" });
+      req.destroy();
+      // Gone well before the 60 s bound: the client's leaving cancelled it.
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 10_000, what: 'no statement waiting after the client left' });
+    } finally {
+      await hold.release();
+    }
+  });
+
+  it('a subscription that ends leaves no statement running (its catch-up read cancelled)', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const sub = subscribeWs(app.url, `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: 0) { seq } }`, { id: sessionId });
+      await waitFor(async () => (await hold.waiting()) > 0, { what: "the subscription's read waiting on the lock" });
+      await sub.close();
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 10_000, what: 'no statement waiting after the subscription ended' });
+    } finally {
+      await hold.release();
+    }
+  });
+});
+
+// PgBouncer in transaction mode: the cancel goes through the pooler, which
+// hands it to the server connection running the client's statement.
+describe('behind PgBouncer in transaction mode', () => {
+  let app: TestApp;
+  let bouncer: PgBouncer;
+  let sessionId: string;
+  let hold: Awaited<ReturnType<typeof locker>>;
+
+  beforeAll(async () => {
+    const direct = await createTestDatabase();
+    const database = new URL(direct).pathname.slice(1);
+    bouncer = await startPgBouncer(direct, [database], { poolSize: 4 });
+    app = await startTestApp({
+      databaseUrl: bouncer.url(database),
+      directUrl: direct,
+      preparedStatements: false, // PgBouncer 1.18: no protocol-level prepared statements
+      security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } },
+    });
+    sessionId = await importSession(app, 'ses_pooled');
+    hold = await locker(direct);
+  }, 180_000);
+  afterAll(async () => {
+    await hold?.end();
+    await app?.close();
+    await bouncer?.stop();
+  });
+
+  it('a query past its bound answers QUERY_TIMEOUT and leaves no statement on the server', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const r = await app.gql(SEARCH);
+      expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 5000, what: 'no statement waiting on the lock' });
+    } finally {
+      await hold.release();
+    }
+    expect((await app.ok(EVENTS, { id: sessionId })).session.events.edges.length).toBe(20);
+  });
+});
