@@ -6,6 +6,7 @@
 // peak connections <= 2 x (DATABASE_POOL_MAX + 1); and 10,000 sessions on
 // one process with the default pool (BENCH_QUICK=1: 200 and 2,000 sessions).
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -95,14 +96,45 @@ export async function stop(s: Server) {
   await new Promise((r) => s.child.once('exit', r));
 }
 
+/**
+ * Keep-alive connections through node:http, not fetch: the load generator's
+ * CPU is counted on the same 2 cores as the servers', and fetch (undici's
+ * Request, Response, headers and body streams per request) cost it about twice
+ * node:http's per message.
+ */
+const AGENT = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+
+/** POSTs `body` (JSON) to `url`: the status, the Retry-After header and the body. */
+function post(url: URL, body: string): Promise<{ status: number; retryAfter?: string; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: 'POST', agent: AGENT, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // A kept-alive connection the server closed as it idled, just as it was reused: the request never reached it.
+      if (req.reusedSocket && err.code === 'ECONNRESET') post(url, body).then(resolve, reject);
+      else reject(err);
+    });
+    req.end(body);
+  });
+}
+
 /** Like a client should: a 503 (SERVICE_UNAVAILABLE) is retried after its Retry-After; `retried` counts them. */
-async function gql(url: string, query: string, variables: Record<string, unknown>, retried: { n: number }) {
+async function gql(url: URL, query: string, variables: Record<string, unknown>, retried: { n: number }) {
   for (;;) {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
-    const body = (await res.json()) as { data?: any; errors?: Array<{ message: string; extensions?: { code?: string } }> };
+    const res = await post(url, JSON.stringify({ query, variables }));
+    const body = JSON.parse(res.text) as { data?: any; errors?: Array<{ message: string; extensions?: { code?: string } }> };
     if (res.status === 503) {
       retried.n++;
-      await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? 1) * 1000));
+      await new Promise((r) => setTimeout(r, Number(res.retryAfter ?? 1) * 1000));
       continue;
     }
     if (body.errors?.length) throw new Error(`${res.status} ${body.errors[0].extensions?.code}: ${body.errors[0].message}`);
@@ -243,6 +275,7 @@ export async function runTurns(
   })();
   try {
     /** Sends each session its message, spread over the processes; returns each send's time. */
+    const urls = servers.map((sv) => new URL(sv.url));
     const sendAll = async (sessionIds: string[], text: string, retried: { n: number }) => {
       const times: number[] = [];
       const failures: string[] = [];
@@ -253,7 +286,7 @@ export async function runTurns(
             const i = next++;
             const t = performance.now();
             try {
-              await gql(servers[i % processes].url, SEND, { i: { sessionId: sessionIds[i], text } }, retried);
+              await gql(urls[i % processes], SEND, { i: { sessionId: sessionIds[i], text } }, retried);
             } catch (err) {
               const cause = (err as Error).cause as Error | undefined;
               failures.push(cause ? `${err}: ${cause.message}` : String(err));

@@ -89,11 +89,12 @@ export class ServiceMetrics {
 
   /** Turn durations from the host's turn updates (the sessionTurns stream). */
   observeTurnUpdate(u: TurnUpdate): void {
-    const key = `${u.sessionId}:${u.turn}`;
+    // Most updates are text deltas and steps: nothing to observe, not even a key to build.
     if (u.kind === 'TURN_STARTED') {
       if (this.turnStarts.size > 100_000) this.turnStarts.clear(); // turns ended by a crash never report
-      this.turnStarts.set(key, performance.now());
+      this.turnStarts.set(`${u.sessionId}:${u.turn}`, performance.now());
     } else if (u.kind === 'TURN_ENDED') {
+      const key = `${u.sessionId}:${u.turn}`;
       const start = this.turnStarts.get(key);
       this.turnStarts.delete(key);
       if (start !== undefined) this.turnDuration.observe({ reason: u.reason ?? 'unknown' }, (performance.now() - start) / 1000);

@@ -722,8 +722,7 @@ export class SessionRunner {
     const writes: Array<{ key: string; value: string }> = [];
     const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
     const { log } = this.deps.store;
-    const timeout = AbortSignal.timeout(this.deps.toolTimeoutMs);
-    const signal = AbortSignal.any([this.abort.signal, timeout]);
+    const { signal, timedOut, done } = callSignal(this.abort.signal, this.deps.toolTimeoutMs);
     this.deps.onToolRun?.(this.sessionId, call);
     try {
       const content = await tool.run(args, {
@@ -759,9 +758,41 @@ export class SessionRunner {
     } catch (err) {
       writes.length = 0; // a failed call writes nothing
       const status = 'error' as const;
-      if (timeout.aborted) return { status, content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes, kept };
+      if (timedOut()) return { status, content: `timed out after ${this.deps.toolTimeoutMs} ms`, writes, kept };
       if (this.abort.signal.aborted) return { status, content: 'stopped before the tool finished', writes, kept };
       return { status, content: err instanceof ToolError ? err.message : `tool failed: ${(err as Error).message}`, writes, kept };
+    } finally {
+      done();
     }
   }
+}
+
+/**
+ * A tool call's signal: aborted when the runner stops (its reason) or after
+ * `ms` (a TimeoutError, as AbortSignal.timeout's), whichever comes first;
+ * `done()` once the call ended clears its timer and its listener. Not
+ * AbortSignal.timeout and AbortSignal.any: their timer and signals lived the
+ * whole timeout after every call (thousands at once at a few hundred calls a
+ * second, each surviving into the old generation), weakly referenced from the
+ * runner's signal, and making them was a tool call's largest cost.
+ */
+function callSignal(stop: AbortSignal, ms: number): { signal: AbortSignal; timedOut(): boolean; done(): void } {
+  const controller = new AbortController();
+  let timedOut = false;
+  const onStop = () => controller.abort(stop.reason);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, ms);
+  timer.unref();
+  if (stop.aborted) onStop();
+  else stop.addEventListener('abort', onStop, { once: true });
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    done: () => {
+      clearTimeout(timer);
+      stop.removeEventListener('abort', onStop);
+    },
+  };
 }

@@ -91,7 +91,7 @@ describe('notifications after the commit', () => {
     );
     await store.notifications.drain();
     const appends = sent.filter((t) => t.includes('INSERT INTO "Event"'));
-    const queued = sent.filter((t) => /^SELECT pg_notify\(c, p\) FROM unnest/.test(t));
+    const queued = sent.filter((t) => /^SELECT pg_notify\(n->>0, n->>1\) FROM json_array_elements/.test(t));
     // The first statement went alone and notified itself; the next went while it ran, and did not.
     expect(appends[0]).toContain('pg_notify');
     expect(appends.filter((t) => !t.includes('pg_notify')).length).toBeGreaterThan(0);

@@ -96,11 +96,14 @@ export class TurnUpdateRelay {
   }
 }
 
+/** Whether `b` is a text delta of the same step as the text delta `a` (the two merge). */
+function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
+  return a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step;
+}
+
 /** Consecutive text deltas of one step become one; order is kept. */
 export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefined {
-  if (a.kind !== 'TEXT_DELTA' || b.kind !== 'TEXT_DELTA') return undefined;
-  if (a.sessionId !== b.sessionId || a.turn !== b.turn || a.step !== b.step) return undefined;
-  return { ...a, text: (a.text ?? '') + (b.text ?? '') };
+  return sameDeltaRun(a, b) ? { ...a, text: (a.text ?? '') + (b.text ?? '') } : undefined;
 }
 
 /**
@@ -121,11 +124,14 @@ export function turnPayloads(updates: TurnUpdate[]): TurnUpdate[][] {
  * the JSON it measured.
  */
 function sizedPayloadItems<T>(updates: TurnUpdate[], item: (u: TurnUpdate, json: string) => T): Array<{ item: T; bytes: number }> {
+  // A run of a step's deltas becomes one update, its text joined once (not an update and a string per delta merged).
   const merged: TurnUpdate[] = [];
-  for (const u of updates) {
-    const m = merged.length ? mergeDeltas(merged[merged.length - 1], u) : undefined;
-    if (m) merged[merged.length - 1] = m;
-    else merged.push(u);
+  for (let i = 0; i < updates.length;) {
+    const u = updates[i];
+    let end = i + 1;
+    while (end < updates.length && sameDeltaRun(u, updates[end])) end++;
+    merged.push(end - i === 1 ? u : { ...u, text: updates.slice(i, end).reduce((t, d) => t + (d.text ?? ''), '') });
+    i = end;
   }
   const pieces: TurnUpdate[] = [];
   for (const u of merged) {
