@@ -177,6 +177,27 @@ describe('statements of a client that went away', () => {
       await hold.release();
     }
   });
+
+  it("a subscriber waiting on another's catch-up read keeps its subscription when that other one leaves", async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    const query = `subscription($id: ID!) { sessionEvents(sessionId: $id, afterSeq: -1) { seq } }`;
+    const first = subscribeWs(app.url, query, { id: sessionId });
+    const second = subscribeWs<{ sessionEvents: { seq: number } }>(app.url, query, { id: sessionId });
+    try {
+      await waitFor(async () => (await hold.waiting()) > 0, { what: "the first subscriber's read waiting on the lock" });
+      // The second subscriber finds the shared read under way and waits on it.
+      await new Promise((r) => setTimeout(r, 500));
+      await first.close(); // its read is cancelled
+      await waitFor(async () => (await hold.waiting()) <= 1, { timeoutMs: 10_000, what: "the first subscriber's read cancelled" });
+      await hold.release();
+      const items = await second.until((xs) => xs.length >= 21, 'every event of the session');
+      expect(items.slice(0, 21).map((x) => x.sessionEvents.seq)).toEqual([...Array(21).keys()]);
+      expect(second.errors).toEqual([]);
+    } finally {
+      await hold.release().catch(() => {});
+      await second.close();
+    }
+  });
 });
 
 // PgBouncer in transaction mode: the cancel goes through the pooler, which

@@ -6,6 +6,7 @@
 // its subscribers (one query per commit, not one per subscriber); a subscriber
 // behind that window reads its own pages. Nothing grows with a slow subscriber
 // but the page it is reading.
+import { StatementAbandonedError } from '../../db/statement-deadlines.ts';
 import type { SessionStore, StoredEvent } from '../../store/session-store.ts';
 
 export const PAGE_SIZE = 200;
@@ -126,7 +127,11 @@ class SessionWindow {
         return contiguousAfter(seq, (await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi)).events);
       }
       if (this.fetching) {
-        await this.fetching; // someone else's read: look again
+        // Someone else's read: look again. It runs in the scope of the subscriber
+        // that began it, and is cancelled if that one leaves: then read again.
+        await this.fetching.catch((err: unknown) => {
+          if (!(err instanceof StatementAbandonedError)) throw err;
+        });
         continue;
       }
       const read = await (this.fetching = this.fetch(seq).finally(() => (this.fetching = undefined)));
