@@ -62,12 +62,18 @@ const POOL_MAX = 10;
  */
 async function statementTotals(admin: pg.Pool) {
   try {
-    const { rows } = await admin.query<{ calls: string; ms: number; buffers: string; wal: string }>(
-      `SELECT sum(calls) AS calls, sum(total_exec_time) AS ms, sum(shared_blks_hit + shared_blks_read + local_blks_hit + local_blks_read) AS buffers,
-              sum(wal_records) AS wal
+    const { rows } = await admin.query<{ calls: string; appends: string; ms: number; buffers: string; wal: string }>(
+      `SELECT sum(calls) AS calls, sum(calls) FILTER (WHERE query LIKE 'WITH s0 AS%') AS appends, sum(total_exec_time) AS ms,
+              sum(shared_blks_hit + shared_blks_read + local_blks_hit + local_blks_read) AS buffers, sum(wal_records) AS wal
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
-    return { calls: Number(rows[0].calls), ms: Number(rows[0].ms), buffers: Number(rows[0].buffers), wal: Number(rows[0].wal) };
+    return {
+      calls: Number(rows[0].calls),
+      appends: Number(rows[0].appends),
+      ms: Number(rows[0].ms),
+      buffers: Number(rows[0].buffers),
+      wal: Number(rows[0].wal),
+    };
   } catch {
     return undefined; // not loaded, or the extension not created in this database
   }
@@ -334,6 +340,7 @@ export async function runTurns(
         statements0 && statements1
           ? {
               calls: round((statements1.calls - statements0.calls) / sessions, 2),
+              appendStatements: round((statements1.appends - statements0.appends) / sessions, 2),
               execMs: round((statements1.ms - statements0.ms) / sessions, 3),
               buffers: round((statements1.buffers - statements0.buffers) / sessions, 1),
               walRecords: round((statements1.wal - statements0.wal) / sessions, 1),
