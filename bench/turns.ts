@@ -55,6 +55,31 @@ export async function postmasterOf(admin: pg.Pool): Promise<number | undefined> 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const POOL_MAX = 10;
 
+/**
+ * What the database's statements did so far (pg_stat_statements, when the
+ * server loads it): executions, execution ms, buffer accesses and WAL records;
+ * undefined without it. Deltas over the timed window are the run's per-turn
+ * statement figures (the load generator's own polling included, as in its CPU).
+ */
+async function statementTotals(admin: pg.Pool) {
+  try {
+    const { rows } = await admin.query<{ calls: string; appends: string; ms: number; buffers: string; wal: string }>(
+      `SELECT sum(calls) AS calls, sum(calls) FILTER (WHERE query LIKE 'WITH s0 AS%') AS appends, sum(total_exec_time) AS ms,
+              sum(shared_blks_hit + shared_blks_read + local_blks_hit + local_blks_read) AS buffers, sum(wal_records) AS wal
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    return {
+      calls: Number(rows[0].calls),
+      appends: Number(rows[0].appends),
+      ms: Number(rows[0].ms),
+      buffers: Number(rows[0].buffers),
+      wal: Number(rows[0].wal),
+    };
+  } catch {
+    return undefined; // not loaded, or the extension not created in this database
+  }
+}
+
 interface Server {
   url: string;
   child: ChildProcess;
@@ -316,6 +341,7 @@ export async function runTurns(
       postgres: processTotals(isOurPostgres),
       bench: processTotals((pid) => pid === process.pid),
     });
+    const statements0 = await statementTotals(admin);
     const cpu0 = cpu();
     const t0 = performance.now();
     const sendTimes = await sendAll(ids, message, retried);
@@ -323,6 +349,7 @@ export async function runTurns(
     await waitAnswered(admin, ids, t0);
     const elapsed = performance.now() - t0;
     const cpu1 = cpu();
+    const statements1 = await statementTotals(admin);
     sendTimes.sort((a, b) => a - b);
     const answered = await admin.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = ANY($1) AND type = 'turn/end' AND data->>'reason' = 'completed'`,
@@ -341,6 +368,17 @@ export async function runTurns(
       serverCpuMsPerTurn: round((cpu1.servers.cpuMs - cpu0.servers.cpuMs) / sessions),
       postgresCpuMsPerTurn: round((cpu1.postgres.cpuMs - cpu0.postgres.cpuMs) / sessions),
       loadCpuMsPerTurn: round((cpu1.bench.cpuMs - cpu0.bench.cpuMs) / sessions),
+      // pg_stat_statements over the window, per turn (undefined without it): statements, their execution ms, buffer accesses, WAL records.
+      postgresStatementsPerTurn:
+        statements0 && statements1
+          ? {
+              calls: round((statements1.calls - statements0.calls) / sessions, 2),
+              appendStatements: round((statements1.appends - statements0.appends) / sessions, 2),
+              execMs: round((statements1.ms - statements0.ms) / sessions, 3),
+              buffers: round((statements1.buffers - statements0.buffers) / sessions, 1),
+              walRecords: round((statements1.wal - statements0.wal) / sessions, 1),
+            }
+          : undefined,
       // How much of the machine those three kept busy: near 100%, a second process can only share it.
       busyPercent: round(
         (100 * (cpu1.servers.cpuMs - cpu0.servers.cpuMs + cpu1.postgres.cpuMs - cpu0.postgres.cpuMs + cpu1.bench.cpuMs - cpu0.bench.cpuMs)) /

@@ -10,6 +10,7 @@ import { DELETED_CHANNEL, encodeSessionsDeleted, notify } from './channels.ts';
 import { isTransactionConflict, retried, sqlStateOf } from './retries.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
+import { isFork } from './session-rows.ts';
 
 /** Deletions run again after a conflict with a concurrent transaction (retries.ts). */
 const MAX_DELETE_ATTEMPTS = 6;
@@ -58,9 +59,9 @@ export class SessionDeletion {
       if (!rowCount) throw sessionNotFound(id);
       const { rows } = await client.query<{ id: string }>(
         `WITH RECURSIVE subtree AS (
-           SELECT id FROM "Session" WHERE "parentId" = $1 AND "treeId" = $2
+           SELECT id FROM "Session" WHERE "parentId" = $1 AND "treeId" = $2 AND ${isFork()}
            UNION ALL
-           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id WHERE s."treeId" = $2
+           SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id WHERE s."treeId" = $2 AND ${isFork('s.')}
          ) SELECT id FROM subtree`,
         [id, treeId],
       );

@@ -116,6 +116,16 @@ export interface SessionModel {
 export const modelOfRow = (row: Pick<SessionRow, 'modelProvider' | 'modelName'>): SessionModel | null =>
   row.modelProvider != null && row.modelName != null ? { provider: row.modelProvider, model: row.modelName } : null;
 
+/**
+ * A fork, in the terms Session_parentId_createdAt_idx and Session_treeId_id_idx
+ * are partial on: a fork lies in its root's tree, a root or an imported
+ * session is its own tree (migration 20261217080001_session_fork_indexes_partial).
+ * Every read of a session's children or a tree's forks states it, or the
+ * planner cannot use those indexes: a root, most sessions, has no entry there
+ * for its appends to write.
+ */
+export const isFork = (alias = '') => `${alias}"treeId" <> ${alias}id`;
+
 export const SESSION_COLUMNS_SQL = SESSION_COLUMNS.map((c) => `"${c}"`).join(', ');
 
 const COLUMN_NAME = /^[A-Za-z]+$/;
@@ -188,7 +198,8 @@ export class SessionRows {
   /**
    * Up to `limit` rows of a keyset page, in page order (a backward page is
    * returned in forward order too). The bounds are in SQL: a page costs its
-   * rows, on the (tenant, createdAt, id) or (parentId, createdAt) index.
+   * rows, on the (tenant, createdAt, id) or (parentId, createdAt) index (a
+   * tree's: its forks on (treeId, id) and its root, sorted).
    */
   page(q: SessionPageQuery): Promise<SessionRow[]>;
   page(q: SessionPageQuery, columns: SessionColumns): Promise<PartialSessionRow[]>;
@@ -201,9 +212,14 @@ export class SessionRows {
     }
     const where = ['tenant = $1'];
     const values: unknown[] = [q.tenant];
-    if (q.parentId != null) where.push(`"parentId" = ${param(values, q.parentId)}`);
+    if (q.parentId != null) where.push(`"parentId" = ${param(values, q.parentId)}`, isFork());
     if (q.forkedAtSeq != null) where.push(`"forkedAtSeq" = ${param(values, q.forkedAtSeq)}`);
-    if (q.treeId != null) where.push(`"treeId" = ${param(values, q.treeId)}`);
+    if (q.treeId != null && q.parentId == null) {
+      // A whole tree: its forks through Session_treeId_id_idx (forks only), its root by the key. Each arm has its
+      // own indexable condition (a bitmap OR of the two); the tree named outside them too (a distributed Postgres routes on it).
+      const tree = param(values, q.treeId);
+      where.push(`"treeId" = ${tree}`, `(("treeId" = ${tree} AND ${isFork()}) OR id = ${tree})`);
+    } else if (q.treeId != null) where.push(`"treeId" = ${param(values, q.treeId)}`);
     if (q.excludeId != null) where.push(`id <> ${param(values, q.excludeId)}`);
     if (q.status != null) where.push(`status = ${param(values, q.status)}::"SessionStatus"`);
     // The 'changed' order is the (tenant, updatedAt, id) index's.
@@ -239,7 +255,7 @@ export class SessionRows {
     if (treeId === undefined) return [];
     const { rows } = await this.pool.query<{ seq: number; childCount: number }>(
       this.run(
-        `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND "treeId" = $3 AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
+        `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND "treeId" = $3 AND ${isFork()} AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
         true,
       )([parentId, tenant, treeId]),
     );
