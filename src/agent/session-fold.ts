@@ -16,6 +16,12 @@ import { COMPACTION_END, CompactionBracket, completedCompaction, type CompletedC
 import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
+/**
+ * The bytes of event data a fold reads at a time (within FORKLINE_PAGE_BYTES):
+ * what it keeps of an event is bounded (core/held-text.ts), so a page of
+ * large events is what its memory is made of while it reads.
+ */
+const CATCH_UP_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** What an empty fold holds besides its conversation (the reducer state, the bracket), measured. */
 const FOLD_BASE_BYTES = 2048;
@@ -24,7 +30,7 @@ const FOLD_BASE_BYTES = 2048;
 export const DEFAULT_FOLD_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
-const SNAPSHOT_VERSION = 2;
+const SNAPSHOT_VERSION = 3;
 
 /** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
 export interface FoldCheckpointText {
@@ -243,8 +249,9 @@ export class SessionFold {
    */
   async catchUpCold(store: ColdStore): Promise<number> {
     if (this.nextSeq !== 0) return this.catchUp(store.log);
-    const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
-    if (first.length < CATCH_UP_PAGE) {
+    // Held to the store's page bytes: a log of a few huge events is not read whole (docs/operations.md "Memory and time").
+    const { events: first, cut } = await store.log.pageWithin(this.sessionId, -1, CATCH_UP_PAGE, undefined, CATCH_UP_PAGE_BYTES);
+    if (!cut && first.length < CATCH_UP_PAGE) {
       this.apply(first);
       return first.length;
     }
@@ -262,7 +269,7 @@ export class SessionFold {
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
     let read = 0;
-    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE })) {
+    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: CATCH_UP_PAGE_BYTES })) {
       this.apply(page);
       read += page.length;
     }

@@ -247,9 +247,9 @@ export class SessionLog {
     return (await this.read(ref, afterSeq + 1, afterSeq + limit, db)).events;
   }
 
-  /** page(), cut once the events passed hold `bytes` of data (PAGE_BYTES): what a request may read. */
-  pageWithin(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<BoundedEvents> {
-    return this.read(ref, afterSeq + 1, afterSeq + limit, db, { bytes: this.pageBytes, fromEnd: false });
+  /** page(), cut once the events passed hold `bytes` of data (PAGE_BYTES, or less when the caller asks): what a request may read. */
+  pageWithin(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool, bytes = this.pageBytes): Promise<BoundedEvents> {
+    return this.read(ref, afterSeq + 1, afterSeq + limit, db, { bytes: Math.min(bytes, this.pageBytes), fromEnd: false });
   }
 
   /** The (at most) `limit` events right before `beforeSeq`, ascending. */
@@ -623,25 +623,32 @@ export class SessionLog {
    * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
    * pages are parsed on this thread too).
    */
-  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number } = {}): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
     const end = opts.endSeq ?? Infinity;
     const lineage = await this.requireLineage(ref);
     const readAfter = (after: number) => {
       const limit = Math.min(pageSize, end - after - 1);
-      const read = this.pageWithin(lineage, after, limit).then(({ events, cut }) => ({ page: events, last: !cut && events.length < limit }));
+      const read = this.pageWithin(lineage, after, limit, this.pool, opts.pageBytes).then(({ events, cut }) => ({
+        page: events,
+        cut,
+        last: !cut && events.length < limit,
+      }));
       read.catch(() => {}); // a caller that stops early never awaits the read ahead
       return read;
     };
     if ((opts.afterSeq ?? -1) + 1 >= end) return;
     let next = readAfter(opts.afterSeq ?? -1);
     for (;;) {
-      const { page, last } = await next;
+      const { page, cut, last } = await next;
       const after = page.at(-1)?.seq ?? Infinity;
       const more = !last && after + 1 < end;
-      if (more) next = readAfter(after);
+      // A page cut by its bytes holds large events: the next is read once the caller is done with this one, never two such pages at once.
+      const ahead = more && !cut;
+      if (ahead) next = readAfter(after);
       if (page.length) yield page;
       if (!more) return;
+      if (!ahead) next = readAfter(after);
     }
   }
 

@@ -1,0 +1,156 @@
+// One request on a session far larger than any model's context window holds
+// bounded memory (docs/operations.md "Memory and time", docs/long-sessions.md
+// "What a fold holds"). A recording of ~135 MB — answers of 1 MB, the last
+// ones and a tool result of 15 MB — is imported through POST /recordings;
+// then one sendMessage runs its first turn in a service process whose resident
+// memory is sampled and whose /healthz is timed meanwhile. The fold reads the
+// log by byte-bounded pages and keeps at most MAX_HELD_EVENT_CHARS of one
+// event and MAX_HELD_HISTORY_CHARS in all: the model (a fake OpenAI-compatible
+// server) is sent the newest history, clipped, with a note of what was left
+// out, and the log keeps every event whole. The old code held the whole log
+// (+1.08 GB for a 472 MB session).
+import zlib from 'node:zlib';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/db.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { underWatch } from '../helpers/under-watch.ts';
+import { answerOf, fakeModelServer, importRecording, MB, writeHugeRecording, type HugeSessionShape } from '../helpers/huge-session.ts';
+import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
+import { MAX_HELD_EVENT_CHARS, MAX_HELD_HISTORY_CHARS } from '../../src/core/held-text.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+const SHAPE: HugeSessionShape = {
+  turns: 64,
+  hugeTurns: 4,
+  hugeChars: 15 * MB,
+  answerChars: 1 * MB,
+  model: { provider: 'openai-compatible', model: 'fake-1m', contextTokens: 1_000_000 },
+};
+
+/** The service's old-space limit (MB): less than the session's size. */
+const HEAP_CAP_MB = 192;
+
+let service: ServiceProcess;
+let base: string;
+let db: pg.Client;
+let fake: Awaited<ReturnType<typeof fakeModelServer>>;
+let recording: Awaited<ReturnType<typeof writeHugeRecording>>;
+let sessionId: string;
+
+beforeAll(async () => {
+  fake = await fakeModelServer();
+  const databaseUrl = await createTestDatabase();
+  service = await startService({
+    env: {
+      DATABASE_URL: databaseUrl,
+      FORKLINE_API_TOKENS: undefined,
+      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+      OPENAI_COMPATIBLE_API_KEY: 'sk-fake',
+      // A checkpoint after the first turn: what it stores is held to the same bounds.
+      FORKLINE_FOLD_CHECKPOINT_EVENTS: '100',
+      // A capped heap: RSS then measures what the turn holds, not garbage V8 had no reason to collect yet (tests/ops/big-recording.test.ts).
+      NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MB}`,
+    },
+  });
+  base = service.url.replace(/\/graphql$/, '');
+  db = new pg.Client(pgConfigFromUrl(databaseUrl));
+  await db.connect();
+  recording = await writeHugeRecording(SHAPE, 'ses_huge');
+  sessionId = await importRecording(base, recording.file);
+}, 180_000);
+
+afterAll(async () => {
+  await service?.stop();
+  await db?.end();
+  await fake?.close();
+});
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const r = await postGraphQL(service.url, query, variables);
+  expect(r.body.errors, JSON.stringify(r.body.errors)).toBeUndefined();
+  return r.body.data;
+}
+
+/** Sends a message and waits for its turn to end; the turn's answer. */
+async function turn(text: string): Promise<string> {
+  const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id: sessionId })).session.turnCount as number;
+  await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
+  await waitFor(
+    async () => {
+      const s = (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id: sessionId })).session;
+      return s.status === 'IDLE' && s.turnCount > before;
+    },
+    { what: 'the turn to end', timeoutMs: 120_000, intervalMs: 250 },
+  );
+  const page = await gql(
+    'query($id: ID!) { session(id: $id) { events(last: 1, types: ["model/message", "plugin/agent/error"]) { edges { node { type data } } } } }',
+    {
+      id: sessionId,
+    },
+  );
+  const last = page.session.events.edges.at(-1).node;
+  expect(last.type, JSON.stringify(last.data)).toBe('model/message');
+  return last.data.text;
+}
+
+describe('the first turn on a session far larger than a context window', () => {
+  it('holds bounded memory, sends the newest history clipped, and keeps the log whole', async () => {
+    const sizeMB = recording.bytes / 2 ** 20;
+    const run = await underWatch(service.child.pid!, base, () => turn('what next?'));
+    console.log(
+      `session of ${sizeMB.toFixed(0)} MB: first turn's RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms, ` +
+        `${fake.received.length} model requests, the largest ${(Math.max(...fake.received.map((r) => r.bytes)) / MB).toFixed(1)} MB`,
+    );
+    expect(run.result).toBe('answer to: what next?');
+    expect(run.growthMB).toBeLessThan(sizeMB / 2);
+
+    // The history did not fit the window: it was compacted first, in parts, each within the window; the turn's request is the summary and the question.
+    const summaries = fake.received.filter((r) => r.compaction);
+    expect(summaries.length).toBeGreaterThan(1);
+    for (const r of fake.received) expect(r.bytes).toBeLessThan(SHAPE.model.contextTokens * 4 * 1.1);
+    const transcript = summaries.map((r) => r.messages.at(-1)!.text).join('\n');
+    // What the history holds: the earliest history left out (a note stands for it), the newest answers whole, the huge ones clipped.
+    expect(summaries[0].messages.at(-1)!.text).toMatch(/\[summary\] \[Earlier conversation \(events 0\.\.\d+: \d+ messages, \d+ characters\) is left out/);
+    expect(transcript).toContain(`answer ${SHAPE.turns - SHAPE.hugeTurns} ends`);
+    for (let t = SHAPE.turns - SHAPE.hugeTurns + 1; t <= SHAPE.turns; t++) {
+      expect(transcript).toContain(`answer ${t} begins`);
+      expect(transcript).toContain(`answer ${t} ends`);
+    }
+    expect(transcript).toMatch(new RegExp(`characters of event \\d+ left out here: the model's history holds at most ${MAX_HELD_EVENT_CHARS} characters`));
+    expect(transcript).not.toContain('answer 1 begins');
+    const sent = summaries.reduce((n, r) => n + r.bytes, 0);
+    expect(sent).toBeLessThan(MAX_HELD_HISTORY_CHARS * 1.5);
+    const last = fake.received.at(-1)!;
+    expect(last.compaction).toBe(false);
+    expect(last.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(last.messages[0].text).toMatch(/^Summary of earlier conversation/);
+    expect(last.messages[1].text).toBe('what next?');
+
+    // The log keeps every event whole.
+    const { rows } = await db.query<{ n: number; chars: number }>(
+      `SELECT count(*)::int AS n, max(length(data->>'text'))::int AS chars FROM "Event" WHERE "sessionId" = $1 AND seq < $2`,
+      [sessionId, recording.events],
+    );
+    expect(rows[0]).toEqual({ n: recording.events, chars: SHAPE.hugeChars });
+    const { rows: lastHuge } = await db.query<{ tail: string }>(
+      `SELECT right(data->>'text', 40) AS tail FROM "Event" WHERE "sessionId" = $1 AND type = 'model/message' AND data->>'turn' = $2`,
+      [sessionId, String(SHAPE.turns)],
+    );
+    expect(lastHuge[0].tail).toBe(answerOf(SHAPE.turns, SHAPE.hugeChars).slice(-40));
+  }, 180_000);
+
+  it('the next turn continues the kept fold, and the checkpoint written after the first is held to the same bounds', async () => {
+    const requests = fake.received.length;
+    const run = await underWatch(service.child.pid!, base, () => turn('and then?'));
+    expect(run.result).toBe('answer to: and then?');
+    expect(fake.received.length).toBe(requests + 1); // no compaction again: the summary stands
+    expect(run.growthMB).toBeLessThan(60);
+    const { rows } = await db.query<{ state: Buffer; history: Buffer }>(`SELECT state, history FROM "FoldCheckpoint" WHERE "sessionId" = $1`, [sessionId]);
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) {
+      const chars = zlib.gunzipSync(r.state).length + zlib.gunzipSync(r.history).length;
+      expect(chars).toBeLessThan(3 * MAX_HELD_HISTORY_CHARS);
+    }
+  }, 180_000);
+});
