@@ -9,19 +9,13 @@ import { Conversation, type ConversationHistory, type ConversationSnapshot } fro
 import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
-import type { SessionLog } from '../store/session-log.ts';
+import { STREAM_PAGE_BYTES, type SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
 import { COMPACTION_END, CompactionBracket, completedCompaction, type CompletedCompaction } from './compaction.ts';
 import type { UsageMark } from './context-budget.ts';
 
 const CATCH_UP_PAGE = 5000;
-/**
- * The bytes of event data a fold reads at a time (within FORKLINE_PAGE_BYTES):
- * what it keeps of an event is bounded (core/held-text.ts), so a page of
- * large events is what its memory is made of while it reads.
- */
-const CATCH_UP_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** What an empty fold holds besides its conversation (the reducer state, the bracket), measured. */
 const FOLD_BASE_BYTES = 2048;
@@ -250,7 +244,7 @@ export class SessionFold {
   async catchUpCold(store: ColdStore): Promise<number> {
     if (this.nextSeq !== 0) return this.catchUp(store.log);
     // Held to the store's page bytes: a log of a few huge events is not read whole (docs/operations.md "Memory and time").
-    const { events: first, cut } = await store.log.pageWithin(this.sessionId, -1, CATCH_UP_PAGE, undefined, CATCH_UP_PAGE_BYTES);
+    const { events: first, cut } = await store.log.pageWithin(this.sessionId, -1, CATCH_UP_PAGE, undefined, STREAM_PAGE_BYTES);
     if (!cut && first.length < CATCH_UP_PAGE) {
       this.apply(first);
       return first.length;
@@ -269,7 +263,7 @@ export class SessionFold {
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
     let read = 0;
-    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: CATCH_UP_PAGE_BYTES })) {
+    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: STREAM_PAGE_BYTES })) {
       this.apply(page);
       read += page.length;
     }

@@ -68,6 +68,13 @@ const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
  */
 export const PAGE_BYTES = 16 * 1024 * 1024;
 /**
+ * What a reader that goes through a whole log holds of event data per page
+ * (within PAGE_BYTES): the agent's fold, an export. Such a reader keeps little
+ * of each event, so a page of large events is most of what it holds while
+ * it reads; a page of small events is cut by its count long before this.
+ */
+export const STREAM_PAGE_BYTES = 4 * 1024 * 1024;
+/**
  * An event's size, known before its data is read: "dataBytes", the size of its
  * `jsonb` as written (migration 20261215000001_event_data_bytes); the stored
  * (possibly compressed) size for rows written before it.
@@ -610,9 +617,9 @@ export class SessionLog {
     return rows[0].n;
   }
 
-  /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive): never more than two pages in memory. */
+  /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive), by pages of STREAM_PAGE_BYTES: never more than two pages in memory. */
   async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent> {
-    for await (const page of this.pages(ref, opts)) yield* page;
+    for await (const page of this.pages(ref, { pageBytes: STREAM_PAGE_BYTES, ...opts })) yield* page;
   }
 
   /**

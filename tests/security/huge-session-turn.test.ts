@@ -29,7 +29,7 @@ const SHAPE: HugeSessionShape = {
 };
 
 /** The service's old-space limit (MB): less than the session's size. */
-const HEAP_CAP_MB = 192;
+const HEAP_CAP_MB = 128;
 
 let service: ServiceProcess;
 let base: string;
@@ -73,9 +73,15 @@ async function gql(query: string, variables?: Record<string, unknown>) {
 }
 
 /** Sends a message and waits for its turn to end; the turn's answer. */
-async function turn(text: string): Promise<string> {
-  const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id: sessionId })).session.turnCount as number;
-  await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } });
+async function turn(text: string, id = sessionId): Promise<string> {
+  const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id })).session.turnCount as number;
+  await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text } });
+  return answered(id, before);
+}
+
+/** Waits for a turn after the first `before` to end; its answer. */
+async function answered(id: string, before: number): Promise<string> {
+  const sessionId = id;
   await waitFor(
     async () => {
       const s = (await gql('query($id: ID!) { session(id: $id) { status turnCount } }', { id: sessionId })).session;
@@ -152,5 +158,47 @@ describe('the first turn on a session far larger than a context window', () => {
       const chars = zlib.gunzipSync(r.state).length + zlib.gunzipSync(r.history).length;
       expect(chars).toBeLessThan(3 * MAX_HELD_HISTORY_CHARS);
     }
+  }, 180_000);
+
+  it('a fork at an exact event inside a huge turn, and its first turn (a cold fold of the inherited log), hold bounded memory', async () => {
+    const { rows } = await db.query<{ seq: number }>(`SELECT seq FROM "Event" WHERE "sessionId" = $1 AND type = 'tool/result'`, [sessionId]);
+    const atSeq = rows[0].seq; // the huge result, inside its turn: the fork closes the turn
+    const requests = fake.received.length;
+    const run = await underWatch(service.child.pid!, base, async () => {
+      const fork = await gql('mutation($i: ForkSessionInput!) { forkSession(input: $i) { cutSeq session { id turnCount } } }', {
+        i: { sessionId, atSeq, message: 'from the fork?' },
+      });
+      expect(fork.forkSession.cutSeq).toBe(atSeq);
+      // The inherited turns, the one the cut closes included: the fork's message is the next.
+      return answered(fork.forkSession.session.id, SHAPE.turns - SHAPE.hugeTurns + 1);
+    });
+    console.log(`fork at seq ${atSeq} and its first turn: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    expect(run.result).toBe('answer to: from the fork?');
+    expect(run.growthMB).toBeLessThan(recording.bytes / 2 ** 20 / 2);
+    // The child's history is the parent's through the cut, compacted first: every request within the window.
+    const own = fake.received.slice(requests);
+    expect(own.some((r) => r.compaction)).toBe(true);
+    for (const r of own) expect(r.bytes).toBeLessThan(SHAPE.model.contextTokens * 4 * 1.1);
+    expect(
+      own
+        .filter((r) => r.compaction)
+        .map((r) => r.messages.at(-1)!.text)
+        .join('\n'),
+    ).toContain(`answer ${SHAPE.turns - SHAPE.hugeTurns} ends`);
+  }, 180_000);
+
+  it('the session exported through GET /recordings streams with bounded memory', async () => {
+    const run = await underWatch(service.child.pid!, base, async () => {
+      const res = await fetch(`${base}/recordings?session=${sessionId}`);
+      expect(res.status).toBe(200);
+      let bytes = 0;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.length;
+      return bytes;
+    });
+    console.log(
+      `export of ${(run.result / 2 ** 20).toFixed(0)} MB: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`,
+    );
+    expect(run.result).toBeGreaterThan(recording.bytes);
+    expect(run.growthMB).toBeLessThan(recording.bytes / 2 ** 20 / 2);
   }, 180_000);
 });
