@@ -122,7 +122,19 @@ interface TypesQuery {
   descending?: boolean;
   /** Only synthetic events. */
   synthetic?: boolean;
+  /** Model messages without their words (WITHOUT_TEXTS): for a reader of their calls and usage. */
+  withoutTexts?: boolean;
 }
+
+/**
+ * An event's data as a reader of steps takes it (turn-reads.ts): a
+ * model/message without its text and its calls' arguments, each of which can be
+ * megabytes (a recording's line), so that a turn's steps cost their count,
+ * not their words. Postgres leaves them out; the rest of the data is as stored.
+ */
+const WITHOUT_TEXTS =
+  `CASE WHEN type = 'model/message' THEN jsonb_set(data || '{"text": ""}', '{toolCalls}', coalesce((SELECT jsonb_agg(c || '{"arguments": ""}' ORDER BY i)` +
+  ` FROM jsonb_array_elements(data -> 'toolCalls') WITH ORDINALITY AS t(c, i)), '[]'::jsonb)) ELSE data END AS data`;
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
@@ -325,7 +337,7 @@ export class SessionLog {
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const columns = bytes === undefined ? COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
+    const columns = opts.withoutTexts ? COLUMNS.replace('data', WITHOUT_TEXTS) : bytes === undefined ? COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
     // One ordered index scan per (segment, type), each stopping at the limit.
     // Every bound and type is its own parameter, so the planner sees the real
     // values: behind lateral parameters it guessed 6 rows where there were 700

@@ -28,13 +28,14 @@ const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog,
 /** The columns of a session row its turns are read through. */
 export type TurnSessionRow = LineageRow & { eventCount: number };
 
-/** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
+/** The turn's steps: its own events of four types (what the turn costs, not the log; its answers without their words), read once per turn. */
 export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
       fromSeq: turn.startSeq,
       toSeq: turn.endSeq ?? turn.lastSeq,
       limit: 10_000,
+      withoutTexts: true,
     })
     .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));
 
