@@ -32,7 +32,7 @@ const isLowSurrogate = (s: string, i: number) => {
 const ownCopy = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 /** The line standing for what an event's text left out. */
-export const leftOutNote = (seq: number, omitted: number, max: number) =>
+const leftOutNote = (seq: number, omitted: number, max: number) =>
   `\n[… ${omitted} characters of event ${seq} left out here: the model's history holds at most ${max} characters of one event …]\n`;
 
 /**
