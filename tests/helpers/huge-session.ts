@@ -17,7 +17,8 @@ export const MB = 1_000_000;
 /**
  * What the recording holds: `turns` turns of one answer each, of `answerChars`
  * characters, the last `hugeTurns` of `hugeChars`; the first of those also
- * calls a tool answered with a result of `hugeChars`.
+ * calls a tool answered with a result of `hugeChars`, and the first two take
+ * an input of `hugeChars` (`answerOf(3000 + turn)`).
  */
 export interface HugeSessionShape {
   hugeTurns: number;
@@ -48,7 +49,8 @@ export async function writeHugeRecording(shape: HugeSessionShape, id: string): P
     const firstHuge = shape.turns - shape.hugeTurns + 1;
     const chars = turn >= firstHuge ? shape.hugeChars : shape.answerChars;
     const inputId = `in_${turn}`;
-    await add('inbox/add', { inputId, text: `question ${turn}` });
+    const hugeInput = turn === firstHuge || turn === firstHuge + 1;
+    await add('inbox/add', { inputId, text: hugeInput ? answerOf(3000 + turn, shape.hugeChars) : `question ${turn}` });
     await add('inbox/remove', { inputId, reason: 'taken' });
     await add('turn/start', { turn, inputId });
     await add('step/start', { turn, step: 1 });

@@ -28,11 +28,13 @@ const SHAPE: HugeSessionShape = {
   model: { provider: 'openai-compatible', model: 'fake-1m', contextTokens: 1_000_000 },
 };
 
-/** The service's old-space limit (MB): less than the session's size. */
-const HEAP_CAP_MB = 128;
+/** The service's old-space limit (MB): less than the session's size, with room for the fold cache's 64 MB. */
+const HEAP_CAP_MB = 192;
 
 /** RSS growth allowed to one request on the session (MB): well below its size, and the same at any size. */
 const GROWTH_BOUND_MB = 120;
+/** An export's (MB): it passes each event on whole. */
+const EXPORT_GROWTH_BOUND_MB = 150;
 
 let service: ServiceProcess;
 let base: string;
@@ -125,7 +127,9 @@ describe('the first turn on a session far larger than a context window', () => {
     const transcript = summaries.map((r) => r.messages.at(-1)!.text).join('\n');
     // What the history holds: the earliest history left out (a note stands for it), the newest answers whole, the huge ones clipped.
     expect(summaries[0].messages.at(-1)!.text).toMatch(/\[summary\] \[Earlier conversation \(events 0\.\.\d+: \d+ messages, \d+ characters\) is left out/);
-    expect(transcript).toContain(`answer ${SHAPE.turns - SHAPE.hugeTurns} ends`);
+    // The huge inputs are clipped too.
+    expect(transcript).toContain(`[user] answer ${3000 + SHAPE.turns - SHAPE.hugeTurns + 2} begins`);
+    expect(transcript).toContain(`answer ${3000 + SHAPE.turns - SHAPE.hugeTurns + 2} ends`);
     for (let t = SHAPE.turns - SHAPE.hugeTurns + 1; t <= SHAPE.turns; t++) {
       expect(transcript).toContain(`answer ${t} begins`);
       expect(transcript).toContain(`answer ${t} ends`);
@@ -206,7 +210,9 @@ describe('the first turn on a session far larger than a context window', () => {
       `export of ${(run.result / 2 ** 20).toFixed(0)} MB: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`,
     );
     expect(run.result).toBeGreaterThan(recording.bytes);
-    expect(run.growthMB).toBeLessThan(GROWTH_BOUND_MB);
+    // An export holds one event several times over while it passes (the driver's buffer, its parsed value, its line, the
+    // socket's write): +16 to +107 MB over runs with 15 MB events, whatever the session's size.
+    expect(run.growthMB).toBeLessThan(EXPORT_GROWTH_BOUND_MB);
   }, 180_000);
 
   it("a turn's steps are read without their answers' words", async () => {
@@ -223,5 +229,19 @@ describe('the first turn on a session far larger than a context window', () => {
     ]);
     // Four answers of 15 MB are among them: none is read.
     expect(run.growthMB).toBeLessThan(32);
+  }, 60_000);
+
+  it("a session's turns are listed without reading their inputs' texts; one asked for is read", async () => {
+    const run = await underWatch(service.child.pid!, base, () => gql('query($id: ID!) { session(id: $id) { turns { turn startSeq } } }', { id: sessionId }));
+    console.log(`all turns: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
+    const turns = run.result.session.turns as Array<{ turn: number }>;
+    expect(turns.map((t) => t.turn)).toEqual(Array.from({ length: SHAPE.turns + 2 }, (_, i) => i + 1));
+    // Two inputs of 15 MB are among them: neither is read (the old code read every input's text).
+    expect(run.growthMB).toBeLessThan(20);
+    const asked = await gql('query($id: ID!) { session(id: $id) { turns(last: 2) { turn input } } }', { id: sessionId });
+    expect(asked.session.turns).toEqual([
+      { turn: SHAPE.turns + 1, input: 'what next?' },
+      { turn: SHAPE.turns + 2, input: 'and then?' },
+    ]);
   }, 60_000);
 });
