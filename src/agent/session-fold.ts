@@ -9,7 +9,7 @@ import { Conversation, type ConversationHistory, type ConversationSnapshot } fro
 import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
-import type { SessionLog } from '../store/session-log.ts';
+import { STREAM_PAGE_BYTES, type SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
 import { COMPACTION_END, CompactionBracket, completedCompaction, type CompletedCompaction } from './compaction.ts';
@@ -24,7 +24,7 @@ const FOLD_BASE_BYTES = 2048;
 export const DEFAULT_FOLD_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
-const SNAPSHOT_VERSION = 2;
+const SNAPSHOT_VERSION = 3;
 
 /** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
 export interface FoldCheckpointText {
@@ -243,8 +243,9 @@ export class SessionFold {
    */
   async catchUpCold(store: ColdStore): Promise<number> {
     if (this.nextSeq !== 0) return this.catchUp(store.log);
-    const first = await store.log.page(this.sessionId, -1, CATCH_UP_PAGE);
-    if (first.length < CATCH_UP_PAGE) {
+    // Held to the store's page bytes: a log of a few huge events is not read whole (docs/operations.md "Memory and time").
+    const { events: first, cut } = await store.log.pageWithin(this.sessionId, -1, CATCH_UP_PAGE, undefined, STREAM_PAGE_BYTES);
+    if (!cut && first.length < CATCH_UP_PAGE) {
       this.apply(first);
       return first.length;
     }
@@ -262,7 +263,7 @@ export class SessionFold {
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
     let read = 0;
-    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE })) {
+    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: STREAM_PAGE_BYTES })) {
       this.apply(page);
       read += page.length;
     }

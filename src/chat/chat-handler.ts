@@ -334,7 +334,8 @@ export function chatHandler(opts: ChatOptions) {
       event: (seq) => store.log.event(sessionId, seq),
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
       turnRecord: (fromSeq, toSeq) =>
-        store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000 }),
+        // Its usage and error, not its answers' words (a recording's answer can be megabytes).
+        store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000, withoutTexts: true }),
       awaitsApproval: async (callId) => {
         const { eventCount } = await store.requireSession(sessionId);
         const open = findOpenTail((await store.log.openTail(sessionId, eventCount - 1)).events);

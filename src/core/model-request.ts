@@ -7,6 +7,7 @@
 import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
 import type { EventData, LogEvent, ResponseFormat } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
+import { heldText, leftOutHistoryMessage, MAX_HELD_EVENT_CHARS, MAX_HELD_HISTORY_CHARS } from './held-text.ts';
 
 /** The system message a compaction's summary stands as in the model's history. */
 export const summaryMessage = (fromSeq: number, toSeq: number, content: string) => `Summary of earlier conversation (events ${fromSeq}..${toSeq}):\n${content}`;
@@ -46,10 +47,21 @@ export interface ConversationSnapshot {
     approxChars: number;
     /** Estimated heap bytes of the rendered messages, recorded so that a restore need not walk them (absent from older checkpoints). */
     messagesBytes?: number;
+    /** Characters of history held (held-text.ts), the earliest history left out, and its calls still unanswered. */
+    heldChars: number;
+    leftOut?: LeftOut;
+    leftOutCalls: string[];
   };
   /** The rendered messages, without the instructions. */
   messages: ChatMessage[];
   history: ConversationHistory;
+}
+
+/** The earliest history a conversation no longer holds (MAX_HELD_HISTORY_CHARS): through which seq, how many messages and characters. */
+interface LeftOut {
+  throughSeq: number;
+  messages: number;
+  chars: number;
 }
 
 /** What a conversation folded: its message-producing events, the texts of the inputs its turns took, the calls answered. */
@@ -83,6 +95,12 @@ export class Conversation {
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
   /** Rough size of the text held (kept in checkpoints). */
   approxChars = 0;
+  /** Characters of the history's entries (their texts, a user message's input): held within MAX_HELD_HISTORY_CHARS. */
+  private heldChars = 0;
+  /** The earliest history left out to stay within it. */
+  private leftOut?: LeftOut;
+  /** Calls of left-out messages not answered yet: their results are left out too (a result never comes without its call). */
+  private readonly leftOutCalls = new Set<string>();
   /** Estimated heap bytes held: the agent's fold cache is bounded by it. */
   approxBytes = 0;
   /**
@@ -112,6 +130,9 @@ export class Conversation {
         instructions: this.instructionsMessage?.content,
         approxChars: this.approxChars,
         messagesBytes: this.rendered.reduce((n, m) => n + messageBytes(m), 0),
+        heldChars: this.heldChars,
+        leftOut: this.leftOut,
+        leftOutCalls: [...this.leftOutCalls],
       },
       messages: this.rendered,
       history: { entries: this.entries, inputs: inputs.filter(([id]) => taken.has(id)), answered: [...this.answered] },
@@ -134,6 +155,9 @@ export class Conversation {
     if (head.instructions) c.instructionsMessage = { role: 'system', content: head.instructions };
     c.rendered = messages;
     c.unread = history;
+    c.heldChars = head.heldChars;
+    c.leftOut = head.leftOut;
+    for (const id of head.leftOutCalls) c.leftOutCalls.add(id);
     c.approxChars = head.approxChars;
     c.approxBytes += head.messagesBytes ?? messagesTextBytes(messagesTextLength, messages.length);
     for (const [id, text] of head.inputs) c.approxBytes += inputBytes(id, text);
@@ -168,23 +192,30 @@ export class Conversation {
   apply(e: LogEvent): this {
     const ev = asCoreEvent(e);
     switch (ev.type) {
-      case 'inbox/add':
-        this.inputs.set(ev.data.inputId, ev.data.text);
-        this.approxChars += ev.data.text.length;
-        this.approxBytes += inputBytes(ev.data.inputId, ev.data.text) + (ev.data.responseFormat ? stringBytes(JSON.stringify(ev.data.responseFormat)) : 0);
+      case 'inbox/add': {
+        const text = heldText(ev.data.text, e.seq);
+        this.inputs.set(ev.data.inputId, text);
+        this.approxChars += text.length;
+        this.approxBytes += inputBytes(ev.data.inputId, text) + (ev.data.responseFormat ? stringBytes(JSON.stringify(ev.data.responseFormat)) : 0);
         if (ev.data.responseFormat) this.responseFormats.set(ev.data.inputId, ev.data.responseFormat);
         break;
+      }
       case 'turn/start':
         this.add({ seq: e.seq, kind: 'user', inputId: ev.data.inputId });
         break;
       case 'model/message': {
-        const data = ev.data;
+        const data = heldMessage(ev.data, e.seq);
         this.approxChars += data.text.length + data.toolCalls.reduce((n, c) => n + c.arguments.length + 64, 0);
         this.add({ seq: e.seq, kind: 'assistant', data });
         break;
       }
       case 'tool/result': {
-        const data = ev.data;
+        const data = ev.data.content.length > MAX_HELD_EVENT_CHARS ? { ...ev.data, content: heldText(ev.data.content, e.seq) } : ev.data;
+        if (this.leftOutCalls.delete(data.callId)) {
+          this.answered.add(data.callId);
+          this.noteLeftOut(e.seq, data.content.length);
+          break;
+        }
         this.approxChars += data.content.length;
         this.answered.add(data.callId);
         this.add({ seq: e.seq, kind: 'tool', data });
@@ -194,12 +225,14 @@ export class Conversation {
         else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
         break;
       }
-      case 'surface/replace':
-        this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content: ev.data.content, seq: e.seq });
-        this.approxChars += ev.data.content.length;
-        this.approxBytes += replacementBytes(ev.data.content);
+      case 'surface/replace': {
+        const content = heldText(ev.data.content, e.seq);
+        this.replacements.set(ev.data.fromSeq, { toSeq: ev.data.toSeq, content, seq: e.seq });
+        this.approxChars += content.length;
+        this.approxBytes += replacementBytes(content);
         this.rendered = undefined; // a range of history changes: render again, once
         break;
+      }
       case 'session/instructions':
         this.setInstructions(ev.data.text);
         break;
@@ -251,10 +284,63 @@ export class Conversation {
   }
 
   private add(entry: Entry) {
+    if (entry.kind === 'user' && !this.inputs.has(entry.inputId)) this.readHistory(); // its text is counted below
     this.entries.push(entry);
     this.approxBytes += entryBytes(entry);
+    this.heldChars += this.entryChars(entry);
     // New events come after every replaced range (a surface/replace covers earlier events only).
     if (this.rendered) this.push(this.rendered, entry);
+    if (this.heldChars > MAX_HELD_HISTORY_CHARS) this.leaveOutEarliest();
+  }
+
+  /** Characters an entry holds: its texts, or a user message's input. */
+  private entryChars(entry: Entry): number {
+    switch (entry.kind) {
+      case 'user':
+        return this.inputs.get(entry.inputId)?.length ?? 0;
+      case 'assistant':
+        return entry.data.text.length + entry.data.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
+      case 'tool':
+        return entry.data.content.length;
+    }
+  }
+
+  private noteLeftOut(seq: number, chars: number) {
+    const l = (this.leftOut ??= { throughSeq: seq, messages: 0, chars: 0 });
+    l.throughSeq = Math.max(l.throughSeq, seq);
+    l.messages++;
+    l.chars += chars;
+  }
+
+  /**
+   * Leaves out the earliest entries until the history holds three quarters of
+   * MAX_HELD_HISTORY_CHARS (so that it happens once per quarter of new text),
+   * with the results of the calls left out; a system message stands for them.
+   */
+  private leaveOutEarliest() {
+    this.readHistory();
+    const target = (MAX_HELD_HISTORY_CHARS * 3) / 4;
+    let n = 0;
+    while (n < this.entries.length - 1 && (this.heldChars > target || this.entries[n].kind === 'tool')) {
+      const entry = this.entries[n++];
+      const chars = this.entryChars(entry);
+      this.heldChars -= chars;
+      this.approxBytes -= entryBytes(entry);
+      if (entry.kind === 'user') {
+        const text = this.inputs.get(entry.inputId);
+        if (text !== undefined) this.approxBytes -= inputBytes(entry.inputId, text);
+        this.inputs.delete(entry.inputId);
+        this.responseFormats.delete(entry.inputId);
+      } else if (entry.kind === 'assistant') {
+        for (const c of entry.data.toolCalls) {
+          this.callMessage.delete(c.id);
+          if (!this.answered.has(c.id)) this.leftOutCalls.add(c.id);
+        }
+      }
+      this.noteLeftOut(entry.seq, chars);
+    }
+    this.entries = this.entries.slice(n);
+    this.rendered = undefined; // render again, once
   }
 
   private push(out: ChatMessage[], entry: Entry) {
@@ -310,6 +396,12 @@ export class Conversation {
         hiddenThrough = r.toSeq;
       }
     };
+    // The history left out comes first: a summary of it stands instead when there is one, else a note of it.
+    const l = this.leftOut;
+    if (l && l.throughSeq <= throughSeq) {
+      replaceThrough(l.throughSeq);
+      if (l.throughSeq > hiddenThrough) out.push({ role: 'system', content: leftOutHistoryMessage(l.throughSeq, l.messages, l.chars) });
+    }
     for (const entry of this.entries) {
       if (entry.seq > throughSeq) break;
       replaceThrough(entry.seq);
@@ -321,6 +413,12 @@ export class Conversation {
     replaceThrough(throughSeq);
     return out;
   }
+}
+
+/** A model message as the history holds it (held-text.ts): its text and its calls' arguments each within MAX_HELD_EVENT_CHARS. */
+function heldMessage(d: EventData<'model/message'>, seq: number): EventData<'model/message'> {
+  if (d.text.length <= MAX_HELD_EVENT_CHARS && d.toolCalls.every((c) => c.arguments.length <= MAX_HELD_EVENT_CHARS)) return d;
+  return { ...d, text: heldText(d.text, seq), toolCalls: d.toolCalls.map((c) => ({ ...c, arguments: heldText(c.arguments, seq) })) };
 }
 
 /** A rendered message (what a checkpoint records for a restored conversation, before its history is read). */

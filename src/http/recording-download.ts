@@ -42,11 +42,19 @@ export function recordingDownload(opts: { store: TenantStores; guard: Guard; log
     try {
       let chunk = '';
       for await (const line of lines) {
-        chunk += line;
-        // Lines are gathered into writes of about 64 kB; a full socket buffer waits for 'drain' (or the client leaving).
-        if (chunk.length < 64 * 1024) continue;
-        const more = res.write(chunk);
-        chunk = '';
+        // Lines are gathered into writes of about 64 kB (a longer line is written as it is, not copied into one); a full socket
+        // buffer waits for 'drain' (or the client leaving).
+        let more: boolean;
+        if (line.length >= 64 * 1024) {
+          if (chunk) res.write(chunk);
+          chunk = '';
+          more = res.write(line);
+        } else {
+          chunk += line;
+          if (chunk.length < 64 * 1024) continue;
+          more = res.write(chunk);
+          chunk = '';
+        }
         if (!more && (await Promise.race([once(res, 'drain').then(() => true), closed.then(() => false)])) === false) return;
         if (res.destroyed) return;
       }

@@ -80,6 +80,13 @@ const HEAD_COLUMNS = 'seq, type, synthetic, "createdAt"';
  */
 export const PAGE_BYTES = 16 * 1024 * 1024;
 /**
+ * What a reader that goes through a whole log holds of event data per page
+ * (within PAGE_BYTES): the agent's fold, an export. Such a reader keeps little
+ * of each event, so a page of large events is most of what it holds while
+ * it reads; a page of small events is cut by its count long before this.
+ */
+export const STREAM_PAGE_BYTES = 4 * 1024 * 1024;
+/**
  * An event's size, known before its data is read: "dataBytes", the size of its
  * `jsonb` as written (migration 20261215000001_event_data_bytes); the stored
  * (possibly compressed) size for rows written before it.
@@ -127,7 +134,19 @@ interface TypesQuery {
   descending?: boolean;
   /** Only synthetic events. */
   synthetic?: boolean;
+  /** Model messages without their words (WITHOUT_TEXTS): for a reader of their calls and usage. */
+  withoutTexts?: boolean;
 }
+
+/**
+ * An event's data as a reader of steps takes it (turn-reads.ts): a
+ * model/message without its text and its calls' arguments, each of which can be
+ * megabytes (a recording's line), so that a turn's steps cost their count,
+ * not their words. Postgres leaves them out; the rest of the data is as stored.
+ */
+const WITHOUT_TEXTS =
+  `CASE WHEN type = 'model/message' THEN jsonb_set(data || '{"text": ""}', '{toolCalls}', coalesce((SELECT jsonb_agg(c || '{"arguments": ""}' ORDER BY i)` +
+  ` FROM jsonb_array_elements(data -> 'toolCalls') WITH ORDINALITY AS t(c, i)), '[]'::jsonb)) ELSE data END AS data`;
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
@@ -265,9 +284,9 @@ export class SessionLog {
     return (await this.read(ref, afterSeq + 1, afterSeq + limit, db)).events;
   }
 
-  /** page(), cut once the events passed hold `bytes` of data (PAGE_BYTES): what a request may read. */
-  pageWithin(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool): Promise<BoundedEvents> {
-    return this.read(ref, afterSeq + 1, afterSeq + limit, db, { bytes: this.pageBytes, fromEnd: false });
+  /** page(), cut once the events passed hold `bytes` of data (PAGE_BYTES, or less when the caller asks): what a request may read. */
+  pageWithin(ref: LogRef, afterSeq: number, limit: number, db: Db = this.pool, bytes = this.pageBytes): Promise<BoundedEvents> {
+    return this.read(ref, afterSeq + 1, afterSeq + limit, db, { bytes: Math.min(bytes, this.pageBytes), fromEnd: false });
   }
 
   /** The (at most) `limit` events right before `beforeSeq`, ascending. */
@@ -337,7 +356,13 @@ export class SessionLog {
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const columns = bytes === undefined ? COLUMNS : bytes === null ? HEAD_COLUMNS : sizedColumns(p(shareOf(bytes, opts.limit)));
+    const columns = opts.withoutTexts
+      ? COLUMNS.replace('data', WITHOUT_TEXTS)
+      : bytes === undefined
+        ? COLUMNS
+        : bytes === null
+          ? HEAD_COLUMNS
+          : sizedColumns(p(shareOf(bytes, opts.limit)));
     // One ordered index scan per (segment, type), each stopping at the limit.
     // Every bound and type is its own parameter, so the planner sees the real
     // values: behind lateral parameters it guessed 6 rows where there were 700
@@ -636,9 +661,9 @@ export class SessionLog {
     return rows[0].n;
   }
 
-  /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive): never more than two pages in memory. */
+  /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive), by pages of STREAM_PAGE_BYTES: never more than two pages in memory. */
   async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent> {
-    for await (const page of this.pages(ref, opts)) yield* page;
+    for await (const page of this.pages(ref, { pageBytes: STREAM_PAGE_BYTES, ...opts })) yield* page;
   }
 
   /**
@@ -649,25 +674,32 @@ export class SessionLog {
    * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
    * pages are parsed on this thread too).
    */
-  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number } = {}): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
     const end = opts.endSeq ?? Infinity;
     const lineage = await this.requireLineage(ref);
     const readAfter = (after: number) => {
       const limit = Math.min(pageSize, end - after - 1);
-      const read = this.pageWithin(lineage, after, limit).then(({ events, cut }) => ({ page: events, last: !cut && events.length < limit }));
+      const read = this.pageWithin(lineage, after, limit, this.pool, opts.pageBytes).then(({ events, cut }) => ({
+        page: events,
+        cut,
+        last: !cut && events.length < limit,
+      }));
       read.catch(() => {}); // a caller that stops early never awaits the read ahead
       return read;
     };
     if ((opts.afterSeq ?? -1) + 1 >= end) return;
     let next = readAfter(opts.afterSeq ?? -1);
     for (;;) {
-      const { page, last } = await next;
+      const { page, cut, last } = await next;
       const after = page.at(-1)?.seq ?? Infinity;
       const more = !last && after + 1 < end;
-      if (more) next = readAfter(after);
+      // A page cut by its bytes holds large events: the next is read once the caller is done with this one, never two such pages at once.
+      const ahead = more && !cut;
+      if (ahead) next = readAfter(after);
       if (page.length) yield page;
       if (!more) return;
+      if (!ahead) next = readAfter(after);
     }
   }
 

@@ -8,15 +8,23 @@ import { endForkedAtCut } from './fork-cut-times.ts';
 import { endInterruptedAtCrash } from './crash-stop-times.ts';
 import type { LogRef, SessionLog, StoredEvent } from './session-log.ts';
 
-/** A turn as read for a session: its summary, its input's text, and where its log ends. */
+/** A turn as read for a session: its summary and where its log ends. */
 export type TurnRow = TurnSummary & {
-  input: string | null;
   sessionId: string;
   lastSeq: number;
   steps?: Promise<StepSummary[]>;
   /** Its error report, once read (Turn.error and Turn.errorCode share the probe). */
   report?: Promise<StoredEvent | undefined>;
+  /** Its input's text, once read. */
+  input?: Promise<string | null>;
 };
+
+/**
+ * The text of the input the turn took: one index probe, made only for a reader
+ * that asks (an input can be megabytes: a list of turns does not read them).
+ */
+export const turnInput = (log: TurnLog, turn: TurnRow): Promise<string | null> =>
+  (turn.input ??= log.inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq).then((e) => dataOf(e, 'inbox/add')?.text ?? null));
 
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
 export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes'>;
@@ -28,13 +36,14 @@ const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog,
 /** The columns of a session row its turns are read through. */
 export type TurnSessionRow = LineageRow & { eventCount: number };
 
-/** The turn's steps: its own events of four types (what the turn costs, not the log), read once per turn. */
+/** The turn's steps: its own events of four types (what the turn costs, not the log; its answers without their words), read once per turn. */
 export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
       fromSeq: turn.startSeq,
       toSeq: turn.endSeq ?? turn.lastSeq,
       limit: 10_000,
+      withoutTexts: true,
     })
     .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));
 
@@ -74,8 +83,7 @@ export async function turnHolding(log: TurnLog, s: TurnSessionRow, seq: number, 
   const end = await log.firstOfType(snapshot, 'turn/end', start.seq);
   const [turn] = await endWhenStopped(log, snapshot, summarizeTurns(end ? [start, end] : [start]));
   if (!orBefore && turn.endSeq !== null && turn.endSeq < seq) return null;
-  const input = await log.inboxAddOf(snapshot, turn.inputId, start.seq);
-  return { ...turn, input: dataOf(input, 'inbox/add')?.text ?? null, sessionId: s.id, lastSeq: s.eventCount - 1 };
+  return { ...turn, sessionId: s.id, lastSeq: s.eventCount - 1 };
 }
 
 /** The session's last `last` turns: reads those turns' brackets, not the log's. */
@@ -86,31 +94,13 @@ export async function lastTurns(log: TurnLog, s: TurnSessionRow, last: number): 
   ).reverse();
   const from = brackets.findIndex((e) => e.type === 'turn/start'); // a turn/end whose start lies further back is left out
   const turns = (await endWhenStopped(log, snapshot, summarizeTurns(from < 0 ? [] : brackets.slice(from)))).slice(-last);
-  return Promise.all(
-    turns.map(async (turn) => ({
-      ...turn,
-      input: dataOf(await log.inboxAddOf(snapshot, turn.inputId, turn.startSeq), 'inbox/add')?.text ?? null,
-      sessionId: s.id,
-      lastSeq: s.eventCount - 1,
-    })),
-  );
+  return turns.map((turn) => ({ ...turn, sessionId: s.id, lastSeq: s.eventCount - 1 }));
 }
 
-/** Every turn of the session, from its inputs and turn brackets (streamed). */
+/** Every turn of the session, from its turn brackets (streamed; not its inputs' texts: turnInput reads one when asked). */
 export async function allTurns(log: TurnLog, s: TurnSessionRow): Promise<TurnRow[]> {
   const snapshot = snapshotOf(s);
   const events: StoredEvent[] = [];
-  for await (const e of log.streamOfTypes(snapshot, ['inbox/add', 'turn/start', 'turn/end'])) events.push(e);
-  const texts = new Map(
-    events.flatMap((e) => {
-      const added = dataOf(e, 'inbox/add');
-      return added ? [[added.inputId, added.text] as const] : [];
-    }),
-  );
-  return (await endWhenStopped(log, snapshot, summarizeTurns(events))).map((turn) => ({
-    ...turn,
-    input: texts.get(turn.inputId) ?? null,
-    sessionId: s.id,
-    lastSeq: s.eventCount - 1,
-  }));
+  for await (const e of log.streamOfTypes(snapshot, ['turn/start', 'turn/end'])) events.push(e);
+  return (await endWhenStopped(log, snapshot, summarizeTurns(events))).map((turn) => ({ ...turn, sessionId: s.id, lastSeq: s.eventCount - 1 }));
 }

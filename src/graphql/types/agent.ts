@@ -9,7 +9,7 @@ import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/tu
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
-import { allTurns, lastTurns, stepsOf, turnError, turnErrorCode, turnHolding, turnOutput, type TurnRow } from '../../store/turn-reads.ts';
+import { allTurns, lastTurns, stepsOf, turnError, turnErrorCode, turnHolding, turnInput, turnOutput, type TurnRow } from '../../store/turn-reads.ts';
 import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
 import { badInput } from '../../core/errors.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
@@ -86,7 +86,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId'),
-    input: t.exposeString('input', { nullable: true, description: 'Text of the input the turn consumed.' }),
+    input: t.string({ nullable: true, description: 'Text of the input the turn consumed.', resolve: (turn, _a, ctx) => turnInput(ctx.store.log, turn) }),
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
