@@ -222,11 +222,18 @@ export class BoundedStdioTransport implements Transport {
       }
       if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && this.open.has(message.id)) {
         this.open.delete(message.id);
-      } else {
+      } else if (!this.aboutOpenRequest(message)) {
         unasked(line.length);
       }
       this.onmessage?.(message);
     }
+  }
+
+  /** Progress of a request still open is part of its answer (as on a Streamable HTTP request's own stream, which is not rate-bounded). */
+  private aboutOpenRequest(message: JSONRPCMessage): boolean {
+    if (!isJSONRPCNotification(message) || message.method !== 'notifications/progress') return false;
+    const token = message.params?.progressToken;
+    return (typeof token === 'string' || typeof token === 'number') && this.open.has(token);
   }
 
   /** Answers every open request with an error saying why (the SDK would say only "Connection closed"). */
