@@ -25,7 +25,7 @@ export const SHELL_OUTPUT_MAX_BYTES = 64 * 1024;
 const PIPES_GRACE_MS = 200;
 /** ANSI escape sequences (CSI: colours, cursor moves; OSC: titles, clipboard, links), dropped from what is kept. */
 // eslint-disable-next-line no-control-regex -- escape sequences are what it matches
-const ANSI_SEQUENCE = /\x1b\[[0-?]*[ -\/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+const ANSI_SEQUENCE = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
 
 /** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
 export type ShellRunner = { bwrap: string } | { refused: string } | { unsandboxed: true };
