@@ -12,7 +12,7 @@
 // with its result like any file tool's change set.
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
-import { visibleLines } from '../core/visible-text.ts';
+import { visibleOutput } from '../core/visible-text.ts';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
 import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
@@ -23,9 +23,6 @@ export const SHELL_OUTPUT_MAX_BYTES = 64 * 1024;
  * waited for past this (a process that left the group may still hold the pipes).
  */
 const PIPES_GRACE_MS = 200;
-/** ANSI escape sequences (CSI: colours, cursor moves; OSC: titles, clipboard, links), dropped from what is kept. */
-// eslint-disable-next-line no-control-regex -- escape sequences are what it matches
-const ANSI_SEQUENCE = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
 
 /** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
 export type ShellRunner = { bwrap: string } | { refused: string } | { unsandboxed: true };
@@ -53,7 +50,7 @@ function bounded() {
      * but newlines and tabs shown as escapes (core/visible-text.ts), a cut said so.
      */
     text() {
-      const t = visibleLines(Buffer.concat(chunks).toString('utf8').replace(ANSI_SEQUENCE, ''));
+      const t = visibleOutput(Buffer.concat(chunks).toString('utf8'));
       return dropped ? `${t}\n[cut: ${dropped} more bytes were not kept]` : t;
     },
   };

@@ -14,9 +14,9 @@
 //   process's event loop); stderr is dropped but for a few lines a minute.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  JSONRPCMessageSchema,
   isJSONRPCErrorResponse,
   isJSONRPCNotification,
   isJSONRPCRequest,
@@ -25,6 +25,8 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { MAX_MESSAGE_BYTES } from './mcp-http.ts';
+
+type Transport = Parameters<Client['connect']>[0];
 
 /** Chunks of a server's stderr logged per minute (each cut to MAX_STDERR_LOG_CHARS). */
 const MAX_STDERR_LOGS_PER_MINUTE = 60;
@@ -169,7 +171,7 @@ export class BoundedStdioTransport implements Transport {
     if (isJSONRPCRequest(message)) this.open.add(message.id);
     // A cancelled request is not answered (the SDK has given up on it).
     if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') this.open.delete(message.params?.requestId as RequestId);
-    if (stdin.write(serializeMessage(message))) return;
+    if (stdin.write(`${JSON.stringify(message)}\n`)) return;
     // The server does not read: wait for it, or for its end.
     await new Promise<void>((resolve) => {
       const done = () => {
@@ -215,7 +217,7 @@ export class BoundedStdioTransport implements Transport {
       if (line.length === 0) continue;
       let message: JSONRPCMessage;
       try {
-        message = deserializeMessage(line);
+        message = JSONRPCMessageSchema.parse(JSON.parse(line));
       } catch (err) {
         this.onerror?.(err as Error);
         continue;
