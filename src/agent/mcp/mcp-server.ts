@@ -140,8 +140,9 @@ export class McpServerConnection {
   private transport() {
     const c = this.config;
     if (isStdioServer(c)) {
-      // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
-      // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
+      // A child gets only HOME, LOGNAME, PATH, SHELL, TERM and USER of our
+      // environment (the SDK's default, mcp-stdio.ts), then `env`: none of
+      // forkline's secrets (DATABASE_URL, keys, tokens).
       // A workspace server gets the workspace's allow-list on top: HOME is a
       // private directory (not forkline's, with its dotfiles and credentials;
       // not the workspace, where caches such as npx's would become the
