@@ -98,6 +98,15 @@ describe('an SDK server over stdio', () => {
     expect(resultOf(events).content).toMatch(/the MCP server wrote a message over 10485760 bytes: it was stopped/);
     expect(resultOf(await turn('!call big__answer {"bytes": 5}'))).toMatchObject({ status: 'ok', content: 'aaaaa' });
   });
+
+  it('an error result of 9 MB is an error the model reads cut to 100,000 characters, kept cut and marked truncated', async () => {
+    const events = await turn(`!call big__fail {"bytes": ${9 * MiB}}`);
+    expect(resultOf(events).status).toBe('error');
+    expect(resultOf(events).content).toMatch(/^f{100000}\n\[cut: the result was 9,437,184 characters; the first 100,000 are shown\]$/);
+    const kept = events.find((e) => e.type === 'plugin/mcp/result').data.result;
+    expect(kept).toMatchObject({ isError: true, truncated: true });
+    expect(JSON.stringify(kept).length).toBeLessThan(1_100_000);
+  });
 });
 
 describe('a hand-written server over stdio', () => {
