@@ -12,11 +12,17 @@
 // with its result like any file tool's change set.
 import { spawn } from 'node:child_process';
 import { z } from 'zod';
+import { visibleOutput } from '../core/visible-text.ts';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
 import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
-/** Each of stdout and stderr is cut at this many bytes. */
+/** Each of stdout and stderr is cut at this many bytes (the rest is read and dropped, counted). */
 export const SHELL_OUTPUT_MAX_BYTES = 64 * 1024;
+/**
+ * Once the command has exited, what it left running is killed and its output no longer
+ * waited for past this (a process that left the group may still hold the pipes).
+ */
+const PIPES_GRACE_MS = 200;
 
 /** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
 export type ShellRunner = { bwrap: string } | { refused: string } | { unsandboxed: true };
@@ -39,9 +45,13 @@ function bounded() {
       kept += Math.min(room, b.byteLength);
       dropped += Math.max(0, b.byteLength - room);
     },
+    /**
+     * What the log keeps: invalid UTF-8 as U+FFFD, escape sequences dropped, other controls
+     * but newlines and tabs shown as escapes (core/visible-text.ts), a cut said so.
+     */
     text() {
-      const t = Buffer.concat(chunks).toString('utf8');
-      return dropped ? `${t}\n[… ${dropped} more bytes]` : t;
+      const t = visibleOutput(Buffer.concat(chunks).toString('utf8'));
+      return dropped ? `${t}\n[cut: ${dropped} more bytes were not kept]` : t;
     },
   };
 }
@@ -90,7 +100,18 @@ export function shellTool(runner: ShellRunner): Tool {
       try {
         const code = await new Promise<number | string>((resolve, reject) => {
           child.on('error', reject);
-          child.on('close', (c, signal) => resolve(c ?? `killed by ${signal}`));
+          let code: number | string = 'unknown';
+          child.on('exit', (c, signal) => {
+            code = c ?? `killed by ${signal}`;
+            // What it left running (a background job still writing) goes with it, and
+            // pipes still held (by a process that left the group) are closed soon after.
+            kill();
+            setTimeout(() => {
+              child.stdout.destroy();
+              child.stderr.destroy();
+            }, PIPES_GRACE_MS).unref();
+          });
+          child.on('close', () => resolve(code));
         });
         if (ctx.signal.aborted) throw ctx.signal.reason;
         const out = [`exit code ${code}`];

@@ -28,3 +28,13 @@ export const visibleText = (text: string): string => text.replace(HIDDEN, escape
 
 /** Text of several lines as it may be shown: newlines (CRLF as LF) and tabs kept, every other hidden character replaced by its escape. */
 export const visibleLines = (text: string): string => text.replace(/\r\n/g, '\n').replace(HIDDEN_IN_LINES, escaped);
+
+/** ANSI escape sequences (CSI: colours, cursor moves; OSC: titles, the clipboard, links). */
+// eslint-disable-next-line no-control-regex -- escape sequences are what it matches
+const ANSI_SEQUENCE = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+
+/**
+ * A program's output (a command's, a tool's) as the log keeps it: its terminal escape sequences
+ * dropped (colours are noise to the model), every other hidden character but newlines and tabs shown.
+ */
+export const visibleOutput = (text: string): string => visibleLines(text.replace(ANSI_SEQUENCE, ''));

@@ -105,7 +105,8 @@ describe('what a server answers', () => {
     const id = await turns.create();
     await turns.turn(id, call('open__hostile', {}));
     const [[name, status, content]] = await turns.results(id);
-    expect([name, status, content]).toEqual(['open__hostile', 'ok', 'nul\uFFFD and \uFFFD lone']);
+    // NUL shown as its escape (as in the shell's output: core/visible-text.ts), a lone surrogate made U+FFFD.
+    expect([name, status, content]).toEqual(['open__hostile', 'ok', 'nul\\x00 and \uFFFD lone']);
     const log = await turns.log(id);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     const kept = anyData(log.find((e) => e.type === 'plugin/mcp/result')!).result.structuredContent;

@@ -14,6 +14,7 @@
 //   is read at most `GET_STREAM_BYTES_PER_S` (a flood of notifications or
 //   requests waits in the server's socket, not in this process's event loop).
 import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { boundedBody, byteMeter } from '../bounded-body.ts';
 
 type FetchLike = NonNullable<StreamableHTTPClientTransportOptions['fetch']>;
 
@@ -71,64 +72,6 @@ function sseEventMeter(max: number) {
   };
 }
 
-/**
- * `body` read through a bound. `meter` answers where a chunk passes it (-1:
- * not yet); then `cut` gives the bytes that end the body cleanly, or an error
- * (the body fails), and the server's response is no longer read.
- */
-function boundedBody(
-  body: ReadableStream<Uint8Array>,
-  meter: (chunk: Uint8Array) => number,
-  cut: () => Uint8Array | Error,
-  release: (abort?: boolean) => void,
-  bytesPerSecond = Infinity,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let windowStart = Date.now();
-  let windowBytes = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (windowBytes >= bytesPerSecond) {
-        // Past its rate: the next read waits for the next second (the server's writes wait in its socket meanwhile).
-        await new Promise((r) => setTimeout(r, Math.max(0, windowStart + 1000 - Date.now())));
-        windowStart = Date.now();
-        windowBytes = 0;
-      }
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        release();
-        controller.error(err);
-        return;
-      }
-      if (chunk.done) {
-        release();
-        controller.close();
-        return;
-      }
-      windowBytes += chunk.value.length;
-      const at = meter(chunk.value);
-      if (at < 0) {
-        controller.enqueue(chunk.value);
-        return;
-      }
-      const end = cut();
-      release(true);
-      void reader.cancel().catch(() => {});
-      if (end instanceof Error) return controller.error(end);
-      if (at > 0) controller.enqueue(chunk.value.subarray(0, at));
-      controller.enqueue(end);
-      controller.close();
-    },
-    async cancel(reason) {
-      // The SDK drops a body it does not need (a 202's): the connection goes with it.
-      await reader.cancel(reason).catch(() => {});
-      release();
-    },
-  });
-}
-
 /** An SSE ending that drops the event being read (the SDK reads only `message` events) and answers `id` with an error. */
 function sseCut(id: RequestId | undefined, why: string): Uint8Array {
   const answer = id === undefined ? '' : `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } })}\n\n`;
@@ -177,21 +120,16 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
       return response;
     }
     const sse = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase() === 'text/event-stream';
-    let total = 0;
+    const done = (gaveUp?: Error) => release(gaveUp !== undefined);
     const body = sse
-      ? boundedBody(
-          response.body,
-          sseEventMeter(max),
-          () => sseCut(id, tooLarge),
-          release,
-          init?.method === 'GET' && !resumed ? GET_STREAM_BYTES_PER_S : Infinity,
-        )
-      : boundedBody(
-          response.body,
-          (chunk) => ((total += chunk.length) > max ? 0 : -1),
-          () => new Error(tooLarge),
-          release,
-        );
+      ? boundedBody(response.body, {
+          meter: sseEventMeter(max),
+          cut: () => sseCut(id, tooLarge),
+          done,
+          // The server's own stream is read at a bounded rate (a flood of notifications or requests waits in its socket).
+          bytesPerSecond: init?.method === 'GET' && !resumed ? GET_STREAM_BYTES_PER_S : Infinity,
+        })
+      : boundedBody(response.body, { meter: byteMeter(max), cut: () => new Error(tooLarge), done });
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }

@@ -3,7 +3,6 @@
 // list cached until the server says it changed, started again on the next use
 // after it went away (a crash, a closed connection).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   isJSONRPCErrorResponse,
@@ -17,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
 import { boundedFetch } from './mcp-http.ts';
+import { BoundedStdioTransport } from './mcp-stdio.ts';
 import { ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
@@ -34,8 +34,6 @@ const MIN_RELIST_INTERVAL_MS = 1000;
  * the answers makes this process hold at most this many.
  */
 const MAX_PENDING_ANSWERS = 16;
-/** Chunks of a stdio server's stderr logged per minute. */
-const MAX_STDERR_LOGS_PER_MINUTE = 60;
 
 /** An error as the log shows it: a server's words (an HTTP error body, a JSON-RPC message) cut to a line's worth. */
 export function loggedError(err: unknown): unknown {
@@ -142,8 +140,9 @@ export class McpServerConnection {
   private transport() {
     const c = this.config;
     if (isStdioServer(c)) {
-      // The SDK gives a child only HOME, LOGNAME, PATH, SHELL, TERM and USER of
-      // our environment, then `env`: none of forkline's secrets (DATABASE_URL, keys, tokens).
+      // A child gets only HOME, LOGNAME, PATH, SHELL, TERM and USER of our
+      // environment (the SDK's default, mcp-stdio.ts), then `env`: none of
+      // forkline's secrets (DATABASE_URL, keys, tokens).
       // A workspace server gets the workspace's allow-list on top: HOME is a
       // private directory (not forkline's, with its dotfiles and credentials;
       // not the workspace, where caches such as npx's would become the
@@ -156,7 +155,8 @@ export class McpServerConnection {
       const env = ws === undefined ? (c.sandbox && home ? { HOME: home, ...c.env } : c.env) : workspaceEnvironment(ws, { path: process.env.PATH, home, extra });
       const args = c.args.map(dir);
       const cwd = c.cwd && dir(c.cwd);
-      let transport: StdioClientTransport;
+      // Its messages, stderr and process group bounded (mcp-stdio.ts).
+      const bounded = { name: this.name, log: this.log, env };
       if (c.sandbox) {
         // Never run without the sandbox the operator asked for: not started, and why (reported in toolServers).
         if (!this.sandbox || 'refused' in this.sandbox) {
@@ -170,20 +170,9 @@ export class McpServerConnection {
         const extras = { readOnly: [...readOnly, ...(cwd && !inside(cwd) ? [cwd] : [])], network };
         const argv = [c.command, ...args];
         const chdir = cwd && cwd !== workDir ? ['/bin/sh', '-c', 'cd "$0" && exec "$@"', cwd, ...argv] : argv;
-        transport = new StdioClientTransport({ command: this.sandbox.bwrap, args: sandboxArgs(workDir, chdir, extras), env, stderr: 'pipe' });
-      } else {
-        transport = new StdioClientTransport({ command: c.command, args, env, cwd, stderr: 'pipe' });
+        return new BoundedStdioTransport({ ...bounded, command: this.sandbox.bwrap, args: sandboxArgs(workDir, chdir, extras) });
       }
-      // A server's stderr is logged a few chunks a minute at most: a flood of it is not a flood of our log.
-      let window = 0;
-      let logged = 0;
-      transport.stderr?.on('data', (chunk: Buffer) => {
-        const now = Date.now();
-        if (now - window >= 60_000) [window, logged] = [now, 0];
-        if (++logged <= MAX_STDERR_LOGS_PER_MINUTE) this.log(`MCP server "${this.name}": ${chunk.toString('utf8', 0, 2000).trimEnd()}`);
-        else if (logged === MAX_STDERR_LOGS_PER_MINUTE + 1) this.log(`MCP server "${this.name}": more stderr this minute is not logged`);
-      });
-      return transport;
+      return new BoundedStdioTransport({ ...bounded, command: c.command, args, cwd });
     }
     // Bytes and time of every answer bounded as a stdio message's are (mcp-http.ts); a cancelled call's HTTP request is aborted.
     return new StreamableHTTPClientTransport(new URL(c.url), {

@@ -1,20 +1,18 @@
 // MCP tools as the agent's tools: offered to the model as `<server>__<tool>`,
 // their effect from annotations as the operator's config allows (docs/contract.md#agent-loop),
 // their arguments checked against the tool's input schema before the call,
-// their results turned into text for the model (the whole MCP result is kept
-// in the log beside it, `plugin/mcp/result`, for clients).
+// their results screened at the door (mcp-result.ts) and turned into text for
+// the model (the screened result is kept in the log beside it,
+// `plugin/mcp/result`, for clients).
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
 import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
+import { resultText, screenResult } from './mcp-result.ts';
 
 /** The event that keeps a call's whole MCP result (text, structured content, images, links). */
 export const MCP_RESULT = 'plugin/mcp/result';
-/** A result kept whole up to this size (JSON); a larger one is kept as its text. */
-const MAX_KEPT_RESULT_CHARS = 1_000_000;
-/** What the model reads of one result at most (about 25,000 tokens, as other MCP hosts cut): the rest is cut with a note saying so. */
-export const MAX_RESULT_TEXT_CHARS = 100_000;
 /** A server's error message, or a progress message, as far as it is read (the rest is cut). */
 const MAX_MESSAGE_CHARS = 2000;
 /** A call's progress is passed on at most this often (a server may send thousands a second). */
@@ -22,44 +20,7 @@ const PROGRESS_INTERVAL_MS = 100;
 
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
-/** A result's text as the model reads it: at most MAX_RESULT_TEXT_CHARS, a cut said so. */
-function modelText(text: string): string {
-  if (text.length <= MAX_RESULT_TEXT_CHARS) return text;
-  return `${text.slice(0, MAX_RESULT_TEXT_CHARS)}\n[cut: the result was ${text.length.toLocaleString('en-US')} characters; the first ${MAX_RESULT_TEXT_CHARS.toLocaleString('en-US')} are shown]`;
-}
-
 const validators = new AjvJsonSchemaValidator();
-
-/** What the model reads of an MCP result: its text, and a line for each other part. */
-export function mcpResultText(result: CallToolResult): string {
-  const parts: string[] = [];
-  for (const c of result.content ?? []) {
-    switch (c.type) {
-      case 'text':
-        parts.push(c.text);
-        break;
-      case 'image':
-      case 'audio':
-        parts.push(`[${c.type}: ${c.mimeType}, ${Math.floor((c.data.length * 3) / 4)} bytes]`);
-        break;
-      case 'resource_link':
-        parts.push(`[resource link: ${c.uri}${c.name ? ` (${c.name})` : ''}]`);
-        break;
-      case 'resource':
-        parts.push('text' in c.resource ? String(c.resource.text) : `[resource: ${c.resource.uri}${c.resource.mimeType ? `, ${c.resource.mimeType}` : ''}]`);
-        break;
-    }
-  }
-  if (parts.length === 0 && result.structuredContent) parts.push(JSON.stringify(result.structuredContent));
-  return parts.join('\n');
-}
-
-/** The result as the log keeps it: whole, or (too large) without its binary parts. */
-function keptResult(result: CallToolResult): unknown {
-  const whole = JSON.stringify(result);
-  if (whole.length <= MAX_KEPT_RESULT_CHARS) return JSON.parse(whole);
-  return { truncated: true, isError: result.isError ?? false, text: mcpResultText(result).slice(0, MAX_KEPT_RESULT_CHARS) };
-}
 
 export function mcpTool(
   server: McpServerConnection,
@@ -115,8 +76,10 @@ export function mcpTool(
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         throw new ToolError(`tool failed: ${cut((err as Error).message ?? String(err), MAX_MESSAGE_CHARS)}`);
       }
-      ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: keptResult(result) } });
-      const text = modelText(mcpResultText(result));
+      // Screened at the door: what is kept and what the model reads are bounded and checked (mcp-result.ts).
+      const kept = screenResult(result);
+      ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: kept } });
+      const text = resultText(result, kept);
       if (result.isError) throw new ToolError(text || `${name} reported an error`);
       if (validateOutput) {
         // A tool with an output schema answers structured content that matches it (the MCP specification).

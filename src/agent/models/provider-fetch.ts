@@ -3,6 +3,7 @@
 // in bytes and in silence before the AI SDK parses any of it
 // (docs/operations.md "Memory and time"). The SDK buffers an SSE line until it
 // ends and reads error bodies up to 2 GiB; cutting the body here bounds both.
+import { boundedBody, byteMeter } from '../bounded-body.ts';
 import { ModelError } from './model.ts';
 
 export interface ProviderLimits {
@@ -48,44 +49,16 @@ export function boundedFetch(limits: ProviderLimits, base: typeof fetch = global
     }
     const source = response.body;
     if (!source) return response;
-    const reader = source.getReader();
     const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
-    if (!response.ok) return new Response(await readErrorBody(reader, given, arm, disarm, silent), init2);
-    let bytes = 0;
-    let out!: ReadableStreamDefaultController<Uint8Array>;
-    const fail = (err: Error) => {
-      disarm();
-      try {
-        out.error(err);
-      } catch {
-        // already closed or errored
-      }
-      given.abort(err);
-      reader.cancel(err).catch(() => {});
-    };
-    const body = new ReadableStream<Uint8Array>({
-      start: (c) => void (out = c),
-      // Timed only while waiting on the provider: a slow reader here is not the provider's silence.
-      pull: async (c) => {
-        arm(() => fail(silent()));
-        let r: ReadableStreamReadResult<Uint8Array>;
-        try {
-          r = await reader.read();
-        } catch (err) {
-          if (!given.signal.aborted) fail(err as Error);
-          return;
-        } finally {
-          disarm();
-        }
-        if (given.signal.aborted) return;
-        if (r.done) return c.close();
-        bytes += r.value.byteLength;
-        if (bytes > limits.maxResponseBytes) return fail(tooLarge());
-        c.enqueue(r.value);
-      },
-      cancel: (reason) => {
-        disarm();
-        return reader.cancel(reason);
+    if (!response.ok) return new Response(await readErrorBody(source.getReader(), given, arm, disarm, silent), init2);
+    // Timed only while waiting on the provider: a slow reader here is not the provider's silence.
+    const body = boundedBody(source, {
+      meter: byteMeter(limits.maxResponseBytes),
+      cut: tooLarge,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      silent,
+      done: (gaveUp) => {
+        if (gaveUp) given.abort(gaveUp);
       },
     });
     return new Response(body, init2);
