@@ -6,7 +6,8 @@
 // CancelRequest, on a connection of its own: it needs no pool slot, and
 // PgBouncer forwards it), so a slow statement does not keep a backend busy
 // after its answer. Work outside a scope (the agent loop, recovery, leases)
-// is not bounded here.
+// is not bounded here. Off unless FORKLINE_STATEMENT_BOUNDS=on (its request
+// scope, an AsyncLocalStorage, makes every promise of the process dearer on Node 20).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import net from 'node:net';
 import type pg from 'pg';
@@ -32,11 +33,16 @@ export interface StatementBound {
   readonly setting: string;
 }
 
+/** Whether nobody waits for an answer any more (read when the pool looks: nothing is set up per request). */
+export interface ClientGone {
+  readonly aborted: boolean;
+}
+
 export interface StatementScope extends StatementBound {
   /** When every statement of the scope must be done (epoch ms; Infinity: none). */
   readonly deadline: number;
-  /** Aborted when nobody waits for the answer any more: its statements are cancelled. */
-  readonly gone?: AbortSignal;
+  /** Set when nobody waits for the answer any more: its statements are cancelled. */
+  readonly gone?: ClientGone;
   /**
    * Set once the request has answered: work it started that is still running
    * (a turn it woke, a timer it set) is no longer bounded by it.
@@ -45,7 +51,7 @@ export interface StatementScope extends StatementBound {
 }
 
 /** A scope starting now. */
-export function statementScope(bound: StatementBound, gone?: AbortSignal): StatementScope {
+export function statementScope(bound: StatementBound, gone?: ClientGone): StatementScope {
   const deadline = bound.per === 'request' && bound.timeoutMs > 0 ? Date.now() + bound.timeoutMs : Infinity;
   return { ...bound, deadline, gone, ended: false };
 }
@@ -95,10 +101,46 @@ export function outsideStatementScope<T>(fn: () => T): T {
   return scopes.exit(fn);
 }
 
-/** The scope's timeout for a statement starting now (ms; undefined: unbounded). */
-function boundOf(scope: StatementScope, now: number): number | undefined {
-  if (scope.timeoutMs <= 0) return undefined;
-  return scope.per === 'statement' ? scope.timeoutMs : Math.max(0, scope.deadline - now);
+/** When a statement of `scope` starting at `now` must be done (epoch ms; Infinity: unbounded). */
+function deadlineOf(scope: StatementScope, now: number): number {
+  if (scope.timeoutMs <= 0) return Infinity;
+  return scope.per === 'statement' ? now + scope.timeoutMs : scope.deadline;
+}
+
+/** A statement running in a scope, and how to stop it. */
+interface Running {
+  readonly scope: StatementScope;
+  readonly deadline: number;
+  why?: Error;
+  cancel(reason: Error): void;
+}
+
+/**
+ * The statements running in scopes, looked over every SWEEP_MS: one past its
+ * deadline, or whose client has gone, is cancelled. A timer or a listener per
+ * request cost more than a page read's own work (measured: server CPU a
+ * request up by a third); a bound is kept within SWEEP_MS.
+ */
+const running = new Set<Running>();
+const SWEEP_MS = 100;
+let sweeper: NodeJS.Timeout | undefined;
+
+function sweep(): void {
+  if (running.size === 0) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+    return;
+  }
+  const now = Date.now();
+  for (const r of running) {
+    if (r.scope.gone?.aborted) r.cancel(new StatementAbandonedError());
+    else if (now >= r.deadline) r.cancel(new StatementTimeoutError(r.scope.timeoutMs, r.scope.setting));
+  }
+}
+
+function track(entry: Running): void {
+  running.add(entry);
+  if (!sweeper) (sweeper = setInterval(sweep, SWEEP_MS)).unref();
 }
 
 /** Sends Postgres's CancelRequest for `client`'s running statement; resolves once the server has taken it. */
@@ -136,41 +178,43 @@ const CLOSING = /^\s*(ROLLBACK|COMMIT)\b/i;
 export function boundStatements(pool: pg.Pool): void {
   const config = pool.options as pg.PoolConfig;
   // pg-pool hands a waiting caller its client from inside another's release:
-  // the callback keeps the context of the call that asked.
+  // the callback runs in the scope of the call that asked (or in none).
   const connect = pool.connect.bind(pool) as (cb?: Callback) => unknown;
-  (pool as { connect: unknown }).connect = (cb?: Callback) => connect(typeof cb === 'function' ? AsyncLocalStorage.bind(cb) : undefined);
+  (pool as { connect: unknown }).connect = (cb?: Callback) => {
+    if (typeof cb !== 'function') return connect();
+    const scope = scopes.getStore();
+    return connect((err, client) => scopes.run(scope as StatementScope, cb, err, client));
+  };
 
   pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
     let cancelling: Promise<void> | undefined;
 
-    const run = async (args: unknown[], scope: StatementScope | undefined): Promise<unknown> => {
-      if (cancelling) await cancelling;
-      if (!scope) return query(...args);
+    const bounded = (args: unknown[], scope: StatementScope): Promise<unknown> => {
       const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string })?.text ?? '');
-      const closing = CLOSING.test(text); // a transaction always ends, whatever its bound
-      const bound = closing ? undefined : boundOf(scope, Date.now());
-      if (!closing && scope.gone?.aborted) throw new StatementAbandonedError();
-      if (bound === 0) throw new StatementTimeoutError(scope.timeoutMs, scope.setting);
-      let why: Error | undefined;
-      const cancel = (reason: Error) => {
-        if (why) return;
-        why = reason;
-        cancelling = sendCancel(client, config).finally(() => (cancelling = undefined));
+      if (CLOSING.test(text)) return query(...args); // a transaction always ends, whatever its bound
+      if (scope.gone?.aborted) return Promise.reject(new StatementAbandonedError());
+      const now = Date.now();
+      const deadline = deadlineOf(scope, now);
+      if (now >= deadline) return Promise.reject(new StatementTimeoutError(scope.timeoutMs, scope.setting));
+      const entry: Running = {
+        scope,
+        deadline,
+        cancel(reason) {
+          running.delete(entry);
+          entry.why = reason;
+          cancelling = sendCancel(client, config).finally(() => (cancelling = undefined));
+        },
       };
-      const timer = bound === undefined ? undefined : setTimeout(() => cancel(new StatementTimeoutError(scope.timeoutMs, scope.setting)), bound);
-      const onGone = () => cancel(new StatementAbandonedError());
-      if (!closing) scope.gone?.addEventListener('abort', onGone);
-      try {
-        return await query(...args);
-      } catch (err) {
-        // 57014 (query_canceled) after a cancel of ours: the reason we sent it.
-        if (why && (err as { code?: unknown })?.code === '57014') throw why;
-        throw err;
-      } finally {
-        clearTimeout(timer);
-        scope.gone?.removeEventListener('abort', onGone);
-      }
+      track(entry);
+      return query(...args).then(
+        (result) => (running.delete(entry), result),
+        (err: unknown) => {
+          running.delete(entry);
+          // 57014 (query_canceled) after a cancel of ours: the reason we sent it.
+          throw entry.why && (err as { code?: unknown })?.code === '57014' ? entry.why : err;
+        },
+      );
     };
 
     (client as { query: unknown }).query = (...args: unknown[]) => {
@@ -179,7 +223,9 @@ export function boundStatements(pool: pg.Pool): void {
       // Streams and cursors (submittables) answer through themselves: not bounded here.
       if ((!scope && !cancelling) || isSubmittable(args[0])) return query(...args);
       const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as Callback) : undefined;
-      const out = run(args, scope);
+      // A cancel sent for this client is waited for before it runs anything else.
+      const run = () => (scope ? bounded(args, scope) : query(...args));
+      const out = cancelling ? cancelling.then(run) : run();
       if (!cb) return out;
       out.then(
         (r) => cb(null, r),

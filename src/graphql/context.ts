@@ -2,6 +2,7 @@ import type { Scope, TenantStore } from '../store/session-store.ts';
 import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
+import type { ClientGone } from '../db/statement-deadlines.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -23,5 +24,5 @@ export interface Context {
    */
   ws?: { readonly id: string };
   /** Aborted when the operation's client has gone (its HTTP connection or WebSocket closed): its reads are cancelled. */
-  gone?: AbortSignal;
+  gone?: ClientGone;
 }

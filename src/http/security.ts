@@ -47,6 +47,12 @@ export interface SecurityOptions {
   timeouts?: Partial<ConnectionTimeouts>;
   /** How long an operation's database work may take (db/statement-deadlines.ts); unset fields: DEFAULT_STATEMENT_TIMEOUTS. */
   statementTimeouts?: Partial<StatementTimeouts>;
+  /**
+   * Whether operations' statements are bounded and cancelled at all (unset: when
+   * `statementTimeouts` is given). Off by default: on Node 20 the request
+   * scope it needs (AsyncLocalStorage) costs every promise of the process.
+   */
+  statementBounds?: boolean;
 }
 
 export const DEFAULT_LIMITS = {

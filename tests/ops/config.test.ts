@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultModelOf, loadConfig, providersOf } from '../../src/config.ts';
+import { defaultModelOf, loadConfig, providersOf, securityOptions } from '../../src/config.ts';
 
 describe('configuration (docs/operations.md)', () => {
   it('defaults: port 4000 on loopback, embedded database, keyless scripted model', () => {
@@ -42,5 +42,13 @@ describe('configuration (docs/operations.md)', () => {
     expect(() => loadConfig({ DATABASE_URL: 'not a url' })).toThrow(/DATABASE_URL/);
     expect(() => loadConfig({ MODEL_PROVIDER: 'gpt' })).toThrow(/MODEL_PROVIDER/);
     expect(() => loadConfig({ FORKLINE_MODEL_MAX_RESPONSE_BYTES: '100' })).toThrow(/FORKLINE_MODEL_MAX_RESPONSE_BYTES/);
+    expect(() => loadConfig({ FORKLINE_STATEMENT_BOUNDS: 'yes' })).toThrow(/FORKLINE_STATEMENT_BOUNDS/);
+  });
+
+  it('statement bounds are off unless FORKLINE_STATEMENT_BOUNDS=on, and then take the three timeouts', () => {
+    expect(securityOptions(loadConfig({})).statementBounds).toBe(false);
+    const on = securityOptions(loadConfig({ FORKLINE_STATEMENT_BOUNDS: 'on', FORKLINE_QUERY_TIMEOUT_MS: '2000' }));
+    expect(on.statementBounds).toBe(true);
+    expect(on.statementTimeouts).toEqual({ queryMs: 2000, mutationMs: 60_000, longStatementMs: 600_000 });
   });
 });

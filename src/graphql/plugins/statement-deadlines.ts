@@ -48,14 +48,16 @@ export function useStatementDeadlines(timeouts: StatementTimeouts): Plugin {
       const gone = (args.contextValue as Partial<Context>).gone;
       setSubscribeFn(async (a) => {
         // Each statement on its own bound; all of them cancelled once the subscription ends or its client goes.
-        const ended = new AbortController();
-        const onGone = () => ended.abort();
-        gone?.addEventListener('abort', onGone, { once: true });
-        const scope = statementScope(bound, ended.signal);
+        let over = false;
+        const scope = statementScope(bound, {
+          get aborted() {
+            return over || gone?.aborted === true;
+          },
+        });
         const result = await withStatementScope(scope, () => subscribeFn(a));
-        if (!(Symbol.asyncIterator in Object(result))) return ((scope.ended = true), gone?.removeEventListener('abort', onGone), result);
+        if (!(Symbol.asyncIterator in Object(result))) return ((scope.ended = true), result);
         const source = result as AsyncGenerator;
-        const end = () => ((scope.ended = true), ended.abort(), gone?.removeEventListener('abort', onGone));
+        const end = () => ((scope.ended = over = true), undefined);
         // The iterator is driven from the transport's context: each step runs in the scope.
         const scoped: AsyncGenerator = {
           next: (...v) => withStatementScope(scope, () => source.next(...v)),

@@ -89,7 +89,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     closeUnsentStreams,
     useJitQueries(),
     useWsDelivery(),
-    useStatementDeadlines({ ...DEFAULT_STATEMENT_TIMEOUTS, ...security.statementTimeouts }), // after every plugin that sets the execute or subscribe function
+    // After every plugin that sets the execute or subscribe function.
+    (security.statementBounds ?? security.statementTimeouts !== undefined) &&
+      useStatementDeadlines({ ...DEFAULT_STATEMENT_TIMEOUTS, ...security.statementTimeouts }),
     ...(opts.plugins ?? []),
   ].filter((p): p is Plugin => Boolean(p));
 
