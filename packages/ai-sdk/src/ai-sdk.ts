@@ -17,7 +17,7 @@ import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerTo
 import {
   requestedModel,
   sessionRequiresApproval,
-  settleOpenCalls,
+  resumeDecidedStep,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -362,14 +362,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
     const tools = opts.tools ?? {};
     const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
-    const settled = await settleOpenCalls(turn, request.openCalls, {
+    const decided = request;
+    const resumed = await resumeDecidedStep(session, turn, request, {
       run: (call) => runDecided(tools, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(tools, call, request),
+      needsApproval: (call) => toolNeedsApproval(tools, call, decided),
     });
-    if (settled === 'waiting') return;
-    request = await session.modelRequest();
-    if (request.turn == null || request.step == null) return;
-    turn = session.turn(request);
+    if (!resumed) return;
+    ({ request, turn } = resumed);
   }
   /** The calls the model made, by id, and those whose result is stored. */
   const calls = new Map<string, RunnerToolCall>();

@@ -32,7 +32,7 @@ import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerTo
 import {
   requestedModel,
   sessionRequiresApproval,
-  settleOpenCalls,
+  resumeDecidedStep,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -402,14 +402,13 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
   if (request.stepOpen && request.openCalls.length > 0) {
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
-    const settled = await settleOpenCalls(turn, request.openCalls, {
+    const decided = request;
+    const resumed = await resumeDecidedStep(session, turn, request, {
       run: (call) => runDecided(tools, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(tools, call, request),
+      needsApproval: (call) => toolNeedsApproval(tools, call, decided),
     });
-    if (settled === 'waiting') return;
-    request = await session.modelRequest();
-    if (request.turn == null || request.step == null) return;
-    turn = session.turn(request);
+    if (!resumed) return;
+    ({ request, turn } = resumed);
   }
   const writing = agent.clone({
     model: new WritingModel(model, turn),

@@ -7,7 +7,7 @@
 // stored), a denied one gets a result saying it did not run and why, a call
 // not asked yet is asked when it needs a decision (the turn waits again) and
 // run when it does not. Then the step ends, and the turn goes on.
-import type { ModelRequest, RunnerToolCall, TurnWriter } from './runner.ts';
+import type { ModelRequest, RunnerSession, RunnerToolCall, TurnWriter } from './runner.ts';
 import type { ToolResultContent } from './tool-output.ts';
 
 export type OpenCall = ModelRequest['openCalls'][number];
@@ -68,4 +68,23 @@ export async function settleOpenCalls(turn: TurnWriter, calls: readonly OpenCall
   turn.endStep();
   await turn.flush();
   return 'settled';
+}
+
+/**
+ * Takes up the step a person decided on when `request` has one (an open step
+ * whose calls lack results): settles it, then reads the turn's next request.
+ * Undefined when the turn waits again or has nothing left to do; else the
+ * request and writer the adapter goes on with (unchanged without such a step).
+ */
+export async function resumeDecidedStep(
+  session: RunnerSession,
+  turn: TurnWriter,
+  request: ModelRequest,
+  how: SettleOpenCalls,
+): Promise<{ request: ModelRequest; turn: TurnWriter } | undefined> {
+  if (!request.stepOpen || request.openCalls.length === 0) return { request, turn };
+  if ((await settleOpenCalls(turn, request.openCalls, how)) === 'waiting') return undefined;
+  const next = await session.modelRequest();
+  if (next.turn == null || next.step == null) return undefined;
+  return { request: next, turn: session.turn(next) };
 }

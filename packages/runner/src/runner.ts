@@ -896,7 +896,7 @@ export class TurnWriter {
   }
 }
 
-export { settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
+export { resumeDecidedStep, settleOpenCalls, deniedContent, sessionRequiresApproval, type OpenCall, type SettleOpenCalls } from './approvals.ts';
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';

@@ -4,7 +4,11 @@
 // looks (db/statement-deadlines.ts): nothing is set up per request.
 import type http from 'node:http';
 import type { WebSocket } from 'ws';
-import type { ClientGone } from '../../db/statement-deadlines.ts';
+
+/** What the pool reads to know the client went (db/statement-deadlines.ts ClientGone). */
+interface ClientGone {
+  readonly aborted: boolean;
+}
 
 /** Gone once the connection closed before the response was sent. */
 export function responseGone(res: http.ServerResponse): ClientGone {
