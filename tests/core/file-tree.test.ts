@@ -14,6 +14,7 @@ import {
 import { unifiedDiff } from '../../src/core/unified-diff.ts';
 import { syntheticResultContent } from '../../src/core/repair.ts';
 import { RecordingValidator, recordingHeader } from '../../src/core/recording.ts';
+import { fileCallEvents } from '../helpers/file-calls.ts';
 
 describe('workspace paths', () => {
   it('are canonical, relative and never leave the workspace by their spelling', () => {
@@ -114,18 +115,20 @@ describe('the repair wording of a file tool', () => {
 
 describe('file contents in a recording', () => {
   const header = JSON.stringify(recordingHeader({ id: 'ses_x' }));
-  const event = JSON.stringify({ seq: 0, type: 'session/title', data: { title: 't' } });
+  // A call that wrote one file: its change set names the content the recording carries.
+  const events = fileCallEvents(1, [{ path: 'a.txt', hash: 'a'.repeat(64), size: 1 }]).map((e, seq) => JSON.stringify({ seq, ...e }));
   const blob = JSON.stringify({ blob: 'a'.repeat(64), base64: 'eA==' });
   it('come after every event, one line each', () => {
     const v = new RecordingValidator();
-    for (const line of [header, event, blob]) v.push(line);
+    for (const line of [header, ...events, blob]) v.push(line);
     expect(v.blob).toEqual({ blob: 'a'.repeat(64), base64: 'eA==' });
-    expect(v.finish()).toMatchObject({ eventCount: 1, fileBlobs: 1 });
+    expect(v.finish()).toMatchObject({ eventCount: events.length, fileBlobs: 1 });
   });
   it('are refused before an event, or with a hash that is not a sha-256', () => {
     const before = new RecordingValidator();
-    for (const line of [header, blob]) before.push(line);
-    expect(() => before.push(event)).toThrow('file contents come after every event');
+    for (const line of [header, ...events.slice(0, -1)]) before.push(line);
+    before.push(JSON.stringify({ blob: 'a'.repeat(64), base64: 'eA==' }));
+    expect(() => before.push(events.at(-1)!)).toThrow('file contents come after every event');
     const bad = new RecordingValidator();
     bad.push(header);
     expect(() => bad.push(JSON.stringify({ blob: 'xyz', base64: '' }))).toThrow('sha-256');
