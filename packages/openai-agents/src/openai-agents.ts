@@ -400,16 +400,14 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const unrecordable = unrecordableOf(agent, tools);
   if (unrecordable) return turn.end('failed', unrecordable);
   const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
-  if (request.stepOpen && request.openCalls.length > 0) {
-    // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
-    const decided = request;
-    const resumed = await resumeDecidedStep(session, turn, request, {
-      run: (call) => runDecided(tools, call, session, signal),
-      needsApproval: (call) => toolNeedsApproval(tools, call, decided),
-    });
-    if (!resumed) return;
-    ({ request, turn } = resumed);
-  }
+  // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
+  const decided = request;
+  const resumed = await resumeDecidedStep(session, turn, request, {
+    run: (call) => runDecided(tools, call, session, signal),
+    needsApproval: (call) => toolNeedsApproval(tools, call, decided),
+  });
+  if (!resumed) return;
+  ({ request, turn } = resumed);
   const writing = agent.clone({
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
