@@ -21,8 +21,12 @@ from .graphql import ForklineError, GraphQLClient, backoff_delay, retry_after_of
 
 Effect = Literal["read-only", "idempotent", "side-effects"]
 
+#: Bytes of a tool's output a result stores by default (Runner ``max_result_bytes``), well under the server's body limit.
+MAX_RESULT_BYTES = 1_000_000
+
 REQUEST_FIELDS = (
     "messages tools { name description effect inputSchema } turn step inputId inTurn stepOpen model eventCount "
+    "openCalls { id name arguments approval reason } approvalRequired "
     "compaction { reason fromSeq throughSeq estimatedTokens thresholdTokens messages }"
 )
 CLAIM_FIELDS = f"session {{ id modelRequest {{ {REQUEST_FIELDS} }} }} lease {{ token expiresAt }}"
@@ -65,6 +69,7 @@ class Runner:
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         start_turns: bool = False,
+        max_result_bytes: int = MAX_RESULT_BYTES,
         log: Callable[[str], None] = lambda msg: None,
     ) -> None:
         self.client = GraphQLClient(url, token=token, retry_for_s=retry_for_s)
@@ -79,6 +84,9 @@ class Runner:
         #: Claims write the next turn's opening (input taken, turn/start, step 1's start): one append fewer per claimed turn.
         #: For functions that write turns with run_turns/run_turn, which read the started step from the request (``stepOpen``).
         self.start_turns = start_turns
+        #: Bytes of a tool's output a result stores; a longer one is an error result saying the tool ran (docs/runners.md).
+        #: Above the server's body limit a result's batch is refused (413), and the turn ends failed.
+        self.max_result_bytes = max_result_bytes
         self.log = log
 
     def claim(self, session_id: str) -> RunnerSession | None:
@@ -262,6 +270,8 @@ class RunnerSession:
                 "model": None,
                 "eventCount": self.event_count,
                 "compaction": None,
+                "openCalls": [],
+                "approvalRequired": [],
             }
         ready, self._prefetched = self._prefetched, None
         if ready is not None and ready["eventCount"] == self.event_count:
@@ -340,6 +350,44 @@ class RunnerSession:
             return [{"seq": first + i, "type": e["type"], "data": e["data"]} for i, e in enumerate(events)]
         raise AssertionError("unreachable")
 
+    def fail_refused_turn(self, turn_request: dict[str, Any], message: str) -> bool:
+        """
+        Ends the open turn ``failed`` after the server refused one of its batches (``BAD_USER_INPUT``, ``413``),
+        from the log as it is (the refused batch is not in it): each call of the open step with no result gets an
+        ``error`` result saying its result could not be recorded and the tool may have run, then the step's end,
+        the error and the turn's end — the session is not left with a turn open until a repair. A turn whose
+        opening was refused is opened first when its input is still waiting (else it is taken and refused again
+        and again). Whether anything was written (nothing while a call awaits a person's decision).
+        """
+        self._prefetched = None
+        now = self.model_request()
+        events: list[RunnerEvent] = []
+        turn = now["turn"]
+        step = max(1, (now["step"] or 1) - (0 if now["stepOpen"] else 1))
+        if not now["inTurn"]:
+            if turn_request["inTurn"] or now["inputId"] is None or now["inputId"] != turn_request["inputId"]:
+                return False
+            events += [
+                {"type": "inbox/remove", "data": {"inputId": now["inputId"], "reason": "taken"}},
+                {"type": "turn/start", "data": {"turn": turn, "inputId": now["inputId"]}},
+            ]
+            step = 1
+        elif now["stepOpen"]:
+            for call in now["openCalls"]:
+                if call.get("approval") == "pending":
+                    return False  # the session waits for a person: nothing to close
+                content = f"the runner could not record this call's result (the server refused its batch: {message}); the tool may have run"
+                events.append(result_event(self.session_id, turn, now["step"], call, "error", content))
+            events.append({"type": "step/end", "data": {"turn": turn, "step": now["step"], "reason": "failed"}})
+        if turn is None:
+            turn = turn_request["turn"]
+        events += [
+            {"type": "plugin/agent/error", "data": {"turn": turn, "step": step, "message": f"the server refused the runner's batch: {message}"[:10_000]}},
+            {"type": "turn/end", "data": {"turn": turn, "reason": "failed"}},
+        ]
+        self._append(events, True, False)
+        return True
+
     def declare_tools(self, tools: Sequence[ToolDeclaration]) -> None:
         """
         Declares the runner's tools with their effects: forks and repair word their calls by them. When the set
@@ -382,6 +430,25 @@ class RunnerSession:
         except ForklineError as err:
             if err.code != "LEASE_LOST":
                 raise
+
+
+def is_refusal(err: BaseException) -> bool:
+    """The server refused a batch for what it holds (a broken rule, a body over its limit): sending it again fails the same way."""
+    return isinstance(err, ForklineError) and (err.code == "BAD_USER_INPUT" or err.status == 413)
+
+
+def refusal_message(err: ForklineError) -> str:
+    """A refusal in words a person reads in ``Turn.error``: the server's message, its code, and the rule it named."""
+    rule = err.extensions.get("rule")
+    return f"{err} ({err.code}{f', rule {rule}' if rule else ''}{', HTTP 413: the batch is over the server body limit' if err.status == 413 else ''})"
+
+
+def result_event(session_id: str, turn: int, step: int, call: dict[str, Any], status: str, content: str) -> RunnerEvent:
+    """A call's ``tool/result`` as the SDK writes it (its resultId made from the session and the call)."""
+    return {
+        "type": "tool/result",
+        "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": f"res_{session_id}_{call['id']}", "status": status, "content": content, "name": call["name"]},
+    }
 
 
 def is_our_batch(stored: Sequence[dict[str, Any]], events: Sequence[RunnerEvent]) -> bool:

@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from .approvals import awaits_decision, session_requires_approval, settle_calls
 from .compaction import write_compaction
-from .runner import Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration
+from .graphql import ForklineError
+from .runner import MAX_RESULT_BYTES, Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration, is_refusal, refusal_message, result_event
 
 
 class ToolCall(TypedDict):
@@ -41,6 +43,8 @@ class Tool:
     input_schema: dict[str, Any]
     effect: Effect
     run: Callable[[dict[str, Any]], Any]  # its output: text, or anything JSON (result_content)
+    #: Whether a call waits for a person's decision before it runs: a flag, or a function of the call's arguments (docs/runners.md, Tool approval).
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False
 
     def declaration(self) -> ToolDeclaration:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema, "effect": self.effect}
@@ -71,8 +75,8 @@ def run_turns(
             # Over the budget: the runner's model summarises first (a failed summary is not tried again in this claim).
             compacting = write_compaction(session, request["compaction"], summarize)
             continue
-        if request["turn"] is None or request["step"] is None:
-            return turns
+        if request["turn"] is None or request["step"] is None or awaits_decision(request):
+            return turns  # nothing to run, or a call still awaits a person's decision (a claim of a WAITING session)
         run_turn(session, request, model, by_name, max_steps=max_steps)
         turns += 1
 
@@ -92,38 +96,67 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
     """
     One turn (or the rest of an open one) from ``request``, in the batches of docs/runners.md: the step's
     start before its model call (with the turn's opening, or the last step's last result and end), the
-    message with its calls before any tool runs, each result as it comes (the last with what follows it),
-    and an answer without calls with the turn's end.
+    message with its calls before any tool runs, each result before the next tool runs (the last with what
+    follows it), and an answer without calls with the turn's end. A call that needs a person's decision is
+    asked for and the turn waits (docs/runners.md, Tool approval); a step taken up after the decision is
+    settled first. A batch the server refused (``BAD_USER_INPUT``, ``413``) ends the turn ``failed``
+    (``RunnerSession.fail_refused_turn``) instead of leaving it open until a repair.
     """
+    try:
+        _write_turn(session, request, model, tools, max_steps)
+    except ForklineError as err:
+        if not is_refusal(err) or session.lost.is_set():
+            raise
+        message = refusal_message(err)
+        session.runner.log(f"the server refused a batch of {session.session_id}: {message}")
+        if not session.fail_refused_turn(request, message):
+            raise
+
+
+def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, tools: dict[str, Tool], max_steps: int) -> None:
     turn: int = request["turn"]
     step: int = request["step"]
     carry: list[RunnerEvent] = []
     # A claim with start_turns wrote the turn's opening and this step's start: the model is called first.
     started = bool(request["inTurn"] and request.get("stepOpen"))
+    # Whether the request in hand is older than the log (a step settled since): the next step's start brings a new one.
+    stale = False
+
+    def run(call: dict[str, Any]) -> tuple[str, str]:
+        return tool_outcome(call, tools.get(call["name"]), session.runner.max_result_bytes)
+
+    if started and request.get("openCalls"):
+        # A step taken up after a person's decision: its message is stored; its calls are settled from the log.
+        decided = request
+        settled = settle_calls(session, turn, step, request["openCalls"], run=run, needs_approval=lambda c: call_needs_approval(decided, tools.get(c["name"]), c))
+        if settled is None:
+            return  # a call awaits a decision (asked now, or still pending)
+        carry, started, stale = [*settled, step_end(turn, step)], False, True
+        step += 1
     if not request["inTurn"]:
         carry = [
             {"type": "inbox/remove", "data": {"inputId": request["inputId"], "reason": "taken"}},
             {"type": "turn/start", "data": {"turn": turn, "inputId": request["inputId"]}},
         ]
-    for n in range(max_steps):
-        # The step's start is in the log when the model is called; after the first step the answer brings its request.
-        if not (n == 0 and started):
-            session.append([*carry, {"type": "step/start", "data": {"turn": turn, "step": step}}], request=n > 0)
-        carry = []
-        if n > 0:
-            request = session.model_request()
+    for _ in range(max_steps):
+        # The step's start is in the log when the model is called; after a step the answer brings its request.
+        if not started:
+            session.append([*carry, {"type": "step/start", "data": {"turn": turn, "step": step}}], request=stale)
+            if stale:
+                request = session.model_request()
+        started, carry = False, []
         current = step
         try:
-            reply = model(request, lambda text: session.delta(turn, current, text))
+            reply = checked_reply(model(request, lambda text: session.delta(turn, current, text)))
         except LeaseLostError:
             raise
-        except Exception as err:  # the model failed: the turn ends failed, as forkline's runner ends it
+        except Exception as err:  # the model failed (or answered what is no reply): the turn ends failed, as forkline's runner ends it
             fail(session, [step_end(turn, step, "failed")], turn, step, f"model failed: {err}")
             return
-        calls = reply.tool_calls
         # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
+        calls = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
         tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
-        message: dict[str, Any] = {"turn": turn, "step": step, "text": reply.text or "", "toolCalls": tool_calls}
+        message: dict[str, Any] = {"turn": turn, "step": step, "text": storable_text(reply.text or ""), "toolCalls": tool_calls}
         if reply.usage:
             message["usage"] = reply.usage
         if not calls:
@@ -132,27 +165,68 @@ def run_turn(session: RunnerSession, request: dict[str, Any], model: Model, tool
                 release=True,
             )
             return
-        # Part one: the calls are in the log before any tool runs.
-        session.append([{"type": "model/message", "data": message}])
-        for i, call in enumerate(calls):
-            if session.lost.is_set():
-                raise LeaseLostError(session.session_id)
-            result = tool_result(session.session_id, turn, step, call, tools.get(call["name"]))
-            if i < len(calls) - 1:
-                session.append([result])  # other calls still to run
-            else:
-                carry = [result, step_end(turn, step)]  # nothing happens before the next step's start
+        # The calls are in the log before any tool runs (settle_calls writes the message first).
+        asked = request
+        settled = settle_calls(
+            session,
+            turn,
+            step,
+            calls,
+            run=run,
+            needs_approval=lambda c: call_needs_approval(asked, tools.get(c["name"]), c),
+            before=[{"type": "model/message", "data": message}],
+        )
+        if settled is None:
+            return  # a call was asked for: the session waits for a person's decision, its lease given back
+        carry = [*settled, step_end(turn, step)]  # nothing happens before the next step's start
         step += 1
+        stale = True
     fail(session, carry, turn, step - 1, f"stopped after {max_steps} steps")
+
+
+def checked_reply(reply: Any) -> ModelReply:
+    """The model's reply, checked before anything of it is written: text, and calls each with a text id, name and arguments."""
+    if not isinstance(reply, ModelReply):
+        raise TypeError(f"the model returned {type(reply).__name__}, not a ModelReply")
+    if reply.text is not None and not isinstance(reply.text, str):
+        raise TypeError(f"the model's text is {type(reply.text).__name__}, not text")
+    if not isinstance(reply.tool_calls, list):
+        raise TypeError("the model's tool_calls is not a list")
+    for call in reply.tool_calls:
+        if not isinstance(call, dict) or not all(isinstance(call.get(k), str) for k in ("id", "name", "arguments")) or not call["id"] or not call["name"]:
+            raise TypeError(f"the model's tool call {str(call)[:200]} lacks a text id, name or arguments")
+    return reply
+
+
+def call_needs_approval(request: dict[str, Any], tool: Tool | None, call: dict[str, Any]) -> bool:
+    """Whether a call waits for a person's decision: the session's set names its tool, or the tool asks (a flag, or a function of its arguments)."""
+    if session_requires_approval(request, call["name"]):
+        return True
+    gate = tool.needs_approval if tool else False
+    if not callable(gate):
+        return gate is True
+    try:
+        return bool(gate(parse_arguments(call["arguments"])))
+    except Exception:
+        return True  # a check that fails asks a person rather than running the tool unchecked
+
+
+def parse_arguments(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the model wrote them (JSON text): an object, else empty."""
+    args = json.loads(arguments or "{}")
+    return args if isinstance(args, dict) else {}
 
 
 def step_end(turn: int, step: int, reason: str = "completed") -> RunnerEvent:
     return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": reason}}
 
 
-#: Bytes of a tool's output a result stores; a longer one is an error result saying the tool ran (docs/runners.md).
-MAX_RESULT_BYTES = 1_000_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Text the log can store: each NUL and unpaired surrogate becomes U+FFFD, as forkline's own agent stores it."""
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
@@ -166,29 +240,30 @@ def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str,
             content = json.dumps(output, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as err:
             return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({err})"
-    content = _SURROGATE.sub("\ufffd", content.replace("\x00", "\ufffd"))
+    content = storable_text(content)
     size = len(content.encode("utf-8"))
     if size > max_bytes:
         return "error", f"the tool ran, but its output ({size} bytes) is over this runner's limit of {max_bytes} bytes (max_result_bytes), so it was not recorded"
     return "ok", content
 
 
-def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Tool | None) -> RunnerEvent:
-    status, content = "ok", ""
+def tool_outcome(call: ToolCall | dict[str, Any], tool: Tool | None, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
+    """Runs the call's tool: its result's (status, content); a tool that raises is an error result."""
     if tool is None:
-        status, content = "error", "the runner has no such tool"
-    else:
-        try:
-            args = json.loads(call["arguments"] or "{}")
-            output = tool.run(args if isinstance(args, dict) else {})
-        except Exception as err:
-            status, content = "error", f"tool failed: {err}"
-        else:
-            status, content = result_content(output)
-    return {
-        "type": "tool/result",
-        "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": f"res_{session_id}_{call['id']}", "status": status, "content": content, "name": call["name"]},
-    }
+        return "error", "the runner has no such tool"
+    try:
+        output = tool.run(parse_arguments(call["arguments"]))
+    except LeaseLostError:
+        raise
+    except Exception as err:
+        return "error", storable_text(f"tool failed: {err}")
+    return result_content(output, max_bytes)
+
+
+def tool_result(session_id: str, turn: int, step: int, call: ToolCall, tool: Tool | None, max_bytes: int = MAX_RESULT_BYTES) -> RunnerEvent:
+    """The call's tool run, and its ``tool/result``."""
+    status, content = tool_outcome(call, tool, max_bytes)
+    return result_event(session_id, turn, step, dict(call), status, content)
 
 
 def fail(session: RunnerSession, before: list[RunnerEvent], turn: int, step: int, message: str) -> None:
