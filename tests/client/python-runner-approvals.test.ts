@@ -14,13 +14,14 @@
 // - a runner that dies while an approved call runs leaves it to the repair;
 // - a batch the server refuses (a broken rule; a body over its limit: 413)
 //   ends the turn failed, saying why, and the process ends (no loop).
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
+const started: ChildProcess[] = [];
 /** The server's body limit here: a batch over it is refused with 413. */
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
@@ -28,6 +29,7 @@ beforeAll(async () => {
   service = await startService({ env: { FORKLINE_MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
 });
 afterAll(async () => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await service?.stop();
 });
 
@@ -67,6 +69,7 @@ function startServing(id: string, pool: string, env: Record<string, string> = {}
     env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, SESSION_ID: id, POOL: pool, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  started.push(child);
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));
@@ -140,10 +143,11 @@ describe('tool approval with the Python runner SDK', () => {
 
   it('answers a denied call as not run, with the reason, and the model reads it', async () => {
     const { id, pool } = await sessionAsking({ calls: ['wire_money'] });
-    expect(ran(await serve(id, pool))).toEqual([]);
+    // Claims that start the turn (startTurn): the decided step is taken up all the same.
+    expect(ran(await serve(id, pool, { START_TURNS: '1' }))).toEqual([]);
     expect((await status(id)).status).toBe('WAITING');
     await decide(id, 'call_0_wire_money', 'denyToolCall', 'too much');
-    const after = await serve(id, pool);
+    const after = await serve(id, pool, { START_TURNS: '1' });
     expect(ran(after)).toEqual([]);
     const log = await events(id);
     const denied = 'Tool call "wire_money" (call_0_wire_money) was denied: too much. It did not run.';
@@ -194,7 +198,7 @@ describe('tool approval with the Python runner SDK', () => {
     await dying.done;
     // Its lease given up (as when it expires), the next claim repairs the turn: the call was in flight.
     await gql(`mutation($i: LeaseInput!) { releaseSession(input: $i) { id } }`, { i: { sessionId: id, leaseToken: token } });
-    const heir = await serve(id, pool, { HANG_TOOL: 'wire_money' });
+    const heir = await serve(id, pool);
     expect(ran(heir)).toEqual([]);
     const log = await events(id);
     const start = log.findIndex((e: any) => e.type === 'plugin/agent/approved-call-start');

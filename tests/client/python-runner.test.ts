@@ -145,6 +145,30 @@ describe('automatic compaction with the Python SDK', () => {
   }, 120_000);
 });
 
+describe('a Python runner serving a pool, with a tool that needs approval', () => {
+  it('asks and lets the session go; once the call is approved the pool offers it again and the runner runs the call once', async () => {
+    const runner = startPython('py-gated', { POOL: 'py-gated', GATED: '1' });
+    const id = await create('py-gated');
+    await send(id, 'gated@example.com');
+    const status = async () => (await gql(`query($id: ID!) { session(id: $id) { status runnerHolder } }`, { id })).session;
+    await waitFor(async () => (await status()).status === 'WAITING', { what: 'the approval request', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    expect(await status()).toEqual({ status: 'WAITING', runnerHolder: null });
+    const asked = (await events(id)).find((e: any) => e.type === 'tool/approval-request');
+    expect(runner.effects()).toEqual([]);
+    await gql(`mutation($id: ID!, $c: ID!) { approveToolCall(input: {sessionId: $id, callId: $c}) { status } }`, { id, c: asked.data.callId });
+    await waitFor(async () => turnEnds(await events(id)).length === 1, { what: 'the turn', timeoutMs: 45_000 }).catch(async (err) => {
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(await events(id))}\nrunner: ${runner.output()}`);
+    });
+    const evs = await events(id);
+    expect(evs.filter((e: any) => e.type === 'tool/result').map((e: any) => e.data.content)).toEqual(['sent to gated@example.com']);
+    expect(turnEnds(evs)[0].data).toMatchObject({ reason: 'completed' });
+    expect(runner.effects()).toEqual(['start gated@example.com', 'sent gated@example.com']);
+    runner.child.kill('SIGKILL');
+  }, 120_000);
+});
+
 describe('fencing in the Python SDK', () => {
   it("tells a zombie its lease is lost when the events stored since are the repair's closers, not its batch", async () => {
     const id = await create('py-zombie');
