@@ -14,8 +14,10 @@
 // - a runner that dies while an approved call runs leaves it to the repair;
 // - a batch the server refuses (a broken rule; a body over its limit: 413)
 //   ends the turn failed, saying why, and the process ends (no loop).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
+import { Kind, parse, print, type FragmentDefinitionNode } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -266,4 +268,42 @@ describe('a batch the server refuses, with the Python runner SDK', () => {
     expect(error.data.message).toMatch(/^model failed: the model's tool call .* lacks a text id, name or arguments$/);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
   }, 120_000);
+});
+
+describe('a summary the server refuses, with the Python runner SDK', () => {
+  it('is recorded as a failed compaction (413), and the turn runs', async () => {
+    const pool = 'py-summary';
+    const id = (
+      await gql(`mutation($p: String!) { createSession(input: {runner: $p, model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`, {
+        p: pool,
+      })
+    ).createSession.id as string;
+    const say = (text: string) => gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
+    await say(JSON.stringify({ calls: [] }));
+    await serve(id, pool);
+    await say(JSON.stringify({ calls: [], pad: 'lorem ipsum '.repeat(800) }));
+    const served = await serve(id, pool, { SUMMARY_BYTES: String(MAX_BODY_BYTES + 1024) });
+    const log = await events(id);
+    const ends = log.filter((e: any) => e.type === 'plugin/compaction/end');
+    expect(ends).toHaveLength(1);
+    expect(ends[0].data.error).toMatch(/^the server refused the summary: Request body too large \(REQUEST_ENTITY_TOO_LARGE, HTTP 413/);
+    expect(log.some((e: any) => e.type === 'surface/replace')).toBe(false);
+    expect(log.filter((e: any) => e.type === 'turn/end').map((e: any) => e.data.reason)).toEqual(['completed', 'completed']);
+    expect(served.output).toContain('the server refused the summary');
+  }, 120_000);
+});
+
+describe("the Python SDK's model request", () => {
+  it('asks for the fields the TypeScript SDK asks for (client/operations/runners.graphql RunnerModelRequest)', () => {
+    const run = spawnSync('python3', ['-c', 'from forkline_runner.runner import REQUEST_FIELDS; print(REQUEST_FIELDS)'], {
+      env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python') },
+      encoding: 'utf8',
+    });
+    expect(run.stderr).toBe('');
+    const fragment = parse(fs.readFileSync(path.join(PROJECT_ROOT, 'client/operations/runners.graphql'), 'utf8')).definitions.find(
+      (d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === 'RunnerModelRequest',
+    )!;
+    const python = parse(`fragment RunnerModelRequest on ModelRequest { ${run.stdout.trim()} }`).definitions[0] as FragmentDefinitionNode;
+    expect(print(python.selectionSet)).toBe(print(fragment.selectionSet));
+  });
 });

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .runner import LeaseLostError, RunnerSession
+from .graphql import ForklineError
+from .runner import LeaseLostError, RunnerSession, is_refusal, refusal_message, storable_text
 
 START = "plugin/compaction/start"
 END = "plugin/compaction/end"
@@ -33,6 +34,15 @@ def write_compaction(session: RunnerSession, compaction: dict[str, Any], summari
         session.append([{"type": END, "data": {"reason": reason, **span, "error": str(err)[:2000]}}])
         session.runner.log(f"compacting {session.session_id} failed: {err!r}")
         return False
-    [replace] = session.append([{"type": "surface/replace", "data": {**span, "content": text.replace("\u0000", "\ufffd")}}])
+    try:
+        [replace] = session.append([{"type": "surface/replace", "data": {**span, "content": storable_text(text)}}])
+    except ForklineError as err:
+        # A summary the server refuses (over its body limit) would be refused again at each claim: recorded as a failed compaction instead.
+        if not is_refusal(err) or session.lost.is_set():
+            raise
+        message = f"the server refused the summary: {refusal_message(err)}"
+        session.append([{"type": END, "data": {"reason": reason, **span, "error": message[:2000]}}])
+        session.runner.log(f"compacting {session.session_id} failed: {message}")
+        return False
     session.append([{"type": END, "data": {**span, "summarySeq": replace["seq"], "reason": reason, "requests": 1}}])
     return True

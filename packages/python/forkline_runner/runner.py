@@ -11,6 +11,7 @@ function on a thread of its own. A session renews its lease in the background;
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -441,6 +442,14 @@ def refusal_message(err: ForklineError) -> str:
     """A refusal in words a person reads in ``Turn.error``: the server's message, its code, and the rule it named."""
     rule = err.extensions.get("rule")
     return f"{err} ({err.code}{f', rule {rule}' if rule else ''}{', HTTP 413: the batch is over the server body limit' if err.status == 413 else ''})"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Text the log can store: each NUL and unpaired surrogate becomes U+FFFD, as forkline's own agent stores it."""
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def result_event(session_id: str, turn: int, step: int, call: dict[str, Any], status: str, content: str) -> RunnerEvent:

@@ -12,7 +12,6 @@ and no runner runs the tool again.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -20,7 +19,7 @@ from typing import Any, TypedDict
 from .approvals import awaits_decision, session_requires_approval, settle_calls
 from .compaction import write_compaction
 from .graphql import ForklineError
-from .runner import MAX_RESULT_BYTES, Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration, is_refusal, refusal_message, result_event
+from .runner import MAX_RESULT_BYTES, Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration, is_refusal, refusal_message, result_event, storable_text
 
 
 class ToolCall(TypedDict):
@@ -219,14 +218,6 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
 
 def step_end(turn: int, step: int, reason: str = "completed") -> RunnerEvent:
     return {"type": "step/end", "data": {"turn": turn, "step": step, "reason": reason}}
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def storable_text(text: str) -> str:
-    """Text the log can store: each NUL and unpaired surrogate becomes U+FFFD, as forkline's own agent stores it."""
-    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
 def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
