@@ -307,3 +307,24 @@ describe("the Python SDK's model request", () => {
     expect(print(python.selectionSet)).toBe(print(fragment.selectionSet));
   });
 });
+
+describe('which calls wait for a decision, in the Python SDK', () => {
+  it("honours the session's set (names, <server>__*, *) and the tool's own gate; a gate that raises asks", () => {
+    const script = `
+import json
+from forkline_runner.turns import Tool, call_needs_approval
+def gate(args):
+    if args.get("boom"):
+        raise ValueError("boom")
+    return args.get("n") == 1
+tool = Tool("mail__send", "", {}, "side-effects", lambda a: "", needs_approval=gate)
+rows = []
+for entries, args in [([], {"n": 2}), (["mail__send"], {"n": 2}), (["mail__*"], {"n": 2}), (["maily__*"], {"n": 2}), (["*"], {"n": 2}), ([], {"n": 1}), ([], {"boom": True})]:
+    rows.append(call_needs_approval({"approvalRequired": entries}, tool, {"id": "c", "name": "mail__send", "arguments": json.dumps(args)}))
+print(json.dumps(rows))
+`;
+    const run = spawnSync('python3', ['-c', script], { env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python') }, encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual([false, true, true, false, true, true, true]);
+  });
+});

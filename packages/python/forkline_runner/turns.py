@@ -2,11 +2,12 @@
 
 Each step is written as forkline's own runner writes it: its start before the
 model is called, the model's message with its tool calls as soon as the model
-has answered, before any tool runs; then each tool's result as it comes, the
-last one with the step's end and the next step's start. A fork taken while a tool runs, or a runner killed mid-tool,
-therefore finds the call in the log: the fork (or the repair after the lease
-ends) closes it with a synthetic result naming the tool's declared effect,
-and no runner runs the tool again.
+has answered, before any tool runs; then each tool's result before the next
+tool runs, the last one with the step's end and the next step's start. A fork
+taken while a tool runs, or a runner killed mid-tool, therefore finds the call
+in the log: the fork (or the repair after the lease ends) closes it with a
+synthetic result naming the tool's declared effect, and no runner runs the
+tool again. A call that needs a person's decision waits for it (approvals.py).
 """
 
 from __future__ import annotations
