@@ -169,3 +169,50 @@ describe('runAgentsTurns on a session over its budget', () => {
     expect(last).not.toContain('short question');
   });
 });
+
+describe('a summary the server refuses', () => {
+  it('ends the compaction failed with the refusal instead of sending it again, and the turn still runs', async () => {
+    const small = await startTestApp({ security: { maxBodyBytes: 64 * 1024 } });
+    const smallRunner = new ForklineRunner({ url: small.url, pool: 'sdk-compact-refused' });
+    let summaries = 0;
+    const bigSummary = new MockLanguageModelV3({
+      doStream: async ({ prompt }) => {
+        const summary = userText(prompt.at(-1)!).startsWith('Summarise the conversation below.');
+        if (summary) summaries++;
+        const text = summary ? 'x'.repeat(128 * 1024) : 'ok'; // the summary's batch is over the server's 64 KiB body limit
+        const parts: LanguageModelV3StreamPart[] = [
+          { type: 'stream-start', warnings: [] },
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: text },
+          { type: 'text-end', id: 't' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage },
+        ];
+        return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) };
+      },
+    });
+    try {
+      const id = (
+        await small.ok(
+          `mutation { createSession(input: {runner: "sdk-compact-refused", model: {provider: "scripted", model: "scripted", contextTokens: 2000}}) { id } }`,
+        )
+      ).createSession.id;
+      const sendSmall = (text: string) => small.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
+      const serveSmall = () => smallRunner.serve(id, (s) => runAiSdkTurns(s, { resolveModel: () => bigSummary }).then(() => {}));
+      await sendSmall('short question');
+      expect(await serveSmall()).toBe(true);
+      await sendSmall(`a long question: ${'lorem ipsum '.repeat(800)}`);
+      expect(await serveSmall()).toBe(true);
+      const evs = await small.services.store.log.page(id, -1, 1000);
+      const firstEnd = evs.find((e) => e.type === 'turn/end')!.seq;
+      const types = evs.filter((e) => e.seq > firstEnd && !e.type.startsWith('inbox/')).map((e) => e.type);
+      expect(types).toEqual(['plugin/compaction/start', 'plugin/compaction/end', 'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end']);
+      const end = evs.find((e) => e.type === 'plugin/compaction/end')!.data as { error?: string; summarySeq?: number };
+      expect(end.error).toMatch(/^the server refused the summary: /);
+      expect(end.summarySeq).toBeUndefined();
+      expect(summaries).toBe(1); // not asked again in this claim
+    } finally {
+      await smallRunner.close();
+      await small.close();
+    }
+  });
+});

@@ -6,6 +6,7 @@
 // plugin/compaction/end {…, summarySeq, reason, requests} — so the next
 // request holds the summary instead of that history.
 import type { ChatMessage, ModelRequest, RunnerSession } from './runner.ts';
+import { isRefusal } from './refusal.ts';
 
 export type RunnerCompaction = NonNullable<ModelRequest['compaction']>;
 /** Summarises the history (chat messages) with the runner's model: the summary's text. */
@@ -42,7 +43,7 @@ export function summaryPrompt(messages: readonly ChatMessage[]): string {
  * Writes the compaction a request asked for: its start first (a fork taken
  * while the model summarises inherits an unfinished compaction, which it
  * ignores), then the summary and the end. A failed summary is recorded in the
- * end (`error`) and answers false; LeaseLostError goes up.
+ * end (`error`) and answers false, as is a summary the server refuses; LeaseLostError goes up.
  */
 export async function writeRunnerCompaction(session: RunnerSession, compaction: RunnerCompaction, summarize: Summarize): Promise<boolean> {
   const reason = compaction.reason;
@@ -56,9 +57,17 @@ export async function writeRunnerCompaction(session: RunnerSession, compaction: 
     await session.append([{ type: END, data: { reason, ...span, error: (err instanceof Error ? err.message : String(err)).slice(0, 2000) } }]);
     return false;
   }
-  // Postgres text holds no NUL: stored as U+FFFD, as forkline's own agent stores it.
-  // eslint-disable-next-line no-control-regex
-  const [replace] = await session.append([{ type: 'surface/replace', data: { ...span, content: text.replace(/\u0000/g, '\uFFFD') } }]);
+  let replace;
+  try {
+    // Postgres text holds no NUL: stored as U+FFFD, as forkline's own agent stores it.
+    // eslint-disable-next-line no-control-regex
+    [replace] = await session.append([{ type: 'surface/replace', data: { ...span, content: text.replace(/\u0000/g, '\uFFFD') } }]);
+  } catch (err) {
+    // A summary the server refuses (over its body limit) would be refused again at each claim: a failed compaction instead.
+    if (!isRefusal(err) || session.signal.aborted) throw err;
+    await session.append([{ type: END, data: { reason, ...span, error: `the server refused the summary: ${err.message}`.slice(0, 2000) } }]);
+    return false;
+  }
   await session.append([{ type: END, data: { ...span, summarySeq: replace.seq, reason, requests: 1 } }]);
   return true;
 }

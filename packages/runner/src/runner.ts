@@ -34,6 +34,7 @@ import {
   type ModelRequestQuery,
 } from '@forkline/client';
 import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText } from './tool-output.ts';
+import { isRefusal } from './refusal.ts';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
@@ -107,8 +108,6 @@ export interface StepMessage {
 const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
-/** The server refused a batch for what it holds (a broken rule, a body over its limit): sending it again fails the same way. */
-const isRefusal = (err: unknown) => err instanceof ForklineClientError && (err.code === 'BAD_USER_INPUT' || err.status === 413);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 /** The wait the server asked for (Retry-After of a 429 or 503), in ms. */
 const retryAfterOf = (err: unknown) => (err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
