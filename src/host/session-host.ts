@@ -17,6 +17,7 @@ import type { Lease, LeaseClaim, LeaseStore, TenantShare } from '../store/leases
 import { SessionRunner, type CompactionResult, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
+import type { LogEvent } from '../core/events.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { Backoff } from '../core/backoff.ts';
 import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
@@ -249,12 +250,27 @@ export class SessionHost {
     return { owner: this.leases.owner, ttlMs: this.leases.ttlMs };
   }
 
-  /** The end of a reserved claim: the lease it took (the session runs here), or none (its holder sees the input). */
-  claimSettled(sessionId: string, lease: Lease | undefined): void {
+  /**
+   * The end of a reserved claim: the lease it took (the session runs here), or
+   * none (its holder sees the input). `input`: the event the claiming statement
+   * stored, which a fold ending right before it takes, so the run starts without
+   * reading the log (SessionFold.takeClaimedInput: one statement a turn fewer).
+   */
+  claimSettled(sessionId: string, lease: Lease | undefined, input?: LogEvent): void {
     const tenant = this.claimingOne.get(sessionId);
     this.claimingOne.delete(sessionId);
-    if (lease && tenant !== undefined && !this.stopped) void this.adopt(lease, tenant);
-    else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
+    if (lease && tenant !== undefined && !this.stopped) {
+      if (input && !this.running.has(sessionId) && !this.warming.has(sessionId)) this.foldClaimedInput(sessionId, input);
+      void this.adopt(lease, tenant);
+    } else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
+  }
+
+  /** The cached fold (a new one for a log the input starts) takes the claimed input when it ends right before it. */
+  private foldClaimedInput(sessionId: string, input: LogEvent): void {
+    const cached = this.folds.peek(sessionId);
+    const fold = cached ?? (input.seq === 0 ? new SessionFold(sessionId) : undefined);
+    // Put back: the cache measures a fold when it is put.
+    if (fold?.takeClaimedInput(input)) this.folds.put(fold);
   }
 
   /**
