@@ -67,7 +67,7 @@ export class SessionFold {
   private lastTurnStartSeq = -1;
   /** The session's tenant, once the runner needed it (tool-catalog.ts: servers limited to tenants). */
   tenant?: string;
-  /** The fold ends at the input whose statement claimed the lease (takeClaimedInput): the next cold catch-up reads nothing. */
+  /** The fold was the whole log when the lease was claimed (claimedAt): the next cold catch-up reads nothing. */
   private endsAtClaim = false;
 
   constructor(readonly sessionId: string) {}
@@ -96,19 +96,22 @@ export class SessionFold {
     }
   }
 
-  /**
-   * The input the statement that claimed the session's lease queued
-   * (SessionHost.claimSettled), when it continues the fold exactly: the log
-   * held nothing past it then, so the run's cold catch-up (catchUpCold) reads
-   * nothing. What another writer appends after it is read by the runner's
-   * first append, which finds the log moved (session-fold.ts `appended`).
-   * False (nothing applied): the fold ends elsewhere.
-   */
-  takeClaimedInput(input: LogEvent): boolean {
-    if (input.seq !== this.nextSeq) return false;
-    this.apply([input]);
-    this.endsAtClaim = true;
+  /** Applies an event written right at the fold's end (an input this process queued); false: the fold ends elsewhere. */
+  continueWith(event: LogEvent): boolean {
+    if (event.seq !== this.nextSeq) return false;
+    this.apply([event]);
     return true;
+  }
+
+  /**
+   * The session's lease was claimed when its log was `eventCount` events
+   * long (Lease.eventCount): a fold of that length was the whole log then, so
+   * the run's cold catch-up (catchUpCold) reads nothing. What comes after the
+   * claim without the lease (messages, cancellations) the runner's first
+   * append finds and reads (`appended`), as when it comes after a read.
+   */
+  claimedAt(eventCount: number): void {
+    this.endsAtClaim = eventCount === this.nextSeq;
   }
 
   /** Fork origin bookkeeping: a few comparisons per event. */

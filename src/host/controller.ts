@@ -229,6 +229,7 @@ export class SessionController {
       );
     } finally {
       if (claimFor) this.host.claimSettled(sessionId, lease, queuedInput);
+      else if (queuedInput) this.host.inputQueued(sessionId, queuedInput);
     }
     // Not claimed with the append: run it here if this process runs it or has room by now, else announce it.
     // (An append that tried to claim and did not found the lease held elsewhere: its holder sees the input.)

@@ -253,24 +253,25 @@ export class SessionHost {
   /**
    * The end of a reserved claim: the lease it took (the session runs here), or
    * none (its holder sees the input). `input`: the event the claiming statement
-   * stored, which a fold ending right before it takes, so the run starts without
-   * reading the log (SessionFold.takeClaimedInput: one statement a turn fewer).
+   * stored (inputQueued), after which the log was as long as the lease says.
    */
   claimSettled(sessionId: string, lease: Lease | undefined, input?: LogEvent): void {
     const tenant = this.claimingOne.get(sessionId);
     this.claimingOne.delete(sessionId);
-    if (lease && tenant !== undefined && !this.stopped) {
-      if (input && !this.running.has(sessionId) && !this.warming.has(sessionId)) this.foldClaimedInput(sessionId, input);
-      void this.adopt(lease, tenant);
-    } else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
+    if (input) this.inputQueued(sessionId, input);
+    if (lease && tenant !== undefined && !this.stopped) void this.adopt(input ? { ...lease, eventCount: input.seq + 1 } : lease, tenant);
+    else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
   }
 
-  /** The cached fold (a new one for a log the input starts) takes the claimed input when it ends right before it. */
-  private foldClaimedInput(sessionId: string, input: LogEvent): void {
-    const cached = this.folds.peek(sessionId);
-    const fold = cached ?? (input.seq === 0 ? new SessionFold(sessionId) : undefined);
-    // Put back: the cache measures a fold when it is put.
-    if (fold?.takeClaimedInput(input)) this.folds.put(fold);
+  /**
+   * An input this process queued: the cached fold takes it when it ends right
+   * before it (a new fold, when the input starts the log), so a run claimed
+   * with the log at that length reads nothing first (SessionFold.claimedAt).
+   */
+  inputQueued(sessionId: string, input: LogEvent): void {
+    if (this.running.has(sessionId) || this.warming.has(sessionId)) return;
+    const fold = this.folds.peek(sessionId) ?? (input.seq === 0 ? new SessionFold(sessionId) : undefined);
+    if (fold?.continueWith(input)) this.folds.put(fold); // put again: the cache measures a fold when it is put
   }
 
   /**
@@ -378,6 +379,7 @@ export class SessionHost {
       current.again = true;
       return current;
     }
+    if (lease.eventCount !== undefined && !this.warming.has(lease.sessionId)) this.folds.peek(lease.sessionId)?.claimedAt(lease.eventCount);
     const entry: Running = { lease, tenant, again: false, done: Promise.resolve() };
     this.running.set(lease.sessionId, entry);
     // A turn is not the request's that woke it: it runs outside that request's statement bounds.
