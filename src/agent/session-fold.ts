@@ -67,6 +67,8 @@ export class SessionFold {
   private lastTurnStartSeq = -1;
   /** The session's tenant, once the runner needed it (tool-catalog.ts: servers limited to tenants). */
   tenant?: string;
+  /** The fold was the whole log when the lease was claimed (claimedAt): the next cold catch-up reads nothing. */
+  private endsAtClaim = false;
 
   constructor(readonly sessionId: string) {}
 
@@ -92,6 +94,24 @@ export class SessionFold {
       if (e.type === 'turn/end') this.lastTurnEndSeq = e.seq;
       this.track(e);
     }
+  }
+
+  /** Applies an event written right at the fold's end (an input this process queued); false: the fold ends elsewhere. */
+  continueWith(event: LogEvent): boolean {
+    if (event.seq !== this.nextSeq) return false;
+    this.apply([event]);
+    return true;
+  }
+
+  /**
+   * The session's lease was claimed when its log was `eventCount` events
+   * long (Lease.eventCount): a fold of that length was the whole log then, so
+   * the run's cold catch-up (catchUpCold) reads nothing. What comes after the
+   * claim without the lease (messages, cancellations) the runner's first
+   * append finds and reads (`appended`), as when it comes after a read.
+   */
+  claimedAt(eventCount: number): void {
+    this.endsAtClaim = eventCount === this.nextSeq;
   }
 
   /** Fork origin bookkeeping: a few comparisons per event. */
@@ -242,6 +262,10 @@ export class SessionFold {
    * whichever is later, and reads only the events after it.
    */
   async catchUpCold(store: ColdStore): Promise<number> {
+    if (this.endsAtClaim) {
+      this.endsAtClaim = false;
+      return 0;
+    }
     if (this.nextSeq !== 0) return this.catchUp(store.log);
     // Held to the store's page bytes: a log of a few huge events is not read whole (docs/operations.md "Memory and time").
     const { events: first, cut } = await store.log.pageWithin(this.sessionId, -1, CATCH_UP_PAGE, undefined, STREAM_PAGE_BYTES);
@@ -262,6 +286,7 @@ export class SessionFold {
 
   /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
   async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
+    this.endsAtClaim = false;
     let read = 0;
     for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: STREAM_PAGE_BYTES })) {
       this.apply(page);

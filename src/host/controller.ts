@@ -207,6 +207,7 @@ export class SessionController {
     // With room here, the input's append also claims the session's lease: one statement to queue it and take it.
     const claimFor = this.host.reserveClaim(sessionId, scope.tenant);
     let lease: Lease | undefined;
+    let queuedInput: StoredEvent | undefined;
     let appended = false;
     let r: { sessionId: string; inputId: string; event: StoredEvent };
     try {
@@ -221,13 +222,14 @@ export class SessionController {
                 return q;
               })
             : await this.store.queueInput(sessionId, text, { scope, claimFor, responseFormat });
-          [appended, lease] = [true, queued.lease]; // committed
+          [appended, lease, queuedInput] = [true, queued.lease, queued.event]; // committed
           return { sessionId, inputId: inputIdOf(queued.event), event: queued.event };
         },
         async (r) => ({ sessionId: r.sessionId, inputId: r.inputId, event: (await this.store.log.event(r.sessionId, r.seq))! }),
       );
     } finally {
-      if (claimFor) this.host.claimSettled(sessionId, lease);
+      if (claimFor) this.host.claimSettled(sessionId, lease, queuedInput);
+      else if (queuedInput) this.host.inputQueued(sessionId, queuedInput);
     }
     // Not claimed with the append: run it here if this process runs it or has room by now, else announce it.
     // (An append that tried to claim and did not found the lease held elsewhere: its holder sees the input.)

@@ -17,6 +17,7 @@ import type { Lease, LeaseClaim, LeaseStore, TenantShare } from '../store/leases
 import { SessionRunner, type CompactionResult, type RunnerDeps } from '../agent/session-runner.ts';
 import { FoldCache, SessionFold } from '../agent/session-fold.ts';
 import { ForklineError } from '../core/errors.ts';
+import type { LogEvent } from '../core/events.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { Backoff } from '../core/backoff.ts';
 import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
@@ -249,12 +250,28 @@ export class SessionHost {
     return { owner: this.leases.owner, ttlMs: this.leases.ttlMs };
   }
 
-  /** The end of a reserved claim: the lease it took (the session runs here), or none (its holder sees the input). */
-  claimSettled(sessionId: string, lease: Lease | undefined): void {
+  /**
+   * The end of a reserved claim: the lease it took (the session runs here), or
+   * none (its holder sees the input). `input`: the event the claiming statement
+   * stored (inputQueued), after which the log was as long as the lease says.
+   */
+  claimSettled(sessionId: string, lease: Lease | undefined, input?: LogEvent): void {
     const tenant = this.claimingOne.get(sessionId);
     this.claimingOne.delete(sessionId);
-    if (lease && tenant !== undefined && !this.stopped) void this.adopt(lease, tenant);
+    if (input) this.inputQueued(sessionId, input);
+    if (lease && tenant !== undefined && !this.stopped) void this.adopt(input ? { ...lease, eventCount: input.seq + 1 } : lease, tenant);
     else if (lease) void this.leases.release(lease).catch(() => {}); // stopping: its turn is for another process
+  }
+
+  /**
+   * An input this process queued: the cached fold takes it when it ends right
+   * before it (a new fold, when the input starts the log), so a run claimed
+   * with the log at that length reads nothing first (SessionFold.claimedAt).
+   */
+  inputQueued(sessionId: string, input: LogEvent): void {
+    if (this.running.has(sessionId) || this.warming.has(sessionId)) return;
+    const fold = this.folds.peek(sessionId) ?? (input.seq === 0 ? new SessionFold(sessionId) : undefined);
+    if (fold?.continueWith(input)) this.folds.put(fold); // put again: the cache measures a fold when it is put
   }
 
   /**
@@ -362,6 +379,7 @@ export class SessionHost {
       current.again = true;
       return current;
     }
+    if (lease.eventCount !== undefined && !this.warming.has(lease.sessionId)) this.folds.peek(lease.sessionId)?.claimedAt(lease.eventCount);
     const entry: Running = { lease, tenant, again: false, done: Promise.resolve() };
     this.running.set(lease.sessionId, entry);
     // A turn is not the request's that woke it: it runs outside that request's statement bounds.

@@ -44,6 +44,11 @@ export interface Lease {
    * up with a statement of its own (two processes: 0.4 per turn).
    */
   lineage?: Lineage;
+  /**
+   * The log's length when the claim took the lease: a fold that long is the
+   * log then, and the run reads nothing first (SessionFold.claimedAt).
+   */
+  eventCount?: number;
 }
 
 /** A lease a batch claim took, with the tenant whose slot it fills. */
@@ -62,11 +67,11 @@ export interface LeaseClaim {
 }
 
 /** A session row a claim returns: what its lease and the runner's first read need. */
-export type ClaimedRow = { id: string; token: number; treeId: string; inheritedRanges: unknown; inheritedEventCount: number };
+export type ClaimedRow = { id: string; token: number; treeId: string; inheritedRanges: unknown; inheritedEventCount: number; eventCount?: number };
 
 /** The lease a claim took, from the row it returned (LeaseStore's claims, and a message's append: SessionStore.queueInput). */
 export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
-  return { sessionId: row.id, token: row.token, ttlMs, lineage: lineageOf(row) };
+  return { sessionId: row.id, token: row.token, ttlMs, lineage: lineageOf(row), eventCount: row.eventCount };
 }
 
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
@@ -160,7 +165,7 @@ export const DEFAULT_LEASE_TTL_MS = 10_000;
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND "treeId" = $4 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
-        RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount"`,
+        RETURNING id, "leaseToken" AS token, "treeId", "inheritedRanges", "inheritedEventCount", "eventCount"`,
   // Walks Session_runnable_updatedAt_idx (migration 20261212020001_session_runnable_index), whose
   // predicate repeats these conditions as written: a claim reads about the rows it takes.
   claimRunnable: `WITH runnable AS (
@@ -174,7 +179,7 @@ const LEASE_SQL = {
        )
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount", s."eventCount"`,
   // For each tenant below its share of the claimer's slots ($7; $5/$6: what
   // each holds there), its oldest free runnable sessions, as many as its share
   // leaves, SKIP LOCKED; of those the batch takes first the ones whose tenant
@@ -205,7 +210,7 @@ const LEASE_SQL = {
        runnable AS (SELECT id FROM candidates ORDER BY rank, "updatedAt" LIMIT $3)
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
-       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount"`,
+       RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount", s."eventCount"`,
   // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose

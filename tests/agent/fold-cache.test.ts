@@ -6,6 +6,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { FoldCache, SessionFold } from '../../src/agent/session-fold.ts';
 import { Conversation } from '../../src/core/model-request.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -181,7 +182,64 @@ describe("the host's fold cache bound (FORKLINE_FOLD_CACHE_MAX_BYTES)", () => {
   it('keeps a fold within the bound between turns, and none past it (each turn then reads the log again)', async () => {
     const kept = await rowsReadByLaterTurns(64 * 1024 * 1024);
     const refused = await rowsReadByLaterTurns(1024); // smaller than any fold
-    expect(kept).toBeLessThanOrEqual(2); // each turn reads the input it takes
+    // The input's own statement claimed the session: the kept fold takes it from there, and no turn reads the log.
+    expect(kept).toBe(0);
     expect(refused).toBeGreaterThan(10); // the whole log, twice
+  });
+});
+
+describe('a turn claimed with its input (SessionHost.claimSettled)', () => {
+  it('starts without reading the log, and still sees input queued right after the claim', async () => {
+    let reads = 0;
+    let counting = false;
+    const app = await startTestApp({ onQuery: (sql) => void (counting && /^\s*SELECT[\s\S]*FROM "Event"/.test(sql) && reads++) });
+    try {
+      const { controller, host, store } = app.services;
+      const id = (await store.createSession({ tenant: 'local' }, {})).id;
+      await host.idle();
+      counting = true;
+      await controller.sendMessage({ tenant: 'local' }, id, 'first');
+      await host.idle();
+      // A new session's first turn: its fold is the input alone, and nothing else is read.
+      expect(reads).toBe(0);
+      // Two at once: the second lands after the first claimed the session (its own claim finds the slot taken),
+      // past the end of the fold the claim made; the runner's first append finds the log moved and reads it.
+      await Promise.all([controller.sendMessage({ tenant: 'local' }, id, 'second'), controller.sendMessage({ tenant: 'local' }, id, 'third')]);
+      await host.idle();
+      const types = (await store.log.range(id, 0, 1_000)).map((e) => e.type);
+      expect(types.filter((t) => t === 'inbox/add')).toHaveLength(3);
+      expect(types.filter((t) => t === 'inbox/remove')).toHaveLength(3);
+      expect(types.filter((t) => t === 'turn/end')).toHaveLength(3);
+      expect(types.at(-1)).toBe('turn/end');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a batch claim of input queued here without room starts from the fold the input continued', async () => {
+    let reads = 0;
+    let counting = false;
+    const app = await startTestApp({
+      maxActiveSessions: 1,
+      onQuery: (sql) => void (counting && /^\s*SELECT[\s\S]*FROM "Event"/.test(sql) && reads++),
+    });
+    try {
+      const { controller, host, store } = app.services;
+      const [busy, queued] = await Promise.all([0, 1].map(async () => (await store.createSession({ tenant: 'local' }, {})).id));
+      await controller.sendMessage({ tenant: 'local' }, busy, '!call sleep {"ms": 500}');
+      await waitFor(() => host.isRunningHere(busy), { what: 'the slot taken' });
+      counting = true;
+      await controller.sendMessage({ tenant: 'local' }, queued, 'hello'); // no room: queued, then claimed by a batch claim
+      expect(host.isRunningHere(queued)).toBe(false);
+      const answered = async () =>
+        (await app.db.pool.query(`SELECT "turnCount" = 1 AND status = 'IDLE' AS done FROM "Session" WHERE id = $1`, [queued])).rows[0].done === true;
+      await waitFor(answered, { what: 'the queued turn' });
+      await host.idle();
+      expect(reads).toBe(0);
+      const types = (await store.log.range(queued, 0, 100)).map((e) => e.type);
+      expect(types).toEqual(['inbox/add', 'inbox/remove', 'turn/start', 'step/start', 'model/message', 'step/end', 'turn/end']);
+    } finally {
+      await app.close();
+    }
   });
 });
