@@ -10,7 +10,10 @@
 //   BENCH_BUILDS=/path/to/base,/path/to/this  (checkouts with `npm ci` done; default: this one)
 //   BENCH_ROUNDS=10  BENCH_WINDOW_MS=1000  BENCH_READ_KINDS=sessions,events
 //   BENCH_EVENT_FIELDS='id seq type createdAt'  (the events page's node selection)
+//   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  (node flags for every server, the raw one too)
+//   BENCH_CHILD_LOG=/tmp/gc  (each server's stdout to /tmp/gc.<script>.<pid>: with BENCH_NODE_ARGS=--trace-gc)
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { openBenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
@@ -24,11 +27,18 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
 const windowMs = Number(process.env.BENCH_WINDOW_MS ?? 1000);
 const kinds = (process.env.BENCH_READ_KINDS ?? 'sessions,events').split(',') as Array<'sessions' | 'events'>;
 const eventFields = process.env.BENCH_EVENT_FIELDS ?? 'id seq type data inherited synthetic createdAt';
+const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+const childLog = process.env.BENCH_CHILD_LOG;
 
 /** `script` of checkout `dir`, run with that checkout's tsx; resolves with the URL it prints. */
 function start(dir: string, script: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
+    cwd: dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
+  if (childLog) child.stdout!.pipe(fs.createWriteStream(`${childLog}.${script.replace(/\W/g, '_')}.${child.pid}`));
   return new Promise((resolve, reject) => {
     const look = (c: Buffer) => {
       out += c;
