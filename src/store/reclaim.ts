@@ -107,10 +107,7 @@ export class DeletionReclaim {
         await client.query(`UPDATE "DeletedSession" SET "nextSeq" = $3 WHERE "sessionId" = $2 AND "deletionId" = $1`, [deletion.id, s.sessionId, last + 1]);
         break;
       }
-      await client.query(`UPDATE "Deletion" SET "reclaimedEventCount" = "reclaimedEventCount" + $2 WHERE id = $1`, [
-        deletion.id,
-        this.chunkEvents - budget,
-      ]);
+      await client.query(`UPDATE "Deletion" SET "reclaimedEventCount" = "reclaimedEventCount" + $2 WHERE id = $1`, [deletion.id, this.chunkEvents - budget]);
       return true;
     });
   }
