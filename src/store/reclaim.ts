@@ -78,8 +78,8 @@ export class DeletionReclaim {
    */
   async reclaimChunk(): Promise<boolean> {
     return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<{ id: string; blobHashes: string[] | null }>(
-        `SELECT id, "blobHashes" FROM "Deletion" WHERE "finishedAt" IS NULL ORDER BY "createdAt" LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      const { rows } = await client.query<{ id: string }>(
+        `SELECT id FROM "Deletion" WHERE "finishedAt" IS NULL ORDER BY "finishedAt", "createdAt" LIMIT 1 FOR UPDATE SKIP LOCKED`,
       );
       const deletion = rows[0];
       if (!deletion) return false;
@@ -89,7 +89,9 @@ export class DeletionReclaim {
       );
       if (sessions.length === 0) {
         // The events are gone: the file contents no remaining session stores (a failure leaves the deletion unfinished, tried again).
-        if (deletion.blobHashes?.length) await this.files.deleteUnreferenced(deletion.blobHashes);
+        const { rows: held } = await client.query<{ blobHashes: string[] | null }>(`SELECT "blobHashes" FROM "Deletion" WHERE id = $1`, [deletion.id]);
+        const blobs = held[0].blobHashes ?? [];
+        if (blobs.length) await this.files.deleteUnreferenced(blobs);
         await client.query(`UPDATE "Deletion" SET "finishedAt" = now(), "blobHashes" = '{}' WHERE id = $1`, [deletion.id]);
         return true;
       }
