@@ -5,6 +5,7 @@ import { openDatabase, type Database, type QueryObserver } from './db/database.t
 import { pgConfigFromUrl } from './db/pg-config.ts';
 import { SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
+import { Reclaimer } from './host/reclaimer.ts';
 import { SessionController } from './host/controller.ts';
 import { DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost } from './host/session-host.ts';
 import { LiveEvents } from './host/live/live-events.ts';
@@ -110,6 +111,8 @@ export interface AppOptions {
   sweepMs?: number;
   /** How often runnableSessions subscribers look for sessions whose external runner's lease expired (default 5 s). */
   runnableSweepMs?: number;
+  /** Deletions' reclaim (docs/contract.md#deletion): events per transaction (FORKLINE_DELETE_CHUNK_EVENTS), the wait between chunks (FORKLINE_DELETE_PAUSE_MS), how often to look for deletions nobody reclaims (FORKLINE_DELETE_SWEEP_MS). */
+  reclaim?: { chunkEvents?: number; pauseMs?: number; sweepMs?: number };
   onToolRun?: (sessionId: string, call: ToolCall) => void;
   /** OpenTelemetry GenAI traces (main: tracingOptionsFromEnv); unset: off. */
   tracing?: TracingOptions;
@@ -148,6 +151,8 @@ export interface App {
   standbys?: ReadReplicas;
   /** The trace exporter, when tracing is on (tests flush it). */
   tracing?: GenAiTracing;
+  /** Reclaims what deletions leave (tests wait on it). */
+  reclaimer: Reclaimer;
   close(): Promise<void>;
 }
 
@@ -178,6 +183,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     fileLimits,
     foldCheckpointMaxBytes: opts.foldCheckpointMaxBytes,
     pageBytes: opts.pageBytes,
+    reclaimChunkEvents: opts.reclaim?.chunkEvents,
   });
   const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
@@ -256,6 +262,8 @@ export async function createApp(opts: AppOptions): Promise<App> {
   await apiTokens.start();
   const services: Services = { store, controller, host, live, tools, models: { offers: () => models.offers(), defaultModel }, apiTokens, runners };
   await host.start();
+  const reclaimer = new Reclaimer(store.reclaim, { listener, pauseMs: opts.reclaim?.pauseMs, sweepMs: opts.reclaim?.sweepMs, log });
+  reclaimer.start();
   // Change sets stored before every door held paths to one rule: reported, never made on disk (agent/file-workspace.ts refuses them).
   const changeSetAudit = store.files
     .refusedChangeSets()
@@ -297,12 +305,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
     metrics,
     tracing,
     standbys,
+    reclaimer,
     async close() {
       closing = true;
       clearInterval(pruning);
       await server.close();
       await apiTokens.stop();
       await host.stop();
+      await reclaimer.stop(); // after the chunk in progress: the rest is left in Postgres for the next process
       await changeSetAudit;
       await tools.close(); // after the host: no call is running
       if (temporaryWorkspaces) fs.rmSync(temporaryWorkspaces, { recursive: true, force: true });

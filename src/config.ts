@@ -93,6 +93,10 @@ const envSchema = z
       .min(1024)
       .max(2 ** 31 - 1)
       .optional(),
+    // Deletions' reclaim (docs/operations.md "Deletion"): events per transaction, the wait between chunks, how often to look for work left.
+    FORKLINE_DELETE_CHUNK_EVENTS: z.coerce.number().int().min(1).max(1_000_000).optional(),
+    FORKLINE_DELETE_PAUSE_MS: z.coerce.number().int().min(0).max(60_000).optional(),
+    FORKLINE_DELETE_SWEEP_MS: z.coerce.number().int().min(1000).max(86_400_000).optional(),
     // What the agents' folds kept between turns may hold, in estimated heap bytes (docs/operations.md).
     FORKLINE_FOLD_CACHE_MAX_BYTES: z.coerce.number().int().min(1).optional(),
     // At most what a Node timer can wait (about 24.8 days).

@@ -82,6 +82,7 @@ async function main() {
       foldCheckpointEvents: config.FORKLINE_FOLD_CHECKPOINT_EVENTS,
       foldCacheBytes: config.FORKLINE_FOLD_CACHE_MAX_BYTES,
       pageBytes: config.FORKLINE_PAGE_BYTES,
+      reclaim: { chunkEvents: config.FORKLINE_DELETE_CHUNK_EVENTS, pauseMs: config.FORKLINE_DELETE_PAUSE_MS, sweepMs: config.FORKLINE_DELETE_SWEEP_MS },
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,

@@ -2,6 +2,7 @@ import { builder } from './builder.ts';
 import './types/session.ts';
 import './types/event.ts';
 import './types/mutations.ts';
+import './types/deletion.ts';
 import './types/agent.ts';
 import './types/family.ts';
 import './types/recordings.ts';

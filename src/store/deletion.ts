@@ -1,11 +1,13 @@
-// Deletion: a session, or its whole subtree, in one transaction — rows,
-// events (the immutability trigger lets only this path through) and lineage —
-// announced on DELETED_CHANNEL at its commit.
+// Deletion: a session, or its whole subtree, gone from every read in one short
+// transaction — its rows and lineage — announced on DELETED_CHANNEL at its
+// commit; the events and blobs they leave are reclaimed after it in bounded
+// chunks (reclaim.ts; docs/contract.md#deletion).
 import type pg from 'pg';
 import { ForklineError, sessionNotFound } from '../core/errors.ts';
 import type { SessionLog } from './session-log.ts';
 import type { TailStates } from './tail-states.ts';
 import type { FileBlobs } from './file-blobs.ts';
+import type { DeletionReclaim } from './reclaim.ts';
 import { DELETED_CHANNEL, encodeSessionsDeleted, notify } from './channels.ts';
 import { isTransactionConflict, retried, sqlStateOf } from './retries.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
@@ -21,13 +23,13 @@ export class SessionDeletion {
     private readonly log: SessionLog,
     private readonly tails: TailStates,
     private readonly files: FileBlobs,
-    private readonly report: (msg: string, err?: unknown) => void,
+    private readonly reclaim: DeletionReclaim,
   ) {}
 
   /**
    * Deletes a session, and with `withDescendants` its whole subtree, in one
-   * transaction: rows, events (the immutability trigger lets only this path
-   * through) and lineage. A session with children is refused otherwise
+   * transaction: rows and lineage, so every read, fork and write finds none of
+   * them; their events and blobs are left to the deletion's reclaim. A session with children is refused otherwise
    * (SESSION_HAS_CHILDREN): a child shares its ancestors' events, so no
    * surviving session ever loses an inherited event. Returns the deleted ids,
    * the session first.
@@ -50,7 +52,6 @@ export class SessionDeletion {
     withDescendants: boolean,
     beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }>,
   ): Promise<string[]> {
-    let blobs: string[] = [];
     const ids = await inTransaction(this.pool, async (client) => {
       // A subtree lies in one fork tree: every statement names it (a distributed Postgres runs each on one shard).
       const treeId = await this.log.treeOf(id, client);
@@ -73,13 +74,9 @@ export class SessionDeletion {
         );
       }
       const all = [id, ...rows.map((r) => r.id)];
-      blobs = await this.files.storedBy(all, treeId, client);
-      await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
-      // Events have no foreign key to their session: deleted here, after the rows. A descendant's append in flight
-      // holds its row (only the root is locked above): deleting the row waits for it to commit, and the events'
-      // delete, a later statement, sees what it wrote. Events first would miss them.
-      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = $2', [all, treeId]);
-      await this.log.deleteWrittenBy(all, treeId, client);
+      // Events have no foreign key to their session: they stay, invisible, until reclaimed. A descendant's append in
+      // flight holds its row (only the root is locked above): deleting the row waits for it to commit and counts what it wrote.
+      await this.reclaim.begin(client, scope, all, treeId, await this.files.storedBy(all, treeId, client));
       await client.query('DELETE FROM "SessionTree" WHERE id = ANY($1::text[])', [all]); // their entries in the directory, after the rows that name them
       for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
       await beforeCommit?.(client, { deletedSessionIds: all });
@@ -87,9 +84,6 @@ export class SessionDeletion {
     });
     this.log.forget(ids);
     this.tails.forget(ids);
-    // File contents no remaining session stored (after the commit: a failure here leaves blobs, never a log without its files).
-    if (blobs.length)
-      await this.files.deleteUnreferenced(blobs).catch((err) => this.report('deleting file blobs failed (they stay until a later deletion)', err));
     return ids;
   }
 }

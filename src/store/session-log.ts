@@ -271,12 +271,22 @@ export class SessionLog {
   }
 
   /**
-   * Deletes the events the sessions wrote (deleteSession, in its transaction,
-   * after their rows: store/deletion.ts). Events have no foreign key to their
-   * session (migration 20261214010002_event_without_session_key).
+   * Deletes at most `limit` of the events a deleted session wrote, from seq
+   * `fromSeq` on, in seq order: one chunk of a deletion's reclaim
+   * (store/reclaim.ts), in its transaction. Events have no foreign key to
+   * their session (migration 20261214010002_event_without_session_key), so
+   * they outlive its row until reclaimed. `last`: the last seq deleted.
    */
-  async deleteWrittenBy(sessionIds: readonly string[], treeId: string, db: Db): Promise<void> {
-    await db.query('DELETE FROM "Event" WHERE "sessionId" = ANY($1::text[]) AND "treeId" = $2', [sessionIds, treeId]);
+  async deleteChunkWrittenBy(sessionId: string, treeId: string, fromSeq: number, limit: number, db: Db): Promise<{ deleted: number; last: number }> {
+    const { rows } = await db.query<{ deleted: number; last: number | null }>(
+      `WITH gone AS (
+         DELETE FROM "Event" WHERE ("sessionId", "treeId", seq) IN (
+           SELECT "sessionId", "treeId", seq FROM "Event" WHERE "sessionId" = $1 AND "treeId" = $2 AND seq >= $3 ORDER BY seq LIMIT $4)
+         RETURNING seq)
+       SELECT count(*)::int AS deleted, max(seq) AS last FROM gone`,
+      [sessionId, treeId, fromSeq, limit],
+    );
+    return { deleted: rows[0].deleted, last: rows[0].last ?? fromSeq - 1 };
   }
 
   /** Events with seq > afterSeq, ascending, at most `limit` (whatever their bytes: for callers that need them all). */

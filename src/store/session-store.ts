@@ -29,6 +29,7 @@ import { SESSIONS_CHANNEL, notify } from './channels.ts';
 import { SessionAppends } from './append.ts';
 import { Forks, type ModelConfig } from './forks.ts';
 import { SessionDeletion } from './deletion.ts';
+import { DeletionReclaim } from './reclaim.ts';
 import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
 import { FoldCheckpoints } from './fold-checkpoints.ts';
 import { SessionSearch } from './session-search.ts';
@@ -82,6 +83,8 @@ export class SessionStore {
   private readonly appends: SessionAppends;
   private readonly forks: Forks;
   private readonly deletion: SessionDeletion;
+  /** What deletions leave to delete, in bounded chunks (reclaim.ts): the host's reclaimer runs them. */
+  readonly reclaim: DeletionReclaim;
   /** File workspaces: contents by hash, and the trees the log's change sets make. */
   readonly files: FileBlobs;
   /** The agent's fold as of a seq (a cold start reads it and the events after it). */
@@ -114,6 +117,8 @@ export class SessionStore {
       foldCheckpointMaxBytes?: number;
       /** What one page read of events holds of their data at most, plus one event (SessionLog's PAGE_BYTES by default). */
       pageBytes?: number;
+      /** Events one reclaim transaction of a deletion deletes at most (DEFAULT_RECLAIM_CHUNK_EVENTS). */
+      reclaimChunkEvents?: number;
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
@@ -128,7 +133,8 @@ export class SessionStore {
     this.tails = new TailStates(this.log);
     this.appends = new SessionAppends(pool, this.tails, this.notifications, prepare, this.log, opts.byTree ?? false);
     this.forks = new Forks(pool, this.log, this.tails, effectOf);
-    this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, opts.log ?? (() => {}));
+    this.reclaim = new DeletionReclaim(pool, this.log, this.files, opts.reclaimChunkEvents);
+    this.deletion = new SessionDeletion(pool, this.log, this.tails, this.files, this.reclaim);
   }
 
   async createSession(
@@ -148,6 +154,7 @@ export class SessionStore {
     if (input.approvalRequired?.length) initial.push({ type: 'session/tool-approval', data: { tools: input.approvalRequired } });
     // One transaction: a session never exists without its initial events.
     await this.transaction(async (client) => {
+      if (opts.id) await this.reclaim.refuseWhileReclaiming(id, client);
       await client.query(SESSION_TREE_INSERT, [id, id]);
       await client.query('INSERT INTO "Session" (id, tenant, "treeId", "formatVersion", runner) VALUES ($1, $2, $1, $3, $4)', [
         id,
@@ -186,6 +193,7 @@ export class SessionStore {
         trees: this.trees,
         owners: this.owners,
         appends: this.appends,
+        reclaim: this.reclaim,
       });
       this.tenantViews.set(scope.tenant, view);
     }

@@ -18,6 +18,7 @@ import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredE
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
 import type { SessionTrees } from './session-trees.ts';
+import type { DeletionProgress, DeletionReclaim } from './reclaim.ts';
 
 /** Sessions whose tenant is kept: an entry is two short strings. */
 const MAX_OWNERS = 100_000;
@@ -67,6 +68,7 @@ export interface TenantStoreParts {
   trees: SessionTrees;
   owners: SessionOwners;
   appends: Pick<SessionAppends, 'append'>;
+  reclaim: Pick<DeletionReclaim, 'progress'>;
 }
 
 /** The session a log read names: its id, or the lineage's. */
@@ -274,6 +276,11 @@ export class TenantStore {
     if (treeId !== undefined && inheritedRanges !== undefined && inheritedEventCount !== undefined)
       this.parts.log.remember({ id: row.id, treeId, inheritedRanges, inheritedEventCount });
     return row;
+  }
+
+  /** The progress of the tenant's latest deletion of session `sessionId` (docs/contract.md#deletion); undefined: none kept. */
+  deletion(sessionId: string): Promise<DeletionProgress | undefined> {
+    return this.parts.reclaim.progress(this.scope, sessionId);
   }
 
   /** getSession, SESSION_NOT_FOUND instead of null. */

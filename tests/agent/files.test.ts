@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { reclaimed } from '../helpers/reclaimed.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { anyData } from '../helpers/event-data.ts';
 
@@ -247,8 +248,10 @@ describe('deleting sessions', () => {
     const blobCount = async (h: string) => (await app.db.pool.query('SELECT count(*)::int AS n FROM "FileBlob" WHERE hash = $1', [h])).rows[0].n;
     expect([await blobCount(shared), await blobCount(aOnly)]).toEqual([1, 1]);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a });
+    await reclaimed(app);
     expect([await blobCount(shared), await blobCount(aOnly)]).toEqual([1, 0]);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: b });
+    await reclaimed(app);
     expect(await blobCount(shared)).toBe(0);
     // Every process removes a deleted session's directory when it hears of the deletion.
     await waitFor(() => !fs.existsSync(path.join(root, a)) && !fs.existsSync(path.join(root, b)), { what: 'the directories removed' });
@@ -291,6 +294,7 @@ describe('deleting sessions', () => {
       'does not match its hash',
     );
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: copy });
+    await reclaimed(app);
     const withoutBlobs = recording
       .split('\n')
       .filter((l) => !l.startsWith('{"blob"'))

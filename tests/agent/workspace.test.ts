@@ -6,6 +6,7 @@
 // cost on a long log: tests/graphql/read-cost.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { reclaimed } from '../helpers/reclaimed.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { anyData } from '../helpers/event-data.ts';
 
@@ -188,6 +189,7 @@ describe('the workspace rewinds with the log', () => {
     const { rows: before } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = $1 AND type = 'plugin/workspace/write'`, [p]);
     expect(before[0].n).toBe(1);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: p });
+    await reclaimed(app);
     const { rows: after } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = $1`, [p]);
     expect(after[0].n).toBe(0);
     expect((await app.ok(WORKSPACE, { id: p })).session).toBeNull();

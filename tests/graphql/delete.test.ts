@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribe, subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { reclaimed } from '../helpers/reclaimed.ts';
 import { REFERENCE_LOG } from '../spec/reference-log.ts';
 
 let app: TestApp;
@@ -69,6 +70,7 @@ describe('deleteSession', () => {
     const r = await app.ok(DELETE, { id: t.a, all: true });
     expect(new Set(r.deleteSession.deletedSessionIds)).toEqual(new Set([t.a, t.a1]));
     expect(r.deleteSession.deletedSessionIds[0]).toBe(t.a);
+    await reclaimed(app);
     expect(await rowsOf([t.a, t.a1, t.a2])).toEqual({ sessions: 0, events: 0 });
     expect(await Promise.all(kept.map(exportOf))).toEqual(exports);
     // Gone from every read and list.
@@ -98,6 +100,7 @@ describe('deleteSession', () => {
     await waitFor(() => app.services.live.stats().deletions === 1 && app.services.live.stats().turns === 1, { what: 'registered' });
     const r = await app.ok(DELETE, { id: t.root, all: true });
     expect(new Set(r.deleteSession.deletedSessionIds)).toEqual(new Set(ids));
+    await reclaimed(app);
     expect(await rowsOf(ids)).toEqual({ sessions: 0, events: 0 });
     const [told] = await deletions.count(1);
     expect(new Set(told.sessionsDeleted.deletedSessionIds)).toEqual(new Set(ids));
@@ -113,6 +116,7 @@ describe('deleteSession', () => {
     logged.length = 0;
     await app.ok(DELETE, { id });
     await app.services.host.idle();
+    await reclaimed(app);
     expect(await rowsOf([id])).toEqual({ sessions: 0, events: 0 });
     expect(logged.filter((m) => m.includes(id))).toEqual([]);
     expect(app.services.host.isRunningHere(id)).toBe(false);
@@ -134,13 +138,14 @@ describe('deleteSession', () => {
     const deletion = app.services.store.deleteSession(scope, root, { withDescendants: true });
     await waitFor(
       async () =>
-        (await app.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM "Session"%'`))
+        (await app.db.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM "Session"%'`))
           .rows[0].n > 0,
       { what: "the deletion waiting for b1's row" },
     );
     commit();
     await append;
     await deletion;
+    await reclaimed(app);
     const { rows } = await app.db.pool.query(`SELECT count(*)::int AS n FROM "Event" WHERE "sessionId" = $1`, [b1]);
     expect(rows[0].n).toBe(0);
   });

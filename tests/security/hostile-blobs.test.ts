@@ -6,6 +6,7 @@
 // content another tenant holds stays theirs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { reclaimed } from '../helpers/reclaimed.ts';
 import { appendEvents, claimedRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
 
 const TOKEN_A = 'alpha-token-0123456789abcdef';
@@ -128,6 +129,7 @@ describe("deleting the last of a tenant's references", () => {
 
     await gqlAs(A)(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a1Id });
     await gqlAs(A)(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: a2.data.importRecording.id });
+    await reclaimed(app);
     // A holds it no more: naming it is refused as for content nobody holds.
     const refused = await importRecording(app, recordingOf([{ path: 'k.txt', hash, size: content.length }]), A);
     const nobodys = await importRecording(app, recordingOf([{ path: 'k.txt', hash: nobodysHash, size: content.length }]), A);

@@ -165,6 +165,10 @@ describe("another tenant's sessions do not exist", () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(a.items.length + b.items.length).toBe(2);
     await Promise.all(clients.map((c) => c.dispose()));
+    // A deletion's progress is its tenant's alone: another tenant reads none (docs/contract.md#deletion).
+    const progress = 'query($id: ID!) { sessionDeletion(sessionId: $id) { sessionCount } }';
+    expect((await asA(progress, { id: mine })).data.sessionDeletion).toEqual({ sessionCount: 1 });
+    expect((await asB(progress, { id: mine })).data.sessionDeletion).toBeNull();
   });
 
   it("A sees its own fork through parent and children; B's own sessions are B's alone", async () => {

@@ -12,6 +12,7 @@ import { FileWorkspaces } from '../../src/agent/file-workspace.ts';
 import { CHUNK_MAX, isChunked } from '../../src/core/file-chunks.ts';
 import { sha256 } from '../../src/store/file-blobs.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { reclaimed } from '../helpers/reclaimed.ts';
 import { fileCallEvents } from '../helpers/file-calls.ts';
 
 let app: TestApp;
@@ -120,6 +121,7 @@ describe('a big file', () => {
     const before = await stored();
     expect(await chunksOf(v.hash)).toBeGreaterThan(2);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id });
+    await reclaimed(app);
     const after = await stored();
     expect(after.chunkBytes).toBe(before.chunkBytes - v.size);
     expect((await app.db.pool.query('SELECT count(*)::int AS n FROM "FileBlob" WHERE hash = $1', [v.hash])).rows[0].n).toBe(0);
@@ -140,8 +142,10 @@ describe('a big file', () => {
     await app.services.store.files.put(s2, [b]);
     await app.services.store.append(s2, fileCallEvents(1, [{ path: 'f', hash: b.hash, size: b.size }]));
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: s1 });
+    await reclaimed(app);
     expect((await app.services.store.files.contents([b.hash])).get(b.hash)!.equals(b.content)).toBe(true);
     await app.ok(`mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }`, { id: s2 });
+    await reclaimed(app);
     expect((await app.services.store.files.contents([a.hash, b.hash])).size).toBe(0);
   });
 });

@@ -129,7 +129,16 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
                 WHERE x.table_schema = 'public' AND x.table_name = c.table_name AND x.column_name = 'sessionId'))
         GROUP BY c.table_name ORDER BY 1`,
     );
-    expect(tables.map((t) => t.table)).toEqual(['Event', 'FileTreeCheckpoint', 'FoldCheckpoint', 'Session', 'SessionBlob', 'SessionTitle']);
+    expect(tables.map((t) => t.table)).toEqual([
+      'DeletedSession',
+      'Deletion',
+      'Event',
+      'FileTreeCheckpoint',
+      'FoldCheckpoint',
+      'Session',
+      'SessionBlob',
+      'SessionTitle',
+    ]);
     for (const t of tables) expect(t.pk, t.table).toContain('treeId');
     const { rows: references } = await check.pool.query<{ name: string; columns: string[] }>(
       `SELECT con.conname AS name, array_agg(a.attname::text ORDER BY a.attname) AS columns
@@ -148,13 +157,15 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
     ]);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
     // The directory of trees: every session is in it under its own tree (Session's reference), and
-    // nothing else is (deletion removes the entries with the rows); ids are unique there alone.
+    // nothing else is (deletion removes the entries with the rows); ids are unique there alone. A deleted
+    // session's events wait for their reclaim (store/reclaim.ts), recorded with it.
     const {
       rows: [directory],
     } = await check.pool.query<{ sessions: number; entries: number; orphans: number; orphanEvents: number }>(
       `SELECT (SELECT count(*)::int FROM "Session") AS sessions, (SELECT count(*)::int FROM "SessionTree") AS entries,
               (SELECT count(*)::int FROM "SessionTree" t WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = t.id AND s."treeId" = t."treeId")) AS orphans,
-              (SELECT count(*)::int FROM "Event" e WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = e."sessionId" AND s."treeId" = e."treeId")) AS "orphanEvents"`,
+              (SELECT count(*)::int FROM "Event" e WHERE NOT EXISTS (SELECT 1 FROM "Session" s WHERE s.id = e."sessionId" AND s."treeId" = e."treeId")
+                 AND NOT EXISTS (SELECT 1 FROM "DeletedSession" d WHERE d."sessionId" = e."sessionId" AND d."treeId" = e."treeId")) AS "orphanEvents"`,
     );
     expect(directory.sessions).toBeGreaterThan(10);
     expect(directory).toMatchObject({ entries: directory.sessions, orphans: 0, orphanEvents: 0 });

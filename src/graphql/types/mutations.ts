@@ -13,6 +13,7 @@ import {
 } from './inputs.ts';
 import { idSchema, instructionsSchema, messageTextSchema, runnerPoolSchema, titleSchema as title } from '../../core/input-rules.ts';
 import { SessionRef } from './session.ts';
+import { SessionDeletion } from './deletion.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
 import { LONG_STATEMENTS } from '../plugins/statement-deadlines.ts';
 
@@ -194,6 +195,12 @@ const FanOutPayload = builder.objectRef<{ parent: SessionRow; cutSeq: number; ch
 export const DeleteSessionPayload = builder.objectRef<{ deletedSessionIds: string[] }>('DeleteSessionPayload').implement({
   fields: (t) => ({
     deletedSessionIds: t.exposeIDList('deletedSessionIds', { description: 'The session first, then its descendants.' }),
+    deletion: t.field({
+      type: SessionDeletion,
+      nullable: true,
+      description: 'The progress of reclaiming what the deletion left (as Query.sessionDeletion of the first id).',
+      resolve: async (p, _args, ctx) => (p.deletedSessionIds.length ? ((await ctx.store.deletion(p.deletedSessionIds[0])) ?? null) : null),
+    }),
   }),
 });
 
@@ -203,7 +210,8 @@ builder.mutationFields((t) => ({
     type: DeleteSessionPayload,
     description:
       'Deletes a session and its events. A session with children is refused (SESSION_HAS_CHILDREN: they share its events) ' +
-      'unless withDescendants, which deletes the whole subtree. Running agents of deleted sessions stop; ' +
+      'unless withDescendants, which deletes the whole subtree. The sessions are gone from every read at once; their stored rows are ' +
+      'reclaimed after, in bounded chunks (deletion: its progress). Running agents of deleted sessions stop; ' +
       'their subscriptions complete; sessionsDeleted reports the ids.',
     args: { id: t.arg.id({ required: true }), withDescendants: t.arg.boolean({ defaultValue: false }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, args, ctx) => {
