@@ -106,7 +106,8 @@ export function TurnDiff(props: {
         <span data-testid="turn-diff-count" aria-live="polite">
           {rows === undefined
             ? 'Reading both conversations from the divergence…'
-            : `${differences} of ${rows.length} turns differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
+            : // Cut short, the count is of the turns compared so far: "571 of 571" read as the whole of a 14,000-turn tail.
+              `${differences} of ${cutShort ? `the first ${rows.length} turns compared` : `${rows.length} turns`} differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
         </span>
         <button
           type="button"
