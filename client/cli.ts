@@ -123,6 +123,16 @@ function int(name: string, value: string | undefined): number | undefined {
   return Number(value);
 }
 
+/** The most a page of sessions or search hits holds (the server's page size limit, docs/api.md). */
+const MAX_FIRST = 500;
+
+/** `--first`: a page size, checked here (past the limit the server names its query cost, not the option). */
+function pageSize(value: string | undefined): number | undefined {
+  const n = int('first', value);
+  if (n !== undefined && (n < 1 || n > MAX_FIRST)) throw new UsageError(`--first must be between 1 and ${MAX_FIRST}, got ${n}`);
+  return n;
+}
+
 function need(args: string[], count: number, what: string): string[] {
   if (args.length !== count) throw new UsageError(`expected ${what}`);
   return args;
@@ -358,7 +368,8 @@ async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    printLine(`forkline: ${(err as Error).message}`, process.stderr);
+    // Node's message runs over lines ("Did you forget…?"): kept as lines, not one line of \x0a escapes.
+    process.stderr.write(visibleLines(`forkline: ${(err as Error).message}\n`));
     process.stderr.write(`\n${USAGE}`);
     return 2;
   }
@@ -382,7 +393,7 @@ async function run(argv: string[]): Promise<number> {
       }
       case 'sessions': {
         need(args, 0, 'no arguments');
-        const { sessions } = await client.query(SessionsDocument, { first: int('first', opts.first) ?? 50, parentId: opts.parent });
+        const { sessions } = await client.query(SessionsDocument, { first: pageSize(opts.first) ?? 50, parentId: opts.parent });
         for (const { node } of sessions.edges) print(opts.json, node, () => summaryLine(node));
         return 0;
       }
@@ -483,7 +494,7 @@ async function run(argv: string[]): Promise<number> {
       }
       case 'search': {
         const [query] = need(args, 1, 'a query: forkline search <query> (quote several words)');
-        const { searchSessions } = await client.query(SearchSessionsDocument, { query, first: int('first', opts.first), after: opts.after });
+        const { searchSessions } = await client.query(SearchSessionsDocument, { query, first: pageSize(opts.first), after: opts.after });
         for (const { node, cursor } of searchSessions.edges) {
           if (opts.json) printJson({ ...node, cursor });
           else process.stdout.write(`${searchLine(node, process.stdout.isTTY)}\n`); // shown as text already, bold added

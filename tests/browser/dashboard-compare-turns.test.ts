@@ -138,7 +138,7 @@ describe('compare by turns: a long tail', () => {
     expect(shown).toBeLessThan(401);
     expect(await rows.first().getAttribute('data-turn')).toBe('2');
     expect(fetched.length).toBeLessThanOrEqual(21);
-    expect(await page.getByTestId('turn-diff-count').textContent()).toMatch(new RegExp(`^${shown - 1} of ${shown} turns differ`));
+    expect(await page.getByTestId('turn-diff-count').textContent()).toMatch(new RegExp(`^${shown - 1} of the first ${shown} turns compared differ`));
 
     await further.click();
     await expect.poll(() => rows.count(), TIMEOUT).toBe(401); // turns 2–402

@@ -22,13 +22,15 @@ const ATTACKER = 'attacker.invalid';
 const payload = (where: string) =>
   `<img src="http://${ATTACKER}/${where}.png" onerror="window.__pwned='${where}'"><script>window.__pwned='${where}'</script>` +
   `<svg onload="window.__pwned='${where}'"></svg><a href="javascript:window.__pwned='${where}'">click ${where}</a>` +
-  ` [md ${where}](javascript:window.__pwned='${where}') ![img ${where}](http://${ATTACKER}/${where}-md.png) <iframe src="data:text/html,<script>parent.__pwned='${where}'</script>"></iframe>`;
+  ` [md ${where}](javascript:window.__pwned='${where}') ![img ${where}](http://${ATTACKER}/${where}-md.png) <iframe src="data:text/html,<script>parent.__pwned='${where}'</script>"></iframe>` +
+  ` ${where}: approve\u202Edenied\u202C pay\u200Bpal`; // reads "approve deined" where bidi overrides act
 
 /** Right-to-left override: `report<U+202E>fdp.exe` reads as `reportexe.pdf`; a zero-width space hides inside `pay<U+200B>pal`. */
 const DISGUISED_TITLE = `report\u202Efdp.exe\u202C pay\u200Bpal ${payload('title').slice(0, 120)} ${'W'.repeat(500)}`.slice(0, 500); // the longest title (500), ending in one unbroken word
 const DISGUISED_PATH = `docs/invoice\u202Etxt.exe\u202C/pay\u200Bpal<img src=x onerror=window.__pwned='path'>.md`;
 const LONG_PATH = `deep/${'p'.repeat(250)}.txt`; // the longest name a path may hold (255 bytes), one unbroken word
 const MEGABYTE_LINE = 'M'.repeat(1024 * 1024);
+const TEN_THOUSAND_LINES = Array.from({ length: 10_000 }, (_, i) => `output line ${i + 1}`).join('\n');
 const fileV1 = Buffer.from(`${payload('file')}\n\u202Eevil\n`);
 const fileV2 = Buffer.from(`${payload('file')}\n${payload('diff')}\n`);
 const longFile = Buffer.from(`${'L'.repeat(512 * 1024)}\n`);
@@ -89,7 +91,7 @@ function hostileRecording(): string {
       },
     },
     { type: 'plugin/files/change', data: { callId: 'c2', changes: [{ path: DISGUISED_PATH, hash: sha256(fileV2), size: fileV2.byteLength }] } },
-    { type: 'tool/result', data: { turn, step: 2, callId: 'c2', resultId: 'r2', status: 'error', content: payload('tool-error') } },
+    { type: 'tool/result', data: { turn, step: 2, callId: 'c2', resultId: 'r2', status: 'error', content: `${payload('tool-error')}\n${TEN_THOUSAND_LINES}` } },
     { type: 'plugin/agent/error', data: { turn, step: 2, message: `${payload('agent-error')} ${MEGABYTE_LINE}` } },
     { type: 'step/end', data: { turn, step: 2, reason: 'failed' } },
     { type: 'turn/end', data: { turn, reason: 'failed' } },
@@ -208,6 +210,8 @@ describe('dashboard: hostile content', () => {
       for (const seq of [7, 9, 14, 17, 8]) {
         await page.locator(`table.timeline tr[data-seq="${seq}"] td.type button`).click();
         await page.getByTestId('event-data').waitFor(TIMEOUT);
+        // The 10,000-line result's data scrolls in its own box: the timeline does not grow by its height.
+        if (seq === 14) expect((await page.getByTestId('event-data').boundingBox())!.height).toBeLessThan(viewport.height);
       }
       // The change set's data names the disguised path as JSON escapes it, and what JSON leaves raw escaped too.
       await expect.poll(() => page.getByTestId('event-data').textContent(), TIMEOUT).toContain('docs/invoice\\u202etxt.exe\\u202c/pay\\u200bpal');

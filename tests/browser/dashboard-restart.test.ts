@@ -20,7 +20,8 @@
 // unreachable, with Retry, within the seconds its requests take to fail (not
 // after the client's retries give up, and not cleared by a request the
 // draining server still answered), also on a session opened while it is down;
-// started again on the same port and database, the banner goes, the page shows
+// while down, the page's subscriptions share one poll of /healthz; started
+// again on the same port and database, the banner goes, the page shows
 // that session, the list is live and a message is answered, without a reload.
 //
 // The fourth deletes a session while the server is down: the count the
@@ -253,6 +254,15 @@ describe('dashboard across a server restart', () => {
     await expect.poll(() => banner.getAttribute('data-kind'), { timeout: 10_000 }).toBe('unreachable');
     expect(await banner.getByRole('button', { name: 'Retry now' }).count()).toBe(1);
     await screenshot(page, 'dashboard-restart-sigterm-down.png');
+    // Every subscription of the page waits on one poll of /healthz (at most every 2 s), not one poll each:
+    // each refused request is a console error, and one each made several a second.
+    let polls = 0;
+    const countPoll = (req: { url(): string }) => void (new URL(req.url()).pathname === '/healthz' && polls++);
+    page.on('request', countPoll);
+    await page.waitForTimeout(6_000);
+    page.off('request', countPoll);
+    expect(polls).toBeGreaterThan(0);
+    expect(polls).toBeLessThanOrEqual(5);
 
     const restarted = await startService({ env: { ...env, PORT: new URL(first.url).port } });
     services.push(restarted);

@@ -142,7 +142,7 @@ describe('forkline CLI', () => {
   });
 
   it('fails clearly: GraphQL error codes, usage errors, unreachable server', async () => {
-    const [missing, range, usage, badInt, down, downFollow, noFile] = await Promise.all([
+    const [missing, range, usage, badInt, down, downFollow, noFile, dashValue, firstZero, firstHuge] = await Promise.all([
       cli(['events', 'ses_missing', '--follow']),
       cli(['fork', id, '--at', '999']),
       cli(['send', id]),
@@ -150,6 +150,9 @@ describe('forkline CLI', () => {
       cli(['sessions', '--url', 'http://127.0.0.1:9/graphql']),
       cli(['events', 'ses_x', '--follow', '--url', 'http://127.0.0.1:9/graphql']),
       cli(['import', path.join(tmp, 'nope.jsonl')]),
+      cli(['fork', id, '--at', '-5']),
+      cli(['sessions', '--first', '0']),
+      cli(['search', 'anything', '--first', '5000']),
     ]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toMatch(/^forkline: SESSION_NOT_FOUND: session ses_missing not found/);
@@ -168,6 +171,14 @@ describe('forkline CLI', () => {
     expect(downFollow.stderr.trim().split('\n').at(-1)).toMatch(/^forkline: NETWORK_ERROR: cannot reach ws:\/\/127\.0\.0\.1:9\/graphql: ./);
     expect(noFile.code).toBe(1);
     expect(noFile.stderr).toContain('ENOENT');
+    // Node's own usage message keeps its lines (not "\x0a" escapes) and says how to pass a negative value.
+    expect(dashValue.code).toBe(2);
+    expect(dashValue.stderr).not.toContain('\\x0a');
+    expect(dashValue.stderr.split('\n')).toContain("To specify an option argument starting with a dash use '--at=-XYZ'.");
+    // A page size out of range is named as the option, not as the server's query cost; 0 is not an empty list.
+    for (const r of [firstZero, firstHuge]) expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(firstZero.stderr).toMatch(/^forkline: --first must be between 1 and 500, got 0\n/);
+    expect(firstHuge.stderr).toMatch(/^forkline: --first must be between 1 and 500, got 5000\n/);
     const bad = path.join(tmp, 'bad.jsonl');
     fs.writeFileSync(bad, '{"format":"forkline.recording","version":4,"session":{"id":"s","title":"t"}}\n{"seq":0,"type":"turn/pause","data":{}}\n');
     const rejected = await cli(['import', bad]);

@@ -141,13 +141,12 @@ const sleep = (ms: number) =>
     wakeWaiters.push(done);
   });
 
-/**
- * Waits until the server answers /healthz again (a restart: it is back as soon
- * as it listens), polling at most every 2 s, so a page resumes within about a
- * second or two of the server's return instead of after a long backoff.
- */
-export async function serverBack(stopped: () => boolean): Promise<void> {
-  for (let wait = 250; !stopped(); wait = Math.min(wait * 2, 2000)) {
+/** Pages and subscriptions waiting for the server, and the one poll of /healthz they share. */
+let waitingForServer = 0;
+let healthPoll: Promise<void> | null = null;
+
+async function pollHealth(): Promise<void> {
+  for (let wait = 250; waitingForServer > 0; wait = Math.min(wait * 2, 2000)) {
     try {
       // Any answer but a gateway's "not there" (a dev proxy says 502 while the server is down).
       if ((await fetch(new URL('/healthz', location.href), { cache: 'no-store' })).status < 500) return;
@@ -156,6 +155,32 @@ export async function serverBack(stopped: () => boolean): Promise<void> {
       setProblem({ kind: 'unreachable' });
     }
     await sleep(wait);
+  }
+}
+
+/** How often a waiter looks at its `stopped` while the shared poll goes on. */
+const STOPPED_CHECK_MS = 2000;
+
+/**
+ * Waits until the server answers /healthz again (a restart: it is back as soon
+ * as it listens), polling at most every 2 s, so a page resumes within about a
+ * second or two of the server's return instead of after a long backoff. Every
+ * waiter of the page shares one poll: one each made a page with ten live
+ * subscriptions send five requests a second, each a console error, while the
+ * server was down.
+ */
+export async function serverBack(stopped: () => boolean): Promise<void> {
+  waitingForServer++;
+  try {
+    while (!stopped()) {
+      const poll = (healthPoll ??= pollHealth().finally(() => (healthPoll = null)));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const back = await Promise.race([poll.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STOPPED_CHECK_MS)))]);
+      clearTimeout(timer);
+      if (back) return;
+    }
+  } finally {
+    waitingForServer--;
   }
 }
 

@@ -13,6 +13,7 @@ import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
 import { eventPath } from './router.ts';
 import { Badge } from './widgets.tsx';
 import './compare-turns.css';
+import { visibleLines } from '../../../src/core/visible-text.ts';
 
 /** Pages looked back from the divergence for the start of the turn it lies in. */
 const MAX_LOOKBACK_PAGES = 5;
@@ -105,7 +106,8 @@ export function TurnDiff(props: {
         <span data-testid="turn-diff-count" aria-live="polite">
           {rows === undefined
             ? 'Reading both conversations from the divergence…'
-            : `${differences} of ${rows.length} turns differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
+            : // Cut short, the count is of the turns compared so far: "571 of 571" read as the whole of a 14,000-turn tail.
+              `${differences} of ${cutShort ? `the first ${rows.length} turns compared` : `${rows.length} turns`} differ${current >= 0 && !rows[current].same ? ` · difference ${ordinal} of ${differences}` : ''}`}
         </span>
         <button
           type="button"
@@ -180,20 +182,20 @@ function TurnCell({ turn, view: t, sessionId, testId, same }: { turn: number; vi
       </div>
       {t.input !== null && (
         <div class="turn-input">
-          <span class="muted">you:</span> {t.input}
+          <span class="muted">you:</span> {visibleLines(t.input)}
         </div>
       )}
       {t.calls.map((c, i) => (
         <div key={i} class="turn-call">
-          <code>{c}</code>
+          <code>{visibleLines(c)}</code>
         </div>
       ))}
       {t.answers.map((a, i) => (
         <div key={i} class="turn-answer">
-          {a}
+          {visibleLines(a)}
         </div>
       ))}
-      {t.error && <div class="turn-error">error: {t.error}</div>}
+      {t.error && <div class="turn-error">error: {visibleLines(t.error)}</div>}
     </div>
   );
 }

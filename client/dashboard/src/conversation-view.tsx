@@ -41,7 +41,7 @@ export function LiveStepItem({ live, row }: { live: LiveStep; row?: RowProps }) 
       <div class="msg-head">
         assistant · turn {live.turn} step {live.step} <Badge tone="live">streaming</Badge>
       </div>
-      {live.text && <div class="msg-text">{live.text}</div>}
+      {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
       {live.tool && <div class="muted">running {live.tool}…</div>}
     </li>
   );
@@ -180,7 +180,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
             <summary>
               history summarised: seq {item.fromSeq}–{item.toSeq}
             </summary>
-            <p class="compaction-summary">{item.summary}</p>
+            <p class="compaction-summary">{visibleLines(item.summary)}</p>
           </details>
           <Seq seq={item.seqs[0]} />
         </li>
@@ -188,7 +188,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
     case 'note':
       return (
         <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]} title={item.type}>
-          <span class="note-text">{item.text}</span> <Seq seq={item.seqs[0]} />
+          <span class="note-text">{visibleLines(item.text)}</span> <Seq seq={item.seqs[0]} />
         </li>
       );
   }

@@ -13,7 +13,7 @@ import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd } from './format.ts';
 import './fork-family.css';
-import { visibleText } from '../../../src/core/visible-text.ts';
+import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
 /** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
 function useForkPoint(id: string, seq: number) {
@@ -127,7 +127,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
           <div class="muted">
             turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${live.tool}…` : ''}
           </div>
-          {live.text && <div class="msg-text">{live.text}</div>}
+          {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
         </div>
       ) : state === 'failed' ? (
         <p class="variant-error" data-testid="variant-error">
@@ -139,7 +139,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
             turn {answer.turn} step {answer.step} · #{answer.seq}
             {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
           </div>
-          <div class="msg-text">{answer.text || <span class="muted">(tool calls only)</span>}</div>
+          <div class="msg-text">{visibleLines(answer.text) || <span class="muted">(tool calls only)</span>}</div>
         </div>
       ) : (
         <p class="muted">{state === 'running' ? 'Answering…' : 'It has not answered since the fork.'}</p>

@@ -2,7 +2,10 @@
 // it all (a 199,000-character message would otherwise fill about 78,000 px of
 // the conversation). What was opened stays open while the page lives, also
 // when the windowed conversation drops the row and renders it again.
+// Shown with the characters that would disguise it (bidi overrides, invisible
+// ones, controls) as escapes, as a terminal shows it (docs/operations.md "Threat model").
 import { useState } from 'preact/hooks';
+import { visibleLines } from '../../../src/core/visible-text.ts';
 
 /** Longer texts (in characters or lines) are collapsed... */
 export const COLLAPSE_CHARS = 3_000;
@@ -30,7 +33,7 @@ function previewEnd(text: string): number | undefined {
 export function LongText({ text, id, class: cls = 'msg-text' }: { text: string; id: string; class?: string }) {
   const [open, setOpen] = useState(() => opened.has(id));
   const end = previewEnd(text);
-  if (end === undefined) return <div class={cls}>{text}</div>;
+  if (end === undefined) return <div class={cls}>{visibleLines(text)}</div>;
   const toggle = () => {
     if (open) opened.delete(id);
     else opened.add(id);
@@ -38,7 +41,7 @@ export function LongText({ text, id, class: cls = 'msg-text' }: { text: string; 
   };
   return (
     <div class={`${cls} long-text${open ? ' open' : ''}`} data-testid="long-text">
-      {open ? text : `${text.slice(0, end)}…`}
+      {visibleLines(open ? text : `${text.slice(0, end)}…`)}
       <div class="long-text-bar">
         <button type="button" class="small" aria-expanded={open} onClick={toggle}>
           {open ? 'Show less' : `Show all ${n(text.length)} characters`}

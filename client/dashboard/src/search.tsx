@@ -9,7 +9,7 @@ import { forkline } from './api.ts';
 import { eventPath } from './router.ts';
 import { snippetParts } from './snippet.ts';
 import { errorText } from './widgets.tsx';
-import { visibleText } from '../../../src/core/visible-text.ts';
+import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
 export type SearchHit = SearchSessionsQuery['searchSessions']['edges'][number]['node'];
 
@@ -18,7 +18,7 @@ const DEBOUNCE_MS = 250;
 const KIND_LABEL: Record<SearchHit['kind'], string> = { TITLE: 'title', INPUT: 'input', MESSAGE: 'answer' };
 
 export function Snippet({ text }: { text: string }) {
-  return <>{snippetParts(text).map((p, i) => (p.match ? <b key={i}>{p.text}</b> : p.text))}</>;
+  return <>{snippetParts(visibleLines(text)).map((p, i) => (p.match ? <b key={i}>{p.text}</b> : p.text))}</>;
 }
 
 /**

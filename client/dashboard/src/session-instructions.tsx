@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SessionInstructionsDocument, SetSessionInstructionsDocument } from '../../generated/graphql.ts';
 import { MAX_INSTRUCTIONS_CHARS } from '../../../src/core/text-limits.ts';
+import { visibleLines } from '../../../src/core/visible-text.ts';
 import { forkline } from './api.ts';
 import type { EventPages } from './event-pages.ts';
 import { errorText } from './widgets.tsx';
@@ -62,7 +63,7 @@ export function SessionInstructions({ sessionId, pages, version }: { sessionId: 
       </summary>
       {draft === null ? (
         <>
-          {text ? <pre class="instructions-text">{text}</pre> : <p class="muted">No instructions: the model gets no system prompt.</p>}
+          {text ? <pre class="instructions-text">{visibleLines(text)}</pre> : <p class="muted">No instructions: the model gets no system prompt.</p>}
           <button type="button" class="small" onClick={() => setDraft(text ?? '')} disabled={text === undefined}>
             Edit instructions
           </button>

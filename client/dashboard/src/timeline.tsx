@@ -42,9 +42,12 @@ export function Timeline(props: RowActions & { events: readonly LogEvent[] }) {
   );
 }
 
-/** A row's height (styles.css fixes it), so rows not yet loaded take their final place. */
+/**
+ * A row's height (styles.css fixes it, taller where controls are touch-sized), so rows not yet
+ * loaded take their final place. The pane reads it from a rendered row: an estimate off by 2 px
+ * made the rows near the top edge of the window bounce between two positions on every frame.
+ */
 const ROW_HEIGHT = 28;
-const rowHeight = () => ROW_HEIGHT;
 /** Rows rendered beyond each edge of the viewport (a scroll renders the rows it brings in before the frame is painted). */
 const OVERSCAN = 6;
 /** Pages are asked for this many rows before they scroll into view (the next page is there when its rows are). */
@@ -87,6 +90,13 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
   const head = useRef<HTMLTableSectionElement>(null);
   const [headHeight, setHeadHeight] = useState(ROW_HEIGHT);
   useLayoutEffect(() => setHeadHeight(head.current?.offsetHeight ?? ROW_HEIGHT), []);
+  const [rowPx, setRowPx] = useState(ROW_HEIGHT);
+  const rowHeight = useCallback(() => rowPx, [rowPx]);
+  useLayoutEffect(() => {
+    // Every render (a breakpoint crossed on resize changes it): one closed row's height, the first row of a row's tbody.
+    const h = box.current?.querySelector('tbody[data-index] > tr:first-child')?.getBoundingClientRect().height;
+    if (h && Math.abs(h - rowPx) > 0.01) setRowPx(h);
+  });
   const v = useVirtualizer({
     count: rowMap.count,
     getScrollElement: () => box.current,
@@ -129,12 +139,18 @@ export function VirtualTimeline(props: RowActions & { pages: EventPages; version
     v.scrollToIndex(rowMap.indexOf(seq), { align: props.jump && props.jump.seq >= 0 ? 'center' : 'end' });
   }, [props.jump, pages.length > 0, collapsed]);
 
-  // Rows are ROW_HEIGHT tall, so only an open one is measured; closed again, it takes that height back.
+  // Rows are rowPx tall, so only an open one is measured; closed again, it takes that height back.
   const measured = useRef<number | null>(null);
   useLayoutEffect(() => {
-    if (measured.current !== null && measured.current !== open) v.resizeItem(rowMap.indexOf(measured.current), ROW_HEIGHT);
+    if (measured.current !== null && measured.current !== open) v.resizeItem(rowMap.indexOf(measured.current), rowPx);
     measured.current = open;
   }, [open]);
+  const sizedAt = useRef(ROW_HEIGHT);
+  useLayoutEffect(() => {
+    if (sizedAt.current === rowPx) return;
+    sizedAt.current = rowPx;
+    v.measure(); // every row's place again at the new height (an open row is measured again as it renders)
+  }, [rowPx]);
 
   const target = props.jump && props.jump.seq >= 0 ? props.jump.seq : undefined;
   // Item positions count from the scroll content's top (the head is the scroll margin); the total from below the head.
