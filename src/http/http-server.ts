@@ -155,7 +155,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     WebSocket: Utf8CheckedWebSocket,
     skipUTF8Validation: true,
     ...closingOptions(opts.wsLiveness),
-    verifyClient: ({ req }, done) => (guard.upgradeAllowed(req) ? done(true) : done(false, 403, 'Forbidden')),
+    verifyClient: ({ req }, done) => {
+      const refused = guard.upgradeRefusal(req);
+      return refused ? done(false, refused.status, refused.message) : done(true);
+    },
   });
   capQueuedOutput(wss, opts.security?.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes, metrics && (() => metrics.tooSlowSockets.inc()));
   const wsCleanup = graphql.serveWebSocket(wss);
