@@ -468,6 +468,7 @@ describe('configuration', () => {
       wsIdleMs: 60_000,
       bodyMinBytesPerSecond: 8192,
       bodyRateWindowMs: 10_000,
+      responseStallMs: 60_000,
     });
     expect(securityOptions(loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '0' })).timeouts?.wsIdleMs).toBe(0);
     expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);
