@@ -7,6 +7,7 @@
 // stream either. Only what is asserted is timed, with wide margins.
 import type http from 'node:http';
 import net from 'node:net';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -42,6 +43,9 @@ function sendAndNeverRead(target: TestApp, method: string, path: string, body = 
   socket.write(`${method} ${path} HTTP/1.1\r\n${fields.join('\r\n')}\r\n\r\n${body}`);
   return socket;
 }
+
+/** Streams (SSE, AG-UI runs, /chat answers) and WebSockets the tenant holds open. */
+const held = (target: TestApp) => target.server.tenantConnections!.heldBy(TENANT).connections;
 
 /** The server's response to the next request for `path`, as the router got it. */
 function nextResponseTo(target: TestApp, path: string): Promise<http.ServerResponse> {
@@ -95,19 +99,29 @@ describe('a response whose client never reads', () => {
 });
 
 describe('shutdown', () => {
-  it('is not held by a response whose client never reads (no stall bound configured)', async () => {
+  it('is not held by a download, a WebSocket or an SSE stream whose clients stopped reading (no stall bound configured)', async () => {
     const other = await startTestApp({ security: { apiTokens: new Map([[TOKEN, TENANT]]), rateLimit: false, timeouts: { responseStallMs: 0 } } });
     const id = (await other.services.store.createSession({ tenant: TENANT }, { title: 'big' })).id;
     for (let n = 1; n <= BIG_TURNS; n++) await other.services.store.append(id, textTurn(n, BIG_TEXT, BIG_TEXT));
     const path = `/recordings?session=${id}`;
-    const res = nextResponseTo(other, path);
+    const download = nextResponseTo(other, path);
     const socket = sendAndNeverRead(other, 'GET', path);
+    const sse = sendAndNeverRead(other, 'POST', '/graphql', JSON.stringify({ query: `subscription { sessionEvents(sessionId: "${id}") { seq } }` }));
+    // A graphql-ws client that stops reading once connected: it never answers the server's close frame.
+    const ws = new WebSocket(other.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    await new Promise<void>((resolve) => ws.once('open', () => resolve()));
+    ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${TOKEN}` } }));
+    await new Promise<void>((resolve) => ws.once('message', () => resolve()));
+    (ws as unknown as { _socket: net.Socket })._socket.pause();
     try {
-      await waitFor(async () => (await res).headersSent, { what: 'the download begun' });
+      await waitFor(async () => (await download).headersSent, { what: 'the download begun' });
+      await waitFor(() => held(other) === 2, { what: 'the SSE stream and the socket open' });
       const closed = await Promise.race([other.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
       expect(closed).toBe('closed');
     } finally {
       socket.destroy();
+      sse.destroy();
+      ws.terminate();
     }
   }, 180_000);
 });
