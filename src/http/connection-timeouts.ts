@@ -47,14 +47,14 @@ export const DEFAULT_TIMEOUTS: ConnectionTimeouts = {
 /** A socket told to close gets this long to answer the close frame before its TCP connection is cut. */
 const CLOSE_GRACE_MS = 1_000;
 
-/** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`). */
-export function httpServerOptions(t: ConnectionTimeouts): http.ServerOptions {
+/** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`); `onStalled`: a response was cut (metrics). */
+export function httpServerOptions(t: ConnectionTimeouts, onStalled?: () => void): http.ServerOptions {
   return {
     // node requires headersTimeout <= requestTimeout.
     headersTimeout: t.requestMs ? Math.min(t.headersMs, t.requestMs) : t.headersMs,
     requestTimeout: t.requestMs,
     connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(t.headersMs / 4))),
-    ServerResponse: stallBoundedResponse(t.responseStallMs),
+    ServerResponse: stallBoundedResponse(t.responseStallMs, onStalled),
   };
 }
 

@@ -8,8 +8,8 @@
 // an AG-UI run's or a /chat answer's turn runs to its end in the log.
 import http from 'node:http';
 
-/** A node:http ServerResponse class whose responses are cut when their client reads nothing of them for `stallMs` (0: never). */
-export function stallBoundedResponse(stallMs: number): typeof http.ServerResponse {
+/** A node:http ServerResponse class whose responses are cut when their client reads nothing of them for `stallMs` (0: never); `onCut` is told of each. */
+export function stallBoundedResponse(stallMs: number, onCut?: () => void): typeof http.ServerResponse {
   if (!stallMs) return http.ServerResponse;
   /** Each response's running stall: its timer and how to stop it. */
   const stalls = new WeakMap<http.ServerResponse, () => void>();
@@ -17,7 +17,10 @@ export function stallBoundedResponse(stallMs: number): typeof http.ServerRespons
   const arm = (res: http.ServerResponse, until: 'drain' | 'finish') => {
     stalls.get(res)?.();
     if (res.destroyed) return;
-    const timer = setTimeout(() => res.destroy(), stallMs);
+    const timer = setTimeout(() => {
+      res.destroy();
+      onCut?.();
+    }, stallMs);
     timer.unref();
     const stop = () => {
       clearTimeout(timer);

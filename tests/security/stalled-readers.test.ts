@@ -68,6 +68,9 @@ const outcome = (res: http.ServerResponse, ms: number) =>
     else res.once('close', done);
   });
 
+/** forkline_http_stalled_responses_total, as /metrics shows it. */
+const stalledCount = async () => Number(/^forkline_http_stalled_responses_total (\d+)$/m.exec(await app.metrics.registry.metrics())?.[1]);
+
 const runInput = (threadId: string, runId: string) =>
   JSON.stringify({ threadId, runId, state: {}, messages: [{ id: `u-${runId}`, role: 'user', content: 'hello' }], tools: [], context: [], forwardedProps: {} });
 
@@ -92,6 +95,7 @@ describe('a response whose client never reads', () => {
     const socket = sendAndNeverRead(app, 'GET', path);
     try {
       expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
+      expect(await stalledCount()).toBeGreaterThan(0);
     } finally {
       socket.destroy();
     }
