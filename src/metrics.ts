@@ -45,7 +45,7 @@ export class ServiceMetrics {
   });
   readonly stalledResponses = new Counter({
     name: 'forkline_http_stalled_responses_total',
-    help: 'HTTP responses cut because their client read nothing of them for FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS.',
+    help: 'HTTP responses cut because their client did not take what was queued for it within FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS.',
     registers: [this.registry],
   });
   readonly activeSubscriptions = new Gauge({

@@ -29,7 +29,7 @@ export interface ConnectionTimeouts {
   /** A request body must arrive at this many bytes per second over each window (body-deadlines.ts); 0: no minimum. */
   bodyMinBytesPerSecond: number;
   bodyRateWindowMs: number;
-  /** A response whose client reads none of what is queued for it this long is cut (stalled-responses.ts); 0: never. */
+  /** A response whose client does not take what is queued for it (a full buffer) within this is cut (stalled-responses.ts); 0: never. */
   responseStallMs: number;
 }
 

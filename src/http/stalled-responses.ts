@@ -8,7 +8,7 @@
 // an AG-UI run's or a /chat answer's turn runs to its end in the log.
 import http from 'node:http';
 
-/** A node:http ServerResponse class whose responses are cut when their client reads nothing of them for `stallMs` (0: never); `onCut` is told of each. */
+/** A node:http ServerResponse class whose responses are cut when their client does not take a full buffer within `stallMs` (0: never); `onCut` is told of each. */
 export function stallBoundedResponse(stallMs: number, onCut?: () => void): typeof http.ServerResponse {
   if (!stallMs) return http.ServerResponse;
   /** Each response's running stall: its timer and how to stop it. */

@@ -1,10 +1,11 @@
 // A client that opens a stream and never reads it (docs/operations.md "Memory
-// and time"), with real sockets: an AG-UI run's and a /chat answer's response
-// is cut once its client has read nothing of what is queued for it for
-// FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS (1 s here) — before, it was held
-// until the client read or left, however long — and the turn itself goes on
-// to its end in the log. A server shutting down does not wait on such a
-// stream either. Only what is asserted is timed, with wide margins.
+// and time"), with real sockets: an AG-UI run's response and a recording
+// download are cut once their client has not taken what is queued for it
+// within FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS (1 s here) — before, each was
+// held until the client read or left, however long — and the run's turn goes
+// on to its end in the log. A server shutting down does not wait on such a
+// response, a WebSocket or an SSE stream either. Only what is asserted is
+// timed, with wide margins.
 import type http from 'node:http';
 import net from 'node:net';
 import WebSocket from 'ws';
