@@ -1,6 +1,6 @@
 // A client that opens a stream and never reads it (docs/operations.md "Memory
-// and time"), with real sockets: an AG-UI run's response and a recording
-// download are cut once their client has not taken what is queued for it
+// and time"), with real sockets: an AG-UI run's response, a resumed /chat
+// answer and a recording download are cut once their client has not taken what is queued for it
 // within FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS (1 s here) — before, each was
 // held until the client read or left, however long — and the run's turn goes
 // on to its end in the log. A server shutting down does not wait on such a
@@ -97,6 +97,31 @@ describe('a response whose client never reads', () => {
     try {
       expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
       expect(await stalledCount()).toBeGreaterThan(0);
+    } finally {
+      socket.destroy();
+    }
+  }, 120_000);
+});
+
+describe('a resumed /chat answer whose client never reads', () => {
+  it('is cut after the stall bound', async () => {
+    // A chat whose last turn a restart interrupted, after an answer of megabytes: GET /chat/<id>/stream replays it.
+    const chat = (await app.services.store.createSession({ tenant: TENANT }, { title: 'interrupted chat' })).id;
+    const answer = 'y'.repeat(8_000_000);
+    await app.services.store.append(chat, [
+      { type: 'inbox/add', data: { inputId: 'in_1', text: 'talk' } },
+      { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
+      { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
+      { type: 'step/start', data: { turn: 1, step: 1 } },
+      { type: 'model/message', data: { turn: 1, step: 1, text: answer, toolCalls: [] } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'interrupted' } },
+    ]);
+    const path = `/chat/${chat}/stream`;
+    const res = nextResponseTo(app, path);
+    const socket = sendAndNeverRead(app, 'GET', path);
+    try {
+      expect(await outcome(await res, 30 * STALL_MS + 30_000)).toBe('cut');
     } finally {
       socket.destroy();
     }
