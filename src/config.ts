@@ -207,6 +207,11 @@ const envSchema = z
       .default(DEFAULT_TIMEOUTS.wsIdleMs),
     FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
     FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
+    FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100')
+      .default(DEFAULT_TIMEOUTS.responseStallMs),
     FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
     FORKLINE_STATEMENT_BOUNDS: z.enum(['on', 'off']).default('off'),
     FORKLINE_QUERY_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.queryMs),
@@ -285,6 +290,7 @@ export function securityOptions(config: Config): SecurityOptions {
       wsIdleMs: config.FORKLINE_WS_IDLE_TIMEOUT_MS,
       bodyMinBytesPerSecond: config.FORKLINE_HTTP_BODY_MIN_BYTES_PER_S,
       bodyRateWindowMs: config.FORKLINE_HTTP_BODY_RATE_WINDOW_MS,
+      responseStallMs: config.FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS,
     },
     maxConnectionsPerAddress: config.FORKLINE_MAX_CONNECTIONS_PER_ADDRESS,
     statementBounds: config.FORKLINE_STATEMENT_BOUNDS === 'on',

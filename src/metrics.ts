@@ -43,6 +43,11 @@ export class ServiceMetrics {
     help: 'WebSockets closed with 4408 SUBSCRIBER_TOO_SLOW: more queued for them than FORKLINE_WS_MAX_BUFFERED_BYTES.',
     registers: [this.registry],
   });
+  readonly stalledResponses = new Counter({
+    name: 'forkline_http_stalled_responses_total',
+    help: 'HTTP responses cut because their client did not take what was queued for it within FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS.',
+    registers: [this.registry],
+  });
   readonly activeSubscriptions = new Gauge({
     name: 'forkline_active_subscriptions',
     help: 'Subscriptions currently open (SSE and WebSocket).',

@@ -3,7 +3,8 @@
 // never finish, gets 408 after headersMs (node checks every
 // connectionsCheckingInterval, so the check runs often enough for the
 // timeout); a whole request (an upload's body) has requestMs; an idle
-// keep-alive connection keepAliveMs. WebSocket: graphql-ws closes a socket
+// keep-alive connection keepAliveMs; a response its client stops reading
+// responseStallMs (stalled-responses.ts). WebSocket: graphql-ws closes a socket
 // without `connection_init` after wsInitMs (4408), but its close frame waits
 // for the client's answer for 30 s (ws's close handshake) — a client that
 // sends nothing does not answer, so such a socket is cut CLOSE_GRACE_MS later.
@@ -12,6 +13,7 @@
 // clients answer by connecting again when they next need to).
 import type http from 'node:http';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { stallBoundedResponse } from './stalled-responses.ts';
 
 export interface ConnectionTimeouts {
   /** Request headers must be complete within this from the connection's start or its previous request (408). */
@@ -27,6 +29,8 @@ export interface ConnectionTimeouts {
   /** A request body must arrive at this many bytes per second over each window (body-deadlines.ts); 0: no minimum. */
   bodyMinBytesPerSecond: number;
   bodyRateWindowMs: number;
+  /** A response whose client does not take what is queued for it (a full buffer) within this is cut (stalled-responses.ts); 0: never. */
+  responseStallMs: number;
 }
 
 export const DEFAULT_TIMEOUTS: ConnectionTimeouts = {
@@ -37,18 +41,20 @@ export const DEFAULT_TIMEOUTS: ConnectionTimeouts = {
   wsIdleMs: 60_000,
   bodyMinBytesPerSecond: 8 * 1024,
   bodyRateWindowMs: 10_000,
+  responseStallMs: 60_000,
 };
 
 /** A socket told to close gets this long to answer the close frame before its TCP connection is cut. */
 const CLOSE_GRACE_MS = 1_000;
 
-/** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`). */
-export function httpServerOptions(t: ConnectionTimeouts): http.ServerOptions {
+/** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`); `onStalled`: a response was cut (metrics). */
+export function httpServerOptions(t: ConnectionTimeouts, onStalled?: () => void): http.ServerOptions {
   return {
     // node requires headersTimeout <= requestTimeout.
     headersTimeout: t.requestMs ? Math.min(t.headersMs, t.requestMs) : t.headersMs,
     requestTimeout: t.requestMs,
     connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(t.headersMs / 4))),
+    ServerResponse: stallBoundedResponse(t.responseStallMs, onStalled),
   };
 }
 

@@ -19,7 +19,7 @@ import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLim
 import { DEFAULT_TIMEOUTS, IdleSockets, type ConnectionTimeouts } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
 import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
-import { TokenConnections } from './token-connections.ts';
+import { SEVERAL_AUTHORIZATIONS, TokenConnections, severalAuthorizations } from './token-connections.ts';
 import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type Refusal, type TooLarge } from './http-body.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 
@@ -108,9 +108,16 @@ export class Guard {
     return principal;
   }
 
-  /** A WebSocket upgrade: the Origin, and in local mode a loopback Host (browsers open WebSockets cross-site without CORS). */
-  upgradeAllowed(req: http.IncomingMessage): boolean {
-    return this.originAllowed(req) && (!this.loopbackOnly || isAllowedLocalHost(req.headers.host));
+  /**
+   * A WebSocket upgrade's refusal, if any: several Authorization fields (the
+   * header is connection_init's fallback credential: the rule of the HTTP
+   * doors), the Origin, and in local mode a loopback Host (browsers open
+   * WebSockets cross-site without CORS).
+   */
+  upgradeRefusal(req: http.IncomingMessage): { status: number; message: string } | undefined {
+    if (severalAuthorizations(req)) return { status: 400, message: SEVERAL_AUTHORIZATIONS };
+    if (!this.originAllowed(req) || (this.loopbackOnly && !isAllowedLocalHost(req.headers.host))) return { status: 403, message: 'Forbidden' };
+    return undefined;
   }
 
   /** The body of a door that reads it itself, within the body limit, as strict UTF-8; undefined when answered. */

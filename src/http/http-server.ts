@@ -109,7 +109,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const chat = chatHandler({ services: opts.services, guard, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
-  const httpServer = http.createServer(httpServerOptions(guard.timeouts), async (req, res) => {
+  const httpServer = http.createServer(httpServerOptions(guard.timeouts, metrics && (() => metrics.stalledResponses.inc())), async (req, res) => {
     // Every answer may carry content from outside (a recording, a file, a title in an error): its Content-Type is
     // never second-guessed into HTML by a browser (docs/operations.md "Threat model").
     res.setHeader('x-content-type-options', 'nosniff');
@@ -155,7 +155,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     WebSocket: Utf8CheckedWebSocket,
     skipUTF8Validation: true,
     ...closingOptions(opts.wsLiveness),
-    verifyClient: ({ req }, done) => (guard.upgradeAllowed(req) ? done(true) : done(false, 403, 'Forbidden')),
+    verifyClient: ({ req }, done) => {
+      const refused = guard.upgradeRefusal(req);
+      return refused ? done(false, refused.status, refused.message) : done(true);
+    },
   });
   capQueuedOutput(wss, opts.security?.wsMaxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes, metrics && (() => metrics.tooSlowSockets.inc()));
   const wsCleanup = graphql.serveWebSocket(wss);

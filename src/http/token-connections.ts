@@ -31,6 +31,15 @@ export const EVENT_PAGE_PATH = /^\/sessions\/([^/]+)\/events$/;
 /** /chat/<id>/stream is the /chat door too; /sessions/<id>/events the /sessions door. */
 const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path);
 
+/**
+ * Node keeps the first of several Authorization fields and drops the rest: a
+ * proxy that adds its own after the client's would see one caller and
+ * forkline another. The field is a singleton (RFC 9110): a request or a
+ * WebSocket upgrade with several is refused.
+ */
+export const severalAuthorizations = (req: http.IncomingMessage) => (req.headersDistinct.authorization?.length ?? 0) > 1;
+export const SEVERAL_AUTHORIZATIONS = 'send one Authorization header, not several';
+
 export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
 
 export class TokenConnections {
@@ -53,11 +62,9 @@ export class TokenConnections {
   /** Before the gate, on a gated path; false when it answered the request itself (400, 403, 503). */
   async admit(req: http.IncomingMessage, res: http.ServerResponse, requestPath: string): Promise<boolean> {
     const path = doorOf(requestPath);
-    // Node keeps the first of several Authorization fields and drops the rest: a proxy that adds its own after
-    // the client's would see one caller and forkline another. The field is a singleton (RFC 9110): refused.
-    if (GATED.has(path) && (req.headersDistinct.authorization?.length ?? 0) > 1) {
+    if (GATED.has(path) && severalAuthorizations(req)) {
       req.resume();
-      replyError(res, 400, 'BAD_USER_INPUT', 'send one Authorization header, not several', { connection: 'close' });
+      replyError(res, 400, 'BAD_USER_INPUT', SEVERAL_AUTHORIZATIONS, { connection: 'close' });
       return false;
     }
     const token = bearerToken(req.headers.authorization);

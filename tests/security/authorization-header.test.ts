@@ -2,8 +2,12 @@
 // it is a singleton, and Node keeps the first of several and drops the rest,
 // so a proxy adding its own after the client's would authenticate one caller
 // while forkline served another. Several are refused (400) at every gated
-// door before anything is read; one is served as before.
+// door before anything is read, the WebSocket upgrade included (the header is
+// connection_init's fallback credential); one is served as before. Over
+// graphql-ws, connectionParams.authorization wins over the header.
 import net from 'node:net';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -56,5 +60,77 @@ describe('several Authorization fields', () => {
       expect(r.body).toContain('send one Authorization header, not several');
     }
     expect((await rawPost('/graphql', 'application/json', QUERY, [`Bearer ${ADMIN}`])).status).toBe(200);
+  });
+});
+
+/** A WebSocket upgrade to /graphql written by hand with `authorizations`: the server's status line and body. */
+function rawUpgrade(authorizations: string[]): Promise<{ status: number; text: string }> {
+  const url = new URL(app.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(url.port), url.hostname, () => {
+      const fields = [
+        `Host: ${url.host}`,
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        'Sec-WebSocket-Version: 13',
+        'Sec-WebSocket-Protocol: graphql-transport-ws',
+        ...authorizations.map((a) => `Authorization: ${a}`),
+      ];
+      socket.write(`GET /graphql HTTP/1.1\r\n${fields.join('\r\n')}\r\n\r\n`);
+    });
+    let out = '';
+    socket.on('data', (d) => {
+      out += d;
+      if (out.startsWith('HTTP/1.1 101')) socket.destroy(); // upgraded: nothing more to read
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ status: Number(out.split(' ')[1]), text: out }));
+  });
+}
+
+/** A graphql-ws client whose upgrade carries `header` as Authorization and whose connection_init carries `params`. */
+function wsClient(header: string | undefined, params: Record<string, string>) {
+  const Impl = class extends WebSocket {
+    constructor(url: string, protocols?: string | string[]) {
+      super(url, protocols, { headers: header ? { authorization: header } : {} });
+    }
+  };
+  return createClient({ url: app.url.replace(/^http/, 'ws'), webSocketImpl: Impl, retryAttempts: 0, connectionParams: params });
+}
+
+/** One query over `client`: its data, or the error (a close event or GraphQL errors) it ended with. */
+function wsQuery(client: ReturnType<typeof createClient>, query: string, variables: Record<string, unknown>): Promise<any> {
+  return new Promise((resolve) => {
+    let result: unknown;
+    client.subscribe({ query, variables }, { next: (r) => (result = r), error: (e) => resolve({ error: e }), complete: () => resolve(result) });
+  });
+}
+
+describe('the WebSocket upgrade', () => {
+  it('is refused with 400 for several Authorization fields; one is upgraded', async () => {
+    const several = await rawUpgrade([`Bearer ${ADMIN}`, `Bearer ${OTHER}`]);
+    expect(several.status).toBe(400);
+    expect(several.text).toContain('send one Authorization header, not several');
+    expect((await rawUpgrade([`Bearer ${ADMIN}`])).status).toBe(101);
+  });
+
+  it("connectionParams' token wins over the upgrade's header; the header serves when there is none", async () => {
+    const created = await app.gql('mutation { createSession(input: { title: "alpha" }) { id } }', {}, { authorization: `Bearer ${ADMIN}` });
+    const id = created.data.createSession.id as string;
+    const read = 'query($id: ID!) { session(id: $id) { id } }';
+    const alphaByParams = wsClient(`Bearer ${OTHER}`, { authorization: `Bearer ${ADMIN}` });
+    const betaByParams = wsClient(`Bearer ${ADMIN}`, { authorization: `Bearer ${OTHER}` });
+    const alphaByHeader = wsClient(`Bearer ${ADMIN}`, {});
+    try {
+      expect((await wsQuery(alphaByParams, read, { id })).data.session).toEqual({ id });
+      const beta = await wsQuery(betaByParams, read, { id });
+      // Served as beta, whose tenant has no such session (not a refused or failed socket).
+      expect(beta.error).toBeUndefined();
+      expect(beta.errors?.[0]?.extensions?.code ?? beta.data.session).toSatisfy((v: unknown) => v === null || v === 'SESSION_NOT_FOUND');
+      expect((await wsQuery(alphaByHeader, read, { id })).data.session).toEqual({ id });
+    } finally {
+      await Promise.all([alphaByParams.dispose(), betaByParams.dispose(), alphaByHeader.dispose()]);
+    }
   });
 });

@@ -243,6 +243,43 @@ describe('per-tenant caps on connections and subscriptions', () => {
     await Promise.all(sockets.map((c) => c.client.dispose()));
   });
 
+  it('counts a /chat answer and its resumed stream as SSE streams: 429 TOO_MANY_CONNECTIONS past the cap, released when they end', async () => {
+    const chatUrl = app.url.replace(/\/graphql$/, '/chat');
+    const ask = (chatId: string, text: string) => {
+      const abort = new AbortController();
+      const res = fetch(chatUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...A },
+        body: JSON.stringify({ id: chatId, trigger: 'submit-message', messages: [{ id: `u-${chatId}`, role: 'user', parts: [{ type: 'text', text }] }] }),
+        signal: abort.signal,
+      });
+      return { res, abort: () => abort.abort() };
+    };
+    const held = () => app.server.tenantConnections!.heldBy('alpha');
+    await waitFor(() => held().connections === 0, { what: 'nothing held before' });
+    // Answers that stream for a while (the scripted model waits between words).
+    const slow = `${'word '.repeat(20)}\n!slow 1000`;
+    const first = ask('caps-chat-1', slow);
+    const second = ask('caps-chat-2', slow);
+    expect([(await first.res).status, (await second.res).status]).toEqual([200, 200]);
+    const resumeAbort = new AbortController();
+    const resumed = await fetch(`${chatUrl}/caps-chat-1/stream`, { headers: A, signal: resumeAbort.signal });
+    expect(resumed.status).toBe(200);
+    await waitFor(() => held().connections === 3, { what: 'three streams counted' });
+
+    const refused = await ask('caps-chat-3', 'hello').res;
+    expect(refused.status).toBe(429);
+    expect((await refused.json()).errors[0]).toMatchObject({ extensions: { code: 'TOO_MANY_CONNECTIONS' } });
+
+    first.abort();
+    second.abort();
+    resumeAbort.abort();
+    await waitFor(() => held().connections === 0 && held().subscriptions === 0, { what: 'the streams released' });
+    const again = await ask('caps-chat-3', 'hello').res;
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain('[DONE]');
+  });
+
   it('releases what an HTTP subscription held when its response ends, also one answered 406', async () => {
     for (let i = 0; i < 8; i++) {
       const res = await fetch(app.url, {
@@ -468,6 +505,7 @@ describe('configuration', () => {
       wsIdleMs: 60_000,
       bodyMinBytesPerSecond: 8192,
       bodyRateWindowMs: 10_000,
+      responseStallMs: 60_000,
     });
     expect(securityOptions(loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '0' })).timeouts?.wsIdleMs).toBe(0);
     expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);

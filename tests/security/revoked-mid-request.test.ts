@@ -5,7 +5,8 @@
 // whose body was still arriving never opens (before, each ran after the
 // revocation: the upload imported, the stream stayed open, the run wrote its
 // message); a request whose body had arrived still gets its answer (a token
-// revoking itself).
+// revoking itself); an open graphql-ws socket closes with 4401, whether its
+// token came in connectionParams or in the upgrade's header.
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -14,6 +15,8 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
+import WebSocket from 'ws';
+import { createClient } from 'graphql-ws';
 
 const ADMIN = 'alpha-bootstrap-0123456789abcdef';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -193,5 +196,44 @@ describe('a token revoked while its request is under way', () => {
     expect(r.status).toBe(200);
     expect(r.data.revokeApiToken).toMatchObject({ id, status: 'REVOKED' });
     expect((await app.gql('{ __typename }', {}, bearer(secret))).status).toBe(401);
+  });
+});
+
+describe('a token revoked while its WebSocket is open', () => {
+  it.each([
+    ['in connectionParams', false],
+    ['in the upgrade header only (the fallback)', true],
+  ])('%s: the socket closes with 4401 and its subscription ends', async (_name, inHeader) => {
+    const { secret, id } = await createToken(`socket-${inHeader}`, ['READ']);
+    const Impl = class extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols, { headers: inHeader ? bearer(secret) : {} });
+      }
+    };
+    let closed: (code: number) => void;
+    const closeCode = new Promise<number>((r) => (closed = r));
+    const client = createClient({
+      url: app.url.replace(/^http/, 'ws'),
+      webSocketImpl: Impl,
+      retryAttempts: 0,
+      connectionParams: inHeader ? {} : bearer(secret),
+      on: { closed: (e: any) => closed(e.code) },
+    });
+    const seqs: number[] = [];
+    const ended = new Promise<unknown>((resolve) =>
+      client.subscribe(
+        { query: 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }', variables: { id: sessionId } },
+        { next: (r: any) => seqs.push(r.data.sessionEvents.seq), error: resolve, complete: () => resolve('completed') },
+      ),
+    );
+    try {
+      await waitFor(() => seqs.length > 0, { what: 'the subscription delivering' });
+      await admitted(id);
+      expect((await app.gql(REVOKE, { id }, bearer(ADMIN))).data.revokeApiToken.status).toBe('REVOKED');
+      expect(await closeCode).toBe(4401);
+      await ended;
+    } finally {
+      await client.dispose();
+    }
   });
 });

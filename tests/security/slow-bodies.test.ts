@@ -1,7 +1,9 @@
 // No side door around the connection caps (docs/operations.md "Threat
 // model"), with real sockets: a request refused before its body was read
 // closes its connection at once however slowly the body dribbles on; an
-// authenticated body slower than the minimum rate is answered 408 and cut;
+// authenticated body slower than the minimum rate is answered 408 and cut, at
+// every door that reads one, and so is one promised by Expect: 100-continue
+// that never comes;
 // connections past the per-address cap are refused as they are accepted.
 // Small limits configured for the test: a 300 ms rate window at 1,000 bytes/s.
 import net from 'node:net';
@@ -66,6 +68,8 @@ const post = (path: string, headers: Record<string, string>) =>
 describe('a request refused before its body is read', () => {
   it.each([
     ['401 at /graphql (no token)', post('/graphql', { 'content-type': 'application/json', 'content-length': '1000000' }), 401],
+    ['401 at /agui (no token)', post('/agui', { 'content-type': 'application/json', 'content-length': '1000000' }), 401],
+    ['401 at /chat (no token)', post('/chat', { 'content-type': 'application/json', 'content-length': '1000000' }), 401],
     ['401 at /recordings (no token)', post('/recordings', { 'content-type': 'application/x-ndjson', 'content-length': '1000000' }), 401],
     [
       '413 for a body announced over the limit',
@@ -92,6 +96,7 @@ describe('an authenticated body slower than the minimum rate', () => {
   it.each([
     ['POST /recordings', post('/recordings', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-ndjson', 'content-length': '1000000' })],
     ['POST /graphql', post('/graphql', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
+    ['POST /agui', post('/agui', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
     // /chat: a useChat request whose body never ends (approval responses included) holds nothing past the window.
     ['POST /chat', post('/chat', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': '1000000' })],
     [
@@ -115,6 +120,26 @@ describe('an authenticated body slower than the minimum rate', () => {
     const body = JSON.stringify({ query: '{ __typename }' });
     const res = await fetch(app.url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body });
     expect(await res.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+});
+
+describe('Expect: 100-continue and then no body', () => {
+  it.each(['/agui', '/chat', '/recordings', '/graphql'])('%s: 100 Continue, then 408 and the connection cut within the window', async (door) => {
+    const { hostname, port } = new URL(app.url);
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    let answer = '';
+    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    socket.on('error', () => {});
+    const type = door === '/recordings' ? 'application/x-ndjson' : 'application/json';
+    socket.write(post(door, { authorization: `Bearer ${TOKEN}`, 'content-type': type, 'content-length': '1000', expect: '100-continue' }));
+    const since = Date.now();
+    const ms = await Promise.race([
+      new Promise<number>((r) => socket.once('close', () => r(Date.now() - since))),
+      new Promise<number>((r) => setTimeout(() => r(Infinity), 10_000)),
+    ]);
+    socket.destroy();
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 408 /);
+    expect(ms).toBeLessThan(CLOSED_WITHIN_MS);
   });
 });
 
