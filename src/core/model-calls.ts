@@ -1,9 +1,10 @@
 // A model's tool calls as a step records them (docs/contract.md#agent-loop):
 // the provider's answer is outside input, so a call whose id or name the log
-// cannot hold, or whose id another call of the step already took, is still
-// recorded — under an id the step can hold — and refused (never run): the
-// model hears why. Pure.
+// cannot hold (its length, or a NUL or unpaired surrogate in it), or whose id
+// another call of the step already took, is still recorded — under an id and
+// name the step can hold — and refused (never run): the model hears why. Pure.
 import { toolCallSchema, type ToolCall } from './events.ts';
+import { isStorableText, toStorableText } from './storable.ts';
 
 /** The calls to record (every one, ids unique and storable), and why each refused one is not run, by its recorded id. */
 export interface AdmittedCalls {
@@ -25,19 +26,26 @@ export function admitCalls(calls: readonly ToolCall[]): AdmittedCalls {
     return id;
   };
   const out = calls.map((call, i): ToolCall => {
-    const nameOk = toolCallSchema.shape.name.safeParse(call.name).success;
-    const idOk = toolCallSchema.shape.id.safeParse(call.id).success;
-    const why = !idOk
+    const nameFits = toolCallSchema.shape.name.safeParse(call.name).success;
+    const nameText = isStorableText(call.name);
+    const idFits = toolCallSchema.shape.id.safeParse(call.id).success;
+    const idText = isStorableText(call.id);
+    const why = !idFits
       ? `the model gave it an id of ${call.id.length} characters (1-200 allowed)`
-      : ids.has(call.id)
-        ? `the model gave it the id of another call of this step (${call.id})`
-        : !nameOk
-          ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
-          : undefined;
-    const id = why && (!idOk || ids.has(call.id)) ? freshId(i) : call.id;
+      : !idText
+        ? 'the model gave it an id holding a NUL character or an unpaired surrogate'
+        : ids.has(call.id)
+          ? `the model gave it the id of another call of this step (${call.id})`
+          : !nameFits
+            ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
+            : !nameText
+              ? 'the model named a tool with a NUL character or an unpaired surrogate'
+              : undefined;
+    const id = why && (!idFits || !idText || ids.has(call.id)) ? freshId(i) : call.id;
     ids.add(id);
     if (why) refused.set(id, `not run: ${why}`);
-    return { ...call, id, name: nameOk ? call.name : call.name.slice(0, 200) || UNNAMED };
+    // Cut at 200 UTF-16 units it may split a pair: made storable after the cut.
+    return { ...call, id, name: nameFits && nameText ? call.name : toStorableText(call.name.slice(0, 200)) || UNNAMED };
   });
   return { calls: out, refused };
 }
