@@ -46,4 +46,10 @@ describe('admitCalls', () => {
       e: 'not run: the model named a tool of 203 characters (1-200 allowed)',
     });
   });
+
+  it('refuses an id an earlier call of the conversation has, giving it one neither the step nor the conversation has', () => {
+    const { calls, refused } = admitCalls([call('a'), call('call_1'), call('b')], new Set(['a', 'call_2']));
+    expect(calls.map((c) => c.id)).toEqual(['call_1_', 'call_1', 'b']);
+    expect(Object.fromEntries(refused)).toEqual({ call_1_: 'not run: the model gave it the id of a call of an earlier step (a)' });
+  });
 });

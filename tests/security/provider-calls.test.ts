@@ -155,3 +155,43 @@ describe('names, ids and text from the provider as the log can hold them', () =>
     expect(anyData(events.at(-1)!).reason).toBe('completed');
   });
 });
+
+const callsAnswer =
+  (calls: Array<{ id: string; name: string; arguments: string }>): Handler =>
+  async (res) => {
+    start(res);
+    calls.forEach((c, index) =>
+      res.write(sse(chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }] }))),
+    );
+    res.write(sse(chunk({}, 'tool_calls')));
+    res.end(sse('[DONE]'));
+  };
+
+describe('call ids and arguments the model should not send', () => {
+  it('arguments nested 100,000 deep and an id an earlier step used: answered with errors, the later requests still sent, the turn completes', async () => {
+    const id = await session();
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    handlers.push(
+      callsAnswer([{ id: 'same', name: 'clock', arguments: '{}' }]),
+      callsAnswer([
+        { id: 'same', name: 'clock', arguments: '{}' },
+        { id: 'deep', name: 'note_write', arguments: `{"key":"k","value":${deep}}` },
+      ]),
+      okText,
+    );
+    await send(id, 'go');
+    const events = await log(id);
+    const steps = events.filter((e) => e.type === 'model/message').map((e) => anyData(e).toolCalls.map((c: { id: string }) => c.id));
+    expect(steps).toEqual([['same'], ['call_1', 'deep'], []]);
+    const results = events.filter((e) => e.type === 'tool/result').map((e) => [anyData(e).callId, anyData(e).status, anyData(e).content]);
+    expect(results).toEqual([
+      ['same', 'ok', expect.any(String)],
+      ['call_1', 'error', 'not run: the model gave it the id of a call of an earlier step (same)'],
+      ['deep', 'error', expect.stringMatching(/^invalid arguments/)],
+    ]);
+    // Every result id of the session is its own.
+    const resultIds = events.filter((e) => e.type === 'tool/result').map((e) => anyData(e).resultId);
+    expect(new Set(resultIds).size).toBe(3);
+    expect(anyData(events.at(-1)!).reason).toBe('completed');
+  });
+});
