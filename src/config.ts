@@ -116,6 +116,8 @@ const envSchema = z
     // What one model call's response may cost the process (agent/models/provider-fetch.ts): its bytes, its silences.
     FORKLINE_MODEL_MAX_RESPONSE_BYTES: z.coerce.number().int().min(65_536).default(DEFAULT_PROVIDER_LIMITS.maxResponseBytes),
     FORKLINE_MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_PROVIDER_LIMITS.idleTimeoutMs),
+    FORKLINE_MODEL_CALL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_PROVIDER_LIMITS.callTimeoutMs),
+    FORKLINE_MODEL_MAX_TOOL_CALLS: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_PROVIDER_LIMITS.maxToolCalls),
     FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
     FORKLINE_DATA_DIR: z.string().default('.data'),
     /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */
@@ -238,7 +240,12 @@ export const providersOf = (c: Config) => ({
   anthropic: { baseUrl: c.ANTHROPIC_BASE_URL, apiKey: c.ANTHROPIC_API_KEY },
   google: { baseUrl: c.GOOGLE_BASE_URL, apiKey: c.GOOGLE_GENERATIVE_AI_API_KEY },
   ...(c.OPENAI_COMPATIBLE_BASE_URL ? { openaiCompatible: { baseUrl: c.OPENAI_COMPATIBLE_BASE_URL, apiKey: c.OPENAI_COMPATIBLE_API_KEY } } : {}),
-  limits: { maxResponseBytes: c.FORKLINE_MODEL_MAX_RESPONSE_BYTES, idleTimeoutMs: c.FORKLINE_MODEL_IDLE_TIMEOUT_MS },
+  limits: {
+    maxResponseBytes: c.FORKLINE_MODEL_MAX_RESPONSE_BYTES,
+    idleTimeoutMs: c.FORKLINE_MODEL_IDLE_TIMEOUT_MS,
+    callTimeoutMs: c.FORKLINE_MODEL_CALL_TIMEOUT_MS,
+    maxToolCalls: c.FORKLINE_MODEL_MAX_TOOL_CALLS,
+  },
 });
 
 /** The model new sessions use until a session/model event says otherwise. */

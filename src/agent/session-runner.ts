@@ -594,8 +594,10 @@ export class SessionRunner {
       modelObs?.end(answer, costUsd);
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
       const checked = answer.toolCalls.length === 0 && responseFormat ? validateAnswer(responseFormat, answer.text) : undefined;
-      // Every call the model made is recorded; one whose id or name the log cannot hold, or whose id is taken, is refused (core/model-calls.ts).
-      const { calls, refused } = admitCalls(answer.toolCalls);
+      // Every call the model made is recorded; one whose id or name the log cannot hold, or whose id is taken (in this step or
+      // the conversation), is refused (core/model-calls.ts).
+      const earlier = new Set(messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [])));
+      const { calls, refused } = admitCalls(answer.toolCalls, earlier);
       const message: NewEvent = {
         type: 'model/message',
         data: {

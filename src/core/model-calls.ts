@@ -1,9 +1,11 @@
 // A model's tool calls as a step records them (docs/contract.md#agent-loop):
 // the provider's answer is outside input, so a call whose id or name the log
-// cannot hold, or whose id another call of the step already took, is still
-// recorded — under an id the step can hold — and refused (never run): the
-// model hears why. Pure.
+// cannot hold (its length, or a NUL or unpaired surrogate in it), or whose id
+// another call of the step or of an earlier step the model is shown already
+// took (a provider refuses a conversation repeating one), is still recorded — under an id and
+// name the step can hold — and refused (never run): the model hears why. Pure.
 import { toolCallSchema, type ToolCall } from './events.ts';
+import { isStorableText, toStorableText } from './storable.ts';
 
 /** The calls to record (every one, ids unique and storable), and why each refused one is not run, by its recorded id. */
 export interface AdmittedCalls {
@@ -14,30 +16,40 @@ export interface AdmittedCalls {
 /** The name a call with no storable name is recorded under. */
 const UNNAMED = 'unnamed';
 
-export function admitCalls(calls: readonly ToolCall[]): AdmittedCalls {
+/** `earlier`: the ids of the calls the conversation already holds (the request's assistant messages). */
+export function admitCalls(calls: readonly ToolCall[], earlier: ReadonlySet<string> = new Set()): AdmittedCalls {
   const ids = new Set<string>();
   const refused = new Map<string, string>();
   // Ids given in place of unusable ones: the call's position, skipping any a call of the step already has.
   const taken = new Set(calls.map((c) => c.id));
   const freshId = (i: number) => {
     let id = `call_${i + 1}`;
-    while (taken.has(id) || ids.has(id)) id = `${id}_`;
+    while (taken.has(id) || ids.has(id) || earlier.has(id)) id = `${id}_`;
     return id;
   };
   const out = calls.map((call, i): ToolCall => {
-    const nameOk = toolCallSchema.shape.name.safeParse(call.name).success;
-    const idOk = toolCallSchema.shape.id.safeParse(call.id).success;
-    const why = !idOk
+    const nameFits = toolCallSchema.shape.name.safeParse(call.name).success;
+    const nameText = isStorableText(call.name);
+    const idFits = toolCallSchema.shape.id.safeParse(call.id).success;
+    const idText = isStorableText(call.id);
+    const why = !idFits
       ? `the model gave it an id of ${call.id.length} characters (1-200 allowed)`
-      : ids.has(call.id)
-        ? `the model gave it the id of another call of this step (${call.id})`
-        : !nameOk
-          ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
-          : undefined;
-    const id = why && (!idOk || ids.has(call.id)) ? freshId(i) : call.id;
+      : !idText
+        ? 'the model gave it an id holding a NUL character or an unpaired surrogate'
+        : ids.has(call.id)
+          ? `the model gave it the id of another call of this step (${call.id})`
+          : earlier.has(call.id)
+            ? `the model gave it the id of a call of an earlier step (${call.id})`
+            : !nameFits
+              ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
+              : !nameText
+                ? 'the model named a tool with a NUL character or an unpaired surrogate'
+                : undefined;
+    const id = why && (!idFits || !idText || ids.has(call.id) || earlier.has(call.id)) ? freshId(i) : call.id;
     ids.add(id);
     if (why) refused.set(id, `not run: ${why}`);
-    return { ...call, id, name: nameOk ? call.name : call.name.slice(0, 200) || UNNAMED };
+    // Cut at 200 UTF-16 units it may split a pair: made storable after the cut.
+    return { ...call, id, name: nameFits && nameText ? call.name : toStorableText(call.name.slice(0, 200)) || UNNAMED };
   });
   return { calls: out, refused };
 }

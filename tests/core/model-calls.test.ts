@@ -22,4 +22,34 @@ describe('admitCalls', () => {
     expect(calls.map((c) => c.name)).toEqual(['unnamed', 'x'.repeat(200)]);
     expect([...refused.keys()]).toEqual(['a', 'b']);
   });
+
+  it('refuses an id or a name holding a NUL or an unpaired surrogate, recording it as the log can hold it', () => {
+    const { calls, refused } = admitCalls([
+      call('a\u0000b'),
+      call('b', 'clo\u0000ck'),
+      call('c', 'x\ud800'),
+      call('d\udc00'),
+      call('e', 'y'.repeat(199) + '\ud83d\ude00zz'),
+    ]);
+    expect(calls.map((c) => [c.id, c.name])).toEqual([
+      ['call_1', 'clock'],
+      ['b', 'clo\ufffdck'],
+      ['c', 'x\ufffd'],
+      ['call_4', 'clock'],
+      ['e', 'y'.repeat(199) + '\ufffd'],
+    ]);
+    expect(Object.fromEntries(refused)).toEqual({
+      call_1: 'not run: the model gave it an id holding a NUL character or an unpaired surrogate',
+      b: 'not run: the model named a tool with a NUL character or an unpaired surrogate',
+      c: 'not run: the model named a tool with a NUL character or an unpaired surrogate',
+      call_4: 'not run: the model gave it an id holding a NUL character or an unpaired surrogate',
+      e: 'not run: the model named a tool of 203 characters (1-200 allowed)',
+    });
+  });
+
+  it('refuses an id an earlier call of the conversation has, giving it one neither the step nor the conversation has', () => {
+    const { calls, refused } = admitCalls([call('a'), call('call_1'), call('b')], new Set(['a', 'call_2']));
+    expect(calls.map((c) => c.id)).toEqual(['call_1_', 'call_1', 'b']);
+    expect(Object.fromEntries(refused)).toEqual({ call_1_: 'not run: the model gave it the id of a call of an earlier step (a)' });
+  });
 });

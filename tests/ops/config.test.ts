@@ -25,6 +25,7 @@ describe('configuration (docs/operations.md)', () => {
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
       GOOGLE_GENERATIVE_AI_API_KEY: 'g-key',
       FORKLINE_MODEL_IDLE_TIMEOUT_MS: '60000',
+      FORKLINE_MODEL_MAX_TOOL_CALLS: '32',
     });
     expect(defaultModelOf(c)).toEqual({ provider: 'openai-compatible', model: 'llama3' });
     expect(providersOf(c)).toEqual({
@@ -32,7 +33,7 @@ describe('configuration (docs/operations.md)', () => {
       anthropic: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-ant' },
       google: { baseUrl: undefined, apiKey: 'g-key' },
       openaiCompatible: { baseUrl: 'http://127.0.0.1:11434/v1', apiKey: undefined },
-      limits: { maxResponseBytes: 32 * 1024 * 1024, idleTimeoutMs: 60_000 },
+      limits: { maxResponseBytes: 32 * 1024 * 1024, idleTimeoutMs: 60_000, callTimeoutMs: 15 * 60_000, maxToolCalls: 32 },
     });
     expect(providersOf(loadConfig({}))).not.toHaveProperty('openaiCompatible');
   });
@@ -43,6 +44,8 @@ describe('configuration (docs/operations.md)', () => {
     expect(() => loadConfig({ MODEL_PROVIDER: 'gpt' })).toThrow(/MODEL_PROVIDER/);
     expect(() => loadConfig({ FORKLINE_MODEL_MAX_RESPONSE_BYTES: '100' })).toThrow(/FORKLINE_MODEL_MAX_RESPONSE_BYTES/);
     expect(() => loadConfig({ FORKLINE_STATEMENT_BOUNDS: 'yes' })).toThrow(/FORKLINE_STATEMENT_BOUNDS/);
+    expect(() => loadConfig({ FORKLINE_MODEL_MAX_TOOL_CALLS: '0' })).toThrow(/FORKLINE_MODEL_MAX_TOOL_CALLS/);
+    expect(() => loadConfig({ FORKLINE_MODEL_CALL_TIMEOUT_MS: '10' })).toThrow(/FORKLINE_MODEL_CALL_TIMEOUT_MS/);
   });
 
   it('statement bounds are off unless FORKLINE_STATEMENT_BOUNDS=on, and then take the three timeouts', () => {

@@ -19,7 +19,7 @@ import {
   type ModelRetryPolicy,
 } from './model.ts';
 import { toPrompt, toTools, type PromptOptions } from './prompt.ts';
-import { ProviderLimitError } from './provider-fetch.ts';
+import { DEFAULT_PROVIDER_LIMITS, ProviderLimitError } from './provider-fetch.ts';
 import { callSettings, MAX_OUTPUT_TOKENS } from './settings.ts';
 
 export interface LanguageChatModelOptions {
@@ -33,10 +33,16 @@ export interface LanguageChatModelOptions {
   /** How a failed call is tried again (default DEFAULT_MODEL_RETRIES). */
   retries?: ModelRetryPolicy;
   now?(): number;
+  /** The most tool calls one answer may make (FORKLINE_MODEL_MAX_TOOL_CALLS); unset: DEFAULT_PROVIDER_LIMITS.maxToolCalls. */
+  maxToolCalls?: number;
 }
 
 export class LanguageChatModel implements ChatModel {
-  constructor(private readonly opts: LanguageChatModelOptions) {}
+  private readonly maxToolCalls: number;
+
+  constructor(private readonly opts: LanguageChatModelOptions) {
+    this.maxToolCalls = opts.maxToolCalls ?? DEFAULT_PROVIDER_LIMITS.maxToolCalls;
+  }
 
   /**
    * One model call, tried again while it fails for a reason that may pass and
@@ -102,7 +108,10 @@ export class LanguageChatModel implements ChatModel {
             started.streamed = true;
             answerChars += part.input.length;
             if (answerChars > MAX_ANSWER_CHARS) throw answerTooLong();
-            if (!part.providerExecuted) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
+            if (part.providerExecuted) break;
+            // Every call becomes part of the step's event and a tool run: past the bound, the answer is given up, none of it run.
+            if (toolCalls.length >= this.maxToolCalls) throw tooManyCalls(this.maxToolCalls);
+            toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
             break;
           case 'finish':
             usage = usageOf(part.usage);
@@ -127,6 +136,8 @@ export class LanguageChatModel implements ChatModel {
  * fails, stays a size the log, its readers and the fold carry easily, whatever the response's byte limit lets through.
  */
 export const MAX_ANSWER_CHARS = 8 * 4 * MAX_OUTPUT_TOKENS;
+
+const tooManyCalls = (max: number) => new ProviderLimitError(`the answer made more than ${max} tool calls (FORKLINE_MODEL_MAX_TOOL_CALLS) and was given up`);
 
 const answerTooLong = () => new ProviderLimitError(`the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
 

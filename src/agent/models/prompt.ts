@@ -14,6 +14,7 @@
 // (the scripted model does).
 import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolCallPart } from '@ai-sdk/provider';
 import { TOOL_ERROR_PREFIX, type ChatMessage, type ToolDefinition } from '../../core/chat.ts';
+import { MAX_JSON_DEPTH } from '../../core/storable.ts';
 
 export interface PromptOptions {
   /**
@@ -116,15 +117,29 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
  * A call's input as the SDK takes it (a JSON object; providers serialize it
  * again). Arguments that are not a JSON object (a model's malformed call, whose
  * result already says so) are sent as an empty object: providers such as
- * Anthropic refuse anything else.
+ * Anthropic refuse anything else; so are arguments nested deeper than the log
+ * holds JSON (the SDK serializes them recursively: 100,000 levels overflowed
+ * its stack and failed every later step of the session).
  */
 export function toolInput(args: string): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(args || '{}');
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    return v !== null && typeof v === 'object' && !Array.isArray(v) && !nestedDeeper(v, MAX_JSON_DEPTH) ? (v as Record<string, unknown>) : {};
   } catch {
     return {};
   }
+}
+
+/** Whether a parsed JSON value nests deeper than `max` levels; iterative, so no depth overflows it. */
+function nestedDeeper(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    if (depth >= max) return true;
+    for (const x of Object.values(v)) stack.push([x, depth + 1]);
+  }
+  return false;
 }
 
 /** The name of the tool a result answers: from the assistant message that made the call (the nearest one before it). */

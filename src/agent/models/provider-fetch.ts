@@ -11,10 +11,23 @@ export interface ProviderLimits {
   maxResponseBytes: number;
   /** The longest wait for the response's headers or its next bytes (FORKLINE_MODEL_IDLE_TIMEOUT_MS). */
   idleTimeoutMs: number;
+  /** The longest one model call may take, headers to its last byte, however steadily it sends (FORKLINE_MODEL_CALL_TIMEOUT_MS); unset: the default. */
+  callTimeoutMs?: number;
+  /** The most tool calls one answer may make (FORKLINE_MODEL_MAX_TOOL_CALLS; language-model.ts); unset: the default. */
+  maxToolCalls?: number;
 }
 
-/** 32 MiB: a 131,072-token answer (settings.ts MAX_OUTPUT_TOKENS) streamed as SSE fits, framing and repeats included; 5 minutes of silence. */
-export const DEFAULT_PROVIDER_LIMITS: ProviderLimits = { maxResponseBytes: 32 * 1024 * 1024, idleTimeoutMs: 5 * 60 * 1000 };
+/**
+ * 32 MiB: a 131,072-token answer (settings.ts MAX_OUTPUT_TOKENS) streamed as SSE fits, framing and repeats included; 5 minutes
+ * of silence; 15 minutes a call (a slow model's longest answer; a provider trickling a delta at a time never ends otherwise);
+ * 128 tool calls an answer (far past the parallel calls models make; each becomes an event and a tool run).
+ */
+export const DEFAULT_PROVIDER_LIMITS = {
+  maxResponseBytes: 32 * 1024 * 1024,
+  idleTimeoutMs: 5 * 60 * 1000,
+  callTimeoutMs: 15 * 60 * 1000,
+  maxToolCalls: 128,
+} satisfies Required<ProviderLimits>;
 
 /** An error response's body is read up to this much (its message is short); the rest is never read. */
 export const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -28,6 +41,8 @@ export class ProviderLimitError extends ModelError {
 export function boundedFetch(limits: ProviderLimits, base: typeof fetch = globalThis.fetch): typeof fetch {
   const tooLarge = () => new ProviderLimitError(`the response passed ${limits.maxResponseBytes} bytes (FORKLINE_MODEL_MAX_RESPONSE_BYTES) and was cut off`);
   const silent = () => new ProviderLimitError(`nothing arrived for ${limits.idleTimeoutMs} ms (FORKLINE_MODEL_IDLE_TIMEOUT_MS): the call was given up`);
+  const callTimeoutMs = limits.callTimeoutMs ?? DEFAULT_PROVIDER_LIMITS.callTimeoutMs;
+  const tooLong = () => new ProviderLimitError(`the call ran past ${callTimeoutMs} ms (FORKLINE_MODEL_CALL_TIMEOUT_MS) and was given up`);
   return async (input, init) => {
     // Aborting the request (the caller's signal, or silence) ends the connection and errors the body.
     const given = new AbortController();
@@ -38,19 +53,32 @@ export function boundedFetch(limits: ProviderLimits, base: typeof fetch = global
       disarm();
       timer = setTimeout(onSilence, limits.idleTimeoutMs);
     };
+    // Silence is timed per wait; the whole call once, however steadily the provider sends.
+    const deadline = setTimeout(() => given.abort(tooLong()), callTimeoutMs);
+    const ended = () => clearTimeout(deadline);
     arm(() => given.abort(silent()));
     let response: Response;
     try {
       response = await base(input, { ...init, signal });
     } catch (err) {
+      ended();
       throw given.signal.aborted ? given.signal.reason : err;
     } finally {
       disarm();
     }
     const source = response.body;
-    if (!source) return response;
+    if (!source) {
+      ended();
+      return response;
+    }
     const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
-    if (!response.ok) return new Response(await readErrorBody(source.getReader(), given, arm, disarm, silent), init2);
+    if (!response.ok) {
+      try {
+        return new Response(await readErrorBody(source.getReader(), given, arm, disarm, silent), init2);
+      } finally {
+        ended();
+      }
+    }
     // Timed only while waiting on the provider: a slow reader here is not the provider's silence.
     const body = boundedBody(source, {
       meter: byteMeter(limits.maxResponseBytes),
@@ -58,6 +86,7 @@ export function boundedFetch(limits: ProviderLimits, base: typeof fetch = global
       idleTimeoutMs: limits.idleTimeoutMs,
       silent,
       done: (gaveUp) => {
+        ended();
         if (gaveUp) given.abort(gaveUp);
       },
     });

@@ -68,6 +68,7 @@ export class ModelRegistry {
         provider: name,
         ...family,
         retries: this.opts.retries,
+        ...(this.opts.limits?.maxToolCalls !== undefined ? { maxToolCalls: this.opts.limits.maxToolCalls } : {}),
         onRequest: name === 'scripted' ? (r) => this.scripted.record(r) : undefined,
       }),
     );
