@@ -1,9 +1,11 @@
 // A model's tool calls as a step records them (docs/contract.md#agent-loop):
 // the provider's answer is outside input, so a call whose id or name the log
 // cannot hold (its length, or a NUL or unpaired surrogate in it), or whose id
-// another call of the step or of an earlier step the model is shown already
-// took (a provider refuses a conversation repeating one), is still recorded — under an id and
-// name the step can hold — and refused (never run): the model hears why. Pure.
+// another call of the step already took, is still recorded — under an id and
+// name the step can hold — and refused (never run): the model hears why. A
+// call reusing the id of an earlier step's call the model is shown (a provider
+// refuses a conversation repeating one; some servers number calls per answer)
+// runs under a fresh id. Pure.
 import { toolCallSchema, type ToolCall } from './events.ts';
 import { isStorableText, toStorableText } from './storable.ts';
 
@@ -38,14 +40,12 @@ export function admitCalls(calls: readonly ToolCall[], earlier: ReadonlySet<stri
         ? 'the model gave it an id holding a NUL character or an unpaired surrogate'
         : ids.has(call.id)
           ? `the model gave it the id of another call of this step (${call.id})`
-          : earlier.has(call.id)
-            ? `the model gave it the id of a call of an earlier step (${call.id})`
-            : !nameFits
-              ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
-              : !nameText
-                ? 'the model named a tool with a NUL character or an unpaired surrogate'
-                : undefined;
-    const id = why && (!idFits || !idText || ids.has(call.id) || earlier.has(call.id)) ? freshId(i) : call.id;
+          : !nameFits
+            ? `the model named a tool of ${call.name.length} characters (1-200 allowed)`
+            : !nameText
+              ? 'the model named a tool with a NUL character or an unpaired surrogate'
+              : undefined;
+    const id = (why && (!idFits || !idText || ids.has(call.id))) || earlier.has(call.id) ? freshId(i) : call.id;
     ids.add(id);
     if (why) refused.set(id, `not run: ${why}`);
     // Cut at 200 UTF-16 units it may split a pair: made storable after the cut.

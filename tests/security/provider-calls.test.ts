@@ -168,7 +168,7 @@ const callsAnswer =
   };
 
 describe('call ids and arguments the model should not send', () => {
-  it('arguments nested 100,000 deep and an id an earlier step used: answered with errors, the later requests still sent, the turn completes', async () => {
+  it('arguments nested 100,000 deep and an id an earlier step used: the deep one answered with an error, the reused one run under a fresh id, the later requests still sent, the turn completes', async () => {
     const id = await session();
     const deep = '['.repeat(100_000) + ']'.repeat(100_000);
     handlers.push(
@@ -186,7 +186,7 @@ describe('call ids and arguments the model should not send', () => {
     const results = events.filter((e) => e.type === 'tool/result').map((e) => [anyData(e).callId, anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
       ['same', 'ok', expect.any(String)],
-      ['call_1', 'error', 'not run: the model gave it the id of a call of an earlier step (same)'],
+      ['call_1', 'ok', expect.any(String)],
       ['deep', 'error', expect.stringMatching(/^invalid arguments/)],
     ]);
     // Every result id of the session is its own.
