@@ -22,7 +22,6 @@ import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
-import { findOpenTail } from '../core/repair.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
 
 /** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
@@ -241,7 +240,7 @@ export function aguiHandler(opts: AguiOptions) {
     const { send } = stream;
     const store = stores.forTenant(scope);
     const session = await store.requireSession(input.threadId);
-    const open = findOpenTail((await store.log.openTail(session.id, session.eventCount - 1)).events);
+    const { open } = await store.log.openTailFolded(session.id, session.eventCount - 1);
     if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
     const turns = live.sessionTurns(session.id);
     const events = live.sessionEvents(session.id, session.eventCount - 1);

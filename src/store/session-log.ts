@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf } from '../core/core-event.ts';
-import { pendingInputOf, type PendingInput } from '../core/log-state.ts';
+import { LogState, pendingInputOf, type OpenTail, type PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
@@ -639,11 +639,38 @@ export class SessionLog {
    */
   async openTail(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; events: StoredEvent[] }> {
     const l = await this.requireLineage(ref, db);
+    const { turnStart, open } = await this.lastTurnAt(l, seq, db);
+    return { turnStart, events: open ? await this.range(l, turnStart!.seq, seq, db) : [] };
+  }
+
+  /**
+   * What is open at `seq` (LogState.openTail: what repair closes), read as
+   * openTail() reads it but folded page by page, each of at most
+   * STREAM_PAGE_BYTES of data plus one event: a turn of many large events (a
+   * recording's, a runner's batches) is never held whole, only the open step's
+   * calls are kept (docs/operations.md "Memory and time").
+   */
+  async openTailFolded(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; open?: OpenTail }> {
+    const l = await this.requireLineage(ref, db);
+    const { turnStart, open } = await this.lastTurnAt(l, seq, db);
+    if (!open) return { turnStart };
+    const state = new LogState();
+    for (let after = turnStart!.seq - 1; after < seq;) {
+      const { events } = await this.pageWithin(l, after, Math.min(1000, seq - after), db, STREAM_PAGE_BYTES);
+      if (events.length === 0) break;
+      state.applyAll(events);
+      after = events[events.length - 1].seq;
+    }
+    return { turnStart, open: state.openTail() };
+  }
+
+  /** The last turn/start at or before `seq`, and whether its turn is still open there (two index probes). */
+  private async lastTurnAt(l: Lineage, seq: number, db: Db): Promise<{ turnStart?: StoredEvent; open: boolean }> {
     const turnStart = await this.lastOfType(l, 'turn/start', seq, db);
-    if (!turnStart) return { events: [] };
+    if (!turnStart) return { open: false };
     const turnEnd = await this.lastOfType(l, 'turn/end', seq, db);
     const closed = turnEnd && turnEnd.seq > turnStart.seq && dataOf(turnEnd, 'turn/end')?.turn === dataOf(turnStart, 'turn/start')?.turn;
-    return { turnStart, events: closed ? [] : await this.range(l, turnStart.seq, seq, db) };
+    return { turnStart, open: !closed };
   }
 
   /** The session's pendingInputCount right after `seq` (stored with each event: no count over the prefix). */

@@ -124,9 +124,9 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.inboxAddOf(ref, inputId, toSeq);
   }
-  async openTail(ref: LogRef, seq: number): ReturnType<SessionLog['openTail']> {
+  async openTailFolded(ref: LogRef, seq: number): ReturnType<SessionLog['openTailFolded']> {
     await this.owns(ref);
-    return this.log.openTail(ref, seq);
+    return this.log.openTailFolded(ref, seq);
   }
   async pendingInputs(ref: LogRef, count: number): ReturnType<SessionLog['pendingInputs']> {
     await this.owns(ref);
