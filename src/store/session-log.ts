@@ -124,6 +124,8 @@ function rangeUnion(segments: readonly Segment[], columns: string, dir: 'ASC' | 
 export interface BoundedEvents {
   events: StoredEvent[];
   cut: boolean;
+  /** The data bytes the events hold, when read under a budget. */
+  bytes?: number;
 }
 
 /** A scan of some types' events: from `fromSeq` up (or from `toSeq` down when `descending`, newest first), at most `limit`. */
@@ -478,6 +480,33 @@ export class SessionLog {
         ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
     );
     return row && toStored(l, row);
+  }
+
+  /**
+   * The `inbox/add`s that queued `inputIds` at or before `toSeq` (the newest of
+   * each), newest first, cut once their data passes `bytes` (at most
+   * PAGE_BYTES; the first always comes): an input can be megabytes, so a reader
+   * of many turns' inputs holds a budget of them, not all. One statement: per
+   * segment a scan of the (sessionId, type, seq) index over the session's
+   * inputs, each row's size known before its data is read.
+   */
+  async inboxAddsWithin(ref: LogRef, inputIds: readonly string[], toSeq: number, bytes = this.pageBytes, db: Db = this.pool): Promise<BoundedEvents> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0 || inputIds.length === 0) return { events: [], cut: false, bytes: 0 };
+    const budget = Math.min(bytes, this.pageBytes);
+    const share = shareOf(budget, inputIds.length);
+    const params: unknown[] = [[...new Set(inputIds)], share];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) =>
+        `SELECT ${sizedColumns('$2')}, data->>'inputId' AS input_id FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)}` +
+        ` AND type = 'inbox/add' AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = ANY($1::text[])`,
+    );
+    const { rows } = await db.query<SizedRow & { input_id: string }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC`, params);
+    const seen = new Set<string>();
+    const newest = rows.filter((r) => !seen.has(r.input_id) && seen.add(r.input_id));
+    return this.withinBytes(l, newest, budget, share, db);
   }
 
   /**
@@ -859,7 +888,7 @@ export class SessionLog {
       const data = new Map((await this.dataOf(l, large, db)).map((r) => [r.seq, r.data]));
       for (const e of events) if (data.has(e.seq)) e.data = data.get(e.seq);
     }
-    return { events, cut: kept < rows.length };
+    return { events, cut: kept < rows.length, bytes: sum };
   }
 
   /** The data of events `seqs` of a log: one statement, whatever the segments they lie in. */

@@ -79,6 +79,10 @@ export class TenantLog {
     private readonly owns: (ref: LogRef) => Promise<void>,
   ) {}
 
+  /** What one page read holds of event data at most, plus one event (SessionLog.pageBytes). */
+  get pageBytes(): number {
+    return this.log.pageBytes;
+  }
   async event(ref: LogRef, seq: number): Promise<StoredEvent | undefined> {
     await this.owns(ref);
     return this.log.event(ref, seq);
@@ -119,6 +123,10 @@ export class TenantLog {
   async pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number, shape?: PageShape): Promise<BoundedEvents> {
     await this.owns(ref);
     return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough, shape);
+  }
+  async inboxAddsWithin(ref: LogRef, inputIds: readonly string[], toSeq: number, bytes?: number): Promise<BoundedEvents> {
+    await this.owns(ref);
+    return this.log.inboxAddsWithin(ref, inputIds, toSeq, bytes);
   }
   async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number): Promise<StoredEvent | undefined> {
     await this.owns(ref);
