@@ -210,6 +210,9 @@ builder.objectFields('Session', (t) => ({
   }),
   turns: t.field({
     type: [TurnRef],
+    description:
+      "The session's turns, oldest first. A list that asks for `input` holds at most FORKLINE_PAGE_BYTES of their texts plus one " +
+      '(an input can be megabytes): past it, only its newest turns whose inputs fit.',
     args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
     resolve: async (s, { last }, ctx, info) => {
       if (last != null && (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS)) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
