@@ -661,36 +661,33 @@ export class SessionLog {
   }
 
   /**
-   * What repair needs to close whatever is open at `seq` (docs/contract.md#exact-fork cost):
-   * the last `turn/start` at or before it and, when that turn is still open
-   * there, the events from it through `seq`. A closed last turn reads nothing
-   * more, however many events follow it.
-   */
-  async openTail(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; events: StoredEvent[] }> {
-    const l = await this.requireLineage(ref, db);
-    const { turnStart, open } = await this.lastTurnAt(l, seq, db);
-    return { turnStart, events: open ? await this.range(l, turnStart!.seq, seq, db) : [] };
-  }
-
-  /**
-   * What is open at `seq` (LogState.openTail: what repair closes), read as
-   * openTail() reads it but folded page by page, each of at most
+   * What repair needs to close whatever is open at `seq` (LogState.openTail;
+   * docs/contract.md#exact-fork cost): the last `turn/start` at or before it
+   * and, when that turn is still open there, the fold of the events from it
+   * through `seq`; a closed last turn reads nothing more, however many events
+   * follow it. The open turn is folded page by page, each of at most
    * STREAM_PAGE_BYTES of data plus one event: a turn of many large events (a
    * recording's, a runner's batches) is never held whole, only the open step's
    * calls are kept (docs/operations.md "Memory and time").
    */
   async openTailFolded(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; open?: OpenTail }> {
+    const { turnStart, openTurn } = await this.openTurnFolded(ref, seq, db);
+    return { turnStart, open: openTurn?.openTail() };
+  }
+
+  /** The last turn/start at or before `seq` and, when its turn is still open there, the fold of its events through `seq` (openTailFolded's pages). */
+  async openTurnFolded(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; openTurn?: LogState }> {
     const l = await this.requireLineage(ref, db);
     const { turnStart, open } = await this.lastTurnAt(l, seq, db);
     if (!open) return { turnStart };
-    const state = new LogState();
+    const openTurn = new LogState();
     for (let after = turnStart!.seq - 1; after < seq;) {
       const { events } = await this.pageWithin(l, after, Math.min(1000, seq - after), db, STREAM_PAGE_BYTES);
       if (events.length === 0) break;
-      state.applyAll(events);
+      openTurn.applyAll(events);
       after = events[events.length - 1].seq;
     }
-    return { turnStart, open: state.openTail() };
+    return { turnStart, openTurn };
   }
 
   /** The last turn/start at or before `seq`, and whether its turn is still open there (two index probes). */
