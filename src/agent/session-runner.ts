@@ -178,7 +178,10 @@ export class SessionRunner {
    * One read of the events since the decision, only for such a turn.
    */
   private async decidedStep(open: OpenTail | undefined): Promise<number | undefined> {
-    const decided = await hasDecidedCall(open, (from) => this.deps.store.log.range(this.sessionId, from, this.fold.state.nextSeq - 1));
+    // Only the approved calls' starts after the decision: the events between may be megabytes each.
+    const decided = await hasDecidedCall(open, (fromSeq) =>
+      this.deps.store.log.ofTypes(this.sessionId, [APPROVED_CALL_START], { fromSeq, toSeq: this.fold.state.nextSeq - 1, limit: 1000 }),
+    );
     return decided ? open!.step!.step : undefined;
   }
 

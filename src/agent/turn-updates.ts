@@ -5,7 +5,6 @@
 import type { LogEvent, ToolCall } from '../core/events.ts';
 import type { OpenTail } from '../core/log-state.ts';
 import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
-import { findOpenTail } from '../core/repair.ts';
 import type { SessionLog } from '../store/session-log.ts';
 
 export type TurnUpdateKind =
@@ -109,9 +108,9 @@ export type OpenTailReader = (sessionId: string, throughSeq: number) => Promise<
 
 /** An OpenTailReader on the store's log. */
 export const readOpenTail =
-  (log: Pick<SessionLog, 'openTail'>): OpenTailReader =>
+  (log: Pick<SessionLog, 'openTailFolded'>): OpenTailReader =>
   async (sessionId, throughSeq) =>
-    throughSeq < 0 ? undefined : findOpenTail((await log.openTail(sessionId, throughSeq)).events);
+    throughSeq < 0 ? undefined : (await log.openTailFolded(sessionId, throughSeq)).open;
 
 /**
  * turnUpdatesOf for a writer or reader that may not have seen the call an

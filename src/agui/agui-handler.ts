@@ -22,7 +22,6 @@ import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { messagesOf, RunTranslator } from './agui-events.ts';
-import { findOpenTail } from '../core/repair.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
 
 /** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
@@ -52,23 +51,34 @@ export const SNAPSHOT_EVENTS = 2000;
 /**
  * The events MESSAGES_SNAPSHOT is made of: the latest `limit` of SNAPSHOT_TYPES
  * (fewer when they pass the store's PAGE_BYTES of data), from the first turn/start among them (a message never starts mid-turn), plus
- * the inbox/add of each of those turns' inputs that falls before the window
- * (one index probe each). A log shorter than the window is read whole.
+ * the inbox/add of each of those turns' inputs that falls before the window,
+ * read in one statement within what the window left of PAGE_BYTES, newest
+ * first: an input can be megabytes, so when they pass it the window starts at
+ * the oldest turn whose input fits (docs/operations.md "Memory and time"). A
+ * log shorter than the window is read whole.
  */
 export async function snapshotHistory(log: TenantStore['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
-  const { events, cut } = await log.ofTypesWithin(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true });
+  const { events, cut, bytes = 0 } = await log.ofTypesWithin(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true });
   const recent = events.reverse();
   if (recent.length < limit && !cut) return recent;
-  const first = recent.findIndex((e) => e.type === 'turn/start');
-  if (first < 0) return [];
-  const window = recent.slice(first);
-  const added = new Set(window.flatMap((e) => dataOf(e, 'inbox/add')?.inputId ?? []));
-  const missing = window.flatMap((e) => {
-    const start = dataOf(e, 'turn/start');
-    return start && !added.has(start.inputId) ? [{ seq: e.seq, inputId: start.inputId }] : [];
+  let from = recent.findIndex((e) => e.type === 'turn/start');
+  if (from < 0) return [];
+  // Inputs the window holds (before its first turn too), and those its turns took before it, read apart.
+  const added = new Set(recent.flatMap((e) => dataOf(e, 'inbox/add')?.inputId ?? []));
+  const missing = recent.slice(from).flatMap((e) => {
+    const id = dataOf(e, 'turn/start')?.inputId;
+    return id !== undefined && !added.has(id) ? [id] : [];
   });
-  const inputs = await Promise.all(missing.map((e) => log.inboxAddOf(sessionId, e.inputId, e.seq)));
-  return [...inputs.filter((e): e is StoredEvent => e !== undefined), ...window];
+  const room = log.pageBytes - bytes;
+  const inputs = missing.length && room > 0 ? await log.inboxAddsWithin(sessionId, missing, recent[from].seq, room) : { events: [], cut: missing.length > 0 };
+  if (inputs.cut) {
+    // The newest turns whose inputs were read: the window starts at the oldest of them.
+    for (const e of inputs.events) added.add(dataOf(e, 'inbox/add')!.inputId);
+    const lacking = recent.findLastIndex((e) => e.type === 'turn/start' && !added.has(dataOf(e, 'turn/start')!.inputId));
+    from = recent.findIndex((e, i) => i > lacking && e.type === 'turn/start');
+    if (from < 0) return [];
+  }
+  return [...inputs.events.reverse(), ...recent.filter((e, i) => i >= from || e.type === 'inbox/add')];
 }
 
 export function aguiHandler(opts: AguiOptions) {
@@ -241,7 +251,7 @@ export function aguiHandler(opts: AguiOptions) {
     const { send } = stream;
     const store = stores.forTenant(scope);
     const session = await store.requireSession(input.threadId);
-    const open = findOpenTail((await store.log.openTail(session.id, session.eventCount - 1)).events);
+    const { open } = await store.log.openTailFolded(session.id, session.eventCount - 1);
     if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
     const turns = live.sessionTurns(session.id);
     const events = live.sessionEvents(session.id, session.eventCount - 1);

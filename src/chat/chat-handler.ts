@@ -16,7 +16,6 @@ import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
 import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Caller } from '../core/api-tokens.ts';
-import { findOpenTail } from '../core/repair.ts';
 import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
@@ -211,8 +210,8 @@ export function chatHandler(opts: ChatOptions) {
     if (!chat) throw new ForklineError('SESSION_NOT_FOUND', `no chat ${chatId}: nothing awaits approval there`);
     const head = await headOf(scope, chat);
     // Read before deciding: once decided, the turn may go on and end at once.
-    const tail = await store.log.openTail(head.id, head.eventCount - 1);
-    const open = findOpenTail(tail.events);
+    const tail = await store.log.openTailFolded(head.id, head.eventCount - 1);
+    const { open } = tail;
     const turnStart = dataOf(tail.turnStart, 'turn/start');
     // Every response is checked before any is recorded, and all are recorded in one append: a refused POST decides nothing
     // (a call answered twice breaks the log's `approval pairing` rule at its second decision).
@@ -338,7 +337,7 @@ export function chatHandler(opts: ChatOptions) {
         store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000, withoutTexts: true }),
       awaitsApproval: async (callId) => {
         const { eventCount } = await store.requireSession(sessionId);
-        const open = findOpenTail((await store.log.openTail(sessionId, eventCount - 1)).events);
+        const { open } = await store.log.openTailFolded(sessionId, eventCount - 1);
         return awaitingApproval(open).some((c) => c.id === callId);
       },
     };

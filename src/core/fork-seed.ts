@@ -1,7 +1,8 @@
 // The child-owned part of a fork (docs/contract.md#exact-fork): the inherited marker first, then
 // the closers for the open tail of the copied prefix.
-import type { LogEvent, NewEvent } from './events.ts';
-import { closeOpenTail } from './repair.ts';
+import type { NewEvent } from './events.ts';
+import type { OpenTail } from './log-state.ts';
+import { closersFor } from './repair.ts';
 import type { ToolEffectLookup } from './tools.ts';
 
 export interface ForkSeedInput {
@@ -9,11 +10,11 @@ export interface ForkSeedInput {
   /** Last copied parent seq; -1 when nothing is copied (a branch with no turn/end). */
   cutSeq: number;
   /**
-   * The parent's events from the last `turn/start` at or before the cut through
-   * the cut (empty when no turn started). The rest of the prefix is copied by
-   * the store and never needs to be in memory.
+   * What is open at the cut (the fold of the parent's events from the last
+   * `turn/start` at or before it through the cut; undefined when nothing is).
+   * The prefix is copied by the store and never needs to be in memory.
    */
-  openTail: readonly LogEvent[];
+  openTail: OpenTail | undefined;
   effectOf: ToolEffectLookup;
 }
 
@@ -27,15 +28,12 @@ export interface ForkSeed {
 }
 
 export function buildForkSeed({ parentSessionId, cutSeq, openTail, effectOf }: ForkSeedInput): ForkSeed {
-  if (openTail.length > 0 && openTail[openTail.length - 1].seq !== cutSeq) {
-    throw new Error(`fork seed: open tail ends at ${openTail[openTail.length - 1].seq}, not at the cut ${cutSeq}`);
-  }
   const inheritedEventCount = cutSeq + 1;
   const marker: NewEvent = {
     type: 'session/end-seed',
     data: { parentSessionId, cutSeq, inheritedEventCount },
   };
-  const closers = closeOpenTail(openTail, { kind: 'forked', parentSessionId, cutSeq }, effectOf);
+  const closers = closersFor(openTail, { kind: 'forked', parentSessionId, cutSeq }, effectOf);
   const events = [marker, ...closers].map((e, i) => ({ ...e, seq: inheritedEventCount + i }));
   return { events, inheritedEventCount, firstLiveSeq: inheritedEventCount + events.length };
 }

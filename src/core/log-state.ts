@@ -143,12 +143,11 @@ export class LogState {
   /**
    * The state at the end of a log from what the store keeps cheaply instead of
    * a replay: its length, its turn counters, the inputs waiting in its inbox,
-   * and the events of its open turn (from its turn/start), if one is open.
-   * Title and model are not part of it.
+   * and the fold of its open turn's events (from its turn/start), if one is
+   * open (read by pages: never held whole). Title and model are not part of it.
    */
-  static resume(at: { nextSeq: number; turnCount: number; lastTurn: number; pending: PendingInput[]; openTurn: LogEvent[] }): LogState {
-    const s = new LogState();
-    s.applyAll(at.openTurn);
+  static resume(at: { nextSeq: number; turnCount: number; lastTurn: number; pending: PendingInput[]; openTurn?: LogState }): LogState {
+    const s = at.openTurn?.clone() ?? new LogState();
     s.nextSeq = at.nextSeq;
     s.turnCount = at.turnCount;
     s.lastTurn = Math.max(s.lastTurn, at.lastTurn);

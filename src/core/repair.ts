@@ -11,7 +11,7 @@ export type RepairCause =
   | { kind: 'failed'; sessionId: string; message: string };
 
 /** What is open at the end of `events` (see LogState); `events` may be any suffix of a log that starts at or before the last `turn/start`. */
-export const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
+const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
 
 /** Deterministic: the same cause and call always give the same id. */
 export function syntheticResultId(cause: RepairCause, callId: string): string {

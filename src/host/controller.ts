@@ -25,7 +25,6 @@ import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
 import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import { dataOf } from '../core/core-event.ts';
-import { findOpenTail } from '../core/repair.ts';
 import { cancelWaitingTurn } from '../core/tool-approval.ts';
 import { OpenStepCalls, readOpenTail, turnUpdatesOf, turnUpdatesRead, type TurnUpdateSink } from '../agent/turn-updates.ts';
 import { ModelError } from '../agent/models/model.ts';
@@ -308,7 +307,7 @@ export class SessionController {
   async cancelTurn(scope: Scope, sessionId: string, by = scope.tenant): Promise<SessionRow> {
     const s = await this.store.requireSession(scope, sessionId);
     if (s.status === 'WAITING') {
-      const open = findOpenTail((await this.store.log.openTail(sessionId, s.eventCount - 1)).events);
+      const { open } = await this.store.log.openTailFolded(sessionId, s.eventCount - 1);
       if (open) {
         const written = await this.store.append(sessionId, cancelWaitingTurn(open, by), { scope, expectedEventCount: s.eventCount });
         for (const u of turnUpdatesOf(sessionId, written, new OpenStepCalls(open))) this.publish(u);

@@ -32,9 +32,9 @@ import { decodeEvent, type NewEvent } from '../core/events.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
-import { closeOpenTail, findOpenTail } from '../core/repair.ts';
+import { closersFor } from '../core/repair.ts';
 import type { LogState } from '../core/log-state.ts';
-import { decidedCall } from '../agent/approval-resume.ts';
+import { APPROVED_CALL_START, hasDecidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
 import { dataOf, fieldOf } from '../core/core-event.ts';
 import type { ResponseFormat, RunnerTool } from '../core/events.ts';
@@ -265,10 +265,13 @@ export class RunnerProtocol {
 
   /** Closes the open tail of a session claimed with its turn open (cause interrupted); whether anything was written. */
   private async repair(scope: Scope, { session, lease }: RunnerClaim): Promise<boolean> {
-    const { events: tail } = await this.deps.store.log.openTail(session.id, session.eventCount - 1);
+    const { log } = this.deps.store;
+    const last = session.eventCount - 1;
+    // The open turn folded by byte-bounded pages: a turn of many large events is never held whole.
+    const { open } = await log.openTailFolded(session.id, last);
     // A turn whose call was just decided is the runner's to take up, not a crash (docs/contract.md#tool-approval).
-    if (decidedCall(findOpenTail(tail), tail)) return false;
-    const closers = closeOpenTail(tail, { kind: 'interrupted', sessionId: session.id }, this.deps.tools.builtinEffectOf);
+    if (await hasDecidedCall(open, (fromSeq) => log.ofTypes(session.id, [APPROVED_CALL_START], { fromSeq, toSeq: last, limit: 1000 }))) return false;
+    const closers = closersFor(open, { kind: 'interrupted', sessionId: session.id }, this.deps.tools.builtinEffectOf);
     if (closers.length) await this.write(scope, session.id, closers, lease.token, session.eventCount);
     return closers.length > 0;
   }

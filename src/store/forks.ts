@@ -177,11 +177,11 @@ export class Forks {
         // The reducer's state at the cut — indexed lookups, never a scan of the
         // prefix — gives the seed; each child's events are checked like any
         // append, and its counters are the state after them.
-        const { state: atCut, openTurn } = await this.tails.at(lineage, cutSeq, client);
+        const { state: atCut, open } = await this.tails.at(lineage, cutSeq, client);
         const inheritedTitle = cutSeq >= 0 ? dataOf(await this.log.lastOfType(lineage, 'session/title', cutSeq, client), 'session/title')?.title : undefined;
         // The model in force at the cut (the list shows it: Session.modelName): the parent's at its end, else one probe.
         const inheritedModel = cutSeq === parent.eventCount - 1 ? modelOfRow(parent) : await this.modelAt(lineage, cutSeq, client);
-        const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: openTurn, effectOf: this.effectOf });
+        const seed = buildForkSeed({ parentSessionId: parentId, cutSeq, openTail: open, effectOf: this.effectOf });
         // Children written together share a createdAt (the transaction's): ids in
         // ascending order keep them listed (createdAt, id) in the order given.
         const ids = children.map(() => newSessionId()).sort();

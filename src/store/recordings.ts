@@ -2,7 +2,7 @@
 // pages; import validates each line as it streams the events into Postgres,
 // in one transaction that an invalid line rolls back.
 import type pg from 'pg';
-import { closeOpenTail } from '../core/repair.ts';
+import { closersFor } from '../core/repair.ts';
 import {
   RecordingValidator,
   exportLines,
@@ -148,9 +148,10 @@ export async function importRecording(
     await writeSummary(client, id, summary);
     await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
     if (summary.openTurn) {
-      const tail = await store.log.openTail(id, summary.eventCount - 1, client);
+      // Folded by byte-bounded pages: a recording's open turn of many large events is never held whole.
+      const { open } = await store.log.openTailFolded(id, summary.eventCount - 1, client);
       // A call awaiting approval stays pending (docs/contract.md#crash-recovery): maybe nothing to close.
-      const closers = closeOpenTail(tail.events, { kind: 'interrupted', sessionId: id }, store.effectOf);
+      const closers = closersFor(open, { kind: 'interrupted', sessionId: id }, store.effectOf);
       if (closers.length > 0) await store.append(id, closers, { client });
     }
     await store.notify(SESSIONS_CHANNEL, id, client);

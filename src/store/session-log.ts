@@ -13,7 +13,7 @@ import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf } from '../core/core-event.ts';
-import { pendingInputOf, type PendingInput } from '../core/log-state.ts';
+import { LogState, pendingInputOf, type OpenTail, type PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
 import { statement } from './statements.ts';
@@ -124,6 +124,8 @@ function rangeUnion(segments: readonly Segment[], columns: string, dir: 'ASC' | 
 export interface BoundedEvents {
   events: StoredEvent[];
   cut: boolean;
+  /** The data bytes the events hold, when read under a budget. */
+  bytes?: number;
 }
 
 /** A scan of some types' events: from `fromSeq` up (or from `toSeq` down when `descending`, newest first), at most `limit`. */
@@ -491,6 +493,33 @@ export class SessionLog {
   }
 
   /**
+   * The `inbox/add`s that queued `inputIds` at or before `toSeq` (the newest of
+   * each), newest first, cut once their data passes `bytes` (at most
+   * PAGE_BYTES; the first always comes): an input can be megabytes, so a reader
+   * of many turns' inputs holds a budget of them, not all. One statement: per
+   * segment a scan of the (sessionId, type, seq) index over the session's
+   * inputs, each row's size known before its data is read.
+   */
+  async inboxAddsWithin(ref: LogRef, inputIds: readonly string[], toSeq: number, bytes = this.pageBytes, db: Db = this.pool): Promise<BoundedEvents> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, 0, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0 || inputIds.length === 0) return { events: [], cut: false, bytes: 0 };
+    const budget = Math.min(bytes, this.pageBytes);
+    const share = shareOf(budget, inputIds.length);
+    const params: unknown[] = [[...new Set(inputIds)], share];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) =>
+        `SELECT ${sizedColumns('$2')}, data->>'inputId' AS input_id FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)}` +
+        ` AND type = 'inbox/add' AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = ANY($1::text[])`,
+    );
+    const { rows } = await db.query<SizedRow & { input_id: string }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC`, params);
+    const seen = new Set<string>();
+    const newest = rows.filter((r) => !seen.has(r.input_id) && seen.add(r.input_id));
+    return this.withinBytes(l, newest, budget, share, db);
+  }
+
+  /**
    * The workspace value of `key` as of `toSeq` (default: the end of the log),
    * inherited writes included, or undefined (docs/contract.md#log cost: one index probe
    * per lineage segment, whatever the log's length). See `workspaceWrites`.
@@ -642,18 +671,42 @@ export class SessionLog {
   }
 
   /**
-   * What repair needs to close whatever is open at `seq` (docs/contract.md#exact-fork cost):
-   * the last `turn/start` at or before it and, when that turn is still open
-   * there, the events from it through `seq`. A closed last turn reads nothing
-   * more, however many events follow it.
+   * What repair needs to close whatever is open at `seq` (LogState.openTail;
+   * docs/contract.md#exact-fork cost): the last `turn/start` at or before it
+   * and, when that turn is still open there, the fold of the events from it
+   * through `seq`; a closed last turn reads nothing more, however many events
+   * follow it. The open turn is folded page by page, each of at most
+   * STREAM_PAGE_BYTES of data plus one event: a turn of many large events (a
+   * recording's, a runner's batches) is never held whole, only the open step's
+   * calls are kept (docs/operations.md "Memory and time").
    */
-  async openTail(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; events: StoredEvent[] }> {
+  async openTailFolded(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; open?: OpenTail }> {
+    const { turnStart, openTurn } = await this.openTurnFolded(ref, seq, db);
+    return { turnStart, open: openTurn?.openTail() };
+  }
+
+  /** The last turn/start at or before `seq` and, when its turn is still open there, the fold of its events through `seq` (openTailFolded's pages). */
+  async openTurnFolded(ref: LogRef, seq: number, db: Db = this.pool): Promise<{ turnStart?: StoredEvent; openTurn?: LogState }> {
     const l = await this.requireLineage(ref, db);
+    const { turnStart, open } = await this.lastTurnAt(l, seq, db);
+    if (!open) return { turnStart };
+    const openTurn = new LogState();
+    for (let after = turnStart!.seq - 1; after < seq;) {
+      const { events } = await this.pageWithin(l, after, Math.min(1000, seq - after), db, STREAM_PAGE_BYTES);
+      if (events.length === 0) break;
+      openTurn.applyAll(events);
+      after = events[events.length - 1].seq;
+    }
+    return { turnStart, openTurn };
+  }
+
+  /** The last turn/start at or before `seq`, and whether its turn is still open there (two index probes). */
+  private async lastTurnAt(l: Lineage, seq: number, db: Db): Promise<{ turnStart?: StoredEvent; open: boolean }> {
     const turnStart = await this.lastOfType(l, 'turn/start', seq, db);
-    if (!turnStart) return { events: [] };
+    if (!turnStart) return { open: false };
     const turnEnd = await this.lastOfType(l, 'turn/end', seq, db);
     const closed = turnEnd && turnEnd.seq > turnStart.seq && dataOf(turnEnd, 'turn/end')?.turn === dataOf(turnStart, 'turn/start')?.turn;
-    return { turnStart, events: closed ? [] : await this.range(l, turnStart.seq, seq, db) };
+    return { turnStart, open: !closed };
   }
 
   /** The session's pendingInputCount right after `seq` (stored with each event: no count over the prefix). */
@@ -842,7 +895,7 @@ export class SessionLog {
       const data = new Map((await this.dataOf(l, large, db)).map((r) => [r.seq, r.data]));
       for (const e of events) if (data.has(e.seq)) e.data = data.get(e.seq);
     }
-    return { events, cut: kept < rows.length };
+    return { events, cut: kept < rows.length, bytes: sum };
   }
 
   /** The data of events `seqs` of a log: one statement, whatever the segments they lie in. */

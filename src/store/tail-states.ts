@@ -6,9 +6,9 @@
 // nothing. Appends are conditional on the length the state was taken at: a
 // state another writer made stale costs a reload, never a wrong check.
 import { LRUCache } from 'lru-cache';
-import { LogState } from '../core/log-state.ts';
+import { LogState, type OpenTail } from '../core/log-state.ts';
 import { sessionNotFound } from '../core/errors.ts';
-import type { Db, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { Db, LogRef, SessionLog } from './session-log.ts';
 import { dataOf } from '../core/core-event.ts';
 
 const MAX_SESSIONS = 10_000;
@@ -55,12 +55,12 @@ export class TailStates {
   /**
    * The state right after `seq` (a fork's cut, or the end of the log): the open
    * turn's events, the last turn's number and the waiting inputs. Title and
-   * model are not part of it. Also returns the open turn's events (what a
-   * fork's seed closes).
+   * model are not part of it. Also returns what is open there (what a fork's
+   * seed closes). The open turn is folded by pages: never held whole.
    */
-  async at(ref: LogRef, seq: number, db: Db, pendingInputCount?: number): Promise<{ state: LogState; openTurn: StoredEvent[] }> {
-    if (seq < 0) return { state: new LogState(), openTurn: [] };
-    const tail = await this.log.openTail(ref, seq, db);
+  async at(ref: LogRef, seq: number, db: Db, pendingInputCount?: number): Promise<{ state: LogState; open?: OpenTail }> {
+    if (seq < 0) return { state: new LogState() };
+    const tail = await this.log.openTurnFolded(ref, seq, db);
     // Turns are numbered 1, 2, … (docs/contract.md#log): the last one started is the count.
     const lastTurn = dataOf(tail.turnStart, 'turn/start')?.turn ?? 0;
     const waiting = pendingInputCount ?? (await this.log.pendingInputCountAt(ref, seq, db));
@@ -69,9 +69,9 @@ export class TailStates {
       turnCount: lastTurn,
       lastTurn,
       pending: await this.log.pendingInputs(ref, waiting, db, seq),
-      openTurn: tail.events,
+      openTurn: tail.openTurn,
     });
-    return { state, openTurn: tail.events };
+    return { state, open: tail.openTurn?.openTail() };
   }
 
   /**

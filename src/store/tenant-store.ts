@@ -81,6 +81,10 @@ export class TenantLog {
     private readonly owns: (ref: LogRef) => Promise<void>,
   ) {}
 
+  /** What one page read holds of event data at most, plus one event (SessionLog.pageBytes). */
+  get pageBytes(): number {
+    return this.log.pageBytes;
+  }
   async event(ref: LogRef, seq: number): Promise<StoredEvent | undefined> {
     await this.owns(ref);
     return this.log.event(ref, seq);
@@ -122,13 +126,17 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.pageBeforeFromStandby(ref, beforeSeq, limit, committedThrough, shape);
   }
+  async inboxAddsWithin(ref: LogRef, inputIds: readonly string[], toSeq: number, bytes?: number): Promise<BoundedEvents> {
+    await this.owns(ref);
+    return this.log.inboxAddsWithin(ref, inputIds, toSeq, bytes);
+  }
   async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number): Promise<StoredEvent | undefined> {
     await this.owns(ref);
     return this.log.inboxAddOf(ref, inputId, toSeq);
   }
-  async openTail(ref: LogRef, seq: number): ReturnType<SessionLog['openTail']> {
+  async openTailFolded(ref: LogRef, seq: number): ReturnType<SessionLog['openTailFolded']> {
     await this.owns(ref);
-    return this.log.openTail(ref, seq);
+    return this.log.openTailFolded(ref, seq);
   }
   async pendingInputs(ref: LogRef, count: number): ReturnType<SessionLog['pendingInputs']> {
     await this.owns(ref);

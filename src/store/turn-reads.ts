@@ -26,8 +26,36 @@ export type TurnRow = TurnSummary & {
 export const turnInput = (log: TurnLog, turn: TurnRow): Promise<string | null> =>
   (turn.input ??= log.inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq).then((e) => dataOf(e, 'inbox/add')?.text ?? null));
 
+/**
+ * A list of turns whose inputs' texts are asked for, with them read: in one
+ * statement, newest first, at most the log's page bytes of them
+ * (FORKLINE_PAGE_BYTES) plus one. Past that the list keeps its newest turns
+ * whose inputs were read, from the first of them (an input can be megabytes:
+ * a list of 1,000 turns must not hold them all; docs/operations.md "Memory and time").
+ */
+export async function withInputs(log: TurnLog, turns: TurnRow[]): Promise<TurnRow[]> {
+  const last = turns.at(-1);
+  if (!last) return turns;
+  const read = await log.inboxAddsWithin(
+    last.sessionId,
+    turns.map((t) => t.inputId),
+    last.startSeq,
+  );
+  const texts = new Map(read.events.map((e) => [dataOf(e, 'inbox/add')!.inputId, e]));
+  let from = 0;
+  if (read.cut) from = turns.findLastIndex((t) => !texts.has(t.inputId)) + 1;
+  const kept = turns.slice(from);
+  for (const t of kept) {
+    const added = texts.get(t.inputId);
+    // An input queued again after this turn started (the newest read is later): turnInput reads this turn's own.
+    if (added && added.seq > t.startSeq) continue;
+    t.input = Promise.resolve(added ? (dataOf(added, 'inbox/add')?.text ?? null) : null);
+  }
+  return kept;
+}
+
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
-export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes'>;
+export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes'>;
 
 /** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
 const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog, ref: LogRef, brackets: T[]) =>
@@ -67,8 +95,15 @@ function errorReport(log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefin
 /** A completed turn's structured output: its final answer's parsed value (model/message `output`), or null. One index probe. */
 export async function turnOutput(log: TurnLog, turn: TurnRow): Promise<unknown> {
   if (turn.reason !== 'completed' || turn.endSeq === null) return null;
-  const answer = await log.lastOfType(turn.sessionId, 'model/message', turn.endSeq);
-  return (answer && answer.seq > turn.startSeq && dataOf(answer, 'model/message')?.output) ?? null;
+  // Without its words: an answer's text can be megabytes, and a list of turns asks this of each.
+  const [answer] = await log.ofTypes(turn.sessionId, ['model/message'], {
+    fromSeq: turn.startSeq + 1,
+    toSeq: turn.endSeq,
+    limit: 1,
+    descending: true,
+    withoutTexts: true,
+  });
+  return (answer && dataOf(answer, 'model/message')?.output) ?? null;
 }
 
 /**

@@ -9,7 +9,7 @@ import { ForklineError } from '../../src/core/errors.ts';
 import { LogState } from '../../src/core/log-state.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { logSpec, type LogSpecEvent, type Refusal } from '../spec/log-spec.ts';
-import { openTailOf } from '../spec/reference-log.ts';
+import { openAtCut } from '../spec/reference-log.ts';
 
 interface Log {
   events: LogSpecEvent[];
@@ -71,7 +71,7 @@ logSpec('pure core', {
   },
   async fork(parentId, atSeq) {
     const parent = logs.get(parentId)!;
-    const seed = buildForkSeed({ parentSessionId: parentId, cutSeq: atSeq, openTail: openTailOf(parent.events, atSeq), effectOf: toolEffectOf });
+    const seed = buildForkSeed({ parentSessionId: parentId, cutSeq: atSeq, openTail: openAtCut(parent.events, atSeq), effectOf: toolEffectOf });
     const id = `ses_${++created}`;
     logs.set(id, { parentId, events: [...parent.events.slice(0, atSeq + 1).map((e) => ({ ...e, inherited: true })), ...seed.events] });
     return id;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribe } from '../helpers/subscribe.ts';
-import { REFERENCE_LOG, openTailOf, withSeqs } from '../spec/reference-log.ts';
+import { REFERENCE_LOG, openAtCut, withSeqs } from '../spec/reference-log.ts';
 import { buildForkSeed } from '../../src/core/fork-seed.ts';
 import { foldLog } from '../../src/core/log-state.ts';
 import { recordingLine } from '../../src/core/recording.ts';
@@ -43,7 +43,7 @@ async function readAll(id: string): Promise<any[]> {
 async function fork(parent: string, atSeq: number, own: number) {
   const { forkSession: f } = await app.ok(FORK, { i: { sessionId: parent, atSeq } });
   const parentLog = expected.get(parent)!;
-  const seed = buildForkSeed({ parentSessionId: parent, cutSeq: atSeq, openTail: openTailOf(parentLog, atSeq), effectOf: toolEffectOf });
+  const seed = buildForkSeed({ parentSessionId: parent, cutSeq: atSeq, openTail: openAtCut(parentLog, atSeq), effectOf: toolEffectOf });
   const log: Expected[] = [
     ...parentLog.slice(0, atSeq + 1).map((e) => ({ ...e, inherited: true })),
     ...seed.events.map((e) => ({ seq: e.seq, type: e.type, data: e.data, inherited: false, synthetic: e.synthetic ?? false })),

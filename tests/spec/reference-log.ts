@@ -3,6 +3,7 @@
 // for a turn-level branch, the anchor → cut rows. tests/spec/fork-spec.ts runs
 // these rows against the pure core, the store and the GraphQL API.
 import type { LogEvent, NewEvent } from '../../src/core/events.ts';
+import { foldLog, type OpenTail } from '../../src/core/log-state.ts';
 import { textTurn } from '../helpers/text-turn.ts';
 
 const call = (id: string, name: string) => ({ id, name, arguments: '{}' });
@@ -134,6 +135,9 @@ export function openTailOf(log: LogEvent[], cut: number): LogEvent[] {
   for (let i = 0; i <= cut; i++) if (log[i].type === 'turn/start') start = i;
   return start < 0 ? [] : log.slice(start, cut + 1);
 }
+
+/** What is open at a cut, as the store folds it for a fork's seed (openTailOf's events, folded). */
+export const openAtCut = (log: LogEvent[], cut: number): OpenTail | undefined => foldLog(openTailOf(log, cut)).openTail();
 
 // ---- Forks and compaction (docs/contract.md#exact-fork, docs/contract.md#branch) ----
 

@@ -15,7 +15,7 @@ import { recordingHeader, recordingLine } from '../../src/core/recording.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { pgServerUrl } from '../helpers/db.ts';
-import { openTailOf, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
+import { openAtCut, REFERENCE_LOG, withSeqs } from '../spec/reference-log.ts';
 import type { LogEvent } from '../../src/core/events.ts';
 
 const MIGRATIONS = path.resolve(import.meta.dirname, '../../prisma/migrations');
@@ -55,7 +55,7 @@ async function copyFork(child: string, parent: string, cut: number, own: LogEven
   const prefix = (
     await db.query(`SELECT seq, type, data, synthetic, "createdAt" FROM "Event" WHERE "sessionId" = $1 AND seq <= $2 ORDER BY seq`, [parent, cut])
   ).rows;
-  const seed = buildForkSeed({ parentSessionId: parent, cutSeq: cut, openTail: openTailOf(prefix as LogEvent[], cut), effectOf: toolEffectOf });
+  const seed = buildForkSeed({ parentSessionId: parent, cutSeq: cut, openTail: openAtCut(prefix as LogEvent[], cut), effectOf: toolEffectOf });
   const rest = [...seed.events, ...own.map((e, i) => ({ ...e, seq: seed.firstLiveSeq + i }))];
   await insertSession(child, {
     parentId: parent,

@@ -9,12 +9,24 @@ import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/tu
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
-import { allTurns, lastTurns, stepsOf, turnError, turnErrorCode, turnHolding, turnInput, turnOutput, type TurnRow } from '../../store/turn-reads.ts';
+import {
+  allTurns,
+  lastTurns,
+  stepsOf,
+  turnError,
+  turnErrorCode,
+  turnHolding,
+  turnInput,
+  turnOutput,
+  withInputs,
+  type TurnRow,
+} from '../../store/turn-reads.ts';
 import { sessionTotals, type SessionTotals } from '../../store/session-totals.ts';
 import { badInput } from '../../core/errors.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
+import { fieldNames, perSelection } from '../selection.ts';
 
 const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
@@ -81,6 +93,9 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     usage: t.field({ type: UsageRef, nullable: true, resolve: (s) => s.usage }),
   }),
 });
+
+/** Whether a list of turns asks for its inputs' texts (then read within a budget: withInputs). */
+const asksForInput = perSelection((info) => info.fieldNodes.some((n) => fieldNames(n.selectionSet, info.fragments, new Set()).has('input')));
 
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
@@ -195,11 +210,14 @@ builder.objectFields('Session', (t) => ({
   }),
   turns: t.field({
     type: [TurnRef],
+    description:
+      "The session's turns, oldest first. A list that asks for `input` holds at most FORKLINE_PAGE_BYTES of their texts plus one " +
+      '(an input can be megabytes): past it, only its newest turns whose inputs fit.',
     args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
-    resolve: (s, { last }, ctx) => {
-      if (last == null) return allTurns(ctx.store.log, s);
-      if (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
-      return lastTurns(ctx.store.log, s, last);
+    resolve: async (s, { last }, ctx, info) => {
+      if (last != null && (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS)) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
+      const turns = last == null ? await allTurns(ctx.store.log, s) : await lastTurns(ctx.store.log, s, last);
+      return asksForInput(info) ? withInputs(ctx.store.log, turns) : turns;
     },
   }),
 }));

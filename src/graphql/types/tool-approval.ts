@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { approvalReasonSchema, idSchema } from '../../core/input-rules.ts';
-import { findOpenTail } from '../../core/repair.ts';
 import { awaitingApproval } from '../../core/tool-approval.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
@@ -36,7 +35,7 @@ builder.objectFields('Session', (t) => ({
     description: 'Tool calls awaiting approval, in call order (the session is WAITING while there is one). Reads the open turn only when the session waits.',
     resolve: async (s, _a, ctx) => {
       if (s.status !== 'WAITING') return [];
-      const open = findOpenTail((await ctx.store.log.openTail(logAsOf(s), s.eventCount - 1)).events);
+      const { open } = await ctx.store.log.openTailFolded(logAsOf(s), s.eventCount - 1);
       const approvals = open?.step?.approvals;
       return awaitingApproval(open).map((c) => ({ callId: c.id, name: c.name, arguments: c.arguments, seq: approvals!.get(c.id)!.seq }));
     },
