@@ -16,6 +16,7 @@ import { asCoreEvent, dataOf } from '../core/core-event.ts';
 import { LogState, pendingInputOf, type OpenTail, type PendingInput } from '../core/log-state.ts';
 import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import { sessionNotFound } from '../core/errors.ts';
+import type { BoundedText, TextBudget } from '../core/text-budget.ts';
 import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
 import { lineageOf, segmentsOf, type Lineage, type LineageRow, type Segment } from './lineage.ts';
@@ -136,7 +137,7 @@ interface TypesQuery {
   descending?: boolean;
   /** Only synthetic events. */
   synthetic?: boolean;
-  /** Model messages without their words (WITHOUT_TEXTS): for a reader of their calls and usage. */
+  /** Without their texts (WITHOUT_TEXTS): for a reader of an answer's calls and usage, an input's id, an error's code. */
   withoutTexts?: boolean;
 }
 
@@ -145,10 +146,16 @@ interface TypesQuery {
  * model/message without its text and its calls' arguments, each of which can be
  * megabytes (a recording's line), so that a turn's steps cost their count,
  * not their words. Postgres leaves them out; the rest of the data is as stored.
+ * So are an inbox/add's text and an error report's message (read apart within a
+ * budget: textWithin).
  */
 const WITHOUT_TEXTS =
   `CASE WHEN type = 'model/message' THEN jsonb_set(data || '{"text": ""}', '{toolCalls}', coalesce((SELECT jsonb_agg(c || '{"arguments": ""}' ORDER BY i)` +
-  ` FROM jsonb_array_elements(data -> 'toolCalls') WITH ORDINALITY AS t(c, i)), '[]'::jsonb)) ELSE data END AS data`;
+  ` FROM jsonb_array_elements(data -> 'toolCalls') WITH ORDINALITY AS t(c, i)), '[]'::jsonb))` +
+  ` WHEN type = 'inbox/add' THEN data || '{"text": ""}' WHEN type = 'plugin/agent/error' THEN data || '{"message": ""}' ELSE data END AS data`;
+
+/** The text fields textWithin reads: an answer's or an input's `text`, an error report's `message`. */
+export type TextKey = 'text' | 'message';
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
@@ -337,6 +344,28 @@ export class SessionLog {
   /** The last event of `type` at or before `seq` (default: in the whole log): one index probe per segment. */
   async lastOfType(ref: LogRef, type: string, seq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
     return (await this.ofTypes(ref, [type], { fromSeq: 0, toSeq: seq, limit: 1, descending: true }, db))[0];
+  }
+
+  /**
+   * The string `key` of event `seq`'s data, as much of it as `budget` gives:
+   * its length is read first (Postgres reads the row, the process holds a
+   * number), then at most what the budget took of it (`left`): one request's
+   * texts together stay within its budget however many it asks for.
+   * Undefined when there is no such event or its `key` is not a string.
+   */
+  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget, db: Db = this.pool): Promise<BoundedText | undefined> {
+    const l = await this.requireLineage(ref, db);
+    const [seg] = segmentsOf(l, seq, seq);
+    if (!seg) return undefined;
+    const where = `FROM "Event" WHERE "treeId" = $1 AND "sessionId" = $2 AND seq = $3`;
+    const at = [seg.treeId, seg.sessionId, seq, key];
+    const sized = await db.query<{ n: number | null }>(`SELECT length(data->>$4::text) AS n ${where} AND jsonb_typeof(data->$4::text) = 'string'`, at);
+    const length = sized.rows[0]?.n;
+    if (length === undefined || length === null) return undefined;
+    const take = budget.take(length);
+    if (take === 0) return { text: '', length, truncated: length > 0 };
+    const { rows } = await db.query<{ t: string }>(`SELECT left(data->>$4::text, $5::int) AS t ${where}`, [...at, take]);
+    return { text: rows[0]?.t ?? '', length, truncated: take < length };
   }
 
   /** The first event of `type` at or after `seq`. */
@@ -651,14 +680,15 @@ export class SessionLog {
    * it has found them all: the cost is the inbox activity since the oldest
    * waiting input, not the log.
    */
-  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool, atSeq = MAX_SEQ): Promise<PendingInput[]> {
+  /** `withoutTexts`: each input's text left empty (a reader that reads them within a budget: textWithin). */
+  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool, atSeq = MAX_SEQ, withoutTexts = false): Promise<PendingInput[]> {
     if (count <= 0) return [];
     const lineage = await this.requireLineage(ref, db);
     const removed = new Set<string>();
     const found: PendingInput[] = [];
     // The first page usually holds them all; pages grow when inputs wait long.
     for (let to = atSeq, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
-      const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true }, db);
+      const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true, withoutTexts }, db);
       for (const e of page) {
         const ev = asCoreEvent(e);
         if (ev.type === 'inbox/remove') removed.add(ev.data.inputId);

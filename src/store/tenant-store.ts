@@ -14,7 +14,8 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch, SearchKey } from './session-search.ts';
-import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
+import type { TextBudget } from '../core/text-budget.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
 import type { SessionTrees } from './session-trees.ts';
@@ -138,9 +139,13 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.openTailFolded(ref, seq);
   }
-  async pendingInputs(ref: LogRef, count: number): ReturnType<SessionLog['pendingInputs']> {
+  async pendingInputs(ref: LogRef, count: number, withoutTexts?: boolean): ReturnType<SessionLog['pendingInputs']> {
     await this.owns(ref);
-    return this.log.pendingInputs(ref, count);
+    return this.log.pendingInputs(ref, count, undefined, undefined, withoutTexts);
+  }
+  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget): ReturnType<SessionLog['textWithin']> {
+    await this.owns(ref);
+    return this.log.textWithin(ref, seq, key, budget);
   }
   async workspace(ref: LogRef, limit: number): ReturnType<SessionLog['workspace']> {
     await this.owns(ref);

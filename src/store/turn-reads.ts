@@ -7,6 +7,7 @@ import { snapshotOf, type LineageRow } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
 import { endInterruptedAtCrash } from './crash-stop-times.ts';
 import type { LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedText, TextBudget } from '../core/text-budget.ts';
 
 /** A turn as read for a session: its summary and where its log ends. */
 export type TurnRow = TurnSummary & {
@@ -15,6 +16,8 @@ export type TurnRow = TurnSummary & {
   steps?: Promise<StepSummary[]>;
   /** Its error report, once read (Turn.error and Turn.errorCode share the probe). */
   report?: Promise<StoredEvent | undefined>;
+  /** Its error report's message as read within a request's budget (turnError). */
+  error?: Promise<BoundedText | null>;
   /** Its input's text, once read. */
   input?: Promise<string | null>;
 };
@@ -55,7 +58,7 @@ export async function withInputs(log: TurnLog, turns: TurnRow[]): Promise<TurnRo
 }
 
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
-export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes'>;
+export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes' | 'textWithin'>;
 
 /** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
 const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog, ref: LogRef, brackets: T[]) =>
@@ -75,11 +78,16 @@ export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
     })
     .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));
 
-/** Why a failed turn failed: its agent's error report (plugin/agent/error), or null. One index probe. */
-export async function turnError(log: TurnLog, turn: TurnRow): Promise<string | null> {
-  const report = await errorReport(log, turn);
-  return report ? String(fieldOf(report, 'message') ?? '') : null;
-}
+/**
+ * Why a failed turn failed: its agent's error report's message (plugin/agent/error), or null; as much of it as
+ * the request's text budget gives (a report can be megabytes, a list of turns asks this of each). Two index probes.
+ */
+export const turnError = (log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> =>
+  (turn.error ??= (async () => {
+    const report = await errorReport(log, turn);
+    if (!report) return null;
+    return (await log.textWithin(turn.sessionId, report.seq, 'message', budget)) ?? { text: '', length: 0, truncated: false };
+  })());
 
 /** The kind of a failed turn's error, when its report names one (`OUTPUT_SCHEMA_MISMATCH`: structured output), or null. */
 export async function turnErrorCode(log: TurnLog, turn: TurnRow): Promise<string | null> {
@@ -89,7 +97,10 @@ export async function turnErrorCode(log: TurnLog, turn: TurnRow): Promise<string
 
 function errorReport(log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefined> | undefined {
   if (turn.reason !== 'failed' || turn.endSeq === null) return undefined;
-  return (turn.report ??= log.lastOfType(turn.sessionId, 'plugin/agent/error', turn.endSeq).then((r) => (r && r.seq > turn.startSeq ? r : undefined)));
+  // Without its message: read apart within the request's budget (turnError).
+  return (turn.report ??= log
+    .ofTypes(turn.sessionId, ['plugin/agent/error'], { fromSeq: turn.startSeq + 1, toSeq: turn.endSeq, limit: 1, descending: true, withoutTexts: true })
+    .then(([r]) => r));
 }
 
 /** A completed turn's structured output: its final answer's parsed value (model/message `output`), or null. One index probe. */

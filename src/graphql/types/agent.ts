@@ -8,7 +8,8 @@ import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
-import type { StoredEvent } from '../../store/session-log.ts';
+import { MAX_SEQ, type StoredEvent } from '../../store/session-log.ts';
+import { requestText, textBudgetOf } from '../request-texts.ts';
 import {
   allTurns,
   lastTurns,
@@ -28,11 +29,25 @@ import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
 import { fieldNames, perSelection } from '../selection.ts';
 
-const PendingInputRef = builder.objectRef<PendingInput>('PendingInput').implement({
+const TEXT_CUT_DOC =
+  'A request reads at most FORKLINE_PAGE_BYTES characters of such texts in all (answers, waiting inputs, error reports; ' +
+  'docs/operations.md "Memory and time"): past that a text is cut, and says so. The whole text is in its event (Session.events, Event.data).';
+
+/** A waiting input and the session it waits in (its text is read apart: requestText). */
+type SessionInput = PendingInput & { sessionId: string };
+
+const PendingInputRef = builder.objectRef<SessionInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
   fields: (t) => ({
     inputId: t.exposeID('inputId'),
-    text: t.exposeString('text'),
+    text: t.string({
+      description: `The input's text. ${TEXT_CUT_DOC}`,
+      resolve: async (p, _a, ctx) => (await requestText(ctx, p, p.sessionId, p.seq, 'text')).text,
+    }),
+    textTruncated: t.boolean({
+      description: '`text` is a prefix: the request had read its budget of texts (the whole text: the inbox/add event at `seq`).',
+      resolve: async (p, _a, ctx) => (await requestText(ctx, p, p.sessionId, p.seq, 'text')).truncated,
+    }),
     seq: t.exposeInt('seq', { description: 'Seq of its inbox/add event.' }),
     responseSchema: t.field({
       type: 'JSON',
@@ -125,8 +140,12 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     }),
     error: t.string({
       nullable: true,
-      description: "Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. One index probe.",
-      resolve: (turn, _a, ctx) => turnError(ctx.store.log, turn),
+      description: `Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. Two index probes. ${TEXT_CUT_DOC}`,
+      resolve: async (turn, _a, ctx) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx)))?.text ?? null,
+    }),
+    errorTruncated: t.boolean({
+      description: '`error` is a prefix: the request had read its budget of texts (the whole report: the plugin/agent/error event before `endSeq`).',
+      resolve: async (turn, _a, ctx) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx)))?.truncated ?? false,
     }),
     errorCode: t.string({
       nullable: true,
@@ -153,7 +172,18 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
     seq: t.exposeInt('seq'),
     turn: t.int({ resolve: (e) => answerOf(e).turn }),
     step: t.int({ resolve: (e) => answerOf(e).step }),
-    text: t.string({ resolve: (e) => answerOf(e).text }),
+    text: t.string({
+      description: `The answer's words. ${TEXT_CUT_DOC}`,
+      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).text,
+    }),
+    textTruncated: t.boolean({
+      description: '`text` is a prefix of the answer: the request had read its budget of texts (the whole answer: the event at `seq`).',
+      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).truncated,
+    }),
+    textLength: t.int({
+      description: "The whole answer's length in characters (UTF-16 code units, as `text.length` counts), however much of it `text` holds.",
+      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).length,
+    }),
     toolCallCount: t.int({
       description: 'Tool calls the answer asked for (a step that only calls tools has empty text).',
       resolve: (e) => answerOf(e).toolCalls.length,
@@ -178,11 +208,14 @@ builder.objectFields('Session', (t) => ({
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
     // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, docs/contract.md#log),
     // through the row's own lineage (no lineage lookup per child of a page).
-    resolve: (s, _a, ctx) => ctx.store.log.lastOfType(logAsOf(s), 'model/message'),
+    // Without its words: Answer.text reads them within the request's budget.
+    resolve: async (s, _a, ctx) =>
+      (await ctx.store.log.ofTypes(logAsOf(s), ['model/message'], { fromSeq: 0, toSeq: MAX_SEQ, limit: 1, descending: true, withoutTexts: true }))[0],
   }),
   pendingInputs: t.field({
     type: [PendingInputRef],
-    resolve: (s, _a, ctx) => ctx.store.log.pendingInputs(logAsOf(s), s.pendingInputCount),
+    // Without their texts: PendingInput.text reads them within the request's budget.
+    resolve: async (s, _a, ctx) => (await ctx.store.log.pendingInputs(logAsOf(s), s.pendingInputCount, true)).map((p) => ({ ...p, sessionId: s.id })),
   }),
   turnAt: t.field({
     type: TurnRef,
