@@ -58,7 +58,10 @@ export async function withInputs(log: TurnLog, turns: TurnRow[]): Promise<TurnRo
 }
 
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
-export type TurnLog = Pick<SessionLog, 'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes' | 'textWithin'>;
+export type TurnLog = Pick<
+  SessionLog,
+  'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes' | 'textWithin'
+>;
 
 /** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
 const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog, ref: LogRef, brackets: T[]) =>
