@@ -42,11 +42,11 @@ const PendingInputRef = builder.objectRef<SessionInput>('PendingInput').implemen
     inputId: t.exposeID('inputId'),
     text: t.string({
       description: `The input's text. ${TEXT_CUT_DOC}`,
-      resolve: async (p, _a, ctx) => (await requestText(ctx, p, p.sessionId, p.seq, 'text')).text,
+      resolve: async (p, _a, ctx, info) => (await requestText(ctx, info, p, p.sessionId, p.seq, 'text')).text,
     }),
     textTruncated: t.boolean({
       description: '`text` is a prefix: the request had read its budget of texts (the whole text: the inbox/add event at `seq`).',
-      resolve: async (p, _a, ctx) => (await requestText(ctx, p, p.sessionId, p.seq, 'text')).truncated,
+      resolve: async (p, _a, ctx, info) => (await requestText(ctx, info, p, p.sessionId, p.seq, 'text')).truncated,
     }),
     seq: t.exposeInt('seq', { description: 'Seq of its inbox/add event.' }),
     responseSchema: t.field({
@@ -141,11 +141,11 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     error: t.string({
       nullable: true,
       description: `Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. Two index probes. ${TEXT_CUT_DOC}`,
-      resolve: async (turn, _a, ctx) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx)))?.text ?? null,
+      resolve: async (turn, _a, ctx, info) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx, info)))?.text ?? null,
     }),
     errorTruncated: t.boolean({
       description: '`error` is a prefix: the request had read its budget of texts (the whole report: the plugin/agent/error event before `endSeq`).',
-      resolve: async (turn, _a, ctx) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx)))?.truncated ?? false,
+      resolve: async (turn, _a, ctx, info) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx, info)))?.truncated ?? false,
     }),
     errorCode: t.string({
       nullable: true,
@@ -174,15 +174,15 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
     step: t.int({ resolve: (e) => answerOf(e).step }),
     text: t.string({
       description: `The answer's words. ${TEXT_CUT_DOC}`,
-      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).text,
+      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).text,
     }),
     textTruncated: t.boolean({
       description: '`text` is a prefix of the answer: the request had read its budget of texts (the whole answer: the event at `seq`).',
-      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).truncated,
+      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).truncated,
     }),
     textLength: t.int({
       description: "The whole answer's length in characters (UTF-16 code units, as `text.length` counts), however much of it `text` holds.",
-      resolve: async (e, _a, ctx) => (await requestText(ctx, e, e.sessionId, e.seq, 'text')).length,
+      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).length,
     }),
     toolCallCount: t.int({
       description: 'Tool calls the answer asked for (a step that only calls tools has empty text).',
