@@ -140,6 +140,12 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
             {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
           </div>
           <div class="msg-text">{visibleLines(answer.text) || <span class="muted">(tool calls only)</span>}</div>
+          {answer.textTruncated && (
+            // A request reads a budget of answers' texts (docs/operations.md "Memory and time"): the whole answer is its event.
+            <p class="muted" data-testid="variant-answer-cut">
+              … cut here: {answer.textLength.toLocaleString('en-US')} characters in all (event #{answer.seq})
+            </p>
+          )}
         </div>
       ) : (
         <p class="muted">{state === 'running' ? 'Answering…' : 'It has not answered since the fork.'}</p>
