@@ -204,7 +204,7 @@ builder.objectFields('Session', (t) => ({
     type: AnswerRef,
     nullable: true,
     description:
-      "The log's last model/message (one index probe): what a fan-out's children are compared by. An inherited one " +
+      "The log's last model/message (one index probe; its `text`, two more, within the request's text budget): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
     // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, docs/contract.md#log),
     // through the row's own lineage (no lineage lookup per child of a page).
