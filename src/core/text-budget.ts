@@ -18,6 +18,15 @@ export class TextBudget {
     this.left -= n;
     return n;
   }
+
+  /** Takes all that is left: for a read whose size is known only after it (then `giveBack` what it did not use). */
+  takeAll(): number {
+    return this.take(this.left);
+  }
+
+  giveBack(n: number): void {
+    this.left = Math.min(this.total, this.left + Math.max(0, n));
+  }
 }
 
 /** A text read within a budget: `truncated` when `text` is a prefix, `length` the whole text's characters. */

@@ -217,7 +217,7 @@ export class Forks {
     }
     if (cut?.beforeInput !== undefined) {
       // Right before the input's inbox/add (-1 when it is the first event: the child holds only its seed).
-      const added = await this.log.inboxAddOf(lineage, cut.beforeInput, last, client);
+      const added = await this.log.inboxAddOf(lineage, cut.beforeInput, last, {}, client);
       if (!added) throw badInput(`input ${cut.beforeInput} is not an input of session ${parent.id}`, { inputId: cut.beforeInput });
       return added.seq - 1;
     }

@@ -507,15 +507,16 @@ export class SessionLog {
    * (sessionId, type, seq) index over the session's inbox/add rows, the input id
    * compared in SQL: the cost is the session's inputs, never its log.
    */
-  async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, db: Db = this.pool): Promise<StoredEvent | undefined> {
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, shape: PageShape = {}, db: Db = this.pool): Promise<StoredEvent | undefined> {
     const l = await this.requireLineage(ref, db);
+    const columns = (shape.data ?? true) ? COLUMNS : HEAD_COLUMNS;
     const row = await newestAcrossSegments<Row>(
       l,
       toSeq,
       inputId,
       db,
       (seg, p) =>
-        `SELECT ${COLUMNS} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
+        `SELECT ${columns} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type = 'inbox/add'` +
         ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} AND data->>'inputId' = $1`,
     );
     return row && toStored(l, row);

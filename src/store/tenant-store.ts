@@ -131,9 +131,9 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.inboxAddsWithin(ref, inputIds, toSeq, bytes);
   }
-  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number): Promise<StoredEvent | undefined> {
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number, shape?: PageShape): Promise<StoredEvent | undefined> {
     await this.owns(ref);
-    return this.log.inboxAddOf(ref, inputId, toSeq);
+    return this.log.inboxAddOf(ref, inputId, toSeq, shape);
   }
   async openTailFolded(ref: LogRef, seq: number): ReturnType<SessionLog['openTailFolded']> {
     await this.owns(ref);

@@ -19,31 +19,41 @@ export type TurnRow = TurnSummary & {
   /** Its error report's message as read within a request's budget (turnError). */
   error?: Promise<BoundedText | null>;
   /** Its input's text, once read. */
-  input?: Promise<string | null>;
+  input?: Promise<BoundedText | null>;
 };
 
 /**
- * The text of the input the turn took: one index probe, made only for a reader
- * that asks (an input can be megabytes: a list of turns does not read them).
+ * The text of the input the turn took, as much of it as the request's text budget gives: its inbox/add found
+ * without its data (one index probe), then its text read within the budget (two more); made only for a reader that
+ * asks (an input can be megabytes: a list of turns does not read them, and many sessions' last turns must not).
  */
-export const turnInput = (log: TurnLog, turn: TurnRow): Promise<string | null> =>
-  (turn.input ??= log.inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq).then((e) => dataOf(e, 'inbox/add')?.text ?? null));
+export const turnInput = (log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> =>
+  (turn.input ??= log
+    .inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq, { data: false })
+    .then(async (e) => (e ? ((await log.textWithin(turn.sessionId, e.seq, 'text', budget)) ?? null) : null)));
 
 /**
  * A list of turns whose inputs' texts are asked for, with them read: in one
- * statement, newest first, at most the log's page bytes of them
- * (FORKLINE_PAGE_BYTES) plus one. Past that the list keeps its newest turns
- * whose inputs were read, from the first of them (an input can be megabytes:
- * a list of 1,000 turns must not hold them all; docs/operations.md "Memory and time").
+ * statement, newest first, within what is left of the request's text budget
+ * (at most the log's page bytes, FORKLINE_PAGE_BYTES) plus one. Past that the
+ * list keeps its newest turns whose inputs were read, from the first of them
+ * (an input can be megabytes: a list of 1,000 turns must not hold them all;
+ * docs/operations.md "Memory and time"). The list takes the whole budget while
+ * it reads, and gives back what it did not use: a list that finds none left
+ * keeps its turns, each input then read (or cut) by turnInput.
  */
-export async function withInputs(log: TurnLog, turns: TurnRow[]): Promise<TurnRow[]> {
+export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBudget): Promise<TurnRow[]> {
   const last = turns.at(-1);
   if (!last) return turns;
+  const reserved = budget.takeAll();
+  if (reserved === 0) return turns;
   const read = await log.inboxAddsWithin(
     last.sessionId,
     turns.map((t) => t.inputId),
     last.startSeq,
+    reserved,
   );
+  budget.giveBack(reserved - (read.bytes ?? reserved));
   const texts = new Map(read.events.map((e) => [dataOf(e, 'inbox/add')!.inputId, e]));
   let from = 0;
   if (read.cut) from = turns.findLastIndex((t) => !texts.has(t.inputId)) + 1;
@@ -52,7 +62,8 @@ export async function withInputs(log: TurnLog, turns: TurnRow[]): Promise<TurnRo
     const added = texts.get(t.inputId);
     // An input queued again after this turn started (the newest read is later): turnInput reads this turn's own.
     if (added && added.seq > t.startSeq) continue;
-    t.input = Promise.resolve(added ? (dataOf(added, 'inbox/add')?.text ?? null) : null);
+    const text = added ? dataOf(added, 'inbox/add')?.text : undefined;
+    t.input = Promise.resolve(text === undefined ? null : { text, length: text.length, truncated: false });
   }
   return kept;
 }

@@ -24,7 +24,7 @@ beforeAll(async () => {
   app = await startTestApp({ pageBytes: PAGE_BYTES });
   for (let i = 0; i < SESSIONS; i++) {
     const { id } = await app.services.store.createSession(scope, { title: `texts ${i}` });
-    await app.services.store.append(id, answer(1, i, ANSWER));
+    await app.services.store.append(id, textTurn(1, textOf(100 + i, ANSWER), textOf(i, ANSWER)));
     ids.push(id);
   }
 }, 60_000);
@@ -55,6 +55,23 @@ describe('Answer.text within a request', () => {
     // The next request has a budget of its own.
     const one = await app.ok('query($id: ID!) { session(id: $id) { lastAnswer { text textTruncated } } }', { id: ids[0] });
     expect(one.session.lastAnswer).toEqual({ text: textOf(0, ANSWER), textTruncated: false });
+  });
+
+  it("turns' inputs (a session's last turn, a list of turns) share the budget: past it they come cut, flagged", async () => {
+    const d = await app.ok('query { sessions(first: 10) { edges { node { id lastTurn { input inputTruncated } turns { turn input inputTruncated } } } } }');
+    const texts: Array<{ text: string; truncated: boolean; whole: string }> = [];
+    for (const { node } of d.sessions.edges) {
+      const whole = textOf(100 + ids.indexOf(node.id), ANSWER);
+      for (const t of [node.lastTurn, ...node.turns]) texts.push({ text: t.input ?? '', truncated: t.inputTruncated, whole });
+    }
+    expect(texts.length).toBeGreaterThanOrEqual(SESSIONS + 1);
+    for (const t of texts) {
+      expect(t.whole.startsWith(t.text)).toBe(true);
+      expect(t.truncated).toBe(t.text.length < ANSWER);
+    }
+    // Six inputs of 1,500 characters asked for, a budget of 4,096 (a list counts its inputs' stored bytes): no more than it.
+    expect(texts.reduce((n, t) => n + t.text.length, 0)).toBeLessThanOrEqual(PAGE_BYTES);
+    expect(texts.some((t) => t.truncated)).toBe(true);
   });
 
   it('each payload of a subscription has a budget of its own: answers that together pass it each come whole', async () => {

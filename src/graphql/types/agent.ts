@@ -116,7 +116,15 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId'),
-    input: t.string({ nullable: true, description: 'Text of the input the turn consumed.', resolve: (turn, _a, ctx) => turnInput(ctx.store.log, turn) }),
+    input: t.string({
+      nullable: true,
+      description: `Text of the input the turn consumed. ${TEXT_CUT_DOC}`,
+      resolve: async (turn, _a, ctx, info) => (await turnInput(ctx.store.log, turn, textBudgetOf(ctx, info)))?.text ?? null,
+    }),
+    inputTruncated: t.boolean({
+      description: '`input` is a prefix: the request had read its budget of texts (the whole input: its inbox/add event).',
+      resolve: async (turn, _a, ctx, info) => (await turnInput(ctx.store.log, turn, textBudgetOf(ctx, info)))?.truncated ?? false,
+    }),
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
@@ -250,7 +258,7 @@ builder.objectFields('Session', (t) => ({
     resolve: async (s, { last }, ctx, info) => {
       if (last != null && (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS)) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
       const turns = last == null ? await allTurns(ctx.store.log, s) : await lastTurns(ctx.store.log, s, last);
-      return asksForInput(info) ? withInputs(ctx.store.log, turns) : turns;
+      return asksForInput(info) ? withInputs(ctx.store.log, turns, textBudgetOf(ctx, info)) : turns;
     },
   }),
 }));
