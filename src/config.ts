@@ -204,7 +204,7 @@ const envSchema = z
     FORKLINE_HTTP_BODY_MIN_BYTES_PER_S: z.coerce.number().int().min(0).default(DEFAULT_TIMEOUTS.bodyMinBytesPerSecond),
     FORKLINE_HTTP_BODY_RATE_WINDOW_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.bodyRateWindowMs),
     FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
-    FORKLINE_STATEMENT_BOUNDS: z.enum(['on', 'off']).default('off'),
+    FORKLINE_STATEMENT_BOUNDS: z.enum(['on', 'off']).default('on'),
     FORKLINE_QUERY_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.queryMs),
     FORKLINE_MUTATION_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.mutationMs),
     FORKLINE_LONG_STATEMENT_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.longStatementMs),

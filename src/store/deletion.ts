@@ -51,40 +51,49 @@ export class SessionDeletion {
     beforeCommit?: BeforeCommit<{ deletedSessionIds: string[] }>,
   ): Promise<string[]> {
     let blobs: string[] = [];
-    const ids = await inTransaction(this.pool, async (client) => {
-      // A subtree lies in one fork tree: every statement names it (a distributed Postgres runs each on one shard).
-      const treeId = await this.log.treeOf(id, client);
-      // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
-      const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2 FOR UPDATE', [id, scope.tenant, treeId]);
-      if (!rowCount) throw sessionNotFound(id);
-      const { rows } = await client.query<{ id: string }>(
-        `WITH RECURSIVE subtree AS (
+    const ids = await inTransaction(
+      this.pool,
+      async (client) => {
+        // A subtree lies in one fork tree: every statement names it (a distributed Postgres runs each on one shard).
+        const treeId = await this.log.treeOf(id, client);
+        // The row lock makes a concurrent fork of this session wait, then fail on its parent key.
+        const { rowCount } = await client.query('SELECT 1 FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2 FOR UPDATE', [
+          id,
+          scope.tenant,
+          treeId,
+        ]);
+        if (!rowCount) throw sessionNotFound(id);
+        const { rows } = await client.query<{ id: string }>(
+          `WITH RECURSIVE subtree AS (
            SELECT id FROM "Session" WHERE "parentId" = $1 AND "treeId" = $2 AND ${isFork()}
            UNION ALL
            SELECT s.id FROM "Session" s JOIN subtree ON s."parentId" = subtree.id WHERE s."treeId" = $2 AND ${isFork('s.')}
          ) SELECT id FROM subtree`,
-        [id, treeId],
-      );
-      if (rows.length && !withDescendants) {
-        throw new ForklineError(
-          'SESSION_HAS_CHILDREN',
-          `session ${id} has ${rows.length} descendant session(s) sharing its events; delete them first or pass withDescendants: true`,
-          { sessionId: id, descendants: rows.length },
+          [id, treeId],
         );
-      }
-      const all = [id, ...rows.map((r) => r.id)];
-      blobs = await this.files.storedBy(all, treeId, client);
-      await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
-      // Events have no foreign key to their session: deleted here, after the rows. A descendant's append in flight
-      // holds its row (only the root is locked above): deleting the row waits for it to commit, and the events'
-      // delete, a later statement, sees what it wrote. Events first would miss them.
-      await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = $2', [all, treeId]);
-      await this.log.deleteWrittenBy(all, treeId, client);
-      await client.query('DELETE FROM "SessionTree" WHERE id = ANY($1::text[])', [all]); // their entries in the directory, after the rows that name them
-      for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
-      await beforeCommit?.(client, { deletedSessionIds: all });
-      return all;
-    });
+        if (rows.length && !withDescendants) {
+          throw new ForklineError(
+            'SESSION_HAS_CHILDREN',
+            `session ${id} has ${rows.length} descendant session(s) sharing its events; delete them first or pass withDescendants: true`,
+            { sessionId: id, descendants: rows.length },
+          );
+        }
+        const all = [id, ...rows.map((r) => r.id)];
+        blobs = await this.files.storedBy(all, treeId, client);
+        await client.query(`SET LOCAL forkline.deleting_sessions = 'on'`);
+        // Events have no foreign key to their session: deleted here, after the rows. A descendant's append in flight
+        // holds its row (only the root is locked above): deleting the row waits for it to commit, and the events'
+        // delete, a later statement, sees what it wrote. Events first would miss them.
+        await client.query('DELETE FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = $2', [all, treeId]);
+        await this.log.deleteWrittenBy(all, treeId, client);
+        await client.query('DELETE FROM "SessionTree" WHERE id = ANY($1::text[])', [all]); // their entries in the directory, after the rows that name them
+        for (const payload of encodeSessionsDeleted(scope.tenant, all)) await notify(client, DELETED_CHANNEL, payload);
+        await beforeCommit?.(client, { deletedSessionIds: all });
+        return all;
+      },
+      undefined,
+      'long',
+    ); // a tree's events: its DELETE may take longer than a mutation
     this.log.forget(ids);
     this.tails.forget(ids);
     // File contents no remaining session stored (after the commit: a failure here leaves blobs, never a log without its files).

@@ -141,7 +141,7 @@ describe('statements of a client that went away', () => {
   let hold: Awaited<ReturnType<typeof locker>>;
 
   beforeAll(async () => {
-    app = await startTestApp({ security: { statementBounds: true } }); // default bounds (60 s): only the client's going ends these statements
+    app = await startTestApp(); // the default config: bounds of 60 s, so only the client's going ends these statements
     sessionId = await importSession(app, 'ses_gone');
     hold = await locker(app.db.url);
   });
