@@ -232,7 +232,7 @@ type Callback = (err: unknown, result?: unknown) => void;
  * pool.query would run; the store's reads take it where they take a
  * connection or the pool.
  */
-export function scopedPool(pool: pg.Pool, scope: StatementScope): Pick<pg.Pool, 'query'> {
+function scopedPool(pool: pg.Pool, scope: StatementScope): Pick<pg.Pool, 'query'> {
   const query = async (args: unknown[]): Promise<unknown> => {
     if (scope.gone?.aborted) throw new StatementAbandonedError();
     if (Date.now() >= scope.deadline) throw new StatementTimeoutError(scope.timeoutMs, scope.setting);
