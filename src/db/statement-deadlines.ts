@@ -216,7 +216,11 @@ function sendCancel(client: pg.PoolClient, config: pg.PoolConfig): Promise<void>
 export function boundStatements(pool: pg.Pool, timeouts: StatementTimeouts): void {
   const b: Bounded = { pool, config: pool.options as pg.PoolConfig, timeouts, clients: new Set() };
   pools.add(b);
-  pool.on('connect', (client) => b.clients.add(client));
+  pool.on('connect', (client) => {
+    const c = client as Connection;
+    [c[HOLD], c[CANCELLING]] = [undefined, undefined]; // every connection of the pool has them from the start: one shape
+    b.clients.add(c);
+  });
   pool.on('remove', (client) => b.clients.delete(client));
   const end = pool.end.bind(pool);
   pool.end = (() => (pools.delete(b), end())) as typeof pool.end;
@@ -229,37 +233,28 @@ type Callback = (err: unknown, result?: unknown) => void;
  * `pool` as one request reads through it: each statement runs on a
  * connection held to `scope` (its deadline; cancelled once its client has
  * gone), and none starts once the scope is over. Its statements are what
- * pool.query would run; the store's reads take it where they take a
- * connection or the pool.
+ * pool.query would run, with the same callbacks (no promise of its own).
  */
 function scopedPool(pool: pg.Pool, scope: StatementScope): Pick<pg.Pool, 'query'> {
-  const query = async (args: unknown[]): Promise<unknown> => {
-    if (scope.gone?.aborted) throw new StatementAbandonedError();
-    if (Date.now() >= scope.deadline) throw new StatementTimeoutError(scope.timeoutMs, scope.setting);
-    const client = (await pool.connect()) as Connection;
-    client[HOLD] = scope;
-    let broken: Error | undefined;
-    try {
-      return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
-    } catch (err) {
-      // A statement's error leaves its connection fine; anything else (a lost connection) discards it.
-      if ((err as { code?: unknown })?.code === undefined) broken = err as Error;
-      throw err;
-    } finally {
-      client[HOLD] = undefined;
-      client.release(broken);
-    }
+  const run = (args: unknown[], cb: Callback) => {
+    if (scope.gone?.aborted) return cb(new StatementAbandonedError());
+    if (Date.now() >= scope.deadline) return cb(new StatementTimeoutError(scope.timeoutMs, scope.setting));
+    pool.connect((err, client, release) => {
+      if (err || !client) return cb(err);
+      const c = client as Connection;
+      c[HOLD] = scope;
+      (c.query as (...a: unknown[]) => void)(...args, (qerr: unknown, result: unknown) => {
+        c[HOLD] = undefined;
+        // A statement's error leaves its connection fine; anything else (a lost connection) discards it.
+        release((qerr as { code?: unknown } | undefined)?.code === undefined ? (qerr as Error | undefined) : undefined);
+        cb(qerr, result);
+      });
+    });
   };
   return {
     query: ((...args: unknown[]) => {
-      const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as Callback) : undefined;
-      const out = query(args);
-      if (!cb) return out;
-      out.then(
-        (r) => cb(null, r),
-        (e) => cb(e),
-      );
-      return undefined;
+      if (typeof args[args.length - 1] === 'function') return void run(args.slice(0, -1), args[args.length - 1] as Callback);
+      return new Promise((resolve, reject) => run(args, (err, result) => (err ? reject(err) : resolve(result))));
     }) as pg.Pool['query'],
   };
 }

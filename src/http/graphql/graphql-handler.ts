@@ -122,6 +122,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         sessionLoader: new SessionLoader(store),
         maxResponseBytes,
         gone: initial.socket ? socketGone(initial.socket) : initial.res && responseGone(initial.res),
+        statements: undefined, // set per operation (graphql/plugins/statement-deadlines.ts): the context keeps one shape
       };
     },
   });
