@@ -91,12 +91,17 @@ interface Connection extends pg.PoolClient {
 
 /** pg's statement in flight on a connection (pg 8.23's Client#_getActiveQuery; a plain statement is a pg.Query). */
 interface Statement {
+  readonly text?: string;
   handleError(err: unknown, connection: unknown): unknown;
 }
+const CLOSING = /^\s*(ROLLBACK|COMMIT)\b/i;
 const activeStatement = (client: pg.PoolClient): Statement | undefined => {
   const q = (client as unknown as { _getActiveQuery(): unknown })._getActiveQuery();
   // Cursors and streams (an export, an import's COPY) live across many reads: not bounded here.
-  return q instanceof pg.Query ? (q as unknown as Statement) : undefined;
+  if (!(q instanceof pg.Query)) return undefined;
+  const statement = q as unknown as Statement;
+  // A transaction always ends, whatever its bound.
+  return CLOSING.test(statement.text ?? '') ? undefined : statement;
 };
 
 /**

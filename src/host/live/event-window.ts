@@ -193,8 +193,22 @@ export class EventStream implements AsyncIterableIterator<StoredEvent> {
     private readonly window: SessionWindow,
     private delivered: number,
     private readonly onClose: () => void,
-    private readonly statements: StatementScope | undefined,
-  ) {}
+    statements: StatementScope | undefined,
+  ) {
+    // Its reads end with it, whoever closes it.
+    const gone = statements?.gone;
+    const closed = () => this.closed;
+    this.statements = statements && {
+      ...statements,
+      gone: {
+        get aborted() {
+          return closed() || gone?.aborted === true;
+        },
+      },
+    };
+  }
+
+  private readonly statements: StatementScope | undefined;
 
   /** Something may have been committed: look again before sleeping. */
   wake() {
