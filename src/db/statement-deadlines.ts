@@ -228,7 +228,7 @@ export function boundStatements(pool: pg.Pool, timeouts: StatementTimeouts): voi
   });
   pool.on('remove', (client) => b.clients.delete(client));
   const end = pool.end.bind(pool);
-  pool.end = (() => (pools.delete(b), end())) as typeof pool.end;
+  pool.end = ((...args: unknown[]) => (pools.delete(b), (end as (...a: unknown[]) => unknown)(...args))) as typeof pool.end;
   if (!sweeper) (sweeper = setInterval(sweep, SWEEP_MS)).unref();
 }
 
