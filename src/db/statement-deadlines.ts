@@ -219,6 +219,9 @@ function sendCancel(client: pg.PoolClient, config: pg.PoolConfig): Promise<void>
 
 /** Bounds every statement `pool`'s connections run (see above); `timeouts`: the bounds by default. */
 export function boundStatements(pool: pg.Pool, timeouts: StatementTimeouts): void {
+  // The sweep reads pg's statement in flight through a method pg does not document: another pg fails here, at start.
+  if (typeof (pg.Client.prototype as unknown as Record<string, unknown>)._getActiveQuery !== 'function')
+    throw new Error("statement bounds need pg's Client#_getActiveQuery (pg 8.23): set FORKLINE_STATEMENT_BOUNDS=off or use the pg version package.json pins");
   const b: Bounded = { pool, config: pool.options as pg.PoolConfig, timeouts, clients: new Set() };
   pools.add(b);
   pool.on('connect', (client) => {
