@@ -30,8 +30,11 @@ export async function createLongSession(
   const s = await store.createSession(scope, { title: opts.title ?? `long ${events}` }); // seq 0
   const body = events - 1 - tailLength;
   const turns = Math.floor(body / EVENTS_PER_TURN);
-  await db.pool.query(
-    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
+  // One statement for the whole log: long work, as an import is (a statement of a transaction held long: db/statement-deadlines.ts).
+  await store.transaction(
+    (client) =>
+      client.query(
+        `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount")
      SELECT $1, 1 + i, $1, t.type, t.data, false, CASE WHEN i % 7 = 0 AND i < $3 THEN 1 ELSE 0 END
        FROM generate_series(0, $2 - 1) AS i,
             LATERAL (SELECT i / 7 + 1 AS turn, i % 7 AS k) AS x,
@@ -46,7 +49,10 @@ export async function createLongSession(
                    WHEN x.k = 4 THEN jsonb_build_object('turn', x.turn, 'step', 1, 'text', 'Echo: question ' || x.turn || repeat(' lorem ipsum', 8) || $4, 'toolCalls', '[]'::jsonb)
                    WHEN x.k = 5 THEN jsonb_build_object('turn', x.turn, 'step', 1, 'reason', 'completed')
                    ELSE jsonb_build_object('turn', x.turn, 'reason', 'completed') END AS data) AS t`,
-    [s.id, body, turns * EVENTS_PER_TURN, opts.answerSuffix ? ` ${opts.answerSuffix}` : ''],
+        [s.id, body, turns * EVENTS_PER_TURN, opts.answerSuffix ? ` ${opts.answerSuffix}` : ''],
+      ),
+    undefined,
+    'long',
   );
   await db.pool.query(`UPDATE "Session" SET "eventCount" = $2, "turnCount" = $3 WHERE id = $1`, [s.id, 1 + body, turns]);
   if (opts.openStep) await store.append(s.id, openStepTail(turns + 1));

@@ -14,7 +14,7 @@ import { RunnerProtocol } from './host/runner-protocol.ts';
 import { ApiTokenStore } from './store/api-tokens.ts';
 import { ApiTokens } from './host/api-tokens.ts';
 import { startServer, type RunningServer } from './http/http-server.ts';
-import { DEFAULT_LIMITS, type SecurityOptions } from './http/security.ts';
+import { DEFAULT_LIMITS, statementTimeoutsOf, type SecurityOptions } from './http/security.ts';
 import { ServiceMetrics } from './metrics.ts';
 import { errorLogOf, type ErrorLog, type Logger } from './logger.ts';
 import { databaseReadiness } from './db/readiness.ts';
@@ -160,13 +160,14 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const log = opts.log ?? (opts.logger ? errorLogOf(opts.logger) : (m: string, e?: unknown) => console.error(m, e ?? ''));
   const metrics = opts.metrics ?? new ServiceMetrics();
   let closing = false;
-  const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax });
+  const statementTimeouts = opts.security?.statementBounds === false ? undefined : statementTimeoutsOf(opts.security ?? {});
+  const db = openDatabase(opts.databaseUrl, { onQuery: opts.onQuery, max: opts.poolMax, statementTimeouts });
   const migrations = expectedMigrations();
   const listener = new PgListener(pgConfigFromUrl(opts.directUrl ?? opts.databaseUrl));
   await listener.start();
   const prepare = opts.preparedStatements ?? true;
   const standbys = opts.readUrls?.length
-    ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s) })
+    ? new ReadReplicas(opts.readUrls, db.pool, { max: opts.poolMax, onPoll: (s) => metrics.observeStandbys(s), statementTimeouts })
     : undefined;
   await standbys?.start();
   const limits: WorkspaceLimits = {

@@ -215,7 +215,7 @@ const envSchema = z
       .refine((v) => v === 0 || v >= 100, 'must be 0 (never) or at least 100')
       .default(DEFAULT_TIMEOUTS.responseStallMs),
     FORKLINE_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerAddress),
-    FORKLINE_STATEMENT_BOUNDS: z.enum(['on', 'off']).default('off'),
+    FORKLINE_STATEMENT_BOUNDS: z.enum(['on', 'off']).default('on'),
     FORKLINE_QUERY_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.queryMs),
     FORKLINE_MUTATION_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.mutationMs),
     FORKLINE_LONG_STATEMENT_TIMEOUT_MS: statementTimeout(DEFAULT_STATEMENT_TIMEOUTS.longStatementMs),

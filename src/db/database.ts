@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { pgConfigFromUrl } from './pg-config.ts';
 import { storeTypes } from './pg-types.ts';
-import { boundStatements } from './statement-deadlines.ts';
+import { boundStatements, type StatementTimeouts } from './statement-deadlines.ts';
 
 export interface Database {
   pool: pg.Pool;
@@ -16,9 +16,13 @@ export type QueryObserver = (sql: string, rows: number, params: unknown[]) => vo
 /** Connections per process (DATABASE_POOL_MAX), whatever the number of sessions it runs. */
 export const DEFAULT_POOL_MAX = 10;
 
-export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver } = {}): Database {
+/**
+ * `statementTimeouts`: every statement the pool runs is bounded in time
+ * (statement-deadlines.ts); unset: none (tools and benchmarks that open the store).
+ */
+export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryObserver; statementTimeouts?: StatementTimeouts } = {}): Database {
   // A request waits at most 10 s for a connection, then fails as SERVICE_UNAVAILABLE.
-  const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 });
+  const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 10_000 }, opts.statementTimeouts);
   if (opts.onQuery) observeQueries(pool, opts.onQuery);
   return {
     pool,
@@ -30,7 +34,11 @@ export function openDatabase(url: string, opts: { max?: number; onQuery?: QueryO
 }
 
 /** A pool of the store's connections to `url` (the primary's, or a hot standby's: read-replicas.ts). */
-export function createPool(url: string, opts: Pick<pg.PoolConfig, 'max' | 'connectionTimeoutMillis' | 'query_timeout'>): pg.Pool {
+export function createPool(
+  url: string,
+  opts: Pick<pg.PoolConfig, 'max' | 'connectionTimeoutMillis' | 'query_timeout'>,
+  statementTimeouts?: StatementTimeouts,
+): pg.Pool {
   // Idle connections stay open (idleTimeoutMillis 0): pg-pool counts a closed one
   // out at once, while its backend may still be exiting, so closing an idle one
   // and opening another could briefly hold one more than `max`.
@@ -42,7 +50,7 @@ export function createPool(url: string, opts: Pick<pg.PoolConfig, 'max' | 'conne
   // terminated under load). Its holder's next statement fails instead, and
   // pg-pool discards the broken client when it is released.
   pool.on('connect', (client) => client.on('error', () => {}));
-  boundStatements(pool); // a request's statements: statement-deadlines.ts
+  if (statementTimeouts) boundStatements(pool, statementTimeouts);
   return pool;
 }
 

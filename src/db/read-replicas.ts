@@ -8,6 +8,10 @@
 // read, never a wrong one.
 import type pg from 'pg';
 import { createPool, DEFAULT_POOL_MAX } from './database.ts';
+import { holdStatements, readingFor, type StatementScope, type StatementTimeouts } from './statement-deadlines.ts';
+
+/** A connection or a pool a read runs on. */
+type Db = Pick<pg.Pool, 'query'> | pg.PoolClient;
 import { isDatabaseUnavailable } from './unavailable.ts';
 
 /** How often each standby's replay position is read (lag in /readyz and /metrics). */
@@ -65,13 +69,13 @@ export class ReadReplicas {
   constructor(
     urls: readonly string[],
     private readonly primary: pg.Pool,
-    opts: { max?: number; pollMs?: number; onPoll?: (statuses: StandbyStatus[]) => void } = {},
+    opts: { max?: number; pollMs?: number; onPoll?: (statuses: StandbyStatus[]) => void; statementTimeouts?: StatementTimeouts } = {},
   ) {
     this.pollMs = opts.pollMs ?? STANDBY_POLL_MS;
     this.onPoll = opts.onPoll;
     this.standbys = urls.map((url, i) => {
       // A standby that does not answer is given up on quickly: the primary answers instead.
-      const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 1000, query_timeout: 5000 });
+      const pool = createPool(url, { max: opts.max ?? DEFAULT_POOL_MAX, connectionTimeoutMillis: 1000, query_timeout: 5000 }, opts.statementTimeouts);
       return { pool, status: { name: `standby${i + 1}`, up: false } };
     });
   }
@@ -105,9 +109,10 @@ export class ReadReplicas {
    * snapshot that holds it). A standby that cannot answer, or cancels the read
    * (a conflict with its replay, a timeout), costs a read on the primary.
    */
-  async readCaughtUp<T>(read: (db: pg.Pool | pg.PoolClient) => Promise<T>, onRead?: (served: 'standby' | 'primary') => void): Promise<T> {
+  async readCaughtUp<T>(read: (db: Db) => Promise<T>, onRead?: (served: 'standby' | 'primary') => void, statements?: StatementScope): Promise<T> {
     const standby = this.pick();
-    if (!standby) return read(this.primary);
+    const primary = readingFor(this.primary, statements);
+    if (!standby) return read(primary);
     const fence = this.primary.query<{ lsn: string }>(FENCE).then((r) => lsnBytes(r.rows[0].lsn));
     fence.catch(() => {}); // awaited below, unless the standby failed first
     let client: pg.PoolClient | undefined;
@@ -124,6 +129,7 @@ export class ReadReplicas {
         if (isDatabaseUnavailable(err)) standby.failed(err);
       }
       if (client && !broken && replayed !== undefined && replayed >= (await fence)) {
+        const unhold = statements && holdStatements(client, statements);
         try {
           const result = await read(client);
           onRead?.('standby');
@@ -132,13 +138,15 @@ export class ReadReplicas {
           broken = err instanceof Error ? err : new Error(String(err));
           if (isDatabaseUnavailable(err)) standby.failed(err);
           else if (!isStandbyCancel(err)) throw err;
+        } finally {
+          unhold?.();
         }
       }
     } finally {
       client?.release(broken);
     }
     onRead?.('primary');
-    return read(this.primary);
+    return read(primary);
   }
 
   statuses(): StandbyStatus[] {
@@ -182,10 +190,11 @@ export class ReadReplicas {
 export function readCaughtUpOr<T>(
   standbys: Pick<ReadReplicas, 'readCaughtUp'> | undefined,
   primary: pg.Pool,
-  read: (db: pg.Pool | pg.PoolClient) => Promise<T>,
+  read: (db: Db) => Promise<T>,
   onRead?: (served: 'standby' | 'primary') => void,
+  statements?: StatementScope,
 ): Promise<T> {
-  return standbys ? standbys.readCaughtUp(read, onRead) : read(primary);
+  return standbys ? standbys.readCaughtUp(read, onRead, statements) : read(readingFor(primary, statements));
 }
 
 /** /readyz lines: `standby1: "ok, lag 0 bytes, 0 s"` or `"down"`. */

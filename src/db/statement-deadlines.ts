@@ -1,24 +1,31 @@
 // What one request may make Postgres do, in time (docs/operations.md "Memory
-// and time"). A request runs its work inside a statement scope: every
-// statement the pool runs for it is bounded by the scope's timeout and its
-// deadline, and is cancelled when the scope's client has gone. A statement
-// past its bound is cancelled on the server (the wire protocol's
+// and time"). Every statement a bounded pool runs has a bound, read from its
+// connection when the statement is looked at, never set up per statement:
+//   - by default, each statement: the query bound;
+//   - in a transaction (store/transaction.ts), each statement: the mutation
+//     bound, or the long bound for work that is legitimately long (a fork,
+//     a deletion, an import);
+//   - a request's reads that name its scope (passed explicitly, from the
+//     GraphQL context to the store: `scopedPool`): the request's deadline,
+//     and cancelled as soon as its client has gone.
+// A statement past its bound is cancelled on the server (the wire protocol's
 // CancelRequest, on a connection of its own: it needs no pool slot, and
 // PgBouncer forwards it), so a slow statement does not keep a backend busy
-// after its answer. Work outside a scope (the agent loop, recovery, leases)
-// is not bounded here. Off unless FORKLINE_STATEMENT_BOUNDS=on (its request
-// scope, an AsyncLocalStorage, makes every promise of the process dearer on Node 20).
-import { AsyncLocalStorage } from 'node:async_hooks';
+// after its answer. Nothing here runs per request or per statement: one sweep
+// every SWEEP_MS looks at the pools' busy connections (an async context per
+// request, AsyncLocalStorage, made every promise of the process dearer on
+// Node 20; a timer or a listener per request cost more than a page read's
+// own work).
 import net from 'node:net';
-import type pg from 'pg';
+import pg from 'pg';
 
 /** The bounds of each class of work (docs/operations.md: FORKLINE_QUERY_TIMEOUT_MS and its neighbours). */
 export interface StatementTimeouts {
-  /** All of a query's statements, and each of a subscription's (ms; 0: none). */
+  /** All of a query's scoped statements together, and each other statement (ms; 0: none). */
   queryMs: number;
-  /** All of a mutation's statements (ms; 0: none). */
+  /** Each statement of a transaction (ms; 0: none). */
   mutationMs: number;
-  /** Each statement of a long mutation (ms; 0: none). */
+  /** Each statement of a long transaction (ms; 0: none). */
   longStatementMs: number;
 }
 
@@ -33,7 +40,7 @@ export interface StatementBound {
   readonly setting: string;
 }
 
-/** Whether nobody waits for an answer any more (read when the pool looks: nothing is set up per request). */
+/** Whether nobody waits for an answer any more (read when the sweep looks: nothing is set up per request). */
 export interface ClientGone {
   readonly aborted: boolean;
 }
@@ -43,20 +50,15 @@ export interface StatementScope extends StatementBound {
   readonly deadline: number;
   /** Set when nobody waits for the answer any more: its statements are cancelled. */
   readonly gone?: ClientGone;
-  /**
-   * Set once the request has answered: work it started that is still running
-   * (a turn it woke, a timer it set) is no longer bounded by it.
-   */
-  ended: boolean;
 }
 
 /** A scope starting now. */
 export function statementScope(bound: StatementBound, gone?: ClientGone): StatementScope {
   const deadline = bound.per === 'request' && bound.timeoutMs > 0 ? Date.now() + bound.timeoutMs : Infinity;
-  return { ...bound, deadline, gone, ended: false };
+  return { ...bound, deadline, gone };
 }
 
-/** A statement stopped by its scope's bound: the request answers QUERY_TIMEOUT. */
+/** A statement stopped by its bound: the request answers QUERY_TIMEOUT. */
 export class StatementTimeoutError extends Error {
   readonly code = 'QUERY_TIMEOUT';
   constructor(
@@ -77,70 +79,120 @@ export class StatementAbandonedError extends Error {
   }
 }
 
-const scopes = new AsyncLocalStorage<StatementScope>();
+/** What a connection's statements are held to now: set by its holder for as long as it holds it. */
+type Hold = StatementScope | 'transaction' | 'long';
+const HOLD = Symbol('statement bound');
+const CANCELLING = Symbol('cancelling');
 
-/** Runs `fn` (and everything it awaits) in `scope`. */
-export function withStatementScope<T>(scope: StatementScope, fn: () => T): T {
-  return scopes.run(scope, fn);
+interface Connection extends pg.PoolClient {
+  [HOLD]?: Hold;
+  [CANCELLING]?: Promise<void>;
 }
 
-/** Runs `fn` in `scope` and ends the scope when `fn`'s answer is settled. */
-export async function inStatementScope<T>(scope: StatementScope, fn: () => T | Promise<T>): Promise<T> {
-  try {
-    return await scopes.run(scope, fn);
-  } finally {
-    scope.ended = true;
-  }
+/** pg's statement in flight on a connection (pg 8.23's Client#_getActiveQuery; a plain statement is a pg.Query). */
+interface Statement {
+  readonly text?: string;
+  handleError(err: unknown, connection: unknown): unknown;
+}
+const CLOSING = /^\s*(ROLLBACK|COMMIT)\b/i;
+const activeStatement = (client: pg.PoolClient): Statement | undefined => {
+  const q = (client as unknown as { _getActiveQuery(): unknown })._getActiveQuery();
+  // Cursors and streams (an export, an import's COPY) live across many reads: not bounded here.
+  if (!(q instanceof pg.Query)) return undefined;
+  const statement = q as unknown as Statement;
+  // A transaction always ends, whatever its bound.
+  return CLOSING.test(statement.text ?? '') ? undefined : statement;
+};
+
+/**
+ * Holds `client`'s statements to `hold` until the function it returns is
+ * called (which puts back what held them before): a transaction's holder
+ * (store/transaction.ts), a read for a request on a connection it checked out.
+ */
+export function holdStatements(client: pg.PoolClient, hold: Hold): () => void {
+  const c = client as Connection;
+  const before = c[HOLD];
+  c[HOLD] = hold;
+  return () => void (c[HOLD] = before);
+}
+
+/** A bounded pool: its connections and their bounds. */
+interface Bounded {
+  readonly pool: pg.Pool;
+  readonly config: pg.PoolConfig;
+  readonly timeouts: StatementTimeouts;
+  readonly clients: Set<Connection>;
 }
 
 /**
- * Runs `fn` outside any request's scope: work a request starts that outlives it
- * or serves others (a turn, a batch of appends) is not bounded by that request.
+ * Every bounded pool's connections, looked over every SWEEP_MS: a statement
+ * past its bound, or whose client has gone, is cancelled. A bound is kept
+ * within SWEEP_MS; a statement's own bound counts from when the sweep first
+ * saw it running.
  */
-export function outsideStatementScope<T>(fn: () => T): T {
-  return scopes.exit(fn);
-}
-
-/** When a statement of `scope` starting at `now` must be done (epoch ms; Infinity: unbounded). */
-function deadlineOf(scope: StatementScope, now: number): number {
-  if (scope.timeoutMs <= 0) return Infinity;
-  return scope.per === 'statement' ? now + scope.timeoutMs : scope.deadline;
-}
-
-/** A statement running in a scope, and how to stop it. */
-interface Running {
-  readonly scope: StatementScope;
-  readonly deadline: number;
-  why?: Error;
-  cancel(reason: Error): void;
-}
-
-/**
- * The statements running in scopes, looked over every SWEEP_MS: one past its
- * deadline, or whose client has gone, is cancelled. A timer or a listener per
- * request cost more than a page read's own work (measured: server CPU a
- * request up by a third); a bound is kept within SWEEP_MS.
- */
-const running = new Set<Running>();
+const pools = new Set<Bounded>();
 const SWEEP_MS = 100;
 let sweeper: NodeJS.Timeout | undefined;
+/** When the sweep first saw each statement running. */
+const seen = new WeakMap<Statement, number>();
+
+const queryBound = (t: StatementTimeouts): StatementBound => ({ timeoutMs: t.queryMs, per: 'statement', setting: 'FORKLINE_QUERY_TIMEOUT_MS' });
+const boundOf = (hold: Hold | undefined, t: StatementTimeouts): StatementBound | StatementScope => {
+  if (hold === undefined) return queryBound(t);
+  if (hold === 'transaction') return { timeoutMs: t.mutationMs, per: 'statement', setting: 'FORKLINE_MUTATION_TIMEOUT_MS' };
+  if (hold === 'long') return { timeoutMs: t.longStatementMs, per: 'statement', setting: 'FORKLINE_LONG_STATEMENT_TIMEOUT_MS' };
+  return hold;
+};
 
 function sweep(): void {
-  if (running.size === 0) {
-    clearInterval(sweeper);
-    sweeper = undefined;
-    return;
-  }
   const now = Date.now();
-  for (const r of running) {
-    if (r.scope.gone?.aborted) r.cancel(new StatementAbandonedError());
-    else if (now >= r.deadline) r.cancel(new StatementTimeoutError(r.scope.timeoutMs, r.scope.setting));
+  for (const b of pools) {
+    for (const client of b.clients) {
+      if (client[CANCELLING]) continue;
+      const statement = activeStatement(client);
+      if (!statement) continue;
+      let since = seen.get(statement);
+      if (since === undefined) seen.set(statement, (since = now));
+      const bound = boundOf(client[HOLD], b.timeouts);
+      if ((bound as StatementScope).gone?.aborted) cancel(b, client, statement, new StatementAbandonedError());
+      else if (bound.timeoutMs > 0) {
+        const deadline = bound.per === 'request' ? (bound as StatementScope).deadline : since + bound.timeoutMs;
+        if (now >= deadline) cancel(b, client, statement, new StatementTimeoutError(bound.timeoutMs, bound.setting));
+      }
+    }
   }
 }
 
-function track(entry: Running): void {
-  running.add(entry);
-  if (!sweeper) (sweeper = setInterval(sweep, SWEEP_MS)).unref();
+/**
+ * Cancels `statement` on the server: it fails with `reason` instead of
+ * Postgres's query_canceled. Until the server has taken the cancel, the
+ * connection runs nothing else (a backend that is idle when a cancel arrives
+ * ignores it): so it can only reach the statement it was meant for.
+ */
+function cancel(b: Bounded, client: Connection, statement: Statement, reason: Error): void {
+  const handleError = statement.handleError;
+  // 57014 (query_canceled) after a cancel of ours: the reason we sent it.
+  statement.handleError = function (this: Statement, err, connection) {
+    return handleError.call(this, (err as { code?: unknown })?.code === '57014' ? reason : err, connection);
+  };
+  const query = Object.prototype.hasOwnProperty.call(client, 'query') ? client.query : undefined;
+  const run = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const cancelling = (client[CANCELLING] = sendCancel(client, b.config));
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as (err: unknown, r?: unknown) => void) : undefined;
+    const out = cancelling.then(() => run(...args));
+    if (!cb) return out;
+    out.then(
+      (r) => cb(null, r),
+      (e) => cb(e),
+    );
+    return undefined;
+  };
+  void cancelling.then(() => {
+    client[CANCELLING] = undefined;
+    if (query) (client as { query: unknown }).query = query;
+    else delete (client as { query?: unknown }).query;
+  });
 }
 
 /** Sends Postgres's CancelRequest for `client`'s running statement; resolves once the server has taken it. */
@@ -165,73 +217,55 @@ function sendCancel(client: pg.PoolClient, config: pg.PoolConfig): Promise<void>
   });
 }
 
+/** Bounds every statement `pool`'s connections run (see above); `timeouts`: the bounds by default. */
+export function boundStatements(pool: pg.Pool, timeouts: StatementTimeouts): void {
+  // The sweep reads pg's statement in flight through a method pg does not document: another pg fails here, at start.
+  if (typeof (pg.Client.prototype as unknown as Record<string, unknown>)._getActiveQuery !== 'function')
+    throw new Error("statement bounds need pg's Client#_getActiveQuery (pg 8.23): set FORKLINE_STATEMENT_BOUNDS=off or use the pg version package.json pins");
+  const b: Bounded = { pool, config: pool.options as pg.PoolConfig, timeouts, clients: new Set() };
+  pools.add(b);
+  pool.on('connect', (client) => {
+    const c = client as Connection;
+    [c[HOLD], c[CANCELLING]] = [undefined, undefined]; // every connection of the pool has them from the start: one shape
+    b.clients.add(c);
+  });
+  pool.on('remove', (client) => b.clients.delete(client));
+  const end = pool.end.bind(pool);
+  pool.end = ((...args: unknown[]) => (pools.delete(b), (end as (...a: unknown[]) => unknown)(...args))) as typeof pool.end;
+  if (!sweeper) (sweeper = setInterval(sweep, SWEEP_MS)).unref();
+}
+
 type Callback = (err: unknown, result?: unknown) => void;
-const isSubmittable = (x: unknown) => typeof (x as { submit?: unknown } | null)?.submit === 'function';
-const CLOSING = /^\s*(ROLLBACK|COMMIT)\b/i;
 
 /**
- * Bounds every statement the pool's clients run inside a statement scope. A
- * cancel sent for a client is waited for before that client runs anything
- * else, so it can only reach the statement it was meant for (a backend that is
- * idle when a cancel arrives ignores it).
+ * `pool` as one request reads through it: each statement runs on a
+ * connection held to `scope` (its deadline; cancelled once its client has
+ * gone), and none starts once the scope is over. Its statements are what
+ * pool.query would run, with the same callbacks (no promise of its own).
  */
-export function boundStatements(pool: pg.Pool): void {
-  const config = pool.options as pg.PoolConfig;
-  // pg-pool hands a waiting caller its client from inside another's release:
-  // the callback runs in the scope of the call that asked (or in none).
-  const connect = pool.connect.bind(pool) as (cb?: Callback) => unknown;
-  (pool as { connect: unknown }).connect = (cb?: Callback) => {
-    if (typeof cb !== 'function') return connect();
-    const scope = scopes.getStore();
-    return connect((err, client) => scopes.run(scope as StatementScope, cb, err, client));
+function scopedPool(pool: pg.Pool, scope: StatementScope): Pick<pg.Pool, 'query'> {
+  const run = (args: unknown[], cb: Callback) => {
+    if (scope.gone?.aborted) return cb(new StatementAbandonedError());
+    if (Date.now() >= scope.deadline) return cb(new StatementTimeoutError(scope.timeoutMs, scope.setting));
+    pool.connect((err, client, release) => {
+      if (err || !client) return cb(err);
+      const c = client as Connection;
+      c[HOLD] = scope;
+      (c.query as (...a: unknown[]) => void)(...args, (qerr: unknown, result: unknown) => {
+        c[HOLD] = undefined;
+        // A statement's error leaves its connection fine; anything else (a lost connection) discards it.
+        release((qerr as { code?: unknown } | undefined)?.code === undefined ? (qerr as Error | undefined) : undefined);
+        cb(qerr, result);
+      });
+    });
   };
-
-  pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-    let cancelling: Promise<void> | undefined;
-
-    const bounded = (args: unknown[], scope: StatementScope): Promise<unknown> => {
-      const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string })?.text ?? '');
-      if (CLOSING.test(text)) return query(...args); // a transaction always ends, whatever its bound
-      if (scope.gone?.aborted) return Promise.reject(new StatementAbandonedError());
-      const now = Date.now();
-      const deadline = deadlineOf(scope, now);
-      if (now >= deadline) return Promise.reject(new StatementTimeoutError(scope.timeoutMs, scope.setting));
-      const entry: Running = {
-        scope,
-        deadline,
-        cancel(reason) {
-          running.delete(entry);
-          entry.why = reason;
-          cancelling = sendCancel(client, config).finally(() => (cancelling = undefined));
-        },
-      };
-      track(entry);
-      return query(...args).then(
-        (result) => (running.delete(entry), result),
-        (err: unknown) => {
-          running.delete(entry);
-          // 57014 (query_canceled) after a cancel of ours: the reason we sent it.
-          throw entry.why && (err as { code?: unknown })?.code === '57014' ? entry.why : err;
-        },
-      );
-    };
-
-    (client as { query: unknown }).query = (...args: unknown[]) => {
-      const found = scopes.getStore();
-      const scope = found?.ended ? undefined : found;
-      // Streams and cursors (submittables) answer through themselves: not bounded here.
-      if ((!scope && !cancelling) || isSubmittable(args[0])) return query(...args);
-      const cb = typeof args[args.length - 1] === 'function' ? (args.pop() as Callback) : undefined;
-      // A cancel sent for this client is waited for before it runs anything else.
-      const run = () => (scope ? bounded(args, scope) : query(...args));
-      const out = cancelling ? cancelling.then(run) : run();
-      if (!cb) return out;
-      out.then(
-        (r) => cb(null, r),
-        (e) => cb(e),
-      );
-      return undefined;
-    };
-  });
+  return {
+    query: ((...args: unknown[]) => {
+      if (typeof args[args.length - 1] === 'function') return void run(args.slice(0, -1), args[args.length - 1] as Callback);
+      return new Promise((resolve, reject) => run(args, (err, result) => (err ? reject(err) : resolve(result))));
+    }) as pg.Pool['query'],
+  };
 }
+
+/** `pool`, or the pool as `scope` reads through it. */
+export const readingFor = (pool: pg.Pool, scope: StatementScope | undefined): Pick<pg.Pool, 'query'> => (scope ? scopedPool(pool, scope) : pool);

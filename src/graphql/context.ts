@@ -2,7 +2,7 @@ import type { Scope, TenantStore } from '../store/session-store.ts';
 import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
-import type { ClientGone } from '../db/statement-deadlines.ts';
+import type { ClientGone, StatementScope } from '../db/statement-deadlines.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -25,4 +25,6 @@ export interface Context {
   ws?: { readonly id: string };
   /** Aborted when the operation's client has gone (its HTTP connection or WebSocket closed): its reads are cancelled. */
   gone?: ClientGone;
+  /** The operation's statement scope (plugins/statement-deadlines.ts): passed to the store's reads it bounds. Unset: bounds off, or a mutation. */
+  statements?: StatementScope;
 }

@@ -9,6 +9,7 @@ import { DEFAULT_PAGE_SIZE } from './builder.ts';
 import { fieldNames, perSelection, subSelections } from './selection.ts';
 import type { BoundedEvents, EventOrigin, PageShape, StoredEvent } from '../store/session-log.ts';
 import type { TenantStore } from '../store/session-store.ts';
+import type { StatementScope } from '../db/statement-deadlines.ts';
 
 const seqCursor = z
   .string()
@@ -139,3 +140,7 @@ async function filteredConnection(
     },
   };
 }
+
+/** `shape`, read for the operation of `ctx`: in its statement scope (plugins/statement-deadlines.ts). */
+export const readFor = (shape: PageShape, ctx: { statements?: StatementScope }): PageShape =>
+  ctx.statements ? { ...shape, statements: ctx.statements } : shape;

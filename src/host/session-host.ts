@@ -21,7 +21,6 @@ import type { LogEvent } from '../core/events.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { Backoff } from '../core/backoff.ts';
 import { sleep, systemClock, type Clock, type ClockTimer } from '../core/clock.ts';
-import { outsideStatementScope } from '../db/statement-deadlines.ts';
 
 export const DEFAULT_MAX_ACTIVE_SESSIONS = 100;
 
@@ -297,8 +296,7 @@ export class SessionHost {
     const built = due
       .then(async () => {
         if (this.stopped) return; // shutting down: nobody will use it here
-        // For whoever runs the session next, not the watcher that asked: outside its statement bounds.
-        await outsideStatementScope(() => fold.catchUpCold(this.store)); // a long log: from its last compaction, if it has one
+        await fold.catchUpCold(this.store); // a long log: from its last compaction, if it has one
         if (!this.folds.has(sessionId)) this.folds.put(fold);
       })
       .catch((err) => {
@@ -382,8 +380,7 @@ export class SessionHost {
     if (lease.eventCount !== undefined && !this.warming.has(lease.sessionId)) this.folds.peek(lease.sessionId)?.claimedAt(lease.eventCount);
     const entry: Running = { lease, tenant, again: false, done: Promise.resolve() };
     this.running.set(lease.sessionId, entry);
-    // A turn is not the request's that woke it: it runs outside that request's statement bounds.
-    entry.done = outsideStatementScope(() => this.drive(entry)).finally(() => {
+    entry.done = this.drive(entry).finally(() => {
       if (this.running.get(lease.sessionId) === entry) this.running.delete(lease.sessionId);
       this.slotFree();
       // A slot is free and work was left waiting, or a claim running now counted this slot as taken.

@@ -5,9 +5,15 @@ import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
-import type { StatementTimeouts } from '../db/statement-deadlines.ts';
+import { DEFAULT_STATEMENT_TIMEOUTS, type StatementTimeouts } from '../db/statement-deadlines.ts';
 
-export { DEFAULT_STATEMENT_TIMEOUTS } from '../db/statement-deadlines.ts';
+export { DEFAULT_STATEMENT_TIMEOUTS };
+
+/** The statement bounds `security` asks for, each unset one at its default. */
+export function statementTimeoutsOf(security: SecurityOptions): StatementTimeouts {
+  const given = Object.entries(security.statementTimeouts ?? {}).filter(([, v]) => v !== undefined);
+  return { ...DEFAULT_STATEMENT_TIMEOUTS, ...Object.fromEntries(given) };
+}
 
 export interface SecurityOptions {
   /** token → tenant. Unset or empty: local single-tenant mode (tenant `local`, loopback only). */
@@ -47,11 +53,7 @@ export interface SecurityOptions {
   timeouts?: Partial<ConnectionTimeouts>;
   /** How long an operation's database work may take (db/statement-deadlines.ts); unset fields: DEFAULT_STATEMENT_TIMEOUTS. */
   statementTimeouts?: Partial<StatementTimeouts>;
-  /**
-   * Whether operations' statements are bounded and cancelled at all (unset: when
-   * `statementTimeouts` is given). Off by default: on Node 20 the request
-   * scope it needs (AsyncLocalStorage) costs every promise of the process.
-   */
+  /** Whether statements are bounded and cancelled at all (FORKLINE_STATEMENT_BOUNDS; unset: on). */
   statementBounds?: boolean;
 }
 

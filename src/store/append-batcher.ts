@@ -31,7 +31,6 @@
 // set-up of one.
 import type pg from 'pg';
 import { statement } from './statements.ts';
-import { outsideStatementScope } from '../db/statement-deadlines.ts';
 
 /** Sessions per statement at most: 8 × 14 parameters (16 and 32 measured no better on the turns bench's two processes). */
 export const MAX_BATCH = 8;
@@ -96,8 +95,7 @@ export class AppendBatcher {
       const batch = this.takeBatch();
       const notify = this.inFlight === 0; // alone in flight: no commit of ours waits behind its NOTIFY
       this.inFlight++;
-      // A batch carries other requests' appends too: no one request's statement bounds apply to it.
-      void outsideStatementScope(() => this.execute(batch, notify)).finally(() => {
+      void this.execute(batch, notify).finally(() => {
         this.inFlight--;
         this.pump();
       });

@@ -195,6 +195,7 @@ export class Forks {
         return { parent, cutSeq, made };
       },
       'REPEATABLE READ',
+      'long', // a fork of a long log (its tail's state at the cut) may take longer than a mutation
     );
   }
 

@@ -95,69 +95,73 @@ export async function importRecording(
   const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
   const check = new RecordingValidator();
   const id = newSessionId();
-  await store.transaction(async (client) => {
-    // The row first (events reference it; it references its directory entry: an imported session is its own tree);
-    // an event without createdAt gets the transaction's time, as an append does.
-    await client.query(SESSION_TREE_INSERT, [id, id]);
-    store.trees.remember(id, id);
-    const now = (
-      await client.query<{ now: string }>(
-        `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
-        [id, scope.tenant, CURRENT_FORMAT_VERSION],
-      )
-    ).rows[0].now;
-    let blobs: RecordingBlob[] = [];
-    // The contents the recording carries (the cap on naming contents counts only the others).
-    const carried = new Set<string>();
-    let blobBytes = 0;
-    // The event lines, up to the first file content (the validator holds those to come after every event).
-    async function* eventRows(): AsyncGenerator<string> {
+  await store.transaction(
+    async (client) => {
+      // The row first (events reference it; it references its directory entry: an imported session is its own tree);
+      // an event without createdAt gets the transaction's time, as an append does.
+      await client.query(SESSION_TREE_INSERT, [id, id]);
+      store.trees.remember(id, id);
+      const now = (
+        await client.query<{ now: string }>(
+          `INSERT INTO "Session" (id, tenant, "treeId", "formatVersion") VALUES ($1, $2, $1, $3) RETURNING now()::text AS now`,
+          [id, scope.tenant, CURRENT_FORMAT_VERSION],
+        )
+      ).rows[0].now;
+      let blobs: RecordingBlob[] = [];
+      // The contents the recording carries (the cap on naming contents counts only the others).
+      const carried = new Set<string>();
+      let blobBytes = 0;
+      // The event lines, up to the first file content (the validator holds those to come after every event).
+      async function* eventRows(): AsyncGenerator<string> {
+        for (let next = await lines.next(); !next.done; next = await lines.next()) {
+          opts.signal?.throwIfAborted();
+          const pushed = check.push(next.value);
+          if (check.blob) {
+            blobs.push(check.blob);
+            carried.add(check.blob.blob);
+            blobBytes = check.blob.base64.length;
+            return;
+          }
+          if (!pushed) continue;
+          const e = check.header!.version < CURRENT_FORMAT_VERSION ? upgradeToV4(pushed) : pushed;
+          const json = JSON.stringify(e.data);
+          // dataBytes: the JSON text's bytes (about its jsonb's, which the other writers store).
+          yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJsonText(json)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}\t${Buffer.byteLength(json)}`;
+        }
+      }
+      await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", "dataBytes")`, eventRows());
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
         opts.signal?.throwIfAborted();
-        const pushed = check.push(next.value);
+        check.push(next.value);
         if (check.blob) {
           blobs.push(check.blob);
           carried.add(check.blob.blob);
-          blobBytes = check.blob.base64.length;
-          return;
+          blobBytes += check.blob.base64.length;
         }
-        if (!pushed) continue;
-        const e = check.header!.version < CURRENT_FORMAT_VERSION ? upgradeToV4(pushed) : pushed;
-        const json = JSON.stringify(e.data);
-        // dataBytes: the JSON text's bytes (about its jsonb's, which the other writers store).
-        yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJsonText(json)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}\t${Buffer.byteLength(json)}`;
+        if (blobs.length >= BLOB_BATCH_SIZE || blobBytes >= BLOB_BATCH_BYTES) {
+          await store.files.putFromRecording(id, blobs, client);
+          blobs = [];
+          blobBytes = 0;
+        }
       }
-    }
-    await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", "dataBytes")`, eventRows());
-    for (let next = await lines.next(); !next.done; next = await lines.next()) {
+      const summary = check.finish();
+      await store.files.putFromRecording(id, blobs, client);
+      await writeSummary(client, id, summary);
+      await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
+      if (summary.openTurn) {
+        // Folded by byte-bounded pages: a recording's open turn of many large events is never held whole.
+        const { open } = await store.log.openTailFolded(id, summary.eventCount - 1, client);
+        // A call awaiting approval stays pending (docs/contract.md#crash-recovery): maybe nothing to close.
+        const closers = closersFor(open, { kind: 'interrupted', sessionId: id }, store.effectOf);
+        if (closers.length > 0) await store.append(id, closers, { client });
+      }
+      await store.notify(SESSIONS_CHANNEL, id, client);
+      await opts.beforeCommit?.(client, { sessionId: id });
       opts.signal?.throwIfAborted();
-      check.push(next.value);
-      if (check.blob) {
-        blobs.push(check.blob);
-        carried.add(check.blob.blob);
-        blobBytes += check.blob.base64.length;
-      }
-      if (blobs.length >= BLOB_BATCH_SIZE || blobBytes >= BLOB_BATCH_BYTES) {
-        await store.files.putFromRecording(id, blobs, client);
-        blobs = [];
-        blobBytes = 0;
-      }
-    }
-    const summary = check.finish();
-    await store.files.putFromRecording(id, blobs, client);
-    await writeSummary(client, id, summary);
-    await store.files.adoptNamed(scope.tenant, id, client, (seq) => `line ${lineOfSeq(seq)}: the change set at seq ${seq}`, carried);
-    if (summary.openTurn) {
-      // Folded by byte-bounded pages: a recording's open turn of many large events is never held whole.
-      const { open } = await store.log.openTailFolded(id, summary.eventCount - 1, client);
-      // A call awaiting approval stays pending (docs/contract.md#crash-recovery): maybe nothing to close.
-      const closers = closersFor(open, { kind: 'interrupted', sessionId: id }, store.effectOf);
-      if (closers.length > 0) await store.append(id, closers, { client });
-    }
-    await store.notify(SESSIONS_CHANNEL, id, client);
-    await opts.beforeCommit?.(client, { sessionId: id });
-    opts.signal?.throwIfAborted();
-  });
+    },
+    undefined,
+    'long',
+  ); // a recording of a long log
   return store.requireSession(scope, id);
 }
 

@@ -21,6 +21,7 @@ import { statement } from './statements.ts';
 import { eventId } from './ids.ts';
 import { lineageOf, segmentsOf, type Lineage, type LineageRow, type Segment } from './lineage.ts';
 import type { ReadReplicas } from '../db/read-replicas.ts';
+import { readingFor, StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
 import { SessionTrees } from './session-trees.ts';
 
 /** An event as read through a session. */
@@ -39,9 +40,13 @@ export interface StoredEvent extends LogEvent {
  * only their seq, type, origin and time (a GraphQL selection without
  * `Event.data`) reads none, and its events' `data` is undefined. Such a page
  * holds a few bytes an event, so no byte budget applies to it.
+ * `statements`: the scope of the request the page is read for: its
+ * statements are bounded by it, and cancelled once its client has gone
+ * (db/statement-deadlines.ts).
  */
 export interface PageShape {
   data?: boolean;
+  statements?: StatementScope;
 }
 
 /** Where an event comes from, for filters: any; a fork's inherited prefix; the rest; repair's and forks' synthetic events. */
@@ -324,12 +329,12 @@ export class SessionLog {
    * PAGE_BYTES as pageWithin() is (`cut`), unless read without data (`shape`).
    */
   pageFromStandby(ref: LogRef, afterSeq: number, limit: number, committedThrough?: number, shape: PageShape = {}): Promise<BoundedEvents> {
-    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough, false, shape.data ?? true);
+    return this.readFromStandby(ref, afterSeq + 1, afterSeq + limit, committedThrough, false, shape);
   }
 
   /** pageBefore(), read as pageFromStandby reads: a cut keeps the events nearest `beforeSeq`. */
   pageBeforeFromStandby(ref: LogRef, beforeSeq: number, limit: number, committedThrough?: number, shape: PageShape = {}): Promise<BoundedEvents> {
-    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough, true, shape.data ?? true);
+    return this.readFromStandby(ref, Math.max(0, beforeSeq - limit), beforeSeq - 1, committedThrough, true, shape);
   }
 
   /** Events fromSeq..toSeq inclusive, ascending. */
@@ -466,7 +471,7 @@ export class SessionLog {
     filter: { types: readonly string[]; origin: EventOrigin },
     opts: { fromSeq: number; toSeq: number; limit: number; descending?: boolean },
     shape: PageShape = {},
-    db: Db = this.pool,
+    db: Db = readingFor(this.pool, shape.statements),
   ): Promise<BoundedEvents> {
     const data = shape.data ?? true;
     const l = await this.requireLineage(ref, db);
@@ -815,20 +820,23 @@ export class SessionLog {
     hi: number,
     committedThrough: number | undefined,
     fromEnd: boolean,
-    data: boolean,
+    shape: PageShape,
   ): Promise<BoundedEvents> {
     const bound = { bytes: this.pageBytes, fromEnd };
+    const data = shape.data ?? true;
+    const primary = readingFor(this.pool, shape.statements);
     const readOn = (r: LogRef, from: number, to: number, db: Db) => (data ? this.read(r, from, to, db, bound) : this.readHeads(r, from, to, db));
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return readOn(ref, lo, hi, this.pool);
-    const l = await this.requireLineage(ref); // from the primary (cached): a new fork may not be on the standby yet
+    if (!standby) return readOn(ref, lo, hi, primary);
+    const l = await this.requireLineage(ref, primary); // from the primary (cached): a new fork may not be on the standby yet
     let read: BoundedEvents;
     try {
-      read = await readOn(l, lo, hi, standby.pool);
+      read = await readOn(l, lo, hi, readingFor(standby.pool, shape.statements));
     } catch (err) {
+      if (err instanceof StatementAbandonedError || err instanceof StatementTimeoutError) throw err; // the request's bound, not the standby's failure
       standby.failed(err);
       this.onStandbyRead?.('primary', 'events');
-      return readOn(l, lo, hi, this.pool);
+      return readOn(l, lo, hi, primary);
     }
     const rows = read.events;
     const known = committedThrough === undefined ? hi : Math.min(hi, committedThrough);
@@ -839,7 +847,7 @@ export class SessionLog {
         return read;
       }
       this.onStandbyRead?.('primary', 'events');
-      return readOn(l, lo, hi, this.pool);
+      return readOn(l, lo, hi, primary);
     }
     let have = 0;
     const first = Math.max(0, lo);
@@ -853,7 +861,7 @@ export class SessionLog {
     // The standby is behind what the caller knows of: the rest from the primary
     // (under its own budget: such a page holds at most twice PAGE_BYTES).
     this.onStandbyRead?.(have ? 'both' : 'primary', 'events');
-    const rest = await readOn(l, through + 1, hi, this.pool);
+    const rest = await readOn(l, through + 1, hi, primary);
     return { events: [...rows.slice(0, have), ...rest.events], cut: rest.cut };
   }
 

@@ -10,6 +10,7 @@ import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
+import type { StatementScope } from '../db/statement-deadlines.ts';
 import type { OnStandbyRead } from './session-log.ts';
 import type { SessionTrees } from './session-trees.ts';
 
@@ -43,6 +44,8 @@ export interface SessionPageQuery {
   from?: SessionKey | null;
   backward?: boolean;
   limit: number;
+  /** The scope of the request it is read for (db/statement-deadlines.ts). */
+  statements?: StatementScope;
 }
 
 export type SessionColumn = keyof SessionRow;
@@ -239,6 +242,7 @@ export class SessionRows {
       this.pool,
       (db) => db.query<PartialSessionRow>(query),
       (served) => this.onStandbyRead?.(served, 'sessions'),
+      q.statements,
     );
     return q.backward ? rows.reverse() : rows;
   }

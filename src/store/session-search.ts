@@ -29,6 +29,7 @@
 import type pg from 'pg';
 import { MAX_SEQ, type Db, type OnStandbyRead, type SessionLog } from './session-log.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
+import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 import { segmentsOf } from './lineage.ts';
 
 /** The text search configuration of the indexes (English stemming and stop words). */
@@ -127,7 +128,7 @@ export class SessionSearch {
    * in `tenant`'s sessions, after `after` in list order. A query without
    * searchable words (only stop words or punctuation) has no hits.
    */
-  async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
+  async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null; statements?: StatementScope }): Promise<SearchHit[]> {
     if (opts.limit <= 0) return [];
     // Every statement of a page on one server: the standby's or the primary's.
     return readCaughtUpOr(
@@ -135,6 +136,7 @@ export class SessionSearch {
       this.pool,
       (db) => this.searchOn(db, tenant, query, opts),
       (served) => this.onStandbyRead?.(served, 'search'),
+      opts.statements,
     );
   }
 
@@ -288,7 +290,12 @@ export class SessionSearch {
   async searchSession(
     ref: string,
     query: string,
-    opts: { afterSeq: number; limit: number; /** The log as of this length (a session row's eventCount). */ endSeq?: number },
+    opts: {
+      afterSeq: number;
+      limit: number;
+      /** The log as of this length (a session row's eventCount). */ endSeq?: number;
+      /** The request's scope (db/statement-deadlines.ts). */ statements?: StatementScope;
+    },
   ): Promise<SessionSearchHit[]> {
     const l = await this.log.lineage(ref);
     if (!l) return [];
@@ -303,7 +310,7 @@ export class SessionSearch {
                  ORDER BY e.seq LIMIT $2)`,
     );
     // Snippets for the page's hits only.
-    const { rows } = await this.pool.query<{ seq: number; type: string; rank: number; snippet: string }>(
+    const { rows } = await readingFor(this.pool, opts.statements).query<{ seq: number; type: string; rank: number; snippet: string }>(
       `SELECT seq, type, rank, ts_headline(${CONFIG}, left(data ->> 'text', ${INDEXED_CHARS}), ${q}, '${HEADLINE}') AS snippet
          FROM (SELECT * FROM (${scans.join(' UNION ALL ')}) m ORDER BY seq LIMIT $2) page ORDER BY seq`,
       params,

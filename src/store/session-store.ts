@@ -172,8 +172,8 @@ export class SessionStore {
   }
 
   /** Runs `fn` in a transaction on one pooled connection (transaction.ts). */
-  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, isolation = 'READ COMMITTED'): Promise<T> {
-    return inTransaction(this.pool, fn, isolation);
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, isolation = 'READ COMMITTED', work: 'short' | 'long' = 'short'): Promise<T> {
+    return inTransaction(this.pool, fn, isolation, work);
   }
 
   /**

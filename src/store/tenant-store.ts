@@ -13,7 +13,7 @@ import { sessionNotFound } from '../core/errors.ts';
 import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
-import type { SessionSearch, SearchKey } from './session-search.ts';
+import type { SessionSearch } from './session-search.ts';
 import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
 import type { TextBudget } from '../core/text-budget.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
@@ -240,7 +240,7 @@ export class TenantSearch {
     private readonly owns: (ref: LogRef) => Promise<void>,
   ) {}
 
-  sessions(query: string, opts: { limit: number; after?: SearchKey | null }): ReturnType<SessionSearch['search']> {
+  sessions(query: string, opts: Parameters<SessionSearch['search']>[2]): ReturnType<SessionSearch['search']> {
     return this.search.search(this.tenant, query, opts);
   }
 

@@ -21,8 +21,8 @@ beforeAll(async () => {
   // Through GraphQL, a few at a time.
   let next = 0;
   const ids: string[] = [];
-  const worker = async () => {
-    while (next < SESSIONS - FORKS) {
+  const worker = async (until = SESSIONS - FORKS) => {
+    while (next < until) {
       const i = next++;
       const r = await app.ok(`mutation ($t: String) { createSession(input: { title: $t }) { id } }`, {
         t: `Session ${String(i).padStart(4, '0')} of a long day`,
@@ -30,7 +30,9 @@ beforeAll(async () => {
       ids[i] = r.createSession.id;
     }
   };
-  await Promise.all(Array.from({ length: 12 }, worker));
+  // The first alone: it is the oldest root (the forks go under it), whatever order the others' transactions begin in.
+  await worker(1);
+  await Promise.all(Array.from({ length: 12 }, () => worker()));
   rootId = ids[0];
   for (let i = 0; i < FORKS; i++)
     await app.ok(`mutation ($id: ID!, $t: String) { forkSession(input: { sessionId: $id, atSeq: 0, title: $t }) { session { id } } }`, {

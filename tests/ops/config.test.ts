@@ -48,10 +48,10 @@ describe('configuration (docs/operations.md)', () => {
     expect(() => loadConfig({ FORKLINE_MODEL_CALL_TIMEOUT_MS: '10' })).toThrow(/FORKLINE_MODEL_CALL_TIMEOUT_MS/);
   });
 
-  it('statement bounds are off unless FORKLINE_STATEMENT_BOUNDS=on, and then take the three timeouts', () => {
-    expect(securityOptions(loadConfig({})).statementBounds).toBe(false);
-    const on = securityOptions(loadConfig({ FORKLINE_STATEMENT_BOUNDS: 'on', FORKLINE_QUERY_TIMEOUT_MS: '2000' }));
+  it('statement bounds are on by default with the three timeouts, and off with FORKLINE_STATEMENT_BOUNDS=off', () => {
+    const on = securityOptions(loadConfig({ FORKLINE_QUERY_TIMEOUT_MS: '2000' }));
     expect(on.statementBounds).toBe(true);
     expect(on.statementTimeouts).toEqual({ queryMs: 2000, mutationMs: 60_000, longStatementMs: 600_000 });
+    expect(securityOptions(loadConfig({ FORKLINE_STATEMENT_BOUNDS: 'off' })).statementBounds).toBe(false);
   });
 });

@@ -6,10 +6,13 @@
 // client went away, and a subscription that ended, leave no statement running.
 // The slow statements are real reads and writes made to wait on a lock this
 // test holds, not sleeps; each test checks pg_stat_activity for the service's
-// backends still waiting.
+// backends still waiting. Every app here runs with the bounds as the service's
+// default config sets them (no FORKLINE_STATEMENT_BOUNDS), only the timeouts
+// made small.
 import http from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, securityOptions } from '../../src/config.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
@@ -18,6 +21,18 @@ import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const BOUND_MS = 1500;
+
+/** The statement bounds of the service's config from `env` (the rest of the security options: the tests' defaults). */
+function boundsOf(env: Record<string, string>) {
+  const { statementBounds, statementTimeouts } = securityOptions(loadConfig(env));
+  return { statementBounds, statementTimeouts };
+}
+/** Small query and mutation bounds, a long one far beyond the tests' waits. */
+const SMALL_BOUNDS = boundsOf({
+  FORKLINE_QUERY_TIMEOUT_MS: String(BOUND_MS),
+  FORKLINE_MUTATION_TIMEOUT_MS: String(BOUND_MS),
+  FORKLINE_LONG_STATEMENT_TIMEOUT_MS: '120000',
+});
 
 async function importSession(app: TestApp, id: string, turns = 3): Promise<string> {
   const lines: unknown[] = [{ format: 'forkline.recording', version: 4, session: { id, title: id } }];
@@ -74,7 +89,7 @@ describe('statements bounded in time', () => {
   let hold: Awaited<ReturnType<typeof locker>>;
 
   beforeAll(async () => {
-    app = await startTestApp({ security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } } });
+    app = await startTestApp({ security: SMALL_BOUNDS });
     sessionId = await importSession(app, 'ses_deadline');
     hold = await locker(app.db.url);
   });
@@ -101,6 +116,19 @@ describe('statements bounded in time', () => {
     // The pool's connection is fine afterwards: the same read answers.
     const d = await app.ok(EVENTS, { id: sessionId });
     expect(d.session.events.edges.length).toBe(20);
+  });
+
+  it('a search past FORKLINE_QUERY_TIMEOUT_MS answers QUERY_TIMEOUT, and its statement no longer runs', async () => {
+    await hold.lock('LOCK TABLE "Event" IN ACCESS EXCLUSIVE MODE');
+    try {
+      const r = await app.gql(SEARCH);
+      expect(r.errors?.[0]?.extensions?.code).toBe('QUERY_TIMEOUT');
+      expect(r.errors?.[0]?.message).toContain('FORKLINE_QUERY_TIMEOUT_MS');
+      await waitFor(async () => (await hold.waiting()) === 0, { timeoutMs: 5000, what: 'no statement waiting on the lock' });
+    } finally {
+      await hold.release();
+    }
+    expect((await app.ok(SEARCH)).searchSessions.edges.length).toBeGreaterThan(0);
   });
 
   it('a mutation past FORKLINE_MUTATION_TIMEOUT_MS answers QUERY_TIMEOUT and writes nothing', async () => {
@@ -141,7 +169,7 @@ describe('statements of a client that went away', () => {
   let hold: Awaited<ReturnType<typeof locker>>;
 
   beforeAll(async () => {
-    app = await startTestApp({ security: { statementBounds: true } }); // default bounds (60 s): only the client's going ends these statements
+    app = await startTestApp({ security: boundsOf({}) }); // the default config: bounds of 60 s, so only the client's going ends these statements
     sessionId = await importSession(app, 'ses_gone');
     hold = await locker(app.db.url);
   });
@@ -216,7 +244,7 @@ describe('behind PgBouncer in transaction mode', () => {
       databaseUrl: bouncer.url(database),
       directUrl: direct,
       preparedStatements: false, // PgBouncer 1.18: no protocol-level prepared statements
-      security: { statementTimeouts: { queryMs: BOUND_MS, mutationMs: BOUND_MS, longStatementMs: 120_000 } },
+      security: SMALL_BOUNDS,
     });
     sessionId = await importSession(app, 'ses_pooled');
     hold = await locker(direct);

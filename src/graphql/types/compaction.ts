@@ -6,7 +6,6 @@ import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
 import type { CompactionResult } from '../../agent/compaction.ts';
 import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../core/text-limits.ts';
-import { LONG_STATEMENTS } from '../plugins/statement-deadlines.ts';
 
 const CompactSessionInput = builder.inputType('CompactSessionInput', {
   fields: (t) => ({
@@ -41,7 +40,6 @@ const CompactSessionPayload = builder.objectRef<{ sessionId: string } & Compacti
 
 builder.mutationFields((t) => ({
   compactSession: t.field({
-    extensions: LONG_STATEMENTS,
     type: CompactSessionPayload,
     description:
       "Replaces the model-visible history through throughSeq by the session's model's summary (plugin/compaction/start, surface/replace, " +

@@ -15,7 +15,6 @@ import { idSchema, instructionsSchema, messageTextSchema, runnerPoolSchema, titl
 import { SessionRef } from './session.ts';
 import { SessionDeletion } from './deletion.ts';
 import { MAX_FORK_CHILDREN, type ForkResult, type SessionRow } from '../../store/session-store.ts';
-import { LONG_STATEMENTS } from '../plugins/statement-deadlines.ts';
 
 const titleSchema = title.nullish();
 export const idempotencyKeySchema = idSchema.nullish();
@@ -206,7 +205,6 @@ export const DeleteSessionPayload = builder.objectRef<{ deletedSessionIds: strin
 
 builder.mutationFields((t) => ({
   deleteSession: t.field({
-    extensions: LONG_STATEMENTS,
     type: DeleteSessionPayload,
     description:
       'Deletes a session and its events. A session with children is refused (SESSION_HAS_CHILDREN: they share its events) ' +
@@ -236,7 +234,6 @@ builder.mutationFields((t) => ({
     },
   }),
   forkSession: t.field({
-    extensions: LONG_STATEMENTS,
     type: ForkSessionPayload,
     args: { input: t.arg({ type: ForkSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
@@ -247,7 +244,6 @@ builder.mutationFields((t) => ({
     },
   }),
   branchSession: t.field({
-    extensions: LONG_STATEMENTS,
     type: ForkSessionPayload,
     args: { input: t.arg({ type: BranchSessionInput, required: true }), idempotencyKey: idempotencyKeyArg(t) },
     resolve: async (_root, { input, idempotencyKey }, ctx) => {
@@ -258,7 +254,6 @@ builder.mutationFields((t) => ({
     },
   }),
   editMessage: t.field({
-    extensions: LONG_STATEMENTS,
     type: ForkSessionPayload,
     description:
       'Edit and re-run: an exact fork right before the inbox/add of that input (what is open there is closed with cause `forked`), ' +
@@ -271,7 +266,6 @@ builder.mutationFields((t) => ({
     },
   }),
   fanOut: t.field({
-    extensions: LONG_STATEMENTS,
     type: FanOutPayload,
     description:
       'One child per variant, all at one cut (atSeq: exact; anchorSeq: turn-level branch; neither: through the last turn/end) ' +

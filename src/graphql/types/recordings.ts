@@ -7,7 +7,6 @@ import { badInput } from '../../core/errors.ts';
 import { parseArgs } from '../input.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { SessionRef } from './session.ts';
-import { LONG_STATEMENTS } from '../plugins/statement-deadlines.ts';
 
 builder.objectField('Session', 'recording', (t) =>
   t.string({
@@ -28,7 +27,6 @@ builder.objectField('Session', 'recording', (t) =>
 
 builder.mutationField('importRecording', (t) =>
   t.field({
-    extensions: LONG_STATEMENTS,
     type: SessionRef,
     description:
       'Imports a recording (format V3 or V4, up to 8 MiB here; larger ones as the body of POST /recordings) as a new session. ' +

@@ -115,7 +115,7 @@ builder.queryFields((t) => ({
       const { query, first, after } = parseArgs(argsSchema, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
       // One more hit than asked tells whether a next page exists.
-      let hits = limit > 0 ? await ctx.store.search.sessions(query, { limit: limit + 1, after }) : [];
+      let hits = limit > 0 ? await ctx.store.search.sessions(query, { limit: limit + 1, after, statements: ctx.statements }) : [];
       const hasNextPage = hits.length > limit;
       if (hasNextPage) hits = hits.slice(0, limit);
       const edges = hits.map((node) => ({ node, cursor: encodeSearchCursor(node.key) }));
@@ -180,7 +180,15 @@ builder.objectField('Session', 'search', (t) =>
     resolve: async (session, args, ctx) => {
       const { query, first, after } = parseArgs(sessionSearchArgs, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
-      let hits = limit > 0 ? await ctx.store.search.inSession(session.id, query, { afterSeq: after ?? -1, limit: limit + 1, endSeq: session.eventCount }) : [];
+      let hits =
+        limit > 0
+          ? await ctx.store.search.inSession(session.id, query, {
+              afterSeq: after ?? -1,
+              limit: limit + 1,
+              endSeq: session.eventCount,
+              statements: ctx.statements,
+            })
+          : [];
       const hasNextPage = hits.length > limit;
       if (hasNextPage) hits = hits.slice(0, limit);
       const edges = hits.map((h) => ({ node: { ...h, sessionId: session.id }, cursor: String(h.seq) }));

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts';
 import { PROPERTY_READ } from '../property-reads.ts';
 import { EventRef } from './event.ts';
-import { eventPageShape, eventsConnection } from '../events-connection.ts';
+import { eventPageShape, eventsConnection, readFor } from '../events-connection.ts';
 import { EVENT_ORIGINS, EventOriginEnum } from './event-filters.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { asSelected, selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
@@ -106,7 +106,7 @@ builder.objectFields('Session', (t) => ({
         origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
       },
       resolve: (session, args, ctx, info) =>
-        eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }, eventPageShape(info)),
+        eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }, readFor(eventPageShape(info), ctx)),
     },
     EventConnection,
   ),
@@ -146,8 +146,8 @@ builder.queryFields((t) => ({
         sessionsConnection(
           ctx.store.sessions,
           args.changedSince
-            ? { parentId: args.parentId, status: args.status, changedSince: args.changedSince, order: 'changed' }
-            : { parentId: args.parentId, status: args.status, order: 'newest' },
+            ? { parentId: args.parentId, status: args.status, changedSince: args.changedSince, order: 'changed', statements: ctx.statements }
+            : { parentId: args.parentId, status: args.status, order: 'newest', statements: ctx.statements },
           args,
           sessionConnectionColumns(info),
         ),

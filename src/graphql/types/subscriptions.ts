@@ -71,7 +71,7 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionEventsArgs, args);
       await ctx.store.requireSession(p.sessionId);
-      return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1);
+      return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1, ctx.statements);
     },
     resolve: (event) => event,
   }),

@@ -6,7 +6,7 @@
 // its subscribers (one query per commit, not one per subscriber); a subscriber
 // behind that window reads its own pages. Nothing grows with a slow subscriber
 // but the page it is reading.
-import { StatementAbandonedError } from '../../db/statement-deadlines.ts';
+import { readingFor, StatementAbandonedError, type StatementScope } from '../../db/statement-deadlines.ts';
 import type { SessionStore, StoredEvent } from '../../store/session-store.ts';
 
 export const PAGE_SIZE = 200;
@@ -27,18 +27,23 @@ export class EventWindows {
     this.windowSize = Math.max(sizes.windowSize ?? WINDOW_SIZE, this.pageSize);
   }
 
-  /** The session's events with seq > afterSeq, then live ones, in seq order. */
-  stream(sessionId: string, afterSeq: number): EventStream {
+  /** The session's events with seq > afterSeq, then live ones, in seq order; read in `statements`, its subscription's scope. */
+  stream(sessionId: string, afterSeq: number, statements?: StatementScope): EventStream {
     let window = this.windows.get(sessionId);
     if (!window) {
       window = new SessionWindow(sessionId, this.store, this.pageSize, this.windowSize);
       this.windows.set(sessionId, window);
     }
     const w = window;
-    const stream = new EventStream(w, afterSeq, () => {
-      w.subscribers.delete(stream);
-      if (w.subscribers.size === 0 && this.windows.get(sessionId) === w) this.windows.delete(sessionId);
-    });
+    const stream = new EventStream(
+      w,
+      afterSeq,
+      () => {
+        w.subscribers.delete(stream);
+        if (w.subscribers.size === 0 && this.windows.get(sessionId) === w) this.windows.delete(sessionId);
+      },
+      statements,
+    );
     w.subscribers.add(stream);
     return stream;
   }
@@ -114,7 +119,7 @@ class SessionWindow {
   }
 
   /** The next contiguous events after `seq` (empty: none committed yet). */
-  async eventsAfter(seq: number): Promise<StoredEvent[]> {
+  async eventsAfter(seq: number, statements?: StatementScope): Promise<StoredEvent[]> {
     for (;;) {
       if (seq >= this.lo - 1 && seq < this.hi) {
         const from = seq - this.lo + 1;
@@ -124,7 +129,7 @@ class SessionWindow {
       if (seq < this.lo - 1 && this.window.length) {
         // Behind the shared window: this subscriber reads its own page (catching
         // up: a standby may serve it; the window says how far the log goes).
-        return contiguousAfter(seq, (await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi)).events);
+        return contiguousAfter(seq, (await this.store.log.pageFromStandby(this.sessionId, seq, this.pageSize, this.hi, { statements })).events);
       }
       if (this.fetching) {
         // Someone else's read: look again. It runs in the scope of the subscriber
@@ -134,20 +139,22 @@ class SessionWindow {
         });
         continue;
       }
-      const read = await (this.fetching = this.fetch(seq).finally(() => (this.fetching = undefined)));
+      const read = await (this.fetching = this.fetch(seq, statements).finally(() => (this.fetching = undefined)));
       if (read === 0 && !this.unknown) return []; // nothing after seq yet; the next notification wakes us
     }
   }
 
   /** Reads the page after `seq` (≥ hi, or the window is empty) into the window. */
-  private async fetch(seq: number): Promise<number> {
+  private async fetch(seq: number, statements: StatementScope | undefined): Promise<number> {
     const generation = this.generation;
     if (seq !== this.hi) this.window = [];
     // Until a read reached the end of the log, subscribers are catching up: a
     // standby may serve full pages (the rest from the primary); the live tail
     // is read from the primary, which has what a notification announced.
     const log = this.store.log;
-    const read = await (this.unknown ? log.pageFromStandby(this.sessionId, seq, this.pageSize) : log.pageWithin(this.sessionId, seq, this.pageSize));
+    const read = await (this.unknown
+      ? log.pageFromStandby(this.sessionId, seq, this.pageSize, undefined, { statements })
+      : log.pageWithin(this.sessionId, seq, this.pageSize, readingFor(this.store.pool, statements)));
     const page = contiguousAfter(seq, read.events);
     if (page.length) {
       this.window.push(...page);
@@ -186,7 +193,22 @@ export class EventStream implements AsyncIterableIterator<StoredEvent> {
     private readonly window: SessionWindow,
     private delivered: number,
     private readonly onClose: () => void,
-  ) {}
+    statements: StatementScope | undefined,
+  ) {
+    // Its reads end with it, whoever closes it.
+    const gone = statements?.gone;
+    const closed = () => this.closed;
+    this.statements = statements && {
+      ...statements,
+      gone: {
+        get aborted() {
+          return closed() || gone?.aborted === true;
+        },
+      },
+    };
+  }
+
+  private readonly statements: StatementScope | undefined;
 
   /** Something may have been committed: look again before sleeping. */
   wake() {
@@ -222,7 +244,7 @@ export class EventStream implements AsyncIterableIterator<StoredEvent> {
           return { value: event, done: false };
         }
         this.pending = false;
-        this.page = await this.window.eventsAfter(this.delivered);
+        this.page = await this.window.eventsAfter(this.delivered, this.statements);
         this.index = 0;
         if (this.page.length || this.closed) continue;
         if (!this.pending) await new Promise<void>((r) => (this.waiter = r));

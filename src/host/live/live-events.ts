@@ -15,6 +15,7 @@ import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
+import type { StatementScope } from '../../db/statement-deadlines.ts';
 
 export { turnPayloads } from './turn-update-relay.ts';
 export type { EventStream } from './event-window.ts';
@@ -54,9 +55,9 @@ export class LiveEvents {
     for (const [channel, handler] of this.handlers) listener.on(channel, handler);
   }
 
-  /** The session's events with seq > afterSeq, then live ones, in seq order. */
-  sessionEvents(sessionId: string, afterSeq: number): EventStream {
-    return this.windows.stream(sessionId, afterSeq);
+  /** The session's events with seq > afterSeq, then live ones, in seq order; its reads in `statements`, its subscription's scope. */
+  sessionEvents(sessionId: string, afterSeq: number, statements?: StatementScope): EventStream {
+    return this.windows.stream(sessionId, afterSeq, statements);
   }
 
   /** Turn updates of the session from now on, whichever process runs its agent. */

@@ -30,7 +30,7 @@ import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
 import { resultWithoutInternals, withoutInternals } from './wire-errors.ts';
 import { unauthenticated, connectionAuthorization, type Principal } from '../auth.ts';
 import type { Guard } from '../guard.ts';
-import { DEFAULT_LIMITS, DEFAULT_STATEMENT_TIMEOUTS, type SecurityOptions } from '../security.ts';
+import { DEFAULT_LIMITS, statementTimeoutsOf, type SecurityOptions } from '../security.ts';
 import { renderGraphiQLPage, useGraphiQLSecurityHeaders } from '../graphiql.ts';
 
 export interface GraphqlHandlerOptions {
@@ -90,8 +90,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     useJitQueries(),
     useWsDelivery(),
     // After every plugin that sets the execute or subscribe function.
-    (security.statementBounds ?? security.statementTimeouts !== undefined) &&
-      useStatementDeadlines({ ...DEFAULT_STATEMENT_TIMEOUTS, ...security.statementTimeouts }),
+    security.statementBounds !== false && useStatementDeadlines(statementTimeoutsOf(security)),
     ...(opts.plugins ?? []),
   ].filter((p): p is Plugin => Boolean(p));
 
@@ -123,6 +122,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         sessionLoader: new SessionLoader(store),
         maxResponseBytes,
         gone: initial.socket ? socketGone(initial.socket) : initial.res && responseGone(initial.res),
+        statements: undefined, // set per operation (graphql/plugins/statement-deadlines.ts): the context keeps one shape
       };
     },
   });
