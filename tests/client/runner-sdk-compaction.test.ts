@@ -22,6 +22,18 @@ const prompts: LanguageModelV3Prompt[] = [];
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
 const userText = (m: LanguageModelV3Prompt[number]) => (m.role === 'user' ? m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') : '');
 
+/** A model's streamed answer of `text` alone. */
+function textStream(text: string) {
+  const parts: LanguageModelV3StreamPart[] = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 't' },
+    { type: 'text-delta', id: 't', delta: text },
+    { type: 'text-end', id: 't' },
+    { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage },
+  ];
+  return { stream: new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) };
+}
+
 const model = new MockLanguageModelV3({
   doStream: async ({ prompt }) => {
     prompts.push(prompt);
@@ -29,14 +41,7 @@ const model = new MockLanguageModelV3({
     const text = last.startsWith('Summarise the conversation below.')
       ? `Runner summary: ${last.split('\n').filter((l) => l.startsWith('[')).length} lines`
       : 'ok';
-    const parts: LanguageModelV3StreamPart[] = [
-      { type: 'stream-start', warnings: [] },
-      { type: 'text-start', id: 't' },
-      { type: 'text-delta', id: 't', delta: text },
-      { type: 'text-end', id: 't' },
-      { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage },
-    ];
-    return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) };
+    return textStream(text);
   },
 });
 
@@ -180,14 +185,7 @@ describe('a summary the server refuses', () => {
         const summary = userText(prompt.at(-1)!).startsWith('Summarise the conversation below.');
         if (summary) summaries++;
         const text = summary ? 'x'.repeat(128 * 1024) : 'ok'; // the summary's batch is over the server's 64 KiB body limit
-        const parts: LanguageModelV3StreamPart[] = [
-          { type: 'stream-start', warnings: [] },
-          { type: 'text-start', id: 't' },
-          { type: 'text-delta', id: 't', delta: text },
-          { type: 'text-end', id: 't' },
-          { type: 'finish', finishReason: { unified: 'stop', raw: undefined }, usage },
-        ];
-        return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) };
+        return textStream(text);
       },
     });
     try {
