@@ -19,6 +19,7 @@ import type { Caller } from '../core/api-tokens.ts';
 import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
+import { TextBudget } from '../core/text-budget.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
@@ -31,6 +32,8 @@ import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type
 export const HEAD_EVENT = 'plugin/chat/head';
 /** A HEAD_EVENT's branch (plugin data: checked, not assumed). */
 const headOfChat = z.object({ sessionId: z.string() });
+/** What a failed turn's error part carries of its error report at most (the agent writes at most 10,000 characters). */
+const ERROR_TEXT_CHARS = 10_000;
 
 export interface ChatOptions {
   services: Pick<DoorServices, 'store' | 'controller' | 'live' | 'host'>;
@@ -332,9 +335,20 @@ export function chatHandler(opts: ChatOptions) {
     return {
       event: (seq) => store.log.event(sessionId, seq),
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
-      turnRecord: (fromSeq, toSeq) =>
-        // Its usage and error, not its answers' words (a recording's answer can be megabytes).
-        store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], { fromSeq, toSeq: Math.min(toSeq, MAX_SEQ), limit: 10_000, withoutTexts: true }),
+      turnRecord: async (fromSeq, toSeq) => {
+        // Its usage and error, not its answers' words (a recording's answer can be megabytes); the last error's message
+        // is read apart, at most ERROR_TEXT_CHARS of it (an error report in a recording can be megabytes too).
+        const record = await store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], {
+          fromSeq,
+          toSeq: Math.min(toSeq, MAX_SEQ),
+          limit: 10_000,
+          withoutTexts: true,
+        });
+        const last = record.findLastIndex((e) => e.type === 'plugin/agent/error');
+        if (last < 0) return record;
+        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS));
+        return record.with(last, { ...record[last], data: { ...(record[last].data as object), message: message?.text ?? '' } });
+      },
       awaitsApproval: async (callId) => {
         const { eventCount } = await store.requireSession(sessionId);
         const { open } = await store.log.openTailFolded(sessionId, eventCount - 1);
