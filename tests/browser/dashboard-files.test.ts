@@ -175,10 +175,11 @@ describe('dashboard: files', () => {
       expect(await allCallFiles(page)).toEqual([['notes.txt'], ['data/blob.bin'], ['notes.txt'], ['src/main.py'], ['−data/blob.bin']]);
       // The first call's link: the Files tab as of its result, notes.txt as it wrote it (before the edit).
       await page.getByTestId('conversation-scroll').evaluate((el) => el.scrollTo({ top: 0 }));
-      await expect.poll(() => lists.first().locator('a').textContent(), TIMEOUT).toBe('notes.txt');
+      // By its link: the third call also lists notes.txt, and is the first rendered until the window reaches the top.
       const first = lists.first().locator('a');
       const firstResult = (await app.services.store.log.page(parent, -1, 1000)).find((e) => e.type === 'tool/result')!.seq;
-      expect(await first.getAttribute('href')).toBe(`#files-${firstResult}:notes.txt`);
+      await expect.poll(() => first.getAttribute('href'), TIMEOUT).toBe(`#files-${firstResult}:notes.txt`);
+      expect(await first.textContent()).toBe('notes.txt');
       await first.click();
       await page.getByTestId('files-pane').waitFor();
       expect(await page.getByTestId('files-pane').getAttribute('data-at-seq')).toBe(String(firstResult));
