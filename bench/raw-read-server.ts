@@ -1,7 +1,8 @@
 // The raw baseline of readThroughput: a minimal node:http handler on a pg pool
 // of the same size, running the same SQL forkline's reads run and writing the
 // same JSON shape — the physical limit of a Node server here. Not a product:
-// it knows one tenant and answers two queries. Prints its URL when listening.
+// it knows one tenant and answers two queries (and `{ __typename }`, which reads
+// nothing: a request's fixed cost). Prints its URL when listening.
 import http from 'node:http';
 import pg from 'pg';
 import { pgConfigFromUrl } from '../src/db/pg-config.ts';
@@ -27,6 +28,7 @@ async function treeOf(id: string): Promise<string | undefined> {
 }
 
 async function answer(query: string, variables: Record<string, any>): Promise<unknown> {
+  if (query === '{ __typename }') return { data: { __typename: 'Query' } };
   if (query.includes('sessions(')) {
     const { rows } = await pool.query({ name: 'raw_sessions', text: SESSIONS, values: ['local', 51] });
     return {
