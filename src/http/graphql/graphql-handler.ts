@@ -23,6 +23,7 @@ import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
+import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
 import { responseGone, socketGone } from './client-gone.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { eventPages } from './event-pages.ts';
@@ -76,7 +77,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
   const metricsPlugin = metrics && useMetrics(metrics);
   const closeUnsentStreams = useCloseUnsentStreams();
   // Every cross-cutting concern, registered here and only here, in request order.
-  const plugins = [
+  const own = [
     ...floor.first,
     graphiqlHeaders,
     useQueryLimits(limits),
@@ -91,8 +92,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     useWsDelivery(),
     // After every plugin that sets the execute or subscribe function.
     security.statementBounds !== false && useStatementDeadlines(statementTimeoutsOf(security)),
-    ...(opts.plugins ?? []),
   ].filter((p): p is Plugin => Boolean(p));
+  // Their onExecute hooks, in this order, run as one (one-execute-hook.ts); the extra plugins' after them.
+  const plugins = [...own, oneExecuteHook(own), ...(opts.plugins ?? [])];
 
   const fence = fastLaneFence();
   const yoga = createYoga<{ req?: http.IncomingMessage }, Context>({
