@@ -143,4 +143,4 @@ async function filteredConnection(
 
 /** `shape`, read for the operation of `ctx`: in its statement scope (plugins/statement-deadlines.ts). */
 export const readFor = (shape: PageShape, ctx: { statements?: StatementScope }): PageShape =>
-  ctx.statements ? { ...shape, statements: ctx.statements } : shape;
+  ctx.statements ? { data: shape.data, statements: ctx.statements } : shape;

@@ -98,7 +98,9 @@ export async function sessionsConnection(
   const backward = last != null || before != null;
   const limit = (backward ? last : first) ?? DEFAULT_PAGE_SIZE;
   // One more row than asked tells whether the page has a neighbour that way.
-  let page = limit > 0 ? await rows.page({ ...query, from: after ?? before, backward, limit: limit + 1 }, columns) : [];
+  // The page's own fields first, then the query's (which has none of them): V8 builds `{ ...query, limit }`, an object
+  // spread followed by properties, by a runtime call of microseconds, and `{ limit, ...query }` inline.
+  let page = limit > 0 ? await rows.page({ from: after ?? before, backward, limit: limit + 1, ...query }, columns) : [];
   const more = page.length > limit;
   if (more) page = backward ? page.slice(1) : page.slice(0, limit);
   const Edge = changed ? ChangedSessionEdge : SessionEdge;

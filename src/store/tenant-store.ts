@@ -203,7 +203,11 @@ export class TenantSessions {
   page(q: TenantPageQuery): Promise<SessionRow[]>;
   page(q: TenantPageQuery, columns: SessionColumns): Promise<PartialSessionRow[]>;
   async page(q: TenantPageQuery, columns: SessionColumns = null): Promise<PartialSessionRow[]> {
-    const rows = await this.rows.page({ ...q, tenant: this.tenant }, columns);
+    // The tenant first and set again after the query's fields (`{ ...q, tenant }`, an object spread followed by a
+    // property, is a runtime call of microseconds in V8): whatever `q` holds at run time, the page is the tenant's.
+    const query: SessionPageQuery = { tenant: this.tenant, ...q };
+    query.tenant = this.tenant;
+    const rows = await this.rows.page(query, columns);
     this.owners.remember(
       this.tenant,
       rows.map((r) => r.id),

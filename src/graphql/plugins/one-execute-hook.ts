@@ -54,8 +54,13 @@ export function oneExecuteHook(plugins: readonly Plugin[]): Plugin {
   return {
     onExecute(payload) {
       let stopped = false;
+      // Written out: `{ ...payload, setResultAndStopExecution }` (a spread followed by a property) is a runtime call in V8.
       const own: ExecutePayload = {
-        ...payload,
+        args: payload.args,
+        context: payload.context,
+        executeFn: payload.executeFn,
+        setExecuteFn: payload.setExecuteFn,
+        extendContext: payload.extendContext,
         setResultAndStopExecution(result) {
           stopped = true;
           payload.setResultAndStopExecution(result);

@@ -105,8 +105,22 @@ builder.objectFields('Session', (t) => ({
         types: t.arg.stringList({ description: 'Only events of these types (at most 20).' }),
         origin: t.arg({ type: EventOriginEnum, description: 'Only events of this origin (default ANY).' }),
       },
+      // The arguments written out: `{ ...args, origin }` (an object spread followed by a property) is a runtime call in V8.
       resolve: (session, args, ctx, info) =>
-        eventsConnection(ctx.store.log, session, { ...args, origin: args.origin && EVENT_ORIGINS[args.origin] }, readFor(eventPageShape(info), ctx)),
+        eventsConnection(
+          ctx.store.log,
+          session,
+          {
+            afterSeq: args.afterSeq,
+            first: args.first,
+            last: args.last,
+            after: args.after,
+            before: args.before,
+            types: args.types,
+            origin: args.origin && EVENT_ORIGINS[args.origin],
+          },
+          readFor(eventPageShape(info), ctx),
+        ),
     },
     EventConnection,
   ),
