@@ -15,10 +15,15 @@
 //   BENCH_BUILD_NODE_ARGS='--max-semi-space-size=32,'  (node flags per build, in BENCH_BUILDS' order; the
 //                same checkout may be named twice in BENCH_BUILDS to compare flags); BENCH_RAW_NODE_ARGS the raw server's
 //   BENCH_CHILD_LOG=/tmp/gc  (each server's stdout to /tmp/gc.<script>.<pid>: with BENCH_NODE_ARGS=--trace-gc)
+//   BENCH_SLICE_MS=200  (instead of one-second windows, each with its own warm-up and connections: slices this
+//                long on connections kept open, the servers' order rotated every round, CPU from each thread's
+//                schedstat in ns; with BENCH_ROUNDS=60 or more, a change of a few percent shows on a loaded
+//                machine: the load moves little within a round, and each server gets every place in the order)
 //   BENCH_GC=1  (each server runs with --trace-gc-nvp: per round, the bytes it allocated per request, the bytes
 //                its scavenges kept (survived or promoted) per request, and its GC pauses per request)
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { openBenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
@@ -36,6 +41,46 @@ const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const buildArgs = (process.env.BENCH_BUILD_NODE_ARGS ?? '').split(',').map((a) => a.split(' ').filter(Boolean));
 const childLog = process.env.BENCH_CHILD_LOG;
 const gcTrace = process.env.BENCH_GC === '1';
+const sliceMs = Number(process.env.BENCH_SLICE_MS ?? 0);
+
+/** CPU time (ns) every thread of `pid` has used so far: /proc/<pid>/task/<tid>/schedstat, finer than /proc/<pid>/stat's ticks. */
+function threadsCpuNs(pid: number): number {
+  let ns = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return ns;
+}
+
+/** `body` posted back to back on 8 connections of `agent` (kept open between slices) for `ms`: the requests answered. */
+async function slice(url: string, body: string, agent: http.Agent, ms: number): Promise<number> {
+  const target = new URL(url);
+  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+  const post = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode} from ${url}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  let n = 0;
+  const until = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (performance.now() < until) {
+        await post();
+        n++;
+      }
+    }),
+  );
+  return n;
+}
 
 /** A server's collections so far, from its --trace-gc-nvp lines. */
 interface GcTotals {
@@ -128,7 +173,38 @@ try {
   const answered = new Map<string, number>();
   const count = (s: { name: string }, n: number) => answered.set(s.name, (answered.get(s.name) ?? 0) + n);
   for (const s of servers) for (const k of kinds) count(s, (await hammer(s.url, bodies[k], { connections: 8, ms: 4 * windowMs, check: checks[k] })).requests); // warm-up
-  for (let r = 0; r < rounds; r++) {
+  /** Per server and read, over every slice: CPU ns and requests (BENCH_SLICE_MS). */
+  const totals = new Map<string, { ns: number; requests: number }>();
+  const agents = new Map<string, http.Agent>();
+  for (let r = 0; r < rounds && sliceMs > 0; r++) {
+    for (const k of kinds) {
+      // Each server takes every place in the order in turn.
+      for (let i = 0; i < servers.length; i++) {
+        const s = servers[(i + r) % servers.length];
+        const key = `${k} ${s.name}`;
+        if (!agents.has(key)) agents.set(key, new http.Agent({ keepAlive: true, maxSockets: 8 }));
+        const before = threadsCpuNs(s.child.pid!);
+        const gcBefore = { ...s.gc };
+        const n = await slice(s.url, bodies[k], agents.get(key)!, sliceMs);
+        const ns = threadsCpuNs(s.child.pid!) - before;
+        const t = totals.get(key) ?? { ns: 0, requests: 0 };
+        totals.set(key, { ns: t.ns + ns, requests: t.requests + n });
+        cpu.set(key, [...(cpu.get(key) ?? []), ns / 1e6 / n]);
+        pg.set(key, [...(pg.get(key) ?? []), NaN]);
+        served.set(key, (served.get(key) ?? 0) + n);
+        count(s, n);
+        if (gcTrace) {
+          const g = gcs.get(key) ?? { allocated: [], kept: [], pauseUs: [] };
+          g.allocated.push((s.gc.allocated - gcBefore.allocated) / 1024 / n);
+          g.kept.push((s.gc.kept - gcBefore.kept) / 1024 / n);
+          g.pauseUs.push(((s.gc.pauseMs - gcBefore.pauseMs) * 1000) / n);
+          gcs.set(key, g);
+        }
+      }
+    }
+  }
+  for (const agent of agents.values()) agent.destroy();
+  for (let r = 0; r < rounds && !(sliceMs > 0); r++) {
     for (const k of kinds) {
       for (const s of r % 2 ? [...servers].reverse() : servers) {
         const cpuBefore = processCpuSeconds(s.child.pid!);
@@ -166,6 +242,12 @@ try {
             `KiB kept by scavenges ${median(g.kept).toFixed(2)}, GC pause µs ${median(g.pauseUs).toFixed(1)} [${g.pauseUs.map((x) => x.toFixed(0)).join(' ')}]`,
         );
       }
+    }
+    if (sliceMs > 0) {
+      const perRequest = (s: { name: string }) => totals.get(`${k} ${s.name}`)!.ns / 1e6 / totals.get(`${k} ${s.name}`)!.requests;
+      for (const s of servers) console.log(`${k} ${s.name}: server CPU ms/request over all slices ${perRequest(s).toFixed(4)}`);
+      for (const s of servers.slice(1))
+        console.log(`${k} ${s.name} / ${servers[0].name}, server CPU over all slices: ${(perRequest(s) / perRequest(servers[0])).toFixed(3)}`);
     }
     const first = cpu.get(`${k} ${servers[0].name}`)!;
     for (const s of servers.slice(1)) {
