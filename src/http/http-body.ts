@@ -75,15 +75,25 @@ export async function readBody(
 export const bodyArrived = (req: http.IncomingMessage) =>
   req.complete || (req.headers['transfer-encoding'] === undefined && req.readableLength === Number(req.headers['content-length']));
 
-/** Requests whose whole body was taken from their buffer before their end of message was parsed. */
-const takenWhole = new WeakSet<http.IncomingMessage>();
+/**
+ * What this module knows of a request, kept on the request itself: whether its
+ * whole body was taken from its buffer before its end of message was parsed,
+ * and its text as withinBodyLimit read it. Not in a WeakMap or WeakSet keyed by
+ * the request: each request left an entry there (an ephemeron), V8 drops those
+ * only in a full GC, and every young-generation GC in between went over all of
+ * them — on the hot reads a third of the server's GC time and most of what its
+ * scavenges copied (npm run bench:read-alternation with BENCH_GC=1).
+ */
+const TAKEN_WHOLE = Symbol('body taken whole');
+const BODY_TEXT = Symbol('body text');
+type ReadRequest = http.IncomingMessage & { [TAKEN_WHOLE]?: true; [BODY_TEXT]?: string };
 
 /**
  * Whether a request's body has been read to its end: parsed to its end, or
  * taken whole from its buffer (its end of message is parsed later — an answer
  * written before then has still read everything the client sent).
  */
-export const bodyReadWhole = (req: http.IncomingMessage) => req.complete || takenWhole.has(req);
+export const bodyReadWhole = (req: http.IncomingMessage) => req.complete || (req as ReadRequest)[TAKEN_WHOLE] === true;
 
 /**
  * The body when all of it has arrived and nothing reads it yet: taken from
@@ -94,7 +104,7 @@ export const bodyReadWhole = (req: http.IncomingMessage) => req.complete || take
 function arrived(req: http.IncomingMessage, limit: number): Buffer | undefined {
   if (req.readableFlowing !== null || req.destroyed || req.readableLength > limit || !bodyArrived(req)) return undefined;
   const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
-  takenWhole.add(req);
+  (req as ReadRequest)[TAKEN_WHOLE] = true;
   req.resume(); // flowing: the request still ends (its end of message is parsed later), as a body read by events does
   return bytes;
 }
@@ -121,8 +131,7 @@ function readArriving(req: http.IncomingMessage, limit: number): Promise<Buffer 
 }
 
 /** The text of a /graphql body withinBodyLimit read (the fast lane parses it; yoga gets the bytes). */
-const bodyTexts = new WeakMap<http.IncomingMessage, string>();
-export const bodyTextOf = (req: http.IncomingMessage) => bodyTexts.get(req);
+export const bodyTextOf = (req: http.IncomingMessage): string | undefined => (req as ReadRequest)[BODY_TEXT];
 
 /**
  * The body limit and the UTF-8 rule of /graphql, applied before yoga; true
@@ -142,6 +151,6 @@ export async function withinBodyLimit(req: http.IncomingMessage, res: http.Serve
   const body = await readBody(req, res, limit);
   if (!body) return false;
   (req as { body?: Buffer }).body = body.bytes;
-  bodyTexts.set(req, body.text);
+  (req as ReadRequest)[BODY_TEXT] = body.text;
   return true;
 }

@@ -26,15 +26,20 @@ export interface RequestGateOptions {
   onRefused?: (reason: 'unauthenticated' | 'rate_limited' | 'auth_throttled' | 'host') => void;
 }
 
-export class RequestGate {
-  private readonly decided = new WeakMap<http.IncomingMessage, GateDecision>();
+/**
+ * A request's decision, kept on the request itself (a request is one server's,
+ * so one gate's): not in a WeakMap keyed by requests, whose entry per request
+ * every young-generation GC went over until the next full one (http-body.ts).
+ */
+const DECISION = Symbol('gate decision');
+type DecidedRequest = http.IncomingMessage & { [DECISION]?: GateDecision };
 
+export class RequestGate {
   constructor(private readonly opts: RequestGateOptions) {}
 
   check(req: http.IncomingMessage): GateDecision {
-    let d = this.decided.get(req);
-    if (!d) this.decided.set(req, (d = this.decide(req.method, req.headers.host, req.headers.authorization, req.socket.remoteAddress)));
-    return d;
+    const r = req as DecidedRequest;
+    return (r[DECISION] ??= this.decide(req.method, req.headers.host, req.headers.authorization, req.socket.remoteAddress));
   }
 
   /** The caller of a credential (`Bearer <token>`; anything in local mode), or a 401 refusal (429 from an address with too many). */
