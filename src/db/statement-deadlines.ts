@@ -244,27 +244,41 @@ type Callback = (err: unknown, result?: unknown) => void;
  * pool.query would run, with the same callbacks (no promise of its own).
  */
 function scopedPool(pool: pg.Pool, scope: StatementScope): Pick<pg.Pool, 'query'> {
-  const run = (args: unknown[], cb: Callback) => {
-    if (scope.gone?.aborted) return cb(new StatementAbandonedError());
-    if (Date.now() >= scope.deadline) return cb(new StatementTimeoutError(scope.timeoutMs, scope.setting));
-    pool.connect((err, client, release) => {
-      if (err || !client) return cb(err);
-      const c = client as Connection;
-      c[HOLD] = scope;
-      (c.query as (...a: unknown[]) => void)(...args, (qerr: unknown, result: unknown) => {
-        c[HOLD] = undefined;
-        // A statement's error leaves its connection fine; anything else (a lost connection) discards it.
-        release((qerr as { code?: unknown } | undefined)?.code === undefined ? (qerr as Error | undefined) : undefined);
-        cb(qerr, result);
-      });
+  return new ScopedPool(pool, scope) as unknown as Pick<pg.Pool, 'query'>;
+}
+
+/**
+ * A class, its method on the prototype: nothing is made per read but the
+ * object (tsx, esbuild's keepNames, names a closure assigned to a variable
+ * with an Object.defineProperty call each time it is made).
+ */
+class ScopedPool {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly scope: StatementScope,
+  ) {}
+
+  query(...args: unknown[]): Promise<unknown> | undefined {
+    const last = args[args.length - 1];
+    if (typeof last === 'function') return void runScoped(this.pool, this.scope, args.slice(0, -1), last as Callback);
+    return new Promise((resolve, reject) => runScoped(this.pool, this.scope, args, (err, result) => (err ? reject(err) : resolve(result))));
+  }
+}
+
+function runScoped(pool: pg.Pool, scope: StatementScope, args: unknown[], cb: Callback): void {
+  if (scope.gone?.aborted) return cb(new StatementAbandonedError());
+  if (Date.now() >= scope.deadline) return cb(new StatementTimeoutError(scope.timeoutMs, scope.setting));
+  pool.connect((err, client, release) => {
+    if (err || !client) return cb(err);
+    const c = client as Connection;
+    c[HOLD] = scope;
+    (c.query as (...a: unknown[]) => void)(...args, (qerr: unknown, result: unknown) => {
+      c[HOLD] = undefined;
+      // A statement's error leaves its connection fine; anything else (a lost connection) discards it.
+      release((qerr as { code?: unknown } | undefined)?.code === undefined ? (qerr as Error | undefined) : undefined);
+      cb(qerr, result);
     });
-  };
-  return {
-    query: ((...args: unknown[]) => {
-      if (typeof args[args.length - 1] === 'function') return void run(args.slice(0, -1), args[args.length - 1] as Callback);
-      return new Promise((resolve, reject) => run(args, (err, result) => (err ? reject(err) : resolve(result))));
-    }) as pg.Pool['query'],
-  };
+  });
 }
 
 /** `pool`, or the pool as `scope` reads through it. */

@@ -825,18 +825,17 @@ export class SessionLog {
     const bound = { bytes: this.pageBytes, fromEnd };
     const data = shape.data ?? true;
     const primary = readingFor(this.pool, shape.statements);
-    const readOn = (r: LogRef, from: number, to: number, db: Db) => (data ? this.read(r, from, to, db, bound) : this.readHeads(r, from, to, db));
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return readOn(ref, lo, hi, primary);
+    if (!standby) return this.readShaped(data, ref, lo, hi, primary, bound);
     const l = await this.requireLineage(ref, primary); // from the primary (cached): a new fork may not be on the standby yet
     let read: BoundedEvents;
     try {
-      read = await readOn(l, lo, hi, readingFor(standby.pool, shape.statements));
+      read = await this.readShaped(data, l, lo, hi, readingFor(standby.pool, shape.statements), bound);
     } catch (err) {
       if (err instanceof StatementAbandonedError || err instanceof StatementTimeoutError) throw err; // the request's bound, not the standby's failure
       standby.failed(err);
       this.onStandbyRead?.('primary', 'events');
-      return readOn(l, lo, hi, primary);
+      return this.readShaped(data, l, lo, hi, primary, bound);
     }
     const rows = read.events;
     const known = committedThrough === undefined ? hi : Math.min(hi, committedThrough);
@@ -847,7 +846,7 @@ export class SessionLog {
         return read;
       }
       this.onStandbyRead?.('primary', 'events');
-      return readOn(l, lo, hi, primary);
+      return this.readShaped(data, l, lo, hi, primary, bound);
     }
     let have = 0;
     const first = Math.max(0, lo);
@@ -861,8 +860,13 @@ export class SessionLog {
     // The standby is behind what the caller knows of: the rest from the primary
     // (under its own budget: such a page holds at most twice PAGE_BYTES).
     this.onStandbyRead?.(have ? 'both' : 'primary', 'events');
-    const rest = await readOn(l, through + 1, hi, primary);
+    const rest = await this.readShaped(data, l, through + 1, hi, primary, bound);
     return { events: [...rows.slice(0, have), ...rest.events], cut: rest.cut };
+  }
+
+  /** read() under `bound`, or readHeads() when the page reads no data (PageShape). */
+  private readShaped(data: boolean, ref: LogRef, lo: number, hi: number, db: Db, bound: { bytes: number; fromEnd: boolean }): Promise<BoundedEvents> {
+    return data ? this.read(ref, lo, hi, db, bound) : this.readHeads(ref, lo, hi, db);
   }
 
   /**

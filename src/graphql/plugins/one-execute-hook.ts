@@ -13,7 +13,7 @@ import type { Plugin } from 'graphql-yoga';
 type OnExecute = NonNullable<Plugin['onExecute']>;
 type ExecutePayload = Parameters<OnExecute>[0];
 type ExecuteDone = Extract<Awaited<ReturnType<OnExecute>>, object>;
-type OnExecuteDone = NonNullable<ExecuteDone['onExecuteDone']>;
+type DonePayload = Parameters<NonNullable<ExecuteDone['onExecuteDone']>>[0];
 
 const isThenable = (x: unknown): boolean => typeof (x as PromiseLike<unknown> | undefined)?.then === 'function';
 
@@ -23,19 +23,25 @@ function notSynchronous(what: string): Error {
   );
 }
 
+// Per request, closures are object literals' methods only: tsx (esbuild's keepNames) names every closure
+// assigned to a variable with an Object.defineProperty call, each time it is made.
+
 /** The onExecuteDone hooks `done` as one, each given the result the ones before it left. */
 function allDone(done: ExecuteDone[]): ExecuteDone {
   if (done.length === 1) return done[0];
-  const hooks = done.flatMap((d) => (d.onExecuteDone ? [d.onExecuteDone] : []));
-  const onExecuteDone: OnExecuteDone = ({ args, result, setResult }) => {
-    let current = result;
-    const set = (r: typeof result) => {
-      current = r;
-      setResult(r);
-    };
-    for (const hook of hooks) if (hook({ args, result: current, setResult: set })) throw notSynchronous('an onExecuteDone hook');
+  return {
+    onExecuteDone(payload) {
+      const each: DonePayload = {
+        args: payload.args,
+        result: payload.result,
+        setResult(result) {
+          each.result = result;
+          payload.setResult(result);
+        },
+      };
+      for (const d of done) if (d.onExecuteDone?.(each)) throw notSynchronous('an onExecuteDone hook');
+    },
   };
-  return { onExecuteDone };
 }
 
 /**
