@@ -5,7 +5,21 @@
 // shows what it gains). Mutations and subscriptions keep the standard
 // executor (neither is hot; subscriptions deliver through live-events).
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { getOperationAST, valueFromASTUntyped, type DocumentNode, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
+import {
+  TypeInfo,
+  getNamedType,
+  getOperationAST,
+  isEnumType,
+  isSpecifiedScalarType,
+  valueFromASTUntyped,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 // null: not compilable, the standard executor runs it
@@ -21,8 +35,42 @@ function variableDefaults(operation: OperationDefinitionNode | null | undefined)
 
 function withDefaults(variables: Record<string, unknown> | null | undefined, defaults: [string, unknown][]): Record<string, unknown> {
   const values = variables ?? {};
+  if (defaults.length === 0) return values; // most documents: no array made per request
   const missing = defaults.filter(([name]) => !Object.hasOwn(values, name));
   return missing.length === 0 ? values : { ...Object.fromEntries(missing), ...values };
+}
+
+/**
+ * Whether every built-in scalar and enum the document selects is a field that
+ * reads its parent's property as it is — a Pothos exposure (`t.exposeInt`…,
+ * whose property TypeScript holds to the field's type: rows are read with their
+ * columns' types) or a property read (property-reads.ts) — and every enum
+ * among them has its names as values. Then serializing such a leaf would give
+ * back the value itself, and graphql-jit may write it as it is
+ * (`disableLeafSerialization`): its serializing call per leaf took a fresh
+ * array of the field's locations and one of its response path, whether or not
+ * it erred — most of what executing a page allocated (a sessions page of 50,
+ * 250 such leaves). Custom scalars (DateTime, JSON…) are serialized either way.
+ */
+function leavesAsRead(schema: GraphQLSchema, document: DocumentNode): boolean {
+  const typeInfo = new TypeInfo(schema);
+  let asRead = true;
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        if (node.name.value === '__typename') return;
+        const def = typeInfo.getFieldDef();
+        const type = def && getNamedType(def.type);
+        if (!def || !type) return void (asRead = false);
+        if (!isSpecifiedScalarType(type) && !isEnumType(type)) return;
+        const reads = typeof def.extensions?.pothosExposedField === 'string' || def.extensions?.propertyRead === true;
+        const namesAsValues = !isEnumType(type) || type.getValues().every((v) => v.value === v.name);
+        if (!reads || !namesAsValues) asRead = false;
+      },
+    }),
+  );
+  return asRead;
 }
 
 export function useJitQueries(): Plugin {
@@ -34,7 +82,9 @@ export function useJitQueries(): Plugin {
     const key = args.operationName ?? '';
     let compiled = byOperation.get(key);
     if (compiled === undefined) {
-      const result = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+      const result = compileQuery(args.schema, args.document, args.operationName ?? undefined, {
+        disableLeafSerialization: leavesAsRead(args.schema, args.document),
+      });
       compiled = isCompiledQuery(result) ? { jit: result, defaults: variableDefaults(getOperationAST(args.document, args.operationName)) } : null;
       byOperation.set(key, compiled);
     }
