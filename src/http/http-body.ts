@@ -81,8 +81,8 @@ export const bodyArrived = (req: http.IncomingMessage) =>
  * and its text as withinBodyLimit read it. Not in a WeakMap or WeakSet keyed by
  * the request: each request left an entry there (an ephemeron), V8 drops those
  * only in a full GC, and every young-generation GC in between went over all of
- * them — on the hot reads a third of the server's GC time and most of what its
- * scavenges copied (npm run bench:read-alternation with BENCH_GC=1).
+ * them — on the hot reads most of what the server's scavenges copied
+ * (npm run bench:read-alternation with BENCH_GC=1).
  */
 const TAKEN_WHOLE = Symbol('body taken whole');
 const BODY_TEXT = Symbol('body text');

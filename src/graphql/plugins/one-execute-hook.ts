@@ -4,7 +4,7 @@
 // not the hook is asynchronous, and again for every onExecuteDone. With the
 // door's eight such hooks that chain was about a third of all a hot read
 // allocated (V8's sampling heap profiler under `npm run bench:read-alternation`;
-// docs/operations.md, Memory and time). The door's own hooks are synchronous:
+// ARCHITECTURE.md, "A rule for every request"). The door's own hooks are synchronous:
 // they are taken out of their plugins and run here, in their order, as envelop
 // would run them — a hook that stops execution stops the ones after it, and
 // every onExecuteDone gathered so far sees the result — inside one hook.
