@@ -127,11 +127,8 @@ export class Guard {
 
   /** /graphql's body limit before yoga (which reads no body of a refused caller); false when answered. */
   withinBodyLimit(req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
-    return withinBodyLimit(req, res, this.maxBodyBytes, this.mayReadBody);
+    return withinBodyLimit(req, res, this.maxBodyBytes, () => !this.gate.check(req).refused);
   }
-
-  /** A caller the gate passes may have its body read (made once: not a closure per request). */
-  private readonly mayReadBody = (req: http.IncomingMessage) => !this.gate.check(req).refused;
 
   /**
    * A graphql-ws connection_init: its caller (a stored token looked up first,

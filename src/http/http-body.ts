@@ -142,17 +142,12 @@ export const bodyTextOf = (req: http.IncomingMessage): string | undefined => (re
  * Buffer (whatwg-node takes a pre-read `req.body`) — unless `mayRead` says no
  * (an unauthenticated request: yoga answers 401 without reading its body).
  */
-export async function withinBodyLimit(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  limit: number,
-  mayRead: (req: http.IncomingMessage) => boolean,
-): Promise<boolean> {
+export async function withinBodyLimit(req: http.IncomingMessage, res: http.ServerResponse, limit: number, mayRead: () => boolean): Promise<boolean> {
   if (Number(req.headers['content-length'] ?? 0) > limit) {
     refuseTooLarge(req, res);
     return false;
   }
-  if (!hasBody(req) || !mayRead(req)) return true;
+  if (!hasBody(req) || !mayRead()) return true;
   const body = await readBody(req, res, limit);
   if (!body) return false;
   (req as { body?: Buffer }).body = body.bytes;

@@ -37,13 +37,7 @@ const doorOf = (path: string) => (path.startsWith('/chat/') ? '/chat' : EVENT_PA
  * forkline another. The field is a singleton (RFC 9110): a request or a
  * WebSocket upgrade with several is refused.
  */
-export function severalAuthorizations(req: http.IncomingMessage): boolean {
-  // Counted in rawHeaders (names as sent, then values): `headersDistinct` builds an array per header field of every request.
-  let n = 0;
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 13 && raw[i].toLowerCase() === 'authorization' && ++n > 1) return true;
-  return false;
-}
+export const severalAuthorizations = (req: http.IncomingMessage) => (req.headersDistinct.authorization?.length ?? 0) > 1;
 export const SEVERAL_AUTHORIZATIONS = 'send one Authorization header, not several';
 
 export const REVOKED_REASON = 'Unauthorized: the API token was revoked or expired';
