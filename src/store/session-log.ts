@@ -669,10 +669,10 @@ export class SessionLog {
   }
 
   /** Every event of the given types, ascending, a page at a time. */
-  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
-    const lineage = await this.requireLineage(ref);
+  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000, db: Db = this.pool): AsyncGenerator<StoredEvent> {
+    const lineage = await this.requireLineage(ref, db);
     for (let from = 0; ;) {
-      const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize });
+      const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize }, db);
       yield* page;
       if (page.length < pageSize) return;
       from = page[page.length - 1].seq + 1;
@@ -761,7 +761,7 @@ export class SessionLog {
   }
 
   /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive), by pages of STREAM_PAGE_BYTES: never more than two pages in memory. */
-  async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent> {
+  async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; db?: Db } = {}): AsyncGenerator<StoredEvent> {
     for await (const page of this.pages(ref, { pageBytes: STREAM_PAGE_BYTES, ...opts })) yield* page;
   }
 
@@ -773,13 +773,17 @@ export class SessionLog {
    * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
    * pages are parsed on this thread too).
    */
-  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  async *pages(
+    ref: LogRef,
+    opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number; db?: Db } = {},
+  ): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
     const end = opts.endSeq ?? Infinity;
-    const lineage = await this.requireLineage(ref);
+    const db = opts.db ?? this.pool;
+    const lineage = await this.requireLineage(ref, db);
     const readAfter = (after: number) => {
       const limit = Math.min(pageSize, end - after - 1);
-      const read = this.pageWithin(lineage, after, limit, this.pool, opts.pageBytes).then(({ events, cut }) => ({
+      const read = this.pageWithin(lineage, after, limit, db, opts.pageBytes).then(({ events, cut }) => ({
         page: events,
         cut,
         last: !cut && events.length < limit,

@@ -73,7 +73,7 @@ const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
       type: SessionRef,
       description: 'The session that wrote the matching event (or has the title).',
       resolve: async (h, _a, ctx, info) => {
-        const s = await ctx.sessionLoader.load(h.sessionId, sessionColumns(info));
+        const s = await ctx.sessionLoader.load(h.sessionId, sessionColumns(info), ctx.statements);
         if (!s) throw new Error(`session ${h.sessionId} of a search hit is gone`);
         return s;
       },
