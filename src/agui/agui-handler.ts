@@ -165,7 +165,8 @@ export function aguiHandler(opts: AguiOptions) {
       else await runTurn(scope, statements, input, text, stream, () => (runStarted = true), runError);
     } catch (err) {
       if (err instanceof ForklineError || err instanceof StatementTimeoutError) runError(err.message, err.code);
-      else if (err instanceof StatementAbandonedError) return; // its client has gone: nobody to answer
+      else if (err instanceof StatementAbandonedError)
+        return; // its client has gone: nobody to answer
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
       else {
         const requestId = randomUUID().slice(0, 8);

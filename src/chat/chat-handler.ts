@@ -307,7 +307,8 @@ export function chatHandler(opts: ChatOptions) {
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {
       if (err instanceof ForklineError || err instanceof StatementTimeoutError) answer.fail(err.message);
-      else if (err instanceof StatementAbandonedError) return; // its client has gone
+      else if (err instanceof StatementAbandonedError)
+        return; // its client has gone
       else if (isDatabaseUnavailable(err)) answer.fail('the database is unavailable; retry shortly');
       else {
         const requestId = randomUUID().slice(0, 8);

@@ -773,10 +773,7 @@ export class SessionLog {
    * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
    * pages are parsed on this thread too).
    */
-  async *pages(
-    ref: LogRef,
-    opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number; db?: Db } = {},
-  ): AsyncGenerator<StoredEvent[]> {
+  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number; db?: Db } = {}): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
     const end = opts.endSeq ?? Infinity;
     const db = opts.db ?? this.pool;

@@ -174,7 +174,13 @@ export class SessionRows {
     statements?: StatementScope,
   ): Promise<SessionRowWith<C> | null>;
   get(tenant: string, id: string, columns: SessionColumns, from?: ReadFrom, statements?: StatementScope): Promise<PartialSessionRow | null>;
-  async get(tenant: string, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary', statements?: StatementScope): Promise<PartialSessionRow | null> {
+  async get(
+    tenant: string,
+    id: string,
+    columns: SessionColumns = null,
+    from: ReadFrom = 'primary',
+    statements?: StatementScope,
+  ): Promise<PartialSessionRow | null> {
     const treeId = this.trees.known(id) ?? (await this.trees.of(id, readingFor(this.pool, statements)));
     if (treeId === undefined) return null;
     const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, true)([id, tenant, treeId]);
@@ -259,7 +265,9 @@ export class SessionRows {
 
   /** How many sessions a tenant has: one index-only count (a list that resumed from changes checks it held every deletion). */
   async count(tenant: string, statements?: StatementScope): Promise<number> {
-    const { rows } = await readingFor(this.pool, statements).query<{ n: number }>(this.run('SELECT count(*)::int AS n FROM "Session" WHERE tenant = $1', true)([tenant]));
+    const { rows } = await readingFor(this.pool, statements).query<{ n: number }>(
+      this.run('SELECT count(*)::int AS n FROM "Session" WHERE tenant = $1', true)([tenant]),
+    );
     return rows[0].n;
   }
 

@@ -41,7 +41,8 @@ builder.objectFields('Session', (t) => ({
     {
       type: SessionRef,
       description: 'Every session of its fork tree: the root and its forks at any depth (itself included), oldest first.',
-      resolve: (s, args, ctx, info) => sessionsConnection(ctx.store.sessions, { treeId: s.treeId, order: 'oldest', statements: ctx.statements }, args, sessionConnectionColumns(info)),
+      resolve: (s, args, ctx, info) =>
+        sessionsConnection(ctx.store.sessions, { treeId: s.treeId, order: 'oldest', statements: ctx.statements }, args, sessionConnectionColumns(info)),
     },
     SessionConnection,
   ),
