@@ -10,62 +10,14 @@
 // held. The app runs the service's default bounds (FORKLINE_STATEMENT_BOUNDS
 // unset, 60 s): only the client's leaving can end these statements in time.
 import http from 'node:http';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, securityOptions } from '../../src/config.ts';
-import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { importSession, locker } from '../helpers/locked-reads.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** Far below the 60 s bound: only a cancel ends the statement this soon (the sweep runs every 100 ms; slack for a loaded machine). */
 const CANCELLED_WITHIN_MS = 10_000;
-
-async function importSession(app: TestApp, id: string): Promise<string> {
-  const lines: unknown[] = [{ format: 'forkline.recording', version: 4, session: { id, title: id } }];
-  let seq = 0;
-  const add = (type: string, data: unknown) => lines.push({ seq: seq++, type, data });
-  for (let turn = 1; turn <= 2; turn++) {
-    add('inbox/add', { text: `question ${turn}`, inputId: `in_${turn}` });
-    add('inbox/remove', { reason: 'taken', inputId: `in_${turn}` });
-    add('turn/start', { turn, inputId: `in_${turn}` });
-    add('step/start', { step: 1, turn });
-    add('model/message', { step: 1, turn, text: `answer ${turn}`, toolCalls: [] });
-    add('step/end', { step: 1, turn, reason: 'completed' });
-    add('turn/end', { turn, reason: 'completed' });
-  }
-  const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { session: { id: string } }).session.id;
-}
-
-/** A connection of the test's own that holds the lock the service's statements wait on. */
-async function locker(databaseUrl: string) {
-  const client = new pg.Client(pgConfigFromUrl(databaseUrl));
-  await client.connect();
-  return {
-    /** The service's statements waiting on a lock now whose text reads `table` (its pool's connections; not ours). */
-    async waiting(table: string): Promise<number> {
-      await client.query('SELECT pg_stat_clear_snapshot()'); // inside our transaction the view is otherwise read once
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND wait_event_type = 'Lock'
-            AND strpos(query, $1) > 0`,
-        [`"${table}"`],
-      );
-      return rows[0].n;
-    },
-    async lock(table: string) {
-      await client.query('BEGIN');
-      await client.query(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
-    },
-    release: () => client.query('ROLLBACK'),
-    end: () => client.end(),
-  };
-}
 
 describe('the reads of a client that went away', () => {
   let app: TestApp;
@@ -78,7 +30,7 @@ describe('the reads of a client that went away', () => {
     const { statementBounds, statementTimeouts } = securityOptions(loadConfig({}));
     app = await startTestApp({ security: { statementBounds, statementTimeouts } });
     base = app.url.replace(/\/graphql$/, '');
-    root = await importSession(app, 'ses_scope_root');
+    root = await importSession(app, 'ses_scope_root', 2);
     // Two children forked at the end of the first turn, one of them forked again.
     const fork = `mutation($id: ID!, $seq: Int!) { forkSession(input: { sessionId: $id, atSeq: $seq }) { session { id } } }`;
     const a = (await app.ok(fork, { id: root, seq: 6 })).forkSession.session.id;
@@ -100,7 +52,7 @@ describe('the reads of a client that went away', () => {
    * back in the pool, the lock still held.
    */
   async function leaveWhileWaiting(table: string, path: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}) {
-    await hold.lock(table);
+    await hold.lock(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
     try {
       const before = busy();
       const headers = init.body
