@@ -232,3 +232,113 @@ describe('the default per-token cap', () => {
     }
   });
 });
+
+describe('a token that expires while its streams are open', () => {
+  it('closes its graphql-ws socket (4401), ends its SSE subscription and cuts its AG-UI run; its next request is a 401', async () => {
+    const base = app.url.replace(/\/graphql$/, '');
+    // Long enough to open everything on a loaded machine; each stream is checked open before the expiry.
+    const expiresAt = new Date(Date.now() + 6000);
+    // Two tokens of the same expiry, each within its cap of 2 connections: a reader (a socket, an SSE stream) and a writer (an AG-UI run).
+    const expiring = async (name: string, scope: string): Promise<string> =>
+      (await app.gql(CREATE, { input: { name, scopes: [scope], expiresAt: expiresAt.toISOString() } }, bearer(ADMIN))).data.createApiToken.secret;
+    const token = await expiring('short-lived reader', 'READ');
+    const writer = await expiring('short-lived bot', 'WRITE');
+
+    let wsClosed: ((e: { code: number; reason: string }) => void) | undefined;
+    const closed = new Promise<{ code: number; reason: string }>((r) => (wsClosed = r));
+    const client = createClient({
+      url: app.url.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: bearer(token),
+      on: { closed: (e: any) => wsClosed!(e) },
+    });
+    const ws = subscribeWs(app.url, EVENTS, { id: session }, client);
+    const sseAbort = new AbortController();
+    const sse = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...bearer(token) },
+      body: JSON.stringify({ query: EVENTS, variables: { id: session } }),
+      signal: sseAbort.signal,
+    });
+    const run = await fetch(`${base}/agui`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...bearer(writer) },
+      body: JSON.stringify({
+        threadId: 'token-expiry',
+        runId: 'expiring',
+        state: {},
+        messages: [{ id: 'm-expiring', role: 'user', content: `${'word '.repeat(40)}\n!slow 500` }],
+        tools: [],
+        context: [],
+        forwardedProps: {},
+      }),
+    });
+    expect([sse.status, run.status]).toEqual([200, 200]);
+    await ws.count(1);
+    const tenantHeld = () => app.server.tenantConnections!.heldBy('alpha').connections;
+    await waitFor(() => tenantHeld() === 3, { what: 'three streams open' });
+    expect(Date.now()).toBeLessThan(expiresAt.getTime());
+
+    /** Reads a stream to its end: true when the server ended it (cleanly or cut) within `ms`, false when the test gave up. */
+    const ends = async (res: Response, ms: number) => {
+      const reader = res.body!.getReader();
+      let gaveUp = false;
+      const deadline = setTimeout(() => ((gaveUp = true), void reader.cancel('still open')), ms);
+      try {
+        while (!(await reader.read()).done);
+      } catch {
+        // cut
+      } finally {
+        clearTimeout(deadline);
+      }
+      return !gaveUp;
+    };
+    const [wsClose, sseEnded, runEnded] = await Promise.all([closed, ends(sse, 20_000), ends(run, 20_000)]);
+    expect(wsClose.code).toBe(4401);
+    expect(wsClose.reason).toMatch(/revoked or expired/);
+    expect([sseEnded, runEnded]).toEqual([true, true]);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt.getTime());
+    expect((await app.gql('{ __typename }', undefined, bearer(token))).status).toBe(401);
+    expect((await app.gql('{ __typename }', undefined, bearer(writer))).status).toBe(401);
+    await waitFor(() => tenantHeld() === 0, { what: "the expired token's places released" });
+    sseAbort.abort();
+    await client.dispose();
+  });
+});
+
+describe('a token anywhere but the Authorization header (or connection_init)', () => {
+  it('is no credential: a GET subscription over SSE with ?token= or ?access_token= is a 401, a WebSocket URL with ?token= a 4401', async () => {
+    const query = `query=${encodeURIComponent(EVENTS)}&variables=${encodeURIComponent(JSON.stringify({ id: session }))}`;
+    for (const param of ['token', 'access_token', 'authorization']) {
+      const res = await fetch(`${app.url}?${query}&${param}=${encodeURIComponent(param === 'authorization' ? `Bearer ${bot}` : bot)}`, {
+        headers: { accept: 'text/event-stream' },
+      });
+      const text = await res.text();
+      expect(res.status, param).toBe(401);
+      expect(text, param).toContain('UNAUTHENTICATED');
+      expect(text, param).not.toContain('sessionEvents');
+    }
+    const ws = new WebSocket(`${app.url.replace(/^http/, 'ws')}?token=${encodeURIComponent(bot)}`, 'graphql-transport-ws');
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+    expect(await closed).toBe(4401);
+  });
+});
+
+describe("another tenant's session at the download door", () => {
+  it('is not there for a stored token of this tenant: GET /recordings is 404 SESSION_NOT_FOUND, as for an id no session has, and nothing of it is sent', async () => {
+    const theirs = (await app.services.store.createSession({ tenant: 'beta' }, { title: 'beta secret plans' })).id;
+    const base = app.url.replace(/\/graphql$/, '');
+    const answers = await Promise.all(
+      [theirs, `ses_${'0'.repeat(32)}`].map(async (id) => {
+        const res = await fetch(`${base}/recordings?session=${encodeURIComponent(id)}`, { headers: bearer(bot) });
+        return { status: res.status, text: (await res.text()).replace(id, '<id>') };
+      }),
+    );
+    expect(answers[0]).toEqual(answers[1]);
+    expect(answers[0].status).toBe(404);
+    expect(answers[0].text).toContain('SESSION_NOT_FOUND');
+    expect(answers[0].text).not.toContain('beta secret plans');
+  });
+});
