@@ -22,6 +22,9 @@ export function recordingDownload(opts: { store: TenantStores; guard: Guard; log
     if (!principal) return;
     const id = new URL(req.url ?? '/', 'http://x').searchParams.get('session');
     if (!id) return error(res, 400, 'BAD_USER_INPUT', 'name the session: GET /recordings?session=<id>');
+    // Held open as long as the client reads: a connection under its tenant's and its token's caps.
+    const capped = opts.guard.openStream(req, res, false);
+    if (capped) return error(res, capped.status, capped.code, capped.message, capped.headers);
     let recording: Awaited<ReturnType<typeof exportRecording>>;
     try {
       recording = await exportRecording(opts.store.forTenant({ tenant: principal.tenant }), id);
