@@ -318,10 +318,12 @@ export class SessionSearch {
     // The older matches from the text index, in no order, at most window + 1: read
     // in list order with a limit, the planner would walk the ordered index
     // instead, betting on finding the page early, and read every row when the words are rare.
+    // Sorted before the tenant is asked (OFFSET 0 keeps the sort below the filter), so only
+    // the rows up to the page's last hit are asked about.
     const rest: unknown[] = [tenant, query, limit - found.length];
     const probe = await db.query<Partial<CandidateRow> & { probed: number }>(
       `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.indexedMatch ?? part.match}`, false)} LIMIT ${window + 1}),
-            hit AS (SELECT at, sid, seq, ts_rank(v, ${q})::float8 AS rank FROM m ${part.owned ? `WHERE ${part.owned}` : ''} ORDER BY ${part.order} LIMIT $3)
+            hit AS (SELECT at, sid, seq, ts_rank(v, ${q})::float8 AS rank FROM (SELECT * FROM m ORDER BY ${part.order} OFFSET 0) m ${part.owned ? `WHERE ${part.owned}` : ''} LIMIT $3)
        SELECT (SELECT count(*) FROM m)::int AS probed, hit.* FROM (VALUES (1)) one LEFT JOIN hit ON true`,
       rest,
     );
