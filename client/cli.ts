@@ -501,7 +501,8 @@ async function run(argv: string[]): Promise<number> {
         }
         const { hasNextPage, endCursor } = searchSessions.pageInfo;
         if (hasNextPage && !opts.json) process.stderr.write(`more: forkline search ${JSON.stringify(query)} --after ${endCursor}\n`);
-        if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
+        // A page that stopped at its bound of rows read may hold no hit and still have more.
+        if (!searchSessions.edges.length && !opts.json) process.stderr.write(hasNextPage ? 'no match in the rows read so far\n' : 'no match\n');
         return 0;
       }
       case 'tokens':

@@ -135,8 +135,8 @@ export function aguiHandler(opts: AguiOptions) {
       return replyError(res, 400, 'BAD_USER_INPUT', (err as Error).message, cors(req));
     }
 
-    // A run is an event stream held open, counted as an SSE subscription is (the tenant's caps).
-    const capped = guard.openStream(res, principal.tenant);
+    // A run is an event stream held open, counted as an SSE subscription is (its tenant's and its token's caps).
+    const capped = guard.openStream(req, res);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
 
     // From here on every answer is an event stream; failures are RUN_ERROR.

@@ -134,6 +134,10 @@ export function chatHandler(opts: ChatOptions) {
       });
     const principal = guard.callerOf(req, res, cors(req));
     if (!principal) return;
+    // An answer is held open like an SSE subscription (its tenant's and its token's caps): its place is taken before the
+    // body is read or anything written, so a refused request sends no message and starts no turn.
+    const capped = guard.openStream(req, res);
+    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     const scope: Scope = { tenant: principal.tenant };
     try {
       if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
@@ -277,9 +281,6 @@ export function chatHandler(opts: ChatOptions) {
     continuing?: TurnInProgress,
   ): Promise<void> {
     const { store, statements } = readsOf(scope, res);
-    // Held open like an SSE subscription (the tenant's caps).
-    const capped = guard.openStream(res, scope.tenant);
-    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     let gone = false;
     // eslint-disable-next-line prefer-const -- the close handler reads it before the subscription is made
     let turns: AsyncIterableIterator<TurnUpdate> | undefined;

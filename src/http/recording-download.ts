@@ -24,6 +24,9 @@ export function recordingDownload(opts: { store: TenantStores; guard: Guard; sta
     if (!principal) return;
     const id = new URL(req.url ?? '/', 'http://x').searchParams.get('session');
     if (!id) return error(res, 400, 'BAD_USER_INPUT', 'name the session: GET /recordings?session=<id>');
+    // Held open as long as the client reads: a connection under its tenant's and its token's caps.
+    const capped = opts.guard.openStream(req, res, false);
+    if (capped) return error(res, capped.status, capped.code, capped.message, capped.headers);
     let recording: Awaited<ReturnType<typeof exportRecording>>;
     try {
       // Its reads within the request's scope: cancelled once the client leaves; each statement bounded (a download lasts as long as it streams).
