@@ -14,8 +14,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
+import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { anthropicText, sse } from '../helpers/provider-sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -32,34 +34,11 @@ let fakeBase: string;
 let elsewhereBase: string;
 let app: TestApp;
 
-const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 const stream = (res: http.ServerResponse, headers: http.OutgoingHttpHeaders = {}) => res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
 const write = async (res: http.ServerResponse, sent: Sent, chunk: string | Buffer) => {
   sent.bytes += Buffer.byteLength(chunk);
   if (!res.write(chunk)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
 };
-
-const anthropicText = (text: string) =>
-  sse(
-    {
-      type: 'message_start',
-      message: {
-        id: 'msg_1',
-        type: 'message',
-        role: 'assistant',
-        model: 'fake-model',
-        content: [],
-        stop_reason: null,
-        usage: { input_tokens: 5, output_tokens: 1 },
-      },
-    },
-    'message_start',
-  ) +
-  sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start') +
-  sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta') +
-  sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop') +
-  sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } }, 'message_delta') +
-  sse({ type: 'message_stop' }, 'message_stop');
 
 const geminiText = (text: string) =>
   sse({
@@ -140,18 +119,8 @@ afterAll(async () => {
   }
 });
 
-async function session(provider: string) {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "wire", model: $m }) { id } }`, {
-    m: { provider, model: 'fake-model' },
-  });
-  return r.createSession.id as string;
-}
-const send = async (id: string, text: string) => {
-  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
-  await app.services.host.idle();
-};
-const log = async (id: string) => app.services.store.log.page(id, -1, 1000);
-const tail = async (id: string, n: number) => (await log(id)).slice(-n).map((e) => [e.type, anyData(e).reason ?? anyData(e).message ?? anyData(e).text]);
+const { create, turn: send, log, tail } = agentTurns(() => app, 'wire');
+const session = (provider: string) => create({ provider, model: 'fake-model' });
 
 describe('a redirect never carries a key to another host', () => {
   it.each([
