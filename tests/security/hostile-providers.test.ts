@@ -66,6 +66,50 @@ async function serveMcp(req: http.IncomingMessage, res: http.ServerResponse, bod
   await transport.handleRequest(req, res, body);
 }
 
+/**
+ * An MCP server speaking Streamable HTTP by hand, as the SDK's server will not misbehave: `bigid` names its session with
+ * 1 MB; `deep` lists a tool whose schema is nested 100,000 deep beside a plain one; `noisy` answers a call on an SSE stream
+ * after 2,000 notifications, answers to ids it was never sent and a second answer to the call.
+ */
+async function rawMcp(mode: string, req: http.IncomingMessage, res: http.ServerResponse, message: any) {
+  if (req.method !== 'POST') return void res.writeHead(405).end();
+  if (message?.id === undefined) return void res.writeHead(202).end();
+  const answer = (result: unknown, headers: http.OutgoingHttpHeaders = {}) =>
+    res.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+  const plain = { name: 'ok', description: 'answers "fine"', inputSchema: { type: 'object', properties: {} } };
+  if (message.method === 'initialize') {
+    const result = { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: mode, version: '1' } };
+    return answer(result, mode === 'bigid' ? { 'mcp-session-id': 's'.repeat(1024 * 1024) } : {});
+  }
+  if (message.method === 'tools/list') {
+    if (mode !== 'deep') return answer({ tools: [plain] });
+    const depth = 100_000;
+    const deep = '{"type":"object","properties":{"a":'.repeat(depth) + '{"type":"string"}' + '}}'.repeat(depth);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return void res.end(
+      `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"tools":[{"name":"deep","inputSchema":${deep}},${JSON.stringify(plain)}]}}`,
+    );
+  }
+  if (message.method === 'tools/call') {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const token = message.params._meta?.progressToken;
+    let batch = '';
+    for (let i = 0; i < 2000; i++) {
+      const kinds = [
+        { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'noise' } },
+        { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token ?? 'nobody', progress: i } },
+        { jsonrpc: '2.0', method: 'notifications/tools/list_changed' },
+        { jsonrpc: '2.0', id: 1_000_000 + i, result: { content: [{ type: 'text', text: 'stray' }] } },
+      ];
+      batch += sse(kinds[i % kinds.length]);
+    }
+    res.write(batch);
+    res.write(sse({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'fine' }] } }));
+    return void res.end(sse({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'again' }] } }));
+  }
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} }));
+}
+
 beforeAll(async () => {
   elsewhere = http.createServer(async (req, res) => {
     for await (const _ of req);
@@ -81,6 +125,8 @@ beforeAll(async () => {
     // MCP servers: one redirected to the other host, one moved within its own, the real one.
     if (path.startsWith('/mcp-away')) return void res.writeHead(307, { location: `${elsewhereBase}/mcp` }).end();
     if (path.startsWith('/mcp-moved')) return void res.writeHead(308, { location: '/mcp' }).end();
+    if (path.startsWith('/mcp-raw/'))
+      return rawMcp(path.slice('/mcp-raw/'.length), req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined);
     if (path.startsWith('/mcp')) return serveMcp(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined);
     const sent = { bytes: 0, closed: false };
     res.on('close', () => (sent.closed = true));
@@ -103,6 +149,9 @@ beforeAll(async () => {
         mcpServers: {
           away: { type: 'http', url: `${fakeBase}/mcp-away`, headers: { 'x-api-key': 'mcp-secret' }, timeoutMs: 3000 },
           moved: { type: 'http', url: `${fakeBase}/mcp-moved`, headers: { 'x-api-key': 'mcp-secret' }, timeoutMs: 3000 },
+          bigid: { type: 'http', url: `${fakeBase}/mcp-raw/bigid`, timeoutMs: 3000 },
+          deep: { type: 'http', url: `${fakeBase}/mcp-raw/deep`, timeoutMs: 3000 },
+          noisy: { type: 'http', url: `${fakeBase}/mcp-raw/noisy`, timeoutMs: 3000 },
         },
       }),
     ),
@@ -167,7 +216,7 @@ describe('a redirect never carries a key to another host', () => {
     const before = elsewhereSaw.length;
     const { toolServers } = await app.ok('{ toolServers { name status error toolCount } }');
     expect(elsewhereSaw.slice(before)).toEqual([]);
-    expect(toolServers).toEqual([
+    expect(toolServers.filter((s: any) => ['away', 'moved'].includes(s.name))).toEqual([
       { name: 'away', status: 'FAILED', error: expect.stringContaining(`${fakeBase} redirected the request to ${elsewhereBase}: not followed`), toolCount: 0 },
       { name: 'moved', status: 'READY', error: null, toolCount: 1 },
     ]);
@@ -355,5 +404,24 @@ describe('what a format lets a few bytes make the SDK do', () => {
       ['turn/end', 'failed'],
     ]);
     expect(ms).toBeLessThan(10_000);
+  });
+});
+
+describe('a Streamable HTTP MCP server', () => {
+  it("a session id of 1 MB, a schema nested 100,000 deep, 2,000 notifications and stray answers before a call's answer: bounded, the other servers and tools unharmed", async () => {
+    const { result, ms, stalledMs, growthMB } = await watched(async () => (await app.ok('{ toolServers { name status error toolCount } }')).toolServers);
+    console.log(`MCP servers listed in ${ms} ms, event loop stalled ${stalledMs} ms, RSS +${growthMB} MB`);
+    const byName = Object.fromEntries(result.map((s: any) => [s.name, s]));
+    expect(byName.bigid).toMatchObject({ status: 'FAILED' });
+    console.log(`bigid: ${byName.bigid.error}`);
+    expect(byName.deep).toEqual({ name: 'deep', status: 'READY', error: null, toolCount: 1 });
+    const id = await session('scripted');
+    const called = await watched(() => send(id, '!call noisy__ok {}\n!call deep__ok {}'));
+    console.log(`noisy call: ${called.ms} ms, event loop stalled ${called.stalledMs} ms, RSS +${called.growthMB} MB`);
+    const results = (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).status, anyData(e).content]);
+    expect(results).toEqual([
+      ['ok', 'fine'],
+      ['ok', 'fine'],
+    ]);
   });
 });
