@@ -12,30 +12,13 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { detachedProcesses } from '../helpers/detached.ts';
+import { probeServer } from '../helpers/probe-mcp.ts';
 
 const MAX_BYTES = 100_000;
-const PROBE = fileURLToPath(new URL('../fixtures/mcp/probe-server.mjs', import.meta.url));
-const PROJECT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
-/** The probe MCP server, started per session in its workspace (sandboxed: as the shell is). */
-const probe = (sandbox: boolean) => ({
-  mcpServers: {
-    probe: {
-      command: process.execPath,
-      args: [PROBE],
-      cwd: '${workspace}',
-      workspace: 'also' as const,
-      trusted: true,
-      tools: {},
-      env: {},
-      ...(sandbox ? { sandbox: { readOnly: [PROJECT], network: false } } : {}),
-    },
-  },
-});
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 let base: string;
@@ -51,13 +34,13 @@ beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-workspace-'));
   outside = path.join(base, 'outside');
   fs.mkdirSync(outside);
-  boxed = await startTestApp({ workspacesDir: path.join(base, 'boxed'), shell: 'on', mcp: probe(true) });
+  boxed = await startTestApp({ workspacesDir: path.join(base, 'boxed'), shell: 'on', mcp: { mcpServers: { probe: probeServer(true) } } });
   open = await startTestApp({
     databaseUrl: boxed.db.url,
     workspacesDir: path.join(base, 'open'),
     shell: 'unsandboxed',
     workspaceLimits: { maxBytes: MAX_BYTES, maxFileBytes: MAX_FILE_BYTES },
-    mcp: probe(false),
+    mcp: { mcpServers: { probe: probeServer(false) } },
   });
 });
 afterEach(() => {
