@@ -75,8 +75,12 @@ describe('dashboard: forks in the conversation', () => {
     await said.waitFor(TIMEOUT);
     expect(await said.textContent()).toContain(`Message #${added.seq} ("what time is it !call clock") was taken but its turn had not started at the cut`);
     // The message sent again is the child's first turn, answered.
-    await page.locator('li.msg.assistant', { hasText: 'Echo: what time is it' }).first().waitFor(TIMEOUT);
+    await page.locator('.conversation > li.turn-end[data-turn="1"]').getByText('completed').waitFor(TIMEOUT);
     const childLog = await log(child);
+    const turnStart = childLog.find((e) => e.type === 'turn/start')!;
+    expect(childLog.find((e) => e.type === 'inbox/add' && e.seq > taken.seq && anyData(e).inputId === anyData(turnStart).inputId)).toMatchObject({
+      data: { text: 'what time is it\n!call clock' },
+    });
     expect(childLog.filter((e) => e.type === 'turn/start').map((e) => anyData(e).turn)).toEqual([1]);
 
     // A fork one event earlier (the input still queued): the dialog says nothing, the child's agent takes it.
