@@ -337,7 +337,8 @@ export function takenUnstartedAt(get: (seq: number) => LogEvent | undefined, seq
 
 /** What is said of an input a fork's cut leaves taken but unstarted (`where`: the session that holds it). */
 export function takenUnstartedText(u: TakenInput, where = 'this session'): string {
-  const which = u.seq >= 0 ? `Message #${u.seq}${u.text ? ` ("${clip(visibleText(u.text.replace(/\s+/g, ' ')), 80)}")` : ''}` : `Input ${visibleText(u.inputId)}`;
+  const which =
+    u.seq >= 0 ? `Message #${u.seq}${u.text ? ` ("${clip(visibleText(u.text.replace(/\s+/g, ' ')), 80)}")` : ''}` : `Input ${visibleText(u.inputId)}`;
   return `${which} was taken but its turn had not started at the cut: nothing in ${where} will answer it. Send it again to answer it.`;
 }
 
