@@ -1,6 +1,7 @@
 // The dashboard's pure view models: the conversation fold and the lineage forest.
 import { describe, expect, it } from 'vitest';
-import { foldConversation, itemsAfter, takenUnstartedAt } from '../../client/dashboard/src/conversation.ts';
+import { foldConversation, itemsAfter } from '../../client/dashboard/src/conversation.ts';
+import { takenUnstartedAt } from '../../src/core/taken-inputs.ts';
 import { distinctTitle, lineageForest } from '../../client/dashboard/src/lineage.ts';
 import type { SessionSummaryFragment } from '../../client/generated/graphql.ts';
 import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';

@@ -13,7 +13,8 @@ import {
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
-import { takenUnstartedText, type TakenInput } from './conversation.ts';
+import { takenUnstartedText } from './conversation.ts';
+import type { TakenInput } from '../../../src/core/taken-inputs.ts';
 import { Modal, useModelCatalog, useSubmit, type Catalog } from './dialogs.tsx';
 import './fork-family.css';
 

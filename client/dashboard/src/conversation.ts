@@ -10,6 +10,7 @@ import { LogState } from '../../../src/core/log-state.ts';
 import { FILES_CHANGE } from '../../../src/core/event-types.ts';
 import { eventLabel } from './event-labels.ts';
 import { visibleText } from '../../../src/core/visible-text.ts';
+import { TakenInputs, type TakenInput } from '../../../src/core/taken-inputs.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -279,60 +280,6 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
     if (!call.result) call.waiting = !open.has(call.id) ? 'unanswered' : opts.endsBeforeLog ? 'not-loaded' : 'running';
   }
   return items;
-}
-
-export interface TakenInput {
-  /** Its inbox/add. */
-  seq: number;
-  inputId: string;
-  text: string;
-}
-
-/**
- * Inputs taken from the inbox (inbox/remove "taken") whose turn/start has not
- * come yet. A fork cut between the two leaves such an input in its child
- * taken and never answered: nothing is open there, so repair adds nothing
- * (docs/contract.md §2, rule 6), and the child's inbox does not hold it.
- */
-export class TakenInputs {
-  private readonly added = new Map<string, TakenInput>();
-  private readonly taken = new Map<string, TakenInput>();
-
-  see(e: { seq: number; type: string; data: unknown }) {
-    const d = (e.data ?? {}) as Record<string, unknown>;
-    const inputId = str(d.inputId);
-    if (e.type === 'inbox/add') this.added.set(inputId, { seq: e.seq, inputId, text: str(d.text) });
-    else if (e.type === 'inbox/remove') {
-      // Its inbox/add may lie before the events seen: the text is then unknown.
-      if (d.reason === 'taken') this.taken.set(inputId, this.added.get(inputId) ?? { seq: -1, inputId, text: '' });
-      this.added.delete(inputId);
-    } else if (e.type === 'turn/start') this.taken.delete(inputId);
-    else if (e.type === 'session/end-seed') {
-      // The log after a marker never starts their turns: its marker names them, a later cut does not again.
-      this.atMarker = this.unstarted();
-      this.taken.clear();
-    }
-  }
-
-  /** Those left so at the last session/end-seed seen. */
-  atMarker: TakenInput[] = [];
-
-  unstarted(): TakenInput[] {
-    return [...this.taken.values()];
-  }
-}
-
-/** Events looked back from a cut for an input taken but unstarted (its turn/start follows its removal at once). */
-const TAKEN_LOOKBACK = 50;
-
-/** The inputs a fork at `seq` would leave taken but unstarted, from the events held (`get`) just before the cut. */
-export function takenUnstartedAt(get: (seq: number) => LogEvent | undefined, seq: number): TakenInput[] {
-  const taken = new TakenInputs();
-  for (let s = Math.max(0, seq - TAKEN_LOOKBACK); s <= seq; s++) {
-    const e = get(s);
-    if (e) taken.see(e);
-  }
-  return taken.unstarted();
 }
 
 /** What is said of an input a fork's cut leaves taken but unstarted (`where`: the session that holds it). */

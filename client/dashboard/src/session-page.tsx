@@ -5,7 +5,7 @@ import { DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSu
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
-import { takenUnstartedAt } from './conversation.ts';
+import { takenUnstartedAt } from '../../../src/core/taken-inputs.ts';
 import { withForkSeq } from './fork-points.ts';
 import { useForkPoints } from './fork-markers.tsx';
 import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
