@@ -41,6 +41,7 @@ import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 import { printJson, printLine } from './terminal-output.ts';
 import { visibleLines, visibleText } from '../src/core/visible-text.ts';
+import { TAKEN_LOOKBACK, takenUnstartedAt, type TakenInput } from '../src/core/taken-inputs.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
@@ -316,6 +317,17 @@ const eventLine = (e: EventFieldsFragment) => ({
   ...(e.synthetic ? { synthetic: true } : {}),
 });
 
+/** Inputs the parent's events just before a fork's cut leave taken but unstarted (core/taken-inputs.ts). */
+async function takenAtCut(client: ForklineClient, parentId: string, cutSeq: number): Promise<TakenInput[]> {
+  const from = Math.max(0, cutSeq - TAKEN_LOOKBACK);
+  const { session } = await client.query(SessionEventsDocument, { id: parentId, afterSeq: from - 1, first: cutSeq - from + 1 });
+  const events = new Map(session?.events.edges.map((e) => [e.node.seq, e.node]));
+  return takenUnstartedAt((seq) => events.get(seq), cutSeq);
+}
+
+const takenLine = (u: TakenInput) =>
+  `note: input ${visibleText(u.inputId)}${u.seq >= 0 ? ` (#${u.seq})` : ''} was taken but its turn had not started at the cut: nothing in the child will answer it; send it again to answer it`;
+
 async function printEvents(client: ForklineClient, id: string, after: number | undefined, follow: boolean) {
   if (follow) {
     for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) printJson(eventLine(sessionEvents));
@@ -424,6 +436,7 @@ async function run(argv: string[]): Promise<number> {
           out(summaryLine(r.session));
           const queued = r.inputId ? `; queued ${r.inputId}` : '';
           out(`cut at seq ${r.cutSeq}; ${r.syntheticEvents.length} synthetic closer(s)${queued}; the child's agent writes from seq ${r.session.firstLiveSeq}`);
+          if (command === 'fork') for (const u of await takenAtCut(client, args[0], r.cutSeq)) out(takenLine(u));
         }
         if (opts.wait && r.inputId) return (await waitForAnswers(client, [{ ...r.session, inputId: r.inputId }], opts.json ?? false)) ? 0 : 1;
         return 0;

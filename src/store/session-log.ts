@@ -828,7 +828,11 @@ export class SessionLog {
     const primary = readingFor(this.pool, shape.statements);
     const readOn = (r: LogRef, from: number, to: number, db: Db) => (data ? this.read(r, from, to, db, bound) : this.readHeads(r, from, to, db));
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return readOn(ref, lo, hi, primary);
+    if (!standby) {
+      // Every standby down: counted, or the metric would show the reads stopping.
+      if (this.standbys && hi >= lo && hi >= 0) this.onStandbyRead?.('primary', 'events');
+      return readOn(ref, lo, hi, primary);
+    }
     const l = await this.requireLineage(ref, primary); // from the primary (cached): a new fork may not be on the standby yet
     let read: BoundedEvents;
     try {
