@@ -14,7 +14,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch } from './session-search.ts';
-import type { BoundedEvents, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
+import type { BoundedEvents, EventOrigin, InboxAddShape, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
 import type { TextBudget } from '../core/text-budget.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
@@ -131,7 +131,7 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.inboxAddsWithin(ref, inputIds, toSeq, bytes);
   }
-  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number, shape?: PageShape): Promise<StoredEvent | undefined> {
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number, shape?: InboxAddShape): Promise<StoredEvent | undefined> {
     await this.owns(ref);
     return this.log.inboxAddOf(ref, inputId, toSeq, shape);
   }
@@ -143,9 +143,9 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.pendingInputs(ref, count, undefined, undefined, withoutTexts);
   }
-  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget): ReturnType<SessionLog['textWithin']> {
+  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget, length?: number | null): ReturnType<SessionLog['textWithin']> {
     await this.owns(ref);
-    return this.log.textWithin(ref, seq, key, budget);
+    return this.log.textWithin(ref, seq, key, budget, length);
   }
   async workspace(ref: LogRef, limit: number): ReturnType<SessionLog['workspace']> {
     await this.owns(ref);
