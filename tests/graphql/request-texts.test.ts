@@ -8,6 +8,7 @@
 // texts of one object (a turn's input and error) are two reads, each its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { eventStatements } from '../helpers/event-statements.ts';
 import { textTurn } from '../helpers/text-turn.ts';
 import { subscribeWs, subscriptionsOpened, openSubscriptions } from '../helpers/subscribe.ts';
 
@@ -17,15 +18,14 @@ const SESSIONS = 3;
 const scope = { tenant: 'local' };
 let app: TestApp;
 const ids: string[] = [];
-let recording = false;
-const statements: string[] = [];
+const statements = eventStatements();
 
 const textOf = (i: number, chars: number) => `answer ${i} `.padEnd(chars, String.fromCharCode(97 + i));
 /** Turn `turn` answering answer `i` of `chars` characters. */
 const answer = (turn: number, i: number, chars: number) => textTurn(turn, 'q', textOf(i, chars));
 
 beforeAll(async () => {
-  app = await startTestApp({ pageBytes: PAGE_BYTES, onQuery: (sql) => recording && /"Event"/.test(sql) && statements.push(sql) });
+  app = await startTestApp({ pageBytes: PAGE_BYTES, onQuery: statements.onQuery });
   for (let i = 0; i < SESSIONS; i++) {
     const { id } = await app.services.store.createSession(scope, { title: `texts ${i}` });
     await app.services.store.append(id, textTurn(1, textOf(100 + i, ANSWER), textOf(i, ANSWER)));
@@ -99,17 +99,7 @@ describe('Answer.text within a request', () => {
   });
 });
 
-/** The GraphQL answer of `query`, and the statements on "Event" it ran. */
-async function run(query: string, variables: Record<string, unknown>) {
-  statements.length = 0;
-  recording = true;
-  try {
-    const data = await app.ok(query, variables);
-    return { data, sql: [...statements] };
-  } finally {
-    recording = false;
-  }
-}
+const run = (query: string, variables: Record<string, unknown>) => statements.run(app, query, variables);
 
 /** A session whose one turn took `input` and failed with an error report `message`. */
 async function failedTurn(input: string, message: string): Promise<string> {
