@@ -393,7 +393,7 @@ export class SessionLog {
       if (n === undefined || n === null) return undefined;
       length = n;
     }
-    const take = budget.take(length);
+    const take = await budget.takeSettled(length);
     if (take === 0) return { text: '', length, truncated: length > 0 };
     const { rows } = await db.query<{ t: string }>(`SELECT left(data->>$4::text, $5::int) AS t ${where}`, [...at, take]);
     return { text: rows[0]?.t ?? '', length, truncated: take < length };

@@ -6,7 +6,7 @@ import { dataOf, fieldOf } from '../core/core-event.ts';
 import { snapshotOf, type LineageRow } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
 import { endInterruptedAtCrash } from './crash-stop-times.ts';
-import type { LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, LogRef, SessionLog, StoredEvent } from './session-log.ts';
 import type { BoundedText, TextBudget } from '../core/text-budget.ts';
 
 /** A turn as read for a session: its summary and where its log ends. */
@@ -44,22 +44,29 @@ export async function turnInput(log: TurnLog, turn: TurnRow, budget: TextBudget)
  * (at most the log's page bytes, FORKLINE_PAGE_BYTES) plus one. Past that the
  * list keeps its newest turns whose inputs were read, from the first of them
  * (an input can be megabytes: a list of 1,000 turns must not hold them all;
- * docs/operations.md "Memory and time"). The list takes the whole budget while
- * it reads, and gives back what it did not use: a list that finds none left
+ * docs/operations.md "Memory and time"). The list reserves the whole budget
+ * while it reads, and settles with what it used: texts asked meanwhile wait for
+ * it rather than come cut (TextBudget.takeSettled); a list that finds none left
  * keeps its turns, each input then read (or cut) by turnInput.
  */
 export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBudget): Promise<TurnRow[]> {
   const last = turns.at(-1);
   if (!last) return turns;
-  const reserved = budget.takeAll();
+  const reserved = await budget.reserveAll();
   if (reserved === 0) return turns;
-  const read = await log.inboxAddsWithin(
-    last.sessionId,
-    turns.map((t) => t.inputId),
-    last.startSeq,
-    reserved,
-  );
-  budget.giveBack(reserved - (read.bytes ?? reserved));
+  let read: BoundedEvents;
+  let used = 0;
+  try {
+    read = await log.inboxAddsWithin(
+      last.sessionId,
+      turns.map((t) => t.inputId),
+      last.startSeq,
+      reserved,
+    );
+    used = read.bytes ?? reserved;
+  } finally {
+    budget.settle(reserved, used);
+  }
   const texts = new Map(read.events.map((e) => [dataOf(e, 'inbox/add')!.inputId, e]));
   let from = 0;
   if (read.cut) from = turns.findLastIndex((t) => !texts.has(t.inputId)) + 1;
