@@ -361,7 +361,7 @@ export function chatHandler(opts: ChatOptions) {
         });
         const last = record.findLastIndex((e) => e.type === 'plugin/agent/error');
         if (last < 0) return record;
-        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS));
+        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS), record[last].textLength);
         return record.with(last, { ...record[last], data: { ...(record[last].data as object), message: message?.text ?? '' } });
       },
       awaitsApproval: async (callId) => {

@@ -15,7 +15,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch } from './session-search.ts';
-import type { BoundedEvents, Db, EventOrigin, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
+import type { BoundedEvents, Db, EventOrigin, InboxAddShape, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
 import type { TextBudget } from '../core/text-budget.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
@@ -149,7 +149,7 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.inboxAddsWithin(ref, inputIds, toSeq, bytes, this.db);
   }
-  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number, shape?: PageShape): Promise<StoredEvent | undefined> {
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq?: number, shape?: InboxAddShape): Promise<StoredEvent | undefined> {
     await this.owns(ref);
     return this.log.inboxAddOf(ref, inputId, toSeq, shape, this.db);
   }
@@ -161,9 +161,9 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.pendingInputs(ref, count, this.db, undefined, withoutTexts);
   }
-  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget): ReturnType<SessionLog['textWithin']> {
+  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget, length?: number | null): ReturnType<SessionLog['textWithin']> {
     await this.owns(ref);
-    return this.log.textWithin(ref, seq, key, budget, this.db);
+    return this.log.textWithin(ref, seq, key, budget, length, this.db);
   }
   async workspace(ref: LogRef, limit: number): ReturnType<SessionLog['workspace']> {
     await this.owns(ref);
