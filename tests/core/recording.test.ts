@@ -136,7 +136,12 @@ describe('what a recording may claim (tests/security/door-agreement.test.ts foun
 
   it('a time with any offset is kept in UTC (Postgres refuses offsets past ±15:59)', async () => {
     const title = { type: 'session/title', data: { title: 't' } };
-    const { events } = await validate(lines(header(), [{ ...title, createdAt: '2026-01-01T00:00:00+15:30' }, { ...title, createdAt: '2026-01-01T00:00:00-23:59' }]));
+    const { events } = await validate(
+      lines(header(), [
+        { ...title, createdAt: '2026-01-01T00:00:00+15:30' },
+        { ...title, createdAt: '2026-01-01T00:00:00-23:59' },
+      ]),
+    );
     expect(events.map((e) => e.createdAt)).toEqual(['2025-12-31T08:30:00.000Z', '2026-01-01T23:59:00.000Z']);
   });
 });

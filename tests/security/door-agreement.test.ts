@@ -30,7 +30,13 @@ const CREATE = `mutation($i: CreateSessionInput!) { createSession(input: $i) { i
 
 async function logOf(id: string): Promise<HostileEvent[]> {
   const events = await app.services.store.log.page(id, -1, 10_000);
-  return events.map((e) => ({ seq: e.seq, type: e.type, data: e.data, ...(e.synthetic ? { synthetic: true } : {}), ...(e.inherited ? { inherited: true } : {}) }));
+  return events.map((e) => ({
+    seq: e.seq,
+    type: e.type,
+    data: e.data,
+    ...(e.synthetic ? { synthetic: true } : {}),
+    ...(e.inherited ? { inherited: true } : {}),
+  }));
 }
 
 async function agentSession(input: Record<string, unknown>, messages: string[], decide?: 'approve' | 'deny'): Promise<string> {
@@ -113,8 +119,11 @@ async function importDoor(log: HostileLog): Promise<Verdict> {
 /** A runner session of the pool, claimed: the service writes its events, the runner the rest in pieces cut where the plan says. */
 async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
   const id = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
-  const token = (await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, { i: { sessionId: id, runnerId: 'fuzz', leaseMs: 600_000 } }))
-    .claimSession.lease.token;
+  const token = (
+    await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, {
+      i: { sessionId: id, runnerId: 'fuzz', leaseMs: 600_000 },
+    })
+  ).claimSession.lease.token;
   const refused = (code: string, details: Record<string, unknown> | undefined, message: string): Verdict => ({
     accepted: false,
     code,
@@ -123,7 +132,7 @@ async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
     ...(typeof details?.seq === 'number' ? { seq: details.seq } : {}),
   });
   let cut = 0;
-  for (let i = 0; i < log.events.length; ) {
+  for (let i = 0; i < log.events.length;) {
     const service = writtenByService(log.events[i]);
     let j = i + 1;
     if (service) while (j < log.events.length && writtenByService(log.events[j])) j++;
@@ -204,7 +213,8 @@ async function acceptedProblems(id: string, submitted: number): Promise<string[]
   return problems;
 }
 
-const stored = async (id: string, n: number) => (await app.services.store.log.page(id, -1, n)).slice(0, n).map((e) => ({ type: e.type, data: e.data, synthetic: e.synthetic }));
+const stored = async (id: string, n: number) =>
+  (await app.services.store.log.page(id, -1, n)).slice(0, n).map((e) => ({ type: e.type, data: e.data, synthetic: e.synthetic }));
 /** Plans that found a disagreement once, kept whatever the seed (bases: 0 tools, 1 approved, 2 denied, 3 failed, 4 a fork's child). */
 const PINNED: Plan[] = [
   // A runner's declared effect other than the one its call carries: appendEvents refused it, a recording relabelled the call.

@@ -100,7 +100,8 @@ const typeVariants = (t: string) => [
   t.replace('/', '//'),
 ];
 
-const obj = (v: unknown): Record<string, unknown> | undefined => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 const clone = <T>(v: T): T => structuredClone(v);
 const at = <T>(xs: readonly T[], n: number): T | undefined => (xs.length ? xs[n % xs.length] : undefined);
 
@@ -155,7 +156,10 @@ export function mutate(bases: readonly HostileEvent[][], plan: Plan): HostileLog
         if (!d) break;
         const pool = [...FORGED_IDS, ...idsOf(events), ...bases.flatMap(idsOf)];
         const value = at(pool, m.b)!;
-        const field = at(['callId', 'inputId', 'resultId', 'toolCalls'].filter((k) => k in d), m.c);
+        const field = at(
+          ['callId', 'inputId', 'resultId', 'toolCalls'].filter((k) => k in d),
+          m.c,
+        );
         if (!field) break;
         if (field === 'toolCalls') {
           const call = obj(at(d.toolCalls as unknown[], m.c));
@@ -181,7 +185,9 @@ export function mutate(bases: readonly HostileEvent[][], plan: Plan): HostileLog
       }
       case 'cross-session': {
         const other = bases[m.c % bases.length];
-        const foreign = other.filter((x) => x.type === 'tool/result' || x.type === 'tool/approval' || x.type === 'tool/approval-request' || x.type === 'turn/end');
+        const foreign = other.filter(
+          (x) => x.type === 'tool/result' || x.type === 'tool/approval' || x.type === 'tool/approval-request' || x.type === 'turn/end',
+        );
         const f = at(foreign, m.a);
         if (!f) break;
         events.splice(j, 0, clone({ ...f, inherited: undefined }));
@@ -263,7 +269,10 @@ export function mutate(bases: readonly HostileEvent[][], plan: Plan): HostileLog
         const k = at(messages, m.a);
         if (k === undefined) break;
         const call = obj(at(obj(events[k].data)!.toolCalls as unknown[], m.c))!;
-        const effect = at(['read-only', 'idempotent', 'side-effects'].filter((x) => x !== call.effect), m.b)!;
+        const effect = at(
+          ['read-only', 'idempotent', 'side-effects'].filter((x) => x !== call.effect),
+          m.b,
+        )!;
         events.splice(m.b % (k + 1), 0, { seq: 0, type: 'session/runner-tools', data: { tools: [{ name: call.name, effect }] } });
         done.push(`runner declares ${String(call.name)} ${effect} before its call at ${k}`);
         break;
