@@ -43,6 +43,7 @@ const KINDS = [
   'extra-key',
   'synthetic',
   'declare-effect',
+  'compaction',
   // Only a recording carries these (a runner's append has no seq, createdAt or inherited flag).
   'seq',
   'created-at',
@@ -75,7 +76,7 @@ export const planArb = (bases: number): fc.Arbitrary<Plan> =>
 
 const NUMBERS = [-1, 0, 1.5, 2 ** 31 - 1, 2 ** 31, -(2 ** 31), 2 ** 53 - 1, 2 ** 53, 1e308, -1e308];
 const FORGED_IDS = ['forged', '', 'x'.repeat(201), 'c\u0000', '\ud800', ' ', 'CALL_1_1_1', 'call_1_1_1'];
-const EXTRA_KEYS = ['extra', '__proto__', 'constructor', 'seq', 'synthetic', 'toString', 'Turn'];
+const EXTRA_KEYS = ['extra', '__proto__', 'constructor', 'seq', 'synthetic', 'toString', 'Turn', 'k\u0000', '\udc00', ''];
 const TIMES = [
   '1970-01-01T00:00:00Z',
   '0001-01-01T00:00:00Z',
@@ -275,6 +276,26 @@ export function mutate(bases: readonly HostileEvent[][], plan: Plan): HostileLog
         )!;
         events.splice(m.b % (k + 1), 0, { seq: 0, type: 'session/runner-tools', data: { tools: [{ name: call.name, effect }] } });
         done.push(`runner declares ${String(call.name)} ${effect} before its call at ${k}`);
+        break;
+      }
+      case 'compaction': {
+        // A compaction's replacement of a range that may cut a turn, a step or a call from its result, bracketed or not.
+        const k = j;
+        const fromSeq = m.a % (k + 1);
+        const toSeq = at([k - 1, fromSeq, fromSeq + 1, k, 2 ** 31], m.c)!;
+        const range = { fromSeq, toSeq };
+        const replace = { seq: 0, type: 'surface/replace', data: { ...range, content: 'summary' } };
+        const bracket = m.b % 3;
+        const inserted =
+          bracket === 0
+            ? [replace]
+            : [
+                { seq: 0, type: 'plugin/compaction/start', data: { reason: 'manual', ...range } },
+                replace,
+                ...(bracket === 1 ? [{ seq: 0, type: 'plugin/compaction/end', data: { ...range, summarySeq: k + 1 } }] : []),
+              ];
+        events.splice(k, 0, ...inserted);
+        done.push(`compaction ${fromSeq}..${toSeq} at ${k}${bracket === 0 ? ' (no bracket)' : bracket === 2 ? ' (never ended)' : ''}`);
         break;
       }
       case 'seq': {
