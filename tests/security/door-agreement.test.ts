@@ -165,9 +165,9 @@ async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
 
 const REPLAY = `query($id: ID!) { session(id: $id) {
   status eventCount turnCount lastTurnFailed recording
-  turns { turn reason inputId error steps { step reason toolCallCount } }
+  turns { turn reason inputId error startedAt endedAt durationMs steps { step reason toolCallCount durationMs } }
   pendingInputs { inputId } pendingApprovals { callId name }
-  totals { turns steps toolCalls inputTokens outputTokens }
+  totals { turns steps toolCalls inputTokens outputTokens turnMs }
   modelRequest { turn step inTurn stepOpen eventCount messages openCalls { id name } }
   events(first: 500) { edges { node { seq type data synthetic inherited } } }
 } }`;
@@ -222,6 +222,9 @@ const PINNED: Plan[] = [
   // Times Postgres cannot store (year 0; an offset past ±15:59): both recording doors failed with INTERNAL_SERVER_ERROR.
   { base: 0, mutations: [{ kind: 'created-at', a: 3, b: 2, c: 0 }], cuts: [1] },
   { base: 2, mutations: [{ kind: 'created-at', a: 0, b: 5, c: 0 }], cuts: [1] },
+  // Times that run backwards or lie centuries apart: accepted, then Turn.durationMs and totals.turnMs were past a 32-bit Int.
+  { base: 3, mutations: [{ kind: 'created-at', a: 14, b: 4, c: 0 }], cuts: [1] },
+  { base: 4, mutations: [{ kind: 'created-at', a: 20, b: 1, c: 0 }], cuts: [1] },
   // A turn's last step numbered 2^53 - 1: accepted by every door, then the session's turns could not be read.
   { base: 3, mutations: [{ kind: 'step-number', a: 1, b: 6, c: 0 }], cuts: [2] },
 ];
