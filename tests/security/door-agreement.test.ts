@@ -164,7 +164,8 @@ async function runnerDoor(log: HostileLog, plan: Plan): Promise<Verdict> {
 }
 
 const REPLAY = `query($id: ID!) { session(id: $id) {
-  status eventCount turnCount lastTurnFailed recording
+  status eventCount turnCount lastTurnFailed recording forkPoints { seq childCount }
+  lastAnswer { seq turn step text toolCallCount } lastTurn { turn reason durationMs }
   turns { turn reason inputId error startedAt endedAt durationMs steps { step reason toolCallCount durationMs } }
   pendingInputs { inputId } pendingApprovals { callId name }
   totals { turns steps toolCalls inputTokens outputTokens turnMs }
