@@ -93,11 +93,19 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
       description:
         "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
     }),
-    turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
+    // SafeInt, as durationMs: turns waiting weeks for a decision add up past a 32-bit Int.
+    turnMs: t.expose('turnMs', {
+      type: 'SafeInt',
+      description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).',
+    }),
   }),
 });
 
-const durationMs = (from?: Date, to?: Date) => (from && to ? to.getTime() - from.getTime() : null);
+/**
+ * Milliseconds from one stored time to another: never negative (an imported log's times may run backwards), and a
+ * SafeInt, not a 32-bit Int (a turn that waited 25 days for a decision is past 2^31 ms; so are a recording's far times).
+ */
+const durationMs = (from?: Date, to?: Date) => (from && to ? Math.max(0, to.getTime() - from.getTime()) : null);
 
 const StepRef = builder.objectRef<StepSummary>('Step').implement({
   description: 'One model round trip of a turn and the tool calls it asked for.',
@@ -106,7 +114,8 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
-    durationMs: t.int({
+    durationMs: t.field({
+      type: 'SafeInt',
       nullable: true,
       description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.',
       resolve: (s) => durationMs(s.startedAt, s.endedAt),
@@ -148,7 +157,8 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
-    durationMs: t.int({
+    durationMs: t.field({
+      type: 'SafeInt',
       nullable: true,
       description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.',
       resolve: (turn) => durationMs(turn.startedAt, turn.endedAt),
