@@ -1,4 +1,4 @@
-// searchScale: the first page of searchSessions as the corpus grows (issue 34).
+// searchScale: the first page of searchSessions as the corpus grows.
 // A corpus of small sessions (8 events each, an input and an answer with
 // text), written in bulk inside Postgres, measured at 10,000 sessions and
 // again after it grows to 1,000,000 (100,000 with BENCH_QUICK=1); then a
