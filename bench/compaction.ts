@@ -1,4 +1,4 @@
-// compaction (issue 30): the model request's size with automatic compaction
+// compaction: the model request's size with automatic compaction
 // on (the default budget: a 128,000-token window, compacted at 80 %) after a
 // session of 10k / 100k / 1M events gets a message — it must stay under the
 // budget — and the cold first turn (a fresh process, no fold) on the longest

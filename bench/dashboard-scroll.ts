@@ -1,4 +1,4 @@
-// The dashboard's scroll smoothness on long sessions (issue 33, item 9):
+// The dashboard's scroll smoothness on long sessions:
 // headless Chromium at 1440x900 opens sessions of 20,000 and 1,000,000 events
 // (20,000 only with BENCH_QUICK=1; BENCH_SCROLL_EVENTS=a,b for other sizes),
 // written in bulk, and scrolls each pane for 120 frames (the timeline 400 px a

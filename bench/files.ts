@@ -1,4 +1,4 @@
-// files: the file workspace (issue 31, docs/files.md).
+// files: the file workspace (docs/files.md).
 // - capture after a call that changed 1 file, in a 100-file and a 10,000-file
 //   workspace (goal: ratio ≤ 2: the cost is what changed, not the tree); the
 //   walk of the whole tree by size and mtime (what a tool that does not say

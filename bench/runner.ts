@@ -4,7 +4,7 @@
 // process, 100 sessions at a time (as forkline's own: FORKLINE_MAX_ACTIVE_SESSIONS),
 // each step written in two parts as the adapters write them. Rounds of each
 // alternate in one server; the medians are compared.
-// Goal (issue 32): external >= 0.5x forkline's own.
+// Goal: external >= 0.5x forkline's own.
 import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { startServer, stop } from './turns.ts';

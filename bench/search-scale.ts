@@ -1,10 +1,13 @@
-// searchScale: the first page of searchSessions as the corpus grows (issue 34).
+// searchScale: the first page of searchSessions as the corpus grows.
 // A corpus of small sessions (8 events each, an input and an answer with
 // text), written in bulk inside Postgres, measured at 10,000 sessions and
 // again after it grows to 1,000,000 (100,000 with BENCH_QUICK=1); then a
 // match in a root shared by 50 forks, and by 5,000, made through fanOut and
 // searched right after, before autovacuum has analysed them. Three queries: a rare
-// word (one session), a phrase in 1 session in 8, a word in every session.
+// word (one session), a phrase in 1 session in 8, a word in every session,
+// at both sizes and again at the large one after another tenant has written
+// 3,000 answers without the words (newer than every match: the window a page
+// reads in order holds none of them).
 // Goal: each first page at the large size within 2x of the small one.
 import { createApp } from '../src/app.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
@@ -50,6 +53,22 @@ export async function addSessions({ db }: BenchContext, from: number, to: number
   // Settled before measuring (autovacuum would otherwise run during it): visibility map, statistics.
   await db.pool.query('VACUUM ANALYZE "Event"');
   await db.pool.query('VACUUM ANALYZE "Session"');
+}
+
+/** Another tenant's burst: `n` answers in one session of its own, newer than everything before. */
+async function otherTenantBurst({ db }: BenchContext, n: number) {
+  await db.pool.query(`INSERT INTO "SessionTree" (id, "treeId") VALUES ('ses_scale_burst', 'ses_scale_burst')`);
+  await db.pool.query(
+    `INSERT INTO "Session" (id, "treeId", tenant, title, status, "formatVersion", "eventCount", "turnCount", "createdAt", "updatedAt")
+     VALUES ('ses_scale_burst', 'ses_scale_burst', 'other', 'burst', 'IDLE', 4, $1, 0, now(), now())`,
+    [n],
+  );
+  await db.pool.query(
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
+     SELECT 'ses_scale_burst', k, 'ses_scale_burst', 'model/message', jsonb_build_object('turn', 1, 'step', k, 'text', 'chatter ' || k, 'toolCalls', '[]'::jsonb), false, 0, now()
+       FROM generate_series(0, $1::int - 1) AS k`,
+    [n],
+  );
 }
 
 const FAN_OUT = `mutation FanOut($input: FanOutInput!) { fanOut(input: $input) { children { id } } }`;
@@ -111,6 +130,8 @@ export async function benchSearchScale(ctx: BenchContext) {
     await addSessions(ctx, SMALL, LARGE);
     const buildLargeS = round((performance.now() - t) / 1000, 1);
     const large = await queries();
+    await otherTenantBurst(ctx, 3000);
+    const burst = await queries();
 
     // A fork tree: the root's answer holds the word; its forks share it.
     const root = await store.createSession({ tenant: 'local' }, { title: 'tree root' });
@@ -144,6 +165,8 @@ export async function benchSearchScale(ctx: BenchContext) {
       commonSmallP50Ms: small.common,
       commonLargeP50Ms: large.common,
       commonRatio: ratio(large.common, small.common),
+      afterOtherTenantBurstP50Ms: `rare ${burst.rare}, phrase ${burst.phrase}, common ${burst.common}`,
+      afterOtherTenantBurstRatio: round(Math.max(burst.rare / small.rare, burst.phrase / small.phrase, burst.common / small.common), 2),
       [`tree${SMALL_TREE}P50Ms`]: treeSmall,
       [`tree${LARGE_TREE}P50Ms`]: treeLarge,
       treeRatio: ratio(treeLarge, treeSmall),

@@ -41,13 +41,16 @@ import { exportRecording } from './export-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 import { printJson, printLine } from './terminal-output.ts';
 import { visibleLines, visibleText } from '../src/core/visible-text.ts';
+import { TAKEN_LOOKBACK, takenUnstartedAt, type TakenInput } from '../src/core/taken-inputs.ts';
 
 const USAGE = `usage: forkline <command> [options]
 
 commands:
   sessions [--first N] [--parent ID]        list sessions, newest first
   show <id>                                 one session: its row, model, lineage, fork points, last turn and answer
-  events <id> [--after N] [--follow]        print events as JSON lines (--follow: keep printing live ones)
+  events <id> [--after N] [--first N] [--follow]
+                                            print events as JSON lines, whole (--first: at most N; --follow: keep
+                                            printing live ones)
   fork <id> [--at SEQ] [--title T]          fork at an exact event (omitted: through the last turn/end)
   branch <id> [--anchor SEQ] [--title T]    branch through the first turn/end at or after the anchor
       fork and branch also take [--model P:M] [--message TEXT] [--wait]: the child's model, and a message
@@ -300,12 +303,30 @@ function showLines(s: NonNullable<SessionShowQuery['session']>): string[] {
   const t = s.lastTurn;
   if (t) {
     const took = t.durationMs == null ? '' : `, ${t.durationMs} ms`;
-    lines.push(`  last turn ${t.turn}: ${t.reason ?? 'running'}${took}${t.input ? `, input: ${clip(t.input, 120)}` : ''}`);
-    if (t.error) lines.push(`    error: ${clip(t.error)}`);
+    // A text the server cut may have come empty: it is still named, and its note follows.
+    const input = t.input || t.inputTruncated ? `, input: ${clip(t.input ?? '', 120)}` : '';
+    lines.push(`  last turn ${t.turn}: ${t.reason ?? 'running'}${took}${input}`);
+    if (t.inputTruncated) lines.push(`    ${cutNote(s.id, 'input', t.inputSeq, { read: t.input?.length ?? 0 })}`);
+    if (t.error || t.errorTruncated) lines.push(`    error: ${clip(t.error ?? '')}`);
+    if (t.errorTruncated) lines.push(`    ${cutNote(s.id, 'error', t.errorSeq, { read: t.error?.length ?? 0 })}`);
   }
-  if (s.lastAnswer)
-    lines.push(`  last answer (seq ${s.lastAnswer.seq}${s.lastAnswer.inherited ? ', inherited' : ''}): ${clip(s.lastAnswer.text) || '(tool calls only)'}`);
+  const a = s.lastAnswer;
+  if (a) {
+    lines.push(`  last answer (seq ${a.seq}${a.inherited ? ', inherited' : ''}): ${clip(a.text) || (a.textTruncated ? '' : '(tool calls only)')}`);
+    if (a.textTruncated) lines.push(`    ${cutNote(s.id, 'answer', a.seq, { whole: a.textLength })}`);
+  }
   return lines;
+}
+
+/**
+ * What `show` says under a text the server cut (a request reads a budget of such texts, docs/api.md "Texts in one
+ * request"): that it is cut, how long it is (or how much came), and the command that prints its event whole.
+ */
+function cutNote(id: string, what: string, seq: number | null | undefined, size: { whole: number } | { read: number }): string {
+  const n = (v: number) => v.toLocaleString('en-US');
+  const how = 'whole' in size ? `${n(size.whole)} characters in all` : `the server sent its first ${n(size.read)} characters`;
+  const where = seq == null ? '' : `; the whole ${what} is in event ${seq}: forkline events ${id} --after ${seq - 1} --first 1`;
+  return `… [cut: ${how}${where}]`;
 }
 
 const eventLine = (e: EventFieldsFragment) => ({
@@ -316,17 +337,35 @@ const eventLine = (e: EventFieldsFragment) => ({
   ...(e.synthetic ? { synthetic: true } : {}),
 });
 
-async function printEvents(client: ForklineClient, id: string, after: number | undefined, follow: boolean) {
+/** Inputs the parent's events just before a fork's cut leave taken but unstarted (core/taken-inputs.ts). */
+async function takenAtCut(client: ForklineClient, parentId: string, cutSeq: number): Promise<TakenInput[]> {
+  const from = Math.max(0, cutSeq - TAKEN_LOOKBACK);
+  const { session } = await client.query(SessionEventsDocument, { id: parentId, afterSeq: from - 1, first: cutSeq - from + 1 });
+  const events = new Map(session?.events.edges.map((e) => [e.node.seq, e.node]));
+  return takenUnstartedAt((seq) => events.get(seq), cutSeq);
+}
+
+const takenLine = (u: TakenInput) =>
+  `note: input ${visibleText(u.inputId)}${u.seq >= 0 ? ` (#${u.seq})` : ''} was taken but its turn had not started at the cut: nothing in the child will answer it; send it again to answer it`;
+
+/** `first`: at most that many events (the rest of the log when undefined). */
+async function printEvents(client: ForklineClient, id: string, after: number | undefined, follow: boolean, first?: number) {
+  let left = first ?? Infinity;
   if (follow) {
-    for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) printJson(eventLine(sessionEvents));
+    if (left <= 0) return;
+    for await (const { sessionEvents } of client.subscribe(SessionEventsLiveDocument, { sessionId: id, afterSeq: after })) {
+      printJson(eventLine(sessionEvents));
+      if (--left <= 0) return;
+    }
     return;
   }
   let cursor = after;
-  for (;;) {
-    const { session } = await client.query(SessionEventsDocument, { id, afterSeq: cursor, first: 500 });
+  while (left > 0) {
+    const { session } = await client.query(SessionEventsDocument, { id, afterSeq: cursor, first: Math.min(left, MAX_FIRST) });
     if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
     const events = session.events.edges.map((e) => e.node);
     for (const e of events) printJson(eventLine(e));
+    left -= events.length;
     if (!session.events.pageInfo.hasNextPage || events.length === 0) return;
     cursor = events[events.length - 1].seq;
   }
@@ -399,7 +438,9 @@ async function run(argv: string[]): Promise<number> {
       }
       case 'events': {
         const [id] = need(args, 1, 'a session id: forkline events <id>');
-        await printEvents(client, id, int('after', opts.after), opts.follow ?? false);
+        const first = int('first', opts.first);
+        if (first !== undefined && first < 1) throw new UsageError(`--first must be at least 1, got ${first}`);
+        await printEvents(client, id, int('after', opts.after), opts.follow ?? false, first);
         return 0;
       }
       case 'fork':
@@ -424,6 +465,7 @@ async function run(argv: string[]): Promise<number> {
           out(summaryLine(r.session));
           const queued = r.inputId ? `; queued ${r.inputId}` : '';
           out(`cut at seq ${r.cutSeq}; ${r.syntheticEvents.length} synthetic closer(s)${queued}; the child's agent writes from seq ${r.session.firstLiveSeq}`);
+          if (command === 'fork') for (const u of await takenAtCut(client, args[0], r.cutSeq)) out(takenLine(u));
         }
         if (opts.wait && r.inputId) return (await waitForAnswers(client, [{ ...r.session, inputId: r.inputId }], opts.json ?? false)) ? 0 : 1;
         return 0;
@@ -501,7 +543,8 @@ async function run(argv: string[]): Promise<number> {
         }
         const { hasNextPage, endCursor } = searchSessions.pageInfo;
         if (hasNextPage && !opts.json) process.stderr.write(`more: forkline search ${JSON.stringify(query)} --after ${endCursor}\n`);
-        if (!searchSessions.edges.length && !opts.json) process.stderr.write('no match\n');
+        // A page that stopped at its bound of rows read may hold no hit and still have more.
+        if (!searchSessions.edges.length && !opts.json) process.stderr.write(hasNextPage ? 'no match in the rows read so far\n' : 'no match\n');
         return 0;
       }
       case 'tokens':

@@ -196,6 +196,8 @@ const envSchema = z
     FORKLINE_MAX_CONNECTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerTenant),
     FORKLINE_MAX_API_TOKENS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.apiTokensPerTenant),
     FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
+    FORKLINE_MAX_CONNECTIONS_PER_TOKEN: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerToken),
+    FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerToken),
     FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
     FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
     FORKLINE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.headersMs),
@@ -261,6 +263,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return r.data;
 }
 
+/** A pair of connection caps from the environment; 0: that cap off (the other stays), both 0: off. */
+const connectionCapsOf = (connections: number, subscriptions: number) =>
+  connections || subscriptions ? { connections: connections || Infinity, subscriptions: subscriptions || Infinity } : (false as const);
+
 /** The security and limit settings the server takes from the environment. */
 export function securityOptions(config: Config): SecurityOptions {
   return {
@@ -279,11 +285,8 @@ export function securityOptions(config: Config): SecurityOptions {
     uploadSpoolMaxBytes: config.FORKLINE_UPLOAD_SPOOL_MAX_BYTES,
     wsMaxBufferedBytes: config.FORKLINE_WS_MAX_BUFFERED_BYTES,
     rateLimit: config.FORKLINE_RATE_LIMIT_RPS > 0 ? { perSecond: config.FORKLINE_RATE_LIMIT_RPS, burst: config.FORKLINE_RATE_LIMIT_BURST } : false,
-    // 0: that cap off (the other stays).
-    connectionCaps:
-      config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT
-        ? { connections: config.FORKLINE_MAX_CONNECTIONS_PER_TENANT || Infinity, subscriptions: config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT || Infinity }
-        : false,
+    connectionCaps: connectionCapsOf(config.FORKLINE_MAX_CONNECTIONS_PER_TENANT, config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT),
+    tokenConnectionCaps: connectionCapsOf(config.FORKLINE_MAX_CONNECTIONS_PER_TOKEN, config.FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN),
     maxApiTokensPerTenant: config.FORKLINE_MAX_API_TOKENS_PER_TENANT || false,
     authFailures:
       config.FORKLINE_AUTH_FAILURES_PER_ADDRESS > 0

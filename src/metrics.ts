@@ -29,7 +29,9 @@ export class ServiceMetrics {
   });
   readonly rejected = new Counter({
     name: 'forkline_rejected_requests_total',
-    help: 'Requests and connections refused before execution (unauthenticated, rate_limited).',
+    help:
+      'Requests and connections refused before execution, by reason (unauthenticated, rate_limited, auth_throttled, connections_per_address; ' +
+      "a stream past its tenant's or its token's cap: tenant_connections, tenant_subscriptions, token_connections, token_subscriptions).",
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

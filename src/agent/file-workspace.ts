@@ -11,7 +11,7 @@
 // disk held, by size and modification time, and hashes only what differs:
 // its change set is stored with the call's result (session-runner.ts).
 import { randomUUID } from 'node:crypto';
-import type { Dirent } from 'node:fs';
+import type { BigIntStats, Dirent } from 'node:fs';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -27,7 +27,19 @@ import {
 import { sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
-import { createFileIn, inDirectory, openDirectory, openDirectoryBelow, openFileInside, openSubdirectory, removeDirectory } from './workspace-handles.ts';
+import {
+  createFileIn,
+  findBelow,
+  inDirectory,
+  lstatIn,
+  openDirectoryBelow,
+  openSubdirectory,
+  openToRead,
+  openWorkspaceRoot,
+  removeDirectory,
+  type Found,
+  type WorkspaceRoot,
+} from './workspace-handles.ts';
 
 export type { WorkspaceLimits } from '../core/file-tree.ts';
 
@@ -67,41 +79,48 @@ async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>)
 }
 
 /**
- * A file's content, read only up to `max` bytes: a file that grew past it
- * since it was stat'ed (a command still writing) is refused, not read whole;
- * one replaced meanwhile by a symlink, a FIFO or a file outside the workspace
- * is refused without being read (workspace-handles.ts). `undefined`: it is gone.
+ * A file's content, read only up to `max` bytes through a handle that holds
+ * it: a file that grew past it since it was stat'ed (a command still
+ * writing) is refused by `tooBig`, not read whole.
  */
-async function readAtMost(abs: string, max: number, rel: string, rootReal: string): Promise<Buffer | undefined> {
-  const opened = await openFileInside(abs, rootReal, rel);
-  if (!opened) return undefined;
-  const { handle, size } = opened;
+async function readAtMost(handle: FileHandle, max: number, tooBig: () => ToolError): Promise<Buffer> {
+  const { size } = await handle.stat();
+  // Sized by what the file holds now (plus one byte, to see it grow), never past max + 1.
+  let buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
+  let n = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(buf, n, buf.length - n, n);
+    if (bytesRead === 0) break;
+    n += bytesRead;
+    if (n > max) throw tooBig();
+    if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(Math.min(max + 1, 2 * buf.length) - buf.length)]);
+  }
+  return buf.subarray(0, n);
+}
+
+/**
+ * The content of the regular file `found` (workspace-handles.ts), at most
+ * `max` bytes; the handle `found` holds is closed.
+ */
+async function readFound(found: Found, shown: string, max: number, tooBig: () => ToolError): Promise<Buffer> {
   try {
-    // Sized by what the file holds now (plus one byte, to see it grow), never past max + 1.
-    let buf = Buffer.allocUnsafe(Math.min(max + 1, size + 1));
-    let n = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buf, n, buf.length - n, n);
-      if (bytesRead === 0) break;
-      n += bytesRead;
-      if (n > max) throw new ToolError(`a file holds at most ${max} bytes, and ${rel} has more`);
-      if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(Math.min(max + 1, 2 * buf.length) - buf.length)]);
+    const file = await openToRead(found, shown);
+    try {
+      return await readAtMost(file, max, tooBig);
+    } finally {
+      await file.close();
     }
-    return buf.subarray(0, n);
   } finally {
-    await handle.close();
+    await found.handle.close();
   }
 }
 
 /** A workspace path: `name` in the directory `dir` ('' : the workspace itself). */
 const join = (dir: string, name: string) => (dir ? `${dir}/${name}` : name);
 
-const isMissing = (err: unknown) => ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '');
-
-/** A regular file a walk found: its workspace path, where it is, its size and modification time. */
+/** A regular file a walk found: its workspace path, its size and modification time. */
 interface WalkedFile {
   rel: string;
-  abs: string;
   size: number;
   mtimeNs: bigint;
 }
@@ -216,6 +235,12 @@ export class FileWorkspaces {
   }
 
   private removals: Promise<void> = Promise.resolve();
+  private makings = 0;
+
+  /** A number for a directory's making, never given twice (a workspace forgotten and remembered again counts on). */
+  nextMaking(): number {
+    return ++this.makings;
+  }
 }
 
 export class FileWorkspace {
@@ -239,6 +264,8 @@ export class FileWorkspace {
   removal?: Promise<void>;
   /** Directories (empty ones too) and symlinks the last walk found. */
   private walkedOthers = 0;
+  /** Which making of the directory this is (unique in the process): a process started in an earlier one (a workspace MCP server) works in a directory that is gone. */
+  made = 0;
 
   constructor(
     readonly sessionId: string,
@@ -322,13 +349,14 @@ export class FileWorkspace {
     const stopped = () => this.owner.isGone(this.sessionId);
     try {
       await removeDirectory(this.dir);
+      this.made = this.owner.nextMaking();
       if (stopped()) throw new ToolError('this session was deleted');
       await fs.mkdir(this.dir, { recursive: true });
       this.rootReal = await fs.realpath(this.dir);
       // Each file is made through its directory's handle, opened without following a symlink
       // (workspace-handles.ts): a symlink a still-running process puts in a directory's place
       // cannot send a write outside the workspace.
-      const root = await openDirectory(this.dir);
+      const root = await openWorkspaceRoot(this.dir, this.rootReal);
       const known = new Map<string, Known>();
       try {
         for (let i = 0; i < entries.length; i += 500) {
@@ -362,7 +390,7 @@ export class FileWorkspace {
           }
         }
       } finally {
-        await root.close();
+        await root.handle.close();
       }
       if (stopped()) throw new ToolError('this session was deleted');
       this.known = known;
@@ -378,41 +406,43 @@ export class FileWorkspace {
   }
 
   /**
-   * Where a workspace path is on disk, or a ToolError: no absolute path, no
-   * `..`, and no symlink on the way that leads out of the workspace.
+   * A workspace path by its spelling (no absolute path, no `..`), with the
+   * directory made current. Where it leads is found on disk only where the
+   * act happens, through handles (workspace-handles.ts): a path checked here
+   * and opened again by name later could lead elsewhere by then.
    */
-  async resolve(raw: string): Promise<{ rel: string; abs: string }> {
+  private async resolve(raw: string): Promise<string> {
     const r = workspacePath(raw);
     if ('problem' in r) throw new ToolError(r.problem);
     await this.ready();
-    const abs = r.path ? path.join(this.dir, r.path) : this.dir;
-    // The deepest part of the path that exists, resolved through any symlinks, must lie inside the workspace.
-    for (let probe = abs; ; probe = path.dirname(probe)) {
-      try {
-        const real = await fs.realpath(probe);
-        if (real !== this.rootReal && !real.startsWith(this.rootReal + path.sep)) throw new ToolError(`"${raw}" leads outside the workspace`);
-        break;
-      } catch (err) {
-        if ((err as { code?: string }).code === 'ELOOP') throw new ToolError(`"${raw}" leads through a symlink loop`);
-        if (!isMissing(err)) throw err;
-      }
+    return r.path;
+  }
+
+  /** Runs `fn` with the workspace directory open (not a symlink in its place). */
+  private async withRoot<T>(fn: (root: WorkspaceRoot) => Promise<T>): Promise<T> {
+    const root = await openWorkspaceRoot(this.dir, this.rootReal!);
+    try {
+      return await fn(root);
+    } finally {
+      await root.handle.close();
     }
-    return { rel: r.path, abs };
   }
 
   async readFile(raw: string): Promise<Buffer> {
-    const { rel, abs } = await this.resolve(raw);
+    const rel = await this.resolve(raw);
     if (!rel) throw new ToolError(`"." is not a file`);
-    // Opened where it resolved to (a symlink inside the workspace is followed), then checked again on its handle.
-    const real = await fs.realpath(abs).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
-    const content = real && (await readAtMost(real, this.owner.limits.maxFileBytes, rel, this.rootReal!));
-    if (!content) throw new ToolError(`no file "${rel}"`);
-    return content;
+    const { maxFileBytes } = this.owner.limits;
+    // A symlink inside the workspace is followed, one that leads out is refused without a look at where it leads.
+    return this.withRoot(async (root) => {
+      const found = await findBelow(root, rel, rel, true);
+      if (!found) throw new ToolError(`no file "${rel}"`);
+      return readFound(found, rel, maxFileBytes, () => new ToolError(`a file holds at most ${maxFileBytes} bytes, and ${rel} has more`));
+    });
   }
 
   /** Writes a file, within the session's quota (checked before anything is written). */
   async writeFile(raw: string, content: Buffer): Promise<{ rel: string; created: boolean }> {
-    const { rel, abs } = await this.resolve(raw);
+    const rel = await this.resolve(raw);
     if (!rel) throw new ToolError('a file needs a name');
     const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
     if (content.byteLength > maxFileBytes) throw new ToolError(`"${rel}" would be ${content.byteLength} bytes: a file holds at most ${maxFileBytes} bytes`);
@@ -425,24 +455,19 @@ export class FileWorkspace {
     if (bytes > maxBytes)
       throw new ToolError(`the workspace quota is ${maxBytes} bytes: writing "${rel}" would make it ${bytes} bytes; delete or shorten files first`);
     if (entries > maxFiles) throw new ToolError(`the workspace quota is ${maxFiles} files and directories: delete a file before adding "${rel}"`);
-    try {
-      const st = await fs.lstat(abs);
-      if (!st.isFile()) throw new ToolError(`"${rel}" is not a regular file`);
-    } catch (err) {
-      if (!isMissing(err)) throw err;
-    }
     await this.owner.makeRoom(this, this.diskBytes - (old?.size ?? 0) + content.byteLength);
     this.touched.add(rel);
-    // Through the directory's handle (workspace-handles.ts): a symlink put in place of a directory since resolve() leads nowhere.
-    const at = rel.lastIndexOf('/');
-    const name = rel.slice(at + 1);
+    // Through the directory's handle (workspace-handles.ts): a symlink put in place of a directory meanwhile leads nowhere.
+    const name = rel.slice(rel.lastIndexOf('/') + 1);
     await this.inDirectoryOf(rel, true, async (dir) => {
+      const st = await lstatIn(dir, name);
+      if (st && !st.isFile()) throw new ToolError(`"${rel}" is not a regular file`);
       // A temporary file renamed over the old one: a write that fails (a full disk) leaves the old content whole.
       const temporary = `.forkline-${randomUUID()}.tmp`;
       try {
         const file = await createFileIn(dir, temporary);
         try {
-          await this.owner.writeBytes(file, content, abs);
+          await this.owner.writeBytes(file, content, path.join(this.dir, rel));
         } finally {
           await file.close();
         }
@@ -458,41 +483,49 @@ export class FileWorkspace {
   /** Runs `fn` with the directory of workspace path `rel` open (made when `create`), reached without following a symlink. */
   private async inDirectoryOf<T>(rel: string, create: boolean, fn: (dir: FileHandle) => Promise<T>): Promise<T> {
     const at = rel.lastIndexOf('/');
-    const root = await openDirectory(this.dir);
-    try {
-      const dir = await openDirectoryBelow(root, at < 0 ? '' : rel.slice(0, at), create);
+    return this.withRoot(async (root) => {
+      const dir = await openDirectoryBelow(root, at < 0 ? '' : rel.slice(0, at), create, rel);
       try {
         return await fn(dir);
       } finally {
         await dir.close();
       }
-    } finally {
-      await root.close();
-    }
+    });
   }
 
   async deleteFile(raw: string): Promise<string> {
-    const { rel, abs } = await this.resolve(raw);
-    const st = await fs.lstat(abs).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
-    if (!st || !rel) throw new ToolError(`no file "${rel}"`);
-    if (!st.isFile()) throw new ToolError(`"${rel}" is not a file`);
-    this.touched.add(rel);
-    await this.inDirectoryOf(rel, false, (dir) => fs.unlink(inDirectory(dir, rel.slice(rel.lastIndexOf('/') + 1))));
+    const rel = await this.resolve(raw);
+    if (!rel) throw new ToolError(`no file "${rel}"`);
+    const name = rel.slice(rel.lastIndexOf('/') + 1);
+    await this.inDirectoryOf(rel, false, async (dir) => {
+      const st = await lstatIn(dir, name);
+      if (!st) throw new ToolError(`no file "${rel}"`);
+      if (!st.isFile()) throw new ToolError(`"${rel}" is not a file`);
+      this.touched.add(rel);
+      await fs.unlink(inDirectory(dir, name));
+    });
     return rel;
   }
 
-  /** Regular files under a directory of the workspace, in path order, with their sizes. */
+  /** Regular files under a directory of the workspace (symlinks inside it followed to find it), in path order, with their sizes. */
   async list(raw: string): Promise<Array<{ path: string; size: number }>> {
-    const { rel, abs } = await this.resolve(raw);
-    const st = await fs.stat(abs).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
-    if (!st) throw new ToolError(`no directory "${rel}"`);
-    if (st.isFile()) return [{ path: rel, size: st.size }];
-    const out = (await this.walk(rel)).map((f) => ({ path: f.rel, size: f.size }));
-    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const rel = await this.resolve(raw);
+    return this.withRoot(async (root) => {
+      const found = await findBelow(root, rel, rel || '.', true);
+      if (!found) throw new ToolError(`no directory "${rel}"`);
+      try {
+        if (found.stat.isFile()) return [{ path: rel, size: found.stat.size }];
+        if (!found.stat.isDirectory()) throw new ToolError(`"${rel}" is not a regular file`);
+        const out = (await this.walk(found.handle, found.rel)).map((f) => ({ path: f.rel, size: f.size }));
+        return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      } finally {
+        await found.handle.close();
+      }
+    });
   }
 
   /**
-   * Regular files under the workspace directory `relDir`. What a command
+   * Regular files under `top`, the workspace directory `relDir`. What a command
    * left is held to what a tree may hold as it is met: every entry counts
    * toward the quota's entries (a walk stops past it, so a million names cost
    * what the quota allows, not a million stats), and a name that is not
@@ -501,7 +534,7 @@ export class FileWorkspace {
    * reader). Symlinks are counted, never followed: each directory is opened
    * through its parent's handle, not by its name.
    */
-  private async walk(relDir: string): Promise<WalkedFile[]> {
+  private async walk(top: FileHandle, relDir: string): Promise<WalkedFile[]> {
     const { maxFiles } = this.owner.limits;
     const out: WalkedFile[] = [];
     let entries = 0;
@@ -529,9 +562,9 @@ export class FileWorkspace {
         else throw new ToolError(`a ${kindOf(entry)} was left at ${JSON.stringify(p)}: a workspace holds files, directories and symlinks, nothing else`);
       }
       await inBatches(files, async (name) => {
-        const st = await fs.lstat(inDirectory(dir, name), { bigint: true }).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
+        const st = await lstatIn(dir, name, { bigint: true });
         // Gone, or no longer a file, since the directory was read: as if the walk had not met it.
-        if (st?.isFile()) out.push({ rel: join(rel, name), abs: path.join(this.dir, rel, name), size: Number(st.size), mtimeNs: st.mtimeNs });
+        if (st?.isFile()) out.push({ rel: join(rel, name), size: Number(st.size), mtimeNs: st.mtimeNs });
       });
       for (const name of subdirs) {
         const sub = await openSubdirectory(dir, name);
@@ -543,17 +576,7 @@ export class FileWorkspace {
         }
       }
     };
-    const root = await openDirectory(this.dir);
-    try {
-      const top = await openDirectoryBelow(root, relDir, false);
-      try {
-        await visit(top, relDir);
-      } finally {
-        await top.close();
-      }
-    } finally {
-      await root.close();
-    }
+    await visit(top, relDir);
     return out;
   }
 
@@ -579,18 +602,28 @@ export class FileWorkspace {
    * What the call changed, since the last sync: the paths it touched when it
    * says (`walk: false`, the built-in file tools: cost what changed), else the
    * whole tree by size and modification time (only what differs is read and
-   * hashed). Updates what the disk is known to hold.
+   * hashed). Updates what the disk is known to hold. Everything is reached
+   * through the workspace's handle without following a symlink, and what is
+   * read is bounded by the quota, not by what the sizes said: a process still
+   * running may grow a file between its stat and its read.
    */
   async capture(opts: { walk: boolean }): Promise<Capture> {
     const known = this.known;
     if (!known) return { changes: [], blobs: [] };
+    return this.withRoot((root) => this.captureIn(root, known, opts));
+  }
+
+  private async captureIn(root: WorkspaceRoot, known: Map<string, Known>, opts: { walk: boolean }): Promise<Capture> {
     const candidates = new Map<string, { size: number; mtimeNs: bigint } | undefined>();
     if (opts.walk) {
-      for (const f of await this.walk('')) candidates.set(f.rel, f);
+      for (const f of await this.walk(root.handle, '')) candidates.set(f.rel, f);
       for (const p of known.keys()) if (!candidates.has(p)) candidates.set(p, undefined);
     } else {
       for (const p of this.touched) {
-        const st = await fs.lstat(path.join(this.dir, p), { bigint: true }).catch((err) => (isMissing(err) ? undefined : Promise.reject(err)));
+        // A path the tool wrote, through the workspace's own directories: what is no file there (any more) is as deleted.
+        const found = await findBelow(root, p, p, false).catch((err) => (err instanceof ToolError ? undefined : Promise.reject(err)));
+        let st: BigIntStats | undefined;
+        if (found) st = await found.handle.stat({ bigint: true }).finally(() => found.handle.close());
         candidates.set(p, st?.isFile() ? { size: Number(st.size), mtimeNs: st.mtimeNs } : undefined);
       }
     }
@@ -602,6 +635,10 @@ export class FileWorkspace {
     this.refuseOverQuota(known, candidates);
     const changes: FileChangeRecord[] = [];
     const blobs: Capture['blobs'] = [];
+    const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
+    // Bytes the tree is already known to hold: a read past what is left of the quota is refused as it happens.
+    let held = 0;
+    for (const [p, k] of known) if (!candidates.has(p)) held += k.size;
     for (const [p, st] of candidates) {
       const k = known.get(p);
       if (!st) {
@@ -611,10 +648,20 @@ export class FileWorkspace {
         continue;
       }
       // What the tool says it touched is always read: a rewrite within the clock's resolution keeps size and mtime.
-      if (k && opts.walk && k.size === st.size && k.mtimeNs === st.mtimeNs) continue;
-      const content = await readAtMost(path.join(this.dir, p), this.owner.limits.maxFileBytes, p, this.rootReal!).catch((err) =>
-        Promise.reject(err instanceof ToolError ? new ToolError(`"${p}" changed while the call's files were recorded: ${err.message}`) : err),
-      );
+      if (k && opts.walk && k.size === st.size && k.mtimeNs === st.mtimeNs) {
+        held += k.size;
+        continue;
+      }
+      const room = Math.max(0, maxBytes - held);
+      const tooBig = () =>
+        new ToolError(
+          room < maxFileBytes
+            ? `the workspace quota is ${maxBytes} bytes, and the files came to more`
+            : `a file holds at most ${maxFileBytes} bytes, and ${p} has more`,
+        );
+      const content = await findBelow(root, p, p, false)
+        .then((found) => found && readFound(found, p, Math.min(maxFileBytes, room), tooBig))
+        .catch((err) => Promise.reject(err instanceof ToolError ? new ToolError(`"${p}" changed while the call's files were recorded: ${err.message}`) : err));
       if (!content) {
         // Gone since it was seen: as deleted.
         if (k) changes.push({ path: p, hash: null, size: 0 });
@@ -622,6 +669,7 @@ export class FileWorkspace {
         this.usage.set(p, null);
         continue;
       }
+      held += content.byteLength;
       const hash = sha256(content);
       known.set(p, { size: content.byteLength, mtimeNs: st.mtimeNs, hash });
       this.usage.set(p, content.byteLength);
@@ -631,7 +679,6 @@ export class FileWorkspace {
     }
     this.touched.clear();
     // The built-in tools check the quota before they write; a command is only seen afterwards.
-    const { maxBytes, maxFiles, maxFileBytes } = this.owner.limits;
     const usage = this.usage;
     // Directories and symlinks count as entries too, empty directories included (a walk sees those).
     const entries = Math.max(usage.entries, usage.files + (opts.walk ? this.walkedOthers : 0));

@@ -60,6 +60,8 @@ export class ToolCatalog {
   private readonly made = new WeakMap<object, Tool[]>();
   /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
   private readonly perSession = new Map<string, McpServerConnection>();
+  /** Which making of its session's directory each workspace server instance was started in. */
+  private readonly madeFor = new WeakMap<McpServerConnection, number>();
   /** An empty directory a workspace server is started in to list its tools (no session's). */
   private listingDir?: string;
   /** Why each server's last tools/list failed (removed once one succeeds): what `serverStatuses` and a turn's log report. */
@@ -209,14 +211,23 @@ export class ToolCatalog {
     return (this.homeDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-home-')));
   }
 
-  /** The session's own instance of a workspace server, started in its directory on first use. */
-  private sessionConnection(name: string, sessionId: string, dir: string): McpServerConnection {
+  /**
+   * The session's own instance of a workspace server, started in its directory on first use, and again
+   * once the directory was made again (`made`): the one started before works in a directory that is
+   * gone (its mount or working directory holds the removed one), so it is closed.
+   */
+  private sessionConnection(name: string, sessionId: string, dir: string, made: number): McpServerConnection {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
-    else {
+    if (connection && this.madeFor.get(connection) !== made) {
+      void connection.close();
+      connection = undefined;
+    }
+    if (!connection) {
       const config = this.servers.get(name)!.config;
       connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs);
+      this.madeFor.set(connection, made);
     }
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
@@ -242,7 +253,12 @@ export class ToolCatalog {
                 approval: config.tools[info.name]?.approval ?? config.approval,
                 timeoutMs: config.timeoutMs,
                 ...(isStdioServer(config) && config.workspace
-                  ? { workspace: { files: config.workspace, connectionFor: (sessionId: string, dir: string) => this.sessionConnection(name, sessionId, dir) } }
+                  ? {
+                      workspace: {
+                        files: config.workspace,
+                        connectionFor: (sessionId: string, dir: string, made: number) => this.sessionConnection(name, sessionId, dir, made),
+                      },
+                    }
                   : {}),
               }),
             ];

@@ -18,6 +18,8 @@ import { MAX_SEQ } from '../store/session-log.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { Guard } from '../http/guard.ts';
+import type { DoorStatements } from '../http/door-statements.ts';
+import { StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -38,6 +40,8 @@ export interface AguiOptions {
   /** The guard of every door: the caller, the Origin (configured origins get CORS headers and preflights), the body limit. */
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
+  /** A run's reads: within its request's scope (http/door-statements.ts), cancelled once its client leaves. */
+  statements: DoorStatements;
 }
 
 /** The ids a run names or chooses, under the id rule of every door (the message's text is checked apart). */
@@ -131,8 +135,8 @@ export function aguiHandler(opts: AguiOptions) {
       return replyError(res, 400, 'BAD_USER_INPUT', (err as Error).message, cors(req));
     }
 
-    // A run is an event stream held open, counted as an SSE subscription is (the tenant's caps).
-    const capped = guard.openStream(res, principal.tenant);
+    // A run is an event stream held open, counted as an SSE subscription is (its tenant's and its token's caps).
+    const capped = guard.openStream(req, res);
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
 
     // From here on every answer is an event stream; failures are RUN_ERROR.
@@ -155,10 +159,14 @@ export function aguiHandler(opts: AguiOptions) {
     try {
       const scope = { tenant: principal.tenant };
       const by = principal.who ?? principal.tenant;
-      if (input.resume?.length) await resumeTurn(scope, by, input, stream, () => (runStarted = true));
-      else await runTurn(scope, input, text, stream, () => (runStarted = true), runError);
+      // Each statement bounded on its own (a run streams for as long as its turn lasts); all of them cancelled once the client leaves.
+      const statements = opts.statements(res, 'statement');
+      if (input.resume?.length) await resumeTurn(scope, statements, by, input, stream, () => (runStarted = true));
+      else await runTurn(scope, statements, input, text, stream, () => (runStarted = true), runError);
     } catch (err) {
-      if (err instanceof ForklineError) runError(err.message, err.code);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError) runError(err.message, err.code);
+      else if (err instanceof StatementAbandonedError)
+        return; // its client has gone: nobody to answer
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
       else {
         const requestId = randomUUID().slice(0, 8);
@@ -173,6 +181,7 @@ export function aguiHandler(opts: AguiOptions) {
   /** Resolves the thread, queues the message, and streams the turn that answers it. */
   async function runTurn(
     scope: Scope,
+    statements: StatementScope | undefined,
     input: RunAgentInput,
     text: string | undefined,
     stream: RunStream,
@@ -181,7 +190,7 @@ export function aguiHandler(opts: AguiOptions) {
   ): Promise<void> {
     const { send } = stream;
     if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
-    const store = stores.forTenant(scope);
+    const store = stores.forTenant(scope).reading(statements);
 
     // The thread: an existing session (by id), a fork of it at a run's end, or a new session.
     let session: SessionRow;
@@ -212,7 +221,7 @@ export function aguiHandler(opts: AguiOptions) {
         ? await findFrom(store, sessionId, 'turn/start', sent.event.seq, (e) => dataOf(e, 'turn/start')?.inputId === sent.inputId)
         : undefined;
       const from = turnStart?.seq ?? sent.event.seq;
-      events = live.sessionEvents(sessionId, from - 1); // the log from there (catch-up), then live
+      events = live.sessionEvents(sessionId, from - 1, statements); // the log from there (catch-up), then live
       const recorded = retry && (await findFrom(store, sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
       if (!recorded) {
         await store.append(sessionId, [
@@ -247,14 +256,21 @@ export function aguiHandler(opts: AguiOptions) {
    * `{approved, reason}`; `cancelled`: denied), then the turn is followed from
    * there until it ends or interrupts again.
    */
-  async function resumeTurn(scope: Scope, by: string, input: RunAgentInput, stream: RunStream, markStarted: () => void): Promise<void> {
+  async function resumeTurn(
+    scope: Scope,
+    statements: StatementScope | undefined,
+    by: string,
+    input: RunAgentInput,
+    stream: RunStream,
+    markStarted: () => void,
+  ): Promise<void> {
     const { send } = stream;
-    const store = stores.forTenant(scope);
+    const store = stores.forTenant(scope).reading(statements);
     const session = await store.requireSession(input.threadId);
     const { open } = await store.log.openTailFolded(session.id, session.eventCount - 1);
     if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
     const turns = live.sessionTurns(session.id);
-    const events = live.sessionEvents(session.id, session.eventCount - 1);
+    const events = live.sessionEvents(session.id, session.eventCount - 1, statements);
     try {
       // All of the resume's decisions in one append: a refused one (a call twice, one not waiting) records none.
       const decisions = (input.resume ?? []).map((entry) => {

@@ -22,6 +22,8 @@ import { MAX_SEQ } from '../store/session-log.ts';
 import { TextBudget } from '../core/text-budget.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
+import type { DoorStatements } from '../http/door-statements.ts';
+import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -39,6 +41,8 @@ export interface ChatOptions {
   services: Pick<DoorServices, 'store' | 'controller' | 'live' | 'host'>;
   guard: Guard;
   log: (msg: string, err?: unknown) => void;
+  /** A request's reads: within its scope (http/door-statements.ts), cancelled once its client leaves. */
+  statements: DoorStatements;
 }
 
 /** What the default transport sends; parts other than text (files, tools) are ignored. */
@@ -99,6 +103,14 @@ export function chatHandler(opts: ChatOptions) {
   const { store: stores, controller, live, host } = opts.services;
   const { guard } = opts;
   const cors = (req: http.IncomingMessage) => guard.corsHeaders(req);
+  /**
+   * The tenant's store as the request `res` answers reads through it: each statement bounded on its own (an answer
+   * streams for as long as its turn lasts), all of them cancelled once the client leaves (http/door-statements.ts).
+   */
+  const readsOf = (scope: Scope, res: http.ServerResponse) => {
+    const statements = opts.statements(res, 'statement');
+    return { store: stores.forTenant(scope).reading(statements), statements };
+  };
 
   return async (req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> => {
     const resume = /^\/chat\/([^/]+)\/stream$/.exec(path);
@@ -122,11 +134,16 @@ export function chatHandler(opts: ChatOptions) {
       });
     const principal = guard.callerOf(req, res, cors(req));
     if (!principal) return;
+    // An answer is held open like an SSE subscription (its tenant's and its token's caps): its place is taken before the
+    // body is read or anything written, so a refused request sends no message and starts no turn.
+    const capped = guard.openStream(req, res);
+    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     const scope: Scope = { tenant: principal.tenant };
     try {
       if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
       return await answer(req, res, scope, principal);
     } catch (err) {
+      if (err instanceof StatementAbandonedError) return; // its client has gone: nobody to answer
       if (res.headersSent) throw err;
       // As GraphQL reports it: the code, and the details (an append rule's `rule` and `seq`) beside it.
       if (err instanceof ForklineError)
@@ -138,13 +155,14 @@ export function chatHandler(opts: ChatOptions) {
         );
       if (isDatabaseUnavailable(err))
         return replyError(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable; retry shortly', { 'retry-after': '1', ...cors(req) });
+      if (err instanceof StatementTimeoutError) return replyError(res, 503, err.code, err.message, cors(req));
       throw err;
     }
   };
 
   /** POST /chat: send the new user message (or regenerate) and stream the answer. */
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, principal: Caller): Promise<void> {
-    const store = stores.forTenant(scope);
+    const { store } = readsOf(scope, res);
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
     const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
@@ -167,8 +185,8 @@ export function chatHandler(opts: ChatOptions) {
       parseInput(messageTextSchema, text, 'the last user message');
     }
 
-    const chat = await chatSession(scope, input.id, true);
-    const head = await headOf(scope, chat!);
+    const chat = await chatSession(scope, store, input.id, true);
+    const head = await headOf(store, chat!);
     let sessionId = head.id;
     let inputId: string;
     let afterSeq: number;
@@ -208,10 +226,10 @@ export function chatHandler(opts: ChatOptions) {
     chatId: string,
     responses: ApprovalResponse[],
   ): Promise<void> {
-    const store = stores.forTenant(scope);
-    const chat = await chatSession(scope, chatId, false);
+    const { store } = readsOf(scope, res);
+    const chat = await chatSession(scope, store, chatId, false);
     if (!chat) throw new ForklineError('SESSION_NOT_FOUND', `no chat ${chatId}: nothing awaits approval there`);
-    const head = await headOf(scope, chat);
+    const head = await headOf(store, chat);
     // Read before deciding: once decided, the turn may go on and end at once.
     const tail = await store.log.openTailFolded(head.id, head.eventCount - 1);
     const { open } = tail;
@@ -233,11 +251,11 @@ export function chatHandler(opts: ChatOptions) {
 
   /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
   async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
-    const store = stores.forTenant(scope);
+    const { store } = readsOf(scope, res);
     parseInput(idSchema, chatId, 'the chat id');
-    const chat = await chatSession(scope, chatId, false);
+    const chat = await chatSession(scope, store, chatId, false);
     if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
-    const head = await headOf(scope, chat);
+    const head = await headOf(store, chat);
     const startEvent = await store.log.lastOfType(head.id, 'turn/start');
     const start = startEvent && { seq: startEvent.seq, ...dataOf(startEvent, 'turn/start')! };
     const endEvent = start && (await store.log.firstOfType(head.id, 'turn/end', start.seq));
@@ -262,10 +280,7 @@ export function chatHandler(opts: ChatOptions) {
     afterSeq: number,
     continuing?: TurnInProgress,
   ): Promise<void> {
-    const store = stores.forTenant(scope);
-    // Held open like an SSE subscription (the tenant's caps).
-    const capped = guard.openStream(res, scope.tenant);
-    if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
+    const { store, statements } = readsOf(scope, res);
     let gone = false;
     // eslint-disable-next-line prefer-const -- the close handler reads it before the subscription is made
     let turns: AsyncIterableIterator<TurnUpdate> | undefined;
@@ -274,7 +289,7 @@ export function chatHandler(opts: ChatOptions) {
       void turns?.return?.();
     });
     const eventCount = async () => (await store.requireSession(meta.sessionId)).eventCount;
-    turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount);
+    turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount, statements);
     if (gone) return void (await turns.return?.()); // the client left while it was subscribing
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
     res.flushHeaders();
@@ -292,7 +307,9 @@ export function chatHandler(opts: ChatOptions) {
       }
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {
-      if (err instanceof ForklineError) answer.fail(err.message);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError) answer.fail(err.message);
+      else if (err instanceof StatementAbandonedError)
+        return; // its client has gone
       else if (isDatabaseUnavailable(err)) answer.fail('the database is unavailable; retry shortly');
       else {
         const requestId = randomUUID().slice(0, 8);
@@ -306,8 +323,7 @@ export function chatHandler(opts: ChatOptions) {
   }
 
   /** The chat's own session: the caller's session of that id, or the one the id names in the tenant (made when `create`). */
-  async function chatSession(scope: Scope, chatId: string, create: boolean): Promise<SessionRow | undefined> {
-    const store = stores.forTenant(scope);
+  async function chatSession(scope: Scope, store: TenantStore, chatId: string, create: boolean): Promise<SessionRow | undefined> {
     if (chatId.startsWith('ses_')) return store.requireSession(chatId);
     const id = chatSessionId(scope.tenant, chatId);
     const found = await store.getSession(id);
@@ -323,8 +339,7 @@ export function chatHandler(opts: ChatOptions) {
   }
 
   /** The session answering the chat now: the last head recorded in it (a regenerated branch), else the chat's own. */
-  async function headOf(scope: Scope, chat: SessionRow): Promise<SessionRow> {
-    const store = stores.forTenant(scope);
+  async function headOf(store: TenantStore, chat: SessionRow): Promise<SessionRow> {
     const recorded = await store.log.lastOfType(chat.id, HEAD_EVENT);
     const headId = recorded && headOfChat.safeParse(recorded.data).data?.sessionId;
     if (!headId) return chat;
@@ -346,7 +361,7 @@ export function chatHandler(opts: ChatOptions) {
         });
         const last = record.findLastIndex((e) => e.type === 'plugin/agent/error');
         if (last < 0) return record;
-        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS));
+        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS), record[last].textLength);
         return record.with(last, { ...record[last], data: { ...(record[last].data as object), message: message?.text ?? '' } });
       },
       awaitsApproval: async (callId) => {

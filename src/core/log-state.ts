@@ -76,6 +76,12 @@ const SYNTHETIC_CAUSES = new Set(['interrupted', 'failed', 'not-started', 'forke
 /** What repair writes (core/repair.ts closeOpenTail): no other event is synthetic, so none from outside may claim to be. */
 const SYNTHETIC_TYPES = new Set(['tool/result', 'step/end', 'turn/end', 'plugin/agent/error']);
 
+/**
+ * The highest step number (docs/contract.md#append-rules): steps may skip numbers, but every reader serves them as
+ * 32-bit numbers (GraphQL Int: Step.step, TurnUpdate.step), so a larger one would make the session unreadable.
+ */
+const MAX_STEP = 2 ** 31 - 1;
+
 // At module level: a closure made per call is named per call under tsx (keepNames), a defineProperty for every event checked.
 const fail = (rule: string, detail: string): Violation => ({ rule, detail });
 
@@ -237,7 +243,7 @@ export class LogState {
    * Rules, named as recordings name them: `turn bracket` / `turn numbering`
    * (one open turn at a time, numbered previous + 1), `step bracket` / `step
    * numbering` (step events only in the open turn's open step, steps
-   * increasing within a turn), `call ids` (unique per step), `result pairing`
+   * increasing within a turn, up to MAX_STEP), `call ids` (unique per step), `result pairing`
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier
    * events only), `synthetic closer` (a synthetic result or end carries a
@@ -279,6 +285,7 @@ export class LogState {
         if (d.turn !== this.openTurn) return fail('step bracket', `step/start in turn ${d.turn}, but ${this.openTurnText()}`);
         if (this.openStep) return fail('step bracket', `step/start of step ${d.step} while step ${this.openStep.step} is open`);
         if (d.step <= this.lastStep) return fail('step numbering', `step ${d.step} does not follow step ${this.lastStep} of turn ${d.turn}`);
+        if (d.step > MAX_STEP) return fail('step numbering', `step ${d.step} is past the highest step number, ${MAX_STEP}`);
         return undefined;
       }
       case 'step/end':

@@ -7,6 +7,7 @@ import { ForklineError } from './errors.ts';
 import { unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
+import { withDeclaredEffects } from './runner-tools.ts';
 import { dataOf } from './core-event.ts';
 import { FILES_CHANGE, type FilesChangeData } from './file-tree.ts';
 import { CURRENT_FORMAT_VERSION, FORMAT_VERSIONS, decodeEvent, type FormatVersion, type LogEvent } from './events.ts';
@@ -39,11 +40,25 @@ export const recordingHeaderSchema = z.strictObject({
 });
 export type RecordingHeader = z.infer<typeof recordingHeaderSchema>;
 
+/** The years a stored time may have: Postgres has no year 0, and toISOString writes a year past 9999 in another form. */
+const FIRST_TIME = Date.parse('0001-01-01T00:00:00Z');
+const PAST_LAST_TIME = Date.parse('+010000-01-01T00:00:00Z');
+
+/**
+ * An event's time as a recording line gives it, made UTC (`…Z`): any offset ISO 8601 allows (Postgres refuses one
+ * past ±15:59) and any year Postgres stores, or the line is refused with its rule instead of failing the import's write.
+ */
+const recordedTime = z.iso
+  .datetime({ offset: true })
+  .transform((text) => Date.parse(text))
+  .refine((ms) => ms >= FIRST_TIME && ms < PAST_LAST_TIME, 'must lie in the years 0001 to 9999 (UTC)')
+  .transform((ms) => new Date(ms).toISOString());
+
 export const recordingLineSchema = z.strictObject({
   seq: z.number().int().nonnegative(),
   type: z.string(),
   data: z.unknown(),
-  createdAt: z.iso.datetime({ offset: true }).optional(),
+  createdAt: recordedTime.optional(),
   inherited: z.boolean().optional(),
   synthetic: z.boolean().optional(),
 });
@@ -121,6 +136,8 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
  * - `inbox`: inbox/remove names a pending input, inbox/add a new one;
  * - `surface range`: surface/replace covers earlier events;
  * - `synthetic closer`: a synthetic result or end carries a repair cause;
+ * - `call effect`: in a runner session's recording, a call of a tool its runner declared
+ *   carries the declared effect (filled in when it has none), as the runner's append records it;
  * - `inherited prefix` / `marker placement`: inherited events form a prefix of the
  *   log; every session/end-seed sits at seq = its inheritedEventCount = cutSeq + 1
  *   with only inherited events before it (ancestor markers are copied inside the
@@ -182,6 +199,9 @@ export class RecordingValidator {
       if (err instanceof ForklineError) throw this.#fail('codec', err.message);
       throw err;
     }
+    // A runner session's calls carry the effects its runner declared, as its appends record them (docs/contract.md#agent-loop):
+    // the same rule (core/runner-tools.ts), or a recording could relabel a call with side effects as safe to repeat.
+    if (this.#header.session.runner != null && type === 'model/message') data = this.#withDeclaredEffects(type, data, seq);
     const event: RecordingEvent = {
       seq,
       type,
@@ -231,6 +251,15 @@ export class RecordingValidator {
       ...(this.#fork ? { fork: { ...this.#fork } } : {}),
       ...(this.#blobs ? { fileBlobs: this.#blobs } : {}),
     };
+  }
+
+  #withDeclaredEffects(type: string, data: unknown, seq: number): unknown {
+    try {
+      return withDeclaredEffects([{ type, data }], this.#state.runnerTools, seq)[0].data;
+    } catch (err) {
+      if (err instanceof ForklineError && typeof err.details?.rule === 'string') throw this.#fail(err.details.rule, err.message);
+      throw err;
+    }
   }
 
   #fail(rule: string, detail: string): ForklineError {

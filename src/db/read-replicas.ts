@@ -112,7 +112,10 @@ export class ReadReplicas {
   async readCaughtUp<T>(read: (db: Db) => Promise<T>, onRead?: (served: 'standby' | 'primary') => void, statements?: StatementScope): Promise<T> {
     const standby = this.pick();
     const primary = readingFor(this.primary, statements);
-    if (!standby) return read(primary);
+    if (!standby) {
+      onRead?.('primary'); // every standby down: counted, or the metric would show the reads stopping
+      return read(primary);
+    }
     const fence = this.primary.query<{ lsn: string }>(FENCE).then((r) => lsnBytes(r.rows[0].lsn));
     fence.catch(() => {}); // awaited below, unless the standby failed first
     let client: pg.PoolClient | undefined;

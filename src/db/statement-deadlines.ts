@@ -6,8 +6,9 @@
 //     bound, or the long bound for work that is legitimately long (a fork,
 //     a deletion, an import);
 //   - a request's reads that name its scope (passed explicitly, from the
-//     GraphQL context to the store: `scopedPool`): the request's deadline,
-//     and cancelled as soon as its client has gone.
+//     GraphQL context or an HTTP door, http/door-statements.ts, to the store:
+//     `scopedPool`): the request's deadline, and cancelled as soon as its
+//     client has gone.
 // A statement past its bound is cancelled on the server (the wire protocol's
 // CancelRequest, on a connection of its own: it needs no pool slot, and
 // PgBouncer forwards it), so a slow statement does not keep a backend busy

@@ -1,6 +1,6 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { TextBudget, type BoundedText } from '../core/text-budget.ts';
-import type { TextKey } from '../store/session-log.ts';
+import type { LogRef, TextKey } from '../store/session-log.ts';
 import type { Context } from './context.ts';
 
 /**
@@ -9,8 +9,14 @@ import type { Context } from './context.ts';
  * value: each payload is a request of its own, with a budget of its own.
  */
 const budgets = new WeakMap<Context, { root: unknown; budget: TextBudget }>();
-/** Texts already read in a request, by the object whose fields show them (a text and its `truncated` share one read). */
-const reads = new WeakMap<object, Promise<BoundedText>>();
+/**
+ * Texts already read in a request, by the object whose fields show them and the text they show (a turn shows its
+ * input and its error): a text and its `truncated` and length share one read, two texts of one object are two.
+ */
+const reads = new WeakMap<object, Map<string, Promise<BoundedText | null>>>();
+
+/** A text field of an event that has none (its key is not a string). */
+const NO_TEXT: BoundedText = { text: '', length: 0, truncated: false };
 
 export function textBudgetOf(ctx: Context, info: Pick<GraphQLResolveInfo, 'rootValue'>): TextBudget {
   let held = budgets.get(ctx);
@@ -18,12 +24,34 @@ export function textBudgetOf(ctx: Context, info: Pick<GraphQLResolveInfo, 'rootV
   return held.budget;
 }
 
-/** The text `key` of event `seq` of session `sessionId` that `owner` shows, read once within the request's budget. */
-export function requestText(ctx: Context, info: GraphQLResolveInfo, owner: object, sessionId: string, seq: number, key: TextKey): Promise<BoundedText> {
-  let read = reads.get(owner);
-  if (!read) {
-    read = ctx.store.log.textWithin(sessionId, seq, key, textBudgetOf(ctx, info)).then((t) => t ?? { text: '', length: 0, truncated: false });
-    reads.set(owner, read);
-  }
-  return read;
+/**
+ * The text `text` (a name: `input`, `error`…) that `owner` shows, read once per request by `read` within the
+ * request's budget; null when `read` finds none.
+ */
+export function requestText(
+  ctx: Context,
+  info: GraphQLResolveInfo,
+  owner: object,
+  text: string,
+  read: (budget: TextBudget) => Promise<BoundedText | null | undefined>,
+): Promise<BoundedText | null> {
+  let texts = reads.get(owner);
+  if (!texts) reads.set(owner, (texts = new Map()));
+  let held = texts.get(text);
+  if (!held) texts.set(text, (held = read(textBudgetOf(ctx, info)).then((t) => t ?? null)));
+  return held;
 }
+
+/**
+ * The text `key` of event `seq` of `log` that `owner` shows, `length` characters long (StoredEvent.textLength, read
+ * with the event: then one statement), read once per request within its budget.
+ */
+export const eventText = (
+  ctx: Context,
+  info: GraphQLResolveInfo,
+  owner: object,
+  event: { log: LogRef; seq: number; key: TextKey; length?: number | null },
+): Promise<BoundedText> =>
+  requestText(ctx, info, owner, event.key, (budget) => ctx.store.log.textWithin(event.log, event.seq, event.key, budget, event.length)).then(
+    (t) => t ?? NO_TEXT,
+  );

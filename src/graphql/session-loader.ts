@@ -12,6 +12,7 @@
 // createdAt, tenant and title, not the whole row (its inherited ranges, lease…).
 import DataLoader from 'dataloader';
 import type { SessionColumn, SessionColumns, SessionRow } from '../store/session-rows.ts';
+import type { StatementScope } from '../db/statement-deadlines.ts';
 import type { TenantStore } from '../store/session-store.ts';
 import { asSelected } from './session-columns.ts';
 
@@ -20,11 +21,14 @@ export class SessionLoader {
   private loader?: DataLoader<string, SessionRow | null>;
   /** What the next batch reads: the union of its loads' columns (null: every column; undefined: no load yet). */
   private columns?: Set<SessionColumn> | null;
+  /** The operation's statement scope (Context.statements): one per context, so one for every batch. */
+  private statements?: StatementScope;
 
   constructor(private readonly store: TenantStore) {}
 
-  /** The row of session `id`, with at least `columns` (default: every column), or null. */
-  load(id: string, columns: SessionColumns = null): Promise<SessionRow | null> {
+  /** The row of session `id`, with at least `columns` (default: every column), or null; read within `statements`, the operation's scope. */
+  load(id: string, columns: SessionColumns = null, statements?: StatementScope): Promise<SessionRow | null> {
+    this.statements = statements;
     if (columns === null) this.columns = null;
     else if (this.columns !== null) for (const c of columns) (this.columns ??= new Set()).add(c);
     this.loader ??= new DataLoader(
@@ -33,7 +37,7 @@ export class SessionLoader {
         this.columns = undefined;
         const columns = wanted ? [...wanted].sort() : null;
         // Rows of another tenant are not found: the same null as a missing id (the view leaves them out).
-        const found = new Map((await this.store.sessions.byIds([...new Set(ids)], columns)).map((r) => [r.id, asSelected(r)]));
+        const found = new Map((await this.store.sessions.byIds([...new Set(ids)], columns, this.statements)).map((r) => [r.id, asSelected(r)]));
         return ids.map((id) => found.get(id) ?? null);
       },
       { cache: false },

@@ -1,52 +1,84 @@
-// What one tenant may hold open in a process: its connections
-// (graphql-ws sockets, SSE streams and AG-UI runs) and its subscriptions
-// (graphql-ws subscriptions, and one per SSE stream or AG-UI run). Counted where the transport knows
-// for certain when they end: a socket's close, a graphql-ws subscription's
-// completion, an HTTP subscription's response closing (also one yoga answers
-// 406 without reading it). Tenants come from authenticated principals only,
-// and an entry leaves the table when its counts reach 0.
+// What one tenant, and one API token of it, may hold open in a process: its
+// connections (graphql-ws sockets, SSE streams, AG-UI runs, /chat answers and
+// recording downloads) and its subscriptions (graphql-ws subscriptions, and
+// one per SSE stream, AG-UI run or /chat answer). The token's caps sit below
+// the tenant's, so one leaked or runaway token (a CI bot's) cannot take every
+// place of its tenant and lock its dashboards out. Counted where the transport
+// knows for certain when they end: a socket's close, a graphql-ws
+// subscription's completion, an HTTP response closing (also one yoga answers
+// 406 without reading it). Holders come from authenticated principals only,
+// and an entry leaves its table when its counts reach 0.
 import type http from 'node:http';
 import type { WebSocket } from 'ws';
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import type { Principal } from './auth.ts';
 import type { Refusal } from './http-body.ts';
 
 export interface ConnectionCaps {
-  /** Open graphql-ws sockets plus SSE streams (AG-UI runs among them), per tenant. */
+  /** Open graphql-ws sockets plus HTTP streams (SSE subscriptions, AG-UI runs, /chat answers, recording downloads). */
   connections: number;
-  /** Active subscriptions (graphql-ws and SSE), per tenant. */
+  /** Active subscriptions (graphql-ws and over HTTP). */
   subscriptions: number;
+}
+
+/** Per tenant, and per API token (its digest) within it; Infinity: that cap off. */
+interface StreamCaps {
+  tenant: ConnectionCaps;
+  token: ConnectionCaps;
 }
 
 /** graphql-ws close code of a socket refused at `connection_init` (a cap, a rate): HTTP's 429, which graphql-ws clients do not retry. */
 export const TOO_MANY_REQUESTS_CLOSE_CODE = 4429;
 
 type Kind = keyof ConnectionCaps;
+type Level = keyof StreamCaps;
+/** `forkline_rejected_requests_total`'s reason of each refusal: bounded, never a tenant or a token. */
+type CapReason = `${Level}_${Kind}`;
+
 const CODES: Record<Kind, string> = { connections: 'TOO_MANY_CONNECTIONS', subscriptions: 'TOO_MANY_SUBSCRIPTIONS' };
-const WHAT: Record<Kind, string> = { connections: 'open WebSocket connections and SSE streams', subscriptions: 'active subscriptions' };
+const WHAT: Record<Kind, string> = {
+  connections: 'open WebSocket connections and SSE streams',
+  subscriptions: 'active subscriptions',
+};
+const WHO: Record<Level, string> = { tenant: 'this tenant has', token: 'this API token has' };
+const NONE = (): Record<Kind, number> => ({ connections: 0, subscriptions: 0 });
+
+/** A holder of places: the tenant and the token of one principal (the token by its digest, never its bytes). */
+type Holder = Record<Level, string>;
+const holderOf = (p: Principal): Holder => ({ tenant: p.tenant, token: p.key });
 
 export class TenantConnections {
-  private readonly held = new Map<string, Record<Kind, number>>();
-  /** Per socket: its tenant and its subscriptions' ids. */
-  private readonly sockets = new WeakMap<WebSocket, { tenant: string; subscriptions: Set<string> }>();
+  private readonly held: Record<Level, Map<string, Record<Kind, number>>> = { tenant: new Map(), token: new Map() };
+  /** Per socket: its holder and its subscriptions' ids. */
+  private readonly sockets = new WeakMap<WebSocket, { holder: Holder; subscriptions: Set<string> }>();
 
-  constructor(readonly caps: ConnectionCaps) {}
+  constructor(
+    readonly caps: StreamCaps,
+    private readonly onRefused: (reason: CapReason) => void = () => {},
+  ) {}
 
   /** What `tenant` holds now (tests, metrics). */
   heldBy(tenant: string): Record<Kind, number> {
-    return { ...(this.held.get(tenant) ?? { connections: 0, subscriptions: 0 }) };
+    return { ...(this.held.tenant.get(tenant) ?? NONE()) };
   }
 
-  /** A graphql-ws socket of `tenant`, at `connection_init`; released (with its subscriptions) when it closes. */
-  openSocket(socket: WebSocket, tenant: string): Refusal | undefined {
-    const refused = this.take(tenant, 'connections');
+  /** What the token of `key` (Principal.key, its digest) holds now (tests). */
+  heldByToken(key: string): Record<Kind, number> {
+    return { ...(this.held.token.get(key) ?? NONE()) };
+  }
+
+  /** A graphql-ws socket of `principal`, at `connection_init`; released (with its subscriptions) when it closes. */
+  openSocket(socket: WebSocket, principal: Principal): Refusal | undefined {
+    const holder = holderOf(principal);
+    const refused = this.take(holder, ['connections']);
     if (refused) return refused;
-    const entry = { tenant, subscriptions: new Set<string>() };
+    const entry = { holder, subscriptions: new Set<string>() };
     this.sockets.set(socket, entry);
     socket.once('close', () => {
-      for (let n = entry.subscriptions.size; n > 0; n--) this.give(tenant, 'subscriptions');
+      for (let n = entry.subscriptions.size; n > 0; n--) this.give(holder, ['subscriptions']);
       entry.subscriptions.clear();
-      this.give(tenant, 'connections');
+      this.give(holder, ['connections']);
     });
     return undefined;
   }
@@ -55,59 +87,73 @@ export class TenantConnections {
   startSubscription(socket: WebSocket, id: string): Refusal | undefined {
     const entry = this.sockets.get(socket);
     if (!entry || entry.subscriptions.has(id)) return undefined;
-    const refused = this.take(entry.tenant, 'subscriptions');
+    const refused = this.take(entry.holder, ['subscriptions']);
     if (!refused) entry.subscriptions.add(id);
     return refused;
   }
 
   endSubscription(socket: WebSocket, id: string): void {
     const entry = this.sockets.get(socket);
-    if (entry?.subscriptions.delete(id)) this.give(entry.tenant, 'subscriptions');
+    if (entry?.subscriptions.delete(id)) this.give(entry.holder, ['subscriptions']);
   }
 
-  /** A subscription over HTTP (an SSE stream, an AG-UI run) of `tenant`: a connection and a subscription until its response closes. */
-  openStream(res: http.ServerResponse, tenant: string): Refusal | undefined {
-    const refused = this.take(tenant, 'connections') ?? this.take(tenant, 'subscriptions', () => this.give(tenant, 'connections'));
+  /**
+   * A response of `principal` held open until it closes: a connection, and a
+   * subscription too unless `subscription` is false (a recording download).
+   */
+  openStream(res: http.ServerResponse, principal: Principal, subscription = true): Refusal | undefined {
+    const holder = holderOf(principal);
+    const kinds: Kind[] = subscription ? ['connections', 'subscriptions'] : ['connections'];
+    const refused = this.take(holder, kinds);
     if (refused) return refused;
-    res.once('close', () => {
-      this.give(tenant, 'subscriptions');
-      this.give(tenant, 'connections');
-    });
+    res.once('close', () => this.give(holder, kinds));
     return undefined;
   }
 
-  private take(tenant: string, kind: Kind, undo?: () => void): Refusal | undefined {
-    let h = this.held.get(tenant);
-    if (!h) this.held.set(tenant, (h = { connections: 0, subscriptions: 0 }));
-    if (h[kind] < this.caps[kind]) {
-      h[kind]++;
-      return undefined;
+  /** Every place of `kinds` at both levels, or none of them and the first cap in the way. */
+  private take(holder: Holder, kinds: readonly Kind[]): Refusal | undefined {
+    for (const level of ['tenant', 'token'] as const) {
+      const h = this.held[level].get(holder[level]);
+      const full = kinds.find((kind) => (h?.[kind] ?? 0) >= this.caps[level][kind]);
+      if (full === undefined) continue;
+      this.onRefused(`${level}_${full}`);
+      const cap = this.caps[level][full];
+      return { status: 429, code: CODES[full], message: `${WHO[level]} ${cap} ${WHAT[full]}, its limit; close some first`, headers: {} };
     }
-    undo?.();
-    if (!h.connections && !h.subscriptions) this.held.delete(tenant);
-    return { status: 429, code: CODES[kind], message: `this tenant has ${this.caps[kind]} ${WHAT[kind]}, its limit; close some first`, headers: {} };
+    for (const level of ['tenant', 'token'] as const) {
+      let h = this.held[level].get(holder[level]);
+      if (!h) this.held[level].set(holder[level], (h = NONE()));
+      for (const kind of kinds) h[kind]++;
+    }
+    return undefined;
   }
 
-  private give(tenant: string, kind: Kind) {
-    const h = this.held.get(tenant);
-    if (!h) return;
-    h[kind]--;
-    if (!h.connections && !h.subscriptions) this.held.delete(tenant);
+  private give(holder: Holder, kinds: readonly Kind[]) {
+    for (const level of ['tenant', 'token'] as const) {
+      const h = this.held[level].get(holder[level]);
+      if (!h) continue;
+      for (const kind of kinds) h[kind]--;
+      if (!h.connections && !h.subscriptions) this.held[level].delete(holder[level]);
+    }
   }
 }
 
 /**
- * yoga's side: every subscription it runs over HTTP. Refused with the cap's
- * status (yoga answers with it, as it does SERVICE_UNAVAILABLE's 503).
- * graphql-ws subscriptions (Context.ws) are counted by the WebSocket front.
+ * yoga's side: every subscription it runs over HTTP (SSE, multipart).
+ * Refused with the cap's status (yoga answers with it, as it does
+ * SERVICE_UNAVAILABLE's 503). graphql-ws subscriptions (Context.ws) are
+ * counted by the WebSocket front. `callerOf`: the request's principal, as
+ * the request gate decided it.
  */
-export function useHttpSubscriptionLimits(held: TenantConnections): Plugin {
+export function useHttpSubscriptionLimits(held: TenantConnections, callerOf: (req: http.IncomingMessage) => Principal | undefined): Plugin {
   return {
     onSubscribe({ args }) {
-      // The fields of graphql/context.ts's Context read here (the guard sits below the schema's room).
-      const ctx = args.contextValue as { ws?: unknown; res?: http.ServerResponse; scope?: { tenant: string } };
-      if (ctx.ws || !ctx.res || !ctx.scope) return;
-      const refused = held.openStream(ctx.res, ctx.scope.tenant);
+      // The fields of graphql/context.ts's Context (and yoga's server context) read here (the guard sits below the schema's room).
+      const ctx = args.contextValue as { ws?: unknown; req?: http.IncomingMessage; res?: http.ServerResponse };
+      if (ctx.ws || !ctx.res || !ctx.req) return;
+      const principal = callerOf(ctx.req);
+      if (!principal) return;
+      const refused = held.openStream(ctx.res, principal);
       if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code, http: { status: refused.status } } });
     },
   };

@@ -5,7 +5,7 @@
 // (request-gate.ts), stored tokens' look-up and revocation
 // (token-connections.ts), the body limit and UTF-8 rule (http-body.ts), the
 // browser's Origin (browser.ts), and what a tenant may hold open
-// (connection-limits.ts) — so a rule added here holds at every door.
+// (connection-limits.ts), and what one token of it may — so a rule added here holds at every door.
 import type http from 'node:http';
 import type { WebSocket } from 'ws';
 import { CloseCode } from 'graphql-ws';
@@ -59,7 +59,12 @@ export class Guard {
     const authFailures = security.authFailures ?? { max: DEFAULT_LIMITS.authFailures, windowMs: DEFAULT_LIMITS.authFailureWindowSeconds * 1000 };
     const throttle = auth.enabled && authFailures ? new AuthThrottle({ maxFailures: authFailures.max, windowMs: authFailures.windowMs }) : undefined;
     const caps = security.connectionCaps ?? { connections: DEFAULT_LIMITS.connectionsPerTenant, subscriptions: DEFAULT_LIMITS.subscriptionsPerTenant };
-    this.connections = auth.enabled && caps ? new TenantConnections(caps) : undefined;
+    const tokenCaps = security.tokenConnectionCaps ?? { connections: DEFAULT_LIMITS.connectionsPerToken, subscriptions: DEFAULT_LIMITS.subscriptionsPerToken };
+    const off = { connections: Infinity, subscriptions: Infinity };
+    this.connections =
+      auth.enabled && (caps || tokenCaps)
+        ? new TenantConnections({ tenant: caps || off, token: tokenCaps || off }, (reason) => metrics?.rejected.inc({ reason }))
+        : undefined;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...security.timeouts };
     this.idle = new IdleSockets(this.timeouts.wsIdleMs);
     this.corsOrigins = security.corsOrigins ?? [];
@@ -133,14 +138,14 @@ export class Guard {
   /**
    * A graphql-ws connection_init: its caller (a stored token looked up first,
    * 1013 when the database is away), a rate-limit token, and a connection under
-   * the tenant's cap. False when refused: the socket is closed with 4401 or
+   * its tenant's and its token's caps. False when refused: the socket is closed with 4401 or
    * 4429, which graphql-ws clients treat as final (no reconnect loop). An
    * admitted socket is closed once it runs no operation (`busy`) for wsIdleMs.
    */
   async openSocket(socket: WebSocket, authorization: unknown, address: string | undefined, busy: () => boolean): Promise<boolean> {
     if (!(await this.tokens.lookUp(authorization, socket, address))) return false;
     const { principal, refused } = this.gate.authenticate(authorization, address);
-    const over = principal ? (this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal.tenant)) : refused;
+    const over = principal ? (this.gate.admit(principal).refused ?? this.connections?.openSocket(socket, principal)) : refused;
     if (principal && !over) {
       this.callers.set(socket, principal);
       this.tokens.watchSocket(principal, socket);
@@ -164,7 +169,7 @@ export class Guard {
     return caller ? this.gate.admit(caller) : this.gate.authenticate(undefined);
   }
 
-  /** A graphql-ws subscription under the tenant's cap; its refusal otherwise. */
+  /** A graphql-ws subscription under its tenant's and its token's caps; its refusal otherwise. */
   startSubscription(socket: WebSocket, id: string): Refusal | undefined {
     return this.connections?.startSubscription(socket, id);
   }
@@ -175,20 +180,25 @@ export class Guard {
     this.connections?.endSubscription(socket, id);
   }
 
-  /** An event stream a door holds open for `tenant` (an AG-UI run): a connection and a subscription under its caps until the response closes. */
-  openStream(res: http.ServerResponse, tenant: string): Refusal | undefined {
-    return this.connections?.openStream(res, tenant);
+  /**
+   * A response a door holds open for the request's caller, under its tenant's
+   * and its token's caps until it closes: a connection, and a subscription
+   * unless `subscription` is false (a recording download is no subscription).
+   */
+  openStream(req: http.IncomingMessage, res: http.ServerResponse, subscription = true): Refusal | undefined {
+    const { principal } = this.gate.check(req);
+    return principal && this.connections?.openStream(res, principal, subscription);
   }
 
   /**
    * The same floor inside yoga, in request order: the caller before the body is
-   * read, CSRF prevention, subscriptions over HTTP under the tenant's cap.
+   * read, CSRF prevention, subscriptions over HTTP under the caps.
    * `first` go ahead of every GraphQL plugin, `streams` after the metrics.
    */
   yogaPlugins(): { first: Plugin[]; streams: Plugin[] } {
     return {
       first: [useRequestGate(this.gate), useCsrfPrevention()],
-      streams: this.connections ? [useHttpSubscriptionLimits(this.connections)] : [],
+      streams: this.connections ? [useHttpSubscriptionLimits(this.connections, (req) => this.gate.check(req).principal)] : [],
     };
   }
 }

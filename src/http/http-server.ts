@@ -23,6 +23,7 @@ import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
 import { recordingDownload } from './recording-download.ts';
+import { doorStatements } from './door-statements.ts';
 import { GRAPHIQL_ASSETS_PREFIX, serveGraphiQLAsset } from './graphiql.ts';
 import { closingOptions, watchLiveness, type LivenessOptions } from './ws-liveness.ts';
 import { Utf8CheckedWebSocket } from './ws-messages.ts';
@@ -104,9 +105,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     uploadsPerTenant: opts.security?.uploadsPerTenant,
     spoolMaxBytes: opts.security?.uploadSpoolMaxBytes,
   });
-  const download = recordingDownload({ store: opts.services.store, guard, log });
-  const agui = aguiHandler({ services: opts.services, guard, log });
-  const chat = chatHandler({ services: opts.services, guard, log });
+  const statements = doorStatements(opts.security);
+  const download = recordingDownload({ store: opts.services.store, guard, statements, log });
+  const agui = aguiHandler({ services: opts.services, guard, statements, log });
+  const chat = chatHandler({ services: opts.services, guard, statements, log });
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
   const httpServer = http.createServer(httpServerOptions(guard.timeouts, metrics && (() => metrics.stalledResponses.inc())), async (req, res) => {

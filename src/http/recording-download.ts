@@ -12,21 +12,30 @@ import { ForklineError } from '../core/errors.ts';
 import { exportRecording } from '../store/recordings.ts';
 import type { TenantStores } from '../host/services.ts';
 import type { Guard } from './guard.ts';
+import type { DoorStatements } from './door-statements.ts';
+import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
 import { replyError as error } from './http-body.ts';
 
 export const EVENT_COUNT_HEADER = 'x-forkline-event-count';
 
-export function recordingDownload(opts: { store: TenantStores; guard: Guard; log: (msg: string, err?: unknown) => void }) {
+export function recordingDownload(opts: { store: TenantStores; guard: Guard; statements: DoorStatements; log: (msg: string, err?: unknown) => void }) {
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const principal = opts.guard.callerOf(req, res);
     if (!principal) return;
     const id = new URL(req.url ?? '/', 'http://x').searchParams.get('session');
     if (!id) return error(res, 400, 'BAD_USER_INPUT', 'name the session: GET /recordings?session=<id>');
+    // Held open as long as the client reads: a connection under its tenant's and its token's caps.
+    const capped = opts.guard.openStream(req, res, false);
+    if (capped) return error(res, capped.status, capped.code, capped.message, capped.headers);
     let recording: Awaited<ReturnType<typeof exportRecording>>;
     try {
-      recording = await exportRecording(opts.store.forTenant({ tenant: principal.tenant }), id);
+      // Its reads within the request's scope: cancelled once the client leaves; each statement bounded (a download lasts as long as it streams).
+      const store = opts.store.forTenant({ tenant: principal.tenant }).reading(opts.statements(res, 'statement'));
+      recording = await exportRecording(store, id);
     } catch (err) {
       if (err instanceof ForklineError) return error(res, err.code === 'SESSION_NOT_FOUND' ? 404 : 400, err.code, err.message);
+      if (err instanceof StatementTimeoutError) return error(res, 503, err.code, err.message);
+      if (err instanceof StatementAbandonedError) return; // its client has gone: nobody to answer
       throw err;
     }
     const { session, lines } = recording;
@@ -61,7 +70,7 @@ export function recordingDownload(opts: { store: TenantStores; guard: Guard; log
       res.end(chunk);
     } catch (err) {
       // The status is sent: cut the stream so the client sees it incomplete, not a truncated file that looks whole.
-      opts.log(`recording download failed (request ${randomUUID().slice(0, 8)})`, err);
+      if (!(err instanceof StatementAbandonedError)) opts.log(`recording download failed (request ${randomUUID().slice(0, 8)})`, err);
       res.destroy();
     }
   };

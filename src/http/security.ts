@@ -43,6 +43,8 @@ export interface SecurityOptions {
   rateLimit?: { perSecond: number; burst: number } | false;
   /** Per tenant (auth mode only): open WebSockets + SSE streams, and subscriptions; false: off. */
   connectionCaps?: ConnectionCaps | false;
+  /** Per API token, within its tenant's (auth mode only): the same counts, so one token cannot take every place of its tenant; false: off. */
+  tokenConnectionCaps?: ConnectionCaps | false;
   /** Failed authentication attempts per client address before 429s (auth mode only); false: off. */
   authFailures?: { max: number; windowMs: number } | false;
   /** Live stored API tokens one tenant may hold (createApiToken past it: BAD_USER_INPUT); false: no cap. */
@@ -85,6 +87,9 @@ export const DEFAULT_LIMITS = {
   connectionsPerTenant: 100,
   connectionsPerAddress: 1024,
   subscriptionsPerTenant: 1000,
+  // A quarter of the tenant's: a runaway or leaked token (a CI bot's) leaves the rest to the tenant's other tokens.
+  connectionsPerToken: 25,
+  subscriptionsPerToken: 250,
   apiTokensPerTenant: 100,
   authFailures: 20,
   authFailureWindowSeconds: 60,

@@ -386,19 +386,19 @@ export class FileBlobs {
    * A history names every version a file had, each up to the file limit: 500
    * of them in a page held gigabytes while an export waited on its client.
    */
-  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = RECORDING_BLOB_PAGE_BYTES): AsyncGenerator<RecordingBlob> {
+  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = RECORDING_BLOB_PAGE_BYTES, db: Db = this.pool): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
     const hashes = [
-      ...new Set((await this.log.fileChangeSets(ref, toSeq)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
+      ...new Set((await this.log.fileChangeSets(ref, toSeq, db)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
     ].sort();
     for (let i = 0; i < hashes.length; i += BLOB_PAGE) {
-      const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE));
+      const sizes = await this.storedSizes(hashes.slice(i, i + BLOB_PAGE), db);
       const stored = hashes.slice(i, i + BLOB_PAGE).flatMap((h) => {
         const bytes = sizes.get(h);
         return bytes === undefined ? [] : [{ item: h, bytes }];
       });
       for (const p of groupsBySize(stored, pageBytes)) {
-        const contents = await this.contents(p);
+        const contents = await this.contents(p, db);
         for (const h of p) {
           const content = contents.get(h);
           if (content) yield { blob: h, base64: content.toString('base64') };

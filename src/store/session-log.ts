@@ -33,6 +33,11 @@ export interface StoredEvent extends LogEvent {
   inherited: boolean;
   synthetic: boolean;
   createdAt: Date;
+  /**
+   * Read without its text (TypesQuery.withoutTexts): that text's length in characters, null when it has none (TEXT_LENGTH).
+   * A reader of the text within a budget takes it before reading, so the text is one statement (textWithin).
+   */
+  textLength?: number | null;
 }
 
 /**
@@ -48,6 +53,9 @@ export interface PageShape {
   data?: boolean;
   statements?: StatementScope;
 }
+
+/** How inboxAddOf reads its event: PageShape, or `withoutTexts` (TypesQuery.withoutTexts: its text's length, not the text). */
+export type InboxAddShape = PageShape & { withoutTexts?: boolean };
 
 /** Where an event comes from, for filters: any; a fork's inherited prefix; the rest; repair's and forks' synthetic events. */
 export type EventOrigin = 'any' | 'inherited' | 'own' | 'synthetic';
@@ -71,6 +79,8 @@ interface Row {
   data: unknown;
   synthetic: boolean;
   createdAt: Date;
+  /** TEXT_LENGTH, when read without texts. */
+  tl?: number | null;
 }
 
 const COLUMNS = 'seq, type, data, synthetic, "createdAt"';
@@ -161,6 +171,15 @@ const WITHOUT_TEXTS =
 
 /** The text fields textWithin reads: an answer's or an input's `text`, an error report's `message`. */
 export type TextKey = 'text' | 'message';
+/** The length of a string field of `data` in characters, null when it is not a string. */
+const lengthOf = (key: TextKey) => `CASE WHEN jsonb_typeof(data -> '${key}') = 'string' THEN length(data ->> '${key}') END`;
+/**
+ * The length of the text WITHOUT_TEXTS leaves out (`tl`; StoredEvent.textLength), read with the row: a reader of the
+ * text then knows what to take of its budget before it reads, and reads it in one statement (textWithin).
+ */
+const TEXT_LENGTH = `CASE type WHEN 'model/message' THEN ${lengthOf('text')} WHEN 'inbox/add' THEN ${lengthOf('text')} WHEN 'plugin/agent/error' THEN ${lengthOf('message')} END AS tl`;
+/** COLUMNS without the texts, with their lengths. */
+const TEXTLESS_COLUMNS = `${COLUMNS.replace('data', WITHOUT_TEXTS)}, ${TEXT_LENGTH}`;
 const LINEAGE_CACHE_SIZE = 10_000;
 /** Past any seq (seqs are int4): a bound that means "to the end of the log". */
 export const MAX_SEQ = 2 ** 31 - 1;
@@ -353,21 +372,28 @@ export class SessionLog {
 
   /**
    * The string `key` of event `seq`'s data, as much of it as `budget` gives:
-   * its length is read first (Postgres reads the row, the process holds a
-   * number), then at most what the budget took of it (`left`): one request's
-   * texts together stay within its budget however many it asks for.
+   * what the budget gives of its length is taken, then at most that is read
+   * (`left`): one request's texts together stay within its budget however many
+   * it asks for, and however many read at once (each takes before it reads).
+   * `length`: the text's length when the caller read it with the event
+   * (StoredEvent.textLength): the text is then one statement, else its length
+   * is read first (Postgres reads the row, the process holds a number).
    * Undefined when there is no such event or its `key` is not a string.
    */
-  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget, db: Db = this.pool): Promise<BoundedText | undefined> {
+  async textWithin(ref: LogRef, seq: number, key: TextKey, budget: TextBudget, length?: number | null, db: Db = this.pool): Promise<BoundedText | undefined> {
+    if (length === null) return undefined;
     const l = await this.requireLineage(ref, db);
     const [seg] = segmentsOf(l, seq, seq);
     if (!seg) return undefined;
     const where = `FROM "Event" WHERE "treeId" = $1 AND "sessionId" = $2 AND seq = $3`;
     const at = [seg.treeId, seg.sessionId, seq, key];
-    const sized = await db.query<{ n: number | null }>(`SELECT length(data->>$4::text) AS n ${where} AND jsonb_typeof(data->$4::text) = 'string'`, at);
-    const length = sized.rows[0]?.n;
-    if (length === undefined || length === null) return undefined;
-    const take = budget.take(length);
+    if (length === undefined) {
+      const sized = await db.query<{ n: number | null }>(`SELECT length(data->>$4::text) AS n ${where} AND jsonb_typeof(data->$4::text) = 'string'`, at);
+      const n = sized.rows[0]?.n;
+      if (n === undefined || n === null) return undefined;
+      length = n;
+    }
+    const take = await budget.takeSettled(length);
     if (take === 0) return { text: '', length, truncated: length > 0 };
     const { rows } = await db.query<{ t: string }>(`SELECT left(data->>$4::text, $5::int) AS t ${where}`, [...at, take]);
     return { text: rows[0]?.t ?? '', length, truncated: take < length };
@@ -403,7 +429,7 @@ export class SessionLog {
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
     const columns = opts.withoutTexts
-      ? COLUMNS.replace('data', WITHOUT_TEXTS)
+      ? TEXTLESS_COLUMNS
       : bytes === undefined
         ? COLUMNS
         : bytes === null
@@ -512,9 +538,9 @@ export class SessionLog {
    * (sessionId, type, seq) index over the session's inbox/add rows, the input id
    * compared in SQL: the cost is the session's inputs, never its log.
    */
-  async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, shape: PageShape = {}, db: Db = this.pool): Promise<StoredEvent | undefined> {
+  async inboxAddOf(ref: LogRef, inputId: string, toSeq = MAX_SEQ, shape: InboxAddShape = {}, db: Db = this.pool): Promise<StoredEvent | undefined> {
     const l = await this.requireLineage(ref, db);
-    const columns = (shape.data ?? true) ? COLUMNS : HEAD_COLUMNS;
+    const columns = shape.withoutTexts ? TEXTLESS_COLUMNS : (shape.data ?? true) ? COLUMNS : HEAD_COLUMNS;
     const row = await newestAcrossSegments<Row>(
       l,
       toSeq,
@@ -669,10 +695,10 @@ export class SessionLog {
   }
 
   /** Every event of the given types, ascending, a page at a time. */
-  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000): AsyncGenerator<StoredEvent> {
-    const lineage = await this.requireLineage(ref);
+  async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize = 1000, db: Db = this.pool): AsyncGenerator<StoredEvent> {
+    const lineage = await this.requireLineage(ref, db);
     for (let from = 0; ;) {
-      const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize });
+      const page = await this.ofTypes(lineage, types, { fromSeq: from, toSeq: MAX_SEQ, limit: pageSize }, db);
       yield* page;
       if (page.length < pageSize) return;
       from = page[page.length - 1].seq + 1;
@@ -686,19 +712,26 @@ export class SessionLog {
    * it has found them all: the cost is the inbox activity since the oldest
    * waiting input, not the log.
    */
-  /** `withoutTexts`: each input's text left empty (a reader that reads them within a budget: textWithin). */
-  async pendingInputs(ref: LogRef, count: number, db: Db = this.pool, atSeq = MAX_SEQ, withoutTexts = false): Promise<PendingInput[]> {
+  /** `withoutTexts`: each input's text left empty, its length given (a reader that reads them within a budget: textWithin). */
+  async pendingInputs(
+    ref: LogRef,
+    count: number,
+    db: Db = this.pool,
+    atSeq = MAX_SEQ,
+    withoutTexts = false,
+  ): Promise<Array<PendingInput & Pick<StoredEvent, 'textLength'>>> {
     if (count <= 0) return [];
     const lineage = await this.requireLineage(ref, db);
     const removed = new Set<string>();
-    const found: PendingInput[] = [];
+    const found: Array<PendingInput & Pick<StoredEvent, 'textLength'>> = [];
     // The first page usually holds them all; pages grow when inputs wait long.
     for (let to = atSeq, pageSize = count + 16; found.length < count; pageSize = Math.min(pageSize * 4, 1000)) {
       const page = await this.ofTypes(lineage, ['inbox/add', 'inbox/remove'], { fromSeq: 0, toSeq: to, limit: pageSize, descending: true, withoutTexts }, db);
       for (const e of page) {
         const ev = asCoreEvent(e);
         if (ev.type === 'inbox/remove') removed.add(ev.data.inputId);
-        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId)) found.push(pendingInputOf(ev.data, e.seq));
+        else if (ev.type === 'inbox/add' && !removed.has(ev.data.inputId))
+          found.push({ ...pendingInputOf(ev.data, e.seq), ...(withoutTexts ? { textLength: e.textLength } : {}) });
       }
       if (page.length < pageSize) break;
       to = page[page.length - 1].seq - 1;
@@ -761,7 +794,7 @@ export class SessionLog {
   }
 
   /** The log event by event, from afterSeq (exclusive) to endSeq (exclusive), by pages of STREAM_PAGE_BYTES: never more than two pages in memory. */
-  async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number } = {}): AsyncGenerator<StoredEvent> {
+  async *stream(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; db?: Db } = {}): AsyncGenerator<StoredEvent> {
     for await (const page of this.pages(ref, { pageBytes: STREAM_PAGE_BYTES, ...opts })) yield* page;
   }
 
@@ -773,13 +806,14 @@ export class SessionLog {
    * 2.3–2.6 s; reading three pages ahead was no faster than one, 3.1 s: the
    * pages are parsed on this thread too).
    */
-  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number } = {}): AsyncGenerator<StoredEvent[]> {
+  async *pages(ref: LogRef, opts: { afterSeq?: number; endSeq?: number; pageSize?: number; pageBytes?: number; db?: Db } = {}): AsyncGenerator<StoredEvent[]> {
     const pageSize = opts.pageSize ?? 1000;
     const end = opts.endSeq ?? Infinity;
-    const lineage = await this.requireLineage(ref);
+    const db = opts.db ?? this.pool;
+    const lineage = await this.requireLineage(ref, db);
     const readAfter = (after: number) => {
       const limit = Math.min(pageSize, end - after - 1);
-      const read = this.pageWithin(lineage, after, limit, this.pool, opts.pageBytes).then(({ events, cut }) => ({
+      const read = this.pageWithin(lineage, after, limit, db, opts.pageBytes).then(({ events, cut }) => ({
         page: events,
         cut,
         last: !cut && events.length < limit,
@@ -826,7 +860,11 @@ export class SessionLog {
     const data = shape.data ?? true;
     const primary = readingFor(this.pool, shape.statements);
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;
-    if (!standby) return this.readShaped(data, ref, lo, hi, primary, bound);
+    if (!standby) {
+      // Every standby down: counted, or the metric would show the reads stopping.
+      if (this.standbys && hi >= lo && hi >= 0) this.onStandbyRead?.('primary', 'events');
+      return this.readShaped(data, ref, lo, hi, primary, bound);
+    }
     const l = await this.requireLineage(ref, primary); // from the primary (cached): a new fork may not be on the standby yet
     let read: BoundedEvents;
     try {
@@ -1033,5 +1071,6 @@ function toStored(l: Lineage, r: Row): StoredEvent {
     inherited: r.seq < l.inheritedEventCount,
     synthetic: r.synthetic,
     createdAt: r.createdAt,
+    ...(r.tl !== undefined ? { textLength: r.tl } : {}),
   };
 }

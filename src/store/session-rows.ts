@@ -10,7 +10,7 @@ import type pg from 'pg';
 import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
-import type { StatementScope } from '../db/statement-deadlines.ts';
+import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 import type { OnStandbyRead } from './session-log.ts';
 import type { SessionTrees } from './session-trees.ts';
 
@@ -156,18 +156,32 @@ export class SessionRows {
   }
 
   /** Whose session it is (the agent asks, once, when a tool server is limited to tenants). */
-  async tenantOf(id: string): Promise<string | undefined> {
-    const treeId = await this.trees.of(id);
+  async tenantOf(id: string, statements?: StatementScope): Promise<string | undefined> {
+    const db = readingFor(this.pool, statements);
+    const treeId = await this.trees.of(id, db);
     if (treeId === undefined) return undefined;
-    const { rows } = await this.pool.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $2', [id, treeId]);
+    const { rows } = await db.query<{ tenant: string }>('SELECT tenant FROM "Session" WHERE id = $1 AND "treeId" = $2', [id, treeId]);
     return rows[0]?.tenant;
   }
 
+  /** `statements`: the scope of the request it is read for (db/statement-deadlines.ts); its tree's lookup too. */
   get(tenant: string, id: string): Promise<SessionRow | null>;
-  get<C extends SessionColumn>(tenant: string, id: string, columns: readonly [C, ...C[]], from?: ReadFrom): Promise<SessionRowWith<C> | null>;
-  get(tenant: string, id: string, columns: SessionColumns, from?: ReadFrom): Promise<PartialSessionRow | null>;
-  async get(tenant: string, id: string, columns: SessionColumns = null, from: ReadFrom = 'primary'): Promise<PartialSessionRow | null> {
-    const treeId = await this.trees.of(id);
+  get<C extends SessionColumn>(
+    tenant: string,
+    id: string,
+    columns: readonly [C, ...C[]],
+    from?: ReadFrom,
+    statements?: StatementScope,
+  ): Promise<SessionRowWith<C> | null>;
+  get(tenant: string, id: string, columns: SessionColumns, from?: ReadFrom, statements?: StatementScope): Promise<PartialSessionRow | null>;
+  async get(
+    tenant: string,
+    id: string,
+    columns: SessionColumns = null,
+    from: ReadFrom = 'primary',
+    statements?: StatementScope,
+  ): Promise<PartialSessionRow | null> {
+    const treeId = this.trees.known(id) ?? (await this.trees.of(id, readingFor(this.pool, statements)));
     if (treeId === undefined) return null;
     const query = this.run(`SELECT ${list(columns)} FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`, true)([id, tenant, treeId]);
     const { rows } =
@@ -177,8 +191,9 @@ export class SessionRows {
             this.pool,
             (db) => db.query<PartialSessionRow>(query),
             (served) => this.onStandbyRead?.(served, 'session'),
+            statements,
           )
-        : await this.pool.query<PartialSessionRow>(query);
+        : await readingFor(this.pool, statements).query<PartialSessionRow>(query);
     return rows[0] ?? null;
   }
 
@@ -187,15 +202,16 @@ export class SessionRows {
    * of their trees). With `columns`, those, id, createdAt and tenant only.
    */
   byIds(ids: readonly string[]): Promise<SessionRow[]>;
-  byIds(ids: readonly string[], columns: SessionColumns): Promise<PartialSessionRow[]>;
-  async byIds(ids: readonly string[], columns: SessionColumns = null): Promise<PartialSessionRow[]> {
+  byIds(ids: readonly string[], columns: SessionColumns, statements?: StatementScope): Promise<PartialSessionRow[]>;
+  async byIds(ids: readonly string[], columns: SessionColumns = null, statements?: StatementScope): Promise<PartialSessionRow[]> {
     if (ids.length === 0) return [];
-    const trees = await this.trees.ofMany(ids);
+    const db = readingFor(this.pool, statements);
+    const trees = await this.trees.ofMany(ids, db);
     if (trees.size === 0) return [];
     const run = columns
       ? this.run(`SELECT ${list(columns, BY_ID_READ)} FROM "Session" WHERE id = ANY($1::text[]) AND "treeId" = ANY($2::text[])`, true)
       : this.byIdsStatement;
-    return (await this.pool.query<PartialSessionRow>(run([[...trees.keys()], [...new Set(trees.values())]]))).rows;
+    return (await db.query<PartialSessionRow>(run([[...trees.keys()], [...new Set(trees.values())]]))).rows;
   }
 
   /**
@@ -209,7 +225,7 @@ export class SessionRows {
   async page(q: SessionPageQuery, columns: SessionColumns = null): Promise<PartialSessionRow[]> {
     if (q.parentId != null && q.treeId == null) {
       // A session's children lie in its tree: the page is read there.
-      const treeId = await this.trees.of(q.parentId);
+      const treeId = this.trees.known(q.parentId) ?? (await this.trees.of(q.parentId, readingFor(this.pool, q.statements)));
       if (treeId === undefined) return [];
       q = { ...q, treeId };
     }
@@ -248,16 +264,19 @@ export class SessionRows {
   }
 
   /** How many sessions a tenant has: one index-only count (a list that resumed from changes checks it held every deletion). */
-  async count(tenant: string): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(this.run('SELECT count(*)::int AS n FROM "Session" WHERE tenant = $1', true)([tenant]));
+  async count(tenant: string, statements?: StatementScope): Promise<number> {
+    const { rows } = await readingFor(this.pool, statements).query<{ n: number }>(
+      this.run('SELECT count(*)::int AS n FROM "Session" WHERE tenant = $1', true)([tenant]),
+    );
     return rows[0].n;
   }
 
   /** The seqs of a session its children were forked at, each with how many: one grouped scan of its children. */
-  async forkPoints(tenant: string, parentId: string): Promise<Array<{ seq: number; childCount: number }>> {
-    const treeId = await this.trees.of(parentId);
+  async forkPoints(tenant: string, parentId: string, statements?: StatementScope): Promise<Array<{ seq: number; childCount: number }>> {
+    const db = readingFor(this.pool, statements);
+    const treeId = await this.trees.of(parentId, db);
     if (treeId === undefined) return [];
-    const { rows } = await this.pool.query<{ seq: number; childCount: number }>(
+    const { rows } = await db.query<{ seq: number; childCount: number }>(
       this.run(
         `SELECT "forkedAtSeq" AS seq, count(*)::int AS "childCount" FROM "Session" WHERE "parentId" = $1 AND "treeId" = $3 AND ${isFork()} AND tenant = $2 AND "forkedAtSeq" IS NOT NULL GROUP BY "forkedAtSeq" ORDER BY "forkedAtSeq"`,
         true,

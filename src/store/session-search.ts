@@ -21,11 +21,13 @@
 // title seqs are computed for the hits of one page only.
 //
 // Cost: the order is recency, not rank, so that a page never ranks
-// every match. Migration 20261207180000_search_recency indexes the searchable
-// events by (createdAt, sessionId, seq): a common word's page walks that index
-// newest first and stops after its page, a rare word's few matches come from
-// the GIN index and are sorted; the planner picks by the words' frequency,
-// so nothing is prepared. Titles likewise, on Session (tenant, createdAt).
+// every match, and a page reads a bounded number of rows whatever the corpus
+// and whatever other tenants wrote last (candidates(), below). Migration
+// 20261207180000_search_recency indexes the searchable events by (createdAt,
+// sessionId, seq): a common word's page walks that index newest first and
+// stops after its page, a rare word's few matches come from the GIN index and
+// are sorted; the planner picks by the words' frequency, so nothing is
+// prepared. Titles likewise, on Session (tenant, createdAt).
 import type pg from 'pg';
 import { MAX_SEQ, type Db, type OnStandbyRead, type SessionLog } from './session-log.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
@@ -47,6 +49,13 @@ const TITLE_NOT_PARENTS = `(SELECT p.title FROM "Session" p WHERE p.id = s."pare
 /** Rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
 export const EVENT_WINDOW = 2000;
 export const TITLE_WINDOW = 500;
+/**
+ * Past its window, a page reads at most a window's worth of older matches from
+ * the text index (any tenant's: the index has no tenant), and past that at most
+ * WALK_WINDOWS windows of rows in list order; a page still short then ends
+ * early, its cursor at the last row read (SearchPage.resumeAfter).
+ */
+export const WALK_WINDOWS = 30;
 /** Descendants sharing a hit are counted up to this many (a count is a read per descendant). */
 export const DESCENDANTS_COUNTED = 100;
 
@@ -91,6 +100,18 @@ export interface SessionSearchHit {
   snippet: string;
 }
 
+/** A page of hits; `resumeAfter` when the page stopped at its bound of rows read before it was full: the next page starts there. */
+export interface SearchPage {
+  hits: SearchHit[];
+  resumeAfter: SearchKey | null;
+}
+
+/** One part's hits, and where its reading stopped if it stopped early. */
+interface Found {
+  found: Candidate[];
+  resumeAfter: SearchKey | null;
+}
+
 interface Row {
   type: string | null;
   snippet: string;
@@ -128,8 +149,8 @@ export class SessionSearch {
    * in `tenant`'s sessions, after `after` in list order. A query without
    * searchable words (only stop words or punctuation) has no hits.
    */
-  async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null; statements?: StatementScope }): Promise<SearchHit[]> {
-    if (opts.limit <= 0) return [];
+  async search(tenant: string, query: string, opts: { limit: number; after?: SearchKey | null; statements?: StatementScope }): Promise<SearchPage> {
+    if (opts.limit <= 0) return { hits: [], resumeAfter: null };
     // Every statement of a page on one server: the standby's or the primary's.
     return readCaughtUpOr(
       this.standbys,
@@ -140,12 +161,18 @@ export class SessionSearch {
     );
   }
 
-  private async searchOn(db: Db, tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchHit[]> {
+  private async searchOn(db: Db, tenant: string, query: string, opts: { limit: number; after?: SearchKey | null }): Promise<SearchPage> {
     const { after, limit } = opts;
     // Titles only until the cursor has passed them; events fill the rest of the page.
-    const found = !after || after.title ? await this.titleCandidates(db, tenant, query, limit, after ?? null) : [];
-    if (found.length < limit) found.push(...(await this.eventCandidates(db, tenant, query, limit - found.length, after && !after.title ? after : null)));
-    if (found.length === 0) return [];
+    const titles = !after || after.title ? await this.titleCandidates(db, tenant, query, limit, after ?? null) : { found: [], resumeAfter: null };
+    const { found } = titles;
+    let { resumeAfter } = titles;
+    if (found.length < limit && !resumeAfter) {
+      const events = await this.eventCandidates(db, tenant, query, limit - found.length, after && !after.title ? after : null);
+      found.push(...events.found);
+      resumeAfter = events.resumeAfter;
+    }
+    if (found.length === 0) return { hits: [], resumeAfter };
     const params: unknown[] = [tenant, query, found.map((c) => (c.title ? 0 : 1)), found.map((c) => c.sid), found.map((c) => c.seq)];
     const q = `websearch_to_tsquery(${CONFIG}, $2)`;
     // Snippets and descendants for the page's hits only, in page order.
@@ -173,7 +200,7 @@ export class SessionSearch {
         LEFT JOIN "Event" e ON page.k = 1 AND e."sessionId" = page.sid AND e."treeId" = s."treeId" AND e.seq = page.seq
        ORDER BY page.i`;
     const { rows } = await db.query<Row>(sql, params);
-    return Promise.all(
+    const hits = await Promise.all(
       rows.map(async (r, i): Promise<SearchHit> => {
         const c = found[i];
         const key = { title: c.title, at: c.at.getTime(), sessionId: c.sid, seq: c.seq };
@@ -183,6 +210,7 @@ export class SessionSearch {
         return { kind, sessionId: c.sid, seq, rank: c.rank, snippet: r.snippet, descendants: r.descendants, key };
       }),
     );
+    return { hits, resumeAfter };
   }
 
   /**
@@ -190,7 +218,7 @@ export class SessionSearch {
    * (tenant, createdAt) and the title index. A fork whose title is its
    * parent's is not a hit (the parent's hit counts it).
    */
-  private titleCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+  private titleCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Found> {
     return this.candidates(db, true, tenant, query, limit, after, TITLE_WINDOW, {
       scan: (p, k, columns, where, ordered = true) =>
         `SELECT s."createdAt" AS at, s.id AS sid, -1 AS seq, ${columns} FROM "Session" s
@@ -207,7 +235,7 @@ export class SessionSearch {
   }
 
   /** Input and answer hits after `after`, newest first (then by session id and seq, descending), over Event_text_recency_idx and the vectors' index. */
-  private eventCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Candidate[]> {
+  private eventCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Found> {
     return this.candidates(db, false, tenant, query, limit, after, EVENT_WINDOW, {
       scan: (p, k, columns, where, ordered = true) =>
         `SELECT e."createdAt" AS at, e."sessionId" AS sid, e.seq, ${columns} FROM "Event" e
@@ -218,20 +246,29 @@ export class SessionSearch {
       vector: EVENT_VECTOR,
       // The tenant: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
       match: `${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND (SELECT s.tenant FROM "Session" s WHERE s.id = e."sessionId") = $1`,
+      // The index's older matches are counted before the tenant is asked, so that other tenants' matches bound what a page reads too.
+      indexedMatch: `${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2)`,
+      owned: `(SELECT s.tenant FROM "Session" s WHERE s.id = m.sid) = $1`,
       order: 'at DESC, sid DESC, seq DESC',
     });
   }
 
   /**
-   * One part's hits in two bounded steps. First its next `window` rows in list
+   * One part's hits, in bounded steps. First its next `window` rows in list
    * order (`scan`: an ordered index walk), stopping as soon as the page is
    * full: a frequent word's page reads about a page's worth of rows divided by
    * its frequency. When the window holds too few matches, the words are rare
-   * among the newest rows, and the rest of the page comes from the text index
-   * (`match` as a condition, which the planner serves from the GIN index for
-   * rare words), older than the window. `match` is true of a row that is a
-   * hit; `order` is the list order over the scan's columns. The vector and
-   * rank are computed for hits only.
+   * among the newest rows: the older matches come from the text index
+   * (`indexedMatch`, which the planner serves from the GIN index for rare
+   * words), at most a window's worth of them, in no order, and when they are
+   * all there they are sorted. When there are more (a word common in older
+   * rows that the newest ones lack, e.g. after another tenant wrote thousands
+   * of messages), the page walks on in list order, in windows that double, up
+   * to WALK_WINDOWS windows of rows; a page still short then ends at the last
+   * row read (`resumeAfter`). `match` is true of a row that is a hit (the
+   * tenant included); `owned` keeps the tenant's rows among the index's
+   * matches when `indexedMatch` does not; `order` is the list order over the
+   * scan's columns. The vector and rank are computed for hits only.
    */
   private async candidates(
     db: Db,
@@ -249,35 +286,57 @@ export class SessionSearch {
       match: string;
       /** `match` as the text index serves it (default: `match` itself). */
       indexedMatch?: string;
+      /** A condition on the index's matches (columns at, sid, seq) when `indexedMatch` leaves the tenant out. */
+      owned?: string;
       order: string;
     },
-  ): Promise<Candidate[]> {
-    const ranked = (sql: string) => `SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM (${sql}) m`;
+  ): Promise<Found> {
+    const q = `websearch_to_tsquery(${CONFIG}, $2)`;
+    const ranked = (sql: string) => `SELECT at, sid, seq, ts_rank(v, ${q})::float8 AS rank FROM (${sql}) m`;
     const toCandidate = (r: CandidateRow): Candidate => ({ title, at: r.at, sid: r.sid, seq: r.seq, rank: r.rank });
+    const keyOf = (r: Pick<CandidateRow, 'at' | 'sid' | 'seq'>): SearchKey => ({ title, at: r.at.getTime(), sessionId: r.sid, seq: r.seq });
     const hitVector = `CASE WHEN ${part.match} THEN ${part.vector} END AS v`;
-    const params: unknown[] = [tenant, query, limit];
-    // The match is a column of the walk, not a condition the planner could serve from another index.
-    const near = await db.query<CandidateRow>(
-      ranked(`SELECT * FROM (${part.scan(binder(params), after, hitVector, '')} LIMIT ${window}) w WHERE v IS NOT NULL ORDER BY ${part.order} LIMIT $3`),
-      params,
-    );
-    const found = near.rows.map(toCandidate);
-    if (found.length >= limit) return found;
-    // The window's last row, when it was full (else there is nothing older). Its
-    // scan names no query ($2), and the tenant ($1) only where it walks an index by tenant.
-    const edgeParams: unknown[] = part.scanUsesTenant ? [tenant] : [];
-    const edge = (await db.query<CandidateRow>(`${part.scan(binder(edgeParams), after, '1', '')} OFFSET ${window - 1} LIMIT 1`, edgeParams)).rows[0];
-    if (!edge) return found;
+    const found: Candidate[] = [];
+    /** The next `size` rows after `from` in list order: their hits (up to what the page lacks), and the last row read (none when they were the last). */
+    const walk = async (from: SearchKey | null, size: number) => {
+      const params: unknown[] = [tenant, query, limit - found.length];
+      // The match is a column of the walk, not a condition the planner could serve from another index.
+      const hits = await db.query<CandidateRow>(
+        ranked(`SELECT * FROM (${part.scan(binder(params), from, hitVector, '')} LIMIT ${size}) w WHERE v IS NOT NULL ORDER BY ${part.order} LIMIT $3`),
+        params,
+      );
+      found.push(...hits.rows.map(toCandidate));
+      if (found.length >= limit) return null;
+      // The window's last row, when it was full (else there is nothing older). Its
+      // scan names no query ($2), and the tenant ($1) only where it walks an index by tenant.
+      const edgeParams: unknown[] = part.scanUsesTenant ? [tenant] : [];
+      const edge = (await db.query<CandidateRow>(`${part.scan(binder(edgeParams), from, '1', '')} OFFSET ${size - 1} LIMIT 1`, edgeParams)).rows[0];
+      return edge ? keyOf(edge) : null;
+    };
+    const older = await walk(after, window);
+    if (!older) return { found, resumeAfter: null };
+    // The older matches from the text index, in no order, at most window + 1: read
+    // in list order with a limit, the planner would walk the ordered index
+    // instead, betting on finding the page early, and read every row when the words are rare.
+    // Sorted before the tenant is asked (OFFSET 0 keeps the sort below the filter), so only
+    // the rows up to the page's last hit are asked about.
     const rest: unknown[] = [tenant, query, limit - found.length];
-    const older = { title, at: edge.at.getTime(), sessionId: edge.sid, seq: edge.seq };
-    // Every older match, from the text index, then sorted: asked in list order with a limit, the planner would
-    // walk the ordered index instead, betting on finding the page early, and read every row when the words are rare.
-    const more = await db.query<CandidateRow>(
-      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.indexedMatch ?? part.match}`, false)})
-       SELECT at, sid, seq, ts_rank(v, websearch_to_tsquery(${CONFIG}, $2))::float8 AS rank FROM m ORDER BY ${part.order} LIMIT $3`,
+    const probe = await db.query<Partial<CandidateRow> & { probed: number }>(
+      `WITH m AS MATERIALIZED (${part.scan(binder(rest), older, `${part.vector} AS v`, `AND ${part.indexedMatch ?? part.match}`, false)} LIMIT ${window + 1}),
+            hit AS (SELECT at, sid, seq, ts_rank(v, ${q})::float8 AS rank FROM (SELECT * FROM m ORDER BY ${part.order} OFFSET 0) m ${part.owned ? `WHERE ${part.owned}` : ''} LIMIT $3)
+       SELECT (SELECT count(*) FROM m)::int AS probed, hit.* FROM (VALUES (1)) one LEFT JOIN hit ON true`,
       rest,
     );
-    return found.concat(more.rows.map(toCandidate));
+    if (probe.rows[0].probed <= window) {
+      for (const r of probe.rows) if (r.sid !== null && r.sid !== undefined) found.push(toCandidate(r as CandidateRow));
+      return { found, resumeAfter: null };
+    }
+    // Common among the older rows: on in list order, a bounded number of rows.
+    let from: SearchKey | null = older;
+    for (let read = 0, size = 2 * window; from && read < WALK_WINDOWS * window; read += size, size *= 2) {
+      from = await walk(from, Math.min(size, WALK_WINDOWS * window - read));
+    }
+    return { found, resumeAfter: found.length >= limit ? null : from };
   }
 
   /**

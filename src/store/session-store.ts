@@ -186,6 +186,7 @@ export class SessionStore {
     let view = this.tenantViews.get(scope.tenant);
     if (!view) {
       view = new TenantStore(scope, {
+        pool: this.pool,
         log: this.log,
         sessions: this.sessions,
         files: this.files,

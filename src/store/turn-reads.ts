@@ -6,7 +6,7 @@ import { dataOf, fieldOf } from '../core/core-event.ts';
 import { snapshotOf, type LineageRow } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
 import { endInterruptedAtCrash } from './crash-stop-times.ts';
-import type { LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, LogRef, SessionLog, StoredEvent } from './session-log.ts';
 import type { BoundedText, TextBudget } from '../core/text-budget.ts';
 
 /** A turn as read for a session: its summary and where its log ends. */
@@ -14,23 +14,29 @@ export type TurnRow = TurnSummary & {
   sessionId: string;
   lastSeq: number;
   steps?: Promise<StepSummary[]>;
-  /** Its error report, once read (Turn.error and Turn.errorCode share the probe). */
+  /** Its error report without its message, once read (Turn.error, errorSeq and errorCode share the probe). */
   report?: Promise<StoredEvent | undefined>;
-  /** Its error report's message as read within a request's budget (turnError). */
-  error?: Promise<BoundedText | null>;
-  /** Its input's text, once read. */
-  input?: Promise<BoundedText | null>;
+  /** Its input's inbox/add without its text, once read (Turn.input and inputSeq share the probe). */
+  inputAdd?: Promise<StoredEvent | undefined>;
+  /** Its input's text as a list of turns read it (withInputs): whole. */
+  input?: BoundedText | null;
 };
 
+/** The inbox/add of the input the turn took, without its text but with its length (one index probe), or undefined. */
+export const inputAddOf = (log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefined> =>
+  (turn.inputAdd ??= log.inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq, { withoutTexts: true }));
+
 /**
- * The text of the input the turn took, as much of it as the request's text budget gives: its inbox/add found
- * without its data (one index probe), then its text read within the budget (two more); made only for a reader that
- * asks (an input can be megabytes: a list of turns does not read them, and many sessions' last turns must not).
+ * The text of the input the turn took, as much of it as `budget` gives: its inbox/add found with its text's length
+ * (inputAddOf), then the text read within the budget (one statement); made only for a reader that asks (an input can
+ * be megabytes: a list of turns does not read them, and many sessions' last turns must not). Each call reads: the
+ * caller keeps what it read (graphql/request-texts.ts).
  */
-export const turnInput = (log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> =>
-  (turn.input ??= log
-    .inboxAddOf(turn.sessionId, turn.inputId, turn.startSeq, { data: false })
-    .then(async (e) => (e ? ((await log.textWithin(turn.sessionId, e.seq, 'text', budget)) ?? null) : null)));
+export async function turnInput(log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> {
+  if (turn.input !== undefined) return turn.input;
+  const e = await inputAddOf(log, turn);
+  return e ? ((await log.textWithin(turn.sessionId, e.seq, 'text', budget, e.textLength)) ?? null) : null;
+}
 
 /**
  * A list of turns whose inputs' texts are asked for, with them read: in one
@@ -38,22 +44,29 @@ export const turnInput = (log: TurnLog, turn: TurnRow, budget: TextBudget): Prom
  * (at most the log's page bytes, FORKLINE_PAGE_BYTES) plus one. Past that the
  * list keeps its newest turns whose inputs were read, from the first of them
  * (an input can be megabytes: a list of 1,000 turns must not hold them all;
- * docs/operations.md "Memory and time"). The list takes the whole budget while
- * it reads, and gives back what it did not use: a list that finds none left
+ * docs/operations.md "Memory and time"). The list reserves the whole budget
+ * while it reads, and settles with what it used: texts asked meanwhile wait for
+ * it rather than come cut (TextBudget.takeSettled); a list that finds none left
  * keeps its turns, each input then read (or cut) by turnInput.
  */
 export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBudget): Promise<TurnRow[]> {
   const last = turns.at(-1);
   if (!last) return turns;
-  const reserved = budget.takeAll();
+  const reserved = await budget.reserveAll();
   if (reserved === 0) return turns;
-  const read = await log.inboxAddsWithin(
-    last.sessionId,
-    turns.map((t) => t.inputId),
-    last.startSeq,
-    reserved,
-  );
-  budget.giveBack(reserved - (read.bytes ?? reserved));
+  let read: BoundedEvents;
+  let used = 0;
+  try {
+    read = await log.inboxAddsWithin(
+      last.sessionId,
+      turns.map((t) => t.inputId),
+      last.startSeq,
+      reserved,
+    );
+    used = read.bytes ?? reserved;
+  } finally {
+    budget.settle(reserved, used);
+  }
   const texts = new Map(read.events.map((e) => [dataOf(e, 'inbox/add')!.inputId, e]));
   let from = 0;
   if (read.cut) from = turns.findLastIndex((t) => !texts.has(t.inputId)) + 1;
@@ -63,7 +76,8 @@ export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBud
     // An input queued again after this turn started (the newest read is later): turnInput reads this turn's own.
     if (added && added.seq > t.startSeq) continue;
     const text = added ? dataOf(added, 'inbox/add')?.text : undefined;
-    t.input = Promise.resolve(text === undefined ? null : { text, length: text.length, truncated: false });
+    t.input = text === undefined ? null : { text, length: text.length, truncated: false };
+    t.inputAdd = Promise.resolve(added);
   }
   return kept;
 }
@@ -94,14 +108,15 @@ export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
 
 /**
  * Why a failed turn failed: its agent's error report's message (plugin/agent/error), or null; as much of it as
- * the request's text budget gives (a report can be megabytes, a list of turns asks this of each). Two index probes.
+ * `budget` gives (a report can be megabytes, a list of turns asks this of each). Its report found with the message's
+ * length (errorReport, one index probe), then the message in one statement. Each call reads: the caller keeps what
+ * it read (graphql/request-texts.ts).
  */
-export const turnError = (log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> =>
-  (turn.error ??= (async () => {
-    const report = await errorReport(log, turn);
-    if (!report) return null;
-    return (await log.textWithin(turn.sessionId, report.seq, 'message', budget)) ?? { text: '', length: 0, truncated: false };
-  })());
+export async function turnError(log: TurnLog, turn: TurnRow, budget: TextBudget): Promise<BoundedText | null> {
+  const report = await errorReport(log, turn);
+  if (!report) return null;
+  return (await log.textWithin(turn.sessionId, report.seq, 'message', budget, report.textLength)) ?? { text: '', length: 0, truncated: false };
+}
 
 /** The kind of a failed turn's error, when its report names one (`OUTPUT_SCHEMA_MISMATCH`: structured output), or null. */
 export async function turnErrorCode(log: TurnLog, turn: TurnRow): Promise<string | null> {
@@ -109,7 +124,8 @@ export async function turnErrorCode(log: TurnLog, turn: TurnRow): Promise<string
   return typeof code === 'string' ? code : null;
 }
 
-function errorReport(log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefined> | undefined {
+/** A failed turn's error report (plugin/agent/error) without its message but with its length, or undefined. */
+export function errorReport(log: TurnLog, turn: TurnRow): Promise<StoredEvent | undefined> | undefined {
   if (turn.reason !== 'failed' || turn.endSeq === null) return undefined;
   // Without its message: read apart within the request's budget (turnError).
   return (turn.report ??= log

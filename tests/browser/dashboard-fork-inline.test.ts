@@ -52,6 +52,47 @@ describe('dashboard: forks in the conversation', () => {
     await page.close();
   });
 
+  it('forks between an input being taken and its turn starting: the dialog and the child say nothing answers it; sent again, it is answered', async () => {
+    const events = await log(id);
+    const taken = events.find((e) => e.type === 'inbox/remove')!;
+    const added = events.find((e) => e.type === 'inbox/add' && anyData(e).inputId === anyData(taken).inputId)!;
+    expect(events[taken.seq + 1].type).toBe('turn/start');
+    const { page, errors } = await openPage(dashboard.browser);
+    await page.goto(`${dashboard.origin}/sessions/${id}`);
+    await page.getByRole('button', { name: `Fork here at event ${taken.seq}`, exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: `Fork at event ${taken.seq}` });
+    const note = dialog.getByTestId('fork-taken-note');
+    await note.waitFor(TIMEOUT);
+    expect(await note.textContent()).toContain(
+      `Message #${added.seq} ("what time is it !call clock") was taken but its turn had not started at the cut: nothing in the new session will answer it. Send it again to answer it.`,
+    );
+    await dialog.getByRole('button', { name: 'Send it again in the fork' }).click();
+    expect(await dialog.getByLabel('Message to send in the fork (optional)').inputValue()).toBe('what time is it\n!call clock');
+    await dialog.getByRole('button', { name: 'Fork', exact: true }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(id), TIMEOUT);
+    const child = sessionIdOf(page);
+    const said = page.getByTestId('fork-marker').getByTestId('fork-unanswered');
+    await said.waitFor(TIMEOUT);
+    expect(await said.textContent()).toContain(`Message #${added.seq} ("what time is it !call clock") was taken but its turn had not started at the cut`);
+    // The message sent again is the child's first turn, answered.
+    await page.locator('.conversation > li.turn-end[data-turn="1"]').getByText('completed').waitFor(TIMEOUT);
+    const childLog = await log(child);
+    const turnStart = childLog.find((e) => e.type === 'turn/start')!;
+    expect(childLog.find((e) => e.type === 'inbox/add' && e.seq > taken.seq && anyData(e).inputId === anyData(turnStart).inputId)).toMatchObject({
+      data: { text: 'what time is it\n!call clock' },
+    });
+    expect(childLog.filter((e) => e.type === 'turn/start').map((e) => anyData(e).turn)).toEqual([1]);
+
+    // A fork one event earlier (the input still queued): the dialog says nothing, the child's agent takes it.
+    await page.goto(`${dashboard.origin}/sessions/${id}`);
+    await page.getByRole('button', { name: `Fork here at event ${taken.seq - 1}`, exact: true }).click();
+    await page.getByRole('dialog', { name: `Fork at event ${taken.seq - 1}` }).waitFor(TIMEOUT);
+    expect(await page.getByTestId('fork-taken-note').count()).toBe(0);
+    await page.keyboard.press('Escape');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('labels plugin events in words on the timeline, the raw type on hover', async () => {
     const error = (await log(id)).find((e) => e.type === 'plugin/agent/error')!;
     const { page, errors } = await openPage(dashboard.browser);

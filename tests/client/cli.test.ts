@@ -73,6 +73,23 @@ describe('forkline CLI', () => {
     expect(lines(f.stdout).map((l) => JSON.parse(l).seq)).toEqual([7, 8]);
   });
 
+  it('says when a fork cuts between an input being taken and its turn starting (nothing in the child answers it)', async () => {
+    const sid = (await app.ok(`mutation { createSession(input: { title: "taken" }) { id } }`)).createSession.id;
+    await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: sid, text: 'take me' } });
+    await app.services.host.idle();
+    const log = await app.services.store.log.page(sid, -1, 100);
+    const taken = log.find((e) => e.type === 'inbox/remove')!;
+    const added = log.find((e) => e.type === 'inbox/add')!;
+    const [at, before] = await Promise.all([cli(['fork', sid, '--at', String(taken.seq)]), cli(['fork', sid, '--at', String(taken.seq - 1)])]);
+    expect(at.code).toBe(0);
+    const inputId = (added.data as { inputId: string }).inputId;
+    expect(at.stdout).toContain(
+      `note: input ${inputId} (#${added.seq}) was taken but its turn had not started at the cut: nothing in the child will answer it; send it again to answer it`,
+    );
+    expect(before.code).toBe(0);
+    expect(before.stdout).not.toContain('note:');
+  });
+
   it('forks, branches, exports and imports', async () => {
     const [fork, branch] = await Promise.all([cli(['fork', id, '--at', '4', '--title', 'child', '--json']), cli(['branch', id])]);
     expect(fork.code).toBe(0);

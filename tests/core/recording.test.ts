@@ -104,6 +104,48 @@ describe('malformed recordings', () => {
   });
 });
 
+describe('what a recording may claim (tests/security/door-agreement.test.ts found each)', () => {
+  const header = (runner?: string) => JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_x', ...(runner ? { runner } : {}) } });
+  const lines = (head: string, events: unknown[]) => [head, ...events.map((e, seq) => JSON.stringify({ seq, ...(e as object) }))].join('\n');
+  const call = { id: 'c1', name: 'send', arguments: '{}' };
+  const turn = [
+    { type: 'inbox/add', data: { inputId: 'i1', text: 'go' } },
+    { type: 'inbox/remove', data: { inputId: 'i1', reason: 'taken' } },
+    { type: 'turn/start', data: { turn: 1, inputId: 'i1' } },
+    { type: 'step/start', data: { turn: 1, step: 1 } },
+  ];
+  const declared = (effect: string) => ({ type: 'session/runner-tools', data: { tools: [{ name: 'send', effect }] } });
+  const message = (c: object) => ({ type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [c] } });
+
+  it("a runner session's call keeps its runner's declared effect, as its append records it", async () => {
+    const err = await rejection(lines(header('pool'), [declared('side-effects'), ...turn, message({ ...call, effect: 'read-only' })]));
+    expect(err.details).toEqual({ line: 7, rule: 'call effect' });
+    const { events } = await validate(lines(header('pool'), [declared('side-effects'), ...turn, message(call)]));
+    expect(anyData(events.at(-1)!).toolCalls).toEqual([{ ...call, effect: 'side-effects' }]);
+    // Forkline's own sessions have no declared set to keep.
+    await validate(lines(header(), [declared('side-effects'), ...turn, message({ ...call, effect: 'read-only' })]));
+  });
+
+  it.each(['0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999-01:00'])(
+    'a time outside the years 0001-9999 (%s) is refused naming its line',
+    async (createdAt) => {
+      const err = await rejection(lines(header(), [{ type: 'session/title', data: { title: 't' }, createdAt }]));
+      expect(err.details).toEqual({ line: 2, rule: 'event shape' });
+    },
+  );
+
+  it('a time with any offset is kept in UTC (Postgres refuses offsets past ±15:59)', async () => {
+    const title = { type: 'session/title', data: { title: 't' } };
+    const { events } = await validate(
+      lines(header(), [
+        { ...title, createdAt: '2026-01-01T00:00:00+15:30' },
+        { ...title, createdAt: '2026-01-01T00:00:00-23:59' },
+      ]),
+    );
+    expect(events.map((e) => e.createdAt)).toEqual(['2025-12-31T08:30:00.000Z', '2026-01-01T23:59:00.000Z']);
+  });
+});
+
 describe('recordingLines', () => {
   it('splits across chunk boundaries, accepts CRLF and a missing final newline', async () => {
     expect(await collect(recordingLines(['{"a"', ':1}\r', '\n{"b":2}\n{"c"', ':3}']))).toEqual(['{"a":1}', '{"b":2}', '{"c":3}']);

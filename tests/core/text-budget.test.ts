@@ -10,4 +10,28 @@ describe('TextBudget', () => {
     expect(new TextBudget(-5).take(3)).toBe(0);
     expect(new TextBudget(5).take(-3)).toBe(0);
   });
+  it('a take that a reservation would cut waits for it to settle, then gets what the reservation did not use; the total holds', async () => {
+    const b = new TextBudget(10);
+    const reserved = await b.reserveAll();
+    expect(reserved).toBe(10);
+    let took: number | undefined;
+    const waiting = b.takeSettled(4).then((n) => (took = n));
+    const second = b.reserveAll();
+    await Promise.resolve();
+    expect(took).toBeUndefined(); // the old budget gave it 0 here: the text came cut
+    b.settle(reserved, 3);
+    await waiting;
+    expect(took).toBe(4);
+    // The next reservation gets what is left, after the first settled.
+    expect(await second).toBe(3);
+    b.settle(3, 3);
+    expect(await b.takeSettled(5)).toBe(0);
+  });
+  it('a reservation that used nothing leaves all it held', async () => {
+    const b = new TextBudget(10);
+    expect(b.take(4)).toBe(4);
+    const reserved = await b.reserveAll();
+    b.settle(reserved, 0);
+    expect(await b.takeSettled(6)).toBe(6);
+  });
 });

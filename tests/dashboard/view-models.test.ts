@@ -1,6 +1,7 @@
 // The dashboard's pure view models: the conversation fold and the lineage forest.
 import { describe, expect, it } from 'vitest';
 import { foldConversation, itemsAfter } from '../../client/dashboard/src/conversation.ts';
+import { takenUnstartedAt } from '../../src/core/taken-inputs.ts';
 import { distinctTitle, lineageForest } from '../../client/dashboard/src/lineage.ts';
 import type { SessionSummaryFragment } from '../../client/generated/graphql.ts';
 import { dashboardEvent as ev } from '../helpers/dashboard-events.ts';
@@ -30,6 +31,31 @@ describe('foldConversation', () => {
     expect(items[0]).toMatchObject({ state: 'taken', inherited: true });
     expect(items[6]).toMatchObject({ state: 'queued', text: 'queued one' });
     expect(items[5]).toMatchObject({ kind: 'turn-end', reason: 'forked', synthetic: true, endSeq: 8 });
+  });
+
+  // A child forked at the inbox/remove (seq 2): the input was taken, its turn never started, nothing is closed.
+  const cutBeforeTurn = [
+    ev(0, 'inbox/add', { inputId: 'in_0', text: 'first' }, { inherited: true }),
+    ev(1, 'inbox/add', { inputId: 'in_1', text: 'what time\nis it?' }, { inherited: true }),
+    ev(2, 'inbox/remove', { inputId: 'in_1', reason: 'taken' }, { inherited: true }),
+    ev(3, 'session/end-seed', { parentSessionId: 'ses_p', cutSeq: 2, inheritedEventCount: 3 }),
+    ev(4, 'inbox/add', { inputId: 'in_2', text: 'and now?' }),
+    ev(5, 'inbox/remove', { inputId: 'in_2', reason: 'taken' }),
+    ev(6, 'turn/start', { turn: 1, inputId: 'in_2' }),
+  ];
+
+  it('says at the fork marker which input the cut left taken but unstarted (nothing answers it in the child)', () => {
+    const items = foldConversation(cutBeforeTurn);
+    const marker = items.find((i) => i.kind === 'fork-marker');
+    expect(marker).toMatchObject({ takenUnstarted: [{ seq: 1, inputId: 'in_1', text: 'what time\nis it?' }] });
+    // A marker with nothing taken says nothing (the child's own input, taken after the marker, is not named).
+    expect(foldConversation(child).find((i) => i.kind === 'fork-marker')).not.toHaveProperty('takenUnstarted');
+    // The fork dialog's check from the events before the cut: at the removal, not at the add or once its turn started.
+    const get = (seq: number) => cutBeforeTurn[seq];
+    expect(takenUnstartedAt(get, 2)).toEqual([{ seq: 1, inputId: 'in_1', text: 'what time\nis it?' }]);
+    expect(takenUnstartedAt(get, 1)).toEqual([]);
+    expect(takenUnstartedAt(get, 6)).toEqual([]);
+    expect(takenUnstartedAt((seq) => child[seq], 4)).toEqual([]);
   });
 
   it("shows a failed turn's reason (plugin/agent/error)", () => {

@@ -147,6 +147,11 @@ describe('event pages from a hot standby', () => {
     await waitFor(async () => ((await fetch(app.url.replace(/graphql$/, 'readyz')).then((r) => r.json())) as any).checks.standby1 === 'down', {
       what: '/readyz to show the standby down',
     });
+    // Reads meant for it while it is down are counted as the primary's: the metric says where they went.
+    const [events0, session0] = [await served('events'), await served('session')];
+    await app.ok(PAGE, { id, after: 99, first: 100 });
+    expect(delta(events0, await served('events'))).toEqual({ standby: 0, primary: 1, both: 0 });
+    expect(delta(session0, await served('session'))).toEqual({ standby: 0, primary: 1, both: 0 });
     await standby.restart();
     await waitFor(() => app.standbys!.statuses()[0].up, { what: 'the standby back up' });
     await app.services.store.append(

@@ -6,6 +6,7 @@
 // FORKLINE_PAGE_BYTES. Statements are taken from the service's pool (onQuery).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { eventStatements } from '../helpers/event-statements.ts';
 
 const EVENTS = 50;
 const MB = 1024 * 1024;
@@ -14,11 +15,10 @@ const PAGE_BYTES = 3 * MB;
 let app: TestApp;
 let sessionId: string;
 let forkId: string;
-let recording = false;
-const statements: string[] = [];
+const statements = eventStatements();
 
 beforeAll(async () => {
-  app = await startTestApp({ pageBytes: PAGE_BYTES, onQuery: (sql) => recording && /"Event"/.test(sql) && statements.push(sql) });
+  app = await startTestApp({ pageBytes: PAGE_BYTES, onQuery: statements.onQuery });
   const scope = { tenant: 'local' };
   sessionId = (await app.services.store.createSession(scope, { title: 'big events' })).id;
   // Each event ~1 MB of data that does not compress (Postgres would otherwise store it in a few kB).
@@ -39,17 +39,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => app?.close());
 
-/** The GraphQL answer of `query`, and the statements on "Event" it ran. */
-async function run(query: string, variables: Record<string, unknown>) {
-  statements.length = 0;
-  recording = true;
-  try {
-    const data = await app.ok(query, variables);
-    return { data, sql: [...statements] };
-  } finally {
-    recording = false;
-  }
-}
+const run = (query: string, variables: Record<string, unknown>) => statements.run(app, query, variables);
 
 const readsData = (sql: string) => /\bdata\b/.test(sql);
 

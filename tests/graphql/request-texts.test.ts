@@ -3,9 +3,12 @@
 // "Memory and time"), whatever the query's shape: a page of sessions, aliases.
 // A text past it comes cut, and says so; the next request has a budget of its
 // own, and so does each payload of a subscription (its context lives as long
-// as it does).
+// as it does). A text whose length came with its event is one statement (the
+// statements on "Event" are taken from the service's pool, onQuery), and two
+// texts of one object (a turn's input and error) are two reads, each its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { eventStatements } from '../helpers/event-statements.ts';
 import { textTurn } from '../helpers/text-turn.ts';
 import { subscribeWs, subscriptionsOpened, openSubscriptions } from '../helpers/subscribe.ts';
 
@@ -15,13 +18,14 @@ const SESSIONS = 3;
 const scope = { tenant: 'local' };
 let app: TestApp;
 const ids: string[] = [];
+const statements = eventStatements();
 
 const textOf = (i: number, chars: number) => `answer ${i} `.padEnd(chars, String.fromCharCode(97 + i));
 /** Turn `turn` answering answer `i` of `chars` characters. */
 const answer = (turn: number, i: number, chars: number) => textTurn(turn, 'q', textOf(i, chars));
 
 beforeAll(async () => {
-  app = await startTestApp({ pageBytes: PAGE_BYTES });
+  app = await startTestApp({ pageBytes: PAGE_BYTES, onQuery: statements.onQuery });
   for (let i = 0; i < SESSIONS; i++) {
     const { id } = await app.services.store.createSession(scope, { title: `texts ${i}` });
     await app.services.store.append(id, textTurn(1, textOf(100 + i, ANSWER), textOf(i, ANSWER)));
@@ -92,5 +96,97 @@ describe('Answer.text within a request', () => {
     } finally {
       await sub.close();
     }
+  });
+});
+
+const run = (query: string, variables: Record<string, unknown>) => statements.run(app, query, variables);
+
+/** A session whose one turn took `input` and failed with an error report `message`. */
+async function failedTurn(input: string, message: string): Promise<string> {
+  const { id } = await app.services.store.createSession(scope, { title: 'failed' });
+  await app.services.store.append(id, [
+    { type: 'inbox/add', data: { inputId: 'in_f', text: input } },
+    { type: 'inbox/remove', data: { inputId: 'in_f', reason: 'taken' } },
+    { type: 'turn/start', data: { turn: 1, inputId: 'in_f' } },
+    { type: 'step/start', data: { turn: 1, step: 1 } },
+    { type: 'plugin/agent/error', data: { turn: 1, step: 1, message } },
+    { type: 'step/end', data: { turn: 1, step: 1, reason: 'failed' } },
+    { type: 'turn/end', data: { turn: 1, reason: 'failed' } },
+  ]);
+  return id;
+}
+
+describe('a text whose length came with its event', () => {
+  it('lastAnswer { text } is two statements: the answer found with its length, then its text; textLength alone reads no text', async () => {
+    const q = 'query($id: ID!) { session(id: $id) { lastAnswer { text textTruncated textLength } } }';
+    await run(q, { id: ids[0] }); // the session's lineage cached: what follows counts the log's reads only
+    const { data, sql } = await run(q, { id: ids[0] });
+    expect(data.session.lastAnswer).toEqual({ text: textOf(0, ANSWER), textTruncated: false, textLength: ANSWER });
+    // The old code: the answer without its text, then the text's length, then the text (three).
+    expect(sql, sql.join('\n')).toHaveLength(2);
+    const alone = await run('query($id: ID!) { session(id: $id) { lastAnswer { textLength } } }', { id: ids[0] });
+    expect(alone.data.session.lastAnswer).toEqual({ textLength: ANSWER });
+    expect(alone.sql, alone.sql.join('\n')).toHaveLength(1);
+  });
+
+  it("a turn's input and error are each one statement more than the turn", async () => {
+    const id = await failedTurn('the question', 'the provider is down');
+    const q = (fields: string) => `query($id: ID!) { session(id: $id) { lastTurn { ${fields} } } }`;
+    await run(q('turn'), { id });
+    const turn = await run(q('turn reason'), { id });
+    const texts = await run(q('turn reason input inputTruncated error errorTruncated'), { id });
+    expect(texts.data.session.lastTurn).toEqual({
+      turn: 1,
+      reason: 'failed',
+      input: 'the question',
+      inputTruncated: false,
+      error: 'the provider is down',
+      errorTruncated: false,
+    });
+    // Each text: its event found with the text's length, then the text (the old code read the length apart: six).
+    expect(texts.sql.length, texts.sql.join('\n')).toBe(turn.sql.length + 4);
+  });
+
+  it('fields resolving at once never pass the budget together: a page, aliases, inputs and errors', async () => {
+    const failed = await Promise.all([0, 1, 2].map((i) => failedTurn(textOf(20 + i, ANSWER), textOf(30 + i, ANSWER))));
+    const fields = 'lastAnswer { text textTruncated } lastTurn { input inputTruncated error errorTruncated } again: lastTurn { error errorTruncated }';
+    const d = await app.ok(`query { sessions(first: 50) { edges { node { id ${fields} } } } }`);
+    const texts: Array<{ text: string; truncated: boolean }> = [];
+    for (const { node } of d.sessions.edges) {
+      if (node.lastAnswer) texts.push({ text: node.lastAnswer.text, truncated: node.lastAnswer.textTruncated });
+      for (const t of [node.lastTurn, node.again]) {
+        if (!t) continue;
+        if (t.input != null) texts.push({ text: t.input, truncated: t.inputTruncated });
+        if (t.error != null) texts.push({ text: t.error, truncated: t.errorTruncated });
+      }
+    }
+    expect(d.sessions.edges.filter((e: { node: { id: string } }) => failed.includes(e.node.id))).toHaveLength(3);
+    // Far more than the budget asked for: it, no more, and the rest flagged.
+    expect(texts.reduce((n, t) => n + t.text.length, 0)).toBe(PAGE_BYTES);
+    expect(texts.filter((t) => t.truncated).length).toBeGreaterThan(texts.length / 2);
+  });
+});
+
+describe('two texts of one object', () => {
+  it("a turn's input and its error are each its own text, in one query and in a list of turns", async () => {
+    const id = await failedTurn('what time is it?', 'the model refused: rate limited');
+    const d = await app.ok(
+      'query($id: ID!) { session(id: $id) { lastTurn { error errorTruncated input inputTruncated inputSeq errorSeq } turns { input error } } }',
+      { id },
+    );
+    const { inputSeq, errorSeq, ...texts } = d.session.lastTurn;
+    expect(texts).toEqual({ error: 'the model refused: rate limited', errorTruncated: false, input: 'what time is it?', inputTruncated: false });
+    // Where each whole text is: the turn's inbox/add, and its error report four events on.
+    expect(errorSeq - inputSeq).toBe(4);
+    const at = async (seq: number) =>
+      (
+        await app.ok('query($id: ID!, $after: Int) { session(id: $id) { events(afterSeq: $after, first: 1) { edges { node { type data } } } } }', {
+          id,
+          after: seq - 1,
+        })
+      ).session.events.edges[0].node;
+    expect(await at(inputSeq)).toMatchObject({ type: 'inbox/add', data: { text: 'what time is it?' } });
+    expect(await at(errorSeq)).toMatchObject({ type: 'plugin/agent/error', data: { message: 'the model refused: rate limited' } });
+    expect(d.session.turns).toEqual([{ input: 'what time is it?', error: 'the model refused: rate limited' }]);
   });
 });

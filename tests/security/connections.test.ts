@@ -270,6 +270,10 @@ describe('per-tenant caps on connections and subscriptions', () => {
     const refused = await ask('caps-chat-3', 'hello').res;
     expect(refused.status).toBe(429);
     expect((await refused.json()).errors[0]).toMatchObject({ extensions: { code: 'TOO_MANY_CONNECTIONS' } });
+    // Refused before anything was written: no chat session made, no message sent (no model turn) for it.
+    const titles = (await app.gql('{ sessions(first: 100) { edges { node { title } } } }', undefined, A)).data.sessions.edges.map((e: any) => e.node.title);
+    expect(titles).toContain('Chat caps-chat-1');
+    expect(titles).not.toContain('Chat caps-chat-3');
 
     first.abort();
     second.abort();
@@ -296,15 +300,19 @@ describe('per-tenant caps on connections and subscriptions', () => {
     await waitFor(() => app.server.tenantConnections!.heldBy('alpha').subscriptions === 0, { what: 'every stream released' });
   });
 
-  it('holds the default caps without configuration: the 101st socket of a tenant is refused', async () => {
-    const plain = await startTestApp({ security: { apiTokens: TOKENS, rateLimit: false } });
+  it('holds the default caps without configuration: the 101st socket of a tenant is refused (25 from each of four tokens, then a fifth token)', async () => {
+    // Each token holds at most 25 (the per-token default, tests/security/token-streams.test.ts): the tenant's 100 take four.
+    const alphas = Array.from({ length: 5 }, (_, i) => `alpha-token-${i}-0123456789abcdef`);
+    const plain = await startTestApp({ security: { apiTokens: new Map([...TOKENS, ...alphas.map((t) => [t, 'alpha'] as const)]), rateLimit: false } });
     const open: ReturnType<typeof connect>[] = [];
     try {
-      for (let i = 0; i < 100; i++) open.push(connect(plain.url, A));
+      for (let i = 0; i < 100; i++) open.push(connect(plain.url, { authorization: `Bearer ${alphas[i % 4]}` }));
       expect((await Promise.all(open.map((c) => c.outcome))).every((o) => o.connected)).toBe(true);
-      const extra = connect(plain.url, A);
+      const extra = connect(plain.url, { authorization: `Bearer ${alphas[4]}` });
       open.push(extra);
-      expect(await extra.outcome).toMatchObject({ connected: false, code: 4429 });
+      const refused = await extra.outcome;
+      expect(refused).toMatchObject({ connected: false, code: 4429 });
+      expect((refused as { reason: string }).reason).toMatch(/this tenant has 100 /);
     } finally {
       await Promise.all(open.map((c) => c.client.dispose()));
       await plain.close();
@@ -489,6 +497,8 @@ describe('configuration', () => {
       loadConfig({
         FORKLINE_MAX_CONNECTIONS_PER_TENANT: '7',
         FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: '0',
+        FORKLINE_MAX_CONNECTIONS_PER_TOKEN: '0',
+        FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN: '40',
         FORKLINE_AUTH_FAILURES_PER_ADDRESS: '9',
         FORKLINE_AUTH_FAILURE_WINDOW_S: '30',
         FORKLINE_HTTP_HEADERS_TIMEOUT_MS: '1500',
@@ -496,6 +506,7 @@ describe('configuration', () => {
       }),
     );
     expect(sec.connectionCaps).toEqual({ connections: 7, subscriptions: Infinity });
+    expect(sec.tokenConnectionCaps).toEqual({ connections: Infinity, subscriptions: 40 });
     expect(sec.authFailures).toEqual({ max: 9, windowMs: 30_000 });
     expect(sec.timeouts).toEqual({
       headersMs: 1500,
@@ -511,6 +522,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ FORKLINE_WS_IDLE_TIMEOUT_MS: '50' })).toThrow(/FORKLINE_WS_IDLE_TIMEOUT_MS/);
     const defaults = securityOptions(loadConfig({}));
     expect(defaults.connectionCaps).toEqual({ connections: 100, subscriptions: 1000 });
+    expect(defaults.tokenConnectionCaps).toEqual({ connections: 25, subscriptions: 250 });
+    expect(securityOptions(loadConfig({ FORKLINE_MAX_CONNECTIONS_PER_TOKEN: '0', FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN: '0' })).tokenConnectionCaps).toBe(false);
     expect(defaults.authFailures).toEqual({ max: 20, windowMs: 60_000 });
     expect(defaults.maxApiTokensPerTenant).toBe(100);
     expect(securityOptions(loadConfig({ FORKLINE_MAX_API_TOKENS_PER_TENANT: '5' })).maxApiTokensPerTenant).toBe(5);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { detachedProcesses } from '../helpers/detached.ts';
 
 const MAX_ENTRIES = 200;
 const MAX_BYTES = 100_000;
@@ -21,24 +22,16 @@ const MAX_BYTES = 100_000;
 let app: TestApp;
 let base: string;
 let root: string;
-/** Processes a command left running, by pid: each test ends them. */
-const pidFiles: string[] = [];
+/** Processes a command left running: each test ends them. */
+const processes = detachedProcesses(() => base);
+const detached = (script: string) => processes.start(script);
 
 beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-commands-'));
   root = path.join(base, 'ws');
   app = await startTestApp({ workspacesDir: root, shell: 'unsandboxed', workspaceLimits: { maxFiles: MAX_ENTRIES, maxBytes: MAX_BYTES } });
 });
-afterEach(() => {
-  for (const f of pidFiles.splice(0)) {
-    const pid = Number(fs.readFileSync(f, 'utf8'));
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
+afterEach(() => processes.endAll());
 afterAll(async () => {
   await app.close();
   fs.rmSync(base, { recursive: true, force: true });
@@ -115,20 +108,6 @@ describe('names a command leaves', () => {
     expect(namesUnder(path.join(base, 'roomy', id))).toEqual(['b.txt']);
   });
 });
-
-/**
- * Starts, from a shell call of session `id`, a process that outlives the call
- * (as a command may, unsandboxed): `node -e script` with the workspace's
- * absolute path as its argument. It ends itself after 20 s; the test ends it
- * before, by its pid.
- */
-function detached(script: string): string {
-  const file = path.join(base, `detached-${pidFiles.length}.cjs`);
-  const pidFile = `${file}.pid`;
-  fs.writeFileSync(file, `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(() => process.exit(0), 20000);\n${script}`);
-  pidFiles.push(pidFile);
-  return `setsid node ${file} "$PWD" >/dev/null 2>&1 </dev/null & while [ ! -s ${pidFile} ]; do sleep 0.05; done`;
-}
 
 describe('a process still running in the workspace', () => {
   it('cannot send a restore of the directory outside it by putting a symlink in place of a directory', async () => {

@@ -7,25 +7,13 @@
 // is otherwise possible. Real turns, the scripted model calling.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { probeServer } from '../helpers/probe-mcp.ts';
 
-const PROBE = fileURLToPath(new URL('../fixtures/mcp/probe-server.mjs', import.meta.url));
-const PROJECT = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
 const call = (tool: string, args: object) => `!call ${tool} ${JSON.stringify(args)}`;
-const server = (sandbox: { readOnly: string[]; network: boolean } | undefined) => ({
-  command: process.execPath,
-  args: [PROBE],
-  cwd: '${workspace}',
-  workspace: 'also' as const,
-  trusted: true,
-  tools: {},
-  env: {},
-  ...(sandbox ? { sandbox } : {}),
-});
 
 let root: string;
 let workspacesDir: string;
@@ -42,7 +30,7 @@ beforeAll(async () => {
     workspacesDir,
     log: (m) => logged.push(m),
     // The probe's own code and its modules: the one host path the operator names.
-    mcp: { mcpServers: { boxed: server({ readOnly: [PROJECT], network: false }), open: server(undefined) } },
+    mcp: { mcpServers: { boxed: probeServer(true), open: probeServer(false) } },
   });
   turns = agentTurns(() => app, 'mcp sandbox');
 });
@@ -138,7 +126,7 @@ describe('where no sandbox can be made', () => {
       workspacesDir: path.join(root, 'bare'),
       bwrap: '/nonexistent/bwrap',
       log: (m) => log.push(m),
-      mcp: { mcpServers: { boxed: server({ readOnly: [PROJECT], network: false }) } },
+      mcp: { mcpServers: { boxed: probeServer(true) } },
     });
     try {
       expect(log.join('\n')).toMatch(/MCP servers "boxed" ask for a sandbox, but .*\/nonexistent\/bwrap.*not started/);

@@ -8,8 +8,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { anthropicStart, anthropicText, sse } from '../helpers/provider-sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MAX_RESPONSE_BYTES = 256 * 1024;
@@ -20,8 +22,6 @@ const handlers: Handler[] = [];
 const served: Array<{ path: string; body: any; sent: { bytes: number; closed: boolean } }> = [];
 let fake: http.Server;
 let app: TestApp;
-
-const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 
 /** Writes `next()` for as long as the client reads, counting what it took. */
 async function endless(res: http.ServerResponse, sent: { bytes: number; closed: boolean }, next: () => string) {
@@ -42,22 +42,6 @@ const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<s
   choices: [{ index: 0, delta, finish_reason: finish }],
   ...extra,
 });
-
-const anthropicStart = sse(
-  {
-    type: 'message_start',
-    message: {
-      id: 'msg_1',
-      type: 'message',
-      role: 'assistant',
-      model: 'fake-model',
-      content: [],
-      stop_reason: null,
-      usage: { input_tokens: 5, output_tokens: 1 },
-    },
-  },
-  'message_start',
-);
 
 /** The misbehaviours, one per provider's wire format: each streams without end. */
 const ENDLESS: Array<{ provider: string; what: string; seen: string; handler: Handler }> = [
@@ -158,18 +142,8 @@ afterAll(async () => {
   await new Promise((r) => fake.close(r));
 });
 
-async function session(provider: string) {
-  const r = await app.ok(`mutation($m: ModelConfigInput!) { createSession(input: { title: "hostile", model: $m }) { id } }`, {
-    m: { provider, model: 'fake-model' },
-  });
-  return r.createSession.id as string;
-}
-const send = async (id: string, text: string) => {
-  await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
-  await app.services.host.idle();
-};
-const log = async (id: string) => app.services.store.log.page(id, -1, 1000);
-const tail = async (id: string, n: number) => (await log(id)).slice(-n).map((e) => [e.type, anyData(e).reason ?? anyData(e).message ?? anyData(e).text]);
+const { create, turn: send, log, tail } = agentTurns(() => app, 'hostile');
+const session = (provider: string) => create({ provider, model: 'fake-model' });
 
 const okText =
   (text: string): Handler =>
@@ -283,16 +257,11 @@ const toolCalls =
     res.end(sse({ type: 'message_stop' }, 'message_stop'));
   };
 
-const anthropicText =
+const answering =
   (text: string): Handler =>
   async (res) => {
     stream(res);
-    res.write(anthropicStart);
-    res.write(sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'));
-    res.write(sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta'));
-    res.write(sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'));
-    res.write(sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } }, 'message_delta'));
-    res.end(sse({ type: 'message_stop' }, 'message_stop'));
+    res.end(anthropicText(text));
   };
 
 describe('malformed tool calls', () => {
@@ -308,7 +277,7 @@ describe('malformed tool calls', () => {
         { id: 'call_6', name: 'note_write', arguments: '{"key":' },
         { id: 'call_7', name: 'note_write', arguments: '{"key":"c"}' },
       ]),
-      anthropicText('done'),
+      answering('done'),
     );
     await send(id, 'go');
     const events = await log(id);

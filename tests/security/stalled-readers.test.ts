@@ -45,7 +45,7 @@ function sendAndNeverRead(target: TestApp, method: string, path: string, body = 
   return socket;
 }
 
-/** Streams (SSE, AG-UI runs, /chat answers) and WebSockets the tenant holds open. */
+/** Streams (SSE, AG-UI runs, /chat answers, recording downloads) and WebSockets the tenant holds open. */
 const held = (target: TestApp) => target.server.tenantConnections!.heldBy(TENANT).connections;
 
 /** The server's response to the next request for `path`, as the router got it. */
@@ -145,7 +145,7 @@ describe('shutdown', () => {
     (ws as unknown as { _socket: net.Socket })._socket.pause();
     try {
       await waitFor(async () => (await download).headersSent, { what: 'the download begun' });
-      await waitFor(() => held(other) === 2, { what: 'the SSE stream and the socket open' });
+      await waitFor(() => held(other) === 3, { what: 'the download, the SSE stream and the socket open' });
       const closed = await Promise.race([other.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 60_000))]);
       expect(closed).toBe('closed');
     } finally {

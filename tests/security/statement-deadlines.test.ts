@@ -10,12 +10,11 @@
 // default config sets them (no FORKLINE_STATEMENT_BOUNDS), only the timeouts
 // made small.
 import http from 'node:http';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, securityOptions } from '../../src/config.ts';
-import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { importSession, locker } from '../helpers/locked-reads.ts';
 import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -33,52 +32,6 @@ const SMALL_BOUNDS = boundsOf({
   FORKLINE_MUTATION_TIMEOUT_MS: String(BOUND_MS),
   FORKLINE_LONG_STATEMENT_TIMEOUT_MS: '120000',
 });
-
-async function importSession(app: TestApp, id: string, turns = 3): Promise<string> {
-  const lines: unknown[] = [{ format: 'forkline.recording', version: 4, session: { id, title: id } }];
-  let seq = 0;
-  const add = (type: string, data: unknown) => lines.push({ seq: seq++, type, data });
-  for (let turn = 1; turn <= turns; turn++) {
-    add('inbox/add', { text: `question ${turn}`, inputId: `in_${turn}` });
-    add('inbox/remove', { reason: 'taken', inputId: `in_${turn}` });
-    add('turn/start', { turn, inputId: `in_${turn}` });
-    add('step/start', { step: 1, turn });
-    add('model/message', { step: 1, turn, text: `answer ${turn}`, toolCalls: [] });
-    add('step/end', { step: 1, turn, reason: 'completed' });
-    add('turn/end', { turn, reason: 'completed' });
-  }
-  const res = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: lines.map((l) => JSON.stringify(l)).join('\n') + '\n',
-  });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { session: { id: string } }).session.id;
-}
-
-/** A connection of the test's own that holds locks the service's statements wait on. */
-async function locker(databaseUrl: string) {
-  const client = new pg.Client(pgConfigFromUrl(databaseUrl));
-  await client.connect();
-  return {
-    client,
-    /** The service's backends waiting on a lock now (its pool's connections; not ours). */
-    async waiting(): Promise<number> {
-      await client.query('SELECT pg_stat_clear_snapshot()'); // inside our transaction the view is otherwise read once
-      const { rows } = await client.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND wait_event_type = 'Lock'`,
-      );
-      return rows[0].n;
-    },
-    async lock(sql: string) {
-      await client.query('BEGIN');
-      await client.query(sql);
-    },
-    release: () => client.query('ROLLBACK'),
-    end: () => client.end(),
-  };
-}
 
 const EVENTS = `query($id: ID!) { session(id: $id) { id events(first: 20) { edges { node { seq } } } } }`;
 const SEARCH = `query { searchSessions(query: "answer") { edges { node { kind } } } }`;

@@ -66,6 +66,14 @@ export const APPEND_RULE_ROWS: Array<{ name: string; base: NewEvent[]; batch: Ne
     at: 0,
   },
   {
+    // Every reader serves step numbers as GraphQL Int: a larger one made the session's turns unreadable.
+    name: 'a step numbered past 2^31 - 1',
+    base: OPEN_STEP.slice(0, 3),
+    batch: [{ type: 'step/start', data: { turn: 1, step: 2 ** 31 } }],
+    rule: 'step numbering',
+    at: 0,
+  },
+  {
     name: 'a call id used twice in a step',
     base: OPEN_STEP,
     batch: [{ type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [call('c1')] } }],

@@ -273,7 +273,7 @@ describe('the rooms of src/', () => {
     expectTypeOf<Context['services']>().toEqualTypeOf<DoorServices>();
     // The view's surface: a new member is a new way to read, to be checked like the rest (store/tenant-store.ts).
     expectTypeOf<keyof TenantStore>().toEqualTypeOf<
-      'scope' | 'log' | 'sessions' | 'files' | 'search' | 'getSession' | 'requireSession' | 'check' | 'commonPrefix' | 'append' | 'deletion'
+      'scope' | 'log' | 'sessions' | 'files' | 'search' | 'getSession' | 'requireSession' | 'check' | 'commonPrefix' | 'append' | 'deletion' | 'reading'
     >();
     expectTypeOf<TenantStore>().not.toMatchTypeOf<Pick<SessionStore, 'transaction'>>();
     expectTypeOf<Services['store']>().toEqualTypeOf<SessionStore>();

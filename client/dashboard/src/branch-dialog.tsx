@@ -13,13 +13,15 @@ import {
   type SessionSummaryFragment,
 } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
+import { takenUnstartedText } from './conversation.ts';
+import type { TakenInput } from '../../../src/core/taken-inputs.ts';
 import { Modal, useModelCatalog, useSubmit, type Catalog } from './dialogs.tsx';
 import './fork-family.css';
 
 /** What the children are made from. */
 export type ChildRequest =
-  /** An exact fork at event `seq`. */
-  | { kind: 'fork'; seq: number }
+  /** An exact fork at event `seq` (`takenUnstarted`: inputs the cut leaves taken but unstarted). */
+  | { kind: 'fork'; seq: number; takenUnstarted?: readonly TakenInput[] }
   /** A branch through the end of turn `turn` (event `seq`). */
   | { kind: 'branch'; seq: number; turn: number }
   /** Edit and re-run the user input `inputId` (its inbox/add is event `seq`): the child forks right before it. */
@@ -107,6 +109,17 @@ export function BranchDialog(props: {
             : `The new session inherits the log before this message (events 0–${request.seq - 1}) and re-runs from your edited text. This session is not changed.`}
         {fanOut && ` Fan-out: one session per variant, all at the same cut, shown side by side.`}
       </p>
+      {request.kind === 'fork' &&
+        request.takenUnstarted?.map((u) => (
+          <p key={u.inputId} class="fork-unanswered-note" data-testid="fork-taken-note">
+            {takenUnstartedText(u, fanOut ? 'the new sessions' : 'the new session')}{' '}
+            {u.text && (
+              <button type="button" class="small" onClick={() => setVariants((vs) => vs.map((v) => (v.message.trim() ? v : { ...v, message: u.text })))}>
+                Send it again in the fork
+              </button>
+            )}
+          </p>
+        ))}
       <label class="field">
         {fanOut ? 'Title of the new sessions (each adds "· variant N")' : 'Title of the new session'}
         <input value={title} onInput={(e) => setTitle(e.currentTarget.value)} maxLength={200} autoFocus onFocus={(e) => e.currentTarget.select()} />

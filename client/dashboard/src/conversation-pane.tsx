@@ -1,7 +1,11 @@
 // The conversation of a long session, windowed twice: only a window of the
 // log's pages is loaded and folded (it opens on the latest pages, grows as the
 // reader scrolls up or down, jumps to the start or to a seq), and only the
-// items near the viewport are in the DOM (@tanstack/virtual-core).
+// items near the viewport are in the DOM (@tanstack/virtual-core). The log
+// outside the window is an empty stretch sized by its events, so the
+// scrollbar spans the whole log: a scroll that lands far outside the window
+// (a dragged thumb, Home, End) folds the page there, fetched directly, not
+// every page in between.
 import { memo } from './memo.ts';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { foldConversation, type ConversationItem } from './conversation.ts';
@@ -15,8 +19,12 @@ import { useVirtualizer } from './use-virtualizer.ts';
 
 /** A fold needs its turn's start: look back this many pages for one before folding mid-turn. */
 const MAX_LOOKBACK_PAGES = 5;
-/** Pages folded at most; growing past it drops the far side. */
-const MAX_WINDOW_PAGES = 40;
+/**
+ * Pages folded at most; growing past it drops the far side (fetched again, from the HTTP cache, when
+ * scrolled back to). Each page added folds the whole window again: 10 pages fold in about 20–30 ms,
+ * 40 took 200–400 ms (a long task on every page while scrolling).
+ */
+const MAX_WINDOW_PAGES = 10;
 /** Opening at the end: frames the end must hold before the pane stops keeping to it, and the most it tries. */
 const SETTLED_FRAMES = 5;
 const MAX_SETTLE_FRAMES = 120;
@@ -25,6 +33,12 @@ const READER_INPUT = ['wheel', 'touchstart', 'keydown', 'pointerdown'] as const;
 
 /** Scrolled this close to an edge of the window, the next page loads. */
 const EDGE_PX = 600;
+/** A scroll far outside the window moves it once the scroll has rested this long (a fling folds no page it passes). */
+const REST_MS = 90;
+
+/** The log outside the window: this many px per event, at most MAX_SPACER_PX in all (browsers cap an element's height). */
+const SPACER_PX_PER_EVENT = 24;
+const MAX_SPACER_PX = 8_000_000;
 
 /** Pages lo..hi of the log; hi null: through the end, following live appends. */
 interface LogWindow {
@@ -34,6 +48,8 @@ interface LogWindow {
   lookback: number;
   /** A seq to scroll to and highlight once folded. */
   target?: number;
+  /** Moved there by a scroll (the target is where the reader scrolled to): not highlighted. */
+  scrolledTo?: number;
 }
 
 export interface Jump {
@@ -43,6 +59,9 @@ export interface Jump {
 }
 
 export const openingWindow = (length: number): LogWindow => ({ lo: Math.max(0, pageOf(Math.max(0, length - 1)) - 1), hi: null, lookback: 0 });
+
+/** The window around the page the reader scrolled to, far from the one folded: that page is fetched directly. */
+export const windowScrolledTo = (seq: number, length: number, moves: number): LogWindow => ({ ...windowForJump(seq, length), scrolledTo: moves });
 
 export function windowForJump(seq: number, length: number): LogWindow {
   if (seq < 0) return openingWindow(length);
@@ -100,14 +119,21 @@ export function ConversationPane(
       events.filter((e) => e.seq >= start!),
       { partial: win.lo > 0, endsBeforeLog: win.hi !== null },
     );
-    return { items, midTurn, start: start! };
+    return { items, midTurn, start: start!, lo: win.lo, hi: win.hi };
   }, [pages, pages.rangeVersion(from, to), from, to, win]); // not refolded when the timeline loads pages elsewhere
 
   useEffect(() => {
     if (folded && 'needsEarlier' in folded) setWin((w) => ({ ...w, lo: w.lo - 1, lookback: w.lookback + 1 }));
   }, [folded]);
 
-  const [items, setItems] = useState<{ items: Array<ConversationItem | ForkPointItem>; start: number; midTurn: boolean } | null>(null);
+  const [items, setItems] = useState<{
+    items: Array<ConversationItem | ForkPointItem>;
+    start: number;
+    midTurn: boolean;
+    /** The window folded (`win` moves first; the spacers follow the items, so both change in one render). */
+    lo: number;
+    hi: number | null;
+  } | null>(null);
   const forkPoints = props.forkPoints ?? NO_FORK_POINTS;
   useLayoutEffect(() => {
     if (folded && !('needsEarlier' in folded))
@@ -122,14 +148,17 @@ export function ConversationPane(
   const showLive = win.hi === null && !!props.live && !!(props.live.text || props.live.tool);
   const count = list.length + (showLive ? 1 : 0);
   const box = useRef<HTMLDivElement>(null);
+  // Fixed for the page's life (a scale that moved would move what the reader sees).
+  const [pxPerEvent] = useState(() => Math.min(SPACER_PX_PER_EVENT, MAX_SPACER_PX / Math.max(1, pages.length)));
+  const spacer = spacers(items, pages.length, pxPerEvent);
   const v = useVirtualizer({
     count,
     getScrollElement: () => box.current,
     estimateSize: () => 64,
     overscan: 6,
     gap: 8,
-    paddingStart: items && items.start > 0 ? 34 : 10, // room for the window's edge line
-    paddingEnd: 10,
+    paddingStart: spacer.above + (items && items.start > 0 ? 34 : 10), // room for the window's edge line
+    paddingEnd: spacer.below + 10,
     scrollPaddingStart: 12, // a jumped-to item's outline stays in view
     getItemKey: (i) => (i < list.length ? itemKey(list[i]) : 'live'),
     // Prepending earlier pages keeps the reader's item in place; at the bottom, appends are followed.
@@ -142,7 +171,7 @@ export function ConversationPane(
   const placed = useRef<string | null>(null);
   useLayoutEffect(() => {
     if (!items || !count) return;
-    const place = `${win.target ?? 'end'}:${props.jump?.nonce ?? 0}`;
+    const place = `${win.target ?? 'end'}:${props.jump?.nonce ?? 0}:${win.scrolledTo ?? 0}`;
     if (placed.current === place) return;
     placed.current = place;
     if (win.target === undefined) {
@@ -184,13 +213,39 @@ export function ConversationPane(
   };
   useEffect(() => () => settling.current !== null && cancelAnimationFrame(settling.current), []);
 
-  // Near the top of the window: fold the page before it; near its bottom (when it stops short of the end): the next.
+  // Far outside the window (more than a page of spacer away): once the scroll rests there (a fling passes
+  // pages without folding each), the window moves to the page in view, or to the end when the scroll is at
+  // the bottom. Near the top of the window: fold the page before it; near its bottom (when it stops short of
+  // the end): the next.
+  const scrollMoves = useRef(0);
+  const resting = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(resting.current), []);
+  const folds = useRef(items);
+  folds.current = items;
+  const moveToView = () => {
+    const el = box.current;
+    const items = folds.current; // as the scroll left it, not as the render that set the timer saw it
+    if (!el || !items) return;
+    const moves = ++scrollMoves.current;
+    if (el.scrollTop + el.clientHeight >= el.scrollHeight - 2)
+      return setWin((w) => (w.hi === null && w.target === undefined ? w : { ...openingWindow(pages.length), scrolledTo: moves }));
+    const at = seqInStretch(el.scrollTop, v.options.paddingStart, v.getTotalSize() - v.options.paddingEnd, items.hi ?? lastPage, pxPerEvent, pages.length);
+    // Already going there (its fold may have looked back a page or two): nothing new.
+    setWin((w) => (w.target !== undefined && pageOf(w.target) === pageOf(at) ? w : windowScrolledTo(at, pages.length, moves)));
+  };
   const grow = () => {
     const el = box.current;
     if (!el || !items || placed.current === null) return;
-    if (el.scrollTop < EDGE_PX && win.lo > 0) {
+    const top = v.options.paddingStart;
+    const bottom = v.getTotalSize() - v.options.paddingEnd;
+    const far = PAGE_SIZE * pxPerEvent;
+    const viewBottom = el.scrollTop + el.clientHeight;
+    clearTimeout(resting.current);
+    if (viewBottom < top - far || el.scrollTop > bottom + far) {
+      resting.current = setTimeout(moveToView, REST_MS);
+    } else if (el.scrollTop < top + EDGE_PX && win.lo > 0) {
       setWin((w) => ({ ...w, lo: w.lo - 1, lookback: 0, hi: trimmedHi(w.lo - 1, w.hi, lastPage) }));
-    } else if (win.hi !== null && el.scrollHeight - el.scrollTop - el.clientHeight < EDGE_PX) {
+    } else if (win.hi !== null && bottom - viewBottom < EDGE_PX) {
       setWin((w) => {
         const next = (w.hi ?? lastPage) + 1;
         const lo = Math.max(w.lo, next - MAX_WINDOW_PAGES + 1);
@@ -199,15 +254,19 @@ export function ConversationPane(
       });
     }
   };
-  // A window shorter than the viewport grows at once.
+  // A window shorter than the viewport grows at once; one that left the viewport in the spacer (a page
+  // shorter than the stretch that stood for it) grows or moves without waiting for another scroll.
   useEffect(() => {
     const el = box.current;
-    if (el && items && el.scrollHeight <= el.clientHeight + EDGE_PX) grow();
+    if (!el || !items) return;
+    const top = v.options.paddingStart;
+    const bottom = v.getTotalSize() - v.options.paddingEnd;
+    if (bottom - top <= el.clientHeight + EDGE_PX || el.scrollTop + el.clientHeight <= top || el.scrollTop >= bottom) grow();
   }, [items]);
 
   const rows = v.getVirtualItems();
   // The item holding the seq jumped to, or the first after it (turn and step starts have no item).
-  const targetAt = useMemo(() => (win.target === undefined ? -1 : targetIndex(list, win.target)), [list, win.target]);
+  const targetAt = useMemo(() => (win.target === undefined || win.scrolledTo ? -1 : targetIndex(list, win.target)), [list, win.target, win.scrolledTo]);
   // Stable for the memoized rows: a scroll renders only the items it brings in (and a new page of the log none).
   const actions = useRef(props);
   actions.current = props;
@@ -215,6 +274,11 @@ export function ConversationPane(
   const edit = useCallback((input: { seq: number; inputId: string; text: string }) => actions.current.onEdit?.(input), []);
   const fork = useCallback((seq: number) => actions.current.onFork?.(seq), []);
   const rowProps = (index: number, start: number) => placement(index, start, index === targetAt, v.measureElement);
+  // Scrolled into the stretch that stands for pages not folded yet: where the window is going, until it is there.
+  const viewTop = v.scrollOffset ?? 0;
+  const contentEnd = v.getTotalSize() - v.options.paddingEnd;
+  const outside = viewTop + (v.scrollRect?.height ?? 0) <= v.options.paddingStart || viewTop >= contentEnd;
+  const movingTo = items && outside ? seqInStretch(viewTop, v.options.paddingStart, contentEnd, items.hi ?? lastPage, pxPerEvent, pages.length) : null;
   return (
     <div ref={box} class="scroll virtual" onScroll={grow} data-testid="conversation-scroll">
       {items === null ? (
@@ -223,7 +287,12 @@ export function ConversationPane(
         <p class="muted">Nothing yet: send a message.</p>
       ) : (
         <ol class="conversation virtual-list" aria-label="Conversation" style={{ height: `${v.getTotalSize()}px` }}>
-          {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} />}
+          {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} at={spacer.above} />}
+          {movingTo !== null && (
+            <li class="window-loading muted" style={{ transform: `translateY(${v.scrollOffset ?? 0}px)` }} data-testid="window-loading">
+              Loading events from #{movingTo.toLocaleString('en-US')}…
+            </li>
+          )}
           {rows.map((row) =>
             row.index < list.length ? (
               list[row.index].kind === 'fork-point' ? (
@@ -279,13 +348,26 @@ const placement = (index: number, start: number, target: boolean, measure: (el: 
   'data-target': target || undefined,
 });
 
-/** The first loaded event: earlier ones load on scrolling up. */
-function WindowEdge({ start, midTurn }: { start: number; midTurn: boolean }) {
+/** The first loaded event: earlier ones load on scrolling up (`at`: the spacer above it). */
+function WindowEdge({ start, midTurn, at }: { start: number; midTurn: boolean; at: number }) {
   return (
-    <li class="window-edge muted" data-testid="window-edge">
+    <li class="window-edge muted" data-testid="window-edge" style={{ transform: `translateY(${at}px)` }}>
       {midTurn ? `From event #${start}, inside a turn whose start is not loaded` : `From event #${start}`} · scroll up for earlier events
     </li>
   );
+}
+
+/** The seq at `y` in the stretch above the window's content (`top`) or below it (`bottom`, after page `hi`). */
+function seqInStretch(y: number, top: number, bottom: number, hi: number, pxPerEvent: number, length: number): number {
+  const seq = y < top ? y / pxPerEvent : (hi + 1) * PAGE_SIZE + (y - bottom) / pxPerEvent;
+  return Math.max(0, Math.min(Math.floor(seq), length - 1));
+}
+
+/** The px that stand for the log before and after the folded window. */
+function spacers(items: { lo: number; hi: number | null } | null, length: number, pxPerEvent: number) {
+  if (!items) return { above: 0, below: 0 };
+  const after = items.hi === null ? 0 : Math.max(0, length - (items.hi + 1) * PAGE_SIZE);
+  return { above: Math.round(items.lo * PAGE_SIZE * pxPerEvent), below: Math.round(after * pxPerEvent) };
 }
 
 const trimmedHi = (lo: number, hi: number | null, lastPage: number): number | null =>

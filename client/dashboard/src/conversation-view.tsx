@@ -1,6 +1,6 @@
 // Renders a folded conversation: messages, tool calls with their results
 // (synthetic ones marked with their wording), fork markers and turn ends.
-import type { ConversationItem, ToolCallView } from './conversation.ts';
+import { takenUnstartedText, type ConversationItem, type ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { sessionPath } from './router.ts';
 import { formatDuration } from './format.ts';
@@ -109,6 +109,11 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
             {item.cutSeq} · {item.inheritedEventCount.toLocaleString('en-US')} events inherited
           </span>
           <Seq seq={item.seqs[0]} />
+          {item.takenUnstarted?.map((u) => (
+            <p key={u.inputId} class="fork-unanswered" data-testid="fork-unanswered">
+              {takenUnstartedText(u)}
+            </p>
+          ))}
         </li>
       );
     case 'turn-end':

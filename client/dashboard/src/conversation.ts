@@ -10,6 +10,7 @@ import { LogState } from '../../../src/core/log-state.ts';
 import { FILES_CHANGE } from '../../../src/core/event-types.ts';
 import { eventLabel } from './event-labels.ts';
 import { visibleText } from '../../../src/core/visible-text.ts';
+import { TakenInputs, type TakenInput } from '../../../src/core/taken-inputs.ts';
 
 export type LogEvent = EventFieldsFragment;
 
@@ -70,7 +71,17 @@ export type ConversationItem =
       retry?: { seq: number; inputId: string; text: string };
     })
   | (ItemBase & { kind: 'step-end'; turn: number; step: number; reason: string; synthetic: boolean })
-  | (ItemBase & { kind: 'fork-marker'; parentSessionId: string; cutSeq: number; inheritedEventCount: number })
+  | (ItemBase & {
+      kind: 'fork-marker';
+      parentSessionId: string;
+      cutSeq: number;
+      inheritedEventCount: number;
+      /**
+       * Inputs the prefix took (inbox/remove "taken") whose turn had not started at the cut: nothing
+       * was open, so repair closed nothing and nothing will answer them (docs/contract.md §2, rule 6).
+       */
+      takenUnstarted?: TakenInput[];
+    })
   /** A fork's closer for a call made before its marker, shown after the marker (the order of the log). */
   | (ItemBase & { kind: 'closer-result'; call: ToolCallView })
   /** The agent's own error report (plugin/agent/error): why a turn failed. */
@@ -106,6 +117,7 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
   let markerSeq = -1;
   /** The input each turn took (turn/start), for a failed turn's Retry. */
   const turnInputs = new Map<number, string>();
+  const taken = new TakenInputs();
 
   const state = new LogState();
   // A window starts with no turn history: the reducer is put in step with the
@@ -115,6 +127,7 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
   for (const e of events) {
     const d = (e.data ?? {}) as Record<string, unknown>;
     const base = { seqs: [e.seq], inherited: e.inherited };
+    taken.see(e);
     const core = { seq: e.seq, type: e.type, data: e.data, synthetic: e.synthetic } as CoreEvent & { synthetic: boolean };
     if (!inStep && typeof d.turn === 'number') {
       inStep = true;
@@ -206,16 +219,19 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
         items.push({ ...base, kind: 'turn-end', turn: num(d.turn), reason: str(d.reason), synthetic: e.synthetic, endSeq: e.seq, ...(retry ? { retry } : {}) });
         break;
       }
-      case 'session/end-seed':
+      case 'session/end-seed': {
         markerSeq = e.seq;
+        const unstarted = taken.atMarker;
         items.push({
           ...base,
           kind: 'fork-marker',
           parentSessionId: str(d.parentSessionId),
           cutSeq: num(d.cutSeq),
           inheritedEventCount: num(d.inheritedEventCount),
+          ...(unstarted.length ? { takenUnstarted: unstarted } : {}),
         });
         break;
+      }
       case 'session/title':
         items.push({ ...base, kind: 'note', text: `title: ${visibleText(str(d.title))}` });
         break;
@@ -264,6 +280,13 @@ export function foldConversation(events: readonly LogEvent[], opts: FoldOptions 
     if (!call.result) call.waiting = !open.has(call.id) ? 'unanswered' : opts.endsBeforeLog ? 'not-loaded' : 'running';
   }
   return items;
+}
+
+/** What is said of an input a fork's cut leaves taken but unstarted (`where`: the session that holds it). */
+export function takenUnstartedText(u: TakenInput, where = 'this session'): string {
+  const which =
+    u.seq >= 0 ? `Message #${u.seq}${u.text ? ` ("${clip(visibleText(u.text.replace(/\s+/g, ' ')), 80)}")` : ''}` : `Input ${visibleText(u.inputId)}`;
+  return `${which} was taken but its turn had not started at the cut: nothing in ${where} will answer it. Send it again to answer it.`;
 }
 
 /** The MCP server of a tool offered as `<server>__<tool>` (docs/mcp.md); undefined for a built-in. */

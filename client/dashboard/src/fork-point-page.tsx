@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { DashboardForkPointDocument, type VariantFieldsFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
-import { diffPath, sessionPath } from './router.ts';
+import { diffPath, eventPath, sessionPath } from './router.ts';
 import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd } from './format.ts';
@@ -103,6 +103,25 @@ function TurnFigures({ turn }: { turn: NonNullable<VariantFieldsFragment['lastTu
   );
 }
 
+/**
+ * Under a text the request's budget cut (docs/api.md "Texts in one request"): that it is cut, how long it is when
+ * known, and a link to its event, which holds it whole.
+ */
+function CutNote({ id, seq, whole, testId }: { id: string; seq: number | null | undefined; whole?: number; testId: string }) {
+  return (
+    <span class="muted cut-note" data-testid={testId}>
+      {' '}
+      … cut here{whole === undefined ? '' : `: ${whole.toLocaleString('en-US')} characters in all`}
+      {seq != null && (
+        <>
+          {' '}
+          (<a href={eventPath(id, seq)}>event #{seq}</a>)
+        </>
+      )}
+    </span>
+  );
+}
+
 const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered', waiting: 'no answer yet' };
 
 function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
@@ -120,6 +139,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
       {c.lastTurn?.input != null && isOwn(c) && (
         <p class="variant-input">
           <span class="muted">you:</span> {c.lastTurn.input}
+          {c.lastTurn.inputTruncated && <CutNote id={c.id} seq={c.lastTurn.inputSeq} testId="variant-input-cut" />}
         </p>
       )}
       {live && (live.text || live.tool) ? (
@@ -132,6 +152,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
       ) : state === 'failed' ? (
         <p class="variant-error" data-testid="variant-error">
           turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${c.lastTurn!.error}` : ''}
+          {c.lastTurn!.errorTruncated && <CutNote id={c.id} seq={c.lastTurn!.errorSeq} testId="variant-error-cut" />}
         </p>
       ) : answer ? (
         <div class="variant-answer" data-testid="variant-answer">
@@ -139,11 +160,11 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
             turn {answer.turn} step {answer.step} · #{answer.seq}
             {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
           </div>
-          <div class="msg-text">{visibleLines(answer.text) || <span class="muted">(tool calls only)</span>}</div>
+          <div class="msg-text">{visibleLines(answer.text) || (!answer.textTruncated && <span class="muted">(tool calls only)</span>)}</div>
           {answer.textTruncated && (
             // A request reads a budget of answers' texts (docs/operations.md "Memory and time"): the whole answer is its event.
-            <p class="muted" data-testid="variant-answer-cut">
-              … cut here: {answer.textLength.toLocaleString('en-US')} characters in all (event #{answer.seq})
+            <p>
+              <CutNote id={c.id} seq={answer.seq} whole={answer.textLength} testId="variant-answer-cut" />
             </p>
           )}
         </div>

@@ -101,7 +101,7 @@ export function SearchResults({ query, currentId }: { query: string; currentId?:
           ))}
         </ul>
       )}
-      {!loading && !error && hits.length === 0 && <p class="muted">No session matches.</p>}
+      {!loading && !error && hits.length === 0 && <p class="muted">{more ? 'No match in the newest messages read so far.' : 'No session matches.'}</p>}
       {loading && <p class="muted">Searching…</p>}
       {more && !loading && (
         <button type="button" class="small more-hits" onClick={more}>

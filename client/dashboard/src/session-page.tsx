@@ -5,6 +5,7 @@ import { DashboardSetSessionTitleDocument, DeleteSessionDocument, type SessionSu
 import { forkline } from './api.ts';
 import { ConversationPane, type Jump } from './conversation-pane.tsx';
 import { BranchDialog, type ChildRequest, type ChildrenMade } from './branch-dialog.tsx';
+import { takenUnstartedAt } from '../../../src/core/taken-inputs.ts';
 import { withForkSeq } from './fork-points.ts';
 import { useForkPoints } from './fork-markers.tsx';
 import { eventPath, familyPath, forkPointPath, navigate, sessionPath } from './router.ts';
@@ -46,7 +47,8 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
   const [childRequest, setChildRequest] = useState<ChildRequest | null>(null);
   // While children are being made, the fork, branch and edit buttons wait (errors stay in the dialog).
   const busy = childRequest !== null;
-  const fork = (seq: number) => setChildRequest({ kind: 'fork', seq });
+  // A cut between an input's removal and its turn's start leaves that input unanswered in the child: the dialog says so.
+  const fork = (seq: number) => setChildRequest({ kind: 'fork', seq, takenUnstarted: pages ? takenUnstartedAt((s) => pages.get(s), seq) : [] });
   const branch = (seq: number, turn: number) => setChildRequest({ kind: 'branch', seq, turn });
   const edit = (input: { seq: number; inputId: string; text: string }) => setChildRequest({ kind: 'edit', ...input });
   const made = (m: ChildrenMade) => {

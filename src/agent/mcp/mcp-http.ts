@@ -12,9 +12,11 @@
 // - a GET (the server's own stream, or a resumed one) starts at most once a
 //   second, whatever `retry` the server asks for, and the server's own stream
 //   is read at most `GET_STREAM_BYTES_PER_S` (a flood of notifications or
-//   requests waits in the server's socket, not in this process's event loop).
+//   requests waits in the server's socket, not in this process's event loop);
+// - a redirect is followed only within the server's origin (same-origin-fetch.ts).
 import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { boundedBody, byteMeter } from '../bounded-body.ts';
+import { sameOriginFetch } from '../same-origin-fetch.ts';
 
 type FetchLike = NonNullable<StreamableHTTPClientTransportOptions['fetch']>;
 
@@ -80,7 +82,8 @@ function sseCut(id: RequestId | undefined, why: string): Uint8Array {
 
 export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: number; fetch?: FetchLike }): FetchLike {
   const max = opts.maxMessageBytes ?? MAX_MESSAGE_BYTES;
-  const base = opts.fetch ?? fetch;
+  // The config's headers (a key, a token) would follow a redirect anywhere: redirects stay on the server's origin.
+  const base = sameOriginFetch(opts.fetch ?? fetch);
   /** The HTTP requests of JSON-RPC requests still open, by request id: a cancellation aborts its own. */
   const open = new Map<RequestId, AbortController>();
   let nextGetAt = 0;

@@ -31,8 +31,11 @@ export function mcpTool(
     /** Its calls need approval (docs/contract.md#tool-approval). */
     approval?: boolean;
     timeoutMs?: number;
-    /** A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its directory. */
-    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string) => McpServerConnection };
+    /**
+     * A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its
+     * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts).
+     */
+    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number) => McpServerConnection };
   },
 ): Tool {
   const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
@@ -54,7 +57,8 @@ export function mcpTool(
       let connection = server;
       if (opts.workspace) {
         if (!ctx.files) throw new ToolError('this process has no file workspaces');
-        connection = opts.workspace.connectionFor(ctx.sessionId, await ctx.files.ready());
+        const dir = await ctx.files.ready();
+        connection = opts.workspace.connectionFor(ctx.sessionId, dir, ctx.files.made);
       }
       const onProgress = ctx.onProgress;
       // A server's progress reaches subscribers (and other processes) at most every PROGRESS_INTERVAL_MS, its text cut.

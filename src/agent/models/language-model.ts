@@ -77,6 +77,10 @@ export class LanguageChatModel implements ChatModel {
     let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
     const toolCalls: ToolCall[] = [];
+    // Calls and blocks the provider has begun: the SDK keeps each begun one until the answer ends and some of its parsers look
+    // through all of them at every event, so they are bounded as they begin, not only as they finish (Memory and time).
+    let begunCalls = 0;
+    let begunBlocks = 0;
     let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
     try {
       const tools = toTools(request.tools);
@@ -102,6 +106,16 @@ export class LanguageChatModel implements ChatModel {
             started.streamed = true;
             text += part.delta;
             onDelta(part.delta);
+            break;
+          case 'text-start':
+          case 'reasoning-start':
+            if (++begunBlocks > MAX_ANSWER_BLOCKS) throw tooManyBlocks();
+            break;
+          case 'tool-input-start':
+            // A call the provider runs itself is a block of its answer; the others count toward the calls bound.
+            if (part.providerExecuted) {
+              if (++begunBlocks > MAX_ANSWER_BLOCKS) throw tooManyBlocks();
+            } else if (++begunCalls > this.maxToolCalls) throw tooManyCalls(this.maxToolCalls);
             break;
           case 'tool-call':
             // Run by the provider (its own built-in tools): nothing for the agent to run.
@@ -136,6 +150,15 @@ export class LanguageChatModel implements ChatModel {
  * fails, stays a size the log, its readers and the fold carry easily, whatever the response's byte limit lets through.
  */
 export const MAX_ANSWER_CHARS = 8 * 4 * MAX_OUTPUT_TOKENS;
+
+/**
+ * The most blocks (text, reasoning, calls the provider runs itself) one answer may begin: a few are what models send (a
+ * reasoning summary's parts, the text between calls); thousands only make the SDK's parsers look through them all at every event.
+ */
+const MAX_ANSWER_BLOCKS = 1024;
+
+const tooManyBlocks = () =>
+  new ProviderLimitError(`the answer began more than ${MAX_ANSWER_BLOCKS} blocks (text, reasoning, the provider's own tool calls) and was given up`);
 
 const tooManyCalls = (max: number) => new ProviderLimitError(`the answer made more than ${max} tool calls (FORKLINE_MODEL_MAX_TOOL_CALLS) and was given up`);
 

@@ -3,7 +3,10 @@
 // in bytes and in silence before the AI SDK parses any of it
 // (docs/operations.md "Memory and time"). The SDK buffers an SSE line until it
 // ends and reads error bodies up to 2 GiB; cutting the body here bounds both.
+import { createParser } from 'eventsource-parser';
 import { boundedBody, byteMeter } from '../bounded-body.ts';
+import { sameOriginFetch } from '../same-origin-fetch.ts';
+import type { EventScreen } from './gemini-events.ts';
 import { ModelError } from './model.ts';
 
 export interface ProviderLimits {
@@ -37,12 +40,18 @@ export class ProviderLimitError extends ModelError {
   name = 'ProviderLimitError';
 }
 
-/** A fetch that holds a response to `limits`; what breaks one errors with a ProviderLimitError (the adapter names the provider). */
-export function boundedFetch(limits: ProviderLimits, base: typeof fetch = globalThis.fetch): typeof fetch {
+/**
+ * A fetch that holds a response to `limits`; what breaks one errors with a ProviderLimitError (the adapter names the provider).
+ * `screen` (one per response) checks each SSE event of a successful response before the SDK reads it.
+ */
+export function boundedFetch(limits: ProviderLimits, opts: { base?: typeof fetch; screen?: () => EventScreen } = {}): typeof fetch {
+  const base = opts.base ?? globalThis.fetch;
   const tooLarge = () => new ProviderLimitError(`the response passed ${limits.maxResponseBytes} bytes (FORKLINE_MODEL_MAX_RESPONSE_BYTES) and was cut off`);
   const silent = () => new ProviderLimitError(`nothing arrived for ${limits.idleTimeoutMs} ms (FORKLINE_MODEL_IDLE_TIMEOUT_MS): the call was given up`);
   const callTimeoutMs = limits.callTimeoutMs ?? DEFAULT_PROVIDER_LIMITS.callTimeoutMs;
   const tooLong = () => new ProviderLimitError(`the call ran past ${callTimeoutMs} ms (FORKLINE_MODEL_CALL_TIMEOUT_MS) and was given up`);
+  // A provider's key is in a header fetch would carry to wherever it redirects: redirects stay on its origin.
+  const send = sameOriginFetch(base);
   return async (input, init) => {
     // Aborting the request (the caller's signal, or silence) ends the connection and errors the body.
     const given = new AbortController();
@@ -59,7 +68,7 @@ export function boundedFetch(limits: ProviderLimits, base: typeof fetch = global
     arm(() => given.abort(silent()));
     let response: Response;
     try {
-      response = await base(input, { ...init, signal });
+      response = await send(input, { ...init, signal });
     } catch (err) {
       ended();
       throw given.signal.aborted ? given.signal.reason : err;
@@ -90,8 +99,25 @@ export function boundedFetch(limits: ProviderLimits, base: typeof fetch = global
         if (gaveUp) given.abort(gaveUp);
       },
     });
-    return new Response(body, init2);
+    return new Response(opts.screen ? screenedEvents(body, opts.screen()) : body, init2);
   };
+}
+
+/** `body` with each SSE event checked as it arrives: one `check` refuses errors the body before the SDK reads the chunk holding it. */
+function screenedEvents(body: ReadableStream<Uint8Array>, check: EventScreen): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  let refused: string | undefined;
+  const parser = createParser({ onEvent: (event) => void (refused ??= check(event.data)) });
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        parser.feed(decoder.decode(chunk, { stream: true }));
+        // Erroring here cancels the bounded body, and the connection goes with it.
+        if (refused !== undefined) controller.error(new ProviderLimitError(refused));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
 }
 
 /** An error response's first ERROR_BODY_MAX_BYTES, read within one idle timeout; the connection is then closed. */

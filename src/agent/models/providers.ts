@@ -15,6 +15,7 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { PromptOptions } from './prompt.ts';
+import { geminiEventScreen } from './gemini-events.ts';
 import { boundedFetch, DEFAULT_PROVIDER_LIMITS, type ProviderLimits } from './provider-fetch.ts';
 import { ScriptedLanguageModel } from './scripted.ts';
 
@@ -45,10 +46,11 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
   const limits = config.limits ?? DEFAULT_PROVIDER_LIMITS;
   // Every provider's responses are read through the bounded fetch.
   const fetch = boundedFetch(limits);
-  const endpoint = (e: Endpoint | undefined) => ({ baseURL: e?.baseUrl, apiKey: e?.apiKey, fetch });
+  const endpoint = (e: Endpoint | undefined, f = fetch) => ({ baseURL: e?.baseUrl, apiKey: e?.apiKey, fetch: f });
   const openai = createOpenAI(endpoint(config.openai));
   const anthropic = createAnthropic(endpoint(config.anthropic));
-  const google = createGoogleGenerativeAI(endpoint(config.google));
+  // Gemini's events are screened before the SDK reads them (gemini-events.ts: argument paths it would expand).
+  const google = createGoogleGenerativeAI(endpoint(config.google, boundedFetch(limits, { screen: geminiEventScreen })));
   // Anthropic and Google take system text only ahead of the conversation (a compaction's summary may stand later).
   const systemOnlyAtStart = { systemOnlyAtStart: true };
   const families = new Map<string, ProviderFamily>([

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { Context } from '../context.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema, RESPONSE_SCHEMA_DOC, RESPONSE_SCHEMA_NAME_DOC, responseFormatFields, responseFormatOf } from './inputs.ts';
@@ -8,10 +10,12 @@ import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
-import { MAX_SEQ, type StoredEvent } from '../../store/session-log.ts';
-import { requestText, textBudgetOf } from '../request-texts.ts';
+import { MAX_SEQ, type LogRef, type StoredEvent } from '../../store/session-log.ts';
+import { eventText, requestText, textBudgetOf } from '../request-texts.ts';
 import {
   allTurns,
+  errorReport,
+  inputAddOf,
   lastTurns,
   stepsOf,
   turnError,
@@ -33,8 +37,11 @@ const TEXT_CUT_DOC =
   'A request reads at most FORKLINE_PAGE_BYTES characters of such texts in all (answers, waiting inputs, error reports; ' +
   'docs/operations.md "Memory and time"): past that a text is cut, and says so. The whole text is in its event (Session.events, Event.data).';
 
-/** A waiting input and the session it waits in (its text is read apart: requestText). */
-type SessionInput = PendingInput & { sessionId: string };
+/** A waiting input and the log it waits in: its text is read apart (eventText), its length known. */
+type SessionInput = PendingInput & { log: LogRef; textLength?: number | null };
+
+const inputText = (p: SessionInput, ctx: Context, info: GraphQLResolveInfo) =>
+  eventText(ctx, info, p, { log: p.log, seq: p.seq, key: 'text', length: p.textLength });
 
 const PendingInputRef = builder.objectRef<SessionInput>('PendingInput').implement({
   description: 'A user input waiting in the durable inbox.',
@@ -42,11 +49,11 @@ const PendingInputRef = builder.objectRef<SessionInput>('PendingInput').implemen
     inputId: t.exposeID('inputId'),
     text: t.string({
       description: `The input's text. ${TEXT_CUT_DOC}`,
-      resolve: async (p, _a, ctx, info) => (await requestText(ctx, info, p, p.sessionId, p.seq, 'text')).text,
+      resolve: async (p, _a, ctx, info) => (await inputText(p, ctx, info)).text,
     }),
     textTruncated: t.boolean({
       description: '`text` is a prefix: the request had read its budget of texts (the whole text: the inbox/add event at `seq`).',
-      resolve: async (p, _a, ctx, info) => (await requestText(ctx, info, p, p.sessionId, p.seq, 'text')).truncated,
+      resolve: async (p, _a, ctx, info) => (await inputText(p, ctx, info)).truncated,
     }),
     seq: t.exposeInt('seq', { description: 'Seq of its inbox/add event.' }),
     responseSchema: t.field({
@@ -86,11 +93,19 @@ const SessionTotalsRef = builder.objectRef<SessionTotals>('SessionTotals').imple
       description:
         "US dollars over the answers whose model had a price in the host's table when they were written (FORKLINE_MODELS_CONFIG); null when none had.",
     }),
-    turnMs: t.exposeInt('turnMs', { description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).' }),
+    // SafeInt, as durationMs: turns waiting weeks for a decision add up past a 32-bit Int.
+    turnMs: t.expose('turnMs', {
+      type: 'SafeInt',
+      description: 'Time in ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut).',
+    }),
   }),
 });
 
-const durationMs = (from?: Date, to?: Date) => (from && to ? to.getTime() - from.getTime() : null);
+/**
+ * Milliseconds from one stored time to another: never negative (an imported log's times may run backwards), and a
+ * SafeInt, not a 32-bit Int (a turn that waited 25 days for a decision is past 2^31 ms; so are a recording's far times).
+ */
+const durationMs = (from?: Date, to?: Date) => (from && to ? Math.max(0, to.getTime() - from.getTime()) : null);
 
 const StepRef = builder.objectRef<StepSummary>('Step').implement({
   description: 'One model round trip of a turn and the tool calls it asked for.',
@@ -99,7 +114,8 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'step/end reason; null while open.' }),
-    durationMs: t.int({
+    durationMs: t.field({
+      type: 'SafeInt',
       nullable: true,
       description: 'From its step/start to its step/end being stored (a step a fork closed: to the cut); null while open.',
       resolve: (s) => durationMs(s.startedAt, s.endedAt),
@@ -112,6 +128,12 @@ const StepRef = builder.objectRef<StepSummary>('Step').implement({
 /** Whether a list of turns asks for its inputs' texts (then read within a budget: withInputs). */
 const asksForInput = perSelection((info) => info.fieldNodes.some((n) => fieldNames(n.selectionSet, info.fragments, new Set()).has('input')));
 
+/** The turn's input's text and its error report's message: two texts of one object, each read once per request. */
+const inputOf = (turn: TurnRow, ctx: Context, info: GraphQLResolveInfo) =>
+  requestText(ctx, info, turn, 'input', (budget) => turnInput(ctx.store.log, turn, budget));
+const errorOf = (turn: TurnRow, ctx: Context, info: GraphQLResolveInfo) =>
+  requestText(ctx, info, turn, 'error', (budget) => turnError(ctx.store.log, turn, budget));
+
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
     turn: t.exposeInt('turn'),
@@ -119,18 +141,24 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     input: t.string({
       nullable: true,
       description: `Text of the input the turn consumed. ${TEXT_CUT_DOC}`,
-      resolve: async (turn, _a, ctx, info) => (await turnInput(ctx.store.log, turn, textBudgetOf(ctx, info)))?.text ?? null,
+      resolve: async (turn, _a, ctx, info) => (await inputOf(turn, ctx, info))?.text ?? null,
     }),
     inputTruncated: t.boolean({
-      description: '`input` is a prefix: the request had read its budget of texts (the whole input: its inbox/add event).',
-      resolve: async (turn, _a, ctx, info) => (await turnInput(ctx.store.log, turn, textBudgetOf(ctx, info)))?.truncated ?? false,
+      description: '`input` is a prefix: the request had read its budget of texts (the whole input: its inbox/add event, at `inputSeq`).',
+      resolve: async (turn, _a, ctx, info) => (await inputOf(turn, ctx, info))?.truncated ?? false,
+    }),
+    inputSeq: t.int({
+      nullable: true,
+      description: 'Seq of the inbox/add event that queued its input (the whole input is its `data.text`); one index probe, shared with `input`.',
+      resolve: async (turn, _a, ctx) => (await inputAddOf(ctx.store.log, turn))?.seq ?? null,
     }),
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
     reason: t.exposeString('reason', { nullable: true, description: 'turn/end reason; null while open.' }),
     startedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.startedAt ?? null }),
     endedAt: t.field({ type: 'DateTime', nullable: true, resolve: (turn) => turn.endedAt ?? null }),
-    durationMs: t.int({
+    durationMs: t.field({
+      type: 'SafeInt',
       nullable: true,
       description: 'From its turn/start to its turn/end being stored (a turn a fork closed: to the cut); null while open.',
       resolve: (turn) => durationMs(turn.startedAt, turn.endedAt),
@@ -149,11 +177,18 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     error: t.string({
       nullable: true,
       description: `Why a failed turn failed: its agent's error report (plugin/agent/error); null for a turn without one. Two index probes. ${TEXT_CUT_DOC}`,
-      resolve: async (turn, _a, ctx, info) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx, info)))?.text ?? null,
+      resolve: async (turn, _a, ctx, info) => (await errorOf(turn, ctx, info))?.text ?? null,
     }),
     errorTruncated: t.boolean({
-      description: '`error` is a prefix: the request had read its budget of texts (the whole report: the plugin/agent/error event before `endSeq`).',
-      resolve: async (turn, _a, ctx, info) => (await turnError(ctx.store.log, turn, textBudgetOf(ctx, info)))?.truncated ?? false,
+      description: '`error` is a prefix: the request had read its budget of texts (the whole report: the plugin/agent/error event at `errorSeq`).',
+      resolve: async (turn, _a, ctx, info) => (await errorOf(turn, ctx, info))?.truncated ?? false,
+    }),
+    errorSeq: t.int({
+      nullable: true,
+      description:
+        'Seq of the plugin/agent/error event a failed turn failed with (the whole report is its `data.message`); null without one. ' +
+        'One index probe, shared with `error` and `errorCode`.',
+      resolve: async (turn, _a, ctx) => (await errorReport(ctx.store.log, turn))?.seq ?? null,
     }),
     errorCode: t.string({
       nullable: true,
@@ -171,10 +206,16 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   }),
 });
 
-/** An Answer's model/message data (the field's resolver only ever returns model/message events). */
-const answerOf = (e: StoredEvent) => dataOf(e, 'model/message')!;
+/** A model/message read without its text (its length known) and the log it was read through. */
+type Answer = StoredEvent & { log: LogRef };
 
-const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
+/** An Answer's model/message data (the field's resolver only ever returns model/message events). */
+const answerOf = (e: Answer) => dataOf(e, 'model/message')!;
+
+const answerText = (e: Answer, ctx: Context, info: GraphQLResolveInfo) =>
+  eventText(ctx, info, e, { log: e.log, seq: e.seq, key: 'text', length: e.textLength });
+
+const AnswerRef = builder.objectRef<Answer>('Answer').implement({
   description: "A model's complete answer for one step: a model/message event.",
   fields: (t) => ({
     seq: t.exposeInt('seq'),
@@ -182,15 +223,17 @@ const AnswerRef = builder.objectRef<StoredEvent>('Answer').implement({
     step: t.int({ resolve: (e) => answerOf(e).step }),
     text: t.string({
       description: `The answer's words. ${TEXT_CUT_DOC}`,
-      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).text,
+      resolve: async (e, _a, ctx, info) => (await answerText(e, ctx, info)).text,
     }),
     textTruncated: t.boolean({
       description: '`text` is a prefix of the answer: the request had read its budget of texts (the whole answer: the event at `seq`).',
-      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).truncated,
+      resolve: async (e, _a, ctx, info) => (await answerText(e, ctx, info)).truncated,
     }),
     textLength: t.int({
-      description: "The whole answer's length in characters (UTF-16 code units, as `text.length` counts), however much of it `text` holds.",
-      resolve: async (e, _a, ctx, info) => (await requestText(ctx, info, e, e.sessionId, e.seq, 'text')).length,
+      description:
+        "The whole answer's length in characters (UTF-16 code units, as `text.length` counts), however much of it `text` holds. " +
+        'Read with the answer: asked alone, it reads no text and takes nothing of the budget.',
+      resolve: async (e, _a, ctx, info) => e.textLength ?? (await answerText(e, ctx, info)).length,
     }),
     toolCallCount: t.int({
       description: 'Tool calls the answer asked for (a step that only calls tools has empty text).',
@@ -212,18 +255,24 @@ builder.objectFields('Session', (t) => ({
     type: AnswerRef,
     nullable: true,
     description:
-      "The log's last model/message (one index probe; its `text`, two more, within the request's text budget): what a fan-out's children are compared by. An inherited one " +
+      "The log's last model/message (one index probe, with its text's length; its `text`, one more, within the request's text budget): what a fan-out's children are compared by. An inherited one " +
       "(`inherited`) is the parent's: the session has not answered yet since the fork. Null when the log has none.",
     // Like every log read of a Session below: the log as of the row's eventCount (one snapshot, docs/contract.md#log),
     // through the row's own lineage (no lineage lookup per child of a page).
     // Without its words: Answer.text reads them within the request's budget.
-    resolve: async (s, _a, ctx) =>
-      (await ctx.store.log.ofTypes(logAsOf(s), ['model/message'], { fromSeq: 0, toSeq: MAX_SEQ, limit: 1, descending: true, withoutTexts: true }))[0],
+    resolve: async (s, _a, ctx) => {
+      const log = logAsOf(s);
+      const [answer] = await ctx.store.log.ofTypes(log, ['model/message'], { fromSeq: 0, toSeq: MAX_SEQ, limit: 1, descending: true, withoutTexts: true });
+      return answer && { ...answer, log };
+    },
   }),
   pendingInputs: t.field({
     type: [PendingInputRef],
     // Without their texts: PendingInput.text reads them within the request's budget.
-    resolve: async (s, _a, ctx) => (await ctx.store.log.pendingInputs(logAsOf(s), s.pendingInputCount, true)).map((p) => ({ ...p, sessionId: s.id })),
+    resolve: async (s, _a, ctx) => {
+      const log = logAsOf(s);
+      return (await ctx.store.log.pendingInputs(log, s.pendingInputCount, true)).map((p) => ({ ...p, log }));
+    },
   }),
   turnAt: t.field({
     type: TurnRef,

@@ -11,7 +11,8 @@ export const EventRef = builder.node(builder.objectRef<StoredEvent>('Event'), {
   // node(id) stays inside the caller's tenant; a missing or other tenant's id is null.
   loadOne: async (id, ctx) => {
     const ref = parseEventId(id);
-    const session = ref && (await ctx.store.getSession(ref.sessionId));
+    const session =
+      ref && (await ctx.store.getSession(ref.sessionId, ['eventCount', 'treeId', 'inheritedRanges', 'inheritedEventCount'], 'primary', ctx.statements));
     if (!ref || !session || ref.seq >= session.eventCount) return null;
     return (await ctx.store.log.event(session.id, ref.seq)) ?? null;
   },

@@ -35,13 +35,14 @@ builder.objectFields('Session', (t) => ({
   forkPoints: t.field({
     type: [ForkPointRef],
     description: 'The seqs its children were forked at, ascending, each with how many (one grouped read of its children).',
-    resolve: (s, _a, ctx) => ctx.store.sessions.forkPoints(s.id),
+    resolve: (s, _a, ctx) => ctx.store.sessions.forkPoints(s.id, ctx.statements),
   }),
   family: t.connection(
     {
       type: SessionRef,
       description: 'Every session of its fork tree: the root and its forks at any depth (itself included), oldest first.',
-      resolve: (s, args, ctx, info) => sessionsConnection(ctx.store.sessions, { treeId: s.treeId, order: 'oldest' }, args, sessionConnectionColumns(info)),
+      resolve: (s, args, ctx, info) =>
+        sessionsConnection(ctx.store.sessions, { treeId: s.treeId, order: 'oldest', statements: ctx.statements }, args, sessionConnectionColumns(info)),
     },
     SessionConnection,
   ),

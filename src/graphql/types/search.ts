@@ -73,7 +73,7 @@ const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
       type: SessionRef,
       description: 'The session that wrote the matching event (or has the title).',
       resolve: async (h, _a, ctx, info) => {
-        const s = await ctx.sessionLoader.load(h.sessionId, sessionColumns(info));
+        const s = await ctx.sessionLoader.load(h.sessionId, sessionColumns(info), ctx.statements);
         if (!s) throw new Error(`session ${h.sessionId} of a search hit is gone`);
         return s;
       },
@@ -105,7 +105,8 @@ builder.queryFields((t) => ({
     type: SearchHitConnection,
     description:
       `Full-text search over the caller's session titles, user inputs and model messages (English stemming; websearch syntax: ` +
-      `words, "a phrase", -excluded, or). Title matches first (newest session first), then inputs and messages (newest first). At most ${MAX_SEARCH_PAGE} hits per page.`,
+      `words, "a phrase", -excluded, or). Title matches first (newest session first), then inputs and messages (newest first). At most ${MAX_SEARCH_PAGE} hits per page. ` +
+      `A page reads a bounded number of rows: one whose words are rare among many rows may hold fewer hits than asked, or none, with hasNextPage true; its endCursor goes on from where it stopped.`,
     args: {
       query: t.arg.string({ required: true }),
       first: t.arg.int({ description: `Hits per page (default ${DEFAULT_SEARCH_PAGE}, at most ${MAX_SEARCH_PAGE}).` }),
@@ -114,18 +115,21 @@ builder.queryFields((t) => ({
     resolve: async (_root, args, ctx) => {
       const { query, first, after } = parseArgs(argsSchema, { query: args.query, first: args.first, after: args.after });
       const limit = first ?? DEFAULT_SEARCH_PAGE;
-      // One more hit than asked tells whether a next page exists.
-      let hits = limit > 0 ? await ctx.store.search.sessions(query, { limit: limit + 1, after, statements: ctx.statements }) : [];
-      const hasNextPage = hits.length > limit;
-      if (hasNextPage) hits = hits.slice(0, limit);
+      // One more hit than asked tells whether a next page exists. A page that
+      // stopped at its bound of rows read (store/session-search.ts) has fewer
+      // hits, maybe none, and its endCursor is where the reading stopped.
+      const page =
+        limit > 0 ? await ctx.store.search.sessions(query, { limit: limit + 1, after, statements: ctx.statements }) : { hits: [], resumeAfter: null };
+      const hits = page.hits.slice(0, limit);
       const edges = hits.map((node) => ({ node, cursor: encodeSearchCursor(node.key) }));
+      const resume = page.hits.length > limit ? null : page.resumeAfter;
       return {
         edges,
         pageInfo: {
-          hasNextPage,
+          hasNextPage: page.hits.length > limit || resume !== null,
           hasPreviousPage: after != null,
           startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
+          endCursor: resume ? encodeSearchCursor(resume) : (edges.at(-1)?.cursor ?? null),
         },
       };
     },

@@ -20,7 +20,7 @@ export const SessionStatusEnum = builder.enumType('SessionStatus', {
 // (the tenant's view: a missing or another tenant's id is null, not an error).
 export const SessionRef = builder.node('Session', {
   id: { resolve: (s) => s.id, ...PROPERTY_READ },
-  loadManyWithoutCache: (ids, ctx) => Promise.all(ids.map((id) => ctx.sessionLoader.load(id))),
+  loadManyWithoutCache: (ids, ctx) => Promise.all(ids.map((id) => ctx.sessionLoader.load(id, null, ctx.statements))),
   fields: (t) => ({
     title: t.exposeString('title', { nullable: true }),
     status: t.expose('status', { type: SessionStatusEnum }),
@@ -59,7 +59,7 @@ builder.objectFields('Session', (t) => ({
     nullable: true,
     resolve: (s, _a, ctx, info) => {
       if (s.parentId == null) return null;
-      return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId, sessionColumns(info));
+      return selectsOnlyId(info) ? ({ id: s.parentId } as SessionRow) : ctx.sessionLoader.load(s.parentId, sessionColumns(info), ctx.statements);
     },
   }),
   children: t.connection(
@@ -68,7 +68,12 @@ builder.objectFields('Session', (t) => ({
       description: 'Forks and branches of this session, oldest first.',
       args: { forkedAtSeq: t.arg.int({ description: 'Only the children forked at this seq (Session.forkPoints lists them).' }) },
       resolve: (s, args, ctx, info) =>
-        sessionsConnection(ctx.store.sessions, { parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest' }, args, sessionConnectionColumns(info)),
+        sessionsConnection(
+          ctx.store.sessions,
+          { parentId: s.id, forkedAtSeq: args.forkedAtSeq, order: 'oldest', statements: ctx.statements },
+          args,
+          sessionConnectionColumns(info),
+        ),
     },
     SessionConnection,
   ),
@@ -79,7 +84,12 @@ builder.objectFields('Session', (t) => ({
       resolve: (s, args, ctx, info) =>
         s.parentId == null
           ? { edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } }
-          : sessionsConnection(ctx.store.sessions, { parentId: s.parentId, excludeId: s.id, order: 'oldest' }, args, sessionConnectionColumns(info)),
+          : sessionsConnection(
+              ctx.store.sessions,
+              { parentId: s.parentId, excludeId: s.id, order: 'oldest', statements: ctx.statements },
+              args,
+              sessionConnectionColumns(info),
+            ),
     },
     SessionConnection,
   ),
@@ -88,7 +98,7 @@ builder.objectFields('Session', (t) => ({
     description:
       "The last seq this session and `with` share (their common ancestor's cut: seqs 0..commonPrefix are the same events " +
       'in both, stored once); the first divergent seq is one more. -1: nothing shared (e.g. sessions of different trees).',
-    resolve: (s, args, ctx) => ctx.store.commonPrefix(s, String(args.with)),
+    resolve: (s, args, ctx) => ctx.store.commonPrefix(s, String(args.with), ctx.statements),
   }),
   // Keyset pages through the session log (store/session-log.ts): a page costs
   // its own rows, wherever it lies in the log and however deep the fork.
@@ -142,7 +152,7 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     // A query's read: from a hot standby that has caught up with the request, else the primary; the
     // fields that read the log read it as of this row's eventCount (store/log-as-of.ts logAsOf), wherever it came from.
-    resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(String(id), sessionColumns(info), 'standby')),
+    resolve: async (_root, { id }, ctx, info) => asSelected(await ctx.store.getSession(String(id), sessionColumns(info), 'standby', ctx.statements)),
   }),
   sessions: t.connection(
     {
@@ -170,6 +180,6 @@ builder.queryFields((t) => ({
   ),
   sessionCount: t.int({
     description: "How many sessions the caller's tenant has (a list resumed with sessions(changedSince:) holds every deletion when its count matches).",
-    resolve: (_root, _args, ctx) => ctx.store.sessions.count(),
+    resolve: (_root, _args, ctx) => ctx.store.sessions.count(ctx.statements),
   }),
 }));

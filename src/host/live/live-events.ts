@@ -69,9 +69,14 @@ export class LiveEvents {
    * Turn updates of what the log holds after `afterSeq`, then live ones: no gap,
    * nothing twice (turn-stream.ts). `eventCount` reads the session's length; it
    * is read after the live subscription is registered, which is what makes the
-   * two meet.
+   * two meet. `statements`: the scope of the request it is read for (its log's catch-up read).
    */
-  async sessionTurnsAfter(sessionId: string, afterSeq: number, eventCount: () => Promise<number>): Promise<AsyncIterableIterator<TurnUpdate>> {
+  async sessionTurnsAfter(
+    sessionId: string,
+    afterSeq: number,
+    eventCount: () => Promise<number>,
+    statements?: StatementScope,
+  ): Promise<AsyncIterableIterator<TurnUpdate>> {
     const live = this.turns.subscribe(sessionId);
     let liveFrom: number;
     try {
@@ -80,7 +85,7 @@ export class LiveEvents {
       await live.return?.();
       throw err;
     }
-    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq), live, liveFrom, this.readOpenTail);
+    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, this.readOpenTail);
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */

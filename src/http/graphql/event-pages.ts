@@ -18,6 +18,7 @@ import { z } from 'zod';
 import type { Context } from '../../graphql/context.ts';
 import type { TenantStores } from '../../host/services.ts';
 import type { Guard } from '../guard.ts';
+import type { DoorStatements } from '../door-statements.ts';
 import { reply, replyError } from '../http-body.ts';
 import { EVENT_PAGE_PATH } from '../token-connections.ts';
 import { requestOf } from './fast-lane.ts';
@@ -84,6 +85,8 @@ export interface EventPagesOptions {
   store: TenantStores;
   /** The response-size ceiling (graphql/plugins/response-size.ts), over which a page is refused. */
   maxResponseBytes: number;
+  /** The conditional GET's row read: the request's scope (its page is a query: the operation's own). */
+  statements: DoorStatements;
 }
 
 export function eventPages(opts: EventPagesOptions) {
@@ -122,11 +125,12 @@ export function eventPages(opts: EventPagesOptions) {
 
     if (req.headers['if-none-match']?.split(/\s*,\s*/).includes(etag)) {
       // The caller's tenant still holds the session, and the page is still final: nothing to send.
-      const session = await store.forTenant({ tenant: principal.tenant }).getSession(id, ['eventCount'], 'standby');
+      const session = await store.forTenant({ tenant: principal.tenant }).getSession(id, ['eventCount'], 'standby', opts.statements(res, 'request'));
       if (session && isFinal(after, first, session.eventCount)) return void res.writeHead(304, cached).end();
     }
 
-    const enveloped = yoga.getEnveloped({ req, request: requestOf(req, yoga.fetchAPI), params: { query: text, variables: { id, after, first } } });
+    // With its response: the operation's statements are cancelled once the client has gone (Context.gone).
+    const enveloped = yoga.getEnveloped({ req, res, request: requestOf(req, yoga.fetchAPI), params: { query: text, variables: { id, after, first } } });
     const result = (await enveloped.execute({
       schema: enveloped.schema,
       document,

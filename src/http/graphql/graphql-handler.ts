@@ -24,7 +24,8 @@ import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
 import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
-import { responseGone, socketGone } from './client-gone.ts';
+import { responseGone, socketGone } from '../client-gone.ts';
+import { doorStatements } from '../door-statements.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { eventPages } from './event-pages.ts';
 import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
@@ -154,6 +155,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     guard,
     store: opts.services.store,
     maxResponseBytes,
+    statements: doorStatements(opts.security),
   });
 
   const wsDelivery = new WsDelivery(maxResponseBytes);

@@ -1,5 +1,5 @@
 // When the client of an operation has gone: its statements are cancelled
-// (graphql/plugins/statement-deadlines.ts), so a closed connection does not
+// (graphql/plugins/statement-deadlines.ts; the HTTP doors: door-statements.ts), so a closed connection does not
 // keep Postgres busy reading an answer nobody will get. Read when the pool
 // looks (db/statement-deadlines.ts): nothing is set up per request.
 import type http from 'node:http';

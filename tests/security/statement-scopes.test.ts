@@ -1,0 +1,194 @@
+// A client that leaves takes its database work with it, at every read a
+// request makes (docs/operations.md "Memory and time"): a session's row
+// (session(id), the batch loader), its children and fork points, and the HTTP
+// doors that are not GraphQL operations (GET /sessions/<id>/events, GET
+// /recordings, POST /agui, POST /chat). Each test makes one of those reads
+// wait on a lock the test holds (a real statement, not a sleep), sees it
+// waiting in pg_stat_activity, hangs up, and checks that the backend's
+// statement was cancelled well before the 60 s bound every statement has
+// anyway, and that the pool has its connection back while the lock is still
+// held. The app runs the service's default bounds (FORKLINE_STATEMENT_BOUNDS
+// unset, 60 s): only the client's leaving can end these statements in time.
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, securityOptions } from '../../src/config.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { importSession, locker } from '../helpers/locked-reads.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** Far below the 60 s bound: only a cancel ends the statement this soon (the sweep runs every 100 ms; slack for a loaded machine). */
+const CANCELLED_WITHIN_MS = 10_000;
+
+describe('the reads of a client that went away', () => {
+  let app: TestApp;
+  let base: string;
+  let root: string;
+  let hold: Awaited<ReturnType<typeof locker>>;
+
+  beforeAll(async () => {
+    // The default config's bounds (60 s), the rest of the security options the tests' defaults.
+    const { statementBounds, statementTimeouts } = securityOptions(loadConfig({}));
+    app = await startTestApp({ security: { statementBounds, statementTimeouts } });
+    base = app.url.replace(/\/graphql$/, '');
+    root = await importSession(app, 'ses_scope_root', 2);
+    // Two children forked at the end of the first turn, one of them forked again.
+    const fork = `mutation($id: ID!, $seq: Int!) { forkSession(input: { sessionId: $id, atSeq: $seq }) { session { id } } }`;
+    const a = (await app.ok(fork, { id: root, seq: 6 })).forkSession.session.id;
+    await app.ok(fork, { id: root, seq: 6 });
+    await app.ok(fork, { id: a, seq: 6 });
+    hold = await locker(app.db.url);
+  });
+  afterAll(async () => {
+    await hold?.end();
+    await app?.close();
+  });
+
+  /** Connections of the pool in use now. */
+  const busy = () => app.db.pool.totalCount - app.db.pool.idleCount;
+
+  /**
+   * Sends the request, waits until its statement waits on `table`'s lock,
+   * hangs up, and checks that the statement is cancelled and its connection
+   * back in the pool, the lock still held.
+   */
+  async function leaveWhileWaiting(table: string, path: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}) {
+    await hold.lock(`LOCK TABLE "${table}" IN ACCESS EXCLUSIVE MODE`);
+    try {
+      const before = busy();
+      const headers = init.body
+        ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(init.body)), ...init.headers }
+        : init.headers;
+      const req = http.request(`${base}${path}`, { method: init.method ?? 'GET', headers });
+      req.on('error', () => {}); // we hang up
+      req.end(init.body);
+      await waitFor(async () => (await hold.waiting(table)) > 0, { what: `the request's statement waiting on "${table}"` });
+      req.destroy();
+      await waitFor(async () => (await hold.waiting(table)) === 0, { timeoutMs: CANCELLED_WITHIN_MS, what: 'no statement waiting after the client left' });
+      await waitFor(() => app.db.pool.waitingCount === 0 && busy() <= before, { timeoutMs: 5000, what: 'the pool has its connections back' });
+    } finally {
+      await hold.release();
+    }
+  }
+
+  const graphql = (query: string, variables: Record<string, unknown> = {}) => ({ method: 'POST', body: JSON.stringify({ query, variables }) });
+
+  it('session(id): its row read is cancelled', async () => {
+    await leaveWhileWaiting(
+      'Session',
+      '/graphql',
+      graphql(
+        `
+          query ($id: ID!) {
+            session(id: $id) {
+              id
+              title
+              eventCount
+            }
+          }
+        `,
+        { id: root },
+      ),
+    );
+    expect((await app.ok(`query($id: ID!) { session(id: $id) { id } }`, { id: root })).session.id).toBe(root);
+  });
+
+  it('the batch loader (nodes): its rows read is cancelled', async () => {
+    await leaveWhileWaiting(
+      'Session',
+      '/graphql',
+      graphql(
+        `
+          query ($ids: [ID!]!) {
+            nodes(ids: $ids) {
+              id
+              ... on Session {
+                title
+              }
+            }
+          }
+        `,
+        { ids: [root] },
+      ),
+    );
+  });
+
+  it("children, a fork point's variants and fork points of a sessions page: their tree's lookups are cancelled", async () => {
+    // The page's rows come without their trees: each child list and fork point list looks its session's tree up first (SessionTree).
+    app.services.store.trees.forget(
+      (await app.ok(`{ sessions(first: 10) { edges { node { id } } } }`)).sessions.edges.map((e: { node: { id: string } }) => e.node.id),
+    );
+    await leaveWhileWaiting(
+      'SessionTree',
+      '/graphql',
+      graphql(`
+        {
+          sessions(first: 10) {
+            edges {
+              node {
+                id
+                forkPoints {
+                  seq
+                  childCount
+                }
+                children(first: 5) {
+                  edges {
+                    node {
+                      id
+                    }
+                  }
+                }
+                variants: children(forkedAtSeq: 6) {
+                  edges {
+                    node {
+                      id
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      `),
+    );
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { forkPoints { seq childCount } children { edges { node { id } } } } }`, { id: root });
+    expect(d.session.forkPoints).toEqual([{ seq: 6, childCount: 2 }]);
+  });
+
+  it('GET /sessions/<id>/events: its page read is cancelled', async () => {
+    await leaveWhileWaiting('Event', `/sessions/${root}/events?after=-1&first=5`);
+    const res = await fetch(`${base}/sessions/${root}/events?after=-1&first=5`);
+    expect(res.status).toBe(200);
+  });
+
+  it("GET /sessions/<id>/events, conditional: its session row's read is cancelled", async () => {
+    const res = await fetch(`${base}/sessions/${root}/events?after=-1&first=5`);
+    const etag = res.headers.get('etag')!;
+    expect(etag).toBeTruthy();
+    await leaveWhileWaiting('Session', `/sessions/${root}/events?after=-1&first=5`, { headers: { 'if-none-match': etag } });
+    expect((await fetch(`${base}/sessions/${root}/events?after=-1&first=5`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+  });
+
+  it('GET /recordings: the export’s log read is cancelled', async () => {
+    await leaveWhileWaiting('Event', `/recordings?session=${root}`);
+    const res = await fetch(`${base}/recordings?session=${root}`);
+    expect((await res.text()).trim().split('\n').length).toBeGreaterThan(14);
+  });
+
+  it("POST /agui: the run's reads are cancelled", async () => {
+    const input = {
+      threadId: root,
+      runId: 'run-gone',
+      messages: [{ id: 'm-gone', role: 'user', content: 'never sent' }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    };
+    await leaveWhileWaiting('Event', '/agui', { method: 'POST', body: JSON.stringify(input), headers: { accept: 'text/event-stream' } });
+  });
+
+  it("POST /chat: the answer's reads are cancelled", async () => {
+    const body = { id: root, messages: [{ id: 'u-gone', role: 'user', parts: [{ type: 'text', text: 'never sent' }] }], trigger: 'submit-message' };
+    await leaveWhileWaiting('Event', '/chat', { method: 'POST', body: JSON.stringify(body) });
+  });
+});
