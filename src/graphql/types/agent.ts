@@ -231,7 +231,7 @@ const AnswerRef = builder.objectRef<Answer>('Answer').implement({
     }),
     textLength: t.int({
       description:
-        "The whole answer's length in characters (UTF-16 code units, as `text.length` counts), however much of it `text` holds. " +
+        "The whole answer's length in characters (Unicode code points, as Postgres counts them and as `text` is cut: an emoji outside the Basic Multilingual Plane counts once here, twice in JavaScript's `text.length`), however much of it `text` holds. " +
         'Read with the answer: asked alone, it reads no text and takes nothing of the budget.',
       resolve: async (e, _a, ctx, info) => e.textLength ?? (await answerText(e, ctx, info)).length,
     }),
