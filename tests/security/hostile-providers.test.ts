@@ -33,6 +33,8 @@ let elsewhere: http.Server;
 let fakeBase: string;
 let elsewhereBase: string;
 let app: TestApp;
+/** What the `flood` MCP server got to write (what its connection took before forkline closed it). */
+const flood = { bytes: 0 };
 
 const stream = (res: http.ServerResponse, headers: http.OutgoingHttpHeaders = {}) => res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
 const write = async (res: http.ServerResponse, sent: Sent, chunk: string | Buffer) => {
@@ -69,7 +71,8 @@ async function serveMcp(req: http.IncomingMessage, res: http.ServerResponse, bod
 /**
  * An MCP server speaking Streamable HTTP by hand, as the SDK's server will not misbehave: `bigid` names its session with
  * 1 MB; `deep` lists a tool whose schema is nested 100,000 deep beside a plain one; `noisy` answers a call on an SSE stream
- * after 2,000 notifications, answers to ids it was never sent and a second answer to the call.
+ * after 2,000 notifications, answers to ids it was never sent and a second answer to the call; `flood` answers a call's
+ * POST with an SSE stream of progress and log notifications without end (as fast as it is read), and never its answer.
  */
 async function rawMcp(mode: string, req: http.IncomingMessage, res: http.ServerResponse, message: any) {
   if (req.method !== 'POST') return void res.writeHead(405).end();
@@ -89,6 +92,25 @@ async function rawMcp(mode: string, req: http.IncomingMessage, res: http.ServerR
     return void res.end(
       `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"tools":[{"name":"deep","inputSchema":${deep}},${JSON.stringify(plain)}]}}`,
     );
+  }
+  if (message.method === 'tools/call' && mode === 'flood') {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const token = message.params._meta?.progressToken ?? 'nobody';
+    let closed = false;
+    res.on('close', () => (closed = true));
+    for (let i = 0; !closed && i < 1_000_000; i += 100) {
+      let batch = '';
+      for (let j = i; j < i + 100; j++) {
+        batch += sse(
+          j % 2
+            ? { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: j } }
+            : { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `noise ${j}` } },
+        );
+      }
+      flood.bytes += Buffer.byteLength(batch);
+      if (!res.write(batch)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
+    }
+    return void res.end();
   }
   if (message.method === 'tools/call') {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -152,6 +174,7 @@ beforeAll(async () => {
           bigid: { type: 'http', url: `${fakeBase}/mcp-raw/bigid`, timeoutMs: 3000 },
           deep: { type: 'http', url: `${fakeBase}/mcp-raw/deep`, timeoutMs: 3000 },
           noisy: { type: 'http', url: `${fakeBase}/mcp-raw/noisy`, timeoutMs: 3000 },
+          flood: { type: 'http', url: `${fakeBase}/mcp-raw/flood`, timeoutMs: 20_000 },
         },
       }),
     ),
@@ -423,5 +446,23 @@ describe('a Streamable HTTP MCP server', () => {
       ['ok', 'fine'],
       ['ok', 'fine'],
     ]);
+  });
+
+  it("notifications without end on a call's own stream, and never its answer: the call fails at the bound on what is not its answer, the event loop not held", async () => {
+    const id = await session('scripted');
+    const called = await watched(() => send(id, '!call flood__ok {}\n!call deep__ok {}'));
+    const sentMB = (flood.bytes / 1e6).toFixed(1);
+    console.log(`flooded call: ${called.ms} ms, event loop stalled ${called.stalledMs} ms, RSS +${called.growthMB} MB, server wrote ${sentMB} MB`);
+    const results = (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).status, anyData(e).content]);
+    expect(results).toEqual([
+      ['error', expect.stringMatching(/MCP server sent over 5000 messages or \d+ bytes on the call's stream that are not its answer: cut/)],
+      ['ok', 'fine'],
+    ]);
+    // Ended by the bound, not by the call's 20 s timeout (slack for a loaded 2-core machine).
+    expect(called.ms).toBeLessThan(10_000);
+    expect(called.stalledMs).toBeLessThan(2000);
+    expect(called.growthMB).toBeLessThan(100);
+    // 5,000 notifications are under 0.5 MB: the rest is what sockets hold; before, 40 MB were read in the 20 s.
+    expect(flood.bytes).toBeLessThan(8e6);
   });
 });

@@ -13,6 +13,10 @@
 //   second, whatever `retry` the server asks for, and the server's own stream
 //   is read at most `GET_STREAM_BYTES_PER_S` (a flood of notifications or
 //   requests waits in the server's socket, not in this process's event loop);
+// - a request's own stream (a POST's SSE answer, a resumed one) may carry at
+//   most `MAX_STREAM_MESSAGES` messages and `maxMessageBytes` besides its
+//   answer (notifications without end would otherwise be read until the call
+//   times out): past it the stream ends with an error answer, as past `maxMessageBytes`;
 // - a redirect is followed only within the server's origin (same-origin-fetch.ts).
 import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { boundedBody, byteMeter } from '../bounded-body.ts';
@@ -26,6 +30,11 @@ export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 const MIN_GET_INTERVAL_MS = 1000;
 /** How fast the server's own stream (its notifications and requests) is read. */
 const GET_STREAM_BYTES_PER_S = 256 * 1024;
+/**
+ * What a request's own stream (the answer to a POST, or its resumption) may carry besides its answer: notifications
+ * (progress, logging) and the server's requests. Past it the call fails; its bytes are held to `maxMessageBytes`.
+ */
+const MAX_STREAM_MESSAGES = 5000;
 /** JSON-RPC's "internal error": what a request whose answer was cut is answered with. */
 const INTERNAL_ERROR = -32603;
 
@@ -47,31 +56,49 @@ const CR = 0x0d;
 const encoder = new TextEncoder();
 
 /**
- * Counts the bytes of the SSE event being read (from the last blank line):
- * `push` answers where in a chunk the event passes `max`, or -1.
+ * Counts the bytes of the SSE event being read (from the last blank line), and
+ * (with `others`) the events before it and their bytes: `push` answers where in
+ * a chunk the event passes `max`, or where an event begins past `others`, or -1;
+ * `why` then says which.
  */
-function sseEventMeter(max: number) {
+function sseEventMeter(max: number, tooLarge: string, others?: { messages: number; bytes: number; why: string }) {
   let eventBytes = 0;
   let lineBytes = 0;
   let afterCr = false;
-  return (chunk: Uint8Array): number => {
-    for (let i = 0; i < chunk.length; i++) {
-      const b = chunk[i];
-      if (b === LF && afterCr) {
-        afterCr = false; // CRLF: one line end
-        continue;
+  let doneEvents = 0;
+  let doneBytes = 0;
+  const meter = {
+    why: tooLarge,
+    push(chunk: Uint8Array): number {
+      for (let i = 0; i < chunk.length; i++) {
+        const b = chunk[i];
+        if (b === LF && afterCr) {
+          afterCr = false; // CRLF: one line end
+          continue;
+        }
+        afterCr = b === CR;
+        if (b === LF || b === CR) {
+          if (lineBytes === 0 && eventBytes > 0) {
+            // A blank line ends the event.
+            doneEvents++;
+            doneBytes += eventBytes;
+            eventBytes = 0;
+          }
+          lineBytes = 0;
+          continue;
+        }
+        // An event that begins after more than `others` allows: an answer is the stream's last event, so these were not it.
+        if (others && eventBytes === 0 && (doneEvents >= others.messages || doneBytes > others.bytes)) {
+          meter.why = others.why;
+          return i;
+        }
+        lineBytes++;
+        if (++eventBytes > max) return i;
       }
-      afterCr = b === CR;
-      if (b === LF || b === CR) {
-        if (lineBytes === 0) eventBytes = 0; // a blank line ends the event
-        lineBytes = 0;
-        continue;
-      }
-      lineBytes++;
-      if (++eventBytes > max) return i;
-    }
-    return -1;
+      return -1;
+    },
   };
+  return meter;
 }
 
 /** An SSE ending that drops the event being read (the SDK reads only `message` events) and answers `id` with an error. */
@@ -88,6 +115,11 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
   const open = new Map<RequestId, AbortController>();
   let nextGetAt = 0;
   const tooLarge = `the MCP server's message is over ${max} bytes: cut`;
+  const others = {
+    messages: MAX_STREAM_MESSAGES,
+    bytes: max,
+    why: `the MCP server sent over ${MAX_STREAM_MESSAGES} messages or ${max} bytes on the call's stream that are not its answer: cut`,
+  };
 
   return async (url, init) => {
     const message = messageOf(init);
@@ -124,16 +156,18 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
     }
     const sse = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase() === 'text/event-stream';
     const done = (gaveUp?: Error) => release(gaveUp !== undefined);
-    const body = sse
-      ? boundedBody(response.body, {
-          meter: sseEventMeter(max),
-          cut: () => sseCut(id, tooLarge),
-          done,
-          // The server's own stream is read at a bounded rate (a flood of notifications or requests waits in its socket).
-          bytesPerSecond: init?.method === 'GET' && !resumed ? GET_STREAM_BYTES_PER_S : Infinity,
-        })
-      : boundedBody(response.body, { meter: byteMeter(max), cut: () => new Error(tooLarge), done });
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    const own = init?.method === 'GET' && !resumed;
+    if (!sse) return new Response(boundedBody(response.body, { meter: byteMeter(max), cut: () => new Error(tooLarge), done }), response);
+    // The server's own stream is read at a bounded rate (a flood of notifications or requests waits in its socket);
+    // a request's stream ends with its answer, so what it carries besides is bounded in count and bytes.
+    const meter = sseEventMeter(max, tooLarge, own ? undefined : others);
+    const body = boundedBody(response.body, {
+      meter: (chunk) => meter.push(chunk),
+      cut: () => sseCut(id, meter.why),
+      done,
+      bytesPerSecond: own ? GET_STREAM_BYTES_PER_S : Infinity,
+    });
+    return new Response(body, response);
   };
 }
 
