@@ -295,22 +295,22 @@ export class FileBlobs {
   }
 
   /** Session.files: the entries under `dir` as of `atSeq` (default: the session's last event). */
-  async files(s: FilesRef, opts: { atSeq?: number | null; dir?: string } = {}): Promise<FileEntry[]> {
+  async files(s: FilesRef, opts: { atSeq?: number | null; dir?: string } = {}, db: Db = this.pool): Promise<FileEntry[]> {
     if (s.eventCount === 0) return [];
     const dir = canonical(opts.dir ?? '');
-    return listTree(await this.tree(s.ref, seqWithin(opts.atSeq ?? s.eventCount - 1, s.eventCount)), dir);
+    return listTree(await this.tree(s.ref, seqWithin(opts.atSeq ?? s.eventCount - 1, s.eventCount), db), dir);
   }
 
   /** Session.file: one file as of `atSeq`, with its content when within FILE_READ_MAX_BYTES; null when there is none. */
-  async file(s: FilesRef, path: string, atSeq?: number | null): Promise<FileContent | null> {
+  async file(s: FilesRef, path: string, atSeq?: number | null, db: Db = this.pool): Promise<FileContent | null> {
     const at = canonical(path);
     if (s.eventCount === 0) return null;
-    const named = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount))).get(at);
+    const named = (await this.tree(s.ref, seqWithin(atSeq ?? s.eventCount - 1, s.eventCount), db)).get(at);
     if (!named) return null;
-    const size = (await this.storedSizes([named.hash])).get(named.hash);
+    const size = (await this.storedSizes([named.hash], db)).get(named.hash);
     const entry = size === undefined ? named : { ...named, size };
     if (size === undefined || size > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
-    const bytes = (await this.contents([entry.hash])).get(entry.hash);
+    const bytes = (await this.contents([entry.hash], db)).get(entry.hash);
     if (!bytes || bytes.byteLength > FILE_READ_MAX_BYTES) return { ...entry, text: null, base64: null };
     const text = textOf(bytes);
     return { ...entry, text: text ?? null, base64: text === undefined ? bytes.toString('base64') : null };
@@ -321,15 +321,18 @@ export class FileBlobs {
    * `fromSeq` (-1: before anything) and as of `toSeq` (default: the last
    * event), with a unified diff for texts.
    */
-  async changes(s: FilesRef, fromSeq: number, toSeq?: number | null): Promise<FileChange[]> {
+  async changes(s: FilesRef, fromSeq: number, toSeq?: number | null, db: Db = this.pool): Promise<FileChange[]> {
     if (fromSeq !== -1) seqWithin(fromSeq, s.eventCount, 'fromSeq');
     const to = toSeq ?? s.eventCount - 1;
     if (s.eventCount === 0 && toSeq == null) return [];
     seqWithin(to, s.eventCount, 'toSeq');
-    const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq), this.tree(s.ref, to)]);
+    const [before, after] = await Promise.all([fromSeq === -1 ? new Map() : this.tree(s.ref, fromSeq, db), this.tree(s.ref, to, db)]);
     const named = treeChanges(before, after);
     // Sizes as stored, not as the change sets claim: what is read and diffed is bounded by what the blobs hold.
-    const sizes = await this.storedSizes(named.flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h));
+    const sizes = await this.storedSizes(
+      named.flatMap((c) => [c.before?.hash, c.after?.hash]).filter((h): h is string => !!h),
+      db,
+    );
     const stored = (e: FileEntry | undefined) => (e && sizes.has(e.hash) ? { ...e, size: sizes.get(e.hash)! } : e);
     const changed = named.map((c) => ({ ...c, before: stored(c.before), after: stored(c.after) }));
     // Diffed while both sides are small and the read's byte budget lasts (in path order).
@@ -347,6 +350,7 @@ export class FileBlobs {
         .filter((_, i) => diffed[i])
         .flatMap((c) => [c.before?.hash, c.after?.hash])
         .filter((h): h is string => !!h),
+      db,
     );
     const textAt = (e: FileEntry | undefined): string | undefined | null => {
       if (!e) return undefined;

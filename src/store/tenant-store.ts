@@ -193,15 +193,15 @@ export class TenantFiles {
 
   async files(s: FilesRef, opts?: Parameters<FileBlobs['files']>[1]): ReturnType<FileBlobs['files']> {
     await this.owns(s.ref);
-    return this.blobs.files(s, opts);
+    return this.blobs.files(s, opts, this.db);
   }
   async file(s: FilesRef, path: string, atSeq?: number | null): ReturnType<FileBlobs['file']> {
     await this.owns(s.ref);
-    return this.blobs.file(s, path, atSeq);
+    return this.blobs.file(s, path, atSeq, this.db);
   }
   async changes(s: FilesRef, fromSeq: number, toSeq?: number | null): ReturnType<FileBlobs['changes']> {
     await this.owns(s.ref);
-    return this.blobs.changes(s, fromSeq, toSeq);
+    return this.blobs.changes(s, fromSeq, toSeq, this.db);
   }
   async *recordingBlobs(ref: LogRef, toSeq: number): ReturnType<FileBlobs['recordingBlobs']> {
     await this.owns(ref);

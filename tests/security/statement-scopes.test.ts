@@ -1,8 +1,9 @@
 // A client that leaves takes its database work with it, at every read a
 // request makes (docs/operations.md "Memory and time"): a session's row
-// (session(id), the batch loader), its children and fork points, and the HTTP
-// doors that are not GraphQL operations (GET /sessions/<id>/events, GET
-// /recordings, POST /agui, POST /chat). Each test makes one of those reads
+// (session(id), the batch loader), its children and fork points, its turns
+// (turns, lastTurn, turnAt, with their steps; lastAnswer), its files, its recording, an
+// event by id (node), and the HTTP doors that are not GraphQL operations (GET
+// /sessions/<id>/events, GET /recordings, POST /agui, POST /chat). Each test makes one of those reads
 // wait on a lock the test holds (a real statement, not a sleep), sees it
 // waiting in pg_stat_activity, hangs up, and checks that the backend's
 // statement was cancelled well before the 60 s bound every statement has
@@ -190,5 +191,47 @@ describe('the reads of a client that went away', () => {
   it("POST /chat: the answer's reads are cancelled", async () => {
     const body = { id: root, messages: [{ id: 'u-gone', role: 'user', parts: [{ type: 'text', text: 'never sent' }] }], trigger: 'submit-message' };
     await leaveWhileWaiting('Event', '/chat', { method: 'POST', body: JSON.stringify(body) });
+  });
+  /** A query of `fields` on the root session, as leaveWhileWaiting sends it. */
+  const onRoot = (fields: string) => graphql(`query ($id: ID!) { session(id: $id) { id ${fields} } }`, { id: root });
+
+  it("Session.turns: the turns' reads are cancelled", async () => {
+    await leaveWhileWaiting('Event', '/graphql', onRoot('turns { turn input steps { step toolCallCount } }'));
+    await leaveWhileWaiting('Event', '/graphql', onRoot('turns(last: 1) { turn usage { inputTokens } }'));
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { turns { turn input steps { step } } } }`, { id: root });
+    expect(d.session.turns.map((t: { turn: number; input: string }) => [t.turn, t.input])).toEqual([
+      [1, 'question 1'],
+      [2, 'question 2'],
+    ]);
+  });
+
+  it('Session.lastTurn, turnAt and lastAnswer: their log reads are cancelled', async () => {
+    await leaveWhileWaiting('Event', '/graphql', onRoot('lastTurn { turn reason steps { step toolCallCount } }'));
+    await leaveWhileWaiting('Event', '/graphql', onRoot('turnAt(seq: 3) { turn errorSeq }'));
+    await leaveWhileWaiting('Event', '/graphql', onRoot('lastAnswer { seq }'));
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { lastTurn { turn } turnAt(seq: 3) { turn } } }`, { id: root });
+    expect([d.session.lastTurn.turn, d.session.turnAt.turn]).toEqual([2, 1]);
+  });
+
+  it('Session.files, file and fileChanges: their workspace reads are cancelled', async () => {
+    await leaveWhileWaiting('Event', '/graphql', onRoot('files { path size }'));
+    await leaveWhileWaiting('Event', '/graphql', onRoot('file(path: "notes.txt") { text base64 }'));
+    await leaveWhileWaiting('Event', '/graphql', onRoot('fileChanges(fromSeq: -1) { path diff }'));
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { files { path } file(path: "notes.txt") { text } } }`, { id: root });
+    expect(d.session).toEqual({ files: [], file: null });
+  });
+
+  it('Session.recording: the export’s log read is cancelled', async () => {
+    await leaveWhileWaiting('Event', '/graphql', onRoot('recording'));
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { recording } }`, { id: root });
+    expect(d.session.recording.trim().split('\n').length).toBeGreaterThan(14);
+  });
+
+  it("node(id) of an Event: the event's read is cancelled", async () => {
+    const page = await app.ok(`query($id: ID!) { session(id: $id) { events(first: 1) { edges { node { id } } } } }`, { id: root });
+    const eventId: string = page.session.events.edges[0].node.id;
+    const query = `query ($id: ID!) { node(id: $id) { id ... on Event { seq type } } }`;
+    await leaveWhileWaiting('Event', '/graphql', graphql(query, { id: eventId }));
+    expect((await app.ok(query, { id: eventId })).node).toMatchObject({ id: eventId, seq: 0, type: 'inbox/add' });
   });
 });

@@ -32,6 +32,7 @@ import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { asSelected, sessionColumns } from '../session-columns.ts';
 import { fieldNames, perSelection } from '../selection.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 const TEXT_CUT_DOC =
   'A request reads at most FORKLINE_PAGE_BYTES characters of such texts in all (answers, waiting inputs, error reports; ' +
@@ -130,9 +131,9 @@ const asksForInput = perSelection((info) => info.fieldNodes.some((n) => fieldNam
 
 /** The turn's input's text and its error report's message: two texts of one object, each read once per request. */
 const inputOf = (turn: TurnRow, ctx: Context, info: GraphQLResolveInfo) =>
-  requestText(ctx, info, turn, 'input', (budget) => turnInput(ctx.store.log, turn, budget));
+  requestText(ctx, info, turn, 'input', (budget) => turnInput(scopedReads(ctx).log, turn, budget));
 const errorOf = (turn: TurnRow, ctx: Context, info: GraphQLResolveInfo) =>
-  requestText(ctx, info, turn, 'error', (budget) => turnError(ctx.store.log, turn, budget));
+  requestText(ctx, info, turn, 'error', (budget) => turnError(scopedReads(ctx).log, turn, budget));
 
 const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
   fields: (t) => ({
@@ -150,7 +151,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     inputSeq: t.int({
       nullable: true,
       description: 'Seq of the inbox/add event that queued its input (the whole input is its `data.text`); one index probe, shared with `input`.',
-      resolve: async (turn, _a, ctx) => (await inputAddOf(ctx.store.log, turn))?.seq ?? null,
+      resolve: async (turn, _a, ctx) => (await inputAddOf(scopedReads(ctx).log, turn))?.seq ?? null,
     }),
     startSeq: t.exposeInt('startSeq'),
     endSeq: t.exposeInt('endSeq', { nullable: true }),
@@ -166,13 +167,13 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     steps: t.field({
       type: [StepRef],
       description: "The turn's steps, with durations and usage (reads the turn's events).",
-      resolve: (turn, _a, ctx) => stepsOf(ctx.store.log, turn),
+      resolve: (turn, _a, ctx) => stepsOf(scopedReads(ctx).log, turn),
     }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
       description: "Tokens over the turn's steps; null when the provider reported none.",
-      resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(ctx.store.log, turn)),
+      resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(scopedReads(ctx).log, turn)),
     }),
     error: t.string({
       nullable: true,
@@ -188,20 +189,20 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
       description:
         'Seq of the plugin/agent/error event a failed turn failed with (the whole report is its `data.message`); null without one. ' +
         'One index probe, shared with `error` and `errorCode`.',
-      resolve: async (turn, _a, ctx) => (await errorReport(ctx.store.log, turn))?.seq ?? null,
+      resolve: async (turn, _a, ctx) => (await errorReport(scopedReads(ctx).log, turn))?.seq ?? null,
     }),
     errorCode: t.string({
       nullable: true,
       description:
         'The kind of error a failed turn failed with, when its report names one: `OUTPUT_SCHEMA_MISMATCH` (its answer did not match its responseSchema).',
-      resolve: (turn, _a, ctx) => turnErrorCode(ctx.store.log, turn),
+      resolve: (turn, _a, ctx) => turnErrorCode(scopedReads(ctx).log, turn),
     }),
     structuredOutput: t.field({
       type: 'JSON',
       nullable: true,
       description:
         'A completed turn whose input asked for a responseSchema: its final answer, parsed and validated against the schema (model/message `output`); null otherwise.',
-      resolve: (turn, _a, ctx) => turnOutput(ctx.store.log, turn),
+      resolve: (turn, _a, ctx) => turnOutput(scopedReads(ctx).log, turn),
     }),
   }),
 });
@@ -262,7 +263,13 @@ builder.objectFields('Session', (t) => ({
     // Without its words: Answer.text reads them within the request's budget.
     resolve: async (s, _a, ctx) => {
       const log = logAsOf(s);
-      const [answer] = await ctx.store.log.ofTypes(log, ['model/message'], { fromSeq: 0, toSeq: MAX_SEQ, limit: 1, descending: true, withoutTexts: true });
+      const [answer] = await scopedReads(ctx).log.ofTypes(log, ['model/message'], {
+        fromSeq: 0,
+        toSeq: MAX_SEQ,
+        limit: 1,
+        descending: true,
+        withoutTexts: true,
+      });
       return answer && { ...answer, log };
     },
   }),
@@ -271,7 +278,7 @@ builder.objectFields('Session', (t) => ({
     // Without their texts: PendingInput.text reads them within the request's budget.
     resolve: async (s, _a, ctx) => {
       const log = logAsOf(s);
-      return (await ctx.store.log.pendingInputs(log, s.pendingInputCount, true)).map((p) => ({ ...p, log }));
+      return (await scopedReads(ctx).log.pendingInputs(log, s.pendingInputCount, true)).map((p) => ({ ...p, log }));
     },
   }),
   turnAt: t.field({
@@ -281,7 +288,7 @@ builder.objectFields('Session', (t) => ({
     description:
       'The turn holding event `seq` (its turn/start through its turn/end), with timing, usage and steps; null when `seq` ' +
       "is outside every turn. A few index probes, whatever the log's length (the dashboard asks it per visible turn).",
-    resolve: (s, { seq }, ctx) => (seq >= 0 && seq < s.eventCount ? turnHolding(ctx.store.log, s, seq) : null),
+    resolve: (s, { seq }, ctx) => (seq >= 0 && seq < s.eventCount ? turnHolding(scopedReads(ctx).log, s, seq) : null),
   }),
   lastTurn: t.field({
     type: TurnRef,
@@ -289,14 +296,14 @@ builder.objectFields('Session', (t) => ({
     description:
       "The log's last turn (running or ended: its reason says how), with timing and usage; null before the first turn. " +
       "A few index probes: how a fan-out's children show a failed variant as failed.",
-    resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(ctx.store.log, s, s.eventCount - 1, { orBefore: true }) : null),
+    resolve: (s, _a, ctx) => (s.eventCount > 0 ? turnHolding(scopedReads(ctx).log, s, s.eventCount - 1, { orBefore: true }) : null),
   }),
   totals: t.field({
     type: SessionTotalsRef,
     description:
       'Turns, steps, tool calls, tokens and the time spent in turns over the whole log (inherited turns included): ' +
       'summed in the database over the turn brackets and answers, the log is not read out.',
-    resolve: (s, _a, ctx) => sessionTotals(ctx.store.log, logAsOf(s)),
+    resolve: (s, _a, ctx) => sessionTotals(scopedReads(ctx).log, logAsOf(s)),
   }),
   turns: t.field({
     type: [TurnRef],
@@ -306,8 +313,8 @@ builder.objectFields('Session', (t) => ({
     args: { last: t.arg.int({ description: `Only the last \`last\` turns (1–${MAX_LAST_TURNS}): reads those turns' brackets, not the log's.` }) },
     resolve: async (s, { last }, ctx, info) => {
       if (last != null && (!Number.isInteger(last) || last < 1 || last > MAX_LAST_TURNS)) throw badInput(`last must be 1–${MAX_LAST_TURNS}`);
-      const turns = last == null ? await allTurns(ctx.store.log, s) : await lastTurns(ctx.store.log, s, last);
-      return asksForInput(info) ? withInputs(ctx.store.log, turns, textBudgetOf(ctx, info)) : turns;
+      const turns = last == null ? await allTurns(scopedReads(ctx).log, s) : await lastTurns(scopedReads(ctx).log, s, last);
+      return asksForInput(info) ? withInputs(scopedReads(ctx).log, turns, textBudgetOf(ctx, info)) : turns;
     },
   }),
 }));

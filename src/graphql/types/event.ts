@@ -5,6 +5,7 @@ import { builder } from '../builder.ts';
 import { PROPERTY_READ } from '../property-reads.ts';
 import { parseEventId } from '../../store/ids.ts';
 import type { StoredEvent } from '../../store/session-log.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 export const EventRef = builder.node(builder.objectRef<StoredEvent>('Event'), {
   id: { resolve: (e) => e.id, ...PROPERTY_READ },
@@ -14,7 +15,7 @@ export const EventRef = builder.node(builder.objectRef<StoredEvent>('Event'), {
     const session =
       ref && (await ctx.store.getSession(ref.sessionId, ['eventCount', 'treeId', 'inheritedRanges', 'inheritedEventCount'], 'primary', ctx.statements));
     if (!ref || !session || ref.seq >= session.eventCount) return null;
-    return (await ctx.store.log.event(session.id, ref.seq)) ?? null;
+    return (await scopedReads(ctx).log.event(session.id, ref.seq)) ?? null;
   },
   isTypeOf: (value) => typeof value === 'object' && value !== null && typeof (value as StoredEvent).seq === 'number' && 'synthetic' in value,
   fields: (t) => ({

@@ -15,6 +15,7 @@ import {
 } from '../../store/file-blobs.ts';
 import type { FileEntry } from '../../core/file-tree.ts';
 import type { SessionRow } from '../../store/session-rows.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 const FileEntryRef = builder.objectRef<FileEntry>('FileEntry').implement({
   description: "A file of a session's workspace as of some event.",
@@ -67,20 +68,20 @@ builder.objectFields('Session', (t) => ({
     type: [FileEntryRef],
     description: "The files of the session's workspace as of `atSeq` (default: its last event), under the directory `path` (default: all), in path order.",
     args: { atSeq: t.arg.int(), path: t.arg.string() },
-    resolve: (s, args, ctx) => ctx.store.files.files(filesRef(s), { atSeq: args.atSeq, dir: args.path ?? '' }),
+    resolve: (s, args, ctx) => scopedReads(ctx).files.files(filesRef(s), { atSeq: args.atSeq, dir: args.path ?? '' }),
   }),
   file: t.field({
     type: FileContentRef,
     nullable: true,
     description: 'One file of the workspace as of `atSeq` (default: its last event), with its content; null when there is no such file then.',
     args: { path: t.arg.string({ required: true }), atSeq: t.arg.int() },
-    resolve: (s, args, ctx) => ctx.store.files.file(filesRef(s), args.path, args.atSeq),
+    resolve: (s, args, ctx) => scopedReads(ctx).files.file(filesRef(s), args.path, args.atSeq),
   }),
   fileChanges: t.field({
     type: [FileChangeRef],
     description:
       'What changed in the workspace after `fromSeq` (-1: from nothing) through `toSeq` (default: the last event), per path, with a unified diff for text.',
     args: { fromSeq: t.arg.int({ required: true }), toSeq: t.arg.int() },
-    resolve: (s, args, ctx) => ctx.store.files.changes(filesRef(s), args.fromSeq, args.toSeq),
+    resolve: (s, args, ctx) => scopedReads(ctx).files.changes(filesRef(s), args.fromSeq, args.toSeq),
   }),
 }));

@@ -7,6 +7,7 @@ import { badInput } from '../../core/errors.ts';
 import { parseArgs } from '../input.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
 import { SessionRef } from './session.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 builder.objectField('Session', 'recording', (t) =>
   t.string({
@@ -14,7 +15,7 @@ builder.objectField('Session', 'recording', (t) =>
       'The session as a recording: JSON Lines, format V4 (a header, then one line per event). One over the response limit is RESPONSE_TOO_LARGE: ' +
       'GET /recordings?session=<id> streams it.',
     resolve: async (session, _args, ctx) => {
-      const r = await recordingText(ctx.store, session, ctx.maxResponseBytes);
+      const r = await recordingText(scopedReads(ctx), session, ctx.maxResponseBytes);
       if ('text' in r) return r.text;
       throw new GraphQLError(
         `the recording is more than ${ctx.maxResponseBytes} bytes, the response limit (FORKLINE_MAX_RESPONSE_BYTES): ` +
