@@ -190,9 +190,12 @@ describe("the host's fold cache bound (FORKLINE_FOLD_CACHE_MAX_BYTES)", () => {
 
 describe('a turn claimed with its input (SessionHost.claimSettled)', () => {
   it('starts without reading the log, and still sees input queued right after the claim', async () => {
-    let reads = 0;
+    // The statements themselves, so that a failure says which read it was.
+    const reads: string[] = [];
     let counting = false;
-    const app = await startTestApp({ onQuery: (sql) => void (counting && /^\s*SELECT[\s\S]*FROM "Event"/.test(sql) && reads++) });
+    const app = await startTestApp({
+      onQuery: (sql) => void (counting && /^\s*SELECT[\s\S]*FROM "Event"/.test(sql) && reads.push(sql.replace(/\s+/g, ' ').slice(0, 300))),
+    });
     try {
       const { controller, host, store } = app.services;
       const id = (await store.createSession({ tenant: 'local' }, {})).id;
@@ -201,7 +204,7 @@ describe('a turn claimed with its input (SessionHost.claimSettled)', () => {
       await controller.sendMessage({ tenant: 'local' }, id, 'first');
       await host.idle();
       // A new session's first turn: its fold is the input alone, and nothing else is read.
-      expect(reads).toBe(0);
+      expect(reads).toEqual([]);
       // Two at once: the second lands after the first claimed the session (its own claim finds the slot taken),
       // past the end of the fold the claim made; the runner's first append finds the log moved and reads it.
       await Promise.all([controller.sendMessage({ tenant: 'local' }, id, 'second'), controller.sendMessage({ tenant: 'local' }, id, 'third')]);
