@@ -48,7 +48,8 @@ export async function benchAppend({ store, db }: BenchContext) {
   // CPU time besides wall time: it hardly moves with the machine's other load (this process's, and the embedded
   // Postgres's processes', when it runs here; NaN otherwise).
   const postmaster = await postmasterOf(db.pool);
-  const postgresCpuMs = () => (postmaster === undefined ? NaN : processTotals((_pid, _comm, ppid) => ppid === postmaster).cpuMs);
+  const postgresCpuMs = () =>
+    postmaster === undefined ? NaN : processTotals((pid, _comm, ppid) => pid === postmaster || ppid === postmaster, postmaster).cpuMs;
   const nodeCpuMs = () => {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1000;

@@ -163,7 +163,7 @@ try {
   const rawArgs = process.env.BENCH_RAW_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   servers.push({ name: 'raw', ...(await start(here, 'bench/raw-read-server.ts', { DATABASE_URL: ctx.databaseUrl }, rawArgs)) });
   const postmaster = await postmasterOf(ctx.db.pool);
-  const postgresMs = () => (postmaster === undefined ? NaN : processTotals((pid, _c, ppid) => pid === postmaster || ppid === postmaster).cpuMs);
+  const postgresMs = () => (postmaster === undefined ? NaN : processTotals((pid, _c, ppid) => pid === postmaster || ppid === postmaster, postmaster).cpuMs);
   const cpu = new Map<string, number[]>();
   const pg = new Map<string, number[]>();
   /** Per server and read, per round: KiB allocated, KiB kept by scavenges and GC pause µs, each per request. */

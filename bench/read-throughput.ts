@@ -93,7 +93,7 @@ export async function benchReadThroughput(ctx: BenchContext) {
   const cpuPerRequest: Record<string, Record<string, number>> = {};
   // Postgres's CPU per request too (its postmaster and backends, when it runs here): on 2 cores it shares the machine with the server.
   const postmaster = await postmasterOf(ctx.db.pool);
-  const postgresMs = () => (postmaster === undefined ? NaN : processTotals((pid, _comm, ppid) => pid === postmaster || ppid === postmaster).cpuMs);
+  const postgresMs = () => (postmaster === undefined ? NaN : processTotals((pid, _comm, ppid) => pid === postmaster || ppid === postmaster, postmaster).cpuMs);
   const postgresPerRequest: Record<string, Record<string, number>> = {};
   try {
     // Alternating runs, best of two: the machine may be busy with other work.

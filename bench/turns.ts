@@ -16,9 +16,13 @@ import { percentile, QUICK, round, type BenchContext } from './context.ts';
 
 /**
  * CPU time (user + system, ms) and context switches (voluntary and not) of the
- * processes matching `match`, from /proc (Linux); NaN elsewhere.
+ * processes matching `match`, from /proc (Linux); NaN elsewhere. With `reaper`
+ * (a postmaster), that process's children that ended and were reaped count too
+ * (its cutime + cstime): a backend or autovacuum worker that exits inside a
+ * measured window would otherwise take its CPU out of the sum (a window's
+ * Postgres CPU came out negative).
  */
-export function processTotals(match: (pid: number, comm: string, ppid: number) => boolean): { cpuMs: number; switches: number } {
+export function processTotals(match: (pid: number, comm: string, ppid: number) => boolean, reaper?: number): { cpuMs: number; switches: number } {
   if (!fs.existsSync('/proc/self/stat')) return { cpuMs: NaN, switches: NaN };
   const tick = 1000 / 100; // USER_HZ is 100 on Linux
   const total = { cpuMs: 0, switches: 0 };
@@ -31,6 +35,7 @@ export function processTotals(match: (pid: number, comm: string, ppid: number) =
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       if (!match(pid, comm, Number(fields[1]))) continue;
       total.cpuMs += (Number(fields[11]) + Number(fields[12])) * tick;
+      if (pid === reaper) total.cpuMs += (Number(fields[13]) + Number(fields[14])) * tick;
       const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
       for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) total.switches += Number(m[1]);
     } catch {
@@ -338,7 +343,7 @@ export async function runTurns(
     const isOurPostgres = (pid: number, comm: string, ppid: number) => (postmaster ? pid === postmaster || ppid === postmaster : comm.startsWith('postgres'));
     const cpu = () => ({
       servers: processTotals((pid) => serverPids.has(pid)),
-      postgres: processTotals(isOurPostgres),
+      postgres: processTotals(isOurPostgres, postmaster),
       bench: processTotals((pid) => pid === process.pid),
     });
     const statements0 = await statementTotals(admin);
