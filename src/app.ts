@@ -153,6 +153,12 @@ export interface App {
   tracing?: GenAiTracing;
   /** Reclaims what deletions leave (tests wait on it). */
   reclaimer: Reclaimer;
+  /**
+   * The start-up check of stored change sets, which reads the Event table in
+   * the background after start: settled once it ran (never rejects). Tests
+   * that count statements wait for it, so they count only their own.
+   */
+  startupChecks: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -307,6 +313,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     tracing,
     standbys,
     reclaimer,
+    startupChecks: changeSetAudit,
     async close() {
       closing = true;
       clearInterval(pruning);

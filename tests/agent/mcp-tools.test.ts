@@ -11,6 +11,7 @@ import { freePort } from '../../src/db/embedded.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -291,8 +292,6 @@ describe('tool sets in the log', () => {
 });
 
 describe("a tenant's servers", () => {
-  const A = 'token-for-tenant-alpha-000000';
-  const B = 'token-for-tenant-beta-0000000';
   let tenantApp: TestApp;
   beforeAll(async () => {
     const config = path.join(dir, 'tenants.json');
@@ -300,31 +299,21 @@ describe("a tenant's servers", () => {
       config,
       JSON.stringify({ mcpServers: { alphaonly: { command: process.execPath, args: [serverScript('server-everything'), 'stdio'], tenants: ['alpha'] } } }),
     );
-    tenantApp = await startTestApp({
-      mcp: loadMcpConfig(config),
-      security: {
-        apiTokens: new Map([
-          [A, 'alpha'],
-          [B, 'beta'],
-        ]),
-        rateLimit: false,
-      },
-    });
+    tenantApp = await startTwoTenantApp({ mcp: loadMcpConfig(config) });
   });
   afterAll(() => tenantApp?.close());
 
   it("are offered to that tenant's sessions only", async () => {
-    const as = (token: string) => ({ authorization: `Bearer ${token}` });
-    const names = async (token: string) => (await tenantApp.gql('{ tools { name } }', {}, as(token))).data.tools.map((t: any) => t.name);
+    const names = async (who: typeof A) => (await tenantApp.gql('{ tools { name } }', {}, who)).data.tools.map((t: any) => t.name);
     expect(await names(A)).toContain('alphaonly__echo');
     expect(await names(B)).not.toContain('alphaonly__echo');
-    const r = await tenantApp.gql('mutation { createSession(input: {tools: ["alphaonly__*"]}) { id } }', {}, as(B));
+    const r = await tenantApp.gql('mutation { createSession(input: {tools: ["alphaonly__*"]}) { id } }', {}, B);
     expect(r.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     // B's model asking for it anyway gets an unknown tool, and the server is never called for B.
-    const { createSession } = (await tenantApp.gql('mutation { createSession(input: {}) { id } }', {}, as(B))).data;
-    await tenantApp.gql(SEND, { i: { sessionId: createSession.id, text: '!call alphaonly__echo {"message": "b"}' } }, as(B));
+    const { createSession } = (await tenantApp.gql('mutation { createSession(input: {}) { id } }', {}, B)).data;
+    await tenantApp.gql(SEND, { i: { sessionId: createSession.id, text: '!call alphaonly__echo {"message": "b"}' } }, B);
     await tenantApp.services.host.idle();
-    const { data } = await tenantApp.gql(EVENTS, { id: createSession.id }, as(B));
+    const { data } = await tenantApp.gql(EVENTS, { id: createSession.id }, B);
     const result = data.session.events.edges.map((e: any) => e.node).find((e: any) => e.type === 'tool/result');
     expect(result.data).toMatchObject({ status: 'error', content: 'unknown tool "alphaonly__echo"' });
   });

@@ -12,8 +12,19 @@ import { waitFor } from '../helpers/wait.ts';
 import { ModelCatalog } from '../../src/agent/models/model-catalog.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { anyData } from '../helpers/event-data.ts';
+import {
+  anthropicText,
+  anthropicToolCall,
+  chatText,
+  chatToolCall,
+  geminiText,
+  geminiToolCall,
+  responsesText,
+  responsesToolCall,
+} from '../helpers/provider-sse.ts';
 
-type Reply = { status?: number; headers?: Record<string, string>; body?: unknown; events?: Array<{ event?: string; data: unknown }> };
+/** A scripted answer: an error's status, headers and body, or a stream's SSE events (written 2 ms apart). */
+type Reply = { status?: number; headers?: Record<string, string>; body?: unknown; events?: string[] };
 type Received = { path: string; headers: http.IncomingHttpHeaders; body: any };
 
 /** A provider's wire format: how it answers, and where its requests put what the agent sent. */
@@ -45,104 +56,51 @@ interface Wire {
   structuredModel?: string;
 }
 
-const sse = (data: unknown, event?: string) => ({ event, data });
-
-const chatCompletions = (provider: string, prefix: string): Wire => {
-  const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({
-    id: 'chatcmpl-1',
-    object: 'chat.completion.chunk',
-    created: 1,
-    model: 'fake-model',
-    choices: [{ index: 0, delta, finish_reason: null }],
-    ...extra,
-  });
-  const end = (reason: string, usage?: { input: number; output: number }) =>
-    sse({
-      id: 'chatcmpl-1',
-      object: 'chat.completion.chunk',
-      created: 1,
-      model: 'fake-model',
-      choices: [{ index: 0, delta: {}, finish_reason: reason }],
-      ...(usage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}),
-    });
-  return {
-    provider,
-    prefix,
-    text: (chunks, usage) => ({
-      events: [sse(chunk({ role: 'assistant', content: '' })), ...chunks.map((c) => sse(chunk({ content: c }))), end('stop', usage), sse('[DONE]')],
-    }),
-    toolCall: (c) => ({
-      events: [
-        sse(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] })),
-        sse(chunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(0, 5) } }] })),
-        sse(chunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(5) } }] })),
-        end('tool_calls', { input: 20, output: 7 }),
-        sse('[DONE]'),
-      ],
-    }),
-    error: (status, message) => ({
-      status,
-      body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } },
-    }),
-    overflow: () => ({
-      status: 400,
-      body: {
-        error: {
-          message:
-            "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
-          type: 'invalid_request_error',
-          param: 'messages',
-          code: 'context_length_exceeded',
-        },
+const chatCompletions = (provider: string, prefix: string): Wire => ({
+  provider,
+  prefix,
+  text: (chunks, usage) => ({ events: chatText(chunks, usage) }),
+  toolCall: (c) => ({ events: chatToolCall(c) }),
+  error: (status, message) => ({
+    status,
+    body: { error: { message, type: 'invalid_request_error', param: null, code: status === 400 ? 'context_length_exceeded' : 'invalid_api_key' } },
+  }),
+  overflow: () => ({
+    status: 400,
+    body: {
+      error: {
+        message:
+          "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'context_length_exceeded',
       },
-    }),
-    rateLimited: (s) => ({
-      status: 429,
-      headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
-      body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
-    }),
-    userTexts: (b) =>
-      b.messages
-        .filter((m: any) => m.role === 'user')
-        .map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
-    toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
-    toolCallSent: (b, c) => {
-      const tc = b.messages.flatMap((m: any) => m.tool_calls ?? []).find((t: any) => t.id === c.id);
-      return tc && { name: tc.function.name, arguments: JSON.parse(tc.function.arguments) };
     },
-    sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
-    authorization: (h) => h.authorization,
-    system: (b) => (b.messages[0]?.role === 'system' ? b.messages[0].content : undefined),
-    responseSchema: (b) =>
-      b.response_format?.type === 'json_schema' ? { schema: b.response_format.json_schema.schema, name: b.response_format.json_schema.name } : undefined,
-  };
-};
+  }),
+  rateLimited: (s) => ({
+    status: 429,
+    headers: { 'retry-after-ms': String(s * 1000), 'retry-after': String(s), 'x-ratelimit-remaining-requests': '0' },
+    body: { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+  }),
+  userTexts: (b) =>
+    b.messages.filter((m: any) => m.role === 'user').map((m: any) => (typeof m.content === 'string' ? m.content : m.content.map((p: any) => p.text).join(''))),
+  toolResult: (b, c) => b.messages.find((m: any) => m.role === 'tool' && m.tool_call_id === c.id)?.content,
+  toolCallSent: (b, c) => {
+    const tc = b.messages.flatMap((m: any) => m.tool_calls ?? []).find((t: any) => t.id === c.id);
+    return tc && { name: tc.function.name, arguments: JSON.parse(tc.function.arguments) };
+  },
+  sampling: (b) => ({ temperature: b.temperature, maxTokens: b.max_tokens }),
+  authorization: (h) => h.authorization,
+  system: (b) => (b.messages[0]?.role === 'system' ? b.messages[0].content : undefined),
+  responseSchema: (b) =>
+    b.response_format?.type === 'json_schema' ? { schema: b.response_format.json_schema.schema, name: b.response_format.json_schema.name } : undefined,
+});
 
 const responses: Wire = {
   provider: 'openai-responses',
   prefix: '/openai/v1',
-  text: (chunks, usage) => ({
-    events: [
-      sse({ type: 'response.created', response: { id: 'resp_1', created_at: 1, model: 'fake-model' } }),
-      sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
-      ...chunks.map((delta) => sse({ type: 'response.output_text.delta', item_id: 'msg_1', delta })),
-      sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
-      sse({ type: 'response.completed', response: { usage: { input_tokens: usage.input, output_tokens: usage.output } } }),
-    ],
-  }),
-  toolCall: (c) => ({
-    events: [
-      sse({ type: 'response.created', response: { id: 'resp_2', created_at: 1, model: 'fake-model' } }),
-      sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: '' } }),
-      sse({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 0, delta: c.arguments }),
-      sse({
-        type: 'response.output_item.done',
-        output_index: 0,
-        item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' },
-      }),
-      sse({ type: 'response.completed', response: { usage: { input_tokens: 20, output_tokens: 7 } } }),
-    ],
-  }),
+  text: (chunks, usage) => ({ events: responsesText(chunks, usage) }),
+  toolCall: (c) => ({ events: responsesToolCall(c) }),
   error: (status, message) => ({ status, body: { error: { message, type: 'invalid_request_error', param: null, code: null } } }),
   overflow: () => ({
     status: 400,
@@ -175,55 +133,8 @@ const responses: Wire = {
 const anthropic: Wire = {
   provider: 'anthropic',
   prefix: '/anthropic/v1',
-  text: (chunks, usage) => ({
-    events: [
-      sse(
-        {
-          type: 'message_start',
-          message: {
-            id: 'msg_1',
-            type: 'message',
-            role: 'assistant',
-            model: 'fake-model',
-            content: [],
-            stop_reason: null,
-            usage: { input_tokens: usage.input, output_tokens: 1 },
-          },
-        },
-        'message_start',
-      ),
-      sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
-      ...chunks.map((text) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta')),
-      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-      sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output } }, 'message_delta'),
-      sse({ type: 'message_stop' }, 'message_stop'),
-    ],
-  }),
-  toolCall: (c) => ({
-    events: [
-      sse(
-        {
-          type: 'message_start',
-          message: {
-            id: 'msg_2',
-            type: 'message',
-            role: 'assistant',
-            model: 'fake-model',
-            content: [],
-            stop_reason: null,
-            usage: { input_tokens: 20, output_tokens: 1 },
-          },
-        },
-        'message_start',
-      ),
-      sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
-      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(0, 5) } }, 'content_block_delta'),
-      sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(5) } }, 'content_block_delta'),
-      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
-      sse({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 7 } }, 'message_delta'),
-      sse({ type: 'message_stop' }, 'message_stop'),
-    ],
-  }),
+  text: (chunks, usage) => ({ events: anthropicText(chunks, usage) }),
+  toolCall: (c) => ({ events: anthropicToolCall(c) }),
   error: (status, message) => ({
     status,
     body: { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } },
@@ -260,24 +171,8 @@ const anthropic: Wire = {
 const google: Wire = {
   provider: 'google',
   prefix: '/google/v1beta',
-  text: (chunks, usage) => ({
-    events: chunks.map((text, i) =>
-      sse({
-        candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(i === chunks.length - 1 ? { finishReason: 'STOP' } : {}) }],
-        ...(i === chunks.length - 1
-          ? { usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output } }
-          : {}),
-      }),
-    ),
-  }),
-  toolCall: (c) => ({
-    events: [
-      sse({
-        candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: c.name, args: JSON.parse(c.arguments) } }] }, finishReason: 'STOP' }],
-        usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 7, totalTokenCount: 27 },
-      }),
-    ],
-  }),
+  text: (chunks, usage) => ({ events: geminiText(chunks, usage) }),
+  toolCall: (c) => ({ events: geminiToolCall(c) }),
   error: (status, message) => ({ status, body: { error: { code: status, message, status: status === 400 ? 'INVALID_ARGUMENT' : 'UNAUTHENTICATED' } } }),
   // Google names no wait in a header (its RetryInfo detail is in the body): the backoff's own wait applies.
   overflow: () => ({
@@ -329,7 +224,7 @@ beforeAll(async () => {
       return void res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const e of reply.events ?? []) {
-      res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`);
+      res.write(e);
       await new Promise((r) => setTimeout(r, 2));
     }
     res.end();

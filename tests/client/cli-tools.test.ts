@@ -8,7 +8,8 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, TOKEN_A, TOKEN_B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { runCli } from '../helpers/cli.ts';
 
 const require = createRequire(import.meta.url);
@@ -16,14 +17,11 @@ const serverScript = (pkg: string) => require.resolve(`@modelcontextprotocol/${p
 
 const lines = (s: string) => s.trim().split('\n').filter(Boolean);
 
-const ALPHA = 'token-for-tenant-alpha-000000';
-const BETA = 'token-for-tenant-beta-0000000';
-
 let app: TestApp;
 let dir: string;
 const as = (token: string) => (args: string[]) => runCli(app.url, args, { FORKLINE_TOKEN: token });
-const alpha = as(ALPHA);
-const beta = as(BETA);
+const alpha = as(TOKEN_A);
+const beta = as(TOKEN_B);
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-cli-tools-'));
@@ -42,16 +40,7 @@ beforeAll(async () => {
       },
     }),
   );
-  app = await startTestApp({
-    mcp: loadMcpConfig(config),
-    security: {
-      apiTokens: new Map([
-        [ALPHA, 'alpha'],
-        [BETA, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp({ mcp: loadMcpConfig(config) });
 });
 afterAll(async () => {
   await app?.close();
@@ -86,7 +75,7 @@ describe('forkline tools', () => {
   });
 
   it("shows a session's set and changes it with --set; '' offers none", async () => {
-    const id = await newSession(ALPHA);
+    const id = await newSession(TOKEN_A);
     const all = await alpha(['tools', id, '--json']);
     expect(all.code).toBe(0);
     expect(lines(all.stdout).length).toBeGreaterThan(5); // no session/tools event yet: everything
@@ -102,11 +91,7 @@ describe('forkline tools', () => {
 
     const none = await alpha(['tools', id, '--set', '']);
     expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no tools\n' });
-    const { data } = await app.gql(
-      'query($id: ID!) { session(id: $id) { events(first: 50) { edges { node { type data } } } } }',
-      { id },
-      { authorization: `Bearer ${ALPHA}` },
-    );
+    const { data } = await app.gql('query($id: ID!) { session(id: $id) { events(first: 50) { edges { node { type data } } } } }', { id }, A);
     expect(
       data.session.events.edges
         .map((e: any) => e.node)
@@ -122,19 +107,19 @@ describe('forkline tools', () => {
     expect(names).toContain('everything__echo');
     expect(names.some((n) => n.startsWith('memory__'))).toBe(false);
 
-    const id = await newSession(BETA);
+    const id = await newSession(TOKEN_B);
     const refused = await beta(['tools', id, '--set', 'memory__*']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^forkline: BAD_USER_INPUT: .*no MCP server "memory" is configured for this tenant/);
     // And alpha's session is not beta's to read or change.
-    const alphaSession = await newSession(ALPHA);
+    const alphaSession = await newSession(TOKEN_A);
     const foreign = await beta(['tools', alphaSession]);
     expect(foreign.code).toBe(1);
     expect(foreign.stderr).toMatch(/^forkline: SESSION_NOT_FOUND: /);
   });
 
   it('fails clearly: usage errors, a missing session, a set that names no tool', async () => {
-    const id = await newSession(ALPHA);
+    const id = await newSession(TOKEN_A);
     const [noId, tooMany, missing, bad] = await Promise.all([
       alpha(['tools', '--set', 'clock']),
       alpha(['tools', id, 'extra']),

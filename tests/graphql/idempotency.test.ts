@@ -3,30 +3,19 @@
 // key with another input is refused; keys belong to a tenant and last 24 hours.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, TOKEN_A, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { readFixture } from '../fixtures/recordings/recordings.ts';
 import { REFERENCE_LOG } from '../spec/reference-log.ts';
 import { createForklineClient, ForkSessionDocument, SendMessageDocument } from '@forkline/client';
 
 let app: TestApp;
-const TOKEN_A = 'idem-tenant-a-0123456789';
-const TOKEN_B = 'idem-tenant-b-0123456789';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 let parent: string;
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'a'],
-        [TOKEN_B, 'b'],
-      ]),
-      rateLimit: false,
-    },
-  });
-  parent = (await app.services.store.createSession({ tenant: 'a' }, { title: 'parent' })).id;
+  app = await startTwoTenantApp();
+  parent = (await app.services.store.createSession({ tenant: 'alpha' }, { title: 'parent' })).id;
   await app.services.store.append(parent, REFERENCE_LOG);
 });
 afterAll(() => app.close());
@@ -83,7 +72,7 @@ describe('idempotency keys', () => {
   });
 
   it('the typed client sends a key by default and retries a lost response with it: one message', async () => {
-    const session = (await app.services.store.createSession({ tenant: 'a' }, { title: 'client' })).id;
+    const session = (await app.services.store.createSession({ tenant: 'alpha' }, { title: 'client' })).id;
     let calls = 0;
     // The first response is lost after the server handled the request.
     const lossy: typeof fetch = async (input, init) => {
@@ -107,7 +96,7 @@ describe('idempotency keys', () => {
   });
 
   it('sendMessage, createSession, deleteSession, importRecording and POST /recordings honour keys', async () => {
-    const s = (await app.services.store.createSession({ tenant: 'a' }, { title: 'send' })).id;
+    const s = (await app.services.store.createSession({ tenant: 'alpha' }, { title: 'send' })).id;
     const a = await app.gql(SEND, { i: { sessionId: s, text: 'hi' }, k: 'send-1' }, A);
     const b = await app.gql(SEND, { i: { sessionId: s, text: 'hi' }, k: 'send-1' }, A);
     expect(b.data).toEqual(a.data);
@@ -145,14 +134,14 @@ describe('idempotency keys', () => {
   });
 
   it('keys belong to a tenant, and are forgotten after 24 hours', async () => {
-    const bParent = (await app.services.store.createSession({ tenant: 'b' }, { title: 'b parent' })).id;
+    const bParent = (await app.services.store.createSession({ tenant: 'beta' }, { title: 'b parent' })).id;
     await app.services.store.append(bParent, REFERENCE_LOG);
     const a = await app.gql(FORK, { i: { sessionId: parent, atSeq: 5 }, k: 'shared-key' }, A);
     const b = await app.gql(FORK, { i: { sessionId: bParent, atSeq: 5 }, k: 'shared-key' }, B);
     expect(b.errors).toBeUndefined();
     expect(b.data.forkSession.session.id).not.toBe(a.data.forkSession.session.id);
 
-    await app.db.pool.query(`UPDATE "IdempotencyKey" SET "createdAt" = now() - interval '25 hours' WHERE key = 'shared-key' AND tenant = 'a'`);
+    await app.db.pool.query(`UPDATE "IdempotencyKey" SET "createdAt" = now() - interval '25 hours' WHERE key = 'shared-key' AND tenant = 'alpha'`);
     expect(await app.services.controller.forgetOldIdempotencyKeys()).toBe(1);
     const fresh = await app.gql(FORK, { i: { sessionId: parent, atSeq: 5 }, k: 'shared-key' }, A);
     expect(fresh.data.forkSession.session.id).not.toBe(a.data.forkSession.session.id);

@@ -11,10 +11,10 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribe } from '../helpers/subscribe.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { analyzed, isSelect, planNodes, planOf, statementRecorder, tableRowsRead } from '../helpers/explain.ts';
 
 let app: TestApp;
-let recording = false;
-const statements: Array<{ sql: string; params: unknown[]; rows: number }> = [];
+const onEvent = statementRecorder(/"Event"/);
 const scope = { tenant: 'local' };
 const LOG = 20_000;
 let long: string;
@@ -43,28 +43,12 @@ async function createLog(events: number): Promise<string> {
 
 /** Runs `fn` and returns the statements on "Event" it caused, with the rows each returned and scanned. */
 async function costOf(fn: () => Promise<unknown>) {
-  statements.length = 0;
-  recording = true;
-  try {
-    await fn();
-  } finally {
-    recording = false;
-  }
   const out: Array<{ sql: string; returned: number; scanned: number; seqScan: boolean }> = [];
-  for (const s of statements.splice(0)) {
-    if (!/^\s*(SELECT|WITH)\b/i.test(s.sql) || /\b(INSERT|UPDATE|DELETE)\b/i.test(s.sql)) continue;
-    const { rows } = await app.db.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params);
-    let scanned = 0;
-    let seqScan = false;
-    const walk = (n: any) => {
-      if (n['Relation Name'] === 'Event') {
-        scanned += n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'];
-        if (n['Node Type'] === 'Seq Scan') seqScan = true;
-      }
-      for (const c of n.Plans ?? []) walk(c);
-    };
-    walk(rows[0]['QUERY PLAN'][0].Plan);
-    out.push({ sql: s.sql.replace(/\s+/g, ' ').slice(0, 120), returned: s.rows, scanned, seqScan });
+  for (const s of await onEvent.during(fn)) {
+    if (!isSelect(s.sql) || /\b(INSERT|UPDATE|DELETE)\b/i.test(s.sql)) continue;
+    const plan = await analyzed(app.db.pool, s.sql, s.params);
+    const seqScan = planNodes(plan).some((n) => n['Relation Name'] === 'Event' && n['Node Type'] === 'Seq Scan');
+    out.push({ sql: s.sql.replace(/\s+/g, ' ').slice(0, 120), returned: s.rows, scanned: tableRowsRead(plan, 'Event'), seqScan });
   }
   return out;
 }
@@ -79,7 +63,7 @@ function expectBounded(cost: Awaited<ReturnType<typeof costOf>>, bound: number, 
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ onQuery: (sql, rows, params) => recording && /"Event"/.test(sql) && statements.push({ sql, rows, params }) });
+  app = await startTestApp({ onQuery: onEvent.onQuery });
   long = await createLog(LOG);
   await createLog(LOG); // a second long session: the table is big enough for a bad plan to prefer a scan
   // Three nested forks, each cut inside its parent's own events, each with 1,000 events of its own.
@@ -111,15 +95,9 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
   });
 
   it('a page is one range of the event key, with its values and as its prepared statement is planned', async () => {
-    statements.length = 0;
-    recording = true;
-    try {
-      await app.ok(PAGE, { id: long, after: 10_000, first: 100 });
-    } finally {
-      recording = false;
-    }
+    const statements = await onEvent.during(() => app.ok(PAGE, { id: long, after: 10_000, first: 100 }));
     expect(statements).toHaveLength(1);
-    const [page] = statements.splice(0);
+    const [page] = statements;
     // With the values (a custom plan) and without them (the generic plan a prepared statement settles on).
     for (const mode of ['force_custom_plan', 'force_generic_plan']) {
       const client = await app.db.pool.connect();
@@ -128,11 +106,9 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
         const types = page.params.map((v) => (typeof v === 'number' ? 'int' : 'text')).join(', ');
         await client.query(`PREPARE page_plan(${types}) AS ${page.sql}`);
         const args = page.params.map((v) => (typeof v === 'number' ? String(v) : `'${v}'`)).join(', ');
-        const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE page_plan(${args})`);
+        const plan = planOf(await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE page_plan(${args})`));
         await client.query('DEALLOCATE page_plan');
-        const nodes: any[] = [];
-        const walk = (n: any) => (nodes.push(n), (n.Plans ?? []).forEach(walk));
-        walk(rows[0]['QUERY PLAN'][0].Plan);
+        const nodes = planNodes(plan);
         const scans = nodes.filter((n) => n['Index Name']);
         // The key, bounded by every condition (the session and its tree, then the range): no other index, no row read to be filtered out.
         expect(
@@ -141,7 +117,7 @@ describe('reads on a 20,000-event log cost what their page costs', () => {
         ).toEqual(['Event_pkey']);
         expect(scans[0]['Index Cond'], mode).toMatch(/"sessionId" = .*"treeId" = .*seq >= .*seq <= /);
         expect(nodes.filter((n) => n.Filter || n['Rows Removed by Index Recheck']).length, mode).toBe(0);
-        expect(nodes[0]['Shared Hit Blocks'] + nodes[0]['Shared Read Blocks'], mode).toBeLessThanOrEqual(20);
+        expect(nodes[0]['Shared Hit Blocks']! + nodes[0]['Shared Read Blocks']!, mode).toBeLessThanOrEqual(20);
       } finally {
         await client.query('RESET plan_cache_mode');
         client.release();

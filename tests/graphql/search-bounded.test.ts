@@ -8,21 +8,18 @@
 // cursor where it stopped. Each statement on "Event" is run again under
 // EXPLAIN ANALYZE to count the rows it read.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 import { EVENT_WINDOW, WALK_WINDOWS } from '../../src/store/session-search.ts';
 import { textTurn } from '../helpers/text-turn.ts';
+import { analyzed, isSelect, statementRecorder, tableRowsRead } from '../helpers/explain.ts';
 
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 /** Alpha's turns: "ordinary" in each input and answer, 3,200 matches in all, more than a window. */
 const TURNS = 1600;
 
 let app: TestApp;
-let recording = false;
-const statements: Array<{ sql: string; params: unknown[] }> = [];
+const onEvent = statementRecorder(/"Event"/);
 let alpha: string;
 let beta: string;
 /** Alpha's matching seqs, newest first. */
@@ -57,40 +54,15 @@ async function betaAnswers(n: number) {
 
 /** The most rows of "Event" one statement of `run` reads (EXPLAIN ANALYZE of each, run again as recorded). */
 async function mostRowsRead(run: () => Promise<unknown>) {
-  statements.length = 0;
-  recording = true;
-  try {
-    await run();
-  } finally {
-    recording = false;
-  }
   let most = 0;
-  for (const s of statements.splice(0)) {
-    if (!/^\s*(SELECT|WITH)\b/i.test(s.sql)) continue;
-    const { rows } = await app.db.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params);
-    let read = 0;
-    const walk = (n: any) => {
-      // Rows taken from the table (a bitmap of the text index's matches is not a read of them).
-      if (n['Relation Name'] === 'Event' && n['Node Type'] !== 'Bitmap Index Scan')
-        read += (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * n['Actual Loops'];
-      for (const c of n.Plans ?? []) walk(c);
-    };
-    walk(rows[0]['QUERY PLAN'][0].Plan);
-    most = Math.max(most, read);
-  }
+  for (const s of (await onEvent.during(run)).filter((s) => isSelect(s.sql)))
+    most = Math.max(most, tableRowsRead(await analyzed(app.db.pool, s.sql, s.params), 'Event'));
   return most;
 }
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-    onQuery: (sql, _rows, params) => recording && /"Event"/.test(sql) && statements.push({ sql, params }),
+  app = await startTwoTenantApp({
+    onQuery: onEvent.onQuery,
   });
   alpha = (await app.services.store.createSession({ tenant: 'alpha' }, { title: 'Old notes' })).id;
   matches = [];

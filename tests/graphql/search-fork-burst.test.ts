@@ -8,11 +8,11 @@
 // title matches too, and none of its forks kept it.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { analyzed, isSelect, statementRecorder, tableRowsRead } from '../helpers/explain.ts';
 import { DESCENDANTS_COUNTED, TITLE_WINDOW } from '../../src/store/session-search.ts';
 
 let app: TestApp;
-let recording = false;
-const statements: Array<{ sql: string; params: unknown[] }> = [];
+const onSession = statementRecorder(/"Session"/);
 const scope = { tenant: 'local' };
 /** More than any window the search reads in list order, so a scan of the tree shows. */
 const FORKS = 800;
@@ -21,7 +21,7 @@ const FAN_OUT = `mutation($input: FanOutInput!) { fanOut(input: $input) { childr
 const SEARCH = `query($q: String!) { searchSessions(query: $q, first: 20) { edges { node { kind descendants session { id title } } } } }`;
 
 beforeAll(async () => {
-  app = await startTestApp({ onQuery: (sql, _rows, params) => recording && /"Session"/.test(sql) && statements.push({ sql, params }) });
+  app = await startTestApp({ onQuery: onSession.onQuery });
   // Many one-session trees, analysed: statistics in which a tree is one session.
   for (let i = 0; i < 300; i++) await app.services.store.createSession(scope, { title: `solo ${i}` });
   await app.db.pool.query('ANALYZE "Session"');
@@ -43,30 +43,15 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 it('a hit shared by 800 forks made a moment ago reads no more sessions than it counts', async () => {
-  recording = true;
-  let hits;
-  try {
-    ({ searchSessions: hits } = await app.ok(SEARCH, { q: 'beacon' }));
-  } finally {
-    recording = false;
-  }
+  let hits: any;
+  const statements = await onSession.during(async () => ({ searchSessions: hits } = await app.ok(SEARCH, { q: 'beacon' })));
   expect(hits.edges.map((e: { node: { kind: string; descendants: number } }) => [e.node.kind, e.node.descendants])).toEqual([
     ['TITLE', 0],
     ['MESSAGE', DESCENDANTS_COUNTED],
   ]);
   const scans: Array<{ sql: string; scanned: number }> = [];
-  for (const s of statements.splice(0)) {
-    if (!/^\s*(SELECT|WITH)\b/i.test(s.sql)) continue;
-    const { rows } = await app.db.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params);
-    let scanned = 0;
-    const walk = (n: any) => {
-      if (n['Relation Name'] === 'Session')
-        scanned += (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * n['Actual Loops'];
-      for (const c of n.Plans ?? []) walk(c);
-    };
-    walk(rows[0]['QUERY PLAN'][0].Plan);
-    scans.push({ sql: s.sql.replace(/\s+/g, ' ').slice(0, 140), scanned });
-  }
+  for (const s of statements.filter((s) => isSelect(s.sql)))
+    scans.push({ sql: s.sql.replace(/\s+/g, ' ').slice(0, 140), scanned: tableRowsRead(await analyzed(app.db.pool, s.sql, s.params), 'Session') });
   expect(scans.length).toBeGreaterThan(0);
   for (const s of scans) expect(s.scanned, `${s.sql} scanned ${s.scanned} sessions`).toBeLessThanOrEqual(Math.max(TITLE_WINDOW, DESCENDANTS_COUNTED) + 20);
 });

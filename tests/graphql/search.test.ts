@@ -5,15 +5,11 @@
 // keyset pages, across the window a page reads in order and the text index
 // beyond it; bad input is BAD_USER_INPUT.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 import { EVENT_WINDOW } from '../../src/store/session-search.ts';
 import { textTurn } from '../helpers/text-turn.ts';
-
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 
 let app: TestApp;
 
@@ -55,15 +51,7 @@ async function fork(who: Record<string, string>, sessionId: string, atSeq: numbe
 }
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp();
 });
 afterAll(() => app?.close());
 

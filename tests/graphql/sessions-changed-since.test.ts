@@ -5,14 +5,14 @@
 // scans its rows, not the tenant's sessions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { analyzed, planNodes, rowsReadBy, statementRecorder } from '../helpers/explain.ts';
 
 let app: TestApp;
-let recording = false;
-const statements: Array<{ sql: string; params: unknown[] }> = [];
+const onSession = statementRecorder(/FROM "Session"/);
 const scope = { tenant: 'local' };
 
 beforeAll(async () => {
-  app = await startTestApp({ onQuery: (sql, _rows, params) => recording && /FROM "Session"/.test(sql) && statements.push({ sql, params }) });
+  app = await startTestApp({ onQuery: onSession.onQuery });
 });
 afterAll(() => app.close());
 
@@ -117,26 +117,14 @@ describe('sessions(changedSince:)', () => {
     const changed = [await create('x'), await create('y'), await create('z')];
     await app.db.pool.query('ANALYZE "Session"');
 
-    statements.length = 0;
-    recording = true;
-    const { sessions }: any = await app.ok(CHANGED, { since, first: 50 });
-    recording = false;
+    let sessions: any;
+    const statements = await onSession.during(async () => ({ sessions } = await app.ok(CHANGED, { since, first: 50 })));
     expect(sessions.edges.map((e: any) => e.node.id)).toEqual(changed.map((s) => s.id));
     const page = statements.filter((s) => /"updatedAt" >=/.test(s.sql));
     expect(page).toHaveLength(1);
-    const { rows } = await app.db.pool.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${page[0].sql}`, page[0].params);
-    const scans: Array<{ node: string; index?: string; scanned: number }> = [];
-    const walk = (n: any) => {
-      if (n['Relation Name'] === 'Session') {
-        scans.push({
-          node: n['Node Type'],
-          index: n['Index Name'],
-          scanned: n['Actual Rows'] * n['Actual Loops'] + (n['Rows Removed by Filter'] ?? 0) * n['Actual Loops'],
-        });
-      }
-      for (const c of n.Plans ?? []) walk(c);
-    };
-    walk(rows[0]['QUERY PLAN'][0].Plan);
+    const scans = planNodes(await analyzed(app.db.pool, page[0].sql, page[0].params))
+      .filter((n) => n['Relation Name'] === 'Session')
+      .map((n) => ({ node: n['Node Type'], index: n['Index Name'], scanned: rowsReadBy(n) }));
     expect(scans).toEqual([{ node: expect.stringMatching(/Index/), index: 'Session_tenant_updatedAt_id_idx', scanned: 3 }]);
   });
 });

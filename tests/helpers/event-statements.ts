@@ -2,25 +2,18 @@
 // pool (AppOptions.onQuery): for tests of how many a read costs and what
 // they read.
 import type { TestApp } from './app.ts';
+import { statementRecorder } from './explain.ts';
 
 export function eventStatements() {
-  let recording = false;
-  const statements: string[] = [];
+  const recorder = statementRecorder(/"Event"/);
   return {
     /** Pass as startTestApp's onQuery. */
-    onQuery: (sql: string) => {
-      if (recording && /"Event"/.test(sql)) statements.push(sql);
-    },
+    onQuery: recorder.onQuery,
     /** The GraphQL answer of `query`, and the statements on "Event" it ran. */
     async run(app: TestApp, query: string, variables: Record<string, unknown>) {
-      statements.length = 0;
-      recording = true;
-      try {
-        const data = await app.ok(query, variables);
-        return { data, sql: [...statements] };
-      } finally {
-        recording = false;
-      }
+      let data: any;
+      const sql = (await recorder.during(async () => (data = await app.ok(query, variables)))).map((s) => s.sql);
+      return { data, sql };
     },
   };
 }

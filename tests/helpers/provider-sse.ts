@@ -1,31 +1,153 @@
 // Model providers' answers as their servers stream them (server-sent events),
-// for the fake providers of the security tests.
+// for the fake providers of the provider and security tests: OpenAI chat
+// completions (and OpenAI-compatible servers), OpenAI Responses, Anthropic
+// messages and Gemini generateContent. An answer is its events' texts, in
+// order: a fake server writes them apart or joined.
 
 /** One SSE event; `data` as JSON unless it is text already. */
 export const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 
-/** Anthropic's first event of an answer (its message, reporting 5 input tokens). */
-export const anthropicStart = sse(
-  {
-    type: 'message_start',
-    message: {
-      id: 'msg_1',
-      type: 'message',
-      role: 'assistant',
-      model: 'fake-model',
-      content: [],
-      stop_reason: null,
-      usage: { input_tokens: 5, output_tokens: 1 },
-    },
-  },
-  'message_start',
-);
+/** Token counts as a provider reports them. */
+export interface WireUsage {
+  input: number;
+  output: number;
+}
 
-/** A whole Anthropic answer of one text block. */
-export const anthropicText = (text: string) =>
-  anthropicStart +
-  sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start') +
-  sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta') +
-  sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop') +
-  sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 1 } }, 'message_delta') +
-  sse({ type: 'message_stop' }, 'message_stop');
+/** A tool call as the model makes it: `arguments` is sent in two deltas where the format streams them. */
+export interface WireCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** What a tool call's answer reports when the test names no usage. */
+const CALL_USAGE: WireUsage = { input: 20, output: 7 };
+
+// ---- OpenAI chat completions ----
+
+/** One chunk of a chat completions stream. */
+export const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'fake-model',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+  ...extra,
+});
+
+const chatEnd = (reason: string, usage?: WireUsage) =>
+  sse(chatChunk({}, reason, usage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}));
+
+/** A chat completions answer of these text deltas. */
+export const chatText = (chunks: string[], usage: WireUsage): string[] => [
+  sse(chatChunk({ role: 'assistant', content: '' })),
+  ...chunks.map((content) => sse(chatChunk({ content }))),
+  chatEnd('stop', usage),
+  sse('[DONE]'),
+];
+
+/** A chat completions answer making one tool call. */
+export const chatToolCall = (c: WireCall): string[] => [
+  sse(chatChunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] })),
+  sse(chatChunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(0, 5) } }] })),
+  sse(chatChunk({ tool_calls: [{ index: 0, function: { arguments: c.arguments.slice(5) } }] })),
+  chatEnd('tool_calls', CALL_USAGE),
+  sse('[DONE]'),
+];
+
+// ---- OpenAI Responses ----
+
+const responseCreated = (id: string) => sse({ type: 'response.created', response: { id, created_at: 1, model: 'fake-model' } });
+const responseCompleted = (id: string, usage: WireUsage) =>
+  sse({
+    type: 'response.completed',
+    response: { id, created_at: 1, model: 'fake-model', status: 'completed', usage: { input_tokens: usage.input, output_tokens: usage.output } },
+  });
+
+/** A Responses answer: one message of these text deltas. */
+export const responsesText = (chunks: string[], usage: WireUsage): string[] => [
+  responseCreated('resp_1'),
+  sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
+  ...chunks.map((delta) => sse({ type: 'response.output_text.delta', item_id: 'msg_1', delta })),
+  sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }),
+  responseCompleted('resp_1', usage),
+];
+
+/** A Responses answer making one function call. */
+export const responsesToolCall = (c: WireCall): string[] => [
+  responseCreated('resp_2'),
+  sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: '' } }),
+  sse({ type: 'response.function_call_arguments.delta', item_id: 'fc_1', output_index: 0, delta: c.arguments }),
+  sse({
+    type: 'response.output_item.done',
+    output_index: 0,
+    item: { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' },
+  }),
+  responseCompleted('resp_2', CALL_USAGE),
+];
+
+// ---- Anthropic messages ----
+
+/** Anthropic's first event of an answer: its message, reporting `inputTokens`. */
+export const anthropicStart = (inputTokens = 5, id = 'msg_1') =>
+  sse(
+    {
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: 'fake-model',
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: inputTokens, output_tokens: 1 },
+      },
+    },
+    'message_start',
+  );
+
+/** Anthropic's last events: why the answer stopped, its output tokens, the end. */
+export const anthropicStop = (reason: 'end_turn' | 'tool_use', outputTokens: number) => [
+  sse({ type: 'message_delta', delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: outputTokens } }, 'message_delta'),
+  sse({ type: 'message_stop' }, 'message_stop'),
+];
+
+/** An Anthropic answer of one text block of these deltas. */
+export const anthropicText = (chunks: string[], usage: WireUsage = { input: 5, output: 1 }): string[] => [
+  anthropicStart(usage.input),
+  sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
+  ...chunks.map((text) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }, 'content_block_delta')),
+  sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+  ...anthropicStop('end_turn', usage.output),
+];
+
+/** An Anthropic answer making one tool call. */
+export const anthropicToolCall = (c: WireCall): string[] => [
+  anthropicStart(CALL_USAGE.input, 'msg_2'),
+  sse({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
+  sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(0, 5) } }, 'content_block_delta'),
+  sse({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: c.arguments.slice(5) } }, 'content_block_delta'),
+  sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop'),
+  ...anthropicStop('tool_use', CALL_USAGE.output),
+];
+
+// ---- Gemini generateContent ----
+
+const geminiUsage = (u: WireUsage) => ({ usageMetadata: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output } });
+
+/** A Gemini answer of these text parts, one event each; the last one says STOP and counts the tokens. */
+export const geminiText = (chunks: string[], usage: WireUsage): string[] =>
+  chunks.map((text, i) =>
+    sse({
+      candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(i === chunks.length - 1 ? { finishReason: 'STOP' } : {}) }],
+      ...(i === chunks.length - 1 ? geminiUsage(usage) : {}),
+    }),
+  );
+
+/** A Gemini answer making one function call (its arguments whole: the format streams none). */
+export const geminiToolCall = (c: WireCall): string[] => [
+  sse({
+    candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: c.name, args: JSON.parse(c.arguments) } }] }, finishReason: 'STOP' }],
+    ...geminiUsage(CALL_USAGE),
+  }),
+];

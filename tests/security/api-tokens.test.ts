@@ -5,11 +5,10 @@
 // too — and its next request is a 401.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { TOKEN_A, TOKEN_B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const ADMIN_A = 'alpha-bootstrap-0123456789abcdef';
-const ADMIN_B = 'beta-bootstrap-0123456789abcdef0';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const codes = (r: { errors?: Array<{ extensions?: Record<string, unknown> }> }) => r.errors?.map((e) => e.extensions?.code);
 
@@ -30,28 +29,20 @@ async function createToken(admin: string, input: Record<string, unknown>, on: Te
 }
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [ADMIN_A, 'alpha'],
-        [ADMIN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
-  sessionA = (await as(ADMIN_A)('mutation { createSession(input: { title: "alpha work" }) { id } }')).data.createSession.id;
+  app = await startTwoTenantApp();
+  sessionA = (await as(TOKEN_A)('mutation { createSession(input: { title: "alpha work" }) { id } }')).data.createSession.id;
 });
 afterAll(() => app?.close());
 
 describe('managing tokens over GraphQL', () => {
   it('an admin creates a token (its secret answered once), lists it without secrets, and it works for its tenant', async () => {
-    const r = await as(ADMIN_A)(CREATE, { input: { name: 'ci', scopes: ['WRITE'] } });
+    const r = await as(TOKEN_A)(CREATE, { input: { name: 'ci', scopes: ['WRITE'] } });
     expect(r.errors).toBeUndefined();
     const { secret, token } = r.data.createApiToken;
     expect(secret).toMatch(/^fkt_[A-Za-z0-9_-]{43}$/);
     expect(token).toMatchObject({ name: 'ci', scopes: ['READ', 'WRITE'], status: 'ACTIVE', expiresAt: null, revokedAt: null });
 
-    const listed = await as(ADMIN_A)('{ apiTokens { id name scopes status lastUsedAt } }');
+    const listed = await as(TOKEN_A)('{ apiTokens { id name scopes status lastUsedAt } }');
     expect(listed.data.apiTokens).toContainEqual({ id: token.id, name: 'ci', scopes: ['READ', 'WRITE'], status: 'ACTIVE', lastUsedAt: null });
     expect(JSON.stringify(listed)).not.toContain(secret);
     // Nothing in the database holds the secret.
@@ -62,18 +53,18 @@ describe('managing tokens over GraphQL', () => {
     const read = await as(secret)('query($id: ID!) { session(id: $id) { title } }', { id: sessionA });
     expect(read.data).toEqual({ session: { title: 'alpha work' } });
     // Another tenant's admin neither sees nor revokes it.
-    expect((await as(ADMIN_B)(LIST)).data.apiTokens).toEqual([]);
-    const foreign = await as(ADMIN_B)(REVOKE, { id: token.id });
+    expect((await as(TOKEN_B)(LIST)).data.apiTokens).toEqual([]);
+    const foreign = await as(TOKEN_B)(REVOKE, { id: token.id });
     expect(codes(foreign)).toEqual(['BAD_USER_INPUT']);
     expect((await as(secret)('{ __typename }')).status).toBe(200);
     // Its use is recorded (by the next refresh, at most once a minute).
-    await waitFor(async () => (await as(ADMIN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, {
+    await waitFor(async () => (await as(TOKEN_A)('{ apiTokens { id lastUsedAt } }')).data.apiTokens.find((k: any) => k.id === token.id).lastUsedAt, {
       what: 'lastUsedAt',
     });
   });
 
   it('a read token queries, subscribes and resumes a chat; mutations, AG-UI runs, chat messages and uploads are FORBIDDEN, and nothing is written', async () => {
-    const { secret } = await createToken(ADMIN_A, { name: 'reader', scopes: ['READ'] });
+    const { secret } = await createToken(TOKEN_A, { name: 'reader', scopes: ['READ'] });
     const read = as(secret);
     expect((await read('query($id: ID!) { session(id: $id) { title } }', { id: sessionA })).data.session.title).toBe('alpha work');
     const sub = subscribeWs(
@@ -127,12 +118,12 @@ describe('managing tokens over GraphQL', () => {
     await chat.body?.cancel();
     expect((await fetch(app.url.replace('/graphql', `/chat/${sessionA}/stream`), { headers: bearer(secret) })).status).toBe(204);
 
-    const titles = (await as(ADMIN_A)('{ sessions(first: 100) { edges { node { title eventCount } } } }')).data.sessions.edges.map((e: any) => e.node);
+    const titles = (await as(TOKEN_A)('{ sessions(first: 100) { edges { node { title eventCount } } } }')).data.sessions.edges.map((e: any) => e.node);
     expect(titles).toEqual([{ title: 'alpha work', eventCount: 1 }]);
   });
 
   it('a write token runs mutations but does not manage tokens', async () => {
-    const { secret } = await createToken(ADMIN_A, { name: 'writer', scopes: ['WRITE'] });
+    const { secret } = await createToken(TOKEN_A, { name: 'writer', scopes: ['WRITE'] });
     const created = await as(secret)('mutation { createSession(input: { title: "by a writer" }) { id } }');
     expect(created.errors).toBeUndefined();
     for (const [query, variables] of [
@@ -150,7 +141,7 @@ describe('managing tokens over GraphQL', () => {
       { name: 'x', scopes: [] },
       { name: 'x', scopes: ['READ'], expiresAt: new Date(Date.now() - 1000).toISOString() },
     ]) {
-      expect(codes(await as(ADMIN_A)(CREATE, { input })), JSON.stringify(input)).toEqual(['BAD_USER_INPUT']);
+      expect(codes(await as(TOKEN_A)(CREATE, { input })), JSON.stringify(input)).toEqual(['BAD_USER_INPUT']);
     }
   });
 });
@@ -158,7 +149,7 @@ describe('managing tokens over GraphQL', () => {
 describe('expiry and revocation', () => {
   it('an expired token is a 401 over HTTP and a 4401 over graphql-ws', async () => {
     const expiresAt = new Date(Date.now() + 1500);
-    const { secret, id } = await createToken(ADMIN_A, { name: 'short-lived', scopes: ['READ'], expiresAt: expiresAt.toISOString() });
+    const { secret, id } = await createToken(TOKEN_A, { name: 'short-lived', scopes: ['READ'], expiresAt: expiresAt.toISOString() });
     await new Promise((r) => setTimeout(r, Math.max(0, expiresAt.getTime() - Date.now() + 50)));
     const r = await as(secret)('{ __typename }');
     expect(r.status).toBe(401);
@@ -168,12 +159,12 @@ describe('expiry and revocation', () => {
       subscribeWs(app.url, 'subscription { sessionsChanged { id } }', {}, client);
     });
     expect(closed.code).toBe(4401);
-    const listed = (await as(ADMIN_A)(LIST)).data.apiTokens.find((k: any) => k.id === id);
+    const listed = (await as(TOKEN_A)(LIST)).data.apiTokens.find((k: any) => k.id === id);
     expect(listed).toMatchObject({ status: 'EXPIRED', revokedAt: null });
   });
 
   it("a revoked token's open graphql-ws subscription and SSE stream close, and its next request is a 401", async () => {
-    const { secret, id } = await createToken(ADMIN_A, { name: 'to revoke', scopes: ['READ'] });
+    const { secret, id } = await createToken(TOKEN_A, { name: 'to revoke', scopes: ['READ'] });
     let closed: ((e: { code: number; reason: string }) => void) | undefined;
     const wsClosed = new Promise<{ code: number; reason: string }>((resolve) => (closed = resolve));
     const client = wsClient(app.url, { connectionParams: bearer(secret), on: { closed: (e: any) => closed?.(e) } } as any);
@@ -182,7 +173,7 @@ describe('expiry and revocation', () => {
     await Promise.all([ws.count(1), sse.count(1)]);
     expect((await as(secret)('{ __typename }')).status).toBe(200);
 
-    const revoked = await as(ADMIN_A)(REVOKE, { id });
+    const revoked = await as(TOKEN_A)(REVOKE, { id });
     expect(revoked.data.revokeApiToken).toMatchObject({ id, status: 'REVOKED' });
     const { code, reason } = await wsClosed;
     expect(code).toBe(4401);
@@ -193,7 +184,7 @@ describe('expiry and revocation', () => {
     expect(next.status).toBe(401);
     expect(codes(next)).toEqual(['UNAUTHENTICATED']);
     // Revoking again keeps the first date.
-    const again = await as(ADMIN_A)(REVOKE, { id });
+    const again = await as(TOKEN_A)(REVOKE, { id });
     expect(again.data.revokeApiToken.revokedAt).toBe(revoked.data.revokeApiToken.revokedAt);
     await client.dispose();
   });
@@ -203,7 +194,7 @@ describe('expiry and revocation', () => {
     const other = await startTestApp({ databaseUrl: app.db.url, security: { rateLimit: false } });
     try {
       expect((await other.gql('{ __typename }')).status).toBe(401);
-      const { secret, id } = await createToken(ADMIN_A, { name: 'elsewhere', scopes: ['READ'] });
+      const { secret, id } = await createToken(TOKEN_A, { name: 'elsewhere', scopes: ['READ'] });
       let closed: ((e: { code: number }) => void) | undefined;
       const wsClosed = new Promise<{ code: number }>((resolve) => (closed = resolve));
       const client = wsClient(other.url, { connectionParams: bearer(secret), on: { closed: (e: any) => closed?.(e) } } as any);
@@ -211,7 +202,7 @@ describe('expiry and revocation', () => {
       await ws.count(1);
       expect((await other.gql('{ __typename }', undefined, bearer(secret))).status).toBe(200);
 
-      await as(ADMIN_A)(REVOKE, { id });
+      await as(TOKEN_A)(REVOKE, { id });
       expect((await wsClosed).code).toBe(4401);
       expect((await other.gql('{ __typename }', undefined, bearer(secret))).status).toBe(401);
       await client.dispose();

@@ -9,21 +9,12 @@ import net from 'node:net';
 import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { TOKEN_A, TOKEN_B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 
-const ADMIN = 'alpha-bootstrap-0123456789abcdef';
-const OTHER = 'beta-bootstrap-0123456789abcdef0';
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [ADMIN, 'alpha'],
-        [OTHER, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp();
 });
 afterAll(() => app?.close());
 
@@ -52,14 +43,14 @@ describe('several Authorization fields', () => {
     ['/agui', 'application/json', '{}'],
   ])('are refused at %s with 400, whichever comes first; one is served', async (door, type, body) => {
     for (const pair of [
-      [`Bearer ${ADMIN}`, `Bearer ${OTHER}`],
-      [`Bearer ${ADMIN}`, 'Bearer not-a-token-of-anyone-at-all'],
+      [`Bearer ${TOKEN_A}`, `Bearer ${TOKEN_B}`],
+      [`Bearer ${TOKEN_A}`, 'Bearer not-a-token-of-anyone-at-all'],
     ]) {
       const r = await rawPost(door, type, body, pair);
       expect(r.status).toBe(400);
       expect(r.body).toContain('send one Authorization header, not several');
     }
-    expect((await rawPost('/graphql', 'application/json', QUERY, [`Bearer ${ADMIN}`])).status).toBe(200);
+    expect((await rawPost('/graphql', 'application/json', QUERY, [`Bearer ${TOKEN_A}`])).status).toBe(200);
   });
 });
 
@@ -109,19 +100,19 @@ function wsQuery(client: ReturnType<typeof createClient>, query: string, variabl
 
 describe('the WebSocket upgrade', () => {
   it('is refused with 400 for several Authorization fields; one is upgraded', async () => {
-    const several = await rawUpgrade([`Bearer ${ADMIN}`, `Bearer ${OTHER}`]);
+    const several = await rawUpgrade([`Bearer ${TOKEN_A}`, `Bearer ${TOKEN_B}`]);
     expect(several.status).toBe(400);
     expect(several.text).toContain('send one Authorization header, not several');
-    expect((await rawUpgrade([`Bearer ${ADMIN}`])).status).toBe(101);
+    expect((await rawUpgrade([`Bearer ${TOKEN_A}`])).status).toBe(101);
   });
 
   it("connectionParams' token wins over the upgrade's header; the header serves when there is none", async () => {
-    const created = await app.gql('mutation { createSession(input: { title: "alpha" }) { id } }', {}, { authorization: `Bearer ${ADMIN}` });
+    const created = await app.gql('mutation { createSession(input: { title: "alpha" }) { id } }', {}, { authorization: `Bearer ${TOKEN_A}` });
     const id = created.data.createSession.id as string;
     const read = 'query($id: ID!) { session(id: $id) { id } }';
-    const alphaByParams = wsClient(`Bearer ${OTHER}`, { authorization: `Bearer ${ADMIN}` });
-    const betaByParams = wsClient(`Bearer ${ADMIN}`, { authorization: `Bearer ${OTHER}` });
-    const alphaByHeader = wsClient(`Bearer ${ADMIN}`, {});
+    const alphaByParams = wsClient(`Bearer ${TOKEN_B}`, { authorization: `Bearer ${TOKEN_A}` });
+    const betaByParams = wsClient(`Bearer ${TOKEN_A}`, { authorization: `Bearer ${TOKEN_B}` });
+    const alphaByHeader = wsClient(`Bearer ${TOKEN_A}`, {});
     try {
       expect((await wsQuery(alphaByParams, read, { id })).data.session).toEqual({ id });
       const beta = await wsQuery(betaByParams, read, { id });

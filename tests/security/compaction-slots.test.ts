@@ -7,14 +7,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { COMPACTION_HEADER } from '../../src/agent/compaction.ts';
-
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 
 const sse = (d: unknown) => `data: ${typeof d === 'string' ? d : JSON.stringify(d)}\n\n`;
 function answer(res: http.ServerResponse, text: string) {
@@ -59,14 +55,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
   const port = (provider.address() as AddressInfo).port;
   // Four slots, two tenants: each may hold two.
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
+  app = await startTwoTenantApp({
     maxActiveSessions: 4,
     providers: { openaiCompatible: { baseUrl: `http://127.0.0.1:${port}/v1` } },
     defaultModel: { provider: 'openai-compatible', model: 'fake' },

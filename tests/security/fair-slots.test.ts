@@ -4,15 +4,12 @@
 // maximum turn duration ends `failed` and gives its slot back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { loadConfig } from '../../src/config.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 const SLOW = '!call sleep {"ms": 600000}';
 
 /** GraphQL as one tenant, failing the test on any error. */
@@ -34,14 +31,7 @@ describe('a tenant holds at most its share of the slots', () => {
 
   beforeAll(async () => {
     // Four slots, two tenants: each may hold two (the default share: half).
-    app = await startTestApp({
-      security: {
-        apiTokens: new Map([
-          [TOKEN_A, 'alpha'],
-          [TOKEN_B, 'beta'],
-        ]),
-        rateLimit: false,
-      },
+    app = await startTwoTenantApp({
       maxActiveSessions: 4,
       toolTimeoutMs: 600_000,
     });
@@ -108,14 +98,7 @@ describe('the maximum turn duration', () => {
 
   beforeAll(async () => {
     // One slot: the second session can only run once the first one's turn gave it back.
-    app = await startTestApp({
-      security: {
-        apiTokens: new Map([
-          [TOKEN_A, 'alpha'],
-          [TOKEN_B, 'beta'],
-        ]),
-        rateLimit: false,
-      },
+    app = await startTwoTenantApp({
       maxActiveSessions: 1,
       maxTurnMs: LIMIT_MS,
       clock,

@@ -5,14 +5,11 @@
 // deleting a tenant's last session holding a content ends its claim, and the
 // content another tenant holds stays theirs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { reclaimed } from '../helpers/reclaimed.ts';
 import { appendEvents, claimedRunnerSession, importRecording, postRecording, recordingOf, runnerFileBatch, sessionCount, sha256 } from './hostile-doors.ts';
 
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 const MAX_NAMED = 50;
 
 let app: TestApp;
@@ -26,14 +23,7 @@ const gqlAs = (who: Record<string, string>) => (query: string, variables?: Recor
 const withoutHashes = (message: string) => message.replace(/[0-9a-f]{64}/g, '<hash>');
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
+  app = await startTwoTenantApp({
     maxNamedFileHashes: MAX_NAMED,
   });
   // Tenant A keeps a 4-digit PIN in a file, written by its agent.

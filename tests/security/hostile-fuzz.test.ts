@@ -11,14 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changeSetPathProblem } from '../../src/core/file-tree.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { appendEvents, claimedRunnerSession, filesUnder, importRecording, postRecording, recordingOf, runnerFileBatch, sha256 } from './hostile-doors.ts';
 import { anyData } from '../helpers/event-data.ts';
 
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 100_000);
 
 let app: TestApp;
@@ -42,16 +39,7 @@ function random(seed: number) {
 beforeAll(async () => {
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'hostile-fuzz-'));
   root = path.join(base, 'ws');
-  app = await startTestApp({
-    workspacesDir: root,
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp({ workspacesDir: root });
   const s = await app.gql(`mutation { createSession(input: { title: "A" }) { id } }`, undefined, A);
   await app.gql(
     `mutation($id: ID!, $t: String!) { sendMessage(input: { sessionId: $id, text: $t }) { inputId } }`,

@@ -17,7 +17,7 @@ import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { anthropicText, sse } from '../helpers/provider-sse.ts';
+import { anthropicStart, anthropicText, chatChunk, geminiText, responsesText, sse } from '../helpers/provider-sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
@@ -41,22 +41,6 @@ const write = async (res: http.ServerResponse, sent: Sent, chunk: string | Buffe
   sent.bytes += Buffer.byteLength(chunk);
   if (!res.write(chunk)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
 };
-
-const geminiText = (text: string) =>
-  sse({
-    candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP' }],
-    usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 },
-  });
-
-const responsesText = (text: string) =>
-  sse({ type: 'response.created', response: { id: 'resp_1', created_at: 1, model: 'fake-model' } }) +
-  sse({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1' } }) +
-  sse({ type: 'response.output_text.delta', item_id: 'msg_1', delta: text }) +
-  sse({ type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1' } }) +
-  sse({
-    type: 'response.completed',
-    response: { id: 'resp_1', created_at: 1, model: 'fake-model', status: 'completed', usage: { input_tokens: 3, output_tokens: 1 } },
-  });
 
 /** A real MCP server (the SDK's), stateless over Streamable HTTP, with one tool. */
 async function serveMcp(req: http.IncomingMessage, res: http.ServerResponse, body: unknown) {
@@ -136,7 +120,7 @@ beforeAll(async () => {
   elsewhere = http.createServer(async (req, res) => {
     for await (const _ of req);
     elsewhereSaw.push({ path: req.url!, headers: req.headers });
-    res.writeHead(200, { 'content-type': 'text/event-stream' }).end(anthropicText('stolen'));
+    res.writeHead(200, { 'content-type': 'text/event-stream' }).end(anthropicText(['stolen']).join(''));
   });
   await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
   elsewhereBase = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}`;
@@ -222,7 +206,7 @@ describe('a redirect never carries a key to another host', () => {
       async (req, res) => {
         key = req.headers.authorization;
         stream(res);
-        res.end(responsesText('moved fine'));
+        res.end(responsesText(['moved fine'], { input: 3, output: 1 }).join(''));
       },
     );
     await send(id, 'go');
@@ -264,8 +248,7 @@ describe('a compressed body is bounded as it inflates', () => {
   it('anthropic: gzip members inflating to thinking deltas without end (1,000 to 1): cut at the byte limit counted inflated; the process holds no more', async () => {
     const id = await session('anthropic');
     const head = zlib.gzipSync(
-      anthropicText('').split('event: content_block_start')[0] +
-        sse({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }, 'content_block_start'),
+      anthropicStart() + sse({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }, 'content_block_start'),
     );
     const member = bomb(
       sse({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'b'.repeat(1000) } }, 'content_block_delta'),
@@ -361,7 +344,7 @@ describe('what a format lets a few bytes make the SDK do', () => {
       },
       async (_req, res) => {
         stream(res);
-        res.end(geminiText('noted'));
+        res.end(geminiText(['noted'], { input: 3, output: 1 }).join(''));
       },
     );
     await send(id, 'go');
@@ -378,17 +361,7 @@ describe('what a format lets a few bytes make the SDK do', () => {
       stream(res);
       for (let n = 0; !sent.closed && sent.bytes < MAX_RESPONSE_BYTES; n++) {
         const calls = Array.from({ length: 100 }, (_, i) => ({ index: 0, id: `c${n}_${i}`, type: 'function', function: { name: 'clock', arguments: '{' } }));
-        await write(
-          res,
-          sent,
-          sse({
-            id: 'chatcmpl-1',
-            object: 'chat.completion.chunk',
-            created: 1,
-            model: 'fake-model',
-            choices: [{ index: 0, delta: { tool_calls: calls }, finish_reason: null }],
-          }),
-        );
+        await write(res, sent, sse(chatChunk({ tool_calls: calls })));
       }
       res.end();
     });

@@ -36,6 +36,20 @@ const HEAP_CAP_MB = 192;
  * 87–103 MB with the test file alone; 143 and 152 MB in CI, with another test
  * file running beside it. The old code ran out of heap under the cap (+711 MB
  * without it).
+ *
+ * What the RSS is made of (process.memoryUsage() sampled every 25 ms in the
+ * service, this build and the one before it alternated: the same spread, none
+ * holds more): the V8 heap, which swings between 20 and 197 MB within seconds
+ * as its collections run (up to the old-space cap plus the young generation);
+ * ArrayBuffers, up to 50 MB (the driver's reads of pages of 15 MB rows); and
+ * memory malloc keeps after it is freed (copies of those rows while they are
+ * decoded: 250–320 MB of RSS with a heap of 20–50 MB). The growth is the turn's
+ * highest RSS less the RSS it starts at, just after the import, so it is
+ * whatever part of that swing falls inside the turn: 0–61 MB over twelve runs
+ * on a machine loaded 15–24 deep (two cores). Its top is the heap cap plus
+ * those buffers and what malloc kept, less a start that may be as low as the
+ * heap's floor: CI's larger figures fit there (a start taken low in the swing,
+ * the heap run up to its cap while another file's work delays collection).
  */
 const GROWTH_BOUND_MB = 180;
 /**

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { anthropicStart, anthropicText, sse } from '../helpers/provider-sse.ts';
+import { anthropicStart, anthropicStop, anthropicText, chatChunk, sse } from '../helpers/provider-sse.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const MAX_RESPONSE_BYTES = 256 * 1024;
@@ -33,15 +33,6 @@ async function endless(res: http.ServerResponse, sent: { bytes: number; closed: 
 }
 
 const stream = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
-
-const chatChunk = (delta: unknown, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
-  id: 'chatcmpl-1',
-  object: 'chat.completion.chunk',
-  created: 1,
-  model: 'fake-model',
-  choices: [{ index: 0, delta, finish_reason: finish }],
-  ...extra,
-});
 
 /** The misbehaviours, one per provider's wire format: each streams without end. */
 const ENDLESS: Array<{ provider: string; what: string; seen: string; handler: Handler }> = [
@@ -84,7 +75,7 @@ const ENDLESS: Array<{ provider: string; what: string; seen: string; handler: Ha
     seen: '',
     handler: async (res, sent) => {
       stream(res);
-      res.write(anthropicStart);
+      res.write(anthropicStart());
       res.write(
         sse(
           { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_1', name: 'note_write', input: {} } },
@@ -247,21 +238,20 @@ const toolCalls =
   (calls: Array<{ id: string; name: string; arguments: string }>): Handler =>
   async (res) => {
     stream(res);
-    res.write(anthropicStart);
+    res.write(anthropicStart());
     calls.forEach((c, index) => {
       res.write(sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'));
       res.write(sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c.arguments } }, 'content_block_delta'));
       res.write(sse({ type: 'content_block_stop', index }, 'content_block_stop'));
     });
-    res.write(sse({ type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 7 } }, 'message_delta'));
-    res.end(sse({ type: 'message_stop' }, 'message_stop'));
+    res.end(anthropicStop('tool_use', 7).join(''));
   };
 
 const answering =
   (text: string): Handler =>
   async (res) => {
     stream(res);
-    res.end(anthropicText(text));
+    res.end(anthropicText([text]).join(''));
   };
 
 describe('malformed tool calls', () => {

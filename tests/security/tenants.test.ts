@@ -2,14 +2,10 @@
 // branch, send to, export or subscribe to tenant A's sessions; to B they do
 // not exist. Authentication over HTTP, SSE and WebSocket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { A, B, TOKEN_A, TOKEN_B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import { openSubscriptions, subscribeSse, subscribeWs, subscriptionsOpened, wsClient } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
-
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 
 let app: TestApp;
 let sessionA: string;
@@ -22,15 +18,7 @@ const asB = as(B);
 const codes = (r: { errors?: Array<{ extensions?: Record<string, unknown> }> }) => r.errors?.map((e) => e.extensions?.code);
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp();
   const created = await asA('mutation { createSession(input: { title: "A private" }) { id } }');
   sessionA = created.data.createSession.id;
   await asA('mutation($id: ID!) { sendMessage(input: { sessionId: $id, text: "hello" }) { inputId } }', { id: sessionA });
@@ -222,12 +210,8 @@ describe("another tenant's sessions do not exist", () => {
 
 describe('rate limiting per token', () => {
   it('answers 429 RATE_LIMITED with Retry-After once a token spends its burst; other tokens are unaffected', async () => {
-    const limited = await startTestApp({
+    const limited = await startTwoTenantApp({
       security: {
-        apiTokens: new Map([
-          [TOKEN_A, 'alpha'],
-          [TOKEN_B, 'beta'],
-        ]),
         rateLimit: { perSecond: 1, burst: 5 },
       },
     });

@@ -9,17 +9,17 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { LeaseStore } from '../../src/store/leases.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { analyzed, planNodes, statementRecorder, tableRowsRead } from '../helpers/explain.ts';
 
 const WAITING = 600;
 const SLOTS = 5;
 let db: Database;
-let recording = false;
-const claims: Array<{ sql: string; params: unknown[] }> = [];
+const onClaim = statementRecorder(/WITH runnable AS/);
 
 beforeAll(async () => {
   const url = await createTestDatabase();
   await migrate(url);
-  db = openDatabase(url, { max: 2, onQuery: (sql, _rows, params) => recording && /WITH runnable AS/.test(sql) && claims.push({ sql, params }) });
+  db = openDatabase(url, { max: 2, onQuery: onClaim.onQuery });
   // Sessions with a queued input (runnable), and many idle ones beside them.
   await db.pool.query(
     `WITH s AS (INSERT INTO "Session" (id, "treeId", tenant, title, "pendingInputCount", "updatedAt")
@@ -33,23 +33,10 @@ beforeAll(async () => {
 });
 afterAll(() => db?.close());
 
+/** The Session rows the claim's CTE `runnable` reads (its UPDATE rolled back). */
 async function sessionRowsScanned(sql: string, params: unknown[]): Promise<number> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-    let scanned = 0;
-    const walk = (n: any, inRunnable: boolean) => {
-      const here = inRunnable || n['Subplan Name'] === 'CTE runnable';
-      if (here && n['Relation Name'] === 'Session') scanned += (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0)) * n['Actual Loops'];
-      for (const c of n.Plans ?? []) walk(c, here);
-    };
-    walk(rows[0]['QUERY PLAN'][0].Plan, false);
-    return scanned;
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
+  const runnable = planNodes(await analyzed(db.pool, sql, params, { rolledBack: true })).find((n) => n['Subplan Name'] === 'CTE runnable');
+  return tableRowsRead(runnable!, 'Session');
 }
 
 it('a claim of a few sessions among hundreds waiting reads about the rows it takes', async () => {
@@ -57,12 +44,14 @@ it('a claim of a few sessions among hundreds waiting reads about the rows it tak
   // This process runs some already: they are runnable too, and excluded by the claim.
   const running = await leases.claimRunnable(SLOTS);
   expect(running).toHaveLength(SLOTS);
-  recording = true;
-  const taken = await leases.claimRunnable(
-    SLOTS,
-    running.map((l) => l.sessionId),
+  let taken: Awaited<ReturnType<LeaseStore['claimRunnable']>> = [];
+  const claims = await onClaim.during(
+    async () =>
+      (taken = await leases.claimRunnable(
+        SLOTS,
+        running.map((l) => l.sessionId),
+      )),
   );
-  recording = false;
   expect(taken).toHaveLength(SLOTS);
   // The oldest waiting first, as before.
   expect(taken.map((l) => l.sessionId)).toEqual(Array.from({ length: SLOTS }, (_, i) => `ses_claim_${WAITING - SLOTS - i}`));

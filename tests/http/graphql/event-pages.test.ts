@@ -5,12 +5,9 @@
 // GraphQL events page itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createForklineClient, ForklineClientError } from '@forkline/client';
-import { startTestApp, type TestApp } from '../../helpers/app.ts';
+import type { TestApp } from '../../helpers/app.ts';
+import { A, B, TOKEN_A, TOKEN_B, startTwoTenantApp } from '../../helpers/two-tenants.ts';
 
-const TOKEN_A = 'alpha-token-0123456789abcdef';
-const TOKEN_B = 'beta-token-0123456789abcdef0';
-const A = { authorization: `Bearer ${TOKEN_A}` };
-const B = { authorization: `Bearer ${TOKEN_B}` };
 const TURNS = 30; // 1 + 30 * 6 = 181 events
 
 let app: TestApp;
@@ -25,15 +22,7 @@ const EVENTS = `query($id: ID!, $after: Int, $first: Int) { session(id: $id) { e
   edges { cursor node { id seq type data inherited synthetic createdAt sessionId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`;
 
 beforeAll(async () => {
-  app = await startTestApp({
-    security: {
-      apiTokens: new Map([
-        [TOKEN_A, 'alpha'],
-        [TOKEN_B, 'beta'],
-      ]),
-      rateLimit: false,
-    },
-  });
+  app = await startTwoTenantApp();
   const store = app.services.store;
   root = (await store.createSession({ tenant: 'alpha' }, { title: 'paged' })).id;
   for (let t = 1; t <= TURNS; t++) {
