@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { Agent, OpenAIProvider, ToolGuardrailFunctionOutputFactory, defineToolInputGuardrail, defineToolOutputGuardrail, setTracingDisabled, tool } from '@openai/agents';
 import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
+import { MAX_STEP_CALLS } from '../../src/core/log-state.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -37,20 +38,24 @@ const provider = http.createServer((req, res) => {
     const asked = text(body.messages[lastUser].content);
     const results = body.messages.slice(lastUser).filter((m) => m.role === 'tool');
     if (results.length) seen.set(asked, results.map((m) => text(m.content)));
-    const call = results.length ? undefined : { index: 0, id: `call_${++callNo}`, type: 'function', function: { name: asked, arguments: '{"n":1}' } };
+    // `many`: more calls in one answer than a step holds (MAX_STEP_CALLS + 1) of the tool `counted`.
+    const [name, many] = asked === 'many' ? ['counted', MAX_STEP_CALLS + 1] : [asked, 1];
+    const no = ++callNo;
+    const calls = results.length ? [] : Array.from({ length: many }, (_, i) => ({ index: i, id: `call_${no}_${i}`, type: 'function', function: { name, arguments: '{"n":1}' } }));
+    const call = calls[0];
     const base = { id: `chatcmpl_${callNo}`, created: 1, model: 'fake-model' };
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
     const finish = call ? 'tool_calls' : 'stop';
     if (!body.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      const message = { role: 'assistant', content: call ? null : 'done', ...(call ? { tool_calls: [call] } : {}) };
+      const message = { role: 'assistant', content: call ? null : 'done', ...(call ? { tool_calls: calls } : {}) };
       res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
       res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-    chunk([{ index: 0, delta: call ? { role: 'assistant', tool_calls: [call] } : { role: 'assistant', content: 'done' }, finish_reason: null }]);
+    chunk([{ index: 0, delta: call ? { role: 'assistant', tool_calls: calls } : { role: 'assistant', content: 'done' }, finish_reason: null }]);
     chunk([{ index: 0, delta: {}, finish_reason: finish }]);
     chunk([], { usage });
     res.end('data: [DONE]\n\n');
@@ -95,6 +100,7 @@ const TOOLS = [
       }),
     ],
   }),
+  tool({ name: 'counted', description: 'counts its calls', parameters, execute: async () => (ran.push('counted started'), 'counted') }),
   tool({
     name: 'forbidden',
     description: 'a call its input guardrail rejects',
@@ -178,4 +184,13 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     expect(modelRead).toEqual([result.content]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
+
+  it('runs none of the calls of an answer with more than a step holds: the message is refused, and the turn ends failed saying why', async () => {
+    ran.length = 0;
+    const { log } = await turnCalling('many');
+    expect(ran).toEqual([]);
+    expect(log.some((e) => e.type === 'model/message' && e.data.toolCalls.length > 0)).toBe(false);
+    expect(log.find((e) => e.type === 'plugin/agent/error')?.data.message).toMatch(/step calls|4096/);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+  }, 60_000);
 });
