@@ -15,7 +15,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, OpenAIProvider, ToolGuardrailFunctionOutputFactory, defineToolInputGuardrail, defineToolOutputGuardrail, setTracingDisabled, tool } from '@openai/agents';
+import {
+  Agent,
+  OpenAIProvider,
+  ToolGuardrailFunctionOutputFactory,
+  defineToolInputGuardrail,
+  defineToolOutputGuardrail,
+  setTracingDisabled,
+  tool,
+} from '@openai/agents';
 import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { MAX_STEP_CALLS } from '../../src/core/log-state.ts';
@@ -37,11 +45,17 @@ const provider = http.createServer((req, res) => {
     const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
     const asked = text(body.messages[lastUser].content);
     const results = body.messages.slice(lastUser).filter((m) => m.role === 'tool');
-    if (results.length) seen.set(asked, results.map((m) => text(m.content)));
+    if (results.length)
+      seen.set(
+        asked,
+        results.map((m) => text(m.content)),
+      );
     // `many`: more calls in one answer than a step holds (MAX_STEP_CALLS + 1) of the tool `counted`.
     const [name, many] = asked === 'many' ? ['counted', MAX_STEP_CALLS + 1] : [asked, 1];
     const no = ++callNo;
-    const calls = results.length ? [] : Array.from({ length: many }, (_, i) => ({ index: i, id: `call_${no}_${i}`, type: 'function', function: { name, arguments: '{"n":1}' } }));
+    const calls = results.length
+      ? []
+      : Array.from({ length: many }, (_, i) => ({ index: i, id: `call_${no}_${i}`, type: 'function', function: { name, arguments: '{"n":1}' } }));
     const call = calls[0];
     const base = { id: `chatcmpl_${callNo}`, created: 1, model: 'fake-model' };
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
@@ -96,7 +110,9 @@ const TOOLS = [
       defineToolOutputGuardrail({
         name: 'no-secrets',
         run: async ({ output }) =>
-          String(output).includes(SECRET) ? ToolGuardrailFunctionOutputFactory.rejectContent('[withheld: the output held a secret]') : ToolGuardrailFunctionOutputFactory.allow(),
+          String(output).includes(SECRET)
+            ? ToolGuardrailFunctionOutputFactory.rejectContent('[withheld: the output held a secret]')
+            : ToolGuardrailFunctionOutputFactory.allow(),
       }),
     ],
   }),

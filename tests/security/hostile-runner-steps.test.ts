@@ -33,7 +33,8 @@ async function openStep(pool: string, n: number, leaseMs = 30_000) {
   const { id } = (await app.ok(CREATE, { input: { title: 't', runner: pool } })).createSession;
   const inputId = (await app.ok(SEND, { id, text: 'send them' })).sendMessage.inputId;
   const claim = (await app.ok(CLAIM, { input: { sessionId: id, runnerId: 'doomed', leaseMs } })).claimSession;
-  const append = (at: number, events: unknown[]) => app.gql(APPEND, { input: { sessionId: id, leaseToken: claim.lease.token, expectedEventCount: at, events } });
+  const append = (at: number, events: unknown[]) =>
+    app.gql(APPEND, { input: { sessionId: id, leaseToken: claim.lease.token, expectedEventCount: at, events } });
   const opening = [
     { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
     { type: 'turn/start', data: { turn: 1, inputId } },
@@ -62,7 +63,7 @@ describe("a step's calls", () => {
     expect(more.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'step calls', seq: at.at });
   });
 
-  it("repairs a step at the bound its runner left open in the next claim, once: every call gets its result, and the claim holds", async () => {
+  it('repairs a step at the bound its runner left open in the next claim, once: every call gets its result, and the claim holds', async () => {
     const step = await openStep('steps-bound', MAX_STEP_CALLS, 500);
     expect(step.written.errors).toBeUndefined();
     // The runner dies: its lease ends with the turn open. The next claim repairs it.

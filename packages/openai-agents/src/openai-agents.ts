@@ -331,7 +331,11 @@ async function runCall(
     output = await runToolOutputGuardrails({ guardrails: t.outputGuardrails, context: ctx, agent, toolCall, toolOutput: output });
   } catch (err) {
     // The output is what the guardrail keeps from the model: it is not stored either.
-    return { result: { status: 'error', content: `the tool ran, but its output guardrail stopped the run (${said(err)}): its output is not recorded` }, output: undefined, raise: err };
+    return {
+      result: { status: 'error', content: `the tool ran, but its output guardrail stopped the run (${said(err)}): its output is not recorded` },
+      output: undefined,
+      raise: err,
+    };
   }
   const result = resultOf(output, maxBytes);
   // The model reads what the log holds: an output that could not be stored is the error that says so.
