@@ -11,8 +11,6 @@
 //   later turn and a fork are built from the log).
 // - A tool input guardrail that rejects the call: the tool does not run, and
 //   its result is the rejection the model read.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -28,6 +26,7 @@ import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { MAX_STEP_CALLS } from '../../src/core/log-state.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { chatText, startChatProvider, type ChatAnswer, type ChatRequest } from '../helpers/chat-completions.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 let app: TestApp;
@@ -36,52 +35,30 @@ const seen = new Map<string, string[]>();
 let callNo = 0;
 
 /** The fake model: calls the tool the user's message names, then answers "done" once it has a result. */
-const provider = http.createServer((req, res) => {
-  let raw = '';
-  req.on('data', (c) => (raw += c));
-  req.on('end', () => {
-    const body = JSON.parse(raw) as { stream?: boolean; messages: Array<{ role: string; content: unknown; tool_call_id?: string }> };
-    const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
-    const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
-    const asked = text(body.messages[lastUser].content);
-    const results = body.messages.slice(lastUser).filter((m) => m.role === 'tool');
-    if (results.length)
-      seen.set(
-        asked,
-        results.map((m) => text(m.content)),
-      );
-    // `many`: more calls in one answer than a step holds (MAX_STEP_CALLS + 1) of the tool `counted`.
-    const [name, many] = asked === 'many' ? ['counted', MAX_STEP_CALLS + 1] : [asked, 1];
-    const no = ++callNo;
-    const calls = results.length
-      ? []
-      : Array.from({ length: many }, (_, i) => ({ index: i, id: `call_${no}_${i}`, type: 'function', function: { name, arguments: '{"n":1}' } }));
-    const call = calls[0];
-    const base = { id: `chatcmpl_${callNo}`, created: 1, model: 'fake-model' };
-    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-    const finish = call ? 'tool_calls' : 'stop';
-    if (!body.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const message = { role: 'assistant', content: call ? null : 'done', ...(call ? { tool_calls: calls } : {}) };
-      res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-    chunk([{ index: 0, delta: call ? { role: 'assistant', tool_calls: calls } : { role: 'assistant', content: 'done' }, finish_reason: null }]);
-    chunk([{ index: 0, delta: {}, finish_reason: finish }]);
-    chunk([], { usage });
-    res.end('data: [DONE]\n\n');
-  });
-});
+function answer(body: ChatRequest): ChatAnswer {
+  const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
+  const asked = chatText(body.messages[lastUser].content);
+  const results = body.messages.slice(lastUser).filter((m) => m.role === 'tool');
+  if (results.length) {
+    seen.set(
+      asked,
+      results.map((m) => chatText(m.content)),
+    );
+    return { text: 'done' };
+  }
+  // `many`: more calls in one answer than a step holds (MAX_STEP_CALLS + 1) of the tool `counted`.
+  const [name, many] = asked === 'many' ? ['counted', MAX_STEP_CALLS + 1] : [asked, 1];
+  const no = ++callNo;
+  return { calls: Array.from({ length: many }, (_, i) => ({ id: `call_${no}_${i}`, name, arguments: '{"n":1}' })) };
+}
 
+let provider: Awaited<ReturnType<typeof startChatProvider>>;
 let providerUrl = '';
 beforeAll(async () => {
   setTracingDisabled(true);
   app = await startTestApp();
-  await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-  providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  provider = await startChatProvider(answer);
+  providerUrl = provider.url;
 });
 afterAll(async () => {
   provider.close();
