@@ -260,6 +260,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },
     foldCacheBytes: opts.foldCacheBytes,
+    log,
   });
   const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate);
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);

@@ -4,6 +4,7 @@ import { DEFAULT_LIMITS, DEFAULT_STATEMENT_TIMEOUTS, type SecurityOptions } from
 import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 import { approvalToolsProblem } from './agent/tool-catalog.ts';
 import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
+import { MAX_STEP_CALLS } from './core/log-state.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false'])
@@ -117,7 +118,7 @@ const envSchema = z
     FORKLINE_MODEL_MAX_RESPONSE_BYTES: z.coerce.number().int().min(65_536).default(DEFAULT_PROVIDER_LIMITS.maxResponseBytes),
     FORKLINE_MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_PROVIDER_LIMITS.idleTimeoutMs),
     FORKLINE_MODEL_CALL_TIMEOUT_MS: z.coerce.number().int().min(1000).default(DEFAULT_PROVIDER_LIMITS.callTimeoutMs),
-    FORKLINE_MODEL_MAX_TOOL_CALLS: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_PROVIDER_LIMITS.maxToolCalls),
+    FORKLINE_MODEL_MAX_TOOL_CALLS: z.coerce.number().int().min(1).max(MAX_STEP_CALLS).default(DEFAULT_PROVIDER_LIMITS.maxToolCalls),
     FORKLINE_LEASE_TTL_MS: z.coerce.number().int().min(500).max(600_000).default(10_000),
     FORKLINE_DATA_DIR: z.string().default('.data'),
     /** Where the sessions' file workspaces are made on this process (default: <FORKLINE_DATA_DIR>/workspaces). */

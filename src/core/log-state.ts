@@ -82,6 +82,14 @@ const SYNTHETIC_TYPES = new Set(['tool/result', 'step/end', 'turn/end', 'plugin/
  */
 const MAX_STEP = 2 ** 31 - 1;
 
+/**
+ * The most tool calls one step holds, over all its model/messages (docs/contract.md#append-rules): its
+ * repair (a result per unanswered call, the step's and the turn's ends, a failed turn's error) is one
+ * append, which holds at most 10,000 events (store/append.ts MAX_APPEND_BATCH), and checking a step's
+ * results stays cheap. Forkline's own agent gives up an answer past FORKLINE_MODEL_MAX_TOOL_CALLS, at most this.
+ */
+export const MAX_STEP_CALLS = 4096;
+
 // At module level: a closure made per call is named per call under tsx (keepNames), a defineProperty for every event checked.
 const fail = (rule: string, detail: string): Violation => ({ rule, detail });
 
@@ -243,7 +251,8 @@ export class LogState {
    * Rules, named as recordings name them: `turn bracket` / `turn numbering`
    * (one open turn at a time, numbered previous + 1), `step bracket` / `step
    * numbering` (step events only in the open turn's open step, steps
-   * increasing within a turn, up to MAX_STEP), `call ids` (unique per step), `result pairing`
+   * increasing within a turn, up to MAX_STEP), `call ids` (unique per step), `step calls` (at most
+   * MAX_STEP_CALLS per step), `result pairing`
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier
    * events only), `synthetic closer` (a synthetic result or end carries a
@@ -294,6 +303,9 @@ export class LogState {
         const d = ev.data;
         const notOpen = this.notOpenStep(d, 'step bracket');
         if (notOpen) return notOpen;
+        const calls = this.openStep!.calls.length + d.toolCalls.length;
+        if (calls > MAX_STEP_CALLS)
+          return fail('step calls', `turn ${d.turn} step ${d.step} would hold ${calls} tool calls, past the most one step holds, ${MAX_STEP_CALLS}`);
         const seen = new Set(this.openStep!.calls.map((c) => c.id));
         for (const call of d.toolCalls) {
           if (seen.has(call.id)) return fail('call ids', `tool call id ${call.id} is used twice in turn ${d.turn} step ${d.step}`);

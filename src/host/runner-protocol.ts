@@ -157,6 +157,8 @@ export interface RunnerProtocolDeps {
   compaction: RunnerCompactionDeps;
   /** The agent's fold cache bound in estimated heap bytes (DEFAULT_FOLD_CACHE_BYTES): this cache keeps a quarter of it. */
   foldCacheBytes?: number;
+  /** Where a failure nobody waits for goes (a repair the runnable feed made). */
+  log?: (msg: string, err?: unknown) => void;
 }
 
 /** What a claim does besides taking the lease. */
@@ -285,6 +287,10 @@ export class RunnerProtocol {
     for (const claim of await this.leases.claimForRepair(scope.tenant, pool, REPAIR_LEASE_MS)) {
       try {
         await this.repair(scope, claim);
+      } catch (err) {
+        // One session's repair that fails (a message appended meanwhile, a log it cannot close in one append) ends
+        // neither the pool's feed nor the other repairs: a claim of that session tries again, and answers why.
+        this.deps.log?.(`repairing session ${claim.session.id} of runner pool ${pool} failed`, err);
       } finally {
         await this.deps.store.transaction(async (client) => {
           await this.leases.releaseRepaired(claim.lease, client);

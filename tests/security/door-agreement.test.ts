@@ -237,6 +237,7 @@ const REDUCER_RULES = new Set([
   'step bracket',
   'step numbering',
   'call ids',
+  'step calls',
   'result pairing',
   'inbox',
   'surface range',

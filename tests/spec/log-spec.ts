@@ -4,7 +4,7 @@
 // The pure core, the store and the GraphQL API run it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../src/core/events.ts';
-import { LogState } from '../../src/core/log-state.ts';
+import { LogState, MAX_STEP_CALLS } from '../../src/core/log-state.ts';
 import { REFERENCE_LOG } from './reference-log.ts';
 
 export interface LogSpecEvent {
@@ -78,6 +78,14 @@ export const APPEND_RULE_ROWS: Array<{ name: string; base: NewEvent[]; batch: Ne
     base: OPEN_STEP,
     batch: [{ type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: [call('c1')] } }],
     rule: 'call ids',
+    at: 0,
+  },
+  {
+    // Its repair (a result per call, then the ends) must fit one append: a step past the bound was a session no claim could repair.
+    name: 'a step of more calls than a step holds, over two messages',
+    base: OPEN_STEP,
+    batch: [{ type: 'model/message', data: { turn: 1, step: 1, text: '', toolCalls: Array.from({ length: MAX_STEP_CALLS }, (_, i) => call(`x${i}`)) } }],
+    rule: 'step calls',
     at: 0,
   },
   { name: 'an orphan result', base: OPEN_STEP, batch: [result('c9')], rule: 'result pairing', at: 0 },

@@ -16,7 +16,11 @@
 import {
   OpenAIProvider,
   RunContext,
+  ToolTimeoutError,
+  invokeFunctionTool,
   run,
+  runToolInputGuardrails,
+  runToolOutputGuardrails,
   withTrace,
   type Agent,
   type AgentInputItem,
@@ -267,12 +271,84 @@ function resultOf(output: unknown, maxBytes: number): ToolResultContent {
   return toolResultContent(typeof text === 'string' ? text : output, maxBytes);
 }
 
+/** What running a call came to: the result to store (and hand the model), and the error that then stops the run, if any. */
+interface CallOutcome {
+  result: ToolResultContent;
+  /** The model reads this: the output as the tool returned it when it is stored as it is, else the stored text. */
+  output: unknown;
+  /** Thrown after the result is stored: the run stops (a guardrail's tripwire, a timeout that raises, a tool error the SDK raises). */
+  raise?: unknown;
+}
+
+const said = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 /**
- * The function tools with each `invoke` storing its result as soon as it
- * returns; a tool the session asks a decision for (approvalRequired) needs
- * approval as one the app marked (`needsApproval`).
+ * Runs one call of a function tool as the SDK's own run would — its input
+ * guardrails, its `invoke` under its `timeoutMs` (the SDK's invokeFunctionTool),
+ * its output guardrails — and says what to record: what the model reads, so
+ * the log holds exactly that (docs/runners.md, "What a tool hands back"). The
+ * tool handed to the SDK has none of these of its own (writingTools): the SDK
+ * would otherwise change the result after it was stored (an output guardrail's
+ * rejection, a timeout's message while the tool still runs) or answer a call
+ * with no `invoke` at all (an input guardrail's rejection).
  */
-function writingTools(tools: Tool[], turn: TurnWriter, request: ModelRequest): Tool[] {
+async function runCall(
+  agent: Agent<any, any>,
+  t: FunctionTool,
+  ctx: RunContext<any>,
+  input: string,
+  details: Parameters<FunctionTool['invoke']>[2],
+  maxBytes: number,
+): Promise<CallOutcome> {
+  const toolCall = details?.toolCall ?? { type: 'function_call' as const, callId: '', name: t.name, arguments: input, status: 'completed' as const };
+  try {
+    const verdict = await runToolInputGuardrails({ guardrails: t.inputGuardrails, context: ctx, agent, toolCall });
+    // Rejected before it ran: the model reads the rejection, and so does the log.
+    if (verdict.type === 'reject') return { result: { status: 'error', content: verdict.message }, output: verdict.message };
+  } catch (err) {
+    return { result: { status: 'error', content: `the call did not run: its input guardrail stopped the run (${said(err)})` }, output: undefined, raise: err };
+  }
+  // The tool's own invoke, under its timeout as the SDK sets it: a timeout answers while the tool may still run
+  // (its execute is not stopped: the SDK aborts the signal it was given and answers without waiting).
+  let signal: AbortSignal | undefined;
+  const invoke: FunctionTool['invoke'] = (c, i, d) => ((signal = d?.signal), t.invoke(c, i, d));
+  const timedOut = (message: string): ToolResultContent => ({
+    status: 'error',
+    content: `${message} The tool may have run, and may still be running: its effect is unknown.`,
+  });
+  let output: unknown;
+  try {
+    output = await invokeFunctionTool({ tool: { ...t, invoke }, runContext: ctx, input, details });
+  } catch (err) {
+    if (err instanceof ToolTimeoutError) return { result: timedOut(err.message), output: undefined, raise: err };
+    return { result: { status: 'error', content: `tool failed: ${said(err)}` }, output: undefined, raise: err };
+  }
+  if (signal?.aborted && signal.reason instanceof ToolTimeoutError) {
+    const result = timedOut(typeof output === 'string' ? output : signal.reason.message);
+    return { result, output: result.content };
+  }
+  try {
+    output = await runToolOutputGuardrails({ guardrails: t.outputGuardrails, context: ctx, agent, toolCall, toolOutput: output });
+  } catch (err) {
+    // The output is what the guardrail keeps from the model: it is not stored either.
+    return {
+      result: { status: 'error', content: `the tool ran, but its output guardrail stopped the run (${said(err)}): its output is not recorded` },
+      output: undefined,
+      raise: err,
+    };
+  }
+  const result = resultOf(output, maxBytes);
+  // The model reads what the log holds: an output that could not be stored is the error that says so.
+  return { result, output: result.status === 'ok' ? output : result.content };
+}
+
+/**
+ * The function tools with each call run by runCall and its result stored as
+ * soon as it is known; a tool the session asks a decision for
+ * (approvalRequired) needs approval as one the app marked (`needsApproval`).
+ * Their guardrails and timeout are runCall's, not the SDK's.
+ */
+function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest): Tool[] {
   return tools.map((t) => {
     if (t.type !== 'function') return t;
     const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
@@ -280,25 +356,16 @@ function writingTools(tools: Tool[], turn: TurnWriter, request: ModelRequest): T
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
-        await turn
-          .result(call, 'error', `the call did not run: the run was cancelled before it started (${reason instanceof Error ? reason.message : String(reason)})`)
-          .catch(() => {});
+        await turn.result(call, 'error', `the call did not run: the run was cancelled before it started (${said(reason)})`).catch(() => {});
         throw reason;
       }
-      let output: unknown;
-      try {
-        output = await t.invoke(ctx, input, details);
-      } catch (err) {
-        await turn.result(call, 'error', `tool failed: ${err instanceof Error ? err.message : String(err)}`);
-        throw err;
-      }
-      const outcome = resultOf(output, turn.session.maxResultBytes);
-      await turn.result(call, outcome.status, outcome.content);
-      // The model reads what the log holds: an output that could not be stored is the error that says so.
-      return (outcome.status === 'ok' ? output : outcome.content) as string;
+      const outcome = await runCall(agent, t, ctx, input, details, turn.session.maxResultBytes);
+      await turn.result(call, outcome.result.status, outcome.result.content);
+      if (outcome.raise !== undefined) throw outcome.raise;
+      return outcome.output as string;
     };
     const needsApproval: FunctionTool['needsApproval'] = sessionRequiresApproval(request, t.name) ? async () => true : t.needsApproval;
-    return { ...t, invoke, needsApproval };
+    return { ...t, invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined };
   });
 }
 
@@ -319,22 +386,22 @@ const parseArguments = (text: string): unknown => {
 
 /**
  * A call of the open step taken up after a person's decision (settleOpenCalls),
- * run outside the SDK's loop: the function tool's `invoke` (which checks its
- * input against its parameters), its output stored as the SDK's runs are.
+ * run outside the SDK's loop as the SDK's run would run it (runCall: its
+ * guardrails, its input checked against its parameters, its timeout), its
+ * output stored as the SDK's runs are.
  */
-async function runDecided(tools: readonly Tool[], call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
+async function runDecided(
+  agent: Agent<any, any>,
+  tools: readonly Tool[],
+  call: RunnerToolCall,
+  session: RunnerSession,
+  signal: AbortSignal,
+): Promise<ToolResultContent> {
   const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   if (!t) return { status: 'error', content: 'the runner has no such tool' };
   if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
-  try {
-    const output = await t.invoke(new RunContext(), call.arguments, {
-      toolCall: { type: 'function_call', callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' },
-      signal,
-    });
-    return resultOf(output, session.maxResultBytes);
-  } catch (err) {
-    return { status: 'error', content: `tool failed: ${err instanceof Error ? err.message : String(err)}` };
-  }
+  const toolCall = { type: 'function_call' as const, callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' as const };
+  return (await runCall(agent, t, new RunContext(), call.arguments, { toolCall, signal }, session.maxResultBytes)).result;
 }
 
 /** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */
@@ -403,7 +470,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
   const decided = request;
   const resumed = await resumeDecidedStep(session, turn, request, {
-    run: (call) => runDecided(tools, call, session, signal),
+    run: (call) => runDecided(agent, tools, call, session, signal),
     needsApproval: (call) => toolNeedsApproval(tools, call, decided),
   });
   if (!resumed) return;
@@ -412,7 +479,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     model: new WritingModel(model, turn),
     modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(tools, turn, request),
+    tools: writingTools(agent, tools, turn, request),
     mcpServers: [],
   });
   const memory = new ForklineAgentsSession(session, request);

@@ -1,0 +1,53 @@
+// A fake model provider speaking the Chat Completions wire format, for tests
+// of the runner adapters with the frameworks' own OpenAI model packages: the
+// test decides each answer from the request; the server answers as OpenAI's
+// does (JSON, or server-sent chunks when `stream` was asked).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ChatRequest {
+  stream?: boolean;
+  messages: Array<{ role: string; content: unknown; tool_call_id?: string }>;
+}
+
+/** An answer: its text, or its tool calls (`arguments` as JSON text). */
+export interface ChatAnswer {
+  text?: string;
+  calls?: Array<{ id: string; name: string; arguments: string }>;
+}
+
+/** A message's text, whether its content is a string or parts. */
+export const chatText = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
+
+/** Starts the provider on a free port; `url` is its base URL (`…/v1`) for the SDKs' clients. */
+export async function startChatProvider(answer: (request: ChatRequest) => ChatAnswer): Promise<{ url: string; close(): void }> {
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      const body = JSON.parse(raw) as ChatRequest;
+      const { text = '', calls = [] } = answer(body);
+      const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+      const base = { id: `chatcmpl_${++n}`, created: 1, model: 'fake-model' };
+      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+      const finish = toolCalls.length ? 'tool_calls' : 'stop';
+      if (!body.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const message = { role: 'assistant', content: toolCalls.length ? null : text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
+        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+        res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+      const delta = toolCalls.length ? { role: 'assistant', tool_calls: toolCalls } : { role: 'assistant', content: text };
+      chunk([{ index: 0, delta, finish_reason: null }]);
+      chunk([{ index: 0, delta: {}, finish_reason: finish }]);
+      chunk([], { usage });
+      res.end('data: [DONE]\n\n');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => server.close() };
+}
