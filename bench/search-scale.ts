@@ -33,8 +33,8 @@ export async function addSessions({ db }: BenchContext, from: number, to: number
     [from, to],
   );
   await db.pool.query(
-    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
-     SELECT 'ses_scale_' || lpad(i::text, 7, '0'), k, 'ses_scale_' || lpad(i::text, 7, '0'), t.type, t.data, false, CASE WHEN k = 1 THEN 1 ELSE 0 END, ${base}
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", tenant)
+     SELECT 'ses_scale_' || lpad(i::text, 7, '0'), k, 'ses_scale_' || lpad(i::text, 7, '0'), t.type, t.data, false, CASE WHEN k = 1 THEN 1 ELSE 0 END, ${base}, 'local'
        FROM generate_series($1::int + 1, $2::int) AS i, generate_series(0, 7) AS k,
             LATERAL (SELECT
               (ARRAY['session/title','inbox/add','inbox/remove','turn/start','step/start','model/message','step/end','turn/end'])[k + 1] AS type,
@@ -64,8 +64,8 @@ async function otherTenantBurst({ db }: BenchContext, n: number) {
     [n],
   );
   await db.pool.query(
-    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt")
-     SELECT 'ses_scale_burst', k, 'ses_scale_burst', 'model/message', jsonb_build_object('turn', 1, 'step', k, 'text', 'chatter ' || k, 'toolCalls', '[]'::jsonb), false, 0, now()
+    `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", tenant)
+     SELECT 'ses_scale_burst', k, 'ses_scale_burst', 'model/message', jsonb_build_object('turn', 1, 'step', k, 'text', 'chatter ' || k, 'toolCalls', '[]'::jsonb), false, 0, now(), 'other'
        FROM generate_series(0, $1::int - 1) AS k`,
     [n],
   );

@@ -101,9 +101,9 @@ function loneAppend(notify: boolean, byTree: boolean): string {
           WHERE ${update.where}
           RETURNING ${update.returning}
        ), ins0 AS (
-         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes", tenant)
          SELECT $1, s0.base + (t.ord - 1)::int, s0."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s0.pending + (t.e->>'p')::int,
-                pg_column_size(t.e->'data')
+                pg_column_size(t.e->'data'), s0.tenant
            FROM s0, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS t(e, ord)
          RETURNING seq
        )
@@ -147,7 +147,8 @@ function sessionRowUpdate($: (n: number) => string, byTree: boolean) {
     where: `id = ${$(1)} AND ${byTree ? `"treeId" = ${$(15)}` : `(${$(15)}::text IS NULL OR "treeId" = ${$(15)}::text)`}
             AND (${$(7)}::int IS NULL OR "eventCount" = ${$(7)}::int) AND ${lease.fence}
             AND (${$(11)}::text IS NULL OR tenant = ${$(11)}::text)`,
-    returning: `"eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", ${lease.returning}`,
+    // The tenant goes into each event row (search walks a tenant's rows: store/session-search.ts).
+    returning: `"eventCount" - ${$(2)} AS base, "pendingInputCount" - ${$(9)} AS pending, "treeId", tenant, ${lease.returning}`,
   };
 }
 
@@ -198,9 +199,9 @@ function appendBatch(notify: boolean, byTree: boolean): string {
           WHERE ${update.where}
           RETURNING a.k, a.p8 AS events, "Session".id, ${update.returning}
        ), ins0 AS (
-         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
+         INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes", tenant)
          SELECT s0.id, s0.base + (t.ord - 1)::int, s0."treeId", t.e->>'type', t.e->'data', (t.e->>'synthetic')::boolean, s0.pending + (t.e->>'p')::int,
-                pg_column_size(t.e->'data')
+                pg_column_size(t.e->'data'), s0.tenant
            FROM s0, jsonb_array_elements(s0.events) WITH ORDINALITY AS t(e, ord)
          RETURNING "sessionId", seq
        )

@@ -304,11 +304,11 @@ export class Forks {
       ],
     );
     const { rows: written } = await client.query<StoredEvent>(
-      `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes")
-       SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int, pg_column_size(e->'data')
+      `INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "dataBytes", tenant)
+       SELECT $1, (e->>'seq')::int, $2, e->>'type', e->'data', (e->>'synthetic')::boolean, $3 + (e->>'p')::int, pg_column_size(e->'data'), $5
          FROM jsonb_array_elements($4::jsonb) AS e
        RETURNING seq, type, data, synthetic, "createdAt"`,
-      [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas))],
+      [childId, parent.treeId, atCut.pendingInputCount, JSON.stringify(eventRows(own, pendingDeltas)), parent.tenant],
     );
     await notify(client, SESSIONS_CHANNEL, childId);
     const synthetic = written

@@ -126,10 +126,10 @@ export async function importRecording(
           const e = check.header!.version < CURRENT_FORMAT_VERSION ? upgradeToV4(pushed) : pushed;
           const json = JSON.stringify(e.data);
           // dataBytes: the JSON text's bytes (about its jsonb's, which the other writers store).
-          yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJsonText(json)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}\t${Buffer.byteLength(json)}`;
+          yield `${id}\t${e.seq}\t${id}\t${copyText(e.type)}\t${copyJsonText(json)}\t${e.synthetic ? 't' : 'f'}\t${check.pendingInputCount}\t${e.createdAt ?? now}\t${Buffer.byteLength(json)}\t${copyText(scope.tenant)}`;
         }
       }
-      await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", "dataBytes")`, eventRows());
+      await copyRows(client, `"Event" ("sessionId", seq, "treeId", type, data, synthetic, "pendingInputCount", "createdAt", "dataBytes", tenant)`, eventRows());
       for (let next = await lines.next(); !next.done; next = await lines.next()) {
         opts.signal?.throwIfAborted();
         check.push(next.value);

@@ -23,11 +23,12 @@
 // Cost: the order is recency, not rank, so that a page never ranks
 // every match, and a page reads a bounded number of rows whatever the corpus
 // and whatever other tenants wrote last (candidates(), below). Migration
-// 20261207180000_search_recency indexes the searchable events by (createdAt,
-// sessionId, seq): a common word's page walks that index newest first and
-// stops after its page, a rare word's few matches come from the GIN index and
-// are sorted; the planner picks by the words' frequency, so nothing is
-// prepared. Titles likewise, on Session (tenant, createdAt).
+// 2026122007_event_tenant_recency indexes the searchable events by (tenant,
+// createdAt, sessionId, seq) (Event.tenant, the session's): a common word's
+// page walks its tenant's rows newest first and stops after its page, so
+// another tenant's fresh burst is not in its way; a rare word's few matches
+// come from the GIN index and are sorted; the planner picks by the words'
+// frequency, so nothing is prepared. Titles likewise, on Session (tenant, createdAt).
 import type pg from 'pg';
 import { MAX_SEQ, type Db, type OnStandbyRead, type SessionLog } from './session-log.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
@@ -46,7 +47,7 @@ const titleVector = (alias: string) => `to_tsvector(${CONFIG}, left(${alias}.tit
 const TITLE_VECTOR = titleVector('s');
 /** A fork whose title is its parent's is not a title hit: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session). */
 const TITLE_NOT_PARENTS = `(SELECT p.title FROM "Session" p WHERE p.id = s."parentId") IS DISTINCT FROM s.title`;
-/** Rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
+/** The tenant's rows a page reads in list order before it asks the text index (events; titles, whose vectors are computed as they are read). */
 export const EVENT_WINDOW = 2000;
 export const TITLE_WINDOW = 500;
 /**
@@ -225,7 +226,6 @@ export class SessionSearch {
           WHERE s.tenant = $1 AND s.title IS NOT NULL ${where}
           ${k ? `AND s."createdAt" <= ${p(new Date(k.at))}::timestamptz AND (s."createdAt" < $${p.length}::timestamptz OR s.id > ${p(k.sessionId)}::text)` : ''}
           ${ordered ? 'ORDER BY s.tenant, s."createdAt" DESC, s.id' : ''}`,
-      scanUsesTenant: true,
       vector: TITLE_VECTOR,
       match: `${TITLE_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND ${TITLE_NOT_PARENTS}`,
       // The older matches from the titles' own index ("SessionTitle", above).
@@ -237,14 +237,16 @@ export class SessionSearch {
   /** Input and answer hits after `after`, newest first (then by session id and seq, descending), over Event_text_recency_idx and the vectors' index. */
   private eventCandidates(db: Db, tenant: string, query: string, limit: number, after: SearchKey | null): Promise<Found> {
     return this.candidates(db, false, tenant, query, limit, after, EVENT_WINDOW, {
+      // In order, the tenant's own rows (Event.tenant leads the recency index: another tenant's burst is not in the
+      // window); the text index's rows, any tenant's (below).
       scan: (p, k, columns, where, ordered = true) =>
         `SELECT e."createdAt" AS at, e."sessionId" AS sid, e.seq, ${columns} FROM "Event" e
-          WHERE ${SEARCHED_TYPES} ${where}
+          WHERE ${SEARCHED_TYPES} ${ordered ? 'AND e.tenant = $1' : ''} ${where}
           ${k ? `AND (e."createdAt", e."sessionId", e.seq) < (${p(new Date(k.at))}::timestamptz, ${p(k.sessionId)}::text, ${p(k.seq)}::int)` : ''}
           ${ordered ? 'ORDER BY e."createdAt" DESC, e."sessionId" DESC, e.seq DESC' : ''}`,
-      scanUsesTenant: false,
       vector: EVENT_VECTOR,
-      // The tenant: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session).
+      // The tenant: a correlated lookup, made for matches only (an EXISTS is planned as a hash of every session). The
+      // row's tenant is not enough: a deleted session's events stay until they are reclaimed (store/reclaim.ts).
       match: `${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2) AND (SELECT s.tenant FROM "Session" s WHERE s.id = e."sessionId") = $1`,
       // The index's older matches are counted before the tenant is asked, so that other tenants' matches bound what a page reads too.
       indexedMatch: `${EVENT_VECTOR} @@ websearch_to_tsquery(${CONFIG}, $2)`,
@@ -262,8 +264,8 @@ export class SessionSearch {
    * (`indexedMatch`, which the planner serves from the GIN index for rare
    * words), at most a window's worth of them, in no order, and when they are
    * all there they are sorted. When there are more (a word common in older
-   * rows that the newest ones lack, e.g. after another tenant wrote thousands
-   * of messages), the page walks on in list order, in windows that double, up
+   * rows that the tenant's newest ones lack, e.g. after it wrote thousands
+   * of messages without them), the page walks on in list order, in windows that double, up
    * to WALK_WINDOWS windows of rows; a page still short then ends at the last
    * row read (`resumeAfter`). `match` is true of a row that is a hit (the
    * tenant included); `owned` keeps the tenant's rows among the index's
@@ -279,9 +281,8 @@ export class SessionSearch {
     after: SearchKey | null,
     window: number,
     part: {
-      /** The part's rows after a key, in list order unless `ordered` is false. */
+      /** The part's rows after a key: the tenant's in list order, or, when `ordered` is false, the text index's matches (for events, any tenant's). */
       scan: (p: Binder, after: SearchKey | null, columns: string, where: string, ordered?: boolean) => string;
-      scanUsesTenant: boolean;
       vector: string;
       match: string;
       /** `match` as the text index serves it (default: `match` itself). */
@@ -292,7 +293,6 @@ export class SessionSearch {
     },
   ): Promise<Found> {
     const q = `websearch_to_tsquery(${CONFIG}, $2)`;
-    const ranked = (sql: string) => `SELECT at, sid, seq, ts_rank(v, ${q})::float8 AS rank FROM (${sql}) m`;
     const toCandidate = (r: CandidateRow): Candidate => ({ title, at: r.at, sid: r.sid, seq: r.seq, rank: r.rank });
     const keyOf = (r: Pick<CandidateRow, 'at' | 'sid' | 'seq'>): SearchKey => ({ title, at: r.at.getTime(), sessionId: r.sid, seq: r.seq });
     const hitVector = `CASE WHEN ${part.match} THEN ${part.vector} END AS v`;
@@ -300,17 +300,20 @@ export class SessionSearch {
     /** The next `size` rows after `from` in list order: their hits (up to what the page lacks), and the last row read (none when they were the last). */
     const walk = async (from: SearchKey | null, size: number) => {
       const params: unknown[] = [tenant, query, limit - found.length];
-      // The match is a column of the walk, not a condition the planner could serve from another index.
-      const hits = await db.query<CandidateRow>(
-        ranked(`SELECT * FROM (${part.scan(binder(params), from, hitVector, '')} LIMIT ${size}) w WHERE v IS NOT NULL ORDER BY ${part.order} LIMIT $3`),
+      // The match is a column of the walk, not a condition the planner could serve from another index. The rows
+      // are numbered as read, so that the window's last row (rn = size; none when the rows ran out first) comes
+      // with its hits: read apart, with an OFFSET, it was planned as a sort of all the tenant's older rows
+      // whenever the tenant's rows were not in the table's order.
+      const { rows } = await db.query<CandidateRow & { rn: number; hit: boolean }>(
+        `SELECT at, sid, seq, rn, v IS NOT NULL AS hit, ts_rank(v, ${q})::float8 AS rank
+           FROM (SELECT * FROM (SELECT *, (row_number() OVER (ORDER BY ${part.order}))::int AS rn
+                                  FROM (${part.scan(binder(params), from, hitVector, '')} LIMIT ${size}) w) w
+                  WHERE v IS NOT NULL OR rn = ${size} ORDER BY ${part.order} LIMIT $3) m`,
         params,
       );
-      found.push(...hits.rows.map(toCandidate));
+      found.push(...rows.filter((r) => r.hit).map(toCandidate));
       if (found.length >= limit) return null;
-      // The window's last row, when it was full (else there is nothing older). Its
-      // scan names no query ($2), and the tenant ($1) only where it walks an index by tenant.
-      const edgeParams: unknown[] = part.scanUsesTenant ? [tenant] : [];
-      const edge = (await db.query<CandidateRow>(`${part.scan(binder(edgeParams), from, '1', '')} OFFSET ${size - 1} LIMIT 1`, edgeParams)).rows[0];
+      const edge = rows.find((r) => r.rn === size);
       return edge ? keyOf(edge) : null;
     };
     const older = await walk(after, window);

@@ -3,13 +3,14 @@
 // snippets and the matching seq; tenant-scoped; an inherited event matches
 // once, at the session that wrote it, with the descendants sharing it counted;
 // keyset pages, across the window a page reads in order and the text index
-// beyond it; bad input is BAD_USER_INPUT.
+// beyond it; bad input is BAD_USER_INPUT; rows found however they were written.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
 import type { NewEvent } from '../../src/core/events.ts';
 import { EVENT_WINDOW } from '../../src/store/session-search.ts';
 import { textTurn } from '../helpers/text-turn.ts';
+import { recordingHeader, recordingLine } from '../../src/core/recording.ts';
 
 let app: TestApp;
 
@@ -250,5 +251,35 @@ describe('searchSessions', () => {
     const r = await app.gql(SEARCH, { q: 'zebra' });
     expect(r.status).toBe(401);
     expect(codes(r)).toEqual(['UNAUTHENTICATED']);
+  });
+  it('finds inputs and answers however they were written (appended, forked, imported): each row carries its session’s tenant', async () => {
+    // Search walks a tenant's own rows (Event.tenant): a path that wrote them without it would hide them.
+    const root = await createSession(A, 'Quagga root');
+    await turn(root, 'a quagga question', 'a quagga answer');
+    const child = (
+      await as(A, 'mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: root, message: 'a quagga follow-up' } })
+    ).forkSession.session.id;
+    const recording = [
+      JSON.stringify(recordingHeader({ id: 'ses_quaggarecording', title: 'Imported' })),
+      ...textTurn(1, 'an imported quagga question', 'an imported quagga answer').map((e, seq) => recordingLine({ ...e, seq })),
+    ].join('\n');
+    const copy = (await as(A, 'mutation($r: String!) { importRecording(recording: $r) { id } }', { r: `${recording}\n` })).importRecording.id;
+    const other = await createSession(B, 'Other');
+    await turn(other, 'a beta quagga', 'another beta quagga');
+
+    const { rows } = await app.db.pool.query<{ sessionId: string; tenant: string | null; owner: string }>(
+      `SELECT e."sessionId", e.tenant, s.tenant AS owner FROM "Event" e JOIN "Session" s ON s.id = e."sessionId"
+        WHERE e.type IN ('inbox/add', 'model/message') AND e."sessionId" = ANY($1)`,
+      [[root, child, copy, other]],
+    );
+    expect(new Set(rows.map((r) => r.sessionId))).toEqual(new Set([root, child, copy, other]));
+    for (const r of rows) expect(r.tenant, r.sessionId).toBe(r.owner);
+
+    const found = async (who: Record<string, string>) => (await hits(who, 'quagga')).map((h: any) => `${h.session.id} ${h.kind}`);
+    // The child's queued message may have been answered by now (an answer appended to the child).
+    const alphas = await found(A);
+    expect(alphas).toEqual(expect.arrayContaining([`${root} INPUT`, `${root} MESSAGE`, `${child} INPUT`, `${copy} INPUT`, `${copy} MESSAGE`]));
+    expect(new Set(alphas.map((h: string) => h.split(' ')[0]))).toEqual(new Set([root, child, copy]));
+    expect((await found(B)).sort()).toEqual([`${other} INPUT`, `${other} MESSAGE`].sort());
   });
 });
