@@ -1,0 +1,102 @@
+// What one request can make the process spend in one stretch of synchronous
+// work (docs/operations.md "Memory and time", "Event-loop time"): the other
+// bounds cap rows and bytes, these cap the time spent on the bytes allowed.
+// Each case runs through the real HTTP server, in this process, and measures
+// the longest stall of the event loop (every other request of the process
+// waits that long) while the hostile request is served.
+//
+// - A regular expression that backtracks over a run of whitespace scans the
+//   rest of the run from every start inside it: a message of spaces made a
+//   compaction's transcript (compactSession, or the automatic one before a
+//   step) quadratic in the message, and an `If-None-Match` header of spaces
+//   made `GET /sessions/<id>/events` quadratic in the header.
+// - A provider's error body (up to 64 KiB) was searched with
+//   /input token count.*exceeds the maximum/, which rescans the rest of the
+//   body from each occurrence of its first words.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentTurns } from '../helpers/agent-turns.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+
+let app: TestApp;
+let provider: http.Server;
+/** What the provider answers every call: an error of the size the bounded fetch keeps (64 KiB). */
+const OVERFLOW_WORDS = 'input token count ';
+const errorBody = JSON.stringify({ error: { message: OVERFLOW_WORDS.repeat(Math.floor(65_000 / OVERFLOW_WORDS.length)), type: 'invalid_request_error' } });
+const turns = agentTurns(() => app, 'loop time');
+
+/** The longest the event loop was held while `work` ran, and the CPU time the process spent meanwhile, in ms. */
+async function spent<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; cpuMs: number }> {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  const cpu = process.cpuUsage();
+  delay.enable();
+  try {
+    const result = await work();
+    const used = process.cpuUsage(cpu);
+    return { result, stallMs: delay.max / 1e6, cpuMs: (used.user + used.system) / 1000 };
+  } finally {
+    delay.disable();
+  }
+}
+
+beforeAll(async () => {
+  provider = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/json' }).end(errorBody));
+  });
+  await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+  const port = (provider.address() as AddressInfo).port;
+  app = await startTestApp({ providers: { openaiCompatible: { baseUrl: `http://127.0.0.1:${port}/v1` } } });
+});
+afterAll(async () => {
+  await app?.close();
+  await new Promise((r) => provider?.close(r));
+});
+
+describe('regular expressions over text from outside', () => {
+  it('a compaction of a message of 60,000 spaces holds the event loop briefly (before: seconds, quadratic in the run)', async () => {
+    const id = await turns.create();
+    await turns.turn(id, `a${' '.repeat(60_000)}b`);
+    const { result, stallMs } = await spent(() =>
+      app.gql(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { summarySeq } }`, { i: { sessionId: id } }),
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data.compactSession.summarySeq).toBeGreaterThan(0);
+    expect(stallMs).toBeLessThan(1000); // before: 11.5 s in one stretch
+  });
+
+  it('eight event pages with an If-None-Match header of 16,000 spaces are served briefly (before: about a second each)', async () => {
+    const id = await turns.create();
+    const url = new URL(`/sessions/${id}/events?after=-1&first=5`, app.url);
+    const header = `"a"${' '.repeat(16_000)}"b"`; // within Node's 16 KiB of headers (it trims a value's ends, not its inside)
+    const { result, stallMs, cpuMs } = await spent(async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(url, { headers: { 'if-none-match': header } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      return statuses;
+    });
+    expect(result).toEqual(Array(8).fill(200));
+    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s per request, in one stretch each
+    expect(cpuMs).toBeLessThan(1000); // before: 2-8 s for the eight
+  });
+
+  it("four providers' errors of 64 KiB naming the input token count over and over are read briefly (before: about a second each)", async () => {
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await turns.create({ provider: 'openai-compatible', model: 'fake' }));
+    const { stallMs, cpuMs } = await spent(async () => {
+      for (const id of ids) await turns.turn(id, 'hello');
+    });
+    for (const id of ids) {
+      const [end] = await turns.tail(id, 1);
+      expect(end[0]).toBe('turn/end');
+      expect(JSON.stringify(await turns.tail(id, 3))).toContain('HTTP 400');
+    }
+    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s in one stretch per turn
+    expect(cpuMs).toBeLessThan(1000); // before: 1.7-4 s for the four turns
+  });
+});
