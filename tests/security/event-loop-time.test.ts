@@ -19,6 +19,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { MAX_JSON_VALUES, tooManyValues } from '../../src/core/storable.ts';
 
 let app: TestApp;
 let provider: http.Server;
@@ -86,7 +87,7 @@ describe('regular expressions over text from outside', () => {
   });
 
   it("four providers' errors of 64 KiB naming the input token count over and over are read briefly (before: about a second each)", async () => {
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push(await turns.create({ provider: 'openai-compatible', model: 'fake' }));
     const { stallMs, cpuMs } = await spent(async () => {
       for (const id of ids) await turns.turn(id, 'hello');
@@ -98,5 +99,43 @@ describe('regular expressions over text from outside', () => {
     }
     expect(stallMs).toBeLessThan(300); // before: 0.5-1 s in one stretch per turn
     expect(cpuMs).toBeLessThan(1000); // before: 1.7-4 s for the four turns
+  });
+});
+
+describe('JSON of many small values (MAX_JSON_VALUES)', () => {
+  const HEADER = { format: 'forkline.recording', version: 4, session: { id: 'ses_wide', title: 'wide' } };
+  const upload = (text: string) => fetch(new URL('/recordings', app.url), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: text });
+  const recording = (values: number) =>
+    [HEADER, { seq: 0, type: 'plugin/x/y', data: { a: new Array(values).fill(0) } }].map((l) => JSON.stringify(l)).join('\n') + '\n';
+
+  it('a recording line of 7 million values (14 MB, within the line limit) is refused before it is parsed (before: imported, the loop held 7 s)', async () => {
+    const text = recording(7_000_000);
+    const { result, stallMs } = await spent(async () => {
+      const res = await upload(text);
+      return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string }> } };
+    });
+    expect(result.status).toBe(413);
+    expect(result.body.errors[0].message).toBe(`line 2: size: ${tooManyValues(MAX_JSON_VALUES)}`);
+    expect(stallMs).toBeLessThan(1000); // before: 201, the loop held 7 s in one stretch
+  });
+
+  it('a GraphQL body of 8 million values (16 MB, within the body limit) is refused before it is parsed (before: the loop held 11-13 s)', async () => {
+    const body = JSON.stringify({ query: 'query($v: JSON) { __typename }', variables: { v: new Array(8_000_000).fill(0) } });
+    const { result, stallMs } = await spent(async () => {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string; extensions: { code: string } }> } };
+    });
+    expect(result.status).toBe(413);
+    expect(result.body.errors[0].extensions.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+    expect(result.body.errors[0].message).toContain(tooManyValues(MAX_JSON_VALUES));
+    expect(stallMs).toBeLessThan(1000); // before: 11-13 s in one stretch (two parses, then the collector)
+  });
+
+  it('a line just under the bound is imported whole', async () => {
+    const res = await upload(recording(MAX_JSON_VALUES - 10));
+    expect(res.status).toBe(201);
+    const { id } = ((await res.json()) as { session: { id: string } }).session;
+    const [event] = await app.services.store.log.page(id, -1, 1);
+    expect((event.data as { a: unknown[] }).a).toHaveLength(MAX_JSON_VALUES - 10);
   });
 });
