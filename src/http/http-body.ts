@@ -66,7 +66,7 @@ export async function readBody(
   const text = decodeUtf8(read);
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
   // Before anything parses it: parsing and checking cost per value, and 17 MiB of JSON may be 8 million of them.
-  if (jsonTextValuesPast(text, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES)) {
+  if (jsonTextValuesPast(read, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES)) {
     return void replyError(res, 413, refusal.code, `the request body ${tooManyValues(MAX_JSON_VALUES)}: send fewer events or values per request`, headers);
   }
   return { bytes: read, text };

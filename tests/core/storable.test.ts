@@ -68,6 +68,11 @@ describe('values a payload holds', () => {
     const text = JSON.stringify({ s: '[{,,,,,,,,,,,,,,,,,,,,,\\",,,,,,,,,,,]}' });
     expect(jsonTextValuesPast(text, max)).toBe(false);
     expect(jsonTextValuesPast(JSON.stringify([text, text, text, 1, 2, 3, 4, 5, 6, 7, 8]), max)).toBe(true);
+    // A string ending in a backslash closes at its quote; bytes count as the text does.
+    const trailing = JSON.stringify(['a\\', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(jsonTextValuesPast(trailing, max)).toBe(true);
+    expect(jsonTextValuesPast(new TextEncoder().encode(trailing), max)).toBe(true);
+    expect(jsonTextValuesPast(new TextEncoder().encode(text), max)).toBe(false);
     // A text shorter than two characters a value cannot hold more than the bound, and is not scanned.
     expect(jsonTextValuesPast(',,,,,', 10)).toBe(false);
   });
