@@ -118,7 +118,10 @@ function transcriptLine(m: ChatMessage, maxChars: number): string {
       line = `[tool] ${m.content}`;
       break;
   }
-  line = line.replace(/\s*\n\s*/g, ' ');
+  // A run of whitespace holding a line break becomes one space. Matched as whole runs: /\s*\n\s*/ tried every
+  // start inside a run without a break and scanned the rest of it each time, so a message of 200,000 spaces held
+  // the event loop for minutes (docs/operations.md "Memory and time").
+  line = line.replace(/\s+/g, (run) => (run.includes('\n') ? ' ' : run));
   return line.length > maxChars ? `${line.slice(0, maxChars)}…` : line;
 }
 

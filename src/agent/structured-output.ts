@@ -10,6 +10,7 @@ import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
 import { badInput } from '../core/errors.ts';
 import type { ResponseFormat } from '../core/events.ts';
+import { unstorableReason } from '../core/storable.ts';
 
 /** What `plugin/agent/error`'s `code` says when the final answer does not match its input's schema. */
 export const OUTPUT_MISMATCH = 'OUTPUT_SCHEMA_MISMATCH';
@@ -59,6 +60,9 @@ export function validateAnswer(format: ResponseFormat, text: string): { ok: true
   } catch {
     return { ok: false, reason: `the answer does not match the response schema: it is not JSON (${JSON.stringify(text.slice(0, 120))})` };
   }
+  // What the log cannot hold (nested past its depth, or past its number of values) is no answer it can keep.
+  const unstorable = unstorableReason(value);
+  if (unstorable) return { ok: false, reason: `the answer cannot be kept as its output (${unstorable})` };
   const validate = validatorOf(format.schema);
   if (validate(value)) return { ok: true, value };
   const why = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');

@@ -5,6 +5,14 @@
 // Checked iteratively, so no value is too deep to be checked. Pure.
 
 export const MAX_JSON_DEPTH = 64;
+/**
+ * The most values (strings, numbers, objects, arrays… each one) one payload may hold: what checking, decoding and
+ * writing it costs grows with its values, not its bytes, and 16 MiB of `[0,0,0,…]` is 8 million of them — an
+ * import's line of 7 million held the event loop for 7 s (docs/operations.md "Memory and time", "Event-loop time").
+ */
+export const MAX_JSON_VALUES = 1_000_000;
+/** Why a payload past MAX_JSON_VALUES is refused (checked before any other walk of it). */
+export const tooManyValues = (max: number) => `holds more than ${max} JSON values (strings, numbers, objects, arrays: each counts)`;
 
 // isWellFormed: no unpaired surrogate (native, a few times faster than a \p{Cs} regex on every string of every append).
 export const isStorableText = (s: string) => !s.includes('\u0000') && s.isWellFormed();
@@ -24,11 +32,49 @@ export const toStorableText = (s: string) => (s.includes('\u0000') ? s.replaceAl
  */
 const PROTO_KEY = '__proto__';
 
-/** Why `value` cannot be stored, or undefined when it can; `textOnly`: key names are not held to PROTO_KEY (text and depth are). */
-export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, textOnly = false): string | undefined {
+/** Values a JSON text may hold besides its payloads' (a request's query and names, an event line's envelope). */
+export const JSON_ENVELOPE_VALUES = 100;
+
+/**
+ * Whether JSON text holds more than `max` values, counted before anything parses it (an opening bracket or brace,
+ * or a comma outside strings, each begins one): JSON.parse of 16 MiB of `[0,0,…]` builds 8 million values, and the
+ * checks and collections that follow took seconds. A text shorter than 2 × max cannot (each value takes a
+ * character and a separator), so short texts are not scanned. Scanned as UTF-8 bytes (the characters counted are
+ * ASCII, which no other character's bytes contain), a string skipped to its closing quote by indexOf: a 16 MiB
+ * string costs a millisecond, 16 MiB of values or escapes 0.03–0.4 s.
+ */
+export function jsonTextValuesPast(text: string | Uint8Array, max: number): boolean {
+  if (text.length < 2 * max) return false;
+  const bytes = typeof text === 'string' ? new TextEncoder().encode(text) : text;
+  let values = 1;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i];
+    if (c === QUOTE) {
+      // To the closing quote: the next one not escaped (preceded by an even number of backslashes).
+      for (;;) {
+        const end = bytes.indexOf(QUOTE, i + 1);
+        if (end < 0) return false;
+        let k = end - 1;
+        while (bytes[k] === BACKSLASH) k--;
+        i = end;
+        if ((end - 1 - k) % 2 === 0) break;
+      }
+    } else if ((c === COMMA || c === OPEN_BRACKET || c === OPEN_BRACE) && ++values > max) return true;
+  }
+  return false;
+}
+const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE] = [0x22, 0x5c, 0x2c, 0x5b, 0x7b];
+
+/**
+ * Why `value` cannot be stored, or undefined when it can; `textOnly`: key names are not held to PROTO_KEY (text,
+ * depth and the number of values are). The walk stops at the first value past `maxValues`.
+ */
+export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, textOnly = false, maxValues = MAX_JSON_VALUES): string | undefined {
   // Two parallel stacks, not a stack of pairs: every append checks every value, and a pair per value was most of its garbage.
   const values: unknown[] = [value];
   const depths: number[] = [0];
+  // Counted as they are met (an array's items before any is pushed): a payload past the bound costs no more than one at it.
+  let seen = 1;
   while (values.length) {
     const v = values.pop();
     const depth = depths.pop()!;
@@ -37,6 +83,7 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
     } else if (v && typeof v === 'object') {
       if (depth >= maxDepth) return `nested deeper than ${maxDepth} levels`;
       if (Array.isArray(v)) {
+        if ((seen += v.length) > maxValues) return tooManyValues(maxValues);
         for (const x of v) {
           values.push(x);
           depths.push(depth + 1);
@@ -44,6 +91,7 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
       } else {
         for (const k in v) {
           if (!Object.hasOwn(v, k)) continue;
+          if (++seen > maxValues) return tooManyValues(maxValues);
           if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
           if (k === PROTO_KEY && !textOnly) return `a key is "${PROTO_KEY}", which would not be kept (it names an object's prototype in JavaScript): rename it`;
           values.push((v as Record<string, unknown>)[k]);

@@ -54,8 +54,12 @@ export const FIELD_COSTS: Readonly<Record<string, number>> = { 'Event.data': 10 
  * priced as their leaves, as if they were the row's scalars.
  */
 export const ROW_OBJECTS: readonly string[] = ['Session.model'];
-/** Fields an operation may read at most once (with every page size around them counted). */
-export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording'];
+/**
+ * Fields an operation may read at most once (with every page size around them counted): a session's whole log,
+ * and the schema (introspection costs nothing in the estimate, and 30 aliases of one `__schema` read of types,
+ * fields and their types made 3.4 MB and held the event loop for seconds; of a `__type`, 150 KB and 0.3 s of CPU).
+ */
+export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording', 'Query.__schema', 'Query.__type'];
 
 /** What an operation would read: its estimated cost, and how many times it reads each once-per-operation field. */
 export interface OperationCost {
@@ -151,11 +155,11 @@ function setCost(walk: Walk, set: SelectionSetNode, type: GraphQLNamedType | nul
 
 function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null | undefined): number {
   const name = node.name.value;
-  // Introspection (GraphiQL) is bounded by the schema.
-  if (name === '__schema' || name === '__type') return 0;
-  const def = parent && 'getFields' in parent ? (parent.getFields()[name] as GraphQLField<unknown, unknown> | undefined) : undefined;
   const qualified = parent ? `${parent.name}.${name}` : name;
   if (ONCE_PER_OPERATION.includes(qualified)) walk.once[qualified] = (walk.once[qualified] ?? 0) + walk.scale;
+  // Introspection (GraphiQL) is bounded by the schema, and read once (ONCE_PER_OPERATION).
+  if (name === '__schema' || name === '__type') return 0;
+  const def = parent && 'getFields' in parent ? (parent.getFields()[name] as GraphQLField<unknown, unknown> | undefined) : undefined;
   if (!node.selectionSet) return FIELD_COSTS[qualified] ?? SCALAR_COST;
   if (ROW_OBJECTS.includes(qualified)) return selectionsCost(walk, node.selectionSet, def && getNamedType(def.type));
   const times = def ? multiplier(walk, node, def) : 1;

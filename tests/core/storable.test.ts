@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { isStorableText, toStorableJson, toStorableText, unstorableReason } from '../../src/core/storable.ts';
+import {
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  isStorableText,
+  jsonTextValuesPast,
+  toStorableJson,
+  toStorableText,
+  tooManyValues,
+  unstorableReason,
+} from '../../src/core/storable.ts';
 
 describe('storable text', () => {
   it('refuses NUL and unpaired surrogates, keeps pairs', () => {
@@ -37,5 +46,34 @@ describe('storable text', () => {
     const kept = toStorableJson(data);
     expect(JSON.stringify(kept)).toBe('{"a":[{"b":2}]}');
     expect(Object.getPrototypeOf((kept as { a: object[] }).a[0])).toBe(Object.prototype);
+  });
+});
+
+describe('values a payload holds', () => {
+  it('counts every array item and object member, and stops at the first past the bound', () => {
+    expect(unstorableReason([1, 2, 3], MAX_JSON_DEPTH, false, 4)).toBeUndefined(); // the array and its three items
+    expect(unstorableReason([1, 2, 3, 4], MAX_JSON_DEPTH, false, 4)).toBe(tooManyValues(4));
+    expect(unstorableReason({ a: { b: 1, c: [2] } }, MAX_JSON_DEPTH, false, 5)).toBeUndefined();
+    expect(unstorableReason({ a: { b: 1, c: [2, 3] } }, MAX_JSON_DEPTH, false, 5)).toBe(tooManyValues(5));
+    expect(unstorableReason(new Array(MAX_JSON_VALUES).fill(0))).toBe(tooManyValues(MAX_JSON_VALUES));
+    expect(unstorableReason(new Array(MAX_JSON_VALUES - 1).fill(0))).toBeUndefined();
+  });
+
+  it('counts the values of JSON text before it is parsed, strings and escapes skipped', () => {
+    const max = 10;
+    const values = (n: number) => JSON.stringify(new Array(n - 1).fill(0)).padEnd(2 * max, ' ');
+    expect(jsonTextValuesPast(values(10), max)).toBe(false);
+    expect(jsonTextValuesPast(values(11), max)).toBe(true);
+    // Commas, brackets and escaped quotes inside a string are text, not values.
+    const text = JSON.stringify({ s: '[{,,,,,,,,,,,,,,,,,,,,,\\",,,,,,,,,,,]}' });
+    expect(jsonTextValuesPast(text, max)).toBe(false);
+    expect(jsonTextValuesPast(JSON.stringify([text, text, text, 1, 2, 3, 4, 5, 6, 7, 8]), max)).toBe(true);
+    // A string ending in a backslash closes at its quote; bytes count as the text does.
+    const trailing = JSON.stringify(['a\\', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(jsonTextValuesPast(trailing, max)).toBe(true);
+    expect(jsonTextValuesPast(new TextEncoder().encode(trailing), max)).toBe(true);
+    expect(jsonTextValuesPast(new TextEncoder().encode(text), max)).toBe(false);
+    // A text shorter than two characters a value cannot hold more than the bound, and is not scanned.
+    expect(jsonTextValuesPast(',,,,,', 10)).toBe(false);
   });
 });

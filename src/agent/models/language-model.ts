@@ -180,17 +180,36 @@ function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: 
  * count (…) exceeds the maximum number of tokens allowed"), and the
  * OpenAI-compatible servers that copy OpenAI's wording.
  */
-const OVERFLOW = [
-  /context_length_exceeded/,
-  /maximum context length/i,
-  /prompt is too long/i,
-  /input token count.*exceeds the maximum/i,
-  /exceeds the context window/i,
+const OVERFLOW: ReadonlyArray<readonly string[]> = [
+  ['context_length_exceeded'],
+  ['maximum context length'],
+  ['prompt is too long'],
+  ['input token count', 'exceeds the maximum'],
+  ['exceeds the context window'],
 ];
+
+/**
+ * Whether a line of `text` (lower case) holds each of `words` in order. Searched, not matched with a regular
+ * expression: /input token count.*exceeds the maximum/ rescanned the rest of the line from each occurrence of its
+ * first words, and a 64 KiB error body of them held the event loop for about a second per test
+ * (docs/operations.md "Memory and time").
+ */
+function saysInOrder(text: string, words: readonly string[]): boolean {
+  return text.split('\n').some((line) => {
+    let at = 0;
+    for (const word of words) {
+      const found = line.indexOf(word, at);
+      if (found < 0) return false;
+      at = found + word.length;
+    }
+    return true;
+  });
+}
 
 export function contextOverflow(err: APICallError): boolean {
   if (err.statusCode !== 400 && err.statusCode !== 413) return false;
-  return OVERFLOW.some((re) => re.test(err.message) || (typeof err.responseBody === 'string' && re.test(err.responseBody)));
+  const texts = [err.message, ...(typeof err.responseBody === 'string' ? [err.responseBody] : [])].map((t) => t.toLowerCase());
+  return OVERFLOW.some((words) => texts.some((t) => saysInOrder(t, words)));
 }
 
 function limitBroken(err: unknown): ProviderLimitError | undefined {

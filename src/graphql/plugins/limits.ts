@@ -40,13 +40,8 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
     if (repeated) {
       const [field, times] = repeated;
       // A recording is a session's whole log as one string: GET /recordings streams any number of them.
-      return {
-        errors: [
-          requestError(
-            `${field} may be read at most once per operation, and this one reads it up to ${times} times (GET /recordings?session=<id> streams a recording)`,
-          ),
-        ],
-      };
+      const instead = field === 'Session.recording' ? ' (GET /recordings?session=<id> streams a recording)' : ' (it is the same each time)';
+      return { errors: [requestError(`${field} may be read at most once per operation, and this one reads it up to ${times} times${instead}`)] };
     }
     return cost > limits.maxCost ? { errors: [refusal(cost)] } : undefined;
   };

@@ -3,11 +3,15 @@
 // literals are the client's error: reject them before anything executes.
 import { GraphQLError, Kind, visit, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { isStorableText, unstorableReason } from '../../core/storable.ts';
+import { MAX_JSON_VALUES, isStorableText, tooManyValues, unstorableReason } from '../../core/storable.ts';
 import { UNSTORABLE_TEXT } from '../../core/input-rules.ts';
 
-/** Variables may be nested deeply (model settings): only their text is checked here; payloads get the depth bound in the codec. */
-const hasUnstorableString = (value: unknown) => unstorableReason(value, Infinity, true) !== undefined;
+/**
+ * Variables may be nested deeply (model settings): only their text and their number of values are checked here
+ * (before any resolver or zod walks them: MAX_JSON_VALUES for a request's variables together); payloads get the depth
+ * bound in the codec.
+ */
+const variablesReason = (value: unknown) => unstorableReason(value, Infinity, true);
 
 // Per document: yoga's parse cache hands out the same document for the same text.
 const literalChecked = new WeakMap<DocumentNode, boolean>();
@@ -26,18 +30,26 @@ function hasUnstorableLiteral(document: DocumentNode): boolean {
   return found;
 }
 
-const rejection = () => ({
-  errors: [new GraphQLError(`strings ${UNSTORABLE_TEXT}`, { extensions: { code: 'BAD_USER_INPUT' } })],
+const rejection = (message: string) => ({
+  errors: [new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } })],
 });
 
+/** Why the request is refused before it runs, or undefined. */
+function refusal(args: { document: DocumentNode; variableValues?: unknown }): string | undefined {
+  const reason = variablesReason(args.variableValues);
+  if (reason === tooManyValues(MAX_JSON_VALUES)) return `variables: ${reason}: send fewer events or values per request`;
+  return reason !== undefined || hasUnstorableLiteral(args.document) ? `strings ${UNSTORABLE_TEXT}` : undefined;
+}
+
 export function useStorableText(): Plugin {
-  const check = (args: { document: DocumentNode; variableValues?: unknown }) => hasUnstorableString(args.variableValues) || hasUnstorableLiteral(args.document);
   return {
     onExecute({ args, setResultAndStopExecution }) {
-      if (check(args)) setResultAndStopExecution(rejection());
+      const refused = refusal(args);
+      if (refused) setResultAndStopExecution(rejection(refused));
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      if (check(args)) setResultAndStopExecution(rejection());
+      const refused = refusal(args);
+      if (refused) setResultAndStopExecution(rejection(refused));
     },
   };
 }

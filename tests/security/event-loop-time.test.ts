@@ -1,0 +1,172 @@
+// What one request can make the process spend in one stretch of synchronous
+// work (docs/operations.md "Memory and time", "Event-loop time"): the other
+// bounds cap rows and bytes, these cap the time spent on the bytes allowed.
+// Each case runs through the real HTTP server, in this process, and measures
+// the longest stall of the event loop (every other request of the process
+// waits that long) while the hostile request is served.
+//
+// - A regular expression that backtracks over a run of whitespace scans the
+//   rest of the run from every start inside it: a message of spaces made a
+//   compaction's transcript (compactSession, or the automatic one before a
+//   step) quadratic in the message, and an `If-None-Match` header of spaces
+//   made `GET /sessions/<id>/events` quadratic in the header.
+// - A provider's error body (up to 64 KiB) was searched with
+//   /input token count.*exceeds the maximum/, which rescans the rest of the
+//   body from each occurrence of its first words.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentTurns } from '../helpers/agent-turns.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { MAX_JSON_VALUES, tooManyValues } from '../../src/core/storable.ts';
+
+let app: TestApp;
+let provider: http.Server;
+/** What the provider answers every call: an error of the size the bounded fetch keeps (64 KiB). */
+const OVERFLOW_WORDS = 'input token count ';
+const errorBody = JSON.stringify({ error: { message: OVERFLOW_WORDS.repeat(Math.floor(65_000 / OVERFLOW_WORDS.length)), type: 'invalid_request_error' } });
+const turns = agentTurns(() => app, 'loop time');
+
+/** The longest the event loop was held while `work` ran, and the CPU time the process spent meanwhile, in ms. */
+async function spent<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; cpuMs: number }> {
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  const cpu = process.cpuUsage();
+  delay.enable();
+  try {
+    const result = await work();
+    const used = process.cpuUsage(cpu);
+    return { result, stallMs: delay.max / 1e6, cpuMs: (used.user + used.system) / 1000 };
+  } finally {
+    delay.disable();
+  }
+}
+
+beforeAll(async () => {
+  provider = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/json' }).end(errorBody));
+  });
+  await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+  const port = (provider.address() as AddressInfo).port;
+  app = await startTestApp({ providers: { openaiCompatible: { baseUrl: `http://127.0.0.1:${port}/v1` } } });
+});
+afterAll(async () => {
+  await app?.close();
+  await new Promise((r) => provider?.close(r));
+});
+
+describe('regular expressions over text from outside', () => {
+  it('a compaction of a message of 60,000 spaces holds the event loop briefly (before: seconds, quadratic in the run)', async () => {
+    const id = await turns.create();
+    await turns.turn(id, `a${' '.repeat(60_000)}b`);
+    const { result, stallMs } = await spent(() =>
+      app.gql(`mutation($i: CompactSessionInput!) { compactSession(input: $i) { summarySeq } }`, { i: { sessionId: id } }),
+    );
+    expect(result.errors).toBeUndefined();
+    expect(result.data.compactSession.summarySeq).toBeGreaterThan(0);
+    expect(stallMs).toBeLessThan(1000); // before: 11.5 s in one stretch
+  });
+
+  it('eight event pages with an If-None-Match header of 16,000 spaces are served briefly (before: about a second each)', async () => {
+    const id = await turns.create();
+    const url = new URL(`/sessions/${id}/events?after=-1&first=5`, app.url);
+    const header = `"a"${' '.repeat(16_000)}"b"`; // within Node's 16 KiB of headers (it trims a value's ends, not its inside)
+    const { result, stallMs, cpuMs } = await spent(async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const res = await fetch(url, { headers: { 'if-none-match': header } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      return statuses;
+    });
+    expect(result).toEqual(Array(8).fill(200));
+    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s per request, in one stretch each
+    expect(cpuMs).toBeLessThan(1000); // before: 2-8 s for the eight
+  });
+
+  it("four providers' errors of 64 KiB naming the input token count over and over are read briefly (before: about a second each)", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await turns.create({ provider: 'openai-compatible', model: 'fake' }));
+    const { stallMs, cpuMs } = await spent(async () => {
+      for (const id of ids) await turns.turn(id, 'hello');
+    });
+    for (const id of ids) {
+      const [end] = await turns.tail(id, 1);
+      expect(end[0]).toBe('turn/end');
+      expect(JSON.stringify(await turns.tail(id, 3))).toContain('HTTP 400');
+    }
+    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s in one stretch per turn
+    expect(cpuMs).toBeLessThan(1000); // before: 1.7-4 s for the four turns
+  });
+});
+
+describe('JSON of many small values (MAX_JSON_VALUES)', () => {
+  const HEADER = { format: 'forkline.recording', version: 4, session: { id: 'ses_wide', title: 'wide' } };
+  const upload = (text: string) => fetch(new URL('/recordings', app.url), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: text });
+  const recording = (values: number) =>
+    [HEADER, { seq: 0, type: 'plugin/x/y', data: { a: new Array(values).fill(0) } }].map((l) => JSON.stringify(l)).join('\n') + '\n';
+
+  it('a recording line of 7 million values (14 MB, within the line limit) is refused before it is parsed (before: imported, the loop held 7 s)', async () => {
+    const text = recording(7_000_000);
+    const { result, stallMs } = await spent(async () => {
+      const res = await upload(text);
+      return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string }> } };
+    });
+    expect(result.status).toBe(413);
+    expect(result.body.errors[0].message).toBe(`line 2: size: ${tooManyValues(MAX_JSON_VALUES)}`);
+    expect(stallMs).toBeLessThan(1000); // before: 201, the loop held 7 s in one stretch
+  });
+
+  it('a GraphQL body of 8 million values (16 MB, within the body limit) is refused before it is parsed (before: the loop held 11-13 s)', async () => {
+    const body = JSON.stringify({ query: 'query($v: JSON) { __typename }', variables: { v: new Array(8_000_000).fill(0) } });
+    const { result, stallMs } = await spent(async () => {
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string; extensions: { code: string } }> } };
+    });
+    expect(result.status).toBe(413);
+    expect(result.body.errors[0].extensions.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+    expect(result.body.errors[0].message).toContain(tooManyValues(MAX_JSON_VALUES));
+    expect(stallMs).toBeLessThan(1000); // before: 11-13 s in one stretch (two parses, then the collector)
+  });
+
+  it('a line just under the bound is imported whole', async () => {
+    const res = await upload(recording(MAX_JSON_VALUES - 10));
+    expect(res.status).toBe(201);
+    const { id } = ((await res.json()) as { session: { id: string } }).session;
+    const [event] = await app.services.store.log.page(id, -1, 1);
+    expect((event.data as { a: unknown[] }).a).toHaveLength(MAX_JSON_VALUES - 10);
+  });
+});
+
+describe('introspection', () => {
+  // Two levels of fields below every type, its interfaces, possible types and input fields: graphql-js's own
+  // introspection depth rule allows this much, and the query cost does not count introspection.
+  const nest = (k: number): string => (k === 0 ? 'name' : `fields { name type { name ofType { name ${nest(k - 1)} } } }`);
+  const schemaRead = `types { ${nest(2)} interfaces { name ${nest(1)} } possibleTypes { name ${nest(1)} } inputFields { name type { name ofType { name ${nest(1)} } } } }`;
+  const post = async (query: string) => {
+    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+    return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown>; errors?: Array<{ message: string }> } };
+  };
+
+  it('30 aliases of the whole schema are refused before they run (before: 3.4 MB built, the loop held 1-4 s)', async () => {
+    const aliases = Array.from({ length: 30 }, (_, i) => `s${i}: __schema { ...S }`).join(' ');
+    const { result, stallMs } = await spent(() => post(`{ ${aliases} } fragment S on __Schema { ${schemaRead} }`));
+    expect(result.body.errors?.[0].message).toBe(
+      'Query.__schema may be read at most once per operation, and this one reads it up to 30 times (it is the same each time)',
+    );
+    expect(stallMs).toBeLessThan(500); // before: 1-4 s in one stretch
+  });
+
+  it("one read of the schema, and GraphiQL's introspection, are answered", async () => {
+    const one = await post(`{ __schema { ${schemaRead} } __type(name: "Session") { name } }`);
+    expect(one.body.errors).toBeUndefined();
+    expect(one.body.data?.__schema).toBeTruthy();
+    const { getIntrospectionQuery } = await import('graphql');
+    const graphiql = await post(getIntrospectionQuery());
+    expect(graphiql.body.errors).toBeUndefined();
+    const twice = await post(`{ a: __type(name: "Session") { name } b: __type(name: "Event") { name } }`);
+    expect(twice.body.errors?.[0].message).toMatch(/^Query.__type may be read at most once per operation/);
+  });
+});
