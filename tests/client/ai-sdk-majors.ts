@@ -3,16 +3,11 @@
 // run once per test file that imports them, with whatever `ai` and
 // `@ai-sdk/openai` that file's module graph resolves (ai-sdk-v6.test.ts: the
 // installed ai 6; ai-sdk-v7.test.ts: ai 7 and @ai-sdk/openai 4, the
-// `ai-v7` and `@ai-sdk/openai-v4` npm aliases). The real OpenAI chat model
-// talks to a fake provider speaking the Chat Completions wire format, through
-// the real server (docs/runners.md, "Why the call goes first"):
-//
-// - every call of a step is in the log before any of its tools runs;
-// - a call the server refuses to store never runs, and the turn ends failed;
-// - a session's instructions (and compaction summaries) reach the model as
-//   system messages: ai 7 refuses system messages in `messages` by default;
-// - a tool that needs approval waits in the log, then runs once approved;
-// - a call cancelled before its tool started is answered as not run.
+// `ai-v7` and `@ai-sdk/openai-v4` npm aliases, which also runs the adapter
+// edge and approval tests on them). The real OpenAI chat model talks to a fake
+// provider speaking the Chat Completions wire format, through the real server:
+// a session's instructions reach the model as its system message, in both
+// modes (ai 7 refuses system messages in `messages` unless they are allowed).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,9 +19,9 @@ import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 
-/** What the user's message asks the fake model: call these tools (`id`: the call's id), then answer "done". */
+/** What the user's message asks the fake model: call these tools, then answer "done". */
 interface Directive {
-  calls: Array<{ name: string; id?: string }>;
+  calls: Array<{ name: string }>;
   n: number;
 }
 
@@ -52,7 +47,7 @@ export function aiSdkMajorCases(major: 6 | 7): void {
         ? []
         : directive.calls.map((c, index) => ({
             index,
-            id: c.id ?? `call_${directive.n}_${index}`,
+            id: `call_${directive.n}_${index}`,
             type: 'function',
             function: { name: c.name, arguments: '{"n":1}' },
           }));
@@ -116,45 +111,6 @@ export function aiSdkMajorCases(major: 6 | 7): void {
   });
 
   describe.each(['stream', 'generate'] as const)(`ai ${major}, %s`, (mode) => {
-    it('has every call of a step in the log before any of its tools runs', async () => {
-      const { id, pool } = await sessionWith([{ name: 'first' }, { name: 'second' }, { name: 'third' }]);
-      const seen: Record<string, string[]> = {};
-      const probe = (name: string) =>
-        ai.tool({
-          inputSchema: parameters,
-          execute: async () => {
-            const message = (await events(id)).find((e) => e.type === 'model/message');
-            seen[name] = (message?.data.toolCalls ?? []).map((c: { name: string }) => c.name);
-            return `${name} done`;
-          },
-        });
-      const tools = { first: probe('first'), second: probe('second'), third: probe('third') };
-      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode, maxSteps: 4 }));
-      const all = ['first', 'second', 'third'];
-      expect(seen).toEqual({ first: all, second: all, third: all });
-      const log = await events(id);
-      expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content])).toEqual(
-        expect.arrayContaining(all.map((name) => [name, 'ok', `${name} done`])),
-      );
-      expect(log.filter((e) => e.type === 'model/message').map((e) => e.data.text)).toEqual(['', 'done']);
-      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-    });
-
-    it('runs no tool whose call the server refuses to store, and ends the turn failed', async () => {
-      const { id, pool } = await sessionWith([{ name: 'send', id: 'c'.repeat(300) }]);
-      let ran = 0;
-      const tools = { send: ai.tool({ inputSchema: parameters, execute: async () => ++ran }) };
-      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode })).catch(() => undefined);
-      expect(ran).toBe(0);
-      const log = await events(id);
-      expect(log.some((e) => e.type === 'model/message')).toBe(false);
-      expect(log.slice(-3).map((e) => [e.type, e.data.reason, e.synthetic])).toEqual([
-        ['step/end', 'failed', false],
-        ['plugin/agent/error', undefined, false],
-        ['turn/end', 'failed', false],
-      ]);
-    });
-
     it("gives the model the session's instructions as its system message", async () => {
       const instructions = 'Answer in French.';
       const { id, pool, message } = await sessionWith([{ name: 'lookup' }], { instructions });
@@ -168,47 +124,6 @@ export function aiSdkMajorCases(major: 6 | 7): void {
         { role: 'system', text: instructions },
         { role: 'system', text: instructions },
       ]);
-    });
-
-    it('asks in the log for a tool that needs approval, runs nothing meanwhile, and runs it once approved', async () => {
-      const { id, pool } = await sessionWith([{ name: 'wire_money' }]);
-      let ran = 0;
-      const tools = { wire_money: ai.tool({ inputSchema: parameters, needsApproval: true, execute: async () => (ran++, 'wired') }) };
-      const callId = `call_${sessionNo}_0`;
-      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
-      expect(ran).toBe(0);
-      const session = `query($id: ID!) { session(id: $id) { status pendingApprovals { callId name } } }`;
-      expect((await app.ok(session, { id })).session).toEqual({ status: 'WAITING', pendingApprovals: [{ callId, name: 'wire_money' }] });
-      await app.ok(`mutation($i: ToolDecisionInput!) { approveToolCall(input: $i) { status } }`, { i: { sessionId: id, callId } });
-      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
-      expect(ran).toBe(1);
-      const log = await events(id);
-      expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content])).toEqual([['wire_money', 'ok', 'wired']]);
-      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-    });
-
-    it('answers a call cancelled before its tool started as not run', async () => {
-      const { id, pool } = await sessionWith([{ name: 'send' }]);
-      const cancel = new AbortController();
-      let ran = 0;
-      let stored: unknown[] = [];
-      const tools = {
-        send: ai.tool({
-          inputSchema: parameters,
-          // The SDK has the call (so it is in the log) and is about to run it: the app stops now.
-          onInputAvailable: async () => {
-            stored = (await events(id)).filter((e) => e.type === 'model/message');
-            cancel.abort(new Error('the app is stopping'));
-          },
-          execute: async () => ++ran,
-        }),
-      };
-      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode, signal: cancel.signal }));
-      expect(stored).toHaveLength(1);
-      expect(ran).toBe(0);
-      const log = await events(id);
-      expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'error', content: expect.stringMatching(/did not run/) });
-      expect(log.at(-1)!.data).toMatchObject({ reason: 'failed' });
     });
   });
 }
