@@ -18,6 +18,7 @@ import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { chatCompletionsAnswer } from '../helpers/provider-sse.ts';
 
 /** What the user's message asks the fake model: call these tools, then answer "done". */
 interface Directive {
@@ -31,7 +32,7 @@ export function aiSdkMajorCases(major: 6 | 7): void {
   const requests = new Map<string, Array<Array<{ role: string; text: string }>>>();
   const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
 
-  /** POST /v1/chat/completions: JSON, or server-sent chunks when `stream` is asked. */
+  /** POST /v1/chat/completions: the directive's calls, then "done" once the request holds their results. */
   const provider = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (c) => (raw += c));
@@ -51,22 +52,7 @@ export function aiSdkMajorCases(major: 6 | 7): void {
             type: 'function',
             function: { name: c.name, arguments: '{"n":1}' },
           }));
-      const finish = calls.length ? 'tool_calls' : 'stop';
-      const base = { id: `chatcmpl_${directive.n}`, created: 1, model: 'fake-model' };
-      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-      if (!body.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        const message = { role: 'assistant', content: calls.length ? null : 'done', ...(calls.length ? { tool_calls: calls } : {}) };
-        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-        res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-      chunk([{ index: 0, delta: calls.length ? { role: 'assistant', tool_calls: calls } : { role: 'assistant', content: 'done' }, finish_reason: null }]);
-      chunk([{ index: 0, delta: {}, finish_reason: finish }]);
-      chunk([], { usage });
-      res.end('data: [DONE]\n\n');
+      chatCompletionsAnswer(res, body, { id: `chatcmpl_${directive.n}`, calls, text: 'done' });
     });
   });
 
