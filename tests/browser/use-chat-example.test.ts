@@ -5,6 +5,10 @@
 // the reloaded page says the turn was interrupted and the next message is
 // answered. And tool approval: a call that waits shows Approve and Deny;
 // Approve runs it and the answer follows, Deny shows the denial and the answer.
+// Each case runs on both builds of the page: ai 6 with @ai-sdk/react 3 (the
+// repository's), and ai 7 with @ai-sdk/react 4 (vite.ai7.config.ts). On ai 7
+// alone: a stream the network cut is reconnected once the page is visible
+// again, and rebuilt from forkline's replay.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -43,16 +47,19 @@ async function startForkline() {
 }
 
 beforeAll(async () => {
-  // The example is built here from its source (vite build), so the page tested is the page in the repository.
-  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(EXAMPLE, 'vite.config.ts')], {
-    cwd: PROJECT_ROOT,
-    stdio: 'pipe',
-  });
+  // The example is built here from its source (vite build), so the page tested is the page in the repository: dist/
+  // (ai 6), then dist/ai7/ (ai 7; the first build empties dist/).
+  for (const config of ['vite.config.ts', 'vite.ai7.config.ts'])
+    execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(EXAMPLE, config)], {
+      cwd: PROJECT_ROOT,
+      stdio: 'pipe',
+    });
   const dist = path.join(EXAMPLE, 'dist');
   // The page's own origin (a static server); forkline allows it as a CORS origin.
   pageServer = http.createServer((req, res) => {
     const file = path.join(dist, path.normalize(decodeURIComponent((req.url ?? '/').split('?')[0])).replace(/^(\.\.[/\\])+/, ''));
-    const target = fs.existsSync(file) && fs.statSync(file).isFile() ? file : path.join(dist, 'index.html');
+    const found = fs.existsSync(file) && fs.statSync(file);
+    const target = found && found.isFile() ? file : path.join(found && found.isDirectory() ? file : dist, 'index.html');
     res.writeHead(200, { 'content-type': target.endsWith('.js') ? 'text/javascript' : 'text/html' }).end(fs.readFileSync(target));
   });
   await new Promise<void>((r) => pageServer.listen(0, '127.0.0.1', () => r()));
@@ -84,12 +91,16 @@ async function send(page: Page, text: string) {
 const lastAnswer = (page: Page) => page.locator('article[data-role="assistant"]').last();
 const ready = (page: Page) => page.locator('main[data-status="ready"]').waitFor(TIMEOUT);
 
-describe('the useChat example', () => {
+describe.each([
+  { sdk: 'ai 6, @ai-sdk/react 3', build: '' },
+  { sdk: 'ai 7, @ai-sdk/react 4', build: 'ai7/' },
+])('the useChat example ($sdk)', ({ build }) => {
+  const chatId = (name: string) => `${build.replace('/', '-')}${name}`;
   it('sends, streams, resumes after a reload, regenerates, and survives a server restart mid-answer', async () => {
     const page = await browser.newPage();
     page.setDefaultTimeout(30_000);
     const errors = collectPageErrors(page);
-    await page.goto(`${pageOrigin}/?chat=browser-chat&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
+    await page.goto(`${pageOrigin}/${build}?chat=${chatId('browser-chat')}&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
 
     // Send: the answer streams into an assistant message.
     await send(page, 'hello there');
@@ -150,7 +161,7 @@ describe('the useChat example', () => {
     const page = await browser.newPage();
     page.setDefaultTimeout(30_000);
     const errors = collectPageErrors(page);
-    await page.goto(`${pageOrigin}/?chat=approval-chat&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
+    await page.goto(`${pageOrigin}/${build}?chat=${chatId('approval-chat')}&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
     await send(page, 'hi');
     await page.locator('article[data-role="assistant"]', { hasText: 'Echo: hi' }).waitFor(TIMEOUT);
     await ready(page);
@@ -201,5 +212,44 @@ describe('the useChat example', () => {
     expect(after.events.edges.filter((e) => e.node.type === 'tool/approval').map((e) => e.node.data.decision)).toEqual(['approved', 'denied']);
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     expect(errors).toEqual([]);
+  }, 120_000);
+});
+
+// ai 7's useChat reconnects (GET /chat/<id>/stream) when the page is visible again after the network cut its stream,
+// and, the stream being a replay (DefaultChatTransport's resumeStreamIsReplay, its default), rebuilds the message
+// from its start: forkline's resumed answer is a replay from the turn's start, so nothing shows twice.
+describe('the useChat example on ai 7, its stream cut by the network', () => {
+  it('reconnects once the page is visible again, and the answer ends once, whole', async () => {
+    // A TCP door between the page and forkline whose connections can be cut (the server goes on with the turn).
+    const sockets = new Set<net.Socket>();
+    const door = net.createServer((client) => {
+      const upstream = net.connect(port, '127.0.0.1');
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const drop = () => (client.destroy(), upstream.destroy());
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+    });
+    await new Promise<void>((r) => door.listen(0, '127.0.0.1', () => r()));
+    const doorPort = (door.address() as net.AddressInfo).port;
+    try {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(30_000);
+      await page.goto(`${pageOrigin}/ai7/?chat=ai7-cut-chat&api=${encodeURIComponent(`http://127.0.0.1:${doorPort}/chat`)}`);
+      const words = 'one two three four five six seven eight nine ten eleven twelve';
+      await send(page, `${words}\n!slow 300`);
+      await page.locator('article[data-role="assistant"]', { hasText: 'Echo: one' }).waitFor(TIMEOUT);
+      for (const s of sockets) s.destroy();
+      await page.locator('main[data-status="error"]').waitFor(TIMEOUT);
+      expect((await lastAnswer(page).textContent())!.length).toBeLessThan(`Echo: ${words}`.length);
+      await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+      await ready(page);
+      expect(await lastAnswer(page).locator('p').allTextContents()).toEqual([`Echo: ${words}`]);
+      expect((await turnCount((await lastAnswer(page).getAttribute('data-session'))!)).turnCount).toBe(1);
+      expect(await page.getByRole('alert').count()).toBe(0);
+    } finally {
+      for (const s of sockets) s.destroy();
+      door.close();
+    }
   }, 120_000);
 });

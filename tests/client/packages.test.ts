@@ -5,24 +5,21 @@
 // JavaScript runners serve a real forkline server: a turn with a tool call
 // each. The frameworks are peer dependencies: the app has one copy of each,
 // so settings the app makes on its SDK (its OpenAI client) are the adapter's.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { installPackedApp, versionOf, type Tarball } from '../helpers/packed-app.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-const run = promisify(execFile);
 const PACKAGES = ['client', 'runner', 'ai-sdk', 'openai-agents'];
-const rootPackage = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
-const versionOf = (name: string) => rootPackage.dependencies[name] ?? rootPackage.devDependencies[name];
 
 let service: ServiceProcess;
 const app = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-app-'));
 const runners: ChildProcess[] = [];
-let tarballs: Array<{ name: string; filename: string; files: Array<{ path: string }> }>;
+let tarballs: Tarball[];
 
 async function gql(query: string, variables?: Record<string, unknown>) {
   const { body } = await postGraphQL(service.url, query, variables);
@@ -57,22 +54,10 @@ function copiesOf(name: string): string[] {
 }
 
 beforeAll(async () => {
-  // Built as `npm run build` builds them (incremental: nothing to do when up to date), then packed.
-  await run(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), '-b', ...PACKAGES.map((p) => `packages/${p}`)], {
-    cwd: PROJECT_ROOT,
-  });
-  const packDir = path.join(app, 'tarballs');
-  fs.mkdirSync(packDir);
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir, ...PACKAGES.flatMap((p) => ['--workspace', `packages/${p}`])], {
-    cwd: PROJECT_ROOT,
-  });
-  tarballs = JSON.parse(stdout);
   const dependencies: Record<string, string> = {};
-  for (const t of tarballs) dependencies[t.name] = `file:${path.join(packDir, t.filename)}`;
   for (const dep of ['ai', '@openai/agents', 'zod', 'graphql', 'graphql-ws']) dependencies[dep] = versionOf(dep);
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'runner-app', private: true, type: 'module', dependencies }, null, 2));
-  for (const f of ['ai-sdk-runner.mjs', 'agents-runner.mjs']) fs.copyFileSync(path.join(PROJECT_ROOT, 'tests/fixtures/packaged-app', f), path.join(app, f));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, maxBuffer: 16 * 1024 * 1024 });
+  const files = ['ai-sdk-runner.mjs', 'agents-runner.mjs'].map((f) => `tests/fixtures/packaged-app/${f}`);
+  tarballs = await installPackedApp(app, PACKAGES, dependencies, files);
   service = await startService();
 }, 600_000);
 

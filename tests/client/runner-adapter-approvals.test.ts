@@ -27,6 +27,7 @@ import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { chatCompletionsAnswer } from '../helpers/provider-sse.ts';
 
 let app: TestApp;
 /** The tool messages of each request the fake provider answered (by the user message's text). */
@@ -49,22 +50,7 @@ const provider = http.createServer((req, res) => {
     toolMessages.set(userText, [...(toolMessages.get(userText) ?? []), tools.map((m) => text(m.content))]);
     const names = tools.length ? [] : (JSON.parse(userText) as { calls: string[] }).calls;
     const calls = names.map((name, i) => ({ index: i, id: `call_${i}_${name}`, type: 'function', function: { name, arguments: '{"n":1}' } }));
-    const finish = calls.length ? 'tool_calls' : 'stop';
-    const base = { id: 'chatcmpl_1', created: 1, model: 'fake-model' };
-    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-    if (!body.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const message = { role: 'assistant', content: calls.length ? null : 'done', ...(calls.length ? { tool_calls: calls } : {}) };
-      res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-    chunk([{ index: 0, delta: calls.length ? { role: 'assistant', tool_calls: calls } : { role: 'assistant', content: 'done' }, finish_reason: null }]);
-    chunk([{ index: 0, delta: {}, finish_reason: finish }]);
-    chunk([], { usage });
-    res.end('data: [DONE]\n\n');
+    chatCompletionsAnswer(res, body, { id: 'chatcmpl_1', calls, text: 'done' });
   });
 });
 

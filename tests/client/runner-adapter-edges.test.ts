@@ -25,6 +25,7 @@ import { ForklineRunner, LeaseLostError, type RunnerSession } from '@forkline/ru
 import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { chatCompletionsAnswer } from '../helpers/provider-sse.ts';
 
 let app: TestApp;
 
@@ -75,23 +76,8 @@ const provider = http.createServer((req, res) => {
       return;
     }
     if (calls.length && directive.hook) await hooks.get(directive.hook)?.();
-    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
     const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.args } }));
-    const finish = calls.length ? 'tool_calls' : 'stop';
-    const base = { id: `chatcmpl_${requestNo}`, created: 1, model: 'fake-model' };
-    if (!body.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const message = { role: 'assistant', content: calls.length ? null : text, ...(calls.length ? { tool_calls: toolCalls } : {}) };
-      res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-    chunk([{ index: 0, delta: calls.length ? { role: 'assistant', tool_calls: toolCalls } : { role: 'assistant', content: text }, finish_reason: null }]);
-    chunk([{ index: 0, delta: {}, finish_reason: finish }]);
-    chunk([], { usage });
-    res.end('data: [DONE]\n\n');
+    chatCompletionsAnswer(res, body, { id: `chatcmpl_${requestNo}`, calls: toolCalls, text });
   });
 });
 

@@ -4,6 +4,7 @@
 // does (JSON, or server-sent chunks when `stream` was asked).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { chatCompletionsAnswer } from './provider-sse.ts';
 
 export interface ChatRequest {
   stream?: boolean;
@@ -29,23 +30,7 @@ export async function startChatProvider(answer: (request: ChatRequest) => ChatAn
       const body = JSON.parse(raw) as ChatRequest;
       const { text = '', calls = [] } = answer(body);
       const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-      const base = { id: `chatcmpl_${++n}`, created: 1, model: 'fake-model' };
-      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-      const finish = toolCalls.length ? 'tool_calls' : 'stop';
-      if (!body.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        const message = { role: 'assistant', content: toolCalls.length ? null : text, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
-        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-        res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-      const delta = toolCalls.length ? { role: 'assistant', tool_calls: toolCalls } : { role: 'assistant', content: text };
-      chunk([{ index: 0, delta, finish_reason: null }]);
-      chunk([{ index: 0, delta: {}, finish_reason: finish }]);
-      chunk([], { usage });
-      res.end('data: [DONE]\n\n');
+      chatCompletionsAnswer(res, body, { id: `chatcmpl_${++n}`, calls: toolCalls, text });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -3,6 +3,7 @@
 // completions (and OpenAI-compatible servers), OpenAI Responses, Anthropic
 // messages and Gemini generateContent. An answer is its events' texts, in
 // order: a fake server writes them apart or joined.
+import type { ServerResponse } from 'node:http';
 
 /** One SSE event; `data` as JSON unless it is text already. */
 export const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
@@ -151,3 +152,27 @@ export const geminiToolCall = (c: WireCall): string[] => [
     ...geminiUsage(CALL_USAGE),
   }),
 ];
+
+/** A fake Chat Completions answer (OpenAI's wire format): the calls, else the text; JSON, or server-sent chunks when the request asked `stream`. */
+export function chatCompletionsAnswer(
+  res: ServerResponse,
+  request: { stream?: boolean },
+  answer: { id: string; calls: Array<{ index: number; id: string; type: string; function: { name: string; arguments: string } }>; text: string },
+): void {
+  const { calls, text } = answer;
+  const finish = calls.length ? 'tool_calls' : 'stop';
+  const base = { id: answer.id, created: 1, model: 'fake-model' };
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!request.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const message = { role: 'assistant', content: calls.length ? null : text, ...(calls.length ? { tool_calls: calls } : {}) };
+    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => res.write(sse({ ...base, object: 'chat.completion.chunk', choices, ...extra }));
+  chunk([{ index: 0, delta: calls.length ? { role: 'assistant', tool_calls: calls } : { role: 'assistant', content: text }, finish_reason: null }]);
+  chunk([{ index: 0, delta: {}, finish_reason: finish }]);
+  chunk([], { usage });
+  res.end('data: [DONE]\n\n');
+}

@@ -12,7 +12,7 @@
 //
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools, effects: { send_email: 'side-effects' } }));
 import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
-import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
@@ -26,14 +26,20 @@ import {
   type ToolResultContent,
 } from '@forkline/runner';
 
+/**
+ * A model the app's `ai` can run (and wrap): its provider packages' own (LanguageModelV3 with ai 6,
+ * LanguageModelV4 or V3 with ai 7). Named through the app's `ai`, so either major type-checks.
+ */
+export type AiSdkModel = Parameters<typeof wrapLanguageModel>[0]['model'];
+
 export interface AiSdkRunOptions {
   /** The model for sessions that name none. */
-  model?: LanguageModelV3;
+  model?: AiSdkModel;
   /**
    * The runner's model for the one a session names (Session.model: `{provider, model}`; a fan-out's
    * variants may name different ones). Undefined: this runner cannot serve it, and the turn fails saying so.
    */
-  resolveModel?: (requested: RequestedModel) => LanguageModelV3 | undefined;
+  resolveModel?: (requested: RequestedModel) => AiSdkModel | undefined;
   /** The runner's tools (AI SDK `tool({...})` with `execute`). */
   tools?: ToolSet;
   /** Each tool's effect, as declared to forkline (default `side-effects`: a cut-off call is never assumed safe to repeat). */
@@ -161,7 +167,7 @@ const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPa
  * before the AI SDK sees the calls (so before any tool runs). A retried call
  * (the SDK's maxRetries) stays in its step.
  */
-function writingModel(model: LanguageModelV3, turn: TurnWriter, calls: Map<string, RunnerToolCall>): LanguageModelV3 {
+function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, RunnerToolCall>): AiSdkModel {
   const record = async (text: string, toolCalls: RunnerToolCall[], usage: LanguageModelV3Usage | undefined) => {
     for (const c of toolCalls) calls.set(c.id, c);
     await turn.message({ text, toolCalls, usage: usageOf(usage) });
@@ -336,7 +342,7 @@ export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOption
 }
 
 /** A summary of `messages` by the AI SDK model (streamed: a model that only streams serves too). */
-async function summarizeWith(model: LanguageModelV3, messages: ChatMessage[], abortSignal: AbortSignal): Promise<string> {
+async function summarizeWith(model: AiSdkModel, messages: ChatMessage[], abortSignal: AbortSignal): Promise<string> {
   let failure: unknown;
   const result = streamText({ model, prompt: summaryPrompt(messages), abortSignal, onError: ({ error }) => void (failure ??= error) });
   const text = await result.text;
@@ -409,6 +415,9 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     model: writingModel(base, turn, calls),
     system: opts.system,
     messages: toModelMessages(request.messages as ChatMessage[]),
+    // The session's instructions and forkline's own notes (a compaction's summary, left-out history) are system
+    // messages of the request forkline built (docs/runners.md): ai 7 refuses them in `messages` unless allowed.
+    allowSystemInMessages: true,
     tools: opts.tools ? writingTools(opts.tools, turn, answered, request) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,

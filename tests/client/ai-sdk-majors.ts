@@ -1,0 +1,115 @@
+// The AI SDK adapter (@forkline/ai-sdk) with each major of the SDK a team may
+// run it with (its peer range, packages/ai-sdk/README.md): the cases below
+// run once per test file that imports them, with whatever `ai` and
+// `@ai-sdk/openai` that file's module graph resolves (ai-sdk-v6.test.ts: the
+// installed ai 6; ai-sdk-v7.test.ts: ai 7 and @ai-sdk/openai 4, the
+// `ai-v7` and `@ai-sdk/openai-v4` npm aliases, which also runs the adapter
+// edge and approval tests on them). The real OpenAI chat model talks to a fake
+// provider speaking the Chat Completions wire format, through the real server:
+// a session's instructions reach the model as its system message, in both
+// modes (ai 7 refuses system messages in `messages` unless they are allowed).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOpenAI } from '@ai-sdk/openai';
+import * as ai from 'ai';
+import { ForklineRunner, type RunnerSession } from '@forkline/runner';
+import { runAiSdkTurns } from '@forkline/ai-sdk';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { anyData } from '../helpers/event-data.ts';
+import { chatCompletionsAnswer } from '../helpers/provider-sse.ts';
+
+/** What the user's message asks the fake model: call these tools, then answer "done". */
+interface Directive {
+  calls: Array<{ name: string }>;
+  n: number;
+}
+
+export function aiSdkMajorCases(major: 6 | 7): void {
+  let app: TestApp;
+  /** Each request's messages (role and text), by the user message's text. */
+  const requests = new Map<string, Array<Array<{ role: string; text: string }>>>();
+  const text = (c: unknown) => (typeof c === 'string' ? c : ((c as Array<{ text?: string }>) ?? []).map((p) => p.text ?? '').join(''));
+
+  /** POST /v1/chat/completions: the directive's calls, then "done" once the request holds their results. */
+  const provider = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      const body = JSON.parse(raw);
+      const messages = (body.messages as Array<{ role: string; content: unknown }>).map((m) => ({ role: m.role, text: text(m.content) }));
+      const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+      const userText = messages[lastUser].text;
+      requests.set(userText, [...(requests.get(userText) ?? []), messages]);
+      const answered = messages.slice(lastUser).some((m) => m.role === 'tool');
+      const directive = JSON.parse(userText) as Directive;
+      const calls = answered
+        ? []
+        : directive.calls.map((c, index) => ({
+            index,
+            id: `call_${directive.n}_${index}`,
+            type: 'function',
+            function: { name: c.name, arguments: '{"n":1}' },
+          }));
+      chatCompletionsAnswer(res, body, { id: `chatcmpl_${directive.n}`, calls, text: 'done' });
+    });
+  });
+
+  let providerUrl = '';
+  beforeAll(async () => {
+    app = await startTestApp();
+    await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
+    providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(async () => {
+    provider.close();
+    await app?.close();
+  });
+
+  const events = async (id: string) =>
+    (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ seq: e.seq, type: e.type, data: anyData(e), synthetic: e.synthetic }));
+  let sessionNo = 0;
+  /** A session of a pool of its own with the directive as its message. */
+  async function sessionWith(calls: Directive['calls'], extra: { instructions?: string } = {}) {
+    const pool = `ai${major}-${++sessionNo}`;
+    const id = (await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, { i: { runner: pool, ...extra } })).createSession
+      .id as string;
+    const message = JSON.stringify({ calls, n: sessionNo } satisfies Directive);
+    await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: message } });
+    return { id, pool, message };
+  }
+  const parameters = z.object({ n: z.number() });
+  const model = () => createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
+  /** Serves the session once with a runner of its own. */
+  async function serve(id: string, pool: string, run: (s: RunnerSession) => Promise<unknown>) {
+    const runner = new ForklineRunner({ url: app.url, pool });
+    try {
+      return await runner.serve(id, (s) => run(s).then(() => {}));
+    } finally {
+      await runner.close();
+    }
+  }
+
+  it(`runs with ai ${major}`, () => {
+    // ai 7 added isStepCount (stepCountIs stays as its alias): the file's `ai` is the major it says.
+    expect(typeof (ai as Record<string, unknown>).isStepCount).toBe(major === 7 ? 'function' : 'undefined');
+  });
+
+  describe.each(['stream', 'generate'] as const)(`ai ${major}, %s`, (mode) => {
+    it("gives the model the session's instructions as its system message", async () => {
+      const instructions = 'Answer in French.';
+      const { id, pool, message } = await sessionWith([{ name: 'lookup' }], { instructions });
+      const tools = { lookup: ai.tool({ inputSchema: parameters, execute: async () => 'found' }) };
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+      const log = await events(id);
+      expect(log.filter((e) => e.type === 'plugin/agent/error').map((e) => e.data.message)).toEqual([]);
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      // Both requests of the turn began with the instructions.
+      expect(requests.get(message)!.map((m) => m[0])).toEqual([
+        { role: 'system', text: instructions },
+        { role: 'system', text: instructions },
+      ]);
+    });
+  });
+}
