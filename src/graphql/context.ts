@@ -3,6 +3,7 @@ import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
 import type { ClientGone, StatementScope } from '../db/statement-deadlines.ts';
+import type { RequestTexts } from './request-texts.ts';
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -27,4 +28,8 @@ export interface Context {
   gone?: ClientGone;
   /** The operation's statement scope (plugins/statement-deadlines.ts): passed to the store's reads it bounds. Unset: bounds off, or a mutation. */
   statements?: StatementScope;
+  /** The store as the operation's scoped reads see it (scoped-reads.ts): made the first time a resolver asks. */
+  reads?: TenantStore;
+  /** The texts the request has read and its budget for them (request-texts.ts): made the first time a text is read. */
+  texts?: RequestTexts;
 }
