@@ -3,7 +3,17 @@ import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
 import type { ClientGone, StatementScope } from '../db/statement-deadlines.ts';
-import type { RequestTexts } from './request-texts.ts';
+import type { BoundedText, TextBudget } from '../core/text-budget.ts';
+
+/**
+ * A request's texts (request-texts.ts): its budget for them and those read, by the object whose fields show them and
+ * the text they show; for the execution of `root` (each payload of a subscription is an execution of its own).
+ */
+export interface RequestTexts {
+  readonly root: unknown;
+  readonly budget: TextBudget;
+  readonly read: Map<object, Map<string, Promise<BoundedText | null>>>;
+}
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {

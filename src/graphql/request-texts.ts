@@ -1,28 +1,13 @@
+// A request's texts (Context.texts): its text budget, the log's page bytes (FORKLINE_PAGE_BYTES) for all its texts
+// (docs/operations.md "Memory and time"), and the texts it has read, by the object whose fields show them and the
+// text they show (a turn shows its input and its error): a text and its `truncated` and length share one read, two
+// texts of one object are two. A subscription keeps its context for its life and executes each payload as its own
+// root value: each payload is a request of its own, with texts of its own.
 import type { GraphQLResolveInfo } from 'graphql';
 import { TextBudget, type BoundedText } from '../core/text-budget.ts';
 import type { LogRef, TextKey } from '../store/session-log.ts';
-import type { Context } from './context.ts';
+import type { Context, RequestTexts } from './context.ts';
 import { scopedReads } from './scoped-reads.ts';
-
-/**
- * A request's texts (Context.texts): its text budget, the log's page bytes (FORKLINE_PAGE_BYTES) for all its texts
- * (docs/operations.md "Memory and time"), and the texts it has read, by the object whose fields show them and the
- * text they show (a turn shows its input and its error): a text and its `truncated` and length share one read, two
- * texts of one object are two. A subscription keeps its context for its life and executes each payload as its own
- * root value: each payload is a request of its own, with texts of its own.
- */
-export class RequestTexts {
-  readonly budget: TextBudget;
-  readonly read = new Map<object, Map<string, Promise<BoundedText | null>>>();
-
-  constructor(
-    /** The root value of the execution these texts are read for. */
-    readonly root: unknown,
-    pageBytes: number,
-  ) {
-    this.budget = new TextBudget(pageBytes);
-  }
-}
 
 /** A text field of an event that has none (its key is not a string). */
 const NO_TEXT: BoundedText = { text: '', length: 0, truncated: false };
@@ -31,7 +16,7 @@ const NO_TEXT: BoundedText = { text: '', length: 0, truncated: false };
 function textsOf(ctx: Context, info: Pick<GraphQLResolveInfo, 'rootValue'>): RequestTexts {
   const texts = ctx.texts;
   if (texts && texts.root === info.rootValue) return texts;
-  return (ctx.texts = new RequestTexts(info.rootValue, ctx.store.log.pageBytes));
+  return (ctx.texts = { root: info.rootValue, budget: new TextBudget(ctx.store.log.pageBytes), read: new Map() });
 }
 
 export const textBudgetOf = (ctx: Context, info: Pick<GraphQLResolveInfo, 'rootValue'>): TextBudget => textsOf(ctx, info).budget;
