@@ -4,7 +4,7 @@
 // (turns, lastTurn, turnAt, with their steps; lastAnswer), the texts read
 // within the request's budget (an answer's, a waiting input's), its
 // instructions, tools, workspace, open calls awaiting approval and totals,
-// its files, its recording, an event by id (node), a search hit's event, a
+// its next model request, its files, its recording, an event by id (node), a search hit's event, a
 // subscription's own reads, and the HTTP doors that are not GraphQL
 // operations (GET /sessions/<id>/events, GET /recordings, POST /agui, POST
 // /chat). Each test makes one of those reads wait on a lock the test holds (a
@@ -308,6 +308,12 @@ describe('the reads of a client that went away', () => {
     await leaveWhileWaiting('Event', '/graphql', onRoot('search(query: "answer", first: 2) { edges { node { seq event { type } } } }'), EVENT_READ);
     const d = await app.ok(`query($id: ID!) { session(id: $id) { search(query: "answer") { edges { node { event { type } } } } } }`, { id: root });
     expect(d.session.search.edges.map((e: { node: { event: { type: string } } }) => e.node.event.type)).toEqual(['model/message', 'model/message']);
+  });
+
+  it("Session.modelRequest: the log's reads that build it are cancelled", async () => {
+    await leaveWhileWaiting('Event', '/graphql', onRoot('modelRequest { eventCount turn }'));
+    const d = await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { eventCount turn } } }`, { id: root });
+    expect(d.session.modelRequest).toEqual({ eventCount: 14, turn: null });
   });
 
   /** A subscription on the root session over SSE. */
