@@ -187,7 +187,7 @@ builder.objectField('Session', 'search', (t) =>
       const limit = first ?? DEFAULT_SEARCH_PAGE;
       let hits =
         limit > 0
-          ? await ctx.store.search.inSession(session.id, query, {
+          ? await scopedReads(ctx).search.inSession(session.id, query, {
               afterSeq: after ?? -1,
               limit: limit + 1,
               endSeq: session.eventCount,
