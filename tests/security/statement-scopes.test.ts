@@ -1,19 +1,20 @@
 // A client that leaves takes its database work with it, at every read a
-// request makes (docs/operations.md "Memory and time"): a session's row
+// request makes (docs/operations.md "Database time"): a session's row
 // (session(id), the batch loader), its children and fork points, its turns
 // (turns, lastTurn, turnAt, with their steps; lastAnswer), the texts read
 // within the request's budget (an answer's, a waiting input's), its
-// instructions, tools, workspace, open calls awaiting approval and totals,
-// its next model request, its files, its recording, an event by id (node), a search hit's event, a
-// subscription's own reads, and the HTTP doors that are not GraphQL
-// operations (GET /sessions/<id>/events, GET /recordings, POST /agui, POST
-// /chat). Each test makes one of those reads wait on a lock the test holds (a
-// real statement, not a sleep; the reads before it in the same request let
-// through), sees it waiting in pg_stat_activity, hangs up, and checks that the backend's
-// statement was cancelled well before the 60 s bound every statement has
-// anyway, and that the pool has its connection back while the lock is still
-// held. The app runs the service's default bounds (FORKLINE_STATEMENT_BOUNDS
-// unset, 60 s): only the client's leaving can end these statements in time.
+// instructions, tools, workspace, open calls awaiting approval, totals and
+// next model request, its files, its recording, a deletion's progress, an
+// event by id (node), a search hit's event, a subscription's own reads, and
+// the HTTP doors that are not GraphQL operations (GET /sessions/<id>/events,
+// GET /recordings, POST /agui, POST /chat). Each test makes one of those reads
+// wait on a lock the test holds (a real statement, not a sleep; the reads
+// before it in the same request let through), sees it waiting in
+// pg_stat_activity, hangs up, and checks that the backend's statement was
+// cancelled well before the 60 s bound every statement has anyway, and that
+// the pool has its connection back while the lock is still held. The app runs
+// the service's default bounds (FORKLINE_STATEMENT_BOUNDS unset, 60 s): only
+// the client's leaving can end these statements in time.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, securityOptions } from '../../src/config.ts';
@@ -314,6 +315,12 @@ describe('the reads of a client that went away', () => {
     await leaveWhileWaiting('Event', '/graphql', onRoot('modelRequest { eventCount turn }'));
     const d = await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { eventCount turn } } }`, { id: root });
     expect(d.session.modelRequest).toEqual({ eventCount: 14, turn: null });
+  });
+
+  it("sessionDeletion: the deletion's row read is cancelled", async () => {
+    const query = `query ($id: ID!) { sessionDeletion(sessionId: $id) { sessionCount } }`;
+    await leaveWhileWaiting('Deletion', '/graphql', graphql(query, { id: root }));
+    expect((await app.ok(query, { id: root })).sessionDeletion).toBeNull();
   });
 
   /** A subscription on the root session over SSE. */
