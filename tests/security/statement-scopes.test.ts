@@ -333,4 +333,10 @@ describe('the reads of a client that went away', () => {
   it("sessionTurns(afterSeq:): the catch-up's log read is cancelled", async () => {
     await leaveWhileWaiting('Event', '/graphql', sse(`subscription ($id: ID!) { sessionTurns(sessionId: $id, afterSeq: -1) { kind } }`));
   });
+
+  it("sessionTurns(afterSeq:) from inside a step: the open step's read is cancelled", async () => {
+    // From the approval request (seq 5) on: the call it names (seq 4) is read from the open step (SessionLog.openTailFolded, by type).
+    const query = `subscription ($id: ID!) { sessionTurns(sessionId: $id, afterSeq: 4) { kind } }`;
+    await leaveWhileWaiting('Event', '/graphql', { ...graphql(query, { id: waiting }), headers: { accept: 'text/event-stream' } }, 'AND type = $');
+  });
 });
