@@ -9,7 +9,7 @@ import { Conversation, type ConversationHistory, type ConversationSnapshot } fro
 import type { ChatMessage } from '../core/chat.ts';
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
-import { STREAM_PAGE_BYTES, type SessionLog } from '../store/session-log.ts';
+import { STREAM_PAGE_BYTES, type Db, type SessionLog } from '../store/session-log.ts';
 import type { SessionStore } from '../store/session-store.ts';
 import { syntheticResult, type ForkOrigin } from './agent-observer.ts';
 import { COMPACTION_END, CompactionBracket, completedCompaction, type CompletedCompaction } from './compaction.ts';
@@ -284,11 +284,15 @@ export class SessionFold {
     return kept.length + (await this.catchUp(store.log));
   }
 
-  /** Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive). Returns the events read. */
-  async catchUp(log: SessionLog, endSeq?: number): Promise<number> {
+  /**
+   * Reads and applies what was appended since the fold's end, up to `endSeq` (exclusive), on `db` (a request's scoped
+   * reads: Session.modelRequest; default: the pool). Returns the events read. A read that fails leaves the pages
+   * applied before it: the fold is consistent, only shorter.
+   */
+  async catchUp(log: SessionLog, endSeq?: number, db?: Db): Promise<number> {
     this.endsAtClaim = false;
     let read = 0;
-    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: STREAM_PAGE_BYTES })) {
+    for await (const page of log.pages(this.sessionId, { afterSeq: this.nextSeq - 1, endSeq, pageSize: CATCH_UP_PAGE, pageBytes: STREAM_PAGE_BYTES, db })) {
       this.apply(page);
       read += page.length;
     }

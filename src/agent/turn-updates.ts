@@ -5,7 +5,7 @@
 import type { LogEvent, ToolCall } from '../core/events.ts';
 import type { OpenTail } from '../core/log-state.ts';
 import { asCoreEvent, otherThanCore } from '../core/core-event.ts';
-import type { SessionLog } from '../store/session-log.ts';
+import type { Db, SessionLog } from '../store/session-log.ts';
 
 export type TurnUpdateKind =
   | 'TURN_STARTED'
@@ -106,11 +106,11 @@ export class OpenStepCalls {
 /** The open tail of a session's log through a seq (the store's read): what seeds OpenStepCalls for a reader starting mid-turn. */
 export type OpenTailReader = (sessionId: string, throughSeq: number) => Promise<OpenTail | undefined>;
 
-/** An OpenTailReader on the store's log. */
+/** An OpenTailReader on the store's log (on `db`: a request's scoped reads; default: the pool). */
 export const readOpenTail =
-  (log: Pick<SessionLog, 'openTailFolded'>): OpenTailReader =>
+  (log: Pick<SessionLog, 'openTailFolded'>, db?: Db): OpenTailReader =>
   async (sessionId, throughSeq) =>
-    throughSeq < 0 ? undefined : (await log.openTailFolded(sessionId, throughSeq)).open;
+    throughSeq < 0 ? undefined : (await log.openTailFolded(sessionId, throughSeq, db)).open;
 
 /**
  * turnUpdatesOf for a writer or reader that may not have seen the call an

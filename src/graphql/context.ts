@@ -3,6 +3,17 @@ import type { Caller } from '../core/api-tokens.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { SessionLoader } from './session-loader.ts';
 import type { ClientGone, StatementScope } from '../db/statement-deadlines.ts';
+import type { BoundedText, TextBudget } from '../core/text-budget.ts';
+
+/**
+ * A request's texts (request-texts.ts): its budget for them and those read, by the object whose fields show them and
+ * the text they show; for the execution of `root` (each payload of a subscription is an execution of its own).
+ */
+export interface RequestTexts {
+  readonly root: unknown;
+  readonly budget: TextBudget;
+  readonly read: Map<object, Map<string, Promise<BoundedText | null>>>;
+}
 
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
@@ -27,4 +38,8 @@ export interface Context {
   gone?: ClientGone;
   /** The operation's statement scope (plugins/statement-deadlines.ts): passed to the store's reads it bounds. Unset: bounds off, or a mutation. */
   statements?: StatementScope;
+  /** The store as the operation's scoped reads see it (scoped-reads.ts): made the first time a resolver asks. */
+  reads?: TenantStore;
+  /** The texts the request has read and its budget for them (request-texts.ts): made the first time a text is read. */
+  texts?: RequestTexts;
 }

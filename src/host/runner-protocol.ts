@@ -49,6 +49,7 @@ import type { ToolCatalog } from '../agent/tool-catalog.ts';
 import type { ToolDefinition } from '../core/chat.ts';
 import { OpenStepCalls, readOpenTail, turnUpdatesRead, type TurnUpdate } from '../agent/turn-updates.ts';
 import type { Scope, SessionRow, SessionStore, StoredEvent } from '../store/session-store.ts';
+import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 import { SESSIONS_CHANNEL } from '../store/channels.ts';
 import { DEFAULT_RUNNER_LEASE_MS, leaseIsFree, RunnerLeases, type RunnerClaim, type RunnerLease } from '../store/leases.ts';
 
@@ -467,9 +468,15 @@ export class RunnerProtocol {
    * With the session row's `eventCount`, the request is the one as of that
    * row (a read is one snapshot: it describes the same seq as the row's other
    * fields), even when appends came after the row was read; without it, as of
-   * the end of the log (a runner's batch just appended).
+   * the end of the log (a runner's batch just appended). `statements`: the
+   * scope of the query it is read for (its log's reads within its deadline,
+   * cancelled once its client has gone; docs/operations.md "Database time").
    */
-  async modelRequest(scope: Scope, session: Pick<SessionRow, 'id'> & { eventCount?: number; runner: string | null }): Promise<ModelRequest> {
+  async modelRequest(
+    scope: Scope,
+    session: Pick<SessionRow, 'id'> & { eventCount?: number; runner: string | null },
+    statements?: StatementScope,
+  ): Promise<ModelRequest> {
     await this.deps.store.forTenant(scope).check(session.id); // the row came from a resolver: its log is read here with the system's store
     const endSeq = session.eventCount;
     const cached = this.folds.take(session.id);
@@ -478,7 +485,7 @@ export class RunnerProtocol {
     if (ahead) this.folds.put(cached);
     const fold = ahead ? new SessionFold(session.id) : cached;
     try {
-      await fold.catchUp(this.deps.store.log, endSeq);
+      await fold.catchUp(this.deps.store.log, endSeq, statements && readingFor(this.deps.store.pool, statements));
       const { state } = fold;
       // The runner's next append continues this state: checked against it, with no read of the tail.
       this.deps.store.knowTail(session.id, state);

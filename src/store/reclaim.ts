@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { ForklineError } from '../core/errors.ts';
-import type { SessionLog } from './session-log.ts';
+import type { Db, SessionLog } from './session-log.ts';
 import type { FileBlobs } from './file-blobs.ts';
 import type { Scope } from './scope.ts';
 import { inTransaction } from './transaction.ts';
@@ -115,8 +115,8 @@ export class DeletionReclaim {
   }
 
   /** The progress of the latest deletion of session `sessionId` (the one deleteSession named), if the tenant's and still kept. */
-  async progress(scope: Scope, sessionId: string): Promise<DeletionProgress | undefined> {
-    const { rows } = await this.pool.query<DeletionProgress>(
+  async progress(scope: Scope, sessionId: string, db: Db = this.pool): Promise<DeletionProgress | undefined> {
+    const { rows } = await db.query<DeletionProgress>(
       `SELECT "sessionId", "sessionCount", "eventCount", "reclaimedEventCount", "createdAt", "finishedAt" FROM "Deletion"
         WHERE "sessionId" = $1 AND tenant = $2 ORDER BY "createdAt" DESC LIMIT 1`,
       [sessionId, scope.tenant],

@@ -289,6 +289,8 @@ export class TenantStore {
   readonly files: TenantFiles;
   /** Full-text search across the tenant's sessions and within one. */
   readonly search: TenantSearch;
+  /** The pool as this view reads it: within its request's scope (reading), else undefined (each read's own default). */
+  private readonly db: ViewDb;
 
   constructor(
     scope: Scope,
@@ -298,7 +300,7 @@ export class TenantStore {
   ) {
     this.scope = { tenant: scope.tenant };
     const owns = (ref: LogRef) => parts.owners.check(this.scope.tenant, idOf(ref), statements);
-    const db = statements && readingFor(parts.pool, statements);
+    const db = (this.db = statements && readingFor(parts.pool, statements));
     this.log = new TenantLog(parts.log, owns, db, statements);
     this.sessions = new TenantSessions(parts.sessions, this.scope.tenant, parts.owners, statements);
     this.files = new TenantFiles(parts.files, owns, db);
@@ -342,7 +344,7 @@ export class TenantStore {
 
   /** The progress of the tenant's latest deletion of session `sessionId` (docs/contract.md#deletion); undefined: none kept. */
   deletion(sessionId: string): Promise<DeletionProgress | undefined> {
-    return this.parts.reclaim.progress(this.scope, sessionId);
+    return this.parts.reclaim.progress(this.scope, sessionId, this.db);
   }
 
   /** getSession, SESSION_NOT_FOUND instead of null. */

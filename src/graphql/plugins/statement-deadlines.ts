@@ -3,7 +3,8 @@
 // (`Context.statements`), which the resolvers pass to the store's reads a
 // tenant controls (event pages, searches, session lists, a subscription's
 // catch-up, a session's row and the batch loader's, its children, tree and
-// fork points). A query's scoped reads together are bounded by
+// fork points; the others through the operation's scoped view,
+// graphql/scoped-reads.ts). A query's scoped reads together are bounded by
 // FORKLINE_QUERY_TIMEOUT_MS, each of a subscription's on its own; they are
 // cancelled when the client goes away (`Context.gone`), and a subscription's
 // once it ends. Every other statement has its own bound on the pool

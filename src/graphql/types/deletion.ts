@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import type { DeletionProgress } from '../../store/reclaim.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 export const SessionDeletion = builder.objectRef<DeletionProgress>('SessionDeletion').implement({
   description:
@@ -34,6 +35,6 @@ builder.queryFields((t) => ({
       "The progress of the latest deletion of one of the caller's sessions, by the id deleteSession named; null when there is none " +
       '(a finished deletion is kept 24 h).',
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: async (_root, args, ctx) => (await ctx.store.deletion(parseArgs(argsSchema, args).sessionId)) ?? null,
+    resolve: async (_root, args, ctx) => (await scopedReads(ctx).deletion(parseArgs(argsSchema, args).sessionId)) ?? null,
   }),
 }));

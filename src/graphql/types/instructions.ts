@@ -8,13 +8,14 @@ import { instructionsSchema } from '../../core/input-rules.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { dataOf } from '../../core/core-event.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 builder.objectFields('Session', (t) => ({
   instructions: t.string({
     nullable: true,
     description: "Its instructions as of the end of its log (its last session/instructions event, a fork's own or inherited); null when none. One index probe.",
     resolve: async (s, _a, ctx) => {
-      const e = await ctx.store.log.lastOfType(logAsOf(s), 'session/instructions');
+      const e = await scopedReads(ctx).log.lastOfType(logAsOf(s), 'session/instructions');
       const text = dataOf(e, 'session/instructions')?.text;
       return text ? text : null;
     },

@@ -332,7 +332,7 @@ builder.objectFields('Session', (t) => ({
   modelRequest: t.field({
     type: ModelRequestRef,
     description: "What the session's next model call would be sent, exactly as forkline's own agent would build it (external runners read it).",
-    resolve: (s, _a, ctx) => ctx.services.runners.modelRequest(ctx.scope, s),
+    resolve: (s, _a, ctx) => ctx.services.runners.modelRequest(ctx.scope, s, ctx.statements),
   }),
 }));
 

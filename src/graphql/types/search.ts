@@ -8,6 +8,7 @@ import { parseArgs } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
 import { sessionColumns } from '../session-columns.ts';
+import { scopedReads } from '../scoped-reads.ts';
 import { DESCENDANTS_COUNTED, SNIPPET_START, SNIPPET_STOP, type SearchHit, type SearchKey, type SessionSearchHit } from '../../store/session-search.ts';
 
 export const MAX_SEARCH_PAGE = 50;
@@ -93,7 +94,7 @@ const SearchHitRef = builder.objectRef<SearchHit>('SearchHit').implement({
       type: EventRef,
       nullable: true,
       description: 'The matching event, read through `session` (null for a title).',
-      resolve: (h, _a, ctx) => (h.kind === 'TITLE' ? null : ctx.store.log.event(h.sessionId, h.seq)),
+      resolve: (h, _a, ctx) => (h.kind === 'TITLE' ? null : scopedReads(ctx).log.event(h.sessionId, h.seq)),
     }),
   }),
 });
@@ -151,7 +152,7 @@ const SessionSearchHitRef = builder.objectRef<SessionSearchHit & { sessionId: st
       type: EventRef,
       description: 'The matching event, read through the session.',
       resolve: async (h, _a, ctx) => {
-        const e = await ctx.store.log.event(h.sessionId, h.seq);
+        const e = await scopedReads(ctx).log.event(h.sessionId, h.seq);
         if (!e) throw new Error(`event ${h.seq} of a search hit is gone`);
         return e;
       },
@@ -186,7 +187,7 @@ builder.objectField('Session', 'search', (t) =>
       const limit = first ?? DEFAULT_SEARCH_PAGE;
       let hits =
         limit > 0
-          ? await ctx.store.search.inSession(session.id, query, {
+          ? await scopedReads(ctx).search.inSession(session.id, query, {
               afterSeq: after ?? -1,
               limit: limit + 1,
               endSeq: session.eventCount,

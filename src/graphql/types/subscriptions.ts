@@ -6,6 +6,7 @@ import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
 import { DeleteSessionPayload } from './mutations.ts';
+import { scopedReads } from '../scoped-reads.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 
 const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
@@ -70,7 +71,7 @@ builder.subscriptionFields((t) => ({
     // Over graphql-ws, a plain selection of this stream is written straight to the socket (http/graphql/ws-delivery.ts).
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionEventsArgs, args);
-      await ctx.store.requireSession(p.sessionId);
+      await scopedReads(ctx).requireSession(p.sessionId);
       return ctx.services.live.sessionEvents(p.sessionId, p.afterSeq ?? -1, ctx.statements);
     },
     resolve: (event) => event,
@@ -87,12 +88,13 @@ builder.subscriptionFields((t) => ({
     },
     subscribe: async (_root, args, ctx) => {
       const p = parseArgs(sessionTurnsArgs, args);
-      const session = await ctx.store.requireSession(p.sessionId);
+      const reads = scopedReads(ctx);
+      const session = await reads.requireSession(p.sessionId);
       // A client watching the turns is about to send: the agent gets ready.
       ctx.services.host.prewarm(session.id, session.eventCount);
       if (p.afterSeq == null) return ctx.services.live.sessionTurns(p.sessionId);
-      const eventCount = async () => (await ctx.store.requireSession(p.sessionId)).eventCount;
-      return ctx.services.live.sessionTurnsAfter(p.sessionId, p.afterSeq, eventCount);
+      const eventCount = async () => (await reads.requireSession(p.sessionId)).eventCount;
+      return ctx.services.live.sessionTurnsAfter(p.sessionId, p.afterSeq, eventCount, ctx.statements);
     },
     resolve: (update) => update,
   }),

@@ -11,6 +11,7 @@ import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { toolSetSchema } from './inputs.ts';
 import type { Context } from '../context.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 interface PendingApproval {
   callId: string;
@@ -35,7 +36,7 @@ builder.objectFields('Session', (t) => ({
     description: 'Tool calls awaiting approval, in call order (the session is WAITING while there is one). Reads the open turn only when the session waits.',
     resolve: async (s, _a, ctx) => {
       if (s.status !== 'WAITING') return [];
-      const { open } = await ctx.store.log.openTailFolded(logAsOf(s), s.eventCount - 1);
+      const { open } = await scopedReads(ctx).log.openTailFolded(logAsOf(s), s.eventCount - 1);
       const approvals = open?.step?.approvals;
       return awaitingApproval(open).map((c) => ({ callId: c.id, name: c.name, arguments: c.arguments, seq: approvals!.get(c.id)!.seq }));
     },

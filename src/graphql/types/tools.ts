@@ -15,6 +15,7 @@ export type ToolInfo = ToolDefinition & { server?: string };
 import { logAsOf } from '../../store/log-as-of.ts';
 import { SessionRef } from './session.ts';
 import { dataOf } from '../../core/core-event.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 export const ToolEffectEnum = builder.enumType('ToolEffect', {
   description: 'What running a tool may do to the world: the retry advice a fork or crash repair gives for a call it cut off.',
@@ -73,10 +74,10 @@ builder.objectFields('Session', (t) => ({
       'a session of a runner pool: the tools its runner declared (its last session/runner-tools event; none: empty).',
     resolve: async (s, _a, ctx) => {
       if (s.runner != null) {
-        const declared = await ctx.store.log.lastOfType(logAsOf(s), 'session/runner-tools');
+        const declared = await scopedReads(ctx).log.lastOfType(logAsOf(s), 'session/runner-tools');
         return (dataOf(declared, 'session/runner-tools')?.tools ?? []).map(runnerToolInfo);
       }
-      const set = await ctx.store.log.lastOfType(logAsOf(s), 'session/tools');
+      const set = await scopedReads(ctx).log.lastOfType(logAsOf(s), 'session/tools');
       const tools = await ctx.services.tools.tools(ctx.scope);
       return tools.filter((tool) => toolAllowed(tool.name, dataOf(set, 'session/tools')?.tools ?? ctx.services.tools.defaultToolSet(ctx.scope)));
     },

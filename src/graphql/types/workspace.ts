@@ -5,6 +5,7 @@ import { WORKSPACE_MAX_KEYS } from '../../agent/tools.ts';
 import type { WorkspaceEntry } from '../../store/session-log.ts';
 import { logAsOf } from '../../store/log-as-of.ts';
 import { seqWithin } from '../../store/file-blobs.ts';
+import { scopedReads } from '../scoped-reads.ts';
 
 const WorkspaceEntryRef = builder.objectRef<WorkspaceEntry>('WorkspaceEntry').implement({
   description: 'One key of a session workspace: its latest value and the seq of the `plugin/workspace/write` event that set it.',
@@ -27,7 +28,7 @@ builder.objectFields('Session', (t) => ({
     // At `atSeq`: the same snapshot ending after that event (a write counts once its ok result is in it).
     resolve: async (s, { atSeq }, ctx) => {
       const snapshot = logAsOf(s, atSeq != null ? seqWithin(atSeq, s.eventCount) + 1 : undefined);
-      return (await ctx.store.log.workspace(snapshot, WORKSPACE_MAX_KEYS)).entries;
+      return (await scopedReads(ctx).log.workspace(snapshot, WORKSPACE_MAX_KEYS)).entries;
     },
   }),
 }));

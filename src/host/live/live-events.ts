@@ -15,7 +15,7 @@ import { EventWindows, type EventStream } from './event-window.ts';
 import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
-import type { StatementScope } from '../../db/statement-deadlines.ts';
+import { readingFor, type StatementScope } from '../../db/statement-deadlines.ts';
 
 export { turnPayloads } from './turn-update-relay.ts';
 export type { EventStream } from './event-window.ts';
@@ -36,7 +36,7 @@ export class LiveEvents {
   private readonly readOpenTail: OpenTailReader;
 
   constructor(
-    store: SessionStore,
+    private readonly store: SessionStore,
     private readonly listener: PgListener,
     opts: LiveEventsOptions = {},
   ) {
@@ -69,7 +69,8 @@ export class LiveEvents {
    * Turn updates of what the log holds after `afterSeq`, then live ones: no gap,
    * nothing twice (turn-stream.ts). `eventCount` reads the session's length; it
    * is read after the live subscription is registered, which is what makes the
-   * two meet. `statements`: the scope of the request it is read for (its log's catch-up read).
+   * two meet. `statements`: the scope of the request it is read for (its
+   * log's catch-up, and the open step it starts in when it starts inside one).
    */
   async sessionTurnsAfter(
     sessionId: string,
@@ -85,7 +86,8 @@ export class LiveEvents {
       await live.return?.();
       throw err;
     }
-    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, this.readOpenTail);
+    const openTail = statements ? readOpenTail(this.store.log, readingFor(this.store.pool, statements)) : this.readOpenTail;
+    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, openTail);
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */

@@ -125,7 +125,10 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         sessionLoader: new SessionLoader(store),
         maxResponseBytes,
         gone: initial.socket ? socketGone(initial.socket) : initial.res && responseGone(initial.res),
-        statements: undefined, // set per operation (graphql/plugins/statement-deadlines.ts): the context keeps one shape
+        // Set per operation (graphql/plugins/statement-deadlines.ts) and on a resolver's first ask: the context keeps one shape.
+        statements: undefined,
+        reads: undefined,
+        texts: undefined,
       };
     },
   });
