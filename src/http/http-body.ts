@@ -12,18 +12,8 @@ export interface Refusal {
   headers: Record<string, string>;
 }
 
-/**
- * What every answer carries: its Content-Type is never second-guessed into
- * HTML by a browser (docs/operations.md "Threat model"). The router sets it
- * on every response (http-server.ts) but /graphql's, whose door writes it
- * with each answer's other headers (graphql/graphql-handler.ts).
- */
-export const NOSNIFF = 'x-content-type-options';
-
 export function reply(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  res
-    .writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', [NOSNIFF]: 'nosniff', ...headers })
-    .end(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers }).end(JSON.stringify(body));
 }
 
 export const replyError = (res: http.ServerResponse, status: number, code: string, message: string, headers?: Record<string, string>) =>

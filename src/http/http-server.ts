@@ -19,7 +19,6 @@ import { Guard } from './guard.ts';
 import type { TenantConnections } from './connection-limits.ts';
 import { applyKeepAlive, cutUninitialisedSockets, httpServerOptions } from './connection-timeouts.ts';
 import { AddressConnections, watchBody } from './body-deadlines.ts';
-import { NOSNIFF } from './http-body.ts';
 import { DEFAULT_LIMITS, type SecurityOptions } from './security.ts';
 import { serviceEndpoints, type ReadinessReport } from './service-endpoints.ts';
 import { recordingUpload } from './recording-upload.ts';
@@ -113,13 +112,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const endpoints = serviceEndpoints({ readiness: opts.readiness ?? (async () => ({ ready: true, checks: {} })), metrics });
   const bodyRate = { minBytesPerSecond: guard.timeouts.bodyMinBytesPerSecond, windowMs: guard.timeouts.bodyRateWindowMs };
   const httpServer = http.createServer(httpServerOptions(guard.timeouts, metrics && (() => metrics.stalledResponses.inc())), async (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
     // Every answer may carry content from outside (a recording, a file, a title in an error): its Content-Type is
-    // never second-guessed into HTML by a browser (docs/operations.md "Threat model"). /graphql's door writes the
-    // header with each answer's others (graphql/graphql-handler.ts): a header set here first took the hot reads'
-    // writeHead off its fast path (npm run bench:read-alternation).
-    if (path !== '/graphql') res.setHeader(NOSNIFF, 'nosniff');
+    // never second-guessed into HTML by a browser (docs/operations.md "Threat model").
+    res.setHeader('x-content-type-options', 'nosniff');
     watchBody(req, res, bodyRate);
+    const path = (req.url ?? '/').split('?')[0];
     const route = path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
     if (metrics)
       res.once('finish', () =>
@@ -142,7 +139,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
     } catch (err) {
       log('request failed', err, { path });
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain', [NOSNIFF]: 'nosniff' }).end('internal server error');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end('internal server error');
       else res.destroy();
     }
   });

@@ -24,7 +24,7 @@ import { processRegularResult, type Plugin, type YogaServerInstance } from 'grap
 import type { Context } from '../../graphql/context.ts';
 import type { Guard } from '../guard.ts';
 import { perHeaderValue } from '../per-header-value.ts';
-import { NOSNIFF, bodyTextOf } from '../http-body.ts';
+import { bodyTextOf } from '../http-body.ts';
 import { parsesPerDocument } from '../../graphql/plugins/per-document.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
@@ -283,14 +283,7 @@ export function fastLane(opts: FastLaneOptions) {
       // What processRegularResult answers for a result without errors (status 200, its content type, the result's
       // stringify), without building a fetch Response to read back.
       const text = (result as { stringify?: (r: unknown) => string }).stringify?.(result) ?? JSON.stringify(result);
-      // NOSNIFF as every answer (http-body.ts), its name written out: a literal's computed key is set by a runtime call.
-      res
-        .writeHead(200, {
-          'x-content-type-options': 'nosniff',
-          'content-type': `${mediaType}; charset=utf-8`,
-          'content-length': String(Buffer.byteLength(text)),
-        })
-        .end(text);
+      res.writeHead(200, { 'content-type': `${mediaType}; charset=utf-8`, 'content-length': String(Buffer.byteLength(text)) }).end(text);
       return true;
     }
     const response = processRegularResult(result, yoga.fetchAPI, mediaType);
@@ -298,7 +291,6 @@ export function fastLane(opts: FastLaneOptions) {
     const headers: Record<string, string> = {};
     response.headers.forEach((value, key) => (headers[key] = value));
     headers['content-length'] = String(Buffer.byteLength(text));
-    headers[NOSNIFF] = 'nosniff';
     res.writeHead(response.status, headers).end(text);
     return true;
   };

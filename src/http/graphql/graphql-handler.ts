@@ -26,7 +26,6 @@ import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines
 import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
 import { responseGone, socketGone } from '../client-gone.ts';
 import { doorStatements } from '../door-statements.ts';
-import { NOSNIFF } from '../http-body.ts';
 import { fastLane, fastLaneFence } from './fast-lane.ts';
 import { eventPages } from './event-pages.ts';
 import { WsDelivery, useWsDelivery } from './ws-delivery.ts';
@@ -164,10 +163,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     wsDelivery,
     eventPage,
     async http(req, res) {
-      // Every answer here carries NOSNIFF (http-body.ts): the guard's refusals by reply(), the fast lane's with its other headers, yoga's set here.
       if (!(await guard.withinBodyLimit(req, res))) return;
       if (fast && (await fast(req, res))) return;
-      res.setHeader(NOSNIFF, 'nosniff');
       return await yoga(req, res);
     },
     serveWebSocket(wss) {
