@@ -305,13 +305,14 @@ export class SessionRows {
 /**
  * A page's rows as read in pg's array mode, with timestamps as Postgres's
  * text, and read through the getters below. pg builds an object row by
- * storing each column under its name, a store that sees the rows of every
- * statement the process runs (megamorphic: a sessions page's 300 stores cost
- * several times the monomorphic ones); and a timestamp is parsed here only
- * when read — a sessions page asked for no cursor or date never reads its
- * keyset's createdAt, the largest part of mapping its rows (npm run
- * bench:read-alternation). A row is typed as the row it stands for: its
- * columns are properties (of its prototype), as on a row pg builds.
+ * storing each column under its name, one store for the rows of every
+ * statement the process runs (megamorphic here, where a raw server with four
+ * statements pays far less for it); and a timestamp is parsed only when read
+ * — a sessions page asked for no cursor or date never reads its keyset's
+ * createdAt, which was most of what mapping its rows cost (CPU profiles under
+ * npm run bench:read-alternation). A row is typed as the row it stands for:
+ * its columns are properties, of its prototype — read them by name (a spread
+ * or Object.keys sees none).
  */
 class PageRow {
   constructor(
