@@ -46,3 +46,12 @@ export const storeTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === TIMESTAMPTZ && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
+
+/**
+ * The store's parsers, but timestamps left as Postgres's text: for rows that
+ * parse them only when read (store/session-rows.ts, a page's rows).
+ */
+export const timestampsAsText: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === TIMESTAMPTZ && format !== 'binary' ? String : storeTypes.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};

@@ -11,6 +11,7 @@ import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
+import { parseTimestamptz, timestampsAsText } from '../db/pg-types.ts';
 import type { OnStandbyRead } from './session-log.ts';
 import type { SessionTrees } from './session-trees.ts';
 
@@ -252,15 +253,19 @@ export class SessionRows {
     const dir = descending ? 'DESC' : 'ASC';
     const text = `SELECT ${list(columns, q.order === 'changed' ? CHANGED_ORDER_READ : ALWAYS_READ)} FROM "Session" WHERE ${where.join(' AND ')} ORDER BY ${key} ${dir}, id ${dir} LIMIT ${param(values, q.limit)}`;
     // A status filter's best plan depends on the status (few RUNNING, many IDLE): not prepared.
-    const query = this.run(text, q.status == null)(values);
-    const { rows } = await readCaughtUpOr(
+    const query = this.run(text, q.status == null)(values) as pg.QueryArrayConfig;
+    query.rowMode = 'array';
+    query.types = timestampsAsText;
+    const { rows, fields } = await readCaughtUpOr(
       this.standbys,
       this.pool,
-      (db) => db.query<PartialSessionRow>(query),
+      (db) => db.query(query),
       (served) => this.onStandbyRead?.(served, 'sessions'),
       q.statements,
     );
-    return q.backward ? rows.reverse() : rows;
+    const layout = layoutOf(text, fields);
+    const page = rows.map((values: unknown[]) => new PageRow(values, layout) as unknown as PartialSessionRow);
+    return q.backward ? page.reverse() : page;
   }
 
   /** How many sessions a tenant has: one index-only count (a list that resumed from changes checks it held every deletion). */
@@ -295,6 +300,53 @@ export class SessionRows {
     }
     return run;
   }
+}
+
+/**
+ * A page's rows as read in pg's array mode, with timestamps as Postgres's
+ * text, and read through the getters below. pg builds an object row by
+ * storing each column under its name, one store for the rows of every
+ * statement the process runs (megamorphic here, where a raw server with four
+ * statements pays far less for it); and a timestamp is parsed only when read
+ * — a sessions page asked for no cursor or date never reads its keyset's
+ * createdAt, which was most of what mapping its rows cost (CPU profiles under
+ * npm run bench:read-alternation). A row is typed as the row it stands for:
+ * its columns are properties, of its prototype — read them by name (a spread
+ * or Object.keys sees none).
+ */
+class PageRow {
+  constructor(
+    readonly values: unknown[],
+    /** Where each of SESSION_COLUMNS is in `values` (-1: not read). */
+    readonly layout: readonly number[],
+  ) {}
+}
+const TIMESTAMP_COLUMNS: ReadonlySet<SessionColumn> = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt']);
+SESSION_COLUMNS.forEach((column, k) => {
+  const get = TIMESTAMP_COLUMNS.has(column)
+    ? function (this: PageRow) {
+        const i = this.layout[k];
+        if (i < 0) return undefined;
+        const v = this.values[i];
+        return typeof v === 'string' ? (this.values[i] = parseTimestamptz(v)) : v;
+      }
+    : function (this: PageRow) {
+        const i = this.layout[k];
+        return i < 0 ? undefined : this.values[i];
+      };
+  Object.defineProperty(PageRow.prototype, column, { get, enumerable: true });
+});
+
+/** Per statement text: where each of SESSION_COLUMNS is in its rows (its columns are fixed by the text). */
+const layouts = new Map<string, readonly number[]>();
+function layoutOf(text: string, fields: readonly pg.FieldDef[]): readonly number[] {
+  let layout = layouts.get(text);
+  if (!layout) {
+    const names = fields.map((f) => f.name);
+    layout = SESSION_COLUMNS.map((c) => names.indexOf(c));
+    if (layouts.size < MAX_PREPARED_SHAPES * 4) layouts.set(text, layout);
+  }
+  return layout;
 }
 
 /** `v` as the statement's next parameter: its placeholder. */

@@ -6,6 +6,7 @@
 // taken from the service's pool (onQuery).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { SESSION_COLUMNS } from '../../src/store/session-rows.ts';
 
 let app: TestApp;
 let recording = false;
@@ -60,5 +61,36 @@ describe("a page's parents", () => {
     const read = byIds(sql);
     for (const column of ['status', 'eventCount', 'inheritedRanges']) expect(read).toContain(`"${column}"`);
     expect(read).not.toContain('"leaseOwner"');
+  });
+});
+
+describe("a page's rows", () => {
+  // A page's rows are read in pg's array mode with timestamps parsed when read (store/session-rows.ts PageRow).
+  it('hold what the session row holds: every column, the same values and types, timestamps as dates', async () => {
+    const view = app.services.store.forTenant({ tenant: 'local' });
+    const page = await view.sessions.page({ order: 'newest', limit: 50 });
+    for (const id of [root, child]) {
+      const row = page.find((r) => r.id === id)!;
+      const own = (await view.getSession(id))!;
+      for (const column of SESSION_COLUMNS) expect(row[column], column).toEqual(own[column]);
+      for (const column of ['createdAt', 'updatedAt'] as const) expect(row[column]).toBeInstanceOf(Date);
+      expect(row.leaseExpiresAt).toBeNull();
+    }
+    // With a column list: those columns and the keyset's, none other.
+    const [some] = await view.sessions.page({ order: 'changed', limit: 1 }, ['title']);
+    expect(SESSION_COLUMNS.filter((c) => some[c] !== undefined).sort()).toEqual(['createdAt', 'id', 'title', 'updatedAt']);
+    expect(some.updatedAt).toBeInstanceOf(Date);
+  });
+
+  it('answer a page with its dates and cursors as a row read alone does', async () => {
+    const fields = 'id title status createdAt updatedAt eventCount turnCount lastTurnFailed forkedAtSeq inheritedEventCount firstLiveSeq parent { id }';
+    const { sessions } = (await run(`{ sessions(first: 50) { edges { cursor node { ${fields} } } pageInfo { endCursor } } }`)).data;
+    for (const id of [root, child]) {
+      const edge = sessions.edges.find((e: any) => e.node.id === id);
+      const { session } = (await run(`query($id: ID!) { session(id: $id) { ${fields} } }`, { id })).data;
+      expect(edge.node).toEqual(session);
+      expect(edge.cursor).toBe(`${session.createdAt}|${id}`);
+    }
+    expect(sessions.pageInfo.endCursor).toBe(sessions.edges.at(-1).cursor);
   });
 });

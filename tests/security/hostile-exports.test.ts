@@ -79,4 +79,20 @@ describe('content from outside served over HTTP', () => {
     expect(refused.status).toBe(400);
     notAPage(refused, 'POST /recordings of HTML');
   });
+
+  it("/graphql's refusals and errors are not sniffed: the guard's, yoga's and the fast lane's", async () => {
+    const post = (body: string | Uint8Array<ArrayBuffer>) => fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const tooLarge = await post(JSON.stringify({ query: `{ __typename } # ${'<script>'.repeat(2_300_000)}` }));
+    expect(tooLarge.status).toBe(413);
+    notAPage(tooLarge, 'POST /graphql over the body limit');
+    const notUtf8 = await post(new Uint8Array([0x7b, 0xff, 0x7d]));
+    expect(notUtf8.status).toBe(400);
+    notAPage(notUtf8, 'POST /graphql of invalid UTF-8');
+    const syntax = await post(JSON.stringify({ query: '{ <script>' }));
+    expect(((await syntax.clone().json()) as { errors?: unknown[] }).errors?.length).toBeGreaterThan(0);
+    notAPage(syntax, 'POST /graphql that does not parse (yoga)');
+    const failed = await post(JSON.stringify({ query: '{ sessions(first: 100000) { edges { node { id } } } }' }));
+    expect(((await failed.clone().json()) as { errors?: unknown[] }).errors?.length).toBeGreaterThan(0);
+    notAPage(failed, 'POST /graphql whose execution errs (the fast lane)');
+  });
 });
