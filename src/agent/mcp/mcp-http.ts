@@ -30,11 +30,15 @@ export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 const MIN_GET_INTERVAL_MS = 1000;
 /** How fast the server's own stream (its notifications and requests) is read. */
 const GET_STREAM_BYTES_PER_S = 256 * 1024;
+/** How many messages a second a server's unasked ones are read (its own stream here; stdout: mcp-stdio.ts). */
+export const UNASKED_MESSAGES_PER_S = 100;
+/** What the SDK is given of an SSE stream in one turn of the event loop (at most about a hundred small messages). */
+const SSE_PIECE_BYTES = 4096;
 /**
  * What a request's own stream (the answer to a POST, or its resumption) may carry besides its answer: notifications
  * (progress, logging) and the server's requests. Past it the call fails; its bytes are held to `maxMessageBytes`.
  */
-const MAX_STREAM_MESSAGES = 5000;
+export const MAX_STREAM_MESSAGES = 5000;
 /** JSON-RPC's "internal error": what a request whose answer was cut is answered with. */
 const INTERNAL_ERROR = -32603;
 
@@ -69,6 +73,10 @@ function sseEventMeter(max: number, tooLarge: string, others?: { messages: numbe
   let doneBytes = 0;
   const meter = {
     why: tooLarge,
+    /** The events ended so far. */
+    get events() {
+      return doneEvents;
+    },
     push(chunk: Uint8Array): number {
       for (let i = 0; i < chunk.length; i++) {
         const b = chunk[i];
@@ -165,7 +173,8 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
       meter: (chunk) => meter.push(chunk),
       cut: () => sseCut(id, meter.why),
       done,
-      bytesPerSecond: own ? GET_STREAM_BYTES_PER_S : Infinity,
+      pieceBytes: SSE_PIECE_BYTES,
+      ...(own ? { bytesPerSecond: GET_STREAM_BYTES_PER_S, messagesPerSecond: UNASKED_MESSAGES_PER_S, messages: () => meter.events } : {}),
     });
     return new Response(body, response);
   };

@@ -8,7 +8,6 @@ import {
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
-  ListToolsResultSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type JSONRPCMessage,
@@ -17,7 +16,7 @@ import {
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
 import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
-import { ToolListScreen } from './mcp-tool-list.ts';
+import { ToolListPageSchema, ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
@@ -75,11 +74,12 @@ export class McpServerConnection {
       const screen = new ToolListScreen(this.name, this.log);
       let cursor: string | undefined;
       for (let pages = 0; pages < MAX_LIST_PAGES && !screen.full; pages++) {
-        // Not client.listTools: it compiles every output schema before they are screened; mcpTool checks structured content.
-        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ListToolsResultSchema, {
+        // Not client.listTools: it compiles every output schema before they are screened (mcpTool checks structured
+        // content), and checks the whole page in one stretch; the screen checks each tool it reads (mcp-tool-list.ts).
+        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolListPageSchema, {
           timeout: this.requestTimeoutMs,
         });
-        screen.add(page.tools);
+        await screen.add(page.tools);
         cursor = page.nextCursor;
         if (!cursor) break;
       }
