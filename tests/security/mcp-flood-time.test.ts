@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { McpServerConnection } from '../../src/agent/mcp/mcp-server.ts';
+import { ToolCatalog } from '../../src/agent/tool-catalog.ts';
+import type { ToolContext } from '../../src/agent/tool-definition.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const FLOOD = fileURLToPath(new URL('../fixtures/mcp/flood-server.mjs', import.meta.url));
@@ -188,5 +190,82 @@ describe("a server's tools/list", () => {
     // Before: the SDK's schema checked all 150,000 in the stretch that parsed the line. Now: the JSON.parse of 7 MB
     // (neither can avoid it), then 50 tools a turn.
     expect(r.stretchMs).toBeLessThan(250);
+  });
+});
+
+describe("a server's requests", () => {
+  it('pings on a call over Streamable HTTP, 8 at a time for 3 s: 10 a second are answered, the rest go unanswered (each answer is an HTTP request)', async () => {
+    const pings = connect('pings', 'http');
+    await pings.listTools();
+    const r = await measured(() => call(pings, 'ask', { count: 100_000, parallel: 8, forMs: 3000, timeoutMs: 1000, method: 'ping' }));
+    const [answered, asked] = (/answered (\d+) of (\d+)/.exec(textOf(r.value!)) ?? []).slice(1).map(Number);
+    console.log(`pings on a call for 3 s: ${answered} of ${asked} answered in ${r.seconds.toFixed(1)} s, ${r.cpuMs} ms of CPU`);
+    // Before: every one answered as fast as the server asked (an HTTP request each).
+    expect(answered).toBeLessThanOrEqual(Math.ceil(r.seconds + 1) * 10);
+    expect(logs.join('\n')).toContain('MCP server "pings" sends more requests than are answered (10 a second, 16 waiting): the rest go unanswered');
+  });
+});
+
+describe("servers' tool schemas", () => {
+  let files = 0;
+  const server = (tools: unknown[]) => {
+    const file = path.join(dir, `tools-${++files}.json`);
+    fs.writeFileSync(file, JSON.stringify(tools));
+    return { command: process.execPath, args: [FLOOD], env: { FLOOD_TOOLS_FILE: file } };
+  };
+  const scope = { tenant: 'default' };
+  const ctx = { sessionId: 's', signal: new AbortController().signal, timeoutMs: 10_000 } as ToolContext;
+
+  it("a schema's $id is its server's own: another server's tool of the same $id does not check its arguments", async () => {
+    const catalog = new ToolCatalog(
+      parseMcpConfig(
+        JSON.stringify({
+          mcpServers: {
+            loose: server([{ name: 'anything', inputSchema: { $id: 'urn:forkline-test:args', type: 'object' } }]),
+            strict: server([
+              {
+                name: 'write',
+                inputSchema: {
+                  $id: 'urn:forkline-test:args',
+                  type: 'object',
+                  properties: { path: { type: 'string' } },
+                  required: ['path'],
+                  additionalProperties: false,
+                },
+              },
+            ]),
+          },
+        }),
+      ),
+      (msg) => logs.push(msg),
+    );
+    try {
+      // The loose server's list is made first: before, its schema was the one Ajv kept under that $id.
+      expect(await (await catalog.find('loose__anything', scope))!.run({ evil: true }, ctx)).toBe('called anything');
+      const write = (await catalog.find('strict__write', scope))!;
+      await expect(write.run({ evil: true }, ctx)).rejects.toThrow(/invalid arguments for strict__write: .*path/);
+      expect(await write.run({ path: 'a' }, ctx)).toBe('called write');
+    } finally {
+      await catalog.close();
+    }
+  });
+
+  it("a server's 1,000 tools are made (their schemas compiled) a few at a time", async () => {
+    const schema = (i: number) => ({
+      type: 'object',
+      properties: { [`p${i}`]: { type: 'string', pattern: `^x${i}$`, format: 'email' }, n: { type: 'array', items: { type: 'integer', minimum: i } } },
+      required: [`p${i}`],
+    });
+    const tools = Array.from({ length: 1000 }, (_, i) => ({ name: `t${i}`, inputSchema: schema(i) }));
+    const catalog = new ToolCatalog(parseMcpConfig(JSON.stringify({ mcpServers: { many: server(tools) } })), (msg) => logs.push(msg));
+    try {
+      const r = await measured(() => catalog.tools(scope));
+      console.log(`1,000 tools made: the event loop held at most ${r.stretchMs} ms of CPU (${r.stallMs} ms of wall time), ${r.cpuMs} ms of CPU`);
+      expect(r.value!.filter((t) => t.server === 'many')).toHaveLength(1000);
+      // Before: all 1,000 compiled in one stretch of 1.5 s (and again each time the list changed).
+      expect(r.stretchMs).toBeLessThan(200);
+    } finally {
+      await catalog.close();
+    }
   });
 });
