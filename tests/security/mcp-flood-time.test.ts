@@ -19,6 +19,8 @@ import type { ToolContext } from '../../src/agent/tool-definition.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const FLOOD = fileURLToPath(new URL('../fixtures/mcp/flood-server.mjs', import.meta.url));
+/** A server speaking Streamable HTTP by hand, for answers the SDK's server does not give (a JSON batch). */
+const HAND_WRITTEN = fileURLToPath(new URL('../fixtures/mcp/hostile-http-server.mjs', import.meta.url));
 let dir: string;
 let web: ChildProcess;
 let webUrl: string;
@@ -47,8 +49,11 @@ afterAll(async () => {
 });
 
 /** A connection to the flood server as FORKLINE_MCP_CONFIG would make it: over HTTP, or over stdio noting its stats in `<name>.json`. */
-function connect(name: string, over: 'http' | 'stdio', env: Record<string, string> = {}) {
-  const server = over === 'http' ? { type: 'http', url: webUrl } : { command: process.execPath, args: [FLOOD], env: { FLOOD_STATS: statsFile(name), ...env } };
+function connect(name: string, over: 'http' | 'stdio' | URL, env: Record<string, string> = {}) {
+  const server =
+    over === 'stdio'
+      ? { command: process.execPath, args: [FLOOD], env: { FLOOD_STATS: statsFile(name), ...env } }
+      : { type: 'http', url: over === 'http' ? webUrl : over.href };
   const config = parseMcpConfig(JSON.stringify({ mcpServers: { [name]: server } })).mcpServers[name];
   const connection = new McpServerConnection(name, config, (msg) => logs.push(msg), undefined, undefined, undefined, 20_000);
   connections.push(connection);
@@ -121,6 +126,28 @@ describe("a call's own Streamable HTTP stream", () => {
     expect(progress).toBe(4900);
     // Before: what had come by each read (hundreds of messages) was parsed and handled in one stretch.
     expect(r.stretchMs).toBeLessThan(100);
+  });
+});
+
+describe("a Streamable HTTP server's JSON answer", () => {
+  it('a batch of 100,000 notifications and the answer (8.6 MB) is not read: the call is an error saying why', async () => {
+    const raw = spawn(process.execPath, [HAND_WRITTEN], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const port = await new Promise<string>((resolve) =>
+        raw.stdout!.on('data', (b: Buffer) => /listening (\d+)/.exec(String(b)) && resolve(/listening (\d+)/.exec(String(b))![1])),
+      );
+      const batch = connect('batch', new URL(`http://127.0.0.1:${port}/mcp`));
+      await batch.listTools();
+      const r = await measured(() => call(batch, 'batch', {}));
+      console.log(
+        `a JSON batch of 100,000 notifications: the call ended in ${r.seconds.toFixed(1)} s, the event loop held at most ${r.stretchMs} ms of CPU (${r.stallMs} ms of wall time)`,
+      );
+      // Before: parsed, checked and handled whole, in one stretch, and the call answered 'batched'.
+      expect(r.error?.message).toMatch(/the MCP server answered a JSON batch, where one message is the answer: not read/);
+      expect(r.stretchMs).toBeLessThan(100);
+    } finally {
+      raw.kill();
+    }
   });
 });
 
