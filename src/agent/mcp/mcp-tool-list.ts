@@ -5,9 +5,9 @@
 // (`^[a-zA-Z0-9_-]{1,64}$`) and not listed twice, and its schemas are JSON
 // Schemas of bounded size and depth; its description is cut. The server's
 // tools together are bounded too. What is left out is logged, not an error:
-// the server's other tools are offered. A page is screened a tool at a time
-// (the SDK's own schema took a page whole: 150,000 tools held the event loop
-// for seconds), and no more of it than could be offered.
+// the server's other tools are offered. A page is screened a tool at a time,
+// and no more of it than could be offered (the SDK's own schema checked a
+// page whole, in the stretch of the event loop that parsed it).
 import { setImmediate as letGo } from 'node:timers/promises';
 import { z } from 'zod';
 import { ToolSchema, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
