@@ -9,11 +9,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
-import { loggedError, McpServerConnection } from './mcp/mcp-server.ts';
-import { mcpTool } from './mcp/mcp-tools.ts';
+import { loggedError, McpServerConnection, type McpToolInfo } from './mcp/mcp-server.ts';
+import { mcpTool, schemaValidators } from './mcp/mcp-tools.ts';
+import { setImmediate as letGo } from 'node:timers/promises';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
 const MAX_SESSION_SERVERS = 16;
+/** A server's tools made (their schemas compiled) in one turn of the event loop: a list of 1,000 is not one stretch. */
+const TOOLS_MADE_PER_TURN = 20;
 
 export interface CatalogScope {
   tenant: string;
@@ -57,7 +60,7 @@ export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
   /** The tools made of each tools/list answer (their argument validators compiled once). */
-  private readonly made = new WeakMap<object, Tool[]>();
+  private readonly made = new WeakMap<object, Promise<Tool[]>>();
   /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
   private readonly perSession = new Map<string, McpServerConnection>();
   /** Which making of its session's directory each workspace server instance was started in. */
@@ -238,38 +241,45 @@ export class ToolCatalog {
     return connection;
   }
 
-  private async serverTools(name: string): Promise<Tool[]> {
+  /** A server's tools of one tools/list answer, TOOLS_MADE_PER_TURN a turn of the event loop; a schema Ajv cannot compile leaves its tool out. */
+  private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<Tool[]> {
     const { connection, config } = this.servers.get(name)!;
+    const tools: Tool[] = [];
+    const validators = schemaValidators();
+    for (const [i, info] of infos.entries()) {
+      if (i > 0 && i % TOOLS_MADE_PER_TURN === 0) await letGo();
+      try {
+        tools.push(
+          mcpTool(connection, info, {
+            trusted: config.trusted,
+            effect: config.tools[info.name]?.effect ?? config.effect,
+            approval: config.tools[info.name]?.approval ?? config.approval,
+            timeoutMs: config.timeoutMs,
+            validators,
+            ...(isStdioServer(config) && config.workspace
+              ? {
+                  workspace: {
+                    files: config.workspace,
+                    connectionFor: (sessionId: string, dir: string, made: number) => this.sessionConnection(name, sessionId, dir, made),
+                  },
+                }
+              : {}),
+          }),
+        );
+      } catch (err) {
+        this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
+      }
+    }
+    return tools;
+  }
+
+  private async serverTools(name: string): Promise<Tool[]> {
+    const { connection } = this.servers.get(name)!;
     try {
       const infos = await connection.listTools();
-      let tools = this.made.get(infos);
-      if (!tools) {
-        tools = infos.flatMap((info) => {
-          try {
-            return [
-              mcpTool(connection, info, {
-                trusted: config.trusted,
-                effect: config.tools[info.name]?.effect ?? config.effect,
-                approval: config.tools[info.name]?.approval ?? config.approval,
-                timeoutMs: config.timeoutMs,
-                ...(isStdioServer(config) && config.workspace
-                  ? {
-                      workspace: {
-                        files: config.workspace,
-                        connectionFor: (sessionId: string, dir: string, made: number) => this.sessionConnection(name, sessionId, dir, made),
-                      },
-                    }
-                  : {}),
-              }),
-            ];
-          } catch (err) {
-            // A schema Ajv cannot compile: that tool is left out, not the server.
-            this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
-            return [];
-          }
-        });
-        this.made.set(infos, tools);
-      }
+      let made = this.made.get(infos);
+      if (!made) this.made.set(infos, (made = this.makeTools(name, infos)));
+      const tools = await made;
       this.failures.delete(name);
       this.listed.set(name, tools.length);
       return tools;

@@ -73,6 +73,34 @@ describe('boundedBody', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(500);
   });
 
+  it('passes chunks on in pieces of at most `pieceBytes`, each in a turn of the event loop of its own, metered piece by piece', async () => {
+    const { stream } = source(['aaaaaaaaaa', 'bb']);
+    const metered: number[] = [];
+    const reader = boundedBody(stream, { pieceBytes: 4, meter: (piece) => (metered.push(piece.length), -1) }).getReader();
+    const pieces: string[] = [];
+    // Counts turns of the event loop while the pieces are read (none pass while a reader only awaits microtasks).
+    let turns = 0;
+    let counting = true;
+    const tick = () => (turns++, counting && setImmediate(tick));
+    setImmediate(tick);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) pieces.push(new TextDecoder().decode(r.value));
+    counting = false;
+    expect(pieces).toEqual(['aaaa', 'aaaa', 'aa', 'bb']);
+    expect(metered).toEqual([4, 4, 2, 2]);
+    expect(turns).toBeGreaterThanOrEqual(3);
+  });
+
+  it('with `messages`, reads at most `messagesPerSecond`: past it, the next piece waits for the next second', async () => {
+    const { stream } = source(['m', 'm', 'm']);
+    let messages = 0;
+    const reader = boundedBody(stream, { messagesPerSecond: 2, messages: () => messages, meter: () => (messages++, -1) }).getReader();
+    await reader.read();
+    await reader.read();
+    const started = performance.now();
+    await reader.read();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(500);
+  });
+
   it("the reader's cancel reaches the source and ends it, not as a bound", async () => {
     const { stream, seen } = source(['a'], false);
     const done: unknown[] = [];

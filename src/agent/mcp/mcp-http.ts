@@ -30,11 +30,15 @@ export const MAX_MESSAGE_BYTES = 10 * 1024 * 1024;
 const MIN_GET_INTERVAL_MS = 1000;
 /** How fast the server's own stream (its notifications and requests) is read. */
 const GET_STREAM_BYTES_PER_S = 256 * 1024;
+/** How many messages a second a server's unasked ones are read (its own stream here; stdout: mcp-stdio.ts). */
+export const UNASKED_MESSAGES_PER_S = 100;
+/** What the SDK is given of an SSE stream in one turn of the event loop (at most about a hundred small messages). */
+const SSE_PIECE_BYTES = 4096;
 /**
  * What a request's own stream (the answer to a POST, or its resumption) may carry besides its answer: notifications
  * (progress, logging) and the server's requests. Past it the call fails; its bytes are held to `maxMessageBytes`.
  */
-const MAX_STREAM_MESSAGES = 5000;
+export const MAX_STREAM_MESSAGES = 5000;
 /** JSON-RPC's "internal error": what a request whose answer was cut is answered with. */
 const INTERNAL_ERROR = -32603;
 
@@ -69,6 +73,10 @@ function sseEventMeter(max: number, tooLarge: string, others?: { messages: numbe
   let doneBytes = 0;
   const meter = {
     why: tooLarge,
+    /** The events ended so far. */
+    get events() {
+      return doneEvents;
+    },
     push(chunk: Uint8Array): number {
       for (let i = 0; i < chunk.length; i++) {
         const b = chunk[i];
@@ -101,9 +109,35 @@ function sseEventMeter(max: number, tooLarge: string, others?: { messages: numbe
   return meter;
 }
 
+/** A JSON-RPC error answer to `id` saying why. */
+const errorAnswer = (id: RequestId, why: string) => ({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } });
+
+/** Meters a JSON answer's bytes (past `max`: `tooLarge`), and cuts it where it begins when it is a batch (`[`). */
+function jsonAnswerMeter(max: number, tooLarge: string) {
+  const bytes = byteMeter(max);
+  let begun = false;
+  const meter = {
+    why: tooLarge,
+    batch: false,
+    push(chunk: Uint8Array): number {
+      for (let i = 0; !begun && i < chunk.length; i++) {
+        if (chunk[i] === 0x20 || chunk[i] === 0x09 || chunk[i] === LF || chunk[i] === CR) continue;
+        begun = true;
+        if (chunk[i] === 0x5b) {
+          meter.batch = true;
+          meter.why = 'the MCP server answered a JSON batch, where one message is the answer: not read';
+          return i;
+        }
+      }
+      return bytes(chunk);
+    },
+  };
+  return meter;
+}
+
 /** An SSE ending that drops the event being read (the SDK reads only `message` events) and answers `id` with an error. */
 function sseCut(id: RequestId | undefined, why: string): Uint8Array {
-  const answer = id === undefined ? '' : `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } })}\n\n`;
+  const answer = id === undefined ? '' : `data: ${JSON.stringify(errorAnswer(id, why))}\n\n`;
   return encoder.encode(`\nevent: forkline-cut\n\n${answer}`);
 }
 
@@ -157,7 +191,13 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
     const sse = (response.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase() === 'text/event-stream';
     const done = (gaveUp?: Error) => release(gaveUp !== undefined);
     const own = init?.method === 'GET' && !resumed;
-    if (!sse) return new Response(boundedBody(response.body, { meter: byteMeter(max), cut: () => new Error(tooLarge), done }), response);
+    if (!sse) {
+      // A JSON answer is one message (the specification): a batch, which the SDK would check and handle whole
+      // in one stretch (100,000 notifications before the answer: seconds), is cut and its request answered with why.
+      const meter = jsonAnswerMeter(max, tooLarge);
+      const cut = () => (meter.batch && id !== undefined ? encoder.encode(JSON.stringify(errorAnswer(id, meter.why))) : new Error(meter.why));
+      return new Response(boundedBody(response.body, { meter: (chunk) => meter.push(chunk), cut, done }), response);
+    }
     // The server's own stream is read at a bounded rate (a flood of notifications or requests waits in its socket);
     // a request's stream ends with its answer, so what it carries besides is bounded in count and bytes.
     const meter = sseEventMeter(max, tooLarge, own ? undefined : others);
@@ -165,7 +205,8 @@ export function boundedFetch(opts: { maxMessageBytes?: number; deadlineMs: numbe
       meter: (chunk) => meter.push(chunk),
       cut: () => sseCut(id, meter.why),
       done,
-      bytesPerSecond: own ? GET_STREAM_BYTES_PER_S : Infinity,
+      pieceBytes: SSE_PIECE_BYTES,
+      ...(own ? { bytesPerSecond: GET_STREAM_BYTES_PER_S, messagesPerSecond: UNASKED_MESSAGES_PER_S, messages: () => meter.events } : {}),
     });
     return new Response(body, response);
   };

@@ -8,7 +8,6 @@ import {
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
-  ListToolsResultSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type JSONRPCMessage,
@@ -17,7 +16,7 @@ import {
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
 import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
-import { ToolListScreen } from './mcp-tool-list.ts';
+import { ToolListPageSchema, ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
 
 export type { CallToolResult, McpToolInfo };
@@ -34,6 +33,11 @@ const MIN_RELIST_INTERVAL_MS = 1000;
  * the answers makes this process hold at most this many.
  */
 const MAX_PENDING_ANSWERS = 16;
+/**
+ * A server's requests answered in a second, at most: past it they go unanswered (over Streamable HTTP each
+ * answer is an HTTP request of its own, so a flood of pings answered as fast as they came cost a CPU).
+ */
+const MAX_ANSWERS_PER_S = 10;
 
 /** An error as the log shows it: a server's words (an HTTP error body, a JSON-RPC message) cut to a line's worth. */
 export function loggedError(err: unknown): unknown {
@@ -75,11 +79,12 @@ export class McpServerConnection {
       const screen = new ToolListScreen(this.name, this.log);
       let cursor: string | undefined;
       for (let pages = 0; pages < MAX_LIST_PAGES && !screen.full; pages++) {
-        // Not client.listTools: it compiles every output schema before they are screened; mcpTool checks structured content.
-        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ListToolsResultSchema, {
+        // Not client.listTools: it compiles every output schema before they are screened (mcpTool checks structured
+        // content), and checks the whole page in one stretch; the screen checks each tool it reads (mcp-tool-list.ts).
+        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolListPageSchema, {
           timeout: this.requestTimeoutMs,
         });
-        screen.add(page.tools);
+        await screen.add(page.tools);
         cursor = page.nextCursor;
         if (!cursor) break;
       }
@@ -126,7 +131,7 @@ export class McpServerConnection {
         // Gone (crashed, killed, connection closed): started again on next use.
         if (this.client === started) this.client = this.tools = undefined;
       };
-      await client.connect(new AnswerBoundTransport(this.transport()), { timeout: this.requestTimeoutMs });
+      await client.connect(new AnswerBoundTransport(this.transport(), this.name, this.log), { timeout: this.requestTimeoutMs });
       return client;
     })();
     this.client = started;
@@ -182,14 +187,24 @@ export class McpServerConnection {
   }
 }
 
-/** A transport that leaves a server's requests unanswered while MAX_PENDING_ANSWERS answers wait to be sent. */
+/**
+ * A transport that leaves a server's requests unanswered while MAX_PENDING_ANSWERS answers wait to be sent,
+ * or past MAX_ANSWERS_PER_S in a second (logged at most once a minute).
+ */
 class AnswerBoundTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: Transport['onmessage'];
   private pending = 0;
+  private windowStart = 0;
+  private answersInWindow = 0;
+  private loggedAt = -Infinity;
 
-  constructor(private readonly inner: Transport) {}
+  constructor(
+    private readonly inner: Transport,
+    private readonly name: string,
+    private readonly log: (msg: string) => void,
+  ) {}
 
   get sessionId() {
     return this.inner.sessionId;
@@ -203,10 +218,27 @@ class AnswerBoundTransport implements Transport {
     this.inner.onclose = () => this.onclose?.();
     this.inner.onerror = (error) => this.onerror?.(error);
     this.inner.onmessage = (message, extra) => {
-      if (isJSONRPCRequest(message) && this.pending >= MAX_PENDING_ANSWERS) return;
+      if (isJSONRPCRequest(message) && !this.answers()) return;
       this.onmessage?.(message, extra);
     };
     return this.inner.start();
+  }
+
+  /** Whether a request of the server's is answered now. */
+  private answers(): boolean {
+    const now = Date.now();
+    if (now - this.windowStart >= 1000) [this.windowStart, this.answersInWindow] = [now, 0];
+    if (this.pending < MAX_PENDING_ANSWERS && this.answersInWindow < MAX_ANSWERS_PER_S) {
+      this.answersInWindow++;
+      return true;
+    }
+    if (now - this.loggedAt >= 60_000) {
+      this.loggedAt = now;
+      this.log(
+        `MCP server "${this.name}" sends more requests than are answered (${MAX_ANSWERS_PER_S} a second, ${MAX_PENDING_ANSWERS} waiting): the rest go unanswered`,
+      );
+    }
+    return false;
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {

@@ -9,9 +9,17 @@
 //   for a newline and a line is joined once (the SDK's buffer joins every
 //   chunk to all before it, so a 3 MB line took a second of the event loop);
 // - what the server sends unasked (notifications, its own requests) and its
-//   stderr are read at most UNASKED_BYTES_PER_S each: past it, reading waits
-//   for the next second (a flood waits in the server's pipe, not in this
-//   process's event loop); stderr is dropped but for a few lines a minute.
+//   stderr are read at most UNASKED_BYTES_PER_S each, and its unasked messages
+//   at most UNASKED_MESSAGES_PER_S: past it, reading waits for the next second
+//   (a flood waits in the server's pipe, not in this process's event loop);
+//   stderr is dropped but for a few lines a minute;
+// - a call may be sent at most MAX_STREAM_MESSAGES progress notifications and
+//   `maxMessageBytes` besides its answer (as on a Streamable HTTP call's own
+//   stream): past it the call is an error saying so, and the server is told
+//   it is cancelled;
+// - lines are handled at most LINES_PER_TURN at a time, the event loop let go
+//   between (reading waits meanwhile): the SDK parses and handles each message
+//   as it comes, so a pipe read of hundreds of small messages was one stretch.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -24,7 +32,7 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MAX_MESSAGE_BYTES } from './mcp-http.ts';
+import { MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, UNASKED_MESSAGES_PER_S } from './mcp-http.ts';
 
 type Transport = Parameters<Client['connect']>[0];
 
@@ -38,24 +46,51 @@ const INTERNAL_ERROR = -32603;
 const LF = 0x0a;
 /** How fast a server's unasked messages, and its stderr, are read (as a Streamable HTTP server's own stream: mcp-http.ts). */
 const UNASKED_BYTES_PER_S = 256 * 1024;
+/** Lines of stdout handled in one turn of the event loop (and their bytes: one longer line is handled alone). */
+const LINES_PER_TURN = 32;
+const BYTES_PER_TURN = 64 * 1024;
 
-/** Counts bytes per second; `over` pauses `stream` until the second is out. */
-function rateGate(stream: NodeJS.ReadableStream, bytesPerSecond: number) {
+/** Pauses a stream while anything holds it (a rate gate, lines not handled yet); once nothing does, resumes it and calls `free`. */
+class ReadHolds {
+  private readonly held = new Set<string>();
+
+  constructor(
+    private readonly stream: NodeJS.ReadableStream,
+    private readonly free: () => void = () => {},
+  ) {}
+
+  has(why: string): boolean {
+    return this.held.has(why);
+  }
+
+  hold(why: string): void {
+    if (this.held.size === 0) this.stream.pause();
+    this.held.add(why);
+  }
+
+  release(why: string): void {
+    if (!this.held.delete(why) || this.held.size > 0) return;
+    this.stream.resume();
+    this.free();
+  }
+}
+
+/** Counts bytes and messages per second; past either, `holds` holds reading until the second is out. */
+function rateGate(holds: ReadHolds, bytesPerSecond: number, messagesPerSecond = Infinity) {
   let windowStart = Date.now();
   let bytes = 0;
-  let paused = false;
+  let messages = 0;
   return (n: number) => {
     const now = Date.now();
-    if (now - windowStart >= 1000) [windowStart, bytes] = [now, 0];
+    if (now - windowStart >= 1000) [windowStart, bytes, messages] = [now, 0, 0];
     bytes += n;
-    if (bytes < bytesPerSecond || paused) return;
-    paused = true;
-    stream.pause();
+    messages++;
+    if ((bytes < bytesPerSecond && messages < messagesPerSecond) || holds.has('rate')) return;
+    holds.hold('rate');
     setTimeout(
       () => {
-        paused = false;
-        [windowStart, bytes] = [Date.now(), 0];
-        stream.resume();
+        [windowStart, bytes, messages] = [Date.now(), 0, 0];
+        holds.release('rate');
       },
       windowStart + 1000 - now,
     ).unref();
@@ -123,7 +158,14 @@ export class BoundedStdioTransport implements Transport {
   private readonly lines: LineSplitter;
   /** Requests sent and not answered yet: a server killed for its output leaves them answered with why. */
   private readonly open = new Set<RequestId>();
+  /** What each open request has been sent besides its answer (progress): bounded as a call's own HTTP stream is. */
+  private readonly beside = new Map<RequestId, { messages: number; bytes: number }>();
   private killedFor?: string;
+  /** Lines read and not handled yet (reading is held while there are). */
+  private backlog: string[] = [];
+  private handled = 0;
+  private stdoutHolds?: ReadHolds;
+  private unasked: (bytes: number) => void = () => {};
 
   constructor(private readonly opts: StdioServerOptions) {
     this.lines = new LineSplitter(opts.maxMessageBytes ?? MAX_MESSAGE_BYTES);
@@ -150,13 +192,17 @@ export class BoundedStdioTransport implements Transport {
       child.once('spawn', () => resolve());
       child.once('close', (code, signal) => {
         this.child = undefined;
+        // What it wrote before it went is handled first (its last answers may be among it).
+        while (this.handled < this.backlog.length && !this.killedFor) this.handleLine(this.backlog[this.handled++]);
+        [this.backlog, this.handled] = [[], 0];
         this.answerOpen(this.killedFor ?? `the MCP server exited (${signal ? `killed by ${signal}` : `exit code ${code}`})`);
         this.onclose?.();
       });
       child.stdin!.on('error', (err) => this.onerror?.(err));
       child.stdout!.on('error', (err) => this.onerror?.(err));
-      const unasked = rateGate(child.stdout!, UNASKED_BYTES_PER_S);
-      child.stdout!.on('data', (chunk: Buffer) => this.read(chunk, unasked));
+      const holds = (this.stdoutHolds = new ReadHolds(child.stdout!, () => this.handle()));
+      this.unasked = rateGate(holds, UNASKED_BYTES_PER_S, UNASKED_MESSAGES_PER_S);
+      child.stdout!.on('data', (chunk: Buffer) => this.read(chunk));
       this.logStderr(child);
     });
   }
@@ -170,7 +216,7 @@ export class BoundedStdioTransport implements Transport {
     if (!stdin || this.killedFor) throw new Error('Not connected');
     if (isJSONRPCRequest(message)) this.open.add(message.id);
     // A cancelled request is not answered (the SDK has given up on it).
-    if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') this.open.delete(message.params?.requestId as RequestId);
+    if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') this.settle(message.params?.requestId as RequestId);
     if (stdin.write(`${JSON.stringify(message)}\n`)) return;
     // The server does not read: wait for it, or for its end.
     await new Promise<void>((resolve) => {
@@ -201,7 +247,7 @@ export class BoundedStdioTransport implements Transport {
     this.signal('SIGKILL');
   }
 
-  private read(chunk: Buffer, unasked: (bytes: number) => void): void {
+  private read(chunk: Buffer): void {
     if (this.killedFor) return;
     const lines = this.lines.push(chunk);
     if (lines instanceof Error) {
@@ -213,29 +259,78 @@ export class BoundedStdioTransport implements Transport {
       this.answerOpen(why);
       return;
     }
-    for (const line of lines) {
-      if (line.length === 0) continue;
-      let message: JSONRPCMessage;
-      try {
-        message = JSONRPCMessageSchema.parse(JSON.parse(line));
-      } catch (err) {
-        this.onerror?.(err as Error);
-        continue;
-      }
-      if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && this.open.has(message.id)) {
-        this.open.delete(message.id);
-      } else if (!this.aboutOpenRequest(message)) {
-        unasked(line.length);
-      }
-      this.onmessage?.(message);
-    }
+    for (const line of lines) if (line.length > 0) this.backlog.push(line);
+    this.handle();
   }
 
-  /** Progress of a request still open is part of its answer (as on a Streamable HTTP request's own stream, which is not rate-bounded). */
-  private aboutOpenRequest(message: JSONRPCMessage): boolean {
-    if (!isJSONRPCNotification(message) || message.method !== 'notifications/progress') return false;
+  /** Handles the lines read, LINES_PER_TURN (BYTES_PER_TURN) a turn of the event loop, while no rate gate holds reading. */
+  private handle(): void {
+    const holds = this.stdoutHolds;
+    if (!holds || holds.has('backlog')) return;
+    let lines = 0;
+    let bytes = 0;
+    while (this.handled < this.backlog.length && !this.killedFor && !holds.has('rate')) {
+      if (lines >= LINES_PER_TURN || bytes >= BYTES_PER_TURN) {
+        holds.hold('backlog');
+        setImmediate(() => holds.release('backlog'));
+        return;
+      }
+      const line = this.backlog[this.handled++];
+      lines++;
+      bytes += line.length;
+      this.handleLine(line);
+    }
+    if (this.handled >= this.backlog.length || this.killedFor) [this.backlog, this.handled] = [[], 0];
+  }
+
+  private handleLine(line: string): void {
+    let message: JSONRPCMessage;
+    try {
+      message = JSONRPCMessageSchema.parse(JSON.parse(line));
+    } catch (err) {
+      this.onerror?.(err as Error);
+      return;
+    }
+    if ((isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) && message.id !== undefined && this.open.has(message.id)) {
+      this.settle(message.id);
+    } else {
+      const about = this.openRequestOf(message);
+      if (about === undefined) this.unasked(line.length);
+      else if (!this.besideAnswer(about, line.length)) return;
+    }
+    this.onmessage?.(message);
+  }
+
+  /** The open request a message is progress of (part of its answer, as on a Streamable HTTP request's own stream), or undefined. */
+  private openRequestOf(message: JSONRPCMessage): RequestId | undefined {
+    if (!isJSONRPCNotification(message) || message.method !== 'notifications/progress') return undefined;
     const token = message.params?.progressToken;
-    return (typeof token === 'string' || typeof token === 'number') && this.open.has(token);
+    return (typeof token === 'string' || typeof token === 'number') && this.open.has(token) ? token : undefined;
+  }
+
+  /**
+   * Counts a message sent about `id` besides its answer; past MAX_STREAM_MESSAGES or `maxMessageBytes`, answers
+   * the request with an error saying so, tells the server it is cancelled, and answers false (the message is dropped).
+   */
+  private besideAnswer(id: RequestId, bytes: number): boolean {
+    const max = this.opts.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+    const sent = this.beside.get(id) ?? { messages: 0, bytes: 0 };
+    this.beside.set(id, sent);
+    sent.messages++;
+    sent.bytes += bytes;
+    if (sent.messages <= MAX_STREAM_MESSAGES && sent.bytes <= max) return true;
+    const why = `the MCP server sent over ${MAX_STREAM_MESSAGES} messages or ${max} bytes about the call besides its answer: the call was given up`;
+    this.opts.log(`MCP server "${this.opts.name}": ${why}`);
+    this.settle(id);
+    this.onmessage?.({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } });
+    void this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: why } }).catch(() => {});
+    return false;
+  }
+
+  /** A request answered or given up: no longer open. */
+  private settle(id: RequestId): void {
+    this.open.delete(id);
+    this.beside.delete(id);
   }
 
   /** Answers every open request with an error saying why (the SDK would say only "Connection closed"). */
@@ -243,6 +338,7 @@ export class BoundedStdioTransport implements Transport {
     if (!why) return;
     const ids = [...this.open];
     this.open.clear();
+    this.beside.clear();
     for (const id of ids) this.onmessage?.({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: why } });
   }
 
@@ -268,7 +364,7 @@ export class BoundedStdioTransport implements Transport {
     let window = 0;
     let logged = 0;
     const name = this.opts.name;
-    const gate = rateGate(child.stderr!, UNASKED_BYTES_PER_S);
+    const gate = rateGate(new ReadHolds(child.stderr!), UNASKED_BYTES_PER_S);
     child.stderr!.on('data', (chunk: Buffer) => {
       gate(chunk.length);
       const now = Date.now();

@@ -5,8 +5,12 @@
 // (`^[a-zA-Z0-9_-]{1,64}$`) and not listed twice, and its schemas are JSON
 // Schemas of bounded size and depth; its description is cut. The server's
 // tools together are bounded too. What is left out is logged, not an error:
-// the server's other tools are offered.
-import type { Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
+// the server's other tools are offered. A page is screened a tool at a time,
+// and no more of it than could be offered (the SDK's own schema checked a
+// page whole, in the stretch of the event loop that parsed it).
+import { setImmediate as letGo } from 'node:timers/promises';
+import { z } from 'zod';
+import { ToolSchema, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
 import { unstorableReason } from '../../core/storable.ts';
 import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
 
@@ -22,6 +26,13 @@ const MAX_TOOL_SCHEMA_CHARS = 65_536;
 const MAX_SCHEMA_DEPTH = 32;
 /** A server's tools together (names, descriptions, schemas as JSON): past it, the rest are left out. */
 const MAX_SERVER_TOOLS_CHARS = 262_144;
+/** Tools of one page looked at, at most: the rest are left out unread. */
+const MAX_PAGE_TOOLS = MAX_TOOLS;
+/** Tools screened in one turn of the event loop. */
+const TOOLS_PER_TURN = 50;
+
+/** A tools/list answer as it is read: its tools are checked one by one as they are screened (`ToolListScreen.add`). */
+export const ToolListPageSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
 /** Why a schema a server gave is not used (too large, too deep, not storable), or undefined. */
 function schemaProblem(schema: unknown): string | undefined {
@@ -52,13 +63,22 @@ export class ToolListScreen {
     return this.tools.length >= MAX_TOOLS || this.chars >= MAX_SERVER_TOOLS_CHARS;
   }
 
-  add(page: readonly McpToolInfo[]): void {
-    for (const info of page) {
+  /** Screens one page's tools, the event loop let go every TOOLS_PER_TURN of them. */
+  async add(page: readonly unknown[]): Promise<void> {
+    if (page.length > MAX_PAGE_TOOLS)
+      this.log(`MCP server "${this.server}": one page of its tools/list lists ${page.length} tools: only the first ${MAX_PAGE_TOOLS} are read`);
+    for (let i = 0; i < Math.min(page.length, MAX_PAGE_TOOLS); i++) {
+      if (i > 0 && i % TOOLS_PER_TURN === 0) await letGo();
+      const parsed = ToolSchema.safeParse(page[i]);
+      if (!parsed.success) {
+        const name = (page[i] as { name?: unknown } | null)?.name;
+        this.leave(typeof name === 'string' ? shown(name) : `#${i}`, `it is not a tool (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+        continue;
+      }
+      const info = parsed.data;
       const problem = this.problem(info);
       if (problem) {
-        // Logged for the first few; a server listing thousands of bad tools is one line more.
-        if (++this.leftOut <= 10) this.log(`MCP server "${this.server}": tool ${shown(info.name)} is not offered: ${problem}`);
-        else if (this.leftOut === 11) this.log(`MCP server "${this.server}": more tools are not offered`);
+        this.leave(shown(info.name), problem);
         continue;
       }
       const description = info.description ?? info.title ?? info.name;
@@ -75,6 +95,12 @@ export class ToolListScreen {
         ...(info.annotations ? { annotations: { readOnlyHint, idempotentHint, destructiveHint, openWorldHint } } : {}),
       });
     }
+  }
+
+  /** Logs a tool left out: the first few; a server listing thousands of bad tools is one line more. */
+  private leave(tool: string, why: string): void {
+    if (++this.leftOut <= 10) this.log(`MCP server "${this.server}": tool ${tool} is not offered: ${why}`);
+    else if (this.leftOut === 11) this.log(`MCP server "${this.server}": more tools are not offered`);
   }
 
   private problem(info: McpToolInfo): string | undefined {

@@ -20,7 +20,12 @@ const PROGRESS_INTERVAL_MS = 100;
 
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
-const validators = new AjvJsonSchemaValidator();
+/**
+ * What a tools/list answer's schemas are compiled by: one per answer, so a schema's `$id` is its server's own
+ * (Ajv keeps a schema by its `$id`: another server's tool of the same `$id` stood in for it) and what Ajv keeps
+ * of a list goes with it (it keeps every schema it compiled, and each list asked again is compiled again).
+ */
+export const schemaValidators = () => new AjvJsonSchemaValidator();
 
 export function mcpTool(
   server: McpServerConnection,
@@ -36,13 +41,15 @@ export function mcpTool(
      * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts).
      */
     workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number) => McpServerConnection };
+    /** The validators of the answer `info` is from (`schemaValidators`). */
+    validators: AjvJsonSchemaValidator;
   },
 ): Tool {
   const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
   const effect = effectFromAnnotations(info.annotations, { trusted: opts.trusted, override: opts.effect });
   // Throws for a schema Ajv cannot compile: the catalog leaves that tool out (its size and depth are bounded: mcp-tool-list.ts).
-  const validate = validators.getValidator(info.inputSchema as never);
-  const validateOutput = info.outputSchema && validators.getValidator(info.outputSchema as never);
+  const validate = opts.validators.getValidator(info.inputSchema as never);
+  const validateOutput = info.outputSchema && opts.validators.getValidator(info.outputSchema as never);
   return {
     name,
     description: info.description ?? info.title ?? info.name,
