@@ -6,7 +6,7 @@
 import http from 'node:http';
 import pg from 'pg';
 import { pgConfigFromUrl } from '../src/db/pg-config.ts';
-import { storeTypes } from '../src/db/pg-types.ts';
+import { storeTypes, timestampsAsText } from '../src/db/pg-types.ts';
 import { DEFAULT_POOL_MAX } from '../src/db/database.ts';
 import { eventId } from '../src/store/ids.ts';
 
@@ -30,7 +30,8 @@ async function treeOf(id: string): Promise<string | undefined> {
 async function answer(query: string, variables: Record<string, any>): Promise<unknown> {
   if (query === '{ __typename }') return { data: { __typename: 'Query' } };
   if (query.includes('sessions(')) {
-    const { rows } = await pool.query({ name: 'raw_sessions', text: SESSIONS, values: ['local', 51] });
+    // createdAt orders the page and is not written: left as text, unparsed, as forkline's page rows leave it.
+    const { rows } = await pool.query({ name: 'raw_sessions', text: SESSIONS, values: ['local', 51], types: timestampsAsText });
     return {
       data: {
         sessions: {
