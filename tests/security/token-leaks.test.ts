@@ -5,7 +5,9 @@
 // reads that log — a read-only token of the tenant, or whoever is handed an
 // exported recording. A decision's `by` names the token without it.
 import { createHash } from 'node:crypto';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
 // A weak operator token: 16 characters from a guessable pattern.
@@ -15,11 +17,15 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 let app: TestApp;
+/** Everything the service logged: messages, errors with every property, fields. */
+const logged: string[] = [];
 beforeAll(async () => {
   app = await startTestApp({
     approvalTools: ['note_write'],
+    log: (msg, err, fields) => void logged.push(msg, inspect(err, { depth: 8, showHidden: true }), inspect(fields, { depth: 8 })),
     security: {
       rateLimit: false,
+      authFailures: false,
       apiTokens: new Map([
         [OTHER, 'beta'],
         [WEAK, 'alpha'],
@@ -61,5 +67,96 @@ describe("an environment token's digest", () => {
     expect(seen).not.toContain(WEAK);
     // The decision still names an environment token, by its place in FORKLINE_API_TOKENS (the second).
     expect(decision.by).toBe('env-token:2');
+  });
+});
+
+/** A graphql-ws connection_init with this authorization: the close code and reason the socket ends with. */
+function connectWs(authorization: unknown, url = app.url): Promise<{ code: number; reason: string }> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+  ws.once('open', () => ws.send(JSON.stringify({ type: 'connection_init', payload: { authorization } })));
+  ws.on('message', (m) => {
+    if (JSON.parse(String(m)).type === 'connection_ack') ws.close(1000, 'acked');
+  });
+  return new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+}
+
+describe('a stored token sent wrong, or after its revocation', () => {
+  it('is refused at every door, and neither it nor its digest is in any answer, log line or /metrics', async () => {
+    const created = await app.gql(
+      'mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) { secret token { id } } }',
+      { i: { name: 'bot', scopes: ['WRITE'] } },
+      bearer(WEAK),
+    );
+    const secret = created.data.createApiToken.secret as string;
+    const digest = sha256(secret);
+    const seen: string[] = [];
+    const base = app.url.replace(/\/graphql$/, '');
+    const session = (await app.gql('mutation { createSession(input: { title: "t" }) { id } }', {}, bearer(secret))).data.createSession.id as string;
+
+    // The scheme and the token, bent: only `Bearer <token>` (any case of the scheme) is a credential.
+    const refusedHeaders = [
+      `Basic ${secret}`,
+      `Token ${secret}`,
+      secret,
+      `Bearer ${secret}x`,
+      `Bearer ${secret.toUpperCase()}`,
+      `Bearer ${secret} ${secret}`,
+      `Bearer ${secret.slice(0, -1)}`,
+    ];
+    for (const authorization of refusedHeaders) {
+      const res = await fetch(app.url, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+      seen.push(await res.text());
+      expect(res.status, authorization).toBe(401);
+    }
+    for (const authorization of [`bearer ${secret}`, `BEARER  ${secret}`]) {
+      const res = await fetch(app.url, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+      expect(res.status, authorization).toBe(200);
+    }
+    // Over graphql-ws the value is any JSON: a trailing NUL, a zero-width space, look-alike letters, a non-string.
+    const lookAlike = secret.replace(/[a-z]/, (c) => String.fromCodePoint(c.codePointAt(0)! - 0x61 + 0xff41)); // fullwidth
+    for (const authorization of [
+      `Bearer ${secret}\u0000`,
+      `Bearer ${secret}\u200b`,
+      `Bearer ${lookAlike}`,
+      `Bearer ${secret.normalize('NFKD')}x`,
+      [`Bearer ${secret}`],
+      { token: secret },
+    ]) {
+      const closed = await connectWs(authorization);
+      seen.push(closed.reason);
+      expect(closed.code, JSON.stringify(authorization)).toBe(4401);
+    }
+    expect((await connectWs(`Bearer ${secret}`)).code).toBe(1000);
+
+    // In a URL it is no credential at any door that reads one.
+    const inUrl = [
+      `/recordings?session=${session}&token=${secret}`,
+      `/sessions/${session}/events?token=${secret}`,
+      `/sessions/${session}/events?access_token=${secret}`,
+      `/graphql?query=${encodeURIComponent('{ __typename }')}&token=${secret}`,
+    ];
+    for (const path of inUrl) {
+      const res = await fetch(base + path);
+      seen.push(await res.text());
+      expect(res.status, path).toBe(401);
+    }
+
+    // Revoked: its next request and socket are refused the same way.
+    await app.gql('mutation($id: ID!) { revokeApiToken(id: $id) { id } }', { id: created.data.createApiToken.token.id }, bearer(WEAK));
+    const after = await fetch(app.url, {
+      method: 'POST',
+      headers: { ...bearer(secret), 'content-type': 'application/json' },
+      body: '{"query":"{ __typename }"}',
+    });
+    seen.push(await after.text());
+    expect(after.status).toBe(401);
+    const revoked = await connectWs(`Bearer ${secret}`);
+    seen.push(revoked.reason);
+    expect(revoked.code).toBe(4401);
+
+    seen.push(await (await fetch(`${base}/metrics`)).text(), ...logged);
+    const all = seen.join('\n');
+    expect(all).not.toContain(secret.slice(4, 16));
+    for (let at = 0; at + 8 <= digest.length; at++) expect(all).not.toContain(digest.slice(at, at + 8));
   });
 });
