@@ -160,3 +160,18 @@ describe('a stored token sent wrong, or after its revocation', () => {
     for (let at = 0; at + 8 <= digest.length; at++) expect(all).not.toContain(digest.slice(at, at + 8));
   });
 });
+
+describe("the dashboard's ?token= link", () => {
+  it('is answered with no-store and no-referrer: the token is in the URL, which no cache keeps and no link target is sent', async () => {
+    const base = app.url.replace(/\/graphql$/, '');
+    for (const path of [`/?token=${WEAK}`, `/sessions/ses_1?token=${WEAK}`]) {
+      const res = await fetch(base + path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type'), path).toMatch(/^text\/html/);
+      expect(res.headers.get('cache-control'), path).toMatch(/\bno-store\b/);
+      expect(res.headers.get('referrer-policy'), path).toBe('no-referrer');
+    }
+    // Without one the shell stays revalidated, not kept from the cache.
+    expect((await fetch(`${base}/`)).headers.get('cache-control')).toBe('no-cache');
+  });
+});
