@@ -9,6 +9,8 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { subscribeSse, subscribeWs, wsClient } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // A weak operator token: 16 characters from a guessable pattern.
 const WEAK = 'alpha-admin-0042';
@@ -174,4 +176,29 @@ describe("the dashboard's ?token= link", () => {
     // Without one the shell stays revalidated, not kept from the cache.
     expect((await fetch(`${base}/`)).headers.get('cache-control')).toBe('no-cache');
   });
+});
+
+describe('a stored token that expires while its streams are open', () => {
+  it('closes its graphql-ws socket (4401) and ends its SSE stream, with nobody revoking it', async () => {
+    const expiresAt = new Date(Date.now() + 2000).toISOString();
+    const created = await app.gql(
+      'mutation($i: CreateApiTokenInput!) { createApiToken(input: $i) { secret } }',
+      { i: { name: 'short', scopes: ['READ'], expiresAt } },
+      bearer(WEAK),
+    );
+    const secret = created.data.createApiToken.secret as string;
+    const session = (await app.gql('mutation { createSession(input: { title: "watched" }) { id } }', {}, bearer(WEAK))).data.createSession.id as string;
+    const EVENTS = 'subscription($id: ID!) { sessionEvents(sessionId: $id) { seq } }';
+    let closed: (e: { code: number; reason: string }) => void = () => {};
+    const wsClosed = new Promise<{ code: number; reason: string }>((resolve) => (closed = resolve));
+    const client = wsClient(app.url, { connectionParams: bearer(secret), on: { closed: (e: any) => closed(e) } } as any);
+    const ws = subscribeWs(app.url, EVENTS, { id: session }, client);
+    const sse = subscribeSse(app.url, EVENTS, { id: session }, bearer(secret));
+    await Promise.all([ws.count(1), sse.count(1)]);
+    // Open past its expiry: the next verification (every second) finds it gone.
+    expect(await wsClosed).toMatchObject({ code: 4401, reason: expect.stringMatching(/revoked or expired/) });
+    await waitFor(() => sse.errors.length > 0 || sse.completed, { what: 'the SSE stream to end', timeoutMs: 15_000 });
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(expiresAt));
+    await client.dispose();
+  }, 30_000);
 });
