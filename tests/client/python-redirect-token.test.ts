@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createForklineClient } from '@forkline/client';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'fkt_redirected-token-0123456789abcdefghijklmnopq';
@@ -33,7 +34,9 @@ beforeAll(async () => {
   });
   redirector = await listen((req, res) => {
     req.resume();
-    const code = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('code'));
+    // The status from ?code= or from the path's first segment (/302/sessions/…: the client builds that URL itself).
+    const url = new URL(req.url ?? '/', 'http://x');
+    const code = Number(url.searchParams.get('code') ?? url.pathname.split('/')[1]);
     res.writeHead(code, { location: `${elsewhere}/graphql` }).end();
   });
 });
@@ -71,5 +74,14 @@ except ForklineError as err:
       expect(run.stderr, String(code)).toBe('');
       expect(run.stdout.trim().split('\n'), String(code)).toEqual([`HTTP_${code}`, `HTTP_${code}`]);
     }
+  });
+
+  it("is dropped by the TypeScript client's fetch when a redirect leaves the origin (it still follows GETs)", async () => {
+    received.length = 0;
+    for (const code of [301, 302, 303, 307, 308]) {
+      const client = createForklineClient({ url: `${redirector}/${code}/graphql`, token: TOKEN });
+      await client.eventPage('ses_1').catch(() => undefined);
+    }
+    expect(received).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 });
