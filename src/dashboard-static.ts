@@ -37,8 +37,11 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
   return async (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     let pathname: string;
+    let carriesToken: boolean;
     try {
-      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://dashboard').pathname);
+      const url = new URL(req.url ?? '/', 'http://dashboard');
+      carriesToken = url.searchParams.has('token');
+      pathname = decodeURIComponent(url.pathname);
     } catch {
       return false; // not percent-decodable: no such file
     }
@@ -65,7 +68,8 @@ export function serveDashboard(distDir: string = DASHBOARD_DIST): OtherRequestHa
       ...SECURITY_HEADERS,
       'content-type': CONTENT_TYPES[path.extname(target)] ?? 'application/octet-stream',
       'content-length': body.length,
-      'cache-control': hashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache',
+      // A `?token=` link (client/dashboard/src/api.ts) puts the token in the URL: no cache may keep an entry under it.
+      'cache-control': carriesToken ? 'no-store' : hashedAsset ? 'public, max-age=31536000, immutable' : 'no-cache',
     });
     res.end(req.method === 'HEAD' ? undefined : body);
     return true;

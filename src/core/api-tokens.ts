@@ -11,7 +11,7 @@ export type TokenScope = (typeof TOKEN_SCOPES)[number];
 export interface Caller {
   tenant: string;
   scopes: readonly TokenScope[];
-  /** Who the caller is, as a decision it makes is recorded (tool/approval `by`): `local`, `token:<id>`, `env-token:<digest prefix>`. */
+  /** Who the caller is, as a decision it makes is recorded (tool/approval `by`): `local`, `token:<id>`, `env-token:<n>` (its place in FORKLINE_API_TOKENS). */
   who?: string;
 }
 

@@ -33,13 +33,17 @@ export function bearerToken(authorization: unknown): string | undefined {
 
 export class TenantAuth {
   // Keyed by the token's digest: a lookup reveals nothing about a token's bytes through timing.
-  private readonly byDigest = new Map<string, string>();
+  private readonly byDigest = new Map<string, { tenant: string; who: string }>();
 
   constructor(
     tokens?: ReadonlyMap<string, string>,
     private readonly stored?: ApiTokens,
   ) {
-    for (const [token, tenant] of tokens ?? []) this.byDigest.set(tokenDigest(token), tenant);
+    // An environment token is named by its place in FORKLINE_API_TOKENS, never by its digest: the
+    // operator chose it (16 characters may do), and any part of its unsalted digest in a session's
+    // log or an exported recording would let a reader check guesses offline (docs/operations.md "API tokens").
+    let place = 0;
+    for (const [token, tenant] of tokens ?? []) this.byDigest.set(tokenDigest(token), { tenant, who: `env-token:${++place}` });
   }
 
   /** Environment tokens configured, or stored tokens live at start. */
@@ -53,8 +57,8 @@ export class TenantAuth {
     const token = bearerToken(authorization);
     if (token === undefined) return undefined;
     const key = tokenDigest(token);
-    const tenant = this.byDigest.get(key);
-    if (tenant !== undefined) return { tenant, key, scopes: ALL_SCOPES, who: `env-token:${key.slice(0, 12)}` };
+    const env = this.byDigest.get(key);
+    if (env !== undefined) return { tenant: env.tenant, key, scopes: ALL_SCOPES, who: env.who };
     const stored = this.stored?.credential(key);
     return stored && { tenant: stored.tenant, key, scopes: stored.scopes, stored: true, who: `token:${stored.id}` };
   }

@@ -52,6 +52,20 @@ class ForklineError(Exception):
         return ext if isinstance(ext, dict) else {}
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """
+    Follows no redirect: urllib would follow a 301/302/303 of a POST as a GET and send the request's
+    Authorization to whatever origin the Location names. forkline never redirects /graphql, so one is
+    reported as an error (HTTP_3xx) and the token stays with the server it was given for.
+    """
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects())
+
+
 class GraphQLClient:
     def __init__(self, url: str, token: str | None = None, retry_for_s: float = 15.0, timeout_s: float = 60.0) -> None:
         self.url = url
@@ -72,7 +86,7 @@ class GraphQLClient:
         status: int | None = None
         retry_after: float | None = None
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as res:
+            with _OPENER.open(req, timeout=self.timeout_s) as res:
                 status = res.status
                 text = res.read().decode()
         except urllib.error.HTTPError as err:
@@ -118,7 +132,7 @@ class GraphQLClient:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
         req = urllib.request.Request(self.url, data=body, headers=self._headers("text/event-stream"), method="POST")
         try:
-            res = urllib.request.urlopen(req, timeout=None)
+            res = _OPENER.open(req, timeout=None)
         except urllib.error.HTTPError as err:
             raise ForklineError([{"message": f"HTTP {err.code}"}], err.code) from err
         except (urllib.error.URLError, ConnectionError, OSError) as err:
