@@ -23,8 +23,12 @@ const FOLD_BASE_BYTES = 2048;
 /** The default bound of a process's fold cache, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; docs/operations.md). */
 export const DEFAULT_FOLD_CACHE_BYTES = 64 * 1024 * 1024;
 
-/** The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed). */
-const SNAPSHOT_VERSION = 3;
+/**
+ * The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed).
+ * 4: answered calls are kept by turn, step and id (core/model-request.ts); a 3 keeps bare ids, and its rendered messages may
+ * show a call whose id an earlier step answered without its own answer (a request chat APIs refuse), so it is replayed.
+ */
+const SNAPSHOT_VERSION = 4;
 
 /** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
 export interface FoldCheckpointText {

@@ -14,6 +14,15 @@ export const summaryMessage = (fromSeq: number, toSeq: number, content: string) 
 
 type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 
+/**
+ * One call as the conversation tracks it: its turn, step and id. Call ids are
+ * unique only within a step (docs/contract.md#append-rules: `call ids`) and a
+ * result answers a call of its own step (`result pairing`), so an id reused in
+ * a later step is another call, answered only by a result of that step (turn
+ * and step are integers: the key reads back one way).
+ */
+const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}:${callId}`;
+
 // What a conversation holds in the heap, estimated from its shape (the agent's fold
 // cache is bounded by it): text alone undercounts it about three times, since
 // each event keeps its data object, its rendered message and index entries.
@@ -47,7 +56,7 @@ export interface ConversationSnapshot {
     approxChars: number;
     /** Estimated heap bytes of the rendered messages, recorded so that a restore need not walk them (absent from older checkpoints). */
     messagesBytes?: number;
-    /** Characters of history held (held-text.ts), the earliest history left out, and its calls still unanswered. */
+    /** Characters of history held (held-text.ts), the earliest history left out, and its calls still unanswered (by callKey). */
     heldChars: number;
     leftOut?: LeftOut;
     leftOutCalls: string[];
@@ -64,7 +73,7 @@ interface LeftOut {
   chars: number;
 }
 
-/** What a conversation folded: its message-producing events, the texts of the inputs its turns took, the calls answered. */
+/** What a conversation folded: its message-producing events, the texts of the inputs its turns took, the calls answered (by callKey). */
 export interface ConversationHistory {
   entries: Entry[];
   inputs: Array<[string, string]>;
@@ -78,20 +87,23 @@ export interface ConversationHistory {
  * - a tool message per tool/result (real or synthetic, with its wording);
  * - a surface/replace hides the events of its range and stands in their place.
  * A call that never got a result (a historical failure in a closed step) is left
- * out of its assistant message: chat APIs reject calls without answers.
+ * out of its assistant message: chat APIs reject calls without answers. A
+ * result answers only the call of its own step (callKey): an id reused by a
+ * later step is not answered by an earlier step's result.
  */
 export class Conversation {
   private entries: Entry[] = [];
   private readonly inputs = new Map<string, string>();
   /** The response schemas inputs asked for (structured output), by input id. */
   private readonly responseFormats = new Map<string, ResponseFormat>();
+  /** The calls answered, by callKey. */
   private readonly answered = new Set<string>();
   private readonly replacements = new Map<number, { toSeq: number; content: string; seq: number }>();
   /** The history a restore left unread (it comes before everything above): read once, when history is rendered again. */
   private unread?: () => ConversationHistory;
   /** The rendered messages; undefined after a surface/replace until the next render. */
   private rendered?: ChatMessage[] = [];
-  /** Index in `rendered` of the assistant message that made each call. */
+  /** Index in `rendered` of the assistant message that made each call, by callKey. */
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
   /** Rough size of the text held (kept in checkpoints). */
   approxChars = 0;
@@ -99,7 +111,7 @@ export class Conversation {
   private heldChars = 0;
   /** The earliest history left out to stay within it. */
   private leftOut?: LeftOut;
-  /** Calls of left-out messages not answered yet: their results are left out too (a result never comes without its call). */
+  /** Calls of left-out messages not answered yet, by callKey: their results are left out too (a result never comes without its call). */
   private readonly leftOutCalls = new Set<string>();
   /** Estimated heap bytes held: the agent's fold cache is bounded by it. */
   approxBytes = 0;
@@ -211,16 +223,17 @@ export class Conversation {
       }
       case 'tool/result': {
         const data = ev.data.content.length > MAX_HELD_EVENT_CHARS ? { ...ev.data, content: heldText(ev.data.content, e.seq) } : ev.data;
-        if (this.leftOutCalls.delete(data.callId)) {
-          this.answered.add(data.callId);
+        const key = callKey(data.turn, data.step, data.callId);
+        if (this.leftOutCalls.delete(key)) {
+          this.answered.add(key);
           this.noteLeftOut(e.seq, data.content.length);
           break;
         }
         this.approxChars += data.content.length;
-        this.answered.add(data.callId);
+        this.answered.add(key);
         this.add({ seq: e.seq, kind: 'tool', data });
         // Its call is now answered: the assistant message that made it shows it.
-        const made = this.callMessage.get(data.callId);
+        const made = this.callMessage.get(key);
         if (made && this.rendered) this.rendered[made.index] = this.assistantMessage(made.entry.data);
         else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
         break;
@@ -333,8 +346,9 @@ export class Conversation {
         this.responseFormats.delete(entry.inputId);
       } else if (entry.kind === 'assistant') {
         for (const c of entry.data.toolCalls) {
-          this.callMessage.delete(c.id);
-          if (!this.answered.has(c.id)) this.leftOutCalls.add(c.id);
+          const key = callKey(entry.data.turn, entry.data.step, c.id);
+          this.callMessage.delete(key);
+          if (!this.answered.has(key)) this.leftOutCalls.add(key);
         }
       }
       this.noteLeftOut(entry.seq, chars);
@@ -350,7 +364,7 @@ export class Conversation {
         out.push({ role: 'user', content: this.inputs.get(entry.inputId) ?? '' });
         break;
       case 'assistant':
-        for (const c of entry.data.toolCalls) this.callMessage.set(c.id, { index: out.length, entry });
+        for (const c of entry.data.toolCalls) this.callMessage.set(callKey(entry.data.turn, entry.data.step, c.id), { index: out.length, entry });
         out.push(this.assistantMessage(entry.data));
         break;
       case 'tool': {
@@ -368,7 +382,7 @@ export class Conversation {
   }
 
   private assistantMessage(d: EventData<'model/message'>): AssistantMessage {
-    const calls = d.toolCalls.filter((c) => this.answered.has(c.id));
+    const calls = d.toolCalls.filter((c) => this.answered.has(callKey(d.turn, d.step, c.id)));
     return {
       role: 'assistant',
       content: d.text === '' && calls.length ? null : d.text,

@@ -17,7 +17,8 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
   const inputs = new Map<string, string>();
   for (const e of events) {
     if (e.type === 'surface/replace') replacements.set(anyData(e).fromSeq, { toSeq: anyData(e).toSeq, content: anyData(e).content });
-    else if (e.type === 'tool/result') answered.add(anyData(e).callId);
+    // A result answers the call of its own step (call ids are unique per step only).
+    else if (e.type === 'tool/result') answered.add(`${anyData(e).turn}:${anyData(e).step}:${anyData(e).callId}`);
     else if (e.type === 'inbox/add') inputs.set(anyData(e).inputId, anyData(e).text);
   }
   const messages: ChatMessage[] = [];
@@ -31,7 +32,7 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
     if (e.seq <= hiddenThrough) continue;
     if (e.type === 'turn/start') messages.push({ role: 'user', content: inputs.get(anyData(e).inputId) ?? '' });
     else if (e.type === 'model/message') {
-      const calls = anyData(e).toolCalls.filter((c: { id: string }) => answered.has(c.id));
+      const calls = anyData(e).toolCalls.filter((c: { id: string }) => answered.has(`${anyData(e).turn}:${anyData(e).step}:${c.id}`));
       messages.push({
         role: 'assistant',
         content: anyData(e).text === '' && calls.length ? null : anyData(e).text,
@@ -91,7 +92,10 @@ function referenceState(events: readonly LogEvent[]) {
   };
 }
 
-/** A random log: turns with multi-call steps, results missing in failed steps, queued input, plugins, titles and surface/replace over any range. */
+/**
+ * A random log: turns with multi-call steps, results missing in failed steps, queued input, plugins, titles and surface/replace over any range;
+ * call ids reused across steps as some providers number them (call_0, call_1 per answer).
+ */
 function randomLog(seed: number, length: number): LogEvent[] {
   let s = seed;
   const rnd = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -120,7 +124,7 @@ function randomLog(seed: number, length: number): LogEvent[] {
       for (let step = 1; step <= steps; step++) {
         out.push({ type: 'step/start', data: { turn, step } });
         const calls = Array.from({ length: Math.floor(rnd() * 3) }, (_, i) => ({
-          id: `c${turn}_${step}_${i}`,
+          id: rnd() < 0.5 ? `call_${i}` : `c${turn}_${step}_${i}`,
           name: pick(['clock', 'note_write']),
           arguments: '{}',
         }));
