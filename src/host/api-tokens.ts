@@ -10,6 +10,10 @@
 // takes effect everywhere within about that long; a revocation in this
 // process takes effect at once. What a refresh finds gone is reported to the
 // watchers (http/token-connections.ts closes that token's sockets and streams).
+//
+// Answers are ordered by when their question was asked, not by when they
+// arrive: a lookup that began before a revocation here read the token live,
+// and its answer must not undo the revocation (docs/operations.md "API tokens").
 import { badInput } from '../core/errors.ts';
 import { requireScope, type Caller, type TokenScope } from '../core/api-tokens.ts';
 import type { ApiTokenRow, ApiTokenStore, StoredCredential } from '../store/api-tokens.ts';
@@ -27,6 +31,8 @@ interface Entry {
   /** null: no live token has this digest. */
   credential: StoredCredential | null;
   checkedAt: number;
+  /** The `order` of the verification (or revocation) that answered last. */
+  answeredBy: number;
   usedAt: number;
   watchers: Set<() => void>;
 }
@@ -48,6 +54,8 @@ export class ApiTokens {
   private timer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private readonly refreshMs: number;
+  /** Counts the verifications and revocations begun: an answer older than the one an entry holds is dropped. */
+  private order = 0;
 
   constructor(
     private readonly store: ApiTokenStore,
@@ -79,9 +87,10 @@ export class ApiTokens {
     let pending = this.lookups.get(digest);
     if (!pending) {
       const at = Date.now();
+      const asked = ++this.order;
       pending = this.store
         .verify([digest])
-        .then((found) => this.settle(digest, found.get(digest) ?? null, at))
+        .then((found) => this.settle(digest, found.get(digest) ?? null, at, asked))
         .finally(() => this.lookups.delete(digest));
       this.lookups.set(digest, pending);
     }
@@ -130,10 +139,11 @@ export class ApiTokens {
   /** Revokes a token of the caller's tenant; its requests are refused and its sockets closed from now on. */
   async revoke(caller: Caller, id: string): Promise<ApiTokenRow> {
     requireScope(caller, 'admin', 'revoking API tokens');
-    const token = await this.store.revoke(caller.tenant, id);
-    if (!token) throw badInput(`no API token ${id}`, { id });
-    for (const [digest, e] of this.entries) if (e.credential?.id === id) this.settle(digest, null, Date.now());
-    return token;
+    const revoked = await this.store.revoke(caller.tenant, id);
+    if (!revoked) throw badInput(`no API token ${id}`, { id });
+    // Remembered as gone even when not cached: a lookup of it under way read it before the revocation.
+    this.settle(revoked.digest, null, Date.now(), ++this.order);
+    return revoked.token;
   }
 
   // -- keeping the cache true -------------------------------------------------
@@ -148,6 +158,7 @@ export class ApiTokens {
 
   private async verifyInUse(): Promise<void> {
     const now = Date.now();
+    const asked = ++this.order;
     const digests: string[] = [];
     for (const [digest, e] of this.entries) {
       if (e.credential === null) {
@@ -159,21 +170,22 @@ export class ApiTokens {
     this.used.clear();
     if (!digests.length && !ids.length) return;
     const [found] = await Promise.all([this.store.verify(digests), this.store.touch(ids)]);
-    for (const digest of digests) this.settle(digest, found.get(digest) ?? null, now);
+    for (const digest of digests) this.settle(digest, found.get(digest) ?? null, now, asked);
   }
 
-  private settle(digest: string, credential: StoredCredential | null, checkedAt: number): void {
+  private settle(digest: string, credential: StoredCredential | null, checkedAt: number, answeredBy: number): void {
     const e = this.entries.get(digest);
-    if (e && e.checkedAt > checkedAt) return; // a later verification already answered
+    if (e && e.answeredBy > answeredBy) return; // a later verification or a revocation already answered
     if (!e) {
       if (credential === null && ++this.unknown > MAX_UNKNOWN) this.forgetUnknown();
-      this.entries.set(digest, { credential, checkedAt, usedAt: checkedAt, watchers: new Set() });
+      this.entries.set(digest, { credential, checkedAt, answeredBy, usedAt: checkedAt, watchers: new Set() });
       return;
     }
     if (e.credential === null && credential !== null) this.unknown--;
     if (e.credential !== null && credential === null) this.unknown++;
     e.credential = credential;
     e.checkedAt = checkedAt;
+    e.answeredBy = answeredBy;
     if (credential === null || expired(credential)) {
       const watchers = [...e.watchers];
       e.watchers.clear();
