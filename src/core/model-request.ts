@@ -299,8 +299,7 @@ export class Conversation {
         if (made && this.rendered) {
           this.liveIds().answer(key, data.callId);
           this.rendered[made.index] = this.assistantMessage(made.entry.data, this.liveIds());
-        }
-        else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
+        } else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
         break;
       }
       case 'surface/replace': {
@@ -441,7 +440,11 @@ export class Conversation {
         break;
       case 'tool': {
         const d = entry.data;
-        out.push({ role: 'tool', tool_call_id: ids.sent(callKey(d.turn, d.step, d.callId), d.callId), content: d.status === 'error' ? `${TOOL_ERROR_PREFIX}${d.content}` : d.content });
+        out.push({
+          role: 'tool',
+          tool_call_id: ids.sent(callKey(d.turn, d.step, d.callId), d.callId),
+          content: d.status === 'error' ? `${TOOL_ERROR_PREFIX}${d.content}` : d.content,
+        });
         break;
       }
     }
@@ -452,7 +455,15 @@ export class Conversation {
     return {
       role: 'assistant',
       content: d.text === '' && calls.length ? null : d.text,
-      ...(calls.length ? { tool_calls: calls.map((c) => ({ id: ids.sent(callKey(d.turn, d.step, c.id), c.id), type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+      ...(calls.length
+        ? {
+            tool_calls: calls.map((c) => ({
+              id: ids.sent(callKey(d.turn, d.step, c.id), c.id),
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
+        : {}),
     };
   }
 

@@ -47,7 +47,9 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
     if (e.type === 'turn/start') messages.push({ role: 'user', content: inputs.get(anyData(e).inputId) ?? '' });
     else if (e.type === 'model/message') {
       const ids = anyData(e).toolCalls.map((c: { id: string }) => sentId(anyData(e), c));
-      const calls = anyData(e).toolCalls.map((c: any, i: number) => ({ ...c, sent: ids[i] as string })).filter((c: { id: string }) => answered.has(`${anyData(e).turn}:${anyData(e).step}:${c.id}`));
+      const calls = anyData(e)
+        .toolCalls.map((c: any, i: number) => ({ ...c, sent: ids[i] as string }))
+        .filter((c: { id: string }) => answered.has(`${anyData(e).turn}:${anyData(e).step}:${c.id}`));
       messages.push({
         role: 'assistant',
         content: anyData(e).text === '' && calls.length ? null : anyData(e).text,

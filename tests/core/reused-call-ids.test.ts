@@ -113,7 +113,9 @@ describe('a call id reused across steps', () => {
 
   it('two answered calls with one id are sent under distinct ids, a crafted id never collides, and each result follows its call', () => {
     // c1 in steps 1, 2 and 3; step 3 also makes a call whose own id is the one step 2's c1 would be given.
-    const log = checkedLog(turn(1, [step(1, 1, ['c1'], ['c1']), step(1, 2, ['c1'], ['c1']), step(1, 3, ['c1', 'c1_t1s2', 'c1_t1s3'], ['c1_t1s3', 'c1', 'c1_t1s2'])]));
+    const log = checkedLog(
+      turn(1, [step(1, 1, ['c1'], ['c1']), step(1, 2, ['c1'], ['c1']), step(1, 3, ['c1', 'c1_t1s2', 'c1_t1s3'], ['c1_t1s3', 'c1', 'c1_t1s2'])]),
+    );
     const messages = buildModelMessages(log);
     const sent = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
     expect(sent).toEqual(['c1', 'c1_t1s2', 'c1_t1s3', 'c1_t1s2_t1s3', 'c1_t1s3_t1s3']);
