@@ -23,6 +23,65 @@ type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
  */
 const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}:${callId}`;
 
+/**
+ * The ids a render sends calls under. A request must not hold two calls with
+ * one id (Anthropic refuses it, OpenAI Responses pairs outputs by call_id), but
+ * the log may reuse an id in a later step (docs/contract.md#append-rules): a call
+ * keeps its id unless a call shown before it, or an earlier call of its own
+ * step, was sent under it; then it goes by `<id>_t<turn>s<step>` (`_<n>` added
+ * while that is taken too). The choice depends only on what is rendered before
+ * the call, so a request built again, or continued, sends the same ids. Its
+ * result follows it (the tool message's tool_call_id).
+ */
+class SentCallIds {
+  /** Ids of the calls shown (answered) in the render so far. */
+  private readonly shown = new Set<string>();
+  /** The step of the last message with calls, and the ids its calls were given. */
+  private step = '';
+  private readonly stepIds = new Set<string>();
+  /** The calls sent under an id other than their own, by callKey. */
+  private readonly renamed = new Map<string, string>();
+
+  /** The ids of a render's messages so far (a restored conversation's, whose calls are all answered). */
+  static of(messages: readonly ChatMessage[]): SentCallIds {
+    const ids = new SentCallIds();
+    for (const m of messages) if (m.role === 'assistant') for (const c of m.tool_calls ?? []) ids.shown.add(c.id);
+    return ids;
+  }
+
+  /** Gives a message's calls their ids, those `answered` shown at once. */
+  assign(d: EventData<'model/message'>, answered: (key: string) => boolean): void {
+    const step = `${d.turn}:${d.step}`;
+    if (step !== this.step) {
+      this.step = step;
+      this.stepIds.clear();
+    }
+    for (const c of d.toolCalls) {
+      const key = callKey(d.turn, d.step, c.id);
+      const taken = (id: string) => this.shown.has(id) || this.stepIds.has(id);
+      let id = c.id;
+      if (taken(id)) {
+        const derived = `${c.id}_t${d.turn}s${d.step}`;
+        id = derived;
+        for (let n = 2; taken(id); n++) id = `${derived}_${n}`;
+        this.renamed.set(key, id);
+      }
+      this.stepIds.add(id);
+      if (answered(key)) this.shown.add(id);
+    }
+  }
+
+  /** A call's id in requests (by callKey, and its own id). */
+  sent(key: string, callId: string): string {
+    return this.renamed.get(key) ?? callId;
+  }
+
+  /** Its call is answered: shown from now on. */
+  answer(key: string, callId: string): void {
+    this.shown.add(this.sent(key, callId));
+  }
+}
+
 // What a conversation holds in the heap, estimated from its shape (the agent's fold
 // cache is bounded by it): text alone undercounts it about three times, since
 // each event keeps its data object, its rendered message and index entries.
@@ -105,6 +164,8 @@ export class Conversation {
   private rendered?: ChatMessage[] = [];
   /** Index in `rendered` of the assistant message that made each call, by callKey. */
   private readonly callMessage = new Map<string, { index: number; entry: Entry & { kind: 'assistant' } }>();
+  /** The ids `rendered` sends calls under; unset after a restore until a call needs one (read from the messages then). */
+  private sentIds?: SentCallIds = new SentCallIds();
   /** Rough size of the text held (kept in checkpoints). */
   approxChars = 0;
   /** Characters of the history's entries (their texts, a user message's input): held within MAX_HELD_HISTORY_CHARS. */
@@ -166,6 +227,7 @@ export class Conversation {
     for (const [k, v] of head.replacements) c.replacements.set(k, v);
     if (head.instructions) c.instructionsMessage = { role: 'system', content: head.instructions };
     c.rendered = messages;
+    c.sentIds = undefined;
     c.unread = history;
     c.heldChars = head.heldChars;
     c.leftOut = head.leftOut;
@@ -234,8 +296,10 @@ export class Conversation {
         this.add({ seq: e.seq, kind: 'tool', data });
         // Its call is now answered: the assistant message that made it shows it.
         const made = this.callMessage.get(key);
-        if (made && this.rendered) this.rendered[made.index] = this.assistantMessage(made.entry.data);
-        else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
+        if (made && this.rendered) {
+          this.liveIds().answer(key, data.callId);
+          this.rendered[made.index] = this.assistantMessage(made.entry.data, this.liveIds());
+        } else if (this.unread) this.rendered = undefined; // a call made before a restore (none is left open at a checkpoint): render again
         break;
       }
       case 'surface/replace': {
@@ -357,36 +421,49 @@ export class Conversation {
     this.rendered = undefined; // render again, once
   }
 
-  private push(out: ChatMessage[], entry: Entry) {
+  /** The ids of the live render's calls. */
+  private liveIds(): SentCallIds {
+    return (this.sentIds ??= SentCallIds.of(this.rendered ?? []));
+  }
+
+  private push(out: ChatMessage[], entry: Entry, ids = this.liveIds()) {
     switch (entry.kind) {
       case 'user':
         if (!this.inputs.has(entry.inputId)) this.readHistory(); // an input taken before a restore (a checkpoint keeps the waiting ones at hand)
         out.push({ role: 'user', content: this.inputs.get(entry.inputId) ?? '' });
         break;
       case 'assistant':
-        for (const c of entry.data.toolCalls) this.callMessage.set(callKey(entry.data.turn, entry.data.step, c.id), { index: out.length, entry });
-        out.push(this.assistantMessage(entry.data));
+        ids.assign(entry.data, (key) => this.answered.has(key));
+        if (ids === this.sentIds)
+          for (const c of entry.data.toolCalls) this.callMessage.set(callKey(entry.data.turn, entry.data.step, c.id), { index: out.length, entry });
+        out.push(this.assistantMessage(entry.data, ids));
         break;
       case 'tool': {
         const d = entry.data;
-        out.push({ role: 'tool', tool_call_id: d.callId, content: d.status === 'error' ? `${TOOL_ERROR_PREFIX}${d.content}` : d.content });
+        out.push({
+          role: 'tool',
+          tool_call_id: ids.sent(callKey(d.turn, d.step, d.callId), d.callId),
+          content: d.status === 'error' ? `${TOOL_ERROR_PREFIX}${d.content}` : d.content,
+        });
         break;
       }
     }
   }
 
-  /** Like push, without recording where calls are (a partial render is not the live one). */
-  private pushDetached(out: ChatMessage[], entry: Entry) {
-    if (entry.kind === 'assistant') out.push(this.assistantMessage(entry.data));
-    else this.push(out, entry);
-  }
-
-  private assistantMessage(d: EventData<'model/message'>): AssistantMessage {
+  private assistantMessage(d: EventData<'model/message'>, ids: SentCallIds): AssistantMessage {
     const calls = d.toolCalls.filter((c) => this.answered.has(callKey(d.turn, d.step, c.id)));
     return {
       role: 'assistant',
       content: d.text === '' && calls.length ? null : d.text,
-      ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+      ...(calls.length
+        ? {
+            tool_calls: calls.map((c) => ({
+              id: ids.sent(callKey(d.turn, d.step, c.id), c.id),
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
+        : {}),
     };
   }
 
@@ -397,7 +474,12 @@ export class Conversation {
   private renderAll(throughSeq = Infinity): ChatMessage[] {
     this.readHistory();
     const partial = throughSeq !== Infinity;
-    if (!partial) this.callMessage.clear();
+    // A partial render (a compaction's range) is not the live one: it records no call's place and gives ids of its own.
+    const ids = new SentCallIds();
+    if (!partial) {
+      this.callMessage.clear();
+      this.sentIds = ids;
+    }
     const out: ChatMessage[] = [];
     const replacements = [...this.replacements].filter(([, r]) => r.seq <= throughSeq).sort(([a], [b]) => a - b);
     let next = 0;
@@ -420,8 +502,7 @@ export class Conversation {
       if (entry.seq > throughSeq) break;
       replaceThrough(entry.seq);
       if (entry.seq > hiddenThrough) {
-        if (partial) this.pushDetached(out, entry);
-        else this.push(out, entry);
+        this.push(out, entry, ids);
       }
     }
     replaceThrough(throughSeq);

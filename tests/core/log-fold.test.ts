@@ -23,6 +23,20 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
   }
   const messages: ChatMessage[] = [];
   let hiddenThrough = -1;
+  // The ids calls are sent under: a call keeps its own unless a call shown before it, or an earlier call of its step, went by it.
+  const shown = new Set<string>();
+  let stepIds = { step: '', ids: new Set<string>() };
+  const sent = new Map<string, string>();
+  const sentId = (d: any, c: { id: string }) => {
+    const key = `${d.turn}:${d.step}:${c.id}`;
+    if (stepIds.step !== `${d.turn}:${d.step}`) stepIds = { step: `${d.turn}:${d.step}`, ids: new Set() };
+    let id = c.id;
+    for (let n = 1; shown.has(id) || stepIds.ids.has(id); n++) id = n === 1 ? `${c.id}_t${d.turn}s${d.step}` : `${c.id}_t${d.turn}s${d.step}_${n}`;
+    stepIds.ids.add(id);
+    if (answered.has(key)) shown.add(id);
+    sent.set(key, id);
+    return id;
+  };
   for (const e of events) {
     const replacement = replacements.get(e.seq);
     if (replacement && e.seq > hiddenThrough) {
@@ -32,18 +46,21 @@ function referenceMessages(events: readonly LogEvent[]): ChatMessage[] {
     if (e.seq <= hiddenThrough) continue;
     if (e.type === 'turn/start') messages.push({ role: 'user', content: inputs.get(anyData(e).inputId) ?? '' });
     else if (e.type === 'model/message') {
-      const calls = anyData(e).toolCalls.filter((c: { id: string }) => answered.has(`${anyData(e).turn}:${anyData(e).step}:${c.id}`));
+      const ids = anyData(e).toolCalls.map((c: { id: string }) => sentId(anyData(e), c));
+      const calls = anyData(e)
+        .toolCalls.map((c: any, i: number) => ({ ...c, sent: ids[i] as string }))
+        .filter((c: { id: string }) => answered.has(`${anyData(e).turn}:${anyData(e).step}:${c.id}`));
       messages.push({
         role: 'assistant',
         content: anyData(e).text === '' && calls.length ? null : anyData(e).text,
         ...(calls.length
-          ? { tool_calls: calls.map((c: any) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+          ? { tool_calls: calls.map((c: any) => ({ id: c.sent, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
           : {}),
       });
     } else if (e.type === 'tool/result') {
       messages.push({
         role: 'tool',
-        tool_call_id: anyData(e).callId,
+        tool_call_id: sent.get(`${anyData(e).turn}:${anyData(e).step}:${anyData(e).callId}`) ?? anyData(e).callId,
         content: anyData(e).status === 'error' ? `Error: ${anyData(e).content}` : anyData(e).content,
       });
     }

@@ -86,7 +86,9 @@ describe('a call id reused across steps', () => {
     ]);
     const messages = buildModelMessages(log);
     const calls = messages.filter((m) => m.role === 'assistant').map((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
-    expect(calls).toEqual([[], ['c1', 'c2'], ['c2'], ['c1']]);
+    // Each call shown once under its id: a reused one after the first goes by an id derived from its step (Anthropic refuses repeats).
+    expect(calls).toEqual([[], ['c1', 'c2'], ['c2_t2s2'], ['c1_t3s1']]);
+    expect(messages.filter((m) => m.role === 'tool').map((m) => (m.role === 'tool' ? m.tool_call_id : ''))).toEqual(['c2', 'c1', 'c2_t2s2', 'c1_t3s1']);
     expect(messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['c2 of step 1', 'c1 of step 1', 'c2 of step 2', 'c1 of step 1']);
     expect(chatMessagesRefusal(messages)).toBeUndefined();
     expectSameEverywhere(log);
@@ -102,10 +104,35 @@ describe('a call id reused across steps', () => {
     const repaired = withSeqs([...open, ...closers]);
     const messages = before.applyAll(repaired.slice(open.length)).messages();
     expect(messages.slice(-2)).toMatchObject([
-      { role: 'assistant', content: 'step 2', tool_calls: [{ id: 'c1' }] },
-      { role: 'tool', tool_call_id: 'c1', content: expect.stringContaining('No result for tool call "clock" (c1) is recorded in this branch') },
+      { role: 'assistant', content: 'step 2', tool_calls: [{ id: 'c1_t1s2' }] },
+      { role: 'tool', tool_call_id: 'c1_t1s2', content: expect.stringContaining('No result for tool call "clock" (c1) is recorded in this branch') },
     ]);
     expect(chatMessagesRefusal(messages)).toBeUndefined();
     expectSameEverywhere(repaired);
+  });
+
+  it('two answered calls with one id are sent under distinct ids, a crafted id never collides, and each result follows its call', () => {
+    // c1 in steps 1, 2 and 3; step 3 also makes a call whose own id is the one step 2's c1 would be given.
+    const log = checkedLog(
+      turn(1, [step(1, 1, ['c1'], ['c1']), step(1, 2, ['c1'], ['c1']), step(1, 3, ['c1', 'c1_t1s2', 'c1_t1s3'], ['c1_t1s3', 'c1', 'c1_t1s2'])]),
+    );
+    const messages = buildModelMessages(log);
+    const sent = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
+    expect(sent).toEqual(['c1', 'c1_t1s2', 'c1_t1s3', 'c1_t1s2_t1s3', 'c1_t1s3_t1s3']);
+    expect(new Set(sent).size).toBe(sent.length);
+    // Each result under its own call's sent id, with that call's content.
+    const results = messages.flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content]] : []));
+    expect(results).toEqual([
+      ['c1', 'c1 of step 1'],
+      ['c1_t1s2', 'c1 of step 2'],
+      ['c1_t1s3_t1s3', 'c1_t1s3 of step 3'],
+      ['c1_t1s3', 'c1 of step 3'],
+      ['c1_t1s2_t1s3', 'c1_t1s2 of step 3'],
+    ]);
+    expect(chatMessagesRefusal(messages)).toBeUndefined();
+    // The same ids built again, continued one event at a time and from a checkpoint at every cut (prompt caching holds).
+    expectSameEverywhere(log);
+    // The log is not rewritten: its events keep their ids.
+    expect(log.filter((e) => e.type === 'tool/result').map((e) => (e.data as { callId: string }).callId)).toEqual(['c1', 'c1', 'c1_t1s3', 'c1', 'c1_t1s2']);
   });
 });
