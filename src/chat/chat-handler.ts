@@ -190,12 +190,26 @@ export function chatHandler(opts: ChatOptions) {
     let sessionId = head.id;
     let inputId: string;
     let afterSeq: number;
+    let turns: AsyncIterableIterator<TurnUpdate> | undefined;
     if (input.trigger === 'submit-message') {
       host.prewarm(head.id, head.eventCount);
-      // The user message's id makes a retried request one send (idempotency key).
-      const sent = await controller.sendMessage(scope, head.id, text!, lastUser?.id ? { key: `chat:${head.id}:${lastUser.id}` } : {});
+      // Subscribed before the message is sent: its turn may start at once, and a step that began before the
+      // subscription streams no text (its answer arrives whole once stored: docs/api.md "Live turns").
+      const before = head.eventCount - 1;
+      const early = await subscribe(scope, res, head.id, before);
+      let sent: Awaited<ReturnType<typeof controller.sendMessage>>;
+      try {
+        // The user message's id makes a retried request one send (idempotency key).
+        sent = await controller.sendMessage(scope, head.id, text!, lastUser?.id ? { key: `chat:${head.id}:${lastUser.id}` } : {});
+      } catch (err) {
+        await early.return?.();
+        throw err;
+      }
       inputId = sent.inputId;
       afterSeq = sent.event.seq;
+      // A retried send names its earlier input: its answer is followed from there, as a resumed one is.
+      if (afterSeq > before) turns = early;
+      else await early.return?.();
     } else {
       // Edit-and-rerun of the answered input: the message named, else the head's last turn.
       const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
@@ -209,7 +223,7 @@ export function chatHandler(opts: ChatOptions) {
       inputId = fork.inputId!;
       afterSeq = fork.cutSeq;
     }
-    await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, afterSeq);
+    await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, turns ?? afterSeq);
   }
 
   /**
@@ -271,25 +285,34 @@ export function chatHandler(opts: ChatOptions) {
     res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
   }
 
-  /** Streams the answer to `inputId` from the log after `afterSeq`, then live, until its turn ends or the client leaves. */
+  /** The session's turn updates after `afterSeq`: from the log, then live. */
+  function subscribe(scope: Scope, res: http.ServerResponse, sessionId: string, afterSeq: number): Promise<AsyncIterableIterator<TurnUpdate>> {
+    const { store, statements } = readsOf(scope, res);
+    const eventCount = async () => (await store.requireSession(sessionId)).eventCount;
+    return live.sessionTurnsAfter(sessionId, afterSeq, eventCount, statements);
+  }
+
+  /**
+   * Streams the answer to `inputId` from the log after `from` (a seq, or the subscription already made from one),
+   * then live, until its turn ends or the client leaves.
+   */
   async function stream(
     res: http.ServerResponse,
     req: http.IncomingMessage,
     scope: Scope,
     meta: { chatId: string; sessionId: string; inputId: string },
-    afterSeq: number,
+    from: number | AsyncIterableIterator<TurnUpdate>,
     continuing?: TurnInProgress,
   ): Promise<void> {
-    const { store, statements } = readsOf(scope, res);
-    let gone = false;
+    const { store } = readsOf(scope, res);
+    let gone = res.destroyed;
     // eslint-disable-next-line prefer-const -- the close handler reads it before the subscription is made
     let turns: AsyncIterableIterator<TurnUpdate> | undefined;
     res.once('close', () => {
       gone = true;
       void turns?.return?.();
     });
-    const eventCount = async () => (await store.requireSession(meta.sessionId)).eventCount;
-    turns = await live.sessionTurnsAfter(meta.sessionId, afterSeq, eventCount, statements);
+    turns = typeof from === 'number' ? await subscribe(scope, res, meta.sessionId, from) : from;
     if (gone) return void (await turns.return?.()); // the client left while it was subscribing
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
     res.flushHeaders();

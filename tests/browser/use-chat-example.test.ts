@@ -139,12 +139,12 @@ describe.each([
     expect(await turnCount(branchId)).toEqual({ turnCount: 2, parent: { id: sessionId } });
 
     // The server dies mid-answer; after a restart the reloaded page says the turn was interrupted.
-    // About 10 s: the kill lands mid-answer.
-    await send(
-      page,
-      'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty\n!slow 500',
-    );
+    // About 10 s: the kill lands mid-answer, since the answer streams from its first word (a POST /chat that
+    // subscribed after its turn started showed the whole answer at its end, and the kill came after it).
+    const counted = 'one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty';
+    await send(page, `${counted}\n!slow 500`);
     await page.locator('article[data-role="assistant"]', { hasText: 'Echo: one' }).waitFor(TIMEOUT);
+    expect((await lastAnswer(page).textContent())!.length).toBeLessThan(`Echo: ${counted}`.length);
     await service!.stop('SIGKILL');
     await startForkline();
     await page.reload();

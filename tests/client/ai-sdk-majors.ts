@@ -7,7 +7,10 @@
 // edge and approval tests on them). The real OpenAI chat model talks to a fake
 // provider speaking the Chat Completions wire format, through the real server:
 // a session's instructions reach the model as its system message, in both
-// modes (ai 7 refuses system messages in `messages` unless they are allowed).
+// modes (ai 7 refuses system messages in `messages` unless they are allowed);
+// a tool's `toModelOutput` is what the log holds and what the model is handed
+// (its raw output, a secret, never reaches the log nor a later request), also
+// for an approved call run after its decision.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,6 +113,81 @@ export function aiSdkMajorCases(major: 6 | 7): void {
         { role: 'system', text: instructions },
         { role: 'system', text: instructions },
       ]);
+    });
+
+    it("stores what a tool's toModelOutput hands the model, not its raw output: later requests never see what it withheld", async () => {
+      const { id, pool, message } = await sessionWith([{ name: 'account' }, { name: 'parts' }, { name: 'counted' }, { name: 'refused' }]);
+      const tools = {
+        account: ai.tool({
+          inputSchema: parameters,
+          execute: async () => ({ owner: 'ada', secret: 'SECRET-4711' }),
+          toModelOutput: () => ({ type: 'text' as const, value: '[withheld]' }),
+        }),
+        parts: ai.tool({
+          inputSchema: parameters,
+          execute: async () => 'SECRET-4711 in the raw output',
+          toModelOutput: () => ({
+            type: 'content' as const,
+            value: [
+              { type: 'text' as const, text: 'first part' },
+              { type: 'text' as const, text: 'second part' },
+            ],
+          }),
+        }),
+        counted: ai.tool({
+          inputSchema: parameters,
+          execute: async ({ n }) => ({ n, secret: 'SECRET-4711' }),
+          toModelOutput: ({ output }) => ({ type: 'json' as const, value: { n: (output as { n: number }).n } }),
+        }),
+        refused: ai.tool({
+          inputSchema: parameters,
+          execute: async () => 'SECRET-4711',
+          toModelOutput: () => ({ type: 'error-text' as const, value: 'not for you' }),
+        }),
+      };
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+      const results = (await events(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
+      expect(results).toEqual([
+        ['account', 'ok', '[withheld]'],
+        ['parts', 'ok', 'first part\nsecond part'],
+        ['counted', 'ok', '{"n":1}'],
+        ['refused', 'error', 'not for you'],
+      ]);
+      // The model was handed in the turn what the log holds (a later request, or a fork, is built from the log).
+      const handed = requests
+        .get(message)![1]
+        .filter((m) => m.role === 'tool')
+        .map((m) => m.text);
+      expect(handed).toEqual(results.map((r) => r[2]));
+
+      // The next turn's request, built from the log, has none of it either.
+      const next = JSON.stringify({ calls: [], n: sessionNo });
+      await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: next } });
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+      expect(requests.get(next)).toHaveLength(1);
+      expect(JSON.stringify([...requests.get(message)!, ...requests.get(next)!])).not.toContain('SECRET-4711');
+    });
+
+    it("stores an approved call's toModelOutput when it runs after the decision", async () => {
+      const { id, pool, message } = await sessionWith([{ name: 'account' }]);
+      const tools = {
+        account: ai.tool({
+          inputSchema: parameters,
+          needsApproval: true,
+          execute: async () => ({ owner: 'ada', secret: 'SECRET-4711' }),
+          toModelOutput: () => ({ type: 'text' as const, value: '[withheld]' }),
+        }),
+      };
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+      const callId = `call_${sessionNo}_0`;
+      await app.ok(`mutation($id: ID!, $call: ID!) { approveToolCall(input: {sessionId: $id, callId: $call}) { status } }`, { id, call: callId });
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: model(), tools, mode }));
+      const log = await events(id);
+      expect(log.filter((e) => e.type === 'tool/result').map((e) => [e.data.callId, e.data.status, e.data.content])).toEqual([[callId, 'ok', '[withheld]']]);
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      const last = requests.get(message)!.at(-1)!;
+      expect(last.filter((m) => m.role === 'tool').map((m) => m.text)).toEqual(['[withheld]']);
+      expect(JSON.stringify(requests.get(message))).not.toContain('SECRET-4711');
     });
   });
 }

@@ -6,7 +6,8 @@
 // model is wrapped (wrapLanguageModel) so the step's start is stored before
 // the model is called and its message with the tool calls before any tool
 // runs (the stream's tool calls are held back until then); each tool's
-// `execute` is wrapped to store its result as soon as it returns. The tools
+// `execute` is wrapped to store its result as soon as it returns (what its
+// `toModelOutput` hands the model, and the model is handed the stored text). The tools
 // are declared with their effects first (declareRunnerTools). Text deltas
 // stream to sessionTurns subscribers as they come.
 //
@@ -224,26 +225,89 @@ async function notStarted(reason: unknown, record: (outcome: ToolResultContent) 
 
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
 
+/** What a tool's `toModelOutput` answers (the AI SDK's ToolResultOutput, as far as the adapter reads it). */
+interface ModelOutput {
+  type: string;
+  value?: unknown;
+  reason?: string;
+}
+
+/**
+ * A tool's output as the result the log holds, which is what the model is
+ * handed (writingTools): the tool's `toModelOutput` when it has one (what it
+ * keeps from the model is never stored: every later request and fork is built
+ * from the log), else the output itself. A result's content is text
+ * (docs/contract.md): `json` is stored as JSON, `content` as its text parts,
+ * each part that is not text (an image, a file) as a note saying it was left
+ * out; `error-text`, `error-json` and `execution-denied` are `error` results.
+ */
+async function modelOutputContent(t: ToolSet[string], call: { id: string; input: unknown }, output: unknown, maxBytes: number): Promise<ToolResultContent> {
+  if (!t.toModelOutput) return toolResultContent(output, maxBytes);
+  let shown: ModelOutput;
+  try {
+    shown = (await t.toModelOutput({ toolCallId: call.id, input: call.input, output })) as ModelOutput;
+  } catch (err) {
+    return { status: 'error', content: `the tool ran, but its toModelOutput failed (${errorText(err)}): its output is not recorded` };
+  }
+  const error = (content: ToolResultContent) => ({ ...content, status: 'error' as const });
+  switch (shown?.type) {
+    case 'text':
+      return toolResultContent(String(shown.value ?? ''), maxBytes);
+    case 'json':
+      return toolResultContent(shown.value, maxBytes);
+    case 'error-text':
+      return error(toolResultContent(String(shown.value ?? ''), maxBytes));
+    case 'error-json':
+      return error(toolResultContent(shown.value, maxBytes));
+    case 'execution-denied':
+      return error(toolResultContent(shown.reason ?? 'Tool call execution denied.', maxBytes));
+    case 'content': {
+      const parts = Array.isArray(shown.value) ? (shown.value as Array<{ type?: unknown; text?: unknown; mediaType?: unknown }>) : [];
+      const texts = parts.map((p) =>
+        p?.type === 'text'
+          ? String(p.text ?? '')
+          : `[a ${String(p?.type)} part${typeof p?.mediaType === 'string' ? ` (${p.mediaType})` : ''} was left out: a recorded result is text]`,
+      );
+      return toolResultContent(texts.join('\n'), maxBytes);
+    }
+    default:
+      return { status: 'error', content: `the tool ran, but its toModelOutput answered an output of type ${JSON.stringify(shown?.type)}: it is not recorded` };
+  }
+}
+
+/**
+ * A stored result as the AI SDK hands it to the model (the tool's `toModelOutput` in writingTools): the log's text,
+ * as text (an `error-text` output reaches the model wrapped, `{"error": …}`, with @ai-sdk/openai 4).
+ */
+const handedOutput = (result: ToolResultContent) => ({ type: 'text' as const, value: result.content });
+
 /**
  * The tools with each `execute` storing its result (ok, or error with the
  * failure) as soon as it returns. An output that is not JSON, or over the
  * runner's maxResultBytes, is an `error` result saying the tool ran. An
  * `execute` that streams (an async iterable: preliminary outputs, then the
  * final one) is handed to the SDK as one, so it runs, and its result is its
- * last output. A tool the session asks a decision for (approvalRequired)
- * needs approval as one the app marked (`needsApproval`).
+ * last output. What is stored is the tool's `toModelOutput` of it
+ * (modelOutputContent), and the model is handed exactly that text: the tool's
+ * `toModelOutput` is replaced by the stored result. A tool the session asks a
+ * decision for (approvalRequired) needs approval as one the app marked
+ * (`needsApproval`).
  */
 function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest): ToolSet {
   return Object.fromEntries(
     Object.entries(tools).map(([name, t]) => {
       const execute = t.execute;
       if (!execute) return [name, t];
+      /** Each call's stored result, which its `toModelOutput` hands the model. */
+      const stored = new Map<string, ToolResultContent>();
       const wrapped: typeof execute = (input, options) => {
         const call = { id: options.toolCallId, name };
         const record = async (outcome: ToolResultContent) => {
           answered.add(call.id);
+          stored.set(call.id, outcome);
           await turn.result(call, outcome.status, outcome.content);
         };
+        const shown = (output: unknown) => modelOutputContent(t, { id: call.id, input }, output, turn.session.maxResultBytes);
         // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
         if (options.abortSignal?.aborted) return notStarted(options.abortSignal.reason, record);
         const failed = async (err: unknown): Promise<never> => {
@@ -265,17 +329,24 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
             } catch (err) {
               return failed(err);
             }
-            await record(toolResultContent(last, turn.session.maxResultBytes));
+            await record(await shown(last));
           })();
         }
         return Promise.resolve(output).then(async (value) => {
-          const outcome = toolResultContent(value, turn.session.maxResultBytes);
+          const outcome = await shown(value);
           await record(outcome);
-          // The model reads what the log holds: an output that could not be stored is the error that says so.
-          return outcome.status === 'ok' ? value : outcome.content;
+          // An output the log cannot hold (not JSON, too big) goes no further: the SDK sees the error that says so.
+          return outcome.status === 'error' && !t.toModelOutput ? outcome.content : value;
         }, failed);
       };
-      return [name, { ...t, execute: wrapped, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
+      // The model reads what the log holds (an output that could not be stored: the error that says so), never the raw output.
+      const toModelOutput = async (options: { toolCallId: string; input: unknown; output: unknown }) => {
+        const result = stored.get(options.toolCallId);
+        return handedOutput(
+          result ?? (await modelOutputContent(t, { id: options.toolCallId, input: options.input }, options.output, turn.session.maxResultBytes)),
+        );
+      };
+      return [name, { ...t, execute: wrapped, toModelOutput, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
     }),
   ) as ToolSet;
 }
@@ -284,7 +355,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
  * A call of the open step taken up after a person's decision (settleOpenCalls),
  * run outside the SDK's loop: its input checked against the tool's schema, its
  * `execute` run (a streaming one to its last output), its output stored as
- * the SDK's own runs are.
+ * the SDK's own runs are (its `toModelOutput`: what the model will be handed).
  */
 async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
   const t = tools[call.name];
@@ -301,7 +372,7 @@ async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerS
       for await (const o of output) last = o;
       output = last;
     }
-    return toolResultContent(output, session.maxResultBytes);
+    return await modelOutputContent(t, { id: call.id, input }, output, session.maxResultBytes);
   } catch (err) {
     return { status: 'error', content: `tool failed: ${errorText(err)}` };
   }
