@@ -23,7 +23,7 @@
 // Cost: the order is recency, not rank, so that a page never ranks
 // every match, and a page reads a bounded number of rows whatever the corpus
 // and whatever other tenants wrote last (candidates(), below). Migration
-// 2026122007_event_tenant_recency indexes the searchable events by (tenant,
+// 20261220070001_event_tenant_recency indexes the searchable events by (tenant,
 // createdAt, sessionId, seq) (Event.tenant, the session's): a common word's
 // page walks its tenant's rows newest first and stops after its page, so
 // another tenant's fresh burst is not in its way; a rare word's few matches
