@@ -90,4 +90,82 @@ describe('AG-UI with a call id reused across steps', () => {
     // The same rule as the model request (docs/contract.md): the derived id names its turn and step.
     expect(second[0]).toBe('call_0_t1s2');
   });
+
+  it('an external runner reusing an id: the live call, its result and its approval interrupt go by the client id, and a resume naming it decides the call', async () => {
+    const { createSession } = await app.ok(`mutation($i: CreateSessionInput!) { createSession(input: $i) { id } }`, {
+      i: { title: 'ext', runner: 'ext', approvalRequired: ['note'] },
+    });
+    const id = createSession.id as string;
+    const count = async () => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id })).session.eventCount as number;
+    const append = async (evs: Array<[string, unknown]>) => {
+      const r = await app.gql(`mutation($i: AppendEventsInput!) { appendEvents(input: $i) { session { eventCount } } }`, {
+        i: { sessionId: id, leaseToken: token, expectedEventCount: await count(), events: evs.map(([type, data]) => ({ type, data })) },
+      });
+      expect(r.errors).toBeUndefined();
+    };
+    const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "first"}) { inputId } }`, { id });
+    const token = (await app.ok(`mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1"}) { lease { token } } }`, { id })).claimSession.lease
+      .token as number;
+    // Turn 1 calls `c1` (answered).
+    await append([
+      ['inbox/remove', { inputId: sendMessage.inputId, reason: 'taken' }],
+      ['turn/start', { turn: 1, inputId: sendMessage.inputId }],
+      ['step/start', { turn: 1, step: 1 }],
+      ['model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{"n":1}', effect: 'read-only' }] }],
+      ['tool/result', { turn: 1, step: 1, callId: 'c1', resultId: 'r1', status: 'ok', content: 'one', name: 'clock' }],
+      ['step/end', { turn: 1, step: 1, reason: 'completed' }],
+      ['turn/end', { turn: 1, reason: 'completed' }],
+    ]);
+
+    const post = async (body: Record<string, unknown>) => {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ threadId: id, state: {}, tools: [], context: [], forwardedProps: {}, messages: [], ...body }),
+      });
+      return (await res.text())
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
+    };
+    const eventsOf = async () => app.services.store.log.page(id, -1, 1000);
+    const waitFor = async (type: string) => {
+      for (let i = 0; i < 400 && !(await eventsOf()).some((e) => e.type === type); i++) await new Promise((r) => setTimeout(r, 25));
+    };
+
+    // Turn 2 (the AG-UI run's) calls `c1` again, a tool that needs approval.
+    const first = post({ runId: 'ext-1', messages: [{ id: 'm2', role: 'user', content: 'second' }] });
+    await waitFor('plugin/agui/run');
+    const input = (await eventsOf()).filter((e) => e.type === 'inbox/add').at(-1)!.data as { inputId: string };
+    await append([
+      ['inbox/remove', { inputId: input.inputId, reason: 'taken' }],
+      ['turn/start', { turn: 2, inputId: input.inputId }],
+      ['step/start', { turn: 2, step: 1 }],
+      ['model/message', { turn: 2, step: 1, text: '', toolCalls: [{ id: 'c1', name: 'note', arguments: '{"n":2}', effect: 'read-only' }] }],
+      ['tool/approval-request', { turn: 2, step: 1, callId: 'c1' }],
+    ]);
+    const run1 = await first;
+    const snapshot = run1.find((e) => e.type === 'MESSAGES_SNAPSHOT')!;
+    expect(snapshot.messages.find((m: any) => m.role === 'tool')).toMatchObject({ toolCallId: 'c1', content: 'one' });
+    expect(run1.filter((e) => e.type.startsWith('TOOL_CALL_')).map((e) => [e.type, e.toolCallId])).toEqual([
+      ['TOOL_CALL_START', 'c1_t2s1'],
+      ['TOOL_CALL_ARGS', 'c1_t2s1'],
+      ['TOOL_CALL_END', 'c1_t2s1'],
+    ]);
+    const [interrupt] = run1.at(-1)!.outcome.interrupts;
+    expect(interrupt).toMatchObject({ id: 'c1_t2s1', toolCallId: 'c1_t2s1' });
+
+    // The resume names the client id; the log records the decision on the call's own id.
+    const second = post({ runId: 'ext-2', resume: [{ interruptId: interrupt.id, status: 'resolved', payload: { approved: true } }] });
+    await waitFor('tool/approval');
+    expect((await eventsOf()).find((e) => e.type === 'tool/approval')!.data).toMatchObject({ callId: 'c1', decision: 'approved' });
+    await append([
+      ['tool/result', { turn: 2, step: 1, callId: 'c1', resultId: 'r2', status: 'ok', content: 'two', name: 'note' }],
+      ['step/end', { turn: 2, step: 1, reason: 'completed' }],
+      ['turn/end', { turn: 2, reason: 'completed' }],
+    ]);
+    const run2 = await second;
+    expect(run2.find((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: 'c1_t2s1', content: 'two' });
+    expect(run2.at(-1)!.type).toBe('RUN_FINISHED');
+  });
 });
