@@ -276,7 +276,7 @@ export function aguiHandler(opts: AguiOptions) {
     const callIdOf = new Map<string, string>();
     for (const e of await snapshotHistory(store.log, session.id)) {
       const d = dataOf(e, 'model/message');
-      if (!d) continue;
+      if (!d || e.seq >= session.eventCount) continue; // a later one reaches the run's stream (below), given its id there
       ids.message(d);
       if (d.turn === open.turn) for (const c of d.toolCalls) callIdOf.set(ids.of(d.turn, d.step, c.id), c.id);
     }
