@@ -2,13 +2,36 @@
 // HTTP side (agui-handler.ts) feeds a RunTranslator what the log and the turn
 // relay deliver, in any interleaving, and writes what it emits.
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
-import type { LogEvent } from '../core/events.ts';
+import type { EventData, LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf, fieldOf, otherThanCore } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { callKey, SentCallIds } from '../core/model-request.ts';
 
 /** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
 export const assistantMessageId = (turn: number, step: number) => `msg_${turn}_${step}`;
 export const stepName = (step: number) => `step ${step}`;
+
+/**
+ * The ids a client is shown calls under. AG-UI clients key a tool call by its
+ * id, but a log may reuse one in a later step (docs/contract.md#append-rules):
+ * a call keeps its id unless a call shown before it was given that id, then it
+ * goes by `<id>_t<turn>s<step>`, the rule of the model request
+ * (core/model-request.ts SentCallIds), every call shown as it is made. One
+ * instance follows a client's view: the snapshot, then its run (docs/agui.md).
+ */
+export class ClientCallIds {
+  private readonly ids = new SentCallIds();
+
+  /** Gives a message's calls their ids (in log order). */
+  message(d: EventData<'model/message'>): void {
+    this.ids.assign(d, () => true);
+  }
+
+  /** The client id of a call of that turn and step. */
+  of(turn: number, step: number, callId: string): string {
+    return this.ids.sent(callKey(turn, step, callId), callId);
+  }
+}
 
 /**
  * The conversation of a log as AG-UI messages: user inputs as their turns take
@@ -16,9 +39,10 @@ export const stepName = (step: number) => `step ${step}`;
  * purpose: that is what the *model* reads (compacted ranges replaced by their
  * summary, unanswered calls dropped, OpenAI chat shape); a UI's snapshot is
  * what the *user* saw, every message with an id that stays the same in a fork
- * and each result's status.
+ * and each result's status. Calls go by their client ids (`ids`, which a run
+ * then goes on with).
  */
-export function messagesOf(events: Iterable<LogEvent>): Message[] {
+export function messagesOf(events: Iterable<LogEvent>, ids = new ClientCallIds()): Message[] {
   const inputs = new Map<string, string>();
   const out: Message[] = [];
   for (const e of events) {
@@ -33,19 +57,32 @@ export function messagesOf(events: Iterable<LogEvent>): Message[] {
         break;
       case 'model/message': {
         const d = ev.data;
+        ids.message(d);
         out.push({
           id: assistantMessageId(d.turn, d.step),
           role: 'assistant',
           ...(d.text ? { content: d.text } : {}),
           ...(d.toolCalls.length
-            ? { toolCalls: d.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+            ? {
+                toolCalls: d.toolCalls.map((c) => ({
+                  id: ids.of(d.turn, d.step, c.id),
+                  type: 'function' as const,
+                  function: { name: c.name, arguments: c.arguments },
+                })),
+              }
             : {}),
         });
         break;
       }
       case 'tool/result': {
         const d = ev.data;
-        out.push({ id: d.resultId, role: 'tool', toolCallId: d.callId, content: d.content, ...(d.status !== 'ok' ? { error: d.status } : {}) });
+        out.push({
+          id: d.resultId,
+          role: 'tool',
+          toolCallId: ids.of(d.turn, d.step, d.callId),
+          content: d.content,
+          ...(d.status !== 'ok' ? { error: d.status } : {}),
+        });
         break;
       }
       // No message of their own: brackets, settings, markers, and replacements
@@ -104,6 +141,8 @@ export class RunTranslator {
     private readonly emit: (event: BaseEvent) => void,
     /** A run that resumes a turn after its interrupt (docs/agui.md): that turn, followed from the decision on. */
     resumedTurn?: number,
+    /** The client ids of the calls the client was shown before the run (its snapshot's, messagesOf). */
+    private readonly ids = new ClientCallIds(),
   ) {
     if (resumedTurn !== undefined) this.begin(resumedTurn);
   }
@@ -153,16 +192,26 @@ export class RunTranslator {
         }
         this.closeText();
         this.answered.add(d.step);
+        this.ids.message(d);
         for (const c of d.toolCalls) {
-          this.emit({ type: EventType.TOOL_CALL_START, toolCallId: c.id, toolCallName: c.name, parentMessageId: messageId });
-          if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId: c.id, delta: c.arguments });
-          this.emit({ type: EventType.TOOL_CALL_END, toolCallId: c.id });
+          const toolCallId = this.ids.of(d.turn, d.step, c.id);
+          this.emit({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName: c.name, parentMessageId: messageId });
+          if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: c.arguments });
+          this.emit({ type: EventType.TOOL_CALL_END, toolCallId });
         }
         break;
       }
-      case 'tool/result':
-        this.emit({ type: EventType.TOOL_CALL_RESULT, messageId: ev.data.resultId, toolCallId: ev.data.callId, content: ev.data.content, role: 'tool' });
+      case 'tool/result': {
+        const d = ev.data;
+        this.emit({
+          type: EventType.TOOL_CALL_RESULT,
+          messageId: d.resultId,
+          toolCallId: this.ids.of(d.turn, d.step, d.callId),
+          content: d.content,
+          role: 'tool',
+        });
         break;
+      }
       case 'step/end':
         this.endStep(ev.data.step);
         break;
@@ -182,8 +231,8 @@ export class RunTranslator {
         break;
       }
       case 'tool/approval-request': {
-        // The run pauses: AG-UI's interrupt outcome; a run with `resume` answers it (docs/agui.md).
-        const call = ev.data.callId;
+        // The run pauses: AG-UI's interrupt outcome; a run with `resume` answers it (docs/agui.md), naming the call by its client id.
+        const call = this.ids.of(ev.data.turn, ev.data.step, ev.data.callId);
         this.closeText();
         this.finished = true;
         this.emit({

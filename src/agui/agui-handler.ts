@@ -23,7 +23,7 @@ import { StatementAbandonedError, StatementTimeoutError, type StatementScope } f
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
-import { messagesOf, RunTranslator } from './agui-events.ts';
+import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
 
 /** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
@@ -238,11 +238,13 @@ export function aguiHandler(opts: AguiOptions) {
       });
       markStarted();
       // The thread before the run's turn, and the run's message; the stream brings the rest.
-      const messages: Message[] = messagesOf(turnStart ? history.filter((e) => e.seq < turnStart.seq) : history);
+      // The run's calls go on from the snapshot's client ids (docs/agui.md: a reused call id).
+      const ids = new ClientCallIds();
+      const messages: Message[] = messagesOf(turnStart ? history.filter((e) => e.seq < turnStart.seq) : history, ids);
       if (!messages.some((m) => m.id === sent.inputId)) messages.push({ id: sent.inputId, role: 'user', content: text });
       send({ type: EventType.MESSAGES_SNAPSHOT, messages });
 
-      const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send);
+      const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send, undefined, ids);
       await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${sessionId} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {
@@ -269,6 +271,15 @@ export function aguiHandler(opts: AguiOptions) {
     const session = await store.requireSession(input.threadId);
     const { open } = await store.log.openTailFolded(session.id, session.eventCount - 1);
     if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
+    // The interrupts named calls by their client ids: the thread's calls are given them again, by the same rule.
+    const ids = new ClientCallIds();
+    const callIdOf = new Map<string, string>();
+    for (const e of await snapshotHistory(store.log, session.id)) {
+      const d = dataOf(e, 'model/message');
+      if (!d || e.seq >= session.eventCount) continue; // a later one reaches the run's stream (below), given its id there
+      ids.message(d);
+      if (d.turn === open.turn) for (const c of d.toolCalls) callIdOf.set(ids.of(d.turn, d.step, c.id), c.id);
+    }
     const turns = live.sessionTurns(session.id);
     const events = live.sessionEvents(session.id, session.eventCount - 1, statements);
     try {
@@ -277,12 +288,12 @@ export function aguiHandler(opts: AguiOptions) {
         const payload = resumePayloadSchema.safeParse(entry.payload ?? {});
         const approved = entry.status === 'resolved' && payload.success && payload.data.approved;
         const reason = (payload.success ? payload.data.reason : undefined) ?? (entry.status === 'cancelled' ? 'the client cancelled the interrupt' : '');
-        return { callId: entry.interruptId, decision: approved ? ('approved' as const) : ('denied' as const), reason, by };
+        return { callId: callIdOf.get(entry.interruptId) ?? entry.interruptId, decision: approved ? ('approved' as const) : ('denied' as const), reason, by };
       });
       if (decisions.length) await controller.decideToolCalls(scope, session.id, decisions);
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();
-      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn);
+      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn, ids);
       await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${session.id} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {

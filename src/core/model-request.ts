@@ -21,7 +21,7 @@ type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
  * a later step is another call, answered only by a result of that step (turn
  * and step are integers: the key reads back one way).
  */
-const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}:${callId}`;
+export const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}:${callId}`;
 
 /**
  * The ids a render sends calls under. A request must not hold two calls with
@@ -31,9 +31,10 @@ const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}
  * step, was sent under it; then it goes by `<id>_t<turn>s<step>` (`_<n>` added
  * while that is taken too). The choice depends only on what is rendered before
  * the call, so a request built again, or continued, sends the same ids. Its
- * result follows it (the tool message's tool_call_id).
+ * result follows it (the tool message's tool_call_id). AG-UI gives clients the
+ * same ids (agui/agui-events.ts), every call shown as it is made.
  */
-class SentCallIds {
+export class SentCallIds {
   /** Ids of the calls shown (answered) in the render so far. */
   private readonly shown = new Set<string>();
   /** The step of the last message with calls, and the ids its calls were given. */
