@@ -12,6 +12,8 @@ import { UNSTORABLE_TEXT } from '../../core/input-rules.ts';
  * bound in the codec.
  */
 const variablesReason = (value: unknown) => unstorableReason(value, Infinity, true);
+/** unstorableReason's answer for too many values: built once, compared on every operation. */
+const TOO_MANY_VALUES = tooManyValues(MAX_JSON_VALUES);
 
 // Per document: yoga's parse cache hands out the same document for the same text.
 const literalChecked = new WeakMap<DocumentNode, boolean>();
@@ -37,7 +39,7 @@ const rejection = (message: string) => ({
 /** Why the request is refused before it runs, or undefined. */
 function refusal(args: { document: DocumentNode; variableValues?: unknown }): string | undefined {
   const reason = variablesReason(args.variableValues);
-  if (reason === tooManyValues(MAX_JSON_VALUES)) return `variables: ${reason}: send fewer events or values per request`;
+  if (reason === TOO_MANY_VALUES) return `variables: ${reason}: send fewer events or values per request`;
   return reason !== undefined || hasUnstorableLiteral(args.document) ? `strings ${UNSTORABLE_TEXT}` : undefined;
 }
 
