@@ -29,11 +29,12 @@ export async function benchAppend({ store, db }: BenchContext) {
       const params: unknown[] = [];
       for (let j = 0; j < batch; j++) {
         const p = params.length;
-        values.push(`($${p + 1}, $${p + 2}, $${p + 1}, $${p + 3}, $${p + 4})`);
+        values.push(`($${p + 1}, $${p + 2}, $${p + 1}, $${p + 3}, $${p + 4}, $${p + 5})`);
         const e = payload(i + j);
-        params.push(sessionId, i + j, e.type, JSON.stringify(e.data));
+        params.push(sessionId, i + j, e.type, JSON.stringify(e.data), scope.tenant);
       }
-      await db.pool.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data) VALUES ${values.join(',')}`, params);
+      // The same rows as the store's: an event carries its session's tenant (search scopes by it).
+      await db.pool.query(`INSERT INTO "Event" ("sessionId", seq, "treeId", type, data, tenant) VALUES ${values.join(',')}`, params);
     }
   };
   // Empty logs (a root session is its own tree): the raw rows start at seq 0.
