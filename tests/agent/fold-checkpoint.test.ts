@@ -114,11 +114,12 @@ describe('cold start from a fold checkpoint', () => {
     const BOUND = 32 * 2 ** 20;
     const garbageJson = zlib.gzipSync('{"v":2,"state":{"nextSeq":1}\n[not json');
     const notASnapshot = () => garbageJson;
-    // Format 3 kept answered calls by bare id: its rendered messages may answer a reused id's later call with an earlier step's result.
-    const formatThree = (b: Buffer) => {
+    // Format 3 kept answered calls by bare id: its rendered messages may answer a reused id's later call with an earlier step's result;
+    // format 4's may send a call under an id no provider takes (before wire ids).
+    const olderFormat = (v: number) => (b: Buffer) => {
       const text = zlib.gunzipSync(b).toString('utf8');
-      expect(text.startsWith('{"v":4,')).toBe(true);
-      return zlib.gzipSync(text.replace('{"v":4,', '{"v":3,'));
+      expect(text.startsWith('{"v":5,')).toBe(true);
+      return zlib.gzipSync(text.replace('{"v":5,', `{"v":${v},`));
     };
     it.each([
       ['its state truncated', 'state', (b: Buffer) => b.subarray(0, Math.floor(b.length / 2))],
@@ -127,7 +128,8 @@ describe('cold start from a fold checkpoint', () => {
       ['its state a decompression bomb past the bound', 'state', () => zlib.gzipSync(Buffer.alloc(BOUND + 2 ** 20, 0x20), { level: 9 })],
       ['its history a decompression bomb past the bound', 'history', () => zlib.gzipSync(Buffer.alloc(BOUND + 2 ** 20, 0x20), { level: 9 })],
       ['its state whole gzip of what is not a snapshot', 'state', notASnapshot],
-      ['its state of format 3 (calls by bare id, before ids reused across steps were told apart)', 'state', formatThree],
+      ['its state of format 3 (calls by bare id, before ids reused across steps were told apart)', 'state', olderFormat(3)],
+      ['its state of format 4 (calls by their own ids, before wire ids)', 'state', olderFormat(4)],
     ] as const)('%s: the turn replays the log and is answered as a full replay answers it', async (_name, column, damage) => {
       let app = await open(0, BOUND);
       const cp = await app.services.store.foldCheckpoints.nearest(id);

@@ -15,6 +15,7 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolCallPart } from '@ai-sdk/provider';
 import { TOOL_ERROR_PREFIX, type ChatMessage, type ToolDefinition } from '../../core/chat.ts';
 import { MAX_JSON_DEPTH } from '../../core/storable.ts';
+import { wireToolName } from '../../core/wire-names.ts';
 
 export interface PromptOptions {
   /**
@@ -90,7 +91,8 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
           ...(m.tool_calls ?? []).map((c): LanguageModelV3ToolCallPart => ({
             type: 'tool-call',
             toolCallId: c.id,
-            toolName: c.function.name,
+            // Ids are wire ids already (the conversation sends them so); names as the tools were offered (core/wire-names.ts).
+            toolName: wireToolName(c.function.name),
             input: toolInput(c.function.arguments),
           })),
         ],
@@ -103,7 +105,7 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
           {
             type: 'tool-result',
             toolCallId: m.tool_call_id,
-            toolName: toolNameOf(messages, i, m.tool_call_id),
+            toolName: wireToolName(toolNameOf(messages, i, m.tool_call_id)),
             // The whole text either way: what the model reads does not change with the provider.
             output: error ? { type: 'error-text', value: m.content } : { type: 'text', value: m.content },
           },
@@ -152,6 +154,7 @@ function toolNameOf(messages: readonly ChatMessage[], i: number, callId: string)
   return 'unknown';
 }
 
+/** The tools a request offers, under their wire names (core/wire-names.ts: the adapter reads its answer's names back). */
 export function toTools(tools: readonly ToolDefinition[]): LanguageModelV3FunctionTool[] {
-  return tools.map((t) => ({ type: 'function', name: t.name, description: t.description, inputSchema: t.parameters }));
+  return tools.map((t) => ({ type: 'function', name: wireToolName(t.name), description: t.description, inputSchema: t.parameters }));
 }
