@@ -2,10 +2,7 @@
 // the log keeps as it came, and the form a request sends, which every provider
 // takes, never two originals in one form, derived from the original alone.
 import { describe, expect, it } from 'vitest';
-import { Conversation } from '../../src/core/model-request.ts';
-import type { NewEvent } from '../../src/core/events.ts';
 import { WIRE_ID, WIRE_TOOL_NAME, WireToolNames, wireId, wireIdWith, wireToolName } from '../../src/core/wire-names.ts';
-import { withSeqs } from '../spec/reference-log.ts';
 
 /** The providers' own rules (tests/helpers/provider-rules.ts has where each comes from). */
 const RULES = {
@@ -87,43 +84,5 @@ describe('WireToolNames', () => {
     expect(names.toolOf('read_file')).toBe('read_file');
     // A name no tool of the request has: the model's own (an unknown tool).
     expect(names.toolOf('made.up')).toBe('made.up');
-  });
-});
-
-describe('a conversation of hostile ids and names', () => {
-  it('sends every call once, under a wire id, each result after its own call', () => {
-    const step = (n: number, calls: Array<[string, string]>): NewEvent[] => [
-      { type: 'step/start', data: { turn: 1, step: n } },
-      { type: 'model/message', data: { turn: 1, step: n, text: '', toolCalls: calls.map(([id, name]) => ({ id, name, arguments: '{}' })) } },
-      ...calls.map(
-        ([id], i): NewEvent => ({ type: 'tool/result', data: { turn: 1, step: n, callId: id, resultId: `r_${n}_${i}`, status: 'ok', content: `${id} of ${n}` } }),
-      ),
-      { type: 'step/end', data: { turn: 1, step: n, reason: 'completed' } },
-    ];
-    const a = 'a b';
-    const log: NewEvent[] = [
-      { type: 'inbox/add', data: { inputId: 'in_1', text: 'go' } },
-      { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
-      { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
-      ...step(1, [
-        [a, 'fs__files.read'],
-        ['k'.repeat(150), 'mystery tool'],
-        [wireId(a), 'clock'],
-      ]),
-      ...step(2, [['x'.repeat(38), 'clock']]),
-      ...step(3, [['x'.repeat(38), 'clock']]),
-      ...step(4, [[a, 'clock']]),
-    ];
-    const messages = new Conversation().applyAll(withSeqs(log)).messages();
-    const sent = messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
-    expect(sent).toHaveLength(6);
-    expect(new Set(sent).size).toBe(6);
-    for (const id of sent) expect(idTaken(id)).toBe(true);
-    // Each result follows its call, under its id, with its own text.
-    const results = messages.flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content]] : []));
-    expect(results.map(([id]) => id)).toEqual(sent);
-    expect(results.map(([, content]) => content)).toEqual([a, 'k'.repeat(150), wireId(a), 'x'.repeat(38), 'x'.repeat(38), a].map((id, i) => `${id} of ${[1, 1, 1, 2, 3, 4][i]}`));
-    // The conversation keeps the names as the log has them: a request sends their wire forms (agent/models/prompt.ts).
-    expect(messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.function.name) : []))).toContain('fs__files.read');
   });
 });
