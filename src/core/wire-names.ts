@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
  * Anthropic a `tool_use.id` outside `^[a-zA-Z0-9_-]+$`.
  */
 export const WIRE_ID = /^[a-zA-Z0-9_-]{1,40}$/;
-export const WIRE_ID_MAX = 40;
+const WIRE_ID_MAX = 40;
 
 /**
  * A tool name every provider takes: OpenAI's function names are
