@@ -13,14 +13,14 @@ afterEach(() => {
 describe('SchemaValidators', () => {
   it("a schema whose $id another schema of the server had is checked by its own content; one that does not compile is not compiled again", () => {
     const validators = new SchemaValidators();
-    const asNumber = validators.check({ $id: 'urn:same', type: 'object', properties: { n: { type: 'number' } } });
-    const asString = validators.check({ $id: 'urn:same', type: 'object', properties: { n: { type: 'string' } } });
+    const asNumber = validators.check({ $id: 'https://example.com/same.json', type: 'object', properties: { n: { type: 'number' } } });
+    const asString = validators.check({ $id: 'https://example.com/same.json', type: 'object', properties: { n: { type: 'string' } } });
     expect(asNumber({ n: 1 }).valid).toBe(true);
     expect(asNumber({ n: 'a' }).valid).toBe(false);
     expect(asString({ n: 'a' }).valid).toBe(true);
     expect(asString({ n: 1 }).valid).toBe(false);
     // The same content again: the same check.
-    expect(validators.check({ $id: 'urn:same', type: 'object', properties: { n: { type: 'number' } } })).toBe(asNumber);
+    expect(validators.check({ $id: 'https://example.com/same.json', type: 'object', properties: { n: { type: 'number' } } })).toBe(asNumber);
     const compile = vi.spyOn(Ajv.prototype, 'compile');
     const broken = { type: 'object', properties: { a: { $ref: '#/definitions/nowhere' } } };
     expect(() => validators.check(broken)).toThrow();

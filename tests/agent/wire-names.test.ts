@@ -10,7 +10,9 @@
 // wire formats forkline speaks goes through the AI SDK's own provider package
 // to a fake server refusing what the real API refuses (tests/helpers/provider-rules.ts):
 // every request must be accepted, and the answer's call must land in the log
-// as the call of the right tool, under its own id, answered by that tool.
+// as the call of the right tool, under its own id, answered by that tool. (The
+// recording's first step makes two calls: Gemini takes their results only as
+// one turn of two parts.)
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
