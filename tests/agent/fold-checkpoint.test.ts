@@ -151,7 +151,8 @@ describe('cold start from a fold checkpoint', () => {
         app = await open(0, BOUND);
         await put(damage(row.bytes));
         // Not whole gzip within the bound: not read back at all; whole gzip of a non-snapshot: read, and not restored.
-        if (damage !== notASnapshot && damage !== formatThree && damage !== formatFour) expect(await app.services.store.foldCheckpoints.nearest(id)).toBeUndefined();
+        if (damage !== notASnapshot && damage !== formatThree && damage !== formatFour)
+          expect(await app.services.store.foldCheckpoints.nearest(id)).toBeUndefined();
         const replayed = await turn(app, id, 'after the damage');
         expect(replayed.rows).toBeGreaterThan(0);
         const log = await allEvents(app, id);

@@ -11,7 +11,7 @@ afterEach(() => {
 });
 
 describe('SchemaValidators', () => {
-  it("a schema whose $id another schema of the server had is checked by its own content; one that does not compile is not compiled again", () => {
+  it('a schema whose $id another schema of the server had is checked by its own content; one that does not compile is not compiled again', () => {
     const validators = new SchemaValidators();
     const asNumber = validators.check({ $id: 'https://example.com/same.json', type: 'object', properties: { n: { type: 'number' } } });
     const asString = validators.check({ $id: 'https://example.com/same.json', type: 'object', properties: { n: { type: 'string' } } });

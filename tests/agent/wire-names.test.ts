@@ -24,7 +24,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { anthropicText, anthropicToolCall, chatText, chatToolCall, geminiText, geminiToolCall, responsesText, responsesToolCall } from '../helpers/provider-sse.ts';
+import {
+  anthropicText,
+  anthropicToolCall,
+  chatText,
+  chatToolCall,
+  geminiText,
+  geminiToolCall,
+  responsesText,
+  responsesToolCall,
+} from '../helpers/provider-sse.ts';
 import { refusalBody, wireRefusal } from '../helpers/provider-rules.ts';
 
 type Provider = keyof typeof wireRefusal;
@@ -173,7 +182,13 @@ describe.each(Object.keys(wireRefusal) as Provider[])('%s: ids and names from ou
     if (provider !== 'google') {
       // History: each id sent once, in a form the API takes; the 38-character id reused in step 3 cut to make room for its step.
       const ids = idsSent[provider](sent[0].body);
-      expect(ids).toEqual([`call_1____${digest(HOSTILE_ID)}`, `${'k'.repeat(23)}_${digest(LONG_ID)}`, REUSED_ID, `${'x'.repeat(35)}_t1s3`, `${CRAFTED_ID}_t1s4`]);
+      expect(ids).toEqual([
+        `call_1____${digest(HOSTILE_ID)}`,
+        `${'k'.repeat(23)}_${digest(LONG_ID)}`,
+        REUSED_ID,
+        `${'x'.repeat(35)}_t1s3`,
+        `${CRAFTED_ID}_t1s4`,
+      ]);
     }
 
     // Back in the log: the call of odd's files.read under the id the model gave it, run by that server's tool.

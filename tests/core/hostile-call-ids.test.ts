@@ -17,9 +17,10 @@ describe('a conversation of hostile ids and names', () => {
     const step = (n: number, calls: Array<[string, string]>): NewEvent[] => [
       { type: 'step/start', data: { turn: 1, step: n } },
       { type: 'model/message', data: { turn: 1, step: n, text: '', toolCalls: calls.map(([id, name]) => ({ id, name, arguments: '{}' })) } },
-      ...calls.map(
-        ([id], i): NewEvent => ({ type: 'tool/result', data: { turn: 1, step: n, callId: id, resultId: `r_${n}_${i}`, status: 'ok', content: `${id} of ${n}` } }),
-      ),
+      ...calls.map(([id], i): NewEvent => ({
+        type: 'tool/result',
+        data: { turn: 1, step: n, callId: id, resultId: `r_${n}_${i}`, status: 'ok', content: `${id} of ${n}` },
+      })),
       { type: 'step/end', data: { turn: 1, step: n, reason: 'completed' } },
     ];
     const a = 'a b';
@@ -46,7 +47,9 @@ describe('a conversation of hostile ids and names', () => {
     // Each result follows its call, under its id, with its own text.
     const results = messages.flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content]] : []));
     expect(results.map(([id]) => id)).toEqual(sent);
-    expect(results.map(([, content]) => content)).toEqual([a, 'k'.repeat(150), crafted, 'x'.repeat(38), 'x'.repeat(38), a].map((id, i) => `${id} of ${[1, 1, 1, 2, 3, 4][i]}`));
+    expect(results.map(([, content]) => content)).toEqual(
+      [a, 'k'.repeat(150), crafted, 'x'.repeat(38), 'x'.repeat(38), a].map((id, i) => `${id} of ${[1, 1, 1, 2, 3, 4][i]}`),
+    );
     // The conversation keeps the names as the log has them: a request sends their wire forms (agent/models/prompt.ts).
     expect(messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.function.name) : []))).toContain('fs__files.read');
   });

@@ -23,7 +23,8 @@ const ANTHROPIC_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
 const ANTHROPIC_ID = /^[a-zA-Z0-9_-]+$/;
 const GEMINI_NAME = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/;
 
-const badName = (where: string, name: unknown) => `Invalid '${where}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'. (${JSON.stringify(name)})`;
+const badName = (where: string, name: unknown) =>
+  `Invalid '${where}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'. (${JSON.stringify(name)})`;
 
 function chatCompletions(b: Body): string | undefined {
   for (const [i, t] of (b.tools ?? []).entries()) if (!OPENAI_NAME.test(t.function?.name)) return badName(`tools[${i}].function.name`, t.function?.name);
@@ -81,11 +82,13 @@ const geminiBadName = (where: string) =>
 
 function gemini(b: Body): string | undefined {
   for (const [i, t] of (b.tools ?? []).entries())
-    for (const [j, f] of (t.functionDeclarations ?? []).entries()) if (!GEMINI_NAME.test(f.name)) return geminiBadName(`tools[${i}].function_declarations[${j}].name`);
+    for (const [j, f] of (t.functionDeclarations ?? []).entries())
+      if (!GEMINI_NAME.test(f.name)) return geminiBadName(`tools[${i}].function_declarations[${j}].name`);
   for (const [i, c] of b.contents.entries()) {
     for (const [j, p] of c.parts.entries()) {
       const name = p.functionCall?.name ?? p.functionResponse?.name;
-      if (name !== undefined && !GEMINI_NAME.test(name)) return geminiBadName(`contents[${i}].parts[${j}].${p.functionCall ? 'function_call' : 'function_response'}.name`);
+      if (name !== undefined && !GEMINI_NAME.test(name))
+        return geminiBadName(`contents[${i}].parts[${j}].${p.functionCall ? 'function_call' : 'function_response'}.name`);
     }
     const answers = c.parts.filter((p: any) => p.functionResponse).length;
     const calls = i > 0 ? b.contents[i - 1].parts.filter((p: any) => p.functionCall).length : 0;

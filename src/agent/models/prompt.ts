@@ -91,7 +91,7 @@ const joined = new WeakMap<LanguageModelV3Message, { last: LanguageModelV3Messag
 /** A prompt whose consecutive tool messages are one message each (`resultsTogether`); the prompt itself when none are. */
 function resultsTogether(prompt: LanguageModelV3Prompt): LanguageModelV3Prompt {
   let out: LanguageModelV3Prompt | undefined;
-  for (let i = 0; i < prompt.length; ) {
+  for (let i = 0; i < prompt.length;) {
     let j = i + 1;
     if (prompt[i].role === 'tool') while (j < prompt.length && prompt[j].role === 'tool') j++;
     if (j - i === 1) {
