@@ -27,8 +27,9 @@ export const DEFAULT_FOLD_CACHE_BYTES = 64 * 1024 * 1024;
  * The shape of a fold checkpoint (store/fold-checkpoints.ts): a checkpoint of another version is not used (the log is replayed).
  * 4: answered calls are kept by turn, step and id (core/model-request.ts); a 3 keeps bare ids, and its rendered messages may
  * show a call whose id an earlier step answered without its own answer (a request chat APIs refuse), so it is replayed.
+ * 5: rendered calls go by wire ids (core/wire-names.ts); a 4's may send an id a provider refuses, so it is replayed.
  */
-const SNAPSHOT_VERSION = 4;
+const SNAPSHOT_VERSION = 5;
 
 /** A fold as a checkpoint stores it: the head and the rendered messages (one line each), and the conversation's history apart (Conversation.snapshot). */
 export interface FoldCheckpointText {

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
 import { loggedError, McpServerConnection, type McpToolInfo } from './mcp/mcp-server.ts';
-import { mcpTool, schemaValidators } from './mcp/mcp-tools.ts';
+import { mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
 import { setImmediate as letGo } from 'node:timers/promises';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
@@ -59,8 +59,10 @@ export function approvalToolsProblem(names: readonly string[]): string | undefin
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
-  /** The tools made of each tools/list answer (their argument validators compiled once). */
+  /** The tools made of each tools/list answer. */
   private readonly made = new WeakMap<object, Promise<Tool[]>>();
+  /** Each server's compiled schemas, by content: a list asked again compiles only what is new in it. */
+  private readonly validators = new Map<string, SchemaValidators>();
   /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
   private readonly perSession = new Map<string, McpServerConnection>();
   /** Which making of its session's directory each workspace server instance was started in. */
@@ -245,7 +247,8 @@ export class ToolCatalog {
   private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<Tool[]> {
     const { connection, config } = this.servers.get(name)!;
     const tools: Tool[] = [];
-    const validators = schemaValidators();
+    let validators = this.validators.get(name);
+    if (!validators) this.validators.set(name, (validators = new SchemaValidators()));
     for (const [i, info] of infos.entries()) {
       if (i > 0 && i % TOOLS_MADE_PER_TURN === 0) await letGo();
       try {

@@ -8,6 +8,7 @@ import { TOOL_ERROR_PREFIX, type ChatMessage } from './chat.ts';
 import type { EventData, LogEvent, ResponseFormat } from './events.ts';
 import { asCoreEvent, otherThanCore } from './core-event.ts';
 import { heldText, leftOutHistoryMessage, MAX_HELD_EVENT_CHARS, MAX_HELD_HISTORY_CHARS } from './held-text.ts';
+import { wireId, wireIdWith } from './wire-names.ts';
 
 /** The system message a compaction's summary stands as in the model's history. */
 export const summaryMessage = (fromSeq: number, toSeq: number, content: string) => `Summary of earlier conversation (events ${fromSeq}..${toSeq}):\n${content}`;
@@ -24,15 +25,17 @@ type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
 export const callKey = (turn: number, step: number, callId: string) => `${turn}:${step}:${callId}`;
 
 /**
- * The ids a render sends calls under. A request must not hold two calls with
+ * The ids a render sends calls under. A call goes by its wire id (wire-names.ts:
+ * its own when every provider takes it). A request must not hold two calls with
  * one id (Anthropic refuses it, OpenAI Responses pairs outputs by call_id), but
- * the log may reuse an id in a later step (docs/contract.md#append-rules): a call
- * keeps its id unless a call shown before it, or an earlier call of its own
- * step, was sent under it; then it goes by `<id>_t<turn>s<step>` (`_<n>` added
- * while that is taken too). The choice depends only on what is rendered before
- * the call, so a request built again, or continued, sends the same ids. Its
- * result follows it (the tool message's tool_call_id). AG-UI gives clients the
- * same ids (agui/agui-events.ts), every call shown as it is made.
+ * the log may reuse an id in a later step (docs/contract.md#append-rules), and two
+ * ids may share a wire form: a call keeps its wire id unless a call shown before
+ * it, or an earlier call of its own step, was sent under it; then it goes by
+ * `<wire id>_t<turn>s<step>` (`_<n>` added while that is taken too; the id cut so
+ * that the whole is still a wire id). The choice depends only on what is rendered
+ * before the call, so a request built again, or continued, sends the same ids.
+ * Its result follows it (the tool message's tool_call_id). AG-UI gives clients
+ * the same ids (agui/agui-events.ts), every call shown as it is made.
  */
 export class SentCallIds {
   /** Ids of the calls shown (answered) in the render so far. */
@@ -60,13 +63,14 @@ export class SentCallIds {
     for (const c of d.toolCalls) {
       const key = callKey(d.turn, d.step, c.id);
       const taken = (id: string) => this.shown.has(id) || this.stepIds.has(id);
-      let id = c.id;
+      const own = wireId(c.id);
+      let id = own;
       if (taken(id)) {
-        const derived = `${c.id}_t${d.turn}s${d.step}`;
-        id = derived;
-        for (let n = 2; taken(id); n++) id = `${derived}_${n}`;
-        this.renamed.set(key, id);
+        const at = `_t${d.turn}s${d.step}`;
+        id = wireIdWith(own, at);
+        for (let n = 2; taken(id); n++) id = wireIdWith(own, `${at}_${n}`);
       }
+      if (id !== c.id) this.renamed.set(key, id);
       this.stepIds.add(id);
       if (answered(key)) this.shown.add(id);
     }

@@ -114,12 +114,15 @@ describe('cold start from a fold checkpoint', () => {
     const BOUND = 32 * 2 ** 20;
     const garbageJson = zlib.gzipSync('{"v":2,"state":{"nextSeq":1}\n[not json');
     const notASnapshot = () => garbageJson;
-    // Format 3 kept answered calls by bare id: its rendered messages may answer a reused id's later call with an earlier step's result.
-    const formatThree = (b: Buffer) => {
+    // Format 3 kept answered calls by bare id: its rendered messages may answer a reused id's later call with an earlier step's result;
+    // format 4's may send a call under an id no provider takes (before wire ids).
+    const olderFormat = (v: number) => (b: Buffer) => {
       const text = zlib.gunzipSync(b).toString('utf8');
-      expect(text.startsWith('{"v":4,')).toBe(true);
-      return zlib.gzipSync(text.replace('{"v":4,', '{"v":3,'));
+      expect(text.startsWith('{"v":5,')).toBe(true);
+      return zlib.gzipSync(text.replace('{"v":5,', `{"v":${v},`));
     };
+    const formatThree = olderFormat(3);
+    const formatFour = olderFormat(4);
     it.each([
       ['its state truncated', 'state', (b: Buffer) => b.subarray(0, Math.floor(b.length / 2))],
       ['its state not gzip at all', 'state', () => Buffer.from('not gzip, just bytes')],
@@ -128,6 +131,7 @@ describe('cold start from a fold checkpoint', () => {
       ['its history a decompression bomb past the bound', 'history', () => zlib.gzipSync(Buffer.alloc(BOUND + 2 ** 20, 0x20), { level: 9 })],
       ['its state whole gzip of what is not a snapshot', 'state', notASnapshot],
       ['its state of format 3 (calls by bare id, before ids reused across steps were told apart)', 'state', formatThree],
+      ['its state of format 4 (calls by their own ids, before wire ids)', 'state', formatFour],
     ] as const)('%s: the turn replays the log and is answered as a full replay answers it', async (_name, column, damage) => {
       let app = await open(0, BOUND);
       const cp = await app.services.store.foldCheckpoints.nearest(id);
@@ -147,7 +151,8 @@ describe('cold start from a fold checkpoint', () => {
         app = await open(0, BOUND);
         await put(damage(row.bytes));
         // Not whole gzip within the bound: not read back at all; whole gzip of a non-snapshot: read, and not restored.
-        if (damage !== notASnapshot && damage !== formatThree) expect(await app.services.store.foldCheckpoints.nearest(id)).toBeUndefined();
+        if (damage !== notASnapshot && damage !== formatThree && damage !== formatFour)
+          expect(await app.services.store.foldCheckpoints.nearest(id)).toBeUndefined();
         const replayed = await turn(app, id, 'after the damage');
         expect(replayed.rows).toBeGreaterThan(0);
         const log = await allEvents(app, id);

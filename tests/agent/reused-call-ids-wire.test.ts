@@ -2,20 +2,10 @@
 // per step only; external runners, imported recordings and some servers repeat
 // them) with both calls answered: what each provider is sent, through the AI
 // SDK's own provider packages, against fake servers that refuse what the real
-// APIs refuse:
-// - Anthropic Messages: every `tool_use` id in a request must be unique (400
-//   invalid_request_error "messages.N.content.M: `tool_use` ids must be unique"),
-//   and a `tool_result` answers a `tool_use` of the assistant message just before
-//   it by `tool_use_id` ("unexpected `tool_use_id` found in `tool_result` blocks").
-// - OpenAI Responses: a `function_call_output` is paired with its `function_call`
-//   by `call_id` (the API checks such a call is in the input); two calls under one
-//   call_id leave one of them answered by the other's output, so the fake refuses
-//   a repeated call_id.
-// - Gemini generateContent: results pair with calls by order and name: a turn of
-//   function responses must hold as many parts as the call turn before it ("the
-//   number of function response parts is equal to the number of function call parts").
-// - OpenAI Chat Completions: each assistant message's calls answered by the tool
-//   messages right after it (chatMessagesRefusal).
+// APIs refuse (tests/helpers/provider-rules.ts): Anthropic refuses two `tool_use`
+// blocks with one id, Responses pairs outputs by call_id, Gemini pairs results
+// with calls by order and name, Chat Completions answers each assistant
+// message's calls by the tool messages right after it.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,52 +16,11 @@ import { LanguageChatModel } from '../../src/agent/models/language-model.ts';
 import { providersOf } from '../../src/agent/models/providers.ts';
 import { withSeqs } from '../spec/reference-log.ts';
 import { anthropicText, chatText, geminiText, responsesText } from '../helpers/provider-sse.ts';
-import { chatMessagesRefusal } from '../helpers/chat-completions.ts';
+import { refusalBody, wireRefusal } from '../helpers/provider-rules.ts';
 
 type Body = any;
-/** Why the real API refuses this request body (its 400's message), if it does. */
-const refusals: Record<string, (b: Body) => string | undefined> = {
-  anthropic(b) {
-    const seen = new Set<string>();
-    let previousUses = new Set<string>();
-    for (const [i, m] of b.messages.entries()) {
-      const parts: any[] = Array.isArray(m.content) ? m.content : [];
-      const uses = new Set<string>();
-      for (const [j, p] of parts.entries()) {
-        if (p.type === 'tool_use') {
-          if (seen.has(p.id)) return `messages.${i}.content.${j}: \`tool_use\` ids must be unique`;
-          seen.add(p.id);
-          uses.add(p.id);
-        }
-        if (p.type === 'tool_result' && !previousUses.has(p.tool_use_id))
-          return `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${p.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
-      }
-      previousUses = uses;
-    }
-    return undefined;
-  },
-  'openai-responses'(b) {
-    const calls = new Set<string>();
-    for (const item of b.input) {
-      if (item.type === 'function_call') {
-        if (calls.has(item.call_id)) return `Duplicate function call with call_id ${item.call_id}.`;
-        calls.add(item.call_id);
-      }
-      if (item.type === 'function_call_output' && !calls.has(item.call_id)) return `No tool call found for function call output with call_id ${item.call_id}.`;
-    }
-    return undefined;
-  },
-  google(b) {
-    for (const [i, c] of b.contents.entries()) {
-      const responses = c.parts.filter((p: any) => p.functionResponse).length;
-      const calls = i > 0 ? b.contents[i - 1].parts.filter((p: any) => p.functionCall).length : 0;
-      if (responses && responses !== calls)
-        return 'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.';
-    }
-    return undefined;
-  },
-  openai: (b) => chatMessagesRefusal(b.messages),
-};
+/** Why the real API refuses this request body (its 400's message), if it does (tests/helpers/provider-rules.ts). */
+const refusals = wireRefusal;
 
 /** The results a request carries, as [the id (or name) it answers, its text], in order. */
 const resultsSent: Record<string, (b: Body) => Array<[string, string]>> = {
@@ -125,16 +74,10 @@ beforeAll(async () => {
           : req.url!.includes('/responses')
             ? 'openai-responses'
             : 'openai';
-      const refusal = refusals[provider](body);
+      const refusal = refusals[provider as keyof typeof refusals](body);
       if (refusal) {
         res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify(
-            provider === 'anthropic'
-              ? { type: 'error', error: { type: 'invalid_request_error', message: refusal } }
-              : { error: { message: refusal, type: 'invalid_request_error', code: 400 } },
-          ),
-        );
+        res.end(JSON.stringify(refusalBody(provider, refusal)));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -186,7 +129,7 @@ describe('two answered calls with one id in different steps, as each provider is
       expect(answer.text).toBe('ok');
       const body = received.at(-1)!.body;
       expect(received.length).toBe(from + 1);
-      expect(refusals[provider](body)).toBeUndefined();
+      expect(refusals[provider as keyof typeof refusals](body)).toBeUndefined();
       if (provider === 'google') {
         // Gemini sends no ids: the calls and results pair by name and order.
         expect(callsSent[provider](body)).toEqual(['clock', 'clock']);

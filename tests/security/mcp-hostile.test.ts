@@ -16,6 +16,7 @@ import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { WIRE_TOOL_NAME, wireToolName } from '../../src/core/wire-names.ts';
 
 const MiB = 1024 * 1024;
 const HTTP_SERVER = fileURLToPath(new URL('../fixtures/mcp/hostile-http-server.mjs', import.meta.url));
@@ -163,20 +164,24 @@ describe('a Streamable HTTP server', () => {
 });
 
 describe("a server's tools/list", () => {
-  const PROVIDER_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-
-  it('offers only tools with names providers take, once each, with bounded descriptions and schemas', async () => {
+  it('offers each tool once, under a wire name every provider takes, with bounded descriptions and schemas', async () => {
     const { tools } = await gql('{ tools { name server description inputSchema } }');
     const listed = tools.filter((t: any) => t.server === 'list');
     const names = listed.map((t: any) => t.name);
-    expect(names.every((n: string) => PROVIDER_NAME.test(n))).toBe(true);
-    expect(new Set(names).size).toBe(names.length);
-    expect(names).toEqual(expect.arrayContaining(['list__ok', 'list__long_description', 'list__mixed', 'list__structured', 'list__filler_0']));
+    // Listed under their own names; a request sends each under its wire form (docs/agents.md "Ids and names on the wire").
+    expect(names.map(wireToolName).every((n: string) => WIRE_TOOL_NAME.test(n))).toBe(true);
+    expect(new Set(names.map(wireToolName)).size).toBe(names.length);
+    expect(names).toEqual(
+      expect.arrayContaining(['list__ok', 'list__long_description', 'list__mixed', 'list__structured', 'list__filler_0', 'list__has space', 'list__ümlaut']),
+    );
     for (const refused of ['list__deep_schema', 'list__huge_schema', 'list__bad_ref', 'list__bad_output']) expect(names).not.toContain(refused);
+    // A name past the MCP specification's 128 characters, or holding a control or format character, is left out.
+    for (const refused of [`list__${'r'.repeat(200)}`, 'list__bell\u0007', 'list__rtl\u202eevil']) expect(names).not.toContain(refused);
+    expect(names).toContain(`list__${'n'.repeat(70)}`);
     expect(listed.find((t: any) => t.name === 'list__ok').description).toBe('a good tool');
     expect(listed.find((t: any) => t.name === 'list__long_description').description.length).toBeLessThanOrEqual(4096);
     const size = JSON.stringify(listed).length;
-    console.log(`tools/list of 3014 hostile tools: ${listed.length} offered, ${size} characters`);
+    console.log(`tools/list of 3019 hostile tools: ${listed.length} offered, ${size} characters`);
     expect(listed.length).toBeLessThanOrEqual(1000);
     expect(size).toBeLessThan(3 * MiB);
   });

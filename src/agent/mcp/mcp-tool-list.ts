@@ -1,9 +1,10 @@
 // What a server's tools/list may put in a model request (docs/mcp.md "Names,
 // arguments, results"): a server's answer is attacker-influenced, and every
 // tool it lists is sent to the model on every step. A tool is offered only
-// when its name, as the model sees it, is one providers accept
-// (`^[a-zA-Z0-9_-]{1,64}$`) and not listed twice, and its schemas are JSON
-// Schemas of bounded size and depth; its description is cut. The server's
+// when its name is 1 to 128 characters the log can hold, no control or format
+// character (a bidirectional override) among them, and not listed twice (a request sends it under its wire name:
+// core/wire-names.ts), and its schemas are JSON Schemas of bounded size and
+// depth; its description is cut. The server's
 // tools together are bounded too. What is left out is logged, not an error:
 // the server's other tools are offered. A page is screened a tool at a time,
 // and no more of it than could be offered (the SDK's own schema checked a
@@ -11,11 +12,10 @@
 import { setImmediate as letGo } from 'node:timers/promises';
 import { z } from 'zod';
 import { ToolSchema, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
-import { unstorableReason } from '../../core/storable.ts';
-import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
+import { isStorableText, unstorableReason } from '../../core/storable.ts';
 
-/** A tool name every provider takes (OpenAI's and Anthropic's function-name rule). */
-const PROVIDER_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** A tool's name as a server may give it (the MCP specification's 1 to 128 characters): `<server>__<tool>` then fits the log's 200. */
+const MAX_TOOL_NAME_CHARS = 128;
 /** A server offers at most this many tools (pages of tools/list are followed up to it). */
 const MAX_TOOLS = 1000;
 /** A tool's description as the model reads it (longer ones are cut). */
@@ -105,8 +105,8 @@ export class ToolListScreen {
 
   private problem(info: McpToolInfo): string | undefined {
     if (this.full) return `the server lists more than ${MAX_TOOLS} tools or ${MAX_SERVER_TOOLS_CHARS} characters of them`;
-    const name = `${this.server}${MCP_NAME_SEPARATOR}${info.name}`;
-    if (!PROVIDER_TOOL_NAME.test(name)) return `"${this.server}__<tool>" must be 1 to 64 letters, digits, _ or - (what model providers accept)`;
+    if (info.name.length === 0 || info.name.length > MAX_TOOL_NAME_CHARS) return `its name must be 1 to ${MAX_TOOL_NAME_CHARS} characters`;
+    if (!isStorableText(info.name) || /[\p{Cc}\p{Cf}]/u.test(info.name)) return 'its name holds a control or format character, or an unpaired surrogate';
     if (this.names.has(info.name)) return 'the server lists it twice';
     const input = schemaProblem(info.inputSchema);
     if (input) return `input: ${input}`;

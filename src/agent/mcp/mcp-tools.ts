@@ -5,6 +5,7 @@
 // the model (the screened result is kept in the log beside it,
 // `plugin/mcp/result`, for clients).
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { LRUCache } from 'lru-cache';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
@@ -20,12 +21,65 @@ const PROGRESS_INTERVAL_MS = 100;
 
 const cut = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
+/** A compiled schema's check (the MCP SDK's validator function). */
+type SchemaCheck = ReturnType<AjvJsonSchemaValidator['getValidator']>;
+
+/** Schemas one Ajv compiles before the next takes over (Ajv keeps every schema it compiled): two full lists of a server's. */
+const SCHEMAS_PER_COMPILER = 2000;
+
 /**
- * What a tools/list answer's schemas are compiled by: one per answer, so a schema's `$id` is its server's own
- * (Ajv keeps a schema by its `$id`: another server's tool of the same `$id` stood in for it) and what Ajv keeps
- * of a list goes with it (it keeps every schema it compiled, and each list asked again is compiled again).
+ * One server's compiled schemas, by their content (the schema's JSON text): a
+ * server that lists its tools again (every `tools/list_changed`, at most once a
+ * second) costs the text of its schemas, not compiling them again. A server's
+ * schemas are compiled apart from another's, so a `$id` is its own server's (Ajv
+ * keeps a schema by its `$id`: another server's tool of the same `$id` stood in
+ * for it); a schema whose `$id` its compiler already holds with other content is
+ * compiled by a fresh one, as is every schema once SCHEMAS_PER_COMPILER were
+ * (the schemas Ajv keeps go with the last check that uses them).
  */
-export const schemaValidators = () => new AjvJsonSchemaValidator();
+export class SchemaValidators {
+  private compiler = new AjvJsonSchemaValidator();
+  /** Schemas the compiler compiled, and the `$id`s they gave it. */
+  private compiled = 0;
+  private readonly ids = new Set<string>();
+  /** The check of each schema, or why it cannot be compiled (asked again, it fails at once). */
+  private readonly byContent = new LRUCache<string, SchemaCheck | Error>({ max: SCHEMAS_PER_COMPILER });
+
+  /** The check of a schema; throws for a schema Ajv cannot compile. */
+  check(schema: Record<string, unknown>): SchemaCheck {
+    const key = JSON.stringify(schema);
+    let check = this.byContent.get(key);
+    if (!check) {
+      check = this.compile(schema);
+      this.byContent.set(key, check);
+    }
+    if (check instanceof Error) throw check;
+    return check;
+  }
+
+  private compile(schema: Record<string, unknown>): SchemaCheck | Error {
+    const id = typeof schema.$id === 'string' ? schema.$id : undefined;
+    if (this.compiled >= SCHEMAS_PER_COMPILER || (id !== undefined && this.ids.has(id))) this.renew();
+    for (;;) {
+      try {
+        const check = this.compiler.getValidator(schema as never);
+        this.compiled++;
+        if (id !== undefined) this.ids.add(id);
+        return check;
+      } catch (err) {
+        // A `$id` inside it that an earlier schema gave this compiler: compiled alone, by a fresh one (a second failure is the schema's).
+        if (this.compiled === 0) return err instanceof Error ? err : new Error(String(err));
+        this.renew();
+      }
+    }
+  }
+
+  private renew(): void {
+    this.compiler = new AjvJsonSchemaValidator();
+    this.compiled = 0;
+    this.ids.clear();
+  }
+}
 
 export function mcpTool(
   server: McpServerConnection,
@@ -41,15 +95,15 @@ export function mcpTool(
      * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts).
      */
     workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number) => McpServerConnection };
-    /** The validators of the answer `info` is from (`schemaValidators`). */
-    validators: AjvJsonSchemaValidator;
+    /** The compiled schemas of the server `info` is from. */
+    validators: SchemaValidators;
   },
 ): Tool {
   const name = `${server.name}${MCP_NAME_SEPARATOR}${info.name}`;
   const effect = effectFromAnnotations(info.annotations, { trusted: opts.trusted, override: opts.effect });
   // Throws for a schema Ajv cannot compile: the catalog leaves that tool out (its size and depth are bounded: mcp-tool-list.ts).
-  const validate = opts.validators.getValidator(info.inputSchema as never);
-  const validateOutput = info.outputSchema && opts.validators.getValidator(info.outputSchema as never);
+  const validate = opts.validators.check(info.inputSchema);
+  const validateOutput = info.outputSchema && opts.validators.check(info.outputSchema);
   return {
     name,
     description: info.description ?? info.title ?? info.name,

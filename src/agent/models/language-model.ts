@@ -9,6 +9,7 @@ import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } fr
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import { MAX_REPORTED_TOKENS, type ToolCall } from '../../core/events.ts';
+import { WireToolNames } from '../../core/wire-names.ts';
 import {
   ContextOverflowError,
   DEFAULT_MODEL_RETRIES,
@@ -83,7 +84,9 @@ export class LanguageChatModel implements ChatModel {
     let begunBlocks = 0;
     let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
     try {
-      const tools = toTools(request.tools);
+      // Offered under wire names (core/wire-names.ts), one tool to a name; the answer's calls name the tools again.
+      const names = new WireToolNames(request.tools.map((t) => t.name));
+      const tools = toTools(request.tools.filter((t) => names.offers(t.name)));
       const { stream } = await this.opts.languageModel(request.model).doStream({
         prompt: toPrompt(request.messages, this.opts.prompt),
         ...(tools.length ? { tools, toolChoice: { type: 'auto' } } : {}),
@@ -125,7 +128,7 @@ export class LanguageChatModel implements ChatModel {
             if (part.providerExecuted) break;
             // Every call becomes part of the step's event and a tool run: past the bound, the answer is given up, none of it run.
             if (toolCalls.length >= this.maxToolCalls) throw tooManyCalls(this.maxToolCalls);
-            toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input || '{}' });
+            toolCalls.push({ id: part.toolCallId, name: names.toolOf(part.toolName), arguments: part.input || '{}' });
             break;
           case 'finish':
             usage = usageOf(part.usage);

@@ -15,6 +15,7 @@
 import type { LanguageModelV3FunctionTool, LanguageModelV3Message, LanguageModelV3Prompt, LanguageModelV3ToolCallPart } from '@ai-sdk/provider';
 import { TOOL_ERROR_PREFIX, type ChatMessage, type ToolDefinition } from '../../core/chat.ts';
 import { MAX_JSON_DEPTH } from '../../core/storable.ts';
+import { wireToolName } from '../../core/wire-names.ts';
 
 export interface PromptOptions {
   /**
@@ -23,6 +24,13 @@ export interface PromptOptions {
    * user message with the same text.
    */
   systemOnlyAtStart?: boolean;
+  /**
+   * The results of one step's calls in one message (Gemini pairs a turn of
+   * calls with the one turn after it, part for part: "the number of function
+   * response parts is equal to the number of function call parts"; the SDK
+   * makes a turn of each tool message).
+   */
+  resultsTogether?: boolean;
 }
 
 const converted = new WeakMap<ChatMessage, LanguageModelV3Message>();
@@ -72,7 +80,34 @@ export function toPrompt(messages: readonly ChatMessage[], opts: PromptOptions =
     out.push(c);
   }
   if (messages.length) previous.set(messages[messages.length - 1], { messages, prompt: out, systemOnlyAtStart });
-  return out;
+  return opts.resultsTogether ? resultsTogether(out) : out;
+}
+
+type ToolMessage = Extract<LanguageModelV3Message, { role: 'tool' }>;
+
+/** Runs of tool messages made one, by the run's first and last message (a step's results, once it has them all). */
+const joined = new WeakMap<LanguageModelV3Message, { last: LanguageModelV3Message; message: ToolMessage }>();
+
+/** A prompt whose consecutive tool messages are one message each (`resultsTogether`); the prompt itself when none are. */
+function resultsTogether(prompt: LanguageModelV3Prompt): LanguageModelV3Prompt {
+  let out: LanguageModelV3Prompt | undefined;
+  for (let i = 0; i < prompt.length;) {
+    let j = i + 1;
+    if (prompt[i].role === 'tool') while (j < prompt.length && prompt[j].role === 'tool') j++;
+    if (j - i === 1) {
+      out?.push(prompt[i]);
+    } else {
+      out ??= prompt.slice(0, i);
+      let run = joined.get(prompt[i]);
+      if (run?.last !== prompt[j - 1]) {
+        run = { last: prompt[j - 1], message: { role: 'tool', content: prompt.slice(i, j).flatMap((m) => (m as ToolMessage).content) } };
+        joined.set(prompt[i], run);
+      }
+      out.push(run.message);
+    }
+    i = j;
+  }
+  return out ?? prompt;
 }
 
 function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Message {
@@ -90,7 +125,8 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
           ...(m.tool_calls ?? []).map((c): LanguageModelV3ToolCallPart => ({
             type: 'tool-call',
             toolCallId: c.id,
-            toolName: c.function.name,
+            // Ids are wire ids already (the conversation sends them so); names as the tools were offered (core/wire-names.ts).
+            toolName: wireToolName(c.function.name),
             input: toolInput(c.function.arguments),
           })),
         ],
@@ -103,7 +139,7 @@ function convert(messages: readonly ChatMessage[], i: number): LanguageModelV3Me
           {
             type: 'tool-result',
             toolCallId: m.tool_call_id,
-            toolName: toolNameOf(messages, i, m.tool_call_id),
+            toolName: wireToolName(toolNameOf(messages, i, m.tool_call_id)),
             // The whole text either way: what the model reads does not change with the provider.
             output: error ? { type: 'error-text', value: m.content } : { type: 'text', value: m.content },
           },
@@ -152,6 +188,7 @@ function toolNameOf(messages: readonly ChatMessage[], i: number, callId: string)
   return 'unknown';
 }
 
+/** The tools a request offers, under their wire names (core/wire-names.ts: the adapter reads its answer's names back). */
 export function toTools(tools: readonly ToolDefinition[]): LanguageModelV3FunctionTool[] {
-  return tools.map((t) => ({ type: 'function', name: t.name, description: t.description, inputSchema: t.parameters }));
+  return tools.map((t) => ({ type: 'function', name: wireToolName(t.name), description: t.description, inputSchema: t.parameters }));
 }

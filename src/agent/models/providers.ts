@@ -58,7 +58,7 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
     ['openai', { languageModel: (id) => openai.chat(id) }],
     ['openai-responses', { languageModel: (id) => openai.responses(id) }],
     ['anthropic', { languageModel: (id) => anthropic.messages(id), prompt: systemOnlyAtStart }],
-    ['google', { languageModel: (id) => google.languageModel(id), prompt: systemOnlyAtStart }],
+    ['google', { languageModel: (id) => google.languageModel(id), prompt: { ...systemOnlyAtStart, resultsTogether: true } }],
   ]);
   if (config.openaiCompatible?.baseUrl) {
     const compatible = createOpenAICompatible({
