@@ -21,6 +21,7 @@ import { useCloseUnsentStreams } from '../../graphql/plugins/unsent-streams.ts';
 import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
+import { rememberedDocuments } from '../../graphql/remembered-documents.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
 import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
@@ -108,6 +109,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     logging: false,
     maskedErrors: { maskError: toClientError },
     maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
+    // By text, for every transport: only short texts are kept (yoga's default kept 1,024 of any length).
+    parserAndValidationCache: rememberedDocuments(),
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
     cors: corsOrigins.length ? { origin: [...corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
     plugins: fence.around(plugins), // the fast lane sees every plugin they add (fast-lane.ts)
