@@ -7,6 +7,7 @@ import type http from 'node:http';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { GraphQLError, getOperationAST } from 'graphql';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { schema } from '../../graphql/schema.ts';
 import type { Context } from '../../graphql/context.ts';
@@ -20,6 +21,8 @@ import { useResponseSizeLimit } from '../../graphql/plugins/response-size.ts';
 import { useCloseUnsentStreams } from '../../graphql/plugins/unsent-streams.ts';
 import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
+import { heldRequestTooLarge, useHeldRequestLimit } from '../../graphql/plugins/held-requests.ts';
+import { jsonCharsPast } from '../../core/storable.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
 import { rememberedDocuments } from '../../graphql/remembered-documents.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
@@ -72,6 +75,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
   };
   const maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
+  const maxHeldRequestChars = security.maxHeldRequestChars ?? DEFAULT_LIMITS.maxHeldRequestChars;
   const corsOrigins = guard.corsOrigins;
   const floor = guard.yogaPlugins();
   const graphiqlHeaders = useGraphiQLSecurityHeaders();
@@ -84,6 +88,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     graphiqlHeaders,
     useQueryLimits(limits),
     useResponseSizeLimit(maxResponseBytes),
+    useHeldRequestLimit(maxHeldRequestChars),
     useStorableText(),
     useScopes(),
     inputErrorCodes,
@@ -184,6 +189,11 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           subscribe: (args: any) => args.rootValue.subscribe(args),
           onConnect: (ctx) => {
             const { socket, request } = ctx.extra;
+            // graphql-ws keeps the payload (ctx.connectionParams) as long as the socket lives.
+            if (jsonCharsPast(ctx.connectionParams, maxHeldRequestChars)) {
+              socket.close(CloseCode.BadRequest, heldRequestTooLarge('connection_init', maxHeldRequestChars).slice(0, 123));
+              return false;
+            }
             // Busy while graphql-ws holds an operation of the socket (its public record of them).
             const busy = () => Object.keys(ctx.subscriptions).length > 0;
             return guard.openSocket(socket, connectionAuthorization(ctx.connectionParams, request), request.socket.remoteAddress, busy);
