@@ -26,7 +26,7 @@ import type { Guard } from '../guard.ts';
 import { perHeaderValue } from '../per-header-value.ts';
 import { bodyTextOf } from '../http-body.ts';
 import { parsesPerDocument } from '../../graphql/plugins/per-document.ts';
-import { MAX_REMEMBERED_DOCUMENTS, isRememberable } from '../../graphql/remembered-documents.ts';
+import { MAX_REMEMBERED_DOCUMENTS, isRememberable } from './remembered-documents.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
 export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse'] as const;
@@ -221,7 +221,7 @@ export function fastLane(opts: FastLaneOptions) {
     } catch {
       return false;
     }
-    // Only short texts are kept (graphql/remembered-documents.ts): 1,000 texts of the body limit were 17 GB.
+    // Only short texts are kept (remembered-documents.ts): 1,000 texts of the body limit would be 17 GB.
     if (!isRememberable(query)) return true;
     if (parsed.size >= MAX_REMEMBERED_DOCUMENTS) parsed.clear();
     parsed.add(query);

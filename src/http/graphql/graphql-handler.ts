@@ -24,7 +24,7 @@ import { useStorableText } from '../../graphql/plugins/text-input.ts';
 import { heldRequestTooLarge, useHeldRequestLimit } from '../../graphql/plugins/held-requests.ts';
 import { jsonCharsPast } from '../../core/storable.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
-import { rememberedDocuments } from '../../graphql/remembered-documents.ts';
+import { rememberedDocuments } from './remembered-documents.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
 import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
