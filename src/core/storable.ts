@@ -66,6 +66,33 @@ export function jsonTextValuesPast(text: string | Uint8Array, max: number): bool
 const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE] = [0x22, 0x5c, 0x2c, 0x5b, 0x7b];
 
 /**
+ * Whether `value` holds more than `max` characters, counting each string's and key's characters and one for every
+ * value (about its JSON text's length, which is what holding it costs), without building that text. Iterative (any
+ * depth), and the walk stops once past `max`: checking a value costs no more than `max` allows.
+ */
+export function jsonCharsPast(value: unknown, max: number): boolean {
+  const values: unknown[] = [value];
+  let chars = 0;
+  while (values.length) {
+    const v = values.pop();
+    chars++;
+    if (typeof v === 'string') chars += v.length;
+    else if (Array.isArray(v)) {
+      if ((chars += v.length) > max) return true;
+      for (const x of v) values.push(x);
+    } else if (v && typeof v === 'object') {
+      for (const k in v) {
+        if (!Object.hasOwn(v, k)) continue;
+        if ((chars += k.length + 1) > max) return true;
+        values.push((v as Record<string, unknown>)[k]);
+      }
+    }
+    if (chars > max) return true;
+  }
+  return false;
+}
+
+/**
  * Why `value` cannot be stored, or undefined when it can; `textOnly`: key names are not held to PROTO_KEY (text,
  * depth and the number of values are). The walk stops at the first value past `maxValues`.
  */

@@ -2,7 +2,8 @@
 // Cursors are seqs; `afterSeq` is the contract's spelling of `after`. Pages
 // may come from a hot standby: the session row (read from the primary) says
 // how far the log goes, and what a standby lacks of that comes from the primary.
-// A page whose selection does not ask for the events' data reads none of it.
+// A page whose selection does not ask for the events' data reads none of it;
+// the pages of one request that do share its budget (FORKLINE_PAGE_BYTES).
 import { z } from 'zod';
 import { parseArgs, pageArgs } from './input.ts';
 import { DEFAULT_PAGE_SIZE } from './builder.ts';
@@ -10,6 +11,7 @@ import { fieldNames, perSelection, subSelections } from './selection.ts';
 import type { BoundedEvents, EventOrigin, PageShape, StoredEvent } from '../store/session-log.ts';
 import type { TenantStore } from '../store/session-store.ts';
 import type { StatementScope } from '../db/statement-deadlines.ts';
+import type { TextBudget } from '../core/text-budget.ts';
 
 const seqCursor = z
   .string()
@@ -63,32 +65,95 @@ export interface EventsConnectionArgs {
   origin?: EventOrigin | null;
 }
 
+/** The page asked for, its arguments checked. */
+interface PageAsked {
+  first: number | null | undefined;
+  last: number | null | undefined;
+  after: number;
+  before: number | null;
+  filter: { types: string[]; origin: EventOrigin };
+}
+
+/**
+ * A page of the events connection. With `budget` (the request's: graphql/request-texts.ts), a page that reads data
+ * holds what is left of it, plus the one event that passes it: a request asking for many pages (under a page of
+ * sessions, in aliases) holds one page's bytes in all, not one per page (docs/operations.md "Memory and time"). The
+ * page reserves what is left while it reads and settles with what it used; a page that finds none left comes
+ * empty, saying there is more (asked again on its own, it comes whole).
+ */
 export async function eventsConnection(
   log: TenantStore['log'],
   session: { id: string; eventCount: number },
   args: EventsConnectionArgs,
   shape: PageShape = {},
-) {
+  budget?: TextBudget,
+): Promise<Connection> {
   const { first, last } = pageArgs(args);
   const p = parseArgs(argsSchema, { afterSeq: args.afterSeq, after: args.after, before: args.before, types: args.types });
-  const after = Math.max(p.afterSeq ?? -1, p.after ?? -1);
-  const filter = { types: [...new Set(p.types ?? [])], origin: args.origin ?? 'any' };
-  if (filter.types.length || filter.origin !== 'any') return filteredConnection(log, session, filter, after, p.before ?? null, first, last, shape);
+  const asked: PageAsked = {
+    first,
+    last,
+    after: Math.max(p.afterSeq ?? -1, p.after ?? -1),
+    before: p.before ?? null,
+    filter: { types: [...new Set(p.types ?? [])], origin: args.origin ?? 'any' },
+  };
+  if (!budget || shape.data === false) return pageOf(log, session, asked, shape);
+  const reserved = await budget.reserveAll();
+  let used = reserved;
+  try {
+    if (reserved === 0) return leftOut(session, asked);
+    const page = await pageOf(log, session, asked, { ...shape, bytes: reserved });
+    used = page.dataBytes ?? reserved;
+    return page;
+  } finally {
+    budget.settle(reserved, used);
+  }
+}
+
+interface Connection {
+  edges: Array<{ cursor: string; node: StoredEvent }>;
+  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  /** The data bytes the page holds, when read under a budget. */
+  dataBytes?: number;
+}
+
+/** A page left empty (the request's budget is spent): more on the side it reads towards, if the range holds any. */
+function leftOut(session: { eventCount: number }, { last, after, before }: PageAsked): Connection {
+  const end = Math.min(before ?? session.eventCount, session.eventCount);
+  const backward = last != null || before != null;
+  const any = end - after > 1;
+  return {
+    edges: [],
+    pageInfo: { hasNextPage: backward ? end < session.eventCount : any, hasPreviousPage: backward ? any : after >= 0, startCursor: null, endCursor: null },
+  };
+}
+
+async function pageOf(
+  log: TenantStore['log'],
+  session: { id: string; eventCount: number },
+  { first, last, after, before, filter }: PageAsked,
+  shape: PageShape,
+): Promise<Connection> {
+  if (filter.types.length || filter.origin !== 'any') return filteredConnection(log, session, filter, after, before, first, last, shape);
   let events: StoredEvent[];
   let hasNextPage: boolean;
   let hasPreviousPage = after >= 0;
-  if (last != null || p.before != null) {
+  let dataBytes: number | undefined;
+  if (last != null || before != null) {
     // Backwards from `before` (default: the end), never past `after`.
-    const before = Math.min(p.before ?? session.eventCount, session.eventCount);
-    const limit = Math.min(last ?? first ?? DEFAULT_PAGE_SIZE, Math.max(0, before - after - 1));
-    events = limit > 0 ? (await log.pageBeforeFromStandby(session.id, before, limit, session.eventCount - 1, shape)).events : [];
-    hasPreviousPage = (events[0]?.seq ?? before) > after + 1;
-    hasNextPage = before < session.eventCount;
+    const end = Math.min(before ?? session.eventCount, session.eventCount);
+    const limit = Math.min(last ?? first ?? DEFAULT_PAGE_SIZE, Math.max(0, end - after - 1));
+    const read = limit > 0 ? await log.pageBeforeFromStandby(session.id, end, limit, session.eventCount - 1, shape) : NOTHING;
+    events = read.events;
+    dataBytes = read.bytes;
+    hasPreviousPage = (events[0]?.seq ?? end) > after + 1;
+    hasNextPage = end < session.eventCount;
   } else {
     const limit = first ?? DEFAULT_PAGE_SIZE;
     // One more row than asked tells whether a next page exists; so does a page cut short by its bytes.
     const read = limit > 0 ? await log.pageFromStandby(session.id, after, limit + 1, session.eventCount - 1, shape) : NOTHING;
     events = read.events;
+    dataBytes = read.bytes;
     hasNextPage = events.length > limit || read.cut;
     if (events.length > limit) events = events.slice(0, limit);
   }
@@ -101,6 +166,7 @@ export async function eventsConnection(
       startCursor: edges[0]?.cursor ?? null,
       endCursor: edges.at(-1)?.cursor ?? null,
     },
+    dataBytes,
   };
 }
 
@@ -118,7 +184,7 @@ async function filteredConnection(
   first: number | null | undefined,
   last: number | null | undefined,
   shape: PageShape,
-) {
+): Promise<Connection> {
   const end = session.eventCount;
   const backward = last != null || before != null;
   const limit = (backward ? (last ?? first) : first) ?? DEFAULT_PAGE_SIZE;
@@ -138,6 +204,7 @@ async function filteredConnection(
       startCursor: edges[0]?.cursor ?? null,
       endCursor: edges.at(-1)?.cursor ?? null,
     },
+    dataBytes: read.bytes,
   };
 }
 

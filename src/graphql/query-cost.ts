@@ -57,9 +57,11 @@ export const ROW_OBJECTS: readonly string[] = ['Session.model'];
 /**
  * Fields an operation may read at most once (with every page size around them counted): a session's whole log,
  * and the schema (introspection costs nothing in the estimate, and 30 aliases of one `__schema` read of types,
- * fields and their types made 3.4 MB and held the event loop for seconds; of a `__type`, 150 KB and 0.3 s of CPU).
+ * fields and their types made 3.4 MB and held the event loop for seconds; of a `__type`, 150 KB and 0.3 s of CPU);
+ * a file's content (up to 1 MiB) and a range's diffs (4 MiB of text, 2 s of diffing): each is bounded per read,
+ * and a page of 500 sessions made it 500 reads, under the cost limit.
  */
-export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording', 'Query.__schema', 'Query.__type'];
+export const ONCE_PER_OPERATION: readonly string[] = ['Session.recording', 'Query.__schema', 'Query.__type', 'Session.file', 'Session.fileChanges'];
 
 /** What an operation would read: its estimated cost, and how many times it reads each once-per-operation field. */
 export interface OperationCost {

@@ -29,6 +29,8 @@ export interface SecurityOptions {
   maxCost?: number;
   /** Largest query or mutation response sent (plugins/response-size.ts). */
   maxResponseBytes?: number;
+  /** Largest request held while it lives: a subscription's (query, variables, extensions, id), a WebSocket's connection_init payload (plugins/held-requests.ts). */
+  maxHeldRequestChars?: number;
   /** Largest recording POST /recordings imports (spooled to disk and read as a stream: memory does not grow with it). */
   maxRecordingBytes?: number;
   /** Longest line of a recording POST /recordings imports (FORKLINE_MAX_RECORDING_LINE_BYTES). */
@@ -74,6 +76,8 @@ export const DEFAULT_LIMITS = {
   // The largest recording POST /recordings imports, exported again through
   // Session.recording, with room for JSON string escaping.
   maxResponseBytes: 2 * MAX_RECORDING_BYTES,
+  // A subscription's arguments are ids and a seq, connection_init's a token: a few hundred characters, held as long as they live.
+  maxHeldRequestChars: 64 * 1024,
   // An upload is spooled to disk and imported as a stream: this bounds the
   // disk it takes, not memory.
   maxRecordingBytes: 4 * 1024 ** 3,

@@ -47,11 +47,14 @@ export interface StoredEvent extends LogEvent {
  * holds a few bytes an event, so no byte budget applies to it.
  * `statements`: the scope of the request the page is read for: its
  * statements are bounded by it, and cancelled once its client has gone
- * (db/statement-deadlines.ts).
+ * (db/statement-deadlines.ts). `bytes`: what the page may hold of event
+ * data (at most PAGE_BYTES, plus the one event that passes it): what is left
+ * of the request's budget, when a request reads several pages.
  */
 export interface PageShape {
   data?: boolean;
   statements?: StatementScope;
+  bytes?: number;
 }
 
 /** How inboxAddOf reads its event: PageShape, or `withoutTexts` (TypesQuery.withoutTexts: its text's length, not the text). */
@@ -500,19 +503,18 @@ export class SessionLog {
     db: Db = readingFor(this.pool, shape.statements),
   ): Promise<BoundedEvents> {
     const data = shape.data ?? true;
+    const budget = this.bytesOf(shape);
     const l = await this.requireLineage(ref, db);
     let { fromSeq, toSeq } = opts;
     if (filter.origin === 'inherited') toSeq = Math.min(toSeq, l.inheritedEventCount - 1);
     if (filter.origin === 'own') fromSeq = Math.max(fromSeq, l.inheritedEventCount);
     const bounds = { ...opts, fromSeq: Math.max(0, fromSeq), toSeq: Math.min(toSeq, MAX_SEQ) };
     if (bounds.toSeq < bounds.fromSeq || opts.limit <= 0) return { events: [], cut: false };
-    if (filter.types.length) return this.typesScan(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, data ? this.pageBytes : null, db);
+    if (filter.types.length) return this.typesScan(l, filter.types, { ...bounds, synthetic: filter.origin === 'synthetic' }, data ? budget : null, db);
     if (filter.origin !== 'synthetic') {
       const from = opts.descending ? Math.max(bounds.fromSeq, bounds.toSeq - opts.limit + 1) : bounds.fromSeq;
       const to = Math.min(bounds.toSeq, from + opts.limit - 1);
-      const read = data
-        ? await this.read(l, from, to, db, { bytes: this.pageBytes, fromEnd: opts.descending ?? false })
-        : await this.readHeads(l, from, to, db);
+      const read = data ? await this.read(l, from, to, db, { bytes: budget, fromEnd: opts.descending ?? false }) : await this.readHeads(l, from, to, db);
       if (opts.descending) read.events.reverse();
       return read;
     }
@@ -522,14 +524,19 @@ export class SessionLog {
     const dir = opts.descending ? 'DESC' : 'ASC';
     const params: unknown[] = [opts.limit];
     const p = (v: unknown) => `$${params.push(v)}`;
-    const columns = data ? sizedColumns(p(shareOf(this.pageBytes, opts.limit))) : HEAD_COLUMNS;
+    const columns = data ? sizedColumns(p(shareOf(budget, opts.limit))) : HEAD_COLUMNS;
     const scans = segments.map(
       (seg) =>
         `(SELECT ${columns} FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND synthetic AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)} ORDER BY seq ${dir} LIMIT $1)`,
     );
     const { rows } = await db.query<SizedRow>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
     if (!data) return { events: rows.map((r) => toStored(l, r)), cut: false };
-    return this.withinBytes(l, rows, this.pageBytes, shareOf(this.pageBytes, opts.limit), db);
+    return this.withinBytes(l, rows, budget, shareOf(budget, opts.limit), db);
+  }
+
+  /** What a page read with `shape` may hold of event data: its share, within PAGE_BYTES (at least a byte: the first event always comes). */
+  private bytesOf(shape: PageShape): number {
+    return Math.max(1, Math.min(shape.bytes ?? this.pageBytes, this.pageBytes));
   }
 
   /**
@@ -856,7 +863,7 @@ export class SessionLog {
     fromEnd: boolean,
     shape: PageShape,
   ): Promise<BoundedEvents> {
-    const bound = { bytes: this.pageBytes, fromEnd };
+    const bound = { bytes: this.bytesOf(shape), fromEnd };
     const data = shape.data ?? true;
     const primary = readingFor(this.pool, shape.statements);
     const standby = hi >= lo && hi >= 0 ? this.standbys?.pick() : undefined;

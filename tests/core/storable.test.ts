@@ -3,6 +3,7 @@ import {
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
   isStorableText,
+  jsonCharsPast,
   jsonTextValuesPast,
   toStorableJson,
   toStorableText,
@@ -75,5 +76,27 @@ describe('values a payload holds', () => {
     expect(jsonTextValuesPast(new TextEncoder().encode(text), max)).toBe(false);
     // A text shorter than two characters a value cannot hold more than the bound, and is not scanned.
     expect(jsonTextValuesPast(',,,,,', 10)).toBe(false);
+  });
+});
+
+describe('jsonCharsPast', () => {
+  it("counts strings' and keys' characters and one for each value, about its JSON text's length", () => {
+    const value = { query: 'x'.repeat(90), variables: { id: 'abc', list: [1, 2, 3] } };
+    // 8 values, the keys (query 5, variables 9, id 2, list 4) each plus one, the strings (90, 3), and the list's length.
+    const chars = 8 + (6 + 10 + 3 + 5) + (90 + 3) + 3;
+    expect(jsonCharsPast(value, chars)).toBe(false);
+    expect(jsonCharsPast(value, chars - 1)).toBe(true);
+    expect(jsonCharsPast(undefined, 1)).toBe(false);
+  });
+
+  it('walks any depth, and stops once past the bound (a million values past a bound of 10: at once)', () => {
+    let deep: unknown = 0;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(jsonCharsPast(deep, 1_000_000)).toBe(false);
+    expect(jsonCharsPast(deep, 100)).toBe(true);
+    const wide = new Array(1_000_000).fill('x');
+    const t = performance.now();
+    expect(jsonCharsPast([wide], 10)).toBe(true);
+    expect(performance.now() - t).toBeLessThan(50);
   });
 });

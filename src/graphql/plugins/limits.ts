@@ -15,6 +15,7 @@ import { DEFAULT_PAGE_SIZE } from '../builder.ts';
 import { asRequestError, requestError } from './error-codes.ts';
 import { refuseOperation } from './refuse-operation.ts';
 import { perDocument } from './per-document.ts';
+import { DIFF_REQUEST_MAX_BYTES, FILE_READ_MAX_BYTES } from '../../store/file-blobs.ts';
 
 export interface QueryLimits {
   maxTokens: number;
@@ -22,6 +23,14 @@ export interface QueryLimits {
   maxAliases: number;
   maxCost: number;
 }
+
+/** What a client does instead of reading a once-per-operation field many times. */
+const INSTEAD: Record<string, string> = {
+  // A recording is a session's whole log as one string: GET /recordings streams any number of them.
+  'Session.recording': ' (GET /recordings?session=<id> streams a recording)',
+  'Session.file': ` (one file per request: each is up to ${FILE_READ_MAX_BYTES} bytes)`,
+  'Session.fileChanges': ` (one range of one session per request: each diffs up to ${DIFF_REQUEST_MAX_BYTES} bytes of text)`,
+};
 
 // Armor throws its refusal out of validation, which stops validating a
 // document thousands of levels deep at once; yoga answers a thrown error by
@@ -39,8 +48,7 @@ export function useQueryLimits(limits: QueryLimits): Plugin {
     const repeated = Object.entries(once).find(([, times]) => times > 1);
     if (repeated) {
       const [field, times] = repeated;
-      // A recording is a session's whole log as one string: GET /recordings streams any number of them.
-      const instead = field === 'Session.recording' ? ' (GET /recordings?session=<id> streams a recording)' : ' (it is the same each time)';
+      const instead = INSTEAD[field] ?? ' (it is the same each time)';
       return { errors: [requestError(`${field} may be read at most once per operation, and this one reads it up to ${times} times${instead}`)] };
     }
     return cost > limits.maxCost ? { errors: [refusal(cost)] } : undefined;

@@ -2,6 +2,7 @@ import { builder } from '../builder.ts';
 import { PROPERTY_READ } from '../property-reads.ts';
 import { EventRef } from './event.ts';
 import { eventPageShape, eventsConnection, readFor } from '../events-connection.ts';
+import { textBudgetOf } from '../request-texts.ts';
 import { EVENT_ORIGINS, EventOriginEnum } from './event-filters.ts';
 import { sessionsConnection } from '../sessions-connection.ts';
 import { asSelected, selectsOnlyId, sessionColumns, sessionConnectionColumns } from '../session-columns.ts';
@@ -108,7 +109,8 @@ builder.objectFields('Session', (t) => ({
       description:
         'The log in seq order. Cursors are seqs; `last`/`before` page backwards from the end. With `types` or `origin`, only the ' +
         'events that pass (pages of matches, served from the indexes: gaps between them cost nothing). A page of large events holds ' +
-        'fewer than asked (FORKLINE_PAGE_BYTES of their data; a page that does not select `data` reads none and is not cut): ' +
+        'fewer than asked (FORKLINE_PAGE_BYTES of their data, for all the pages of one request together: a page that finds ' +
+        'none left comes empty; a page that does not select `data` reads none and is not cut): ' +
         'page on while hasNextPage (backwards: hasPreviousPage) is true.',
       args: {
         afterSeq: t.arg.int({ description: 'Only events with seq > afterSeq.' }),
@@ -130,6 +132,7 @@ builder.objectFields('Session', (t) => ({
             origin: args.origin && EVENT_ORIGINS[args.origin],
           },
           readFor(eventPageShape(info), ctx),
+          textBudgetOf(ctx, info),
         ),
     },
     EventConnection,

@@ -26,6 +26,7 @@ import type { Guard } from '../guard.ts';
 import { perHeaderValue } from '../per-header-value.ts';
 import { bodyTextOf } from '../http-body.ts';
 import { parsesPerDocument } from '../../graphql/plugins/per-document.ts';
+import { MAX_REMEMBERED_DOCUMENTS, isRememberable } from './remembered-documents.ts';
 
 /** yoga's hooks around a request (not envelop's around an operation): the fast lane never runs them. */
 export const REQUEST_HOOKS = ['onRequest', 'onRequestParse', 'onParams', 'onExecutionResult', 'onResultProcess', 'onResponse'] as const;
@@ -86,9 +87,8 @@ export type FastLaneFence = ReturnType<typeof fastLaneFence>;
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
 const PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
-const MAX_REMEMBERED_QUERIES = 1000;
-/** Query texts longer than this are parsed and validated by yoga's hooks every time. */
-const MAX_REMEMBERED_DOCUMENT_CHARS = 16 * 1024;
+/** Accept header values remembered. */
+const MAX_REMEMBERED_ACCEPTS = 1000;
 
 /**
  * The media type yoga's result processors pick for a non-streamed result, or
@@ -96,7 +96,7 @@ const MAX_REMEMBERED_DOCUMENT_CHARS = 16 * 1024;
  * Mirrors yoga's accept.js and use-result-processor.js: utf-8 types only, the
  * last match in reversed order wins, the header's wildcards match.
  */
-export const regularMediaType = perHeaderValue(mediaTypeOf, MAX_REMEMBERED_QUERIES);
+export const regularMediaType = perHeaderValue(mediaTypeOf, MAX_REMEMBERED_ACCEPTS);
 
 function mediaTypeOf(accept: string | undefined): RegularType | null {
   const asked = (accept || '*/*')
@@ -221,7 +221,9 @@ export function fastLane(opts: FastLaneOptions) {
     } catch {
       return false;
     }
-    if (parsed.size >= MAX_REMEMBERED_QUERIES) parsed.clear();
+    // Only short texts are kept (remembered-documents.ts): 1,000 texts of the body limit would be 17 GB.
+    if (!isRememberable(query)) return true;
+    if (parsed.size >= MAX_REMEMBERED_DOCUMENTS) parsed.clear();
     parsed.add(query);
     return true;
   };
@@ -245,8 +247,8 @@ export function fastLane(opts: FastLaneOptions) {
       return undefined;
     }
     // Only short texts are kept (the reads a client repeats): a text with a long literal is not held here, nor its document.
-    if (remembersDocuments && params.query.length <= MAX_REMEMBERED_DOCUMENT_CHARS) {
-      if (accepted.size >= MAX_REMEMBERED_QUERIES) accepted.clear();
+    if (remembersDocuments && isRememberable(params.query)) {
+      if (accepted.size >= MAX_REMEMBERED_DOCUMENTS) accepted.clear();
       accepted.set(params.query, document);
     }
     return document;

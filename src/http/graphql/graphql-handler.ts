@@ -7,6 +7,7 @@ import type http from 'node:http';
 import { createYoga, type Plugin } from 'graphql-yoga';
 import { GraphQLError, getOperationAST } from 'graphql';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { schema } from '../../graphql/schema.ts';
 import type { Context } from '../../graphql/context.ts';
@@ -20,7 +21,10 @@ import { useResponseSizeLimit } from '../../graphql/plugins/response-size.ts';
 import { useCloseUnsentStreams } from '../../graphql/plugins/unsent-streams.ts';
 import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
+import { heldRequestTooLarge, useHeldRequestLimit } from '../../graphql/plugins/held-requests.ts';
+import { jsonCharsPast } from '../../core/storable.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
+import { rememberedDocuments } from './remembered-documents.ts';
 import { countErrors, useMetrics } from '../../graphql/plugins/metrics.ts';
 import { useStatementDeadlines } from '../../graphql/plugins/statement-deadlines.ts';
 import { oneExecuteHook } from '../../graphql/plugins/one-execute-hook.ts';
@@ -71,6 +75,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     maxCost: security.maxCost ?? DEFAULT_LIMITS.maxCost,
   };
   const maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
+  const maxHeldRequestChars = security.maxHeldRequestChars ?? DEFAULT_LIMITS.maxHeldRequestChars;
   const corsOrigins = guard.corsOrigins;
   const floor = guard.yogaPlugins();
   const graphiqlHeaders = useGraphiQLSecurityHeaders();
@@ -83,6 +88,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     graphiqlHeaders,
     useQueryLimits(limits),
     useResponseSizeLimit(maxResponseBytes),
+    useHeldRequestLimit(maxHeldRequestChars),
     useStorableText(),
     useScopes(),
     inputErrorCodes,
@@ -108,6 +114,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     logging: false,
     maskedErrors: { maskError: toClientError },
     maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
+    // By text, for every transport: only short texts are kept (yoga's default kept 1,024 of any length).
+    parserAndValidationCache: rememberedDocuments(),
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
     cors: corsOrigins.length ? { origin: [...corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-graphql-yoga-csrf'] } : false,
     plugins: fence.around(plugins), // the fast lane sees every plugin they add (fast-lane.ts)
@@ -181,6 +189,11 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           subscribe: (args: any) => args.rootValue.subscribe(args),
           onConnect: (ctx) => {
             const { socket, request } = ctx.extra;
+            // graphql-ws keeps the payload (ctx.connectionParams) as long as the socket lives.
+            if (jsonCharsPast(ctx.connectionParams, maxHeldRequestChars)) {
+              socket.close(CloseCode.BadRequest, heldRequestTooLarge('connection_init', maxHeldRequestChars).slice(0, 123));
+              return false;
+            }
             // Busy while graphql-ws holds an operation of the socket (its public record of them).
             const busy = () => Object.keys(ctx.subscriptions).length > 0;
             return guard.openSocket(socket, connectionAuthorization(ctx.connectionParams, request), request.socket.remoteAddress, busy);
