@@ -310,6 +310,12 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
         const shown = (output: unknown) => modelOutputContent(t, { id: call.id, input }, output, turn.session.maxResultBytes);
         // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
         if (options.abortSignal?.aborted) return notStarted(options.abortSignal.reason, record);
+        // The check at the act: a lease run out while the call was being stored (a pause: GC, SIGSTOP) runs nothing and writes nothing.
+        try {
+          turn.session.assertHeld();
+        } catch (err) {
+          return Promise.reject(err);
+        }
         const failed = async (err: unknown): Promise<never> => {
           await record({ status: 'error', content: `tool failed: ${errorText(err)}` });
           throw err;
