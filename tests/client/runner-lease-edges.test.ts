@@ -45,12 +45,12 @@ describe('a runner stopped between its stored call and its tool, past its lease'
     const stall = path.join(dir, `${pool}.stall`);
     fs.writeFileSync(release, ''); // send_email returns as soon as it has written its effect
     const env = { POOL: pool, SESSION_ID: id, EFFECTS_FILE: effects, RELEASE_FILE: release };
-    const a = startRunnerProcess(app.url, { name: `${pool}-a`, dir, env: { ...env, LEASE_MS: '1000', STALL_FILE: stall } });
+    const a = startRunnerProcess(app.url, { name: `${pool}-a`, dir, env: { ...env, LEASE_MS: '3000', STALL_FILE: stall } });
     await waitFor(() => a.output().includes('"stalled"'), { what: "A's call stored, its tool not started", timeoutMs: 30_000 });
     a.child.kill('SIGSTOP');
     const stored = await events(id);
     expect(stored.filter((e) => e.type === 'model/message').map((e) => e.data.toolCalls[0].name)).toEqual(['send_email']);
-    await sleep(1500); // past A's lease
+    await sleep(3500); // past A's lease
     if (otherClaims) {
       const b = startRunnerProcess(app.url, { name: `${pool}-b`, dir, env });
       await exited(b);
