@@ -412,7 +412,10 @@ describe('the AI SDK adapter with calls that fail', () => {
   it("stores each failed call's result as the text the SDK hands the model, not a wording of its own", async () => {
     const { id, pool } = await sessionWith({ calls: [] });
     const prompts: LanguageModelV3Prompt[] = [];
-    const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
     const streamOf = (parts: LanguageModelV3StreamPart[]) =>
       new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) });
     // The model calls a tool that throws, one with input its schema refuses, and one the runner lacks; then it answers.
@@ -420,12 +423,21 @@ describe('the AI SDK adapter with calls that fail', () => {
       doStream: async ({ prompt }) => {
         prompts.push(prompt);
         const called = prompt.some((m) => m.role === 'tool');
-        const call = (toolCallId: string, toolName: string, input: unknown) => ({ type: 'tool-call' as const, toolCallId, toolName, input: JSON.stringify(input) });
+        const call = (toolCallId: string, toolName: string, input: unknown) => ({
+          type: 'tool-call' as const,
+          toolCallId,
+          toolName,
+          input: JSON.stringify(input),
+        });
         return {
           stream: streamOf([
             { type: 'stream-start', warnings: [] },
             ...(called
-              ? [{ type: 'text-start' as const, id: 't' }, { type: 'text-delta' as const, id: 't', delta: 'done' }, { type: 'text-end' as const, id: 't' }]
+              ? [
+                  { type: 'text-start' as const, id: 't' },
+                  { type: 'text-delta' as const, id: 't', delta: 'done' },
+                  { type: 'text-end' as const, id: 't' },
+                ]
               : [call('c_throws', 'quota', { n: 1 }), call('c_invalid', 'quota', { n: 'one' }), call('c_missing', 'nope', {})]),
             { type: 'finish', finishReason: { unified: called ? 'stop' : 'tool-calls', raw: undefined }, usage },
           ]),

@@ -27,7 +27,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-const events = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any, synthetic: e.synthetic }));
+const events = async (id: string) =>
+  (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any, synthetic: e.synthetic }));
 const exited = (r: RunnerProcess) =>
   r.child.exitCode !== null || r.child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => r.child.once('exit', resolve));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -29,7 +29,8 @@ describe('a lease that ran out, before anyone claimed the session', () => {
     app = await startTestApp();
   });
   afterAll(() => app?.close());
-  const events = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any, synthetic: e.synthetic }));
+  const events = async (id: string) =>
+    (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any, synthetic: e.synthetic }));
 
   it('takes no write of its holder: not its call, nor a renewal that would revive it', async () => {
     const { id } = (await app.ok(CREATE, { input: { runner: 'paused' } })).createSession;
@@ -80,8 +81,9 @@ describe('a lease that ran out, before anyone claimed the session', () => {
       { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
       { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
     ];
-    expect((await app.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: done } })).appendEvents)
-      .toEqual({ eventCount: session.eventCount + 3 });
+    expect(
+      (await app.ok(APPEND, { input: { sessionId: id, leaseToken: lease.token, expectedEventCount: session.eventCount, events: done } })).appendEvents,
+    ).toEqual({ eventCount: session.eventCount + 3 });
   });
 });
 

@@ -12,7 +12,18 @@
 // stream to sessionTurns subscribers as they come.
 //
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools, effects: { send_email: 'side-effects' } }));
-import { asSchema, generateText, InvalidToolInputError, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
+import {
+  asSchema,
+  generateText,
+  InvalidToolInputError,
+  type CallSettings,
+  stepCountIs,
+  streamText,
+  wrapLanguageModel,
+  type ModelMessage,
+  type StepResult,
+  type ToolSet,
+} from 'ai';
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
