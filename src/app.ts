@@ -111,6 +111,8 @@ export interface AppOptions {
   sweepMs?: number;
   /** How often runnableSessions subscribers look for sessions whose external runner's lease expired (default 5 s). */
   runnableSweepMs?: number;
+  /** A step an external runner holds open longer is ended at its next renewal (FORKLINE_RUNNER_MAX_STEP_MS; 0: no limit). */
+  runnerMaxStepMs?: number;
   /** Deletions' reclaim (docs/contract.md#deletion): events per transaction (FORKLINE_DELETE_CHUNK_EVENTS), the wait between chunks (FORKLINE_DELETE_PAUSE_MS), how often to look for deletions nobody reclaims (FORKLINE_DELETE_SWEEP_MS). */
   reclaim?: { chunkEvents?: number; pauseMs?: number; sweepMs?: number };
   onToolRun?: (sessionId: string, call: ToolCall) => void;
@@ -256,6 +258,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     publish: publishTurnUpdate,
     sessionsChanged: (scope) => live.sessionsChanged(scope),
     sweepMs: opts.runnableSweepMs,
+    maxStepMs: opts.runnerMaxStepMs,
     clock,
     prepare,
     compaction: { resolveModel: (p) => models.resolve(p), defaultModel, budget: opts.budget },

@@ -107,6 +107,12 @@ const envSchema = z
       .max(2 ** 31 - 1)
       .refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000')
       .optional(),
+    // How long an external runner may hold a step open (docs/runners.md "When the lease ends"); 0: no limit.
+    FORKLINE_RUNNER_MAX_STEP_MS: z.coerce
+      .number()
+      .int()
+      .refine((v) => v === 0 || v >= 1000, 'must be 0 (no limit) or at least 1000')
+      .optional(),
     // The context budget (docs/agents.md "Compaction"): the window of a model with none known, and when to compact.
     FORKLINE_CONTEXT_TOKENS: z.coerce.number().int().min(256).max(100_000_000).optional(),
     FORKLINE_COMPACT_AT: z.coerce.number().gt(0).max(1).optional(),

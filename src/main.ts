@@ -84,6 +84,7 @@ async function main() {
       pageBytes: config.FORKLINE_PAGE_BYTES,
       reclaim: { chunkEvents: config.FORKLINE_DELETE_CHUNK_EVENTS, pauseMs: config.FORKLINE_DELETE_PAUSE_MS, sweepMs: config.FORKLINE_DELETE_SWEEP_MS },
       maxTurnMs: config.FORKLINE_MAX_TURN_MS,
+      runnerMaxStepMs: config.FORKLINE_RUNNER_MAX_STEP_MS,
       budget: {
         defaultContextTokens: config.FORKLINE_CONTEXT_TOKENS,
         compactAt: config.FORKLINE_COMPACT_AT,

@@ -6,6 +6,7 @@ import { dataOf } from '../core/core-event.ts';
 import { APPROVED_CALL_START, hasDecidedCall } from './approval-resume.ts';
 import { toStorableJson, toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
+import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
 import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
@@ -290,7 +291,7 @@ export class SessionRunner {
 
   /** The time-limit message a turn stopped by `maxTurnMs` ends with. */
   get turnLimitMessage(): string {
-    return `the turn ran longer than its limit of ${this.deps.maxTurnMs} ms and was stopped`;
+    return timeLimitMessage('turn', this.deps.maxTurnMs ?? 0);
   }
 
   /**
@@ -663,19 +664,16 @@ export class SessionRunner {
     const open = this.fold.state.openTail();
     if (!open) return;
     const { turn } = open;
-    const closers: NewEvent[] = this.keptPartial(open, partial);
-    if (open.step) closers.push({ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } });
+    const kept: NewEvent[] = this.keptPartial(open, partial);
     if (this.stopReason === 'turn-limit') {
+      // The same end as an external runner's step past its limit (RunnerProtocol.renew).
       const message = this.turnLimitMessage;
-      const step = open.step?.step ?? this.fold.state.lastStep;
-      await this.append(
-        [...closers, { type: 'plugin/agent/error', data: { turn, step, message } }, { type: 'turn/end', data: { turn, reason: 'failed' } }],
-        true,
-      );
+      await this.append([...kept, ...timeLimitClosers(open, this.fold.state.lastStep, message)], true);
       this.endTurnObservation('failed', message);
       return;
     }
-    await this.append([...closers, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
+    const stepEnd: NewEvent[] = open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : [];
+    await this.append([...kept, ...stepEnd, { type: 'turn/end', data: { turn, reason: 'cancelled' } }], true);
     this.endTurnObservation('cancelled');
   }
 

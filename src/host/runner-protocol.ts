@@ -33,6 +33,7 @@ import { FILES_CHANGE, type FilesChangeData } from '../core/file-tree.ts';
 import type { SeqChangeSet } from '../store/file-blobs.ts';
 import { ForklineError, badInput } from '../core/errors.ts';
 import { closersFor } from '../core/repair.ts';
+import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
 import type { LogState } from '../core/log-state.ts';
 import { APPROVED_CALL_START, hasDecidedCall } from '../agent/approval-resume.ts';
 import { toolAllowed } from '../core/tools.ts';
@@ -84,6 +85,10 @@ function openCallsOf(step: LogState['openStep']): OpenCall[] {
 }
 
 export const DEFAULT_RUNNABLE_SWEEP_MS = 5000;
+/** How long an external runner may hold a step open (FORKLINE_RUNNER_MAX_STEP_MS; 0: no limit): a model call and its tools. */
+const DEFAULT_RUNNER_MAX_STEP_MS = 10 * 60 * 1000;
+/** The events a step's time is counted from (RunnerProtocol.renew): the turn moving on to a step, and a decision on a call. */
+const STEP_CLOCK = ['turn/start', 'step/start', 'step/end', 'tool/approval'];
 /** The runnable feed's looks for ended leases are at least this far apart. */
 const MIN_LOOK_MS = 100;
 
@@ -151,7 +156,9 @@ export interface RunnerProtocolDeps {
   /** Sessions of the scope's tenant as they change (LiveEvents.sessionsChanged). */
   sessionsChanged(scope: Scope): AsyncIterableIterator<SessionRow>;
   sweepMs?: number;
-  /** Sweeps and compaction waits (default: the system clock). */
+  /** A step a runner holds open longer is ended at its next renewal (FORKLINE_RUNNER_MAX_STEP_MS; default DEFAULT_RUNNER_MAX_STEP_MS; 0: no limit). */
+  maxStepMs?: number;
+  /** Sweeps, compaction waits and the step limit (default: the system clock). */
   clock?: Clock;
   /** Hot statements prepared per connection (as the store's). */
   prepare?: boolean;
@@ -301,8 +308,35 @@ export class RunnerProtocol {
     }
   }
 
-  renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
-    return this.leases.renew(scope.tenant, sessionId, token, ttlMs);
+  /**
+   * Extends the lease. The lease is what a live runner keeps renewing, so a
+   * step it holds open past `maxStepMs` (it renews, but its model or tool
+   * never answers) is ended here as forkline's own agent ends a turn past its
+   * limit (core/time-limit.ts): the step `interrupted`, the turn `failed` with
+   * the limit as its error; the lease goes back (input waiting is offered to
+   * the pool again) and the renewal answers LEASE_LOST saying so.
+   */
+  async renew(scope: Scope, sessionId: string, token: number, ttlMs = DEFAULT_RUNNER_LEASE_MS): Promise<RunnerLease> {
+    const { status, eventCount, ...lease } = await this.leases.renew(scope.tenant, sessionId, token, ttlMs);
+    const limitMs = this.deps.maxStepMs ?? DEFAULT_RUNNER_MAX_STEP_MS;
+    if (status !== 'RUNNING' || limitMs <= 0) return lease;
+    const { log } = this.deps.store;
+    // The step's time: since the turn last moved on to a step (or a person decided on one of its calls: the wait is not the runner's).
+    const [moved] = await log.ofTypes(sessionId, STEP_CLOCK, { fromSeq: 0, toSeq: eventCount - 1, limit: 1, descending: true, withoutTexts: true });
+    if (!moved || (this.deps.clock ?? systemClock).now() - moved.createdAt.getTime() <= limitMs) return lease;
+    const { openTurn } = await log.openTurnFolded(sessionId, eventCount - 1);
+    const open = openTurn?.openTail();
+    if (!openTurn || !open) return lease;
+    const message = `${timeLimitMessage('step', limitMs)} (FORKLINE_RUNNER_MAX_STEP_MS)`;
+    try {
+      await this.write(scope, sessionId, timeLimitClosers(open, openTurn.lastStep, message), token, eventCount);
+    } catch (err) {
+      // The runner wrote meanwhile (its step may have ended): the next renewal looks again.
+      if (err instanceof ForklineError && err.code === 'SESSION_BUSY') return lease;
+      throw err;
+    }
+    await this.release(scope, sessionId, token);
+    throw new ForklineError('LEASE_LOST', `session ${sessionId}: ${message}; its turn ended failed and the lease went back`, { sessionId });
   }
 
   /** Gives the lease back; runnableSessions subscribers see the session again when work remains. */
@@ -419,6 +453,7 @@ export class RunnerProtocol {
         : { events: await this.deps.store.append(sessionId, events, { scope, expectedEventCount, lease }), released: false };
     } catch (err) {
       if (err instanceof ForklineError && err.code === 'SESSION_BUSY' && err.details?.leaseLost) {
+        await this.leases.held(scope.tenant, sessionId, token); // LEASE_LOST saying why: taken over, given back, or run out
         throw new ForklineError(
           'LEASE_LOST',
           `the lease on session ${sessionId} is not held under token ${token} (taken over, or given back): nothing was written`,

@@ -11,7 +11,7 @@ import { ForklineError, badInput, sessionNotFound } from '../core/errors.ts';
 import type { LogState } from '../core/log-state.ts';
 import { eventId, newInputId } from './ids.ts';
 import type { SessionLog, StoredEvent } from './session-log.ts';
-import { leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
+import { EXTERNAL_LEASE_ENDED, leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import type { TailStates } from './tail-states.ts';
 import { AppendBatcher, MAX_BATCH } from './append-batcher.ts';
@@ -474,13 +474,14 @@ export class SessionAppends {
     const appended = opts.client ? { rows: (await opts.client.query<Out>(this.appendNotifying(params))).rows, notified: true } : await this.appends.run(params);
     const out = appended.rows as Out[];
     if (out.length === 0) {
-      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number; leaseOwner: string | null }>(
-        'SELECT "eventCount", "leaseToken", "leaseOwner" FROM "Session" WHERE id = $1 AND ($3::text IS NULL OR "treeId" = $3::text) AND ($2::text IS NULL OR tenant = $2::text)',
+      const exists = await (opts.client ?? this.pool).query<{ eventCount: number; leaseToken: number; leaseOwner: string | null; ended: boolean }>(
+        `SELECT "eventCount", "leaseToken", "leaseOwner", COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended FROM "Session"
+          WHERE id = $1 AND ($3::text IS NULL OR "treeId" = $3::text) AND ($2::text IS NULL OR tenant = $2::text)`,
         [sessionId, opts.scope?.tenant ?? null, treeId],
       );
       if (!exists.rowCount) throw sessionNotFound(sessionId);
       const found = exists.rows[0];
-      if (opts.lease && (found.leaseToken !== opts.lease.token || found.leaseOwner == null)) {
+      if (opts.lease && (found.leaseToken !== opts.lease.token || found.leaseOwner == null || found.ended)) {
         throw new ForklineError('SESSION_BUSY', `session ${sessionId} is run by another process now (its lease was taken over or given back)`, {
           leaseLost: true,
         });

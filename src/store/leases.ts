@@ -77,6 +77,19 @@ export function leaseOf(row: ClaimedRow, ttlMs: number): Lease {
 /** SQL on a session row: nobody holds its lease (never taken, given back, or expired), so a claim may take it. */
 export const LEASE_IS_FREE = `("leaseOwner" IS NULL OR "leaseExpiresAt" < now())`;
 
+/** The prefix of an external runner's lease owner (its runner id follows): never a forkline process's. */
+export const EXTERNAL_OWNER_PREFIX = 'runner:';
+
+/**
+ * SQL on a session row: an external runner's lease ran out, whether or not
+ * another runner claimed the session since (docs/runners.md "When the lease
+ * ends"). Its holder may be paused (GC, SIGSTOP) and resume to write a call
+ * whose tool then runs while another runner claims: nothing goes in under it,
+ * and it is not renewed. Forkline's own processes extend theirs with each
+ * append and are fenced by a takeover's token (SessionHost).
+ */
+export const EXTERNAL_LEASE_ENDED = `(starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}') AND "leaseExpiresAt" < now())`;
+
 /**
  * SQL on a session row: its agent has nothing to run — idle with no queued
  * input, or a turn waiting for a tool call's approval (docs/contract.md#tool-approval),
@@ -124,9 +137,10 @@ export function leaseOnAppend(p: {
     /**
      * Once another process took the session over, the runner's append matches
      * no row and writes nothing; nor once its lease was given back (a released
-     * lease fences nothing: no append may go in under it).
+     * lease fences nothing: no append may go in under it), nor once an
+     * external runner's lease ran out (EXTERNAL_LEASE_ENDED).
      */
-    fence: `(${p.token}::int IS NULL OR ("leaseToken" = ${p.token}::int AND "leaseOwner" IS NOT NULL))`,
+    fence: `(${p.token}::int IS NULL OR ("leaseToken" = ${p.token}::int AND "leaseOwner" IS NOT NULL AND NOT ${EXTERNAL_LEASE_ENDED}))`,
     /**
      * `released`, `held` (by the claimer), and what leaseOf needs of the row
      * when the claim took it: the session's lineage, which is also returned
@@ -323,8 +337,6 @@ export class LeaseStore {
 // claims skip them (leases.ts RUN_BY_FORKLINE). The owner is the runner's id,
 // prefixed so it never equals a forkline process's.
 
-export const EXTERNAL_OWNER_PREFIX = 'runner:';
-
 /** How long an external runner's lease lasts unless it asks otherwise (renewLease extends it). */
 export const DEFAULT_RUNNER_LEASE_MS = 30_000;
 export const MIN_RUNNER_LEASE_MS = 500;
@@ -336,11 +348,21 @@ export interface RunnerLease {
   expiresAt: Date;
 }
 
-/** A session row as the lease checks read it. */
-export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner'>;
+/** A renewed lease, with the session's status and length then (what RunnerProtocol.renew's step limit reads). */
+type RenewedLease = { token: number; expiresAt: Date } & Pick<SessionRow, 'status' | 'eventCount'>;
+
+/** A session row as the lease checks read it; `ended`: an external lease that ran out (EXTERNAL_LEASE_ENDED). */
+export type LeaseRow = Pick<SessionRow, 'eventCount' | 'leaseToken' | 'leaseOwner' | 'leaseExpiresAt' | 'runner'> & { ended: boolean };
 
 export const leaseLost = (sessionId: string, why: string) =>
   new ForklineError('LEASE_LOST', `the lease on session ${sessionId} is not yours: ${why}; nothing was written`, { sessionId });
+
+/** Why a write under `token` is refused, from the session's row. */
+function whyNotHeld(row: LeaseRow, token: number): string {
+  if (row.leaseToken !== token) return row.leaseOwner ? 'it is held under another token now' : 'released, or taken by another runner after it expired';
+  if (!row.leaseOwner?.startsWith(EXTERNAL_OWNER_PREFIX)) return 'nobody holds it (released, or never claimed)';
+  return `it ran out at ${row.leaseExpiresAt?.toISOString()} (a lease is renewed before its end; once it ends, another runner may claim the session)`;
+}
 
 /** A session an external runner claimed: its row as the claim left it, and the lease. */
 export type RunnerClaim = { session: SessionRow; lease: RunnerLease };
@@ -455,17 +477,17 @@ export class RunnerLeases {
     return rows[0]?.at ?? undefined;
   }
 
-  /** Extends a lease still held under `token`; LEASE_LOST otherwise. */
-  async renew(tenant: string, sessionId: string, token: number, ttlMs: number): Promise<RunnerLease> {
-    const { rows } = await this.pool.query<{ token: number; expiresAt: Date }>(
+  /** Extends a lease still held under `token` and not run out; LEASE_LOST otherwise. */
+  async renew(tenant: string, sessionId: string, token: number, ttlMs: number): Promise<RunnerLease & RenewedLease> {
+    const { rows } = await this.pool.query<RenewedLease>(
       `UPDATE "Session" SET "leaseExpiresAt" = now() + $4 * interval '1 millisecond'
         WHERE id = $1 AND "treeId" = $5 AND tenant = $2 AND "leaseToken" = $3 AND starts_with("leaseOwner", '${EXTERNAL_OWNER_PREFIX}')
-        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt"`,
+          AND NOT ${EXTERNAL_LEASE_ENDED}
+        RETURNING "leaseToken" AS token, "leaseExpiresAt" AS "expiresAt", status, "eventCount"`,
       [sessionId, tenant, token, ttlMs, await this.trees.require(sessionId)],
     );
     if (rows[0]) return { sessionId, ...rows[0] };
-    await this.row(tenant, sessionId);
-    throw leaseLost(sessionId, 'released, or taken by another runner after it expired');
+    throw leaseLost(sessionId, whyNotHeld(await this.row(tenant, sessionId), token));
   }
 
   /** Gives a lease held under `token` back; LEASE_LOST when it is not held under it. */
@@ -488,9 +510,7 @@ export class RunnerLeases {
    */
   async held(tenant: string, sessionId: string, token: number): Promise<LeaseRow> {
     const row = await this.row(tenant, sessionId);
-    if (row.leaseToken !== token || !row.leaseOwner?.startsWith(EXTERNAL_OWNER_PREFIX)) {
-      throw leaseLost(sessionId, row.leaseOwner ? `it is held under another token now` : 'nobody holds it (released, or never claimed)');
-    }
+    if (row.leaseToken !== token || !row.leaseOwner?.startsWith(EXTERNAL_OWNER_PREFIX) || row.ended) throw leaseLost(sessionId, whyNotHeld(row, token));
     return row;
   }
 
@@ -502,7 +522,8 @@ export class RunnerLeases {
 
   private async row(tenant: string, sessionId: string): Promise<LeaseRow> {
     const { rows } = await this.pool.query<LeaseRow>(
-      'SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2',
+      `SELECT "eventCount", "leaseToken", "leaseOwner", "leaseExpiresAt", runner, COALESCE(${EXTERNAL_LEASE_ENDED}, false) AS ended
+         FROM "Session" WHERE id = $1 AND "treeId" = $3 AND tenant = $2`,
       [sessionId, tenant, await this.trees.require(sessionId)],
     );
     if (!rows[0]) throw sessionNotFound(sessionId);

@@ -137,7 +137,7 @@ describe('the AI SDK adapter as an external runner process', () => {
 
 describe('a runner SIGKILLed mid-turn', () => {
   it('is repaired once after its lease expires, and another runner answers the next input', async () => {
-    const doomed = startRunner('doomed', { HANG: '1', LEASE_MS: '1000' });
+    const doomed = startRunner('doomed', { HANG: '1', LEASE_MS: '3000' });
     const id = (await gql(`mutation { createSession(input: {runner: "ext"}) { id } }`)).createSession.id;
     await send(id, 'please hang');
     // The first step (the tool call and its result) is stored; the second model call never answers.

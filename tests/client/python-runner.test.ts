@@ -197,7 +197,7 @@ describe('fencing in the Python SDK', () => {
 
 describe('a Python runner SIGKILLed while its tool runs', () => {
   it('leaves a turn repaired once (interrupted); the next runner does not run the tool again', async () => {
-    const doomed = startPython('py-doomed', { POOL: 'py-kill', LEASE_MS: '1500', TOOL_SECONDS: '30' });
+    const doomed = startPython('py-doomed', { POOL: 'py-kill', LEASE_MS: '3000', TOOL_SECONDS: '30' });
     const id = await create('py-kill');
     await send(id, 'slow-kill@example.com');
     await waitFor(() => doomed.effects().includes('start slow-kill@example.com'), { what: 'the tool to start', timeoutMs: 45_000 });

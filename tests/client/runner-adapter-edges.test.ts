@@ -12,6 +12,9 @@
 //   result saying the tool ran (never as a call that did not run).
 // - An AI SDK tool that streams its output (an async generator) runs, and its
 //   last output is its result.
+// - A call that fails in the AI SDK (its tool throws, its input breaks the
+//   schema, it names no tool) is stored as the error text the SDK hands the
+//   model, so a later step or a fork reads what the step itself read.
 // (Approval-gated tools: runner-adapter-approvals.test.ts.)
 import http from 'node:http';
 import net from 'node:net';
@@ -20,6 +23,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOpenAI } from '@ai-sdk/openai';
 import { tool as aiTool, type ToolSet } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import type { LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { Agent, OpenAIProvider, setTracingDisabled, tool as agentsTool } from '@openai/agents';
 import { ForklineRunner, LeaseLostError, type RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns } from '@forkline/ai-sdk';
@@ -400,5 +405,76 @@ describe('the AI SDK adapter with a tool that streams its output (an async gener
     const log = await events(id);
     expect(log.find((e) => e.type === 'tool/result')!.data).toMatchObject({ status: 'ok', content: 'finished' });
     expect(log.at(-1)!.data).toMatchObject({ reason: 'completed' });
+  });
+});
+
+describe('the AI SDK adapter with calls that fail', () => {
+  it("stores each failed call's result as the text the SDK hands the model, not a wording of its own", async () => {
+    const { id, pool } = await sessionWith({ calls: [] });
+    const prompts: LanguageModelV3Prompt[] = [];
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
+    const streamOf = (parts: LanguageModelV3StreamPart[]) =>
+      new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) });
+    // The model calls a tool that throws, one with input its schema refuses, and one the runner lacks; then it answers.
+    const model = new MockLanguageModelV3({
+      doStream: async ({ prompt }) => {
+        prompts.push(prompt);
+        const called = prompt.some((m) => m.role === 'tool');
+        const call = (toolCallId: string, toolName: string, input: unknown) => ({
+          type: 'tool-call' as const,
+          toolCallId,
+          toolName,
+          input: JSON.stringify(input),
+        });
+        return {
+          stream: streamOf([
+            { type: 'stream-start', warnings: [] },
+            ...(called
+              ? [
+                  { type: 'text-start' as const, id: 't' },
+                  { type: 'text-delta' as const, id: 't', delta: 'done' },
+                  { type: 'text-end' as const, id: 't' },
+                ]
+              : [call('c_throws', 'quota', { n: 1 }), call('c_invalid', 'quota', { n: 'one' }), call('c_missing', 'nope', {})]),
+            { type: 'finish', finishReason: { unified: called ? 'stop' : 'tool-calls', raw: undefined }, usage },
+          ]),
+        };
+      },
+    });
+    const tools = {
+      quota: aiTool<{ n: number }, string>({
+        inputSchema: parameters,
+        execute: async (): Promise<string> => {
+          throw new Error('quota exceeded for bob');
+        },
+      }),
+    };
+    const runner = new ForklineRunner({ url: app.url, pool });
+    await runner.serve(id, (s) => runAiSdkTurns(s, { model, tools }).then(() => {}));
+    await runner.close();
+    // What the SDK handed the model for each call in the step after it (its error-text).
+    const handed = new Map(
+      prompts
+        .at(-1)!
+        .flatMap((m) => (m.role === 'tool' ? m.content : []))
+        .flatMap((p) => (p.type === 'tool-result' ? [[p.toolCallId, p.output] as const] : [])),
+    );
+    const stored = new Map((await events(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.callId as string, e.data]));
+    expect([...stored.keys()].sort()).toEqual(['c_invalid', 'c_missing', 'c_throws']);
+    for (const [callId, result] of stored) {
+      expect(handed.get(callId)).toEqual({ type: 'error-text', value: result.content });
+      expect(result.status).toBe('error');
+    }
+    // ai 6 hands the error's message, ai 7 `Error: <message>`: no wording of the adapter's own either way.
+    expect(stored.get('c_throws')!.content).toMatch(/^(Error: )?quota exceeded for bob$/);
+    expect(stored.get('c_invalid')!.content).toMatch(/Invalid input for tool quota: /);
+    // A later request, built from the log (a fork's, the next turn's), holds the same text, marked as an error result the
+    // way forkline's chat format marks every one (its own agent's too).
+    const request = (await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id })).session.modelRequest;
+    const later = new Map((request.messages as any[]).filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content]));
+    for (const [callId, result] of stored) expect(later.get(callId)).toBe(`Error: ${result.content}`);
   });
 });

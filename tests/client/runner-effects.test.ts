@@ -87,7 +87,7 @@ describe.each(ADAPTERS)('the $name adapter: a tool with side effects that takes 
   it('a runner SIGKILLed while it runs: the turn is repaired once, and the next runner does not run it again', async () => {
     const effects = path.join(dir, `${tag}-kill.effects`);
     const env = { POOL: `${pool}-kill`, EFFECTS_FILE: effects, RELEASE_FILE: path.join(dir, `${tag}-kill.release`) };
-    const doomed = startRunnerProcess(service.url, { name: `${tag}-doomed`, dir, script, env: { ...env, LEASE_MS: '1000' } });
+    const doomed = startRunnerProcess(service.url, { name: `${tag}-doomed`, dir, script, env: { ...env, LEASE_MS: '3000' } });
     const id = await create(env.POOL);
     await send(id, 'email carol');
     await waitFor(async () => lines(effects).length === 1, { what: 'the tool to start', timeoutMs: 30_000 });

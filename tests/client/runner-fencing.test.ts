@@ -23,7 +23,7 @@ const events = async (id: string) =>
     (e: any) => e.node,
   );
 const runner = (runnerId: string) => {
-  const r = new ForklineRunner({ url: service.url, pool: 'fence', runnerId, leaseMs: 1000 });
+  const r = new ForklineRunner({ url: service.url, pool: 'fence', runnerId, leaseMs: 3000 });
   runners.push(r);
   return r;
 };

@@ -54,7 +54,7 @@ describe.each(CASES)('the $adapter adapter, its runner killed $killAt', ({ scrip
     const effects = path.join(dir, `${tag}.effects`);
     const env = { POOL: pool, EFFECTS_FILE: effects, RELEASE_FILE: path.join(dir, `${tag}.release`) };
     fs.writeFileSync(env.RELEASE_FILE, ''); // a tool run again would not wait
-    const doomed = startRunnerProcess(service.url, { name: `${tag}-doomed`, dir, script, env: { ...env, KILL_AT: killAt, LEASE_MS: '1000' } });
+    const doomed = startRunnerProcess(service.url, { name: `${tag}-doomed`, dir, script, env: { ...env, KILL_AT: killAt, LEASE_MS: '3000' } });
     const id = (await gql(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
     await gql(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "email dave"}) { inputId } }`, { id });
     await new Promise((resolve) => doomed.child.once('exit', resolve));

@@ -12,7 +12,18 @@
 // stream to sessionTurns subscribers as they come.
 //
 //   await runner.run((session) => runAiSdkTurns(session, { model, tools, effects: { send_email: 'side-effects' } }));
-import { asSchema, generateText, type CallSettings, stepCountIs, streamText, wrapLanguageModel, type ModelMessage, type StepResult, type ToolSet } from 'ai';
+import {
+  asSchema,
+  generateText,
+  InvalidToolInputError,
+  type CallSettings,
+  stepCountIs,
+  streamText,
+  wrapLanguageModel,
+  type ModelMessage,
+  type StepResult,
+  type ToolSet,
+} from 'ai';
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
@@ -108,6 +119,21 @@ function parseArguments(text: string): unknown {
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err ?? null));
+
+const INVALID_INPUT = 'Invalid input for tool : ';
+
+/**
+ * The text the installed AI SDK hands the model for a call that failed: its
+ * `error-text` is @ai-sdk/provider's getErrorMessage of the error (ai 6: the
+ * error's message; ai 7: `Error: <message>`), which `ai` does not export. Its
+ * InvalidToolInputError words its message with that same function, so the
+ * text is read through it. A failed call's result holds exactly this: a later
+ * step or a fork, built from the log, hands the model what this step did.
+ */
+function handedErrorText(err: unknown): string {
+  const worded = new InvalidToolInputError({ toolName: '', toolInput: '', cause: err }).message;
+  return worded.startsWith(INVALID_INPUT) ? worded.slice(INVALID_INPUT.length) : errorText(err);
+}
 
 /**
  * Tools whose calls cannot be in the log before they run: the provider's own
@@ -310,8 +336,14 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
         const shown = (output: unknown) => modelOutputContent(t, { id: call.id, input }, output, turn.session.maxResultBytes);
         // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
         if (options.abortSignal?.aborted) return notStarted(options.abortSignal.reason, record);
+        // The check at the act: a lease run out while the call was being stored (a pause: GC, SIGSTOP) runs nothing and writes nothing.
+        try {
+          turn.session.assertHeld();
+        } catch (err) {
+          return Promise.reject(err);
+        }
         const failed = async (err: unknown): Promise<never> => {
-          await record({ status: 'error', content: `tool failed: ${errorText(err)}` });
+          await record({ status: 'error', content: handedErrorText(err) });
           throw err;
         };
         let output: ReturnType<typeof execute>;
@@ -363,7 +395,9 @@ async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerS
   if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(signal.reason)})` };
   let input = parseArguments(call.arguments);
   const checked = t.inputSchema ? await asSchema(t.inputSchema).validate?.(input) : undefined;
-  if (checked && !checked.success) return { status: 'error', content: `tool failed: invalid input (${errorText(checked.error)})` };
+  // What the SDK's own check of a call's input hands the model.
+  if (checked && !checked.success)
+    return { status: 'error', content: handedErrorText(new InvalidToolInputError({ toolName: call.name, toolInput: call.arguments, cause: checked.error })) };
   if (checked) input = checked.value;
   try {
     let output: unknown = await t.execute(input, { toolCallId: call.id, messages: [], abortSignal: signal });
@@ -374,7 +408,7 @@ async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerS
     }
     return await modelOutputContent(t, { id: call.id, input }, output, session.maxResultBytes);
   } catch (err) {
-    return { status: 'error', content: `tool failed: ${errorText(err)}` };
+    return { status: 'error', content: handedErrorText(err) };
   }
 }
 
@@ -469,7 +503,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
       const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
       const outcome = ok
         ? toolResultContent(ok.output, turn.session.maxResultBytes)
-        : { status: 'error' as const, content: failed ? `tool failed: ${errorText(failed.error)}` : 'the runner has no such tool' };
+        : { status: 'error' as const, content: failed ? handedErrorText(failed.error) : 'the runner has no such tool' };
       await turn.result(call, outcome.status, outcome.content);
     }
     if (asked.length) {

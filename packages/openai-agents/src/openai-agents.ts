@@ -298,7 +298,7 @@ async function runCall(
   ctx: RunContext<any>,
   input: string,
   details: Parameters<FunctionTool['invoke']>[2],
-  maxBytes: number,
+  session: RunnerSession,
 ): Promise<CallOutcome> {
   const toolCall = details?.toolCall ?? { type: 'function_call' as const, callId: '', name: t.name, arguments: input, status: 'completed' as const };
   try {
@@ -311,7 +311,11 @@ async function runCall(
   // The tool's own invoke, under its timeout as the SDK sets it: a timeout answers while the tool may still run
   // (its execute is not stopped: the SDK aborts the signal it was given and answers without waiting).
   let signal: AbortSignal | undefined;
-  const invoke: FunctionTool['invoke'] = (c, i, d) => ((signal = d?.signal), t.invoke(c, i, d));
+  const invoke: FunctionTool['invoke'] = (c, i, d) => {
+    signal = d?.signal;
+    session.assertHeld(); // the check at the act: a lease run out meanwhile (a pause: GC, SIGSTOP) runs nothing
+    return t.invoke(c, i, d);
+  };
   const timedOut = (message: string): ToolResultContent => ({
     status: 'error',
     content: `${message} The tool may have run, and may still be running: its effect is unknown.`,
@@ -337,7 +341,7 @@ async function runCall(
       raise: err,
     };
   }
-  const result = resultOf(output, maxBytes);
+  const result = resultOf(output, session.maxResultBytes);
   // The model reads what the log holds: an output that could not be stored is the error that says so.
   return { result, output: result.status === 'ok' ? output : result.content };
 }
@@ -359,7 +363,7 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
         await turn.result(call, 'error', `the call did not run: the run was cancelled before it started (${said(reason)})`).catch(() => {});
         throw reason;
       }
-      const outcome = await runCall(agent, t, ctx, input, details, turn.session.maxResultBytes);
+      const outcome = await runCall(agent, t, ctx, input, details, turn.session);
       await turn.result(call, outcome.result.status, outcome.result.content);
       if (outcome.raise !== undefined) throw outcome.raise;
       return outcome.output as string;
@@ -401,7 +405,7 @@ async function runDecided(
   if (!t) return { status: 'error', content: 'the runner has no such tool' };
   if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
   const toolCall = { type: 'function_call' as const, callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' as const };
-  return (await runCall(agent, t, new RunContext(), call.arguments, { toolCall, signal }, session.maxResultBytes)).result;
+  return (await runCall(agent, t, new RunContext(), call.arguments, { toolCall, signal }, session)).result;
 }
 
 /** Whether the agent's function tool asks for a person's decision on this call (its `needsApproval`). */

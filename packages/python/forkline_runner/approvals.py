@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .runner import LeaseLostError, RunnerEvent, RunnerSession, result_event
+from .runner import RunnerEvent, RunnerSession, result_event
 
 #: Runs a call's tool: its (status, content).
 RunCall = Callable[[dict[str, Any]], tuple[str, str]]
@@ -76,8 +76,7 @@ def settle_calls(
             return None
         if pending:
             session.append(pending)  # in the log before the tool runs
-        if session.lost.is_set():
-            raise LeaseLostError(session.session_id)
+        session.assert_held()  # the check at the act
         status, content = run(call)
         pending = [result_event(session.session_id, turn, step, call, status, content)]
     return pending

@@ -92,6 +92,7 @@ class Runner:
 
     def claim(self, session_id: str) -> RunnerSession | None:
         """Claims the session named: its lease, or None while another runner holds it."""
+        sent_at = time.monotonic()
         try:
             data = self.client.call(
                 f"mutation($input: ClaimSessionInput!) {{ claimSession(input: $input) {{ {CLAIM_FIELDS} }} }}",
@@ -101,18 +102,19 @@ class Runner:
             if err.code == "SESSION_BUSY":
                 return None
             raise
-        return self._held(data["claimSession"])
+        return self._held(data["claimSession"], sent_at)
 
     def claim_many(self, max_sessions: int) -> list[RunnerSession]:
         """Up to ``max_sessions`` of the pool's sessions with work that nobody holds (none: an empty list)."""
+        sent_at = time.monotonic()
         data = self.client.call(
             f"mutation($input: ClaimSessionsInput!) {{ claimSessions(input: $input) {{ {CLAIM_FIELDS} }} }}",
             {"input": {"pool": self.pool, "runnerId": self.runner_id, "max": max_sessions, "leaseMs": self.lease_ms, "startTurn": self.start_turns}},
         )
-        return [self._held(c) for c in data["claimSessions"]]
+        return [self._held(c, sent_at) for c in data["claimSessions"]]
 
-    def _held(self, claim: dict[str, Any]) -> RunnerSession:
-        session = RunnerSession(self, claim["session"]["id"], int(claim["lease"]["token"]))
+    def _held(self, claim: dict[str, Any], sent_at: float) -> RunnerSession:
+        session = RunnerSession(self, claim["session"]["id"], int(claim["lease"]["token"]), sent_at)
         session.prefetch(claim["session"]["modelRequest"])
         return session
 
@@ -205,10 +207,16 @@ class Runner:
 
 
 class RunnerSession:
-    """A session this runner holds the lease of."""
+    """
+    A session this runner holds the lease of. The lease's end is counted from when the claim or the last
+    renewal was sent (time.monotonic, which runs on while the process is paused), so it comes before the
+    server's: past it the lease is taken as lost (docs/runners.md "When the lease ends").
+    """
 
-    def __init__(self, runner: Runner, session_id: str, lease_token: int) -> None:
+    def __init__(self, runner: Runner, session_id: str, lease_token: int, claim_sent_at: float | None = None) -> None:
         self.runner = runner
+        #: When the lease ends by this runner's count (time.monotonic()).
+        self._lease_end = (time.monotonic() if claim_sent_at is None else claim_sent_at) + runner.lease_ms / 1000
         self.client = runner.client
         self.session_id = session_id
         self.lease_token = lease_token
@@ -229,11 +237,13 @@ class RunnerSession:
     def _renew_loop(self) -> None:
         interval = max(0.1, self.runner.lease_ms / 3000)
         while not self._closed.wait(interval):
+            sent_at = time.monotonic()
             try:
                 self.client.call(
                     "mutation($input: LeaseInput!) { renewLease(input: $input) { expiresAt } }",
                     {"input": {**self._lease(), "leaseMs": self.runner.lease_ms}},
                 )
+                self._lease_end = max(self._lease_end, sent_at + self.runner.lease_ms / 1000)
             except ForklineError as err:
                 if err.code in ("LEASE_LOST", "SESSION_NOT_FOUND"):
                     self._lose()
@@ -243,6 +253,18 @@ class RunnerSession:
     def _lose(self) -> None:
         self.lost.set()
         self._closed.set()
+
+    def assert_held(self) -> None:
+        """
+        The check at the act: raises LeaseLostError once the lease is lost or given back, or has run out by
+        this runner's count (a pause past it). Called right before a stored call's tool runs: the server
+        refuses every write after the lease's end, but cannot stop a tool the runner starts.
+        """
+        if not self.lost.is_set() and not self.released and time.monotonic() >= self._lease_end:
+            self.runner.log(f"the lease on {self.session_id} ran out before it was renewed: giving the session up")
+            self._lose()
+        if self.lost.is_set() or self.released:
+            raise self._lost()
 
     def _lost(self) -> LeaseLostError:
         self._lose()

@@ -50,6 +50,7 @@ export async function settleOpenCalls(turn: TurnWriter, calls: readonly OpenCall
         break;
       case 'approved': {
         await turn.approvedCallStart(call);
+        turn.session.assertHeld(); // the check at the act: a lease run out meanwhile runs nothing
         const outcome = await how.run(call);
         await turn.result(call, outcome.status, outcome.content);
         break;
@@ -60,6 +61,7 @@ export async function settleOpenCalls(turn: TurnWriter, calls: readonly OpenCall
           await turn.requestApproval([call]);
           return 'waiting';
         }
+        turn.session.assertHeld();
         const outcome = await how.run(call);
         await turn.result(call, outcome.status, outcome.content);
       }

@@ -172,11 +172,12 @@ export class ForklineRunner {
 
   /** Claims the session: its lease, or undefined when another runner holds it. */
   async claim(sessionId: string): Promise<RunnerSession | undefined> {
+    const sentAt = performance.now();
     try {
       const { claimSession } = await this.retrying(() =>
         this.client.mutate(ClaimSessionDocument, { input: { sessionId, runnerId: this.runnerId, leaseMs: this.leaseMs, startTurn: this.opts.startTurns } }),
       );
-      return this.held(claimSession);
+      return this.held(claimSession, sentAt);
     } catch (err) {
       if (codeOf(err) === 'SESSION_BUSY') return undefined;
       throw err;
@@ -185,16 +186,18 @@ export class ForklineRunner {
 
   /** Claims up to `max` of the pool's sessions with work that nobody holds, in one call (none: an empty list). */
   async claimMany(max: number): Promise<RunnerSession[]> {
+    const sentAt = performance.now();
     const { claimSessions } = await this.retrying(() =>
       this.client.mutate(ClaimSessionsDocument, {
         input: { pool: this.pool, runnerId: this.runnerId, max, leaseMs: this.leaseMs, startTurn: this.opts.startTurns },
       }),
     );
-    return claimSessions.map((c) => this.held(c));
+    return claimSessions.map((c) => this.held(c, sentAt));
   }
 
-  private held(claim: { session: { id: string; modelRequest: ModelRequest }; lease: { token: number } }): RunnerSession {
-    const session = new RunnerSession(this, claim.session.id, claim.lease.token, this.leaseMs, this.log);
+  /** `sentAt`: when the claim was sent (performance.now()), which its lease's end is counted from. */
+  private held(claim: { session: { id: string; modelRequest: ModelRequest }; lease: { token: number } }, sentAt: number): RunnerSession {
+    const session = new RunnerSession(this, claim.session.id, claim.lease.token, this.leaseMs, this.log, sentAt);
     session.prefetch(claim.session.modelRequest);
     return session;
   }
@@ -358,10 +361,20 @@ function asStored(events: RunnerEvent[], eventCount: number): Array<{ seq: numbe
   return events.map((e, i) => ({ seq: first + i, type: e.type, data: e.data }));
 }
 
-/** A session this runner holds the lease of. */
+/**
+ * A session this runner holds the lease of. The lease ends at the server's
+ * clock; this runner counts its end from when the claim or the last renewal
+ * was sent (a monotonic clock, which runs on while the process is paused), so
+ * its own count ends first: once it has, the lease is taken as lost
+ * (docs/runners.md "When the lease ends").
+ */
 export class RunnerSession {
   private readonly abort = new AbortController();
   private readonly renewal: NodeJS.Timeout;
+  /** When the lease ends by this runner's count (performance.now() time). */
+  private leaseEnd: number;
+  /** Fires at leaseEnd: a lease not renewed by then is given up. */
+  private expiry?: NodeJS.Timeout;
   /** The log's length as this runner last saw it: the next append's expectedEventCount. */
   eventCount?: number;
   /** Deltas go out in order, one request at a time. */
@@ -373,9 +386,45 @@ export class RunnerSession {
     readonly leaseToken: number,
     private readonly leaseMs: number,
     private readonly log: (msg: string, err?: unknown) => void,
+    /** When the claim was sent (performance.now()); default: now (a session made after its claim answered counts from later than the server). */
+    claimSentAt = performance.now(),
   ) {
     this.renewal = setInterval(() => void this.renew(), Math.max(100, Math.floor(leaseMs / 3)));
     this.renewal.unref();
+    this.leaseEnd = claimSentAt + leaseMs;
+    this.armExpiry();
+  }
+
+  /** Gives the lease up when leaseEnd passes with no renewal. */
+  private armExpiry(): void {
+    clearTimeout(this.expiry);
+    this.expiry = setTimeout(() => this.assertHeldQuietly(), Math.max(0, this.leaseEnd - performance.now()));
+    this.expiry.unref();
+  }
+
+  private assertHeldQuietly(): void {
+    try {
+      this.assertHeld();
+    } catch {
+      // given up: signal aborted
+    }
+  }
+
+  /**
+   * The check at the act: throws LeaseLostError once the lease is lost or
+   * given back, or has run out by this runner's count (a pause past it: GC,
+   * SIGSTOP). Call it right before running a tool whose call is stored (the
+   * adapters and settleOpenCalls do): the server refuses every write after
+   * the lease's end, but cannot stop a tool the runner starts, while another
+   * runner may already have claimed the session and repaired the call as
+   * one in flight.
+   */
+  assertHeld(): void {
+    if (!this.abort.signal.aborted && !this.released && performance.now() >= this.leaseEnd) {
+      this.log(`the lease on ${this.sessionId} ran out before it was renewed: giving the session up`);
+      this.stop();
+    }
+    if (this.abort.signal.aborted || this.released) this.lost();
   }
 
   /** Bytes of a tool's output a result stores (ForklineRunnerOptions.maxResultBytes). */
@@ -395,17 +444,25 @@ export class RunnerSession {
 
   private stop() {
     clearInterval(this.renewal);
+    clearTimeout(this.expiry);
     if (!this.abort.signal.aborted) this.abort.abort(new LeaseLostError(this.sessionId));
   }
 
   private async renew(): Promise<void> {
+    // Counted from before the first attempt: the server's new end is at least this late.
+    const sentAt = performance.now();
     try {
       await this.runner.retrying(() =>
         this.runner.client.mutate(RenewLeaseDocument, { input: { sessionId: this.sessionId, leaseToken: this.leaseToken, leaseMs: this.leaseMs } }),
       );
+      if (this.abort.signal.aborted || this.released) return;
+      this.leaseEnd = Math.max(this.leaseEnd, sentAt + this.leaseMs);
+      this.armExpiry();
     } catch (err) {
-      if (codeOf(err) === 'LEASE_LOST' || codeOf(err) === 'SESSION_NOT_FOUND') this.stop();
-      else this.log(`renewing the lease on ${this.sessionId} failed`, err);
+      if (codeOf(err) === 'LEASE_LOST' || codeOf(err) === 'SESSION_NOT_FOUND') {
+        this.log(`the lease on ${this.sessionId} is lost: ${errorMessage(err)}`);
+        this.stop();
+      } else this.log(`renewing the lease on ${this.sessionId} failed`, err);
     }
   }
 
@@ -633,6 +690,7 @@ export class RunnerSession {
     this.released = true;
     this.prefetched = undefined;
     clearInterval(this.renewal);
+    clearTimeout(this.expiry);
   }
 
   /** A model text delta for live clients (sessionTurns); sent in order, not stored, failures only logged. */
