@@ -331,7 +331,7 @@ describe('bad batches are refused with their rule, and nothing is written', () =
 describe('crash repair', () => {
   it('an expired lease with an open turn is repaired once (interrupted) before the next claim; the stale runner is refused', async () => {
     const { id, inputId } = await externalSession('slow');
-    const stale = await claim(id, 'dies', 500);
+    const stale = await claim(id, 'dies', 1500); // the append below must land within it, on a loaded machine too
     await append(id, stale, 2, toolStep(inputId!).slice(0, 4)); // mid-call
     let next = 0;
     await waitFor(
@@ -462,7 +462,7 @@ describe('runnableSessions', () => {
     const inputId = (await app.ok(SEND, { id, text: 'slow' })).sendMessage.inputId;
     const sub = subscribeWs(app.url, `subscription { runnableSessions(pool: "sweep") { id eventCount status } }`);
     await sub.until((items) => items.some((i) => i.runnableSessions.id === id), 'the waiting session');
-    const stale = await claim(id, 'dies', 500);
+    const stale = await claim(id, 'dies', 1500); // the append below must land within it, on a loaded machine too
     await app.ok(APPEND, { input: { sessionId: id, leaseToken: stale, expectedEventCount: 1, events: toolStep(inputId).slice(0, 4) } }); // mid-call
     await app.ok(SEND, { id, text: 'after the crash' }); // waits for the next runner
     // Nobody claims: the feed's look when the lease ends repairs the turn and offers the session again.
