@@ -95,7 +95,7 @@ describe('lease tokens', () => {
 
   it("the next holder's token is not the last one's plus one (a runner cannot take over a lease it saw taken)", async () => {
     const s = await poolSession('tokens-next', 'x');
-    const first = (await app.ok(CLAIM, { input: { sessionId: s.id, runnerId: 'one', leaseMs: 500 } })).claimSession.lease.token;
+    const first = (await app.ok(CLAIM, { input: { sessionId: s.id, runnerId: 'one', leaseMs: 5000 } })).claimSession.lease.token;
     await app.ok(`mutation($i: LeaseInput!) { releaseSession(input: $i) { id } }`, { i: { sessionId: s.id, leaseToken: first } });
     const second = (await app.ok(CLAIM, { input: { sessionId: s.id, runnerId: 'two' } })).claimSession.lease.token;
     expect(second).not.toBe(first);
