@@ -11,7 +11,7 @@ import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
-import { parseTimestamptz, timestampsAsText } from '../db/pg-types.ts';
+import { leftAsText, parseTimestamptz, timestampsAsText } from '../db/pg-types.ts';
 import type { OnStandbyRead } from './session-log.ts';
 import type { SessionTrees } from './session-trees.ts';
 
@@ -317,33 +317,35 @@ export class SessionRows {
 class PageRow {
   constructor(
     readonly values: unknown[],
-    /** Where each of SESSION_COLUMNS is in `values` (-1: not read). */
-    readonly layout: readonly number[],
+    readonly layout: PageLayout,
   ) {}
 }
-const TIMESTAMP_COLUMNS: ReadonlySet<SessionColumn> = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt']);
+
+/** Where a statement's rows hold each column, and which of their values are timestamps left as text. */
+interface PageLayout {
+  /** Where each of SESSION_COLUMNS is in a row's values (-1: not read). */
+  readonly at: readonly number[];
+  /** By position in a row's values: a timestamp left as text (its result field's type: pg-types.ts leftAsText). */
+  readonly text: readonly boolean[];
+}
+
 SESSION_COLUMNS.forEach((column, k) => {
-  const get = TIMESTAMP_COLUMNS.has(column)
-    ? function (this: PageRow) {
-        const i = this.layout[k];
-        if (i < 0) return undefined;
-        const v = this.values[i];
-        return typeof v === 'string' ? (this.values[i] = parseTimestamptz(v)) : v;
-      }
-    : function (this: PageRow) {
-        const i = this.layout[k];
-        return i < 0 ? undefined : this.values[i];
-      };
+  function get(this: PageRow) {
+    const i = this.layout.at[k];
+    if (i < 0) return undefined;
+    const v = this.values[i];
+    return this.layout.text[i] && typeof v === 'string' ? (this.values[i] = parseTimestamptz(v)) : v;
+  }
   Object.defineProperty(PageRow.prototype, column, { get, enumerable: true });
 });
 
-/** Per statement text: where each of SESSION_COLUMNS is in its rows (its columns are fixed by the text). */
-const layouts = new Map<string, readonly number[]>();
-function layoutOf(text: string, fields: readonly pg.FieldDef[]): readonly number[] {
+/** Per statement text: its rows' layout (its columns and their types are fixed by the text). */
+const layouts = new Map<string, PageLayout>();
+function layoutOf(text: string, fields: readonly pg.FieldDef[]): PageLayout {
   let layout = layouts.get(text);
   if (!layout) {
     const names = fields.map((f) => f.name);
-    layout = SESSION_COLUMNS.map((c) => names.indexOf(c));
+    layout = { at: SESSION_COLUMNS.map((c) => names.indexOf(c)), text: fields.map((f) => leftAsText(f.dataTypeID)) };
     if (layouts.size < MAX_PREPARED_SHAPES * 4) layouts.set(text, layout);
   }
   return layout;
