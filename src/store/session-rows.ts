@@ -317,35 +317,46 @@ export class SessionRows {
 class PageRow {
   constructor(
     readonly values: unknown[],
-    readonly layout: PageLayout,
+    /** Where each of SESSION_COLUMNS is in `values` (layoutOf). */
+    readonly layout: readonly number[],
   ) {}
 }
 
-/** Where a statement's rows hold each column, and which of their values are timestamps left as text. */
-interface PageLayout {
-  /** Where each of SESSION_COLUMNS is in a row's values (-1: not read). */
-  readonly at: readonly number[];
-  /** By position in a row's values: a timestamp left as text (its result field's type: pg-types.ts leftAsText). */
-  readonly text: readonly boolean[];
-}
+/**
+ * A column's place in a row's values, as layoutOf writes it: -1, not read;
+ * i >= 0, the value at i; i <= -2, a timestamp left as text at -2 - i (parsed
+ * the first time it is read). One number, so reading a plain column costs what
+ * it did before timestamps were told apart by their type: a page's getters run
+ * several times per field and row.
+ */
+const NOT_READ = -1;
+const textAt = (i: number) => -2 - i;
 
 SESSION_COLUMNS.forEach((column, k) => {
   function get(this: PageRow) {
-    const i = this.layout.at[k];
-    if (i < 0) return undefined;
-    const v = this.values[i];
-    return this.layout.text[i] && typeof v === 'string' ? (this.values[i] = parseTimestamptz(v)) : v;
+    const i = this.layout[k];
+    if (i >= 0) return this.values[i];
+    if (i === NOT_READ) return undefined;
+    const at = textAt(i);
+    const v = this.values[at];
+    return typeof v === 'string' ? (this.values[at] = parseTimestamptz(v)) : v;
   }
   Object.defineProperty(PageRow.prototype, column, { get, enumerable: true });
 });
 
-/** Per statement text: its rows' layout (its columns and their types are fixed by the text). */
-const layouts = new Map<string, PageLayout>();
-function layoutOf(text: string, fields: readonly pg.FieldDef[]): PageLayout {
+/**
+ * Per statement text: where each of SESSION_COLUMNS is in its rows, and which
+ * are timestamps left as text, by their result fields' types (pg-types.ts
+ * leftAsText); a statement's columns and their types are fixed by its text.
+ */
+const layouts = new Map<string, readonly number[]>();
+function layoutOf(text: string, fields: readonly pg.FieldDef[]): readonly number[] {
   let layout = layouts.get(text);
   if (!layout) {
-    const names = fields.map((f) => f.name);
-    layout = { at: SESSION_COLUMNS.map((c) => names.indexOf(c)), text: fields.map((f) => leftAsText(f.dataTypeID)) };
+    layout = SESSION_COLUMNS.map((c) => {
+      const i = fields.findIndex((f) => f.name === c);
+      return i < 0 ? NOT_READ : leftAsText(fields[i].dataTypeID) ? textAt(i) : i;
+    });
     if (layouts.size < MAX_PREPARED_SHAPES * 4) layouts.set(text, layout);
   }
   return layout;
