@@ -49,9 +49,13 @@ export const storeTypes: pg.CustomTypesConfig = {
 
 /**
  * The store's parsers, but timestamps left as Postgres's text: for rows that
- * parse them only when read (store/session-rows.ts, a page's rows).
+ * parse them only when read (store/session-rows.ts, a page's rows; a column
+ * it left as text is one of type `leftAsText`, parsed by parseTimestamptz).
  */
 export const timestampsAsText: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === TIMESTAMPTZ && format !== 'binary' ? String : storeTypes.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
+
+/** Whether timestampsAsText leaves a column of this type (a result field's dataTypeID) as text. */
+export const leftAsText = (dataTypeID: number): boolean => dataTypeID === TIMESTAMPTZ;

@@ -14,7 +14,9 @@ type SelectionInfo = Pick<GraphQLResolveInfo, 'fieldNodes' | 'fragments'>;
 export function perSelection<T>(fn: (info: SelectionInfo) => T): (info: SelectionInfo) => T {
   const known = new WeakMap<SelectionInfo['fieldNodes'], T>();
   return (info) => {
-    if (known.has(info.fieldNodes)) return known.get(info.fieldNodes) as T;
+    // One look-up per call (`parent`'s runs once per row of a page); a second only for a value of undefined.
+    const kept = known.get(info.fieldNodes);
+    if (kept !== undefined || known.has(info.fieldNodes)) return kept as T;
     const value = fn(info);
     known.set(info.fieldNodes, value);
     return value;

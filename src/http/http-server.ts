@@ -116,8 +116,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // never second-guessed into HTML by a browser (docs/operations.md "Threat model").
     res.setHeader('x-content-type-options', 'nosniff');
     watchBody(req, res, bodyRate);
-    const path = (req.url ?? '/').split('?')[0];
-    const route = path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query < 0 ? url : url.slice(0, query);
+    // /graphql first: most requests, and no pattern to try on it.
+    const route = path === '/graphql' ? path : path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
     if (metrics)
       res.once('finish', () =>
         metrics.httpRequests.inc({

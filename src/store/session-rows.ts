@@ -11,7 +11,7 @@ import type { Session as SessionRow } from '@prisma/client';
 import { statement } from './statements.ts';
 import { readCaughtUpOr, type ReadReplicas } from '../db/read-replicas.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
-import { parseTimestamptz, timestampsAsText } from '../db/pg-types.ts';
+import { leftAsText, parseTimestamptz, timestampsAsText } from '../db/pg-types.ts';
 import type { OnStandbyRead } from './session-log.ts';
 import type { SessionTrees } from './session-trees.ts';
 
@@ -317,33 +317,46 @@ export class SessionRows {
 class PageRow {
   constructor(
     readonly values: unknown[],
-    /** Where each of SESSION_COLUMNS is in `values` (-1: not read). */
+    /** Where each of SESSION_COLUMNS is in `values` (layoutOf). */
     readonly layout: readonly number[],
   ) {}
 }
-const TIMESTAMP_COLUMNS: ReadonlySet<SessionColumn> = new Set(['createdAt', 'updatedAt', 'leaseExpiresAt']);
+
+/**
+ * A column's place in a row's values, as layoutOf writes it: -1, not read;
+ * i >= 0, the value at i; i <= -2, a timestamp left as text at -2 - i (parsed
+ * the first time it is read). One number, so reading a plain column costs what
+ * it did before timestamps were told apart by their type: a page's getters run
+ * several times per field and row.
+ */
+const NOT_READ = -1;
+const textAt = (i: number) => -2 - i;
+
 SESSION_COLUMNS.forEach((column, k) => {
-  const get = TIMESTAMP_COLUMNS.has(column)
-    ? function (this: PageRow) {
-        const i = this.layout[k];
-        if (i < 0) return undefined;
-        const v = this.values[i];
-        return typeof v === 'string' ? (this.values[i] = parseTimestamptz(v)) : v;
-      }
-    : function (this: PageRow) {
-        const i = this.layout[k];
-        return i < 0 ? undefined : this.values[i];
-      };
+  function get(this: PageRow) {
+    const i = this.layout[k];
+    if (i >= 0) return this.values[i];
+    if (i === NOT_READ) return undefined;
+    const at = textAt(i);
+    const v = this.values[at];
+    return typeof v === 'string' ? (this.values[at] = parseTimestamptz(v)) : v;
+  }
   Object.defineProperty(PageRow.prototype, column, { get, enumerable: true });
 });
 
-/** Per statement text: where each of SESSION_COLUMNS is in its rows (its columns are fixed by the text). */
+/**
+ * Per statement text: where each of SESSION_COLUMNS is in its rows, and which
+ * are timestamps left as text, by their result fields' types (pg-types.ts
+ * leftAsText); a statement's columns and their types are fixed by its text.
+ */
 const layouts = new Map<string, readonly number[]>();
 function layoutOf(text: string, fields: readonly pg.FieldDef[]): readonly number[] {
   let layout = layouts.get(text);
   if (!layout) {
-    const names = fields.map((f) => f.name);
-    layout = SESSION_COLUMNS.map((c) => names.indexOf(c));
+    layout = SESSION_COLUMNS.map((c) => {
+      const i = fields.findIndex((f) => f.name === c);
+      return i < 0 ? NOT_READ : leftAsText(fields[i].dataTypeID) ? textAt(i) : i;
+    });
     if (layouts.size < MAX_PREPARED_SHAPES * 4) layouts.set(text, layout);
   }
   return layout;

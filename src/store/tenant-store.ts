@@ -29,7 +29,9 @@ const MAX_OWNERS = 100_000;
 /**
  * Whose session each id is. A session never changes tenant and an id is never
  * reused, so what was read once is kept (bounded): a row a tenant's view read
- * (filtered by tenant) costs no lookup when its log is read next.
+ * by id (filtered by tenant) costs no lookup when its log is read next. Pages
+ * of rows are not kept: their statement names the tenant, and a page's rows
+ * are read again by id when one is opened (TenantSessions.page).
  */
 export class SessionOwners {
   private readonly owners = new LRUCache<string, string>({ max: MAX_OWNERS });
@@ -39,8 +41,8 @@ export class SessionOwners {
   /**
    * Keeps the tenant of rows read or written for it. An id already kept is
    * left as it is (`peek`, not `set`): its tenant cannot have changed, and
-   * re-setting the 50 ids of every sessions page (each a move to the front
-   * of the LRU list) was a measurable share of that read's CPU.
+   * re-setting the ids of every batch of a page's parents (each a move to the
+   * front of the LRU list) was a measurable share of that read's CPU.
    */
   remember(tenant: string, ids: Iterable<string>): void {
     for (const id of ids) if (this.owners.peek(id) !== tenant) this.owners.set(id, tenant);
@@ -232,12 +234,9 @@ export class TenantSessions {
     const query: SessionPageQuery = { tenant: this.tenant, statements: this.statements, ...q };
     query.tenant = this.tenant;
     query.statements = q.statements ?? this.statements;
-    const rows = await this.rows.page(query, columns);
-    this.owners.remember(
-      this.tenant,
-      rows.map((r) => r.id),
-    );
-    return rows;
+    // Not kept in the owner cache: the statement's own WHERE names the tenant, and a page's 50 look-ups there were a
+    // share of the sessions list's CPU (a session opened from the list is remembered by its row's read: getSession).
+    return this.rows.page(query, columns);
   }
 
   /** Rows by id; another tenant's read as missing. With `columns`, those (and id, createdAt) only. */

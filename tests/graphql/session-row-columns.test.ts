@@ -82,6 +82,24 @@ describe("a page's rows", () => {
     expect(some.updatedAt).toBeInstanceOf(Date);
   });
 
+  it("parse every timestamp column the catalog lists, by its result field's type (no hand list to fall behind the schema)", async () => {
+    const { rows } = await app.db.pool.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_name = 'Session' AND data_type = 'timestamp with time zone'`,
+    );
+    const timestamps = rows.map((r) => r.column_name as (typeof SESSION_COLUMNS)[number]);
+    expect(timestamps.length).toBeGreaterThan(0);
+    const scope = { tenant: 'local' };
+    const id = (await app.services.store.createSession(scope, { title: 'every timestamp set' })).id;
+    // Each nullable one set too (a lease's expiry), so each is read as a value.
+    await app.db.pool.query(`UPDATE "Session" SET ${timestamps.map((c) => `"${c}" = coalesce("${c}", now())`).join(', ')} WHERE id = $1`, [id]);
+    try {
+      const [row] = (await app.services.store.forTenant(scope).sessions.page({ order: 'newest', limit: 50 })).filter((r) => r.id === id);
+      for (const column of timestamps) expect(row[column], column).toBeInstanceOf(Date);
+    } finally {
+      await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = NULL WHERE id = $1`, [id]);
+    }
+  });
+
   it('answer a page with its dates and cursors as a row read alone does', async () => {
     const fields = 'id title status createdAt updatedAt eventCount turnCount lastTurnFailed forkedAtSeq inheritedEventCount firstLiveSeq parent { id }';
     const { sessions } = (await run(`{ sessions(first: 50) { edges { cursor node { ${fields} } } pageInfo { endCursor } } }`)).data;

@@ -98,6 +98,12 @@ const MAX_REMEMBERED_ACCEPTS = 1000;
  */
 export const regularMediaType = perHeaderValue(mediaTypeOf, MAX_REMEMBERED_ACCEPTS);
 
+/** A JSON request body's Content-Type (`application/json`, optionally `;charset=utf-8`, any case and spacing). */
+const isJsonType = perHeaderValue((type: string | undefined): boolean => {
+  const normal = type?.toLowerCase().replace(/\s/g, '');
+  return normal === 'application/json' || normal === 'application/json;charset=utf-8';
+}, MAX_REMEMBERED_QUERIES);
+
 function mediaTypeOf(accept: string | undefined): RegularType | null {
   const asked = (accept || '*/*')
     .replace(/\s/g, '')
@@ -205,6 +211,10 @@ export interface FastLaneOptions {
 export function fastLane(opts: FastLaneOptions) {
   assertFastLaneSafe(opts.fence.plugins(), opts.allowed);
   const { yoga, guard } = opts;
+  // Read once: yoga is a Proxy whose every property read goes through its trap, and a method read (getEnveloped)
+  // comes back as a new wrapper function each time (@whatwg-node/server's createServerAdapter).
+  const getEnveloped = yoga.getEnveloped;
+  const fetchAPI = yoga.fetchAPI;
   // A query text that parsed and validated cleanly once does again, as long as
   // every parse and validation hook between the fence posts answers by the
   // document alone (graphql/plugins/per-document.ts). yoga's own such hooks
@@ -228,7 +238,7 @@ export function fastLane(opts: FastLaneOptions) {
     return true;
   };
   /** The document of a query text the fast lane may run (parsed and validated by yoga's hooks), or undefined: yoga's to answer. */
-  const admitted = (enveloped: ReturnType<typeof yoga.getEnveloped>, params: Params): DocumentNode | undefined => {
+  const admitted = (enveloped: ReturnType<typeof getEnveloped>, params: Params): DocumentNode | undefined => {
     // A query that does not parse is yoga's: its parse hooks word the error, and
     // its parse cache keeps the worded error. So a text is tried here first.
     if (!parsesCleanly(params.query)) return undefined;
@@ -255,8 +265,7 @@ export function fastLane(opts: FastLaneOptions) {
   };
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> => {
     if (req.method !== 'POST' || req.headers['content-length'] === undefined) return false;
-    const type = req.headers['content-type']?.toLowerCase().replace(/\s/g, '');
-    if (type !== 'application/json' && type !== 'application/json;charset=utf-8') return false;
+    if (!isJsonType(req.headers['content-type'])) return false;
     if (opts.corsEnabled && req.headers.origin !== undefined) return false;
     const mediaType = regularMediaType(req.headers.accept);
     if (!mediaType) return false;
@@ -268,7 +277,7 @@ export function fastLane(opts: FastLaneOptions) {
     const params = paramsOf(body);
     if (!params) return false;
 
-    const enveloped = yoga.getEnveloped({ req, res, params, request: requestOf(req, yoga.fetchAPI) });
+    const enveloped = getEnveloped({ req, res, params, request: requestOf(req, fetchAPI) });
     const document = accepted.get(params.query) ?? admitted(enveloped, params);
     if (!document || !isQueryOrMutation(document, params.operationName)) return false;
 
@@ -288,7 +297,7 @@ export function fastLane(opts: FastLaneOptions) {
       res.writeHead(200, { 'content-type': `${mediaType}; charset=utf-8`, 'content-length': String(Buffer.byteLength(text)) }).end(text);
       return true;
     }
-    const response = processRegularResult(result, yoga.fetchAPI, mediaType);
+    const response = processRegularResult(result, fetchAPI, mediaType);
     const text = await response.text();
     const headers: Record<string, string> = {};
     response.headers.forEach((value, key) => (headers[key] = value));
