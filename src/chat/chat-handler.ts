@@ -3,8 +3,8 @@
 // and answers a UI message stream; `GET /chat/<id>/stream` resumes the answer
 // in progress (204 when none). A chat is a forkline session: the id of one the
 // caller owns, or any other id, which names a session of the caller's tenant
-// made on first use. Regenerating an answer is edit-and-rerun (editMessage):
-// a child forked before the input, which becomes the chat's head, recorded in
+// made on first use. Regenerating an answer is edit-and-rerun (editMessage's
+// cut): a child forked before the input, which becomes the chat's head, recorded in
 // the chat's session as `plugin/chat/head` so every later request (and every
 // process, after a restart) goes to it. Nothing is held per stream: a resumed
 // stream is replayed from the log. The caller, Origin, body limit and caps are
@@ -187,43 +187,51 @@ export function chatHandler(opts: ChatOptions) {
 
     const chat = await chatSession(scope, store, input.id, true);
     const head = await headOf(store, chat!);
-    let sessionId = head.id;
-    let inputId: string;
-    let afterSeq: number;
-    let turns: AsyncIterableIterator<TurnUpdate> | undefined;
-    if (input.trigger === 'submit-message') {
-      host.prewarm(head.id, head.eventCount);
-      // Subscribed before the message is sent: its turn may start at once, and a step that began before the
-      // subscription streams no text (its answer arrives whole once stored: docs/api.md "Live turns").
-      const before = head.eventCount - 1;
-      const early = await subscribe(scope, res, head.id, before);
-      let sent: Awaited<ReturnType<typeof controller.sendMessage>>;
-      try {
-        // The user message's id makes a retried request one send (idempotency key).
-        sent = await controller.sendMessage(scope, head.id, text!, lastUser?.id ? { key: `chat:${head.id}:${lastUser.id}` } : {});
-      } catch (err) {
-        await early.return?.();
-        throw err;
-      }
-      inputId = sent.inputId;
-      afterSeq = sent.event.seq;
-      // A retried send names its earlier input: its answer is followed from there, as a resumed one is.
-      if (afterSeq > before) turns = early;
-      else await early.return?.();
-    } else {
-      // Edit-and-rerun of the answered input: the message named, else the head's last turn.
-      const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
-      if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
-      const again = text || dataOf(await store.log.inboxAddOf(head.id, rerun), 'inbox/add')?.text;
-      if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
-      parseInput(messageTextSchema, again, 'the regenerated message');
-      const fork = await controller.editMessage(scope, head.id, rerun, again);
-      await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id, inputId: fork.inputId } }]);
-      sessionId = fork.session.id;
-      inputId = fork.inputId!;
-      afterSeq = fork.cutSeq;
+    // The user message's id makes a retried request one send (idempotency key).
+    const key = (session: SessionRow) => (lastUser?.id ? { key: `chat:${session.id}:${lastUser.id}` } : {});
+    if (input.trigger === 'submit-message') return sendAndStream(req, res, scope, input.id, head, text!, key(head));
+    // Edit-and-rerun of the answered input: the message named, else the head's last turn.
+    const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
+    if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
+    const again = text || dataOf(await store.log.inboxAddOf(head.id, rerun), 'inbox/add')?.text;
+    if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
+    parseInput(messageTextSchema, again, 'the regenerated message');
+    // editMessage's cut, its message sent apart: the branch is listened to before anything is queued in it, as a new
+    // message is (sendAndStream), so its turn cannot start before the answer's stream is attached.
+    const fork = await controller.forkBeforeInput(scope, head.id, rerun);
+    await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }]);
+    return sendAndStream(req, res, scope, input.id, fork.session, again, key(fork.session));
+  }
+
+  /**
+   * Sends `text` to `session` and streams its answer. Subscribed before the message is sent: its turn may start at
+   * once, and a step that began before the subscription streams no text (its answer arrives whole once stored:
+   * docs/api.md "Live turns").
+   */
+  async function sendAndStream(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: Scope,
+    chatId: string,
+    session: SessionRow,
+    text: string,
+    idem: { key?: string },
+  ): Promise<void> {
+    host.prewarm(session.id, session.eventCount);
+    const before = session.eventCount - 1;
+    const early = await subscribe(scope, res, session.id, before);
+    let sent: Awaited<ReturnType<typeof controller.sendMessage>>;
+    try {
+      sent = await controller.sendMessage(scope, session.id, text, idem);
+    } catch (err) {
+      await early.return?.();
+      throw err;
     }
-    await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, turns ?? afterSeq);
+    const meta = { chatId, sessionId: session.id, inputId: sent.inputId };
+    if (sent.event.seq > before) return stream(res, req, scope, meta, early);
+    // A retried send names its earlier input: its answer is followed from there, as a resumed one is.
+    await early.return?.();
+    return stream(res, req, scope, meta, sent.event.seq);
   }
 
   /**
