@@ -234,6 +234,8 @@ export class RunTranslator {
         // The run pauses: AG-UI's interrupt outcome; a run with `resume` answers it (docs/agui.md), naming the call by its client id.
         const call = this.ids.of(ev.data.turn, ev.data.step, ev.data.callId);
         this.closeText();
+        // A run ends with no step open (AG-UI clients refuse RUN_FINISHED inside one); its resume goes on with the turn.
+        for (const step of [...this.started]) this.endStep(step);
         this.finished = true;
         this.emit({
           type: EventType.RUN_FINISHED,
