@@ -22,6 +22,7 @@ import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
+import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
@@ -150,7 +151,10 @@ export function aguiHandler(opts: AguiOptions) {
     let open = true;
     const closed = new Promise<void>((resolve) => res.once('close', () => ((open = false), resolve())));
     const send = (event: BaseEvent) => {
-      if (open) res.write(encoder.encodeBinary(event));
+      if (!open) return;
+      const bytes = encoder.encodeBinary(event);
+      checkEventBytes(bytes.byteLength, guard.maxResponseBytes);
+      res.write(bytes);
     };
     // A client that reads slowly is written to as it drains (nothing more is read for it meanwhile).
     const stream = { send, closed, drained: () => drained(res) };
@@ -168,7 +172,7 @@ export function aguiHandler(opts: AguiOptions) {
       if (input.resume?.length) await resumeTurn(scope, statements, by, input, stream, () => (runStarted = true));
       else await runTurn(scope, statements, input, text, stream, () => (runStarted = true), runError);
     } catch (err) {
-      if (err instanceof ForklineError || err instanceof StatementTimeoutError) runError(err.message, err.code);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError || err instanceof EventTooLarge) runError(err.message, err.code);
       else if (err instanceof StatementAbandonedError)
         return; // its client has gone: nobody to answer
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');

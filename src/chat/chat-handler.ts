@@ -26,6 +26,7 @@ import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
+import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
@@ -89,6 +90,15 @@ function approvalResponses(input: ChatRequest): ApprovalResponse[] {
   );
 }
 
+/** A path segment's text, or undefined when its percent-encoding is not UTF-8 (`%E0%A4%A`, `%ZZ`). */
+function decodedPathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The session a chat id that is not a session id names in a tenant: derived, so no table maps them. */
 const chatSessionId = (tenant: string, chatId: string) => `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
 
@@ -140,7 +150,7 @@ export function chatHandler(opts: ChatOptions) {
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     const scope: Scope = { tenant: principal.tenant };
     try {
-      if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
+      if (resume) return await resumeAnswer(req, res, scope, resume[1]);
       return await answer(req, res, scope, principal);
     } catch (err) {
       if (err instanceof StatementAbandonedError) return; // its client has gone: nobody to answer
@@ -272,8 +282,10 @@ export function chatHandler(opts: ChatOptions) {
   }
 
   /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
-  async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
+  async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, encodedId: string): Promise<void> {
     const { store } = readsOf(scope, res);
+    const chatId = decodedPathSegment(encodedId);
+    if (chatId === undefined) return replyError(res, 400, 'BAD_USER_INPUT', 'the chat id in the path is not percent-encoded UTF-8', cors(req));
     parseInput(idSchema, chatId, 'the chat id');
     const chat = await chatSession(scope, store, chatId, false);
     if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
@@ -325,7 +337,10 @@ export function chatHandler(opts: ChatOptions) {
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
     res.flushHeaders();
     const write = (chunk: UIChunk) => {
-      if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (res.writableEnded || res.destroyed) return;
+      const json = JSON.stringify(chunk);
+      checkEventBytes(Buffer.byteLength(json), guard.maxResponseBytes);
+      res.write(`data: ${json}\n\n`);
     };
     const answer = new ChatAnswer({ ...meta }, readerOf(store, meta.sessionId), write, continuing);
     answer.start();
@@ -338,7 +353,7 @@ export function chatHandler(opts: ChatOptions) {
       }
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {
-      if (err instanceof ForklineError || err instanceof StatementTimeoutError) answer.fail(err.message);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError || err instanceof EventTooLarge) answer.fail(err.message);
       else if (err instanceof StatementAbandonedError)
         return; // its client has gone
       else if (isDatabaseUnavailable(err)) answer.fail('the database is unavailable; retry shortly');
