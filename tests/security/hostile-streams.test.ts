@@ -9,38 +9,31 @@
 // arrives as the model wrote it; a call streamed without end fails its turn
 // at the provider's limit, and both streams say so; a path the door cannot
 // decode is a 400.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { HttpAgent } from '@ag-ui/client';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { chatChunk, sse } from '../helpers/provider-sse.ts';
+import { startFakeProvider, type FakeProvider, type ProviderHandler } from '../helpers/fake-provider.ts';
 
 const MAX = 64 * 1024;
 const MODEL_MAX_RESPONSE_BYTES = 256 * 1024;
 
-type Handler = (res: http.ServerResponse, sent: { closed: boolean }) => Promise<void>;
-const handlers: Handler[] = [];
-let fake: http.Server;
+type Handler = ProviderHandler;
+let fake: FakeProvider;
+let handlers: Handler[];
 let app: TestApp;
 let chatUrl: string;
 let aguiUrl: string;
 
 beforeAll(async () => {
-  fake = http.createServer(async (req, res) => {
-    for await (const _ of req);
-    const sent = { closed: false };
-    res.on('close', () => (sent.closed = true));
-    const handler = handlers.shift();
-    if (!handler) return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"no scripted reply"}}');
-    await handler(res, sent).catch(() => {});
-  });
-  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+  fake = await startFakeProvider();
+  handlers = fake.handlers;
   app = await startTestApp({
     security: { maxResponseBytes: MAX },
     providers: {
-      openai: { baseUrl: `http://127.0.0.1:${(fake.address() as AddressInfo).port}/openai/v1`, apiKey: 'sk-openai' },
+      openai: { baseUrl: `${fake.origin}/openai/v1`, apiKey: 'sk-openai' },
       limits: { maxResponseBytes: MODEL_MAX_RESPONSE_BYTES, idleTimeoutMs: 10_000 },
     },
     modelRetries: { maxRetries: 0, initialDelayMs: 20, maxDelayMs: 50 },
@@ -50,8 +43,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close();
-  fake?.closeAllConnections();
-  await new Promise((r) => fake?.close(r));
+  await fake?.close();
 });
 
 const openaiSession = async () =>
