@@ -5,6 +5,7 @@ import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
 import type { EventData, LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf, fieldOf, otherThanCore } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 import { callKey, SentCallIds } from '../core/model-request.ts';
 
 /** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
@@ -187,7 +188,8 @@ export class RunTranslator {
           const { streamed } = this.text;
           // Deltas the relay did not deliver (or not yet): the stored answer completes the text.
           if (d.text.length > streamed.length && d.text.startsWith(streamed)) {
-            this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: d.text.slice(streamed.length) });
+            for (const delta of textPieces(d.text.slice(streamed.length), TEXT_DELTA_CHARS))
+              this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta });
           }
         }
         this.closeText();
@@ -234,6 +236,8 @@ export class RunTranslator {
         // The run pauses: AG-UI's interrupt outcome; a run with `resume` answers it (docs/agui.md), naming the call by its client id.
         const call = this.ids.of(ev.data.turn, ev.data.step, ev.data.callId);
         this.closeText();
+        // A run ends with no step open (AG-UI clients refuse RUN_FINISHED inside one); its resume goes on with the turn.
+        for (const step of [...this.started]) this.endStep(step);
         this.finished = true;
         this.emit({
           type: EventType.RUN_FINISHED,
@@ -308,7 +312,7 @@ export class RunTranslator {
       this.emit({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' });
     }
     this.text.streamed += text;
-    this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text.messageId, delta: text });
+    for (const delta of textPieces(text, TEXT_DELTA_CHARS)) this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text.messageId, delta });
   }
 
   private closeText() {

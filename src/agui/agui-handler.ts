@@ -22,6 +22,7 @@ import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
+import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
@@ -29,11 +30,14 @@ import { approvalReasonSchema } from '../core/input-rules.ts';
 /** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
 const resumePayloadSchema = z.object({ approved: z.boolean(), reason: approvalReasonSchema.optional() });
 
-/** Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it). */
+/**
+ * Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it), and the seq its
+ * MESSAGES_SNAPSHOT showed the thread through (`historyTo`: a resume gives the turn's calls the same ids by it).
+ */
 export const RUN_EVENT = 'plugin/agui/run';
-const runEventData = z.object({ runId: z.string(), inputId: z.string() });
+const runEventData = z.object({ runId: z.string(), inputId: z.string(), historyTo: z.number().int().optional() });
 /** A RUN_EVENT's run and input (plugin data: checked, not assumed). */
-const runOf = (e: StoredEvent) => runEventData.safeParse(e.data).data;
+const runOf = (e: StoredEvent | undefined) => (e ? runEventData.safeParse(e.data).data : undefined);
 
 export interface AguiOptions {
   services: Pick<DoorServices, 'store' | 'controller' | 'live'>;
@@ -59,10 +63,11 @@ export const SNAPSHOT_EVENTS = 2000;
  * read in one statement within what the window left of PAGE_BYTES, newest
  * first: an input can be megabytes, so when they pass it the window starts at
  * the oldest turn whose input fits (docs/operations.md "Memory and time"). A
- * log shorter than the window is read whole.
+ * log shorter than the window is read whole. `toSeq`: the log as it was
+ * through that seq (the same window, however much was appended since).
  */
-export async function snapshotHistory(log: TenantStore['log'], sessionId: string, limit = SNAPSHOT_EVENTS): Promise<StoredEvent[]> {
-  const { events, cut, bytes = 0 } = await log.ofTypesWithin(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq: MAX_SEQ, limit, descending: true });
+export async function snapshotHistory(log: TenantStore['log'], sessionId: string, limit = SNAPSHOT_EVENTS, toSeq = MAX_SEQ): Promise<StoredEvent[]> {
+  const { events, cut, bytes = 0 } = await log.ofTypesWithin(sessionId, SNAPSHOT_TYPES, { fromSeq: 0, toSeq, limit, descending: true });
   const recent = events.reverse();
   if (recent.length < limit && !cut) return recent;
   let from = recent.findIndex((e) => e.type === 'turn/start');
@@ -146,7 +151,10 @@ export function aguiHandler(opts: AguiOptions) {
     let open = true;
     const closed = new Promise<void>((resolve) => res.once('close', () => ((open = false), resolve())));
     const send = (event: BaseEvent) => {
-      if (open) res.write(encoder.encodeBinary(event));
+      if (!open) return;
+      const bytes = encoder.encodeBinary(event);
+      checkEventBytes(bytes.byteLength, guard.maxResponseBytes);
+      res.write(bytes);
     };
     // A client that reads slowly is written to as it drains (nothing more is read for it meanwhile).
     const stream = { send, closed, drained: () => drained(res) };
@@ -164,7 +172,7 @@ export function aguiHandler(opts: AguiOptions) {
       if (input.resume?.length) await resumeTurn(scope, statements, by, input, stream, () => (runStarted = true));
       else await runTurn(scope, statements, input, text, stream, () => (runStarted = true), runError);
     } catch (err) {
-      if (err instanceof ForklineError || err instanceof StatementTimeoutError) runError(err.message, err.code);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError || err instanceof EventTooLarge) runError(err.message, err.code);
       else if (err instanceof StatementAbandonedError)
         return; // its client has gone: nobody to answer
       else if (isDatabaseUnavailable(err)) runError('the database is unavailable; retry shortly', 'SERVICE_UNAVAILABLE');
@@ -211,7 +219,6 @@ export function aguiHandler(opts: AguiOptions) {
     const turns = live.sessionTurns(sessionId);
     let events: AsyncIterableIterator<StoredEvent> | undefined;
     try {
-      const history = await snapshotHistory(store.log, sessionId);
       const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
       // runId is the idempotency key: an input older than the session read above was
       // queued by an earlier request of this run. Such a retry records nothing new and
@@ -222,12 +229,18 @@ export function aguiHandler(opts: AguiOptions) {
         : undefined;
       const from = turnStart?.seq ?? sent.event.seq;
       events = live.sessionEvents(sessionId, from - 1, statements); // the log from there (catch-up), then live
-      const recorded = retry && (await findFrom(store, sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId));
+      const recorded = retry ? await findFrom(store, sessionId, RUN_EVENT, sent.event.seq, (e) => runOf(e)?.runId === input.runId) : undefined;
+      // The thread as the run's first request found it (a retry: as recorded, else the log before its input).
+      const historyTo = retry ? (runOf(recorded)?.historyTo ?? sent.event.seq - 1) : session.eventCount - 1;
       if (!recorded) {
         await store.append(sessionId, [
-          { type: RUN_EVENT, data: { runId: input.runId, inputId: sent.inputId, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) } },
+          {
+            type: RUN_EVENT,
+            data: { runId: input.runId, inputId: sent.inputId, historyTo, ...(input.parentRunId ? { parentRunId: input.parentRunId } : {}) },
+          },
         ]);
       }
+      const history = await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, historyTo);
 
       send({
         type: EventType.RUN_STARTED,
@@ -269,17 +282,11 @@ export function aguiHandler(opts: AguiOptions) {
     const { send } = stream;
     const store = stores.forTenant(scope).reading(statements);
     const session = await store.requireSession(input.threadId);
-    const { open } = await store.log.openTailFolded(session.id, session.eventCount - 1);
-    if (!open) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
-    // The interrupts named calls by their client ids: the thread's calls are given them again, by the same rule.
-    const ids = new ClientCallIds();
-    const callIdOf = new Map<string, string>();
-    for (const e of await snapshotHistory(store.log, session.id)) {
-      const d = dataOf(e, 'model/message');
-      if (!d || e.seq >= session.eventCount) continue; // a later one reaches the run's stream (below), given its id there
-      ids.message(d);
-      if (d.turn === open.turn) for (const c of d.toolCalls) callIdOf.set(ids.of(d.turn, d.step, c.id), c.id);
-    }
+    const { open, turnStart } = await store.log.openTailFolded(session.id, session.eventCount - 1);
+    if (!open || !turnStart) throw new ForklineError('BAD_USER_INPUT', `thread ${session.id} has no turn waiting for approval`);
+    // The interrupts named calls by their client ids: the turn's calls are given them again (a later answer reaches the
+    // run's stream, below, given its id there).
+    const { ids, callIdOf } = await turnCallIds(store, session.id, turnStart, session.eventCount - 1);
     const turns = live.sessionTurns(session.id);
     const events = live.sessionEvents(session.id, session.eventCount - 1, statements);
     try {
@@ -299,6 +306,38 @@ export function aguiHandler(opts: AguiOptions) {
     } finally {
       await Promise.allSettled([turns.return?.(), events.return?.()]);
     }
+  }
+
+  /**
+   * The client ids the calls of the turn `turnStart` opens were shown under (docs/agui.md "Tool call ids"), as the
+   * run that queued its input gave them: the snapshot that run showed (through the seq recorded with it; else the log
+   * before the input), then the turn's answers through `toSeq`. They depend on nothing appended since, so a resume
+   * after any number of later events gives the same ids, and `callIdOf` maps an interrupt's id back to its call.
+   */
+  async function turnCallIds(store: TenantStore, sessionId: string, turnStart: StoredEvent, toSeq: number) {
+    const { turn, inputId } = dataOf(turnStart, 'turn/start')!;
+    const added = await store.log.inboxAddOf(sessionId, inputId, turnStart.seq, { withoutTexts: true });
+    const run = added && (await findFrom(store, sessionId, RUN_EVENT, added.seq, (e) => runOf(e)?.inputId === inputId));
+    const historyTo = Math.min(runOf(run)?.historyTo ?? (added ? added.seq - 1 : -1), turnStart.seq - 1);
+    const ids = new ClientCallIds();
+    for (const e of historyTo < 0 ? [] : await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, historyTo)) {
+      const d = dataOf(e, 'model/message');
+      if (d) ids.message(d);
+    }
+    const callIdOf = new Map<string, string>();
+    const PAGE = 1000;
+    for (let from = turnStart.seq; from <= toSeq;) {
+      const page = await store.log.ofTypes(sessionId, ['model/message'], { fromSeq: from, toSeq, limit: PAGE, withoutTexts: true });
+      for (const e of page) {
+        const d = dataOf(e, 'model/message');
+        if (d?.turn !== turn) continue;
+        ids.message(d);
+        for (const c of d.toolCalls) callIdOf.set(ids.of(d.turn, d.step, c.id), c.id);
+      }
+      if (page.length < PAGE) break;
+      from = page[page.length - 1].seq + 1;
+    }
+    return { ids, callIdOf };
   }
 
   /** The seq of the turn/end of the turn that took the input of run `runId` in the session's log, or why there is none. */

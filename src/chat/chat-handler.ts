@@ -3,8 +3,8 @@
 // and answers a UI message stream; `GET /chat/<id>/stream` resumes the answer
 // in progress (204 when none). A chat is a forkline session: the id of one the
 // caller owns, or any other id, which names a session of the caller's tenant
-// made on first use. Regenerating an answer is edit-and-rerun (editMessage):
-// a child forked before the input, which becomes the chat's head, recorded in
+// made on first use. Regenerating an answer is edit-and-rerun (editMessage's
+// cut): a child forked before the input, which becomes the chat's head, recorded in
 // the chat's session as `plugin/chat/head` so every later request (and every
 // process, after a restart) goes to it. Nothing is held per stream: a resumed
 // stream is replayed from the log. The caller, Origin, body limit and caps are
@@ -26,6 +26,7 @@ import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
 import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
+import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
@@ -89,6 +90,15 @@ function approvalResponses(input: ChatRequest): ApprovalResponse[] {
   );
 }
 
+/** A path segment's text, or undefined when its percent-encoding is not UTF-8 (`%E0%A4%A`, `%ZZ`). */
+function decodedPathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The session a chat id that is not a session id names in a tenant: derived, so no table maps them. */
 const chatSessionId = (tenant: string, chatId: string) => `ses_chat${createHash('sha256').update(`${tenant}\0${chatId}`).digest('hex').slice(0, 32)}`;
 
@@ -140,7 +150,7 @@ export function chatHandler(opts: ChatOptions) {
     if (capped) return replyError(res, capped.status, capped.code, capped.message, { ...capped.headers, ...cors(req) });
     const scope: Scope = { tenant: principal.tenant };
     try {
-      if (resume) return await resumeAnswer(req, res, scope, decodeURIComponent(resume[1]));
+      if (resume) return await resumeAnswer(req, res, scope, resume[1]);
       return await answer(req, res, scope, principal);
     } catch (err) {
       if (err instanceof StatementAbandonedError) return; // its client has gone: nobody to answer
@@ -187,43 +197,51 @@ export function chatHandler(opts: ChatOptions) {
 
     const chat = await chatSession(scope, store, input.id, true);
     const head = await headOf(store, chat!);
-    let sessionId = head.id;
-    let inputId: string;
-    let afterSeq: number;
-    let turns: AsyncIterableIterator<TurnUpdate> | undefined;
-    if (input.trigger === 'submit-message') {
-      host.prewarm(head.id, head.eventCount);
-      // Subscribed before the message is sent: its turn may start at once, and a step that began before the
-      // subscription streams no text (its answer arrives whole once stored: docs/api.md "Live turns").
-      const before = head.eventCount - 1;
-      const early = await subscribe(scope, res, head.id, before);
-      let sent: Awaited<ReturnType<typeof controller.sendMessage>>;
-      try {
-        // The user message's id makes a retried request one send (idempotency key).
-        sent = await controller.sendMessage(scope, head.id, text!, lastUser?.id ? { key: `chat:${head.id}:${lastUser.id}` } : {});
-      } catch (err) {
-        await early.return?.();
-        throw err;
-      }
-      inputId = sent.inputId;
-      afterSeq = sent.event.seq;
-      // A retried send names its earlier input: its answer is followed from there, as a resumed one is.
-      if (afterSeq > before) turns = early;
-      else await early.return?.();
-    } else {
-      // Edit-and-rerun of the answered input: the message named, else the head's last turn.
-      const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
-      if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
-      const again = text || dataOf(await store.log.inboxAddOf(head.id, rerun), 'inbox/add')?.text;
-      if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
-      parseInput(messageTextSchema, again, 'the regenerated message');
-      const fork = await controller.editMessage(scope, head.id, rerun, again);
-      await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id, inputId: fork.inputId } }]);
-      sessionId = fork.session.id;
-      inputId = fork.inputId!;
-      afterSeq = fork.cutSeq;
+    // The user message's id makes a retried request one send (idempotency key).
+    const key = (session: SessionRow) => (lastUser?.id ? { key: `chat:${session.id}:${lastUser.id}` } : {});
+    if (input.trigger === 'submit-message') return sendAndStream(req, res, scope, input.id, head, text!, key(head));
+    // Edit-and-rerun of the answered input: the message named, else the head's last turn.
+    const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
+    if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
+    const again = text || dataOf(await store.log.inboxAddOf(head.id, rerun), 'inbox/add')?.text;
+    if (!again) return replyError(res, 400, 'BAD_USER_INPUT', `no input ${rerun} in the chat`, cors(req));
+    parseInput(messageTextSchema, again, 'the regenerated message');
+    // editMessage's cut, its message sent apart: the branch is listened to before anything is queued in it, as a new
+    // message is (sendAndStream), so its turn cannot start before the answer's stream is attached.
+    const fork = await controller.forkBeforeInput(scope, head.id, rerun);
+    await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }]);
+    return sendAndStream(req, res, scope, input.id, fork.session, again, key(fork.session));
+  }
+
+  /**
+   * Sends `text` to `session` and streams its answer. Subscribed before the message is sent: its turn may start at
+   * once, and a step that began before the subscription streams no text (its answer arrives whole once stored:
+   * docs/api.md "Live turns").
+   */
+  async function sendAndStream(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: Scope,
+    chatId: string,
+    session: SessionRow,
+    text: string,
+    idem: { key?: string },
+  ): Promise<void> {
+    host.prewarm(session.id, session.eventCount);
+    const before = session.eventCount - 1;
+    const early = await subscribe(scope, res, session.id, before);
+    let sent: Awaited<ReturnType<typeof controller.sendMessage>>;
+    try {
+      sent = await controller.sendMessage(scope, session.id, text, idem);
+    } catch (err) {
+      await early.return?.();
+      throw err;
     }
-    await stream(res, req, scope, { chatId: input.id, sessionId, inputId }, turns ?? afterSeq);
+    const meta = { chatId, sessionId: session.id, inputId: sent.inputId };
+    if (sent.event.seq > before) return stream(res, req, scope, meta, early);
+    // A retried send names its earlier input: its answer is followed from there, as a resumed one is.
+    await early.return?.();
+    return stream(res, req, scope, meta, sent.event.seq);
   }
 
   /**
@@ -264,8 +282,10 @@ export function chatHandler(opts: ChatOptions) {
   }
 
   /** GET /chat/<id>/stream: the open turn from its start (or the input waiting for one, or an interrupted last turn); 204 when none. */
-  async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, chatId: string): Promise<void> {
+  async function resumeAnswer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, encodedId: string): Promise<void> {
     const { store } = readsOf(scope, res);
+    const chatId = decodedPathSegment(encodedId);
+    if (chatId === undefined) return replyError(res, 400, 'BAD_USER_INPUT', 'the chat id in the path is not percent-encoded UTF-8', cors(req));
     parseInput(idSchema, chatId, 'the chat id');
     const chat = await chatSession(scope, store, chatId, false);
     if (!chat) return void res.writeHead(204, { 'cache-control': 'no-store', ...cors(req) }).end();
@@ -317,7 +337,10 @@ export function chatHandler(opts: ChatOptions) {
     res.writeHead(200, { ...STREAM_HEADERS, ...cors(req) });
     res.flushHeaders();
     const write = (chunk: UIChunk) => {
-      if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (res.writableEnded || res.destroyed) return;
+      const json = JSON.stringify(chunk);
+      checkEventBytes(Buffer.byteLength(json), guard.maxResponseBytes);
+      res.write(`data: ${json}\n\n`);
     };
     const answer = new ChatAnswer({ ...meta }, readerOf(store, meta.sessionId), write, continuing);
     answer.start();
@@ -330,7 +353,7 @@ export function chatHandler(opts: ChatOptions) {
       }
       if (!answer.finished && !res.destroyed) answer.fail(`session ${meta.sessionId} was deleted during the answer`);
     } catch (err) {
-      if (err instanceof ForklineError || err instanceof StatementTimeoutError) answer.fail(err.message);
+      if (err instanceof ForklineError || err instanceof StatementTimeoutError || err instanceof EventTooLarge) answer.fail(err.message);
       else if (err instanceof StatementAbandonedError)
         return; // its client has gone
       else if (isDatabaseUnavailable(err)) answer.fail('the database is unavailable; retry shortly');

@@ -8,6 +8,7 @@
 import type { LogEvent } from '../core/events.ts';
 import { dataOf, fieldOf } from '../core/core-event.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 
 /** A UI message stream chunk (the `ai` package's UIMessageChunk, as JSON). */
 export type UIChunk = { type: string } & Record<string, unknown>;
@@ -106,7 +107,8 @@ export class ChatAnswer {
           this.openText = id;
           this.emit({ type: 'text-start', id });
         }
-        this.emit({ type: 'text-delta', id, delta: u.text });
+        // A subscriber's queue merges the deltas a slow reader has not taken yet: written back in pieces.
+        for (const delta of textPieces(u.text, TEXT_DELTA_CHARS)) this.emit({ type: 'text-delta', id, delta });
         break;
       }
       case 'TOOL_FINISHED': {
@@ -183,18 +185,21 @@ export class ChatAnswer {
     this.meta.turn = this.turn;
     this.meta.reason = reason;
     this.meta.usage = usage;
+    const ending: UIChunk[] =
+      reason === 'completed'
+        ? [{ type: 'finish', finishReason: 'stop', messageMetadata: { ...this.meta } }]
+        : reason === 'cancelled'
+          ? [
+              { type: 'abort', reason: 'the turn was cancelled' },
+              { type: 'finish', finishReason: 'other', messageMetadata: { ...this.meta } },
+            ]
+          : [
+              { type: 'error', errorText: reason === 'interrupted' ? INTERRUPTED : (error ?? `the turn ended ${reason}`) },
+              { type: 'finish', finishReason: 'error', messageMetadata: { ...this.meta } },
+            ];
+    // Finished once written: an ending its stream refused (an error report over FORKLINE_MAX_RESPONSE_BYTES) is failed instead.
+    for (const chunk of ending) this.emit(chunk);
     this.finished = true;
-    if (reason === 'completed') {
-      this.emit({ type: 'finish', finishReason: 'stop', messageMetadata: { ...this.meta } });
-      return;
-    }
-    if (reason === 'cancelled') {
-      this.emit({ type: 'abort', reason: 'the turn was cancelled' });
-      this.emit({ type: 'finish', finishReason: 'other', messageMetadata: { ...this.meta } });
-      return;
-    }
-    this.emit({ type: 'error', errorText: reason === 'interrupted' ? INTERRUPTED : (error ?? `the turn ended ${reason}`) });
-    this.emit({ type: 'finish', finishReason: 'error', messageMetadata: { ...this.meta } });
   }
 
   /** The step's tool calls with their input (once), from its stored answer; nothing while it is not stored yet. */

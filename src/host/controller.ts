@@ -125,6 +125,16 @@ export class SessionController {
     return this.fork(scope, 'editMessage', sessionId, { beforeInput: inputId }, { ...overrides, message: text }, idem);
   }
 
+  /**
+   * editMessage's cut (right before the inbox/add that queued `inputId`) with
+   * nothing queued in the child: a door that streams the child's answer
+   * listens to it first and then sends the message (POST /chat's regenerate),
+   * so the child's turn cannot start before its stream is attached.
+   */
+  async forkBeforeInput(scope: Scope, sessionId: string, inputId: string): Promise<ForkResult> {
+    return this.fork(scope, 'forkBeforeInput', sessionId, { beforeInput: inputId }, {}, {});
+  }
+
   private async fork(scope: Scope, operation: string, sessionId: string, cut: Cut, overrides: ChildOverrides, idem: Idempotency): Promise<ForkResult> {
     if (overrides.model) this.checkModel(overrides.model);
     const { title, model, message, instructions, responseFormat } = overrides;

@@ -40,6 +40,8 @@ export class Guard {
   readonly connections?: TenantConnections;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
+  /** The largest event a door's own stream sends (/chat, /agui: http/event-ceiling.ts), as a subscription's. */
+  readonly maxResponseBytes: number;
   readonly timeouts: ConnectionTimeouts;
   /** Local mode reachable only through loopback names (DNS rebinding). */
   readonly loopbackOnly: boolean;
@@ -69,6 +71,7 @@ export class Guard {
     this.idle = new IdleSockets(this.timeouts.wsIdleMs);
     this.corsOrigins = security.corsOrigins ?? [];
     this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
+    this.maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
     this.gate = new RequestGate({
       auth,
       buckets,

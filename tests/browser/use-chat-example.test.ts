@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
+import pg from 'pg';
 import { createTestDatabase } from '../helpers/db.ts';
 import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { collectPageErrors, launchChromium } from './chromium.ts';
@@ -88,6 +89,41 @@ async function send(page: Page, text: string) {
   await page.getByLabel('Message').fill(text);
   await page.getByRole('button', { name: 'Send' }).click();
 }
+/**
+ * Records, in the page, the UI message chunks of each POST /chat answer as they arrive (the response's body teed
+ * before the AI SDK's transport reads it): `window.chatAnswers`, one entry per request, with its trigger.
+ */
+const recordChatAnswers = (page: Page) =>
+  page.addInitScript(() => {
+    type Answer = { trigger: string; chunks: Array<{ at: number; chunk: { type: string; delta?: string } }> };
+    const answers: Answer[] = [];
+    (window as unknown as { chatAnswers: Answer[] }).chatAnswers = answers;
+    const fetchOf = window.fetch.bind(window);
+    window.fetch = async (input, init) => {
+      const res = await fetchOf(input, init);
+      const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url, location.href);
+      if (init?.method !== 'POST' || !url.pathname.endsWith('/chat') || !res.body) return res;
+      const answer: Answer = { trigger: JSON.parse(String(init.body)).trigger, chunks: [] };
+      answers.push(answer);
+      const [mine, theirs] = res.body.tee();
+      void (async () => {
+        const reader = mine.pipeThrough(new TextDecoderStream()).getReader();
+        let buffered = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          buffered += value;
+          for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+            const data = buffered.slice(0, end).replace(/^data: /, '');
+            buffered = buffered.slice(end + 2);
+            if (data !== '[DONE]') answer.chunks.push({ at: performance.now(), chunk: JSON.parse(data) });
+          }
+        }
+      })();
+      return new Response(theirs, { status: res.status, statusText: res.statusText, headers: res.headers });
+    };
+  });
+
 const lastAnswer = (page: Page) => page.locator('article[data-role="assistant"]').last();
 const ready = (page: Page) => page.locator('main[data-status="ready"]').waitFor(TIMEOUT);
 
@@ -156,6 +192,71 @@ describe.each([
     // The page's only errors are the failed requests of the killed server.
     expect(errors.filter((e) => !/Failed to load resource|ERR_|network/i.test(e))).toEqual([]);
   }, 180_000);
+
+  it('regenerate() streams the branch’s answer delta by delta, none lost, none twice, even when the chat’s session is slow to write', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(30_000);
+    const errors = collectPageErrors(page);
+    await recordChatAnswers(page);
+    await page.goto(`${pageOrigin}/${build}?chat=${chatId('regenerate-chat')}&api=${encodeURIComponent(`http://127.0.0.1:${port}/chat`)}`);
+    const words = 'alpha beta gamma delta epsilon zeta eta theta';
+    await send(page, `${words}\n!slow 300`);
+    await page.locator('article[data-role="assistant"]', { hasText: `Echo: ${words}` }).waitFor(TIMEOUT);
+    await ready(page);
+    const sessionId = (await lastAnswer(page).getAttribute('data-session'))!;
+
+    // Another transaction holds the chat's session row (as a busy database may), so the door's write there (the chat's
+    // head) waits, while the branch itself is forked at once: whatever the door does after forking comes late. Held
+    // until the branch's turn has begun a step, or for 2 s if it has not (it may not begin before the door listens).
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('SELECT 1 FROM "Session" WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+      await page.getByRole('button', { name: 'Regenerate' }).click();
+      const branchEvents = async () => {
+        const r = await postGraphQL(
+          service!.url,
+          'query($id: ID!) { session(id: $id) { children(first: 10) { edges { node { events(first: 50) { edges { node { type } } } } } } } }',
+          { id: sessionId },
+        );
+        expect(r.body.errors).toBeUndefined();
+        return (r.body.data.session.children.edges as Array<{ node: { events: { edges: Array<{ node: { type: string } }> } } }>).flatMap((c) =>
+          c.node.events.edges.map((e) => e.node.type),
+        );
+      };
+      await expect.poll(async () => (await branchEvents()).includes('session/end-seed'), TIMEOUT).toBe(true);
+      const until = Date.now() + 2_000;
+      while (Date.now() < until && !(await branchEvents()).includes('step/start')) await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await db.query('COMMIT').catch(() => {});
+      await db.end();
+    }
+    await page.waitForFunction(
+      (id) => {
+        const answers = document.querySelectorAll('article[data-role="assistant"]');
+        const last = answers[answers.length - 1];
+        return last?.getAttribute('data-session') && last.getAttribute('data-session') !== id && document.querySelector('main')?.dataset.status === 'ready';
+      },
+      sessionId,
+      TIMEOUT,
+    );
+    expect(await lastAnswer(page).textContent()).toBe(`Echo: ${words}`);
+
+    // The regenerated answer's text came word by word, as the model wrote it: each delta its own chunk, spread over
+    // the answer's time (a stream attached after the step began would carry the stored text whole, at its end).
+    const answers = await page.evaluate(
+      () =>
+        (window as unknown as { chatAnswers: Array<{ trigger: string; chunks: Array<{ at: number; chunk: { type: string; delta?: string } }> }> }).chatAnswers,
+    );
+    const regenerated = answers.filter((a) => a.trigger === 'regenerate-message');
+    expect(regenerated).toHaveLength(1);
+    const deltas = regenerated[0].chunks.filter((c) => c.chunk.type === 'text-delta');
+    const expected = `Echo: ${words}`.match(/\S+\s*/g)!;
+    expect(deltas.map((c) => c.chunk.delta)).toEqual(expected);
+    expect(deltas.at(-1)!.at - deltas[0].at).toBeGreaterThan(((expected.length - 1) * 300) / 3);
+    expect(errors).toEqual([]);
+  }, 120_000);
 
   it('approves a call with Approve, and denies one with Deny', async () => {
     const page = await browser.newPage();

@@ -5,19 +5,18 @@
 // one call's whole time is bounded however steadily the provider trickles,
 // and names, ids and text carrying NUL, control characters or lone
 // surrogates are stored as the log can hold them.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PROVIDER_LIMITS } from '../../src/agent/models/provider-fetch.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { startFakeProvider, type FakeProvider, type ProviderHandler, type Sent } from '../helpers/fake-provider.ts';
 
 const CALL_TIMEOUT_MS = 4000;
 
-type Sent = { closed: boolean };
-type Handler = (res: http.ServerResponse, sent: Sent) => Promise<void>;
-const handlers: Handler[] = [];
-let fake: http.Server;
+type Handler = ProviderHandler;
+let fake: FakeProvider;
+let handlers: Handler[];
 let app: TestApp;
 
 const sse = (data: unknown) => `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
@@ -40,18 +39,11 @@ const okText: Handler = async (res) => {
 };
 
 beforeAll(async () => {
-  fake = http.createServer(async (req, res) => {
-    for await (const _ of req);
-    const sent = { closed: false };
-    res.on('close', () => (sent.closed = true));
-    const handler = handlers.shift();
-    if (!handler) return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"no scripted reply"}}');
-    await handler(res, sent).catch(() => {});
-  });
-  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+  fake = await startFakeProvider();
+  handlers = fake.handlers;
   app = await startTestApp({
     providers: {
-      openaiCompatible: { baseUrl: `http://127.0.0.1:${(fake.address() as AddressInfo).port}/compat/v1`, apiKey: 'sk-compat' },
+      openaiCompatible: { baseUrl: `${fake.origin}/compat/v1`, apiKey: 'sk-compat' },
       // The call-count bound is left at its default: the test shows the default holds.
       limits: { maxResponseBytes: DEFAULT_PROVIDER_LIMITS.maxResponseBytes, idleTimeoutMs: 1500, callTimeoutMs: CALL_TIMEOUT_MS },
     },
@@ -62,8 +54,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app?.close();
-  fake.closeAllConnections();
-  await new Promise((r) => fake.close(r));
+  await fake?.close();
 });
 
 async function session() {

@@ -5,6 +5,7 @@
 // local subscribers. A subscriber's queue merges adjacent text deltas and is
 // bounded (update-queue.ts).
 import { groupsBySize } from '../../core/size-groups.ts';
+import { textPieces } from '../../core/text-pieces.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
@@ -137,10 +138,7 @@ function sizedPayloadItems<T>(updates: TurnUpdate[], item: (u: TurnUpdate, json:
   for (const u of merged) {
     const text = u.kind === 'TEXT_DELTA' ? (u.text ?? '') : '';
     if (text.length <= MAX_DELTA_CHARS) pieces.push(u);
-    else {
-      const chars = Array.from(text); // never split a surrogate pair
-      for (let i = 0; i < chars.length; i += MAX_DELTA_CHARS) pieces.push({ ...u, text: chars.slice(i, i + MAX_DELTA_CHARS).join('') });
-    }
+    else for (const piece of textPieces(text, MAX_DELTA_CHARS)) pieces.push({ ...u, text: piece });
   }
   return pieces.map((piece) => {
     let u = piece;
