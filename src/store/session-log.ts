@@ -471,7 +471,10 @@ export class SessionLog {
         ` FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type IN ('step/start', 'model/message')` +
         ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}`,
     );
-    const { rows } = await db.query<{ steps: string; calls: string }>(`SELECT sum(steps) AS steps, sum(calls) AS calls FROM (${scans.join(' UNION ALL ')}) c`, params);
+    const { rows } = await db.query<{ steps: string; calls: string }>(
+      `SELECT sum(steps) AS steps, sum(calls) AS calls FROM (${scans.join(' UNION ALL ')}) c`,
+      params,
+    );
     return { steps: Number(rows[0]?.steps ?? 0), toolCalls: Number(rows[0]?.calls ?? 0) };
   }
 

@@ -97,7 +97,9 @@ describe('recording import: progress and cancel', () => {
     expect(seen.imported).toBeLessThanOrEqual(file.buffer.length);
     const percent = Math.floor((seen.imported / file.buffer.length) * 100);
     expect(seen.bar).toBe(percent);
-    expect(seen.figures).toMatch(new RegExp(`^importing: [\\d.,]+ (MB|KB|bytes) of ${(file.buffer.length / 2 ** 20).toFixed(1)} MB checked \\(${percent}%\\), [\\d,]+ lines$`));
+    expect(seen.figures).toMatch(
+      new RegExp(`^importing: [\\d.,]+ (MB|KB|bytes) of ${(file.buffer.length / 2 ** 20).toFixed(1)} MB checked \\(${percent}%\\), [\\d,]+ lines$`),
+    );
 
     await page.waitForURL(/\/sessions\/ses_/, { timeout: 60_000 });
     const { session } = await app.ok('query($id: ID!) { session(id: $id) { title eventCount } }', { id: sessionIdOf(page) });

@@ -180,7 +180,7 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
       resolve: async (turn, _a, ctx) => (await stepCountsOf(scopedReads(ctx).log, turn)).toolCalls,
     }),
     stepsTruncated: t.boolean({
-      description: '`steps` (and `usage`, summed over them) hold the turn\'s first steps only: it has more than 3,333.',
+      description: "`steps` (and `usage`, summed over them) hold the turn's first steps only: it has more than 3,333.",
       resolve: async (turn, _a, ctx) => {
         const log = scopedReads(ctx).log;
         const [steps, counts] = await Promise.all([stepsOf(log, turn), stepCountsOf(log, turn)]);
