@@ -1,9 +1,7 @@
 #!/usr/bin/env -S npx tsx
 // `npx forkline …`: the typed client (client/client.ts) from a shell.
 // FORKLINE_URL / --url and FORKLINE_TOKEN / --token say where and as whom.
-import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import {
   ApiTokensDocument,
@@ -38,6 +36,7 @@ import {
   type ToolFieldsFragment,
 } from '@forkline/client';
 import { exportRecording } from './export-recording.ts';
+import { importRecordingFile } from './import-recording.ts';
 import { sendAndWait, turnOf } from './send-and-wait.ts';
 import { printJson, printLine } from './terminal-output.ts';
 import { visibleLines, visibleText } from '../src/core/visible-text.ts';
@@ -68,7 +67,8 @@ commands:
   export <id> [--output FILE] [--progress]  the session's recording (JSON Lines, format V4) to stdout or FILE,
                                             streamed as the server reads it (any size); progress on stderr when it
                                             is a terminal (--progress: always)
-  import <file|->                           import a recording as a new session
+  import <file|-> [--progress]              import a recording as a new session, streamed (any size); progress on
+                                            stderr when it is a terminal (--progress: always)
   delete <id> [--with-descendants]          delete a session (and, with the flag, every fork below it)
   search <query> [--first N] [--after CURSOR] [--json]
                                             full-text search over titles, inputs and answers, best first:
@@ -517,11 +517,8 @@ async function run(argv: string[]): Promise<number> {
         // Streamed: recordings may be far larger than a GraphQL argument should be.
         // One idempotency key for every attempt: a retry after a lost answer imports once.
         const idempotencyKey = randomUUID();
-        const send = () => {
-          const input = file === '-' ? process.stdin : fs.createReadStream(file);
-          return client.uploadRecording(Readable.toWeb(input) as ReadableStream<Uint8Array>, { idempotencyKey });
-        };
-        const { id } = await retryUpload(send, file !== '-');
+        const progress = (opts.progress ?? process.stderr.isTTY) ? process.stderr : undefined;
+        const { id } = await retryUpload(() => importRecordingFile(client, file, { idempotencyKey, progress }), file !== '-');
         const { session } = await client.query(SessionDocument, { id });
         if (!session) throw new ForklineClientError([{ message: `session ${id} not found`, extensions: { code: 'SESSION_NOT_FOUND' } }]);
         print(opts.json, session, () => summaryLine(session));

@@ -307,6 +307,10 @@ export class RecordingValidator {
   }
 }
 
+/** A gzip member's first bytes (RFC 1952): a compressed recording, said so instead of only "not UTF-8". */
+const isGzip = (bytes: Uint8Array) => bytes[0] === 0x1f && bytes[1] === 0x8b;
+const GZIPPED = ': it is gzip-compressed, and recordings are taken uncompressed (never inflated here: gunzip it first)';
+
 /**
  * Splits a recording into lines as it arrives — a string, text chunks, or
  * byte chunks (an upload) — never holding more than one line besides the
@@ -329,8 +333,9 @@ export async function* recordingLines(
   const strip = (l: string) => (l.endsWith('\r') ? l.slice(0, -1) : l);
   const tooLong = () => fail(line + 1, 'size', `a line is longer than the limit of ${maxLineBytes} bytes per line (FORKLINE_MAX_RECORDING_LINE_BYTES)`);
   const decode = (parts: Uint8Array[]) => {
-    const text = decodeUtf8(parts.length === 1 ? parts[0] : Buffer.concat(parts));
-    if (text === undefined) throw fail(line, 'encoding', `the line ${INVALID_UTF8}`);
+    const bytes = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+    const text = decodeUtf8(bytes);
+    if (text === undefined) throw fail(line, 'encoding', `the line ${INVALID_UTF8}${line === 1 && isGzip(bytes) ? GZIPPED : ''}`);
     return text;
   };
   for await (const chunk of typeof source === 'string' ? [source] : source) {

@@ -29,6 +29,7 @@ import { refuseTooLarge, reply, replyError as error } from './http-body.ts';
 import { isProcessAlive } from '../pid-alive.ts';
 import { DEFAULT_LIMITS } from './security.ts';
 import { REVOKED_REASON } from './token-connections.ts';
+import { ImportProgress, wantsProgress } from './import-progress.ts';
 
 /** Not a CORS-simple type: a cross-site page cannot post it without a preflight. */
 const CONTENT_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/jsonlines']);
@@ -66,10 +67,11 @@ class TooLarge extends Error {
 }
 class SpoolFull extends Error {}
 class Revoked extends Error {}
+const REVOKED_DURING_UPLOAD = `${REVOKED_REASON} during the upload: nothing was imported`;
 /** The uploader's token was revoked or expired under way: nothing imported, the rest of the body read and dropped (as a 413's). */
 function refuseRevoked(req: http.IncomingMessage, res: http.ServerResponse) {
   req.resume();
-  error(res, 401, 'UNAUTHENTICATED', `${REVOKED_REASON} during the upload: nothing was imported`, { connection: 'close' });
+  error(res, 401, 'UNAUTHENTICATED', REVOKED_DURING_UPLOAD, { connection: 'close' });
 }
 const tooLarge = (limit: number) => ({
   code: 'BAD_USER_INPUT',
@@ -149,6 +151,13 @@ export function recordingUpload(opts: RecordingUploadOptions) {
     const spool = path.join(opts.spoolDir, `${process.pid}-${randomUUID()}.jsonl`);
     let bytes = 0;
     let released = false;
+    /** Once the body is spooled: the import's progress, for an uploader that asked for it (import-progress.ts). */
+    let progress: ImportProgress | undefined;
+    /** An answer about the import: a progress stream's last line once one has started. */
+    const answer = (status: number, body: object, headers?: Record<string, string>) =>
+      progress ? progress.answer(status, body, headers) : reply(res, status, body, headers);
+    const fail = (status: number, code: string, message: string, headers?: Record<string, string>) =>
+      answer(status, { errors: [{ message, extensions: { code } }] }, headers);
     // Before the answer: a client that sends its next upload once it has one finds the slot free.
     const release = () => {
       if (released) return;
@@ -190,17 +199,22 @@ export function recordingUpload(opts: RecordingUploadOptions) {
       else revoked?.addEventListener('abort', onRevoked, { once: true });
       await pipeline(req, limit, fs.createWriteStream(spool, { mode: 0o600 }));
       const idem = { key, requestHash: hash.digest('hex') };
-      const session = await opts.importRecording({ tenant }, () => fs.createReadStream(spool), idem, { maxBytes, maxLineBytes, signal: gone.signal });
+      progress = wantsProgress(req) ? new ImportProgress(res, bytes) : undefined;
+      const read = () => (progress ? progress.counting(fs.createReadStream(spool)) : fs.createReadStream(spool));
+      const session = await opts.importRecording({ tenant }, read, idem, { maxBytes, maxLineBytes, signal: gone.signal });
       await fs.promises.rm(spool, { force: true }); // before the answer: nothing is left behind once the client knows
       release();
       // Gone since the import returned: the cancel still wins (no await between this check and the answer).
-      if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) return revoked?.aborted ? refuseRevoked(req, res) : undefined;
-      reply(res, 201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
+      if (gone.signal.aborted && (await opts.discardImport({ tenant }, session.id, idem))) {
+        if (!revoked?.aborted) return;
+        return res.headersSent ? progress?.stop(401, 'UNAUTHENTICATED', REVOKED_DURING_UPLOAD) : refuseRevoked(req, res);
+      }
+      answer(201, { session: { id: session.id, eventCount: session.eventCount, formatVersion: session.formatVersion, title: session.title } });
     } catch (err) {
       await fs.promises.rm(spool, { force: true });
       release();
       if (revoked?.aborted && !res.headersSent) return refuseRevoked(req, res);
-      if (gone.signal.aborted) return; // nobody to answer
+      if (gone.signal.aborted) return revoked?.aborted ? progress?.stop(401, 'UNAUTHENTICATED', REVOKED_DURING_UPLOAD) : undefined; // else nobody to answer
       if (err instanceof TooLarge) refuseTooLarge(req, res, err.refusal);
       else if (err instanceof SpoolFull) {
         error(
@@ -213,18 +227,19 @@ export function recordingUpload(opts: RecordingUploadOptions) {
             connection: 'close',
           },
         );
-      } else if (err instanceof ForklineError) error(res, err.details?.rule === 'size' ? 413 : 400, err.code, err.message);
+      } else if (err instanceof ForklineError) fail(err.details?.rule === 'size' ? 413 : 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);
-        error(res, 503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', {
+        fail(503, 'SERVICE_UNAVAILABLE', 'the database is unavailable or out of connections; retry shortly', {
           'retry-after': String(RETRY_AFTER_SECONDS),
         });
-      } else if (!res.headersSent) {
+      } else if (!res.headersSent || progress) {
         const requestId = randomUUID().slice(0, 8);
         opts.log(`recording upload failed (request ${requestId})`, err);
-        error(res, 500, 'INTERNAL_SERVER_ERROR', `Unexpected error (request ${requestId})`);
+        fail(500, 'INTERNAL_SERVER_ERROR', `Unexpected error (request ${requestId})`);
       }
     } finally {
+      progress?.stop(500, 'INTERNAL_SERVER_ERROR', 'the import stopped without an answer');
       await fs.promises.rm(spool, { force: true });
       release();
     }

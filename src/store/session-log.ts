@@ -456,6 +456,32 @@ export class SessionLog {
   }
 
   /**
+   * Steps (step/start events) and tool calls (of its model answers) within
+   * fromSeq..toSeq — a turn's, whatever its length: counted over the
+   * (sessionId, type, seq) index, its events never read out (Turn.stepCount;
+   * Turn.steps lists only the first of a turn of 10,000 events and more).
+   */
+  async stepCounts(ref: LogRef, fromSeq: number, toSeq: number, db: Db = this.pool): Promise<{ steps: number; toolCalls: number }> {
+    const l = await this.requireLineage(ref, db);
+    const segments = segmentsOf(l, fromSeq, Math.min(toSeq, MAX_SEQ));
+    if (segments.length === 0) return { steps: 0, toolCalls: 0 };
+    const params: unknown[] = [];
+    const p = (v: unknown) => `$${params.push(v)}`;
+    const scans = segments.map(
+      (seg) =>
+        `SELECT count(*) FILTER (WHERE type = 'step/start') AS steps,` +
+        ` coalesce(sum(jsonb_array_length(data->'toolCalls')) FILTER (WHERE type = 'model/message'), 0) AS calls` +
+        ` FROM "Event" WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type IN ('step/start', 'model/message')` +
+        ` AND seq BETWEEN ${p(seg.fromSeq)} AND ${p(seg.toSeq)}`,
+    );
+    const { rows } = await db.query<{ steps: string; calls: string }>(
+      `SELECT sum(steps) AS steps, sum(calls) AS calls FROM (${scans.join(' UNION ALL ')}) c`,
+      params,
+    );
+    return { steps: Number(rows[0]?.steps ?? 0), toolCalls: Number(rows[0]?.calls ?? 0) };
+  }
+
+  /**
    * Per lineage segment, sums over its turn brackets and model answers (for
    * Session.totals, store/session-totals.ts): one aggregate over the
    * (sessionId, type, seq) index each; the cost is the turns and answers.

@@ -126,6 +126,10 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.ofTypes(ref, types, opts, this.db);
   }
+  async stepCounts(ref: LogRef, fromSeq: number, toSeq: number): Promise<{ steps: number; toolCalls: number }> {
+    await this.owns(ref);
+    return this.log.stepCounts(ref, fromSeq, toSeq, this.db);
+  }
   async ofTypesWithin(ref: LogRef, types: readonly string[], opts: Parameters<SessionLog['ofTypesWithin']>[2]): Promise<BoundedEvents> {
     await this.owns(ref);
     return this.log.ofTypesWithin(ref, types, opts, this.db);

@@ -14,6 +14,8 @@ export type TurnRow = TurnSummary & {
   sessionId: string;
   lastSeq: number;
   steps?: Promise<StepSummary[]>;
+  /** Its steps and tool calls counted, once read (Turn.stepCount, toolCallCount and stepsTruncated share it). */
+  counts?: Promise<{ steps: number; toolCalls: number }>;
   /** Its error report without its message, once read (Turn.error, errorSeq and errorCode share the probe). */
   report?: Promise<StoredEvent | undefined>;
   /** Its input's inbox/add without its text, once read (Turn.input and inputSeq share the probe). */
@@ -85,7 +87,7 @@ export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBud
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
 export type TurnLog = Pick<
   SessionLog,
-  'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes' | 'textWithin'
+  'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'stepCounts' | 'streamOfTypes' | 'textWithin'
 >;
 
 /** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
@@ -95,13 +97,20 @@ const endWhenStopped = async <T extends TurnSummary | StepSummary>(log: TurnLog,
 /** The columns of a session row its turns are read through. */
 export type TurnSessionRow = LineageRow & { eventCount: number };
 
+/** The most events stepsOf reads for one turn's steps (three a step): a longer turn lists its first steps only. */
+const STEP_EVENTS = 10_000;
+
+/** The turn's steps and tool calls, counted in the database whatever its length (stepsOf lists at most its first). */
+export const stepCountsOf = (log: TurnLog, turn: TurnRow): Promise<{ steps: number; toolCalls: number }> =>
+  (turn.counts ??= log.stepCounts(turn.sessionId, turn.startSeq, turn.endSeq ?? turn.lastSeq));
+
 /** The turn's steps: its own events of four types (what the turn costs, not the log; its answers without their words), read once per turn. */
 export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
   (turn.steps ??= log
     .ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
       fromSeq: turn.startSeq,
       toSeq: turn.endSeq ?? turn.lastSeq,
-      limit: 10_000,
+      limit: STEP_EVENTS,
       withoutTexts: true,
     })
     .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));

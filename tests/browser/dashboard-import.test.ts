@@ -79,6 +79,35 @@ describe('recording import: progress and cancel', () => {
     await page.close();
   }, 90_000);
 
+  it('once the file is sent, shows how far the server has checked and written it, then opens the session', async () => {
+    const { page, errors } = await openPage(dashboard.browser, { timeoutMs: 20_000 });
+    await page.goto(dashboard.origin);
+    // Sent at once (no throttle); its import on the server lasts seconds: what the page shows then is the server's progress.
+    const file = recordingFile(40_000, 'imported slowly');
+    await page.getByTestId('import-file').setInputFiles(file);
+    const bar = page.getByTestId('import-progress');
+    await bar.waitFor(TIMEOUT);
+    const importing = page.locator('[data-testid="import-progress"][data-imported]');
+    await importing.waitFor(TIMEOUT);
+    const seen = await importing.evaluate((el: HTMLElement) => ({
+      imported: Number(el.dataset.imported),
+      figures: el.querySelector('.import-figures')?.textContent ?? '',
+      bar: Number(el.querySelector('progress')?.value),
+    }));
+    expect(seen.imported).toBeLessThanOrEqual(file.buffer.length);
+    const percent = Math.floor((seen.imported / file.buffer.length) * 100);
+    expect(seen.bar).toBe(percent);
+    expect(seen.figures).toMatch(
+      new RegExp(`^importing: [\\d.,]+ (MB|KB|bytes) of ${(file.buffer.length / 2 ** 20).toFixed(1)} MB checked \\(${percent}%\\), [\\d,]+ lines$`),
+    );
+
+    await page.waitForURL(/\/sessions\/ses_/, { timeout: 60_000 });
+    const { session } = await app.ok('query($id: ID!) { session(id: $id) { title eventCount } }', { id: sessionIdOf(page) });
+    expect(session).toEqual({ title: 'imported slowly', eventCount: file.events });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
   it('Cancel aborts the upload: the page says so, and the server keeps no session and no spool file', async () => {
     const before = await sessionCount();
     const { page, errors } = await openPage(dashboard.browser, { timeoutMs: 20_000 });

@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ForklineError } from '../../src/core/errors.ts';
 import { decodeEvent } from '../../src/core/events.ts';
@@ -181,6 +182,21 @@ describe('recordingLines', () => {
       'b'.repeat(limit),
     ]);
     expect(await collect(recordingLines(`${'é'.repeat(500)}\n`, 1e9, limit))).toEqual(['é'.repeat(500)]);
+  });
+});
+
+describe('recordingLines: compressed input', () => {
+  it('a gzip-compressed recording is refused at its first line saying so (never inflated: a bomb costs its compressed bytes)', async () => {
+    const recording = `${readFixture('v4-completed-tools.jsonl')}`;
+    // In chunks, as an upload arrives; the first line break may fall anywhere in the compressed bytes.
+    const gz = zlib.gzipSync(recording);
+    const chunks = Array.from({ length: Math.ceil(gz.length / 64) }, (_, i) => gz.subarray(i * 64, (i + 1) * 64));
+    const err = await collect(recordingLines(chunks)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ForklineError);
+    expect((err as Error).message).toMatch(/^line 1: encoding: the line is not valid UTF-8 .*: it is gzip-compressed, and recordings are taken uncompressed/);
+    // A line that is not UTF-8 and not gzip says only that.
+    const other = await collect(recordingLines([Buffer.from([0x7b, 0xff, 0x0a])])).catch((e: unknown) => e);
+    expect((other as Error).message).toBe('line 1: encoding: the line is not valid UTF-8 (invalid bytes are refused, not replaced)');
   });
 });
 

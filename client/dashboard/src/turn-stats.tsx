@@ -24,6 +24,8 @@ const statsOf = (sessionId: string, endSeq: number) => {
 };
 
 const n = (x: number) => x.toLocaleString('en-US');
+/** Step bars drawn at most per turn: a turn of 50,000 steps drew 3,333 (and named them all in its label). */
+const MAX_BARS = 50;
 /** How long a turn end stays mounted before its figures are asked for. */
 const ASK_AFTER_MS = 150;
 
@@ -49,12 +51,14 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
     };
   }, [sessionId, endSeq, unreachable]);
   if (!stats) return null;
-  const longest = Math.max(1, ...stats.steps.map((s) => s.durationMs ?? 0));
-  const calls = stats.steps.reduce((k, s) => k + s.toolCallCount, 0);
+  // Counted by the server whatever the turn's length; a turn of thousands of steps draws its first MAX_BARS.
+  const bars = stats.steps.slice(0, MAX_BARS);
+  const longest = Math.max(1, ...bars.map((s) => s.durationMs ?? 0));
+  const { stepCount: steps, toolCallCount: calls } = stats;
   const summary = [
     stats.durationMs != null && formatDuration(stats.durationMs),
-    `${stats.steps.length} step${stats.steps.length === 1 ? '' : 's'}`,
-    `${calls} tool call${calls === 1 ? '' : 's'}`,
+    `${n(steps)} step${steps === 1 ? '' : 's'}`,
+    `${n(calls)} tool call${calls === 1 ? '' : 's'}`,
     stats.usage && `${n(stats.usage.inputTokens)} in · ${n(stats.usage.outputTokens)} out tokens`,
     stats.usage?.costUsd != null && formatUsd(stats.usage.costUsd),
   ].filter(Boolean);
@@ -64,9 +68,9 @@ export function TurnStatsLine({ sessionId, endSeq }: { sessionId: string; endSeq
       <span
         class="step-bars"
         role="img"
-        aria-label={`Turn ${stats.turn} step latencies: ${stats.steps.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}
+        aria-label={`Turn ${stats.turn} step latencies${bars.length < steps ? ` (its first ${bars.length} steps of ${n(steps)})` : ''}: ${bars.map((s) => `step ${s.step} ${s.durationMs == null ? 'open' : formatDuration(s.durationMs)}`).join(', ')}`}
       >
-        {stats.steps.map((s) => (
+        {bars.map((s) => (
           <span
             key={s.step}
             class={`step-bar reason-${s.reason ?? 'open'}`}

@@ -54,6 +54,13 @@ export class ForklineClientError extends Error {
   }
 }
 
+/** How far the server's import of an uploaded recording got (POST /recordings with `Accept: application/x-ndjson`). */
+export interface ImportProgress {
+  bytes: number;
+  totalBytes: number;
+  lines: number;
+}
+
 /** Variables may be left out when none is required. */
 type Vars<V> = Record<string, never> extends V ? [variables?: V] : [variables: V];
 
@@ -68,7 +75,11 @@ export interface ForklineClient {
    */
   uploadRecording(
     body: ReadableStream<Uint8Array> | Blob | string,
-    opts?: { idempotencyKey?: string },
+    opts?: {
+      idempotencyKey?: string;
+      /** The import's progress once the body is sent: the recording's bytes and lines the server has checked and written so far. */
+      onProgress?: (p: ImportProgress) => void;
+    },
   ): Promise<{ id: string; eventCount: number; formatVersion: number; title: string | null }>;
   /**
    * A session's recording (JSON Lines) from GET /recordings, as a stream the
@@ -151,33 +162,74 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
   }
 
   /** A stream can be sent once; a string or Blob is retried like a keyed mutation. */
-  async function uploadRecording(body: ReadableStream<Uint8Array> | Blob | string, upload: { idempotencyKey?: string } = {}) {
+  async function uploadRecording(
+    body: ReadableStream<Uint8Array> | Blob | string,
+    upload: { idempotencyKey?: string; onProgress?: (p: ImportProgress) => void } = {},
+  ) {
     const key = upload.idempotencyKey ?? newIdempotencyKey();
-    return withRetries(() => uploadOnce(body, key), body instanceof ReadableStream ? 0 : (opts.retryForMs ?? 15_000));
+    return withRetries(() => uploadOnce(body, key, upload.onProgress), body instanceof ReadableStream ? 0 : (opts.retryForMs ?? 15_000));
   }
 
-  async function uploadOnce(body: ReadableStream<Uint8Array> | Blob | string, key: string) {
+  type UploadAnswer = { session?: { id: string; eventCount: number; formatVersion: number; title: string | null }; errors?: GraphQLErrorInfo[] };
+
+  async function uploadOnce(body: ReadableStream<Uint8Array> | Blob | string, key: string, onProgress?: (p: ImportProgress) => void) {
     const url = opts.url.replace(/\/graphql\/?$/, '/recordings');
     let res: Response;
     try {
       res = await doFetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-ndjson', 'idempotency-key': key, ...(authorization ? { authorization } : {}) },
+        headers: {
+          'content-type': 'application/x-ndjson',
+          'idempotency-key': key,
+          // Asked for: a long import answers with its progress as JSON Lines, its outcome last.
+          ...(onProgress ? { accept: 'application/x-ndjson, application/json' } : {}),
+          ...(authorization ? { authorization } : {}),
+        },
         body,
         duplex: 'half', // a streamed request body (Node's fetch requires saying so)
       } as RequestInit);
     } catch (err) {
       throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
     }
-    const text = await res.text();
-    let parsed: { session?: { id: string; eventCount: number; formatVersion: number; title: string | null }; errors?: GraphQLErrorInfo[] };
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+    let status = res.status;
+    let parsed: UploadAnswer;
+    if (onProgress && res.body && /^application\/x-ndjson\b/.test(res.headers.get('content-type') ?? '')) {
+      // Cut short (the server went): whether it imported is unknown, so it counts as a lost connection (a retry with the key imports once).
+      const cut = (why: string) => new ForklineClientError([{ message: `the import's answer from ${url} was cut short (${why})` }]);
+      const last = await progressLines(res.body, onProgress).catch((err: unknown) => {
+        throw cut((err as Error).message);
+      });
+      if (!last) throw cut('no outcome');
+      status = last.status ?? status;
+      parsed = last;
+    } else {
+      const text = await res.text();
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+      }
     }
-    if (!res.ok || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
+    if (status >= 300 || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${status}` }], status, retryAfterOf(res));
     return parsed.session;
+  }
+
+  /** Reads an import's progress lines, passing each on; resolves with its last line (the outcome), or undefined when cut short. */
+  async function progressLines(body: ReadableStream<Uint8Array>, onProgress: (p: ImportProgress) => void) {
+    const decoder = new TextDecoder();
+    let rest = '';
+    let outcome: (UploadAnswer & { status?: number }) | undefined;
+    const reader = body.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      const lines = (rest + decoder.decode(r.value, { stream: true })).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines.filter(Boolean)) {
+        const value = JSON.parse(line) as { progress?: ImportProgress } & UploadAnswer & { status?: number };
+        if (value.progress) onProgress(value.progress);
+        else outcome = value;
+      }
+    }
+    return outcome;
   }
 
   async function downloadRecording(sessionId: string) {

@@ -18,6 +18,7 @@ import {
   inputAddOf,
   lastTurns,
   stepsOf,
+  stepCountsOf,
   turnError,
   turnErrorCode,
   turnHolding,
@@ -166,13 +167,30 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     }),
     steps: t.field({
       type: [StepRef],
-      description: "The turn's steps, with durations and usage (reads the turn's events).",
+      description:
+        "The turn's steps, with durations and usage (reads the turn's events): of a turn of more than 3,333 steps, its first 3,333 only (`stepsTruncated`; `stepCount` counts them all).",
       resolve: (turn, _a, ctx) => stepsOf(scopedReads(ctx).log, turn),
+    }),
+    stepCount: t.int({
+      description: "The turn's steps, however many (counted over the log's index, its events not read out).",
+      resolve: async (turn, _a, ctx) => (await stepCountsOf(scopedReads(ctx).log, turn)).steps,
+    }),
+    toolCallCount: t.int({
+      description: 'The tool calls its steps asked for, however many (counted like `stepCount`).',
+      resolve: async (turn, _a, ctx) => (await stepCountsOf(scopedReads(ctx).log, turn)).toolCalls,
+    }),
+    stepsTruncated: t.boolean({
+      description: "`steps` (and `usage`, summed over them) hold the turn's first steps only: it has more than 3,333.",
+      resolve: async (turn, _a, ctx) => {
+        const log = scopedReads(ctx).log;
+        const [steps, counts] = await Promise.all([stepsOf(log, turn), stepCountsOf(log, turn)]);
+        return steps.length < counts.steps;
+      },
     }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
-      description: "Tokens over the turn's steps; null when the provider reported none.",
+      description: "Tokens over the turn's steps (a turn of more than 3,333 steps: over its first, `stepsTruncated`); null when the provider reported none.",
       resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(scopedReads(ctx).log, turn)),
     }),
     error: t.string({
