@@ -87,7 +87,7 @@ export type FastLaneFence = ReturnType<typeof fastLaneFence>;
 type RegularType = 'application/json' | 'application/graphql-response+json';
 const REGULAR_TYPES: RegularType[] = ['application/graphql-response+json', 'application/json'];
 const PARAMS = new Set(['query', 'variables', 'operationName', 'extensions']);
-/** Accept header values remembered. */
+/** Accept (and Content-Type) header values remembered, each kind. */
 const MAX_REMEMBERED_ACCEPTS = 1000;
 
 /**
@@ -102,7 +102,7 @@ export const regularMediaType = perHeaderValue(mediaTypeOf, MAX_REMEMBERED_ACCEP
 const isJsonType = perHeaderValue((type: string | undefined): boolean => {
   const normal = type?.toLowerCase().replace(/\s/g, '');
   return normal === 'application/json' || normal === 'application/json;charset=utf-8';
-}, MAX_REMEMBERED_QUERIES);
+}, MAX_REMEMBERED_ACCEPTS);
 
 function mediaTypeOf(accept: string | undefined): RegularType | null {
   const asked = (accept || '*/*')
