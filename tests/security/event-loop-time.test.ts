@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { MAX_JSON_VALUES, tooManyValues } from '../../src/core/storable.ts';
+import { MAX_VARIABLE_LIST_ITEMS, tooManyListItems } from '../../src/graphql/plugins/variable-shape.ts';
 
 let app: TestApp;
 let provider: http.Server;
@@ -137,6 +138,37 @@ describe('JSON of many small values (MAX_JSON_VALUES)', () => {
     const { id } = ((await res.json()) as { session: { id: string } }).session;
     const [event] = await app.services.store.log.page(id, -1, 1);
     expect((event.data as { a: unknown[] }).a).toHaveLength(MAX_JSON_VALUES - 10);
+  });
+});
+
+describe('GraphQL variables coerced item by item (MAX_VARIABLE_LIST_ITEMS)', () => {
+  const post = async (query: string, variables: Record<string, unknown>) => {
+    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+    return (await res.json()) as { errors?: Array<{ message: string; path?: string[]; extensions: { code: string } }> };
+  };
+  const APPEND = 'mutation($i: AppendEventsInput!) { appendEvents(input: $i) { __typename } }';
+  const append = (events: number) => ({ i: { sessionId: 'ses_none', expectedEventCount: 0, leaseToken: 1, events: Array.from({ length: events }, () => ({ type: 'a', data: 0 })) } });
+
+  it('an append of 200,000 tiny events (4 MB) is refused before coercion (before: the loop held 1-3 s, then zod refused it)', async () => {
+    const { result, stallMs } = await spent(() => post(APPEND, append(200_000)));
+    expect(stallMs).toBeLessThan(1000); // before: 1-3 s in one stretch (coercion and its copy, 5-15 µs an item)
+    expect(result.errors?.[0].message).toBe(tooManyListItems('$i.events'));
+    expect(result.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('an input of 50,000 fields its type does not define is refused at the first (before: 51 printouts of the whole input, seconds)', async () => {
+    const i = Object.fromEntries(Array.from({ length: 50_000 }, (_, k) => [`k${k}`, 1]));
+    const { result, stallMs } = await spent(() => post('mutation($i: CreateSessionInput!) { createSession(input: $i) { __typename } }', { i }));
+    expect(stallMs).toBeLessThan(1000); // before: 3-10 s in one stretch
+    expect(result.errors).toHaveLength(1); // before: 51
+    expect(result.errors?.[0].message).toBe('variables: $i: field "k0" is not defined by type "CreateSessionInput"');
+  });
+
+  it('lists up to the bound reach the resolvers, whose own bounds answer', async () => {
+    const atBound = await post(APPEND, append(MAX_VARIABLE_LIST_ITEMS));
+    expect(atBound.errors?.[0].path).toEqual(['appendEvents']); // the resolver's answer (no such session), not the door's
+    const tools = await post('mutation($i: CreateSessionInput!) { createSession(input: $i) { __typename } }', { i: { tools: Array(501).fill('t') } });
+    expect(tools.errors?.[0].message).toBe('tools: Too big: expected array to have <=500 items');
   });
 });
 

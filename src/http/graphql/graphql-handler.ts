@@ -21,6 +21,7 @@ import { useResponseSizeLimit } from '../../graphql/plugins/response-size.ts';
 import { useCloseUnsentStreams } from '../../graphql/plugins/unsent-streams.ts';
 import { useScopes } from '../../graphql/plugins/scopes.ts';
 import { useStorableText } from '../../graphql/plugins/text-input.ts';
+import { useVariableShape } from '../../graphql/plugins/variable-shape.ts';
 import { heldRequestTooLarge, useHeldRequestLimit } from '../../graphql/plugins/held-requests.ts';
 import { jsonCharsPast } from '../../core/storable.ts';
 import { useJitQueries } from '../../graphql/plugins/jit.ts';
@@ -87,6 +88,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     ...floor.first,
     graphiqlHeaders,
     useQueryLimits(limits),
+    useVariableShape(),
     useResponseSizeLimit(maxResponseBytes),
     useHeldRequestLimit(maxHeldRequestChars),
     useStorableText(),
