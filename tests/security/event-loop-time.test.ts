@@ -147,7 +147,9 @@ describe('GraphQL variables coerced item by item (MAX_VARIABLE_LIST_ITEMS)', () 
     return (await res.json()) as { errors?: Array<{ message: string; path?: string[]; extensions: { code: string } }> };
   };
   const APPEND = 'mutation($i: AppendEventsInput!) { appendEvents(input: $i) { __typename } }';
-  const append = (events: number) => ({ i: { sessionId: 'ses_none', expectedEventCount: 0, leaseToken: 1, events: Array.from({ length: events }, () => ({ type: 'a', data: 0 })) } });
+  const append = (events: number) => ({
+    i: { sessionId: 'ses_none', expectedEventCount: 0, leaseToken: 1, events: Array.from({ length: events }, () => ({ type: 'a', data: 0 })) },
+  });
 
   it('an append of 200,000 tiny events (4 MB) is refused before coercion (before: the loop held 1-3 s, then zod refused it)', async () => {
     const { result, stallMs } = await spent(() => post(APPEND, append(200_000)));
