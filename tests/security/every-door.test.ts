@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { wsClient } from '../helpers/subscribe.ts';
 import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../src/core/text-limits.ts';
 import { DEFAULT_LIMITS } from '../../src/http/security.ts';
+import { MAX_VARIABLE_LIST_ITEMS, tooManyListItems } from '../../src/graphql/plugins/variable-shape.ts';
 
 let app: TestApp;
 let ws: Client;
@@ -323,6 +324,26 @@ async function subscriptionRefusals(query: string, variables?: Record<string, un
 }
 
 describe('subscriptions', () => {
+  it('variables past the list items or input fields their types allow are refused before coercion, alike at every door', async () => {
+    const CREATE = `mutation($input: CreateSessionInput!) { createSession(input: $input) { id } }`;
+    const before = await sessionCount();
+    const cases = [
+      [{ tools: Array(MAX_VARIABLE_LIST_ITEMS + 1).fill('t') }, tooManyListItems('$input.tools')],
+      [
+        { title: 'x', model: { provider: 'scripted', model: 'm', tmperature: 1 } },
+        'variables: $input.model: field "tmperature" is not defined by type "ModelConfigInput"',
+      ],
+    ] as const;
+    for (const [input, message] of cases) {
+      for (const door of DOORS) {
+        const r = await through(door, CREATE, { input });
+        expect(codeOf(r), door).toBe('BAD_USER_INPUT');
+        expect(r.errors?.[0].message, door).toBe(message);
+      }
+    }
+    expect(await sessionCount()).toBe(before);
+  });
+
   it('a subscription past the query limits is refused over SSE and graphql-ws alike', async () => {
     const { id } = (await app.ok(`mutation { createSession(input: {title: "subs"}) { id } }`)).createSession;
     const aliases = (n: number) => Array.from({ length: n }, (_, i) => `a${i}: seq`).join(' ');
