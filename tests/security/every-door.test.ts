@@ -333,6 +333,7 @@ describe('subscriptions', () => {
         { title: 'x', model: { provider: 'scripted', model: 'm', tmperature: 1 } },
         'variables: $input.model: field "tmperature" is not defined by type "ModelConfigInput"',
       ],
+      [{ model: { model: 'm', settings: {} } }, 'variables: $input.model: field "provider" of required type "String!" was not provided'],
     ] as const;
     for (const [input, message] of cases) {
       for (const door of DOORS) {

@@ -2,12 +2,13 @@
 // (docs/operations.md "Event-loop time"). Coercion copies and checks every list
 // item and input object in one synchronous stretch, several microseconds each,
 // before any resolver's zod bound can refuse the list: 100,000 tiny items held
-// the event loop for seconds. And each field an input object does not define
-// is reported with a printout of the whole object (50 such errors per request):
-// 100,000 unknown fields cost 50 printouts of 100,000 fields each. So here,
-// walking the values along their declared types: the list items of all
-// variables together are at most MAX_VARIABLE_LIST_ITEMS, and an input object
-// holds only its type's fields. JSON scalars are not walked (MAX_JSON_VALUES,
+// the event loop for seconds. And it reports each field an input object does
+// not define, and each required one it lacks, with a printout of the whole
+// object (up to 51 errors per request): 100,000 unknown fields cost 51
+// printouts of 100,000 fields each. So here, walking the values along their
+// declared types: the list items of all variables together are at most
+// MAX_VARIABLE_LIST_ITEMS, and an input object holds its type's required
+// fields and no others. JSON scalars are not walked (MAX_JSON_VALUES,
 // text-input.ts, bounds them; coercion takes them as they are).
 import {
   getNamedType,
@@ -18,6 +19,7 @@ import {
   typeFromAST,
   type DocumentNode,
   type ExecutionArgs,
+  type GraphQLInputObjectType,
   type GraphQLInputType,
   type GraphQLSchema,
 } from 'graphql';
@@ -55,6 +57,20 @@ function shapedVariables(schema: GraphQLSchema, document: DocumentNode, operatio
   return shaped;
 }
 
+const required = new WeakMap<GraphQLInputObjectType, string[]>();
+
+/** The fields of `type` a value must hold (non-null, no default). */
+function requiredOf(type: GraphQLInputObjectType): string[] {
+  let names = required.get(type);
+  if (!names) {
+    names = Object.values(type.getFields())
+      .filter((f) => isNonNullType(f.type) && f.defaultValue === undefined)
+      .map((f) => f.name);
+    required.set(type, names);
+  }
+  return names;
+}
+
 /** Walks `value` as `type` coerces it; answers the refusal, or undefined. `count` holds the list items seen so far. */
 function walk(value: unknown, type: GraphQLInputType, path: string, count: { items: number }): string | undefined {
   if (isNonNullType(type)) type = type.ofType;
@@ -74,6 +90,10 @@ function walk(value: unknown, type: GraphQLInputType, path: string, count: { ite
   }
   if (!isInputObjectType(type) || Array.isArray(value)) return undefined;
   const fields = type.getFields();
+  for (const name of requiredOf(type)) {
+    if ((value as Record<string, unknown>)[name] === undefined)
+      return `variables: ${path}: field "${name}" of required type "${String(fields[name].type)}" was not provided`;
+  }
   for (const name of Object.keys(value)) {
     const field = Object.hasOwn(fields, name) ? fields[name] : undefined;
     if (!field) return `variables: ${path}: field "${name.slice(0, 100)}" is not defined by type "${type.name}"`;
