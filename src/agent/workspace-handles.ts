@@ -82,6 +82,21 @@ function symlinkLeads(target: string, depth: number, spellings: readonly string[
 }
 
 /**
+ * The directory `segment` in `at` (met `depth` directories below the
+ * workspace), made when `create` and opened without following a symlink; a
+ * ToolError naming `shown` when a symlink (saying whether it leads out) or a
+ * file is in its place. `at` stays open.
+ */
+async function openSegment(root: WorkspaceRoot, at: FileHandle, segment: string, depth: number, create: boolean, rel: string, shown: string): Promise<FileHandle> {
+  if (create) await fs.mkdir(inDirectory(at, segment)).catch((err) => (codeOf(err) === 'EEXIST' ? undefined : Promise.reject(err)));
+  const next = await openSubdirectory(at, segment);
+  if (next) return next;
+  const target = await fs.readlink(inDirectory(at, segment)).catch(() => undefined);
+  if (target !== undefined && symlinkLeads(target, depth, root.spellings) === 'outside') throw new ToolError(`"${shown}" leads outside the workspace`);
+  throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place, or nothing)`);
+}
+
+/**
  * The directory `rel` ('': the root itself) below `root`, opened segment by
  * segment without following a symlink, made as needed when `create`; a
  * ToolError when a segment is a symlink (saying whether it leads out) or a
@@ -91,20 +106,54 @@ export async function openDirectoryBelow(root: WorkspaceRoot, rel: string, creat
   let at = await fs.open(inDirectory(root.handle, '.'), O_RDONLY | O_DIRECTORY);
   const segments = rel ? rel.split('/') : [];
   for (const [depth, segment] of segments.entries()) {
-    let next: FileHandle | undefined;
-    let target: string | undefined;
     try {
-      if (create) await fs.mkdir(inDirectory(at, segment)).catch((err) => (codeOf(err) === 'EEXIST' ? undefined : Promise.reject(err)));
-      next = await openSubdirectory(at, segment);
-      if (!next) target = await fs.readlink(inDirectory(at, segment)).catch(() => undefined);
-    } finally {
+      const next = await openSegment(root, at, segment, depth, create, rel, shown);
       await at.close();
+      at = next;
+    } catch (err) {
+      await at.close();
+      throw err;
     }
-    if (target !== undefined && symlinkLeads(target, depth, root.spellings) === 'outside') throw new ToolError(`"${shown}" leads outside the workspace`);
-    if (!next) throw new ToolError(`"${rel}" is not a directory of the workspace (a symlink or a file is in its place, or nothing)`);
-    at = next;
   }
   return at;
+}
+
+/** Workspace paths in the order a walk of their tree meets them: a directory, then everything below it, then its next sibling. */
+const treeOrder = (a: string, b: string) => {
+  const [x, y] = [a.replaceAll('/', '\0'), b.replaceAll('/', '\0')];
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/**
+ * The directories `rels` below `root`, each made as needed and opened as
+ * openDirectoryBelow does, walked in tree order with the chain above held
+ * open: each directory on the way is opened once, where a walk from the root
+ * per path cost its depth each time (10,000 files 500 directories deep: 5
+ * million opens). The caller closes the handles.
+ */
+export async function openDirectoriesBelow(root: WorkspaceRoot, rels: Iterable<string>): Promise<Map<string, FileHandle>> {
+  const out = new Map<string, FileHandle>();
+  /** The chain of directories open now, from the root down. */
+  const chain: Array<{ rel: string; handle: FileHandle }> = [];
+  try {
+    for (const rel of [...new Set(rels)].sort(treeOrder)) {
+      while (chain.length && !rel.startsWith(chain.at(-1)!.rel + '/') && rel !== chain.at(-1)!.rel) await chain.pop()!.handle.close();
+      const above = chain.at(-1)?.rel;
+      const rest = rel === '' || rel === above ? [] : (above === undefined ? rel : rel.slice(above.length + 1)).split('/');
+      for (const segment of rest) {
+        const at = chain.at(-1);
+        const here = at ? `${at.rel}/${segment}` : segment;
+        chain.push({ rel: here, handle: await openSegment(root, at?.handle ?? root.handle, segment, chain.length, true, rel, rel) });
+      }
+      out.set(rel, await fs.open(inDirectory(chain.at(-1)?.handle ?? root.handle, '.'), O_RDONLY | O_DIRECTORY));
+    }
+    return out;
+  } catch (err) {
+    await Promise.all([...out.values()].map((h) => h.close()));
+    throw err;
+  } finally {
+    await Promise.all(chain.map((d) => d.handle.close()));
+  }
 }
 
 /** What `findBelow` found: a handle on it (O_PATH: not opened for reading), what it is, and its workspace path. */

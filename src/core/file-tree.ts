@@ -72,6 +72,22 @@ export function changeSetPathProblem(raw: string): string | undefined {
 /** A content's name: its sha-256, lower-case hex. */
 export const FILE_HASH = /^[0-9a-f]{64}$/;
 
+/**
+ * Why content is not what names it, or undefined: a content is its sha-256
+ * and its size (docs/files.md "Where the files live"). Held at the doors that
+ * store or name content (a recording's content lines, a change set's size) and
+ * again wherever content is read back to be written or served (a restore,
+ * Session.file, an export): a row that changed since, or a chunk list that
+ * lost a chunk, is refused there, never written or served as that file.
+ * `found.hash` is the sha-256 of the bytes, when they were read.
+ */
+export function contentProblem(named: { hash: string; size?: number; path?: string }, found: { hash?: string; size: number }): string | undefined {
+  const what = named.path === undefined ? `file content ${named.hash}` : `the content of "${named.path}" (${named.hash})`;
+  if (found.hash !== undefined && found.hash !== named.hash) return `${what} does not match its hash (its ${found.size} bytes hash to ${found.hash})`;
+  if (named.size !== undefined && named.size !== found.size) return `says "${named.path ?? named.hash}" has ${named.size} bytes, but its content has ${found.size}`;
+  return undefined;
+}
+
 /** The largest size a change set may claim (the store keeps sizes as int4). */
 const MAX_RECORDED_SIZE = 2 ** 31 - 1;
 
