@@ -35,7 +35,8 @@ import {
   findBelow,
   inDirectory,
   lstatIn,
-  openDirectoriesBelow,
+  TreeDirectories,
+  byPath,
   openDirectoryBelow,
   openSubdirectory,
   openToRead,
@@ -381,6 +382,7 @@ export class FileWorkspace {
       // (workspace-handles.ts): a symlink a still-running process puts in a directory's place
       // cannot send a write outside the workspace.
       const root = await openWorkspaceRoot(this.dir, this.rootReal);
+      const directories = new TreeDirectories(root);
       const known = new Map<string, Known>();
       try {
         // A page of contents at a time, each read once however many paths hold it.
@@ -394,13 +396,14 @@ export class FileWorkspace {
             const named = byHash.get(err.hash)![0];
             throw cannot(contentProblem(named, err.found) ?? err.message);
           });
-          // In path order: a page's files share their directories (each opened once a page).
-          const page = hashes.flatMap((h) => byHash.get(h)!).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+          // In path order: the directories on the way are opened once a page of contents, however deep.
+          const page = hashes.flatMap((h) => byHash.get(h)!).sort((a, b) => byPath(a.path, b.path));
           for (let i = 0; i < page.length; i += FILES_PER_PAGE) {
-            await this.writeEntries(root, page.slice(i, i + FILES_PER_PAGE), contents, known, stopped, cannot);
+            await this.writeEntries(directories, page.slice(i, i + FILES_PER_PAGE), contents, known, stopped, cannot);
           }
         }
       } finally {
+        await directories.close();
         await root.handle.close();
       }
       if (stopped()) throw new ToolError('this session was deleted');
@@ -420,7 +423,7 @@ export class FileWorkspace {
 
   /** Writes `entries` of a tree being made, their contents in `contents`, each through its directory's handle. */
   private async writeEntries(
-    root: WorkspaceRoot,
+    directories: TreeDirectories,
     entries: readonly FileEntry[],
     contents: ReadonlyMap<string, Buffer>,
     known: Map<string, Known>,
@@ -428,10 +431,7 @@ export class FileWorkspace {
     cannot: (why: string) => ToolError,
   ): Promise<void> {
     const dirOf = (p: string) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
-    const dirs = await openDirectoriesBelow(
-      root,
-      entries.map((e) => dirOf(e.path)),
-    );
+    const dirs = await directories.open(entries.map((e) => dirOf(e.path)));
     try {
       await inBatches(entries, async (e) => {
         if (stopped()) throw new ToolError('this session was deleted');
@@ -439,9 +439,7 @@ export class FileWorkspace {
         // Deleted since its size was read (the last session holding it went meanwhile).
         if (!bytes) throw cannot(`the content of "${e.path}" (${e.hash}) is missing`);
         const file = await createFileIn(dirs.get(dirOf(e.path))!, e.path.slice(e.path.lastIndexOf('/') + 1)).catch((err) =>
-          Promise.reject(
-            (err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err,
-          ),
+          Promise.reject((err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err),
         );
         try {
           await this.owner.writeBytes(file, bytes, path.join(this.dir, e.path));
