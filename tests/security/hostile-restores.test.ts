@@ -102,7 +102,7 @@ describe('a stored content that is no longer what its hash names', () => {
     const b = blob('the real b\n');
     const c = blob('third file\n');
     const id = await sessionWith({ 'a.txt': a, 'dir/b.txt': b, 'c.txt': c });
-    const forged = Buffer.from('<script>1\n');
+    const forged = Buffer.from('<script>1!\n');
     expect(forged.byteLength).toBe(b.size);
     expect(await asReplica(`UPDATE "FileBlob" SET content = $2 WHERE hash = $1`, [b.hash, forged])).toBe(1);
 
