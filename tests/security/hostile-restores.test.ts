@@ -5,20 +5,22 @@
 // lost a chunk, a content gone or a change set whose size lies (a row an
 // unchecked door once stored) refuses the restore naming the file, and no
 // part of the tree is left on disk. Session.file and the export refuse such
-// a content too. (Paths at the restore: hostile-files.test.ts; symlinks and
-// FIFOs a command leaves: hostile-workspace.test.ts.)
-import { createHash, randomBytes } from 'node:crypto';
+// a content too. A tree as deep and wide as the quota allows costs what its
+// entries do, at the door and at the restore. (Paths at the restore:
+// hostile-files.test.ts; symlinks and FIFOs a command leaves:
+// hostile-workspace.test.ts.)
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileWorkspaces } from '../../src/agent/file-workspace.ts';
 import { FileBlobs, sha256 } from '../../src/store/file-blobs.ts';
 import { isChunked } from '../../src/core/file-chunks.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
-import { fileCallEvents } from '../helpers/file-calls.ts';
+import { spent } from '../helpers/event-loop.ts';
+import { bigText, fileCallEvents } from '../helpers/file-calls.ts';
 import { postRecording, recordingOf } from './hostile-doors.ts';
 
 const MAX_BYTES = 1_000_000;
@@ -40,16 +42,6 @@ const blob = (content: Buffer | string) => {
   const bytes = Buffer.from(content);
   return { hash: sha256(bytes), content: bytes, size: bytes.byteLength };
 };
-/** About `bytes` of text lines (deterministic), big enough to be stored as chunks. */
-function bigText(bytes: number, seed: string): string {
-  const lines: string[] = [];
-  for (let i = 0, n = 0; n < bytes; i++) {
-    const line = `${i}: ${createHash('sha256').update(`${seed}${i}`).digest('hex')}\n`;
-    lines.push(line);
-    n += line.length;
-  }
-  return lines.join('');
-}
 
 /** A session whose one call wrote `files`, their contents stored as the agent stores them. */
 async function sessionWith(files: Record<string, ReturnType<typeof blob>>): Promise<string> {
@@ -209,11 +201,11 @@ describe('a tree as deep and wide as the quota lets it be (9,750 files in their 
     const chain = 'd/'.repeat(500);
     const empty = Buffer.alloc(0);
     const files = Array.from({ length: 9750 }, (_, i) => ({ path: `${chain}${i}/f`, hash: sha256(empty), size: 0 }));
-    const imported = await stalls(() => postRecording(app, recordingOf(files, [empty])));
+    const imported = await spent(() => postRecording(app, recordingOf(files, [empty])));
     expect(imported.result.status).toBe(201);
     const id = imported.result.body.session.id as string;
 
-    const restored = await stalls(() => turns.turn(id, '!call list_files {}'));
+    const restored = await spent(() => turns.turn(id, '!call list_files {}'));
     const [, status, content] = (await turns.results(id)).at(-1)!;
     expect(status).toBe('ok');
     expect(content).toContain(`${chain}0/f (0 bytes)`);
@@ -226,16 +218,3 @@ describe('a tree as deep and wide as the quota lets it be (9,750 files in their 
     expect(restored.ms).toBeLessThan(60_000);
   }, 300_000);
 });
-
-/** The longest the event loop was held while `work` ran, and how long it took, in ms. */
-async function stalls<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; ms: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  const started = performance.now();
-  delay.enable();
-  try {
-    const result = await work();
-    return { result, stallMs: delay.max / 1e6, ms: performance.now() - started };
-  } finally {
-    delay.disable();
-  }
-}
