@@ -15,9 +15,9 @@
 //   body from each occurrence of its first words.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { spent } from '../helpers/event-loop.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { MAX_JSON_VALUES, tooManyValues } from '../../src/core/storable.ts';
 
@@ -27,20 +27,6 @@ let provider: http.Server;
 const OVERFLOW_WORDS = 'input token count ';
 const errorBody = JSON.stringify({ error: { message: OVERFLOW_WORDS.repeat(Math.floor(65_000 / OVERFLOW_WORDS.length)), type: 'invalid_request_error' } });
 const turns = agentTurns(() => app, 'loop time');
-
-/** The longest the event loop was held while `work` ran, and the CPU time the process spent meanwhile, in ms. */
-async function spent<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; cpuMs: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  const cpu = process.cpuUsage();
-  delay.enable();
-  try {
-    const result = await work();
-    const used = process.cpuUsage(cpu);
-    return { result, stallMs: delay.max / 1e6, cpuMs: (used.user + used.system) / 1000 };
-  } finally {
-    delay.disable();
-  }
-}
 
 beforeAll(async () => {
   provider = http.createServer((req, res) => {
