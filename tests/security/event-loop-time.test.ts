@@ -164,7 +164,11 @@ describe('deeply nested JSON (MAX_JSON_TEXT_DEPTH)', () => {
     const header = JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_deep', title: 'deep' } });
     const line = `{"seq":0,"type":"plugin/x/y","data":{"a":${nested(1_000_000)}}}`;
     const { result, stallMs } = await spent(async () => {
-      const res = await fetch(new URL('/recordings', app.url), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: `${header}\n${line}\n` });
+      const res = await fetch(new URL('/recordings', app.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: `${header}\n${line}\n`,
+      });
       return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string }> } };
     });
     expect(result.status).toBe(400);
