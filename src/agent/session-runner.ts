@@ -817,7 +817,7 @@ class CallContext implements ToolContext {
  * every call (thousands at once at a few hundred calls a second, each
  * surviving into the old generation), weakly referenced from the runner's signal.
  */
-class CallSignal {
+export class CallSignal {
   private controller?: AbortController;
   private timer?: NodeJS.Timeout;
   private expired = false;
