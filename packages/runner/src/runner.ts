@@ -493,6 +493,7 @@ export class RunnerSession {
       return {
         messages: [],
         tools: [],
+        wireToolNames: [],
         turn: null,
         step: null,
         inputId: null,
@@ -899,3 +900,4 @@ export { resumeDecidedStep, settleOpenCalls, deniedContent, sessionRequiresAppro
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
+export { RequestWireNames } from './wire-names.ts';
