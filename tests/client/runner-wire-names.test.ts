@@ -5,7 +5,9 @@
 // in each of the four wire formats forkline speaks (docs/runners.md#wire-names).
 // The runner runs that tool itself: it is offered, and the history's call is
 // shown, under the form forkline's own agent sends (ModelRequest.wireToolNames);
-// the model's call of it is recorded under the tool's own name and run by it.
+// the model's call of it is recorded under the tool's own name and run by it;
+// so too in a new session, whose runner's declaration would otherwise go with
+// its first batch, after the request that lacks the tool's form.
 // The OpenAI Agents adapter sends the same history under the same forms.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -152,13 +154,13 @@ describe.each(Object.keys(wireRefusal) as Provider[])('%s through the AI SDK ada
     const pool = `wire-${provider.replace(/\W/g, '')}`;
     const id = await imported(pool, provider);
     let offered: Array<[string, string]> = [];
+    const from = received.length;
     answer = (p, body) => {
-      if (received.filter((r) => r.provider === p && !r.refusal).length > 1) return answers[p].text('done');
+      if (received.slice(from).filter((r) => !r.refusal).length > 1) return answers[p].text('done');
       offered = toolsOffered[p](body);
       const name = offered.find(([, d]) => d === 'reads a file')?.[0] ?? 'missing';
       return answers[p].call({ id: 'call_2', name, arguments: '{"path":"b"}' });
     };
-    const from = received.length;
     read.length = 0;
     await serve(id, pool, (s) => runAiSdkTurns(s, { resolveModel: () => models[provider](), tools }).then(() => {}));
 
@@ -179,6 +181,28 @@ describe.each(Object.keys(wireRefusal) as Provider[])('%s through the AI SDK ada
     const result = events.find((e) => e.type === 'tool/result' && anyData(e).callId === call.id)!;
     expect(anyData(result)).toMatchObject({ status: 'ok', content: 'contents of b' });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
+  }, 60_000);
+
+  it('offers such a tool under its wire name in a new session too, before its declaration would go with the first batch', async () => {
+    const pool = `fresh-${provider.replace(/\W/g, '')}`;
+    const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+    await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: 'read c' } });
+    const from = received.length;
+    answer = (p, body) => {
+      if (received.slice(from).filter((r) => !r.refusal).length > 1) return answers[p].text('done');
+      const name = toolsOffered[p](body).find(([, d]) => d === 'reads a file')?.[0] ?? 'missing';
+      return answers[p].call({ id: 'call_3', name, arguments: '{"path":"c"}' });
+    };
+    read.length = 0;
+    await serve(id, pool, (s) => runAiSdkTurns(s, { model: models[provider](), tools }).then(() => {}));
+
+    const sent = received.slice(from);
+    expect(sent.map((r) => r.refusal)).toEqual([undefined, undefined]);
+    expect(toolsOffered[provider](sent[0].body).map(([n]) => n)).toContain(WIRE_TOOL);
+    expect(read).toEqual(['c']);
+    const events = await app.services.store.log.page(id, -1, 1000);
+    expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ name: TOOL }]);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'completed' } });
   }, 60_000);
 });
 

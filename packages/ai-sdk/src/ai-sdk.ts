@@ -17,6 +17,7 @@ import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  needsWireNames,
   RequestWireNames,
   sessionRequiresApproval,
   resumeDecidedStep,
@@ -401,6 +402,8 @@ async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall, request: 
  */
 export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOptions): Promise<number> {
   await session.declareTools(await aiSdkToolDeclarations(opts.tools, opts.effects));
+  // A tool providers refuse by its own name is offered under the form the request lists once its declaration is stored.
+  if (needsWireNames(Object.keys(opts.tools ?? {}))) await session.storeDeclaredTools();
   let turns = 0;
   let compacting = opts.compact ?? true;
   for (;;) {

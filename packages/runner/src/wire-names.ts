@@ -6,6 +6,15 @@
 // own send the same.
 import type { ModelRequest } from './runner.ts';
 
+/**
+ * Names every provider takes as they are (forkline's rule, docs/agents.md#wire-names). It only tells a runner
+ * whether one of its tools needs the server's form before its first request; the form itself is the server's.
+ */
+const PROVIDER_TOOL_NAME = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
+
+/** Whether some of these tool names are not sent as they are: their forms come with a request that lists them. */
+export const needsWireNames = (names: Iterable<string>): boolean => [...names].some((name) => !PROVIDER_TOOL_NAME.test(name));
+
 export class RequestWireNames {
   private readonly wire: Map<string, string>;
   /** The offered tools by the name they go by on the wire. */
