@@ -10,8 +10,6 @@
 // its first batch, after the request that lacks the tool's form.
 // The OpenAI Agents adapter sends the same history under the same forms.
 import { createHash } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -24,39 +22,11 @@ import { aiSdkToolDeclarations, runAiSdkTurns, type AiSdkModel } from '@forkline
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import {
-  anthropicText,
-  anthropicToolCall,
-  chatText,
-  chatToolCall,
-  geminiText,
-  geminiToolCall,
-  responsesText,
-  responsesToolCall,
-  sse,
-} from '../helpers/provider-sse.ts';
-import { refusalBody, wireRefusal } from '../helpers/provider-rules.ts';
-
-type Provider = keyof typeof wireRefusal;
-type Body = any;
+import { sse } from '../helpers/provider-sse.ts';
+import { answers, refusingProviders, toolsOffered, wireRefusal, type Provider } from '../helpers/provider-rules.ts';
 
 const TOOL = 'files.read v2';
 const WIRE_TOOL = `files_read_v2_${createHash('sha256').update(TOOL).digest('base64url').slice(0, 16)}`;
-
-/** The tools a request offers: [name, description]. */
-const toolsOffered: Record<Provider, (b: Body) => Array<[string, string]>> = {
-  openai: (b) => (b.tools ?? []).map((t: any) => [t.function.name, t.function.description]),
-  'openai-responses': (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
-  anthropic: (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
-  google: (b) => (b.tools ?? []).flatMap((t: any) => t.functionDeclarations ?? []).map((f: any) => [f.name, f.description]),
-};
-
-const answers: Record<Provider, { call(c: { id: string; name: string; arguments: string }): string[]; text(t: string): string[] }> = {
-  openai: { call: chatToolCall, text: (t) => chatText([t], { input: 5, output: 1 }) },
-  'openai-responses': { call: responsesToolCall, text: (t) => responsesText([t], { input: 5, output: 1 }) },
-  anthropic: { call: anthropicToolCall, text: (t) => anthropicText([t], { input: 5, output: 1 }) },
-  google: { call: geminiToolCall, text: (t) => geminiText([t], { input: 5, output: 1 }) },
-};
 
 const read: string[] = [];
 /** The runner's own tools: the history's `files.read v2`, and one whose name every provider takes. */
@@ -92,14 +62,11 @@ function recording(id: string, pool: string, provider: Provider, declared: unkno
 }
 
 let app: TestApp;
-let fake: http.Server;
+let fake: Awaited<ReturnType<typeof refusingProviders>>;
+let received: typeof fake.received;
 let base = '';
-const received: Array<{ provider: Provider; body: Body; refusal?: string }> = [];
 /** What the fake model answers a request with: its SSE events. */
-let answer: (provider: Provider, body: Body) => string[];
-
-const providerOf = (url: string): Provider =>
-  url.startsWith('/anthropic') ? 'anthropic' : url.startsWith('/google') ? 'google' : url.includes('/responses') ? 'openai-responses' : 'openai';
+let answer: (provider: Provider, body: any) => string[];
 
 const models: Record<Provider, () => AiSdkModel> = {
   openai: () => createOpenAI({ baseURL: `${base}/openai/v1`, apiKey: 'sk' }).chat('fake-model'),
@@ -110,25 +77,14 @@ const models: Record<Provider, () => AiSdkModel> = {
 
 beforeAll(async () => {
   setTracingDisabled(true);
-  fake = http.createServer(async (req, res) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const provider = providerOf(req.url!);
-    const body = JSON.parse(raw);
-    const refusal = wireRefusal[provider](body);
-    received.push({ provider, body, refusal });
-    if (refusal) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(refusalBody(provider, refusal)));
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(answer(provider, body).join(''));
-  });
-  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+  fake = await refusingProviders((provider, body) => answer(provider, body));
+  ({ base, received } = fake);
   app = await startTestApp();
 }, 60_000);
 
 afterAll(async () => {
   await app?.close();
-  await new Promise((r) => fake?.close(r));
+  await fake?.close();
 });
 
 /** A session imported from the recording for `pool`, with a second message waiting. */
