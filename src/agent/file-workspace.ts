@@ -16,15 +16,18 @@ import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import {
   changeSetPathProblem,
+  contentProblem,
   DEFAULT_WORKSPACE_LIMITS,
   MAX_PATH_LENGTH,
   quotaProblem,
   TreeUsage,
   workspacePath,
   type FileChangeRecord,
+  type FileEntry,
   type WorkspaceLimits,
 } from '../core/file-tree.ts';
-import { sha256, type FileBlobs } from '../store/file-blobs.ts';
+import { groupsBySize } from '../core/size-groups.ts';
+import { CONTENT_PAGE_BYTES, ContentMismatchError, sha256, type FileBlobs } from '../store/file-blobs.ts';
 import type { SessionLog } from '../store/session-log.ts';
 import { ToolError } from './tool-error.ts';
 import {
@@ -32,6 +35,8 @@ import {
   findBelow,
   inDirectory,
   lstatIn,
+  TreeDirectories,
+  byPath,
   openDirectoryBelow,
   openSubdirectory,
   openToRead,
@@ -60,6 +65,8 @@ export interface WorkspacesOptions {
 const REMEMBERED = 200;
 /** Files written or stat'ed at once when a tree is made or walked. */
 const PARALLEL = 32;
+/** Files of a tree made with one set of directory handles (each directory they lie in held open meanwhile). */
+const FILES_PER_PAGE = 500;
 
 /** What the disk holds at a path, as of the last sync. */
 interface Known {
@@ -75,7 +82,11 @@ export interface Capture {
 }
 
 async function inBatches<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += PARALLEL) await Promise.all(items.slice(i, i + PARALLEL).map(fn));
+  for (let i = 0; i < items.length; i += PARALLEL) {
+    // Every call of a batch has ended before one's failure is thrown: none still writes once the caller cleans up.
+    const failed = (await Promise.allSettled(items.slice(i, i + PARALLEL).map(fn))).find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
 }
 
 /**
@@ -329,25 +340,39 @@ export class FileWorkspace {
    * The tree is held to the rules every door holds change sets to (a row
    * stored before them might not keep them): each path by the one rule and
    * inside the directory once resolved, the session's quota, the tenant's
-   * total. Stops, and leaves no directory, once the session is deleted.
+   * total; and each content to its hash and size (core/file-tree.ts
+   * `contentProblem`), read CONTENT_PAGE_BYTES at a time, not the tree at
+   * once. A restore refused or failed leaves no directory, never part of a
+   * tree; one stops, and leaves none, once the session is deleted.
    */
   private async materialise(lastChangeSeq: number): Promise<void> {
     this.known = undefined;
     await this.removal;
-    const tree = await this.owner.blobs.tree(this.sessionId);
-    const entries = [...tree.values()];
-    for (const e of entries) {
-      const problem = changeSetPathProblem(e.path);
-      if (problem) throw new ToolError(`the log names a file at ${JSON.stringify(e.path)}, which is refused (${problem}): the files cannot be made`);
-    }
-    const overQuota = quotaProblem(entries, this.owner.limits);
-    if (overQuota) throw new ToolError(`the files of this session cannot be made: ${overQuota}`);
-    this.tenant ??= await this.owner.tenantOf(this.sessionId);
-    const bytes = entries.reduce((n, e) => n + e.size, 0);
-    this.diskBytes = 0;
-    await this.owner.makeRoom(this, bytes);
     const stopped = () => this.owner.isGone(this.sessionId);
+    const cannot = (why: string) => new ToolError(`the files of this session cannot be made: ${why}`);
     try {
+      const tree = await this.owner.blobs.tree(this.sessionId);
+      const entries = [...tree.values()];
+      for (const e of entries) {
+        const problem = changeSetPathProblem(e.path);
+        if (problem) throw new ToolError(`the log names a file at ${JSON.stringify(e.path)}, which is refused (${problem}): the files cannot be made`);
+      }
+      const overQuota = quotaProblem(entries, this.owner.limits);
+      if (overQuota) throw cannot(overQuota);
+      // Every content as stored, before anything is written: the quota above counted the sizes the log claims.
+      const sizes = await this.owner.blobs.storedSizes(entries.map((e) => e.hash));
+      const byHash = new Map<string, FileEntry[]>();
+      for (const e of entries) {
+        const size = sizes.get(e.hash);
+        if (size === undefined) throw cannot(`the content of "${e.path}" (${e.hash}) is missing`);
+        const problem = contentProblem(e, { size });
+        if (problem) throw cannot(`the log ${problem}`);
+        (byHash.get(e.hash) ?? byHash.set(e.hash, []).get(e.hash)!).push(e);
+      }
+      this.tenant ??= await this.owner.tenantOf(this.sessionId);
+      const bytes = entries.reduce((n, e) => n + e.size, 0);
+      this.diskBytes = 0;
+      await this.owner.makeRoom(this, bytes);
       await removeDirectory(this.dir);
       this.made = this.owner.nextMaking();
       if (stopped()) throw new ToolError('this session was deleted');
@@ -357,39 +382,28 @@ export class FileWorkspace {
       // (workspace-handles.ts): a symlink a still-running process puts in a directory's place
       // cannot send a write outside the workspace.
       const root = await openWorkspaceRoot(this.dir, this.rootReal);
+      const directories = new TreeDirectories(root);
       const known = new Map<string, Known>();
       try {
-        for (let i = 0; i < entries.length; i += 500) {
-          const page = entries.slice(i, i + 500);
-          const contents = await this.owner.blobs.contents(page.map((e) => e.hash));
-          const dirs = new Map<string, Promise<FileHandle>>();
-          try {
-            await inBatches(page, async (e) => {
-              if (stopped()) throw new ToolError('this session was deleted');
-              const bytes = contents.get(e.hash);
-              if (!bytes) throw new Error(`file workspace of ${this.sessionId}: the content of ${e.path} (${e.hash}) is missing`);
-              const at = e.path.lastIndexOf('/');
-              const relDir = at < 0 ? '' : e.path.slice(0, at);
-              let dir = dirs.get(relDir);
-              if (!dir) dirs.set(relDir, (dir = openDirectoryBelow(root, relDir, true)));
-              const file = await createFileIn(await dir, e.path.slice(at + 1)).catch((err) =>
-                Promise.reject(
-                  (err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err,
-                ),
-              );
-              try {
-                await this.owner.writeBytes(file, bytes, path.join(this.dir, e.path));
-                const st = await file.stat({ bigint: true });
-                known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
-              } finally {
-                await file.close();
-              }
-            });
-          } finally {
-            await Promise.all([...dirs.values()].map((d) => d.then((h) => h.close()).catch(() => {})));
+        // A page of contents at a time, each read once however many paths hold it.
+        const pages = groupsBySize(
+          [...byHash].map(([item, named]) => ({ item, bytes: named[0].size })),
+          CONTENT_PAGE_BYTES,
+        );
+        for (const hashes of pages) {
+          const contents = await this.owner.blobs.contents(hashes).catch((err) => {
+            if (!(err instanceof ContentMismatchError)) throw err;
+            const named = byHash.get(err.hash)![0];
+            throw cannot(contentProblem(named, err.found) ?? err.message);
+          });
+          // In path order: the directories on the way are opened once a page of contents, however deep.
+          const page = hashes.flatMap((h) => byHash.get(h)!).sort((a, b) => byPath(a.path, b.path));
+          for (let i = 0; i < page.length; i += FILES_PER_PAGE) {
+            await this.writeEntries(directories, page.slice(i, i + FILES_PER_PAGE), contents, known, stopped, cannot);
           }
         }
       } finally {
+        await directories.close();
         await root.handle.close();
       }
       if (stopped()) throw new ToolError('this session was deleted');
@@ -399,9 +413,44 @@ export class FileWorkspace {
       this.syncedSeq = lastChangeSeq;
       this.touched.clear();
     } catch (err) {
-      // A deletion that came meanwhile removed the directory, or will: whichever ends last removes it.
-      if (stopped()) await removeDirectory(this.dir);
+      // Nothing of a tree that was not made whole stays on disk (a deletion that came meanwhile removes it too:
+      // whichever ends last removes it). The next file tool makes it again from the log.
+      this.diskBytes = 0;
+      await removeDirectory(this.dir);
       throw err;
+    }
+  }
+
+  /** Writes `entries` of a tree being made, their contents in `contents`, each through its directory's handle. */
+  private async writeEntries(
+    directories: TreeDirectories,
+    entries: readonly FileEntry[],
+    contents: ReadonlyMap<string, Buffer>,
+    known: Map<string, Known>,
+    stopped: () => boolean,
+    cannot: (why: string) => ToolError,
+  ): Promise<void> {
+    const dirOf = (p: string) => p.slice(0, Math.max(0, p.lastIndexOf('/')));
+    const dirs = await directories.open(entries.map((e) => dirOf(e.path)));
+    try {
+      await inBatches(entries, async (e) => {
+        if (stopped()) throw new ToolError('this session was deleted');
+        const bytes = contents.get(e.hash);
+        // Deleted since its size was read (the last session holding it went meanwhile).
+        if (!bytes) throw cannot(`the content of "${e.path}" (${e.hash}) is missing`);
+        const file = await createFileIn(dirs.get(dirOf(e.path))!, e.path.slice(e.path.lastIndexOf('/') + 1)).catch((err) =>
+          Promise.reject((err as { code?: string }).code === 'EEXIST' ? new ToolError(`"${e.path}" could not be made: something else is in its place`) : err),
+        );
+        try {
+          await this.owner.writeBytes(file, bytes, path.join(this.dir, e.path));
+          const st = await file.stat({ bigint: true });
+          known.set(e.path, { size: Number(st.size), mtimeNs: st.mtimeNs, hash: e.hash });
+        } finally {
+          await file.close();
+        }
+      });
+    } finally {
+      await Promise.all([...dirs.values()].map((d) => d.close()));
     }
   }
 

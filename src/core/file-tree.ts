@@ -72,6 +72,23 @@ export function changeSetPathProblem(raw: string): string | undefined {
 /** A content's name: its sha-256, lower-case hex. */
 export const FILE_HASH = /^[0-9a-f]{64}$/;
 
+/**
+ * Why content is not what names it, or undefined: a content is its sha-256
+ * and its size (docs/files.md "Where the files live"). Held at the doors that
+ * store or name content (a recording's content lines, a change set's size) and
+ * again wherever content is read back to be written or served (a restore,
+ * Session.file, an export): a row that changed since, or a chunk list that
+ * lost a chunk, is refused there, never written or served as that file.
+ * `found.hash` is the sha-256 of the bytes, when they were read.
+ */
+export function contentProblem(named: { hash: string; size?: number; path?: string }, found: { hash?: string; size: number }): string | undefined {
+  const what = named.path === undefined ? `file content ${named.hash}` : `the content of "${named.path}" (${named.hash})`;
+  if (found.hash !== undefined && found.hash !== named.hash) return `${what} does not match its hash (its ${found.size} bytes hash to ${found.hash})`;
+  if (named.size !== undefined && named.size !== found.size)
+    return `says "${named.path ?? named.hash}" has ${named.size} bytes, but its content has ${found.size}`;
+  return undefined;
+}
+
 /** The largest size a change set may claim (the store keeps sizes as int4). */
 const MAX_RECORDED_SIZE = 2 ** 31 - 1;
 
@@ -114,13 +131,18 @@ export function quotaProblem(tree: Iterable<{ path: string; size: number }>, lim
 
 /**
  * A tree's usage kept as change sets fold into it: bytes, files, and the
- * directories its paths make (each counted once, while a file lies in it);
+ * directories its paths make (each counted once, while anything lies in it);
  * and the paths that are a file and a directory at once (`a` beside `a/b`),
- * which no disk can hold.
+ * which no disk can hold. A directory counts what lies directly in it, so a
+ * change costs the directories it makes or empties, not its depth: 9,750
+ * files 500 directories deep (within the quota's entries) cost 5 million
+ * directory updates when each counted every file below it, seconds of CPU at
+ * every door and restore.
  */
 export class TreeUsage {
   bytes = 0;
   files = 0;
+  /** Directory → how many files and directories lie directly in it. */
   private readonly dirs = new Map<string, number>();
   private readonly sizes = new Map<string, number>();
   private readonly clashes = new Set<string>();
@@ -140,24 +162,38 @@ export class TreeUsage {
       this.files--;
       this.sizes.delete(path);
       this.clashes.delete(path);
-      this.walkDirs(path, -1);
+      this.leave(path);
     }
     if (size === null) return;
     this.sizes.set(path, size);
     this.bytes += size;
     this.files++;
     if (this.dirs.has(path)) this.clashes.add(path);
-    this.walkDirs(path, 1);
+    this.enter(path);
   }
 
-  private walkDirs(path: string, by: 1 | -1): void {
+  /** `path` now lies in its directory; a directory made by it lies in its own, and so on up to one that was there. */
+  private enter(path: string): void {
     for (let at = path.lastIndexOf('/'); at > 0; at = path.lastIndexOf('/', at - 1)) {
       const dir = path.slice(0, at);
-      const n = (this.dirs.get(dir) ?? 0) + by;
-      if (n > 0) this.dirs.set(dir, n);
-      else this.dirs.delete(dir);
-      if (n > 0 && this.sizes.has(dir)) this.clashes.add(dir);
-      else this.clashes.delete(dir);
+      const n = this.dirs.get(dir) ?? 0;
+      this.dirs.set(dir, n + 1);
+      if (n > 0) return;
+      if (this.sizes.has(dir)) this.clashes.add(dir);
+    }
+  }
+
+  /** `path` no longer lies in its directory; a directory left empty is gone from its own, and so on up. */
+  private leave(path: string): void {
+    for (let at = path.lastIndexOf('/'); at > 0; at = path.lastIndexOf('/', at - 1)) {
+      const dir = path.slice(0, at);
+      const n = (this.dirs.get(dir) ?? 1) - 1;
+      if (n > 0) {
+        this.dirs.set(dir, n);
+        return;
+      }
+      this.dirs.delete(dir);
+      this.clashes.delete(dir);
     }
   }
 

@@ -4,7 +4,7 @@
 // serializers; store/recordings.ts reads and writes sessions with them.
 import { z } from 'zod';
 import { ForklineError } from './errors.ts';
-import { JSON_ENVELOPE_VALUES, MAX_JSON_VALUES, jsonTextValuesPast, tooManyValues, unstorableReason } from './storable.ts';
+import { jsonTextRefusal, unstorableReason } from './storable.ts';
 import { decodeUtf8, idSchema, INVALID_UTF8, runnerPoolSchema, titleSchema } from './input-rules.ts';
 import { LogState } from './log-state.ts';
 import { withDeclaredEffects } from './runner-tools.ts';
@@ -165,8 +165,9 @@ export class RecordingValidator {
   push(text: string): RecordingEvent | undefined {
     this.#line++;
     if (!this.#header && text.trim() === '') throw this.#fail('header', 'missing header line');
-    // Counted before it is parsed: a line of 16 MiB may be 8 million values (MAX_JSON_VALUES).
-    if (jsonTextValuesPast(text, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES)) throw this.#fail('size', tooManyValues(MAX_JSON_VALUES));
+    // Counted before it is parsed: a line of 16 MiB may be 8 million values, or a million levels (storable.ts).
+    const refused = jsonTextRefusal(text);
+    if (refused) throw this.#fail(refused.past === 'values' ? 'size' : 'depth', refused.reason);
     let value: unknown;
     try {
       value = JSON.parse(text);

@@ -36,34 +36,68 @@ const PROTO_KEY = '__proto__';
 export const JSON_ENVELOPE_VALUES = 100;
 
 /**
- * Whether JSON text holds more than `max` values, counted before anything parses it (an opening bracket or brace,
- * or a comma outside strings, each begins one): JSON.parse of 16 MiB of `[0,0,…]` builds 8 million values, and the
- * checks and collections that follow took seconds. A text shorter than 2 × max cannot (each value takes a
- * character and a separator), so short texts are not scanned. Scanned as UTF-8 bytes (the characters counted are
- * ASCII, which no other character's bytes contain), a string skipped to its closing quote by indexOf: a 16 MiB
- * string costs a millisecond, 16 MiB of values or escapes 0.03–0.4 s.
+ * The deepest JSON text from outside may nest, the whole of it (a request body, a recording line, a graphql-ws
+ * message), checked on its text before anything parses it: a body of a million nested arrays (2 MB, within
+ * MAX_JSON_VALUES) held the event loop 0.7–0.9 s to be parsed twice and refused. 256: a payload nests at most
+ * MAX_JSON_DEPTH, and a request wraps it in a few levels (variables, input, a list of events, an event, a batch):
+ * four times what any stored value needs. Variables not stored as payloads (model settings, 16 KiB of JSON) are
+ * providers' options, which nest a few levels (docs/operations.md "Event-loop time").
  */
-export function jsonTextValuesPast(text: string | Uint8Array, max: number): boolean {
-  if (text.length < 2 * max) return false;
+export const MAX_JSON_TEXT_DEPTH = 256;
+/** Why JSON text nested past MAX_JSON_TEXT_DEPTH is refused: what, the bound, what to do. */
+export const nestedTooDeep = (max: number) =>
+  `nests arrays and objects more than ${max} levels deep (an event's data may nest at most ${MAX_JSON_DEPTH}): send flatter JSON`;
+
+/**
+ * What JSON text holds past the bounds, found before anything parses it: 'values' when more than `maxValues` (an
+ * opening bracket or brace, or a comma outside strings, each begins one), 'depth' when its arrays and objects nest
+ * more than `maxDepth` deep. JSON.parse of 16 MiB of `[0,0,…]` builds 8 million values, and the checks and
+ * collections that follow took seconds; 2 MB of `[[[…]]]` is a million levels. A text too short to hold either is
+ * not scanned (each value takes a character and a separator, each level a bracket). Scanned as UTF-8 bytes (the
+ * characters counted are ASCII, which no other character's bytes contain), a string skipped to its closing quote by
+ * indexOf: a 16 MiB string costs a millisecond, 16 MiB of values or escapes 0.03–0.4 s. Malformed text is left to
+ * the parser.
+ */
+export function jsonTextPast(text: string | Uint8Array, maxValues: number, maxDepth: number): 'values' | 'depth' | undefined {
+  if (text.length < 2 * maxValues && text.length <= maxDepth) return undefined;
   const bytes = typeof text === 'string' ? new TextEncoder().encode(text) : text;
   let values = 1;
+  let depth = 0;
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (c === QUOTE) {
       // To the closing quote: the next one not escaped (preceded by an even number of backslashes).
       for (;;) {
         const end = bytes.indexOf(QUOTE, i + 1);
-        if (end < 0) return false;
+        if (end < 0) return undefined;
         let k = end - 1;
         while (bytes[k] === BACKSLASH) k--;
         i = end;
         if ((end - 1 - k) % 2 === 0) break;
       }
-    } else if ((c === COMMA || c === OPEN_BRACKET || c === OPEN_BRACE) && ++values > max) return true;
+    } else if (c === COMMA) {
+      if (++values > maxValues) return 'values';
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++values > maxValues) return 'values';
+      if (++depth > maxDepth) return 'depth';
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
   }
-  return false;
+  return undefined;
 }
-const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE] = [0x22, 0x5c, 0x2c, 0x5b, 0x7b];
+const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE, CLOSE_BRACKET, CLOSE_BRACE] = [0x22, 0x5c, 0x2c, 0x5b, 0x7b, 0x5d, 0x7d];
+
+/**
+ * Why JSON text from outside is refused before it is parsed, at every door (request bodies, recording lines,
+ * graphql-ws messages): past MAX_JSON_VALUES (and a request's envelope) or MAX_JSON_TEXT_DEPTH. `reason` follows
+ * what the door calls the text ("the request body …").
+ */
+export function jsonTextRefusal(text: string | Uint8Array): { past: 'values' | 'depth'; reason: string } | undefined {
+  const past = jsonTextPast(text, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH);
+  if (past === undefined) return undefined;
+  return { past, reason: past === 'values' ? TOO_MANY_VALUES : TOO_DEEP };
+}
+const TOO_MANY_VALUES = tooManyValues(MAX_JSON_VALUES);
+const TOO_DEEP = nestedTooDeep(MAX_JSON_TEXT_DEPTH);
 
 /**
  * Whether `value` holds more than `max` characters, counting each string's and key's characters and one for every

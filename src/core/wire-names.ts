@@ -4,6 +4,7 @@
 // sends is a form every provider forkline speaks accepts, derived from it alone
 // and read back from the answer. Pure.
 import { createHash } from 'node:crypto';
+import type { ChatMessage } from './chat.ts';
 
 /**
  * A call id every provider takes: OpenAI Chat Completions refuses a
@@ -91,4 +92,20 @@ export class WireToolNames {
   toolOf(wireName: string): string {
     return this.real.get(wireName) ?? wireName;
   }
+}
+
+/**
+ * The tool names of a request whose wire form is not the name itself, with
+ * that form: the request's tools first, then the names of its history's calls.
+ * What an external runner, building its provider request from
+ * `ModelRequest` (docs/runners.md#wire-names), sends instead of each name and
+ * reads its answer's names back by.
+ */
+export function wireToolNamesOf(messages: readonly ChatMessage[], tools: readonly { name: string }[]): Array<{ name: string; wireName: string }> {
+  const names = new Set(tools.map((t) => t.name));
+  for (const m of messages) if (m.role === 'assistant') for (const c of m.tool_calls ?? []) names.add(c.function.name);
+  return [...names].flatMap((name) => {
+    const wireName = wireToolName(name);
+    return wireName === name ? [] : [{ name, wireName }];
+  });
 }

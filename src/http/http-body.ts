@@ -3,7 +3,7 @@
 // their error replies.
 import type http from 'node:http';
 import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
-import { JSON_ENVELOPE_VALUES, MAX_JSON_VALUES, jsonTextValuesPast, tooManyValues } from '../core/storable.ts';
+import { jsonTextRefusal } from '../core/storable.ts';
 
 /** A request refused before its door answers it (the guard's words: status, code, message, headers). */
 export interface Refusal {
@@ -65,10 +65,13 @@ export async function readBody(
   if (read === 'too large') return void refuseTooLarge(req, res, refusal);
   const text = decodeUtf8(read);
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
-  // Before anything parses it: parsing and checking cost per value, and 17 MiB of JSON may be 8 million of them.
-  if (jsonTextValuesPast(read, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES)) {
-    return void replyError(res, 413, refusal.code, `the request body ${tooManyValues(MAX_JSON_VALUES)}: send fewer events or values per request`, headers);
+  // Before anything parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may be 8 million
+  // values, or 2 MB a million levels (core/storable.ts).
+  const refused = jsonTextRefusal(read);
+  if (refused?.past === 'values') {
+    return void replyError(res, 413, refusal.code, `the request body ${refused.reason}: send fewer events or values per request`, headers);
   }
+  if (refused) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${refused.reason}`, headers);
   return { bytes: read, text };
 }
 

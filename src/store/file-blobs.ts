@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { badInput, ForklineError } from '../core/errors.ts';
 import { groupsBySize } from '../core/size-groups.ts';
 import {
+  contentProblem,
   DEFAULT_WORKSPACE_LIMITS,
   FILES_CHANGE,
   filesChangeDataSchema,
@@ -44,8 +45,20 @@ export const DIFF_REQUEST_MAX_BYTES = 4 * 1024 * 1024;
 export const DIFF_REQUEST_TIMEOUT_MS = 2000;
 /** Blobs read per statement when a tree is materialised. */
 const BLOB_PAGE = 500;
-/** Bytes of contents read per statement for a recording's blob lines (recordingBlobs). */
-const RECORDING_BLOB_PAGE_BYTES = 16 * 1024 * 1024;
+/** Bytes of contents read per statement for a recording's blob lines and a restored tree (recordingBlobs, agent/file-workspace.ts). */
+export const CONTENT_PAGE_BYTES = 16 * 1024 * 1024;
+
+/** Stored content that is not what its hash names (a row changed since it was stored, a chunk list that lost a chunk): never served or written. */
+export class ContentMismatchError extends Error {
+  constructor(
+    readonly hash: string,
+    /** What the bytes read are: their sha-256 and size. */
+    readonly found: { hash: string; size: number },
+  ) {
+    super(contentProblem({ hash }, found));
+    this.name = 'ContentMismatchError';
+  }
+}
 
 export interface FileContent extends FileEntry {
   /** The content as text when it is UTF-8 (no NUL), and within FILE_READ_MAX_BYTES. */
@@ -157,7 +170,8 @@ export class FileBlobs {
             path: c.path,
             hash: c.hash,
           });
-        if (size !== c.size) throw badInput(`${where(cs.seq)} says "${c.path}" has ${c.size} bytes, but its content has ${size}`, { path: c.path });
+        const problem = contentProblem({ path: c.path, hash: c.hash, size: c.size }, { size });
+        if (problem) throw badInput(`${where(cs.seq)} ${problem}`, { path: c.path });
       }
     }
     const over = firstOverQuota(tree, changeSets, this.limits);
@@ -247,7 +261,12 @@ export class FileBlobs {
     );
   }
 
-  /** Contents by hash (missing hashes are absent from the map), a page of blobs per statement; chunked ones put together. */
+  /**
+   * Contents by hash (missing hashes are absent from the map), a page of
+   * blobs per statement; chunked ones put together. Each is checked against
+   * its hash as it is read: a ContentMismatchError, never other bytes under
+   * its name.
+   */
   async contents(hashes: Iterable<string>, db: Db = this.pool): Promise<Map<string, Buffer>> {
     const all = [...new Set(hashes)];
     const out = new Map<string, Buffer>();
@@ -261,6 +280,10 @@ export class FileBlobs {
         else chunked.push(r.hash);
       }
       if (chunked.length) for (const [hash, content] of await this.assemble(chunked, db)) out.set(hash, content);
+    }
+    for (const [hash, content] of out) {
+      const found = { hash: sha256(content), size: content.byteLength };
+      if (contentProblem({ hash }, found)) throw new ContentMismatchError(hash, found);
     }
     return out;
   }
@@ -390,7 +413,7 @@ export class FileBlobs {
    * A history names every version a file had, each up to the file limit: 500
    * of them in a page held gigabytes while an export waited on its client.
    */
-  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = RECORDING_BLOB_PAGE_BYTES, db: Db = this.pool): AsyncGenerator<RecordingBlob> {
+  async *recordingBlobs(ref: LogRef, toSeq: number, pageBytes = CONTENT_PAGE_BYTES, db: Db = this.pool): AsyncGenerator<RecordingBlob> {
     if (toSeq < 0) return;
     const hashes = [
       ...new Set((await this.log.fileChangeSets(ref, toSeq, db)).flatMap((c) => c.data.changes.map((ch) => ch.hash)).filter((h): h is string => !!h)),
@@ -415,7 +438,8 @@ export class FileBlobs {
   async putFromRecording(sessionId: string, blobs: readonly RecordingBlob[], db: Db): Promise<void> {
     const checked = blobs.map((b) => {
       const content = Buffer.from(b.base64, 'base64');
-      if (sha256(content) !== b.blob) throw badInput(`file content ${b.blob} does not match its hash`);
+      const problem = contentProblem({ hash: b.blob }, { hash: sha256(content), size: content.byteLength });
+      if (problem) throw badInput(problem);
       return { hash: b.blob, content };
     });
     await this.put(sessionId, checked, db);

@@ -15,8 +15,6 @@
 // one turn of two parts.)
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,30 +22,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import {
-  anthropicText,
-  anthropicToolCall,
-  chatText,
-  chatToolCall,
-  geminiText,
-  geminiToolCall,
-  responsesText,
-  responsesToolCall,
-} from '../helpers/provider-sse.ts';
-import { refusalBody, wireRefusal } from '../helpers/provider-rules.ts';
+import { answers, refusingProviders, toolsOffered, wireRefusal, type Provider } from '../helpers/provider-rules.ts';
 
-type Provider = keyof typeof wireRefusal;
 type Body = any;
 const SERVER = fileURLToPath(new URL('../fixtures/mcp/odd-names-server.mjs', import.meta.url));
 const digest = (s: string) => createHash('sha256').update(s).digest('base64url').slice(0, 16);
-
-/** The tools a request offers: [name, description]. */
-const toolsOffered: Record<Provider, (b: Body) => Array<[string, string]>> = {
-  openai: (b) => (b.tools ?? []).map((t: any) => [t.function.name, t.function.description]),
-  'openai-responses': (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
-  anthropic: (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
-  google: (b) => (b.tools ?? []).flatMap((t: any) => t.functionDeclarations ?? []).map((f: any) => [f.name, f.description]),
-};
 
 /** The call ids a request's history carries, in order (Gemini's format has none). */
 const idsSent: Record<Provider, (b: Body) => string[]> = {
@@ -59,13 +38,6 @@ const idsSent: Record<Provider, (b: Body) => string[]> = {
       .filter((p: any) => p.type === 'tool_use')
       .map((p: any) => p.id),
   google: () => [],
-};
-
-const answers: Record<Provider, { call(c: { id: string; name: string; arguments: string }): string[]; text(t: string): string[] }> = {
-  openai: { call: chatToolCall, text: (t) => chatText([t], { input: 5, output: 1 }) },
-  'openai-responses': { call: responsesToolCall, text: (t) => responsesText([t], { input: 5, output: 1 }) },
-  anthropic: { call: anthropicToolCall, text: (t) => anthropicText([t], { input: 5, output: 1 }) },
-  google: { call: geminiToolCall, text: (t) => geminiText([t], { input: 5, output: 1 }) },
 };
 
 /** Ids from outside: control characters and non-Latin letters, 150 characters, 38 reused, and one that is the first one's wire form. */
@@ -109,30 +81,17 @@ function recording(provider: Provider): string {
 }
 
 let app: TestApp;
-let fake: http.Server;
+let fake: Awaited<ReturnType<typeof refusingProviders>>;
+let received: typeof fake.received;
 let dir: string;
-const received: Array<{ provider: Provider; body: Body; refusal?: string }> = [];
 /** What the fake model answers a request with: its SSE events. */
-let answer: (provider: Provider, body: Body, n: number) => string[];
-
-const providerOf = (url: string): Provider =>
-  url.startsWith('/anthropic') ? 'anthropic' : url.startsWith('/google') ? 'google' : url.includes('/responses') ? 'openai-responses' : 'openai';
+let answer: Parameters<typeof refusingProviders>[0];
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-wire-names-'));
-  fake = http.createServer(async (req, res) => {
-    let raw = '';
-    for await (const c of req) raw += c;
-    const provider = providerOf(req.url!);
-    const body = JSON.parse(raw);
-    const refusal = wireRefusal[provider](body);
-    received.push({ provider, body, refusal });
-    if (refusal) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(refusalBody(provider, refusal)));
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(answer(provider, body, received.filter((r) => r.provider === provider).length).join(''));
-  });
-  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+  fake = await refusingProviders((provider, body, n) => answer(provider, body, n));
+  received = fake.received;
+  const base = fake.base;
   const server = (name: string) => ({ command: process.execPath, args: [SERVER], env: { ODD_SERVER: name } });
   app = await startTestApp({
     providers: {
@@ -147,7 +106,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await new Promise((r) => fake?.close(r));
+  await fake?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 

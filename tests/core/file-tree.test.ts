@@ -2,6 +2,7 @@
 // and the repair wording for file tools (core/repair.ts).
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_WORKSPACE_LIMITS,
   changeSetPathProblem,
   filesChangeDataSchema,
   firstOverQuota,
@@ -246,5 +247,23 @@ describe('change sets from outside (every door holds them to one rule)', () => {
       seq: 7,
       problem: 'a file holds at most 8 bytes, and "big" has 9',
     });
+  });
+});
+
+describe('usage of a tree as deep and wide as the quota lets it be', () => {
+  it('costs the directories a change makes or empties, not its depth: 9,750 files in their own directories 500 deep', () => {
+    const chain = 'd/'.repeat(500);
+    const files = Array.from({ length: 9750 }, (_, i) => ({ path: `${chain}${i}/f`, size: 1 }));
+    const started = performance.now();
+    const usage = new TreeUsage(files);
+    expect(usage.entries).toBe(500 + 9750 + 9750);
+    // A file where the chain's last directory is: a clash until the directories below it go, one by one.
+    usage.set(chain.slice(0, -1), 1);
+    expect(usage.problem(DEFAULT_WORKSPACE_LIMITS)).toBe(`"${chain.slice(0, -1)}" would be both a file and a directory`);
+    for (const f of files) usage.set(f.path, null);
+    expect(usage.problem(DEFAULT_WORKSPACE_LIMITS)).toBeUndefined();
+    expect([usage.entries, usage.files, usage.bytes]).toEqual([500, 1, 1]);
+    // Each file counted in every directory above it took 8 to 17 s here; the bound leaves room for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 });

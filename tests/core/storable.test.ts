@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
+  JSON_ENVELOPE_VALUES,
   MAX_JSON_DEPTH,
+  MAX_JSON_TEXT_DEPTH,
   MAX_JSON_VALUES,
   isStorableText,
   jsonCharsPast,
-  jsonTextValuesPast,
+  jsonTextPast,
+  jsonTextRefusal,
+  nestedTooDeep,
   toStorableJson,
   toStorableText,
   tooManyValues,
@@ -62,20 +66,48 @@ describe('values a payload holds', () => {
 
   it('counts the values of JSON text before it is parsed, strings and escapes skipped', () => {
     const max = 10;
+    const past = (text: string | Uint8Array, maxValues: number) => jsonTextPast(text, maxValues, Infinity);
     const values = (n: number) => JSON.stringify(new Array(n - 1).fill(0)).padEnd(2 * max, ' ');
-    expect(jsonTextValuesPast(values(10), max)).toBe(false);
-    expect(jsonTextValuesPast(values(11), max)).toBe(true);
+    expect(past(values(10), max)).toBeUndefined();
+    expect(past(values(11), max)).toBe('values');
     // Commas, brackets and escaped quotes inside a string are text, not values.
     const text = JSON.stringify({ s: '[{,,,,,,,,,,,,,,,,,,,,,\\",,,,,,,,,,,]}' });
-    expect(jsonTextValuesPast(text, max)).toBe(false);
-    expect(jsonTextValuesPast(JSON.stringify([text, text, text, 1, 2, 3, 4, 5, 6, 7, 8]), max)).toBe(true);
+    expect(past(text, max)).toBeUndefined();
+    expect(past(JSON.stringify([text, text, text, 1, 2, 3, 4, 5, 6, 7, 8]), max)).toBe('values');
     // A string ending in a backslash closes at its quote; bytes count as the text does.
     const trailing = JSON.stringify(['a\\', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect(jsonTextValuesPast(trailing, max)).toBe(true);
-    expect(jsonTextValuesPast(new TextEncoder().encode(trailing), max)).toBe(true);
-    expect(jsonTextValuesPast(new TextEncoder().encode(text), max)).toBe(false);
+    expect(past(trailing, max)).toBe('values');
+    expect(past(new TextEncoder().encode(trailing), max)).toBe('values');
+    expect(past(new TextEncoder().encode(text), max)).toBeUndefined();
     // A text shorter than two characters a value cannot hold more than the bound, and is not scanned.
-    expect(jsonTextValuesPast(',,,,,', 10)).toBe(false);
+    expect(jsonTextPast(',,,,,', 10, 10)).toBeUndefined();
+  });
+
+  it('finds JSON text nested past a depth before it is parsed: brackets in strings are text, closed levels are left', () => {
+    const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+    expect(jsonTextPast(nested(10), 100, 10)).toBeUndefined();
+    expect(jsonTextPast(nested(11), 100, 10)).toBe('depth');
+    expect(jsonTextPast(`{"a":${nested(9)}}`, 100, 10)).toBeUndefined();
+    expect(jsonTextPast(`{"a":${nested(10)}}`, 100, 10)).toBe('depth');
+    // Many levels side by side are as deep as one.
+    expect(jsonTextPast(`[${new Array(50).fill(nested(9)).join(',')}]`, 1000, 10)).toBeUndefined();
+    expect(jsonTextPast(JSON.stringify(['[[[[[[[[[[[[[[[[{{{{{{{{{{{{{']), 100, 10)).toBeUndefined();
+    expect(jsonTextPast(new TextEncoder().encode(`["é",${nested(11)}]`), 100, 11)).toBe('depth');
+    // The values are counted on the way: past either bound, the first one reached.
+    expect(jsonTextPast(nested(11), 5, 10)).toBe('values');
+  });
+
+  it('refuses text at every door with words saying what, the bound and what to do', () => {
+    const deep = '['.repeat(MAX_JSON_TEXT_DEPTH + 1) + ']'.repeat(MAX_JSON_TEXT_DEPTH + 1);
+    expect(jsonTextRefusal(deep)).toEqual({ past: 'depth', reason: nestedTooDeep(MAX_JSON_TEXT_DEPTH) });
+    expect(nestedTooDeep(MAX_JSON_TEXT_DEPTH)).toBe(
+      "nests arrays and objects more than 256 levels deep (an event's data may nest at most 64): send flatter JSON",
+    );
+    expect(jsonTextRefusal(`{"a":${deep.slice(2, -2)}}`)).toBeUndefined();
+    expect(jsonTextRefusal(JSON.stringify(new Array(MAX_JSON_VALUES + JSON_ENVELOPE_VALUES).fill(0)))).toEqual({
+      past: 'values',
+      reason: tooManyValues(MAX_JSON_VALUES),
+    });
   });
 });
 

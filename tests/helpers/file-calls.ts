@@ -1,6 +1,7 @@
 // One completed turn whose write_file call recorded a change set, as the agent
 // appends it: for tests and the bench that build file histories without
 // running the agent for each call.
+import { createHash } from 'node:crypto';
 import type { NewEvent } from '../../src/core/events.ts';
 import { FILES_CHANGE, type FileChangeRecord } from '../../src/core/file-tree.ts';
 
@@ -20,4 +21,15 @@ export function fileCallEvents(turn: number, changes: FileChangeRecord[], callId
     { type: 'step/end', data: { turn, step: 1, reason: 'completed' } },
     { type: 'turn/end', data: { turn, reason: 'completed' } },
   ];
+}
+
+/** About `bytes` of text lines with pseudo-random content (deterministic): big enough, it is stored as chunks. */
+export function bigText(bytes: number, seed: string): string {
+  const lines: string[] = [];
+  for (let i = 0, n = 0; n < bytes; i++) {
+    const line = `${i}: ${createHash('sha256').update(`${seed}${i}`).digest('hex')}\n`;
+    lines.push(line);
+    n += line.length;
+  }
+  return lines.join('');
 }

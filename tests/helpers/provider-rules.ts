@@ -14,7 +14,10 @@
 // - pairing: a result answers a call of the message before it (Chat
 //   Completions, Anthropic), a call of the input (Responses: by call_id), or
 //   the call turn before it, part for part (Gemini).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chatMessagesRefusal } from './chat-completions.ts';
+import { anthropicText, anthropicToolCall, chatText, chatToolCall, geminiText, geminiToolCall, responsesText, responsesToolCall } from './provider-sse.ts';
 
 type Body = any;
 
@@ -113,3 +116,49 @@ export const refusalBody = (provider: string, message: string) =>
     : provider === 'google'
       ? { error: { code: 400, message, status: 'INVALID_ARGUMENT' } }
       : { error: { message, type: 'invalid_request_error', param: null, code: 'invalid_value' } };
+
+export type Provider = keyof typeof wireRefusal;
+
+/** The tools a request offers: [name, description]. */
+export const toolsOffered: Record<Provider, (b: Body) => Array<[string, string]>> = {
+  openai: (b) => (b.tools ?? []).map((t: any) => [t.function.name, t.function.description]),
+  'openai-responses': (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
+  anthropic: (b) => (b.tools ?? []).map((t: any) => [t.name, t.description]),
+  google: (b) => (b.tools ?? []).flatMap((t: any) => t.functionDeclarations ?? []).map((f: any) => [f.name, f.description]),
+};
+
+/** A provider's streamed answer: one call, or text. */
+export const answers: Record<Provider, { call(c: { id: string; name: string; arguments: string }): string[]; text(t: string): string[] }> = {
+  openai: { call: chatToolCall, text: (t) => chatText([t], { input: 5, output: 1 }) },
+  'openai-responses': { call: responsesToolCall, text: (t) => responsesText([t], { input: 5, output: 1 }) },
+  anthropic: { call: anthropicToolCall, text: (t) => anthropicText([t], { input: 5, output: 1 }) },
+  google: { call: geminiToolCall, text: (t) => geminiText([t], { input: 5, output: 1 }) },
+};
+
+/**
+ * A fake of the four APIs on one port (`<base>/openai/v1`, `<base>/anthropic/v1`, `<base>/google/v1beta`):
+ * each request is kept with why the API would refuse it, and a refused one is answered with the API's 400;
+ * another with `answer`'s SSE events (`n`: the provider's requests so far, this one too).
+ */
+export async function refusingProviders(answer: (provider: Provider, body: Body, n: number) => string[]) {
+  const received: Array<{ provider: Provider; body: Body; refusal?: string }> = [];
+  const providerOf = (url: string): Provider =>
+    url.startsWith('/anthropic') ? 'anthropic' : url.startsWith('/google') ? 'google' : url.includes('/responses') ? 'openai-responses' : 'openai';
+  const server = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const c of req) raw += c;
+    const provider = providerOf(req.url!);
+    const body = JSON.parse(raw);
+    const refusal = wireRefusal[provider](body);
+    received.push({ provider, body, refusal });
+    if (refusal) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(refusalBody(provider, refusal)));
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(answer(provider, body, received.filter((r) => r.provider === provider).length).join(''));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

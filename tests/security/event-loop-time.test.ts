@@ -15,11 +15,12 @@
 //   body from each occurrence of its first words.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { spent } from '../helpers/event-loop.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { MAX_JSON_VALUES, tooManyValues } from '../../src/core/storable.ts';
+import { WebSocket } from 'ws';
+import { MAX_JSON_TEXT_DEPTH, MAX_JSON_VALUES, nestedTooDeep, tooManyValues } from '../../src/core/storable.ts';
 import { MAX_VARIABLE_LIST_ITEMS, tooManyListItems } from '../../src/graphql/plugins/variable-shape.ts';
 
 let app: TestApp;
@@ -28,20 +29,6 @@ let provider: http.Server;
 const OVERFLOW_WORDS = 'input token count ';
 const errorBody = JSON.stringify({ error: { message: OVERFLOW_WORDS.repeat(Math.floor(65_000 / OVERFLOW_WORDS.length)), type: 'invalid_request_error' } });
 const turns = agentTurns(() => app, 'loop time');
-
-/** The longest the event loop was held while `work` ran, and the CPU time the process spent meanwhile, in ms. */
-async function spent<T>(work: () => Promise<T>): Promise<{ result: T; stallMs: number; cpuMs: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 10 });
-  const cpu = process.cpuUsage();
-  delay.enable();
-  try {
-    const result = await work();
-    const used = process.cpuUsage(cpu);
-    return { result, stallMs: delay.max / 1e6, cpuMs: (used.user + used.system) / 1000 };
-  } finally {
-    delay.disable();
-  }
-}
 
 beforeAll(async () => {
   provider = http.createServer((req, res) => {
@@ -171,6 +158,75 @@ describe('GraphQL variables coerced item by item (MAX_VARIABLE_LIST_ITEMS)', () 
     expect(atBound.errors?.[0].path).toEqual(['appendEvents']); // the resolver's answer (no such session), not the door's
     const tools = await post('mutation($i: CreateSessionInput!) { createSession(input: $i) { __typename } }', { i: { tools: Array(501).fill('t') } });
     expect(tools.errors?.[0].message).toBe('tools: Too big: expected array to have <=500 items');
+  });
+});
+
+describe('deeply nested JSON (MAX_JSON_TEXT_DEPTH)', () => {
+  const TOO_DEEP = nestedTooDeep(MAX_JSON_TEXT_DEPTH);
+  const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+  // Variables no operation declares are parsed with the body and then left aside (graphql-js coerces the declared ones).
+  const withVariable = (v: string) => `{"query":"{ __typename }","variables":{"v":${v}}}`;
+  const post = async (body: string) => {
+    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return { status: res.status, body: (await res.json()) as { data?: unknown; errors?: Array<{ message: string; extensions: { code: string } }> } };
+  };
+
+  it('a GraphQL body of 999,000 nested arrays (2 MB, within MAX_JSON_VALUES) is refused before it is parsed (before: parsed twice and answered, the loop held 0.9-1.4 s)', async () => {
+    const body = withVariable(nested(999_000));
+    const { result, stallMs, cpuMs } = await spent(() => post(body));
+    expect(result.status).toBe(400);
+    expect(result.body.errors?.[0]).toEqual({ message: `the request body ${TOO_DEEP}`, extensions: { code: 'BAD_USER_INPUT' } });
+    expect(stallMs).toBeLessThan(300); // before: 0.9-1.4 s in one stretch (parsed by the fast lane and by yoga)
+    expect(cpuMs).toBeLessThan(250); // before: 0.35-0.45 s with the variable undeclared, 0.7-0.9 s declared (walked)
+  });
+
+  it('a recording line nested a million deep is refused before it is parsed, saying why (before: parsed, then refused by the codec, the loop held 0.8-1.5 s)', async () => {
+    const header = JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_deep', title: 'deep' } });
+    const line = `{"seq":0,"type":"plugin/x/y","data":{"a":${nested(1_000_000)}}}`;
+    const { result, stallMs } = await spent(async () => {
+      const res = await fetch(new URL('/recordings', app.url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: `${header}\n${line}\n`,
+      });
+      return { status: res.status, body: (await res.json()) as { errors: Array<{ message: string }> } };
+    });
+    expect(result.status).toBe(400);
+    expect(result.body.errors[0].message).toBe(`line 2: depth: ${TOO_DEEP}`);
+    expect(stallMs).toBeLessThan(300);
+  });
+
+  it('a graphql-ws message nested half a million deep (1 MB) closes its socket with 4400 and says why (before: parsed and run, the loop held 0.45-0.6 s)', async () => {
+    const ws = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'connection_init' }));
+    await new Promise((r) => ws.once('message', r)); // connection_ack
+    const { result, stallMs } = await spent(async () => {
+      const outcome = new Promise((resolve) => {
+        ws.once('close', (code, reason) => resolve({ code, reason: String(reason) }));
+        ws.once('message', (data) => resolve({ message: String(data) }));
+      });
+      ws.send(`{"id":"1","type":"subscribe","payload":${withVariable(nested(500_000))}}`);
+      return outcome;
+    });
+    expect(result).toEqual({ code: 4400, reason: `a message ${TOO_DEEP}` });
+    expect(stallMs).toBeLessThan(300);
+  });
+
+  it('a body nested as deep as the bound is answered, over HTTP and graphql-ws', async () => {
+    const deepest = nested(MAX_JSON_TEXT_DEPTH - 2); // the body's object and its variables are two levels
+    expect(await post(withVariable(deepest))).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    const refused = await post(withVariable(`[${deepest}]`));
+    expect(refused.body.errors?.[0].message).toBe(`the request body ${TOO_DEEP}`);
+    const ws = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    await new Promise((r) => ws.once('open', r));
+    ws.send(JSON.stringify({ type: 'connection_init' }));
+    await new Promise((r) => ws.once('message', r)); // connection_ack
+    const answer = new Promise((resolve) => ws.once('message', (data) => resolve(JSON.parse(String(data)))));
+    // The message's object and its payload are two levels more than a body's.
+    ws.send(`{"id":"1","type":"subscribe","payload":${withVariable(nested(MAX_JSON_TEXT_DEPTH - 3))}}`);
+    expect(await answer).toEqual({ id: '1', type: 'next', payload: { data: { __typename: 'Query' } } });
+    ws.close();
   });
 });
 

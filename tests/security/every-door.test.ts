@@ -11,6 +11,7 @@ import { wsClient } from '../helpers/subscribe.ts';
 import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../src/core/text-limits.ts';
 import { DEFAULT_LIMITS } from '../../src/http/security.ts';
 import { MAX_VARIABLE_LIST_ITEMS, tooManyListItems } from '../../src/graphql/plugins/variable-shape.ts';
+import { MAX_JSON_TEXT_DEPTH, nestedTooDeep } from '../../src/core/storable.ts';
 
 let app: TestApp;
 let ws: Client;
@@ -213,7 +214,7 @@ const REFUSALS: Refusal[] = [
     message: /nested deeper than 64 levels/,
     send: onClaimed('deep-v', (s) => ({
       query: DECLARE,
-      variables: { input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'deep', effect: 'READ_ONLY', inputSchema: deepSchema(2_000) }] } },
+      variables: { input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'deep', effect: 'READ_ONLY', inputSchema: deepSchema(200) }] } }, // within the text's 256 levels
     })),
   },
   {
@@ -405,17 +406,20 @@ describe('what one WebSocket message may cost', () => {
     socket.close();
   });
 
-  it('a tool schema 20,000 levels deep in a message is BAD_USER_INPUT, as over HTTP', async () => {
+  it('a tool schema 20,000 levels deep in a message closes the socket (4400) before it is parsed, as HTTP answers 400', async () => {
     const s = await claimed('deep-raw');
-    const { socket, answer } = await rawSocket();
+    const { socket, closed } = await rawSocket();
+    const reason = new Promise<string>((resolve) => socket.on('close', (_code, why) => resolve(String(why))));
     const depth = 20_000; // built as text: JSON.stringify of such a value overflows the client's own stack
     const schema = '{"a":'.repeat(depth) + '{}' + '}'.repeat(depth);
     const variables = `{"input":{"sessionId":"${s.id}","leaseToken":${s.token},"tools":[{"name":"deep","effect":"READ_ONLY","inputSchema":${schema}}]}}`;
-    socket.send(`{"id":"d","type":"subscribe","payload":{"query":${JSON.stringify(DECLARE)},"variables":${variables}}}`);
-    const r = await answer('d');
-    expect(codeOf(r)).toBe('BAD_USER_INPUT');
-    expect(r.errors?.[0].message).toMatch(/nested deeper than 64 levels/);
+    const body = `{"query":${JSON.stringify(DECLARE)},"variables":${variables}}`;
+    socket.send(`{"id":"d","type":"subscribe","payload":${body}}`);
+    expect(await closed).toBe(4400);
+    expect(await reason).toBe(`a message ${nestedTooDeep(MAX_JSON_TEXT_DEPTH)}`);
+    const overHttp = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(overHttp.status).toBe(400);
+    expect(((await overHttp.json()) as Result).errors?.[0].message).toBe(`the request body ${nestedTooDeep(MAX_JSON_TEXT_DEPTH)}`);
     expect(await eventCount(s.id)).toBe(2);
-    socket.close();
   });
 });

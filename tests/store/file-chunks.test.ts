@@ -3,7 +3,6 @@
 // the contents read back exactly in the store, through GraphQL's Session.file
 // and fileChanges (its kind), in a fork's restored directory, and across export, delete
 // and import; deleting the last session holding them deletes their chunks.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +12,7 @@ import { CHUNK_MAX, isChunked } from '../../src/core/file-chunks.ts';
 import { sha256 } from '../../src/store/file-blobs.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { reclaimed } from '../helpers/reclaimed.ts';
-import { fileCallEvents } from '../helpers/file-calls.ts';
+import { bigText, fileCallEvents } from '../helpers/file-calls.ts';
 
 let app: TestApp;
 let root: string;
@@ -27,16 +26,6 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-/** About `bytes` of text lines with pseudo-random content (deterministic). */
-function bigText(bytes: number, seed: string): string {
-  const lines: string[] = [];
-  for (let i = 0, n = 0; n < bytes; i++) {
-    const line = `${i}: ${createHash('sha256').update(`${seed}${i}`).digest('hex')}\n`;
-    lines.push(line);
-    n += line.length;
-  }
-  return lines.join('');
-}
 const stored = async () => {
   const { rows } = await app.db.pool.query(
     `SELECT (SELECT count(*) FROM "FileChunk")::int AS chunks, (SELECT coalesce(sum(size), 0) FROM "FileChunk")::int AS "chunkBytes",

@@ -28,6 +28,8 @@ import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  needsWireNames,
+  RequestWireNames,
   sessionRequiresApproval,
   resumeDecidedStep,
   summaryPrompt,
@@ -70,8 +72,11 @@ export interface AiSdkRunOptions {
   signal?: AbortSignal;
 }
 
-/** ModelRequest.messages (OpenAI chat format, as forkline builds them) as AI SDK model messages. */
-export function toModelMessages(messages: readonly ChatMessage[]): ModelMessage[] {
+/**
+ * ModelRequest.messages (OpenAI chat format, as forkline builds them) as AI SDK model messages, each call's tool under
+ * `wireName` (RequestWireNames: the form providers take, docs/runners.md#wire-names).
+ */
+export function toModelMessages(messages: readonly ChatMessage[], wireName: (name: string) => string = (name) => name): ModelMessage[] {
   const toolNames = new Map<string, string>();
   const out: ModelMessage[] = [];
   for (const m of messages) {
@@ -86,8 +91,8 @@ export function toModelMessages(messages: readonly ChatMessage[]): ModelMessage[
         const parts: Array<{ type: 'text'; text: string } | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }> = [];
         if (m.content) parts.push({ type: 'text', text: m.content });
         for (const c of m.tool_calls ?? []) {
-          toolNames.set(c.id, c.function.name);
-          parts.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: parseArguments(c.function.arguments) });
+          toolNames.set(c.id, wireName(c.function.name));
+          parts.push({ type: 'tool-call', toolCallId: c.id, toolName: wireName(c.function.name), input: parseArguments(c.function.arguments) });
         }
         out.push({ role: 'assistant', content: parts });
         break;
@@ -184,9 +189,11 @@ const usageOf = (u: LanguageModelV3Usage | undefined) =>
     ? { inputTokens: u?.inputTokens?.total ?? 0, outputTokens: u?.outputTokens?.total ?? 0 }
     : undefined;
 
-/** The model's own calls (not the provider's: it ran those itself and answered them). */
-const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPart>): RunnerToolCall[] =>
-  content.flatMap((p) => (p.type === 'tool-call' && !p.providerExecuted ? [{ id: p.toolCallId, name: p.toolName, arguments: p.input || '{}' }] : []));
+/** The model's own calls (not the provider's: it ran those itself and answered them), each under the name of the tool it calls. */
+const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPart>, names: RequestWireNames): RunnerToolCall[] =>
+  content.flatMap((p) =>
+    p.type === 'tool-call' && !p.providerExecuted ? [{ id: p.toolCallId, name: names.toolOf(p.toolName), arguments: p.input || '{}' }] : [],
+  );
 
 /**
  * `model` writing each of its calls through `turn`: the step's start before
@@ -194,7 +201,7 @@ const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPa
  * before the AI SDK sees the calls (so before any tool runs). A retried call
  * (the SDK's maxRetries) stays in its step.
  */
-function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, RunnerToolCall>): AiSdkModel {
+function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, RunnerToolCall>, names: RequestWireNames): AiSdkModel {
   const record = async (text: string, toolCalls: RunnerToolCall[], usage: LanguageModelV3Usage | undefined) => {
     for (const c of toolCalls) calls.set(c.id, c);
     await turn.message({ text, toolCalls, usage: usageOf(usage) });
@@ -207,7 +214,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, Ru
         await turn.startStep();
         const result = await doGenerate();
         const text = result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
-        await record(text, callsOf(result.content), result.usage);
+        await record(text, callsOf(result.content, names), result.usage);
         return result;
       },
       wrapStream: async ({ doStream }) => {
@@ -226,7 +233,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, Ru
               return;
             }
             if (part.type === 'finish') {
-              await record(text, callsOf(held), part.usage);
+              await record(text, callsOf(held, names), part.usage);
               for (const h of held.splice(0)) controller.enqueue(h);
             }
             controller.enqueue(part);
@@ -319,11 +326,13 @@ const handedOutput = (result: ToolResultContent) => ({ type: 'text' as const, va
  * decision for (approvalRequired) needs approval as one the app marked
  * (`needsApproval`).
  */
-function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest): ToolSet {
+function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest, names: RequestWireNames): ToolSet {
+  // Each tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded under its own.
+  const offered = Object.entries(tools).filter(([name]) => names.offers(name));
   return Object.fromEntries(
-    Object.entries(tools).map(([name, t]) => {
+    offered.map(([name, t]) => {
       const execute = t.execute;
-      if (!execute) return [name, t];
+      if (!execute) return [names.wireName(name), t];
       /** Each call's stored result, which its `toModelOutput` hands the model. */
       const stored = new Map<string, ToolResultContent>();
       const wrapped: typeof execute = (input, options) => {
@@ -378,7 +387,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
           result ?? (await modelOutputContent(t, { id: options.toolCallId, input: options.input }, options.output, turn.session.maxResultBytes)),
         );
       };
-      return [name, { ...t, execute: wrapped, toModelOutput, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
+      return [names.wireName(name), { ...t, execute: wrapped, toModelOutput, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
     }),
   ) as ToolSet;
 }
@@ -427,6 +436,8 @@ async function toolNeedsApproval(tools: ToolSet, call: RunnerToolCall, request: 
  */
 export async function runAiSdkTurns(session: RunnerSession, opts: AiSdkRunOptions): Promise<number> {
   await session.declareTools(await aiSdkToolDeclarations(opts.tools, opts.effects));
+  // A tool providers refuse by its own name is offered under the form the request lists once its declaration is stored.
+  if (needsWireNames(Object.keys(opts.tools ?? {}))) await session.storeDeclaredTools();
   let turns = 0;
   let compacting = opts.compact ?? true;
   for (;;) {
@@ -481,6 +492,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     if (!resumed) return;
     ({ request, turn } = resumed);
   }
+  /** The tools' names on the wire, and back (docs/runners.md#wire-names). */
+  const names = new RequestWireNames(request, Object.keys(opts.tools ?? {}));
   /** The calls the model made, by id, and those whose result is stored. */
   const calls = new Map<string, RunnerToolCall>();
   const answered = new Set<string>();
@@ -517,13 +530,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   };
   const common = {
     ...aiSdkCallSettings(requested?.settings),
-    model: writingModel(base, turn, calls),
+    model: writingModel(base, turn, calls, names),
     system: opts.system,
-    messages: toModelMessages(request.messages as ChatMessage[]),
+    messages: toModelMessages(request.messages as ChatMessage[], (name) => names.wireName(name)),
     // The session's instructions and forkline's own notes (a compaction's summary, left-out history) are system
     // messages of the request forkline built (docs/runners.md): ai 7 refuses them in `messages` unless allowed.
     allowSystemInMessages: true,
-    tools: opts.tools ? writingTools(opts.tools, turn, answered, request) : undefined,
+    tools: opts.tools ? writingTools(opts.tools, turn, answered, request, names) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,
     onStepFinish,

@@ -35,6 +35,7 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   requestedModel,
+  RequestWireNames,
   sessionRequiresApproval,
   resumeDecidedStep,
   summaryPrompt,
@@ -49,8 +50,11 @@ import {
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Item = AgentInputItem & Record<string, any>;
 
-/** ModelRequest.messages (OpenAI chat format) as agent input items. */
-export function toAgentItems(messages: readonly ChatMessage[]): AgentInputItem[] {
+/**
+ * ModelRequest.messages (OpenAI chat format) as agent input items, each call's tool under `wireName` (RequestWireNames:
+ * the form providers take, docs/runners.md#wire-names).
+ */
+export function toAgentItems(messages: readonly ChatMessage[], wireName: (name: string) => string = (name) => name): AgentInputItem[] {
   const names = new Map<string, string>();
   const out: Item[] = [];
   for (const m of messages) {
@@ -59,8 +63,8 @@ export function toAgentItems(messages: readonly ChatMessage[]): AgentInputItem[]
     else if (m.role === 'assistant') {
       if (m.content) out.push({ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: m.content }] } as Item);
       for (const c of m.tool_calls ?? []) {
-        names.set(c.id, c.function.name);
-        out.push({ type: 'function_call', callId: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' } as Item);
+        names.set(c.id, wireName(c.function.name));
+        out.push({ type: 'function_call', callId: c.id, name: wireName(c.function.name), arguments: c.function.arguments, status: 'completed' } as Item);
       }
     } else if (m.role === 'tool') {
       out.push({
@@ -102,7 +106,9 @@ export class ForklineAgentsSession implements Session {
   ) {
     const messages = request.messages as ChatMessage[];
     // Outside an open turn the last message is the pending input: the run gives it as its input.
-    this.history = toAgentItems(request.inTurn ? messages : messages.slice(0, -1));
+    // The history's calls under the names providers take (the agent's own tools go by theirs: no answer is read back).
+    const names = new RequestWireNames(request, []);
+    this.history = toAgentItems(request.inTurn ? messages : messages.slice(0, -1), (name) => names.wireName(name));
   }
 
   /** The input text the run starts with (the pending input), or undefined inside an open turn. */

@@ -514,6 +514,15 @@ export class RunnerSession {
     this.declared = { key, effects };
   }
 
+  /**
+   * Stores a declaration not stored yet now, in a batch of its own: a request
+   * read after it lists the tools (their wire names among them,
+   * docs/runners.md#wire-names). Nothing when none waits.
+   */
+  async storeDeclaredTools(): Promise<void> {
+    if (this.pendingTools) await this.append([]);
+  }
+
   /** The effect this runner declared for a tool (undefined: not declared). */
   effectOf(name: string): ToolEffect | undefined {
     return this.declared?.effects.get(name);
@@ -550,6 +559,7 @@ export class RunnerSession {
       return {
         messages: [],
         tools: [],
+        wireToolNames: [],
         turn: null,
         step: null,
         inputId: null,
@@ -957,3 +967,4 @@ export { resumeDecidedStep, settleOpenCalls, deniedContent, sessionRequiresAppro
 export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summarize } from './compaction.ts';
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
+export { RequestWireNames, needsWireNames } from './wire-names.ts';

@@ -7,9 +7,10 @@ import { MAX_JSON_VALUES, isStorableText, tooManyValues, unstorableReason } from
 import { UNSTORABLE_TEXT } from '../../core/input-rules.ts';
 
 /**
- * Variables may be nested deeply (model settings): only their text and their number of values are checked here
- * (before any resolver or zod walks them: MAX_JSON_VALUES for a request's variables together); payloads get the depth
- * bound in the codec.
+ * Variables may nest deeper than a payload (model settings): only their text and their number of values are checked
+ * here (before any resolver or zod walks them: MAX_JSON_VALUES for a request's variables together); payloads get the
+ * depth bound in the codec. The text they came in (a body, a graphql-ws message) was held to MAX_JSON_TEXT_DEPTH at
+ * the door (core/storable.ts), a GET's by the 16 KiB of its headers.
  */
 const variablesReason = (value: unknown) => unstorableReason(value, Infinity, true);
 /** unstorableReason's answer for too many values: built once, compared on every operation. */

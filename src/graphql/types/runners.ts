@@ -10,6 +10,7 @@ import { SessionRef } from './session.ts';
 import { ToolEffectEnum, ToolInfoRef } from './tools.ts';
 import { TOOL_EFFECTS } from '../../core/tools.ts';
 import { unstorableReason } from '../../core/storable.ts';
+import { wireToolNamesOf } from '../../core/wire-names.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
@@ -63,6 +64,14 @@ const OpenCallRef = builder.objectRef<OpenCall>('OpenCall').implement({
   }),
 });
 
+const WireToolNameRef = builder.objectRef<{ name: string; wireName: string }>('WireToolName').implement({
+  description: "A tool's name and the form a provider request sends it under (docs/runners.md#wire-names).",
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'The name as the log and `tools` hold it.' }),
+    wireName: t.exposeString('wireName', { description: 'The name every provider takes, derived from it alone: send this, read it back from the answer.' }),
+  }),
+});
+
 const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implement({
   description:
     "What the session's next model call would be sent, built as forkline's own agent builds it (docs/contract.md#continuing-a-child): inside an open turn, its next step's; " +
@@ -80,6 +89,14 @@ const ModelRequestRef = builder.objectRef<ModelRequest>('ModelRequest').implemen
         "The tools the model may call. A session of a runner pool: the tools its runner declared (declareRunnerTools; none yet: empty), never forkline's catalog, " +
         "which a runner cannot run. A session forkline runs: the tools of its set from forkline's catalog (Session.tools).",
       resolve: (r) => r.tools,
+    }),
+    wireToolNames: t.field({
+      type: [WireToolNameRef],
+      description:
+        "The names of `tools` and of `messages`' calls that providers refuse as they are (OpenAI, Anthropic, Gemini: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`), " +
+        "each with the form forkline's own agent sends it under: offer a tool and show a call under that form, and record the answer's calls under " +
+        'the names they stand for (docs/runners.md#wire-names). A name not listed is sent as it is.',
+      resolve: (r) => wireToolNamesOf(r.messages, r.tools),
     }),
     turn: t.int({ nullable: true, description: 'The turn the call is in: the open one, or the next one (null: nothing to run).', resolve: (r) => r.turn }),
     step: t.int({ nullable: true, description: 'The step number the call gets (null: nothing to run).', resolve: (r) => r.step }),
