@@ -47,8 +47,10 @@ function shapedVariables(schema: GraphQLSchema, document: DocumentNode, operatio
   const key = operationName ?? '';
   let shaped = byOperation.get(key);
   if (!shaped) {
+    const operation = getOperationAST(document, operationName);
+    if (!operation) return []; // execution refuses it; not kept, or any number of names would be
     shaped = [];
-    for (const def of getOperationAST(document, operationName)?.variableDefinitions ?? []) {
+    for (const def of operation.variableDefinitions ?? []) {
       const type = typeFromAST(schema, def.type) as GraphQLInputType | undefined;
       if (type && (isListType(isNonNullType(type) ? type.ofType : type) || isInputObjectType(getNamedType(type)))) shaped.push([def.variable.name.value, type]);
     }
