@@ -78,20 +78,22 @@ describe('dashboard: a turn longer than the conversation window, on a slow page'
     await page.close();
   }, 120_000);
 
-  it('lands two jumps in a row, made while the first pages load, answered late and out of order, on the last one', async () => {
+  it('lands two jumps in a row, made right after opening, answered late and out of order, on the last one', async () => {
     const { page, errors } = await slowPage(6);
-    // The log's pages wait until the jumps are made, then answer last-asked first.
+    // Once the latest events show, the log's pages wait until both jumps are made, then answer last-asked first.
     const held: Route[] = [];
-    let holding = true;
+    let holding = false;
     await page.route(`**/sessions/${id}/events?*`, (route) => (holding ? held.push(route) : route.continue()));
     await page.goto(`${dashboard.origin}/sessions/${id}`);
-    await expect.poll(() => held.length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
+    holding = true;
     const seq = page.getByLabel('Seq to jump to');
     const jump = page.getByRole('button', { name: 'Jump to seq' });
     await seq.fill('7000');
     await jump.click();
     await seq.fill(String(LONG_TURN_END));
     await jump.click();
+    await page.waitForTimeout(500);
     holding = false;
     for (const route of held.reverse()) {
       await route.continue();
