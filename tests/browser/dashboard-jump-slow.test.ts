@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page, Route } from 'playwright-core';
 import { longTurnRecording } from '../fixtures/recordings/recordings.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { importRecording, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const STEPS = 3_500;
 /** The long turn's end (turn 1's turn/end); the log ends at 14,010. */
@@ -19,13 +19,7 @@ let id: string;
 
 beforeAll(async () => {
   dashboard = await startDashboard();
-  const res = await fetch(`${dashboard.origin}/recordings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: longTurnRecording(STEPS),
-  });
-  expect(res.status).toBe(201);
-  id = ((await res.json()) as { session: { id: string } }).session.id;
+  id = await importRecording(dashboard, longTurnRecording(STEPS));
 }, 60_000);
 afterAll(() => dashboard?.close());
 
@@ -57,7 +51,8 @@ const paneState = (page: Page) =>
 async function holds(page: Page, ms: number) {
   const first = await paneState(page);
   const seen = [first];
-  for (const until = Date.now() + ms; Date.now() < until; ) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
     await page.waitForTimeout(100);
     seen.push(await paneState(page));
   }

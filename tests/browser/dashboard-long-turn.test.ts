@@ -6,7 +6,7 @@
 // 52 kB label.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { longTurnRecording } from '../fixtures/recordings/recordings.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { importRecording, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const STEPS = 3_500;
 let dashboard: Dashboard;
@@ -14,13 +14,7 @@ let id: string;
 
 beforeAll(async () => {
   dashboard = await startDashboard();
-  const res = await fetch(`${dashboard.origin}/recordings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: longTurnRecording(STEPS),
-  });
-  expect(res.status).toBe(201);
-  id = ((await res.json()) as { session: { id: string } }).session.id;
+  id = await importRecording(dashboard, longTurnRecording(STEPS));
 }, 60_000);
 afterAll(() => dashboard?.close());
 

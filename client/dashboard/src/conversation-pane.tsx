@@ -85,7 +85,7 @@ export function foldStart(events: readonly { seq: number; type: string }[], lo: 
  * from a turn start after that page would show none of it: a window grown upward through a turn longer than
  * the window would show nothing new, grow again, and end up trimmed of the very items shown.
  */
-export const mustShow = (win: LogWindow): number => Math.min(win.target ?? Infinity, (win.lo + win.lookback + 1) * PAGE_SIZE - 1);
+const mustShow = (win: LogWindow): number => Math.min(win.target ?? Infinity, (win.lo + win.lookback + 1) * PAGE_SIZE - 1);
 
 export function ConversationPane(
   /** `version`: EventPages.version, so a change of the log renders the pane again. */
