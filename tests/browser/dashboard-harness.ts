@@ -49,17 +49,6 @@ export async function startDashboard(opts: Partial<AppOptions> = {}, chromiumArg
   };
 }
 
-/** Imports a recording (NDJSON) through POST /recordings; returns the new session's id. */
-export async function importRecording(dashboard: Dashboard, recording: string): Promise<string> {
-  const res = await fetch(`${dashboard.origin}/recordings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: recording,
-  });
-  if (res.status !== 201) throw new Error(`POST /recordings: ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { session: { id: string } }).session.id;
-}
-
 /** A page (in `on`: a browser, or a context with its own permissions) with its console and page errors collected. */
 export async function openPage(
   on: Promise<Browser> | BrowserContext,
