@@ -4,11 +4,22 @@
 // "3333 steps · 3333 tool calls" for a turn of 49,998 (Turn.steps lists the
 // first 3,333) and drew 3,333 bars, 20,000 px of them, named one by one in a
 // 52 kB label.
+//
+// The same session opened and jumped in on a slow page: Chromium's CPU throttled
+// (as on a loaded machine) and the log's pages answered late and out of order.
+// Before, the conversation opened on the short last turn, grew upward page by
+// page through the long turn (the fold starts at the window's first turn
+// start, so those pages showed nothing), was trimmed of its own end, and
+// moved back to the latest events: "Loading events from #14,010…" for as long
+// as the page was open, and a jump made meanwhile was lost to that loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page, Route } from 'playwright-core';
 import { longTurnRecording } from '../fixtures/recordings/recordings.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const STEPS = 3_500;
+/** The long turn's end (turn 1's turn/end); the log ends at 14,010. */
+const LONG_TURN_END = 3 + 4 * STEPS;
 let dashboard: Dashboard;
 let id: string;
 
@@ -27,14 +38,93 @@ afterAll(() => dashboard?.close());
 describe('dashboard: the end of a turn of thousands of steps', () => {
   it('counts all its steps and calls, and draws at most 50 step bars', async () => {
     const { page, errors } = await openPage(dashboard.browser, { timeoutMs: 20_000 });
-    const endSeq = 3 + 4 * STEPS;
-    await page.goto(`${dashboard.origin}/sessions/${id}#seq-${endSeq}`);
+    await page.goto(`${dashboard.origin}/sessions/${id}#seq-${LONG_TURN_END}`);
     const stats = page.locator('li.turn-end[data-turn="1"] [data-testid="turn-stats"]');
     await stats.waitFor({ timeout: 30_000 });
     expect(await stats.locator('.muted').textContent()).toMatch(/^[^·]+ · 3,500 steps · 3,500 tool calls$/);
     expect(await stats.locator('.step-bar').count()).toBe(50);
     expect(await stats.locator('.step-bars').getAttribute('aria-label')).toMatch(/^Turn 1 step latencies \(its first 50 steps of 3,500\): step 1 /);
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+});
+
+/** A page whose CPU runs `rate` times slower (Chrome DevTools Protocol). */
+async function slowPage(rate: number): Promise<{ page: Page; errors: string[] }> {
+  const opened = await openPage(dashboard.browser, { timeoutMs: 30_000 });
+  const cdp = await opened.page.context().newCDPSession(opened.page);
+  await cdp.send('Emulation.setCPUThrottlingRate', { rate });
+  return opened;
+}
+
+/** What the conversation pane shows: its loading line, its window's edge line, and where the highlighted item is. */
+const paneState = (page: Page) =>
+  page.evaluate(() => {
+    const box = document.querySelector('[data-testid="conversation-scroll"]')!;
+    const target = box.querySelector('.conversation [data-target]');
+    const top = box.getBoundingClientRect().top;
+    return {
+      loading: box.querySelector('[data-testid="window-loading"]')?.textContent ?? null,
+      edge: box.querySelector('[data-testid="window-edge"]')?.textContent ?? null,
+      target: target?.getAttribute('data-seq') ?? null,
+      // The highlighted item's top, in the box's visible area (it may be taller than the box).
+      targetInView: !!target && target.getBoundingClientRect().top >= top - 1 && target.getBoundingClientRect().top < box.getBoundingClientRect().bottom,
+      atEnd: box.scrollHeight - box.clientHeight - box.scrollTop <= 2,
+    };
+  });
+
+/** The pane's state, sampled for `ms`: it must not change (no loading line, no window moving under the reader). */
+async function holds(page: Page, ms: number) {
+  const first = await paneState(page);
+  const seen = [first];
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    await page.waitForTimeout(100);
+    seen.push(await paneState(page));
+  }
+  expect(seen.filter((s) => JSON.stringify(s) !== JSON.stringify(first))).toEqual([]);
+  return first;
+}
+
+describe('dashboard: a turn longer than the conversation window, on a slow page', () => {
+  it('opens at the latest events with the long turn’s end above them, and stays there', async () => {
+    const { page, errors } = await slowPage(4);
+    await page.goto(`${dashboard.origin}/sessions/${id}`);
+    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
+    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="1"]').waitFor({ state: 'attached' });
+    const state = await holds(page, 4_000);
+    expect(state).toMatchObject({ loading: null, atEnd: true, target: null });
+    expect(state.edge).toMatch(/^From event #\d+, inside a turn whose start is not loaded/);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('lands two jumps in a row, made right after opening, answered late and out of order, on the last one', async () => {
+    const { page, errors } = await slowPage(6);
+    // Once the latest events show, the log's pages wait until both jumps are made, then answer last-asked first.
+    const held: Route[] = [];
+    let holding = false;
+    await page.route(`**/sessions/${id}/events?*`, (route) => (holding ? held.push(route) : route.continue()));
+    await page.goto(`${dashboard.origin}/sessions/${id}`);
+    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
+    holding = true;
+    const seq = page.getByLabel('Seq to jump to');
+    const jump = page.getByRole('button', { name: 'Jump to seq' });
+    await seq.fill('7000');
+    await jump.click();
+    await seq.fill(String(LONG_TURN_END));
+    await jump.click();
+    await page.waitForTimeout(500);
+    holding = false;
+    for (const route of held.reverse()) {
+      await route.continue();
+      await page.waitForTimeout(150);
+    }
+    await expect.poll(async () => (await paneState(page)).targetInView, { timeout: 30_000 }).toBe(true);
+    const state = await holds(page, 3_000);
+    expect(state).toMatchObject({ loading: null, target: String(LONG_TURN_END), targetInView: true });
+    expect(new URL(page.url()).hash).toBe(`#seq-${LONG_TURN_END}`);
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

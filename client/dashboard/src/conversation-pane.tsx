@@ -44,8 +44,10 @@ const MAX_SPACER_PX = 8_000_000;
 interface LogWindow {
   lo: number;
   hi: number | null;
-  /** Pages added below `lo` only to reach a turn start. */
+  /** Pages added below `lo` only to reach a turn start (the pages asked for start at `lo + lookback`). */
   lookback: number;
+  /** Grown up from a fold that began mid-turn (its start beyond a look-back): the next page folds mid-turn too, no look-back. */
+  midTurn?: boolean;
   /** A seq to scroll to and highlight once folded. */
   target?: number;
   /** Moved there by a scroll (the target is where the reader scrolled to): not highlighted. */
@@ -77,6 +79,13 @@ export function foldStart(events: readonly { seq: number; type: string }[], lo: 
   if (lo === 0) return 0;
   return events.find((e) => e.type === 'turn/start')?.seq;
 }
+
+/**
+ * The last seq the fold must show: the target, and the first page asked for (before any look-back). A fold
+ * from a turn start after that page would show none of it: a window grown upward through a turn longer than
+ * the window would show nothing new, grow again, and end up trimmed of the very items shown.
+ */
+const mustShow = (win: LogWindow): number => Math.min(win.target ?? Infinity, (win.lo + win.lookback + 1) * PAGE_SIZE - 1);
 
 export function ConversationPane(
   /** `version`: EventPages.version, so a change of the log renders the pane again. */
@@ -111,8 +120,8 @@ export function ConversationPane(
     const events = pages.slice(from, to);
     if (!events) return undefined;
     let start = foldStart(events, win.lo);
-    const needsEarlier = win.lo > 0 && (start === undefined || (win.target !== undefined && start > win.target));
-    if (needsEarlier && win.lookback < MAX_LOOKBACK_PAGES) return { needsEarlier: true as const };
+    const needsEarlier = win.lo > 0 && (start === undefined || start > mustShow(win));
+    if (needsEarlier && win.lookback < MAX_LOOKBACK_PAGES && !win.midTurn) return { needsEarlier: true as const };
     const midTurn = win.lo > 0 && (start === undefined || needsEarlier);
     if (midTurn) start = from;
     const items = foldConversation(
@@ -244,7 +253,7 @@ export function ConversationPane(
     if (viewBottom < top - far || el.scrollTop > bottom + far) {
       resting.current = setTimeout(moveToView, REST_MS);
     } else if (el.scrollTop < top + EDGE_PX && win.lo > 0) {
-      setWin((w) => ({ ...w, lo: w.lo - 1, lookback: 0, hi: trimmedHi(w.lo - 1, w.hi, lastPage) }));
+      setWin((w) => ({ ...w, lo: w.lo - 1, lookback: 0, midTurn: items.midTurn, hi: trimmedHi(w.lo - 1, w.hi, lastPage) }));
     } else if (win.hi !== null && bottom - viewBottom < EDGE_PX) {
       setWin((w) => {
         const next = (w.hi ?? lastPage) + 1;
