@@ -12,7 +12,7 @@ import { anyData } from '../helpers/event-data.ts';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp({ toolTimeoutMs: 1500 });
+  app = await startTestApp({ toolTimeoutMs: 5000 }); // a note_write into a full store reads its 1,000 keys: 1.5 s was not enough on a loaded machine
 });
 afterAll(async () => {
   await app.close();
@@ -140,11 +140,11 @@ describe('the workspace rewinds with the log', () => {
 
   it('a note_write that fails (timed out after its write was asked) records nothing', async () => {
     const p = await create();
-    await send(p, '!call note_write {"key":"slow","value":"v","delayMs":5000}\n!then\n!call note_read {"key":"slow"}');
+    await send(p, '!call note_write {"key":"slow","value":"v","delayMs":60000}\n!then\n!call note_read {"key":"slow"}');
     await idle();
     const results = (await log(p)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).name, anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
-      ['note_write', 'error', 'timed out after 1500 ms'],
+      ['note_write', 'error', 'timed out after 5000 ms'],
       ['note_read', 'error', 'no note named "slow"'],
     ]);
     expect(await workspace(p)).toEqual([]);
