@@ -219,6 +219,9 @@ export function aguiHandler(opts: AguiOptions) {
     const turns = live.sessionTurns(sessionId);
     let events: AsyncIterableIterator<StoredEvent> | undefined;
     try {
+      // The thread as this request finds it, read before anything is queued: a client that leaves while it waits
+      // has its read cancelled and sends nothing (a retry reads again below, through the seq its run recorded).
+      const found = await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, session.eventCount - 1);
       const sent = await controller.sendMessage(scope, sessionId, text, { key: `agui-run:${input.runId}` });
       // runId is the idempotency key: an input older than the session read above was
       // queued by an earlier request of this run. Such a retry records nothing new and
@@ -240,7 +243,7 @@ export function aguiHandler(opts: AguiOptions) {
           },
         ]);
       }
-      const history = await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, historyTo);
+      const history = historyTo === session.eventCount - 1 ? found : await snapshotHistory(store.log, sessionId, SNAPSHOT_EVENTS, historyTo);
 
       send({
         type: EventType.RUN_STARTED,
