@@ -26,7 +26,7 @@ Effect = Literal["read-only", "idempotent", "side-effects"]
 MAX_RESULT_BYTES = 1_000_000
 
 REQUEST_FIELDS = (
-    "messages tools { name description effect inputSchema } turn step inputId inTurn stepOpen model eventCount "
+    "messages tools { name description effect inputSchema } wireToolNames { name wireName } turn step inputId inTurn stepOpen model eventCount "
     "openCalls { id name arguments approval reason } approvalRequired "
     "compaction { reason fromSeq throughSeq estimatedTokens thresholdTokens messages }"
 )
