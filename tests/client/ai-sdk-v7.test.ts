@@ -5,8 +5,9 @@
 // package. The cases: ai-sdk-majors.ts, and the adapter tests written for ai 6
 // (runner-adapter-edges.test.ts: every call in the log before its tool runs,
 // none run when its append fails; runner-adapter-approvals.test.ts;
-// runner-sdk-compaction.test.ts, with ai 7's own mock model), whose OpenAI
-// Agents cases run here again unchanged.
+// runner-sdk-compaction.test.ts, with ai 7's own mock model;
+// runner-call-first.test.ts: each tool reads the log as it starts), whose
+// OpenAI Agents cases run here again unchanged.
 import { vi } from 'vitest';
 import { aiSdkMajorCases } from './ai-sdk-majors.ts';
 
@@ -18,3 +19,4 @@ aiSdkMajorCases(7);
 await import('./runner-adapter-edges.test.ts');
 await import('./runner-adapter-approvals.test.ts');
 await import('./runner-sdk-compaction.test.ts');
+await import('./runner-call-first.test.ts');

@@ -66,7 +66,15 @@ async function servePython(steps: string[][], url: string) {
   const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
   await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: JSON.stringify({ steps }) } });
   const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_call_first.py')], {
-    env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: url, PROBE_URL: app.url, SESSION_ID: id, POOL: pool, RETRY_FOR_S: '1' },
+    env: {
+      ...process.env,
+      PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'),
+      FORKLINE_URL: url,
+      PROBE_URL: app.url,
+      SESSION_ID: id,
+      POOL: pool,
+      RETRY_FOR_S: '1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -84,7 +92,10 @@ async function servePython(steps: string[][], url: string) {
 describe('the Python runner SDK', () => {
   it('has each call stored, unanswered, when its tool starts: several steps, several calls of a step', async () => {
     const { id, lines, output } = await servePython([['alpha', 'beta'], ['gamma']], app.url);
-    expect(lines.filter((l) => l.ran), output).toEqual([
+    expect(
+      lines.filter((l) => l.ran),
+      output,
+    ).toEqual([
       { ran: 'alpha', stored: ['alpha', 'beta'], answered: [] },
       { ran: 'beta', stored: ['alpha', 'beta'], answered: ['alpha'] },
       { ran: 'gamma', stored: ['alpha', 'beta', 'gamma'], answered: ['alpha', 'beta'] },
@@ -97,16 +108,26 @@ describe('the Python runner SDK', () => {
     ['a 500', '500', 'ForklineError'],
     ['the connection cut', 'cut', 'ForklineError'],
     ['the lease taken by another runner', 'lease', 'LeaseLostError'],
-  ] as const)('runs no tool when the append of its calls meets %s', async (_what, how, raised) => {
-    fault = how;
-    try {
-      const { id, lines, output } = await servePython([['send', 'alpha']], proxyUrl);
-      expect(lines.filter((l) => l.ran), output).toEqual([]);
-      expect(lines.at(-1), output).toMatchObject({ error: raised });
-      const log = await logOf(id);
-      expect(log.some((e) => e.type === 'model/message'), JSON.stringify(log)).toBe(false);
-    } finally {
-      fault = 'none';
-    }
-  }, 60_000);
+  ] as const)(
+    'runs no tool when the append of its calls meets %s',
+    async (_what, how, raised) => {
+      fault = how;
+      try {
+        const { id, lines, output } = await servePython([['send', 'alpha']], proxyUrl);
+        expect(
+          lines.filter((l) => l.ran),
+          output,
+        ).toEqual([]);
+        expect(lines.at(-1), output).toMatchObject({ error: raised });
+        const log = await logOf(id);
+        expect(
+          log.some((e) => e.type === 'model/message'),
+          JSON.stringify(log),
+        ).toBe(false);
+      } finally {
+        fault = 'none';
+      }
+    },
+    60_000,
+  );
 });
