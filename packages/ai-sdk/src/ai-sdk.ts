@@ -256,6 +256,17 @@ async function notStarted(reason: unknown, record: (outcome: ToolResultContent) 
   throw reason;
 }
 
+/**
+ * The finish reasons of an answer whose calls the AI SDK runs (ai 6 and 7 alike; its
+ * isToolExecutionAllowedFinishReason, which `ai` does not export). An answer that ended otherwise (`length`,
+ * `content-filter`, …) has its calls stored, but none of them runs.
+ */
+const RUNS_CALLS_ON = new Set(['stop', 'tool-calls']);
+
+/** The result of a stored call the AI SDK did not run because of how the model's answer ended. */
+const declinedContent = (finishReason: string) =>
+  `the call did not run: the model's answer ended with finish reason "${finishReason}", and the AI SDK runs the calls of an answer only when it ended with "stop" or "tool-calls"`;
+
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> => v != null && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
 
 /** What a tool's `toModelOutput` answers (the AI SDK's ToolResultOutput, as far as the adapter reads it). */
@@ -498,6 +509,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   const calls = new Map<string, RunnerToolCall>();
   const answered = new Set<string>();
   let failure: unknown;
+  /** Why the SDK ran none of a step's stored calls (how the model's answer ended), when it did not. */
+  let declined: string | undefined;
   const abort = new AbortController();
   const onLost = () => abort.abort(session.signal.reason);
   const onCancel = () => abort.abort(opts.signal?.reason);
@@ -508,15 +521,21 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     const asked = [...calls.values()].filter(
       (call) => !answered.has(call.id) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id),
     );
-    // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute): their outcome as the SDK saw it.
+    // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute, an answer
+    // whose end keeps the SDK from running its calls): their outcome as the SDK saw it.
+    const runsCalls = RUNS_CALLS_ON.has(result.finishReason);
     for (const call of calls.values()) {
       if (answered.has(call.id) || asked.includes(call)) continue;
       answered.add(call.id);
       const ok = result.toolResults.find((r) => r.toolCallId === call.id);
       const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
+      if (!ok && !failed && !runsCalls) declined = `the model's answer ended with finish reason "${result.finishReason}": the AI SDK ran none of its calls`;
       const outcome = ok
         ? toolResultContent(ok.output, turn.session.maxResultBytes)
-        : { status: 'error' as const, content: failed ? handedErrorText(failed.error) : 'the runner has no such tool' };
+        : {
+            status: 'error' as const,
+            content: failed ? handedErrorText(failed.error) : runsCalls ? 'the runner has no such tool' : declinedContent(result.finishReason),
+          };
       await turn.result(call, outcome.status, outcome.content);
     }
     if (asked.length) {
@@ -557,5 +576,5 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
-  await turn.end('failed', failure ? errorText(failure) : `stopped after ${maxSteps} steps`);
+  await turn.end('failed', failure ? errorText(failure) : (declined ?? `stopped after ${maxSteps} steps`));
 }
