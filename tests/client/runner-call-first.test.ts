@@ -318,6 +318,37 @@ describe.each([true, false])('the OpenAI Agents adapter (streamed: %s)', (stream
     expect((await logOf(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
+  it('runs nothing while the answer with the call is still coming, and nothing when the app aborts then', async () => {
+    const held = await sessionWith({ steps: [['alpha']], hold: `held-agents-${stream}` });
+    let ran = 0;
+    let during: { ran: number; log: Seen } | undefined;
+    hooks.set(`held-agents-${stream}`, async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      during = { ran, log: callsIn(await logOf(held.id)) };
+    });
+    const { seen, probe } = probes(held.id);
+    const counted = (name: string) => async () => (ran++, probe(name)());
+    const agent = new Agent({ name: 'held', model: await agentsModel(), tools: functionTools(counted, ['alpha']) });
+    await serve(held.id, held.pool, (s) => runAgentsTurns(s, agent, { stream, maxTurns: 6 }));
+    expect(during).toEqual({ ran: 0, log: { stored: [], answered: [] } });
+    expect(seen.alpha).toEqual({ stored: ['alpha'], answered: [] });
+    expect(ran).toBe(1);
+
+    // The app aborts while the answer with the call is coming: the call is never stored, and never run.
+    const aborted = await sessionWith({ steps: [['alpha']], hold: `abort-agents-${stream}` });
+    const cancel = new AbortController();
+    hooks.set(`abort-agents-${stream}`, async () => {
+      cancel.abort(new Error('the app is stopping'));
+      await new Promise((r) => setTimeout(r, 100));
+    });
+    ran = 0;
+    await serve(aborted.id, aborted.pool, (s) => runAgentsTurns(s, agent, { stream, maxTurns: 6, signal: cancel.signal }));
+    expect(ran).toBe(0);
+    const log = await logOf(aborted.id);
+    expect(callsIn(log)).toEqual({ stored: [], answered: [] });
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+  });
+
   it('stores the call of an agent used as a tool (asTool) before that agent runs', async () => {
     const inner = JSON.stringify({ steps: [['inner_probe']] } satisfies Directive);
     const { id, pool } = await sessionWith({ steps: [['helper']], args: { helper: JSON.stringify({ input: inner }) } });
