@@ -22,9 +22,9 @@
 // - `toolUseBehavior: 'stop_on_first_tool'`;
 // - a 500 answering the call's append: no tool runs.
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -36,7 +36,6 @@ import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns, type AiSdkRunOptions } from '@forkline/ai-sdk';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { PROJECT_ROOT } from '../helpers/process.ts';
 import { sse } from '../helpers/provider-sse.ts';
 
 let app: TestApp;
@@ -196,8 +195,48 @@ function expectEachStartedAfterItsCall(seen: Record<string, Seen>, steps: string
   });
 }
 
+/**
+ * A session whose answer calling `alpha` holds before it ends (the call's arguments complete: the SDK has parsed
+ * it): nothing runs and nothing is stored then, and the tool runs once its call is stored. Then one whose app aborts
+ * while the answer holds: the call is never stored, never run, and the turn ends failed.
+ */
+async function heldThenAborted(tag: string, serveWith: (id: string, pool: string, alpha: () => Promise<string>, signal?: AbortSignal) => Promise<void>) {
+  const held = await sessionWith({ steps: [['alpha']], hold: `held-${tag}` });
+  let ran = 0;
+  let during: { ran: number; log: Seen } | undefined;
+  hooks.set(`held-${tag}`, async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    during = { ran, log: callsIn(await logOf(held.id)) };
+  });
+  const { seen, probe } = probes(held.id);
+  await serveWith(held.id, held.pool, () => (ran++, probe('alpha')()));
+  expect(during).toEqual({ ran: 0, log: { stored: [], answered: [] } });
+  expect(seen.alpha).toEqual({ stored: ['alpha'], answered: [] });
+  expect(ran).toBe(1);
+
+  const aborted = await sessionWith({ steps: [['alpha']], hold: `abort-${tag}` });
+  const cancel = new AbortController();
+  hooks.set(`abort-${tag}`, async () => {
+    cancel.abort(new Error('the app is stopping'));
+    await new Promise((r) => setTimeout(r, 100));
+  });
+  ran = 0;
+  await serveWith(aborted.id, aborted.pool, async () => `${ran++}`, cancel.signal);
+  expect(ran).toBe(0);
+  const log = await logOf(aborted.id);
+  expect(callsIn(log)).toEqual({ stored: [], answered: [] });
+  expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+}
+
+/** The MCP tool's answer, the log as it read it when it started (log-probe-server.mjs): its own call stored, unanswered. */
+async function expectMcpProbeSawItsCall(id: string) {
+  const result = (await logOf(id)).find((e) => e.type === 'tool/result')!;
+  expect(result.data).toMatchObject({ name: 'log_probe', status: 'ok' });
+  expect(JSON.parse(result.data.content)).toEqual({ stored: ['log_probe'], answered: [] });
+}
+
 const parameters = z.object({ n: z.number() });
-const LOG_PROBE_SERVER = path.join(PROJECT_ROOT, 'tests/fixtures/mcp/log-probe-server.mjs');
+const LOG_PROBE_SERVER = fileURLToPath(new URL('../fixtures/mcp/log-probe-server.mjs', import.meta.url));
 const chatModel = () => createOpenAI({ apiKey: 'test', baseURL: providerUrl }).chat('fake-model');
 const agentsModel = () => new OpenAIProvider({ apiKey: 'test', baseURL: providerUrl, useResponses: false }).getModel('fake-model');
 
@@ -223,39 +262,10 @@ describe.each(['stream', 'generate'] as const)('the AI SDK adapter (%s)', (mode)
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
-  it('runs nothing while the answer with the call is still coming, and nothing when the app aborts then', async () => {
-    // The call's arguments are complete (the SDK has parsed its tool-call) but the answer has not ended.
-    const held = await sessionWith({ steps: [['alpha']], hold: `held-${mode}` });
-    let ran = 0;
-    let during: { ran: number; log: Seen } | undefined;
-    hooks.set(`held-${mode}`, async () => {
-      await new Promise((r) => setTimeout(r, 300));
-      during = { ran, log: callsIn(await logOf(held.id)) };
-    });
-    const { seen, probe } = probes(held.id);
-    await serve(held.id, held.pool, run({ alpha: aiTool({ description: 'alpha', inputSchema: parameters, execute: () => (ran++, probe('alpha')()) }) }));
-    expect(during).toEqual({ ran: 0, log: { stored: [], answered: [] } });
-    expect(seen.alpha).toEqual({ stored: ['alpha'], answered: [] });
-    expect(ran).toBe(1);
-
-    // The app aborts while the answer with the call is coming: the call is never stored, and never run.
-    const aborted = await sessionWith({ steps: [['alpha']], hold: `abort-${mode}` });
-    const cancel = new AbortController();
-    hooks.set(`abort-${mode}`, async () => {
-      cancel.abort(new Error('the app is stopping'));
-      await new Promise((r) => setTimeout(r, 100));
-    });
-    ran = 0;
-    await serve(
-      aborted.id,
-      aborted.pool,
-      run({ alpha: aiTool({ description: 'alpha', inputSchema: parameters, execute: async () => `${ran++}` }) }, { signal: cancel.signal }),
-    );
-    expect(ran).toBe(0);
-    const log = await logOf(aborted.id);
-    expect(callsIn(log)).toEqual({ stored: [], answered: [] });
-    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
-  });
+  it('runs nothing while the answer with the call is still coming, and nothing when the app aborts then', () =>
+    heldThenAborted(`ai-${mode}`, (id, pool, alpha, signal) =>
+      serve(id, pool, run({ alpha: aiTool({ description: 'alpha', inputSchema: parameters, execute: alpha }) }, { signal })),
+    ));
 
   it('records a stored call the SDK declined to run (its answer ended for length) as not run, not as a tool the runner lacks', async () => {
     const { id, pool } = await sessionWith({ steps: [['alpha']], finish: 'length' });
@@ -285,9 +295,7 @@ describe.each(['stream', 'generate'] as const)('the AI SDK adapter (%s)', (mode)
     } finally {
       await client.close();
     }
-    const result = (await logOf(id)).find((e) => e.type === 'tool/result')!;
-    expect(result.data).toMatchObject({ name: 'log_probe', status: 'ok' });
-    expect(JSON.parse(result.data.content)).toEqual({ stored: ['log_probe'], answered: [] });
+    await expectMcpProbeSawItsCall(id);
   });
 
   it('runs no tool when the append of its call is answered with a 500', async () => {
@@ -318,36 +326,15 @@ describe.each([true, false])('the OpenAI Agents adapter (streamed: %s)', (stream
     expect((await logOf(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
-  it('runs nothing while the answer with the call is still coming, and nothing when the app aborts then', async () => {
-    const held = await sessionWith({ steps: [['alpha']], hold: `held-agents-${stream}` });
-    let ran = 0;
-    let during: { ran: number; log: Seen } | undefined;
-    hooks.set(`held-agents-${stream}`, async () => {
-      await new Promise((r) => setTimeout(r, 300));
-      during = { ran, log: callsIn(await logOf(held.id)) };
-    });
-    const { seen, probe } = probes(held.id);
-    const counted = (name: string) => async () => (ran++, probe(name)());
-    const agent = new Agent({ name: 'held', model: await agentsModel(), tools: functionTools(counted, ['alpha']) });
-    await serve(held.id, held.pool, (s) => runAgentsTurns(s, agent, { stream, maxTurns: 6 }));
-    expect(during).toEqual({ ran: 0, log: { stored: [], answered: [] } });
-    expect(seen.alpha).toEqual({ stored: ['alpha'], answered: [] });
-    expect(ran).toBe(1);
-
-    // The app aborts while the answer with the call is coming: the call is never stored, and never run.
-    const aborted = await sessionWith({ steps: [['alpha']], hold: `abort-agents-${stream}` });
-    const cancel = new AbortController();
-    hooks.set(`abort-agents-${stream}`, async () => {
-      cancel.abort(new Error('the app is stopping'));
-      await new Promise((r) => setTimeout(r, 100));
-    });
-    ran = 0;
-    await serve(aborted.id, aborted.pool, (s) => runAgentsTurns(s, agent, { stream, maxTurns: 6, signal: cancel.signal }));
-    expect(ran).toBe(0);
-    const log = await logOf(aborted.id);
-    expect(callsIn(log)).toEqual({ stored: [], answered: [] });
-    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
-  });
+  it('runs nothing while the answer with the call is still coming, and nothing when the app aborts then', () =>
+    heldThenAborted(`agents-${stream}`, async (id, pool, alpha, signal) => {
+      const agent = new Agent({
+        name: 'held',
+        model: await agentsModel(),
+        tools: [agentsTool({ name: 'alpha', description: 'alpha', parameters, execute: alpha })],
+      });
+      await serve(id, pool, (s) => runAgentsTurns(s, agent, { stream, maxTurns: 6, signal }));
+    }));
 
   it('stores the call of an agent used as a tool (asTool) before that agent runs', async () => {
     const inner = JSON.stringify({ steps: [['inner_probe']] } satisfies Directive);
@@ -373,9 +360,7 @@ describe.each([true, false])('the OpenAI Agents adapter (streamed: %s)', (stream
     } finally {
       await server.close();
     }
-    const result = (await logOf(id)).find((e) => e.type === 'tool/result')!;
-    expect(result.data).toMatchObject({ name: 'log_probe', status: 'ok' });
-    expect(JSON.parse(result.data.content)).toMatchObject({ stored: ['log_probe'], answered: [] });
+    await expectMcpProbeSawItsCall(id);
   });
 
   it("stores the call before its tool runs when the agent stops at the first tool (toolUseBehavior: 'stop_on_first_tool')", async () => {
