@@ -113,49 +113,57 @@ describe('tool names on the wire with the Python runner SDK', () => {
   it.each([
     ['an imported session whose history calls it', imported],
     ['a new session', fresh],
-  ])("offers a tool providers refuse under its wire name in %s, and records and runs the model's call under its own", async (_what, create) => {
-    const pool = `py-wire-${create === fresh ? 'fresh' : 'imported'}`;
-    const id = await create(pool);
-    const sent = calling(byDescription);
-    const lines = await serve(id, pool, [TOOL, 'lookup']);
+  ])(
+    "offers a tool providers refuse under its wire name in %s, and records and runs the model's call under its own",
+    async (_what, create) => {
+      const pool = `py-wire-${create === fresh ? 'fresh' : 'imported'}`;
+      const id = await create(pool);
+      const sent = calling(byDescription);
+      const lines = await serve(id, pool, [TOOL, 'lookup']);
 
-    expect(sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
-    for (const { body } of sent()) expect(JSON.stringify(body)).not.toContain(TOOL);
-    expect(lines.find((l) => l.offered).offered.sort()).toEqual([WIRE_TOOL, 'lookup'].sort());
-    expect(lines.filter((l) => l.ran)).toEqual([{ ran: TOOL, args: { path: 'b' } }]);
-    const events = await log(id);
-    const message = events.filter((e) => e.type === 'model/message' && anyData(e).toolCalls.length).at(-1)!;
-    expect(anyData(message).toolCalls).toEqual([{ id: 'call_2', name: TOOL, arguments: '{"path":"b"}', effect: 'side-effects' }]);
-    expect(anyData(events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_2')!)).toMatchObject({
-      name: TOOL,
-      status: 'ok',
-      content: 'read b',
-    });
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-  }, 60_000);
+      expect(sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
+      for (const { body } of sent()) expect(JSON.stringify(body)).not.toContain(TOOL);
+      expect(lines.find((l) => l.offered).offered.sort()).toEqual([WIRE_TOOL, 'lookup'].sort());
+      expect(lines.filter((l) => l.ran)).toEqual([{ ran: TOOL, args: { path: 'b' } }]);
+      const events = await log(id);
+      const message = events.filter((e) => e.type === 'model/message' && anyData(e).toolCalls.length).at(-1)!;
+      expect(anyData(message).toolCalls).toEqual([{ id: 'call_2', name: TOOL, arguments: '{"path":"b"}', effect: 'side-effects' }]);
+      expect(anyData(events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_2')!)).toMatchObject({
+        name: TOOL,
+        status: 'ok',
+        content: 'read b',
+      });
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    },
+    60_000,
+  );
 
   it.each([
     ['the other tool by its own name', 'files.read'],
     ['the first tool by its own name, not its form', TOOL],
     ['a name in no map', 'files_read_nothing'],
-  ])('of two tools whose forms meet, offers the first; a model naming %s runs nothing', async (_what, named) => {
-    const FORM = `files_read_${digest('files.read')}`;
-    const pool = `py-twins-${named.length}`;
-    const id = await fresh(pool);
-    const sent = calling(() => named);
-    // FORM is declared first, so it is offered: `files.read` would go on the wire by the same name.
-    const lines = await serve(id, pool, [FORM, 'files.read', TOOL]);
+  ])(
+    'of two tools whose forms meet, offers the first; a model naming %s runs nothing',
+    async (_what, named) => {
+      const FORM = `files_read_${digest('files.read')}`;
+      const pool = `py-twins-${named.length}`;
+      const id = await fresh(pool);
+      const sent = calling(() => named);
+      // FORM is declared first, so it is offered: `files.read` would go on the wire by the same name.
+      const lines = await serve(id, pool, [FORM, 'files.read', TOOL]);
 
-    expect(sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
-    expect(lines.find((l) => l.offered).offered).toEqual([FORM, WIRE_TOOL]);
-    expect(lines.filter((l) => l.ran)).toEqual([]);
-    const events = await log(id);
-    expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ id: 'call_2', name: named }]);
-    expect(anyData(events.find((e) => e.type === 'tool/result')!)).toMatchObject({
-      callId: 'call_2',
-      status: 'error',
-      content: `the model was offered no tool named ${JSON.stringify(named)}: the call did not run`,
-    });
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-  }, 60_000);
+      expect(sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
+      expect(lines.find((l) => l.offered).offered).toEqual([FORM, WIRE_TOOL]);
+      expect(lines.filter((l) => l.ran)).toEqual([]);
+      const events = await log(id);
+      expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ id: 'call_2', name: named }]);
+      expect(anyData(events.find((e) => e.type === 'tool/result')!)).toMatchObject({
+        callId: 'call_2',
+        status: 'error',
+        content: `the model was offered no tool named ${JSON.stringify(named)}: the call did not run`,
+      });
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    },
+    60_000,
+  );
 });

@@ -55,7 +55,14 @@ afterAll(async () => {
 
 /** A streamed Responses answer whose completed response holds its output (what the Agents SDK reads). */
 function responsesAnswer(item: Record<string, unknown>): string[] {
-  const response = { id: 'resp_1', object: 'response', created_at: 1, model: 'fake-model', output: [item], usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 } };
+  const response = {
+    id: 'resp_1',
+    object: 'response',
+    created_at: 1,
+    model: 'fake-model',
+    output: [item],
+    usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
+  };
   return [
     sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
     sse({ type: 'response.output_item.done', output_index: 0, item }),
@@ -142,7 +149,11 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     const events = await log(id);
     const message = events.find((e) => e.type === 'model/message' && anyData(e).turn === 2)!;
     expect(anyData(message).toolCalls).toMatchObject([{ id: 'call_2', name: TOOL, arguments: '{"path":"b"}', effect: 'side-effects' }]);
-    expect(anyData(events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_2')!)).toMatchObject({ name: TOOL, status: 'ok', content: "read b" });
+    expect(anyData(events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_2')!)).toMatchObject({
+      name: TOOL,
+      status: 'ok',
+      content: 'read b',
+    });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
   }, 60_000);
 
@@ -184,29 +195,33 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
   it.each([
     ['the other tool by its own name', TOOL],
     ['a name in no map', 'files_read_nothing'],
-  ])('of two tools whose forms meet, offers the first; a model naming %s runs nothing', async (_what, named) => {
-    // Declared first, so offered: a tool (built by hand: the SDK keeps its name) named exactly as TOOL goes on the wire.
-    const agent = new Agent({ name: 'twins', tools: [{ ...reader('form', 'the form'), name: WIRE_TOOL }, reader(TOOL, 'the long one')] });
-    const pool = `agents-twins-${tag}-${named.length}`;
-    const id = await fresh(pool, 'read');
-    const from = fake.received.length;
-    let offered: Array<[string, string]> = [];
-    answer = (p, body) => {
-      offered = toolsOffered[p](body);
-      return call(p, { id: 'call_twin', name: named, arguments: '{"path":"x"}' });
-    };
-    ran.length = 0;
-    await serve(id, pool, agent, await modelOf(provider));
+  ])(
+    'of two tools whose forms meet, offers the first; a model naming %s runs nothing',
+    async (_what, named) => {
+      // Declared first, so offered: a tool (built by hand: the SDK keeps its name) named exactly as TOOL goes on the wire.
+      const agent = new Agent({ name: 'twins', tools: [{ ...reader('form', 'the form'), name: WIRE_TOOL }, reader(TOOL, 'the long one')] });
+      const pool = `agents-twins-${tag}-${named.length}`;
+      const id = await fresh(pool, 'read');
+      const from = fake.received.length;
+      let offered: Array<[string, string]> = [];
+      answer = (p, body) => {
+        offered = toolsOffered[p](body);
+        return call(p, { id: 'call_twin', name: named, arguments: '{"path":"x"}' });
+      };
+      ran.length = 0;
+      await serve(id, pool, agent, await modelOf(provider));
 
-    const sent = fake.received.slice(from);
-    expect(sent.map((r) => r.refusal)).toEqual([undefined]);
-    expect(offered).toEqual([[WIRE_TOOL, 'the form']]);
-    expect(ran).toEqual([]);
-    const events = await log(id);
-    expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ id: 'call_twin', name: named }]);
-    const result = anyData(events.find((e) => e.type === 'tool/result')!);
-    expect(result).toMatchObject({ callId: 'call_twin', status: 'error' });
-    expect(result.content).toMatch(/did not run/);
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'failed' } });
-  }, 60_000);
+      const sent = fake.received.slice(from);
+      expect(sent.map((r) => r.refusal)).toEqual([undefined]);
+      expect(offered).toEqual([[WIRE_TOOL, 'the form']]);
+      expect(ran).toEqual([]);
+      const events = await log(id);
+      expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ id: 'call_twin', name: named }]);
+      const result = anyData(events.find((e) => e.type === 'tool/result')!);
+      expect(result).toMatchObject({ callId: 'call_twin', status: 'error' });
+      expect(result.content).toMatch(/did not run/);
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'failed' } });
+    },
+    60_000,
+  );
 });

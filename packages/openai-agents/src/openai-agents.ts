@@ -514,9 +514,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     mcpServers: [],
     // The SDK matches the tools a run stops at by the names it offered them under.
     toolUseBehavior:
-      typeof behavior === 'object' && 'stopAtToolNames' in behavior
-        ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) }
-        : behavior,
+      typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
   });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
