@@ -19,6 +19,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { answers, refusingProviders } from '../helpers/provider-rules.ts';
+import { recordingCalling } from '../helpers/wire-name-sessions.ts';
 
 const digest = (name: string) => createHash('sha256').update(name).digest('base64url').slice(0, 16);
 const TOOL = 'files.read v2';
@@ -75,24 +76,9 @@ const fresh = async (pool: string) => {
   await send(id, 'read');
   return id;
 };
-const at = (seq: number) => new Date(Date.UTC(2026, 11, 6, 10, 0, seq)).toISOString();
 /** A session of `pool` imported from a recording whose turn 1 called `files.read v2`, with a message waiting. */
 async function imported(pool: string): Promise<string> {
-  const events: Array<[string, unknown]> = [
-    ['inbox/add', { inputId: 'in_1', text: 'read a' }],
-    ['inbox/remove', { inputId: 'in_1', reason: 'taken' }],
-    ['turn/start', { turn: 1, inputId: 'in_1' }],
-    ['step/start', { turn: 1, step: 1 }],
-    ['model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_1', name: TOOL, arguments: '{"path":"a"}' }] }],
-    ['tool/result', { turn: 1, step: 1, callId: 'call_1', resultId: 'res_1', status: 'ok', content: 'read a', name: TOOL }],
-    ['step/end', { turn: 1, step: 1, reason: 'completed' }],
-    ['step/start', { turn: 1, step: 2 }],
-    ['model/message', { turn: 1, step: 2, text: 'read', toolCalls: [] }],
-    ['step/end', { turn: 1, step: 2, reason: 'completed' }],
-    ['turn/end', { turn: 1, reason: 'completed' }],
-  ];
-  const header = { format: 'forkline.recording', version: 4, session: { id: `ses_${pool}`, title: 'odd tool name', runner: pool } };
-  const r = [header, ...events.map(([type, data], seq) => ({ seq, type, data, createdAt: at(seq) }))].map((l) => JSON.stringify(l)).join('\n') + '\n';
+  const r = recordingCalling({ id: `ses_${pool}`, pool, tool: TOOL });
   const id = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r })).importRecording.id as string;
   await send(id, 'read b');
   return id;

@@ -24,8 +24,8 @@ import { agentsToolDeclarations, runAgentsTurns } from '@forkline/openai-agents'
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
-import { sse } from '../helpers/provider-sse.ts';
 import { answers, refusingProviders, toolsOffered, type Provider } from '../helpers/provider-rules.ts';
+import { agentsResponse, agentsResponseText, recordingCalling } from '../helpers/wire-name-sessions.ts';
 
 const digest = (name: string) => createHash('sha256').update(name).digest('base64url').slice(0, 16);
 /** A name the Agents SDK keeps and providers refuse (over 64 characters), and its form (docs/agents.md#wire-names). */
@@ -53,30 +53,24 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** A streamed Responses answer whose completed response holds its output (what the Agents SDK reads). */
-function responsesAnswer(item: Record<string, unknown>): string[] {
-  const response = {
-    id: 'resp_1',
-    object: 'response',
-    created_at: 1,
-    model: 'fake-model',
-    output: [item],
-    usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-  };
-  return [
-    sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
-    sse({ type: 'response.output_item.done', output_index: 0, item }),
-    sse({ type: 'response.completed', response: { ...response, status: 'completed' } }),
-  ];
-}
-const say = (p: Provider, text: string) =>
-  p === 'openai'
-    ? answers.openai.text(text)
-    : responsesAnswer({ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
+const say = (p: Provider, text: string) => (p === 'openai' ? answers.openai.text(text) : agentsResponseText(text));
 const call = (p: Provider, c: { id: string; name: string; arguments: string }) =>
   p === 'openai'
     ? answers.openai.call(c)
-    : responsesAnswer({ type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' });
+    : agentsResponse({ type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' });
+
+/** The fake model: first calls the tool `pick` chooses of those offered ([name, description]), then answers "done". */
+function calling(c: { id: string; arguments: string }, pick: (offered: Array<[string, string]>) => string) {
+  const from = fake.received.length;
+  let offered: Array<[string, string]> = [];
+  answer = (p, body) => {
+    if (fake.received.slice(from).filter((r) => !r.refusal).length > 1) return say(p, 'done');
+    offered = toolsOffered[p](body);
+    return call(p, { ...c, name: pick(offered) });
+  };
+  return { offered: () => offered, sent: () => fake.received.slice(from) };
+}
+const described = (description: string) => (offered: Array<[string, string]>) => offered.find(([, d]) => d === description)?.[0] ?? 'missing';
 
 async function modelOf(provider: Provider): Promise<Model> {
   return new OpenAIProvider({ apiKey: 'sk', baseURL: `${fake.base}/openai/v1`, useResponses: provider === 'openai-responses' }).getModel('fake-model');
@@ -92,26 +86,9 @@ async function serve(id: string, pool: string, agent: Agent<any, any>, model: Mo
   }
 }
 
-const at = (seq: number) => new Date(Date.UTC(2026, 11, 6, 10, 0, seq)).toISOString();
-/** A session of `pool` imported from a recording whose runner declared `declared` and whose turn 1 called TOOL. */
+/** A session of `pool` imported from a recording whose runner declared `declared` and whose turn 1 called TOOL, with a message waiting. */
 async function imported(pool: string, declared: unknown[]): Promise<string> {
-  const events: Array<[string, unknown]> = [
-    ['session/model', { provider: 'openai', model: 'fake-model' }],
-    ['session/runner-tools', { tools: declared }],
-    ['inbox/add', { inputId: 'in_1', text: 'read a' }],
-    ['inbox/remove', { inputId: 'in_1', reason: 'taken' }],
-    ['turn/start', { turn: 1, inputId: 'in_1' }],
-    ['step/start', { turn: 1, step: 1 }],
-    ['model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_1', name: TOOL, arguments: '{"path":"a"}' }] }],
-    ['tool/result', { turn: 1, step: 1, callId: 'call_1', resultId: 'res_1', status: 'ok', content: 'read a', name: TOOL }],
-    ['step/end', { turn: 1, step: 1, reason: 'completed' }],
-    ['step/start', { turn: 1, step: 2 }],
-    ['model/message', { turn: 1, step: 2, text: 'read', toolCalls: [] }],
-    ['step/end', { turn: 1, step: 2, reason: 'completed' }],
-    ['turn/end', { turn: 1, reason: 'completed' }],
-  ];
-  const header = { format: 'forkline.recording', version: 4, session: { id: `ses_${pool}`, title: 'odd tool name', runner: pool } };
-  const r = [header, ...events.map(([type, data], seq) => ({ seq, type, data, createdAt: at(seq) }))].map((l) => JSON.stringify(l)).join('\n') + '\n';
+  const r = recordingCalling({ id: `ses_${pool}`, pool, tool: TOOL, provider: 'openai', declared });
   const id = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r })).importRecording.id as string;
   await send(id, 'read b');
   return id;
@@ -130,21 +107,18 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
   it("offers a function tool under its wire name, and records and runs the model's call under the tool's own", async () => {
     const agent = new Agent({ name: 'reader', tools: [reader(TOOL, 'reads a file'), reader('lookup', 'looks up')] });
     const id = await imported(`agents-wire-${tag}`, agentsToolDeclarations(agent.tools as Tool[]));
-    const from = fake.received.length;
-    let offered: string[] = [];
-    answer = (p, body) => {
-      if (fake.received.slice(from).filter((r) => !r.refusal).length > 1) return say(p, 'done');
-      const named = toolsOffered[p](body);
-      offered = named.map(([n]) => n);
-      return call(p, { id: 'call_2', name: named.find(([, d]) => d === 'reads a file')?.[0] ?? 'missing', arguments: '{"path":"b"}' });
-    };
+    const model = calling({ id: 'call_2', arguments: '{"path":"b"}' }, described('reads a file'));
     ran.length = 0;
     await serve(id, `agents-wire-${tag}`, agent, await modelOf(provider));
 
-    const sent = fake.received.slice(from);
-    expect(sent.map((r) => r.refusal)).toEqual([undefined, undefined]);
-    expect(offered.sort()).toEqual([WIRE_TOOL, 'lookup'].sort());
-    for (const { body } of sent) expect(JSON.stringify(body)).not.toContain(TOOL);
+    expect(model.sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
+    expect(
+      model
+        .offered()
+        .map(([n]) => n)
+        .sort(),
+    ).toEqual([WIRE_TOOL, 'lookup'].sort());
+    for (const { body } of model.sent()) expect(JSON.stringify(body)).not.toContain(TOOL);
     expect(ran).toEqual([`${TOOL} b`]);
     const events = await log(id);
     const message = events.find((e) => e.type === 'model/message' && anyData(e).turn === 2)!;
@@ -168,18 +142,11 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     try {
       const long = 'n'.repeat(100);
       const id = await fresh(`agents-mcp-${tag}`, 'call the long one');
-      const from = fake.received.length;
-      let offered: string[] = [];
-      answer = (p, body) => {
-        if (fake.received.slice(from).filter((r) => !r.refusal).length > 1) return say(p, 'done');
-        const named = toolsOffered[p](body);
-        offered = named.map(([n]) => n);
-        return call(p, { id: 'call_long', name: named.find(([, d]) => d === `the tool ${long} of odd`)?.[0] ?? 'missing', arguments: '{"q":"x"}' });
-      };
+      const model = calling({ id: 'call_long', arguments: '{"q":"x"}' }, described(`the tool ${long} of odd`));
       await serve(id, `agents-mcp-${tag}`, new Agent({ name: 'odd', mcpServers: [server] }), await modelOf(provider));
 
-      const sent = fake.received.slice(from);
-      expect(sent.map((r) => r.refusal)).toEqual([undefined, undefined]);
+      expect(model.sent().map((r) => r.refusal)).toEqual([undefined, undefined]);
+      const offered = model.offered().map(([n]) => n);
       expect(offered).toHaveLength(7);
       for (const name of offered) expect(name).toMatch(/^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/);
       expect(offered).toContain(`${long.slice(0, 47)}_${digest(long)}`);
@@ -202,18 +169,13 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
       const agent = new Agent({ name: 'twins', tools: [{ ...reader('form', 'the form'), name: WIRE_TOOL }, reader(TOOL, 'the long one')] });
       const pool = `agents-twins-${tag}-${named.length}`;
       const id = await fresh(pool, 'read');
-      const from = fake.received.length;
-      let offered: Array<[string, string]> = [];
-      answer = (p, body) => {
-        offered = toolsOffered[p](body);
-        return call(p, { id: 'call_twin', name: named, arguments: '{"path":"x"}' });
-      };
+      const model = calling({ id: 'call_twin', arguments: '{"path":"x"}' }, () => named);
       ran.length = 0;
       await serve(id, pool, agent, await modelOf(provider));
 
-      const sent = fake.received.slice(from);
-      expect(sent.map((r) => r.refusal)).toEqual([undefined]);
-      expect(offered).toEqual([[WIRE_TOOL, 'the form']]);
+      // The SDK finds no tool of that name: the run fails after one request.
+      expect(model.sent().map((r) => r.refusal)).toEqual([undefined]);
+      expect(model.offered()).toEqual([[WIRE_TOOL, 'the form']]);
       expect(ran).toEqual([]);
       const events = await log(id);
       expect(anyData(events.find((e) => e.type === 'model/message')!).toolCalls).toMatchObject([{ id: 'call_twin', name: named }]);
