@@ -8,6 +8,7 @@
 // - a function tool named past 64 characters, as an imported session's
 //   runner declared it and its history called it: offered and shown under its
 //   form, the model's call of it recorded under its own name and run by it;
+//   the agent's toolChoice and stopAtToolNames naming it name its form;
 // - an MCP server's tools named as servers in the wild name them (dots,
 //   spaces, 100 characters), in a new session: the same;
 // - two tools whose forms meet (one named as the other's form): the first is
@@ -129,6 +130,28 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
       content: 'read b',
     });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'completed' } });
+  }, 60_000);
+
+  it('names the tool by its wire name where the agent names it by its own: its toolChoice, the tools its run stops at', async () => {
+    const agent = new Agent({
+      name: 'chooser',
+      tools: [reader(TOOL, 'reads a file'), reader('lookup', 'looks up')],
+      modelSettings: { toolChoice: TOOL },
+      toolUseBehavior: { stopAtToolNames: [TOOL] },
+    });
+    const pool = `agents-choice-${tag}`;
+    const id = await fresh(pool, 'read');
+    const model = calling({ id: 'call_3', arguments: '{"path":"c"}' }, described('reads a file'));
+    ran.length = 0;
+    await serve(id, pool, agent, await modelOf(provider));
+
+    // One request, choosing the tool by the name it is offered under; the run stopped at its call, as the agent asks.
+    expect(model.sent().map((r) => r.refusal)).toEqual([undefined]);
+    const choice = model.sent()[0].body.tool_choice;
+    expect(choice.function?.name ?? choice.name).toBe(WIRE_TOOL);
+    expect(ran).toEqual([`${TOOL} c`]);
+    const events = await log(id);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'completed' } });
   }, 60_000);
 
   it("offers an MCP server's tools under their wire names in a new session, and runs the one the model calls", async () => {
