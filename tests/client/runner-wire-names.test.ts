@@ -22,8 +22,8 @@ import { aiSdkToolDeclarations, runAiSdkTurns, type AiSdkModel } from '@forkline
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { sse } from '../helpers/provider-sse.ts';
 import { answers, refusingProviders, toolsOffered, wireRefusal, type Provider } from '../helpers/provider-rules.ts';
+import { agentsResponseText, recordingCalling } from '../helpers/wire-name-sessions.ts';
 
 const TOOL = 'files.read v2';
 const WIRE_TOOL = `files_read_v2_${createHash('sha256').update(TOOL).digest('base64url').slice(0, 16)}`;
@@ -38,28 +38,6 @@ const tools: ToolSet = {
   }),
   lookup: tool({ description: 'looks up a word', inputSchema: z.object({ word: z.string() }), execute: async ({ word }) => word }),
 };
-
-const at = (seq: number) => new Date(Date.UTC(2026, 11, 6, 10, 0, seq)).toISOString();
-/** A runner pool's recording: its runner declared `tools`, and turn 1 called `files.read v2` once. */
-function recording(id: string, pool: string, provider: Provider, declared: unknown[]): string {
-  const events: Array<[string, unknown]> = [
-    ['session/model', { provider, model: 'fake-model' }],
-    ['session/runner-tools', { tools: declared }],
-    ['inbox/add', { inputId: 'in_1', text: 'read a' }],
-    ['inbox/remove', { inputId: 'in_1', reason: 'taken' }],
-    ['turn/start', { turn: 1, inputId: 'in_1' }],
-    ['step/start', { turn: 1, step: 1 }],
-    ['model/message', { turn: 1, step: 1, text: '', toolCalls: [{ id: 'call_1', name: TOOL, arguments: '{"path":"a"}' }] }],
-    ['tool/result', { turn: 1, step: 1, callId: 'call_1', resultId: 'res_1', status: 'ok', content: 'contents of a', name: TOOL }],
-    ['step/end', { turn: 1, step: 1, reason: 'completed' }],
-    ['step/start', { turn: 1, step: 2 }],
-    ['model/message', { turn: 1, step: 2, text: 'read', toolCalls: [] }],
-    ['step/end', { turn: 1, step: 2, reason: 'completed' }],
-    ['turn/end', { turn: 1, reason: 'completed' }],
-  ];
-  const header = { format: 'forkline.recording', version: 4, session: { id, title: 'odd tool name', runner: pool } };
-  return [header, ...events.map(([type, data], seq) => ({ seq, type, data, createdAt: at(seq) }))].map((l) => JSON.stringify(l)).join('\n') + '\n';
-}
 
 let app: TestApp;
 let fake: Awaited<ReturnType<typeof refusingProviders>>;
@@ -90,7 +68,7 @@ afterAll(async () => {
 /** A session imported from the recording for `pool`, with a second message waiting. */
 async function imported(pool: string, provider: Provider): Promise<string> {
   const declared = await aiSdkToolDeclarations(tools);
-  const r = recording(`ses_${pool}`, pool, provider, declared);
+  const r = recordingCalling({ id: `ses_${pool}`, pool, tool: TOOL, provider, declared });
   const id = (await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, { r })).importRecording.id as string;
   await app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text: 'read b' } });
   return id;
@@ -162,24 +140,6 @@ describe.each(Object.keys(wireRefusal) as Provider[])('%s through the AI SDK ada
   }, 60_000);
 });
 
-/** A streamed Responses answer of `text`, its output in the completed response (what the Agents SDK reads). */
-function agentsResponse(text: string): string[] {
-  const item = { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] };
-  const response = {
-    id: 'resp_1',
-    object: 'response',
-    created_at: 1,
-    model: 'fake-model',
-    output: [item],
-    usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-  };
-  return [
-    sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
-    sse({ type: 'response.output_item.done', output_index: 0, item }),
-    sse({ type: 'response.completed', response: { ...response, status: 'completed' } }),
-  ];
-}
-
 describe('the OpenAI Agents adapter', () => {
   it.each([false, true])(
     "sends the history's call under its wire name (Responses API: %s)",
@@ -188,7 +148,7 @@ describe('the OpenAI Agents adapter', () => {
       const pool = `wire-agents-${provider.replace(/\W/g, '')}`;
       const id = await imported(pool, provider);
       // The Agents SDK reads a Responses answer from its completed response: the output goes with it.
-      answer = (p) => (p === 'openai' ? answers[p].text('done') : agentsResponse('done'));
+      answer = (p) => (p === 'openai' ? answers[p].text('done') : agentsResponseText('done'));
       const from = received.length;
       const model = await new OpenAIProvider({ apiKey: 'sk', baseURL: `${base}/openai/v1`, useResponses }).getModel('fake-model');
       await serve(id, pool, (s) => runAgentsTurns(s, new Agent({ name: 'reader', model }), { resolveModel: () => model }).then(() => {}));

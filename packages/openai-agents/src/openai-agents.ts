@@ -9,7 +9,8 @@
 // `invoke` is wrapped to store its result as soon as it returns. Text deltas
 // of a streamed run go to sessionTurns subscribers; each response's usage is
 // recorded with it. The agent's function tools are declared with their
-// effects first. A session over its budget (ModelRequest.compaction) is
+// effects first, and offered under the names providers take
+// (docs/runners.md#wire-names): the log keeps their own. A session over its budget (ModelRequest.compaction) is
 // compacted with the session's model before its next turn.
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
@@ -34,6 +35,7 @@ import {
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  needsWireNames,
   requestedModel,
   RequestWireNames,
   sessionRequiresApproval,
@@ -106,7 +108,7 @@ export class ForklineAgentsSession implements Session {
   ) {
     const messages = request.messages as ChatMessage[];
     // Outside an open turn the last message is the pending input: the run gives it as its input.
-    // The history's calls under the names providers take (the agent's own tools go by theirs: no answer is read back).
+    // The history's calls under the names providers take (a call's form never depends on the tools offered).
     const names = new RequestWireNames(request, []);
     this.history = toAgentItems(request.inTurn ? messages : messages.slice(0, -1), (name) => names.wireName(name));
   }
@@ -224,8 +226,8 @@ export function agentsModelSettings(settings: Record<string, unknown> | undefine
   return out as ModelSettings;
 }
 
-/** A model response as a step's message: its text, its function calls, its usage. */
-function stepMessage(response: ModelResponse): StepMessage {
+/** A model response as a step's message: its text, its function calls (each under the name of the tool it calls), its usage. */
+function stepMessage(response: ModelResponse, names?: RequestWireNames): StepMessage {
   const items = response.output as Item[];
   const text = items
     .filter((i) => i.type === 'message' || i.role === 'assistant')
@@ -233,7 +235,7 @@ function stepMessage(response: ModelResponse): StepMessage {
     .join('');
   const toolCalls: RunnerToolCall[] = items
     .filter((i) => i.type === 'function_call')
-    .map((i) => ({ id: i.callId, name: i.name, arguments: i.arguments || '{}' }));
+    .map((i) => ({ id: i.callId, name: names ? names.toolOf(i.name) : i.name, arguments: i.arguments || '{}' }));
   const u = response.usage as { inputTokens?: number; outputTokens?: number } | undefined;
   return {
     text,
@@ -247,12 +249,13 @@ class WritingModel implements Model {
   constructor(
     private readonly inner: Model,
     private readonly turn: TurnWriter,
+    private readonly names: RequestWireNames,
   ) {}
 
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
     await this.turn.startStep();
     const response = await this.inner.getResponse(request);
-    await this.turn.message(stepMessage(response));
+    await this.turn.message(stepMessage(response, this.names));
     return response;
   }
 
@@ -260,7 +263,7 @@ class WritingModel implements Model {
     await this.turn.startStep();
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
-      if (event.type === 'response_done') await this.turn.message(stepMessage(event.response as unknown as ModelResponse));
+      if (event.type === 'response_done') await this.turn.message(stepMessage(event.response as unknown as ModelResponse, this.names));
       yield event;
     }
   }
@@ -358,10 +361,14 @@ async function runCall(
  * (approvalRequired) needs approval as one the app marked (`needsApproval`).
  * Their guardrails and timeout are runCall's, not the SDK's.
  */
-function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest): Tool[] {
-  return tools.map((t) => {
-    if (t.type !== 'function') return t;
-    const invoke: FunctionTool['invoke'] = async (ctx, input, details) => {
+function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest, names: RequestWireNames): Tool[] {
+  // Each function tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded, and
+  // shown to its own code and guardrails, under its own. Of two whose forms meet only the first is offered.
+  return tools.flatMap((t): Tool[] => {
+    if (t.type !== 'function') return [t];
+    if (!names.offers(t.name)) return [];
+    const invoke: FunctionTool['invoke'] = async (ctx, input, wireDetails) => {
+      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: { ...wireDetails.toolCall, name: t.name } } : wireDetails;
       const call = { id: details?.toolCall?.callId ?? '', name: t.name };
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
@@ -375,7 +382,7 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
       return outcome.output as string;
     };
     const needsApproval: FunctionTool['needsApproval'] = sessionRequiresApproval(request, t.name) ? async () => true : t.needsApproval;
-    return { ...t, invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined };
+    return [{ ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined }];
   });
 }
 
@@ -430,7 +437,10 @@ async function modelFor(agent: Agent<any, any>, requested: RequestedModel | unde
 
 /** Runs the session's work with an Agents SDK agent: one run per pending input (or the rest of an open turn), each step written as it happens. */
 export async function runAgentsTurns(session: RunnerSession, agent: Agent<any, any>, opts: AgentsRunOptions = {}): Promise<number> {
-  await session.declareTools(agentsToolDeclarations(await agentsTools(agent), opts.effects));
+  const declared = agentsToolDeclarations(await agentsTools(agent), opts.effects);
+  await session.declareTools(declared);
+  // A tool providers refuse by its own name has its form in a request only once the session holds the declaration.
+  if (needsWireNames(declared.map((t) => t.name))) await session.storeDeclaredTools();
   let turns = 0;
   let compacting = opts.compact ?? true;
   for (;;) {
@@ -477,20 +487,34 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const unrecordable = unrecordableOf(agent, tools);
   if (unrecordable) return turn.end('failed', unrecordable);
   const signal = opts.signal ? AbortSignal.any([session.signal, opts.signal]) : session.signal;
+  /** The function tools' names on the wire, and back (docs/runners.md#wire-names): a name's form depends on the name alone. */
+  const names = new RequestWireNames(
+    request,
+    tools.filter((t) => t.type === 'function').map((t) => t.name),
+  );
+  // Only the tools the model is offered run: one whose form another took is never run by a call naming it.
+  const offered = tools.filter((t) => t.type !== 'function' || names.offers(t.name));
   // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
   const decided = request;
   const resumed = await resumeDecidedStep(session, turn, request, {
-    run: (call) => runDecided(agent, tools, call, session, signal),
-    needsApproval: (call) => toolNeedsApproval(tools, call, decided),
+    run: (call) => runDecided(agent, offered, call, session, signal),
+    needsApproval: (call) => toolNeedsApproval(offered, call, decided),
   });
   if (!resumed) return;
   ({ request, turn } = resumed);
+  const modelSettings: ModelSettings = { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) };
+  const { toolChoice } = modelSettings;
+  if (toolChoice && toolChoice !== 'auto' && toolChoice !== 'required' && toolChoice !== 'none') modelSettings.toolChoice = names.wireName(toolChoice);
+  const behavior = agent.toolUseBehavior;
   const writing = agent.clone({
-    model: new WritingModel(model, turn),
-    modelSettings: { ...agent.modelSettings, ...agentsModelSettings(requested?.settings) },
+    model: new WritingModel(model, turn, names),
+    modelSettings,
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(agent, tools, turn, request),
+    tools: writingTools(agent, tools, turn, request, names),
     mcpServers: [],
+    // The SDK matches the tools a run stops at by the names it offered them under.
+    toolUseBehavior:
+      typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
   });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];

@@ -426,6 +426,11 @@ class RunnerSession:
             return
         self._pending_tools = {"type": "session/runner-tools", "data": {"tools": [dict(t) for t in tools]}}
 
+    def store_declared_tools(self) -> None:
+        """Stores a declaration not stored yet now, in a batch of its own: the next request lists its tools' wire names."""
+        if self._pending_tools:
+            self.append([])
+
     def delta(self, turn: int, step: int, text: str) -> None:
         """A text delta for live clients (sessionTurns): not stored; a failure is only logged."""
         try:

@@ -8,6 +8,8 @@ taken while a tool runs, or a runner killed mid-tool, therefore finds the call
 in the log: the fork (or the repair after the lease ends) closes it with a
 synthetic result naming the tool's declared effect, and no runner runs the
 tool again. A call that needs a person's decision waits for it (approvals.py).
+The model is handed the request with the tools' names as providers take them,
+and its calls are recorded under the names they stand for (wire_names.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .approvals import awaits_decision, session_requires_approval, settle_calls
 from .compaction import write_compaction
 from .graphql import ForklineError
 from .runner import MAX_RESULT_BYTES, Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration, is_refusal, refusal_message, result_event, storable_text
+from .wire_names import WireNames, needs_wire_names
 
 
 class ToolCall(TypedDict):
@@ -50,7 +53,8 @@ class Tool:
         return {"name": self.name, "description": self.description, "inputSchema": self.input_schema, "effect": self.effect}
 
 
-#: The model: (the request forkline built — messages in OpenAI chat format, tools, model —, a text-delta sink) -> its reply.
+#: The model: (the request forkline built — messages in OpenAI chat format, tools, model; tool names as providers take
+#: them, docs/runners.md#wire-names —, a text-delta sink) -> its reply, whose calls name tools as the request offers them.
 Model = Callable[[dict[str, Any], Callable[[str], None]], ModelReply]
 #: A summariser for compaction: the history to summarise (chat messages) -> the summary's text.
 Summarize = Callable[[list[dict[str, Any]]], str]
@@ -82,9 +86,13 @@ def run_turns(
 
 
 def declare_tools(session: RunnerSession, tools: Sequence[Tool]) -> None:
-    """Declares the runner's tools (written with the next append, unless the session holds exactly them already)."""
+    """Declares the runner's tools (written with the next append, unless the session holds exactly them already).
+    A tool providers refuse by its own name has its form in a request only once the session holds the declaration:
+    then it is stored at once, in a batch of its own."""
     if tools:
         session.declare_tools([t.declaration() for t in tools])
+        if needs_wire_names(t.name for t in tools):
+            session.store_declared_tools()
 
 
 def graphql_effect(effect: str) -> str:
@@ -122,13 +130,23 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
     # Whether the request in hand is older than the log (a step settled since): the next step's start brings a new one.
     stale = False
 
+    names = WireNames(request, tools)
+    # Calls of the step whose name no request offered (a hostile or confused model): recorded as written, never run.
+    unknown: set[str] = set()
+
+    def tool_for(call: dict[str, Any]) -> Tool | None:
+        """The tool a call runs: one the model is offered (of two whose wire names meet, the first), else none."""
+        return tools.get(call["name"]) if call["id"] not in unknown and names.offers(call["name"]) else None
+
     def run(call: dict[str, Any]) -> tuple[str, str]:
-        return tool_outcome(call, tools.get(call["name"]), session.runner.max_result_bytes)
+        if call["id"] in unknown:
+            return "error", f"the model was offered no tool named {json.dumps(call['name'])}: the call did not run"
+        return tool_outcome(call, tool_for(call), session.runner.max_result_bytes)
 
     if started and request.get("openCalls"):
         # A step taken up after a person's decision: its message is stored; its calls are settled from the log.
         decided = request
-        settled = settle_calls(session, turn, step, request["openCalls"], run=run, needs_approval=lambda c: call_needs_approval(decided, tools.get(c["name"]), c))
+        settled = settle_calls(session, turn, step, request["openCalls"], run=run, needs_approval=lambda c: call_needs_approval(decided, tool_for(c), c))
         if settled is None:
             return  # a call awaits a decision (asked now, or still pending)
         carry, started, stale = [*settled, step_end(turn, step)], False, True
@@ -146,15 +164,18 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
                 request = session.model_request()
         started, carry = False, []
         current = step
+        names = WireNames(request, tools)  # this step's history may name tools the last one's did not
         try:
-            reply = checked_reply(model(request, lambda text: session.delta(turn, current, text)))
+            reply = checked_reply(model(names.outgoing(request), lambda text: session.delta(turn, current, text)))
         except LeaseLostError:
             raise
         except Exception as err:  # the model failed (or answered what is no reply): the turn ends failed, as forkline's runner ends it
             fail(session, [step_end(turn, step, "failed")], turn, step, f"model failed: {err}")
             return
+        # Each call under the name of the tool its wire name stands for (else as the model wrote it: an unknown tool).
+        unknown = {c["id"] for c in reply.tool_calls if names.tool_of(c["name"]) is None}
+        calls = [{"id": c["id"], "name": names.tool_of(c["name"]) or c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
         # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
-        calls = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
         tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
         message: dict[str, Any] = {"turn": turn, "step": step, "text": storable_text(reply.text or ""), "toolCalls": tool_calls}
         if reply.usage:
@@ -173,7 +194,7 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
             step,
             calls,
             run=run,
-            needs_approval=lambda c: call_needs_approval(asked, tools.get(c["name"]), c),
+            needs_approval=lambda c: call_needs_approval(asked, tool_for(c), c),
             before=[{"type": "model/message", "data": message}],
         )
         if settled is None:
