@@ -18,7 +18,7 @@ import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '.
 import type { Caller } from '../core/api-tokens.ts';
 import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
-import { MAX_SEQ } from '../store/session-log.ts';
+import { turnError, turnTotalsOf } from '../store/turn-reads.ts';
 import { TextBudget } from '../core/text-budget.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
@@ -396,19 +396,12 @@ export function chatHandler(opts: ChatOptions) {
     return {
       event: (seq) => store.log.event(sessionId, seq),
       answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
-      turnRecord: async (fromSeq, toSeq) => {
-        // Its usage and error, not its answers' words (a recording's answer can be megabytes); the last error's message
-        // is read apart, at most ERROR_TEXT_CHARS of it (an error report in a recording can be megabytes too).
-        const record = await store.log.ofTypes(sessionId, ['model/message', 'plugin/agent/error'], {
-          fromSeq,
-          toSeq: Math.min(toSeq, MAX_SEQ),
-          limit: 10_000,
-          withoutTexts: true,
-        });
-        const last = record.findLastIndex((e) => e.type === 'plugin/agent/error');
-        if (last < 0) return record;
-        const message = await store.log.textWithin(sessionId, record[last].seq, 'message', new TextBudget(ERROR_TEXT_CHARS), record[last].textLength);
-        return record.with(last, { ...record[last], data: { ...(record[last].data as object), message: message?.text ?? '' } });
+      turnOutcome: async (turn) => {
+        // Its usage summed over all its answers in the database (a turn can hold 200,000 events), and its error
+        // report's message read apart, at most ERROR_TEXT_CHARS of it (a report in a recording can be megabytes).
+        const row = { ...turn, sessionId, lastSeq: turn.endSeq };
+        const [totals, error] = await Promise.all([turnTotalsOf(store.log, row), turnError(store.log, row, new TextBudget(ERROR_TEXT_CHARS))]);
+        return { usage: { inputTokens: totals.usage?.inputTokens ?? 0, outputTokens: totals.usage?.outputTokens ?? 0 }, error: error?.text };
       },
       awaitsApproval: async (callId) => {
         const { eventCount } = await store.requireSession(sessionId);

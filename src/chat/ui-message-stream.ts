@@ -6,7 +6,8 @@
 // output, the turn's usage and error. Every chunk it writes is one a replay
 // from the log writes again, so a resumed stream rebuilds the same message.
 import type { LogEvent } from '../core/events.ts';
-import { dataOf, fieldOf } from '../core/core-event.ts';
+import { dataOf } from '../core/core-event.ts';
+import type { TurnSummary } from '../core/turn-summary.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
 import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 
@@ -19,10 +20,20 @@ export interface AnswerReader {
   event(seq: number): Promise<LogEvent | undefined>;
   /** The first model/message at or after `seq` (a step's answer, from its step/start). */
   answerFrom(seq: number): Promise<LogEvent | undefined>;
-  /** The turn's model/message and plugin/agent/error events within fromSeq..toSeq. */
-  turnRecord(fromSeq: number, toSeq: number): Promise<LogEvent[]>;
+  /**
+   * How the ended turn went: its tokens over all its answers (however many: summed by the store, not read out)
+   * and, when it failed, its agent's error report.
+   */
+  turnOutcome(turn: TurnSummary & { endSeq: number; reason: string }): Promise<TurnOutcome>;
   /** Whether the call still awaits a decision now (the log's end). */
   awaitsApproval(callId: string): Promise<boolean>;
+}
+
+/** What an answer's end says of its turn (AnswerReader.turnOutcome). */
+export interface TurnOutcome {
+  usage: { inputTokens: number; outputTokens: number };
+  /** A failed turn's error report's message (its beginning, when long). */
+  error?: string;
 }
 
 /** Where an answer picks its turn up again after a decision (POST /chat with an approval response). */
@@ -170,18 +181,10 @@ export class ChatAnswer {
 
   private async end(reason: string, seq: number | undefined) {
     this.closeText();
-    const record = seq === undefined ? [] : await this.reader.turnRecord(this.turnStartSeq, seq);
-    const usage = { inputTokens: 0, outputTokens: 0 };
-    let error: string | undefined;
-    for (const e of record) {
-      if (fieldOf(e, 'turn') !== this.turn) continue;
-      const answer = dataOf(e, 'model/message');
-      const message = e.type === 'plugin/agent/error' ? fieldOf(e, 'message') : undefined;
-      if (answer?.usage) {
-        usage.inputTokens += answer.usage.inputTokens ?? 0;
-        usage.outputTokens += answer.usage.outputTokens ?? 0;
-      } else if (typeof message === 'string') error = message;
-    }
+    const { usage, error } =
+      seq === undefined || this.turn === undefined
+        ? { usage: { inputTokens: 0, outputTokens: 0 }, error: undefined }
+        : await this.reader.turnOutcome({ turn: this.turn, inputId: this.meta.inputId, startSeq: this.turnStartSeq, endSeq: seq, reason });
     this.meta.turn = this.turn;
     this.meta.reason = reason;
     this.meta.usage = usage;

@@ -31,8 +31,9 @@ export interface StepSummary {
   reason: string | null;
   startedAt?: Date;
   endedAt?: Date;
+  /** Over all the step's model/messages (a step may hold several). */
   toolCallCount: number;
-  /** From the step's model/message, when the provider reported it. */
+  /** Summed over the step's model/messages, when the provider reported it. */
   usage: Usage | null;
 }
 
@@ -74,9 +75,10 @@ export function summarizeSteps(events: Iterable<Timed>): StepSummary[] {
     if (ev.type === 'step/start' && state.openStep?.step === ev.data.step) {
       steps.push({ step: ev.data.step, startSeq: e.seq, endSeq: null, reason: null, startedAt: e.createdAt, toolCallCount: 0, usage: null });
     } else if (ev.type === 'model/message' && state.openStep?.step === ev.data.step) {
+      // A step may hold several answers (docs/contract.md#append-rules): each was a model call, so all count.
       const s = steps[steps.length - 1];
-      s.toolCallCount = ev.data.toolCalls.length;
-      s.usage = usageOf(ev.data);
+      s.toolCallCount += ev.data.toolCalls.length;
+      s.usage = addUsage(s.usage, usageOf(ev.data));
     } else if (ev.type === 'step/end' && wasOpen && !state.openStep) {
       const s = steps[steps.length - 1];
       s.endSeq = e.seq;
@@ -93,18 +95,11 @@ export function usageOf(message: { usage?: Partial<Usage> }): Usage | null {
   return u ? { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0, costUsd: typeof u.costUsd === 'number' ? u.costUsd : null } : null;
 }
 
-/** Usage summed over steps; null when no step reported any. */
-export function totalUsage(steps: readonly StepSummary[]): Usage | null {
-  const reported = steps.filter((s) => s.usage);
-  if (reported.length === 0) return null;
-  return reported.reduce<Usage>(
-    (t, s) => ({
-      inputTokens: t.inputTokens + s.usage!.inputTokens,
-      outputTokens: t.outputTokens + s.usage!.outputTokens,
-      costUsd: s.usage!.costUsd === null ? t.costUsd : roundUsd((t.costUsd ?? 0) + s.usage!.costUsd),
-    }),
-    { inputTokens: 0, outputTokens: 0, costUsd: null },
-  );
+/** Two usages added (a step's answers'); null when neither reported any. */
+function addUsage(a: Usage | null, b: Usage | null): Usage | null {
+  if (!a || !b) return a ?? b;
+  const costUsd = a.costUsd === null || b.costUsd === null ? (a.costUsd ?? b.costUsd) : roundUsd(a.costUsd + b.costUsd);
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, costUsd };
 }
 
 /** Dollars summed without float dust (nano-dollars, as the price table writes them). */

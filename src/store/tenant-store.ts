@@ -15,7 +15,7 @@ import { commonPrefix, lineageOf } from './lineage.ts';
 import type { AppendOptions, SessionAppends } from './append.ts';
 import type { FileBlobs, FilesRef } from './file-blobs.ts';
 import type { SessionSearch } from './session-search.ts';
-import type { BoundedEvents, Db, EventOrigin, InboxAddShape, LogRef, PageShape, SessionLog, StoredEvent, TextKey } from './session-log.ts';
+import type { BoundedEvents, Db, EventOrigin, InboxAddShape, LogRef, PageShape, SessionLog, StoredEvent, TextKey, TurnTotals } from './session-log.ts';
 import type { TextBudget } from '../core/text-budget.ts';
 import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, SessionPageQuery, SessionRow, SessionRowWith, SessionRows } from './session-rows.ts';
 import type { Scope } from './scope.ts';
@@ -126,9 +126,9 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.ofTypes(ref, types, opts, this.db);
   }
-  async stepCounts(ref: LogRef, fromSeq: number, toSeq: number): Promise<{ steps: number; toolCalls: number }> {
+  async turnTotals(ref: LogRef, fromSeq: number, toSeq: number): Promise<TurnTotals> {
     await this.owns(ref);
-    return this.log.stepCounts(ref, fromSeq, toSeq, this.db);
+    return this.log.turnTotals(ref, fromSeq, toSeq, this.db);
   }
   async ofTypesWithin(ref: LogRef, types: readonly string[], opts: Parameters<SessionLog['ofTypesWithin']>[2]): Promise<BoundedEvents> {
     await this.owns(ref);

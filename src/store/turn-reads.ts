@@ -6,7 +6,7 @@ import { dataOf, fieldOf } from '../core/core-event.ts';
 import { snapshotOf, type LineageRow } from './lineage.ts';
 import { endForkedAtCut } from './fork-cut-times.ts';
 import { endInterruptedAtCrash } from './crash-stop-times.ts';
-import type { BoundedEvents, LogRef, SessionLog, StoredEvent } from './session-log.ts';
+import type { BoundedEvents, LogRef, SessionLog, StoredEvent, TurnTotals } from './session-log.ts';
 import type { BoundedText, TextBudget } from '../core/text-budget.ts';
 
 /** A turn as read for a session: its summary and where its log ends. */
@@ -14,8 +14,8 @@ export type TurnRow = TurnSummary & {
   sessionId: string;
   lastSeq: number;
   steps?: Promise<StepSummary[]>;
-  /** Its steps and tool calls counted, once read (Turn.stepCount, toolCallCount and stepsTruncated share it). */
-  counts?: Promise<{ steps: number; toolCalls: number }>;
+  /** Its totals over all its events, once read (Turn.stepCount, toolCallCount, usage and stepsTruncated share them). */
+  totals?: Promise<TurnTotals>;
   /** Its error report without its message, once read (Turn.error, errorSeq and errorCode share the probe). */
   report?: Promise<StoredEvent | undefined>;
   /** Its input's inbox/add without its text, once read (Turn.input and inputSeq share the probe). */
@@ -87,7 +87,7 @@ export async function withInputs(log: TurnLog, turns: TurnRow[], budget: TextBud
 /** The log reads turns are made of: a tenant's view (tenant-store.ts TenantLog) or the system's SessionLog. */
 export type TurnLog = Pick<
   SessionLog,
-  'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'stepCounts' | 'streamOfTypes' | 'textWithin'
+  'event' | 'firstOfType' | 'inboxAddOf' | 'inboxAddsWithin' | 'lastOfType' | 'ofTypes' | 'range' | 'streamOfTypes' | 'textWithin' | 'turnTotals'
 >;
 
 /** Brackets ending when they really stopped: a fork's at its cut, a crash's at its last event (not when their closers were written). */
@@ -100,9 +100,12 @@ export type TurnSessionRow = LineageRow & { eventCount: number };
 /** The most events stepsOf reads for one turn's steps (three a step): a longer turn lists its first steps only. */
 const STEP_EVENTS = 10_000;
 
-/** The turn's steps and tool calls, counted in the database whatever its length (stepsOf lists at most its first). */
-export const stepCountsOf = (log: TurnLog, turn: TurnRow): Promise<{ steps: number; toolCalls: number }> =>
-  (turn.counts ??= log.stepCounts(turn.sessionId, turn.startSeq, turn.endSeq ?? turn.lastSeq));
+/**
+ * The turn's steps, tool calls and usage, summed in the database over all its events whatever its length (stepsOf
+ * lists at most its first steps): what a user bills from is never a part of the turn (docs/api.md "Turns").
+ */
+export const turnTotalsOf = (log: TurnLog, turn: TurnRow): Promise<TurnTotals> =>
+  (turn.totals ??= log.turnTotals(turn.sessionId, turn.startSeq, turn.endSeq ?? turn.lastSeq));
 
 /** The turn's steps: its own events of four types (what the turn costs, not the log; its answers without their words), read once per turn. */
 export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>

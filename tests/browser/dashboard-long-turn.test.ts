@@ -1,9 +1,10 @@
 // The end of a turn of thousands of steps (an imported recording's, a
-// runner's): its figures count every step and call (Turn.stepCount and
-// toolCallCount), and it draws a bounded number of step bars. Before, it read
+// runner's): its figures count every step, call and token (Turn.stepCount,
+// toolCallCount and usage), and it draws a bounded number of step bars. Before, it read
 // "3333 steps · 3333 tool calls" for a turn of 49,998 (Turn.steps lists the
 // first 3,333) and drew 3,333 bars, 20,000 px of them, named one by one in a
-// 52 kB label.
+// 52 kB label; then its tokens, and the chart's tool calls, were still its first
+// 3,333 steps' (summed over Turn.steps).
 //
 // The same session opened and jumped in on a slow page: Chromium's CPU throttled
 // (as on a loaded machine) and the log's pages answered late and out of order.
@@ -14,11 +15,12 @@
 // as the page was open, and a jump made meanwhile was lost to that loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page, Route } from 'playwright-core';
-import { longTurnRecording } from '../fixtures/recordings/recordings.ts';
+import { longTurnRecording, longTurnUsage } from '../fixtures/recordings/recordings.ts';
+import { formatUsd } from '../../client/dashboard/src/format.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const STEPS = 3_500;
-/** The long turn's end (turn 1's turn/end); the log ends at 14,010. */
+/** The long turn's end (turn 1's turn/end); the log ends at 14,011. */
 const LONG_TURN_END = 3 + 4 * STEPS;
 let dashboard: Dashboard;
 let id: string;
@@ -36,15 +38,29 @@ beforeAll(async () => {
 afterAll(() => dashboard?.close());
 
 describe('dashboard: the end of a turn of thousands of steps', () => {
-  it('counts all its steps and calls, and draws at most 50 step bars', async () => {
+  it('counts all its steps, calls and tokens, and draws at most 50 step bars', async () => {
     const { page, errors } = await openPage(dashboard.browser, { timeoutMs: 20_000 });
     await page.goto(`${dashboard.origin}/sessions/${id}#seq-${LONG_TURN_END}`);
     const stats = page.locator('li.turn-end[data-turn="1"] [data-testid="turn-stats"]');
     await stats.waitFor({ timeout: 30_000 });
-    expect(await stats.locator('.muted').textContent()).toMatch(/^[^·]+ · 3,500 steps · 3,500 tool calls$/);
+    const n = (x: number) => x.toLocaleString('en-US');
+    const usage = Array.from({ length: STEPS }, (_, i) => longTurnUsage(i + 1));
+    const tokensIn = usage.reduce((t, u) => t + u.inputTokens, 0);
+    const tokensOut = usage.reduce((t, u) => t + u.outputTokens, 0);
+    const usd = usage.reduce((t, u) => t + Math.round((u.costUsd ?? 0) * 1e9), 0) / 1e9;
+    const tokens = `${n(tokensIn)} in · ${n(tokensOut)} out tokens`;
+    // Every step's tokens (the old code summed the first 3,333 steps').
+    const summary = (await stats.locator('.muted').textContent())!;
+    expect(summary.split(' · ').slice(-5)).toEqual(['3,500 steps', '3,500 tool calls', `${n(tokensIn)} in`, `${n(tokensOut)} out tokens`, formatUsd(usd)]);
     expect(await stats.locator('.step-bar').count()).toBe(50);
     expect(await stats.locator('.step-bars').getAttribute('aria-label')).toMatch(/^Turn 1 step latencies \(its first 50 steps of 3,500\): step 1 /);
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+
+    // The chart's bar of the turn: its calls and tokens over the whole turn too (the old code: 3333 tool calls).
+    await page.getByText('Chart: latency and tokens of the last 40 turns').click();
+    const bar = page.locator('[data-testid="turn-chart"] g.chart-turn[data-turn="1"] title');
+    await bar.waitFor({ state: 'attached', timeout: 30_000 });
+    expect((await bar.textContent())!.split(', ').slice(-2)).toEqual([tokens, '3,500 tool calls']);
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

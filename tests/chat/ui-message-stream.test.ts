@@ -33,8 +33,16 @@ const log: LogEvent[] = [
 const reader = {
   event: async (seq: number) => log.find((e) => e.seq === seq),
   answerFrom: async (seq: number) => log.find((e) => e.seq >= seq && e.type === 'model/message'),
-  turnRecord: async (from: number, to: number) =>
-    log.filter((e) => e.seq >= from && e.seq <= to && (e.type === 'model/message' || e.type === 'plugin/agent/error')),
+  // What the store sums (store/turn-reads.ts turnTotalsOf), here over the log in memory.
+  turnOutcome: async ({ startSeq, endSeq }: { startSeq: number; endSeq: number }) => {
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    for (const e of log.filter((e) => e.seq >= startSeq && e.seq <= endSeq && e.type === 'model/message')) {
+      const u = (e.data as { usage?: { inputTokens?: number; outputTokens?: number } }).usage;
+      usage.inputTokens += u?.inputTokens ?? 0;
+      usage.outputTokens += u?.outputTokens ?? 0;
+    }
+    return { usage };
+  },
   awaitsApproval: async () => false,
 };
 const u = (kind: TurnUpdate['kind'], rest: Partial<TurnUpdate> = {}): TurnUpdate => ({ sessionId: S, kind, turn: 3, ...rest });

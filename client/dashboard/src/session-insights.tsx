@@ -178,8 +178,8 @@ function ChartSvg({ turns, onJump }: { turns: readonly ChartTurn[]; onJump(seq: 
       {turns.map((t, i) => {
         const x = i * slot + (slot - bar) / 2;
         const ms = t.durationMs ?? 0;
-        const calls = t.steps.reduce((k, s) => k + s.toolCallCount, 0);
-        const tip = `turn ${t.turn} (${t.reason ?? 'running'}): ${t.durationMs == null ? 'running' : formatDuration(ms)}, ${t.usage ? `${n(t.usage.inputTokens)} in · ${n(t.usage.outputTokens)} out tokens` : 'no tokens reported'}, ${calls} tool call${calls === 1 ? '' : 's'}`;
+        const calls = t.toolCallCount; // counted over the whole turn (its steps would list a long turn's first only)
+        const tip = `turn ${t.turn} (${t.reason ?? 'running'}): ${t.durationMs == null ? 'running' : formatDuration(ms)}, ${t.usage ? `${n(t.usage.inputTokens)} in · ${n(t.usage.outputTokens)} out tokens` : 'no tokens reported'}, ${n(calls)} tool call${calls === 1 ? '' : 's'}`;
         const lat = h(ms, maxMs);
         const tok = h(tokens(t), maxTokens);
         const inTok = t.usage ? Math.round((t.usage.inputTokens / Math.max(1, tokens(t))) * tok) : 0;

@@ -7,7 +7,7 @@ import { EventRef } from './event.ts';
 import { ModelConfigInput, modelSchema, RESPONSE_SCHEMA_DOC, RESPONSE_SCHEMA_NAME_DOC, responseFormatFields, responseFormatOf } from './inputs.ts';
 import { messageTextSchema, titleSchema } from '../../core/input-rules.ts';
 import { idempotencyKeyArg, idempotencyKeySchema } from './mutations.ts';
-import { totalUsage, usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
+import { usageOf, type StepSummary, type Usage } from '../../core/turn-summary.ts';
 import type { PendingInput } from '../../core/log-state.ts';
 import { dataOf } from '../../core/core-event.ts';
 import { MAX_SEQ, type LogRef, type StoredEvent } from '../../store/session-log.ts';
@@ -18,12 +18,12 @@ import {
   inputAddOf,
   lastTurns,
   stepsOf,
-  stepCountsOf,
   turnError,
   turnErrorCode,
   turnHolding,
   turnInput,
   turnOutput,
+  turnTotalsOf,
   withInputs,
   type TurnRow,
 } from '../../store/turn-reads.ts';
@@ -173,25 +173,27 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     }),
     stepCount: t.int({
       description: "The turn's steps, however many (counted over the log's index, its events not read out).",
-      resolve: async (turn, _a, ctx) => (await stepCountsOf(scopedReads(ctx).log, turn)).steps,
+      resolve: async (turn, _a, ctx) => (await turnTotalsOf(scopedReads(ctx).log, turn)).steps,
     }),
     toolCallCount: t.int({
-      description: 'The tool calls its steps asked for, however many (counted like `stepCount`).',
-      resolve: async (turn, _a, ctx) => (await stepCountsOf(scopedReads(ctx).log, turn)).toolCalls,
+      description: 'The tool calls its steps asked for, however many (counted like `stepCount`, in the same statement).',
+      resolve: async (turn, _a, ctx) => (await turnTotalsOf(scopedReads(ctx).log, turn)).toolCalls,
     }),
     stepsTruncated: t.boolean({
-      description: "`steps` (and `usage`, summed over them) hold the turn's first steps only: it has more than 3,333.",
+      description: "`steps` holds the turn's first steps only: it has more than 3,333 (`stepCount`, `toolCallCount` and `usage` are over all).",
       resolve: async (turn, _a, ctx) => {
         const log = scopedReads(ctx).log;
-        const [steps, counts] = await Promise.all([stepsOf(log, turn), stepCountsOf(log, turn)]);
-        return steps.length < counts.steps;
+        const [steps, totals] = await Promise.all([stepsOf(log, turn), turnTotalsOf(log, turn)]);
+        return steps.length < totals.steps;
       },
     }),
     usage: t.field({
       type: UsageRef,
       nullable: true,
-      description: "Tokens over the turn's steps (a turn of more than 3,333 steps: over its first, `stepsTruncated`); null when the provider reported none.",
-      resolve: async (turn, _a, ctx) => totalUsage(await stepsOf(scopedReads(ctx).log, turn)),
+      description:
+        "Tokens and cost over all the turn's answers, however many steps it has (summed in the database like `stepCount`, in the same " +
+        'statement: its steps are not read out); null when the provider reported none.',
+      resolve: async (turn, _a, ctx) => (await turnTotalsOf(scopedReads(ctx).log, turn)).usage,
     }),
     error: t.string({
       nullable: true,
