@@ -4,6 +4,7 @@
 import type http from 'node:http';
 import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
 import { jsonTextRefusal } from '../core/storable.ts';
+import { REQUEST_TOO_LARGE } from '../core/errors.ts';
 
 /** A request refused before its door answers it (the guard's words: status, code, message, headers). */
 export interface Refusal {
@@ -25,7 +26,7 @@ export interface TooLarge {
   code: string;
   message: string;
 }
-export const BODY_TOO_LARGE: TooLarge = { code: 'REQUEST_ENTITY_TOO_LARGE', message: 'Request body too large' };
+export const BODY_TOO_LARGE: TooLarge = { code: REQUEST_TOO_LARGE, message: 'Request body too large' };
 
 /**
  * Answers 413. A client sending a body often reads nothing until it has sent
