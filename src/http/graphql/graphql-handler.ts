@@ -116,6 +116,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     logging: false,
     maskedErrors: { maskError: toClientError },
     maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
+    // No Upload scalar, so no use for the multipart request spec; and its `operations` field, parsed out of form parts,
+    // escapes the JSON bounds the guard holds a body to (http/http-body.ts): answered 415, as any other media type.
+    multipart: false,
     // By text, for every transport: only short texts are kept (yoga's default kept 1,024 of any length).
     parserAndValidationCache: rememberedDocuments(),
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
