@@ -206,7 +206,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           onSubscribe: async (ctx, id, params) => {
             // Errors here answer this operation only; thrown, they would close the whole socket.
             try {
-              const { principal, refused } = guard.admitOperation(ctx.extra.socket);
+              // graphql-ws holds each operation it runs under its id from before this hook to its end.
+              const { principal, refused } = guard.admitOperation(ctx.extra.socket, id, (held) => held in ctx.subscriptions);
               if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code } });
               const {
                 schema: s,
@@ -239,6 +240,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
                 rootValue: { execute, subscribe },
               };
             } catch (err) {
+              guard.endSubscription(ctx.extra.socket, id); // graphql-ws answers the errors and never calls onComplete
               const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
               if (metrics) countErrors(metrics, errors);
               return errors.map(withoutInternals);
