@@ -206,6 +206,7 @@ const envSchema = z
     FORKLINE_MAX_SUBSCRIPTIONS_PER_TENANT: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerTenant),
     FORKLINE_MAX_CONNECTIONS_PER_TOKEN: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.connectionsPerToken),
     FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.subscriptionsPerToken),
+    FORKLINE_MAX_OPERATIONS_PER_SOCKET: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.operationsPerSocket),
     FORKLINE_AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(0).default(DEFAULT_LIMITS.authFailures),
     FORKLINE_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.authFailureWindowSeconds),
     FORKLINE_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(DEFAULT_TIMEOUTS.headersMs),
@@ -312,6 +313,7 @@ export function securityOptions(config: Config): SecurityOptions {
       responseStallMs: config.FORKLINE_HTTP_RESPONSE_STALL_TIMEOUT_MS,
     },
     maxConnectionsPerAddress: config.FORKLINE_MAX_CONNECTIONS_PER_ADDRESS,
+    maxOperationsPerSocket: config.FORKLINE_MAX_OPERATIONS_PER_SOCKET,
     statementBounds: config.FORKLINE_STATEMENT_BOUNDS === 'on',
     statementTimeouts: {
       queryMs: config.FORKLINE_QUERY_TIMEOUT_MS,

@@ -31,7 +31,8 @@ export class ServiceMetrics {
     name: 'forkline_rejected_requests_total',
     help:
       'Requests and connections refused before execution, by reason (unauthenticated, rate_limited, auth_throttled, connections_per_address; ' +
-      "a stream past its tenant's or its token's cap: tenant_connections, tenant_subscriptions, token_connections, token_subscriptions).",
+      "a stream past its tenant's or its token's cap: tenant_connections, tenant_subscriptions, token_connections, token_subscriptions; " +
+      "a graphql-ws operation past its socket's cap: socket_operations).",
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

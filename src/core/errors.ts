@@ -21,6 +21,14 @@ export const ERROR_CODES = [
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+// Codes of the service's own limits, besides the contract's (docs/operations.md "Errors and logs"). Written once,
+// here: the schema's plugins and the HTTP doors both answer with them, and neither room imports the other
+// (ARCHITECTURE.md).
+/** A response, subscription event, /chat chunk or AG-UI event over FORKLINE_MAX_RESPONSE_BYTES: it is not sent. */
+export const RESPONSE_TOO_LARGE = 'RESPONSE_TOO_LARGE';
+/** A request past a size bound: its body, its JSON's values, or what it holds while it lives (yoga's own code for a body too large). */
+export const REQUEST_TOO_LARGE = 'REQUEST_ENTITY_TOO_LARGE';
+
 /** An error meant for the user: its message and code reach the client unmasked. */
 export class ForklineError extends Error {
   constructor(

@@ -139,6 +139,46 @@ export class TenantConnections {
 }
 
 /**
+ * What one graphql-ws socket may have in flight at once — queries, mutations
+ * and subscriptions together — in every mode, with tokens or without: the
+ * tenant's and the token's caps count only subscriptions, and only with
+ * tokens, so in local mode one socket could start thousands. Counted by
+ * operation id from graphql-ws's onSubscribe to its onComplete; an id
+ * graphql-ws let go without onComplete (an operation that failed before it
+ * ran) is dropped once the socket is at its cap, by graphql-ws's own record of
+ * what it runs (`inFlight`).
+ */
+export class SocketOperations {
+  private readonly ids = new WeakMap<WebSocket, Set<string>>();
+
+  /** `cap`: operations per socket (Infinity: no cap); `onRefused`: told of each refusal (the metric). */
+  constructor(
+    readonly cap: number,
+    private readonly onRefused: () => void = () => {},
+  ) {}
+
+  /** Operation `id` on `socket`, or its refusal when the socket already has `cap` in flight. */
+  start(socket: WebSocket, id: string, inFlight: (id: string) => boolean): Refusal | undefined {
+    if (this.cap === Infinity) return undefined;
+    let ids = this.ids.get(socket);
+    if (!ids) this.ids.set(socket, (ids = new Set()));
+    if (ids.size >= this.cap) for (const held of ids) if (!inFlight(held)) ids.delete(held);
+    if (ids.size >= this.cap && !ids.has(id)) {
+      this.onRefused();
+      const message = `this WebSocket has ${this.cap} operations in flight, its limit (FORKLINE_MAX_OPERATIONS_PER_SOCKET); complete some first`;
+      return { status: 429, code: 'TOO_MANY_OPERATIONS', message, headers: {} };
+    }
+    ids.add(id);
+    return undefined;
+  }
+
+  /** Operation `id` ended (graphql-ws onComplete), or failed before it ran. */
+  end(socket: WebSocket, id: string): void {
+    this.ids.get(socket)?.delete(id);
+  }
+}
+
+/**
  * yoga's side: every subscription it runs over HTTP (SSE, multipart).
  * Refused with the cap's status (yoga answers with it, as it does
  * SERVICE_UNAVAILABLE's 503). graphql-ws subscriptions (Context.ws) are

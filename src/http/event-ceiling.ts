@@ -4,8 +4,10 @@
 // model, a tool or a recording put in one event cannot make the process hold
 // more for a client than a subscription can. A stream whose next event is over
 // it ends with this error, told to its client: no event is left out silently.
+import { RESPONSE_TOO_LARGE } from '../core/errors.ts';
+
 export class EventTooLarge extends Error {
-  readonly code = 'RESPONSE_TOO_LARGE';
+  readonly code = RESPONSE_TOO_LARGE;
   constructor(bytes: number, maxBytes: number) {
     super(
       `the stream's next event would be ${bytes} bytes, over the limit of ${maxBytes} (FORKLINE_MAX_RESPONSE_BYTES): ` +

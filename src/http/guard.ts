@@ -15,7 +15,7 @@ import type { ServiceMetrics } from '../metrics.ts';
 import { TenantAuth, type Principal } from './auth.ts';
 import { TokenBuckets } from './rate-limit.ts';
 import { AuthThrottle } from './auth-throttle.ts';
-import { TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './connection-limits.ts';
+import { SocketOperations, TOO_MANY_REQUESTS_CLOSE_CODE, TenantConnections, useHttpSubscriptionLimits } from './connection-limits.ts';
 import { DEFAULT_TIMEOUTS, IdleSockets, type ConnectionTimeouts } from './connection-timeouts.ts';
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
 import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
@@ -38,6 +38,8 @@ export class Guard {
   readonly tokens: TokenConnections;
   /** What each tenant holds open (auth mode with caps). */
   readonly connections?: TenantConnections;
+  /** What one graphql-ws socket may have in flight, in every mode. */
+  readonly operations: SocketOperations;
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   /** The largest event a door's own stream sends (/chat, /agui: http/event-ceiling.ts), as a subscription's. */
@@ -67,6 +69,8 @@ export class Guard {
       auth.enabled && (caps || tokenCaps)
         ? new TenantConnections({ tenant: caps || off, token: tokenCaps || off }, (reason) => metrics?.rejected.inc({ reason }))
         : undefined;
+    const perSocket = security.maxOperationsPerSocket ?? DEFAULT_LIMITS.operationsPerSocket;
+    this.operations = new SocketOperations(perSocket || Infinity, () => metrics?.rejected.inc({ reason: 'socket_operations' }));
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...security.timeouts };
     this.idle = new IdleSockets(this.timeouts.wsIdleMs);
     this.corsOrigins = security.corsOrigins ?? [];
@@ -165,11 +169,18 @@ export class Guard {
     return this.callers.has(socket);
   }
 
-  /** One graphql-ws operation: its connection's caller takes a rate-limit token (401 for a socket that never opened). */
-  admitOperation(socket: WebSocket): GateDecision {
+  /**
+   * One graphql-ws operation: its connection's caller takes a rate-limit token
+   * (401 for a socket that never opened), and the operation a place among the
+   * socket's in flight (`inFlight`: graphql-ws's record of them). Its place is
+   * freed by endSubscription.
+   */
+  admitOperation(socket: WebSocket, id: string, inFlight: (id: string) => boolean): GateDecision {
     this.idle.touch(socket);
     const caller = this.callers.get(socket);
-    return caller ? this.gate.admit(caller) : this.gate.authenticate(undefined);
+    const decision = caller ? this.gate.admit(caller) : this.gate.authenticate(undefined);
+    const over = decision.principal && this.operations.start(socket, id, inFlight);
+    return over ? { refused: over } : decision;
   }
 
   /** A graphql-ws subscription under its tenant's and its token's caps; its refusal otherwise. */
@@ -177,9 +188,14 @@ export class Guard {
     return this.connections?.startSubscription(socket, id);
   }
 
-  /** A graphql-ws operation ended (graphql-ws onComplete): a subscription's place is freed, the socket's idle time starts again. */
+  /**
+   * A graphql-ws operation ended (graphql-ws onComplete) or failed before it
+   * ran: its place among the socket's operations and a subscription's place
+   * are freed, the socket's idle time starts again.
+   */
   endSubscription(socket: WebSocket, id: string): void {
     this.idle.touch(socket);
+    this.operations.end(socket, id);
     this.connections?.endSubscription(socket, id);
   }
 

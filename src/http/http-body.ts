@@ -4,6 +4,7 @@
 import type http from 'node:http';
 import { decodeUtf8, INVALID_UTF8 } from '../core/input-rules.ts';
 import { jsonTextRefusal } from '../core/storable.ts';
+import { REQUEST_TOO_LARGE } from '../core/errors.ts';
 
 /** A request refused before its door answers it (the guard's words: status, code, message, headers). */
 export interface Refusal {
@@ -25,7 +26,7 @@ export interface TooLarge {
   code: string;
   message: string;
 }
-export const BODY_TOO_LARGE: TooLarge = { code: 'REQUEST_ENTITY_TOO_LARGE', message: 'Request body too large' };
+export const BODY_TOO_LARGE: TooLarge = { code: REQUEST_TOO_LARGE, message: 'Request body too large' };
 
 /**
  * Answers 413. A client sending a body often reads nothing until it has sent
@@ -67,13 +68,35 @@ export async function readBody(
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
   // Before anything parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may be 8 million
   // values, or 2 MB a million levels (core/storable.ts).
-  const refused = jsonTextRefusal(read);
-  if (refused?.past === 'values') {
-    return void replyError(res, 413, refusal.code, `the request body ${refused.reason}: send fewer events or values per request`, headers);
-  }
-  if (refused) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${refused.reason}`, headers);
+  if (refusedJson(res, read, 'the request body', refusal.code, headers)) return undefined;
   return { bytes: read, text };
 }
+
+/**
+ * Answers JSON text past the bounds of every door's text (core/storable.ts), `what` naming it: 413 past the values
+ * (with `tooLargeCode`), 400 nested too deep. False when it is within them.
+ */
+function refusedJson(res: http.ServerResponse, text: string | Uint8Array, what: string, tooLargeCode: string, headers?: Record<string, string>): boolean {
+  const refused = jsonTextRefusal(text);
+  if (refused?.past === 'values') replyError(res, 413, tooLargeCode, `${what} ${refused.reason}: send fewer events or values per request`, headers);
+  else if (refused) replyError(res, 400, 'BAD_USER_INPUT', `${what} ${refused.reason}`, headers);
+  return refused !== undefined;
+}
+
+/**
+ * The JSON yoga parses out of URL-encoded parameters — a GET's query string, a form-urlencoded body — held to the
+ * bounds of a JSON body before it parses them. Their brackets and commas may be percent-encoded, so the text as sent
+ * says nothing: each `variables` and `extensions` parameter is checked as yoga reads it, decoded. False when answered.
+ */
+function paramsWithinBounds(res: http.ServerResponse, encoded: string): boolean {
+  for (const [name, value] of new URLSearchParams(encoded)) {
+    if ((name === 'variables' || name === 'extensions') && refusedJson(res, value, `the ${name} parameter`, BODY_TOO_LARGE.code)) return false;
+  }
+  return true;
+}
+
+/** yoga parses a form-urlencoded body's parameters (matched here whatever the case, a superset of yoga's match). */
+const isFormBody = (req: http.IncomingMessage) => /application\/x-www-form-urlencoded/i.test(req.headers['content-type'] ?? '');
 
 /**
  * Whether all of the request's body has arrived: parsed to its end, or (a
@@ -142,8 +165,9 @@ function readArriving(req: http.IncomingMessage, limit: number): Promise<Buffer 
 export const bodyTextOf = (req: http.IncomingMessage): string | undefined => (req as ReadRequest)[BODY_TEXT];
 
 /**
- * The body limit and the UTF-8 rule of /graphql, applied before yoga; true
- * when yoga (or the fast lane) may go on. yoga's own limit pipes every body
+ * The body limit and the UTF-8 rule of /graphql, applied before yoga, and the
+ * bounds of JSON text to the body and to the JSON yoga takes from URL-encoded
+ * parameters (a GET's, a form's); true when yoga (or the fast lane) may go on. yoga's own limit pipes every body
  * through a TransformStream (a stream pipeline, an AbortController and a
  * DOMException per request), which more than halved the throughput of small
  * requests. So the body is read here and handed to yoga as a
@@ -155,9 +179,14 @@ export async function withinBodyLimit(req: http.IncomingMessage, res: http.Serve
     refuseTooLarge(req, res);
     return false;
   }
+  // A GET's operation is its query string: held to a body's bounds (a proxy or --max-http-header-size may let
+  // megabytes of it through).
+  const query = req.method === 'GET' ? (req.url?.indexOf('?') ?? -1) : -1;
+  if (query >= 0 && mayRead() && !paramsWithinBounds(res, req.url!.slice(query + 1))) return false;
   if (!hasBody(req) || !mayRead()) return true;
   const body = await readBody(req, res, limit);
   if (!body) return false;
+  if (isFormBody(req) && !paramsWithinBounds(res, body.text)) return false;
   (req as { body?: Buffer }).body = body.bytes;
   (req as ReadRequest)[BODY_TEXT] = body.text;
   return true;

@@ -51,6 +51,8 @@ export interface SecurityOptions {
   authFailures?: { max: number; windowMs: number } | false;
   /** Live stored API tokens one tenant may hold (createApiToken past it: BAD_USER_INPUT); false: no cap. */
   maxApiTokensPerTenant?: number | false;
+  /** Operations (queries, mutations, subscriptions) one graphql-ws socket may have in flight, in every mode; 0: no cap. */
+  maxOperationsPerSocket?: number;
   /** Open connections from one client address, per process (refused as they are accepted); 0: no cap. */
   maxConnectionsPerAddress?: number;
   /** HTTP and WebSocket idle timeouts (connection-timeouts.ts); unset fields: DEFAULT_TIMEOUTS. */
@@ -94,6 +96,8 @@ export const DEFAULT_LIMITS = {
   // A quarter of the tenant's: a runaway or leaked token (a CI bot's) leaves the rest to the tenant's other tokens.
   connectionsPerToken: 25,
   subscriptionsPerToken: 250,
+  // In every mode, tokens or none: a token's subscriptions (250) fit on one socket.
+  operationsPerSocket: 250,
   apiTokensPerTenant: 100,
   authFailures: 20,
   authFailureWindowSeconds: 60,

@@ -320,6 +320,63 @@ describe('per-tenant caps on connections and subscriptions', () => {
   });
 });
 
+describe('operations in flight on one graphql-ws socket, in every mode', () => {
+  const cappedAt = (n: number) => `this WebSocket has ${n} operations in flight, its limit (FORKLINE_MAX_OPERATIONS_PER_SOCKET); complete some first`;
+  const TOO_MANY = (n: number) => [{ message: cappedAt(n), extensions: { code: 'TOO_MANY_OPERATIONS' } }];
+  const answered = (s: { items: unknown[]; errors: unknown[] }) => s.items.length > 0 || s.errors.length > 0;
+
+  it('local mode (no tokens): past the cap an operation is refused TOO_MANY_OPERATIONS, a query too; another socket is not; a completed one frees its place (before: every one ran)', async () => {
+    const app = await startTestApp({ security: { maxOperationsPerSocket: 3 } });
+    try {
+      const id = (await app.ok('mutation { createSession(input: { title: "ops" }) { id } }')).createSession.id as string;
+      const client = wsClient(app.url);
+      const subs = Array.from({ length: 5 }, () => subscribeWs(app.url, EVENTS, { id }, client));
+      await waitFor(() => subs.every(answered), { what: 'five answers' });
+      expect(subs.filter((s) => s.items.length > 0)).toHaveLength(3);
+      const refused = subs.filter((s) => s.errors.length > 0);
+      expect(refused.map((s) => s.errors)).toEqual([[TOO_MANY(3)], [TOO_MANY(3)]]);
+      // A query takes a place while it runs, as a subscription does: none is left.
+      const query = subscribeWs(app.url, '{ __typename }', {}, client);
+      await waitFor(() => answered(query), { what: 'the query answered' });
+      expect(query.errors).toEqual([TOO_MANY(3)]);
+
+      const other = subscribeWs(app.url, EVENTS, { id }, wsClient(app.url));
+      await other.count(1);
+      await other.close();
+
+      await subs.find((s) => s.items.length > 0)!.close();
+      await waitFor(
+        async () => {
+          const s = subscribeWs(app.url, EVENTS, { id }, client);
+          await waitFor(() => answered(s), { what: 'an answer' });
+          if (s.items.length) return true;
+          await s.close();
+          return false;
+        },
+        { what: 'a place freed by the completed subscription', timeoutMs: 5000 },
+      );
+      await client.dispose();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('holds the default without configuration: one socket runs 250 operations, the 251st is refused (before: a socket started as many as it sent)', async () => {
+    const app = await startTestApp();
+    try {
+      const id = (await app.ok('mutation { createSession(input: { title: "ops" }) { id } }')).createSession.id as string;
+      const client = wsClient(app.url);
+      const subs = Array.from({ length: 251 }, () => subscribeWs(app.url, EVENTS, { id }, client));
+      await waitFor(() => subs.every(answered), { what: '251 answers', timeoutMs: 30_000 });
+      expect(subs.filter((s) => s.items.length > 0)).toHaveLength(250);
+      expect(subs.filter((s) => s.errors.length > 0).map((s) => s.errors)).toEqual([[TOO_MANY(250)]]);
+      await client.dispose();
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('failed authentication attempts, per client address', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -523,6 +580,8 @@ describe('configuration', () => {
     const defaults = securityOptions(loadConfig({}));
     expect(defaults.connectionCaps).toEqual({ connections: 100, subscriptions: 1000 });
     expect(defaults.tokenConnectionCaps).toEqual({ connections: 25, subscriptions: 250 });
+    expect(defaults.maxOperationsPerSocket).toBe(250);
+    expect(securityOptions(loadConfig({ FORKLINE_MAX_OPERATIONS_PER_SOCKET: '40' })).maxOperationsPerSocket).toBe(40);
     expect(securityOptions(loadConfig({ FORKLINE_MAX_CONNECTIONS_PER_TOKEN: '0', FORKLINE_MAX_SUBSCRIPTIONS_PER_TOKEN: '0' })).tokenConnectionCaps).toBe(false);
     expect(defaults.authFailures).toEqual({ max: 20, windowMs: 60_000 });
     expect(defaults.maxApiTokensPerTenant).toBe(100);

@@ -11,7 +11,8 @@ import { wsClient } from '../helpers/subscribe.ts';
 import { MAX_COMPACTION_INSTRUCTIONS_CHARS } from '../../src/core/text-limits.ts';
 import { DEFAULT_LIMITS } from '../../src/http/security.ts';
 import { MAX_VARIABLE_LIST_ITEMS, tooManyListItems } from '../../src/graphql/plugins/variable-shape.ts';
-import { MAX_JSON_TEXT_DEPTH, nestedTooDeep } from '../../src/core/storable.ts';
+import { JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH, MAX_JSON_VALUES, nestedTooDeep, tooManyValues } from '../../src/core/storable.ts';
+import { spent } from '../helpers/event-loop.ts';
 
 let app: TestApp;
 let ws: Client;
@@ -421,5 +422,79 @@ describe('what one WebSocket message may cost', () => {
     expect(overHttp.status).toBe(400);
     expect(((await overHttp.json()) as Result).errors?.[0].message).toBe(`the request body ${nestedTooDeep(MAX_JSON_TEXT_DEPTH)}`);
     expect(await eventCount(s.id)).toBe(2);
+  });
+});
+
+describe('JSON in URL-encoded parameters and form parts', () => {
+  const TOO_DEEP = nestedTooDeep(MAX_JSON_TEXT_DEPTH);
+  const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+  const QUERY = '{ __typename }';
+  // Any client can send yoga's CSRF header; a browser's form cannot.
+  const CSRF = { 'x-graphql-yoga-csrf': '1' };
+  const answer = async (res: Response) => ({ status: res.status, body: (await res.json()) as Result });
+  // Brackets as they are (a URL's query may hold them), so 5,000 levels fit in Node's 16 KiB of headers.
+  const get = (name: string, json: string, headers: Record<string, string> = {}) =>
+    fetch(`${app.url}?query=${encodeURIComponent(QUERY)}&${name}=${json}`, { headers: { ...CSRF, ...headers } }).then(answer);
+  const form = (body: string) =>
+    fetch(app.url, { method: 'POST', headers: { ...CSRF, 'content-type': 'application/x-www-form-urlencoded' }, body }).then(answer);
+
+  it('GET variables and extensions nested past the bound are refused as a POST body is, over plain GET and SSE (before: answered 200)', async () => {
+    // 5,000 levels: 10 kB (a proxy or --max-http-header-size lets far more through).
+    const deep = `{"v":${nested(5000)}}`;
+    const overPost = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"query":"${QUERY}","variables":${deep}}`,
+    }).then(answer);
+    expect(overPost).toEqual({ status: 400, body: { errors: [{ message: `the request body ${TOO_DEEP}`, extensions: { code: 'BAD_USER_INPUT' } }] } });
+    for (const name of ['variables', 'extensions']) {
+      for (const headers of [{}, { accept: 'text/event-stream' }] as Array<Record<string, string>>) {
+        const refused = await get(name, deep, headers);
+        expect(refused).toEqual({ status: 400, body: { errors: [{ message: `the ${name} parameter ${TOO_DEEP}`, extensions: { code: 'BAD_USER_INPUT' } }] } });
+      }
+      // Each parameter's text is held to the bound a body's text is: at it, answered.
+      const atBound = await get(name, `{"v":${nested(MAX_JSON_TEXT_DEPTH - 1)}}`);
+      expect(atBound).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+      const past = await get(name, `{"v":${nested(MAX_JSON_TEXT_DEPTH)}}`);
+      expect(past.body.errors?.[0].message).toBe(`the ${name} parameter ${TOO_DEEP}`);
+    }
+  });
+
+  it('a form-urlencoded body is held to the bounds decoded (before: 100,000 levels answered 200, a million values parsed for seconds)', async () => {
+    const deep = `query=${encodeURIComponent(QUERY)}&variables=${encodeURIComponent(`{"v":${nested(100_000)}}`)}`;
+    expect(await form(deep)).toEqual({
+      status: 400,
+      body: { errors: [{ message: `the variables parameter ${TOO_DEEP}`, extensions: { code: 'BAD_USER_INPUT' } }] },
+    });
+    // Brackets and commas percent-encoded: the text as sent holds none.
+    const many = new Array(MAX_JSON_VALUES + JSON_ENVELOPE_VALUES).fill(0).join(',');
+    const values = `query=${encodeURIComponent(QUERY)}&variables=${encodeURIComponent(`{"v":[${many}]}`)}`;
+    const { result, cpuMs } = await spent(() => form(values));
+    expect(result).toEqual({
+      status: 413,
+      body: {
+        errors: [
+          {
+            message: `the variables parameter ${tooManyValues(MAX_JSON_VALUES)}: send fewer events or values per request`,
+            extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
+          },
+        ],
+      },
+    });
+    expect(cpuMs).toBeLessThan(2000); // before: 4.5 s, parsed and walked
+    expect(await form(`query=${encodeURIComponent(QUERY)}&variables=${encodeURIComponent('{"v":[[1]]}')}`)).toEqual({
+      status: 200,
+      body: { data: { __typename: 'Query' } },
+    });
+  });
+
+  it('a multipart body is refused (415): no upload needs it, and its operations part escaped the bound (before: 200,000 levels behind an unbalanced quote answered 200)', async () => {
+    const boundary = 'b0undary';
+    const operations = `{"query":"${QUERY}","variables":{"a":"x","v":${nested(200_000)},"b":"y"}}`;
+    // A quote before the first part turns the text scan's strings inside out: the brackets between two JSON strings look quoted.
+    const body = `"\r\n--${boundary}\r\nContent-Disposition: form-data; name="operations"\r\n\r\n${operations}\r\n--${boundary}\r\nContent-Disposition: form-data; name="map"\r\n\r\n{}\r\n--${boundary}--\r\n`;
+    const res = await fetch(app.url, { method: 'POST', headers: { ...CSRF, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+    await res.arrayBuffer();
+    expect(res.status).toBe(415);
   });
 });

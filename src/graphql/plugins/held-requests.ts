@@ -9,8 +9,7 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { jsonCharsPast } from '../../core/storable.ts';
-
-export const HELD_REQUEST_TOO_LARGE = 'REQUEST_ENTITY_TOO_LARGE';
+import { REQUEST_TOO_LARGE } from '../../core/errors.ts';
 
 /** Why a request held while it lives (`what`) is refused: it holds more than `maxChars` characters. */
 export const heldRequestTooLarge = (what: string, maxChars: number) =>
@@ -29,7 +28,7 @@ export function useHeldRequestLimit(maxChars: number): Plugin {
     onSubscribe({ args, setResultAndStopExecution }) {
       const { params, ws } = (args.contextValue ?? {}) as RequestOfContext;
       if (jsonCharsPast([params?.query, params?.variables, params?.extensions, params?.operationName, ws?.id], maxChars)) {
-        setResultAndStopExecution({ errors: [new GraphQLError(message, { extensions: { code: HELD_REQUEST_TOO_LARGE } })] });
+        setResultAndStopExecution({ errors: [new GraphQLError(message, { extensions: { code: REQUEST_TOO_LARGE } })] });
       }
     },
   };

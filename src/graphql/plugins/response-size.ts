@@ -11,8 +11,7 @@
 import { GraphQLError, getOperationAST, type ExecutionResult } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.ts';
-
-export const RESPONSE_TOO_LARGE = 'RESPONSE_TOO_LARGE';
+import { RESPONSE_TOO_LARGE } from '../../core/errors.ts';
 
 /** UTF-8 bytes of `text`, computed only when its length does not settle the comparison. */
 export function isOver(text: string, maxBytes: number): { over: boolean; bytes: number } {

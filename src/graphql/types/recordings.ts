@@ -1,6 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { builder } from '../builder.ts';
-import { RESPONSE_TOO_LARGE } from '../plugins/response-size.ts';
+import { RESPONSE_TOO_LARGE } from '../../core/errors.ts';
 import { recordingText } from '../../store/recordings.ts';
 import { MAX_STRING_RECORDING_BYTES } from '../../core/recording.ts';
 import { badInput } from '../../core/errors.ts';

@@ -116,6 +116,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
     logging: false,
     maskedErrors: { maskError: toClientError },
     maxRequestBodySize: false, // the guard's body limit (http/http-body.ts) instead: same limit, a fraction of the cost
+    // No Upload scalar, so no use for the multipart request spec; and its `operations` field, parsed out of form parts,
+    // escapes the JSON bounds the guard holds a body to (http/http-body.ts): answered 415, as any other media type.
+    multipart: false,
     // By text, for every transport: only short texts are kept (yoga's default kept 1,024 of any length).
     parserAndValidationCache: rememberedDocuments(),
     // Same-origin only (GraphiQL and the dashboard are served from here) unless origins are configured.
@@ -203,7 +206,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
           onSubscribe: async (ctx, id, params) => {
             // Errors here answer this operation only; thrown, they would close the whole socket.
             try {
-              const { principal, refused } = guard.admitOperation(ctx.extra.socket);
+              // graphql-ws holds each operation it runs under its id from before this hook to its end.
+              const { principal, refused } = guard.admitOperation(ctx.extra.socket, id, (held) => held in ctx.subscriptions);
               if (refused) throw new GraphQLError(refused.message, { extensions: { code: refused.code } });
               const {
                 schema: s,
@@ -236,6 +240,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
                 rootValue: { execute, subscribe },
               };
             } catch (err) {
+              guard.endSubscription(ctx.extra.socket, id); // graphql-ws answers the errors and never calls onComplete
               const errors = (Array.isArray(err) ? err : [err]).map((e) => toClientError(e, 'Unexpected error.') as GraphQLError);
               if (metrics) countErrors(metrics, errors);
               return errors.map(withoutInternals);
