@@ -14,6 +14,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
+import { drained } from '../../src/http/drained.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
@@ -39,7 +40,7 @@ const flood = { bytes: 0 };
 const stream = (res: http.ServerResponse, headers: http.OutgoingHttpHeaders = {}) => res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
 const write = async (res: http.ServerResponse, sent: Sent, chunk: string | Buffer) => {
   sent.bytes += Buffer.byteLength(chunk);
-  if (!res.write(chunk)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
+  if (!res.write(chunk)) await drained(res);
 };
 
 /** A real MCP server (the SDK's), stateless over Streamable HTTP, with one tool. */
@@ -92,7 +93,7 @@ async function rawMcp(mode: string, req: http.IncomingMessage, res: http.ServerR
         );
       }
       flood.bytes += Buffer.byteLength(batch);
-      if (!res.write(batch)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
+      if (!res.write(batch)) await drained(res);
     }
     return void res.end();
   }

@@ -11,6 +11,7 @@ import { DEFAULT_PROVIDER_LIMITS } from '../../src/agent/models/provider-fetch.t
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { startFakeProvider, type FakeProvider, type ProviderHandler, type Sent } from '../helpers/fake-provider.ts';
+import { drained } from '../../src/http/drained.ts';
 
 const CALL_TIMEOUT_MS = 4000;
 
@@ -29,7 +30,7 @@ const chunk = (delta: unknown, finish: string | null = null) => ({
 });
 const start = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
 const write = async (res: http.ServerResponse, text: string) => {
-  if (!res.write(text)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
+  if (!res.write(text)) await drained(res);
 };
 const okText: Handler = async (res) => {
   start(res);

@@ -8,6 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { drained } from '../../src/http/drained.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
@@ -28,7 +29,7 @@ async function endless(res: http.ServerResponse, sent: { bytes: number; closed: 
   while (!sent.closed) {
     const chunk = next();
     sent.bytes += Buffer.byteLength(chunk);
-    if (!res.write(chunk)) await new Promise<void>((r) => (res.once('drain', r), res.once('close', r)));
+    if (!res.write(chunk)) await drained(res);
   }
 }
 
