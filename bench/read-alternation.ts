@@ -14,6 +14,8 @@
 //   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  (node flags for every server, the raw one too)
 //   BENCH_BUILD_NODE_ARGS='--max-semi-space-size=32,'  (node flags per build, in BENCH_BUILDS' order; the
 //                same checkout may be named twice in BENCH_BUILDS to compare flags); BENCH_RAW_NODE_ARGS the raw server's
+//   BENCH_BUILD_ENV='NODE_ENV=development,'  (environment per build, in BENCH_BUILDS' order, space-separated NAME=value; every
+//                server starts with NODE_ENV=production as `npm start` sets it, bench/service-env.ts)
 //   BENCH_CHILD_LOG=/tmp/gc  (each server's stdout to /tmp/gc.<script>.<pid>: with BENCH_NODE_ARGS=--trace-gc)
 //   BENCH_SLICE_MS=200  (instead of one-second windows, each with its own warm-up and connections: slices this
 //                long on connections kept open, the servers' order rotated every round, CPU from each thread's
@@ -29,6 +31,7 @@ import { openBenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
 import { hammer, processCpuSeconds } from './load.ts';
 import { postmasterOf, processTotals } from './turns.ts';
+import { SERVICE_ENV } from './service-env.ts';
 
 const scope = { tenant: 'local' };
 const here = fileURLToPath(new URL('..', import.meta.url));
@@ -39,6 +42,7 @@ const kinds = (process.env.BENCH_READ_KINDS ?? 'sessions,events').split(',') as 
 const eventFields = process.env.BENCH_EVENT_FIELDS ?? 'id seq type data inherited synthetic createdAt';
 const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const buildArgs = (process.env.BENCH_BUILD_NODE_ARGS ?? '').split(',').map((a) => a.split(' ').filter(Boolean));
+const buildEnv = (process.env.BENCH_BUILD_ENV ?? '').split(',').map((e) => e.split(' ').filter(Boolean));
 const childLog = process.env.BENCH_CHILD_LOG;
 const gcTrace = process.env.BENCH_GC === '1';
 const sliceMs = Number(process.env.BENCH_SLICE_MS ?? 0);
@@ -94,7 +98,7 @@ const GC_FIELDS = /pause=([\d.]+) .* allocated=(\d+) promoted=(\d+) new_space_su
 function start(dir: string, script: string, env: Record<string, string>, args: string[] = []): Promise<{ url: string; child: ChildProcess; gc: GcTotals }> {
   const child = spawn(process.execPath, [...nodeArgs, ...args, ...(gcTrace ? ['--trace-gc-nvp'] : []), '--import', 'tsx', script], {
     cwd: dir,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...SERVICE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -156,8 +160,10 @@ try {
   };
   for (const [i, dir] of builds.entries()) {
     const args = buildArgs[i] ?? [];
-    const name = args.length ? `${dir} ${args.join(' ')}` : dir;
-    servers.push({ name, ...(await start(dir, 'src/main.ts', { DATABASE_URL: ctx.databaseUrl, PORT: '0' }, args)) });
+    const env = buildEnv[i] ?? [];
+    const name = [dir, ...env, ...args].join(' ');
+    const vars = Object.fromEntries(env.map((v) => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]));
+    servers.push({ name, ...(await start(dir, 'src/main.ts', { ...vars, DATABASE_URL: ctx.databaseUrl, PORT: '0' }, args)) });
   }
   // The raw baseline answers the events page with every field, whatever BENCH_EVENT_FIELDS says.
   const rawArgs = process.env.BENCH_RAW_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
