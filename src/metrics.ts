@@ -7,69 +7,19 @@ import type { TurnUpdate } from './agent/turn-updates.ts';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
-type LabelValue = string | number;
-
-/** One label set's count not yet handed to prom-client. */
-interface Pending {
-  labels: Record<string, LabelValue>;
-  n: number;
-}
-
-/**
- * The counts of a counter that moves on every request, kept as plain numbers
- * per label set (a map per label, in order; two or three labels) and added to
- * the counter when it is collected (a scrape). prom-client's inc builds a
- * string of the labels and checks each label's name on every call (a labelled
- * child does the same). The label sets are bounded as the counter's are (above).
- */
-class Tally<L extends string> {
-  private readonly first = new Map<LabelValue, Map<LabelValue, Map<LabelValue | undefined, Pending>>>();
-  private readonly all: Pending[] = [];
-  constructor(private readonly names: readonly L[]) {}
-
-  inc(a: LabelValue, b: LabelValue, c?: LabelValue): void {
-    let second = this.first.get(a);
-    if (!second) this.first.set(a, (second = new Map()));
-    let third = second.get(b);
-    if (!third) second.set(b, (third = new Map()));
-    let cell = third.get(c);
-    if (!cell) {
-      const values = [a, b, c];
-      cell = { labels: Object.fromEntries(this.names.map((name, i) => [name, values[i]!])), n: 0 };
-      third.set(c, cell);
-      this.all.push(cell);
-    }
-    cell.n++;
-  }
-
-  /** Adds what was counted since the last collection to `counter`. */
-  flushInto(counter: Counter<L>): void {
-    for (const cell of this.all) {
-      if (cell.n === 0) continue;
-      counter.inc(cell.labels as Partial<Record<L, LabelValue>>, cell.n);
-      cell.n = 0;
-    }
-  }
-}
-
 export class ServiceMetrics {
   readonly registry = new Registry();
-  // Moved by every request: counted in tallies, handed to prom-client when collected.
-  readonly requestTally = new Tally(['route', 'method', 'status'] as const);
-  readonly operationTally = new Tally(['type', 'field'] as const);
-  readonly httpRequests: Counter<'route' | 'method' | 'status'> = new Counter({
+  readonly httpRequests = new Counter({
     name: 'forkline_http_requests_total',
     help: 'HTTP requests by route, method and status code.',
     labelNames: ['route', 'method', 'status'] as const,
     registers: [this.registry],
-    collect: (): void => this.requestTally.flushInto(this.httpRequests),
   });
-  readonly operations: Counter<'type' | 'field'> = new Counter({
+  readonly operations = new Counter({
     name: 'forkline_graphql_operations_total',
     help: 'GraphQL operations executed (HTTP, SSE and WebSocket) by type and root field.',
     labelNames: ['type', 'field'] as const,
     registers: [this.registry],
-    collect: (): void => this.operationTally.flushInto(this.operations),
   });
   readonly errors = new Counter({
     name: 'forkline_graphql_errors_total',

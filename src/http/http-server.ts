@@ -123,7 +123,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const route = path === '/graphql' ? path : path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
     if (metrics)
       res.once('finish', () =>
-        metrics.requestTally.inc(ROUTES.has(route) ? route : 'other', METHODS.has(req.method ?? '') ? req.method! : 'other', res.statusCode),
+        metrics.httpRequests.inc({
+          route: ROUTES.has(route) ? route : 'other',
+          method: METHODS.has(req.method ?? '') ? req.method! : 'other',
+          status: res.statusCode,
+        }),
       );
     try {
       if (!(await guard.admit(req, res, path))) return;

@@ -36,7 +36,7 @@ export function useMetrics(metrics: ServiceMetrics): Plugin {
   return {
     onExecute({ args }) {
       const { type, fields } = rootFields(args.document, args.operationName);
-      for (const field of fields) metrics.operationTally.inc(type, field);
+      for (const field of fields) metrics.operations.inc({ type, field });
       const kind = type === 'mutation' ? fields.map((f) => FORK_FIELDS[f]).find(Boolean) : undefined;
       if (!kind) return;
       const end = metrics.forkDuration.startTimer({ kind });
@@ -44,7 +44,7 @@ export function useMetrics(metrics: ServiceMetrics): Plugin {
     },
     onSubscribe({ args }) {
       const { type, fields } = rootFields(args.document, args.operationName);
-      for (const field of fields) metrics.operationTally.inc(type, field);
+      for (const field of fields) metrics.operations.inc({ type, field });
       return {
         onSubscribeResult({ result }) {
           if (!isAsyncIterable(result)) return;
