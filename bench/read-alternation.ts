@@ -14,8 +14,9 @@
 //   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  (node flags for every server, the raw one too)
 //   BENCH_BUILD_NODE_ARGS='--max-semi-space-size=32,'  (node flags per build, in BENCH_BUILDS' order; the
 //                same checkout may be named twice in BENCH_BUILDS to compare flags); BENCH_RAW_NODE_ARGS the raw server's
-//   BENCH_BUILD_ENV='NODE_ENV=development,'  (environment per build, in BENCH_BUILDS' order, space-separated NAME=value; every
-//                server starts with NODE_ENV=production as `npm start` sets it, bench/service-env.ts)
+//   BENCH_BUILD_ENV='NODE_ENV=production,'  (environment per build, in BENCH_BUILDS' order, space-separated NAME=value; the same
+//                checkout may be named twice with a different one. Two processes of one build differ by up to 10% in CPU
+//                per request over a whole run, whatever their place: name a build twice (`AA=1`) to see the run's spread)
 //   BENCH_CHILD_LOG=/tmp/gc  (each server's stdout to /tmp/gc.<script>.<pid>: with BENCH_NODE_ARGS=--trace-gc)
 //   BENCH_SLICE_MS=200  (instead of one-second windows, each with its own warm-up and connections: slices this
 //                long on connections kept open, the servers' order rotated every round, CPU from each thread's
@@ -31,7 +32,6 @@ import { openBenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
 import { hammer, processCpuSeconds } from './load.ts';
 import { postmasterOf, processTotals } from './turns.ts';
-import { SERVICE_ENV } from './service-env.ts';
 
 const scope = { tenant: 'local' };
 const here = fileURLToPath(new URL('..', import.meta.url));
@@ -98,7 +98,7 @@ const GC_FIELDS = /pause=([\d.]+) .* allocated=(\d+) promoted=(\d+) new_space_su
 function start(dir: string, script: string, env: Record<string, string>, args: string[] = []): Promise<{ url: string; child: ChildProcess; gc: GcTotals }> {
   const child = spawn(process.execPath, [...nodeArgs, ...args, ...(gcTrace ? ['--trace-gc-nvp'] : []), '--import', 'tsx', script], {
     cwd: dir,
-    env: { ...process.env, ...SERVICE_ENV, ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

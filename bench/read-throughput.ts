@@ -13,7 +13,6 @@ import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
 import { hammer, processCpuSeconds, type LoadResult } from './load.ts';
 import { postmasterOf, processTotals } from './turns.ts';
-import { SERVICE_ENV } from './service-env.ts';
 
 const scope = { tenant: 'local' };
 const CONNECTIONS = 8;
@@ -21,7 +20,7 @@ const CONNECTIONS = 8;
 const KINDS = (process.env.BENCH_READ_KINDS?.split(',') ?? ['sessions', 'events']) as Array<'sessions' | 'events'>;
 
 export async function startProcess(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(command, args, { env: { ...process.env, ...SERVICE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`${command} did not start in 60 s: ${out.slice(-800)}`))), 60_000);

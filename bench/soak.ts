@@ -19,7 +19,6 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { residentBreakdown, type ResidentBreakdown } from './process-memory.ts';
-import { SERVICE_ENV } from './service-env.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 60);
@@ -47,14 +46,7 @@ fs.chmodSync(dataDir, 0o755);
 const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', '--import', `${ROOT}node_modules/tsx/dist/loader.mjs`, `${ROOT}src/main.ts`], {
   cwd: ROOT,
   // glibc's arenas capped as `npm start` caps them (docs/operations.md); MALLOC_ARENA_MAX=0 measures glibc's default.
-  env: {
-    ...process.env,
-    ...SERVICE_ENV,
-    PORT: '0',
-    FORKLINE_DATA_DIR: dataDir,
-    FORKLINE_LEASE_TTL_MS: '5000',
-    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX || '2',
-  },
+  env: { ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, FORKLINE_LEASE_TTL_MS: '5000', MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX || '2' },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let output = '';

@@ -13,7 +13,6 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { APPLICATION_NAME, pgConfigFromUrl } from '../src/db/pg-config.ts';
 import { percentile, QUICK, round, type BenchContext } from './context.ts';
-import { SERVICE_ENV } from './service-env.ts';
 
 /**
  * CPU time (user + system, ms) and context switches (voluntary and not) of the
@@ -97,7 +96,6 @@ export async function startServer(databaseUrl: string, extraEnv: Record<string, 
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
     env: {
       ...process.env,
-      ...SERVICE_ENV,
       DATABASE_URL: databaseUrl,
       PORT: '0',
       LOG_LEVEL: 'info',

@@ -3,8 +3,7 @@
 // the embedded Postgres. npm runs the script with `sh -c`;
 // a shell that stays in between let npm exit and left both running.
 // The script also caps glibc's malloc arenas unless the operator set
-// MALLOC_ARENA_MAX, and runs the service with NODE_ENV=production unless the
-// operator set NODE_ENV (docs/operations.md, Configuration).
+// MALLOC_ARENA_MAX (docs/operations.md, Configuration).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -30,11 +29,10 @@ const portOpen = (port: number) =>
   });
 
 describe('npm start', () => {
-  // The operator's MALLOC_ARENA_MAX and NODE_ENV, and what the server runs with.
+  // The operator's MALLOC_ARENA_MAX, and what the server runs with.
   const arenaMax = { SIGTERM: { set: undefined, runs: '2' }, SIGINT: { set: '8', runs: '8' } };
-  const nodeEnv = { SIGTERM: { set: undefined, runs: 'production' }, SIGINT: { set: 'development', runs: 'development' } };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    it(`stops the server and its embedded Postgres on ${signal} sent to npm's process (MALLOC_ARENA_MAX ${arenaMax[signal].runs}, NODE_ENV ${nodeEnv[signal].runs})`, async () => {
+    it(`stops the server and its embedded Postgres on ${signal} sent to npm's process (MALLOC_ARENA_MAX ${arenaMax[signal].runs})`, async () => {
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-npm-start-'));
       fs.chmodSync(dataDir, 0o755); // the embedded Postgres runs as another user when we are root
       folders.push(dataDir);
@@ -45,7 +43,6 @@ describe('npm start', () => {
         FORKLINE_DATA_DIR: dataDir,
         DATABASE_URL: undefined,
         MALLOC_ARENA_MAX: arenaMax[signal].set,
-        NODE_ENV: nodeEnv[signal].set, // vitest sets it to `test`
       }))
         if (v !== undefined) env[k] = v;
       // --ignore-scripts skips prestart's build (the suite has built) and still runs `start`.
@@ -64,9 +61,7 @@ describe('npm start', () => {
       leftovers.push(serverPid, postgresPid);
       expect(await portOpen(port)).toBe(true);
       expect(isProcessAlive(postgresPid)).toBe(true);
-      const environ = fs.readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0');
-      expect(environ).toContain(`MALLOC_ARENA_MAX=${arenaMax[signal].runs}`);
-      expect(environ).toContain(`NODE_ENV=${nodeEnv[signal].runs}`);
+      expect(fs.readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0')).toContain(`MALLOC_ARENA_MAX=${arenaMax[signal].runs}`);
 
       npm.kill(signal);
       const stillRunning = new Promise<string>((r) => setTimeout(() => r('npm still running'), 30_000).unref());

@@ -1,10 +1,10 @@
 // An operation that fails inside the server's pipeline (not a resolver's error,
 // which GraphQL reports in the result) makes graphql-ws close its socket with
-// 4500. graphql-ws words that close from the error's message unless it runs as
-// production, and such a message may carry internals (a statement, a path, a
-// token) to the client. The service runs with NODE_ENV=production under
-// `npm start` and with `test` under vitest: the door pins the production
-// wording so both answer the same (http/graphql/graphql-handler.ts).
+// 4500. graphql-ws words that close from the error's message unless NODE_ENV
+// is production, and such a message may carry internals (a statement, a path,
+// a token) to the client. `npm start` leaves NODE_ENV as the operator set it
+// (unset, as a rule) and vitest sets `test`: the door pins the generic reason
+// (http/graphql/graphql-handler.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Plugin } from 'graphql-yoga';

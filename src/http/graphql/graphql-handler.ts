@@ -184,8 +184,8 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       return useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
         {
           connectionInitWaitTimeout: guard.timeouts.wsInitMs,
-          // An internal failure closes the socket with a generic reason under every NODE_ENV (graphql-ws
-          // words it from the error's message unless NODE_ENV is production): docs/operations.md, Configuration.
+          // An operation failing inside the server closes its socket (4500) with a generic reason: graphql-ws
+          // words it from the error's message unless NODE_ENV is production, which nothing here sets.
           isProd: true,
           // yoga's recipe: rootValue carries the enveloped execute and subscribe (set in onSubscribe).
           // eslint-disable-next-line @typescript-eslint/no-explicit-any
