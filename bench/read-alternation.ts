@@ -14,6 +14,9 @@
 //   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  (node flags for every server, the raw one too)
 //   BENCH_BUILD_NODE_ARGS='--max-semi-space-size=32,'  (node flags per build, in BENCH_BUILDS' order; the
 //                same checkout may be named twice in BENCH_BUILDS to compare flags); BENCH_RAW_NODE_ARGS the raw server's
+//   BENCH_BUILD_ENV='NODE_ENV=production,'  (environment per build, in BENCH_BUILDS' order, space-separated NAME=value; the same
+//                checkout may be named twice with a different one. Two processes of one build differ by up to 10% in CPU
+//                per request over a whole run, whatever their place: name a build twice (`AA=1`) to see the run's spread)
 //   BENCH_CHILD_LOG=/tmp/gc  (each server's stdout to /tmp/gc.<script>.<pid>: with BENCH_NODE_ARGS=--trace-gc)
 //   BENCH_SLICE_MS=200  (instead of one-second windows, each with its own warm-up and connections: slices this
 //                long on connections kept open, the servers' order rotated every round, CPU from each thread's
@@ -39,6 +42,7 @@ const kinds = (process.env.BENCH_READ_KINDS ?? 'sessions,events').split(',') as 
 const eventFields = process.env.BENCH_EVENT_FIELDS ?? 'id seq type data inherited synthetic createdAt';
 const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 const buildArgs = (process.env.BENCH_BUILD_NODE_ARGS ?? '').split(',').map((a) => a.split(' ').filter(Boolean));
+const buildEnv = (process.env.BENCH_BUILD_ENV ?? '').split(',').map((e) => e.split(' ').filter(Boolean));
 const childLog = process.env.BENCH_CHILD_LOG;
 const gcTrace = process.env.BENCH_GC === '1';
 const sliceMs = Number(process.env.BENCH_SLICE_MS ?? 0);
@@ -156,8 +160,10 @@ try {
   };
   for (const [i, dir] of builds.entries()) {
     const args = buildArgs[i] ?? [];
-    const name = args.length ? `${dir} ${args.join(' ')}` : dir;
-    servers.push({ name, ...(await start(dir, 'src/main.ts', { DATABASE_URL: ctx.databaseUrl, PORT: '0' }, args)) });
+    const env = buildEnv[i] ?? [];
+    const name = [dir, ...env, ...args].join(' ');
+    const vars = Object.fromEntries(env.map((v) => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]));
+    servers.push({ name, ...(await start(dir, 'src/main.ts', { ...vars, DATABASE_URL: ctx.databaseUrl, PORT: '0' }, args)) });
   }
   // The raw baseline answers the events page with every field, whatever BENCH_EVENT_FIELDS says.
   const rawArgs = process.env.BENCH_RAW_NODE_ARGS?.split(' ').filter(Boolean) ?? [];

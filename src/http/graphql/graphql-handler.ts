@@ -187,6 +187,9 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
       return useServer<Record<string, unknown>, { req?: http.IncomingMessage }>(
         {
           connectionInitWaitTimeout: guard.timeouts.wsInitMs,
+          // An operation failing inside the server closes its socket (4500) with a generic reason: graphql-ws
+          // words it from the error's message unless NODE_ENV is production, which nothing here sets.
+          isProd: true,
           // yoga's recipe: rootValue carries the enveloped execute and subscribe (set in onSubscribe).
           // eslint-disable-next-line @typescript-eslint/no-explicit-any
           execute: (args: any) => args.rootValue.execute(args),
