@@ -42,6 +42,8 @@ export class Guard {
   readonly maxBodyBytes: number;
   /** The largest event a door's own stream sends (/chat, /agui: http/event-ceiling.ts), as a subscription's. */
   readonly maxResponseBytes: number;
+  /** The messages one /chat or /agui request may carry (the conversation a chat client resends: core/resent-conversation.ts). */
+  readonly maxRequestMessages: number;
   readonly timeouts: ConnectionTimeouts;
   /** Local mode reachable only through loopback names (DNS rebinding). */
   readonly loopbackOnly: boolean;
@@ -72,6 +74,7 @@ export class Guard {
     this.corsOrigins = security.corsOrigins ?? [];
     this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
     this.maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
+    this.maxRequestMessages = security.maxRequestMessages ?? DEFAULT_LIMITS.maxRequestMessages;
     this.gate = new RequestGate({
       auth,
       buckets,
