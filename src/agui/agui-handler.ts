@@ -18,7 +18,7 @@ import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { Guard } from '../http/guard.ts';
 import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
-import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
+import { replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
@@ -110,7 +110,8 @@ export function aguiHandler(opts: AguiOptions) {
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the RunAgentInput as application/json', cors(req));
 
-    const input = await readRunRequest(req, res);
+    // The body (within the limit, strict UTF-8), what the run uses of its RunAgentInput, the input rules of every door.
+    const input = await guard.readChatRequest(req, res, runRequestOf, cors(req));
     if (!input) return;
 
     // A run is an event stream held open, counted as an SSE subscription is (its tenant's and its token's caps).
@@ -158,23 +159,6 @@ export function aguiHandler(opts: AguiOptions) {
       res.end();
     }
   };
-
-  /**
-   * The run a POST asks for, or undefined when it was answered: the body's refusals (http/http-body.ts), 413 past the
-   * messages a request may carry, 400 when it is not a RunAgentInput or breaks the input rules of every door. Its
-   * body is not kept: a run streams for as long as its turn lasts.
-   */
-  async function readRunRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<RunRequest | undefined> {
-    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
-    if (!body) return undefined;
-    try {
-      const input = runRequestOf(JSON.parse(body.text), guard.maxRequestMessages);
-      if ('tooMany' in input) return void replyError(res, 413, BODY_TOO_LARGE.code, input.tooMany, cors(req));
-      return input;
-    } catch (err) {
-      return void replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, cors(req));
-    }
-  }
 
   /** Resolves the thread, queues the message, and streams the turn that answers it. */
   async function runTurn(

@@ -8,7 +8,7 @@ import type { ResumeEntry } from '@ag-ui/core';
 import { ContentPartSchema, RunAgentInputSchema, UserMessageSchema } from '@ag-ui/core/schemas';
 import { badInput } from '../core/errors.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
-import { boundedList, lastIndexOfRole, messageCount, tooManyMessages } from '../core/resent-conversation.ts';
+import { boundedList, countMessages, lastIndexOfRole } from '../core/resent-conversation.ts';
 
 /** The protocol's RunAgentInput, its lists not walked but the resume entries (which are used). */
 const envelopeSchema = RunAgentInputSchema.extend({
@@ -34,13 +34,12 @@ export interface RunRequest {
 }
 
 /**
- * The run a parsed body asks for, or why it is refused for its size (413, `tooMany`). BAD_USER_INPUT when it is
- * not a RunAgentInput ("not an AG-UI RunAgentInput: <path>: …") or breaks the input rules of every door
- * ("<path>: …"). Only the last user message is parsed: a malformed message elsewhere in the history is not read.
+ * The run a parsed body asks for: TooManyMessages past `maxMessages`; BAD_USER_INPUT when it is not a
+ * RunAgentInput ("not an AG-UI RunAgentInput: <path>: …") or breaks the input rules of every door ("<path>: …").
+ * Only the last user message is parsed: a malformed message elsewhere in the history is not read.
  */
-export function runRequestOf(body: unknown, maxMessages: number): RunRequest | { tooMany: string } {
-  const count = messageCount(body);
-  if (count !== undefined && count > maxMessages) return { tooMany: tooManyMessages(count, maxMessages) };
+export function runRequestOf(body: unknown, maxMessages: number): RunRequest {
+  countMessages(body, maxMessages);
   const input = protocol(envelopeSchema, body);
   const at = lastIndexOfRole(input.messages, 'user');
   const user = at < 0 ? undefined : protocol(userMessageSchema, input.messages[at], ['messages', at]);

@@ -24,12 +24,12 @@ import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
-import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
+import { reply, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
-import { chatRequestOf, type ApprovalResponse, type ChatRequest } from './chat-request.ts';
+import { chatRequestOf, type ApprovalResponse } from './chat-request.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
 
 /** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
@@ -130,7 +130,9 @@ export function chatHandler(opts: ChatOptions) {
   /** POST /chat: send the new user message (or regenerate) and stream the answer. */
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, scope: Scope, principal: Caller): Promise<void> {
     const { store } = readsOf(scope, res);
-    const input = await readRequest(req, res);
+    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
+    const input = await guard.readChatRequest(req, res, chatRequestOf, cors(req));
     if (!input) return;
     if (input.responses.length) return decideAndGoOn(req, res, scope, principal, input.chatId, input.responses);
     const { lastUser } = input;
@@ -156,26 +158,6 @@ export function chatHandler(opts: ChatOptions) {
     const fork = await controller.forkBeforeInput(scope, head.id, rerun);
     await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }]);
     return sendAndStream(req, res, scope, input.chatId, fork.session, again, key(fork.session));
-  }
-
-  /**
-   * The chat request of a POST, or undefined when it was answered: 415, the body's refusals (http/http-body.ts),
-   * 413 past the messages a request may carry, 400 when it is not a chat request. Its body is not kept: an answer
-   * streams for as long as its turn lasts.
-   */
-  async function readRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<ChatRequest | undefined> {
-    const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (type !== 'application/json') return void replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
-    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
-    if (!body) return undefined;
-    try {
-      const input = chatRequestOf(JSON.parse(body.text), guard.maxRequestMessages);
-      if ('tooMany' in input) return void replyError(res, 413, BODY_TOO_LARGE.code, input.tooMany, cors(req));
-      return input;
-    } catch (err) {
-      const message = err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message;
-      return void replyError(res, 400, 'BAD_USER_INPUT', message, cors(req));
-    }
   }
 
   /**

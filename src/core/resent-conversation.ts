@@ -13,15 +13,21 @@ export const DEFAULT_MAX_REQUEST_MESSAGES = 10_000;
 /** The most parts (content entries) a message a door uses may hold: each of them is parsed. */
 export const MAX_MESSAGE_PARTS = 10_000;
 
-/** Why a request carrying `count` messages is refused (413), naming the limit and what to send instead. */
+/** A request carrying more messages than one may (413, naming the limit and what to send instead). */
+export class TooManyMessages extends Error {
+  constructor(count: number, max: number) {
+    super(tooManyMessages(count, max));
+    this.name = 'TooManyMessages';
+  }
+}
 export const tooManyMessages = (count: number, max: number) =>
   `the request carries ${count} messages, more than the ${max} one request may carry (FORKLINE_MAX_REQUEST_MESSAGES): ` +
   'the session keeps the conversation, so send only its last message';
 
-/** The number of messages a parsed body carries, when its `messages` is a list (else the body's schema answers). */
-export function messageCount(body: unknown): number | undefined {
+/** Throws TooManyMessages when a parsed body's `messages` is a list of more than `max` (any other shape: its schema answers). */
+export function countMessages(body: unknown, max: number): void {
   const messages = typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : undefined;
-  return Array.isArray(messages) ? messages.length : undefined;
+  if (Array.isArray(messages) && messages.length > max) throw new TooManyMessages(messages.length, max);
 }
 
 /** A list of at most `max` items, each parsed by `item`: past `max` it is refused before any item is parsed. */
