@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { servedMeanwhile } from '../helpers/event-loop.ts';
 import { DEFAULT_MAX_REQUEST_MESSAGES, MAX_MESSAGE_PARTS, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { loadConfig, securityOptions } from '../../src/config.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -142,5 +143,39 @@ describe('POST /agui', () => {
     expect(chunksOf(answered.text).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
     const badPart = await post('/agui', run({ messages: [...history(2), { id: 'last', role: 'user', content: [{ type: 'text', text: 1 }] }] }));
     expect(errorOf(badPart.text).message).toBe('not an AG-UI RunAgentInput: messages.2.content.0.text: Invalid input: expected string, received number');
+  });
+});
+
+describe('FORKLINE_MAX_REQUEST_MESSAGES', () => {
+  it('sets the limit at both doors: with 3, four messages are the 413 naming it and three are answered', async () => {
+    expect(() => loadConfig({ FORKLINE_MAX_REQUEST_MESSAGES: '0' })).toThrow(/FORKLINE_MAX_REQUEST_MESSAGES/);
+    const { maxRequestMessages } = securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_MESSAGES: '3' }));
+    const small = await startTestApp({ security: { maxRequestMessages } });
+    try {
+      const at = (path: string, body: unknown) =>
+        fetch(small.url.replace(/\/graphql$/, path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const chat = (n: number) => ({
+        id: `small-${n}`,
+        messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', parts: [{ type: 'text', text: 'hi' }] })),
+      });
+      const agui = (n: number) => ({
+        threadId: 'new',
+        runId: `small-${n}`,
+        messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', content: 'hi' })),
+      });
+      for (const [path, body] of [
+        ['/chat', chat],
+        ['/agui', agui],
+      ] as const) {
+        const refused = await at(path, body(4));
+        expect(refused.status, path).toBe(413);
+        expect(errorOf(await refused.text()).message).toBe(tooManyMessages(4, 3));
+        const answered = await at(path, body(3));
+        expect(answered.status, path).toBe(200);
+        await answered.text();
+      }
+    } finally {
+      await small.close();
+    }
   });
 });
