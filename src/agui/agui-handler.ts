@@ -6,13 +6,11 @@
 // same guard as /graphql (http/guard.ts): tokens, tenants, rate limits, the Origin, the body limit.
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message, type RunAgentInput } from '@ag-ui/core';
-import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { EventType, PROTOCOL_VERSION, type BaseEvent, type Message } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
-import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Scope, SessionRow, StoredEvent, TenantStore } from '../store/session-store.ts';
 import { MAX_SEQ } from '../store/session-log.ts';
 import type { DoorServices } from '../host/services.ts';
@@ -20,11 +18,12 @@ import type { TurnUpdate } from '../agent/turn-updates.ts';
 import type { Guard } from '../http/guard.ts';
 import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError, type StatementScope } from '../db/statement-deadlines.ts';
-import { BODY_TOO_LARGE, replyError } from '../http/http-body.ts';
+import { replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
+import { runRequestOf, type RunRequest } from './run-input.ts';
 import { approvalReasonSchema } from '../core/input-rules.ts';
 
 /** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
@@ -47,9 +46,6 @@ export interface AguiOptions {
   /** A run's reads: within its request's scope (http/door-statements.ts), cancelled once its client leaves. */
   statements: DoorStatements;
 }
-
-/** The ids a run names or chooses, under the id rule of every door (the message's text is checked apart). */
-const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId: idSchema.optional(), messages: z.array(z.object({ id: idSchema })) });
 
 /** What messagesOf reads. */
 const SNAPSHOT_TYPES = ['inbox/add', 'turn/start', 'model/message', 'tool/result'];
@@ -114,31 +110,9 @@ export function aguiHandler(opts: AguiOptions) {
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the RunAgentInput as application/json', cors(req));
 
-    // The body (within the limit, strict UTF-8), a RunAgentInput, and the input rules of every door.
-    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
-    if (!body) return;
-    let input: RunAgentInput;
-    try {
-      const parsed = RunAgentInputSchema.safeParse(JSON.parse(body.text));
-      if (!parsed.success)
-        return replyError(
-          res,
-          400,
-          'BAD_USER_INPUT',
-          `not an AG-UI RunAgentInput: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-          cors(req),
-        );
-      input = parsed.data;
-    } catch {
-      return replyError(res, 400, 'BAD_USER_INPUT', 'the body is not JSON', cors(req));
-    }
-    const text = lastUserText(input.messages);
-    try {
-      parseInput(runIdsSchema, input);
-      if (text !== undefined) parseInput(messageTextSchema, text, 'the last user message');
-    } catch (err) {
-      return replyError(res, 400, 'BAD_USER_INPUT', (err as Error).message, cors(req));
-    }
+    // The body (within the limit, strict UTF-8), what the run uses of its RunAgentInput, the input rules of every door.
+    const input = await guard.readChatRequest(req, res, runRequestOf, cors(req));
+    if (!input) return;
 
     // A run is an event stream held open, counted as an SSE subscription is (its tenant's and its token's caps).
     const capped = guard.openStream(req, res);
@@ -170,7 +144,7 @@ export function aguiHandler(opts: AguiOptions) {
       // Each statement bounded on its own (a run streams for as long as its turn lasts); all of them cancelled once the client leaves.
       const statements = opts.statements(res, 'statement');
       if (input.resume?.length) await resumeTurn(scope, statements, by, input, stream, () => (runStarted = true));
-      else await runTurn(scope, statements, input, text, stream, () => (runStarted = true), runError);
+      else await runTurn(scope, statements, input, stream, () => (runStarted = true), runError);
     } catch (err) {
       if (err instanceof ForklineError || err instanceof StatementTimeoutError || err instanceof EventTooLarge) runError(err.message, err.code);
       else if (err instanceof StatementAbandonedError)
@@ -190,13 +164,13 @@ export function aguiHandler(opts: AguiOptions) {
   async function runTurn(
     scope: Scope,
     statements: StatementScope | undefined,
-    input: RunAgentInput,
-    text: string | undefined,
+    input: RunRequest,
     stream: RunStream,
     markStarted: () => void,
     runError: (message: string, code: string) => void,
   ): Promise<void> {
     const { send } = stream;
+    const { text } = input;
     if (text === undefined) return runError('the input holds no user message to send', 'BAD_USER_INPUT');
     const store = stores.forTenant(scope).reading(statements);
 
@@ -278,7 +252,7 @@ export function aguiHandler(opts: AguiOptions) {
     scope: Scope,
     statements: StatementScope | undefined,
     by: string,
-    input: RunAgentInput,
+    input: RunRequest,
     stream: RunStream,
     markStarted: () => void,
   ): Promise<void> {
@@ -434,18 +408,4 @@ async function follow(
     }
     await drained();
   }
-}
-
-/** The text of the last user message (text parts joined). */
-function lastUserText(messages: readonly Message[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i];
-    if (m.role !== 'user') continue;
-    if (typeof m.content === 'string') return m.content;
-    return m.content
-      .filter((p): p is Extract<typeof p, { type: 'text' }> => p.type === 'text')
-      .map((p) => p.text)
-      .join('\n');
-  }
-  return undefined;
 }

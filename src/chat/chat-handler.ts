@@ -24,11 +24,12 @@ import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
 import type { DoorStatements } from '../http/door-statements.ts';
 import { StatementAbandonedError, StatementTimeoutError } from '../db/statement-deadlines.ts';
-import { BODY_TOO_LARGE, reply, replyError } from '../http/http-body.ts';
+import { reply, replyError } from '../http/http-body.ts';
 import { drained } from '../http/drained.ts';
 import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { chatRequestOf, type ApprovalResponse } from './chat-request.ts';
 import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type UIChunk } from './ui-message-stream.ts';
 
 /** Plugin event in a chat's session: the session that now answers the chat (after a regenerate). */
@@ -44,50 +45,6 @@ export interface ChatOptions {
   log: (msg: string, err?: unknown) => void;
   /** A request's reads: within its scope (http/door-statements.ts), cancelled once its client leaves. */
   statements: DoorStatements;
-}
-
-/** What the default transport sends; parts other than text (files, tools) are ignored. */
-const chatRequestSchema = z.object({
-  id: idSchema,
-  messages: z
-    .array(
-      z.looseObject({
-        id: z.string().max(200).optional(),
-        role: z.enum(['system', 'user', 'assistant']),
-        parts: z
-          .array(
-            z.looseObject({
-              type: z.string(),
-              text: z.string().optional(),
-              // A tool part the user answered (addToolApprovalResponse): its approval, which names the call.
-              state: z.string().optional(),
-              approval: z.looseObject({ id: z.string(), approved: z.boolean().optional(), reason: z.string().optional() }).optional(),
-            }),
-          )
-          .max(10_000),
-      }),
-    )
-    .max(100_000),
-  trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
-  messageId: z.string().max(200).optional(),
-});
-type ChatRequest = z.infer<typeof chatRequestSchema>;
-
-interface ApprovalResponse {
-  callId: string;
-  approved: boolean;
-  reason?: string;
-}
-
-/** The approval responses the request carries: `approval-responded` tool parts of the message it continues (messageId, else the last). */
-function approvalResponses(input: ChatRequest): ApprovalResponse[] {
-  const message = input.messageId ? input.messages.find((m) => m.id === input.messageId) : input.messages.at(-1);
-  if (input.trigger !== 'submit-message' || message?.role !== 'assistant') return [];
-  return message.parts.flatMap((p) =>
-    p.state === 'approval-responded' && p.approval && typeof p.approval.approved === 'boolean'
-      ? [{ callId: p.approval.id, approved: p.approval.approved, reason: p.approval.reason }]
-      : [],
-  );
 }
 
 /** A path segment's text, or undefined when its percent-encoding is not UTF-8 (`%E0%A4%A`, `%ZZ`). */
@@ -175,31 +132,21 @@ export function chatHandler(opts: ChatOptions) {
     const { store } = readsOf(scope, res);
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (type !== 'application/json') return replyError(res, 415, 'BAD_USER_INPUT', 'send the chat request as application/json', cors(req));
-    const body = await guard.readBody(req, res, BODY_TOO_LARGE, cors(req));
-    if (!body) return;
-    let input: ChatRequest;
-    try {
-      input = parseInput(chatRequestSchema, JSON.parse(body.text), 'the chat request');
-    } catch (err) {
-      return replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, cors(req));
-    }
-    const responses = approvalResponses(input);
-    if (responses.length) return decideAndGoOn(req, res, scope, principal, input.id, responses);
-    const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
-    const text = lastUser?.parts
-      .filter((p) => p.type === 'text' && typeof p.text === 'string')
-      .map((p) => p.text)
-      .join('\n');
+    const input = await guard.readChatRequest(req, res, chatRequestOf, cors(req));
+    if (!input) return;
+    if (input.responses.length) return decideAndGoOn(req, res, scope, principal, input.chatId, input.responses);
+    const { lastUser } = input;
+    const text = lastUser?.text;
     if (input.trigger === 'submit-message') {
       if (!text) return replyError(res, 400, 'BAD_USER_INPUT', 'the last user message holds no text to send', cors(req));
       parseInput(messageTextSchema, text, 'the last user message');
     }
 
-    const chat = await chatSession(scope, store, input.id, true);
+    const chat = await chatSession(scope, store, input.chatId, true);
     const head = await headOf(store, chat!);
     // The user message's id makes a retried request one send (idempotency key).
     const key = (session: SessionRow) => (lastUser?.id ? { key: `chat:${session.id}:${lastUser.id}` } : {});
-    if (input.trigger === 'submit-message') return sendAndStream(req, res, scope, input.id, head, text!, key(head));
+    if (input.trigger === 'submit-message') return sendAndStream(req, res, scope, input.chatId, head, text!, key(head));
     // Edit-and-rerun of the answered input: the message named, else the head's last turn.
     const rerun = inputOfAnswer(input.messageId) ?? dataOf(await store.log.lastOfType(head.id, 'turn/start'), 'turn/start')?.inputId;
     if (!rerun) return replyError(res, 400, 'BAD_USER_INPUT', 'nothing to regenerate: the chat has no answered message', cors(req));
@@ -210,7 +157,7 @@ export function chatHandler(opts: ChatOptions) {
     // message is (sendAndStream), so its turn cannot start before the answer's stream is attached.
     const fork = await controller.forkBeforeInput(scope, head.id, rerun);
     await store.append(chat!.id, [{ type: HEAD_EVENT, data: { sessionId: fork.session.id } }]);
-    return sendAndStream(req, res, scope, input.id, fork.session, again, key(fork.session));
+    return sendAndStream(req, res, scope, input.chatId, fork.session, again, key(fork.session));
   }
 
   /**

@@ -30,10 +30,13 @@ export const runnerPoolSchema = z
   .max(100)
   .regex(/^[A-Za-z0-9._:-]+$/, 'a runner pool is 1-100 letters, digits, ".", "_", ":" or "-"');
 
-/** Parses `value`, or throws BAD_USER_INPUT naming each failing path (`label` names the whole value). */
-export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label = 'input'): z.infer<T> {
+/**
+ * Parses `value`, or throws BAD_USER_INPUT naming each failing path (`label` names the whole value; `at`: where the
+ * value is in what the client sent, e.g. `messages.3` for one message of a list parsed on its own).
+ */
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown, label = 'input', at: PropertyKey[] = []): z.infer<T> {
   const r = schema.safeParse(value);
-  if (!r.success) throw badInput(r.error.issues.map((i) => `${i.path.join('.') || label}: ${i.message}`).join('; '));
+  if (!r.success) throw badInput(r.error.issues.map((i) => `${[...at, ...i.path].map(String).join('.') || label}: ${i.message}`).join('; '));
   return r.data;
 }
 

@@ -3,7 +3,8 @@
 // service endpoints. It holds the floor's rules — who is calling (tokens,
 // tenants, local mode's loopback Host), rate limits and the auth throttle
 // (request-gate.ts), stored tokens' look-up and revocation
-// (token-connections.ts), the body limit and UTF-8 rule (http-body.ts), the
+// (token-connections.ts), the body limit and UTF-8 rule (http-body.ts) and the
+// messages a chat door's request may carry (core/resent-conversation.ts), the
 // browser's Origin (browser.ts), and what a tenant may hold open
 // (connection-limits.ts), and what one token of it may — so a rule added here holds at every door.
 import type http from 'node:http';
@@ -21,6 +22,7 @@ import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browse
 import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
 import { SEVERAL_AUTHORIZATIONS, TokenConnections, severalAuthorizations } from './token-connections.ts';
 import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type Refusal, type TooLarge } from './http-body.ts';
+import { TooManyMessages } from '../core/resent-conversation.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 
 export interface GuardOptions {
@@ -44,6 +46,8 @@ export class Guard {
   readonly maxBodyBytes: number;
   /** The largest event a door's own stream sends (/chat, /agui: http/event-ceiling.ts), as a subscription's. */
   readonly maxResponseBytes: number;
+  /** The messages one /chat or /agui request may carry (the conversation a chat client resends: core/resent-conversation.ts). */
+  readonly maxRequestMessages: number;
   readonly timeouts: ConnectionTimeouts;
   /** Local mode reachable only through loopback names (DNS rebinding). */
   readonly loopbackOnly: boolean;
@@ -76,6 +80,7 @@ export class Guard {
     this.corsOrigins = security.corsOrigins ?? [];
     this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
     this.maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
+    this.maxRequestMessages = security.maxRequestMessages ?? DEFAULT_LIMITS.maxRequestMessages;
     this.gate = new RequestGate({
       auth,
       buckets,
@@ -135,6 +140,27 @@ export class Guard {
   /** The body of a door that reads it itself, within the body limit, as strict UTF-8; undefined when answered. */
   readBody(req: http.IncomingMessage, res: http.ServerResponse, refusal: TooLarge = BODY_TOO_LARGE, headers?: Record<string, string>) {
     return readBody(req, res, this.maxBodyBytes, refusal, headers);
+  }
+
+  /**
+   * The request of a chat door (/chat, /agui): its body as readBody reads it, parsed as JSON and by `parse` (given
+   * the messages one request may carry); undefined when answered: 413 past them, 400 when the body is not JSON or
+   * `parse` refuses it. Only what `parse` returns is kept: an answer streams for as long as its turn lasts.
+   */
+  async readChatRequest<T>(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    parse: (body: unknown, maxMessages: number) => T,
+    headers?: Record<string, string>,
+  ): Promise<T | undefined> {
+    const body = await this.readBody(req, res, BODY_TOO_LARGE, headers);
+    if (!body) return undefined;
+    try {
+      return parse(JSON.parse(body.text), this.maxRequestMessages);
+    } catch (err) {
+      if (err instanceof TooManyMessages) return void replyError(res, 413, BODY_TOO_LARGE.code, err.message, headers);
+      return void replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, headers);
+    }
   }
 
   /** /graphql's body limit before yoga (which reads no body of a refused caller); false when answered. */

@@ -3,6 +3,7 @@
 // GraphQL limits among them are yoga plugins (http/graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
+import { DEFAULT_MAX_REQUEST_MESSAGES } from '../core/resent-conversation.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 import { DEFAULT_STATEMENT_TIMEOUTS, type StatementTimeouts } from '../db/statement-deadlines.ts';
@@ -29,6 +30,8 @@ export interface SecurityOptions {
   maxCost?: number;
   /** Largest query or mutation response sent (plugins/response-size.ts). */
   maxResponseBytes?: number;
+  /** Messages one /chat or /agui request may carry (FORKLINE_MAX_REQUEST_MESSAGES; 413 past it). */
+  maxRequestMessages?: number;
   /** Largest request held while it lives: a subscription's (query, variables, extensions, id), a WebSocket's connection_init payload (plugins/held-requests.ts). */
   maxHeldRequestChars?: number;
   /** Largest recording POST /recordings imports (spooled to disk and read as a stream: memory does not grow with it). */
@@ -78,6 +81,8 @@ export const DEFAULT_LIMITS = {
   // The largest recording POST /recordings imports, exported again through
   // Session.recording, with room for JSON string escaping.
   maxResponseBytes: 2 * MAX_RECORDING_BYTES,
+  // useChat resends the whole conversation with each message: five times a long chat of 2,000 messages.
+  maxRequestMessages: DEFAULT_MAX_REQUEST_MESSAGES,
   // A subscription's arguments are ids and a seq, connection_init's a token: a few hundred characters, held as long as they live.
   maxHeldRequestChars: 64 * 1024,
   // An upload is spooled to disk and imported as a stream: this bounds the

@@ -8,6 +8,7 @@ import { EventType, type BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
+import { DEFAULT_MAX_REQUEST_MESSAGES, tooManyMessages } from '../../src/core/resent-conversation.ts';
 
 let app: TestApp;
 let url: string;
@@ -115,6 +116,31 @@ describe('AG-UI input rules (the same as GraphQL)', () => {
     // HttpAgent: the 5,000-character runId is a 400 too.
     const agent = await agentRun('inputs-thread', random, 'hello');
     expect(String(agent.error)).toMatch(/400/);
+  });
+});
+
+describe('AG-UI: a long thread (HttpAgent resends all of it)', () => {
+  it('2,000 messages the client holds, tool calls and results among them, are sent again and the run is answered; past the limit its error is the 413', async () => {
+    const first = await agentRun('long-thread', 'long-1', 'what time is it\n!call clock');
+    expect(first.error).toBeUndefined();
+    const threadId = (first.events[0] as BaseEvent & { threadId: string }).threadId;
+    const exchange = first.agent.messages;
+    expect(exchange.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    // The client after 500 such exchanges: each message as HttpAgent holds it (ids of its own).
+    const history = Array.from({ length: 500 }, (_, i) => exchange.map((m) => ({ ...m, id: `${m.id}-${i}` }))).flat();
+    const agent = new HttpAgent({ url, threadId });
+    agent.addMessages([...history.slice(0, 1_999), { id: 'long-next', role: 'user', content: 'and now?' }]);
+    const events: BaseEvent[] = [];
+    await agent.runAgent({ runId: 'long-2' }, { onEvent: ({ event }) => void events.push(event) });
+    for (const e of events) expect(() => EventSchemas.parse(e)).not.toThrow();
+    expect(events.at(-1)).toMatchObject({ type: EventType.RUN_FINISHED, threadId, result: { sessionId: threadId, turn: 2 } });
+    expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Echo: and now?' });
+
+    const tooLong = new HttpAgent({ url, threadId });
+    tooLong.addMessages([...Array.from({ length: 6 }, () => history).flat(), { id: 'long-again', role: 'user', content: 'again' }]);
+    const refused = await tooLong.runAgent({ runId: 'long-3' }).catch((err: unknown) => err);
+    expect(String(refused)).toMatch(/413/);
+    expect(String(refused)).toContain(tooManyMessages(12_001, DEFAULT_MAX_REQUEST_MESSAGES));
   });
 });
 

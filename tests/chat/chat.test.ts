@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { anyData } from '../helpers/event-data.ts';
 import type { AnswerMetadata } from '../../src/chat/ui-message-stream.ts';
+import { DEFAULT_MAX_REQUEST_MESSAGES, tooManyMessages } from '../../src/core/resent-conversation.ts';
 
 let app: TestApp;
 let api: string;
@@ -212,6 +213,35 @@ describe('POST /chat', () => {
     const a2 = await send(chatId, [u1, regenerated.message, user('second')]);
     expect(a2.message.metadata).toMatchObject({ sessionId: branch, turn: 2 });
     expect((await app.services.store.requireSession({ tenant: 'tenant-a' }, root)).turnCount).toBe(1);
+  });
+});
+
+describe('a long conversation (useChat resends all of it)', () => {
+  it('2,000 messages the client made, tool parts and all, are sent again and the next one is answered; past the limit the transport sees the 413', async () => {
+    const chatId = 'long-chat';
+    const question = user('what time is it\n!call clock {}');
+    const first = await send(chatId, [question]);
+    expect(first.errors).toEqual([]);
+    expect(first.message.parts.some((p) => p.type === 'dynamic-tool')).toBe(true);
+    // The page after 1,000 such exchanges: each message as useChat holds it (ids of its own).
+    const history = Array.from({ length: 1_000 }, (_, i) => [
+      { ...question, id: `long-u${i}` },
+      { ...first.message, id: `long-a${i}` },
+    ]).flat();
+    const next = await send(chatId, [...history.slice(0, 1_999), user('and now?')]);
+    expect(next.errors).toEqual([]);
+    expect(next.message.metadata).toMatchObject({ chatId, turn: 2, reason: 'completed' });
+    expect(next.message.parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(['Echo: and now?']);
+
+    const tooLong = Array.from({ length: 6 }, () => history).flat();
+    const refused = transport().sendMessages({
+      chatId,
+      messages: [...tooLong, user('again')],
+      trigger: 'submit-message',
+      messageId: undefined,
+      abortSignal: undefined,
+    });
+    await expect(refused).rejects.toThrow(tooManyMessages(12_001, DEFAULT_MAX_REQUEST_MESSAGES));
   });
 });
 

@@ -16,3 +16,34 @@ export async function spent<T>(work: () => Promise<T>): Promise<{ result: T; sta
     delay.disable();
   }
 }
+
+/**
+ * `spent(work)`, while a small request (GET /healthz) is sent again and again, each when the one before is
+ * answered: `waitedMs` is the longest any of them took — what another client of the process waited meanwhile.
+ */
+export async function servedMeanwhile<T>(
+  appUrl: string,
+  work: () => Promise<T>,
+): Promise<{ result: T; stallMs: number; cpuMs: number; ms: number; waitedMs: number; probes: number }> {
+  const probe = new URL('/healthz', appUrl);
+  let done = false;
+  let waitedMs = 0;
+  let probes = 0;
+  const probing = (async () => {
+    while (!done) {
+      const started = performance.now();
+      await (await fetch(probe)).arrayBuffer();
+      waitedMs = Math.max(waitedMs, performance.now() - started);
+      probes++;
+    }
+  })();
+  const measured = await spent(async () => {
+    try {
+      return await work();
+    } finally {
+      done = true;
+    }
+  });
+  await probing;
+  return { ...measured, waitedMs, probes };
+}

@@ -1,0 +1,60 @@
+// What POST /agui takes from a RunAgentInput (docs/agui.md): the thread, the
+// run, the run it branches from, the resume entries, and the last user
+// message's text. Client tools, context, state and forwardedProps are ignored,
+// and the other messages are the thread's history, which the session holds:
+// they are counted, not parsed (core/resent-conversation.ts).
+import { z } from 'zod';
+import type { ResumeEntry } from '@ag-ui/core';
+import { ContentPartSchema, RunAgentInputSchema, UserMessageSchema } from '@ag-ui/core/schemas';
+import { badInput } from '../core/errors.ts';
+import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import { boundedList, countMessages, lastIndexOfRole } from '../core/resent-conversation.ts';
+
+/** The protocol's RunAgentInput, its lists not walked but the resume entries (which are used). */
+const envelopeSchema = RunAgentInputSchema.extend({
+  messages: z.array(z.unknown()),
+  tools: z.array(z.unknown()).optional(),
+  context: z.array(z.unknown()).optional(),
+});
+/** The protocol's user message, its content parts parsed apart (partsSchema). */
+const userMessageSchema = UserMessageSchema.extend({ content: z.union([z.string(), z.array(z.unknown())]) });
+/** A user message's content parts, within MAX_MESSAGE_PARTS (past it, refused before any is parsed). */
+const partsSchema = boundedList(ContentPartSchema);
+
+/** The ids a run names or chooses, under the id rule of every door (the message's text is checked apart). */
+const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId: idSchema.optional() });
+
+export interface RunRequest {
+  threadId: string;
+  runId: string;
+  parentRunId?: string;
+  resume?: ResumeEntry[];
+  /** The last user message's text (text parts joined by newlines); undefined when the input holds none. */
+  text?: string;
+}
+
+/**
+ * The run a parsed body asks for: TooManyMessages past `maxMessages`; BAD_USER_INPUT when it is not a
+ * RunAgentInput ("not an AG-UI RunAgentInput: <path>: …") or breaks the input rules of every door ("<path>: …").
+ * Only the last user message is parsed: a malformed message elsewhere in the history is not read.
+ */
+export function runRequestOf(body: unknown, maxMessages: number): RunRequest {
+  countMessages(body, maxMessages);
+  const input = protocol(envelopeSchema, body);
+  const at = lastIndexOfRole(input.messages, 'user');
+  const user = at < 0 ? undefined : protocol(userMessageSchema, input.messages[at], ['messages', at]);
+  const content = typeof user?.content === 'object' ? protocol(partsSchema, user.content, ['messages', at, 'content']) : user?.content;
+  parseInput(runIdsSchema, input);
+  if (user) parseInput(idSchema, user.id, 'the message id', ['messages', at, 'id']);
+  const text = typeof content === 'object' ? content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n') : content;
+  if (text !== undefined) parseInput(messageTextSchema, text, 'the last user message');
+  return { threadId: input.threadId, runId: input.runId, parentRunId: input.parentRunId, resume: input.resume, text };
+}
+
+/** Parses what the protocol defines, or throws BAD_USER_INPUT naming each failing path. */
+function protocol<T extends z.ZodType>(schema: T, value: unknown, at: PropertyKey[] = []): z.infer<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((i) => `${[...at, ...i.path].map(String).join('.')}: ${i.message}`);
+  throw badInput(`not an AG-UI RunAgentInput: ${issues.join('; ')}`);
+}
