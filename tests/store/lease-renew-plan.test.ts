@@ -11,7 +11,6 @@ import { LeaseStore } from '../../src/store/leases.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 
-const scope = { tenant: 'local' };
 let url: string;
 let db: Database;
 let store: SessionStore;
@@ -38,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => db.close());
 
 describe('the lease heartbeat', () => {
-  it("renews a process's leases by their keys: no scan of \"Session\", whatever the table holds", async () => {
+  it('renews a process\'s leases by their keys: no scan of "Session", whatever the table holds', async () => {
     const leases = new LeaseStore(db.pool, 'a-process', 60_000, { trees: store.trees });
     const ids = Array.from({ length: 100 }, (_, i) => `ses_plan_${String(1 + i * 300).padStart(6, '0')}`);
     const held = await Promise.all(ids.map(async (id) => (await leases.claim(id))!));
