@@ -213,8 +213,12 @@ async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
   for (;;) {
     while (remaining.length) {
       const chunk = remaining.slice(0, CHECK_CHUNK);
+      // Each id probes the key. Written as `id = ANY($1)`, Postgres 18 planned a skip scan of (tenant, createdAt, id)
+      // (the key is (id, treeId)), one descent per creation time: a backend's CPU per look of 100 ids 0.75 ms against
+      // 0.5 with ids made together (56,000 sessions), 7.3 against 0.8 with ids spread over the table (20,000).
       const { rows } = await admin.query<{ id: string }>(
-        `SELECT id FROM "Session" WHERE id = ANY($1) AND "turnCount" = 1 AND status = 'IDLE' AND "pendingInputCount" = 0`,
+        `SELECT s.id FROM unnest($1::text[]) AS u(id) JOIN "Session" s ON s.id = u.id
+          WHERE s."turnCount" = 1 AND s.status = 'IDLE' AND s."pendingInputCount" = 0`,
         [chunk],
       );
       const answered = new Set(rows.map((r) => r.id));

@@ -313,17 +313,24 @@ export class SessionFold {
 }
 
 /**
- * Folds of recently run sessions, bounded by count and by the heap bytes they
- * hold, estimated from what each holds (a fold holds its session's
- * conversation: its text is about a third of that). Only the host that holds a
- * session's lease uses its fold, so an entry is taken out while it is in use.
+ * Folds of recently run sessions, bounded by the heap bytes they hold,
+ * estimated from what each holds (a fold holds its session's conversation: its
+ * text is about a third of that), and by count when `maxSessions` is given.
+ * Only the host that holds a session's lease uses its fold, so an entry is
+ * taken out while it is in use.
+ *
+ * The host's cache has no count bound of its own: a fold queued input
+ * continued (SessionHost.inputQueued) waits here for its claim, and with 1,000
+ * at most, a burst of more sessions than that (the turns bench's 3,000 and
+ * 10,000) evicted the folds of the oldest waiting ones, the next to be claimed,
+ * as finished turns put theirs back: each of those turns read its log first.
  */
 export class FoldCache {
   private readonly folds: LRUCache<string, SessionFold>;
 
-  constructor(maxSessions = 1000, maxBytes = DEFAULT_FOLD_CACHE_BYTES) {
+  constructor(maxSessions?: number, maxBytes = DEFAULT_FOLD_CACHE_BYTES) {
     // A fold is measured when it is put: one taken out, grown and put back is measured again.
-    this.folds = new LRUCache({ max: maxSessions, maxSize: maxBytes, sizeCalculation: (f) => f.approxBytes });
+    this.folds = new LRUCache({ ...(maxSessions ? { max: maxSessions } : {}), maxSize: maxBytes, sizeCalculation: (f) => f.approxBytes });
   }
 
   /** The cached fold of the session (removed from the cache), or a new empty one. */

@@ -229,12 +229,15 @@ const LEASE_SQL = {
   // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
   // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
   // snapshot predates it fail its child's parent-key check (a serialization failure).
-  // A process's leases lie in many trees ($5): each shard renews those in its own.
+  // A process's leases lie in many trees ($5): each shard renews those in its own. Each lease's row is found by
+  // its whole key (id and tree: $3, $6). With the trees only as `x."treeId" = ANY($5)` beside `x.id = l.id`, Postgres
+  // priced each probe of the key as a descent per tree, and scanned all of "Session" at every heartbeat instead.
   renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
-         FROM (SELECT x.id, x."treeId", l.token FROM "Session" x JOIN unnest($3::text[], $4::int[]) AS l(id, token) ON x.id = l.id
-                WHERE x."treeId" = ANY($5::text[]) AND x."leaseOwner" = $1
+         FROM (SELECT x.id, x."treeId", l.token FROM unnest($3::text[], $4::int[], $6::text[]) AS l(id, token, tree)
+                 JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree
+                WHERE x."leaseOwner" = $1
                 ORDER BY x.id COLLATE "C" FOR NO KEY UPDATE OF x) held
-        WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
+        WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."treeId" = ANY($5::text[]) AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
        RETURNING s.id`,
   releaseIfIdle: `UPDATE "Session" SET
           "leaseOwner" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE "leaseOwner" END,
@@ -305,7 +308,14 @@ export class LeaseStore {
     if (list.length === 0) return new Set();
     const trees = await this.trees.ofMany(list.map((l) => l.sessionId));
     const { rows } = await this.pool.query<{ id: string }>(
-      this.sql.renew([this.owner, this.ttlMs, list.map((l) => l.sessionId), list.map((l) => l.token), [...new Set(trees.values())]]),
+      this.sql.renew([
+        this.owner,
+        this.ttlMs,
+        list.map((l) => l.sessionId),
+        list.map((l) => l.token),
+        [...new Set(trees.values())],
+        list.map((l) => trees.get(l.sessionId) ?? null), // a session deleted meanwhile: no tree, nothing renewed
+      ]),
     );
     return new Set(rows.map((r) => r.id));
   }

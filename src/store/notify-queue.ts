@@ -19,13 +19,17 @@
 // of that session to wake on its next event (its next owner appends within
 // the lease expiry) or on a reconnect.
 import type pg from 'pg';
+import { statement } from './statements.ts';
 
 /** Attempts of a batch before it is dropped (a log line says so): the database may be restarting. */
 const ATTEMPTS = 5;
 const RETRY_MS = 500;
 
-/** NOTIFYs each `[channel, payload]` of a JSON array, in its order. */
-const NOTIFY_SQL = 'SELECT pg_notify(n->>0, n->>1) FROM json_array_elements($1::json) AS n';
+/**
+ * NOTIFYs each `[channel, payload]` of a JSON array, in its order. Prepared (statements.ts): it is sent 0.2–0.5 times
+ * a turn, and unprepared Postgres parsed and planned it every time (docs/benchmarks.md, "Statements per turn").
+ */
+const notifyBatch = (prepare: boolean) => statement(prepare, 'notify_batch', 'SELECT pg_notify(n->>0, n->>1) FROM json_array_elements($1::json) AS n');
 
 interface Batch {
   /** `[channel, payload]` pairs, in the order posted. */
@@ -45,11 +49,15 @@ export class NotifyQueue {
   private queued = newBatch();
   private sending?: Promise<void>;
   private closing = false;
+  private readonly notify: ReturnType<typeof notifyBatch>;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly log?: (msg: string, err?: unknown) => void,
-  ) {}
+    prepare = true,
+  ) {
+    this.notify = notifyBatch(prepare);
+  }
 
   /**
    * Queues NOTIFY channel, payload: sent with whatever else is queued, in the
@@ -84,7 +92,7 @@ export class NotifyQueue {
           try {
             // One JSON parameter, serialised natively: as text[] parameters, the pg client escaped each payload (itself JSON,
             // full of quotes) with two regular-expression replaces and copies, a turn's largest garbage after the events.
-            await this.pool.query(NOTIFY_SQL, [JSON.stringify(batch.notifications)]);
+            await this.pool.query(this.notify([JSON.stringify(batch.notifications)]));
             break;
           } catch (err) {
             if (attempt >= ATTEMPTS || this.closing) {

@@ -122,7 +122,7 @@ export class SessionStore {
     } = {},
   ) {
     const prepare = opts.prepare ?? true;
-    this.notifications = new NotifyQueue(pool, opts.log);
+    this.notifications = new NotifyQueue(pool, opts.log, prepare);
     this.trees = new SessionTrees(pool, { prepare });
     this.log = new SessionLog(pool, { prepare, standbys: opts.standbys, onStandbyRead: opts.onStandbyRead, trees: this.trees, pageBytes: opts.pageBytes });
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);

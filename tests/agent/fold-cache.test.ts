@@ -101,6 +101,18 @@ describe('fold cache', () => {
     expect(cache.size).toBe(10);
   });
 
+  it("the host's cache is bounded by bytes, not by a count: more than 1,000 waiting sessions keep their folds", () => {
+    // A burst of new sessions' inputs, each continuing a fold of its own until its claim (SessionHost.inputQueued).
+    const cache = new FoldCache(undefined, 64 * 1024 * 1024);
+    for (let i = 0; i < 3_000; i++) {
+      const f = new SessionFold(`waiting${i}`);
+      f.apply([{ seq: 0, type: 'inbox/add', data: { inputId: randomUUID(), text: 'what time is it?\n!call clock' } } as LogEvent]);
+      cache.put(f);
+    }
+    expect(cache.size).toBe(3_000);
+    expect(cache.has('waiting0')).toBe(true); // the oldest: the first a claim takes
+  });
+
   it('a conversation restored from a checkpoint is estimated by what it holds: its messages, then its history once read', () => {
     const c = new Conversation();
     c.setInstructions('be brief');

@@ -122,6 +122,20 @@ describe('notifications after the commit', () => {
     expect(lastNotified(undone)).toBe(-1);
   });
 
+  it('the queued NOTIFY is a prepared statement: not parsed and planned again for each batch (unless prepared statements are off)', async () => {
+    for (const prepare of [true, false]) {
+      const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: 1 }); // one connection: the one that sent them
+      const queue = new NotifyQueue(pool, undefined, prepare);
+      const id = `ses_notify_prepared_${prepare}`;
+      await queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 0 }));
+      await queue.post(EVENTS_CHANNEL, JSON.stringify({ s: id, last: 1 }));
+      await waitFor(() => lastNotified(id) === 1);
+      const { rows } = await pool.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements');
+      expect(rows.some((r) => r.statement.includes('pg_notify'))).toBe(prepare);
+      await pool.end();
+    }
+  });
+
   it('a notification the database refused is sent again, in order with later ones', async () => {
     const pool = new pg.Pool({ ...pgConfigFromUrl(url), max: 1 });
     let refusals = 1;
