@@ -5,7 +5,9 @@
 // Before, once the window had grown down so far that it dropped the page of
 // the event linked to, the pane went back to placing the reader as when it
 // opened: at the window's end, which is the stretch standing for the rest of
-// the log, so it leapt to the session's latest events.
+// the log, so it leapt to the session's latest events. Likewise from where the
+// thumb was dragged to: the first page the window grew down by threw the
+// reader back to where the drag had landed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { screenshot } from './chromium.ts';
@@ -63,9 +65,14 @@ async function readOn(page: Page, direction: 1 | -1, until: number): Promise<num
     const where = `step ${step}: ${JSON.stringify(last.seqs)} → ${JSON.stringify(now.seqs)}`;
     expect(now.loading, where).toBeNull();
     expect(now.seqs.length, where).toBeGreaterThan(0);
-    // A step is under a screen: the items in view move on by well under 200 events (a screen shows about 20).
-    if (direction > 0) expect(Math.max(...now.seqs), where).toBeLessThan(Math.max(...last.seqs) + 200);
-    else expect(Math.min(...now.seqs), where).toBeGreaterThan(Math.min(...last.seqs) - 200);
+    // A step is under a screen: the items in view move on by well under 200 events (a screen shows about 20), and never back.
+    if (direction > 0) {
+      expect(Math.max(...now.seqs), where).toBeLessThan(Math.max(...last.seqs) + 200);
+      expect(Math.min(...now.seqs), where).toBeGreaterThanOrEqual(Math.min(...last.seqs));
+    } else {
+      expect(Math.min(...now.seqs), where).toBeGreaterThan(Math.min(...last.seqs) - 200);
+      expect(Math.max(...now.seqs), where).toBeLessThanOrEqual(Math.max(...last.seqs));
+    }
     last = now;
     if (direction > 0 ? Math.max(...now.seqs) >= until : Math.min(...now.seqs) <= until) return step;
   }
@@ -98,4 +105,21 @@ describe('dashboard: read on from a link to one event of a 20,000-event session'
       expect(errors).toEqual([]);
       await page.close();
     }, 240_000);
+
+  it('reads on down in order from where the thumb was dragged to (the middle of the log)', async () => {
+    const { page, errors } = await openPage(dashboard.browser, { timeoutMs: 15_000 });
+    await page.goto(`${dashboard.origin}/sessions/${sessionId}`);
+    await page.locator(`.conversation > li.turn-end[data-turn="${TURNS}"]`).waitFor();
+    await page.evaluate(() => {
+      const box = document.querySelector('[data-testid="conversation-scroll"]')!;
+      box.scrollTop = Math.round((box.scrollHeight - box.clientHeight) / 2);
+    });
+    await expect.poll(async () => (await view(page)).seqs.some((s) => Math.abs(s - length / 2) < 400)).toBe(true);
+    const from = Math.max(...(await view(page)).seqs);
+    // Three pages of the log on: past the three the scroll folded there, so the window grows down.
+    await readOn(page, 1, from + 3 * 200);
+    expect(await page.locator('.conversation > li[data-target]').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 240_000);
 });
