@@ -46,7 +46,10 @@ interface LogWindow {
   hi: number | null;
   /** Pages added below `lo` only to reach a turn start (the pages asked for start at `lo + lookback`). */
   lookback: number;
-  /** Grown up from a fold that began mid-turn (its start beyond a look-back): the next page folds mid-turn too, no look-back. */
+  /**
+   * Grown (up or down) from a fold that began mid-turn (its start beyond a look-back): the window folds mid-turn
+   * too, no look-back (growing down inside a long turn looked back 5 pages, one fold each, for every page added).
+   */
   midTurn?: boolean;
   /** A seq to scroll to and highlight once folded (dropped when the window grows past it). */
   target?: number;
@@ -262,7 +265,7 @@ export function ConversationPane(
         const lo = Math.max(w.lo, next - MAX_WINDOW_PAGES + 1);
         const target = w.target !== undefined && w.target >= lo * PAGE_SIZE ? w.target : undefined;
         // Still the window a jump or scroll made (scrolledTo kept): growing it places no one.
-        return { lo, lookback: 0, hi: next >= lastPage ? null : next, target, scrolledTo: w.scrolledTo };
+        return { lo, lookback: 0, midTurn: items.midTurn, hi: next >= lastPage ? null : next, target, scrolledTo: w.scrolledTo };
       });
     }
   };
