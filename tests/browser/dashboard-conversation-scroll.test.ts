@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { screenshot } from './chromium.ts';
-import { appendTurns, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage, sessionOfTurns, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import { scrolledIntoView } from './frames.ts';
 import { pageRequests } from './reading.ts';
 
@@ -21,10 +21,7 @@ let length: number;
 
 beforeAll(async () => {
   dashboard = await startDashboard();
-  const { app } = dashboard;
-  sessionId = (await app.ok(`mutation { createSession(input: {title: "Eleven thousand events"}) { id } }`)).createSession.id;
-  await appendTurns(app, sessionId, 1, TURNS);
-  length = await eventCountOf(app, sessionId);
+  ({ id: sessionId, length } = await sessionOfTurns(dashboard.app, 'Eleven thousand events', TURNS));
 }, 120_000);
 
 afterAll(() => dashboard?.close());

@@ -10,7 +10,7 @@
 // reader back to where the drag had landed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { screenshot } from './chromium.ts';
-import { appendTurns, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage, sessionOfTurns, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import { conversationView as view, readOn } from './reading.ts';
 
 // 11 events each: with the title, 20,010 events.
@@ -25,10 +25,7 @@ let length: number;
 
 beforeAll(async () => {
   dashboard = await startDashboard();
-  const { app } = dashboard;
-  sessionId = (await app.ok(`mutation { createSession(input: {title: "Twenty thousand events"}) { id } }`)).createSession.id;
-  await appendTurns(app, sessionId, 1, TURNS);
-  length = await eventCountOf(app, sessionId);
+  ({ id: sessionId, length } = await sessionOfTurns(dashboard.app, 'Twenty thousand events', TURNS));
 }, 180_000);
 
 afterAll(() => dashboard?.close());
