@@ -7,8 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { screenshot } from './chromium.ts';
-import { appendTurns, eventCountOf, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage, sessionOfTurns, startDashboard, type Dashboard } from './dashboard-harness.ts';
 import { scrolledIntoView } from './frames.ts';
+import { pageRequests } from './reading.ts';
 
 // 11 events each: with the title, 11,001 events (56 pages of 200).
 const TURNS = 1000;
@@ -20,26 +21,10 @@ let length: number;
 
 beforeAll(async () => {
   dashboard = await startDashboard();
-  const { app } = dashboard;
-  sessionId = (await app.ok(`mutation { createSession(input: {title: "Eleven thousand events"}) { id } }`)).createSession.id;
-  await appendTurns(app, sessionId, 1, TURNS);
-  length = await eventCountOf(app, sessionId);
+  ({ id: sessionId, length } = await sessionOfTurns(dashboard.app, 'Eleven thousand events', TURNS));
 }, 120_000);
 
 afterAll(() => dashboard?.close());
-
-/** Pages of this session's log the page asks for (the cacheable GET and the events connection), as `afterSeq`s. */
-function pageRequests(page: Page, id: string): number[] {
-  const asked: number[] = [];
-  page.on('request', (r) => {
-    const url = new URL(r.url());
-    if (url.pathname === `/sessions/${id}/events`) asked.push(Number(url.searchParams.get('after')));
-    else if (url.pathname === '/graphql' && r.method() === 'POST' && /query SessionEvents\b/.test(r.postData() ?? '')) {
-      asked.push(Number(JSON.parse(r.postData()!).variables?.afterSeq));
-    }
-  });
-  return asked;
-}
 
 /** Long tasks (PerformanceObserver) from page start, as [startTime, duration]. */
 const longTasks = (page: Page, since: number) =>

@@ -95,6 +95,13 @@ export async function appendTurns(app: TestApp, sessionId: string, from: number,
   for (let i = 0; i < all.length; i += 9_999) await app.services.store.append(sessionId, all.slice(i, i + 9_999));
 }
 
+/** A new session titled `title` with completed turns 1…`turns` (11 events each, after its title): its id and length. */
+export async function sessionOfTurns(app: TestApp, title: string, turns: number): Promise<{ id: string; length: number }> {
+  const id: string = (await app.ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title })).createSession.id;
+  await appendTurns(app, id, 1, turns);
+  return { id, length: await eventCountOf(app, id) };
+}
+
 /** How many events a session's log holds. */
 export const eventCountOf = async (app: TestApp, id: string): Promise<number> =>
   (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id })).session.eventCount;

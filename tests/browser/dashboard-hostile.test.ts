@@ -34,6 +34,9 @@ const TEN_THOUSAND_LINES = Array.from({ length: 10_000 }, (_, i) => `output line
 const fileV1 = Buffer.from(`${payload('file')}\n\u202Eevil\n`);
 const fileV2 = Buffer.from(`${payload('file')}\n${payload('diff')}\n`);
 const longFile = Buffer.from(`${'L'.repeat(512 * 1024)}\n`);
+/** A model name and a call id (short names the log does not check) carrying bidi overrides, zero-width characters and ANSI escapes. */
+const DISGUISED_MODEL = `gpt\u202Eledom\u202C pay\u200Bpal\u2060\uFEFF \x1b[2J\x1b[31mred\x1b]8;;http://${ATTACKER}/\x07link\x1b]8;;\x07`;
+const DISGUISED_CALL = 'c2\u202E2c\u202C\x1b[31m';
 
 function hostileRecording(): string {
   const turn = 1;
@@ -87,15 +90,29 @@ function hostileRecording(): string {
         turn,
         step: 2,
         text: '',
-        toolCalls: [{ id: 'c2', name: `<svg onload="window.__pwned='tool-name'">`, arguments: payload('tool-arguments'), effect: 'idempotent', files: 'only' }],
+        // Its arguments a megabyte line (the model writes them; nothing bounds them).
+        toolCalls: [
+          {
+            id: DISGUISED_CALL,
+            name: `<svg onload="window.__pwned='tool-name'">`,
+            arguments: `${payload('tool-arguments')} ${MEGABYTE_LINE}`,
+            effect: 'idempotent',
+            files: 'only',
+          },
+        ],
       },
     },
-    { type: 'plugin/files/change', data: { callId: 'c2', changes: [{ path: DISGUISED_PATH, hash: sha256(fileV2), size: fileV2.byteLength }] } },
-    { type: 'tool/result', data: { turn, step: 2, callId: 'c2', resultId: 'r2', status: 'error', content: `${payload('tool-error')}\n${TEN_THOUSAND_LINES}` } },
+    { type: 'plugin/files/change', data: { callId: DISGUISED_CALL, changes: [{ path: DISGUISED_PATH, hash: sha256(fileV2), size: fileV2.byteLength }] } },
+    {
+      type: 'tool/result',
+      data: { turn, step: 2, callId: DISGUISED_CALL, resultId: 'r2', status: 'error', content: `${payload('tool-error')}\n${TEN_THOUSAND_LINES}` },
+    },
     { type: 'plugin/agent/error', data: { turn, step: 2, message: `${payload('agent-error')} ${MEGABYTE_LINE}` } },
     { type: 'step/end', data: { turn, step: 2, reason: 'failed' } },
     { type: 'turn/end', data: { turn, reason: 'failed' } },
     { type: 'plugin/hostile/note', data: { html: payload('plugin'), [payload('plugin-key').slice(0, 80)]: MEGABYTE_LINE } },
+    // Last, so the seqs above stay where the checks below look for them.
+    { type: 'session/model', data: { provider: 'scripted', model: DISGUISED_MODEL } },
   ];
   const lines: unknown[] = [{ format: 'forkline.recording', version: 4, session: { id: 'ses_hostile', title: DISGUISED_TITLE } }];
   events.forEach((e, seq) => lines.push({ seq, ...e }));
@@ -159,14 +176,15 @@ const sidewaysScrolled = (page: Page) =>
       .map((el) => `${el.dataset.testid} ${el.scrollWidth}/${el.clientWidth}`),
   );
 
-/** Bidi controls and zero-width characters left in what the page shows. */
+/** Bidi controls, zero-width and other invisible characters, and control characters (ANSI's ESC) left in what the page shows. */
 const hiddenLeft = (page: Page) =>
   page.evaluate(() => {
     const found: string[] = [];
     const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       const el = n.parentElement!;
-      if (/[\u202a-\u202e\u2066-\u2069\u200b]/u.test(n.textContent ?? '') && el.checkVisibility())
+      // eslint-disable-next-line no-control-regex -- control characters are what it looks for
+      if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]/u.test(n.textContent ?? '') && el.checkVisibility())
         found.push(`${el.tagName}.${el.className}: ${n.textContent!.slice(0, 60)}`);
     }
     return found;
@@ -187,6 +205,20 @@ describe('dashboard: hostile content', () => {
       await conversation.getByText(`<script>window.__pwned='input'</script>`, { exact: false }).first().waitFor(TIMEOUT);
       await screenshot(page, `dashboard-hostile-${viewport.width}.png`);
       expect(await noHorizontalOverflow(page)).toBe(true);
+      // Bounded: megabyte lines (a message, a result, a call's arguments, an error, a plugin's data) show their start,
+      // in items no taller than a few screens, and the panes hold kilobytes of text, not megabytes.
+      await conversation.getByText(`<script>window.__pwned='tool-arguments'</script>`, { exact: false }).first().waitFor(TIMEOUT);
+      const sizes = await page.evaluate(() => ({
+        tallestItem: Math.max(...[...document.querySelectorAll('.conversation > li')].map((li) => li.getBoundingClientRect().height)),
+        conversationText: document.querySelector('[data-testid="conversation-scroll"]')!.textContent!.length,
+        timelineText: document.querySelector('[data-testid="timeline-scroll"]')!.textContent!.length,
+      }));
+      expect(sizes.tallestItem).toBeLessThan(5_000); // 281,000 px at 1440x900 when a megabyte of arguments showed whole
+      expect(sizes.conversationText).toBeLessThan(50_000);
+      expect(sizes.timelineText).toBeLessThan(50_000);
+      // The call id and the model name (in the sessions list) read as what they are.
+      expect(await conversation.locator(`.tool-call .tool-meta .muted`).allTextContents()).toContain('c2\\u202e2c\\u202c\\x1b[31m');
+      expect(await hiddenLeft(page)).toEqual([]);
 
       // The disguised title reads as what it is: in the header and the sessions list.
       await expect.poll(() => page.locator('main h1').first().textContent(), TIMEOUT).toContain(SHOWN_TITLE);

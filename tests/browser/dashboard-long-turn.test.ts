@@ -13,11 +13,16 @@
 // start, so those pages showed nothing), was trimmed of its own end, and
 // moved back to the latest events: "Loading events from #14,010…" for as long
 // as the page was open, and a jump made meanwhile was lost to that loop.
+// Both at 1440x900 and on a phone (390x844). And read on down from a link into
+// the long turn: each page the window grew by looked back 5 pages for the
+// turn's start again (a fold each, pages fetched below the window, and a
+// moment of "Loading events from …" where the reader was).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page, Route } from 'playwright-core';
 import { longTurnRecording, longTurnUsage } from '../fixtures/recordings/recordings.ts';
 import { formatUsd } from '../../client/dashboard/src/format.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { pageRequests, readOn } from './reading.ts';
 
 const STEPS = 3_500;
 /** The long turn's end (turn 1's turn/end); the log ends at 14,011. */
@@ -67,8 +72,8 @@ describe('dashboard: the end of a turn of thousands of steps', () => {
 });
 
 /** A page whose CPU runs `rate` times slower (Chrome DevTools Protocol). */
-async function slowPage(rate: number): Promise<{ page: Page; errors: string[] }> {
-  const opened = await openPage(dashboard.browser, { timeoutMs: 30_000 });
+async function slowPage(rate: number, viewport: { width: number; height: number }): Promise<{ page: Page; errors: string[] }> {
+  const opened = await openPage(dashboard.browser, { viewport, timeoutMs: 30_000 });
   const cdp = await opened.page.context().newCDPSession(opened.page);
   await cdp.send('Emulation.setCPUThrottlingRate', { rate });
   return opened;
@@ -104,44 +109,67 @@ async function holds(page: Page, ms: number) {
 }
 
 describe('dashboard: a turn longer than the conversation window, on a slow page', () => {
-  it('opens at the latest events with the long turn’s end above them, and stays there', async () => {
-    const { page, errors } = await slowPage(4);
-    await page.goto(`${dashboard.origin}/sessions/${id}`);
-    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
-    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="1"]').waitFor({ state: 'attached' });
-    const state = await holds(page, 4_000);
-    expect(state).toMatchObject({ loading: null, atEnd: true, target: null });
-    expect(state.edge).toMatch(/^From event #\d+, inside a turn whose start is not loaded/);
-    expect(errors).toEqual([]);
-    await page.close();
-  }, 120_000);
+  for (const viewport of [
+    { width: 1440, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
+    const size = `${viewport.width}x${viewport.height}`;
+    it(`opens at the latest events with the long turn’s end above them, and stays there (${size})`, async () => {
+      const { page, errors } = await slowPage(4, viewport);
+      await page.goto(`${dashboard.origin}/sessions/${id}`);
+      await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
+      await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="1"]').waitFor({ state: 'attached' });
+      const state = await holds(page, 4_000);
+      expect(state).toMatchObject({ loading: null, atEnd: true, target: null });
+      expect(state.edge).toMatch(/^From event #\d+, inside a turn whose start is not loaded/);
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 120_000);
 
-  it('lands two jumps in a row, made right after opening, answered late and out of order, on the last one', async () => {
-    const { page, errors } = await slowPage(6);
-    // Once the latest events show, the log's pages wait until both jumps are made, then answer last-asked first.
-    const held: Route[] = [];
-    let holding = false;
-    await page.route(`**/sessions/${id}/events?*`, (route) => (holding ? held.push(route) : route.continue()));
-    await page.goto(`${dashboard.origin}/sessions/${id}`);
-    await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
-    holding = true;
-    const seq = page.getByLabel('Seq to jump to');
-    const jump = page.getByRole('button', { name: 'Jump to seq' });
-    await seq.fill('7000');
-    await jump.click();
-    await seq.fill(String(LONG_TURN_END));
-    await jump.click();
-    await page.waitForTimeout(500);
-    holding = false;
-    for (const route of held.reverse()) {
-      await route.continue();
-      await page.waitForTimeout(150);
-    }
-    await expect.poll(async () => (await paneState(page)).targetInView, { timeout: 30_000 }).toBe(true);
-    const state = await holds(page, 3_000);
-    expect(state).toMatchObject({ loading: null, target: String(LONG_TURN_END), targetInView: true });
-    expect(new URL(page.url()).hash).toBe(`#seq-${LONG_TURN_END}`);
-    expect(errors).toEqual([]);
-    await page.close();
-  }, 120_000);
+    it(`lands two jumps in a row, made right after opening, answered late and out of order, on the last one (${size})`, async () => {
+      const { page, errors } = await slowPage(6, viewport);
+      // Once the latest events show, the log's pages wait until both jumps are made, then answer last-asked first.
+      const held: Route[] = [];
+      let holding = false;
+      await page.route(`**/sessions/${id}/events?*`, (route) => (holding ? held.push(route) : route.continue()));
+      await page.goto(`${dashboard.origin}/sessions/${id}`);
+      await page.locator('[data-testid="conversation-scroll"] li.turn-end[data-turn="2"]').waitFor();
+      await showDetails(page); // the jump bar, folded on a phone
+      holding = true;
+      const seq = page.getByLabel('Seq to jump to');
+      const jump = page.getByRole('button', { name: 'Jump to seq' });
+      await seq.fill('7000');
+      await jump.click();
+      await seq.fill(String(LONG_TURN_END));
+      await jump.click();
+      await page.waitForTimeout(500);
+      holding = false;
+      for (const route of held.reverse()) {
+        await route.continue();
+        await page.waitForTimeout(150);
+      }
+      await expect.poll(async () => (await paneState(page)).targetInView, { timeout: 30_000 }).toBe(true);
+      const state = await holds(page, 3_000);
+      expect(state).toMatchObject({ loading: null, target: String(LONG_TURN_END), targetInView: true });
+      expect(new URL(page.url()).hash).toBe(`#seq-${LONG_TURN_END}`);
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 120_000);
+
+    it(`reads on down inside the long turn from a link into it, looking back for the turn's start only once (${size})`, async () => {
+      const { page, errors } = await openPage(dashboard.browser, { viewport, timeoutMs: 20_000 });
+      const asked = pageRequests(page, id);
+      await page.goto(`${dashboard.origin}/sessions/${id}#seq-7000`);
+      await page.locator('.conversation > li[data-target]').first().waitFor();
+      // Its start is further back than the look-back: the window folds from inside it.
+      await expect.poll(() => page.getByTestId('window-edge').textContent()).toMatch(/inside a turn whose start is not loaded/);
+      // The window's pages (the header reads the log's first page for itself).
+      const lowest = () => Math.min(...asked.filter((after) => after >= 0));
+      const lookedBackTo = lowest();
+      await readOn(page, 1, 7000 + 4 * 200);
+      expect(lowest()).toBe(lookedBackTo);
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 120_000);
+  }
 });

@@ -177,6 +177,28 @@ describe('dashboard on a phone (390x844)', () => {
     await page.close();
   });
 
+  it('ends a timeline type too long for its narrow column in …, not cut mid-letter', async () => {
+    const { page, errors } = await openPage(browser, { viewport: PHONE });
+    await page.goto(`${origin}/sessions/${longId}`);
+    await page.locator('table.timeline tr[data-seq] td.type button').first().waitFor(TIMEOUT);
+    // text-overflow draws its … only in a block container; a button is an inline-flex one here, which cuts the text at its edge.
+    const types = await page.$$eval('table.timeline tr[data-seq] td.type > button', (buttons) =>
+      buttons.map((b) => ({
+        text: b.textContent,
+        cut: b.scrollWidth > b.clientWidth,
+        display: getComputedStyle(b).display,
+        overflow: getComputedStyle(b).textOverflow,
+      })),
+    );
+    const cut = types.filter((t) => t.cut);
+    expect(cut.map((t) => t.text)).toContain('model/message');
+    expect(cut.filter((t) => !['block', 'inline-block'].includes(t.display) || t.overflow !== 'ellipsis')).toEqual([]);
+    await page.getByTestId('timeline-scroll').scrollIntoViewIfNeeded();
+    await screenshot(page, 'dashboard-phone-timeline.png');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('the home page and the new-session dialog fit the screen', async () => {
     const { page, errors } = await openPage(browser, { viewport: PHONE });
     await page.goto(`${origin}/`);

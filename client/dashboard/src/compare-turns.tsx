@@ -11,6 +11,7 @@ import type { SessionSummaryFragment } from '../../generated/graphql.ts';
 import { alignTurns, nextDifference, rowsThrough, turnsOf, turnStartAtOrBefore, type TurnRow, type TurnView } from './conversation-diff.ts';
 import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
 import { eventPath } from './router.ts';
+import { shownName } from './format.ts';
 import { Badge } from './widgets.tsx';
 import './compare-turns.css';
 import { visibleLines } from '../../../src/core/visible-text.ts';
@@ -175,7 +176,7 @@ function TurnCell({ turn, view: t, sessionId, testId, same }: { turn: number; vi
         <a href={eventPath(sessionId, t.startSeq)}>turn {t.turn}</a>
         {t.end ? <Badge tone={`reason-${t.end}`}>{t.end}</Badge> : <Badge tone="live">running</Badge>}
         {!same && <Badge tone="differs">differs</Badge>}
-        {t.model && <span class="muted">{t.model}</span>}
+        {t.model && <span class="muted">{shownName(t.model)}</span>}
         <span class="seq">
           #{t.startSeq}–{t.lastSeq}
         </span>

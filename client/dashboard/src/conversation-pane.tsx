@@ -46,9 +46,12 @@ interface LogWindow {
   hi: number | null;
   /** Pages added below `lo` only to reach a turn start (the pages asked for start at `lo + lookback`). */
   lookback: number;
-  /** Grown up from a fold that began mid-turn (its start beyond a look-back): the next page folds mid-turn too, no look-back. */
+  /**
+   * Grown (up or down) from a fold that began mid-turn (its start beyond a look-back): the window folds mid-turn
+   * too, no look-back (growing down inside a long turn looked back 5 pages, one fold each, for every page added).
+   */
   midTurn?: boolean;
-  /** A seq to scroll to and highlight once folded. */
+  /** A seq to scroll to and highlight once folded (dropped when the window grows past it). */
   target?: number;
   /** Moved there by a scroll (the target is where the reader scrolled to): not highlighted. */
   scrolledTo?: number;
@@ -176,11 +179,13 @@ export function ConversationPane(
     scrollEndThreshold: 40,
   });
 
-  // Opens at the latest item; a jump scrolls to its target's item.
+  // Opens at the latest item; a jump scrolls to its target's item. The reader is placed once per window a jump
+  // or a far scroll made, never again as it grows: a window grown down past its target (dropping the target's
+  // page) is not a window "at the end", and placing it there leapt to the stretch below it, i.e. the log's end.
   const placed = useRef<string | null>(null);
   useLayoutEffect(() => {
     if (!items || !count) return;
-    const place = `${win.target ?? 'end'}:${props.jump?.nonce ?? 0}:${win.scrolledTo ?? 0}`;
+    const place = `${props.jump?.nonce ?? 0}:${win.scrolledTo ?? 0}`;
     if (placed.current === place) return;
     placed.current = place;
     if (win.target === undefined) {
@@ -259,7 +264,8 @@ export function ConversationPane(
         const next = (w.hi ?? lastPage) + 1;
         const lo = Math.max(w.lo, next - MAX_WINDOW_PAGES + 1);
         const target = w.target !== undefined && w.target >= lo * PAGE_SIZE ? w.target : undefined;
-        return { lo, lookback: 0, hi: next >= lastPage ? null : next, target };
+        // Still the window a jump or scroll made (scrolledTo kept): growing it places no one.
+        return { lo, lookback: 0, midTurn: items.midTurn, hi: next >= lastPage ? null : next, target, scrolledTo: w.scrolledTo };
       });
     }
   };

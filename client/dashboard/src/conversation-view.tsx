@@ -3,11 +3,11 @@
 import { takenUnstartedText, type ConversationItem, type ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { sessionPath } from './router.ts';
-import { formatDuration } from './format.ts';
+import { formatDuration, shownName } from './format.ts';
 import { CallFiles } from './files-tab.tsx';
 import { TurnStatsLine } from './turn-stats.tsx';
 import { Badge, EffectBadge } from './widgets.tsx';
-import { LongText } from './long-text.tsx';
+import { isLongText, LongText } from './long-text.tsx';
 import { ApprovalDecision, ApprovalPrompt } from './tool-approval.tsx';
 import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
@@ -42,7 +42,7 @@ export function LiveStepItem({ live, row }: { live: LiveStep; row?: RowProps }) 
         assistant · turn {live.turn} step {live.step} <Badge tone="live">streaming</Badge>
       </div>
       {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
-      {live.tool && <div class="muted">running {live.tool}…</div>}
+      {live.tool && <div class="muted">running {shownName(live.tool)}…</div>}
     </li>
   );
 }
@@ -185,7 +185,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
             <summary>
               history summarised: seq {item.fromSeq}–{item.toSeq}
             </summary>
-            <p class="compaction-summary">{visibleLines(item.summary)}</p>
+            <LongText text={item.summary} id={`${sessionId}:${item.seqs[0]}`} class="compaction-summary" />
           </details>
           <Seq seq={item.seqs[0]} />
         </li>
@@ -210,11 +210,13 @@ function ToolCall(props: { call: ToolCallView; closerBelow?: boolean; onFork?: (
   const { call, closerBelow, onFork, busy, sessionId } = props;
   const r = call.result;
   const approval = call.approval;
+  // Arguments are the model's text, of any length: long ones fold like a message (a megabyte line was an item 280,000 px tall).
+  const longArgs = isLongText(call.arguments);
   return (
     <div class="tool-call" data-call-id={call.id} data-server={call.server} data-effect={call.effect}>
       <div class="tool-head">
         <code>
-          {visibleText(call.name)}({call.arguments === '{}' ? '' : visibleLines(call.arguments)})
+          {visibleText(call.name)}({call.arguments === '{}' ? '' : longArgs ? '…' : visibleLines(call.arguments)})
         </code>
         <span class="tool-meta">
           {call.server && (
@@ -223,9 +225,10 @@ function ToolCall(props: { call: ToolCallView; closerBelow?: boolean; onFork?: (
             </Badge>
           )}
           {call.effect && <EffectBadge effect={call.effect} />}
-          <span class="muted">{call.id}</span>
+          <span class="muted">{shownName(call.id)}</span>
         </span>
       </div>
+      {longArgs && <LongText text={call.arguments} id={`${sessionId}:${call.id}:arguments`} class="tool-args" />}
       {approval && approval.state !== 'pending' && <ApprovalDecision approval={approval} />}
       {approval?.state === 'pending' && !r && call.waiting !== 'not-loaded' && sessionId && <ApprovalPrompt sessionId={sessionId} call={call} />}
       {r && closerBelow ? (

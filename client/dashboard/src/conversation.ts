@@ -310,7 +310,10 @@ export function itemsAfter(items: readonly ConversationItem[], cutSeq: number): 
 
 /** One line describing an event in the raw timeline. */
 /** An event's one-line summary (the timeline's, the compare view's), as it may be shown: what came from outside cannot hide in it (core/visible-text.ts). */
-export const eventSummary = (e: LogEvent): string => visibleText(summaryOf(e).replace(/[\t\n\r]+/g, ' '));
+/** At most a line's worth (the column ends it in …): a call's arguments, a list of tools or paths may be megabytes long. */
+const SUMMARY_CHARS = 300;
+
+export const eventSummary = (e: LogEvent): string => visibleText(clip(summaryOf(e), SUMMARY_CHARS).replace(/[\t\n\r]+/g, ' '));
 
 function summaryOf(e: LogEvent): string {
   const d = (e.data ?? {}) as Record<string, unknown>;

@@ -11,7 +11,7 @@ import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { diffPath, eventPath, sessionPath } from './router.ts';
 import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
-import { formatDuration, formatUsd } from './format.ts';
+import { formatDuration, formatUsd, shownName } from './format.ts';
 import './fork-family.css';
 import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
 
@@ -138,20 +138,20 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
       </div>
       {c.lastTurn?.input != null && isOwn(c) && (
         <p class="variant-input">
-          <span class="muted">you:</span> {c.lastTurn.input}
+          <span class="muted">you:</span> {visibleLines(c.lastTurn.input)}
           {c.lastTurn.inputTruncated && <CutNote id={c.id} seq={c.lastTurn.inputSeq} testId="variant-input-cut" />}
         </p>
       )}
       {live && (live.text || live.tool) ? (
         <div class="variant-answer streaming" data-testid="variant-live" aria-live="polite">
           <div class="muted">
-            turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${live.tool}…` : ''}
+            turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${shownName(live.tool)}…` : ''}
           </div>
           {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
         </div>
       ) : state === 'failed' ? (
         <p class="variant-error" data-testid="variant-error">
-          turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${c.lastTurn!.error}` : ''}
+          turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${visibleLines(c.lastTurn!.error)}` : ''}
           {c.lastTurn!.errorTruncated && <CutNote id={c.id} seq={c.lastTurn!.errorSeq} testId="variant-error-cut" />}
         </p>
       ) : answer ? (
@@ -173,7 +173,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
       )}
       {c.lastTurn && isOwn(c) && c.lastTurn.reason && <TurnFigures turn={c.lastTurn} />}
       <div class="variant-meta muted">
-        <span data-testid="variant-model">{c.model ? `${c.model.provider}/${c.model.model}` : 'default model'}</span>
+        <span data-testid="variant-model">{c.model ? `${shownName(c.model.provider)}/${shownName(c.model.model)}` : 'default model'}</span>
         {' · '}
         {c.eventCount.toLocaleString('en-US')} events · {c.turnCount.toLocaleString('en-US')} turns
         {compareWith && (

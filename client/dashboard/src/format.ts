@@ -1,4 +1,12 @@
 // Pure formatting shared by the dashboard's views (no DOM, no client: tests import it).
+import { visibleText } from '../../../src/core/visible-text.ts';
+
+/**
+ * A short name from outside (a model's, a call id, a tool's) as a line shows it: its hidden characters as
+ * escapes (docs/operations.md "Threat model") and at most `max` characters of it (a model name has no length
+ * limit in the log: a megabyte of one would be a megabyte in every row that names it).
+ */
+export const shownName = (name: string, max = 200): string => visibleText(name.length > max ? `${name.slice(0, max - 1)}…` : name);
 
 /** A duration as people read it: `840 ms`, `2.4 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`. */
 export function formatDuration(ms: number): string {

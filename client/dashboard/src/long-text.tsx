@@ -29,6 +29,9 @@ function previewEnd(text: string): number | undefined {
   return Math.min(end ?? PREVIEW_CHARS, PREVIEW_CHARS);
 }
 
+/** Too long to show whole: LongText shows its start (a call's arguments say `name(…)` and show them so below). */
+export const isLongText = (text: string): boolean => previewEnd(text) !== undefined;
+
 /** `id` names the text for the page's life (e.g. its session and seq). */
 export function LongText({ text, id, class: cls = 'msg-text' }: { text: string; id: string; class?: string }) {
   const [open, setOpen] = useState(() => opened.has(id));

@@ -14,6 +14,7 @@ import { NewSessionDialog, type NewSessionChoice } from './dialogs.tsx';
 import { focusComposerOf } from './composer.tsx';
 import { distinctTitle, lineageForest, type LineageNode } from './lineage.ts';
 import { navigate, sessionPath } from './router.ts';
+import { shownName } from './format.ts';
 import { SearchResults } from './search.tsx';
 import { ImportButton } from './recording-import.tsx';
 import { forestOptions, isFiltered, ListViewControls, useListView } from './session-list-view.tsx';
@@ -360,8 +361,8 @@ function TreeRow(props: {
             ))}
           <StatusBadge status={s.status} failed={s.lastTurnFailed} />
           {s.model && (
-            <span class="tree-model" data-testid="session-model" title={`model: ${s.model.provider} ${s.model.model}`}>
-              {s.model.model}
+            <span class="tree-model" data-testid="session-model" title={`model: ${shownName(s.model.provider)} ${shownName(s.model.model)}`}>
+              {shownName(s.model.model)}
             </span>
           )}
           {s.runner && (
