@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
+import { TOOL_ERROR_PREFIX } from '../../src/core/chat.ts';
 import type { ToolCall } from '../../src/core/events.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
@@ -88,9 +89,8 @@ async function steps(id: string) {
 }
 
 describe.each(['openai', 'openai-responses', 'anthropic', 'google'] as Provider[])('%s: a call of the tool left out because its form is taken', (provider) => {
-  it("never runs it; the tool that form was offered for runs when the model names the form", async () => {
+  it('never runs it; the tool that form was offered for runs when the model names the form', async () => {
     const id = await session(provider, ['flip__*']);
-    let offered: Array<[string, string]> = [];
     calls = [
       { id: 'call_left', name: 'flip__files.read', arguments: '{"q":"x"}' },
       { id: 'call_form', name: crafted('flip'), arguments: '{"q":"y"}' },
@@ -98,7 +98,7 @@ describe.each(['openai', 'openai-responses', 'anthropic', 'google'] as Provider[
     const from = fake.received.length;
     const before = runs.length;
     await send(id, 'read it');
-    offered = toolsOffered[provider](fake.received[from].body as Body);
+    const offered = toolsOffered[provider](fake.received[from].body as Body);
     expect(fake.received.slice(from).map((r) => r.refusal)).toEqual([undefined, undefined, undefined]);
     // Offered: the crafted tool, under its own name (it came first); files.read is not.
     expect(offered.filter(([n]) => n === crafted('flip')).map(([, d]) => d)).toEqual([`the tool ${crafted('flip').slice('flip__'.length)} of flip`]);
@@ -132,7 +132,7 @@ describe('a name that is no form the turn offered', () => {
     expect(runs.slice(before).map((c) => [c.id, c.name])).toEqual([['toolu_form', 'odd__files.read']]);
   }, 60_000);
 
-  it('a name in another case, and the form of a tool outside the turn\'s tools, are answered as not offered; nothing runs', async () => {
+  it("a name in another case, and the form of a tool outside the turn's tools, are answered as not offered; nothing runs", async () => {
     const id = await session('openai-responses', ['note_read', 'read_file']);
     const names = ['NOTE_READ', 'Read_File', crafted('odd'), 'odd__files.read'];
     calls = names.map((name, i) => ({ id: `call_${i}`, name, arguments: '{"key":"k","path":"a"}' }));
@@ -163,35 +163,39 @@ function awaitingRecording(o: { provider: Provider; tools?: string[]; name: stri
 
 describe('a call taken up again after its approval (the resume path), from a log forkline did not write', () => {
   it.each([
-    { case: 'a tool outside the session\'s set', tools: ['note_read'], name: 'note_write', arguments: '{"key":"k","value":"pwned"}' },
+    { case: "a tool outside the session's set", tools: ['note_read'], name: 'note_write', arguments: '{"key":"k","value":"pwned"}' },
     { case: 'the tool left out because its form is taken', tools: ['flip__*'], name: 'flip__files.read', arguments: '{"q":"x"}' },
     { case: 'a tool of the set in another case', tools: ['note_read'], name: 'NOTE_READ', arguments: '{"key":"k"}' },
-  ])('$case: approved, it is answered as not offered and never runs; the turn goes on', async (c) => {
-    const { importRecording } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, {
-      r: awaitingRecording({ provider: 'openai', ...c }),
-    });
-    const id = importRecording.id as string;
-    await app.services.host.idle();
-    const { session } = await app.ok(`query($id: ID!) { session(id: $id) { status pendingApprovals { callId name } } }`, { id });
-    expect(session).toEqual({ status: 'WAITING', pendingApprovals: [{ callId: 'call_1', name: c.name }] });
+  ])(
+    '$case: approved, it is answered as not offered and never runs; the turn goes on',
+    async (c) => {
+      const { importRecording } = await app.ok(`mutation($r: String!) { importRecording(recording: $r) { id } }`, {
+        r: awaitingRecording({ provider: 'openai', ...c }),
+      });
+      const id = importRecording.id as string;
+      await app.services.host.idle();
+      const { session } = await app.ok(`query($id: ID!) { session(id: $id) { status pendingApprovals { callId name } } }`, { id });
+      expect(session).toEqual({ status: 'WAITING', pendingApprovals: [{ callId: 'call_1', name: c.name }] });
 
-    const before = runs.length;
-    const from = fake.received.length;
-    await app.ok(`mutation($i: ToolDecisionInput!) { approveToolCall(input: $i) { id } }`, { i: { sessionId: id, callId: 'call_1' } });
-    await app.services.host.idle();
+      const before = runs.length;
+      const from = fake.received.length;
+      await app.ok(`mutation($i: ToolDecisionInput!) { approveToolCall(input: $i) { id } }`, { i: { sessionId: id, callId: 'call_1' } });
+      await app.services.host.idle();
 
-    expect(runs.slice(before)).toEqual([]);
-    const events = await eventsOf(id);
-    const result = events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_1')!;
-    expect(anyData(result)).toMatchObject({ status: 'error', content: notOffered(c.name) });
-    // Not started: no approved call's start before its result.
-    expect(events.some((e) => e.type === 'plugin/agent/approved-call-start')).toBe(false);
-    // The model heard it, and the turn completed.
-    const sent = fake.received.slice(from).map((r) => r.body.messages as Body[]);
-    expect(sent).toHaveLength(1);
-    expect(sent[0].find((m) => m.role === 'tool')?.content).toBe(notOffered(c.name));
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-    const { session: after } = await app.ok(`query($id: ID!) { session(id: $id) { status workspace { key value } } }`, { id });
-    expect(after).toEqual({ status: 'IDLE', workspace: [] });
-  }, 60_000);
+      expect(runs.slice(before)).toEqual([]);
+      const events = await eventsOf(id);
+      const result = events.find((e) => e.type === 'tool/result' && anyData(e).callId === 'call_1')!;
+      expect(anyData(result)).toMatchObject({ status: 'error', content: notOffered(c.name) });
+      // Not started: no approved call's start before its result.
+      expect(events.some((e) => e.type === 'plugin/agent/approved-call-start')).toBe(false);
+      // The model heard it (as an error result), and the turn completed.
+      const sent = fake.received.slice(from).map((r) => r.body.messages as Body[]);
+      expect(sent).toHaveLength(1);
+      expect(sent[0].find((m) => m.role === 'tool')?.content).toBe(`${TOOL_ERROR_PREFIX}${notOffered(c.name)}`);
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      const { session: after } = await app.ok(`query($id: ID!) { session(id: $id) { status workspace { key value } } }`, { id });
+      expect(after).toEqual({ status: 'IDLE', workspace: [] });
+    },
+    60_000,
+  );
 });
