@@ -9,6 +9,7 @@ import { closersFor } from '../core/repair.ts';
 import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
 import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
+import { WireToolNames } from '../core/wire-names.ts';
 import type { OpenTail, PendingInput } from '../core/log-state.ts';
 import type { SessionStore, StoredEvent } from '../store/session-store.ts';
 import type { Lease } from '../store/leases.ts';
@@ -22,7 +23,7 @@ import { FILES_CHANGE, type FileChangeRecord } from '../core/file-tree.ts';
 import type { FileWorkspace, FileWorkspaces } from './file-workspace.ts';
 import { OpenStepCalls, turnUpdatesOf, type TurnUpdateSink } from './turn-updates.ts';
 import { OUTPUT_MISMATCH, validateAnswer } from './structured-output.ts';
-import { admitCalls } from '../core/model-calls.ts';
+import { admitCalls, notOfferedContent } from '../core/model-calls.ts';
 import { compactionThrough, writeCompaction, type CompactionResult } from './compaction.ts';
 import { compactionThreshold, contextWindowOf, estimateRequestTokens, type BudgetOptions } from './context-budget.ts';
 import type { ChatMessage, ToolDefinition } from '../core/chat.ts';
@@ -428,16 +429,18 @@ export class SessionRunner {
         }
         const tool = offered.find((t) => t.name === call.name);
         const approval = open()?.approvals?.get(call.id);
-        if (!approval && needsApproval(call.name, tool?.approval, this.fold.state.toolApproval)) {
-          await write([{ type: 'tool/approval-request', data: { turn, step, callId: call.id } }], true);
-          this.endTurnObservation('interrupted', 'waiting for approval');
-          return false;
-        }
         if (approval?.state === 'pending') return false;
         let ran: ToolRun;
         if (approval?.state === 'denied') {
           // The model hears that it was denied, and why; nothing ran.
           ran = { status: 'error', content: deniedContent(call, approval.reason), writes: [], kept: [] };
+        } else if (!tool) {
+          // Taken up from the log (it may have come from outside): a tool this turn does not offer never runs, nor is asked for.
+          ran = { status: 'error', content: notOfferedContent(call.name), writes: [], kept: [] };
+        } else if (!approval && needsApproval(call.name, tool.approval, this.fold.state.toolApproval)) {
+          await write([{ type: 'tool/approval-request', data: { turn, step, callId: call.id } }], true);
+          this.endTurnObservation('interrupted', 'waiting for approval');
+          return false;
         } else {
           if (approval?.state === 'approved') carry.push({ type: APPROVED_CALL_START, data: { turn, step, callId: call.id } });
           if (carry.length > 0) await write([]); // the call (and its start) is stored before the tool runs
@@ -486,9 +489,9 @@ export class SessionRunner {
           const { provider, model } = config;
           this.turnObs = this.observer.turnStarted({ sessionId: id, turn, provider, model, recovered: true });
         }
-        const calls = this.fold.state.openStep?.calls ?? [];
-        const offered = (await this.deps.tools.tools(await this.toolScope())).filter((t) => calls.some((c) => c.name === t.name));
-        if (!(await runCalls(step, calls, offered))) return;
+        // Its calls run by the tools the turn offers now: a call from outside (an import, a runner) naming another never runs.
+        const { offered } = await this.offeredTools();
+        if (!(await runCalls(step, this.fold.state.openStep?.calls ?? [], offered))) return;
         continue;
       }
       if (step === 1 && input && this.observer.enabled) {
@@ -503,11 +506,7 @@ export class SessionRunner {
           forkedFrom,
         });
       }
-      // The tools of the session's set as of now (session/tools in its log: a fork offers those of its cut).
-      const scope = await this.toolScope();
-      // None recorded: the catalog's default set (built-ins and the servers marked default).
-      const toolSet = this.fold.state.tools ?? this.deps.tools.defaultToolSet(scope);
-      const offered = (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, toolSet));
+      const { scope, toolSet, offered } = await this.offeredTools();
       // The context budget: compact first when the request would not fit (before the turn starts on its first step).
       let overBudget: string | undefined;
       try {
@@ -527,7 +526,7 @@ export class SessionRunner {
         }
         overBudget = err instanceof ModelError ? err.message : `compaction failed: ${(err as Error).message}`;
       }
-      // A server the session's tool set names that did not start: said in the turn's log, not left for the model's "unknown tool".
+      // A server the session's tool set names that did not start: said in the turn's log, not left for the answer to a call of a tool not offered.
       const serversDown = step === 1 ? this.deps.tools.failedServers(scope).filter((s) => serverAllowed(s.name, toolSet)) : [];
       await write([
         { type: 'step/start', data: { turn, step } },
@@ -598,10 +597,10 @@ export class SessionRunner {
       modelObs?.end(answer, costUsd);
       // Structured output: the final answer (no tool calls) must match its input's schema; its parsed value is stored with it.
       const checked = answer.toolCalls.length === 0 && responseFormat ? validateAnswer(responseFormat, answer.text) : undefined;
-      // Every call the model made is recorded; one whose id or name the log cannot hold, or whose id is taken (in this step or
-      // the conversation), is refused (core/model-calls.ts).
+      // Every call the model made is recorded; one whose id or name the log cannot hold, whose id is taken (in this step or
+      // the conversation), or that names no tool this request offered by the name it went by, is refused (core/model-calls.ts).
       const earlier = new Set(messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [])));
-      const { calls, refused } = admitCalls(answer.toolCalls, earlier);
+      const { calls, refused } = admitCalls(answer.toolCalls, earlier, new Set(offered.map((t) => t.name)));
       const message: NewEvent = {
         type: 'model/message',
         data: {
@@ -677,6 +676,19 @@ export class SessionRunner {
     this.endTurnObservation('cancelled');
   }
 
+  /**
+   * The tools a step offers the model, and runs calls of: the session's set as of now (session/tools in its log: a
+   * fork offers those of its cut; none recorded: the catalog's default set, built-ins and the servers marked default),
+   * less any tool whose wire name an earlier one has (core/wire-names.ts: it is never offered, so never run).
+   */
+  private async offeredTools(): Promise<{ scope: CatalogScope; toolSet: readonly string[] | undefined; offered: Tool[] }> {
+    const scope = await this.toolScope();
+    const toolSet = this.fold.state.tools ?? this.deps.tools.defaultToolSet(scope);
+    const allowed = (await this.deps.tools.tools(scope)).filter((t) => toolAllowed(t.name, toolSet));
+    const names = new WireToolNames(allowed.map((t) => t.name));
+    return { scope, toolSet, offered: allowed.filter((t) => names.offers(t.name)) };
+  }
+
   /** Whose tools a session may use: read once per fold, only when some server is limited to tenants. */
   private async toolScope(): Promise<CatalogScope> {
     if (!this.deps.tools.tenantScoped) return { tenant: '' };
@@ -684,10 +696,9 @@ export class SessionRunner {
     return { tenant: this.fold.tenant };
   }
 
-  private async runTool(call: ToolCall, tool: Tool | undefined, turn: number, step: number): Promise<ToolRun> {
+  private async runTool(call: ToolCall, tool: Tool, turn: number, step: number): Promise<ToolRun> {
     const writes: Array<{ key: string; value: string }> = [];
     const kept: Array<{ type: string; data: Record<string, unknown> }> = [];
-    if (!tool) return { status: 'error', content: `unknown tool "${call.name}"`, writes, kept };
     let args: unknown;
     try {
       args = JSON.parse(call.arguments || '{}');

@@ -35,10 +35,16 @@ export interface ModelRequest {
   responseFormat?: ResponseFormat;
 }
 
+/**
+ * A call of a model's answer, under the name of the tool it names. `unoffered`: the name the model wrote is
+ * no offered tool's (by the name each went by on the wire, core/wire-names.ts): it stays as written and never runs.
+ */
+export type AnsweredCall = ToolCall & { unoffered?: true };
+
 /** The model's complete answer for one step (persisted as model/message). */
 export interface ModelAnswer {
   text: string;
-  toolCalls: ToolCall[];
+  toolCalls: AnsweredCall[];
   /** Tokens the provider counted, when it says (stored on model/message, traced). */
   usage?: { inputTokens?: number; outputTokens?: number };
 }

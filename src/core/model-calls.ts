@@ -1,11 +1,13 @@
 // A model's tool calls as a step records them (docs/contract.md#agent-loop):
 // the provider's answer is outside input, so a call whose id or name the log
 // cannot hold (its length, or a NUL or unpaired surrogate in it), or whose id
-// another call of the step already took, is still recorded — under an id and
+// another call of the step already took, or that names no tool the request
+// offered (docs/agents.md#wire-names), is still recorded — under an id and
 // name the step can hold — and refused (never run): the model hears why. A
 // call reusing the id of an earlier step's call the model is shown (a provider
 // refuses a conversation repeating one; some servers number calls per answer)
 // runs under a fresh id. Pure.
+import type { AnsweredCall } from './chat.ts';
 import { toolCallSchema, type ToolCall } from './events.ts';
 import { isStorableText, toStorableText } from './storable.ts';
 
@@ -18,8 +20,17 @@ export interface AdmittedCalls {
 /** The name a call with no storable name is recorded under. */
 const UNNAMED = 'unnamed';
 
-/** `earlier`: the ids of the calls the conversation already holds (the request's assistant messages). */
-export function admitCalls(calls: readonly ToolCall[], earlier: ReadonlySet<string> = new Set()): AdmittedCalls {
+/**
+ * The result of a call of a tool the model was not offered: by a name no tool of its request went by, or, taken up
+ * from the log, of a tool the session's tools do not hold now. The words the runner SDKs answer such a call with.
+ */
+export const notOfferedContent = (name: string): string => `the model was offered no tool named ${JSON.stringify(name)}: the call did not run`;
+
+/**
+ * `earlier`: the ids of the calls the conversation already holds (the request's assistant messages); `offered`: the
+ * names of the tools the request offered (a call marked `unoffered` named none of them, whatever its name now).
+ */
+export function admitCalls(calls: readonly AnsweredCall[], earlier: ReadonlySet<string>, offered: ReadonlySet<string>): AdmittedCalls {
   const ids = new Set<string>();
   const refused = new Map<string, string>();
   // Ids given in place of unusable ones: the call's position, skipping any a call of the step already has.
@@ -29,7 +40,7 @@ export function admitCalls(calls: readonly ToolCall[], earlier: ReadonlySet<stri
     while (taken.has(id) || ids.has(id) || earlier.has(id)) id = `${id}_`;
     return id;
   };
-  const out = calls.map((call, i): ToolCall => {
+  const out = calls.map(({ unoffered, ...call }, i): ToolCall => {
     const nameFits = toolCallSchema.shape.name.safeParse(call.name).success;
     const nameText = isStorableText(call.name);
     const idFits = toolCallSchema.shape.id.safeParse(call.id).success;
@@ -47,9 +58,11 @@ export function admitCalls(calls: readonly ToolCall[], earlier: ReadonlySet<stri
               : undefined;
     const id = (why && (!idFits || !idText || ids.has(call.id))) || earlier.has(call.id) ? freshId(i) : call.id;
     ids.add(id);
-    if (why) refused.set(id, `not run: ${why}`);
     // Cut at 200 UTF-16 units it may split a pair: made storable after the cut.
-    return { ...call, id, name: nameFits && nameText ? call.name : toStorableText(call.name.slice(0, 200)) || UNNAMED };
+    const name = nameFits && nameText ? call.name : toStorableText(call.name.slice(0, 200)) || UNNAMED;
+    if (why) refused.set(id, `not run: ${why}`);
+    else if (unoffered || !offered.has(name)) refused.set(id, notOfferedContent(name));
+    return { ...call, id, name };
   });
   return { calls: out, refused };
 }

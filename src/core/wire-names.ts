@@ -88,9 +88,12 @@ export class WireToolNames {
     return this.real.get(wireToolName(name)) === name;
   }
 
-  /** The tool an answer's call names: the offered tool of that wire name, else the name as the model wrote it (an unknown tool). */
-  toolOf(wireName: string): string {
-    return this.real.get(wireName) ?? wireName;
+  /**
+   * The tool an answer's call names: the offered tool of that wire name; undefined for any other name (another
+   * tool's own name, a tool left out, another case): no tool was offered under it.
+   */
+  toolOf(wireName: string): string | undefined {
+    return this.real.get(wireName);
   }
 }
 

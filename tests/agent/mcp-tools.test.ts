@@ -263,7 +263,7 @@ describe('tool sets in the log', () => {
     let events = await turn(id, '!call fs__write_file {"path": "/tmp/x", "content": "x"}\n!call everything__echo {"message": "in set"}');
     const results = events.filter((e) => e.type === 'tool/result').map((e) => [e.data.name, e.data.status, e.data.content]);
     expect(results).toEqual([
-      ['fs__write_file', 'error', 'unknown tool "fs__write_file"'],
+      ['fs__write_file', 'error', 'the model was offered no tool named "fs__write_file": the call did not run'],
       ['everything__echo', 'ok', 'Echo: in set'],
     ]);
     expect(app.models.scripted.lastRequest!.tools.map((t) => t.name)).not.toContain('fs__write_file');
@@ -274,7 +274,7 @@ describe('tool sets in the log', () => {
     expect((await app.ok(TOOLS, { id: before })).session.tools.map((t: any) => t.name)).toContain('fs__write_file');
     expect((await app.ok(TOOLS, { id: after })).session.tools.map((t: any) => t.name)).not.toContain('fs__write_file');
     events = await turn(after, '!call fs__write_file {"path": "/tmp/x", "content": "x"}');
-    expect(events.find((e) => e.type === 'tool/result').data.content).toBe('unknown tool "fs__write_file"');
+    expect(events.find((e) => e.type === 'tool/result').data.content).toBe('the model was offered no tool named "fs__write_file": the call did not run');
     await app.ok(SET, { i: { sessionId: after, tools: [] } });
     await turn(after, 'no tools at all');
     expect(app.models.scripted.lastRequest!.tools).toEqual([]);
@@ -309,12 +309,12 @@ describe("a tenant's servers", () => {
     expect(await names(B)).not.toContain('alphaonly__echo');
     const r = await tenantApp.gql('mutation { createSession(input: {tools: ["alphaonly__*"]}) { id } }', {}, B);
     expect(r.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    // B's model asking for it anyway gets an unknown tool, and the server is never called for B.
+    // B's model asking for it anyway is answered that it was offered no such tool, and the server is never called for B.
     const { createSession } = (await tenantApp.gql('mutation { createSession(input: {}) { id } }', {}, B)).data;
     await tenantApp.gql(SEND, { i: { sessionId: createSession.id, text: '!call alphaonly__echo {"message": "b"}' } }, B);
     await tenantApp.services.host.idle();
     const { data } = await tenantApp.gql(EVENTS, { id: createSession.id }, B);
     const result = data.session.events.edges.map((e: any) => e.node).find((e: any) => e.type === 'tool/result');
-    expect(result.data).toMatchObject({ status: 'error', content: 'unknown tool "alphaonly__echo"' });
+    expect(result.data).toMatchObject({ status: 'error', content: 'the model was offered no tool named "alphaonly__echo": the call did not run' });
   });
 });

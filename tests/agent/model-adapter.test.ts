@@ -48,19 +48,22 @@ describe('the model adapter', () => {
     expect(answer).toEqual({ text: 'Hello', toolCalls: [], usage: { inputTokens: 12, outputTokens: 2 } });
   });
 
-  it("returns tool calls with their arguments as the model wrote them; calls the provider ran itself are not the agent's", async () => {
+  it("returns tool calls with their arguments as the model wrote them, a name no offered tool goes by marked; calls the provider ran itself are not the agent's", async () => {
     const model = new MockLanguageModelV3({
       doStream: streamOf([
         { type: 'tool-call', toolCallId: 'c1', toolName: 'note_write', input: '{"key": "k", "value": "v"}' },
         { type: 'tool-call', toolCallId: 'c2', toolName: 'clock', input: '' },
         { type: 'tool-call', toolCallId: 'c3', toolName: 'web_search', input: '{}', providerExecuted: true },
+        { type: 'tool-call', toolCallId: 'c4', toolName: 'Clock', input: '{}' },
         { type: 'finish', finishReason: { unified: 'tool-calls', raw: undefined }, usage: usage(5, 9) },
       ]),
     });
-    const { answer } = await run(model);
+    const tool = (name: string) => ({ name, description: name, parameters: { type: 'object', properties: {} }, effect: 'read-only' as const });
+    const { answer } = await run(model, request({ tools: [tool('note_write'), tool('clock')] }));
     expect(answer.toolCalls).toEqual([
       { id: 'c1', name: 'note_write', arguments: '{"key": "k", "value": "v"}' },
       { id: 'c2', name: 'clock', arguments: '{}' },
+      { id: 'c4', name: 'Clock', arguments: '{}', unoffered: true },
     ]);
   });
 

@@ -82,7 +82,7 @@ describe('WireToolNames', () => {
     expect(names.toolOf(wireToolName('fs__ümlaut'))).toBe('fs__ümlaut');
     expect(names.toolOf(wireToolName('other__files.read'))).toBe('other__files.read');
     expect(names.toolOf('read_file')).toBe('read_file');
-    // A name no tool of the request has: the model's own (an unknown tool).
-    expect(names.toolOf('made.up')).toBe('made.up');
+    // Any name no tool was offered under: none (a made-up name, a tool's own name instead of its form, another case).
+    for (const n of ['made.up', 'fs__files.read', 'READ_FILE']) expect(names.toolOf(n)).toBeUndefined();
   });
 });

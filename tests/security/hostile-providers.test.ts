@@ -233,7 +233,7 @@ describe('a redirect never carries a key to another host', () => {
     expect(elsewhereSaw.slice(before)).toEqual([]);
     const results = (await log(id)).filter((e) => e.type === 'tool/result').map((e) => [anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
-      ['error', 'unknown tool "away__ok"'],
+      ['error', 'the model was offered no tool named "away__ok": the call did not run'],
       ['ok', 'fine'],
     ]);
   });

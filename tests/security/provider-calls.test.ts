@@ -142,7 +142,7 @@ describe('names, ids and text from the provider as the log can hold them', () =>
     const results = events.filter((e) => e.type === 'tool/result').map((e) => [anyData(e).callId, anyData(e).status, anyData(e).content]);
     expect(results).toEqual([
       ['call_1', 'error', 'not run: the model gave it an id holding a NUL character or an unpaired surrogate'],
-      ['id\u0007two', 'error', 'unknown tool "clock\u001b[31m"'],
+      ['id\u0007two', 'error', 'the model was offered no tool named "clock\\u001b[31m": the call did not run'],
     ]);
     expect(anyData(events.at(-1)!).reason).toBe('completed');
   });

@@ -7,8 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
-import type { ModelAnswer, ModelRequest } from '../../core/chat.ts';
-import { MAX_REPORTED_TOKENS, type ToolCall } from '../../core/events.ts';
+import type { AnsweredCall, ModelAnswer, ModelRequest } from '../../core/chat.ts';
+import { MAX_REPORTED_TOKENS } from '../../core/events.ts';
 import { WireToolNames } from '../../core/wire-names.ts';
 import {
   ContextOverflowError,
@@ -77,7 +77,7 @@ export class LanguageChatModel implements ChatModel {
     let text = '';
     let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
-    const toolCalls: ToolCall[] = [];
+    const toolCalls: AnsweredCall[] = [];
     // Calls and blocks the provider has begun: the SDK keeps each begun one until the answer ends and some of its parsers look
     // through all of them at every event, so they are bounded as they begin, not only as they finish (Memory and time).
     let begunCalls = 0;
@@ -128,7 +128,7 @@ export class LanguageChatModel implements ChatModel {
             if (part.providerExecuted) break;
             // Every call becomes part of the step's event and a tool run: past the bound, the answer is given up, none of it run.
             if (toolCalls.length >= this.maxToolCalls) throw tooManyCalls(this.maxToolCalls);
-            toolCalls.push({ id: part.toolCallId, name: names.toolOf(part.toolName), arguments: part.input || '{}' });
+            toolCalls.push(answeredCall(names, part.toolCallId, part.toolName, part.input || '{}'));
             break;
           case 'finish':
             usage = usageOf(part.usage);
@@ -145,6 +145,12 @@ export class LanguageChatModel implements ChatModel {
     }
     return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
+}
+
+/** An answer's call under the name of the tool it names; a name no offered tool went by stays as written, marked: it never runs. */
+function answeredCall(names: WireToolNames, id: string, wireName: string, args: string): AnsweredCall {
+  const tool = names.toolOf(wireName);
+  return tool === undefined ? { id, name: wireName, arguments: args, unoffered: true } : { id, name: tool, arguments: args };
 }
 
 /**
