@@ -22,6 +22,7 @@ import type {
   LanguageModelV3ToolResultPart,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
+import { setImmediate } from 'node:timers/promises';
 import { ModelError } from './model.ts';
 import { COMPACTION_HEADER, digestOf } from '../compaction.ts';
 
@@ -94,22 +95,24 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
     const a = answer(options.prompt);
     const signal = options.abortSignal ?? NEVER;
+    const parts = partsOf(a);
+    let pulls = 0;
+    // Enqueued a batch at a time as the reader asks, never the whole answer at once: a queue of one part a word made
+    // its reads cost the square of the words (the stream's queue dequeues by shifting an array), and a message of
+    // 100,000 words held the event loop for seconds. Between batches the loop serves other requests (docs/operations.md, "Event-loop time").
     const stream = new ReadableStream<LanguageModelV3StreamPart>({
-      async start(out) {
+      async pull(out) {
         try {
-          out.enqueue({ type: 'stream-start', warnings: [] });
-          if (a.text) {
-            out.enqueue({ type: 'text-start', id: 'text' });
-            for (const word of a.text.match(/\S+\s*/g) ?? []) {
+          if (pulls++ > 0) await setImmediate();
+          for (let n = 0; n < PARTS_PER_PULL; n++) {
+            const next = parts.next();
+            if (next.done) return out.close();
+            if (next.value.type === 'text-delta') {
               if (a.slowMs) await sleep(a.slowMs, signal);
               else if (signal.aborted) throw signal.reason;
-              out.enqueue({ type: 'text-delta', id: 'text', delta: word });
             }
-            out.enqueue({ type: 'text-end', id: 'text' });
+            out.enqueue(next.value);
           }
-          for (const c of a.toolCalls) out.enqueue({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.arguments });
-          out.enqueue({ type: 'finish', finishReason: finishReason(a), usage: a.usage });
-          out.close();
         } catch (err) {
           out.error(err);
         }
@@ -117,6 +120,21 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     });
     return { stream };
   }
+}
+
+/** The most parts the answer's stream is given at once, and so the most its reader handles before the loop serves other work. */
+const PARTS_PER_PULL = 256;
+
+/** The answer's stream parts in order, one text delta a word, made as they are read. */
+function* partsOf(a: Answer): Generator<LanguageModelV3StreamPart> {
+  yield { type: 'stream-start', warnings: [] };
+  if (a.text) {
+    yield { type: 'text-start', id: 'text' };
+    for (const [word] of a.text.matchAll(/\S+\s*/g)) yield { type: 'text-delta', id: 'text', delta: word };
+    yield { type: 'text-end', id: 'text' };
+  }
+  for (const c of a.toolCalls) yield { type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.arguments };
+  yield { type: 'finish', finishReason: finishReason(a), usage: a.usage };
 }
 
 const finishReason = (a: Answer) => (a.toolCalls.length ? { unified: 'tool-calls' as const, raw: undefined } : { unified: 'stop' as const, raw: undefined });
