@@ -96,23 +96,24 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     const a = answer(options.prompt);
     const signal = options.abortSignal ?? NEVER;
     const parts = partsOf(a);
-    let pulls = 0;
+    let next = 0;
     // Enqueued a batch at a time as the reader asks, never the whole answer at once: a queue of one part a word made
     // its reads cost the square of the words (the stream's queue dequeues by shifting an array), and a message of
-    // 100,000 words held the event loop for seconds. Between batches the loop serves other requests (docs/operations.md, "Event-loop time").
+    // 100,000 words held the event loop for seconds. Between batches the loop serves other requests (docs/operations.md,
+    // "Event-loop time").
     const stream = new ReadableStream<LanguageModelV3StreamPart>({
       async pull(out) {
         try {
-          if (pulls++ > 0) await setImmediate();
-          for (let n = 0; n < PARTS_PER_PULL; n++) {
-            const next = parts.next();
-            if (next.done) return out.close();
-            if (next.value.type === 'text-delta') {
+          if (next > 0) await setImmediate();
+          for (const end = Math.min(parts.count, next + PARTS_PER_PULL); next < end; next++) {
+            const part = parts.at(next);
+            if (part.type === 'text-delta') {
               if (a.slowMs) await sleep(a.slowMs, signal);
               else if (signal.aborted) throw signal.reason;
             }
-            out.enqueue(next.value);
+            out.enqueue(part);
           }
+          if (next === parts.count) out.close();
         } catch (err) {
           out.error(err);
         }
@@ -125,16 +126,24 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
 /** The most parts the answer's stream is given at once, and so the most its reader handles before the loop serves other work. */
 const PARTS_PER_PULL = 256;
 
-/** The answer's stream parts in order, one text delta a word, made as they are read. */
-function* partsOf(a: Answer): Generator<LanguageModelV3StreamPart> {
-  yield { type: 'stream-start', warnings: [] };
-  if (a.text) {
-    yield { type: 'text-start', id: 'text' };
-    for (const [word] of a.text.matchAll(/\S+\s*/g)) yield { type: 'text-delta', id: 'text', delta: word };
-    yield { type: 'text-end', id: 'text' };
-  }
-  for (const c of a.toolCalls) yield { type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.arguments };
-  yield { type: 'finish', finishReason: finishReason(a), usage: a.usage };
+/** The answer's stream parts, one text delta a word, each made when it is enqueued (an index, not a generator: the cheaper per part). */
+function partsOf(a: Answer): { count: number; at(i: number): LanguageModelV3StreamPart } {
+  const words = a.text ? (a.text.match(/\S+\s*/g) ?? []) : [];
+  const head: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, ...(a.text ? [{ type: 'text-start' as const, id: 'text' }] : [])];
+  const tail: LanguageModelV3StreamPart[] = [
+    ...(a.text ? [{ type: 'text-end' as const, id: 'text' }] : []),
+    ...a.toolCalls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+    { type: 'finish', finishReason: finishReason(a), usage: a.usage },
+  ];
+  return {
+    count: head.length + words.length + tail.length,
+    at: (i) =>
+      i < head.length
+        ? head[i]
+        : i < head.length + words.length
+          ? { type: 'text-delta', id: 'text', delta: words[i - head.length] }
+          : tail[i - head.length - words.length],
+  };
 }
 
 const finishReason = (a: Answer) => (a.toolCalls.length ? { unified: 'tool-calls' as const, raw: undefined } : { unified: 'stop' as const, raw: undefined });
