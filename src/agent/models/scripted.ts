@@ -22,6 +22,7 @@ import type {
   LanguageModelV3ToolResultPart,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
+import { setImmediate } from 'node:timers/promises';
 import { ModelError } from './model.ts';
 import { COMPACTION_HEADER, digestOf } from '../compaction.ts';
 
@@ -94,22 +95,25 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
     const a = answer(options.prompt);
     const signal = options.abortSignal ?? NEVER;
+    const parts = partsOf(a);
+    let next = 0;
+    // Enqueued a batch at a time as the reader asks, never the whole answer at once: a queue of one part a word made
+    // its reads cost the square of the words (the stream's queue dequeues by shifting an array), and a message of
+    // 100,000 words held the event loop for seconds. Between batches the loop serves other requests (docs/operations.md,
+    // "Event-loop time").
     const stream = new ReadableStream<LanguageModelV3StreamPart>({
-      async start(out) {
+      async pull(out) {
         try {
-          out.enqueue({ type: 'stream-start', warnings: [] });
-          if (a.text) {
-            out.enqueue({ type: 'text-start', id: 'text' });
-            for (const word of a.text.match(/\S+\s*/g) ?? []) {
+          if (next > 0) await setImmediate();
+          for (const end = Math.min(parts.count, next + PARTS_PER_PULL); next < end; next++) {
+            const part = parts.at(next);
+            if (part.type === 'text-delta') {
               if (a.slowMs) await sleep(a.slowMs, signal);
               else if (signal.aborted) throw signal.reason;
-              out.enqueue({ type: 'text-delta', id: 'text', delta: word });
             }
-            out.enqueue({ type: 'text-end', id: 'text' });
+            out.enqueue(part);
           }
-          for (const c of a.toolCalls) out.enqueue({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.arguments });
-          out.enqueue({ type: 'finish', finishReason: finishReason(a), usage: a.usage });
-          out.close();
+          if (next === parts.count) out.close();
         } catch (err) {
           out.error(err);
         }
@@ -117,6 +121,29 @@ export class ScriptedLanguageModel implements LanguageModelV3 {
     });
     return { stream };
   }
+}
+
+/** The most parts the answer's stream is given at once, and so the most its reader handles before the loop serves other work. */
+const PARTS_PER_PULL = 256;
+
+/** The answer's stream parts, one text delta a word, each made when it is enqueued (an index, not a generator: the cheaper per part). */
+function partsOf(a: Answer): { count: number; at(i: number): LanguageModelV3StreamPart } {
+  const words = a.text ? (a.text.match(/\S+\s*/g) ?? []) : [];
+  const head: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, ...(a.text ? [{ type: 'text-start' as const, id: 'text' }] : [])];
+  const tail: LanguageModelV3StreamPart[] = [
+    ...(a.text ? [{ type: 'text-end' as const, id: 'text' }] : []),
+    ...a.toolCalls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+    { type: 'finish', finishReason: finishReason(a), usage: a.usage },
+  ];
+  return {
+    count: head.length + words.length + tail.length,
+    at: (i) =>
+      i < head.length
+        ? head[i]
+        : i < head.length + words.length
+          ? { type: 'text-delta', id: 'text', delta: words[i - head.length] }
+          : tail[i - head.length - words.length],
+  };
 }
 
 const finishReason = (a: Answer) => (a.toolCalls.length ? { unified: 'tool-calls' as const, raw: undefined } : { unified: 'stop' as const, raw: undefined });
