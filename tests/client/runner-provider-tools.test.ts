@@ -4,20 +4,24 @@
 // refuses), through the real server.
 //
 // - A tool the client runs (Anthropic's `bash`, given an `execute`): its call
-//   is in the log before the tool starts (the tool reads the log, GraphQL),
+//   is in the log before the tool starts (the tool reads the log),
 //   its result is stored, and the provider is offered it under its own name.
 // - The same tool under a name providers refuse (`shell.bash`): the old code
 //   offered it under its wire form, Anthropic's package sent it as `bash` and
 //   its call came back as `bash`, a tool the SDK did not have; the turn now
 //   fails before the model is called, saying so.
 // - A tool the provider runs itself (web search, code execution): the turn
-//   fails before the model is called, naming each such tool.
+//   fails before the model is called, naming each such tool: with ai 6's
+//   packages (no mark: one given an `execute` too), and with ai 7's, which
+//   mark each tool (`isProviderExecuted`: OpenAI's local shell is the runner's).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI as createOpenAI7 } from '@ai-sdk/openai-v4';
 import type { ToolSet } from 'ai';
 import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { anyData } from '../helpers/event-data.ts';
 import { answers, refusingProviders } from '../helpers/provider-rules.ts';
 
 let app: TestApp;
@@ -39,16 +43,16 @@ afterAll(async () => {
 
 const anthropic = () => createAnthropic({ baseURL: `${provider.base}/anthropic/v1`, apiKey: 'sk' });
 
-/** The session's log as the server serves it (GraphQL). */
-async function logOf(id: string): Promise<Array<{ type: string; data: any }>> {
-  const data = await app.ok(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { type data } } } } }`, { id });
-  return data.session.events.edges.map((e: { node: { type: string; data: any } }) => e.node);
+/** The session's log as the store holds it. */
+const logOf = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: anyData(e) }));
+/** The names of the calls its model messages hold, and of those answered. */
+function callsIn(log: Array<{ type: string; data: any }>) {
+  const named = (type: string) => log.filter((e) => e.type === type);
+  return {
+    stored: named('model/message').flatMap((e) => e.data.toolCalls.map((c: { name: string }) => c.name)) as string[],
+    answered: named('tool/result').map((e) => e.data.name as string),
+  };
 }
-/** The names of the calls stored in model messages, and of those answered. */
-const callsIn = (log: Array<{ type: string; data: any }>) => ({
-  stored: log.filter((e) => e.type === 'model/message').flatMap((e) => e.data.toolCalls.map((c: { name: string }) => c.name)) as string[],
-  answered: log.filter((e) => e.type === 'tool/result').map((e) => e.data.name as string),
-});
 
 let sessionNo = 0;
 /** A session of a pool of its own with one message, served once by `run`; its log. */
@@ -133,5 +137,19 @@ describe('a tool the provider runs itself', () => {
         '@forkline/ai-sdk offers the model only tools the runner runs',
     );
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+  });
+
+  it("is told apart by ai 7's packages' own mark: OpenAI's web search refused, its local shell (with an execute) not named", async () => {
+    const before = provider.received.length;
+    const openai = createOpenAI7({ apiKey: 'sk', baseURL: `${provider.base}/openai/v1` });
+    const tools = {
+      local_shell: openai.tools.localShell({ execute: async () => ({ output: 'ran' }) }),
+      web_search: openai.tools.webSearch({}),
+    } as unknown as ToolSet;
+    const log = await serveOnce((s) => runAiSdkTurns(s, { model: anthropic()('fake-model'), tools }));
+    expect(provider.received.length).toBe(before);
+    expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toMatch(
+      /^the provider runs tool "web_search" itself, inside the model call, before its call could be recorded/,
+    );
   });
 });
