@@ -185,7 +185,7 @@ function providerToolRefusal(tools: ToolSet = {}): string | undefined {
     return `the provider runs ${list(hosted)} itself, inside the model call, before ${hosted.length > 1 ? 'their calls' : 'its call'} could be recorded: @forkline/ai-sdk offers the model only tools the runner runs`;
   const renamed = provided.flatMap(([name]) => (needsWireNames([name]) ? [name] : []));
   if (renamed.length)
-    return `provider ${list(renamed)} would be sent under a wire form, and the provider answers its calls by its own name: give a provider tool the name the provider gives it (such as "bash")`;
+    return `provider ${list(renamed)} would be sent under a wire form, and the provider answers ${renamed.length > 1 ? 'their calls' : 'its calls'} by its own name: give a provider tool the name the provider gives it (such as "bash")`;
   return undefined;
 }
 
