@@ -141,13 +141,52 @@ function handedErrorText(err: unknown): string {
 }
 
 /**
- * Tools whose calls cannot be in the log before they run: the provider's own
- * (`type: 'provider'`: web search, code execution, …), which the provider runs
- * inside the model call, before its answer reaches the runner. The adapter
- * refuses them (docs/runners.md): a turn offering one fails before the model is called.
+ * Provider-defined tools the runner runs itself (docs/runners.md#provider-tools), by id, for provider packages that
+ * do not mark their tools (ai 6's: `isProviderExecuted` is ai 7's): Anthropic's bash, text editor, computer and
+ * memory; OpenAI's local shell, shell, apply_patch and custom tools. The provider only asks for their calls.
  */
-function providerExecutedTools(tools: ToolSet = {}): string[] {
-  return Object.entries(tools).flatMap(([name, t]) => ((t as { type?: string }).type === 'provider' ? [name] : []));
+const RUNNER_RUN_PROVIDER_TOOL =
+  /^(anthropic\.(bash|text_editor|computer|computer_toolset|memory)_\d{8}|openai\.(local_shell|shell|apply_patch|computer|custom))$/;
+
+/** What the adapter reads of an AI SDK provider tool (`type: 'provider'`). */
+interface ProviderTool {
+  type?: string;
+  id?: string;
+  isProviderExecuted?: boolean;
+  args?: { environment?: { type?: string } };
+}
+
+/**
+ * Whether the provider runs this tool itself, inside the model call, before its answer reaches the runner, so
+ * its call could never be in the log first (web search, code execution, …). A provider tool is the runner's only
+ * when it has an `execute` and its package says it is not provider-run (ai 7: `isProviderExecuted: false`; ai 6:
+ * an id of RUNNER_RUN_PROVIDER_TOOL); any other is taken as the provider's, even with an `execute` (ai 6 lets a web
+ * search take one; the provider still runs it). OpenAI's shell in a hosted container runs at OpenAI.
+ */
+function providerRuns(t: ToolSet[string]): boolean {
+  const p = t as ProviderTool;
+  if (p.type !== 'provider') return false;
+  if (!t.execute || p.isProviderExecuted === true) return true;
+  if (p.id === 'openai.shell' && /^container/.test(p.args?.environment?.type ?? '')) return true;
+  return p.isProviderExecuted === undefined && !RUNNER_RUN_PROVIDER_TOOL.test(p.id ?? '');
+}
+
+/**
+ * Why a turn offering these tools fails before the model is called (none: the turn may run): tools the provider
+ * runs, and provider tools under a name providers refuse. A provider-defined tool goes to the provider under the
+ * provider's own name (`bash`) and its calls come back under it, so the runner's name for it must be that name,
+ * sent as it is: under a wire form (docs/runners.md#wire-names) its calls would name no offered tool.
+ */
+function providerToolRefusal(tools: ToolSet = {}): string | undefined {
+  const provided = Object.entries(tools).filter(([, t]) => (t as ProviderTool).type === 'provider');
+  const hosted = provided.flatMap(([name, t]) => (providerRuns(t) ? [name] : []));
+  const list = (names: string[]) => `${names.length > 1 ? 'tools' : 'tool'} "${names.join('", "')}"`;
+  if (hosted.length)
+    return `the provider runs ${list(hosted)} itself, inside the model call, before ${hosted.length > 1 ? 'their calls' : 'its call'} could be recorded: @forkline/ai-sdk offers the model only tools the runner runs`;
+  const renamed = provided.flatMap(([name]) => (needsWireNames([name]) ? [name] : []));
+  if (renamed.length)
+    return `provider ${list(renamed)} would be sent under a wire form, and the provider answers ${renamed.length > 1 ? 'their calls' : 'its calls'} by its own name: give a provider tool the name the provider gives it (such as "bash")`;
+  return undefined;
 }
 
 /** The runner's tools as declared to forkline: name, description, JSON Schema, effect. */
@@ -485,12 +524,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   // The session's model decides: one the runner cannot serve fails the turn, never runs on another.
   const base = requested ? opts.resolveModel?.(requested) : opts.model;
   if (!base) return turn.end('failed', unservableModel(requested, !!opts.resolveModel));
-  const hosted = providerExecutedTools(opts.tools);
-  if (hosted.length)
-    return turn.end(
-      'failed',
-      `the provider runs tool "${hosted.join('", "')}" itself, before its call could be recorded: @forkline/ai-sdk does not offer such tools`,
-    );
+  const refusal = providerToolRefusal(opts.tools);
+  if (refusal) return turn.end('failed', refusal);
   if (request.stepOpen && request.openCalls.length > 0) {
     // A step taken up after a person's decision: its calls are settled from the log, then the turn goes on from the next step.
     const tools = opts.tools ?? {};
