@@ -19,6 +19,7 @@ import type { Caller } from '../core/api-tokens.ts';
 import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
 import { turnError, turnTotalsOf } from '../store/turn-reads.ts';
+import { MAX_SEQ } from '../store/session-log.ts';
 import { TextBudget } from '../core/text-budget.ts';
 import type { DoorServices } from '../host/services.ts';
 import type { Guard } from '../http/guard.ts';
@@ -36,6 +37,9 @@ import { ChatAnswer, inputOfAnswer, type AnswerReader, type TurnInProgress, type
 export const HEAD_EVENT = 'plugin/chat/head';
 /** A HEAD_EVENT's branch (plugin data: checked, not assumed). */
 const headOfChat = z.object({ sessionId: z.string() });
+/** What an answer reads ahead of its turn updates for their calls' inputs and results: a page (one statement) of so many. */
+const ANSWERS_PAGE = 200;
+const ANSWER_TYPES = ['model/message', 'tool/result'];
 /** What a failed turn's error part carries of its error report at most (the agent writes at most 10,000 characters). */
 const ERROR_TEXT_CHARS = 10_000;
 
@@ -224,7 +228,7 @@ export function chatHandler(opts: ChatOptions) {
     const { decisionSeq: firstSeq } = await controller.decideToolCalls(scope, head.id, decisions);
     // A decision is only accepted for a call of the open step (rule `approval pairing`), so both are there.
     if (!open?.step || !turnStart) throw new Error(`session ${head.id}: a decision was accepted outside an open step`);
-    const continuing = { turn: open.turn, turnStartSeq: tail.turnStart!.seq, step: open.step.step };
+    const continuing = { turn: open.turn, turnStartSeq: tail.turnStart!.seq, seenThrough: firstSeq };
     await stream(res, req, scope, { chatId, sessionId: head.id, inputId: turnStart.inputId }, firstSeq, continuing);
   }
 
@@ -341,8 +345,10 @@ export function chatHandler(opts: ChatOptions) {
 
   function readerOf(store: TenantStore, sessionId: string): AnswerReader {
     return {
-      event: (seq) => store.log.event(sessionId, seq),
-      answerFrom: (seq) => store.log.firstOfType(sessionId, 'model/message', seq),
+      answersAndResults: async (seq) => {
+        const { events, cut } = await store.log.ofTypesWithin(sessionId, ANSWER_TYPES, { fromSeq: seq, toSeq: MAX_SEQ, limit: ANSWERS_PAGE });
+        return { events, more: cut || events.length === ANSWERS_PAGE };
+      },
       turnOutcome: async (turn) => {
         // Its usage summed over all its answers in the database (a turn can hold 200,000 events), and its error
         // report's message read apart, at most ERROR_TEXT_CHARS of it (a report in a recording can be megabytes).

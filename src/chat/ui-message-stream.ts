@@ -16,10 +16,11 @@ export type UIChunk = { type: string } & Record<string, unknown>;
 
 /** What the answer reads from the session's log. */
 export interface AnswerReader {
-  /** The stored event at `seq`. */
-  event(seq: number): Promise<LogEvent | undefined>;
-  /** The first model/message at or after `seq` (a step's answer, from its step/start). */
-  answerFrom(seq: number): Promise<LogEvent | undefined>;
+  /**
+   * The stored answers (model/message) and tool results at or after `seq`, ascending: a page of them (`more` when
+   * the page was cut by its count or bytes, not by the log's end).
+   */
+  answersAndResults(seq: number): Promise<{ events: LogEvent[]; more: boolean }>;
   /**
    * How the ended turn went: its tokens over all its answers (however many: summed by the store, not read out)
    * and, when it failed, its agent's error report.
@@ -41,8 +42,8 @@ export interface TurnInProgress {
   turn: number;
   /** Seq of its turn/start. */
   turnStartSeq: number;
-  /** The step whose calls were written already. */
-  step: number;
+  /** The seq through which the client has the turn's calls and results (the first decision's). */
+  seenThrough: number;
 }
 
 /** The metadata every answer carries: which session answered, for which input (docs/api.md). */
@@ -69,22 +70,28 @@ export class ChatAnswer {
   turn?: number;
   finished = false;
   private turnStartSeq = 0;
-  private readonly stepStarts = new Map<number, number>();
-  /** Steps whose tool calls were written as tool-input-available. */
-  private readonly inputsOut = new Set<number>();
+  /**
+   * The turn's stored answers and results read ahead of the updates (a page at a time: the log is append-only, so a
+   * page read stays true), not taken yet; `readFrom` is the seq the next page starts at, and every one of them
+   * through `readThrough` has been read.
+   */
+  private ahead: LogEvent[] = [];
+  private readFrom = 0;
+  private readThrough = -1;
   private openText?: string;
 
   constructor(
     private readonly meta: AnswerMetadata,
     private readonly reader: AnswerReader,
     private readonly emit: (chunk: UIChunk) => void,
-    /** An answer that goes on with a turn the client has seen up to a decision: its turn, and the step whose calls it has. */
+    /** An answer that goes on with a turn the client has seen up to a decision: its turn, and how far it has its calls. */
     continuing?: TurnInProgress,
   ) {
     if (continuing) {
       this.turn = continuing.turn;
       this.turnStartSeq = continuing.turnStartSeq;
-      this.inputsOut.add(continuing.step);
+      this.readFrom = continuing.seenThrough + 1;
+      this.readThrough = continuing.seenThrough;
     }
   }
 
@@ -99,6 +106,7 @@ export class ChatAnswer {
       if (u.kind === 'TURN_STARTED' && u.inputId === this.meta.inputId) {
         this.turn = u.turn;
         this.turnStartSeq = u.seq ?? 0;
+        this.readFrom = this.readThrough = this.turnStartSeq;
         this.emit({ type: 'message-metadata', messageMetadata: { ...this.meta, turn: u.turn } });
       }
       return;
@@ -107,7 +115,6 @@ export class ChatAnswer {
     const step = u.step ?? 0;
     switch (u.kind) {
       case 'STEP_STARTED':
-        if (u.seq !== undefined) this.stepStarts.set(step, u.seq);
         this.emit({ type: 'start-step' });
         break;
       case 'TEXT_DELTA': {
@@ -124,9 +131,12 @@ export class ChatAnswer {
       }
       case 'TOOL_FINISHED': {
         this.closeText();
-        await this.inputsOf(step);
-        const result = u.seq === undefined ? undefined : await this.reader.event(u.seq);
-        const d = dataOf(result, 'tool/result');
+        if (u.seq === undefined) break;
+        const seq = u.seq;
+        const d = dataOf(
+          (await this.inputsThrough(seq)).find((e) => e.seq === seq),
+          'tool/result',
+        );
         if (!d) break;
         if (d.status === 'ok') this.emit({ type: 'tool-output-available', toolCallId: d.callId, output: d.content, dynamic: true });
         else
@@ -143,7 +153,7 @@ export class ChatAnswer {
       case 'APPROVAL_REQUESTED': {
         if (!u.callId) break;
         this.closeText();
-        await this.inputsOf(step);
+        if (u.seq !== undefined) await this.inputsThrough(u.seq);
         this.emit({ type: 'tool-approval-request', approvalId: u.callId, toolCallId: u.callId });
         if (!(await this.reader.awaitsApproval(u.callId))) break; // decided since: the replay goes on
         this.finished = true;
@@ -156,7 +166,7 @@ export class ChatAnswer {
         break;
       case 'STEP_ENDED':
         this.closeText();
-        await this.inputsOf(step);
+        if (u.seq !== undefined) await this.inputsThrough(u.seq);
         this.emit({ type: 'finish-step' });
         break;
       case 'TURN_ENDED':
@@ -205,18 +215,36 @@ export class ChatAnswer {
     this.finished = true;
   }
 
-  /** The step's tool calls with their input (once), from its stored answer; nothing while it is not stored yet. */
-  private async inputsOf(step: number) {
-    if (this.inputsOut.has(step)) return;
-    const from = this.stepStarts.get(step);
-    if (from === undefined) return;
-    const answer = await this.reader.answerFrom(from);
-    const d = dataOf(answer, 'model/message');
-    if (!d || d.turn !== this.turn || d.step !== step) return;
-    this.inputsOut.add(step);
-    for (const c of d.toolCalls) {
-      this.emit({ type: 'tool-input-available', toolCallId: c.id, toolName: c.name, input: parseArguments(c.arguments), dynamic: true });
+  /**
+   * Writes the tool calls of the turn's answers stored through `seq` (the update's event) that were not written yet,
+   * each with its input: every answer of a step, however many it holds (a model called again within a step), each
+   * once. Returns the results read with them, the one at `seq` last when `seq` is one.
+   */
+  private async inputsThrough(seq: number): Promise<LogEvent[]> {
+    const events = await this.through(seq);
+    for (const e of events) {
+      const d = dataOf(e, 'model/message');
+      if (!d || d.turn !== this.turn) continue;
+      for (const c of d.toolCalls) {
+        this.emit({ type: 'tool-input-available', toolCallId: c.id, toolName: c.name, input: parseArguments(c.arguments), dynamic: true });
+      }
     }
+    return events;
+  }
+
+  /** The stored answers and results after those taken, through `seq` (stored already), in order; read a page ahead. */
+  private async through(seq: number): Promise<LogEvent[]> {
+    while (this.readThrough < seq) {
+      const page = await this.reader.answersAndResults(this.readFrom);
+      this.ahead.push(...page.events);
+      const last = page.events.at(-1)?.seq;
+      if (last !== undefined) this.readFrom = last + 1;
+      // A page the log's end cut holds everything stored when it was read: `seq` was.
+      this.readThrough = page.more ? (last ?? seq) : Math.max(seq, last ?? seq);
+    }
+    let n = 0;
+    while (n < this.ahead.length && this.ahead[n].seq <= seq) n++;
+    return this.ahead.splice(0, n);
   }
 
   private closeText() {

@@ -31,8 +31,11 @@ const log: LogEvent[] = [
 ] as LogEvent[];
 
 const reader = {
-  event: async (seq: number) => log.find((e) => e.seq === seq),
-  answerFrom: async (seq: number) => log.find((e) => e.seq >= seq && e.type === 'model/message'),
+  // A page of two, so the answer reads ahead across pages.
+  answersAndResults: async (seq: number) => {
+    const events = log.filter((e) => e.seq >= seq && (e.type === 'model/message' || e.type === 'tool/result')).slice(0, 2);
+    return { events, more: events.length === 2 };
+  },
   // What the store sums (store/turn-reads.ts turnTotalsOf), here over the log in memory.
   turnOutcome: async ({ startSeq, endSeq }: { startSeq: number; endSeq: number }) => {
     const usage = { inputTokens: 0, outputTokens: 0 };

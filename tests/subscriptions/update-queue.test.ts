@@ -3,8 +3,8 @@
 // key, overflow closes with an error, and return() unregisters at once. No
 // database: the relay is fed payloads as the listener would.
 import { describe, expect, it } from 'vitest';
-import { MAX_QUEUED_UPDATES, TOO_SLOW_MESSAGE, UpdateQueue, type UpdateQueueOptions } from '../../src/host/live/update-queue.ts';
-import { TurnUpdateRelay, mergeDeltas } from '../../src/host/live/turn-update-relay.ts';
+import { MAX_QUEUED_UPDATES, ROOM_UPDATES, TOO_SLOW_MESSAGE, UpdateQueue, type UpdateQueueOptions } from '../../src/host/live/update-queue.ts';
+import { TurnUpdateRelay, mergeDeltas, turnUpdateChars } from '../../src/host/live/turn-update-relay.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { SessionStore } from '../../src/store/session-store.ts';
 
@@ -29,6 +29,35 @@ async function drain<T>(q: AsyncIterator<T>, n: number): Promise<T[]> {
 }
 
 describe('UpdateQueue', () => {
+  it('cuts a reader past its characters too: a merged delta grows without adding an update', async () => {
+    const { q, closes } = queue<TurnUpdate>({ merge: mergeDeltas, weigh: turnUpdateChars, maxChars: 20_000 });
+    q.push(mark('STEP_STARTED'));
+    for (let i = 0; i < 99; i++) q.push(delta('x'.repeat(100)));
+    expect(closes).toEqual([]);
+    q.push(delta('x'.repeat(10_000))); // 10,100 + 10,000: past the bound, still two updates
+    expect(closes).toEqual([1]);
+    await expect(q.next()).rejects.toThrow(TOO_SLOW_MESSAGE);
+  });
+
+  it('a producer that waits for room() is never cut, and goes on once the reader took enough', async () => {
+    const { q, closes } = queue<TurnUpdate>({ max: 100, weigh: turnUpdateChars });
+    let added = 0;
+    const producing = (async () => {
+      for (let i = 0; i < 1000; i++) {
+        const wait = q.room();
+        if (wait) await wait;
+        q.add(mark('STEP_ENDED', i));
+        added++;
+      }
+    })();
+    await tick();
+    expect(added).toBe(ROOM_UPDATES + 1); // waits past the room, far below the bound
+    const read = await drain(q, 1000);
+    await producing;
+    expect(closes).toEqual([]);
+    expect(read.map((u) => u.step)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  });
+
   it('keeps order and merges adjacent deltas the reader has not taken yet', async () => {
     const { q } = queue<TurnUpdate>({ merge: mergeDeltas });
     q.push(mark('STEP_STARTED'));

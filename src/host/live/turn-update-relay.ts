@@ -9,7 +9,7 @@ import { textPieces } from '../../core/text-pieces.ts';
 import type { TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
-import { MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
+import { MAX_QUEUED_CHARS, MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
 
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more; keep a margin for the envelope. */
 const MAX_PAYLOAD_BYTES = 7000;
@@ -33,6 +33,8 @@ export class TurnUpdateRelay {
     const subscribers = set;
     const queue: UpdateQueue<TurnUpdate> = new UpdateQueue<TurnUpdate>({
       max: MAX_QUEUED_UPDATES,
+      maxChars: MAX_QUEUED_CHARS,
+      weigh: turnUpdateChars,
       merge: mergeDeltas,
       onClose: () => {
         subscribers.delete(queue);
@@ -100,6 +102,11 @@ export class TurnUpdateRelay {
 /** Whether `b` is a text delta of the same step as the text delta `a` (the two merge). */
 function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
   return a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step;
+}
+
+/** An update's size for a subscriber's queue: its strings that can be long (a text, a call's arguments, a reason), and the rest as a constant. */
+export function turnUpdateChars(u: TurnUpdate): number {
+  return 100 + (u.text?.length ?? 0) + (u.arguments?.length ?? 0) + (u.reason?.length ?? 0);
 }
 
 /** Consecutive text deltas of one step become one; order is kept. */
