@@ -29,6 +29,8 @@ beforeAll(async () => {
       FORKLINE_MAX_UPLOADS_PER_TENANT: '1',
       FORKLINE_SHELL: 'on',
       FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB),
+      // One stalled socket carries 500 subscriptions here (what the socket's buffers hold, not how many it may run).
+      FORKLINE_MAX_OPERATIONS_PER_SOCKET: '500',
     },
   });
   base = service.url.replace(/\/graphql$/, '');
