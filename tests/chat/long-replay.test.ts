@@ -8,8 +8,8 @@
 // answer's calls written (tool-input-available): the client then met an output
 // of a call it had never seen.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { importedRecording, replayChat } from '../helpers/chat-replay.ts';
 import { multiAnswerCallId, multiAnswerTurnRecording } from '../fixtures/recordings/recordings.ts';
 
 let app: TestApp;
@@ -20,57 +20,8 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-async function imported(body: string): Promise<{ id: string; eventCount: number }> {
-  const res = await fetch(`${base}/recordings`, { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { session: { id: string; eventCount: number } }).session;
-}
-
-/** The stream, read by a client that first reads nothing for `stallMs` (the server's socket buffers fill meanwhile). */
-function stalled(stream: ReadableStream<UIMessageChunk>, stallMs: number): ReadableStream<UIMessageChunk> {
-  const reader = stream.getReader();
-  let started = false;
-  return new ReadableStream<UIMessageChunk>(
-    {
-      async pull(controller) {
-        if (!started) await new Promise((r) => setTimeout(r, stallMs));
-        started = true;
-        const r = await reader.read();
-        if (r.done) controller.close();
-        else controller.enqueue(r.value);
-      },
-      cancel: (reason) => reader.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
-}
-
-/**
- * The chat's answer replayed, as the AI SDK's client reads it (DefaultChatTransport parses each chunk with the
- * protocol's schema) and, with `build`, builds it (readUIMessageStream, which copies the message at every chunk: a
- * message of 10,000 parts is read in seconds, built in minutes).
- */
-async function replay(chatId: string, stallMs = 0, build = true) {
-  const transport = new DefaultChatTransport({ api: `${base}/chat` });
-  const stream = await transport.reconnectToStream({ chatId });
-  expect(stream).not.toBeNull();
-  const [a, b] = stalled(stream!, stallMs).tee();
-  const chunks: UIMessageChunk[] = [];
-  const reading = (async () => {
-    const reader = a.getReader();
-    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
-  })();
-  const errors: unknown[] = [];
-  let message: UIMessage | undefined;
-  if (build) for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e), terminateOnError: false })) message = m;
-  else await b.cancel();
-  await reading;
-  if (!build) for (const c of chunks) if (c.type === 'error') errors.push(new Error(c.errorText));
-  return { chunks, message, errors };
-}
-
 /** What the replay of multiAnswerTurnRecording(steps, answers) must be: every call's input before its output, each once, in the log's order. */
-function expectWhole({ chunks, message, errors }: Awaited<ReturnType<typeof replay>>, steps: number, answers: number) {
+function expectWhole({ chunks, message, errors }: Awaited<ReturnType<typeof replayChat>>, steps: number, answers: number) {
   // The turn was interrupted: its one error is the answer's last word, said by the server.
   expect(errors.map((e) => (e as Error).message ?? String(e))).toEqual([expect.stringMatching(/interrupted/)]);
   expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error', messageMetadata: { reason: 'interrupted' } });
@@ -93,9 +44,9 @@ function expectWhole({ chunks, message, errors }: Awaited<ReturnType<typeof repl
 
 describe('a /chat replay of a long turn, read by the AI SDK', () => {
   it('a step of several answers: every answer’s calls are written, each before its output', async () => {
-    const { id } = await imported(multiAnswerTurnRecording(2, 3, 'ses_threeanswers'));
+    const { id } = await importedRecording(base, multiAnswerTurnRecording(2, 3, 'ses_threeanswers'));
     // The old code wrote step 1's first answer's call only: the client met call_1_2's output with no call (an error).
-    expectWhole(await replay(id), 2, 3);
+    expectWhole(await replayChat(base, id), 2, 3);
   }, 60_000);
 
   it.each([
@@ -104,10 +55,10 @@ describe('a /chat replay of a long turn, read by the AI SDK', () => {
   ])(
     'a turn of 25,000 events (%i steps of %i answers) to a client that stalls first: the whole answer, in order',
     async (steps, answers) => {
-      const session = await imported(multiAnswerTurnRecording(steps, answers, `ses_longreplay${answers}`));
+      const session = await importedRecording(base, multiAnswerTurnRecording(steps, answers, `ses_longreplay${answers}`));
       expect(session.eventCount).toBe(3 + steps * (2 + 2 * answers) + 1);
       const started = performance.now();
-      const replayed = await replay(session.id, 3000, false);
+      const replayed = await replayChat(base, session.id, 3000, false);
       console.log(`a /chat replay of ${session.eventCount} events: ${replayed.chunks.length} chunks in ${(performance.now() - started).toFixed(0)} ms`);
       // The old code: an error "subscriber too slow" after about 20 steps, and no more.
       expectWhole(replayed, steps, answers);

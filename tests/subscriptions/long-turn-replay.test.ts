@@ -7,6 +7,7 @@ import WebSocket from 'ws';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { importedRecording } from '../helpers/chat-replay.ts';
 import { multiAnswerCallId, multiAnswerTurnRecording } from '../fixtures/recordings/recordings.ts';
 
 const STEPS = 50_000;
@@ -17,13 +18,7 @@ let id: string;
 beforeAll(async () => {
   app = await startTestApp();
   base = app.url.replace(/\/graphql$/, '');
-  const res = await fetch(`${base}/recordings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson' },
-    body: multiAnswerTurnRecording(STEPS, 1, 'ses_twohundredk'),
-  });
-  expect(res.status).toBe(201);
-  const session = ((await res.json()) as { session: { id: string; eventCount: number } }).session;
+  const session = await importedRecording(base, multiAnswerTurnRecording(STEPS, 1, 'ses_twohundredk'));
   expect(session.eventCount).toBe(4 + 4 * STEPS);
   id = session.id;
 }, 600_000);

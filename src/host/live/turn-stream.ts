@@ -9,7 +9,13 @@
 // delivered whole: its deltas when the subscriber saw every one of them (the
 // step started after the relay subscription was registered), then whatever of
 // the stored answer they did not carry; a step that began earlier streams
-// nothing and its answer's text arrives at once when it is stored.
+// nothing and its answer's text arrives at once when it is stored. A step may
+// hold several answers (docs/api.md, "Live turns"): each one's text is
+// delivered, in order, once, as the step's next deltas, as the relay streams
+// them. After the step's first stored answer the relay's deltas are not taken
+// (they may be late copies of it): each later answer's text arrives when it is
+// stored, less what the relay gave of it before the log showed the answer
+// before it.
 //
 // The log is read as the subscriber reads: the next event only once its queue
 // is down to ROOM_UPDATES / ROOM_CHARS (update-queue.ts), so a replay of a turn
@@ -32,9 +38,9 @@ const LIVE_ONLY = new Set<TurnUpdate['kind']>(['TEXT_DELTA', 'TOOL_RUNNING', 'TO
 interface StepSeen {
   /** Seq of its step/start; -1 when the step began at or before the subscription's seq. */
   startSeq: number;
-  /** Text the subscriber has been given for it so far. */
+  /** Text the subscriber has been given of its answer not stored yet. */
   given: string;
-  /** Its model/message is stored: its text is complete. */
+  /** A model/message of it is stored: the relay's deltas are no longer taken. */
   answered: boolean;
 }
 
@@ -137,10 +143,13 @@ export function turnsFromLog(
         const key = stepKey(d.turn, d.step);
         const seen = steps.get(key) ?? { startSeq: -1, given: '', answered: false };
         const text = d.text ?? '';
-        if (text.length > seen.given.length && text.startsWith(seen.given)) {
-          out.add({ sessionId, kind: 'TEXT_DELTA', turn: d.turn, step: d.step, text: text.slice(seen.given.length) });
-        }
-        steps.set(key, { ...seen, given: text, answered: true });
+        // What the step's next answer (a model called again within it) has been given: nothing, unless the relay's
+        // deltas ran past this answer's text into the next's before the log showed this answer.
+        let next = '';
+        if (text.startsWith(seen.given)) {
+          if (text.length > seen.given.length) out.add({ sessionId, kind: 'TEXT_DELTA', turn: d.turn, step: d.step, text: text.slice(seen.given.length) });
+        } else if (seen.given.startsWith(text)) next = seen.given.slice(text.length);
+        steps.set(key, { ...seen, given: next, answered: true });
         release(d.turn, d.step);
         break;
       }
