@@ -169,8 +169,9 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     for (const b of boxes) expect(b.x + b.width).toBeLessThanOrEqual(viewport.width);
     await expectNoSidewaysScroll(page);
 
-    // Live: a variant's next answer streams in, then shows as its answer, without a reload.
-    await send(ids[0], '!slow 250\nalpha again, word by word, slowly enough to watch it arrive');
+    // Live: a variant's next answer streams in, then shows as its answer, without a reload. The card follows a variant's
+    // turns once a read shows it running, so the answer streams for 7 s (12 words): a loaded machine's reads may take seconds.
+    await send(ids[0], '!slow 600\nalpha again, word by word, slowly enough to watch it arrive');
     await expect.poll(() => card(0).getAttribute('data-state'), TIMEOUT).toBe('running');
     await expect
       .poll(
