@@ -17,6 +17,9 @@ export async function spent<T>(work: () => Promise<T>): Promise<{ result: T; sta
   }
 }
 
+/** What another client may wait (servedMeanwhile) while one hostile request is handled, on a loaded 2-core machine. */
+export const WAIT_BOUND_MS = 2000;
+
 /**
  * `spent(work)`, while a small request (GET /healthz) is sent again and again, each when the one before is
  * answered: `waitedMs` is the longest any of them took — what another client of the process waited meanwhile.

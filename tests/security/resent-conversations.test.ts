@@ -6,7 +6,7 @@
 // go on: the longest of them is what that client waited.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { servedMeanwhile } from '../helpers/event-loop.ts';
+import { WAIT_BOUND_MS, servedMeanwhile } from '../helpers/event-loop.ts';
 import { DEFAULT_MAX_REQUEST_MESSAGES, MAX_MESSAGE_PARTS, tooManyMessages } from '../../src/core/resent-conversation.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
 
@@ -17,9 +17,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
 });
-
-/** What another client may wait while one hostile body is handled, on a loaded 2-core machine. */
-const WAIT_BOUND_MS = 2000;
 
 const urlOf = (path: string) => app.url.replace(/\/graphql$/, path);
 async function post(path: string, body: string) {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { servedMeanwhile } from '../helpers/event-loop.ts';
+import { WAIT_BOUND_MS, servedMeanwhile } from '../helpers/event-loop.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { MAX_MESSAGE_CHARS } from '../../src/core/text-limits.ts';
 
@@ -20,9 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
 });
-
-/** What another client may wait while one hostile message is answered, on a loaded 2-core machine. */
-const WAIT_BOUND_MS = 2000;
 
 /** 100,000 one-letter lines: 199,999 characters, within the input limit, and 100,000 words to echo. */
 const manyWords = Array.from({ length: 100_000 }, () => 'x').join('\n');
