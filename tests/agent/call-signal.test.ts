@@ -1,29 +1,33 @@
 // A tool call's signal (session-runner.ts CallSignal): made when the tool first reads it, it aborts
-// when the runner stops or when the call's time is up, counted from the call's start.
-import { describe, expect, it } from 'vitest';
+// when the runner stops or when the call's time is up, counted from the call's start. Its clock and timer
+// are faked: a loaded machine's late timers cannot make a call look timed out early or late.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CallSignal } from '../../src/agent/session-runner.ts';
 
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] }));
+afterEach(() => vi.useRealTimers());
 
 describe('a tool call signal', () => {
-  it('is timed from the start of the call, not from when the tool reads it', async () => {
+  it('is timed from the start of the call, not from when the tool reads it', () => {
     const call = new CallSignal(new AbortController().signal, 300);
-    await wait(200);
+    vi.advanceTimersByTime(200);
     const signal = call.signal;
     expect(signal.aborted).toBe(false);
-    const t = performance.now();
-    await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
-    // About 100 ms after the read (300 from the start), never the full 300 after it.
-    expect(performance.now() - t).toBeLessThan(290);
+    // 100 ms after the read (300 from the start), never the full 300 after it.
+    vi.advanceTimersByTime(99);
+    expect(signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(signal.aborted).toBe(true);
     expect((signal.reason as DOMException).name).toBe('TimeoutError');
     expect(call.timedOut()).toBe(true);
     call.done();
   });
 
-  it('is aborted already when first read after the time is up, and counts as timed out unread', async () => {
+  it('is aborted already when first read after the time is up, and counts as timed out unread', () => {
     const call = new CallSignal(new AbortController().signal, 20);
+    vi.advanceTimersByTime(19);
     expect(call.timedOut()).toBe(false);
-    await wait(40);
+    vi.advanceTimersByTime(21);
     expect(call.timedOut()).toBe(true); // a tool that never read it and failed late: "timed out"
     expect(call.signal.aborted).toBe(true);
     expect((call.signal.reason as DOMException).name).toBe('TimeoutError');
