@@ -70,9 +70,8 @@ describe("a turn's totals over all its steps", () => {
     console.log(`a turn of ${4 * STEPS} events: its totals in ${ms.toFixed(0)} ms, ${read.length} statements on "Event", ${rows} rows`);
     // The old code: 5,889,411 tokens in of 1,255,025,000 (its first 3,333 steps'), from 10,003 rows in 4 statements.
     expect(data.session.turnAt).toEqual({ turn: 1, stepCount: STEPS, toolCallCount: STEPS, usage: usageOf(STEPS) });
+    // Counted, not timed: the rows read bound the work (Postgres sums them; its time is printed above, not asserted).
     expect(rows).toBeLessThanOrEqual(MOST_ROWS);
-    // Postgres sums 100,000 rows; on a loaded two-core machine that is seconds at most.
-    expect(ms).toBeLessThan(30_000);
   }, 60_000);
 
   it('a list of turns, their steps, and Session.totals agree with them', async () => {
