@@ -3,7 +3,11 @@
 // bounds cap rows and bytes, these cap the time spent on the bytes allowed.
 // Each case runs through the real HTTP server, in this process, and measures
 // the longest stall of the event loop (every other request of the process
-// waits that long) while the hostile request is served.
+// waits that long) while the hostile request is served. A stall counts the
+// time this process waited for a CPU too: its bounds allow several times what
+// a loaded 2-core machine showed (the whole suite beside it), and where that
+// is not below the old code's figure, what tells the old code apart is
+// counted (its CPU time, the answer it gave), not timed.
 //
 // - A regular expression that backtracks over a run of whitespace scans the
 //   rest of the run from every start inside it: a message of spaces made a
@@ -70,8 +74,8 @@ describe('regular expressions over text from outside', () => {
       return statuses;
     });
     expect(result).toEqual(Array(8).fill(200));
-    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s per request, in one stretch each
-    expect(cpuMs).toBeLessThan(1000); // before: 2-8 s for the eight
+    expect(stallMs).toBeLessThan(1000); // before: 0.5-1 s per request, in one stretch each; loaded here: 60-100 ms
+    expect(cpuMs).toBeLessThan(1000); // before: 2-8 s for the eight; loaded here: 40-65 ms
   });
 
   it("four providers' errors of 64 KiB naming the input token count over and over are read briefly (before: about a second each)", async () => {
@@ -85,8 +89,8 @@ describe('regular expressions over text from outside', () => {
       expect(end[0]).toBe('turn/end');
       expect(JSON.stringify(await turns.tail(id, 3))).toContain('HTTP 400');
     }
-    expect(stallMs).toBeLessThan(300); // before: 0.5-1 s in one stretch per turn
-    expect(cpuMs).toBeLessThan(1000); // before: 1.7-4 s for the four turns
+    expect(stallMs).toBeLessThan(1000); // before: 0.5-1 s in one stretch per turn; loaded here: 40-110 ms
+    expect(cpuMs).toBeLessThan(1000); // before: 1.7-4 s for the four turns; loaded here: 60-70 ms
   });
 });
 
@@ -104,7 +108,7 @@ describe('JSON of many small values (MAX_JSON_VALUES)', () => {
     });
     expect(result.status).toBe(413);
     expect(result.body.errors[0].message).toBe(`line 2: size: ${tooManyValues(MAX_JSON_VALUES)}`);
-    expect(stallMs).toBeLessThan(1000); // before: 201, the loop held 7 s in one stretch
+    expect(stallMs).toBeLessThan(3000); // before: 201, the loop held 7 s in one stretch; loaded here: 210-300 ms
   });
 
   it('a GraphQL body of 8 million values (16 MB, within the body limit) is refused before it is parsed (before: the loop held 11-13 s)', async () => {
@@ -116,7 +120,7 @@ describe('JSON of many small values (MAX_JSON_VALUES)', () => {
     expect(result.status).toBe(413);
     expect(result.body.errors[0].extensions.code).toBe('REQUEST_ENTITY_TOO_LARGE');
     expect(result.body.errors[0].message).toContain(tooManyValues(MAX_JSON_VALUES));
-    expect(stallMs).toBeLessThan(1000); // before: 11-13 s in one stretch (two parses, then the collector)
+    expect(stallMs).toBeLessThan(4000); // before: 11-13 s in one stretch (two parses, then the collector); loaded here: 400 ms
   });
 
   it('a line just under the bound is imported whole', async () => {
@@ -140,7 +144,9 @@ describe('GraphQL variables coerced item by item (MAX_VARIABLE_LIST_ITEMS)', () 
 
   it('an append of 200,000 tiny events (4 MB) is refused before coercion (before: the loop held 1-3 s, then zod refused it)', async () => {
     const { result, stallMs } = await spent(() => post(APPEND, append(200_000)));
-    expect(stallMs).toBeLessThan(1000); // before: 1-3 s in one stretch (coercion and its copy, 5-15 µs an item)
+    // Loaded here: 0.7-0.75 s (the body's parse), near the old code's 1-3 s (coercion and its copy, 5-15 µs an item):
+    // what tells the old code apart is its answer (zod's, after coercion), not the time.
+    expect(stallMs).toBeLessThan(5000);
     expect(result.errors?.[0].message).toBe(tooManyListItems('$i.events'));
     expect(result.errors?.[0].extensions.code).toBe('BAD_USER_INPUT');
   });
@@ -148,7 +154,7 @@ describe('GraphQL variables coerced item by item (MAX_VARIABLE_LIST_ITEMS)', () 
   it('an input of 50,000 fields its type does not define is refused at the first (before: 51 printouts of the whole input, seconds)', async () => {
     const i = Object.fromEntries(Array.from({ length: 50_000 }, (_, k) => [`k${k}`, 1]));
     const { result, stallMs } = await spent(() => post('mutation($i: CreateSessionInput!) { createSession(input: $i) { __typename } }', { i }));
-    expect(stallMs).toBeLessThan(1000); // before: 3-10 s in one stretch
+    expect(stallMs).toBeLessThan(3000); // before: 3-10 s in one stretch; loaded here: 260-280 ms
     expect(result.errors).toHaveLength(1); // before: 51
     expect(result.errors?.[0].message).toBe('variables: $i: field "k0" is not defined by type "CreateSessionInput"');
   });
@@ -176,8 +182,8 @@ describe('deeply nested JSON (MAX_JSON_TEXT_DEPTH)', () => {
     const { result, stallMs, cpuMs } = await spent(() => post(body));
     expect(result.status).toBe(400);
     expect(result.body.errors?.[0]).toEqual({ message: `the request body ${TOO_DEEP}`, extensions: { code: 'BAD_USER_INPUT' } });
-    expect(stallMs).toBeLessThan(300); // before: 0.9-1.4 s in one stretch (parsed by the fast lane and by yoga)
-    expect(cpuMs).toBeLessThan(250); // before: 0.35-0.45 s with the variable undeclared, 0.7-0.9 s declared (walked)
+    expect(stallMs).toBeLessThan(300); // before: 0.9-1.4 s in one stretch (parsed by the fast lane and by yoga); loaded here: 0-20 ms
+    expect(cpuMs).toBeLessThan(250); // before: 0.35-0.45 s with the variable undeclared, 0.7-0.9 s declared (walked); loaded here: 7-9 ms
   });
 
   it('a recording line nested a million deep is refused before it is parsed, saying why (before: parsed, then refused by the codec, the loop held 0.8-1.5 s)', async () => {
@@ -193,7 +199,7 @@ describe('deeply nested JSON (MAX_JSON_TEXT_DEPTH)', () => {
     });
     expect(result.status).toBe(400);
     expect(result.body.errors[0].message).toBe(`line 2: depth: ${TOO_DEEP}`);
-    expect(stallMs).toBeLessThan(300);
+    expect(stallMs).toBeLessThan(1000); // loaded here: 10-45 ms
   });
 
   it('a graphql-ws message nested half a million deep (1 MB) closes its socket with 4400 and says why (before: parsed and run, the loop held 0.45-0.6 s)', async () => {
@@ -209,8 +215,8 @@ describe('deeply nested JSON (MAX_JSON_TEXT_DEPTH)', () => {
       ws.send(`{"id":"1","type":"subscribe","payload":${withVariable(nested(500_000))}}`);
       return outcome;
     });
-    expect(result).toEqual({ code: 4400, reason: `a message ${TOO_DEEP}` });
-    expect(stallMs).toBeLessThan(300);
+    expect(result).toEqual({ code: 4400, reason: `a message ${TOO_DEEP}` }); // before: parsed and run, answered
+    expect(stallMs).toBeLessThan(1000); // loaded here: 25-60 ms
   });
 
   it('a body nested as deep as the bound is answered, over HTTP and graphql-ws', async () => {
@@ -246,7 +252,7 @@ describe('introspection', () => {
     expect(result.body.errors?.[0].message).toBe(
       'Query.__schema may be read at most once per operation, and this one reads it up to 30 times (it is the same each time)',
     );
-    expect(stallMs).toBeLessThan(500); // before: 1-4 s in one stretch
+    expect(stallMs).toBeLessThan(1000); // before: 1-4 s in one stretch; loaded here: 0-80 ms
   });
 
   it("one read of the schema, and GraphiQL's introspection, are answered", async () => {
