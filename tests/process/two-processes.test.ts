@@ -151,8 +151,9 @@ describe('two processes on one database', () => {
         'turn/end:completed',
       ]);
     }
-    // Within the lease expiry (2 s) and a sweep (2 s), with room for a busy machine.
-    expect(tookMs).toBeLessThan(20_000);
+    // The lease expiry (2 s) and a sweep (2 s), and fifty repairs: printed, not asserted (a loaded machine's figure
+    // says nothing of the code; the wait above bounds it).
+    console.log(`B took fifty sessions over in ${tookMs} ms after A was killed`);
     await b.stop();
   });
 });
