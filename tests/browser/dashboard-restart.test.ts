@@ -241,12 +241,11 @@ describe('dashboard across a server restart', () => {
     await page.getByRole('heading', { name: 'Open when stopped' }).waitFor(TIMEOUT);
     await page.locator(`.tree-node[data-session-id="${b}"]`).waitFor(TIMEOUT);
 
-    const stoppedAt = Date.now();
     expect(await first.stop('SIGTERM')).toBe(0);
     const banner = page.getByTestId('connection-problem');
-    // Said within the seconds a request takes to fail: the client retries a query for 15 s before it gives up.
-    await expect.poll(() => banner.getAttribute('data-kind'), { timeout: 10_000 }).toBe('unreachable');
-    expect(Date.now() - stoppedAt).toBeLessThan(12_000);
+    // Said within the seconds a request takes to fail, not once the client gives up retrying a query (15 s): looked
+    // for during 13 s from when the service is down (the stop itself, seconds on a loaded machine, not counted).
+    await expect.poll(() => banner.getAttribute('data-kind'), { timeout: 13_000 }).toBe('unreachable');
     await expect.poll(() => page.locator('main .error[role=alert]').textContent(), TIMEOUT).toBe('live events: reconnecting…');
 
     // Another session, opened while down: the banner says why it does not load (not a bare "Loading…").
