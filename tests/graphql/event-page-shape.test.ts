@@ -45,7 +45,6 @@ const readsData = (sql: string) => /\bdata\b/.test(sql);
 
 describe('an events page without `data` in its selection', () => {
   it('reads no data from Postgres and is not cut by the page bytes: 50 events of 1 MB in one page', async () => {
-    const used = process.memoryUsage().rss;
     const { data, sql } = await run(
       'query($id: ID!) { session(id: $id) { events(afterSeq: 0, first: 50) { edges { node { id seq type createdAt } } pageInfo { hasNextPage } } } }',
       {
@@ -57,9 +56,9 @@ describe('an events page without `data` in its selection', () => {
     expect(events.edges.every((e: any) => e.node.type === 'plugin/test/blob')).toBe(true);
     expect(events.pageInfo.hasNextPage).toBe(false);
     expect(sql.length).toBe(1);
+    // Counted, not measured: no statement reads `data` (the 50 MB this page would otherwise hold; the process's RSS,
+    // which the collector and everything else in it move, is not asserted).
     expect(sql.filter(readsData), sql.join('\n')).toEqual([]);
-    // Not a measure (the collector decides), a gross bound: the data would be 50 MB held at once.
-    expect(process.memoryUsage().rss - used).toBeLessThan(40 * MB);
   });
 
   it('backwards, filtered by type or origin, and through a fork: no data read', async () => {
