@@ -266,8 +266,11 @@ describe('a WebSocket that stops reading', () => {
   }, 60_000);
 
   it('is closed past FORKLINE_WS_MAX_BUFFERED_BYTES with 4408 and SUBSCRIBER_TOO_SLOW, whatever writes to it', async () => {
-    // 500 × 100 kB in flight: more than the kernel's socket buffers (up to 36 MB on loopback here) can hide from the server.
-    const id = await sessionOfEvents(50, 100_000);
+    // 500 subscriptions × 2 events of 100 kB: 100 MB to write, more than the kernel's socket buffers (up to 36 MB on
+    // loopback here) can hide from the server. Each subscription's catch-up reads the whole session: with 50 events
+    // that was 2.5 GB read and parsed, which held this service's /metrics for 48 s on a loaded machine (the test's
+    // 60 s ran out); 100 MB is read now.
+    const id = await sessionOfEvents(2, 100_000);
     const tooSlowBefore = await metric('forkline_ws_too_slow_closed_total');
     // A directive makes graphql-ws execute each event (not the direct writer, event-projection.ts): one message in flight per subscription.
     const { socket, closed } = await stalledSocket(service.url, id, 500, 'seq data @include(if: true)');
