@@ -223,9 +223,9 @@ describe('OpenTelemetry GenAI traces', () => {
       await waitFor(() => downLog.some(([m]) => m.startsWith('tracing: could not export')), { what: 'the export failure logged' });
       expect(downLog.filter(([m]) => m.startsWith('tracing: could not export'))).toHaveLength(1);
     } finally {
-      const started = Date.now();
+      // Does not hang: a close that did would end this test at its timeout (the export it waits for is itself bounded
+      // by shutdownTimeoutMillis); how long it takes is the machine's, not asserted.
       await down.close();
-      expect(Date.now() - started).toBeLessThan(8000);
     }
     expect(receiver.requests).toBeGreaterThanOrEqual(before);
   });
