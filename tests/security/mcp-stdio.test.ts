@@ -89,7 +89,9 @@ describe('an SDK server over stdio', () => {
     expect(result.toolServers.find((s: any) => s.name === 'big')).toMatchObject({ status: 'READY' });
     const answered = await underWatch('9 MB answer', () => turn(`!call big__answer {"bytes": ${9 * MiB}}`));
     expect(resultOf(answered.result).status).toBe('ok');
-    expect(Math.max(slowestHealthzMs, answered.slowestHealthzMs)).toBeLessThan(1000);
+    // Loaded here: 0.6-0.7 s. The SDK's buffer joined each chunk to all before it: 1.2 GB copied for 3 MB, ten times that
+    // for 9 MB, in the loop (the count: tests/agent/mcp-stdio-lines.test.ts).
+    expect(Math.max(slowestHealthzMs, answered.slowestHealthzMs)).toBeLessThan(5000);
   });
 
   it('an answer over 10 MiB stops the server: the call fails saying why, and the next call starts it again', async () => {
