@@ -120,12 +120,15 @@ describe('a live step of several answers (an external runner’s), followed by s
     await merged.close();
     // As the runner streamed it: the second answer's text after the first's call's result.
     expect(told(relay.items.map((i) => i.sessionTurns))).toBe('Let me look. [c1]It is 12:00.');
-    // The old code: "Let me look. [c1]": the second answer's deltas came after its first was stored, and its stored text did not continue it.
-    // The result comes where this subscriber reads it from the log: after the first answer's text, or later when the
-    // relay's deltas of the second answer came first (a subscriber behind on a loaded machine reads it after them all).
+    // What the contract promises this subscriber (docs/contract.md, sessionTurns; docs/api.md "Live turns"): the step's
+    // text whole, once, in order, and the call's result once, from the log, after its answer (seq order). Where the
+    // result falls among the second answer's deltas is when this subscriber reads the log, which two independent
+    // streams leave open: after "Let me look. ", or after all of the relay's deltas (a subscriber behind on a loaded
+    // machine). The old code: "Let me look. [c1]": the second answer's deltas came after its first was stored, and its
+    // stored text did not continue it.
     const mergedText = told(merged.items.map((i) => i.sessionTurns));
     expect(mergedText.replace('[c1]', '')).toBe('Let me look. It is 12:00.');
-    expect(mergedText).toMatch(/^Let me look\. (It is )?(12:00\.)?\[c1\]/);
+    expect(mergedText.indexOf('[c1]')).toBeGreaterThanOrEqual('Let me look. '.length);
   });
 
   it('the relay ahead of the log, into the second answer, before the first is read: its text once', async () => {
