@@ -124,8 +124,8 @@ describe("a call's own Streamable HTTP stream", () => {
     expect(r.error).toBeUndefined();
     expect(textOf(r.value!)).toBe('sent 4900');
     expect(progress).toBe(4900);
-    // Before: what had come by each read (hundreds of messages) was parsed and handled in one stretch.
-    expect(r.stretchMs).toBeLessThan(100);
+    // Before: what had come by each read (hundreds of messages) was parsed and handled in one stretch. Loaded here: 30 ms.
+    expect(r.stretchMs).toBeLessThan(200);
   });
 });
 
@@ -160,8 +160,9 @@ describe("a Streamable HTTP server's own stream", () => {
       `5 s of small log messages on the server's own stream: ${r.cpuMs} ms of CPU, the event loop held at most ${r.stretchMs} ms of CPU (${r.stallMs} ms of wall time)`,
     );
     expect(r.error?.message).toMatch(/timed out/i);
-    // Before: read at 256 KiB/s, about 2,000 messages a second, each parsed and handled (about a third of a CPU).
-    expect(r.cpuMs).toBeLessThan(300);
+    // Before: read at 256 KiB/s, about 2,000 messages a second, each parsed and handled (about a third of a CPU: some
+    // 1,700 ms of the 5 s). Loaded here: 140 ms.
+    expect(r.cpuMs).toBeLessThan(800);
     expect(r.stretchMs).toBeLessThan(100);
   });
 });
@@ -215,8 +216,8 @@ describe("a server's tools/list", () => {
     expect(r.value!.map((t) => t.name)).toEqual(Array.from({ length: 1000 }, (_, i) => `t${i}`));
     expect(logs.join('\n')).toContain('MCP server "many": one page of its tools/list lists 100000 tools: only the first 1000 are read');
     // Before: the SDK's schema checked all 100,000 in the stretch that parsed the line. Now: the JSON.parse of 4.7 MB
-    // (neither can avoid it), then 50 tools a turn.
-    expect(r.stretchMs).toBeLessThan(300);
+    // (neither can avoid it), then 50 tools a turn: 160 ms at most on a loaded machine.
+    expect(r.stretchMs).toBeLessThan(1000);
   });
 });
 
@@ -289,8 +290,8 @@ describe("servers' tool schemas", () => {
       const r = await measured(() => catalog.tools(scope));
       console.log(`1,000 tools made: the event loop held at most ${r.stretchMs} ms of CPU (${r.stallMs} ms of wall time), ${r.cpuMs} ms of CPU`);
       expect(r.value!.filter((t) => t.server === 'many')).toHaveLength(1000);
-      // Before: all 1,000 compiled in one stretch of 1.5 s (and again each time the list changed).
-      expect(r.stretchMs).toBeLessThan(200);
+      // Before: all 1,000 compiled in one stretch of 1.5 s (and again each time the list changed). Loaded here: 90 ms.
+      expect(r.stretchMs).toBeLessThan(600);
     } finally {
       await catalog.close();
     }
