@@ -236,8 +236,8 @@ describe('the default per-token cap', () => {
 describe('a token that expires while its streams are open', () => {
   it('closes its graphql-ws socket (4401), ends its SSE subscription and cuts its AG-UI run; its next request is a 401', async () => {
     const base = app.url.replace(/\/graphql$/, '');
-    // Long enough to open everything on a loaded machine; each stream is checked open before the expiry.
-    const expiresAt = new Date(Date.now() + 6000);
+    // Long enough to open everything on a loaded machine (6 s left little room); each stream is checked open before the expiry.
+    const expiresAt = new Date(Date.now() + 12_000);
     // Two tokens of the same expiry, each within its cap of 2 connections: a reader (a socket, an SSE stream) and a writer (an AG-UI run).
     const expiring = async (name: string, scope: string): Promise<string> =>
       (await app.gql(CREATE, { input: { name, scopes: [scope], expiresAt: expiresAt.toISOString() } }, bearer(ADMIN))).data.createApiToken.secret;
@@ -268,7 +268,8 @@ describe('a token that expires while its streams are open', () => {
         threadId: 'token-expiry',
         runId: 'expiring',
         state: {},
-        messages: [{ id: 'm-expiring', role: 'user', content: `${'word '.repeat(40)}\n!slow 500` }],
+        // 40 s of words: ended within the 20 s this test waits only when the expiry cuts it.
+        messages: [{ id: 'm-expiring', role: 'user', content: `${'word '.repeat(40)}\n!slow 1000` }],
         tools: [],
         context: [],
         forwardedProps: {},
