@@ -13,7 +13,8 @@ import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd, shownName } from './format.ts';
 import './fork-family.css';
-import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
+import { visibleText } from '../../../src/core/visible-text.ts';
+import { LongText } from './long-text.tsx';
 
 /** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
 function useForkPoint(id: string, seq: number) {
@@ -137,30 +138,41 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
         <Badge tone={`variant-${state}`}>{STATE_TEXT[state]}</Badge>
       </div>
       {c.lastTurn?.input != null && isOwn(c) && (
-        <p class="variant-input">
-          <span class="muted">you:</span> {visibleLines(c.lastTurn.input)}
+        <div class="variant-input">
+          <span class="muted">you:</span> <LongText text={c.lastTurn.input} id={`${c.id}:input:${c.lastTurn.inputSeq}`} class="inline-text" />
           {c.lastTurn.inputTruncated && <CutNote id={c.id} seq={c.lastTurn.inputSeq} testId="variant-input-cut" />}
-        </p>
+        </div>
       )}
       {live && (live.text || live.tool) ? (
         <div class="variant-answer streaming" data-testid="variant-live" aria-live="polite">
           <div class="muted">
             turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${shownName(live.tool)}…` : ''}
           </div>
-          {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
+          {live.text && <LongText text={live.text} id={`${c.id}:live:${live.turn}:${live.step}`} />}
         </div>
       ) : state === 'failed' ? (
-        <p class="variant-error" data-testid="variant-error">
-          turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${visibleLines(c.lastTurn!.error)}` : ''}
+        <div class="variant-error" data-testid="variant-error">
+          turn {c.lastTurn!.turn} failed
+          {c.lastTurn!.error ? (
+            <>
+              : <LongText text={c.lastTurn!.error} id={`${c.id}:error:${c.lastTurn!.errorSeq}`} class="inline-text" />
+            </>
+          ) : (
+            ''
+          )}
           {c.lastTurn!.errorTruncated && <CutNote id={c.id} seq={c.lastTurn!.errorSeq} testId="variant-error-cut" />}
-        </p>
+        </div>
       ) : answer ? (
         <div class="variant-answer" data-testid="variant-answer">
           <div class="muted">
             turn {answer.turn} step {answer.step} · #{answer.seq}
             {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
           </div>
-          <div class="msg-text">{visibleLines(answer.text) || (!answer.textTruncated && <span class="muted">(tool calls only)</span>)}</div>
+          {answer.text ? (
+            <LongText text={answer.text} id={`${c.id}:${answer.seq}`} />
+          ) : (
+            <div class="msg-text">{!answer.textTruncated && <span class="muted">(tool calls only)</span>}</div>
+          )}
           {answer.textTruncated && (
             // A request reads a budget of answers' texts (docs/operations.md "Memory and time"): the whole answer is its event.
             <p>
