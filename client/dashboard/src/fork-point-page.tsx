@@ -63,20 +63,26 @@ export function variantState(
 /** The last turn is the child's own (it started after the fork's seed), not one inherited with the prefix. */
 const isOwn = (c: Pick<VariantFieldsFragment, 'lastTurn' | 'firstLiveSeq'>) => !!c.lastTurn && c.lastTurn.startSeq >= c.firstLiveSeq;
 
-/** A running variant's text as it streams (sessionTurns), until its answer is stored and read. */
-function useStreaming(id: string, running: boolean): LiveStep | null {
+/**
+ * A variant's text as it streams (sessionTurns), until its answer is stored and read. Every card follows its variant's
+ * turns from the first read of it (`afterSeq`: its last event then) for as long as the page is open, whatever its
+ * state: a card that began to follow only once a read showed it running missed a short answer's text (the read came
+ * after it had streamed). At most the page's 50 cards, so 50 subscriptions on the page's one socket.
+ */
+function useStreaming(id: string, afterSeq: number): LiveStep | null {
   const [live, setLive] = useState<LiveStep | null>(null);
+  const [from] = useState(afterSeq); // the first read's: later reads must not restart the subscription
   useEffect(() => {
     setLive(null);
-    if (!running) return;
     return followLiveSteps(
       id,
       new Set(),
       setLive,
       () => {},
       () => {},
+      from,
     ); // the card's state comes from the reads; streaming is extra
-  }, [id, running]);
+  }, [id, from]);
   return live;
 }
 
@@ -128,7 +134,7 @@ const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered',
 function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
   const state = variantState(c);
   const answer = c.lastAnswer && !c.lastAnswer.inherited ? c.lastAnswer : null;
-  const live = useStreaming(c.id, state === 'running');
+  const live = useStreaming(c.id, c.eventCount - 1);
   return (
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">
