@@ -98,6 +98,9 @@ describe.each(SIZES)('hostile text on the fork point and compare pages ($width x
     expect(await card(0).locator('.variant-title').textContent()).toContain(SHOWN);
     expect(await card(0).locator('.variant-title').textContent()).toContain(script('title-1'));
     expect(await card(1).locator('.variant-title').textContent()).toContain(script('title-2'));
+    // A 500-character title shows three lines of itself (the whole on hover), not the card's first screen.
+    expect(await card(0).locator('.variant-title').getAttribute('title')).toContain(SHOWN);
+    expect((await card(0).locator('.variant-title').boundingBox())!.height).toBeLessThan(80);
     expect(await card(0).locator('.variant-input').textContent()).toContain(script('input-1'));
     expect(await card(0).getByTestId('variant-answer').textContent()).toContain(`Echo: ${payload('input-1').slice(0, 60)}`);
     expect(await card(0).getByTestId('variant-model').textContent()).toBe(`scripted/${SHOWN_MODEL}`);

@@ -138,7 +138,7 @@ function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFra
   return (
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">
-        <a href={sessionPath(c.id)} class="variant-title">
+        <a href={sessionPath(c.id)} class="variant-title" title={visibleText(c.title || c.id)}>
           {visibleText(c.title || c.id)}
         </a>
         <Badge tone={`variant-${state}`}>{STATE_TEXT[state]}</Badge>
