@@ -5,7 +5,9 @@
 //
 // - A tool the client runs (Anthropic's `bash`, given an `execute`): its call
 //   is in the log before the tool starts (the tool reads the log),
-//   its result is stored, and the provider is offered it under its own name.
+//   its result is stored, and the provider is offered it under its own name;
+//   with streamText and with generateText (a request that does not stream,
+//   answered with Anthropic's one JSON message: anthropicMessage).
 // - The same tool under a name providers refuse (`shell.bash`): the old code
 //   offered it under its wire form, Anthropic's package sent it as `bash` and
 //   its call came back as `bash`, a tool the SDK did not have; the turn now
@@ -69,10 +71,10 @@ async function serveOnce(run: (session: RunnerSession, id: string) => Promise<un
   return logOf(id);
 }
 
-describe('a provider-defined tool the runner runs (Anthropic bash)', () => {
+describe.each(['stream', 'generate'] as const)('a provider-defined tool the runner runs (Anthropic bash, %s)', (mode) => {
   {
     const key = 'bash';
-    it('runs (streamed): its call stored before it starts, its result after', async () => {
+    it('runs: its call stored before it starts, its result after', async () => {
       const before = provider.received.length;
       const seen: Array<ReturnType<typeof callsIn>> = [];
       const inputs: unknown[] = [];
@@ -86,12 +88,14 @@ describe('a provider-defined tool the runner runs (Anthropic bash)', () => {
             },
           }),
         } as ToolSet;
-        return runAiSdkTurns(s, { model: anthropic()('fake-model'), tools });
+        return runAiSdkTurns(s, { model: anthropic()('fake-model'), tools, mode });
       });
       expect(inputs).toEqual([{ command: 'ls /tmp' }]);
       expect(seen).toEqual([{ stored: [key], answered: [] }]);
       const requests = provider.received.slice(before);
       expect(requests.map((r) => r.refusal)).toEqual([undefined, undefined]);
+      // generateText asks for one JSON message (the fake answers it as Anthropic does), streamText for events.
+      expect(requests.map((r) => r.body.stream === true)).toEqual([mode === 'stream', mode === 'stream']);
       // The provider's own tool, by its own name, in both requests; the history's call and result under it.
       for (const r of requests) expect(r.body.tools).toEqual([expect.objectContaining({ name: 'bash', type: 'bash_20250124' })]);
       expect(requests[1].body.messages.at(-2).content).toEqual([expect.objectContaining({ type: 'tool_use', id: 'toolu_1', name: 'bash' })]);
