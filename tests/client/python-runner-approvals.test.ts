@@ -243,7 +243,7 @@ describe('a batch the server refuses, with the Python runner SDK', () => {
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 120_000);
 
-  // (A call id twice in a step no longer breaks one: the second is recorded under call_<position>, python-call-ids.test.ts.)
+  // (A call id twice in a step no longer breaks one: the second is recorded under call_<position>, python-wire-names.test.ts.)
   it('ends the turn failed when a batch breaks a rule (more calls than a step holds): no tool runs, nothing is left open', async () => {
     const { id, pool } = await sessionAsking({ calls: Array.from({ length: 4097 }, () => 'lookup') });
     const served = await serve(id, pool);

@@ -28,12 +28,8 @@ import { Agent, OpenAIProvider, setTracingDisabled, tool, type Model } from '@op
 import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { anyData } from '../helpers/event-data.ts';
-import { chatChunk, sse } from '../helpers/provider-sse.ts';
-import { answers, refusingProviders, type Provider } from '../helpers/provider-rules.ts';
-import { agentsResponse, agentsResponseText } from '../helpers/wire-name-sessions.ts';
-
-type Call = { id: string; name: string; arguments: string };
+import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
+import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
 
 let app: TestApp;
 let fake: Awaited<ReturnType<typeof refusingProviders>>;
@@ -51,21 +47,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** One answer in the provider's streamed wire format: several calls at once, or text. */
-function answerOf(provider: Provider, a: Call[] | string): string[] {
-  if (typeof a === 'string') return provider === 'openai' ? answers.openai.text(a) : agentsResponseText(a);
-  if (provider === 'openai-responses')
-    return agentsResponse(
-      ...a.map((c, i) => ({ type: 'function_call', id: `fc_${i}`, call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' })),
-    );
-  const calls = a.map((c, i) => ({ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-  return [
-    sse(chatChunk({ role: 'assistant', tool_calls: calls })),
-    sse(chatChunk({}, 'tool_calls', { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } })),
-    sse('[DONE]'),
-  ];
-}
-
 const ran: string[] = [];
 const lookup = tool({
   name: 'lookup',
@@ -80,15 +61,7 @@ const modelOf = (provider: Provider): Model =>
     'fake-model',
   ) as unknown as Model;
 
-let pools = 0;
-/** A new session of a pool of its own with `text` waiting, served by an agent on `provider`; its id. */
-async function session(text: string) {
-  const pool = `agents-call-ids-${++pools}`;
-  const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
-  await send(id, text);
-  return { id, pool };
-}
-const send = (id: string, text: string) => app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
+const { session, send, logOf, messages, results, requestIds } = runnerSessions(() => app, 'agents-call-ids');
 
 async function serve(s: { id: string; pool: string }, provider: Provider, agent = new Agent({ name: 'looker', tools: [lookup] })) {
   const model = modelOf(provider);
@@ -100,19 +73,8 @@ async function serve(s: { id: string; pool: string }, provider: Provider, agent 
   }
 }
 
-const logOf = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: anyData(e) }));
-const messages = (log: Awaited<ReturnType<typeof logOf>>) => log.filter((e) => e.type === 'model/message').map((e) => e.data);
-const results = (log: Awaited<ReturnType<typeof logOf>>) =>
-  log.filter((e) => e.type === 'tool/result').map((e) => ({ callId: e.data.callId, status: e.data.status, content: e.data.content }));
-
-/** The call ids each request sent (its history's calls), in order. */
-const sentIds = (provider: Provider, body: any): string[] =>
-  provider === 'openai-responses'
-    ? body.input.filter((i: any) => i.type === 'function_call').map((i: any) => i.call_id)
-    : body.messages.flatMap((m: any) => (m.tool_calls ?? []).map((c: any) => c.id));
-
 /** The provider's requests since `from`: each one's refusal (none: taken) and the call ids it sent. */
-const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentIds(r.provider, r.body) }));
+const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) }));
 
 describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => {
   it('runs the first of two calls an answer gives one id; the second is recorded under its position, answered, never run', async () => {
@@ -180,9 +142,7 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     expect(sent).toMatch(/^call_x+_[\w-]{16}$/);
     expect(sent).toHaveLength(40);
     // The form forkline sends in later requests (Session.modelRequest): the run's in-turn request sent the same.
-    const request = await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id: s.id });
-    const history = (request.session.modelRequest.messages as any[]).flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id));
-    expect(history).toEqual([sent]);
+    expect(await requestIds(s.id)).toEqual([sent]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);
 

@@ -21,11 +21,8 @@ import { tool, type ToolSet } from 'ai';
 import { ForklineRunner } from '@forkline/runner';
 import { runAiSdkTurns, type AiSdkModel } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { anyData } from '../helpers/event-data.ts';
-import { anthropicStart, anthropicStop, chatChunk, sse } from '../helpers/provider-sse.ts';
-import { answers, refusingProviders, type Provider } from '../helpers/provider-rules.ts';
-
-type Call = { id: string; name: string; arguments: string };
+import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
+import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
 
 let app: TestApp;
 let fake: Awaited<ReturnType<typeof refusingProviders>>;
@@ -42,27 +39,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** One answer in the provider's streamed wire format (the fake makes Anthropic's JSON message of it): several calls at once, or text. */
-function answerOf(provider: Provider, a: Call[] | string): string[] {
-  if (typeof a === 'string') return answers[provider].text(a);
-  if (provider === 'anthropic')
-    return [
-      anthropicStart(),
-      ...a.flatMap((c, index) => [
-        sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
-        sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c.arguments } }, 'content_block_delta'),
-        sse({ type: 'content_block_stop', index }, 'content_block_stop'),
-      ]),
-      ...anthropicStop('tool_use', 3),
-    ];
-  const calls = a.map((c, i) => ({ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-  return [
-    sse(chatChunk({ role: 'assistant', tool_calls: calls })),
-    sse(chatChunk({}, 'tool_calls', { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } })),
-    sse('[DONE]'),
-  ];
-}
-
 const ran: string[] = [];
 const tools: ToolSet = {
   lookup: tool({
@@ -78,14 +54,7 @@ const modelOf = (provider: Provider): AiSdkModel =>
     ? createAnthropic({ baseURL: `${fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model')
     : createOpenAI({ baseURL: `${fake.base}/openai/v1`, apiKey: 'sk' }).chat('fake-model');
 
-let pools = 0;
-async function session(text: string) {
-  const pool = `ai-sdk-call-ids-${++pools}`;
-  const id = (await app.ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
-  await send(id, text);
-  return { id, pool };
-}
-const send = (id: string, text: string) => app.ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
+const { session, logOf, messages, results, requestIds } = runnerSessions(() => app, 'ai-sdk-call-ids');
 
 async function serve(s: { id: string; pool: string }, provider: Provider, mode: 'stream' | 'generate') {
   const runner = new ForklineRunner({ url: app.url, pool: s.pool });
@@ -96,17 +65,7 @@ async function serve(s: { id: string; pool: string }, provider: Provider, mode: 
   }
 }
 
-const logOf = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: anyData(e) }));
-const messages = (log: Awaited<ReturnType<typeof logOf>>) => log.filter((e) => e.type === 'model/message').map((e) => e.data);
-const results = (log: Awaited<ReturnType<typeof logOf>>) =>
-  log.filter((e) => e.type === 'tool/result').map((e) => ({ callId: e.data.callId, status: e.data.status, content: e.data.content }));
-
-/** The call ids each request sent (its history's calls), in order. */
-const sentIds = (provider: Provider, body: any): string[] =>
-  provider === 'anthropic'
-    ? body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []).filter((p: any) => p.type === 'tool_use').map((p: any) => p.id))
-    : body.messages.flatMap((m: any) => (m.tool_calls ?? []).map((c: any) => c.id));
-const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentIds(r.provider, r.body) }));
+const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) }));
 
 /** An id the log holds and the provider refuses: over Chat Completions' 40 characters, outside Anthropic's characters. */
 const refusedByWire = (provider: Provider) => (provider === 'anthropic' ? 'toolu 1 ✓' : `call_${'x'.repeat(95)}`);
@@ -147,8 +106,7 @@ describe.each([
     expect(results(log)).toEqual([{ callId: id, status: 'ok', content: 'value of a' }]);
     const requests = requestsSince(from);
     expect(requests.map((r) => r.refusal)).toEqual([undefined, undefined]);
-    const request = await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id: s.id });
-    const history = (request.session.modelRequest.messages as any[]).flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id));
+    const history = await requestIds(s.id);
     expect(requests[1].ids).toEqual(history);
     expect(history[0]).not.toBe(id);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
