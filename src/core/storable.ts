@@ -88,15 +88,15 @@ const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE, CLOSE_BRACKET, CLOSE_B
 
 /**
  * Why JSON text from outside is refused before it is parsed, at every door (request bodies, recording lines,
- * graphql-ws messages): past MAX_JSON_VALUES (and a request's envelope) or MAX_JSON_TEXT_DEPTH. `reason` follows
- * what the door calls the text ("the request body …").
+ * graphql-ws messages): past `maxValues` (MAX_JSON_VALUES, or a door's own lower bound: the chat doors',
+ * core/resent-conversation.ts), with a request's envelope, or past MAX_JSON_TEXT_DEPTH. `reason` follows what the door
+ * calls the text ("the request body …").
  */
-export function jsonTextRefusal(text: string | Uint8Array): { past: 'values' | 'depth'; reason: string } | undefined {
-  const past = jsonTextPast(text, MAX_JSON_VALUES + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH);
+export function jsonTextRefusal(text: string | Uint8Array, maxValues = MAX_JSON_VALUES): { past: 'values' | 'depth'; reason: string } | undefined {
+  const past = jsonTextPast(text, maxValues + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH);
   if (past === undefined) return undefined;
-  return { past, reason: past === 'values' ? TOO_MANY_VALUES : TOO_DEEP };
+  return { past, reason: past === 'values' ? tooManyValues(maxValues) : TOO_DEEP };
 }
-const TOO_MANY_VALUES = tooManyValues(MAX_JSON_VALUES);
 const TOO_DEEP = nestedTooDeep(MAX_JSON_TEXT_DEPTH);
 
 /**

@@ -1,14 +1,24 @@
 // The conversation a chat client resends with every request (docs/operations.md
-// "Event-loop time", core/resent-conversation.ts): /chat and /agui count a
-// request's messages, refuse more than FORKLINE_MAX_REQUEST_MESSAGES with a 413
-// naming it, and parse only the messages they use. Each hostile body is sent
-// through the real server while another client's small requests (GET /healthz)
-// go on: the longest of them is what that client waited.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// "Event-loop time", core/resent-conversation.ts): /chat and /agui hold a
+// body's JSON values to FORKLINE_MAX_REQUEST_VALUES before it is parsed,
+// count each of a request's lists, refuse more than
+// FORKLINE_MAX_REQUEST_MESSAGES entries in one with a 413 naming it, and parse
+// only the messages they use. Each hostile body is sent through the real server
+// while another client's small requests (GET /healthz) go on: the longest of
+// them is what that client waited; and JSON.parse's calls are counted (the
+// work the loop waited for: a body past the bound is never parsed).
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { WAIT_BOUND_MS, servedMeanwhile } from '../helpers/event-loop.ts';
-import { DEFAULT_MAX_REQUEST_MESSAGES, MAX_MESSAGE_PARTS, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import {
+  DEFAULT_MAX_REQUEST_MESSAGES,
+  DEFAULT_MAX_REQUEST_VALUES,
+  MAX_MESSAGE_PARTS,
+  tooManyEntries,
+  tooManyMessages,
+} from '../../src/core/resent-conversation.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
+import { JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH, jsonTextPast } from '../../src/core/storable.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -24,6 +34,28 @@ async function post(path: string, body: string) {
   return { status: res.status, text: await res.text() };
 }
 const errorOf = (text: string) => (JSON.parse(text) as { errors: Array<{ message: string; extensions: { code: string } }> }).errors[0];
+/** The 413 of a body past the JSON values a chat door's body may hold. */
+const tooManyValues = (max: number) => ({
+  message:
+    `the request body holds more than ${max} JSON values (strings, numbers, objects, arrays: each counts), ` +
+    'past FORKLINE_MAX_REQUEST_VALUES: the session keeps the conversation, so send only its last message',
+  extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
+});
+/** `work`'s result, and how many times JSON.parse was given a text of `length` characters or more meanwhile. */
+async function parsedMeanwhile<T>(length: number, work: () => Promise<T>): Promise<{ result: T; parsed: number }> {
+  const parse = vi.spyOn(JSON, 'parse');
+  try {
+    const result = await work();
+    return { result, parsed: parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length >= length).length };
+  } finally {
+    parse.mockRestore();
+  }
+}
+/** About `bytes` of JSON arrays nested `depth` deep, side by side: what JSON.parse pays most for (one per bracket pair). */
+const nestedArrays = (bytes: number, depth: number) => {
+  const one = '['.repeat(depth) + ']'.repeat(depth);
+  return JSON.parse(`[${Array(Math.floor(bytes / (one.length + 1))).fill(one).join(',')}]`) as unknown[];
+};
 /** The SSE `data:` payloads of an answer. */
 const chunksOf = (text: string) => [...text.matchAll(/^data: (\{.*\})$/gm)].map((m) => JSON.parse(m[1]) as Record<string, unknown>);
 
@@ -43,15 +75,22 @@ describe('POST /chat', () => {
       .map((c) => c.delta)
       .join('');
 
-  it('100,000 messages (9.6 MiB) are refused with a 413 naming the limit (before: each parsed and checked, then answered; the loop held 0.5-1.5 s)', async () => {
+  it('100,000 messages (9.6 MiB) are refused with a 413 naming the limit, unparsed (before: each parsed and checked, then answered; the loop held 0.5-1.5 s)', async () => {
     const body = chat([...history(99_999), last]);
-    const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/chat', body));
-    expect(result.status).toBe(413); // before: 200
-    expect(errorOf(result.text)).toEqual({
-      message: tooManyMessages(100_000, DEFAULT_MAX_REQUEST_MESSAGES),
-      extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
-    });
-    expect(waitedMs).toBeLessThan(WAIT_BOUND_MS); // before: 1.2-1.5 s on a loaded machine
+    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/chat', body)));
+    expect(result.result.status).toBe(413); // before: 200
+    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+    expect(parsed).toBe(0); // before: 1 (the whole body, 0.3-0.7 s on a loaded machine)
+    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS); // before: 1.2-1.5 s on a loaded machine
+  });
+
+  it('1.4 MB of arrays nested 240 deep, within every door\'s bounds of values and depth, in a message it does not use: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and answered)', async () => {
+    const body = chat([{ ...history(1)[0], metadata: nestedArrays(1.4e6, 240) }, last]);
+    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/chat', body)));
+    expect(result.result.status).toBe(413); // before: 200
+    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+    expect(parsed).toBe(0); // before: 1
+    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
   });
 
   it('messages it does not use are not read: 9,999 malformed ones before the last user message, one of 20,000 parts (before: 400, an error listing each, 870 KB)', async () => {
@@ -97,33 +136,55 @@ describe('POST /agui', () => {
       i % 2 ? { id: `a${i}`, role: 'assistant', content: 'Echo: hello there' } : { id: `u${i}`, role: 'user', content: 'hello there' },
     );
 
-  it('100,000 messages (5.7 MiB) are refused with a 413 naming the limit (before: each parsed, then run; the loop held 0.6 s)', async () => {
+  it('100,000 messages (5.7 MiB) are refused with a 413 naming the limit, unparsed (before: each parsed, then run; the loop held 0.6 s)', async () => {
     const body = run({ messages: [...history(99_999), { id: 'last', role: 'user', content: 'hi' }] });
-    const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/agui', body));
-    expect(result.status).toBe(413); // before: 200
+    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/agui', body)));
+    expect(result.result.status).toBe(413); // before: 200
+    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+    expect(parsed).toBe(0); // before: 1
+    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+  });
+
+  it('800,000 short strings (15 MB) in forwardedProps, which it ignores: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and run)', async () => {
+    const body = run({ forwardedProps: { notes: Array(800_000).fill('abcdefghijklmnop') } });
+    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/agui', body)));
+    expect(result.result.status).toBe(413); // before: 200
+    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+    expect(parsed).toBe(0); // before: 1
+    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+  });
+
+  it('client tools and context, which it ignores, are counted, not walked: 10,000 of each, malformed, and the run is answered; 100,000 are the 413 naming the list', async () => {
+    const body = (n: number) =>
+      run({ tools: Array(n).fill('not a tool'), context: Array(n).fill(0), messages: [...history(2), { id: 'last', role: 'user', content: 'hi' }] });
+    const answered = await post('/agui', body(DEFAULT_MAX_REQUEST_MESSAGES));
+    expect(answered.status).toBe(200); // before: 400 after parsing each
+    const events = chunksOf(answered.text);
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    expect(events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta)).toEqual(['Echo: hi']);
+
+    const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/agui', body(100_000)));
+    expect(result.status).toBe(413); // before: 200, whatever their number
     expect(errorOf(result.text)).toEqual({
-      message: tooManyMessages(100_000, DEFAULT_MAX_REQUEST_MESSAGES),
+      message: tooManyEntries('tools', 100_000, DEFAULT_MAX_REQUEST_MESSAGES),
       extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
     });
     expect(waitedMs).toBeLessThan(WAIT_BOUND_MS);
   });
 
-  it('client tools and context, which it ignores, are not walked: 100,000 of each, malformed, and the run is answered (before: 400 after parsing each; the loop held 0.7-1.5 s)', async () => {
-    const body = run({
-      tools: Array(100_000).fill('not a tool'),
-      context: Array(100_000).fill(0),
-      messages: [...history(2), { id: 'last', role: 'user', content: 'hi' }],
-    });
+  it('resume entries are counted before any is parsed: 100,000 malformed ones are the 413 naming the list (before: 400 listing each of them, 7.9 MB)', async () => {
+    const body = run({ resume: Array(100_000).fill('not an entry') });
     const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/agui', body));
-    expect(result.status).toBe(200); // before: 400
-    const events = chunksOf(result.text);
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
-    expect(events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta)).toEqual(['Echo: hi']);
+    expect(result.status).toBe(413); // before: 400
+    expect(errorOf(result.text)).toEqual({
+      message: tooManyEntries('resume', 100_000, DEFAULT_MAX_REQUEST_MESSAGES),
+      extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
+    });
     expect(waitedMs).toBeLessThan(WAIT_BOUND_MS);
   });
 
-  it("the last user message's content parts past the bound are refused before any is parsed (before: 100,000 parsed, joined and sent: its turn held the loop for seconds)", async () => {
-    const body = run({ messages: [{ id: 'last', role: 'user', content: Array.from({ length: 100_000 }, () => ({ type: 'text', text: 'x' })) }] });
+  it("the last user message's content parts past the bound are refused before any is parsed (before: 100,000 parsed, joined and sent: its turn held the loop for seconds; 100,000 are now past the body's values)", async () => {
+    const body = run({ messages: [{ id: 'last', role: 'user', content: Array.from({ length: 2 * MAX_MESSAGE_PARTS }, () => ({ type: 'text', text: 'x' })) }] });
     const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/agui', body));
     expect(result.status).toBe(400); // before: 200, and a 199,999-character message sent
     expect(errorOf(result.text)).toEqual({
@@ -168,6 +229,38 @@ describe('FORKLINE_MAX_REQUEST_MESSAGES', () => {
         expect(refused.status, path).toBe(413);
         expect(errorOf(await refused.text()).message).toBe(tooManyMessages(4, 3));
         const answered = await at(path, body(3));
+        expect(answered.status, path).toBe(200);
+        await answered.text();
+      }
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('FORKLINE_MAX_REQUEST_VALUES', () => {
+  it('sets the bound at both doors: with 100, a body of 101 values is the 413 naming it and one of 100 is answered', async () => {
+    expect(() => loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '99' })).toThrow(/FORKLINE_MAX_REQUEST_VALUES/);
+    const { maxRequestValues } = securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '100' }));
+    const small = await startTestApp({ security: { maxRequestValues } });
+    try {
+      const at = (path: string, body: unknown) =>
+        fetch(small.url.replace(/\/graphql$/, path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      // A request, then `n` zeros beside it.
+      const zeros = (n: number) => Array<number>(n).fill(0);
+      const chat = (n: number) => ({ id: `values-${n}`, messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }], fill: zeros(n) });
+      const agui = (n: number) => ({ threadId: 'new', runId: `values-${n}`, messages: [{ id: 'm', role: 'user', content: 'hi' }], forwardedProps: zeros(n) });
+      for (const [path, body] of [
+        ['/chat', chat],
+        ['/agui', agui],
+      ] as const) {
+        // The most zeros within 100 values and a request's envelope, as the scan the doors run counts them.
+        let within = 0;
+        while (jsonTextPast(JSON.stringify(body(within + 1)), 100 + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH) === undefined) within++;
+        const refused = await at(path, body(within + 1));
+        expect(refused.status, path).toBe(413);
+        expect(errorOf(await refused.text())).toEqual(tooManyValues(100));
+        const answered = await at(path, body(within));
         expect(answered.status, path).toBe(200);
         await answered.text();
       }
