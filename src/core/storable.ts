@@ -55,8 +55,8 @@ export const nestedTooDeep = (max: number) =>
  * collections that follow took seconds; 2 MB of `[[[…]]]` is a million levels. A text too short to hold either is
  * not scanned (each value takes a character and a separator, each level a bracket). Scanned as UTF-8 bytes (the
  * characters counted are ASCII, which no other character's bytes contain), a string skipped to its closing quote by
- * indexOf: a 16 MiB string costs a millisecond, 16 MiB of values or escapes 0.03–0.4 s. Malformed text is left to
- * the parser.
+ * indexOf (or walked, when it holds an escaped quote): a 16 MiB string costs a millisecond, 16 MiB of values, spaces
+ * or escapes 0.01–0.17 s. Malformed text is left to the parser.
  */
 export function jsonTextPast(text: string | Uint8Array, maxValues: number, maxDepth: number): 'values' | 'depth' | undefined {
   if (text.length < 2 * maxValues && text.length <= maxDepth) return undefined;
@@ -66,14 +66,17 @@ export function jsonTextPast(text: string | Uint8Array, maxValues: number, maxDe
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i];
     if (c === QUOTE) {
-      // To the closing quote: the next one not escaped (preceded by an even number of backslashes).
-      for (;;) {
-        const end = bytes.indexOf(QUOTE, i + 1);
-        if (end < 0) return undefined;
-        let k = end - 1;
-        while (bytes[k] === BACKSLASH) k--;
-        i = end;
-        if ((end - 1 - k) % 2 === 0) break;
+      // To the closing quote: found by indexOf when the next quote follows no backslash; else the string's bytes are
+      // walked, each backslash skipping the byte after it (indexOf from each escaped quote to the next cost a call
+      // per quote: 17 MiB of \" took 0.26–0.29 s, walked 0.02–0.04 s).
+      const end = bytes.indexOf(QUOTE, i + 1);
+      if (end < 0) return undefined;
+      if (bytes[end - 1] !== BACKSLASH) i = end;
+      else {
+        let j = i + 1;
+        while (j < bytes.length && bytes[j] !== QUOTE) j += bytes[j] === BACKSLASH ? 2 : 1;
+        if (j >= bytes.length) return undefined;
+        i = j;
       }
     } else if (c === COMMA) {
       if (++values > maxValues) return 'values';
