@@ -72,11 +72,11 @@ export async function readBody(
     return undefined;
   }
   if (read === 'too large') return void refuseTooLarge(req, res, refusal);
+  // Before anything decodes or parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may
+  // be 8 million values, or 2 MB a million levels (core/storable.ts); the scan reads bytes, and stops at the bound.
+  if (refusedJson(res, read, 'the request body', refusal.code, headers, values)) return undefined;
   const text = decodeUtf8(read);
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
-  // Before anything parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may be 8 million
-  // values, or 2 MB a million levels (core/storable.ts).
-  if (refusedJson(res, read, 'the request body', refusal.code, headers, values)) return undefined;
   return { bytes: read, text };
 }
 
