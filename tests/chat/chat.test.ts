@@ -238,7 +238,13 @@ describe('a long conversation (useChat resends all of it)', () => {
       fetch: (url, init) => (sent.push(String(init?.body)), fetch(url, init)),
     });
     const next = await collect(
-      await capturing.sendMessages({ chatId, messages: [...history.slice(0, 1_999), user('and now?')], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }),
+      await capturing.sendMessages({
+        chatId,
+        messages: [...history.slice(0, 1_999), user('and now?')],
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
     );
     expect(sent).toHaveLength(1);
     expect(jsonTextPast(sent[0], DEFAULT_MAX_REQUEST_VALUES / 5, MAX_JSON_TEXT_DEPTH)).toBeUndefined();

@@ -18,6 +18,7 @@ import {
   tooManyMessages,
 } from '../../src/core/resent-conversation.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
+import type { SecurityOptions } from '../../src/http/security.ts';
 import { JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH, jsonTextPast } from '../../src/core/storable.ts';
 
 let app: TestApp;
@@ -51,10 +52,25 @@ async function parsedMeanwhile<T>(length: number, work: () => Promise<T>): Promi
     parse.mockRestore();
   }
 }
+/**
+ * Sends a body past the JSON values a chat door's body may hold while another client is served: the 413 naming the
+ * bound, the body never given to JSON.parse (before: once each), and what the other client waited.
+ */
+async function refusedUnparsed(path: string, body: string) {
+  const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post(path, body)));
+  expect(result.result.status).toBe(413);
+  expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+  expect(parsed).toBe(0);
+  expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+}
 /** About `bytes` of JSON arrays nested `depth` deep, side by side: what JSON.parse pays most for (one per bracket pair). */
 const nestedArrays = (bytes: number, depth: number) => {
   const one = '['.repeat(depth) + ']'.repeat(depth);
-  return JSON.parse(`[${Array(Math.floor(bytes / (one.length + 1))).fill(one).join(',')}]`) as unknown[];
+  return JSON.parse(
+    `[${Array(Math.floor(bytes / (one.length + 1)))
+      .fill(one)
+      .join(',')}]`,
+  ) as unknown[];
 };
 /** The SSE `data:` payloads of an answer. */
 const chunksOf = (text: string) => [...text.matchAll(/^data: (\{.*\})$/gm)].map((m) => JSON.parse(m[1]) as Record<string, unknown>);
@@ -77,20 +93,12 @@ describe('POST /chat', () => {
 
   it('100,000 messages (9.6 MiB) are refused with a 413 naming the limit, unparsed (before: each parsed and checked, then answered; the loop held 0.5-1.5 s)', async () => {
     const body = chat([...history(99_999), last]);
-    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/chat', body)));
-    expect(result.result.status).toBe(413); // before: 200
-    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
-    expect(parsed).toBe(0); // before: 1 (the whole body, 0.3-0.7 s on a loaded machine)
-    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS); // before: 1.2-1.5 s on a loaded machine
+    await refusedUnparsed('/chat', body); // before: 413 too, once the whole body was parsed (the loop held 1.9 s)
   });
 
-  it('1.4 MB of arrays nested 240 deep, within every door\'s bounds of values and depth, in a message it does not use: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and answered)', async () => {
+  it("1.4 MB of arrays nested 240 deep, within every door's bounds of values and depth, in a message it does not use: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and answered)", async () => {
     const body = chat([{ ...history(1)[0], metadata: nestedArrays(1.4e6, 240) }, last]);
-    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/chat', body)));
-    expect(result.result.status).toBe(413); // before: 200
-    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
-    expect(parsed).toBe(0); // before: 1
-    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+    await refusedUnparsed('/chat', body); // before: 200 after the loop held 0.3 s here (0.65-0.8 s measured before)
   });
 
   it('messages it does not use are not read: 9,999 malformed ones before the last user message, one of 20,000 parts (before: 400, an error listing each, 870 KB)', async () => {
@@ -138,20 +146,12 @@ describe('POST /agui', () => {
 
   it('100,000 messages (5.7 MiB) are refused with a 413 naming the limit, unparsed (before: each parsed, then run; the loop held 0.6 s)', async () => {
     const body = run({ messages: [...history(99_999), { id: 'last', role: 'user', content: 'hi' }] });
-    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/agui', body)));
-    expect(result.result.status).toBe(413); // before: 200
-    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
-    expect(parsed).toBe(0); // before: 1
-    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+    await refusedUnparsed('/agui', body); // before: 413 too, once the whole body was parsed (the loop held 0.27 s)
   });
 
-  it('800,000 short strings (15 MB) in forwardedProps, which it ignores: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and run)', async () => {
+  it('800,000 short strings (15 MB) in forwardedProps, which it ignores: 413 naming the bound, unparsed (before: parsed, and run)', async () => {
     const body = run({ forwardedProps: { notes: Array(800_000).fill('abcdefghijklmnop') } });
-    const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post('/agui', body)));
-    expect(result.result.status).toBe(413); // before: 200
-    expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
-    expect(parsed).toBe(0); // before: 1
-    expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
+    await refusedUnparsed('/agui', body); // before: 200 after the loop held 1.1 s
   });
 
   it('client tools and context, which it ignores, are counted, not walked: 10,000 of each, malformed, and the run is answered; 100,000 are the 413 naming the list', async () => {
@@ -172,7 +172,7 @@ describe('POST /agui', () => {
     expect(waitedMs).toBeLessThan(WAIT_BOUND_MS);
   });
 
-  it('resume entries are counted before any is parsed: 100,000 malformed ones are the 413 naming the list (before: 400 listing each of them, 7.9 MB)', async () => {
+  it('resume entries are counted before any is parsed: 100,000 malformed ones are the 413 naming the list (before: 400 listing each of them, 6.3 MB, the loop held 1.2 s)', async () => {
     const body = run({ resume: Array(100_000).fill('not an entry') });
     const { result, waitedMs } = await servedMeanwhile(app.url, () => post('/agui', body));
     expect(result.status).toBe(413); // before: 400
@@ -204,68 +204,60 @@ describe('POST /agui', () => {
   });
 });
 
+/** A server under `security`'s limits: each door's request `past` them is the 413 with `message`, and `within` is answered. */
+async function limitAtDoors(security: SecurityOptions, message: string, requests: Array<[path: string, past: unknown, within: unknown]>) {
+  const small = await startTestApp({ security });
+  try {
+    const at = (path: string, body: unknown) =>
+      fetch(small.url.replace(/\/graphql$/, path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (const [path, past, within] of requests) {
+      const refused = await at(path, past);
+      expect(refused.status, path).toBe(413);
+      expect(errorOf(await refused.text()).message, path).toBe(message);
+      const answered = await at(path, within);
+      expect(answered.status, path).toBe(200);
+      await answered.text();
+    }
+  } finally {
+    await small.close();
+  }
+}
+
 describe('FORKLINE_MAX_REQUEST_MESSAGES', () => {
   it('sets the limit at both doors: with 3, four messages are the 413 naming it and three are answered', async () => {
     expect(() => loadConfig({ FORKLINE_MAX_REQUEST_MESSAGES: '0' })).toThrow(/FORKLINE_MAX_REQUEST_MESSAGES/);
-    const { maxRequestMessages } = securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_MESSAGES: '3' }));
-    const small = await startTestApp({ security: { maxRequestMessages } });
-    try {
-      const at = (path: string, body: unknown) =>
-        fetch(small.url.replace(/\/graphql$/, path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      const chat = (n: number) => ({
-        id: `small-${n}`,
-        messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', parts: [{ type: 'text', text: 'hi' }] })),
-      });
-      const agui = (n: number) => ({
-        threadId: 'new',
-        runId: `small-${n}`,
-        messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', content: 'hi' })),
-      });
-      for (const [path, body] of [
-        ['/chat', chat],
-        ['/agui', agui],
-      ] as const) {
-        const refused = await at(path, body(4));
-        expect(refused.status, path).toBe(413);
-        expect(errorOf(await refused.text()).message).toBe(tooManyMessages(4, 3));
-        const answered = await at(path, body(3));
-        expect(answered.status, path).toBe(200);
-        await answered.text();
-      }
-    } finally {
-      await small.close();
-    }
+    const chat = (n: number) => ({
+      id: `small-${n}`,
+      messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', parts: [{ type: 'text', text: 'hi' }] })),
+    });
+    const agui = (n: number) => ({
+      threadId: 'new',
+      runId: `small-${n}`,
+      messages: Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: 'user', content: 'hi' })),
+    });
+    await limitAtDoors(securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_MESSAGES: '3' })), tooManyMessages(4, 3), [
+      ['/chat', chat(4), chat(3)],
+      ['/agui', agui(4), agui(3)],
+    ]);
   });
 });
 
 describe('FORKLINE_MAX_REQUEST_VALUES', () => {
-  it('sets the bound at both doors: with 100, a body of 101 values is the 413 naming it and one of 100 is answered', async () => {
+  it("sets the bound at both doors: with 100, a body one value past it (and a request's envelope) is the 413 naming it, one at it answered", async () => {
     expect(() => loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '99' })).toThrow(/FORKLINE_MAX_REQUEST_VALUES/);
-    const { maxRequestValues } = securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '100' }));
-    const small = await startTestApp({ security: { maxRequestValues } });
-    try {
-      const at = (path: string, body: unknown) =>
-        fetch(small.url.replace(/\/graphql$/, path), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      // A request, then `n` zeros beside it.
-      const zeros = (n: number) => Array<number>(n).fill(0);
-      const chat = (n: number) => ({ id: `values-${n}`, messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }], fill: zeros(n) });
-      const agui = (n: number) => ({ threadId: 'new', runId: `values-${n}`, messages: [{ id: 'm', role: 'user', content: 'hi' }], forwardedProps: zeros(n) });
-      for (const [path, body] of [
-        ['/chat', chat],
-        ['/agui', agui],
-      ] as const) {
-        // The most zeros within 100 values and a request's envelope, as the scan the doors run counts them.
-        let within = 0;
-        while (jsonTextPast(JSON.stringify(body(within + 1)), 100 + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH) === undefined) within++;
-        const refused = await at(path, body(within + 1));
-        expect(refused.status, path).toBe(413);
-        expect(errorOf(await refused.text())).toEqual(tooManyValues(100));
-        const answered = await at(path, body(within));
-        expect(answered.status, path).toBe(200);
-        await answered.text();
-      }
-    } finally {
-      await small.close();
-    }
+    // A request, then `n` zeros beside it.
+    const zeros = (n: number) => Array<number>(n).fill(0);
+    const chat = (n: number) => ({ id: `values-${n}`, messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }], fill: zeros(n) });
+    const agui = (n: number) => ({ threadId: 'new', runId: `values-${n}`, messages: [{ id: 'm', role: 'user', content: 'hi' }], forwardedProps: zeros(n) });
+    // The most zeros within 100 values and a request's envelope, as the scan the doors run counts them.
+    const within = (body: (n: number) => unknown) => {
+      let n = 0;
+      while (jsonTextPast(JSON.stringify(body(n + 1)), 100 + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH) === undefined) n++;
+      return n;
+    };
+    await limitAtDoors(securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '100' })), tooManyValues(100).message, [
+      ['/chat', chat(within(chat) + 1), chat(within(chat))],
+      ['/agui', agui(within(agui) + 1), agui(within(agui))],
+    ]);
   });
 });
