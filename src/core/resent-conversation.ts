@@ -22,8 +22,16 @@ export const MAX_MESSAGE_PARTS = 10_000;
  * (docs/operations.md "Event-loop time").
  */
 export const DEFAULT_MAX_REQUEST_VALUES = 250_000;
-/** What a body past FORKLINE_MAX_REQUEST_VALUES is told after its reason (core/storable.ts tooManyValues). */
-export const TOO_MANY_VALUES_ADVICE = 'past FORKLINE_MAX_REQUEST_VALUES: the session keeps the conversation, so send only its last message';
+/**
+ * Distinct object keys one /chat or /agui body may hold unless configured (FORKLINE_MAX_REQUEST_KEYS), counted in the
+ * same scan: JSON.parse pays 2–3.5 µs for each new key (a property name and a hidden class), a few hundred times a
+ * value's, so 250,000 of them took 0.5–0.9 s. A chat's messages and parts repeat a few dozen keys; a tool's output
+ * adds its own.
+ */
+export const DEFAULT_MAX_REQUEST_KEYS = 10_000;
+/** What a chat door's body past one of its bounds is told after its reason (core/storable.ts jsonTextRefusal). */
+export const chatBodyAdvice = (past: 'values' | 'keys') =>
+  `past FORKLINE_MAX_REQUEST_${past.toUpperCase()}: the session keeps the conversation, so send only its last message`;
 
 /** A request carrying more messages, or entries of another of its lists, than one may (413, naming the limit). */
 export class TooManyEntries extends Error {

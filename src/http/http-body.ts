@@ -27,10 +27,11 @@ export interface TooLarge {
   message: string;
 }
 
-/** A door's own bound of the JSON values its body may hold, below every door's, and what it tells a body past it. */
-export interface ValueBound {
-  max: number;
-  advice: string;
+/** A door's own bounds of the JSON its body may hold — values, below every door's, and distinct object keys — and what it tells a body past one. */
+export interface DoorJsonBounds {
+  values: number;
+  keys: number;
+  advice: (past: 'values' | 'keys') => string;
 }
 export const BODY_TOO_LARGE: TooLarge = { code: REQUEST_TOO_LARGE, message: 'Request body too large' };
 
@@ -52,7 +53,7 @@ export const hasBody = (req: http.IncomingMessage) => req.headers['transfer-enco
 /**
  * Reads a request body within `limit` bytes, as strict UTF-8: its bytes and
  * text, or undefined when it was answered here (413 over the limit, or past
- * the JSON bounds — `values` a door's own —, 400 for invalid UTF-8) or
+ * the JSON bounds — `bounds` a door's own —, 400 for invalid UTF-8) or
  * cut. The body is read with 'data' events, not an async
  * iterator: leaving one early destroys the request, and the socket with it.
  */
@@ -62,7 +63,7 @@ export async function readBody(
   limit: number,
   refusal: TooLarge = BODY_TOO_LARGE,
   headers?: Record<string, string>,
-  values?: ValueBound,
+  bounds?: DoorJsonBounds,
 ): Promise<{ bytes: Buffer; text: string } | undefined> {
   if (Number(req.headers['content-length'] ?? 0) > limit) return void refuseTooLarge(req, res, refusal);
   const read = arrived(req, limit) ?? (await readArriving(req, limit));
@@ -74,15 +75,15 @@ export async function readBody(
   if (read === 'too large') return void refuseTooLarge(req, res, refusal);
   // Before anything decodes or parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may
   // be 8 million values, or 2 MB a million levels (core/storable.ts); the scan reads bytes, and stops at the bound.
-  if (refusedJson(res, read, 'the request body', refusal.code, headers, values)) return undefined;
+  if (refusedJson(res, read, 'the request body', refusal.code, headers, bounds)) return undefined;
   const text = decodeUtf8(read);
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
   return { bytes: read, text };
 }
 
 /**
- * Answers JSON text past the bounds of every door's text (core/storable.ts), or the door's own bound of `values`,
- * `what` naming it: 413 past the values (with `tooLargeCode`), 400 nested too deep. False when it is within them.
+ * Answers JSON text past the bounds of every door's text (core/storable.ts), or the door's own `bounds`, `what`
+ * naming it: 413 past the values or keys (with `tooLargeCode`), 400 nested too deep. False when it is within them.
  */
 function refusedJson(
   res: http.ServerResponse,
@@ -90,12 +91,13 @@ function refusedJson(
   what: string,
   tooLargeCode: string,
   headers?: Record<string, string>,
-  values?: ValueBound,
+  bounds?: DoorJsonBounds,
 ): boolean {
-  const refused = jsonTextRefusal(text, values?.max);
-  const advice = values ? `, ${values.advice}` : ': send fewer events or values per request';
-  if (refused?.past === 'values') replyError(res, 413, tooLargeCode, `${what} ${refused.reason}${advice}`, headers);
-  else if (refused) replyError(res, 400, 'BAD_USER_INPUT', `${what} ${refused.reason}`, headers);
+  const refused = jsonTextRefusal(text, bounds?.values, bounds?.keys);
+  if (refused && refused.past !== 'depth') {
+    const advice = bounds ? `, ${bounds.advice(refused.past)}` : ': send fewer events or values per request';
+    replyError(res, 413, tooLargeCode, `${what} ${refused.reason}${advice}`, headers);
+  } else if (refused) replyError(res, 400, 'BAD_USER_INPUT', `${what} ${refused.reason}`, headers);
   return refused !== undefined;
 }
 

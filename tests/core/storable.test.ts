@@ -100,6 +100,21 @@ describe('values a payload holds', () => {
     }
   });
 
+  it("counts an object's keys, each distinct one once, where a door bounds them: values, strings and repeats are not new keys", () => {
+    const keys = (n: number, repeat = 1) =>
+      JSON.stringify(Array.from({ length: repeat }, () => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, `v${i}`]))));
+    expect(jsonTextPast(keys(10), 100, 10, 10)).toBeUndefined();
+    expect(jsonTextPast(keys(11), 100, 10, 10)).toBe('keys');
+    expect(jsonTextPast(keys(10, 50), 1000, 10, 10)).toBeUndefined(); // the same keys again
+    expect(jsonTextPast(JSON.stringify(Array.from({ length: 50 }, (_, i) => `k${i}`)), 1000, 10, 10)).toBeUndefined(); // strings, not keys
+    expect(jsonTextPast('[{"a" :1}, {"b"\n:2}, {"a":3}, {"c":{"d":[{"e":"f:"}]}}]', 100, 10, 4)).toBe('keys'); // whitespace before the colon
+    expect(jsonTextPast('[{"a" :1}, {"b"\n:2}, {"a":3}, {"c":{"d":[{"e":"f:"}]}}]', 100, 10, 5)).toBeUndefined();
+    // An escape counts apart from what it means: more keys, never fewer.
+    expect(jsonTextPast('[{"a":1},{"\\u0061":2},{"a\\"":3}]', 100, 10, 2)).toBe('keys');
+    // Without a bound of keys, none is tracked.
+    expect(jsonTextPast(keys(100_000), 2_000_000, 10)).toBeUndefined();
+  });
+
   it('finds JSON text nested past a depth before it is parsed: brackets in strings are text, closed levels are left', () => {
     const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
     expect(jsonTextPast(nested(10), 100, 10)).toBeUndefined();

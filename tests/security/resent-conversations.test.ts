@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { WAIT_BOUND_MS, servedMeanwhile } from '../helpers/event-loop.ts';
 import {
+  DEFAULT_MAX_REQUEST_KEYS,
   DEFAULT_MAX_REQUEST_MESSAGES,
   DEFAULT_MAX_REQUEST_VALUES,
   MAX_MESSAGE_PARTS,
@@ -42,6 +43,15 @@ const tooManyValues = (max: number) => ({
     'past FORKLINE_MAX_REQUEST_VALUES: the session keeps the conversation, so send only its last message',
   extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
 });
+/** The 413 of a body past the distinct object keys a chat door's body may hold. */
+const tooManyKeys = (max: number) => ({
+  message:
+    `the request body holds more than ${max} distinct object keys, ` +
+    'past FORKLINE_MAX_REQUEST_KEYS: the session keeps the conversation, so send only its last message',
+  extensions: { code: 'REQUEST_ENTITY_TOO_LARGE' },
+});
+/** An object of `n` distinct keys: JSON.parse pays most for each new one. */
+const distinctKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, 0]));
 /** `work`'s result, and how many times JSON.parse was given a text of `length` characters or more meanwhile. */
 async function parsedMeanwhile<T>(length: number, work: () => Promise<T>): Promise<{ result: T; parsed: number }> {
   const parse = vi.spyOn(JSON, 'parse');
@@ -53,13 +63,13 @@ async function parsedMeanwhile<T>(length: number, work: () => Promise<T>): Promi
   }
 }
 /**
- * Sends a body past the JSON values a chat door's body may hold while another client is served: the 413 naming the
- * bound, the body never given to JSON.parse (before: once each), and what the other client waited.
+ * Sends a body past the JSON a chat door's body may hold while another client is served: the 413 naming the bound
+ * (`refusal`: the values'), the body never given to JSON.parse (before: once each), and what the other client waited.
  */
-async function refusedUnparsed(path: string, body: string) {
+async function refusedUnparsed(path: string, body: string, refusal = tooManyValues(DEFAULT_MAX_REQUEST_VALUES)) {
   const { result, parsed } = await parsedMeanwhile(body.length, () => servedMeanwhile(app.url, () => post(path, body)));
   expect(result.result.status).toBe(413);
-  expect(errorOf(result.result.text)).toEqual(tooManyValues(DEFAULT_MAX_REQUEST_VALUES));
+  expect(errorOf(result.result.text)).toEqual(refusal);
   expect(parsed).toBe(0);
   expect(result.waitedMs).toBeLessThan(WAIT_BOUND_MS);
 }
@@ -99,6 +109,11 @@ describe('POST /chat', () => {
   it("1.4 MB of arrays nested 240 deep, within every door's bounds of values and depth, in a message it does not use: 413 naming the bound, unparsed (before: parsed, the loop held 0.65-0.8 s, and answered)", async () => {
     const body = chat([{ ...history(1)[0], metadata: nestedArrays(1.4e6, 240) }, last]);
     await refusedUnparsed('/chat', body); // before: 200 after the loop held 0.3 s here (0.65-0.8 s measured before)
+  });
+
+  it('200,000 distinct keys (3.4 MB) in a message it does not use, within its values: 413 naming the bound, unparsed (before: parsed, the loop held 0.5-1 s, and answered)', async () => {
+    const body = chat([{ ...history(1)[0], metadata: distinctKeys(200_000) }, last]);
+    await refusedUnparsed('/chat', body, tooManyKeys(DEFAULT_MAX_REQUEST_KEYS)); // before: 200 after the loop held {CHAT_KEYS}
   });
 
   it('messages it does not use are not read: 9,999 malformed ones before the last user message, one of 20,000 parts (before: 400, an error listing each, 870 KB)', async () => {
@@ -152,6 +167,10 @@ describe('POST /agui', () => {
   it('800,000 short strings (15 MB) in forwardedProps, which it ignores: 413 naming the bound, unparsed (before: parsed, and run)', async () => {
     const body = run({ forwardedProps: { notes: Array(800_000).fill('abcdefghijklmnop') } });
     await refusedUnparsed('/agui', body); // before: 200 after the loop held 1.1 s
+  });
+
+  it('200,000 distinct keys (3.4 MB) in the state, which it ignores: 413 naming the bound, unparsed (before: parsed, and run)', async () => {
+    await refusedUnparsed('/agui', run({ state: distinctKeys(200_000) }), tooManyKeys(DEFAULT_MAX_REQUEST_KEYS)); // before: 200 after the loop held {AGUI_KEYS}
   });
 
   it('client tools and context, which it ignores, are counted, not walked: 10,000 of each, malformed, and the run is answered; 100,000 are the 413 naming the list', async () => {
@@ -258,6 +277,29 @@ describe('FORKLINE_MAX_REQUEST_VALUES', () => {
     await limitAtDoors(securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_VALUES: '100' })), tooManyValues(100).message, [
       ['/chat', chat(within(chat) + 1), chat(within(chat))],
       ['/agui', agui(within(agui) + 1), agui(within(agui))],
+    ]);
+  });
+});
+
+describe('FORKLINE_MAX_REQUEST_KEYS', () => {
+  it('sets the bound at both doors: with 100, a body of 101 distinct keys is the 413 naming it, one of 100 (each met many times) answered', async () => {
+    expect(() => loadConfig({ FORKLINE_MAX_REQUEST_KEYS: '99' })).toThrow(/FORKLINE_MAX_REQUEST_KEYS/);
+    // A request's own keys, then `n` more of its own: at 100 in all, and many times each.
+    const chat = (n: number) => ({
+      id: `keys-${n}`,
+      messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+      fill: [distinctKeys(n), distinctKeys(n)],
+    });
+    const agui = (n: number) => ({
+      threadId: 'new',
+      runId: `keys-${n}`,
+      messages: [{ id: 'm', role: 'user', content: 'hi' }],
+      state: [distinctKeys(n), distinctKeys(n)],
+    });
+    await limitAtDoors(securityOptions(loadConfig({ FORKLINE_MAX_REQUEST_KEYS: '100' })), tooManyKeys(100).message, [
+      // /chat's own: id, messages, role, parts, type, text, fill; /agui's: threadId, runId, messages, id, role, content, state.
+      ['/chat', chat(100 - 7 + 1), chat(100 - 7)],
+      ['/agui', agui(100 - 7 + 1), agui(100 - 7)],
     ]);
   });
 });
