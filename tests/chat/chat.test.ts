@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { anyData } from '../helpers/event-data.ts';
 import type { AnswerMetadata } from '../../src/chat/ui-message-stream.ts';
-import { DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { DEFAULT_MAX_REQUEST_KEYS, DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES, tooManyMessages } from '../../src/core/resent-conversation.ts';
 import { MAX_JSON_TEXT_DEPTH, jsonTextPast } from '../../src/core/storable.ts';
 
 let app: TestApp;
@@ -229,8 +229,8 @@ describe('a long conversation (useChat resends all of it)', () => {
       { ...question, id: `long-u${i}` },
       { ...first.message, id: `long-a${i}` },
     ]).flat();
-    // The transport's own body: its JSON values, counted before it is parsed, are within the bound five times
-    // over (the 10,000 messages one request may carry; core/resent-conversation.ts).
+    // The transport's own body, counted before it is parsed: its JSON values are within the bound five times over (the
+    // 10,000 messages one request may carry), its distinct keys fifty times (core/resent-conversation.ts).
     const sent: string[] = [];
     const capturing = new DefaultChatTransport({
       api,
@@ -247,7 +247,7 @@ describe('a long conversation (useChat resends all of it)', () => {
       }),
     );
     expect(sent).toHaveLength(1);
-    expect(jsonTextPast(sent[0], DEFAULT_MAX_REQUEST_VALUES / 5, MAX_JSON_TEXT_DEPTH)).toBeUndefined();
+    expect(jsonTextPast(sent[0], DEFAULT_MAX_REQUEST_VALUES / 5, MAX_JSON_TEXT_DEPTH, DEFAULT_MAX_REQUEST_KEYS / 50)).toBeUndefined();
     expect(next.errors).toEqual([]);
     expect(next.message.metadata).toMatchObject({ chatId, turn: 2, reason: 'completed' });
     expect(next.message.parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(['Echo: and now?']);
