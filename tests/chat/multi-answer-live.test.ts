@@ -1,0 +1,212 @@
+// A step of several answers streamed live by an external runner (a model
+// called again within its step): each answer's deltas name it
+// (publishTurnUpdate's `answer`), and every later answer streams as the first
+// does, before it is stored, to sessionTurns(afterSeq) over the real
+// graphql-ws client, to POST /chat read by the `ai` package's own client, and
+// to POST /agui read by @ag-ui/client's HttpAgent (then replayed from the log
+// by a retry of its run): each answer's text once, in order, each answer's
+// calls before their results and the next answer's text after them. Before,
+// a step's later answers reached these clients only whole, once stored.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { HttpAgent } from '@ag-ui/client';
+import { EventType, type BaseEvent } from '@ag-ui/core';
+import { EventSchemas } from '@ag-ui/core/schemas';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { subscribeWs } from '../helpers/subscribe.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let app: TestApp;
+let base: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  base = app.url.replace(/\/graphql$/, '');
+});
+afterAll(() => app?.close());
+
+/** Each answer's deltas, what it stores, and its call (the last answer has none: the step ends with it). */
+const ANSWERS = [
+  { deltas: ['Let me ', 'look. '], call: 'c1' },
+  { deltas: ['It is ', '12:00, ', 'I think. '], call: 'c2' },
+  { deltas: ['Checked: ', 'noon.'], call: undefined },
+];
+const textOf = (a: (typeof ANSWERS)[number]) => a.deltas.join('');
+/** The step as a client should tell it: each answer's text, then its call's result. */
+const TOLD = ANSWERS.map((a) => textOf(a) + (a.call ? `[${a.call}]` : '')).join('');
+
+/**
+ * An external runner's turn of one step of three answers, on a session whose input waits: each answer streams
+ * (its deltas naming it) and is shown by `shown` (what the client was told so far) before it is stored.
+ */
+async function runStep(sid: string, shown: () => string) {
+  const claimed = await app.ok(
+    `mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1", startTurn: true}) { session { eventCount } lease { token } } }`,
+    { id: sid },
+  );
+  const token = claimed.claimSession.lease.token as number;
+  let count = claimed.claimSession.session.eventCount as number;
+  const append = async (events: Array<{ type: string; data: unknown }>) => {
+    const r = await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount } } }`, {
+      input: { sessionId: sid, leaseToken: token, expectedEventCount: count, events },
+    });
+    count = r.appendEvents.session.eventCount;
+  };
+  let said = '';
+  for (const [i, a] of ANSWERS.entries()) {
+    for (const text of a.deltas)
+      await app.ok(`mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`, {
+        input: { sessionId: sid, leaseToken: token, turn: 1, step: 1, answer: i + 1, text },
+      });
+    said += textOf(a);
+    // Live: the client shows the answer before it is stored (the old code showed a later answer only once stored).
+    await waitFor(() => shown().replace(/\[c\d\]/g, '') === said, { what: `answer ${i + 1} streamed before it is stored (shown: ${shown()})` });
+    const message = { turn: 1, step: 1, text: textOf(a), toolCalls: a.call ? [{ id: a.call, name: 'clock', arguments: '{}', effect: 'read-only' }] : [] };
+    await append([
+      { type: 'model/message', data: message },
+      ...(a.call
+        ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }]
+        : [
+            { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+            { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+          ]),
+    ]);
+  }
+}
+
+const externalSession = async (title: string) =>
+  (await app.ok(`mutation { createSession(input: {title: "${title}", runner: "ext"}) { id } }`)).createSession.id as string;
+const pendingInput = (sid: string) =>
+  waitFor(async () => (await app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId } } }`, { id: sid })).session.pendingInputs.length > 0, {
+    what: 'the input queued',
+  });
+
+describe('a live step of several answers, each streamed as it is made', () => {
+  it('sessionTurns(afterSeq) over graphql-ws: every answer streams, once, in order, after the results before it', async () => {
+    const sid = await externalSession('turns');
+    const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "time?"}) { event { seq } } }`, { id: sid });
+    type U = { sessionTurns: { kind: string; answer: number | null; text: string | null; callId: string | null } };
+    const sub = subscribeWs<U>(app.url, `subscription($id: ID!, $after: Int!) { sessionTurns(sessionId: $id, afterSeq: $after) { kind answer text callId } }`, {
+      id: sid,
+      after: sendMessage.event.seq,
+    });
+    await waitFor(() => app.services.live.stats().turns >= 1, { what: 'the subscriber registered' });
+    const told = () =>
+      sub.items
+        .map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : ''))
+        .join('');
+    await runStep(sid, told);
+    await sub.until((items) => items.some((i) => i.sessionTurns.kind === 'TURN_ENDED'), 'the turn’s end');
+    await sub.close();
+    expect(told()).toBe(TOLD);
+    // Each delta names its answer.
+    const answers = sub.items.flatMap(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? [u.answer] : []));
+    expect([...new Set(answers)]).toEqual([1, 2, 3]);
+  });
+
+  it('POST /chat read by the ai package’s client: a text part per answer, streamed, each before its call', async () => {
+    const sid = await externalSession('chat');
+    const transport = new DefaultChatTransport({ api: `${base}/chat` });
+    const user: UIMessage = { id: 'u-live', role: 'user', parts: [{ type: 'text', text: 'time?' }] };
+    const stream = await transport.sendMessages({ chatId: sid, messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+    const [a, b] = stream.tee();
+    const chunks: UIMessageChunk[] = [];
+    const reading = (async () => {
+      const reader = a.getReader();
+      for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+    })();
+    const errors: unknown[] = [];
+    let message: UIMessage | undefined;
+    const building = (async () => {
+      for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e) })) message = m;
+    })();
+    const told = () =>
+      chunks.map((c) => (c.type === 'text-delta' ? c.delta : c.type === 'tool-output-available' ? `[${c.toolCallId}]` : '')).join('');
+    await pendingInput(sid);
+    await runStep(sid, told);
+    await Promise.all([reading, building]);
+    expect(errors).toEqual([]);
+    expect(told()).toBe(TOLD);
+    const parts = message!.parts.flatMap((p) =>
+      p.type === 'text' ? [`text ${p.text}`] : p.type === 'dynamic-tool' ? [`call ${p.toolCallId} ${p.state}`] : [],
+    );
+    expect(parts).toEqual([
+      `text ${textOf(ANSWERS[0])}`,
+      'call c1 output-available',
+      `text ${textOf(ANSWERS[1])}`,
+      'call c2 output-available',
+      `text ${textOf(ANSWERS[2])}`,
+    ]);
+  });
+
+  it('POST /agui read by HttpAgent, live and replayed: each answer a message of its own, its text once, its calls before their results', async () => {
+    const sid = await externalSession('agui');
+    const agent = new HttpAgent({ url: `${base}/agui`, threadId: sid });
+    agent.addMessage({ id: 'u-agui', role: 'user', content: 'time?' });
+    const events: BaseEvent[] = [];
+    const running = agent.runAgent({ runId: 'run-answers' }, { onEvent: ({ event }) => void events.push(event) });
+    const told = (list: BaseEvent[]) =>
+      list
+        .map((e) =>
+          e.type === EventType.TEXT_MESSAGE_CONTENT
+            ? (e as BaseEvent & { delta: string }).delta
+            : e.type === EventType.TOOL_CALL_RESULT
+              ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
+              : '',
+        )
+        .join('');
+    // The run's record is stored once it has started: the runner claims after it.
+    await waitFor(() => events.some((e) => e.type === EventType.RUN_STARTED), { what: 'the run started' });
+    await pendingInput(sid);
+    await runStep(sid, () => told(events));
+    await running;
+
+    const check = (list: BaseEvent[]) => {
+      for (const e of list) expect(() => EventSchemas.parse(e), `${e.type} ${JSON.stringify(e)}`).not.toThrow();
+      expect(list.at(-1)?.type).toBe(EventType.RUN_FINISHED);
+      expect(told(list)).toBe(TOLD);
+      // Each answer is a message of its own: started, its text, ended; its calls name it and come before their results.
+      const byMessage = new Map<string, string>();
+      for (const e of list) {
+        const m = e as BaseEvent & { messageId?: string; delta?: string };
+        if (e.type === EventType.TEXT_MESSAGE_START) {
+          expect(byMessage.has(m.messageId!), `${m.messageId} started twice`).toBe(false);
+          byMessage.set(m.messageId!, '');
+        }
+        if (e.type === EventType.TEXT_MESSAGE_CONTENT) byMessage.set(m.messageId!, byMessage.get(m.messageId!)! + m.delta);
+      }
+      expect([...byMessage.values()]).toEqual(ANSWERS.map(textOf));
+      const position = (type: EventType, callId: string) => list.findIndex((e) => e.type === type && (e as BaseEvent & { toolCallId: string }).toolCallId === callId);
+      for (const call of ['c1', 'c2']) {
+        expect(position(EventType.TOOL_CALL_END, call)).toBeGreaterThan(-1);
+        expect(position(EventType.TOOL_CALL_END, call)).toBeLessThan(position(EventType.TOOL_CALL_RESULT, call));
+      }
+      const parents = list.filter((e) => e.type === EventType.TOOL_CALL_START).map((e) => (e as BaseEvent & { parentMessageId: string }).parentMessageId);
+      expect(parents).toEqual([...byMessage.keys()].slice(0, 2));
+    };
+    check(events);
+    // The agent applied them: an assistant message per answer, each with its text, in order.
+    const assistants = agent.messages.filter((m) => m.role === 'assistant');
+    expect(assistants.map((m) => m.content)).toEqual(ANSWERS.map(textOf));
+    expect(new Set(agent.messages.map((m) => m.id)).size).toBe(agent.messages.length);
+
+    // Replayed: the run again (its retry) after the turn ended: from the log only, the same messages.
+    const again = new HttpAgent({ url: `${base}/agui`, threadId: sid });
+    again.addMessage({ id: 'u-agui', role: 'user', content: 'time?' });
+    const replayed: BaseEvent[] = [];
+    await again.runAgent({ runId: 'run-answers' }, { onEvent: ({ event }) => void replayed.push(event) });
+    check(replayed);
+    expect(again.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(ANSWERS.map(textOf));
+
+    // A later run's snapshot holds the step's answers as messages of their own (ids unique).
+    const next = new HttpAgent({ url: `${base}/agui`, threadId: sid });
+    next.addMessage({ id: 'u-next', role: 'user', content: 'and now?' });
+    const later: BaseEvent[] = [];
+    const nextRun = next.runAgent({ runId: 'run-next' }, { onEvent: ({ event }) => void later.push(event) }).catch(() => {});
+    await waitFor(() => later.some((e) => e.type === EventType.MESSAGES_SNAPSHOT), { what: 'the next run’s snapshot' });
+    const snapshot = later.find((e) => e.type === EventType.MESSAGES_SNAPSHOT) as BaseEvent & { messages: Array<{ id: string; role: string; content?: string }> };
+    expect(snapshot.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(ANSWERS.map(textOf));
+    expect(new Set(snapshot.messages.map((m) => m.id)).size).toBe(snapshot.messages.length);
+    next.abortRun();
+    await nextRun;
+  });
+});
