@@ -15,6 +15,9 @@ import { EventSchemas } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
+import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
+import type { LogEvent } from '../../src/core/events.ts';
 
 let app: TestApp;
 let base: string;
@@ -208,5 +211,116 @@ describe('a live step of several answers, each streamed as it is made', () => {
     expect(new Set(snapshot.messages.map((m) => m.id)).size).toBe(snapshot.messages.length);
     next.abortRun();
     await nextRun;
+  });
+});
+
+/** How a stream of updates tells the step: its text, and each call's result where it came. */
+const toldBy = (updates: TurnUpdate[]) => updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
+
+/** The step's three answers as stored, with the turn around them. */
+const storedStep = () => {
+  const answer = (i: number) => {
+    const a = ANSWERS[i];
+    const message = { turn: 1, step: 1, text: textOf(a), toolCalls: a.call ? [{ id: a.call, name: 'clock', arguments: '{}', effect: 'read-only' }] : [] };
+    return [
+      { type: 'model/message', data: message },
+      ...(a.call ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }] : []),
+    ];
+  };
+  return [
+    { type: 'inbox/add', data: { inputId: 'in_1', text: 'time?' } },
+    { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
+    { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
+    { type: 'step/start', data: { turn: 1, step: 1 } },
+    ...answer(0),
+    ...answer(1),
+    ...answer(2),
+    { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+    { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+  ];
+};
+
+describe('the log and the relay in either order: each answer’s text once, in order, after the results before it', () => {
+  /**
+   * Merges a stored step's log (from after `afterSeq`) with a scripted relay: `gates` hold the log before the event
+   * of a type and answer (`model/message` 3: the third answer) until `ready` says so; the last answer's message waits
+   * until its streamed text was given (or 5 s: the old code never streamed it).
+   */
+  async function merged(opts: {
+    afterSeq: (log: LogEvent[]) => number;
+    liveFrom: (log: LogEvent[]) => number;
+    relay: (delta: (answer: number, text: string) => TurnUpdate, logAt: (n: number) => Promise<void>) => AsyncGenerator<TurnUpdate>;
+    holdBefore?: { answer: number; until: Promise<void> };
+  }) {
+    const sid = (await app.services.store.createSession({ tenant: 'local' }, {})).id;
+    await app.services.store.append(sid, storedStep());
+    const stored = await app.services.store.log.page(sid, -1, 100);
+    const updates: TurnUpdate[] = [];
+    /** Resolves waits of the relay for the log having given its reader `n` events. */
+    const reads: Array<{ n: number; go: () => void }> = [];
+    let given = 0;
+    let lastStreamedEarly = false;
+    const lastText = textOf(ANSWERS[2]);
+    const log = (async function* () {
+      for (const e of stored.slice(opts.afterSeq(stored) + 1)) {
+        if (e.type === 'model/message') {
+          const answers = stored.filter((x) => x.type === 'model/message' && x.seq <= e.seq).length;
+          if (opts.holdBefore?.answer === answers) await opts.holdBefore.until;
+          if (answers === 3)
+            lastStreamedEarly = await waitFor(() => toldBy(updates).endsWith(lastText), { timeoutMs: 5000, what: 'the last answer streamed' }).then(
+              () => true,
+              () => false,
+            );
+        }
+        yield e;
+        given++;
+        for (const r of reads.filter((w) => w.n <= given)) r.go();
+      }
+    })();
+    const logAt = (n: number) => new Promise<void>((go) => (given >= n ? go() : reads.push({ n, go })));
+    const delta = (answer: number, text: string): TurnUpdate => ({ sessionId: sid, kind: 'TEXT_DELTA', turn: 1, step: 1, answer, text });
+    const live = (async function* () {
+      yield* opts.relay(delta, logAt);
+      await new Promise(() => {}); // the relay stays open
+    })();
+    for await (const u of turnsFromLog(sid, log, live, opts.liveFrom(stored), readOpenTail(app.services.store.log))) updates.push(u);
+    expect(updates.at(-1)?.kind).toBe('TURN_ENDED');
+    return { told: toldBy(updates), lastStreamedEarly, stored };
+  }
+
+  it('the relay ahead: the next answers’ deltas before the log shows the first: held until its result, then streamed', async () => {
+    let relayAhead!: () => void;
+    const ahead = new Promise<void>((r) => (relayAhead = r));
+    const { told, lastStreamedEarly } = await merged({
+      afterSeq: () => -1,
+      liveFrom: () => 0,
+      holdBefore: { answer: 1, until: ahead },
+      relay: async function* (delta, logAt) {
+        for (const [i, a] of ANSWERS.slice(0, 2).entries()) for (const t of a.deltas) yield delta(i + 1, t);
+        relayAhead(); // all of the first two answers' deltas came before the log showed the first answer
+        await logAt(8); // the second answer and its result are read
+        for (const t of ANSWERS[2].deltas) yield delta(3, t);
+      },
+    });
+    // The old code (deltas not told apart by answer): "Let me look. It is 12:00, I think. [c1][c2]…" (the second answer before the first's result).
+    expect(told).toBe(TOLD);
+    expect(lastStreamedEarly).toBe(true);
+  });
+
+  it('the relay behind, joined inside the step: late deltas of stored answers dropped, the next answer streams', async () => {
+    const { told, lastStreamedEarly } = await merged({
+      // From after the first answer: the reader learns from the log that the step holds one answer.
+      afterSeq: (log) => log.findIndex((e) => e.type === 'model/message'),
+      // The relay was registered before the second answer was stored: the third is seen whole.
+      liveFrom: (log) => log.filter((e) => e.type === 'model/message')[1].seq,
+      relay: async function* (delta, logAt) {
+        await logAt(3); // the first's result, the second answer and its result are read
+        for (const [i, a] of ANSWERS.slice(0, 2).entries()) for (const t of a.deltas) yield delta(i + 1, t); // late copies
+        for (const t of ANSWERS[2].deltas) yield delta(3, t);
+      },
+    });
+    // The old code: the third answer only once stored (a step begun before the subscription streamed nothing).
+    expect(told).toBe(`[c1]${textOf(ANSWERS[1])}[c2]${textOf(ANSWERS[2])}`);
+    expect(lastStreamedEarly).toBe(true);
   });
 });
