@@ -18,6 +18,7 @@ import { waitFor } from '../helpers/wait.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { LogEvent } from '../../src/core/events.ts';
+import { RunTranslator } from '../../src/agui/agui-events.ts';
 
 let app: TestApp;
 let base: string;
@@ -322,5 +323,124 @@ describe('the log and the relay in either order: each answer’s text once, in o
     // The old code: the third answer only once stored (a step begun before the subscription streamed nothing).
     expect(told).toBe(`[c1]${textOf(ANSWERS[1])}[c2]${textOf(ANSWERS[2])}`);
     expect(lastStreamedEarly).toBe(true);
+  });
+});
+
+describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
+  it('of a step or turn not open, of a stored answer, of an answer that never comes, thousands of tiny ones, after the turn: never shown', async () => {
+    const sid = await externalSession('hostile');
+    const bystander = await externalSession('bystander');
+    type U = { sessionTurns: { kind: string; text: string | null; callId: string | null } };
+    const fields = `{ kind text callId }`;
+    const merged = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id, afterSeq: -1) ${fields} }`, { id: sid });
+    const raw = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) ${fields} }`, { id: sid });
+    const otherRaw = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) ${fields} }`, { id: bystander });
+    const otherMerged = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id, afterSeq: -1) ${fields} }`, { id: bystander });
+    await waitFor(() => app.services.live.stats().turns >= 4, { what: 'the subscribers registered' });
+    // An AG-UI run sends the input and follows the turn.
+    const agent = new HttpAgent({ url: `${base}/agui`, threadId: sid });
+    agent.addMessage({ id: 'u-hostile', role: 'user', content: 'time?' });
+    const events: BaseEvent[] = [];
+    const running = agent.runAgent({ runId: 'run-hostile' }, { onEvent: ({ event }) => void events.push(event) });
+    await waitFor(() => events.some((e) => e.type === EventType.RUN_STARTED), { what: 'the run started' });
+    await pendingInput(sid);
+
+    const claimed = await app.ok(
+      `mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1", startTurn: true}) { session { eventCount } lease { token } } }`,
+      { id: sid },
+    );
+    const token = claimed.claimSession.lease.token as number;
+    let count = claimed.claimSession.session.eventCount as number;
+    const append = async (events: Array<{ type: string; data: unknown }>) => {
+      const r = await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount } } }`, {
+        input: { sessionId: sid, leaseToken: token, expectedEventCount: count, events },
+      });
+      count = r.appendEvents.session.eventCount;
+    };
+    type Delta = { turn?: number; step?: number; answer?: number; text: string; sessionId?: string };
+    /** Deltas in one request (aliased mutations), in order. */
+    const deltas = (list: Delta[]) =>
+      app.gql(
+        `mutation(${list.map((_, i) => `$d${i}: PublishTurnUpdateInput!`).join(', ')}) { ${list.map((_, i) => `d${i}: publishTurnUpdate(input: $d${i})`).join(' ')} }`,
+        Object.fromEntries(
+          list.map((d, i) => [`d${i}`, { sessionId: d.sessionId ?? sid, leaseToken: token, turn: d.turn ?? 1, step: d.step ?? 1, text: d.text, ...(d.answer ? { answer: d.answer } : {}) }]),
+        ),
+      );
+    const ok = async (list: Delta[]) => expect((await deltas(list)).errors).toBeUndefined();
+    const mergedText = () => merged.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
+    const aguiText = () =>
+      events.map((e) => (e.type === EventType.TEXT_MESSAGE_CONTENT ? (e as BaseEvent & { delta: string }).delta : e.type === EventType.TOOL_CALL_RESULT ? '[c1]' : '')).join('');
+
+    // Another session's subscribers: its lease is not this runner's.
+    expect((await deltas([{ sessionId: bystander, text: 'NOT YOURS' }])).errors?.[0]?.extensions?.code).toBe('LEASE_LOST');
+    // Steps and turns that are not open.
+    await ok([
+      { step: 7, text: 'NOT OPEN' },
+      { turn: 4, text: 'NOT OPEN' },
+      { turn: 2, answer: 2, text: 'NOT OPEN' },
+    ]);
+    await ok([{ text: 'Let me ' }, { text: 'look. ' }]);
+    await waitFor(() => mergedText() === 'Let me look. ' && aguiText() === 'Let me look. ', { what: `the first answer streamed (${mergedText()})` });
+    await append([
+      { type: 'model/message', data: { turn: 1, step: 1, text: 'Let me look. ', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] } },
+      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
+    ]);
+    // The stored answer again, and thousands of tiny deltas of an answer that never comes.
+    await ok([{ text: 'LATE COPY' }, { answer: 1, text: 'LATE COPY' }]);
+    for (let batch = 0; batch < 60; batch++) await ok(Array.from({ length: 30 }, () => ({ answer: 9, text: 'x' })));
+    await ok([
+      { answer: 2, text: 'It is ' },
+      { answer: 2, text: '12:00.' },
+    ]);
+    await waitFor(() => mergedText() === 'Let me look. [c1]It is 12:00.' && aguiText() === 'Let me look. [c1]It is 12:00.', {
+      what: `the second answer streamed (${mergedText()} / ${aguiText()})`,
+    });
+    await append([
+      { type: 'model/message', data: { turn: 1, step: 1, text: 'It is 12:00.', toolCalls: [] } },
+      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
+      { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
+    ]);
+    await running;
+    // After the step and the turn ended: the relay-only subscriber hears it (it hears the runner, not the log)…
+    await ok([
+      { answer: 2, text: 'AFTER' },
+      { answer: 3, text: 'AFTER' },
+    ]);
+    await raw.until((items) => items.filter((i) => i.sessionTurns.text === 'AFTER').length === 2, 'the late deltas relayed');
+    await merged.until((items) => items.some((i) => i.sessionTurns.kind === 'TURN_ENDED'), 'the turn’s end');
+    await new Promise((r) => setTimeout(r, 200)); // what the relay gave the merged subscriber was routed meanwhile
+    // …the subscribers that follow the log show the turn as stored, once, and were not cut.
+    expect(mergedText()).toBe('Let me look. [c1]It is 12:00.');
+    expect(merged.errors).toEqual([]);
+    expect(aguiText()).toBe('Let me look. [c1]It is 12:00.');
+    for (const e of events) expect(() => EventSchemas.parse(e), `${e.type} ${JSON.stringify(e)}`).not.toThrow();
+    expect(events.at(-1)?.type).toBe(EventType.RUN_FINISHED);
+    // Nothing reached the other session's subscribers.
+    expect([...otherRaw.items, ...otherMerged.items]).toEqual([]);
+    await Promise.all([merged.close(), raw.close(), otherRaw.close(), otherMerged.close()]);
+  });
+
+  it('an AG-UI run holds at most MAX_HELD_CHARS of deltas it cannot show yet: past them their answer’s stored text is shown whole', () => {
+    const emitted: BaseEvent[] = [];
+    const t = new RunTranslator({ threadId: 'ses_x', runId: 'run', inputId: 'in_1' }, (e) => void emitted.push(e));
+    let seq = 0;
+    const event = (type: string, data: unknown) => t.event({ seq: seq++, type, data });
+    event('turn/start', { turn: 1, inputId: 'in_1' });
+    event('step/start', { turn: 1, step: 1 });
+    // 3 MiB of tiny deltas of a step not started yet (and of an answer never to come): none shown, none kept past the bound.
+    const piece = 'y'.repeat(1024);
+    for (let i = 0; i < 3 * 1024; i++) {
+      t.update({ sessionId: 'ses_x', kind: 'TEXT_DELTA', turn: 1, step: 2, text: piece });
+      t.update({ sessionId: 'ses_x', kind: 'TEXT_DELTA', turn: 1, step: 1, answer: 5, text: piece });
+    }
+    event('step/end', { turn: 1, step: 1, reason: 'completed' });
+    event('step/start', { turn: 1, step: 2 });
+    event('model/message', { turn: 1, step: 2, text: 'the stored answer', toolCalls: [] });
+    const text = emitted
+      .filter((e) => e.type === EventType.TEXT_MESSAGE_CONTENT)
+      .map((e) => (e as BaseEvent & { delta: string }).delta)
+      .join('');
+    // The old code kept all of step 2's deltas and showed them (3 MiB) when it started, then not the stored answer.
+    expect(text).toBe('the stored answer');
   });
 });
