@@ -94,10 +94,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
       after: sendMessage.event.seq,
     });
     await waitFor(() => app.services.live.stats().turns >= 1, { what: 'the subscriber registered' });
-    const told = () =>
-      sub.items
-        .map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : ''))
-        .join('');
+    const told = () => sub.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
     await runStep(sid, told);
     await sub.until((items) => items.some((i) => i.sessionTurns.kind === 'TURN_ENDED'), 'the turn’s end');
     await sub.close();
@@ -123,8 +120,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
     const building = (async () => {
       for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e) })) message = m;
     })();
-    const told = () =>
-      chunks.map((c) => (c.type === 'text-delta' ? c.delta : c.type === 'tool-output-available' ? `[${c.toolCallId}]` : '')).join('');
+    const told = () => chunks.map((c) => (c.type === 'text-delta' ? c.delta : c.type === 'tool-output-available' ? `[${c.toolCallId}]` : '')).join('');
     await pendingInput(sid);
     await runStep(sid, told);
     await Promise.all([reading, building]);
@@ -179,7 +175,8 @@ describe('a live step of several answers, each streamed as it is made', () => {
         if (e.type === EventType.TEXT_MESSAGE_CONTENT) byMessage.set(m.messageId!, byMessage.get(m.messageId!)! + m.delta);
       }
       expect([...byMessage.values()]).toEqual(ANSWERS.map(textOf));
-      const position = (type: EventType, callId: string) => list.findIndex((e) => e.type === type && (e as BaseEvent & { toolCallId: string }).toolCallId === callId);
+      const position = (type: EventType, callId: string) =>
+        list.findIndex((e) => e.type === type && (e as BaseEvent & { toolCallId: string }).toolCallId === callId);
       for (const call of ['c1', 'c2']) {
         expect(position(EventType.TOOL_CALL_END, call)).toBeGreaterThan(-1);
         expect(position(EventType.TOOL_CALL_END, call)).toBeLessThan(position(EventType.TOOL_CALL_RESULT, call));
@@ -207,7 +204,9 @@ describe('a live step of several answers, each streamed as it is made', () => {
     const later: BaseEvent[] = [];
     const nextRun = next.runAgent({ runId: 'run-next' }, { onEvent: ({ event }) => void later.push(event) }).catch(() => {});
     await waitFor(() => later.some((e) => e.type === EventType.MESSAGES_SNAPSHOT), { what: 'the next run’s snapshot' });
-    const snapshot = later.find((e) => e.type === EventType.MESSAGES_SNAPSHOT) as BaseEvent & { messages: Array<{ id: string; role: string; content?: string }> };
+    const snapshot = later.find((e) => e.type === EventType.MESSAGES_SNAPSHOT) as BaseEvent & {
+      messages: Array<{ id: string; role: string; content?: string }>;
+    };
     expect(snapshot.messages.filter((m) => m.role === 'assistant').map((m) => m.content)).toEqual(ANSWERS.map(textOf));
     expect(new Set(snapshot.messages.map((m) => m.id)).size).toBe(snapshot.messages.length);
     next.abortRun();
@@ -225,7 +224,9 @@ const storedStep = () => {
     const message = { turn: 1, step: 1, text: textOf(a), toolCalls: a.call ? [{ id: a.call, name: 'clock', arguments: '{}', effect: 'read-only' }] : [] };
     return [
       { type: 'model/message', data: message },
-      ...(a.call ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }] : []),
+      ...(a.call
+        ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }]
+        : []),
     ];
   };
   return [
@@ -363,13 +364,21 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
       app.gql(
         `mutation(${list.map((_, i) => `$d${i}: PublishTurnUpdateInput!`).join(', ')}) { ${list.map((_, i) => `d${i}: publishTurnUpdate(input: $d${i})`).join(' ')} }`,
         Object.fromEntries(
-          list.map((d, i) => [`d${i}`, { sessionId: d.sessionId ?? sid, leaseToken: token, turn: d.turn ?? 1, step: d.step ?? 1, text: d.text, ...(d.answer ? { answer: d.answer } : {}) }]),
+          list.map((d, i) => [
+            `d${i}`,
+            { sessionId: d.sessionId ?? sid, leaseToken: token, turn: d.turn ?? 1, step: d.step ?? 1, text: d.text, ...(d.answer ? { answer: d.answer } : {}) },
+          ]),
         ),
       );
     const ok = async (list: Delta[]) => expect((await deltas(list)).errors).toBeUndefined();
-    const mergedText = () => merged.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
+    const mergedText = () =>
+      merged.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
     const aguiText = () =>
-      events.map((e) => (e.type === EventType.TEXT_MESSAGE_CONTENT ? (e as BaseEvent & { delta: string }).delta : e.type === EventType.TOOL_CALL_RESULT ? '[c1]' : '')).join('');
+      events
+        .map((e) =>
+          e.type === EventType.TEXT_MESSAGE_CONTENT ? (e as BaseEvent & { delta: string }).delta : e.type === EventType.TOOL_CALL_RESULT ? '[c1]' : '',
+        )
+        .join('');
 
     // Another session's subscribers: its lease is not this runner's.
     expect((await deltas([{ sessionId: bystander, text: 'NOT YOURS' }])).errors?.[0]?.extensions?.code).toBe('LEASE_LOST');
@@ -382,7 +391,10 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     await ok([{ text: 'Let me ' }, { text: 'look. ' }]);
     await waitFor(() => mergedText() === 'Let me look. ' && aguiText() === 'Let me look. ', { what: `the first answer streamed (${mergedText()})` });
     await append([
-      { type: 'model/message', data: { turn: 1, step: 1, text: 'Let me look. ', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] } },
+      {
+        type: 'model/message',
+        data: { turn: 1, step: 1, text: 'Let me look. ', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] },
+      },
       { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
     ]);
     // The stored answer again, and thousands of tiny deltas of an answer that never comes.

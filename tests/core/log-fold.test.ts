@@ -101,8 +101,7 @@ function referenceState(events: readonly LogEvent[]) {
     else if (e.type === 'model/message' && d.turn === turn && d.step === step) {
       calls.push(...d.toolCalls);
       answers++;
-    }
-    else if (e.type === 'tool/result' && d.turn === turn && d.step === step) answered.add(d.callId);
+    } else if (e.type === 'tool/result' && d.turn === turn && d.step === step) answered.add(d.callId);
   }
   return {
     pendingInputs: [...pending.values()].sort((a, b) => a.seq - b.seq),
@@ -110,7 +109,8 @@ function referenceState(events: readonly LogEvent[]) {
     openTurn,
     model,
     title,
-    openTail: turn === undefined ? undefined : { turn, step: step === undefined ? undefined : { step, unanswered: calls.filter((c) => !answered.has(c.id)), answers } },
+    openTail:
+      turn === undefined ? undefined : { turn, step: step === undefined ? undefined : { step, unanswered: calls.filter((c) => !answered.has(c.id)), answers } },
   };
 }
 

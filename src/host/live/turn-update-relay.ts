@@ -102,12 +102,7 @@ export class TurnUpdateRelay {
 /** Whether `b` is a text delta of the same answer of the same step as the text delta `a` (the two merge). */
 function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
   return (
-    a.kind === 'TEXT_DELTA' &&
-    b.kind === 'TEXT_DELTA' &&
-    a.sessionId === b.sessionId &&
-    a.turn === b.turn &&
-    a.step === b.step &&
-    answerOf(a) === answerOf(b)
+    a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step && answerOf(a) === answerOf(b)
   );
 }
 
