@@ -8,13 +8,15 @@
 // calls before their results and the next answer's text after them. Before,
 // a step's later answers reached these clients only whole, once stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { DefaultChatTransport, type UIMessage } from 'ai';
 import { HttpAgent } from '@ag-ui/client';
 import { EventType, type BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { claimSession } from '../helpers/claimed-session.ts';
+import { followChat } from '../helpers/chat-replay.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -43,18 +45,7 @@ const TOLD = ANSWERS.map((a) => textOf(a) + (a.call ? `[${a.call}]` : '')).join(
  * (its deltas naming it) and is shown by `shown` (what the client was told so far) before it is stored.
  */
 async function runStep(sid: string, shown: () => string) {
-  const claimed = await app.ok(
-    `mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1", startTurn: true}) { session { eventCount } lease { token } } }`,
-    { id: sid },
-  );
-  const token = claimed.claimSession.lease.token as number;
-  let count = claimed.claimSession.session.eventCount as number;
-  const append = async (events: Array<{ type: string; data: unknown }>) => {
-    const r = await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount } } }`, {
-      input: { sessionId: sid, leaseToken: token, expectedEventCount: count, events },
-    });
-    count = r.appendEvents.session.eventCount;
-  };
+  const { token, append } = await claimSession(app, sid, { startTurn: true });
   let said = '';
   for (const [i, a] of ANSWERS.entries()) {
     for (const text of a.deltas)
@@ -109,21 +100,11 @@ describe('a live step of several answers, each streamed as it is made', () => {
     const transport = new DefaultChatTransport({ api: `${base}/chat` });
     const user: UIMessage = { id: 'u-live', role: 'user', parts: [{ type: 'text', text: 'time?' }] };
     const stream = await transport.sendMessages({ chatId: sid, messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
-    const [a, b] = stream.tee();
-    const chunks: UIMessageChunk[] = [];
-    const reading = (async () => {
-      const reader = a.getReader();
-      for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
-    })();
-    const errors: unknown[] = [];
-    let message: UIMessage | undefined;
-    const building = (async () => {
-      for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e) })) message = m;
-    })();
+    const { chunks, errors, done } = followChat(stream);
     const told = () => chunks.map((c) => (c.type === 'text-delta' ? c.delta : c.type === 'tool-output-available' ? `[${c.toolCallId}]` : '')).join('');
     await pendingInput(sid);
     await runStep(sid, told);
-    await Promise.all([reading, building]);
+    const message = await done;
     expect(errors).toEqual([]);
     expect(told()).toBe(TOLD);
     const parts = message!.parts.flatMap((p) =>
@@ -346,18 +327,7 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     await waitFor(() => events.some((e) => e.type === EventType.RUN_STARTED), { what: 'the run started' });
     await pendingInput(sid);
 
-    const claimed = await app.ok(
-      `mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1", startTurn: true}) { session { eventCount } lease { token } } }`,
-      { id: sid },
-    );
-    const token = claimed.claimSession.lease.token as number;
-    let count = claimed.claimSession.session.eventCount as number;
-    const append = async (events: Array<{ type: string; data: unknown }>) => {
-      const r = await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount } } }`, {
-        input: { sessionId: sid, leaseToken: token, expectedEventCount: count, events },
-      });
-      count = r.appendEvents.session.eventCount;
-    };
+    const { token, append } = await claimSession(app, sid, { startTurn: true });
     type Delta = { turn?: number; step?: number; answer?: number; text: string; sessionId?: string };
     /** Deltas in one request (aliased mutations), in order. */
     const deltas = (list: Delta[]) =>
