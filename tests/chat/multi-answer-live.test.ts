@@ -77,6 +77,7 @@ const pendingInput = (sid: string) =>
 
 describe('a live step of several answers, each streamed as it is made', () => {
   it('sessionTurns(afterSeq) over graphql-ws: every answer streams, once, in order, after the results before it', async () => {
+    await waitFor(() => app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     const sid = await externalSession('turns');
     const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "time?"}) { event { seq } } }`, { id: sid });
     type U = { sessionTurns: { kind: string; answer: number | null; text: string | null; callId: string | null } };
@@ -310,6 +311,8 @@ describe('the log and the relay in either order: each answer’s text once, in o
 
 describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
   it('of a step or turn not open, of a stored answer, of an answer that never comes, thousands of tiny ones, after the turn: never shown', async () => {
+    // The runs before have let go of their relay subscriptions: the count below is this test's.
+    await waitFor(() => app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     const sid = await externalSession('hostile');
     const bystander = await externalSession('bystander');
     type U = { sessionTurns: { kind: string; text: string | null; callId: string | null } };
