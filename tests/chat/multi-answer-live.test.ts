@@ -370,7 +370,10 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
       },
       { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
     ]);
-    // The stored answer again, and thousands of tiny deltas of an answer that never comes.
+    // Once the subscribers have read the first answer stored (its call's result came after it): that answer again, and
+    // thousands of tiny deltas of an answer that never comes. (A delta of an answer the log has not shown a subscriber
+    // yet is the answer streaming, to it: a copy the runner sends as the answer is stored may reach one that lags.)
+    await waitFor(() => mergedText().endsWith('[c1]') && aguiText().endsWith('[c1]'), { what: 'the first answer’s result read' });
     await ok([{ text: 'LATE COPY' }, { answer: 1, text: 'LATE COPY' }]);
     for (let batch = 0; batch < 60; batch++) await ok(Array.from({ length: 30 }, () => ({ answer: 9, text: 'x' })));
     await ok([

@@ -53,6 +53,8 @@ interface StepSeen {
   waiting: Set<string>;
   /** Its step/end is read: no more of its text is taken. */
   ended: boolean;
+  /** Its runner names its deltas' answers: what the relay gives past a stored answer's text is not the next's. */
+  named: boolean;
 }
 
 const stepKey = (turn: number, step: number | undefined) => `${turn}:${step ?? 0}`;
@@ -131,6 +133,7 @@ export function turnsFromLog(
     // The log has not shown the answer before it, or that answer's results: it waits for them.
     if (!seen || answer > seen.stored + 1 || seen.waiting.size) return hold(u);
     if (!seen.streams) return; // some of its deltas came before the subscription: its stored answer brings the text
+    if (u.answer !== undefined) seen.named = true;
     seen.given += u.text ?? '';
     out.push(u);
   };
@@ -157,7 +160,7 @@ export function turnsFromLog(
     const open = await readOpenTail(sessionId, e.seq - 1);
     if (!open?.step) return;
     const waiting = new Set(open.step.unanswered.map((c) => c.id));
-    steps.set(stepKey(open.turn, open.step.step), { stored: open.step.answers, streams: false, given: '', waiting, ended: false });
+    steps.set(stepKey(open.turn, open.step.step), { stored: open.step.answers, streams: false, given: '', waiting, ended: false, named: false });
   };
   let first = true;
 
@@ -171,7 +174,7 @@ export function turnsFromLog(
     switch (ev.type) {
       case 'step/start': {
         const d = ev.data;
-        steps.set(stepKey(d.turn, d.step), { stored: 0, streams: e.seq >= liveFrom, given: '', waiting: new Set(), ended: false });
+        steps.set(stepKey(d.turn, d.step), { stored: 0, streams: e.seq >= liveFrom, given: '', waiting: new Set(), ended: false, named: false });
         release(d.turn, d.step);
         break;
       }
@@ -179,7 +182,7 @@ export function turnsFromLog(
         const d = ev.data;
         const key = stepKey(d.turn, d.step);
         // A step begun at or before the subscription's seq: the log shows its answers from here.
-        const seen = steps.get(key) ?? { stored: 0, streams: false, given: '', waiting: new Set(), ended: false };
+        const seen = steps.get(key) ?? { stored: 0, streams: false, given: '', waiting: new Set(), ended: false, named: false };
         const answer = seen.stored + 1;
         const text = d.text ?? '';
         // What the step's next answer has been given: nothing, unless deltas that did not name their answer ran
@@ -188,9 +191,9 @@ export function turnsFromLog(
         if (text.startsWith(seen.given)) {
           if (text.length > seen.given.length)
             out.add({ sessionId, kind: 'TEXT_DELTA', turn: d.turn, step: d.step, answer, text: text.slice(seen.given.length) });
-        } else if (seen.given.startsWith(text)) next = seen.given.slice(text.length);
+        } else if (!seen.named && seen.given.startsWith(text)) next = seen.given.slice(text.length);
         const waiting = new Set(d.toolCalls.map((c) => c.id));
-        steps.set(key, { stored: answer, streams: e.seq >= liveFrom, given: next, waiting, ended: seen.ended });
+        steps.set(key, { stored: answer, streams: e.seq >= liveFrom, given: next, waiting, ended: seen.ended, named: seen.named });
         release(d.turn, d.step);
         break;
       }
@@ -207,7 +210,7 @@ export function turnsFromLog(
         const key = stepKey(d.turn, d.step);
         const seen = steps.get(key);
         if (seen) seen.ended = true;
-        else steps.set(key, { stored: 0, streams: false, given: '', waiting: new Set(), ended: true });
+        else steps.set(key, { stored: 0, streams: false, given: '', waiting: new Set(), ended: true, named: false });
         setHeld(held.filter((u) => u.kind !== 'TEXT_DELTA' || stepKey(u.turn, u.step) !== key));
         break;
       }
