@@ -408,6 +408,38 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     await Promise.all([merged.close(), raw.close(), otherRaw.close(), otherMerged.close()]);
   });
 
+  it('an AG-UI run with the relay ahead of the log and behind it: each answer a message, its text once, after the results before it', () => {
+    const emitted: BaseEvent[] = [];
+    const t = new RunTranslator({ threadId: 'ses_x', runId: 'run', inputId: 'in_1' }, (e) => void emitted.push(e));
+    let seq = 0;
+    const log = (events: Array<{ type: string; data: unknown }>) => events.forEach((e) => t.event({ seq: seq++, ...e }));
+    const delta = (answer: number, text: string) => t.update({ sessionId: 'ses_x', kind: 'TEXT_DELTA', turn: 1, step: 1, answer, text });
+    const step = storedStep().slice(2); // from turn/start
+    const at = (type: string, n = 1) => step.findIndex((e, i) => e.type === type && step.slice(0, i + 1).filter((x) => x.type === type).length === n);
+    // Ahead: the first two answers' deltas before the log shows the step's start.
+    for (const [i, a] of ANSWERS.slice(0, 2).entries()) for (const text of a.deltas) delta(i + 1, text);
+    log(step.slice(0, at('model/message', 2) + 2)); // through the second answer's result
+    // Behind: copies of the stored answers' deltas, then the third answer's as it streams.
+    for (const [i, a] of ANSWERS.slice(0, 2).entries()) for (const text of a.deltas) delta(i + 1, text);
+    for (const text of ANSWERS[2].deltas) delta(3, text);
+    log(step.slice(at('model/message', 2) + 2));
+    for (const e of emitted) expect(() => EventSchemas.parse(e), `${e.type} ${JSON.stringify(e)}`).not.toThrow();
+    const told = emitted
+      .map((e) =>
+        e.type === EventType.TEXT_MESSAGE_CONTENT
+          ? (e as BaseEvent & { delta: string }).delta
+          : e.type === EventType.TOOL_CALL_RESULT
+            ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
+            : '',
+      )
+      .join('');
+    // The old code: the second answer's deltas as the step's text before the first's call, and its stored text again.
+    expect(told).toBe(TOLD);
+    const starts = emitted.filter((e) => e.type === EventType.TEXT_MESSAGE_START).map((e) => (e as BaseEvent & { messageId: string }).messageId);
+    expect(starts).toEqual(['msg_1_1', 'msg_1_1_2', 'msg_1_1_3']);
+    expect(emitted.at(-1)?.type).toBe(EventType.RUN_FINISHED);
+  });
+
   it('an AG-UI run holds at most MAX_HELD_CHARS of deltas it cannot show yet: past them their answer’s stored text is shown whole', () => {
     const emitted: BaseEvent[] = [];
     const t = new RunTranslator({ threadId: 'ses_x', runId: 'run', inputId: 'in_1' }, (e) => void emitted.push(e));
