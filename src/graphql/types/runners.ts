@@ -272,6 +272,13 @@ const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
     leaseToken: t.int({ required: true }),
     turn: t.int({ required: true }),
     step: t.int({ required: true }),
+    answer: t.int({
+      required: false,
+      description:
+        "Which answer of the step the text is of: 1 (the default) for the step's first model/message, 2 for the next (a model called " +
+        'again within the step), and so on. Stream an answer after storing the one before it; without it, later answers reach ' +
+        'subscribers that read the log (afterSeq, /chat, /agui) whole when stored.',
+    }),
     text: t.string({
       required: true,
       description: 'A piece of model text as it streams (sessionTurns TEXT_DELTA); not stored: the complete text goes in model/message.',
@@ -300,6 +307,7 @@ const publishArgs = z.object({
   leaseToken: token,
   turn: z.number().int().min(1),
   step: z.number().int().min(1),
+  answer: z.number().int().min(1).nullish(),
   text: z.string().max(200_000),
 });
 const poolArgs = z.object({ pool: runnerPoolSchema });
