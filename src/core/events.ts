@@ -13,7 +13,7 @@ import {
   MAX_RESPONSE_SCHEMA_CHARS,
 } from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
-import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
+import { FILE_SCOPES, TOOL_EFFECTS, toolSchemaProblem, type FileScope, type ToolEffect } from './tools.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -140,7 +140,14 @@ const v4 = {
         z.strictObject({
           name: z.string().min(1).max(200),
           description: z.string().max(10_000).optional(),
-          inputSchema: z.record(z.string(), z.json()).optional(),
+          // Held to an MCP server's tool's bound (core/tools.ts): the set is sent with every model request of the session.
+          inputSchema: z
+            .record(z.string(), z.json())
+            .superRefine((schema, ctx) => {
+              const problem = toolSchemaProblem(schema);
+              if (problem) ctx.addIssue({ code: 'custom', message: problem });
+            })
+            .optional(),
           effect: z.enum(TOOL_EFFECTS),
         }),
       )
