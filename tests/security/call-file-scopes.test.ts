@@ -7,7 +7,7 @@
 // effects safe to repeat, through appendEvents and a recording alike.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { appendEvents, claimedRunnerSession, postRecording } from './hostile-doors.ts';
+import { appendEvents, claimedRunnerSession, DECLARE_RUNNER_TOOLS, postRecording } from './hostile-doors.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -17,7 +17,6 @@ afterAll(async () => {
   await app?.close();
 });
 
-const DECLARE = `mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { eventCount } }`;
 const deploy = (files?: string) => ({ id: 'c1', name: 'deploy', arguments: '{}', ...(files ? { files } : {}) });
 const step = (inputId: string, call: object) => [
   { type: 'inbox/remove', data: { inputId, reason: 'taken' } },
@@ -37,7 +36,9 @@ async function forkedResult(id: string): Promise<string> {
 describe("a runner's call of a tool it declared with side effects", () => {
   it('saying files "only" is refused by appendEvents, the log unchanged; without it, a fork words the cut-off call by its effect', async () => {
     const s = await claimedRunnerSession(app);
-    const declared = await app.ok(DECLARE, { input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'deploy', effect: 'SIDE_EFFECTS' }] } });
+    const declared = await app.ok(DECLARE_RUNNER_TOOLS, {
+      input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'deploy', effect: 'SIDE_EFFECTS' }] },
+    });
     const at = { ...s, eventCount: declared.declareRunnerTools.eventCount };
     const refused = await appendEvents(app, at, step(s.inputId, deploy('only')));
     expect(refused.errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', rule: 'call effect', seq: 6 });

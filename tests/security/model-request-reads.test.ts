@@ -9,7 +9,7 @@
 // request runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
-import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { okGraphQL, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { underWatch } from '../helpers/under-watch.ts';
 import { importRecording, writeHugeRecording } from '../helpers/huge-session.ts';
 import { MAX_HELD_HISTORY_CHARS } from '../../src/core/held-text.ts';
@@ -27,11 +27,7 @@ let base: string;
 let sessionId: string;
 let forkIds: string[];
 
-async function gql(query: string, variables?: Record<string, unknown>) {
-  const r = await postGraphQL(service.url, query, variables);
-  expect(r.body.errors, JSON.stringify(r.body.errors)?.slice(0, 500)).toBeUndefined();
-  return r.body.data;
-}
+const gql = (query: string, variables?: Record<string, unknown>) => okGraphQL(service.url, query, variables);
 
 beforeAll(async () => {
   service = await startService({

@@ -7,7 +7,7 @@
 // request. The same rule now holds at each door a declaration enters by.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { appendEvents, claimedRunnerSession, postRecording, sessionCount } from './hostile-doors.ts';
+import { appendEvents, claimedRunnerSession, DECLARE_RUNNER_TOOLS, postRecording, sessionCount } from './hostile-doors.ts';
 import { MAX_TOOL_SCHEMA_CHARS, MAX_TOOL_SCHEMA_DEPTH } from '../../src/core/tools.ts';
 
 let app: TestApp;
@@ -18,7 +18,6 @@ afterAll(async () => {
   await app?.close();
 });
 
-const DECLARE = `mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { eventCount } }`;
 /** A schema of about `chars` characters of JSON. */
 const wide = (chars: number) => ({ type: 'object', description: 'd'.repeat(chars) });
 const deep = (levels: number): object => (levels === 0 ? { type: 'string' } : { type: 'object', properties: { a: deep(levels - 1) } });
@@ -28,7 +27,7 @@ describe("a runner's declared tool schema", () => {
   it('past the MCP bound is refused by declareRunnerTools, naming it; one within it is declared', async () => {
     const s = await claimedRunnerSession(app);
     const declare = (inputSchema: object) =>
-      app.gql(DECLARE, { input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'big', effect: 'READ_ONLY', inputSchema }] } });
+      app.gql(DECLARE_RUNNER_TOOLS, { input: { sessionId: s.id, leaseToken: s.token, tools: [{ name: 'big', effect: 'READ_ONLY', inputSchema }] } });
     const refused = await declare(BIG);
     expect(refused.errors?.[0].extensions?.code).toBe('BAD_USER_INPUT');
     expect(refused.errors?.[0].message).toContain(`characters (at most ${MAX_TOOL_SCHEMA_CHARS})`);
