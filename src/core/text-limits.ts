@@ -2,6 +2,10 @@
 // enforce them (input-rules.ts), so a client such as the dashboard can refuse
 // a text before it is sent without bundling zod.
 export const MAX_ID_CHARS = 200;
+/** A model's name (session/model `model`, ModelConfigInput.model): as long as a name shows whole in the dashboard. */
+export const MAX_MODEL_NAME_CHARS = 200;
+/** A model provider's name (session/model `provider`). */
+export const MAX_PROVIDER_NAME_CHARS = 100;
 export const MAX_TITLE_CHARS = 500;
 /** A user message (sendMessage, a fork's or edit's queued message, an AG-UI run's user message). */
 export const MAX_MESSAGE_CHARS = 200_000;
