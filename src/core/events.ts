@@ -4,9 +4,16 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_APPROVAL_REASON_CHARS, MAX_COMPACTION_INSTRUCTIONS_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
+import {
+  MAX_APPROVAL_REASON_CHARS,
+  MAX_COMPACTION_INSTRUCTIONS_CHARS,
+  MAX_INSTRUCTIONS_CHARS,
+  MAX_NOTE_KEY_CHARS,
+  MAX_NOTE_VALUE_CHARS,
+  MAX_RESPONSE_SCHEMA_CHARS,
+} from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
-import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
+import { FILE_SCOPES, TOOL_EFFECTS, toolSchemaProblem, type FileScope, type ToolEffect } from './tools.ts';
 import { modelNameSchema, providerNameSchema } from './input-rules.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
@@ -135,7 +142,14 @@ const v4 = {
         z.strictObject({
           name: z.string().min(1).max(200),
           description: z.string().max(10_000).optional(),
-          inputSchema: z.record(z.string(), z.json()).optional(),
+          // Held to an MCP server's tool's bound (core/tools.ts): the set is sent with every model request of the session.
+          inputSchema: z
+            .record(z.string(), z.json())
+            .superRefine((schema, ctx) => {
+              const problem = toolSchemaProblem(schema);
+              if (problem) ctx.addIssue({ code: 'custom', message: problem });
+            })
+            .optional(),
           effect: z.enum(TOOL_EFFECTS),
         }),
       )
@@ -180,10 +194,18 @@ const pluginData = z.record(z.string(), z.json());
 /**
  * Plugin events forkline itself acts on, validated like core events in every
  * format version: a change set is made into files on disk (docs/files.md); a
- * compaction's instructions are sent to a model.
+ * compaction's instructions are sent to a model; a note is read back by
+ * note_read and Session.workspace.
  */
 const pluginCodecs: Record<string, z.ZodType> = {
   [FILES_CHANGE]: filesChangeDataSchema,
+  // A note a call wrote (agent/tools.ts note_write): held to that tool's key and value at every door, or a
+  // recording or a runner's batch could store values of megabytes under a thousand keys for one read to take.
+  'plugin/workspace/write': z.strictObject({
+    callId: id,
+    key: z.string().min(1).max(MAX_NOTE_KEY_CHARS),
+    value: z.string().max(MAX_NOTE_VALUE_CHARS),
+  }),
   // A compaction's start (agent/compaction.ts): its instructions reach the summariser's prompt, held to compactSession's limit at every door.
   'plugin/compaction/start': z.looseObject({ instructions: z.string().max(MAX_COMPACTION_INSTRUCTIONS_CHARS).optional() }),
 };

@@ -17,3 +17,7 @@ export const MAX_RESPONSE_SCHEMA_CHARS = 32_000;
 export const MAX_APPROVAL_REASON_CHARS = 10_000;
 /** Instructions for a compaction's summary (compactSession's, and a plugin/compaction/start's from a recording or a runner). */
 export const MAX_COMPACTION_INSTRUCTIONS_CHARS = 4_000;
+/** A note's key (note_write, note_read, and a plugin/workspace/write from a recording or a runner). */
+export const MAX_NOTE_KEY_CHARS = 200;
+/** A note's value (note_write's, and a plugin/workspace/write's from a recording or a runner). */
+export const MAX_NOTE_VALUE_CHARS = 100_000;
