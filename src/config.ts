@@ -5,6 +5,7 @@ import { DEFAULT_TIMEOUTS } from './http/connection-timeouts.ts';
 import { approvalToolsProblem } from './agent/tool-catalog.ts';
 import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
 import { MAX_STEP_CALLS } from './core/log-state.ts';
+import { MAX_JSON_VALUES } from './core/storable.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false'])
@@ -190,6 +191,8 @@ const envSchema = z
     FORKLINE_MAX_QUERY_COST: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxCost),
     FORKLINE_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxResponseBytes),
     FORKLINE_MAX_REQUEST_MESSAGES: z.coerce.number().int().min(1).default(DEFAULT_LIMITS.maxRequestMessages),
+    FORKLINE_MAX_REQUEST_VALUES: z.coerce.number().int().min(100).max(MAX_JSON_VALUES).default(DEFAULT_LIMITS.maxRequestValues),
+    FORKLINE_MAX_REQUEST_KEYS: z.coerce.number().int().min(100).default(DEFAULT_LIMITS.maxRequestKeys),
     FORKLINE_MAX_HELD_REQUEST_CHARS: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxHeldRequestChars),
     FORKLINE_MAX_RECORDING_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingBytes),
     FORKLINE_MAX_RECORDING_LINE_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_LIMITS.maxRecordingLineBytes),
@@ -291,6 +294,8 @@ export function securityOptions(config: Config): SecurityOptions {
     maxResponseBytes: config.FORKLINE_MAX_RESPONSE_BYTES,
     maxHeldRequestChars: config.FORKLINE_MAX_HELD_REQUEST_CHARS,
     maxRequestMessages: config.FORKLINE_MAX_REQUEST_MESSAGES,
+    maxRequestValues: config.FORKLINE_MAX_REQUEST_VALUES,
+    maxRequestKeys: config.FORKLINE_MAX_REQUEST_KEYS,
     maxRecordingBytes: config.FORKLINE_MAX_RECORDING_BYTES,
     maxRecordingLineBytes: config.FORKLINE_MAX_RECORDING_LINE_BYTES,
     uploadsPerTenant: config.FORKLINE_MAX_UPLOADS_PER_TENANT,

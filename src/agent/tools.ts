@@ -11,6 +11,7 @@
 // session deletes its notes.
 import { z } from 'zod';
 import type { ToolEffect } from '../core/tools.ts';
+import { MAX_NOTE_KEY_CHARS, MAX_NOTE_VALUE_CHARS } from '../core/text-limits.ts';
 import { tool, ToolError, WORKSPACE_MAX_KEYS, type Tool } from './tool-definition.ts';
 import { FILE_TOOLS } from './file-tools.ts';
 
@@ -45,7 +46,7 @@ export const BUILTIN_TOOLS: Tool[] = [
   tool({
     name: 'note_read',
     description: "Reads a note from the session's note store.",
-    args: z.strictObject({ key: z.string().min(1).max(200) }),
+    args: z.strictObject({ key: z.string().min(1).max(MAX_NOTE_KEY_CHARS) }),
     effect: 'idempotent',
     run: async ({ key }, ctx) => {
       const value = await ctx.workspace.read(key);
@@ -57,8 +58,8 @@ export const BUILTIN_TOOLS: Tool[] = [
     name: 'note_write',
     description: "Writes a note to the session's note store (a side effect).",
     args: z.strictObject({
-      key: z.string().min(1).max(200),
-      value: z.string().max(100_000),
+      key: z.string().min(1).max(MAX_NOTE_KEY_CHARS),
+      value: z.string().max(MAX_NOTE_VALUE_CHARS),
       delayMs: z.number().int().min(0).max(600_000).optional().describe('Keeps the call in flight before its write is recorded (to exercise crash repair).'),
     }),
     effect: 'side-effects',

@@ -28,6 +28,11 @@ export interface TurnUpdate {
   /** TURN_STARTED: the input the turn takes (sendMessage's inputId). */
   inputId?: string;
   step?: number;
+  /**
+   * TEXT_DELTA: which answer of the step the text is of (1, the default: its first; a model called again within the
+   * step answers again: 2, 3, …), as the runner that streams it says (docs/api.md, "Live turns").
+   */
+  answer?: number;
   /** TEXT_DELTA: the streamed text; TOOL_PROGRESS: the tool's progress message. */
   text?: string;
   /** TOOL_PROGRESS: how far the tool is, of `total` when it knows. */
@@ -47,6 +52,9 @@ export interface TurnUpdate {
 }
 
 export type TurnUpdateSink = (update: TurnUpdate) => void;
+
+/** Which answer of its step a text delta is of (docs/api.md, "Live turns"): the first unless its runner said otherwise. */
+export const answerOf = (u: Pick<TurnUpdate, 'answer'>): number => u.answer ?? 1;
 
 interface PlacedCall {
   turn: number;

@@ -4,12 +4,16 @@
 import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
 import type { EventData, LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf, fieldOf, otherThanCore } from '../core/core-event.ts';
-import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { answerOf, type TurnUpdate } from '../agent/turn-updates.ts';
+import type { OpenTail } from '../core/log-state.ts';
 import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 import { callKey, SentCallIds } from '../core/model-request.ts';
 
-/** The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent). */
-export const assistantMessageId = (turn: number, step: number) => `msg_${turn}_${step}`;
+/**
+ * The AG-UI id of the assistant message of a turn's step (the same in a fork as in its parent); a step's later
+ * answers (a model called again within it) are messages of their own.
+ */
+export const assistantMessageId = (turn: number, step: number, answer = 1) => (answer > 1 ? `msg_${turn}_${step}_${answer}` : `msg_${turn}_${step}`);
 export const stepName = (step: number) => `step ${step}`;
 
 /**
@@ -46,6 +50,8 @@ export class ClientCallIds {
 export function messagesOf(events: Iterable<LogEvent>, ids = new ClientCallIds()): Message[] {
   const inputs = new Map<string, string>();
   const out: Message[] = [];
+  /** The step of the last answer and how many answers of it came (a step's answers are consecutive in the log). */
+  let last = { turn: 0, step: 0, answers: 0 };
   for (const e of events) {
     const ev = asCoreEvent(e);
     switch (ev.type) {
@@ -59,8 +65,9 @@ export function messagesOf(events: Iterable<LogEvent>, ids = new ClientCallIds()
       case 'model/message': {
         const d = ev.data;
         ids.message(d);
+        last = last.turn === d.turn && last.step === d.step ? { ...last, answers: last.answers + 1 } : { turn: d.turn, step: d.step, answers: 1 };
         out.push({
-          id: assistantMessageId(d.turn, d.step),
+          id: assistantMessageId(d.turn, d.step, last.answers),
           role: 'assistant',
           ...(d.text ? { content: d.text } : {}),
           ...(d.toolCalls.length
@@ -111,6 +118,10 @@ export function messagesOf(events: Iterable<LogEvent>, ids = new ClientCallIds()
 }
 
 const MAX_EARLY_UPDATES = 10_000;
+/** Characters of text deltas a run holds that it cannot show yet (their step or the answer before them not read yet). */
+const MAX_HELD_CHARS = 1024 * 1024;
+/** What a held delta costs besides its text (its answer's key). */
+const HELD_OVERHEAD = 100;
 
 /** What a resume entry's payload answering a tool approval holds (docs/agui.md). */
 export const APPROVAL_RESPONSE_SCHEMA = {
@@ -129,23 +140,33 @@ export class RunTranslator {
   turn?: number;
   finished = false;
   private readonly started = new Set<number>();
-  /** Steps whose model/message was seen (later deltas are late copies). */
-  private readonly answered = new Set<number>();
-  /** Deltas of steps whose step/start has not been seen yet. */
-  private readonly pending = new Map<number, string>();
+  /** Steps whose step/end was read (later deltas are late copies). */
+  private readonly ended = new Set<number>();
+  /**
+   * A step's answers read (model/message events: later deltas of them are late copies), and the calls of the last one
+   * with no result read yet: the next answer's text waits for them (a model is called again with their results).
+   */
+  private readonly answers = new Map<number, { stored: number; waiting: Set<string> }>();
+  /** Deltas not shown yet, by `turn:step:answer`: their step's start, or the answer before them and its results, not read yet. */
+  private readonly pending = new Map<string, string>();
+  /** What `pending` holds (its texts' characters, HELD_OVERHEAD each): at most MAX_HELD_CHARS. */
+  private heldChars = 0;
+  /** Answers some of whose deltas were not held (past MAX_HELD_CHARS): their stored text is shown whole. */
+  private readonly dropped = new Set<string>();
   private early: TurnUpdate[] = [];
-  private text?: { step: number; messageId: string; streamed: string };
+  private text?: { step: number; answer: number; messageId: string; streamed: string };
   private lastError?: string;
 
   constructor(
     private readonly run: { threadId: string; runId: string; inputId: string },
     private readonly emit: (event: BaseEvent) => void,
-    /** A run that resumes a turn after its interrupt (docs/agui.md): that turn, followed from the decision on. */
-    resumedTurn?: number,
+    /** A run that resumes a turn after its interrupt (docs/agui.md): that turn's open tail, followed from the decision on. */
+    resumed?: OpenTail,
     /** The client ids of the calls the client was shown before the run (its snapshot's, messagesOf). */
     private readonly ids = new ClientCallIds(),
   ) {
-    if (resumedTurn !== undefined) this.begin(resumedTurn);
+    if (resumed?.step) this.answers.set(resumed.step.step, { stored: resumed.step.answers, waiting: new Set(resumed.step.unanswered.map((c) => c.id)) });
+    if (resumed) this.begin(resumed.turn);
   }
 
   event(e: LogEvent): void {
@@ -171,18 +192,17 @@ export class RunTranslator {
         const d = ev.data;
         this.started.add(d.step);
         this.emit({ type: EventType.STEP_STARTED, stepName: stepName(d.step) });
-        const early = this.pending.get(d.step);
-        this.pending.delete(d.step);
-        if (early) this.delta(d.step, early);
+        this.release(d.step);
         break;
       }
       case 'model/message': {
         const d = ev.data;
-        const messageId = assistantMessageId(d.turn, d.step);
-        if (this.text && this.text.step !== d.step) this.closeText();
+        const answer = (this.answers.get(d.step)?.stored ?? 0) + 1;
+        const messageId = assistantMessageId(d.turn, d.step, answer);
+        if (this.text && (this.text.step !== d.step || this.text.answer !== answer)) this.closeText();
         if (d.text) {
           if (!this.text) {
-            this.text = { step: d.step, messageId, streamed: '' };
+            this.text = { step: d.step, answer, messageId, streamed: '' };
             this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
           }
           const { streamed } = this.text;
@@ -193,7 +213,8 @@ export class RunTranslator {
           }
         }
         this.closeText();
-        this.answered.add(d.step);
+        this.forget(d.turn, d.step, answer);
+        this.answers.set(d.step, { stored: answer, waiting: new Set(d.toolCalls.map((c) => c.id)) });
         this.ids.message(d);
         for (const c of d.toolCalls) {
           const toolCallId = this.ids.of(d.turn, d.step, c.id);
@@ -201,6 +222,7 @@ export class RunTranslator {
           if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: c.arguments });
           this.emit({ type: EventType.TOOL_CALL_END, toolCallId });
         }
+        this.release(d.step);
         break;
       }
       case 'tool/result': {
@@ -212,6 +234,8 @@ export class RunTranslator {
           content: d.content,
           role: 'tool',
         });
+        const at = this.answers.get(d.step);
+        if (at?.waiting.delete(d.callId) && at.waiting.size === 0) this.release(d.step);
         break;
       }
       case 'step/end':
@@ -281,13 +305,19 @@ export class RunTranslator {
     if (this.finished) return;
     if (this.turn === undefined) {
       if (u.kind === 'TURN_STARTED' && u.inputId === this.run.inputId) this.begin(u.turn);
+      else if (u.kind === 'TEXT_DELTA' && u.step !== undefined && u.text) this.hold(u.turn, u.step, answerOf(u), u.text);
       else if (this.early.length < MAX_EARLY_UPDATES) this.early.push(u);
       return;
     }
     if (u.turn !== this.turn || u.kind !== 'TEXT_DELTA' || u.step === undefined || !u.text) return;
-    if (this.answered.has(u.step)) return; // its model/message came first: the text is out already
-    if (!this.started.has(u.step)) this.pending.set(u.step, (this.pending.get(u.step) ?? '') + u.text);
-    else this.delta(u.step, u.text);
+    const answer = answerOf(u);
+    const at = this.answers.get(u.step);
+    const stored = at?.stored ?? 0;
+    // Its model/message came first (the text is out already), or some of its deltas were not kept (its stored text is shown whole).
+    if (this.ended.has(u.step) || answer <= stored || this.dropped.has(`${u.turn}:${u.step}:${answer}`)) return;
+    // Its step's start, or the answer before it and that answer's results, not read yet: shown once they are.
+    if (!this.started.has(u.step) || answer > stored + 1 || at?.waiting.size) this.hold(u.turn, u.step, answer, u.text);
+    else this.delta(u.step, answer, u.text);
   }
 
   /** Ends the run with RUN_ERROR (once). */
@@ -303,12 +333,52 @@ export class RunTranslator {
     const early = this.early;
     this.early = [];
     for (const u of early) this.update(u);
+    // Deltas held before the turn was known: only this turn's are ever shown.
+    for (const key of [...this.pending.keys()]) if (!key.startsWith(`${turn}:`)) this.forgetKey(key);
   }
 
-  private delta(step: number, text: string) {
-    if (this.text && this.text.step !== step) this.closeText();
+  /** Keeps a delta that cannot be shown yet, within MAX_HELD_CHARS: past it, its answer's text is shown whole when stored. */
+  private hold(turn: number, step: number, answer: number, text: string) {
+    const key = `${turn}:${step}:${answer}`;
+    if (this.dropped.has(key)) return;
+    const had = this.pending.get(key);
+    const cost = text.length + (had === undefined ? HELD_OVERHEAD : 0);
+    if (this.heldChars + cost > MAX_HELD_CHARS) {
+      this.forgetKey(key);
+      this.dropped.add(key);
+      return;
+    }
+    this.pending.set(key, (had ?? '') + text);
+    this.heldChars += cost;
+  }
+
+  /** Shows the held deltas of the step's next answer once it may stream (its step started, the answer before it and its results read). */
+  private release(step: number) {
+    const at = this.answers.get(step);
+    if (!this.started.has(step) || this.ended.has(step) || at?.waiting.size) return;
+    const answer = (at?.stored ?? 0) + 1;
+    const key = `${this.turn}:${step}:${answer}`;
+    const text = this.pending.get(key);
+    this.forgetKey(key);
+    if (text && !this.dropped.has(key)) this.delta(step, answer, text);
+  }
+
+  /** Drops what is held of an answer (its stored text is shown). */
+  private forget(turn: number, step: number, answer: number) {
+    this.forgetKey(`${turn}:${step}:${answer}`);
+  }
+
+  private forgetKey(key: string) {
+    const text = this.pending.get(key);
+    if (text === undefined) return;
+    this.pending.delete(key);
+    this.heldChars -= text.length + HELD_OVERHEAD;
+  }
+
+  private delta(step: number, answer: number, text: string) {
+    if (this.text && (this.text.step !== step || this.text.answer !== answer)) this.closeText();
     if (!this.text) {
-      this.text = { step, messageId: assistantMessageId(this.turn!, step), streamed: '' };
+      this.text = { step, answer, messageId: assistantMessageId(this.turn!, step, answer), streamed: '' };
       this.emit({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' });
     }
     this.text.streamed += text;
@@ -323,7 +393,8 @@ export class RunTranslator {
   private endStep(step: number) {
     if (!this.started.has(step)) return;
     if (this.text?.step === step) this.closeText();
-    this.answered.add(step);
+    this.ended.add(step);
+    for (const key of [...this.pending.keys()]) if (key.startsWith(`${this.turn}:${step}:`)) this.forgetKey(key);
     this.started.delete(step);
     this.emit({ type: EventType.STEP_FINISHED, stepName: stepName(step) });
   }

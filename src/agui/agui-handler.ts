@@ -277,7 +277,7 @@ export function aguiHandler(opts: AguiOptions) {
       if (decisions.length) await controller.decideToolCalls(scope, session.id, decisions);
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();
-      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open.turn, ids);
+      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open, ids);
       await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${session.id} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {

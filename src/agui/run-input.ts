@@ -2,13 +2,15 @@
 // run, the run it branches from, the resume entries, and the last user
 // message's text. Client tools, context, state and forwardedProps are ignored,
 // and the other messages are the thread's history, which the session holds:
-// they are counted, not parsed (core/resent-conversation.ts).
+// they are counted, not parsed (core/resent-conversation.ts). Each list —
+// messages, tools, context, resume — is held to the same count before any
+// schema walks it.
 import { z } from 'zod';
 import type { ResumeEntry } from '@ag-ui/core';
 import { ContentPartSchema, RunAgentInputSchema, UserMessageSchema } from '@ag-ui/core/schemas';
 import { badInput } from '../core/errors.ts';
 import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
-import { boundedList, countMessages, lastIndexOfRole } from '../core/resent-conversation.ts';
+import { boundedList, countLists, lastIndexOfRole } from '../core/resent-conversation.ts';
 
 /** The protocol's RunAgentInput, its lists not walked but the resume entries (which are used). */
 const envelopeSchema = RunAgentInputSchema.extend({
@@ -33,13 +35,16 @@ export interface RunRequest {
   text?: string;
 }
 
+/** RunAgentInput's lists, counted in this order (the messages first: their refusal says what to send instead). */
+const RUN_INPUT_LISTS = ['messages', 'tools', 'context', 'resume'] as const;
+
 /**
- * The run a parsed body asks for: TooManyMessages past `maxMessages`; BAD_USER_INPUT when it is not a
+ * The run a parsed body asks for: TooManyEntries past `maxMessages` entries in any of its lists; BAD_USER_INPUT when it is not a
  * RunAgentInput ("not an AG-UI RunAgentInput: <path>: …") or breaks the input rules of every door ("<path>: …").
  * Only the last user message is parsed: a malformed message elsewhere in the history is not read.
  */
 export function runRequestOf(body: unknown, maxMessages: number): RunRequest {
-  countMessages(body, maxMessages);
+  countLists(body, maxMessages, RUN_INPUT_LISTS);
   const input = protocol(envelopeSchema, body);
   const at = lastIndexOfRole(input.messages, 'user');
   const user = at < 0 ? undefined : protocol(userMessageSchema, input.messages[at], ['messages', at]);

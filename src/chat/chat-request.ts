@@ -5,7 +5,7 @@
 // are counted, not parsed (core/resent-conversation.ts).
 import { z } from 'zod';
 import { idSchema, parseInput } from '../core/input-rules.ts';
-import { boundedList, countMessages, indexOfId, lastIndexOfRole } from '../core/resent-conversation.ts';
+import { boundedList, countLists, indexOfId, lastIndexOfRole } from '../core/resent-conversation.ts';
 
 /** What the default transport sends around its messages. */
 const envelopeSchema = z.object({
@@ -48,11 +48,11 @@ export interface ChatRequest {
 }
 
 /**
- * The chat request a parsed body holds: TooManyMessages past `maxMessages`, BAD_USER_INPUT when it is not one.
+ * The chat request a parsed body holds: TooManyEntries past `maxMessages`, BAD_USER_INPUT when it is not one.
  * Only the messages used are parsed: a malformed message elsewhere in the history is not read.
  */
 export function chatRequestOf(body: unknown, maxMessages: number): ChatRequest {
-  countMessages(body, maxMessages);
+  countLists(body, maxMessages);
   const input = parseInput(envelopeSchema, body, 'the chat request');
   const { messages } = input;
   const messageAt = (index: number) => parseInput(messageSchema, messages[index], 'the message', ['messages', index]);

@@ -8,7 +8,7 @@
 import type { LogEvent } from '../core/events.ts';
 import { dataOf } from '../core/core-event.ts';
 import type { TurnSummary } from '../core/turn-summary.ts';
-import type { TurnUpdate } from '../agent/turn-updates.ts';
+import { answerOf, type TurnUpdate } from '../agent/turn-updates.ts';
 import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 
 /** A UI message stream chunk (the `ai` package's UIMessageChunk, as JSON). */
@@ -119,7 +119,9 @@ export class ChatAnswer {
         break;
       case 'TEXT_DELTA': {
         if (!u.text) break;
-        const id = `txt_${u.turn}_${step}`;
+        // A step's later answers (a model called again within it) are text parts of their own.
+        const answer = answerOf(u);
+        const id = answer > 1 ? `txt_${u.turn}_${step}_${answer}` : `txt_${u.turn}_${step}`;
         if (this.openText !== id) {
           this.closeText();
           this.openText = id;

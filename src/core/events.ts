@@ -4,9 +4,17 @@ import { z } from 'zod';
 import { CORE_EVENT_TYPE_NAMES } from './event-types.ts';
 import { badInput } from './errors.ts';
 import { unstorableReason } from './storable.ts';
-import { MAX_APPROVAL_REASON_CHARS, MAX_COMPACTION_INSTRUCTIONS_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from './text-limits.ts';
+import {
+  MAX_APPROVAL_REASON_CHARS,
+  MAX_COMPACTION_INSTRUCTIONS_CHARS,
+  MAX_INSTRUCTIONS_CHARS,
+  MAX_NOTE_KEY_CHARS,
+  MAX_NOTE_VALUE_CHARS,
+  MAX_RESPONSE_SCHEMA_CHARS,
+} from './text-limits.ts';
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
-import { FILE_SCOPES, TOOL_EFFECTS, type FileScope, type ToolEffect } from './tools.ts';
+import { FILE_SCOPES, TOOL_EFFECTS, toolSchemaProblem, type FileScope, type ToolEffect } from './tools.ts';
+import { modelNameSchema, providerNameSchema } from './input-rules.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -119,8 +127,9 @@ const v4 = {
   // The tools the session's agent may be offered from here on: names, `<server>__*`, or `*` (all).
   // No such event: all. Kept in the log so a fork or a replay offers the tools of its cut.
   'session/tools': z.strictObject({ tools: z.array(z.string().min(1).max(200)).max(500) }),
-  // The model's context window in tokens, when the session names it (unknown models have no known window).
-  'session/model': v3['session/model'].extend({ contextTokens: positiveInt.optional() }),
+  // The model's context window in tokens, when the session names it (unknown models have no known window); its names
+  // bounded as at every door (core/input-rules.ts), a V3 recording's too (decodeEvent).
+  'session/model': v3['session/model'].extend({ provider: providerNameSchema, model: modelNameSchema, contextTokens: positiveInt.optional() }),
   // The session's instructions (its system prompt): sent first in every model request from here on;
   // empty text: none. Kept in the log so a fork or a replay sends those of its cut.
   'session/instructions': z.strictObject({ text: z.string().max(MAX_INSTRUCTIONS_CHARS) }),
@@ -133,7 +142,14 @@ const v4 = {
         z.strictObject({
           name: z.string().min(1).max(200),
           description: z.string().max(10_000).optional(),
-          inputSchema: z.record(z.string(), z.json()).optional(),
+          // Held to an MCP server's tool's bound (core/tools.ts): the set is sent with every model request of the session.
+          inputSchema: z
+            .record(z.string(), z.json())
+            .superRefine((schema, ctx) => {
+              const problem = toolSchemaProblem(schema);
+              if (problem) ctx.addIssue({ code: 'custom', message: problem });
+            })
+            .optional(),
           effect: z.enum(TOOL_EFFECTS),
         }),
       )
@@ -178,15 +194,32 @@ const pluginData = z.record(z.string(), z.json());
 /**
  * Plugin events forkline itself acts on, validated like core events in every
  * format version: a change set is made into files on disk (docs/files.md); a
- * compaction's instructions are sent to a model.
+ * compaction's instructions are sent to a model; a note is read back by
+ * note_read and Session.workspace.
  */
 const pluginCodecs: Record<string, z.ZodType> = {
   [FILES_CHANGE]: filesChangeDataSchema,
+  // A note a call wrote (agent/tools.ts note_write): held to that tool's key and value at every door, or a
+  // recording or a runner's batch could store values of megabytes under a thousand keys for one read to take.
+  'plugin/workspace/write': z.strictObject({
+    callId: id,
+    key: z.string().min(1).max(MAX_NOTE_KEY_CHARS),
+    value: z.string().max(MAX_NOTE_VALUE_CHARS),
+  }),
   // A compaction's start (agent/compaction.ts): its instructions reach the summariser's prompt, held to compactSession's limit at every door.
   'plugin/compaction/start': z.looseObject({ instructions: z.string().max(MAX_COMPACTION_INSTRUCTIONS_CHARS).optional() }),
 };
 
 export const isPluginType = (type: string) => PLUGIN_TYPE.test(type);
+
+/** The longest event type a door takes (a plugin's are the plugin's to name: a type is shown, so it is bounded). */
+export const MAX_EVENT_TYPE_CHARS = 200;
+
+/**
+ * Types whose V4 codec bounds what V3's (frozen) did not: an event of an older version is held to them too, so a
+ * recording written as V3 cannot bring in what every other door refuses. Every V3 event is a V4 event but for these bounds.
+ */
+const BOUNDED_SINCE_V4 = new Set(['session/model']);
 
 /** An event as written to a log (seq assigned by the store). */
 export interface LogEvent {
@@ -215,6 +248,7 @@ function describeIssues(error: z.ZodError): string {
  */
 export function decodeEvent(type: unknown, data: unknown, version: FormatVersion = CURRENT_FORMAT_VERSION): unknown {
   if (typeof type !== 'string' || type.length === 0) throw badInput('event type must be a non-empty string');
+  if (type.length > MAX_EVENT_TYPE_CHARS) throw badInput(`an event type is at most ${MAX_EVENT_TYPE_CHARS} characters (this one has ${type.length})`);
   const schema = codecs[version]?.[type] ?? (isPluginType(type) ? (pluginCodecs[type] ?? pluginData) : undefined);
   if (!schema) {
     const known = (codecs[version] as object) ? ` (format V${version})` : '';
@@ -225,5 +259,9 @@ export function decodeEvent(type: unknown, data: unknown, version: FormatVersion
   if (unstorable) throw badInput(`invalid ${type} event: data ${unstorable}`, { type });
   const result = schema.safeParse(data);
   if (!result.success) throw badInput(`invalid ${type} event: ${describeIssues(result.error)}`, { type });
+  if (version !== CURRENT_FORMAT_VERSION && BOUNDED_SINCE_V4.has(type)) {
+    const bounded = codecs[CURRENT_FORMAT_VERSION][type].safeParse(data);
+    if (!bounded.success) throw badInput(`invalid ${type} event: ${describeIssues(bounded.error)}`, { type });
+  }
   return result.data;
 }

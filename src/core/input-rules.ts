@@ -8,7 +8,15 @@ import { z } from 'zod';
 import { badInput } from './errors.ts';
 import { isStorableText } from './storable.ts';
 
-import { MAX_APPROVAL_REASON_CHARS, MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS } from './text-limits.ts';
+import {
+  MAX_APPROVAL_REASON_CHARS,
+  MAX_ID_CHARS,
+  MAX_INSTRUCTIONS_CHARS,
+  MAX_MESSAGE_CHARS,
+  MAX_MODEL_NAME_CHARS,
+  MAX_PROVIDER_NAME_CHARS,
+  MAX_TITLE_CHARS,
+} from './text-limits.ts';
 
 export { MAX_ID_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS, MAX_TITLE_CHARS };
 
@@ -23,6 +31,19 @@ export const messageTextSchema = storable(z.string().min(1).max(MAX_MESSAGE_CHAR
 export const instructionsSchema = storable(z.string().max(MAX_INSTRUCTIONS_CHARS));
 /** The reason given with a tool call's approval or denial; empty: none. */
 export const approvalReasonSchema = storable(z.string().max(MAX_APPROVAL_REASON_CHARS));
+/**
+ * A model's name and its provider's, at every door that takes one (GraphQL's ModelConfigInput, a session/model event
+ * from a recording or a runner's appendEvents, in any format version: core/events.ts): bounded, so a list of sessions
+ * or a fan-out's cards cannot be made to carry megabytes of names.
+ */
+export const modelNameSchema = z
+  .string()
+  .min(1, 'a model name may not be empty')
+  .max(MAX_MODEL_NAME_CHARS, `a model name is at most ${MAX_MODEL_NAME_CHARS} characters`);
+export const providerNameSchema = z
+  .string()
+  .min(1, 'a provider name may not be empty')
+  .max(MAX_PROVIDER_NAME_CHARS, `a provider name is at most ${MAX_PROVIDER_NAME_CHARS} characters`);
 /** An external runner pool's name: letters, digits and . _ : - */
 export const runnerPoolSchema = z
   .string()

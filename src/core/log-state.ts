@@ -35,7 +35,7 @@ export interface LogStateSnapshot {
   openTurn?: number;
   openTurnInputId?: string;
   lastStep: number;
-  openStep?: { step: number; calls: ToolCall[]; answered: string[] };
+  openStep?: { step: number; calls: ToolCall[]; answered: string[]; answers?: number };
   model?: EventData<'session/model'>;
   title?: string;
   tools?: string[];
@@ -55,14 +55,19 @@ export interface OpenStep {
   step: number;
   calls: ToolCall[];
   answered: Set<string>;
+  /** Its model/message events so far (a model called again within the step answers again). */
+  answers: number;
   /** Calls asked for approval, by call id (none asked: unset, so a turn without approval keeps no map). */
   approvals?: Map<string, CallApproval>;
 }
 
 export interface OpenTail {
   turn: number;
-  /** The open step of the open turn, with its calls still lacking a result, in call order, and its calls' approvals. */
-  step?: { step: number; unanswered: ToolCall[]; approvals?: ReadonlyMap<string, CallApproval> };
+  /**
+   * The open step of the open turn, with its calls still lacking a result, in call order, its calls' approvals, and
+   * how many answers (model/message events) it holds so far.
+   */
+  step?: { step: number; unanswered: ToolCall[]; approvals?: ReadonlyMap<string, CallApproval>; answers: number };
 }
 
 /** A broken relationship rule: its name (as recordings report it) and what broke it. */
@@ -126,7 +131,12 @@ export class LogState {
   /** The whole state as plain JSON (the agent's fold checkpoint: agent/session-fold.ts). */
   snapshot(): LogStateSnapshot {
     const { nextSeq, lastTurn, turnCount, openTurn, openTurnInputId, lastStep, model, title, tools, instructions, runnerTools } = this;
-    const openStep = this.openStep && { step: this.openStep.step, calls: this.openStep.calls, answered: [...this.openStep.answered] };
+    const openStep = this.openStep && {
+      step: this.openStep.step,
+      calls: this.openStep.calls,
+      answered: [...this.openStep.answered],
+      answers: this.openStep.answers,
+    };
     return {
       nextSeq,
       lastTurn,
@@ -149,7 +159,7 @@ export class LogState {
     const s = new LogState();
     const { openStep, inbox, ...fields } = snap;
     Object.assign(s, fields);
-    if (openStep) s.openStep = { step: openStep.step, calls: openStep.calls, answered: new Set(openStep.answered) };
+    if (openStep) s.openStep = { step: openStep.step, calls: openStep.calls, answered: new Set(openStep.answered), answers: openStep.answers ?? 0 };
     s.inbox = new Map(inbox.map((p) => [p.inputId, p]));
     return s;
   }
@@ -192,7 +202,7 @@ export class LogState {
         break;
       case 'step/start':
         if (ev.data.turn === this.openTurn) {
-          this.openStep = { step: ev.data.step, calls: [], answered: new Set() };
+          this.openStep = { step: ev.data.step, calls: [], answered: new Set(), answers: 0 };
           this.lastStep = Math.max(this.lastStep, ev.data.step);
         }
         break;
@@ -200,7 +210,10 @@ export class LogState {
         if (this.isOpenStep(ev.data)) this.openStep = undefined;
         break;
       case 'model/message':
-        if (this.isOpenStep(ev.data)) this.openStep!.calls.push(...ev.data.toolCalls);
+        if (this.isOpenStep(ev.data)) {
+          this.openStep!.calls.push(...ev.data.toolCalls);
+          this.openStep!.answers++;
+        }
         break;
       case 'tool/result':
         if (this.isOpenStep(ev.data)) this.openStep!.answered.add(ev.data.callId);
@@ -367,8 +380,8 @@ export class LogState {
     const c = Object.assign(new LogState(), this);
     c.inbox = new Map(this.inbox);
     if (this.openStep) {
-      const { step, calls, answered, approvals } = this.openStep;
-      c.openStep = { step, calls: [...calls], answered: new Set(answered), ...(approvals ? { approvals: new Map(approvals) } : {}) };
+      const { step, calls, answered, answers, approvals } = this.openStep;
+      c.openStep = { step, calls: [...calls], answered: new Set(answered), answers, ...(approvals ? { approvals: new Map(approvals) } : {}) };
     }
     return c;
   }
@@ -388,7 +401,12 @@ export class LogState {
     const s = this.openStep;
     return {
       turn: this.openTurn,
-      step: s && { step: s.step, unanswered: s.calls.filter((c) => !s.answered.has(c.id)), ...(s.approvals ? { approvals: s.approvals } : {}) },
+      step: s && {
+        step: s.step,
+        unanswered: s.calls.filter((c) => !s.answered.has(c.id)),
+        answers: s.answers,
+        ...(s.approvals ? { approvals: s.approvals } : {}),
+      },
     };
   }
 

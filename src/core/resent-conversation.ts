@@ -8,26 +8,54 @@
 // "Event-loop time"). Pure.
 import { z } from 'zod';
 
-/** Messages one /chat or /agui request may carry unless configured (FORKLINE_MAX_REQUEST_MESSAGES). */
+/** Messages (and entries of each other list) one /chat or /agui request may carry unless configured (FORKLINE_MAX_REQUEST_MESSAGES). */
 export const DEFAULT_MAX_REQUEST_MESSAGES = 10_000;
 /** The most parts (content entries) a message a door uses may hold: each of them is parsed. */
 export const MAX_MESSAGE_PARTS = 10_000;
 
-/** A request carrying more messages than one may (413, naming the limit and what to send instead). */
-export class TooManyMessages extends Error {
-  constructor(count: number, max: number) {
-    super(tooManyMessages(count, max));
-    this.name = 'TooManyMessages';
+/**
+ * JSON values one /chat or /agui body may hold unless configured (FORKLINE_MAX_REQUEST_VALUES), counted on its text
+ * before it is parsed, as every door's MAX_JSON_VALUES (core/storable.ts): JSON.parse's time, which the event loop
+ * waits for, grows with them — up to 0.2 µs each unloaded (a short string, or an array nested in another), 1.4 MB of
+ * arrays nested 240 deep or 8 deep alike. useChat's chat of 2,000 messages with tool parts holds 36,000
+ * (tests/chat/chat.test.ts counts its body), so 10,000 such messages (FORKLINE_MAX_REQUEST_MESSAGES) about 180,000
+ * (docs/operations.md "Event-loop time").
+ */
+export const DEFAULT_MAX_REQUEST_VALUES = 250_000;
+/**
+ * Distinct object keys one /chat or /agui body may hold unless configured (FORKLINE_MAX_REQUEST_KEYS), counted in the
+ * same scan: JSON.parse pays 2–3.5 µs for each new key (a property name and a hidden class), a few hundred times a
+ * value's, so 250,000 of them took 0.5–0.9 s. A chat's messages and parts repeat a few dozen keys; a tool's output
+ * adds its own.
+ */
+export const DEFAULT_MAX_REQUEST_KEYS = 10_000;
+/** What a chat door's body past one of its bounds is told after its reason (core/storable.ts jsonTextRefusal). */
+export const chatBodyAdvice = (past: 'values' | 'keys') =>
+  `past FORKLINE_MAX_REQUEST_${past.toUpperCase()}: the session keeps the conversation, so send only its last message`;
+
+/** A request carrying more messages, or entries of another of its lists, than one may (413, naming the limit). */
+export class TooManyEntries extends Error {
+  constructor(list: string, count: number, max: number) {
+    super(list === 'messages' ? tooManyMessages(count, max) : tooManyEntries(list, count, max));
+    this.name = 'TooManyEntries';
   }
 }
 export const tooManyMessages = (count: number, max: number) =>
   `the request carries ${count} messages, more than the ${max} one request may carry (FORKLINE_MAX_REQUEST_MESSAGES): ` +
   'the session keeps the conversation, so send only its last message';
+export const tooManyEntries = (list: string, count: number, max: number) =>
+  `the request's ${list} holds ${count} entries, more than the ${max} each list of one request may hold (FORKLINE_MAX_REQUEST_MESSAGES)`;
 
-/** Throws TooManyMessages when a parsed body's `messages` is a list of more than `max` (any other shape: its schema answers). */
-export function countMessages(body: unknown, max: number): void {
-  const messages = typeof body === 'object' && body !== null ? (body as { messages?: unknown }).messages : undefined;
-  if (Array.isArray(messages) && messages.length > max) throw new TooManyMessages(messages.length, max);
+/**
+ * Throws TooManyEntries when one of a parsed body's `lists` (its own fields) is a list of more than `max`, in the
+ * order given (any other shape: its schema answers). Counted before any schema walks them.
+ */
+export function countLists(body: unknown, max: number, lists: readonly string[] = ['messages']): void {
+  if (typeof body !== 'object' || body === null) return;
+  for (const list of lists) {
+    const entries = ownField(body, list);
+    if (Array.isArray(entries) && entries.length > max) throw new TooManyEntries(list, entries.length, max);
+  }
 }
 
 /** A list of at most `max` items, each parsed by `item`: past `max` it is refused before any item is parsed. */

@@ -42,7 +42,11 @@ export function duplicateToolNames(tools: readonly RunnerTool[]): string[] {
 /**
  * A runner's batch with each call of a declared tool carrying the declared
  * effect: filled in where the call has none, refused (BAD_USER_INPUT, rule
- * `call effect`) where it names another. `declared` is the set in force before
+ * `call effect`) where it names another, or says it works in the file
+ * workspace (`files`): a declaration has no file scope, and `files: only` makes
+ * repair word a cut-off call as safe to repeat whatever its effect
+ * (core/repair.ts), so it would relabel a tool with side effects as safe.
+ * `declared` is the set in force before
  * the batch; a session/runner-tools event in it replaces the set for what
  * follows. Calls of tools nobody declared keep what they carry (none: effects
  * unknown, and repair says so). `firstSeq` is the seq the batch starts at.
@@ -57,9 +61,16 @@ export function withDeclaredEffects(events: NewEvent[], declared: readonly Runne
       return e;
     }
     if (e.type !== 'model/message' || !Array.isArray(data?.toolCalls) || effects.size === 0) return e;
-    const toolCalls = (data.toolCalls as Array<{ name?: unknown; effect?: unknown } | null>).map((call) => {
+    const toolCalls = (data.toolCalls as Array<{ name?: unknown; effect?: unknown; files?: unknown } | null>).map((call) => {
       const effect = typeof call?.name === 'string' ? effects.get(call.name) : undefined;
       if (!call || typeof call !== 'object' || !effect) return call;
+      if (call.files !== undefined) {
+        throw badInput(
+          `event ${firstSeq + i} (model/message): call of "${call.name}" says files "${String(call.files)}", ` +
+            `but the runner declared "${call.name}" with no file scope (a runner's tools work outside forkline's workspace)`,
+          { rule: 'call effect', seq: firstSeq + i },
+        );
+      }
       if (call.effect === undefined) return { ...call, effect };
       if (call.effect !== effect) {
         throw badInput(

@@ -1,3 +1,5 @@
+import { unstorableReason } from './storable.ts';
+
 /** What running a tool may do to the world; drives retry advice after repair. */
 export const TOOL_EFFECTS = ['read-only', 'idempotent', 'side-effects'] as const;
 export type ToolEffect = (typeof TOOL_EFFECTS)[number];
@@ -50,4 +52,23 @@ export function effectFromAnnotations(annotations: ToolAnnotations | undefined, 
   if (annotations?.readOnlyHint === true) return 'read-only';
   if (annotations?.idempotentHint === true) return 'idempotent';
   return 'side-effects';
+}
+
+/** A tool's input or output schema, as JSON text, at most: an MCP server's (a larger one leaves the tool out) and a runner's declared tool's (refused). */
+export const MAX_TOOL_SCHEMA_CHARS = 65_536;
+/** A tool's schema nested deeper is not used (MCP) or refused (a runner's declared tool). */
+export const MAX_TOOL_SCHEMA_DEPTH = 32;
+
+/**
+ * Why a tool's JSON Schema cannot be offered to a model (too deep, too large,
+ * not storable), or undefined: one rule for every tool from outside, an MCP
+ * server's and an external runner's declared ones, since each is sent with
+ * every model request of its sessions and read back by Session.tools.
+ */
+export function toolSchemaProblem(schema: unknown): string | undefined {
+  const depth = unstorableReason(schema, MAX_TOOL_SCHEMA_DEPTH);
+  if (depth) return `its schema is ${depth.startsWith('nested') ? depth : 'not storable text'}`;
+  const size = JSON.stringify(schema)?.length ?? 0;
+  if (size > MAX_TOOL_SCHEMA_CHARS) return `its schema is ${size} characters (at most ${MAX_TOOL_SCHEMA_CHARS})`;
+  return undefined;
 }

@@ -15,6 +15,21 @@ export interface RequestTexts {
   readonly read: Map<object, Map<string, Promise<BoundedText | null>>>;
 }
 
+/**
+ * The model requests one execution has read (model-requests.ts): one at a time, each (a session at a length) once,
+ * and the bytes of those built, held to the response limit.
+ */
+export interface ModelRequestReads {
+  readonly root: unknown;
+  /** The last read: the next one starts once it has ended. */
+  tail: Promise<unknown>;
+  /** The reads by session and length: the same one asked again is the same read. */
+  readonly byKey: Map<string, Promise<unknown>>;
+  /** Bytes of those built, as JSON. */
+  bytes: number;
+  built: number;
+}
+
 /** Per-request context: who is asking and the services resolvers map onto. */
 export interface Context {
   scope: Scope;
@@ -42,4 +57,6 @@ export interface Context {
   reads?: TenantStore;
   /** The texts the request has read and its budget for them (request-texts.ts): made the first time a text is read. */
   texts?: RequestTexts;
+  /** The model requests the request has read (model-requests.ts): made the first time one is read. */
+  modelRequests?: ModelRequestReads;
 }

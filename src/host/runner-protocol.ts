@@ -489,9 +489,15 @@ export class RunnerProtocol {
   }
 
   /** A text delta for live clients (sessionTurns), from the lease holder; not stored. */
-  async publishDelta(scope: Scope, sessionId: string, token: number, update: { turn: number; step: number; text: string }): Promise<void> {
+  async publishDelta(
+    scope: Scope,
+    sessionId: string,
+    token: number,
+    update: { turn: number; step: number; answer?: number | null; text: string },
+  ): Promise<void> {
     await this.leases.held(scope.tenant, sessionId, token);
-    this.deps.publish({ sessionId, kind: 'TEXT_DELTA', turn: update.turn, step: update.step, text: update.text });
+    const { turn, step, answer, text } = update;
+    this.deps.publish({ sessionId, kind: 'TEXT_DELTA', turn, step, ...(answer && answer > 1 ? { answer } : {}), text });
   }
 
   /**

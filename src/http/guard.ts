@@ -4,7 +4,8 @@
 // tenants, local mode's loopback Host), rate limits and the auth throttle
 // (request-gate.ts), stored tokens' look-up and revocation
 // (token-connections.ts), the body limit and UTF-8 rule (http-body.ts) and the
-// messages a chat door's request may carry (core/resent-conversation.ts), the
+// messages, JSON values and keys a chat door's request may carry
+// (core/resent-conversation.ts), the
 // browser's Origin (browser.ts), and what a tenant may hold open
 // (connection-limits.ts), and what one token of it may — so a rule added here holds at every door.
 import type http from 'node:http';
@@ -21,8 +22,8 @@ import { DEFAULT_TIMEOUTS, IdleSockets, type ConnectionTimeouts } from './connec
 import { isAllowedLocalHost, isAllowedOrigin, useCsrfPrevention } from './browser.ts';
 import { RequestGate, useRequestGate, type GateDecision } from './request-gate.ts';
 import { SEVERAL_AUTHORIZATIONS, TokenConnections, severalAuthorizations } from './token-connections.ts';
-import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type Refusal, type TooLarge } from './http-body.ts';
-import { TooManyMessages } from '../core/resent-conversation.ts';
+import { BODY_TOO_LARGE, readBody, replyError, withinBodyLimit, type DoorJsonBounds, type Refusal, type TooLarge } from './http-body.ts';
+import { TooManyEntries, chatBodyAdvice } from '../core/resent-conversation.ts';
 import { DEFAULT_LIMITS, assertSafeBinding, isLoopbackHost, type SecurityOptions } from './security.ts';
 
 export interface GuardOptions {
@@ -48,6 +49,8 @@ export class Guard {
   readonly maxResponseBytes: number;
   /** The messages one /chat or /agui request may carry (the conversation a chat client resends: core/resent-conversation.ts). */
   readonly maxRequestMessages: number;
+  /** The JSON values and distinct keys one /chat or /agui body may hold, counted before it is parsed (core/resent-conversation.ts). */
+  readonly chatBodyBounds: DoorJsonBounds;
   readonly timeouts: ConnectionTimeouts;
   /** Local mode reachable only through loopback names (DNS rebinding). */
   readonly loopbackOnly: boolean;
@@ -81,6 +84,11 @@ export class Guard {
     this.maxBodyBytes = security.maxBodyBytes ?? DEFAULT_LIMITS.maxBodyBytes;
     this.maxResponseBytes = security.maxResponseBytes ?? DEFAULT_LIMITS.maxResponseBytes;
     this.maxRequestMessages = security.maxRequestMessages ?? DEFAULT_LIMITS.maxRequestMessages;
+    this.chatBodyBounds = {
+      values: security.maxRequestValues ?? DEFAULT_LIMITS.maxRequestValues,
+      keys: security.maxRequestKeys ?? DEFAULT_LIMITS.maxRequestKeys,
+      advice: chatBodyAdvice,
+    };
     this.gate = new RequestGate({
       auth,
       buckets,
@@ -143,9 +151,10 @@ export class Guard {
   }
 
   /**
-   * The request of a chat door (/chat, /agui): its body as readBody reads it, parsed as JSON and by `parse` (given
-   * the messages one request may carry); undefined when answered: 413 past them, 400 when the body is not JSON or
-   * `parse` refuses it. Only what `parse` returns is kept: an answer streams for as long as its turn lasts.
+   * The request of a chat door (/chat, /agui): its body as readBody reads it, held to the JSON values and distinct keys one
+   * may hold before it is parsed (JSON.parse's time grows with them, and the loop waits for it), parsed as JSON and by
+   * `parse` (given the messages one request may carry); undefined when answered: 413 past either, 400 when the body is
+   * not JSON or `parse` refuses it. Only what `parse` returns is kept: an answer streams for as long as its turn lasts.
    */
   async readChatRequest<T>(
     req: http.IncomingMessage,
@@ -153,12 +162,12 @@ export class Guard {
     parse: (body: unknown, maxMessages: number) => T,
     headers?: Record<string, string>,
   ): Promise<T | undefined> {
-    const body = await this.readBody(req, res, BODY_TOO_LARGE, headers);
+    const body = await readBody(req, res, this.maxBodyBytes, BODY_TOO_LARGE, headers, this.chatBodyBounds);
     if (!body) return undefined;
     try {
       return parse(JSON.parse(body.text), this.maxRequestMessages);
     } catch (err) {
-      if (err instanceof TooManyMessages) return void replyError(res, 413, BODY_TOO_LARGE.code, err.message, headers);
+      if (err instanceof TooManyEntries) return void replyError(res, 413, BODY_TOO_LARGE.code, err.message, headers);
       return void replyError(res, 400, 'BAD_USER_INPUT', err instanceof SyntaxError ? 'the body is not JSON' : (err as Error).message, headers);
     }
   }

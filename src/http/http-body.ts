@@ -26,6 +26,13 @@ export interface TooLarge {
   code: string;
   message: string;
 }
+
+/** A door's own bounds of the JSON its body may hold — values, below every door's, and distinct object keys — and what it tells a body past one. */
+export interface DoorJsonBounds {
+  values: number;
+  keys: number;
+  advice: (past: 'values' | 'keys') => string;
+}
 export const BODY_TOO_LARGE: TooLarge = { code: REQUEST_TOO_LARGE, message: 'Request body too large' };
 
 /**
@@ -45,8 +52,9 @@ export const hasBody = (req: http.IncomingMessage) => req.headers['transfer-enco
 
 /**
  * Reads a request body within `limit` bytes, as strict UTF-8: its bytes and
- * text, or undefined when it was answered here (413 over the limit, 400 for
- * invalid UTF-8) or cut. The body is read with 'data' events, not an async
+ * text, or undefined when it was answered here (413 over the limit, or past
+ * the JSON bounds — `bounds` a door's own —, 400 for invalid UTF-8) or
+ * cut. The body is read with 'data' events, not an async
  * iterator: leaving one early destroys the request, and the socket with it.
  */
 export async function readBody(
@@ -55,6 +63,7 @@ export async function readBody(
   limit: number,
   refusal: TooLarge = BODY_TOO_LARGE,
   headers?: Record<string, string>,
+  bounds?: DoorJsonBounds,
 ): Promise<{ bytes: Buffer; text: string } | undefined> {
   if (Number(req.headers['content-length'] ?? 0) > limit) return void refuseTooLarge(req, res, refusal);
   const read = arrived(req, limit) ?? (await readArriving(req, limit));
@@ -64,22 +73,31 @@ export async function readBody(
     return undefined;
   }
   if (read === 'too large') return void refuseTooLarge(req, res, refusal);
+  // Before anything decodes or parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may
+  // be 8 million values, or 2 MB a million levels (core/storable.ts); the scan reads bytes, and stops at the bound.
+  if (refusedJson(res, read, 'the request body', refusal.code, headers, bounds)) return undefined;
   const text = decodeUtf8(read);
   if (text === undefined) return void replyError(res, 400, 'BAD_USER_INPUT', `the request body ${INVALID_UTF8}`, headers);
-  // Before anything parses it: parsing and checking cost per value and per level, and 17 MiB of JSON may be 8 million
-  // values, or 2 MB a million levels (core/storable.ts).
-  if (refusedJson(res, read, 'the request body', refusal.code, headers)) return undefined;
   return { bytes: read, text };
 }
 
 /**
- * Answers JSON text past the bounds of every door's text (core/storable.ts), `what` naming it: 413 past the values
- * (with `tooLargeCode`), 400 nested too deep. False when it is within them.
+ * Answers JSON text past the bounds of every door's text (core/storable.ts), or the door's own `bounds`, `what`
+ * naming it: 413 past the values or keys (with `tooLargeCode`), 400 nested too deep. False when it is within them.
  */
-function refusedJson(res: http.ServerResponse, text: string | Uint8Array, what: string, tooLargeCode: string, headers?: Record<string, string>): boolean {
-  const refused = jsonTextRefusal(text);
-  if (refused?.past === 'values') replyError(res, 413, tooLargeCode, `${what} ${refused.reason}: send fewer events or values per request`, headers);
-  else if (refused) replyError(res, 400, 'BAD_USER_INPUT', `${what} ${refused.reason}`, headers);
+function refusedJson(
+  res: http.ServerResponse,
+  text: string | Uint8Array,
+  what: string,
+  tooLargeCode: string,
+  headers?: Record<string, string>,
+  bounds?: DoorJsonBounds,
+): boolean {
+  const refused = jsonTextRefusal(text, bounds?.values, bounds?.keys);
+  if (refused && refused.past !== 'depth') {
+    const advice = bounds ? `, ${bounds.advice(refused.past)}` : ': send fewer events or values per request';
+    replyError(res, 413, tooLargeCode, `${what} ${refused.reason}${advice}`, headers);
+  } else if (refused) replyError(res, 400, 'BAD_USER_INPUT', `${what} ${refused.reason}`, headers);
   return refused !== undefined;
 }
 

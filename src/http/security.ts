@@ -3,7 +3,7 @@
 // GraphQL limits among them are yoga plugins (http/graphql/graphql-handler.ts).
 import { isIP } from 'node:net';
 import { MAX_RECORDING_BYTES, MAX_RECORDING_LINE_BYTES, MAX_STRING_RECORDING_BYTES } from '../core/recording.ts';
-import { DEFAULT_MAX_REQUEST_MESSAGES } from '../core/resent-conversation.ts';
+import { DEFAULT_MAX_REQUEST_KEYS, DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES } from '../core/resent-conversation.ts';
 import type { ConnectionCaps } from './connection-limits.ts';
 import type { ConnectionTimeouts } from './connection-timeouts.ts';
 import { DEFAULT_STATEMENT_TIMEOUTS, type StatementTimeouts } from '../db/statement-deadlines.ts';
@@ -32,6 +32,10 @@ export interface SecurityOptions {
   maxResponseBytes?: number;
   /** Messages one /chat or /agui request may carry (FORKLINE_MAX_REQUEST_MESSAGES; 413 past it). */
   maxRequestMessages?: number;
+  /** JSON values one /chat or /agui body may hold, counted before it is parsed (FORKLINE_MAX_REQUEST_VALUES; 413 past it). */
+  maxRequestValues?: number;
+  /** Distinct object keys one /chat or /agui body may hold, counted before it is parsed (FORKLINE_MAX_REQUEST_KEYS; 413 past it). */
+  maxRequestKeys?: number;
   /** Largest request held while it lives: a subscription's (query, variables, extensions, id), a WebSocket's connection_init payload (plugins/held-requests.ts). */
   maxHeldRequestChars?: number;
   /** Largest recording POST /recordings imports (spooled to disk and read as a stream: memory does not grow with it). */
@@ -83,6 +87,10 @@ export const DEFAULT_LIMITS = {
   maxResponseBytes: 2 * MAX_RECORDING_BYTES,
   // useChat resends the whole conversation with each message: five times a long chat of 2,000 messages.
   maxRequestMessages: DEFAULT_MAX_REQUEST_MESSAGES,
+  // What JSON.parse of a chat door's body costs grows with its values: about 7 times a long chat's.
+  maxRequestValues: DEFAULT_MAX_REQUEST_VALUES,
+  // Each new key costs JSON.parse a few hundred times a value: a chat repeats a few dozen.
+  maxRequestKeys: DEFAULT_MAX_REQUEST_KEYS,
   // A subscription's arguments are ids and a seq, connection_init's a token: a few hundred characters, held as long as they live.
   maxHeldRequestChars: 64 * 1024,
   // An upload is spooled to disk and imported as a stream: this bounds the

@@ -99,6 +99,8 @@ export type TurnSessionRow = LineageRow & { eventCount: number };
 
 /** The most events stepsOf reads for one turn's steps (three a step): a longer turn lists its first steps only. */
 const STEP_EVENTS = 10_000;
+/** The most steps a turn's list may ask for (Turn.steps(first:)): what STEP_EVENTS holds of steps of one answer. */
+export const MAX_LISTED_STEPS = 3_333;
 
 /**
  * The turn's steps, tool calls and usage, summed in the database over all its events whatever its length (stepsOf
@@ -117,6 +119,24 @@ export const stepsOf = (log: TurnLog, turn: TurnRow): Promise<StepSummary[]> =>
       withoutTexts: true,
     })
     .then((events) => endWhenStopped(log, turn.sessionId, summarizeSteps(events))));
+
+/**
+ * The turn's first `first` steps (1–MAX_LISTED_STEPS), reading no more of the turn than they are: the step/start after
+ * them found first (an index probe of `first + 1` rows), then the events before it. A dashboard's turn end draws 50
+ * bars; reading a long turn's 3,333 steps for them cost it the whole STEP_EVENTS read per turn end on screen.
+ */
+export async function firstStepsOf(log: TurnLog, turn: TurnRow, first: number): Promise<StepSummary[]> {
+  const toSeq = turn.endSeq ?? turn.lastSeq;
+  const starts = await log.ofTypes(turn.sessionId, ['step/start'], { fromSeq: turn.startSeq, toSeq, limit: first + 1, withoutTexts: true });
+  if (starts.length <= first) return stepsOf(log, turn);
+  const events = await log.ofTypes(turn.sessionId, ['turn/start', 'step/start', 'model/message', 'step/end'], {
+    fromSeq: turn.startSeq,
+    toSeq: starts[first].seq - 1,
+    limit: STEP_EVENTS,
+    withoutTexts: true,
+  });
+  return (await endWhenStopped(log, turn.sessionId, summarizeSteps(events))).slice(0, first);
+}
 
 /**
  * Why a failed turn failed: its agent's error report's message (plugin/agent/error), or null; as much of it as

@@ -8,7 +8,8 @@ import { EventType, type BaseEvent } from '@ag-ui/core';
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
-import { DEFAULT_MAX_REQUEST_MESSAGES, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { DEFAULT_MAX_REQUEST_KEYS, DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { MAX_JSON_TEXT_DEPTH, jsonTextPast } from '../../src/core/storable.ts';
 
 let app: TestApp;
 let url: string;
@@ -128,10 +129,15 @@ describe('AG-UI: a long thread (HttpAgent resends all of it)', () => {
     expect(exchange.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     // The client after 500 such exchanges: each message as HttpAgent holds it (ids of its own).
     const history = Array.from({ length: 500 }, (_, i) => exchange.map((m) => ({ ...m, id: `${m.id}-${i}` }))).flat();
-    const agent = new HttpAgent({ url, threadId });
+    // HttpAgent's own body, counted before it is parsed: its JSON values are within the bound five times over (the 10,000
+    // messages one request may carry), its distinct keys fifty times (core/resent-conversation.ts).
+    const sent: string[] = [];
+    const agent = new HttpAgent({ url, threadId, fetch: (to, init) => (sent.push(String(init.body)), fetch(to, init)) });
     agent.addMessages([...history.slice(0, 1_999), { id: 'long-next', role: 'user', content: 'and now?' }]);
     const events: BaseEvent[] = [];
     await agent.runAgent({ runId: 'long-2' }, { onEvent: ({ event }) => void events.push(event) });
+    expect(sent).toHaveLength(1);
+    expect(jsonTextPast(sent[0], DEFAULT_MAX_REQUEST_VALUES / 5, MAX_JSON_TEXT_DEPTH, DEFAULT_MAX_REQUEST_KEYS / 50)).toBeUndefined();
     for (const e of events) expect(() => EventSchemas.parse(e)).not.toThrow();
     expect(events.at(-1)).toMatchObject({ type: EventType.RUN_FINISHED, threadId, result: { sessionId: threadId, turn: 2 } });
     expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Echo: and now?' });

@@ -169,20 +169,25 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
     for (const b of boxes) expect(b.x + b.width).toBeLessThanOrEqual(viewport.width);
     await expectNoSidewaysScroll(page);
 
-    // Live: a variant's next answer streams in, then shows as its answer, without a reload. The card follows a variant's
-    // turns once a read shows it running, so the answer streams for 7 s (12 words): a loaded machine's reads may take seconds.
-    await send(ids[0], '!slow 600\nalpha again, word by word, slowly enough to watch it arrive');
-    await expect.poll(() => card(0).getAttribute('data-state'), TIMEOUT).toBe('running');
-    await expect
-      .poll(
-        () =>
-          card(0)
-            .getByTestId('variant-live')
-            .textContent({ timeout: 200 })
-            .catch(() => ''),
-        TIMEOUT,
-      )
-      .toContain('Echo:');
+    // Live: a variant's next answer streams in, then shows as its answer, without a reload. A short answer (12 words,
+    // about 1 s) and the page's reads of the fork point held 1.5 s, as on a loaded machine: a card that followed a
+    // variant's turns only once a read showed it running saw none of it, or its end only; each card follows its
+    // variant's turns from the start, so the text streams in from its first word.
+    await page.evaluate(() => {
+      const w = window as unknown as { __live: string[] };
+      w.__live = [];
+      new MutationObserver(() => {
+        const text = document.querySelector('[data-testid="variant-card"] [data-testid="variant-live"] .msg-text')?.textContent;
+        if (text && text !== w.__live.at(-1)) w.__live.push(text);
+      }).observe(document.querySelector('.variants-grid')!, { subtree: true, childList: true, characterData: true });
+    });
+    let holdReads = true;
+    await page.route('**/graphql*', async (route) => {
+      const req = route.request();
+      if (holdReads && (req.postData() ?? req.url()).includes('DashboardForkPoint')) await new Promise((r) => setTimeout(r, 1_500));
+      await route.continue();
+    });
+    await send(ids[0], '!slow 80\nalpha again, word by word, slowly enough to watch it arrive');
     await expect
       .poll(
         () =>
@@ -193,6 +198,11 @@ describe.each(SIZES)('branching from the dashboard ($name)', ({ name, viewport }
         TIMEOUT,
       )
       .toContain('Echo: alpha again, word by word, slowly enough to watch it arrive');
+    const live = await page.evaluate(() => (window as unknown as { __live: string[] }).__live);
+    expect(live.length).toBeGreaterThan(1); // streamed, not only shown once stored
+    expect(live[0]).toMatch(/^Echo:/);
+    expect(live.at(-1)).toContain('slowly enough to watch it arrive');
+    holdReads = false;
     expect(await card(0).getAttribute('data-state')).toBe('answered');
     // A failed variant that answers later is answered, not failed.
     await send(ids[1], 'recovered');

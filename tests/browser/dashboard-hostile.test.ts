@@ -14,16 +14,9 @@ import type { TestApp } from '../helpers/app.ts';
 import { postRecording, sha256 } from '../security/hostile-doors.ts';
 import { screenshot } from './chromium.ts';
 import { noHorizontalOverflow, openPage, showDetails, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { ATTACKER, clean, hiddenLeft, payload, watch } from './hostile-page.ts';
 
 const TIMEOUT = { timeout: 20_000 };
-const ATTACKER = 'attacker.invalid';
-
-/** Markup that would set `window.__pwned` (or fetch from the attacker) were it parsed as HTML or followed as a link. */
-const payload = (where: string) =>
-  `<img src="http://${ATTACKER}/${where}.png" onerror="window.__pwned='${where}'"><script>window.__pwned='${where}'</script>` +
-  `<svg onload="window.__pwned='${where}'"></svg><a href="javascript:window.__pwned='${where}'">click ${where}</a>` +
-  ` [md ${where}](javascript:window.__pwned='${where}') ![img ${where}](http://${ATTACKER}/${where}-md.png) <iframe src="data:text/html,<script>parent.__pwned='${where}'</script>"></iframe>` +
-  ` ${where}: approve\u202Edenied\u202C pay\u200Bpal`; // reads "approve deined" where bidi overrides act
 
 /** Right-to-left override: `report<U+202E>fdp.exe` reads as `reportexe.pdf`; a zero-width space hides inside `pay<U+200B>pal`. */
 const DISGUISED_TITLE = `report\u202Efdp.exe\u202C pay\u200Bpal ${payload('title').slice(0, 120)} ${'W'.repeat(500)}`.slice(0, 500); // the longest title (500), ending in one unbroken word
@@ -133,37 +126,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => dashboard?.close());
 
-/** Everything a hostile payload could make the page do: requests off the origin, dialogs, CSP violations, the global it sets. */
-async function watch(page: Page) {
-  const offOrigin: string[] = [];
-  const dialogs: string[] = [];
-  page.on('request', (req) => {
-    const url = new URL(req.url());
-    if (url.origin !== origin && url.protocol !== 'blob:') offOrigin.push(req.url());
-  });
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.dismiss();
-  });
-  page.on('popup', (p) => dialogs.push(`popup ${p.url()}`));
-  await page.addInitScript(() => {
-    const w = window as unknown as { __violations: string[] };
-    w.__violations = [];
-    document.addEventListener('securitypolicyviolation', (e) => w.__violations.push(`${e.effectiveDirective} ${e.blockedURI} ${e.sample}`));
-  });
-  return {
-    async verdict() {
-      const { pwned, violations } = await page.evaluate(() => {
-        const w = window as unknown as { __pwned?: string; __violations: string[] };
-        return { pwned: w.__pwned, violations: w.__violations };
-      });
-      return { pwned, violations, offOrigin, dialogs };
-    },
-  };
-}
-
-const clean = { pwned: undefined, violations: [], offOrigin: [], dialogs: [] };
-
 /** How the disguised title and path read on the page: each hidden character as its escape. */
 const SHOWN_TITLE = 'report\\u202efdp.exe\\u202c pay\\u200bpal';
 const SHOWN_PATH = "docs/invoice\\u202etxt.exe\\u202c/pay\\u200bpal<img src=x onerror=window.__pwned='path'>.md";
@@ -176,20 +138,6 @@ const sidewaysScrolled = (page: Page) =>
       .map((el) => `${el.dataset.testid} ${el.scrollWidth}/${el.clientWidth}`),
   );
 
-/** Bidi controls, zero-width and other invisible characters, and control characters (ANSI's ESC) left in what the page shows. */
-const hiddenLeft = (page: Page) =>
-  page.evaluate(() => {
-    const found: string[] = [];
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-      const el = n.parentElement!;
-      // eslint-disable-next-line no-control-regex -- control characters are what it looks for
-      if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u200b\u2060\ufeff]/u.test(n.textContent ?? '') && el.checkVisibility())
-        found.push(`${el.tagName}.${el.className}: ${n.textContent!.slice(0, 60)}`);
-    }
-    return found;
-  });
-
 describe('dashboard: hostile content', () => {
   for (const viewport of [
     { width: 1440, height: 900 },
@@ -197,7 +145,7 @@ describe('dashboard: hostile content', () => {
   ])
     it(`runs none of it, shows it as text, and keeps the page from scrolling sideways (${viewport.width}x${viewport.height})`, async () => {
       const { page, errors } = await openPage(dashboard.browser, { viewport, timeoutMs: 20_000 });
-      const watcher = await watch(page);
+      const watcher = await watch(page, origin);
       const response = await page.goto(`${origin}/sessions/${id}`);
       expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
       const conversation = page.getByTestId('conversation-scroll');
@@ -286,7 +234,7 @@ describe('dashboard: hostile content', () => {
 
   it('an export opened in the browser downloads (GET /recordings) or shows as text (event pages): none of it runs', async () => {
     const { page } = await openPage(dashboard.browser);
-    const watcher = await watch(page);
+    const watcher = await watch(page, origin);
     const download = page.waitForEvent('download');
     await page.goto(`${origin}/recordings?session=${id}`).catch(() => {}); // a download is not a navigation
     expect((await download).suggestedFilename()).toMatch(/^[A-Za-z0-9._-]+\.jsonl$/);
@@ -299,7 +247,7 @@ describe('dashboard: hostile content', () => {
 
   it('enforces its CSP: script injected into the page is refused and reported', async () => {
     const { page } = await openPage(dashboard.browser);
-    const watcher = await watch(page);
+    const watcher = await watch(page, origin);
     await page.goto(`${origin}/sessions/${id}`);
     await page.getByTestId('conversation-scroll').waitFor(TIMEOUT);
     await page.evaluate(() => {

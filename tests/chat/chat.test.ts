@@ -10,7 +10,8 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 import { anyData } from '../helpers/event-data.ts';
 import type { AnswerMetadata } from '../../src/chat/ui-message-stream.ts';
-import { DEFAULT_MAX_REQUEST_MESSAGES, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { DEFAULT_MAX_REQUEST_KEYS, DEFAULT_MAX_REQUEST_MESSAGES, DEFAULT_MAX_REQUEST_VALUES, tooManyMessages } from '../../src/core/resent-conversation.ts';
+import { MAX_JSON_TEXT_DEPTH, jsonTextPast } from '../../src/core/storable.ts';
 
 let app: TestApp;
 let api: string;
@@ -228,7 +229,25 @@ describe('a long conversation (useChat resends all of it)', () => {
       { ...question, id: `long-u${i}` },
       { ...first.message, id: `long-a${i}` },
     ]).flat();
-    const next = await send(chatId, [...history.slice(0, 1_999), user('and now?')]);
+    // The transport's own body, counted before it is parsed: its JSON values are within the bound five times over (the
+    // 10,000 messages one request may carry), its distinct keys fifty times (core/resent-conversation.ts).
+    const sent: string[] = [];
+    const capturing = new DefaultChatTransport({
+      api,
+      headers: auth(),
+      fetch: (url, init) => (sent.push(String(init?.body)), fetch(url, init)),
+    });
+    const next = await collect(
+      await capturing.sendMessages({
+        chatId,
+        messages: [...history.slice(0, 1_999), user('and now?')],
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    expect(sent).toHaveLength(1);
+    expect(jsonTextPast(sent[0], DEFAULT_MAX_REQUEST_VALUES / 5, MAX_JSON_TEXT_DEPTH, DEFAULT_MAX_REQUEST_KEYS / 50)).toBeUndefined();
     expect(next.errors).toEqual([]);
     expect(next.message.metadata).toMatchObject({ chatId, turn: 2, reason: 'completed' });
     expect(next.message.parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(['Echo: and now?']);

@@ -13,6 +13,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { subscribeWs } from '../helpers/subscribe.ts';
 import { importedRecording, replayChat } from '../helpers/chat-replay.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { claimSession } from '../helpers/claimed-session.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { multiAnswerCallId, multiAnswerTurnRecording } from '../fixtures/recordings/recordings.ts';
@@ -86,17 +87,7 @@ describe('a live step of several answers (an external runner’s), followed by s
       after: sendMessage.event.seq,
     });
     await waitFor(() => app.services.live.stats().turns >= 2, { what: 'both subscribers registered' });
-    const claimed = await app.ok(`mutation($id: ID!) { claimSession(input: {sessionId: $id, runnerId: "r1"}) { session { eventCount } lease { token } } }`, {
-      id: sid,
-    });
-    const token = claimed.claimSession.lease.token as number;
-    let count = claimed.claimSession.session.eventCount as number;
-    const append = async (events: Array<{ type: string; data: unknown }>) => {
-      const r = await app.ok(`mutation($input: AppendEventsInput!) { appendEvents(input: $input) { session { eventCount } } }`, {
-        input: { sessionId: sid, leaseToken: token, expectedEventCount: count, events },
-      });
-      count = r.appendEvents.session.eventCount;
-    };
+    const { token, append } = await claimSession(app, sid);
     const delta = (text: string) =>
       app.ok(`mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`, {
         input: { sessionId: sid, leaseToken: token, turn: 1, step: 1, text },

@@ -6,7 +6,8 @@
 // (runner-adapter-edges.test.ts: every call in the log before its tool runs,
 // none run when its append fails; runner-adapter-approvals.test.ts;
 // runner-sdk-compaction.test.ts, with ai 7's own mock model;
-// runner-call-first.test.ts: each tool reads the log as it starts), whose
+// runner-call-first.test.ts: each tool reads the log as it starts;
+// runner-ai-sdk-call-ids.test.ts: a turn's call ids by forkline's rules), whose
 // OpenAI Agents cases run here again unchanged.
 import { vi } from 'vitest';
 import { aiSdkMajorCases } from './ai-sdk-majors.ts';
@@ -20,3 +21,4 @@ await import('./runner-adapter-edges.test.ts');
 await import('./runner-adapter-approvals.test.ts');
 await import('./runner-sdk-compaction.test.ts');
 await import('./runner-call-first.test.ts');
+await import('./runner-ai-sdk-call-ids.test.ts');

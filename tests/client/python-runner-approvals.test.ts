@@ -243,8 +243,9 @@ describe('a batch the server refuses, with the Python runner SDK', () => {
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 120_000);
 
-  it('ends the turn failed when a batch breaks a rule (a call id twice in a step): no tool runs, nothing is left open', async () => {
-    const { id, pool } = await sessionAsking({ calls: ['lookup', 'lookup'], same_ids: true });
+  // (A call id twice in a step no longer breaks one: the second is recorded under call_<position>, python-wire-names.test.ts.)
+  it('ends the turn failed when a batch breaks a rule (more calls than a step holds): no tool runs, nothing is left open', async () => {
+    const { id, pool } = await sessionAsking({ calls: Array.from({ length: 4097 }, () => 'lookup') });
     const served = await serve(id, pool);
     expect(ran(served)).toEqual([]);
     const log = await events(id);
@@ -255,7 +256,7 @@ describe('a batch the server refuses, with the Python runner SDK', () => {
       ['plugin/agent/error', null],
       ['turn/end', 'failed'],
     ]);
-    expect(tail[1].data.message).toMatch(/^the server refused the runner's batch: .*\(BAD_USER_INPUT, rule call ids\)$/);
+    expect(tail[1].data.message).toMatch(/^the server refused the runner's batch: .*\(BAD_USER_INPUT, rule step calls\)$/);
     expect((await status(id)).status).toBe('IDLE');
   }, 120_000);
 

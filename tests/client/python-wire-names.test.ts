@@ -11,6 +11,13 @@
 //   offered; a hostile model naming the other (by its own name, offered by no
 //   request) or a name in no map runs nothing, and the call is recorded as one
 //   of a tool the runner does not have.
+// And call ids a model gives (docs/runners.md#call-ids): the old code wrote a
+// reply's calls as given, so an answer holding one id twice, an id over 200
+// characters or one with a NUL was refused by the log and the turn failed
+// with nothing run; now each is recorded as forkline's own agent records it:
+// under `call_<position>`, answered at once with why, never run (the first of
+// two sharing an id runs). A call repeating an id of the history runs under a
+// fresh one.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -18,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { answerOf, runnerSessions, type Call } from '../helpers/call-id-sessions.ts';
 import { answers, refusingProviders } from '../helpers/provider-rules.ts';
 import { recordingCalling } from '../helpers/wire-name-sessions.ts';
 
@@ -152,4 +160,52 @@ describe('tool names on the wire with the Python runner SDK', () => {
     },
     60_000,
   );
+});
+
+describe('call ids with the Python runner SDK', () => {
+  const { session, send: sendTo, logOf } = runnerSessions(() => app, 'py-call-ids');
+  /** The fake model's answers, one a request: each answer's calls, else its text. */
+  const scripted = (script: Array<Call[] | string>) => (answer = () => answerOf('openai', script.shift() ?? 'done'));
+  const read = (id: string, p: string): Call => ({ id, name: 'read', arguments: JSON.stringify({ path: p }) });
+
+  it.each([
+    [
+      'one id twice',
+      [read('call_a', 'a'), read('call_a', 'b')],
+      ['call_a', 'call_2'],
+      ['a'],
+      { call_2: 'the model gave it the id of another call of this step (call_a)' },
+    ],
+    ['an id of 300 characters', [read('c'.repeat(300), 'a')], ['call_1'], [], { call_1: 'the model gave it an id of 300 characters (1-200 allowed)' }],
+    ['an id holding a NUL', [read('call\u00001', 'a')], ['call_1'], [], { call_1: 'the model gave it an id holding a NUL character or an unpaired surrogate' }],
+  ])(
+    'records an answer with %s as forkline does: a refused call answered at once, never run',
+    async (_what, calls, ids, ranPaths, why) => {
+      const s = await session('read');
+      scripted([calls, 'done']);
+      const lines = await serve(s.id, s.pool, ['read']);
+
+      expect(lines.filter((l) => l.ran).map((l) => l.args.path)).toEqual(ranPaths);
+      const log = await logOf(s.id);
+      expect(log.find((e) => e.type === 'model/message')!.data.toolCalls.map((c: Call) => c.id)).toEqual(ids);
+      for (const [id, text] of Object.entries(why))
+        expect(log.find((e) => e.type === 'tool/result' && e.data.callId === id)!.data).toMatchObject({ status: 'error', content: `not run: ${text}` });
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    },
+    60_000,
+  );
+
+  it('runs a call repeating an id of the history under a fresh one', async () => {
+    const s = await session('read a');
+    scripted([[read('call_0', 'a')], 'done']);
+    await serve(s.id, s.pool, ['read']);
+    await sendTo(s.id, 'read b');
+    scripted([[read('call_0', 'b')], 'done']);
+    const lines = await serve(s.id, s.pool, ['read']);
+
+    expect(lines.filter((l) => l.ran).map((l) => l.args.path)).toEqual(['b']);
+    const log = await logOf(s.id);
+    expect(log.filter((e) => e.type === 'model/message').flatMap((e) => e.data.toolCalls.map((c: Call) => c.id))).toEqual(['call_0', 'call_1']);
+    expect(log.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed']);
+  }, 60_000);
 });

@@ -5,11 +5,17 @@
 //
 // - A tool the client runs (Anthropic's `bash`, given an `execute`): its call
 //   is in the log before the tool starts (the tool reads the log),
-//   its result is stored, and the provider is offered it under its own name.
-// - The same tool under a name providers refuse (`shell.bash`): the old code
-//   offered it under its wire form, Anthropic's package sent it as `bash` and
-//   its call came back as `bash`, a tool the SDK did not have; the turn now
-//   fails before the model is called, saying so.
+//   its result is stored, and the provider is offered it under its own name;
+//   with streamText and with generateText (a request that does not stream,
+//   answered with Anthropic's one JSON message: anthropicMessage).
+// - The same tool under another valid key (`shell`): @ai-sdk/anthropic sends
+//   it as `bash` and hands back its calls as `bash`, which the SDK answered
+//   "Model tried to call unavailable tool 'bash'" (the old code); under a name
+//   providers refuse (`shell.bash`) the old code offered it under its wire
+//   form, with the same end. The turn now fails before the model is called,
+//   naming the rule: a provider tool goes by the provider's own name. Under
+//   those names (bash, str_replace_based_edit_tool, memory, computer) they are
+//   offered as they are.
 // - A tool the provider runs itself (web search, code execution): the turn
 //   fails before the model is called, naming each such tool: with ai 6's
 //   packages (no mark: one given an `execute` too), and with ai 7's, which
@@ -69,10 +75,10 @@ async function serveOnce(run: (session: RunnerSession, id: string) => Promise<un
   return logOf(id);
 }
 
-describe('a provider-defined tool the runner runs (Anthropic bash)', () => {
+describe.each(['stream', 'generate'] as const)('a provider-defined tool the runner runs (Anthropic bash, %s)', (mode) => {
   {
     const key = 'bash';
-    it('runs (streamed): its call stored before it starts, its result after', async () => {
+    it('runs: its call stored before it starts, its result after', async () => {
       const before = provider.received.length;
       const seen: Array<ReturnType<typeof callsIn>> = [];
       const inputs: unknown[] = [];
@@ -86,12 +92,14 @@ describe('a provider-defined tool the runner runs (Anthropic bash)', () => {
             },
           }),
         } as ToolSet;
-        return runAiSdkTurns(s, { model: anthropic()('fake-model'), tools });
+        return runAiSdkTurns(s, { model: anthropic()('fake-model'), tools, mode });
       });
       expect(inputs).toEqual([{ command: 'ls /tmp' }]);
       expect(seen).toEqual([{ stored: [key], answered: [] }]);
       const requests = provider.received.slice(before);
       expect(requests.map((r) => r.refusal)).toEqual([undefined, undefined]);
+      // generateText asks for one JSON message (the fake answers it as Anthropic does), streamText for events.
+      expect(requests.map((r) => r.body.stream === true)).toEqual([mode === 'stream', mode === 'stream']);
       // The provider's own tool, by its own name, in both requests; the history's call and result under it.
       for (const r of requests) expect(r.body.tools).toEqual([expect.objectContaining({ name: 'bash', type: 'bash_20250124' })]);
       expect(requests[1].body.messages.at(-2).content).toEqual([expect.objectContaining({ type: 'tool_use', id: 'toolu_1', name: 'bash' })]);
@@ -103,7 +111,39 @@ describe('a provider-defined tool the runner runs (Anthropic bash)', () => {
   }
 });
 
-describe('a provider-defined tool under a name providers refuse', () => {
+describe("a provider-defined tool under a name other than the provider's", () => {
+  it('fails the turn before the model is called, naming the rule: under another valid key its calls (named `bash`) would run nothing', async () => {
+    const before = provider.received.length;
+    let ran = 0;
+    const a = anthropic();
+    const tools = {
+      shell: a.tools.bash_20250124({ execute: async () => (ran++, 'ran') }),
+      str_replace_editor: a.tools.textEditor_20250728({ execute: async () => (ran++, 'ran') }),
+    } as ToolSet;
+    const log = await serveOnce((s) => runAiSdkTurns(s, { model: a('fake-model'), tools }));
+    expect(provider.received.length).toBe(before);
+    expect(ran).toBe(0);
+    expect(log.find((e) => e.type === 'plugin/agent/error')!.data.message).toBe(
+      'a provider tool must go by the name the provider gives it (the provider names its calls by that name; under another they would run nothing): ' +
+        'tool "shell" is the provider\'s "bash", tool "str_replace_editor" is the provider\'s "str_replace_based_edit_tool"',
+    );
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+  });
+
+  it("runs each under the provider's own name: the names the request offers them by", async () => {
+    const before = provider.received.length;
+    const a = anthropic();
+    const tools = {
+      bash: a.tools.bash_20250124({ execute: async () => 'a.txt' }),
+      str_replace_based_edit_tool: a.tools.textEditor_20250728({ execute: async () => 'edited' }),
+      memory: a.tools.memory_20250818({ execute: async () => 'kept' }),
+      computer: a.tools.computer_20250124({ displayWidthPx: 800, displayHeightPx: 600, execute: async () => 'clicked' }),
+    } as ToolSet;
+    const log = await serveOnce((s) => runAiSdkTurns(s, { model: a('fake-model'), tools }));
+    expect(provider.received[before].body.tools.map((t: { name: string }) => t.name)).toEqual(Object.keys(tools));
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
   it('fails the turn before the model is called: under its wire form, its calls (named `bash` by the provider) would run nothing', async () => {
     const before = provider.received.length;
     const a = anthropic();

@@ -79,6 +79,7 @@ function referenceState(events: readonly LogEvent[]) {
   let step: number | undefined;
   let calls: any[] = [];
   let answered = new Set<string>();
+  let answers = 0;
   for (const e of events) {
     const d = anyData(e);
     if (e.type === 'inbox/add') pending.set(d.inputId, { inputId: d.inputId, text: d.text, seq: e.seq });
@@ -95,9 +96,12 @@ function referenceState(events: readonly LogEvent[]) {
       step = d.step;
       calls = [];
       answered = new Set();
+      answers = 0;
     } else if (e.type === 'step/end' && d.turn === turn && d.step === step) step = undefined;
-    else if (e.type === 'model/message' && d.turn === turn && d.step === step) calls.push(...d.toolCalls);
-    else if (e.type === 'tool/result' && d.turn === turn && d.step === step) answered.add(d.callId);
+    else if (e.type === 'model/message' && d.turn === turn && d.step === step) {
+      calls.push(...d.toolCalls);
+      answers++;
+    } else if (e.type === 'tool/result' && d.turn === turn && d.step === step) answered.add(d.callId);
   }
   return {
     pendingInputs: [...pending.values()].sort((a, b) => a.seq - b.seq),
@@ -105,7 +109,8 @@ function referenceState(events: readonly LogEvent[]) {
     openTurn,
     model,
     title,
-    openTail: turn === undefined ? undefined : { turn, step: step === undefined ? undefined : { step, unanswered: calls.filter((c) => !answered.has(c.id)) } },
+    openTail:
+      turn === undefined ? undefined : { turn, step: step === undefined ? undefined : { step, unanswered: calls.filter((c) => !answered.has(c.id)), answers } },
   };
 }
 

@@ -39,17 +39,30 @@ export async function replayChat(base: string, chatId: string, stallMs = 0, buil
   const transport = new DefaultChatTransport({ api: `${base}/chat` });
   const stream = await transport.reconnectToStream({ chatId });
   expect(stream).not.toBeNull();
-  const [a, b] = stalled(stream!, stallMs).tee();
+  const { chunks, errors, done } = followChat(stalled(stream!, stallMs), build);
+  const message = await done;
+  if (!build) for (const c of chunks) if (c.type === 'error') errors.push(new Error(c.errorText));
+  return { chunks, message, errors };
+}
+
+/**
+ * An answer's stream read as it comes: `chunks` as they arrive (a test may wait on them), and, with `build`, the
+ * message readUIMessageStream makes of them once the stream ends (`done`).
+ */
+export function followChat(stream: ReadableStream<UIMessageChunk>, build = true) {
+  const [a, b] = stream.tee();
   const chunks: UIMessageChunk[] = [];
   const reading = (async () => {
     const reader = a.getReader();
     for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
   })();
   const errors: unknown[] = [];
-  let message: UIMessage | undefined;
-  if (build) for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e), terminateOnError: false })) message = m;
-  else await b.cancel();
-  await reading;
-  if (!build) for (const c of chunks) if (c.type === 'error') errors.push(new Error(c.errorText));
-  return { chunks, message, errors };
+  const done = (async () => {
+    let message: UIMessage | undefined;
+    if (build) for await (const m of readUIMessageStream({ stream: b, onError: (e) => errors.push(e), terminateOnError: false })) message = m;
+    else await b.cancel();
+    await reading;
+    return message;
+  })();
+  return { chunks, errors, done };
 }

@@ -64,3 +64,10 @@ export async function postGraphQL(url: string, query: string, variables?: unknow
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query, variables }) });
   return { status: res.status, body: (await res.json()) as any };
 }
+
+/** A GraphQL operation that must answer without errors: its data. */
+export async function okGraphQL(url: string, query: string, variables?: unknown) {
+  const r = await postGraphQL(url, query, variables);
+  if (r.body.errors) throw new Error(`GraphQL errors: ${JSON.stringify(r.body.errors).slice(0, 500)}`);
+  return r.body.data;
+}

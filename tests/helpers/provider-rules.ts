@@ -17,7 +17,17 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatMessagesRefusal } from './chat-completions.ts';
-import { anthropicText, anthropicToolCall, chatText, chatToolCall, geminiText, geminiToolCall, responsesText, responsesToolCall } from './provider-sse.ts';
+import {
+  anthropicMessage,
+  anthropicText,
+  anthropicToolCall,
+  chatText,
+  chatToolCall,
+  geminiText,
+  geminiToolCall,
+  responsesText,
+  responsesToolCall,
+} from './provider-sse.ts';
 
 type Body = any;
 
@@ -138,7 +148,8 @@ export const answers: Record<Provider, { call(c: { id: string; name: string; arg
 /**
  * A fake of the four APIs on one port (`<base>/openai/v1`, `<base>/anthropic/v1`, `<base>/google/v1beta`):
  * each request is kept with why the API would refuse it, and a refused one is answered with the API's 400;
- * another with `answer`'s SSE events (`n`: the provider's requests so far, this one too).
+ * another with `answer`'s SSE events (`n`: the provider's requests so far, this one too), or, to an Anthropic
+ * request that does not ask to stream, with the one JSON message those events make (anthropicMessage).
  */
 export async function refusingProviders(answer: (provider: Provider, body: Body, n: number) => string[]) {
   const received: Array<{ provider: Provider; body: Body; refusal?: string }> = [];
@@ -152,8 +163,12 @@ export async function refusingProviders(answer: (provider: Provider, body: Body,
     const refusal = wireRefusal[provider](body);
     received.push({ provider, body, refusal });
     if (refusal) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(refusalBody(provider, refusal)));
+    const events = answer(provider, body, received.filter((r) => r.provider === provider).length);
+    // Anthropic answers a request that does not ask to stream with one JSON message (generateText's).
+    if (provider === 'anthropic' && body.stream !== true)
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(anthropicMessage(events)));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(answer(provider, body, received.filter((r) => r.provider === provider).length).join(''));
+    res.end(events.join(''));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {

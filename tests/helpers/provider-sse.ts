@@ -132,6 +132,33 @@ export const anthropicToolCall = (c: WireCall): string[] => [
   ...anthropicStop('tool_use', CALL_USAGE.output),
 ];
 
+/**
+ * The answer Anthropic gives a request without `stream`: one JSON message (the Messages API's response: its
+ * content blocks whole, a tool_use's `input` as an object, `stop_reason` and `usage`), assembled from the events
+ * it streams for the same answer.
+ */
+export function anthropicMessage(events: string[]): Record<string, unknown> {
+  let message: Record<string, unknown> = {};
+  const content: Array<Record<string, any>> = [];
+  const inputs: string[] = [];
+  for (const event of events) {
+    const data = JSON.parse(event.slice(event.indexOf('data: ') + 'data: '.length));
+    if (data.type === 'message_start') message = { ...data.message };
+    else if (data.type === 'content_block_start') [content[data.index], inputs[data.index]] = [{ ...data.content_block }, ''];
+    else if (data.type === 'content_block_delta' && data.delta.type === 'text_delta') content[data.index].text += data.delta.text;
+    else if (data.type === 'content_block_delta' && data.delta.type === 'input_json_delta') inputs[data.index] += data.delta.partial_json;
+    else if (data.type === 'content_block_stop' && content[data.index].type === 'tool_use') content[data.index].input = JSON.parse(inputs[data.index] || '{}');
+    else if (data.type === 'message_delta')
+      message = {
+        ...message,
+        stop_reason: data.delta.stop_reason,
+        stop_sequence: data.delta.stop_sequence ?? null,
+        usage: { ...(message.usage as object), ...data.usage },
+      };
+  }
+  return { ...message, content };
+}
+
 // ---- Gemini generateContent ----
 
 const geminiUsage = (u: WireUsage) => ({ usageMetadata: { promptTokenCount: u.input, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output } });

@@ -29,19 +29,19 @@ export function recordingCalling(o: { id: string; pool: string; tool: string; pr
   return [header, ...events.map(([type, data], seq) => ({ seq, type, data, createdAt: at(seq) }))].map((l) => JSON.stringify(l)).join('\n') + '\n';
 }
 
-/** A streamed Responses answer whose completed response holds `item` as its output (what the Agents SDK reads). */
-export function agentsResponse(item: Record<string, unknown>): string[] {
+/** A streamed Responses answer whose completed response holds `items` as its output (what the Agents SDK reads). */
+export function agentsResponse(...items: Array<Record<string, unknown>>): string[] {
   const response = {
     id: 'resp_1',
     object: 'response',
     created_at: 1,
     model: 'fake-model',
-    output: [item],
+    output: items,
     usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
   };
   return [
     sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
-    sse({ type: 'response.output_item.done', output_index: 0, item }),
+    ...items.map((item, i) => sse({ type: 'response.output_item.done', output_index: i, item })),
     sse({ type: 'response.completed', response: { ...response, status: 'completed' } }),
   ];
 }

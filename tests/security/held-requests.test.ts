@@ -283,6 +283,8 @@ describe('reads bounded per field, multiplied by pages and aliases', () => {
   it.each([
     ['Session.file', 'file(path: "a.txt") { text }', 'one file per request'],
     ['Session.fileChanges', 'fileChanges(fromSeq: -1) { diff }', 'one range of one session per request'],
+    ['Session.files', 'files { path }', 'one tree per request'],
+    ['Session.workspace', 'workspace { value }', 'one session’s notes per request'],
   ])('%s may be read once per operation: aliased or under a page of sessions, refused before anything runs', async (field, read, instead) => {
     const one = await app.gql(`query($id: ID!) { session(id: $id) { ${read} } }`, { id: sessionId });
     expect(one.errors).toBeUndefined();

@@ -70,6 +70,9 @@ export function runnerFileBatch(inputId: string, changes: FileChangeRecord[], ca
   ];
 }
 
+/** declareRunnerTools, answering the log's length after it. */
+export const DECLARE_RUNNER_TOOLS = `mutation($input: DeclareRunnerToolsInput!) { declareRunnerTools(input: $input) { eventCount } }`;
+
 export const appendEvents = (app: TestApp, s: { id: string; token: number; eventCount: number }, events: unknown[], headers: Record<string, string> = {}) =>
   app.gql(
     `mutation($input: AppendEventsInput!) { appendEvents(input: $input) { eventCount } }`,

@@ -14,7 +14,7 @@ import { eventPath } from './router.ts';
 import { shownName } from './format.ts';
 import { Badge } from './widgets.tsx';
 import './compare-turns.css';
-import { visibleLines } from '../../../src/core/visible-text.ts';
+import { LongText } from './long-text.tsx';
 
 /** Pages looked back from the divergence for the start of the turn it lies in. */
 const MAX_LOOKBACK_PAGES = 5;
@@ -183,20 +183,22 @@ function TurnCell({ turn, view: t, sessionId, testId, same }: { turn: number; vi
       </div>
       {t.input !== null && (
         <div class="turn-input">
-          <span class="muted">you:</span> {visibleLines(t.input)}
+          <span class="muted">you:</span> <LongText text={t.input} id={`${sessionId}:${t.startSeq}:input`} class="inline-text" />
         </div>
       )}
       {t.calls.map((c, i) => (
         <div key={i} class="turn-call">
-          <code>{visibleLines(c)}</code>
+          <LongText text={c} id={`${sessionId}:${t.startSeq}:call:${i}`} class="turn-call-text" />
         </div>
       ))}
       {t.answers.map((a, i) => (
-        <div key={i} class="turn-answer">
-          {visibleLines(a)}
-        </div>
+        <LongText key={i} text={a} id={`${sessionId}:${t.startSeq}:answer:${i}`} class="turn-answer" />
       ))}
-      {t.error && <div class="turn-error">error: {visibleLines(t.error)}</div>}
+      {t.error && (
+        <div class="turn-error">
+          error: <LongText text={t.error} id={`${sessionId}:${t.startSeq}:error`} class="inline-text" />
+        </div>
+      )}
     </div>
   );
 }

@@ -1,6 +1,6 @@
 // Renders a folded conversation: messages, tool calls with their results
 // (synthetic ones marked with their wording), fork markers and turn ends.
-import { takenUnstartedText, type ConversationItem, type ToolCallView } from './conversation.ts';
+import { clip, takenUnstartedText, type ConversationItem, type ToolCallView } from './conversation.ts';
 import type { LiveStep } from './session-log.ts';
 import { sessionPath } from './router.ts';
 import { formatDuration, shownName } from './format.ts';
@@ -10,6 +10,9 @@ import { Badge, EffectBadge } from './widgets.tsx';
 import { isLongText, LongText } from './long-text.tsx';
 import { ApprovalDecision, ApprovalPrompt } from './tool-approval.tsx';
 import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
+
+/** A note's text shown at most (the fold bounds the notes it makes; a plugin's type or an old log's may be longer). */
+const NOTE_SHOWN_CHARS = 2_000;
 
 const RESULT_LABELS: Record<string, string> = {
   ok: 'ok',
@@ -193,7 +196,7 @@ export function Item({ item, onBranch, onEdit, onFork, busy, titleOf, sessionId,
     case 'note':
       return (
         <li {...row} class={`note${inherited}`} data-seq={item.seqs[0]} title={item.type}>
-          <span class="note-text">{visibleLines(item.text)}</span> <Seq seq={item.seqs[0]} />
+          <span class="note-text">{visibleLines(clip(item.text, NOTE_SHOWN_CHARS))}</span> <Seq seq={item.seqs[0]} />
         </li>
       );
   }

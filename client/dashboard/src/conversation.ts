@@ -380,9 +380,29 @@ function fileChangesOf(d: Record<string, unknown>): Array<{ path: string; delete
   return changes.map((c) => ({ path: str(c.path), deleted: c.hash === null }));
 }
 
-const toolSetText = (tools: unknown) => (Array.isArray(tools) ? (tools.length ? tools.map((t) => visibleText(str(t))).join(', ') : 'none') : '');
+/**
+ * The most characters of a list of names a note or a timeline row is made of: a session's tool set may name 500 tools
+ * of 200 characters (core/events.ts), which made a `tools:` note of 100,000 characters, built again on each fold.
+ */
+export const NOTE_LIST_CHARS = 1_000;
+
+/** Names joined while they fit in NOTE_LIST_CHARS, then how many are left out: `a, b, … and 480 more (500 in all)`. */
+function listText(tools: unknown, name: (t: unknown) => string): string {
+  if (!Array.isArray(tools)) return '';
+  if (!tools.length) return 'none';
+  let text = '';
+  for (let i = 0; i < tools.length; i++) {
+    const next = clip(name(tools[i]), NOTE_LIST_CHARS);
+    if (text && text.length + 2 + next.length > NOTE_LIST_CHARS) return `${text}, … and ${tools.length - i} more (${tools.length} in all)`;
+    text = text ? `${text}, ${next}` : next;
+  }
+  return text;
+}
+
+const toolSetText = (tools: unknown) => listText(tools, (t) => visibleText(str(t)));
 /** A runner's declared tools with their effects: `send_email (side-effects)`. */
 const runnerToolsText = (tools: unknown) =>
-  Array.isArray(tools) ? (tools.length ? tools.map((t) => `${visibleText(str(t?.name))} (${str(t?.effect)})`).join(', ') : 'none') : '';
+  listText(tools, (t) => `${visibleText(str((t as Record<string, unknown> | null)?.name))} (${str((t as Record<string, unknown> | null)?.effect)})`);
 
-const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+/** At most `n` characters of `s`, ending in … when cut. */
+export const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);

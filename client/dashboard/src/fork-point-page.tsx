@@ -13,7 +13,8 @@ import { followLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd, shownName } from './format.ts';
 import './fork-family.css';
-import { visibleLines, visibleText } from '../../../src/core/visible-text.ts';
+import { visibleText } from '../../../src/core/visible-text.ts';
+import { LongText } from './long-text.tsx';
 
 /** The parent and its children at `seq`, read again when one of them (or a new one there) changes. */
 function useForkPoint(id: string, seq: number) {
@@ -62,20 +63,26 @@ export function variantState(
 /** The last turn is the child's own (it started after the fork's seed), not one inherited with the prefix. */
 const isOwn = (c: Pick<VariantFieldsFragment, 'lastTurn' | 'firstLiveSeq'>) => !!c.lastTurn && c.lastTurn.startSeq >= c.firstLiveSeq;
 
-/** A running variant's text as it streams (sessionTurns), until its answer is stored and read. */
-function useStreaming(id: string, running: boolean): LiveStep | null {
+/**
+ * A variant's text as it streams (sessionTurns), until its answer is stored and read. Every card follows its variant's
+ * turns from the first read of it (`afterSeq`: its last event then) for as long as the page is open, whatever its
+ * state: a card that began to follow only once a read showed it running missed a short answer's text (the read came
+ * after it had streamed). At most the page's 50 cards, so 50 subscriptions on the page's one socket.
+ */
+function useStreaming(id: string, afterSeq: number): LiveStep | null {
   const [live, setLive] = useState<LiveStep | null>(null);
+  const [from] = useState(afterSeq); // the first read's: later reads must not restart the subscription
   useEffect(() => {
     setLive(null);
-    if (!running) return;
     return followLiveSteps(
       id,
       new Set(),
       setLive,
       () => {},
       () => {},
+      from,
     ); // the card's state comes from the reads; streaming is extra
-  }, [id, running]);
+  }, [id, from]);
   return live;
 }
 
@@ -127,40 +134,51 @@ const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered',
 function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
   const state = variantState(c);
   const answer = c.lastAnswer && !c.lastAnswer.inherited ? c.lastAnswer : null;
-  const live = useStreaming(c.id, state === 'running');
+  const live = useStreaming(c.id, c.eventCount - 1);
   return (
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">
-        <a href={sessionPath(c.id)} class="variant-title">
+        <a href={sessionPath(c.id)} class="variant-title" title={visibleText(c.title || c.id)}>
           {visibleText(c.title || c.id)}
         </a>
         <Badge tone={`variant-${state}`}>{STATE_TEXT[state]}</Badge>
       </div>
       {c.lastTurn?.input != null && isOwn(c) && (
-        <p class="variant-input">
-          <span class="muted">you:</span> {visibleLines(c.lastTurn.input)}
+        <div class="variant-input">
+          <span class="muted">you:</span> <LongText text={c.lastTurn.input} id={`${c.id}:input:${c.lastTurn.inputSeq}`} class="inline-text" />
           {c.lastTurn.inputTruncated && <CutNote id={c.id} seq={c.lastTurn.inputSeq} testId="variant-input-cut" />}
-        </p>
+        </div>
       )}
       {live && (live.text || live.tool) ? (
         <div class="variant-answer streaming" data-testid="variant-live" aria-live="polite">
           <div class="muted">
             turn {live.turn} step {live.step} · streaming{live.tool ? ` · running ${shownName(live.tool)}…` : ''}
           </div>
-          {live.text && <div class="msg-text">{visibleLines(live.text)}</div>}
+          {live.text && <LongText text={live.text} id={`${c.id}:live:${live.turn}:${live.step}`} />}
         </div>
       ) : state === 'failed' ? (
-        <p class="variant-error" data-testid="variant-error">
-          turn {c.lastTurn!.turn} failed{c.lastTurn!.error ? `: ${visibleLines(c.lastTurn!.error)}` : ''}
+        <div class="variant-error" data-testid="variant-error">
+          turn {c.lastTurn!.turn} failed
+          {c.lastTurn!.error ? (
+            <>
+              : <LongText text={c.lastTurn!.error} id={`${c.id}:error:${c.lastTurn!.errorSeq}`} class="inline-text" />
+            </>
+          ) : (
+            ''
+          )}
           {c.lastTurn!.errorTruncated && <CutNote id={c.id} seq={c.lastTurn!.errorSeq} testId="variant-error-cut" />}
-        </p>
+        </div>
       ) : answer ? (
         <div class="variant-answer" data-testid="variant-answer">
           <div class="muted">
             turn {answer.turn} step {answer.step} · #{answer.seq}
             {answer.toolCallCount > 0 && ` · ${answer.toolCallCount} tool call${answer.toolCallCount === 1 ? '' : 's'}`}
           </div>
-          <div class="msg-text">{visibleLines(answer.text) || (!answer.textTruncated && <span class="muted">(tool calls only)</span>)}</div>
+          {answer.text ? (
+            <LongText text={answer.text} id={`${c.id}:${answer.seq}`} />
+          ) : (
+            <div class="msg-text">{!answer.textTruncated && <span class="muted">(tool calls only)</span>}</div>
+          )}
           {answer.textTruncated && (
             // A request reads a budget of answers' texts (docs/operations.md "Memory and time"): the whole answer is its event.
             <p>

@@ -17,6 +17,9 @@ export interface LiveStep {
 /**
  * The running step's streamed text and tool (sessionTurns), until its
  * model/message is stored (then `answeredSteps` holds it and the log shows it).
+ * `afterSeq`: the turns after that seq are replayed from the log first, and a
+ * resubscription goes on from the last stored event seen (docs/api.md "Live
+ * turns"), so nothing between a read of the session and the subscription is missed.
  */
 export function followLiveSteps(
   id: string,
@@ -24,9 +27,12 @@ export function followLiveSteps(
   setLive: (update: (l: LiveStep | null) => LiveStep | null) => void,
   onTurnBoundary: () => void,
   onError: (err: unknown) => void,
+  afterSeq?: number,
 ): () => void {
-  return follow(() => forkline.subscribe(SessionTurnsDocument, { sessionId: id }), {
+  let seen = afterSeq;
+  return follow(() => forkline.subscribe(SessionTurnsDocument, seen === undefined ? { sessionId: id } : { sessionId: id, afterSeq: seen }), {
     next: ({ sessionTurns: u }) => {
+      if (seen !== undefined && u.seq != null) seen = Math.max(seen, u.seq);
       const step = u.step ?? 0;
       switch (u.kind) {
         case 'STEP_STARTED':

@@ -24,7 +24,10 @@ const statsOf = (sessionId: string, endSeq: number) => {
 };
 
 const n = (x: number) => x.toLocaleString('en-US');
-/** Step bars drawn at most per turn: a turn of 50,000 steps drew 3,333 (and named them all in its label). */
+/**
+ * Step bars drawn at most per turn: a turn of 50,000 steps drew 3,333 (and named them all in its label). The query asks
+ * for as many (`steps(first: 50)`, client/operations/dashboard.graphql): a long turn's other steps are not read.
+ */
 const MAX_BARS = 50;
 /** How long a turn end stays mounted before its figures are asked for. */
 const ASK_AFTER_MS = 150;

@@ -32,10 +32,12 @@ import {
   RequestWireNames,
   sessionRequiresApproval,
   resumeDecidedStep,
+  RunCallIds,
   summaryPrompt,
   toolResultContent,
   unservableModel,
   writeRunnerCompaction,
+  type AdmittedCall,
   type RequestedModel,
   type ToolResultContent,
 } from '@forkline/runner';
@@ -144,6 +146,9 @@ function handedErrorText(err: unknown): string {
  * Provider-defined tools the runner runs itself (docs/runners.md#provider-tools), by id, for provider packages that
  * do not mark their tools (ai 6's: `isProviderExecuted` is ai 7's): Anthropic's bash, text editor, computer and
  * memory; OpenAI's local shell, shell, apply_patch and custom tools. The provider only asks for their calls.
+ * ai 6's packages say it nowhere a program can read (their tools are built alike, and @ai-sdk/anthropic's response
+ * parser alone knows a `tool_use` from a `server_tool_use`): tests/client/runner-provider-tool-ids.test.ts fails
+ * when an installed provider package has a tool id this list has not classified.
  */
 const RUNNER_RUN_PROVIDER_TOOL =
   /^(anthropic\.(bash|text_editor|computer|computer_toolset|memory)_\d{8}|openai\.(local_shell|shell|apply_patch|computer|custom))$/;
@@ -153,7 +158,23 @@ interface ProviderTool {
   type?: string;
   id?: string;
   isProviderExecuted?: boolean;
-  args?: { environment?: { type?: string } };
+  args?: { environment?: { type?: string }; name?: string; execution?: string };
+}
+
+/**
+ * The name the provider offers a runner-run provider tool by, and names its calls by (the provider packages' own
+ * tables, `providerToolNames` of @ai-sdk/anthropic and @ai-sdk/openai); OpenAI's custom tool goes by its `name`.
+ * Undefined: not known here.
+ */
+function providerToolName(p: ProviderTool): string | undefined {
+  if (p.id === 'openai.custom') return p.args?.name;
+  const anthropic = /^anthropic\.(bash|text_editor|computer|computer_toolset|memory)_(\d{8})$/.exec(p.id ?? '');
+  if (anthropic) {
+    const [, kind, version] = anthropic;
+    if (kind === 'text_editor') return version < '20250429' ? 'str_replace_editor' : 'str_replace_based_edit_tool';
+    return kind === 'computer_toolset' ? 'computer' : kind;
+  }
+  return /^openai\.(local_shell|shell|apply_patch)$/.exec(p.id ?? '')?.[1];
 }
 
 /**
@@ -161,23 +182,27 @@ interface ProviderTool {
  * its call could never be in the log first (web search, code execution, …). A provider tool is the runner's only
  * when it has an `execute` and its package says it is not provider-run (ai 7: `isProviderExecuted: false`; ai 6:
  * an id of RUNNER_RUN_PROVIDER_TOOL); any other is taken as the provider's, even with an `execute` (ai 6 lets a web
- * search take one; the provider still runs it). OpenAI's shell in a hosted container runs at OpenAI.
+ * search take one; the provider still runs it). OpenAI's shell in a hosted container runs at OpenAI, and so does
+ * its tool search unless the app runs it (`execution: 'client'`): ai 7 marks both not provider-run whatever
+ * their arguments say.
  */
 function providerRuns(t: ToolSet[string]): boolean {
   const p = t as ProviderTool;
   if (p.type !== 'provider') return false;
   if (!t.execute || p.isProviderExecuted === true) return true;
   if (p.id === 'openai.shell' && /^container/.test(p.args?.environment?.type ?? '')) return true;
+  if (p.id === 'openai.tool_search') return p.args?.execution !== 'client';
   return p.isProviderExecuted === undefined && !RUNNER_RUN_PROVIDER_TOOL.test(p.id ?? '');
 }
 
 /**
  * Why a turn offering these tools fails before the model is called (none: the turn may run): tools the provider
- * runs, and provider tools under a name providers refuse. A provider-defined tool goes to the provider under the
- * provider's own name (`bash`) and its calls come back under it, so the runner's name for it must be that name,
- * sent as it is: under a wire form (docs/runners.md#wire-names) its calls would name no offered tool.
+ * runs, and provider tools under a name other than the provider's. A provider-defined tool goes to the provider
+ * under the provider's own name (`bash`) and its calls come back under it (@ai-sdk/anthropic does not map them back
+ * to the app's key), so the runner's name for it must be that name, sent as it is: under another key (`shell`), or
+ * a wire form (docs/runners.md#wire-names), its calls would name no offered tool and run nothing.
  */
-function providerToolRefusal(tools: ToolSet = {}): string | undefined {
+export function providerToolRefusal(tools: ToolSet = {}): string | undefined {
   const provided = Object.entries(tools).filter(([, t]) => (t as ProviderTool).type === 'provider');
   const hosted = provided.flatMap(([name, t]) => (providerRuns(t) ? [name] : []));
   const list = (names: string[]) => `${names.length > 1 ? 'tools' : 'tool'} "${names.join('", "')}"`;
@@ -186,6 +211,12 @@ function providerToolRefusal(tools: ToolSet = {}): string | undefined {
   const renamed = provided.flatMap(([name]) => (needsWireNames([name]) ? [name] : []));
   if (renamed.length)
     return `provider ${list(renamed)} would be sent under a wire form, and the provider answers ${renamed.length > 1 ? 'their calls' : 'its calls'} by its own name: give a provider tool the name the provider gives it (such as "bash")`;
+  const misnamed = provided.flatMap(([name, t]) => {
+    const own = providerToolName(t as ProviderTool);
+    return own !== undefined && own !== name ? [`tool "${name}" is the provider's "${own}"`] : [];
+  });
+  if (misnamed.length)
+    return `a provider tool must go by the name the provider gives it (the provider names its calls by that name; under another they would run nothing): ${misnamed.join(', ')}`;
   return undefined;
 }
 
@@ -235,15 +266,44 @@ const callsOf = (content: Array<LanguageModelV3Content | LanguageModelV3StreamPa
   );
 
 /**
+ * A turn's calls by the ids the AI SDK runs them by: the ids RunCallIds hands it (docs/runners.md#call-ids), each
+ * standing for the id the log holds.
+ */
+interface TurnCalls {
+  ids: RunCallIds;
+  /** The open step's calls. */
+  open: Map<string, AdmittedCall>;
+  /** The calls whose result is stored. */
+  answered: Set<string>;
+  /** Why a stored call does not run (its result, stored with its answer). */
+  refused: Map<string, string>;
+}
+
+/** An answer's own calls under the ids the SDK is handed for them (the others as they are). */
+function handedOn<P extends LanguageModelV3Content | LanguageModelV3StreamPart>(parts: P[], admitted: AdmittedCall[]): P[] {
+  let n = 0;
+  return parts.map((p) => (p.type === 'tool-call' && !p.providerExecuted ? { ...p, toolCallId: admitted[n++].sentId } : p));
+}
+
+/**
  * `model` writing each of its calls through `turn`: the step's start before
  * the call, its message (with its tool calls) once the model finished and
- * before the AI SDK sees the calls (so before any tool runs). A retried call
- * (the SDK's maxRetries) stays in its step.
+ * before the AI SDK sees the calls (so before any tool runs), each under the id
+ * RunCallIds gives it (a call it refuses is answered with its message and never
+ * runs). A retried call (the SDK's maxRetries) stays in its step.
  */
-function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, RunnerToolCall>, names: RequestWireNames): AiSdkModel {
+function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, names: RequestWireNames): AiSdkModel {
   const record = async (text: string, toolCalls: RunnerToolCall[], usage: LanguageModelV3Usage | undefined) => {
-    for (const c of toolCalls) calls.set(c.id, c);
-    await turn.message({ text, toolCalls, usage: usageOf(usage) });
+    const admitted = calls.ids.admit(toolCalls, turn.turn, turn.step);
+    for (const c of admitted) calls.open.set(c.sentId, c);
+    await turn.message({ text, toolCalls: admitted, usage: usageOf(usage) });
+    for (const c of admitted) {
+      if (c.refused === undefined) continue;
+      calls.refused.set(c.sentId, c.refused);
+      calls.answered.add(c.sentId);
+      await turn.result(c, 'error', c.refused);
+    }
+    return admitted;
   };
   return wrapLanguageModel({
     model,
@@ -253,8 +313,8 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, Ru
         await turn.startStep();
         const result = await doGenerate();
         const text = result.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
-        await record(text, callsOf(result.content, names), result.usage);
-        return result;
+        const admitted = await record(text, callsOf(result.content, names), result.usage);
+        return { ...result, content: handedOn(result.content, admitted) };
       },
       wrapStream: async ({ doStream }) => {
         await turn.startStep();
@@ -272,8 +332,8 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: Map<string, Ru
               return;
             }
             if (part.type === 'finish') {
-              await record(text, callsOf(held, names), part.usage);
-              for (const h of held.splice(0)) controller.enqueue(h);
+              const admitted = await record(text, callsOf(held, names), part.usage);
+              for (const h of handedOn(held.splice(0), admitted)) controller.enqueue(h);
             }
             controller.enqueue(part);
           },
@@ -376,7 +436,7 @@ const handedOutput = (result: ToolResultContent) => ({ type: 'text' as const, va
  * decision for (approvalRequired) needs approval as one the app marked
  * (`needsApproval`).
  */
-function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, request: ModelRequest, names: RequestWireNames): ToolSet {
+function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, request: ModelRequest, names: RequestWireNames): ToolSet {
   // Each tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded under its own.
   const offered = Object.entries(tools).filter(([name]) => names.offers(name));
   return Object.fromEntries(
@@ -385,11 +445,20 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
       if (!execute) return [names.wireName(name), t];
       /** Each call's stored result, which its `toModelOutput` hands the model. */
       const stored = new Map<string, ToolResultContent>();
-      const wrapped: typeof execute = (input, options) => {
-        const call = { id: options.toolCallId, name };
+      const wrapped: typeof execute = (input, handed) => {
+        const sentId = handed.toolCallId;
+        // A call stored with its refusal (an id the log cannot hold, another call's of its answer) never runs: the model reads why.
+        const refusal = calls.refused.get(sentId);
+        if (refusal !== undefined) {
+          stored.set(sentId, { status: 'error', content: refusal });
+          return Promise.resolve(refusal);
+        }
+        // The tool sees its call as the log holds it.
+        const call = { id: calls.ids.recorded(sentId), name };
+        const options = { ...handed, toolCallId: call.id };
         const record = async (outcome: ToolResultContent) => {
-          answered.add(call.id);
-          stored.set(call.id, outcome);
+          calls.answered.add(sentId);
+          stored.set(sentId, outcome);
           await turn.result(call, outcome.status, outcome.content);
         };
         const shown = (output: unknown) => modelOutputContent(t, { id: call.id, input }, output, turn.session.maxResultBytes);
@@ -437,7 +506,13 @@ function writingTools(tools: ToolSet, turn: TurnWriter, answered: Set<string>, r
           result ?? (await modelOutputContent(t, { id: options.toolCallId, input: options.input }, options.output, turn.session.maxResultBytes)),
         );
       };
-      return [names.wireName(name), { ...t, execute: wrapped, toModelOutput, needsApproval: sessionRequiresApproval(request, name) || t.needsApproval }];
+      const needs = sessionRequiresApproval(request, name) || t.needsApproval;
+      // A refused call is answered already: it is never asked for.
+      const needsApproval: typeof needs =
+        needs &&
+        ((input, o) =>
+          !calls.refused.has(o.toolCallId) && (typeof needs !== 'function' || needs(input, { ...o, toolCallId: calls.ids.recorded(o.toolCallId) })));
+      return [names.wireName(name), { ...t, execute: wrapped, toModelOutput, needsApproval }];
     }),
   ) as ToolSet;
 }
@@ -540,9 +615,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   }
   /** The tools' names on the wire, and back (docs/runners.md#wire-names). */
   const names = new RequestWireNames(request, Object.keys(opts.tools ?? {}));
-  /** The calls the model made, by id, and those whose result is stored. */
-  const calls = new Map<string, RunnerToolCall>();
-  const answered = new Set<string>();
+  const calls: TurnCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), open: new Map(), answered: new Set(), refused: new Map() };
+  const { open, answered } = calls;
   let failure: unknown;
   /** Why the SDK ran none of a step's stored calls (how the model's answer ended), when it did not. */
   let declined: string | undefined;
@@ -553,17 +627,17 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   opts.signal?.addEventListener('abort', onCancel, { once: true });
   const onStepFinish = async (result: StepResult<ToolSet>) => {
     // Calls the SDK stopped at for a person's decision (needsApproval): not run, asked in the log (the lease goes back with it).
-    const asked = [...calls.values()].filter(
-      (call) => !answered.has(call.id) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === call.id),
+    const asked = [...open].filter(
+      ([sentId]) => !answered.has(sentId) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === sentId),
     );
     // Calls no wrapped `execute` answered (invalid input, a tool the runner lacks, one without execute, an answer
     // whose end keeps the SDK from running its calls): their outcome as the SDK saw it.
     const runsCalls = RUNS_CALLS_ON.has(result.finishReason);
-    for (const call of calls.values()) {
-      if (answered.has(call.id) || asked.includes(call)) continue;
-      answered.add(call.id);
-      const ok = result.toolResults.find((r) => r.toolCallId === call.id);
-      const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === call.id) as { error?: unknown } | undefined;
+    for (const [sentId, call] of open) {
+      if (answered.has(sentId) || asked.some(([asking]) => asking === sentId)) continue;
+      answered.add(sentId);
+      const ok = result.toolResults.find((r) => r.toolCallId === sentId);
+      const failed = result.content.find((p) => p.type === 'tool-error' && p.toolCallId === sentId) as { error?: unknown } | undefined;
       if (!ok && !failed && !runsCalls) declined = `the model's answer ended with finish reason "${result.finishReason}": the AI SDK ran none of its calls`;
       const outcome = ok
         ? toolResultContent(ok.output, turn.session.maxResultBytes)
@@ -574,11 +648,11 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
       await turn.result(call, outcome.status, outcome.content);
     }
     if (asked.length) {
-      calls.clear();
-      return turn.requestApproval(asked);
+      open.clear();
+      return turn.requestApproval(asked.map(([, call]) => call));
     }
-    const called = calls.size > 0;
-    calls.clear();
+    const called = open.size > 0;
+    open.clear();
     turn.endStep();
     if (!called) await turn.end('completed');
   };
@@ -590,7 +664,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     // The session's instructions and forkline's own notes (a compaction's summary, left-out history) are system
     // messages of the request forkline built (docs/runners.md): ai 7 refuses them in `messages` unless allowed.
     allowSystemInMessages: true,
-    tools: opts.tools ? writingTools(opts.tools, turn, answered, request, names) : undefined,
+    tools: opts.tools ? writingTools(opts.tools, turn, calls, request, names) : undefined,
     stopWhen: stepCountIs(maxSteps),
     abortSignal: abort.signal,
     onStepFinish,

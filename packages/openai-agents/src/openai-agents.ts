@@ -40,6 +40,7 @@ import {
   RequestWireNames,
   sessionRequiresApproval,
   resumeDecidedStep,
+  RunCallIds,
   summaryPrompt,
   toolResultContent,
   unservableModel,
@@ -244,28 +245,58 @@ function stepMessage(response: ModelResponse, names?: RequestWireNames): StepMes
   };
 }
 
-/** `model` writing each call through `turn`: the step's start before it, the response (with its calls) before the run sees it. */
+/**
+ * The calls of a run by the ids the SDK runs them by (docs/runners.md#call-ids): the id each is recorded under, and
+ * why one that does not run does not (its result, stored with its answer).
+ */
+interface RunCalls {
+  ids: RunCallIds;
+  refused: Map<string, string>;
+}
+
+/**
+ * `model` writing each call through `turn`: the step's start before it, the response (with its calls) before the
+ * run sees it. The run is handed each call under the id RunCallIds gives it, so the SDK runs, and sends back to the
+ * model, only ids the log's rules allow (docs/runners.md#call-ids).
+ */
 class WritingModel implements Model {
+  /** Whether the last answer made calls: a run that ends after it ended at a tool (its toolUseBehavior), not at an answer. */
+  endedAtTool = false;
+
   constructor(
     private readonly inner: Model,
     private readonly turn: TurnWriter,
     private readonly names: RequestWireNames,
+    private readonly calls: RunCalls,
   ) {}
 
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
     await this.turn.startStep();
-    const response = await this.inner.getResponse(request);
-    await this.turn.message(stepMessage(response, this.names));
-    return response;
+    return this.record(await this.inner.getResponse(request));
   }
 
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
     await this.turn.startStep();
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
-      if (event.type === 'response_done') await this.turn.message(stepMessage(event.response as unknown as ModelResponse, this.names));
-      yield event;
+      yield event.type === 'response_done' ? { ...event, response: await this.record(event.response as unknown as ModelResponse) } : event;
     }
+  }
+
+  /** Stores the response (a call that cannot run with its `error` result) and answers it as the run is to see it. */
+  private async record(response: ModelResponse): Promise<ModelResponse> {
+    const message = stepMessage(response, this.names);
+    const admitted = this.calls.ids.admit(message.toolCalls, this.turn.turn, this.turn.step);
+    await this.turn.message({ ...message, toolCalls: admitted });
+    for (const call of admitted) {
+      if (call.refused === undefined) continue;
+      this.calls.refused.set(call.sentId, call.refused);
+      await this.turn.result(call, 'error', call.refused);
+    }
+    this.endedAtTool = admitted.length > 0;
+    let n = 0;
+    const output = (response.output as Item[]).map((i) => (i.type === 'function_call' ? { ...i, callId: admitted[n++].sentId } : i));
+    return { ...response, output } as ModelResponse;
   }
 }
 
@@ -361,15 +392,21 @@ async function runCall(
  * (approvalRequired) needs approval as one the app marked (`needsApproval`).
  * Their guardrails and timeout are runCall's, not the SDK's.
  */
-function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest, names: RequestWireNames): Tool[] {
+function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest, names: RequestWireNames, calls: RunCalls): Tool[] {
   // Each function tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded, and
   // shown to its own code and guardrails, under its own. Of two whose forms meet only the first is offered.
   return tools.flatMap((t): Tool[] => {
     if (t.type !== 'function') return [t];
     if (!names.offers(t.name)) return [];
     const invoke: FunctionTool['invoke'] = async (ctx, input, wireDetails) => {
-      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: { ...wireDetails.toolCall, name: t.name } } : wireDetails;
-      const call = { id: details?.toolCall?.callId ?? '', name: t.name };
+      const sentId = wireDetails?.toolCall?.callId ?? '';
+      // A call stored with its refusal (an id the log cannot hold, another call's of its answer) never runs: the model reads why.
+      const refusal = calls.refused.get(sentId);
+      if (refusal !== undefined) return refusal;
+      // Its own code and guardrails see it as the log holds it: under the tool's own name and the recorded id.
+      const id = calls.ids.recorded(sentId);
+      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: { ...wireDetails.toolCall, name: t.name, callId: id } } : wireDetails;
+      const call = { id, name: t.name };
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
@@ -381,16 +418,19 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
       if (outcome.raise !== undefined) throw outcome.raise;
       return outcome.output as string;
     };
-    const needsApproval: FunctionTool['needsApproval'] = sessionRequiresApproval(request, t.name) ? async () => true : t.needsApproval;
+    const gated = sessionRequiresApproval(request, t.name);
+    // A refused call is answered already: it is never asked for.
+    const needsApproval: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
+      !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
     return [{ ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined }];
   });
 }
 
-/** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by call id. */
-const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>) =>
+/** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by the ids they are recorded under. */
+const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>, ids: RunCallIds) =>
   interruptions.flatMap((i) => {
     const id = (i.rawItem as { callId?: string } | undefined)?.callId;
-    return id ? [{ id }] : [];
+    return id ? [{ id: ids.recorded(id) }] : [];
   });
 
 const parseArguments = (text: string): unknown => {
@@ -506,11 +546,13 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const { toolChoice } = modelSettings;
   if (toolChoice && toolChoice !== 'auto' && toolChoice !== 'required' && toolChoice !== 'none') modelSettings.toolChoice = names.wireName(toolChoice);
   const behavior = agent.toolUseBehavior;
+  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map() };
+  const writer = new WritingModel(model, turn, names, calls);
   const writing = agent.clone({
-    model: new WritingModel(model, turn, names),
+    model: writer,
     modelSettings,
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(agent, tools, turn, request, names),
+    tools: writingTools(agent, tools, turn, request, names, calls),
     mcpServers: [],
     // The SDK matches the tools a run stops at by the names it offered them under.
     toolUseBehavior:
@@ -522,18 +564,23 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   try {
     const options = { maxTurns: opts.maxTurns ?? 16, signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
+    let finalOutput: unknown;
     if (opts.stream === false) {
-      interruptions = (await run(writing, input, options)).interruptions;
+      ({ interruptions, finalOutput } = await run(writing, input, options));
     } else {
       const result = await run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
-      interruptions = result.interruptions;
+      ({ interruptions, finalOutput } = result);
     }
+    // A run that ended at a tool (toolUseBehavior: stop_on_first_tool, stopAtToolNames, a function's final output) answered
+    // with that output: it is the turn's answer, stored as the step's last model/message (docs/runners.md, "A turn's answer").
+    if (!failure && interruptions.length === 0 && writer.endedAtTool && finalOutput !== undefined)
+      await turn.message({ text: typeof finalOutput === 'string' ? finalOutput : JSON.stringify(finalOutput), toolCalls: [] });
     // The run stopped for a person's decision (a tool's needsApproval): the calls are asked in the log, not run, and the lease goes back with it.
     if (!failure && interruptions.length > 0) {
-      const asked = interruptedCalls(interruptions);
+      const asked = interruptedCalls(interruptions, calls.ids);
       if (asked.length < interruptions.length)
         failure = new Error('the run stopped for an approval of something other than a function call, which @forkline/openai-agents does not ask for');
       else await turn.requestApproval(asked);

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .approvals import awaits_decision, session_requires_approval, settle_calls
+from .call_ids import admit_calls, earlier_ids
 from .compaction import write_compaction
 from .graphql import ForklineError
 from .runner import MAX_RESULT_BYTES, Effect, LeaseLostError, RunnerEvent, RunnerSession, ToolDeclaration, is_refusal, refusal_message, result_event, storable_text
@@ -133,12 +134,16 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
     names = WireNames(request, tools)
     # Calls of the step whose name no request offered (a hostile or confused model): recorded as written, never run.
     unknown: set[str] = set()
+    # Calls recorded under an id the step can hold (call_ids.py): never run, answered with why.
+    refused: dict[str, str] = {}
 
     def tool_for(call: dict[str, Any]) -> Tool | None:
         """The tool a call runs: one the model is offered (of two whose wire names meet, the first), else none."""
-        return tools.get(call["name"]) if call["id"] not in unknown and names.offers(call["name"]) else None
+        return tools.get(call["name"]) if call["id"] not in unknown and call["id"] not in refused and names.offers(call["name"]) else None
 
     def run(call: dict[str, Any]) -> tuple[str, str]:
+        if call["id"] in refused:
+            return "error", refused[call["id"]]
         if call["id"] in unknown:
             return "error", f"the model was offered no tool named {json.dumps(call['name'])}: the call did not run"
         return tool_outcome(call, tool_for(call), session.runner.max_result_bytes)
@@ -172,9 +177,13 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
         except Exception as err:  # the model failed (or answered what is no reply): the turn ends failed, as forkline's runner ends it
             fail(session, [step_end(turn, step, "failed")], turn, step, f"model failed: {err}")
             return
-        # Each call under the name of the tool its wire name stands for (else as the model wrote it: an unknown tool).
-        unknown = {c["id"] for c in reply.tool_calls if names.tool_of(c["name"]) is None}
-        calls = [{"id": c["id"], "name": names.tool_of(c["name"]) or c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
+        # Each call under the name of the tool its wire name stands for (else as the model wrote it: an unknown tool),
+        # and under an id the step can hold (a call given one it cannot hold, or another's, is refused: call_ids.py).
+        named = [{"id": c["id"], "name": names.tool_of(c["name"]) or c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
+        calls, why = admit_calls(named, earlier_ids(request["messages"]))
+        refused.clear()
+        refused.update(why)
+        unknown = {c["id"] for c, given in zip(calls, reply.tool_calls) if names.tool_of(given["name"]) is None}
         # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
         tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
         message: dict[str, Any] = {"turn": turn, "step": step, "text": storable_text(reply.text or ""), "toolCalls": tool_calls}
@@ -194,7 +203,8 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
             step,
             calls,
             run=run,
-            needs_approval=lambda c: call_needs_approval(asked, tool_for(c), c),
+            # A refused call is answered at once: never asked for.
+            needs_approval=lambda c: c["id"] not in refused and call_needs_approval(asked, tool_for(c), c),
             before=[{"type": "model/message", "data": message}],
         )
         if settled is None:

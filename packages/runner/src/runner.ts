@@ -968,3 +968,4 @@ export { summaryPrompt, writeRunnerCompaction, type RunnerCompaction, type Summa
 export { requestedModel, unservableModel, type RequestedModel } from './requested-model.ts';
 export { toolResultContent, DEFAULT_MAX_RESULT_BYTES, type ToolResultContent } from './tool-output.ts';
 export { RequestWireNames, needsWireNames } from './wire-names.ts';
+export { RunCallIds, type AdmittedCall } from './call-ids.ts';

@@ -12,7 +12,8 @@
 import { setImmediate as letGo } from 'node:timers/promises';
 import { z } from 'zod';
 import { ToolSchema, type Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
-import { isStorableText, unstorableReason } from '../../core/storable.ts';
+import { isStorableText } from '../../core/storable.ts';
+import { toolSchemaProblem } from '../../core/tools.ts';
 
 /** A tool's name as a server may give it (the MCP specification's 1 to 128 characters): `<server>__<tool>` then fits the log's 200. */
 const MAX_TOOL_NAME_CHARS = 128;
@@ -20,10 +21,6 @@ const MAX_TOOL_NAME_CHARS = 128;
 const MAX_TOOLS = 1000;
 /** A tool's description as the model reads it (longer ones are cut). */
 const MAX_TOOL_DESCRIPTION_CHARS = 4096;
-/** A tool's input or output schema, as JSON text; a larger one leaves the tool out. */
-const MAX_TOOL_SCHEMA_CHARS = 65_536;
-/** A tool's schema nested deeper leaves it out (the log's depth). */
-const MAX_SCHEMA_DEPTH = 32;
 /** A server's tools together (names, descriptions, schemas as JSON): past it, the rest are left out. */
 const MAX_SERVER_TOOLS_CHARS = 262_144;
 /** Tools of one page looked at, at most: the rest are left out unread. */
@@ -33,15 +30,6 @@ const TOOLS_PER_TURN = 50;
 
 /** A tools/list answer as it is read: its tools are checked one by one as they are screened (`ToolListScreen.add`). */
 export const ToolListPageSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
-
-/** Why a schema a server gave is not used (too large, too deep, not storable), or undefined. */
-function schemaProblem(schema: unknown): string | undefined {
-  const depth = unstorableReason(schema, MAX_SCHEMA_DEPTH);
-  if (depth) return `its schema is ${depth.startsWith('nested') ? depth : 'not storable text'}`;
-  const size = JSON.stringify(schema)?.length ?? 0;
-  if (size > MAX_TOOL_SCHEMA_CHARS) return `its schema is ${size} characters (at most ${MAX_TOOL_SCHEMA_CHARS})`;
-  return undefined;
-}
 
 /** A name from a server, as a log line shows it: short, one line. */
 const shown = (name: string) => JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
@@ -108,9 +96,9 @@ export class ToolListScreen {
     if (info.name.length === 0 || info.name.length > MAX_TOOL_NAME_CHARS) return `its name must be 1 to ${MAX_TOOL_NAME_CHARS} characters`;
     if (!isStorableText(info.name) || /[\p{Cc}\p{Cf}]/u.test(info.name)) return 'its name holds a control or format character, or an unpaired surrogate';
     if (this.names.has(info.name)) return 'the server lists it twice';
-    const input = schemaProblem(info.inputSchema);
+    const input = toolSchemaProblem(info.inputSchema);
     if (input) return `input: ${input}`;
-    const output = info.outputSchema === undefined ? undefined : schemaProblem(info.outputSchema);
+    const output = info.outputSchema === undefined ? undefined : toolSchemaProblem(info.outputSchema);
     if (output) return `output: ${output}`;
     return undefined;
   }

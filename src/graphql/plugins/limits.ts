@@ -29,6 +29,8 @@ const INSTEAD: Record<string, string> = {
   // A recording is a session's whole log as one string: GET /recordings streams any number of them.
   'Session.recording': ' (GET /recordings?session=<id> streams a recording)',
   'Session.file': ` (one file per request: each is up to ${FILE_READ_MAX_BYTES} bytes)`,
+  'Session.files': ' (one tree per request: each lists up to the quota’s entries)',
+  'Session.workspace': ' (one session’s notes per request: each holds up to 1,000 of 100,000 characters)',
   'Session.fileChanges': ` (one range of one session per request: each diffs up to ${DIFF_REQUEST_MAX_BYTES} bytes of text)`,
 };
 

@@ -15,7 +15,9 @@ import { eventText, requestText, textBudgetOf } from '../request-texts.ts';
 import {
   allTurns,
   errorReport,
+  firstStepsOf,
   inputAddOf,
+  MAX_LISTED_STEPS,
   lastTurns,
   stepsOf,
   turnError,
@@ -169,7 +171,16 @@ const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
       type: [StepRef],
       description:
         "The turn's steps, with durations and usage (reads the turn's events): of a turn of more than 3,333 steps, its first 3,333 only (`stepsTruncated`; `stepCount` counts them all).",
-      resolve: (turn, _a, ctx) => stepsOf(scopedReads(ctx).log, turn),
+      args: {
+        first: t.arg.int({
+          description: `Only the first \`first\` steps (1–${MAX_LISTED_STEPS}): reads those steps' events, not the rest of the turn's.`,
+        }),
+      },
+      resolve: (turn, { first }, ctx) => {
+        if (first == null) return stepsOf(scopedReads(ctx).log, turn);
+        if (!Number.isInteger(first) || first < 1 || first > MAX_LISTED_STEPS) throw badInput(`first must be 1–${MAX_LISTED_STEPS}`);
+        return firstStepsOf(scopedReads(ctx).log, turn, first);
+      },
     }),
     stepCount: t.int({
       description: "The turn's steps, however many (counted over the log's index, its events not read out).",

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { builder } from '../builder.ts';
-import { idSchema } from '../../core/input-rules.ts';
+import { idSchema, modelNameSchema, providerNameSchema } from '../../core/input-rules.ts';
 import { badInput } from '../../core/errors.ts';
 import { responseFormatSchema, type ResponseFormat } from '../../core/events.ts';
 import { unstorableReason } from '../../core/storable.ts';
-import { MAX_RESPONSE_SCHEMA_CHARS } from '../../core/text-limits.ts';
+import { MAX_MODEL_NAME_CHARS, MAX_RESPONSE_SCHEMA_CHARS } from '../../core/text-limits.ts';
 
 export const ModelConfigInput = builder.inputType('ModelConfigInput', {
   fields: (t) => ({
@@ -13,7 +13,7 @@ export const ModelConfigInput = builder.inputType('ModelConfigInput', {
       description:
         '`scripted` (keyless, default), `openai`, `openai-responses`, `anthropic`, `google`, or `openai-compatible` (when the host has its base URL): the `models` query lists them.',
     }),
-    model: t.string({ required: true }),
+    model: t.string({ required: true, description: `The model's name (at most ${MAX_MODEL_NAME_CHARS} characters).` }),
     contextTokens: t.int({
       description:
         "The model's context window in tokens: the budget its requests are kept under (automatic compaction). Unset: the known window of a well-known model, else FORKLINE_CONTEXT_TOKENS.",
@@ -38,8 +38,8 @@ function jsonSize(value: unknown): number {
 }
 
 export const modelSchema = z.object({
-  provider: z.string().min(1).max(100),
-  model: z.string().min(1).max(200),
+  provider: providerNameSchema,
+  model: modelNameSchema,
   contextTokens: z
     .number()
     .int()

@@ -11,6 +11,7 @@ import { ToolEffectEnum, ToolInfoRef } from './tools.ts';
 import { TOOL_EFFECTS } from '../../core/tools.ts';
 import { unstorableReason } from '../../core/storable.ts';
 import { wireToolNamesOf } from '../../core/wire-names.ts';
+import { boundedModelRequest } from '../model-requests.ts';
 import { idSchema, runnerPoolSchema } from '../../core/input-rules.ts';
 import { MAX_APPEND_BATCH } from '../../store/session-store.ts';
 import { externalRunnerOf, leaseIsFree, MAX_RUNNER_LEASE_MS, MIN_RUNNER_LEASE_MS, type RunnerClaim, type RunnerLease } from '../../store/leases.ts';
@@ -179,8 +180,12 @@ const AppendEventsPayload = builder.objectRef<RunnerAppend & { sessionId: string
       description:
         "What the session's next model call would be sent after the batch (Session.modelRequest: after a turn's end, the next pending input's turn); " +
         'null once the lease was given back.',
-      resolve: (p, _a, ctx) =>
-        p.released ? null : ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId, runner: 'runner' /* appended under a runner's lease */ }),
+      resolve: (p, _a, ctx, info) =>
+        p.released
+          ? null
+          : boundedModelRequest(ctx, info, `${p.sessionId}@end`, () =>
+              ctx.services.runners.modelRequest(ctx.scope, { id: p.sessionId, runner: 'runner' /* appended under a runner's lease */ }),
+            ),
     }),
   }),
 });
@@ -272,6 +277,13 @@ const PublishTurnUpdateInput = builder.inputType('PublishTurnUpdateInput', {
     leaseToken: t.int({ required: true }),
     turn: t.int({ required: true }),
     step: t.int({ required: true }),
+    answer: t.int({
+      required: false,
+      description:
+        "Which answer of the step the text is of: 1 (the default) for the step's first model/message, 2 for the next (a model called " +
+        'again within the step), and so on. Stream an answer after storing the one before it; without it, later answers reach ' +
+        'subscribers that read the log (afterSeq, /chat, /agui) whole when stored.',
+    }),
     text: t.string({
       required: true,
       description: 'A piece of model text as it streams (sessionTurns TEXT_DELTA); not stored: the complete text goes in model/message.',
@@ -300,6 +312,7 @@ const publishArgs = z.object({
   leaseToken: token,
   turn: z.number().int().min(1),
   step: z.number().int().min(1),
+  answer: z.number().int().min(1).nullish(),
   text: z.string().max(200_000),
 });
 const poolArgs = z.object({ pool: runnerPoolSchema });
@@ -349,7 +362,8 @@ builder.objectFields('Session', (t) => ({
   modelRequest: t.field({
     type: ModelRequestRef,
     description: "What the session's next model call would be sent, exactly as forkline's own agent would build it (external runners read it).",
-    resolve: (s, _a, ctx) => ctx.services.runners.modelRequest(ctx.scope, s, ctx.statements),
+    resolve: (s, _a, ctx, info) =>
+      boundedModelRequest(ctx, info, `${s.id}@${s.eventCount ?? 'end'}`, () => ctx.services.runners.modelRequest(ctx.scope, s, ctx.statements)),
   }),
 }));
 

@@ -7,7 +7,7 @@ import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
 import { DeleteSessionPayload } from './mutations.ts';
 import { scopedReads } from '../scoped-reads.ts';
-import type { TurnUpdate } from '../../agent/turn-updates.ts';
+import { answerOf, type TurnUpdate } from '../../agent/turn-updates.ts';
 
 const TurnUpdateKindEnum = builder.enumType('TurnUpdateKind', {
   values: {
@@ -39,6 +39,13 @@ const TurnUpdateRef = builder.objectRef<TurnUpdate>('TurnUpdate').implement({
     turn: t.exposeInt('turn'),
     inputId: t.exposeID('inputId', { nullable: true, description: 'TURN_STARTED: the input the turn takes (the inputId sendMessage returned).' }),
     step: t.exposeInt('step', { nullable: true }),
+    answer: t.int({
+      nullable: true,
+      description:
+        'TEXT_DELTA: which answer of the step the text is of (1: its first; a model called again within the step answers again: 2, 3, …). ' +
+        'Each answer streams after the results of the calls of the one before it.',
+      resolve: (u) => (u.kind === 'TEXT_DELTA' ? answerOf(u) : null),
+    }),
     text: t.exposeString('text', { nullable: true, description: "TEXT_DELTA: the streamed text; TOOL_PROGRESS: the tool's message." }),
     progress: t.exposeFloat('progress', { nullable: true, description: 'TOOL_PROGRESS: how far the tool is.' }),
     total: t.exposeFloat('total', { nullable: true, description: 'TOOL_PROGRESS: the total, when the tool knows it.' }),

@@ -6,7 +6,7 @@
 // bounded (update-queue.ts).
 import { groupsBySize } from '../../core/size-groups.ts';
 import { textPieces } from '../../core/text-pieces.ts';
-import type { TurnUpdate } from '../../agent/turn-updates.ts';
+import { answerOf, type TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
 import { MAX_QUEUED_CHARS, MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
@@ -99,9 +99,11 @@ export class TurnUpdateRelay {
   }
 }
 
-/** Whether `b` is a text delta of the same step as the text delta `a` (the two merge). */
+/** Whether `b` is a text delta of the same answer of the same step as the text delta `a` (the two merge). */
 function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
-  return a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step;
+  return (
+    a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step && answerOf(a) === answerOf(b)
+  );
 }
 
 /** An update's size for a subscriber's queue: its strings that can be long (a text, a call's arguments, a reason), and the rest as a constant. */
@@ -109,7 +111,7 @@ export function turnUpdateChars(u: TurnUpdate): number {
   return 100 + (u.text?.length ?? 0) + (u.arguments?.length ?? 0) + (u.reason?.length ?? 0);
 }
 
-/** Consecutive text deltas of one step become one; order is kept. */
+/** Consecutive text deltas of one answer become one; order is kept. */
 export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefined {
   return sameDeltaRun(a, b) ? { ...a, text: (a.text ?? '') + (b.text ?? '') } : undefined;
 }

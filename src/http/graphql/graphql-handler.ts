@@ -142,6 +142,7 @@ export function graphqlHandler(opts: GraphqlHandlerOptions): GraphqlHandler {
         statements: undefined,
         reads: undefined,
         texts: undefined,
+        modelRequests: undefined,
       };
     },
   });

@@ -1,0 +1,154 @@
+// The AI SDK adapter (@forkline/ai-sdk) with call ids a model gives inside one
+// turn (docs/runners.md#call-ids): the real @ai-sdk/openai (Chat Completions)
+// and @ai-sdk/anthropic models against a fake provider that refuses what the
+// real API refuses (tests/helpers/provider-rules.ts: a chat call id over 40
+// characters, an Anthropic `tool_use.id` outside `^[a-zA-Z0-9_-]+$` or twice
+// in a request, a result for no call). The AI SDK hands a turn's calls back to
+// the model in its next step under the ids the model gave them, so the old
+// code failed the turn on an answer holding one id twice, over 200
+// characters or with a NUL (the log refused it), and on the next step's
+// request repeating an earlier call's id or sending one the provider refuses
+// (a 400). Now each call is recorded as forkline's own agent records it and
+// the SDK is handed its wire id (the cases of runner-agents-call-ids.test.ts:
+// a repeated id in one answer, an id the log cannot hold, an id providers
+// refuse, an id repeating an earlier step's). Runs on ai 6 here and on ai 7
+// in ai-sdk-v7.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { tool, type ToolSet } from 'ai';
+import { ForklineRunner } from '@forkline/runner';
+import { runAiSdkTurns, type AiSdkModel } from '@forkline/ai-sdk';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
+import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
+
+let app: TestApp;
+let fake: Awaited<ReturnType<typeof refusingProviders>>;
+/** What the fake model answers, one a request the provider takes: each answer's calls, else its text. */
+let script: Array<Call[] | string> = [];
+
+beforeAll(async () => {
+  fake = await refusingProviders((provider) => answerOf(provider, script.shift() ?? 'done'));
+  app = await startTestApp();
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await fake?.close();
+});
+
+const ran: string[] = [];
+const tools: ToolSet = {
+  lookup: tool({
+    description: 'looks a key up',
+    inputSchema: z.object({ key: z.string() }),
+    execute: async ({ key }) => (ran.push(key), `value of ${key}`),
+  }),
+};
+const look = (id: string, key: string): Call => ({ id, name: 'lookup', arguments: JSON.stringify({ key }) });
+
+const modelOf = (provider: Provider): AiSdkModel =>
+  provider === 'anthropic'
+    ? createAnthropic({ baseURL: `${fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model')
+    : createOpenAI({ baseURL: `${fake.base}/openai/v1`, apiKey: 'sk' }).chat('fake-model');
+
+const { session, logOf, messages, results, requestIds } = runnerSessions(() => app, 'ai-sdk-call-ids');
+
+async function serve(s: { id: string; pool: string }, provider: Provider, mode: 'stream' | 'generate') {
+  const runner = new ForklineRunner({ url: app.url, pool: s.pool });
+  try {
+    await runner.serve(s.id, (session) => runAiSdkTurns(session, { model: modelOf(provider), tools, mode }).then(() => {}));
+  } finally {
+    await runner.close();
+  }
+}
+
+const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) }));
+
+/** An id the log holds and the provider refuses: over Chat Completions' 40 characters, outside Anthropic's characters. */
+const refusedByWire = (provider: Provider) => (provider === 'anthropic' ? 'toolu 1 ✓' : `call_${'x'.repeat(95)}`);
+
+describe.each([
+  ['openai', 'stream'],
+  ['anthropic', 'stream'],
+  ['anthropic', 'generate'],
+] as Array<[Provider, 'stream' | 'generate']>)('%s (%s)', (provider, mode) => {
+  it('records a call whose id the log cannot hold (300 characters) under its position, answered with why: it never runs', async () => {
+    const s = await session('look up a');
+    const from = fake.received.length;
+    script = [[look('t'.repeat(300), 'a')], 'done'];
+    ran.length = 0;
+    await serve(s, provider, mode);
+
+    expect(ran).toEqual([]);
+    const log = await logOf(s.id);
+    expect(messages(log)[0].toolCalls).toMatchObject([{ id: 'call_1', name: 'lookup' }]);
+    expect(results(log)).toEqual([{ callId: 'call_1', status: 'error', content: 'not run: the model gave it an id of 300 characters (1-200 allowed)' }]);
+    expect(requestsSince(from)).toEqual([
+      { refusal: undefined, ids: [] },
+      { refusal: undefined, ids: ['call_1'] },
+    ]);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+
+  it('records an id the provider refuses as given, runs it, and sends it back under its wire form', async () => {
+    const s = await session('look up a');
+    const from = fake.received.length;
+    const id = refusedByWire(provider);
+    script = [[look(id, 'a')], 'done'];
+    ran.length = 0;
+    await serve(s, provider, mode);
+
+    expect(ran).toEqual(['a']);
+    const log = await logOf(s.id);
+    expect(results(log)).toEqual([{ callId: id, status: 'ok', content: 'value of a' }]);
+    const requests = requestsSince(from);
+    expect(requests.map((r) => r.refusal)).toEqual([undefined, undefined]);
+    const history = await requestIds(s.id);
+    expect(requests[1].ids).toEqual(history);
+    expect(history[0]).not.toBe(id);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+
+  it("runs a call repeating an earlier step's id under a fresh id: no request holds an id twice", async () => {
+    const s = await session('look up a, then b');
+    const from = fake.received.length;
+    script = [[look('toolu_0', 'a')], [look('toolu_0', 'b')], 'done'];
+    ran.length = 0;
+    await serve(s, provider, mode);
+
+    expect(ran).toEqual(['a', 'b']);
+    const log = await logOf(s.id);
+    expect(messages(log).flatMap((m) => m.toolCalls.map((c: Call) => c.id))).toEqual(['toolu_0', 'call_1']);
+    const requests = requestsSince(from);
+    expect(requests.map((r) => r.refusal)).toEqual([undefined, undefined, undefined]);
+    for (const r of requests) expect(new Set(r.ids).size).toBe(r.ids.length);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+});
+
+// @ai-sdk/openai's chat model itself gives a call whose streamed id repeats another's an id of its own: Anthropic's does not.
+describe.each(['stream', 'generate'] as const)('anthropic (%s), two calls of one id', (mode) => {
+  it('runs the first of two calls an answer gives one id; the second is recorded under its position, answered, never run', async () => {
+    const s = await session('look up a and b');
+    const from = fake.received.length;
+    script = [[look('toolu_1', 'a'), look('toolu_1', 'b')], 'done'];
+    ran.length = 0;
+    await serve(s, 'anthropic', mode);
+
+    expect(ran).toEqual(['a']);
+    const log = await logOf(s.id);
+    expect(messages(log)[0].toolCalls.map((c: Call) => c.id)).toEqual(['toolu_1', 'call_2']);
+    expect(results(log)).toEqual([
+      { callId: 'call_2', status: 'error', content: 'not run: the model gave it the id of another call of this step (toolu_1)' },
+      { callId: 'toolu_1', status: 'ok', content: 'value of a' },
+    ]);
+    expect(requestsSince(from)).toEqual([
+      { refusal: undefined, ids: [] },
+      { refusal: undefined, ids: ['toolu_1', 'call_2'] },
+    ]);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+});

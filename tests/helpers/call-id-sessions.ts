@@ -1,0 +1,71 @@
+// What the call-id tests of the runner SDKs share (docs/runners.md#call-ids):
+// a model's answer making several calls at once, in each provider's streamed
+// wire format, the call ids a request sent, and a runner pool's session read
+// back from the store.
+import { anyData } from './event-data.ts';
+import { anthropicStart, anthropicStop, chatChunk, sse } from './provider-sse.ts';
+import { answers, type Provider } from './provider-rules.ts';
+import { agentsResponse, agentsResponseText } from './wire-name-sessions.ts';
+import type { TestApp } from './app.ts';
+
+export type Call = { id: string; name: string; arguments: string };
+
+/** One answer as the provider streams it (the fake makes Anthropic's JSON message of it): these calls at once, or text. */
+export function answerOf(provider: Provider, a: Call[] | string): string[] {
+  if (typeof a === 'string') return provider === 'openai-responses' ? agentsResponseText(a) : answers[provider].text(a);
+  if (provider === 'openai-responses')
+    return agentsResponse(
+      ...a.map((c, i) => ({ type: 'function_call', id: `fc_${i}`, call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' })),
+    );
+  if (provider === 'anthropic')
+    return [
+      anthropicStart(),
+      ...a.flatMap((c, index) => [
+        sse({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }, 'content_block_start'),
+        sse({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c.arguments } }, 'content_block_delta'),
+        sse({ type: 'content_block_stop', index }, 'content_block_stop'),
+      ]),
+      ...anthropicStop('tool_use', 3),
+    ];
+  const calls = a.map((c, i) => ({ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  return [
+    sse(chatChunk({ role: 'assistant', tool_calls: calls })),
+    sse(chatChunk({}, 'tool_calls', { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } })),
+    sse('[DONE]'),
+  ];
+}
+
+/** The call ids a request sent (its history's calls), in order. */
+export const sentCallIds = (provider: Provider, body: any): string[] =>
+  provider === 'openai-responses'
+    ? body.input.filter((i: any) => i.type === 'function_call').map((i: any) => i.call_id)
+    : provider === 'anthropic'
+      ? body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []).filter((p: any) => p.type === 'tool_use').map((p: any) => p.id))
+      : body.messages.flatMap((m: any) => (m.tool_calls ?? []).map((c: any) => c.id));
+
+/** Sessions of runner pools of their own (`<prefix>-<n>`), each with a message waiting, and their logs as the store holds them. */
+export function runnerSessions(app: () => TestApp, prefix: string) {
+  let pools = 0;
+  const send = (id: string, text: string) => app().ok(`mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`, { i: { sessionId: id, text } });
+  const logOf = async (id: string) => (await app().services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: anyData(e) }));
+  type Log = Awaited<ReturnType<typeof logOf>>;
+  return {
+    send,
+    logOf,
+    async session(text: string) {
+      const pool = `${prefix}-${++pools}`;
+      const id = (await app().ok(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+      await send(id, text);
+      return { id, pool };
+    },
+    /** The data of each model/message. */
+    messages: (log: Log) => log.filter((e) => e.type === 'model/message').map((e) => e.data),
+    /** Each result's call, status and content. */
+    results: (log: Log) => log.filter((e) => e.type === 'tool/result').map((e) => ({ callId: e.data.callId, status: e.data.status, content: e.data.content })),
+    /** The call ids of the history Session.modelRequest sends now. */
+    async requestIds(id: string): Promise<string[]> {
+      const request = await app().ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id });
+      return (request.session.modelRequest.messages as any[]).flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id));
+    },
+  };
+}
