@@ -59,9 +59,9 @@ export const ROW_OBJECTS: readonly string[] = ['Session.model'];
  * and the schema (introspection costs nothing in the estimate, and 30 aliases of one `__schema` read of types,
  * fields and their types made 3.4 MB and held the event loop for seconds; of a `__type`, 150 KB and 0.3 s of CPU);
  * a file's content (up to 1 MiB), a range's diffs (4 MiB of text, 2 s of diffing), a tree's listing (the quota's
- * 20,000 entries, its change sets folded) and the notes (1,000 of up to 100,000 characters): each is bounded per
- * read, and a page of 500 sessions made it 500 reads, under the cost limit (100 listings of one tree of 19,000 files
- * took the database pool for 15 s).
+ * 20,000 entries, its change sets folded), the notes (1,000 of up to 100,000 characters) and a session's tools (a
+ * runner's 500 of 64 KiB schemas, 32 MB): each is bounded per read, and a page of 500 sessions made it 500 reads,
+ * under the cost limit (100 listings of one tree of 19,000 files took the database pool for 15 s).
  */
 export const ONCE_PER_OPERATION: readonly string[] = [
   'Session.recording',
@@ -71,6 +71,7 @@ export const ONCE_PER_OPERATION: readonly string[] = [
   'Session.files',
   'Session.fileChanges',
   'Session.workspace',
+  'Session.tools',
 ];
 
 /** What an operation would read: its estimated cost, and how many times it reads each once-per-operation field. */

@@ -31,6 +31,7 @@ const INSTEAD: Record<string, string> = {
   'Session.file': ` (one file per request: each is up to ${FILE_READ_MAX_BYTES} bytes)`,
   'Session.files': ' (one tree per request: each lists up to the quota’s entries)',
   'Session.workspace': ' (one session’s notes per request: each holds up to 1,000 of 100,000 characters)',
+  'Session.tools': ' (one session’s tools per request: a runner’s may be 500 of 64 KiB schemas; `tools` lists the catalog)',
   'Session.fileChanges': ` (one range of one session per request: each diffs up to ${DIFF_REQUEST_MAX_BYTES} bytes of text)`,
 };
 
