@@ -24,10 +24,7 @@ import { checkEventBytes, EventTooLarge } from '../http/event-ceiling.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
 import { runRequestOf, type RunRequest } from './run-input.ts';
-import { approvalReasonSchema } from '../core/input-rules.ts';
 
-/** A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA). */
-const resumePayloadSchema = z.object({ approved: z.boolean(), reason: approvalReasonSchema.optional() });
 
 /**
  * Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it), and the seq its
@@ -268,12 +265,13 @@ export function aguiHandler(opts: AguiOptions) {
     const events = live.sessionEvents(session.id, session.eventCount - 1, statements);
     try {
       // All of the resume's decisions in one append: a refused one (a call twice, one not waiting) records none.
-      const decisions = (input.resume ?? []).map((entry) => {
-        const payload = resumePayloadSchema.safeParse(entry.payload ?? {});
-        const approved = entry.status === 'resolved' && payload.success && payload.data.approved;
-        const reason = (payload.success ? payload.data.reason : undefined) ?? (entry.status === 'cancelled' ? 'the client cancelled the interrupt' : '');
-        return { callId: callIdOf.get(entry.interruptId) ?? entry.interruptId, decision: approved ? ('approved' as const) : ('denied' as const), reason, by };
-      });
+      // (Each entry's payload was held to the input rules with the request: run-input.ts.)
+      const decisions = (input.resume ?? []).map((entry) => ({
+        callId: callIdOf.get(entry.interruptId) ?? entry.interruptId,
+        decision: entry.approved ? ('approved' as const) : ('denied' as const),
+        reason: entry.reason,
+        by,
+      }));
       if (decisions.length) await controller.decideToolCalls(scope, session.id, decisions);
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();

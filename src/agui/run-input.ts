@@ -6,10 +6,9 @@
 // messages, tools, context, resume — is held to the same count before any
 // schema walks it.
 import { z } from 'zod';
-import type { ResumeEntry } from '@ag-ui/core';
 import { ContentPartSchema, RunAgentInputSchema, UserMessageSchema } from '@ag-ui/core/schemas';
 import { badInput } from '../core/errors.ts';
-import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import { boundedList, countLists, lastIndexOfRole } from '../core/resent-conversation.ts';
 
 /** The protocol's RunAgentInput, its lists not walked but the resume entries (which are used). */
@@ -26,11 +25,30 @@ const partsSchema = boundedList(ContentPartSchema);
 /** The ids a run names or chooses, under the id rule of every door (the message's text is checked apart). */
 const runIdsSchema = z.object({ threadId: idSchema, runId: idSchema, parentRunId: idSchema.optional() });
 
+/**
+ * A resume entry's answer to a tool approval interrupt (agui-events.ts APPROVAL_RESPONSE_SCHEMA), under the input rules
+ * of every door: `resolved` answers `{approved, reason?}`; `cancelled` denies, its payload, if any, giving the reason.
+ * A payload that is not one is refused with the request (it was taken as a denial, a 1 MB reason as one without reason).
+ */
+const resumeEntrySchema = z.discriminatedUnion('status', [
+  z.object({ interruptId: idSchema, status: z.literal('resolved'), payload: z.object({ approved: z.boolean(), reason: approvalReasonSchema.optional() }) }),
+  z.object({ interruptId: idSchema, status: z.literal('cancelled'), payload: z.object({ reason: approvalReasonSchema.optional() }).optional() }),
+]);
+
+/** A resume entry as a decision on the call its interrupt names. */
+export interface ResumeDecision {
+  interruptId: string;
+  approved: boolean;
+  reason: string;
+}
+
+const CANCELLED_REASON = 'the client cancelled the interrupt';
+
 export interface RunRequest {
   threadId: string;
   runId: string;
   parentRunId?: string;
-  resume?: ResumeEntry[];
+  resume?: ResumeDecision[];
   /** The last user message's text (text parts joined by newlines); undefined when the input holds none. */
   text?: string;
 }
@@ -53,7 +71,13 @@ export function runRequestOf(body: unknown, maxMessages: number): RunRequest {
   if (user) parseInput(idSchema, user.id, 'the message id', ['messages', at, 'id']);
   const text = typeof content === 'object' ? content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n') : content;
   if (text !== undefined) parseInput(messageTextSchema, text, 'the last user message');
-  return { threadId: input.threadId, runId: input.runId, parentRunId: input.parentRunId, resume: input.resume, text };
+  const resume = input.resume?.map((entry, i) => {
+    const e = parseInput(resumeEntrySchema, entry, 'the resume entry', ['resume', i]);
+    return e.status === 'resolved'
+      ? { interruptId: e.interruptId, approved: e.payload.approved, reason: e.payload.reason ?? '' }
+      : { interruptId: e.interruptId, approved: false, reason: e.payload?.reason ?? CANCELLED_REASON };
+  });
+  return { threadId: input.threadId, runId: input.runId, parentRunId: input.parentRunId, resume, text };
 }
 
 /** Parses what the protocol defines, or throws BAD_USER_INPUT naming each failing path. */

@@ -14,7 +14,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ForklineError } from '../core/errors.ts';
 import { dataOf } from '../core/core-event.ts';
-import { approvalReasonSchema, idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
+import { idSchema, messageTextSchema, parseInput } from '../core/input-rules.ts';
 import type { Caller } from '../core/api-tokens.ts';
 import { awaitingApproval } from '../core/tool-approval.ts';
 import type { Scope, SessionRow, TenantStore } from '../store/session-store.ts';
@@ -219,10 +219,11 @@ export function chatHandler(opts: ChatOptions) {
     const turnStart = dataOf(tail.turnStart, 'turn/start');
     // Every response is checked before any is recorded, and all are recorded in one append: a refused POST decides nothing
     // (a call answered twice breaks the log's `approval pairing` rule at its second decision).
+    // (Their ids and reasons were held to the input rules with the request: chat-request.ts.)
     const decisions = responses.map((r) => ({
-      callId: parseInput(idSchema, r.callId, 'the approval id'),
+      callId: r.callId,
       decision: r.approved ? ('approved' as const) : ('denied' as const),
-      reason: parseInput(approvalReasonSchema, r.reason ?? '', 'the approval reason'),
+      reason: r.reason ?? '',
       by: caller.who ?? scope.tenant,
     }));
     const { decisionSeq: firstSeq } = await controller.decideToolCalls(scope, head.id, decisions);

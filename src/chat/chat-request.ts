@@ -4,7 +4,7 @@
 // conversation every time while the session holds it, so the other messages
 // are counted, not parsed (core/resent-conversation.ts).
 import { z } from 'zod';
-import { idSchema, parseInput } from '../core/input-rules.ts';
+import { approvalReasonSchema, idSchema, parseInput } from '../core/input-rules.ts';
 import { boundedList, countLists, indexOfId, lastIndexOfRole } from '../core/resent-conversation.ts';
 
 /** What the default transport sends around its messages. */
@@ -23,9 +23,10 @@ const messageSchema = z.object({
     z.object({
       type: z.string(),
       text: z.string().optional(),
-      // A tool part the user answered (addToolApprovalResponse): its approval, which names the call.
+      // A tool part the user answered (addToolApprovalResponse): its approval, which names the call, and the reason
+      // given, under the rules of every door (core/input-rules.ts): refused here, before anything is read or decided.
       state: z.string().optional(),
-      approval: z.object({ id: z.string(), approved: z.boolean().optional(), reason: z.string().optional() }).optional(),
+      approval: z.object({ id: idSchema, approved: z.boolean().optional(), reason: approvalReasonSchema.optional() }).optional(),
     }),
   ),
 });

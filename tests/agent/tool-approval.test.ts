@@ -207,6 +207,40 @@ describe('tool approval', () => {
     expect(runsOf(interrupt.id)).toBe(1);
   });
 
+  it('AG-UI: a resume whose payload is not an answer (a reason of 1 MB, no `approved`) is refused with a 400, deciding nothing', async () => {
+    const { id, pending } = await waitingSession(app);
+    const agui = app.url.replace(/\/graphql$/, '/agui');
+    const post = (runId: string, resume: unknown[]) =>
+      fetch(agui, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ threadId: id, runId, state: {}, tools: [], context: [], forwardedProps: {}, messages: [], resume }),
+      });
+    const entry = (payload: unknown, status = 'resolved') => ({ interruptId: pending.callId, status, payload });
+    const countBefore = (await eventsOf(app, id)).length;
+    // An approval with a reason past the limit was taken as a denial without reason (the payload did not parse).
+    for (const [resume, why] of [
+      [[entry({ approved: true, reason: 'r'.repeat(1_000_000) })], /^resume\.0\.payload\.reason: .*10000/],
+      [[entry({ reason: 'no decision' })], /^resume\.0\.payload\.approved: /],
+      [[entry({ reason: 'r'.repeat(10_001) }, 'cancelled')], /^resume\.0\.payload\.reason: /],
+      [[{ ...entry({ approved: true }), interruptId: 'c'.repeat(201) }], /^resume\.0\.interruptId: /],
+    ] as const) {
+      const res = await post('run_long', resume);
+      expect(res.status).toBe(400);
+      const body = await res.json();
+      expect(body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(body.errors[0].message).toMatch(why);
+    }
+    expect((await eventsOf(app, id)).length).toBe(countBefore);
+    expect(runsOf(pending.callId)).toBe(0);
+    // One at the limit approves the call.
+    const ok = await post('run_ok', [entry({ approved: true, reason: 'r'.repeat(10_000) })]);
+    expect(ok.status).toBe(200);
+    await ok.text();
+    const decision = (await eventsOf(app, id)).find((e) => e.type === 'tool/approval')!;
+    expect(decision.data).toMatchObject({ callId: pending.callId, decision: 'approved', reason: 'r'.repeat(10_000) });
+  });
+
   it('a restart keeps the approval pending (nothing closed, nothing run); an approval after it completes the turn', async () => {
     const { id, pending } = await waitingSession(app);
     const countBefore = (await eventsOf(app, id)).length;

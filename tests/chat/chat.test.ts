@@ -447,6 +447,31 @@ describe('tool approval over /chat', () => {
     expect((await storedLog(sessionId)).filter((e) => e.type === 'tool/approval').map((e) => e.data.decision)).toEqual(['approved']);
   });
 
+  it("a reason of 1 MB, sent by the AI SDK's own transport, is refused at the door (400, naming it) before any chat is read", async () => {
+    const chatId = 'long-reason-chat';
+    const { history, asked } = await askedChat(chatId);
+    const sessionId = asked.message.metadata!.sessionId;
+    const long = responded(asked.message, true, 'r'.repeat(1_000_000));
+    const at = `messages.${history.length}.parts.${long.parts.findIndex((p) => (p as unknown as ToolPart).state === 'approval-responded')}.approval.reason`;
+    // The chat's own, another tenant's, and one that does not exist: the same refusal, nothing read or decided.
+    for (const [id, token] of [[chatId, undefined], [chatId, 'token-b'], ['no-such-chat', undefined]] as const) {
+      const refused = transport(token).sendMessages({ chatId: id, messages: [...history, long], trigger: 'submit-message', messageId: long.id, abortSignal: undefined });
+      const error = await refused.then(() => undefined, (e: Error) => e);
+      const body = JSON.parse(error!.message);
+      expect(body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(body.errors[0].message).toContain(`${at}: `);
+      expect(body.errors[0].message).toContain('10000');
+    }
+    const r = await post({ id: 'no-such-chat', messages: [...history, long], trigger: 'submit-message', messageId: long.id });
+    expect(r.status).toBe(400);
+    expect((await storedLog(sessionId)).filter((e) => e.type === 'tool/approval')).toEqual([]);
+    expect(await statusOf(sessionId)).toBe('WAITING');
+    // One at the limit is taken whole.
+    const rest = await respond(chatId, history, responded(asked.message, false, 'r'.repeat(10_000)));
+    expect(rest.errors).toEqual([]);
+    expect((await storedLog(sessionId)).find((e) => e.type === 'tool/approval')!.data).toMatchObject({ decision: 'denied', reason: 'r'.repeat(10_000) });
+  });
+
   it('denying shows the call’s error output, and the model’s answer to it', async () => {
     const chatId = 'deny-chat';
     const { history, asked } = await askedChat(chatId);
