@@ -25,7 +25,6 @@ import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { ClientCallIds, messagesOf, RunTranslator } from './agui-events.ts';
 import { runRequestOf, type RunRequest } from './run-input.ts';
 
-
 /**
  * Plugin event recording which input an AG-UI run queued (parentRunId finds the run's turn by it), and the seq its
  * MESSAGES_SNAPSHOT showed the thread through (`historyTo`: a resume gives the turn's calls the same ids by it).

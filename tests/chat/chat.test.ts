@@ -454,9 +454,22 @@ describe('tool approval over /chat', () => {
     const long = responded(asked.message, true, 'r'.repeat(1_000_000));
     const at = `messages.${history.length}.parts.${long.parts.findIndex((p) => (p as unknown as ToolPart).state === 'approval-responded')}.approval.reason`;
     // The chat's own, another tenant's, and one that does not exist: the same refusal, nothing read or decided.
-    for (const [id, token] of [[chatId, undefined], [chatId, 'token-b'], ['no-such-chat', undefined]] as const) {
-      const refused = transport(token).sendMessages({ chatId: id, messages: [...history, long], trigger: 'submit-message', messageId: long.id, abortSignal: undefined });
-      const error = await refused.then(() => undefined, (e: Error) => e);
+    for (const [id, token] of [
+      [chatId, undefined],
+      [chatId, 'token-b'],
+      ['no-such-chat', undefined],
+    ] as const) {
+      const refused = transport(token).sendMessages({
+        chatId: id,
+        messages: [...history, long],
+        trigger: 'submit-message',
+        messageId: long.id,
+        abortSignal: undefined,
+      });
+      const error = await refused.then(
+        () => undefined,
+        (e: Error) => e,
+      );
       const body = JSON.parse(error!.message);
       expect(body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
       expect(body.errors[0].message).toContain(`${at}: `);
