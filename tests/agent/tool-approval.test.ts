@@ -210,7 +210,7 @@ describe('tool approval', () => {
   it('AG-UI: a resume whose payload is not an answer (a reason of 1 MB, no `approved`) is refused with a 400, deciding nothing', async () => {
     const { id, pending } = await waitingSession(app);
     const agui = app.url.replace(/\/graphql$/, '/agui');
-    const post = (runId: string, resume: unknown[]) =>
+    const post = (runId: string, resume: readonly unknown[]) =>
       fetch(agui, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
