@@ -6,8 +6,7 @@
 // model is wrapped (wrapLanguageModel) so the step's start is stored before
 // the model is called and its message with the tool calls before any tool
 // runs (the stream's tool calls, and their streamed input, are held back until
-// then); each tool's
-// `execute` is wrapped to store its result as soon as it returns (what its
+// then); each tool's `execute` is wrapped to store its result as soon as it returns (what its
 // `toModelOutput` hands the model, and the model is handed the stored text). The tools
 // are declared with their effects first (declareRunnerTools). Text deltas
 // stream to sessionTurns subscribers as they come.
