@@ -28,6 +28,7 @@ import { PROJECT_ROOT } from '../helpers/process.ts';
 import { answerOf, runnerSessions, type Call } from '../helpers/call-id-sessions.ts';
 import { answers, refusingProviders } from '../helpers/provider-rules.ts';
 import { recordingCalling } from '../helpers/wire-name-sessions.ts';
+import { toStorableText } from '../../src/core/storable.ts';
 
 const digest = (name: string) => createHash('sha256').update(name).digest('base64url').slice(0, 16);
 const TOOL = 'files.read v2';
@@ -194,6 +195,20 @@ describe('call ids with the Python runner SDK', () => {
     },
     60_000,
   );
+
+  it("stores call arguments holding a NUL or a lone surrogate as forkline's own agent does (U+FFFD): the turn goes on", async () => {
+    const s = await session('read');
+    const calls = [
+      { id: 'call_a', name: 'read', arguments: '{"path":"a\ud800"}' },
+      { id: 'call_b', name: 'read', arguments: '{"path":"b\u0000"}' },
+    ];
+    scripted([calls, 'done']);
+    await serve(s.id, s.pool, ['read']);
+
+    const log = await logOf(s.id);
+    expect(log.find((e) => e.type === 'model/message')!.data.toolCalls.map((c: Call) => c.arguments)).toEqual(calls.map((c) => toStorableText(c.arguments)));
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
 
   it('runs a call repeating an id of the history under a fresh one', async () => {
     const s = await session('read a');

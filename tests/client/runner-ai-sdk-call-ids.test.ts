@@ -11,18 +11,21 @@
 // (a 400). Now each call is recorded as forkline's own agent records it and
 // the SDK is handed its wire id (the cases of runner-agents-call-ids.test.ts:
 // a repeated id in one answer, an id the log cannot hold, an id providers
-// refuse, an id repeating an earlier step's). Runs on ai 6 here and on ai 7
-// in ai-sdk-v7.test.ts.
+// refuse, an id repeating an earlier step's). The app's own view of the turn
+// (onStream: the UI message stream useChat reads) shows each call once, under
+// the id it ran by; and call arguments holding a NUL or a lone surrogate are
+// stored as U+FFFD. Runs on ai 6 here and on ai 7 in ai-sdk-v7.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { tool, type ToolSet } from 'ai';
+import { readUIMessageStream, tool, type ToolSet, type UIMessage } from 'ai';
 import { ForklineRunner } from '@forkline/runner';
 import { runAiSdkTurns, type AiSdkModel } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
 import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
+import { toStorableText } from '../../src/core/storable.ts';
 
 let app: TestApp;
 let fake: Awaited<ReturnType<typeof refusingProviders>>;
@@ -56,10 +59,25 @@ const modelOf = (provider: Provider): AiSdkModel =>
 
 const { session, logOf, messages, results, requestIds } = runnerSessions(() => app, 'ai-sdk-call-ids');
 
+/** The app's own view of each turn it serves (onStream): the `ai` UI message stream useChat reads, read to its end. */
+let views: Array<Promise<UIMessage | undefined>> = [];
+async function lastOf(messages: AsyncIterable<UIMessage>): Promise<UIMessage | undefined> {
+  let last: UIMessage | undefined;
+  for await (const m of messages) last = m;
+  return last;
+}
+
 async function serve(s: { id: string; pool: string }, provider: Provider, mode: 'stream' | 'generate') {
   const runner = new ForklineRunner({ url: app.url, pool: s.pool });
   try {
-    await runner.serve(s.id, (session) => runAiSdkTurns(session, { model: modelOf(provider), tools, mode }).then(() => {}));
+    await runner.serve(s.id, (session) =>
+      runAiSdkTurns(session, {
+        model: modelOf(provider),
+        tools,
+        mode,
+        onStream: (result) => void views.push(lastOf(readUIMessageStream({ stream: result.toUIMessageStream() }))),
+      }).then(() => {}),
+    );
   } finally {
     await runner.close();
   }
@@ -148,6 +166,65 @@ describe.each(['stream', 'generate'] as const)('anthropic (%s), two calls of one
     expect(requestsSince(from)).toEqual([
       { refusal: undefined, ids: [] },
       { refusal: undefined, ids: ['toolu_1', 'call_2'] },
+    ]);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+});
+
+// The app reading the turn's stream (useChat's UI message stream): a call RunCallIds renamed streamed its input under
+// the model's id and completed under another, so the old code showed a call stuck with its input streaming that never
+// completed, and a completed one that never started. Every part of a call now goes by the id the SDK runs it by.
+describe.each(['openai', 'anthropic'] as const)('%s (stream), the app reading the turn as useChat does', (provider) => {
+  it.each([
+    ['an id the log cannot hold', [[look('t'.repeat(300), 'a')], 'done']],
+    ["an id repeating an earlier step's", [[look('toolu_0', 'a')], [look('toolu_0', 'b')], 'done']],
+    ['an id the provider refuses', [[look(refusedByWire(provider), 'a')], 'done']],
+  ] as Array<[string, Array<Call[] | string>]>)(
+    'shows each call once, finished, under the id it ran by: %s',
+    async (_, answers) => {
+      const s = await session('look up');
+      script = [...answers];
+      views = [];
+      await serve(s, provider, 'stream');
+
+      expect(views).toHaveLength(1);
+      const message = await views[0];
+      const calls = message!.parts.filter((p) => p.type.startsWith('tool-')) as Array<{ toolCallId: string; state: string; input: unknown }>;
+      const log = await logOf(s.id);
+      const logged = messages(log).flatMap((m) => m.toolCalls as Call[]);
+      // One part per call, each finished (its output or its error), none left streaming its input.
+      expect(calls.map((c) => c.state)).toEqual(logged.map(() => expect.stringMatching(/^output-(available|error)$/)));
+      expect(calls.map((c) => c.input)).toEqual(logged.map((c) => JSON.parse(c.arguments)));
+      expect(new Set(calls.map((c) => c.toolCallId)).size).toBe(calls.length);
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    },
+    60_000,
+  );
+});
+
+// A model's call arguments are outside input: the real @ai-sdk/openai hands on a NUL or a lone surrogate the provider's
+// JSON escapes (`\u0000`, `\ud800`) as it is, so the old TurnWriter sent an answer the log refused and the turn failed.
+describe('openai (stream), call arguments the log cannot hold as they are', () => {
+  it("stores them as forkline's own agent does (U+FFFD) and the turn goes on", async () => {
+    const s = await session('look up');
+    const args = ['{"key":"a\ud800"}', '{"key":"b\u0000"}'];
+    script = [
+      [
+        { id: 'call_a', name: 'lookup', arguments: args[0] },
+        { id: 'call_b', name: 'lookup', arguments: args[1] },
+      ],
+      'done',
+    ];
+    ran.length = 0;
+    await serve(s, 'openai', 'stream');
+
+    const log = await logOf(s.id);
+    expect(messages(log)[0].toolCalls.map((c: Call) => c.arguments)).toEqual(args.map(toStorableText));
+    // The lone surrogate's call ran (its input is valid JSON); the NUL's is not JSON, so the SDK answered it with an error.
+    expect(ran).toEqual(['a\ud800']);
+    expect(results(log).map((r) => [r.callId, r.status])).toEqual([
+      ['call_a', 'ok'],
+      ['call_b', 'error'],
     ]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);

@@ -5,8 +5,8 @@
 // Each step is written as it happens, through the SDK's TurnWriter: the
 // model is wrapped (wrapLanguageModel) so the step's start is stored before
 // the model is called and its message with the tool calls before any tool
-// runs (the stream's tool calls are held back until then); each tool's
-// `execute` is wrapped to store its result as soon as it returns (what its
+// runs (the stream's tool calls, and their streamed input, are held back until
+// then); each tool's `execute` is wrapped to store its result as soon as it returns (what its
 // `toModelOutput` hands the model, and the model is handed the stored text). The tools
 // are declared with their effects first (declareRunnerTools). Text deltas
 // stream to sessionTurns subscribers as they come.
@@ -66,6 +66,13 @@ export interface AiSdkRunOptions {
   maxSteps?: number;
   /** `generate`: generateText, no deltas (default `stream`). */
   mode?: 'stream' | 'generate';
+  /**
+   * The `streamText` result of each turn (or the rest of one) as it starts, in mode `stream`: the app's own view
+   * of it (its `toUIMessageStream` for useChat, its `fullStream`). Read it through (an unread stream is buffered).
+   * Every part of a call goes by the id the SDK runs it by (docs/runners.md#call-ids), and its input streams in
+   * once the model's answer is stored.
+   */
+  onStream?: (result: ReturnType<typeof streamText>) => void;
   system?: string;
   /**
    * Cancels the work (the app stopping): no new turn starts, a tool whose call is stored but has not started
@@ -285,6 +292,45 @@ function handedOn<P extends LanguageModelV3Content | LanguageModelV3StreamPart>(
   return parts.map((p) => (p.type === 'tool-call' && !p.providerExecuted ? { ...p, toolCallId: admitted[n++].sentId } : p));
 }
 
+/** A streamed part of the input of one of the model's own calls (`tool-input-start`, `-delta`, `-end`). */
+type InputPart = Extract<LanguageModelV3StreamPart, { type: 'tool-input-start' | 'tool-input-delta' | 'tool-input-end' }>;
+
+const isInputPart = (p: LanguageModelV3StreamPart): p is InputPart =>
+  p.type === 'tool-input-start' || p.type === 'tool-input-delta' || p.type === 'tool-input-end';
+
+/**
+ * The streamed input of an answer's calls, held until the calls are stored: a call's id is known only then (RunCallIds
+ * admits an answer's calls together, docs/runners.md#call-ids), and a reader of the stream (the `ai` UI message stream)
+ * ties a call's input to its call by the id, so each part goes out with its call under the id the call is handed on
+ * under. By the model's id, in order: an answer giving two calls one id streams the first's input, then the second's.
+ */
+class HeldInputs {
+  private readonly byId = new Map<string, InputPart[][]>();
+
+  /** Whether `part` is held: a provider-executed call's parts are not (the provider ran it; its id is its own). */
+  add(part: InputPart): boolean {
+    const runs = this.byId.get(part.id);
+    if (part.type === 'tool-input-start') {
+      if (part.providerExecuted) return false;
+      if (runs) runs.push([part]);
+      else this.byId.set(part.id, [[part]]);
+      return true;
+    }
+    if (!runs) return false;
+    runs[runs.length - 1].push(part);
+    return true;
+  }
+
+  /** The held input of the next call the model gave `id` (none: it streamed none). */
+  take(id: string): InputPart[] {
+    return this.byId.get(id)?.shift() ?? [];
+  }
+
+  clear(): void {
+    this.byId.clear();
+  }
+}
+
 /**
  * `model` writing each of its calls through `turn`: the step's start before
  * the call, its message (with its tool calls) once the model finished and
@@ -320,26 +366,35 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
         await turn.startStep();
         const { stream, ...rest } = await doStream();
         let text = '';
-        const held: LanguageModelV3StreamPart[] = [];
+        const held: Array<Extract<LanguageModelV3StreamPart, { type: 'tool-call' }>> = [];
+        const inputs = new HeldInputs();
         const transform = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
           async transform(part, controller) {
             if (part.type === 'text-delta') {
               text += part.delta;
               if (part.delta) void turn.delta(part.delta);
             }
+            // Released with its call, under the call's id (a provider-executed call's pass as they came).
+            if (isInputPart(part) && inputs.add(part)) return;
             if (part.type === 'tool-call' && !part.providerExecuted) {
               held.push(part); // released once the call is stored
               return;
             }
             if (part.type === 'finish') {
               const admitted = await record(text, callsOf(held, names), part.usage);
-              for (const h of handedOn(held.splice(0), admitted)) controller.enqueue(h);
+              const calls = held.splice(0);
+              handedOn(calls, admitted).forEach((h, i) => {
+                for (const p of inputs.take(calls[i].toolCallId)) controller.enqueue({ ...p, id: h.toolCallId });
+                controller.enqueue(h);
+              });
+              inputs.clear(); // input of a call the answer never completed: never recorded, so never shown
             }
             controller.enqueue(part);
           },
           flush(controller) {
             // A stream that ended without its finish part: its calls are not stored, so they do not run.
             held.length = 0;
+            inputs.clear();
             void controller;
           },
         });
@@ -674,6 +729,7 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
       await generateText(common);
     } else {
       const result = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
+      opts.onStream?.(result);
       await result.consumeStream({ onError: (error) => void (failure ??= error) });
     }
   } catch (err) {

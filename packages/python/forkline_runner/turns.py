@@ -185,7 +185,11 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
         refused.update(why)
         unknown = {c["id"] for c, given in zip(calls, reply.tool_calls) if names.tool_of(given["name"]) is None}
         # Each call of a declared tool carries its effect, as forkline records it: the stored event is exactly what was sent.
-        tool_calls = [{**c, **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls]
+        # Its arguments are stored as forkline's own agent stores them (a NUL or an unpaired surrogate as U+FFFD), or the
+        # log refuses the answer; the tool runs on them as the model gave them.
+        tool_calls = [
+            {**c, "arguments": storable_text(c["arguments"]), **({"effect": tools[c["name"]].effect} if c["name"] in tools else {})} for c in calls
+        ]
         message: dict[str, Any] = {"turn": turn, "step": step, "text": storable_text(reply.text or ""), "toolCalls": tool_calls}
         if reply.usage:
             message["usage"] = reply.usage

@@ -826,7 +826,9 @@ export class TurnWriter {
   async message(m: StepMessage): Promise<void> {
     const toolCalls = m.toolCalls.map((c) => {
       const effect = this.session.effectOf(c.name);
-      return { id: c.id, name: c.name, arguments: c.arguments, ...(effect ? { effect } : {}) };
+      // The model's arguments are outside input: stored as forkline's own agent stores them (a NUL or an unpaired surrogate
+      // becomes U+FFFD, docs/agents.md), or the log refuses the answer and the turn fails.
+      return { id: c.id, name: c.name, arguments: storableText(c.arguments), ...(effect ? { effect } : {}) };
     });
     this.answered = true;
     for (const c of toolCalls) this.unanswered.set(c.id, c);
