@@ -165,9 +165,9 @@ export class RecordingValidator {
   push(text: string): RecordingEvent | undefined {
     this.#line++;
     if (!this.#header && text.trim() === '') throw this.#fail('header', 'missing header line');
-    // Counted before it is parsed: a line of 16 MiB may be 8 million values, or a million levels (storable.ts).
+    // Counted before it is parsed: a line of 16 MiB may be 8 million values, a million levels or a million distinct keys (storable.ts).
     const refused = jsonTextRefusal(text);
-    if (refused) throw this.#fail(refused.past === 'values' ? 'size' : 'depth', refused.reason);
+    if (refused) throw this.#fail(refused.past === 'depth' ? 'depth' : 'size', refused.reason);
     let value: unknown;
     try {
       value = JSON.parse(text);

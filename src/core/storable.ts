@@ -44,6 +44,14 @@ export const JSON_ENVELOPE_VALUES = 100;
  * providers' options, which nest a few levels (docs/operations.md "Event-loop time").
  */
 export const MAX_JSON_TEXT_DEPTH = 256;
+/**
+ * The distinct object keys JSON text from outside may hold at every door (a GraphQL body or parameter, a graphql-ws
+ * message, a recording line; the chat doors hold fewer: FORKLINE_MAX_REQUEST_KEYS), counted before it is parsed.
+ * JSON.parse pays 2-3.5 µs for each new key: a GraphQL body of 500,000 held the loop 0.9 s, a recording line 1.6 s.
+ * Real events repeat a few dozen keys (a recording of a session with tools: 23-31); what else a tool's output adds
+ * is its own, and 100,000 (0.2-0.4 s) leaves it thousands of times that (docs/operations.md "Event-loop time").
+ */
+export const MAX_JSON_KEYS = 100_000;
 /** Why JSON text nested past MAX_JSON_TEXT_DEPTH is refused: what, the bound, what to do. */
 export const nestedTooDeep = (max: number) =>
   `nests arrays and objects more than ${max} levels deep (an event's data may nest at most ${MAX_JSON_DEPTH}): send flatter JSON`;
@@ -63,7 +71,8 @@ export const nestedTooDeep = (max: number) =>
 export function jsonTextPast(text: string | Uint8Array, maxValues: number, maxDepth: number, maxKeys = Infinity): 'values' | 'depth' | 'keys' | undefined {
   if (text.length < 2 * maxValues && text.length <= maxDepth && text.length <= 3 * maxKeys) return undefined;
   const bytes = typeof text === 'string' ? new TextEncoder().encode(text) : text;
-  const keys = maxKeys === Infinity ? undefined : new DistinctKeys(bytes);
+  // Each distinct key takes 3 bytes at least (its quotes and colon): a shorter text is not counted.
+  const keys = bytes.length <= 3 * maxKeys ? undefined : new DistinctKeys(bytes);
   let values = 1;
   let depth = 0;
   for (let i = 0; i < bytes.length; i++) {
@@ -133,13 +142,14 @@ function sameBytes(bytes: Uint8Array, a: number, aEnd: number, b: number, bEnd: 
 /**
  * Why JSON text from outside is refused before it is parsed, at every door (request bodies, recording lines,
  * graphql-ws messages): past `maxValues` (MAX_JSON_VALUES, or a door's own lower bound: the chat doors',
- * core/resent-conversation.ts), with a request's envelope, past MAX_JSON_TEXT_DEPTH, or past a door's `maxKeys`. `reason` follows what the door
+ * core/resent-conversation.ts), with a request's envelope, past MAX_JSON_TEXT_DEPTH, or past `maxKeys` (MAX_JSON_KEYS,
+ * or a door's own lower bound). `reason` follows what the door
  * calls the text ("the request body …").
  */
 export function jsonTextRefusal(
   text: string | Uint8Array,
   maxValues = MAX_JSON_VALUES,
-  maxKeys = Infinity,
+  maxKeys = MAX_JSON_KEYS,
 ): { past: 'values' | 'depth' | 'keys'; reason: string } | undefined {
   const past = jsonTextPast(text, maxValues + JSON_ENVELOPE_VALUES, MAX_JSON_TEXT_DEPTH, maxKeys);
   if (past === undefined) return undefined;
