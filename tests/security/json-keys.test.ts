@@ -25,7 +25,12 @@ const APPEND = 'mutation($i: AppendEventsInput!) { appendEvents(input: $i) { __t
 const appendBody = (data: unknown) =>
   JSON.stringify({ query: APPEND, variables: { i: { sessionId: 'ses_none', expectedEventCount: 0, leaseToken: 1, events: [{ type: 'plugin/x/y', data }] } } });
 const recording = (id: string, data: unknown) =>
-  [{ format: 'forkline.recording', version: 4, session: { id, title: 'keys' } }, { seq: 0, type: 'plugin/x/y', data }].map((l) => JSON.stringify(l)).join('\n') + '\n';
+  [
+    { format: 'forkline.recording', version: 4, session: { id, title: 'keys' } },
+    { seq: 0, type: 'plugin/x/y', data },
+  ]
+    .map((l) => JSON.stringify(l))
+    .join('\n') + '\n';
 const upload = (text: string) => fetch(new URL('/recordings', app.url), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: text });
 
 /** `work`'s result while another client is served, and how many times JSON.parse was given a text of `length` characters or more. */
@@ -70,7 +75,11 @@ describe('distinct object keys past MAX_JSON_KEYS', () => {
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify({ type: 'connection_init' }));
     await new Promise((r) => ws.once('message', r)); // connection_ack
-    const message = JSON.stringify({ id: '1', type: 'subscribe', payload: { query: 'query($v: JSON) { __typename }', variables: { v: distinctKeys(MAX_JSON_KEYS + 1) } } });
+    const message = JSON.stringify({
+      id: '1',
+      type: 'subscribe',
+      payload: { query: 'query($v: JSON) { __typename }', variables: { v: distinctKeys(MAX_JSON_KEYS + 1) } },
+    });
     expect(message.length).toBeLessThan(1024 * 1024);
     const { result, parsed } = await parsedMeanwhile(message.length / 2, async () => {
       const answer = new Promise<{ code?: number; reason?: string; message?: string }>((resolve) => {
