@@ -54,19 +54,29 @@ describe("the runner SDK's copy of the storable-text rule", () => {
 
 describe("the runner SDK's copy of how an answer's calls are recorded", () => {
   it("records each call under the id and name forkline's own agent gives it, refusing the same ones for the same reason", () => {
-    const ids = ['a', 'a', '', 'x'.repeat(201), 'n\u0000', '\ud800', 'call_1', 'earlier', 'call_3', ...mixed(40)];
-    const names = ['lookup', '', 'y'.repeat(201), 'l\u0000', 'l\udc00', ...mixed(40)];
+    // At the log's bound of 200 code points, a pair on either side of it: the log counts a pair as one.
+    const bound = (c: string) => [
+      c.repeat(200),
+      c.repeat(201),
+      `${c.repeat(199)}\ud83d\ude00`,
+      `${c.repeat(200)}\ud83d\ude00`,
+      `${c.repeat(198)}\ud83d\ude00z`,
+    ];
+    const ids = ['a', 'a', '', 'n\u0000', '\ud800', 'call_1', 'earlier', 'call_3', ...bound('x'), ...mixed(40)];
+    const names = ['lookup', '', 'l\u0000', 'l\udc00', ...bound('y'), ...mixed(40)];
     const earlier = ['earlier', 'call_2'];
     const history: ChatMessage[] = [
       { role: 'assistant', content: null, tool_calls: earlier.map((id) => ({ id, type: 'function', function: { name: 'lookup', arguments: '{}' } })) },
     ];
-    for (let k = 0; k < 200; k++) {
+    for (let k = 0; k < 600; k++) {
       const calls = Array.from({ length: 1 + (k % 5) }, (_, i) => ({
         id: ids[(k * 7 + i * 3) % ids.length],
         name: names[(k * 5 + i) % names.length],
         arguments: '{}',
       }));
-      const core = admitCalls(calls, new Set(earlier), new Set(calls.map((c) => toStorableText(c.name.slice(0, 200)) || 'unnamed')));
+      // Every name offered, as given and as cut (which tools a request offers is not this rule's part).
+      const offered = new Set(calls.flatMap((c) => [c.name, toStorableText(c.name.slice(0, 200)) || 'unnamed']));
+      const core = admitCalls(calls, new Set(earlier), offered);
       const runner = new RunCallIds(history).admit(calls, 1, 1);
       expect(runner.map((c) => [c.id, c.name, c.refused])).toEqual(core.calls.map((c) => [c.id, c.name, core.refused.get(c.id)]));
     }

@@ -1,6 +1,6 @@
 """A model's calls as a step records them (docs/runners.md#call-ids), by the rules forkline's own agent keeps.
 
-A model's reply is outside input: a call whose id the log cannot hold (over 200 characters, a NUL or an unpaired
+A model's reply is outside input: a call whose id the log cannot hold (over 200 code points, a NUL or an unpaired
 surrogate) or that another call of the reply took is still recorded, under ``call_<position>``, and answered at once
 with an ``error`` result saying why: it never runs. A call repeating an id the request's conversation already holds
 (servers that number calls per answer) runs under a fresh ``call_<position>``. Every step's request comes from
@@ -14,12 +14,27 @@ from typing import Any
 
 from .runner import storable_text
 
-#: The longest id or tool name the log holds, in UTF-16 units (as forkline counts).
+#: The longest id or tool name the log holds, in code points (a pair of surrogates is one, as the log's schema counts).
 MAX_ID = 200
 
 
+def _utf16(s: str) -> bytes:
+    return s.encode("utf-16-le", "surrogatepass")
+
+
 def _length(s: str) -> int:
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
+    """Its length in UTF-16 units: what forkline's own agent says a refused id or name is long."""
+    return len(_utf16(s)) // 2
+
+
+def _fits(s: str) -> bool:
+    """Whether the log takes its length: 1-MAX_ID code points (pairs read as forkline reads them, each lone surrogate one)."""
+    return 1 <= len(_utf16(s).decode("utf-16-le", "surrogatepass")) <= MAX_ID
+
+
+def _cut(s: str) -> str:
+    """Its first MAX_ID UTF-16 units, as forkline's own agent cuts a name (a pair split by the cut leaves a lone half)."""
+    return _utf16(s)[: 2 * MAX_ID].decode("utf-16-le", "surrogatepass")
 
 
 def _storable(s: str) -> bool:
@@ -46,8 +61,8 @@ def admit_calls(calls: Sequence[dict[str, Any]], earlier: set[str]) -> tuple[lis
     out: list[dict[str, Any]] = []
     for i, call in enumerate(calls):
         cid, name = call["id"], call["name"]
-        id_fits, id_text = 1 <= _length(cid) <= MAX_ID, _storable(cid)
-        name_fits, name_text = 1 <= _length(name) <= MAX_ID, _storable(name)
+        id_fits, id_text = _fits(cid), _storable(cid)
+        name_fits, name_text = _fits(name), _storable(name)
         why = (
             f"the model gave it an id of {_length(cid)} characters (1-{MAX_ID} allowed)"
             if not id_fits
@@ -64,10 +79,7 @@ def admit_calls(calls: Sequence[dict[str, Any]], earlier: set[str]) -> tuple[lis
         recorded = fresh(i) if not id_fits or not id_text or cid in ids or cid in earlier else cid
         ids.add(recorded)
         if not (name_fits and name_text):
-            cut = name[:MAX_ID]
-            while _length(cut) > MAX_ID:
-                cut = cut[:-1]
-            name = storable_text(cut) or "unnamed"
+            name = storable_text(_cut(name)) or "unnamed"
         if why is not None:
             refused[recorded] = f"not run: {why}"
         out.append({**call, "id": recorded, "name": name})

@@ -16,8 +16,10 @@ import { storableText } from './tool-output.ts';
 /** A call id every provider takes (forkline's rule, docs/agents.md#wire-names): at most 40 of `[a-zA-Z0-9_-]`. */
 const WIRE_ID = /^[a-zA-Z0-9_-]{1,40}$/;
 const WIRE_ID_MAX = 40;
-/** The longest id or tool name the log holds (docs/agents.md). */
+/** The longest id or tool name the log holds (docs/agents.md), in code points: its schema counts a surrogate pair as one. */
 const MAX_ID = 200;
+/** Whether the log takes a text's length (1-MAX_ID code points; each lone surrogate counts one, as the log's schema counts). */
+const fits = (s: string) => s.length >= 1 && (s.length <= MAX_ID || [...s].length <= MAX_ID);
 
 /** 16 characters of a SHA-256 of `text` in wire characters: the digest forkline's forms carry (docs/agents.md#wire-names). */
 const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 16);
@@ -62,24 +64,22 @@ export class RunCallIds {
       return id;
     };
     return calls.map((call, i): AdmittedCall => {
-      const why =
-        call.id.length < 1 || call.id.length > MAX_ID
-          ? `the model gave it an id of ${call.id.length} characters (1-${MAX_ID} allowed)`
-          : !storable(call.id)
-            ? 'the model gave it an id holding a NUL character or an unpaired surrogate'
-            : ids.has(call.id)
-              ? `the model gave it the id of another call of this step (${call.id})`
-              : call.name.length < 1 || call.name.length > MAX_ID
-                ? `the model named a tool of ${call.name.length} characters (1-${MAX_ID} allowed)`
-                : !storable(call.name)
-                  ? 'the model named a tool with a NUL character or an unpaired surrogate'
-                  : undefined;
-      const badId = why !== undefined && (call.id.length < 1 || call.id.length > MAX_ID || !storable(call.id) || ids.has(call.id));
+      const why = !fits(call.id)
+        ? `the model gave it an id of ${call.id.length} characters (1-${MAX_ID} allowed)`
+        : !storable(call.id)
+          ? 'the model gave it an id holding a NUL character or an unpaired surrogate'
+          : ids.has(call.id)
+            ? `the model gave it the id of another call of this step (${call.id})`
+            : !fits(call.name)
+              ? `the model named a tool of ${call.name.length} characters (1-${MAX_ID} allowed)`
+              : !storable(call.name)
+                ? 'the model named a tool with a NUL character or an unpaired surrogate'
+                : undefined;
+      const badId = why !== undefined && (!fits(call.id) || !storable(call.id) || ids.has(call.id));
       const id = badId || this.sent.has(call.id) ? freshId(i) : call.id;
       ids.add(id);
       // Cut at MAX_ID UTF-16 units it may split a pair: made storable after the cut.
-      const name =
-        call.name.length >= 1 && call.name.length <= MAX_ID && storable(call.name) ? call.name : storableText(call.name.slice(0, MAX_ID)) || 'unnamed';
+      const name = fits(call.name) && storable(call.name) ? call.name : storableText(call.name.slice(0, MAX_ID)) || 'unnamed';
       const own = wireCallId(id);
       let sentId = own;
       for (let n = 1; this.sent.has(sentId); n++) sentId = wireCallIdWith(own, `_t${turn}s${step}${n > 1 ? `_${n}` : ''}`);
