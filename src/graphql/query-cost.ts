@@ -193,7 +193,10 @@ function multiplier(walk: Walk, node: FieldNode, def: GraphQLField<unknown, unkn
   if (first || last) {
     const sizes = [first, last].flatMap((a) => (a ? [argumentValue(walk, node.arguments, a)] : []));
     const given = sizes.filter((s): s is number => typeof s === 'number' && Number.isFinite(s));
-    return Math.max(1, given.length ? Math.max(...given) : DEFAULT_PAGE_SIZE);
+    if (given.length) return Math.max(1, ...given);
+    // Omitted: a connection's default page. A plain list whose `first` only trims it (Turn.steps) is priced as a list
+    // without one is, so a query that read it before it took `first` costs what it did.
+    return isListType(isNonNullType(def.type) ? def.type.ofType : def.type) ? 1 : DEFAULT_PAGE_SIZE;
   }
   const ids = argOf('ids');
   if (ids && isListType(isNonNullType(ids.type) ? ids.type.ofType : ids.type)) {
