@@ -192,8 +192,9 @@ describe('a stdio server', () => {
     const stdio = connect('unasked', 'stdio');
     await stdio.listTools();
     const r = await measured(() => call(stdio, 'notify_forever', { kind: 'logging', bytes: 10, related: false }, 3000));
-    const { sent } = statsOf('unasked'); // noted every 100
+    // Read once the server has seen the cancellation (it notes it then; its file may not exist before its first note).
     await waitFor(() => statsOf('unasked').cancelled === 1, { what: 'the server to see the cancellation' });
+    const { sent } = statsOf('unasked'); // noted every 100, and at the cancellation
     console.log(
       `3 s of small log messages over stdio: ${sent} written, ${r.cpuMs} ms of CPU, the event loop held at most ${r.stretchMs} ms of CPU (${r.stallMs} ms of wall time)`,
     );
