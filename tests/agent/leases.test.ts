@@ -33,11 +33,19 @@ describe('leases', () => {
     const before = await types(id);
     expect(before.slice(-3)).toEqual(['inbox/remove', 'turn/start', 'step/start']);
 
-    // Another process takes the session over: the lease expired as far as the database knows.
-    await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() - interval '1 second' WHERE id = $1`, [id]);
+    // Another process takes the session over: the lease expired as far as the database knows. This process's
+    // heartbeat (every 500 ms here) renews a lease it still holds, expired or not, so on a loaded machine it may come
+    // between the two statements: then the lease is expired again and claimed again.
     const other = new LeaseStore(app.db.pool, 'another-process', 60_000);
-    const taken = await other.claim(id);
-    expect(taken).not.toBeNull();
+    let taken: Awaited<ReturnType<LeaseStore['claim']>> = null;
+    await waitFor(
+      async () => {
+        await app.db.pool.query(`UPDATE "Session" SET "leaseExpiresAt" = now() - interval '1 second' WHERE id = $1`, [id]);
+        taken = await other.claim(id);
+        return taken !== null;
+      },
+      { what: 'the other process to take the expired lease' },
+    );
     // The heartbeat finds the lease gone and stops the runner: no answer, no closers from it.
     await waitFor(() => !app.services.host.isRunningHere(id), { what: 'the runner to stop', timeoutMs: 5000 });
     await app.services.host.idle(); // its drive has ended: whatever it would write is written
