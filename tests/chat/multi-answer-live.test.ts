@@ -39,6 +39,20 @@ const ANSWERS = [
 const textOf = (a: (typeof ANSWERS)[number]) => a.deltas.join('');
 /** The step as a client should tell it: each answer's text, then its call's result. */
 const TOLD = ANSWERS.map((a) => textOf(a) + (a.call ? `[${a.call}]` : '')).join('');
+/** What sessionTurns updates told: each text delta, and each finished tool as `[callId]`. */
+const toldBy = (updates: Array<{ kind: string; text?: string | null; callId?: string | null }>) =>
+  updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
+/** What AG-UI events told: each text delta, and each tool result as `[callId]`. */
+const aguiTold = (list: BaseEvent[]) =>
+  list
+    .map((e) =>
+      e.type === EventType.TEXT_MESSAGE_CONTENT
+        ? (e as BaseEvent & { delta: string }).delta
+        : e.type === EventType.TOOL_CALL_RESULT
+          ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
+          : '',
+    )
+    .join('');
 
 /**
  * An external runner's turn of one step of three answers, on a session whose input waits: each answer streams
@@ -86,7 +100,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
       after: sendMessage.event.seq,
     });
     await waitFor(() => app.services.live.stats().turns >= 1, { what: 'the subscriber registered' });
-    const told = () => sub.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
+    const told = () => toldBy(sub.items.map((i) => i.sessionTurns));
     await runStep(sid, told);
     await sub.until((items) => items.some((i) => i.sessionTurns.kind === 'TURN_ENDED'), 'the turn’s end');
     await sub.close();
@@ -126,16 +140,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
     agent.addMessage({ id: 'u-agui', role: 'user', content: 'time?' });
     const events: BaseEvent[] = [];
     const running = agent.runAgent({ runId: 'run-answers' }, { onEvent: ({ event }) => void events.push(event) });
-    const told = (list: BaseEvent[]) =>
-      list
-        .map((e) =>
-          e.type === EventType.TEXT_MESSAGE_CONTENT
-            ? (e as BaseEvent & { delta: string }).delta
-            : e.type === EventType.TOOL_CALL_RESULT
-              ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
-              : '',
-        )
-        .join('');
+    const told = aguiTold;
     // The run's record is stored once it has started: the runner claims after it.
     await waitFor(() => events.some((e) => e.type === EventType.RUN_STARTED), { what: 'the run started' });
     await pendingInput(sid);
@@ -197,7 +202,6 @@ describe('a live step of several answers, each streamed as it is made', () => {
 });
 
 /** How a stream of updates tells the step: its text, and each call's result where it came. */
-const toldBy = (updates: TurnUpdate[]) => updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
 
 /** The step's three answers as stored, with the turn around them. */
 const storedStep = () => {
@@ -424,15 +428,7 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     for (const text of ANSWERS[2].deltas) delta(3, text);
     log(step.slice(at('model/message', 2) + 2));
     for (const e of emitted) expect(() => EventSchemas.parse(e), `${e.type} ${JSON.stringify(e)}`).not.toThrow();
-    const told = emitted
-      .map((e) =>
-        e.type === EventType.TEXT_MESSAGE_CONTENT
-          ? (e as BaseEvent & { delta: string }).delta
-          : e.type === EventType.TOOL_CALL_RESULT
-            ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
-            : '',
-      )
-      .join('');
+    const told = aguiTold(emitted);
     // The old code: the second answer's deltas as the step's text before the first's call, and its stored text again.
     expect(told).toBe(TOLD);
     const starts = emitted.filter((e) => e.type === EventType.TEXT_MESSAGE_START).map((e) => (e as BaseEvent & { messageId: string }).messageId);
