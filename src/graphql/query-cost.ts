@@ -24,7 +24,7 @@ import {
   getNamedType,
   getOperationAST,
   isListType,
-  isNonNullType,
+  getNullableType,
   type ArgumentNode,
   type DocumentNode,
   type FieldNode,
@@ -196,10 +196,10 @@ function multiplier(walk: Walk, node: FieldNode, def: GraphQLField<unknown, unkn
     if (given.length) return Math.max(1, ...given);
     // Omitted: a connection's default page. A plain list whose `first` only trims it (Turn.steps) is priced as a list
     // without one is, so a query that read it before it took `first` costs what it did.
-    return isListType(isNonNullType(def.type) ? def.type.ofType : def.type) ? 1 : DEFAULT_PAGE_SIZE;
+    return isListType(getNullableType(def.type)) ? 1 : DEFAULT_PAGE_SIZE;
   }
   const ids = argOf('ids');
-  if (ids && isListType(isNonNullType(ids.type) ? ids.type.ofType : ids.type)) {
+  if (ids && isListType(getNullableType(ids.type))) {
     const list = argumentValue(walk, node.arguments, ids);
     return Math.max(1, Array.isArray(list) ? list.length : 1);
   }
