@@ -1,7 +1,7 @@
 // A session's details type and the model text of the running step as it
 // streams (sessionTurns TEXT_DELTA), for the session feed (session-feed.ts).
 // No whole log is loaded anywhere: pages come from event-pages.ts.
-import { SessionTurnsDocument, type DashboardSessionQuery } from '../../generated/graphql.ts';
+import { SessionTurnsDocument, SessionsTurnsDocument, type DashboardSessionQuery, type SessionTurnsSubscription } from '../../generated/graphql.ts';
 import { follow, forkline } from './api.ts';
 
 export type SessionDetails = NonNullable<DashboardSessionQuery['session']>;
@@ -12,6 +12,39 @@ export interface LiveStep {
   text: string;
   /** Name of the tool running now, if any. */
   tool?: string;
+}
+
+type LiveUpdate = Pick<SessionTurnsSubscription['sessionTurns'], 'kind' | 'turn' | 'step' | 'text' | 'toolName'>;
+
+/**
+ * What a turn update does to the running step's live text (undefined: nothing), and whether it is a turn's
+ * boundary (the log has a turn more to show). Deltas of a step in `answeredSteps` are dropped: the log shows it.
+ */
+function liveStepChange(
+  u: LiveUpdate,
+  answeredSteps: ReadonlySet<string>,
+): { change?: (l: LiveStep | null) => LiveStep | null; boundary: boolean } {
+  const step = u.step ?? 0;
+  switch (u.kind) {
+    case 'STEP_STARTED':
+      return { change: () => ({ turn: u.turn, step, text: '' }), boundary: false };
+    case 'TEXT_DELTA':
+      if (answeredSteps.has(`${u.turn}:${step}`)) return { boundary: false };
+      return {
+        change: (l) => (l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' }),
+        boundary: false,
+      };
+    case 'TOOL_RUNNING':
+      return { change: (l) => ({ turn: u.turn, step, text: l?.text ?? '', tool: u.toolName ?? 'tool' }), boundary: false };
+    case 'TOOL_FINISHED':
+      return { change: (l) => (l ? { ...l, tool: undefined } : l), boundary: false };
+    case 'TURN_ENDED':
+      return { change: () => null, boundary: true };
+    case 'TURN_STARTED':
+      return { boundary: true };
+    default:
+      return { boundary: false };
+  }
 }
 
 /**
@@ -33,30 +66,33 @@ export function followLiveSteps(
   return follow(() => forkline.subscribe(SessionTurnsDocument, seen === undefined ? { sessionId: id } : { sessionId: id, afterSeq: seen }), {
     next: ({ sessionTurns: u }) => {
       if (seen !== undefined && u.seq != null) seen = Math.max(seen, u.seq);
-      const step = u.step ?? 0;
-      switch (u.kind) {
-        case 'STEP_STARTED':
-          setLive(() => ({ turn: u.turn, step, text: '' }));
-          break;
-        case 'TEXT_DELTA':
-          if (answeredSteps.has(`${u.turn}:${step}`)) break;
-          setLive((l) => (l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' }));
-          break;
-        case 'TOOL_RUNNING':
-          setLive((l) => ({ turn: u.turn, step, text: l?.text ?? '', tool: u.toolName ?? 'tool' }));
-          break;
-        case 'TOOL_FINISHED':
-          setLive((l) => (l ? { ...l, tool: undefined } : l));
-          break;
-        case 'TURN_ENDED':
-          setLive(() => null);
-          onTurnBoundary();
-          break;
-        case 'TURN_STARTED':
-          onTurnBoundary();
-          break;
-      }
+      const { change, boundary } = liveStepChange(u, answeredSteps);
+      if (change) setLive(change);
+      if (boundary) onTurnBoundary();
     },
     error: onError,
   });
 }
+
+/**
+ * The running steps of several sessions (a fan-out's variants) with one subscription (sessionsTurns), not one
+ * each: a page of 50 cards took 50 of the token's places, and five such pages its 250 (docs/operations.md
+ * "Connections"). `seen` holds each session's seq to replay after, and is kept current, so a resubscription (a
+ * lost connection, or the caller's next set of ids) goes on from the last stored event seen of each.
+ */
+export function followSessionsLiveSteps(
+  ids: readonly string[],
+  seen: Map<string, number>,
+  setLive: (sessionId: string, update: (l: LiveStep | null) => LiveStep | null) => void,
+): () => void {
+  const sessions = () => ids.map((sessionId) => ({ sessionId, afterSeq: seen.get(sessionId) }));
+  return follow(() => forkline.subscribe(SessionsTurnsDocument, { sessions: sessions() }), {
+    next: ({ sessionsTurns: u }) => {
+      if (u.seq != null) seen.set(u.sessionId, Math.max(seen.get(u.sessionId) ?? -1, u.seq));
+      const { change } = liveStepChange(u, NO_STEPS);
+      if (change) setLive(u.sessionId, change);
+    },
+  });
+}
+
+const NO_STEPS: ReadonlySet<string> = new Set();
