@@ -17,12 +17,32 @@ export interface LiveStep {
 type LiveUpdate = Pick<SessionTurnsSubscription['sessionTurns'], 'kind' | 'turn' | 'step' | 'text' | 'toolName'>;
 
 /**
+ * A subscription's steps whose text it has begun to give. A subscription gives each answer's text whole
+ * (docs/api.md "Live turns"): its deltas from the first, or, for one already streaming when it began, the stored
+ * text at once. So a step's first text in a subscription starts it over: after a resubscription (the server
+ * restarted mid-answer) it was appended to what had streamed before, and the card showed the text twice.
+ */
+function stepTexts() {
+  const begun = new Set<string>();
+  /** Whether `u` is the first text of its step (of its session) in this subscription. */
+  return (u: LiveUpdate & { sessionId?: string }) => {
+    if (u.kind !== 'TEXT_DELTA') return false;
+    const key = `${u.sessionId ?? ''}:${u.turn}:${u.step ?? 0}`;
+    if (begun.has(key)) return false;
+    begun.add(key);
+    return true;
+  };
+}
+
+/**
  * What a turn update does to the running step's live text (undefined: nothing), and whether it is a turn's
  * boundary (the log has a turn more to show). Deltas of a step in `answeredSteps` are dropped: the log shows it.
+ * `begins`: the step's first text in this subscription, which replaces what the step showed (stepTexts).
  */
 function liveStepChange(
   u: LiveUpdate,
   answeredSteps: ReadonlySet<string>,
+  begins: boolean,
 ): { change?: (l: LiveStep | null) => LiveStep | null; boundary: boolean } {
   const step = u.step ?? 0;
   switch (u.kind) {
@@ -31,7 +51,8 @@ function liveStepChange(
     case 'TEXT_DELTA':
       if (answeredSteps.has(`${u.turn}:${step}`)) return { boundary: false };
       return {
-        change: (l) => (l && l.turn === u.turn && l.step === step ? { ...l, text: l.text + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' }),
+        change: (l) =>
+          l && l.turn === u.turn && l.step === step ? { ...l, text: (begins ? '' : l.text) + (u.text ?? '') } : { turn: u.turn, step, text: u.text ?? '' },
         boundary: false,
       };
     case 'TOOL_RUNNING':
@@ -63,10 +84,15 @@ export function followLiveSteps(
   afterSeq?: number,
 ): () => void {
   let seen = afterSeq;
-  return follow(() => forkline.subscribe(SessionTurnsDocument, seen === undefined ? { sessionId: id } : { sessionId: id, afterSeq: seen }), {
+  let begins = stepTexts();
+  const open = () => {
+    begins = stepTexts();
+    return forkline.subscribe(SessionTurnsDocument, seen === undefined ? { sessionId: id } : { sessionId: id, afterSeq: seen });
+  };
+  return follow(open, {
     next: ({ sessionTurns: u }) => {
       if (seen !== undefined && u.seq != null) seen = Math.max(seen, u.seq);
-      const { change, boundary } = liveStepChange(u, answeredSteps);
+      const { change, boundary } = liveStepChange(u, answeredSteps, begins(u));
       if (change) setLive(change);
       if (boundary) onTurnBoundary();
     },
@@ -85,11 +111,15 @@ export function followSessionsLiveSteps(
   seen: Map<string, number>,
   setLive: (sessionId: string, update: (l: LiveStep | null) => LiveStep | null) => void,
 ): () => void {
-  const sessions = () => ids.map((sessionId) => ({ sessionId, afterSeq: seen.get(sessionId) }));
-  return follow(() => forkline.subscribe(SessionsTurnsDocument, { sessions: sessions() }), {
+  let begins = stepTexts();
+  const open = () => {
+    begins = stepTexts();
+    return forkline.subscribe(SessionsTurnsDocument, { sessions: ids.map((sessionId) => ({ sessionId, afterSeq: seen.get(sessionId) })) });
+  };
+  return follow(open, {
     next: ({ sessionsTurns: u }) => {
       if (u.seq != null) seen.set(u.sessionId, Math.max(seen.get(u.sessionId) ?? -1, u.seq));
-      const { change } = liveStepChange(u, NO_STEPS);
+      const { change } = liveStepChange(u, NO_STEPS, begins(u));
       if (change) setLive(u.sessionId, change);
     },
   });
