@@ -74,8 +74,11 @@ describe('fan-out pages under one token', () => {
     const children: string[] = [];
     for (let i = 0; i < VARIANTS; i++)
       children.push(
-        (await ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq, title: `variant ${i + 1}` } }))
-          .forkSession.session.id,
+        (
+          await ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', {
+            i: { sessionId: parent, atSeq, title: `variant ${i + 1}` },
+          })
+        ).forkSession.session.id,
       );
 
     const context = await (await dashboard.browser).newContext({ viewport: { width: 1440, height: 900 } });
@@ -99,7 +102,14 @@ describe('fan-out pages under one token', () => {
     for (const { page } of pages)
       for (const id of watched)
         await expect
-          .poll(() => page.locator(`[data-testid="variant-card"][data-session-id="${id}"] [data-testid="variant-answer"]`).textContent({ timeout: 200 }).catch(() => ''), TIMEOUT)
+          .poll(
+            () =>
+              page
+                .locator(`[data-testid="variant-card"][data-session-id="${id}"] [data-testid="variant-answer"]`)
+                .textContent({ timeout: 200 })
+                .catch(() => ''),
+            TIMEOUT,
+          )
           .toContain('slowly enough to watch it arrive');
     await app.services.host.idle();
     for (const [i, { page, errors, sockets }] of pages.entries()) {

@@ -26,7 +26,8 @@ async function ok(query: string, variables: Record<string, unknown>, headers: Re
   if (r.errors?.length) throw new Error(JSON.stringify(r.errors));
   return r.data;
 }
-const create = async (title: string, as = A) => (await ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title }, as)).createSession.id as string;
+const create = async (title: string, as = A) =>
+  (await ok('mutation($t: String) { createSession(input: { title: $t }) { id } }', { t: title }, as)).createSession.id as string;
 const send = (sessionId: string, text: string) => ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId, text } }, A);
 const client = () => wsClient(app.url, { connectionParams: { authorization: `Bearer ${TOKEN_A}` } });
 const answers = async (id: string) =>
@@ -43,7 +44,8 @@ describe('sessionsTurns', () => {
     await waitFor(() => app.services.live.stats().turns === 3, { what: 'three relay subscribers' });
     await send(ids[1], '!slow 20\nsecond streams word by word');
     await send(ids[2], 'third answers');
-    const ended = (id: string, n: number) => (items: any[]) => items.filter((i) => i.sessionsTurns.sessionId === id && i.sessionsTurns.kind === 'TURN_ENDED').length >= n;
+    const ended = (id: string, n: number) => (items: any[]) =>
+      items.filter((i) => i.sessionsTurns.sessionId === id && i.sessionsTurns.kind === 'TURN_ENDED').length >= n;
     await sub.until((items) => ended(ids[0], 1)(items) && ended(ids[1], 1)(items) && ended(ids[2], 1)(items), 'every turn ended');
     await app.services.host.idle();
     for (const id of ids) {

@@ -131,7 +131,7 @@ builder.subscriptionFields((t) => ({
     type: TurnUpdateRef,
     description:
       `sessionTurns of up to ${MAX_FOLLOWED_SESSIONS} sessions of the caller's tenant in one subscription, interleaved ` +
-      '(each update names its sessionId; each session\'s in its order, from its afterSeq as sessionTurns gives them): ' +
+      "(each update names its sessionId; each session's in its order, from its afterSeq as sessionTurns gives them): " +
       "a fan-out's variants followed with one place of the token's subscriptions, not one each. A session that is " +
       'deleted stops; the subscription ends when all have.',
     args: { sessions: t.arg({ type: [SessionTurnsFromInput], required: true }) },
