@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page, WebSocket } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
-import { appendTurns, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, openPage, recordVariantLiveTexts, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TOKEN = 'alpha-fan-out-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -51,21 +51,6 @@ function watchSockets(page: Page) {
   return { open: () => [...started].filter((id) => !ended.has(id)).length, errors };
 }
 
-/** Records every text a card's live area shows, in order (window.__live[sessionId]). */
-const recordLiveTexts = (page: Page) =>
-  page.evaluate(() => {
-    const w = window as unknown as { __live: Record<string, string[]> };
-    w.__live = {};
-    new MutationObserver(() => {
-      for (const card of document.querySelectorAll('[data-testid="variant-card"]')) {
-        const text = card.querySelector('[data-testid="variant-live"] .msg-text')?.textContent;
-        const id = card.getAttribute('data-session-id')!;
-        const seen = (w.__live[id] ??= []);
-        if (text && text !== seen.at(-1)) seen.push(text);
-      }
-    }).observe(document.querySelector('.variants-grid')!, { subtree: true, childList: true, characterData: true });
-  });
-
 describe('fan-out pages under one token', () => {
   it(`${PAGES} pages of ${VARIANTS} live variants each: every page streams, each with one subscription for its cards`, async () => {
     const parent = (await ok('mutation { createSession(input: { title: "fan-out parent" }) { id } }', {})).createSession.id as string;
@@ -88,8 +73,8 @@ describe('fan-out pages under one token', () => {
       const sockets = watchSockets(page);
       await page.goto(i === 0 ? `${origin}/sessions/${parent}/forks/${atSeq}?token=${TOKEN}` : `${origin}/sessions/${parent}/forks/${atSeq}`);
       await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(VARIANTS);
-      await recordLiveTexts(page);
-      pages.push({ page, errors, sockets });
+      const liveTexts = await recordVariantLiveTexts(page);
+      pages.push({ page, errors, sockets, liveTexts });
     }
     // Each page's subscriptions are a handful (its list's and its cards' one), not one per card.
     for (const { sockets } of pages) await expect.poll(() => sockets.open(), TIMEOUT).toBeGreaterThan(0);
@@ -112,8 +97,8 @@ describe('fan-out pages under one token', () => {
           )
           .toContain('slowly enough to watch it arrive');
     await app.services.host.idle();
-    for (const [i, { page, errors, sockets }] of pages.entries()) {
-      const live = await page.evaluate(() => (window as unknown as { __live: Record<string, string[]> }).__live);
+    for (const [i, { errors, sockets, liveTexts }] of pages.entries()) {
+      const live = await liveTexts();
       for (const id of watched) {
         expect(live[id]?.length ?? 0, `page ${i + 1}: ${id} streamed`).toBeGreaterThan(1);
         expect(live[id].at(-1)).toContain('slowly enough');

@@ -40,7 +40,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { screenshot } from './chromium.ts';
-import { appendTurns, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, openPage, recordVariantLiveTexts, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 const WORDS = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
@@ -359,19 +359,7 @@ describe('dashboard across a server restart', () => {
     const { page, errors } = await openPage(browser);
     await page.goto(`${origin}/sessions/${parent}/forks/${atSeq}`);
     await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(2);
-    // Every text a card's live area shows, in order.
-    await page.evaluate(() => {
-      const w = window as unknown as { __live: Record<string, string[]> };
-      w.__live = {};
-      new MutationObserver(() => {
-        for (const c of document.querySelectorAll('[data-testid="variant-card"]')) {
-          const text = c.querySelector('[data-testid="variant-live"] .msg-text')?.textContent;
-          const seen = (w.__live[c.getAttribute('data-session-id')!] ??= []);
-          if (text && text !== seen.at(-1)) seen.push(text);
-        }
-      }).observe(document.querySelector('.variants-grid')!, { subtree: true, childList: true, characterData: true });
-    });
-    const liveTexts = () => page.evaluate(() => (window as unknown as { __live: Record<string, string[]> }).__live);
+    const liveTexts = await recordVariantLiveTexts(page);
 
     await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: variants[0], text: `${WORDS}\n!slow 150` } });
     await expect.poll(async () => (await liveTexts())[variants[0]]?.at(-1) ?? '', TIMEOUT).toContain('word3');
