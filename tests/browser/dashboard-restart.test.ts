@@ -32,8 +32,8 @@
 // variants side by side, their live text on one subscription) while a variant
 // streams: the card keeps what it showed, then shows the stored answer once
 // (no text twice, however the replay after the last seen event meets what had
-// streamed); the page's one subscription is taken again, and another
-// variant's answer streams into its card after the restart.
+// streamed); the page's one subscription is taken again (without a variant
+// deleted meanwhile), and another variant's answer streams into its card.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -353,12 +353,12 @@ describe('dashboard across a server restart', () => {
     const fork = async (title: string) =>
       (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq, title } })).forkSession
         .session.id as string;
-    const variants = [await fork('variant 1'), await fork('variant 2')];
+    const variants = [await fork('variant 1'), await fork('variant 2'), await fork('variant 3')];
     const card = (id: string) => page.locator(`[data-testid="variant-card"][data-session-id="${id}"]`);
 
     const { page, errors } = await openPage(browser);
     await page.goto(`${origin}/sessions/${parent}/forks/${atSeq}`);
-    await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(2);
+    await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(3);
     const liveTexts = await recordVariantLiveTexts(page);
 
     await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: variants[0], text: `${WORDS}\n!slow 150` } });
@@ -369,8 +369,17 @@ describe('dashboard across a server restart', () => {
     // While down the card keeps what had streamed.
     expect(await card(variants[0]).getByTestId('variant-live').textContent()).toContain('word3');
 
+    // A variant the page follows is deleted while the server is down (by another process on the same database):
+    // the page's resubscription names it, and is refused; the page's read drops it, and its cards stream again.
+    const other = await startTestApp({ databaseUrl });
+    try {
+      await other.ok('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: variants[2] });
+    } finally {
+      await other.close();
+    }
     app = await startTestApp({ databaseUrl, port });
     try {
+      await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(2);
       // The turn ended interrupted, what had streamed stored as its answer: the card shows it, once.
       const stored = (await app.services.store.log.page(variants[0], atSeq, 100)).find((e) => e.type === 'model/message')!.data as { text: string };
       expect(stored.text).toMatch(/^Echo: word0 word1 word2 word3/);
