@@ -61,7 +61,9 @@ export async function watchDisk(
     if (done) return;
     if (held > bound) {
       done = true;
-      over(`it came to hold ${held} bytes of the disk while it ran, past what the workspace quota allows (${opts.maxBytes} bytes, and a block for each of ${opts.maxFiles} files and directories)`);
+      over(
+        `it came to hold ${held} bytes of the disk while it ran, past what the workspace quota allows (${opts.maxBytes} bytes, and a block for each of ${opts.maxFiles} files and directories)`,
+      );
       return;
     }
     // Others wrote to the same disk meanwhile: from here, the room the quota leaves.

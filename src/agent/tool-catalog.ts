@@ -94,7 +94,8 @@ export class ToolCatalog {
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
     if (problem) throw new Error(`FORKLINE_APPROVAL_TOOLS: ${problem}`);
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-    if (opts.shell && opts.shell !== 'off') this.builtins.set(SHELL_TOOL_NAME, shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), opts.sandboxTmpBytes, log)));
+    if (opts.shell && opts.shell !== 'off')
+      this.builtins.set(SHELL_TOOL_NAME, shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), opts.sandboxTmpBytes, log)));
     // Marked as an MCP server's tools are by their config: the agent asks before each call runs.
     for (const name of opts.approvalTools ?? []) {
       const builtin = this.builtins.get(name);

@@ -112,7 +112,9 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
   });
 
   it('a file a command writes stops at the per-file cap as it is written: no `fallocate` takes the disk', async () => {
-    const { status, content } = await run('fallocate -l 1G big.bin; echo "fallocate $?"; head -c 20000000 /dev/zero > w.bin; echo "head $?"; wc -c < w.bin; rm -f big.bin w.bin');
+    const { status, content } = await run(
+      'fallocate -l 1G big.bin; echo "fallocate $?"; head -c 20000000 /dev/zero > w.bin; echo "head $?"; wc -c < w.bin; rm -f big.bin w.bin',
+    );
     // Before: "fallocate 0", "head 0", 20000000 (1 GB of the disk taken at once, refused only once the command was over).
     expect(status).toBe('ok');
     expect(content).toMatch(/^exit code 0\n--- stdout ---\nfallocate 153\nhead 153\n10485760\n/);
@@ -131,7 +133,8 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
 
   if (mode === 'on') {
     it("the sandbox's /tmp and /dev/shm hold FORKLINE_SANDBOX_TMP_BYTES each (they are memory); its root and /dev are read-only", async () => {
-      const fill = 'fill() { i=0; while [ $i -lt 100 ]; do i=$((i+1)); head -c 1048576 /dev/zero > "$1/f$i" 2>/dev/null || break; done; echo "$1 $(du -skx "$1" | cut -f1)"; }';
+      const fill =
+        'fill() { i=0; while [ $i -lt 100 ]; do i=$((i+1)); head -c 1048576 /dev/zero > "$1/f$i" 2>/dev/null || break; done; echo "$1 $(du -skx "$1" | cut -f1)"; }';
       const { status, content } = await run(
         `${fill}; fill /tmp; fill /dev/shm; (echo x > /scratch) 2>/dev/null; echo "root $?"; (echo x > /dev/scratch) 2>/dev/null; echo "dev $?"`,
       );
