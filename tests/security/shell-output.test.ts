@@ -131,6 +131,18 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
     expect(content).toMatch(/the call's file changes were undone\)$/);
   });
 
+  it("a command making files past the quota's entries is stopped while it runs, its files undone", async () => {
+    const { status, content, ms } = await run(
+      'i=0; while [ $i -lt 60 ]; do i=$((i+1)); seq -f "f$i-%g" 1 1000 | xargs touch; sleep 0.05; done; echo "made $i thousand files"',
+    );
+    console.log(`a command making 60,000 empty files (${mode}): stopped after ${ms} ms`);
+    // Before: the loop ran to its end (60,000 inodes held), refused only once it was over ("exit code 0 … made 60 thousand files").
+    expect(status).toBe('error');
+    expect(content).toMatch(/^stopped: it came to hold \d+ files and directories while it ran, past the workspace quota of 20000/);
+    expect(content).not.toContain('made 60 thousand files');
+    expect(content).toMatch(/the call's file changes were undone\)$/);
+  });
+
   if (mode === 'on') {
     it("the sandbox's /tmp and /dev/shm hold FORKLINE_SANDBOX_TMP_BYTES each (they are memory); its root and /dev are read-only", async () => {
       const fill =
