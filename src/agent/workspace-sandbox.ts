@@ -104,7 +104,8 @@ export const DEFAULT_SANDBOX_TMP_BYTES = 64 * 1024 * 1024;
  * tmpfs, read-only once made) holding the system's programs read-only, a
  * private read-only /dev, /proc of a new PID namespace (no forkline process
  * in it), a private /tmp and /dev/shm of `tmpBytes` each (the only memory a
- * command can write to: docs/operations.md "Threat model"), and the
+ * command can write to: docs/operations.md "Threat model"; no user namespace
+ * can be made inside, so no mount of its own), and the
  * workspace at its own path — not its parent, so no other session's
  * directory; no network; killed with forkline. `extras` adds mounts the
  * operator named and, when asked, the network.
@@ -137,6 +138,9 @@ export function sandboxArgs(dir: string, argv: string[], extras: SandboxExtras =
     '--chdir',
     dir,
     '--unshare-all',
+    // No user namespace of its own inside: in one, a command mounted a tmpfs of its own, of no bound (and each is more of the kernel to attack).
+    '--unshare-user',
+    '--disable-userns',
     ...(extras.network ? ['--share-net'] : []),
     '--unshare-pid',
     '--die-with-parent',

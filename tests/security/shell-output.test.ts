@@ -144,11 +144,12 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
   });
 
   if (mode === 'on') {
-    it("the sandbox's /tmp and /dev/shm hold FORKLINE_SANDBOX_TMP_BYTES each (they are memory); its root and /dev are read-only", async () => {
+    it("the sandbox's /tmp and /dev/shm hold FORKLINE_SANDBOX_TMP_BYTES each (they are memory); its root and /dev are read-only, and it mounts nothing of its own", async () => {
       const fill =
         'fill() { i=0; while [ $i -lt 100 ]; do i=$((i+1)); head -c 1048576 /dev/zero > "$1/f$i" 2>/dev/null || break; done; echo "$1 $(du -skx "$1" | cut -f1)"; }';
       const { status, content } = await run(
-        `${fill}; fill /tmp; fill /dev/shm; (echo x > /scratch) 2>/dev/null; echo "root $?"; (echo x > /dev/scratch) 2>/dev/null; echo "dev $?"`,
+        `${fill}; fill /tmp; fill /dev/shm; (echo x > /scratch) 2>/dev/null; echo "root $?"; (echo x > /dev/scratch) 2>/dev/null; echo "dev $?"; ` +
+          'mkdir m; unshare -rm sh -c \'mount -t tmpfs none "$PWD/m" && echo mounted\' 2>/dev/null; echo "userns $?"',
       );
       expect(status).toBe('ok');
       // Before: 100 MiB in each ("/tmp 102400", "/dev/shm 102400": half the machine's memory was the bound) and "root 0", "dev 0".
@@ -159,6 +160,9 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
       expect(held['/dev/shm']).toBeLessThanOrEqual(64 * 1024);
       expect(held.root).toBeGreaterThan(0);
       expect(held.dev).toBeGreaterThan(0);
+      // Before: "mounted", "userns 0": a user namespace of its own let it mount a tmpfs of no bound in the workspace.
+      expect(content).not.toContain('mounted');
+      expect(held.userns).toBeGreaterThan(0);
     });
   }
 
