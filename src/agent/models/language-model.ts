@@ -5,7 +5,7 @@
 // them, usage as the provider reported it. Whatever the model or its provider
 // fails with becomes a ModelError naming the provider (the turn fails with it).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { APICallError, type LanguageModelV3, type LanguageModelV3FinishReason, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { AnsweredCall, ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import { MAX_REPORTED_TOKENS } from '../../core/events.ts';
@@ -77,6 +77,7 @@ export class LanguageChatModel implements ChatModel {
     let text = '';
     let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
+    let finished = false;
     const toolCalls: AnsweredCall[] = [];
     // Calls and blocks the provider has begun: the SDK keeps each begun one until the answer ends and some of its parsers look
     // through all of them at every event, so they are bounded as they begin, not only as they finish (Memory and time).
@@ -132,11 +133,15 @@ export class LanguageChatModel implements ChatModel {
             break;
           case 'finish':
             usage = usageOf(part.usage);
+            finished = saidWhyItEnded(part.finishReason);
             break;
           case 'error':
             throw part.error;
         }
       }
+      // A stream that ends before the provider said its answer did (a connection cut between events) is as a connection
+      // lost mid-answer: the answer is not whole, so none of its calls runs and the turn fails (docs/agents.md#models).
+      if (!finished) throw unfinished(this.opts.provider);
     } catch (err) {
       // A stream left unread would keep its connection: cancelling it closes the response.
       reader?.cancel(err).catch(() => {});
@@ -172,6 +177,18 @@ const tooManyBlocks = () =>
 const tooManyCalls = (max: number) => new ProviderLimitError(`the answer made more than ${max} tool calls (FORKLINE_MODEL_MAX_TOOL_CALLS) and was given up`);
 
 const answerTooLong = () => new ProviderLimitError(`the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
+
+/**
+ * Whether the provider said why its answer ended. Each SDK reads a finish reason from the provider's last event
+ * (OpenAI chat's `finish_reason`, Responses' `response.completed`, Anthropic's `stop_reason`, Gemini's `finishReason`)
+ * and reports `other` with no raw reason when none came: the stream ended before the answer did.
+ */
+function saidWhyItEnded(reason: LanguageModelV3FinishReason): boolean {
+  return !(reason.unified === 'other' && reason.raw === undefined);
+}
+
+const unfinished = (provider: string) =>
+  new ModelError(`${provider} provider: the response ended before the answer did (no finish reason came): the answer is incomplete`);
 
 /** Token counts as the provider reported them; absent ones, and ones no answer can have (negative, fractional, past MAX_REPORTED_TOKENS), left out. */
 function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
