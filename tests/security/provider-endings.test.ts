@@ -4,14 +4,18 @@
 // turns sent with sendMessage. A response that ends cleanly before the
 // provider said why the answer ended is not a whole answer: none of its calls
 // runs and the turn fails saying so. A rate limit that asks for a day's wait
-// is not waited for.
+// is not waited for. An error that echoes the key it was sent does not put the
+// key in the session's log.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDACTED_KEY } from '../../src/agent/models/language-model.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { anthropicText, anthropicToolCall, chatText, chatToolCall, responsesToolCall, sse, type WireCall } from '../helpers/provider-sse.ts';
+
+const COMPAT_KEY = 'sk-compat-0123456789abcdef';
 
 type Handler = (res: http.ServerResponse) => void;
 const handlers: Handler[] = [];
@@ -32,7 +36,7 @@ beforeAll(async () => {
       openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
       anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
       google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
-      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
+      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: COMPAT_KEY },
     },
     modelRetries: { maxRetries: 1, initialDelayMs: 20, maxDelayMs: 50 },
   });
@@ -128,5 +132,27 @@ describe('a rate limit that asks for a long wait', () => {
     const retry = (await log(id)).find((e) => e.type === 'plugin/agent/retry');
     expect(anyData(retry!)).toMatchObject({ attempt: 1, status: 429, delayMs: 20 });
     expect(await tail(id, 1)).toEqual([['turn/end', 'completed']]);
+  });
+});
+
+describe("a provider's error that echoes the key it was sent", () => {
+  it("openai-compatible: a 500 and then a 401 naming the key: the retry and the failure say the provider's words with the key cut out; no event holds it", async () => {
+    const id = await create({ provider: 'openai-compatible', model: 'fake-model' });
+    const echo = (status: number) => (res: http.ServerResponse) =>
+      void res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `Incorrect API key provided: ${COMPAT_KEY}. Bearer ${COMPAT_KEY}` } }));
+    handlers.push(echo(500), echo(401));
+    await send(id, 'go');
+    const events = await log(id);
+    expect(JSON.stringify(events)).not.toContain(COMPAT_KEY);
+    expect(anyData(events.find((e) => e.type === 'plugin/agent/retry')!).error).toBe(
+      `openai-compatible provider: HTTP 500: Incorrect API key provided: ${REDACTED_KEY}. Bearer ${REDACTED_KEY}`,
+    );
+    expect(await tail(id, 3)).toEqual([
+      ['plugin/agent/error', `openai-compatible provider: HTTP 401: Incorrect API key provided: ${REDACTED_KEY}. Bearer ${REDACTED_KEY}`],
+      ['step/end', 'failed'],
+      ['turn/end', 'failed'],
+    ]);
   });
 });

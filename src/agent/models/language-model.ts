@@ -36,6 +36,8 @@ export interface LanguageChatModelOptions {
   now?(): number;
   /** The most tool calls one answer may make (FORKLINE_MODEL_MAX_TOOL_CALLS); unset: DEFAULT_PROVIDER_LIMITS.maxToolCalls. */
   maxToolCalls?: number;
+  /** The keys the provider's requests carry (providers.ts): cut out of what its errors say. */
+  keys?: readonly string[];
 }
 
 export class LanguageChatModel implements ChatModel {
@@ -146,7 +148,7 @@ export class LanguageChatModel implements ChatModel {
       // A stream left unread would keep its connection: cancelling it closes the response.
       reader?.cancel(err).catch(() => {});
       if (signal.aborted) throw err;
-      throw modelError(this.opts.provider, err);
+      throw modelError(this.opts.provider, err, this.opts.keys);
     }
     return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
@@ -249,8 +251,13 @@ function retryable(err: unknown): boolean {
   return APICallError.isInstance(cause) && cause.isRetryable;
 }
 
-/** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
-export function modelError(provider: string, err: unknown): ModelError {
+/**
+ * What a turn's `plugin/agent/error` (and `plugin/agent/retry`) says: the provider, the HTTP status when there was one,
+ * the provider's own message, less any of `keys`: a server that echoes the key it was sent (a gateway's "invalid API key
+ * sk-…") would put the operator's key in a log every reader of the session reads (docs/operations.md "Threat model").
+ */
+export function modelError(provider: string, err: unknown, keys: readonly string[] = []): ModelError {
+  const said = (text: string) => keys.reduce((t, key) => (key.length >= MIN_KEY_LENGTH ? t.replaceAll(key, REDACTED_KEY) : t), text).slice(0, 2000);
   // A limit the bounded fetch enforced reaches here as itself or as the cause the SDK wrapped it in.
   const limit = limitBroken(err);
   if (limit) return new ProviderLimitError(`${provider} provider: ${limit.message}`, { cause: err });
@@ -258,7 +265,7 @@ export function modelError(provider: string, err: unknown): ModelError {
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
     const Kind = contextOverflow(err) ? ContextOverflowError : ModelError;
-    return new Kind(`${provider} provider: ${status}${err.message}`.slice(0, 2000), { cause: err });
+    return new Kind(said(`${provider} provider: ${status}${err.message}`), { cause: err });
   }
   const message =
     err instanceof Error
@@ -266,5 +273,9 @@ export function modelError(provider: string, err: unknown): ModelError {
       : typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string'
         ? (err as { message: string }).message
         : JSON.stringify(err);
-  return new ModelError(`${provider} provider: ${message}`.slice(0, 2000), { cause: err });
+  return new ModelError(said(`${provider} provider: ${message}`), { cause: err });
 }
+
+/** What a provider's key is replaced with in its errors; a key shorter than MIN_KEY_LENGTH (a placeholder such as "none") is left. */
+export const REDACTED_KEY = '[redacted key]';
+const MIN_KEY_LENGTH = 8;
