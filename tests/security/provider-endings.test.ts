@@ -9,7 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REDACTED_KEY } from '../../src/agent/models/language-model.ts';
+import { REDACTED } from '../../src/core/secrets.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
@@ -147,10 +147,10 @@ describe("a provider's error that echoes the key it was sent", () => {
     const events = await log(id);
     expect(JSON.stringify(events)).not.toContain(COMPAT_KEY);
     expect(anyData(events.find((e) => e.type === 'plugin/agent/retry')!).error).toBe(
-      `openai-compatible provider: HTTP 500: Incorrect API key provided: ${REDACTED_KEY}. Bearer ${REDACTED_KEY}`,
+      `openai-compatible provider: HTTP 500: Incorrect API key provided: ${REDACTED}. Bearer ${REDACTED}`,
     );
     expect(await tail(id, 3)).toEqual([
-      ['plugin/agent/error', `openai-compatible provider: HTTP 401: Incorrect API key provided: ${REDACTED_KEY}. Bearer ${REDACTED_KEY}`],
+      ['plugin/agent/error', `openai-compatible provider: HTTP 401: Incorrect API key provided: ${REDACTED}. Bearer ${REDACTED}`],
       ['step/end', 'failed'],
       ['turn/end', 'failed'],
     ]);

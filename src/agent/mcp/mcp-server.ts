@@ -15,6 +15,7 @@ import {
   type JSONRPCMessage,
   type Tool as McpToolInfo,
 } from '@modelcontextprotocol/sdk/types.js';
+import { headerSecrets } from '../../core/secrets.ts';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
 import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
@@ -54,6 +55,8 @@ export class McpServerConnection {
   private listedAt = 0;
   private stale = false;
   private closed = false;
+  /** What the config has it send (its headers' values): never in what its errors say (core/secrets.ts). */
+  readonly secrets: readonly string[];
 
   constructor(
     readonly name: string,
@@ -67,7 +70,9 @@ export class McpServerConnection {
     private readonly sandbox?: SandboxRunner,
     /** How long initialize, and tools/list with all its pages, may take (the config's `timeoutMs`, else the agent's tool timeout). */
     private readonly requestTimeoutMs = 30_000,
-  ) {}
+  ) {
+    this.secrets = isStdioServer(config) ? [] : Object.values(config.headers).flatMap(headerSecrets);
+  }
 
   /**
    * The server's tools (tools/list, cached until notifications/tools/list_changed or a restart),

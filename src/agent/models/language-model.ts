@@ -9,6 +9,7 @@ import { APICallError, type LanguageModelV3, type LanguageModelV3FinishReason, t
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { AnsweredCall, ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import { MAX_REPORTED_TOKENS } from '../../core/events.ts';
+import { withoutSecrets } from '../../core/secrets.ts';
 import { WireToolNames } from '../../core/wire-names.ts';
 import {
   ContextOverflowError,
@@ -253,11 +254,10 @@ function retryable(err: unknown): boolean {
 
 /**
  * What a turn's `plugin/agent/error` (and `plugin/agent/retry`) says: the provider, the HTTP status when there was one,
- * the provider's own message, less any of `keys`: a server that echoes the key it was sent (a gateway's "invalid API key
- * sk-…") would put the operator's key in a log every reader of the session reads (docs/operations.md "Threat model").
+ * the provider's own message, less any of `keys` (core/secrets.ts: a server may repeat the key it was sent).
  */
 export function modelError(provider: string, err: unknown, keys: readonly string[] = []): ModelError {
-  const said = (text: string) => keys.reduce((t, key) => (key.length >= MIN_KEY_LENGTH ? t.replaceAll(key, REDACTED_KEY) : t), text).slice(0, 2000);
+  const said = (text: string) => withoutSecrets(text, keys).slice(0, 2000);
   // A limit the bounded fetch enforced reaches here as itself or as the cause the SDK wrapped it in.
   const limit = limitBroken(err);
   if (limit) return new ProviderLimitError(`${provider} provider: ${limit.message}`, { cause: err });
@@ -275,7 +275,3 @@ export function modelError(provider: string, err: unknown, keys: readonly string
         : JSON.stringify(err);
   return new ModelError(said(`${provider} provider: ${message}`), { cause: err });
 }
-
-/** What a provider's key is replaced with in its errors; a key shorter than MIN_KEY_LENGTH (a placeholder such as "none") is left. */
-export const REDACTED_KEY = '[redacted key]';
-const MIN_KEY_LENGTH = 8;
