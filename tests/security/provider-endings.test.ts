@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDACTED } from '../../src/core/secrets.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
+import { providersAt } from '../helpers/fake-provider.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { anthropicText, anthropicToolCall, chatText, chatToolCall, responsesToolCall, sse, type WireCall } from '../helpers/provider-sse.ts';
@@ -32,12 +33,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   app = await startTestApp({
-    providers: {
-      openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
-      anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
-      google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
-      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: COMPAT_KEY },
-    },
+    providers: providersAt(base, { openaiCompatible: COMPAT_KEY }),
     modelRetries: { maxRetries: 1, initialDelayMs: 20, maxDelayMs: 50 },
   });
 });
