@@ -1,6 +1,7 @@
 // The tools a session's agent may be offered: the built-ins (tools.ts) and the
 // tools of the MCP servers declared in FORKLINE_MCP_CONFIG (mcp/), shared by
 // the sessions of a process and limited per tenant by the config.
+import { withoutSecrets } from '../core/secrets.ts';
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, type Tool } from './tools.ts';
 import { SHELL_TOOL_NAME, shellTool, type ShellRunner } from './shell-tool.ts';
@@ -290,7 +291,8 @@ export class ToolCatalog {
       return tools;
     } catch (err) {
       this.log(`MCP server "${name}": its tools are not offered (tools/list failed)`, loggedError(err));
-      this.failures.set(name, (err instanceof Error ? err.message : String(err)).slice(0, 1000));
+      // toolServers answers it to the tenant's readers: without what the config has forkline send the server (core/secrets.ts).
+      this.failures.set(name, withoutSecrets(err instanceof Error ? err.message : String(err), connection.secrets).slice(0, 1000));
       return [];
     }
   }

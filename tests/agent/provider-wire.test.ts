@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { providersAt } from '../helpers/fake-provider.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { ModelCatalog } from '../../src/agent/models/model-catalog.ts';
 import type { TurnUpdate } from '../../src/agent/turn-updates.ts';
@@ -232,12 +233,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   app = await startTestApp({
-    providers: {
-      openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
-      anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
-      google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
-      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
-    },
+    providers: providersAt(base),
     // Short waits where the provider names none (Google): the test does not wait a second per retry.
     modelRetries: { maxRetries: 2, initialDelayMs: 20, maxDelayMs: 100 },
     // The shipped price table, and one model the operator adds (as FORKLINE_MODELS_CONFIG would).

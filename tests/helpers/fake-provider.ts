@@ -35,3 +35,13 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     },
   };
 }
+
+/** The test app's providers, each at its own path of a fake server's origin (`base`), with a key of its own. */
+export function providersAt(base: string, keys: { openaiCompatible?: string } = {}) {
+  return {
+    openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
+    anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
+    google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
+    openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: keys.openaiCompatible ?? 'sk-compat' },
+  };
+}

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drained } from '../../src/http/drained.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { providersAt } from '../helpers/fake-provider.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { anthropicStart, anthropicStop, anthropicText, chatChunk, sse } from '../helpers/provider-sse.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -117,10 +118,7 @@ beforeAll(async () => {
   const base = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
   app = await startTestApp({
     providers: {
-      openai: { baseUrl: `${base}/openai/v1`, apiKey: 'sk-openai' },
-      anthropic: { baseUrl: `${base}/anthropic/v1`, apiKey: 'sk-anthropic' },
-      google: { baseUrl: `${base}/google/v1beta`, apiKey: 'sk-google' },
-      openaiCompatible: { baseUrl: `${base}/compat/v1`, apiKey: 'sk-compat' },
+      ...providersAt(base),
       limits: { maxResponseBytes: MAX_RESPONSE_BYTES, idleTimeoutMs: IDLE_TIMEOUT_MS },
     },
     modelRetries: { maxRetries: 1, initialDelayMs: 20, maxDelayMs: 50 },

@@ -5,14 +5,17 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  ErrorCode,
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
+  McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type JSONRPCMessage,
   type Tool as McpToolInfo,
 } from '@modelcontextprotocol/sdk/types.js';
+import { headerSecrets } from '../../core/secrets.ts';
 import { isStdioServer, type McpServerConfig } from './mcp-config.ts';
 import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
@@ -52,6 +55,8 @@ export class McpServerConnection {
   private listedAt = 0;
   private stale = false;
   private closed = false;
+  /** What the config has it send (its headers' values): never in what its errors say (core/secrets.ts). */
+  readonly secrets: readonly string[];
 
   constructor(
     readonly name: string,
@@ -63,9 +68,11 @@ export class McpServerConnection {
     private readonly home?: string,
     /** How a server whose config says `sandbox` is run (decided once per process: tool-catalog.ts). */
     private readonly sandbox?: SandboxRunner,
-    /** How long initialize and each tools/list may take (the config's `timeoutMs`, else the agent's tool timeout). */
+    /** How long initialize, and tools/list with all its pages, may take (the config's `timeoutMs`, else the agent's tool timeout). */
     private readonly requestTimeoutMs = 30_000,
-  ) {}
+  ) {
+    this.secrets = isStdioServer(config) ? [] : Object.values(config.headers).flatMap(headerSecrets);
+  }
 
   /**
    * The server's tools (tools/list, cached until notifications/tools/list_changed or a restart),
@@ -77,13 +84,22 @@ export class McpServerConnection {
       this.stale = false;
       this.listedAt = Date.now();
       const screen = new ToolListScreen(this.name, this.log);
+      // The whole listing, every page of it, is held to the request timeout: a server answering each page just inside it,
+      // each naming another, would otherwise hold every turn that offers its tools for MAX_LIST_PAGES timeouts.
+      const deadline = Date.now() + this.requestTimeoutMs;
       let cursor: string | undefined;
       for (let pages = 0; pages < MAX_LIST_PAGES && !screen.full; pages++) {
+        const tooLong = new Error(`tools/list did not end within ${this.requestTimeoutMs} ms (${pages} pages read): not listed`);
+        const left = deadline - Date.now();
+        if (left <= 0) throw tooLong;
         // Not client.listTools: it compiles every output schema before they are screened (mcpTool checks structured
         // content), and checks the whole page in one stretch; the screen checks each tool it reads (mcp-tool-list.ts).
-        const page = await client.request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolListPageSchema, {
-          timeout: this.requestTimeoutMs,
-        });
+        const page = await client
+          .request({ method: 'tools/list', params: cursor ? { cursor } : {} }, ToolListPageSchema, { timeout: left })
+          .catch((err: unknown) => {
+            // A page's timeout is what was left of the listing's.
+            throw err instanceof McpError && err.code === ErrorCode.RequestTimeout ? tooLong : err;
+          });
         await screen.add(page.tools);
         cursor = page.nextCursor;
         if (!cursor) break;

@@ -6,6 +6,7 @@
 // `plugin/mcp/result`, for clients).
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { LRUCache } from 'lru-cache';
+import { withoutSecrets } from '../../core/secrets.ts';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
@@ -139,7 +140,8 @@ export function mcpTool(
         });
       } catch (err) {
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
-        throw new ToolError(`tool failed: ${cut((err as Error).message ?? String(err), MAX_MESSAGE_CHARS)}`);
+        // Nor the secrets its config has forkline send it (core/secrets.ts).
+        throw new ToolError(`tool failed: ${cut(withoutSecrets((err as Error).message ?? String(err), server.secrets), MAX_MESSAGE_CHARS)}`);
       }
       // Screened at the door: what is kept and what the model reads are bounded and checked (mcp-result.ts).
       const kept = screenResult(result);

@@ -5,10 +5,11 @@
 // them, usage as the provider reported it. Whatever the model or its provider
 // fails with becomes a ModelError naming the provider (the turn fails with it).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { APICallError, type LanguageModelV3, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { APICallError, type LanguageModelV3, type LanguageModelV3FinishReason, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { backoffDelay, retryAfterMs } from '../../core/backoff.ts';
 import type { AnsweredCall, ModelAnswer, ModelRequest } from '../../core/chat.ts';
 import { MAX_REPORTED_TOKENS } from '../../core/events.ts';
+import { withoutSecrets } from '../../core/secrets.ts';
 import { WireToolNames } from '../../core/wire-names.ts';
 import {
   ContextOverflowError,
@@ -36,6 +37,8 @@ export interface LanguageChatModelOptions {
   now?(): number;
   /** The most tool calls one answer may make (FORKLINE_MODEL_MAX_TOOL_CALLS); unset: DEFAULT_PROVIDER_LIMITS.maxToolCalls. */
   maxToolCalls?: number;
+  /** The keys the provider's requests carry (providers.ts): cut out of what its errors say. */
+  keys?: readonly string[];
 }
 
 export class LanguageChatModel implements ChatModel {
@@ -77,6 +80,7 @@ export class LanguageChatModel implements ChatModel {
     let text = '';
     let answerChars = 0; // text and call arguments: what the step's model/message will hold
     let usage: ModelAnswer['usage'];
+    let finished = false;
     const toolCalls: AnsweredCall[] = [];
     // Calls and blocks the provider has begun: the SDK keeps each begun one until the answer ends and some of its parsers look
     // through all of them at every event, so they are bounded as they begin, not only as they finish (Memory and time).
@@ -132,16 +136,20 @@ export class LanguageChatModel implements ChatModel {
             break;
           case 'finish':
             usage = usageOf(part.usage);
+            finished = saidWhyItEnded(part.finishReason);
             break;
           case 'error':
             throw part.error;
         }
       }
+      // A stream that ends before the provider said its answer did (a connection cut between events) is as a connection
+      // lost mid-answer: the answer is not whole, so none of its calls runs and the turn fails (docs/agents.md#models).
+      if (!finished) throw unfinished(this.opts.provider);
     } catch (err) {
       // A stream left unread would keep its connection: cancelling it closes the response.
       reader?.cancel(err).catch(() => {});
       if (signal.aborted) throw err;
-      throw modelError(this.opts.provider, err);
+      throw modelError(this.opts.provider, err, this.opts.keys);
     }
     return usage ? { text, toolCalls, usage } : { text, toolCalls };
   }
@@ -172,6 +180,18 @@ const tooManyBlocks = () =>
 const tooManyCalls = (max: number) => new ProviderLimitError(`the answer made more than ${max} tool calls (FORKLINE_MODEL_MAX_TOOL_CALLS) and was given up`);
 
 const answerTooLong = () => new ProviderLimitError(`the answer passed ${MAX_ANSWER_CHARS} characters of text and call arguments and was cut off`);
+
+/**
+ * Whether the provider said why its answer ended. Each SDK reads a finish reason from the provider's last event
+ * (OpenAI chat's `finish_reason`, Responses' `response.completed`, Anthropic's `stop_reason`, Gemini's `finishReason`)
+ * and reports `other` with no raw reason when none came: the stream ended before the answer did.
+ */
+function saidWhyItEnded(reason: LanguageModelV3FinishReason): boolean {
+  return !(reason.unified === 'other' && reason.raw === undefined);
+}
+
+const unfinished = (provider: string) =>
+  new ModelError(`${provider} provider: the response ended before the answer did (no finish reason came): the answer is incomplete`);
 
 /** Token counts as the provider reported them; absent ones, and ones no answer can have (negative, fractional, past MAX_REPORTED_TOKENS), left out. */
 function usageOf(u: { inputTokens: { total: number | undefined }; outputTokens: { total: number | undefined } }): ModelAnswer['usage'] {
@@ -232,8 +252,12 @@ function retryable(err: unknown): boolean {
   return APICallError.isInstance(cause) && cause.isRetryable;
 }
 
-/** What a turn's `plugin/agent/error` says: the provider, the HTTP status when there was one, the provider's own message. */
-export function modelError(provider: string, err: unknown): ModelError {
+/**
+ * What a turn's `plugin/agent/error` (and `plugin/agent/retry`) says: the provider, the HTTP status when there was one,
+ * the provider's own message, less any of `keys` (core/secrets.ts: a server may repeat the key it was sent).
+ */
+export function modelError(provider: string, err: unknown, keys: readonly string[] = []): ModelError {
+  const said = (text: string) => withoutSecrets(text, keys).slice(0, 2000);
   // A limit the bounded fetch enforced reaches here as itself or as the cause the SDK wrapped it in.
   const limit = limitBroken(err);
   if (limit) return new ProviderLimitError(`${provider} provider: ${limit.message}`, { cause: err });
@@ -241,7 +265,7 @@ export function modelError(provider: string, err: unknown): ModelError {
   if (APICallError.isInstance(err)) {
     const status = err.statusCode ? `HTTP ${err.statusCode}: ` : '';
     const Kind = contextOverflow(err) ? ContextOverflowError : ModelError;
-    return new Kind(`${provider} provider: ${status}${err.message}`.slice(0, 2000), { cause: err });
+    return new Kind(said(`${provider} provider: ${status}${err.message}`), { cause: err });
   }
   const message =
     err instanceof Error
@@ -249,5 +273,5 @@ export function modelError(provider: string, err: unknown): ModelError {
       : typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string'
         ? (err as { message: string }).message
         : JSON.stringify(err);
-  return new ModelError(`${provider} provider: ${message}`.slice(0, 2000), { cause: err });
+  return new ModelError(said(`${provider} provider: ${message}`), { cause: err });
 }

@@ -39,6 +39,8 @@ export interface ProviderConfig {
 export interface ProviderFamily {
   languageModel(modelId: string): LanguageModelV3;
   prompt?: PromptOptions;
+  /** The key its requests carry: never in what its errors say (language-model.ts). */
+  keys?: readonly string[];
 }
 
 /** The providers this configuration offers, by name. */
@@ -53,12 +55,13 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
   const google = createGoogleGenerativeAI(endpoint(config.google, boundedFetch(limits, { screen: geminiEventScreen })));
   // Anthropic and Google take system text only ahead of the conversation (a compaction's summary may stand later).
   const systemOnlyAtStart = { systemOnlyAtStart: true };
+  const keys = (e: Endpoint | undefined) => (e?.apiKey ? [e.apiKey] : []);
   const families = new Map<string, ProviderFamily>([
     ['scripted', { languageModel: (id) => new ScriptedLanguageModel(id) }],
-    ['openai', { languageModel: (id) => openai.chat(id) }],
-    ['openai-responses', { languageModel: (id) => openai.responses(id) }],
-    ['anthropic', { languageModel: (id) => anthropic.messages(id), prompt: systemOnlyAtStart }],
-    ['google', { languageModel: (id) => google.languageModel(id), prompt: { ...systemOnlyAtStart, resultsTogether: true } }],
+    ['openai', { languageModel: (id) => openai.chat(id), keys: keys(config.openai) }],
+    ['openai-responses', { languageModel: (id) => openai.responses(id), keys: keys(config.openai) }],
+    ['anthropic', { languageModel: (id) => anthropic.messages(id), prompt: systemOnlyAtStart, keys: keys(config.anthropic) }],
+    ['google', { languageModel: (id) => google.languageModel(id), prompt: { ...systemOnlyAtStart, resultsTogether: true }, keys: keys(config.google) }],
   ]);
   if (config.openaiCompatible?.baseUrl) {
     const compatible = createOpenAICompatible({
@@ -69,7 +72,7 @@ export function providersOf(config: ProviderConfig): Map<string, ProviderFamily>
       // vLLM, Ollama and llama.cpp take OpenAI's json_schema response format (structured output).
       supportsStructuredOutputs: true,
     });
-    families.set('openai-compatible', { languageModel: (id) => compatible.chatModel(id) });
+    families.set('openai-compatible', { languageModel: (id) => compatible.chatModel(id), keys: keys(config.openaiCompatible) });
   }
   return families;
 }
