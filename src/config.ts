@@ -39,8 +39,10 @@ function parseApiTokens(value: string | undefined, ctx: z.RefinementCtx): Map<st
         ? 'an entry is not token=tenant'
         : token.length < MIN_TOKEN_LENGTH
           ? `a token is shorter than ${MIN_TOKEN_LENGTH} characters`
-          : /\s/.test(token)
-            ? 'a token contains whitespace'
+          : // An HTTP header carries only visible ASCII (Node reads other bytes as Latin-1): a token beyond it
+            // would work over graphql-ws's connectionParams and never in an Authorization header.
+            !/^[\x21-\x7e]+$/.test(token)
+            ? 'a token holds whitespace or a character outside visible ASCII'
             : !TENANT.test(tenant)
               ? `tenant "${tenant}" is not 1-64 of [A-Za-z0-9._-]`
               : tokens.has(token) && tokens.get(token) !== tenant

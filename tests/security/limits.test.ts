@@ -249,6 +249,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ FORKLINE_API_TOKENS: 'aaaaaaaaaaaaaaaa1' })).toThrow(/not token=tenant/);
     expect(() => loadConfig({ FORKLINE_API_TOKENS: 'aaaaaaaaaaaaaaaa1=bad tenant' })).toThrow(/tenant "bad tenant"/);
     expect(() => loadConfig({ FORKLINE_API_TOKENS: 'aaaaaaaaaaaaaaaa1=a,aaaaaaaaaaaaaaaa1=b' })).toThrow(/two tenants/);
+    // Refused at start: no Authorization header could carry them (graphql-ws's connectionParams would).
+    for (const token of ['aaaaaaaa aaaaaaaa1', 'aaaaaaaaaaaaaaaa\u00e91', 'aaaaaaaaaaaaaaaa\u04301', 'aaaaaaaaaaaaaaaa\u200b1', 'aaaaaaaaaaaaaaaa\u007f1'])
+      expect(() => loadConfig({ FORKLINE_API_TOKENS: `${token}=alpha` })).toThrow(/a token holds whitespace or a character outside visible ASCII/);
     try {
       loadConfig({ FORKLINE_API_TOKENS: 'secretsecretsecret1=bad tenant' });
     } catch (err) {
