@@ -30,10 +30,19 @@ function reader(opts: { liveFrom?: number; afterSeq?: number; bounds?: { updates
     stepStart: (step = 1) => log('step/start', { turn: 1, step }),
     answer: (text: string, calls: string | string[] = [], step = 1) =>
       log('model/message', { turn: 1, step, text, toolCalls: [calls].flat().map((id) => ({ id, name: 'clock', arguments: '{}', effect: 'read-only' })) }),
-    result: (call: string, step = 1) => log('tool/result', { turn: 1, step, callId: call, resultId: `r-${call}`, status: 'ok', content: '12:00', name: 'clock' }),
+    result: (call: string, step = 1) =>
+      log('tool/result', { turn: 1, step, callId: call, resultId: `r-${call}`, status: 'ok', content: '12:00', name: 'clock' }),
     stepEnd: (step = 1) => log('step/end', { turn: 1, step, reason: 'completed' }),
     turnEnd: () => log('turn/end', { turn: 1, reason: 'completed' }),
   };
+}
+
+/** A reader that has read turn 1's start and its step 1's. */
+function inStep() {
+  const r = reader();
+  r.turnStart();
+  r.stepStart();
+  return r;
 }
 
 describe('which answer of a step may stream now', () => {
@@ -79,9 +88,7 @@ describe('which answer of a step may stream now', () => {
   });
 
   it('a late delta after its answer was stored: dropped; the stored answer brings what the deltas did not', () => {
-    const r = reader();
-    r.turnStart();
-    r.stepStart();
+    const r = inStep();
     r.delta(undefined, 'Hello');
     expect(r.answer('Hello there.', 'c1')).toMatchObject({ answer: 1, rest: ' there.' });
     r.delta(undefined, ' there.'); // late: its answer is stored
@@ -90,17 +97,13 @@ describe('which answer of a step may stream now', () => {
   });
 
   it('a call’s result before the next answer’s deltas, or after them: the next answer streams after it either way', () => {
-    const before = reader();
-    before.turnStart();
-    before.stepStart();
+    const before = inStep();
     before.answer('', 'c1');
     before.result('c1');
     before.delta(2, 'Done.');
     expect(before.told()).toBe('[c1]Done.');
 
-    const after = reader();
-    after.turnStart();
-    after.stepStart();
+    const after = inStep();
     after.answer('', 'c1');
     after.delta(2, 'Do');
     after.delta(2, 'ne.');
@@ -108,9 +111,7 @@ describe('which answer of a step may stream now', () => {
     after.result('c1');
     expect(after.told()).toBe('[c1]Done.');
     // Two calls: the next answer waits for both results.
-    const two = reader();
-    two.turnStart();
-    two.stepStart();
+    const two = inStep();
     two.answer('', ['a', 'b']);
     two.delta(2, 'Both.');
     two.result('a');
@@ -120,9 +121,7 @@ describe('which answer of a step may stream now', () => {
   });
 
   it('deltas that do not name their answer and run past the stored one: the next answer’s beginning, its stored text sent less it', () => {
-    const r = reader();
-    r.turnStart();
-    r.stepStart();
+    const r = inStep();
     r.delta(undefined, 'One. Two');
     r.answer('One. ');
     expect(r.answer('Two.')).toMatchObject({ answer: 2, rest: '.' });

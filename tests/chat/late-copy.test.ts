@@ -13,6 +13,7 @@ import { EventType, type BaseEvent } from '@ag-ui/core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { claimSession } from '../helpers/claimed-session.ts';
+import { answerEvents, externalSession, publishDelta, queueInput, toldByAgui, toldByUpdates, turnEnding } from '../helpers/step-answers.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { RunTranslator } from '../../src/agui/agui-events.ts';
@@ -64,40 +65,34 @@ function laggingReader(sid: string, afterSeq: number) {
   return { log, live, go, close, relayed: () => relayedChars };
 }
 
-/** The runner's turn: the first answer streams and is stored with its call's result, then a late copy of it and the second answer. */
-async function runTurn(sid: string, shownFirst: () => Promise<unknown>, relayedAll: () => Promise<unknown>, go: () => void) {
+/**
+ * The runner's turn: the first answer streams (until the reader `told` it) and is stored with its call's result, then
+ * a late copy of it and the second answer, all given to the reader by its relay before its log goes on.
+ */
+async function runTurn(sid: string, told: () => string, reader: ReturnType<typeof laggingReader>) {
   const { token, append } = await claimSession(app, sid, { startTurn: true });
-  const publish = (text: string, answer?: number) =>
-    app.ok(`mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`, {
-      input: { sessionId: sid, leaseToken: token, turn: 1, step: 1, text, ...(answer ? { answer } : {}) },
-    });
+  const publish = (text: string, answer?: number) => publishDelta(app, sid, token, text, answer);
   await publish('Let me ');
   await publish('look. ');
-  await shownFirst();
-  await append([
-    { type: 'model/message', data: { turn: 1, step: 1, text: FIRST, toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] } },
-    { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
-  ]);
+  await waitFor(() => told() === FIRST, { what: `the first answer streamed (${told()})` });
+  await append(answerEvents(FIRST, 'c1'));
   // The late copy (unnamed, then naming its answer), then the second answer as it streams.
   await publish(FIRST);
   await publish(FIRST, 1);
   await publish('It is ', 2);
   await publish('12:00.', 2);
-  await relayedAll(); // the readers' relay gave them all of it while their log had not shown the first answer stored
-  go();
-  await append([
-    { type: 'model/message', data: { turn: 1, step: 1, text: SECOND, toolCalls: [] } },
-    { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
-  ]);
+  // The reader's relay gave it all of that while its log had not shown it the first answer stored.
+  await waitFor(() => reader.relayed() >= RELAYED, { what: 'the relay gave the reader the late copy and the second answer' });
+  reader.go();
+  await append([...answerEvents(SECOND), ...turnEnding()]);
 }
 
 const RELAYED = 'Let me look. '.length + 2 * FIRST.length + SECOND.length;
 
 async function queuedSession(title: string) {
-  const sid = (await app.ok(`mutation { createSession(input: {title: "${title}", runner: "ext"}) { id } }`)).createSession.id as string;
-  const sent = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "time?"}) { inputId event { seq } } }`, { id: sid });
-  return { sid, afterSeq: sent.sendMessage.event.seq as number, inputId: sent.sendMessage.inputId as string };
+  const sid = await externalSession(app, title);
+  const { seq, inputId } = await queueInput(app, sid);
+  return { sid, afterSeq: seq, inputId };
 }
 const eventCount = async (sid: string) => (await app.ok(`query($id: ID!) { session(id: $id) { eventCount } }`, { id: sid })).session.eventCount as number;
 
@@ -114,13 +109,8 @@ describe('a late copy of a stored answer, to a reader behind the log', () => {
         if (u.kind === 'TURN_ENDED') break;
       }
     })();
-    const told = () => updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
-    await runTurn(
-      sid,
-      () => waitFor(() => told() === FIRST, { what: `the first answer streamed (${told()})` }),
-      () => waitFor(() => reader.relayed() >= RELAYED, { what: 'the relay gave the reader the late copy and the second answer' }),
-      reader.go,
-    );
+    const told = () => toldByUpdates(updates);
+    await runTurn(sid, told, reader);
     await reading;
     await reader.close();
     // The old code: "Let me look. Let me look. Let me look. [c1]It is 12:00." (the copy shown as the answer streaming).
@@ -143,22 +133,8 @@ describe('a late copy of a stored answer, to a reader behind the log', () => {
         if (run.finished) break;
       }
     })();
-    const told = () =>
-      emitted
-        .map((e) =>
-          e.type === EventType.TEXT_MESSAGE_CONTENT
-            ? (e as BaseEvent & { delta: string }).delta
-            : e.type === EventType.TOOL_CALL_RESULT
-              ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
-              : '',
-        )
-        .join('');
-    await runTurn(
-      sid,
-      () => waitFor(() => told() === FIRST, { what: `the first answer streamed (${told()})` }),
-      () => waitFor(() => reader.relayed() >= RELAYED, { what: 'the relay gave the reader the late copy and the second answer' }),
-      reader.go,
-    );
+    const told = () => toldByAgui(emitted);
+    await runTurn(sid, told, reader);
     await following;
     await reader.close();
     expect(emitted.at(-1)?.type).toBe(EventType.RUN_FINISHED);
