@@ -22,8 +22,9 @@
 // answer and run past the stored one's text were the next answer's
 // beginning: that answer's stored text is then sent less it.)
 //
-// Relay updates the log has not reached yet are held within `bounds`, an
-// answer's adjacent deltas merged; past them the oldest are dropped, an
+// Relay updates the log has not reached yet are held within `bounds`, and
+// stamped deltas waiting for the reader to read as far within `bounds` again,
+// an answer's adjacent deltas merged; past them the oldest are dropped, an
 // answer's text deltas all at once (its stored answer then brings its whole
 // text).
 import type { LogEvent } from '../core/events.ts';
