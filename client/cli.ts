@@ -8,6 +8,7 @@ import {
   BranchSessionDocument,
   CompactSessionDocument,
   CreateApiTokenDocument,
+  CreateSessionDocument,
   createForklineClient,
   DeleteSessionDocument,
   EditMessageDocument,
@@ -45,6 +46,10 @@ import { TAKEN_LOOKBACK, takenUnstartedAt, type TakenInput } from '../src/core/t
 const USAGE = `usage: forkline <command> [options]
 
 commands:
+  new [--title T] [--model P:M] [--instructions TEXT] [--message TEXT] [--wait]
+                                            create a session (the server's default model without --model) and
+                                            print it; --message queues its first message (--wait: stream the
+                                            answer until that turn ends)
   sessions [--first N] [--parent ID]        list sessions, newest first
   show <id>                                 one session: its row, model, lineage, fork points, last turn and answer
   events <id> [--after N] [--first N] [--follow]
@@ -87,7 +92,7 @@ commands:
 options:
   --url URL      GraphQL endpoint (FORKLINE_URL; default http://127.0.0.1:4000/graphql)
   --token T      API token (FORKLINE_TOKEN)
-  --json         machine-readable output (sessions, show, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
+  --json         machine-readable output (new, sessions, show, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
 `;
 
@@ -422,6 +427,18 @@ async function run(argv: string[]): Promise<number> {
   const client = createForklineClient({ url, token: opts.token ?? process.env.FORKLINE_TOKEN, fetch: sayingUnreachable(url) });
   try {
     switch (command) {
+      case 'new': {
+        need(args, 0, 'no arguments: forkline new [--title T] [--model P:M] [--instructions TEXT] [--message TEXT] [--wait]');
+        if (opts.wait && opts.message === undefined) throw new UsageError('--wait waits for the answer to --message: give one');
+        const input = { title: opts.title, model: oneModel(opts.model), instructions: opts.instructions };
+        const { createSession } = await client.mutate(CreateSessionDocument, { input });
+        print(opts.json, createSession, () => summaryLine(createSession));
+        if (opts.message === undefined) return 0;
+        if (opts.wait) return (await sendAndWait(client, createSession.id, opts.message, opts.json ?? false)) === 'completed' ? 0 : 1;
+        const { sendMessage } = await client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: opts.message } });
+        print(opts.json, sendMessage, () => `queued ${sendMessage.inputId} at seq ${sendMessage.event.seq}`);
+        return 0;
+      }
       case 'show': {
         const [id] = need(args, 1, 'a session id: forkline show <id>');
         const { session } = await client.query(SessionShowDocument, { id });

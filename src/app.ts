@@ -124,6 +124,8 @@ export interface AppOptions {
   shell?: boolean | ShellMode;
   /** The bubblewrap binary the shell runs in (default: `bwrap` on PATH). */
   bwrap?: string;
+  /** What each of a sandbox's /tmp and /dev/shm may hold (FORKLINE_SANDBOX_TMP_BYTES; agent/workspace-sandbox.ts). */
+  sandboxTmpBytes?: number;
   /** Built-in tools whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS); an unknown name fails the start. */
   approvalTools?: readonly string[];
   /** Per-session file workspace quota (FORKLINE_WORKSPACE_MAX_BYTES, FORKLINE_WORKSPACE_MAX_FILES). */
@@ -210,6 +212,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
   const tools = new ToolCatalog(opts.mcp, log, {
     shell: opts.shell === true ? 'on' : opts.shell || 'off',
     bwrap: opts.bwrap,
+    sandboxTmpBytes: opts.sandboxTmpBytes,
     approvalTools: opts.approvalTools,
     toolTimeoutMs: opts.toolTimeoutMs,
   });

@@ -138,6 +138,8 @@ const envSchema = z
     FORKLINE_TENANT_WORKSPACES_MAX_BYTES: z.coerce.number().int().min(1).optional(),
     /** `on`: offer the `shell` tool, run in a bubblewrap sandbox (refused where none can be made); `unsandboxed`: run as this OS user with no sandbox. */
     FORKLINE_SHELL: z.enum(['on', 'off', 'unsandboxed']).default('off'),
+    /** What each of a sandbox's /tmp and /dev/shm may hold, in bytes (memory: a tmpfs; docs/operations.md "Threat model"). */
+    FORKLINE_SANDBOX_TMP_BYTES: z.coerce.number().int().min(1_048_576).optional(),
     FORKLINE_HTTP_FAST_LANE: z
       .enum(['0', '1', 'true', 'false'])
       .default('true')

@@ -102,6 +102,7 @@ async function main() {
       uploadDir: path.resolve(config.FORKLINE_DATA_DIR, 'uploads'),
       workspacesDir,
       shell: config.FORKLINE_SHELL,
+      sandboxTmpBytes: config.FORKLINE_SANDBOX_TMP_BYTES,
       approvalTools: config.FORKLINE_APPROVAL_TOOLS,
       workspaceLimits: { maxBytes: config.FORKLINE_WORKSPACE_MAX_BYTES, maxFiles: config.FORKLINE_WORKSPACE_MAX_FILES },
       maxNamedFileHashes: config.FORKLINE_MAX_NAMED_FILE_HASHES,

@@ -288,6 +288,11 @@ export class FileWorkspace {
     return this.users > 0 || this.restoring !== undefined;
   }
 
+  /** The session's quota (what a command may write is held to its per-file cap while it runs: shell-tool.ts). */
+  get limits(): WorkspaceLimits {
+    return this.owner.limits;
+  }
+
   /** A call works in the directory until `leave` (it is not evicted meanwhile). */
   enter(): void {
     this.users++;

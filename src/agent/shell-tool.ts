@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { visibleOutput } from '../core/visible-text.ts';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
+import { watchDisk } from './disk-watch.ts';
 import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
 /** Each of stdout and stderr is cut at this many bytes (the rest is read and dropped, counted). */
@@ -25,11 +26,18 @@ export const SHELL_OUTPUT_MAX_BYTES = 64 * 1024;
 const PIPES_GRACE_MS = 200;
 
 /** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
-export type ShellRunner = { bwrap: string } | { refused: string } | { unsandboxed: true };
+export type ShellRunner = { bwrap: string; tmpBytes?: number } | { refused: string } | { unsandboxed: true };
 
-function commandLine(dir: string, command: string, runner: ShellRunner): [string, string[]] {
-  const argv = ['/bin/sh', '-c', command];
-  if ('bwrap' in runner) return [runner.bwrap, sandboxArgs(dir, argv)];
+/**
+ * `command` run by /bin/sh where no file it writes grows past `maxFileBytes`, the cap a
+ * capture refuses a file over anyway, now held while it runs (RLIMIT_FSIZE): before, a
+ * `fallocate -l 20G` took 20 GB of the disk at once, and the disk is Postgres's too.
+ * POSIX `ulimit -f` counts 512-byte blocks and sets the hard limit too: the command
+ * cannot raise it.
+ */
+function commandLine(dir: string, command: string, runner: ShellRunner, maxFileBytes: number): [string, string[]] {
+  const argv = ['/bin/sh', '-c', `ulimit -f ${Math.ceil(maxFileBytes / 512)} && exec /bin/sh -c "$1"`, '/bin/sh', command];
+  if ('bwrap' in runner) return [runner.bwrap, sandboxArgs(dir, argv, { tmpBytes: runner.tmpBytes })];
   return [argv[0]!, argv.slice(1)];
 }
 
@@ -76,9 +84,16 @@ export function shellTool(runner: ShellRunner): Tool {
         );
       }
       const dir = await ctx.files.ready();
-      const [file, args] = commandLine(dir, command, runner);
+      const { maxBytes, maxFiles, maxFileBytes } = ctx.files.limits;
+      const [file, args] = commandLine(dir, command, runner, maxFileBytes);
       const stdout = bounded();
       const stderr = bounded();
+      // What it holds of the disk is held to the quota while it runs, not only once it is over (disk-watch.ts).
+      let overDisk: string | undefined;
+      const unwatch = await watchDisk(dir, { maxBytes, maxFiles, heldBefore: ctx.files.diskBytes }, (why) => {
+        overDisk = why;
+        kill();
+      });
       const child = spawn(file, args, {
         cwd: dir,
         // An allow-list, never forkline's environment (bwrap too gets only this:
@@ -114,13 +129,15 @@ export function shellTool(runner: ShellRunner): Tool {
           child.on('close', () => resolve(code));
         });
         if (ctx.signal.aborted) throw ctx.signal.reason;
-        const out = [`exit code ${code}`];
+        const out = [overDisk ? `stopped: ${overDisk}` : `exit code ${code}`];
         const o = stdout.text();
         const e = stderr.text();
         if (o) out.push(`--- stdout ---\n${o}`);
         if (e) out.push(`--- stderr ---\n${e}`);
+        if (overDisk) throw new ToolError(out.join('\n'));
         return out.join('\n');
       } finally {
+        unwatch();
         ctx.signal.removeEventListener('abort', kill);
       }
     },

@@ -31,7 +31,7 @@ export interface ToolServerStatus {
 }
 
 /** How the shell will run, said once at start-up: sandboxed, refused (and why), or unsandboxed because the operator said so. */
-function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log: (msg: string) => void): ShellRunner {
+function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, tmpBytes: number | undefined, log: (msg: string) => void): ShellRunner {
   if (mode === 'unsandboxed') {
     log(
       'FORKLINE_SHELL=unsandboxed: shell commands run as this OS user with no sandbox (they can read any file this user can, and reach the network; docs/operations.md "Threat model")',
@@ -39,7 +39,7 @@ function shellRunner(mode: 'on' | 'unsandboxed', bwrap: string | undefined, log:
     return { unsandboxed: true };
   }
   const problem = sandboxProblem(bwrap);
-  if (!problem) return { bwrap: bwrap! };
+  if (!problem) return { bwrap: bwrap!, tmpBytes };
   log(
     `FORKLINE_SHELL=on but ${problem}: every shell call is refused. Install bubblewrap (apt-get install bubblewrap), or set FORKLINE_SHELL=unsandboxed to run commands without a sandbox (docs/operations.md "Threat model")`,
   );
@@ -85,15 +85,17 @@ export class ToolCatalog {
     private readonly log: (msg: string, err?: unknown) => void = () => {},
     /**
      * The opt-in `shell` built-in (FORKLINE_SHELL; shell-tool.ts) and the bubblewrap binary it runs in (default: `bwrap` on PATH);
+     * what each of a sandbox's /tmp and /dev/shm may hold (FORKLINE_SANDBOX_TMP_BYTES; workspace-sandbox.ts);
      * the built-ins whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS, docs/contract.md#tool-approval).
      */
-    opts: { shell?: ShellMode; bwrap?: string; approvalTools?: readonly string[]; toolTimeoutMs?: number } = {},
+    opts: { shell?: ShellMode; bwrap?: string; sandboxTmpBytes?: number; approvalTools?: readonly string[]; toolTimeoutMs?: number } = {},
   ) {
     this.toolTimeoutMs = opts.toolTimeoutMs ?? 30_000;
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
     if (problem) throw new Error(`FORKLINE_APPROVAL_TOOLS: ${problem}`);
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
-    if (opts.shell && opts.shell !== 'off') this.builtins.set(SHELL_TOOL_NAME, shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), log)));
+    if (opts.shell && opts.shell !== 'off')
+      this.builtins.set(SHELL_TOOL_NAME, shellTool(shellRunner(opts.shell, opts.bwrap ?? findBubblewrap(), opts.sandboxTmpBytes, log)));
     // Marked as an MCP server's tools are by their config: the agent asks before each call runs.
     for (const name of opts.approvalTools ?? []) {
       const builtin = this.builtins.get(name);
@@ -101,7 +103,7 @@ export class ToolCatalog {
     }
     const sandboxed = Object.entries(mcp?.mcpServers ?? {}).filter(([, c]) => isStdioServer(c) && c.sandbox);
     if (sandboxed.length > 0) {
-      this.sandbox = sandboxRunner(opts.bwrap ?? findBubblewrap());
+      this.sandbox = sandboxRunner(opts.bwrap ?? findBubblewrap(), opts.sandboxTmpBytes);
       if ('refused' in this.sandbox) {
         log(
           `MCP servers ${sandboxed.map(([n]) => `"${n}"`).join(', ')} ask for a sandbox, but ${this.sandbox.refused}: they are not started (install bubblewrap: apt-get install bubblewrap)`,

@@ -304,8 +304,17 @@ const run = promisify(execFile);
  * (a command may leave a 10,000-deep chain, a million names, names that are
  * not UTF-8): GNU rm works through directory handles, where Node's fs.rm
  * fails past PATH_MAX and reads each directory whole. Symlinks are removed,
- * never followed.
+ * never followed. Whatever modes a command left: a directory its owner may
+ * not read or write (chmod 000, 500) kept rm out, so the workspace was never
+ * made again and outlived its session; when rm fails, the tree is given back
+ * to its owner (u+rwX, chmod -R follows no symlink below `abs`) and removed again.
  */
 export async function removeDirectory(abs: string): Promise<void> {
-  await run('rm', ['-rf', '--one-file-system', '--', abs], { maxBuffer: 1024 * 1024 });
+  const rm = () => run('rm', ['-rf', '--one-file-system', '--', abs], { maxBuffer: 1024 * 1024 });
+  try {
+    await rm();
+  } catch {
+    await run('chmod', ['-R', 'u+rwX', '--', abs], { maxBuffer: 1024 * 1024 }).catch(() => {}); // what it could not change, rm says
+    await rm();
+  }
 }

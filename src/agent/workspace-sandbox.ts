@@ -88,32 +88,59 @@ export interface SandboxExtras {
   readOnly?: readonly string[];
   /** Share the host's network (default: none, not even loopback, so no forkline port). */
   network?: boolean;
+  /** What each of its /tmp and /dev/shm may hold (FORKLINE_SANDBOX_TMP_BYTES; default DEFAULT_SANDBOX_TMP_BYTES). */
+  tmpBytes?: number;
 }
 
 /**
+ * What each of a sandbox's /tmp and /dev/shm may hold by default (FORKLINE_SANDBOX_TMP_BYTES): a tmpfs
+ * is memory, and unbounded it was half the machine's (a command's `fallocate -l 1G /tmp/f` held 1 GB of
+ * RAM until it ended, as many times as commands ran at once).
+ */
+export const DEFAULT_SANDBOX_TMP_BYTES = 64 * 1024 * 1024;
+
+/**
  * bwrap's arguments for `argv` run in `dir`: a new root of its own (empty
- * tmpfs) holding the system's programs read-only, a private /dev, /proc of a
- * new PID namespace (no forkline process in it), a private /tmp, and the
+ * tmpfs, read-only once made) holding the system's programs read-only, a
+ * private read-only /dev, /proc of a new PID namespace (no forkline process
+ * in it), a private /tmp and /dev/shm of `tmpBytes` each (the only memory a
+ * command can write to: docs/operations.md "Threat model"; no user namespace
+ * can be made inside, so no mount of its own), and the
  * workspace at its own path — not its parent, so no other session's
  * directory; no network; killed with forkline. `extras` adds mounts the
  * operator named and, when asked, the network.
  */
 export function sandboxArgs(dir: string, argv: string[], extras: SandboxExtras = {}): string[] {
+  const tmpBytes = String(extras.tmpBytes ?? DEFAULT_SANDBOX_TMP_BYTES);
   return [
     ...systemMounts(),
     '--dev',
     '/dev',
+    '--size',
+    tmpBytes,
+    '--tmpfs',
+    '/dev/shm',
+    '--remount-ro',
+    '/dev',
     '--proc',
     '/proc',
+    '--size',
+    tmpBytes,
     '--tmpfs',
     '/tmp',
     ...(extras.readOnly ?? []).flatMap((p) => ['--ro-bind', p, p]),
     '--bind',
     dir,
     dir,
+    // The root is a tmpfs too: writable, it was memory without a bound.
+    '--remount-ro',
+    '/',
     '--chdir',
     dir,
     '--unshare-all',
+    // No user namespace of its own inside: in one, a command mounted a tmpfs of its own, of no bound (and each is more of the kernel to attack).
+    '--unshare-user',
+    '--disable-userns',
     ...(extras.network ? ['--share-net'] : []),
     '--unshare-pid',
     '--die-with-parent',
@@ -123,12 +150,12 @@ export function sandboxArgs(dir: string, argv: string[], extras: SandboxExtras =
 }
 
 /** How a process that must be sandboxed is run: in bubblewrap, or not at all (and why). */
-export type SandboxRunner = { bwrap: string } | { refused: string };
+export type SandboxRunner = { bwrap: string; tmpBytes?: number } | { refused: string };
 
 /** The runner for sandboxed processes on this machine, decided by one probe (sandboxProblem). */
-export function sandboxRunner(bwrap: string | undefined): SandboxRunner {
+export function sandboxRunner(bwrap: string | undefined, tmpBytes?: number): SandboxRunner {
   const problem = sandboxProblem(bwrap);
-  return problem ? { refused: problem } : { bwrap: bwrap! };
+  return problem ? { refused: problem } : { bwrap: bwrap!, tmpBytes };
 }
 
 /**

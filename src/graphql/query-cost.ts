@@ -7,7 +7,8 @@
 // default, cost nothing there, so a query with 30 aliased `events(first: $n)`
 // passed with n = 500. Here a page size is the literal, else the variable's
 // value, else the variable's default, else the argument's default, else the
-// connection's default page; `nodes(ids:)` multiplies by its ids; leaves that
+// connection's default page; `nodes(ids:)` multiplies by its ids (and
+// `sessionsTurns(sessions:)` by the sessions it follows); leaves that
 // can be large (`Event.data`) weigh more than a scalar. A fragment (spread or
 // inline) costs what its selections would cost written in place: it is not a
 // level of the response. `Session.recording` (a session's whole log as one
@@ -185,7 +186,10 @@ function fieldCost(walk: Walk, node: FieldNode, parent: GraphQLNamedType | null 
   }
 }
 
-/** How many items the field returns at most: its page size, or its number of ids. */
+/** List arguments that say how many items (or streams) a field returns: each counts its subtree once. */
+const COUNTED_LISTS = ['ids', 'sessions'];
+
+/** How many items the field returns at most: its page size, or its number of ids (sessions). */
 function multiplier(walk: Walk, node: FieldNode, def: GraphQLField<unknown, unknown>): number {
   const argOf = (name: string) => def.args.find((a) => a.name === name);
   const first = argOf('first');
@@ -198,7 +202,7 @@ function multiplier(walk: Walk, node: FieldNode, def: GraphQLField<unknown, unkn
     // without one is, so a query that read it before it took `first` costs what it did.
     return isListType(getNullableType(def.type)) ? 1 : DEFAULT_PAGE_SIZE;
   }
-  const ids = argOf('ids');
+  const ids = COUNTED_LISTS.map(argOf).find((a) => a !== undefined);
   if (ids && isListType(getNullableType(ids.type))) {
     const list = argumentValue(walk, node.arguments, ids);
     return Math.max(1, Array.isArray(list) ? list.length : 1);

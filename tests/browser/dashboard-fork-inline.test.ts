@@ -143,4 +143,23 @@ describe('dashboard: forks in the conversation', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it("reads a session's fork points once when it opens, not again once its children are known", async () => {
+    const parent = (await app.ok('mutation { createSession(input: { title: "Read once" }) { id } }')).createSession.id as string;
+    await send(parent, 'hello');
+    const atSeq = (await log(parent)).at(-1)!.seq;
+    await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq } });
+    const { page, errors } = await openPage(dashboard.browser);
+    const reads: string[] = [];
+    page.on('request', (req) => {
+      const op = (req.postDataJSON?.() as { query?: string } | null)?.query?.match(/^\s*query (DashboardForkPoints)\b/)?.[1];
+      if (op) reads.push(op);
+    });
+    await page.goto(`${new URL(app.url).origin}/sessions/${parent}`);
+    await page.getByTestId('fork-point').first().waitFor(TIMEOUT);
+    await page.waitForTimeout(1_000); // a second read would have been sent by now
+    expect(reads).toEqual(['DashboardForkPoints']);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });

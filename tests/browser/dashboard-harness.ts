@@ -105,3 +105,22 @@ export async function sessionOfTurns(app: TestApp, title: string, turns: number)
 /** How many events a session's log holds. */
 export const eventCountOf = async (app: TestApp, id: string): Promise<number> =>
   (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id })).session.eventCount;
+
+/**
+ * Records every text each fan-out card's live area shows (the variant's answer as it streams), in order, by its
+ * session id, from now on: the function returned reads them.
+ */
+export async function recordVariantLiveTexts(page: Page): Promise<() => Promise<Record<string, string[]>>> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __variantLive: Record<string, string[]> };
+    w.__variantLive = {};
+    new MutationObserver(() => {
+      for (const card of document.querySelectorAll('[data-testid="variant-card"]')) {
+        const text = card.querySelector('[data-testid="variant-live"] .msg-text')?.textContent;
+        const seen = (w.__variantLive[card.getAttribute('data-session-id')!] ??= []);
+        if (text && text !== seen.at(-1)) seen.push(text);
+      }
+    }).observe(document.querySelector('.variants-grid')!, { subtree: true, childList: true, characterData: true });
+  });
+  return () => page.evaluate(() => (window as unknown as { __variantLive: Record<string, string[]> }).__variantLive);
+}

@@ -27,13 +27,20 @@
 // The fourth deletes a session while the server is down: the count the
 // changed-since read returns differs from what the list holds, so the list is
 // read again and the deleted session goes.
+//
+// The fifth restarts the server under an open fan-out page (a fork point's
+// variants side by side, their live text on one subscription) while a variant
+// streams: the card keeps what it showed, then shows the stored answer once
+// (no text twice, however the replay after the last seen event meets what had
+// streamed); the page's one subscription is taken again (without a variant
+// deleted meanwhile), and another variant's answer streams into its card.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { screenshot } from './chromium.ts';
-import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { appendTurns, openPage, recordVariantLiveTexts, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 const WORDS = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
@@ -57,6 +64,19 @@ function recordListReads(page: Page): string[] {
     if (op) reads.push(op);
   });
   return reads;
+}
+
+/** Records every text the page's streaming bubble shows, in order: read with the function returned. */
+async function recordLiveTexts(page: Page): Promise<() => Promise<string[]>> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __liveTexts: string[] };
+    w.__liveTexts = [];
+    new MutationObserver(() => {
+      const text = document.querySelector('[data-testid="live-text"]')?.textContent;
+      if (text && text !== w.__liveTexts.at(-1)) w.__liveTexts.push(text);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  return () => page.evaluate(() => (window as unknown as { __liveTexts: string[] }).__liveTexts);
 }
 
 /** It works on: a message sent now is answered; the page logged only the lost connection (a failed WebSocket, a failed send). */
@@ -107,6 +127,7 @@ describe('dashboard across a server restart', () => {
     const streaming = page.getByTestId('live-text');
     await expect.poll(() => streaming.textContent(), TIMEOUT).toContain('word3');
     await page.getByText('A turn is running.').waitFor(TIMEOUT);
+    const liveTexts = await recordLiveTexts(page);
 
     // A graceful stop while the answer streams.
     firstClosed = true;
@@ -139,6 +160,8 @@ describe('dashboard across a server restart', () => {
     expect(answer.data.text).toMatch(/^Echo: word0 word1 word2 word3/);
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } });
     await expect.poll(() => page.locator('.conversation .msg.assistant .msg-text').first().textContent(), TIMEOUT).toBe(answer.data.text);
+    // The streaming bubble never showed the text twice over (what had streamed, then the stored answer after it).
+    for (const t of await liveTexts()) expect(t.split('Echo:').length - 1, t).toBeLessThanOrEqual(1);
 
     await expectAnsweredAfter(page, errors, 'back again', 'dashboard-restart-back.png');
   }, 120_000);
@@ -312,6 +335,78 @@ describe('dashboard across a server restart', () => {
       // (A loaded machine may see the socket drop more than once: each resubscription reads the changes again,
       // so the whole list's read need not be the last one.)
       expect(listReads.slice(2)).toContain('Sessions');
+      expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
+      await page.close();
+    } finally {
+      await app.close();
+    }
+  }, 120_000);
+
+  it('a fan-out page across a restart: the streaming card shows its stored answer once; the others stream after', async () => {
+    const databaseUrl = await createTestDatabase();
+    let app = await startTestApp({ databaseUrl });
+    const origin = new URL(app.url).origin;
+    const port = Number(new URL(app.url).port);
+    const parent = (await app.ok('mutation { createSession(input: { title: "Fanned out" }) { id } }')).createSession.id as string;
+    await appendTurns(app, parent, 1, 1);
+    const atSeq = (await app.ok('query($id: ID!) { session(id: $id) { eventCount } }', { id: parent })).session.eventCount - 1;
+    const fork = async (title: string) =>
+      (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId: parent, atSeq, title } })).forkSession
+        .session.id as string;
+    const variants = [await fork('variant 1'), await fork('variant 2'), await fork('variant 3')];
+    const card = (id: string) => page.locator(`[data-testid="variant-card"][data-session-id="${id}"]`);
+
+    const { page, errors } = await openPage(browser);
+    await page.goto(`${origin}/sessions/${parent}/forks/${atSeq}`);
+    await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(3);
+    const liveTexts = await recordVariantLiveTexts(page);
+
+    await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: variants[0], text: `${WORDS}\n!slow 150` } });
+    await expect.poll(async () => (await liveTexts())[variants[0]]?.at(-1) ?? '', TIMEOUT).toContain('word3');
+
+    await app.close();
+    await expect.poll(() => page.locator('main .error[role=alert]').textContent(), TIMEOUT).toBe('live updates: reconnecting…');
+    // While down the card keeps what had streamed.
+    expect(await card(variants[0]).getByTestId('variant-live').textContent()).toContain('word3');
+
+    // A variant the page follows is deleted while the server is down (by another process on the same database):
+    // the page's resubscription names it, and is refused; the page's read drops it, and its cards stream again.
+    const other = await startTestApp({ databaseUrl });
+    try {
+      await other.ok('mutation($id: ID!) { deleteSession(id: $id) { deletedSessionIds } }', { id: variants[2] });
+    } finally {
+      await other.close();
+    }
+    app = await startTestApp({ databaseUrl, port });
+    try {
+      await expect.poll(() => page.getByTestId('variant-card').count(), TIMEOUT).toBe(2);
+      // The turn ended interrupted, what had streamed stored as its answer: the card shows it, once.
+      const stored = (await app.services.store.log.page(variants[0], atSeq, 100)).find((e) => e.type === 'model/message')!.data as { text: string };
+      expect(stored.text).toMatch(/^Echo: word0 word1 word2 word3/);
+      await expect.poll(() => card(variants[0]).getByTestId('variant-answer').count(), TIMEOUT).toBe(1);
+      expect(await card(variants[0]).getByTestId('variant-answer').locator('.msg-text').textContent()).toBe(stored.text);
+      expect(await card(variants[0]).getByTestId('variant-live').count()).toBe(0);
+      await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
+
+      // The page's subscription is back: another variant's answer streams into its card.
+      await app.ok('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
+        i: { sessionId: variants[1], text: '!slow 60\nafter the restart, word by word' },
+      });
+      await expect
+        .poll(
+          () =>
+            card(variants[1])
+              .getByTestId('variant-answer')
+              .textContent({ timeout: 200 })
+              .catch(() => ''),
+          TIMEOUT,
+        )
+        .toContain('Echo: after the restart, word by word');
+      const live = await liveTexts();
+      expect(live[variants[1]]?.length ?? 0).toBeGreaterThan(1); // streamed, not only shown once stored
+      // No card ever showed a text twice over (what had streamed, then the stored answer after it).
+      for (const texts of Object.values(live)) for (const t of texts) expect(t.split('Echo:').length - 1, t).toBeLessThanOrEqual(1);
+      await screenshot(page, 'dashboard-restart-fan-out.png');
       expect(errors.filter((e) => !/WebSocket|Failed to load resource|ERR_CONNECTION_REFUSED/.test(e))).toEqual([]);
       await page.close();
     } finally {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let app: TestApp;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-cli-'));
@@ -156,6 +157,40 @@ describe('forkline CLI', () => {
     expect(new Set(JSON.parse(deleted.stdout).deletedSessionIds)).toEqual(new Set([childId, forkSession.session.id]));
     const gone = await cli(['events', childId]);
     expect(gone.stderr).toMatch(/SESSION_NOT_FOUND/);
+  });
+
+  it('new creates a session (title, model, instructions) and, with --message --wait, prints its first answer', async () => {
+    const [made, answered, queued, waitAlone, extra] = await Promise.all([
+      cli(['new', '--json', '--title', 'from the cli', '--model', 'scripted:m2', '--instructions', 'be brief']),
+      cli(['new', '--title', 'asked at once', '--message', 'hello from a shell', '--wait']),
+      cli(['new', '--json', '--message', 'later']),
+      cli(['new', '--wait']),
+      cli(['new', 'stray']),
+    ]);
+    expect(made.code).toBe(0);
+    const session = JSON.parse(made.stdout);
+    expect(session).toMatchObject({ title: 'from the cli', model: { provider: 'scripted', model: 'm2' }, status: 'IDLE' });
+    const { session: stored } = await app.ok('query($id: ID!) { session(id: $id) { instructions } }', { id: session.id });
+    expect(stored.instructions).toBe('be brief');
+
+    expect(answered.code).toBe(0);
+    const [row, answer] = lines(answered.stdout);
+    expect(row).toMatch(/^ses_\S+\s+IDLE\s+1 events\s+0 turns\s+asked at once$/);
+    expect(answer).toBe('Echo: hello from a shell');
+    expect(answered.stderr).toContain('[turn 1 completed]');
+
+    expect(queued.code).toBe(0);
+    const [queuedSession, sent] = lines(queued.stdout).map((l) => JSON.parse(l));
+    expect(sent.inputId).toMatch(/\S/);
+    await waitFor(async () => (await app.ok('query($id: ID!) { session(id: $id) { turnCount } }', { id: queuedSession.id })).session.turnCount === 1);
+
+    for (const [r, said] of [
+      [waitAlone, '--wait waits for the answer to --message'],
+      [extra, 'expected no arguments'],
+    ] as const) {
+      expect(r).toMatchObject({ code: 2, stdout: '' });
+      expect(r.stderr).toContain(said);
+    }
   });
 
   it('fails clearly: GraphQL error codes, usage errors, unreachable server', async () => {

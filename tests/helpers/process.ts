@@ -16,11 +16,20 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startService(opts: { cwd?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<ServiceProcess> {
+export async function startService(
+  opts: {
+    cwd?: string;
+    env?: Record<string, string | undefined>;
+    timeoutMs?: number;
+    /** The OS user it runs as (default: this process's); its data directory is made theirs. */
+    user?: { uid: number; gid: number };
+  } = {},
+): Promise<ServiceProcess> {
   const env: Record<string, string> = {};
   // A data directory of its own unless the test names one: nothing is written into the project's .data.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-service-'));
   fs.chmodSync(dataDir, 0o755);
+  if (opts.user) fs.chownSync(dataDir, opts.user.uid, opts.user.gid);
   for (const [k, v] of Object.entries({ ...process.env, PORT: '0', FORKLINE_DATA_DIR: dataDir, ...opts.env })) if (v !== undefined) env[k] = v;
   // `node --import tsx` runs the service in this very process (the tsx CLI would
   // add a parent process that a SIGKILL would not reach through).
@@ -28,6 +37,7 @@ export async function startService(opts: { cwd?: string; env?: Record<string, st
     cwd: opts.cwd ?? PROJECT_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...opts.user,
   });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));

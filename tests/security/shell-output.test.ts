@@ -5,6 +5,9 @@
 // (tests/helpers/under-watch.ts). Output is cut while it is read, what the
 // log keeps is text a person and a model can read, and a command is over
 // when it exits (what it left running is killed) or at the tool timeout.
+// What it writes is bounded while it runs, not only once it is over: a file
+// at the per-file cap, the workspace at its quota, the sandbox's memory
+// (its /tmp and /dev/shm) at FORKLINE_SANDBOX_TMP_BYTES.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,6 +110,61 @@ describe.each(['on', 'unsandboxed'] as const)('shell output (FORKLINE_SHELL=%s)'
       for (const pid of pidsOf(marker)) process.kill(pid, 'SIGKILL');
     }
   });
+
+  it('a file a command writes stops at the per-file cap as it is written: no `fallocate` takes the disk', async () => {
+    const { status, content } = await run(
+      'fallocate -l 1G big.bin; echo "fallocate $?"; head -c 20000000 /dev/zero > w.bin; echo "head $?"; wc -c < w.bin; rm -f big.bin w.bin',
+    );
+    // Before: "fallocate 0", "head 0", 20000000 (1 GB of the disk taken at once, refused only once the command was over).
+    expect(status).toBe('ok');
+    expect(content).toMatch(/^exit code 0\n--- stdout ---\nfallocate 153\nhead 153\n10485760\n/);
+    expect(content).toContain('File size limit exceeded');
+  });
+
+  it('a command filling the workspace past its quota is stopped while it runs, its files undone', async () => {
+    const { status, content, ms } = await run('i=0; while [ $i -lt 200 ]; do i=$((i+1)); fallocate -l 10M f$i; sleep 0.05; done; echo "wrote $i files"');
+    console.log(`a command filling the disk with 10 MiB files (${mode}): stopped after ${ms} ms`);
+    // Before: the loop ran to its end (2 GB of the disk held), refused only once it was over ("exit code 0 … wrote 200 files").
+    expect(status).toBe('error');
+    expect(content).toMatch(/^stopped: it came to hold \d+ bytes of the disk while it ran, past what the workspace quota allows \(104857600 bytes/);
+    expect(content).not.toContain('wrote 200 files');
+    expect(content).toMatch(/the call's file changes were undone\)$/);
+  });
+
+  it("a command making files past the quota's entries is stopped while it runs, its files undone", async () => {
+    const { status, content, ms } = await run(
+      'i=0; while [ $i -lt 60 ]; do i=$((i+1)); seq -f "f$i-%g" 1 1000 | xargs touch; sleep 0.05; done; echo "made $i thousand files"',
+    );
+    console.log(`a command making 60,000 empty files (${mode}): stopped after ${ms} ms`);
+    // Before: the loop ran to its end (60,000 inodes held), refused only once it was over ("exit code 0 … made 60 thousand files").
+    expect(status).toBe('error');
+    expect(content).toMatch(/^stopped: it came to hold \d+ files and directories while it ran, past the workspace quota of 20000/);
+    expect(content).not.toContain('made 60 thousand files');
+    expect(content).toMatch(/the call's file changes were undone\)$/);
+  });
+
+  if (mode === 'on') {
+    it("the sandbox's /tmp and /dev/shm hold FORKLINE_SANDBOX_TMP_BYTES each (they are memory); its root and /dev are read-only, and it mounts nothing of its own", async () => {
+      const fill =
+        'fill() { i=0; while [ $i -lt 100 ]; do i=$((i+1)); head -c 1048576 /dev/zero > "$1/f$i" 2>/dev/null || break; done; echo "$1 $(du -skx "$1" | cut -f1)"; }';
+      const { status, content } = await run(
+        `${fill}; fill /tmp; fill /dev/shm; (echo x > /scratch) 2>/dev/null; echo "root $?"; (echo x > /dev/scratch) 2>/dev/null; echo "dev $?"; ` +
+          'mkdir m; unshare -rm sh -c \'mount -t tmpfs none "$PWD/m" && echo mounted\' 2>/dev/null; echo "userns $?"',
+      );
+      expect(status).toBe('ok');
+      // Before: 100 MiB in each ("/tmp 102400", "/dev/shm 102400": half the machine's memory was the bound) and "root 0", "dev 0".
+      const held = Object.fromEntries([...content.matchAll(/^(\S+) (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+      expect(held['/tmp']).toBeGreaterThan(60 * 1024);
+      expect(held['/tmp']).toBeLessThanOrEqual(64 * 1024);
+      expect(held['/dev/shm']).toBeGreaterThan(60 * 1024);
+      expect(held['/dev/shm']).toBeLessThanOrEqual(64 * 1024);
+      expect(held.root).toBeGreaterThan(0);
+      expect(held.dev).toBeGreaterThan(0);
+      // Before: "mounted", "userns 0": a user namespace of its own let it mount a tmpfs of no bound in the workspace.
+      expect(content).not.toContain('mounted');
+      expect(held.userns).toBeGreaterThan(0);
+    });
+  }
 
   it('a command that never exits nor writes a newline is stopped at the tool timeout, with everything it started', async () => {
     const marker = `forever-${randomUUID()}`;

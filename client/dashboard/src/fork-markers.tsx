@@ -10,10 +10,14 @@ import { forkPointPath, sessionPath } from './router.ts';
 import './fork-family.css';
 import { visibleText } from '../../../src/core/visible-text.ts';
 
-/** The session's fork points, read again when `childrenKey` (its children as the page knows them) changes. */
-export function useForkPoints(id: string, childrenKey: string): ForkPoints {
+/**
+ * The session's fork points, read again when `childrenKey` (its children as the page knows them) changes; null
+ * while the page has not read the session: a read then was made again as soon as its children were known.
+ */
+export function useForkPoints(id: string, childrenKey: string | null): ForkPoints {
   const [points, setPoints] = useState<ForkPoints>(NO_FORK_POINTS);
   useEffect(() => {
+    if (childrenKey === null) return;
     let closed = false;
     forkline
       .query(DashboardForkPointsDocument, { id })

@@ -2,14 +2,14 @@
 // variants (or every fork, branch and edit made there) with the message each
 // was given and its latest answer (Session.lastAnswer), live as they answer
 // (sessionsChanged names each child as it appends), a running one's text as
-// it streams (sessionTurns). A variant whose last turn failed says failed,
+// it streams (sessionsTurns: one subscription for every card). A variant whose last turn failed says failed,
 // with its error (Session.lastTurn), not idle.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { DashboardForkPointDocument, type VariantFieldsFragment } from '../../generated/graphql.ts';
 import { forkline } from './api.ts';
 import { LivePageHead, pendingPage, useLiveQuery } from './live-query.tsx';
 import { diffPath, eventPath, sessionPath } from './router.ts';
-import { followLiveSteps, type LiveStep } from './session-log.ts';
+import { followSessionsLiveSteps, type LiveStep } from './session-log.ts';
 import { Badge } from './widgets.tsx';
 import { formatDuration, formatUsd, shownName } from './format.ts';
 import './fork-family.css';
@@ -28,9 +28,10 @@ function useForkPoint(id: string, seq: number) {
 
 export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
   const { parent, error } = useForkPoint(id, seq);
+  const children = parent?.children.edges.map((e) => e.node) ?? [];
+  const live = useStreaming(children);
   const pending = pendingPage('fork-point-page', id, parent, error);
   if (pending || !parent) return pending;
-  const children = parent.children.edges.map((e) => e.node);
   const first = children[0];
   return (
     <main id="main" tabIndex={-1} class="fork-point-page" data-session-id={id} data-seq={seq}>
@@ -43,7 +44,7 @@ export function ForkPointPage({ id, seq }: { id: string; seq: number }) {
       ) : (
         <ol class="variants-grid" aria-label={`Children forked at event ${seq}`}>
           {children.map((c, i) => (
-            <VariantCard key={c.id} child={c} index={i} compareWith={i > 0 ? first.id : undefined} />
+            <VariantCard key={c.id} child={c} index={i} compareWith={i > 0 ? first.id : undefined} live={live.get(c.id) ?? null} />
           ))}
         </ol>
       )}
@@ -64,25 +65,29 @@ export function variantState(
 const isOwn = (c: Pick<VariantFieldsFragment, 'lastTurn' | 'firstLiveSeq'>) => !!c.lastTurn && c.lastTurn.startSeq >= c.firstLiveSeq;
 
 /**
- * A variant's text as it streams (sessionTurns), until its answer is stored and read. Every card follows its variant's
- * turns from the first read of it (`afterSeq`: its last event then) for as long as the page is open, whatever its
- * state: a card that began to follow only once a read showed it running missed a short answer's text (the read came
- * after it had streamed). At most the page's 50 cards, so 50 subscriptions on the page's one socket.
+ * Each variant's text as it streams (sessionsTurns), until its answer is stored and read. Every card follows its
+ * variant's turns from the first read of it (`afterSeq`: its last event then) for as long as the page is open,
+ * whatever its state: a card that began to follow only once a read showed it running missed a short answer's text
+ * (the read came after it had streamed). One subscription for the page's cards (at most 50), taken again from each
+ * one's last seen event when a new variant appears.
  */
-function useStreaming(id: string, afterSeq: number): LiveStep | null {
-  const [live, setLive] = useState<LiveStep | null>(null);
-  const [from] = useState(afterSeq); // the first read's: later reads must not restart the subscription
+function useStreaming(children: readonly Pick<VariantFieldsFragment, 'id' | 'eventCount'>[]): ReadonlyMap<string, LiveStep> {
+  const [live, setLive] = useState<ReadonlyMap<string, LiveStep>>(new Map());
+  const seen = useRef(new Map<string, number>()).current; // from the first read of each: later reads must not move it
+  for (const c of children) if (!seen.has(c.id)) seen.set(c.id, c.eventCount - 1);
+  const ids = children.map((c) => c.id).join(' ');
   useEffect(() => {
-    setLive(null);
-    return followLiveSteps(
-      id,
-      new Set(),
-      setLive,
-      () => {},
-      () => {},
-      from,
-    ); // the card's state comes from the reads; streaming is extra
-  }, [id, from]);
+    if (!ids) return;
+    return followSessionsLiveSteps(ids.split(' '), seen, (id, change) =>
+      setLive((all) => {
+        const next = new Map(all);
+        const step = change(all.get(id) ?? null);
+        if (step) next.set(id, step);
+        else next.delete(id);
+        return next;
+      }),
+    ); // a card's state comes from the reads; streaming is extra
+  }, [ids]);
   return live;
 }
 
@@ -131,10 +136,9 @@ function CutNote({ id, seq, whole, testId }: { id: string; seq: number | null | 
 
 const STATE_TEXT = { running: 'running', failed: 'failed', answered: 'answered', waiting: 'no answer yet' };
 
-function VariantCard({ child: c, index, compareWith }: { child: VariantFieldsFragment; index: number; compareWith?: string }) {
+function VariantCard({ child: c, index, compareWith, live }: { child: VariantFieldsFragment; index: number; compareWith?: string; live: LiveStep | null }) {
   const state = variantState(c);
   const answer = c.lastAnswer && !c.lastAnswer.inherited ? c.lastAnswer : null;
-  const live = useStreaming(c.id, c.eventCount - 1);
   return (
     <li class={`variant-card state-${state}`} data-session-id={c.id} data-state={state} data-testid="variant-card">
       <div class="variant-head">

@@ -62,7 +62,7 @@ export function SessionPage({ id, seq, onCreated }: { id: string; seq?: number; 
     }
   };
   const knownChildren = session ? session.children.edges.map((e) => e.node) : [];
-  const forkPoints = useForkPoints(id, knownChildren.map((c) => c.id).join(','));
+  const forkPoints = useForkPoints(id, !session ? null : knownChildren.map((c) => c.id).join(','));
 
   // A link past the end opens at the latest events, as its notice says (not at a clamped or missing row).
   const knownLength = session && pages ? Math.max(pages.length, session.eventCount) : 0;

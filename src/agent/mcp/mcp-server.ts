@@ -175,7 +175,11 @@ export class McpServerConnection {
         const extras = { readOnly: [...readOnly, ...(cwd && !inside(cwd) ? [cwd] : [])], network };
         const argv = [c.command, ...args];
         const chdir = cwd && cwd !== workDir ? ['/bin/sh', '-c', 'cd "$0" && exec "$@"', cwd, ...argv] : argv;
-        return new BoundedStdioTransport({ ...bounded, command: this.sandbox.bwrap, args: sandboxArgs(workDir, chdir, extras) });
+        return new BoundedStdioTransport({
+          ...bounded,
+          command: this.sandbox.bwrap,
+          args: sandboxArgs(workDir, chdir, { ...extras, tmpBytes: this.sandbox.tmpBytes }),
+        });
       }
       return new BoundedStdioTransport({ ...bounded, command: c.command, args, cwd });
     }

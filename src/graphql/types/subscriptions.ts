@@ -1,7 +1,7 @@
 // Subscriptions (docs/contract.md#graphql-names). Resolvers only validate and map: ordering,
 // catch-up and cross-process delivery live in host/live/live-events.ts.
 import { z } from 'zod';
-import { builder } from '../builder.ts';
+import { DEFAULT_PAGE_SIZE, builder } from '../builder.ts';
 import { parseArgs, sessionIdSchema } from '../input.ts';
 import { EventRef } from './event.ts';
 import { SessionRef } from './session.ts';
@@ -70,6 +70,28 @@ builder.subscriptionType({});
 const sessionEventsArgs = z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() });
 const sessionTurnsArgs = z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() });
 
+/**
+ * Most sessions one sessionsTurns subscription follows: a page of children (the fan-out view shows 50). The
+ * operation's cost counts each (query-cost.ts), and each is a relay subscriber and, with afterSeq, a replay of its log.
+ */
+export const MAX_FOLLOWED_SESSIONS = DEFAULT_PAGE_SIZE;
+
+const SessionTurnsFromInput = builder.inputType('SessionTurnsFromInput', {
+  description: 'A session sessionsTurns follows, and the seq to replay its turn updates after (as sessionTurns).',
+  fields: (t) => ({
+    sessionId: t.id({ required: true }),
+    afterSeq: t.int({ description: 'Replay the turn updates of events after this seq first (-1: from the start; omitted: live ones only).' }),
+  }),
+});
+
+const sessionsTurnsArgs = z.object({
+  sessions: z
+    .array(z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() }))
+    .min(1)
+    .max(MAX_FOLLOWED_SESSIONS)
+    .refine((l) => new Set(l.map((s) => s.sessionId)).size === l.length, 'a session is named twice'),
+});
+
 builder.subscriptionFields((t) => ({
   sessionEvents: t.field({
     type: EventRef,
@@ -102,6 +124,24 @@ builder.subscriptionFields((t) => ({
       if (p.afterSeq == null) return ctx.services.live.sessionTurns(p.sessionId);
       const eventCount = async () => (await reads.requireSession(p.sessionId)).eventCount;
       return ctx.services.live.sessionTurnsAfter(p.sessionId, p.afterSeq, eventCount, ctx.statements);
+    },
+    resolve: (update) => update,
+  }),
+  sessionsTurns: t.field({
+    type: TurnUpdateRef,
+    description:
+      `sessionTurns of up to ${MAX_FOLLOWED_SESSIONS} sessions of the caller's tenant in one subscription, interleaved ` +
+      "(each update names its sessionId; each session's in its order, from its afterSeq as sessionTurns gives them): " +
+      "a fan-out's variants followed with one place of the token's subscriptions, not one each. A session that is " +
+      'deleted stops; the subscription ends when all have.',
+    args: { sessions: t.arg({ type: [SessionTurnsFromInput], required: true }) },
+    subscribe: async (_root, args, ctx) => {
+      const p = parseArgs(sessionsTurnsArgs, args);
+      const reads = scopedReads(ctx);
+      // Every one the caller's (another tenant's is not found), before anything is followed.
+      await Promise.all(p.sessions.map((s) => reads.requireSession(s.sessionId)));
+      const eventCount = async (id: string) => (await reads.requireSession(id)).eventCount;
+      return ctx.services.live.sessionsTurns(p.sessions, eventCount, ctx.statements);
     },
     resolve: (update) => update,
   }),

@@ -16,6 +16,7 @@ import { TurnUpdateRelay } from './turn-update-relay.ts';
 import { turnsFromLog } from './turn-stream.ts';
 import { SessionChanges, type SessionsDeleted } from './session-changes.ts';
 import { readingFor, type StatementScope } from '../../db/statement-deadlines.ts';
+import { Repeater } from '@repeaterjs/repeater';
 
 export { turnPayloads } from './turn-update-relay.ts';
 export type { EventStream } from './event-window.ts';
@@ -88,6 +89,31 @@ export class LiveEvents {
     }
     const openTail = statements ? readOpenTail(this.store.log, readingFor(this.store.pool, statements)) : this.readOpenTail;
     return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, openTail, afterSeq);
+  }
+
+  /**
+   * The turn updates of several sessions as one stream, interleaved as they come (each session's as
+   * sessionTurnsAfter gives them from its `afterSeq`, or from now on without one): one subscription follows a
+   * fan-out's variants (docs/contract.md#graphql-names, sessionsTurns). It ends when every session's has ended
+   * (each one's ends when it is deleted); an error in one ends it; its end ends every session's.
+   */
+  async sessionsTurns(
+    from: ReadonlyArray<{ sessionId: string; afterSeq?: number | null }>,
+    eventCount: (sessionId: string) => Promise<number>,
+    statements?: StatementScope,
+  ): Promise<AsyncIterableIterator<TurnUpdate>> {
+    const opened = await Promise.allSettled(
+      from.map(({ sessionId, afterSeq }) =>
+        afterSeq == null ? this.sessionTurns(sessionId) : this.sessionTurnsAfter(sessionId, afterSeq, () => eventCount(sessionId), statements),
+      ),
+    );
+    const streams = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    const failed = opened.find((o) => o.status === 'rejected');
+    if (failed) {
+      await Promise.all(streams.map((s) => s.return?.()));
+      throw failed.reason;
+    }
+    return Repeater.merge(streams);
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */
