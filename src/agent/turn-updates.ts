@@ -33,6 +33,12 @@ export interface TurnUpdate {
    * step answers again: 2, 3, …), as the runner that streams it says (docs/api.md, "Live turns").
    */
   answer?: number;
+  /**
+   * TEXT_DELTA relayed for an external runner: how many events the session's log held when forkline relayed it (not
+   * shown to clients). A delta of an answer the log held by then is a late copy, whenever a reader reads it
+   * (agent/streaming-answers.ts).
+   */
+  eventCount?: number;
   /** TEXT_DELTA: the streamed text; TOOL_PROGRESS: the tool's progress message. */
   text?: string;
   /** TOOL_PROGRESS: how far the tool is, of `total` when it knows. */
@@ -55,6 +61,32 @@ export type TurnUpdateSink = (update: TurnUpdate) => void;
 
 /** Which answer of its step a text delta is of (docs/api.md, "Live turns"): the first unless its runner said otherwise. */
 export const answerOf = (u: Pick<TurnUpdate, 'answer'>): number => u.answer ?? 1;
+
+/**
+ * Whether `b` is a text delta of the same answer of the same step as the text delta `a`, relayed at the same length of
+ * the log (the two merge: a late copy never merges into the live text before it).
+ */
+export function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
+  return (
+    a.kind === 'TEXT_DELTA' &&
+    b.kind === 'TEXT_DELTA' &&
+    a.sessionId === b.sessionId &&
+    a.turn === b.turn &&
+    a.step === b.step &&
+    answerOf(a) === answerOf(b) &&
+    a.eventCount === b.eventCount
+  );
+}
+
+/** An update's size for a subscriber's queue: its strings that can be long (a text, a call's arguments, a reason), and the rest as a constant. */
+export function turnUpdateChars(u: TurnUpdate): number {
+  return 100 + (u.text?.length ?? 0) + (u.arguments?.length ?? 0) + (u.reason?.length ?? 0);
+}
+
+/** Consecutive text deltas of one answer become one; order is kept. */
+export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefined {
+  return sameDeltaRun(a, b) ? { ...a, text: (a.text ?? '') + (b.text ?? '') } : undefined;
+}
 
 interface PlacedCall {
   turn: number;

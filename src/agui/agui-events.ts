@@ -5,6 +5,7 @@ import { EventType, type BaseEvent, type Message } from '@ag-ui/core';
 import type { EventData, LogEvent } from '../core/events.ts';
 import { asCoreEvent, dataOf, fieldOf, otherThanCore } from '../core/core-event.ts';
 import { answerOf, type TurnUpdate } from '../agent/turn-updates.ts';
+import { StreamingAnswers, type StoredAnswer } from '../agent/streaming-answers.ts';
 import type { OpenTail } from '../core/log-state.ts';
 import { TEXT_DELTA_CHARS, textPieces } from '../core/text-pieces.ts';
 import { callKey, SentCallIds } from '../core/model-request.ts';
@@ -117,11 +118,8 @@ export function messagesOf(events: Iterable<LogEvent>, ids = new ClientCallIds()
   return out;
 }
 
-const MAX_EARLY_UPDATES = 10_000;
-/** Characters of text deltas a run holds that it cannot show yet (their step or the answer before them not read yet). */
-const MAX_HELD_CHARS = 1024 * 1024;
-/** What a held delta costs besides its text (its answer's key). */
-const HELD_OVERHEAD = 100;
+/** Text deltas a run holds that it cannot show yet (their step or the answer before them not read yet), and their characters. */
+const HELD = { updates: 10_000, chars: 1024 * 1024 };
 
 /** What a resume entry's payload answering a tool approval holds (docs/agui.md). */
 export const APPROVAL_RESPONSE_SCHEMA = {
@@ -140,21 +138,9 @@ export class RunTranslator {
   turn?: number;
   finished = false;
   private readonly started = new Set<number>();
-  /** Steps whose step/end was read (later deltas are late copies). */
-  private readonly ended = new Set<number>();
-  /**
-   * A step's answers read (model/message events: later deltas of them are late copies), and the calls of the last one
-   * with no result read yet: the next answer's text waits for them (a model is called again with their results).
-   */
-  private readonly answers = new Map<number, { stored: number; waiting: Set<string> }>();
-  /** Deltas not shown yet, by `turn:step:answer`: their step's start, or the answer before them and its results, not read yet. */
-  private readonly pending = new Map<string, string>();
-  /** What `pending` holds (its texts' characters, HELD_OVERHEAD each): at most MAX_HELD_CHARS. */
-  private heldChars = 0;
-  /** Answers some of whose deltas were not held (past MAX_HELD_CHARS): their stored text is shown whole. */
-  private readonly dropped = new Set<string>();
-  private early: TurnUpdate[] = [];
-  private text?: { step: number; answer: number; messageId: string; streamed: string };
+  /** Which deltas show now: a step's answers read, the calls the next one waits for, the deltas held until then. */
+  private readonly answers: StreamingAnswers;
+  private text?: { step: number; answer: number; messageId: string };
   private lastError?: string;
 
   constructor(
@@ -164,17 +150,36 @@ export class RunTranslator {
     resumed?: OpenTail,
     /** The client ids of the calls the client was shown before the run (its snapshot's, messagesOf). */
     private readonly ids = new ClientCallIds(),
+    /**
+     * The log the run reads: after `afterSeq`, its relay subscription registered when it held `liveFrom` events (a
+     * step begun before streams nothing: its answers come whole). By default, from the start, every step live.
+     */
+    log: { afterSeq: number; liveFrom: number } = { afterSeq: -1, liveFrom: 0 },
   ) {
-    if (resumed?.step) this.answers.set(resumed.step.step, { stored: resumed.step.answers, waiting: new Set(resumed.step.unanswered.map((c) => c.id)) });
-    if (resumed) this.begin(resumed.turn);
+    this.answers = new StreamingAnswers({ ...log, bounds: HELD });
+    if (resumed?.step)
+      this.answers.join(
+        resumed.turn,
+        resumed.step.step,
+        resumed.step.answers,
+        resumed.step.unanswered.map((c) => c.id),
+      );
+    if (resumed) this.turn = resumed.turn;
   }
 
   event(e: LogEvent): void {
     if (this.finished) return;
+    // Every event the run reads, in seq order: what it stores, and the deltas it lets through (shown after it).
+    const { stored, shown } = this.answers.read(e);
+    this.translate(e, stored);
+    this.show(shown);
+  }
+
+  private translate(e: LogEvent, stored: StoredAnswer | undefined) {
     if (this.turn === undefined) {
       const started = dataOf(e, 'turn/start');
       const removed = dataOf(e, 'inbox/remove');
-      if (started?.inputId === this.run.inputId) this.begin(started.turn);
+      if (started?.inputId === this.run.inputId) this.turn = started.turn;
       else if (removed?.inputId === this.run.inputId && removed.reason === 'cancelled') {
         this.fail('the input was cancelled before a turn took it', 'CANCELLED');
       }
@@ -192,29 +197,22 @@ export class RunTranslator {
         const d = ev.data;
         this.started.add(d.step);
         this.emit({ type: EventType.STEP_STARTED, stepName: stepName(d.step) });
-        this.release(d.step);
         break;
       }
       case 'model/message': {
         const d = ev.data;
-        const answer = (this.answers.get(d.step)?.stored ?? 0) + 1;
+        const answer = stored?.answer ?? 1;
         const messageId = assistantMessageId(d.turn, d.step, answer);
         if (this.text && (this.text.step !== d.step || this.text.answer !== answer)) this.closeText();
         if (d.text) {
           if (!this.text) {
-            this.text = { step: d.step, answer, messageId, streamed: '' };
+            this.text = { step: d.step, answer, messageId };
             this.emit({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
           }
-          const { streamed } = this.text;
           // Deltas the relay did not deliver (or not yet): the stored answer completes the text.
-          if (d.text.length > streamed.length && d.text.startsWith(streamed)) {
-            for (const delta of textPieces(d.text.slice(streamed.length), TEXT_DELTA_CHARS))
-              this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta });
-          }
+          for (const delta of textPieces(stored?.rest ?? '', TEXT_DELTA_CHARS)) this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta });
         }
         this.closeText();
-        this.forget(d.turn, d.step, answer);
-        this.answers.set(d.step, { stored: answer, waiting: new Set(d.toolCalls.map((c) => c.id)) });
         this.ids.message(d);
         for (const c of d.toolCalls) {
           const toolCallId = this.ids.of(d.turn, d.step, c.id);
@@ -222,7 +220,6 @@ export class RunTranslator {
           if (c.arguments) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: c.arguments });
           this.emit({ type: EventType.TOOL_CALL_END, toolCallId });
         }
-        this.release(d.step);
         break;
       }
       case 'tool/result': {
@@ -234,8 +231,6 @@ export class RunTranslator {
           content: d.content,
           role: 'tool',
         });
-        const at = this.answers.get(d.step);
-        if (at?.waiting.delete(d.callId) && at.waiting.size === 0) this.release(d.step);
         break;
       }
       case 'step/end':
@@ -303,21 +298,10 @@ export class RunTranslator {
 
   update(u: TurnUpdate): void {
     if (this.finished) return;
-    if (this.turn === undefined) {
-      if (u.kind === 'TURN_STARTED' && u.inputId === this.run.inputId) this.begin(u.turn);
-      else if (u.kind === 'TEXT_DELTA' && u.step !== undefined && u.text) this.hold(u.turn, u.step, answerOf(u), u.text);
-      else if (this.early.length < MAX_EARLY_UPDATES) this.early.push(u);
-      return;
-    }
-    if (u.turn !== this.turn || u.kind !== 'TEXT_DELTA' || u.step === undefined || !u.text) return;
-    const answer = answerOf(u);
-    const at = this.answers.get(u.step);
-    const stored = at?.stored ?? 0;
-    // Its model/message came first (the text is out already), or some of its deltas were not kept (its stored text is shown whole).
-    if (this.ended.has(u.step) || answer <= stored || this.dropped.has(`${u.turn}:${u.step}:${answer}`)) return;
-    // Its step's start, or the answer before it and that answer's results, not read yet: shown once they are.
-    if (!this.started.has(u.step) || answer > stored + 1 || at?.waiting.size) this.hold(u.turn, u.step, answer, u.text);
-    else this.delta(u.step, answer, u.text);
+    if (this.turn === undefined && u.kind === 'TURN_STARTED' && u.inputId === this.run.inputId) this.turn = u.turn;
+    // Only text deltas: the log brings the rest. Before the run's turn is known, any turn's (held until their step shows).
+    if (u.kind !== 'TEXT_DELTA' || u.step === undefined || !u.text || (this.turn !== undefined && u.turn !== this.turn)) return;
+    this.show(this.answers.relay(u));
   }
 
   /** Ends the run with RUN_ERROR (once). */
@@ -328,60 +312,17 @@ export class RunTranslator {
     this.emit({ type: EventType.RUN_ERROR, message, code });
   }
 
-  private begin(turn: number) {
-    this.turn = turn;
-    const early = this.early;
-    this.early = [];
-    for (const u of early) this.update(u);
-    // Deltas held before the turn was known: only this turn's are ever shown.
-    for (const key of [...this.pending.keys()]) if (!key.startsWith(`${turn}:`)) this.forgetKey(key);
-  }
-
-  /** Keeps a delta that cannot be shown yet, within MAX_HELD_CHARS: past it, its answer's text is shown whole when stored. */
-  private hold(turn: number, step: number, answer: number, text: string) {
-    const key = `${turn}:${step}:${answer}`;
-    if (this.dropped.has(key)) return;
-    const had = this.pending.get(key);
-    const cost = text.length + (had === undefined ? HELD_OVERHEAD : 0);
-    if (this.heldChars + cost > MAX_HELD_CHARS) {
-      this.forgetKey(key);
-      this.dropped.add(key);
-      return;
-    }
-    this.pending.set(key, (had ?? '') + text);
-    this.heldChars += cost;
-  }
-
-  /** Shows the held deltas of the step's next answer once it may stream (its step started, the answer before it and its results read). */
-  private release(step: number) {
-    const at = this.answers.get(step);
-    if (!this.started.has(step) || this.ended.has(step) || at?.waiting.size) return;
-    const answer = (at?.stored ?? 0) + 1;
-    const key = `${this.turn}:${step}:${answer}`;
-    const text = this.pending.get(key);
-    this.forgetKey(key);
-    if (text && !this.dropped.has(key)) this.delta(step, answer, text);
-  }
-
-  /** Drops what is held of an answer (its stored text is shown). */
-  private forget(turn: number, step: number, answer: number) {
-    this.forgetKey(`${turn}:${step}:${answer}`);
-  }
-
-  private forgetKey(key: string) {
-    const text = this.pending.get(key);
-    if (text === undefined) return;
-    this.pending.delete(key);
-    this.heldChars -= text.length + HELD_OVERHEAD;
+  /** The deltas of the run's turn that show now (none once it has finished). */
+  private show(deltas: readonly TurnUpdate[]) {
+    for (const u of deltas) if (!this.finished && u.turn === this.turn && u.step !== undefined && u.text) this.delta(u.step, answerOf(u), u.text);
   }
 
   private delta(step: number, answer: number, text: string) {
     if (this.text && (this.text.step !== step || this.text.answer !== answer)) this.closeText();
     if (!this.text) {
-      this.text = { step, answer, messageId: assistantMessageId(this.turn!, step, answer), streamed: '' };
+      this.text = { step, answer, messageId: assistantMessageId(this.turn!, step, answer) };
       this.emit({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' });
     }
-    this.text.streamed += text;
     for (const delta of textPieces(text, TEXT_DELTA_CHARS)) this.emit({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text.messageId, delta });
   }
 
@@ -393,8 +334,6 @@ export class RunTranslator {
   private endStep(step: number) {
     if (!this.started.has(step)) return;
     if (this.text?.step === step) this.closeText();
-    this.ended.add(step);
-    for (const key of [...this.pending.keys()]) if (key.startsWith(`${this.turn}:${step}:`)) this.forgetKey(key);
     this.started.delete(step);
     this.emit({ type: EventType.STEP_FINISHED, stepName: stepName(step) });
   }

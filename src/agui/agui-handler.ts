@@ -230,7 +230,10 @@ export function aguiHandler(opts: AguiOptions) {
       if (!messages.some((m) => m.id === sent.inputId)) messages.push({ id: sent.inputId, role: 'user', content: text });
       send({ type: EventType.MESSAGES_SNAPSHOT, messages });
 
-      const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send, undefined, ids);
+      const translator = new RunTranslator({ threadId: sessionId, runId: input.runId, inputId: sent.inputId }, send, undefined, ids, {
+        afterSeq: from - 1,
+        liveFrom: session.eventCount,
+      });
       await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${sessionId} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {
@@ -274,7 +277,10 @@ export function aguiHandler(opts: AguiOptions) {
       if (decisions.length) await controller.decideToolCalls(scope, session.id, decisions);
       send({ type: EventType.RUN_STARTED, threadId: session.id, runId: input.runId, protocolVersion: PROTOCOL_VERSION });
       markStarted();
-      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open, ids);
+      const translator = new RunTranslator({ threadId: session.id, runId: input.runId, inputId: '' }, send, open, ids, {
+        afterSeq: session.eventCount - 1,
+        liveFrom: session.eventCount,
+      });
       await follow(translator, events, turns, stream);
       if (!translator.finished) translator.fail(`session ${session.id} was deleted during the run`, 'SESSION_NOT_FOUND');
     } finally {

@@ -495,9 +495,11 @@ export class RunnerProtocol {
     token: number,
     update: { turn: number; step: number; answer?: number | null; text: string },
   ): Promise<void> {
-    await this.leases.held(scope.tenant, sessionId, token);
+    const { eventCount } = await this.leases.held(scope.tenant, sessionId, token);
     const { turn, step, answer, text } = update;
-    this.deps.publish({ sessionId, kind: 'TEXT_DELTA', turn, step, ...(answer && answer > 1 ? { answer } : {}), text });
+    // Stamped with the log's length: a copy of an answer the runner had stored by then is a late one to every reader,
+    // however far behind the log it reads (agent/streaming-answers.ts).
+    this.deps.publish({ sessionId, kind: 'TEXT_DELTA', turn, step, ...(answer && answer > 1 ? { answer } : {}), text, eventCount });
   }
 
   /**

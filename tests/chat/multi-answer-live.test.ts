@@ -17,6 +17,7 @@ import { subscribeWs } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { claimSession } from '../helpers/claimed-session.ts';
 import { followChat } from '../helpers/chat-replay.ts';
+import { answerEvents, externalSession, publishDelta, queueInput, toldByAgui, toldByUpdates, turnEnding, turnOpening } from '../helpers/step-answers.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import type { LogEvent } from '../../src/core/events.ts';
@@ -39,20 +40,6 @@ const ANSWERS = [
 const textOf = (a: (typeof ANSWERS)[number]) => a.deltas.join('');
 /** The step as a client should tell it: each answer's text, then its call's result. */
 const TOLD = ANSWERS.map((a) => textOf(a) + (a.call ? `[${a.call}]` : '')).join('');
-/** What sessionTurns updates told: each text delta, and each finished tool as `[callId]`. */
-const toldBy = (updates: Array<{ kind: string; text?: string | null; callId?: string | null }>) =>
-  updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
-/** What AG-UI events told: each text delta, and each tool result as `[callId]`. */
-const aguiTold = (list: BaseEvent[]) =>
-  list
-    .map((e) =>
-      e.type === EventType.TEXT_MESSAGE_CONTENT
-        ? (e as BaseEvent & { delta: string }).delta
-        : e.type === EventType.TOOL_CALL_RESULT
-          ? `[${(e as BaseEvent & { toolCallId: string }).toolCallId}]`
-          : '',
-    )
-    .join('');
 
 /**
  * An external runner's turn of one step of three answers, on a session whose input waits: each answer streams
@@ -62,28 +49,14 @@ async function runStep(sid: string, shown: () => string) {
   const { token, append } = await claimSession(app, sid, { startTurn: true });
   let said = '';
   for (const [i, a] of ANSWERS.entries()) {
-    for (const text of a.deltas)
-      await app.ok(`mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`, {
-        input: { sessionId: sid, leaseToken: token, turn: 1, step: 1, answer: i + 1, text },
-      });
+    for (const text of a.deltas) await publishDelta(app, sid, token, text, i + 1);
     said += textOf(a);
     // Live: the client shows the answer before it is stored (the old code showed a later answer only once stored).
     await waitFor(() => shown().replace(/\[c\d\]/g, '') === said, { what: `answer ${i + 1} streamed before it is stored (shown: ${shown()})` });
-    const message = { turn: 1, step: 1, text: textOf(a), toolCalls: a.call ? [{ id: a.call, name: 'clock', arguments: '{}', effect: 'read-only' }] : [] };
-    await append([
-      { type: 'model/message', data: message },
-      ...(a.call
-        ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }]
-        : [
-            { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
-            { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
-          ]),
-    ]);
+    await append([...answerEvents(textOf(a), a.call), ...(a.call ? [] : turnEnding())]);
   }
 }
 
-const externalSession = async (title: string) =>
-  (await app.ok(`mutation { createSession(input: {title: "${title}", runner: "ext"}) { id } }`)).createSession.id as string;
 const pendingInput = (sid: string) =>
   waitFor(async () => (await app.ok(`query($id: ID!) { session(id: $id) { pendingInputs { inputId } } }`, { id: sid })).session.pendingInputs.length > 0, {
     what: 'the input queued',
@@ -92,15 +65,15 @@ const pendingInput = (sid: string) =>
 describe('a live step of several answers, each streamed as it is made', () => {
   it('sessionTurns(afterSeq) over graphql-ws: every answer streams, once, in order, after the results before it', async () => {
     await waitFor(() => app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
-    const sid = await externalSession('turns');
-    const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "time?"}) { event { seq } } }`, { id: sid });
+    const sid = await externalSession(app, 'turns');
+    const input = await queueInput(app, sid);
     type U = { sessionTurns: { kind: string; answer: number | null; text: string | null; callId: string | null } };
     const sub = subscribeWs<U>(app.url, `subscription($id: ID!, $after: Int!) { sessionTurns(sessionId: $id, afterSeq: $after) { kind answer text callId } }`, {
       id: sid,
-      after: sendMessage.event.seq,
+      after: input.seq,
     });
     await waitFor(() => app.services.live.stats().turns >= 1, { what: 'the subscriber registered' });
-    const told = () => toldBy(sub.items.map((i) => i.sessionTurns));
+    const told = () => toldByUpdates(sub.items.map((i) => i.sessionTurns));
     await runStep(sid, told);
     await sub.until((items) => items.some((i) => i.sessionTurns.kind === 'TURN_ENDED'), 'the turn’s end');
     await sub.close();
@@ -111,7 +84,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
   });
 
   it('POST /chat read by the ai package’s client: a text part per answer, streamed, each before its call', async () => {
-    const sid = await externalSession('chat');
+    const sid = await externalSession(app, 'chat');
     const transport = new DefaultChatTransport({ api: `${base}/chat` });
     const user: UIMessage = { id: 'u-live', role: 'user', parts: [{ type: 'text', text: 'time?' }] };
     const stream = await transport.sendMessages({ chatId: sid, messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
@@ -135,12 +108,12 @@ describe('a live step of several answers, each streamed as it is made', () => {
   });
 
   it('POST /agui read by HttpAgent, live and replayed: each answer a message of its own, its text once, its calls before their results', async () => {
-    const sid = await externalSession('agui');
+    const sid = await externalSession(app, 'agui');
     const agent = new HttpAgent({ url: `${base}/agui`, threadId: sid });
     agent.addMessage({ id: 'u-agui', role: 'user', content: 'time?' });
     const events: BaseEvent[] = [];
     const running = agent.runAgent({ runId: 'run-answers' }, { onEvent: ({ event }) => void events.push(event) });
-    const told = aguiTold;
+    const told = toldByAgui;
     // The run's record is stored once it has started: the runner claims after it.
     await waitFor(() => events.some((e) => e.type === EventType.RUN_STARTED), { what: 'the run started' });
     await pendingInput(sid);
@@ -204,29 +177,7 @@ describe('a live step of several answers, each streamed as it is made', () => {
 /** How a stream of updates tells the step: its text, and each call's result where it came. */
 
 /** The step's three answers as stored, with the turn around them. */
-const storedStep = () => {
-  const answer = (i: number) => {
-    const a = ANSWERS[i];
-    const message = { turn: 1, step: 1, text: textOf(a), toolCalls: a.call ? [{ id: a.call, name: 'clock', arguments: '{}', effect: 'read-only' }] : [] };
-    return [
-      { type: 'model/message', data: message },
-      ...(a.call
-        ? [{ type: 'tool/result', data: { turn: 1, step: 1, callId: a.call, resultId: `r-${a.call}`, status: 'ok', content: '12:00', name: 'clock' } }]
-        : []),
-    ];
-  };
-  return [
-    { type: 'inbox/add', data: { inputId: 'in_1', text: 'time?' } },
-    { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
-    { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
-    { type: 'step/start', data: { turn: 1, step: 1 } },
-    ...answer(0),
-    ...answer(1),
-    ...answer(2),
-    { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
-    { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
-  ];
-};
+const storedStep = () => [...turnOpening(), ...ANSWERS.flatMap((a) => answerEvents(textOf(a), a.call)), ...turnEnding()];
 
 describe('the log and the relay in either order: each answer’s text once, in order, after the results before it', () => {
   /**
@@ -255,7 +206,7 @@ describe('the log and the relay in either order: each answer’s text once, in o
           const answers = stored.filter((x) => x.type === 'model/message' && x.seq <= e.seq).length;
           if (opts.holdBefore?.answer === answers) await opts.holdBefore.until;
           if (answers === 3)
-            lastStreamedEarly = await waitFor(() => toldBy(updates).endsWith(lastText), { timeoutMs: 5000, what: 'the last answer streamed' }).then(
+            lastStreamedEarly = await waitFor(() => toldByUpdates(updates).endsWith(lastText), { timeoutMs: 5000, what: 'the last answer streamed' }).then(
               () => true,
               () => false,
             );
@@ -273,7 +224,7 @@ describe('the log and the relay in either order: each answer’s text once, in o
     })();
     for await (const u of turnsFromLog(sid, log, live, opts.liveFrom(stored), readOpenTail(app.services.store.log))) updates.push(u);
     expect(updates.at(-1)?.kind).toBe('TURN_ENDED');
-    return { told: toldBy(updates), lastStreamedEarly, stored };
+    return { told: toldByUpdates(updates), lastStreamedEarly, stored };
   }
 
   it('the relay ahead: the next answers’ deltas before the log shows the first: held until its result, then streamed', async () => {
@@ -317,8 +268,8 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
   it('of a step or turn not open, of a stored answer, of an answer that never comes, thousands of tiny ones, after the turn: never shown', async () => {
     // The runs before have let go of their relay subscriptions: the count below is this test's.
     await waitFor(() => app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
-    const sid = await externalSession('hostile');
-    const bystander = await externalSession('bystander');
+    const sid = await externalSession(app, 'hostile');
+    const bystander = await externalSession(app, 'bystander');
     type U = { sessionTurns: { kind: string; text: string | null; callId: string | null } };
     const fields = `{ kind text callId }`;
     const merged = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id, afterSeq: -1) ${fields} }`, { id: sid });
@@ -348,14 +299,8 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
         ),
       );
     const ok = async (list: Delta[]) => expect((await deltas(list)).errors).toBeUndefined();
-    const mergedText = () =>
-      merged.items.map(({ sessionTurns: u }) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
-    const aguiText = () =>
-      events
-        .map((e) =>
-          e.type === EventType.TEXT_MESSAGE_CONTENT ? (e as BaseEvent & { delta: string }).delta : e.type === EventType.TOOL_CALL_RESULT ? '[c1]' : '',
-        )
-        .join('');
+    const mergedText = () => toldByUpdates(merged.items.map((i) => i.sessionTurns));
+    const aguiText = () => toldByAgui(events);
 
     // Another session's subscribers: its lease is not this runner's.
     expect((await deltas([{ sessionId: bystander, text: 'NOT YOURS' }])).errors?.[0]?.extensions?.code).toBe('LEASE_LOST');
@@ -367,13 +312,7 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     ]);
     await ok([{ text: 'Let me ' }, { text: 'look. ' }]);
     await waitFor(() => mergedText() === 'Let me look. ' && aguiText() === 'Let me look. ', { what: `the first answer streamed (${mergedText()})` });
-    await append([
-      {
-        type: 'model/message',
-        data: { turn: 1, step: 1, text: 'Let me look. ', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] },
-      },
-      { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
-    ]);
+    await append(answerEvents('Let me look. ', 'c1'));
     // Once the subscribers have read the first answer stored (its call's result came after it): that answer again, and
     // thousands of tiny deltas of an answer that never comes. (A delta of an answer the log has not shown a subscriber
     // yet is the answer streaming, to it: a copy the runner sends as the answer is stored may reach one that lags.)
@@ -387,11 +326,7 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     await waitFor(() => mergedText() === 'Let me look. [c1]It is 12:00.' && aguiText() === 'Let me look. [c1]It is 12:00.', {
       what: `the second answer streamed (${mergedText()} / ${aguiText()})`,
     });
-    await append([
-      { type: 'model/message', data: { turn: 1, step: 1, text: 'It is 12:00.', toolCalls: [] } },
-      { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
-      { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
-    ]);
+    await append([...answerEvents('It is 12:00.'), ...turnEnding()]);
     await running;
     // After the step and the turn ended: the relay-only subscriber hears it (it hears the runner, not the log)…
     await ok([
@@ -428,7 +363,7 @@ describe('a hostile runner’s deltas (publishTurnUpdate)', () => {
     for (const text of ANSWERS[2].deltas) delta(3, text);
     log(step.slice(at('model/message', 2) + 2));
     for (const e of emitted) expect(() => EventSchemas.parse(e), `${e.type} ${JSON.stringify(e)}`).not.toThrow();
-    const told = aguiTold(emitted);
+    const told = toldByAgui(emitted);
     // The old code: the second answer's deltas as the step's text before the first's call, and its stored text again.
     expect(told).toBe(TOLD);
     const starts = emitted.filter((e) => e.type === EventType.TEXT_MESSAGE_START).map((e) => (e as BaseEvent & { messageId: string }).messageId);

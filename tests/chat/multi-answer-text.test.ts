@@ -14,6 +14,7 @@ import { subscribeWs } from '../helpers/subscribe.ts';
 import { importedRecording, replayChat } from '../helpers/chat-replay.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { claimSession } from '../helpers/claimed-session.ts';
+import { answerEvents, externalSession, publishDelta, queueInput, toldByUpdates, turnEnding, turnOpening } from '../helpers/step-answers.ts';
 import { turnsFromLog } from '../../src/host/live/turn-stream.ts';
 import { readOpenTail, type TurnUpdate } from '../../src/agent/turn-updates.ts';
 import { multiAnswerCallId, multiAnswerTurnRecording } from '../fixtures/recordings/recordings.ts';
@@ -69,29 +70,21 @@ describe('a replay of a step whose later answers say something new', () => {
   });
 });
 
-/** The step's text as a stream of updates tells it, with each call's result where it came. */
-const told = (updates: Array<Pick<TurnUpdate, 'kind' | 'text' | 'callId'>>) =>
-  updates.map((u) => (u.kind === 'TEXT_DELTA' ? u.text : u.kind === 'TOOL_FINISHED' ? `[${u.callId}]` : '')).join('');
-
 describe('a live step of several answers (an external runner’s), followed by sessionTurns(afterSeq)', () => {
   it('gets every answer’s text, in order, once: the text the live relay streamed for the step', async () => {
-    const { createSession } = await app.ok(`mutation { createSession(input: {title: "ext", runner: "ext"}) { id } }`);
-    const sid = createSession.id as string;
-    const { sendMessage } = await app.ok(`mutation($id: ID!) { sendMessage(input: {sessionId: $id, text: "time?"}) { inputId event { seq } } }`, { id: sid });
+    const sid = await externalSession(app, 'ext');
+    const sendMessage = await queueInput(app, sid);
     const fields = `{ kind step text callId }`;
     type U = { sessionTurns: TurnUpdate };
     // Both listen before the turn starts: one live only (the relay as the runner streams), one from the log and then live.
     const relay = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) ${fields} }`, { id: sid });
     const merged = subscribeWs<U>(app.url, `subscription($id: ID!, $after: Int!) { sessionTurns(sessionId: $id, afterSeq: $after) ${fields} }`, {
       id: sid,
-      after: sendMessage.event.seq,
+      after: sendMessage.seq,
     });
     await waitFor(() => app.services.live.stats().turns >= 2, { what: 'both subscribers registered' });
     const { token, append } = await claimSession(app, sid);
-    const delta = (text: string) =>
-      app.ok(`mutation($input: PublishTurnUpdateInput!) { publishTurnUpdate(input: $input) }`, {
-        input: { sessionId: sid, leaseToken: token, turn: 1, step: 1, text },
-      });
+    const delta = (text: string) => publishDelta(app, sid, token, text);
     await append([
       { type: 'inbox/remove', data: { inputId: sendMessage.inputId, reason: 'taken' } },
       { type: 'turn/start', data: { turn: 1, inputId: sendMessage.inputId } },
@@ -110,28 +103,21 @@ describe('a live step of several answers (an external runner’s), followed by s
     await relay.close();
     await merged.close();
     // As the runner streamed it: the second answer's text after the first's call's result.
-    expect(told(relay.items.map((i) => i.sessionTurns))).toBe('Let me look. [c1]It is 12:00.');
+    expect(toldByUpdates(relay.items.map((i) => i.sessionTurns))).toBe('Let me look. [c1]It is 12:00.');
     // What the contract promises this subscriber (docs/contract.md, sessionTurns; docs/api.md "Live turns"): the step's
     // text whole, once, in order, and the call's result once, from the log, after its answer (seq order). Where the
     // result falls among the second answer's deltas is when this subscriber reads the log, which two independent
     // streams leave open: after "Let me look. ", or after all of the relay's deltas (a subscriber behind on a loaded
     // machine). The old code: "Let me look. [c1]": the second answer's deltas came after its first was stored, and its
     // stored text did not continue it.
-    const mergedText = told(merged.items.map((i) => i.sessionTurns));
+    const mergedText = toldByUpdates(merged.items.map((i) => i.sessionTurns));
     expect(mergedText.replace('[c1]', '')).toBe('Let me look. It is 12:00.');
     expect(mergedText.indexOf('[c1]')).toBeGreaterThanOrEqual('Let me look. '.length);
   });
 
   it('the relay ahead of the log, into the second answer, before the first is read: its text once', async () => {
     const sid = (await app.services.store.createSession({ tenant: 'local' }, {})).id;
-    await app.services.store.append(sid, [
-      { type: 'inbox/add', data: { inputId: 'in_1', text: 'time?' } },
-      { type: 'inbox/remove', data: { inputId: 'in_1', reason: 'taken' } },
-      { type: 'turn/start', data: { turn: 1, inputId: 'in_1' } },
-      { type: 'step/start', data: { turn: 1, step: 1 } },
-      ...FIRST_ANSWER,
-      ...SECOND_ANSWER,
-    ]);
+    await app.services.store.append(sid, [...turnOpening(), ...FIRST_ANSWER, ...SECOND_ANSWER]);
     const stored = await app.services.store.log.page(sid, -1, 100);
     const firstAnswer = stored.findIndex((e) => e.type === 'model/message');
     // The subscriber reads the log up to the step's start, then the relay gives it the first answer's deltas and the
@@ -159,16 +145,9 @@ describe('a live step of several answers (an external runner’s), followed by s
     for await (const u of turnsFromLog(sid, log, live, 0, readOpenTail(app.services.store.log))) updates.push(u);
     expect(updates.at(-1)?.kind).toBe('TURN_ENDED');
     // The old code: "Let me look. It is [c1]" (the second answer lost); sent whole, the second answer would say "It is " twice.
-    expect(told(updates)).toBe('Let me look. It is [c1]12:00.');
+    expect(toldByUpdates(updates)).toBe('Let me look. It is [c1]12:00.');
   });
 });
 
-const FIRST_ANSWER = [
-  { type: 'model/message', data: { turn: 1, step: 1, text: 'Let me look. ', toolCalls: [{ id: 'c1', name: 'clock', arguments: '{}', effect: 'read-only' }] } },
-  { type: 'tool/result', data: { turn: 1, step: 1, callId: 'c1', resultId: 'r-c1', status: 'ok', content: '12:00', name: 'clock' } },
-];
-const SECOND_ANSWER = [
-  { type: 'model/message', data: { turn: 1, step: 1, text: 'It is 12:00.', toolCalls: [] } },
-  { type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } },
-  { type: 'turn/end', data: { turn: 1, reason: 'completed' } },
-];
+const FIRST_ANSWER = answerEvents('Let me look. ', 'c1');
+const SECOND_ANSWER = [...answerEvents('It is 12:00.'), ...turnEnding()];

@@ -88,7 +88,7 @@ export class LiveEvents {
       throw err;
     }
     const openTail = statements ? readOpenTail(this.store.log, readingFor(this.store.pool, statements)) : this.readOpenTail;
-    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, openTail);
+    return turnsFromLog(sessionId, this.windows.stream(sessionId, afterSeq, statements), live, liveFrom, openTail, afterSeq);
   }
 
   /**

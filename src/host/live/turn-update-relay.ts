@@ -6,10 +6,13 @@
 // bounded (update-queue.ts).
 import { groupsBySize } from '../../core/size-groups.ts';
 import { textPieces } from '../../core/text-pieces.ts';
-import { answerOf, type TurnUpdate } from '../../agent/turn-updates.ts';
+import { mergeDeltas, sameDeltaRun, turnUpdateChars, type TurnUpdate } from '../../agent/turn-updates.ts';
 import type { SessionStore } from '../../store/session-store.ts';
 import { TURNS_CHANNEL, decodeTurnUpdates, encodeTurnUpdates } from '../../store/channels.ts';
 import { MAX_QUEUED_CHARS, MAX_QUEUED_UPDATES, UpdateQueue } from './update-queue.ts';
+
+// What subscribers' queues merge and weigh (tests/subscriptions import them from here).
+export { mergeDeltas, turnUpdateChars };
 
 /** Postgres rejects NOTIFY payloads of 8000 bytes or more; keep a margin for the envelope. */
 const MAX_PAYLOAD_BYTES = 7000;
@@ -97,23 +100,6 @@ export class TurnUpdateRelay {
       this.publishing = undefined;
     }
   }
-}
-
-/** Whether `b` is a text delta of the same answer of the same step as the text delta `a` (the two merge). */
-function sameDeltaRun(a: TurnUpdate, b: TurnUpdate): boolean {
-  return (
-    a.kind === 'TEXT_DELTA' && b.kind === 'TEXT_DELTA' && a.sessionId === b.sessionId && a.turn === b.turn && a.step === b.step && answerOf(a) === answerOf(b)
-  );
-}
-
-/** An update's size for a subscriber's queue: its strings that can be long (a text, a call's arguments, a reason), and the rest as a constant. */
-export function turnUpdateChars(u: TurnUpdate): number {
-  return 100 + (u.text?.length ?? 0) + (u.arguments?.length ?? 0) + (u.reason?.length ?? 0);
-}
-
-/** Consecutive text deltas of one answer become one; order is kept. */
-export function mergeDeltas(a: TurnUpdate, b: TurnUpdate): TurnUpdate | undefined {
-  return sameDeltaRun(a, b) ? { ...a, text: (a.text ?? '') + (b.text ?? '') } : undefined;
 }
 
 /**
