@@ -264,7 +264,8 @@ export class LogState {
    * Rules, named as recordings name them: `turn bracket` / `turn numbering`
    * (one open turn at a time, numbered previous + 1), `step bracket` / `step
    * numbering` (step events only in the open turn's open step, steps
-   * increasing within a turn, up to MAX_STEP), `call ids` (unique per step), `step calls` (at most
+   * increasing within a turn, up to MAX_STEP; a turn ends after its step), `unanswered call` (a step ends
+   * `completed` once each call has its result), `call ids` (unique per step), `step calls` (at most
    * MAX_STEP_CALLS per step), `result pairing`
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier

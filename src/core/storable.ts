@@ -237,11 +237,14 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
     }
   }
   // Distinct keys are counted only when there are enough keys to pass the bound: a Set of every key is no cost for every append.
-  if (!textOnly && keys > MAX_PAYLOAD_KEYS && distinctKeys(value) > MAX_PAYLOAD_KEYS) return `holds more than ${MAX_PAYLOAD_KEYS} distinct object keys`;
+  if (!textOnly && keys > MAX_PAYLOAD_KEYS && tooManyKeys(value)) return `holds more than ${MAX_PAYLOAD_KEYS} distinct object keys`;
   return undefined;
 }
 
-/** The distinct keys of the objects in a value (one storable by depth and values: unstorableReason walked it first). */
+/** Whether a value's objects hold more than MAX_PAYLOAD_KEYS distinct keys: more than any door takes in one payload. */
+export const tooManyKeys = (value: unknown): boolean => distinctKeys(value) > MAX_PAYLOAD_KEYS;
+
+/** The distinct keys of the objects in a value (walked iteratively: any depth). */
 function distinctKeys(value: unknown): number {
   const names = new Set<string>();
   const values: unknown[] = [value];

@@ -33,7 +33,10 @@ describe('ids made from a call id of 200 characters', () => {
     { kind: 'failed', sessionId: 'ses_0123456789abcdef0123456789abcdef', message: 'bug' },
     { kind: 'forked', parentSessionId: 'ses_0123456789abcdef0123456789abcdef', cutSeq: 4 },
   ])('repair ($kind) writes closers an event holds', (cause) => {
-    accepted(log, closeOpenTail(log, cause, () => 'read-only'));
+    accepted(
+      log,
+      closeOpenTail(log, cause, () => 'read-only'),
+    );
   });
 
   it("a cancel's answer to a call awaiting approval is one an event holds", () => {

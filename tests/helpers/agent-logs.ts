@@ -185,7 +185,18 @@ class Writer {
         for (let n = 2; ids.has(id); n++) id = `${at(CALL_IDS, c.id).slice(0, 190)}_${n}`;
         ids.add(id);
         const tool = at(TOOLS, c.tool);
-        return [{ spec: c, call: { id, name: tool.name, arguments: at(ARGS, c.args), ...(tool.effect ? { effect: tool.effect } : {}), ...('files' in tool ? { files: tool.files } : {}) } }];
+        return [
+          {
+            spec: c,
+            call: {
+              id,
+              name: tool.name,
+              arguments: at(ARGS, c.args),
+              ...(tool.effect ? { effect: tool.effect } : {}),
+              ...('files' in tool ? { files: tool.files } : {}),
+            },
+          },
+        ];
       });
       // The last step of a completed turn answers without calls: the turn ends after it.
       const lastAnswer = isLast && !stopsMidway;
@@ -214,7 +225,15 @@ class Writer {
         const status = spec.outcome === 'error' || spec.outcome === 'denied' ? 'error' : 'ok';
         this.push({
           type: 'tool/result',
-          data: { turn, step, callId: call.id, resultId: boundedId(`res_${this.sessionId}_${call.id}`), status, content: at(TEXTS, spec.args + i), name: call.name },
+          data: {
+            turn,
+            step,
+            callId: call.id,
+            resultId: boundedId(`res_${this.sessionId}_${call.id}`),
+            status,
+            content: at(TEXTS, spec.args + i),
+            name: call.name,
+          },
         });
       }
       if (waiting) break;
@@ -231,10 +250,10 @@ class Writer {
     const state = foldLog(this.events);
     switch (t.end) {
       case 'cancelled':
-        this.push(
-          ...(open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : []),
-          { type: 'turn/end', data: { turn, reason: 'cancelled' } },
-        );
+        this.push(...(open.step ? [{ type: 'step/end', data: { turn, step: open.step.step, reason: 'interrupted' } }] : []), {
+          type: 'turn/end',
+          data: { turn, reason: 'cancelled' },
+        });
         break;
       case 'time-limit':
         this.push(...timeLimitClosers(open, state.lastStep, 'the turn ran longer than its limit of 1000 ms and was stopped'));

@@ -240,6 +240,7 @@ const REDUCER_RULES = new Set([
   'call ids',
   'step calls',
   'result pairing',
+  'unanswered call',
   'inbox',
   'surface range',
   'synthetic closer',
@@ -321,39 +322,47 @@ const PAYLOADS: Array<[string, () => unknown, boolean]> = [
 ];
 
 describe('one payload, every door (core/storable.ts bounds)', () => {
-  it.each(PAYLOADS)('%s: the same verdict from appendEvents, a recording line and the built-in writer', async (_name, payload, accepted) => {
-    const type = 'plugin/fuzz/bound';
-    const data = payload();
-    const verdicts: Record<string, boolean | string> = {};
-    // A runner's batch.
-    const runner = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
-    const token = (
-      await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, { i: { sessionId: runner, runnerId: 'fuzz' } })
-    ).claimSession.lease.token;
-    const body = `{"query":"mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount } }","variables":{"i":{"sessionId":${JSON.stringify(runner)},"leaseToken":${JSON.stringify(token)},"expectedEventCount":0,"events":[{"type":"${type}","data":${JSON.stringify(data)}}]}}}`;
-    const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    const r = (await res.json()) as any;
-    verdicts.appendEvents = r.errors ? `${res.status} ${r.errors[0].message.slice(0, 200)}` : r.data.appendEvents.eventCount === 1;
-    // A recording's line.
-    const up = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson' },
-      body: `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_bound', title: null } })}\n{"seq":0,"type":"${type}","data":${JSON.stringify(data)}}\n`,
-    });
-    const u = (await up.json()) as any;
-    verdicts.recording = up.status === 201 || `${up.status} ${u.errors[0].message.slice(0, 200)}`;
-    // The built-in writer.
-    const own = (await app.ok(CREATE, { i: { title: 'bound' } })).createSession.id as string;
-    verdicts.builtIn = await app.services.store.append(own, [{ type, data }], { scope }).then(
-      () => true,
-      (err: Error) => `${(err as ForklineError).code} ${err.message.slice(0, 200)}`,
-    );
-    const expected = accepted ? { appendEvents: true, recording: true, builtIn: true } : { appendEvents: false, recording: false, builtIn: false };
-    expect(Object.fromEntries(Object.entries(verdicts).map(([door, v]) => [door, v === true])), JSON.stringify(verdicts)).toEqual(expected);
-    // An accepted one exports and imports again, byte for byte (but the header's id).
-    if (!accepted) return;
-    const text = await (await fetch(`${app.url.replace(/\/graphql$/, '/recordings')}?session=${own}`)).text();
-    const back = await fetch(app.url.replace(/\/graphql$/, '/recordings'), { method: 'POST', headers: { 'content-type': 'application/x-ndjson' }, body: text });
-    expect(back.status).toBe(201);
-  }, 60_000);
+  it.each(PAYLOADS)(
+    '%s: the same verdict from appendEvents, a recording line and the built-in writer',
+    async (_name, payload, accepted) => {
+      const type = 'plugin/fuzz/bound';
+      const data = payload();
+      const verdicts: Record<string, boolean | string> = {};
+      // A runner's batch.
+      const runner = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
+      const token = (
+        await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, { i: { sessionId: runner, runnerId: 'fuzz' } })
+      ).claimSession.lease.token;
+      const body = `{"query":"mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount } }","variables":{"i":{"sessionId":${JSON.stringify(runner)},"leaseToken":${JSON.stringify(token)},"expectedEventCount":0,"events":[{"type":"${type}","data":${JSON.stringify(data)}}]}}}`;
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = (await res.json()) as any;
+      verdicts.appendEvents = r.errors ? `${res.status} ${r.errors[0].message.slice(0, 200)}` : r.data.appendEvents.eventCount === 1;
+      // A recording's line.
+      const up = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_bound', title: null } })}\n{"seq":0,"type":"${type}","data":${JSON.stringify(data)}}\n`,
+      });
+      const u = (await up.json()) as any;
+      verdicts.recording = up.status === 201 || `${up.status} ${u.errors[0].message.slice(0, 200)}`;
+      // The built-in writer.
+      const own = (await app.ok(CREATE, { i: { title: 'bound' } })).createSession.id as string;
+      verdicts.builtIn = await app.services.store.append(own, [{ type, data }], { scope }).then(
+        () => true,
+        (err: Error) => `${(err as ForklineError).code} ${err.message.slice(0, 200)}`,
+      );
+      const expected = accepted ? { appendEvents: true, recording: true, builtIn: true } : { appendEvents: false, recording: false, builtIn: false };
+      expect(Object.fromEntries(Object.entries(verdicts).map(([door, v]) => [door, v === true])), JSON.stringify(verdicts)).toEqual(expected);
+      // An accepted one exports and imports again, byte for byte (but the header's id).
+      if (!accepted) return;
+      const text = await (await fetch(`${app.url.replace(/\/graphql$/, '/recordings')}?session=${own}`)).text();
+      const back = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: text,
+      });
+      expect(back.status).toBe(201);
+    },
+    60_000,
+  );
 });
