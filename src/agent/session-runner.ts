@@ -6,6 +6,7 @@ import { dataOf } from '../core/core-event.ts';
 import { APPROVED_CALL_START, hasDecidedCall } from './approval-resume.ts';
 import { toStorableJson, toStorableText } from '../core/storable.ts';
 import { closersFor } from '../core/repair.ts';
+import { boundedId } from '../core/derived-ids.ts';
 import { timeLimitClosers, timeLimitMessage } from '../core/time-limit.ts';
 import { awaitingApproval, deniedContent, needsApproval } from '../core/tool-approval.ts';
 import { serverAllowed, toolAllowed } from '../core/tools.ts';
@@ -410,7 +411,7 @@ export class SessionRunner {
     const agentError = (step: number, message: string): NewEvent => ({ type: 'plugin/agent/error', data: { turn, step, message } });
     const resultOf = (step: number, call: ToolCall, status: 'ok' | 'error', content: string): NewEvent => ({
       type: 'tool/result',
-      data: { turn, step, callId: call.id, resultId: `res_${id}_${call.id}`, status, content: storable(content), name: call.name },
+      data: { turn, step, callId: call.id, resultId: boundedId(`res_${id}_${call.id}`), status, content: storable(content), name: call.name },
     });
 
     /**

@@ -15,6 +15,7 @@ import {
 import { FILES_CHANGE, filesChangeDataSchema } from './file-tree.ts';
 import { FILE_SCOPES, TOOL_EFFECTS, toolSchemaProblem, type FileScope, type ToolEffect } from './tools.ts';
 import { modelNameSchema, providerNameSchema } from './input-rules.ts';
+import { MAX_ID_CHARS } from './derived-ids.ts';
 
 export const CURRENT_FORMAT_VERSION = 4;
 export const FORMAT_VERSIONS = [3, 4] as const;
@@ -22,7 +23,7 @@ export type FormatVersion = (typeof FORMAT_VERSIONS)[number];
 
 const nonNegInt = z.number().int().nonnegative();
 const positiveInt = z.number().int().positive();
-const id = z.string().min(1).max(200);
+const id = z.string().min(1).max(MAX_ID_CHARS);
 /**
  * The most tokens one model answer may report (far past any context window): a larger count is not a count
  * (agent/models/language-model.ts leaves it out of what it stores), and a session's sums stay exact

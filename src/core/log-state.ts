@@ -264,7 +264,8 @@ export class LogState {
    * Rules, named as recordings name them: `turn bracket` / `turn numbering`
    * (one open turn at a time, numbered previous + 1), `step bracket` / `step
    * numbering` (step events only in the open turn's open step, steps
-   * increasing within a turn, up to MAX_STEP), `call ids` (unique per step), `step calls` (at most
+   * increasing within a turn, up to MAX_STEP; a turn ends after its step), `unanswered call` (a step ends
+   * `completed` once each call has its result), `call ids` (unique per step), `step calls` (at most
    * MAX_STEP_CALLS per step), `result pairing`
    * (a result answers a call of the open step that has none yet), `inbox`
    * (a new input id; a removal of a waiting one), `surface range` (earlier
@@ -300,6 +301,8 @@ export class LogState {
       case 'turn/end': {
         const d = ev.data;
         if (d.turn !== this.openTurn) return fail('turn bracket', `turn/end of turn ${d.turn}, but ${this.openTurnText()}`);
+        // A step closes once, before its turn (docs/contract.md#append-rules): its end says how it ended.
+        if (this.openStep) return fail('step bracket', `turn/end of turn ${d.turn} while its step ${this.openStep.step} is open: the step ends first`);
         return undefined;
       }
       case 'step/start': {
@@ -310,8 +313,19 @@ export class LogState {
         if (d.step > MAX_STEP) return fail('step numbering', `step ${d.step} is past the highest step number, ${MAX_STEP}`);
         return undefined;
       }
-      case 'step/end':
-        return this.notOpenStep(ev.data, 'step bracket');
+      case 'step/end': {
+        const d = ev.data;
+        const notOpen = this.notOpenStep(d, 'step bracket');
+        if (notOpen) return notOpen;
+        // A step that ran to its end answered each of its calls (docs/contract.md#append-rules); one that failed, was
+        // stopped (a cancel, a time limit) or repaired may leave calls unanswered, as history.
+        if (d.reason === 'completed') {
+          const step = this.openStep!;
+          const unanswered = step.calls.find((c) => !step.answered.has(c.id));
+          if (unanswered) return fail('unanswered call', `step ${d.step} of turn ${d.turn} ends completed, but call ${unanswered.id} has no result`);
+        }
+        return undefined;
+      }
       case 'model/message': {
         const d = ev.data;
         const notOpen = this.notOpenStep(d, 'step bracket');

@@ -130,7 +130,8 @@ function parseHeader(value: unknown, line: number): RecordingHeader {
  * - `seq order`: seqs are 0, 1, 2, … contiguous;
  * - `turn bracket` / `turn numbering`: one open turn at a time, numbered previous + 1;
  * - `step bracket` / `step numbering`: step events only inside the open turn's open
- *   step, steps increasing within a turn (a turn/end also closes an open step);
+ *   step, steps increasing within a turn, the step ended before its turn;
+ * - `unanswered call`: a step ends `completed` only once each of its calls has a result;
  * - `result pairing`: a tool/result answers a call of the open step with the same
  *   (turn, step) that has no earlier result; `call ids`: call ids unique per step;
  * - `inbox`: inbox/remove names a pending input, inbox/add a new one;

@@ -3,6 +3,7 @@
 import type { EventData, LogEvent, NewEvent, ToolCall } from './events.ts';
 import { foldLog, type CallApproval, type OpenTail } from './log-state.ts';
 import type { ToolEffect, ToolEffectLookup } from './tools.ts';
+import { boundedId } from './derived-ids.ts';
 
 export type RepairCause =
   | { kind: 'interrupted'; sessionId: string }
@@ -13,9 +14,9 @@ export type RepairCause =
 /** What is open at the end of `events` (see LogState); `events` may be any suffix of a log that starts at or before the last `turn/start`. */
 const findOpenTail = (events: Iterable<LogEvent>): OpenTail | undefined => foldLog(events).openTail();
 
-/** Deterministic: the same cause and call always give the same id. */
+/** Deterministic: the same cause and call always give the same id, one an event holds whatever the call's id's length. */
 export function syntheticResultId(cause: RepairCause, callId: string): string {
-  return cause.kind === 'forked' ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}` : `${cause.kind}:${cause.sessionId}:${callId}`;
+  return boundedId(cause.kind === 'forked' ? `forked:${cause.parentSessionId}@${cause.cutSeq}:${callId}` : `${cause.kind}:${cause.sessionId}:${callId}`);
 }
 
 function retryAdvice(call: ToolCall, effect: ToolEffect | undefined): string {

@@ -52,13 +52,22 @@ export const MAX_JSON_TEXT_DEPTH = 256;
  * is its own, and 100,000 (0.2-0.4 s) leaves it thousands of times that (docs/operations.md "Event-loop time").
  */
 export const MAX_JSON_KEYS = 100_000;
+/** Distinct keys JSON text may hold besides its payload's (a recording line's envelope, a request's variables). */
+const JSON_ENVELOPE_KEYS = 100;
+/**
+ * The distinct object keys one payload may hold: what every door's text may hold less its envelope, so a payload one
+ * door takes (the store's append, which forkline's own agent writes through) every other door takes too, and its
+ * recording line imports again (docs/operations.md "Event-loop time").
+ */
+export const MAX_PAYLOAD_KEYS = MAX_JSON_KEYS - JSON_ENVELOPE_KEYS;
 /** Why JSON text nested past MAX_JSON_TEXT_DEPTH is refused: what, the bound, what to do. */
 export const nestedTooDeep = (max: number) =>
   `nests arrays and objects more than ${max} levels deep (an event's data may nest at most ${MAX_JSON_DEPTH}): send flatter JSON`;
 
 /**
- * What JSON text holds past the bounds, found before anything parses it: 'values' when more than `maxValues` (an
- * opening bracket or brace, or a comma outside strings, each begins one), 'depth' when its arrays and objects nest
+ * What JSON text holds past the bounds, found before anything parses it: 'values' when more than `maxValues` (a
+ * comma outside strings begins one, and so does an opening bracket or brace that is not closed at once: the count of
+ * unstorableReason), 'depth' when its arrays and objects nest
  * more than `maxDepth` deep, 'keys' when its objects' keys are more than `maxKeys` distinct ones (JSON.parse makes
  * each new key a property name and a hidden class of its own: 249,000 distinct keys, 2.9 MB, took 0.5 s to parse,
  * 0.8–0.9 s when 40 characters long; a key met again costs little). JSON.parse of 16 MiB of `[0,0,…]` builds 8 million values, and the checks and
@@ -95,13 +104,19 @@ export function jsonTextPast(text: string | Uint8Array, maxValues: number, maxDe
     } else if (c === COMMA) {
       if (++values > maxValues) return 'values';
     } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
-      if (++values > maxValues) return 'values';
+      // It begins its first value, unless it holds none: an empty array or object is one value, as unstorableReason counts it.
+      if (!closesNext(bytes, i + 1) && ++values > maxValues) return 'values';
       if (++depth > maxDepth) return 'depth';
     } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
   }
   return undefined;
 }
 const [QUOTE, BACKSLASH, COMMA, OPEN_BRACKET, OPEN_BRACE, CLOSE_BRACKET, CLOSE_BRACE, COLON] = [0x22, 0x5c, 0x2c, 0x5b, 0x7b, 0x5d, 0x7d, 0x3a];
+/** Whether a closing bracket or brace follows at `i`, after JSON's whitespace: the one before it holds nothing. */
+function closesNext(bytes: Uint8Array, i: number): boolean {
+  while (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09) i++;
+  return bytes[i] === CLOSE_BRACKET || bytes[i] === CLOSE_BRACE;
+}
 /** Whether a colon follows at `i`, after JSON's whitespace: the string before it was an object's key. */
 function keyFollows(bytes: Uint8Array, i: number): boolean {
   while (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09) i++;
@@ -194,6 +209,7 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
   const depths: number[] = [0];
   // Counted as they are met (an array's items before any is pushed): a payload past the bound costs no more than one at it.
   let seen = 1;
+  let keys = 0;
   while (values.length) {
     const v = values.pop();
     const depth = depths.pop()!;
@@ -213,13 +229,37 @@ export function unstorableReason(value: unknown, maxDepth = MAX_JSON_DEPTH, text
           if (++seen > maxValues) return tooManyValues(maxValues);
           if (!isStorableText(k)) return 'a key contains a NUL character (U+0000) or an unpaired surrogate, which cannot be stored';
           if (k === PROTO_KEY && !textOnly) return `a key is "${PROTO_KEY}", which would not be kept (it names an object's prototype in JavaScript): rename it`;
+          keys++;
           values.push((v as Record<string, unknown>)[k]);
           depths.push(depth + 1);
         }
       }
     }
   }
+  // Distinct keys are counted only when there are enough keys to pass the bound: a Set of every key is no cost for every append.
+  if (!textOnly && keys > MAX_PAYLOAD_KEYS && tooManyKeys(value)) return `holds more than ${MAX_PAYLOAD_KEYS} distinct object keys`;
   return undefined;
+}
+
+/** Whether a value's objects hold more than MAX_PAYLOAD_KEYS distinct keys: more than any door takes in one payload. */
+export const tooManyKeys = (value: unknown): boolean => distinctKeys(value) > MAX_PAYLOAD_KEYS;
+
+/** The distinct keys of the objects in a value (walked iteratively: any depth). */
+function distinctKeys(value: unknown): number {
+  const names = new Set<string>();
+  const values: unknown[] = [value];
+  while (values.length) {
+    const v = values.pop();
+    if (Array.isArray(v)) for (const x of v) values.push(x);
+    else if (v && typeof v === 'object') {
+      for (const k in v) {
+        if (!Object.hasOwn(v, k)) continue;
+        names.add(k);
+        values.push((v as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return names.size;
 }
 
 /**

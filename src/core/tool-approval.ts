@@ -4,6 +4,7 @@
 import type { EventData, NewEvent, ToolCall } from './events.ts';
 import type { OpenTail } from './log-state.ts';
 import { toolAllowed } from './tools.ts';
+import { boundedId } from './derived-ids.ts';
 
 /**
  * Whether a call needs approval: its tool is marked so by the operator's
@@ -48,7 +49,7 @@ export function cancelWaitingTurn(open: OpenTail, by: string): NewEvent[] {
           turn,
           step,
           callId: call.id,
-          resultId: `cancelled:${call.id}`,
+          resultId: boundedId(`cancelled:${call.id}`),
           status: 'error',
           content: deniedContent(call, CANCELLED_REASON),
           name: call.name,

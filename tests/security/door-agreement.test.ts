@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForklineError } from '../../src/core/errors.ts';
 import { foldLog } from '../../src/core/log-state.ts';
 import { closeOpenTail, type RepairCause } from '../../src/core/repair.ts';
+import { MAX_JSON_DEPTH, MAX_JSON_KEYS, MAX_JSON_VALUES, MAX_PAYLOAD_KEYS } from '../../src/core/storable.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { mutate, planArb, writtenByService, type HostileEvent, type HostileLog, type Plan } from './hostile-logs.ts';
 
@@ -239,6 +240,7 @@ const REDUCER_RULES = new Set([
   'call ids',
   'step calls',
   'result pairing',
+  'unanswered call',
   'inbox',
   'surface range',
   'synthetic closer',
@@ -290,4 +292,77 @@ describe(`hostile event sequences through every door (FUZZ_SEED=${SEED}, ${RUNS}
     expect(accepted).toBeGreaterThan(0);
     expect(accepted).toBeLessThan(plans.length);
   }, 120_000);
+});
+
+/** A JSON object of `n` distinct keys (`k0`, `k1`, …), each holding 0. */
+const distinctKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i.toString(36)}`, 0]));
+/** Arrays nested `levels` deep around a 1. */
+const nested = (levels: number): unknown => (levels === 0 ? 1 : [nested(levels - 1)]);
+
+/**
+ * One payload at the bounds of what an event may hold (core/storable.ts: its JSON values, distinct keys, depth and
+ * text), and the verdict every door must give it: a plugin event's data through a runner's appendEvents, a
+ * recording's line (POST /recordings) and the built-in writer (the store's append, which forkline's own agent
+ * writes through: an MCP server's result is kept as such data).
+ */
+const PAYLOADS: Array<[string, () => unknown, boolean]> = [
+  ['1 MiB of text', () => ({ text: 'x'.repeat(2 ** 20) }), true],
+  ['text with a lone surrogate', () => ({ text: 'a\ud800b' }), false],
+  ['text with a NUL', () => ({ text: 'a\u0000b' }), false],
+  ['a key "__proto__"', () => JSON.parse('{"__proto__": {"x": 1}}'), false],
+  [`arrays nested ${MAX_JSON_DEPTH} deep`, () => ({ a: nested(MAX_JSON_DEPTH - 1) }), true],
+  [`arrays nested ${MAX_JSON_DEPTH + 1} deep`, () => ({ a: nested(MAX_JSON_DEPTH) }), false],
+  // 1 (the object) + 1 (its key) + the array's items: exactly MAX_JSON_VALUES, then one more.
+  [`${MAX_JSON_VALUES} JSON values`, () => ({ a: new Array(MAX_JSON_VALUES - 2).fill(0) }), true],
+  [`${MAX_JSON_VALUES + 1} JSON values`, () => ({ a: new Array(MAX_JSON_VALUES - 1).fill(0) }), false],
+  // An empty array is one value, as any other: 510,000 of them are well within the bound (and were twice as many to the text's count).
+  ['510,000 empty arrays', () => ({ a: Array.from({ length: 510_000 }, () => []) }), true],
+  [`${MAX_PAYLOAD_KEYS} distinct keys`, () => distinctKeys(MAX_PAYLOAD_KEYS), true],
+  [`${MAX_JSON_KEYS + 1} distinct keys`, () => distinctKeys(MAX_JSON_KEYS + 1), false],
+];
+
+describe('one payload, every door (core/storable.ts bounds)', () => {
+  it.each(PAYLOADS)(
+    '%s: the same verdict from appendEvents, a recording line and the built-in writer',
+    async (_name, payload, accepted) => {
+      const type = 'plugin/fuzz/bound';
+      const data = payload();
+      const verdicts: Record<string, boolean | string> = {};
+      // A runner's batch.
+      const runner = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
+      const token = (
+        await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, { i: { sessionId: runner, runnerId: 'fuzz' } })
+      ).claimSession.lease.token;
+      const body = `{"query":"mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount } }","variables":{"i":{"sessionId":${JSON.stringify(runner)},"leaseToken":${JSON.stringify(token)},"expectedEventCount":0,"events":[{"type":"${type}","data":${JSON.stringify(data)}}]}}}`;
+      const res = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const r = (await res.json()) as any;
+      verdicts.appendEvents = r.errors ? `${res.status} ${r.errors[0].message.slice(0, 200)}` : r.data.appendEvents.eventCount === 1;
+      // A recording's line.
+      const up = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_bound', title: null } })}\n{"seq":0,"type":"${type}","data":${JSON.stringify(data)}}\n`,
+      });
+      const u = (await up.json()) as any;
+      verdicts.recording = up.status === 201 || `${up.status} ${u.errors[0].message.slice(0, 200)}`;
+      // The built-in writer.
+      const own = (await app.ok(CREATE, { i: { title: 'bound' } })).createSession.id as string;
+      verdicts.builtIn = await app.services.store.append(own, [{ type, data }], { scope }).then(
+        () => true,
+        (err: Error) => `${(err as ForklineError).code} ${err.message.slice(0, 200)}`,
+      );
+      const expected = accepted ? { appendEvents: true, recording: true, builtIn: true } : { appendEvents: false, recording: false, builtIn: false };
+      expect(Object.fromEntries(Object.entries(verdicts).map(([door, v]) => [door, v === true])), JSON.stringify(verdicts)).toEqual(expected);
+      // An accepted one exports and imports again, byte for byte (but the header's id).
+      if (!accepted) return;
+      const text = await (await fetch(`${app.url.replace(/\/graphql$/, '/recordings')}?session=${own}`)).text();
+      const back = await fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-ndjson' },
+        body: text,
+      });
+      expect(back.status).toBe(201);
+    },
+    60_000,
+  );
 });

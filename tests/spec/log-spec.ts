@@ -100,6 +100,22 @@ export const APPEND_RULE_ROWS: Array<{ name: string; base: NewEvent[]; batch: Ne
     at: 0,
   },
   { name: 'a synthetic result without a repair cause', base: OPEN_STEP, batch: [{ ...result('c1'), synthetic: true }], rule: 'synthetic closer', at: 0 },
+  {
+    // Forkline's own agent ends a step `completed` once each call has its result: accepted, the log told of calls answered that never were.
+    name: 'a step ended completed with a call unanswered',
+    base: OPEN_STEP,
+    batch: [{ type: 'step/end', data: { turn: 1, step: 1, reason: 'completed' } }],
+    rule: 'unanswered call',
+    at: 0,
+  },
+  {
+    // A step closes once, before its turn: a turn/end over an open step left it closed by nothing.
+    name: 'a turn ended while its step is open',
+    base: OPEN_STEP,
+    batch: [result('c1'), { type: 'turn/end', data: { turn: 1, reason: 'completed' } }],
+    rule: 'step bracket',
+    at: 1,
+  },
 ];
 
 const strip = ({ seq, type, data, inherited, synthetic }: LogSpecEvent) => ({ seq, type, data, inherited: !!inherited, synthetic: !!synthetic });

@@ -45,7 +45,7 @@ export const REFERENCE_LOG: NewEvent[] = [
   /* 24 */ { type: 'step/start', data: { turn: 2, step: 1 } },
   /* 25 */ { type: 'model/message', data: { turn: 2, step: 1, text: '', toolCalls: [call('c6', 'clock'), call('c7', 'note_write')] } },
   /* 26 */ result(2, 1, 'c7'),
-  /* 27 */ { type: 'step/end', data: { turn: 2, step: 1, reason: 'completed' } },
+  /* 27 */ { type: 'step/end', data: { turn: 2, step: 1, reason: 'failed' } }, // c6 stays unanswered: a step that completed answers every call
   /* 28 */ { type: 'step/start', data: { turn: 2, step: 2 } },
   /* 29 */ { type: 'model/message', data: { turn: 2, step: 2, text: 'second answer', toolCalls: [] } },
   /* 30 */ { type: 'step/end', data: { turn: 2, step: 2, reason: 'completed' } },

@@ -11,12 +11,14 @@
 // - binary data (images, audio, blobs) is kept up to MAX_KEPT_BINARY_CHARS of
 //   base64 each, else its size is kept instead; the whole kept result is at
 //   most MAX_KEPT_RESULT_CHARS, past which text is cut and parts dropped, and
-//   `truncated` says so;
+//   `truncated` says so; structured content holding more distinct keys than an
+//   event may (core/storable.ts) is dropped too;
 // - fields the specification does not name (`_meta`, anything else) are not kept;
 // - the text the model reads has its terminal escapes dropped and other hidden
 //   characters shown (core/visible-text.ts), as the shell's output has.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { visibleOutput, visibleText } from '../../core/visible-text.ts';
+import { tooManyKeys } from '../../core/storable.ts';
 
 /** A result kept up to this size (JSON characters): past it, text is cut and parts dropped. */
 const MAX_KEPT_RESULT_CHARS = 1_000_000;
@@ -157,7 +159,9 @@ export function screenResult(result: CallToolResult): ScreenedResult {
   let structuredContent: Record<string, unknown> | undefined;
   if (result.structuredContent !== undefined) {
     const json = JSON.stringify(result.structuredContent);
-    if (take(json.length) === json.length) structuredContent = result.structuredContent;
+    // Within the characters, it may still hold more distinct keys than an event takes at any door (core/storable.ts).
+    if (take(json.length) === json.length && !tooManyKeys(result.structuredContent)) structuredContent = result.structuredContent;
+    else truncated = true;
   }
   return {
     content,
