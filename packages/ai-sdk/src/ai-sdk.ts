@@ -48,7 +48,21 @@ import {
  */
 export type AiSdkModel = Parameters<typeof wrapLanguageModel>[0]['model'];
 
-export interface AiSdkRunOptions {
+/** The streamText options of the app's `ai`. */
+type StreamTextOptions = Parameters<typeof streamText>[0];
+
+/**
+ * The app's own callbacks (docs/runners.md, "The app's own hooks"): each streamText option of the app's `ai` whose
+ * name starts `on` or `experimental_on` — onStepFinish, onFinish, onChunk, onError, onAbort, experimental_onStart,
+ * experimental_onToolCallStart, … (ai 7: onStepEnd, onToolExecutionStart, … too). Each is called as the SDK calls it
+ * without forkline; the step's own are called after forkline recorded the step. Mode `generate` calls those
+ * generateText has (not onChunk, onError, onAbort).
+ */
+export type AiSdkCallbacks = {
+  [K in keyof StreamTextOptions as K extends `on${string}` | `experimental_on${string}` ? K : never]?: StreamTextOptions[K];
+};
+
+export interface AiSdkRunOptions extends AiSdkCallbacks {
   /** The model for sessions that name none. */
   model?: AiSdkModel;
   /**
@@ -646,6 +660,26 @@ async function summarizeWith(model: AiSdkModel, messages: ChatMessage[], abortSi
   return text;
 }
 
+/**
+ * Options named like a callback that the SDK is not handed as the app gave them: the adapter's own (`onStream`), the
+ * ones the adapter calls after its own (the step's end — `onStepFinish`, and ai 7's `onStepEnd`, which ai 7 takes
+ * for the same callback — and `onError`), and in mode `generate` the stream's (generateText has none of them).
+ */
+const NOT_PASSED = {
+  stream: new Set(['onStream', 'onStepFinish', 'onStepEnd', 'onError']),
+  generate: new Set(['onStream', 'onStepFinish', 'onStepEnd', 'onError', 'onChunk', 'onAbort']),
+};
+
+/** The app's callbacks (AiSdkCallbacks): those the SDK is handed as they are, and those the adapter calls after its own. */
+function appCallbacks(opts: AiSdkRunOptions, mode: 'stream' | 'generate') {
+  const own = opts as Record<string, unknown>;
+  type Call = ((event: never) => unknown) | undefined;
+  const passed = Object.fromEntries(
+    Object.entries(own).filter(([name, value]) => /^(experimental_)?on[A-Z]/.test(name) && !NOT_PASSED[mode].has(name) && value),
+  );
+  return { passed, stepEnd: (own.onStepEnd ?? own.onStepFinish) as Call, error: own.onError as Call };
+}
+
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest, opts: AiSdkRunOptions): Promise<void> {
   let turn = session.turn(request);
@@ -680,7 +714,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
   opts.signal?.addEventListener('abort', onCancel, { once: true });
-  const onStepFinish = async (result: StepResult<ToolSet>) => {
+  const app = appCallbacks(opts, opts.mode === 'generate' ? 'generate' : 'stream');
+  const recordStep = async (result: StepResult<ToolSet>) => {
     // Calls the SDK stopped at for a person's decision (needsApproval): not run, asked in the log (the lease goes back with it).
     const asked = [...open].filter(
       ([sentId]) => !answered.has(sentId) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === sentId),
@@ -711,7 +746,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     turn.endStep();
     if (!called) await turn.end('completed');
   };
+  // The app hears of a step once forkline recorded it.
+  const onStepFinish = async (result: StepResult<ToolSet>) => {
+    await recordStep(result);
+    await app.stepEnd?.(result as never);
+  };
   const common = {
+    ...app.passed,
     ...aiSdkCallSettings(requested?.settings),
     model: writingModel(base, turn, calls, names),
     system: opts.system,
@@ -728,7 +769,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     if (opts.mode === 'generate') {
       await generateText(common);
     } else {
-      const result = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
+      const result = streamText({
+        ...common,
+        onError: async (event: { error: unknown }) => {
+          failure ??= event.error;
+          await app.error?.(event as never);
+        },
+      });
       opts.onStream?.(result);
       await result.consumeStream({ onError: (error) => void (failure ??= error) });
     }

@@ -392,11 +392,18 @@ async function runCall(
  * (approvalRequired) needs approval as one the app marked (`needsApproval`).
  * Their guardrails and timeout are runCall's, not the SDK's.
  */
-function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest, names: RequestWireNames, calls: RunCalls): Tool[] {
+function writingTools(
+  agent: Agent<any, any>,
+  tools: Tool[],
+  turn: TurnWriter,
+  request: ModelRequest,
+  names: RequestWireNames,
+  calls: RunCalls,
+): Array<{ offered: Tool; own: Tool }> {
   // Each function tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded, and
   // shown to its own code and guardrails, under its own. Of two whose forms meet only the first is offered.
-  return tools.flatMap((t): Tool[] => {
-    if (t.type !== 'function') return [t];
+  return tools.flatMap((t): Array<{ offered: Tool; own: Tool }> => {
+    if (t.type !== 'function') return [{ offered: t, own: t }];
     if (!names.offers(t.name)) return [];
     const invoke: FunctionTool['invoke'] = async (ctx, input, wireDetails) => {
       const sentId = wireDetails?.toolCall?.callId ?? '';
@@ -404,9 +411,8 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
       const refusal = calls.refused.get(sentId);
       if (refusal !== undefined) return refusal;
       // Its own code and guardrails see it as the log holds it: under the tool's own name and the recorded id.
-      const id = calls.ids.recorded(sentId);
-      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: { ...wireDetails.toolCall, name: t.name, callId: id } } : wireDetails;
-      const call = { id, name: t.name };
+      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: recordedCall(wireDetails.toolCall, calls.ids, names) } : wireDetails;
+      const call = { id: calls.ids.recorded(sentId), name: t.name };
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
@@ -422,8 +428,53 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
     // A refused call is answered already: it is never asked for.
     const needsApproval: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
       !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
-    return [{ ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined }];
+    return [
+      {
+        offered: { ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined },
+        own: t,
+      },
+    ];
   });
+}
+
+/** A call as the SDK hands it on (its wire name and id) as the log holds it: under its tool's own name and the recorded id. */
+function recordedCall<C extends { name: string; callId: string }>(call: C, ids: RunCallIds, names: RequestWireNames): C {
+  return { ...call, name: names.toolOf(call.name), callId: ids.recorded(call.callId) };
+}
+
+/**
+ * The app's own agent as the adapter's run sees it (docs/runners.md, "The app's own hooks"): an object whose
+ * prototype is that agent, with the run's model, settings, tools and tool-use behaviour of its own. Everything else
+ * is read from the app's agent as it is when the run reads it — what the app set on it after construction, a
+ * subclass's methods (its getSystemPrompt), its listeners — none of which a clone (`agent.clone`: a new plain Agent
+ * built from its fields) keeps. The lifecycle events the run emits on it reach the app's listeners with what a run
+ * without forkline hands them: the app's agent, the app's own tool (not the wrapper the run offers), each call
+ * under its tool's own name and the id the log holds (as the tool's own code sees it).
+ */
+function runningAgent(
+  agent: Agent<any, any>,
+  own: Pick<Agent<any, any>, 'model' | 'modelSettings' | 'tools' | 'toolUseBehavior'>,
+  appTools: ReadonlyMap<Tool, Tool>,
+  asRecorded: (call: { name: string; callId: string }) => { name: string; callId: string },
+): Agent<any, any> {
+  const appValue = (value: unknown): unknown => {
+    if (value === running) return agent;
+    const tool = appTools.get(value as Tool);
+    if (tool) return tool;
+    // A tool event's details ({toolCall}): the call as the log holds it.
+    const call = (value as { toolCall?: { type?: string; name: string; callId: string } } | undefined)?.toolCall;
+    return call?.type === 'function_call' ? { ...(value as object), toolCall: asRecorded(call) } : value;
+  };
+  const running: Agent<any, any> = Object.create(agent);
+  Object.assign(running, own, {
+    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own (and no handoff: unrecordableOf).
+    mcpServers: [],
+    handoffs: [],
+    // The run's settings are sent as they are (as a clone given them would send them), not the SDK's defaults for its model.
+    _modelSettingsExplicitlyConfigured: true,
+    emit: (type: string, ...args: unknown[]) => (agent.emit as (type: string, ...args: unknown[]) => boolean).call(agent, type, ...args.map(appValue)),
+  });
+  return running;
 }
 
 /** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by the ids they are recorded under. */
@@ -548,16 +599,20 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const behavior = agent.toolUseBehavior;
   const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map() };
   const writer = new WritingModel(model, turn, names, calls);
-  const writing = agent.clone({
-    model: writer,
-    modelSettings,
-    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(agent, tools, turn, request, names, calls),
-    mcpServers: [],
-    // The SDK matches the tools a run stops at by the names it offered them under.
-    toolUseBehavior:
-      typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
-  });
+  const wrapped = writingTools(agent, tools, turn, request, names, calls);
+  const writing = runningAgent(
+    agent,
+    {
+      model: writer,
+      modelSettings,
+      tools: wrapped.map((t) => t.offered),
+      // The SDK matches the tools a run stops at by the names it offered them under.
+      toolUseBehavior:
+        typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
+    },
+    new Map(wrapped.map((t) => [t.offered, t.own])),
+    (call) => recordedCall(call, calls.ids, names),
+  );
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
