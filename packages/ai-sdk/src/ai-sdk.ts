@@ -27,6 +27,7 @@ import {
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  cancelledBeforeStart,
   requestedModel,
   needsWireNames,
   RequestWireNames,
@@ -420,7 +421,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
 
 /** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */
 async function notStarted(reason: unknown, record: (outcome: ToolResultContent) => Promise<void>): Promise<never> {
-  await record({ status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(reason)})` }).catch(() => {});
+  await record({ status: 'error', content: cancelledBeforeStart(reason) }).catch(() => {});
   throw reason;
 }
 
@@ -595,7 +596,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
 async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
   const t = tools[call.name];
   if (!t?.execute) return { status: 'error', content: 'the runner has no such tool' };
-  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(signal.reason)})` };
+  if (signal.aborted) return { status: 'error', content: cancelledBeforeStart(signal.reason) };
   let input = parseArguments(call.arguments);
   const checked = t.inputSchema ? await asSchema(t.inputSchema).validate?.(input) : undefined;
   // What the SDK's own check of a call's input hands the model.
@@ -787,6 +788,12 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   }
   if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  if (opts.signal?.aborted) {
+    // Cancelled by the app (a streamed run ends without an error: its onAbort): the turn fails saying so, never "stopped
+    // after N steps"; the SDK waited for the tools it started, and a call it never started says so.
+    failure ??= opts.signal.reason;
+    await turn.cancelUnstarted(opts.signal.reason);
+  }
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
   await turn.end('failed', failure ? errorText(failure) : (declined ?? `stopped after ${maxSteps} steps`));
 }

@@ -35,6 +35,7 @@ import {
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  cancelledBeforeStart,
   needsWireNames,
   requestedModel,
   RequestWireNames,
@@ -416,7 +417,7 @@ function writingTools(
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
-        await turn.result(call, 'error', `the call did not run: the run was cancelled before it started (${said(reason)})`).catch(() => {});
+        await turn.result(call, 'error', cancelledBeforeStart(reason)).catch(() => {});
         throw reason;
       }
       const outcome = await runCall(agent, t, ctx, input, details, turn.session);
@@ -507,7 +508,7 @@ async function runDecided(
 ): Promise<ToolResultContent> {
   const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   if (!t) return { status: 'error', content: 'the runner has no such tool' };
-  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
+  if (signal.aborted) return { status: 'error', content: cancelledBeforeStart(signal.reason) };
   const toolCall = { type: 'function_call' as const, callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' as const };
   return (await runCall(agent, t, new RunContext(), call.arguments, { toolCall, signal }, session)).result;
 }
@@ -645,5 +646,11 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   }
   if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  if (opts.signal?.aborted && !turn.isEnded) {
+    // Cancelled by the app: the SDK's run ends without an error (a streamed one as if it were done), having waited for
+    // the tools it started; the calls it never started say so, and the turn fails, whatever the run answered.
+    failure = opts.signal.reason;
+    await turn.cancelUnstarted(failure);
+  }
   await turn.end(failure ? 'failed' : 'completed', failure ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
 }
