@@ -128,3 +128,37 @@ describe.each(['stream', 'generate'] as const)('@forkline/ai-sdk (%s) cancelled 
     ]);
   }, 60_000);
 });
+
+describe.each(['stream', 'generate'] as const)('@forkline/ai-sdk (%s) cancelled while a tool streams its output', (mode) => {
+  // streamText stops reading a tool's output stream when the run is cancelled, and the tool goes on: the old adapter
+  // recorded it as one it "did not run", so a fork would think it safe to run again.
+  it('never records the tool as one that did not run', async () => {
+    const s = await session('look up a');
+    held.script = [[look('toolu_1', 'a')], 'done'];
+    const cancel = new AbortController();
+    const seen: string[] = [];
+    const tools = {
+      lookup: aiTool({
+        description: 'looks a key up',
+        inputSchema: z.object({ key: z.string() }),
+        async *execute({ key }) {
+          yield 'looking';
+          seen.push('started');
+          cancel.abort(new Error('the app is stopping'));
+          await new Promise((r) => setTimeout(r, 200));
+          yield `value of ${key}`;
+          seen.push('ended');
+        },
+      }),
+    };
+    const model = createAnthropic({ baseURL: `${held.fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model');
+    await serve(s, (session) => runAiSdkTurns(session, { model, tools, mode, signal: cancel.signal }));
+
+    expect(seen[0]).toBe('started');
+    const log = await expectFailedByCancel(s.id);
+    const [result] = results(log);
+    expect(result.callId).toBe('toolu_1');
+    // Its output as it returned, when the SDK waited for it; else that it may have run and may still run.
+    expect(result.content).toMatch(/^(value of a|the run was cancelled \(the app is stopping\) while the tool ran: it may have run, and may still be running)/);
+  }, 60_000);
+});

@@ -28,6 +28,7 @@ import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   cancelledBeforeStart,
+  cancelledWhileRunning,
   requestedModel,
   needsWireNames,
   RequestWireNames,
@@ -299,6 +300,8 @@ interface TurnCalls {
   answered: Set<string>;
   /** Why a stored call does not run (its result, stored with its answer). */
   refused: Map<string, string>;
+  /** The calls whose `execute` was called. */
+  started: Set<string>;
 }
 
 /** An answer's own calls under the ids the SDK is handed for them (the others as they are). */
@@ -546,6 +549,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
         };
         let output: ReturnType<typeof execute>;
         try {
+          calls.started.add(sentId);
           output = execute(input, options);
         } catch (err) {
           return failed(err);
@@ -705,7 +709,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   }
   /** The tools' names on the wire, and back (docs/runners.md#wire-names). */
   const names = new RequestWireNames(request, Object.keys(opts.tools ?? {}));
-  const calls: TurnCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), open: new Map(), answered: new Set(), refused: new Map() };
+  const calls: TurnCalls = {
+    ids: new RunCallIds(request.messages as ChatMessage[]),
+    open: new Map(),
+    answered: new Set(),
+    refused: new Map(),
+    started: new Set(),
+  };
   const { open, answered } = calls;
   let failure: unknown;
   /** Why the SDK ran none of a step's stored calls (how the model's answer ended), when it did not. */
@@ -790,8 +800,11 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
   if (opts.signal?.aborted) {
     // Cancelled by the app (a streamed run ends without an error: its onAbort): the turn fails saying so, never "stopped
-    // after N steps"; the SDK waited for the tools it started, and a call it never started says so.
+    // after N steps". A tool the SDK started and did not wait for (streamText stops reading one that streams its
+    // output) may still run: its result says so; a call it never started says that.
     failure ??= opts.signal.reason;
+    for (const [sentId, call] of open)
+      if (calls.started.has(sentId) && !answered.has(sentId)) await turn.result(call, 'error', cancelledWhileRunning(opts.signal.reason));
     await turn.cancelUnstarted(opts.signal.reason);
   }
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.

@@ -111,6 +111,9 @@ const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code 
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
 /** The result of a call that never started because the run was cancelled first (docs/runners.md, "Cancelling"). */
 export const cancelledBeforeStart = (reason: unknown): string => `the call did not run: the run was cancelled before it started (${errorMessage(reason)})`;
+/** The result of a call whose tool had started, and not returned, when the run was cancelled (docs/runners.md, "Cancelling"). */
+export const cancelledWhileRunning = (reason: unknown): string =>
+  `the run was cancelled (${errorMessage(reason)}) while the tool ran: it may have run, and may still be running: its effect is unknown.`;
 /** The wait the server asked for (Retry-After of a 429 or 503), in ms. */
 const retryAfterOf = (err: unknown) => (err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
 
