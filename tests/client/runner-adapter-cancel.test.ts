@@ -18,22 +18,13 @@ import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { tool as aiTool } from 'ai';
 import { Agent, OpenAIProvider, setTracingDisabled, tool, type Model } from '@openai/agents';
-import { ForklineRunner, type RunnerSession } from '@forkline/runner';
+import type { RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns } from '@forkline/ai-sdk';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { look, useScriptedProvider } from '../helpers/call-id-sessions.ts';
 
-const { held, session, logOf, results } = useScriptedProvider('adapter-cancel');
+const { held, session, logOf, results, serve } = useScriptedProvider('adapter-cancel');
 beforeAll(() => setTracingDisabled(true));
-
-async function serve(s: { id: string; pool: string }, work: (session: RunnerSession) => Promise<unknown>) {
-  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
-  try {
-    await runner.serve(s.id, (session) => work(session).then(() => {}));
-  } finally {
-    await runner.close();
-  }
-}
 
 /** The session with `cancel` fired right after the append that stores a call (its answer stored, its tool not started). */
 function cancellingAfterTheCall(session: RunnerSession, cancel: AbortController): RunnerSession {

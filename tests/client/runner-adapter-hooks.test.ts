@@ -22,22 +22,12 @@ import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, stepCountIs, streamText, tool as aiTool, type ModelMessage } from 'ai';
 import { Agent, OpenAIProvider, run, setTracingDisabled, tool, type Model, type RunContext, type Tool } from '@openai/agents';
-import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { runAiSdkTurns, type AiSdkRunOptions } from '@forkline/ai-sdk';
 import { runAgentsTurns } from '@forkline/openai-agents';
 import { look, useScriptedProvider } from '../helpers/call-id-sessions.ts';
 
-const { held, session, logOf } = useScriptedProvider('adapter-hooks');
+const { held, session, logOf, serve } = useScriptedProvider('adapter-hooks');
 beforeAll(() => setTracingDisabled(true));
-
-async function serve(s: { id: string; pool: string }, work: (session: RunnerSession) => Promise<unknown>) {
-  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
-  try {
-    await runner.serve(s.id, (session) => work(session).then(() => {}));
-  } finally {
-    await runner.close();
-  }
-}
 
 /** What the log holds of calls when read: the ids stored in model messages, and those with a result. */
 async function callsIn(id: string) {
@@ -51,6 +41,12 @@ async function callsIn(id: string) {
 /** The log as read when each tool started (its listener's or callback's read): a tool returns once they are read. */
 let logWhenStarted: Array<Promise<unknown>> = [];
 const lookedUp = async (key: string) => (await Promise.all(logWhenStarted), `value of ${key}`);
+
+/** What the log held when each of SCRIPT's tools started: its own call stored, its result not yet. */
+const LOG_AT_EACH_START = [
+  { callId: 'call_1', stored: ['call_1'], answered: [] },
+  { callId: 'call_2', stored: ['call_1', 'call_2'], answered: ['call_1'] },
+];
 
 /** Two steps of one call each, then an answer. */
 const SCRIPT = () => [[look('call_1', 'a')], [look('call_2', 'b')], 'answered'];
@@ -110,10 +106,7 @@ describe('@forkline/openai-agents: the listeners on the appâ€™s agent', () => {
 
     expect(heard).toEqual(without);
     // The runner's events go through forkline first: a tool's start is heard once its call is stored (its result not yet).
-    expect(await Promise.all(logWhenStarted)).toEqual([
-      { callId: 'call_1', stored: ['call_1'], answered: [] },
-      { callId: 'call_2', stored: ['call_1', 'call_2'], answered: ['call_1'] },
-    ]);
+    expect(await Promise.all(logWhenStarted)).toEqual(LOG_AT_EACH_START);
     expect((await logOf(s.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);
 
@@ -195,10 +188,7 @@ describe.each(['stream', 'generate'] as const)('@forkline/ai-sdk (%s): the appâ€
 
     expect(heard).toEqual(without);
     // Through forkline first: a tool's start is heard once its call is stored (its result not yet).
-    expect(await Promise.all(logWhenStarted)).toEqual([
-      { callId: 'call_1', stored: ['call_1'], answered: [] },
-      { callId: 'call_2', stored: ['call_1', 'call_2'], answered: ['call_1'] },
-    ]);
+    expect(await Promise.all(logWhenStarted)).toEqual(LOG_AT_EACH_START);
     expect((await logOf(s.id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);
 });

@@ -8,6 +8,7 @@ import { anyData } from './event-data.ts';
 import { anthropicStart, anthropicStop, chatChunk, sse } from './provider-sse.ts';
 import { answers, refusingProviders, type Provider } from './provider-rules.ts';
 import { agentsResponse, agentsResponseText } from './wire-name-sessions.ts';
+import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { startTestApp, type TestApp } from './app.ts';
 
 export type Call = { id: string; name: string; arguments: string };
@@ -100,6 +101,15 @@ export function useScriptedProvider(prefix: string) {
   return {
     held,
     ...runnerSessions(() => held.app, prefix),
+    /** Serves the session once with `work`, on a runner of its own. */
+    async serve(s: { id: string; pool: string }, work: (session: RunnerSession) => Promise<unknown>) {
+      const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
+      try {
+        await runner.serve(s.id, (session) => work(session).then(() => {}));
+      } finally {
+        await runner.close();
+      }
+    },
     /** The provider's requests since `from`: each one's refusal (none: taken) and the call ids it sent. */
     requestsSince: (from: number) => held.fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) })),
   };
