@@ -10,9 +10,11 @@
 //   run because the run was cancelled, and the turn fails;
 // - while the step's tools run (parallel calls, one of them cancelling): both
 //   frameworks wait for the tools they started, whose results are stored as
-//   they returned; the Agents adapter recorded the turn `completed` with no
-//   answer, and the AI SDK adapter's streamed turn failed saying "stopped after
-//   16 steps" after one. Now the turn fails with the cancellation's reason.
+//   they returned (ai 7's streamText does not wait: such a call's result says
+//   the tool may have run and may still run); the Agents adapter recorded the
+//   turn `completed` with no answer, and the AI SDK adapter's streamed turn
+//   failed saying "stopped after 16 steps" after one. Now the turn fails with
+//   the cancellation's reason.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -102,7 +104,8 @@ describe('@forkline/openai-agents cancelled by the app', () => {
 });
 
 describe.each(['stream', 'generate'] as const)('@forkline/ai-sdk (%s) cancelled by the app', (mode) => {
-  it('while the step’s tools run: both run to their end, their results are stored, and the turn fails saying why', async () => {
+  // ai 6 waits for the tools it started; ai 7's streamText does not (ai-sdk-v7.test.ts runs this file on it).
+  it('while the step’s tools run: each result is its output, or says it may still run; the turn fails saying why', async () => {
     const s = await session('look up a and b');
     held.script = [[look('toolu_1', 'a'), look('toolu_2', 'b')], 'done'];
     const cancel = new AbortController();
@@ -111,12 +114,11 @@ describe.each(['stream', 'generate'] as const)('@forkline/ai-sdk (%s) cancelled 
     const model = createAnthropic({ baseURL: `${held.fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model');
     await serve(s, (session) => runAiSdkTurns(session, { model, tools, mode, signal: cancel.signal }));
 
-    expect(ended.sort()).toEqual(['a', 'b']);
     const log = await expectFailedByCancel(s.id);
-    expect(results(log).map((r) => [r.callId, r.status, r.content])).toEqual([
-      ['toolu_1', 'ok', 'value of a'],
-      ['toolu_2', 'ok', 'value of b'],
-    ]);
+    const running = 'the run was cancelled (the app is stopping) while the tool ran: it may have run, and may still be running: its effect is unknown.';
+    expect(results(log).map((r) => [r.callId, r.status, r.content])).toEqual(
+      ['a', 'b'].map((key, i) => (ended.includes(key) ? [`toolu_${i + 1}`, 'ok', `value of ${key}`] : [`toolu_${i + 1}`, 'error', running])),
+    );
   }, 60_000);
 });
 
