@@ -7,7 +7,8 @@
 // none run when its append fails; runner-adapter-approvals.test.ts;
 // runner-sdk-compaction.test.ts, with ai 7's own mock model;
 // runner-call-first.test.ts: each tool reads the log as it starts;
-// runner-ai-sdk-call-ids.test.ts: a turn's call ids by forkline's rules), whose
+// runner-ai-sdk-call-ids.test.ts: a turn's call ids by forkline's rules;
+// runner-adapter-cancel.test.ts: a turn the app cancels), whose
 // OpenAI Agents cases run here again unchanged.
 import { vi } from 'vitest';
 import { aiSdkMajorCases } from './ai-sdk-majors.ts';
@@ -22,3 +23,4 @@ await import('./runner-adapter-approvals.test.ts');
 await import('./runner-sdk-compaction.test.ts');
 await import('./runner-call-first.test.ts');
 await import('./runner-ai-sdk-call-ids.test.ts');
+await import('./runner-adapter-cancel.test.ts');

@@ -22,50 +22,32 @@
 // And a run that ends at a tool (toolUseBehavior: 'stop_on_first_tool'):
 // the SDK's final output is stored as the turn's answer, the last
 // model/message, so `lastAnswer` and a fork see it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, OpenAIProvider, setTracingDisabled, tool, type Model } from '@openai/agents';
 import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
-import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
+import { look, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
+import type { Provider } from '../helpers/provider-rules.ts';
 
-let app: TestApp;
-let fake: Awaited<ReturnType<typeof refusingProviders>>;
-/** What the fake model answers, one a request the provider takes: each answer's calls, else its text. */
-let script: Array<Call[] | string> = [];
+const { held, session, send, logOf, messages, results, requestIds, requestsSince } = useScriptedProvider('agents-call-ids');
+beforeAll(() => setTracingDisabled(true));
 
-beforeAll(async () => {
-  setTracingDisabled(true);
-  fake = await refusingProviders((provider) => answerOf(provider, script.shift() ?? 'done'));
-  app = await startTestApp();
-}, 60_000);
-
-afterAll(async () => {
-  await app?.close();
-  await fake?.close();
-});
-
-const ran: string[] = [];
 const lookup = tool({
   name: 'lookup',
   description: 'looks a key up',
   parameters: z.object({ key: z.string() }),
-  execute: async ({ key }) => (ran.push(key), `value of ${key}`),
+  execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
 });
-const look = (id: string, key: string): Call => ({ id, name: 'lookup', arguments: JSON.stringify({ key }) });
 
 const modelOf = (provider: Provider): Model =>
-  new OpenAIProvider({ apiKey: 'sk', baseURL: `${fake.base}/openai/v1`, useResponses: provider === 'openai-responses' }).getModel(
+  new OpenAIProvider({ apiKey: 'sk', baseURL: `${held.fake.base}/openai/v1`, useResponses: provider === 'openai-responses' }).getModel(
     'fake-model',
   ) as unknown as Model;
 
-const { session, send, logOf, messages, results, requestIds } = runnerSessions(() => app, 'agents-call-ids');
-
 async function serve(s: { id: string; pool: string }, provider: Provider, agent = new Agent({ name: 'looker', tools: [lookup] })) {
   const model = modelOf(provider);
-  const runner = new ForklineRunner({ url: app.url, pool: s.pool });
+  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
   try {
     await runner.serve(s.id, (session) => runAgentsTurns(session, agent.clone({ model })).then(() => {}));
   } finally {
@@ -73,18 +55,15 @@ async function serve(s: { id: string; pool: string }, provider: Provider, agent 
   }
 }
 
-/** The provider's requests since `from`: each one's refusal (none: taken) and the call ids it sent. */
-const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) }));
-
 describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => {
   it('runs the first of two calls an answer gives one id; the second is recorded under its position, answered, never run', async () => {
     const s = await session('look up a and b');
-    const from = fake.received.length;
-    script = [[look('call_1', 'a'), look('call_1', 'b')], 'done'];
-    ran.length = 0;
+    const from = held.fake.received.length;
+    held.script = [[look('call_1', 'a'), look('call_1', 'b')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider);
 
-    expect(ran).toEqual(['a']);
+    expect(held.ran).toEqual(['a']);
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls.map((c: Call) => c.id)).toEqual(['call_1', 'call_2']);
     expect(results(log)).toEqual([
@@ -106,12 +85,12 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     'records a call whose id is %s under its position, answered with why: it never runs',
     async (_what, id, why) => {
       const s = await session('look up a');
-      const from = fake.received.length;
-      script = [[look(id, 'a')], 'done'];
-      ran.length = 0;
+      const from = held.fake.received.length;
+      held.script = [[look(id, 'a')], 'done'];
+      held.ran.length = 0;
       await serve(s, provider);
 
-      expect(ran).toEqual([]);
+      expect(held.ran).toEqual([]);
       const log = await logOf(s.id);
       expect(messages(log)[0].toolCalls).toMatchObject([{ id: 'call_1', name: 'lookup' }]);
       expect(results(log)).toEqual([{ callId: 'call_1', status: 'error', content: why }]);
@@ -126,13 +105,13 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
 
   it('records an id providers refuse (100 characters) as given, runs it, and sends it back under its wire form', async () => {
     const s = await session('look up a');
-    const from = fake.received.length;
+    const from = held.fake.received.length;
     const id = `call_${'x'.repeat(95)}`;
-    script = [[look(id, 'a')], 'done'];
-    ran.length = 0;
+    held.script = [[look(id, 'a')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider);
 
-    expect(ran).toEqual(['a']);
+    expect(held.ran).toEqual(['a']);
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls).toMatchObject([{ id }]);
     expect(results(log)).toEqual([{ callId: id, status: 'ok', content: 'value of a' }]);
@@ -148,16 +127,16 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
 
   it("runs a call repeating an earlier step's id, or the history's, under a fresh id: no request holds an id twice", async () => {
     const s = await session('look up a, then b');
-    const from = fake.received.length;
+    const from = held.fake.received.length;
     // A server numbering calls per answer: every answer's first call is call_0.
-    script = [[look('call_0', 'a')], [look('call_0', 'b')], 'done'];
-    ran.length = 0;
+    held.script = [[look('call_0', 'a')], [look('call_0', 'b')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider);
     await send(s.id, 'and c');
-    script = [[look('call_0', 'c')], 'done'];
+    held.script = [[look('call_0', 'c')], 'done'];
     await serve(s, provider);
 
-    expect(ran).toEqual(['a', 'b', 'c']);
+    expect(held.ran).toEqual(['a', 'b', 'c']);
     const log = await logOf(s.id);
     const calls = messages(log).flatMap((m) => m.toolCalls.map((c: Call) => c.id));
     expect(calls).toEqual(['call_0', 'call_1', 'call_1_']);
@@ -174,19 +153,19 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
 
   it("stores a run's final output as the turn's answer when the agent stops at its first tool", async () => {
     const s = await session('look up a');
-    script = [[look('call_1', 'a')]];
-    ran.length = 0;
+    held.script = [[look('call_1', 'a')]];
+    held.ran.length = 0;
     await serve(s, provider, new Agent({ name: 'stopper', tools: [lookup], toolUseBehavior: 'stop_on_first_tool' }));
 
-    expect(ran).toEqual(['a']);
+    expect(held.ran).toEqual(['a']);
     const log = await logOf(s.id);
     expect(log.slice(-5).map((e) => e.type)).toEqual(['model/message', 'tool/result', 'model/message', 'step/end', 'turn/end']);
     expect(log.at(-3)!.data).toMatchObject({ turn: 1, step: 1, text: 'value of a', toolCalls: [] });
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
-    const answer = await app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { text } } }`, { id: s.id });
+    const answer = await held.app.ok(`query($id: ID!) { session(id: $id) { lastAnswer { text } } }`, { id: s.id });
     expect(answer.session.lastAnswer.text).toBe('value of a');
     // A fork after the turn continues from that answer.
-    const request = await app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id: s.id });
+    const request = await held.app.ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id: s.id });
     expect((request.session.modelRequest.messages as any[]).at(-1)).toMatchObject({ role: 'assistant', content: 'value of a' });
   }, 60_000);
 });

@@ -15,49 +15,31 @@
 // (onStream: the UI message stream useChat reads) shows each call once, under
 // the id it ran by; and call arguments holding a NUL or a lone surrogate are
 // stored as U+FFFD. Runs on ai 6 here and on ai 7 in ai-sdk-v7.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { readUIMessageStream, tool, type ToolSet, type UIMessage } from 'ai';
 import { ForklineRunner } from '@forkline/runner';
 import { runAiSdkTurns, type AiSdkModel } from '@forkline/ai-sdk';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { answerOf, runnerSessions, sentCallIds, type Call } from '../helpers/call-id-sessions.ts';
-import { refusingProviders, type Provider } from '../helpers/provider-rules.ts';
+import { look, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
+import type { Provider } from '../helpers/provider-rules.ts';
 import { toStorableText } from '../../src/core/storable.ts';
 
-let app: TestApp;
-let fake: Awaited<ReturnType<typeof refusingProviders>>;
-/** What the fake model answers, one a request the provider takes: each answer's calls, else its text. */
-let script: Array<Call[] | string> = [];
+const { held, session, logOf, messages, results, requestIds, requestsSince } = useScriptedProvider('ai-sdk-call-ids');
 
-beforeAll(async () => {
-  fake = await refusingProviders((provider) => answerOf(provider, script.shift() ?? 'done'));
-  app = await startTestApp();
-}, 60_000);
-
-afterAll(async () => {
-  await app?.close();
-  await fake?.close();
-});
-
-const ran: string[] = [];
 const tools: ToolSet = {
   lookup: tool({
     description: 'looks a key up',
     inputSchema: z.object({ key: z.string() }),
-    execute: async ({ key }) => (ran.push(key), `value of ${key}`),
+    execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
   }),
 };
-const look = (id: string, key: string): Call => ({ id, name: 'lookup', arguments: JSON.stringify({ key }) });
 
 const modelOf = (provider: Provider): AiSdkModel =>
   provider === 'anthropic'
-    ? createAnthropic({ baseURL: `${fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model')
-    : createOpenAI({ baseURL: `${fake.base}/openai/v1`, apiKey: 'sk' }).chat('fake-model');
-
-const { session, logOf, messages, results, requestIds } = runnerSessions(() => app, 'ai-sdk-call-ids');
+    ? createAnthropic({ baseURL: `${held.fake.base}/anthropic/v1`, apiKey: 'sk' })('fake-model')
+    : createOpenAI({ baseURL: `${held.fake.base}/openai/v1`, apiKey: 'sk' }).chat('fake-model');
 
 /** The app's own view of each turn it serves (onStream): the `ai` UI message stream useChat reads, read to its end. */
 let views: Array<Promise<UIMessage | undefined>> = [];
@@ -68,7 +50,7 @@ async function lastOf(messages: AsyncIterable<UIMessage>): Promise<UIMessage | u
 }
 
 async function serve(s: { id: string; pool: string }, provider: Provider, mode: 'stream' | 'generate') {
-  const runner = new ForklineRunner({ url: app.url, pool: s.pool });
+  const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
   try {
     await runner.serve(s.id, (session) =>
       runAiSdkTurns(session, {
@@ -83,8 +65,6 @@ async function serve(s: { id: string; pool: string }, provider: Provider, mode: 
   }
 }
 
-const requestsSince = (from: number) => fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) }));
-
 /** An id the log holds and the provider refuses: over Chat Completions' 40 characters, outside Anthropic's characters. */
 const refusedByWire = (provider: Provider) => (provider === 'anthropic' ? 'toolu 1 ✓' : `call_${'x'.repeat(95)}`);
 
@@ -95,12 +75,12 @@ describe.each([
 ] as Array<[Provider, 'stream' | 'generate']>)('%s (%s)', (provider, mode) => {
   it('records a call whose id the log cannot hold (300 characters) under its position, answered with why: it never runs', async () => {
     const s = await session('look up a');
-    const from = fake.received.length;
-    script = [[look('t'.repeat(300), 'a')], 'done'];
-    ran.length = 0;
+    const from = held.fake.received.length;
+    held.script = [[look('t'.repeat(300), 'a')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider, mode);
 
-    expect(ran).toEqual([]);
+    expect(held.ran).toEqual([]);
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls).toMatchObject([{ id: 'call_1', name: 'lookup' }]);
     expect(results(log)).toEqual([{ callId: 'call_1', status: 'error', content: 'not run: the model gave it an id of 300 characters (1-200 allowed)' }]);
@@ -113,13 +93,13 @@ describe.each([
 
   it('records an id the provider refuses as given, runs it, and sends it back under its wire form', async () => {
     const s = await session('look up a');
-    const from = fake.received.length;
+    const from = held.fake.received.length;
     const id = refusedByWire(provider);
-    script = [[look(id, 'a')], 'done'];
-    ran.length = 0;
+    held.script = [[look(id, 'a')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider, mode);
 
-    expect(ran).toEqual(['a']);
+    expect(held.ran).toEqual(['a']);
     const log = await logOf(s.id);
     expect(results(log)).toEqual([{ callId: id, status: 'ok', content: 'value of a' }]);
     const requests = requestsSince(from);
@@ -132,12 +112,12 @@ describe.each([
 
   it("runs a call repeating an earlier step's id under a fresh id: no request holds an id twice", async () => {
     const s = await session('look up a, then b');
-    const from = fake.received.length;
-    script = [[look('toolu_0', 'a')], [look('toolu_0', 'b')], 'done'];
-    ran.length = 0;
+    const from = held.fake.received.length;
+    held.script = [[look('toolu_0', 'a')], [look('toolu_0', 'b')], 'done'];
+    held.ran.length = 0;
     await serve(s, provider, mode);
 
-    expect(ran).toEqual(['a', 'b']);
+    expect(held.ran).toEqual(['a', 'b']);
     const log = await logOf(s.id);
     expect(messages(log).flatMap((m) => m.toolCalls.map((c: Call) => c.id))).toEqual(['toolu_0', 'call_1']);
     const requests = requestsSince(from);
@@ -151,12 +131,12 @@ describe.each([
 describe.each(['stream', 'generate'] as const)('anthropic (%s), two calls of one id', (mode) => {
   it('runs the first of two calls an answer gives one id; the second is recorded under its position, answered, never run', async () => {
     const s = await session('look up a and b');
-    const from = fake.received.length;
-    script = [[look('toolu_1', 'a'), look('toolu_1', 'b')], 'done'];
-    ran.length = 0;
+    const from = held.fake.received.length;
+    held.script = [[look('toolu_1', 'a'), look('toolu_1', 'b')], 'done'];
+    held.ran.length = 0;
     await serve(s, 'anthropic', mode);
 
-    expect(ran).toEqual(['a']);
+    expect(held.ran).toEqual(['a']);
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls.map((c: Call) => c.id)).toEqual(['toolu_1', 'call_2']);
     expect(results(log)).toEqual([
@@ -183,7 +163,7 @@ describe.each(['openai', 'anthropic'] as const)('%s (stream), the app reading th
     'shows each call once, finished, under the id it ran by: %s',
     async (_, answers) => {
       const s = await session('look up');
-      script = [...answers];
+      held.script = [...answers];
       views = [];
       await serve(s, provider, 'stream');
 
@@ -208,20 +188,20 @@ describe('openai (stream), call arguments the log cannot hold as they are', () =
   it("stores them as forkline's own agent does (U+FFFD) and the turn goes on", async () => {
     const s = await session('look up');
     const args = ['{"key":"a\ud800"}', '{"key":"b\u0000"}'];
-    script = [
+    held.script = [
       [
         { id: 'call_a', name: 'lookup', arguments: args[0] },
         { id: 'call_b', name: 'lookup', arguments: args[1] },
       ],
       'done',
     ];
-    ran.length = 0;
+    held.ran.length = 0;
     await serve(s, 'openai', 'stream');
 
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls.map((c: Call) => c.arguments)).toEqual(args.map(toStorableText));
     // The lone surrogate's call ran (its input is valid JSON); the NUL's is not JSON, so the SDK answered it with an error.
-    expect(ran).toEqual(['a\ud800']);
+    expect(held.ran).toEqual(['a\ud800']);
     expect(results(log).map((r) => [r.callId, r.status])).toEqual([
       ['call_a', 'ok'],
       ['call_b', 'error'],

@@ -1,12 +1,15 @@
 // What the call-id tests of the runner SDKs share (docs/runners.md#call-ids):
 // a model's answer making several calls at once, in each provider's streamed
-// wire format, the call ids a request sent, and a runner pool's session read
-// back from the store.
+// wire format, the call ids a request sent, a runner pool's session read
+// back from the store, and one file's set-up of an app and a fake provider
+// answering from a script.
+import { afterAll, beforeAll } from 'vitest';
 import { anyData } from './event-data.ts';
 import { anthropicStart, anthropicStop, chatChunk, sse } from './provider-sse.ts';
-import { answers, type Provider } from './provider-rules.ts';
+import { answers, refusingProviders, type Provider } from './provider-rules.ts';
 import { agentsResponse, agentsResponseText } from './wire-name-sessions.ts';
-import type { TestApp } from './app.ts';
+import { ForklineRunner, type RunnerSession } from '@forkline/runner';
+import { startTestApp, type TestApp } from './app.ts';
 
 export type Call = { id: string; name: string; arguments: string };
 
@@ -67,5 +70,47 @@ export function runnerSessions(app: () => TestApp, prefix: string) {
       const request = await app().ok(`query($id: ID!) { session(id: $id) { modelRequest { messages } } }`, { id });
       return (request.session.modelRequest.messages as any[]).flatMap((m) => (m.tool_calls ?? []).map((c: any) => c.id));
     },
+  };
+}
+
+/** A call of the tests' `lookup` tool (arguments `{key}`). */
+export const look = (id: string, key: string): Call => ({ id, name: 'lookup', arguments: JSON.stringify({ key }) });
+
+/**
+ * One file's set-up: an app and a fake provider that refuses what the real API refuses (refusingProviders), started
+ * before the file's tests and closed after; the provider answers each request it takes with the next answer of
+ * `script` (those calls at once, else that text; "done" once it runs out). With the sessions of runner pools
+ * `<prefix>-<n>` (runnerSessions), and `ran`: what the tests' tools record they ran.
+ */
+export function useScriptedProvider(prefix: string) {
+  const held = { script: [] as Array<Call[] | string>, ran: [] as string[] } as {
+    app: TestApp;
+    fake: Awaited<ReturnType<typeof refusingProviders>>;
+    /** What the fake model answers, one a request the provider takes: each answer's calls, else its text. */
+    script: Array<Call[] | string>;
+    ran: string[];
+  };
+  beforeAll(async () => {
+    held.fake = await refusingProviders((provider) => answerOf(provider, held.script.shift() ?? 'done'));
+    held.app = await startTestApp();
+  }, 60_000);
+  afterAll(async () => {
+    await held.app?.close();
+    await held.fake?.close();
+  });
+  return {
+    held,
+    ...runnerSessions(() => held.app, prefix),
+    /** Serves the session once with `work`, on a runner of its own. */
+    async serve(s: { id: string; pool: string }, work: (session: RunnerSession) => Promise<unknown>) {
+      const runner = new ForklineRunner({ url: held.app.url, pool: s.pool });
+      try {
+        await runner.serve(s.id, (session) => work(session).then(() => {}));
+      } finally {
+        await runner.close();
+      }
+    },
+    /** The provider's requests since `from`: each one's refusal (none: taken) and the call ids it sent. */
+    requestsSince: (from: number) => held.fake.received.slice(from).map((r) => ({ refusal: r.refusal, ids: sentCallIds(r.provider, r.body) })),
   };
 }

@@ -27,6 +27,8 @@ import {
 import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  cancelledBeforeStart,
+  cancelledWhileRunning,
   requestedModel,
   needsWireNames,
   RequestWireNames,
@@ -48,7 +50,21 @@ import {
  */
 export type AiSdkModel = Parameters<typeof wrapLanguageModel>[0]['model'];
 
-export interface AiSdkRunOptions {
+/** The streamText options of the app's `ai`. */
+type StreamTextOptions = Parameters<typeof streamText>[0];
+
+/**
+ * The app's own callbacks (docs/runners.md, "The app's own hooks"): each streamText option of the app's `ai` whose
+ * name starts `on` or `experimental_on` — onStepFinish, onFinish, onChunk, onError, onAbort, experimental_onStart,
+ * experimental_onToolCallStart, … (ai 7: onStepEnd, onToolExecutionStart, … too). Each is called as the SDK calls it
+ * without forkline; the step's own are called after forkline recorded the step. Mode `generate` calls those
+ * generateText has (not onChunk, onError, onAbort).
+ */
+export type AiSdkCallbacks = {
+  [K in keyof StreamTextOptions as K extends `on${string}` | `experimental_on${string}` ? K : never]?: StreamTextOptions[K];
+};
+
+export interface AiSdkRunOptions extends AiSdkCallbacks {
   /** The model for sessions that name none. */
   model?: AiSdkModel;
   /**
@@ -284,6 +300,8 @@ interface TurnCalls {
   answered: Set<string>;
   /** Why a stored call does not run (its result, stored with its answer). */
   refused: Map<string, string>;
+  /** The calls whose `execute` was called. */
+  started: Set<string>;
 }
 
 /** An answer's own calls under the ids the SDK is handed for them (the others as they are). */
@@ -406,7 +424,7 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
 
 /** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */
 async function notStarted(reason: unknown, record: (outcome: ToolResultContent) => Promise<void>): Promise<never> {
-  await record({ status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(reason)})` }).catch(() => {});
+  await record({ status: 'error', content: cancelledBeforeStart(reason) }).catch(() => {});
   throw reason;
 }
 
@@ -531,6 +549,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
         };
         let output: ReturnType<typeof execute>;
         try {
+          calls.started.add(sentId);
           output = execute(input, options);
         } catch (err) {
           return failed(err);
@@ -581,7 +600,7 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
 async function runDecided(tools: ToolSet, call: RunnerToolCall, session: RunnerSession, signal: AbortSignal): Promise<ToolResultContent> {
   const t = tools[call.name];
   if (!t?.execute) return { status: 'error', content: 'the runner has no such tool' };
-  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${errorText(signal.reason)})` };
+  if (signal.aborted) return { status: 'error', content: cancelledBeforeStart(signal.reason) };
   let input = parseArguments(call.arguments);
   const checked = t.inputSchema ? await asSchema(t.inputSchema).validate?.(input) : undefined;
   // What the SDK's own check of a call's input hands the model.
@@ -646,6 +665,26 @@ async function summarizeWith(model: AiSdkModel, messages: ChatMessage[], abortSi
   return text;
 }
 
+/**
+ * Options named like a callback that the SDK is not handed as the app gave them: the adapter's own (`onStream`), the
+ * ones the adapter calls after its own (the step's end — `onStepFinish`, and ai 7's `onStepEnd`, which ai 7 takes
+ * for the same callback — and `onError`), and in mode `generate` the stream's (generateText has none of them).
+ */
+const NOT_PASSED = {
+  stream: new Set(['onStream', 'onStepFinish', 'onStepEnd', 'onError']),
+  generate: new Set(['onStream', 'onStepFinish', 'onStepEnd', 'onError', 'onChunk', 'onAbort']),
+};
+
+/** The app's callbacks (AiSdkCallbacks): those the SDK is handed as they are, and those the adapter calls after its own. */
+function appCallbacks(opts: AiSdkRunOptions, mode: 'stream' | 'generate') {
+  const own = opts as Record<string, unknown>;
+  type Call = ((event: never) => unknown) | undefined;
+  const passed = Object.fromEntries(
+    Object.entries(own).filter(([name, value]) => /^(experimental_)?on[A-Z]/.test(name) && !NOT_PASSED[mode].has(name) && value),
+  );
+  return { passed, stepEnd: (own.onStepEnd ?? own.onStepFinish) as Call, error: own.onError as Call };
+}
+
 /** One turn (or the rest of an open one) from `request`. */
 export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest, opts: AiSdkRunOptions): Promise<void> {
   let turn = session.turn(request);
@@ -670,7 +709,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   }
   /** The tools' names on the wire, and back (docs/runners.md#wire-names). */
   const names = new RequestWireNames(request, Object.keys(opts.tools ?? {}));
-  const calls: TurnCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), open: new Map(), answered: new Set(), refused: new Map() };
+  const calls: TurnCalls = {
+    ids: new RunCallIds(request.messages as ChatMessage[]),
+    open: new Map(),
+    answered: new Set(),
+    refused: new Map(),
+    started: new Set(),
+  };
   const { open, answered } = calls;
   let failure: unknown;
   /** Why the SDK ran none of a step's stored calls (how the model's answer ended), when it did not. */
@@ -680,7 +725,8 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   const onCancel = () => abort.abort(opts.signal?.reason);
   session.signal.addEventListener('abort', onLost, { once: true });
   opts.signal?.addEventListener('abort', onCancel, { once: true });
-  const onStepFinish = async (result: StepResult<ToolSet>) => {
+  const app = appCallbacks(opts, opts.mode === 'generate' ? 'generate' : 'stream');
+  const recordStep = async (result: StepResult<ToolSet>) => {
     // Calls the SDK stopped at for a person's decision (needsApproval): not run, asked in the log (the lease goes back with it).
     const asked = [...open].filter(
       ([sentId]) => !answered.has(sentId) && result.content.some((p) => p.type === 'tool-approval-request' && p.toolCall.toolCallId === sentId),
@@ -711,7 +757,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     turn.endStep();
     if (!called) await turn.end('completed');
   };
+  // The app hears of a step once forkline recorded it.
+  const onStepFinish = async (result: StepResult<ToolSet>) => {
+    await recordStep(result);
+    await app.stepEnd?.(result as never);
+  };
   const common = {
+    ...app.passed,
     ...aiSdkCallSettings(requested?.settings),
     model: writingModel(base, turn, calls, names),
     system: opts.system,
@@ -728,7 +780,13 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
     if (opts.mode === 'generate') {
       await generateText(common);
     } else {
-      const result = streamText({ ...common, onError: ({ error }) => void (failure ??= error) });
+      const result = streamText({
+        ...common,
+        onError: async (event: { error: unknown }) => {
+          failure ??= event.error;
+          await app.error?.(event as never);
+        },
+      });
       opts.onStream?.(result);
       await result.consumeStream({ onError: (error) => void (failure ??= error) });
     }
@@ -740,6 +798,15 @@ export async function runAiSdkTurn(session: RunnerSession, request: ModelRequest
   }
   if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  if (opts.signal?.aborted) {
+    // Cancelled by the app (a streamed run ends without an error: its onAbort): the turn fails saying so, never "stopped
+    // after N steps". A tool the SDK started and did not wait for (streamText stops reading one that streams its
+    // output) may still run: its result says so; a call it never started says that.
+    failure ??= opts.signal.reason;
+    for (const [sentId, call] of open)
+      if (calls.started.has(sentId) && !answered.has(sentId)) await turn.result(call, 'error', cancelledWhileRunning(opts.signal.reason));
+    await turn.cancelUnstarted(opts.signal.reason);
+  }
   // The model or a write failed, or the steps ran out: the turn ends failed, as forkline's runner ends it.
   await turn.end('failed', failure ? errorText(failure) : (declined ?? `stopped after ${maxSteps} steps`));
 }

@@ -35,6 +35,7 @@ import {
 } from '@openai/agents';
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
+  cancelledBeforeStart,
   needsWireNames,
   requestedModel,
   RequestWireNames,
@@ -392,11 +393,18 @@ async function runCall(
  * (approvalRequired) needs approval as one the app marked (`needsApproval`).
  * Their guardrails and timeout are runCall's, not the SDK's.
  */
-function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, request: ModelRequest, names: RequestWireNames, calls: RunCalls): Tool[] {
+function writingTools(
+  agent: Agent<any, any>,
+  tools: Tool[],
+  turn: TurnWriter,
+  request: ModelRequest,
+  names: RequestWireNames,
+  calls: RunCalls,
+): Array<{ offered: Tool; own: Tool }> {
   // Each function tool under the name it is offered by (docs/runners.md#wire-names); its calls are recorded, and
   // shown to its own code and guardrails, under its own. Of two whose forms meet only the first is offered.
-  return tools.flatMap((t): Tool[] => {
-    if (t.type !== 'function') return [t];
+  return tools.flatMap((t): Array<{ offered: Tool; own: Tool }> => {
+    if (t.type !== 'function') return [{ offered: t, own: t }];
     if (!names.offers(t.name)) return [];
     const invoke: FunctionTool['invoke'] = async (ctx, input, wireDetails) => {
       const sentId = wireDetails?.toolCall?.callId ?? '';
@@ -404,13 +412,12 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
       const refusal = calls.refused.get(sentId);
       if (refusal !== undefined) return refusal;
       // Its own code and guardrails see it as the log holds it: under the tool's own name and the recorded id.
-      const id = calls.ids.recorded(sentId);
-      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: { ...wireDetails.toolCall, name: t.name, callId: id } } : wireDetails;
-      const call = { id, name: t.name };
+      const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: recordedCall(wireDetails.toolCall, calls.ids, names) } : wireDetails;
+      const call = { id: calls.ids.recorded(sentId), name: t.name };
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
-        await turn.result(call, 'error', `the call did not run: the run was cancelled before it started (${said(reason)})`).catch(() => {});
+        await turn.result(call, 'error', cancelledBeforeStart(reason)).catch(() => {});
         throw reason;
       }
       const outcome = await runCall(agent, t, ctx, input, details, turn.session);
@@ -422,8 +429,53 @@ function writingTools(agent: Agent<any, any>, tools: Tool[], turn: TurnWriter, r
     // A refused call is answered already: it is never asked for.
     const needsApproval: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
       !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
-    return [{ ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined }];
+    return [
+      {
+        offered: { ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined },
+        own: t,
+      },
+    ];
   });
+}
+
+/** A call as the SDK hands it on (its wire name and id) as the log holds it: under its tool's own name and the recorded id. */
+function recordedCall<C extends { name: string; callId: string }>(call: C, ids: RunCallIds, names: RequestWireNames): C {
+  return { ...call, name: names.toolOf(call.name), callId: ids.recorded(call.callId) };
+}
+
+/**
+ * The app's own agent as the adapter's run sees it (docs/runners.md, "The app's own hooks"): an object whose
+ * prototype is that agent, with the run's model, settings, tools and tool-use behaviour of its own. Everything else
+ * is read from the app's agent as it is when the run reads it — what the app set on it after construction, a
+ * subclass's methods (its getSystemPrompt), its listeners — none of which a clone (`agent.clone`: a new plain Agent
+ * built from its fields) keeps. The lifecycle events the run emits on it reach the app's listeners with what a run
+ * without forkline hands them: the app's agent, the app's own tool (not the wrapper the run offers), each call
+ * under its tool's own name and the id the log holds (as the tool's own code sees it).
+ */
+function runningAgent(
+  agent: Agent<any, any>,
+  own: Pick<Agent<any, any>, 'model' | 'modelSettings' | 'tools' | 'toolUseBehavior'>,
+  appTools: ReadonlyMap<Tool, Tool>,
+  asRecorded: (call: { name: string; callId: string }) => { name: string; callId: string },
+): Agent<any, any> {
+  const appValue = (value: unknown): unknown => {
+    if (value === running) return agent;
+    const tool = appTools.get(value as Tool);
+    if (tool) return tool;
+    // A tool event's details ({toolCall}): the call as the log holds it.
+    const call = (value as { toolCall?: { type?: string; name: string; callId: string } } | undefined)?.toolCall;
+    return call?.type === 'function_call' ? { ...(value as object), toolCall: asRecorded(call) } : value;
+  };
+  const running: Agent<any, any> = Object.create(agent);
+  Object.assign(running, own, {
+    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own (and no handoff: unrecordableOf).
+    mcpServers: [],
+    handoffs: [],
+    // The run's settings are sent as they are (as a clone given them would send them), not the SDK's defaults for its model.
+    _modelSettingsExplicitlyConfigured: true,
+    emit: (type: string, ...args: unknown[]) => (agent.emit as (type: string, ...args: unknown[]) => boolean).call(agent, type, ...args.map(appValue)),
+  });
+  return running;
 }
 
 /** The calls a run stopped at for a person's decision (its interruptions: needsApproval), by the ids they are recorded under. */
@@ -456,7 +508,7 @@ async function runDecided(
 ): Promise<ToolResultContent> {
   const t = tools.find((x): x is FunctionTool => x.type === 'function' && x.name === call.name);
   if (!t) return { status: 'error', content: 'the runner has no such tool' };
-  if (signal.aborted) return { status: 'error', content: `the call did not run: the run was cancelled before it started (${String(signal.reason)})` };
+  if (signal.aborted) return { status: 'error', content: cancelledBeforeStart(signal.reason) };
   const toolCall = { type: 'function_call' as const, callId: call.id, name: call.name, arguments: call.arguments, status: 'completed' as const };
   return (await runCall(agent, t, new RunContext(), call.arguments, { toolCall, signal }, session)).result;
 }
@@ -548,16 +600,20 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const behavior = agent.toolUseBehavior;
   const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map() };
   const writer = new WritingModel(model, turn, names, calls);
-  const writing = agent.clone({
-    model: writer,
-    modelSettings,
-    // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own.
-    tools: writingTools(agent, tools, turn, request, names, calls),
-    mcpServers: [],
-    // The SDK matches the tools a run stops at by the names it offered them under.
-    toolUseBehavior:
-      typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
-  });
+  const wrapped = writingTools(agent, tools, turn, request, names, calls);
+  const writing = runningAgent(
+    agent,
+    {
+      model: writer,
+      modelSettings,
+      tools: wrapped.map((t) => t.offered),
+      // The SDK matches the tools a run stops at by the names it offered them under.
+      toolUseBehavior:
+        typeof behavior === 'object' && 'stopAtToolNames' in behavior ? { stopAtToolNames: behavior.stopAtToolNames.map((n) => names.wireName(n)) } : behavior,
+    },
+    new Map(wrapped.map((t) => [t.offered, t.own])),
+    (call) => recordedCall(call, calls.ids, names),
+  );
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
@@ -590,5 +646,11 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   }
   if (turn.isEnded || (turn.isWaiting && !failure)) return;
   if (session.signal.aborted) throw failure ?? session.signal.reason; // the lease is gone: nothing more is ours to write
+  if (opts.signal?.aborted && !turn.isEnded) {
+    // Cancelled by the app: the SDK's run ends without an error (a streamed one as if it were done), having waited for
+    // the tools it started; the calls it never started say so, and the turn fails, whatever the run answered.
+    failure = opts.signal.reason;
+    await turn.cancelUnstarted(failure);
+  }
   await turn.end(failure ? 'failed' : 'completed', failure ? (failure instanceof Error ? failure.message : String(failure)) : undefined);
 }

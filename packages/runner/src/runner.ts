@@ -109,6 +109,11 @@ const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** The result of a call that never started because the run was cancelled first (docs/runners.md, "Cancelling"). */
+export const cancelledBeforeStart = (reason: unknown): string => `the call did not run: the run was cancelled before it started (${errorMessage(reason)})`;
+/** The result of a call whose tool had started, and not returned, when the run was cancelled (docs/runners.md, "Cancelling"). */
+export const cancelledWhileRunning = (reason: unknown): string =>
+  `the run was cancelled (${errorMessage(reason)}) while the tool ran: it may have run, and may still be running: its effect is unknown.`;
 /** The wait the server asked for (Retry-After of a 429 or 503), in ms. */
 const retryAfterOf = (err: unknown) => (err instanceof ForklineClientError && err.retryAfter ? err.retryAfter * 1000 : undefined);
 
@@ -873,6 +878,15 @@ export class TurnWriter {
       });
     }
     return this.write([event]);
+  }
+
+  /**
+   * Answers each call of the open step that has no result as one that never started: the run was cancelled
+   * (docs/runners.md, "Cancelling") and the framework, which waits for the tools it started, started none of them.
+   * end() would say only that no result was recorded.
+   */
+  async cancelUnstarted(reason: unknown): Promise<void> {
+    for (const call of [...this.unanswered.values()]) await this.result(call, 'error', cancelledBeforeStart(reason));
   }
 
   /** Closes the open step; its end is written with what comes next. */
