@@ -11,6 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { admitCalls } from '../../src/core/model-calls.ts';
 import { toStorableText } from '../../src/core/storable.ts';
 import { WireToolNames, wireToolName, wireToolNamesOf } from '../../src/core/wire-names.ts';
+import { decodeEvent } from '../../src/core/events.ts';
+import { resultIdOf } from '../../packages/runner/src/call-ids.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
 
 /** `n` strings of pieces that make and break pairs, from a fixed seed (the same inputs every run). */
@@ -86,7 +88,14 @@ describe("the Python runner's copies of forkline's rules", () => {
       },
     };
   });
+  // Every id a reply's call may be recorded under (admitCalls keeps ids up to the log's bound), in a session of each length.
+  const resultIds = ['ses_0123456789abcdef0123456789abcdef', 'ses_x'].flatMap((session) =>
+    ids
+      .filter((id) => admitCalls([{ id, name: 'lookup', arguments: '{}' }], new Set(), new Set(['lookup'])).calls[0].id === id)
+      .map((call) => ({ session, call })),
+  );
   const answered = python({
+    resultIds,
     storable: texts,
     admit: steps,
     names,
@@ -110,6 +119,16 @@ describe("the Python runner's copies of forkline's rules", () => {
     for (const why of ['1-200 allowed', 'NUL character', 'another call of this step', 'named a tool of', 'named a tool with'])
       expect(flat.some((c) => String(c[2]).includes(why))).toBe(true);
     expect(flat.some((c) => c[2] === null && /^call_\d+_*$/.test(c[0] as string))).toBe(true);
+  });
+
+  it("name a call's result as the TypeScript runner does, an id the log holds for every call id it keeps (result_id)", () => {
+    expect(answered.resultIds).toEqual(resultIds.map(({ session, call }) => resultIdOf(session, call)));
+    for (const [i, { call }] of resultIds.entries()) {
+      const result = { turn: 1, step: 1, callId: call, resultId: answered.resultIds[i], status: 'ok', content: '', name: 'lookup' };
+      expect(() => decodeEvent('tool/result', result)).not.toThrow();
+    }
+    // Ids of the bound's length reach the digested form.
+    expect(answered.resultIds.some((r: string) => r.length < 60 && /^res_ses_x_[\w-]{16}$/.test(r))).toBe(true);
   });
 
   it('tell which names need a wire form as src/core does (needs_wire_names)', () => {

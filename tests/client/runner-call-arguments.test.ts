@@ -110,4 +110,31 @@ describe('TurnWriter, call arguments the log cannot hold as they are', () => {
     expect(messages(log)[0].toolCalls.map((c: { arguments: string }) => c.arguments)).toEqual(HOSTILE.map(toStorableText));
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   }, 60_000);
+
+  it("stores the result of a call whose id is as long as the log's bound (its result id made to fit), and the turn goes on", async () => {
+    const s = await session('look up with long ids');
+    const calls = ['x'.repeat(200), `${'y'.repeat(199)}\ud83d\ude00`, 'z'.repeat(150)].map((id) => ({ id, name: 'lookup', arguments: '{}' }));
+    const runner = new ForklineRunner({ url: app.url, pool: s.pool });
+    try {
+      const served = await runner.serve(s.id, async (claimed) => {
+        await claimed.declareTools([{ name: 'lookup', effect: 'read-only' }]);
+        const turn = claimed.turn(await claimed.modelRequest());
+        await turn.startStep();
+        await turn.message({ text: '', toolCalls: calls });
+        for (const c of calls) await turn.result(c, 'ok', 'found');
+        await turn.startStep();
+        await turn.message({ text: 'done', toolCalls: [] });
+        await turn.end('completed');
+      });
+      expect(served).toBe(true);
+    } finally {
+      await runner.close();
+    }
+
+    const log = await logOf(s.id);
+    const results = log.filter((e: { type: string }) => e.type === 'tool/result').map((e: { data: { callId: string; resultId: string } }) => e.data);
+    expect(results.map((r: { callId: string }) => r.callId)).toEqual(calls.map((c) => c.id));
+    expect(new Set(results.map((r: { resultId: string }) => r.resultId)).size).toBe(3);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
 });

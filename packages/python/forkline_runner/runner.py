@@ -10,6 +10,8 @@ function on a thread of its own. A session renews its lease in the background;
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import threading
@@ -479,11 +481,21 @@ def storable_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text.replace("\x00", "\ufffd"))
 
 
+def result_id(session_id: str, call_id: str) -> str:
+    """The id a call's result is recorded under: ``res_<session>_<call>``, or, when that is longer than an id may be (a
+    call id may itself be 200 characters), ``res_<session>_`` and a digest of the call id (as the TypeScript runner)."""
+    whole = f"res_{session_id}_{call_id}"
+    if len(whole.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")) <= 200:
+        return whole
+    digest = base64.urlsafe_b64encode(hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).digest()).decode()[:16]
+    return f"res_{session_id}_{digest}"
+
+
 def result_event(session_id: str, turn: int, step: int, call: dict[str, Any], status: str, content: str) -> RunnerEvent:
     """A call's ``tool/result`` as the SDK writes it (its resultId made from the session and the call)."""
     return {
         "type": "tool/result",
-        "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": f"res_{session_id}_{call['id']}", "status": status, "content": content, "name": call["name"]},
+        "data": {"turn": turn, "step": step, "callId": call["id"], "resultId": result_id(session_id, call["id"]), "status": status, "content": content, "name": call["name"]},
     }
 
 

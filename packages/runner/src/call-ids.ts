@@ -24,6 +24,16 @@ const fits = (s: string) => s.length >= 1 && (s.length <= MAX_ID || [...s].lengt
 /** 16 characters of a SHA-256 of `text` in wire characters: the digest forkline's forms carry (docs/agents.md#wire-names). */
 const digest = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 16);
 
+/**
+ * The id a call's result is recorded under: `res_<session>_<call>`, or, when that is longer than an id may be (a call
+ * id may itself be 200 characters), `res_<session>_` and a digest of the call id: a result the log refused would
+ * leave its call unanswered and the turn failed.
+ */
+export function resultIdOf(sessionId: string, callId: string): string {
+  const id = `res_${sessionId}_${callId}`;
+  return fits(id) ? id : `res_${sessionId}_${digest(callId)}`;
+}
+
 /** The id forkline sends a call under: its own when providers take it, else its wire characters (cut) with a digest of the whole. */
 export const wireCallId = (id: string): string => (WIRE_ID.test(id) ? id : `${id.slice(0, WIRE_ID_MAX - 17).replace(/[^a-zA-Z0-9_-]/g, '_')}_${digest(id)}`);
 

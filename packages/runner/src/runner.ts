@@ -35,6 +35,7 @@ import {
 } from '@forkline/client';
 import { boundedResult, DEFAULT_MAX_RESULT_BYTES, storableText } from './tool-output.ts';
 import { isRefusal } from './refusal.ts';
+import { resultIdOf } from './call-ids.ts';
 
 export interface ForklineRunnerOptions {
   /** The GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql. */
@@ -682,7 +683,7 @@ export class RunnerSession {
             turn,
             step: now.step,
             callId: call.id,
-            resultId: `res_${this.sessionId}_${call.id}`,
+            resultId: resultIdOf(this.sessionId, call.id),
             status: 'error',
             content: `the runner could not record this call's result (the server refused its batch: ${message}); the tool may have run`,
             name: call.name,
@@ -864,7 +865,7 @@ export class TurnWriter {
         turn: this.turn,
         step: this.step,
         callId: call.id,
-        resultId: `res_${this.session.sessionId}_${call.id}`,
+        resultId: resultIdOf(this.session.sessionId, call.id),
         status: bounded.status,
         content: bounded.content,
         name: call.name,
@@ -901,7 +902,7 @@ export class TurnWriter {
           turn: this.turn,
           step: this.step,
           callId: call.id,
-          resultId: `res_${this.session.sessionId}_${call.id}`,
+          resultId: resultIdOf(this.session.sessionId, call.id),
           status: 'error',
           content: 'the runner recorded no result for this call (it did not run it)',
           name: call.name,
