@@ -3,7 +3,10 @@
 // process whose resident memory is sampled while it runs, and /healthz is
 // asked every 100 ms meanwhile. Growth under 300 MB and /healthz answering
 // within 1 s (3 s while a diff is made) are the bounds; the figures are printed.
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { underWatch as watch } from '../helpers/under-watch.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +21,8 @@ const MiB = 1024 * 1024;
 let service: ServiceProcess;
 let base: string;
 let db: pg.Client;
+/** The service's workspaces (<dir>/<session id>): a test writes there as a process beside a command would. */
+const workspaces = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-memory-bounds-'));
 
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
@@ -28,6 +33,7 @@ beforeAll(async () => {
       FORKLINE_API_TOKENS: undefined,
       FORKLINE_MAX_UPLOADS_PER_TENANT: '1',
       FORKLINE_SHELL: 'on',
+      FORKLINE_WORKSPACES_DIR: workspaces,
       FORKLINE_WS_MAX_BUFFERED_BYTES: String(4 * MiB),
       // One stalled socket carries 500 subscriptions here (what the socket's buffers hold, not how many it may run).
       FORKLINE_MAX_OPERATIONS_PER_SOCKET: '500',
@@ -41,6 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await db?.end();
+  fs.rmSync(workspaces, { recursive: true, force: true });
 });
 
 async function gql(query: string, variables?: Record<string, unknown>) {
@@ -52,6 +59,11 @@ async function gql(query: string, variables?: Record<string, unknown>) {
 /** A new session that has run `commands` in the shell, one turn each (waits until each turn has ended). */
 async function sessionAfter(...commands: string[]): Promise<string> {
   const id = (await gql('mutation { createSession(input: { title: "files" }) { id } }')).createSession.id as string;
+  return sessionAfterOn(id, ...commands);
+}
+
+/** Session `id` once it has run `commands` in the shell, one turn each. */
+async function sessionAfterOn(id: string, ...commands: string[]): Promise<string> {
   for (const command of commands) {
     const before = (await gql('query($id: ID!) { session(id: $id) { turnCount } }', { id })).session.turnCount as number;
     await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', {
@@ -189,9 +201,18 @@ describe('POST /recordings with huge lines', () => {
 
 describe('files a command leaves', () => {
   it('are refused past the per-file cap by their size on disk, without being read (3 × 400 MB files)', async () => {
-    const run = await underWatch(() => sessionAfter('truncate -s 400M a.bin b.bin c.bin && echo made'));
+    // A command cannot write them (its files stop at the cap as they are written: docs/files.md "Limits"); a process
+    // that is not the command's can (a workspace MCP server), and the capture after the next call meets them.
+    const id = await sessionAfter('truncate -s 400M a.bin; echo "exit $?"');
+    const [[, refusedAtWrite]] = await toolResults(id);
+    expect(refusedAtWrite).toMatch(/exit 153/); // killed by SIGXFSZ: past the file size limit
+    for (const name of ['a.bin', 'b.bin', 'c.bin']) {
+      fs.writeFileSync(path.join(workspaces, id, name), '');
+      fs.truncateSync(path.join(workspaces, id, name), 400 * MiB);
+    }
+    const run = await underWatch(() => sessionAfterOn(id, 'echo made'));
     console.log(`3 × 400 MB files: RSS growth ${run.growthMB.toFixed(0)} MB, slowest /healthz ${run.slowestHealthzMs.toFixed(0)} ms`);
-    const [[status, content]] = await toolResults(run.result);
+    const [, [status, content]] = await toolResults(id);
     expect(status).toBe('error');
     expect(content).toMatch(/a file holds at most 10485760 bytes, and [abc]\.bin has 419430400: the call's file changes were undone/);
     expect(run.growthMB).toBeLessThan(300);
