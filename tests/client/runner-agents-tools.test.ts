@@ -103,7 +103,19 @@ const TOOLS = [
       defineToolInputGuardrail({ name: 'never', run: async () => ToolGuardrailFunctionOutputFactory.rejectContent('[refused: this call is not allowed]') }),
     ],
   }),
+  // Tools that throw, answered by the SDK's default errorFunction and by one of the app's.
+  tool({ name: 'failing', description: 'throws', parameters, execute: async () => (ran.push('failing started'), fail()) }),
+  tool({
+    name: 'failing_told',
+    description: 'throws; its errorFunction tells the model why',
+    parameters,
+    execute: async () => (ran.push('failing_told started'), fail()),
+    errorFunction: (_ctx, err) => `the tool failed: ${err instanceof Error ? err.message : String(err)}`,
+  }),
 ];
+function fail(): never {
+  throw new Error('disk full at /var/spool');
+}
 
 const events = async (id: string) => (await app.services.store.log.page(id, -1, 1000)).map((e) => ({ type: e.type, data: e.data as any }));
 let sessionNo = 0;
@@ -176,6 +188,24 @@ describe.each([true, false])('@forkline/openai-agents (streamed: %s)', (stream) 
     expect(result).toMatchObject({ status: 'error', content: '[refused: this call is not allowed]' });
     expect(modelRead).toEqual([result.content]);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
+  it("records a tool that threw as an error, though the SDK's default errorFunction answers the model with a plain output", async () => {
+    ran.length = 0;
+    const { log, result, modelRead } = await turnCalling('failing');
+    expect(ran).toEqual(['failing started']);
+    // The model reads what it would without forkline: the SDK's errorFunction text.
+    expect(modelRead).toEqual(['An error occurred while running the tool. Please try again.']);
+    expect(result).toMatchObject({ status: 'error', content: modelRead![0] });
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  });
+
+  it("records a tool that threw as an error with its own errorFunction's text, the one the model read", async () => {
+    ran.length = 0;
+    const { result, modelRead } = await turnCalling('failing_told');
+    expect(ran).toEqual(['failing_told started']);
+    expect(modelRead).toEqual(['the tool failed: disk full at /var/spool']);
+    expect(result).toMatchObject({ status: 'error', content: 'the tool failed: disk full at /var/spool' });
   });
 
   it('runs none of the calls of an answer with more than a step holds: the message is refused, and the turn ends failed saying why', async () => {

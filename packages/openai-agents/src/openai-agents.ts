@@ -15,14 +15,18 @@
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import {
+  NoopSpan,
+  NoopTrace,
   OpenAIProvider,
   RunContext,
   ToolTimeoutError,
+  getCurrentTraceContext,
   invokeFunctionTool,
   run,
   runToolInputGuardrails,
   runToolOutputGuardrails,
   withTrace,
+  withTraceContext,
   type Agent,
   type AgentInputItem,
   type Model,
@@ -321,6 +325,29 @@ interface CallOutcome {
   raise?: unknown;
 }
 
+/**
+ * Runs `invoke` with the SDK's current span watched for a tool's failure. A function tool (the SDK's `tool()`) whose
+ * execute throws answers with its errorFunction's text as a plain output; the one sign of the failure outside the tool
+ * is the `setError` it calls on the current span (the thrown error itself goes to the errorFunction alone, and the
+ * SDK's trace redacts it). The span is the run's own (a proxy that only sees `setError` go by), or a no-op one
+ * outside a run (a call taken up after a decision).
+ */
+function watchingFailure<T>(invoke: () => T, failed: () => void): T {
+  const context = getCurrentTraceContext();
+  const span: object = context?.span ?? new NoopSpan({ type: 'custom', name: 'forkline tool call', data: {} }, undefined as never);
+  const watched = new Proxy(span, {
+    // Read and set on the span itself (its fields are private).
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      const bound = value.bind(target);
+      return key === 'setError' ? (...args: unknown[]) => (failed(), bound(...args)) : bound;
+    },
+    set: (target, key, value) => Reflect.set(target, key, value, target),
+  });
+  return withTraceContext({ trace: context?.trace ?? new NoopTrace(), span: watched as NoopSpan<any> }, invoke);
+}
+
 const said = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
@@ -352,10 +379,14 @@ async function runCall(
   // The tool's own invoke, under its timeout as the SDK sets it: a timeout answers while the tool may still run
   // (its execute is not stopped: the SDK aborts the signal it was given and answers without waiting).
   let signal: AbortSignal | undefined;
+  let failed = false;
   const invoke: FunctionTool['invoke'] = (c, i, d) => {
     signal = d?.signal;
     session.assertHeld(); // the check at the act: a lease run out meanwhile (a pause: GC, SIGSTOP) runs nothing
-    return t.invoke(c, i, d);
+    return watchingFailure(
+      () => t.invoke(c, i, d),
+      () => (failed = true),
+    );
   };
   const timedOut = (message: string): ToolResultContent => ({
     status: 'error',
@@ -384,7 +415,10 @@ async function runCall(
   }
   const result = resultOf(output, session.maxResultBytes);
   // The model reads what the log holds: an output that could not be stored is the error that says so.
-  return { result, output: result.status === 'ok' ? output : result.content };
+  const outcome = { result, output: result.status === 'ok' ? output : result.content };
+  // A tool that threw, answered by its errorFunction: the model reads that answer as it would without forkline, and
+  // the log holds it as the failure it is (status `error`, as forkline's own agent records a thrown tool).
+  return failed ? { ...outcome, result: { ...result, status: 'error' } } : outcome;
 }
 
 /**
