@@ -166,7 +166,11 @@ describe('compare by turns: a long tail', () => {
     expect(await rows.first().getAttribute('data-turn')).toBe('2');
     expect(fetched.length).toBeLessThanOrEqual(21);
     // Only the rows in and near view are in the DOM, not every turn compared.
-    const inDom = () => page.evaluate(() => ({ rows: document.querySelectorAll('[data-testid="turn-row"]').length, nodes: document.querySelectorAll('[data-testid="turn-diff"] *').length }));
+    const inDom = () =>
+      page.evaluate(() => ({
+        rows: document.querySelectorAll('[data-testid="turn-row"]').length,
+        nodes: document.querySelectorAll('[data-testid="turn-diff"] *').length,
+      }));
     const opened = await inDom();
     expect(opened.rows).toBeGreaterThan(3);
     expect(opened.rows).toBeLessThanOrEqual(MAX_ROWS_IN_DOM);

@@ -149,7 +149,11 @@ export function TurnDiff(props: {
           Next difference
         </button>
       </div>
-      <div ref={box} class="scroll turn-diff-scroll" data-testid="turn-diff" role="table"
+      <div
+        ref={box}
+        class="scroll turn-diff-scroll"
+        data-testid="turn-diff"
+        role="table"
         aria-label="Turns of both sessions, aligned by turn number"
         aria-rowcount={rows?.length}
       >
@@ -191,15 +195,7 @@ const ROW_ESTIMATE_PX = 90;
 /** The space between rows (compare-turns.css). */
 const ROW_GAP_PX = 8;
 
-function TurnLine(props: {
-  row: TurnRow;
-  index: number;
-  top: number;
-  measure: (el: Element | null) => void;
-  current: boolean;
-  left: string;
-  right: string;
-}) {
+function TurnLine(props: { row: TurnRow; index: number; top: number; measure: (el: Element | null) => void; current: boolean; left: string; right: string }) {
   const { row, current, left, right } = props;
   return (
     <div
