@@ -5,10 +5,35 @@
 // turn appended live on one side shows up as a new difference; a long tail is
 // compared a window of pages at a time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { completedTurn, openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 15_000 };
+/** A screenful of turn rows and the overscan about it; the whole tail (hundreds of rows) must never be in the DOM. */
+const MAX_ROWS_IN_DOM = 60;
+const MAX_NODES_IN_DOM = 1_500;
+
+/** Scrolls the turn list from top to bottom a screen at a time: the turns seen, and the most rows and nodes in the DOM at once. */
+const sweep = (page: Page) =>
+  page.getByTestId('turn-diff').evaluate(async (box) => {
+    const frame = () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const seen = new Set<number>();
+    let maxRows = 0;
+    let maxNodes = 0;
+    box.scrollTop = 0;
+    for (let still = 0, step = 0; still < 3 && step < 2_000; step++) {
+      await frame();
+      const shown = box.querySelectorAll('[data-testid="turn-row"]');
+      for (const row of shown) seen.add(Number(row.getAttribute('data-turn')));
+      maxRows = Math.max(maxRows, shown.length);
+      maxNodes = Math.max(maxNodes, box.querySelectorAll('*').length);
+      const before = box.scrollTop;
+      box.scrollTop += box.clientHeight * 0.8;
+      still = box.scrollTop === before ? still + 1 : 0;
+    }
+    return { turns: [...seen].sort((a, b) => a - b), maxRows, maxNodes };
+  });
 let dashboard: Dashboard;
 let app: TestApp;
 let origin: string;
@@ -131,20 +156,40 @@ describe('compare by turns: a long tail', () => {
     await page.goto(`${origin}/compare/${left}/${right}`);
     const rows = page.getByTestId('turn-row');
     const further = page.getByRole('button', { name: 'Compare further' });
+    const count = page.getByTestId('turn-diff-count');
     await further.waitFor(TIMEOUT);
-    const shown = await rows.count();
     // Turn 2 (the shared one the divergence follows) through the last whole turn of 20 pages.
+    const shown = Number((await count.textContent())?.match(/of the first (\d+) turns compared/)?.[1]);
     expect(shown).toBeGreaterThan(300);
     expect(shown).toBeLessThan(401);
+    expect(await count.textContent()).toMatch(new RegExp(`^${shown - 1} of the first ${shown} turns compared differ`));
     expect(await rows.first().getAttribute('data-turn')).toBe('2');
     expect(fetched.length).toBeLessThanOrEqual(21);
-    expect(await page.getByTestId('turn-diff-count').textContent()).toMatch(new RegExp(`^${shown - 1} of the first ${shown} turns compared differ`));
+    // Only the rows in and near view are in the DOM, not every turn compared.
+    const inDom = () =>
+      page.evaluate(() => ({
+        rows: document.querySelectorAll('[data-testid="turn-row"]').length,
+        nodes: document.querySelectorAll('[data-testid="turn-diff"] *').length,
+      }));
+    const opened = await inDom();
+    expect(opened.rows).toBeGreaterThan(3);
+    expect(opened.rows).toBeLessThanOrEqual(MAX_ROWS_IN_DOM);
+    expect(opened.nodes).toBeLessThanOrEqual(MAX_NODES_IN_DOM);
 
     await further.click();
-    await expect.poll(() => rows.count(), TIMEOUT).toBe(401); // turns 2–402
+    await expect.poll(() => count.textContent(), TIMEOUT).toMatch(/^400 of 401 turns differ/); // turns 2–402
     expect(await further.count()).toBe(0);
+    // Scrolled from top to bottom, every turn shows, and the DOM stays bounded all the way.
+    const swept = await sweep(page);
+    expect(swept.turns).toEqual(Array.from({ length: 401 }, (_, i) => i + 2));
+    expect(swept.maxRows).toBeLessThanOrEqual(MAX_ROWS_IN_DOM);
+    expect(swept.maxNodes).toBeLessThanOrEqual(MAX_NODES_IN_DOM);
     expect(await rows.last().locator('[data-testid="turn-left"]').textContent()).toContain('left answer 402');
     expect(await rows.last().locator('[data-testid="turn-right"]').textContent()).toBe('no turn 402 in this session');
+    // From the bottom, "Next difference" (after turn 3, where the view opened) goes to a row out of the window: it is brought in.
+    await page.getByRole('button', { name: 'Next difference' }).click();
+    await expect.poll(() => page.locator('[data-testid="turn-row"][aria-current="location"]').getAttribute('data-turn'), TIMEOUT).toBe('4');
+    expect(await page.getByTestId('turn-diff-count').textContent()).toMatch(/difference 2 of 400$/);
     expect(errors).toEqual([]);
     await page.close();
   });

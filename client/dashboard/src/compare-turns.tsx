@@ -5,8 +5,10 @@
 // number (conversation-diff.ts), each row the same turn on both sides, the
 // rows that differ marked, with previous/next difference. The sides are the
 // diff page's EventPages, which follow live appends: a turn either side adds
-// appears (and is compared) as it is stored.
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+// appears (and is compared) as it is stored. Only the rows in and near the
+// viewport are in the DOM (the windowing of the timeline and conversation
+// panes, use-virtualizer.ts), whatever the number of turns compared.
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SessionSummaryFragment } from '../../generated/graphql.ts';
 import { alignTurns, nextDifference, rowsThrough, turnsOf, turnStartAtOrBefore, type TurnRow, type TurnView } from './conversation-diff.ts';
 import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
@@ -15,6 +17,7 @@ import { shownName } from './format.ts';
 import { Badge } from './widgets.tsx';
 import './compare-turns.css';
 import { LongText } from './long-text.tsx';
+import { useVirtualizer } from './use-virtualizer.ts';
 
 /** Pages looked back from the divergence for the start of the turn it lies in. */
 const MAX_LOOKBACK_PAGES = 5;
@@ -88,10 +91,29 @@ export function TurnDiff(props: {
   const differences = rows?.filter((r) => !r.same).length ?? 0;
   const [current, setCurrent] = useState(-1);
   const box = useRef<HTMLDivElement>(null);
+  const list = useRef<HTMLDivElement>(null);
+  // The rows' list starts below the note on the shared history: its offset in the scroll box.
+  const [listTop, setListTop] = useState(0);
+  useLayoutEffect(() => {
+    const top = list.current?.offsetTop;
+    if (top !== undefined && top !== listTop) setListTop(top);
+  });
+  // Kept while the rows are (the virtualizer recomputes every row's place when getItemKey changes).
+  const rowKey = useCallback((i: number) => rows?.[i]?.turn ?? i, [rows]);
+  const v = useVirtualizer({
+    count: rows?.length ?? 0,
+    getScrollElement: () => box.current,
+    estimateSize: () => ROW_ESTIMATE_PX,
+    overscan: 4,
+    gap: ROW_GAP_PX,
+    scrollMargin: listTop,
+    scrollPaddingStart: ROW_GAP_PX, // the current row's outline stays in view
+    getItemKey: rowKey,
+  });
   const go = (index: number) => {
     if (index < 0 || !rows) return;
     setCurrent(index);
-    box.current?.querySelector(`[data-turn="${rows[index].turn}"]`)?.scrollIntoView({ block: 'nearest' });
+    v.scrollToIndex(index, { align: 'auto' }); // a row out of the window is not in the DOM to scroll into view
   };
   // Opens at the first difference.
   const opened = useRef(false);
@@ -127,13 +149,33 @@ export function TurnDiff(props: {
           Next difference
         </button>
       </div>
-      <div ref={box} class="scroll turn-diff-scroll" data-testid="turn-diff" role="table" aria-label="Turns of both sessions, aligned by turn number">
+      <div
+        ref={box}
+        class="scroll turn-diff-scroll"
+        data-testid="turn-diff"
+        role="table"
+        aria-label="Turns of both sessions, aligned by turn number"
+        aria-rowcount={rows?.length}
+      >
         {start !== undefined && start > 0 && (
           <p class="muted turn-diff-note">Turns before #{start} are the same in both (their shared history) and not shown.</p>
         )}
-        {rows?.map((row, i) => (
-          <TurnLine key={row.turn} row={row} current={i === current} left={props.left.id} right={props.right.id} />
-        ))}
+        {rows && rows.length > 0 && (
+          <div ref={list} class="turn-diff-list" role="rowgroup" style={{ height: `${v.getTotalSize()}px` }}>
+            {v.getVirtualItems().map((item) => (
+              <TurnLine
+                key={item.key}
+                row={rows[item.index]}
+                index={item.index}
+                top={item.start - listTop}
+                measure={v.measureElement}
+                current={item.index === current}
+                left={props.left.id}
+                right={props.right.id}
+              />
+            ))}
+          </div>
+        )}
         {rows?.length === 0 && !cutShort && <p class="muted">Neither session has a turn after the divergence.</p>}
         {cutShort && (
           <p class="turn-diff-note">
@@ -148,9 +190,19 @@ export function TurnDiff(props: {
   );
 }
 
-function TurnLine({ row, current, left, right }: { row: TurnRow; current: boolean; left: string; right: string }) {
+/** A row's height before it is measured (rows differ in height: each is measured as it renders). */
+const ROW_ESTIMATE_PX = 90;
+/** The space between rows (compare-turns.css). */
+const ROW_GAP_PX = 8;
+
+function TurnLine(props: { row: TurnRow; index: number; top: number; measure: (el: Element | null) => void; current: boolean; left: string; right: string }) {
+  const { row, current, left, right } = props;
   return (
     <div
+      ref={props.measure}
+      data-index={props.index}
+      aria-rowindex={props.index + 1}
+      style={{ transform: `translateY(${props.top}px)` }}
       role="row"
       class={`turn-row ${row.same ? 'same' : 'differs'}${current ? ' current' : ''}`}
       data-turn={row.turn}
