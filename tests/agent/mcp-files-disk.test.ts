@@ -11,21 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentTurns } from '../helpers/agent-turns.ts';
-import { PROJECT } from '../helpers/probe-mcp.ts';
+import { workspaceServer } from '../helpers/probe-mcp.ts';
 
 const DISK = fileURLToPath(new URL('../fixtures/mcp/disk-server.mjs', import.meta.url));
 const call = (tool: string, args: object = {}) => `!call ${tool} ${JSON.stringify(args)}`;
-const diskServer = (sandboxed: boolean) => ({
-  command: process.execPath,
-  args: [DISK],
-  cwd: '${workspace}',
-  workspace: 'also' as const,
-  trusted: true,
-  tools: {},
-  env: {},
-  ...(sandboxed ? { sandbox: { readOnly: [PROJECT], network: false } } : {}),
-});
-
 let root: string;
 let app: TestApp;
 let turns: ReturnType<typeof agentTurns>;
@@ -33,7 +22,7 @@ beforeAll(async () => {
   root = fs.mkdtempSync('/var/tmp/forkline-mcp-disk-');
   const workspacesDir = path.join(root, 'workspaces');
   fs.mkdirSync(workspacesDir);
-  app = await startTestApp({ workspacesDir, mcp: { mcpServers: { open: diskServer(false), boxed: diskServer(true) } } });
+  app = await startTestApp({ workspacesDir, mcp: { mcpServers: { open: workspaceServer(DISK, false), boxed: workspaceServer(DISK, true) } } });
   turns = agentTurns(() => app, 'mcp disk');
 });
 afterAll(async () => {
