@@ -1,5 +1,5 @@
-// What a command holds of the disk while it runs, held to its workspace's
-// quota (docs/files.md "Limits"). The quota is checked when the command is
+// What a command (a shell command, or a workspace MCP server's call) holds of
+// the disk while it runs, held to its workspace's quota (docs/files.md "Limits"). The quota is checked when the command is
 // over (file-workspace.ts capture); until then a command could fill the disk,
 // which Postgres may share (a loop of `fallocate -l 10M` held 2 GB within
 // seconds, and nothing bounded it but the tool timeout), or its inodes (100,000
@@ -10,6 +10,17 @@
 // holds more than the quota.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
+
+/**
+ * `argv` run by /bin/sh where no file it writes grows past `maxFileBytes`, the cap a
+ * capture refuses a file over anyway, held while it runs (RLIMIT_FSIZE): without it a
+ * `fallocate -l 20G` took 20 GB of the disk at once, and the disk is Postgres's too.
+ * POSIX `ulimit -f` counts 512-byte blocks and sets the hard limit too: what runs
+ * cannot raise it. A shell command and a workspace MCP server are both run so.
+ */
+export function fileSizeCapped(argv: readonly string[], maxFileBytes: number): string[] {
+  return ['/bin/sh', '-c', `ulimit -f ${Math.ceil(maxFileBytes / 512)} && exec "$0" "$@"`, ...argv];
+}
 
 /** How often the file system is looked at: a command is stopped within about this of passing the quota (plus a measure). */
 const WATCH_MS = 200;

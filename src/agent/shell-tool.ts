@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { visibleOutput } from '../core/visible-text.ts';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
-import { watchDisk } from './disk-watch.ts';
+import { fileSizeCapped, watchDisk } from './disk-watch.ts';
 import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
 /** Each of stdout and stderr is cut at this many bytes (the rest is read and dropped, counted). */
@@ -28,15 +28,9 @@ const PIPES_GRACE_MS = 200;
 /** How commands run: in bubblewrap, refused (no sandbox could be made, and why), or unsandboxed by the operator's choice. */
 export type ShellRunner = { bwrap: string; tmpBytes?: number } | { refused: string } | { unsandboxed: true };
 
-/**
- * `command` run by /bin/sh where no file it writes grows past `maxFileBytes`, the cap a
- * capture refuses a file over anyway, now held while it runs (RLIMIT_FSIZE): before, a
- * `fallocate -l 20G` took 20 GB of the disk at once, and the disk is Postgres's too.
- * POSIX `ulimit -f` counts 512-byte blocks and sets the hard limit too: the command
- * cannot raise it.
- */
+/** `command` run by /bin/sh, each file it writes held to the per-file cap (disk-watch.ts), in the sandbox unless unsandboxed. */
 function commandLine(dir: string, command: string, runner: ShellRunner, maxFileBytes: number): [string, string[]] {
-  const argv = ['/bin/sh', '-c', `ulimit -f ${Math.ceil(maxFileBytes / 512)} && exec /bin/sh -c "$1"`, '/bin/sh', command];
+  const argv = fileSizeCapped(['/bin/sh', '-c', command], maxFileBytes);
   if ('bwrap' in runner) return [runner.bwrap, sandboxArgs(dir, argv, { tmpBytes: runner.tmpBytes })];
   return [argv[0]!, argv.slice(1)];
 }

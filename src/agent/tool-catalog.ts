@@ -224,7 +224,7 @@ export class ToolCatalog {
    * once the directory was made again (`made`): the one started before works in a directory that is
    * gone (its mount or working directory holds the removed one), so it is closed.
    */
-  private sessionConnection(name: string, sessionId: string, dir: string, made: number): McpServerConnection {
+  private sessionConnection(name: string, sessionId: string, dir: string, made: number, maxFileBytes: number): McpServerConnection {
     const key = `${name}\n${sessionId}\n${dir}`;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
@@ -234,7 +234,7 @@ export class ToolCatalog {
     }
     if (!connection) {
       const config = this.servers.get(name)!.config;
-      connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs);
+      connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs, maxFileBytes);
       this.madeFor.set(connection, made);
     }
     this.perSession.set(key, connection);
@@ -266,7 +266,8 @@ export class ToolCatalog {
               ? {
                   workspace: {
                     files: config.workspace,
-                    connectionFor: (sessionId: string, dir: string, made: number) => this.sessionConnection(name, sessionId, dir, made),
+                    connectionFor: (sessionId: string, dir: string, made: number, maxFileBytes: number) =>
+                      this.sessionConnection(name, sessionId, dir, made, maxFileBytes),
                   },
                 }
               : {}),

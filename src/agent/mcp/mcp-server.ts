@@ -21,6 +21,7 @@ import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
 import { ToolListPageSchema, ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
+import { fileSizeCapped } from '../disk-watch.ts';
 
 export type { CallToolResult, McpToolInfo };
 type Transport = Parameters<Client['connect']>[0];
@@ -55,6 +56,8 @@ export class McpServerConnection {
   private listedAt = 0;
   private stale = false;
   private closed = false;
+  /** The stdio transport of the process running now, if it is one (stop kills it). */
+  private stdio?: BoundedStdioTransport;
   /** What the config has it send (its headers' values): never in what its errors say (core/secrets.ts). */
   readonly secrets: readonly string[];
 
@@ -70,6 +73,8 @@ export class McpServerConnection {
     private readonly sandbox?: SandboxRunner,
     /** How long initialize, and tools/list with all its pages, may take (the config's `timeoutMs`, else the agent's tool timeout). */
     private readonly requestTimeoutMs = 30_000,
+    /** A workspace server's per-file cap: no file it writes grows past it (disk-watch.ts), as a shell command's. */
+    private readonly maxFileBytes?: number,
   ) {
     this.secrets = isStdioServer(config) ? [] : Object.values(config.headers).flatMap(headerSecrets);
   }
@@ -127,6 +132,14 @@ export class McpServerConnection {
     })) as CallToolResult;
   }
 
+  /**
+   * Kills the server's process now, with what it started (a workspace server past its quota while a call runs: mcp-tools.ts);
+   * its open calls fail with `why`, and the next use starts it again.
+   */
+  stop(why: string): void {
+    this.stdio?.kill(why);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     const client = this.client;
@@ -178,6 +191,8 @@ export class McpServerConnection {
       const cwd = c.cwd && dir(c.cwd);
       // Its messages, stderr and process group bounded (mcp-stdio.ts).
       const bounded = { name: this.name, log: this.log, env };
+      // A workspace server's files are held to the per-file cap as it writes them, as a shell command's (disk-watch.ts).
+      const capped = (argv: string[]) => (this.maxFileBytes === undefined ? argv : fileSizeCapped(argv, this.maxFileBytes));
       if (c.sandbox) {
         // Never run without the sandbox the operator asked for: not started, and why (reported in toolServers).
         if (!this.sandbox || 'refused' in this.sandbox) {
@@ -191,13 +206,14 @@ export class McpServerConnection {
         const extras = { readOnly: [...readOnly, ...(cwd && !inside(cwd) ? [cwd] : [])], network };
         const argv = [c.command, ...args];
         const chdir = cwd && cwd !== workDir ? ['/bin/sh', '-c', 'cd "$0" && exec "$@"', cwd, ...argv] : argv;
-        return new BoundedStdioTransport({
+        return (this.stdio = new BoundedStdioTransport({
           ...bounded,
           command: this.sandbox.bwrap,
-          args: sandboxArgs(workDir, chdir, { ...extras, tmpBytes: this.sandbox.tmpBytes }),
-        });
+          args: sandboxArgs(workDir, capped(chdir), { ...extras, tmpBytes: this.sandbox.tmpBytes }),
+        }));
       }
-      return new BoundedStdioTransport({ ...bounded, command: c.command, args, cwd });
+      const [command, ...rest] = capped([c.command, ...args]);
+      return (this.stdio = new BoundedStdioTransport({ ...bounded, command: command!, args: rest, cwd }));
     }
     // Bytes and time of every answer bounded as a stdio message's are (mcp-http.ts); a cancelled call's HTTP request is aborted.
     return new StreamableHTTPClientTransport(new URL(c.url), {

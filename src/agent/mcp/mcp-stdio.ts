@@ -247,16 +247,21 @@ export class BoundedStdioTransport implements Transport {
     this.signal('SIGKILL');
   }
 
+  /** Kills the server and what it started at once (no grace: it is doing harm), its open requests answered with `why`. */
+  kill(why: string): void {
+    if (this.killedFor) return;
+    this.killedFor = why;
+    this.signal('SIGKILL');
+    this.child?.stdout?.destroy();
+    this.answerOpen(why);
+  }
+
   private read(chunk: Buffer): void {
     if (this.killedFor) return;
     const lines = this.lines.push(chunk);
     if (lines instanceof Error) {
-      const why = `the MCP server wrote ${lines.message}: it was stopped`;
-      this.killedFor = why;
       this.opts.log(`MCP server "${this.opts.name}" wrote ${lines.message} (the limit of one message): it was stopped`);
-      this.signal('SIGKILL');
-      this.child?.stdout?.destroy();
-      this.answerOpen(why);
+      this.kill(`the MCP server wrote ${lines.message}: it was stopped`);
       return;
     }
     for (const line of lines) if (line.length > 0) this.backlog.push(line);

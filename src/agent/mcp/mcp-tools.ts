@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache';
 import { withoutSecrets } from '../../core/secrets.ts';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
+import { watchDisk } from '../disk-watch.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
 import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
 import { resultText, screenResult } from './mcp-result.ts';
@@ -93,9 +94,10 @@ export function mcpTool(
     timeoutMs?: number;
     /**
      * A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its
-     * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts).
+     * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts), each file
+     * it writes held to `maxFileBytes`.
      */
-    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number) => McpServerConnection };
+    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number, maxFileBytes: number) => McpServerConnection };
     /** The compiled schemas of the server `info` is from. */
     validators: SchemaValidators;
   },
@@ -117,10 +119,19 @@ export function mcpTool(
       const checked = validate(args);
       if (!checked.valid) throw new ToolError(`invalid arguments for ${name}: ${checked.errorMessage}`);
       let connection = server;
+      let unwatch = () => {};
+      let overDisk: string | undefined;
       if (opts.workspace) {
         if (!ctx.files) throw new ToolError('this process has no file workspaces');
         const dir = await ctx.files.ready();
-        connection = opts.workspace.connectionFor(ctx.sessionId, dir, ctx.files.made);
+        const { maxBytes, maxFiles, maxFileBytes } = ctx.files.limits;
+        const running = (connection = opts.workspace.connectionFor(ctx.sessionId, dir, ctx.files.made, maxFileBytes));
+        // What it holds of the disk while the call runs is held to the quota, as a shell command's (disk-watch.ts):
+        // past it the server is killed, the call is an error and its file changes are undone (the capture refuses them).
+        unwatch = await watchDisk(dir, { maxBytes, maxFiles, heldBefore: ctx.files.diskBytes }, (why) => {
+          overDisk = why;
+          running.stop(`stopped: ${why}`);
+        });
       }
       const onProgress = ctx.onProgress;
       // A server's progress reaches subscribers (and other processes) at most every PROGRESS_INTERVAL_MS, its text cut.
@@ -139,10 +150,14 @@ export function mcpTool(
           ...(onProgress ? { onProgress: progress } : {}),
         });
       } catch (err) {
+        if (overDisk) throw new ToolError(`stopped: ${overDisk}`);
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         // Nor the secrets its config has forkline send it (core/secrets.ts).
         throw new ToolError(`tool failed: ${cut(withoutSecrets((err as Error).message ?? String(err), server.secrets), MAX_MESSAGE_CHARS)}`);
+      } finally {
+        unwatch();
       }
+      if (overDisk) throw new ToolError(`stopped: ${overDisk}`);
       // Screened at the door: what is kept and what the model reads are bounded and checked (mcp-result.ts).
       const kept = screenResult(result);
       ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: kept } });
