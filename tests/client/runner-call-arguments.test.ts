@@ -86,9 +86,8 @@ describe("the runner SDK's copy of how an answer's calls are recorded", () => {
 describe('TurnWriter, call arguments the log cannot hold as they are', () => {
   const { session, logOf, messages } = runnerSessions(() => app, 'call-arguments');
 
-  it("stores them as forkline's own agent does, and the turn goes on", async () => {
-    const s = await session('look up');
-    const calls = HOSTILE.map((args, i) => ({ id: `c${i}`, name: 'lookup', arguments: args }));
+  /** Serves session `s`'s input as a runner whose model answered `calls` (each found), then "done". */
+  async function answerWithCalls(s: { id: string; pool: string }, calls: Array<{ id: string; name: string; arguments: string }>) {
     const runner = new ForklineRunner({ url: app.url, pool: s.pool });
     try {
       const served = await runner.serve(s.id, async (claimed) => {
@@ -105,6 +104,12 @@ describe('TurnWriter, call arguments the log cannot hold as they are', () => {
     } finally {
       await runner.close();
     }
+  }
+
+  it("stores them as forkline's own agent does, and the turn goes on", async () => {
+    const s = await session('look up');
+    const calls = HOSTILE.map((args, i) => ({ id: `c${i}`, name: 'lookup', arguments: args }));
+    await answerWithCalls(s, calls);
 
     const log = await logOf(s.id);
     expect(messages(log)[0].toolCalls.map((c: { arguments: string }) => c.arguments)).toEqual(HOSTILE.map(toStorableText));
@@ -114,22 +119,7 @@ describe('TurnWriter, call arguments the log cannot hold as they are', () => {
   it("stores the result of a call whose id is as long as the log's bound (its result id made to fit), and the turn goes on", async () => {
     const s = await session('look up with long ids');
     const calls = ['x'.repeat(200), `${'y'.repeat(199)}\ud83d\ude00`, 'z'.repeat(150)].map((id) => ({ id, name: 'lookup', arguments: '{}' }));
-    const runner = new ForklineRunner({ url: app.url, pool: s.pool });
-    try {
-      const served = await runner.serve(s.id, async (claimed) => {
-        await claimed.declareTools([{ name: 'lookup', effect: 'read-only' }]);
-        const turn = claimed.turn(await claimed.modelRequest());
-        await turn.startStep();
-        await turn.message({ text: '', toolCalls: calls });
-        for (const c of calls) await turn.result(c, 'ok', 'found');
-        await turn.startStep();
-        await turn.message({ text: 'done', toolCalls: [] });
-        await turn.end('completed');
-      });
-      expect(served).toBe(true);
-    } finally {
-      await runner.close();
-    }
+    await answerWithCalls(s, calls);
 
     const log = await logOf(s.id);
     const results = log.filter((e: { type: string }) => e.type === 'tool/result').map((e: { data: { callId: string; resultId: string } }) => e.data);
