@@ -8,6 +8,7 @@
 // order, with a checkpoint kept after every read that summed anything: a read
 // starts from a checkpoint of its own, of its parent's rows, or none.
 // Seeded (TOTALS_SEED, TOTALS_RUNS); a failure names the seed and the case.
+import fs from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -17,6 +18,10 @@ import type { Lineage } from '../../src/store/lineage.ts';
 
 const SEED = Number(process.env.TOTALS_SEED ?? 20261225);
 const RUNS = Number(process.env.TOTALS_RUNS ?? 30);
+
+/** The migration's fill of existing logs' checkpoints (prisma/migrations/2026122505_totals_checkpoints). */
+const migration = fs.readFileSync(new URL('../../prisma/migrations/2026122505_totals_checkpoints/migration.sql', import.meta.url), 'utf8');
+const FILL = migration.slice(migration.indexOf('INSERT INTO "TotalsCheckpoint"'));
 
 let app: TestApp;
 beforeAll(async () => {
@@ -132,6 +137,15 @@ describe(`Session.totals from checkpoints (TOTALS_SEED=${SEED}, ${RUNS} runs)`, 
         expect(turnMs, `${what}: ${label}`).toBe((await sessionTotals(fromScratch(), l)).turnMs);
         return events;
       };
+
+      // As the migration fills it for a log written before checkpoints: read from it, the same totals.
+      const l = (await store.log.lineage(parent)) as Lineage;
+      await store.pool.query(FILL);
+      const filled = await store.totalsCheckpoints.nearest(parent);
+      const stored = await store.log.range(parent, 0, 100_000);
+      expect(filled?.seq, what).toBe(stored.findLast((e) => ['turn/start', 'turn/end', 'model/message'].includes(e.type))?.seq);
+      expect(await sessionTotals(view, l), `${what}: from the migration's checkpoint`).toEqual(await sessionTotals(fromScratch(), l));
+      await store.pool.query(`DELETE FROM "TotalsCheckpoint" WHERE "sessionId" = $1`, [parent]);
 
       const parentLog = await readAll(parent, 'parent');
       if (parentLog.some((e) => e.synthetic && e.type === 'turn/end')) repaired++;
