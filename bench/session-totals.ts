@@ -4,7 +4,9 @@
 // of this process (the server) and of Postgres's processes. "first read": no
 // checkpoint yet (every read before them, and a session's first read after
 // the upgrade): the log summed whole, one checkpoint kept. "later reads": from
-// the checkpoint, as the header reads again.
+// the checkpoint, as the header reads again. "migration's fill": its statement
+// that keeps a checkpoint for each existing log, over the database as it is then.
+import fs from 'node:fs';
 import { postmasterOf, processTotals } from './turns.ts';
 import { QUICK, round, type BenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
@@ -12,6 +14,8 @@ import { createApp } from '../src/app.ts';
 
 const SIZES = (process.env.BENCH_TOTALS_EVENTS ?? (QUICK ? '200,20000' : '200,200000')).split(',').map(Number);
 const FIRST_READS = 5;
+const migration = fs.readFileSync(new URL('../prisma/migrations/2026122505_totals_checkpoints/migration.sql', import.meta.url), 'utf8');
+const FILL = migration.slice(migration.indexOf('INSERT INTO "TotalsCheckpoint"'));
 const LATER_READS = 40;
 
 export async function benchSessionTotals(ctx: BenchContext): Promise<Record<string, unknown>> {
@@ -61,6 +65,10 @@ export async function benchSessionTotals(ctx: BenchContext): Promise<Record<stri
         await ctx.db.pool.query(`DELETE FROM "TotalsCheckpoint" WHERE "sessionId" = $1`, [s.id]);
       };
       figures[`${label}: first read`] = await measure(FIRST_READS, dropCheckpoints, s.id);
+      await ctx.db.pool.query(`DELETE FROM "TotalsCheckpoint"`);
+      const t = performance.now();
+      await ctx.db.pool.query(FILL);
+      figures[`${label}: migration's fill (ms)`] = round(performance.now() - t);
       await read(s.id);
       figures[`${label}: later reads`] = await measure(LATER_READS, async () => {}, s.id);
     }
