@@ -31,7 +31,10 @@ export async function benchSessionTotals(ctx: BenchContext): Promise<Record<stri
     const res = await fetch(app.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: 'query($id: ID!) { session(id: $id) { totals { turns steps toolCalls inputTokens costUsd turnMs } } }', variables: { id } }),
+      body: JSON.stringify({
+        query: 'query($id: ID!) { session(id: $id) { totals { turns steps toolCalls inputTokens costUsd turnMs } } }',
+        variables: { id },
+      }),
     });
     const body = (await res.json()) as { data?: { session: { totals: { turns: number } } }; errors?: unknown };
     if (!body.data) throw new Error(`totals read failed: ${JSON.stringify(body.errors)}`);

@@ -14,16 +14,7 @@ import type { SessionLog } from './session-log.ts';
 import type { TotalsCheckpoint, TotalsCheckpoints, TotalsSums } from './totals-checkpoints.ts';
 import { roundUsd } from '../core/turn-summary.ts';
 
-export interface SessionTotals {
-  turns: number;
-  /** Turns with a turn/end (the others: the one running now). */
-  endedTurns: number;
-  steps: number;
-  toolCalls: number;
-  inputTokens: number;
-  outputTokens: number;
-  /** US dollars over the answers whose model had a price when they were written; null when none had. */
-  costUsd: number | null;
+export interface SessionTotals extends Omit<TotalsSums, 'spanMs' | 'lastStartMs'> {
   /** Summed over ended turns, each from its turn/start to its turn/end (a turn a fork closed: to the cut; one a crash ended: to its last event). */
   turnMs: number;
 }

@@ -9,16 +9,19 @@
 // append-only, so a checkpoint never goes stale. A few numbers each, so all
 // are kept: a fork cut anywhere finds one near its cut.
 import type pg from 'pg';
+import { nearestCheckpoint } from './nearest-checkpoint.ts';
 import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 /** Sums over a log's events 0..seq (session-totals.ts explains each). */
 export interface TotalsSums {
   turns: number;
+  /** Turns with a turn/end (the others: the one running now). */
   endedTurns: number;
   steps: number;
   toolCalls: number;
   inputTokens: number;
   outputTokens: number;
+  /** US dollars over the answers whose model had a price when they were written; null when none had. */
   costUsd: number | null;
   /** The turn/ends' times less the turn/starts' (ms), each closer a fork or a repair wrote timed when its turn stopped. */
   spanMs: number;
@@ -51,14 +54,7 @@ export class TotalsCheckpoints {
   async nearest(ref: LogRef, atSeq = MAX_SEQ, db: Db = this.pool): Promise<TotalsCheckpoint | undefined> {
     const segments = await this.log.segments(ref, 0, atSeq, db);
     if (segments.length === 0) return undefined;
-    const params: unknown[] = [];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const probes = segments.map(
-      (g) =>
-        `(SELECT ${COLUMNS} FROM "TotalsCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)}` +
-        ` AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
-    );
-    const { rows } = await db.query<TotalsSums & { seq: number }>(`SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1`, params);
+    const { rows } = await db.query<TotalsSums & { seq: number }>(nearestCheckpoint('TotalsCheckpoint', COLUMNS, segments));
     if (!rows[0]) return undefined;
     const { seq, ...sums } = rows[0];
     return { seq, sums };
