@@ -19,6 +19,7 @@ import { benchRunner } from './runner.ts';
 import { benchBulkImport } from './bulk-import.ts';
 import { benchScaleOut } from './scale-out.ts';
 import { benchDashboardScroll } from './dashboard-scroll.ts';
+import { benchSessionTotals } from './session-totals.ts';
 
 const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>>) => Promise<Record<string, unknown>>> = {
   append: benchAppend,
@@ -38,6 +39,7 @@ const sections: Record<string, (ctx: Awaited<ReturnType<typeof openBenchContext>
   bulkImport: benchBulkImport,
   scaleOut: benchScaleOut,
   dashboardScroll: benchDashboardScroll,
+  sessionTotals: benchSessionTotals,
 };
 
 async function main() {

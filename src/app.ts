@@ -63,6 +63,8 @@ export interface AppOptions {
   pageBytes?: number;
   /** The most a fold checkpoint read back may hold decompressed (default MAX_FOLD_CHECKPOINT_TEXT_BYTES: a larger one is not restored). */
   foldCheckpointMaxBytes?: number;
+  /** Brackets and answers a Session.totals read sums before it keeps a checkpoint (default TOTALS_CHECKPOINT_EVERY; tests keep them closer). */
+  totalsCheckpointEvery?: number;
   /** What the agents' folds kept between turns may hold, in estimated heap bytes (FORKLINE_FOLD_CACHE_MAX_BYTES; default DEFAULT_FOLD_CACHE_BYTES). */
   foldCacheBytes?: number;
   /** Sessions this process runs at once (FORKLINE_MAX_ACTIVE_SESSIONS). */
@@ -193,6 +195,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     byTree: opts.distributed,
     fileLimits,
     foldCheckpointMaxBytes: opts.foldCheckpointMaxBytes,
+    totalsCheckpointEvery: opts.totalsCheckpointEvery,
     pageBytes: opts.pageBytes,
     reclaimChunkEvents: opts.reclaim?.chunkEvents,
   });

@@ -14,6 +14,7 @@
 import type pg from 'pg';
 import { foldFileTree, type FileEntry, type FileTree } from '../core/file-tree.ts';
 import type { Segment } from './lineage.ts';
+import { nearestCheckpoint } from './nearest-checkpoint.ts';
 import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 /**
@@ -63,17 +64,7 @@ export class FileTreeCheckpoints {
 
   /** The checkpoint with the highest seq that the log reads (one index probe per segment). */
   private async nearest(segments: readonly Segment[], db: Db): Promise<{ seq: number; tree: Encoded } | undefined> {
-    const params: unknown[] = [];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const probes = segments.map(
-      (g) =>
-        `(SELECT "sessionId", seq, "treeId" FROM "FileTreeCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
-    );
-    const { rows } = await db.query<{ seq: number; tree: Encoded }>(
-      `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)
-       SELECT c.seq, c.tree FROM "FileTreeCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
-      params,
-    );
+    const { rows } = await db.query<{ seq: number; tree: Encoded }>(nearestCheckpoint('FileTreeCheckpoint', 'c.seq, c.tree', segments));
     return rows[0];
   }
 

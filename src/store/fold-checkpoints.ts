@@ -17,6 +17,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import type { Segment } from './lineage.ts';
+import { nearestCheckpoint } from './nearest-checkpoint.ts';
 import { MAX_SEQ, type Db, type LogRef, type SessionLog } from './session-log.ts';
 
 /** A session's newest checkpoints kept (a fork cut a little before the newest can still use the one before it). */
@@ -52,16 +53,8 @@ export class FoldCheckpoints {
   async nearest(ref: LogRef, atSeq = MAX_SEQ, db: Db = this.pool): Promise<FoldCheckpoint | undefined> {
     const segments = await this.log.segments(ref, 0, atSeq, db);
     if (segments.length === 0) return undefined;
-    const params: unknown[] = [];
-    const p = (v: unknown) => `$${params.push(v)}`;
-    const probes = segments.map(
-      (g) =>
-        `(SELECT "sessionId", seq, "treeId" FROM "FoldCheckpoint" WHERE "treeId" = ${p(g.treeId)} AND "sessionId" = ${p(g.sessionId)} AND seq BETWEEN ${p(g.fromSeq)} AND ${p(g.toSeq)} ORDER BY seq DESC LIMIT 1)`,
-    );
     const { rows } = await db.query<{ sessionId: string; seq: number; state: Buffer; history: Buffer }>(
-      `WITH best AS (SELECT * FROM (${probes.join(' UNION ALL ')}) b ORDER BY seq DESC LIMIT 1)
-       SELECT c."sessionId", c.seq, c.state, c.history FROM "FoldCheckpoint" c JOIN best USING ("sessionId", seq, "treeId")`,
-      params,
+      nearestCheckpoint('FoldCheckpoint', 'c."sessionId", c.seq, c.state, c.history', segments),
     );
     if (!rows[0]) return undefined;
     const { sessionId, seq, state, history } = rows[0];

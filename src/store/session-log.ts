@@ -232,14 +232,16 @@ export interface TurnTotals {
   usage: Usage | null;
 }
 
-/** One lineage segment's sums (SessionLog.segmentTotals); counts and sums arrive as text (bigint). */
+/** One lineage segment's sums (SessionLog.segmentTotals); counts and sums arrive as text (bigint, numeric). */
 export interface SegmentTotals extends AnswerSums {
   starts: string;
   ends: string;
   steps: string;
-  start_ms: string;
-  end_ms: string;
+  /** The segment's turn/ends' times less its turn/starts' (ms): summed exactly here, so it stays small however long the log. */
+  span_ms: string;
   last_start_ms: string | null;
+  /** The highest seq summed (null: none of the segment's events is a turn bracket or an answer). */
+  last_seq: number | null;
   /** Seqs of the turn/ends a fork wrote (reason `forked`), with when they were written. */
   forked: Array<{ seq: number; ms: number }> | null;
   /** Seqs of the turn/ends crash repair wrote (synthetic, reason `interrupted`), with when they were written. */
@@ -521,13 +523,14 @@ export class SessionLog {
   }
 
   /**
-   * Per lineage segment, sums over its turn brackets and model answers (for
-   * Session.totals, store/session-totals.ts): one aggregate over the
+   * Per lineage segment, sums over its turn brackets and model answers from
+   * seq `fromSeq` on (for Session.totals, store/session-totals.ts, which
+   * starts after its nearest checkpoint): one aggregate over the
    * (sessionId, type, seq) index each; the cost is the turns and answers.
    */
-  async segmentTotals(ref: LogRef, db: Db = this.pool): Promise<SegmentTotals[]> {
+  async segmentTotals(ref: LogRef, fromSeq = 0, db: Db = this.pool): Promise<SegmentTotals[]> {
     const l = await this.requireLineage(ref, db);
-    const segments = segmentsOf(l, 0, MAX_SEQ);
+    const segments = segmentsOf(l, Math.max(0, fromSeq), MAX_SEQ);
     if (segments.length === 0) return [];
     const params: unknown[] = [];
     const p = (v: unknown) => `$${params.push(v)}`;
@@ -536,8 +539,8 @@ export class SessionLog {
       (seg) =>
         `SELECT count(*) FILTER (WHERE type = 'turn/start') AS starts, count(*) FILTER (WHERE type = 'turn/end') AS ends,` +
         ` count(*) FILTER (WHERE type = 'model/message') AS steps, ${ANSWER_SUMS},` +
-        ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS start_ms, coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) AS end_ms,` +
-        ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms,` +
+        ` coalesce(sum(${ms}) FILTER (WHERE type = 'turn/end'), 0) - coalesce(sum(${ms}) FILTER (WHERE type = 'turn/start'), 0) AS span_ms,` +
+        ` max(${ms}) FILTER (WHERE type = 'turn/start') AS last_start_ms, max(seq) AS last_seq,` +
         ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'forked') AS forked,` +
         ` json_agg(json_build_object('seq', seq, 'ms', ${ms})) FILTER (WHERE type = 'turn/end' AND data->>'reason' = 'interrupted' AND synthetic) AS interrupted` +
         ` FROM "Event" e, ${ANSWER_DATA} WHERE "treeId" = ${p(seg.treeId)} AND "sessionId" = ${p(seg.sessionId)} AND type IN ('turn/start', 'turn/end', 'model/message')` +

@@ -32,6 +32,7 @@ import { SessionDeletion } from './deletion.ts';
 import { DeletionReclaim } from './reclaim.ts';
 import { FileBlobs, type FileDoorLimits } from './file-blobs.ts';
 import { FoldCheckpoints } from './fold-checkpoints.ts';
+import { TotalsCheckpoints } from './totals-checkpoints.ts';
 import { SessionSearch } from './session-search.ts';
 import { inTransaction, type BeforeCommit } from './transaction.ts';
 import type { Scope } from './scope.ts';
@@ -89,6 +90,8 @@ export class SessionStore {
   readonly files: FileBlobs;
   /** The agent's fold as of a seq (a cold start reads it and the events after it). */
   readonly foldCheckpoints: FoldCheckpoints;
+  /** Session.totals through a seq (a read sums only the events after the nearest). */
+  readonly totalsCheckpoints: TotalsCheckpoints;
   /** Full-text search across a tenant's sessions and within one log. */
   readonly search: SessionSearch;
   /** Whose session each id is: a tenant's view checks it before every read (tenant-store.ts). */
@@ -115,6 +118,8 @@ export class SessionStore {
       fileLimits?: FileDoorLimits;
       /** The most a fold checkpoint's state or history may hold decompressed (MAX_FOLD_CHECKPOINT_TEXT_BYTES). */
       foldCheckpointMaxBytes?: number;
+      /** Brackets and answers a totals read sums before it keeps a checkpoint (TOTALS_CHECKPOINT_EVERY). */
+      totalsCheckpointEvery?: number;
       /** What one page read of events holds of their data at most, plus one event (SessionLog's PAGE_BYTES by default). */
       pageBytes?: number;
       /** Events one reclaim transaction of a deletion deletes at most (DEFAULT_RECLAIM_CHUNK_EVENTS). */
@@ -128,6 +133,7 @@ export class SessionStore {
     this.sessions = new SessionRows(pool, this.trees, prepare, opts.standbys, opts.onStandbyRead);
     this.files = new FileBlobs(pool, this.log, opts.fileLimits);
     this.foldCheckpoints = new FoldCheckpoints(pool, this.log, { maxTextBytes: opts.foldCheckpointMaxBytes, warn: opts.log });
+    this.totalsCheckpoints = new TotalsCheckpoints(pool, this.log, opts.totalsCheckpointEvery);
     this.search = new SessionSearch(pool, this.log, opts.standbys, opts.onStandbyRead);
     this.owners = new SessionOwners(this.sessions);
     this.tails = new TailStates(this.log);
@@ -193,6 +199,7 @@ export class SessionStore {
         search: this.search,
         trees: this.trees,
         owners: this.owners,
+        totals: this.totalsCheckpoints,
         appends: this.appends,
         reclaim: this.reclaim,
       });

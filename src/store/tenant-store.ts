@@ -21,6 +21,7 @@ import type { PartialSessionRow, ReadFrom, SessionColumn, SessionColumns, Sessio
 import type { Scope } from './scope.ts';
 import type { SessionTrees } from './session-trees.ts';
 import type { DeletionProgress, DeletionReclaim } from './reclaim.ts';
+import type { TotalsCheckpoint, TotalsCheckpoints } from './totals-checkpoints.ts';
 import { readingFor, type StatementScope } from '../db/statement-deadlines.ts';
 
 /** Sessions whose tenant is kept: an entry is two short strings. */
@@ -76,6 +77,7 @@ export interface TenantStoreParts {
   owners: SessionOwners;
   appends: Pick<SessionAppends, 'append'>;
   reclaim: Pick<DeletionReclaim, 'progress'>;
+  totals: TotalsCheckpoints;
 }
 
 /** The session a log read names: its id, or the lineage's. */
@@ -95,6 +97,7 @@ export class TenantLog {
     private readonly owns: (ref: LogRef) => Promise<void>,
     private readonly db: ViewDb,
     private readonly statements: StatementScope | undefined,
+    private readonly totals: TotalsCheckpoints,
   ) {}
 
   /** `shape` within the view's scope (a shape that names its own scope keeps it). */
@@ -175,9 +178,17 @@ export class TenantLog {
     await this.owns(ref);
     return this.log.workspace(ref, limit, this.db);
   }
-  async segmentTotals(ref: LogRef): ReturnType<SessionLog['segmentTotals']> {
+  async segmentTotals(ref: LogRef, fromSeq?: number): ReturnType<SessionLog['segmentTotals']> {
     await this.owns(ref);
-    return this.log.segmentTotals(ref, this.db);
+    return this.log.segmentTotals(ref, fromSeq, this.db);
+  }
+  async totalsCheckpoint(ref: LogRef, atSeq?: number): ReturnType<TotalsCheckpoints['nearest']> {
+    await this.owns(ref);
+    return this.totals.nearest(ref, atSeq, this.db);
+  }
+  async keepTotalsCheckpoint(ref: LogRef, checkpoint: TotalsCheckpoint, summed: number): Promise<void> {
+    await this.owns(ref);
+    return this.totals.keep(ref, checkpoint, summed);
   }
   async *streamOfTypes(ref: LogRef, types: readonly string[], pageSize?: number): AsyncGenerator<StoredEvent> {
     await this.owns(ref);
@@ -304,7 +315,7 @@ export class TenantStore {
     this.scope = { tenant: scope.tenant };
     const owns = (ref: LogRef) => parts.owners.check(this.scope.tenant, idOf(ref), statements);
     const db = (this.db = statements && readingFor(parts.pool, statements));
-    this.log = new TenantLog(parts.log, owns, db, statements);
+    this.log = new TenantLog(parts.log, owns, db, statements, parts.totals);
     this.sessions = new TenantSessions(parts.sessions, this.scope.tenant, parts.owners, statements);
     this.files = new TenantFiles(parts.files, owns, db);
     this.search = new TenantSearch(parts.search, this.scope.tenant, owns);

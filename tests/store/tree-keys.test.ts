@@ -138,6 +138,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
       'Session',
       'SessionBlob',
       'SessionTitle',
+      'TotalsCheckpoint',
     ]);
     for (const t of tables) expect(t.pk, t.table).toContain('treeId');
     const { rows: references } = await check.pool.query<{ name: string; columns: string[] }>(
@@ -154,6 +155,7 @@ describe('keys and statements a distributed Postgres (distributed by treeId) can
       'SessionBlob_sessionId_treeId_fkey',
       'SessionTitle_sessionId_treeId_fkey',
       'Session_parentId_treeId_fkey',
+      'TotalsCheckpoint_sessionId_treeId_fkey',
     ]);
     for (const r of references) expect(r.columns, r.name).toContain('treeId');
     // The directory of trees: every session is in it under its own tree (Session's reference), and
