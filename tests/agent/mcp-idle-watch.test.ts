@@ -63,7 +63,7 @@ describe.each(['open', 'boxed'] as const)('a workspace MCP server (%s) writing o
     expect((await turns.results(id)).at(-1)!.slice(1)).toEqual(['ok', 'writing later']);
     // No call runs now: the server's timer writes 10 MiB every 100 ms, 300 MiB in all unless it is stopped.
     let most = 0;
-    for (const until = Date.now() + 4500; Date.now() < until; ) {
+    for (const until = Date.now() + 4500; Date.now() < until;) {
       most = Math.max(most, held(dir));
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -98,7 +98,7 @@ describe('the instance of a workspace server started to list its tools', () => {
     const dir = await waitFor(() => fs.existsSync(path.join(root, 'lister-dir')) && fs.readFileSync(path.join(root, 'lister-dir'), 'utf8'));
     // Its timer writes 10 MiB every 100 ms, 300 MiB in all unless it is stopped; no call of it ever runs.
     let most = 0;
-    for (const until = Date.now() + 4500; Date.now() < until; ) {
+    for (const until = Date.now() + 4500; Date.now() < until;) {
       most = Math.max(most, held(dir));
       await new Promise((r) => setTimeout(r, 50));
     }

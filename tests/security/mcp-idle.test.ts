@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { McpServerConnection } from '../../src/agent/mcp/mcp-server.ts';
 import { findBubblewrap, sandboxRunner } from '../../src/agent/workspace-sandbox.ts';
-import { PROJECT, workspaceServer } from '../helpers/probe-mcp.ts';
+import { workspaceServer } from '../helpers/probe-mcp.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const IDLE = fileURLToPath(new URL('../fixtures/mcp/idle-server.mjs', import.meta.url));
@@ -53,18 +53,21 @@ const call = (c: McpServerConnection, name: string, args: Record<string, unknown
 const ticks = (dir: string) => (fs.existsSync(path.join(dir, 'daemon.txt')) ? fs.readFileSync(path.join(dir, 'daemon.txt'), 'utf8').length : 0);
 
 describe('a daemon a server starts (it leaves the process group)', () => {
-  it.each(['setsid', 'double'] as const)('holding the server\'s stdout and stderr (%s): once the server is stopped it is seen gone, and the next call starts it again', async (how) => {
-    const { connection } = connect(false);
-    const daemon = Number(/^daemon (\d+)$/.exec(await call(connection, 'daemon', { how, stdio: true }))![1]);
-    daemons.push(daemon);
-    const before = await call(connection, 'pid');
-    connection.stop('stopped: past its quota');
-    // Before: the pipes the daemon held never closed, so the server was never seen gone: every later call failed
-    // "Not connected" at once, and the server was never started again.
-    const after = await waitFor(() => call(connection, 'pid').catch(() => undefined), { what: 'a call to a new server', timeoutMs: 10_000, intervalMs: 200 });
-    expect(after).toMatch(/^pid \d+$/);
-    expect(after).not.toBe(before);
-  });
+  it.each(['setsid', 'double'] as const)(
+    "holding the server's stdout and stderr (%s): once the server is stopped it is seen gone, and the next call starts it again",
+    async (how) => {
+      const { connection } = connect(false);
+      const daemon = Number(/^daemon (\d+)$/.exec(await call(connection, 'daemon', { how, stdio: true }))![1]);
+      daemons.push(daemon);
+      const before = await call(connection, 'pid');
+      connection.stop('stopped: past its quota');
+      // Before: the pipes the daemon held never closed, so the server was never seen gone: every later call failed
+      // "Not connected" at once, and the server was never started again.
+      const after = await waitFor(() => call(connection, 'pid').catch(() => undefined), { what: 'a call to a new server', timeoutMs: 10_000, intervalMs: 200 });
+      expect(after).toMatch(/^pid \d+$/);
+      expect(after).not.toBe(before);
+    },
+  );
 
   it.each(['setsid', 'double'] as const)('sandboxed (%s), ends with the server: its PID namespace goes with it', async (how) => {
     const { connection, dir } = connect(true);
@@ -116,8 +119,9 @@ describe('stdout flooded with lines that are not messages, while no call runs', 
     const written = fs.existsSync(stats) ? Number(fs.readFileSync(stats, 'utf8')) : 0;
     const heapMB = (process.memoryUsage().heapUsed - heap) / 1e6;
     console.log(`3 s of stdout lines that are no message: ${written} bytes written, ${Math.round(cpuMs)} ms of CPU, heap ${heapMB.toFixed(1)} MB`);
-    // Before: parsed as fast as they came, each an error: 8.5 MB in 3 s, about 1,500 ms of CPU (half of one).
-    expect(cpuMs).toBeLessThan(600);
+    // Before: parsed as fast as they came, each an error: 8.5 MB in 3 s, about 1,500 ms of CPU (half of one; 700 ms
+    // on a loaded machine). Loaded here: 40 ms.
+    expect(cpuMs).toBeLessThan(300);
     expect(written).toBeLessThan(2 * 1024 * 1024);
     expect(heapMB).toBeLessThan(50);
   });
