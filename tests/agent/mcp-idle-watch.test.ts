@@ -95,7 +95,8 @@ describe('the instance of a workspace server started to list its tools', () => {
         error: string | null;
       };
     await statuses(); // started to list its tools (if no turn has yet)
-    const dir = await waitFor(() => fs.existsSync(path.join(root, 'lister-dir')) && fs.readFileSync(path.join(root, 'lister-dir'), 'utf8'));
+    const note = path.join(root, 'lister-dir');
+    const dir = await waitFor(() => (fs.existsSync(note) ? fs.readFileSync(note, 'utf8') : undefined), { what: 'the listing instance to start' });
     // Its timer writes 10 MiB every 100 ms, 300 MiB in all unless it is stopped; no call of it ever runs.
     let most = 0;
     for (const until = Date.now() + 4500; Date.now() < until;) {

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { McpServerConnection } from '../../src/agent/mcp/mcp-server.ts';
 import { findBubblewrap, sandboxRunner } from '../../src/agent/workspace-sandbox.ts';
+import { alive } from '../helpers/process.ts';
 import { workspaceServer } from '../helpers/probe-mcp.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -28,15 +29,6 @@ afterEach(async () => {
   for (const pid of daemons.splice(0)) if (alive(pid)) process.kill(pid, 'SIGKILL');
 });
 afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The idle server as a workspace server of a directory of its own (sandboxed or not), as the catalog starts one. */
 function connect(sandboxed: boolean, env: Record<string, string> = {}) {
