@@ -27,6 +27,11 @@ export function fileSizeCapped(argv: readonly string[], maxFileBytes: number): s
 const WATCH_MS = 200;
 /** What one file or directory may take of the disk besides its bytes (a block): the tree of many small files the quota allows holds more than its bytes. */
 const BLOCK_BYTES = 4096;
+/**
+ * A file system that shrank (others freed more than this one wrote: a test's database removed, Postgres recycling its
+ * WAL) hides what was written meanwhile from the statfs: the workspace is measured then too, at most this often.
+ */
+const RESYNC_MS = 1000;
 /** The longest a measure of the workspace may take (a tree as wide as the quota allows takes well under this). */
 const MEASURE_TIMEOUT_MS = 10_000;
 
@@ -89,7 +94,7 @@ export function watchWorkspace(
  * it came to hold that ("while it ran" unless it says otherwise). The caller
  * calls the answer to stop watching. What watching costs: one statfs every
  * WATCH_MS, and a `du` only when the file system grew by more than the room
- * the quota leaves (by whoever wrote).
+ * the quota leaves (by whoever wrote), or shrank (at most every RESYNC_MS).
  */
 export async function watchDisk(
   dir: string,
@@ -102,9 +107,14 @@ export async function watchDisk(
   let room: Held = { bytes: bound.bytes - opts.heldBefore, inodes: bound.inodes };
   let looking = false;
   let done = false;
+  let measuredAt = 0;
   const look = async () => {
     const now = await inUse(dir);
-    if (now.bytes - baseline.bytes <= room.bytes && now.inodes - baseline.inodes <= room.inodes) return;
+    const grew = now.bytes - baseline.bytes > room.bytes || now.inodes - baseline.inodes > room.inodes;
+    // Before, a server writing 300 MiB between calls while another process freed more went unseen to the end.
+    const shrank = (now.bytes < baseline.bytes || now.inodes < baseline.inodes) && Date.now() - measuredAt >= RESYNC_MS;
+    if (!grew && !shrank) return;
+    measuredAt = Date.now();
     const held = await heldBy(dir);
     if (done) return;
     if (held.bytes > bound.bytes || held.inodes > bound.inodes) {
@@ -116,7 +126,7 @@ export async function watchDisk(
       );
       return;
     }
-    // Others wrote to the same disk meanwhile: from here, the room the quota leaves.
+    // Others wrote to (or freed) the same disk meanwhile: from here, the room the quota leaves.
     baseline = now;
     room = { bytes: bound.bytes - held.bytes, inodes: bound.inodes - held.inodes };
   };
