@@ -218,6 +218,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     sandboxTmpBytes: opts.sandboxTmpBytes,
     approvalTools: opts.approvalTools,
     toolTimeoutMs: opts.toolTimeoutMs,
+    workspaceLimits: limits,
   });
   // Without a configured directory (tests, embedders): a temporary one, removed at close.
   const temporaryWorkspaces = opts.workspacesDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-workspaces-'));

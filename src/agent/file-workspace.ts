@@ -212,7 +212,7 @@ export class FileWorkspaces {
   }
 
   /** Removes an idle workspace's directory: made again from the log when next needed. */
-  private async evict(ws: FileWorkspace): Promise<void> {
+  async evict(ws: FileWorkspace): Promise<void> {
     ws.invalidate();
     ws.diskBytes = 0;
     // A restore that starts meanwhile waits for the removal (it would remove what the restore writes).
@@ -266,6 +266,8 @@ export class FileWorkspace {
   private restoring?: Promise<void>;
   /** Calls working in the directory now (an idle workspace may be evicted). */
   private users = 0;
+  /** What a process did to the directory outside any call is undone once the calls working in it now are over (`undo`). */
+  private undoWhenIdle = false;
   /** Its session's tenant, once known; its bytes on disk count toward the tenant's total. */
   tenant?: string;
   diskBytes = 0;
@@ -300,6 +302,19 @@ export class FileWorkspace {
 
   leave(): void {
     this.users--;
+    if (this.users > 0 || !this.undoWhenIdle) return;
+    this.undoWhenIdle = false;
+    void this.owner.evict(this);
+  }
+
+  /**
+   * Undoes what a process did to the directory outside the log (a workspace MCP server past its quota between its
+   * calls): the directory is removed, its disk freed, and made again from the log when next needed. A call working in
+   * it now is not pulled from under it (its capture would be skipped, its changes lost): removed once it is over.
+   */
+  undo(): void {
+    if (this.users > 0) this.undoWhenIdle = true;
+    else void this.owner.evict(this);
   }
 
   /** The directory made current with the log, before a file tool works in it. */

@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { z } from 'zod';
 import { visibleOutput } from '../core/visible-text.ts';
 import { tool, ToolError, type Tool } from './tool-definition.ts';
-import { fileSizeCapped, watchDisk } from './disk-watch.ts';
+import { fileSizeCapped, watchWorkspace } from './disk-watch.ts';
 import { sandboxArgs, workspaceEnvironment } from './workspace-sandbox.ts';
 
 /** Each of stdout and stderr is cut at this many bytes (the rest is read and dropped, counted). */
@@ -78,13 +78,12 @@ export function shellTool(runner: ShellRunner): Tool {
         );
       }
       const dir = await ctx.files.ready();
-      const { maxBytes, maxFiles, maxFileBytes } = ctx.files.limits;
-      const [file, args] = commandLine(dir, command, runner, maxFileBytes);
+      const [file, args] = commandLine(dir, command, runner, ctx.files.limits.maxFileBytes);
       const stdout = bounded();
       const stderr = bounded();
       // What it holds of the disk is held to the quota while it runs, not only once it is over (disk-watch.ts).
       let overDisk: string | undefined;
-      const unwatch = await watchDisk(dir, { maxBytes, maxFiles, heldBefore: ctx.files.diskBytes }, (why) => {
+      const unwatch = await watchWorkspace(ctx.files, dir, (why) => {
         overDisk = why;
         kill();
       });

@@ -3,19 +3,24 @@
 // the sessions of a process and limited per tenant by the config.
 import { withoutSecrets } from '../core/secrets.ts';
 import type { ToolEffect } from '../core/tools.ts';
-import { BUILTIN_TOOLS, type Tool } from './tools.ts';
+import { BUILTIN_TOOLS, ToolError, type Tool } from './tools.ts';
+import { watchDisk, watchWorkspace } from './disk-watch.ts';
+import type { FileWorkspace } from './file-workspace.ts';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '../core/file-tree.ts';
 import { SHELL_TOOL_NAME, shellTool, type ShellRunner } from './shell-tool.ts';
 import { findBubblewrap, sandboxProblem, sandboxRunner, type SandboxRunner, type ShellMode } from './workspace-sandbox.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
-import { loggedError, McpServerConnection, type McpToolInfo } from './mcp/mcp-server.ts';
+import { loggedError, McpServerConnection, type McpToolInfo, type ServerLimits } from './mcp/mcp-server.ts';
 import { mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
 import { setImmediate as letGo } from 'node:timers/promises';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
 const MAX_SESSION_SERVERS = 16;
+/** A workspace server stopped past the quota while it lists its tools is not started again for this long (FAILED meanwhile). */
+const LISTING_RETRY_MS = 60_000;
 /** A server's tools made (their schemas compiled) in one turn of the event loop: a list of 1,000 is not one stretch. */
 const TOOLS_MADE_PER_TURN = 20;
 
@@ -68,8 +73,14 @@ export class ToolCatalog {
   private readonly perSession = new Map<string, McpServerConnection>();
   /** Which making of its session's directory each workspace server instance was started in. */
   private readonly madeFor = new WeakMap<McpServerConnection, number>();
-  /** An empty directory a workspace server is started in to list its tools (no session's). */
+  /** Why a session's instance (by its key in `perSession`) was stopped between its calls: its next call says so. */
+  private readonly stoppedBetweenCalls = new Map<string, string>();
+  /** Where workspace servers are started to list their tools: an empty directory of each server's own (no session's). */
   private listingDir?: string;
+  /** A workspace server's instance that lists its tools, stopped past the quota in its directory: why, and when. */
+  private readonly listingStopped = new Map<string, { why: string; at: number }>();
+  /** The sessions' workspace limits, which a workspace server's listing instance is held to as well. */
+  private readonly workspaceLimits: WorkspaceLimits;
   /** Why each server's last tools/list failed (removed once one succeeds): what `serverStatuses` and a turn's log report. */
   private readonly failures = new Map<string, string>();
   /** How many tools each server's last successful tools/list gave. */
@@ -89,9 +100,17 @@ export class ToolCatalog {
      * what each of a sandbox's /tmp and /dev/shm may hold (FORKLINE_SANDBOX_TMP_BYTES; workspace-sandbox.ts);
      * the built-ins whose calls need approval in every session (FORKLINE_APPROVAL_TOOLS, docs/contract.md#tool-approval).
      */
-    opts: { shell?: ShellMode; bwrap?: string; sandboxTmpBytes?: number; approvalTools?: readonly string[]; toolTimeoutMs?: number } = {},
+    opts: {
+      shell?: ShellMode;
+      bwrap?: string;
+      sandboxTmpBytes?: number;
+      approvalTools?: readonly string[];
+      toolTimeoutMs?: number;
+      workspaceLimits?: WorkspaceLimits;
+    } = {},
   ) {
     this.toolTimeoutMs = opts.toolTimeoutMs ?? 30_000;
+    this.workspaceLimits = opts.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS;
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
     if (problem) throw new Error(`FORKLINE_APPROVAL_TOOLS: ${problem}`);
     this.builtins = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
@@ -112,11 +131,11 @@ export class ToolCatalog {
       }
     }
     for (const [name, config] of Object.entries(mcp?.mcpServers ?? {})) {
-      const listing =
-        isStdioServer(config) && config.workspace ? (this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'))) : undefined;
+      const listing = isStdioServer(config) && config.workspace ? this.listingDirOf(name) : undefined;
       const home = listing || (isStdioServer(config) && config.sandbox) ? this.mcpHome() : undefined;
+      const timeout = config.timeoutMs ?? this.toolTimeoutMs;
       this.servers.set(name, {
-        connection: new McpServerConnection(name, config, log, listing, home, this.sandbox, config.timeoutMs ?? this.toolTimeoutMs),
+        connection: new McpServerConnection(name, config, log, listing, home, this.sandbox, timeout, listing ? this.listingLimits(name, listing) : undefined),
         config,
       });
     }
@@ -215,6 +234,36 @@ export class ToolCatalog {
     if (this.homeDir) fs.rmSync(this.homeDir, { recursive: true, force: true });
   }
 
+  /** The empty directory of its own a workspace server is started in to list its tools. */
+  private listingDirOf(name: string): string {
+    this.listingDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-listing-'));
+    const dir = path.join(this.listingDir, name);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * A listing instance is held to a session's limits in its directory, as its sessions' instances are in theirs: before,
+   * it wrote files of any size, as many as it liked, on the disk Postgres may share. Past the quota it is stopped, what
+   * it wrote removed, and the server is FAILED, saying why, for LISTING_RETRY_MS (then started again on next use).
+   */
+  private listingLimits(name: string, dir: string): ServerLimits {
+    const { maxBytes, maxFiles, maxFileBytes } = this.workspaceLimits;
+    const stopped = (why: string) => {
+      this.listingStopped.set(name, { why: `stopped: ${why} (in the directory it lists its tools in)`, at: Date.now() });
+      this.log(`MCP server "${name}", started to list its tools, was stopped: ${why}`);
+      fs.promises
+        .rm(dir, { recursive: true, force: true })
+        .then(() => fs.promises.mkdir(dir, { recursive: true }))
+        .catch((err: unknown) => this.log(`MCP server "${name}": its listing directory could not be emptied`, err));
+    };
+    return {
+      maxFileBytes,
+      watch: (over, when) => watchDisk(dir, { maxBytes, maxFiles, heldBefore: 0, when }, over),
+      stoppedBetweenCalls: stopped,
+    };
+  }
+
   private mcpHome(): string {
     return (this.homeDir ??= fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-mcp-home-')));
   }
@@ -224,8 +273,14 @@ export class ToolCatalog {
    * once the directory was made again (`made`): the one started before works in a directory that is
    * gone (its mount or working directory holds the removed one), so it is closed.
    */
-  private sessionConnection(name: string, sessionId: string, dir: string, made: number, maxFileBytes: number): McpServerConnection {
+  private sessionConnection(name: string, sessionId: string, files: FileWorkspace, dir: string): McpServerConnection {
     const key = `${name}\n${sessionId}\n${dir}`;
+    const stopped = this.stoppedBetweenCalls.get(key);
+    if (stopped !== undefined) {
+      this.stoppedBetweenCalls.delete(key);
+      throw new ToolError(`stopped between calls: ${stopped}; what it wrote since its last call was undone, and the next call starts it again`);
+    }
+    const made = files.made;
     let connection = this.perSession.get(key);
     if (connection) this.perSession.delete(key);
     if (connection && this.madeFor.get(connection) !== made) {
@@ -234,13 +289,23 @@ export class ToolCatalog {
     }
     if (!connection) {
       const config = this.servers.get(name)!.config;
-      connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs, maxFileBytes);
+      // Held to the session's limits for as long as its process lives, between calls too (ServerLimits).
+      connection = new McpServerConnection(name, config, this.log, dir, this.mcpHome(), this.sandbox, config.timeoutMs ?? this.toolTimeoutMs, {
+        maxFileBytes: files.limits.maxFileBytes,
+        watch: (over, when) => watchWorkspace(files, dir, over, when),
+        stoppedBetweenCalls: (why) => {
+          this.log(`MCP server "${name}" of session ${sessionId} was stopped between its calls: ${why}; what it wrote since is undone`);
+          this.stoppedBetweenCalls.set(key, why);
+          files.undo();
+        },
+      });
       this.madeFor.set(connection, made);
     }
     this.perSession.set(key, connection);
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;
       this.perSession.delete(oldest);
+      this.stoppedBetweenCalls.delete(oldest);
       void c.close();
     }
     return connection;
@@ -266,8 +331,7 @@ export class ToolCatalog {
               ? {
                   workspace: {
                     files: config.workspace,
-                    connectionFor: (sessionId: string, dir: string, made: number, maxFileBytes: number) =>
-                      this.sessionConnection(name, sessionId, dir, made, maxFileBytes),
+                    connectionFor: (sessionId: string, files: FileWorkspace, dir: string) => this.sessionConnection(name, sessionId, files, dir),
                   },
                 }
               : {}),
@@ -282,6 +346,12 @@ export class ToolCatalog {
 
   private async serverTools(name: string): Promise<Tool[]> {
     const { connection } = this.servers.get(name)!;
+    const stopped = this.listingStopped.get(name);
+    if (stopped && Date.now() - stopped.at < LISTING_RETRY_MS) {
+      this.failures.set(name, stopped.why);
+      return [];
+    }
+    this.listingStopped.delete(name);
     try {
       const infos = await connection.listTools();
       let made = this.made.get(infos);

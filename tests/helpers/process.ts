@@ -81,3 +81,13 @@ export async function okGraphQL(url: string, query: string, variables?: unknown)
   if (r.body.errors) throw new Error(`GraphQL errors: ${JSON.stringify(r.body.errors).slice(0, 500)}`);
   return r.body.data;
 }
+
+/** Whether a process of this pid is there (one not yet reaped counts). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { alive, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 
 const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'forkline-lock-'));
 fs.chmodSync(folder, 0o755); // the embedded Postgres runs as another user when we are root
@@ -22,14 +22,6 @@ const start = async () => {
   return p;
 };
 const postmasterPid = () => Number(fs.readFileSync(path.join(folder, '.data', 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const title = async (p: ServiceProcess, id: string) =>
   (await postGraphQL(p.url, 'query($id: ID!) { session(id: $id) { title } }', { id })).body.data.session?.title;
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
-import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { alive, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { underWatch as watch } from '../helpers/under-watch.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -68,14 +68,6 @@ async function turn(text: string): Promise<any[]> {
 
 const resultOf = (events: any[]) => events.find((e) => e.type === 'tool/result')?.data as { status: string; content: string };
 const noted = (server: string, name: string) => Number(fs.readFileSync(path.join(statsDir(server), name), 'utf8'));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function underWatch<T>(what: string, fn: () => Promise<T>) {
   const { result, growthMB, slowestHealthzMs } = await watch(service.child.pid!, base, fn);

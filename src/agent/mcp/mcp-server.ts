@@ -21,7 +21,8 @@ import { boundedFetch } from './mcp-http.ts';
 import { BoundedStdioTransport } from './mcp-stdio.ts';
 import { ToolListPageSchema, ToolListScreen } from './mcp-tool-list.ts';
 import { sandboxArgs, workspaceEnvironment, type SandboxRunner } from '../workspace-sandbox.ts';
-import { fileSizeCapped } from '../disk-watch.ts';
+import { fileSizeCapped, type WatchedWhen } from '../disk-watch.ts';
+import { ToolError } from '../tool-error.ts';
 
 export type { CallToolResult, McpToolInfo };
 type Transport = Parameters<Client['connect']>[0];
@@ -49,6 +50,19 @@ export function loggedError(err: unknown): unknown {
   return message.length > 2000 ? new Error(`${message.slice(0, 2000)}…`) : err;
 }
 
+/**
+ * What a server working in a directory of forkline's (a session's workspace, or where it lists its tools) is held to,
+ * as a shell command is (disk-watch.ts): no file it writes grows past `maxFileBytes`, and what the directory holds is
+ * watched for as long as its process lives, between its calls too (a timer of its own writes after a call returned).
+ */
+export interface ServerLimits {
+  maxFileBytes: number;
+  /** Starts watching its directory: `over` is called once, with why, past the quota; the answer stops watching. */
+  watch: (over: (why: string) => void, when: WatchedWhen) => Promise<() => void>;
+  /** Its process was stopped past the quota while no call of it ran: what it wrote since is undone, and someone told. */
+  stoppedBetweenCalls: (why: string) => void;
+}
+
 export class McpServerConnection {
   private client?: Promise<Client>;
   private tools?: Promise<McpToolInfo[]>;
@@ -60,6 +74,10 @@ export class McpServerConnection {
   private stdio?: BoundedStdioTransport;
   /** What the config has it send (its headers' values): never in what its errors say (core/secrets.ts). */
   readonly secrets: readonly string[];
+  /** Its calls running now (a stop past the quota is the call's error, or between calls someone else's to tell). */
+  private calls = 0;
+  /** Why its process running now was stopped past its quota (its calls fail with it). */
+  private stoppedFor?: string;
 
   constructor(
     readonly name: string,
@@ -73,8 +91,8 @@ export class McpServerConnection {
     private readonly sandbox?: SandboxRunner,
     /** How long initialize, and tools/list with all its pages, may take (the config's `timeoutMs`, else the agent's tool timeout). */
     private readonly requestTimeoutMs = 30_000,
-    /** A workspace server's per-file cap: no file it writes grows past it (disk-watch.ts), as a shell command's. */
-    private readonly maxFileBytes?: number,
+    /** A server working in a directory of forkline's: its per-file cap, and its directory watched while it lives. */
+    private readonly limits?: ServerLimits,
   ) {
     this.secrets = isStdioServer(config) ? [] : Object.values(config.headers).flatMap(headerSecrets);
   }
@@ -124,16 +142,24 @@ export class McpServerConnection {
     opts: { signal: AbortSignal; timeoutMs: number; onProgress?: (p: { progress: number; total?: number; message?: string }) => void },
   ): Promise<CallToolResult> {
     const client = await this.connected();
-    return (await client.callTool({ name, arguments: args }, undefined, {
-      signal: opts.signal,
-      timeout: opts.timeoutMs,
-      maxTotalTimeout: opts.timeoutMs,
-      ...(opts.onProgress ? { onprogress: opts.onProgress } : {}),
-    })) as CallToolResult;
+    this.calls++;
+    try {
+      return (await client.callTool({ name, arguments: args }, undefined, {
+        signal: opts.signal,
+        timeout: opts.timeoutMs,
+        maxTotalTimeout: opts.timeoutMs,
+        ...(opts.onProgress ? { onprogress: opts.onProgress } : {}),
+      })) as CallToolResult;
+    } catch (err) {
+      // Stopped past its quota while the call ran: that is the call's error, in forkline's words.
+      throw this.stoppedFor ? new ToolError(this.stoppedFor) : err;
+    } finally {
+      this.calls--;
+    }
   }
 
   /**
-   * Kills the server's process now, with what it started (a workspace server past its quota while a call runs: mcp-tools.ts);
+   * Kills the server's process now, with what it started (a workspace server past its quota);
    * its open calls fail with `why`, and the next use starts it again.
    */
   stop(why: string): void {
@@ -156,11 +182,20 @@ export class McpServerConnection {
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         this.stale = true; // asked again on next use, at most once a second (a storm of these is one re-list)
       });
+      const transport = new AnswerBoundTransport(this.transport(), this.name, this.log);
+      this.stoppedFor = undefined;
+      const unwatch = await this.watch();
       client.onclose = () => {
+        unwatch();
         // Gone (crashed, killed, connection closed): started again on next use.
         if (this.client === started) this.client = this.tools = undefined;
       };
-      await client.connect(new AnswerBoundTransport(this.transport(), this.name, this.log), { timeout: this.requestTimeoutMs });
+      try {
+        await client.connect(transport, { timeout: this.requestTimeoutMs });
+      } catch (err) {
+        unwatch();
+        throw err;
+      }
       return client;
     })();
     this.client = started;
@@ -169,6 +204,24 @@ export class McpServerConnection {
       if (this.client === started) this.client = undefined;
     });
     return started;
+  }
+
+  /**
+   * Watches its directory for as long as its process lives (ServerLimits): past the quota the process is stopped,
+   * during a call (the call's error says why) or between calls (`stoppedBetweenCalls` is told).
+   */
+  private async watch(): Promise<() => void> {
+    const limits = this.limits;
+    if (!limits) return () => {};
+    return limits.watch(
+      (why) => {
+        const betweenCalls = this.calls === 0;
+        this.stoppedFor = `stopped: ${why}`;
+        this.stop(this.stoppedFor);
+        if (betweenCalls) limits.stoppedBetweenCalls(why);
+      },
+      () => (this.calls > 0 ? 'while it ran' : 'between its calls'),
+    );
   }
 
   private transport() {
@@ -192,7 +245,7 @@ export class McpServerConnection {
       // Its messages, stderr and process group bounded (mcp-stdio.ts).
       const bounded = { name: this.name, log: this.log, env };
       // A workspace server's files are held to the per-file cap as it writes them, as a shell command's (disk-watch.ts).
-      const capped = (argv: string[]) => (this.maxFileBytes === undefined ? argv : fileSizeCapped(argv, this.maxFileBytes));
+      const capped = (argv: string[]) => (this.limits ? fileSizeCapped(argv, this.limits.maxFileBytes) : argv);
       if (c.sandbox) {
         // Never run without the sandbox the operator asked for: not started, and why (reported in toolServers).
         if (!this.sandbox || 'refused' in this.sandbox) {

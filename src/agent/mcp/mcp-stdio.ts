@@ -41,6 +41,11 @@ const MAX_STDERR_LOGS_PER_MINUTE = 60;
 const MAX_STDERR_LOG_CHARS = 2000;
 /** How long a closed server has to exit on its own (stdin ended), then after SIGTERM, before SIGKILL. */
 const EXIT_GRACE_MS = 2000;
+/**
+ * Once the server has exited, its pipes are closed past this (what it wrote before it went is read meanwhile): a
+ * process it started that left its group (`setsid`) may hold them open, and the server would never be seen gone.
+ */
+const PIPES_GRACE_MS = 1000;
 /** JSON-RPC's "internal error": what a request left open by a killed server is answered with. */
 const INTERNAL_ERROR = -32603;
 const LF = 0x0a;
@@ -190,6 +195,15 @@ export class BoundedStdioTransport implements Transport {
         this.onerror?.(err);
       });
       child.once('spawn', () => resolve());
+      child.once('exit', () => {
+        // Held by a daemon it started, the pipes never close by themselves: before, a server stopped with one running
+        // was never seen gone, and every later call failed "Not connected", the server never started again.
+        setTimeout(() => {
+          child.stdin?.destroy();
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }, PIPES_GRACE_MS).unref();
+      });
       child.once('close', (code, signal) => {
         this.child = undefined;
         // What it wrote before it went is handled first (its last answers may be among it).
@@ -252,7 +266,10 @@ export class BoundedStdioTransport implements Transport {
     if (this.killedFor) return;
     this.killedFor = why;
     this.signal('SIGKILL');
+    // Its pipes too, which a process that left its group may hold: it is seen gone once it has exited.
     this.child?.stdout?.destroy();
+    this.child?.stderr?.destroy();
+    this.child?.stdin?.destroy();
     this.answerOpen(why);
   }
 
@@ -293,6 +310,8 @@ export class BoundedStdioTransport implements Transport {
     try {
       message = JSONRPCMessageSchema.parse(JSON.parse(line));
     } catch (err) {
+      // A line that is no message was sent unasked too: before, a flood of them was parsed as fast as it came (half a CPU).
+      this.unasked(line.length);
       this.onerror?.(err as Error);
       return;
     }

@@ -9,7 +9,7 @@ import { LRUCache } from 'lru-cache';
 import { withoutSecrets } from '../../core/secrets.ts';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
-import { watchDisk } from '../disk-watch.ts';
+import type { FileWorkspace } from '../file-workspace.ts';
 import type { CallToolResult, McpServerConnection, McpToolInfo } from './mcp-server.ts';
 import { MCP_NAME_SEPARATOR } from './mcp-config.ts';
 import { resultText, screenResult } from './mcp-result.ts';
@@ -94,10 +94,10 @@ export function mcpTool(
     timeoutMs?: number;
     /**
      * A workspace server (mcp-config.ts `workspace`): each call goes to the session's own instance, started in its
-     * directory as made the `made`th time (a directory made again is another directory: file-workspace.ts), each file
-     * it writes held to `maxFileBytes`.
+     * directory `dir` as `files` made it last (a directory made again is another directory: file-workspace.ts), held
+     * to its limits for as long as it runs (tool-catalog.ts); throws a ToolError saying why it was stopped between calls.
      */
-    workspace?: { files: FileScope; connectionFor: (sessionId: string, dir: string, made: number, maxFileBytes: number) => McpServerConnection };
+    workspace?: { files: FileScope; connectionFor: (sessionId: string, files: FileWorkspace, dir: string) => McpServerConnection };
     /** The compiled schemas of the server `info` is from. */
     validators: SchemaValidators;
   },
@@ -119,19 +119,12 @@ export function mcpTool(
       const checked = validate(args);
       if (!checked.valid) throw new ToolError(`invalid arguments for ${name}: ${checked.errorMessage}`);
       let connection = server;
-      let unwatch = () => {};
-      let overDisk: string | undefined;
       if (opts.workspace) {
         if (!ctx.files) throw new ToolError('this process has no file workspaces');
-        const dir = await ctx.files.ready();
-        const { maxBytes, maxFiles, maxFileBytes } = ctx.files.limits;
-        const running = (connection = opts.workspace.connectionFor(ctx.sessionId, dir, ctx.files.made, maxFileBytes));
-        // What it holds of the disk while the call runs is held to the quota, as a shell command's (disk-watch.ts):
-        // past it the server is killed, the call is an error and its file changes are undone (the capture refuses them).
-        unwatch = await watchDisk(dir, { maxBytes, maxFiles, heldBefore: ctx.files.diskBytes }, (why) => {
-          overDisk = why;
-          running.stop(`stopped: ${why}`);
-        });
+        // What it holds of the disk is held to the quota while its process lives, as a shell command's while it runs
+        // (disk-watch.ts): past it during the call the server is killed, the call is an error ("stopped: …") and its
+        // file changes are undone (the capture refuses them).
+        connection = opts.workspace.connectionFor(ctx.sessionId, ctx.files, await ctx.files.ready());
       }
       const onProgress = ctx.onProgress;
       // A server's progress reaches subscribers (and other processes) at most every PROGRESS_INTERVAL_MS, its text cut.
@@ -150,14 +143,11 @@ export function mcpTool(
           ...(onProgress ? { onProgress: progress } : {}),
         });
       } catch (err) {
-        if (overDisk) throw new ToolError(`stopped: ${overDisk}`);
+        if (err instanceof ToolError) throw err; // forkline's own words (stopped past its quota)
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         // Nor the secrets its config has forkline send it (core/secrets.ts).
         throw new ToolError(`tool failed: ${cut(withoutSecrets((err as Error).message ?? String(err), server.secrets), MAX_MESSAGE_CHARS)}`);
-      } finally {
-        unwatch();
       }
-      if (overDisk) throw new ToolError(`stopped: ${overDisk}`);
       // Screened at the door: what is kept and what the model reads are bounded and checked (mcp-result.ts).
       const kept = screenResult(result);
       ctx.record?.({ type: MCP_RESULT, data: { server: server.name, tool: info.name, result: kept } });
