@@ -270,7 +270,15 @@ export async function createApp(opts: AppOptions): Promise<App> {
     foldCacheBytes: opts.foldCacheBytes,
     log,
   });
-  const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate, opts.importsAtOnce ?? defaultImportsAtOnce(opts.poolMax ?? DEFAULT_POOL_MAX));
+  const controller = new SessionController(
+    store,
+    host,
+    models,
+    tools,
+    runners,
+    publishTurnUpdate,
+    opts.importsAtOnce ?? defaultImportsAtOnce(opts.poolMax ?? DEFAULT_POOL_MAX),
+  );
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;
