@@ -63,6 +63,8 @@ export class SessionController {
   private readonly idempotency: IdempotencyStore;
   /** Imports running (each in its long transaction on a pool connection); the others wait here, in order. */
   private readonly imports: PQueue;
+  /** Imports under way by tenant and idempotency key: settled when each ends, however. */
+  private readonly importing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: SessionStore,
@@ -274,7 +276,12 @@ export class SessionController {
     limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
     let imported: string | undefined;
-    const session = await this.imports.add(
+    // The same key imported here already (a client that sent twice at once): the first import's outcome first, then
+    // this one replays it (its key committed) or runs (it failed), instead of both importing and one rolling back.
+    const same = idem.key ? `${scope.tenant}\n${idem.key}` : undefined;
+    const earlier = same && this.importing.get(same);
+    if (earlier) await earlier;
+    const run = this.imports.add(
       () =>
         this.once<SessionRow, { sessionId: string }>(
           this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
@@ -287,6 +294,15 @@ export class SessionController {
         ),
       { signal: limits.signal },
     );
+    if (same) {
+      const settled = run.then(
+        () => {},
+        () => {},
+      );
+      this.importing.set(same, settled);
+      void settled.then(() => this.importing.get(same) === settled && this.importing.delete(same));
+    }
+    const session = await run;
     // Only a session this call made: a retry answered with an earlier call's session leaves it be.
     if (limits.signal?.aborted && imported && (await this.discardImport(scope, imported, idem))) limits.signal.throwIfAborted();
     return session;

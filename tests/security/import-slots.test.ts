@@ -10,6 +10,7 @@
 // import that has its slot keeps its connection until the test lets it go.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 
@@ -19,19 +20,25 @@ const TOKENS = ['alpha', 'beta', 'gamma'].map((tenant) => [`${tenant}-token-0123
 const as = (i: number) => ({ authorization: `Bearer ${TOKENS[i][0]}` });
 
 let app: TestApp;
-let databaseUrl: string;
 /** The test's own connection, outside the service's pool: it holds the lock. */
 let holder: pg.Client;
 
-beforeAll(async () => {
-  databaseUrl = await createTestDatabase();
-  app = await startTestApp({ databaseUrl, poolMax: POOL_MAX, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
-  await app.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+/** A service on a database of its own whose new sessions' COMMITs wait on LOCK; `holder` connected to it. */
+async function startHeld(opts: Partial<AppOptions>): Promise<TestApp> {
+  const databaseUrl = await createTestDatabase();
+  const started = await startTestApp({ databaseUrl, ...opts });
+  await started.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
-  await app.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
+  await started.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  await holder?.end();
   holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
+  return started;
+}
+
+beforeAll(async () => {
+  app = await startHeld({ poolMax: POOL_MAX, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
 });
 afterAll(async () => {
   await holder?.end();
@@ -51,10 +58,10 @@ const recording = (title: string) =>
     .join('\n') + '\n';
 
 /** An upload asking for progress: its answer's JSON lines once it ends. */
-function upload(tenant: number, title: string, signal?: AbortSignal) {
+function upload(tenant: number, title: string, signal?: AbortSignal, headers: Record<string, string> = {}) {
   return fetch(app.url.replace(/\/graphql$/, '/recordings'), {
     method: 'POST',
-    headers: { 'content-type': 'application/x-ndjson', accept: 'application/x-ndjson', ...as(tenant) },
+    headers: { 'content-type': 'application/x-ndjson', accept: 'application/x-ndjson', ...as(tenant), ...headers },
     body: recording(title),
     signal,
   }).then(async (res) => ({
@@ -105,5 +112,31 @@ describe('recording imports and the pool', () => {
     } finally {
       if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
+  }, 60_000);
+});
+
+describe('one recording sent twice at once with one Idempotency-Key', () => {
+  it('is imported once: the second waits for the first and is answered with its session (before: both imported, one rolled back)', async () => {
+    await app.close();
+    // Two slots: room for both.
+    app = await startHeld({ poolMax: 8, importsAtOnce: 2, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    const key = { 'idempotency-key': 'twice-at-once' };
+    const first = upload(0, 'twice', undefined, key);
+    await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+    const second = upload(0, 'twice', undefined, key);
+    try {
+      // The second has been spooled and handed to the import by now; it runs no import of its own (before: it
+      // imported the whole recording, then its key's insert waited on the first's).
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await commitsWaiting()).toBe(1);
+      expect((await holder.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n).toBe(1);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.lines.at(-1)).toMatchObject({ status: 201 });
+    expect(b.lines.at(-1)).toMatchObject({ status: 201, session: { id: a.lines.at(-1).session.id } });
+    expect((await holder.query(`SELECT id FROM "Session"`)).rowCount).toBe(1);
   }, 60_000);
 });
