@@ -61,25 +61,32 @@ function enforceWhileArriving(req: http.IncomingMessage, res: http.ServerRespons
 
 /** The whole body by `deadlineMs`, or 408 and the connection cut (what node's requestTimeout answered). */
 function enforceDeadline(req: http.IncomingMessage, res: http.ServerResponse, deadlineMs: number): void {
-  const socket = req.socket;
   const timer = setTimeout(() => {
     stop();
-    if (req.complete || socket.destroyed) return;
-    if (!res.headersSent) {
-      replyError(res, 408, 'REQUEST_TIMEOUT', `the request did not arrive whole within ${deadlineMs} ms (FORKLINE_HTTP_REQUEST_TIMEOUT_MS)`, {
-        connection: 'close',
-      });
-    }
-    socket.destroy();
+    if (req.complete || req.socket.destroyed) return;
+    refuseSlowBody(res, req.socket, `the request did not arrive whole within ${deadlineMs} ms (FORKLINE_HTTP_REQUEST_TIMEOUT_MS)`);
   }, deadlineMs);
   timer.unref();
+  const stop = untilBodyEnds(req, () => clearTimeout(timer));
+}
+
+/** 408 (unless an answer has begun) and the connection cut: a body that did not keep to its rate or deadline. */
+function refuseSlowBody(res: http.ServerResponse, socket: net.Socket, message: string): void {
+  if (!res.headersSent) replyError(res, 408, 'REQUEST_TIMEOUT', message, { connection: 'close' });
+  socket.destroy();
+}
+
+/** `clear` once the request's body has ended or its socket closed (a keep-alive socket carries many requests: nothing of this one stays on it); returns it, wired, to call sooner. */
+function untilBodyEnds(req: http.IncomingMessage, clear: () => void): () => void {
+  const socket = req.socket;
   const stop = () => {
-    clearTimeout(timer);
+    clear();
     req.off('end', stop);
     socket.off('close', stop);
   };
   req.once('end', stop);
   socket.once('close', stop);
+  return stop;
 }
 
 function closeWhenAnsweredUnread(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
@@ -134,22 +141,10 @@ function enforceRate(req: http.IncomingMessage, res: http.ServerResponse, rate: 
     if (req.readableFlowing !== true || req.readableLength > 0) return;
     if (moved >= minBytes) return;
     stop();
-    if (!res.headersSent) {
-      replyError(res, 408, 'REQUEST_TIMEOUT', `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`, {
-        connection: 'close',
-      });
-    }
-    socket.destroy();
+    refuseSlowBody(res, socket, `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`);
   }, rate.windowMs);
   timer.unref();
-  // A keep-alive socket carries many requests: nothing of this one stays on it.
-  const stop = () => {
-    clearInterval(timer);
-    req.off('end', stop);
-    socket.off('close', stop);
-  };
-  req.once('end', stop);
-  socket.once('close', stop);
+  const stop = untilBodyEnds(req, () => clearInterval(timer));
 }
 
 /** Open connections per client address, capped at accept time (0: no cap). */
