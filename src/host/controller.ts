@@ -281,9 +281,16 @@ export class SessionController {
     const same = idem.key ? `${scope.tenant}\n${idem.key}` : undefined;
     const earlier = same && this.importing.get(same);
     if (earlier) await earlier;
+    // The caller's signal takes it out of the queue; once it runs, the import itself answers a cancel (p-queue would
+    // reject at once, and a session committed meanwhile would be kept, not discarded).
+    const waiting = new AbortController();
+    const leave = () => waiting.abort(limits.signal?.reason);
+    if (limits.signal?.aborted) leave();
+    else limits.signal?.addEventListener('abort', leave, { once: true });
     const run = this.imports.add(
-      () =>
-        this.once<SessionRow, { sessionId: string }>(
+      () => {
+        limits.signal?.removeEventListener('abort', leave);
+        return this.once<SessionRow, { sessionId: string }>(
           this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
           async (beforeCommit) => {
             const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
@@ -291,8 +298,9 @@ export class SessionController {
             return row;
           },
           (r) => this.store.requireSession(scope, r.sessionId),
-        ),
-      { signal: limits.signal },
+        );
+      },
+      { signal: waiting.signal },
     );
     if (same) {
       const settled = run.then(
