@@ -1,12 +1,12 @@
 // Composition root: database, store, host services and the HTTP server (http/http-server.ts).
 // Used by main.ts and by the tests (which start real servers through it).
 import path from 'node:path';
-import { openDatabase, type Database, type QueryObserver } from './db/database.ts';
+import { DEFAULT_POOL_MAX, openDatabase, type Database, type QueryObserver } from './db/database.ts';
 import { pgConfigFromUrl } from './db/pg-config.ts';
 import { SessionStore } from './store/session-store.ts';
 import { PgListener } from './store/pg-listener.ts';
 import { Reclaimer } from './host/reclaimer.ts';
-import { SessionController } from './host/controller.ts';
+import { defaultImportsAtOnce, SessionController } from './host/controller.ts';
 import { DEFAULT_MAX_ACTIVE_SESSIONS, defaultSlotsPerTenant, SessionHost } from './host/session-host.ts';
 import { LiveEvents } from './host/live/live-events.ts';
 import { LeaseStore } from './store/leases.ts';
@@ -53,6 +53,8 @@ export interface AppOptions {
   readUrls?: string[];
   /** Connections this process uses besides its one LISTEN connection (DATABASE_POOL_MAX). */
   poolMax?: number;
+  /** Recording imports this process runs at once, each on a pool connection (FORKLINE_MAX_IMPORTS_AT_ONCE; default: a quarter of poolMax). */
+  importsAtOnce?: number;
   /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
   preparedStatements?: boolean;
   /** The database is distributed by fork tree (DATABASE_DISTRIBUTED, e.g. Citus): every statement names its tree. */
@@ -272,7 +274,15 @@ export async function createApp(opts: AppOptions): Promise<App> {
     foldCacheBytes: opts.foldCacheBytes,
     log,
   });
-  const controller = new SessionController(store, host, models, tools, runners, publishTurnUpdate);
+  const controller = new SessionController(
+    store,
+    host,
+    models,
+    tools,
+    runners,
+    publishTurnUpdate,
+    opts.importsAtOnce ?? defaultImportsAtOnce(opts.poolMax ?? DEFAULT_POOL_MAX),
+  );
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();
   const maxApiTokens = opts.security?.maxApiTokensPerTenant ?? DEFAULT_LIMITS.apiTokensPerTenant;

@@ -79,6 +79,8 @@ const envSchema = z
     /** The older name of DATABASE_DIRECT_URL. */
     DATABASE_LISTEN_URL: z.string().url().optional(),
     DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
+    /** Unset: a quarter of DATABASE_POOL_MAX (host/controller.ts defaultImportsAtOnce). */
+    FORKLINE_MAX_IMPORTS_AT_ONCE: z.coerce.number().int().min(1).max(1000).optional(),
     DATABASE_PREPARED_STATEMENTS: z
       .enum(['0', '1', 'true', 'false'])
       .default('true')

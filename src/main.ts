@@ -74,6 +74,7 @@ async function main() {
       directUrl,
       readUrls: config.DATABASE_READ_URL,
       poolMax: config.DATABASE_POOL_MAX,
+      importsAtOnce: config.FORKLINE_MAX_IMPORTS_AT_ONCE,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       distributed: config.DATABASE_DISTRIBUTED,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,

@@ -20,6 +20,7 @@ import type {
   StoredEvent,
 } from '../store/session-store.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
+import PQueue from 'p-queue';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
@@ -51,8 +52,19 @@ export interface ToolCallDecision {
   by: string;
 }
 
+/**
+ * Imports this process runs at once by default: a quarter of its pool (at least one). Each holds a pool connection
+ * for its whole transaction (a 200,000-event recording: 5–35 s), and twelve at once took the whole pool: other
+ * tenants' reads waited 10 s for a connection and failed (docs/operations.md "Memory and time").
+ */
+export const defaultImportsAtOnce = (poolMax: number) => Math.max(1, Math.floor(poolMax / 4));
+
 export class SessionController {
   private readonly idempotency: IdempotencyStore;
+  /** Imports running (each in its long transaction on a pool connection); the others wait here, in order. */
+  private readonly imports: PQueue;
+  /** Imports under way by tenant and idempotency key: settled when each ends, however. */
+  private readonly importing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: SessionStore,
@@ -63,9 +75,12 @@ export class SessionController {
     /** Runner sessions' compaction (runner-protocol.ts): forkline's summariser between the runner's turns. */
     private readonly runners: Pick<RunnerProtocol, 'compact'>,
     /** Turn updates of what this controller writes into a turn (a decision, a cancelled wait): sessionTurns' live subscribers. */
-    private readonly publish: TurnUpdateSink = () => {},
+    private readonly publish: TurnUpdateSink,
+    /** Imports run at once (FORKLINE_MAX_IMPORTS_AT_ONCE; app.ts: defaultImportsAtOnce of the pool unless set). */
+    importsAtOnce: number,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
+    this.imports = new PQueue({ concurrency: importsAtOnce });
   }
 
   async createSession(
@@ -247,9 +262,11 @@ export class SessionController {
   }
 
   /**
-   * Imports a recording as a new session. `limits.signal` aborted (the
-   * uploader went) before the import returns: nothing is kept — the import
-   * rolls back, or, aborted while it committed, its session is discarded
+   * Imports a recording as a new session, once one of the process's import
+   * slots is free (FORKLINE_MAX_IMPORTS_AT_ONCE: the others wait in order,
+   * holding no connection). `limits.signal` aborted (the
+   * uploader went) before the import returns: nothing is kept — it leaves the
+   * queue, the import rolls back, or, aborted while it committed, its session is discarded
    * (discardImport) — and this rejects with the signal's reason.
    */
   async importRecording(
@@ -259,15 +276,41 @@ export class SessionController {
     limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
   ): Promise<SessionRow> {
     let imported: string | undefined;
-    const session = await this.once<SessionRow, { sessionId: string }>(
-      this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-      async (beforeCommit) => {
-        const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
-        imported = row.id;
-        return row;
+    // The same key imported here already (a client that sent twice at once): the first import's outcome first, then
+    // this one replays it (its key committed) or runs (it failed), instead of both importing and one rolling back.
+    const same = idem.key ? `${scope.tenant}\n${idem.key}` : undefined;
+    const earlier = same && this.importing.get(same);
+    if (earlier) await earlier;
+    // The caller's signal takes it out of the queue; once it runs, the import itself answers a cancel (p-queue would
+    // reject at once, and a session committed meanwhile would be kept, not discarded).
+    const waiting = new AbortController();
+    const leave = () => waiting.abort(limits.signal?.reason);
+    if (limits.signal?.aborted) leave();
+    else limits.signal?.addEventListener('abort', leave, { once: true });
+    const run = this.imports.add(
+      () => {
+        limits.signal?.removeEventListener('abort', leave);
+        return this.once<SessionRow, { sessionId: string }>(
+          this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
+          async (beforeCommit) => {
+            const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
+            imported = row.id;
+            return row;
+          },
+          (r) => this.store.requireSession(scope, r.sessionId),
+        );
       },
-      (r) => this.store.requireSession(scope, r.sessionId),
+      { signal: waiting.signal },
     );
+    if (same) {
+      const settled = run.then(
+        () => {},
+        () => {},
+      );
+      this.importing.set(same, settled);
+      void settled.then(() => this.importing.get(same) === settled && this.importing.delete(same));
+    }
+    const session = await run;
     // Only a session this call made: a retry answered with an earlier call's session leaves it be.
     if (limits.signal?.aborted && imported && (await this.discardImport(scope, imported, idem))) limits.signal.throwIfAborted();
     return session;

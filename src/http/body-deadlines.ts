@@ -14,6 +14,11 @@
 //   408 and its connection cut. A window in which the server itself was not
 //   reading (it was busy, or writing to a full disk) does not count against
 //   the client.
+// - A body must have arrived whole within FORKLINE_HTTP_REQUEST_TIMEOUT_MS
+//   (408 and the connection cut), but a recording upload's: it may be
+//   gigabytes, and 21 MB over a 0.5 Mbit/s link takes 6 minutes, so the rate
+//   alone bounds it (node's requestTimeout is server-wide: it is 0, and the
+//   deadline is kept here, per request).
 // - At most FORKLINE_MAX_CONNECTIONS_PER_ADDRESS connections from one client
 //   address (IPv6: one /64, as the auth throttle counts) at a time, per
 //   process: one more is destroyed as it is accepted.
@@ -39,17 +44,49 @@ const DRAIN_WINDOW_MS = 1_000;
  * before any door): the minimum rate while it is read, and the close of its
  * connection when it is answered before it was read whole.
  */
-export function watchBody(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
+export function watchBody(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate, deadlineMs: number): void {
   if (!hasBody(req)) return;
   closeWhenAnsweredUnread(req, res, rate);
   // A small body usually arrives with its headers, and node has parsed all
   // that arrived by the next tick: a body all there by then has no rate to
   // keep, so only one still arriving gets the rate's timer and listeners.
-  if (rate.minBytesPerSecond > 0) process.nextTick(enforceRateWhileArriving, req, res, rate);
+  if (rate.minBytesPerSecond > 0 || deadlineMs > 0) process.nextTick(enforceWhileArriving, req, res, rate, deadlineMs);
 }
 
-function enforceRateWhileArriving(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
-  if (!bodyArrived(req) && !req.socket.destroyed) enforceRate(req, res, rate);
+function enforceWhileArriving(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate, deadlineMs: number): void {
+  if (bodyArrived(req) || req.socket.destroyed) return;
+  if (rate.minBytesPerSecond > 0) enforceRate(req, res, rate);
+  if (deadlineMs > 0) enforceDeadline(req, res, deadlineMs);
+}
+
+/** The whole body by `deadlineMs`, or 408 and the connection cut (what node's requestTimeout answered). */
+function enforceDeadline(req: http.IncomingMessage, res: http.ServerResponse, deadlineMs: number): void {
+  const timer = setTimeout(() => {
+    stop();
+    if (req.complete || req.socket.destroyed) return;
+    refuseSlowBody(res, req.socket, `the request did not arrive whole within ${deadlineMs} ms (FORKLINE_HTTP_REQUEST_TIMEOUT_MS)`);
+  }, deadlineMs);
+  timer.unref();
+  const stop = untilBodyEnds(req, () => clearTimeout(timer));
+}
+
+/** 408 (unless an answer has begun) and the connection cut: a body that did not keep to its rate or deadline. */
+function refuseSlowBody(res: http.ServerResponse, socket: net.Socket, message: string): void {
+  if (!res.headersSent) replyError(res, 408, 'REQUEST_TIMEOUT', message, { connection: 'close' });
+  socket.destroy();
+}
+
+/** `clear` once the request's body has ended or its socket closed (a keep-alive socket carries many requests: nothing of this one stays on it); returns it, wired, to call sooner. */
+function untilBodyEnds(req: http.IncomingMessage, clear: () => void): () => void {
+  const socket = req.socket;
+  const stop = () => {
+    clear();
+    req.off('end', stop);
+    socket.off('close', stop);
+  };
+  req.once('end', stop);
+  socket.once('close', stop);
+  return stop;
 }
 
 function closeWhenAnsweredUnread(req: http.IncomingMessage, res: http.ServerResponse, rate: BodyRate): void {
@@ -104,22 +141,10 @@ function enforceRate(req: http.IncomingMessage, res: http.ServerResponse, rate: 
     if (req.readableFlowing !== true || req.readableLength > 0) return;
     if (moved >= minBytes) return;
     stop();
-    if (!res.headersSent) {
-      replyError(res, 408, 'REQUEST_TIMEOUT', `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`, {
-        connection: 'close',
-      });
-    }
-    socket.destroy();
+    refuseSlowBody(res, socket, `the request body arrived slower than ${rate.minBytesPerSecond} bytes/s (FORKLINE_HTTP_BODY_MIN_BYTES_PER_S)`);
   }, rate.windowMs);
   timer.unref();
-  // A keep-alive socket carries many requests: nothing of this one stays on it.
-  const stop = () => {
-    clearInterval(timer);
-    req.off('end', stop);
-    socket.off('close', stop);
-  };
-  req.once('end', stop);
-  socket.once('close', stop);
+  const stop = untilBodyEnds(req, () => clearInterval(timer));
 }
 
 /** Open connections per client address, capped at accept time (0: no cap). */

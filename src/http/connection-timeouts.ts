@@ -2,7 +2,8 @@
 // HTTP: node's own timers — a connection that sends nothing, or headers that
 // never finish, gets 408 after headersMs (node checks every
 // connectionsCheckingInterval, so the check runs often enough for the
-// timeout); a whole request (an upload's body) has requestMs; an idle
+// timeout); a whole request has requestMs (body-deadlines.ts; a recording
+// upload's body only the minimum rate); an idle
 // keep-alive connection keepAliveMs; a response its client stops reading
 // responseStallMs (stalled-responses.ts). WebSocket: graphql-ws closes a socket
 // without `connection_init` after wsInitMs (4408), but its close frame waits
@@ -18,7 +19,7 @@ import { stallBoundedResponse } from './stalled-responses.ts';
 export interface ConnectionTimeouts {
   /** Request headers must be complete within this from the connection's start or its previous request (408). */
   headersMs: number;
-  /** A whole request, body included (large POST /recordings uploads take minutes on slow links); 0: none. */
+  /** A whole request, body included, but a recording upload's (body-deadlines.ts: it has only the rate); 0: none. */
   requestMs: number;
   /** A keep-alive connection idle between requests is closed after this. */
   keepAliveMs: number;
@@ -50,9 +51,9 @@ const CLOSE_GRACE_MS = 1_000;
 /** node:http server options for `t` (createServer's; keepAliveTimeout is set by `applyKeepAlive`); `onStalled`: a response was cut (metrics). */
 export function httpServerOptions(t: ConnectionTimeouts, onStalled?: () => void): http.ServerOptions {
   return {
-    // node requires headersTimeout <= requestTimeout.
+    // A whole request's deadline is per door (body-deadlines.ts: a recording upload has none), node's is server-wide.
     headersTimeout: t.requestMs ? Math.min(t.headersMs, t.requestMs) : t.headersMs,
-    requestTimeout: t.requestMs,
+    requestTimeout: 0,
     connectionsCheckingInterval: Math.max(50, Math.min(5_000, Math.floor(t.headersMs / 4))),
     ServerResponse: stallBoundedResponse(t.responseStallMs, onStalled),
   };

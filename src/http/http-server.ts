@@ -115,10 +115,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // Every answer may carry content from outside (a recording, a file, a title in an error): its Content-Type is
     // never second-guessed into HTML by a browser (docs/operations.md "Threat model").
     res.setHeader('x-content-type-options', 'nosniff');
-    watchBody(req, res, bodyRate);
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
+    // A recording upload may take longer than any request (its body may be gigabytes): only the body rate holds it.
+    watchBody(req, res, bodyRate, path === '/recordings' ? 0 : guard.timeouts.requestMs);
     // /graphql first: most requests, and no pattern to try on it.
     const route = path === '/graphql' ? path : path.startsWith('/chat/') ? '/chat' : EVENT_PAGE_PATH.test(path) ? '/sessions' : path;
     if (metrics)

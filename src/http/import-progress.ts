@@ -3,8 +3,9 @@
 // A 200,000-event recording spools in a second and then imports for tens of
 // seconds: without this the uploader sees nothing between "sent" and its answer.
 // An import still running after the first interval is answered 200 with JSON
-// Lines: `{"progress": {"bytes", "totalBytes", "lines"}}` each interval (the
-// spool read so far), then its outcome as the last line, the body the plain
+// Lines: `{"progress": {"bytes", "totalBytes", "lines", "queued"}}` each interval (the
+// spool read so far; `queued`: it waits for one of the process's import slots,
+// FORKLINE_MAX_IMPORTS_AT_ONCE, and has read nothing yet), then its outcome as the last line, the body the plain
 // answer would have had plus its `status` (`{"status": 201, "session": …}` or
 // `{"status": 400, "errors": […]}`). A sooner outcome is answered as before.
 import type http from 'node:http';
@@ -19,6 +20,8 @@ export const wantsProgress = (req: http.IncomingMessage) => /(^|[\s,])applicatio
 export class ImportProgress {
   #bytes = 0;
   #lines = 0;
+  /** Whether the import has begun reading (until then it waits for an import slot). */
+  #started = false;
   #streaming = false;
   #timer: NodeJS.Timeout;
 
@@ -33,6 +36,7 @@ export class ImportProgress {
 
   /** The spool as the import reads it, counted as it passes (the import's backpressure paces the reads). */
   async *counting(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    this.#started = true;
     for await (const chunk of source) {
       this.#bytes += chunk.length;
       for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, i + 1)) this.#lines++;
@@ -49,7 +53,7 @@ export class ImportProgress {
     }
     // A client that does not read gets no pile of lines: a tick is skipped until it has drained.
     if (res.writableNeedDrain) return;
-    res.write(`${JSON.stringify({ progress: { bytes: this.#bytes, totalBytes: this.totalBytes, lines: this.#lines } })}\n`);
+    res.write(`${JSON.stringify({ progress: { bytes: this.#bytes, totalBytes: this.totalBytes, lines: this.#lines, queued: !this.#started } })}\n`);
   }
 
   /** The answer: its last line when progress is streaming, else a plain JSON answer. No more progress after it. */

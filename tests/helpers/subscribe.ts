@@ -156,3 +156,36 @@ export async function stalledSocket(
   while (socket.bufferedAmount > 0) await new Promise((r) => setTimeout(r, 10));
   return { socket, closed };
 }
+
+/** What one operation sent over graphql-ws got: its result (`next`, then `complete`), its errors, or the socket's close. */
+export interface WsOperationOutcome {
+  data?: any;
+  errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+  closed?: { code: number; reason: string };
+}
+
+/**
+ * Sends one operation (a mutation too) as a graphql-ws `subscribe` message on a socket of its own, its text exactly
+ * as JSON.stringify writes it, and resolves with what came back: the result, the errors, or the close (a message the
+ * server refuses before graphql-ws reads it closes the socket).
+ */
+export async function wsOperation(url: string, query: string, variables: Record<string, unknown> = {}): Promise<WsOperationOutcome> {
+  const socket = new WebSocket(wsUrl(url), 'graphql-transport-ws');
+  try {
+    return await new Promise<WsOperationOutcome>((resolve, reject) => {
+      let result: WsOperationOutcome = {};
+      socket.once('error', reject);
+      socket.on('close', (code, reason) => resolve({ ...result, closed: { code, reason: String(reason) } }));
+      socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: {} })));
+      socket.on('message', (m) => {
+        const msg = JSON.parse(String(m));
+        if (msg.type === 'connection_ack') socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables } }));
+        else if (msg.type === 'next') result = msg.payload;
+        else if (msg.type === 'error') resolve({ errors: msg.payload });
+        else if (msg.type === 'complete') resolve(result);
+      });
+    });
+  } finally {
+    socket.terminate();
+  }
+}

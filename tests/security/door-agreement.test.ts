@@ -16,6 +16,7 @@ import { foldLog } from '../../src/core/log-state.ts';
 import { closeOpenTail, type RepairCause } from '../../src/core/repair.ts';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, MAX_JSON_VALUES, MAX_PAYLOAD_KEYS } from '../../src/core/storable.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { wsOperation, type WsOperationOutcome } from '../helpers/subscribe.ts';
 import { mutate, planArb, writtenByService, type HostileEvent, type HostileLog, type Plan } from './hostile-logs.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261219);
@@ -294,6 +295,9 @@ describe(`hostile event sequences through every door (FUZZ_SEED=${SEED}, ${RUNS}
   }, 120_000);
 });
 
+/** One graphql-ws message's bound (docs/operations.md "Requests and connections": one WebSocket message 1 MiB). */
+const WS_MESSAGE_BYTES = 1024 * 1024;
+
 /** A JSON object of `n` distinct keys (`k0`, `k1`, …), each holding 0. */
 const distinctKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i.toString(36)}`, 0]));
 /** Arrays nested `levels` deep around a 1. */
@@ -302,8 +306,9 @@ const nested = (levels: number): unknown => (levels === 0 ? 1 : [nested(levels -
 /**
  * One payload at the bounds of what an event may hold (core/storable.ts: its JSON values, distinct keys, depth and
  * text), and the verdict every door must give it: a plugin event's data through a runner's appendEvents, a
- * recording's line (POST /recordings) and the built-in writer (the store's append, which forkline's own agent
- * writes through: an MCP server's result is kept as such data).
+ * recording's line (POST /recordings), the same two as graphql-ws messages (appendEvents, importRecording) and the
+ * built-in writer (the store's append, which forkline's own agent writes through: an MCP server's result is kept as
+ * such data).
  */
 const PAYLOADS: Array<[string, () => unknown, boolean]> = [
   ['1 MiB of text', () => ({ text: 'x'.repeat(2 ** 20) }), true],
@@ -323,7 +328,7 @@ const PAYLOADS: Array<[string, () => unknown, boolean]> = [
 
 describe('one payload, every door (core/storable.ts bounds)', () => {
   it.each(PAYLOADS)(
-    '%s: the same verdict from appendEvents, a recording line and the built-in writer',
+    '%s: the same verdict from appendEvents and importRecording (HTTP and graphql-ws), a recording line and the built-in writer',
     async (_name, payload, accepted) => {
       const type = 'plugin/fuzz/bound';
       const data = payload();
@@ -351,7 +356,44 @@ describe('one payload, every door (core/storable.ts bounds)', () => {
         () => true,
         (err: Error) => `${(err as ForklineError).code} ${err.message.slice(0, 200)}`,
       );
-      const expected = accepted ? { appendEvents: true, recording: true, builtIn: true } : { appendEvents: false, recording: false, builtIn: false };
+      // The same runner batch, and the recording as importRecording's string, sent as graphql-ws subscribe messages: the
+      // socket's own bound (one message of WS_MESSAGE_BYTES, closed 1009 past it) comes first, then the same verdict.
+      const wsRunner = (await app.ok(CREATE, { i: { runner: POOL } })).createSession.id as string;
+      const wsToken = (
+        await app.ok(`mutation($i: ClaimSessionInput!) { claimSession(input: $i) { lease { token } } }`, { i: { sessionId: wsRunner, runnerId: 'fuzz' } })
+      ).claimSession.lease.token;
+      const wsVerdict = (o: WsOperationOutcome, ok: (data: any) => boolean) =>
+        o.closed
+          ? `closed ${o.closed.code} ${o.closed.reason}`
+          : o.errors
+            ? `${o.errors[0].extensions?.code} ${o.errors[0].message.slice(0, 200)}`
+            : ok(o.data);
+      const fits: Record<string, boolean> = {};
+      const overWs = async (door: string, query: string, variables: Record<string, unknown>, ok: (data: any) => boolean) => {
+        fits[door] = Buffer.byteLength(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables } })) <= WS_MESSAGE_BYTES;
+        const outcome = await wsOperation(app.url, query, variables);
+        // A message past the socket's bound is closed 1009 (too big), whatever it holds; one within it never is.
+        expect(outcome.closed?.code === 1009, `${door}: ${JSON.stringify(outcome.closed)}`).toBe(!fits[door]);
+        verdicts[door] = wsVerdict(outcome, ok);
+      };
+      await overWs(
+        'appendEventsWs',
+        `mutation($i: AppendEventsInput!) { appendEvents(input: $i) { eventCount } }`,
+        { i: { sessionId: wsRunner, leaseToken: wsToken, expectedEventCount: 0, events: [{ type, data }] } },
+        (d) => d.appendEvents.eventCount === 1,
+      );
+      const recording = `${JSON.stringify({ format: 'forkline.recording', version: 4, session: { id: 'ses_bound', title: null } })}\n{"seq":0,"type":"${type}","data":${JSON.stringify(data)}}\n`;
+      await overWs(
+        'importRecordingWs',
+        `mutation($r: String!) { importRecording(recording: $r) { eventCount } }`,
+        { r: recording },
+        (d) => d.importRecording.eventCount === 1,
+      );
+      // Nothing of a refused batch was stored.
+      if (verdicts.appendEventsWs !== true) expect((await app.services.store.requireSession(scope, wsRunner)).eventCount).toBe(0);
+      const expected = accepted
+        ? { appendEvents: true, recording: true, builtIn: true, appendEventsWs: fits.appendEventsWs, importRecordingWs: fits.importRecordingWs }
+        : { appendEvents: false, recording: false, builtIn: false, appendEventsWs: false, importRecordingWs: false };
       expect(Object.fromEntries(Object.entries(verdicts).map(([door, v]) => [door, v === true])), JSON.stringify(verdicts)).toEqual(expected);
       // An accepted one exports and imports again, byte for byte (but the header's id).
       if (!accepted) return;

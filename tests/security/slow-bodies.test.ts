@@ -10,6 +10,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { loadConfig, securityOptions } from '../../src/config.ts';
+import { longRecordingLines } from '../fixtures/recordings/recordings.ts';
 
 const TOKEN = 'slow-bodies-token-0123456789';
 const WINDOW_MS = 300;
@@ -193,5 +194,57 @@ describe('configuration', () => {
     const defaults = securityOptions(loadConfig({}));
     expect([defaults.timeouts?.bodyMinBytesPerSecond, defaults.timeouts?.bodyRateWindowMs, defaults.maxConnectionsPerAddress]).toEqual([8192, 10_000, 1024]);
     expect(() => loadConfig({ FORKLINE_HTTP_BODY_RATE_WINDOW_MS: '10' })).toThrow(/FORKLINE_HTTP_BODY_RATE_WINDOW_MS/);
+  });
+});
+
+describe('a body at a fair rate that takes longer than FORKLINE_HTTP_REQUEST_TIMEOUT_MS', () => {
+  const REQUEST_MS = 1500;
+  let slow: TestApp;
+  beforeAll(async () => {
+    slow = await startTestApp({
+      // Parts every 300 ms: each rate window of a second sees several. Short headers: node looks at its connections'
+      // deadlines every quarter of it (the default, every 5 s, would let a 3 s request pass any deadline).
+      security: { rateLimit: false, timeouts: { headersMs: 1000, requestMs: REQUEST_MS, bodyMinBytesPerSecond: 1000, bodyRateWindowMs: 1000 } },
+    });
+  });
+  afterAll(() => slow?.close());
+
+  /** Posts `body` in ten parts over about twice the request deadline (well above the minimum rate): status and answer. */
+  async function sendSlowly(path: string, type: string, body: string): Promise<{ status: number; text: string }> {
+    const bytes = Buffer.from(body);
+    const parts = 10;
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        for (let i = 0; i < parts; i++) {
+          controller.enqueue(bytes.subarray(Math.floor((i * bytes.length) / parts), Math.floor(((i + 1) * bytes.length) / parts)));
+          await new Promise((r) => setTimeout(r, (2 * REQUEST_MS) / parts));
+        }
+        controller.close();
+      },
+    });
+    try {
+      const res = await fetch(slow.url.replace(/\/graphql$/, path), {
+        method: 'POST',
+        headers: { 'content-type': type, 'content-length': String(bytes.length) },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit);
+      return { status: res.status, text: await res.text() };
+    } catch (err) {
+      return { status: 0, text: String((err as Error).cause ?? err) };
+    }
+  }
+
+  it('a recording upload is read whole and imported (its size, not a clock, sets how long it takes: the rate alone bounds it)', async () => {
+    const lines = longRecordingLines(300, 'slow link');
+    const r = await sendSlowly('/recordings', 'application/x-ndjson', `${lines.join('\n')}\n`);
+    expect(r.status, r.text.slice(0, 300)).toBe(201);
+    expect(JSON.parse(r.text).session).toMatchObject({ eventCount: lines.length - 1, title: 'slow link' });
+  });
+
+  it('a GraphQL body is still cut at the deadline: 408', async () => {
+    const r = await sendSlowly('/graphql', 'application/json', JSON.stringify({ query: '{ __typename }', variables: { pad: 'x'.repeat(20_000) } }));
+    expect(r.status, r.text.slice(0, 300)).toBe(408);
+    expect(r.text).not.toContain('FORKLINE_HTTP_BODY_MIN_BYTES_PER_S'); // the deadline's 408, not the rate's
   });
 });

@@ -1,0 +1,142 @@
+// Recording imports and the database pool (docs/operations.md "Memory and
+// time"): each import runs in one long transaction on a pool connection, so a
+// process runs at most FORKLINE_MAX_IMPORTS_AT_ONCE of them; the others wait
+// for a slot holding no connection (their uploader sees `queued` progress),
+// and other tenants' requests are served meanwhile. Before, six tenants
+// uploading two 200,000-event recordings each took the whole pool: another
+// tenant's sessions query waited 10 s for a connection and got 503.
+// Driven, not timed: a deferred trigger holds every new session's COMMIT on an
+// advisory lock the test holds (as recording-cancel.test.ts does), so an
+// import that has its slot keeps its connection until the test lets it go.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppOptions } from '../../src/app.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+
+const LOCK = 4343;
+const POOL_MAX = 4;
+const TOKENS = ['alpha', 'beta', 'gamma'].map((tenant) => [`${tenant}-token-0123456789abcdef`, tenant] as const);
+const as = (i: number) => ({ authorization: `Bearer ${TOKENS[i][0]}` });
+
+let app: TestApp;
+/** The test's own connection, outside the service's pool: it holds the lock. */
+let holder: pg.Client;
+
+/** A service on a database of its own whose new sessions' COMMITs wait on LOCK; `holder` connected to it. */
+async function startHeld(opts: Partial<AppOptions>): Promise<TestApp> {
+  const databaseUrl = await createTestDatabase();
+  const started = await startTestApp({ databaseUrl, ...opts });
+  await started.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
+  await started.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  await holder?.end();
+  holder = new pg.Client({ connectionString: databaseUrl });
+  await holder.connect();
+  return started;
+}
+
+beforeAll(async () => {
+  app = await startHeld({ poolMax: POOL_MAX, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+});
+afterAll(async () => {
+  await holder?.end();
+  await app?.close();
+});
+
+/** Imports whose COMMIT waits on the lock: each holds a pool connection. */
+const commitsWaiting = async () =>
+  (await holder.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [LOCK])).rows[0].n;
+
+const recording = (title: string) =>
+  [
+    { format: 'forkline.recording', version: 4, session: { id: 'ses_slot', title } },
+    { seq: 0, type: 'session/title', data: { title } },
+  ]
+    .map((l) => JSON.stringify(l))
+    .join('\n') + '\n';
+
+/** An upload asking for progress: its answer's JSON lines once it ends. */
+function upload(tenant: number, title: string, signal?: AbortSignal, headers: Record<string, string> = {}) {
+  return fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-ndjson', accept: 'application/x-ndjson', ...as(tenant), ...headers },
+    body: recording(title),
+    signal,
+  }).then(async (res) => ({
+    status: res.status,
+    lines: (await res.text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l)),
+  }));
+}
+
+describe('recording imports and the pool', () => {
+  it('run at most FORKLINE_MAX_IMPORTS_AT_ONCE at once (default: a quarter of the pool); the rest wait, queued, and other tenants are served', async () => {
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    const gone = new AbortController();
+    // Two tenants, two uploads each (their own cap): four imports for a pool of four.
+    const uploads = [upload(0, 'a1'), upload(0, 'a2'), upload(1, 'b1')];
+    let released = false;
+    try {
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      // The fourth comes once a slot is taken: it waits in the queue.
+      uploads.push(upload(1, 'b2', gone.signal).catch((err: Error) => ({ status: 0, lines: [err.name] })));
+      // A moment more: none of the others gets a connection (the old code gave each its own: 3 waited, the 4th took the last).
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await commitsWaiting()).toBe(1);
+      // Another tenant's read is served while the import holds its connection (before: it waited for one, then 503).
+      const t = performance.now();
+      const read = await app.gql('{ sessionCount sessions(first: 5) { edges { node { id } } } }', {}, as(2));
+      expect(read.errors, JSON.stringify(read.errors)).toBeUndefined();
+      expect(read.data.sessionCount).toBe(0);
+      expect(performance.now() - t).toBeLessThan(5_000);
+      // A queued uploader that leaves is dropped from the queue: it imports nothing.
+      gone.abort();
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      const done = await Promise.all(uploads);
+      for (const r of done.slice(0, 3)) {
+        expect(r.status).toBe(200);
+        expect(r.lines.at(-1)).toMatchObject({ status: 201 });
+      }
+      // Those that waited said so while they waited: queued, nothing read yet.
+      const queued = done.slice(0, 3).flatMap((r) => r.lines.filter((l) => l.progress?.queued === true));
+      expect(queued.length).toBeGreaterThan(0);
+      for (const l of queued) expect(l.progress).toMatchObject({ bytes: 0, lines: 0 });
+      expect(done[3].status).toBe(0);
+      const titles = (await holder.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY title`)).rows.map((r) => r.title);
+      expect(titles).toEqual(['a1', 'a2', 'b1']);
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+  }, 60_000);
+});
+
+describe('one recording sent twice at once with one Idempotency-Key', () => {
+  it('is imported once: the second waits for the first and is answered with its session (before: both imported, one rolled back)', async () => {
+    await app.close();
+    // Two slots: room for both.
+    app = await startHeld({ poolMax: 8, importsAtOnce: 2, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    const key = { 'idempotency-key': 'twice-at-once' };
+    const first = upload(0, 'twice', undefined, key);
+    await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+    const second = upload(0, 'twice', undefined, key);
+    try {
+      // The second has been spooled and handed to the import by now; it runs no import of its own (before: it
+      // imported the whole recording, then its key's insert waited on the first's).
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await commitsWaiting()).toBe(1);
+      expect((await holder.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n).toBe(1);
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.lines.at(-1)).toMatchObject({ status: 201 });
+    expect(b.lines.at(-1)).toMatchObject({ status: 201, session: { id: a.lines.at(-1).session.id } });
+    expect((await holder.query(`SELECT id FROM "Session"`)).rowCount).toBe(1);
+  }, 60_000);
+});
