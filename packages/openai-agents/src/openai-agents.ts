@@ -22,7 +22,7 @@ import {
   ToolTimeoutError,
   getCurrentTraceContext,
   invokeFunctionTool,
-  run,
+  Runner,
   runToolInputGuardrails,
   runToolOutputGuardrails,
   withTrace,
@@ -505,8 +505,6 @@ function runningAgent(
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own (and no handoff: unrecordableOf).
     mcpServers: [],
     handoffs: [],
-    // The run's settings are sent as they are (as a clone given them would send them), not the SDK's defaults for its model.
-    _modelSettingsExplicitlyConfigured: true,
     emit: (type: string, ...args: unknown[]) => (agent.emit as (type: string, ...args: unknown[]) => boolean).call(agent, type, ...args.map(appValue)),
   });
   return running;
@@ -648,6 +646,10 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     new Map(wrapped.map((t) => [t.offered, t.own])),
     (call) => recordedCall(call, calls.ids, names),
   );
+  // The run's settings (the session's over the agent's own) go in as the run's (RunConfig.modelSettings) as well as the
+  // running agent's: the SDK sends an agent's only when they were given to its constructor, and the app's agent may
+  // have been built without any. Both hold the same settings: the provider is sent them as they are (docs/runners.md).
+  const runner = new Runner({ modelSettings });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
@@ -656,9 +658,9 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     let finalOutput: unknown;
     if (opts.stream === false) {
-      ({ interruptions, finalOutput } = await run(writing, input, options));
+      ({ interruptions, finalOutput } = await runner.run(writing, input, options));
     } else {
-      const result = await run(writing, input, { ...options, stream: true });
+      const result = await runner.run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
