@@ -50,6 +50,7 @@ import {
   toolResultContent,
   unservableModel,
   writeRunnerCompaction,
+  type AdmittedCall,
   type RequestedModel,
   type ToolResultContent,
 } from '@forkline/runner';
@@ -257,6 +258,10 @@ function stepMessage(response: ModelResponse, names?: RequestWireNames): StepMes
 interface RunCalls {
   ids: RunCallIds;
   refused: Map<string, string>;
+  /** Whether a call of the run is handed on under an id other than the one it is recorded under. */
+  renamed: boolean;
+  /** The stored calls no result is stored for yet, by the id the SDK runs them by. */
+  unanswered: Map<string, AdmittedCall>;
 }
 
 /**
@@ -276,15 +281,32 @@ class WritingModel implements Model {
   ) {}
 
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
+    await this.answered(request);
     await this.turn.startStep();
     return this.record(await this.inner.getResponse(request));
   }
 
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
+    await this.answered(request);
     await this.turn.startStep();
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
       yield event.type === 'response_done' ? { ...event, response: await this.record(event.response as unknown as ModelResponse) } : event;
+    }
+  }
+
+  /**
+   * Stores the results the SDK answered calls with itself, without the `invoke` the adapter wraps (arguments that
+   * are not JSON: its parse error), as the model is handed them, before it is: a later request and a fork, built
+   * from the log, hand the model the same.
+   */
+  private async answered(request: AgentsModelRequest): Promise<void> {
+    if (!this.calls.unanswered.size || typeof request.input === 'string') return;
+    for (const item of request.input as Item[]) {
+      const call = item.type === 'function_call_result' ? this.calls.unanswered.get(item.callId) : undefined;
+      if (!call) continue;
+      this.calls.unanswered.delete(item.callId);
+      await this.turn.result(call, 'error', outputText(item.output));
     }
   }
 
@@ -293,8 +315,12 @@ class WritingModel implements Model {
     const message = stepMessage(response, this.names);
     const admitted = this.calls.ids.admit(message.toolCalls, this.turn.turn, this.turn.step);
     await this.turn.message({ ...message, toolCalls: admitted });
+    if (admitted.some((c) => c.sentId !== c.id)) this.calls.renamed = true;
     for (const call of admitted) {
-      if (call.refused === undefined) continue;
+      if (call.refused === undefined) {
+        this.calls.unanswered.set(call.sentId, call);
+        continue;
+      }
       this.calls.refused.set(call.sentId, call.refused);
       await this.turn.result(call, 'error', call.refused);
     }
@@ -448,6 +474,7 @@ function writingTools(
       // Its own code and guardrails see it as the log holds it: under the tool's own name and the recorded id.
       const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: recordedCall(wireDetails.toolCall, calls.ids, names) } : wireDetails;
       const call = { id: calls.ids.recorded(sentId), name: t.name };
+      calls.unanswered.delete(sentId);
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
@@ -461,14 +488,17 @@ function writingTools(
     };
     const gated = sessionRequiresApproval(request, t.name);
     // A refused call is answered already: it is never asked for.
-    const needsApproval: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
+    const adapted: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
       !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
-    return [
-      {
-        offered: { ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined },
-        own: t,
-      },
-    ];
+    const offered = { ...t, name: names.wireName(t.name), invoke, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined };
+    // The tool's own policy while there is nothing to adapt: the SDK treats a policy of its own `tool()` given a flag
+    // (`needsApproval: true`, or none) unlike a function — a call whose arguments are not JSON is answered with the
+    // SDK's parse error under the former, and asked for a person's decision under the latter (docs/runners.md).
+    Object.defineProperty(offered, 'needsApproval', {
+      get: () => (gated || calls.refused.size > 0 || calls.renamed ? adapted : t.needsApproval),
+      enumerable: true,
+    });
+    return [{ offered: offered as FunctionTool, own: t }];
   });
 }
 
@@ -630,7 +660,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const { toolChoice } = modelSettings;
   if (toolChoice && toolChoice !== 'auto' && toolChoice !== 'required' && toolChoice !== 'none') modelSettings.toolChoice = names.wireName(toolChoice);
   const behavior = agent.toolUseBehavior;
-  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map() };
+  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map(), renamed: false, unanswered: new Map() };
   const writer = new WritingModel(model, turn, names, calls);
   const wrapped = writingTools(agent, tools, turn, request, names, calls);
   const writing = runningAgent(
