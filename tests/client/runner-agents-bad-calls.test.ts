@@ -2,9 +2,17 @@
 // SDK's own packages (tool(), its OpenAI provider's Chat Completions and
 // Responses models) against a fake provider (docs/runners.md): arguments that
 // are not JSON, arguments the tool's schema refuses, a tool the agent does not
-// have. Each call is in the log before anything runs, once, under the id the
-// model gave it; its result is what the SDK hands the model without forkline;
-// and a fork of the session after it builds a request the provider takes.
+// have, and a tool asking a decision called with such arguments, resumed
+// after the decision (the SDK's own: approve on its RunState and run it
+// again). Each call is in the log before anything runs, once, under the id
+// the model gave it; its result is what the SDK hands the model without
+// forkline; and a fork of the session after it builds a request the provider
+// takes. Before: a call whose arguments are not JSON was asked a person's
+// decision though its tool asks none (the adapter handed the SDK a policy
+// function of its own, and the SDK asks when it cannot evaluate one), and the
+// parse error the SDK answers it with was never stored (the SDK answers it
+// without the tool's `invoke`): a later claim's repair recorded the step's
+// calls as interrupted, the approved one too.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, OpenAIProvider, run, setTracingDisabled, tool, type Model } from '@openai/agents';
@@ -86,6 +94,54 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     expect(log.filter((e) => e.type === 'plugin/agent/error').map((e) => e.data.message)).toEqual(['Tool nope not found in agent looker.']);
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
     await expectForkServed(s, log.length - 1, ['c_nope'], provider, model);
+  }, 60_000);
+
+  it('asks for a decision on a gated call with such arguments, and once approved answers it as the SDK resuming its RunState does', async () => {
+    const gated = tool({
+      name: 'wire',
+      description: 'wires money',
+      parameters: z.object({ key: z.string() }),
+      needsApproval: true,
+      execute: async ({ key }) => (held.ran.push(key), `wired ${key}`),
+    });
+    const calls: Call[] = [
+      { id: 'c_json', name: 'wire', arguments: '{"key": "a"' },
+      { id: 'c_schema', name: 'wire', arguments: '{"key": 5}' },
+    ];
+    const gatedAgent = () => new Agent({ name: 'wirer', model, tools: [gated] });
+
+    // Without forkline: the run stops for the call it can parse (the other is answered with the parse error, as the
+    // SDK answers a tool with a flag for its policy), the app approves it on its RunState and resumes it.
+    held.script = [calls, 'answered'];
+    const first = await run(gatedAgent(), 'wire', { stream: true });
+    for await (const _event of first) void _event;
+    await first.completed;
+    expect(first.interruptions.map((i) => (i.rawItem as { callId: string }).callId)).toEqual(['c_schema']);
+    for (const i of first.interruptions) first.state.approve(i);
+    const resumed = await run(gatedAgent(), first.state, { stream: true });
+    for await (const _event of resumed) void _event;
+    await resumed.completed;
+    expect(resumed.finalOutput).toBe('answered');
+    const expected = handed(provider, held.fake.received.at(-1)!.body);
+
+    held.ran = [];
+    const s = await session('wire');
+    held.script = [calls];
+    await serve(s, (session) => runAgentsTurns(session, gatedAgent()));
+    let log = await logOf(s.id);
+    expect(log.filter((e) => e.type === 'tool/approval-request').map((e) => e.data.callId)).toEqual(['c_schema']);
+    await held.app.ok(`mutation($id: ID!) { approveToolCall(input: {sessionId: $id, callId: "c_schema"}) { status } }`, { id: s.id });
+    held.script = ['answered'];
+    await serve(s, (session) => runAgentsTurns(session, gatedAgent()));
+    log = await logOf(s.id);
+    expect(held.ran).toEqual([]);
+    const stored = results(log).sort((a, b) => a.callId.localeCompare(b.callId));
+    expect(stored).toEqual(calls.map((c) => ({ callId: c.id, status: 'error', content: expected[c.id] })));
+    // The run after the decision starts from forkline's request, which marks an error result's text (docs/runners.md).
+    const marked = Object.fromEntries(Object.entries(expected).map(([id, text]) => [id, `Error: ${text}`]));
+    expect(handed(provider, held.fake.received.at(-1)!.body)).toEqual(marked);
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    await expectForkServed(s, log.length - 1, ['c_json', 'c_schema'], provider, model);
   }, 60_000);
 });
 

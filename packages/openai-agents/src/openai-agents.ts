@@ -297,10 +297,10 @@ class WritingModel implements Model {
 
   /**
    * Stores the results the SDK answered calls with itself, without the `invoke` the adapter wraps (arguments that
-   * are not JSON: its parse error), as the model is handed them, before it is: a later request and a fork, built
-   * from the log, hand the model the same.
+   * are not JSON: its parse error), as the model is handed them, before it is (the next request's input, or the
+   * run's items where it stops): a later request and a fork, built from the log, hand the model the same.
    */
-  private async answered(request: AgentsModelRequest): Promise<void> {
+  async answered(request: { input: AgentsModelRequest['input'] }): Promise<void> {
     if (!this.calls.unanswered.size || typeof request.input === 'string') return;
     for (const item of request.input as Item[]) {
       const call = item.type === 'function_call_result' ? this.calls.unanswered.get(item.callId) : undefined;
@@ -687,15 +687,18 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     const options = { maxTurns: opts.maxTurns ?? 16, signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     let finalOutput: unknown;
+    let newItems: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
-      ({ interruptions, finalOutput } = await runner.run(writing, input, options));
+      ({ interruptions, finalOutput, newItems } = await runner.run(writing, input, options));
     } else {
       const result = await runner.run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
-      ({ interruptions, finalOutput } = result);
+      ({ interruptions, finalOutput, newItems } = result);
     }
+    // The run stopped (for a decision, at a tool) after answering calls itself, with no model call to hand them to.
+    await writer.answered({ input: newItems.map((i) => i.rawItem as AgentInputItem) });
     // A run that ended at a tool (toolUseBehavior: stop_on_first_tool, stopAtToolNames, a function's final output) answered
     // with that output: it is the turn's answer, stored as the step's last model/message (docs/runners.md, "A turn's answer").
     if (!failure && interruptions.length === 0 && writer.endedAtTool && finalOutput !== undefined)
