@@ -55,7 +55,6 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
   it("records calls whose arguments are not JSON or fail the tool's schema once, as the model gave them, with what the SDK hands the model", async () => {
     // Without forkline: what the SDK hands the model for each.
     held.script = [BAD, 'answered'];
-    let from = held.fake.received.length;
     const plain = await run(agent(), 'look up', { stream: true });
     for await (const _event of plain) void _event;
     await plain.completed;
@@ -66,7 +65,7 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     held.ran = [];
     const s = await session('look up');
     held.script = [BAD, 'answered'];
-    from = held.fake.received.length;
+    const from = held.fake.received.length;
     await serve(s, (session) => runAgentsTurns(session, agent()));
     const log = await logOf(s.id);
     expect(held.ran).toEqual([]);
