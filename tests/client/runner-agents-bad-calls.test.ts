@@ -17,18 +17,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, OpenAIProvider, run, setTracingDisabled, tool, type Model } from '@openai/agents';
 import { runAgentsTurns } from '@forkline/openai-agents';
-import { sentCallIds, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
+import { agentsLookup, sentCallIds, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
 import type { Provider } from '../helpers/provider-rules.ts';
 
 const { held, session, send, serve, logOf, messages, results } = useScriptedProvider('agents-bad-calls');
 beforeAll(() => setTracingDisabled(true));
 
-const lookup = tool({
-  name: 'lookup',
-  description: 'looks a key up',
-  parameters: z.object({ key: z.string() }),
-  execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
-});
+const lookup = agentsLookup(held);
 
 const BAD: Call[] = [
   { id: 'c_json', name: 'lookup', arguments: '{"key": "a"' },
