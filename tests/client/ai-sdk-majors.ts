@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { createOpenAI } from '@ai-sdk/openai';
 import * as ai from 'ai';
 import { ForklineRunner, type RunnerSession } from '@forkline/runner';
-import { runAiSdkTurns } from '@forkline/ai-sdk';
+import { runAiSdkTurns, type AiSdkRunOptions } from '@forkline/ai-sdk';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { anyData } from '../helpers/event-data.ts';
 import { chatCompletionsAnswer } from '../helpers/provider-sse.ts';
@@ -188,6 +188,53 @@ export function aiSdkMajorCases(major: 6 | 7): void {
       const last = requests.get(message)!.at(-1)!;
       expect(last.filter((m) => m.role === 'tool').map((m) => m.text)).toEqual(['[withheld]']);
       expect(JSON.stringify(requests.get(message))).not.toContain('SECRET-4711');
+    });
+  });
+
+  describe(`ai ${major}, stream: the app's onChunk and a tool's start`, () => {
+    /** POST /v1/chat/completions, streamed as a model generates: a call of lookup, the answer's end a moment later; then "done". */
+    const slow = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const body = JSON.parse(raw);
+        const answered = (body.messages as Array<{ role: string }>).some((m) => m.role === 'tool');
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const chunk = (delta: unknown, finish: string | null = null) =>
+          res.write(
+            `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+          );
+        if (answered) {
+          chunk({ role: 'assistant', content: 'done' }, 'stop');
+          return void res.end('data: [DONE]\n\n');
+        }
+        chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"n":1}' } }] });
+        setTimeout(() => (chunk({}, 'tool_calls'), res.end('data: [DONE]\n\n')), 50);
+      });
+    });
+    let slowUrl = '';
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+      slowUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/v1`;
+    });
+    afterAll(() => void slow.close());
+
+    it("calls onChunk with a call before its tool's start (experimental_onToolCallStart), as streamText without forkline does", async () => {
+      const heard: string[] = [];
+      const hooks = {
+        onChunk: ({ chunk }: { chunk: { type: string; toolCallId?: string } }) => void (chunk.type === 'tool-call' && heard.push(`chunk ${chunk.toolCallId}`)),
+        experimental_onToolCallStart: ({ toolCall }: { toolCall: { toolCallId: string } }) => void heard.push(`start ${toolCall.toolCallId}`),
+      };
+      const tools = { lookup: ai.tool({ inputSchema: parameters, execute: async () => 'found' }) };
+      const slowModel = () => createOpenAI({ apiKey: 'test', baseURL: slowUrl }).chat('fake-model');
+      await ai.streamText({ model: slowModel(), tools, prompt: 'look up', stopWhen: ai.stepCountIs(4), ...(hooks as Record<string, unknown>) }).consumeStream();
+      expect(heard).toEqual(['chunk call_1', 'start call_1']);
+
+      heard.length = 0;
+      const { id, pool } = await sessionWith([{ name: 'lookup' }]);
+      await serve(id, pool, (s) => runAiSdkTurns(s, { model: slowModel(), tools, ...(hooks as Partial<AiSdkRunOptions>) }));
+      expect((await events(id)).at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      expect(heard).toEqual(['chunk call_1', 'start call_1']);
     });
   });
 }

@@ -419,7 +419,8 @@ describe('the AI SDK adapter with calls that fail', () => {
     };
     const streamOf = (parts: LanguageModelV3StreamPart[]) =>
       new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) });
-    // The model calls a tool that throws, one with input its schema refuses, and one the runner lacks; then it answers.
+    // The model calls a tool that throws, one with input its schema refuses, one the runner lacks and one with arguments
+    // that are not JSON; then it answers.
     const model = new MockLanguageModelV3({
       doStream: async ({ prompt }) => {
         prompts.push(prompt);
@@ -439,7 +440,13 @@ describe('the AI SDK adapter with calls that fail', () => {
                   { type: 'text-delta' as const, id: 't', delta: 'done' },
                   { type: 'text-end' as const, id: 't' },
                 ]
-              : [call('c_throws', 'quota', { n: 1 }), call('c_invalid', 'quota', { n: 'one' }), call('c_missing', 'nope', {})]),
+              : [
+                  call('c_throws', 'quota', { n: 1 }),
+                  call('c_invalid', 'quota', { n: 'one' }),
+                  call('c_missing', 'nope', {}),
+                  // Arguments that are not JSON.
+                  { ...call('c_unparsable', 'quota', {}), input: '{"n": ' },
+                ]),
             { type: 'finish', finishReason: { unified: called ? 'stop' : 'tool-calls', raw: undefined }, usage },
           ]),
         };
@@ -464,7 +471,7 @@ describe('the AI SDK adapter with calls that fail', () => {
         .flatMap((p) => (p.type === 'tool-result' ? [[p.toolCallId, p.output] as const] : [])),
     );
     const stored = new Map((await events(id)).filter((e) => e.type === 'tool/result').map((e) => [e.data.callId as string, e.data]));
-    expect([...stored.keys()].sort()).toEqual(['c_invalid', 'c_missing', 'c_throws']);
+    expect([...stored.keys()].sort()).toEqual(['c_invalid', 'c_missing', 'c_throws', 'c_unparsable']);
     for (const [callId, result] of stored) {
       expect(handed.get(callId)).toEqual({ type: 'error-text', value: result.content });
       expect(result.status).toBe('error');

@@ -23,22 +23,16 @@
 // the SDK's final output is stored as the turn's answer, the last
 // model/message, so `lastAnswer` and a fork see it.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { Agent, OpenAIProvider, setTracingDisabled, tool, type Model } from '@openai/agents';
+import { Agent, OpenAIProvider, setTracingDisabled, type Model } from '@openai/agents';
 import { ForklineRunner } from '@forkline/runner';
 import { runAgentsTurns } from '@forkline/openai-agents';
-import { look, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
+import { agentsLookup, look, useScriptedProvider, type Call } from '../helpers/call-id-sessions.ts';
 import type { Provider } from '../helpers/provider-rules.ts';
 
 const { held, session, send, logOf, messages, results, requestIds, requestsSince } = useScriptedProvider('agents-call-ids');
 beforeAll(() => setTracingDisabled(true));
 
-const lookup = tool({
-  name: 'lookup',
-  description: 'looks a key up',
-  parameters: z.object({ key: z.string() }),
-  execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
-});
+const lookup = agentsLookup(held);
 
 const modelOf = (provider: Provider): Model =>
   new OpenAIProvider({ apiKey: 'sk', baseURL: `${held.fake.base}/openai/v1`, useResponses: provider === 'openai-responses' }).getModel(

@@ -8,6 +8,8 @@ import { anyData } from './event-data.ts';
 import { anthropicStart, anthropicStop, chatChunk, sse } from './provider-sse.ts';
 import { answers, refusingProviders, type Provider } from './provider-rules.ts';
 import { agentsResponse, agentsResponseText } from './wire-name-sessions.ts';
+import { tool } from '@openai/agents';
+import { z } from 'zod';
 import { ForklineRunner, type RunnerSession } from '@forkline/runner';
 import { startTestApp, type TestApp } from './app.ts';
 
@@ -75,6 +77,15 @@ export function runnerSessions(app: () => TestApp, prefix: string) {
 
 /** A call of the tests' `lookup` tool (arguments `{key}`). */
 export const look = (id: string, key: string): Call => ({ id, name: 'lookup', arguments: JSON.stringify({ key }) });
+
+/** The tests' `lookup` as an Agents SDK function tool: each key it looks up goes to `held.ran` (read when it runs). */
+export const agentsLookup = (held: { ran: string[] }) =>
+  tool({
+    name: 'lookup',
+    description: 'looks a key up',
+    parameters: z.object({ key: z.string() }),
+    execute: async ({ key }) => (held.ran.push(key), `value of ${key}`),
+  });
 
 /**
  * One file's set-up: an app and a fake provider that refuses what the real API refuses (refusingProviders), started

@@ -22,7 +22,7 @@ import {
   ToolTimeoutError,
   getCurrentTraceContext,
   invokeFunctionTool,
-  run,
+  Runner,
   runToolInputGuardrails,
   runToolOutputGuardrails,
   withTrace,
@@ -50,6 +50,7 @@ import {
   toolResultContent,
   unservableModel,
   writeRunnerCompaction,
+  type AdmittedCall,
   type RequestedModel,
   type ToolResultContent,
 } from '@forkline/runner';
@@ -257,6 +258,10 @@ function stepMessage(response: ModelResponse, names?: RequestWireNames): StepMes
 interface RunCalls {
   ids: RunCallIds;
   refused: Map<string, string>;
+  /** Whether a call of the run is handed on under an id other than the one it is recorded under. */
+  renamed: boolean;
+  /** The stored calls no result is stored for yet, by the id the SDK runs them by. */
+  unanswered: Map<string, AdmittedCall>;
 }
 
 /**
@@ -276,15 +281,32 @@ class WritingModel implements Model {
   ) {}
 
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
+    await this.answered(request);
     await this.turn.startStep();
     return this.record(await this.inner.getResponse(request));
   }
 
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
+    await this.answered(request);
     await this.turn.startStep();
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
       yield event.type === 'response_done' ? { ...event, response: await this.record(event.response as unknown as ModelResponse) } : event;
+    }
+  }
+
+  /**
+   * Stores the results the SDK answered calls with itself, without the `invoke` the adapter wraps (arguments that
+   * are not JSON: its parse error), as the model is handed them, before it is (the next request's input, or the
+   * run's items where it stops): a later request and a fork, built from the log, hand the model the same.
+   */
+  async answered(request: { input: AgentsModelRequest['input'] }): Promise<void> {
+    if (!this.calls.unanswered.size || typeof request.input === 'string') return;
+    for (const item of request.input as Item[]) {
+      const call = item.type === 'function_call_result' ? this.calls.unanswered.get(item.callId) : undefined;
+      if (!call) continue;
+      this.calls.unanswered.delete(item.callId);
+      await this.turn.result(call, 'error', outputText(item.output));
     }
   }
 
@@ -293,8 +315,12 @@ class WritingModel implements Model {
     const message = stepMessage(response, this.names);
     const admitted = this.calls.ids.admit(message.toolCalls, this.turn.turn, this.turn.step);
     await this.turn.message({ ...message, toolCalls: admitted });
+    if (admitted.some((c) => c.sentId !== c.id)) this.calls.renamed = true;
     for (const call of admitted) {
-      if (call.refused === undefined) continue;
+      if (call.refused === undefined) {
+        this.calls.unanswered.set(call.sentId, call);
+        continue;
+      }
       this.calls.refused.set(call.sentId, call.refused);
       await this.turn.result(call, 'error', call.refused);
     }
@@ -448,6 +474,7 @@ function writingTools(
       // Its own code and guardrails see it as the log holds it: under the tool's own name and the recorded id.
       const details = wireDetails?.toolCall ? { ...wireDetails, toolCall: recordedCall(wireDetails.toolCall, calls.ids, names) } : wireDetails;
       const call = { id: calls.ids.recorded(sentId), name: t.name };
+      calls.unanswered.delete(sentId);
       // Cancelled (or the lease lost) after the call was stored, before the tool started: it does not run, and its result says so.
       if (details?.signal?.aborted) {
         const reason: unknown = details.signal.reason;
@@ -461,14 +488,17 @@ function writingTools(
     };
     const gated = sessionRequiresApproval(request, t.name);
     // A refused call is answered already: it is never asked for.
-    const needsApproval: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
+    const adapted: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
       !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
-    return [
-      {
-        offered: { ...t, name: names.wireName(t.name), invoke, needsApproval, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined },
-        own: t,
-      },
-    ];
+    const offered = { ...t, name: names.wireName(t.name), invoke, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined };
+    // The tool's own policy while there is nothing to adapt: the SDK treats a policy of its own `tool()` given a flag
+    // (`needsApproval: true`, or none) unlike a function — a call whose arguments are not JSON is answered with the
+    // SDK's parse error under the former, and asked for a person's decision under the latter (docs/runners.md).
+    Object.defineProperty(offered, 'needsApproval', {
+      get: () => (gated || calls.refused.size > 0 || calls.renamed ? adapted : t.needsApproval),
+      enumerable: true,
+    });
+    return [{ offered: offered as FunctionTool, own: t }];
   });
 }
 
@@ -505,8 +535,6 @@ function runningAgent(
     // The MCP servers' tools are among `tools`, wrapped: the run lists no server of its own (and no handoff: unrecordableOf).
     mcpServers: [],
     handoffs: [],
-    // The run's settings are sent as they are (as a clone given them would send them), not the SDK's defaults for its model.
-    _modelSettingsExplicitlyConfigured: true,
     emit: (type: string, ...args: unknown[]) => (agent.emit as (type: string, ...args: unknown[]) => boolean).call(agent, type, ...args.map(appValue)),
   });
   return running;
@@ -632,7 +660,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const { toolChoice } = modelSettings;
   if (toolChoice && toolChoice !== 'auto' && toolChoice !== 'required' && toolChoice !== 'none') modelSettings.toolChoice = names.wireName(toolChoice);
   const behavior = agent.toolUseBehavior;
-  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map() };
+  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map(), renamed: false, unanswered: new Map() };
   const writer = new WritingModel(model, turn, names, calls);
   const wrapped = writingTools(agent, tools, turn, request, names, calls);
   const writing = runningAgent(
@@ -648,6 +676,10 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     new Map(wrapped.map((t) => [t.offered, t.own])),
     (call) => recordedCall(call, calls.ids, names),
   );
+  // The run's settings (the session's over the agent's own) go in as the run's (RunConfig.modelSettings) as well as the
+  // running agent's: the SDK sends an agent's only when they were given to its constructor, and the app's agent may
+  // have been built without any. Both hold the same settings: the provider is sent them as they are (docs/runners.md).
+  const runner = new Runner({ modelSettings });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
@@ -655,15 +687,18 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     const options = { maxTurns: opts.maxTurns ?? 16, signal };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     let finalOutput: unknown;
+    let newItems: ReadonlyArray<{ rawItem?: unknown }>;
     if (opts.stream === false) {
-      ({ interruptions, finalOutput } = await run(writing, input, options));
+      ({ interruptions, finalOutput, newItems } = await runner.run(writing, input, options));
     } else {
-      const result = await run(writing, input, { ...options, stream: true });
+      const result = await runner.run(writing, input, { ...options, stream: true });
       for await (const _event of result) void _event;
       await result.completed;
       if (result.error) failure = result.error;
-      ({ interruptions, finalOutput } = result);
+      ({ interruptions, finalOutput, newItems } = result);
     }
+    // The run stopped (for a decision, at a tool) after answering calls itself, with no model call to hand them to.
+    await writer.answered({ input: newItems.map((i) => i.rawItem as AgentInputItem) });
     // A run that ended at a tool (toolUseBehavior: stop_on_first_tool, stopAtToolNames, a function's final output) answered
     // with that output: it is the turn's answer, stored as the step's last model/message (docs/runners.md, "A turn's answer").
     if (!failure && interruptions.length === 0 && writer.endedAtTool && finalOutput !== undefined)
