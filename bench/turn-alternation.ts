@@ -1,9 +1,9 @@
 // `npm run bench:turn-alternation`: the `turns` bench's window (1,000 sessions
-// sent one tool-call message each at once, one forkline process, timed until
+// sent one tool-call message each at once, one forkline process or more, timed until
 // every turn ended) served by several builds in turn, round after round, the
 // builds' order rotated every round. On a loaded machine whole-bench runs
 // minutes apart differ by 20–30%; windows of a few seconds, interleaved, see
-// the same load. Each build runs one `src/main.ts` of its checkout, warmed up
+// the same load. Each build runs `src/main.ts` of its checkout (BENCH_PROCESSES, one by default), warmed up
 // once (bench/turns.ts WARMUP_TURNS) and kept for every round, on its own
 // database of one Postgres (a message's append claims its session for the
 // process that has room: a second build on the same tables would take
@@ -17,6 +17,7 @@
 //   BENCH_BUILDS=/path/to/base,/path/to/this  (checkouts with `npm ci` done; default: this one; a checkout may be
 //                named twice, to see the run's spread between two processes of one build)
 //   BENCH_ROUNDS=10  BENCH_SESSIONS=1000  BENCH_WARMUP=3000 (turns each server runs untimed first)
+//   BENCH_PROCESSES=2  (processes per build, on its database, the messages spread over them; their CPU summed)
 //   BENCH_BUILD_ENV='FORKLINE_X=1,'  (environment per build, in BENCH_BUILDS' order, space-separated NAME=value)
 //   BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  (node flags for every server; profiles are written when they stop)
 import { fileURLToPath } from 'node:url';
@@ -44,6 +45,7 @@ const builds = process.env.BENCH_BUILDS?.split(',').filter(Boolean) ?? [here];
 const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
 const sessions = Number(process.env.BENCH_SESSIONS ?? 1000);
 const warmupTurns = Number(process.env.BENCH_WARMUP ?? WARMUP_TURNS);
+const processes = Number(process.env.BENCH_PROCESSES ?? 1);
 const buildEnv = (process.env.BENCH_BUILD_ENV ?? '').split(',').map((e) => e.split(' ').filter(Boolean));
 
 interface Window {
@@ -54,11 +56,12 @@ interface Window {
   statements?: { calls: number; execMs: number; buffers: number; wal: number };
 }
 
+const urlsOf = (s: { servers: Array<{ url: string }> }) => s.servers.map((sv) => new URL(sv.url));
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const spread = (a: number[], digits: number) => `median ${median(a).toFixed(digits)} (${Math.min(...a).toFixed(digits)}–${Math.max(...a).toFixed(digits)})`;
 
 const ctx = await openBenchContext();
-const sides: Array<{ name: string; admin: pg.Pool; server: Awaited<ReturnType<typeof startServer>>; windows: Window[] }> = [];
+const sides: Array<{ name: string; admin: pg.Pool; servers: Array<Awaited<ReturnType<typeof startServer>>>; windows: Window[] }> = [];
 try {
   for (const [i, dir] of builds.entries()) {
     // Each build its own database in the same Postgres (migrated by its server at start).
@@ -68,13 +71,14 @@ try {
     const admin = new pg.Pool({ ...pgConfigFromUrl(url.toString()), max: 2, application_name: 'forkline-bench' });
     await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').catch(() => {}); // only where the server loads it
     const env = Object.fromEntries((buildEnv[i] ?? []).map((v) => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)]));
-    const server = await startServer(url.toString(), env, dir);
-    sides.push({ name: [dir, ...(buildEnv[i] ?? [])].join(' '), admin, server, windows: [] });
+    const servers = [];
+    for (let p = 0; p < processes; p++) servers.push(await startServer(url.toString(), env, dir)); // one at a time: one migrates
+    sides.push({ name: [dir, ...(buildEnv[i] ?? [])].join(' '), admin, servers, windows: [] });
   }
   // Warm-ups one after the other, so that no server compiles while another is measured.
   for (const s of sides) {
     const ids = await createSessions(s.admin, warmupTurns);
-    await sendMessages([new URL(s.server.url)], ids, MESSAGE, { n: 0 });
+    await sendMessages(urlsOf(s), ids, MESSAGE, { n: 0 });
     await waitAnswered(s.admin, ids, performance.now());
     await s.admin.query('ANALYZE "Session", "Event"'); // statistics with events in them (bench/turns.ts says why)
   }
@@ -86,14 +90,14 @@ try {
       const s = sides[(k + r) % sides.length];
       const ids = await createSessions(s.admin, sessions);
       await quiesce(s.admin);
-      const pid = s.server.child.pid!;
+      const serversNs = () => s.servers.reduce((ns, sv) => ns + threadsCpuNs(sv.child.pid!), 0);
       const statements0 = await statementTotals(s.admin);
-      const [server0, postgres0, load0] = [threadsCpuNs(pid), postgresMs(), process.cpuUsage()];
+      const [server0, postgres0, load0] = [serversNs(), postgresMs(), process.cpuUsage()];
       const t0 = performance.now();
-      await sendMessages([new URL(s.server.url)], ids, MESSAGE, { n: 0 });
+      await sendMessages(urlsOf(s), ids, MESSAGE, { n: 0 });
       await waitAnswered(s.admin, ids, t0);
       const elapsed = performance.now() - t0;
-      const [server1, postgres1, load1] = [threadsCpuNs(pid), postgresMs(), process.cpuUsage(load0)];
+      const [server1, postgres1, load1] = [serversNs(), postgresMs(), process.cpuUsage(load0)];
       const statements1 = await statementTotals(s.admin);
       const w: Window = {
         turnsPerSec: (sessions / elapsed) * 1000,
@@ -119,7 +123,7 @@ try {
       );
     }
   }
-  const results: Record<string, unknown> = { rounds, sessions, warmupTurns };
+  const results: Record<string, unknown> = { rounds, sessions, warmupTurns, processes };
   for (const s of sides) {
     const of = (f: (w: Window) => number) => s.windows.map(f);
     results[s.name] = {
@@ -176,7 +180,7 @@ try {
   }
   console.log(JSON.stringify(results, null, 2));
 } finally {
-  await Promise.all(sides.map((s) => stop(s.server)));
+  await Promise.all(sides.flatMap((s) => s.servers.map(stop)));
   await Promise.all(sides.map((s) => s.admin.end()));
   await ctx.close();
 }
