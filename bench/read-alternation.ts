@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { openBenchContext } from './context.ts';
 import { createLongSession } from './long-session.ts';
 import { hammer, processCpuSeconds } from './load.ts';
-import { postmasterOf, processTotals } from './turns.ts';
+import { postmasterOf, processTotals, threadsCpuNs } from './turns.ts';
 
 const scope = { tenant: 'local' };
 const here = fileURLToPath(new URL('..', import.meta.url));
@@ -46,19 +46,6 @@ const buildEnv = (process.env.BENCH_BUILD_ENV ?? '').split(',').map((e) => e.spl
 const childLog = process.env.BENCH_CHILD_LOG;
 const gcTrace = process.env.BENCH_GC === '1';
 const sliceMs = Number(process.env.BENCH_SLICE_MS ?? 0);
-
-/** CPU time (ns) every thread of `pid` has used so far: /proc/<pid>/task/<tid>/schedstat, finer than /proc/<pid>/stat's ticks. */
-function threadsCpuNs(pid: number): number {
-  let ns = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return ns;
-}
 
 /** `body` posted back to back on 8 connections of `agent` (kept open between slices) for `ms`: the requests answered. */
 async function slice(url: string, body: string, agent: http.Agent, ms: number): Promise<number> {

@@ -45,6 +45,19 @@ export function processTotals(match: (pid: number, comm: string, ppid: number) =
   return total;
 }
 
+/** CPU time (ns) every thread of `pid` has used so far: /proc/<pid>/task/<tid>/schedstat, finer than /proc/<pid>/stat's ticks. */
+export function threadsCpuNs(pid: number): number {
+  let ns = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return ns;
+}
+
 /** The pid of the postmaster serving `admin`, when it runs on this machine (its backend's parent); undefined otherwise. */
 export async function postmasterOf(admin: pg.Pool): Promise<number | undefined> {
   const { rows } = await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
@@ -66,7 +79,7 @@ const POOL_MAX = 10;
  * undefined without it. Deltas over the timed window are the run's per-turn
  * statement figures (the load generator's own polling included, as in its CPU).
  */
-async function statementTotals(admin: pg.Pool) {
+export async function statementTotals(admin: pg.Pool) {
   try {
     const { rows } = await admin.query<{ calls: string; appends: string; ms: number; buffers: string; wal: string }>(
       `SELECT sum(calls) AS calls, sum(calls) FILTER (WHERE query LIKE 'WITH s0 AS%') AS appends, sum(total_exec_time) AS ms,
@@ -90,10 +103,12 @@ interface Server {
   child: ChildProcess;
 }
 
-export async function startServer(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<Server> {
+/** `checkout`: another checkout whose `src/main.ts` to run (with its own tsx), as bench/turn-alternation.ts does; default this one. */
+export async function startServer(databaseUrl: string, extraEnv: Record<string, string> = {}, checkout?: string): Promise<Server> {
   // BENCH_NODE_ARGS: extra node flags for the servers, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', checkout ? 'src/main.ts' : MAIN], {
+    ...(checkout ? { cwd: checkout } : {}),
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -172,7 +187,7 @@ async function gql(url: URL, query: string, variables: Record<string, unknown>, 
   }
 }
 
-async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
+export async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i += 500) {
     const { rows } = await admin.query<{ id: string }>(
@@ -188,7 +203,7 @@ async function createSessions(admin: pg.Pool, n: number): Promise<string[]> {
 }
 
 const SEND = `mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }`;
-const MESSAGE = 'what time is it?\n!call clock';
+export const MESSAGE = 'what time is it?\n!call clock';
 /**
  * The same turn with a model that takes its time, as real ones do: the answer
  * streams a word every 100 ms (about 0.9 s per turn). Turns then wait on the
@@ -208,7 +223,7 @@ const SLOW_MESSAGE = 'what time is it?\n!call clock\n!slow 100';
  */
 const CHECK_CHUNK = 100;
 
-async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
+export async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
   const remaining = [...ids];
   for (;;) {
     while (remaining.length) {
@@ -254,7 +269,7 @@ async function waitAnswered(admin: pg.Pool, ids: string[], since: number) {
  * (0.41–0.45 of 1.2 ms a turn). After 200, one process ran 450–510 turns/s
  * and two 410–430; after 3,000, 810–820 and 830–880.
  */
-const WARMUP_TURNS = QUICK ? 200 : 3_000;
+export const WARMUP_TURNS = QUICK ? 200 : 3_000;
 
 /**
  * Sends in flight at most (each its own connection): the 1,000-session runs
@@ -266,6 +281,30 @@ const WARMUP_TURNS = QUICK ? 200 : 3_000;
  */
 const MAX_IN_FLIGHT = 4_000;
 
+/** Sends each session its message, spread over the servers at `urls`; returns each send's time (ms). */
+export async function sendMessages(urls: URL[], sessionIds: string[], text: string, retried: { n: number }): Promise<number[]> {
+  const times: number[] = [];
+  const failures: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(sessionIds.length, MAX_IN_FLIGHT) }, async () => {
+      while (next < sessionIds.length) {
+        const i = next++;
+        const t = performance.now();
+        try {
+          await gql(urls[i % urls.length], SEND, { i: { sessionId: sessionIds[i], text } }, retried);
+        } catch (err) {
+          const cause = (err as Error).cause as Error | undefined;
+          failures.push(cause ? `${err}: ${cause.message}` : String(err));
+        }
+        times.push(performance.now() - t);
+      }
+    }),
+  );
+  if (failures.length) throw new Error(`${failures.length} of ${sessionIds.length} messages were refused (${urls.length} processes): ${failures[0]}`);
+  return times;
+}
+
 /**
  * Every run starts from the same state: the earlier runs' dead rows vacuumed
  * and their writes checkpointed. Otherwise autovacuum and checkpoints of what
@@ -273,7 +312,7 @@ const MAX_IN_FLIGHT = 4_000;
  * the one-process figure rose and the two-process one fell (two processes
  * keep the machine ~96% busy and absorb none of it; one leaves ~13% idle).
  */
-async function quiesce(admin: pg.Pool) {
+export async function quiesce(admin: pg.Pool) {
   await admin.query('VACUUM (ANALYZE) "Session", "Event"');
   await admin.query('CHECKPOINT').catch(() => {}); // superuser or pg_checkpoint only: skipped otherwise
 }
@@ -308,30 +347,8 @@ export async function runTurns(
     }
   })();
   try {
-    /** Sends each session its message, spread over the processes; returns each send's time. */
     const urls = servers.map((sv) => new URL(sv.url));
-    const sendAll = async (sessionIds: string[], text: string, retried: { n: number }) => {
-      const times: number[] = [];
-      const failures: string[] = [];
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: Math.min(sessionIds.length, MAX_IN_FLIGHT) }, async () => {
-          while (next < sessionIds.length) {
-            const i = next++;
-            const t = performance.now();
-            try {
-              await gql(urls[i % processes], SEND, { i: { sessionId: sessionIds[i], text } }, retried);
-            } catch (err) {
-              const cause = (err as Error).cause as Error | undefined;
-              failures.push(cause ? `${err}: ${cause.message}` : String(err));
-            }
-            times.push(performance.now() - t);
-          }
-        }),
-      );
-      if (failures.length) throw new Error(`${failures.length} of ${sessionIds.length} messages were refused (${processes} processes): ${failures[0]}`);
-      return times;
-    };
+    const sendAll = (sessionIds: string[], text: string, retried: { n: number }) => sendMessages(urls, sessionIds, text, retried);
     await sendAll(warmup, MESSAGE, { n: 0 });
     await waitAnswered(admin, warmup, performance.now());
     // Statistics with the warm-up's events in them. quiesce's ANALYZE saw a fresh database's "Event" empty, and a

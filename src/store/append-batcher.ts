@@ -32,8 +32,15 @@
 import type pg from 'pg';
 import { statement } from './statements.ts';
 
-/** Sessions per statement at most: 8 × 14 parameters (16 and 32 measured no better on the turns bench's two processes). */
-export const MAX_BATCH = 8;
+/**
+ * Sessions per statement at most. One process's 100 running turns keep about as many appends waiting as 5 statements
+ * in flight can hold at 16 each: with 8, every statement was full (`turns` window, 7.95 appends a statement) and the
+ * appends cost 0.63 statements a turn; with 16, 0.25–0.3 (32 fills no further). Fewer statements, commits and round
+ * trips a turn: `npm run bench:turn-alternation`, 24 rounds against 8 on a loaded machine, Postgres CPU per turn lower
+ * in 20 (per-round ratio medians 0.83–0.86), the server's in 16. Two processes per build (fewer appends wait in each):
+ * not told apart in 6 rounds.
+ */
+export const MAX_BATCH = 16;
 
 type Row = Record<string, unknown> & { k: number };
 

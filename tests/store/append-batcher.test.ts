@@ -49,7 +49,7 @@ describe('appends of several sessions in one statement', () => {
     const statements = appendStatements();
     expect(statements.length).toBeLessThan(16);
     expect(statements.some((t) => t.includes('jsonb_to_recordset'))).toBe(true);
-    // One statement whatever the batch's size (15 appends waited: batches of 8 and 7), with or without its NOTIFY:
+    // One statement whatever the batch's size (15 appends waited: one batch), with or without its NOTIFY:
     // a statement per size was planned by each connection, size by size.
     const batches = statements.filter((t) => t.includes('jsonb_to_recordset') || t.includes('UNION ALL'));
     for (const notifying of [true, false]) expect(new Set(batches.filter((t) => t.includes('pg_notify') === notifying)).size).toBeLessThanOrEqual(1);
@@ -60,6 +60,16 @@ describe('appends of several sessions in one statement', () => {
       ]);
     });
     for (const id of ids) expect(await seqsOf(id)).toEqual([0, 1, 2]);
+  });
+
+  it('17 sessions appended to at once: the 16 that waited for the statement in flight go out together, in one', async () => {
+    const ids = await Promise.all(Array.from({ length: 17 }, async () => (await store.createSession(scope, {})).id));
+    await Promise.all(ids.map((id) => store.append(id, [note(0)])));
+    sent.length = 0;
+    await Promise.all(ids.map((id, i) => store.append(id, [note(i)])));
+    // The first alone (nothing else in flight), then one statement for the 16 behind it (MAX_BATCH: fewer commits a turn).
+    expect(appendStatements()).toHaveLength(2);
+    for (const id of ids) expect(await seqsOf(id)).toEqual([0, 1]);
   });
 
   it('without prepared statements (behind a transaction-mode pooler) too', async () => {
