@@ -48,7 +48,9 @@ export async function importRecordingFile(client: ForklineClient, file: string, 
   };
   const onProgress = (p: ImportProgress) =>
     draw(
-      `importing ${name}: ${eventLines(p.lines).toLocaleString('en')} lines checked and written, ${mb(p.bytes)} of ${mb(p.totalBytes)} MB${percent(p.bytes, p.totalBytes)}`,
+      p.queued
+        ? `uploaded ${name}: ${mb(p.totalBytes)} MB; waiting for an import slot on the server…`
+        : `importing ${name}: ${eventLines(p.lines).toLocaleString('en')} lines checked and written, ${mb(p.bytes)} of ${mb(p.totalBytes)} MB${percent(p.bytes, p.totalBytes)}`,
     );
   try {
     const session = await client.uploadRecording(Readable.toWeb(Readable.from(counted())) as ReadableStream<Uint8Array>, {

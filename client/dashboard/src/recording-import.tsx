@@ -139,11 +139,13 @@ export function ImportButton(props: { onImported(s: SessionSummaryFragment): voi
         >
           <progress max={100} value={progress.imported ? importPercentOf(progress.imported) : percentOf(progress)} aria-label={`Import of ${progress.file}`} />
           <span class="import-figures" aria-live="polite">
-            {progress.imported
-              ? `importing: ${byteText(progress.imported.bytes)} of ${byteText(progress.imported.totalBytes)} checked (${importPercentOf(progress.imported)}%), ${Math.max(0, progress.imported.lines - 1).toLocaleString('en-US')} lines`
-              : progress.sent < progress.total
-                ? `${byteText(progress.sent)} of ${byteText(progress.total)} (${percentOf(progress)}%)`
-                : `${byteText(progress.total)} sent (100%); importing…`}
+            {progress.imported?.queued
+              ? `${byteText(progress.total)} sent (100%); waiting for an import slot on the server…`
+              : progress.imported
+                ? `importing: ${byteText(progress.imported.bytes)} of ${byteText(progress.imported.totalBytes)} checked (${importPercentOf(progress.imported)}%), ${Math.max(0, progress.imported.lines - 1).toLocaleString('en-US')} lines`
+                : progress.sent < progress.total
+                  ? `${byteText(progress.sent)} of ${byteText(progress.total)} (${percentOf(progress)}%)`
+                  : `${byteText(progress.total)} sent (100%); importing…`}
           </span>
           <button type="button" class="small" onClick={() => abort.current?.abort()}>
             Cancel import

@@ -59,6 +59,8 @@ export interface ImportProgress {
   bytes: number;
   totalBytes: number;
   lines: number;
+  /** The import waits for one of the server's import slots (FORKLINE_MAX_IMPORTS_AT_ONCE): nothing checked yet. */
+  queued?: boolean;
 }
 
 /** Variables may be left out when none is required. */
