@@ -14,6 +14,7 @@ import { ForkPointRow, type KnownChild } from './fork-markers.tsx';
 import { NO_FORK_POINTS, withForkPoints, type ForkPointItem, type ForkPoints } from './fork-points.ts';
 import { PAGE_SIZE, pageOf, type EventPages } from './event-pages.ts';
 import type { LiveStep } from './session-log.ts';
+import { keepAtEnd, type KeepAtEnd } from './keep-at-end.ts';
 import { useSessionTitles } from './session-titles.ts';
 import { useVirtualizer } from './use-virtualizer.ts';
 
@@ -25,11 +26,6 @@ const MAX_LOOKBACK_PAGES = 5;
  * 40 took 200–400 ms (a long task on every page while scrolling).
  */
 const MAX_WINDOW_PAGES = 10;
-/** Opening at the end: frames the end must hold before the pane stops keeping to it, and the most it tries. */
-const SETTLED_FRAMES = 5;
-const MAX_SETTLE_FRAMES = 120;
-/** What the reader does that ends the keeping to the end (a scroll the pane makes itself does not). */
-const READER_INPUT = ['wheel', 'touchstart', 'keydown', 'pointerdown'] as const;
 
 /** Scrolled this close to an edge of the window, the next page loads. */
 const EDGE_PX = 600;
@@ -179,6 +175,16 @@ export function ConversationPane(
     scrollEndThreshold: 40,
   });
 
+  // Kept at its end while the reader is there (keep-at-end.ts): rows measured after the first scroll to the
+  // end, a turn's figures arriving, a composer or window that shortens the box. Scrolling up lets go.
+  const keeper = useRef<KeepAtEnd | null>(null);
+  useLayoutEffect(() => {
+    const k = keepAtEnd(box.current!);
+    keeper.current = k;
+    return k.stop;
+  }, []);
+  const watchList = useCallback((el: HTMLOListElement | null) => keeper.current?.content(el), []);
+
   // Opens at the latest item; a jump scrolls to its target's item. The reader is placed once per window a jump
   // or a far scroll made, never again as it grows: a window grown down past its target (dropping the target's
   // page) is not a window "at the end", and placing it there leapt to the stretch below it, i.e. the log's end.
@@ -189,43 +195,13 @@ export function ConversationPane(
     if (placed.current === place) return;
     placed.current = place;
     if (win.target === undefined) {
-      v.scrollToIndex(count - 1, { align: 'end' });
-      settleAtEnd();
-    } else v.scrollToIndex(Math.max(0, targetIndex(list, win.target)), { align: 'start' });
+      v.scrollToEnd(); // the box's end (its padding below the last item included), retargeted as rows are measured
+      keeper.current?.hold();
+    } else {
+      keeper.current?.release();
+      v.scrollToIndex(Math.max(0, targetIndex(list, win.target)), { align: 'start' });
+    }
   }, [items, count]);
-
-  // Items are placed by estimate first and measured as they render, so the first scroll to the end can
-  // stop short of it: keep to the end, frame by frame, until it holds for a few frames (heights measured)
-  // or the reader scrolls, types or touches. A short loop at opening, no work per row or per scroll.
-  const settling = useRef<number | null>(null);
-  const settleAtEnd = () => {
-    const el = box.current;
-    if (!el || settling.current !== null) return;
-    let still = 0;
-    let frames = 0;
-    const stop = () => {
-      if (settling.current !== null) cancelAnimationFrame(settling.current);
-      settling.current = null;
-      for (const type of READER_INPUT) el.removeEventListener(type, stop);
-    };
-    for (const type of READER_INPUT) el.addEventListener(type, stop, { passive: true });
-    // Where this loop left the pane: moved up since while the content did not shrink, the reader
-    // scrolled it (a scrollbar drag or a script fires none of READER_INPUT), so the loop lets go.
-    let left = { top: el.scrollTop, height: el.scrollHeight };
-    const step = () => {
-      if (el.scrollTop < left.top - 1 && el.scrollHeight >= left.height) return stop();
-      const gap = el.scrollHeight - el.clientHeight - el.scrollTop;
-      if (gap > 1) {
-        still = 0;
-        el.scrollTop = el.scrollHeight;
-      } else still++;
-      left = { top: el.scrollTop, height: el.scrollHeight };
-      if (still >= SETTLED_FRAMES || ++frames >= MAX_SETTLE_FRAMES) stop();
-      else settling.current = requestAnimationFrame(step);
-    };
-    settling.current = requestAnimationFrame(step);
-  };
-  useEffect(() => () => settling.current !== null && cancelAnimationFrame(settling.current), []);
 
   // Far outside the window (more than a page of spacer away): once the scroll rests there (a fling passes
   // pages without folding each), the window moves to the page in view, or to the end when the scroll is at
@@ -301,7 +277,7 @@ export function ConversationPane(
       ) : !count ? (
         <p class="muted">Nothing yet: send a message.</p>
       ) : (
-        <ol class="conversation virtual-list" aria-label="Conversation" style={{ height: `${v.getTotalSize()}px` }}>
+        <ol ref={watchList} class="conversation virtual-list" aria-label="Conversation" style={{ height: `${v.getTotalSize()}px` }}>
           {items.start > 0 && <WindowEdge start={items.start} midTurn={items.midTurn} at={spacer.above} />}
           {movingTo !== null && (
             <li class="window-loading muted" style={{ transform: `translateY(${v.scrollOffset ?? 0}px)` }} data-testid="window-loading">
