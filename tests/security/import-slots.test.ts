@@ -8,11 +8,18 @@
 // Driven, not timed: a deferred trigger holds every new session's COMMIT on an
 // advisory lock the test holds (as recording-cancel.test.ts does), so an
 // import that has its slot keeps its connection until the test lets it go.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { PROJECT_ROOT } from '../helpers/process.ts';
+
+const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
 
 const LOCK = 4343;
 const POOL_MAX = 4;
@@ -138,5 +145,36 @@ describe('one recording sent twice at once with one Idempotency-Key', () => {
     expect(a.lines.at(-1)).toMatchObject({ status: 201 });
     expect(b.lines.at(-1)).toMatchObject({ status: 201, session: { id: a.lines.at(-1).session.id } });
     expect((await holder.query(`SELECT id FROM "Session"`)).rowCount).toBe(1);
+  }, 60_000);
+});
+
+describe('`forkline import` while its upload waits for a slot', () => {
+  it('says it waits for an import slot, then imports (before: "importing … 0 lines" for as long as it waited)', async () => {
+    await app.close();
+    app = await startHeld({ poolMax: 4, importsAtOnce: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    const file = path.join(os.tmpdir(), `forkline-slot-${process.pid}.jsonl`);
+    fs.writeFileSync(file, recording('from the cli'));
+    let released = false;
+    try {
+      const first = upload(0, 'holds the slot');
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      const child = spawn(process.execPath, [TSX, `${PROJECT_ROOT}client/cli.ts`, 'import', file, '--progress'], {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, FORKLINE_URL: app.url, FORKLINE_TOKEN: TOKENS[1][0] },
+      });
+      let stderr = '';
+      child.stderr.on('data', (c) => (stderr += c));
+      const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await expect.poll(() => stderr, { timeout: 30_000, interval: 50 }).toMatch(/waiting for an import slot on the server…/);
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      expect(await closed, stderr).toBe(0);
+      expect(stderr).toMatch(/imported \S+: 1 events/);
+      expect((await first).lines.at(-1)).toMatchObject({ status: 201 });
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      fs.rmSync(file, { force: true });
+    }
   }, 60_000);
 });
