@@ -148,6 +148,16 @@ export function TurnDiff(props: {
         >
           Next difference
         </button>
+        {/* In the bar, not below the last row: there it moved as the rows near it were measured, and a click
+            made as it moved landed on a row. */}
+        {cutShort && (
+          <span class="turn-diff-further">
+            <span class="muted">Compared through turn {rows?.at(-1)?.turn ?? '—'}: the logs go on.</span>{' '}
+            <button type="button" class="small" onClick={() => setPageCount((n) => n + TAIL_PAGES)}>
+              Compare further
+            </button>
+          </span>
+        )}
       </div>
       <div
         ref={box}
@@ -177,14 +187,6 @@ export function TurnDiff(props: {
           </div>
         )}
         {rows?.length === 0 && !cutShort && <p class="muted">Neither session has a turn after the divergence.</p>}
-        {cutShort && (
-          <p class="turn-diff-note">
-            <span class="muted">Compared through turn {rows?.at(-1)?.turn ?? '—'}: the logs go on.</span>{' '}
-            <button type="button" class="small" onClick={() => setPageCount((n) => n + TAIL_PAGES)}>
-              Compare further
-            </button>
-          </p>
-        )}
       </div>
     </>
   );
