@@ -71,10 +71,11 @@ async function heldBy(dir: string): Promise<Held> {
 export type WatchedWhen = () => string;
 
 /**
- * Watches a session's workspace `dir` while a process works in it, held to the
+ * Watches a workspace `dir` while a process works in it, held to the
  * workspace's quota (`files.limits`) from what its files held when last
  * accepted (`files.diskBytes`): the one start of a watch for the shell's
- * commands and workspace MCP servers alike.
+ * commands and workspace MCP servers alike (a server listing its tools: an
+ * empty directory of its own under the same limits).
  */
 export function watchWorkspace(
   files: { readonly limits: WorkspaceLimits; readonly diskBytes: number },
@@ -96,7 +97,7 @@ export function watchWorkspace(
  * WATCH_MS, and a `du` only when the file system grew by more than the room
  * the quota leaves (by whoever wrote), or shrank (at most every RESYNC_MS).
  */
-export async function watchDisk(
+async function watchDisk(
   dir: string,
   opts: { maxBytes: number; maxFiles: number; heldBefore: number; when?: WatchedWhen },
   over: (why: string) => void,

@@ -4,7 +4,7 @@
 import { withoutSecrets } from '../core/secrets.ts';
 import type { ToolEffect } from '../core/tools.ts';
 import { BUILTIN_TOOLS, ToolError, type Tool } from './tools.ts';
-import { watchDisk, watchWorkspace } from './disk-watch.ts';
+import { watchWorkspace } from './disk-watch.ts';
 import type { FileWorkspace } from './file-workspace.ts';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from '../core/file-tree.ts';
 import { SHELL_TOOL_NAME, shellTool, type ShellRunner } from './shell-tool.ts';
@@ -248,7 +248,6 @@ export class ToolCatalog {
    * it wrote removed, and the server is FAILED, saying why, for LISTING_RETRY_MS (then started again on next use).
    */
   private listingLimits(name: string, dir: string): ServerLimits {
-    const { maxBytes, maxFiles, maxFileBytes } = this.workspaceLimits;
     const stopped = (why: string) => {
       this.listingStopped.set(name, { why: `stopped: ${why} (in the directory it lists its tools in)`, at: Date.now() });
       this.log(`MCP server "${name}", started to list its tools, was stopped: ${why}`);
@@ -258,8 +257,9 @@ export class ToolCatalog {
         .catch((err: unknown) => this.log(`MCP server "${name}": its listing directory could not be emptied`, err));
     };
     return {
-      maxFileBytes,
-      watch: (over, when) => watchDisk(dir, { maxBytes, maxFiles, heldBefore: 0, when }, over),
+      maxFileBytes: this.workspaceLimits.maxFileBytes,
+      // An empty directory: nothing in it was accepted before the server started.
+      watch: (over, when) => watchWorkspace({ limits: this.workspaceLimits, diskBytes: 0 }, dir, over, when),
       stoppedBetweenCalls: stopped,
     };
   }
