@@ -16,9 +16,15 @@ import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-con
 import { loggedError, McpServerConnection, type McpToolInfo, type ServerLimits } from './mcp/mcp-server.ts';
 import { mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
 import { setImmediate as letGo } from 'node:timers/promises';
+import { LRUCache } from 'lru-cache';
 
 /** Workspace servers' instances a process keeps running at once (one per session that used one lately). */
 const MAX_SESSION_SERVERS = 16;
+/**
+ * Why instances were stopped between calls, kept until their session's next call says so (an instance closed past
+ * MAX_SESSION_SERVERS meanwhile too): this many at most, the oldest forgotten past it (and the log says so).
+ */
+const MAX_STOPPED_REASONS = 1000;
 /** A workspace server stopped past the quota while it lists its tools is not started again for this long (FAILED meanwhile). */
 const LISTING_RETRY_MS = 60_000;
 /** A server's tools made (their schemas compiled) in one turn of the event loop: a list of 1,000 is not one stretch. */
@@ -73,8 +79,21 @@ export class ToolCatalog {
   private readonly perSession = new Map<string, McpServerConnection>();
   /** Which making of its session's directory each workspace server instance was started in. */
   private readonly madeFor = new WeakMap<McpServerConnection, number>();
-  /** Why a session's instance (by its key in `perSession`) was stopped between its calls: its next call says so. */
-  private readonly stoppedBetweenCalls = new Map<string, string>();
+  /**
+   * Why a session's instance (by its key in `perSession`) was stopped between its calls: its next call says so, also
+   * when the instance was closed meanwhile (more than MAX_SESSION_SERVERS running): before, the reason went with it and
+   * the next call silently started a fresh server, neither the model nor the log learning that its writes were undone.
+   */
+  private readonly stoppedBetweenCalls = new LRUCache<string, string>({
+    max: MAX_STOPPED_REASONS,
+    dispose: (why, key, reason) => {
+      if (reason !== 'evict') return;
+      const [name, sessionId] = key.split('\n');
+      this.log(
+        `MCP server "${name}" of session ${sessionId}: that it was stopped between its calls (${why}) is forgotten: only the last ${MAX_STOPPED_REASONS} such are kept`,
+      );
+    },
+  });
   /** Where workspace servers are started to list their tools: an empty directory of each server's own (no session's). */
   private listingDir?: string;
   /** A workspace server's instance that lists its tools, stopped past the quota in its directory: why, and when. */
@@ -305,7 +324,6 @@ export class ToolCatalog {
     if (this.perSession.size > MAX_SESSION_SERVERS) {
       const [oldest, c] = this.perSession.entries().next().value!;
       this.perSession.delete(oldest);
-      this.stoppedBetweenCalls.delete(oldest);
       void c.close();
     }
     return connection;

@@ -87,6 +87,30 @@ describe.each(['open', 'boxed'] as const)('a workspace MCP server (%s) writing o
   });
 });
 
+describe('a workspace server stopped between calls whose instance is then evicted (more sessions than the catalog keeps running)', () => {
+  it('still has its next call say why: the reason outlives the instance', async () => {
+    const id = await turns.create();
+    const dir = path.join(root, 'workspaces', id);
+    await turns.turn(id, call('open__later', { files: 30, everyMs: 100 }));
+    await waitFor(() => logs.some((l) => l.includes(`MCP server "open" of session ${id} was stopped between its calls`)), {
+      what: 'the server to be stopped between calls',
+      timeoutMs: 15_000,
+    });
+    await waitFor(() => held(dir) === 0, { what: 'what it wrote to be removed', timeoutMs: 10_000 });
+    // 16 other sessions call the server: 16 instances start, and this session's (the oldest) is closed past the catalog's cap.
+    const others = await Promise.all(Array.from({ length: 16 }, () => turns.create()));
+    await Promise.all(others.map((other) => turns.turn(other, call('open__pid'))));
+    for (const other of others) expect((await turns.results(other)).at(-1)!.slice(1, 2)).toEqual(['ok']);
+
+    await turns.turn(id, call('open__pid'));
+    const [, status, content] = (await turns.results(id)).at(-1)!;
+    // Before: the reason was dropped with the evicted instance, and this call silently started a new one ('ok').
+    expect([status, content]).toEqual(['error', expect.stringMatching(/^stopped between calls: it came to hold \d+ bytes of the disk between its calls/)]);
+    await turns.turn(id, call('open__pid'));
+    expect((await turns.results(id)).at(-1)!.slice(1, 2)).toEqual(['ok']);
+  });
+});
+
 describe('the instance of a workspace server started to list its tools', () => {
   it('is held to the same limits in its directory: stopped past the quota, what it wrote removed, FAILED in toolServers saying why', async () => {
     const statuses = async () =>
