@@ -26,7 +26,7 @@ const stats = (server: string) => path.join(root, `${server}.stats`);
 beforeAll(async () => {
   root = fs.mkdtempSync('/var/tmp/forkline-mcp-late-');
   fs.mkdirSync(path.join(root, 'workspaces'));
-  web = spawn(process.execPath, [LATE, 'http'], { env: { PATH: process.env.PATH, LATE_STATS: stats('web') }, stdio: ['ignore', 'pipe', 'inherit'] });
+  web = spawn(process.execPath, [LATE, 'http'], { env: { PATH: process.env.PATH, LATE_STATS: stats('web') }, cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve) =>
     web.stdout!.on('data', (b: Buffer) => {
       const m = /listening (\d+)/.exec(String(b));
@@ -37,7 +37,7 @@ beforeAll(async () => {
     workspacesDir: path.join(root, 'workspaces'),
     mcp: {
       mcpServers: {
-        stdio: { command: process.execPath, args: [LATE], env: { LATE_STATS: stats('stdio') }, timeoutMs: 1000, trusted: true, tools: {} },
+        stdio: { command: process.execPath, args: [LATE], cwd: root, env: { LATE_STATS: stats('stdio') }, timeoutMs: 1000, trusted: true, tools: {} },
         web: { type: 'http', url, headers: {}, timeoutMs: 1000, trusted: true, tools: {} },
         files: { ...workspaceServer(LATE, false), env: { LATE_STATS: stats('files') }, timeoutMs: 1000 },
       },

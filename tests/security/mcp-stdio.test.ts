@@ -103,6 +103,22 @@ describe('an SDK server over stdio', () => {
   });
 });
 
+describe('a result of 250,000 small parts (8 MB)', () => {
+  it('the model reads those kept and is told how many are left out; the kept result is bounded', async () => {
+    const { result: events } = await underWatch('250,000 parts', () => turn('!call big__parts {"count": 250000}'));
+    const result = resultOf(events);
+    expect(result.status).toBe('ok');
+    const kept = events.find((e) => e.type === 'plugin/mcp/result').data.result;
+    expect(kept).toMatchObject({ isError: false, truncated: true });
+    expect(JSON.stringify(kept).length).toBeLessThan(1_100_000);
+    const shown = kept.content.length;
+    console.log(`250,000 parts: ${shown} kept, the model reads ${result.content.length} characters`);
+    // Before: the first parts alone, and nothing said the other 240,000 were missing.
+    expect(result.content.split('\n').at(-1)).toBe(`[cut: ${(250_000 - shown).toLocaleString('en-US')} of its 250,000 parts are left out]`);
+    expect(result.content.startsWith('0\n1\n2\n')).toBe(true);
+  });
+});
+
 describe('a hand-written server over stdio', () => {
   it('a line that never ends is cut at 10 MiB: the server and what it started are killed, memory stays flat', async () => {
     const { result: events, growthMB, slowestHealthzMs } = await underWatch('endless line', () => turn('!call rawline__endless_line {}'));

@@ -208,6 +208,14 @@ export function resultText(whole: CallToolResult, screened: ScreenedResult): str
     chars = json.length;
   }
   const text = visibleOutput(parts.join('\n'));
-  if (chars <= MAX_RESULT_TEXT_CHARS && text.length <= MAX_RESULT_TEXT_CHARS) return text;
-  return `${text.slice(0, MAX_RESULT_TEXT_CHARS)}\n[cut: the result was ${chars.toLocaleString('en-US')} characters; the first ${MAX_RESULT_TEXT_CHARS.toLocaleString('en-US')} are shown]`;
+  // Parts past what is kept (MAX_KEPT_RESULT_CHARS, each part counted at least 100) are not read either: before, 400,000
+  // small parts reached the model as the first 9,185 of them, 90,730 characters, and nothing said the rest were missing.
+  const left = raw.length - screened.content.length;
+  const long = chars > MAX_RESULT_TEXT_CHARS || text.length > MAX_RESULT_TEXT_CHARS;
+  if (!long && left <= 0) return text;
+  const notes = [
+    ...(long ? [`the result was ${chars.toLocaleString('en-US')} characters; the first ${MAX_RESULT_TEXT_CHARS.toLocaleString('en-US')} are shown`] : []),
+    ...(left > 0 ? [`${left.toLocaleString('en-US')} of its ${raw.length.toLocaleString('en-US')} parts are left out`] : []),
+  ];
+  return `${text.slice(0, MAX_RESULT_TEXT_CHARS)}\n[cut: ${notes.join('; ')}]`;
 }
