@@ -279,6 +279,23 @@ describe("servers' tool schemas", () => {
     }
   });
 
+  it("output schemas count toward a server's 256 KiB of tools: 10 tools of 60 KB output schemas are not all held and compiled", async () => {
+    const outputSchema = (i: number) => ({ type: 'object', description: `${i} ${'d'.repeat(60_000)}` });
+    const tools = Array.from({ length: 10 }, (_, i) => ({ name: `big_output_${i}`, inputSchema: { type: 'object' }, outputSchema: outputSchema(i) }));
+    const catalog = new ToolCatalog(parseMcpConfig(JSON.stringify({ mcpServers: { outputs: server(tools) } })), (msg) => logs.push(msg));
+    try {
+      const offered = (await catalog.tools(scope)).filter((t) => t.server === 'outputs').map((t) => t.name);
+      console.log(`10 tools of 60 KB output schemas: ${offered.length} offered`);
+      // Before: all 10 (600 KB of schemas held and compiled; 1,000 such over pages: 64 MB, each compiled).
+      expect(offered).toEqual([0, 1, 2, 3, 4].map((i) => `outputs__big_output_${i}`));
+      expect(logs.join('\n')).toContain(
+        'MCP server "outputs": tool "big_output_5" is not offered: the server lists more than 1000 tools or 262144 characters of them',
+      );
+    } finally {
+      await catalog.close();
+    }
+  });
+
   it("a server's 1,000 tools are made (their schemas compiled) a few at a time", async () => {
     const schema = (i: number) => ({
       type: 'object',

@@ -21,7 +21,7 @@ const MAX_TOOL_NAME_CHARS = 128;
 const MAX_TOOLS = 1000;
 /** A tool's description as the model reads it (longer ones are cut). */
 const MAX_TOOL_DESCRIPTION_CHARS = 4096;
-/** A server's tools together (names, descriptions, schemas as JSON): past it, the rest are left out. */
+/** A server's tools together (names, descriptions, input and output schemas as JSON): past it, the rest are left out. */
 const MAX_SERVER_TOOLS_CHARS = 262_144;
 /** Tools of one page looked at, at most: the rest are left out unread. */
 const MAX_PAGE_TOOLS = MAX_TOOLS;
@@ -72,7 +72,10 @@ export class ToolListScreen {
       const description = info.description ?? info.title ?? info.name;
       const cut = description.length > MAX_TOOL_DESCRIPTION_CHARS ? `${description.slice(0, MAX_TOOL_DESCRIPTION_CHARS - 1)}…` : description;
       this.names.add(info.name);
-      this.chars += info.name.length + cut.length + JSON.stringify(info.inputSchema).length;
+      // Its output schema too: not sent to the model, but held and compiled like the input's. Before, uncounted, 1,000
+      // tools could bring 64 KiB of output schema each (64 MB over pages), each compiled (100 of them: 97 MB of heap).
+      this.chars +=
+        info.name.length + cut.length + JSON.stringify(info.inputSchema).length + (info.outputSchema ? JSON.stringify(info.outputSchema).length : 0);
       // Only what is used: a server's other fields (_meta, icons, …) are not kept.
       const { readOnlyHint, idempotentHint, destructiveHint, openWorldHint } = info.annotations ?? {};
       this.tools.push({
