@@ -2,8 +2,8 @@
 // out together, one statement (one round trip, one commit) for up to
 // MAX_BATCH sessions, each session's append a row of its own
 // (append.ts appendBatch). At most `maxInFlight` append statements run
-// at once (half the pool), so the rest of the pool stays free for reads; an
-// append that finds a slot free goes out at once, alone. One commit for many
+// at once (MAX_IN_FLIGHT, and never more than half the pool, so the rest of the
+// pool stays free for reads); an append that finds a slot free goes out at once, alone. One commit for many
 // sessions' appends saves Postgres a commit (and a WAL flush) each: the
 // `turns` bench shows the turns/s and the Postgres CPU per turn. Rows are locked in session id order (byte order) in every batch,
 // as the lease heartbeat locks its own (leases.ts renew): before that, the two
@@ -33,14 +33,25 @@ import type pg from 'pg';
 import { statement } from './statements.ts';
 
 /**
- * Sessions per statement at most. One process's 100 running turns keep about as many appends waiting as 5 statements
- * in flight can hold at 16 each: with 8, every statement was full (`turns` window, 7.95 appends a statement) and the
- * appends cost 0.63 statements a turn; with 16, 0.25–0.3 (32 fills no further). Fewer statements, commits and round
- * trips a turn: `npm run bench:turn-alternation`, 24 rounds against 8 on a loaded machine, Postgres CPU per turn lower
- * in 20 (per-round ratio medians 0.83–0.86), the server's in 16. Two processes per build (fewer appends wait in each):
- * not told apart in 6 rounds.
+ * Sessions per statement at most. One process's 100 running turns keep about as many appends waiting as the
+ * statements in flight can hold: with 5 in flight at 8 each, every statement was full (`turns` window, 7.95 appends a
+ * statement, 0.63 append statements a turn); at 16 each, 0.25–0.3. Fewer statements, commits and round trips a turn:
+ * `npm run bench:turn-alternation`, 24 rounds against 8 on a loaded machine, Postgres CPU per turn lower in 20
+ * (per-round ratio medians 0.83–0.86), the server's in 16. With 2 in flight (MAX_IN_FLIGHT) at 32 each the turn's
+ * statements fell again (below); 64 filled no further and was not cheaper.
  */
-export const MAX_BATCH = 16;
+export const MAX_BATCH = 32;
+
+/**
+ * Append statements in flight at most. Each statement is a commit (a WAL flush) and an executor set-up for
+ * its UPDATE and INSERT (the indexes of `Session` and `Event` opened) whatever its size, so appends that
+ * wait longer together cost Postgres and the pg client less: in the `turns` window (one process,
+ * 1,000 sessions after 3,000 warm-up turns, `pg_stat_statements`), 5 in flight at 16 each made 0.62–0.82
+ * statements a turn, 2 at 32 each 0.45–0.52; alternated over 12 rounds on a loaded machine, Postgres CPU per
+ * turn lower in 10 (per-round ratio medians 0.79 and 0.92), the server's in 10 (0.97 and 0.93). Two keep
+ * Postgres busy while the process gathers the next batch (one would leave it idle between commits).
+ */
+export const MAX_IN_FLIGHT = 2;
 
 type Row = Record<string, unknown> & { k: number };
 

@@ -14,7 +14,7 @@ import type { SessionLog, StoredEvent } from './session-log.ts';
 import { EXTERNAL_LEASE_ENDED, leaseOnAppend, leaseTakenByAppend, type AppendLeaseRow, type Lease, type LeaseClaim } from './leases.ts';
 import { statement } from './statements.ts';
 import type { TailStates } from './tail-states.ts';
-import { AppendBatcher, MAX_BATCH } from './append-batcher.ts';
+import { AppendBatcher, MAX_BATCH, MAX_IN_FLIGHT } from './append-batcher.ts';
 import { asJsonb } from './jsonb-value.ts';
 import type { NotifyQueue } from './notify-queue.ts';
 import { EVENTS_CHANNEL, encodeEventsCommitted, eventsCommittedSql } from './channels.ts';
@@ -289,7 +289,7 @@ export class SessionAppends {
         prepare,
         name: byTree ? 'append_by_tree' : 'append',
       },
-      Math.max(1, Math.floor(poolMax / 2)),
+      Math.max(1, Math.min(MAX_IN_FLIGHT, Math.floor(poolMax / 2))),
     );
   }
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { pgConfigFromUrl } from '../../src/db/pg-config.ts';
 import { SessionStore } from '../../src/store/session-store.ts';
-import { AppendBatcher } from '../../src/store/append-batcher.ts';
+import { AppendBatcher, MAX_BATCH } from '../../src/store/append-batcher.ts';
 import { toolEffectOf } from '../../src/agent/tools.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 
@@ -62,12 +62,12 @@ describe('appends of several sessions in one statement', () => {
     for (const id of ids) expect(await seqsOf(id)).toEqual([0, 1, 2]);
   });
 
-  it('17 sessions appended to at once: the 16 that waited for the statement in flight go out together, in one', async () => {
-    const ids = await Promise.all(Array.from({ length: 17 }, async () => (await store.createSession(scope, {})).id));
+  it('MAX_BATCH + 1 sessions appended to at once: the MAX_BATCH that waited for the statement in flight go out together, in one', async () => {
+    const ids = await Promise.all(Array.from({ length: MAX_BATCH + 1 }, async () => (await store.createSession(scope, {})).id));
     await Promise.all(ids.map((id) => store.append(id, [note(0)])));
     sent.length = 0;
     await Promise.all(ids.map((id, i) => store.append(id, [note(i)])));
-    // The first alone (nothing else in flight), then one statement for the 16 behind it (MAX_BATCH: fewer commits a turn).
+    // The first alone (nothing else in flight), then one statement for the MAX_BATCH behind it (fewer commits a turn).
     expect(appendStatements()).toHaveLength(2);
     for (const id of ids) expect(await seqsOf(id)).toEqual([0, 1]);
   });
