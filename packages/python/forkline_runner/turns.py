@@ -261,21 +261,35 @@ def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str,
     max_bytes, is an error result saying so (never a lost batch); NUL and lone surrogates become U+FFFD, as
     forkline stores them."""
     if isinstance(output, str):
-        content = output
-    else:
-        try:
-            content = json.dumps(output, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({err})"
+        return bounded_result("ok", output, max_bytes)
+    try:
+        content = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except Exception as err:  # a cycle, NaN, bytes, an object; nesting deeper than the recursion limit; a __repr__ that raises
+        return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({message_of(err)[:200]})"
+    return bounded_result("ok", content, max_bytes)
+
+
+def bounded_result(status: str, content: str, max_bytes: int) -> tuple[str, str]:
+    """``content`` made storable and held to ``max_bytes`` of UTF-8 — an output, or a failed tool's message —, as the
+    TypeScript SDK's boundedResult: over it, an ``error`` result saying the tool ran and how big its output was."""
     content = storable_text(content)
     size = len(content.encode("utf-8"))
     if size > max_bytes:
         return "error", f"the tool ran, but its output ({size} bytes) is over this runner's limit of {max_bytes} bytes (max_result_bytes), so it was not recorded"
-    return "ok", content
+    return status, content
+
+
+def message_of(err: BaseException) -> str:
+    """An exception's words; one whose ``str`` raises (or is no text) by its type's name."""
+    try:
+        text = str(err)
+    except Exception:
+        return f"{type(err).__name__} (its message could not be read)"
+    return text if isinstance(text, str) else type(err).__name__
 
 
 def tool_outcome(call: ToolCall | dict[str, Any], tool: Tool | None, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
-    """Runs the call's tool: its result's (status, content); a tool that raises is an error result."""
+    """Runs the call's tool: its result's (status, content); a tool that raises is an error result (its message held to max_bytes)."""
     if tool is None:
         return "error", "the runner has no such tool"
     try:
@@ -283,7 +297,7 @@ def tool_outcome(call: ToolCall | dict[str, Any], tool: Tool | None, max_bytes: 
     except LeaseLostError:
         raise
     except Exception as err:
-        return "error", storable_text(f"tool failed: {err}")
+        return bounded_result("error", f"tool failed: {message_of(err)}", max_bytes)
     return result_content(output, max_bytes)
 
 
