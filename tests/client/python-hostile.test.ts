@@ -1,0 +1,115 @@
+// The Python runner SDK (packages/python/forkline_runner) against hostile
+// code of its own side: a `python3` runner process
+// (tests/fixtures/runners/python_hostile.py, Runner.run) serving a pool of a
+// real forkline server, whose tools fail in ways a team's tools do.
+//
+// - A tool's failure is stored as its output is (docs/runners.md, "The Python
+//   SDK"): a message over max_result_bytes, one whose str() raises, an output
+//   nested past Python's recursion limit — each an `error` result saying the
+//   tool ran, and the turn goes on to the model's answer. (Before, the first
+//   made a batch over the server's body limit and failed the turn; the others
+//   escaped run_turns and left the turn open.)
+// - A tool that never returns: the step's time bound ends its turn and takes
+//   the lease (FORKLINE_RUNNER_MAX_STEP_MS); the thread still runs (Python
+//   cannot stop it), but it holds none of the runner's room and the runner's
+//   stop does not wait for it. (Before, it held its slot for good: a runner of
+//   concurrency 1 served nothing more, and never stopped.)
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+let service: ServiceProcess;
+const started: ChildProcess[] = [];
+/** The server's body limit: a result over it would be a refused batch. */
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+beforeAll(async () => {
+  service = await startService({ env: { FORKLINE_MAX_BODY_BYTES: String(MAX_BODY_BYTES), FORKLINE_RUNNER_MAX_STEP_MS: '2000' } });
+});
+afterAll(async () => {
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await service?.stop();
+});
+
+async function gql(query: string, variables?: Record<string, unknown>) {
+  const { body } = await postGraphQL(service.url, query, variables);
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+}
+const events = async (id: string) =>
+  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
+    (e: any) => e.node,
+  );
+async function session(pool: string, ask: Record<string, unknown>) {
+  const id = (await gql(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
+  await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: JSON.stringify(ask) });
+  return id;
+}
+const turnEnd = async (id: string) => (await events(id)).find((e: any) => e.type === 'turn/end');
+
+function startRunner(pool: string, env: Record<string, string> = {}) {
+  const child = spawn('python3', [path.join(PROJECT_ROOT, 'tests/fixtures/runners/python_hostile.py')], {
+    env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python'), FORKLINE_URL: service.url, POOL: pool, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let output = '';
+  child.stdout.on('data', (c) => (output += c));
+  child.stderr.on('data', (c) => (output += c));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+describe('the Python runner SDK with hostile tools', () => {
+  it("stores a tool's failure as its output: a message over max_result_bytes, a str() that raises, an output past the recursion limit", async () => {
+    const pool = 'py-hostile-failures';
+    const runner = startRunner(pool, { RAISE_BYTES: String(3 * 1024 * 1024) });
+    const ids = {
+      raise_big: await session(pool, { tool: 'raise_big' }),
+      bad_str: await session(pool, { tool: 'bad_str' }),
+      deep: await session(pool, { tool: 'deep' }),
+    };
+    for (const [tool, id] of Object.entries(ids)) {
+      const end = await waitFor(() => turnEnd(id), { what: `${tool}'s turn to end\n${runner.output()}` });
+      const log = await events(id);
+      const results = log.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.status, e.data.content]);
+      expect(results, tool).toHaveLength(1);
+      const [status, content] = results[0];
+      expect(status, tool).toBe('error');
+      expect(content, tool).toMatch(
+        {
+          raise_big: /^the tool ran, but its output \(3145741 bytes\) is over this runner's limit of 1000000 bytes \(max_result_bytes\), so it was not recorded$/,
+          bad_str: /^tool failed: Unprintable \(its message could not be read\)$/,
+          deep: /^the tool ran, but its output could not be recorded: it is not JSON \(maximum recursion depth exceeded/,
+        }[tool]!,
+      );
+      // The model read the result and answered: the turn completed, the session is free.
+      expect(end.data.reason, tool).toBe('completed');
+      expect(log.filter((e: any) => e.type === 'model/message').map((e: any) => e.data.text)).toEqual(['', 'done']);
+    }
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+  });
+
+  it('holds no room for a tool that never returns once its session is lost, and stops without waiting for it', async () => {
+    const pool = 'py-hostile-hang';
+    const runner = startRunner(pool, { CONCURRENCY: '1', LEASE_MS: '1500' });
+    const hung = await session(pool, { tool: 'hang' });
+    // The step's bound ends the turn at a renewal (the tool still runs in the runner's process).
+    const end = await waitFor(() => turnEnd(hung), { what: `the hung turn to be ended\n${runner.output()}` });
+    expect(end.data.reason).toBe('failed');
+    const error = (await events(hung)).find((e: any) => e.type === 'plugin/agent/error');
+    expect(error.data.message).toMatch(/FORKLINE_RUNNER_MAX_STEP_MS/);
+
+    // The runner's one slot is free again: the next session is served.
+    const next = await session(pool, { text: 'hello' });
+    const nextEnd = await waitFor(() => turnEnd(next), { what: `the next session to be served\n${runner.output()}` });
+    expect(nextEnd.data.reason).toBe('completed');
+
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+    expect(runner.output()).toContain('{"stopped": true}');
+  });
+});
