@@ -14,13 +14,21 @@
 //   cannot stop it), but it holds none of the runner's room and the runner's
 //   stop does not wait for it. (Before, it held its slot for good: a runner of
 //   concurrency 1 served nothing more, and never stopped.)
+// - A proxy in front of forkline: a claim answered 503 with `Retry-After:
+//   100000` pauses the runner at most max_backoff_s (before: that long); an
+//   append forwarded and stored, whose answer then trickles a byte at a time
+//   without end, is given up after timeout_s and recognised as stored on the
+//   retry (before: the call never returned).
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
+let proxy: http.Server | undefined;
 const started: ChildProcess[] = [];
 /** The server's body limit: a result over it would be a refused batch. */
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
@@ -29,6 +37,8 @@ beforeAll(async () => {
   service = await startService({ env: { FORKLINE_MAX_BODY_BYTES: String(MAX_BODY_BYTES), FORKLINE_RUNNER_MAX_STEP_MS: '2000' } });
 });
 afterAll(async () => {
+  proxy?.closeAllConnections();
+  proxy?.close();
   for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await service?.stop();
 });
@@ -108,6 +118,63 @@ describe('the Python runner SDK with hostile tools', () => {
     const nextEnd = await waitFor(() => turnEnd(next), { what: `the next session to be served\n${runner.output()}` });
     expect(nextEnd.data.reason).toBe('completed');
 
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+    expect(runner.output()).toContain('{"stopped": true}');
+  });
+});
+
+/** A proxy in front of the service: `answer` may answer a request itself (the body read), else it is forwarded. */
+async function startProxy(answer: (body: string, res: http.ServerResponse, forward: () => Promise<string>) => boolean): Promise<string> {
+  proxy = http.createServer((req, res) => {
+    res.on('error', () => undefined);
+    if (req.headers.accept?.includes('text/event-stream')) return void res.writeHead(404).end(); // no subscription: the runner polls
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      const forward = () =>
+        fetch(service.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text());
+      if (!answer(body, res, forward)) {
+        void forward().then((text) => res.writeHead(200, { 'content-type': 'application/json' }).end(text));
+      }
+    });
+  });
+  await new Promise<void>((r) => proxy!.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/graphql`;
+}
+
+describe('the Python runner SDK behind a hostile proxy', () => {
+  it('waits at most max_backoff_s after a Retry-After of 100000 s, and gives up a trickled answer after timeout_s', async () => {
+    const pool = 'py-hostile-proxy';
+    let refused = 0;
+    let trickled = 0;
+    const url = await startProxy((body, res, forward) => {
+      if (body.includes('claimSessions') && refused === 0) {
+        refused++;
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '100000' }).end('{"errors":[{"message":"busy","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}');
+        return true;
+      }
+      if (body.includes('appendEvents') && body.includes('turn/end') && trickled === 0) {
+        trickled++;
+        // Stored by the service; its answer never comes whole.
+        void forward().then(() => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const timer = setInterval(() => res.write(' '), 100);
+          res.on('close', () => clearInterval(timer));
+        });
+        return true;
+      }
+      return false;
+    });
+    const id = await session(pool, { text: 'through the proxy' });
+    const runner = startRunner(pool, { FORKLINE_URL: url, MAX_BACKOFF_S: '0.5', TIMEOUT_S: '2' });
+    const end = await waitFor(() => turnEnd(id), { what: `the turn to end\n${runner.output()}` });
+    expect(end.data.reason).toBe('completed');
+    expect([refused, trickled]).toEqual([1, 1]);
+    // The retried append found its batch stored: written once, and the runner went on to stop cleanly.
+    const log = await events(id);
+    expect(log.filter((e: any) => e.type === 'turn/end')).toHaveLength(1);
     runner.child.kill('SIGTERM');
     expect(await runner.exited, runner.output()).toBe(0);
     expect(runner.output()).toContain('{"stopped": true}');
