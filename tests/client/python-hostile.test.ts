@@ -14,6 +14,10 @@
 //   cannot stop it), but it holds none of the runner's room and the runner's
 //   stop does not wait for it. (Before, it held its slot for good: a runner of
 //   concurrency 1 served nothing more, and never stopped.)
+// - A model's calls with an empty id or name are recorded as the TypeScript
+//   SDK records them (docs/runners.md#call-ids): under `call_<position>` (a
+//   name as "unnamed"), answered as not run, while the step's other calls run.
+//   (Before, the whole reply was refused and the turn failed.)
 // - A proxy in front of forkline: a claim answered 503 with `Retry-After:
 //   100000` pauses the runner at most max_backoff_s (before: that long); an
 //   append forwarded and stored, whose answer then trickles a byte at a time
@@ -99,6 +103,31 @@ describe('the Python runner SDK with hostile tools', () => {
       expect(end.data.reason, tool).toBe('completed');
       expect(log.filter((e: any) => e.type === 'model/message').map((e: any) => e.data.text)).toEqual(['', 'done']);
     }
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+  });
+
+  it('records calls with an empty id or name, or an id another call took, under ids the log holds, answered as not run; the others run', async () => {
+    const pool = 'py-hostile-ids';
+    const runner = startRunner(pool);
+    const id = await session(pool, { tool: 'echo', calls: 4, ids: ['a', 'a', '', 'b'], names: ['echo', 'echo', 'echo', ''] });
+    const end = await waitFor(() => turnEnd(id), { what: `the turn to end\n${runner.output()}` });
+    expect(end.data.reason).toBe('completed');
+    const log = await events(id);
+    const message = log.find((e: any) => e.type === 'model/message');
+    expect(message.data.toolCalls.map((c: any) => [c.id, c.name])).toEqual([
+      ['a', 'echo'],
+      ['call_2', 'echo'],
+      ['call_3', 'echo'],
+      ['b', 'unnamed'],
+    ]);
+    expect(log.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.callId, e.data.status, e.data.content])).toEqual([
+      ['a', 'ok', 'ok'],
+      ['call_2', 'error', 'not run: the model gave it the id of another call of this step (a)'],
+      ['call_3', 'error', 'not run: the model gave it an id of 0 characters (1-200 allowed)'],
+      ['b', 'error', 'not run: the model named a tool of 0 characters (1-200 allowed)'],
+    ]);
+    expect(runner.output().match(/"ran"/g)).toHaveLength(1);
     runner.child.kill('SIGTERM');
     expect(await runner.exited, runner.output()).toBe(0);
   });
