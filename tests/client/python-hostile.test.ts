@@ -22,7 +22,9 @@
 //   100000` pauses the runner at most max_backoff_s (before: that long); an
 //   append forwarded and stored, whose answer then trickles a byte at a time
 //   without end, is given up after timeout_s and recognised as stored on the
-//   retry (before: the call never returned).
+//   retry (before: the call never returned); a 413 page that repeats the
+//   request's Authorization header leaves the token out of the error the
+//   turn's end records (before: `Bearer fkt_…` in plugin/agent/error).
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,7 +34,7 @@ import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '..
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
-let proxy: http.Server | undefined;
+const proxies: http.Server[] = [];
 const started: ChildProcess[] = [];
 /** The server's body limit: a result over it would be a refused batch. */
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
@@ -41,8 +43,10 @@ beforeAll(async () => {
   service = await startService({ env: { FORKLINE_MAX_BODY_BYTES: String(MAX_BODY_BYTES), FORKLINE_RUNNER_MAX_STEP_MS: '2000' } });
 });
 afterAll(async () => {
-  proxy?.closeAllConnections();
-  proxy?.close();
+  for (const p of proxies) {
+    p.closeAllConnections();
+    p.close();
+  }
   for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await service?.stop();
 });
@@ -155,7 +159,7 @@ describe('the Python runner SDK with hostile tools', () => {
 
 /** A proxy in front of the service: `answer` may answer a request itself (the body read), else it is forwarded. */
 async function startProxy(answer: (body: string, res: http.ServerResponse, forward: () => Promise<string>) => boolean): Promise<string> {
-  proxy = http.createServer((req, res) => {
+  const proxy = http.createServer((req, res) => {
     res.on('error', () => undefined);
     if (req.headers.accept?.includes('text/event-stream')) return void res.writeHead(404).end(); // no subscription: the runner polls
     const chunks: Buffer[] = [];
@@ -169,7 +173,8 @@ async function startProxy(answer: (body: string, res: http.ServerResponse, forwa
       }
     });
   });
-  await new Promise<void>((r) => proxy!.listen(0, '127.0.0.1', r));
+  proxies.push(proxy);
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
   return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/graphql`;
 }
 
@@ -207,5 +212,25 @@ describe('the Python runner SDK behind a hostile proxy', () => {
     runner.child.kill('SIGTERM');
     expect(await runner.exited, runner.output()).toBe(0);
     expect(runner.output()).toContain('{"stopped": true}');
+  });
+
+  it("keeps the token out of the turn's error when a proxy's refusal repeats the request's headers", async () => {
+    const pool = 'py-hostile-echo';
+    const token = 'fkt_echoed-token-0123456789abcdefghijklmnopq';
+    const url = await startProxy((body, res) => {
+      if (!(body.includes('appendEvents') && body.includes('model/message'))) return false;
+      res.writeHead(413, { 'content-type': 'text/plain' }).end(`too large; you sent authorization: ${String(res.req.headers.authorization)}`);
+      return true;
+    });
+    const id = await session(pool, { text: 'refused' });
+    const runner = startRunner(pool, { FORKLINE_URL: url, TOKEN: token });
+    const end = await waitFor(() => turnEnd(id), { what: `the turn to end\n${runner.output()}` });
+    expect(end.data.reason).toBe('failed');
+    const error = (await events(id)).find((e: any) => e.type === 'plugin/agent/error');
+    expect(error.data.message).toContain('you sent authorization: Bearer [token]');
+    expect(JSON.stringify(await events(id))).not.toContain(token);
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+    expect(runner.output()).not.toContain(token);
   });
 });

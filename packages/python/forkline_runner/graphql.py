@@ -125,6 +125,10 @@ class GraphQLClient:
                 text = ""  # the status says enough
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as err:
             raise ForklineError([{"message": f"cannot reach {self.url}: {err}"}]) from err
+        if self.token and (status is None or status >= 300 or '"errors"' in text):
+            # An error page that repeats the request's headers (a proxy's) would carry the token into logs and into the
+            # turn's error event (Turn.error): it goes nowhere but to forkline.
+            text = text.replace(self.token, "[token]")
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError:
