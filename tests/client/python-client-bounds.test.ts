@@ -80,6 +80,7 @@ function python(mode: string, call: string): Promise<{ status: number | null; st
 from forkline_runner.graphql import GraphQLClient, ForklineError
 client = GraphQLClient(${JSON.stringify(`${base}/${mode}`)}, token="fkt_bounds", retry_for_s=0, timeout_s=2)
 client.sse_idle_s = 2
+client.max_response_bytes = 32 * 1024 * 1024
 try:
     print("answered", str(${call})[:100])
 except ForklineError as err:
@@ -101,7 +102,7 @@ const subscribe = 'list(client.subscribe("subscription { x }"))';
 
 describe("the Python runner SDK's client", () => {
   it.each([
-    ['huge', request, 'RESPONSE_TOO_LARGE'], // 100 MB: over the default 64 MiB (max_response_bytes)
+    ['huge', request, 'RESPONSE_TOO_LARGE'], // 100 MB: over max_response_bytes (32 MiB here)
     ['trickle', request, 'NETWORK_ERROR'], // a byte every 100 ms: never whole within timeout_s
     ['error-page', request, 'HTTP_502'], // 100 MB of an error page: its first 64 KiB are read
     ['not-utf8', request, 'answered'], // read with U+FFFD for the bytes that are not UTF-8

@@ -98,7 +98,8 @@ describe('the Python runner SDK with hostile tools', () => {
       expect(status, tool).toBe('error');
       expect(content, tool).toMatch(
         {
-          raise_big: /^the tool ran, but its output \(3145741 bytes\) is over this runner's limit of 1000000 bytes \(max_result_bytes\), so it was not recorded$/,
+          raise_big:
+            /^the tool ran, but its output \(3145741 bytes\) is over this runner's limit of 1000000 bytes \(max_result_bytes\), so it was not recorded$/,
           bad_str: /^tool failed: Unprintable \(its message could not be read\)$/,
           deep: /^the tool ran, but its output could not be recorded: it is not JSON \(maximum recursion depth exceeded/,
         }[tool]!,
@@ -166,8 +167,7 @@ async function startProxy(answer: (body: string, res: http.ServerResponse, forwa
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString();
-      const forward = () =>
-        fetch(service.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text());
+      const forward = () => fetch(service.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text());
       if (!answer(body, res, forward)) {
         void forward().then((text) => res.writeHead(200, { 'content-type': 'application/json' }).end(text));
       }
@@ -186,7 +186,9 @@ describe('the Python runner SDK behind a hostile proxy', () => {
     const url = await startProxy((body, res, forward) => {
       if (body.includes('claimSessions') && refused === 0) {
         refused++;
-        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '100000' }).end('{"errors":[{"message":"busy","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}');
+        res
+          .writeHead(503, { 'content-type': 'application/json', 'retry-after': '100000' })
+          .end('{"errors":[{"message":"busy","extensions":{"code":"SERVICE_UNAVAILABLE"}}]}');
         return true;
       }
       if (body.includes('appendEvents') && body.includes('turn/end') && trickled === 0) {

@@ -21,8 +21,8 @@ RETRYABLE = {"SERVICE_UNAVAILABLE", "NETWORK_ERROR"}
 
 #: Bytes of one answer (a request's response body, one SSE event) a client holds at most by default: a proxy or a
 #: broken server that answers with more (or without end) fails the call (``RESPONSE_TOO_LARGE``) instead of filling
-#: the runner's memory. A model request of a session within its context budget is far smaller.
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: the runner's memory. forkline sends none larger (FORKLINE_MAX_RESPONSE_BYTES' default, docs/operations.md).
+MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 #: Bytes of an error response's body read (forkline's own are a few hundred): a 5xx storm of large pages holds no more.
 ERROR_BODY_BYTES = 64 * 1024
 
