@@ -17,7 +17,9 @@
 // - A model's calls with an empty id or name are recorded as the TypeScript
 //   SDK records them (docs/runners.md#call-ids): under `call_<position>` (a
 //   name as "unnamed"), answered as not run, while the step's other calls run.
-//   (Before, the whole reply was refused and the turn failed.)
+//   (Before, the whole reply was refused and the turn failed.) A reply is
+//   written as it was checked, each field read once (before, a subclass whose
+//   calls changed after the check escaped run_turns and left the turn open).
 // - A proxy in front of forkline: a claim answered 503 with `Retry-After:
 //   100000` pauses the runner at most max_backoff_s (before: that long); an
 //   append forwarded and stored, whose answer then trickles a byte at a time
@@ -133,6 +135,19 @@ describe('the Python runner SDK with hostile tools', () => {
       ['b', 'error', 'not run: the model named a tool of 0 characters (1-200 allowed)'],
     ]);
     expect(runner.output().match(/"ran"/g)).toHaveLength(1);
+    runner.child.kill('SIGTERM');
+    expect(await runner.exited, runner.output()).toBe(0);
+  });
+
+  it('writes the reply it checked: a ModelReply subclass whose calls change after they were read is used as read', async () => {
+    const pool = 'py-hostile-lying';
+    const runner = startRunner(pool);
+    const id = await session(pool, { lying: true });
+    const end = await waitFor(() => turnEnd(id), { what: `the turn to end\n${runner.output()}` });
+    expect(end.data.reason).toBe('completed');
+    const log = await events(id);
+    expect(log.find((e: any) => e.type === 'model/message').data.toolCalls.map((c: any) => c.id)).toEqual(['call_0']);
+    expect(log.filter((e: any) => e.type === 'tool/result').map((e: any) => [e.data.callId, e.data.status, e.data.content])).toEqual([['call_0', 'ok', 'ok']]);
     runner.child.kill('SIGTERM');
     expect(await runner.exited, runner.output()).toBe(0);
   });

@@ -220,18 +220,34 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
 
 
 def checked_reply(reply: Any) -> ModelReply:
-    """The model's reply, checked before anything of it is written: text, and calls each with a text id, name and arguments."""
+    """
+    The model's reply, checked before anything of it is written: text, and calls each with a text id, name and
+    arguments. What is checked is what is used: a copy, each field read once (a subclass whose property or a dict
+    whose ``get`` answers differently at each read cannot pass the check with one value and be written with another).
+    """
     if not isinstance(reply, ModelReply):
         raise TypeError(f"the model returned {type(reply).__name__}, not a ModelReply")
-    if reply.text is not None and not isinstance(reply.text, str):
-        raise TypeError(f"the model's text is {type(reply.text).__name__}, not text")
-    if not isinstance(reply.tool_calls, list):
+    text, calls, usage = reply.text, reply.tool_calls, reply.usage
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"the model's text is {type(text).__name__}, not text")
+    if not isinstance(calls, list):
         raise TypeError("the model's tool_calls is not a list")
-    for call in reply.tool_calls:
+    copied: list[ToolCall] = []
+    for call in list(calls):
+        fields = {k: call.get(k) for k in ("id", "name", "arguments")} if isinstance(call, dict) else {}
         # An empty id or name is text the log cannot hold: admit_calls records the call under one it can, never run.
-        if not isinstance(call, dict) or not all(isinstance(call.get(k), str) for k in ("id", "name", "arguments")):
-            raise TypeError(f"the model's tool call {str(call)[:200]} lacks a text id, name or arguments")
-    return reply
+        if not all(isinstance(fields.get(k), str) for k in ("id", "name", "arguments")):
+            raise TypeError(f"the model's tool call {_shown(call)} lacks a text id, name or arguments")
+        copied.append({"id": str.__str__(fields["id"]), "name": str.__str__(fields["name"]), "arguments": str.__str__(fields["arguments"])})
+    return ModelReply(text=str.__str__(text) if text is not None else "", tool_calls=copied, usage=dict(usage) if isinstance(usage, dict) else usage)
+
+
+def _shown(value: Any) -> str:
+    """A value in a message, at most 200 characters (its repr may raise: a hostile object's)."""
+    try:
+        return repr(value)[:200]
+    except Exception:
+        return type(value).__name__
 
 
 def call_needs_approval(request: dict[str, Any], tool: Tool | None, call: dict[str, Any]) -> bool:
