@@ -5,14 +5,11 @@
 // Each is a ForklineError the runner handles (retries, subscribes again), not
 // a process that grows without bound, a call that never returns, or an
 // exception of another kind escaping the client.
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runPython } from '../helpers/python-process.ts';
 
-const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MB = 1024 * 1024;
 
 let server: http.Server;
@@ -88,14 +85,7 @@ except ForklineError as err:
 except BaseException as err:
     print("escaped", type(err).__name__)
 `;
-  return new Promise((resolve) => {
-    const child = spawn('python3', ['-c', script], { env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python') } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+  return runPython(script);
 }
 const request = 'client.request("{ x }")';
 const subscribe = 'list(client.subscribe("subscription { x }"))';

@@ -32,7 +32,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { PROJECT_ROOT, startService, type ServiceProcess } from '../helpers/process.ts';
+import { serviceReads } from '../helpers/python-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
@@ -53,15 +54,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-async function gql(query: string, variables?: Record<string, unknown>) {
-  const { body } = await postGraphQL(service.url, query, variables);
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
-const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
-    (e: any) => e.node,
-  );
+const { gql, events } = serviceReads(() => service.url);
 async function session(pool: string, ask: Record<string, unknown>) {
   const id = (await gql(`mutation($p: String!) { createSession(input: {runner: $p}) { id } }`, { p: pool })).createSession.id as string;
   await gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: JSON.stringify(ask) });
