@@ -5,15 +5,12 @@
 // fetch (the TypeScript client) drops Authorization on a cross-origin redirect;
 // the Python client follows no redirect at all: a GraphQL POST is never
 // answered with one by forkline, so one is an error to report, not a path.
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createForklineClient } from '@forkline/client';
+import { runPython } from '../helpers/python-process.ts';
 
-const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'fkt_redirected-token-0123456789abcdefghijklmnopq';
 
 const servers: http.Server[] = [];
@@ -42,16 +39,7 @@ beforeAll(async () => {
 });
 afterAll(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
 
-function python(script: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('python3', ['-c', script], { env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'packages/python') } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const python = runPython;
 
 describe("the Python runner's token on a redirect", () => {
   it('is never sent to the origin a 301, 302, 303, 307 or 308 names: a request or subscription fails with the status', async () => {

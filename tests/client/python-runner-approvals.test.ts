@@ -19,7 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Kind, parse, print, type FragmentDefinitionNode } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { PROJECT_ROOT, startService, type ServiceProcess } from '../helpers/process.ts';
+import { serviceReads } from '../helpers/python-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
@@ -35,15 +36,7 @@ afterAll(async () => {
   await service?.stop();
 });
 
-async function gql(query: string, variables?: Record<string, unknown>) {
-  const { body } = await postGraphQL(service.url, query, variables);
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
-const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
-    (e: any) => e.node,
-  );
+const { gql, events } = serviceReads(() => service.url);
 const SESSION = `query($id: ID!) { session(id: $id) { status runnerHolder pendingApprovals { callId name } } }`;
 const status = async (id: string) => (await gql(SESSION, { id })).session;
 const decide = (id: string, callId: string, verb: 'approveToolCall' | 'denyToolCall', reason = '') =>

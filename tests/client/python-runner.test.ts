@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
+import { PROJECT_ROOT, startService, type ServiceProcess } from '../helpers/process.ts';
+import { serviceReads } from '../helpers/python-process.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let service: ServiceProcess;
@@ -39,15 +40,7 @@ function startPython(name: string, env: Record<string, string> = {}) {
   return { child, output: () => out, effects: () => fs.readFileSync(effects, 'utf8').split('\n').filter(Boolean) };
 }
 
-async function gql(query: string, variables?: Record<string, unknown>) {
-  const { body } = await postGraphQL(service.url, query, variables);
-  if (body.errors) throw new Error(JSON.stringify(body.errors));
-  return body.data;
-}
-const events = async (id: string) =>
-  (await gql(`query($id: ID!) { session(id: $id) { events(first: 500) { edges { node { seq type data synthetic } } } } }`, { id })).session.events.edges.map(
-    (e: any) => e.node,
-  );
+const { gql, events } = serviceReads(() => service.url);
 const send = (id: string, text: string) =>
   gql(`mutation($id: ID!, $t: String!) { sendMessage(input: {sessionId: $id, text: $t}) { inputId } }`, { id, t: text });
 const create = async (pool: string) =>

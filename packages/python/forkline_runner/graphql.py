@@ -19,6 +19,13 @@ T = TypeVar("T")
 
 RETRYABLE = {"SERVICE_UNAVAILABLE", "NETWORK_ERROR"}
 
+#: Bytes of one answer (a request's response body, one SSE event) a client holds at most by default: a proxy or a
+#: broken server that answers with more (or without end) fails the call (``RESPONSE_TOO_LARGE``) instead of filling
+#: the runner's memory. forkline sends none larger (FORKLINE_MAX_RESPONSE_BYTES' default, docs/operations.md).
+MAX_RESPONSE_BYTES = 128 * 1024 * 1024
+#: Bytes of an error response's body read (forkline's own are a few hundred): a 5xx storm of large pages holds no more.
+ERROR_BODY_BYTES = 64 * 1024
+
 
 def backoff_delay(attempt: int, *, base_s: float, cap_s: float, rng: Callable[[], float] = random.random) -> float:
     """
@@ -67,11 +74,29 @@ _OPENER = urllib.request.build_opener(_NoRedirects())
 
 
 class GraphQLClient:
-    def __init__(self, url: str, token: str | None = None, retry_for_s: float = 15.0, timeout_s: float = 60.0) -> None:
+    """
+    ``timeout_s`` bounds a request from its sending to the last byte of its answer (a server that stalls, or
+    trickles its answer, fails it as a lost connection: retried); ``sse_idle_s`` is how long a subscription may
+    stay silent (forkline sends a keep-alive every 12 s) before it is taken as lost; ``max_response_bytes`` bounds
+    what one answer or SSE event may make the client hold.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        retry_for_s: float = 15.0,
+        timeout_s: float = 60.0,
+        *,
+        sse_idle_s: float = 60.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> None:
         self.url = url
         self.token = token
         self.retry_for_s = retry_for_s
         self.timeout_s = timeout_s
+        self.sse_idle_s = sse_idle_s
+        self.max_response_bytes = max_response_bytes
 
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": accept}
@@ -85,26 +110,58 @@ class GraphQLClient:
         req = urllib.request.Request(self.url, data=body, headers=self._headers("application/graphql-response+json, application/json"), method="POST")
         status: int | None = None
         retry_after: float | None = None
+        # The socket's timeout bounds each wait; the deadline bounds the whole answer (one byte a minute passes the first).
+        deadline = time.monotonic() + self.timeout_s
         try:
             with _OPENER.open(req, timeout=self.timeout_s) as res:
                 status = res.status
-                text = res.read().decode()
+                text = self._read(res, self.max_response_bytes, deadline, status).decode(errors="replace")
         except urllib.error.HTTPError as err:
             status = err.code
             retry_after = _retry_after(err.headers.get("retry-after"))
-            text = err.read().decode(errors="replace")
+            try:
+                text = self._read(err, ERROR_BODY_BYTES, deadline, status, cut=True).decode(errors="replace")
+            except (ConnectionError, TimeoutError, OSError, ForklineError):
+                text = ""  # the status says enough
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as err:
             raise ForklineError([{"message": f"cannot reach {self.url}: {err}"}]) from err
+        if self.token and (status is None or status >= 300 or '"errors"' in text):
+            # An error page that repeats the request's headers (a proxy's) would carry the token into logs and into the
+            # turn's error event (Turn.error): it goes nowhere but to forkline.
+            text = text.replace(self.token, "[token]")
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError:
             raise ForklineError([{"message": f"HTTP {status}: {text[:200]}"}], status, retry_after) from None
+        if not isinstance(parsed, dict):
+            raise ForklineError([{"message": f"HTTP {status}: the answer is not a GraphQL response"}], status, retry_after)
         if parsed.get("errors"):
             raise ForklineError(parsed["errors"], status, retry_after)
         if parsed.get("data") is None:
             raise ForklineError([{"message": f"HTTP {status}"}], status, retry_after)
         data: dict[str, Any] = parsed["data"]
         return data
+
+    def _read(self, res: Any, limit: int, deadline: float, status: int | None, cut: bool = False) -> bytes:
+        """The body, read as it comes (``read1``: each wait is the socket's), until the deadline; over ``limit``
+        bytes: RESPONSE_TOO_LARGE (``cut``: its first ``limit`` bytes)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no whole answer within {self.timeout_s} s")
+            chunk = res.read1(65536)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                if cut:
+                    chunks.append(chunk[: len(chunk) - (size - limit)])
+                    return b"".join(chunks)
+                raise ForklineError(
+                    [{"message": f"the answer from {self.url} is over {limit} bytes (max_response_bytes)", "extensions": {"code": "RESPONSE_TOO_LARGE"}}], status
+                )
+            chunks.append(chunk)
 
     def retrying(self, fn: Callable[[], T]) -> T:
         """
@@ -132,32 +189,51 @@ class GraphQLClient:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
         req = urllib.request.Request(self.url, data=body, headers=self._headers("text/event-stream"), method="POST")
         try:
-            res = _OPENER.open(req, timeout=None)
+            res = _OPENER.open(req, timeout=self.sse_idle_s)
         except urllib.error.HTTPError as err:
             raise ForklineError([{"message": f"HTTP {err.code}"}], err.code) from err
         except (urllib.error.URLError, ConnectionError, OSError) as err:
             raise ForklineError([{"message": f"cannot reach {self.url}: {err}"}]) from err
+        limit = self.max_response_bytes
         with res:
             event = ""
             data: list[str] = []
-            for raw in res:
-                line = raw.decode().rstrip("\r\n")
+            held = 0  # bytes of the event's data so far: an event without end is cut off at the limit
+            while True:
+                try:
+                    # A line longer than the limit is never held whole: readline stops at it.
+                    raw = res.readline(limit + 2)
+                except (ConnectionError, TimeoutError, OSError) as err:
+                    raise ForklineError([{"message": f"the subscription to {self.url} was lost: {err}"}]) from err
+                if not raw:
+                    return
+                if len(raw) > limit:
+                    raise ForklineError([{"message": f"an SSE line from {self.url} is over {limit} bytes (max_response_bytes)", "extensions": {"code": "RESPONSE_TOO_LARGE"}}])
+                line = raw.decode(errors="replace").rstrip("\r\n")
                 if line.startswith(":"):
                     continue  # a keep-alive
                 if line.startswith("event:"):
                     event = line[6:].strip()
                 elif line.startswith("data:"):
                     data.append(line[5:].lstrip())
+                    held += len(raw)
+                    if held > limit:
+                        raise ForklineError([{"message": f"an SSE event from {self.url} is over {limit} bytes (max_response_bytes)", "extensions": {"code": "RESPONSE_TOO_LARGE"}}])
                 elif line == "":
                     if event == "complete":
                         return
                     if data:
-                        payload = json.loads("\n".join(data))
+                        try:
+                            payload = json.loads("\n".join(data))
+                        except json.JSONDecodeError:
+                            raise ForklineError([{"message": f"an SSE event from {self.url} is not JSON"}]) from None
+                        if not isinstance(payload, dict):
+                            raise ForklineError([{"message": f"an SSE event from {self.url} is not a GraphQL result"}])
                         if payload.get("errors"):
                             raise ForklineError(payload["errors"])
                         if payload.get("data") is not None:
                             yield payload["data"]
-                    event, data = "", []
+                    event, data, held = "", [], 0
 
 
 def _retry_after(value: str | None) -> float | None:

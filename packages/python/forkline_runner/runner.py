@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypedDict
 
-from .graphql import ForklineError, GraphQLClient, backoff_delay, retry_after_of
+from .graphql import MAX_RESPONSE_BYTES, ForklineError, GraphQLClient, backoff_delay, retry_after_of
 
 Effect = Literal["read-only", "idempotent", "side-effects"]
 
@@ -73,9 +73,12 @@ class Runner:
         max_backoff_s: float = 30.0,
         start_turns: bool = False,
         max_result_bytes: int = MAX_RESULT_BYTES,
+        timeout_s: float = 60.0,
+        sse_idle_s: float = 60.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         log: Callable[[str], None] = lambda msg: None,
     ) -> None:
-        self.client = GraphQLClient(url, token=token, retry_for_s=retry_for_s)
+        self.client = GraphQLClient(url, token=token, retry_for_s=retry_for_s, timeout_s=timeout_s, sse_idle_s=sse_idle_s, max_response_bytes=max_response_bytes)
         self.pool = pool
         self.runner_id = runner_id or f"runner-{uuid.uuid4().hex[:8]}"
         self.lease_ms = lease_ms
@@ -124,8 +127,16 @@ class Runner:
         """Serves the pool until ``stop`` is set; each claimed session is handled on its own thread, then released."""
         wake = threading.Event()
         threading.Thread(target=self._watch, args=(wake, stop), daemon=True).start()
-        workers: set[threading.Thread] = set()
+        # Each worker with its session. A worker whose session is lost or given back holds no room and is not waited
+        # for at the stop: its function may never return (a tool that hangs; Python cannot stop a thread), but it can
+        # write nothing more (append raises LeaseLostError), and the session is another runner's to serve.
+        workers: dict[threading.Thread, RunnerSession] = {}
         lock = threading.Lock()
+
+        def busy() -> list[threading.Thread]:
+            with lock:
+                return [t for t, s in workers.items() if t.is_alive() and not s.lost.is_set() and not s.released]
+
         # A session that fails is released and offered again at once: without a pause its next claim
         # fails the same way, in a tight loop. Consecutive failures (sessions, claims) back off; a success resets.
         failures = 0
@@ -134,7 +145,8 @@ class Runner:
         def failed(retry_after: float | None = None) -> None:
             nonlocal failures, resume_at
             with lock:
-                pause = retry_after or backoff_delay(failures, base_s=self.backoff_s, cap_s=self.max_backoff_s)
+                # A Retry-After is the server's (or a proxy's) to name, not to stall the runner with: held to max_backoff_s.
+                pause = min(retry_after, self.max_backoff_s) if retry_after else backoff_delay(failures, base_s=self.backoff_s, cap_s=self.max_backoff_s)
                 failures += 1
                 resume_at = max(resume_at, time.monotonic() + pause)
 
@@ -158,7 +170,7 @@ class Runner:
                 except Exception as err:
                     self.log(f"releasing {session.session_id} failed: {err!r}")
                 with lock:
-                    workers.discard(threading.current_thread())
+                    workers.pop(threading.current_thread(), None)
                 wake.set()  # room for another
 
         while not stop.is_set():
@@ -170,8 +182,7 @@ class Runner:
                 break
             if stop.is_set():
                 break
-            with lock:
-                room = self.concurrency - len(workers)
+            room = self.concurrency - len(busy())
             if room <= 0:
                 continue
             try:
@@ -186,10 +197,11 @@ class Runner:
             for s in sessions:
                 t = threading.Thread(target=serve, args=(s,), daemon=True)
                 with lock:
-                    workers.add(t)
+                    workers[t] = s
                 t.start()
-        for t in list(workers):
-            t.join()
+        # Sessions still held are finished (a step runs on to its end); one lost meanwhile is not waited for.
+        while held := busy():
+            held[0].join(0.5)
 
     def _watch(self, wake: threading.Event, stop: threading.Event) -> None:
         """Wakes the loop for each runnableSessions item; subscribes again after a lost connection."""

@@ -220,17 +220,34 @@ def _write_turn(session: RunnerSession, request: dict[str, Any], model: Model, t
 
 
 def checked_reply(reply: Any) -> ModelReply:
-    """The model's reply, checked before anything of it is written: text, and calls each with a text id, name and arguments."""
+    """
+    The model's reply, checked before anything of it is written: text, and calls each with a text id, name and
+    arguments. What is checked is what is used: a copy, each field read once (a subclass whose property or a dict
+    whose ``get`` answers differently at each read cannot pass the check with one value and be written with another).
+    """
     if not isinstance(reply, ModelReply):
         raise TypeError(f"the model returned {type(reply).__name__}, not a ModelReply")
-    if reply.text is not None and not isinstance(reply.text, str):
-        raise TypeError(f"the model's text is {type(reply.text).__name__}, not text")
-    if not isinstance(reply.tool_calls, list):
+    text, calls, usage = reply.text, reply.tool_calls, reply.usage
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"the model's text is {type(text).__name__}, not text")
+    if not isinstance(calls, list):
         raise TypeError("the model's tool_calls is not a list")
-    for call in reply.tool_calls:
-        if not isinstance(call, dict) or not all(isinstance(call.get(k), str) for k in ("id", "name", "arguments")) or not call["id"] or not call["name"]:
-            raise TypeError(f"the model's tool call {str(call)[:200]} lacks a text id, name or arguments")
-    return reply
+    copied: list[ToolCall] = []
+    for call in list(calls):
+        fields = {k: call.get(k) for k in ("id", "name", "arguments")} if isinstance(call, dict) else {}
+        # An empty id or name is text the log cannot hold: admit_calls records the call under one it can, never run.
+        if not all(isinstance(fields.get(k), str) for k in ("id", "name", "arguments")):
+            raise TypeError(f"the model's tool call {_shown(call)} lacks a text id, name or arguments")
+        copied.append({"id": str.__str__(fields["id"]), "name": str.__str__(fields["name"]), "arguments": str.__str__(fields["arguments"])})
+    return ModelReply(text=str.__str__(text) if text is not None else "", tool_calls=copied, usage=dict(usage) if isinstance(usage, dict) else usage)
+
+
+def _shown(value: Any) -> str:
+    """A value in a message, at most 200 characters (its repr may raise: a hostile object's)."""
+    try:
+        return repr(value)[:200]
+    except Exception:
+        return type(value).__name__
 
 
 def call_needs_approval(request: dict[str, Any], tool: Tool | None, call: dict[str, Any]) -> bool:
@@ -261,21 +278,35 @@ def result_content(output: Any, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str,
     max_bytes, is an error result saying so (never a lost batch); NUL and lone surrogates become U+FFFD, as
     forkline stores them."""
     if isinstance(output, str):
-        content = output
-    else:
-        try:
-            content = json.dumps(output, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({err})"
+        return bounded_result("ok", output, max_bytes)
+    try:
+        content = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except Exception as err:  # a cycle, NaN, bytes, an object; nesting deeper than the recursion limit; a __repr__ that raises
+        return "error", f"the tool ran, but its output could not be recorded: it is not JSON ({message_of(err)[:200]})"
+    return bounded_result("ok", content, max_bytes)
+
+
+def bounded_result(status: str, content: str, max_bytes: int) -> tuple[str, str]:
+    """``content`` made storable and held to ``max_bytes`` of UTF-8 — an output, or a failed tool's message —, as the
+    TypeScript SDK's boundedResult: over it, an ``error`` result saying the tool ran and how big its output was."""
     content = storable_text(content)
     size = len(content.encode("utf-8"))
     if size > max_bytes:
         return "error", f"the tool ran, but its output ({size} bytes) is over this runner's limit of {max_bytes} bytes (max_result_bytes), so it was not recorded"
-    return "ok", content
+    return status, content
+
+
+def message_of(err: BaseException) -> str:
+    """An exception's words; one whose ``str`` raises (or is no text) by its type's name."""
+    try:
+        text = str(err)
+    except Exception:
+        return f"{type(err).__name__} (its message could not be read)"
+    return text if isinstance(text, str) else type(err).__name__
 
 
 def tool_outcome(call: ToolCall | dict[str, Any], tool: Tool | None, max_bytes: int = MAX_RESULT_BYTES) -> tuple[str, str]:
-    """Runs the call's tool: its result's (status, content); a tool that raises is an error result."""
+    """Runs the call's tool: its result's (status, content); a tool that raises is an error result (its message held to max_bytes)."""
     if tool is None:
         return "error", "the runner has no such tool"
     try:
@@ -283,7 +314,7 @@ def tool_outcome(call: ToolCall | dict[str, Any], tool: Tool | None, max_bytes: 
     except LeaseLostError:
         raise
     except Exception as err:
-        return "error", storable_text(f"tool failed: {err}")
+        return bounded_result("error", f"tool failed: {message_of(err)}", max_bytes)
     return result_content(output, max_bytes)
 
 
