@@ -130,6 +130,31 @@ interface SizedRow extends Row {
   b: number;
 }
 
+/**
+ * A row of COLUMNS (and `b`, read under a budget) in pg's array mode: what a page read takes. pg builds an object
+ * per row otherwise, keyed by column name, which the page then copied into a StoredEvent: on an events page of 100
+ * that was a share of the server's CPU per request (npm run bench:read-alternation).
+ */
+type Tuple = [seq: number, type: string, data: unknown, synthetic: boolean, createdAt: Date, b?: number];
+
+/** How withinBytes reads a row: a SizedRow, or a Tuple read in array mode. */
+interface SizedLayout<R> {
+  seq(r: R): number;
+  bytes(r: R): number;
+  event(l: Lineage, r: R): StoredEvent;
+}
+const ROW_LAYOUT: SizedLayout<SizedRow> = { seq: (r) => r.seq, bytes: (r) => Number(r.b), event: toStored };
+const TUPLE_LAYOUT: SizedLayout<Tuple> = { seq: (r) => r[0], bytes: (r) => Number(r[5]), event: tupleToStored };
+
+const queryOf = (text: string, values: unknown[]): pg.QueryConfig => ({ text, values });
+
+/** `query` read in pg's array mode (Tuple). */
+function asTuples(query: pg.QueryConfig): pg.QueryArrayConfig {
+  const q = query as pg.QueryArrayConfig;
+  q.rowMode = 'array';
+  return q;
+}
+
 /** One statement reading `segments`' ranges in seq order `dir`: a scan of the key per segment, its bounds as parameters. */
 function rangeUnion(segments: readonly Segment[], columns: string, dir: 'ASC' | 'DESC', params: unknown[] = []): [string, unknown[]] {
   const p = (v: unknown) => `$${params.push(v)}`;
@@ -493,7 +518,7 @@ export class SessionLog {
     const scan = scans.length === 1 ? scans[0].slice(1, -1) : `SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`;
     const { rows } = await db.query<SizedRow>(scan, params);
     if (bytes === undefined || bytes === null) return { events: rows.map((r) => toStored(l, r)), cut: false };
-    return this.withinBytes(l, rows, bytes, shareOf(bytes, opts.limit), db);
+    return this.withinBytes(l, rows, ROW_LAYOUT, bytes, shareOf(bytes, opts.limit), db);
   }
 
   /**
@@ -594,7 +619,7 @@ export class SessionLog {
     );
     const { rows } = await db.query<SizedRow>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq ${dir} LIMIT $1`, params);
     if (!data) return { events: rows.map((r) => toStored(l, r)), cut: false };
-    return this.withinBytes(l, rows, budget, shareOf(budget, opts.limit), db);
+    return this.withinBytes(l, rows, ROW_LAYOUT, budget, shareOf(budget, opts.limit), db);
   }
 
   /** What a page read with `shape` may hold of event data: its share, within PAGE_BYTES (at least a byte: the first event always comes). */
@@ -647,7 +672,7 @@ export class SessionLog {
     const { rows } = await db.query<SizedRow & { input_id: string }>(`SELECT * FROM (${scans.join(' UNION ALL ')}) e ORDER BY seq DESC`, params);
     const seen = new Set<string>();
     const newest = rows.filter((r) => !seen.has(r.input_id) && seen.add(r.input_id));
-    return this.withinBytes(l, newest, budget, share, db);
+    return this.withinBytes(l, newest, ROW_LAYOUT, budget, share, db);
   }
 
   /**
@@ -988,26 +1013,22 @@ export class SessionLog {
     const segments = segmentsOf(l, Math.max(0, lo), Math.min(hi, MAX_SEQ));
     if (segments.length === 0) return { events: [], cut: false };
     if (!bound) {
-      if (segments.length === 1) {
-        const [seg] = segments;
-        const { rows } = await db.query<Row>(this.rangeStatement([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId]));
-        return { events: rows.map((r) => toStored(l, r)), cut: false };
-      }
-      // One index range scan per segment, each with its own bounds as parameters
-      // (the planner sees real values), in one statement.
-      const { rows } = await db.query<Row>(...rangeUnion(segments, COLUMNS, 'ASC'));
-      return { events: rows.map((r) => toStored(l, r)), cut: false };
+      const { rows } =
+        segments.length === 1
+          ? await db.query<Tuple>(asTuples(this.rangeStatement([segments[0].sessionId, segments[0].fromSeq, segments[0].toSeq, segments[0].treeId])))
+          : // One index range scan per segment, each with its own bounds as parameters
+            // (the planner sees real values), in one statement.
+            await db.query<Tuple>(asTuples(queryOf(...rangeUnion(segments, COLUMNS, 'ASC'))));
+      return { events: rows.map((r) => tupleToStored(l, r)), cut: false };
     }
     const dir = bound.fromEnd ? 'DESC' : 'ASC';
     const share = shareOf(bound.bytes, hi - lo + 1);
-    let rows: SizedRow[];
-    if (segments.length === 1) {
-      const [seg] = segments;
-      rows = (await db.query<SizedRow>(this.rangeWithinStatement[dir]([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId, share]))).rows;
-    } else {
-      rows = (await db.query<SizedRow>(...rangeUnion(segments, sizedColumns('$1'), dir, [share]))).rows;
-    }
-    const read = await this.withinBytes(l, rows, bound.bytes, share, db);
+    const [seg] = segments;
+    const { rows } =
+      segments.length === 1
+        ? await db.query<Tuple>(asTuples(this.rangeWithinStatement[dir]([seg.sessionId, seg.fromSeq, seg.toSeq, seg.treeId, share])))
+        : await db.query<Tuple>(asTuples(queryOf(...rangeUnion(segments, sizedColumns('$1'), dir, [share]))));
+    const read = await this.withinBytes(l, rows, TUPLE_LAYOUT, bound.bytes, share, db);
     if (bound.fromEnd) read.events.reverse();
     return read;
   }
@@ -1031,17 +1052,18 @@ export class SessionLog {
    * always comes), with the data of those over `share` (left out of the
    * read) read now.
    */
-  private async withinBytes(l: Lineage, rows: SizedRow[], bytes: number, share: number, db: Db): Promise<BoundedEvents> {
+  private async withinBytes<R>(l: Lineage, rows: R[], layout: SizedLayout<R>, bytes: number, share: number, db: Db): Promise<BoundedEvents> {
     let kept = 0;
     let sum = 0;
     const large: number[] = [];
     while (kept < rows.length && (kept === 0 || sum < bytes)) {
-      const b = Number(rows[kept].b);
-      if (b > share) large.push(rows[kept].seq);
+      const b = layout.bytes(rows[kept]);
+      if (b > share) large.push(layout.seq(rows[kept]));
       sum += b;
       kept++;
     }
-    const events = rows.slice(0, kept).map((r) => toStored(l, r));
+    const events: StoredEvent[] = new Array(kept);
+    for (let i = 0; i < kept; i++) events[i] = layout.event(l, rows[i]);
     if (large.length) {
       const data = new Map((await this.dataOf(l, large, db)).map((r) => [r.seq, r.data]));
       for (const e of events) if (data.has(e.seq)) e.data = data.get(e.seq);
@@ -1132,15 +1154,15 @@ function workspaceWrites(seg: { treeId: unknown; sessionId: unknown; fromSeq: un
 }
 
 function toStored(l: Lineage, r: Row): StoredEvent {
-  return {
-    id: eventId(l.sessionId, r.seq),
-    sessionId: l.sessionId,
-    seq: r.seq,
-    type: r.type,
-    data: r.data,
-    inherited: r.seq < l.inheritedEventCount,
-    synthetic: r.synthetic,
-    createdAt: r.createdAt,
-    ...(r.tl !== undefined ? { textLength: r.tl } : {}),
-  };
+  const e = storedEvent(l, r.seq, r.type, r.data, r.synthetic, r.createdAt);
+  if (r.tl !== undefined) e.textLength = r.tl;
+  return e;
+}
+
+function tupleToStored(l: Lineage, r: Tuple): StoredEvent {
+  return storedEvent(l, r[0], r[1], r[2], r[3], r[4]);
+}
+
+function storedEvent(l: Lineage, seq: number, type: string, data: unknown, synthetic: boolean, createdAt: Date): StoredEvent {
+  return { id: eventId(l.sessionId, seq), sessionId: l.sessionId, seq, type, data, inherited: seq < l.inheritedEventCount, synthetic, createdAt };
 }
