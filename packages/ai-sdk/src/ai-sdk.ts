@@ -28,6 +28,7 @@ import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   cancelledBeforeStart,
+  INCOMPLETE_ANSWER,
   cancelledWhileRunning,
   requestedModel,
   needsWireNames,
@@ -399,6 +400,15 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
               return;
             }
             if (part.type === 'finish') {
+              // A stream that ended before the provider said why (a connection cut between events: the providers' own
+              // models report `other` (ai 6) or `interrupted` (ai 7) with no raw reason) is as a connection lost
+              // mid-answer, as forkline's own agent takes it: its calls are not stored and none runs, and the turn
+              // fails (docs/agents.md#models). The SDK would run them, or go on from a half-made call.
+              if (unfinished(part.finishReason)) {
+                held.length = 0;
+                inputs.clear();
+                throw new Error(INCOMPLETE_ANSWER);
+              }
               const admitted = await record(text, callsOf(held, names), part.usage);
               const calls = held.splice(0);
               handedOn(calls, admitted).forEach((h, i) => {
@@ -420,6 +430,12 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
       },
     },
   });
+}
+
+/** Whether a stream's finish part says the provider never said why its answer ended. */
+function unfinished(reason: unknown): boolean {
+  const r = reason as { unified?: string; raw?: string } | string | undefined;
+  return typeof r === 'object' && r !== null && r.raw === undefined && (r.unified === 'other' || r.unified === 'interrupted');
 }
 
 /** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */

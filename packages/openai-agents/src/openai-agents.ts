@@ -18,6 +18,7 @@ import {
   Agent,
   NoopSpan,
   NoopTrace,
+  OPENAI_CHAT_COMPLETIONS_RAW_MODEL_EVENT_SOURCE,
   OpenAIProvider,
   RunContext,
   ToolTimeoutError,
@@ -41,6 +42,7 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   cancelledBeforeStart,
+  INCOMPLETE_ANSWER,
   needsWireNames,
   requestedModel,
   RequestWireNames,
@@ -356,8 +358,19 @@ class WritingModel implements Model {
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
     await this.answered(request);
     await this.turn.startStep();
+    /** Whether the model streams Chat Completions chunks, and whether one said why the answer ended. */
+    let chatChunks = false;
+    let finished = false;
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
+      if (event.type === 'model' && event.providerData?.rawModelEventSource === OPENAI_CHAT_COMPLETIONS_RAW_MODEL_EVENT_SOURCE) {
+        chatChunks = true;
+        if ((event.event?.choices ?? []).some((c: { finish_reason?: string | null }) => c.finish_reason)) finished = true;
+      }
+      // The SDK's Chat Completions model answers a stream that ended before the provider said why (a connection cut
+      // between chunks) as if it were whole, and runs its calls. Forkline's own agent takes such an answer as a
+      // connection lost mid-answer: none of its calls runs, and the turn fails (docs/agents.md#models). So here.
+      if (event.type === 'response_done' && chatChunks && !finished) throw new Error(INCOMPLETE_ANSWER);
       yield event.type === 'response_done' ? { ...event, response: await this.record(event.response as unknown as ModelResponse) } : event;
     }
   }
