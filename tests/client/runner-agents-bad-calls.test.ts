@@ -119,6 +119,28 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     60_000,
   );
 
+  it('stores what the SDK hands the model for a refused call (an id another call of the answer has) whose arguments are not JSON', async () => {
+    const s = await session('look up');
+    held.script = [
+      [
+        { id: 'c_ok', name: 'lookup', arguments: '{"key": "a"}' },
+        { ...BAD[0], id: 'c_ok' },
+      ],
+      'answered',
+    ];
+    held.ran = [];
+    await serve(s, (session) => runAgentsTurns(session, agent()));
+    const log = await logOf(s.id);
+    expect(held.ran).toEqual(['a']);
+    expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
+    // Recorded under its position (docs/runners.md#call-ids); the SDK answers it with its parse error, and so does the log.
+    const handedNow = handed(provider, held.fake.received.at(-1)!.body);
+    expect(handedNow.call_2).toMatch(/valid JSON/);
+    expect(results(log).find((r) => r.callId === 'call_2')).toEqual({ callId: 'call_2', status: 'error', content: handedNow.call_2 });
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    await expectForkServed(s, log.length - 1, sentCallIds(provider, held.fake.received.at(-1)!.body), provider, model);
+  }, 60_000);
+
   it('records a call of a tool the agent does not have once, answered, and the turn ends saying so; a fork of it is a request the provider takes', async () => {
     const s = await session('look up');
     held.script = [[{ id: 'c_nope', name: 'nope', arguments: '{}' }], 'answered'];

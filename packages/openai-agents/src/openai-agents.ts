@@ -402,6 +402,13 @@ class WritingModel implements Model {
         continue;
       }
       this.calls.refused.set(call.sentId, call.refused);
+      // Arguments that are not JSON: the SDK answers the call itself, with its parse error, never reaching the
+      // `invoke` that hands the model the refusal; that answer is stored as it is handed on (answered), as for
+      // any such call.
+      if (!parsesAsJson(call.arguments)) {
+        this.calls.unanswered.set(call.sentId, call);
+        continue;
+      }
       await this.turn.result(call, 'error', call.refused);
     }
     // Before the run sees the calls: which policy each tool hands the SDK now depends on it (writingTools).
@@ -636,6 +643,15 @@ const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>, i
     const id = (i.rawItem as { callId?: string } | undefined)?.callId;
     return id ? [{ id: ids.recorded(id) }] : [];
   });
+
+const parsesAsJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const parseArguments = (text: string): unknown => {
   try {
