@@ -29,6 +29,7 @@ import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerTo
 import {
   cancelledBeforeStart,
   INCOMPLETE_ANSWER,
+  parsesAsJson,
   cancelledWhileRunning,
   requestedModel,
   needsWireNames,
@@ -365,6 +366,9 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
     for (const c of admitted) {
       if (c.refused === undefined) continue;
       calls.refused.set(c.sentId, c.refused);
+      // Arguments that are not JSON: the SDK answers the call itself (its invalid-input error), never reaching the
+      // `execute` that hands the model the refusal; that answer is stored as for any such call (recordStep).
+      if (!parsesAsJson(c.arguments)) continue;
       calls.answered.add(c.sentId);
       await turn.result(c, 'error', c.refused);
     }
@@ -540,7 +544,10 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
         const refusal = calls.refused.get(sentId);
         if (refusal !== undefined) {
           stored.set(sentId, { status: 'error', content: refusal });
-          return Promise.resolve(refusal);
+          if (calls.answered.has(sentId)) return Promise.resolve(refusal);
+          // Refused with arguments that are not JSON, yet run (the app's repairToolCall mended them): stored now.
+          calls.answered.add(sentId);
+          return turn.result({ id: calls.ids.recorded(sentId), name }, 'error', refusal).then(() => refusal);
         }
         // The tool sees its call as the log holds it.
         const call = { id: calls.ids.recorded(sentId), name };

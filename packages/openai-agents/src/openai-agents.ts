@@ -43,6 +43,7 @@ import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerTo
 import {
   cancelledBeforeStart,
   INCOMPLETE_ANSWER,
+  parsesAsJson,
   needsWireNames,
   requestedModel,
   RequestWireNames,
@@ -643,15 +644,6 @@ const interruptedCalls = (interruptions: ReadonlyArray<{ rawItem?: unknown }>, i
     const id = (i.rawItem as { callId?: string } | undefined)?.callId;
     return id ? [{ id: ids.recorded(id) }] : [];
   });
-
-const parsesAsJson = (text: string): boolean => {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const parseArguments = (text: string): unknown => {
   try {

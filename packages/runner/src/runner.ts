@@ -117,6 +117,19 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
  */
 export const INCOMPLETE_ANSWER =
   "the provider's response ended before the answer did (no finish reason came): the answer is incomplete, so none of its calls ran";
+/**
+ * Whether a call's arguments are JSON. A framework answers a call whose arguments are not with its own parse error,
+ * before any tool code of the adapter's: such a call (a refused one too) is stored with that answer (docs/runners.md,
+ * "A call the model gets wrong").
+ */
+export const parsesAsJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 /** The result of a call that never started because the run was cancelled first (docs/runners.md, "Cancelling"). */
 export const cancelledBeforeStart = (reason: unknown): string => `the call did not run: the run was cancelled before it started (${errorMessage(reason)})`;
 /** The result of a call whose tool had started, and not returned, when the run was cancelled (docs/runners.md, "Cancelling"). */
