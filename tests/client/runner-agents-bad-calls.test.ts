@@ -12,7 +12,11 @@
 // function of its own, and the SDK asks when it cannot evaluate one), and the
 // parse error the SDK answers it with was never stored (the SDK answers it
 // without the tool's `invoke`): a later claim's repair recorded the step's
-// calls as interrupted, the approved one too.
+// calls as interrupted, the approved one too. And in a run that also had a
+// refused call (an id twice in one answer) or a call handed on under another
+// id (its wire form), such a call was still asked a decision (the adapter's
+// own policy function was handed on for the whole run): now the tool's own
+// policy is, where it answers as the adapter's would.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, OpenAIProvider, run, setTracingDisabled, tool, type Model } from '@openai/agents';
@@ -75,6 +79,66 @@ describe.each(['openai', 'openai-responses'] as Provider[])('%s', (provider) => 
     expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
     // A fork after the calls sends them with their results, once each, and the provider takes it.
     await expectForkServed(s, log.length - 1, ['c_json', 'c_schema'], provider, model);
+  }, 60_000);
+
+  it.each([
+    [
+      'a refused call (an id another call of the answer has)',
+      [[{ id: 'c_ok', name: 'lookup', arguments: '{"key": "a"}' }, { id: 'c_ok', name: 'lookup', arguments: '{"key": "b"}' }, BAD[0]]],
+    ],
+    // An id of 100 characters, which providers refuse: the SDK is handed its wire form (docs/runners.md#call-ids).
+    ['a call handed on under another id (its wire form)', [[{ id: `c_${'x'.repeat(98)}`, name: 'lookup', arguments: '{"key": "a"}' }], [BAD[0]]]],
+  ] as Array<[string, Call[][]]>)(
+    'answers a call whose arguments are not JSON with the parse error, asking no decision, in a run with %s',
+    async (_what, answers) => {
+      // Without forkline: what the SDK hands the model for the call.
+      held.script = [[BAD[0]], 'answered'];
+      const plain = await run(agent(), 'look up', { stream: true });
+      for await (const _event of plain) void _event;
+      await plain.completed;
+      const parseError = handed(provider, held.fake.received.at(-1)!.body)['c_json'];
+      expect(parseError).toMatch(/valid JSON/);
+
+      const s = await session('look up');
+      held.script = [...answers, 'answered'];
+      held.ran = [];
+      await serve(s, (session) => runAgentsTurns(session, agent()));
+      const log = await logOf(s.id);
+      expect(held.ran).toEqual(['a']);
+      // As without forkline: the tool asks no decision, so the call is answered with the SDK's parse error, and stored so.
+      expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
+      const bad = messages(log)
+        .flatMap((m) => m.toolCalls)
+        .at(-1);
+      expect(bad.arguments).toBe(BAD[0].arguments);
+      expect(results(log).find((r) => r.callId === bad.id)).toEqual({ callId: bad.id, status: 'error', content: parseError });
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      // A fork after the calls sends them as the run's last request did (each once, in its wire form), and the provider takes it.
+      await expectForkServed(s, log.length - 1, sentCallIds(provider, held.fake.received.at(-1)!.body), provider, model);
+    },
+    60_000,
+  );
+
+  it('stores what the SDK hands the model for a refused call (an id another call of the answer has) whose arguments are not JSON', async () => {
+    const s = await session('look up');
+    held.script = [
+      [
+        { id: 'c_ok', name: 'lookup', arguments: '{"key": "a"}' },
+        { ...BAD[0], id: 'c_ok' },
+      ],
+      'answered',
+    ];
+    held.ran = [];
+    await serve(s, (session) => runAgentsTurns(session, agent()));
+    const log = await logOf(s.id);
+    expect(held.ran).toEqual(['a']);
+    expect(log.some((e) => e.type === 'tool/approval-request')).toBe(false);
+    // Recorded under its position (docs/runners.md#call-ids); the SDK answers it with its parse error, and so does the log.
+    const handedNow = handed(provider, held.fake.received.at(-1)!.body);
+    expect(handedNow.call_2).toMatch(/valid JSON/);
+    expect(results(log).find((r) => r.callId === 'call_2')).toEqual({ callId: 'call_2', status: 'error', content: handedNow.call_2 });
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    await expectForkServed(s, log.length - 1, sentCallIds(provider, held.fake.received.at(-1)!.body), provider, model);
   }, 60_000);
 
   it('records a call of a tool the agent does not have once, answered, and the turn ends saying so; a fork of it is a request the provider takes', async () => {

@@ -151,6 +151,26 @@ describe.each(['stream', 'generate'] as const)('anthropic (%s), two calls of one
   }, 60_000);
 });
 
+// (Streamed only: the fake provider's one JSON message for generateText is made by parsing each call's input.)
+describe('anthropic (stream), two calls of one id, the second with arguments that are not JSON', () => {
+  it('stores what the SDK hands the model for the second when its arguments are not JSON (its parse error), not the refusal', async () => {
+    const s = await session('look up a and b');
+    held.script = [[look('toolu_1', 'a'), { id: 'toolu_1', name: 'lookup', arguments: '{"key": "b"' }], 'done'];
+    held.ran.length = 0;
+    await serve(s, 'anthropic', 'stream');
+
+    expect(held.ran).toEqual(['a']);
+    const log = await logOf(s.id);
+    expect(messages(log)[0].toolCalls.map((c: Call) => c.id)).toEqual(['toolu_1', 'call_2']);
+    const sent = held.fake.received.at(-1)!.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []));
+    const handed = sent.find((p: any) => p.type === 'tool_result' && p.tool_use_id === 'call_2');
+    const text = typeof handed.content === 'string' ? handed.content : handed.content.map((p: any) => p.text).join('');
+    expect(text).toMatch(/JSON/);
+    expect(results(log).find((r) => r.callId === 'call_2')).toEqual({ callId: 'call_2', status: 'error', content: text });
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+  }, 60_000);
+});
+
 // The app reading the turn's stream (useChat's UI message stream): a call RunCallIds renamed streamed its input under
 // the model's id and completed under another, so the old code showed a call stuck with its input streaming that never
 // completed, and a completed one that never started. Every part of a call now goes by the id the SDK runs it by.

@@ -28,6 +28,8 @@ import type { LanguageModelV3Content, LanguageModelV3StreamPart, LanguageModelV3
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   cancelledBeforeStart,
+  INCOMPLETE_ANSWER,
+  parsesAsJson,
   cancelledWhileRunning,
   requestedModel,
   needsWireNames,
@@ -364,6 +366,9 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
     for (const c of admitted) {
       if (c.refused === undefined) continue;
       calls.refused.set(c.sentId, c.refused);
+      // Arguments that are not JSON: the SDK answers the call itself (its invalid-input error), never reaching the
+      // `execute` that hands the model the refusal; that answer is stored as for any such call (recordStep).
+      if (!parsesAsJson(c.arguments)) continue;
       calls.answered.add(c.sentId);
       await turn.result(c, 'error', c.refused);
     }
@@ -399,6 +404,15 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
               return;
             }
             if (part.type === 'finish') {
+              // A stream that ended before the provider said why (a connection cut between events: the providers' own
+              // models report `other` (ai 6) or `interrupted` (ai 7) with no raw reason) is as a connection lost
+              // mid-answer, as forkline's own agent takes it: its calls are not stored and none runs, and the turn
+              // fails (docs/agents.md#models). The SDK would run them, or go on from a half-made call.
+              if (unfinished(part.finishReason)) {
+                held.length = 0;
+                inputs.clear();
+                throw new Error(INCOMPLETE_ANSWER);
+              }
               const admitted = await record(text, callsOf(held, names), part.usage);
               const calls = held.splice(0);
               handedOn(calls, admitted).forEach((h, i) => {
@@ -420,6 +434,12 @@ function writingModel(model: AiSdkModel, turn: TurnWriter, calls: TurnCalls, nam
       },
     },
   });
+}
+
+/** Whether a stream's finish part says the provider never said why its answer ended. */
+function unfinished(reason: unknown): boolean {
+  const r = reason as { unified?: string; raw?: string } | string | undefined;
+  return typeof r === 'object' && r !== null && r.raw === undefined && (r.unified === 'other' || r.unified === 'interrupted');
 }
 
 /** A call cancelled before its tool started: its result says it did not run (unless nothing can be written any more), then the SDK sees the abort. */
@@ -524,7 +544,10 @@ function writingTools(tools: ToolSet, turn: TurnWriter, calls: TurnCalls, reques
         const refusal = calls.refused.get(sentId);
         if (refusal !== undefined) {
           stored.set(sentId, { status: 'error', content: refusal });
-          return Promise.resolve(refusal);
+          if (calls.answered.has(sentId)) return Promise.resolve(refusal);
+          // Refused with arguments that are not JSON, yet run (the app's repairToolCall mended them): stored now.
+          calls.answered.add(sentId);
+          return turn.result({ id: calls.ids.recorded(sentId), name }, 'error', refusal).then(() => refusal);
         }
         // The tool sees its call as the log holds it.
         const call = { id: calls.ids.recorded(sentId), name };

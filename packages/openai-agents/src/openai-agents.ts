@@ -15,8 +15,10 @@
 //
 //   await runner.run((s) => runAgentsTurns(s, agent, { effects: { send_email: 'side-effects' } }));
 import {
+  Agent,
   NoopSpan,
   NoopTrace,
+  OPENAI_CHAT_COMPLETIONS_RAW_MODEL_EVENT_SOURCE,
   OpenAIProvider,
   RunContext,
   ToolTimeoutError,
@@ -25,9 +27,9 @@ import {
   Runner,
   runToolInputGuardrails,
   runToolOutputGuardrails,
+  Usage,
   withTrace,
   withTraceContext,
-  type Agent,
   type AgentInputItem,
   type Model,
   type ModelProvider,
@@ -40,6 +42,8 @@ import {
 import type { ChatMessage, ModelRequest, RunnerSession, RunnerToolCall, RunnerToolDeclaration, StepMessage, ToolEffect, TurnWriter } from '@forkline/runner';
 import {
   cancelledBeforeStart,
+  INCOMPLETE_ANSWER,
+  parsesAsJson,
   needsWireNames,
   requestedModel,
   RequestWireNames,
@@ -262,6 +266,70 @@ interface RunCalls {
   renamed: boolean;
   /** The stored calls no result is stored for yet, by the id the SDK runs them by. */
   unanswered: Map<string, AdmittedCall>;
+  /**
+   * How the SDK treats each function tool's own approval policy, learnt once a run has a refused or renamed call
+   * (learnPolicies): whether it asks a person for a call whose arguments are not JSON, and (where it does not) the
+   * policy's one answer.
+   */
+  policies: Map<Tool, ApprovalPolicy>;
+}
+
+/** How the SDK treats a function tool's own approval policy (docs/runners.md, "A call the model gets wrong"). */
+interface ApprovalPolicy {
+  /** The SDK asks a person for a call it cannot parse: the policy is a function of the call, not `tool()`'s flag. */
+  asksUnparsed: boolean;
+  /** Where it does not: the policy's answer, the same for every call. */
+  answer: boolean;
+}
+
+/** What the SDK does with each policy, once learnt (a policy is a function: each is asked once per process). */
+const approvalPolicies = new WeakMap<object, Promise<ApprovalPolicy>>();
+
+/**
+ * How the SDK treats `t`'s approval policy. The SDK decides by the policy's kind, which it keeps to itself: a flag
+ * given to its `tool()` is answered without the call (so a call whose arguments are not JSON gets its parse error),
+ * a function is not (so such a call is asked for a person's decision). The adapter asks the SDK itself, through its
+ * public API: a run of its own, on a model answering one call of the tool with arguments that are not JSON, running
+ * nothing (the tool's `invoke` is a stub), stops for a decision or answers it.
+ */
+function approvalPolicyOf(t: FunctionTool): Promise<ApprovalPolicy> {
+  let known = approvalPolicies.get(t.needsApproval);
+  if (!known) {
+    known = probeApprovalPolicy(t);
+    approvalPolicies.set(t.needsApproval, known);
+  }
+  return known;
+}
+
+async function probeApprovalPolicy(t: FunctionTool): Promise<ApprovalPolicy> {
+  let answers = 0;
+  const message = (output: unknown[]) => ({ usage: new Usage(), output }) as ModelResponse;
+  const model: Model = {
+    getResponse: async () =>
+      message(
+        answers++ === 0
+          ? [{ type: 'function_call', callId: 'forkline_probe', name: t.name, arguments: '{', status: 'completed' }]
+          : [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }],
+      ),
+    getStreamedResponse: () => {
+      throw new Error('the approval probe runs unstreamed');
+    },
+  };
+  const stub: FunctionTool = { ...t, invoke: async () => '', inputGuardrails: undefined, outputGuardrails: undefined, timeoutMs: undefined };
+  try {
+    const probe = new Agent({ name: 'forkline approval probe', model, tools: [stub] });
+    const { interruptions } = await new Runner({ tracingDisabled: true }).run(probe, 'probe', { maxTurns: 2 });
+    if (interruptions.length > 0) return { asksUnparsed: true, answer: true };
+    return { asksUnparsed: false, answer: await t.needsApproval(new RunContext(), {} as never, undefined) };
+  } catch {
+    // Not learnt: treated as a function of the call (the adapter's own policy is handed to the SDK, as before).
+    return { asksUnparsed: true, answer: true };
+  }
+}
+
+/** Learns how the SDK treats each of the run's function tools' approval policies (approvalPolicyOf), once a run needs it. */
+async function learnPolicies(tools: readonly Tool[], calls: RunCalls): Promise<void> {
+  for (const t of tools) if (t.type === 'function' && !calls.policies.has(t)) calls.policies.set(t, await approvalPolicyOf(t));
 }
 
 /**
@@ -278,6 +346,8 @@ class WritingModel implements Model {
     private readonly turn: TurnWriter,
     private readonly names: RequestWireNames,
     private readonly calls: RunCalls,
+    /** The agent's tools, whose approval policies a run with a refused or renamed call learns (writingTools). */
+    private readonly tools: readonly Tool[],
   ) {}
 
   async getResponse(request: AgentsModelRequest): Promise<ModelResponse> {
@@ -289,8 +359,19 @@ class WritingModel implements Model {
   async *getStreamedResponse(request: AgentsModelRequest): AsyncIterable<any> {
     await this.answered(request);
     await this.turn.startStep();
+    /** Whether the model streams Chat Completions chunks, and whether one said why the answer ended. */
+    let chatChunks = false;
+    let finished = false;
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === 'output_text_delta' && event.delta) void this.turn.delta(event.delta);
+      if (event.type === 'model' && event.providerData?.rawModelEventSource === OPENAI_CHAT_COMPLETIONS_RAW_MODEL_EVENT_SOURCE) {
+        chatChunks = true;
+        if ((event.event?.choices ?? []).some((c: { finish_reason?: string | null }) => c.finish_reason)) finished = true;
+      }
+      // The SDK's Chat Completions model answers a stream that ended before the provider said why (a connection cut
+      // between chunks) as if it were whole, and runs its calls. Forkline's own agent takes such an answer as a
+      // connection lost mid-answer: none of its calls runs, and the turn fails (docs/agents.md#models). So here.
+      if (event.type === 'response_done' && chatChunks && !finished) throw new Error(INCOMPLETE_ANSWER);
       yield event.type === 'response_done' ? { ...event, response: await this.record(event.response as unknown as ModelResponse) } : event;
     }
   }
@@ -322,8 +403,17 @@ class WritingModel implements Model {
         continue;
       }
       this.calls.refused.set(call.sentId, call.refused);
+      // Arguments that are not JSON: the SDK answers the call itself, with its parse error, never reaching the
+      // `invoke` that hands the model the refusal; that answer is stored as it is handed on (answered), as for
+      // any such call.
+      if (!parsesAsJson(call.arguments)) {
+        this.calls.unanswered.set(call.sentId, call);
+        continue;
+      }
       await this.turn.result(call, 'error', call.refused);
     }
+    // Before the run sees the calls: which policy each tool hands the SDK now depends on it (writingTools).
+    if (this.calls.refused.size > 0 || this.calls.renamed) await learnPolicies(this.tools, this.calls);
     this.endedAtTool = admitted.length > 0;
     let n = 0;
     const output = (response.output as Item[]).map((i) => (i.type === 'function_call' ? { ...i, callId: admitted[n++].sentId } : i));
@@ -491,13 +581,21 @@ function writingTools(
     const adapted: FunctionTool['needsApproval'] = async (ctx, input, callId) =>
       !calls.refused.has(callId ?? '') && (gated || t.needsApproval(ctx, input, callId === undefined ? undefined : calls.ids.recorded(callId)));
     const offered = { ...t, name: names.wireName(t.name), invoke, timeoutMs: undefined, inputGuardrails: undefined, outputGuardrails: undefined };
-    // The tool's own policy while there is nothing to adapt: the SDK treats a policy of its own `tool()` given a flag
-    // (`needsApproval: true`, or none) unlike a function — a call whose arguments are not JSON is answered with the
-    // SDK's parse error under the former, and asked for a person's decision under the latter (docs/runners.md).
-    Object.defineProperty(offered, 'needsApproval', {
-      get: () => (gated || calls.refused.size > 0 || calls.renamed ? adapted : t.needsApproval),
-      enumerable: true,
-    });
+    // The SDK treats a policy of its own `tool()` given a flag (`needsApproval: true`, or none) unlike a function: a
+    // call whose arguments are not JSON is answered with the SDK's parse error under the former, and asked for a
+    // person's decision under the latter (docs/runners.md, "A call the model gets wrong"). So the tool's own policy is
+    // handed on wherever it answers as the adapter's would: always while there is nothing to adapt, and, in a run with
+    // a refused or renamed call, where it is a flag (the id it is given is never read) that says no (a refused call is
+    // not asked). Elsewhere the adapter's, a function: the session gates the tool, the tool's own is a function (the
+    // SDK asks for such a call either way), or a flag saying yes in a run with a refused call.
+    const handed = (): FunctionTool['needsApproval'] => {
+      if (gated) return adapted;
+      if (calls.refused.size === 0 && !calls.renamed) return t.needsApproval;
+      const policy = calls.policies.get(t);
+      if (!policy || policy.asksUnparsed) return adapted;
+      return policy.answer && calls.refused.size > 0 ? adapted : t.needsApproval;
+    };
+    Object.defineProperty(offered, 'needsApproval', { get: handed, enumerable: true });
     return [{ offered: offered as FunctionTool, own: t }];
   });
 }
@@ -660,8 +758,14 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   const { toolChoice } = modelSettings;
   if (toolChoice && toolChoice !== 'auto' && toolChoice !== 'required' && toolChoice !== 'none') modelSettings.toolChoice = names.wireName(toolChoice);
   const behavior = agent.toolUseBehavior;
-  const calls: RunCalls = { ids: new RunCallIds(request.messages as ChatMessage[]), refused: new Map(), renamed: false, unanswered: new Map() };
-  const writer = new WritingModel(model, turn, names, calls);
+  const calls: RunCalls = {
+    ids: new RunCallIds(request.messages as ChatMessage[]),
+    refused: new Map(),
+    renamed: false,
+    unanswered: new Map(),
+    policies: new Map(),
+  };
+  const writer = new WritingModel(model, turn, names, calls, offered);
   const wrapped = writingTools(agent, tools, turn, request, names, calls);
   const writing = runningAgent(
     agent,

@@ -110,6 +110,26 @@ const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/**
+ * Why a turn failed whose model answer ended before the provider said why (a connection cut between two events): it
+ * is not a whole answer, so none of its calls is stored or runs, as for forkline's own agent (docs/runners.md, "A call
+ * the model gets wrong").
+ */
+export const INCOMPLETE_ANSWER =
+  "the provider's response ended before the answer did (no finish reason came): the answer is incomplete, so none of its calls ran";
+/**
+ * Whether a call's arguments are JSON. A framework answers a call whose arguments are not with its own parse error,
+ * before any tool code of the adapter's: such a call (a refused one too) is stored with that answer (docs/runners.md,
+ * "A call the model gets wrong").
+ */
+export const parsesAsJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
 /** The result of a call that never started because the run was cancelled first (docs/runners.md, "Cancelling"). */
 export const cancelledBeforeStart = (reason: unknown): string => `the call did not run: the run was cancelled before it started (${errorMessage(reason)})`;
 /** The result of a call whose tool had started, and not returned, when the run was cancelled (docs/runners.md, "Cancelling"). */
