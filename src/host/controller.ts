@@ -20,7 +20,7 @@ import type {
   StoredEvent,
 } from '../store/session-store.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
-import PQueue from 'p-queue';
+import { DEFAULT_IMPORTS_PER_TENANT, ImportSlots } from './import-slots.ts';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
@@ -61,8 +61,8 @@ export const defaultImportsAtOnce = (poolMax: number) => Math.max(1, Math.floor(
 
 export class SessionController {
   private readonly idempotency: IdempotencyStore;
-  /** Imports running (each in its long transaction on a pool connection); the others wait here, in order. */
-  private readonly imports: PQueue;
+  /** Imports running (each in its long transaction on a pool connection); the others wait here, tenants in turn. */
+  private readonly imports: ImportSlots;
   /** Imports under way by tenant and idempotency key: settled when each ends, however. */
   private readonly importing = new Map<string, Promise<void>>();
 
@@ -78,9 +78,11 @@ export class SessionController {
     private readonly publish: TurnUpdateSink,
     /** Imports run at once (FORKLINE_MAX_IMPORTS_AT_ONCE; app.ts: defaultImportsAtOnce of the pool unless set). */
     importsAtOnce: number,
+    /** Imports one tenant may have running plus waiting (FORKLINE_MAX_IMPORTS_PER_TENANT). */
+    importsPerTenant: number = DEFAULT_IMPORTS_PER_TENANT,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
-    this.imports = new PQueue({ concurrency: importsAtOnce });
+    this.imports = new ImportSlots(importsAtOnce, importsPerTenant);
   }
 
   async createSession(
@@ -263,8 +265,9 @@ export class SessionController {
 
   /**
    * Imports a recording as a new session, once one of the process's import
-   * slots is free (FORKLINE_MAX_IMPORTS_AT_ONCE: the others wait in order,
-   * holding no connection). `limits.signal` aborted (the
+   * slots is free (FORKLINE_MAX_IMPORTS_AT_ONCE: the others wait, holding no
+   * connection, each tenant's in order and the tenants in turn; a tenant with
+   * FORKLINE_MAX_IMPORTS_PER_TENANT running or waiting is refused, RATE_LIMITED: import-slots.ts). `limits.signal` aborted (the
    * uploader went) before the import returns: nothing is kept — it leaves the
    * queue, the import rolls back, or, aborted while it committed, its session is discarded
    * (discardImport) — and this rejects with the signal's reason.
@@ -274,6 +277,22 @@ export class SessionController {
     source: RecordingSource,
     idem: Idempotency = {},
     limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
+  ): Promise<SessionRow> {
+    // Counted from here to its answer, through every door (POST /recordings, the mutation over HTTP and graphql-ws):
+    // past the tenant's share it is refused before it waits or holds anything more.
+    const release = this.imports.admit(scope.tenant);
+    try {
+      return await this.importAdmitted(scope, source, idem, limits);
+    } finally {
+      release();
+    }
+  }
+
+  private async importAdmitted(
+    scope: Scope,
+    source: RecordingSource,
+    idem: Idempotency,
+    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal },
   ): Promise<SessionRow> {
     let imported: string | undefined;
     // The same key imported here already (a client that sent twice at once): the first import's outcome first, then
@@ -287,7 +306,8 @@ export class SessionController {
     const leave = () => waiting.abort(limits.signal?.reason);
     if (limits.signal?.aborted) leave();
     else limits.signal?.addEventListener('abort', leave, { once: true });
-    const run = this.imports.add(
+    const run = this.imports.run(
+      scope.tenant,
       () => {
         limits.signal?.removeEventListener('abort', leave);
         return this.once<SessionRow, { sessionId: string }>(
@@ -300,7 +320,7 @@ export class SessionController {
           (r) => this.store.requireSession(scope, r.sessionId),
         );
       },
-      { signal: waiting.signal },
+      waiting.signal,
     );
     if (same) {
       const settled = run.then(
