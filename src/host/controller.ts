@@ -3,6 +3,7 @@
 // the host runs the agents. Mutations that create something take an optional
 // idempotency key: a retry with it gets the first result.
 import type { RunnerProtocol } from './runner-protocol.ts';
+import type pg from 'pg';
 import { ForklineError } from '../core/errors.ts';
 import type {
   BeforeCommit,
@@ -312,8 +313,8 @@ export class SessionController {
         limits.signal?.removeEventListener('abort', leave);
         return this.once<SessionRow, { sessionId: string }>(
           this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-          async (beforeCommit) => {
-            const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
+          async (beforeCommit, claim) => {
+            const row = await importRecording(this.store, scope, source, { beforeCommit, claim, ...limits });
             imported = row.id;
             return row;
           },
@@ -500,18 +501,33 @@ export class SessionController {
    */
   private async once<T, R>(
     call: IdempotentCall | undefined,
-    run: (beforeCommit?: BeforeCommit<R>) => Promise<T>,
+    /** `claim`: for long work, to call first in its transaction (IdempotencyStore.claim): throws to replay a result committed meanwhile. */
+    run: (beforeCommit?: BeforeCommit<R>, claim?: (client: pg.PoolClient) => Promise<void>) => Promise<T>,
     replay: (recorded: R) => Promise<T>,
   ): Promise<T> {
     if (!call) return run();
     const prior = await this.idempotency.find(call);
     if (prior !== undefined) return replay(prior as R);
     try {
-      return await run((client, recorded) => this.idempotency.record(client, call, recorded));
+      return await run(
+        (client, recorded) => this.idempotency.record(client, call, recorded),
+        async (client) => {
+          const committed = await this.idempotency.claim(client, call);
+          if (committed !== undefined) throw new KeyCommitted(committed);
+        },
+      );
     } catch (err) {
+      if (err instanceof KeyCommitted) return replay(err.result as R);
       if (!isDuplicateKey(err)) throw err;
       return replay((await this.idempotency.find(call)) as R);
     }
+  }
+}
+
+/** A claimed key's result, committed by another call while this one waited for it: its transaction rolls back, nothing written. */
+class KeyCommitted extends Error {
+  constructor(readonly result: unknown) {
+    super('the idempotency key was committed by another call');
   }
 }
 
