@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { createTestDatabase } from '../helpers/db.ts';
+import { commitsWaiting as commitsWaitingOn, holdCommits, oneEventRecording } from '../helpers/held-commits.ts';
 import { openPage, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 20_000 };
@@ -23,13 +24,11 @@ let holder: pg.Client;
 beforeAll(async () => {
   const databaseUrl = await createTestDatabase();
   dashboard = await startDashboard({ databaseUrl, importsAtOnce: 1 });
-  await dashboard.app.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_advisory_xact_lock_shared(CASE WHEN (SELECT title FROM "Session" WHERE id = NEW.id) = '${PAGE_TITLE}' THEN ${PAGE_LOCK} ELSE ${SLOT_LOCK} END);
-      RETURN NULL;
-    END $$`);
-  await dashboard.app.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  // The page's import waits on its own lock (the title is written in the import's transaction, before its COMMIT).
+  await holdCommits(
+    dashboard.app.db.pool,
+    `CASE WHEN (SELECT title FROM "Session" WHERE id = NEW.id) = '${PAGE_TITLE}' THEN ${PAGE_LOCK} ELSE ${SLOT_LOCK} END`,
+  );
   holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
 }, 60_000);
@@ -38,16 +37,9 @@ afterAll(async () => {
   await dashboard?.close();
 });
 
-const commitsWaiting = async (lock: number) =>
-  (await holder.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [lock])).rows[0].n;
+const commitsWaiting = (lock: number) => commitsWaitingOn(holder, lock);
 
-const recording = (title: string) =>
-  [
-    { format: 'forkline.recording', version: 4, session: { id: 'ses_page_slot', title } },
-    { seq: 0, type: 'session/title', data: { title } },
-  ]
-    .map((l) => JSON.stringify(l))
-    .join('\n') + '\n';
+const recording = (title: string) => oneEventRecording(title, 'ses_page_slot');
 
 const figuresOf = async (page: Page) => (await page.getByTestId('import-progress').locator('.import-figures').textContent()) ?? '';
 

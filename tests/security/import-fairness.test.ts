@@ -11,6 +11,7 @@ import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { wsClient } from '../helpers/subscribe.ts';
+import { commitsWaiting as commitsWaitingOn, holdCommits, oneEventRecording } from '../helpers/held-commits.ts';
 
 const LOCK = 4344;
 const TOKENS = ['alpha', 'beta', 'gamma'].map((tenant) => [`${tenant}-token-0123456789abcdef`, tenant] as const);
@@ -29,10 +30,7 @@ async function startHeld(opts: Partial<AppOptions>): Promise<{ app: TestApp; hol
     ...opts,
     security: { rateLimit: false, apiTokens: new Map(TOKENS), uploadsPerTenant: 20, ...opts.security },
   });
-  await app.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
-  await app.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  await holdCommits(app.db.pool, String(LOCK));
   holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
   await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
@@ -45,20 +43,13 @@ afterEach(async () => {
   holder = app = undefined;
 });
 
-const commitsWaiting = async (h: pg.Client) =>
-  (await h.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [LOCK])).rows[0].n;
+const commitsWaiting = (h: pg.Client) => commitsWaitingOn(h, LOCK);
 
 /** The titles of the sessions imported, in the order their imports ran (one slot: one transaction after another). */
 const importOrder = async (h: pg.Client) =>
   (await h.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY xmin::text::bigint`)).rows.map((r) => r.title);
 
-const recording = (title: string) =>
-  [
-    { format: 'forkline.recording', version: 4, session: { id: 'ses_fair', title } },
-    { seq: 0, type: 'session/title', data: { title } },
-  ]
-    .map((l) => JSON.stringify(l))
-    .join('\n') + '\n';
+const recording = (title: string) => oneEventRecording(title, 'ses_fair');
 
 /**
  * An upload asking for progress. `admitted` resolves once its answer has begun: a 200 (progress lines: the body is

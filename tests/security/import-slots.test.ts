@@ -18,6 +18,7 @@ import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { commitsWaiting as commitsWaitingOn, holdCommits, locksWaitedFor, oneEventRecording } from '../helpers/held-commits.ts';
 
 const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
 
@@ -36,10 +37,7 @@ let heldUrl: string;
 async function startHeld(opts: Partial<AppOptions>): Promise<TestApp> {
   const databaseUrl = (heldUrl = await createTestDatabase());
   const started = await startTestApp({ databaseUrl, ...opts });
-  await started.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
-  await started.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  await holdCommits(started.db.pool, String(LOCK));
   await holder?.end();
   holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
@@ -55,16 +53,8 @@ afterAll(async () => {
 });
 
 /** Imports whose COMMIT waits on the lock: each holds a pool connection. */
-const commitsWaiting = async () =>
-  (await holder.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [LOCK])).rows[0].n;
-
-const recording = (title: string) =>
-  [
-    { format: 'forkline.recording', version: 4, session: { id: 'ses_slot', title } },
-    { seq: 0, type: 'session/title', data: { title } },
-  ]
-    .map((l) => JSON.stringify(l))
-    .join('\n') + '\n';
+const commitsWaiting = () => commitsWaitingOn(holder, LOCK);
+const recording = (title: string) => oneEventRecording(title, 'ses_slot');
 
 /** An upload asking for progress: its answer's JSON lines once it ends. */
 function upload(tenant: number, title: string, signal?: AbortSignal, headers: Record<string, string> = {}, to: TestApp = app) {
@@ -139,7 +129,7 @@ describe('one recording sent twice at once with one Idempotency-Key', () => {
       // imported the whole recording, then its key's insert waited on the first's).
       await new Promise((r) => setTimeout(r, 1000));
       expect(await commitsWaiting()).toBe(1);
-      expect((await holder.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n).toBe(1);
+      expect(await locksWaitedFor(holder)).toEqual(['advisory']);
     } finally {
       await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
@@ -156,9 +146,6 @@ describe('one recording sent twice at once with one Idempotency-Key to two proce
     const opts = { poolMax: 8, importsAtOnce: 2, security: { rateLimit: false as const, apiTokens: new Map(TOKENS) } };
     app = await startHeld(opts);
     const other = await startTestApp({ ...opts, databaseUrl: heldUrl });
-    /** Locks waited for, by kind: the first's COMMIT waits on the test's advisory lock. */
-    const waitedFor = async () =>
-      (await holder.query<{ locktype: string }>(`SELECT locktype FROM pg_locks WHERE NOT granted ORDER BY locktype`)).rows.map((r) => r.locktype);
     let released = false;
     try {
       await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
@@ -168,7 +155,7 @@ describe('one recording sent twice at once with one Idempotency-Key to two proce
       const second = upload(0, 'twice', undefined, key, other);
       // The second waits on the key's claim (an advisory lock) before it reads the recording; before, it imported the
       // whole recording and then waited on the first's key row (a transactionid lock), only to roll back.
-      await expect.poll(waitedFor, { timeout: 15_000, interval: 20 }).toEqual(['advisory', 'advisory']);
+      await expect.poll(() => locksWaitedFor(holder), { timeout: 15_000, interval: 20 }).toEqual(['advisory', 'advisory']);
       await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
       released = true;
       const [a, b] = await Promise.all([first, second]);
