@@ -55,6 +55,8 @@ export interface AppOptions {
   poolMax?: number;
   /** Recording imports this process runs at once, each on a pool connection (FORKLINE_MAX_IMPORTS_AT_ONCE; default: a quarter of poolMax). */
   importsAtOnce?: number;
+  /** Recording imports one tenant may have running plus waiting for a slot (FORKLINE_MAX_IMPORTS_PER_TENANT; past it RATE_LIMITED). */
+  importsPerTenant?: number;
   /** Hot statements are prepared per connection (DATABASE_PREPARED_STATEMENTS; off for old transaction-mode poolers). */
   preparedStatements?: boolean;
   /** The database is distributed by fork tree (DATABASE_DISTRIBUTED, e.g. Citus): every statement names its tree. */
@@ -282,6 +284,7 @@ export async function createApp(opts: AppOptions): Promise<App> {
     runners,
     publishTurnUpdate,
     opts.importsAtOnce ?? defaultImportsAtOnce(opts.poolMax ?? DEFAULT_POOL_MAX),
+    opts.importsPerTenant,
   );
   const pruning = setInterval(() => void controller.forgetOldIdempotencyKeys().catch((err) => log('pruning idempotency keys failed', err)), 60 * 60 * 1000);
   pruning.unref();

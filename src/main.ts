@@ -75,6 +75,7 @@ async function main() {
       readUrls: config.DATABASE_READ_URL,
       poolMax: config.DATABASE_POOL_MAX,
       importsAtOnce: config.FORKLINE_MAX_IMPORTS_AT_ONCE,
+      importsPerTenant: config.FORKLINE_MAX_IMPORTS_PER_TENANT,
       preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
       distributed: config.DATABASE_DISTRIBUTED,
       fastLane: config.FORKLINE_HTTP_FAST_LANE,

@@ -3,6 +3,7 @@
 // the host runs the agents. Mutations that create something take an optional
 // idempotency key: a retry with it gets the first result.
 import type { RunnerProtocol } from './runner-protocol.ts';
+import type pg from 'pg';
 import { ForklineError } from '../core/errors.ts';
 import type {
   BeforeCommit,
@@ -20,7 +21,7 @@ import type {
   StoredEvent,
 } from '../store/session-store.ts';
 import { IdempotencyStore, isDuplicateKey, requestHash, type IdempotentCall } from '../store/idempotency.ts';
-import PQueue from 'p-queue';
+import { DEFAULT_IMPORTS_PER_TENANT, ImportSlots } from './import-slots.ts';
 import { importRecording, type RecordingSource } from '../store/recordings.ts';
 import type { SessionHost } from './session-host.ts';
 import type { Lease } from '../store/leases.ts';
@@ -61,8 +62,8 @@ export const defaultImportsAtOnce = (poolMax: number) => Math.max(1, Math.floor(
 
 export class SessionController {
   private readonly idempotency: IdempotencyStore;
-  /** Imports running (each in its long transaction on a pool connection); the others wait here, in order. */
-  private readonly imports: PQueue;
+  /** Imports running (each in its long transaction on a pool connection); the others wait here, tenants in turn. */
+  private readonly imports: ImportSlots;
   /** Imports under way by tenant and idempotency key: settled when each ends, however. */
   private readonly importing = new Map<string, Promise<void>>();
 
@@ -78,9 +79,11 @@ export class SessionController {
     private readonly publish: TurnUpdateSink,
     /** Imports run at once (FORKLINE_MAX_IMPORTS_AT_ONCE; app.ts: defaultImportsAtOnce of the pool unless set). */
     importsAtOnce: number,
+    /** Imports one tenant may have running plus waiting (FORKLINE_MAX_IMPORTS_PER_TENANT). */
+    importsPerTenant: number = DEFAULT_IMPORTS_PER_TENANT,
   ) {
     this.idempotency = new IdempotencyStore(store.pool);
-    this.imports = new PQueue({ concurrency: importsAtOnce });
+    this.imports = new ImportSlots(importsAtOnce, importsPerTenant);
   }
 
   async createSession(
@@ -263,8 +266,9 @@ export class SessionController {
 
   /**
    * Imports a recording as a new session, once one of the process's import
-   * slots is free (FORKLINE_MAX_IMPORTS_AT_ONCE: the others wait in order,
-   * holding no connection). `limits.signal` aborted (the
+   * slots is free (FORKLINE_MAX_IMPORTS_AT_ONCE: the others wait, holding no
+   * connection, each tenant's in order and the tenants in turn; a tenant with
+   * FORKLINE_MAX_IMPORTS_PER_TENANT running or waiting is refused, RATE_LIMITED: import-slots.ts). `limits.signal` aborted (the
    * uploader went) before the import returns: nothing is kept — it leaves the
    * queue, the import rolls back, or, aborted while it committed, its session is discarded
    * (discardImport) — and this rejects with the signal's reason.
@@ -274,6 +278,22 @@ export class SessionController {
     source: RecordingSource,
     idem: Idempotency = {},
     limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal } = {},
+  ): Promise<SessionRow> {
+    // Counted from here to its answer, through every door (POST /recordings, the mutation over HTTP and graphql-ws):
+    // past the tenant's share it is refused before it waits or holds anything more.
+    const release = this.imports.admit(scope.tenant);
+    try {
+      return await this.importAdmitted(scope, source, idem, limits);
+    } finally {
+      release();
+    }
+  }
+
+  private async importAdmitted(
+    scope: Scope,
+    source: RecordingSource,
+    idem: Idempotency,
+    limits: { maxBytes?: number; maxLineBytes?: number; signal?: AbortSignal },
   ): Promise<SessionRow> {
     let imported: string | undefined;
     // The same key imported here already (a client that sent twice at once): the first import's outcome first, then
@@ -287,20 +307,21 @@ export class SessionController {
     const leave = () => waiting.abort(limits.signal?.reason);
     if (limits.signal?.aborted) leave();
     else limits.signal?.addEventListener('abort', leave, { once: true });
-    const run = this.imports.add(
+    const run = this.imports.run(
+      scope.tenant,
       () => {
         limits.signal?.removeEventListener('abort', leave);
         return this.once<SessionRow, { sessionId: string }>(
           this.call(scope, 'importRecording', typeof source === 'string' ? source : undefined, idem),
-          async (beforeCommit) => {
-            const row = await importRecording(this.store, scope, source, { beforeCommit, ...limits });
+          async (beforeCommit, claim) => {
+            const row = await importRecording(this.store, scope, source, { beforeCommit, claim, ...limits });
             imported = row.id;
             return row;
           },
           (r) => this.store.requireSession(scope, r.sessionId),
         );
       },
-      { signal: waiting.signal },
+      waiting.signal,
     );
     if (same) {
       const settled = run.then(
@@ -480,18 +501,33 @@ export class SessionController {
    */
   private async once<T, R>(
     call: IdempotentCall | undefined,
-    run: (beforeCommit?: BeforeCommit<R>) => Promise<T>,
+    /** `claim`: for long work, to call first in its transaction (IdempotencyStore.claim): throws to replay a result committed meanwhile. */
+    run: (beforeCommit?: BeforeCommit<R>, claim?: (client: pg.PoolClient) => Promise<void>) => Promise<T>,
     replay: (recorded: R) => Promise<T>,
   ): Promise<T> {
     if (!call) return run();
     const prior = await this.idempotency.find(call);
     if (prior !== undefined) return replay(prior as R);
     try {
-      return await run((client, recorded) => this.idempotency.record(client, call, recorded));
+      return await run(
+        (client, recorded) => this.idempotency.record(client, call, recorded),
+        async (client) => {
+          const committed = await this.idempotency.claim(client, call);
+          if (committed !== undefined) throw new KeyCommitted(committed);
+        },
+      );
     } catch (err) {
+      if (err instanceof KeyCommitted) return replay(err.result as R);
       if (!isDuplicateKey(err)) throw err;
       return replay((await this.idempotency.find(call)) as R);
     }
+  }
+}
+
+/** A claimed key's result, committed by another call while this one waited for it: its transaction rolls back, nothing written. */
+class KeyCommitted extends Error {
+  constructor(readonly result: unknown) {
+    super('the idempotency key was committed by another call');
   }
 }
 

@@ -9,7 +9,8 @@
 // Memory and disk are bounded whatever the clients send: a line past
 // FORKLINE_MAX_RECORDING_LINE_BYTES is refused as it arrives (413, before it is
 // spooled whole), a tenant runs at most FORKLINE_MAX_UPLOADS_PER_TENANT uploads
-// at once (429), and all uploads in progress spool at most
+// at once (429) and has at most FORKLINE_MAX_IMPORTS_PER_TENANT imports running or
+// waiting for a slot, whatever the door (429, host/import-slots.ts), and all uploads in progress spool at most
 // FORKLINE_UPLOAD_SPOOL_MAX_BYTES (503 past it).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -227,6 +228,9 @@ export function recordingUpload(opts: RecordingUploadOptions) {
             connection: 'close',
           },
         );
+      } else if (err instanceof ForklineError && err.code === 'RATE_LIMITED') {
+        // The tenant's share of the import slots is taken (host/import-slots.ts): running or waiting already.
+        fail(429, err.code, err.message, { 'retry-after': String(err.details?.retryAfterSeconds ?? UPLOAD_RETRY_AFTER_SECONDS) });
       } else if (err instanceof ForklineError) fail(err.details?.rule === 'size' ? 413 : 400, err.code, err.message);
       else if (isDatabaseUnavailable(err)) {
         opts.log('recording upload: database unavailable', err);

@@ -3,7 +3,8 @@
 // same transaction as the mutation's effect, so either both exist or neither;
 // a retry finds it and gets the first result. Two calls racing with one key:
 // the second's insert waits for the first's transaction and then fails on the
-// key (23505), and it too answers with the first result.
+// key (23505), and it too answers with the first result. An import, long, claims its key as its transaction
+// begins (claim): the second waits there for the first's commit instead of importing the whole recording too.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { badInput } from '../core/errors.ts';
@@ -53,6 +54,16 @@ export class IdempotencyStore {
       call.requestHash,
       JSON.stringify(result),
     ]);
+  }
+
+  /**
+   * Inside a mutation's transaction, before its work: waits for any other transaction working under the same key
+   * (another process's, held to its commit) and answers the result it committed, if one did. A long import that
+   * claims its key first does not do its whole work only to roll back at the key's insert.
+   */
+  async claim(client: pg.PoolClient, call: IdempotentCall): Promise<unknown | undefined> {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('IdempotencyKey:' || $1 || E'\\n' || $2, 0))`, [call.scope.tenant, call.key]);
+    return this.find(call, client);
   }
 
   /** Removes a key with the effect it recorded (an import undone because its caller went before its answer). */

@@ -85,6 +85,11 @@ export async function importRecording(
   source: RecordingSource,
   opts: {
     beforeCommit?: BeforeCommit<{ sessionId: string }>;
+    /**
+     * First in the transaction, before the recording is read: an idempotency key's claim (IdempotencyStore.claim),
+     * which waits for another process importing under the same key and throws to answer with its session instead.
+     */
+    claim?: (client: pg.PoolClient) => Promise<void>;
     /** Default MAX_RECORDING_BYTES and MAX_RECORDING_LINE_BYTES (POST /recordings passes its own limits). */
     maxBytes?: number;
     maxLineBytes?: number;
@@ -92,11 +97,13 @@ export async function importRecording(
     signal?: AbortSignal;
   } = {},
 ): Promise<SessionRow> {
-  const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
   const check = new RecordingValidator();
   const id = newSessionId();
   await store.transaction(
     async (client) => {
+      await opts.claim?.(client);
+      // Opened once the key is claimed: a claim answered by another import's session reads nothing of this one.
+      const lines = recordingLines(typeof source === 'string' ? source : source(), opts.maxBytes, opts.maxLineBytes)[Symbol.asyncIterator]();
       // The row first (events reference it; it references its directory entry: an imported session is its own tree);
       // an event without createdAt gets the transaction's time, as an append does.
       await client.query(SESSION_TREE_INSERT, [id, id]);

@@ -18,6 +18,7 @@ import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { commitsWaiting as commitsWaitingOn, holdCommits, locksWaitedFor, oneEventRecording } from '../helpers/held-commits.ts';
 
 const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
 
@@ -29,15 +30,14 @@ const as = (i: number) => ({ authorization: `Bearer ${TOKENS[i][0]}` });
 let app: TestApp;
 /** The test's own connection, outside the service's pool: it holds the lock. */
 let holder: pg.Client;
+/** The database of the service `startHeld` started last. */
+let heldUrl: string;
 
 /** A service on a database of its own whose new sessions' COMMITs wait on LOCK; `holder` connected to it. */
 async function startHeld(opts: Partial<AppOptions>): Promise<TestApp> {
-  const databaseUrl = await createTestDatabase();
+  const databaseUrl = (heldUrl = await createTestDatabase());
   const started = await startTestApp({ databaseUrl, ...opts });
-  await started.db.pool.query(`CREATE FUNCTION test_hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_advisory_xact_lock_shared(${LOCK}); RETURN NULL; END $$`);
-  await started.db.pool.query(`CREATE CONSTRAINT TRIGGER test_hold_commit AFTER INSERT ON "Session" DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION test_hold_commit()`);
+  await holdCommits(started.db.pool, String(LOCK));
   await holder?.end();
   holder = new pg.Client({ connectionString: databaseUrl });
   await holder.connect();
@@ -53,20 +53,12 @@ afterAll(async () => {
 });
 
 /** Imports whose COMMIT waits on the lock: each holds a pool connection. */
-const commitsWaiting = async () =>
-  (await holder.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [LOCK])).rows[0].n;
-
-const recording = (title: string) =>
-  [
-    { format: 'forkline.recording', version: 4, session: { id: 'ses_slot', title } },
-    { seq: 0, type: 'session/title', data: { title } },
-  ]
-    .map((l) => JSON.stringify(l))
-    .join('\n') + '\n';
+const commitsWaiting = () => commitsWaitingOn(holder, LOCK);
+const recording = (title: string) => oneEventRecording(title, 'ses_slot');
 
 /** An upload asking for progress: its answer's JSON lines once it ends. */
-function upload(tenant: number, title: string, signal?: AbortSignal, headers: Record<string, string> = {}) {
-  return fetch(app.url.replace(/\/graphql$/, '/recordings'), {
+function upload(tenant: number, title: string, signal?: AbortSignal, headers: Record<string, string> = {}, to: TestApp = app) {
+  return fetch(to.url.replace(/\/graphql$/, '/recordings'), {
     method: 'POST',
     headers: { 'content-type': 'application/x-ndjson', accept: 'application/x-ndjson', ...as(tenant), ...headers },
     body: recording(title),
@@ -137,7 +129,7 @@ describe('one recording sent twice at once with one Idempotency-Key', () => {
       // imported the whole recording, then its key's insert waited on the first's).
       await new Promise((r) => setTimeout(r, 1000));
       expect(await commitsWaiting()).toBe(1);
-      expect((await holder.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n).toBe(1);
+      expect(await locksWaitedFor(holder)).toEqual(['advisory']);
     } finally {
       await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
@@ -145,6 +137,39 @@ describe('one recording sent twice at once with one Idempotency-Key', () => {
     expect(a.lines.at(-1)).toMatchObject({ status: 201 });
     expect(b.lines.at(-1)).toMatchObject({ status: 201, session: { id: a.lines.at(-1).session.id } });
     expect((await holder.query(`SELECT id FROM "Session"`)).rowCount).toBe(1);
+  }, 60_000);
+});
+
+describe('one recording sent twice at once with one Idempotency-Key to two processes', () => {
+  it('is imported once: the second waits at the key for the first to commit, reading nothing, and is answered with its session (before: both imported, one rolled back at its key)', async () => {
+    await app.close();
+    const opts = { poolMax: 8, importsAtOnce: 2, security: { rateLimit: false as const, apiTokens: new Map(TOKENS) } };
+    app = await startHeld(opts);
+    const other = await startTestApp({ ...opts, databaseUrl: heldUrl });
+    let released = false;
+    try {
+      await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+      const key = { 'idempotency-key': 'twice-two-processes' };
+      const first = upload(0, 'twice', undefined, key);
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      const second = upload(0, 'twice', undefined, key, other);
+      // The second waits on the key's claim (an advisory lock) before it reads the recording; before, it imported the
+      // whole recording and then waited on the first's key row (a transactionid lock), only to roll back.
+      await expect.poll(() => locksWaitedFor(holder), { timeout: 15_000, interval: 20 }).toEqual(['advisory', 'advisory']);
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      const [a, b] = await Promise.all([first, second]);
+      // Answered 201, or 200 with progress lines and the outcome last (an answer within 250 ms has none).
+      expect(a.status === 201 || a.lines.at(-1).status === 201).toBe(true);
+      expect(b.status === 201 || b.lines.at(-1).status === 201).toBe(true);
+      expect(b.lines.at(-1).session.id).toBe(a.lines.at(-1).session.id);
+      // What the second said while it waited: nothing of its recording read.
+      for (const l of b.lines.filter((l) => l.progress)) expect(l.progress).toMatchObject({ bytes: 0, lines: 0 });
+      expect((await holder.query(`SELECT id FROM "Session"`)).rowCount).toBe(1);
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      await other.close();
+    }
   }, 60_000);
 });
 
