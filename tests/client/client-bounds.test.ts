@@ -97,6 +97,19 @@ describe('the typed client against a hostile proxy', () => {
     expect(page.code).toBe('RESPONSE_TIMEOUT');
   });
 
+  it('tries a query again when its answer did not come whole in time, as after a lost connection', async () => {
+    let requests = 0;
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (++requests > 1) return void res.end(JSON.stringify({ data: { sessions: { edges: [] } } }));
+      const timer = setInterval(() => res.write(' '), 50);
+      res.on('close', () => clearInterval(timer));
+    });
+    const client = createForklineClient({ url, retryForMs: 10_000, responseTimeoutMs: 300 });
+    expect(await client.query(SessionsDocument, { first: 1 })).toEqual({ sessions: { edges: [] } });
+    expect(requests).toBe(2);
+  });
+
   it('reads only the start of an error page that never ends', async () => {
     const sent = { bytes: 0 };
     const url = await serve((_req, res) => {

@@ -441,9 +441,13 @@ function queryText(doc: DocumentNode): string {
   return text;
 }
 
-/** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
+/**
+ * What may be tried again: the request did not get through, its answer did not come whole in time (as a lost
+ * connection: whether it was done is unknown), or the server was briefly unable to answer.
+ */
 const isRetryable = (err: unknown) =>
-  err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
+  err instanceof ForklineClientError &&
+  (err.code === 'NETWORK_ERROR' || err.code === 'RESPONSE_TIMEOUT' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
 
 async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
   const deadline = Date.now() + retryForMs;

@@ -109,7 +109,8 @@ export interface StepMessage {
   usage?: { inputTokens?: number; outputTokens?: number };
 }
 
-const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
+// RESPONSE_TIMEOUT: an answer that did not come whole in time is a lost connection (an append retried with its batch is written once).
+const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR', 'RESPONSE_TIMEOUT']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
