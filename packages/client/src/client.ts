@@ -31,7 +31,28 @@ export interface ForklineClientOptions {
   /** WebSocket constructor; default: the global one (browsers), else the `ws` package (Node 20 has none). */
   webSocketImpl?: unknown;
   fetch?: typeof fetch;
+  /**
+   * The largest answer read (a query's, a mutation's, an event page's, an
+   * import's outcome); a larger one fails with RESPONSE_TOO_LARGE once this
+   * much has come, instead of being held whole. Default 128 MiB, the server's
+   * own ceiling (FORKLINE_MAX_RESPONSE_BYTES' default): it sends none larger.
+   */
+  maxResponseBytes?: number;
+  /**
+   * How long a query, a mutation or an event page may take from its sending to
+   * the last byte of its answer (and an error page, once its status came);
+   * past it the request fails with RESPONSE_TIMEOUT, so a server or proxy that
+   * stalls or trickles cannot hold the caller forever. Default 60 s. The `fetch`
+   * given must honour `signal` for the wait before the answer's headers.
+   */
+  responseTimeoutMs?: number;
 }
+
+/** FORKLINE_MAX_RESPONSE_BYTES' default (docs/operations.md "Limits"): the server sends no larger answer. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024;
+export const DEFAULT_RESPONSE_TIMEOUT_MS = 60_000;
+/** How much of an error page is read: its message is in its start, and a hostile one may be endless. */
+const ERROR_EXCERPT_BYTES = 64 * 1024;
 
 export interface GraphQLErrorInfo {
   message: string;
@@ -111,6 +132,75 @@ export interface EventPage {
 export function createForklineClient(opts: ForklineClientOptions): ForklineClient {
   const doFetch = opts.fetch ?? fetch;
   const authorization = opts.token ? `Bearer ${opts.token}` : undefined;
+  const maxBytes = opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const timeoutMs = opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS;
+  const token = opts.token;
+
+  /**
+   * Every error this client throws is built here: text from the other end (a
+   * proxy's error page that repeats the request's headers, a reason, a message)
+   * loses the token first, so it never reaches a thrown error, a log or a
+   * session's `plugin/agent/error` event.
+   */
+  const fail = (errors: GraphQLErrorInfo[], status?: number, retryAfter?: number) =>
+    new ForklineClientError(
+      token
+        ? errors.map((e) => (typeof e.message === 'string' && e.message.includes(token) ? { ...e, message: e.message.replaceAll(token, '[token]') } : e))
+        : errors,
+      status,
+      retryAfter,
+    );
+  const unreachable = (url: string, err: unknown, deadline?: AbortSignal) =>
+    deadline?.aborted ? timedOut(url) : fail([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+  const timedOut = (url: string) =>
+    fail([{ message: `no whole answer from ${url} within ${timeoutMs} ms (responseTimeoutMs)`, extensions: { code: 'RESPONSE_TIMEOUT' } }]);
+
+  /**
+   * An answer's text, read as it comes: at most `limit` bytes (an error page:
+   * its first `limit` bytes, the rest left unread), ended by `deadline`.
+   */
+  async function readAnswer(res: Response, url: string, deadline: AbortSignal, excerpt = !res.ok): Promise<string> {
+    const text = await readText(res, url, deadline, excerpt);
+    // Before any excerpt is cut from it: a cut could keep the token's first characters.
+    return token ? text.replaceAll(token, '[token]') : text;
+  }
+  async function readText(res: Response, url: string, deadline: AbortSignal, excerpt: boolean): Promise<string> {
+    const limit = excerpt ? ERROR_EXCERPT_BYTES : maxBytes;
+    if (!res.body) return '';
+    const reader = res.body.getReader();
+    const stop = () => void reader.cancel().catch(() => undefined);
+    deadline.addEventListener('abort', stop, { once: true });
+    const decoder = new TextDecoder();
+    let text = '';
+    let bytes = 0;
+    try {
+      for (;;) {
+        let r: ReadableStreamReadResult<Uint8Array>;
+        try {
+          r = await reader.read();
+        } catch (err) {
+          if (deadline.aborted) throw timedOut(url);
+          throw fail([{ message: `the answer from ${url} was cut short: ${(err as Error).message}` }]);
+        }
+        if (deadline.aborted) throw timedOut(url);
+        if (r.done) break;
+        if (bytes + r.value.byteLength > limit) {
+          stop();
+          if (!excerpt)
+            throw fail(
+              [{ message: `the answer from ${url} is over ${limit} bytes (maxResponseBytes)`, extensions: { code: 'RESPONSE_TOO_LARGE' } }],
+              res.status,
+            );
+          return text + decoder.decode(r.value.subarray(0, limit - bytes));
+        }
+        bytes += r.value.byteLength;
+        text += decoder.decode(r.value, { stream: true });
+      }
+    } finally {
+      deadline.removeEventListener('abort', stop);
+    }
+    return text + decoder.decode();
+  }
   let ws: Client | undefined;
   const wsUrl = opts.url.replace(/^http/, 'ws');
   const socket = () =>
@@ -120,10 +210,14 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       connectionParams: authorization ? { authorization } : {},
       lazy: true,
       retryAttempts: 0,
+      // A server that opens the socket and never acknowledges would hold every subscription's first next().
+      // (Each message is bounded by the WebSocket itself: `ws` refuses one over 100 MiB, below the server's ceiling.)
+      connectionAckWaitTimeout: timeoutMs,
     }));
 
   /** One POST to /graphql. */
   async function post<R>(doc: DocumentNode, variables: unknown): Promise<R> {
+    const deadline = AbortSignal.timeout(timeoutMs);
     let res: Response;
     try {
       res = await doFetch(opts.url, {
@@ -134,19 +228,20 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
           ...(authorization ? { authorization } : {}),
         },
         body: JSON.stringify({ query: queryText(doc), variables: variables ?? {} }),
+        signal: deadline,
       });
     } catch (err) {
-      throw new ForklineClientError([{ message: `cannot reach ${opts.url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+      throw unreachable(opts.url, err, deadline);
     }
-    const text = await res.text();
+    const text = await readAnswer(res, opts.url, deadline);
     let body: { data?: R; errors?: GraphQLErrorInfo[] };
     try {
       body = JSON.parse(text);
     } catch {
-      throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
+      throw fail([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
     }
-    if (body.errors?.length) throw new ForklineClientError(body.errors, res.status, retryAfterOf(res));
-    if (!res.ok || body.data == null) throw new ForklineClientError([{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
+    if (body.errors?.length) throw fail(body.errors, res.status, retryAfterOf(res));
+    if (!res.ok || body.data == null) throw fail([{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
     return body.data;
   }
 
@@ -191,13 +286,13 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
         duplex: 'half', // a streamed request body (Node's fetch requires saying so)
       } as RequestInit);
     } catch (err) {
-      throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+      throw unreachable(url, err);
     }
     let status = res.status;
     let parsed: UploadAnswer;
     if (onProgress && res.body && /^application\/x-ndjson\b/.test(res.headers.get('content-type') ?? '')) {
       // Cut short (the server went): whether it imported is unknown, so it counts as a lost connection (a retry with the key imports once).
-      const cut = (why: string) => new ForklineClientError([{ message: `the import's answer from ${url} was cut short (${why})` }]);
+      const cut = (why: string) => fail([{ message: `the import's answer from ${url} was cut short (${why})` }]);
       const last = await progressLines(res.body, onProgress).catch((err: unknown) => {
         throw cut((err as Error).message);
       });
@@ -205,14 +300,15 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
       status = last.status ?? status;
       parsed = last;
     } else {
-      const text = await res.text();
+      // No deadline before the outcome: an import answers once it is written, which takes as long as the recording is large.
+      const text = await readAnswer(res, url, res.ok ? new AbortController().signal : AbortSignal.timeout(timeoutMs));
       try {
         parsed = JSON.parse(text);
       } catch {
-        throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+        throw fail([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
       }
     }
-    if (status >= 300 || !parsed.session) throw new ForklineClientError(parsed.errors ?? [{ message: `HTTP ${status}` }], status, retryAfterOf(res));
+    if (status >= 300 || !parsed.session) throw fail(parsed.errors ?? [{ message: `HTTP ${status}` }], status, retryAfterOf(res));
     return parsed.session;
   }
 
@@ -225,6 +321,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     for (let r = await reader.read(); !r.done; r = await reader.read()) {
       const lines = (rest + decoder.decode(r.value, { stream: true })).split('\n');
       rest = lines.pop()!;
+      if (rest.length > maxBytes) throw new Error(`a progress line over ${maxBytes} characters (maxResponseBytes)`);
       for (const line of lines.filter(Boolean)) {
         const value = JSON.parse(line) as { progress?: ImportProgress } & UploadAnswer & { status?: number };
         if (value.progress) onProgress(value.progress);
@@ -240,17 +337,17 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     try {
       res = await doFetch(url, { headers: authorization ? { authorization } : {} });
     } catch (err) {
-      throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+      throw unreachable(url, err);
     }
     if (!res.ok || !res.body) {
-      const text = await res.text();
+      const text = await readAnswer(res, url, AbortSignal.timeout(timeoutMs), true);
       let errors: GraphQLErrorInfo[] | undefined;
       try {
         errors = (JSON.parse(text) as { errors?: GraphQLErrorInfo[] }).errors;
       } catch {
         errors = undefined;
       }
-      throw new ForklineClientError(errors ?? [{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
+      throw fail(errors ?? [{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
     }
     return { eventCount: Number(res.headers.get('x-forkline-event-count') ?? 0), body: res.body };
   }
@@ -261,22 +358,22 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     if (page.first !== undefined) q.set('first', String(page.first));
     const url = `${opts.url.replace(/\/graphql\/?$/, '')}/sessions/${encodeURIComponent(sessionId)}/events${q.toString() ? `?${q}` : ''}`;
     return withRetries(async () => {
+      const deadline = AbortSignal.timeout(timeoutMs);
       let res: Response;
       try {
-        res = await doFetch(url, { headers: authorization ? { authorization } : {} });
+        res = await doFetch(url, { headers: authorization ? { authorization } : {}, signal: deadline });
       } catch (err) {
-        throw new ForklineClientError([{ message: `cannot reach ${url}: ${(err as Error).cause ?? (err as Error).message}` }]);
+        throw unreachable(url, err, deadline);
       }
-      const text = await res.text();
+      const text = await readAnswer(res, url, deadline);
       let body: { data?: { session: { events: Omit<EventPage, 'final'> } | null }; errors?: GraphQLErrorInfo[] };
       try {
         body = JSON.parse(text);
       } catch {
-        throw new ForklineClientError([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
+        throw fail([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status, retryAfterOf(res));
       }
       const events = body.data?.session?.events;
-      if (body.errors?.length || !res.ok || !events)
-        throw new ForklineClientError(body.errors ?? [{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
+      if (body.errors?.length || !res.ok || !events) throw fail(body.errors ?? [{ message: `HTTP ${res.status}` }], res.status, retryAfterOf(res));
       return { ...events, final: /\bimmutable\b/.test(res.headers.get('cache-control') ?? '') };
     }, opts.retryForMs ?? 15_000);
   }
@@ -293,12 +390,13 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
         try {
           r = await results.next();
         } catch (err) {
-          throw asClientError(err, wsUrl);
+          const e = asClientError(err, wsUrl);
+          throw fail(e.errors, e.status, e.retryAfter);
         }
         if (r.done) return done;
         if (r.value.errors?.length) {
           await results.return?.();
-          throw new ForklineClientError(r.value.errors as GraphQLErrorInfo[]);
+          throw fail(r.value.errors as GraphQLErrorInfo[]);
         }
         return { done: false, value: r.value.data as R };
       },
@@ -343,9 +441,13 @@ function queryText(doc: DocumentNode): string {
   return text;
 }
 
-/** What may be tried again: the request did not get through, or the server was briefly unable to answer. */
+/**
+ * What may be tried again: the request did not get through, its answer did not come whole in time (as a lost
+ * connection: whether it was done is unknown), or the server was briefly unable to answer.
+ */
 const isRetryable = (err: unknown) =>
-  err instanceof ForklineClientError && (err.code === 'NETWORK_ERROR' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
+  err instanceof ForklineClientError &&
+  (err.code === 'NETWORK_ERROR' || err.code === 'RESPONSE_TIMEOUT' || err.code === 'SERVICE_UNAVAILABLE' || err.status === 503);
 
 async function withRetries<T>(attempt: () => Promise<T>, retryForMs: number): Promise<T> {
   const deadline = Date.now() + retryForMs;

@@ -49,6 +49,9 @@ export interface ForklineRunnerOptions {
   leaseMs?: number;
   /** How long to keep retrying a call that failed for a lost connection or SERVICE_UNAVAILABLE (default 15 s). */
   retryForMs?: number;
+  /** The typed client's bounds on an answer (ForklineClientOptions: default 128 MiB, 60 s; docs/api.md). */
+  maxResponseBytes?: number;
+  responseTimeoutMs?: number;
   /**
    * Bytes of a tool's output a result stores (default 1,000,000): a longer one is an `error` result saying the
    * tool ran and how big its output was, instead of a batch the server refuses (docs/runners.md).
@@ -106,7 +109,8 @@ export interface StepMessage {
   usage?: { inputTokens?: number; outputTokens?: number };
 }
 
-const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR']);
+// RESPONSE_TIMEOUT: an answer that did not come whole in time is a lost connection (an append retried with its batch is written once).
+const RETRYABLE = new Set(['SERVICE_UNAVAILABLE', 'NETWORK_ERROR', 'RESPONSE_TIMEOUT']);
 const isRetryable = (err: unknown) => err instanceof ForklineClientError && (RETRYABLE.has(err.code) || /^HTTP_5/.test(err.code));
 const codeOf = (err: unknown) => (err instanceof ForklineClientError ? err.code : undefined);
 const errorMessage = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -157,7 +161,13 @@ export class ForklineRunner {
   private readonly log: (msg: string, err?: unknown) => void;
 
   constructor(private readonly opts: ForklineRunnerOptions) {
-    this.client = createForklineClient({ url: opts.url, token: opts.token, retryForMs: opts.retryForMs });
+    this.client = createForklineClient({
+      url: opts.url,
+      token: opts.token,
+      retryForMs: opts.retryForMs,
+      maxResponseBytes: opts.maxResponseBytes,
+      responseTimeoutMs: opts.responseTimeoutMs,
+    });
     this.runnerId = opts.runnerId ?? `runner-${randomUUID().slice(0, 8)}`;
     this.pool = opts.pool;
     this.leaseMs = opts.leaseMs ?? 30_000;
