@@ -14,7 +14,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createForklineClient, ForklineClientError, SessionsDocument } from '@forkline/client';
+import { CreateSessionDocument, createForklineClient, ForklineClientError, SessionsDocument } from '@forkline/client';
 import { ForklineRunner } from '@forkline/runner';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 
@@ -95,6 +95,26 @@ describe('the typed client against a hostile proxy', () => {
     // An event page is bounded the same way.
     const page = await failure(client.eventPage('s1'));
     expect(page.code).toBe('RESPONSE_TIMEOUT');
+  });
+
+  it("lets a mutation work past responseTimeoutMs before it answers, and bounds the answer's body from its headers", async () => {
+    // A mutation may work for long before it answers (an import waiting for a slot, a compaction waiting for a turn).
+    const slow = await serve((_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data: { createSession: { id: 'ses_late' } } }));
+      }, 900);
+    });
+    const client = createForklineClient({ url: slow, retryForMs: 0, responseTimeoutMs: 300 });
+    expect(await client.mutate(CreateSessionDocument, { input: {} })).toEqual({ createSession: { id: 'ses_late' } });
+    // Its headers came: what follows is due within the deadline.
+    const trickling = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const timer = setInterval(() => res.write(' '), 50);
+      res.on('close', () => clearInterval(timer));
+    });
+    const err = await failure(createForklineClient({ url: trickling, retryForMs: 0, responseTimeoutMs: 300 }).mutate(CreateSessionDocument, { input: {} }));
+    expect(err.code).toBe('RESPONSE_TIMEOUT');
   });
 
   it('tries a query again when its answer did not come whole in time, as after a lost connection', async () => {

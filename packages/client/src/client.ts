@@ -39,11 +39,13 @@ export interface ForklineClientOptions {
    */
   maxResponseBytes?: number;
   /**
-   * How long a query, a mutation or an event page may take from its sending to
-   * the last byte of its answer (and an error page, once its status came);
-   * past it the request fails with RESPONSE_TIMEOUT, so a server or proxy that
-   * stalls or trickles cannot hold the caller forever. Default 60 s. The `fetch`
-   * given must honour `signal` for the wait before the answer's headers.
+   * How long a query or an event page may take from its sending to the last
+   * byte of its answer, and a mutation (or an error page) from its answer's
+   * headers to its last byte (a mutation may work for long before it answers:
+   * an import waiting for a slot, a compaction waiting for a turn); past it the
+   * request fails with RESPONSE_TIMEOUT, so a server or proxy that stalls or
+   * trickles cannot hold the caller forever. Default 60 s. The `fetch` given
+   * must honour `signal` for the wait before the answer's headers.
    */
   responseTimeoutMs?: number;
 }
@@ -217,7 +219,11 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
 
   /** One POST to /graphql. */
   async function post<R>(doc: DocumentNode, variables: unknown): Promise<R> {
-    const deadline = AbortSignal.timeout(timeoutMs);
+    // A query's whole answer is due within the deadline. A mutation may work for long before it answers (an import
+    // waiting for a slot, a compaction waiting for a running turn and its summary): its deadline starts with the
+    // answer's headers, and bounds the body that follows.
+    const mutation = doc.definitions.some((d) => d.kind === 'OperationDefinition' && d.operation === 'mutation');
+    let deadline = mutation ? new AbortController().signal : AbortSignal.timeout(timeoutMs);
     let res: Response;
     try {
       res = await doFetch(opts.url, {
@@ -233,6 +239,7 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     } catch (err) {
       throw unreachable(opts.url, err, deadline);
     }
+    if (mutation) deadline = AbortSignal.timeout(timeoutMs);
     const text = await readAnswer(res, opts.url, deadline);
     let body: { data?: R; errors?: GraphQLErrorInfo[] };
     try {
