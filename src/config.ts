@@ -6,7 +6,6 @@ import { approvalToolsProblem } from './agent/tool-catalog.ts';
 import { DEFAULT_PROVIDER_LIMITS } from './agent/models/provider-fetch.ts';
 import { MAX_STEP_CALLS } from './core/log-state.ts';
 import { MAX_JSON_VALUES } from './core/storable.ts';
-import { DEFAULT_IMPORTS_PER_TENANT } from './host/import-slots.ts';
 
 const flag = z
   .enum(['0', '1', 'true', 'false'])
@@ -82,8 +81,8 @@ const envSchema = z
     DATABASE_POOL_MAX: z.coerce.number().int().min(2).max(1000).default(10),
     /** Unset: a quarter of DATABASE_POOL_MAX (host/controller.ts defaultImportsAtOnce). */
     FORKLINE_MAX_IMPORTS_AT_ONCE: z.coerce.number().int().min(1).max(1000).optional(),
-    /** Imports one tenant may have running plus waiting for a slot (host/import-slots.ts). */
-    FORKLINE_MAX_IMPORTS_PER_TENANT: z.coerce.number().int().min(1).max(10000).default(DEFAULT_IMPORTS_PER_TENANT),
+    /** Imports one tenant may have running plus waiting for a slot. Unset: host/import-slots.ts DEFAULT_IMPORTS_PER_TENANT. */
+    FORKLINE_MAX_IMPORTS_PER_TENANT: z.coerce.number().int().min(1).max(10000).optional(),
     DATABASE_PREPARED_STATEMENTS: z
       .enum(['0', '1', 'true', 'false'])
       .default('true')
