@@ -3,7 +3,7 @@
 // the model request, live deltas, runnableSessions and crash repair.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { anotherToken } from '../helpers/lease-tokens.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
@@ -212,7 +212,9 @@ describe('claims and leases', () => {
 describe('appendEvents and the model request', () => {
   it('writes a turn with a tool call; the model request follows it as forkline builds it; deltas and turns reach sessionTurns', async () => {
     const { id, inputId } = await externalSession('what time is it?');
+    const open = await openSubscriptions(app.url);
     const turns = subscribeWs(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) { kind turn step text } }`, { id });
+    await subscriptionsOpened(app.url, open, 1); // live updates only: it listens before the turn starts
     const token = await claim(id);
     const first = (await app.ok(REQUEST, { id })).session.modelRequest;
     expect(first).toMatchObject({ turn: 1, step: 1, inputId, inTurn: false });
