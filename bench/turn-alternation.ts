@@ -10,7 +10,7 @@
 // another's turns), and only the measured build is sent anything in a window.
 // Prints per build and round: turns/s, server CPU per turn (every thread's
 // schedstat), Postgres CPU per turn (its postmaster and children, /proc), the
-// load generator's; then medians, ranges, and each round's ratio to the first
+// load generator's, "Session" row updates and how many were HOT (pg_stat_user_tables); then medians, ranges, and each round's ratio to the first
 // build. With `pg_stat_statements` loaded (BENCH_DATABASE_URL at a Postgres
 // started with it), also statements, execution ms, buffers and WAL records a turn.
 //
@@ -54,6 +54,18 @@ interface Window {
   postgresMs: number;
   loadMs: number;
   statements?: { calls: number; execMs: number; buffers: number; wal: number };
+  /** Updates of "Session" rows a turn, and how many were HOT (pg_stat_user_tables; a backend reports within about a second). */
+  sessionUpdates: number;
+  hotUpdates: number;
+}
+
+/** "Session"'s updates so far and the HOT ones among them. */
+async function sessionUpdateTotals(admin: pg.Pool) {
+  await admin.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await admin.query<{ upd: string; hot: string }>(
+    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE relname = 'Session'`,
+  );
+  return { upd: Number(rows[0]?.upd ?? 0), hot: Number(rows[0]?.hot ?? 0) };
 }
 
 const urlsOf = (s: { servers: Array<{ url: string }> }) => s.servers.map((sv) => new URL(sv.url));
@@ -92,6 +104,7 @@ try {
       await quiesce(s.admin);
       const serversNs = () => s.servers.reduce((ns, sv) => ns + threadsCpuNs(sv.child.pid!), 0);
       const statements0 = await statementTotals(s.admin);
+      const updates0 = await sessionUpdateTotals(s.admin);
       const [server0, postgres0, load0] = [serversNs(), postgresMs(), process.cpuUsage()];
       const t0 = performance.now();
       await sendMessages(urlsOf(s), ids, MESSAGE, { n: 0 });
@@ -99,11 +112,15 @@ try {
       const elapsed = performance.now() - t0;
       const [server1, postgres1, load1] = [serversNs(), postgresMs(), process.cpuUsage(load0)];
       const statements1 = await statementTotals(s.admin);
+      await new Promise((r) => setTimeout(r, 1500)); // the servers' backends report their counts at most once a second
+      const updates1 = await sessionUpdateTotals(s.admin);
       const w: Window = {
         turnsPerSec: (sessions / elapsed) * 1000,
         serverMs: (server1 - server0) / 1e6 / sessions,
         postgresMs: (postgres1 - postgres0) / sessions,
         loadMs: (load1.user + load1.system) / 1000 / sessions,
+        sessionUpdates: (updates1.upd - updates0.upd) / sessions,
+        hotUpdates: (updates1.hot - updates0.hot) / sessions,
         ...(statements0 && statements1
           ? {
               statements: {
@@ -118,7 +135,7 @@ try {
       s.windows.push(w);
       const st = w.statements;
       console.log(
-        `round ${r + 1} ${s.name}: ${w.turnsPerSec.toFixed(0)} turns/s, CPU ms a turn server ${w.serverMs.toFixed(3)} Postgres ${w.postgresMs.toFixed(3)} load ${w.loadMs.toFixed(3)}` +
+        `round ${r + 1} ${s.name}: ${w.turnsPerSec.toFixed(0)} turns/s, CPU ms a turn server ${w.serverMs.toFixed(3)} Postgres ${w.postgresMs.toFixed(3)} load ${w.loadMs.toFixed(3)}; Session updates ${w.sessionUpdates.toFixed(2)} (HOT ${w.hotUpdates.toFixed(2)})` +
           (st ? `; statements ${st.calls.toFixed(2)}, exec ms ${st.execMs.toFixed(3)}, buffers ${st.buffers.toFixed(0)}, WAL ${st.wal.toFixed(1)}` : ''),
       );
     }
@@ -142,6 +159,14 @@ try {
       loadCpuMsPerTurn: spread(
         of((w) => w.loadMs),
         3,
+      ),
+      sessionUpdatesPerTurn: spread(
+        of((w) => w.sessionUpdates),
+        2,
+      ),
+      hotUpdatesPerTurn: spread(
+        of((w) => w.hotUpdates),
+        2,
       ),
       ...(s.windows[0].statements
         ? {
