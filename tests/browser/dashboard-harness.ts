@@ -124,3 +124,46 @@ export async function recordVariantLiveTexts(page: Page): Promise<() => Promise<
   });
   return () => page.evaluate(() => (window as unknown as { __variantLive: Record<string, string[]> }).__variantLive);
 }
+
+/**
+ * What the page did around a click that should open a dialog, for the message of a test that fails waiting for
+ * it: every pointer event's target (capture phase, so a handler that stops it cannot hide it), each scroll box's
+ * moves, dialogs added, closed or removed, and the page's errors. `read()` gives the record as text.
+ */
+export async function recordClicks(page: Page, errors: string[]): Promise<{ read(): Promise<string> }> {
+  await page.evaluate(() => {
+    const log: string[] = [];
+    (window as unknown as { clickRecord: string[] }).clickRecord = log;
+    const t0 = performance.now();
+    const add = (what: string) => log.push(`${Math.round(performance.now() - t0)}ms ${what}`);
+    const name = (el: EventTarget | null) =>
+      el instanceof Element
+        ? `<${el.tagName.toLowerCase()} ${el.getAttribute('class') ?? ''}> "${el.textContent?.trim().slice(0, 40)}"${el.isConnected ? '' : ' (detached)'}`
+        : String(el);
+    for (const type of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'])
+      document.addEventListener(type, (e) => add(`${type} at ${(e as MouseEvent).clientX},${(e as MouseEvent).clientY} on ${name(e.target)}`), true);
+    document.addEventListener(
+      'scroll',
+      (e) =>
+        e.target instanceof Element &&
+        add(`scroll ${name(e.target).slice(0, 30)} top ${e.target.scrollTop} of ${e.target.scrollHeight - e.target.clientHeight}`),
+      true,
+    );
+    document.addEventListener('close', (e) => add(`close ${name(e.target)}`), true);
+    new MutationObserver((ms) => {
+      for (const m of ms) {
+        for (const n of m.addedNodes) if (n instanceof HTMLDialogElement) add(`dialog added "${n.getAttribute('aria-label')}", open ${n.open}`);
+        for (const n of m.removedNodes) if (n instanceof Element && (n.matches('dialog') || n.querySelector('dialog'))) add('dialog removed');
+      }
+    }).observe(document, { subtree: true, childList: true });
+  });
+  return {
+    read: async () => {
+      const log = await page.evaluate(() => (window as unknown as { clickRecord: string[] }).clickRecord).catch((e: Error) => [`unreadable: ${e.message}`]);
+      const dialogs = await page
+        .evaluate(() => [...document.querySelectorAll('dialog')].map((d) => `"${d.getAttribute('aria-label')}" open ${d.open}`))
+        .catch(() => []);
+      return [...log, `dialogs now: ${dialogs.join(', ') || 'none'}`, `page errors: ${errors.join('; ') || 'none'}`].join('\n');
+    },
+  };
+}

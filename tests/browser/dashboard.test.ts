@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { screenshot } from './chromium.ts';
-import { openPage as openPageOn, RECORDINGS, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openPage as openPageOn, recordClicks, RECORDINGS, sessionIdOf, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
 const TIMEOUT = { timeout: 10_000 };
 
@@ -152,8 +152,16 @@ describe('dashboard', () => {
     await page.locator('li.msg.user', { hasText: 'second question' }).waitFor(TIMEOUT);
     expect(await composerStatus(page)).toBe('A turn is running. 1 queued.');
 
+    // Once seen failing here (the click done, no dialog within 10 s) and not reproduced since: a failure says what the page saw.
+    const clicks = await recordClicks(page, errors);
     await page.locator('.turn-end[data-turn="1"]').getByRole('button', { name: 'Branch from turn 1', exact: true }).click();
-    await page.getByRole('dialog', { name: 'Branch from turn 1' }).getByRole('button', { name: 'Branch', exact: true }).click();
+    await page
+      .getByRole('dialog', { name: 'Branch from turn 1' })
+      .getByRole('button', { name: 'Branch', exact: true })
+      .click()
+      .catch(async (e: Error) => {
+        throw new Error(`${e.message}\nThe page saw:\n${await clicks.read()}`);
+      });
     await page.waitForURL((url) => url.pathname.startsWith('/sessions/') && !url.pathname.includes(session), TIMEOUT);
     const childId = sessionIdOf(page);
     await page.getByTestId('fork-marker').waitFor(TIMEOUT);
