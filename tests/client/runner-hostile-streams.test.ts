@@ -128,6 +128,15 @@ async function serve(s: { id: string; pool: string }, variant: Variant) {
   }
 }
 
+/** A Responses API response's fields (its status and output aside) as the fake streams them. */
+const responseOf = (id: string) => ({
+  id,
+  object: 'response',
+  created_at: 1,
+  model: 'fake-model',
+  usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
+});
+
 /** A stream that stops in the middle of a call: its start and half its arguments, then the connection ends (no finish, no [DONE]). */
 const cutMidCall =
   (c: Call) =>
@@ -168,13 +177,7 @@ const callThenError =
   (provider: Provider): string[] => {
     const error = { message: 'the provider failed mid-answer', type: 'server_error', code: 'server_error', param: null };
     if (provider === 'openai-responses') {
-      const response = {
-        id: 'resp_err',
-        object: 'response',
-        created_at: 1,
-        model: 'fake-model',
-        usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-      };
+      const response = responseOf('resp_err');
       const item = { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' };
       return [
         sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
@@ -195,13 +198,7 @@ const textAfterCall =
   (c: Call, text: string) =>
   (provider: Provider): string[] => {
     if (provider === 'openai-responses') {
-      const response = {
-        id: 'resp_after',
-        object: 'response',
-        created_at: 1,
-        model: 'fake-model',
-        usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-      };
+      const response = responseOf('resp_after');
       const items = [
         { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' },
         { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] },
@@ -239,13 +236,7 @@ const hugeArguments =
     const pieces: string[] = [];
     for (let i = 0; i < args.length; i += delta) pieces.push(args.slice(i, i + delta));
     if (provider === 'openai-responses') {
-      const response = {
-        id: 'resp_huge',
-        object: 'response',
-        created_at: 1,
-        model: 'fake-model',
-        usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-      };
+      const response = responseOf('resp_huge');
       const item = { type: 'function_call', id: 'fc_1', call_id: id, name: 'lookup', arguments: args, status: 'completed' };
       return [
         sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
