@@ -19,6 +19,13 @@
 //   deltas (the SDK holds them as it would without forkline; the server
 //   refuses the batch over FORKLINE_MAX_BODY_BYTES, no tool runs, the turn
 //   fails saying so).
+// - Coverage (held before): a call given whole, then the provider's error
+//   event, then the stream's end or the answer's end as if whole: the tool
+//   runs only where the log answers the call as run (ai 6 over Chat
+//   Completions runs it when a finish reason follows the error, as the SDK
+//   alone does; the others answer it as not run, or store none, and fail the
+//   turn); a tool that throws a string, undefined, or an object whose text
+//   forms throw: an `error` result holding what the model read.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOpenAI } from '@ai-sdk/openai';
@@ -63,6 +70,24 @@ const execs = {
     held.ran.push(`boom ${key}`);
     throw new Error(`boom ${key}`);
   },
+  /** Throws what is not an Error: a string, undefined, or an object whose every text form throws. */
+  odd: async ({ key }: { key: string }): Promise<string> => {
+    held.ran.push(`odd ${key}`);
+    if (key === 'string') throw 'a thrown string';
+    if (key === 'undefined') throw undefined;
+    const hostile = {
+      toString: () => {
+        throw new Error('no text');
+      },
+      get message(): string {
+        throw new Error('no message');
+      },
+      toJSON: () => {
+        throw new Error('no JSON');
+      },
+    };
+    throw hostile;
+  },
 };
 
 interface Variant {
@@ -103,6 +128,15 @@ async function serve(s: { id: string; pool: string }, variant: Variant) {
   }
 }
 
+/** A Responses API response's fields (its status and output aside) as the fake streams them. */
+const responseOf = (id: string) => ({
+  id,
+  object: 'response',
+  created_at: 1,
+  model: 'fake-model',
+  usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
+});
+
 /** A stream that stops in the middle of a call: its start and half its arguments, then the connection ends (no finish, no [DONE]). */
 const cutMidCall =
   (c: Call) =>
@@ -133,18 +167,38 @@ const cutAfterArgs =
         ]
       : [sse(chatChunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }] }))];
 
+/**
+ * A call given whole, then the provider's error event (Chat Completions: a chunk holding `error`; Responses: an
+ * `error` event), then, where `finish`, the answer's end as if nothing had happened (a finish reason and [DONE];
+ * response.completed holding the call).
+ */
+const callThenError =
+  (c: Call, finish: boolean) =>
+  (provider: Provider): string[] => {
+    const error = { message: 'the provider failed mid-answer', type: 'server_error', code: 'server_error', param: null };
+    if (provider === 'openai-responses') {
+      const response = responseOf('resp_err');
+      const item = { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' };
+      return [
+        sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
+        sse({ type: 'response.output_item.done', output_index: 0, item }),
+        sse({ type: 'error', code: 'server_error', message: error.message, param: null, sequence_number: 3 }),
+        ...(finish ? [sse({ type: 'response.completed', response: { ...response, status: 'completed', output: [item] } })] : []),
+      ];
+    }
+    return [
+      sse(chatChunk({ role: 'assistant', tool_calls: [{ index: 0, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }] })),
+      sse({ error }),
+      ...(finish ? [sse(chatChunk({}, 'tool_calls', { usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } })), sse('[DONE]')] : []),
+    ];
+  };
+
 /** One answer holding a call, then text after it (Chat Completions: a content delta after the tool_calls delta; Responses: a message item after the call). */
 const textAfterCall =
   (c: Call, text: string) =>
   (provider: Provider): string[] => {
     if (provider === 'openai-responses') {
-      const response = {
-        id: 'resp_after',
-        object: 'response',
-        created_at: 1,
-        model: 'fake-model',
-        usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-      };
+      const response = responseOf('resp_after');
       const items = [
         { type: 'function_call', id: 'fc_1', call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' },
         { type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] },
@@ -182,13 +236,7 @@ const hugeArguments =
     const pieces: string[] = [];
     for (let i = 0; i < args.length; i += delta) pieces.push(args.slice(i, i + delta));
     if (provider === 'openai-responses') {
-      const response = {
-        id: 'resp_huge',
-        object: 'response',
-        created_at: 1,
-        model: 'fake-model',
-        usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 },
-      };
+      const response = responseOf('resp_huge');
       const item = { type: 'function_call', id: 'fc_1', call_id: id, name: 'lookup', arguments: args, status: 'completed' };
       return [
         sse({ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }),
@@ -254,6 +302,40 @@ describe.each(VARIANTS)('$name', (variant) => {
     },
     60_000,
   );
+
+  it.each([
+    ['then the stream ends', false],
+    ['then the answer ends as if whole', true],
+  ])(
+    'agrees with what ran for a call followed by an error event, %s: a call the log answers as not run never ran',
+    async (_what, finish) => {
+      const { s, log } = await served(variant, [callThenError(look('c_err', 'a'), finish as boolean), 'answered']);
+      const ran = results(log).filter((r) => r.status === 'ok');
+      // The tool ran only for a call the log holds answered as run; a call the log answers otherwise never ran.
+      expect(held.ran).toEqual(ran.map(() => 'a'));
+      expect(toolCallsOf(log).map((c) => c.id)).toEqual(results(log).map((r) => r.callId));
+      if (held.ran.length === 0) {
+        expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'failed' } });
+        expect(errorsOf(log)).toEqual([expect.stringMatching(/failed mid-answer|unsuccessful terminal state/)]);
+      }
+      await expectForkServed(s, variant);
+    },
+    60_000,
+  );
+
+  it('records a tool that throws what is not an Error (a string, undefined, an object whose text forms throw) as an error, with what the model read', async () => {
+    const { s, log } = await served(variant, [[look('c_s', 'string', 'odd'), look('c_u', 'undefined', 'odd'), look('c_h', 'hostile', 'odd')], 'answered']);
+    expect(held.ran).toEqual(['odd string', 'odd undefined', 'odd hostile']);
+    const body = held.fake.received.at(-1)!.body;
+    const read: Record<string, string> = Object.fromEntries(
+      variant.provider === 'openai-responses'
+        ? body.input.filter((i: any) => i.type === 'function_call_output').map((i: any) => [i.call_id, i.output])
+        : body.messages.filter((m: any) => m.role === 'tool').map((m: any) => [m.tool_call_id, m.content]),
+    );
+    expect(results(log)).toEqual(['c_s', 'c_u', 'c_h'].map((callId) => ({ callId, status: 'error', content: read[callId] })));
+    expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+    await expectForkServed(s, variant);
+  }, 60_000);
 
   it('records parallel calls where one tool throws synchronously: each answered, the others run, the turn goes on', async () => {
     const { s, log } = await served(variant, [[look('c_a', 'a'), look('c_b', 'b', 'boom'), look('c_c', 'c')], 'answered']);

@@ -25,6 +25,7 @@ import {
   getCurrentTraceContext,
   invokeFunctionTool,
   Runner,
+  RunToolApprovalItem,
   runToolInputGuardrails,
   runToolOutputGuardrails,
   Usage,
@@ -272,6 +273,10 @@ interface RunCalls {
    * policy's one answer.
    */
   policies: Map<Tool, ApprovalPolicy>;
+  /** The run's context, where a call the SDK is to answer asking no one is approved before the run sees it (WritingModel). */
+  context: RunContext;
+  /** The agent the run runs (runningAgent): the context keeps decisions by it. */
+  agent?: Agent<any, any>;
 }
 
 /** How the SDK treats a function tool's own approval policy (docs/runners.md, "A call the model gets wrong"). */
@@ -413,11 +418,32 @@ class WritingModel implements Model {
       await this.turn.result(call, 'error', call.refused);
     }
     // Before the run sees the calls: which policy each tool hands the SDK now depends on it (writingTools).
-    if (this.calls.refused.size > 0 || this.calls.renamed) await learnPolicies(this.tools, this.calls);
+    const unparsed = admitted.some((c) => !parsesAsJson(c.arguments));
+    if (this.calls.refused.size > 0 || this.calls.renamed || unparsed) await learnPolicies(this.tools, this.calls);
     this.endedAtTool = admitted.length > 0;
     let n = 0;
     const output = (response.output as Item[]).map((i) => (i.type === 'function_call' ? { ...i, callId: admitted[n++].sentId } : i));
+    if (unparsed) this.answerUnasked(admitted, output);
     return { ...response, output } as ModelResponse;
+  }
+
+  /**
+   * A call whose arguments are not JSON is answered by the SDK with its parse error, asking no one, under a tool whose
+   * own policy is a flag (`needsApproval: true`, or none); under a function it asks a person, for it cannot evaluate
+   * the function (docs/runners.md, "A call the model gets wrong"). The adapter hands the SDK a function of its own
+   * where the session gates the tool or a call is refused (writingTools), so such a call is approved in the run's
+   * context before the run sees it: the SDK answers it with the parse error, as it would under the tool's own flag.
+   * So is a refused one (answered already, never asked), whatever the tool's policy.
+   */
+  private answerUnasked(admitted: readonly AdmittedCall[], output: Item[]): void {
+    const items = output.filter((i) => i.type === 'function_call');
+    admitted.forEach((call, k) => {
+      if (parsesAsJson(call.arguments) || !this.calls.agent) return;
+      const t = this.tools.find((x) => x.type === 'function' && x.name === call.name);
+      const flagged = t !== undefined && this.calls.policies.get(t)?.asksUnparsed === false;
+      if (call.refused !== undefined || flagged)
+        this.calls.context.approveTool(new RunToolApprovalItem(items[k] as ConstructorParameters<typeof RunToolApprovalItem>[0], this.calls.agent));
+    });
   }
 }
 
@@ -764,6 +790,7 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
     renamed: false,
     unanswered: new Map(),
     policies: new Map(),
+    context: new RunContext(),
   };
   const writer = new WritingModel(model, turn, names, calls, offered);
   const wrapped = writingTools(agent, tools, turn, request, names, calls);
@@ -783,12 +810,13 @@ export async function runAgentsTurn(session: RunnerSession, request: ModelReques
   // The run's settings (the session's over the agent's own) go in as the run's (RunConfig.modelSettings) as well as the
   // running agent's: the SDK sends an agent's only when they were given to its constructor, and the app's agent may
   // have been built without any. Both hold the same settings: the provider is sent them as they are (docs/runners.md).
+  calls.agent = writing;
   const runner = new Runner({ modelSettings });
   const memory = new ForklineAgentsSession(session, request);
   const input = [...(await memory.getItems()), ...(memory.input !== undefined ? [{ role: 'user', content: memory.input } as AgentInputItem] : [])];
   let failure: unknown;
   try {
-    const options = { maxTurns: opts.maxTurns ?? 16, signal };
+    const options = { maxTurns: opts.maxTurns ?? 16, signal, context: calls.context };
     let interruptions: ReadonlyArray<{ rawItem?: unknown }>;
     let finalOutput: unknown;
     let newItems: ReadonlyArray<{ rawItem?: unknown }>;
