@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMcpConfig } from '../../src/agent/mcp/mcp-config.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { A, B, startTwoTenantApp } from '../helpers/two-tenants.ts';
-import { subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const require = createRequire(import.meta.url);
@@ -207,7 +207,9 @@ describe('MCP tools from the reference servers', () => {
 
   it('progress streams on sessionTurns; a server that dies mid-call gives an error result, and the next call works', async () => {
     const id = await newSession();
+    const open = await openSubscriptions(app.url);
     const updates = subscribeWs(app.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind callId progress total } }', { id });
+    await subscriptionsOpened(app.url, open, 1); // live only: it listens before the call reports progress
     const { sendMessage } = await app.ok(SEND, {
       i: { sessionId: id, text: '!call everything__trigger-long-running-operation {"duration": 30, "steps": 30}' },
     });

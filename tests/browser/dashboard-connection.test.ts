@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
 
@@ -88,7 +89,9 @@ describe('a server that is down, then back', () => {
     await page.getByRole('heading', { name: 'Bravo' }).waitFor(TIMEOUT);
     await expect.poll(() => banner.count(), TIMEOUT).toBe(0);
     await expect.poll(() => page.locator('main .error').count(), TIMEOUT).toBe(0);
-    // The list is live again: a session made now appears without a reload.
+    // The list is live again: a session made now appears without a reload. Its sessionsChanged and the session
+    // page's (session-feed.ts) are set up again after the reconnect and replay nothing: both listen first.
+    await waitFor(() => second!.services.live.stats().sessions === 2, { what: "the page's sessionsChanged subscriptions" });
     const c = (await second.ok('mutation { createSession(input: { title: "Charlie" }) { id } }')).createSession.id as string;
     await page.locator(`.tree-node[data-session-id="${c}"]`).waitFor(TIMEOUT);
     await page.close();

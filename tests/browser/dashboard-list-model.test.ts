@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { screenshot } from './chromium.ts';
 import { openPage, startDashboard, type Dashboard } from './dashboard-harness.ts';
+import { openSubscriptions, subscriptionsOpened } from '../helpers/subscribe.ts';
 
 const TIMEOUT = { timeout: 15_000 };
 let dashboard: Dashboard;
@@ -36,6 +37,7 @@ afterAll(() => dashboard?.close());
 describe('the sessions list', () => {
   it("shows each session's model and follows a change of model live", async () => {
     const { page, errors } = await openPage(dashboard.browser);
+    const open = await openSubscriptions(dashboard.app.url);
     await page.goto(dashboard.origin);
     const row = (id: string) => page.locator(`.tree-node[data-session-id="${id}"]`);
     const model = (id: string) => row(id).getByTestId('session-model');
@@ -46,6 +48,9 @@ describe('the sessions list', () => {
     expect(await model(ids.own).textContent()).toBe('model-beta');
     expect(await model(ids.plain).count()).toBe(0); // the host's default: no model of its own to show
     await screenshot(page, 'dashboard-list-model.png');
+
+    // The list's sessionsChanged and sessionsDeleted listen (the list may load before they do; a change is not replayed).
+    await subscriptionsOpened(dashboard.app.url, open, 2);
 
     await dashboard.app.ok(`mutation($i: SetSessionModelInput!) { setSessionModel(input: $i) { id } }`, {
       i: { sessionId: ids.plain, model: { provider: 'scripted', model: 'model-gamma' } },

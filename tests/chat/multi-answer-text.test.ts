@@ -76,13 +76,15 @@ describe('a live step of several answers (an external runner’s), followed by s
     const sendMessage = await queueInput(app, sid);
     const fields = `{ kind step text callId }`;
     type U = { sessionTurns: TurnUpdate };
+    // The first describe's subscription may still be ending: gone first, so the count below is these two.
+    await waitFor(() => app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     // Both listen before the turn starts: one live only (the relay as the runner streams), one from the log and then live.
     const relay = subscribeWs<U>(app.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) ${fields} }`, { id: sid });
     const merged = subscribeWs<U>(app.url, `subscription($id: ID!, $after: Int!) { sessionTurns(sessionId: $id, afterSeq: $after) ${fields} }`, {
       id: sid,
       after: sendMessage.seq,
     });
-    await waitFor(() => app.services.live.stats().turns >= 2, { what: 'both subscribers registered' });
+    await waitFor(() => app.services.live.stats().turns === 2, { what: 'both subscribers registered' });
     const { token, append } = await claimSession(app, sid);
     const delta = (text: string) => publishDelta(app, sid, token, text);
     await append([

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
 import { killRunners, startRunnerProcess, stopRunner } from '../helpers/runner-process.ts';
-import { subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { buildModelMessages } from '../../src/core/model-request.ts';
 import { toModelMessages } from '@forkline/ai-sdk';
@@ -57,9 +57,11 @@ describe('the AI SDK adapter as an external runner process', () => {
     const created = (await gql(`mutation { createSession(input: {title: "external", runner: "ext"}) { id runner } }`)).createSession;
     sessionId = created.id;
     expect(created.runner).toBe('ext');
+    const open = await openSubscriptions(service.url);
     const live = subscribeWs(service.url, `subscription($id: ID!) { sessionEvents(sessionId: $id) { seq type } }`, { id: sessionId });
     const turns = subscribeWs(service.url, `subscription($id: ID!) { sessionTurns(sessionId: $id) { kind turn text } }`, { id: sessionId });
-    await live.count(1); // session/title: subscribed
+    await subscriptionsOpened(service.url, open, 2); // both listen: the turn updates are live only (TURN_STARTED is not replayed)
+    await live.count(1); // session/title
     await send(sessionId, 'weather in Oslo');
     await live.until((items) => items.some((i) => i.sessionEvents.type === 'turn/end'), 'the turn to end', 30_000);
     const evs = await events(sessionId);

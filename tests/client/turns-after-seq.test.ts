@@ -83,6 +83,8 @@ describe('sessionTurns(afterSeq)', () => {
   it("subscribed in the middle of a streaming step: that step's text still arrives exactly once", async () => {
     const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'mid-step' } });
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    // The earlier tests' subscriptions end over the socket while mutations go over HTTP: gone first, so the count below is this one's.
+    await waitFor(() => t.app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     const watcher = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const firstDelta = (async () => {
       for (;;) {
@@ -90,7 +92,7 @@ describe('sessionTurns(afterSeq)', () => {
         if (r.done || r.value.sessionTurns.kind === 'TEXT_DELTA') return;
       }
     })();
-    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'watcher registered' });
+    await waitFor(() => t.app.services.live.stats().turns === 1, { what: 'watcher registered' });
     const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: `!slow 15\n${words}` } });
     await firstDelta; // the step is streaming now
     const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id, afterSeq: sendMessage.event.seq });
@@ -103,9 +105,11 @@ describe('sessionTurns(afterSeq)', () => {
 
   it('without afterSeq: live only, stored updates carry their seq', async () => {
     const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'live only' } });
+    // The earlier tests' subscriptions end over the socket while mutations go over HTTP: gone first, so the count below is this one's.
+    await waitFor(() => t.app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const first = sub.next();
-    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'registered' });
+    await waitFor(() => t.app.services.live.stats().turns === 1, { what: 'registered' });
     const { sendMessage } = await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: 'hello' } });
     expect((await first).value?.sessionTurns).toMatchObject({ kind: 'TURN_STARTED', seq: sendMessage.event.seq + 2, inputId: sendMessage.inputId });
     await sub.return?.();

@@ -102,9 +102,11 @@ describe('sessionTurns and tool approval', () => {
 
   it('without afterSeq: a live subscriber sees the request and a denial, with its reason', async () => {
     const { createSession } = await t.client.mutate(CreateSessionDocument, { input: { title: 'live deny', approvalRequired: ['note_write'] } });
+    // The earlier tests' subscriptions end over the socket while mutations go over HTTP: gone first, so the count below is this one's.
+    await waitFor(() => t.app.services.live.stats().turns === 0, { what: 'no turn subscriber left' });
     const sub = t.client.subscribe(SessionTurnsDocument, { sessionId: createSession.id });
     const first = sub.next();
-    await waitFor(() => t.app.services.live.stats().turns >= 1, { what: 'registered' });
+    await waitFor(() => t.app.services.live.stats().turns === 1, { what: 'registered' });
     await t.client.mutate(SendMessageDocument, { input: { sessionId: createSession.id, text: ASK } });
     const head = await first;
     const before = [head.value!.sessionTurns, ...(await until(sub, 'APPROVAL_REQUESTED'))];

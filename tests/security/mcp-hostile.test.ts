@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
-import { subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { WIRE_TOOL_NAME, wireToolName } from '../../src/core/wire-names.ts';
 
@@ -262,8 +262,9 @@ describe("a server's results", () => {
 
   it('a flood of progress reaches subscribers at most ten times a second, its text cut', async () => {
     const id = (await gql('mutation { createSession(input: { title: "progress" }) { id } }')).createSession.id as string;
+    const open = await openSubscriptions(service.url);
     const updates = subscribeWs(service.url, 'subscription($id: ID!) { sessionTurns(sessionId: $id) { kind progress text } }', { id });
-    await updates.until((items) => items.length >= 0, 'the subscription', 1000).catch(() => {});
+    await subscriptionsOpened(service.url, open, 1); // live only: it listens before the flood starts
     const started = Date.now();
     await gql('mutation($i: SendMessageInput!) { sendMessage(input: $i) { inputId } }', { i: { sessionId: id, text: '!call list__progress_flood {}' } });
     await updates.until((items) => items.some((u) => u.sessionTurns.kind === 'TURN_ENDED'), 'the turn to end', 60_000);

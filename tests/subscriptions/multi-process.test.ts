@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../helpers/db.ts';
 import { postGraphQL, startService, type ServiceProcess } from '../helpers/process.ts';
-import { subscribeSse, subscribeWs } from '../helpers/subscribe.ts';
+import { openSubscriptions, subscribeSse, subscribeWs, subscriptionsOpened } from '../helpers/subscribe.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 let a: ServiceProcess;
@@ -28,6 +28,7 @@ async function ok(url: string, query: string, variables?: unknown) {
 
 describe('two processes, one database', () => {
   it('every event and turn update written through B reaches subscribers on A once, in order (WS and SSE)', async () => {
+    const open = await openSubscriptions(a.url);
     const changed = subscribeWs(a.url, CHANGED);
     const { createSession } = await ok(b.url, 'mutation { createSession(input: { title: "two" }) { id } }');
     const id = createSession.id as string;
@@ -35,10 +36,10 @@ describe('two processes, one database', () => {
     const viaSse = subscribeSse(a.url, EVENTS, { id });
     const turnsWs = subscribeWs(a.url, TURNS, { id });
     const turnsSse = subscribeSse(a.url, TURNS, { id });
-    // Both event subscriptions caught up on the title, so they listen; the turn
-    // subscriptions, opened with them, have fewer steps to take.
+    // All five listen on A before B writes anything they expect: the turn subscriptions and sessionsChanged are
+    // live only (TURN_STARTED and the RUNNING row are not replayed), and A's gauge rises once each is registered.
+    await subscriptionsOpened(a.url, open, 5);
     await Promise.all([viaWs.count(1), viaSse.count(1)]);
-    await new Promise((r) => setTimeout(r, 250));
 
     const inputs = [
       '!slow 5\nfirst turn answers in words',
