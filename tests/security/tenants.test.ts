@@ -208,6 +208,27 @@ describe("another tenant's sessions do not exist", () => {
   });
 });
 
+describe('sessionsChanged startWith', () => {
+  it("sends the named sessions first as they are once it listens: B's own, never A's, and no more than 50 named", async () => {
+    const own = (await asB('mutation { createSession(input: { title: "B start" }) { id } }')).data.createSession.id;
+    const clientB = wsClient(app.url, { connectionParams: B });
+    const first = subscribeWs(app.url, 'subscription($s: [ID!]) { sessionsChanged(startWith: $s) { id title } }', { s: [sessionA, own, own] }, clientB);
+    await first.count(1);
+    expect(first.items).toEqual([{ sessionsChanged: { id: own, title: 'B start' } }]);
+    // Once it is there, a change reaches it.
+    await asB('mutation($id: ID!) { setSessionTitle(sessionId: $id, title: "B changed") { id } }', { id: own });
+    await first.until((items) => items.some((i) => i.sessionsChanged.title === 'B changed'), 'the change');
+    expect(first.items.map((i) => i.sessionsChanged.id)).not.toContain(sessionA);
+    await first.close();
+
+    const tooMany = subscribeWs(app.url, 'subscription($s: [ID!]) { sessionsChanged(startWith: $s) { id } }', { s: Array(51).fill(own) }, clientB);
+    await waitFor(() => tooMany.errors.length > 0, { what: 'the refusal' });
+    expect(JSON.stringify(tooMany.errors)).toContain('BAD_USER_INPUT');
+    await tooMany.close();
+    await clientB.dispose();
+  });
+});
+
 describe('rate limiting per token', () => {
   it('answers 429 RATE_LIMITED with Retry-After once a token spends its burst; other tokens are unaffected', async () => {
     const limited = await startTwoTenantApp({

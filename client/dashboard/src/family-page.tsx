@@ -25,6 +25,7 @@ export function byForkSeq(children: readonly LineageNode[]): Array<{ seq: number
 export function FamilyPage({ id }: { id: string }) {
   const { value: family, error } = useLiveQuery(
     `family:${id}`,
+    id,
     async () => {
       const r = await forkline.query(DashboardFamilyDocument, { id });
       return r.session ? { sessions: r.session.family.edges.map((e) => e.node), truncated: r.session.family.pageInfo.hasNextPage } : null;

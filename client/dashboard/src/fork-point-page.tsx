@@ -20,6 +20,7 @@ import { LongText } from './long-text.tsx';
 function useForkPoint(id: string, seq: number) {
   const { value, error } = useLiveQuery(
     `${id}@${seq}`,
+    id,
     async () => (await forkline.query(DashboardForkPointDocument, { id, seq })).session ?? null,
     (s) => s.id === id || (s.parent?.id === id && s.forkedAtSeq === seq),
   );

@@ -12,9 +12,10 @@ type Changed = SessionsChangedSubscription['sessionsChanged'];
 /**
  * `read`'s result (undefined while the first read runs), read again shortly
  * after each change `concerns` (given the last result) says is about it.
- * `key` names what is read: a new key starts over.
+ * `key` names what is read: a new key starts over. `anchor`: a session the
+ * page shows, which the subscription sends first once it listens.
  */
-export function useLiveQuery<T>(key: string, read: () => Promise<T>, concerns: (changed: Changed, last: T | undefined) => boolean) {
+export function useLiveQuery<T>(key: string, anchor: string, read: () => Promise<T>, concerns: (changed: Changed, last: T | undefined) => boolean) {
   const [value, setValue] = useState<T | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const last = useRef<T | undefined>(undefined);
@@ -45,21 +46,32 @@ export function useLiveQuery<T>(key: string, read: () => Promise<T>, concerns: (
         }
       }
     };
-    // Subscribed before the first read, so a change made meanwhile is not missed.
-    const stop = follow(() => forkline.subscribe(SessionsChangedDocument), {
-      next: ({ sessionsChanged: s }) => {
-        if (!concerns(s, last.current)) return;
-        clearTimeout(timer);
-        timer = setTimeout(run, 60);
+    // The first read goes out at once, and the server may register the subscription after it is answered: a
+    // change in between would be lost. So the subscription starts with the anchor's row, sent once it listens,
+    // and that first row (after each connect) has everything read again.
+    let listening = false;
+    const stop = follow(
+      () => {
+        listening = false;
+        return forkline.subscribe(SessionsChangedDocument, { startWith: [anchor] });
       },
-      reconnecting: () => !closed && setError('live updates: reconnecting…'),
-      // Back after a lost connection: what changed meanwhile (or a first read that failed) is read again.
-      resumed: () => {
-        if (closed) return;
-        setError(null);
-        void run();
+      {
+        next: ({ sessionsChanged: s }) => {
+          const first = !listening;
+          listening = true;
+          if (!first && !concerns(s, last.current)) return;
+          clearTimeout(timer);
+          timer = setTimeout(run, 60);
+        },
+        reconnecting: () => !closed && setError('live updates: reconnecting…'),
+        // Back after a lost connection: what changed meanwhile (or a first read that failed) is read again.
+        resumed: () => {
+          if (closed) return;
+          setError(null);
+          void run();
+        },
       },
-    });
+    );
     void run();
     return () => {
       closed = true;

@@ -84,6 +84,8 @@ const SessionTurnsFromInput = builder.inputType('SessionTurnsFromInput', {
   }),
 });
 
+const sessionsChangedArgs = z.object({ startWith: z.array(sessionIdSchema).max(MAX_FOLLOWED_SESSIONS).nullish() });
+
 const sessionsTurnsArgs = z.object({
   sessions: z
     .array(z.object({ sessionId: sessionIdSchema, afterSeq: z.number().int().min(-1).nullish() }))
@@ -149,7 +151,17 @@ builder.subscriptionFields((t) => ({
     type: SessionRef,
     description:
       "Sessions of the caller's tenant that were created, forked, imported or appended to (status, counters). " + 'Deletions are reported by sessionsDeleted.',
-    subscribe: (_root, _args, ctx) => ctx.services.live.sessionsChanged(ctx.scope),
+    args: {
+      startWith: t.arg.idList({
+        description:
+          `Up to ${MAX_FOLLOWED_SESSIONS} sessions sent first, as they are once the subscription listens (one not found is left out): ` +
+          'a client that reads, then subscribes, reads again when the first arrives and so misses no change made in between.',
+      }),
+    },
+    subscribe: (_root, args, ctx) => {
+      const p = parseArgs(sessionsChangedArgs, args);
+      return ctx.services.live.sessionsChanged(ctx.scope, p.startWith ?? []);
+    },
     resolve: (session) => session,
   }),
   sessionsDeleted: t.field({

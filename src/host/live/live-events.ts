@@ -117,8 +117,8 @@ export class LiveEvents {
   }
 
   /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */
-  sessionsChanged(scope: Scope): AsyncIterableIterator<SessionRow> {
-    return this.changes.changed(scope);
+  sessionsChanged(scope: Scope, startWith: readonly string[] = []): AsyncIterableIterator<SessionRow> {
+    return this.changes.changed(scope, startWith);
   }
 
   /** Ids of the caller's tenant's sessions as they are deleted. */

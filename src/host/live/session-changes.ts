@@ -15,6 +15,8 @@ export interface SessionsDeleted {
 interface Subscriber<T> {
   scope: Scope;
   queue: UpdateQueue<T>;
+  /** Sessions whose row went out live while the rows to start with were read: those rows would be older. */
+  sentLive?: Set<string>;
 }
 
 export class SessionChanges {
@@ -29,8 +31,12 @@ export class SessionChanges {
     private readonly log?: (msg: string, err?: unknown) => void,
   ) {}
 
-  /** Sessions of the scope's tenant as they are created, forked, imported or appended to. */
-  changed(scope: Scope): AsyncIterableIterator<SessionRow> {
+  /**
+   * Sessions of the scope's tenant as they are created, forked, imported or appended to; first the rows of
+   * `startWith` as read once this subscriber is registered, so their arrival tells a client that any later
+   * change reaches it (a read made before then may have missed one).
+   */
+  changed(scope: Scope, startWith: readonly string[] = []): AsyncIterableIterator<SessionRow> {
     const entry: Subscriber<SessionRow> = {
       scope,
       queue: new UpdateQueue<SessionRow>({
@@ -40,7 +46,20 @@ export class SessionChanges {
       }),
     };
     this.changedSubscribers.add(entry);
+    if (startWith.length) void this.startWith(entry, [...new Set(startWith)]);
     return entry.queue;
+  }
+
+  private async startWith(entry: Subscriber<SessionRow>, ids: string[]) {
+    entry.sentLive = new Set();
+    try {
+      const rows = await this.store.sessions.byIds(ids);
+      for (const row of rows) if (row.tenant === entry.scope.tenant && !entry.sentLive.has(row.id)) entry.queue.push(row);
+    } catch (err) {
+      this.log?.('sessionsChanged: loading the sessions to start with failed', err);
+    } finally {
+      entry.sentLive = undefined;
+    }
   }
 
   /** Ids of the scope's tenant's sessions as they are deleted. */
@@ -86,8 +105,12 @@ export class SessionChanges {
     this.changedSessions = new Set();
     try {
       const rows = await this.store.sessions.byIds(ids);
-      for (const { scope, queue } of this.changedSubscribers) {
-        for (const row of rows) if (row.tenant === scope.tenant) queue.push(row);
+      for (const { scope, queue, sentLive } of this.changedSubscribers) {
+        for (const row of rows) {
+          if (row.tenant !== scope.tenant) continue;
+          sentLive?.add(row.id);
+          queue.push(row);
+        }
       }
     } catch (err) {
       this.log?.('sessionsChanged: loading sessions failed', err);
