@@ -4,6 +4,7 @@
 // their results screened at the door (mcp-result.ts) and turned into text for
 // the model (the screened result is kept in the log beside it,
 // `plugin/mcp/result`, for clients).
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Ajv } from 'ajv';
 import { default as addFormats } from 'ajv-formats';
@@ -189,6 +190,12 @@ export function mcpTool(
           ...(onProgress ? { onProgress: progress } : {}),
         });
       } catch (err) {
+        // A workspace server's call that ran out of time (its own timeout, or the agent's aborting it) stops the
+        // server with what it started, as the shell's timeout stops its command (docs/files.md): what it wrote until
+        // then is recorded with the call's error result, and nothing it would go on writing lands in the files after
+        // that result, where a fork at it would not have it. The next call starts it again.
+        if (opts.workspace && (ctx.signal.aborted || (err instanceof McpError && err.code === ErrorCode.RequestTimeout)))
+          connection.stop(`the call of ${info.name} ran out of time: its server was stopped`);
         if (err instanceof ToolError) throw err; // forkline's own words (stopped past its quota)
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         // Nor the secrets its config has forkline send it (core/secrets.ts).
