@@ -196,7 +196,7 @@ export function mcpTool(
         // then is recorded with the call's error result, and nothing it would go on writing lands in the files after
         // that result, where a fork at it would not have it. The next call starts it again.
         if (opts.workspace && (ctx.signal.aborted || (err instanceof McpError && err.code === ErrorCode.RequestTimeout)))
-          connection.stop(`the call of ${info.name} ran out of time: its server was stopped`);
+          connection.stop(`the call of ${info.name} ended unanswered (timed out, or its turn stopped): its server was stopped`);
         if (err instanceof ToolError) throw err; // forkline's own words (stopped past its quota)
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         // Nor the secrets its config has forkline send it (core/secrets.ts).
