@@ -29,6 +29,8 @@ const MAX_STOPPED_REASONS = 1000;
 const LISTING_RETRY_MS = 60_000;
 /** A server's tools made (their schemas compiled) in one turn of the event loop: a list of 1,000 is not one stretch. */
 const TOOLS_MADE_PER_TURN = 20;
+/** Or fewer: the event loop is let go once making them took this long. */
+const TURN_MS = 10;
 
 export interface CatalogScope {
   tenant: string;
@@ -329,14 +331,19 @@ export class ToolCatalog {
     return connection;
   }
 
-  /** A server's tools of one tools/list answer, TOOLS_MADE_PER_TURN a turn of the event loop; a schema Ajv cannot compile leaves its tool out. */
+  /** A server's tools of one tools/list answer, TOOLS_MADE_PER_TURN (or TURN_MS) a turn of the event loop; a schema Ajv cannot compile leaves its tool out. */
   private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<Tool[]> {
     const { connection, config } = this.servers.get(name)!;
     const tools: Tool[] = [];
     let validators = this.validators.get(name);
     if (!validators) this.validators.set(name, (validators = new SchemaValidators()));
+    let turnStarted = performance.now();
     for (const [i, info] of infos.entries()) {
-      if (i > 0 && i % TOOLS_MADE_PER_TURN === 0) await letGo();
+      // A schema's compile may take a good part of the turn (its size is bounded: mcp-tools.ts): let go once one has.
+      if (i > 0 && (i % TOOLS_MADE_PER_TURN === 0 || performance.now() - turnStarted > TURN_MS)) {
+        await letGo();
+        turnStarted = performance.now();
+      }
       try {
         tools.push(
           mcpTool(connection, info, {

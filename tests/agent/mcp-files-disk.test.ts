@@ -22,7 +22,12 @@ beforeAll(async () => {
   root = fs.mkdtempSync('/var/tmp/forkline-mcp-disk-');
   const workspacesDir = path.join(root, 'workspaces');
   fs.mkdirSync(workspacesDir);
-  app = await startTestApp({ workspacesDir, mcp: { mcpServers: { open: workspaceServer(DISK, false), boxed: workspaceServer(DISK, true) } } });
+  app = await startTestApp({
+    workspacesDir,
+    mcp: {
+      mcpServers: { open: workspaceServer(DISK, false), boxed: workspaceServer(DISK, true), slow: { ...workspaceServer(DISK, false), timeoutMs: 1000 } },
+    },
+  });
   turns = agentTurns(() => app, 'mcp disk');
 });
 afterAll(async () => {
@@ -60,5 +65,23 @@ describe.each(['open', 'boxed'] as const)('a workspace MCP server (%s)', (server
     expect((await turns.results(id)).at(-1)!.slice(1)).toEqual(['ok', 'wrote hello.txt']);
     expect(await paths(id)).toEqual(['hello.txt']);
     expect(fs.readdirSync(path.join(root, 'workspaces', id))).toEqual(['hello.txt']);
+  });
+});
+
+describe('a workspace MCP call that runs out of time', () => {
+  it('stops its server: what it wrote before is recorded with the error result, nothing it would write later lands in the files', async () => {
+    const id = await turns.create();
+    await turns.turn(id, call('slow__slow'));
+    const [[, status, content]] = await turns.results(id);
+    expect(status).toBe('error');
+    expect(content).toMatch(/timed out/i);
+    const change = (await turns.log(id)).find((e) => e.type === 'plugin/files/change');
+    expect(JSON.stringify(change?.data)).toContain('early.txt');
+    // Past when the server would have written late.txt, had it not been stopped (before: it was, and the next call's change set took it).
+    await new Promise((r) => setTimeout(r, 3500));
+    await turns.turn(id, call('slow__hello'));
+    expect((await turns.results(id)).at(-1)!.slice(1)).toEqual(['ok', 'wrote hello.txt']);
+    expect(await paths(id)).toEqual(['early.txt', 'hello.txt']);
+    expect(fs.readdirSync(path.join(root, 'workspaces', id)).sort()).toEqual(['early.txt', 'hello.txt']);
   });
 });

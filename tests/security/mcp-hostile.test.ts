@@ -252,6 +252,14 @@ describe("a server's results", () => {
     ]);
   });
 
+  it("a schema's catastrophic pattern checks a call's arguments in linear time: the call is refused, the process free meanwhile", async () => {
+    // Before: Ajv ran `^(a+)+$` on the JavaScript engine, and 40 `a`s and a `!` held the service's event loop for hours.
+    const { result: events } = await underWatch('ReDoS pattern', () => turn(`!call list__redos ${JSON.stringify({ s: `${'a'.repeat(40)}!` })}`));
+    expect(resultOf(events)).toMatchObject({ status: 'error' });
+    expect(resultOf(events).content).toMatch(/must match pattern "\^\(a\+\)\+\$"/);
+    expect(resultOf(await turn(`!call list__redos ${JSON.stringify({ s: 'a'.repeat(40) })}`)).status).toBe('ok');
+  });
+
   it("structured content its output schema refuses is an error result; a server's megabytes of error are cut", async () => {
     expect(resultOf(await turn('!call list__structured {}'))).toMatchObject({ status: 'error' });
     expect(resultOf(await turn('!call list__structured {}')).content).toMatch(/structured content does not match its output schema/);

@@ -4,8 +4,12 @@
 // their results screened at the door (mcp-result.ts) and turned into text for
 // the model (the screened result is kept in the log beside it,
 // `plugin/mcp/result`, for clients).
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { Ajv } from 'ajv';
+import { default as addFormats } from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
+import { RE2 } from 're2-wasm';
 import { withoutSecrets } from '../../core/secrets.ts';
 import { effectFromAnnotations, type FileScope } from '../../core/tools.ts';
 import { ToolError, type Tool } from '../tools.ts';
@@ -30,6 +34,48 @@ type SchemaCheck = ReturnType<AjvJsonSchemaValidator['getValidator']>;
 const SCHEMAS_PER_COMPILER = 2000;
 
 /**
+ * A schema's JSON objects and their keys (keywords, property names) together, at most: Ajv's compile time grows with
+ * them (a 64 KiB schema of 2,500 properties held the event loop 1.3 s and more; 497 properties of five keywords each,
+ * 45 KiB, 1.3 s on a loaded machine), and a schema of more is refused before compiling.
+ */
+export const MAX_SCHEMA_NODES = 1000;
+
+/** How many JSON objects and keys a schema holds, counting up to `max + 1` (its depth is bounded before: mcp-tool-list.ts). */
+function schemaNodes(value: unknown, max: number): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && count <= max) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (!Array.isArray(v)) count += 1 + Object.keys(v).length;
+    for (const child of Object.values(v)) if (child !== null && typeof child === 'object') stack.push(child);
+  }
+  return count;
+}
+
+/**
+ * An Ajv as the MCP SDK makes its own (docs/mcp.md "Names, arguments, results"), but bounded against a server's
+ * schema: a `$ref` is compiled as a call, never inlined (100 refs to one subschema of 200 properties, 7.6 KiB,
+ * compiled 100 copies of it: 7 s of the event loop and 170 MB), and `pattern`/`patternProperties` run on RE2,
+ * whose time is linear in the text (`^(a+)+$` against 30 `a`s and a `!` backtracked for minutes on the JavaScript
+ * engine while a call's arguments were checked). A pattern RE2 does not take (lookaround, backreferences) fails
+ * the schema's compile: its tool is not offered.
+ */
+function boundedAjv(): AjvJsonSchemaValidator {
+  const ajv = new Ajv({
+    strict: false,
+    validateFormats: true,
+    validateSchema: false,
+    allErrors: true,
+    inlineRefs: false,
+    // `code` names the engine in standalone code, which forkline does not generate.
+    code: { regExp: Object.assign((pattern: string, flags: string) => new RE2(pattern, flags), { code: 'RE2' }) },
+  });
+  (addFormats as unknown as (a: Ajv) => void)(ajv);
+  return new AjvJsonSchemaValidator(ajv as never);
+}
+
+/**
  * One server's compiled schemas, by their content (the schema's JSON text): a
  * server that lists its tools again (every `tools/list_changed`, at most once a
  * second) costs the text of its schemas, not compiling them again. A server's
@@ -40,7 +86,7 @@ const SCHEMAS_PER_COMPILER = 2000;
  * (the schemas Ajv keeps go with the last check that uses them).
  */
 export class SchemaValidators {
-  private compiler = new AjvJsonSchemaValidator();
+  private compiler = boundedAjv();
   /** Schemas the compiler compiled, and the `$id`s they gave it. */
   private compiled = 0;
   private readonly ids = new Set<string>();
@@ -60,6 +106,8 @@ export class SchemaValidators {
   }
 
   private compile(schema: Record<string, unknown>): SchemaCheck | Error {
+    const nodes = schemaNodes(schema, MAX_SCHEMA_NODES);
+    if (nodes > MAX_SCHEMA_NODES) return new Error(`its schema has more than ${MAX_SCHEMA_NODES} objects and keys: not compiled`);
     const id = typeof schema.$id === 'string' ? schema.$id : undefined;
     if (this.compiled >= SCHEMAS_PER_COMPILER || (id !== undefined && this.ids.has(id))) this.renew();
     for (;;) {
@@ -77,7 +125,7 @@ export class SchemaValidators {
   }
 
   private renew(): void {
-    this.compiler = new AjvJsonSchemaValidator();
+    this.compiler = boundedAjv();
     this.compiled = 0;
     this.ids.clear();
   }
@@ -143,6 +191,12 @@ export function mcpTool(
           ...(onProgress ? { onProgress: progress } : {}),
         });
       } catch (err) {
+        // A workspace server's call that ran out of time (its own timeout, or the agent's aborting it) stops the
+        // server with what it started, as the shell's timeout stops its command (docs/files.md): what it wrote until
+        // then is recorded with the call's error result, and nothing it would go on writing lands in the files after
+        // that result, where a fork at it would not have it. The next call starts it again.
+        if (opts.workspace && (ctx.signal.aborted || (err instanceof McpError && err.code === ErrorCode.RequestTimeout)))
+          connection.stop(`the call of ${info.name} ended unanswered (timed out, or its turn stopped): its server was stopped`);
         if (err instanceof ToolError) throw err; // forkline's own words (stopped past its quota)
         // A server's error message is its text: bounded as a result's is, not megabytes in the log and the next request.
         // Nor the secrets its config has forkline send it (core/secrets.ts).
