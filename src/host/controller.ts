@@ -289,6 +289,11 @@ export class SessionController {
     }
   }
 
+  /** What the import slots hold (import-slots.ts): `tenant`'s imports admitted, and every tenant's waiting for a slot. */
+  importSlots(tenant: string): { admitted: number; waiting: number } {
+    return this.imports.counts(tenant);
+  }
+
   private async importAdmitted(
     scope: Scope,
     source: RecordingSource,

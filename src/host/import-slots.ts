@@ -107,6 +107,11 @@ export class ImportSlots {
     };
   }
 
+  /** Imports of `tenant` admitted (running, waiting for a slot or for an earlier import with their key), and those of every tenant waiting for a slot. */
+  counts(tenant: string): { admitted: number; waiting: number } {
+    return { admitted: this.#held.get(tenant) ?? 0, waiting: this.#queue.size };
+  }
+
   /** Runs `task` once a slot is free and it is the tenant's turn; `signal` aborted while it waits takes it out of the line. */
   run<T>(tenant: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     return this.#queue.add(task, { tenant, signal }) as Promise<T>;

@@ -203,3 +203,38 @@ describe('`forkline import` while its upload waits for a slot', () => {
     }
   }, 60_000);
 });
+
+describe('an importRecording mutation whose client goes while it waits for a slot', () => {
+  it("leaves the queue and its tenant's count at once, and imports nothing (before: it waited on holding its recording, then imported for nobody)", async () => {
+    await app.close();
+    app = await startHeld({ poolMax: 4, importsAtOnce: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    let released = false;
+    try {
+      const first = upload(0, 'holds the slot');
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      const gone = new AbortController();
+      const mutation = fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...as(1) },
+        body: JSON.stringify({ query: 'mutation($r: String!) { importRecording(recording: $r) { id } }', variables: { r: recording('gone') } }),
+        signal: gone.signal,
+      }).catch((err: Error) => err.name);
+      const slots = () => app.services.controller.importSlots('beta');
+      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 1, waiting: 1 });
+      gone.abort();
+      expect(await mutation).toBe('AbortError');
+      // Out of the queue and off its tenant's count while the slot is still held.
+      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      expect((await first).lines.at(-1).session.title).toBe('holds the slot');
+      // Nothing imported once the slot was free (before: the queued import ran then: a session titled `gone`).
+      await expect.poll(() => app.services.controller.importSlots('alpha'), { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+      const titles = (await holder.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY title`)).rows.map((r) => r.title);
+      expect(titles).toEqual(['holds the slot']);
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+  }, 60_000);
+});
