@@ -94,6 +94,10 @@ options:
   --token T      API token (FORKLINE_TOKEN)
   --json         machine-readable output (new, sessions, show, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
+  --max-response-bytes N   largest answer read from the server (default 128 MiB: maxResponseBytes of @forkline/client)
+  --response-timeout-ms N  longest wait for a whole answer, and for an import's next progress line while it
+                           waits for its outcome (default 60000: responseTimeoutMs); a long import that makes
+                           progress is never cut
 `;
 
 class UsageError extends Error {}
@@ -120,6 +124,8 @@ const OPTIONS = {
   instructions: { type: 'string' },
   output: { type: 'string', short: 'o' },
   progress: { type: 'boolean' },
+  'max-response-bytes': { type: 'string' },
+  'response-timeout-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -407,6 +413,14 @@ function printTools(tools: readonly ToolFieldsFragment[], json: boolean) {
   if (!tools.length) process.stderr.write('no tools\n');
 }
 
+/** A flag's whole number above 0, or undefined when not given (the client's default). */
+function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${flag} takes a whole number above 0, not ${JSON.stringify(visibleText(value))}`);
+  return n;
+}
+
 async function run(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -424,7 +438,17 @@ async function run(argv: string[]): Promise<number> {
     return opts.help ? 0 : 2;
   }
   const url = opts.url ?? process.env.FORKLINE_URL ?? 'http://127.0.0.1:4000/graphql';
-  const client = createForklineClient({ url, token: opts.token ?? process.env.FORKLINE_TOKEN, fetch: sayingUnreachable(url) });
+  let bounds: { maxResponseBytes?: number; responseTimeoutMs?: number };
+  try {
+    bounds = {
+      maxResponseBytes: positiveInt(opts['max-response-bytes'], '--max-response-bytes'),
+      responseTimeoutMs: positiveInt(opts['response-timeout-ms'], '--response-timeout-ms'),
+    };
+  } catch (err) {
+    process.stderr.write(`forkline: ${(err as Error).message}\n`);
+    return 2;
+  }
+  const client = createForklineClient({ url, token: opts.token ?? process.env.FORKLINE_TOKEN, fetch: sayingUnreachable(url), ...bounds });
   try {
     switch (command) {
       case 'new': {

@@ -49,8 +49,11 @@ export interface Context {
    * operation's result and connection are the WebSocket front's to measure.
    */
   ws?: { readonly id: string };
-  /** Aborted when the operation's client has gone (its HTTP connection or WebSocket closed): its reads are cancelled. */
-  gone?: ClientGone;
+  /**
+   * Aborted when the operation's client has gone (its HTTP connection or WebSocket closed): its reads are cancelled,
+   * and its `signal` takes an import waiting for a slot out of the queue (types/recordings.ts).
+   */
+  gone?: ClientGone & { readonly signal?: AbortSignal };
   /** The operation's statement scope (plugins/statement-deadlines.ts): passed to the store's reads it bounds. Unset: bounds off, or a mutation. */
   statements?: StatementScope;
   /** The store as the operation's scoped reads see it (scoped-reads.ts): made the first time a resolver asks. */

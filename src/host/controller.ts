@@ -289,6 +289,16 @@ export class SessionController {
     }
   }
 
+  /** Why an import of `tenant` would be refused now (its FORKLINE_MAX_IMPORTS_PER_TENANT is full), or undefined. */
+  importRefusal(tenant: string): ForklineError | undefined {
+    return this.imports.refusal(tenant);
+  }
+
+  /** What the import slots hold (import-slots.ts): `tenant`'s imports admitted, and every tenant's waiting for a slot. */
+  importSlots(tenant: string): { admitted: number; waiting: number } {
+    return this.imports.counts(tenant);
+  }
+
   private async importAdmitted(
     scope: Scope,
     source: RecordingSource,

@@ -88,15 +88,9 @@ export class ImportSlots {
    * tenant has its share already: refused before it waits, so a tenant's backlog is bounded, not just ordered.
    */
   admit(tenant: string): () => void {
-    const held = this.#held.get(tenant) ?? 0;
-    if (held >= this.perTenant) {
-      throw new ForklineError(
-        'RATE_LIMITED',
-        `at most ${this.perTenant} recording imports of a tenant run or wait at once (FORKLINE_MAX_IMPORTS_PER_TENANT); retry when one has finished`,
-        { retryAfterSeconds: IMPORTS_RETRY_AFTER_SECONDS, http: { status: 429, headers: { 'Retry-After': String(IMPORTS_RETRY_AFTER_SECONDS) } } },
-      );
-    }
-    this.#held.set(tenant, held + 1);
+    const refused = this.refusal(tenant);
+    if (refused) throw refused;
+    this.#held.set(tenant, (this.#held.get(tenant) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
@@ -105,6 +99,24 @@ export class ImportSlots {
       if (left > 0) this.#held.set(tenant, left);
       else this.#held.delete(tenant);
     };
+  }
+
+  /**
+   * The refusal an import of `tenant` would get now (its share is full), or undefined: asked by a door before it reads
+   * an upload's body, so a tenant at its share does not make the process spool bodies only to refuse them.
+   */
+  refusal(tenant: string): ForklineError | undefined {
+    if ((this.#held.get(tenant) ?? 0) < this.perTenant) return undefined;
+    return new ForklineError(
+      'RATE_LIMITED',
+      `at most ${this.perTenant} recording imports of a tenant run or wait at once (FORKLINE_MAX_IMPORTS_PER_TENANT); retry when one has finished`,
+      { retryAfterSeconds: IMPORTS_RETRY_AFTER_SECONDS, http: { status: 429, headers: { 'Retry-After': String(IMPORTS_RETRY_AFTER_SECONDS) } } },
+    );
+  }
+
+  /** Imports of `tenant` admitted (running, waiting for a slot or for an earlier import with their key), and those of every tenant waiting for a slot. */
+  counts(tenant: string): { admitted: number; waiting: number } {
+    return { admitted: this.#held.get(tenant) ?? 0, waiting: this.#queue.size };
   }
 
   /** Runs `task` once a slot is free and it is the tenant's turn; `signal` aborted while it waits takes it out of the line. */

@@ -10,6 +10,11 @@ interface ClientGone {
   readonly aborted: boolean;
 }
 
+/** A client-gone that can also be waited on: `signal` aborts when the client goes (made on first read, then kept). */
+export interface ClientGoneSignal extends ClientGone {
+  readonly signal: AbortSignal;
+}
+
 /**
  * Gone once the connection closed before the response was sent. Classes, not
  * object literals with a getter: V8 allocates a literal's accessor pair in the
@@ -17,25 +22,44 @@ interface ClientGone {
  * request and body) past the young-generation GCs, promoted, until the next
  * full GC.
  */
-class ResponseGone implements ClientGone {
+class ResponseGone implements ClientGoneSignal {
+  private gone?: AbortController;
   constructor(private readonly res: http.ServerResponse) {}
   get aborted(): boolean {
     return this.res.destroyed && !this.res.writableFinished;
   }
+  /** Only an operation that waits (a queued import) reads it: the listener is set up then, not per request. */
+  get signal(): AbortSignal {
+    if (!this.gone) {
+      const gone = (this.gone = new AbortController());
+      if (this.aborted) gone.abort(new Error('the client closed its connection'));
+      else this.res.once('close', () => this.aborted && gone.abort(new Error('the client closed its connection')));
+    }
+    return this.gone.signal;
+  }
 }
 
 /** Gone once the WebSocket is closing or closed. */
-class SocketGone implements ClientGone {
+class SocketGone implements ClientGoneSignal {
+  private gone?: AbortController;
   constructor(private readonly socket: WebSocket) {}
   get aborted(): boolean {
     return this.socket.readyState >= this.socket.CLOSING;
   }
+  get signal(): AbortSignal {
+    if (!this.gone) {
+      const gone = (this.gone = new AbortController());
+      if (this.aborted) gone.abort(new Error('the client closed its WebSocket'));
+      else this.socket.once('close', () => gone.abort(new Error('the client closed its WebSocket')));
+    }
+    return this.gone.signal;
+  }
 }
 
-export function responseGone(res: http.ServerResponse): ClientGone {
+export function responseGone(res: http.ServerResponse): ClientGoneSignal {
   return new ResponseGone(res);
 }
 
-export function socketGone(socket: WebSocket): ClientGone {
+export function socketGone(socket: WebSocket): ClientGoneSignal {
   return new SocketGone(socket);
 }

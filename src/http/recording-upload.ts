@@ -43,6 +43,11 @@ export interface RecordingUploadOptions {
     idem: Idempotency,
     limits: { maxBytes: number; maxLineBytes: number; signal: AbortSignal },
   ) => Promise<SessionRow>;
+  /**
+   * Why an import of the tenant would be refused now (SessionController.importRefusal: its import share is full), or
+   * undefined: asked before the body is read.
+   */
+  importRefusal?: (tenant: string) => { message: string; details?: { retryAfterSeconds?: unknown } } | undefined;
   /** Undoes an import whose uploader went before its answer (SessionController.discardImport); false: kept. */
   discardImport: (scope: { tenant: string }, sessionId: string, idem: Idempotency) => Promise<boolean>;
   /** Who is calling and from where: the guard of every door. */
@@ -140,6 +145,16 @@ export function recordingUpload(opts: RecordingUploadOptions) {
           connection: 'close',
         },
       );
+    }
+    // The tenant's imports are at their share (FORKLINE_MAX_IMPORTS_PER_TENANT, over every door): refused before the
+    // body is read, as above. Before, the body was spooled whole (up to FORKLINE_MAX_RECORDING_BYTES to disk) and
+    // only then refused by the import, so a tenant at its share could make the process write bodies it would refuse.
+    const importsFull = opts.importRefusal?.(tenant);
+    if (importsFull) {
+      return error(res, 429, 'RATE_LIMITED', importsFull.message, {
+        'retry-after': String(importsFull.details?.retryAfterSeconds ?? UPLOAD_RETRY_AFTER_SECONDS),
+        connection: 'close',
+      });
     }
     inProgress.set(tenant, running + 1);
     // A client that goes before its answer (a cancelled import) leaves nothing: the body stops spooling, the

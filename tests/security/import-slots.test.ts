@@ -9,6 +9,7 @@
 // advisory lock the test holds (as recording-cancel.test.ts does), so an
 // import that has its slot keeps its connection until the test lets it go.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -200,6 +201,83 @@ describe('`forkline import` while its upload waits for a slot', () => {
     } finally {
       if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
       fs.rmSync(file, { force: true });
+    }
+  }, 60_000);
+});
+
+describe('an importRecording mutation whose client goes while it waits for a slot', () => {
+  it("leaves the queue and its tenant's count at once, and imports nothing (before: it waited on holding its recording, then imported for nobody)", async () => {
+    await app.close();
+    app = await startHeld({ poolMax: 4, importsAtOnce: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    let released = false;
+    try {
+      const first = upload(0, 'holds the slot');
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      const gone = new AbortController();
+      const mutation = fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...as(1) },
+        body: JSON.stringify({ query: 'mutation($r: String!) { importRecording(recording: $r) { id } }', variables: { r: recording('gone') } }),
+        signal: gone.signal,
+      }).catch((err: Error) => err.name);
+      const slots = () => app.services.controller.importSlots('beta');
+      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 1, waiting: 1 });
+      gone.abort();
+      expect(await mutation).toBe('AbortError');
+      // Out of the queue and off its tenant's count while the slot is still held.
+      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      expect((await first).lines.at(-1).session.title).toBe('holds the slot');
+      // Nothing imported once the slot was free (before: the queued import ran then: a session titled `gone`).
+      await expect.poll(() => app.services.controller.importSlots('alpha'), { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+      const titles = (await holder.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY title`)).rows.map((r) => r.title);
+      expect(titles).toEqual(['holds the slot']);
+    } finally {
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    }
+  }, 60_000);
+});
+
+describe('POST /recordings from a tenant whose imports are at FORKLINE_MAX_IMPORTS_PER_TENANT', () => {
+  it('is refused 429 with Retry-After before its body is read (before: the body was spooled whole, then refused)', async () => {
+    await app.close();
+    app = await startHeld({ poolMax: 4, importsAtOnce: 1, importsPerTenant: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+    let released = false;
+    const url = new URL(app.url.replace(/\/graphql$/, '/recordings'));
+    // Announces 8 MiB and sends 64 KiB of it, then nothing: an answer can only come before the body is read.
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson', 'content-length': String(8 << 20), ...as(0) },
+    });
+    req.on('error', () => {}); // the server closes the connection once it has answered
+    try {
+      const first = upload(0, 'holds the share');
+      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+      const answered = new Promise<http.IncomingMessage>((resolve) => req.on('response', resolve));
+      req.write(Buffer.alloc(64 << 10, 0x20));
+      let res: http.IncomingMessage | undefined;
+      void answered.then((r) => (res = r));
+      await expect.poll(() => res?.statusCode, { timeout: 15_000, interval: 20 }).toBe(429);
+      expect(res!.headers['retry-after']).toBe('5');
+      // Its body unread, the connection cannot carry another request: the server says so and closes it.
+      expect(res!.headers.connection).toBe('close');
+      const body = JSON.parse(
+        await new Promise<string>((resolve) => {
+          let text = '';
+          res!.on('data', (c) => (text += c)).on('end', () => resolve(text));
+        }),
+      );
+      expect(body.errors[0].extensions.code).toBe('RATE_LIMITED');
+      expect(body.errors[0].message).toMatch(/FORKLINE_MAX_IMPORTS_PER_TENANT/);
+      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+      released = true;
+      expect((await first).lines.at(-1).session.title).toBe('holds the share');
+    } finally {
+      req.destroy();
+      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
     }
   }, 60_000);
 });

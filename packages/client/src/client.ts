@@ -325,7 +325,21 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
     let rest = '';
     let outcome: (UploadAnswer & { status?: number }) | undefined;
     const reader = body.getReader();
-    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    // The server writes a progress line every quarter second while the import waits or runs, however long it takes:
+    // silence for responseTimeoutMs means it went or stalled, so the wait ends there instead of never (a long import
+    // that makes progress is not cut).
+    const read = () => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const silent = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new Error(`no progress from the server for ${timeoutMs} ms (responseTimeoutMs)`));
+          // After the rejection: a cancelled read resolves `done`, which must not win the race as a short answer.
+          void reader.cancel().catch(() => {});
+        }, timeoutMs);
+      });
+      return Promise.race([reader.read(), silent]).finally(() => clearTimeout(timer));
+    };
+    for (let r = await read(); !r.done; r = await read()) {
       const lines = (rest + decoder.decode(r.value, { stream: true })).split('\n');
       rest = lines.pop()!;
       if (rest.length > maxBytes) throw new Error(`a progress line over ${maxBytes} characters (maxResponseBytes)`);

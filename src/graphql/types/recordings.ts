@@ -42,7 +42,9 @@ builder.mutationField('importRecording', (t) =>
         );
       }
       const key = parseArgs(idempotencyKeySchema, idempotencyKey);
-      return ctx.services.controller.importRecording(ctx.scope, recording, { key });
+      // The client's going (its connection or WebSocket closed) takes the import out of the queue for a slot, or rolls
+      // it back: before, it waited on holding the recording and its tenant's share, then imported for nobody.
+      return ctx.services.controller.importRecording(ctx.scope, recording, { key }, { signal: ctx.gone?.signal });
     },
   }),
 );
