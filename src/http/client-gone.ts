@@ -39,20 +39,24 @@ class ResponseGone implements ClientGoneSignal {
   }
 }
 
+/** One signal per WebSocket, however many of its operations wait on it: a listener each would pile up on a long-lived socket. */
+const socketSignals = new WeakMap<WebSocket, AbortSignal>();
+
 /** Gone once the WebSocket is closing or closed. */
 class SocketGone implements ClientGoneSignal {
-  private gone?: AbortController;
   constructor(private readonly socket: WebSocket) {}
   get aborted(): boolean {
     return this.socket.readyState >= this.socket.CLOSING;
   }
   get signal(): AbortSignal {
-    if (!this.gone) {
-      const gone = (this.gone = new AbortController());
+    let signal = socketSignals.get(this.socket);
+    if (!signal) {
+      const gone = new AbortController();
       if (this.aborted) gone.abort(new Error('the client closed its WebSocket'));
       else this.socket.once('close', () => gone.abort(new Error('the client closed its WebSocket')));
+      socketSignals.set(this.socket, (signal = gone.signal));
     }
-    return this.gone.signal;
+    return signal;
   }
 }
 
