@@ -91,7 +91,7 @@ describe('subscriber lifecycle', () => {
     for (const field of [
       'sessionEvents(afterSeq: Int, sessionId: ID!): Event!',
       'sessionTurns(afterSeq: Int, sessionId: ID!): TurnUpdate!',
-      'sessionsChanged: Session!',
+      'sessionsChanged(startWith: [ID!]): Session!',
     ]) {
       expect(sdl).toContain(field);
     }
