@@ -15,6 +15,14 @@ export interface ClientGoneSignal extends ClientGone {
   readonly signal: AbortSignal;
 }
 
+/** Aborted with `why` once `source` closes with the client gone (at once if it has already). */
+function closedSignal(source: { once(event: 'close', listener: () => void): unknown }, gone: () => boolean, why: string): AbortSignal {
+  const controller = new AbortController();
+  if (gone()) controller.abort(new Error(why));
+  else source.once('close', () => gone() && controller.abort(new Error(why)));
+  return controller.signal;
+}
+
 /**
  * Gone once the connection closed before the response was sent. Classes, not
  * object literals with a getter: V8 allocates a literal's accessor pair in the
@@ -23,19 +31,14 @@ export interface ClientGoneSignal extends ClientGone {
  * full GC.
  */
 class ResponseGone implements ClientGoneSignal {
-  private gone?: AbortController;
+  private gone?: AbortSignal;
   constructor(private readonly res: http.ServerResponse) {}
   get aborted(): boolean {
     return this.res.destroyed && !this.res.writableFinished;
   }
   /** Only an operation that waits (a queued import) reads it: the listener is set up then, not per request. */
   get signal(): AbortSignal {
-    if (!this.gone) {
-      const gone = (this.gone = new AbortController());
-      if (this.aborted) gone.abort(new Error('the client closed its connection'));
-      else this.res.once('close', () => this.aborted && gone.abort(new Error('the client closed its connection')));
-    }
-    return this.gone.signal;
+    return (this.gone ??= closedSignal(this.res, () => this.aborted, 'the client closed its connection'));
   }
 }
 
@@ -50,12 +53,7 @@ class SocketGone implements ClientGoneSignal {
   }
   get signal(): AbortSignal {
     let signal = socketSignals.get(this.socket);
-    if (!signal) {
-      const gone = new AbortController();
-      if (this.aborted) gone.abort(new Error('the client closed its WebSocket'));
-      else this.socket.once('close', () => gone.abort(new Error('the client closed its WebSocket')));
-      socketSignals.set(this.socket, (signal = gone.signal));
-    }
+    if (!signal) socketSignals.set(this.socket, (signal = closedSignal(this.socket, () => this.aborted, 'the client closed its WebSocket')));
     return signal;
   }
 }
