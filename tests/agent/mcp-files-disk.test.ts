@@ -25,7 +25,12 @@ beforeAll(async () => {
   app = await startTestApp({
     workspacesDir,
     mcp: {
-      mcpServers: { open: workspaceServer(DISK, false), boxed: workspaceServer(DISK, true), slow: { ...workspaceServer(DISK, false), timeoutMs: 1000 } },
+      mcpServers: {
+        open: workspaceServer(DISK, false),
+        boxed: workspaceServer(DISK, true), // Its 5 s bound holds the server's start as well as the call: a second's bound was too short for a node
+        // process to start on a loaded host. The slow tool writes late.txt 8 s in, well past it.
+        slow: { ...workspaceServer(DISK, false), timeoutMs: 5000 },
+      },
     },
   });
   turns = agentTurns(() => app, 'mcp disk');
@@ -77,7 +82,8 @@ describe('a workspace MCP call that runs out of time', () => {
     expect(content).toMatch(/timed out/i);
     const change = (await turns.log(id)).find((e) => e.type === 'plugin/files/change');
     expect(JSON.stringify(change?.data)).toContain('early.txt');
-    // Past when the server would have written late.txt, had it not been stopped (before: it was, and the next call's change set took it).
+    // Past when the server would have written late.txt (8 s after the call began, 5 s of it the timeout), had it not been
+    // stopped (before: it was, and the next call's change set took it).
     await new Promise((r) => setTimeout(r, 3500));
     await turns.turn(id, call('slow__hello'));
     expect((await turns.results(id)).at(-1)!.slice(1)).toEqual(['ok', 'wrote hello.txt']);
