@@ -2,7 +2,8 @@
 // `timeoutMs` is an `error` result): real SDK servers
 // (tests/fixtures/mcp/late-server.mjs, deaf to the cancellation) over stdio
 // and Streamable HTTP, answering 1.5 s after the call's 1 s, and a workspace
-// one, stopped when its call times out. The late answer writes nothing: the log
+// one, stopped when its call times out (its bound is 4 s: it holds the start
+// of the server again for the next call, which a loaded machine may take). The late answer writes nothing: the log
 // holds the call and its one `error` result, no `plugin/mcp/result`, no second
 // result; the server's next call is answered as its own.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -39,7 +40,7 @@ beforeAll(async () => {
       mcpServers: {
         stdio: { command: process.execPath, args: [LATE], cwd: root, env: { LATE_STATS: stats('stdio') }, timeoutMs: 1000, trusted: true, tools: {} },
         web: { type: 'http', url, headers: {}, timeoutMs: 1000, trusted: true, tools: {} },
-        files: { ...workspaceServer(LATE, false), env: { LATE_STATS: stats('files') }, timeoutMs: 1000 },
+        files: { ...workspaceServer(LATE, false), env: { LATE_STATS: stats('files') }, timeoutMs: 4000 },
       },
     },
   });
@@ -54,7 +55,7 @@ afterAll(async () => {
 describe.each(['stdio', 'web', 'files'] as const)('a server (%s) that answers after its call timed out', (server) => {
   it('writes nothing with its late answer: one error result, no kept MCP result; the next call is answered as its own', async () => {
     const id = await turns.create();
-    // Started first (its start is held to the same 1 s timeout, which a loaded machine may take).
+    // Started first (its start is held to the call's timeout, which a loaded machine may take).
     await waitFor(
       async () => {
         await turns.turn(id, call(`${server}__pid`));
@@ -63,7 +64,8 @@ describe.each(['stdio', 'web', 'files'] as const)('a server (%s) that answers af
       { what: 'the server to start', timeoutMs: 30_000 },
     );
     const started = (await turns.results(id)).length;
-    await turns.turn(id, call(`${server}__late`, { ms: 2500 }));
+    // 1.5 s past the call's timeout.
+    await turns.turn(id, call(`${server}__late`, { ms: server === 'files' ? 5500 : 2500 }));
     expect((await turns.results(id)).slice(started).map((r) => r.slice(0, 2))).toEqual([[`${server}__late`, 'error']]);
     const before = (await turns.log(id)).length;
     if (server === 'files') {
