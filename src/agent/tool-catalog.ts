@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isStdioServer, MCP_NAME_SEPARATOR, type McpConfig } from './mcp/mcp-config.ts';
 import { loggedError, McpServerConnection, type McpToolInfo, type ServerLimits } from './mcp/mcp-server.ts';
-import { mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
+import { CompileBudgetSpent, COMPILE_BUDGET, mcpTool, SchemaValidators } from './mcp/mcp-tools.ts';
 import { setImmediate as letGo } from 'node:timers/promises';
 import { LRUCache } from 'lru-cache';
 
@@ -73,8 +73,8 @@ export function approvalToolsProblem(names: readonly string[]): string | undefin
 export class ToolCatalog {
   private readonly servers = new Map<string, { connection: McpServerConnection; config: McpConfig['mcpServers'][string] }>();
   private readonly builtins: Map<string, Tool>;
-  /** The tools made of each tools/list answer. */
-  private readonly made = new WeakMap<object, Promise<Tool[]>>();
+  /** The tools made of each tools/list answer; `retryAt`: some were not, their server's compile budget spent (made again then). */
+  private readonly made = new WeakMap<object, Promise<{ tools: Tool[]; retryAt?: number }>>();
   /** Each server's compiled schemas, by content: a list asked again compiles only what is new in it. */
   private readonly validators = new Map<string, SchemaValidators>();
   /** Workspace servers' instances, one per session that called them lately (the oldest closed past the bound). */
@@ -112,6 +112,7 @@ export class ToolCatalog {
   private readonly sandbox?: SandboxRunner;
   /** The agent's tool timeout: how long a server without its own `timeoutMs` may take to start and list its tools. */
   private readonly toolTimeoutMs: number;
+  private readonly compileBudget: typeof COMPILE_BUDGET;
 
   constructor(
     mcp: McpConfig | undefined,
@@ -128,8 +129,11 @@ export class ToolCatalog {
       approvalTools?: readonly string[];
       toolTimeoutMs?: number;
       workspaceLimits?: WorkspaceLimits;
+      /** The CPU each server's schemas may take to compile in a window (mcp-tools.ts COMPILE_BUDGET). */
+      compileBudget?: typeof COMPILE_BUDGET;
     } = {},
   ) {
+    this.compileBudget = opts.compileBudget ?? COMPILE_BUDGET;
     this.toolTimeoutMs = opts.toolTimeoutMs ?? 30_000;
     this.workspaceLimits = opts.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS;
     const problem = approvalToolsProblem(opts.approvalTools ?? []);
@@ -332,11 +336,12 @@ export class ToolCatalog {
   }
 
   /** A server's tools of one tools/list answer, TOOLS_MADE_PER_TURN (or TURN_MS) a turn of the event loop; a schema Ajv cannot compile leaves its tool out. */
-  private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<Tool[]> {
+  private async makeTools(name: string, infos: readonly McpToolInfo[]): Promise<{ tools: Tool[]; retryAt?: number }> {
     const { connection, config } = this.servers.get(name)!;
     const tools: Tool[] = [];
+    let budgetSpent: { error: CompileBudgetSpent; left: number } | undefined;
     let validators = this.validators.get(name);
-    if (!validators) this.validators.set(name, (validators = new SchemaValidators()));
+    if (!validators) this.validators.set(name, (validators = new SchemaValidators(this.compileBudget)));
     let turnStarted = performance.now();
     for (const [i, info] of infos.entries()) {
       // A schema's compile may take a good part of the turn (its size is bounded: mcp-tools.ts): let go once one has.
@@ -363,10 +368,16 @@ export class ToolCatalog {
           }),
         );
       } catch (err) {
-        this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
+        if (err instanceof CompileBudgetSpent) {
+          budgetSpent ??= { error: err, left: 0 };
+          budgetSpent.left++;
+        } else this.log(`MCP server "${name}": tool "${info.name}" is not offered: its schema cannot be used`, err);
       }
     }
-    return tools;
+    if (!budgetSpent) return { tools };
+    const { error, left } = budgetSpent;
+    this.log(`MCP server "${name}": ${left} of its tools are not offered until ${new Date(error.retryAt).toISOString()}: ${error.message}`);
+    return { tools, retryAt: error.retryAt };
   }
 
   private async serverTools(name: string): Promise<Tool[]> {
@@ -379,9 +390,14 @@ export class ToolCatalog {
     this.listingStopped.delete(name);
     try {
       const infos = await connection.listTools();
-      let made = this.made.get(infos);
-      if (!made) this.made.set(infos, (made = this.makeTools(name, infos)));
-      const tools = await made;
+      const made = this.made.get(infos);
+      let list = made && (await made);
+      if (!list || (list.retryAt !== undefined && Date.now() >= list.retryAt)) {
+        const making = this.makeTools(name, infos);
+        this.made.set(infos, making);
+        list = await making;
+      }
+      const { tools } = list;
       this.failures.delete(name);
       this.listed.set(name, tools.length);
       return tools;

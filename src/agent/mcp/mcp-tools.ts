@@ -54,6 +54,24 @@ function schemaNodes(value: unknown, max: number): number {
 }
 
 /**
+ * The CPU one server's schemas may take to compile in a window (SchemaValidators): a schema at MAX_SCHEMA_NODES still
+ * takes 0.1–0.6 s, and a server lists 256 KiB of tools (about 20 such) again at every `tools/list_changed` (at most once a
+ * second), each time with schemas of new content: without it, one server held the event loop in such stretches, one
+ * after the other, for as long as it kept changing its list. A server of 1,000 plain tools compiles in 1–2 s.
+ */
+export const COMPILE_BUDGET = { cpuMs: 5_000, windowMs: 60_000 };
+
+/** A schema not compiled because its server spent its COMPILE_BUDGET: its tool is offered from `retryAt` on, if compiled then. */
+export class CompileBudgetSpent extends Error {
+  constructor(
+    readonly retryAt: number,
+    budget: typeof COMPILE_BUDGET,
+  ) {
+    super(`its server's schemas took more than ${budget.cpuMs} ms of CPU to compile within ${budget.windowMs / 1000} s: not compiled now`);
+  }
+}
+
+/**
  * An Ajv as the MCP SDK makes its own (docs/mcp.md "Names, arguments, results"), but bounded against a server's
  * schema: a `$ref` is compiled as a call, never inlined (100 refs to one subschema of 200 properties, 7.6 KiB,
  * compiled 100 copies of it: 7 s of the event loop and 170 MB), and `pattern`/`patternProperties` run on RE2,
@@ -92,13 +110,28 @@ export class SchemaValidators {
   private readonly ids = new Set<string>();
   /** The check of each schema, or why it cannot be compiled (asked again, it fails at once). */
   private readonly byContent = new LRUCache<string, SchemaCheck | Error>({ max: SCHEMAS_PER_COMPILER });
+  /** When the budget's window began, and the CPU (µs) compiles took in it. */
+  private windowStart = -Infinity;
+  private spentMicros = 0;
 
-  /** The check of a schema; throws for a schema Ajv cannot compile. */
+  constructor(private readonly budget = COMPILE_BUDGET) {}
+
+  /** The check of a schema; throws for a schema Ajv cannot compile, and CompileBudgetSpent (not kept: asked again later, it may compile). */
   check(schema: Record<string, unknown>): SchemaCheck {
     const key = JSON.stringify(schema);
     let check = this.byContent.get(key);
     if (!check) {
+      const now = Date.now();
+      if (now - this.windowStart >= this.budget.windowMs) {
+        this.windowStart = now;
+        this.spentMicros = 0;
+      }
+      if (this.spentMicros >= this.budget.cpuMs * 1000) throw new CompileBudgetSpent(this.windowStart + this.budget.windowMs, this.budget);
+      // CPU, not wall time: a loaded machine does not spend a server's budget for it.
+      const before = process.cpuUsage();
       check = this.compile(schema);
+      const used = process.cpuUsage(before);
+      this.spentMicros += used.user + used.system;
       this.byContent.set(key, check);
     }
     if (check instanceof Error) throw check;
