@@ -95,9 +95,9 @@ options:
   --json         machine-readable output (new, sessions, show, fork, branch, edit, fanout, send, compact, import, search, tokens, tools)
   --model P:M    a model as provider:model, e.g. scripted:m2 or openai:gpt-4o-mini
   --max-response-bytes N   largest answer read from the server (default 128 MiB: maxResponseBytes of @forkline/client)
-  --response-timeout-ms N  longest wait for a whole answer, and for an import's next progress line while it
-                           waits for its outcome (default 60000: responseTimeoutMs); a long import that makes
-                           progress is never cut
+  --response-timeout-ms N  longest wait for a whole answer, and for an import's answer once its recording is
+                           sent and each next progress line while it waits for its outcome (default 60000:
+                           responseTimeoutMs); a long import that makes progress is never cut
 `;
 
 class UsageError extends Error {}

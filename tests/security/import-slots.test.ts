@@ -19,6 +19,7 @@ import type { AppOptions } from '../../src/app.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { PROJECT_ROOT } from '../helpers/process.ts';
+import { wsClient } from '../helpers/subscribe.ts';
 import { commitsWaiting as commitsWaitingOn, holdCommits, locksWaitedFor, oneEventRecording } from '../helpers/held-commits.ts';
 
 const TSX = `${PROJECT_ROOT}node_modules/tsx/dist/cli.mjs`;
@@ -205,38 +206,74 @@ describe('`forkline import` while its upload waits for a slot', () => {
   }, 60_000);
 });
 
+const IMPORT_MUTATION = 'mutation($r: String!) { importRecording(recording: $r) { id } }';
+
+/**
+ * Tenant 1's importRecording queued behind tenant 0's upload, which holds the one slot: `send` sends it and returns
+ * how its client goes (resolved once the client's own side of it has ended). It must leave the queue and its tenant's
+ * count while the slot is still held, and nothing but the first upload is imported once the slot is free.
+ */
+async function clientGoesWhileQueued(send: (variables: { r: string }) => () => Promise<void>) {
+  await app.close();
+  app = await startHeld({ poolMax: 4, importsAtOnce: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
+  await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
+  let released = false;
+  try {
+    const first = upload(0, 'holds the slot');
+    await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+    const leave = send({ r: recording('gone') });
+    const slots = () => app.services.controller.importSlots('beta');
+    await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 1, waiting: 1 });
+    await leave();
+    // Out of the queue and off its tenant's count while the slot is still held.
+    await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+    await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+    released = true;
+    expect((await first).lines.at(-1).session.title).toBe('holds the slot');
+    // Nothing imported once the slot was free (before: the queued import ran then: a session titled `gone`).
+    await expect.poll(() => app.services.controller.importSlots('alpha'), { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
+    const titles = (await holder.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY title`)).rows.map((r) => r.title);
+    expect(titles).toEqual(['holds the slot']);
+  } finally {
+    if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
+  }
+}
+
 describe('an importRecording mutation whose client goes while it waits for a slot', () => {
   it("leaves the queue and its tenant's count at once, and imports nothing (before: it waited on holding its recording, then imported for nobody)", async () => {
-    await app.close();
-    app = await startHeld({ poolMax: 4, importsAtOnce: 1, security: { rateLimit: false, apiTokens: new Map(TOKENS) } });
-    await holder.query('SELECT pg_advisory_lock($1)', [LOCK]);
-    let released = false;
-    try {
-      const first = upload(0, 'holds the slot');
-      await expect.poll(commitsWaiting, { timeout: 15_000, interval: 20 }).toBe(1);
+    await clientGoesWhileQueued((variables) => {
       const gone = new AbortController();
       const mutation = fetch(app.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...as(1) },
-        body: JSON.stringify({ query: 'mutation($r: String!) { importRecording(recording: $r) { id } }', variables: { r: recording('gone') } }),
+        body: JSON.stringify({ query: IMPORT_MUTATION, variables }),
         signal: gone.signal,
       }).catch((err: Error) => err.name);
-      const slots = () => app.services.controller.importSlots('beta');
-      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 1, waiting: 1 });
-      gone.abort();
-      expect(await mutation).toBe('AbortError');
-      // Out of the queue and off its tenant's count while the slot is still held.
-      await expect.poll(slots, { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
-      await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
-      released = true;
-      expect((await first).lines.at(-1).session.title).toBe('holds the slot');
-      // Nothing imported once the slot was free (before: the queued import ran then: a session titled `gone`).
-      await expect.poll(() => app.services.controller.importSlots('alpha'), { timeout: 15_000, interval: 20 }).toEqual({ admitted: 0, waiting: 0 });
-      const titles = (await holder.query<{ title: string }>(`SELECT title FROM "Session" ORDER BY title`)).rows.map((r) => r.title);
-      expect(titles).toEqual(['holds the slot']);
-    } finally {
-      if (!released) await holder.query('SELECT pg_advisory_unlock($1)', [LOCK]);
-    }
+      return async () => {
+        gone.abort();
+        expect(await mutation).toBe('AbortError');
+      };
+    });
+  }, 60_000);
+
+  it("sent over graphql-ws: the socket closing takes it out of the queue and off its tenant's count, and it imports nothing", async () => {
+    await clientGoesWhileQueued((variables) => {
+      const client = wsClient(app.url, { connectionParams: as(1) });
+      const answers: unknown[] = [];
+      const ended = new Promise<string>((resolve) =>
+        client.subscribe(
+          { query: IMPORT_MUTATION, variables },
+          { next: (r) => void answers.push(r), error: () => resolve('error'), complete: () => resolve('complete') },
+        ),
+      );
+      return async () => {
+        await client.dispose();
+        // graphql-ws's client completes an operation whose socket it closed itself (a 1000 close once disposed), it
+        // does not fail it: a wait for its answer or its error alone would never end.
+        expect(await ended).toBe('complete');
+        expect(answers).toEqual([]);
+      };
+    });
   }, 60_000);
 });
 

@@ -44,8 +44,13 @@ export interface ForklineClientOptions {
    * headers to its last byte (a mutation may work for long before it answers:
    * an import waiting for a slot, a compaction waiting for a turn); past it the
    * request fails with RESPONSE_TIMEOUT, so a server or proxy that stalls or
-   * trickles cannot hold the caller forever. Default 60 s. The `fetch` given
-   * must honour `signal` for the wait before the answer's headers.
+   * trickles cannot hold the caller forever. An upload's wait for its
+   * outcome is bounded by silence instead: from the moment the recording is
+   * sent, the server must answer, then send a progress line, within this bound
+   * each time (it sends one every quarter second while the import waits or
+   * runs), so a long import is waited for and a server that went is not.
+   * Default 60 s. The `fetch` given must honour `signal` for the wait before
+   * the answer's headers.
    */
   responseTimeoutMs?: number;
 }
@@ -278,6 +283,11 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
 
   async function uploadOnce(body: ReadableStream<Uint8Array> | Blob | string, key: string, onProgress?: (p: ImportProgress) => void) {
     const url = opts.url.replace(/\/graphql\/?$/, '/recordings');
+    // Once the transport has taken the recording, the server owes a sign of life every responseTimeoutMs: its
+    // answer's headers, then a progress line every quarter second while the import waits for a slot or runs (asked
+    // for whether or not the caller shows it: the lines are the keep-alive), then the outcome. Silence that long means
+    // it went or stalled, so the wait ends there instead of never; a long import that keeps reporting is not cut.
+    const quiet = new Silence(timeoutMs);
     let res: Response;
     try {
       res = await doFetch(url, {
@@ -285,70 +295,83 @@ export function createForklineClient(opts: ForklineClientOptions): ForklineClien
         headers: {
           'content-type': 'application/x-ndjson',
           'idempotency-key': key,
-          // Asked for: a long import answers with its progress as JSON Lines, its outcome last.
-          ...(onProgress ? { accept: 'application/x-ndjson, application/json' } : {}),
+          // A long import answers with its progress as JSON Lines, its outcome last; a sooner outcome as plain JSON.
+          accept: 'application/x-ndjson, application/json',
           ...(authorization ? { authorization } : {}),
         },
-        body,
+        body: quiet.watching(body),
         duplex: 'half', // a streamed request body (Node's fetch requires saying so)
+        signal: quiet.signal,
       } as RequestInit);
     } catch (err) {
+      quiet.end();
+      if (quiet.signal.aborted) throw silent(url, 'no answer');
       throw unreachable(url, err);
     }
-    let status = res.status;
-    let parsed: UploadAnswer;
-    if (onProgress && res.body && /^application\/x-ndjson\b/.test(res.headers.get('content-type') ?? '')) {
-      // Cut short (the server went): whether it imported is unknown, so it counts as a lost connection (a retry with the key imports once).
-      const cut = (why: string) => fail([{ message: `the import's answer from ${url} was cut short (${why})` }]);
-      const last = await progressLines(res.body, onProgress).catch((err: unknown) => {
-        throw cut((err as Error).message);
-      });
-      if (!last) throw cut('no outcome');
-      status = last.status ?? status;
-      parsed = last;
-    } else {
-      // No deadline before the outcome: an import answers once it is written, which takes as long as the recording is large.
-      const text = await readAnswer(res, url, res.ok ? new AbortController().signal : AbortSignal.timeout(timeoutMs));
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        throw fail([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+    quiet.answered();
+    try {
+      let status = res.status;
+      let parsed: UploadAnswer;
+      if (res.body && /^application\/x-ndjson\b/.test(res.headers.get('content-type') ?? '')) {
+        // Cut short (the server went): whether it imported is unknown, so it counts as a lost connection (a retry with the key imports once).
+        const last = await progressLines(res.body, onProgress, quiet).catch((err: unknown) => {
+          if (quiet.signal.aborted) throw silent(url, 'no progress');
+          throw fail([{ message: `the import's answer from ${url} was cut short (${(err as Error).message})` }]);
+        });
+        if (!last) throw fail([{ message: `the import's answer from ${url} was cut short (no outcome)` }]);
+        status = last.status ?? status;
+        parsed = last;
+      } else {
+        // A plain answer (a sooner outcome, a refusal) is whole within responseTimeoutMs of its headers.
+        const text = await readAnswer(res, url, quiet.signal);
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          throw fail([{ message: `HTTP ${res.status}: ${text.slice(0, 200)}` }], res.status);
+        }
       }
+      if (status >= 300 || !parsed.session) throw fail(parsed.errors ?? [{ message: `HTTP ${status}` }], status, retryAfterOf(res));
+      return parsed.session;
+    } finally {
+      quiet.end();
     }
-    if (status >= 300 || !parsed.session) throw fail(parsed.errors ?? [{ message: `HTTP ${status}` }], status, retryAfterOf(res));
-    return parsed.session;
   }
 
+  /** The server said nothing for responseTimeoutMs while the upload waited on it: whether it imported is unknown (a retry with the key imports once). */
+  const silent = (url: string, what: string) =>
+    fail([
+      {
+        message: `the import's answer from ${url} was cut short (${what} from the server for ${timeoutMs} ms (responseTimeoutMs))`,
+        extensions: { code: 'RESPONSE_TIMEOUT' },
+      },
+    ]);
+
   /** Reads an import's progress lines, passing each on; resolves with its last line (the outcome), or undefined when cut short. */
-  async function progressLines(body: ReadableStream<Uint8Array>, onProgress: (p: ImportProgress) => void) {
+  async function progressLines(body: ReadableStream<Uint8Array>, onProgress: ((p: ImportProgress) => void) | undefined, quiet: Silence) {
     const decoder = new TextDecoder();
     let rest = '';
     let outcome: (UploadAnswer & { status?: number }) | undefined;
     const reader = body.getReader();
-    // The server writes a progress line every quarter second while the import waits or runs, however long it takes:
-    // silence for responseTimeoutMs means it went or stalled, so the wait ends there instead of never (a long import
-    // that makes progress is not cut).
-    const read = () => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const silent = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          reject(new Error(`no progress from the server for ${timeoutMs} ms (responseTimeoutMs)`));
-          // After the rejection: a cancelled read resolves `done`, which must not win the race as a short answer.
-          void reader.cancel().catch(() => {});
-        }, timeoutMs);
-      });
-      return Promise.race([reader.read(), silent]).finally(() => clearTimeout(timer));
-    };
-    for (let r = await read(); !r.done; r = await read()) {
-      const lines = (rest + decoder.decode(r.value, { stream: true })).split('\n');
-      rest = lines.pop()!;
-      if (rest.length > maxBytes) throw new Error(`a progress line over ${maxBytes} characters (maxResponseBytes)`);
-      for (const line of lines.filter(Boolean)) {
-        const value = JSON.parse(line) as { progress?: ImportProgress } & UploadAnswer & { status?: number };
-        if (value.progress) onProgress(value.progress);
-        else outcome = value;
+    // A fetch that does not end the body on its signal is stopped here; the cancelled read resolves `done`, which the
+    // caller reads as the silence it was (the signal is aborted), not as a short answer.
+    const stop = () => void reader.cancel().catch(() => {});
+    quiet.signal.addEventListener('abort', stop, { once: true });
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) {
+        quiet.heard();
+        const lines = (rest + decoder.decode(r.value, { stream: true })).split('\n');
+        rest = lines.pop()!;
+        if (rest.length > maxBytes) throw new Error(`a progress line over ${maxBytes} characters (maxResponseBytes)`);
+        for (const line of lines.filter(Boolean)) {
+          const value = JSON.parse(line) as { progress?: ImportProgress } & UploadAnswer & { status?: number };
+          if (value.progress) onProgress?.(value.progress);
+          else outcome = value;
+        }
       }
+    } finally {
+      quiet.signal.removeEventListener('abort', stop);
     }
+    if (quiet.signal.aborted) throw new Error('silence');
     return outcome;
   }
 
@@ -525,4 +548,65 @@ function asClientError(err: unknown, wsUrl: string): ForklineClientError {
     return new ForklineClientError([{ message: `cannot reach ${wsUrl}${detail ? `: ${detail}` : ''}` }]);
   }
   return new ForklineClientError([{ message: String(err) }]);
+}
+
+/**
+ * The bound on an upload's wait for its server: `signal` aborts once the server has been owed a sign of life for
+ * `ms` — the next read of the recording by the transport, the answer's headers once the recording is sent, or the
+ * answer's next bytes. The time spent waiting for the caller's own stream (a slow pipe into `forkline import -`)
+ * is not the server's, and is not counted.
+ */
+class Silence {
+  readonly #ms: number;
+  readonly #abort = new AbortController();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The answer's headers came: the request body no longer moves the bound. */
+  #answered = false;
+  #ended = false;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** The server owes the next sign of life within the bound from now. */
+  heard() {
+    if (this.#ended) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#abort.abort(), this.#ms);
+  }
+
+  answered() {
+    this.#answered = true;
+    this.heard();
+  }
+
+  end() {
+    this.#ended = true;
+    clearTimeout(this.#timer);
+  }
+
+  /** The recording as a stream the transport pulls a chunk at a time: the bound stops while the caller's stream is read, and restarts with each chunk handed over. */
+  watching(body: ReadableStream<Uint8Array> | Blob | string): ReadableStream<Uint8Array> {
+    const source = (typeof body === 'string' ? new Blob([body]) : body instanceof Blob ? body : undefined)?.stream() ?? (body as ReadableStream<Uint8Array>);
+    const reader = source.getReader();
+    return new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          // Waiting for the caller's stream, not for the server.
+          if (!this.#answered) clearTimeout(this.#timer);
+          const r = await reader.read();
+          if (r.done) controller.close();
+          else controller.enqueue(r.value);
+          // The transport owes the next pull (the server is taking the bytes), or, the recording sent, the answer.
+          if (!this.#answered) this.heard();
+        },
+        cancel: (reason) => reader.cancel(reason),
+      },
+      { highWaterMark: 0 },
+    );
+  }
 }
