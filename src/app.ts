@@ -203,7 +203,11 @@ export async function createApp(opts: AppOptions): Promise<App> {
     pageBytes: opts.pageBytes,
     reclaimChunkEvents: opts.reclaim?.chunkEvents,
   });
-  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, { prepare, trees: store.trees });
+  const leases = new LeaseStore(db.pool, `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, opts.leaseTtlMs, {
+    prepare,
+    trees: store.trees,
+    reserved: listener,
+  });
   const turnUpdates = new EventEmitter().setMaxListeners(0);
   /** A turn update from whoever wrote its events (the agent, a runner's append, a decision): to every process's sessionTurns subscribers. */
   const publishTurnUpdate = (u: TurnUpdate) => {

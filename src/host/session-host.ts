@@ -106,6 +106,8 @@ export class SessionHost {
   private announceTimer?: NodeJS.Timeout;
   /** The last batch claim filled every free slot: more may be waiting. */
   private backlog = false;
+  /** A heartbeat's renewal is out (heartbeat). */
+  private renewing = false;
   private timers: ClockTimer[] = [];
   private stopped = false;
   private readonly clock: Clock;
@@ -561,16 +563,23 @@ export class SessionHost {
     }
   }
 
-  /** Renews this process's leases; runners whose lease was taken over stop. */
+  /**
+   * Renews this process's leases; runners whose lease was taken over stop.
+   * One renewal at a time: a tick that finds the last one still out skips
+   * (another behind it would renew nothing sooner).
+   */
   private async heartbeat(): Promise<void> {
-    if (this.running.size === 0) return;
+    if (this.running.size === 0 || this.renewing) return;
     const entries = [...this.running.values()];
     let kept: Set<string>;
+    this.renewing = true;
     try {
       kept = await this.leases.renew(entries.map((e) => e.lease));
     } catch (err) {
       if (!isDatabaseUnavailable(err)) this.opts.log?.('renewing leases failed', err);
       return;
+    } finally {
+      this.renewing = false;
     }
     for (const e of entries) if (!kept.has(e.lease.sessionId) && this.running.get(e.lease.sessionId) === e) e.runner?.stop('lease-lost');
   }

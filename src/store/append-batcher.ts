@@ -6,8 +6,8 @@
 // pool stays free for reads); an append that finds a slot free goes out at once, alone. One commit for many
 // sessions' appends saves Postgres a commit (and a WAL flush) each: the
 // `turns` bench shows the turns/s and the Postgres CPU per turn. Rows are locked in session id order (byte order) in every batch,
-// as the lease heartbeat locks its own (leases.ts renew): before that, the two
-// deadlocked now and then (1 s each).
+// so batches never wait on each other in a cycle (the lease heartbeat waits for no
+// row lock at all: leases.ts renew; when it waited, the two deadlocked now and then, 1 s each).
 //
 // A block whose conditions fail (stale length, lost lease) stores nothing and
 // returns no rows: its caller sees exactly what a lone append would. A batch

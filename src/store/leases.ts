@@ -176,6 +176,17 @@ export function leaseTakenByAppend(sessionId: string, row: AppendLeaseRow, claim
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
 
+/**
+ * A connection of the process's own, outside the pool, for the lease
+ * heartbeat: in the pool, a renewal waited behind every request queued for a
+ * connection (up to the pool's 10 s connection timeout, a whole lease) and
+ * the lease lapsed while its holder was alive and working. `query` answers
+ * undefined while the connection is down (the pool serves then).
+ */
+export interface ReservedConnection {
+  query<R extends pg.QueryResultRow>(q: pg.QueryConfig): Promise<pg.QueryResult<R>> | undefined;
+}
+
 const LEASE_SQL = {
   claim: `UPDATE "Session" SET "leaseOwner" = $2, "leaseExpiresAt" = now() + $3 * interval '1 millisecond', "leaseToken" = "leaseToken" + 1
         WHERE id = $1 AND "treeId" = $4 AND ${LEASE_IS_FREE} AND ${RUN_BY_FORKLINE}
@@ -225,20 +236,26 @@ const LEASE_SQL = {
        UPDATE "Session" s SET "leaseOwner" = $1, "leaseExpiresAt" = now() + $2 * interval '1 millisecond', "leaseToken" = s."leaseToken" + 1
          FROM runnable WHERE s.id = runnable.id
        RETURNING s.id, s.tenant, s."leaseToken" AS token, s."treeId", s."inheritedRanges", s."inheritedEventCount", s."eventCount"`,
-  // Rows locked in id order (byte order, as append batches lock theirs: append-batcher.ts), so a
-  // heartbeat and a batch of appends never wait on each other in a cycle (they did: deadlocks, 1 s each).
-  // Row locks here are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
+  // SKIP LOCKED: a row an append or a claim holds locked right now is left for the next heartbeat
+  // (a third of the lease's time later) instead of waited for. Waiting, the heartbeat queued behind
+  // every append in flight on any of the process's sessions, and under load took longer than the lease
+  // (seconds: the lease lapsed, another process took the session over and cut its turn `interrupted`),
+  // or deadlocked with append batches. A runner's own append extends its lease anyway (leaseOnAppend).
+  // Row locks are NO KEY UPDATE (the lock the UPDATE takes anyway): FOR UPDATE made a fork whose
   // snapshot predates it fail its child's parent-key check (a serialization failure).
+  // What it returns is every lease still this process's as of the statement's snapshot, renewed now or
+  // skipped: only a lease taken over (another owner or token) or gone is missing. One taken over after
+  // the snapshot is seen at the next heartbeat, and the fence stops its runner's appends meanwhile.
   // A process's leases lie in many trees ($5): each shard renews those in its own. Each lease's row is found by
   // its whole key (id and tree: $3, $6). With the trees only as `x."treeId" = ANY($5)` beside `x.id = l.id`, Postgres
   // priced each probe of the key as a descent per tree, and scanned all of "Session" at every heartbeat instead.
-  renew: `UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
-         FROM (SELECT x.id, x."treeId", l.token FROM unnest($3::text[], $4::int[], $6::text[]) AS l(id, token, tree)
-                 JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree
-                WHERE x."leaseOwner" = $1
-                ORDER BY x.id COLLATE "C" FOR NO KEY UPDATE OF x) held
-        WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."treeId" = ANY($5::text[]) AND s."leaseOwner" = $1 AND s."leaseToken" = held.token
-       RETURNING s.id`,
+  renew: `WITH l AS (SELECT * FROM unnest($3::text[], $4::int[], $6::text[]) AS l(id, token, tree)),
+       held AS (SELECT x.id, x."treeId" FROM l JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree
+                 WHERE x."leaseOwner" = $1 AND x."leaseToken" = l.token
+                 FOR NO KEY UPDATE OF x SKIP LOCKED),
+       renewed AS (UPDATE "Session" s SET "leaseExpiresAt" = now() + $2 * interval '1 millisecond'
+                    FROM held WHERE s.id = held.id AND s."treeId" = held."treeId" AND s."treeId" = ANY($5::text[]) AND s."leaseOwner" = $1)
+       SELECT x.id FROM l JOIN "Session" x ON x.id = l.id AND x."treeId" = l.tree WHERE x."leaseOwner" = $1 AND x."leaseToken" = l.token`,
   releaseIfIdle: `UPDATE "Session" SET
           "leaseOwner" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE "leaseOwner" END,
           "leaseExpiresAt" = CASE WHEN ${NOTHING_TO_RUN} THEN NULL ELSE now() + $4 * interval '1 millisecond' END
@@ -253,15 +270,22 @@ export class LeaseStore {
   /** Which tree each session lies in: a statement on one session's lease names it (session-trees.ts). */
   private readonly trees: SessionTrees;
 
+  /** Where the heartbeat's renewals run, when not on the pool (ReservedConnection). */
+  private readonly reserved?: ReservedConnection;
+
   constructor(
     private readonly pool: pg.Pool,
     /** This process, as lease owner: unique per process start. */
     readonly owner: string,
     readonly ttlMs = DEFAULT_LEASE_TTL_MS,
-    /** `trees`: the process's directory cache (SessionStore.trees); a cache of its own otherwise. */
-    opts: { prepare?: boolean; trees?: SessionTrees } = {},
+    /**
+     * `trees`: the process's directory cache (SessionStore.trees); a cache of its own otherwise.
+     * `reserved`: a connection outside the pool for the renewals (the process's LISTEN connection, PgListener).
+     */
+    opts: { prepare?: boolean; trees?: SessionTrees; reserved?: ReservedConnection } = {},
   ) {
     const prepare = opts.prepare ?? true;
+    this.reserved = opts.reserved;
     this.trees = opts.trees ?? new SessionTrees(pool, { prepare });
     this.sql = Object.fromEntries(Object.entries(LEASE_SQL).map(([name, text]) => [name, statement(prepare, `lease_${name}`, text)])) as LeaseStore['sql'];
   }
@@ -302,21 +326,25 @@ export class LeaseStore {
     return rows.map((r) => ({ ...leaseOf(r, this.ttlMs), tenant: r.tenant }));
   }
 
-  /** Extends the leases still held, in one statement; returns the ids renewed (the others were taken over). */
+  /**
+   * Extends the leases still held, in one statement that waits for no row
+   * lock (LEASE_SQL.renew); returns the ids still held (the others were taken
+   * over, or their session is gone). It runs on the reserved connection when
+   * there is one (`opts.reserved`), not behind request traffic in the pool.
+   */
   async renew(leases: Iterable<Lease>): Promise<Set<string>> {
     const list = [...leases];
     if (list.length === 0) return new Set();
     const trees = await this.trees.ofMany(list.map((l) => l.sessionId));
-    const { rows } = await this.pool.query<{ id: string }>(
-      this.sql.renew([
-        this.owner,
-        this.ttlMs,
-        list.map((l) => l.sessionId),
-        list.map((l) => l.token),
-        [...new Set(trees.values())],
-        list.map((l) => trees.get(l.sessionId) ?? null), // a session deleted meanwhile: no tree, nothing renewed
-      ]),
-    );
+    const query = this.sql.renew([
+      this.owner,
+      this.ttlMs,
+      list.map((l) => l.sessionId),
+      list.map((l) => l.token),
+      [...new Set(trees.values())],
+      list.map((l) => trees.get(l.sessionId) ?? null), // a session deleted meanwhile: no tree, nothing renewed
+    ]);
+    const { rows } = await (this.reserved?.query<{ id: string }>(query) ?? this.pool.query<{ id: string }>(query));
     return new Set(rows.map((r) => r.id));
   }
 

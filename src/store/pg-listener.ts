@@ -31,6 +31,17 @@ export class PgListener extends EventEmitter {
     this.backoff.reset();
   }
 
+  /**
+   * One statement on the LISTEN connection: a session of the process's own,
+   * outside the pool, lent to the lease heartbeat (store/leases.ts
+   * ReservedConnection), a short statement that waits for no lock, so
+   * notifications are held up by no more than its round trip. undefined while
+   * the connection is being made again.
+   */
+  query<R extends pg.QueryResultRow>(q: pg.QueryConfig): Promise<pg.QueryResult<R>> | undefined {
+    return this.client?.query<R>(q);
+  }
+
   private reconnect(client: pg.Client) {
     if (this.closed || this.client !== client) return;
     this.client = undefined;
