@@ -79,19 +79,18 @@ export function useSessions() {
     // start listening after the read was answered, and a session made or changed in between would not show
     // until it changed again (docs/api.md, sessionsChanged). So the subscription starts with the newest rows
     // held (`startWith`), sent once it listens, and the first row after each (re)subscribe has what changed
-    // since the newest change held read again (catchUp: those sessions only, not the whole list).
-    let anchored = false;
+    // since the newest change held read again (catchUp: those sessions only, not the whole list). An empty list
+    // has no row to start with: its first live row does that.
     let unsubscribe = () => {};
     const startLive = () => {
       if (cancelled) return;
       unsubscribe = followListening(
         () => {
           const startWith = newestIds(held.current.values(), START_WITH);
-          anchored = startWith.length > 0;
-          return forkline.subscribe(SessionsChangedDocument, anchored ? { startWith } : {});
+          return forkline.subscribe(SessionsChangedDocument, startWith.length ? { startWith } : {});
         },
         {
-          first: () => anchored && catchUpSoon(),
+          first: catchUpSoon,
           next: (r) => {
             setError(null);
             liveDuringLoad?.add(r.sessionsChanged.id);
@@ -100,11 +99,11 @@ export function useSessions() {
           error: (err) => setError(`live updates: ${errorText(err)}`),
           reconnecting: () => setError('live updates: reconnecting…'),
           // Back after a lost connection (a server restart): the subscription does not replay what changed
-          // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to);
-          // an anchored subscription does so on its first row, once it listens.
+          // meanwhile, so the list asks for the sessions changed since what it held (made, forked, appended to),
+          // now and again once it listens (now too in case every row it started with went meanwhile).
           resumed: () => {
             setError(null);
-            if (!anchored) catchUpSoon();
+            catchUpSoon();
           },
         },
       );
