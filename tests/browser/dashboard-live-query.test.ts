@@ -24,6 +24,22 @@ const send = (sessionId: string, text: string) => app.ok('mutation($i: SendMessa
 const fork = async (sessionId: string, atSeq: number) =>
   (await app.ok('mutation($i: ForkSessionInput!) { forkSession(input: $i) { session { id } } }', { i: { sessionId, atSeq } })).forkSession.session.id as string;
 
+/** A session with one answered turn. */
+async function answered(title: string) {
+  const id = await create(title);
+  await send(id, 'first question');
+  await app.services.host.idle();
+  return id;
+}
+
+/** A page at `path` whose subscribe messages of `fields` are held until `ws.release()`. */
+async function openHeld(path: string, fields: readonly string[]) {
+  const { page, errors } = await openPage(dashboard.browser);
+  const ws = await holdSubscriptions(page, fields);
+  await page.goto(`${origin}${path}`);
+  return { page, errors, ws };
+}
+
 /**
  * Runs `change` (which gives the sessions it changed), and waits until a subscriber of the test's own is told
  * of them: the page's held subscription, registered after that, is not.
@@ -39,14 +55,10 @@ async function announced(change: () => Promise<string[]>) {
 
 describe('live pages and a late subscription', () => {
   it('the fork-point page shows a child that answered between its first read and its subscription listening', async () => {
-    const parent = await create('late subscription');
-    await send(parent, 'first question');
-    await app.services.host.idle();
+    const parent = await answered('late subscription');
     const child = await fork(parent, 0);
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSubscriptions(page, ['sessionsChanged']);
-    await page.goto(`${origin}/sessions/${parent}/forks/0`);
+    const { page, errors, ws } = await openHeld(`/sessions/${parent}/forks/0`, ['sessionsChanged']);
     const card = page.getByTestId('variant-card');
     await expect.poll(() => card.getAttribute('data-state')).toBe('waiting');
     await expect.poll(() => ws.held()).toBeGreaterThan(0);
@@ -62,13 +74,9 @@ describe('live pages and a late subscription', () => {
   });
 
   it('the fork tree shows a fork made between its first read and its subscription listening', async () => {
-    const parent = await create('late tree');
-    await send(parent, 'first question');
-    await app.services.host.idle();
+    const parent = await answered('late tree');
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSubscriptions(page, ['sessionsChanged']);
-    await page.goto(`${origin}/sessions/${parent}/family`);
+    const { page, errors, ws } = await openHeld(`/sessions/${parent}/family`, ['sessionsChanged']);
     await expect.poll(() => page.locator('.family-page:not(.loading)').count()).toBe(1);
     await expect.poll(() => ws.held()).toBeGreaterThan(0);
     const before = await page.locator('.family-page a[href^="/sessions/"]').count();
@@ -83,9 +91,7 @@ describe('live pages and a late subscription', () => {
 
   it('the session list shows a session made, and one changed, between its first read and its subscription listening', async () => {
     const existing = await create('listed before');
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSubscriptions(page, ['sessionsChanged']);
-    await page.goto(`${origin}/`);
+    const { page, errors, ws } = await openHeld('/', ['sessionsChanged']);
     const row = (id: string) => page.locator(`nav.tree li.tree-node[data-session-id="${id}"]`);
     await row(existing).waitFor();
     await expect.poll(() => ws.held()).toBeGreaterThan(0);
@@ -112,9 +118,7 @@ describe('live pages and a late subscription', () => {
     const status = async () => (await app.ok('query($id: ID!) { session(id: $id) { status eventCount } }', { id })).session;
     await expect.poll(async () => (await status()).status).toBe('RUNNING');
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSubscriptions(page, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
-    await page.goto(`${origin}/sessions/${id}`);
+    const { page, errors, ws } = await openHeld(`/sessions/${id}`, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
     const head = page.locator('header.session-head');
     await expect.poll(() => head.locator('.badge').first().textContent()).toBe('running');
     await expect.poll(() => ws.held('sessionEvents')).toBeGreaterThan(0);
@@ -133,13 +137,9 @@ describe('live pages and a late subscription', () => {
   });
 
   it("a session's page names a child forked between its first read and its subscriptions listening", async () => {
-    const id = await create('late child');
-    await send(id, 'first question');
-    await app.services.host.idle();
+    const id = await answered('late child');
 
-    const { page, errors } = await openPage(dashboard.browser);
-    const ws = await holdSubscriptions(page, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
-    await page.goto(`${origin}/sessions/${id}`);
+    const { page, errors, ws } = await openHeld(`/sessions/${id}`, ['sessionEvents', 'sessionTurns', 'sessionsChanged']);
     await page.locator('header.session-head').waitFor();
     await expect.poll(() => ws.held('sessionEvents')).toBeGreaterThan(0);
     await expect.poll(() => ws.held('sessionsChanged')).toBeGreaterThan(0);
